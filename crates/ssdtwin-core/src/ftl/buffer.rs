@@ -1,0 +1,303 @@
+//! The power-loss-protected DRAM write buffer.
+//!
+//! Host data waits here, one slot per indirection unit, until the buffer is full; the
+//! oldest slot is then programmed. Two things make it matter for WAF:
+//! * small writes to the same IU merge into one slot, so sequential 4 KiB writes on a
+//!   64 KiB-IU drive leave as whole IUs (no read-modify-write);
+//! * rewrites of a buffered IU never reach NAND.
+//!
+//! Eviction depends only on the order of host operations, never on time, so the timed
+//! engine and fast-forward leave identical state. Slots are evicted in order of first
+//! arrival (FIFO), which is what lets sequential streams coalesce.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+pub const DEAD: u32 = u32::MAX;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    /// Global logical IU, or [`DEAD`] once trimmed.
+    pub iu: u32,
+    /// Which 512 B sectors of the IU the buffer holds.
+    pub mask: u128,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WriteBuffer {
+    capacity: u32,
+    ring: VecDeque<Slot>,
+    /// Absolute sequence number of `ring[0]`.
+    head_seq: u64,
+    live: u32,
+    #[serde(skip)]
+    index: Index,
+}
+
+/// Open-addressing map iu → absolute slot sequence, linear probing with backward-shift
+/// deletion. Deterministic and allocation-free in steady state.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    keys: Vec<u32>, // iu + 1; 0 = empty
+    vals: Vec<u64>,
+    mask: usize,
+}
+
+impl Index {
+    fn with_capacity(n: u32) -> Index {
+        let size = ((n as usize).max(1) * 2).next_power_of_two().max(16);
+        Index { keys: vec![0; size], vals: vec![0; size], mask: size - 1 }
+    }
+
+    #[inline(always)]
+    fn home(&self, iu: u32) -> usize {
+        // Fibonacci hashing: sequential IUs spread over the table.
+        ((iu as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize & self.mask
+    }
+
+    #[inline]
+    fn get(&self, iu: u32) -> Option<u64> {
+        let key = iu + 1;
+        let mut i = self.home(iu);
+        loop {
+            let k = self.keys[i];
+            if k == key {
+                return Some(self.vals[i]);
+            }
+            if k == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn insert(&mut self, iu: u32, seq: u64) {
+        let key = iu + 1;
+        let mut i = self.home(iu);
+        loop {
+            let k = self.keys[i];
+            if k == 0 || k == key {
+                self.keys[i] = key;
+                self.vals[i] = seq;
+                return;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn remove(&mut self, iu: u32) {
+        let key = iu + 1;
+        let mut i = self.home(iu);
+        loop {
+            let k = self.keys[i];
+            if k == 0 {
+                return;
+            }
+            if k == key {
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        // Backward-shift: pull later members of the probe run into the hole.
+        let mut hole = i;
+        let mut j = (i + 1) & self.mask;
+        loop {
+            let k = self.keys[j];
+            if k == 0 {
+                break;
+            }
+            let home = self.home(k - 1);
+            // Move k if its home is not in (hole, j] cyclically.
+            let dist_home = j.wrapping_sub(home) & self.mask;
+            let dist_hole = j.wrapping_sub(hole) & self.mask;
+            if dist_home >= dist_hole {
+                self.keys[hole] = k;
+                self.vals[hole] = self.vals[j];
+                hole = j;
+            }
+            j = (j + 1) & self.mask;
+        }
+        self.keys[hole] = 0;
+    }
+}
+
+/// What happened to a write offered to the buffer.
+pub enum Offer {
+    /// Merged into a slot already buffered (no NAND traffic now).
+    Merged,
+    /// Took a new slot; nothing had to leave.
+    Queued,
+    /// Took a new slot after evicting the oldest, which must now be programmed.
+    Evicted(Slot),
+    /// The buffer has no capacity: program this IU now.
+    WriteThrough(Slot),
+}
+
+impl WriteBuffer {
+    pub fn new(capacity_slots: u32) -> WriteBuffer {
+        WriteBuffer {
+            capacity: capacity_slots,
+            ring: VecDeque::with_capacity(capacity_slots as usize + 1),
+            head_seq: 0,
+            live: 0,
+            index: Index::with_capacity(capacity_slots),
+        }
+    }
+
+    /// Rebuild the index after deserialising.
+    pub fn rebuild_index(&mut self) {
+        self.index = Index::with_capacity(self.capacity);
+        for (i, s) in self.ring.iter().enumerate() {
+            if s.iu != DEAD {
+                self.index.insert(s.iu, self.head_seq + i as u64);
+            }
+        }
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+
+    #[inline]
+    pub fn lookup(&self, iu: u32) -> Option<u128> {
+        if self.live == 0 {
+            return None;
+        }
+        self.index.get(iu).map(|seq| self.ring[(seq - self.head_seq) as usize].mask)
+    }
+
+    #[inline]
+    pub fn offer(&mut self, iu: u32, mask: u128) -> Offer {
+        if self.capacity == 0 {
+            return Offer::WriteThrough(Slot { iu, mask });
+        }
+        if self.live > 0 {
+            if let Some(seq) = self.index.get(iu) {
+                let s = &mut self.ring[(seq - self.head_seq) as usize];
+                s.mask |= mask;
+                return Offer::Merged;
+            }
+        }
+        let evicted = if self.live == self.capacity { self.pop_oldest() } else { None };
+        let seq = self.head_seq + self.ring.len() as u64;
+        self.ring.push_back(Slot { iu, mask });
+        self.index.insert(iu, seq);
+        self.live += 1;
+        match evicted {
+            Some(s) => Offer::Evicted(s),
+            None => Offer::Queued,
+        }
+    }
+
+    /// Remove and return the oldest live slot.
+    pub fn pop_oldest(&mut self) -> Option<Slot> {
+        while let Some(s) = self.ring.pop_front() {
+            self.head_seq += 1;
+            if s.iu != DEAD {
+                self.index.remove(s.iu);
+                self.live -= 1;
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    /// Drop a buffered IU (it was deallocated). Returns whether it was buffered.
+    pub fn discard(&mut self, iu: u32) -> bool {
+        if self.live == 0 {
+            return false;
+        }
+        match self.index.get(iu) {
+            Some(seq) => {
+                self.ring[(seq - self.head_seq) as usize].iu = DEAD;
+                self.index.remove(iu);
+                self.live -= 1;
+                if self.live == 0 {
+                    self.head_seq += self.ring.len() as u64;
+                    self.ring.clear();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Live slots, oldest first.
+    pub fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.ring.iter().filter(|s| s.iu != DEAD)
+    }
+
+    /// Check the index against the ring (tests and debug builds).
+    pub fn check(&self) -> Result<(), String> {
+        let mut live = 0;
+        for (i, s) in self.ring.iter().enumerate() {
+            if s.iu == DEAD {
+                continue;
+            }
+            live += 1;
+            if s.mask == 0 {
+                return Err(format!("buffer slot {i} holds IU {} with no sectors", s.iu));
+            }
+            match self.index.get(s.iu) {
+                Some(seq) if seq == self.head_seq + i as u64 => {}
+                other => return Err(format!("buffer index for IU {} is {other:?}, slot is {}", s.iu, self.head_seq + i as u64)),
+            }
+        }
+        if live != self.live {
+            return Err(format!("buffer counts {} live slots, ring has {live}", self.live));
+        }
+        if self.live > self.capacity {
+            return Err(format!("buffer holds {} slots, capacity {}", self.live, self.capacity));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_merge_and_discard() {
+        let mut b = WriteBuffer::new(2);
+        assert!(matches!(b.offer(10, 1), Offer::Queued));
+        assert!(matches!(b.offer(10, 2), Offer::Merged));
+        assert_eq!(b.lookup(10), Some(3));
+        assert!(matches!(b.offer(11, 1), Offer::Queued));
+        match b.offer(12, 1) {
+            Offer::Evicted(s) => assert_eq!(s, Slot { iu: 10, mask: 3 }),
+            _ => panic!("expected eviction"),
+        }
+        assert!(b.discard(11));
+        assert!(!b.discard(11));
+        assert_eq!(b.live(), 1);
+        b.check().unwrap();
+        assert_eq!(b.pop_oldest(), Some(Slot { iu: 12, mask: 1 }));
+        assert_eq!(b.pop_oldest(), None);
+    }
+
+    #[test]
+    fn index_survives_heavy_churn() {
+        let mut b = WriteBuffer::new(64);
+        let mut x: u64 = 1;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let iu = ((x >> 33) % 200) as u32;
+            if x & 7 == 0 {
+                b.discard(iu);
+            } else {
+                b.offer(iu, 1 << (x % 8));
+            }
+        }
+        b.check().unwrap();
+        let mut c = b.clone();
+        c.rebuild_index();
+        c.check().unwrap();
+    }
+}

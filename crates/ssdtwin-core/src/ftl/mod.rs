@@ -1,0 +1,734 @@
+//! The flash translation layer: turns host writes, reads and deallocations into NAND
+//! operations. It knows nothing of time; the engine times what it emits (see
+//! [`NandSink`]), and fast-forward runs it with [`NoTiming`], leaving identical state.
+//!
+//! Layout (all physical addresses are `u32` IU indexes, see [`crate::nand`]):
+//! * `l2p[logical IU] = ppa + 1` (0 = unmapped), `p2l[ppa] = logical IU + 1` (0 = never
+//!   written since the last erase). An IU at `ppa` is valid iff `l2p[p2l[ppa] - 1] == ppa + 1`,
+//!   so invalidation only touches `l2p` and a per-superblock counter.
+//! * Superblocks move Free → HostOpen/GcOpen → Closed → Victim → Free. Closed ones sit in
+//!   a bucketed [`victim::VictimIndex`].
+//! * GC is paced: while a victim is being collected, every host IU programmed earns credit
+//!   `valid_at_pick`, and each `ius_per_superblock - valid_at_pick` of credit relocates one
+//!   valid IU. Host consumption and GC reclamation then balance exactly, and GC work is
+//!   spread evenly between host writes instead of arriving in multi-GB bursts.
+
+pub mod bigarray;
+pub mod buffer;
+pub mod victim;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+use crate::spec::{DriveSpec, GcPolicy};
+use bigarray::{prefetch, BigArray};
+use buffer::{Offer, Slot, WriteBuffer};
+use victim::VictimIndex;
+
+/// Sector size used for sub-IU coverage masks.
+pub const SECTOR_BYTES: u32 = 512;
+const NONE: u32 = u32::MAX;
+/// Host allocation never takes the last free superblock: it is kept for the GC frontier.
+const FREE_FLOOR: usize = 1;
+/// Collection of a new victim starts when this few superblocks are free.
+const GC_START: usize = 2;
+
+/// Why a NAND operation happens.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Cause {
+    Host,
+    /// Read of the old copy for a read-modify-write of a partly written IU.
+    Rmw,
+    Gc,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NandOp {
+    /// Read `bytes` of the IU at `ppa`.
+    Read { ppa: u32, bytes: u32, cause: Cause },
+    /// Program one whole IU at `ppa`.
+    Program { ppa: u32, cause: Cause },
+    /// Erase superblock `sb` (one block on every plane of every die).
+    Erase { sb: u32 },
+}
+
+/// Receives the NAND operations the FTL emits, in order.
+pub trait NandSink {
+    fn op(&mut self, op: NandOp);
+}
+
+/// Fast-forward: no timing, the calls compile away.
+pub struct NoTiming;
+impl NandSink for NoTiming {
+    #[inline(always)]
+    fn op(&mut self, _: NandOp) {}
+}
+
+/// Records every operation (tests).
+#[derive(Default, Debug)]
+pub struct Recorder(pub Vec<NandOp>);
+impl NandSink for Recorder {
+    fn op(&mut self, op: NandOp) {
+        self.0.push(op)
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SbState {
+    Free,
+    HostOpen,
+    GcOpen,
+    Closed,
+    Victim,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Superblock {
+    pub state: SbState,
+    pub valid: u32,
+    pub written: u32,
+    pub erase_count: u32,
+    /// Program sequence number when it closed (age for cost-benefit GC).
+    pub closed_at: u64,
+}
+
+/// Exact counters (units in the names). NAND bytes written = programmed IUs × IU size.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FtlCounters {
+    pub host_write_bytes: u64,
+    pub host_read_bytes: u64,
+    pub host_trim_ius: u64,
+    pub host_programmed_ius: u64,
+    pub gc_programmed_ius: u64,
+    pub nand_read_host_bytes: u64,
+    pub nand_read_rmw_bytes: u64,
+    pub nand_read_gc_bytes: u64,
+    pub rmw_ius: u64,
+    pub buffer_merges: u64,
+    pub buffer_read_hits: u64,
+    pub unmapped_reads: u64,
+    pub erases: u64,
+    pub gc_victims: u64,
+    pub foreground_gc_victims: u64,
+}
+
+/// Numbers the FTL derives from a spec (not persisted: recomputed on load).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FtlConfig {
+    pub iu_bytes: u32,
+    pub sectors_per_iu: u32,
+    pub full_mask: u128,
+    pub ius_per_sb: u32,
+    pub superblocks: u32,
+    pub reserve: u32,
+    /// Size of the logical IU space (namespaces are carved from it in chunks).
+    pub logical_ius: u32,
+    pub chunk_shift: u32,
+    pub buffer_slots: u32,
+    pub policy: GcPolicy,
+}
+
+impl FtlConfig {
+    pub fn from_spec(spec: &DriveSpec) -> FtlConfig {
+        let g = spec.geometry();
+        let iu = spec.ftl.iu_bytes.value;
+        let user_ius = spec.capacity.tnvmcap_bytes.value.div_ceil(iu as u64);
+        // Chunks of 2^k IUs, at most ~8K of them for the user capacity. Namespaces take whole
+        // chunks; the logical space has `max_namespaces` spare chunks so rounding each
+        // namespace up to a chunk never makes an allowed create-ns fail.
+        let mut chunk_shift = 6;
+        while (user_ius >> chunk_shift) > 8192 {
+            chunk_shift += 1;
+        }
+        let chunks = user_ius.div_ceil(1 << chunk_shift) + spec.capacity.max_namespaces.value as u64;
+        let logical = chunks << chunk_shift;
+        assert!(logical < u32::MAX as u64, "logical space exceeds the 32-bit map");
+        let spi = iu / SECTOR_BYTES;
+        FtlConfig {
+            iu_bytes: iu,
+            sectors_per_iu: spi,
+            full_mask: if spi >= 128 { u128::MAX } else { (1u128 << spi) - 1 },
+            ius_per_sb: g.ius_per_superblock(iu as u64),
+            superblocks: g.superblocks(),
+            reserve: spec.ftl.gc_reserve_superblocks.value,
+            logical_ius: logical as u32,
+            chunk_shift,
+            buffer_slots: (spec.ftl.write_buffer_bytes.value / iu as u64) as u32,
+            policy: spec.ftl.gc_policy.value,
+        }
+    }
+
+    pub fn physical_ius(&self) -> u32 {
+        self.ius_per_sb * self.superblocks
+    }
+
+    pub fn chunks(&self) -> u32 {
+        self.logical_ius >> self.chunk_shift
+    }
+
+    pub fn chunk_ius(&self) -> u32 {
+        1 << self.chunk_shift
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Frontier {
+    sb: u32,
+    next: u32,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Victim {
+    sb: u32,
+    cursor: u32,
+    valid_at_pick: u32,
+    credit: u64,
+}
+
+/// The small part of the FTL state (everything except the two maps).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FtlState {
+    sbs: Vec<Superblock>,
+    /// Free superblocks ordered by (erase count, id): allocation takes the least worn.
+    free: BTreeSet<(u32, u32)>,
+    host: Frontier,
+    gc: Frontier,
+    victim: Option<Victim>,
+    buffer: WriteBuffer,
+    counters: FtlCounters,
+    /// Mapped IUs per logical chunk (NUSE, per-namespace accounting).
+    mapped_per_chunk: Vec<u32>,
+    program_seq: u64,
+}
+
+impl FtlState {
+    pub fn counters(&self) -> &FtlCounters {
+        &self.counters
+    }
+
+    pub fn mapped_in_chunk(&self, chunk: u32) -> u32 {
+        self.mapped_per_chunk[chunk as usize]
+    }
+
+    pub fn superblocks(&self) -> &[Superblock] {
+        &self.sbs
+    }
+
+    pub fn free_superblocks(&self) -> usize {
+        self.free.len()
+    }
+
+    pub fn buffered_ius(&self) -> u32 {
+        self.buffer.live()
+    }
+}
+
+/// Where a host read found its data.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReadSource {
+    Buffer,
+    Nand { ppa: u32 },
+    Unmapped,
+}
+
+pub struct Ftl {
+    pub cfg: FtlConfig,
+    st: FtlState,
+    l2p: BigArray,
+    p2l: BigArray,
+    index: VictimIndex,
+}
+
+impl Ftl {
+    /// A factory-fresh FTL: every superblock erased, nothing mapped.
+    pub fn new(spec: &DriveSpec) -> std::io::Result<Ftl> {
+        let cfg = FtlConfig::from_spec(spec);
+        let st = FtlState::fresh(&cfg);
+        let l2p = BigArray::zeroed(cfg.logical_ius as usize)?;
+        let p2l = BigArray::zeroed(cfg.physical_ius() as usize)?;
+        Ok(Ftl::from_parts(cfg, st, l2p, p2l))
+    }
+
+    /// Reassemble from persisted parts (the image loader checks sizes first).
+    pub fn from_parts(cfg: FtlConfig, mut st: FtlState, l2p: BigArray, p2l: BigArray) -> Ftl {
+        st.buffer.rebuild_index();
+        let mut index = VictimIndex::new(cfg.superblocks, cfg.ius_per_sb);
+        for (i, sb) in st.sbs.iter().enumerate() {
+            if sb.state == SbState::Closed {
+                index.insert(i as u32, sb.valid);
+            }
+        }
+        Ftl { cfg, st, l2p, p2l, index }
+    }
+
+    pub fn into_parts(self) -> (FtlState, BigArray, BigArray) {
+        (self.st, self.l2p, self.p2l)
+    }
+
+    pub fn state(&self) -> &FtlState {
+        &self.st
+    }
+
+    pub fn counters(&self) -> &FtlCounters {
+        &self.st.counters
+    }
+
+    pub fn l2p(&self) -> &[u32] {
+        &self.l2p
+    }
+
+    pub fn p2l(&self) -> &[u32] {
+        &self.p2l
+    }
+
+    pub fn maps(&self) -> (&BigArray, &BigArray) {
+        (&self.l2p, &self.p2l)
+    }
+
+    /// Current mapping of a logical IU (physical IU), if any.
+    #[inline]
+    pub fn lookup(&self, iu: u32) -> Option<u32> {
+        let m = self.l2p[iu as usize];
+        (m != 0).then(|| m - 1)
+    }
+
+    /// Hint that `iu` will be written or read soon.
+    #[inline(always)]
+    pub fn prefetch(&self, iu: u32) {
+        prefetch(&self.l2p, iu as usize);
+    }
+
+    // ------------------------------------------------------------------ host commands
+
+    /// Host write of the sectors `mask` of logical IU `iu`.
+    #[inline]
+    pub fn write<S: NandSink>(&mut self, iu: u32, mask: u128, sink: &mut S) {
+        debug_assert!(iu < self.cfg.logical_ius, "IU {iu} beyond logical space");
+        debug_assert!(mask != 0 && mask & !self.cfg.full_mask == 0, "bad sector mask {mask:#x}");
+        self.st.counters.host_write_bytes += mask.count_ones() as u64 * SECTOR_BYTES as u64;
+        match self.st.buffer.offer(iu, mask) {
+            Offer::Merged => self.st.counters.buffer_merges += 1,
+            Offer::Queued => prefetch(&self.l2p, iu as usize),
+            Offer::Evicted(slot) => {
+                prefetch(&self.l2p, iu as usize);
+                self.program_slot(slot, sink);
+            }
+            Offer::WriteThrough(slot) => self.program_slot(slot, sink),
+        }
+    }
+
+    /// Host read of the sectors `mask` of logical IU `iu`.
+    #[inline]
+    pub fn read<S: NandSink>(&mut self, iu: u32, mask: u128, sink: &mut S) -> ReadSource {
+        let bytes = mask.count_ones() * SECTOR_BYTES;
+        self.st.counters.host_read_bytes += bytes as u64;
+        if let Some(m) = self.st.buffer.lookup(iu) {
+            if m & mask == mask {
+                self.st.counters.buffer_read_hits += 1;
+                return ReadSource::Buffer;
+            }
+        }
+        match self.lookup(iu) {
+            Some(ppa) => {
+                self.st.counters.nand_read_host_bytes += bytes as u64;
+                sink.op(NandOp::Read { ppa, bytes, cause: Cause::Host });
+                ReadSource::Nand { ppa }
+            }
+            None => {
+                self.st.counters.unmapped_reads += 1;
+                ReadSource::Unmapped
+            }
+        }
+    }
+
+    /// Deallocate a whole logical IU (TRIM, format, namespace delete).
+    pub fn deallocate(&mut self, iu: u32) {
+        self.st.buffer.discard(iu);
+        let m = self.l2p[iu as usize];
+        if m != 0 {
+            let ppa = m - 1;
+            self.l2p[iu as usize] = 0;
+            self.p2l[ppa as usize] = 0;
+            self.invalidate(ppa);
+            self.st.mapped_per_chunk[(iu >> self.cfg.chunk_shift) as usize] -= 1;
+            self.st.counters.host_trim_ius += 1;
+        }
+    }
+
+    /// Deallocate `n` logical IUs from `start`; returns how many were mapped or buffered.
+    pub fn deallocate_range(&mut self, start: u32, n: u32) -> u64 {
+        let before = self.st.counters.host_trim_ius;
+        let buffered: Vec<u32> =
+            self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
+        for iu in buffered {
+            self.st.buffer.discard(iu);
+        }
+        // Skip chunks with nothing mapped: deleting an empty namespace is free.
+        let shift = self.cfg.chunk_shift;
+        let mut iu = start;
+        let end = start + n;
+        while iu < end {
+            let chunk_end = (((iu >> shift) + 1) << shift).min(end);
+            if self.st.mapped_per_chunk[(iu >> shift) as usize] == 0 {
+                iu = chunk_end;
+                continue;
+            }
+            while iu < chunk_end {
+                self.deallocate(iu);
+                iu += 1;
+            }
+        }
+        self.st.counters.host_trim_ius - before
+    }
+
+    /// Program everything in the write buffer (orderly shutdown without PLP; tests).
+    pub fn drain_buffer<S: NandSink>(&mut self, sink: &mut S) {
+        while let Some(slot) = self.st.buffer.pop_oldest() {
+            self.program_slot(slot, sink);
+        }
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    fn program_slot<S: NandSink>(&mut self, slot: Slot, sink: &mut S) {
+        // Allocate first: foreground GC may move the old copy we are about to read.
+        let ppa = self.alloc(false, sink);
+        let old = self.l2p[slot.iu as usize];
+        if slot.mask != self.cfg.full_mask && old != 0 {
+            let iu_bytes = self.cfg.iu_bytes;
+            self.st.counters.rmw_ius += 1;
+            self.st.counters.nand_read_rmw_bytes += iu_bytes as u64;
+            sink.op(NandOp::Read { ppa: old - 1, bytes: iu_bytes, cause: Cause::Rmw });
+        }
+        self.remap(slot.iu, old, ppa);
+        self.st.counters.host_programmed_ius += 1;
+        sink.op(NandOp::Program { ppa, cause: Cause::Host });
+        self.pace_gc(sink);
+    }
+
+    #[inline(always)]
+    fn sb_of(&self, ppa: u32) -> u32 {
+        ppa / self.cfg.ius_per_sb
+    }
+
+    #[inline]
+    fn invalidate(&mut self, ppa: u32) {
+        let sb = self.sb_of(ppa);
+        let s = &mut self.st.sbs[sb as usize];
+        debug_assert!(s.valid > 0, "invalidating in superblock {sb} with no valid units");
+        s.valid -= 1;
+        if s.state == SbState::Closed {
+            self.index.update(sb, s.valid);
+        }
+    }
+
+    /// Point logical `iu` (currently `old`, 0 = unmapped) at physical `ppa`.
+    #[inline]
+    fn remap(&mut self, iu: u32, old: u32, ppa: u32) {
+        if old != 0 {
+            self.invalidate(old - 1);
+        } else {
+            self.st.mapped_per_chunk[(iu >> self.cfg.chunk_shift) as usize] += 1;
+        }
+        self.l2p[iu as usize] = ppa + 1;
+        self.p2l[ppa as usize] = iu + 1;
+        let sb = self.sb_of(ppa);
+        self.st.sbs[sb as usize].valid += 1;
+    }
+
+    /// Next physical IU of the host (or GC) frontier, opening a superblock when needed.
+    #[inline]
+    fn alloc<S: NandSink>(&mut self, gc: bool, sink: &mut S) -> u32 {
+        let f = if gc { self.st.gc } else { self.st.host };
+        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(gc, f.sb, sink) } else { f };
+        let ppa = f.sb * self.cfg.ius_per_sb + f.next;
+        let nf = Frontier { sb: f.sb, next: f.next + 1 };
+        self.st.sbs[f.sb as usize].written += 1;
+        self.st.program_seq += 1;
+        if gc {
+            self.st.gc = nf;
+        } else {
+            self.st.host = nf;
+        }
+        ppa
+    }
+
+    #[cold]
+    fn open_frontier<S: NandSink>(&mut self, gc: bool, full: u32, sink: &mut S) -> Frontier {
+        if full != NONE {
+            let s = &mut self.st.sbs[full as usize];
+            s.state = SbState::Closed;
+            s.closed_at = self.st.program_seq;
+            self.index.insert(full, s.valid);
+        }
+        if !gc {
+            // Foreground GC: the host may not take the GC frontier's last superblock.
+            let mut guard = 0u64;
+            while self.st.free.len() <= FREE_FLOOR {
+                if self.st.victim.is_none() && !self.pick_victim(true, sink) {
+                    panic!("FTL out of space: no superblock can be reclaimed (free={}, closed={})", self.st.free.len(), self.index.len());
+                }
+                while self.st.victim.is_some() {
+                    if !self.relocate_one(sink) {
+                        self.finish_victim(sink);
+                    }
+                }
+                guard += 1;
+                assert!(guard < 10 * self.cfg.superblocks as u64 + 100, "foreground GC made no progress");
+            }
+        }
+        let &(ec, sb) = self.st.free.iter().next().expect("the GC frontier always finds a free superblock");
+        self.st.free.remove(&(ec, sb));
+        let s = &mut self.st.sbs[sb as usize];
+        debug_assert_eq!(s.state, SbState::Free);
+        debug_assert_eq!((s.valid, s.written), (0, 0));
+        s.state = if gc { SbState::GcOpen } else { SbState::HostOpen };
+        if self.st.victim.is_none() && self.st.free.len() <= GC_START {
+            self.pick_victim(false, sink);
+        }
+        Frontier { sb, next: 0 }
+    }
+
+    /// Choose the next GC victim. Returns false when no closed superblock would free space.
+    fn pick_victim<S: NandSink>(&mut self, foreground: bool, sink: &mut S) -> bool {
+        debug_assert!(self.st.victim.is_none());
+        loop {
+            let Some(sb) = self.choose_victim() else { return false };
+            let valid = self.st.sbs[sb as usize].valid;
+            if valid >= self.cfg.ius_per_sb {
+                return false; // every closed superblock is full of valid data
+            }
+            self.index.remove(sb);
+            self.st.sbs[sb as usize].state = SbState::Victim;
+            self.st.counters.gc_victims += 1;
+            if foreground {
+                self.st.counters.foreground_gc_victims += 1;
+            }
+            self.st.victim = Some(Victim { sb, cursor: 0, valid_at_pick: valid, credit: 0 });
+            if valid > 0 {
+                return true;
+            }
+            // Nothing to copy: erase at once and look again if still short.
+            self.finish_victim(sink);
+            if self.st.free.len() > GC_START {
+                return true;
+            }
+        }
+    }
+
+    fn choose_victim(&mut self) -> Option<u32> {
+        match self.cfg.policy {
+            GcPolicy::Greedy => {
+                let sbs = &self.st.sbs;
+                self.index.min_valid(|s| sbs[s as usize].valid)
+            }
+            GcPolicy::CostBenefit => {
+                // (1-u)/(2u) × age; empty superblocks win outright. O(closed), see docs.
+                let now = self.st.program_seq;
+                let per = self.cfg.ius_per_sb as f64;
+                let mut best: Option<(f64, u32)> = None;
+                for sb in self.index.members() {
+                    let s = &self.st.sbs[sb as usize];
+                    let u = s.valid as f64 / per;
+                    let score = if s.valid == 0 { f64::INFINITY } else { (1.0 - u) / (2.0 * u) * (now - s.closed_at + 1) as f64 };
+                    if best.is_none_or(|(b, bsb)| score > b || (score == b && sb < bsb)) {
+                        best = Some((score, sb));
+                    }
+                }
+                best.map(|(_, sb)| sb)
+            }
+        }
+    }
+
+    /// Relocations earned by one host program (see the module docs).
+    #[inline]
+    fn pace_gc<S: NandSink>(&mut self, sink: &mut S) {
+        let Some(v) = self.st.victim.as_mut() else { return };
+        let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64;
+        v.credit += v.valid_at_pick as u64;
+        while let Some(v) = self.st.victim.as_mut() {
+            if v.credit < gain {
+                break;
+            }
+            v.credit -= gain;
+            if !self.relocate_one(sink) {
+                self.finish_victim(sink);
+                if self.st.free.len() <= GC_START {
+                    self.pick_victim(false, sink);
+                }
+                break;
+            }
+        }
+    }
+
+    /// Move the next valid IU out of the victim. False when the victim has none left.
+    fn relocate_one<S: NandSink>(&mut self, sink: &mut S) -> bool {
+        const LOOKAHEAD: u32 = 16;
+        let per = self.cfg.ius_per_sb;
+        let mut v = self.st.victim.expect("relocate without a victim");
+        let base = v.sb * per;
+        loop {
+            if v.cursor >= per || self.st.sbs[v.sb as usize].valid == 0 {
+                self.st.victim = Some(v);
+                return false;
+            }
+            let p = base + v.cursor;
+            v.cursor += 1;
+            if v.cursor + LOOKAHEAD < per {
+                let ahead = self.p2l[(p + LOOKAHEAD) as usize];
+                if ahead != 0 {
+                    prefetch(&self.l2p, ahead as usize - 1);
+                }
+            }
+            let l = self.p2l[p as usize];
+            if l == 0 || self.l2p[(l - 1) as usize] != p + 1 {
+                continue;
+            }
+            self.st.victim = Some(v);
+            let dst = self.alloc(true, sink);
+            let iu_bytes = self.cfg.iu_bytes;
+            sink.op(NandOp::Read { ppa: p, bytes: iu_bytes, cause: Cause::Gc });
+            self.st.counters.nand_read_gc_bytes += iu_bytes as u64;
+            self.remap(l - 1, p + 1, dst);
+            self.st.counters.gc_programmed_ius += 1;
+            sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
+            return true;
+        }
+    }
+
+    fn finish_victim<S: NandSink>(&mut self, sink: &mut S) {
+        let v = self.st.victim.take().expect("finish without a victim");
+        let per = self.cfg.ius_per_sb as usize;
+        let s = &mut self.st.sbs[v.sb as usize];
+        debug_assert_eq!(s.valid, 0, "erasing superblock {} with valid data", v.sb);
+        s.state = SbState::Free;
+        s.written = 0;
+        s.erase_count += 1;
+        let ec = s.erase_count;
+        let base = v.sb as usize * per;
+        self.p2l[base..base + per].fill(0);
+        self.st.free.insert((ec, v.sb));
+        self.st.counters.erases += 1;
+        sink.op(NandOp::Erase { sb: v.sb });
+    }
+
+    // ------------------------------------------------------------------ checks
+
+    /// Full consistency check of maps, counters and superblock states. O(capacity).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let cfg = &self.cfg;
+        let per = cfg.ius_per_sb;
+        let mut valid = vec![0u32; cfg.superblocks as usize];
+        let mut mapped = vec![0u32; cfg.chunks() as usize];
+        for (iu, &m) in self.l2p.iter().enumerate() {
+            if m == 0 {
+                continue;
+            }
+            let ppa = m - 1;
+            if ppa >= cfg.physical_ius() {
+                return Err(format!("l2p[{iu}] = {ppa} beyond physical space"));
+            }
+            if self.p2l[ppa as usize] != iu as u32 + 1 {
+                return Err(format!("l2p[{iu}] = {ppa} but p2l[{ppa}] = {}", self.p2l[ppa as usize] as i64 - 1));
+            }
+            valid[(ppa / per) as usize] += 1;
+            mapped[iu >> cfg.chunk_shift] += 1;
+        }
+        if mapped != self.st.mapped_per_chunk {
+            return Err("mapped-per-chunk counters disagree with the L2P map".into());
+        }
+        let mut free = 0;
+        let (mut host_open, mut gc_open, mut victims) = (0, 0, 0);
+        let mut written_now = 0u64;
+        for (i, s) in self.st.sbs.iter().enumerate() {
+            if s.valid != valid[i] {
+                return Err(format!("superblock {i} counts {} valid units, the maps say {}", s.valid, valid[i]));
+            }
+            if s.valid > s.written {
+                return Err(format!("superblock {i} has {} valid of {} written", s.valid, s.written));
+            }
+            written_now += s.written as u64;
+            match s.state {
+                SbState::Free => {
+                    free += 1;
+                    if s.written != 0 || !self.st.free.contains(&(s.erase_count, i as u32)) {
+                        return Err(format!("free superblock {i} is written or missing from the free list"));
+                    }
+                }
+                SbState::HostOpen => {
+                    host_open += 1;
+                    if self.st.host.sb != i as u32 || self.st.host.next != s.written {
+                        return Err(format!("host frontier disagrees with superblock {i}"));
+                    }
+                }
+                SbState::GcOpen => {
+                    gc_open += 1;
+                    if self.st.gc.sb != i as u32 || self.st.gc.next != s.written {
+                        return Err(format!("GC frontier disagrees with superblock {i}"));
+                    }
+                }
+                SbState::Closed => {
+                    if s.written != per || !self.index.contains(i as u32) {
+                        return Err(format!("closed superblock {i} is not full or not indexed"));
+                    }
+                }
+                SbState::Victim => {
+                    victims += 1;
+                    if self.st.victim.map(|v| v.sb) != Some(i as u32) {
+                        return Err(format!("superblock {i} is a victim but GC is not collecting it"));
+                    }
+                }
+            }
+        }
+        if free != self.st.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
+            return Err(format!("superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims", self.st.free.len()));
+        }
+        // Conservation of pages: every program landed in a superblock still written or erased since.
+        let programmed = self.st.counters.host_programmed_ius + self.st.counters.gc_programmed_ius;
+        let erased_pages: u64 = self.st.sbs.iter().map(|s| s.erase_count as u64).sum::<u64>() * per as u64;
+        if programmed != written_now + erased_pages {
+            return Err(format!(
+                "conservation: {programmed} IUs programmed, {written_now} in superblocks + {erased_pages} erased"
+            ));
+        }
+        self.st.buffer.check()?;
+        self.index.check(|s| self.st.sbs[s as usize].valid)?;
+        Ok(())
+    }
+}
+
+impl FtlState {
+    fn fresh(cfg: &FtlConfig) -> FtlState {
+        FtlState {
+            sbs: (0..cfg.superblocks)
+                .map(|_| Superblock { state: SbState::Free, valid: 0, written: 0, erase_count: 0, closed_at: 0 })
+                .collect(),
+            free: (0..cfg.superblocks).map(|sb| (0, sb)).collect(),
+            host: Frontier { sb: NONE, next: 0 },
+            gc: Frontier { sb: NONE, next: 0 },
+            victim: None,
+            buffer: WriteBuffer::new(cfg.buffer_slots),
+            counters: FtlCounters::default(),
+            mapped_per_chunk: vec![0; cfg.chunks() as usize],
+            program_seq: 0,
+        }
+    }
+
+    /// Sanity checks that need no maps (run on load to reject damaged images early).
+    pub fn check_shape(&self, cfg: &FtlConfig) -> Result<(), String> {
+        if self.sbs.len() != cfg.superblocks as usize {
+            return Err(format!("{} superblocks recorded, geometry has {}", self.sbs.len(), cfg.superblocks));
+        }
+        if self.mapped_per_chunk.len() != cfg.chunks() as usize {
+            return Err(format!("{} chunk counters recorded, expected {}", self.mapped_per_chunk.len(), cfg.chunks()));
+        }
+        if self.buffer.capacity() != cfg.buffer_slots {
+            return Err("write-buffer size disagrees with the spec".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,10 @@
+//! ssdtwin-core: a deterministic model of an NVMe SSD.
+//!
+//! No threads, no sockets, no wall clock. The [`nvme::Controller`] is the only door into
+//! a drive; it owns the namespaces, logs and features and drives the [`ftl::Ftl`], which
+//! emits NAND operations that the engine (or nothing, in fast-forward) times.
+
+pub mod ftl;
+pub mod nand;
+pub mod spec;
+pub mod units;

@@ -1,0 +1,464 @@
+//! Drive specifications: every number about hardware lives here, each with its source.
+//!
+//! A preset is a TOML file. Every hardware parameter is written as
+//! `{ value = ..., source = "..." }`; the loader refuses a parameter without a source, so a
+//! preset cannot grow an undocumented number. [`DriveSpec::validate`] reports every bad
+//! field at once, each with its path and allowed range.
+
+mod presets;
+
+pub use presets::{preset_names, preset_toml, PRESETS};
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::nand::Geometry;
+
+/// A parameter and where it came from (datasheet, NAND spec, derivation, calibration, or an
+/// assumption stated as such).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: String,
+}
+
+impl<T> Sourced<T> {
+    pub fn new(value: T, source: impl Into<String>) -> Self {
+        Sourced { value, source: source.into() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriveSpec {
+    pub drive: DriveInfo,
+    pub capacity: CapacitySpec,
+    pub nand: NandSpec,
+    pub ftl: FtlSpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<TimingSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power_states: Vec<PowerState>,
+    #[serde(default)]
+    pub logs: LogSpec,
+    /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
+    #[serde(default = "one")]
+    pub scale: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriveInfo {
+    /// Preset name, e.g. `kioxia-cm6-r-3.84t`.
+    pub name: String,
+    pub vendor: String,
+    pub model: String,
+    pub summary: String,
+    pub model_number: Sourced<String>,
+    pub firmware: String,
+    pub pci_vendor_id: Sourced<u16>,
+    pub interface: Sourced<String>,
+    pub dwpd: Sourced<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacitySpec {
+    /// TNVMCAP: user-addressable capacity of the whole drive in bytes.
+    pub tnvmcap_bytes: Sourced<u64>,
+    /// Supported LBA data sizes; the first is the factory format.
+    pub lba_bytes: Sourced<Vec<u32>>,
+    /// NN: how many namespaces the controller supports.
+    pub max_namespaces: Sourced<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NandSpec {
+    pub part: Sourced<String>,
+    pub bits_per_cell: Sourced<u32>,
+    pub channels: Sourced<u32>,
+    pub dies_per_channel: Sourced<u32>,
+    pub planes_per_die: Sourced<u32>,
+    pub blocks_per_plane: Sourced<u32>,
+    pub pages_per_block: Sourced<u32>,
+    pub page_bytes: Sourced<u32>,
+    /// Rated program/erase cycles (drives Percentage Used).
+    pub pe_cycles: Sourced<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtlSpec {
+    /// Indirection unit: the L2P mapping granularity.
+    pub iu_bytes: Sourced<u32>,
+    /// Power-loss-protected DRAM write buffer.
+    pub write_buffer_bytes: Sourced<u64>,
+    /// Superblocks held out of the data pool: open frontiers plus the GC free-block floor.
+    pub gc_reserve_superblocks: Sourced<u32>,
+    pub gc_policy: Sourced<GcPolicy>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcPolicy {
+    /// Fewest valid units first (Desnoyers; optimal for memoryless workloads).
+    Greedy,
+    /// Rosenblum/Kawaguchi cost-benefit: maximise (1-u)/(2u) × age.
+    CostBenefit,
+}
+
+impl fmt::Display for GcPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GcPolicy::Greedy => "greedy",
+            GcPolicy::CostBenefit => "cost-benefit",
+        })
+    }
+}
+
+/// NAND and controller timing (used by the timed engine).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSpec {
+    pub t_read_ns: Sourced<u64>,
+    pub t_prog_ns: Sourced<u64>,
+    pub t_erase_ns: Sourced<u64>,
+    /// NAND bus rate per channel, bytes per second.
+    pub channel_bytes_per_s: Sourced<u64>,
+    /// Host link payload bandwidth, bytes per second.
+    pub host_link_bytes_per_s: Sourced<u64>,
+    /// Controller time per read command (firmware, ECC, DMA setup).
+    pub ctrl_read_ns: Sourced<u64>,
+    /// Controller time per write command until the buffer acknowledges it.
+    pub ctrl_write_ns: Sourced<u64>,
+    /// Controller command-processing ceiling (IOPS), all cores together.
+    pub ctrl_max_iops: Sourced<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerState {
+    pub max_power_mw: u32,
+    pub active_power_mw: Option<u32>,
+    pub non_operational: bool,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSpec {
+    /// Expose Intel's additional SMART log (0xCA) with 0xF4/0xF5 NAND/host sectors written.
+    #[serde(default)]
+    pub intel_smart_add: bool,
+}
+
+/// Every problem found in a spec, each with the path of its field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SpecError {
+    pub origin: String,
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(f, "{}: ", self.origin)?;
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            f.write_str(p)?;
+        }
+        if n > 1 {
+            write!(f, " ({n} problems)")?;
+        }
+        Ok(())
+    }
+}
+
+struct Checker {
+    problems: Vec<String>,
+}
+
+impl Checker {
+    fn range<T: PartialOrd + fmt::Display + Copy>(&mut self, path: &str, v: &Sourced<T>, lo: T, hi: T) {
+        self.source(path, &v.source);
+        if v.value < lo || v.value > hi {
+            self.problems.push(format!("{path}: must be {lo}..={hi} (got {})", v.value));
+        }
+    }
+    fn pow2(&mut self, path: &str, v: u64) {
+        if !v.is_power_of_two() {
+            self.problems.push(format!("{path}: must be a power of two (got {v})"));
+        }
+    }
+    fn source(&mut self, path: &str, s: &str) {
+        if s.trim().is_empty() {
+            self.problems.push(format!("{path}.source: every parameter needs a source"));
+        }
+    }
+    fn fail(&mut self, msg: String) {
+        self.problems.push(msg);
+    }
+}
+
+impl DriveSpec {
+    /// Parse a preset or spec file. `origin` names the file in error messages.
+    pub fn from_toml(text: &str, origin: &str) -> Result<DriveSpec, SpecError> {
+        let spec: DriveSpec = toml::from_str(text).map_err(|e| SpecError {
+            origin: origin.to_string(),
+            problems: vec![toml_error_line(&e)],
+        })?;
+        spec.validate(origin)?;
+        Ok(spec)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("a DriveSpec always serialises")
+    }
+
+    /// Look up a built-in preset by name.
+    pub fn preset(name: &str) -> Result<DriveSpec, SpecError> {
+        match preset_toml(name) {
+            Some(text) => DriveSpec::from_toml(text, &format!("preset {name}")),
+            None => Err(SpecError {
+                origin: format!("preset '{name}'"),
+                problems: vec![format!("unknown preset; choose one of: {}", preset_names().join(", "))],
+            }),
+        }
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        Geometry::from_spec(self)
+    }
+
+    /// Check every field; report all problems at once.
+    pub fn validate(&self, origin: &str) -> Result<(), SpecError> {
+        let mut c = Checker { problems: Vec::new() };
+        let d = &self.drive;
+        if d.name.trim().is_empty() {
+            c.fail("drive.name: must not be empty".into());
+        }
+        c.source("drive.model_number", &d.model_number.source);
+        c.source("drive.pci_vendor_id", &d.pci_vendor_id.source);
+        c.source("drive.interface", &d.interface.source);
+        c.range("drive.dwpd", &d.dwpd, 0.0, 100.0);
+
+        let n = &self.nand;
+        c.source("nand.part", &n.part.source);
+        c.range("nand.bits_per_cell", &n.bits_per_cell, 1, 4);
+        c.range("nand.channels", &n.channels, 1, 64);
+        c.range("nand.dies_per_channel", &n.dies_per_channel, 1, 64);
+        c.range("nand.planes_per_die", &n.planes_per_die, 1, 8);
+        c.range("nand.blocks_per_plane", &n.blocks_per_plane, 4, 1 << 20);
+        c.range("nand.pages_per_block", &n.pages_per_block, 1, 1 << 16);
+        c.range("nand.page_bytes", &n.page_bytes, 2048, 65536);
+        c.pow2("nand.page_bytes", n.page_bytes.value as u64);
+        c.range("nand.pe_cycles", &n.pe_cycles, 1, 1_000_000);
+        if n.bits_per_cell.value > 0 && n.pages_per_block.value % n.bits_per_cell.value != 0 {
+            c.fail(format!(
+                "nand.pages_per_block: must be a multiple of bits_per_cell ({}) so blocks hold whole wordlines (got {})",
+                n.bits_per_cell.value, n.pages_per_block.value
+            ));
+        }
+
+        let f = &self.ftl;
+        c.range("ftl.iu_bytes", &f.iu_bytes, 4096, 65536);
+        c.pow2("ftl.iu_bytes", f.iu_bytes.value as u64);
+        c.range("ftl.write_buffer_bytes", &f.write_buffer_bytes, 0, 1 << 34);
+        c.range("ftl.gc_reserve_superblocks", &f.gc_reserve_superblocks, 3, 64);
+        c.source("ftl.gc_policy", &f.gc_policy.source);
+
+        let cap = &self.capacity;
+        c.range("capacity.tnvmcap_bytes", &cap.tnvmcap_bytes, 1 << 20, u64::MAX);
+        c.range("capacity.max_namespaces", &cap.max_namespaces, 1, 1024);
+        c.source("capacity.lba_bytes", &cap.lba_bytes.source);
+        if cap.lba_bytes.value.is_empty() {
+            c.fail("capacity.lba_bytes: at least one LBA format is required".into());
+        }
+        for (i, &b) in cap.lba_bytes.value.iter().enumerate() {
+            if b != 512 && b != 4096 {
+                c.fail(format!("capacity.lba_bytes[{i}]: must be 512 or 4096 (got {b})"));
+            }
+        }
+        if self.scale == 0 {
+            c.fail("scale: must be at least 1".into());
+        }
+
+        if c.problems.is_empty() {
+            // Cross-field checks need sane individual fields.
+            let g = self.geometry();
+            let iu = f.iu_bytes.value as u64;
+            if g.program_unit_bytes % iu != 0 {
+                c.fail(format!(
+                    "ftl.iu_bytes: must divide the program unit of {} bytes (planes × page × bits) (got {iu})",
+                    g.program_unit_bytes
+                ));
+            } else {
+                let pool = g.data_superblocks(f.gc_reserve_superblocks.value) as u64 * g.superblock_bytes;
+                if cap.tnvmcap_bytes.value >= pool {
+                    c.fail(format!(
+                        "capacity.tnvmcap_bytes: must be below the NAND available to the FTL ({pool} bytes = (superblocks - gc reserve) x superblock) (got {})",
+                        cap.tnvmcap_bytes.value
+                    ));
+                }
+                if g.physical_ius(iu) >= u32::MAX as u64 - 1 {
+                    c.fail(format!(
+                        "ftl.iu_bytes: {} physical units do not fit the 32-bit map; use a larger IU",
+                        g.physical_ius(iu)
+                    ));
+                }
+                if f.write_buffer_bytes.value % iu != 0 {
+                    c.fail(format!("ftl.write_buffer_bytes: must be a multiple of the IU ({iu}) (got {})", f.write_buffer_bytes.value));
+                }
+            }
+            if cap.tnvmcap_bytes.value % 4096 != 0 {
+                c.fail(format!("capacity.tnvmcap_bytes: must be a multiple of 4096 (got {})", cap.tnvmcap_bytes.value));
+            }
+            if f.gc_reserve_superblocks.value >= n.blocks_per_plane.value {
+                c.fail("ftl.gc_reserve_superblocks: must be below nand.blocks_per_plane".into());
+            }
+        }
+        if let Some(t) = &self.timing {
+            c.range("timing.t_read_ns", &t.t_read_ns, 1_000, 10_000_000);
+            c.range("timing.t_prog_ns", &t.t_prog_ns, 10_000, 100_000_000);
+            c.range("timing.t_erase_ns", &t.t_erase_ns, 100_000, 1_000_000_000);
+            c.range("timing.channel_bytes_per_s", &t.channel_bytes_per_s, 1_000_000, 100_000_000_000);
+            c.range("timing.host_link_bytes_per_s", &t.host_link_bytes_per_s, 1_000_000, 1_000_000_000_000);
+            c.range("timing.ctrl_read_ns", &t.ctrl_read_ns, 0, 10_000_000);
+            c.range("timing.ctrl_write_ns", &t.ctrl_write_ns, 0, 10_000_000);
+            c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
+        }
+        for (i, ps) in self.power_states.iter().enumerate() {
+            c.source(&format!("power_states[{i}]"), &ps.source);
+            if ps.max_power_mw == 0 {
+                c.fail(format!("power_states[{i}].max_power_mw: must be above 0"));
+            }
+        }
+        if c.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(SpecError { origin: origin.to_string(), problems: c.problems })
+        }
+    }
+
+    /// The same drive at 1/`n` scale: fewer blocks per plane, everything else kept.
+    ///
+    /// Why the reserve is kept whole: the GC reserve (open frontiers plus the free-block
+    /// floor) is a fixed number of superblocks whatever the drive size. Scaling only the
+    /// data blocks keeps (data pool)/(user capacity), i.e. the OP ratio, the same as at
+    /// full scale, so WAF and steady-state performance match (see docs/models.md).
+    pub fn scaled(&self, n: u32) -> Result<DriveSpec, SpecError> {
+        let err = |m: String| SpecError { origin: format!("--scale 1/{n}"), problems: vec![m] };
+        if n == 0 {
+            return Err(err("scale denominator must be at least 1".into()));
+        }
+        if self.scale != 1 {
+            return Err(err("the spec is already scaled".into()));
+        }
+        if n == 1 {
+            return Ok(self.clone());
+        }
+        let mut s = self.clone();
+        let reserve = self.ftl.gc_reserve_superblocks.value as u64;
+        let data = self.nand.blocks_per_plane.value as u64 - reserve;
+        let data_scaled = data.div_ceil(n as u64);
+        if data_scaled < 4 {
+            return Err(err(format!(
+                "too small: {} blocks per plane leave {} data superblocks at 1/{n} (need at least 4)",
+                self.nand.blocks_per_plane.value, data_scaled
+            )));
+        }
+        s.nand.blocks_per_plane.value = (data_scaled + reserve) as u32;
+        s.nand.blocks_per_plane.source = format!(
+            "{} (full scale) - {reserve} reserve, / {n} rounded up, + {reserve} reserve",
+            self.nand.blocks_per_plane.value
+        );
+        // Same user:data-pool ratio as full scale, on a 64 KiB grid (any IU, any LBA size).
+        let grain = 65536u128;
+        let t = self.capacity.tnvmcap_bytes.value as u128 * data_scaled as u128 / data as u128;
+        let t = (t / grain * grain) as u64;
+        s.capacity.tnvmcap_bytes.value = t;
+        s.capacity.tnvmcap_bytes.source = format!(
+            "{} (full scale) x {data_scaled}/{data} data blocks per plane, rounded down to 64 KiB",
+            self.capacity.tnvmcap_bytes.value
+        );
+        s.ftl.write_buffer_bytes = self.ftl.write_buffer_bytes.clone();
+        s.scale = n;
+        s.validate(&format!("{} at 1/{n}", self.drive.name))?;
+        Ok(s)
+    }
+
+    /// Bytes of an LBA format index, if valid.
+    pub fn lba_format(&self, index: usize) -> Option<u32> {
+        self.capacity.lba_bytes.value.get(index).copied()
+    }
+}
+
+fn toml_error_line(e: &toml::de::Error) -> String {
+    // toml's message is multi-line with a source excerpt; keep the gist on one line.
+    let msg = e.message().replace('\n', " ");
+    match e.span() {
+        Some(span) => format!("invalid TOML at byte {}: {msg}", span.start),
+        None => format!("invalid TOML: {msg}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_presets_load() {
+        for name in preset_names() {
+            let s = DriveSpec::preset(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.drive.name, *name);
+        }
+    }
+
+    #[test]
+    fn unknown_preset() {
+        let e = DriveSpec::preset("nope").unwrap_err();
+        assert!(e.to_string().contains("unknown preset"), "{e}");
+    }
+
+    #[test]
+    fn validation_lists_every_problem() {
+        let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        s.nand.channels.value = 0;
+        s.ftl.iu_bytes.value = 5000;
+        s.nand.pe_cycles.source = String::new();
+        let e = s.validate("x.toml").unwrap_err();
+        assert_eq!(e.problems.len(), 3, "{e}");
+        assert!(e.to_string().contains("nand.channels: must be 1..=64 (got 0)"), "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_an_error() {
+        let text = preset_toml("kioxia-cm6-r-3.84t").unwrap().replace("[nand]", "[nand]\nbogus = 1");
+        let e = DriveSpec::from_toml(&text, "x.toml").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn scaling_keeps_op_ratio() {
+        let s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        let g = s.geometry();
+        let r = s.ftl.gc_reserve_superblocks.value;
+        let full = g.data_superblocks(r) as f64 * g.superblock_bytes as f64 / s.capacity.tnvmcap_bytes.value as f64;
+        for n in [16, 64] {
+            let t = s.scaled(n).unwrap();
+            let gt = t.geometry();
+            let ratio = gt.data_superblocks(r) as f64 * gt.superblock_bytes as f64 / t.capacity.tnvmcap_bytes.value as f64;
+            assert!((ratio / full - 1.0).abs() < 1e-4, "1/{n}: {ratio} vs {full}");
+            assert_eq!(gt.dies(), g.dies());
+            assert_eq!(gt.superblock_bytes, g.superblock_bytes);
+        }
+    }
+}

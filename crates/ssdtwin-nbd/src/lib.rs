@@ -1,0 +1,1 @@
+//! NBD server for ssdtwin drive images (see docs/architecture.md).
