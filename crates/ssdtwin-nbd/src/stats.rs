@@ -1,0 +1,89 @@
+//! Server-wide counters. Connections keep local counts and publish them once per
+//! reply batch, so the hot path does not bounce shared cache lines between cores.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Default, Debug)]
+pub(crate) struct Stats {
+    pub connections_accepted: AtomicU64,
+    pub connections_active: AtomicU64,
+    pub connections_refused: AtomicU64,
+    pub protocol_errors: AtomicU64,
+    pub requests: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    pub error_replies: AtomicU64,
+    pub replies_paced: AtomicU64,
+    pub replies_late: AtomicU64,
+    pub late_ns_max: AtomicU64,
+}
+
+/// A snapshot of the server's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    pub connections_accepted: u64,
+    pub connections_active: u64,
+    /// Closed at once because `max_connections` was reached.
+    pub connections_refused: u64,
+    /// Connections ended by a hard disconnect for a protocol violation.
+    pub protocol_errors: u64,
+    /// Transmission requests received (all commands).
+    pub requests: u64,
+    /// Bytes returned by READ.
+    pub bytes_read: u64,
+    /// Bytes accepted by WRITE.
+    pub bytes_written: u64,
+    /// Replies carrying an error.
+    pub error_replies: u64,
+    /// Replies the backend asked to hold (`Done::not_before` in the future).
+    pub replies_paced: u64,
+    /// Paced replies released later than `ServerConfig::late_threshold` after their time.
+    pub replies_late: u64,
+    /// Worst lateness of a paced reply, nanoseconds.
+    pub late_ns_max: u64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> ServerStats {
+        ServerStats {
+            connections_accepted: self.connections_accepted.load(Relaxed),
+            connections_active: self.connections_active.load(Relaxed),
+            connections_refused: self.connections_refused.load(Relaxed),
+            protocol_errors: self.protocol_errors.load(Relaxed),
+            requests: self.requests.load(Relaxed),
+            bytes_read: self.bytes_read.load(Relaxed),
+            bytes_written: self.bytes_written.load(Relaxed),
+            error_replies: self.error_replies.load(Relaxed),
+            replies_paced: self.replies_paced.load(Relaxed),
+            replies_late: self.replies_late.load(Relaxed),
+            late_ns_max: self.late_ns_max.load(Relaxed),
+        }
+    }
+}
+
+/// Per-connection counts not yet published.
+#[derive(Default)]
+pub(crate) struct LocalStats {
+    pub requests: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub error_replies: u64,
+}
+
+impl LocalStats {
+    pub fn publish(&mut self, s: &Stats) {
+        if self.requests != 0 {
+            s.requests.fetch_add(self.requests, Relaxed);
+        }
+        if self.bytes_read != 0 {
+            s.bytes_read.fetch_add(self.bytes_read, Relaxed);
+        }
+        if self.bytes_written != 0 {
+            s.bytes_written.fetch_add(self.bytes_written, Relaxed);
+        }
+        if self.error_replies != 0 {
+            s.error_replies.fetch_add(self.error_replies, Relaxed);
+        }
+        *self = LocalStats::default();
+    }
+}

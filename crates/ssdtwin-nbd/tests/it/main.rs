@@ -1,0 +1,5 @@
+//! Integration tests, one binary with a module per topic.
+mod common;
+mod handshake;
+mod shutdown;
+mod transmission;
