@@ -280,3 +280,13 @@ pub fn pattern(seed: u64, n: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// Wait (up to 10 s) for a condition the server reaches asynchronously, e.g. a
+/// counter updated after the socket is already closed.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -172,7 +172,7 @@ fn export_name_unknown_is_a_hard_disconnect() {
     c.flags(FLAG_C_FIXED_NEWSTYLE);
     c.option(OPT_EXPORT_NAME, b"missing");
     c.expect_closed();
-    assert_eq!(h.stats().protocol_errors, 1);
+    eventually("protocol error counted", || h.stats().protocol_errors == 1);
 }
 
 #[test]

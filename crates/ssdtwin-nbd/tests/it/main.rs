@@ -1,4 +1,5 @@
 //! Integration tests, one binary with a module per topic.
+mod clients;
 mod common;
 mod handshake;
 mod shutdown;
