@@ -214,6 +214,13 @@ pub fn option(data: &[u8]) {
 /// A whole connection over an in-memory duplex: the handshake state machine and, if
 /// the bytes get that far, the transmission phase.
 pub fn handshake(data: &[u8]) {
+    let out = session_output(data);
+    assert_eq!(decode_greeting(&out), Ok(SERVER_HANDSHAKE_FLAGS), "server must greet first");
+}
+
+/// Run a connection on `data` (client to server) against [`test_backend`] and return
+/// everything the server sent.
+pub fn session_output(data: &[u8]) -> Vec<u8> {
     let backend = test_backend();
     let ctx = ConnCtx {
         shutting_down: Arc::new(AtomicBool::new(false)),
@@ -223,5 +230,5 @@ pub fn handshake(data: &[u8]) {
     let sink = VecSink::default();
     run_connection(Cursor::new(data), sink.clone(), &backend, &ctx);
     let out = sink.bytes.lock().unwrap_or_else(|e| e.into_inner());
-    assert_eq!(decode_greeting(&out), Ok(SERVER_HANDSHAKE_FLAGS), "server must greet first");
+    out.clone()
 }

@@ -24,8 +24,15 @@ use crate::wire::{OutBatch, OutMsg, Sink};
 pub(crate) const MAX_HELD: usize = 4096;
 /// Most reply bytes held at once per connection (a few maximum-size reads).
 pub(crate) const MAX_HELD_BYTES: usize = 128 << 20;
-/// Buffers kept for reuse.
-pub(crate) const MAX_POOLED: usize = 64;
+/// Buffers kept for reuse per connection, and the largest kept: reuse spares the
+/// allocator and page faults on the hot path, the caps bound idle memory.
+pub(crate) const MAX_POOLED: usize = 32;
+pub(crate) const MAX_POOLED_BUF: usize = 4 << 20;
+
+/// Whether a finished buffer is worth keeping in a pool of `pooled` buffers.
+pub(crate) fn keep_buffer(pooled: usize, b: &[u8]) -> bool {
+    pooled < MAX_POOLED && b.len() <= MAX_POOLED_BUF
+}
 /// Longest single sleep, so shutdown and abort are noticed promptly even if a
 /// backend returns a far-future time.
 const MAX_SLEEP: Duration = Duration::from_millis(50);
@@ -255,7 +262,7 @@ fn writer_main<S: Sink>(
             g.count -= n;
             g.bytes -= bytes;
             for b in done_bufs.drain(..) {
-                if g.pool.len() < MAX_POOLED {
+                if keep_buffer(g.pool.len(), &b) {
                     g.pool.push(b);
                 }
             }

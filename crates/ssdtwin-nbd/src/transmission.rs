@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{Done, Export, Extent, ZeroFlags};
 use crate::error::Errno;
 use crate::handshake::{Negotiated, ALLOCATION_CONTEXT_ID};
-use crate::pacer::{Pacer, MAX_POOLED};
+use crate::pacer::{keep_buffer, Pacer, MAX_POOLED_BUF};
 use crate::proto::*;
 use crate::stats::{LocalStats, Stats};
 use crate::wire::{Body, InBuf, OutBatch, OutMsg, Sink, Starve};
@@ -276,7 +276,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
     fn flush(&mut self) -> std::io::Result<()> {
         let pool = &mut self.pool;
         let r = self.out.flush(&self.sink, &mut |b| {
-            if pool.len() < MAX_POOLED {
+            if keep_buffer(pool.len(), &b) {
                 pool.push(b)
             }
         });
@@ -372,7 +372,9 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 self.queue(done, msg);
             }
             Err(e) => {
-                self.pool.push(buf);
+                if keep_buffer(self.pool.len(), &buf) {
+                    self.pool.push(buf);
+                }
                 self.reply_error(req, e, "read failed");
             }
         }
@@ -399,7 +401,12 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 self.big.resize(len, 0);
             }
             self.inb.read_exact_into(&mut self.big[..len], &mut |_| false).map_err(|_| TransEnd::PeerClosed)?;
-            self.export.write(offset, &self.big[..len], fua)
+            let r = self.export.write(offset, &self.big[..len], fua);
+            if self.big.len() > MAX_POOLED_BUF {
+                // Do not pin a huge buffer for the rest of the connection.
+                self.big = Vec::new();
+            }
+            r
         };
         if res.is_ok() {
             self.local.bytes_written += len as u64;

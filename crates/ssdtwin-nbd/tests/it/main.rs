@@ -1,6 +1,7 @@
 //! Integration tests, one binary with a module per topic.
 mod clients;
 mod common;
+mod corpus;
 mod handshake;
 mod shutdown;
 mod transmission;
