@@ -1,0 +1,401 @@
+"""The data contract with the simulation engine (docs/fio.md §3 and §4).
+
+``engine_input`` resolves one clone of a parsed job against a concrete drive into a
+JSON-able dict with every value in explicit integer units. ``check_result`` validates
+what the engine sends back before the output module turns it into fio's formats.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import options as O
+from .errors import EngineResultError, FioJobError
+from .hist import PLAT_NR
+from .units import Percent
+
+__all__ = ["engine_input", "check_result", "effective_bssplit", "DDIR_NAMES", "ENGINE_OUTPUT_VERSION"]
+
+DDIR_NAMES = ("read", "write", "trim")
+ENGINE_INPUT_VERSION = 1
+ENGINE_OUTPUT_VERSION = 1
+
+_DIRECTIONS = {
+    "read": ("read",),
+    "randread": ("read",),
+    "write": ("write",),
+    "randwrite": ("write",),
+    "trim": ("trim",),
+    "randtrim": ("trim",),
+    "rw": ("read", "write"),
+    "randrw": ("read", "write"),
+    "trimwrite": ("trim", "write"),
+    "randtrimwrite": ("trim", "write"),
+}
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _align_bs(bs: int, min_bs: int, max_bs: int, unaligned: bool) -> int:
+    # io_u.c get_next_buflen: sizes are rounded down to a multiple of the smallest block
+    # size unless bs_unaligned, then capped at the largest. So bssplit=4k/50:6k/50
+    # issues only 4 KiB I/O (measured on fio 3.33).
+    if not unaligned:
+        if _is_pow2(min_bs):
+            bs &= ~(min_bs - 1)
+        else:
+            bs -= bs % min_bs
+    return min(bs, max_bs)
+
+
+def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int, unaligned: bool) -> List[List[int]]:
+    """The sizes fio really issues for a bssplit and their percentages (summing to 100).
+
+    fio sorts the entries by percentage (stable), walks them with a running total and
+    picks the first whose total reaches a uniform draw in [0, 100); entries with 0% are
+    skipped, a total above 100 cuts the later entries, and a total below 100 gives the
+    rest to the last entry (measured: 4k/30:8k/30 issues 30% 4k and 70% 8k).
+    """
+    ordered = sorted((list(e) for e in entries), key=lambda e: e[1])
+    live = [e for e in ordered if e[1] > 0]
+    out: List[List[int]] = []
+    running = 0
+    for i, (bs, pct) in enumerate(live):
+        lo = min(running, 100)
+        running += pct
+        hi = min(running, 100)
+        share = hi - lo
+        if i == len(live) - 1:
+            share += 100 - hi
+        if share <= 0:
+            continue
+        size = _align_bs(bs, min_bs, max_bs, unaligned)
+        for existing in out:
+            if existing[0] == size:
+                existing[1] += share
+                break
+        else:
+            out.append([size, share])
+    return out
+
+
+def _where(st: Dict[str, Any], option: str, job: Any) -> Dict[str, Any]:
+    where = st.get("where", {})
+    if option in where:
+        file, line, written, value = where[option]
+        return {"file": file, "line": line, "option": written, "value": value}
+    return {"file": job.file, "line": job.line}
+
+
+def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
+    split = st["bssplit"][d]
+    if split:
+        sizes = [bs for bs, _ in split]
+        return min(sizes), max(sizes)
+    if st["bsrange"][d]:
+        return tuple(st["bsrange"][d])  # type: ignore[return-value]
+    return st["bs"][d], st["bs"][d]
+
+
+def averaging_windows(st: Mapping[str, Any]) -> Tuple[int, int]:
+    """Window lengths (ms) of the bw and iops samples behind the JSON bw_*/iops_* stats.
+
+    init.c: a bw (iops) log with log_avg_msec sets the window to log_avg_msec, or to the
+    smaller of the two when bwavgtime (iopsavgtime) was given. With log_avg_msec=0 fio
+    switches those statistics to one sample per I/O; we keep windows of bwavgtime there
+    (docs/fio.md lists this difference).
+    """
+    out = []
+    for kind, key in (("bw", "bwavgtime"), ("iops", "iopsavgtime")):
+        window = st[key]
+        if st["logs"][kind] is not None and st["log_avg_msec"]:
+            window = min(st["log_avg_msec"], window) if key in st["set"] else st["log_avg_msec"]
+        out.append(window)
+    return out[0], out[1]
+
+
+def engine_input(clone: Any, device_size_bytes: int, lba_bytes: int, namespace_sizes: Optional[Mapping[int, int]] = None) -> Dict[str, Any]:
+    """Resolve one clone into the engine's input dict (docs/fio.md §3)."""
+    job = clone.job
+    st = job.state
+    errors: List[FioJobError] = []
+
+    def fail(reason: str, option: str) -> None:
+        errors.append(FioJobError(reason, **_where(st, option, job)))
+
+    if device_size_bytes <= 0 or lba_bytes <= 0:
+        raise ValueError("device_size_bytes and lba_bytes must be positive")
+
+    namespace = st["namespace"]
+    real_size = device_size_bytes
+    if namespace is not None and namespace_sizes is not None:
+        if namespace not in namespace_sizes:
+            known = ", ".join(str(n) for n in sorted(namespace_sizes)) or "none"
+            raise FioJobError(f"namespace {namespace} does not exist (namespaces: {known})", **_where(st, "filename", job))
+        real_size = namespace_sizes[namespace]
+
+    is_random = st["rw"] in O.RANDOM_MODES
+    ranges = [_bs_range(st, d) for d in range(3)]
+    min_bs = [r[0] for r in ranges]
+    max_bs = [r[1] for r in ranges]
+    td_min_bs = min(min_bs)
+    unaligned = bool(st["bs_unaligned"])
+
+    # Block sizes per direction.
+    bs_out: Dict[str, Any] = {}
+    for d, name in enumerate(DDIR_NAMES):
+        split = st["bssplit"][d]
+        if split:
+            pairs = effective_bssplit(split, min_bs[d], max_bs[d], unaligned)
+            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": pairs}
+        elif st["bsrange"][d]:
+            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": None}
+        else:
+            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]}
+
+    # Block alignment: set only matters for random I/O (init.c fixup_options).
+    ba = [st["ba"][d] if (st["ba"][d] and is_random) else min_bs[d] for d in range(3)]
+    norandommap = bool(st["norandommap"]) or any(ba[d] != min_bs[d] for d in range(3))
+    if st["random_distribution"]["kind"] != "random":
+        norandommap = True
+
+    # Offset (filesetup.c get_start_offset).
+    align = False
+    inc = st["offset_increment"]
+    if isinstance(inc, Percent):
+        increment = inc.value * real_size // 100
+        align = True
+    else:
+        increment = inc
+    off = st["offset"]
+    if isinstance(off, Percent) and off.value > 0:
+        offset = real_size * off.value // 100 + clone.subjob * increment
+        align = True
+    else:
+        offset = (0 if isinstance(off, Percent) else off) + clone.subjob * increment
+    if align:
+        align_bs = st["offset_align"] if st["offset_align"] else td_min_bs
+        offset = -(-offset // align_bs) * align_bs
+
+    # Region and amount (filesetup.c setup_files, one file).
+    size = st["size"]
+    region = size if isinstance(size, int) and size else 0
+    if not region:  # also fill_device without size: up to the end of the target
+        if offset > real_size:
+            fail(f"offset {offset} is beyond the end of the target ({real_size} bytes)", "offset")
+            raise FioJobError.collect(errors)
+        region = real_size - offset
+    if isinstance(size, Percent) and size.value != 100:
+        file_size = region + offset
+        region = file_size * size.value // 100
+        region = min(region, file_size - offset)
+        region -= region % td_min_bs
+    per_loop = region
+    io_size = st["io_size"]
+    if isinstance(io_size, Percent) and io_size.value != 100:
+        per_loop = region * io_size.value // 100
+    elif isinstance(io_size, int) and io_size:
+        per_loop = io_size
+    if region < td_min_bs:
+        fail(f"blocksize is larger than data set range ({region} < {td_min_bs})", "size")
+    if offset + region > real_size:
+        fail(
+            f"the I/O region [{offset}, {offset + region}) of clone {clone.subjob} runs past the end of the target ({real_size} bytes)",
+            "size" if "size" in st["set"] else "offset",
+        )
+
+    # A real block device with direct I/O rejects I/O that is not sector aligned.
+    for d, name in enumerate(DDIR_NAMES):
+        if name not in _DIRECTIONS[st["rw"]]:
+            continue
+        sizes = [min_bs[d], max_bs[d]]
+        if bs_out[name]["split"]:
+            sizes += [s for s, _ in bs_out[name]["split"]]
+        if not unaligned and any(s % lba_bytes for s in sizes):
+            fail(f"{name} block sizes {sorted(set(sizes))} are not multiples of the {lba_bytes}-byte LBA", "bs")
+        if unaligned and min_bs[d] % lba_bytes:
+            fail(f"bs_unaligned with a minimum block size that is not a multiple of the {lba_bytes}-byte LBA", "bs_unaligned")
+        if ba[d] % lba_bytes:
+            fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
+    if offset % lba_bytes:
+        fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
+    if errors:
+        raise FioJobError.collect(errors)
+
+    dist = st["random_distribution"]
+    zones = None
+    if dist["kind"] in ("zoned", "zoned_abs"):
+        zones = {name: dist["zones"][d] for d, name in enumerate(DDIR_NAMES)}
+
+    logs = st["logs"]
+    bw_avg, iops_avg = averaging_windows(st)
+
+    runtime_ns = st["runtime_us"] * 1000
+    return {
+        "version": ENGINE_INPUT_VERSION,
+        "name": job.name,
+        "job_index": job.index,
+        "thread_number": clone.thread_number,
+        "subjob": clone.subjob,
+        "group_id": clone.group_id,
+        "batch": clone.batch,
+        "stonewall": clone.subjob == 0 and job.stonewall,
+        "filename": st["filename"],
+        "namespace": namespace,
+        "target_size_bytes": real_size,
+        "lba_bytes": lba_bytes,
+        "rw": st["rw"],
+        "directions": list(_DIRECTIONS[st["rw"]]),
+        "random": is_random,
+        "rw_nr": st["rw_nr"],
+        "rw_seq_add_bytes": st["rw_seq_add"],
+        "rwmixread": st["rwmix"][0],
+        "rwmixwrite": st["rwmix"][1],
+        "bs": bs_out,
+        "bs_unaligned": unaligned,
+        "blockalign": dict(zip(DDIR_NAMES, ba)),
+        "offset_bytes": offset,
+        "size_bytes": region,
+        "io_size_bytes": per_loop,
+        "loops": st["loops"],
+        "fill_device": bool(st["fill_device"]),
+        "number_ios": st["number_ios"],
+        "ioengine": st["ioengine"],
+        "engine_async": job.engine_async,
+        "iodepth": job.effective_iodepth,
+        "iodepth_configured": st["iodepth"],
+        "time_based": bool(st["time_based"]),
+        "runtime_ns": runtime_ns,
+        "ramp_time_ns": st["ramp_time_us"] * 1000,
+        "startdelay_ns": clone.startdelay_us * 1000,
+        "norandommap": norandommap,
+        "random_generator": st["random_generator"],
+        "seed": clone.seed,
+        "seeds": dict(clone.seeds),
+        "seed_source": clone.seed_source,
+        "random_distribution": {
+            "kind": dist["kind"],
+            "param": dist["param"],
+            "center": dist["center"],
+            "zones": zones,
+        },
+        "percentage_random": dict(zip(DDIR_NAMES, st["percentage_random"])),
+        "rate_bytes_per_s": dict(zip(DDIR_NAMES, st["rate"])),
+        "rate_iops": dict(zip(DDIR_NAMES, st["rate_iops"])),
+        "rate_process": st["rate_process"],
+        "thinktime_ns": st["thinktime_us"] * 1000,
+        "thinktime_spin_ns": st["thinktime_spin_us"] * 1000,
+        "thinktime_blocks": st["thinktime_blocks"],
+        "bw_avg_ms": bw_avg,
+        "iops_avg_ms": iops_avg,
+        "logs": {
+            "bw": logs["bw"] is not None,
+            "iops": logs["iops"] is not None,
+            "lat": logs["lat"] is not None,
+            "hist": logs["hist"] is not None,
+            "avg_ms": st["log_avg_msec"],
+            "hist_ms": st["log_hist_msec"],
+            "max_value": bool(st["log_max_value"]),
+            "offset": bool(st["log_offset"]),
+        },
+    }
+
+
+# --- engine output ------------------------------------------------------------------------
+
+_STAT_KEYS = ("n", "min_ns", "max_ns", "sum_ns", "m2", "hist")
+
+
+def _err(thread: Any, path: str, msg: str) -> EngineResultError:
+    return EngineResultError(f"engine result for thread {thread}: {path}: {msg}")
+
+
+def _int(value: Any, thread: Any, path: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _err(thread, path, f"expected an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise _err(thread, path, f"must be >= {minimum}")
+    return value
+
+
+def _check_stat(stat: Any, thread: Any, path: str) -> None:
+    if not isinstance(stat, Mapping):
+        raise _err(thread, path, "expected an object")
+    missing = [k for k in _STAT_KEYS if k not in stat]
+    if missing:
+        raise _err(thread, path, f"missing {', '.join(missing)}")
+    n = _int(stat["n"], thread, path + ".n")
+    if n:
+        lo = _int(stat["min_ns"], thread, path + ".min_ns")
+        hi = _int(stat["max_ns"], thread, path + ".max_ns")
+        if lo > hi:
+            raise _err(thread, path, "min_ns > max_ns")
+        total = _int(stat["sum_ns"], thread, path + ".sum_ns")
+        if not lo * n <= total <= hi * n:
+            raise _err(thread, path, "sum_ns is outside [n*min_ns, n*max_ns]")
+    if not isinstance(stat["m2"], (int, float)) or stat["m2"] < 0:
+        raise _err(thread, path + ".m2", "expected a number >= 0")
+    hist = stat["hist"]
+    if not isinstance(hist, list):
+        raise _err(thread, path + ".hist", "expected a list of [index, count]")
+    total_count = 0
+    for item in hist:
+        if not (isinstance(item, (list, tuple)) and len(item) == 2):
+            raise _err(thread, path + ".hist", "expected [index, count] pairs")
+        index = _int(item[0], thread, path + ".hist index")
+        if index >= PLAT_NR:
+            raise _err(thread, path + ".hist", f"bucket index {index} >= {PLAT_NR}")
+        total_count += _int(item[1], thread, path + ".hist count")
+    if hist and total_count != n:
+        raise _err(thread, path + ".hist", f"counts add to {total_count}, n is {n}")
+
+
+def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
+    """Raise EngineResultError unless ``result`` follows the engine output contract."""
+    if not isinstance(result, Mapping):
+        raise EngineResultError("engine result must be an object")
+    thread = result.get("thread_number", "?")
+    _int(result.get("thread_number"), thread, "thread_number", minimum=1)
+    if spec is not None and result["thread_number"] != spec["thread_number"]:
+        raise _err(thread, "thread_number", f"does not match the input ({spec['thread_number']})")
+    for key in ("elapsed_ns", "runtime_ns"):
+        _int(result.get(key), thread, key)
+    if "start_ns" in result:
+        _int(result["start_ns"], thread, "start_ns")
+    for name in DDIR_NAMES:
+        d = result.get(name)
+        if d is None:
+            continue
+        if not isinstance(d, Mapping):
+            raise _err(thread, name, "expected an object")
+        for key in ("io_bytes", "total_ios", "runtime_ns"):
+            _int(d.get(key), thread, f"{name}.{key}")
+        for key in ("short_ios", "drop_ios"):
+            if key in d:
+                _int(d[key], thread, f"{name}.{key}")
+        for lat in ("clat", "slat", "lat"):
+            if lat in d:
+                _check_stat(d[lat], thread, f"{name}.{lat}")
+        for key in ("bw_window_bytes", "iops_window_ios"):
+            values = d.get(key, [])
+            if not isinstance(values, list):
+                raise _err(thread, f"{name}.{key}", "expected a list")
+            for v in values:
+                _int(v, thread, f"{name}.{key}[]")
+    for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
+        if key in result:
+            values = result[key]
+            if not isinstance(values, list) or len(values) != length:
+                raise _err(thread, key, f"expected a list of {length} counts")
+            for v in values:
+                _int(v, thread, key + "[]")
+    if "latency_buckets" in result:
+        lb = result["latency_buckets"]
+        for key, length in (("ns", 10), ("us", 10), ("ms", 12)):
+            values = lb.get(key) if isinstance(lb, Mapping) else None
+            if not isinstance(values, list) or len(values) != length:
+                raise _err(thread, f"latency_buckets.{key}", f"expected a list of {length} counts")
+            for v in values:
+                _int(v, thread, f"latency_buckets.{key}[]")

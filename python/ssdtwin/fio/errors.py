@@ -1,0 +1,69 @@
+"""Errors raised by the fio layer.
+
+Every problem in a job file is reported with the file, the line and the option it came
+from, in one line, so that a user can jump to it (``job.fio:7: bs=4q: not a size``).
+The parser collects every error of a run before raising, because fixing one typo per run
+is slow; the first error's attributes are kept on the exception for programs.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+
+class FioJobError(ValueError):
+    """A job file (or command-line option) that ssdtwin refuses.
+
+    Attributes:
+        file: path of the job file as given (``"<cmdline>"`` for command-line options).
+        line: 1-based line number, or ``None`` when the problem is not tied to a line.
+        option: the option as written (alias included), or ``None``.
+        value: the value as written, or ``None``.
+        reason: the message without the location.
+        errors: every error found in the run (this one first); ``[self]`` when single.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: Optional[str] = None,
+        line: Optional[int] = None,
+        option: Optional[str] = None,
+        value: Optional[str] = None,
+    ) -> None:
+        self.reason = reason
+        self.file = file
+        self.line = line
+        self.option = option
+        self.value = value
+        self.errors: List[FioJobError] = [self]
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = []
+        if self.file is not None:
+            parts.append(self.file if self.line is None else f"{self.file}:{self.line}")
+        if self.option is not None:
+            parts.append(self.option if self.value is None else f"{self.option}={self.value}")
+        parts.append(self.reason)
+        return ": ".join(parts)
+
+    def __str__(self) -> str:
+        text = self._render()
+        extra = len(self.errors) - 1
+        if extra > 0:
+            text += f" (and {extra} more error{'s' if extra > 1 else ''})"
+        return text
+
+    @classmethod
+    def collect(cls, errors: Sequence["FioJobError"]) -> "FioJobError":
+        """One exception carrying every error; its own attributes are the first one's."""
+        first = errors[0]
+        agg = cls(first.reason, file=first.file, line=first.line, option=first.option, value=first.value)
+        agg.errors = list(errors)
+        return agg
+
+
+class EngineResultError(ValueError):
+    """Engine output that does not follow the contract in docs/fio.md."""

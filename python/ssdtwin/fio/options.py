@@ -1,0 +1,899 @@
+"""The fio options ssdtwin knows: how each one is parsed and what it does to a job.
+
+Each option has a handler that parses the value as fio 3.33 does and writes the result
+into a job *state* dict (our counterpart of fio's ``struct thread_options``). A job
+starts from a copy of the state built by the ``[global]`` sections above it, exactly as
+fio copies its ``def_thread``.
+
+Three kinds of options:
+
+* ``SIM``: simulated; they shape the engine input (docs/fio.md §3).
+* ``NOOP``: accepted and echoed into "job options" like fio, but a simulated drive has
+  nothing to do with them (process model, CPU pinning, buffer contents ...).
+* everything else fio knows is refused with "not supported by ssdtwin", and names fio
+  does not know are refused as unknown options.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .units import Percent, parse_bool, parse_flag, parse_size, parse_time_us, parse_uint
+
+__all__ = [
+    "OptionDef",
+    "OPTIONS",
+    "ENGINE_OPTIONS",
+    "FIO_OPTION_NAMES",
+    "SYNC_ENGINES",
+    "ASYNC_ENGINES",
+    "lookup",
+    "lookup_engine_option",
+    "default_state",
+    "DDIRS",
+]
+
+DDIRS = ("read", "write", "trim")
+
+SIM = "sim"
+NOOP = "noop"
+
+# Engines whose I/O is synchronous: fio caps their queue depth at 1 (backend.c, "queue
+# depth will be capped at 1") and records no submission latency.
+SYNC_ENGINES = ("sync", "psync", "vsync", "pvsync", "pvsync2")
+# Engines that honour iodepth. "null" is asynchronous only when iodepth > 1, as in fio
+# (engines/null.c sets FIO_SYNCIO for iodepth=1).
+ASYNC_ENGINES = ("libaio", "io_uring", "io_uring_cmd", "posixaio", "nbd", "null")
+
+RW_MODES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", "readwrite", "randrw", "trimwrite", "randtrimwrite")
+RANDOM_MODES = ("randread", "randwrite", "randtrim", "randrw", "randtrimwrite")
+
+
+@dataclass(frozen=True)
+class OptionDef:
+    name: str
+    handler: Callable[[Dict[str, Any], Optional[str]], None]
+    kind: str = SIM
+    aliases: Tuple[str, ...] = ()
+    prio: int = 0
+    # True: "name" alone is an error (fio: "Option X requires an argument").
+    needs_value: bool = True
+    engines: Optional[Tuple[str, ...]] = None
+    help: str = ""
+
+
+def default_state() -> Dict[str, Any]:
+    """A job's options before any section is applied (fio's defaults from options.c)."""
+    return {
+        "set": set(),  # canonical names given explicitly (fio_option_is_set)
+        "kb_base": 1024,
+        "name": None,
+        "description": None,
+        "filename": None,
+        "namespace": None,
+        "rw": "read",
+        "rw_nr": 1,
+        "rw_seq_add": 0,
+        "rwmix": [50, 50],
+        "bs": [4096, 4096, 4096],
+        "bsrange": [None, None, None],
+        "bssplit": [None, None, None],
+        "bs_unaligned": False,
+        "ba": [0, 0, 0],
+        "offset": 0,
+        "offset_align": None,
+        "offset_increment": 0,
+        "size": None,
+        "io_size": None,
+        "fill_device": False,
+        "loops": 1,
+        "number_ios": 0,
+        "iodepth": 1,
+        "numjobs": 1,
+        "time_based": 0,
+        "runtime_us": 0,
+        "ramp_time_us": 0,
+        "startdelay_us": (0, 0),
+        "norandommap": 0,
+        "randrepeat": True,
+        "randseed": 0x89,
+        "allrandrepeat": False,
+        "random_generator": "tausworthe",
+        "random_distribution": {"kind": "random", "param": None, "center": None, "zones": [None, None, None]},
+        "percentage_random": [100, 100, 100],
+        "rate": [0, 0, 0],
+        "rate_iops": [0, 0, 0],
+        "rate_process": "linear",
+        "thinktime_us": 0,
+        "thinktime_spin_us": 0,
+        "thinktime_blocks": 1,
+        "stonewall": 0,
+        "new_group": 0,
+        "group_reporting": 0,
+        "percentile_list": [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99],
+        "percentile_precision": 2,
+        "clat_percentiles": True,
+        "lat_percentiles": False,
+        "slat_percentiles": False,
+        "logs": {"bw": None, "iops": None, "lat": None, "hist": None},
+        "log_avg_msec": 0,
+        "log_hist_msec": 0,
+        "log_hist_coarseness": 0,
+        "per_job_logs": True,
+        "log_offset": False,
+        "log_max_value": False,
+        "bwavgtime": 500,
+        "iopsavgtime": 500,
+        "ioengine": "psync",
+        "significant_figures": 4,
+        "unified_rw_reporting": "none",
+        "noop": {},
+    }
+
+
+def copy_state(state: Dict[str, Any]) -> Dict[str, Any]:
+    return copy.deepcopy(state)
+
+
+# --- value helpers ------------------------------------------------------------------------
+
+
+def _req(value: Optional[str]) -> str:
+    if value is None:
+        raise ValueError("requires a value")
+    return value
+
+
+def _size(st: Dict[str, Any], text: str, *, allow_percent: bool = False) -> Any:
+    return parse_size(text, kb_base=st["kb_base"], allow_percent=allow_percent)
+
+
+def _uint(st: Dict[str, Any], text: str, *, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+    value = parse_uint(text, kb_base=st["kb_base"])
+    if lo is not None and value < lo:
+        raise ValueError(f"min value out of range: {value} ({lo} min)")
+    if hi is not None and value > hi:
+        raise ValueError(f"max value out of range: {value} ({hi} max)")
+    return value
+
+
+def _split_top(text: str, sep: str) -> Optional[int]:
+    """Index of the first ``sep`` outside parentheses (expressions keep their '-')."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == sep and depth == 0:
+            return i
+    return None
+
+
+def per_direction_segments(text: str, separators: str = ",:-") -> List[Tuple[str, int, bool]]:
+    """Split a per-direction value like fio's ``handle_option`` does.
+
+    Returns ``(segment, index, more)`` triples. fio looks for ',' first, and only when
+    there is none for ':' then '-' (so ``bs=4k-8k`` means 4k reads, 8k writes and trims,
+    not a range). A trailing comma ends the list without filling the later directions
+    (``bs=8k,`` leaves writes and trims at their default).
+    """
+    out: List[Tuple[str, int, bool]] = []
+    rest = text
+    index = 0
+    while True:
+        cut = None
+        for sep in separators:
+            cut = _split_top(rest, sep)
+            if cut is not None:
+                break
+        if cut is None:
+            out.append((rest, index, False))
+            return out
+        out.append((rest[:cut], index, True))
+        rest = rest[cut + 1 :]
+        index += 1
+        if rest == "":
+            out.append(("", index, False))
+            return out
+
+
+def _store_per_dir(target: List[Any], segments: List[Tuple[str, int, bool]], parse: Callable[[str], Any]) -> None:
+    """fio's off1/off2/off3 rule: segment k sets direction k; the last non-empty segment
+    also fills the directions after it unless a trailing comma followed it."""
+    any_value = False
+    for text, index, more in segments:
+        if text == "":
+            continue
+        if index > 2:
+            raise ValueError("more than three values (read,write,trim)")
+        value = parse(text)
+        any_value = True
+        target[index] = value
+        if not more:
+            for later in range(index + 1, 3):
+                target[later] = value
+    if not any_value:
+        raise ValueError("empty value")
+
+
+def _split_ddir(text: str) -> List[Optional[str]]:
+    """fio's ``str_split_parse`` for bssplit and zoned distributions: ``a`` applies to
+    every direction, ``a,b`` is reads and writes+trims, ``a,b,c`` is one per direction.
+    Returns read/write/trim strings (None = leave unchanged)."""
+    parts = text.split(",")
+    if len(parts) == 1:
+        return [text, text, text]
+    if len(parts) == 2:
+        return [parts[0], parts[1], parts[1]]
+    if len(parts) == 3:
+        return [parts[0], parts[1], parts[2]]
+    raise ValueError("more than three comma-separated lists (read,write,trim)")
+
+
+# --- handlers -----------------------------------------------------------------------------
+
+
+def _h_str(key: str) -> Callable[[Dict[str, Any], Optional[str]], None]:
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        text = _req(value)
+        if text == "":
+            raise ValueError("empty value")
+        st[key] = text
+
+    return handler
+
+
+_NS_RE = re.compile(r"^(?:ns(\d+)|ns=(\d+)|/dev/nvme\d+n(\d+)|/dev/ng\d+n(\d+))$")
+
+
+def namespace_of(filename: str) -> Optional[int]:
+    """Our rule for targets: ``nsN``, ``ns=N``, ``/dev/nvmeXnN`` and ``/dev/ngXnN`` name
+    namespace N of the simulated drive; any other name means the default target."""
+    m = _NS_RE.match(filename)
+    if not m:
+        return None
+    number = int(next(g for g in m.groups() if g is not None))
+    if number < 1:
+        raise ValueError("namespace numbers start at 1")
+    return number
+
+
+def _h_filename(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value).strip()
+    if text == "":
+        raise ValueError("empty value")
+    if ":" in text.replace("\\:", ""):
+        raise ValueError("several files (':'-separated) are not supported; one target per job")
+    st["filename"] = text
+    st["namespace"] = namespace_of(text)
+
+
+def _h_rw(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    mode, sep, postfix = text.partition(":")
+    if mode not in RW_MODES:
+        raise ValueError(f"not a valid rw mode (valid: {', '.join(RW_MODES)})")
+    mode = "rw" if mode == "readwrite" else mode
+    st["rw"] = mode
+    st["rw_nr"] = 1
+    st["rw_seq_add"] = 0
+    if sep:
+        if postfix == "":
+            raise ValueError("empty ':<nr>' suffix")
+        if mode in RANDOM_MODES:
+            # options.c str_rw_cb: for random I/O the suffix counts I/Os per new offset.
+            nr = _uint(st, postfix, lo=1)
+            st["rw_nr"] = nr
+        else:
+            # For sequential I/O it is a byte gap added after each I/O.
+            st["rw_seq_add"] = _uint(st, postfix)
+
+
+def _h_rwmixread(st: Dict[str, Any], value: Optional[str]) -> None:
+    v = _uint(st, _req(value), hi=100)
+    st["rwmix"] = [v, 100 - v]
+
+
+def _h_rwmixwrite(st: Dict[str, Any], value: Optional[str]) -> None:
+    v = _uint(st, _req(value), hi=100)
+    st["rwmix"] = [100 - v, v]
+
+
+def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        target = list(st[key])
+        _store_per_dir(target, per_direction_segments(_req(value)), lambda t: _uint(st, t, lo=lo, hi=hi))
+        st[key] = target
+
+    return handler
+
+
+def _h_bsrange(st: Dict[str, Any], value: Optional[str]) -> None:
+    def parse_range(text: str) -> Tuple[int, int]:
+        cut = _split_top(text, "-")
+        if cut is None:
+            cut = _split_top(text, ":")
+        if cut is None:
+            raise ValueError("not a range (use min-max or min:max)")
+        lo = _uint(st, text[:cut], lo=1)
+        hi = _uint(st, text[cut + 1 :], lo=1)
+        # fio swaps a reversed range (parse.c FIO_OPT_RANGE).
+        return (min(lo, hi), max(lo, hi))
+
+    target = list(st["bsrange"])
+    _store_per_dir(target, per_direction_segments(_req(value), ","), parse_range)
+    st["bsrange"] = target
+
+
+def _parse_split(st: Dict[str, Any], text: str) -> Optional[List[List[int]]]:
+    """One direction of a bssplit: ``bs/pct:bs/pct...``; a blank pct shares the rest."""
+    if text == "":
+        return None
+    entries: List[List[int]] = []
+    missing = 0
+    total = 0
+    for item in text.split(":"):
+        if item == "":
+            break  # fio stops at an empty element ("4k/50:" is fine)
+        bs_text, slash, pct_text = item.partition("/")
+        bs = _uint(st, bs_text, lo=1)
+        if slash and pct_text != "":
+            if not re.fullmatch(r"[0-9]+", pct_text):
+                raise ValueError(f"'{pct_text}' is not a percentage")
+            pct = min(int(pct_text), 100)  # fio caps each entry at 100
+            if pct == 0:
+                pct = -1  # fio treats a zero like a blank (options.c split_parse_ddir)
+        else:
+            pct = -1
+        if pct == -1:
+            missing += 1
+        else:
+            total += pct
+        entries.append([bs, pct])
+        if len(entries) > 64:
+            raise ValueError("more than 64 bssplit entries")
+    if not entries:
+        return None
+    if total > 100 and missing > 1:
+        raise ValueError("bssplit percentages add to more than 100%")
+    if missing:
+        if missing == 1 and len(entries) == 1:
+            total = 100
+        share = max(100 - total, 0) // missing
+        for entry in entries:
+            if entry[1] == -1:
+                entry[1] = share
+    return entries
+
+
+def _h_bssplit(st: Dict[str, Any], value: Optional[str]) -> None:
+    parts = _split_ddir(_req(value))
+    target = list(st["bssplit"])
+    changed = False
+    for i, part in enumerate(parts):
+        parsed = _parse_split(st, part) if part is not None else None
+        if parsed is not None:
+            target[i] = parsed
+            changed = True
+    if not changed:
+        raise ValueError("empty value")
+    st["bssplit"] = target
+
+
+def _h_flag(key: str):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        st[key] = 1 if value is None else parse_flag(value)
+
+    return handler
+
+
+def _h_bool(key: str):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        st[key] = parse_bool(_req(value))
+
+    return handler
+
+
+def _h_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        st[key] = _uint(st, _req(value), lo=lo, hi=hi)
+
+    return handler
+
+
+def _h_size_pct(key: str, *, cap_percent: bool = True):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        text = _req(value)
+        if text.endswith(("z", "Z")) and re.fullmatch(r"[0-9]+[zZ]", text):
+            raise ValueError("zone-count values ('z' suffix) are not supported")
+        v = _size(st, text, allow_percent=True)
+        if isinstance(v, Percent) and v.value > 100:
+            # fio either refuses (io_size) or reads "150%" as an enormous byte count.
+            raise ValueError("percentages above 100% are not supported")
+        st[key] = v
+
+    return handler
+
+
+def _h_time(key: str, default_unit: str):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        st[key] = parse_time_us(_req(value), default_unit=default_unit)
+
+    return handler
+
+
+def _h_startdelay(st: Dict[str, Any], value: Optional[str]) -> None:
+    # A range ("1-5", "1:5") draws a start delay per clone (fixup_options).
+    segments = per_direction_segments(_req(value))
+    values = [parse_time_us(t, default_unit="s") for t, _, _ in segments if t != ""]
+    if not values or len(values) > 2:
+        raise ValueError("expected a time or a time range low-high")
+    lo = values[0]
+    hi = values[1] if len(values) == 2 else lo
+    st["startdelay_us"] = (lo, hi)
+
+
+def _h_randseed(st: Dict[str, Any], value: Optional[str]) -> None:
+    v = _uint(st, _req(value))
+    if v >= 1 << 64:
+        raise ValueError("does not fit in 64 bits")
+    st["randseed"] = v
+
+
+def _h_choice(key: str, choices: Sequence[str], mapping: Optional[Dict[str, str]] = None):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        text = _req(value)
+        if text not in choices:
+            raise ValueError(f"not one of {', '.join(choices)}")
+        st[key] = mapping.get(text, text) if mapping else text
+
+    return handler
+
+
+def _float(text: str) -> float:
+    if not re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?", text):
+        raise ValueError(f"'{text}' is not a number")
+    return float(text)
+
+
+def _h_random_distribution(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    kind = text.partition(":")[0].partition(",")[0]
+    if kind not in ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs"):
+        raise ValueError("not one of random, zipf, pareto, normal, zoned, zoned_abs")
+    dist: Dict[str, Any] = {"kind": kind, "param": None, "center": None, "zones": [None, None, None]}
+    if kind in ("zoned", "zoned_abs"):
+        if not text.startswith(kind + ":"):
+            raise ValueError(f"expected {kind}:<zones>")
+        dist["zones"] = _parse_zones(st, text[len(kind) + 1 :].strip(), absolute=kind == "zoned_abs")
+    elif kind == "random":
+        if text != "random":
+            raise ValueError("'random' takes no parameter")
+    else:
+        rest = text[len(kind) :]
+        param = {"zipf": 1.1, "pareto": 0.2, "normal": 0.0}[kind]
+        center = None
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"expected {kind}:<value>[:<center>]")
+            fields = rest[1:].split(":")
+            if len(fields) > 2 or fields[0] == "":
+                raise ValueError(f"expected {kind}:<value>[:<center>]")
+            param = _float(fields[0])
+            if len(fields) == 2:
+                center = _float(fields[1])
+                if not 0.0 <= center <= 1.0:
+                    raise ValueError("distribution center out of range (0 <= center <= 1.0)")
+        # Range checks from options.c str_random_distribution_cb.
+        if kind == "zipf" and param == 1.0:
+            raise ValueError("zipf theta must be different than 1.0")
+        if kind == "pareto" and not 0.0 < param < 1.0:
+            raise ValueError("pareto input out of range (0 < input < 1.0)")
+        if kind == "normal" and not 0.0 <= param < 100.0:
+            raise ValueError("normal deviation out of range (0 <= input < 100.0)")
+        dist["param"] = param
+        dist["center"] = center
+    st["random_distribution"] = dist
+
+
+def _parse_zones(st: Dict[str, Any], text: str, *, absolute: bool) -> List[Optional[List[Dict[str, int]]]]:
+    out: List[Optional[List[Dict[str, int]]]] = [None, None, None]
+    for ddir, part in enumerate(_split_ddir(text)):
+        if not part:
+            continue
+        zones: List[Dict[str, int]] = []
+        access_total = 0
+        range_total = 0
+        range_missing = 0
+        for item in part.split(":"):
+            if item == "":
+                break
+            access_text, slash, range_text = item.partition("/")
+            access = _uint(st, access_text, hi=100)
+            access_total += access
+            if absolute:
+                if not slash or range_text == "":
+                    raise ValueError("zoned_abs needs access%/size for every zone")
+                size = _uint(st, range_text, lo=1)
+                zones.append({"access_pct": access, "range_bytes": size})
+            else:
+                if slash and range_text != "":
+                    if not re.fullmatch(r"[0-9]+", range_text):
+                        raise ValueError(f"'{range_text}' is not a percentage")
+                    pct = min(int(range_text), 100)
+                    if pct == 0:
+                        pct = -1
+                else:
+                    pct = -1
+                if pct == -1:
+                    range_missing += 1
+                else:
+                    range_total += pct
+                zones.append({"access_pct": access, "range_pct": pct})
+            if len(zones) > 256:
+                raise ValueError("more than 256 zones")
+        if access_total > 100 or range_total > 100:
+            raise ValueError("zone percentages add to more than 100%")
+        if access_total < 100:
+            raise ValueError(f"access percentages don't add up to 100 (got {access_total})")
+        if range_missing:
+            if range_missing == 1 and len(zones) == 1:
+                range_total = 100
+            share = (100 - range_total) // range_missing
+            for zone in zones:
+                if zone.get("range_pct") == -1:
+                    zone["range_pct"] = share
+        out[ddir] = zones
+    if out == [None, None, None]:
+        raise ValueError("no zones given")
+    return out
+
+
+def _h_percentile_list(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    items = text.split(":")
+    if len(items) > 20:
+        raise ValueError("the list exceeds max length 20")
+    values = []
+    precision = 0
+    for item in items:
+        v = _float(item)
+        if v > 100.0:
+            raise ValueError(f"value out of range: {v:f} (range max: 100.000000)")
+        values.append(v)
+        if "." in item:
+            precision = max(precision, len(re.match(r"[0-9]*", item.split(".", 1)[1]).group(0)))  # type: ignore[union-attr]
+    st["percentile_list"] = values
+    st["percentile_precision"] = precision
+
+
+def _h_log(kind: str):
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        # Without a value fio names the log after the job (init.c make_log_name).
+        logs = dict(st["logs"])
+        logs[kind] = value if value else ""
+        st["logs"] = logs
+
+    return handler
+
+
+def _h_ioengine(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    if text not in SYNC_ENGINES + ASYNC_ENGINES:
+        raise ValueError(
+            f"I/O engine '{text}' is not supported (supported: {', '.join(SYNC_ENGINES + ASYNC_ENGINES)})"
+        )
+    st["ioengine"] = text
+
+
+def _h_kb_base(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    if text not in ("1024", "1000"):
+        raise ValueError("not one of 1024, 1000")
+    st["kb_base"] = int(text)
+
+
+def _h_unified(st: Dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    mapping = {"none": "none", "0": "none", "mixed": "mixed", "1": "mixed", "both": "both", "2": "both"}
+    if text not in mapping:
+        raise ValueError("not one of none, mixed, both, 0, 1, 2")
+    st["unified_rw_reporting"] = mapping[text]
+
+
+def _h_noop(kind: str):
+    """No-op options still get their value checked the way fio checks it."""
+
+    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+        if kind == "bool":
+            parse_bool(_req(value))
+        elif kind == "flag":
+            if value is not None:
+                parse_flag(value)
+        elif kind == "uint":
+            _uint(st, _req(value))
+        elif kind == "size":
+            _size(st, _req(value))
+        elif kind == "str":
+            if _req(value) == "":
+                raise ValueError("empty value")
+        elif kind == "optstr":
+            pass
+        else:  # pragma: no cover - table error
+            raise AssertionError(kind)
+
+    return handler
+
+
+def _opt(name: str, handler, **kw: Any) -> OptionDef:
+    return OptionDef(name=name, handler=handler, **kw)
+
+
+_SIM_OPTIONS: List[OptionDef] = [
+    _opt("name", _h_str("name"), help="job name"),
+    _opt("description", _h_str("description")),
+    _opt("filename", _h_filename, prio=-1, help="target: nsN, ns=N, /dev/nvmeXnN or a path (default target)"),
+    _opt("rw", _h_rw, aliases=("readwrite",)),
+    _opt("rwmixread", _h_rwmixread),
+    _opt("rwmixwrite", _h_rwmixwrite),
+    _opt("bs", _h_per_dir_uint("bs", lo=1), aliases=("blocksize",)),
+    _opt("ba", _h_per_dir_uint("ba", lo=1), aliases=("blockalign",)),
+    _opt("bsrange", _h_bsrange, aliases=("blocksize_range",)),
+    _opt("bssplit", _h_bssplit),
+    _opt("bs_unaligned", _h_flag("bs_unaligned"), aliases=("blocksize_unaligned",), needs_value=False),
+    _opt("offset", _h_size_pct("offset"), aliases=("fileoffset",)),
+    _opt("offset_align", _h_uint("offset_align", lo=1)),
+    _opt("offset_increment", _h_size_pct("offset_increment")),
+    _opt("size", _h_size_pct("size")),
+    _opt("io_size", _h_size_pct("io_size"), aliases=("io_limit",)),
+    _opt("fill_device", _h_bool("fill_device"), aliases=("fill_fs",)),
+    _opt("loops", _h_uint("loops", lo=1)),
+    _opt("number_ios", _h_uint("number_ios")),
+    _opt("iodepth", _h_uint("iodepth", lo=1)),
+    _opt("numjobs", _h_uint("numjobs", lo=1)),
+    _opt("time_based", _h_flag("time_based"), needs_value=False),
+    _opt("runtime", _h_time("runtime_us", "s"), aliases=("timeout",)),
+    _opt("ramp_time", _h_time("ramp_time_us", "s")),
+    _opt("startdelay", _h_startdelay),
+    _opt("norandommap", _h_flag("norandommap"), needs_value=False),
+    _opt("randrepeat", _h_bool("randrepeat")),
+    _opt("randseed", _h_randseed),
+    _opt("allrandrepeat", _h_bool("allrandrepeat")),
+    _opt("random_generator", _h_choice("random_generator", ("tausworthe", "lfsr", "tausworthe64"))),
+    _opt("random_distribution", _h_random_distribution),
+    _opt("percentage_random", _h_per_dir_uint("percentage_random", hi=100)),
+    _opt("rate", _h_per_dir_uint("rate")),
+    _opt("rate_iops", _h_per_dir_uint("rate_iops")),
+    _opt("rate_process", _h_choice("rate_process", ("linear", "poisson"))),
+    _opt("thinktime", _h_time("thinktime_us", "us")),
+    _opt("thinktime_spin", _h_time("thinktime_spin_us", "us")),
+    _opt("thinktime_blocks", _h_uint("thinktime_blocks", lo=1)),
+    _opt("stonewall", _h_flag("stonewall"), aliases=("wait_for_previous",), needs_value=False),
+    _opt("new_group", _h_flag("new_group"), needs_value=False),
+    _opt("group_reporting", _h_flag("group_reporting"), needs_value=False),
+    _opt("percentile_list", _h_percentile_list),
+    _opt("clat_percentiles", _h_bool("clat_percentiles")),
+    _opt("lat_percentiles", _h_bool("lat_percentiles")),
+    _opt("slat_percentiles", _h_bool("slat_percentiles")),
+    _opt("write_bw_log", _h_log("bw"), needs_value=False),
+    _opt("write_iops_log", _h_log("iops"), needs_value=False),
+    _opt("write_lat_log", _h_log("lat"), needs_value=False),
+    _opt("write_hist_log", _h_log("hist"), needs_value=False),
+    _opt("log_avg_msec", _h_uint("log_avg_msec")),
+    _opt("log_hist_msec", _h_uint("log_hist_msec")),
+    _opt("log_hist_coarseness", _h_uint("log_hist_coarseness", hi=6)),
+    _opt("per_job_logs", _h_bool("per_job_logs")),
+    _opt("log_offset", _h_bool("log_offset")),
+    _opt("log_max_value", _h_bool("log_max_value")),
+    _opt("bwavgtime", _h_uint("bwavgtime", lo=1)),
+    _opt("iopsavgtime", _h_uint("iopsavgtime", lo=1)),
+    _opt("ioengine", _h_ioengine),
+    _opt("kb_base", _h_kb_base, prio=1),
+    _opt("significant_figures", _h_uint("significant_figures", lo=1, hi=10)),
+    _opt("unified_rw_reporting", _h_unified),
+]
+
+# name, value kind, aliases
+_NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
+    ("direct", "bool", ()),
+    ("buffered", "bool", ()),
+    ("thread", "flag", ()),
+    ("refill_buffers", "flag", ()),
+    ("zero_buffers", "flag", ()),
+    ("scramble_buffers", "bool", ()),
+    ("buffer_pattern", "str", ()),
+    ("buffer_compress_percentage", "uint", ()),
+    ("buffer_compress_chunk", "uint", ()),
+    ("dedupe_percentage", "uint", ()),
+    ("invalidate", "bool", ()),
+    ("overwrite", "bool", ()),
+    ("create_serialize", "bool", ()),
+    ("create_fsync", "bool", ()),
+    ("create_on_open", "bool", ()),
+    ("allow_file_create", "bool", ()),
+    ("allow_mounted_write", "bool", ()),
+    ("fadvise_hint", "str", ()),
+    ("unlink", "bool", ()),
+    ("unlink_each_loop", "bool", ()),
+    ("cpus_allowed", "str", ()),
+    ("cpus_allowed_policy", "str", ()),
+    ("cpumask", "uint", ()),
+    ("numa_cpu_nodes", "str", ()),
+    ("numa_mem_policy", "str", ()),
+    ("nice", "str", ()),
+    ("prio", "uint", ()),
+    ("prioclass", "uint", ()),
+    ("mem", "str", ("iomem",)),
+    ("iomem_align", "uint", ("mem_align",)),
+    ("hugepage-size", "size", ()),
+    ("lockmem", "size", ()),
+    ("clocksource", "str", ()),
+    ("gtod_cpu", "uint", ()),
+    ("disk_util", "bool", ()),
+    ("iodepth_batch", "uint", ("iodepth_batch_submit",)),
+    ("iodepth_batch_complete_min", "uint", ("iodepth_batch_complete",)),
+    ("iodepth_batch_complete_max", "uint", ()),
+    ("iodepth_low", "uint", ()),
+    ("uid", "uint", ()),
+    ("gid", "uint", ()),
+    ("cgroup", "str", ()),
+    ("cgroup_weight", "uint", ()),
+    ("cgroup_nodelete", "bool", ()),
+    ("error_dump", "bool", ()),
+    ("ioscheduler", "str", ()),
+    ("lockfile", "str", ()),
+    ("filename_format", "str", ()),
+    ("unique_filename", "bool", ()),
+]
+
+# Engine-specific options (fio loads the engine, then parses these in a second pass and
+# echoes them after the general options). All are about host submission paths.
+_ENGINE_NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
+    ("hipri", "flag", ("io_uring", "io_uring_cmd", "pvsync2")),
+    ("hipri_percentage", "uint", ("pvsync2",)),
+    ("fixedbufs", "flag", ("io_uring", "io_uring_cmd")),
+    ("registerfiles", "flag", ("io_uring", "io_uring_cmd")),
+    ("sqthread_poll", "flag", ("io_uring", "io_uring_cmd")),
+    ("sqthread_poll_cpu", "uint", ("io_uring", "io_uring_cmd")),
+    ("nonvectored", "uint", ("io_uring", "io_uring_cmd")),
+    ("uncached", "uint", ("io_uring", "io_uring_cmd", "pvsync2")),
+    ("nowait", "flag", ("io_uring", "io_uring_cmd", "libaio", "pvsync2")),
+    ("force_async", "uint", ("io_uring", "io_uring_cmd")),
+    ("cmd_type", "str", ("io_uring_cmd",)),
+    ("userspace_reap", "flag", ("libaio",)),
+    ("uri", "str", ("nbd",)),
+]
+
+_FLAG_NOOP_KINDS = ("flag",)
+
+OPTIONS: Dict[str, OptionDef] = {}
+for _o in _SIM_OPTIONS:
+    OPTIONS[_o.name] = _o
+for _name, _kind, _aliases in _NOOP_SPECS:
+    OPTIONS[_name] = OptionDef(
+        name=_name,
+        handler=_h_noop(_kind),
+        kind=NOOP,
+        aliases=_aliases,
+        needs_value=_kind not in _FLAG_NOOP_KINDS,
+    )
+
+ENGINE_OPTIONS: Dict[str, OptionDef] = {}
+for _name, _kind, _engines in _ENGINE_NOOP_SPECS:
+    ENGINE_OPTIONS[_name] = OptionDef(
+        name=_name,
+        handler=_h_noop(_kind),
+        kind=NOOP,
+        needs_value=_kind not in _FLAG_NOOP_KINDS,
+        engines=_engines,
+    )
+
+_BY_NAME: Dict[str, OptionDef] = {}
+for _o in OPTIONS.values():
+    _BY_NAME[_o.name] = _o
+    for _a in _o.aliases:
+        _BY_NAME[_a] = _o
+
+# Every option name and alias fio 3.33 knows (options.c), to tell "unsupported" from
+# "unknown" (a typo).
+FIO_OPTION_NAMES = frozenset(
+    """allow_file_create allow_mounted_write allrandrepeat atomic ba block_error_percentiles
+    blockalign blocksize blocksize_range blocksize_unaligned bs bs_is_seq_rand bs_unaligned
+    bsrange bssplit buffer_compress_chunk buffer_compress_percentage buffer_pattern buffered
+    bwavgtime cgroup cgroup_nodelete cgroup_weight clat_percentiles clocksource
+    continue_on_error cpumask cpus_allowed cpus_allowed_policy create_fsync create_on_open
+    create_only create_serialize dedupe_global dedupe_mode dedupe_percentage
+    dedupe_working_set_percentage description direct directory disable_bw
+    disable_bw_measurement disable_clat disable_lat disable_slat disk_util do_verify
+    end_fsync error_dump exec_postrun exec_prerun exit_what exitall exitall_on_error
+    experimental_verify fadvise_hint fallocate fdatasync file_append file_service_type
+    filename filename_format fileoffset filesize fill_device fill_fs flow flow_id flow_sleep
+    flow_watermark fsync fsync_on_close gid gpu_dev_id group_reporting gtod_cpu gtod_reduce
+    hugepage-size ignore_error ignore_zone_limits invalidate io_limit io_size
+    io_submit_mode iodepth iodepth_batch iodepth_batch_complete iodepth_batch_complete_max
+    iodepth_batch_complete_min iodepth_batch_submit iodepth_low ioengine iomem iomem_align
+    iopsavgtime ioscheduler job_max_open_zones kb_base lat_percentiles latency_percentile
+    latency_run latency_target latency_window lockfile lockmem log_alternate_epoch
+    log_alternate_epoch_clock_id log_avg_msec log_compression log_compression_cpus
+    log_entries log_hist_coarseness log_hist_msec log_max_value log_offset log_prio
+    log_store_compressed log_unix_epoch loops max_latency max_open_zones mem mem_align
+    merge_blktrace_file merge_blktrace_iters merge_blktrace_scalars name new_group nice
+    norandommap nr_files nrfiles numa_cpu_nodes numa_mem_policy number_ios numjobs offset
+    offset_align offset_increment opendir openfiles overwrite per_job_logs percentage_random
+    percentage_sequential percentile_list pre_read prio prioclass profile ramp_time
+    random_distribution random_generator randrepeat randseed rate rate_cycle
+    rate_ignore_thinktime rate_iops rate_iops_min rate_min rate_process ratecycle ratemin
+    read_beyond_wp read_iolog read_iolog_chunked readwrite refill_buffers replay_align
+    replay_no_stall replay_redirect replay_scale replay_skip replay_time_scale runtime rw
+    rw_sequencer rwmixcycle rwmixread rwmixwrite scramble_buffers serialize_overlap
+    significant_figures size slat_percentiles softrandommap ss ss_dur ss_ramp startdelay
+    stats steadystate steadystate_duration steadystate_ramp_time stonewall sync
+    sync_file_range thinktime thinktime_blocks thinktime_blocks_type thinktime_iotime
+    thinktime_spin thread time_based timeout trim_backlog trim_backlog_batch trim_percentage
+    trim_verify_zero uid unified_rw_reporting unique_filename unit_base unlink
+    unlink_each_loop verify verify_async verify_async_cpus verify_backlog
+    verify_backlog_batch verify_dump verify_fatal verify_interval verify_offset verify_only
+    verify_pattern verify_state_load verify_state_save verifysort verifysort_nr wait_for
+    wait_for_previous write_barrier write_bw_log write_hint write_hist_log write_iolog
+    write_iops_log write_lat_log zero_buffers zone_reset_frequency zone_reset_threshold
+    zonecapacity zonemode zonerange zonesize zoneskip""".split()
+)
+
+# Engine options fio knows for some engine (io_uring, libaio, sync, nbd ...).
+FIO_ENGINE_OPTION_NAMES = frozenset(
+    """hipri hipri_percentage cmdprio_percentage cmdprio_class cmdprio cmdprio_bssplit
+    fixedbufs registerfiles sqthread_poll sqthread_poll_cpu nonvectored uncached nowait
+    force_async cmd_type userspace_reap uri""".split()
+)
+
+_WHY_UNSUPPORTED = {
+    "steadystate": "ssdtwin computes the SNIA steady state in its PTS harness instead",
+    "ss": "ssdtwin computes the SNIA steady state in its PTS harness instead",
+    "verify": "data verification is not simulated",
+    "read_iolog": "replay traces with ssdtwin's trace input instead",
+    "write_iolog": "ssdtwin does not write iologs from fio jobs yet",
+    "fsync": "flushes are not part of the fio engine contract yet",
+    "fdatasync": "flushes are not part of the fio engine contract yet",
+    "nrfiles": "one target per job",
+    "nr_files": "one target per job",
+    "directory": "jobs target a namespace of the simulated drive, not a directory",
+}
+
+
+def unsupported_reason(name: str) -> str:
+    return _WHY_UNSUPPORTED.get(name, "not supported by ssdtwin")
+
+
+def lookup(name: str) -> Optional[OptionDef]:
+    return _BY_NAME.get(name)
+
+
+def lookup_engine_option(name: str) -> Optional[OptionDef]:
+    return ENGINE_OPTIONS.get(name)
+
+
+def closest_option(name: str) -> Optional[str]:
+    """fio's "Did you mean" (Levenshtein distance within half the length)."""
+    best = None
+    best_d = None
+    for candidate in sorted(FIO_OPTION_NAMES):
+        d = _distance(name, candidate)
+        if best_d is None or d < best_d:
+            best, best_d = candidate, d
+    if best is not None and best_d is not None and best_d <= (len(name) + 1) // 2:
+        return best
+    return None
+
+
+def _distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]

@@ -1,0 +1,778 @@
+"""fio job files → resolved jobs → engine input (docs/fio.md §2–§3).
+
+The reading follows fio 3.33's ``init.c __parse_jobs_ini`` and ``options.c
+fio_options_parse``; every rule that surprised us was measured on the real binary and is
+listed in docs/fio.md. In short:
+
+* ``[global...]`` (any section whose name *starts* with "global") adds to the defaults of
+  the jobs below it; several are allowed and they accumulate. Defaults do not carry over
+  to the next job file, and the first job of every file after the first gets a stonewall.
+* ``;`` and ``#`` start a comment anywhere on a line, so values cannot contain them.
+* ``include FILE`` is looked up relative to the current directory first, then to the
+  including file; included files cannot open sections.
+* ``${VAR}`` is replaced by the environment (unset: empty); ``$pagesize``, ``$mb_memory``
+  and ``$ncpus`` are replaced and the value is then evaluated as integer arithmetic
+  (fio pipes it through ``bc``).
+* Within a section, options are applied in order of priority (``kb_base`` first,
+  ``filename`` last), otherwise as written; a later option overrides an earlier one.
+* numjobs clones are numbered like fio: the job itself is subjob 0 and takes the next
+  thread number; the following thread numbers get subjobs N-1, N-2, ..., 1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import options as O
+from .errors import FioJobError
+from .units import N2S_BYTE, Percent, num2str
+
+__all__ = ["parse", "parse_string", "Run", "Job", "Clone", "ENGINE_INPUT_VERSION"]
+
+ENGINE_INPUT_VERSION = 1
+
+_MASK64 = (1 << 64) - 1
+_FIO_RANDSEED = 0xB1899BED
+_GOLDEN = 0x9E370001
+_SEED_NAMES = (
+    "bs_read", "bs_write", "bs_trim", "verify", "rwmix", "file", "offset", "file_size", "trim",
+    "buffer", "seq_rand_read", "seq_rand_write", "seq_rand_trim", "start_delay", "dedupe",
+    "poisson_read", "zone", "poisson_write", "poisson_trim", "prio_cmds", "dedupe_working_set",
+)
+_BLOCK_OFF = _SEED_NAMES.index("offset")
+
+
+# --- data model ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Line:
+    name: str
+    value: Optional[str]
+    file: str
+    line: int
+
+
+@dataclass
+class _Section:
+    name: str
+    is_global: bool
+    file: str
+    line: int
+    file_index: int
+    lines: List[_Line] = field(default_factory=list)
+
+
+@dataclass
+class Clone:
+    """One fio thread: a job or one of its numjobs clones."""
+
+    job: "Job"
+    thread_number: int  # 1-based, over every job and clone of the run
+    subjob: int  # fio's subjob_number: 0 for the job itself
+    group_id: int
+    seed: int  # the offset-stream seed (fio's FIO_RAND_BLOCK_OFF seed)
+    seeds: Dict[str, int]  # every fio random stream's seed, by name
+    seed_source: str  # "randrepeat", "randseed" or "run_seed"
+    startdelay_us: int
+    batch: int  # start batch: a stonewall starts a new one after every earlier clone ends
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+
+@dataclass
+class Job:
+    """A job section with inheritance applied."""
+
+    name: str
+    section: str
+    file: str
+    line: int
+    file_index: int
+    index: int
+    group_id: int
+    stonewall: bool
+    options: List[Tuple[str, Optional[str]]]  # "job options" echo: canonical name, value
+    state: Dict[str, Any] = field(repr=False)
+    clones: List[Clone] = field(default_factory=list, repr=False)
+
+    # Convenience views of the resolved options --------------------------------------
+    @property
+    def rw(self) -> str:
+        return self.state["rw"]
+
+    @property
+    def numjobs(self) -> int:
+        return self.state["numjobs"]
+
+    @property
+    def iodepth(self) -> int:
+        """The iodepth as configured (fio prints and reports this one)."""
+        return self.state["iodepth"]
+
+    @property
+    def effective_iodepth(self) -> int:
+        """Queue depth the engine really keeps: 1 for synchronous engines, as in fio."""
+        if self.state["ioengine"] in O.SYNC_ENGINES:
+            return 1
+        return self.state["iodepth"]
+
+    @property
+    def engine_async(self) -> bool:
+        engine = self.state["ioengine"]
+        if engine in O.SYNC_ENGINES:
+            return False
+        if engine == "null":
+            return self.state["iodepth"] > 1
+        return True
+
+    @property
+    def group_reporting(self) -> bool:
+        return bool(self.state["group_reporting"])
+
+    @property
+    def description(self) -> Optional[str]:
+        return self.state["description"]
+
+    def block_sizes(self) -> List[Tuple[int, int]]:
+        """(min, max) block size per direction after fio's fixup rules."""
+        return [_bs_range(self.state, d) for d in range(3)]
+
+    def header_line(self) -> str:
+        """The line fio prints for a job before it starts (init.c add_job)."""
+        st = self.state
+        i2p = _is_power_of_2(st["kb_base"])
+        sig = st["significant_figures"]
+        parts = []
+        for label, (lo, hi) in zip("RWT", self.block_sizes()):
+            parts.append(f"({label}) {num2str(lo, sig, 1, i2p, N2S_BYTE)}-{num2str(hi, sig, 1, i2p, N2S_BYTE)}")
+        return (
+            f"{self.name}: (g={self.group_id}): rw={self.rw}, bs={', '.join(parts)}, "
+            f"ioengine={st['ioengine']}, iodepth={st['iodepth']}"
+        )
+
+
+@dataclass
+class Run:
+    """Everything parsed from the job files of one fio invocation."""
+
+    jobs: List[Job]
+    clones: List[Clone]
+    global_options: List[Tuple[str, Optional[str]]]
+    files: List[str]
+    warnings: List[str]
+    run_seed: int
+
+    def header_text(self, fio_version: str = "fio-3.33") -> str:
+        """What fio prints before the results: job lines, version, "Starting ..."."""
+        out: List[str] = []
+        for job in self.jobs:
+            out.append(job.header_line())
+            if job.numjobs > 1:
+                out.append("...")
+        out.append(fio_version)
+        threads = sum(len(j.clones) for j in self.jobs if j.state["noop"].get("thread"))
+        processes = len(self.clones) - threads
+        words = []
+        if threads:
+            words.append(f"{threads} thread{'s' if threads > 1 else ''}")
+        if processes:
+            words.append(f"{processes} process{'es' if processes > 1 else ''}")
+        out.append("Starting " + " and ".join(words))
+        return "\n".join(out) + "\n"
+
+    def to_engine(
+        self,
+        device_size_bytes: int,
+        lba_bytes: int,
+        namespace_sizes: Optional[Mapping[int, int]] = None,
+    ) -> List[Dict[str, Any]]:
+        """One JSON-able dict per clone, in thread order (docs/fio.md §3)."""
+        from .engine import engine_input  # local: keeps the parser importable alone
+
+        errors: List[FioJobError] = []
+        out = []
+        for clone in self.clones:
+            try:
+                out.append(engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes))
+            except FioJobError as e:
+                errors.extend(e.errors)
+        if errors:
+            raise FioJobError.collect(errors)
+        return out
+
+
+# --- helpers used by the model ------------------------------------------------------------
+
+
+def _is_power_of_2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
+    split = st["bssplit"][d]
+    if split:
+        sizes = [bs for bs, _ in split]
+        return min(sizes), max(sizes)
+    rng = st["bsrange"][d]
+    if rng:
+        return rng
+    return st["bs"][d], st["bs"][d]
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def fio_seeds(
+    thread_number: int,
+    *,
+    randrepeat: bool,
+    randseed: int,
+    randseed_set: bool,
+    allrandrepeat: bool,
+    is_random: bool,
+    run_seed: int,
+) -> Tuple[List[int], str]:
+    """fio's per-thread seeds (init.c setup_random_seeds / td_fill_rand_seeds).
+
+    ``randseed=`` overrides ``randrepeat`` (fixup_options). Where fio would read the OS
+    RNG (``randrepeat=0`` without ``randseed``) we use ``run_seed`` as if it had been
+    given as ``randseed``, so every run stays reproducible from the run seed.
+    """
+    if randseed_set:
+        base, source = randseed, "randseed"
+    elif randrepeat:
+        base, source = randseed, "randrepeat"
+    else:
+        base, source = run_seed, "run_seed"
+    seed = base & _MASK64
+    for _ in range(4):
+        seed = (seed * _GOLDEN) & _MASK64
+    seeds = []
+    for i in range(len(_SEED_NAMES)):
+        seeds.append((seed * thread_number + i) & _MASK64)
+        seed = (seed * _GOLDEN) & _MASK64
+    if allrandrepeat:
+        seeds = [(_FIO_RANDSEED * thread_number + i) & _MASK64 for i in range(len(_SEED_NAMES))]
+    rand_repeatable = randrepeat and not randseed_set
+    if is_random and rand_repeatable:
+        seeds[_BLOCK_OFF] = (_FIO_RANDSEED * thread_number) & _MASK64
+    return seeds, source
+
+
+# --- reading job files --------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str],
+        keywords: Mapping[str, str],
+        cwd: Path,
+    ) -> None:
+        self.env = env
+        self.keywords = keywords
+        self.cwd = cwd
+        self.errors: List[FioJobError] = []
+        self.warnings: List[str] = []
+
+    def error(self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None) -> None:
+        self.errors.append(FioJobError(reason, file=file, line=line, option=option, value=value))
+
+    # -- text level --
+    def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> List[_Section]:
+        sections: List[_Section] = []
+        current: Optional[_Section] = None
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            p = _strip_line(raw)
+            if p == "":
+                continue
+            if p.startswith("["):
+                m = re.fullmatch(r"\[(.+)\]", p)
+                if not m:
+                    self.error("malformed section header", file=display, line=lineno)
+                    current = None
+                    continue
+                name = m.group(1)
+                is_global = name.startswith("global")
+                if is_global and name != "global":
+                    self.warnings.append(
+                        f"{display}:{lineno}: section [{name}] is a global section (fio treats every name starting with 'global' as global)"
+                    )
+                current = _Section(name, is_global, display, lineno, file_index)
+                sections.append(current)
+                continue
+            if current is None:
+                self.error(f"option <{p}> outside of [] job section", file=display, line=lineno)
+                continue
+            self._statement(current, p, display, lineno, path, stack=[str(path.resolve())] if path else [])
+        return sections
+
+    def _statement(self, section: _Section, p: str, display: str, lineno: int, path: Optional[Path], stack: List[str]) -> None:
+        m = re.match(r"include(\s+(.*))?$", p)
+        if m and (m.group(1) or p == "include"):
+            target = (m.group(2) or "").strip()
+            if not target:
+                self.error("include needs a file name", file=display, line=lineno)
+                return
+            self._include(section, target, display, lineno, path, stack)
+            return
+        name, eq, value = p.partition("=")
+        line = _Line(name.rstrip(), value if eq else None, display, lineno)
+        if line.name == "":
+            self.error("missing option name", file=display, line=lineno)
+            return
+        section.lines.append(line)
+
+    def _include(self, section: _Section, target: str, display: str, lineno: int, path: Optional[Path], stack: List[str]) -> None:
+        # fio tries the name as given (relative to the current directory) and only then
+        # relative to the including file (init.c __parse_jobs_ini).
+        candidate = Path(target)
+        if not candidate.is_absolute():
+            candidate = self.cwd / target
+        if not candidate.exists() and path is not None and not Path(target).is_absolute():
+            candidate = path.parent / target
+        if not candidate.exists():
+            self.error(f"cannot open include file '{target}'", file=display, line=lineno)
+            return
+        inc_display = str(Path(target)) if Path(target).is_absolute() else _display_path(candidate, self.cwd)
+        key = str(candidate.resolve())
+        if key in stack:
+            self.error(f"include loop through '{target}'", file=display, line=lineno)
+            return
+        try:
+            text = candidate.read_text()
+        except OSError as e:
+            self.error(f"cannot read include file '{target}': {e.strerror}", file=display, line=lineno)
+            return
+        for inc_lineno, raw in enumerate(text.splitlines(), start=1):
+            p = _strip_line(raw)
+            if p == "":
+                continue
+            if p.startswith("["):
+                self.error("no new sections in included files", file=inc_display, line=inc_lineno)
+                continue
+            self._statement(section, p, inc_display, inc_lineno, candidate, stack + [key])
+
+    # -- substitution --
+    def substitute(self, line: _Line) -> Optional[_Line]:
+        text = line.name if line.value is None else f"{line.name}={line.value}"
+        text = _expand_env(text, self.env)
+        replaced = False
+        for word in ("$pagesize", "$mb_memory", "$ncpus"):
+            if word in text:
+                text = text.replace(word, self.keywords[word[1:]])
+                replaced = True
+        name, eq, value = text.partition("=")
+        new_value: Optional[str] = value if eq else None
+        if replaced and new_value is not None and re.search(r"[-+*/]", text) and "'" not in text:
+            try:
+                new_value = str(_bc(new_value))
+            except ValueError as e:
+                self.error(f"cannot evaluate keyword arithmetic: {e}", file=line.file, line=line.line, option=name.rstrip(), value=value)
+                return None
+        return _Line(name.rstrip(), new_value, line.file, line.line)
+
+
+def _strip_line(raw: str) -> str:
+    # parse.c strip_blank_end: everything after the first ';' or '#' is a comment, even
+    # in the middle of a value.
+    p = raw.lstrip()
+    for c in ";#":
+        cut = p.find(c)
+        if cut >= 0:
+            p = p[:cut]
+    return p.rstrip(" \t\r\n\f\v\0")
+
+
+def _display_path(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _expand_env(text: str, env: Mapping[str, str]) -> str:
+    # options.c fio_option_dup_subs: every ${NAME} is replaced, unset names by nothing.
+    return re.sub(r"\$\{([^}]*)\}", lambda m: env.get(m.group(1), "") if m.group(1) else "", text)
+
+
+def _bc(text: str) -> int:
+    """Integer arithmetic the way ``bc`` (scale=0) evaluates fio's keyword values."""
+    tokens = re.findall(r"\s*(\d+|[-+*/%^()])", text)
+    if "".join(tokens).replace(" ", "") != re.sub(r"\s", "", text):
+        raise ValueError(f"'{text}' is not integer arithmetic")
+    pos = 0
+
+    def peek() -> str:
+        return tokens[pos].strip() if pos < len(tokens) else ""
+
+    def take() -> str:
+        nonlocal pos
+        tok = peek()
+        pos += 1
+        return tok
+
+    def expr() -> int:
+        v = term()
+        while peek() in ("+", "-"):
+            op = take()
+            r = term()
+            v = v + r if op == "+" else v - r
+        return v
+
+    def term() -> int:
+        v = power()
+        while peek() in ("*", "/", "%"):
+            op = take()
+            r = power()
+            if op != "*" and r == 0:
+                raise ValueError("divide by zero")
+            if op == "*":
+                v = v * r
+            elif op == "/":
+                q = abs(v) // abs(r)
+                v = q if (v >= 0) == (r >= 0) else -q
+            else:
+                v = v - r * (abs(v) // abs(r) * (1 if (v >= 0) == (r >= 0) else -1))
+        return v
+
+    def power() -> int:
+        v = unary()
+        if peek() == "^":
+            take()
+            e = power()
+            if e < 0:
+                raise ValueError("negative exponent")
+            v = v**e
+        return v
+
+    def unary() -> int:
+        tok = take()
+        if tok == "-":
+            return -unary()
+        if tok == "(":
+            v = expr()
+            if take() != ")":
+                raise ValueError("missing ')'")
+            return v
+        if tok.isdigit():
+            return int(tok)
+        raise ValueError(f"unexpected '{tok}'")
+
+    value = expr()
+    if pos != len(tokens):
+        raise ValueError(f"'{text}' is not integer arithmetic")
+    return value
+
+
+def _default_keywords() -> Dict[str, str]:
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    try:
+        mb = os.sysconf("SC_PHYS_PAGES") * page // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        mb = 0
+    return {"pagesize": str(page), "mb_memory": str(mb), "ncpus": str(os.cpu_count() or 1)}
+
+
+# --- applying options ---------------------------------------------------------------------
+
+
+def _apply(reader: _Reader, state: Dict[str, Any], lines: Sequence[_Line]) -> List[Tuple[str, Optional[str]]]:
+    """Apply a section's option lines to ``state``; return the echo list."""
+    subbed = [s for s in (reader.substitute(line) for line in lines) if s is not None]
+
+    def prio(line: _Line) -> int:
+        d = O.lookup(line.name)
+        return d.prio if d else 0
+
+    ordered = sorted(subbed, key=lambda line: -prio(line))  # stable, like glibc's qsort here
+    echo: List[Tuple[str, Optional[str]]] = []
+    second_pass: List[_Line] = []
+    for line in ordered:
+        d = O.lookup(line.name)
+        if d is None:
+            second_pass.append(line)
+            continue
+        if _run_handler(reader, state, d, line):
+            echo.append((d.name, line.value))
+    for line in second_pass:
+        d = O.lookup_engine_option(line.name)
+        if d is not None:
+            assert d.engines is not None
+            if state["ioengine"] not in d.engines:
+                reader.error(
+                    f"only valid with ioengine={'/'.join(d.engines)} (this job uses {state['ioengine']})",
+                    file=line.file, line=line.line, option=line.name, value=line.value,
+                )
+                continue
+            if _run_handler(reader, state, d, line):
+                echo.append((d.name, line.value))
+            continue
+        if line.name in O.FIO_OPTION_NAMES or line.name in O.FIO_ENGINE_OPTION_NAMES:
+            reader.error(O.unsupported_reason(line.name), file=line.file, line=line.line, option=line.name, value=line.value)
+        else:
+            hint = O.closest_option(line.name)
+            reader.error(
+                "unknown option" + (f" (did you mean {hint}?)" if hint else ""),
+                file=line.file, line=line.line, option=line.name, value=line.value,
+            )
+    return echo
+
+
+def _run_handler(reader: _Reader, state: Dict[str, Any], d: O.OptionDef, line: _Line) -> bool:
+    if line.value is None and d.needs_value:
+        reader.error("requires a value", file=line.file, line=line.line, option=line.name)
+        return False
+    # fio stops reading a number at a space, so "bs = 4k" is a 4-byte block size; the
+    # number parsers refuse such values (units.py), strings keep the space as fio does.
+    try:
+        d.handler(state, line.value)
+    except ValueError as e:
+        reader.error(str(e), file=line.file, line=line.line, option=line.name, value=line.value)
+        return False
+    state["set"].add(d.name)
+    state.setdefault("where", {})[d.name] = (line.file, line.line, line.name, line.value)
+    if d.kind == O.NOOP:
+        noop = dict(state["noop"])
+        noop[d.name] = line.value if line.value is not None else "1"
+        state["noop"] = noop
+    return True
+
+
+def _fixup(reader: _Reader, job_name: str, section: _Section, st: Dict[str, Any]) -> None:
+    """Checks and adjustments fio makes after parsing a job (init.c fixup_options)."""
+    where = st.get("where", {})
+
+    def loc(option: str) -> Dict[str, Any]:
+        if option in where:
+            file, line, written, value = where[option]
+            return {"file": file, "line": line, "option": written, "value": value}
+        return {"file": section.file, "line": section.line}
+
+    if st["time_based"] and not st["runtime_us"]:
+        reader.warnings.append(f"{section.file}:{section.line}: {job_name}: time_based requires a runtime/timeout setting; ignored (as fio does)")
+        st["time_based"] = 0
+    if sum(st["rate"]) and sum(st["rate_iops"]):
+        reader.error("rate and rate_iops are mutually exclusive", **loc("rate_iops"))
+    if st["thinktime_spin_us"] > st["thinktime_us"]:
+        st["thinktime_spin_us"] = st["thinktime_us"]
+    if st["ioengine"] in O.SYNC_ENGINES and st["iodepth"] > 1:
+        reader.warnings.append(
+            f"{section.file}:{section.line}: {job_name}: iodepth={st['iodepth']} with the synchronous engine "
+            f"{st['ioengine']}: queue depth capped at 1 (as fio does)"
+        )
+    if any(st["bssplit"]) and any(st["bsrange"]):
+        reader.warnings.append(f"{section.file}:{section.line}: {job_name}: both bssplit and bsrange given; bssplit decides the block sizes")
+    min_bs = min(_bs_range(st, d)[0] for d in range(3))
+    if isinstance(st["size"], int) and st["size"] and st["size"] < min_bs:
+        reader.error(f"size too small, must not be less than minimum block size: {st['size']} < {min_bs}", **loc("size"))
+    if st["unified_rw_reporting"] != "none":
+        reader.error("unified_rw_reporting=mixed/both is not supported yet", **loc("unified_rw_reporting"))
+    is_random = st["rw"] in O.RANDOM_MODES
+    if is_random and any(st["ba"][d] and st["ba"][d] != _bs_range(st, d)[0] for d in range(3)) and not st["norandommap"]:
+        reader.warnings.append(f"{section.file}:{section.line}: {job_name}: any use of blockalign= turns off randommap (as in fio)")
+
+
+# --- entry points -------------------------------------------------------------------------
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def parse(
+    files: Union[PathLike, Sequence[PathLike]],
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    cmdline: Sequence[str] = (),
+    keywords: Optional[Mapping[str, str]] = None,
+    cwd: Optional[PathLike] = None,
+    run_seed: int = 0,
+) -> Run:
+    """Parse one or more fio job files, like ``fio [cmdline options] FILE...``.
+
+    ``env`` replaces ``os.environ`` for ``${VAR}``. ``cmdline`` holds ``name=value``
+    strings given before the job files (``--bs=8k`` → ``"bs=8k"``); as in fio they are
+    defaults for the first job file only. ``keywords`` overrides ``pagesize``,
+    ``mb_memory`` and ``ncpus``. ``run_seed`` seeds jobs that fio would seed from the OS.
+    """
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    sources = []
+    for f in files:
+        path = Path(f)
+        full = path if path.is_absolute() else base / path
+        try:
+            text = full.read_text()
+        except OSError as e:
+            raise FioJobError(f"unable to open job file: {e.strerror}", file=str(f)) from None
+        sources.append((str(f), text, full))
+    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed)
+
+
+def parse_string(
+    text: Union[str, Sequence[str]],
+    *,
+    name: Union[str, Sequence[str]] = "<string>",
+    env: Optional[Mapping[str, str]] = None,
+    cmdline: Sequence[str] = (),
+    keywords: Optional[Mapping[str, str]] = None,
+    cwd: Optional[PathLike] = None,
+    run_seed: int = 0,
+) -> Run:
+    """Parse job file text (or a list of texts, one per job file)."""
+    texts = [text] if isinstance(text, str) else list(text)
+    names = [name] if isinstance(name, str) else list(name)
+    if len(names) == 1 and len(texts) > 1:
+        names = [f"{names[0]}[{i}]" for i in range(len(texts))]
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    sources = [(n, t, None) for n, t in zip(names, texts)]
+    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed)
+
+
+def _parse_sources(
+    sources: Sequence[Tuple[str, str, Optional[Path]]],
+    *,
+    env: Optional[Mapping[str, str]],
+    cmdline: Sequence[str],
+    keywords: Optional[Mapping[str, str]],
+    cwd: Path,
+    run_seed: int,
+) -> Run:
+    if not 0 <= run_seed < 1 << 64:
+        raise ValueError("run_seed must fit in 64 bits")
+    kw = _default_keywords()
+    if keywords:
+        kw.update({k: str(v) for k, v in keywords.items()})
+    reader = _Reader(env=os.environ if env is None else env, keywords=kw, cwd=cwd)
+
+    jobs: List[Job] = []
+    clones: List[Clone] = []
+    thread_number = 0
+    group_id = 0
+    prev_group_jobs = 0
+    batch = 0
+    global_echo: List[Tuple[str, Optional[str]]] = []
+
+    for file_index, (display, text, path) in enumerate(sources):
+        sections = reader.read_sections(display, text, path, file_index)
+        # fio resets its defaults (def_thread) for every job file after the first.
+        global_state = O.default_state()
+        global_echo = []
+        if file_index == 0 and cmdline:
+            cmd_lines = []
+            for i, item in enumerate(cmdline, start=1):
+                item = item[2:] if item.startswith("--") else item
+                name, eq, value = item.partition("=")
+                cmd_lines.append(_Line(name, value if eq else None, "<cmdline>", i))
+            global_echo.extend(_apply(reader, global_state, cmd_lines))
+        file_stonewall = file_index > 0
+        for section in sections:
+            if section.is_global:
+                global_echo.extend(_apply(reader, global_state, section.lines))
+                continue
+            st = O.copy_state(global_state)
+            st["set"] = set(global_state["set"])
+            if file_stonewall:
+                st["stonewall"] = 1
+                file_stonewall = False
+            n_errors = len(reader.errors)
+            echo = _apply(reader, st, section.lines)
+            job_name = st["name"] or section.name
+            _fixup(reader, job_name, section, st)
+            if len(reader.errors) != n_errors:
+                continue  # fio drops the job ("job x dropped"); we report and go on
+            if (st["stonewall"] or st["new_group"]) and prev_group_jobs:
+                prev_group_jobs = 0
+                group_id += 1
+            job = Job(
+                name=job_name,
+                section=section.name,
+                file=section.file,
+                line=section.line,
+                file_index=file_index,
+                index=len(jobs),
+                group_id=group_id,
+                stonewall=bool(st["stonewall"]),
+                options=echo,
+                state=st,
+            )
+            jobs.append(job)
+            numjobs = st["numjobs"]
+            is_random = st["rw"] in O.RANDOM_MODES
+            first_thread = thread_number + 1
+            for k in range(numjobs):
+                thread_number += 1
+                prev_group_jobs += 1
+                # init.c add_job: clones are added by "while (--numjobs)", so thread
+                # first+1 is subjob numjobs-1, first+2 is numjobs-2, ... (measured with
+                # offset_increment on fio 3.33).
+                subjob = 0 if k == 0 else numjobs - k
+                if k == 0 and st["stonewall"] and clones:
+                    batch += 1
+                seeds, source = fio_seeds(
+                    thread_number,
+                    randrepeat=st["randrepeat"],
+                    randseed=st["randseed"],
+                    randseed_set="randseed" in st["set"],
+                    allrandrepeat=st["allrandrepeat"],
+                    is_random=is_random,
+                    run_seed=run_seed,
+                )
+                named = dict(zip(_SEED_NAMES, seeds))
+                if st["rw"] in ("trimwrite", "randtrimwrite"):
+                    named["bs_trim"] = named["bs_write"]
+                lo, hi = st["startdelay_us"]
+                delay = lo
+                if hi > lo:
+                    delay = lo + _splitmix64(named["start_delay"]) % (hi - lo + 1)
+                clones.append(
+                    Clone(
+                        job=job,
+                        thread_number=thread_number,
+                        subjob=subjob,
+                        group_id=group_id,
+                        seed=named["offset"],
+                        seeds=named,
+                        seed_source=source,
+                        startdelay_us=delay,
+                        batch=batch,
+                    )
+                )
+            job.clones = clones[first_thread - 1 :]
+    if reader.errors:
+        raise FioJobError.collect(reader.errors)
+    _check_group_percentiles(jobs)
+    return Run(
+        jobs=jobs,
+        clones=clones,
+        global_options=global_echo,
+        files=[s[0] for s in sources],
+        warnings=reader.warnings,
+        run_seed=run_seed,
+    )
+
+
+def _check_group_percentiles(jobs: Iterable[Job]) -> None:
+    # init.c verify_per_group_options: under group_reporting every job of a group must
+    # agree on lat_percentiles.
+    seen: Dict[int, Job] = {}
+    errors = []
+    for job in jobs:
+        first = seen.setdefault(job.group_id, job)
+        if job.group_reporting and first is not job and job.state["lat_percentiles"] != first.state["lat_percentiles"]:
+            errors.append(FioJobError(f"lat_percentiles in job {job.name} differs from group", file=job.file, line=job.line))
+    if errors:
+        raise FioJobError.collect(errors)
