@@ -147,7 +147,10 @@ def engine_input(clone: Any, device_size_bytes: int, lba_bytes: int, namespace_s
     bs_out: Dict[str, Any] = {}
     for d, name in enumerate(DDIR_NAMES):
         split = st["bssplit"][d]
-        if split:
+        if split and min_bs[d] == max_bs[d]:
+            # io_u.c get_next_buflen returns the only size without looking at the split.
+            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]}
+        elif split:
             pairs = effective_bssplit(split, min_bs[d], max_bs[d], unaligned)
             bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": pairs}
         elif st["bsrange"][d]:

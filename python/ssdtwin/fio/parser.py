@@ -246,16 +246,20 @@ def fio_seeds(
 ) -> Tuple[List[int], str]:
     """fio's per-thread seeds (init.c setup_random_seeds / td_fill_rand_seeds).
 
-    ``randseed=`` overrides ``randrepeat`` (fixup_options). Where fio would read the OS
-    RNG (``randrepeat=0`` without ``randseed``) we use ``run_seed`` as if it had been
-    given as ``randseed``, so every run stays reproducible from the run seed.
+    Every stream i gets ``s * thread_number + i`` where ``s`` starts from ``randseed``
+    (default 0x89) and is multiplied by 0x9e370001 before each stream. With
+    ``randrepeat=1`` (the default) the offset stream is then replaced by
+    ``0xb1899bed * thread_number``. fio 3.33 does this *before* ``randseed=`` switches
+    randrepeat off, so ``randseed`` alone does not change the offsets; it takes
+    ``randrepeat=0`` too (verified against ``--debug=random`` first draws).
+
+    Where fio would read the OS RNG (``randrepeat=0`` without ``randseed``) we use
+    ``run_seed`` in place of ``randseed``, so every run is reproducible from its seed.
     """
-    if randseed_set:
-        base, source = randseed, "randseed"
-    elif randrepeat:
-        base, source = randseed, "randrepeat"
-    else:
+    if not randrepeat and not randseed_set:
         base, source = run_seed, "run_seed"
+    else:
+        base, source = randseed, ("randseed" if randseed_set and not randrepeat else "randrepeat")
     seed = base & _MASK64
     for _ in range(4):
         seed = (seed * _GOLDEN) & _MASK64
@@ -265,8 +269,7 @@ def fio_seeds(
         seed = (seed * _GOLDEN) & _MASK64
     if allrandrepeat:
         seeds = [(_FIO_RANDSEED * thread_number + i) & _MASK64 for i in range(len(_SEED_NAMES))]
-    rand_repeatable = randrepeat and not randseed_set
-    if is_random and rand_repeatable:
+    if is_random and randrepeat:
         seeds[_BLOCK_OFF] = (_FIO_RANDSEED * thread_number) & _MASK64
     return seeds, source
 

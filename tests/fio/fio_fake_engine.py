@@ -1,0 +1,136 @@
+"""A tiny stand-in for the Rust engine: deterministic results that follow the contract.
+
+It does not model a drive. Each clone issues I/O at a fixed rate with latencies drawn
+from a seeded generator, so output tests have realistic, reproducible inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, Dict, List, Mapping, Sequence
+
+from ssdtwin.fio.hist import PLAT_NR, latency_bucket, value_to_index
+
+
+class _Acc:
+    def __init__(self) -> None:
+        self.n = 0
+        self.min = 0
+        self.max = 0
+        self.sum = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.hist = [0] * PLAT_NR
+
+    def add(self, v: int) -> None:
+        if self.n == 0:
+            self.min = self.max = v
+        self.min = min(self.min, v)
+        self.max = max(self.max, v)
+        self.n += 1
+        self.sum += v
+        delta = v - self.mean
+        self.mean += delta / self.n
+        self.m2 += delta * (v - self.mean)
+        self.hist[value_to_index(v)] += 1
+
+    def out(self) -> Dict[str, Any]:
+        return {
+            "n": self.n,
+            "min_ns": self.min,
+            "max_ns": self.max,
+            "sum_ns": self.sum,
+            "m2": self.m2,
+            "hist": [[i, c] for i, c in enumerate(self.hist) if c],
+        }
+
+
+def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: int = 80_000, seconds: float = 2.0) -> List[Dict[str, Any]]:
+    results = []
+    start = 0
+    batch_end: Dict[int, int] = {}
+    for spec in specs:
+        rng = random.Random(spec["seed"])
+        dirs = spec["directions"]
+        runtime_ns = spec["runtime_ns"] if spec["time_based"] and spec["runtime_ns"] else int(seconds * 1e9)
+        n_total = int(iops * runtime_ns / 1e9)
+        accs = {d: {k: _Acc() for k in ("slat", "clat", "lat")} for d in ("read", "write", "trim")}
+        counts = {d: 0 for d in ("read", "write", "trim")}
+        bytes_ = {d: 0 for d in ("read", "write", "trim")}
+        window_ns = spec["bw_avg_ms"] * 1_000_000
+        n_windows = max(1, runtime_ns // window_ns)
+        bw_windows = {d: [0] * n_windows for d in dirs}
+        io_windows = {d: [0] * n_windows for d in dirs}
+        lat_buckets = {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12}
+        log_rows: Dict[str, List[List[int]]] = {"bw": [], "iops": [], "lat": [], "slat": [], "clat": [], "clat_hist": []}
+        for k in range(n_total):
+            t_ns = k * runtime_ns // n_total
+            if len(dirs) == 2 and dirs[0] == "read":
+                d = "read" if rng.randrange(100) < spec["rwmixread"] else "write"
+            else:
+                d = dirs[k % len(dirs)]
+            bs = spec["bs"][d]["min"]
+            clat = int(rng.lognormvariate(math.log(mean_lat_ns), 0.4))
+            slat = int(rng.uniform(500, 3000)) if spec["engine_async"] else 0
+            counts[d] += 1
+            bytes_[d] += bs
+            a = accs[d]
+            if spec["engine_async"]:
+                a["slat"].add(slat)
+            a["clat"].add(clat)
+            a["lat"].add(clat + slat)
+            table, slot = latency_bucket(clat)
+            lat_buckets[table][slot] += 1
+            w = min(t_ns // window_ns, n_windows - 1)
+            bw_windows[d][w] += bs
+            io_windows[d][w] += 1
+            if spec["logs"]["lat"] and spec["logs"]["avg_ms"] == 0 and k < 50:
+                t_ms = t_ns // 1_000_000
+                ddir = ("read", "write", "trim").index(d)
+                log_rows["clat"].append([t_ms, clat, ddir, bs, 4096 * k])
+                log_rows["lat"].append([t_ms, clat + slat, ddir, bs, 4096 * k])
+                if spec["engine_async"]:
+                    log_rows["slat"].append([t_ms, slat, ddir, bs, 4096 * k])
+        for w in range(n_windows):
+            for d in dirs:
+                ddir = ("read", "write", "trim").index(d)
+                t_ms = (w + 1) * spec["bw_avg_ms"]
+                if spec["logs"]["bw"]:
+                    log_rows["bw"].append([t_ms, bw_windows[d][w] * 1000 // spec["bw_avg_ms"] // 1024, ddir, 0, 0])
+                if spec["logs"]["iops"]:
+                    log_rows["iops"].append([t_ms, io_windows[d][w] * 1000 // spec["iops_avg_ms"], ddir, 0, 0])
+        if spec["logs"]["hist"]:
+            for d in dirs:
+                ddir = ("read", "write", "trim").index(d)
+                log_rows["clat_hist"].append([runtime_ns // 1_000_000, ddir, spec["bs"][d]["min"], accs[d]["clat"].out()["hist"]])
+        if spec["stonewall"] and spec["batch"] > 0:
+            start = max(batch_end.values())
+        result: Dict[str, Any] = {
+            "version": 1,
+            "thread_number": spec["thread_number"],
+            "start_ns": start,
+            "elapsed_ns": runtime_ns + 5_000_000,
+            "runtime_ns": runtime_ns,
+            "latency_buckets": lat_buckets,
+            "logs": {k: v for k, v in log_rows.items() if v},
+        }
+        depth_slot = min(int(math.log2(spec["iodepth"])) if spec["iodepth"] > 0 else 0, 6)
+        total = sum(counts.values())
+        result["iodepth_level"] = [total if i == depth_slot else 0 for i in range(7)]
+        for d in ("read", "write", "trim"):
+            if d not in dirs:
+                continue
+            result[d] = {
+                "io_bytes": bytes_[d],
+                "total_ios": counts[d],
+                "runtime_ns": runtime_ns,
+                "slat": accs[d]["slat"].out(),
+                "clat": accs[d]["clat"].out(),
+                "lat": accs[d]["lat"].out(),
+                "bw_window_bytes": bw_windows[d],
+                "iops_window_ios": io_windows[d],
+            }
+        batch_end[spec["batch"]] = max(batch_end.get(spec["batch"], 0), start + runtime_ns + 5_000_000)
+        results.append(result)
+    return results
