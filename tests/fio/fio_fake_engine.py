@@ -11,6 +11,7 @@ import random
 from typing import Any, Dict, List, Mapping, Sequence
 
 from ssdtwin.fio.hist import PLAT_NR, latency_bucket, value_to_index
+from ssdtwin.fio.logs import window_rows
 
 
 class _Acc:
@@ -64,6 +65,7 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
         io_windows = {d: [0] * n_windows for d in dirs}
         lat_buckets = {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12}
         log_rows: Dict[str, List[List[int]]] = {"bw": [], "iops": [], "lat": [], "slat": [], "clat": [], "clat_hist": []}
+        per_io: Dict[str, List[List[int]]] = {"lat": [], "slat": [], "clat": []}
         for k in range(n_total):
             t_ns = k * runtime_ns // n_total
             if len(dirs) == 2 and dirs[0] == "read":
@@ -85,13 +87,19 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
             w = min(t_ns // window_ns, n_windows - 1)
             bw_windows[d][w] += bs
             io_windows[d][w] += 1
-            if spec["logs"]["lat"] and spec["logs"]["avg_ms"] == 0 and k < 50:
+            if spec["logs"]["lat"]:
                 t_ms = t_ns // 1_000_000
                 ddir = ("read", "write", "trim").index(d)
-                log_rows["clat"].append([t_ms, clat, ddir, bs, 4096 * k])
-                log_rows["lat"].append([t_ms, clat + slat, ddir, bs, 4096 * k])
+                per_io["clat"].append([t_ms, clat, ddir, bs, 4096 * k])
+                per_io["lat"].append([t_ms, clat + slat, ddir, bs, 4096 * k])
                 if spec["engine_async"]:
-                    log_rows["slat"].append([t_ms, slat, ddir, bs, 4096 * k])
+                    per_io["slat"].append([t_ms, slat, ddir, bs, 4096 * k])
+        for key, rows in per_io.items():
+            if spec["logs"]["avg_ms"]:
+                samples = [(r[0], r[1], r[2]) for r in rows]
+                log_rows[key] = window_rows(samples, spec["logs"]["avg_ms"], max_value=spec["logs"]["max_value"], end_ms=runtime_ns // 1_000_000)
+            else:
+                log_rows[key] = rows
         for w in range(n_windows):
             for d in dirs:
                 ddir = ("read", "write", "trim").index(d)

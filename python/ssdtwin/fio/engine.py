@@ -220,7 +220,7 @@ def engine_input(clone: Any, device_size_bytes: int, lba_bytes: int, namespace_s
             fail(f"{name} block sizes {sorted(set(sizes))} are not multiples of the {lba_bytes}-byte LBA", "bs")
         if unaligned and min_bs[d] % lba_bytes:
             fail(f"bs_unaligned with a minimum block size that is not a multiple of the {lba_bytes}-byte LBA", "bs_unaligned")
-        if ba[d] % lba_bytes:
+        if ba[d] != min_bs[d] and ba[d] % lba_bytes:
             fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
     if offset % lba_bytes:
         fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
