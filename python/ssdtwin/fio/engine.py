@@ -95,7 +95,8 @@ def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
         sizes = [bs for bs, _ in split]
         return min(sizes), max(sizes)
     if st["bsrange"][d]:
-        return tuple(st["bsrange"][d])  # type: ignore[return-value]
+        lo, hi = st["bsrange"][d]
+        return lo, hi
     return st["bs"][d], st["bs"][d]
 
 

@@ -96,7 +96,7 @@ def dense(hist: Hist) -> List[int]:
     if isinstance(hist, Mapping):
         pairs: Iterable[Tuple[int, int]] = hist.items()
     elif isinstance(hist, Sequence) and (len(hist) == 0 or isinstance(hist[0], int)):
-        counts = [int(c) for c in hist]  # type: ignore[arg-type]
+        counts = [int(c) for c in hist]
         if len(counts) > PLAT_NR:
             raise ValueError(f"histogram has {len(counts)} buckets, more than {PLAT_NR}")
         return counts + [0] * (PLAT_NR - len(counts))

@@ -52,6 +52,9 @@ RW_MODES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", 
 RANDOM_MODES = ("randread", "randwrite", "randtrim", "randrw", "randtrimwrite")
 
 
+Handler = Callable[[Dict[str, Any], Optional[str]], None]
+
+
 @dataclass(frozen=True)
 class OptionDef:
     name: str
@@ -237,7 +240,7 @@ def _split_ddir(text: str) -> List[Optional[str]]:
 # --- handlers -----------------------------------------------------------------------------
 
 
-def _h_str(key: str) -> Callable[[Dict[str, Any], Optional[str]], None]:
+def _h_str(key: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text == "":
@@ -303,7 +306,7 @@ def _h_rwmixwrite(st: Dict[str, Any], value: Optional[str]) -> None:
     st["rwmix"] = [100 - v, v]
 
 
-def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None):
+def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         target = list(st[key])
         _store_per_dir(target, per_direction_segments(_req(value)), lambda t: _uint(st, t, lo=lo, hi=hi))
@@ -384,28 +387,28 @@ def _h_bssplit(st: Dict[str, Any], value: Optional[str]) -> None:
     st["bssplit"] = target
 
 
-def _h_flag(key: str):
+def _h_flag(key: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         st[key] = 1 if value is None else parse_flag(value)
 
     return handler
 
 
-def _h_bool(key: str):
+def _h_bool(key: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         st[key] = parse_bool(_req(value))
 
     return handler
 
 
-def _h_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None):
+def _h_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         st[key] = _uint(st, _req(value), lo=lo, hi=hi)
 
     return handler
 
 
-def _h_size_pct(key: str, *, cap_percent: bool = True):
+def _h_size_pct(key: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text.endswith(("z", "Z")) and re.fullmatch(r"[0-9]+[zZ]", text):
@@ -419,7 +422,7 @@ def _h_size_pct(key: str, *, cap_percent: bool = True):
     return handler
 
 
-def _h_time(key: str, default_unit: str):
+def _h_time(key: str, default_unit: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         st[key] = parse_time_us(_req(value), default_unit=default_unit)
 
@@ -444,7 +447,7 @@ def _h_randseed(st: Dict[str, Any], value: Optional[str]) -> None:
     st["randseed"] = v
 
 
-def _h_choice(key: str, choices: Sequence[str], mapping: Optional[Dict[str, str]] = None):
+def _h_choice(key: str, choices: Sequence[str], mapping: Optional[Dict[str, str]] = None) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text not in choices:
@@ -571,7 +574,7 @@ def _h_percentile_list(st: Dict[str, Any], value: Optional[str]) -> None:
     st["percentile_precision"] = precision
 
 
-def _h_log(kind: str):
+def _h_log(kind: str) -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         # Without a value fio names the log after the job (init.c make_log_name).
         logs = dict(st["logs"])
@@ -605,7 +608,7 @@ def _h_unified(st: Dict[str, Any], value: Optional[str]) -> None:
     st["unified_rw_reporting"] = mapping[text]
 
 
-def _h_noop(kind: str):
+def _h_noop(kind: str) -> Handler:
     """No-op options still get their value checked the way fio checks it."""
 
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
@@ -629,7 +632,7 @@ def _h_noop(kind: str):
     return handler
 
 
-def _opt(name: str, handler, **kw: Any) -> OptionDef:
+def _opt(name: str, handler: Handler, **kw: Any) -> OptionDef:
     return OptionDef(name=name, handler=handler, **kw)
 
 

@@ -95,11 +95,11 @@ def report_from_threads(run: Run, threads: Sequence[ThreadStat], results: Sequen
 # --- fio-style JSON -----------------------------------------------------------------------
 
 
-class Obj(list):
+class Obj(List[Tuple[str, Any]]):
     """An ordered JSON object that may repeat keys, as fio's does for repeated options."""
 
 
-Value = Union[str, int, float, "Obj", list, None]
+Value = Union[str, int, float, "Obj", List[Any], None]
 
 
 def _escape(text: str) -> str:

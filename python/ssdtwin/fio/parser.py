@@ -168,6 +168,29 @@ class Run:
     files: List[str]
     warnings: List[str]
     run_seed: int
+    # (file index, is_global, section name, echo) per section, for showcmd(); a global
+    # section's echo is the accumulated global list, as fio's def_thread keeps it.
+    sections: List[Tuple[int, bool, str, List[Tuple[str, Optional[str]]]]] = field(default_factory=list, repr=False)
+
+    def showcmd(self) -> str:
+        """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):
+        one ``fio ...`` line per file with every section's options as ``--name=value``."""
+        lines = []
+        for file_index in range(len(self.files)):
+            parts = ["fio "]
+            for index, is_global, name, echo in self.sections:
+                if index != file_index:
+                    continue
+                if not is_global:
+                    parts.append(f"--name={name} ")
+                for opt, value in echo:
+                    if value is None:
+                        parts.append(f"--{opt} ")
+                    else:
+                        quote = '"' if opt == "description" else ""
+                        parts.append(f"--{opt}={quote}{value}{quote} ")
+            lines.append("".join(parts))
+        return "\n".join(lines) + "\n"
 
     def header_text(self, fio_version: str = "fio-3.33") -> str:
         """What fio prints before the results: job lines, version, "Starting ..."."""
@@ -667,6 +690,7 @@ def _parse_sources(
     group_id = 0
     prev_group_jobs = 0
     batch = 0
+    section_echo: List[Tuple[int, bool, str, List[Tuple[str, Optional[str]]]]] = []
     global_echo: List[Tuple[str, Optional[str]]] = []
 
     for file_index, (display, text, path) in enumerate(sources):
@@ -685,6 +709,7 @@ def _parse_sources(
         for section in sections:
             if section.is_global:
                 global_echo.extend(_apply(reader, global_state, section.lines))
+                section_echo.append((file_index, True, section.name, list(global_echo)))
                 continue
             st = O.copy_state(global_state)
             st["set"] = set(global_state["set"])
@@ -697,6 +722,7 @@ def _parse_sources(
             _fixup(reader, job_name, section, st)
             if len(reader.errors) != n_errors:
                 continue  # fio drops the job ("job x dropped"); we report and go on
+            section_echo.append((file_index, False, section.name, list(echo)))
             if (st["stonewall"] or st["new_group"]) and prev_group_jobs:
                 prev_group_jobs = 0
                 group_id += 1
@@ -765,6 +791,7 @@ def _parse_sources(
         files=[s[0] for s in sources],
         warnings=reader.warnings,
         run_seed=run_seed,
+        sections=section_echo,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import List, NamedTuple, Tuple, Union
+from typing import Callable, List, NamedTuple, Tuple, Union
 
 __all__ = [
     "Percent",
@@ -199,7 +199,7 @@ _BINARY = {"+": (1, "left"), "-": (1, "left"), "*": (3, "left"), "/": (3, "left"
 
 
 class _ExprParser:
-    def __init__(self, text: str, unit_of) -> None:
+    def __init__(self, text: str, unit_of: Callable[[str], int]) -> None:
         self.tokens: List[Tuple[str, str]] = []
         pos = 0
         while pos < len(text):
