@@ -19,6 +19,7 @@ from ssdtwin.fio.hist import PLAT_NR, value_to_index
 from ssdtwin.fio.stats import IoStat, ThreadStat, aggregate, from_engine
 
 TS_MS = 1795311722860  # the timestamp of fio-sample.json
+VERSION = "fio-3.33 (ssdtwin)"  # fixed so goldens do not change with the package version
 
 
 # --- against the real fio binary ----------------------------------------------------------
@@ -68,7 +69,7 @@ def test_json_is_fio_json_without_bins(name: str) -> None:
 @pytest.mark.parametrize("name", ["r1", "r2"])
 def test_normal_output_is_byte_identical_to_fio(name: str) -> None:
     run, report, _, _, ntxt, when_ms = _real(name)
-    assert out.normal_text(run, report=report, timestamp_ms=when_ms) == ntxt
+    assert out.normal_text(run, report=report, timestamp_ms=when_ms, fio_version="fio-3.33") == ntxt
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -109,7 +110,7 @@ def test_json_keys_match_fio_sample() -> None:
         assert ours["job options"] == {k: v for k, v in theirs["job options"].items() if not k.startswith("steadystate")}
         assert list(ours["read"]["clat_ns"].get("percentile", {})) == list(theirs["read"]["clat_ns"].get("percentile", {}))
     assert mine["global options"] == real["global options"]
-    assert mine["fio version"].startswith("fio-3.33")
+    assert mine["fio version"].startswith("fio-3.33 (ssdtwin")
 
 
 def test_json_value_types_follow_fio() -> None:
@@ -261,8 +262,8 @@ def test_normal_output_skips_threads_without_io() -> None:
 def test_golden_sample_run() -> None:
     run = _sample_run()
     results = fake_run(run.to_engine(64 << 20, 512))
-    golden("sample_fake.normal", out.normal_text(run, results, timestamp_ms=TS_MS))
-    golden("sample_fake.json", out.json_text(run, results, timestamp_ms=TS_MS))
+    golden("sample_fake.normal", out.normal_text(run, results, timestamp_ms=TS_MS, fio_version=VERSION))
+    golden("sample_fake.json", out.json_text(run, results, timestamp_ms=TS_MS, fio_version=VERSION))
 
 
 def test_golden_mixed_features() -> None:
@@ -274,5 +275,5 @@ def test_golden_mixed_features() -> None:
         env={},
     )
     results = fake_run(run.to_engine(1 << 30, 512), mean_lat_ns=2_500_000)
-    golden("mixed_fake.normal", out.normal_text(run, results, timestamp_ms=TS_MS))
-    golden("mixed_fake.jsonplus", out.json_text(run, results, plus=True, timestamp_ms=TS_MS))
+    golden("mixed_fake.normal", out.normal_text(run, results, timestamp_ms=TS_MS, fio_version=VERSION))
+    golden("mixed_fake.jsonplus", out.json_text(run, results, plus=True, timestamp_ms=TS_MS, fio_version=VERSION))

@@ -34,6 +34,16 @@ FIO_VERSION = "fio-3.33"
 
 
 def _default_version() -> str:
+    # Tools key on the "fio-3.NN" prefix (fio-plot prints the whole string on graphs).
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"{FIO_VERSION} (ssdtwin {version('ssdtwin')})"
+        except PackageNotFoundError:
+            pass
+    except ImportError:  # pragma: no cover - Python < 3.8
+        pass
     return f"{FIO_VERSION} (ssdtwin)"
 
 
@@ -539,7 +549,7 @@ def normal_text(
     when = _ctime(timestamp_ms // 1000)
     out: List[str] = []
     if header:
-        out.append(run.header_text(fio_version or FIO_VERSION))
+        out.append(run.header_text(fio_version or _default_version()))
     out.append("\n")
     for ts in report.entries:
         _thread_normal(ts, report.groups.get(ts.groupid), when, out)
