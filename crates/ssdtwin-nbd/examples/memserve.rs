@@ -8,6 +8,7 @@
 //! Options: `--size BYTES[K|M|G]` (default 1G), `--name NAME` (default `mem`),
 //! `--tcp ADDR` and/or `--unix PATH` (default `--tcp 127.0.0.1:10809`), `--read-only`,
 //! `--latency-us N` (hold every read and write reply N µs, to see pacing),
+//! `--spin-us N` (busy-wait the last N µs before a paced reply is due),
 //! `--block-sizes MIN,PREF,MAX`, `--verbose`. Stops cleanly on Ctrl-C or SIGTERM.
 
 use std::sync::Arc;
@@ -24,7 +25,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
         Some((i, 'T' | 't')) => (&s[..i], 1 << 40),
         _ => (s, 1),
     };
-    num.parse::<u64>().map(|n| n * mult).map_err(|e| format!("bad size {s:?}: {e}"))
+    num.parse::<u64>()
+        .map(|n| n * mult)
+        .map_err(|e| format!("bad size {s:?}: {e}"))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,6 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut latency_us = 0u64;
     let mut blocks = (512u32, 4096u32, 32u32 << 20);
     let mut verbose = false;
+    let mut spin_us = 0u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or_else(|| format!("{a} needs a value"));
@@ -47,13 +51,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--read-only" => read_only = true,
             "--latency-us" => latency_us = val()?.parse()?,
             "--block-sizes" => {
-                let v: Vec<u32> = val()?.split(',').map(|x| parse_size(x).map(|n| n as u32)).collect::<Result<_, _>>()?;
+                let v: Vec<u32> = val()?
+                    .split(',')
+                    .map(|x| parse_size(x).map(|n| n as u32))
+                    .collect::<Result<_, _>>()?;
                 if v.len() != 3 {
                     return Err("--block-sizes wants MIN,PREF,MAX".into());
                 }
                 blocks = (v[0], v[1], v[2]);
             }
             "--verbose" => verbose = true,
+            "--spin-us" => spin_us = val()?.parse()?,
             "-h" | "--help" => {
                 println!("see the doc comment at the top of examples/memserve.rs");
                 return Ok(());
@@ -75,13 +83,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 
-    let mut export = MemExport::new(name.clone(), size).read_only(read_only).block_sizes(blocks.0, blocks.1, blocks.2);
+    let mut export = MemExport::new(name.clone(), size)
+        .read_only(read_only)
+        .block_sizes(blocks.0, blocks.1, blocks.2);
     if latency_us > 0 {
         let d = Duration::from_micros(latency_us);
         export = export.with_latency(d, d);
     }
     let backend = Arc::new(MemBackend::new().with_export(export));
-    let mut server = Server::new(backend).with_config(ServerConfig { verbose, ..Default::default() });
+    let mut server = Server::new(backend).with_config(ServerConfig {
+        verbose,
+        pacing_spin: Duration::from_micros(spin_us),
+        ..Default::default()
+    });
     for t in &tcp {
         server = server.listen_tcp(t.as_str())?;
     }
@@ -96,6 +110,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("memserve: nbd+unix:///{name}?socket={}", p.display());
     }
     let stopper = handle.stopper();
+    let stats_of = {
+        // A second handle on the counters for the final report (wait() consumes the handle).
+        let s = stopper.clone();
+        move || s.stats()
+    };
     std::thread::spawn(move || {
         let mut sig = 0;
         // SAFETY: `set` is a valid, initialised signal set.
@@ -104,5 +123,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stopper.stop();
     });
     handle.wait();
+    eprintln!("memserve: {:?}", stats_of());
     Ok(())
 }

@@ -85,7 +85,9 @@ pub(crate) fn transmission_flags(info: &ExportInfo, structured: bool) -> u16 {
 pub(crate) fn check_client_flags(flags: u32) -> Result<bool, HandshakeEnd> {
     let known = FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES;
     if flags & !known != 0 {
-        return Err(HandshakeEnd::Protocol(format!("unknown client flags {flags:#x}")));
+        return Err(HandshakeEnd::Protocol(format!(
+            "unknown client flags {flags:#x}"
+        )));
     }
     Ok(flags & FLAG_C_NO_ZEROES != 0)
 }
@@ -107,15 +109,22 @@ pub(crate) struct Haggler<'a> {
 impl<'a> Haggler<'a> {
     pub fn new(backend: &'a dyn Backend, client_flags: u32) -> Result<Self, HandshakeEnd> {
         let no_zeroes = check_client_flags(client_flags)?;
-        Ok(Haggler { backend, no_zeroes, structured: false, meta: None })
+        Ok(Haggler {
+            backend,
+            no_zeroes,
+            structured: false,
+            meta: None,
+        })
     }
 
     fn resolve(&self, name: &[u8]) -> Result<Resolved, (u32, String)> {
-        let name = std::str::from_utf8(name).map_err(|_| (REP_ERR_INVALID, "export name is not UTF-8".to_string()))?;
+        let name = std::str::from_utf8(name)
+            .map_err(|_| (REP_ERR_INVALID, "export name is not UTF-8".to_string()))?;
         let canonical = if name.is_empty() {
-            self.backend
-                .default_export()
-                .ok_or((REP_ERR_UNKNOWN, "this server has no default export".to_string()))?
+            self.backend.default_export().ok_or((
+                REP_ERR_UNKNOWN,
+                "this server has no default export".to_string(),
+            ))?
         } else {
             name.to_string()
         };
@@ -125,7 +134,10 @@ impl<'a> Haggler<'a> {
             .ok_or_else(|| (REP_ERR_UNKNOWN, format!("no export named {canonical:?}")))?;
         let info = export.info();
         if let Err(why) = info.validate() {
-            return Err((REP_ERR_UNKNOWN, format!("export {canonical:?} is misconfigured: {why}")));
+            return Err((
+                REP_ERR_UNKNOWN,
+                format!("export {canonical:?} is misconfigured: {why}"),
+            ));
         }
         Ok(Resolved { export, info })
     }
@@ -136,7 +148,12 @@ impl<'a> Haggler<'a> {
     }
 
     /// Handle one option; replies are appended to `out`. `Err` means hard disconnect.
-    pub fn option(&mut self, opt: u32, data: &[u8], out: &mut Vec<u8>) -> Result<Step, HandshakeEnd> {
+    pub fn option(
+        &mut self,
+        opt: u32,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Step, HandshakeEnd> {
         match opt {
             OPT_EXPORT_NAME => match self.resolve(data) {
                 // The only answer this option allows to a bad name is to disconnect.
@@ -171,14 +188,24 @@ impl<'a> Haggler<'a> {
                 Ok(Step::Continue)
             }
             OPT_STARTTLS => {
-                Self::error(out, opt, REP_ERR_UNSUP, "TLS is not supported by this server");
+                Self::error(
+                    out,
+                    opt,
+                    REP_ERR_UNSUP,
+                    "TLS is not supported by this server",
+                );
                 Ok(Step::Continue)
             }
             OPT_INFO | OPT_GO => {
                 let req = match InfoRequest::decode(data) {
                     Ok(r) => r,
                     Err(e) => {
-                        Self::error(out, opt, REP_ERR_INVALID, &format!("malformed request: {e}"));
+                        Self::error(
+                            out,
+                            opt,
+                            REP_ERR_INVALID,
+                            &format!("malformed request: {e}"),
+                        );
                         return Ok(Step::Continue);
                     }
                 };
@@ -198,7 +225,9 @@ impl<'a> Haggler<'a> {
                         sent[i as usize] = true;
                         match i {
                             INFO_NAME => encode_info_string(out, opt, INFO_NAME, &r.info.name),
-                            INFO_DESCRIPTION => encode_info_string(out, opt, INFO_DESCRIPTION, &r.info.description),
+                            INFO_DESCRIPTION => {
+                                encode_info_string(out, opt, INFO_DESCRIPTION, &r.info.description)
+                            }
                             INFO_BLOCK_SIZE => encode_info_block_size(
                                 out,
                                 opt,
@@ -226,7 +255,12 @@ impl<'a> Haggler<'a> {
             }
             OPT_STRUCTURED_REPLY => {
                 if !data.is_empty() {
-                    Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_STRUCTURED_REPLY takes no data");
+                    Self::error(
+                        out,
+                        opt,
+                        REP_ERR_INVALID,
+                        "NBD_OPT_STRUCTURED_REPLY takes no data",
+                    );
                 } else {
                     self.structured = true;
                     encode_option_reply(out, opt, REP_ACK, &[]);
@@ -250,14 +284,24 @@ impl<'a> Haggler<'a> {
             // SET replaces the selection even when it fails.
             self.meta = None;
             if !self.structured {
-                Self::error(out, opt, REP_ERR_INVALID, "negotiate structured replies first");
+                Self::error(
+                    out,
+                    opt,
+                    REP_ERR_INVALID,
+                    "negotiate structured replies first",
+                );
                 return;
             }
         }
         let req = match MetaContextRequest::decode(data) {
             Ok(r) => r,
             Err(e) => {
-                Self::error(out, opt, REP_ERR_INVALID, &format!("malformed request: {e}"));
+                Self::error(
+                    out,
+                    opt,
+                    REP_ERR_INVALID,
+                    &format!("malformed request: {e}"),
+                );
                 return;
             }
         };
@@ -291,7 +335,8 @@ impl<'a> Haggler<'a> {
 }
 
 fn send<S: Sink>(sink: &mut S, bytes: &[u8]) -> Result<(), HandshakeEnd> {
-    sink.send_all(&mut [IoSlice::new(bytes)]).map_err(|_| HandshakeEnd::PeerClosed)
+    sink.send_all(&mut [IoSlice::new(bytes)])
+        .map_err(|_| HandshakeEnd::PeerClosed)
 }
 
 /// Run the handshake on a connection. `shutting_down` is polled between options and
@@ -324,10 +369,14 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
             .map_err(|_| HandshakeEnd::Protocol("bad option magic".to_string()))?;
         inb.consume(OPTION_HEADER_LEN);
         if hdr.len > MAX_OPTION_LEN {
-            return Err(HandshakeEnd::Protocol(format!("option {} data too long ({} bytes)", hdr.option, hdr.len)));
+            return Err(HandshakeEnd::Protocol(format!(
+                "option {} data too long ({} bytes)",
+                hdr.option, hdr.len
+            )));
         }
         data.resize(hdr.len as usize, 0);
-        inb.read_exact_into(&mut data, &mut |_| false).map_err(starve)?;
+        inb.read_exact_into(&mut data, &mut |_| false)
+            .map_err(starve)?;
         out.clear();
         if shutting_down() {
             // Spec: error further options with ERR_SHUTDOWN, except ABORT; EXPORT_NAME
@@ -335,10 +384,19 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
             match hdr.option {
                 OPT_ABORT => encode_option_reply(&mut out, OPT_ABORT, REP_ACK, &[]),
                 OPT_EXPORT_NAME => return Err(HandshakeEnd::Shutdown),
-                o => encode_option_reply(&mut out, o, REP_ERR_SHUTDOWN, &[b"server is shutting down"]),
+                o => encode_option_reply(
+                    &mut out,
+                    o,
+                    REP_ERR_SHUTDOWN,
+                    &[b"server is shutting down"],
+                ),
             }
             send(sink, &out)?;
-            return Err(if hdr.option == OPT_ABORT { HandshakeEnd::Aborted } else { HandshakeEnd::Shutdown });
+            return Err(if hdr.option == OPT_ABORT {
+                HandshakeEnd::Aborted
+            } else {
+                HandshakeEnd::Shutdown
+            });
         }
         let step = h.option(hdr.option, &data, &mut out)?;
         if !out.is_empty() {

@@ -1,19 +1,24 @@
 //! The per-connection writer thread for paced replies.
 //!
-//! Replies whose `Done::not_before` lies in the future are handed here. The thread
-//! keeps them in a min-heap by (time, arrival) and, each time it wakes, sends every
-//! reply that has come due in one vectored write. A reply held for a slow IO never
-//! delays the replies of faster IOs on the same connection.
+//! Replies whose `Done::not_before` lies in the future are handed here. They wait in
+//! a min-heap by (time, arrival) shared with the connection's reader; the writer
+//! sleeps until the earliest is due and then sends every reply that has come due in
+//! one vectored write. A reply held for a slow IO never delays the replies of faster
+//! IOs on the same connection.
 //!
-//! Memory is bounded: the reader reserves a slot (count and bytes) before handing a
-//! reply over and blocks when the limits are reached, which pushes back on a client
-//! that floods requests faster than the backend's pacing lets replies out.
+//! The reader wakes the writer only when it adds a reply due *earlier* than the time
+//! the writer is already sleeping until. With a steady model latency that is almost
+//! never, so a paced IO costs a heap push under a lock, not a thread handoff: the
+//! writer wakes once per due time, however many replies a burst adds.
+//!
+//! Memory is bounded: the reader blocks when the heap holds too many replies or bytes,
+//! which pushes back on a client that floods requests faster than pacing lets
+//! replies out.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -36,6 +41,16 @@ pub(crate) fn keep_buffer(pooled: usize, b: &[u8]) -> bool {
 /// Longest single sleep, so shutdown and abort are noticed promptly even if a
 /// backend returns a far-future time.
 const MAX_SLEEP: Duration = Duration::from_millis(50);
+
+/// Timing knobs of the pacing writer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PacerConfig {
+    /// Replies released later than this after their time count as late.
+    pub late_threshold: Duration,
+    /// Busy-wait this long before a due time instead of sleeping through it: timer
+    /// wakeups cost tens of microseconds on a loaded machine, spinning costs CPU.
+    pub spin: Duration,
+}
 
 struct Held {
     due: Instant,
@@ -60,32 +75,43 @@ impl Ord for Held {
     }
 }
 
-struct Gate {
-    count: usize,
+/// State shared by the reader and the writer.
+struct Queue {
+    heap: BinaryHeap<Held>,
+    /// Bytes of all held replies.
     bytes: usize,
+    /// Replies taken off the heap and being written (still count against the limits).
+    sending: usize,
+    sending_bytes: usize,
+    /// When the sleeping writer will wake by itself; `None` if it is not asleep.
+    writer_wakes_at: Option<Instant>,
+    reader_waiting: bool,
     /// Buffers the writer has finished with, waiting to go back to the reader.
     pool: Vec<Vec<u8>>,
-    reader_waiting: bool,
+    /// The reader is done: send what is left, then exit.
+    closed: bool,
     /// The writer has exited (socket error or abort): no more sends.
     dead: bool,
 }
 
 struct Shared {
-    gate: Mutex<Gate>,
-    cv: Condvar,
+    q: Mutex<Queue>,
+    /// Wakes the writer (earlier due time, close).
+    writer_cv: Condvar,
+    /// Wakes a reader waiting for room.
+    reader_cv: Condvar,
     /// Hard disconnect: drop held replies instead of sending them.
     abort: AtomicBool,
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Gate> {
-        self.gate.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.q.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// Reader-side handle of a connection's paced writer.
 pub(crate) struct Pacer {
-    tx: Option<mpsc::Sender<Held>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     seq: u64,
@@ -95,57 +121,90 @@ pub(crate) struct Pacer {
 #[derive(Debug)]
 pub(crate) struct WriterGone;
 
+fn full(q: &Queue, bytes: usize) -> bool {
+    let held = q.heap.len() + q.sending;
+    held > 0 && (held >= MAX_HELD || q.bytes + q.sending_bytes + bytes > MAX_HELD_BYTES)
+}
+
 impl Pacer {
     pub fn start<S: Sink>(
         sink: Arc<Mutex<S>>,
         shutting_down: Arc<AtomicBool>,
         stats: Arc<Stats>,
-        late_threshold: Duration,
+        cfg: PacerConfig,
     ) -> std::io::Result<Pacer> {
         let shared = Arc::new(Shared {
-            gate: Mutex::new(Gate { count: 0, bytes: 0, pool: Vec::new(), reader_waiting: false, dead: false }),
-            cv: Condvar::new(),
+            q: Mutex::new(Queue {
+                heap: BinaryHeap::new(),
+                bytes: 0,
+                sending: 0,
+                sending_bytes: 0,
+                writer_wakes_at: None,
+                reader_waiting: false,
+                pool: Vec::new(),
+                closed: false,
+                dead: false,
+            }),
+            writer_cv: Condvar::new(),
+            reader_cv: Condvar::new(),
             abort: AtomicBool::new(false),
         });
-        let (tx, rx) = mpsc::channel();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("nbd-pacer".into())
-            .spawn(move || writer_main(rx, sink, sh, shutting_down, stats, late_threshold))?;
-        Ok(Pacer { tx: Some(tx), shared, thread: Some(thread), seq: 0 })
+            .spawn(move || writer_main(sink, sh, shutting_down, stats, cfg))?;
+        Ok(Pacer {
+            shared,
+            thread: Some(thread),
+            seq: 0,
+        })
     }
 
     /// Whether `bytes` more can be held right now without waiting.
     pub fn has_room(&self, bytes: usize) -> bool {
-        let g = self.shared.lock();
-        g.count == 0 || (g.count < MAX_HELD && g.bytes + bytes <= MAX_HELD_BYTES)
+        !full(&self.shared.lock(), bytes)
     }
 
     /// Hand a reply over, waiting for room if needed. Finished buffers are moved into
     /// `pool` on the way (no extra locking).
-    pub fn send(&mut self, due: Instant, msg: OutMsg, pool: &mut Vec<Vec<u8>>) -> Result<(), WriterGone> {
+    pub fn send(
+        &mut self,
+        due: Instant,
+        msg: OutMsg,
+        pool: &mut Vec<Vec<u8>>,
+    ) -> Result<(), WriterGone> {
         let bytes = msg.wire_len();
-        {
-            let mut g = self.shared.lock();
-            while !g.dead && g.count > 0 && (g.count >= MAX_HELD || g.bytes + bytes > MAX_HELD_BYTES) {
-                g.reader_waiting = true;
-                g = self.shared.cv.wait(g).unwrap_or_else(|e| e.into_inner());
-            }
-            if g.dead {
-                return Err(WriterGone);
-            }
-            g.count += 1;
-            g.bytes += bytes;
-            while pool.len() < MAX_POOLED {
-                match g.pool.pop() {
-                    Some(b) => pool.push(b),
-                    None => break,
-                }
+        let mut q = self.shared.lock();
+        while !q.dead && full(&q, bytes) {
+            q.reader_waiting = true;
+            q = self
+                .shared
+                .reader_cv
+                .wait(q)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        if q.dead {
+            return Err(WriterGone);
+        }
+        while pool.len() < MAX_POOLED {
+            match q.pool.pop() {
+                Some(b) => pool.push(b),
+                None => break,
             }
         }
         self.seq += 1;
-        let tx = self.tx.as_ref().ok_or(WriterGone)?;
-        tx.send(Held { due, seq: self.seq, msg }).map_err(|_| WriterGone)
+        q.bytes += bytes;
+        q.heap.push(Held {
+            due,
+            seq: self.seq,
+            msg,
+        });
+        // Only a reply due before the writer's own wake-up time needs a wake-up call.
+        if q.writer_wakes_at.is_some_and(|w| due < w) {
+            q.writer_wakes_at = None;
+            self.shared.writer_cv.notify_one();
+        }
+        Ok(())
     }
 
     /// End of connection. Graceful: held replies still go out at their times (at once
@@ -154,7 +213,15 @@ impl Pacer {
         if hard {
             self.shared.abort.store(true, Relaxed);
         }
-        self.tx = None; // closes the channel; the writer drains and exits
+        self.close_and_join();
+    }
+
+    fn close_and_join(&mut self) {
+        {
+            let mut q = self.shared.lock();
+            q.closed = true;
+            self.shared.writer_cv.notify_one();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -163,10 +230,7 @@ impl Pacer {
 
 impl Drop for Pacer {
     fn drop(&mut self) {
-        self.tx = None;
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.close_and_join();
     }
 }
 
@@ -175,116 +239,148 @@ impl Drop for Pacer {
 fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
     unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            1 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        );
+    }
+}
+
+#[derive(Default)]
+struct Lateness {
+    paced: u64,
+    late: u64,
+    worst: u64,
+    sum: u64,
+}
+
+impl Lateness {
+    fn publish(&mut self, stats: &Stats) {
+        if self.paced == 0 {
+            return;
+        }
+        stats.replies_paced.fetch_add(self.paced, Relaxed);
+        stats.replies_late.fetch_add(self.late, Relaxed);
+        stats.late_ns_max.fetch_max(self.worst, Relaxed);
+        stats.late_ns_sum.fetch_add(self.sum, Relaxed);
+        *self = Lateness::default();
     }
 }
 
 fn writer_main<S: Sink>(
-    rx: mpsc::Receiver<Held>,
     sink: Arc<Mutex<S>>,
     shared: Arc<Shared>,
     shutting_down: Arc<AtomicBool>,
     stats: Arc<Stats>,
-    late_threshold: Duration,
+    cfg: PacerConfig,
 ) {
     tighten_timer_slack();
-    let late_ns = late_threshold.as_nanos() as u64;
-    let mut heap: BinaryHeap<Held> = BinaryHeap::new();
+    let late_ns = cfg.late_threshold.as_nanos() as u64;
     let mut batch = OutBatch::new();
     let mut done_bufs: Vec<Vec<u8>> = Vec::new();
-    let mut open = true;
-    let (mut paced, mut late, mut worst) = (0u64, 0u64, 0u64);
+    let mut lat = Lateness::default();
+    let mut q = shared.lock();
     loop {
         if shared.abort.load(Relaxed) {
             break;
         }
-        // 1. Wait for the next reply to arrive or the earliest held one to come due.
-        let hurry = shutting_down.load(Relaxed);
-        match heap.peek() {
-            None if !open => break,
-            None => match rx.recv() {
-                Ok(h) => heap.push(h),
-                Err(_) => open = false,
-            },
-            Some(top) => {
-                let now = Instant::now();
-                if top.due > now && !hurry {
-                    let wait = (top.due - now).min(MAX_SLEEP);
-                    if open {
-                        match rx.recv_timeout(wait) {
-                            Ok(h) => heap.push(h),
-                            Err(RecvTimeoutError::Timeout) => {}
-                            Err(RecvTimeoutError::Disconnected) => open = false,
-                        }
-                    } else {
-                        std::thread::sleep(wait);
-                    }
-                }
-            }
-        }
-        // 2. Take everything else already queued.
-        while open {
-            match rx.try_recv() {
-                Ok(h) => heap.push(h),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => open = false,
-            }
-        }
-        // 3. Send all that are due, in one write.
+        // 1. Take every reply that is due (all of them when the server is stopping).
         let now = Instant::now();
         let hurry = shutting_down.load(Relaxed);
-        while let Some(top) = heap.peek() {
+        while let Some(top) = q.heap.peek() {
             if top.due > now && !hurry {
                 break;
             }
-            let h = heap.pop().expect("peeked");
+            let h = q.heap.pop().expect("peeked");
             let lateness = now.saturating_duration_since(h.due).as_nanos() as u64;
-            paced += 1;
-            if lateness > late_ns {
-                late += 1;
-            }
-            worst = worst.max(lateness);
+            lat.paced += 1;
+            lat.late += (lateness > late_ns) as u64;
+            lat.worst = lat.worst.max(lateness);
+            lat.sum += lateness;
             batch.push(h.msg);
         }
-        if batch.is_empty() {
-            continue;
-        }
-        let (n, bytes) = (batch.len(), batch.bytes);
-        let res = if shared.abort.load(Relaxed) {
-            Ok(())
-        } else {
-            batch.flush(&sink, &mut |b| done_bufs.push(b))
-        };
-        batch.msgs.clear();
-        batch.bytes = 0;
-        {
-            let mut g = shared.lock();
-            g.count -= n;
-            g.bytes -= bytes;
+        // 2. Send them in one write, without holding the lock.
+        if !batch.is_empty() {
+            let (n, bytes) = (batch.len(), batch.bytes);
+            q.bytes -= bytes;
+            q.sending = n;
+            q.sending_bytes = bytes;
+            drop(q);
+            let res = if shared.abort.load(Relaxed) {
+                Ok(())
+            } else {
+                batch.flush(&sink, &mut |b| done_bufs.push(b))
+            };
+            batch.msgs.clear();
+            batch.bytes = 0;
+            // Publish per batch so long-lived connections show up in live metrics.
+            lat.publish(&stats);
+            if res.is_err() {
+                // The peer is gone: wake the reader out of its read too.
+                sink.lock().unwrap_or_else(|e| e.into_inner()).close();
+            }
+            q = shared.lock();
+            q.sending = 0;
+            q.sending_bytes = 0;
             for b in done_bufs.drain(..) {
-                if keep_buffer(g.pool.len(), &b) {
-                    g.pool.push(b);
+                if keep_buffer(q.pool.len(), &b) {
+                    q.pool.push(b);
                 }
             }
-            if g.reader_waiting {
-                g.reader_waiting = false;
-                shared.cv.notify_all();
+            if q.reader_waiting {
+                q.reader_waiting = false;
+                shared.reader_cv.notify_all();
             }
+            if res.is_err() {
+                break;
+            }
+            continue;
         }
-        if res.is_err() {
-            // The peer is gone: wake the reader out of its read too.
-            sink.lock().unwrap_or_else(|e| e.into_inner()).close();
+        if q.closed && q.heap.is_empty() {
             break;
         }
+        // 3. Wait: spin if the next reply is due very soon, else sleep until shortly
+        // before it (or until woken for an earlier one, or a close).
+        let next = q.heap.peek().map(|h| h.due);
+        match next {
+            Some(due) if due.saturating_duration_since(now) <= cfg.spin => {
+                drop(q);
+                while Instant::now() < due
+                    && !shutting_down.load(Relaxed)
+                    && !shared.abort.load(Relaxed)
+                {
+                    std::hint::spin_loop();
+                }
+                q = shared.lock();
+            }
+            _ => {
+                let wake = match next {
+                    Some(due) => (due - cfg.spin).min(now + MAX_SLEEP),
+                    None => now + MAX_SLEEP,
+                };
+                q.writer_wakes_at = Some(wake);
+                if !q.closed {
+                    q = shared
+                        .writer_cv
+                        .wait_timeout(q, wake - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                } else {
+                    drop(q);
+                    std::thread::sleep(wake - now);
+                    q = shared.lock();
+                }
+                q.writer_wakes_at = None;
+            }
+        }
     }
-    {
-        let mut g = shared.lock();
-        g.dead = true;
-        shared.cv.notify_all();
-    }
-    stats.replies_paced.fetch_add(paced, Relaxed);
-    stats.replies_late.fetch_add(late, Relaxed);
-    stats.late_ns_max.fetch_max(worst, Relaxed);
+    q.dead = true;
+    shared.reader_cv.notify_all();
+    drop(q);
+    lat.publish(&stats);
 }
 
 #[cfg(test)]
@@ -292,23 +388,53 @@ mod tests {
     use super::*;
     use crate::wire::{Body, VecSink};
 
+    fn cfg(late_threshold: Duration) -> PacerConfig {
+        PacerConfig {
+            late_threshold,
+            spin: Duration::from_micros(20),
+        }
+    }
+
     #[test]
     fn releases_in_time_order_not_arrival_order() {
         let vs = VecSink::default();
         let sink = Arc::new(Mutex::new(vs.clone()));
         let stats = Arc::new(Stats::default());
-        let mut p =
-            Pacer::start(sink, Arc::new(AtomicBool::new(false)), stats.clone(), Duration::from_millis(5)).unwrap();
+        let mut p = Pacer::start(
+            sink,
+            Arc::new(AtomicBool::new(false)),
+            stats.clone(),
+            cfg(Duration::from_millis(5)),
+        )
+        .unwrap();
         let t0 = Instant::now();
         let mut pool = Vec::new();
         // Sent in order 1,2,3 but due in order 3,1,2.
-        p.send(t0 + Duration::from_millis(30), OutMsg::new(&[1], Body::None), &mut pool).unwrap();
-        p.send(t0 + Duration::from_millis(60), OutMsg::new(&[2], Body::None), &mut pool).unwrap();
-        p.send(t0 + Duration::from_millis(5), OutMsg::new(&[3], Body::None), &mut pool).unwrap();
+        p.send(
+            t0 + Duration::from_millis(30),
+            OutMsg::new(&[1], Body::None),
+            &mut pool,
+        )
+        .unwrap();
+        p.send(
+            t0 + Duration::from_millis(60),
+            OutMsg::new(&[2], Body::None),
+            &mut pool,
+        )
+        .unwrap();
+        p.send(
+            t0 + Duration::from_millis(5),
+            OutMsg::new(&[3], Body::None),
+            &mut pool,
+        )
+        .unwrap();
         p.finish(false);
         let elapsed = t0.elapsed();
         assert_eq!(*vs.bytes.lock().unwrap(), vec![3, 1, 2]);
-        assert!(elapsed >= Duration::from_millis(60), "released early: {elapsed:?}");
+        assert!(
+            elapsed >= Duration::from_millis(60),
+            "released early: {elapsed:?}"
+        );
         assert_eq!(stats.replies_paced.load(Relaxed), 3);
     }
 
@@ -316,10 +442,20 @@ mod tests {
     fn shutdown_releases_at_once_and_abort_drops() {
         let vs = VecSink::default();
         let sd = Arc::new(AtomicBool::new(false));
-        let mut p = Pacer::start(Arc::new(Mutex::new(vs.clone())), sd.clone(), Arc::new(Stats::default()), Duration::ZERO)
-            .unwrap();
+        let mut p = Pacer::start(
+            Arc::new(Mutex::new(vs.clone())),
+            sd.clone(),
+            Arc::new(Stats::default()),
+            cfg(Duration::ZERO),
+        )
+        .unwrap();
         let t0 = Instant::now();
-        p.send(t0 + Duration::from_secs(3600), OutMsg::new(&[7], Body::None), &mut Vec::new()).unwrap();
+        p.send(
+            t0 + Duration::from_secs(3600),
+            OutMsg::new(&[7], Body::None),
+            &mut Vec::new(),
+        )
+        .unwrap();
         sd.store(true, Relaxed);
         p.finish(false);
         assert!(t0.elapsed() < Duration::from_secs(5));
@@ -330,14 +466,53 @@ mod tests {
             Arc::new(Mutex::new(vs2.clone())),
             Arc::new(AtomicBool::new(false)),
             Arc::new(Stats::default()),
-            Duration::ZERO,
+            cfg(Duration::ZERO),
         )
         .unwrap();
-        p.send(Instant::now() + Duration::from_secs(3600), OutMsg::new(&[8], Body::None), &mut Vec::new()).unwrap();
+        p.send(
+            Instant::now() + Duration::from_secs(3600),
+            OutMsg::new(&[8], Body::None),
+            &mut Vec::new(),
+        )
+        .unwrap();
         let t1 = Instant::now();
         p.finish(true);
         assert!(t1.elapsed() < Duration::from_secs(5));
         assert!(vs2.bytes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_full_heap_makes_the_reader_wait() {
+        let vs = VecSink::default();
+        let mut p = Pacer::start(
+            Arc::new(Mutex::new(vs.clone())),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(Stats::default()),
+            cfg(Duration::ZERO),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        let due = t0 + Duration::from_millis(200);
+        let mut pool = Vec::new();
+        for _ in 0..MAX_HELD {
+            p.send(due, OutMsg::new(&[1], Body::None), &mut pool)
+                .unwrap();
+        }
+        assert!(!p.has_room(1));
+        assert!(
+            t0.elapsed() < Duration::from_millis(150),
+            "filling should not block"
+        );
+        p.send(t0, OutMsg::new(&[2], Body::None), &mut pool)
+            .unwrap();
+        assert!(
+            t0.elapsed() >= Duration::from_millis(200),
+            "the send past the limit must wait for room"
+        );
+        p.finish(false);
+        let out = vs.bytes.lock().unwrap();
+        assert_eq!(out.len(), MAX_HELD + 1);
+        assert_eq!(*out.last().unwrap(), 2);
     }
 
     #[test]
@@ -347,14 +522,20 @@ mod tests {
             Arc::new(Mutex::new(vs)),
             Arc::new(AtomicBool::new(false)),
             Arc::new(Stats::default()),
-            Duration::ZERO,
+            cfg(Duration::ZERO),
         )
         .unwrap();
         let mut pool = Vec::new();
         let due = Instant::now() + Duration::from_millis(1);
-        p.send(due, OutMsg::new(&[1], Body::Buf(vec![0; 4096], 4096)), &mut pool).unwrap();
+        p.send(
+            due,
+            OutMsg::new(&[1], Body::Buf(vec![0; 4096], 4096)),
+            &mut pool,
+        )
+        .unwrap();
         std::thread::sleep(Duration::from_millis(30));
-        p.send(Instant::now(), OutMsg::new(&[2], Body::None), &mut pool).unwrap();
+        p.send(Instant::now(), OutMsg::new(&[2], Body::None), &mut pool)
+            .unwrap();
         assert_eq!(pool.len(), 1);
         assert_eq!(pool[0].len(), 4096);
         p.finish(false);

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use crate::backend::Backend;
 use crate::error::Error;
 use crate::handshake::{negotiate, HandshakeEnd};
+use crate::pacer::PacerConfig;
 use crate::stats::{ServerStats, Stats};
 use crate::transmission::{ConnCtx, TransEnd, Transmission};
 use crate::wire::{InBuf, Sink, SocketSink};
@@ -39,6 +40,10 @@ pub struct ServerConfig {
     pub poll_interval: Duration,
     /// Paced replies sent later than this after their time count as late.
     pub late_threshold: Duration,
+    /// The pacing writer busy-waits for due times closer than this instead of
+    /// sleeping. Sleeping wakes up tens of microseconds late on a busy machine;
+    /// spinning burns CPU a client on the same host may need. 0 disables it.
+    pub pacing_spin: Duration,
     /// Print one line per connection end to stderr.
     pub verbose: bool,
 }
@@ -50,6 +55,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             poll_interval: Duration::from_millis(100),
             late_threshold: Duration::from_micros(100),
+            pacing_spin: Duration::ZERO,
             verbose: false,
         }
     }
@@ -117,12 +123,21 @@ pub(crate) enum ConnEnd {
 
 impl ConnEnd {
     pub fn is_protocol_error(&self) -> bool {
-        matches!(self, ConnEnd::Handshake(HandshakeEnd::Protocol(_)) | ConnEnd::Transmission(TransEnd::Protocol(_)))
+        matches!(
+            self,
+            ConnEnd::Handshake(HandshakeEnd::Protocol(_))
+                | ConnEnd::Transmission(TransEnd::Protocol(_))
+        )
     }
 }
 
 /// Run one connection to the end over any transport: handshake, then transmission.
-pub(crate) fn run_connection<R: Read, S: Sink>(r: R, sink: S, backend: &dyn Backend, ctx: &ConnCtx) -> ConnEnd {
+pub(crate) fn run_connection<R: Read, S: Sink>(
+    r: R,
+    sink: S,
+    backend: &dyn Backend,
+    ctx: &ConnCtx,
+) -> ConnEnd {
     let mut inb = InBuf::new(r, INBUF_CAP);
     let sink = Arc::new(Mutex::new(sink));
     let neg = {
@@ -171,7 +186,11 @@ impl Shared {
         // SAFETY: writing 8 bytes to our own eventfd; failure (counter full) still
         // leaves it readable, which is all the acceptor needs.
         unsafe {
-            libc::write(self.wake.as_raw_fd(), one.as_ptr() as *const libc::c_void, 8);
+            libc::write(
+                self.wake.as_raw_fd(),
+                one.as_ptr() as *const libc::c_void,
+                8,
+            );
         }
     }
 }
@@ -224,7 +243,10 @@ impl Server {
     /// Listen on a TCP address (port 0 picks a free port; see [`ServerHandle::tcp_addrs`]).
     pub fn listen_tcp(mut self, addr: impl ToSocketAddrs) -> Result<Server, Error> {
         let l = TcpListener::bind(addr).map_err(|e| Error::io("bind TCP listener", e))?;
-        self.tcp_addrs.push(l.local_addr().map_err(|e| Error::io("TCP listener address", e))?);
+        self.tcp_addrs.push(
+            l.local_addr()
+                .map_err(|e| Error::io("TCP listener address", e))?,
+        );
         self.listeners.push(Listener::Tcp(l));
         Ok(self)
     }
@@ -237,7 +259,10 @@ impl Server {
             if !md.file_type().is_socket() {
                 return Err(Error::io(
                     format!("bind unix socket {}", path.display()),
-                    io::Error::new(io::ErrorKind::AlreadyExists, "path exists and is not a socket"),
+                    io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "path exists and is not a socket",
+                    ),
                 ));
             }
             match UnixStream::connect(&path) {
@@ -247,7 +272,8 @@ impl Server {
                 }
             }
         }
-        let l = UnixListener::bind(&path).map_err(|e| Error::io(format!("bind unix socket {}", path.display()), e))?;
+        let l = UnixListener::bind(&path)
+            .map_err(|e| Error::io(format!("bind unix socket {}", path.display()), e))?;
         self.unix_paths.push(path.clone());
         self.listeners.push(Listener::Unix(l, path));
         Ok(self)
@@ -259,7 +285,10 @@ impl Server {
             return Err(Error::NoListener);
         }
         for e in self.backend.exports() {
-            e.validate().map_err(|reason| Error::InvalidExport { name: e.name.clone(), reason })?;
+            e.validate().map_err(|reason| Error::InvalidExport {
+                name: e.name.clone(),
+                reason,
+            })?;
         }
         // SAFETY: eventfd returns a new fd we own, or -1.
         let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -303,8 +332,16 @@ impl Server {
 fn accept_loop(listeners: Vec<Listener>, shared: Arc<Shared>) {
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
-        .map(|l| libc::pollfd { fd: l.fd(), events: libc::POLLIN, revents: 0 })
-        .chain(std::iter::once(libc::pollfd { fd: shared.wake.as_raw_fd(), events: libc::POLLIN, revents: 0 }))
+        .map(|l| libc::pollfd {
+            fd: l.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .chain(std::iter::once(libc::pollfd {
+            fd: shared.wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }))
         .collect();
     while !shared.shutting_down.load(Relaxed) {
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
@@ -356,23 +393,31 @@ fn spawn_connection(sock: Sock, shared: &Arc<Shared>) {
     }
     let Ok(reg) = sock.try_clone() else { return };
     let id = shared.next_id.fetch_add(1, Relaxed);
-    shared.conns().insert(id, ConnEntry { sock: reg, thread: None });
+    shared.conns().insert(
+        id,
+        ConnEntry {
+            sock: reg,
+            thread: None,
+        },
+    );
     let sh = shared.clone();
-    let spawned = std::thread::Builder::new().name(format!("nbd-conn-{id}")).spawn(move || {
-        // Deregister however the connection ends, panics included.
-        struct Dereg(Arc<Shared>, u64);
-        impl Drop for Dereg {
-            fn drop(&mut self) {
-                self.0.stats.connections_active.fetch_sub(1, Relaxed);
-                self.0.conns().remove(&self.1);
-                self.0.conns_cv.notify_all();
+    let spawned = std::thread::Builder::new()
+        .name(format!("nbd-conn-{id}"))
+        .spawn(move || {
+            // Deregister however the connection ends, panics included.
+            struct Dereg(Arc<Shared>, u64);
+            impl Drop for Dereg {
+                fn drop(&mut self) {
+                    self.0.stats.connections_active.fetch_sub(1, Relaxed);
+                    self.0.conns().remove(&self.1);
+                    self.0.conns_cv.notify_all();
+                }
             }
-        }
-        sh.stats.connections_accepted.fetch_add(1, Relaxed);
-        sh.stats.connections_active.fetch_add(1, Relaxed);
-        let _guard = Dereg(sh.clone(), id);
-        connection_main(sock, &sh, id);
-    });
+            sh.stats.connections_accepted.fetch_add(1, Relaxed);
+            sh.stats.connections_active.fetch_add(1, Relaxed);
+            let _guard = Dereg(sh.clone(), id);
+            connection_main(sock, &sh, id);
+        });
     match spawned {
         Ok(h) => {
             if let Some(e) = shared.conns().get_mut(&id) {
@@ -389,7 +434,10 @@ fn connection_main(sock: Sock, shared: &Shared, id: u64) {
     let ctx = ConnCtx {
         shutting_down: shared.shutting_down.clone(),
         stats: shared.stats.clone(),
-        late_threshold: shared.config.late_threshold,
+        pacing: PacerConfig {
+            late_threshold: shared.config.late_threshold,
+            spin: shared.config.pacing_spin,
+        },
     };
     let Ok(reader) = sock.try_clone() else { return };
     let end = run_connection(reader, SocketSink::new(sock), &*shared.backend, &ctx);
@@ -411,6 +459,11 @@ pub struct Stopper {
 impl Stopper {
     pub fn stop(&self) {
         self.shared.trigger();
+    }
+    /// The server's counters (also usable after the handle is gone, e.g. for a final
+    /// report or a metrics endpoint on another thread).
+    pub fn stats(&self) -> ServerStats {
+        self.shared.stats.snapshot()
     }
 }
 
@@ -444,8 +497,14 @@ impl ServerHandle {
             };
             format!("nbd://{host}:{}/{name}", a.port())
         } else {
-            let p = self.unix_paths.first().expect("start() requires a listener");
-            format!("nbd+unix:///{name}?socket={}", uri_escape(&p.to_string_lossy()))
+            let p = self
+                .unix_paths
+                .first()
+                .expect("start() requires a listener");
+            format!(
+                "nbd+unix:///{name}?socket={}",
+                uri_escape(&p.to_string_lossy())
+            )
         }
     }
 
@@ -454,7 +513,9 @@ impl ServerHandle {
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper { shared: self.shared.clone() }
+        Stopper {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Block until a [`Stopper`] fires, then shut down as [`ServerHandle::shutdown`].
@@ -484,7 +545,12 @@ impl ServerHandle {
             if now >= deadline {
                 break;
             }
-            conns = self.shared.conns_cv.wait_timeout(conns, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            conns = self
+                .shared
+                .conns_cv
+                .wait_timeout(conns, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         let mut threads = Vec::new();
         for e in conns.values_mut() {

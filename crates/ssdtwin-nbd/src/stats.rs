@@ -16,6 +16,7 @@ pub(crate) struct Stats {
     pub replies_paced: AtomicU64,
     pub replies_late: AtomicU64,
     pub late_ns_max: AtomicU64,
+    pub late_ns_sum: AtomicU64,
 }
 
 /// A snapshot of the server's counters.
@@ -41,6 +42,8 @@ pub struct ServerStats {
     pub replies_late: u64,
     /// Worst lateness of a paced reply, nanoseconds.
     pub late_ns_max: u64,
+    /// Sum of the lateness of all paced replies (divide by `replies_paced` for the mean).
+    pub late_ns_sum: u64,
 }
 
 impl Stats {
@@ -57,6 +60,7 @@ impl Stats {
             replies_paced: self.replies_paced.load(Relaxed),
             replies_late: self.replies_late.load(Relaxed),
             late_ns_max: self.late_ns_max.load(Relaxed),
+            late_ns_sum: self.late_ns_sum.load(Relaxed),
         }
     }
 }

@@ -39,7 +39,12 @@ pub(crate) struct InBuf<R> {
 
 impl<R: Read> InBuf<R> {
     pub fn new(r: R, capacity: usize) -> Self {
-        InBuf { r, buf: vec![0u8; capacity].into_boxed_slice(), start: 0, end: 0 }
+        InBuf {
+            r,
+            buf: vec![0u8; capacity].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -78,7 +83,12 @@ impl<R: Read> InBuf<R> {
                     return Ok(Fill::Data);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
                     return Ok(Fill::Tick)
                 }
                 Err(e) => return Err(e),
@@ -111,7 +121,11 @@ impl<R: Read> InBuf<R> {
 
     /// Fill all of `dst` (any size): buffered bytes first, then straight from the
     /// reader, so a large WRITE payload is not copied through the buffer.
-    pub fn read_exact_into(&mut self, dst: &mut [u8], stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
+    pub fn read_exact_into(
+        &mut self,
+        dst: &mut [u8],
+        stop: &mut dyn FnMut(bool) -> bool,
+    ) -> Result<(), Starve> {
         let take = dst.len().min(self.end - self.start);
         dst[..take].copy_from_slice(&self.buf[self.start..self.start + take]);
         self.consume(take);
@@ -121,7 +135,12 @@ impl<R: Read> InBuf<R> {
                 Ok(0) => return Err(Starve::Closed),
                 Ok(n) => at += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
                     if stop(true) {
                         return Err(Starve::Stopped);
                     }
@@ -172,7 +191,10 @@ pub(crate) struct SocketSink<T: AsRawFd + Send + 'static> {
 
 impl<T: AsRawFd + Send + 'static> SocketSink<T> {
     pub fn new(sock: T) -> Self {
-        SocketSink { sock, closed: false }
+        SocketSink {
+            sock,
+            closed: false,
+        }
     }
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
@@ -260,7 +282,11 @@ impl OutMsg {
     pub fn new(hdr: &[u8], body: Body) -> OutMsg {
         let mut h = [0u8; HDR_MAX];
         h[..hdr.len()].copy_from_slice(hdr);
-        OutMsg { hdr: h, hdr_len: hdr.len() as u8, body }
+        OutMsg {
+            hdr: h,
+            hdr_len: hdr.len() as u8,
+            body,
+        }
     }
     pub fn wire_len(&self) -> usize {
         self.hdr_len as usize
@@ -282,7 +308,11 @@ pub(crate) struct OutBatch {
 
 impl OutBatch {
     pub fn new() -> OutBatch {
-        OutBatch { msgs: Vec::with_capacity(64), iov: Vec::with_capacity(128), bytes: 0 }
+        OutBatch {
+            msgs: Vec::with_capacity(64),
+            iov: Vec::with_capacity(128),
+            bytes: 0,
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.msgs.is_empty()
@@ -297,24 +327,41 @@ impl OutBatch {
 
     /// Send every message with one vectored write under the sink lock, then hand each
     /// body buffer to `recycle` (also on error, so buffers return to the pool).
-    pub fn flush<S: Sink>(&mut self, sink: &Mutex<S>, recycle: &mut dyn FnMut(Vec<u8>)) -> io::Result<()> {
+    pub fn flush<S: Sink>(
+        &mut self,
+        sink: &Mutex<S>,
+        recycle: &mut dyn FnMut(Vec<u8>),
+    ) -> io::Result<()> {
         self.iov.clear();
         for m in &self.msgs {
-            self.iov.push(libc::iovec { iov_base: m.hdr.as_ptr() as *mut _, iov_len: m.hdr_len as usize });
+            self.iov.push(libc::iovec {
+                iov_base: m.hdr.as_ptr() as *mut _,
+                iov_len: m.hdr_len as usize,
+            });
             match &m.body {
                 Body::None => {}
-                Body::Static(s) if s.is_empty() => {}
-                Body::Static(s) => self.iov.push(libc::iovec { iov_base: s.as_ptr() as *mut _, iov_len: s.len() }),
+                Body::Static([]) => {}
+                Body::Static(s) => self.iov.push(libc::iovec {
+                    iov_base: s.as_ptr() as *mut _,
+                    iov_len: s.len(),
+                }),
                 Body::Buf(_, 0) => {}
-                Body::Buf(b, n) => self.iov.push(libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: *n }),
+                Body::Buf(b, n) => self.iov.push(libc::iovec {
+                    iov_base: b.as_ptr() as *mut _,
+                    iov_len: *n,
+                }),
             }
         }
         let res = {
             // SAFETY: each iovec points into a message owned by `self.msgs`, which is
             // neither moved nor mutated until after this block; IoSlice is ABI-compatible
             // with iovec on Unix.
-            let slices: &mut [IoSlice<'_>] =
-                unsafe { std::slice::from_raw_parts_mut(self.iov.as_mut_ptr() as *mut IoSlice<'_>, self.iov.len()) };
+            let slices: &mut [IoSlice<'_>] = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.iov.as_mut_ptr() as *mut IoSlice<'_>,
+                    self.iov.len(),
+                )
+            };
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
             s.send_all(slices)
         };
@@ -360,7 +407,15 @@ mod tests {
 
     #[test]
     fn partial_message_survives_ticks() {
-        let r = Chunky { parts: vec![Some(vec![1, 2, 3]), None, Some(vec![4, 5]), None, Some(vec![6])] };
+        let r = Chunky {
+            parts: vec![
+                Some(vec![1, 2, 3]),
+                None,
+                Some(vec![4, 5]),
+                None,
+                Some(vec![6]),
+            ],
+        };
         let mut b = InBuf::new(r, 8);
         let mut ticks = Vec::new();
         b.ensure(6, &mut |partial| {
@@ -378,7 +433,10 @@ mod tests {
     fn stop_on_idle_tick() {
         let r = Chunky { parts: vec![None] };
         let mut b = InBuf::new(r, 8);
-        assert!(matches!(b.ensure(1, &mut |partial| !partial), Err(Starve::Stopped)));
+        assert!(matches!(
+            b.ensure(1, &mut |partial| !partial),
+            Err(Starve::Stopped)
+        ));
     }
 
     #[test]
@@ -409,7 +467,10 @@ mod tests {
         assert_eq!(batch.bytes, 2 + 3 + 1 + 2 + 1);
         let mut got = Vec::new();
         batch.flush(&sink, &mut |b| got.push(b)).unwrap();
-        assert_eq!(*sink.lock().unwrap().bytes.lock().unwrap(), vec![1, 2, 9, 9, 9, 3, b'x', b'y', 4]);
+        assert_eq!(
+            *sink.lock().unwrap().bytes.lock().unwrap(),
+            vec![1, 2, 9, 9, 9, 3, b'x', b'y', 4]
+        );
         assert_eq!(got, vec![vec![9, 9, 9, 0]]);
         assert!(batch.is_empty() && batch.bytes == 0);
     }
