@@ -60,7 +60,8 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
         counts = {d: 0 for d in ("read", "write", "trim")}
         bytes_ = {d: 0 for d in ("read", "write", "trim")}
         window_ns = spec["bw_avg_ms"] * 1_000_000
-        n_windows = max(1, runtime_ns // window_ns)
+        # fio takes no sample for the window that ends with the run (2 s / 500 ms -> 3)
+        n_windows = max(1, (runtime_ns - 1) // window_ns)
         bw_windows = {d: [0] * n_windows for d in dirs}
         io_windows = {d: [0] * n_windows for d in dirs}
         lat_buckets = {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12}
@@ -84,9 +85,10 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
             a["lat"].add(clat + slat)
             table, slot = latency_bucket(clat)
             lat_buckets[table][slot] += 1
-            w = min(t_ns // window_ns, n_windows - 1)
-            bw_windows[d][w] += bs
-            io_windows[d][w] += 1
+            w = t_ns // window_ns
+            if w < n_windows:
+                bw_windows[d][w] += bs
+                io_windows[d][w] += 1
             if spec["logs"]["lat"]:
                 t_ms = t_ns // 1_000_000
                 ddir = ("read", "write", "trim").index(d)
