@@ -7,7 +7,6 @@ lines, the same accept/refuse decisions where we agree with fio, and the same I/
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 from typing import List

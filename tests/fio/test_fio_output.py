@@ -15,7 +15,7 @@ from fio_fake_engine import run as fake_run
 from fio_realstats import pids_and_time, thread_stats_from_json
 from ssdtwin.fio import EngineResultError, parse, parse_string
 from ssdtwin.fio import output as out
-from ssdtwin.fio.hist import PLAT_NR, value_to_index
+from ssdtwin.fio.hist import value_to_index
 from ssdtwin.fio.stats import IoStat, ThreadStat, aggregate, from_engine
 
 TS_MS = 1795311722860  # the timestamp of fio-sample.json

@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import options as O
 from .errors import FioJobError
-from .units import N2S_BYTE, Percent, num2str
+from .units import N2S_BYTE, num2str
 
 __all__ = ["parse", "parse_string", "Run", "Job", "Clone", "ENGINE_INPUT_VERSION"]
 

@@ -9,7 +9,6 @@ different workload than the user meant is worse than one that refuses.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from typing import Callable, List, NamedTuple, Tuple, Union
 
 __all__ = [
@@ -386,8 +385,3 @@ def num2str(num: int, maxlen: int, base: int, pow2: bool, units: int) -> str:
     if frac[0] == "1":
         num += 1
     return f"{num}.{frac[2:]}{prefixes[post_index]}{unit}"
-
-
-def fraction_of(value: float) -> Fraction:
-    """The exact rational value of a float (used for fio's long-double comparisons)."""
-    return Fraction(value)
