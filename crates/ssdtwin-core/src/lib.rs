@@ -5,6 +5,10 @@
 //! emits NAND operations that the engine (or nothing, in fast-forward) times.
 
 pub mod ftl;
+pub mod image;
 pub mod nand;
+pub mod nvme;
+pub mod rng;
 pub mod spec;
+pub mod theory;
 pub mod units;

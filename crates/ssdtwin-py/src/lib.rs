@@ -1,1 +1,424 @@
+//! PyO3 bindings for ssdtwin: thin wrappers, errors mapped once, the GIL released on long
+//! calls (with Ctrl-C still honoured through the progress callback).
 
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use ssdtwin_core::ftl::NoTiming;
+use ssdtwin_core::image::{Image, ImageError as CoreImageError};
+use ssdtwin_core::nvme::{self, Controller, Pattern};
+use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError};
+use ssdtwin_core::theory;
+
+pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
+pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
+pyo3::create_exception!(_core, ImageError, SsdtwinError, "A drive image could not be read or written.");
+pyo3::create_exception!(_core, SpecError, SsdtwinError, "A drive spec or preset is invalid.");
+
+/// The single place where core errors become Python exceptions.
+fn nvme_err(py: Python<'_>, e: nvme::Error) -> PyErr {
+    match e {
+        nvme::Error::Status { status, detail } => {
+            let err = NvmeError::new_err(format!("{}({:#x}): {detail}", status.name(), status.field()));
+            let v = err.value(py);
+            let _ = v.setattr("status", status.name());
+            let _ = v.setattr("code", status.field());
+            let _ = v.setattr("detail", detail);
+            err
+        }
+        nvme::Error::Image(i) => image_err(i),
+    }
+}
+
+fn image_err(e: CoreImageError) -> PyErr {
+    match e {
+        CoreImageError::Spec(s) => spec_err(s),
+        other => ImageError::new_err(other.to_string()),
+    }
+}
+
+fn spec_err(e: CoreSpecError) -> PyErr {
+    SpecError::new_err(e.to_string())
+}
+
+/// serde → Python objects (dicts, lists, ints, floats, strings).
+fn to_py<T: Serialize>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
+    let v = serde_json::to_value(value).map_err(|e| SsdtwinError::new_err(e.to_string()))?;
+    json_to_py(py, &v)
+}
+
+fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    use serde_json::Value;
+    Ok(match v {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any().unbind()
+            } else if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any().unbind()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any().unbind()
+            }
+        }
+        Value::String(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Value::Array(a) => {
+            let l = PyList::empty(py);
+            for x in a {
+                l.append(json_to_py(py, x)?)?;
+            }
+            l.into_any().unbind()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, json_to_py(py, x)?)?;
+            }
+            d.into_any().unbind()
+        }
+    })
+}
+
+enum Backing {
+    Image(Image),
+    Memory(Box<Controller>),
+}
+
+impl Backing {
+    fn ctrl(&mut self) -> &mut Controller {
+        match self {
+            Backing::Image(i) => &mut i.ctrl,
+            Backing::Memory(c) => c,
+        }
+    }
+}
+
+/// An open drive: an image on disk, or a drive held only in memory.
+#[pyclass(module = "ssdtwin._core")]
+struct Drive {
+    inner: Mutex<Option<Backing>>,
+    path: Option<PathBuf>,
+}
+
+impl Drive {
+    fn with<R>(&self, f: impl FnOnce(&mut Backing) -> PyResult<R>) -> PyResult<R> {
+        let mut g = self.inner.lock().map_err(|_| SsdtwinError::new_err("drive lock poisoned"))?;
+        match g.as_mut() {
+            Some(b) => f(b),
+            None => Err(SsdtwinError::new_err("the drive is closed")),
+        }
+    }
+}
+
+fn resolve_spec(preset: Option<&str>, spec_toml: Option<&str>, origin: &str) -> PyResult<DriveSpec> {
+    match (preset, spec_toml) {
+        (_, Some(t)) => DriveSpec::from_toml(t, origin).map_err(spec_err),
+        (Some(p), None) => DriveSpec::preset(p).map_err(spec_err),
+        (None, None) => Err(SpecError::new_err("give a preset name or a spec TOML")),
+    }
+}
+
+#[pymethods]
+impl Drive {
+    /// Create a drive image at `path` from a preset (or a spec TOML) at 1/`scale`.
+    #[staticmethod]
+    #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None))]
+    fn create(py: Python<'_>, path: PathBuf, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
+        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(spec_err)?;
+        let name = preset.map(str::to_string).unwrap_or_else(|| spec.drive.name.clone());
+        let p = path.clone();
+        let img = py.detach(move || Image::create(&p, spec, &name, seed)).map_err(image_err)?;
+        Ok(Drive { inner: Mutex::new(Some(Backing::Image(img))), path: Some(path) })
+    }
+
+    /// Open an existing image. `writable=False` reads the committed state without the lock.
+    #[staticmethod]
+    #[pyo3(signature = (path, writable=true))]
+    fn open(py: Python<'_>, path: PathBuf, writable: bool) -> PyResult<Drive> {
+        let p = path.clone();
+        let img = py.detach(move || Image::open(&p, writable)).map_err(image_err)?;
+        Ok(Drive { inner: Mutex::new(Some(Backing::Image(img))), path: Some(path) })
+    }
+
+    /// A drive that lives only in memory (benchmarks, notebooks).
+    #[staticmethod]
+    #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None))]
+    fn in_memory(py: Python<'_>, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
+        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(spec_err)?;
+        let c = Controller::new(spec, seed).map_err(|e| nvme_err(py, e))?;
+        Ok(Drive { inner: Mutex::new(Some(Backing::Memory(Box::new(c)))), path: None })
+    }
+
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.path.clone()
+    }
+
+    /// Make the current state the committed state of the image (crash-safe).
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(|b| match b {
+            Backing::Image(i) => py.detach(|| i.commit()).map_err(image_err),
+            Backing::Memory(_) => Err(SsdtwinError::new_err("an in-memory drive has no image to commit to")),
+        })
+    }
+
+    /// Release the image (and its lock) without committing.
+    fn close(&self) -> PyResult<()> {
+        let mut g = self.inner.lock().map_err(|_| SsdtwinError::new_err("drive lock poisoned"))?;
+        *g = None;
+        Ok(())
+    }
+
+    fn manifest(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| match b {
+            Backing::Image(i) => to_py(py, &i.manifest),
+            Backing::Memory(c) => to_py(py, &serde_json::json!({"format": "memory", "preset": c.spec().drive.name, "scale": c.spec().scale, "seed": c.state().seed})),
+        })
+    }
+
+    fn generation(&self) -> PyResult<u64> {
+        self.with(|b| Ok(match b {
+            Backing::Image(i) => i.generation(),
+            Backing::Memory(_) => 0,
+        }))
+    }
+
+    fn spec_toml(&self) -> PyResult<String> {
+        self.with(|b| Ok(b.ctrl().spec().to_toml()))
+    }
+
+    fn id_ctrl(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| to_py(py, &b.ctrl().id_ctrl()))
+    }
+
+    fn id_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<Py<PyAny>> {
+        self.with(|b| {
+            let id = b.ctrl().id_ns(nsid).map_err(|e| nvme_err(py, e))?;
+            to_py(py, &id)
+        })
+    }
+
+    /// Every namespace with its size, use, format and attachment.
+    fn list_ns(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| {
+            let c = b.ctrl();
+            let rows: Vec<serde_json::Value> = c
+                .namespaces()
+                .map(|ns| {
+                    serde_json::json!({
+                        "nsid": ns.nsid, "nsze": ns.nsze, "ncap": ns.nsze, "nuse": c.nuse(ns),
+                        "lba_bytes": ns.lba_bytes, "flbas": ns.flbas, "attached": ns.attached,
+                        "write_protect": ns.write_protect, "nmic": ns.nmic, "bytes": ns.bytes(),
+                    })
+                })
+                .collect();
+            to_py(py, &rows)
+        })
+    }
+
+    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
+    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
+        self.with(|b| b.ctrl().create_ns(nsze, ncap, flbas, nmic).map_err(|e| nvme_err(py, e)))
+    }
+
+    fn delete_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
+        self.with(|b| py.detach(|| b.ctrl().delete_ns(nsid)).map_err(|e| nvme_err(py, e)))
+    }
+
+    fn attach_ns(&self, py: Python<'_>, nsid: u32, controllers: Vec<u16>) -> PyResult<()> {
+        self.with(|b| b.ctrl().attach_ns(nsid, &controllers).map_err(|e| nvme_err(py, e)))
+    }
+
+    fn detach_ns(&self, py: Python<'_>, nsid: u32, controllers: Vec<u16>) -> PyResult<()> {
+        self.with(|b| b.ctrl().detach_ns(nsid, &controllers).map_err(|e| nvme_err(py, e)))
+    }
+
+    #[pyo3(signature = (nsid, lbaf=0, ses=0))]
+    fn format(&self, py: Python<'_>, nsid: u32, lbaf: u8, ses: u8) -> PyResult<()> {
+        self.with(|b| py.detach(|| b.ctrl().format(nsid, lbaf, ses)).map_err(|e| nvme_err(py, e)))
+    }
+
+    #[pyo3(signature = (fid, nsid=0))]
+    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32) -> PyResult<u32> {
+        self.with(|b| b.ctrl().get_feature(fid, nsid).map_err(|e| nvme_err(py, e)))
+    }
+
+    #[pyo3(signature = (fid, value, nsid=0))]
+    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32) -> PyResult<()> {
+        self.with(|b| b.ctrl().set_feature(fid, nsid, value).map_err(|e| nvme_err(py, e)))
+    }
+
+    fn smart_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| to_py(py, &b.ctrl().smart_log()))
+    }
+
+    fn vendor_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| to_py(py, &b.ctrl().vendor_log()))
+    }
+
+    /// Simulated power off/on (clears write protect until power cycle).
+    #[pyo3(signature = (unsafe_shutdown=false))]
+    fn power_cycle(&self, unsafe_shutdown: bool) -> PyResult<()> {
+        self.with(|b| {
+            b.ctrl().power_cycle(unsafe_shutdown);
+            Ok(())
+        })
+    }
+
+    /// The next seed of this image's deterministic sequence.
+    fn next_seed(&self) -> PyResult<u64> {
+        self.with(|b| Ok(b.ctrl().next_seed()))
+    }
+
+    fn write(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<()> {
+        self.with(|b| b.ctrl().write(nsid, slba, nlb, &mut NoTiming).map_err(|e| nvme_err(py, e)))
+    }
+
+    fn read(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<Py<PyAny>> {
+        self.with(|b| {
+            let s = b.ctrl().read(nsid, slba, nlb, &mut NoTiming).map_err(|e| nvme_err(py, e))?;
+            to_py(py, &serde_json::json!({"nand_ius": s.nand_ius, "buffer_ius": s.buffer_ius, "unmapped_ius": s.unmapped_ius}))
+        })
+    }
+
+    fn deallocate(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<u64> {
+        self.with(|b| b.ctrl().deallocate(nsid, slba, nlb).map_err(|e| nvme_err(py, e)))
+    }
+
+    /// Fast-forward writes. `pattern` is "seq" or "rand"; `progress(done, total)` is called
+    /// about every 64 MiB with the GIL held and may raise (Ctrl-C raises KeyboardInterrupt).
+    #[pyo3(signature = (nsid, pattern, block_bytes, amount_bytes, seed, progress=None))]
+    fn precondition(
+        &self,
+        py: Python<'_>,
+        nsid: u32,
+        pattern: &str,
+        block_bytes: u64,
+        amount_bytes: u64,
+        seed: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let pat = match pattern {
+            "seq" | "sequential" => Pattern::Sequential,
+            "rand" | "random" => Pattern::Random,
+            other => return Err(pyo3::exceptions::PyValueError::new_err(format!("pattern '{other}': use 'seq' or 'rand'"))),
+        };
+        self.with(|b| {
+            let ctrl = b.ctrl();
+            let mut pending: Option<PyErr> = None;
+            let result = py.detach(|| {
+                let mut cb = |done: u64, total: u64| -> bool {
+                    Python::attach(|py| {
+                        if let Err(e) = py.check_signals() {
+                            pending = Some(e);
+                            return false;
+                        }
+                        if let Some(p) = &progress {
+                            if let Err(e) = p.call1(py, (done, total)) {
+                                pending = Some(e);
+                                return false;
+                            }
+                        }
+                        true
+                    })
+                };
+                ctrl.precondition(nsid, pat, block_bytes, amount_bytes, seed, &mut cb)
+            });
+            let report = result.map_err(|e| nvme_err(py, e))?;
+            if let Some(e) = pending {
+                return Err(e);
+            }
+            to_py(py, &report)
+        })
+    }
+
+    /// Full FTL consistency check (loads the maps; O(capacity)). Raises on a violation.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(|b| {
+            let ctrl = b.ctrl();
+            py.detach(|| -> Result<(), String> {
+                let f = ctrl.ftl().map_err(|e| e.to_string())?;
+                f.check_invariants()
+            })
+            .map_err(|m| SsdtwinError::new_err(format!("FTL invariant violated: {m}")))
+        })
+    }
+
+    /// FTL geometry numbers (superblocks, IUs, chunks).
+    fn ftl_info(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| {
+            let c = b.ctrl();
+            let cfg = c.ftl_config();
+            let g = c.spec().geometry();
+            to_py(py, &serde_json::json!({
+                "iu_bytes": cfg.iu_bytes, "superblocks": cfg.superblocks, "ius_per_superblock": cfg.ius_per_sb,
+                "superblock_bytes": g.superblock_bytes, "reserve_superblocks": cfg.reserve,
+                "logical_ius": cfg.logical_ius, "chunk_ius": cfg.chunk_ius(), "buffer_slots": cfg.buffer_slots,
+                "raw_bytes": g.raw_bytes(), "program_unit_bytes": g.program_unit_bytes, "dies": g.dies(),
+                "data_pool_bytes": g.data_superblocks(cfg.reserve) as u64 * g.superblock_bytes,
+                "maps_loaded": c.maps_loaded(),
+            }))
+        })
+    }
+}
+
+/// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).
+#[pyfunction]
+fn parse_size(text: &str) -> PyResult<u64> {
+    ssdtwin_core::units::parse_size(text).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+}
+
+/// (name, TOML text) of every built-in preset.
+#[pyfunction]
+fn presets() -> Vec<(String, String)> {
+    spec::PRESETS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect()
+}
+
+/// Parse and validate a spec; returns it as a dict (errors name every bad field).
+#[pyfunction]
+#[pyo3(signature = (text, origin="spec"))]
+fn parse_spec(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
+    let s = DriveSpec::from_toml(text, origin).map_err(spec_err)?;
+    to_py(py, &s)
+}
+
+/// A preset as a dict (validated).
+#[pyfunction]
+fn preset(py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+    let s = DriveSpec::preset(name).map_err(spec_err)?;
+    to_py(py, &s)
+}
+
+/// Greedy/FIFO WAF for uniform random writes (Desnoyers; Lambert W). alpha = T/U.
+#[pyfunction]
+#[pyo3(signature = (alpha, units_per_block=None))]
+fn waf_greedy(alpha: f64, units_per_block: Option<f64>) -> PyResult<f64> {
+    if !(alpha > 1.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("alpha must exceed 1 (got {alpha})")));
+    }
+    Ok(match units_per_block {
+        Some(np) => theory::waf_greedy(alpha, np),
+        None => theory::waf_fifo(alpha),
+    })
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Drive>()?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(preset, m)?)?;
+    m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;
+    let py = m.py();
+    m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
+    m.add("NvmeError", py.get_type::<NvmeError>())?;
+    m.add("ImageError", py.get_type::<ImageError>())?;
+    m.add("SpecError", py.get_type::<SpecError>())?;
+    Ok(())
+}

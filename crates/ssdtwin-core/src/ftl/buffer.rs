@@ -34,37 +34,38 @@ pub struct WriteBuffer {
     index: Index,
 }
 
-/// Open-addressing map iu → absolute slot sequence, linear probing with backward-shift
-/// deletion. Deterministic and allocation-free in steady state.
+/// Open-addressing map iu → absolute slot sequence (low 32 bits), linear probing with
+/// backward-shift deletion. Key and value share one u64 so a probe touches one cache line.
+/// Deterministic and allocation-free in steady state.
 #[derive(Clone, Debug, Default)]
 struct Index {
-    keys: Vec<u32>, // iu + 1; 0 = empty
-    vals: Vec<u64>,
+    cells: Vec<u64>, // (iu + 1) << 32 | seq as u32; 0 = empty
     mask: usize,
 }
 
 impl Index {
     fn with_capacity(n: u32) -> Index {
         let size = ((n as usize).max(1) * 2).next_power_of_two().max(16);
-        Index { keys: vec![0; size], vals: vec![0; size], mask: size - 1 }
+        Index { cells: vec![0; size], mask: size - 1 }
     }
 
     #[inline(always)]
-    fn home(&self, iu: u32) -> usize {
+    fn home(&self, key: u32) -> usize {
         // Fibonacci hashing: sequential IUs spread over the table.
-        ((iu as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize & self.mask
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & self.mask
     }
 
+    /// The low 32 bits of the slot's sequence number, if `iu` is present.
     #[inline]
-    fn get(&self, iu: u32) -> Option<u64> {
+    fn get(&self, iu: u32) -> Option<u32> {
         let key = iu + 1;
-        let mut i = self.home(iu);
+        let mut i = self.home(key);
         loop {
-            let k = self.keys[i];
-            if k == key {
-                return Some(self.vals[i]);
+            let c = self.cells[i];
+            if (c >> 32) as u32 == key {
+                return Some(c as u32);
             }
-            if k == 0 {
+            if c == 0 {
                 return None;
             }
             i = (i + 1) & self.mask;
@@ -74,12 +75,12 @@ impl Index {
     #[inline]
     fn insert(&mut self, iu: u32, seq: u64) {
         let key = iu + 1;
-        let mut i = self.home(iu);
+        let cell = (key as u64) << 32 | (seq as u32) as u64;
+        let mut i = self.home(key);
         loop {
-            let k = self.keys[i];
-            if k == 0 || k == key {
-                self.keys[i] = key;
-                self.vals[i] = seq;
+            let c = self.cells[i];
+            if c == 0 || (c >> 32) as u32 == key {
+                self.cells[i] = cell;
                 return;
             }
             i = (i + 1) & self.mask;
@@ -89,13 +90,13 @@ impl Index {
     #[inline]
     fn remove(&mut self, iu: u32) {
         let key = iu + 1;
-        let mut i = self.home(iu);
+        let mut i = self.home(key);
         loop {
-            let k = self.keys[i];
-            if k == 0 {
+            let c = self.cells[i];
+            if c == 0 {
                 return;
             }
-            if k == key {
+            if (c >> 32) as u32 == key {
                 break;
             }
             i = (i + 1) & self.mask;
@@ -104,22 +105,19 @@ impl Index {
         let mut hole = i;
         let mut j = (i + 1) & self.mask;
         loop {
-            let k = self.keys[j];
-            if k == 0 {
+            let c = self.cells[j];
+            if c == 0 {
                 break;
             }
-            let home = self.home(k - 1);
-            // Move k if its home is not in (hole, j] cyclically.
-            let dist_home = j.wrapping_sub(home) & self.mask;
-            let dist_hole = j.wrapping_sub(hole) & self.mask;
-            if dist_home >= dist_hole {
-                self.keys[hole] = k;
-                self.vals[hole] = self.vals[j];
+            let home = self.home((c >> 32) as u32);
+            // Move c unless its home lies cyclically in (hole, j].
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
+                self.cells[hole] = c;
                 hole = j;
             }
             j = (j + 1) & self.mask;
         }
-        self.keys[hole] = 0;
+        self.cells[hole] = 0;
     }
 }
 
@@ -156,6 +154,19 @@ impl WriteBuffer {
         }
     }
 
+    /// Ring offset of a slot from the low 32 bits of its sequence number (the ring never
+    /// holds 2^32 slots, so the wrapping difference is exact).
+    #[inline(always)]
+    fn offset(&self, seq_low: u32) -> usize {
+        seq_low.wrapping_sub(self.head_seq as u32) as usize
+    }
+
+    /// The IU `k` slots from the oldest (live or dead), to prefetch what leaves soon.
+    #[inline(always)]
+    pub fn peek(&self, k: usize) -> Option<u32> {
+        self.ring.get(k).map(|s| s.iu).filter(|&iu| iu != DEAD)
+    }
+
     pub fn capacity(&self) -> u32 {
         self.capacity
     }
@@ -169,7 +180,7 @@ impl WriteBuffer {
         if self.live == 0 {
             return None;
         }
-        self.index.get(iu).map(|seq| self.ring[(seq - self.head_seq) as usize].mask)
+        self.index.get(iu).map(|seq| self.ring[self.offset(seq)].mask)
     }
 
     #[inline]
@@ -179,7 +190,8 @@ impl WriteBuffer {
         }
         if self.live > 0 {
             if let Some(seq) = self.index.get(iu) {
-                let s = &mut self.ring[(seq - self.head_seq) as usize];
+                let off = self.offset(seq);
+                let s = &mut self.ring[off];
                 s.mask |= mask;
                 return Offer::Merged;
             }
@@ -215,17 +227,30 @@ impl WriteBuffer {
         }
         match self.index.get(iu) {
             Some(seq) => {
-                self.ring[(seq - self.head_seq) as usize].iu = DEAD;
+                let off = self.offset(seq);
+                self.ring[off].iu = DEAD;
                 self.index.remove(iu);
                 self.live -= 1;
-                if self.live == 0 {
-                    self.head_seq += self.ring.len() as u64;
-                    self.ring.clear();
+                // Dead slots leave from the front; compact if deallocations leave many
+                // behind a long-lived slot, so the ring stays bounded.
+                while self.ring.front().is_some_and(|s| s.iu == DEAD) {
+                    self.ring.pop_front();
+                    self.head_seq += 1;
+                }
+                if self.ring.len() > 2 * self.capacity as usize + 64 {
+                    self.compact();
                 }
                 true
             }
             None => false,
         }
+    }
+
+    fn compact(&mut self) {
+        let live: VecDeque<Slot> = self.ring.drain(..).filter(|s| s.iu != DEAD).collect();
+        self.head_seq += 1 << 32; // any fresh base works; keep it moving forward
+        self.ring = live;
+        self.rebuild_index();
     }
 
     /// Live slots, oldest first.
@@ -245,7 +270,7 @@ impl WriteBuffer {
                 return Err(format!("buffer slot {i} holds IU {} with no sectors", s.iu));
             }
             match self.index.get(s.iu) {
-                Some(seq) if seq == self.head_seq + i as u64 => {}
+                Some(seq) if seq == (self.head_seq + i as u64) as u32 => {}
                 other => return Err(format!("buffer index for IU {} is {other:?}, slot is {}", s.iu, self.head_seq + i as u64)),
             }
         }
@@ -296,6 +321,7 @@ mod tests {
             }
         }
         b.check().unwrap();
+        assert!(b.ring.len() <= 2 * 64 + 64);
         let mut c = b.clone();
         c.rebuild_index();
         c.check().unwrap();

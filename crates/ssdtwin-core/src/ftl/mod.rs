@@ -33,6 +33,31 @@ const FREE_FLOOR: usize = 1;
 /// Collection of a new victim starts when this few superblocks are free.
 const GC_START: usize = 2;
 
+/// Exact division of u32 values by a fixed divisor with one multiply (Lemire, Kaser and
+/// Kurz, "Faster remainder by direct computation", 2019: for 32-bit n and d,
+/// n / d = (n * ceil(2^64 / d)) >> 64). The FTL divides by the superblock size on every
+/// overwrite; a hardware divide there costs more than the rest of the bookkeeping.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FastDiv {
+    m: u64,
+    d: u32,
+}
+
+impl FastDiv {
+    pub fn new(d: u32) -> FastDiv {
+        assert!(d > 0);
+        FastDiv { m: if d == 1 { 0 } else { u64::MAX / d as u64 + 1 }, d }
+    }
+
+    #[inline(always)]
+    pub fn div(self, n: u32) -> u32 {
+        if self.d == 1 {
+            return n;
+        }
+        ((n as u128 * self.m as u128) >> 64) as u32
+    }
+}
+
 /// Why a NAND operation happens.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Cause {
@@ -120,6 +145,7 @@ pub struct FtlConfig {
     pub sectors_per_iu: u32,
     pub full_mask: u128,
     pub ius_per_sb: u32,
+    pub sb_div: FastDiv,
     pub superblocks: u32,
     pub reserve: u32,
     /// Size of the logical IU space (namespaces are carved from it in chunks).
@@ -150,6 +176,7 @@ impl FtlConfig {
             sectors_per_iu: spi,
             full_mask: if spi >= 128 { u128::MAX } else { (1u128 << spi) - 1 },
             ius_per_sb: g.ius_per_superblock(iu as u64),
+            sb_div: FastDiv::new(g.ius_per_superblock(iu as u64)),
             superblocks: g.superblocks(),
             reserve: spec.ftl.gc_reserve_superblocks.value,
             logical_ius: logical as u32,
@@ -307,13 +334,16 @@ impl Ftl {
         debug_assert!(iu < self.cfg.logical_ius, "IU {iu} beyond logical space");
         debug_assert!(mask != 0 && mask & !self.cfg.full_mask == 0, "bad sector mask {mask:#x}");
         self.st.counters.host_write_bytes += mask.count_ones() as u64 * SECTOR_BYTES as u64;
+        // The slot a few places from the head leaves soon: fetch its L2P entry now so the
+        // miss overlaps other work. (Prefetching at insertion is useless: thousands of
+        // writes later the line is long gone from cache.)
+        if let Some(soon) = self.st.buffer.peek(8) {
+            prefetch(&self.l2p, soon as usize);
+        }
         match self.st.buffer.offer(iu, mask) {
             Offer::Merged => self.st.counters.buffer_merges += 1,
-            Offer::Queued => prefetch(&self.l2p, iu as usize),
-            Offer::Evicted(slot) => {
-                prefetch(&self.l2p, iu as usize);
-                self.program_slot(slot, sink);
-            }
+            Offer::Queued => {}
+            Offer::Evicted(slot) => self.program_slot(slot, sink),
             Offer::WriteThrough(slot) => self.program_slot(slot, sink),
         }
     }
@@ -401,7 +431,8 @@ impl Ftl {
             self.st.counters.nand_read_rmw_bytes += iu_bytes as u64;
             sink.op(NandOp::Read { ppa: old - 1, bytes: iu_bytes, cause: Cause::Rmw });
         }
-        self.remap(slot.iu, old, ppa);
+        let host_sb = self.st.host.sb;
+        self.remap(slot.iu, old, ppa, host_sb);
         self.st.counters.host_programmed_ius += 1;
         sink.op(NandOp::Program { ppa, cause: Cause::Host });
         self.pace_gc(sink);
@@ -409,7 +440,7 @@ impl Ftl {
 
     #[inline(always)]
     fn sb_of(&self, ppa: u32) -> u32 {
-        ppa / self.cfg.ius_per_sb
+        self.cfg.sb_div.div(ppa)
     }
 
     #[inline]
@@ -423,9 +454,11 @@ impl Ftl {
         }
     }
 
-    /// Point logical `iu` (currently `old`, 0 = unmapped) at physical `ppa`.
+    /// Point logical `iu` (currently `old`, 0 = unmapped) at physical `ppa`, which lies
+    /// in superblock `sb` (the caller knows it: a frontier).
     #[inline]
-    fn remap(&mut self, iu: u32, old: u32, ppa: u32) {
+    fn remap(&mut self, iu: u32, old: u32, ppa: u32, sb: u32) {
+        debug_assert_eq!(sb, self.sb_of(ppa));
         if old != 0 {
             self.invalidate(old - 1);
         } else {
@@ -433,7 +466,6 @@ impl Ftl {
         }
         self.l2p[iu as usize] = ppa + 1;
         self.p2l[ppa as usize] = iu + 1;
-        let sb = self.sb_of(ppa);
         self.st.sbs[sb as usize].valid += 1;
     }
 
@@ -547,31 +579,32 @@ impl Ftl {
         let Some(v) = self.st.victim.as_mut() else { return };
         let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64;
         v.credit += v.valid_at_pick as u64;
-        while let Some(v) = self.st.victim.as_mut() {
-            if v.credit < gain {
-                break;
-            }
-            v.credit -= gain;
-            if !self.relocate_one(sink) {
-                self.finish_victim(sink);
-                if self.st.free.len() <= GC_START {
-                    self.pick_victim(false, sink);
-                }
-                break;
+        if v.credit < gain {
+            return;
+        }
+        let n = v.credit / gain;
+        v.credit %= gain;
+        if self.relocate(n, sink) < n {
+            self.finish_victim(sink);
+            if self.st.free.len() <= GC_START {
+                self.pick_victim(false, sink);
             }
         }
     }
 
-    /// Move the next valid IU out of the victim. False when the victim has none left.
-    fn relocate_one<S: NandSink>(&mut self, sink: &mut S) -> bool {
-        const LOOKAHEAD: u32 = 16;
+    /// Move up to `n` valid IUs out of the victim; returns how many moved (fewer means the
+    /// victim holds no more valid data).
+    fn relocate<S: NandSink>(&mut self, n: u64, sink: &mut S) -> u64 {
+        // Far enough ahead to cover DRAM latency with several relocations in flight.
+        const LOOKAHEAD: u32 = 48;
         let per = self.cfg.ius_per_sb;
+        let iu_bytes = self.cfg.iu_bytes;
         let mut v = self.st.victim.expect("relocate without a victim");
         let base = v.sb * per;
-        loop {
+        let mut moved = 0;
+        while moved < n {
             if v.cursor >= per || self.st.sbs[v.sb as usize].valid == 0 {
-                self.st.victim = Some(v);
-                return false;
+                break;
             }
             let p = base + v.cursor;
             v.cursor += 1;
@@ -587,14 +620,26 @@ impl Ftl {
             }
             self.st.victim = Some(v);
             let dst = self.alloc(true, sink);
-            let iu_bytes = self.cfg.iu_bytes;
             sink.op(NandOp::Read { ppa: p, bytes: iu_bytes, cause: Cause::Gc });
-            self.st.counters.nand_read_gc_bytes += iu_bytes as u64;
-            self.remap(l - 1, p + 1, dst);
-            self.st.counters.gc_programmed_ius += 1;
+            // Both superblocks are known: the victim (outside the victim index, so no
+            // bucket update) and the GC frontier.
+            self.st.sbs[v.sb as usize].valid -= 1;
+            self.l2p[(l - 1) as usize] = dst + 1;
+            self.p2l[dst as usize] = l;
+            let gsb = self.st.gc.sb;
+            self.st.sbs[gsb as usize].valid += 1;
             sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
-            return true;
+            moved += 1;
         }
+        self.st.victim = Some(v);
+        self.st.counters.nand_read_gc_bytes += moved * iu_bytes as u64;
+        self.st.counters.gc_programmed_ius += moved;
+        moved
+    }
+
+    /// Move the next valid IU out of the victim. False when the victim has none left.
+    fn relocate_one<S: NandSink>(&mut self, sink: &mut S) -> bool {
+        self.relocate(1, sink) == 1
     }
 
     fn finish_victim<S: NandSink>(&mut self, sink: &mut S) {

@@ -180,3 +180,10 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn fast_division_is_exact(n in any::<u32>(), d in 1u32..) {
+        prop_assert_eq!(FastDiv::new(d).div(n), n / d);
+    }
+}

@@ -9,7 +9,8 @@ const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Debug, Default)]
 pub struct VictimIndex {
-    max_valid: u32,
+    /// bucket = valid >> shift (a shift, not a division: this runs on every overwrite).
+    shift: u32,
     head: Vec<u32>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -21,9 +22,13 @@ pub struct VictimIndex {
 
 impl VictimIndex {
     pub fn new(superblocks: u32, max_valid: u32) -> VictimIndex {
-        let buckets = (max_valid as usize + 1).min(1024);
+        let mut shift = 0;
+        while ((max_valid as u64) >> shift) >= 1024 {
+            shift += 1;
+        }
+        let buckets = ((max_valid >> shift) + 1) as usize;
         VictimIndex {
-            max_valid,
+            shift,
             head: vec![NIL; buckets],
             prev: vec![NIL; superblocks as usize],
             next: vec![NIL; superblocks as usize],
@@ -36,7 +41,7 @@ impl VictimIndex {
 
     #[inline(always)]
     fn bucket(&self, valid: u32) -> usize {
-        (valid as u64 * self.head.len() as u64 / (self.max_valid as u64 + 1)) as usize
+        (valid >> self.shift) as usize
     }
 
     pub fn contains(&self, sb: u32) -> bool {

@@ -1,0 +1,874 @@
+//! The NVMe controller: the only door into a drive.
+//!
+//! It owns the namespace table, features, SMART counters and the FTL, and implements the
+//! admin commands (namespace management and attachment, format, identify, logs, features)
+//! and the I/O commands (read, write, deallocate). The engine, the NBD server and the CLI
+//! all go through it, so namespaces, write protect and logs behave the same whichever
+//! clock drives the drive.
+//!
+//! Namespaces take whole chunks of the FTL's logical IU space (see [`crate::ftl::FtlConfig`]),
+//! so creating and deleting namespaces never fragments anything and the FTL needs no
+//! knowledge of namespaces. Capacity accounting follows the NVMe rule
+//! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
+
+mod identify;
+mod status;
+
+pub use identify::{IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use status::{Error, Status};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::ftl::bigarray::BigArray;
+use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState, NandSink, NoTiming, ReadSource, SECTOR_BYTES};
+use crate::image::ImageError;
+use crate::spec::DriveSpec;
+use crate::units::fmt_decimal;
+use status::fail;
+
+/// NSID meaning "every namespace".
+pub const NSID_ALL: u32 = 0xFFFF_FFFF;
+/// Our single controller's ID (for attach/detach controller lists).
+pub const CONTROLLER_ID: u16 = 1;
+
+/// Namespace write-protect states (Set Features 84h).
+pub const WP_NONE: u8 = 0;
+pub const WP_PROTECT: u8 = 1;
+pub const WP_UNTIL_POWER_CYCLE: u8 = 2;
+pub const WP_PERMANENT: u8 = 3;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Namespace {
+    pub nsid: u32,
+    /// NSZE = NCAP (no thin provisioning), in logical blocks.
+    pub nsze: u64,
+    pub flbas: u8,
+    pub lba_bytes: u32,
+    pub nmic: u8,
+    pub attached: bool,
+    pub write_protect: u8,
+    /// Logical chunks (of the FTL's IU space) backing this namespace, in order.
+    pub chunks: Vec<u32>,
+}
+
+impl Namespace {
+    pub fn bytes(&self) -> u64 {
+        self.nsze * self.lba_bytes as u64
+    }
+}
+
+/// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmartCounters {
+    /// Host data read/written in 512-byte units (exact; the log reports thousands, rounded up).
+    pub data_units_read_512: u64,
+    pub data_units_written_512: u64,
+    pub host_read_commands: u64,
+    pub host_write_commands: u64,
+    pub power_cycles: u64,
+    pub unsafe_shutdowns: u64,
+    pub controller_busy_ns: u64,
+    pub media_errors: u64,
+    pub error_log_entries: u64,
+}
+
+/// Everything about the controller that persists, except the FTL.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ControllerState {
+    pub serial: String,
+    /// The image's seed; commands that need randomness derive theirs from it.
+    pub seed: u64,
+    /// How many seeded commands have run (so each gets a distinct, replayable seed).
+    pub seeded_commands: u64,
+    pub namespaces: BTreeMap<u32, Namespace>,
+    pub power_state: u8,
+    pub arbitration: u32,
+    pub temperature_threshold_k: u32,
+    pub interrupt_coalescing: u32,
+    pub smart: SmartCounters,
+    /// Virtual time the drive has been powered and running workloads (power-on hours).
+    pub clock_ns: u64,
+}
+
+/// Loads the FTL maps of an image on first use.
+pub trait MapStore: Send {
+    fn load_maps(&self, cfg: &FtlConfig) -> Result<(BigArray, BigArray), ImageError>;
+}
+
+/// Summary of a host read for callers that time it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadSummary {
+    pub nand_ius: u32,
+    pub buffer_ius: u32,
+    pub unmapped_ius: u32,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+/// What a preconditioning run did.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PreconditionReport {
+    pub nsid: u32,
+    pub pattern: String,
+    pub block_bytes: u64,
+    pub seed: u64,
+    pub host_bytes: u64,
+    pub ios: u64,
+    pub nand_bytes: u64,
+    pub waf: f64,
+    pub interrupted: bool,
+}
+
+pub struct Controller {
+    spec: DriveSpec,
+    cfg: FtlConfig,
+    st: ControllerState,
+    ftl: Option<Box<Ftl>>,
+    /// The FTL's small state while its maps are still on disk.
+    ftl_meta: Option<FtlState>,
+    store: Option<Box<dyn MapStore>>,
+    maps_dirty: bool,
+}
+
+impl Controller {
+    /// A factory-fresh drive: one namespace of the whole capacity in the first LBA format,
+    /// attached.
+    pub fn new(spec: DriveSpec, seed: u64) -> Result<Controller, Error> {
+        let cfg = FtlConfig::from_spec(&spec);
+        let ftl = Ftl::new(&spec).map_err(|e| ImageError::Io { path: "<memory>".into(), source: e })?;
+        let st = ControllerState {
+            serial: serial_for(&spec, seed),
+            seed,
+            seeded_commands: 0,
+            namespaces: BTreeMap::new(),
+            power_state: 0,
+            arbitration: 0,
+            temperature_threshold_k: 343,
+            interrupt_coalescing: 0,
+            smart: SmartCounters::default(),
+            clock_ns: 0,
+        };
+        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, maps_dirty: true };
+        let lba = c.spec.capacity.lba_bytes.value[0] as u64;
+        let blocks = c.spec.capacity.tnvmcap_bytes.value / lba;
+        let nsid = c.create_ns(blocks, blocks, 0, 0)?;
+        c.attach_ns(nsid, &[CONTROLLER_ID])?;
+        Ok(c)
+    }
+
+    /// Reassemble a controller whose FTL maps stay on disk until first needed.
+    pub fn from_parts(spec: DriveSpec, st: ControllerState, ftl_meta: FtlState, store: Box<dyn MapStore>) -> Result<Controller, ImageError> {
+        let cfg = FtlConfig::from_spec(&spec);
+        ftl_meta.check_shape(&cfg).map_err(|m| ImageError::Damaged { path: "state.json".into(), reason: m })?;
+        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), maps_dirty: false })
+    }
+
+    pub fn spec(&self) -> &DriveSpec {
+        &self.spec
+    }
+
+    pub fn ftl_config(&self) -> &FtlConfig {
+        &self.cfg
+    }
+
+    pub fn state(&self) -> &ControllerState {
+        &self.st
+    }
+
+    pub fn ftl_state(&self) -> &FtlState {
+        match &self.ftl {
+            Some(f) => f.state(),
+            None => self.ftl_meta.as_ref().expect("FTL state present"),
+        }
+    }
+
+    pub fn ftl_counters(&self) -> &FtlCounters {
+        self.ftl_state().counters()
+    }
+
+    pub fn maps_loaded(&self) -> bool {
+        self.ftl.is_some()
+    }
+
+    /// Whether the maps changed since they were loaded (the image saves them only then).
+    pub fn maps_dirty(&self) -> bool {
+        self.maps_dirty
+    }
+
+    /// The FTL, loading its maps from the image if needed.
+    pub fn ftl(&mut self) -> Result<&mut Ftl, Error> {
+        if self.ftl.is_none() {
+            let store = self.store.as_ref().expect("an unloaded FTL always has a store");
+            let (l2p, p2l) = store.load_maps(&self.cfg)?;
+            let meta = self.ftl_meta.take().expect("FTL state present");
+            self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
+        }
+        Ok(self.ftl.as_mut().expect("just loaded"))
+    }
+
+    /// Take the FTL apart for saving (maps are `None` when never loaded).
+    pub fn persist_parts(&self) -> (&ControllerState, &FtlState, Option<(&BigArray, &BigArray)>) {
+        match &self.ftl {
+            Some(f) => (&self.st, f.state(), Some(f.maps())),
+            None => (&self.st, self.ftl_meta.as_ref().expect("FTL state present"), None),
+        }
+    }
+
+    /// Where to load the maps from when they are first needed.
+    pub fn set_map_store(&mut self, store: Box<dyn MapStore>) {
+        self.store = Some(store);
+    }
+
+    pub fn mark_saved(&mut self) {
+        self.maps_dirty = false;
+    }
+
+    /// A deterministic seed for the next seeded command, derived from the image seed.
+    pub fn next_seed(&mut self) -> u64 {
+        self.st.seeded_commands += 1;
+        splitmix(self.st.seed ^ splitmix(self.st.seeded_commands))
+    }
+
+    pub fn advance_clock(&mut self, ns: u64, busy_ns: u64) {
+        self.st.clock_ns += ns;
+        self.st.smart.controller_busy_ns += busy_ns;
+    }
+
+    /// Simulated power off/on: clears "write protect until power cycle".
+    pub fn power_cycle(&mut self, unsafe_shutdown: bool) {
+        self.st.smart.power_cycles += 1;
+        if unsafe_shutdown {
+            self.st.smart.unsafe_shutdowns += 1;
+        }
+        for ns in self.st.namespaces.values_mut() {
+            if ns.write_protect == WP_UNTIL_POWER_CYCLE {
+                ns.write_protect = WP_NONE;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- capacity accounting
+
+    pub fn tnvmcap(&self) -> u64 {
+        self.spec.capacity.tnvmcap_bytes.value
+    }
+
+    pub fn allocated_bytes(&self) -> u64 {
+        self.st.namespaces.values().map(|n| n.bytes()).sum()
+    }
+
+    pub fn unvmcap(&self) -> u64 {
+        self.tnvmcap() - self.allocated_bytes()
+    }
+
+    pub fn namespace(&self, nsid: u32) -> Result<&Namespace, Error> {
+        match self.st.namespaces.get(&nsid) {
+            Some(ns) => Ok(ns),
+            None => fail(
+                Status::InvalidNamespaceOrFormat,
+                format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list()),
+            ),
+        }
+    }
+
+    fn nsid_list(&self) -> String {
+        if self.st.namespaces.is_empty() {
+            return "none".into();
+        }
+        self.st.namespaces.keys().map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    pub fn namespaces(&self) -> impl Iterator<Item = &Namespace> {
+        self.st.namespaces.values()
+    }
+
+    fn free_chunks(&self) -> Vec<u32> {
+        let mut used = vec![false; self.cfg.chunks() as usize];
+        for ns in self.st.namespaces.values() {
+            for &c in &ns.chunks {
+                used[c as usize] = true;
+            }
+        }
+        (0..self.cfg.chunks()).filter(|&c| !used[c as usize]).collect()
+    }
+
+    // ------------------------------------------------------------- namespace management
+
+    /// Namespace Management - create. Returns the new NSID.
+    pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<u32, Error> {
+        let formats = &self.spec.capacity.lba_bytes.value;
+        let Some(lba) = self.spec.lba_format(flbas as usize) else {
+            return fail(
+                Status::InvalidFormat,
+                format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)),
+            );
+        };
+        if nsze == 0 {
+            return fail(Status::InvalidField, "nsze must be at least 1 block");
+        }
+        if ncap < nsze {
+            return fail(Status::ThinProvisioningNotSupported, format!("ncap {ncap} below nsze {nsze}: thin provisioning is not supported; use -c equal to -s"));
+        }
+        if ncap > nsze {
+            return fail(Status::InvalidField, format!("ncap {ncap} exceeds nsze {nsze}"));
+        }
+        if nmic > 1 {
+            return fail(Status::InvalidField, format!("nmic {nmic}: only 0 (private) and 1 (shared) exist"));
+        }
+        let bytes = nsze.checked_mul(lba as u64).unwrap_or(u64::MAX);
+        let unvmcap = self.unvmcap();
+        if bytes > unvmcap {
+            return fail(
+                Status::NsInsufficientCapacity,
+                format!(
+                    "{nsze} blocks x {lba} B = {bytes} bytes ({}) requested, {unvmcap} bytes ({}) unallocated (at most {} blocks of {lba} B)",
+                    fmt_decimal(bytes),
+                    fmt_decimal(unvmcap),
+                    unvmcap / lba as u64
+                ),
+            );
+        }
+        let nn = self.spec.capacity.max_namespaces.value;
+        let Some(nsid) = (1..=nn).find(|id| !self.st.namespaces.contains_key(id)) else {
+            return fail(Status::NsIdUnavailable, format!("all {nn} namespace IDs are in use"));
+        };
+        let ius = bytes.div_ceil(self.cfg.iu_bytes as u64);
+        let need = ius.div_ceil(self.cfg.chunk_ius() as u64) as usize;
+        let free = self.free_chunks();
+        // The logical space carries one spare chunk per namespace, so this cannot fail
+        // when the capacity check passed.
+        assert!(free.len() >= need, "logical space exhausted: need {need} chunks, {} free", free.len());
+        let chunks = free[..need].to_vec();
+        self.st.namespaces.insert(
+            nsid,
+            Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks },
+        );
+        Ok(nsid)
+    }
+
+    /// Namespace Management - delete (`NSID_ALL` deletes every namespace).
+    pub fn delete_ns(&mut self, nsid: u32) -> Result<(), Error> {
+        let ids: Vec<u32> = if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace(nsid)?.nsid] };
+        for id in ids {
+            let chunks = self.st.namespaces[&id].chunks.clone();
+            self.deallocate_chunks(&chunks)?;
+            self.st.namespaces.remove(&id);
+        }
+        Ok(())
+    }
+
+    fn deallocate_chunks(&mut self, chunks: &[u32]) -> Result<(), Error> {
+        let shift = self.cfg.chunk_shift;
+        let st = self.ftl_state();
+        let mapped: u64 = chunks.iter().map(|&c| st.mapped_in_chunk(c) as u64).sum();
+        let buffered = st.buffered_ius() > 0;
+        if mapped == 0 && !buffered {
+            return Ok(()); // nothing on NAND: no need to load the maps
+        }
+        let ftl = self.ftl()?;
+        for &c in chunks {
+            ftl.deallocate_range(c << shift, 1 << shift);
+        }
+        self.maps_dirty = true;
+        Ok(())
+    }
+
+    fn check_ctrl_list(ctrls: &[u16]) -> Result<(), Error> {
+        if ctrls.is_empty() {
+            return fail(Status::ControllerListInvalid, "the controller list is empty; this drive has controller 1");
+        }
+        if let Some(c) = ctrls.iter().find(|&&c| c != CONTROLLER_ID) {
+            return fail(Status::ControllerListInvalid, format!("controller {c} does not exist; this drive has controller {CONTROLLER_ID}"));
+        }
+        Ok(())
+    }
+
+    pub fn attach_ns(&mut self, nsid: u32, ctrls: &[u16]) -> Result<(), Error> {
+        Self::check_ctrl_list(ctrls)?;
+        self.namespace(nsid)?;
+        let ns = self.st.namespaces.get_mut(&nsid).expect("checked");
+        if ns.attached {
+            return fail(Status::NsAlreadyAttached, format!("namespace {nsid} is already attached to controller {CONTROLLER_ID}"));
+        }
+        ns.attached = true;
+        Ok(())
+    }
+
+    pub fn detach_ns(&mut self, nsid: u32, ctrls: &[u16]) -> Result<(), Error> {
+        Self::check_ctrl_list(ctrls)?;
+        self.namespace(nsid)?;
+        let ns = self.st.namespaces.get_mut(&nsid).expect("checked");
+        if !ns.attached {
+            return fail(Status::NsNotAttached, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"));
+        }
+        ns.attached = false;
+        Ok(())
+    }
+
+    /// Format NVM: change the LBA format and erase. `ses` 0 = no secure erase, 1 = user data
+    /// erase, 2 = cryptographic erase. Every variant deallocates all LBAs of the namespace
+    /// (the twin stores no ciphertext, so a crypto erase is a purge: mappings dropped).
+    pub fn format(&mut self, nsid: u32, lbaf: u8, ses: u8) -> Result<(), Error> {
+        if ses > 2 {
+            return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
+        }
+        let Some(new_lba) = self.spec.lba_format(lbaf as usize) else {
+            return fail(Status::InvalidFormat, format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&self.spec.capacity.lba_bytes.value)));
+        };
+        let ids: Vec<u32> = if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace(nsid)?.nsid] };
+        for id in &ids {
+            let ns = &self.st.namespaces[id];
+            if ns.write_protect != WP_NONE {
+                return fail(Status::NamespaceWriteProtected, format!("namespace {id} is write protected"));
+            }
+        }
+        for id in ids {
+            let chunks = self.st.namespaces[&id].chunks.clone();
+            self.deallocate_chunks(&chunks)?;
+            let ns = self.st.namespaces.get_mut(&id).expect("exists");
+            let bytes = ns.bytes();
+            ns.flbas = lbaf;
+            ns.lba_bytes = new_lba;
+            ns.nsze = bytes / new_lba as u64;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- features
+
+    /// Get Features. `nsid` matters for namespace-scoped features (84h).
+    pub fn get_feature(&self, fid: u8, nsid: u32) -> Result<u32, Error> {
+        match fid {
+            0x01 => Ok(self.st.arbitration),
+            0x02 => Ok(self.st.power_state as u32),
+            0x04 => Ok(self.st.temperature_threshold_k),
+            0x06 => Ok(0), // no volatile write cache: the buffer is power-loss protected
+            0x07 => Ok((63 << 16) | 63),
+            0x08 => Ok(self.st.interrupt_coalescing),
+            0x84 => Ok(self.attached(nsid)?.write_protect as u32),
+            _ => fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)")),
+        }
+    }
+
+    /// Set Features.
+    pub fn set_feature(&mut self, fid: u8, nsid: u32, value: u32) -> Result<(), Error> {
+        match fid {
+            0x01 => self.st.arbitration = value,
+            0x02 => {
+                let n = self.spec.power_states.len().max(1) as u32;
+                let ps = value & 0x1f;
+                if ps >= n {
+                    return fail(Status::InvalidField, format!("power state {ps}: this drive has power states 0..={}", n - 1));
+                }
+                if self.spec.power_states.get(ps as usize).is_some_and(|p| p.non_operational) {
+                    return fail(Status::InvalidField, format!("power state {ps} is non-operational; the twin only runs I/O in operational states"));
+                }
+                self.st.power_state = ps as u8;
+            }
+            0x04 => self.st.temperature_threshold_k = value & 0xffff,
+            0x06 => {
+                if value & 1 != 0 {
+                    return fail(Status::InvalidField, "there is no volatile write cache to enable (the write buffer is power-loss protected)");
+                }
+            }
+            0x07 => return fail(Status::FeatureNotChangeable, "the number of queues is fixed by the twin"),
+            0x08 => self.st.interrupt_coalescing = value,
+            0x84 => {
+                let wp = value as u8 & 0x7;
+                if wp > WP_PERMANENT {
+                    return fail(Status::InvalidField, format!("write-protect state {wp}: must be 0..=3"));
+                }
+                let ns = self.attached(nsid)?;
+                if ns.write_protect == WP_PERMANENT {
+                    return fail(Status::FeatureNotChangeable, format!("namespace {nsid} is permanently write protected"));
+                }
+                self.st.namespaces.get_mut(&nsid).expect("checked").write_protect = wp;
+            }
+            _ => return fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)")),
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------- I/O commands
+
+    /// The namespace, if it exists and is attached (I/O needs both).
+    pub fn attached(&self, nsid: u32) -> Result<&Namespace, Error> {
+        let ns = self.namespace(nsid)?;
+        if !ns.attached {
+            return fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"));
+        }
+        Ok(ns)
+    }
+
+    fn check_range(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
+        if nlb == 0 || slba.checked_add(nlb).is_none_or(|e| e > ns.nsze) {
+            return fail(
+                Status::LbaOutOfRange,
+                format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze),
+            );
+        }
+        Ok(())
+    }
+
+    /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
+    #[inline]
+    fn for_each_iu(cfg: &FtlConfig, ns: &Namespace, slba: u64, nlb: u64, mut f: impl FnMut(u32, u128)) {
+        let iu = cfg.iu_bytes as u64;
+        let b0 = slba * ns.lba_bytes as u64;
+        let b1 = b0 + nlb * ns.lba_bytes as u64;
+        let shift = cfg.chunk_shift;
+        let low = (1u64 << shift) - 1;
+        let mut ns_iu = b0 / iu;
+        let last = (b1 - 1) / iu;
+        while ns_iu <= last {
+            let start = ns_iu * iu;
+            let s0 = (b0.max(start) - start) / SECTOR_BYTES as u64;
+            let s1 = (b1.min(start + iu) - start) / SECTOR_BYTES as u64;
+            let mask = sector_mask(s0 as u32, s1 as u32, cfg.full_mask);
+            let global = (ns.chunks[(ns_iu >> shift) as usize] as u64) << shift | (ns_iu & low);
+            f(global as u32, mask);
+            ns_iu += 1;
+        }
+    }
+
+    /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
+    pub fn write<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
+        let ns = self.attached(nsid)?;
+        if ns.write_protect != WP_NONE {
+            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
+        }
+        Self::check_range(ns, slba, nlb)?;
+        let ns = ns.clone();
+        let bytes = nlb * ns.lba_bytes as u64;
+        let cfg = self.cfg.clone();
+        let ftl = self.ftl()?;
+        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
+        self.maps_dirty = true;
+        self.st.smart.host_write_commands += 1;
+        self.st.smart.data_units_written_512 += bytes / 512;
+        Ok(())
+    }
+
+    /// Read command.
+    pub fn read<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
+        let ns = self.attached(nsid)?;
+        Self::check_range(ns, slba, nlb)?;
+        let ns = ns.clone();
+        let bytes = nlb * ns.lba_bytes as u64;
+        let cfg = self.cfg.clone();
+        let ftl = self.ftl()?;
+        let mut sum = ReadSummary::default();
+        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
+            ReadSource::Nand { .. } => sum.nand_ius += 1,
+            ReadSource::Buffer => sum.buffer_ius += 1,
+            ReadSource::Unmapped => sum.unmapped_ius += 1,
+        });
+        self.st.smart.host_read_commands += 1;
+        self.st.smart.data_units_read_512 += bytes / 512;
+        Ok(sum)
+    }
+
+    /// Dataset Management - deallocate. Whole IUs inside the range are deallocated; the
+    /// partial IUs at its edges keep their data (deallocation is advisory in NVMe).
+    /// Returns the number of IUs deallocated.
+    pub fn deallocate(&mut self, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+        let ns = self.attached(nsid)?;
+        if ns.write_protect != WP_NONE {
+            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
+        }
+        Self::check_range(ns, slba, nlb)?;
+        let ns = ns.clone();
+        let cfg = self.cfg.clone();
+        let ftl = self.ftl()?;
+        let mut n = 0;
+        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| {
+            if mask == cfg.full_mask {
+                ftl.deallocate(iu);
+                n += 1;
+            }
+        });
+        self.maps_dirty = true;
+        Ok(n)
+    }
+
+    // ------------------------------------------------------------- preconditioning
+
+    /// Write `amount_bytes` to namespace `nsid` in blocks of `block_bytes`, sequentially
+    /// (wrapping) or at uniformly random aligned offsets, in fast-forward. `progress` is
+    /// called about every 64 MiB with (bytes done, total) and may return false to stop.
+    pub fn precondition(
+        &mut self,
+        nsid: u32,
+        pattern: Pattern,
+        block_bytes: u64,
+        amount_bytes: u64,
+        seed: u64,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+    ) -> Result<PreconditionReport, Error> {
+        let ns = self.attached(nsid)?.clone();
+        if ns.write_protect != WP_NONE {
+            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
+        }
+        let lba = ns.lba_bytes as u64;
+        if block_bytes == 0 || block_bytes % lba != 0 {
+            return fail(Status::InvalidField, format!("block size {block_bytes} must be a positive multiple of the namespace's {lba}-byte LBA"));
+        }
+        let slots = ns.bytes() / block_bytes;
+        if slots == 0 {
+            return fail(Status::InvalidField, format!("block size {block_bytes} exceeds namespace {nsid} ({} bytes)", ns.bytes()));
+        }
+        let cfg = self.cfg.clone();
+        let nlb = block_bytes / lba;
+        let before = self.ftl_counters().clone();
+        let ios_total = amount_bytes.div_ceil(block_bytes);
+        let mut rng = crate::rng::Rng::new(seed);
+        let iu = cfg.iu_bytes as u64;
+        // Fast path: IU-aligned blocks of whole IUs (every 4 KiB-IU preset at 4k/128k).
+        let whole = block_bytes % iu == 0;
+        let ius_per_block = block_bytes / iu;
+        let shift = cfg.chunk_shift;
+        let low = (1u64 << shift) - 1;
+        let report_every = (64u64 << 20).div_ceil(block_bytes).max(1);
+        let ftl = self.ftl()?;
+        let mut done = 0u64;
+        let mut interrupted = false;
+        let mut slot = 0u64;
+        while done < ios_total {
+            let batch_end = (done + report_every).min(ios_total);
+            while done < batch_end {
+                let s = match pattern {
+                    Pattern::Sequential => {
+                        let s = slot;
+                        slot += 1;
+                        if slot == slots {
+                            slot = 0;
+                        }
+                        s
+                    }
+                    Pattern::Random => rng.below(slots),
+                };
+                if whole {
+                    let first = s * ius_per_block;
+                    for k in first..first + ius_per_block {
+                        let g = (ns.chunks[(k >> shift) as usize] as u64) << shift | (k & low);
+                        ftl.write(g as u32, cfg.full_mask, &mut NoTiming);
+                    }
+                } else {
+                    Self::for_each_iu(&cfg, &ns, s * nlb, nlb, |g, mask| ftl.write(g, mask, &mut NoTiming));
+                }
+                done += 1;
+            }
+            if !progress(done * block_bytes, ios_total * block_bytes) {
+                interrupted = true;
+                break;
+            }
+        }
+        self.maps_dirty = true;
+        self.st.smart.host_write_commands += done;
+        self.st.smart.data_units_written_512 += done * block_bytes / 512;
+        let after = self.ftl_counters();
+        let host = after.host_write_bytes - before.host_write_bytes;
+        let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
+        Ok(PreconditionReport {
+            nsid,
+            pattern: match pattern {
+                Pattern::Sequential => "sequential".into(),
+                Pattern::Random => "random".into(),
+            },
+            block_bytes,
+            seed,
+            host_bytes: host,
+            ios: done,
+            nand_bytes: nand,
+            waf: if host > 0 { nand as f64 / host as f64 } else { 0.0 },
+            interrupted,
+        })
+    }
+
+    // ------------------------------------------------------------- identify and logs
+
+    pub fn id_ctrl(&self) -> IdCtrl {
+        identify::id_ctrl(self)
+    }
+
+    pub fn id_ns(&self, nsid: u32) -> Result<IdNs, Error> {
+        let ns = self.namespace(nsid)?;
+        Ok(identify::id_ns(self, ns))
+    }
+
+    /// Logical blocks of `ns` currently mapped (NUSE).
+    pub fn nuse(&self, ns: &Namespace) -> u64 {
+        let st = self.ftl_state();
+        let ius: u64 = ns.chunks.iter().map(|&c| st.mapped_in_chunk(c) as u64).sum();
+        (ius * self.cfg.iu_bytes as u64 / ns.lba_bytes as u64).min(ns.nsze)
+    }
+
+    pub fn smart_log(&self) -> SmartLog {
+        let s = &self.st.smart;
+        let sbs = self.ftl_state().superblocks();
+        let total_erases: u64 = sbs.iter().map(|b| b.erase_count as u64).sum();
+        let avg = total_erases as f64 / sbs.len() as f64;
+        let pe = self.spec.nand.pe_cycles.value as f64;
+        let pct = ((avg / pe) * 100.0).floor().min(255.0) as u8;
+        SmartLog {
+            critical_warning: 0,
+            temperature_k: 313,
+            avail_spare: 100,
+            spare_thresh: 10,
+            percent_used: pct,
+            endurance_grp_critical_warning_summary: 0,
+            data_units_read: s.data_units_read_512.div_ceil(1000),
+            data_units_written: s.data_units_written_512.div_ceil(1000),
+            host_read_commands: s.host_read_commands,
+            host_write_commands: s.host_write_commands,
+            controller_busy_time: s.controller_busy_ns / 60_000_000_000,
+            power_cycles: s.power_cycles,
+            power_on_hours: self.st.clock_ns / 3_600_000_000_000,
+            unsafe_shutdowns: s.unsafe_shutdowns,
+            media_errors: s.media_errors,
+            num_err_log_entries: s.error_log_entries,
+            warning_temp_time: 0,
+            critical_comp_time: 0,
+        }
+    }
+
+    pub fn vendor_log(&self) -> VendorLog {
+        let c = self.ftl_counters();
+        let st = self.ftl_state();
+        let iu = self.cfg.iu_bytes as u64;
+        let nand_write_host = c.host_programmed_ius * iu;
+        let nand_write_gc = c.gc_programmed_ius * iu;
+        let nand_write = nand_write_host + nand_write_gc;
+        let sbs = st.superblocks();
+        let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count).collect();
+        let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
+        let intel = self.spec.logs.intel_smart_add.then(|| IntelSmartAdd {
+            nand_bytes_written_sectors: nand_write / 512 / 65536,
+            host_bytes_written_sectors: c.host_write_bytes / 512 / 65536,
+        });
+        VendorLog {
+            host_write_bytes: c.host_write_bytes,
+            host_read_bytes: c.host_read_bytes,
+            nand_write_bytes: nand_write,
+            nand_write_host_bytes: nand_write_host,
+            nand_write_gc_bytes: nand_write_gc,
+            nand_read_bytes: c.nand_read_host_bytes + c.nand_read_rmw_bytes + c.nand_read_gc_bytes,
+            nand_read_rmw_bytes: c.nand_read_rmw_bytes,
+            nand_read_gc_bytes: c.nand_read_gc_bytes,
+            waf: if c.host_write_bytes > 0 { nand_write as f64 / c.host_write_bytes as f64 } else { 0.0 },
+            rmw_ius: c.rmw_ius,
+            buffer_merges: c.buffer_merges,
+            trimmed_ius: c.host_trim_ius,
+            gc_victims: c.gc_victims,
+            foreground_gc_victims: c.foreground_gc_victims,
+            superblock_erases: c.erases,
+            erase_count_min: ec.iter().copied().min().unwrap_or(0),
+            erase_count_max: ec.iter().copied().max().unwrap_or(0),
+            erase_count_avg: ec.iter().map(|&e| e as f64).sum::<f64>() / ec.len().max(1) as f64,
+            pe_cycles_rated: self.spec.nand.pe_cycles.value,
+            superblocks: sbs.len() as u32,
+            free_superblocks: st.free_superblocks() as u32,
+            superblock_bytes: self.spec.geometry().superblock_bytes,
+            valid_bytes: valid * iu,
+            buffered_bytes: st.buffered_ius() as u64 * iu,
+            iu_bytes: self.cfg.iu_bytes,
+            intel_smart_add: intel,
+        }
+    }
+}
+
+/// SMART / Health Information (log 02h), with nvme-cli's JSON field names.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SmartLog {
+    pub critical_warning: u8,
+    #[serde(rename = "temperature")]
+    pub temperature_k: u16,
+    pub avail_spare: u8,
+    pub spare_thresh: u8,
+    pub percent_used: u8,
+    pub endurance_grp_critical_warning_summary: u8,
+    pub data_units_read: u64,
+    pub data_units_written: u64,
+    pub host_read_commands: u64,
+    pub host_write_commands: u64,
+    pub controller_busy_time: u64,
+    pub power_cycles: u64,
+    pub power_on_hours: u64,
+    pub unsafe_shutdowns: u64,
+    pub media_errors: u64,
+    pub num_err_log_entries: u64,
+    pub warning_temp_time: u32,
+    pub critical_comp_time: u32,
+}
+
+/// Intel additional SMART attributes 0xF4/0xF5: sectors written / 65,536 (32 MiB units).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct IntelSmartAdd {
+    pub nand_bytes_written_sectors: u64,
+    pub host_bytes_written_sectors: u64,
+}
+
+/// ssdtwin's vendor log: exact host and NAND traffic, GC and wear.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct VendorLog {
+    pub host_write_bytes: u64,
+    pub host_read_bytes: u64,
+    pub nand_write_bytes: u64,
+    pub nand_write_host_bytes: u64,
+    pub nand_write_gc_bytes: u64,
+    pub nand_read_bytes: u64,
+    pub nand_read_rmw_bytes: u64,
+    pub nand_read_gc_bytes: u64,
+    pub waf: f64,
+    pub rmw_ius: u64,
+    pub buffer_merges: u64,
+    pub trimmed_ius: u64,
+    pub gc_victims: u64,
+    pub foreground_gc_victims: u64,
+    pub superblock_erases: u64,
+    pub erase_count_min: u32,
+    pub erase_count_max: u32,
+    pub erase_count_avg: f64,
+    pub pe_cycles_rated: u32,
+    pub superblocks: u32,
+    pub free_superblocks: u32,
+    pub superblock_bytes: u64,
+    pub valid_bytes: u64,
+    pub buffered_bytes: u64,
+    pub iu_bytes: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intel_smart_add: Option<IntelSmartAdd>,
+}
+
+fn fmt_formats(f: &[u32]) -> String {
+    f.iter().enumerate().map(|(i, b)| format!("{i}={b} B")).collect::<Vec<_>>().join(", ")
+}
+
+#[inline]
+fn sector_mask(s0: u32, s1: u32, full: u128) -> u128 {
+    let n = s1 - s0;
+    if n >= 128 {
+        return full;
+    }
+    ((1u128 << n) - 1) << s0
+}
+
+pub(crate) fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn serial_for(spec: &DriveSpec, seed: u64) -> String {
+    let h = splitmix(seed ^ spec.drive.name.bytes().fold(0u64, |a, b| a.wrapping_mul(131).wrapping_add(b as u64)));
+    format!("STW{h:016X}")
+}
+
+#[cfg(test)]
+mod tests;

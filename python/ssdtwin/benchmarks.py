@@ -1,0 +1,44 @@
+"""Benchmarks that print figures (recorded in docs/performance.md with their commands)."""
+
+from __future__ import annotations
+
+import platform
+import resource
+import time
+from typing import Any
+
+import typer
+
+from .drive import Drive
+from .nvmefmt import si_bytes
+
+
+def peak_rss_bytes() -> int:
+    # ru_maxrss is KiB on Linux.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def run_ftl_bench(model: str, scale: int, steady: float) -> dict[str, Any]:
+    """Precondition a whole in-memory drive (seq 128 KiB 2x, then random 4 KiB 2x) and
+    measure random 4 KiB writes per second at steady state, all in fast-forward."""
+    t_all = time.perf_counter()
+    d = Drive.in_memory(model, scale=scale)
+    cap = d.namespaces()[0].bytes
+    typer.echo(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, {platform.processor() or platform.machine()}")
+    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap}
+    phases = [("seq_128k_2x", "seq", 131072, 2.0), ("rand_4k_2x", "rand", 4096, 2.0), ("steady_rand_4k", "rand", 4096, steady)]
+    for key, pattern, bs, loops in phases:
+        t0 = time.perf_counter()
+        r = d.precondition(1, pattern, bs, loops=loops, seed=len(res))
+        dt = time.perf_counter() - t0
+        ius = r.host_bytes / d.ftl_info()["iu_bytes"]
+        res[key] = {"seconds": dt, "ios": r.ios, "ios_per_s": r.ios / dt, "host_ius_per_s": ius / dt, "waf": r.waf}
+        typer.echo(f"{key:<16} {dt:8.1f} s  {r.ios / dt / 1e6:7.2f} M IOs/s  {ius / dt / 1e6:7.2f} M IU writes/s  WAF {r.waf:.3f}")
+    res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
+    res["peak_rss_bytes"] = peak_rss_bytes()
+    res["total_seconds"] = time.perf_counter() - t_all
+    typer.echo(f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
+               f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
+               f"peak RSS {si_bytes(res['peak_rss_bytes'])}")
+    d.close()
+    return res

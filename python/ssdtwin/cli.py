@@ -1,0 +1,535 @@
+"""The ``ssdtwin`` command line.
+
+Management verbs follow nvme-cli (``ssdtwin nvme create-ns DIR -s … -c … -b 512``) with a
+drive image directory where nvme-cli takes a device. Every failure is one line on stderr
+and a non-zero exit; a failed command never changes the image (changes are committed only
+when a command succeeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import typer
+
+from . import _core, nvmefmt
+from .drive import Drive, parse_amount, parse_scale
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="ssdtwin: a calibrated digital twin of NVMe SSDs. See docs/cli.md.",
+)
+nvme = typer.Typer(no_args_is_help=True, help="nvme-cli verbs against a drive image.")
+app.add_typer(nvme, name="nvme")
+bench = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (docs/performance.md).")
+app.add_typer(bench, name="bench")
+
+OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+def fail(msg: str) -> "typer.Exit":
+    raise CliError(msg)
+
+
+def emit_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2))
+
+
+def check_fmt(fmt: str) -> str:
+    if fmt not in ("normal", "json"):
+        fail(f"-o/--output-format '{fmt}': must be normal or json")
+    return fmt
+
+
+@contextmanager
+def opened(path: Path, writable: bool) -> Iterator[Drive]:
+    """Open an image; commit on success (when writable); never commit on failure."""
+    d = Drive.open(path, writable=writable)
+    try:
+        yield d
+        if writable:
+            d.commit()
+    finally:
+        d.close()
+
+
+def device_name(path: Path) -> str:
+    return str(path)
+
+
+# --------------------------------------------------------------------------- top level
+
+
+@app.command()
+def models(
+    name: Optional[str] = typer.Argument(None, help="show one preset in full, every number with its source"),
+    fmt: str = OutputFmt,
+) -> None:
+    """List the built-in drive presets (capacities, NAND, IU) or show one with sources."""
+    check_fmt(fmt)
+    if name is not None:
+        spec = _core.preset(name)
+        if fmt == "json":
+            emit_json(spec)
+        else:
+            text = dict(_core.presets())[name]
+            typer.echo(text.rstrip())
+        return
+    from .drive import models_frame
+
+    df = models_frame()
+    if fmt == "json":
+        emit_json(df.to_dict(orient="records"))
+        return
+    typer.echo(f"{'preset':<28} {'drive':<32} {'user':>10} {'raw NAND':>10} {'OP':>6} {'IU':>7} {'cell':>5} {'dies':>5} {'DWPD':>5}")
+    for r in df.to_dict(orient="records"):
+        op = r["raw_nand_bytes"] / r["tnvmcap_bytes"] - 1
+        cell = {1: "SLC", 2: "MLC", 3: "TLC", 4: "QLC"}[r["bits_per_cell"]]
+        typer.echo(
+            f"{r['name']:<28} {r['model']:<32} {nvmefmt.si_bytes(r['tnvmcap_bytes']):>10} "
+            f"{nvmefmt.si_bytes(r['raw_nand_bytes']):>10} {op:>6.1%} {r['iu_bytes'] // 1024:>5}Ki {cell:>5} {r['dies']:>5} {r['dwpd']:>5g}"
+        )
+    typer.echo("\nOP = raw NAND / user capacity - 1. Sources: `ssdtwin models NAME`.")
+
+
+@app.command()
+def create(
+    path: Path = typer.Argument(..., help="new image directory"),
+    model: str = typer.Option(..., "--model", "-m", help="preset name (ssdtwin models)"),
+    scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
+    seed: int = typer.Option(1, "--seed", help="seed of every random choice made on this image"),
+) -> None:
+    """Create a drive image from a preset (factory state: one namespace, whole capacity)."""
+    try:
+        n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    d = Drive.create(path, model, scale=n, seed=seed)
+    info = d.ftl_info()
+    ctrl = d.nvme.id_ctrl()
+    d.close()
+    typer.echo(
+        f"created {path}: {model} at 1/{n} scale, {nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
+        f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks, seed {seed}"
+    )
+
+
+@app.command()
+def check(path: Path = typer.Argument(...)) -> None:
+    """Verify every FTL invariant of an image (maps, valid counts, page conservation)."""
+    with opened(path, writable=False) as d:
+        d.check()
+    typer.echo(f"{path}: FTL consistent")
+
+
+@app.command("power-cycle")
+def power_cycle(path: Path = typer.Argument(...)) -> None:
+    """Simulate power off and on (clears write protect until power cycle)."""
+    with opened(path, writable=True) as d:
+        d.power_cycle()
+    typer.echo(f"{path}: power cycled")
+
+
+@app.command()
+def precondition(
+    path: Path = typer.Argument(...),
+    nsid: int = typer.Option(1, "-n", "--namespace-id"),
+    seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
+    loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
+    rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
+    amount: str = typer.Option("2x", "--amount", help="for --rand: Nx the namespace, or a size (300GiB)"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="default: the image's next seed"),
+    quiet: bool = typer.Option(False, "-q", "--quiet"),
+) -> None:
+    """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
+    if seq is None and rand is None:
+        fail("give --seq BS and/or --rand BS")
+    if loops <= 0:
+        fail(f"--loops {loops}: must be positive")
+    with opened(path, writable=True) as d:
+        ns = {n.nsid: n for n in d.namespaces()}.get(nsid)
+        if ns is None:
+            fail(f"-n {nsid}: no such namespace (namespaces: {', '.join(str(n.nsid) for n in d.namespaces()) or 'none'})")
+        assert ns is not None
+        steps: list[tuple[str, int, int]] = []
+        if seq is not None:
+            steps.append(("seq", size_arg("--seq", seq), int(round(loops * ns.bytes))))
+        if rand is not None:
+            try:
+                amt = parse_amount(amount, ns.bytes)
+            except ValueError as e:
+                fail(f"--amount: {e}")
+            steps.append(("rand", size_arg("--rand", rand), amt))
+        for pattern, bs, total in steps:
+            s = d.next_seed() if seed is None else seed
+            t0 = time.perf_counter()
+            with progress_bar(f"{pattern} {bs // 1024}k", quiet) as cb:
+                r = d.precondition(nsid, pattern, bs, total, seed=s, progress=cb)
+            dt = time.perf_counter() - t0
+            typer.echo(
+                f"{pattern:>4} {human_bs(bs)}: wrote {nvmefmt.si_bytes(r.host_bytes)} in {r.ios} IOs, "
+                f"NAND {nvmefmt.si_bytes(r.nand_bytes)}, WAF {r.waf:.3f}, seed {r.seed}, {dt:.1f} s"
+            )
+
+
+def size_arg(flag: str, text: str) -> int:
+    try:
+        v = _core.parse_size(text)
+    except ValueError as e:
+        fail(f"{flag}: {e}")
+    if v <= 0:
+        fail(f"{flag} {text}: must be positive")
+    return v
+
+
+def human_bs(b: int) -> str:
+    for unit, n in (("m", 1 << 20), ("k", 1 << 10)):
+        if b % n == 0:
+            return f"{b // n}{unit}"
+    return str(b)
+
+
+@contextmanager
+def progress_bar(label: str, quiet: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(binary_units=False),
+        TransferSpeedColumn(), TimeRemainingColumn(), transient=True,
+    ) as p:
+        task = p.add_task(label, total=None)
+
+        def cb(done: int, total: int) -> None:
+            p.update(task, completed=done, total=total)
+
+        yield cb
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def waf(
+    ctx: typer.Context,
+    path: Path = typer.Argument(..., help="drive image to watch"),
+    fmt: str = OutputFmt,
+) -> None:
+    """WAF of whatever a command writes: telemetry before, run the command, telemetry after.
+
+    Usage: ssdtwin waf DIR -- COMMAND [ARGS...]   (the endurance-profiler flow)
+    """
+    check_fmt(fmt)
+    cmd = list(ctx.args)
+    if not cmd:
+        fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
+    before = read_vendor(path)
+    rc = subprocess.call(cmd)
+    if rc != 0:
+        fail(f"the command exited with status {rc}; WAF not computed")
+    after = read_vendor(path)
+    dh = after["host_write_bytes"] - before["host_write_bytes"]
+    dn = after["nand_write_bytes"] - before["nand_write_bytes"]
+    out: dict[str, Any] = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": (dn / dh) if dh else None}
+    ia, ib = after.get("intel_smart_add"), before.get("intel_smart_add")
+    if ia and ib:
+        hs = ia["host_bytes_written_sectors"] - ib["host_bytes_written_sectors"]
+        ns = ia["nand_bytes_written_sectors"] - ib["nand_bytes_written_sectors"]
+        out["intel_0xf5_host_units"] = hs
+        out["intel_0xf4_nand_units"] = ns
+        out["intel_waf"] = (ns / hs) if hs else None
+    if fmt == "json":
+        emit_json(out)
+        return
+    typer.echo(f"host bytes written : {dh} ({nvmefmt.si_bytes(dh)})")
+    typer.echo(f"NAND bytes written : {dn} ({nvmefmt.si_bytes(dn)})")
+    typer.echo(f"WAF                : {out['waf']:.4f}" if dh else "WAF                : - (nothing written)")
+    if "intel_waf" in out:
+        iw = out["intel_waf"]
+        typer.echo(
+            f"WAF from 0xF4/0xF5 : {iw:.4f} ({out['intel_0xf4_nand_units']} / {out['intel_0xf5_host_units']} units of 32 MiB)"
+            if iw is not None
+            else "WAF from 0xF4/0xF5 : - (less than 32 MiB written)"
+        )
+
+
+def read_vendor(path: Path) -> dict[str, Any]:
+    with opened(path, writable=False) as d:
+        return d.vendor_log()
+
+
+@app.command()
+def demo(
+    model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
+    scale: str = typer.Option("1/64", "--scale"),
+    sizes: str = typer.Option("3.84,3.52,3.20,2.56", "--sizes", help="namespace sizes in TB at full scale"),
+    seed: int = typer.Option(1, "--seed"),
+    quiet: bool = typer.Option(False, "-q", "--quiet"),
+) -> None:
+    """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
+    from .demo import run_demo
+
+    try:
+        n = parse_scale(scale)
+        tbs = [float(x) for x in sizes.split(",") if x.strip()]
+    except ValueError as e:
+        fail(f"{e}")
+    run_demo(model, n, tbs, seed, quiet)
+
+
+@bench.command("ftl")
+def bench_ftl(
+    model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
+    scale: str = typer.Option("1", "--scale"),
+    steady: float = typer.Option(0.5, "--steady", help="capacity multiples measured at steady state"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Fast-forward FTL speed: precondition (seq 2x, rand 2x) then steady random 4 KiB writes."""
+    from .benchmarks import run_ftl_bench
+
+    check_fmt(fmt)
+    try:
+        n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    res = run_ftl_bench(model, n, steady)
+    if fmt == "json":
+        emit_json(res)
+
+
+# --------------------------------------------------------------------------- nvme verbs
+
+
+@nvme.command("list")
+def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+    """Namespaces of the drive (like `nvme list`)."""
+    check_fmt(fmt)
+    with opened(path, writable=False) as d:
+        ctrl = d.nvme.id_ctrl()
+        rows = [ns.__dict__ for ns in d.namespaces()]
+    if fmt == "json":
+        emit_json({"Devices": [{"DevicePath": str(path), "SerialNumber": ctrl["sn"], "ModelNumber": ctrl["mn"],
+                                "Firmware": ctrl["fr"], "Namespaces": rows}]})
+    else:
+        typer.echo(nvmefmt.nvme_list(device_name(path), ctrl, rows))
+
+
+@nvme.command("id-ctrl")
+def nvme_id_ctrl(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+    """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
+    check_fmt(fmt)
+    with opened(path, writable=False) as d:
+        data = d.nvme.id_ctrl()
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ctrl(data))
+
+
+@nvme.command("id-ns")
+def nvme_id_ns(
+    path: Path = typer.Argument(...), nsid: int = typer.Option(..., "-n", "--namespace-id"), fmt: str = OutputFmt
+) -> None:
+    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
+    check_fmt(fmt)
+    with opened(path, writable=False) as d:
+        data = d.nvme.id_ns(nsid)
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ns(data, nsid))
+
+
+@nvme.command("create-ns")
+def nvme_create_ns(
+    path: Path = typer.Argument(...),
+    nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
+    ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
+    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", help="LBA format index"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", help="LBA size in bytes (picks the format)"),
+    nmic: int = typer.Option(0, "-m", "--nmic"),
+) -> None:
+    """Namespace Management: create (nvme-cli flags)."""
+    s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
+    with opened(path, writable=True) as d:
+        if block_size is not None and flbas is not None:
+            fail("give -b/--block-size or -f/--flbas, not both")
+        if block_size is not None:
+            sizes = d.spec()["capacity"]["lba_bytes"]["value"]
+            if block_size not in sizes:
+                fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
+            flbas = sizes.index(block_size)
+        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic)
+    typer.echo(f"create-ns: Success, created nsid:{nsid}")
+
+
+def blocks_arg(flag: str, text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        fail(f"{flag} '{text}': must be a whole number of logical blocks")
+    if v <= 0:
+        fail(f"{flag} {text}: must be at least 1 block")
+    return v
+
+
+@nvme.command("delete-ns")
+def nvme_delete_ns(path: Path = typer.Argument(...), nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
+    """Namespace Management: delete (-n 0xffffffff deletes all)."""
+    n = blocks_arg("-n/--namespace-id", nsid)
+    with opened(path, writable=True) as d:
+        d.nvme.delete_ns(n)
+    typer.echo(f"delete-ns: Success, deleted nsid:{n}")
+
+
+def ctrl_list(text: str) -> list[int]:
+    try:
+        return [int(x, 0) for x in text.split(",") if x.strip()]
+    except ValueError:
+        fail(f"-c/--controllers '{text}': a comma-separated list of controller IDs (this drive has 1)")
+    return []
+
+
+@nvme.command("attach-ns")
+def nvme_attach_ns(
+    path: Path = typer.Argument(...),
+    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    controllers: str = typer.Option(..., "-c", "--controllers"),
+) -> None:
+    """Namespace Attachment: attach to controllers (this drive has controller 1)."""
+    with opened(path, writable=True) as d:
+        d.nvme.attach_ns(nsid, ctrl_list(controllers))
+    typer.echo(f"attach-ns: Success, nsid:{nsid}")
+
+
+@nvme.command("detach-ns")
+def nvme_detach_ns(
+    path: Path = typer.Argument(...),
+    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    controllers: str = typer.Option("1", "-c", "--controllers"),
+) -> None:
+    """Namespace Attachment: detach from controllers."""
+    with opened(path, writable=True) as d:
+        d.nvme.detach_ns(nsid, ctrl_list(controllers))
+    typer.echo(f"detach-ns: Success, nsid:{nsid}")
+
+
+@nvme.command("format")
+def nvme_format(
+    path: Path = typer.Argument(...),
+    nsid: str = typer.Option(..., "-n", "--namespace-id"),
+    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf"),
+    ses: int = typer.Option(0, "-s", "--ses", help="0 none, 1 user data erase, 2 cryptographic erase"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size"),
+) -> None:
+    """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
+    n = blocks_arg("-n/--namespace-id", nsid)
+    with opened(path, writable=True) as d:
+        if block_size is not None:
+            sizes = d.spec()["capacity"]["lba_bytes"]["value"]
+            if block_size not in sizes:
+                fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
+            lbaf = sizes.index(block_size)
+        if lbaf is None:
+            lbaf = next(ns.flbas for ns in d.namespaces() if ns.nsid == n) if n != 0xFFFFFFFF else 0
+        d.nvme.format(n, lbaf, ses)
+    typer.echo(f"Success formatting namespace:{n:x}")
+
+
+@nvme.command("smart-log")
+def nvme_smart_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+    """SMART / Health log (data units in thousands of 512 B, rounded up)."""
+    check_fmt(fmt)
+    data = read_log(path, "smart")
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, device_name(path)))
+
+
+@nvme.command("vendor-log")
+def nvme_vendor_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+    """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
+    check_fmt(fmt)
+    data = read_log(path, "vendor")
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, device_name(path)))
+
+
+def read_log(path: Path, which: str) -> dict[str, Any]:
+    with opened(path, writable=False) as d:
+        return d.smart_log() if which == "smart" else d.vendor_log()
+
+
+@nvme.command("get-feature")
+def nvme_get_feature(
+    path: Path = typer.Argument(...),
+    fid: str = typer.Option(..., "-f", "--feature-id"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
+    check_fmt(fmt)
+    f = blocks_arg("-f/--feature-id", fid)
+    with opened(path, writable=False) as d:
+        v = d.nvme.get_feature(f, nsid)
+    if fmt == "json":
+        emit_json({"feature_id": f, "value": v})
+    else:
+        typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
+
+
+@nvme.command("set-feature")
+def nvme_set_feature(
+    path: Path = typer.Argument(...),
+    fid: str = typer.Option(..., "-f", "--feature-id"),
+    value: str = typer.Option(..., "-v", "--value"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id"),
+    save: bool = typer.Option(False, "-s", "--save", help="accepted; the twin always persists features"),
+) -> None:
+    """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
+    f = blocks_arg("-f/--feature-id", fid)
+    try:
+        v = int(value, 0)
+    except ValueError:
+        fail(f"-v/--value '{value}': must be an integer")
+    with opened(path, writable=True) as d:
+        d.nvme.set_feature(f, v, nsid)
+    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Console entry point: one-line errors, non-zero exit."""
+    args = sys.argv[1:] if argv is None else argv
+    prog = "ssdtwin " + " ".join(a for a in args[:2] if not a.startswith("-") and not os.sep in a)
+    try:
+        app(args=args, prog_name="ssdtwin", standalone_mode=False)
+    except CliError as e:
+        print(f"{prog.strip()}: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except _core.SsdtwinError as e:
+        print(f"{prog.strip()}: error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print(f"{prog.strip()}: interrupted; the image keeps its last committed state", file=sys.stderr)
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(130)
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

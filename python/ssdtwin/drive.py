@@ -1,0 +1,300 @@
+"""The Python API: a drive image and its NVMe controller.
+
+Mirrors the CLI: ``Drive.create(...)``, ``drive.nvme.create_ns(...)``,
+``drive.precondition(...)``, ``drive.smart_log()``. Everything heavy runs in the Rust
+core with the GIL released; this module only shapes arguments and results.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Union
+
+from . import _core
+from ._core import ImageError, NvmeError, SpecError, SsdtwinError
+
+__all__ = [
+    "Drive",
+    "Nvme",
+    "Namespace",
+    "PreconditionReport",
+    "SsdtwinError",
+    "NvmeError",
+    "ImageError",
+    "SpecError",
+    "parse_scale",
+    "parse_amount",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def parse_scale(text: Union[str, int]) -> int:
+    """``"1/64"`` or ``64`` → 64; ``"1"`` → 1."""
+    if isinstance(text, int):
+        n = text
+    else:
+        t = text.strip()
+        if t.startswith("1/"):
+            t = t[2:]
+        try:
+            n = int(t)
+        except ValueError:
+            raise ValueError(f"scale '{text}': use 1/N with N a positive integer (e.g. 1/64)") from None
+    if n < 1:
+        raise ValueError(f"scale '{text}': N must be at least 1")
+    return n
+
+
+def parse_amount(text: str, capacity_bytes: int) -> int:
+    """``"2x"`` → twice the capacity; otherwise a size (``"300GiB"``, ``"1TB"``)."""
+    t = text.strip()
+    if t.lower().endswith("x"):
+        try:
+            factor = float(t[:-1])
+        except ValueError:
+            raise ValueError(f"amount '{text}': use e.g. 2x or a size such as 300GiB") from None
+        if factor <= 0:
+            raise ValueError(f"amount '{text}': must be positive")
+        return int(round(factor * capacity_bytes))
+    return _core.parse_size(t)
+
+
+@dataclass(frozen=True)
+class Namespace:
+    nsid: int
+    nsze: int
+    ncap: int
+    nuse: int
+    lba_bytes: int
+    flbas: int
+    attached: bool
+    write_protect: int
+    nmic: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PreconditionReport:
+    nsid: int
+    pattern: str
+    block_bytes: int
+    seed: int
+    host_bytes: int
+    ios: int
+    nand_bytes: int
+    waf: float
+    interrupted: bool
+
+
+class Nvme:
+    """nvme-cli verbs against one drive (admin commands)."""
+
+    def __init__(self, core: Any) -> None:
+        self._core = core
+
+    def id_ctrl(self) -> dict[str, Any]:
+        return self._core.id_ctrl()  # type: ignore[no-any-return]
+
+    def id_ns(self, nsid: int) -> dict[str, Any]:
+        return self._core.id_ns(nsid)  # type: ignore[no-any-return]
+
+    def list(self) -> list[Namespace]:
+        return [Namespace(**row) for row in self._core.list_ns()]
+
+    def create_ns(self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None) -> int:
+        """Namespace Management create; ``block_size`` picks the LBA format by size."""
+        if block_size is not None:
+            flbas = self.lba_format_index(block_size)
+        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)  # type: ignore[no-any-return]
+
+    def lba_format_index(self, block_size: int) -> int:
+        sizes: list[int] = _core.parse_spec(self._core.spec_toml())["capacity"]["lba_bytes"]["value"]
+        if block_size not in sizes:
+            raise NvmeError(
+                f"INVALID_FORMAT(0x410a): block size {block_size} is not an LBA format of this drive "
+                f"(formats: {', '.join(f'{i}={b} B' for i, b in enumerate(sizes))})"
+            )
+        return sizes.index(block_size)
+
+    def delete_ns(self, nsid: int) -> None:
+        self._core.delete_ns(nsid)
+
+    def attach_ns(self, nsid: int, controllers: Optional[list[int]] = None) -> None:
+        self._core.attach_ns(nsid, controllers or [1])
+
+    def detach_ns(self, nsid: int, controllers: Optional[list[int]] = None) -> None:
+        self._core.detach_ns(nsid, controllers or [1])
+
+    def format(self, nsid: int, lbaf: int = 0, ses: int = 0) -> None:
+        self._core.format(nsid, lbaf, ses)
+
+    def get_feature(self, fid: int, nsid: int = 0) -> int:
+        return self._core.get_feature(fid, nsid)  # type: ignore[no-any-return]
+
+    def set_feature(self, fid: int, value: int, nsid: int = 0) -> None:
+        self._core.set_feature(fid, value, nsid)
+
+    def smart_log(self) -> dict[str, Any]:
+        return self._core.smart_log()  # type: ignore[no-any-return]
+
+    def vendor_log(self) -> dict[str, Any]:
+        return self._core.vendor_log()  # type: ignore[no-any-return]
+
+
+class Drive:
+    """A drive image (or an in-memory drive).
+
+    Changes are committed to the image by :meth:`commit` (or on leaving a ``with`` block
+    without an exception); a crash or an exception leaves the last committed state.
+    """
+
+    def __init__(self, core: Any) -> None:
+        self._core = core
+        self.nvme = Nvme(core)
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+        return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed))
+
+    @classmethod
+    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+        return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed))
+
+    @classmethod
+    def open(cls, path: PathLike, writable: bool = True) -> "Drive":
+        return cls(_core.Drive.open(os.fspath(path), writable=writable))
+
+    @classmethod
+    def in_memory(cls, model: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed))
+
+    def __enter__(self) -> "Drive":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is None and self.path is not None:
+                self.commit()
+        finally:
+            self.close()
+
+    # -- image --------------------------------------------------------------------
+    @property
+    def path(self) -> Optional[Path]:
+        p = self._core.path
+        return None if p is None else Path(p)
+
+    def commit(self) -> None:
+        self._core.commit()
+
+    def close(self) -> None:
+        self._core.close()
+
+    def manifest(self) -> dict[str, Any]:
+        return self._core.manifest()  # type: ignore[no-any-return]
+
+    def spec(self) -> dict[str, Any]:
+        return _core.parse_spec(self._core.spec_toml())  # type: ignore[no-any-return]
+
+    def spec_toml(self) -> str:
+        return self._core.spec_toml()  # type: ignore[no-any-return]
+
+    def ftl_info(self) -> dict[str, Any]:
+        return self._core.ftl_info()  # type: ignore[no-any-return]
+
+    def check(self) -> None:
+        """Full FTL consistency check (raises SsdtwinError on a violation)."""
+        self._core.check()
+
+    def next_seed(self) -> int:
+        return self._core.next_seed()  # type: ignore[no-any-return]
+
+    def power_cycle(self, unsafe_shutdown: bool = False) -> None:
+        self._core.power_cycle(unsafe_shutdown)
+
+    # -- logs (shortcuts) -------------------------------------------------------------
+    def smart_log(self) -> dict[str, Any]:
+        return self.nvme.smart_log()
+
+    def vendor_log(self) -> dict[str, Any]:
+        return self.nvme.vendor_log()
+
+    def namespaces(self) -> list[Namespace]:
+        return self.nvme.list()
+
+    def namespaces_frame(self) -> Any:
+        """The namespace table as a pandas DataFrame."""
+        import pandas as pd
+
+        return pd.DataFrame([ns.__dict__ for ns in self.namespaces()])
+
+    # -- I/O ----------------------------------------------------------------------------
+    def write(self, nsid: int, slba: int, nlb: int) -> None:
+        self._core.write(nsid, slba, nlb)
+
+    def read(self, nsid: int, slba: int, nlb: int) -> dict[str, int]:
+        return self._core.read(nsid, slba, nlb)  # type: ignore[no-any-return]
+
+    def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
+        return self._core.deallocate(nsid, slba, nlb)  # type: ignore[no-any-return]
+
+    def precondition(
+        self,
+        nsid: int = 1,
+        pattern: str = "seq",
+        block_bytes: int = 131072,
+        amount_bytes: Optional[int] = None,
+        loops: Optional[float] = None,
+        seed: Optional[int] = None,
+        progress: Optional[Callable[[int, int], None]] = None,
+    ) -> PreconditionReport:
+        """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
+        per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""
+        ns = {n.nsid: n for n in self.namespaces()}.get(nsid)
+        if ns is None:
+            raise NvmeError(f"INVALID_NS(0x400b): namespace {nsid} does not exist")
+        if amount_bytes is None:
+            amount_bytes = int(round((1.0 if loops is None else loops) * ns.bytes))
+        if seed is None:
+            seed = self.next_seed()
+        r = self._core.precondition(nsid, pattern, block_bytes, amount_bytes, seed, progress)
+        return PreconditionReport(**r)
+
+
+def models() -> list[dict[str, Any]]:
+    """Every built-in preset as a dict (validated)."""
+    return [_core.preset(name) for name, _ in _core.presets()]
+
+
+def models_frame() -> Any:
+    """Built-in presets as a pandas DataFrame (one row each, key numbers only)."""
+    import pandas as pd
+
+    rows = []
+    for s in models():
+        n = s["nand"]
+        dies = n["channels"]["value"] * n["dies_per_channel"]["value"]
+        raw = (
+            dies
+            * n["planes_per_die"]["value"]
+            * n["blocks_per_plane"]["value"]
+            * n["pages_per_block"]["value"]
+            * n["page_bytes"]["value"]
+        )
+        rows.append(
+            {
+                "name": s["drive"]["name"],
+                "model": f"{s['drive']['vendor']} {s['drive']['model']}",
+                "tnvmcap_bytes": s["capacity"]["tnvmcap_bytes"]["value"],
+                "raw_nand_bytes": raw,
+                "iu_bytes": s["ftl"]["iu_bytes"]["value"],
+                "bits_per_cell": n["bits_per_cell"]["value"],
+                "dies": dies,
+                "dwpd": s["drive"]["dwpd"]["value"],
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,144 @@
+"""Text renderings in the style of nvme-cli (``-o normal``).
+
+JSON output (``-o json``) is the core's dicts as they are; these functions only make the
+human form look like what storage engineers already read every day.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def si_bytes(n: float) -> str:
+    """nvme-cli's decimal rendering: ``3.84 TB``."""
+    units = ["B", "KB", "MB", "GB", "TB", "PB", "EB"]
+    v = float(n)
+    i = 0
+    while v >= 1000 and i < len(units) - 1:
+        v /= 1000
+        i += 1
+    return f"{v:.2f} {units[i]}"
+
+
+def _kv(rows: list[tuple[str, Any]], width: int) -> str:
+    return "\n".join(f"{k:<{width}}: {v}" for k, v in rows)
+
+
+def id_ctrl(d: dict[str, Any]) -> str:
+    hexes = {"vid", "ssvid", "cmic", "cntlid", "ver", "oacs", "frmw", "lpa", "oncs", "fna", "vwc", "nwpc", "sqes", "cqes"}
+    keys = [
+        "vid", "ssvid", "sn", "mn", "fr", "rab", "ieee", "cmic", "mdts", "cntlid", "ver", "oacs", "acl", "aerl",
+        "frmw", "lpa", "elpe", "npss", "wctemp", "cctemp", "tnvmcap", "unvmcap", "sqes", "cqes", "nn", "oncs",
+        "fna", "vwc", "awun", "awupf", "nwpc", "mnan", "subnqn",
+    ]
+    rows: list[tuple[str, Any]] = []
+    for k in keys:
+        v = d[k]
+        if k == "ieee":
+            v = f"{v:06x}"
+        elif k in hexes and isinstance(v, int):
+            v = hex(v)
+        rows.append((k, v))
+    out = ["NVME Identify Controller:", _kv(rows, 10)]
+    for i, p in enumerate(d["psds"]):
+        mp = p["max_power"] / 100
+        op = "non-operational" if p["non-operational_state"] else "operational"
+        ap = f"{p['active_power'] / 100:.2f}W" if p["active_power"] else "-"
+        out.append(
+            f"ps {i:5} : mp:{mp:.2f}W {op} enlat:{p['entry_lat']} exlat:{p['exit_lat']} "
+            f"rrt:{p['read_tput']} rrl:{p['read_lat']}\n"
+            f"{'':10}rwt:{p['write_tput']} rwl:{p['write_lat']} idle_power:- active_power:{ap}"
+        )
+    return "\n".join(out)
+
+
+def id_ns(d: dict[str, Any], nsid: int) -> str:
+    hexes = {"nsze", "ncap", "nuse"}
+    keys = [
+        "nsze", "ncap", "nuse", "nsfeat", "nlbaf", "flbas", "mc", "dpc", "dps", "nmic", "rescap", "fpi", "dlfeat",
+        "nawun", "nawupf", "nacwu", "nabsn", "nabo", "nabspf", "noiob", "nvmcap", "npwg", "npwa", "npdg", "npda",
+        "nows", "anagrpid", "nsattr", "nvmsetid", "endgid", "nguid", "eui64",
+    ]
+    rows = [(k, hex(d[k]) if k in hexes else (f"{d[k]:#x}" if k in {"nsfeat", "fpi", "dlfeat"} else d[k])) for k in keys]
+    out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8)]
+    for i, f in enumerate(d["lbafs"]):
+        use = " (in use)" if i == d["flbas"] & 0xF else ""
+        out.append(f"lbaf {i:2} : ms:{f['ms']:<3} lbads:{f['ds']:<2} rp:{f['rp']:#x}{use}")
+    return "\n".join(out)
+
+
+def smart_log(d: dict[str, Any], device: str) -> str:
+    t = d["temperature"]
+    rows = [
+        ("critical_warning", d["critical_warning"]),
+        ("temperature", f"{t - 273} °C ({t} K)"),
+        ("available_spare", f"{d['avail_spare']}%"),
+        ("available_spare_threshold", f"{d['spare_thresh']}%"),
+        ("percentage_used", f"{d['percent_used']}%"),
+        ("endurance group critical warning summary", d["endurance_grp_critical_warning_summary"]),
+        ("Data Units Read", f"{d['data_units_read']} ({si_bytes(d['data_units_read'] * 512000)})"),
+        ("Data Units Written", f"{d['data_units_written']} ({si_bytes(d['data_units_written'] * 512000)})"),
+        ("host_read_commands", d["host_read_commands"]),
+        ("host_write_commands", d["host_write_commands"]),
+        ("controller_busy_time", d["controller_busy_time"]),
+        ("power_cycles", d["power_cycles"]),
+        ("power_on_hours", d["power_on_hours"]),
+        ("unsafe_shutdowns", d["unsafe_shutdowns"]),
+        ("media_errors", d["media_errors"]),
+        ("num_err_log_entries", d["num_err_log_entries"]),
+        ("Warning Temperature Time", d["warning_temp_time"]),
+        ("Critical Composite Temperature Time", d["critical_comp_time"]),
+    ]
+    return f"Smart Log for NVME device:{device} namespace-id:ffffffff\n" + _kv(rows, 40)
+
+
+def vendor_log(d: dict[str, Any], device: str) -> str:
+    rows = [
+        ("host_write_bytes", f"{d['host_write_bytes']} ({si_bytes(d['host_write_bytes'])})"),
+        ("host_read_bytes", f"{d['host_read_bytes']} ({si_bytes(d['host_read_bytes'])})"),
+        ("nand_write_bytes", f"{d['nand_write_bytes']} ({si_bytes(d['nand_write_bytes'])})"),
+        ("  host programs", f"{d['nand_write_host_bytes']} ({si_bytes(d['nand_write_host_bytes'])})"),
+        ("  gc relocation", f"{d['nand_write_gc_bytes']} ({si_bytes(d['nand_write_gc_bytes'])})"),
+        ("nand_read_bytes", f"{d['nand_read_bytes']} ({si_bytes(d['nand_read_bytes'])})"),
+        ("  read-modify-write", f"{d['nand_read_rmw_bytes']} ({si_bytes(d['nand_read_rmw_bytes'])})"),
+        ("  gc relocation", f"{d['nand_read_gc_bytes']} ({si_bytes(d['nand_read_gc_bytes'])})"),
+        ("waf (lifetime)", f"{d['waf']:.4f}" if d["host_write_bytes"] else "-"),
+        ("rmw_ius", d["rmw_ius"]),
+        ("buffer_merges", d["buffer_merges"]),
+        ("trimmed_ius", d["trimmed_ius"]),
+        ("gc_victims", f"{d['gc_victims']} ({d['foreground_gc_victims']} foreground)"),
+        ("superblock_erases", d["superblock_erases"]),
+        ("erase_count min/avg/max", f"{d['erase_count_min']} / {d['erase_count_avg']:.2f} / {d['erase_count_max']} of {d['pe_cycles_rated']} rated"),
+        ("superblocks", f"{d['superblocks']} x {si_bytes(d['superblock_bytes'])} ({d['free_superblocks']} free)"),
+        ("valid_bytes", f"{d['valid_bytes']} ({si_bytes(d['valid_bytes'])})"),
+        ("buffered_bytes", d["buffered_bytes"]),
+        ("iu_bytes", d["iu_bytes"]),
+    ]
+    out = f"ssdtwin vendor log for device:{device}\n" + _kv(rows, 26)
+    intel = d.get("intel_smart_add")
+    if intel:
+        out += (
+            f"\n\nAdditional Smart Log for NVME device:{device} namespace-id:ffffffff\n"
+            f"{'key':<32}{'normalized':<11}raw\n"
+            f"{'nand_bytes_written':<32}: {'100%':<9}sectors: {intel['nand_bytes_written_sectors']}\n"
+            f"{'host_bytes_written':<32}: {'100%':<9}sectors: {intel['host_bytes_written_sectors']}\n"
+            "(0xF4/0xF5: sectors written / 65,536, i.e. units of 32 MiB)"
+        )
+    return out
+
+
+def nvme_list(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'Node':<30} {'SN':<20} {'Model':<24} {'Namespace':<9} {'Usage':<26} {'Format':<16} {'FW Rev':<8}\n"
+        f"{'-' * 30} {'-' * 20} {'-' * 24} {'-' * 9} {'-' * 26} {'-' * 16} {'-' * 8}"
+    )
+    lines = [head]
+    for ns in namespaces:
+        used = ns["nuse"] * ns["lba_bytes"]
+        usage = f"{si_bytes(used):>9} / {si_bytes(ns['bytes']):>9}"
+        fmt = f"{ns['lba_bytes']:>4}   B +  0 B"
+        state = "" if ns["attached"] else " (detached)"
+        lines.append(
+            f"{device + ':ns' + str(ns['nsid']) + state:<30} {ctrl['sn']:<20} {ctrl['mn']:<24} {ns['nsid']:<9} {usage:<26} {fmt:<16} {ctrl['fr']:<8}"
+        )
+    return "\n".join(lines)
