@@ -503,31 +503,64 @@ def nvme_set_feature(
 # --------------------------------------------------------------------------- entry point
 
 
+def _command_name(args: list[str]) -> str:
+    """``ssdtwin nvme create-ns`` for error messages (never a path or an option)."""
+    words = ["ssdtwin"]
+    if args and not args[0].startswith("-"):
+        words.append(args[0])
+        if args[0] in ("nvme", "bench") and len(args) > 1 and not args[1].startswith("-"):
+            words.append(args[1])
+    return " ".join(words)
+
+
+def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(usage-error types, abort types) of the click that typer runs on: typer >= 0.20
+    vendors click as ``typer._click``; older typer uses the ``click`` package."""
+    usage: list[type[BaseException]] = []
+    aborts: list[type[BaseException]] = [typer.Abort]
+    try:
+        from typer._click import exceptions as tce  # type: ignore[import-not-found,unused-ignore]
+
+        usage.append(tce.ClickException)
+    except ImportError:
+        pass
+    try:
+        import click
+
+        usage.append(click.ClickException)
+        aborts.append(click.exceptions.Abort)
+    except ImportError:
+        pass
+    return tuple(usage), tuple(aborts)
+
+
 def main(argv: Optional[list[str]] = None) -> None:
-    """Console entry point: one-line errors, non-zero exit."""
+    """Console entry point: one-line errors, non-zero exit (1 error, 2 usage, 130 interrupted)."""
     args = sys.argv[1:] if argv is None else argv
-    prog = "ssdtwin " + " ".join(a for a in args[:2] if not a.startswith("-") and not os.sep in a)
+    prog = _command_name(args)
+    usage_errors, aborts = _click_exceptions()
     try:
         app(args=args, prog_name="ssdtwin", standalone_mode=False)
     except CliError as e:
-        print(f"{prog.strip()}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except _core.SsdtwinError as e:
-        print(f"{prog.strip()}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
-        print(f"{prog.strip()}: interrupted; the image keeps its last committed state", file=sys.stderr)
+        print(f"{prog}: interrupted; the image keeps its last committed state", file=sys.stderr)
         sys.exit(130)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except Exception as e:  # click usage errors
-        import click
-
-        if isinstance(e, click.exceptions.Abort):
+    except Exception as e:
+        if isinstance(e, aborts):
             sys.exit(130)
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
+        if isinstance(e, usage_errors):
+            # Click prints usage, a hint and the message on several lines; keep one.
+            msg = " ".join(str(e.format_message()).split())  # type: ignore[attr-defined]
+            if msg:  # empty: no arguments, and the help was already printed
+                print(f"{prog}: error: {msg} (see '{prog} --help')", file=sys.stderr)
+            sys.exit(int(getattr(e, "exit_code", 2)))
         raise
 
 
