@@ -585,8 +585,13 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 self.ctx.pacing,
             ) {
                 Ok(p) => self.pacer = Some(p),
-                // No thread to hold the reply: sending it early beats losing it.
-                Err(_) => return self.out.push(msg),
+                Err(_) => {
+                    // No thread to hold the reply (thread limit reached): keep the
+                    // "never early" promise by waiting here, stalling only this
+                    // connection.
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    return self.out.push(msg);
+                }
             }
         }
         let pacer = self.pacer.as_mut().expect("started above");
@@ -595,10 +600,9 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             let _ = self.flush();
         }
         let pacer = self.pacer.as_mut().expect("started above");
-        if pacer.send(due, msg, &mut self.pool).is_err() {
-            // The writer died on a socket error and closed the socket; the reader will
-            // see EOF on its next read and end the connection.
-        }
+        // An error means the writer died on a socket error and closed the socket: the
+        // reader sees EOF on its next read and ends the connection, so nothing to do.
+        let _ = pacer.send(due, msg, &mut self.pool);
     }
 }
 
