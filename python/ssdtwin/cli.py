@@ -236,7 +236,8 @@ def waf(
     if not cmd:
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
     before = read_vendor(path)
-    rc = subprocess.call(cmd)
+    # With -o json our stdout is one JSON document: the command's own output goes to stderr.
+    rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
     after = read_vendor(path)
