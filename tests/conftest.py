@@ -1,0 +1,104 @@
+"""Shared helpers for the CLI, API, crash and physics tests.
+
+The CLI is run as a real subprocess of the installed console script (what a user types),
+so these tests see exactly the exit status, stdout and stderr a user sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+CM6 = "kioxia-cm6-r-3.84t"
+P5316 = "intel-p5316-15.36t"
+
+
+def _ssdtwin_command() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m ssdtwin.cli``."""
+    exe = shutil.which("ssdtwin", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "ssdtwin.cli"]
+
+
+SSDTWIN = _ssdtwin_command()
+
+
+@dataclass
+class Run:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def run_cli(*args: str | os.PathLike[str], check: bool = True, timeout: float = 300, env: dict[str, str] | None = None) -> Run:
+    argv = [os.fspath(a) for a in args]
+    p = subprocess.run(SSDTWIN + argv, capture_output=True, text=True, timeout=timeout, env=env)
+    r = Run(argv, p.returncode, p.stdout, p.stderr)
+    if check and p.returncode != 0:
+        raise AssertionError(f"ssdtwin {' '.join(argv)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return r
+
+
+def image_digest(path: Path) -> dict[str, str]:
+    """sha256 of every file of an image, by relative path.
+
+    LOCK is left out: it is the advisory lock file, not image state; every writable open
+    rewrites it with the opener's pid.
+    """
+    out: dict[str, str] = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and p.name != "LOCK":
+            out[str(p.relative_to(path))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., Run]:
+    return run_cli
+
+
+@pytest.fixture(scope="session")
+def cm6_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A factory-fresh CM6 image at 1/64 scale, made once; tests get copies."""
+    d = tmp_path_factory.mktemp("template") / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/64")
+    return d
+
+
+@pytest.fixture(scope="session")
+def cm6_written_template(tmp_path_factory: pytest.TempPathFactory, cm6_template: Path) -> Path:
+    """The CM6 template after a 128k sequential fill (maps on disk are non-trivial)."""
+    d = tmp_path_factory.mktemp("template-written") / "cm6"
+    shutil.copytree(cm6_template, d)
+    run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--seed", "7")
+    return d
+
+
+@pytest.fixture
+def cm6(tmp_path: Path, cm6_template: Path) -> Path:
+    d = tmp_path / "cm6"
+    shutil.copytree(cm6_template, d)
+    return d
+
+
+@pytest.fixture
+def cm6_written(tmp_path: Path, cm6_written_template: Path) -> Path:
+    d = tmp_path / "cm6w"
+    shutil.copytree(cm6_written_template, d)
+    return d
