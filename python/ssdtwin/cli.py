@@ -287,7 +287,10 @@ def demo(
         tbs = [float(x) for x in sizes.split(",") if x.strip()]
     except ValueError as e:
         fail(f"{e}")
-    run_demo(model, n, tbs, seed, quiet)
+    try:
+        run_demo(model, n, tbs, seed, quiet)
+    except ValueError as e:  # a size outside the drive
+        fail(f"{e}")
 
 
 @bench.command("ftl")
@@ -438,7 +441,8 @@ def nvme_format(
                 fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
             lbaf = sizes.index(block_size)
         if lbaf is None:
-            lbaf = next(ns.flbas for ns in d.namespaces() if ns.nsid == n) if n != 0xFFFFFFFF else 0
+            # Keep the namespace's format; a missing namespace is reported by the controller.
+            lbaf = next((ns.flbas for ns in d.namespaces() if ns.nsid == n), 0)
         d.nvme.format(n, lbaf, ses)
     typer.echo(f"Success formatting namespace:{n:x}")
 
