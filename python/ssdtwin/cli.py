@@ -293,6 +293,64 @@ def demo(
         fail(f"{e}")
 
 
+@app.command("fio")
+def fio_cmd(
+    path: Path = typer.Argument(..., help="drive image"),
+    jobs: list[Path] = typer.Argument(..., help="fio job file(s)"),
+    namespace: int = typer.Option(1, "--namespace", help="namespace for jobs whose filename= names none"),
+    output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
+    output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
+    seed: int = typer.Option(0, "--seed", help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
+    scratch: bool = typer.Option(False, "--scratch", help="run without changing the image"),
+    no_idle_gc: bool = typer.Option(False, "--no-idle-gc", help="no background GC in idle gaps"),
+    log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
+) -> None:
+    """Run fio job files unchanged against a drive image, in simulated time."""
+    from . import fio as fiolib
+    from .fiorun import render, run_jobs, write_logs
+
+    if output_format not in ("normal", "json", "json+"):
+        fail(f"--output-format '{output_format}': must be normal, json or json+")
+    for j in jobs:
+        if not j.is_file():
+            fail(f"{j}: no such job file")
+    with opened(path, writable=not scratch) as d:
+        try:
+            t0 = time.perf_counter()
+            with progress_bar_virtual(sys.stderr.isatty()) as cb:
+                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed,
+                                        idle_gc=not no_idle_gc, progress=cb)
+            wall = time.perf_counter() - t0
+        except fiolib.FioJobError as e:
+            fail(str(e))
+        except ValueError as e:
+            fail(str(e))
+    text = render(run, results, output_format)
+    if output is not None:
+        output.write_text(text)
+    else:
+        typer.echo(text, nl=not text.endswith("\n"))
+    write_logs(run, results, log_dir)
+    virt = max((r["elapsed_ns"] + r.get("start_ns", 0) for r in results), default=0) / 1e9
+    print(f"ssdtwin fio: {virt:.3f} s of drive time simulated in {wall:.2f} s", file=sys.stderr)
+
+
+@contextmanager
+def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], None]]]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import Progress, TextColumn
+
+    with Progress(TextColumn("simulated {task.fields[t]:.3f} s"), transient=True) as p:
+        task = p.add_task("fio", t=0.0)
+
+        def cb(now_ns: int) -> None:
+            p.update(task, t=now_ns / 1e9)
+
+        yield cb
+
+
 @bench.command("ftl")
 def bench_ftl(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),

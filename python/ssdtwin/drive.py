@@ -169,8 +169,9 @@ class Drive:
         return cls(_core.Drive.open(os.fspath(path), writable=writable))
 
     @classmethod
-    def in_memory(cls, model: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
-        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed))
+    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> "Drive":
+        """A drive held only in memory, from a preset or a spec TOML (no image, no commit)."""
+        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml))
 
     def __enter__(self) -> "Drive":
         return self

@@ -4,11 +4,14 @@
 //! a drive; it owns the namespaces, logs and features and drives the [`ftl::Ftl`], which
 //! emits NAND operations that the engine (or nothing, in fast-forward) times.
 
+pub mod engine;
 pub mod ftl;
 pub mod image;
 pub mod nand;
 pub mod nvme;
 pub mod rng;
 pub mod spec;
+pub mod stats;
 pub mod theory;
 pub mod units;
+pub mod workload;

@@ -12,12 +12,16 @@ use ssdtwin_core::ftl::NoTiming;
 use ssdtwin_core::image::{Image, ImageError as CoreImageError};
 use ssdtwin_core::nvme::{self, Controller, Pattern};
 use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError};
+use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
+use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::theory;
+use ssdtwin_core::workload::JobSpec;
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
 pyo3::create_exception!(_core, ImageError, SsdtwinError, "A drive image could not be read or written.");
 pyo3::create_exception!(_core, SpecError, SsdtwinError, "A drive spec or preset is invalid.");
+pyo3::create_exception!(_core, EngineError, SsdtwinError, "A workload cannot run on this drive.");
 
 /// The single place where core errors become Python exceptions.
 fn nvme_err(py: Python<'_>, e: nvme::Error) -> PyErr {
@@ -336,6 +340,47 @@ impl Drive {
         })
     }
 
+    /// Run fio job clones (engine contract v1, docs/fio.md §3, as JSON) in virtual time;
+    /// returns the engine output (§4) as JSON. `progress(now_ns)` is called now and then and
+    /// may raise (Ctrl-C raises KeyboardInterrupt); the drive keeps what the run did up to then.
+    #[pyo3(signature = (specs_json, default_nsid=1, idle_gc=true, progress=None))]
+    fn run_fio(&self, py: Python<'_>, specs_json: &str, default_nsid: u32, idle_gc: bool, progress: Option<Py<PyAny>>) -> PyResult<String> {
+        let specs: Vec<JobSpec> = serde_json::from_str(specs_json)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("engine input does not follow contract v1: {e}")))?;
+        self.with(|b| {
+            let ctrl = b.ctrl();
+            let mut pending: Option<PyErr> = None;
+            let out = py.detach(|| -> Result<Vec<CloneOut>, RunError> {
+                let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config())?;
+                let opts = RunOptions { default_nsid, idle_gc };
+                let mut cb = |now: u64| -> bool {
+                    Python::attach(|py| {
+                        if let Err(e) = py.check_signals() {
+                            pending = Some(e);
+                            return false;
+                        }
+                        if let Some(p) = &progress {
+                            if let Err(e) = p.call1(py, (now,)) {
+                                pending = Some(e);
+                                return false;
+                            }
+                        }
+                        true
+                    })
+                };
+                fio::run(ctrl, &mut timing, specs, &opts, 0, &mut cb)
+            });
+            if let Some(e) = pending {
+                return Err(e);
+            }
+            let out = out.map_err(|e| match e {
+                RunError::Nvme(n) => nvme_err(py, n),
+                other => EngineError::new_err(other.to_string()),
+            })?;
+            serde_json::to_string(&out).map_err(|e| SsdtwinError::new_err(e.to_string()))
+        })
+    }
+
     /// Full FTL consistency check (loads the maps; O(capacity)). Raises on a violation.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         self.with(|b| {
@@ -420,5 +465,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NvmeError", py.get_type::<NvmeError>())?;
     m.add("ImageError", py.get_type::<ImageError>())?;
     m.add("SpecError", py.get_type::<SpecError>())?;
+    m.add("EngineError", py.get_type::<EngineError>())?;
     Ok(())
 }

@@ -419,6 +419,31 @@ impl Ftl {
         }
     }
 
+    /// Idle-time GC: collect victims until `target_free` superblocks are free, moving at
+    /// most `max_moves` valid IUs. Returns how many moved (0 = nothing to do). Called by the
+    /// timed engine when the host is idle, so an idle drive recovers free space.
+    pub fn background_gc<S: NandSink>(&mut self, target_free: usize, max_moves: u64, sink: &mut S) -> u64 {
+        let mut moved = 0;
+        while moved < max_moves {
+            if self.st.victim.is_none() {
+                if self.st.free.len() >= target_free || !self.pick_victim(false, sink) {
+                    break;
+                }
+                continue;
+            }
+            let want = max_moves - moved;
+            let n = self.relocate(want, sink);
+            moved += n;
+            if n < want {
+                self.finish_victim(sink);
+            }
+        }
+        moved
+    }
+
+    /// Superblocks GC keeps free when the host is idle (the paced GC keeps about `GC_START`).
+    pub const BACKGROUND_FREE_TARGET: usize = GC_START + 2;
+
     // ------------------------------------------------------------------ internals
 
     fn program_slot<S: NandSink>(&mut self, slot: Slot, sink: &mut S) {

@@ -536,6 +536,26 @@ impl Controller {
         }
     }
 
+    /// The namespace and the loaded FTL, borrowed together (no copy of the chunk list on
+    /// the I/O path).
+    fn ns_and_ftl(&mut self, nsid: u32) -> Result<(&Namespace, &mut Ftl, &FtlConfig), Error> {
+        self.ftl()?;
+        let ns = self.st.namespaces.get(&nsid).expect("checked by the caller");
+        Ok((ns, self.ftl.as_mut().expect("loaded"), &self.cfg))
+    }
+
+    /// Hint that the I/O at `slba` of `nsid` comes soon: fetch its first L2P entry into cache.
+    /// (Only when the maps are loaded; a no-op for bad arguments, which the I/O reports.)
+    #[inline]
+    pub fn prefetch(&self, nsid: u32, slba: u64) {
+        let (Some(ftl), Some(ns)) = (self.ftl.as_ref(), self.st.namespaces.get(&nsid)) else { return };
+        let ns_iu = slba * ns.lba_bytes as u64 / self.cfg.iu_bytes as u64;
+        let shift = self.cfg.chunk_shift;
+        if let Some(&c) = ns.chunks.get((ns_iu >> shift) as usize) {
+            ftl.prefetch(((c as u64) << shift | (ns_iu & ((1 << shift) - 1))) as u32);
+        }
+    }
+
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let ns = self.attached(nsid)?;
@@ -543,11 +563,9 @@ impl Controller {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
         }
         Self::check_range(ns, slba, nlb)?;
-        let ns = ns.clone();
         let bytes = nlb * ns.lba_bytes as u64;
-        let cfg = self.cfg.clone();
-        let ftl = self.ftl()?;
-        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.maps_dirty = true;
         self.st.smart.host_write_commands += 1;
         self.st.smart.data_units_written_512 += bytes / 512;
@@ -558,12 +576,10 @@ impl Controller {
     pub fn read<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
         let ns = self.attached(nsid)?;
         Self::check_range(ns, slba, nlb)?;
-        let ns = ns.clone();
         let bytes = nlb * ns.lba_bytes as u64;
-        let cfg = self.cfg.clone();
-        let ftl = self.ftl()?;
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
-        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
             ReadSource::Nand { .. } => sum.nand_ius += 1,
             ReadSource::Buffer => sum.buffer_ius += 1,
             ReadSource::Unmapped => sum.unmapped_ius += 1,
@@ -582,12 +598,11 @@ impl Controller {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
         }
         Self::check_range(ns, slba, nlb)?;
-        let ns = ns.clone();
-        let cfg = self.cfg.clone();
-        let ftl = self.ftl()?;
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
-        Self::for_each_iu(&cfg, &ns, slba, nlb, |iu, mask| {
-            if mask == cfg.full_mask {
+        let full = cfg.full_mask;
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| {
+            if mask == full {
                 ftl.deallocate(iu);
                 n += 1;
             }
@@ -858,7 +873,7 @@ fn sector_mask(s0: u32, s1: u32, full: u128) -> u128 {
     ((1u128 << n) - 1) << s0
 }
 
-pub(crate) fn splitmix(mut x: u64) -> u64 {
+pub fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -145,7 +145,11 @@ fn unaligned_small_writes_map_partial_ius() {
 #[test]
 fn features_round_trip_and_reject_unknown() {
     let mut c = cm6(64);
-    assert_eq!(status(c.set_feature(0x02, 0, 99).unwrap_err()), Status::InvalidField);
+    // CM6 has power states 0..=6; 6 is non-operational.
+    assert_eq!(status(c.set_feature(0x02, 0, 20).unwrap_err()), Status::InvalidField);
+    assert_eq!(status(c.set_feature(0x02, 0, 6).unwrap_err()), Status::InvalidField);
+    c.set_feature(0x02, 0, 5).unwrap();
+    assert_eq!(c.get_feature(0x02, 0).unwrap(), 5);
     assert_eq!(status(c.get_feature(0x55, 0).unwrap_err()), Status::InvalidField);
     c.set_feature(0x04, 0, 350).unwrap();
     assert_eq!(c.get_feature(0x04, 0).unwrap(), 350);

@@ -139,6 +139,10 @@ pub struct TimingSpec {
     pub ctrl_write_ns: Sourced<u64>,
     /// Controller command-processing ceiling (IOPS), all cores together.
     pub ctrl_max_iops: Sourced<u64>,
+    /// Drive power with NAND idle (controller, DRAM): the floor of every power state.
+    pub idle_power_mw: Sourced<u32>,
+    /// Extra power of one NAND operation (read, program or erase) in progress.
+    pub nand_op_power_mw: Sourced<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -334,6 +338,8 @@ impl DriveSpec {
             c.range("timing.ctrl_read_ns", &t.ctrl_read_ns, 0, 10_000_000);
             c.range("timing.ctrl_write_ns", &t.ctrl_write_ns, 0, 10_000_000);
             c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
+            c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
+            c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);
         }
         for (i, ps) in self.power_states.iter().enumerate() {
             c.source(&format!("power_states[{i}]"), &ps.source);

@@ -1,0 +1,621 @@
+//! Runs fio job clones against a drive in virtual time (docs/fio.md §3-§4).
+//!
+//! Each clone is a closed loop of `iodepth` slots. Events (clone start, I/O completion,
+//! wake-ups for rate limits and think time) sit in one heap ordered by (time, sequence),
+//! sized by the outstanding I/Os. Completion times come from [`DeviceTiming`] at the moment
+//! an I/O is issued, so the NAND timelines need no events of their own.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use super::DeviceTiming;
+use crate::nvme::{Controller, Error};
+use crate::rng::Rng;
+use crate::stats::{LatStat, StatOut};
+use crate::workload::{Ddir, Generator, Io, JobError, JobSpec};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error(transparent)]
+    Nvme(#[from] Error),
+    #[error(transparent)]
+    Timing(#[from] super::TimingError),
+    #[error("interrupted at {0} ns of virtual time")]
+    Interrupted(u64),
+}
+
+/// Engine output of one direction (docs/fio.md §4).
+#[derive(Clone, Debug, Serialize)]
+pub struct DirOut {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub runtime_ns: u64,
+    pub short_ios: u64,
+    pub drop_ios: u64,
+    pub clat: StatOut,
+    pub slat: StatOut,
+    pub lat: StatOut,
+    pub bw_window_bytes: Vec<u64>,
+    pub iops_window_ios: Vec<u64>,
+}
+
+/// Engine output of one clone (docs/fio.md §4).
+#[derive(Clone, Debug, Serialize)]
+pub struct CloneOut {
+    pub version: u32,
+    pub thread_number: u32,
+    pub start_ns: u64,
+    pub elapsed_ns: u64,
+    pub runtime_ns: u64,
+    pub read: DirOut,
+    pub write: DirOut,
+    pub trim: DirOut,
+    pub iodepth_level: [u64; 7],
+    pub iodepth_submit: [u64; 7],
+    pub iodepth_complete: [u64; 7],
+    pub latency_buckets: BTreeMap<String, Vec<u64>>,
+    pub logs: BTreeMap<String, Vec<Value>>,
+}
+
+#[derive(Default)]
+struct DirStats {
+    io_bytes: u64,
+    ios: u64,
+    clat: LatStat,
+    slat: LatStat,
+    lat: LatStat,
+    bw_windows: Vec<u64>,
+    iops_windows: Vec<u64>,
+    /// Open log window per log kind: (window start ns, sum, count, max).
+    lat_window: [(u64, u128, u64, u64); 3],
+    hist_since: Vec<u64>,
+    /// Bytes and I/Os per `log_avg_msec` window (bw/iops logs).
+    log_bytes: Vec<u64>,
+    log_ios: Vec<u64>,
+}
+
+struct Clone {
+    gen: Generator,
+    nsid: u32,
+    lba: u64,
+    started: bool,
+    finished: bool,
+    stopping: bool,
+    start_ns: u64,
+    ramp_end: u64,
+    stop_at: u64,
+    end_ns: u64,
+    inflight: u32,
+    ios_issued: u64,
+    bytes_issued: [u64; 3],
+    since_think: u64,
+    think_until: u64,
+    rate_start: u64,
+    pending: Option<Io>,
+    poisson: Rng,
+    next_rate_at: [u64; 3],
+    dirs: [DirStats; 3],
+    depth_levels: [u64; 7],
+    lat_buckets_ns: [u64; 10],
+    lat_buckets_us: [u64; 10],
+    lat_buckets_ms: [u64; 12],
+    logs: BTreeMap<String, Vec<Value>>,
+    last_hist_ms: u64,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Start(usize),
+    Done { clone: usize, ddir: u8, len: u64, offset: u64, issued: u64 },
+    Wake(usize),
+}
+
+fn depth_slot(d: u32) -> usize {
+    match d {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+
+fn edge_index(v: u64, edges: &[u64]) -> usize {
+    edges.iter().position(|&e| v < e).unwrap_or(edges.len())
+}
+
+/// Options of a run that are not part of any job.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Namespace for jobs that do not name one.
+    pub default_nsid: u32,
+    /// Let GC work in idle gaps (between batches, think time).
+    pub idle_gc: bool,
+}
+
+/// Run `specs` (one per clone, in thread order) on `ctrl`. Virtual time starts at
+/// `start_ns` and the controller's clock advances by the run's length.
+///
+/// `keep_going(now_ns)` is called every 65,536 events; returning false stops the run with
+/// [`RunError::Interrupted`] (Ctrl-C in the CLI).
+pub fn run(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+) -> Result<Vec<CloneOut>, RunError> {
+    let mut clones = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let nsid = spec.namespace.unwrap_or(opts.default_nsid);
+        let ns = ctrl.attached(nsid)?.clone();
+        let target = ns.bytes();
+        let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        if spec.lba_bytes != ns.lba_bytes {
+            return Err(err(format!("job resolved for {}-byte LBAs, namespace {nsid} uses {}", spec.lba_bytes, ns.lba_bytes)).into());
+        }
+        if spec.target_size_bytes != target {
+            return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
+        }
+        let rate_seed = spec.seeds.get("poisson_write").copied().unwrap_or(spec.seed);
+        let gen = Generator::new(spec, target)?;
+        clones.push(Clone {
+            gen,
+            nsid,
+            lba: ns.lba_bytes as u64,
+            started: false,
+            finished: false,
+            stopping: false,
+            start_ns: 0,
+            ramp_end: 0,
+            stop_at: u64::MAX,
+            end_ns: 0,
+            inflight: 0,
+            ios_issued: 0,
+            bytes_issued: [0; 3],
+            since_think: 0,
+            think_until: 0,
+            rate_start: 0,
+            pending: None,
+            poisson: Rng::new(rate_seed),
+            next_rate_at: [0; 3],
+            dirs: Default::default(),
+            depth_levels: [0; 7],
+            lat_buckets_ns: [0; 10],
+            lat_buckets_us: [0; 10],
+            lat_buckets_ms: [0; 12],
+            logs: BTreeMap::new(),
+            last_hist_ms: 0,
+        });
+    }
+    let mut sim = Sim { ctrl, timing, clones, heap: BinaryHeap::new(), seq: 0, now: start_ns, opts: opts.clone(), batch: 0 };
+    sim.start_batch(start_ns);
+    let mut events = 0u64;
+    while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
+        sim.now = t;
+        events += 1;
+        if events % 65_536 == 0 && !keep_going(t) {
+            return Err(RunError::Interrupted(t));
+        }
+        match ev {
+            Ev::Start(c) => {
+                let cl = &mut sim.clones[c];
+                cl.started = true;
+                cl.start_ns = t;
+                cl.ramp_end = t + cl.gen.spec.ramp_time_ns;
+                cl.rate_start = cl.ramp_end.min(t);
+                if cl.gen.spec.runtime_ns > 0 {
+                    cl.stop_at = cl.ramp_end + cl.gen.spec.runtime_ns;
+                }
+                sim.pump(c)?;
+            }
+            Ev::Done { clone, ddir, len, offset, issued } => {
+                sim.complete(clone, ddir, len, offset, issued);
+                sim.pump(clone)?;
+            }
+            Ev::Wake(c) => sim.pump(c)?,
+        }
+        if sim.heap.is_empty() || sim.batch_done() {
+            if !sim.next_batch()? {
+                break;
+            }
+        }
+    }
+    let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
+    let busy = end.saturating_sub(start_ns);
+    sim.ctrl.advance_clock(busy, busy);
+    Ok(sim.clones.into_iter().map(finish).collect())
+}
+
+struct Sim<'a> {
+    ctrl: &'a mut Controller,
+    timing: &'a mut DeviceTiming,
+    clones: Vec<Clone>,
+    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    now: u64,
+    opts: RunOptions,
+    batch: u32,
+}
+
+impl Sim<'_> {
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn start_batch(&mut self, t: u64) {
+        for i in 0..self.clones.len() {
+            if self.clones[i].gen.spec.batch == self.batch {
+                let d = self.clones[i].gen.spec.startdelay_ns;
+                self.push(t + d, Ev::Start(i));
+            }
+        }
+    }
+
+    fn batch_done(&self) -> bool {
+        self.clones.iter().filter(|c| c.gen.spec.batch == self.batch).all(|c| c.finished)
+    }
+
+    /// Start the next batch once this one has finished. False when none is left.
+    fn next_batch(&mut self) -> Result<bool, RunError> {
+        if !self.batch_done() {
+            return Ok(true);
+        }
+        let max_batch = self.clones.iter().map(|c| c.gen.spec.batch).max().unwrap_or(0);
+        if self.batch >= max_batch {
+            return Ok(false);
+        }
+        let t = self.clones.iter().filter(|c| c.gen.spec.batch == self.batch).map(|c| c.end_ns).max().unwrap_or(self.now);
+        self.batch += 1;
+        self.start_batch(t);
+        Ok(true)
+    }
+
+    fn complete(&mut self, c: usize, ddir: u8, len: u64, offset: u64, issued: u64) {
+        let now = self.now;
+        let cl = &mut self.clones[c];
+        cl.inflight -= 1;
+        if now < cl.ramp_end || issued < cl.ramp_end {
+            return;
+        }
+        let clat = now - issued;
+        let d = &mut cl.dirs[ddir as usize];
+        d.io_bytes += len;
+        d.ios += 1;
+        d.clat.add(clat);
+        d.slat.add(0);
+        d.lat.add(clat);
+        if cl.gen.spec.logs.hist {
+            if d.hist_since.is_empty() {
+                d.hist_since = vec![0; crate::stats::PLAT_NR];
+            }
+            d.hist_since[crate::stats::plat_index(clat)] += 1;
+        }
+        let rel = now - cl.ramp_end;
+        let bw_win = cl.gen.spec.bw_avg_ms.max(1) * 1_000_000;
+        let iops_win = cl.gen.spec.iops_avg_ms.max(1) * 1_000_000;
+        let wb = (rel / bw_win) as usize;
+        let wi = (rel / iops_win) as usize;
+        if d.bw_windows.len() <= wb {
+            d.bw_windows.resize(wb + 1, 0);
+        }
+        d.bw_windows[wb] += len;
+        if d.iops_windows.len() <= wi {
+            d.iops_windows.resize(wi + 1, 0);
+        }
+        d.iops_windows[wi] += 1;
+        if clat < 1000 {
+            cl.lat_buckets_ns[edge_index(clat, &LAT_EDGES)] += 1;
+        } else if clat < 1_000_000 {
+            cl.lat_buckets_us[edge_index(clat / 1000, &LAT_EDGES)] += 1;
+        } else {
+            let i = edge_index(clat / 1_000_000, &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000]).min(11);
+            cl.lat_buckets_ms[i] += 1;
+        }
+        log_sample(cl, ddir, len, offset, clat, now);
+    }
+
+    /// Issue as much as the clone may now; finish it when it is done.
+    fn pump(&mut self, c: usize) -> Result<(), RunError> {
+        let now = self.now;
+        loop {
+            let cl = &mut self.clones[c];
+            if cl.finished {
+                return Ok(());
+            }
+            if cl.stopping || now >= cl.stop_at {
+                cl.stopping = true;
+                if cl.inflight == 0 {
+                    cl.finished = true;
+                    cl.end_ns = now;
+                    self.maybe_idle(now)?;
+                }
+                return Ok(());
+            }
+            if cl.inflight >= cl.gen.spec.iodepth.max(1) {
+                return Ok(());
+            }
+            if cl.think_until > now {
+                return Ok(());
+            }
+            let spec = &cl.gen.spec;
+            if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
+                cl.stopping = true;
+                continue;
+            }
+            // Next I/O (kept if a rate limit makes us wait for it).
+            if cl.pending.is_none() {
+                cl.pending = next_io(cl)?;
+                if cl.pending.is_none() {
+                    cl.stopping = true;
+                    continue;
+                }
+            }
+            let io = cl.pending.expect("just set");
+            let di = io.ddir.index();
+            let rate = cl.gen.spec.rate_bytes_per_s.get(io.ddir);
+            let rate_iops = cl.gen.spec.rate_iops.get(io.ddir);
+            if rate > 0 || rate_iops > 0 {
+                let at = cl.next_rate_at[di].max(cl.rate_start);
+                if at > now {
+                    self.push(at, Ev::Wake(c));
+                    return Ok(());
+                }
+                let gap = if rate_iops > 0 { 1_000_000_000 / rate_iops } else { io.len * 1_000_000_000 / rate };
+                let gap = if cl.gen.spec.rate_process == "poisson" {
+                    (-(1.0 - cl.poisson.unit()).ln() * gap as f64) as u64
+                } else {
+                    gap
+                };
+                cl.next_rate_at[di] = at + gap;
+            }
+            cl.pending = None;
+            let nlb = io.len / cl.lba;
+            let slba = io.offset / cl.lba;
+            let nsid = cl.nsid;
+            cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+            cl.inflight += 1;
+            cl.ios_issued += 1;
+            cl.bytes_issued[di] += io.len;
+            cl.since_think += 1;
+            let think = cl.gen.spec.thinktime_ns;
+            let think_every = cl.gen.spec.thinktime_blocks.max(1);
+            let done = match io.ddir {
+                Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
+                Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
+                Ddir::Trim => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+            };
+            self.push(done.max(now + 1), Ev::Done { clone: c, ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+            let cl = &mut self.clones[c];
+            // Draw the clone's next I/O now and prefetch its mapping: by the time a slot
+            // frees up the DRAM miss is over.
+            if cl.pending.is_none() && !cl.stopping && now < cl.stop_at {
+                cl.pending = next_io(cl)?;
+                if let Some(n) = cl.pending {
+                    self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
+                }
+            }
+            if think > 0 && cl.since_think >= think_every {
+                cl.since_think = 0;
+                cl.think_until = now + think;
+                self.push(now + think, Ev::Wake(c));
+                return Ok(());
+            }
+        }
+    }
+
+    /// When nothing is outstanding anywhere, let background GC use the gap before the next
+    /// event (between batches, during think time or start delays).
+    fn maybe_idle(&mut self, now: u64) -> Result<(), RunError> {
+        if !self.opts.idle_gc || self.clones.iter().any(|c| c.inflight > 0) {
+            return Ok(());
+        }
+        if let Some(Reverse((next, _, _))) = self.heap.peek() {
+            if *next > now {
+                self.timing.idle(self.ctrl, now, *next)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
+fn next_io(cl: &mut Clone) -> Result<Option<Io>, RunError> {
+    for _attempt in 0..3 {
+        let limit = cl.gen.pass_limit();
+        if cl.gen.pass_bytes() >= limit {
+            let spec = &cl.gen.spec;
+            if spec.time_based || cl.gen.passes_done + 1 < spec.loops.max(1) {
+                cl.gen.new_pass();
+                continue;
+            }
+            return Ok(None);
+        }
+        match cl.gen.next_io() {
+            Some(io) => return Ok(Some(io)),
+            None => {
+                // The region is exhausted before the pass moved io_size bytes: wrap.
+                if cl.gen.spec.fill_device {
+                    return Ok(None);
+                }
+                cl.gen.wrap();
+            }
+        }
+    }
+    Err(JobError {
+        job: cl.gen.spec.name.clone(),
+        thread: cl.gen.spec.thread_number,
+        reason: "no I/O fits the region (block size larger than the region?)".into(),
+    }
+    .into())
+}
+
+fn log_sample(cl: &mut Clone, ddir: u8, len: u64, offset: u64, clat: u64, now: u64) {
+    let spec = &cl.gen.spec.logs;
+    if !(spec.bw || spec.iops || spec.lat || spec.hist) {
+        return;
+    }
+    let t_ms = (now - cl.ramp_end) / 1_000_000;
+    let off = if spec.offset { offset } else { 0 };
+    if spec.avg_ms == 0 {
+        let push = |logs: &mut BTreeMap<String, Vec<Value>>, k: &str, v: u64| {
+            logs.entry(k.to_string()).or_default().push(json!([t_ms, v, ddir, len, off]));
+        };
+        if spec.lat {
+            push(&mut cl.logs, "lat", clat);
+            push(&mut cl.logs, "clat", clat);
+            push(&mut cl.logs, "slat", 0);
+        }
+        if spec.bw {
+            push(&mut cl.logs, "bw", len * 1_000_000 / clat.max(1));
+        }
+        if spec.iops {
+            push(&mut cl.logs, "iops", 1);
+        }
+    } else {
+        if spec.bw || spec.iops {
+            let k = (t_ms / spec.avg_ms) as usize;
+            let d = &mut cl.dirs[ddir as usize];
+            if d.log_bytes.len() <= k {
+                d.log_bytes.resize(k + 1, 0);
+                d.log_ios.resize(k + 1, 0);
+            }
+            d.log_bytes[k] += len;
+            d.log_ios[k] += 1;
+        }
+        if !spec.lat {
+            return log_hist(cl, t_ms);
+        }
+        // fio's windowed latency logs (docs/fio.md §4): a row when a sample arrives at least
+        // avg_ms after the window start; the window restarts at that time rounded down.
+        let avg = spec.avg_ms;
+        let max_value = spec.max_value;
+        let d = &mut cl.dirs[ddir as usize];
+        for (k, (name, v)) in [("lat", clat), ("clat", clat), ("slat", 0u64)].iter().enumerate() {
+            let w = &mut d.lat_window[k];
+            w.1 += *v as u128;
+            w.2 += 1;
+            w.3 = w.3.max(*v);
+            if t_ms >= w.0 + avg {
+                let value = if max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
+                cl.logs.entry(name.to_string()).or_default().push(json!([t_ms, value, ddir, 0, 0]));
+                *w = (t_ms / avg * avg, 0, 0, 0);
+            }
+        }
+    }
+    log_hist(cl, t_ms);
+}
+
+fn log_hist(cl: &mut Clone, t_ms: u64) {
+    let spec = &cl.gen.spec.logs;
+    if spec.hist && spec.hist_ms > 0 && t_ms >= cl.last_hist_ms + spec.hist_ms {
+        for (di, d) in cl.dirs.iter_mut().enumerate() {
+            if d.hist_since.iter().any(|&x| x > 0) {
+                let sparse: Vec<[u64; 2]> = d.hist_since.iter().enumerate().filter(|(_, &x)| x > 0).map(|(i, &x)| [i as u64, x]).collect();
+                cl.logs.entry("clat_hist".into()).or_default().push(json!([t_ms, di, 0, sparse]));
+                d.hist_since.iter_mut().for_each(|x| *x = 0);
+            }
+        }
+        cl.last_hist_ms = t_ms / spec.hist_ms * spec.hist_ms;
+    }
+}
+
+fn finish(cl: Clone) -> CloneOut {
+    let run_end = cl.end_ns.max(cl.ramp_end);
+    let runtime = run_end.saturating_sub(cl.ramp_end);
+    let spec = cl.gen.spec.clone();
+    let mut logs = cl.logs;
+    // Windowed bw/iops logs and the open latency windows are written at the end.
+    let avg = spec.logs.avg_ms;
+    let mut dirs_out = Vec::new();
+    for (di, d) in cl.dirs.into_iter().enumerate() {
+        // fio takes no sample for the window the run ends in.
+        let full = |win_ms: u64| (runtime / (win_ms.max(1) * 1_000_000)) as usize;
+        let mut bw = d.bw_windows.clone();
+        bw.truncate(full(spec.bw_avg_ms));
+        let mut io = d.iops_windows.clone();
+        io.truncate(full(spec.iops_avg_ms));
+        if avg > 0 && (spec.logs.bw || spec.logs.iops) {
+            // One row per full window of avg_ms per direction with I/O in it.
+            let nwin = (runtime / (avg * 1_000_000)) as usize;
+            for k in 0..nwin.min(d.log_bytes.len()) {
+                let (bytes, ios) = (d.log_bytes[k], d.log_ios[k]);
+                if ios == 0 {
+                    continue;
+                }
+                let t = (k as u64 + 1) * avg;
+                if spec.logs.bw {
+                    logs.entry("bw".into()).or_default().push(json!([t, bytes * 1000 / avg / 1024, di, 0, 0]));
+                }
+                if spec.logs.iops {
+                    logs.entry("iops".into()).or_default().push(json!([t, ios * 1000 / avg, di, 0, 0]));
+                }
+            }
+        }
+        if avg > 0 && spec.logs.lat {
+            let end_ms = runtime / 1_000_000;
+            for (k, name) in ["lat", "clat", "slat"].iter().enumerate() {
+                let w = d.lat_window[k];
+                if w.2 > 0 {
+                    let value = if spec.logs.max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
+                    logs.entry(name.to_string()).or_default().push(json!([end_ms, value, di, 0, 0]));
+                }
+            }
+        }
+        let dir_runtime = if spec.directions.iter().any(|x| x.index() == di) { runtime } else { 0 };
+        dirs_out.push(DirOut {
+            io_bytes: d.io_bytes,
+            total_ios: d.ios,
+            runtime_ns: if d.ios > 0 { dir_runtime } else { 0 },
+            short_ios: 0,
+            drop_ios: 0,
+            clat: d.clat.out(),
+            slat: d.slat.out(),
+            lat: d.lat.out(),
+            bw_window_bytes: bw,
+            iops_window_ios: io,
+        });
+    }
+    // Rows sorted by time within each log, as fio writes them.
+    for rows in logs.values_mut() {
+        rows.sort_by_key(|r| r[0].as_u64().unwrap_or(0));
+    }
+    let mut it = dirs_out.into_iter();
+    let (read, write, trim) = (it.next().expect("3"), it.next().expect("3"), it.next().expect("3"));
+    let total: u64 = cl.depth_levels.iter().sum();
+    let mut submit = [0u64; 7];
+    let mut complete = [0u64; 7];
+    if spec.engine_async {
+        submit[1] = total;
+        complete[1] = total;
+    }
+    let mut lb = BTreeMap::new();
+    lb.insert("ns".to_string(), cl.lat_buckets_ns.to_vec());
+    lb.insert("us".to_string(), cl.lat_buckets_us.to_vec());
+    lb.insert("ms".to_string(), cl.lat_buckets_ms.to_vec());
+    CloneOut {
+        version: 1,
+        thread_number: spec.thread_number,
+        start_ns: cl.start_ns,
+        elapsed_ns: cl.end_ns.saturating_sub(cl.start_ns),
+        runtime_ns: runtime,
+        read,
+        write,
+        trim,
+        iodepth_level: cl.depth_levels,
+        iodepth_submit: submit,
+        iodepth_complete: complete,
+        latency_buckets: lb,
+        logs,
+    }
+}

@@ -1,0 +1,478 @@
+//! The timed engine: when each host command completes, in virtual nanoseconds.
+//!
+//! [`DeviceTiming`] keeps "next free" times per NAND plane, die and channel, for the
+//! controller's command processor and for both directions of the host link, plus the write
+//! buffer's drain state. A host command runs through the controller (which changes the FTL
+//! state at once, exactly as in fast-forward) and the NAND operations the FTL emitted are
+//! placed on those timelines; the command's completion time follows. Nothing here reads a
+//! clock; the fio runner ([`fio`]) and the real-time NBD server both call it with the
+//! virtual time at which a command arrives.
+//!
+//! Modelled (docs/models.md has the reasoning and the sources):
+//! * reads: per-plane page reads (tR), pages already in a plane's register reused, then a
+//!   channel transfer of the bytes asked for; program/erase suspend lets reads through at
+//!   the cost of stretching the die's program timeline by tR;
+//! * writes: acknowledged from the power-loss-protected buffer once it has room; buffered
+//!   IUs leave in program units (one-shot, all planes of a die), read-modify-write reads and
+//!   GC reads gate the program unit they feed;
+//! * erases occupy every die of the superblock;
+//! * a controller command processor with a throughput ceiling, fixed firmware latencies;
+//! * host link bandwidth per direction;
+//! * power states: at most N NAND operations at once, N from the state's power budget.
+
+pub mod fio;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::ftl::{Cause, FtlConfig, NandOp, NandSink};
+use crate::nand::Geometry;
+use crate::nvme::{Controller, Error};
+use crate::spec::{DriveSpec, TimingSpec};
+
+/// Collects the operations the FTL emits for one command.
+#[cfg(test)]
+mod tests;
+
+#[derive(Default)]
+pub struct OpLog(pub Vec<NandOp>);
+
+impl NandSink for OpLog {
+    #[inline]
+    fn op(&mut self, op: NandOp) {
+        self.0.push(op);
+    }
+}
+
+/// Reservations on a shared transfer resource (a NAND channel, a direction of the host
+/// link). Unlike a single "next free" time, a transfer whose data is ready early can use a
+/// gap before transfers queued ahead of it, so out-of-order readiness does not serialise
+/// behind whatever happened to be issued first.
+#[derive(Clone, Debug, Default)]
+struct Calendar {
+    /// Busy intervals [start, end), sorted and disjoint.
+    busy: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Calendar {
+    /// Reserve `dur` at the earliest start ≥ `ready`; intervals ending by `now` are dropped
+    /// (commands arrive in time order, so nothing can start before `now` again).
+    fn reserve(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
+        while self.busy.front().is_some_and(|&(_, e)| e <= now) {
+            self.busy.pop_front();
+        }
+        let mut t = ready;
+        // Start at the last interval beginning before `ready` (binary search: under load the
+        // list holds hundreds of transfers and most new ones land near its end).
+        let mut i = self.busy.partition_point(|&(s, _)| s < ready).saturating_sub(1);
+        while i < self.busy.len() {
+            let (s, e) = self.busy[i];
+            if e <= t {
+                i += 1;
+                continue;
+            }
+            if s >= t + dur {
+                break;
+            }
+            t = e;
+            i += 1;
+        }
+        // Merge with a neighbour that touches, to keep the list short under load.
+        if i > 0 && self.busy[i - 1].1 == t {
+            self.busy[i - 1].1 = t + dur;
+            if i < self.busy.len() && self.busy[i].0 == t + dur {
+                self.busy[i - 1].1 = self.busy[i].1;
+                self.busy.remove(i);
+            }
+        } else if i < self.busy.len() && self.busy[i].0 == t + dur {
+            self.busy[i].0 = t;
+        } else {
+            self.busy.insert(i, (t, t + dur));
+        }
+        t
+    }
+
+    fn last_end(&self) -> u64 {
+        self.busy.back().map_or(0, |b| b.1)
+    }
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct PuAcc {
+    pu: u32,
+    count: u32,
+    ready: u64,
+}
+
+/// Timing counters (exposed for reports and metrics).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TimingCounters {
+    pub page_reads: u64,
+    pub page_register_hits: u64,
+    pub programs: u64,
+    pub erases: u64,
+    pub suspends: u64,
+    pub buffer_stalls: u64,
+    pub buffer_stall_ns: u64,
+    pub power_waits: u64,
+}
+
+pub struct DeviceTiming {
+    t: TimingSpec,
+    geo: Geometry,
+    iu_bytes: u64,
+    ius_per_pu: u32,
+    ius_per_page: u32,
+    pages_per_iu: u32,
+    dies: u32,
+    planes: u32,
+    plane_free: Vec<u64>,
+    /// (page key, time the page is in the register) per plane.
+    plane_page: Vec<(u64, u64)>,
+    die_free: Vec<u64>,
+    channels: Vec<Calendar>,
+    ctrl_free_ps: u64,
+    ctrl_service_ps: u64,
+    link_up: Calendar,
+    link_down: Calendar,
+    /// Arrival time of the command being placed (calendars forget what ended before it).
+    now: u64,
+    host_pu: PuAcc,
+    gc_pu: PuAcc,
+    pending: BinaryHeap<Reverse<(u64, u64)>>,
+    pending_bytes: u64,
+    pending_unscheduled: u64,
+    admit_at: u64,
+    buffer_limit: u64,
+    tokens: Option<BinaryHeap<Reverse<u64>>>,
+    power_state: u8,
+    ops: OpLog,
+    pub counters: TimingCounters,
+}
+
+/// Why a spec cannot be timed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TimingError(pub String);
+
+impl DeviceTiming {
+    pub fn new(spec: &DriveSpec, cfg: &FtlConfig) -> Result<DeviceTiming, TimingError> {
+        let t = spec.timing.clone().ok_or_else(|| {
+            TimingError(format!("preset {} has no [timing] section, so it cannot run timed workloads", spec.drive.name))
+        })?;
+        let geo = spec.geometry();
+        let iu = cfg.iu_bytes as u64;
+        let page = geo.page_bytes as u64;
+        let dies = geo.dies();
+        let planes = geo.planes_per_die;
+        Ok(DeviceTiming {
+            ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
+            iu_bytes: iu,
+            ius_per_pu: geo.ius_per_program_unit(iu),
+            ius_per_page: (page / iu).max(1) as u32,
+            pages_per_iu: (iu / page).max(1) as u32,
+            dies,
+            planes,
+            plane_free: vec![0; (dies * planes) as usize],
+            plane_page: vec![(u64::MAX, 0); (dies * planes) as usize],
+            die_free: vec![0; dies as usize],
+            channels: vec![Calendar::default(); geo.channels as usize],
+            ctrl_free_ps: 0,
+            link_up: Calendar::default(),
+            link_down: Calendar::default(),
+            now: 0,
+            host_pu: PuAcc::default(),
+            gc_pu: PuAcc::default(),
+            pending: BinaryHeap::new(),
+            pending_bytes: 0,
+            pending_unscheduled: 0,
+            admit_at: 0,
+            buffer_limit: spec.ftl.write_buffer_bytes.value.max(geo.program_unit_bytes * 2),
+            tokens: None,
+            power_state: u8::MAX,
+            ops: OpLog::default(),
+            counters: TimingCounters::default(),
+            t,
+            geo,
+        })
+    }
+
+    /// Apply the controller's current power state (Set Features 02h) to NAND concurrency.
+    fn sync_power(&mut self, ctrl: &Controller) {
+        let ps = ctrl.state().power_state;
+        if ps == self.power_state {
+            return;
+        }
+        self.power_state = ps;
+        let spec = ctrl.spec();
+        let limit = spec.power_states.get(ps as usize).and_then(|p| {
+            let op = self.t.nand_op_power_mw.value.max(1) as u64;
+            let base = self.t.idle_power_mw.value as u64;
+            let budget = p.max_power_mw as u64;
+            let n = budget.saturating_sub(base) / op;
+            // Every plane busy at once needs no limit.
+            (n < (self.dies * self.planes) as u64).then_some(n.max(1))
+        });
+        self.tokens = limit.map(|n| (0..n).map(|_| Reverse(0u64)).collect());
+    }
+
+    /// Start time of a NAND operation of `dur` ns that could start at `ready`, under the
+    /// power budget; reserves the slot.
+    #[inline]
+    fn power_slot(&mut self, ready: u64, dur: u64) -> u64 {
+        match &mut self.tokens {
+            None => ready,
+            Some(h) => {
+                let Reverse(free) = h.pop().expect("token pool is never empty");
+                if free > ready {
+                    self.counters.power_waits += 1;
+                }
+                let start = ready.max(free);
+                h.push(Reverse(start + dur));
+                start
+            }
+        }
+    }
+
+    #[inline]
+    fn xfer_ns(bytes: u64, rate: u64) -> u64 {
+        (bytes * 1_000_000_000).div_ceil(rate.max(1))
+    }
+
+    fn ctrl_cmd(&mut self, now: u64) -> u64 {
+        let start = (now * 1000).max(self.ctrl_free_ps);
+        self.ctrl_free_ps = start + self.ctrl_service_ps;
+        self.ctrl_free_ps.div_ceil(1000)
+    }
+
+    fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
+        let dur = Self::xfer_ns(bytes, self.t.host_link_bytes_per_s.value);
+        let now = self.now;
+        let cal = if up { &mut self.link_up } else { &mut self.link_down };
+        cal.reserve(now, t, dur) + dur
+    }
+
+    /// Page read of the IU at `ppa` (`bytes` wanted), ready no earlier than `t`; returns when
+    /// the data has crossed the channel.
+    fn read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
+        let loc = self.geo.locate(ppa, self.iu_bytes);
+        let plane = (loc.die * self.planes + loc.plane) as usize;
+        let t_read = self.t.t_read_ns.value;
+        let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
+        let key = ppa as u64 / self.ius_per_page as u64;
+        let mut ready = t;
+        if pages == 1 && self.plane_page[plane].0 == key {
+            // The page is still in the plane's register (e.g. GC reading the next IU).
+            self.counters.page_register_hits += 1;
+            ready = ready.max(self.plane_page[plane].1);
+        } else {
+            for _ in 0..pages {
+                let want = ready.max(self.plane_free[plane]);
+                let start = self.power_slot(want, t_read);
+                let end = start + t_read;
+                self.plane_free[plane] = end;
+                // Program/erase suspend: the read goes first, the die's program work slips.
+                let d = loc.die as usize;
+                if self.die_free[d] > start {
+                    self.die_free[d] += t_read;
+                    self.counters.suspends += 1;
+                }
+                self.counters.page_reads += 1;
+                ready = end;
+            }
+            self.plane_page[plane] = (key, ready);
+        }
+        let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
+        self.channels[loc.channel as usize].reserve(self.now, ready, dur) + dur
+    }
+
+    /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
+    fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
+        let ppa = pu * self.ius_per_pu;
+        let loc = self.geo.locate(ppa, self.iu_bytes);
+        let d = loc.die as usize;
+        let dur = Self::xfer_ns(self.geo.program_unit_bytes, self.t.channel_bytes_per_s.value);
+        let xe = self.channels[loc.channel as usize].reserve(self.now, ready, dur) + dur;
+        let planes_free = (0..self.planes).map(|p| self.plane_free[(loc.die * self.planes + p) as usize]).max().unwrap_or(0);
+        let want = xe.max(self.die_free[d]).max(planes_free);
+        let t_prog = self.t.t_prog_ns.value;
+        let start = self.power_slot(want, t_prog);
+        self.die_free[d] = start + t_prog;
+        // A program overwrites the page registers of the die's planes.
+        for p in 0..self.planes {
+            self.plane_page[(loc.die * self.planes + p) as usize].0 = u64::MAX;
+        }
+        self.counters.programs += 1;
+        self.die_free[d]
+    }
+
+    fn erase_op(&mut self, t: u64) {
+        let t_erase = self.t.t_erase_ns.value;
+        for d in 0..self.dies as usize {
+            let want = t.max(self.die_free[d]);
+            let start = self.power_slot(want, t_erase);
+            self.die_free[d] = start + t_erase;
+        }
+        self.counters.erases += 1;
+    }
+
+    /// Place the operations in `self.ops` on the timelines, as of time `t`.
+    /// Returns (latest host-read completion, host IUs handed to the program pipeline).
+    fn run_ops(&mut self, t: u64) -> (u64, u64) {
+        let ops = std::mem::take(&mut self.ops.0);
+        let mut read_done = t;
+        let mut host_ius = 0;
+        for op in &ops {
+            match *op {
+                NandOp::Read { ppa, bytes, cause } => {
+                    let done = self.read_op(t, ppa, bytes);
+                    match cause {
+                        Cause::Host => read_done = read_done.max(done),
+                        Cause::Rmw => self.host_pu.ready = self.host_pu.ready.max(done),
+                        Cause::Gc => self.gc_pu.ready = self.gc_pu.ready.max(done),
+                    }
+                }
+                NandOp::Program { ppa, cause } => {
+                    let pu = ppa / self.ius_per_pu;
+                    let host = cause != Cause::Gc;
+                    let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
+                    if acc.count > 0 && acc.pu != pu {
+                        // A frontier moved on with a partial unit (never happens with
+                        // superblocks made of whole units, kept for safety): program it.
+                        let a = *acc;
+                        *acc = PuAcc { pu, count: 0, ready: 0 };
+                        let end = self.program_op(a.ready.max(t), a.pu);
+                        if host {
+                            self.release_later(end, a.count as u64);
+                        }
+                    }
+                    let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
+                    if acc.count == 0 {
+                        acc.pu = pu;
+                        acc.ready = acc.ready.max(t);
+                    }
+                    acc.count += 1;
+                    if host {
+                        host_ius += 1;
+                        self.pending_unscheduled += 1;
+                    }
+                    if acc.count == self.ius_per_pu {
+                        let a = *acc;
+                        *acc = PuAcc::default();
+                        let end = self.program_op(a.ready.max(t), a.pu);
+                        if host {
+                            self.release_later(end, a.count as u64);
+                        }
+                    }
+                }
+                NandOp::Erase { .. } => self.erase_op(t),
+            }
+        }
+        let mut ops = ops;
+        ops.clear();
+        self.ops.0 = ops;
+        (read_done, host_ius)
+    }
+
+    fn release_later(&mut self, at: u64, ius: u64) {
+        self.pending_unscheduled -= ius;
+        self.pending.push(Reverse((at, ius * self.iu_bytes)));
+    }
+
+    /// Time at which the buffer has room for everything accepted so far, no earlier than `t`.
+    fn admit(&mut self, t: u64, new_bytes: u64) -> u64 {
+        self.pending_bytes += new_bytes;
+        while let Some(&Reverse((at, b))) = self.pending.peek() {
+            if at > t && self.pending_bytes <= self.buffer_limit {
+                break;
+            }
+            self.pending.pop();
+            self.pending_bytes -= b;
+            if at > t {
+                self.admit_at = self.admit_at.max(at);
+            }
+        }
+        let ack = t.max(self.admit_at);
+        if ack > t {
+            self.counters.buffer_stalls += 1;
+            self.counters.buffer_stall_ns += ack - t;
+        }
+        ack
+    }
+
+    // ----------------------------------------------------------------- host commands
+
+    /// A read command arriving at `now`; returns its completion time.
+    pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+        self.now = self.now.max(now);
+        self.sync_power(ctrl);
+        let t1 = self.ctrl_cmd(now);
+        let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
+        let mut ops = std::mem::take(&mut self.ops);
+        let r = ctrl.read(nsid, slba, nlb, &mut ops);
+        self.ops = ops;
+        r?;
+        let (done, _) = self.run_ops(t1);
+        let t3 = self.link(done, bytes, false);
+        Ok(t3 + self.t.ctrl_read_ns.value)
+    }
+
+    /// A write command arriving at `now`; returns when it is acknowledged.
+    pub fn write(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+        self.now = self.now.max(now);
+        self.sync_power(ctrl);
+        let t1 = self.ctrl_cmd(now);
+        let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
+        let t2 = self.link(t1, bytes, true);
+        let mut ops = std::mem::take(&mut self.ops);
+        let r = ctrl.write(nsid, slba, nlb, &mut ops);
+        self.ops = ops;
+        r?;
+        let (_, host_ius) = self.run_ops(t2);
+        let ack = self.admit(t2, host_ius * self.iu_bytes);
+        Ok(ack + self.t.ctrl_write_ns.value)
+    }
+
+    /// Dataset Management (deallocate) arriving at `now`.
+    pub fn deallocate(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+        self.now = self.now.max(now);
+        let t1 = self.ctrl_cmd(now);
+        ctrl.deallocate(nsid, slba, nlb)?;
+        Ok(t1 + self.t.ctrl_write_ns.value)
+    }
+
+    /// The host is idle from `from` until `until`: let GC reclaim space in the background
+    /// while its NAND work fits. Returns how many IUs it moved.
+    pub fn idle(&mut self, ctrl: &mut Controller, from: u64, until: u64) -> Result<u64, Error> {
+        self.now = self.now.max(from);
+        let mut t = from.max(self.die_free.iter().copied().max().unwrap_or(0).min(until));
+        let chunk = self.ius_per_pu as u64;
+        let mut moved = 0;
+        while t < until {
+            let mut ops = std::mem::take(&mut self.ops);
+            let n = ctrl.ftl()?.background_gc(crate::ftl::Ftl::BACKGROUND_FREE_TARGET, chunk, &mut ops);
+            self.ops = ops;
+            if n == 0 && self.ops.0.is_empty() {
+                break;
+            }
+            moved += n;
+            self.run_ops(t);
+            // Next chunk once the dies this one used are free again.
+            t = self.die_free.iter().copied().max().unwrap_or(t).max(t + 1);
+        }
+        Ok(moved)
+    }
+
+    /// When every NAND resource is idle again (drain of queued work).
+    pub fn quiet_at(&self) -> u64 {
+        let ch = self.channels.iter().map(Calendar::last_end).max().unwrap_or(0);
+        self.die_free.iter().chain(self.plane_free.iter()).copied().max().unwrap_or(0).max(ch)
+    }
+}
+
+/// Check that the timed and untimed paths leave identical FTL state (used by tests).
+pub fn ftl_fingerprint(ctrl: &mut Controller) -> Result<(u64, u64, crate::ftl::FtlCounters), Error> {
+    let f = ctrl.ftl()?;
+    let (l2p, p2l) = f.maps();
+    Ok((l2p.checksum(), p2l.checksum(), f.counters().clone()))
+}
