@@ -68,6 +68,29 @@ def image_digest(path: Path) -> dict[str, str]:
     return out
 
 
+def copy_image(src: Path, dst: Path) -> Path:
+    """Copy an image cheaply: the big map files are hard-linked (the image never rewrites a
+    committed file in place: each commit writes a new generation), the rest is copied (LOCK
+    must be a file of its own, or the copies would share one flock)."""
+
+    def copy(s: str, d: str) -> None:
+        if os.path.basename(s) in ("l2p.bin", "p2l.bin"):
+            os.link(s, d)
+        else:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=copy)
+    return dst
+
+
+def own_copy(path: Path) -> Path:
+    """Give a hard-linked file its own inode before a test damages it in place."""
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)
+    return path
+
+
 @pytest.fixture(scope="session")
 def cli() -> Callable[..., Run]:
     return run_cli
@@ -84,21 +107,32 @@ def cm6_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cm6_written_template(tmp_path_factory: pytest.TempPathFactory, cm6_template: Path) -> Path:
     """The CM6 template after a 128k sequential fill (maps on disk are non-trivial)."""
-    d = tmp_path_factory.mktemp("template-written") / "cm6"
-    shutil.copytree(cm6_template, d)
+    d = copy_image(cm6_template, tmp_path_factory.mktemp("template-written") / "cm6")
     run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--seed", "7")
     return d
 
 
+@pytest.fixture(scope="session")
+def small_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The smallest CM6 image the spec allows to be useful: 1/454 scale, 8 superblocks
+    (5 of data), 10.57 GB user. For tests of behaviour that does not depend on size."""
+    d = tmp_path_factory.mktemp("template-small") / "cm6s"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--rand", "4k", "--amount", "0.5x", "--seed", "3", "-q")
+    return d
+
+
+@pytest.fixture
+def small(tmp_path: Path, small_template: Path) -> Path:
+    """A written (sequential fill, then random) CM6 image at 1/454."""
+    return copy_image(small_template, tmp_path / "cm6s")
+
+
 @pytest.fixture
 def cm6(tmp_path: Path, cm6_template: Path) -> Path:
-    d = tmp_path / "cm6"
-    shutil.copytree(cm6_template, d)
-    return d
+    return copy_image(cm6_template, tmp_path / "cm6")
 
 
 @pytest.fixture
 def cm6_written(tmp_path: Path, cm6_written_template: Path) -> Path:
-    d = tmp_path / "cm6w"
-    shutil.copytree(cm6_written_template, d)
-    return d
+    return copy_image(cm6_written_template, tmp_path / "cm6w")

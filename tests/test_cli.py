@@ -9,7 +9,6 @@ check, power-cycle and waf.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import pytest
 
 from ssdtwin import _core
 
-from conftest import CM6, P5316, SSDTWIN, image_digest, run_cli
+from conftest import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
 
 # The KIOXIA experiment's namespace sizes (seed-facts §1), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
@@ -233,8 +232,7 @@ def test_precondition_seq_then_rand(cm6: Path) -> None:
 
 
 def test_precondition_amount_as_size_and_seed_is_replayable(cm6: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other"
-    shutil.copytree(cm6, other)
+    other = copy_image(cm6, tmp_path / "other")
     a = run_cli("precondition", cm6, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     b = run_cli("precondition", other, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     assert "wrote 1.07 GB in 65536 IOs" in a and "seed 42" in a

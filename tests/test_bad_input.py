@@ -1,0 +1,336 @@
+"""Bad input: every failure is one line on stderr naming what was wrong, a non-zero exit,
+and an image left exactly as it was (issue (6)).
+
+"Unchanged" is checked byte for byte: a sha256 of every file in the image directory
+before and after (LOCK excluded: it is the advisory lock file, rewritten with the pid of
+whoever opens the image writable). For damage to the image itself, the check is that the
+damaged files are left as they were, so the user can still inspect or repair them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import CM6, Run, image_digest, own_copy, run_cli
+
+
+def assert_one_line_error(r: Run, *needles: str, status: int = 1) -> str:
+    assert r.returncode == status, f"exit {r.returncode}, wanted {status}; stderr: {r.stderr!r}"
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, f"wanted exactly one line on stderr, got {len(lines)}:\n{r.stderr}"
+    line = lines[0]
+    assert line.startswith("ssdtwin ") and ": error: " in line, line
+    assert "Traceback" not in r.stderr
+    for n in needles:
+        assert n in line, f"{n!r} not in {line!r}"
+    return line
+
+
+def fails_cleanly(image: Path, *args: str, needles: tuple[str, ...], status: int = 1, listable: bool = True) -> str:
+    """Run a failing command on `image`; the image must be byte-identical afterwards."""
+    before = image_digest(image)
+    line = assert_one_line_error(run_cli(*args, check=False), *needles, status=status)
+    assert image_digest(image) == before, f"{args} changed the image"
+    if listable:
+        run_cli("nvme", "list", image)
+        run_cli("check", image)
+    return line
+
+
+# --------------------------------------------------------------------------- issue (6)
+
+
+def test_create_ns_larger_than_unvmcap(small: Path) -> None:
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    run_cli("nvme", "delete-ns", small, "-n", "1")
+    run_cli("nvme", "create-ns", small, "-s", "1000000", "-c", "1000000", "-b", "512")
+    unvmcap = run_cli("nvme", "id-ctrl", small, "-o", "json").json()["unvmcap"]
+    too_many = unvmcap // 512 + 1
+    line = fails_cleanly(small, "nvme", "create-ns", str(small), "-s", str(too_many), "-c", str(too_many), "-b", "512",
+                         needles=("NS_INSUFFICIENT_CAPACITY(0x4115)", f"{too_many} blocks x 512 B",
+                                  f"{unvmcap} bytes", f"at most {unvmcap // 512} blocks of 512 B"))
+    assert line.startswith("ssdtwin nvme create-ns: error: ")
+    # The full drive's size on a drive that already has a namespace: same error.
+    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "7501476528", "-c", "7501476528",
+                  needles=("NS_INSUFFICIENT_CAPACITY",))
+
+
+def test_unknown_preset(tmp_path: Path) -> None:
+    d = tmp_path / "new"
+    r = run_cli("create", d, "--model", "kioxia-cm7", check=False)
+    assert_one_line_error(r, "preset 'kioxia-cm7': unknown preset; choose one of: ", CM6, "intel-p5316-15.36t")
+    assert not d.exists(), "a failed create must not leave a directory behind"
+    assert_one_line_error(run_cli("models", "kioxia-cm7", check=False), "unknown preset")
+
+
+def test_block_size_1000(small: Path) -> None:
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    run_cli("nvme", "delete-ns", small, "-n", "1")
+    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "1000", "-c", "1000", "-b", "1000",
+                  needles=("-b/--block-size 1000", "allowed: 512, 4096"))
+    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "1000", "-c", "1000", "-f", "5",
+                  needles=("INVALID_FORMAT(0x410a)", "LBA format 5", "0=512 B, 1=4096 B"))
+
+
+def test_attach_missing_namespace(small: Path) -> None:
+    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "2", "-c", "1",
+                  needles=("INVALID_NS(0x400b)", "namespace 2 does not exist", "namespaces: 1"))
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    run_cli("nvme", "delete-ns", small, "-n", "1")
+    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1",
+                  needles=("INVALID_NS(0x400b)", "namespaces: none"))
+
+
+# --------------------------------------------------------------------------- missing namespaces
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["nvme", "id-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9 does not exist")),
+        (["nvme", "detach-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
+        (["nvme", "delete-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
+        (["nvme", "format", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
+        (["nvme", "get-feature", "{d}", "-f", "0x84", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
+        (["precondition", "{d}", "-n", "9", "--rand", "4k"], ("-n 9: no such namespace", "namespaces: 1")),
+    ],
+)
+def test_missing_namespace(small: Path, args: list[str], needles: tuple[str, ...]) -> None:
+    fails_cleanly(small, *[a.format(d=small) for a in args], needles=needles)
+
+
+def test_attach_detach_state_errors(small: Path) -> None:
+    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1",
+                  needles=("NS_ALREADY_ATTACHED(0x4118)",))
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    fails_cleanly(small, "nvme", "detach-ns", str(small), "-n", "1", needles=("NS_NOT_ATTACHED(0x411a)",))
+    # I/O to a detached namespace is refused.
+    fails_cleanly(small, "precondition", str(small), "--rand", "4k", "--amount", "1MiB",
+                  needles=("INVALID_NS(0x400b)", "not attached"))
+
+
+# --------------------------------------------------------------------------- option values
+
+
+@pytest.mark.parametrize(
+    "args, needles, status",
+    [
+        (["nvme", "list", "{d}", "-o", "xml"], ("-o/--output-format 'xml'", "normal or json"), 1),
+        (["nvme", "id-ctrl", "{d}", "--bogus"], ("No such option: --bogus",), 2),
+        (["nvme", "id-ns", "{d}"], ("Missing option", "--namespace-id"), 2),
+        (["nvme", "id-ns", "{d}", "-n", "one"], ("'-n'", "integer"), 2),
+        (["nvme", "create-ns", "{d}", "-s", "0", "-c", "0"], ("-s/--nsze 0", "at least 1 block"), 1),
+        (["nvme", "create-ns", "{d}", "-s", "1T", "-c", "1T"], ("-s/--nsze '1T'", "whole number of logical blocks"), 1),
+        (["nvme", "create-ns", "{d}", "-s", "10", "-c", "5"], ("THIN_PROVISIONING_NOT_SUPPORTED(0x411b)",), 1),
+        (["nvme", "create-ns", "{d}", "-s", "10", "-c", "10", "-b", "512", "-f", "0"], ("not both",), 1),
+        (["nvme", "attach-ns", "{d}", "-n", "1", "-c", "2"], ("CTRL_LIST_INVALID(0x411c)", "controller 2"), 1),
+        (["nvme", "attach-ns", "{d}", "-n", "1", "-c", "1,x"], ("-c/--controllers '1,x'",), 1),
+        (["nvme", "format", "{d}", "-n", "1", "--ses", "3"], ("INVALID_FIELD(0x4002)", "ses 3", "0 (none)"), 1),
+        (["nvme", "format", "{d}", "-n", "1", "-b", "1000"], ("-b/--block-size 1000", "allowed: 512, 4096"), 1),
+        (["nvme", "format", "{d}", "-n", "1", "-l", "9"], ("INVALID_FORMAT(0x410a)", "LBA format 9"), 1),
+        (["nvme", "get-feature", "{d}", "-f", "0x99"], ("INVALID_FIELD(0x4002)", "feature 0x99", "supported: 0x01"), 1),
+        (["nvme", "set-feature", "{d}", "-f", "7", "-v", "1"], ("FEATURE_NOT_CHANGEABLE(0x410e)",), 1),
+        (["nvme", "set-feature", "{d}", "-f", "2", "-v", "zz"], ("-v/--value 'zz'", "integer"), 1),
+        (["nvme", "set-feature", "{d}", "-f", "2", "-v", "40"], ("INVALID_FIELD(0x4002)", "power state 8"), 1),
+        (["precondition", "{d}"], ("give --seq BS and/or --rand BS",), 1),
+        (["precondition", "{d}", "--seq", "12q"], ("--seq", "'12q' is not a size", "128k"), 1),
+        (["precondition", "{d}", "--rand", "0"], ("--rand 0: must be positive",), 1),
+        (["precondition", "{d}", "--rand", "1000"], ("INVALID_FIELD(0x4002)", "block size 1000", "512-byte LBA"), 1),
+        (["precondition", "{d}", "--rand", "4k", "--amount", "0x"], ("--amount", "'0x': must be positive"), 1),
+        (["precondition", "{d}", "--rand", "4k", "--amount", "lots"], ("--amount", "'lots' is not a size"), 1),
+        (["precondition", "{d}", "--seq", "128k", "--loops", "0"], ("--loops 0.0: must be positive",), 1),
+        (["precondition", "{d}", "--seq", "128k", "--loops", "-1"], ("--loops -1.0: must be positive",), 1),
+        (["waf", "{d}", "-o", "xml", "--", "true"], ("-o/--output-format 'xml'",), 1),
+    ],
+)
+def test_bad_option_values(small: Path, args: list[str], needles: tuple[str, ...], status: int) -> None:
+    fails_cleanly(small, *[a.format(d=small) for a in args], needles=needles, status=status)
+
+
+@pytest.mark.parametrize(
+    "scale, needles",
+    [
+        ("1/0", ("--scale", "scale '1/0': N must be at least 1")),
+        ("0", ("--scale", "N must be at least 1")),
+        ("abc", ("--scale", "scale 'abc': use 1/N")),
+        ("1/64.5", ("--scale", "use 1/N")),
+        ("1/100000", ("--scale 1/100000: too small", "need at least 4")),
+    ],
+)
+def test_bad_scale(tmp_path: Path, scale: str, needles: tuple[str, ...]) -> None:
+    d = tmp_path / "new"
+    assert_one_line_error(run_cli("create", d, "--model", CM6, "--scale", scale, check=False), *needles)
+    assert not d.exists()
+
+
+def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.write_text("not an image\n")
+    assert_one_line_error(run_cli("create", plain, "--model", CM6, "--scale", "1/64", check=False),
+                          f"{plain} already exists")
+    assert plain.read_text() == "not an image\n"
+    fails_cleanly(small, "create", str(small), "--model", CM6, "--scale", "1/64", needles=(f"{small} already exists",))
+
+
+# --------------------------------------------------------------------------- not an image
+
+
+def test_image_path_is_a_plain_file(tmp_path: Path) -> None:
+    f = tmp_path / "file.img"
+    f.write_bytes(b"\0" * 4096)
+    for args in (["nvme", "list", f], ["precondition", f, "--rand", "4k"], ["check", f]):
+        assert_one_line_error(run_cli(*args, check=False), f"{f} is not an ssdtwin drive image")
+    assert f.read_bytes() == b"\0" * 4096
+
+
+def test_missing_directory(tmp_path: Path) -> None:
+    d = tmp_path / "nowhere"
+    assert_one_line_error(run_cli("nvme", "id-ctrl", d, check=False), f"{d} is not an ssdtwin drive image (no such directory)")
+    assert not d.exists()
+
+
+def test_foreign_directory(tmp_path: Path) -> None:
+    d = tmp_path / "photos"
+    d.mkdir()
+    (d / "cat.jpg").write_bytes(b"\xff\xd8\xff")
+    before = image_digest(d)
+    for args in (["nvme", "list", d], ["nvme", "format", d, "-n", "1"], ["precondition", d, "--seq", "128k"]):
+        assert_one_line_error(run_cli(*args, check=False), f"{d} is not an ssdtwin drive image (no ssdtwin.toml)")
+    assert image_digest(d) == before and sorted(p.name for p in d.iterdir()) == ["cat.jpg"]
+
+
+def test_foreign_manifest(small: Path) -> None:
+    m = small / "ssdtwin.toml"
+    m.write_text(m.read_text().replace('format = "ssdtwin-image"', 'format = "something-else"'))
+    fails_cleanly(small, "nvme", "list", str(small), needles=("is not an ssdtwin drive image", "format is 'something-else'"),
+                  listable=False)
+    m.write_text(m.read_text().replace('format = "something-else"', 'format = "ssdtwin-image"').replace("version = 1", "version = 99"))
+    fails_cleanly(small, "nvme", "list", str(small), needles=("image version 99", "reads version 1"), listable=False)
+
+
+# --------------------------------------------------------------------------- damaged images
+
+
+def current_gen(d: Path) -> Path:
+    return d / (d / "CURRENT").read_text().strip()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbled", "empty", "wrong-type"])
+def test_damaged_state_json(small: Path, damage: str) -> None:
+    state = current_gen(small) / "state.json"
+    text = state.read_bytes()
+    if damage == "truncated":
+        state.write_bytes(text[: len(text) // 2])
+    elif damage == "garbled":
+        state.write_bytes(text[:100] + b"\x00\x13garbage" + text[100:])
+    elif damage == "empty":
+        state.write_bytes(b"")
+    else:
+        j = json.loads(text)
+        j["controller"]["seed"] = "not a number"
+        state.write_text(json.dumps(j))
+    for args in (["nvme", "list", small], ["precondition", small, "--rand", "4k"], ["check", small]):
+        fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{state}"), listable=False)
+
+
+def test_map_sizes_that_disagree_with_the_spec(small: Path) -> None:
+    state = current_gen(small) / "state.json"
+    j = json.loads(state.read_text())
+    j["l2p_entries"] += 1
+    state.write_text(json.dumps(j))
+    fails_cleanly(small, "nvme", "list", str(small),
+                  needles=("drive image damaged", "map sizes disagree with spec.toml"), listable=False)
+
+
+@pytest.mark.parametrize("which", ["l2p.bin", "p2l.bin"])
+def test_flipped_bytes_in_maps_are_caught_by_checksum(small: Path, which: str) -> None:
+    path = own_copy(current_gen(small) / which)
+    with open(path, "r+b") as f:
+        f.seek(os.path.getsize(path) // 3)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0x5A]))
+    # Metadata-only commands never load the maps; the damage shows when they are loaded.
+    run_cli("nvme", "list", small)
+    for args in (["check", small], ["precondition", small, "--rand", "4k", "--amount", "1MiB"],
+                 ["nvme", "format", small, "-n", "1", "--ses", "2"], ["nvme", "delete-ns", small, "-n", "1"]):
+        fails_cleanly(small, *map(str, args), listable=False,
+                      needles=("drive image damaged", str(path), "checksum", "does not match the committed"))
+
+
+def test_truncated_map_file(small: Path) -> None:
+    path = own_copy(current_gen(small) / "l2p.bin")
+    os.truncate(path, os.path.getsize(path) - 4096)
+    fails_cleanly(small, "check", str(small), needles=("drive image damaged", str(path)), listable=False)
+
+
+def test_missing_map_file(small: Path) -> None:
+    path = current_gen(small) / "p2l.bin"
+    path.unlink()
+    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", str(path), "missing"),
+                  listable=False)
+
+
+def test_current_names_no_generation(small: Path) -> None:
+    (small / "CURRENT").write_text("nonsense\n")
+    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "CURRENT", "'nonsense' is not a generation name"),
+                  listable=False)
+    (small / "CURRENT").write_text("gen-000777\n")
+    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "gen-000777"), listable=False)
+
+
+def test_invalid_spec_toml(small: Path) -> None:
+    spec = small / "spec.toml"
+    spec.write_text(spec.read_text().replace("[nand.channels]", "[nand.channels]\nbogus_field = 1"))
+    fails_cleanly(small, "nvme", "list", str(small), needles=(str(spec), "bogus_field"), listable=False)
+
+
+# --------------------------------------------------------------------------- locked image
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from ssdtwin import Drive
+    d = Drive.open(sys.argv[1], writable=True)
+    print("locked", flush=True)
+    sys.stdin.read()  # hold the image until the test closes our stdin
+    """
+)
+
+
+def test_image_locked_by_another_process(small: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(small)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for args in (["precondition", small, "--rand", "4k", "--amount", "1MiB"], ["nvme", "delete-ns", small, "-n", "1"],
+                     ["nvme", "format", small, "-n", "1"], ["power-cycle", small]):
+            r = run_cli(*args, check=False)
+            assert_one_line_error(r, f"{small} is in use by another ssdtwin process (pid {holder.pid}); stop it first")
+        # Readers are not blocked by a writer: they see the last committed state.
+        run_cli("nvme", "list", small)
+        run_cli("nvme", "smart-log", small)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    before = image_digest(small)
+    # The lock goes with the process: the image is writable again.
+    run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
+    assert image_digest(small) != before
+
+
+def test_lock_of_a_killed_process_is_released(small: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(small)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    holder.kill()
+    holder.wait(timeout=30)
+    run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
+    run_cli("check", small)
