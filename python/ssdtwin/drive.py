@@ -151,9 +151,10 @@ class Drive:
     without an exception); a crash or an exception leaves the last committed state.
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, writable: bool = True) -> None:
         self._core = core
         self.nvme = Nvme(core)
+        self.writable = writable
 
     # -- construction -------------------------------------------------------------
     @classmethod
@@ -166,7 +167,7 @@ class Drive:
 
     @classmethod
     def open(cls, path: PathLike, writable: bool = True) -> "Drive":
-        return cls(_core.Drive.open(os.fspath(path), writable=writable))
+        return cls(_core.Drive.open(os.fspath(path), writable=writable), writable=writable)
 
     @classmethod
     def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> "Drive":
@@ -178,7 +179,7 @@ class Drive:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            if exc_type is None and self.path is not None:
+            if exc_type is None and self.path is not None and self.writable:
                 self.commit()
         finally:
             self.close()
@@ -190,6 +191,9 @@ class Drive:
         return None if p is None else Path(p)
 
     def commit(self) -> None:
+        if not self.writable:
+            # The core asserts this (a panic would poison the drive): refuse it here.
+            raise ImageError(f"{self.path}: opened read-only (writable=False); nothing can be committed")
         self._core.commit()
 
     def close(self) -> None:
