@@ -7,6 +7,7 @@ core with the GIL released; this module only shapes arguments and results.
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,14 +93,14 @@ class PreconditionReport:
 class Nvme:
     """nvme-cli verbs against one drive (admin commands)."""
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: _core.Drive) -> None:
         self._core = core
 
     def id_ctrl(self) -> dict[str, Any]:
-        return self._core.id_ctrl()  # type: ignore[no-any-return]
+        return self._core.id_ctrl()
 
     def id_ns(self, nsid: int) -> dict[str, Any]:
-        return self._core.id_ns(nsid)  # type: ignore[no-any-return]
+        return self._core.id_ns(nsid)
 
     def list(self) -> list[Namespace]:
         return [Namespace(**row) for row in self._core.list_ns()]
@@ -108,7 +109,7 @@ class Nvme:
         """Namespace Management create; ``block_size`` picks the LBA format by size."""
         if block_size is not None:
             flbas = self.lba_format_index(block_size)
-        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)  # type: ignore[no-any-return]
+        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)
 
     def lba_format_index(self, block_size: int) -> int:
         sizes: list[int] = _core.parse_spec(self._core.spec_toml())["capacity"]["lba_bytes"]["value"]
@@ -122,26 +123,26 @@ class Nvme:
     def delete_ns(self, nsid: int) -> None:
         self._core.delete_ns(nsid)
 
-    def attach_ns(self, nsid: int, controllers: Optional[list[int]] = None) -> None:
+    def attach_ns(self, nsid: int, controllers: Optional[builtins.list[int]] = None) -> None:
         self._core.attach_ns(nsid, controllers or [1])
 
-    def detach_ns(self, nsid: int, controllers: Optional[list[int]] = None) -> None:
+    def detach_ns(self, nsid: int, controllers: Optional[builtins.list[int]] = None) -> None:
         self._core.detach_ns(nsid, controllers or [1])
 
     def format(self, nsid: int, lbaf: int = 0, ses: int = 0) -> None:
         self._core.format(nsid, lbaf, ses)
 
     def get_feature(self, fid: int, nsid: int = 0) -> int:
-        return self._core.get_feature(fid, nsid)  # type: ignore[no-any-return]
+        return self._core.get_feature(fid, nsid)
 
     def set_feature(self, fid: int, value: int, nsid: int = 0) -> None:
         self._core.set_feature(fid, value, nsid)
 
     def smart_log(self) -> dict[str, Any]:
-        return self._core.smart_log()  # type: ignore[no-any-return]
+        return self._core.smart_log()
 
     def vendor_log(self) -> dict[str, Any]:
-        return self._core.vendor_log()  # type: ignore[no-any-return]
+        return self._core.vendor_log()
 
 
 class Drive:
@@ -151,7 +152,7 @@ class Drive:
     without an exception); a crash or an exception leaves the last committed state.
     """
 
-    def __init__(self, core: Any, writable: bool = True) -> None:
+    def __init__(self, core: _core.Drive, writable: bool = True) -> None:
         self._core = core
         self.nvme = Nvme(core)
         self.writable = writable
@@ -200,23 +201,23 @@ class Drive:
         self._core.close()
 
     def manifest(self) -> dict[str, Any]:
-        return self._core.manifest()  # type: ignore[no-any-return]
+        return self._core.manifest()
 
     def spec(self) -> dict[str, Any]:
-        return _core.parse_spec(self._core.spec_toml())  # type: ignore[no-any-return]
+        return _core.parse_spec(self._core.spec_toml())
 
     def spec_toml(self) -> str:
-        return self._core.spec_toml()  # type: ignore[no-any-return]
+        return self._core.spec_toml()
 
     def ftl_info(self) -> dict[str, Any]:
-        return self._core.ftl_info()  # type: ignore[no-any-return]
+        return self._core.ftl_info()
 
     def check(self) -> None:
         """Full FTL consistency check (raises SsdtwinError on a violation)."""
         self._core.check()
 
     def next_seed(self) -> int:
-        return self._core.next_seed()  # type: ignore[no-any-return]
+        return self._core.next_seed()
 
     def power_cycle(self, unsafe_shutdown: bool = False) -> None:
         self._core.power_cycle(unsafe_shutdown)
@@ -242,10 +243,10 @@ class Drive:
         self._core.write(nsid, slba, nlb)
 
     def read(self, nsid: int, slba: int, nlb: int) -> dict[str, int]:
-        return self._core.read(nsid, slba, nlb)  # type: ignore[no-any-return]
+        return self._core.read(nsid, slba, nlb)
 
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
-        return self._core.deallocate(nsid, slba, nlb)  # type: ignore[no-any-return]
+        return self._core.deallocate(nsid, slba, nlb)
 
     def precondition(
         self,
