@@ -1,0 +1,36 @@
+# ssdtwin developer commands. `make help` lists them; `make test` is what CI runs.
+.DEFAULT_GOAL := help
+SHELL := bash
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+# Always build the extension with the release profile ([profile.release] in Cargo.toml):
+# a debug build of the core is ~20x slower and would make the physics tests crawl.
+export MATURIN_PEP517_ARGS ?= --profile release
+
+.PHONY: help install test test-rust test-python typecheck demo bench
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
+
+install: ## pip install -e '.[test]': the package, its test tools, the extension built in release mode (~2 min)
+	$(PIP) install -e '.[test]'
+	@if command -v pyenv >/dev/null; then pyenv rehash; fi  # put the new `ssdtwin` script on PATH
+	@$(PYTHON) -c "import ssdtwin, ssdtwin._core as c; print('ssdtwin', c.__version__, 'from', c.__file__)"
+
+test: test-rust test-python typecheck ## every test: cargo test, pytest, stubtest and mypy
+
+test-rust: ## cargo test of the workspace's default members (core, nbd) with the workspace's test profile
+	cargo test
+
+test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `make install`)
+	$(PYTHON) -m pytest -ra
+
+typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
+	$(PYTHON) -m mypy.stubtest ssdtwin._core
+	$(PYTHON) -m mypy python/ssdtwin --ignore-missing-imports
+
+demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
+	ssdtwin demo
+
+bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
+	ssdtwin bench ftl --scale 1/16
