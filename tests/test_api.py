@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
 
 import pandas as pd
 import pytest
+import ssdtwin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
-import ssdtwin
 from ssdtwin import _core
 from ssdtwin.drive import (
     Drive,
@@ -26,8 +24,7 @@ from ssdtwin.drive import (
     parse_amount,
     parse_scale,
 )
-
-from conftest import CM6, P5316
+from twin import CM6, P5316
 
 # --------------------------------------------------------------------------- a tiny drive
 
@@ -38,8 +35,8 @@ def tiny_spec(tnvmcap: int = 48 << 20, write_buffer_bytes: int = 0) -> str:
     """CM6 parameters on 2 dies x 1 plane x 48 pages: 1.5 MiB superblocks, 40 of them.
     No write buffer, so NUSE is exactly the mapped IUs (see test_cli's NUSE xfail)."""
     text = dict(_core.presets())[CM6]
-    values = dict(channels=2, dies_per_channel=1, planes_per_die=1, pages_per_block=48, blocks_per_plane=40,
-                  write_buffer_bytes=write_buffer_bytes, tnvmcap_bytes=tnvmcap)
+    values = {"channels": 2, "dies_per_channel": 1, "planes_per_die": 1, "pages_per_block": 48, "blocks_per_plane": 40,
+                  "write_buffer_bytes": write_buffer_bytes, "tnvmcap_bytes": tnvmcap}
     for key, v in values.items():
         text, n = re.subn(rf"(?m)^{key} = \{{ value = [^,]+,", f"{key} = {{ value = {v},", text)
         assert n == 1, f"preset layout changed: {key}"
@@ -90,10 +87,9 @@ def test_create_open_and_commit(tmp_path: Path) -> None:
 def test_exception_in_with_block_does_not_commit(tmp_path: Path) -> None:
     d = tmp_path / "img"
     Drive.create(d, CM6, scale=454).close()
-    with pytest.raises(RuntimeError):
-        with Drive.open(d) as drv:
-            drv.precondition(1, "rand", 4096, amount_bytes=1 << 20, seed=1)
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), Drive.open(d) as drv:
+        drv.precondition(1, "rand", 4096, amount_bytes=1 << 20, seed=1)
+        raise RuntimeError("boom")
     with Drive.open(d, writable=False) as drv:
         assert drv.vendor_log()["host_write_bytes"] == 0
 
@@ -358,7 +354,7 @@ class Model:
         self.ns[nsid] = [nsze, lba, False, set()]
         return nsid
 
-    def delete(self, nsid: int) -> Optional[str]:
+    def delete(self, nsid: int) -> str | None:
         if nsid == NSID_ALL:
             self.ns.clear()
             return None
@@ -367,7 +363,7 @@ class Model:
         del self.ns[nsid]
         return None
 
-    def attach(self, nsid: int, want: bool) -> Optional[str]:
+    def attach(self, nsid: int, want: bool) -> str | None:
         if nsid not in self.ns:
             return "INVALID_NS"
         if self.ns[nsid][2] == want:
@@ -375,7 +371,7 @@ class Model:
         self.ns[nsid][2] = want
         return None
 
-    def format(self, nsid: int, lbaf: int, ses: int) -> Optional[str]:
+    def format(self, nsid: int, lbaf: int, ses: int) -> str | None:
         if ses > 2:
             return "INVALID_FIELD"
         if lbaf not in (0, 1):
@@ -391,14 +387,14 @@ class Model:
             v[3].clear()
         return None
 
-    def io_check(self, nsid: int, slba: int, nlb: int) -> Optional[str]:
+    def io_check(self, nsid: int, slba: int, nlb: int) -> str | None:
         if nsid not in self.ns or not self.ns[nsid][2]:
             return "INVALID_NS"
         if nlb == 0 or slba + nlb > self.ns[nsid][0]:
             return "LBA_RANGE"
         return None
 
-    def write(self, nsid: int, slba: int, nlb: int) -> Optional[str]:
+    def write(self, nsid: int, slba: int, nlb: int) -> str | None:
         err = self.io_check(nsid, slba, nlb)
         if err is None:
             lba = self.ns[nsid][1]
@@ -483,7 +479,7 @@ class ControllerMachine(RuleBasedStateMachine):
         if nsze < per:
             return
         for slba in data.draw(st.lists(st.integers(0, nsze // per - 1), min_size=1, max_size=400)):
-            assert status_of(lambda: self.d.write(nsid, slba * per, per)) == self.m.write(nsid, slba * per, per)
+            assert status_of(lambda s=slba * per: self.d.write(nsid, s, per)) == self.m.write(nsid, slba * per, per)
 
     @invariant()
     def matches_model(self) -> None:

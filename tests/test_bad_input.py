@@ -17,8 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from conftest import CM6, Run, image_digest, own_copy, run_cli
+from twin import CM6, Run, image_digest, own_copy, run_cli
 
 
 def assert_one_line_error(r: Run, *needles: str, status: int = 1) -> str:

@@ -14,10 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ssdtwin import _core
-
-from conftest import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
+from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
 
 # The KIOXIA experiment's namespace sizes (seed-facts §1), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
@@ -236,7 +234,7 @@ def test_precondition_amount_as_size_and_seed_is_replayable(cm6: Path, tmp_path:
     a = run_cli("precondition", cm6, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     b = run_cli("precondition", other, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     assert "wrote 1.07 GB in 65536 IOs" in a and "seed 42" in a
-    strip_time = lambda s: re.sub(r", [\d.]+ s$", "", s.strip())  # noqa: E731
+    strip_time = lambda s: re.sub(r", [\d.]+ s$", "", s.strip())
     assert strip_time(a) == strip_time(b)
     assert vendor(cm6) == vendor(other)
 

@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from conftest import SSDTWIN, image_digest, run_cli
+from twin import SSDTWIN, image_digest, run_cli
 
 
 def vendor(d: Path) -> dict:

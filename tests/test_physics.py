@@ -14,11 +14,9 @@ import re
 
 import pytest
 from scipy.special import lambertw
-
 from ssdtwin import _core
 from ssdtwin.drive import Drive
-
-from conftest import CM6, P5316
+from twin import CM6, P5316
 
 # --------------------------------------------------------------------------- oracles
 

@@ -1,0 +1,92 @@
+"""Helpers shared by the CLI, API, crash and physics tests (fixtures are in conftest.py).
+
+A module of its own, not conftest.py: tests/fio has a conftest.py too, and `import
+conftest` would find whichever was loaded last.
+
+The CLI is run as a real subprocess of the installed console script (what a user types),
+so these tests see exactly the exit status, stdout and stderr a user sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CM6 = "kioxia-cm6-r-3.84t"
+P5316 = "intel-p5316-15.36t"
+
+
+def _ssdtwin_command() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m ssdtwin.cli``."""
+    exe = shutil.which("ssdtwin", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "ssdtwin.cli"]
+
+
+SSDTWIN = _ssdtwin_command()
+
+
+@dataclass
+class Run:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def run_cli(*args: str | os.PathLike[str], check: bool = True, timeout: float = 300, env: dict[str, str] | None = None) -> Run:
+    argv = [os.fspath(a) for a in args]
+    p = subprocess.run(SSDTWIN + argv, check=False, capture_output=True, text=True, timeout=timeout, env=env)
+    r = Run(argv, p.returncode, p.stdout, p.stderr)
+    if check and p.returncode != 0:
+        raise AssertionError(f"ssdtwin {' '.join(argv)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return r
+
+
+def image_digest(path: Path) -> dict[str, str]:
+    """sha256 of every file of an image, by relative path.
+
+    LOCK is left out: it is the advisory lock file, not image state; every writable open
+    rewrites it with the opener's pid.
+    """
+    out: dict[str, str] = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and p.name != "LOCK":
+            out[str(p.relative_to(path))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def copy_image(src: Path, dst: Path) -> Path:
+    """Copy an image cheaply: the big map files are hard-linked (the image never rewrites a
+    committed file in place: each commit writes a new generation), the rest is copied (LOCK
+    must be a file of its own, or the copies would share one flock)."""
+
+    def copy(s: str, d: str) -> None:
+        if os.path.basename(s) in ("l2p.bin", "p2l.bin"):
+            os.link(s, d)
+        else:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dst, copy_function=copy)
+    return dst
+
+
+def own_copy(path: Path) -> Path:
+    """Give a hard-linked file its own inode before a test damages it in place."""
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)
+    return path
