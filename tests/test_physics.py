@@ -89,8 +89,9 @@ def cm6_toml_with_tnvmcap(fraction_of_pool: float) -> str:
     n = _core.preset(CM6)["nand"]
     v = {k: n[k]["value"] for k in ("channels", "dies_per_channel", "planes_per_die", "pages_per_block", "page_bytes", "blocks_per_plane")}
     superblock = v["channels"] * v["dies_per_channel"] * v["planes_per_die"] * v["pages_per_block"] * v["page_bytes"]
-    reserve = _core.preset(CM6)["ftl"]["gc_reserve_superblocks"]["value"]
-    pool = (v["blocks_per_plane"] - reserve) * superblock
+    f = _core.preset(CM6)["ftl"]
+    overhead = f["gc_overhead_superblocks"]["value"] + f["gc_overhead_finite_size"]["value"] / v["blocks_per_plane"]
+    pool = (v["blocks_per_plane"] - overhead) * superblock
     t = int(pool * fraction_of_pool) // 65536 * 65536
     new, n = re.subn(r"(?m)^tnvmcap_bytes = \{ value = \d+,", f"tnvmcap_bytes = {{ value = {t},", text)
     assert n == 1, "preset TOML layout changed: tnvmcap_bytes line not found"

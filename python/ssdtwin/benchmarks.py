@@ -42,3 +42,35 @@ def run_ftl_bench(model: str, scale: int, steady: float) -> dict[str, Any]:
                f"peak RSS {si_bytes(res['peak_rss_bytes'])}")
     d.close()
     return res
+
+
+def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int) -> dict[str, Any]:
+    """Simulated host I/Os per wall second of the timed engine at steady state: 4 KiB random
+    read and random write at QD32 (per job) on a preconditioned in-memory drive."""
+    import json
+
+    from .fio import parse_string
+
+    d = Drive.in_memory(model, scale=scale)
+    ns = d.namespaces()[0]
+    t0 = time.perf_counter()
+    d.precondition(1, "seq", 131072, loops=1, seed=1)
+    d.precondition(1, "rand", 4096, loops=2, seed=2)
+    typer.echo(f"{model} at 1/{scale}: preconditioned {si_bytes(ns.bytes)} in {time.perf_counter() - t0:.1f} s")
+    res: dict[str, Any] = {"model": model, "scale": scale, "numjobs": numjobs, "simulated_seconds": seconds}
+    for rw in ("randread", "randwrite"):
+        job = (
+            f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={int(seconds * 1000)}ms\ngroup_reporting\n"
+            f"[bench]\nrw={rw}\nbs=4k\niodepth=32\nnumjobs={numjobs}\n"
+        )
+        run = parse_string(job, name=f"bench-{rw}.fio")
+        specs = json.dumps(run.to_engine(ns.bytes, ns.lba_bytes))
+        t = time.perf_counter()
+        out = json.loads(d._core.run_fio(specs, 1, True, None))
+        wall = time.perf_counter() - t
+        ios = sum(r[k]["total_ios"] for r in out for k in ("read", "write"))
+        res[rw] = {"ios": ios, "wall_seconds": wall, "sim_ios_per_wall_s": ios / wall, "simulated_iops": ios / seconds}
+        typer.echo(f"{rw:<10} {ios:>10} I/Os ({ios / seconds / 1e3:8.1f}K IOPS simulated) in {wall:6.2f} s wall: "
+                   f"{ios / wall / 1e6:5.2f} M simulated I/Os per second")
+    d.close()
+    return res

@@ -351,6 +351,54 @@ def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], Non
         yield cb
 
 
+@app.command()
+def calibrate(
+    model: str = typer.Argument("kioxia-cm6-r-3.84t"),
+    scale: str = typer.Option("1/64", "--scale"),
+    runtime_ms: int = typer.Option(2000, "--runtime-ms", help="simulated measurement time per trial"),
+    ramp_ms: int = typer.Option(500, "--ramp-ms"),
+    tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md)."""
+    from .calibrate import calibrate as run_cal
+
+    check_fmt(fmt)
+    if model != "kioxia-cm6-r-3.84t":
+        fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {model}")
+    try:
+        n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    res = run_cal(model, n, runtime_ms, ramp_ms, tol, lambda m: print(m, file=sys.stderr))
+    if fmt == "json":
+        emit_json(res)
+    else:
+        for k, v in res["fitted"].items():
+            typer.echo(f"{k:<24} {v['value']:>14,}   {v['figure']}: target {v['target']:,.0f}, simulated {v['simulated']:,.1f} ({v['error']:+.2%})")
+
+
+@bench.command("engine")
+def bench_engine(
+    model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
+    scale: str = typer.Option("1/64", "--scale"),
+    seconds: float = typer.Option(2.0, "--seconds", help="simulated seconds per workload"),
+    numjobs: int = typer.Option(1, "--numjobs"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Timed-engine speed: simulated 4 KiB random read/write I/Os per wall second (QD32)."""
+    from .benchmarks import run_engine_bench
+
+    check_fmt(fmt)
+    try:
+        n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    res = run_engine_bench(model, n, seconds, numjobs)
+    if fmt == "json":
+        emit_json(res)
+
+
 @bench.command("ftl")
 def bench_ftl(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use ssdtwin_core::ftl::NoTiming;
 use ssdtwin_core::image::{Image, ImageError as CoreImageError};
 use ssdtwin_core::nvme::{self, Controller, Pattern};
-use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError};
+use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::theory;
@@ -343,15 +343,31 @@ impl Drive {
     /// Run fio job clones (engine contract v1, docs/fio.md §3, as JSON) in virtual time;
     /// returns the engine output (§4) as JSON. `progress(now_ns)` is called now and then and
     /// may raise (Ctrl-C raises KeyboardInterrupt); the drive keeps what the run did up to then.
-    #[pyo3(signature = (specs_json, default_nsid=1, idle_gc=true, progress=None))]
-    fn run_fio(&self, py: Python<'_>, specs_json: &str, default_nsid: u32, idle_gc: bool, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    /// `timing_toml` replaces the drive's `[timing]` table for this run (what-if, calibration).
+    #[pyo3(signature = (specs_json, default_nsid=1, idle_gc=true, progress=None, timing_toml=None))]
+    fn run_fio(
+        &self,
+        py: Python<'_>,
+        specs_json: &str,
+        default_nsid: u32,
+        idle_gc: bool,
+        progress: Option<Py<PyAny>>,
+        timing_toml: Option<&str>,
+    ) -> PyResult<String> {
         let specs: Vec<JobSpec> = serde_json::from_str(specs_json)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("engine input does not follow contract v1: {e}")))?;
+        let timing: Option<TimingSpec> = match timing_toml {
+            Some(t) => Some(toml::from_str(t).map_err(|e| SpecError::new_err(format!("timing: {}", e.message().replace('\n', " "))))?),
+            None => None,
+        };
         self.with(|b| {
             let ctrl = b.ctrl();
             let mut pending: Option<PyErr> = None;
             let out = py.detach(|| -> Result<Vec<CloneOut>, RunError> {
-                let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config())?;
+                let mut timing = match timing {
+                    Some(t) => DeviceTiming::with_timing(ctrl.spec(), ctrl.ftl_config(), t)?,
+                    None => DeviceTiming::new(ctrl.spec(), ctrl.ftl_config())?,
+                };
                 let opts = RunOptions { default_nsid, idle_gc };
                 let mut cb = |now: u64| -> bool {
                     Python::attach(|py| {
@@ -401,10 +417,10 @@ impl Drive {
             let g = c.spec().geometry();
             to_py(py, &serde_json::json!({
                 "iu_bytes": cfg.iu_bytes, "superblocks": cfg.superblocks, "ius_per_superblock": cfg.ius_per_sb,
-                "superblock_bytes": g.superblock_bytes, "reserve_superblocks": cfg.reserve,
+                "superblock_bytes": g.superblock_bytes, "gc_overhead_superblocks": cfg.overhead_superblocks,
                 "logical_ius": cfg.logical_ius, "chunk_ius": cfg.chunk_ius(), "buffer_slots": cfg.buffer_slots,
                 "raw_bytes": g.raw_bytes(), "program_unit_bytes": g.program_unit_bytes, "dies": g.dies(),
-                "data_pool_bytes": g.data_superblocks(cfg.reserve) as u64 * g.superblock_bytes,
+                "data_pool_bytes": g.data_pool_bytes(cfg.overhead_superblocks),
                 "maps_loaded": c.maps_loaded(),
             }))
         })

@@ -66,8 +66,6 @@ struct DirStats {
     io_bytes: u64,
     ios: u64,
     clat: LatStat,
-    slat: LatStat,
-    lat: LatStat,
     bw_windows: Vec<u64>,
     iops_windows: Vec<u64>,
     /// Open log window per log kind: (window start ns, sum, count, max).
@@ -105,13 +103,25 @@ struct Clone {
     lat_buckets_ms: [u64; 12],
     logs: BTreeMap<String, Vec<Value>>,
     last_hist_ms: u64,
+    /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Ev {
-    Start(usize),
-    Done { clone: usize, ddir: u8, len: u64, offset: u64, issued: u64 },
-    Wake(usize),
+    Start(u32),
+    /// An I/O completes; its details wait in the clone's slot table.
+    Done { clone: u32, slot: u32 },
+    Wake(u32),
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Slot {
+    ddir: u8,
+    len: u64,
+    offset: u64,
+    issued: u64,
 }
 
 fn depth_slot(d: u32) -> usize {
@@ -195,6 +205,8 @@ pub fn run(
             lat_buckets_ms: [0; 12],
             logs: BTreeMap::new(),
             last_hist_ms: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
         });
     }
     let mut sim = Sim { ctrl, timing, clones, heap: BinaryHeap::new(), seq: 0, now: start_ns, opts: opts.clone(), batch: 0 };
@@ -208,6 +220,7 @@ pub fn run(
         }
         match ev {
             Ev::Start(c) => {
+                let c = c as usize;
                 let cl = &mut sim.clones[c];
                 cl.started = true;
                 cl.start_ns = t;
@@ -218,11 +231,15 @@ pub fn run(
                 }
                 sim.pump(c)?;
             }
-            Ev::Done { clone, ddir, len, offset, issued } => {
-                sim.complete(clone, ddir, len, offset, issued);
+            Ev::Done { clone, slot } => {
+                let clone = clone as usize;
+                let cl = &mut sim.clones[clone];
+                let s = cl.slots[slot as usize];
+                cl.free_slots.push(slot);
+                sim.complete(clone, s.ddir, s.len, s.offset, s.issued);
                 sim.pump(clone)?;
             }
-            Ev::Wake(c) => sim.pump(c)?,
+            Ev::Wake(c) => sim.pump(c as usize)?,
         }
         if sim.heap.is_empty() || sim.batch_done() {
             if !sim.next_batch()? {
@@ -257,7 +274,7 @@ impl Sim<'_> {
         for i in 0..self.clones.len() {
             if self.clones[i].gen.spec.batch == self.batch {
                 let d = self.clones[i].gen.spec.startdelay_ns;
-                self.push(t + d, Ev::Start(i));
+                self.push(t + d, Ev::Start(i as u32));
             }
         }
     }
@@ -292,9 +309,9 @@ impl Sim<'_> {
         let d = &mut cl.dirs[ddir as usize];
         d.io_bytes += len;
         d.ios += 1;
+        // The twin does not model host submission, so slat is 0 and lat = clat: one
+        // histogram, reported for both.
         d.clat.add(clat);
-        d.slat.add(0);
-        d.lat.add(clat);
         if cl.gen.spec.logs.hist {
             if d.hist_since.is_empty() {
                 d.hist_since = vec![0; crate::stats::PLAT_NR];
@@ -368,7 +385,7 @@ impl Sim<'_> {
             if rate > 0 || rate_iops > 0 {
                 let at = cl.next_rate_at[di].max(cl.rate_start);
                 if at > now {
-                    self.push(at, Ev::Wake(c));
+                    self.push(at, Ev::Wake(c as u32));
                     return Ok(());
                 }
                 let gap = if rate_iops > 0 { 1_000_000_000 / rate_iops } else { io.len * 1_000_000_000 / rate };
@@ -395,7 +412,19 @@ impl Sim<'_> {
                 Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
                 Ddir::Trim => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
             };
-            self.push(done.max(now + 1), Ev::Done { clone: c, ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+            let cl = &mut self.clones[c];
+            let slot = Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now };
+            let si = match cl.free_slots.pop() {
+                Some(i) => {
+                    cl.slots[i as usize] = slot;
+                    i
+                }
+                None => {
+                    cl.slots.push(slot);
+                    (cl.slots.len() - 1) as u32
+                }
+            };
+            self.push(done.max(now + 1), Ev::Done { clone: c as u32, slot: si });
             let cl = &mut self.clones[c];
             // Draw the clone's next I/O now and prefetch its mapping: by the time a slot
             // frees up the DRAM miss is over.
@@ -408,7 +437,7 @@ impl Sim<'_> {
             if think > 0 && cl.since_think >= think_every {
                 cl.since_think = 0;
                 cl.think_until = now + think;
-                self.push(now + think, Ev::Wake(c));
+                self.push(now + think, Ev::Wake(c as u32));
                 return Ok(());
             }
         }
@@ -530,6 +559,11 @@ fn log_hist(cl: &mut Clone, t_ms: u64) {
     }
 }
 
+/// Statistics of `n` zero-valued samples (submission latency of a host we do not model).
+fn zero_stat(n: u64) -> StatOut {
+    StatOut { n, min_ns: 0, max_ns: 0, sum_ns: 0, m2: 0.0, hist: if n > 0 { vec![[0, n]] } else { vec![] } }
+}
+
 fn finish(cl: Clone) -> CloneOut {
     let run_end = cl.end_ns.max(cl.ramp_end);
     let runtime = run_end.saturating_sub(cl.ramp_end);
@@ -580,8 +614,8 @@ fn finish(cl: Clone) -> CloneOut {
             short_ios: 0,
             drop_ios: 0,
             clat: d.clat.out(),
-            slat: d.slat.out(),
-            lat: d.lat.out(),
+            slat: if spec.engine_async { zero_stat(d.ios) } else { zero_stat(0) },
+            lat: d.clat.out(),
             bw_window_bytes: bw,
             iops_window_ios: io,
         });

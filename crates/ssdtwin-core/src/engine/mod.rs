@@ -65,7 +65,16 @@ impl Calendar {
         // Start at the last interval beginning before `ready` (binary search: under load the
         // list holds hundreds of transfers and most new ones land near its end).
         let mut i = self.busy.partition_point(|&(s, _)| s < ready).saturating_sub(1);
+        // Look for a gap among a few intervals only: under heavy load the list is long and
+        // a gap far back is rare; past the bound the transfer queues at the end.
+        let mut budget = 8;
         while i < self.busy.len() {
+            budget -= 1;
+            if budget == 0 {
+                t = t.max(self.busy.back().expect("non-empty").1);
+                i = self.busy.len();
+                break;
+            }
             let (s, e) = self.busy[i];
             if e <= t {
                 i += 1;
@@ -122,6 +131,8 @@ pub struct DeviceTiming {
     geo: Geometry,
     iu_bytes: u64,
     ius_per_pu: u32,
+    pu_div: crate::ftl::FastDiv,
+    die_div: crate::ftl::FastDiv,
     ius_per_page: u32,
     pages_per_iu: u32,
     dies: u32,
@@ -160,6 +171,11 @@ impl DeviceTiming {
         let t = spec.timing.clone().ok_or_else(|| {
             TimingError(format!("preset {} has no [timing] section, so it cannot run timed workloads", spec.drive.name))
         })?;
+        Self::with_timing(spec, cfg, t)
+    }
+
+    /// Like [`DeviceTiming::new`] with other timing numbers (what-if runs, calibration).
+    pub fn with_timing(spec: &DriveSpec, cfg: &FtlConfig, t: TimingSpec) -> Result<DeviceTiming, TimingError> {
         let geo = spec.geometry();
         let iu = cfg.iu_bytes as u64;
         let page = geo.page_bytes as u64;
@@ -169,6 +185,8 @@ impl DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
+            pu_div: crate::ftl::FastDiv::new(geo.ius_per_program_unit(iu)),
+            die_div: crate::ftl::FastDiv::new(dies),
             ius_per_page: (page / iu).max(1) as u32,
             pages_per_iu: (iu / page).max(1) as u32,
             dies,
@@ -255,8 +273,8 @@ impl DeviceTiming {
     /// Page read of the IU at `ppa` (`bytes` wanted), ready no earlier than `t`; returns when
     /// the data has crossed the channel.
     fn read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let loc = self.geo.locate(ppa, self.iu_bytes);
-        let plane = (loc.die * self.planes + loc.plane) as usize;
+        let (die, channel, plane_in_die) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let plane = (die * self.planes + plane_in_die) as usize;
         let t_read = self.t.t_read_ns.value;
         let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
         let key = ppa as u64 / self.ius_per_page as u64;
@@ -272,7 +290,7 @@ impl DeviceTiming {
                 let end = start + t_read;
                 self.plane_free[plane] = end;
                 // Program/erase suspend: the read goes first, the die's program work slips.
-                let d = loc.die as usize;
+                let d = die as usize;
                 if self.die_free[d] > start {
                     self.die_free[d] += t_read;
                     self.counters.suspends += 1;
@@ -283,24 +301,24 @@ impl DeviceTiming {
             self.plane_page[plane] = (key, ready);
         }
         let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
-        self.channels[loc.channel as usize].reserve(self.now, ready, dur) + dur
+        self.channels[channel as usize].reserve(self.now, ready, dur) + dur
     }
 
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
         let ppa = pu * self.ius_per_pu;
-        let loc = self.geo.locate(ppa, self.iu_bytes);
-        let d = loc.die as usize;
+        let (die, channel, _) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let d = die as usize;
         let dur = Self::xfer_ns(self.geo.program_unit_bytes, self.t.channel_bytes_per_s.value);
-        let xe = self.channels[loc.channel as usize].reserve(self.now, ready, dur) + dur;
-        let planes_free = (0..self.planes).map(|p| self.plane_free[(loc.die * self.planes + p) as usize]).max().unwrap_or(0);
+        let xe = self.channels[channel as usize].reserve(self.now, ready, dur) + dur;
+        let planes_free = (0..self.planes).map(|p| self.plane_free[(die * self.planes + p) as usize]).max().unwrap_or(0);
         let want = xe.max(self.die_free[d]).max(planes_free);
         let t_prog = self.t.t_prog_ns.value;
         let start = self.power_slot(want, t_prog);
         self.die_free[d] = start + t_prog;
         // A program overwrites the page registers of the die's planes.
         for p in 0..self.planes {
-            self.plane_page[(loc.die * self.planes + p) as usize].0 = u64::MAX;
+            self.plane_page[(die * self.planes + p) as usize].0 = u64::MAX;
         }
         self.counters.programs += 1;
         self.die_free[d]

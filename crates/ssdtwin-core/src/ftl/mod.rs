@@ -9,9 +9,11 @@
 //! * Superblocks move Free → HostOpen/GcOpen → Closed → Victim → Free. Closed ones sit in
 //!   a bucketed [`victim::VictimIndex`].
 //! * GC is paced: while a victim is being collected, every host IU programmed earns credit
-//!   `valid_at_pick`, and each `ius_per_superblock - valid_at_pick` of credit relocates one
-//!   valid IU. Host consumption and GC reclamation then balance exactly, and GC work is
-//!   spread evenly between host writes instead of arriving in multi-GB bursts.
+//!   `valid_at_pick` (twice that while the free pool is below its target), and each
+//!   `ius_per_superblock - valid_at_pick` of credit relocates one valid IU. Host consumption
+//!   and GC reclamation then balance, and GC work is spread evenly between host writes
+//!   instead of arriving in multi-GB bursts; foreground GC (the host waits for a whole
+//!   victim) remains only as a safety net and is counted.
 
 pub mod bigarray;
 pub mod buffer;
@@ -136,10 +138,27 @@ pub struct FtlCounters {
     pub erases: u64,
     pub gc_victims: u64,
     pub foreground_gc_victims: u64,
+    /// Sum (in IUs) and count of samples of the GC overhead: physical space holding neither
+    /// live data nor data the host overwrote — free superblocks, unwritten frontier pages and
+    /// copies already relocated out of the victim. Sampled every 1,024 host programs.
+    #[serde(default)]
+    pub overhead_sample_ius: u128,
+    #[serde(default)]
+    pub overhead_samples: u64,
+}
+
+impl FtlCounters {
+    /// Mean GC overhead in superblocks (see `overhead_sample_ius`).
+    pub fn overhead_superblocks(&self, ius_per_sb: u32) -> f64 {
+        if self.overhead_samples == 0 {
+            return 0.0;
+        }
+        self.overhead_sample_ius as f64 / self.overhead_samples as f64 / ius_per_sb as f64
+    }
 }
 
 /// Numbers the FTL derives from a spec (not persisted: recomputed on load).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FtlConfig {
     pub iu_bytes: u32,
     pub sectors_per_iu: u32,
@@ -147,7 +166,8 @@ pub struct FtlConfig {
     pub ius_per_sb: u32,
     pub sb_div: FastDiv,
     pub superblocks: u32,
-    pub reserve: u32,
+    /// Mean GC overhead in superblocks (from the spec; informational for the FTL).
+    pub overhead_superblocks: f64,
     /// Size of the logical IU space (namespaces are carved from it in chunks).
     pub logical_ius: u32,
     pub chunk_shift: u32,
@@ -178,7 +198,7 @@ impl FtlConfig {
             ius_per_sb: g.ius_per_superblock(iu as u64),
             sb_div: FastDiv::new(g.ius_per_superblock(iu as u64)),
             superblocks: g.superblocks(),
-            reserve: spec.ftl.gc_reserve_superblocks.value,
+            overhead_superblocks: spec.gc_overhead(),
             logical_ius: logical as u32,
             chunk_shift,
             buffer_slots: (spec.ftl.write_buffer_bytes.value / iu as u64) as u32,
@@ -211,6 +231,9 @@ struct Victim {
     cursor: u32,
     valid_at_pick: u32,
     credit: u64,
+    /// IUs copied out so far (their old copies still occupy the victim until it is erased).
+    #[serde(default)]
+    moved: u32,
 }
 
 /// The small part of the FTL state (everything except the two maps).
@@ -459,8 +482,27 @@ impl Ftl {
         let host_sb = self.st.host.sb;
         self.remap(slot.iu, old, ppa, host_sb);
         self.st.counters.host_programmed_ius += 1;
+        if self.st.counters.host_programmed_ius % 1024 == 0 {
+            self.sample_overhead();
+        }
         sink.op(NandOp::Program { ppa, cause: Cause::Host });
         self.pace_gc(sink);
+    }
+
+    #[cold]
+    fn sample_overhead(&mut self) {
+        let per = self.cfg.ius_per_sb as u128;
+        let mut o = self.st.free.len() as u128 * per;
+        for f in [self.st.host, self.st.gc] {
+            if f.sb != NONE {
+                o += per - f.next as u128;
+            }
+        }
+        if let Some(v) = self.st.victim {
+            o += v.moved as u128;
+        }
+        self.st.counters.overhead_sample_ius += o;
+        self.st.counters.overhead_samples += 1;
     }
 
     #[inline(always)]
@@ -562,7 +604,7 @@ impl Ftl {
             if foreground {
                 self.st.counters.foreground_gc_victims += 1;
             }
-            self.st.victim = Some(Victim { sb, cursor: 0, valid_at_pick: valid, credit: 0 });
+            self.st.victim = Some(Victim { sb, cursor: 0, valid_at_pick: valid, credit: 0, moved: 0 });
             if valid > 0 {
                 return true;
             }
@@ -601,9 +643,20 @@ impl Ftl {
     /// Relocations earned by one host program (see the module docs).
     #[inline]
     fn pace_gc<S: NandSink>(&mut self, sink: &mut S) {
+        // Feedback around the target pool of GC_START free superblocks: twice the balancing
+        // rate below it (so the host never waits for a whole victim), half above it (so GC
+        // never has to pause, which would let writes burst at NAND speed for a while).
+        let free = self.st.free.len();
+        let (num, den) = if free < GC_START {
+            (2, 1)
+        } else if free > GC_START {
+            (1, 2)
+        } else {
+            (1, 1)
+        };
         let Some(v) = self.st.victim.as_mut() else { return };
-        let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64;
-        v.credit += v.valid_at_pick as u64;
+        let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64 * den;
+        v.credit += v.valid_at_pick as u64 * num;
         if v.credit < gain {
             return;
         }
@@ -611,7 +664,9 @@ impl Ftl {
         v.credit %= gain;
         if self.relocate(n, sink) < n {
             self.finish_victim(sink);
-            if self.st.free.len() <= GC_START {
+            // GC runs continuously in steady state (the rate control above keeps the pool
+            // near its target); it stops only with a comfortable surplus.
+            if self.st.free.len() <= GC_START + 1 {
                 self.pick_victim(false, sink);
             }
         }
@@ -655,6 +710,7 @@ impl Ftl {
             self.st.sbs[gsb as usize].valid += 1;
             sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
             moved += 1;
+            v.moved += 1;
         }
         self.st.victim = Some(v);
         self.st.counters.nand_read_gc_bytes += moved * iu_bytes as u64;

@@ -62,9 +62,10 @@ impl Geometry {
         self.blocks_per_plane
     }
 
-    /// Superblocks that can hold data once the GC reserve is set aside.
-    pub fn data_superblocks(&self, reserve: u32) -> u32 {
-        self.blocks_per_plane.saturating_sub(reserve)
+    /// Bytes that hold data (live or overwritten) in steady state once GC's mean overhead of
+    /// `overhead` superblocks is set aside: the T of the WAF models.
+    pub fn data_pool_bytes(&self, overhead: f64) -> u64 {
+        ((self.blocks_per_plane as f64 - overhead).max(0.0) * self.superblock_bytes as f64) as u64
     }
 
     /// Raw NAND bytes (every block of every plane of every die).
@@ -82,6 +83,17 @@ impl Geometry {
 
     pub fn ius_per_program_unit(&self, iu_bytes: u64) -> u32 {
         (self.program_unit_bytes / iu_bytes) as u32
+    }
+
+    /// (die, channel, plane) of a physical IU: what the timing model needs, without the
+    /// divisions of a full decode. `per_pu` = IUs per program unit, `pu_div` divides by it.
+    #[inline]
+    pub fn die_channel_plane(&self, ppa: u32, per_pu: u32, pu_div: crate::ftl::FastDiv, die_div: crate::ftl::FastDiv) -> (u32, u32, u32) {
+        let pu = pu_div.div(ppa);
+        let die = pu - die_div.div(pu) * self.dies();
+        let k = ppa - pu * per_pu;
+        let plane = k / (per_pu / self.planes_per_die).max(1);
+        (die, die % self.channels, plane)
     }
 
     /// Decode a physical IU index.

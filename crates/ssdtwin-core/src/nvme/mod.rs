@@ -792,6 +792,9 @@ impl Controller {
             valid_bytes: valid * iu,
             buffered_bytes: st.buffered_ius() as u64 * iu,
             iu_bytes: self.cfg.iu_bytes,
+            gc_overhead_superblocks: c.overhead_superblocks(self.cfg.ius_per_sb),
+            gc_overhead_samples: c.overhead_samples,
+            gc_overhead_sample_ius: c.overhead_sample_ius as f64,
             intel_smart_add: intel,
         }
     }
@@ -856,6 +859,11 @@ pub struct VendorLog {
     pub valid_bytes: u64,
     pub buffered_bytes: u64,
     pub iu_bytes: u32,
+    /// Mean superblocks kept out of service by GC (free pool, open pages, relocated copies).
+    pub gc_overhead_superblocks: f64,
+    /// Raw sums behind the mean (to average over a window: difference two logs).
+    pub gc_overhead_samples: u64,
+    pub gc_overhead_sample_ius: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intel_smart_add: Option<IntelSmartAdd>,
 }

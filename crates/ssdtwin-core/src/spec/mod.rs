@@ -99,8 +99,14 @@ pub struct FtlSpec {
     pub iu_bytes: Sourced<u32>,
     /// Power-loss-protected DRAM write buffer.
     pub write_buffer_bytes: Sourced<u64>,
-    /// Superblocks held out of the data pool: open frontiers plus the GC free-block floor.
-    pub gc_reserve_superblocks: Sourced<u32>,
+    /// Superblocks that GC effectively keeps out of service in steady state (free pool,
+    /// unwritten frontier pages, copies relocated out of the victim but not yet erased), in
+    /// the limit of many superblocks. The data pool the WAF models see is
+    /// (superblocks - overhead) x superblock size, with the overhead of [`DriveSpec::gc_overhead`].
+    pub gc_overhead_superblocks: Sourced<f64>,
+    /// Finite-size term: with B superblocks the effective overhead is
+    /// `gc_overhead_superblocks + gc_overhead_finite_size / B` (greedy GC with few blocks).
+    pub gc_overhead_finite_size: Sourced<f64>,
     pub gc_policy: Sourced<GcPolicy>,
 }
 
@@ -242,6 +248,16 @@ impl DriveSpec {
         Geometry::from_spec(self)
     }
 
+    /// Effective GC overhead in superblocks for a drive of `blocks` superblocks.
+    pub fn gc_overhead_for(&self, blocks: f64) -> f64 {
+        self.ftl.gc_overhead_superblocks.value + self.ftl.gc_overhead_finite_size.value / blocks.max(1.0)
+    }
+
+    /// Effective GC overhead of this drive (see [`FtlSpec::gc_overhead_superblocks`]).
+    pub fn gc_overhead(&self) -> f64 {
+        self.gc_overhead_for(self.nand.blocks_per_plane.value as f64)
+    }
+
     /// Check every field; report all problems at once.
     pub fn validate(&self, origin: &str) -> Result<(), SpecError> {
         let mut c = Checker { problems: Vec::new() };
@@ -276,7 +292,8 @@ impl DriveSpec {
         c.range("ftl.iu_bytes", &f.iu_bytes, 4096, 65536);
         c.pow2("ftl.iu_bytes", f.iu_bytes.value as u64);
         c.range("ftl.write_buffer_bytes", &f.write_buffer_bytes, 0, 1 << 34);
-        c.range("ftl.gc_reserve_superblocks", &f.gc_reserve_superblocks, 3, 64);
+        c.range("ftl.gc_overhead_superblocks", &f.gc_overhead_superblocks, 1.0, 64.0);
+        c.range("ftl.gc_overhead_finite_size", &f.gc_overhead_finite_size, 0.0, 1000.0);
         c.source("ftl.gc_policy", &f.gc_policy.source);
 
         let cap = &self.capacity;
@@ -305,10 +322,10 @@ impl DriveSpec {
                     g.program_unit_bytes
                 ));
             } else {
-                let pool = g.data_superblocks(f.gc_reserve_superblocks.value) as u64 * g.superblock_bytes;
+                let pool = g.data_pool_bytes(self.gc_overhead());
                 if cap.tnvmcap_bytes.value >= pool {
                     c.fail(format!(
-                        "capacity.tnvmcap_bytes: must be below the NAND available to the FTL ({pool} bytes = (superblocks - gc reserve) x superblock) (got {})",
+                        "capacity.tnvmcap_bytes: must be below the NAND available to the FTL ({pool} bytes = (superblocks - GC overhead) x superblock) (got {})",
                         cap.tnvmcap_bytes.value
                     ));
                 }
@@ -325,8 +342,8 @@ impl DriveSpec {
             if cap.tnvmcap_bytes.value % 4096 != 0 {
                 c.fail(format!("capacity.tnvmcap_bytes: must be a multiple of 4096 (got {})", cap.tnvmcap_bytes.value));
             }
-            if f.gc_reserve_superblocks.value >= n.blocks_per_plane.value {
-                c.fail("ftl.gc_reserve_superblocks: must be below nand.blocks_per_plane".into());
+            if self.gc_overhead() + 1.0 >= n.blocks_per_plane.value as f64 {
+                c.fail("ftl.gc_overhead_superblocks: must be below nand.blocks_per_plane - 1".into());
             }
         }
         if let Some(t) = &self.timing {
@@ -356,10 +373,10 @@ impl DriveSpec {
 
     /// The same drive at 1/`n` scale: fewer blocks per plane, everything else kept.
     ///
-    /// Why the reserve is kept whole: the GC reserve (open frontiers plus the free-block
-    /// floor) is a fixed number of superblocks whatever the drive size. Scaling only the
-    /// data blocks keeps (data pool)/(user capacity), i.e. the OP ratio, the same as at
-    /// full scale, so WAF and steady-state performance match (see docs/models.md).
+    /// Why the GC overhead is kept whole: the superblocks GC keeps out of service (free
+    /// pool, open pages, relocated copies) are a fixed number whatever the drive size. Scaling
+    /// only the rest keeps (data pool)/(user capacity), i.e. the effective OP, the same as at
+    /// full scale, so WAF and steady-state performance match (docs/models.md, "Scale").
     pub fn scaled(&self, n: u32) -> Result<DriveSpec, SpecError> {
         let err = |m: String| SpecError { origin: format!("--scale 1/{n}"), problems: vec![m] };
         if n == 0 {
@@ -372,30 +389,35 @@ impl DriveSpec {
             return Ok(self.clone());
         }
         let mut s = self.clone();
-        let reserve = self.ftl.gc_reserve_superblocks.value as u64;
-        let data = self.nand.blocks_per_plane.value as u64 - reserve;
-        let data_scaled = data.div_ceil(n as u64);
-        if data_scaled < 4 {
+        let w = self.gc_overhead();
+        let data = self.nand.blocks_per_plane.value as f64 - w;
+        // The scaled drive's own overhead depends on its block count: iterate to the fixpoint.
+        let mut blocks = (data / n as f64 + self.ftl.gc_overhead_superblocks.value).ceil();
+        for _ in 0..4 {
+            blocks = (data / n as f64 + self.gc_overhead_for(blocks)).ceil();
+        }
+        let ws = self.gc_overhead_for(blocks);
+        if blocks - ws < 4.0 {
             return Err(err(format!(
-                "too small: {} blocks per plane leave {} data superblocks at 1/{n} (need at least 4)",
-                self.nand.blocks_per_plane.value, data_scaled
+                "too small: {} blocks per plane leave {:.1} data superblocks at 1/{n} (need at least 4)",
+                self.nand.blocks_per_plane.value,
+                blocks - ws
             )));
         }
-        s.nand.blocks_per_plane.value = (data_scaled + reserve) as u32;
+        s.nand.blocks_per_plane.value = blocks as u32;
         s.nand.blocks_per_plane.source = format!(
-            "{} (full scale) - {reserve} reserve, / {n} rounded up, + {reserve} reserve",
+            "{} (full scale) minus its {w:.3} GC overhead, / {n}, plus the scaled drive's {ws:.3}, rounded up",
             self.nand.blocks_per_plane.value
         );
-        // Same user:data-pool ratio as full scale, on a 64 KiB grid (any IU, any LBA size).
-        let grain = 65536u128;
-        let t = self.capacity.tnvmcap_bytes.value as u128 * data_scaled as u128 / data as u128;
-        let t = (t / grain * grain) as u64;
-        s.capacity.tnvmcap_bytes.value = t;
+        // Same user : data-pool ratio as full scale, on a 64 KiB grid (any IU, any LBA size).
+        let grain = 65536f64;
+        let t = self.capacity.tnvmcap_bytes.value as f64 * (blocks - ws) / data;
+        s.capacity.tnvmcap_bytes.value = ((t / grain).floor() * grain) as u64;
         s.capacity.tnvmcap_bytes.source = format!(
-            "{} (full scale) x {data_scaled}/{data} data blocks per plane, rounded down to 64 KiB",
-            self.capacity.tnvmcap_bytes.value
+            "{} (full scale) x {:.3}/{data:.3} data superblocks, rounded down to 64 KiB",
+            self.capacity.tnvmcap_bytes.value,
+            blocks - ws
         );
-        s.ftl.write_buffer_bytes = self.ftl.write_buffer_bytes.clone();
         s.scale = n;
         s.validate(&format!("{} at 1/{n}", self.drive.name))?;
         Ok(s)
@@ -456,12 +478,11 @@ mod tests {
     fn scaling_keeps_op_ratio() {
         let s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
         let g = s.geometry();
-        let r = s.ftl.gc_reserve_superblocks.value;
-        let full = g.data_superblocks(r) as f64 * g.superblock_bytes as f64 / s.capacity.tnvmcap_bytes.value as f64;
+        let full = g.data_pool_bytes(s.gc_overhead()) as f64 / s.capacity.tnvmcap_bytes.value as f64;
         for n in [16, 64] {
             let t = s.scaled(n).unwrap();
             let gt = t.geometry();
-            let ratio = gt.data_superblocks(r) as f64 * gt.superblock_bytes as f64 / t.capacity.tnvmcap_bytes.value as f64;
+            let ratio = gt.data_pool_bytes(t.gc_overhead()) as f64 / t.capacity.tnvmcap_bytes.value as f64;
             assert!((ratio / full - 1.0).abs() < 1e-4, "1/{n}: {ratio} vs {full}");
             assert_eq!(gt.dies(), g.dies());
             assert_eq!(gt.superblock_bytes, g.superblock_bytes);

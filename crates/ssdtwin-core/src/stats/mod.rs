@@ -34,20 +34,22 @@ pub fn plat_value(i: usize) -> u64 {
 }
 
 /// Running statistics of one latency kind (clat, slat or lat) of one direction.
+///
+/// Sums are exact integers (u128), so the variance needs no division per sample and loses
+/// nothing at nanosecond scale; `m2` is derived once at the end.
 #[derive(Clone, Debug)]
 pub struct LatStat {
     pub n: u64,
     pub min_ns: u64,
     pub max_ns: u64,
     pub sum_ns: u128,
-    mean: f64,
-    m2: f64,
+    sum_sq: u128,
     hist: Vec<u64>,
 }
 
 impl Default for LatStat {
     fn default() -> Self {
-        LatStat { n: 0, min_ns: u64::MAX, max_ns: 0, sum_ns: 0, mean: 0.0, m2: 0.0, hist: vec![0; PLAT_NR] }
+        LatStat { n: 0, min_ns: u64::MAX, max_ns: 0, sum_ns: 0, sum_sq: 0, hist: vec![0; PLAT_NR] }
     }
 }
 
@@ -69,15 +71,31 @@ impl LatStat {
         self.min_ns = self.min_ns.min(v);
         self.max_ns = self.max_ns.max(v);
         self.sum_ns += v as u128;
-        let x = v as f64;
-        let d = x - self.mean;
-        self.mean += d / self.n as f64;
-        self.m2 += d * (x - self.mean);
+        self.sum_sq += v as u128 * v as u128;
         self.hist[plat_index(v)] += 1;
     }
 
     pub fn mean(&self) -> f64 {
-        self.mean
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.n as f64
+        }
+    }
+
+    /// Σ(x - mean)² = (n·Σx² - (Σx)²) / n, exactly in integers when it fits.
+    pub fn m2(&self) -> f64 {
+        if self.n == 0 {
+            return 0.0;
+        }
+        let n = self.n as u128;
+        match (n.checked_mul(self.sum_sq), self.sum_ns.checked_mul(self.sum_ns)) {
+            (Some(a), Some(b)) => (a - b) as f64 / n as f64,
+            _ => {
+                let mean = self.sum_ns as f64 / self.n as f64;
+                (self.sum_sq as f64 - self.n as f64 * mean * mean).max(0.0)
+            }
+        }
     }
 
     /// fio-style percentile (value of the first bucket whose running count reaches p%).
@@ -102,7 +120,7 @@ impl LatStat {
             min_ns: if self.n == 0 { 0 } else { self.min_ns },
             max_ns: self.max_ns,
             sum_ns: self.sum_ns.min(u64::MAX as u128) as u64,
-            m2: self.m2,
+            m2: self.m2(),
             hist: self.hist.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| [i as u64, c]).collect(),
         }
     }

@@ -42,7 +42,7 @@ fn greedy_matches_lambert_w_over_op() {
     // 8 dies x 2 planes x 48 pages x 16 KiB = 12 MiB superblocks (3072 IUs); 600 of them.
     let base = small_block_spec(600);
     let g = base.geometry();
-    let pool = (g.data_superblocks(base.ftl.gc_reserve_superblocks.value) as u64 * g.superblock_bytes) / 4096;
+    let pool = g.data_pool_bytes(base.gc_overhead()) / 4096;
     for op in [0.07, 0.20, 0.28, 0.50] {
         let user = (pool as f64 / (1.0 + op)) as u64;
         let mut s = base.clone();

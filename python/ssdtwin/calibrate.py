@@ -1,0 +1,132 @@
+"""`ssdtwin calibrate`: fit the timing parameters that seed-facts marks "calibrate".
+
+Only the four CM6-R 3.84 TB figures marked "calibrate" in seed-facts §1 are used, each to
+fit exactly one parameter whose datasheet value is unknown:
+
+| figure (3.84 TB namespace)          | parameter               | why this one                          |
+|-------------------------------------|-------------------------|---------------------------------------|
+| seq read 128 KiB QD16, 6,971 MB/s   | host_link_bytes_per_s   | link/controller data path is the limit |
+| rand read 4 KiB QD32, 1,549,202 IOPS| ctrl_max_iops           | controller-bound (theory.md §2.2)     |
+| seq write 128 KiB QD16, 4,246 MB/s  | t_prog_ns               | NAND program bandwidth is the limit    |
+| rand write 4 KiB QD32, 173,067 IOPS | t_read_ns               | GC page reads: the unknown NAND tR     |
+
+Everything else (the 3.20 TB namespace, mixed workloads, other presets) is a prediction.
+Each parameter is solved by a secant search on the simulated figure, in the order above
+(later figures depend on earlier parameters, not the reverse).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Callable, Optional
+
+from . import _core
+from .drive import Drive
+from .fio import parse_string
+
+JOBS = resources.files("ssdtwin") / "jobs"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    job: str
+    state: str  # "seq" or "rand": the preconditioning the figure was measured after
+    metric: str  # "read_mbps", "write_mbps", "read_iops", "write_iops"
+    value: float
+    param: str
+
+
+CM6_TARGETS = [
+    Target("seq read 128 KiB QD16", "cm6-seq-read.fio", "seq", "read_mbps", 6971.0, "host_link_bytes_per_s"),
+    Target("rand read 4 KiB QD32", "cm6-rand-read.fio", "rand", "read_iops", 1_549_202.0, "ctrl_max_iops"),
+    Target("seq write 128 KiB QD16", "cm6-seq-write.fio", "seq", "write_mbps", 4246.0, "t_prog_ns"),
+    Target("rand write 4 KiB QD32", "cm6-rand-write.fio", "rand", "write_iops", 173_067.0, "t_read_ns"),
+]
+
+
+def timing_toml(timing: dict[str, Any]) -> str:
+    """The `[timing]` table (without header) as TOML, values and sources."""
+    lines = []
+    for k, v in timing.items():
+        src = v["source"].replace("\\", "\\\\").replace('"', '\\"')
+        lines.append(f'{k} = {{ value = {int(v["value"])}, source = "{src}" }}')
+    return "\n".join(lines) + "\n"
+
+
+def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
+    return (JOBS / job).read_text().replace("${RUNTIME}", f"{runtime_ms}ms").replace("${RAMP}", f"{ramp_ms}ms")
+
+
+def measure(drive: Drive, job: str, metric: str, timing: dict[str, Any], runtime_ms: int, ramp_ms: int) -> float:
+    run = parse_string(job_text(job, runtime_ms, ramp_ms), name=job)
+    ns = drive.namespaces()[0]
+    specs = json.dumps(run.to_engine(ns.bytes, ns.lba_bytes))
+    out = json.loads(drive._core.run_fio(specs, 1, False, None, timing_toml(timing)))
+    d = "read" if metric.startswith("read") else "write"
+    ios = sum(r[d]["total_ios"] for r in out)
+    byts = sum(r[d]["io_bytes"] for r in out)
+    secs = max(r[d]["runtime_ns"] for r in out) / 1e9
+    return byts / secs / 1e6 if metric.endswith("mbps") else ios / secs
+
+
+def preconditioned(model: str, scale: int, state: str, ns_bytes: Optional[int] = None, seed: int = 1) -> Drive:
+    """A drive in the state a figure was measured in: SNIA WIPC (seq 128 KiB over 2x), and
+    for random figures then 4 KiB random writes over 2x (seed-facts §3 and §5)."""
+    d = Drive.in_memory(model, scale=scale, seed=seed)
+    if ns_bytes is not None:
+        d.nvme.detach_ns(1)
+        d.nvme.delete_ns(1)
+        d.nvme.create_ns(ns_bytes // 512, block_size=512)
+        d.nvme.attach_ns(1)
+    d.precondition(1, "seq", 131072, loops=2, seed=seed)
+    if state == "rand":
+        d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)
+    return d
+
+
+def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log: Callable[[str], None]) -> tuple[float, float]:
+    """Secant search for f(x) = target on log x (f monotone); returns (x, f(x))."""
+    xs = [x0, x0 * 1.1]
+    ys = [f(xs[0]), f(xs[1])]
+    for _ in range(14):
+        if abs(ys[-1] / target - 1) <= tol:
+            break
+        (xa, xb), (ya, yb) = xs[-2:], ys[-2:]
+        if ya == yb:
+            xn = xb * (target / yb)
+        else:
+            la, lb = math.log(xa), math.log(xb)
+            ln = lb + (target - yb) * (lb - la) / (yb - ya)
+            xn = math.exp(max(min(ln, lb + 1.0), lb - 1.0))
+        xs.append(xn)
+        ys.append(f(xn))
+        log(f"    {xn:,.0f} -> {ys[-1]:,.1f}")
+    best = min(range(len(xs)), key=lambda i: abs(ys[i] / target - 1))
+    return xs[best], ys[best]
+
+
+def calibrate(model: str, scale: int, runtime_ms: int, ramp_ms: int, tol: float, log: Callable[[str], None]) -> dict[str, Any]:
+    spec = _core.preset(model)
+    timing = json.loads(json.dumps(spec["timing"]))
+    drives = {s: preconditioned(model, scale, s) for s in ("seq", "rand")}
+    fitted = {}
+    for t in CM6_TARGETS:
+        log(f"{t.name}: fit {t.param} to {t.value:,.0f} {'MB/s' if t.metric.endswith('mbps') else 'IOPS'}")
+        t0 = time.perf_counter()
+
+        def f(x: float, t: Target = t) -> float:
+            trial = json.loads(json.dumps(timing))
+            trial[t.param]["value"] = int(round(x))
+            return measure(drives[t.state], t.job, t.metric, trial, runtime_ms, ramp_ms)
+
+        x, y = solve(f, t.value, float(timing[t.param]["value"]), tol, log)
+        timing[t.param]["value"] = int(round(x))
+        fitted[t.param] = {"value": int(round(x)), "figure": t.name, "target": t.value, "simulated": y,
+                           "error": y / t.value - 1, "seconds": time.perf_counter() - t0}
+        log(f"  {t.param} = {int(round(x)):,} (simulated {y:,.1f}, {y / t.value - 1:+.2%})")
+    return {"model": model, "scale": scale, "runtime_ms": runtime_ms, "ramp_ms": ramp_ms, "fitted": fitted, "timing": timing}
