@@ -304,6 +304,27 @@ impl DeviceTiming {
         self.channels[channel as usize].reserve(self.now, ready, dur) + dur
     }
 
+    /// GC read of one relocated IU: a share φ of a page read on its plane (firmware reads
+    /// several IUs of a page at once only part of the time), then its channel transfer.
+    fn gc_read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
+        let (die, channel, plane_in_die) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let plane = (die * self.planes + plane_in_die) as usize;
+        let cost = (self.t.t_read_ns.value as f64 * self.t.gc_page_reads_per_iu.value * self.pages_per_iu as f64) as u64;
+        let want = t.max(self.plane_free[plane]);
+        let start = self.power_slot(want, cost);
+        let end = start + cost;
+        self.plane_free[plane] = end;
+        self.plane_page[plane].0 = u64::MAX;
+        let d = die as usize;
+        if self.die_free[d] > start {
+            self.die_free[d] += cost;
+            self.counters.suspends += 1;
+        }
+        self.counters.page_reads += 1;
+        let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
+        self.channels[channel as usize].reserve(self.now, end, dur) + dur
+    }
+
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
         let ppa = pu * self.ius_per_pu;
@@ -343,7 +364,7 @@ impl DeviceTiming {
         for op in &ops {
             match *op {
                 NandOp::Read { ppa, bytes, cause } => {
-                    let done = self.read_op(t, ppa, bytes);
+                    let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
                     match cause {
                         Cause::Host => read_done = read_done.max(done),
                         Cause::Rmw => self.host_pu.ready = self.host_pu.ready.max(done),

@@ -643,19 +643,17 @@ impl Ftl {
     /// Relocations earned by one host program (see the module docs).
     #[inline]
     fn pace_gc<S: NandSink>(&mut self, sink: &mut S) {
-        // Feedback around the target pool of GC_START free superblocks: twice the balancing
-        // rate below it (so the host never waits for a whole victim), half above it (so GC
-        // never has to pause, which would let writes burst at NAND speed for a while).
-        let free = self.st.free.len();
-        let (num, den) = if free < GC_START {
-            (2, 1)
-        } else if free > GC_START {
-            (1, 2)
-        } else {
-            (1, 1)
-        };
+        // Feedback on the space the host can still write (free superblocks plus what is left
+        // of its open one), steered towards GC_START + 1/2 superblocks. The rate multiplier
+        // moves smoothly between 1/2 and 2 as that space moves by one superblock, so GC runs
+        // continuously and evenly instead of toggling (which made throughput oscillate).
+        let per = self.cfg.ius_per_sb as u64;
+        let host_left = if self.st.host.sb == NONE { 0 } else { per - self.st.host.next as u64 };
+        let avail = self.st.free.len() as u64 * per + host_left;
+        let target = GC_START as u64 * per + per / 2;
+        let num = (per + target).saturating_sub(avail).clamp(per / 2, 2 * per);
         let Some(v) = self.st.victim.as_mut() else { return };
-        let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64 * den;
+        let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64 * per;
         v.credit += v.valid_at_pick as u64 * num;
         if v.credit < gain {
             return;
