@@ -358,6 +358,7 @@ def calibrate(
     runtime_ms: int = typer.Option(2000, "--runtime-ms", help="simulated measurement time per trial"),
     ramp_ms: int = typer.Option(500, "--ramp-ms"),
     tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
+    write: bool = typer.Option(False, "--write", help="rewrite the calibrated lines of the CM6-family presets"),
     fmt: str = OutputFmt,
 ) -> None:
     """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md)."""
@@ -371,11 +372,44 @@ def calibrate(
     except ValueError as e:
         fail(f"--scale: {e}")
     res = run_cal(model, n, runtime_ms, ramp_ms, tol, lambda m: print(m, file=sys.stderr))
+    if write:
+        from .calibrate import write_presets
+
+        for p in write_presets(res):
+            print(f"updated {p}", file=sys.stderr)
     if fmt == "json":
         emit_json(res)
     else:
         for k, v in res["fitted"].items():
             typer.echo(f"{k:<24} {v['value']:>14,}   {v['figure']}: target {v['target']:,.0f}, simulated {v['simulated']:,.1f} ({v['error']:+.2%})")
+
+
+@app.command()
+def reproduce(
+    experiment: str = typer.Argument(..., help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
+    scale: str = typer.Option("1/64", "--scale"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Re-run a published experiment (seed-facts.md) and print it beside the published figures."""
+    from . import experiments
+
+    check_fmt(fmt)
+    try:
+        n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    t0 = time.perf_counter()
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    if experiment == "cm6":
+        rows = experiments.cm6_brief(scale=n, log=log)
+    elif experiment == "p5316":
+        rows = experiments.p5316_whitepaper(scale=n, log=log)
+    else:
+        fail(f"experiment '{experiment}': choose cm6 or p5316")
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
 
 
 @bench.command("engine")

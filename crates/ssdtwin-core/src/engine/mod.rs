@@ -144,6 +144,8 @@ pub struct DeviceTiming {
     channels: Vec<Calendar>,
     ctrl_free_ps: u64,
     ctrl_service_ps: u64,
+    wpath_free_ps: u64,
+    wpath_service_ps: u64,
     link_up: Calendar,
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
@@ -183,6 +185,8 @@ impl DeviceTiming {
         let planes = geo.planes_per_die;
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
+            wpath_free_ps: 0,
+            wpath_service_ps: if t.ctrl_max_write_iops.value == 0 { 0 } else { 1_000_000_000_000 / t.ctrl_max_write_iops.value },
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             pu_div: crate::ftl::FastDiv::new(geo.ius_per_program_unit(iu)),
@@ -261,6 +265,16 @@ impl DeviceTiming {
         let start = (now * 1000).max(self.ctrl_free_ps);
         self.ctrl_free_ps = start + self.ctrl_service_ps;
         self.ctrl_free_ps.div_ceil(1000)
+    }
+
+    /// The controller's write path (FIFO, writes only) after the data has arrived.
+    fn write_path(&mut self, t: u64) -> u64 {
+        if self.wpath_service_ps == 0 {
+            return t;
+        }
+        let start = (t * 1000).max(self.wpath_free_ps);
+        self.wpath_free_ps = start + self.wpath_service_ps;
+        self.wpath_free_ps.div_ceil(1000)
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
@@ -463,6 +477,7 @@ impl DeviceTiming {
         let t1 = self.ctrl_cmd(now);
         let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
         let t2 = self.link(t1, bytes, true);
+        let t2 = self.write_path(t2);
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.write(nsid, slba, nlb, &mut ops);
         self.ops = ops;

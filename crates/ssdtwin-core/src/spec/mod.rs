@@ -145,6 +145,9 @@ pub struct TimingSpec {
     pub ctrl_write_ns: Sourced<u64>,
     /// Controller command-processing ceiling (IOPS), all cores together.
     pub ctrl_max_iops: Sourced<u64>,
+    /// Ceiling of the controller's write path (buffer allocation, mapping updates) in write
+    /// commands per second; 0 = no separate ceiling.
+    pub ctrl_max_write_iops: Sourced<u64>,
     /// Page reads charged per IU that GC relocates (theory.md §1.6 φ): 1 = every relocated
     /// IU costs its own page read, 1/(IUs per page) = perfect reuse of each page read.
     pub gc_page_reads_per_iu: Sourced<f64>,
@@ -358,6 +361,7 @@ impl DriveSpec {
             c.range("timing.ctrl_read_ns", &t.ctrl_read_ns, 0, 10_000_000);
             c.range("timing.ctrl_write_ns", &t.ctrl_write_ns, 0, 10_000_000);
             c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
+            c.range("timing.ctrl_max_write_iops", &t.ctrl_max_write_iops, 0, 1_000_000_000);
             c.range("timing.gc_page_reads_per_iu", &t.gc_page_reads_per_iu, 0.0, 1.0);
             c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
             c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);
