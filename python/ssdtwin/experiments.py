@@ -129,13 +129,18 @@ def p5316_whitepaper(scale: int = 64, log: Callable[[str], None] = print) -> lis
         d.precondition(1, "seq", 131072, loops=1, seed=5)
         if rw == "randwrite":
             d.precondition(1, "rand", 1 << 20, loops=2, seed=6)
-        m = run_job(d, p5316_job(bs, rw, jobs, qd, max(written // scale, 1 << 30)), f"p5316-{name}.fio")
+        # Scale the amount with the drive, but write at least three superblocks: a steady-state
+        # WAF needs whole GC cycles, and a superblock (18 GiB) does not shrink with the scale.
+        sb = d.ftl_info()["superblock_bytes"]
+        amount = max(written // scale, 3 * sb)
+        m = run_job(d, p5316_job(bs, rw, jobs, qd, amount), f"p5316-{name}.fio")
         row = {"job": name, "waf": m.waf, "waf_published": pwaf, "mib_s": m.mib_s, "mib_s_published": pmib,
-               "lat_mean_ms": m.lat_mean_us / 1e3, "lat_published_ms": plat, "wall_s": m.wall_s}
+               "lat_mean_ms": m.lat_mean_us / 1e3, "lat_published_ms": plat, "wall_s": m.wall_s, "written_bytes": amount}
         rows.append(row)
         log(f"{name:<14} WAF {m.waf:6.2f} (published {pwaf:6.2f}, {m.waf / pwaf - 1:+6.1%})  "
             f"{m.mib_s:8.1f} MiB/s ({pmib:7.1f}, {m.mib_s / pmib - 1:+6.1%})  "
-            f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  [{m.wall_s:.1f} s wall]")
+            f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  "
+            f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]")
     return rows
 
 

@@ -280,7 +280,9 @@ def fio_seeds(
     ``run_seed`` in place of ``randseed``, so every run is reproducible from its seed.
     """
     if not randrepeat and not randseed_set:
-        base, source = run_seed, "run_seed"
+        # Mixed and forced odd: a run seed of 0 must not zero every stream of every thread
+        # (fio's own default randseed, 0x89, is never 0).
+        base, source = (((run_seed + 1) * 0x9E3779B97F4A7C15) & _MASK64) | 1, "run_seed"
     else:
         base, source = randseed, ("randseed" if randseed_set and not randrepeat else "randrepeat")
     seed = base & _MASK64
