@@ -1,1 +1,2 @@
+mod engine;
 mod ftl_physics;

@@ -1,0 +1,128 @@
+//! The timed engine drives the same FTL as fast-forward ("one state, two drivers"), and its
+//! timing obeys the basic physics of the preset.
+
+use ssdtwin_core::engine::{ftl_fingerprint, DeviceTiming};
+use ssdtwin_core::ftl::NoTiming;
+use ssdtwin_core::nvme::{Controller, Pattern};
+use ssdtwin_core::rng::Rng;
+use ssdtwin_core::spec::DriveSpec;
+
+fn cm6(scale: u32) -> Controller {
+    Controller::new(DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(scale).unwrap(), 1).unwrap()
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    W(u64, u64),
+    R(u64, u64),
+    T(u64, u64),
+}
+
+fn workload(nsze: u64, n: usize, seed: u64) -> Vec<Op> {
+    let mut r = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let nlb = 8 * (1 + r.below(8)); // 4-32 KiB at 512 B LBAs
+            let slba = r.below((nsze - nlb) / 8) * 8;
+            match r.below(10) {
+                0..=5 => Op::W(slba, nlb),
+                6..=8 => Op::R(slba, nlb),
+                _ => Op::T(slba, nlb),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn timed_and_fast_forward_leave_identical_state() {
+    let mut a = cm6(256);
+    let mut b = cm6(256);
+    let nsze = a.attached(1).unwrap().nsze;
+    let cap = a.attached(1).unwrap().bytes();
+    for c in [&mut a, &mut b] {
+        c.precondition(1, Pattern::Sequential, 131072, cap, 7, &mut |_, _| true).unwrap();
+        c.precondition(1, Pattern::Random, 4096, cap, 8, &mut |_, _| true).unwrap();
+    }
+    let ops = workload(nsze, 400_000, 3);
+    let mut timing = DeviceTiming::new(a.spec(), a.ftl_config()).unwrap();
+    let mut now = 0;
+    let mut last_done = 0;
+    for op in &ops {
+        now += 700; // faster than the drive: queues build up, back-pressure kicks in
+        last_done = last_done.max(match *op {
+            Op::W(s, n) => timing.write(&mut a, now, 1, s, n).unwrap(),
+            Op::R(s, n) => timing.read(&mut a, now, 1, s, n).unwrap(),
+            Op::T(s, n) => timing.deallocate(&mut a, now, 1, s, n).unwrap(),
+        });
+        match *op {
+            Op::W(s, n) => b.write(1, s, n, &mut NoTiming).unwrap(),
+            Op::R(s, n) => {
+                b.read(1, s, n, &mut NoTiming).unwrap();
+            }
+            Op::T(s, n) => {
+                b.deallocate(1, s, n).unwrap();
+            }
+        }
+    }
+    assert!(last_done > now, "the drive must have fallen behind a 700 ns arrival rate");
+    let fa = ftl_fingerprint(&mut a).unwrap();
+    let fb = ftl_fingerprint(&mut b).unwrap();
+    assert_eq!(fa, fb, "timed and fast-forward FTL state differ");
+    assert_eq!(a.vendor_log(), b.vendor_log());
+    a.ftl().unwrap().check_invariants().unwrap();
+}
+
+#[test]
+fn qd1_read_latency_is_the_sum_of_its_stages() {
+    let mut c = cm6(256);
+    let cap = c.attached(1).unwrap().bytes();
+    c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    let t = c.spec().timing.clone().unwrap();
+    let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
+    let mut now = 10_000_000;
+    let mut r = Rng::new(4);
+    let nsze = c.attached(1).unwrap().nsze;
+    let mut worst = 0;
+    let mut best = u64::MAX;
+    for _ in 0..1000 {
+        let slba = r.below(nsze / 8) * 8;
+        let done = timing.read(&mut c, now, 1, slba, 8).unwrap();
+        worst = worst.max(done - now);
+        best = best.min(done - now);
+        now = done + 1_000_000; // idle between reads: nothing queues
+    }
+    let ch = 4096 * 1_000_000_000 / t.channel_bytes_per_s.value;
+    let link = 4096 * 1_000_000_000 / t.host_link_bytes_per_s.value;
+    let ideal = t.t_read_ns.value + ch + link + t.ctrl_read_ns.value;
+    assert!(best + 5 >= ideal && worst <= ideal + 1_000, "QD1 read latency {best}..{worst} ns, stages sum to {ideal} ns");
+}
+
+#[test]
+fn sequential_write_throughput_is_the_program_bandwidth() {
+    let mut c = cm6(256);
+    let spec = c.spec().clone();
+    let t = spec.timing.clone().unwrap();
+    let g = spec.geometry();
+    let nsze = c.attached(1).unwrap().nsze;
+    let mut timing = DeviceTiming::new(&spec, c.ftl_config()).unwrap();
+    // 128 KiB writes at QD16: each new write is issued when the oldest completes.
+    let mut q = std::collections::VecDeque::new();
+    let mut now = 0u64;
+    let mut slba = 0u64;
+    let n = 40_000u64;
+    for i in 0..n {
+        if q.len() == 16 {
+            now = now.max(q.pop_front().unwrap());
+        }
+        q.push_back(timing.write(&mut c, now, 1, slba, 256).unwrap());
+        slba = (slba + 256) % (nsze - 256);
+        if i == n / 2 {
+            now = now.max(*q.back().unwrap());
+        }
+    }
+    let end = q.into_iter().max().unwrap();
+    let bytes = n * 131072;
+    let rate = bytes as f64 / (end as f64 / 1e9);
+    let nand = g.dies() as f64 * g.program_unit_bytes as f64 / (t.t_prog_ns.value as f64 / 1e9);
+    assert!(rate < nand * 1.02 && rate > nand * 0.85, "sequential write {:.0} MB/s vs program bandwidth {:.0} MB/s", rate / 1e6, nand / 1e6);
+}
