@@ -143,7 +143,11 @@ def test_spec_roundtrip_and_ftl_info() -> None:
     assert _core.parse_spec(d.spec_toml()) == spec
     info = d.ftl_info()
     assert info["superblocks"] == 40 and info["superblock_bytes"] == 2 * 48 * 16384
-    assert info["data_pool_bytes"] == (40 - info["reserve_superblocks"]) * info["superblock_bytes"]
+    # The data pool: superblocks less those GC keeps out of service (a fractional count).
+    assert 3 < info["gc_overhead_superblocks"] < 8
+    pool = (info["superblocks"] - info["gc_overhead_superblocks"]) * info["superblock_bytes"]
+    assert info["data_pool_bytes"] == pytest.approx(pool, abs=1)
+    assert info["data_pool_bytes"] > d.nvme.id_ctrl()["tnvmcap"]
     assert info["buffer_slots"] == 0 and info["iu_bytes"] == IU
 
 

@@ -146,10 +146,10 @@ def test_scale_1_64_and_1_16_agree() -> None:
 
 # --------------------------------------------------------------------------- P5316 (64 KiB IU)
 
-# 1/302 leaves 4 data superblocks of 18 GiB (+3 reserve): the smallest P5316 the spec
-# allows, and fast. The IU multiplier does not depend on the superblock count: 4 KiB and
+# 1/256 leaves 8 superblocks of 18 GiB (4.4 of them data pool): about the smallest P5316
+# the spec allows, and fast. The IU multiplier does not depend on the superblock count: 4 KiB and
 # 64 KiB random writes both overwrite uniformly random IUs, so GC sees the same stream.
-P5316_SCALE = 302
+P5316_SCALE = 256
 
 
 def test_p5316_4k_random_costs_16x_64k_random() -> None:
