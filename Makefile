@@ -12,10 +12,15 @@ export MATURIN_PEP517_ARGS ?= --profile release
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
 
+# install ends by printing the fast-forward speed: 10-18 M random 4 KiB writes/s with the
+# release profile on this machine class (2 cores), where an unoptimised core manages well under 1 M.
 install: ## pip install -e '.[test]': the package, its test tools, the extension built in release mode (~2 min)
 	$(PIP) install -e '.[test]'
 	@if command -v pyenv >/dev/null; then pyenv rehash; fi  # put the new `ssdtwin` script on PATH
 	@$(PYTHON) -c "import ssdtwin, ssdtwin._core as c; print('ssdtwin', c.__version__, 'from', c.__file__)"
+	@$(PYTHON) -c "import time; from ssdtwin import Drive; d = Drive.in_memory('kioxia-cm6-r-3.84t', scale=454); \
+	t = time.perf_counter(); r = d.precondition(1, 'rand', 4096, loops=1.0, seed=1); \
+	print(f'fast-forward check: {r.ios / (time.perf_counter() - t) / 1e6:.1f} M random 4 KiB writes/s')"
 
 test: test-rust test-python typecheck ## every test: cargo test, pytest, stubtest and mypy
 
