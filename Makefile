@@ -12,8 +12,8 @@ export MATURIN_PEP517_ARGS ?= --profile release
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
 
-# install ends by printing the fast-forward speed: 10-18 M random 4 KiB writes/s with the
-# release profile on this machine class (2 cores), where an unoptimised core manages well under 1 M.
+# install ends by printing the fast-forward speed of what it built (measured with the
+# release profile on this machine class, 2 cores: 10-18 M random 4 KiB writes/s).
 install: ## pip install -e '.[test]': the package, its test tools, the extension built in release mode (~2 min)
 	$(PIP) install -e '.[test]'
 	@if command -v pyenv >/dev/null; then pyenv rehash; fi  # put the new `ssdtwin` script on PATH
