@@ -6,6 +6,8 @@
 //! DIR/CURRENT           name of the committed generation, e.g. "gen-000012"
 //! DIR/gen-000012/       state.json (controller + FTL state + map checksums), l2p.bin, p2l.bin
 //! DIR/LOCK              flock'ed by the process that may change the image
+//! DIR/journal.bin       commands executed since CURRENT by a server (crate::journal)
+//! DIR/data/ns<N>.img    the data of namespace N, a sparse file (written by the NBD server)
 //! ```
 //!
 //! Commits are crash-safe: a new generation directory is written and fsynced in full,
@@ -21,6 +23,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::ftl::bigarray::BigArray;
+use crate::journal;
 use crate::ftl::{FtlConfig, FtlState};
 use crate::nvme::{Controller, ControllerState, MapStore};
 use crate::spec::{DriveSpec, SpecError};
@@ -31,6 +34,20 @@ const MANIFEST: &str = "ssdtwin.toml";
 const SPEC: &str = "spec.toml";
 const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
+const DATA: &str = "data";
+
+/// `ns<N>.img` → N.
+fn data_file_nsid(name: &str) -> Option<u32> {
+    name.strip_prefix("ns")?.strip_suffix(".img")?.parse().ok()
+}
+
+/// Whether another open file description holds the image lock (a live writer).
+pub fn lock_held(dir: &Path) -> bool {
+    let Ok(f) = File::open(dir.join(LOCK)) else { return false };
+    // SAFETY: flock on a descriptor we own; a shared lock is released when `f` closes.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -79,6 +96,28 @@ pub struct Image {
     pub ctrl: Controller,
     generation: u64,
     lock: Option<File>,
+    recovery: Option<Recovery>,
+}
+
+/// What [`Image::open`] did with a journal left by a server that did not shut down cleanly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// "replayed" (writable open: replayed and committed as a new generation), "replayed in
+    /// memory" (read-only open of an unlocked image), or "discarded" (stale or unreadable).
+    pub action: String,
+    /// The journal's generation (if its header could be read) and the image's before opening.
+    pub journal_generation: Option<u64>,
+    pub image_generation: u64,
+    pub records: u64,
+    /// Bytes after the last intact record (a record torn by the kill), ignored.
+    pub ignored_bytes: u64,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "journal {}: {}", self.action, self.detail)
+    }
 }
 
 impl std::fmt::Debug for Image {
@@ -145,7 +184,7 @@ impl Image {
             other => ImageError::Damaged { path: dir.display().to_string(), reason: other.to_string() },
         })?;
         write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation: 0, lock: None };
+        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation: 0, lock: None, recovery: None };
         img.take_lock()?;
         img.commit()?;
         // The manifest goes last: a directory without it is not (yet) an image.
@@ -210,11 +249,154 @@ impl Image {
             ImageError::Damaged { reason, .. } => ImageError::Damaged { path: gpath.display().to_string(), reason },
             other => other,
         })?;
-        let img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock: img_lock };
+        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock: img_lock, recovery: None };
         if writable {
             img.remove_stale_generations();
         }
+        img.recover_journal(writable)?;
         Ok(img)
+    }
+
+    /// Replay a journal left by a server that was killed (see [`crate::journal`]).
+    ///
+    /// Writable: replay, count an unsafe shutdown (the drive lost power without a shutdown
+    /// notification), commit a new generation and remove the journal. Read-only: replay in
+    /// memory only, and only if no process holds the image lock (a live server is still
+    /// appending; readers use its `live.json` instead). A journal of another generation is
+    /// stale (its effects are committed) and is removed by a writer.
+    fn recover_journal(&mut self, writable: bool) -> Result<(), ImageError> {
+        let path = self.dir.join(journal::FILE);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(ImageError::Io { path: path.display().to_string(), source: e }),
+        };
+        if !writable && lock_held(&self.dir) {
+            return Ok(());
+        }
+        let image_generation = self.generation;
+        let mut rec = Recovery {
+            action: "discarded".into(),
+            journal_generation: None,
+            image_generation,
+            records: 0,
+            ignored_bytes: 0,
+            detail: String::new(),
+        };
+        match journal::parse_header(&bytes) {
+            Err(why) => rec.detail = format!("{} is not a journal header ({why}); nothing to replay", path.display()),
+            Ok(g) if g != image_generation => {
+                rec.journal_generation = Some(g);
+                rec.detail = format!("{} belongs to generation {g}, the image is at {image_generation}: its commands are already committed", path.display());
+            }
+            Ok(g) => {
+                rec.journal_generation = Some(g);
+                let (records, ignored) = journal::parse_records(&bytes[journal::HEADER_LEN..]);
+                journal::replay(&mut self.ctrl, &records).map_err(|e| ImageError::Damaged {
+                    path: path.display().to_string(),
+                    reason: format!("does not replay onto generation {g}: {e}; move the file away to open the committed state without it"),
+                })?;
+                self.ctrl.power_cycle(true);
+                rec.records = records.len() as u64;
+                rec.ignored_bytes = ignored as u64;
+                rec.action = if writable { "replayed".into() } else { "replayed in memory".into() };
+                rec.detail = format!(
+                    "{} records of a server that did not shut down cleanly replayed onto generation {g}{}",
+                    records.len(),
+                    if ignored > 0 { format!(" ({ignored} bytes of a torn last record ignored)") } else { String::new() }
+                );
+                if writable {
+                    self.commit()?;
+                }
+            }
+        }
+        if writable {
+            fs::remove_file(&path).map_err(io_err(&path))?;
+            fsync_dir(&self.dir)?;
+        }
+        self.recovery = Some(rec);
+        Ok(())
+    }
+
+    /// What opening did with a journal, if there was one.
+    pub fn recovery(&self) -> Option<&Recovery> {
+        self.recovery.as_ref()
+    }
+
+    /// Whether this image was opened writable (holds the lock).
+    pub fn is_writable(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    // ------------------------------------------------------------- namespace data files
+
+    /// `DIR/data`: one sparse file per namespace, written by the NBD server.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join(DATA)
+    }
+
+    pub fn data_path(&self, nsid: u32) -> PathBuf {
+        self.data_dir().join(format!("ns{nsid}.img"))
+    }
+
+    /// Remove the data of namespace `nsid` (`NSID_ALL`: every namespace): after Namespace
+    /// Management delete, Format NVM (a purge: the data is gone, not just unmapped) and
+    /// before a create reuses the NSID. Call it after the controller command succeeded.
+    pub fn drop_data(&self, nsid: u32) -> Result<(), ImageError> {
+        let dd = self.data_dir();
+        if !dd.is_dir() {
+            return Ok(());
+        }
+        let mut removed = false;
+        for e in fs::read_dir(&dd).map_err(io_err(&dd))?.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let id = data_file_nsid(&name);
+            if id.is_some() && (nsid == crate::nvme::NSID_ALL || id == Some(nsid)) {
+                fs::remove_file(e.path()).map_err(io_err(&e.path()))?;
+                removed = true;
+            }
+        }
+        if removed {
+            fsync_dir(&dd)?;
+        }
+        Ok(())
+    }
+
+    /// Bring `DIR/data` in line with the namespace table before serving: remove the files of
+    /// namespaces that no longer exist, create a sparse file of the namespace's size for
+    /// every attached namespace that has none, and empty a file whose size no longer
+    /// matches (the namespace was re-created or reformatted by a tool that did not drop it).
+    /// Returns (nsid, path) of the attached namespaces.
+    pub fn prepare_data_files(&self) -> Result<Vec<(u32, PathBuf)>, ImageError> {
+        let dd = self.data_dir();
+        if !dd.is_dir() {
+            fs::create_dir(&dd).map_err(io_err(&dd))?;
+            fsync_dir(&self.dir)?;
+        }
+        for e in fs::read_dir(&dd).map_err(io_err(&dd))?.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(id) = data_file_nsid(&name) {
+                if self.ctrl.namespace(id).is_err() {
+                    fs::remove_file(e.path()).map_err(io_err(&e.path()))?;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for ns in self.ctrl.namespaces().filter(|n| n.attached) {
+            let p = self.data_path(ns.nsid);
+            let f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&p).map_err(io_err(&p))?;
+            let len = f.metadata().map_err(io_err(&p))?.len();
+            if len != ns.bytes() {
+                if len != 0 {
+                    f.set_len(0).map_err(io_err(&p))?;
+                }
+                f.set_len(ns.bytes()).map_err(io_err(&p))?;
+                f.sync_all().map_err(io_err(&p))?;
+            }
+            out.push((ns.nsid, p));
+        }
+        fsync_dir(&dd)?;
+        Ok(out)
     }
 
     pub fn dir(&self) -> &Path {

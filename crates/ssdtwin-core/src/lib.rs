@@ -7,6 +7,7 @@
 pub mod engine;
 pub mod ftl;
 pub mod image;
+pub mod journal;
 pub mod nand;
 pub mod nvme;
 pub mod rng;
