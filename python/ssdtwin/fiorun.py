@@ -34,7 +34,8 @@ def run_jobs(
         raise ValueError(f"--namespace {namespace}: not an attached namespace (attached: {', '.join(map(str, nss)) or 'none'})")
     target = nss[namespace]
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
-    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes)
+    lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
+    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas)
     out = drive._core.run_fio(json.dumps(specs), namespace, idle_gc, progress)
     return run, json.loads(out)
 

@@ -117,7 +117,13 @@ def averaging_windows(st: Mapping[str, Any]) -> Tuple[int, int]:
     return out[0], out[1]
 
 
-def engine_input(clone: Any, device_size_bytes: int, lba_bytes: int, namespace_sizes: Optional[Mapping[int, int]] = None) -> Dict[str, Any]:
+def engine_input(
+    clone: Any,
+    device_size_bytes: int,
+    lba_bytes: int,
+    namespace_sizes: Optional[Mapping[int, int]] = None,
+    namespace_lba_bytes: Optional[Mapping[int, int]] = None,
+) -> Dict[str, Any]:
     """Resolve one clone into the engine's input dict (docs/fio.md §3)."""
     job = clone.job
     st = job.state
@@ -136,6 +142,8 @@ def engine_input(clone: Any, device_size_bytes: int, lba_bytes: int, namespace_s
             known = ", ".join(str(n) for n in sorted(namespace_sizes)) or "none"
             raise FioJobError(f"namespace {namespace} does not exist (namespaces: {known})", **_where(st, "filename", job))
         real_size = namespace_sizes[namespace]
+    if namespace is not None and namespace_lba_bytes is not None and namespace in namespace_lba_bytes:
+        lba_bytes = namespace_lba_bytes[namespace]
 
     is_random = st["rw"] in O.RANDOM_MODES
     ranges = [_bs_range(st, d) for d in range(3)]

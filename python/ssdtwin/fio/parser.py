@@ -215,15 +215,17 @@ class Run:
         device_size_bytes: int,
         lba_bytes: int,
         namespace_sizes: Optional[Mapping[int, int]] = None,
+        namespace_lba_bytes: Optional[Mapping[int, int]] = None,
     ) -> List[Dict[str, Any]]:
-        """One JSON-able dict per clone, in thread order (docs/fio.md §3)."""
+        """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
+        filename names a namespace in ``namespace_lba_bytes`` uses that LBA size."""
         from .engine import engine_input  # local: keeps the parser importable alone
 
         errors: List[FioJobError] = []
         out = []
         for clone in self.clones:
             try:
-                out.append(engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes))
+                out.append(engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes))
             except FioJobError as e:
                 errors.extend(e.errors)
         if errors:
