@@ -505,12 +505,17 @@ def nvme_create_ns(
         if block_size is not None and flbas is not None:
             fail("give -b/--block-size or -f/--flbas, not both")
         if block_size is not None:
-            sizes = d.spec()["capacity"]["lba_bytes"]["value"]
-            if block_size not in sizes:
-                fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
-            flbas = sizes.index(block_size)
+            flbas = lba_format_arg(d, block_size)
         nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic)
     typer.echo(f"create-ns: Success, created nsid:{nsid}")
+
+
+def lba_format_arg(d: Drive, block_size: int) -> int:
+    """The LBA format index for -b/--block-size, or a one-line error naming the allowed sizes."""
+    sizes: list[int] = d.spec()["capacity"]["lba_bytes"]["value"]
+    if block_size not in sizes:
+        fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
+    return sizes.index(block_size)
 
 
 def blocks_arg(flag: str, text: str) -> int:
@@ -576,10 +581,7 @@ def nvme_format(
     n = blocks_arg("-n/--namespace-id", nsid)
     with opened(path, writable=True) as d:
         if block_size is not None:
-            sizes = d.spec()["capacity"]["lba_bytes"]["value"]
-            if block_size not in sizes:
-                fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
-            lbaf = sizes.index(block_size)
+            lbaf = lba_format_arg(d, block_size)
         if lbaf is None:
             # Keep the namespace's format; a missing namespace is reported by the controller.
             lbaf = next((ns.flbas for ns in d.namespaces() if ns.nsid == n), 0)
