@@ -460,6 +460,10 @@ impl Sim<'_> {
 
 /// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
 fn next_io(cl: &mut Clone) -> Result<Option<Io>, RunError> {
+    // trimwrite: a trimmed block is written next, even when its trim completed the pass.
+    if let Some(io) = cl.gen.take_trimwrite_write() {
+        return Ok(Some(io));
+    }
     for _attempt in 0..3 {
         let limit = cl.gen.pass_limit();
         if cl.gen.pass_bytes() >= limit {

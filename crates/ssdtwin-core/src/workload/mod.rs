@@ -363,6 +363,11 @@ impl Generator {
         Some(io)
     }
 
+    /// The write that follows a trimwrite's trim, if it has not been issued yet.
+    pub fn take_trimwrite_write(&mut self) -> Option<Io> {
+        self.trimwrite_pending.take()
+    }
+
     fn seq_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
         let g = &mut self.dirs[ddir.index()];
         if g.seq_next + len > self.region_len {
