@@ -91,6 +91,8 @@ struct Clone {
     ios_issued: u64,
     bytes_issued: [u64; 3],
     since_think: u64,
+    /// `thinktime_blocks` I/Os were issued: stall once the ones in flight have completed.
+    think_due: bool,
     think_until: u64,
     rate_start: u64,
     pending: Option<Io>,
@@ -193,6 +195,7 @@ pub fn run(
             ios_issued: 0,
             bytes_issued: [0; 3],
             since_think: 0,
+            think_due: false,
             think_until: 0,
             rate_start: 0,
             pending: None,
@@ -362,6 +365,18 @@ impl Sim<'_> {
             if cl.inflight >= cl.gen.spec.iodepth.max(1) {
                 return Ok(());
             }
+            if cl.think_due {
+                // fio (backend.c handle_thinktime) quiesces first: the stall starts when the
+                // last I/O in flight completes, not when the last one was issued.
+                if cl.inflight > 0 {
+                    return Ok(());
+                }
+                let until = now + cl.gen.spec.thinktime_ns;
+                cl.think_due = false;
+                cl.think_until = until;
+                self.push(until, Ev::Wake(c as u32));
+                return Ok(());
+            }
             if cl.think_until > now {
                 return Ok(());
             }
@@ -436,8 +451,7 @@ impl Sim<'_> {
             }
             if think > 0 && cl.since_think >= think_every {
                 cl.since_think = 0;
-                cl.think_until = now + think;
-                self.push(now + think, Ev::Wake(c as u32));
+                cl.think_due = true;
                 return Ok(());
             }
         }
