@@ -137,7 +137,8 @@ def p5316_whitepaper(scale: int = 64, log: Callable[[str], None] = print) -> lis
         row = {"job": name, "waf": m.waf, "waf_published": pwaf, "mib_s": m.mib_s, "mib_s_published": pmib,
                "lat_mean_ms": m.lat_mean_us / 1e3, "lat_published_ms": plat, "wall_s": m.wall_s, "written_bytes": amount}
         rows.append(row)
-        log(f"{name:<14} WAF {m.waf:6.2f} (published {pwaf:6.2f}, {m.waf / pwaf - 1:+6.1%})  "
+        waf = m.waf if m.waf is not None else float("nan")  # every job here writes, so it has one
+        log(f"{name:<14} WAF {waf:6.2f} (published {pwaf:6.2f}, {waf / pwaf - 1:+6.1%})  "
             f"{m.mib_s:8.1f} MiB/s ({pmib:7.1f}, {m.mib_s / pmib - 1:+6.1%})  "
             f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  "
             f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]")
