@@ -90,3 +90,48 @@ def own_copy(path: Path) -> Path:
     path.unlink()
     path.write_bytes(data)
     return path
+
+
+# --------------------------------------------------------------------------- ssdtwin fio
+
+# What changes from one run of the same job to the next: the wall-clock time of the report.
+FIO_TIMESTAMP_KEYS = ("timestamp", "timestamp_ms", "time", "job_start")
+
+
+@dataclass
+class FioRun:
+    """One ``ssdtwin fio`` run: its JSON report (parsed), the directory holding the job
+    file, the report and the log files, and the CLI run itself."""
+
+    doc: dict[str, Any]
+    dir: Path
+    cli: Run
+
+    def job(self, name: str) -> dict[str, Any]:
+        (j,) = [j for j in self.doc["jobs"] if j["jobname"] == name]
+        return j
+
+    def log_rows(self, filename: str) -> list[list[int]]:
+        """Rows of a fio log file (``t, value, ddir, bs[, offset], prio``) as integers."""
+        text = (self.dir / filename).read_text()
+        return [[int(x) for x in line.split(",")] for line in text.splitlines() if line.strip()]
+
+
+def run_fio(image: Path, job_text: str, workdir: Path, *args: str, name: str = "job.fio", fmt: str = "json") -> FioRun:
+    """Write ``job_text`` to ``workdir/name`` and run ``ssdtwin fio`` on it with the report in
+    ``workdir/out.json`` and the log files in ``workdir``. Fails the test if it fails."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    job = workdir / name
+    job.write_text(job_text)
+    out = workdir / "out.json"
+    r = run_cli("fio", image, job, f"--output-format={fmt}", f"--output={out}", "--log-dir", workdir, *args)
+    return FioRun(json.loads(out.read_text()), workdir, r)
+
+
+def without_timestamps(doc: Any) -> Any:
+    """A fio JSON document without the keys that hold the wall-clock time of the run."""
+    if isinstance(doc, dict):
+        return {k: without_timestamps(v) for k, v in doc.items() if k not in FIO_TIMESTAMP_KEYS}
+    if isinstance(doc, list):
+        return [without_timestamps(v) for v in doc]
+    return doc

@@ -1,0 +1,127 @@
+"""The published experiments the twin must reproduce (seed-facts §1 and §3), at 1/64 scale.
+
+KIOXIA CM6 brief (§1): the four corners at 3.84 TB are the calibration points (they must
+come back within 5 %); the 3.20 TB namespace, the intermediate sizes and the 3 DWPD SKU are
+predictions. Intel D5-P5316 whitepaper (§3): nothing is calibrated; the IU granularity must
+give a 4 KiB random WAF about 16x the 64 KiB one, and sequential writes a WAF near 1.
+
+Each experiment runs once per session (about 30 s each); `ssdtwin calibrate` is only
+checked for its command line (a calibration takes minutes and, with --write, rewrites the
+presets: never from a test).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ssdtwin import experiments
+from twin import run_cli
+
+CM6_3_20_RANDWRITE_IOPS = 337_920  # seed-facts §1: 3.20 TB namespace, 4 KiB random write
+
+
+@pytest.fixture(scope="module")
+def cm6() -> dict[tuple[str, str], dict[str, Any]]:
+    lines: list[str] = []
+    rows = experiments.cm6_brief(scale=64, log=lines.append)
+    assert len(lines) == len(rows)
+    return {(r["namespace"], r["test"]): r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def p5316() -> dict[str, dict[str, Any]]:
+    rows = experiments.p5316_whitepaper(scale=64, log=lambda _: None)
+    return {r["job"]: r for r in rows}
+
+
+CORNERS = ("seq-read", "seq-write", "rand-read", "rand-write")
+
+
+@pytest.mark.slow
+def test_cm6_table_is_complete(cm6: dict) -> None:
+    assert set(cm6) == {(ns, t) for ns in ("3.84", "3.20", "3dwpd") for t in CORNERS} | {("3.52", "rand-write"), ("2.56", "rand-write")}
+    for (ns, _), row in cm6.items():
+        assert row["role"] == ("calibration" if ns == "3.84" else "prediction")
+        assert row["simulated"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", CORNERS)
+def test_cm6_calibrated_corners_within_5_percent(cm6: dict, test: str) -> None:
+    row = cm6[("3.84", test)]
+    assert row["published"] == experiments.CM6_PUBLISHED[("3.84", test)]
+    assert row["simulated"] == pytest.approx(row["published"], rel=0.05)
+    assert row["error"] == pytest.approx(row["simulated"] / row["published"] - 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ("seq-read", "seq-write", "rand-read"))
+def test_cm6_reads_and_sequential_do_not_depend_on_namespace_size(cm6: dict, test: str) -> None:
+    """The brief: shrinking the namespace to 3.20 TB leaves these figures unchanged."""
+    assert cm6[("3.20", test)]["simulated"] == pytest.approx(cm6[("3.84", test)]["simulated"], rel=0.02)
+    assert cm6[("3.20", test)]["simulated"] == pytest.approx(cm6[("3.20", test)]["published"], rel=0.05)
+
+
+@pytest.mark.slow
+def test_cm6_3_20_tb_random_write_prediction(cm6: dict) -> None:
+    row = cm6[("3.20", "rand-write")]
+    assert row["published"] == CM6_3_20_RANDWRITE_IOPS
+    assert row["simulated"] == pytest.approx(CM6_3_20_RANDWRITE_IOPS, rel=0.10)
+
+
+@pytest.mark.slow
+def test_cm6_random_write_rises_as_the_namespace_shrinks(cm6: dict) -> None:
+    iops = [cm6[(ns, "rand-write")]["simulated"] for ns in ("3.84", "3.52", "3.20", "2.56")]
+    waf = [cm6[(ns, "rand-write")]["waf"] for ns in ("3.84", "3.52", "3.20", "2.56")]
+    assert iops[0] < iops[1] < iops[2], iops
+    # 2.56 TB may sit at the controller's write ceiling: no lower than 3.20 TB then.
+    assert iops[3] >= iops[2] * 0.99, iops
+    # ... because more spare area means less GC: WAF falls with the namespace.
+    assert waf[0] > waf[1] > waf[2] > waf[3] > 1.0, waf
+    # The published pair: 3.20 TB gives about twice the random-write IOPS of 3.84 TB.
+    assert iops[2] / iops[0] == pytest.approx(CM6_3_20_RANDWRITE_IOPS / 173_067, rel=0.10)
+
+
+@pytest.mark.slow
+def test_cm6_3dwpd_sku_prediction(cm6: dict) -> None:
+    for test in CORNERS:
+        row = cm6[("3dwpd", test)]
+        assert row["model"] == "kioxia-cm6-v-3.2t"
+        assert row["simulated"] == pytest.approx(row["published"], rel=0.10), test
+
+
+@pytest.mark.slow
+def test_p5316_iu_granularity_sets_the_waf(p5316: dict) -> None:
+    assert set(p5316) == {"4k-randwrite", "64k-randwrite", "4k-seqwrite", "64k-seqwrite"}
+    w4, w64 = p5316["4k-randwrite"]["waf"], p5316["64k-randwrite"]["waf"]
+    # A 4 KiB write costs a 64 KiB IU read-modify-write: 16x the 64 KiB random WAF.
+    assert w4 / w64 == pytest.approx(16, rel=0.10)
+    assert p5316["4k-seqwrite"]["waf"] <= 1.05 and p5316["64k-seqwrite"]["waf"] <= 1.05
+    # The whitepaper's own WAFs (74.77 and 4.53): the same order, within 15 %.
+    assert w4 == pytest.approx(74.77, rel=0.15) and w64 == pytest.approx(4.53, rel=0.15)
+    # The amounts written were scaled but are at least three superblocks (whole GC cycles).
+    assert all(r["written_bytes"] > 0 for r in p5316.values())
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_calibrate_help() -> None:
+    r = run_cli("calibrate", "--help")
+    assert "calibrate" in r.stdout and "--write" in r.stdout and "--scale" in r.stdout
+
+
+@pytest.mark.parametrize("preset", ["intel-p5316-15.36t", "kioxia-cm6-v-3.2t", "no-such-drive"])
+def test_calibrate_refuses_other_presets(preset: str) -> None:
+    r = run_cli("calibrate", preset, check=False)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr_lines == [
+        f"ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {preset}"
+    ]
+
+
+def test_reproduce_refuses_an_unknown_experiment() -> None:
+    r = run_cli("reproduce", "cm7", check=False)
+    assert r.returncode == 1 and r.stderr_lines == ["ssdtwin reproduce: error: experiment 'cm7': choose cm6 or p5316"]
+    assert "cm6" in run_cli("reproduce", "--help").stdout
