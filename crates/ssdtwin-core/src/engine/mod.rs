@@ -50,28 +50,50 @@ impl NandSink for OpLog {
 /// behind whatever happened to be issued first.
 #[derive(Clone, Debug, Default)]
 struct Calendar {
-    /// Busy intervals [start, end), sorted and disjoint.
-    busy: std::collections::VecDeque<(u64, u64)>,
+    /// Busy intervals [start, end), sorted and disjoint, from index `head` on (entries
+    /// before `head` ended before the current command arrived and are dead).
+    busy: Vec<(u64, u64)>,
+    head: usize,
 }
 
 impl Calendar {
     /// Reserve `dur` at the earliest start ≥ `ready`; intervals ending by `now` are dropped
     /// (commands arrive in time order, so nothing can start before `now` again).
     fn reserve(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
-        while self.busy.front().is_some_and(|&(_, e)| e <= now) {
-            self.busy.pop_front();
+        while self.head < self.busy.len() && self.busy[self.head].1 <= now {
+            self.head += 1;
         }
+        if self.head > 64 && self.head * 2 > self.busy.len() {
+            self.busy.drain(..self.head);
+            self.head = 0;
+        }
+        // Fast path: the transfer goes after everything reserved (the common case).
+        match self.busy.last_mut() {
+            None => {
+                self.busy.push((ready, ready + dur));
+                return ready;
+            }
+            Some(last) if last.1 <= ready => {
+                if last.1 == ready {
+                    last.1 = ready + dur;
+                } else {
+                    self.busy.push((ready, ready + dur));
+                }
+                return ready;
+            }
+            _ => {}
+        }
+        let live = &self.busy[self.head..];
         let mut t = ready;
-        // Start at the last interval beginning before `ready` (binary search: under load the
-        // list holds hundreds of transfers and most new ones land near its end).
-        let mut i = self.busy.partition_point(|&(s, _)| s < ready).saturating_sub(1);
+        // Start at the last interval beginning before `ready`.
+        let mut i = self.head + live.partition_point(|&(s, _)| s < ready).saturating_sub(1);
         // Look for a gap among a few intervals only: under heavy load the list is long and
         // a gap far back is rare; past the bound the transfer queues at the end.
         let mut budget = 8;
         while i < self.busy.len() {
             budget -= 1;
             if budget == 0 {
-                t = t.max(self.busy.back().expect("non-empty").1);
+                t = t.max(self.busy[self.busy.len() - 1].1);
                 i = self.busy.len();
                 break;
             }
@@ -87,7 +109,7 @@ impl Calendar {
             i += 1;
         }
         // Merge with a neighbour that touches, to keep the list short under load.
-        if i > 0 && self.busy[i - 1].1 == t {
+        if i > self.head && self.busy[i - 1].1 == t {
             self.busy[i - 1].1 = t + dur;
             if i < self.busy.len() && self.busy[i].0 == t + dur {
                 self.busy[i - 1].1 = self.busy[i].1;
@@ -102,7 +124,7 @@ impl Calendar {
     }
 
     fn last_end(&self) -> u64 {
-        self.busy.back().map_or(0, |b| b.1)
+        self.busy.last().map_or(0, |b| b.1)
     }
 }
 

@@ -9,10 +9,10 @@ fn calendar_fills_gaps_in_time_order() {
     // Does not fit in [60, 100) with 45: after 110.
     assert_eq!(c.reserve(0, 60, 45), 110);
     assert_eq!(c.reserve(0, 60, 40), 60);
-    assert_eq!(c.busy.iter().copied().collect::<Vec<_>>(), vec![(50, 155)]);
+    assert_eq!(c.busy[c.head..].to_vec(), vec![(50, 155)]);
     // Past intervals are forgotten.
     assert_eq!(c.reserve(200, 200, 5), 200);
-    assert_eq!(c.busy.len(), 1);
+    assert_eq!(c.busy.len() - c.head, 1);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::ftl::bigarray::BigArray;
-use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState, NandSink, NoTiming, ReadSource, SECTOR_BYTES};
+use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState, NandSink, NoTiming, ReadSource};
 use crate::image::ImageError;
 use crate::spec::DriveSpec;
 use crate::units::fmt_decimal;
@@ -518,17 +518,19 @@ impl Controller {
     /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
     #[inline]
     fn for_each_iu(cfg: &FtlConfig, ns: &Namespace, slba: u64, nlb: u64, mut f: impl FnMut(u32, u128)) {
-        let iu = cfg.iu_bytes as u64;
+        // IU and sector sizes are powers of two (the spec validates it): shifts, not divides.
+        let iu_shift = cfg.iu_bytes.trailing_zeros();
+        let iu = 1u64 << iu_shift;
         let b0 = slba * ns.lba_bytes as u64;
         let b1 = b0 + nlb * ns.lba_bytes as u64;
         let shift = cfg.chunk_shift;
         let low = (1u64 << shift) - 1;
-        let mut ns_iu = b0 / iu;
-        let last = (b1 - 1) / iu;
+        let mut ns_iu = b0 >> iu_shift;
+        let last = (b1 - 1) >> iu_shift;
         while ns_iu <= last {
-            let start = ns_iu * iu;
-            let s0 = (b0.max(start) - start) / SECTOR_BYTES as u64;
-            let s1 = (b1.min(start + iu) - start) / SECTOR_BYTES as u64;
+            let start = ns_iu << iu_shift;
+            let s0 = (b0.max(start) - start) >> 9;
+            let s1 = (b1.min(start + iu) - start) >> 9;
             let mask = sector_mask(s0 as u32, s1 as u32, cfg.full_mask);
             let global = (ns.chunks[(ns_iu >> shift) as usize] as u64) << shift | (ns_iu & low);
             f(global as u32, mask);

@@ -1,0 +1,25 @@
+//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6 at 1/256 after
+//! sequential preconditioning, and print simulated I/Os per wall second. For profiling the
+//! engine without Python in the way (e.g. under valgrind --tool=callgrind).
+//!     cargo run --release -p ssdtwin-core --example engine_run -- specs.json
+use ssdtwin_core::engine::fio::{run, RunOptions};
+use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::nvme::{Controller, Pattern};
+use ssdtwin_core::spec::DriveSpec;
+use ssdtwin_core::workload::JobSpec;
+use std::time::Instant;
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: engine_run SPECS.json");
+    let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+    let mut c = Controller::new(spec, 1).unwrap();
+    let cap = c.attached(1).unwrap().bytes();
+    c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
+    let t = Instant::now();
+    let out = run(&mut c, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: false }, 0, &mut |_| true).unwrap();
+    let ios: u64 = out.iter().map(|o| o.read.total_ios + o.write.total_ios).sum();
+    let s = t.elapsed().as_secs_f64();
+    println!("{ios} I/Os in {s:.3} s: {:.2} M/s", ios as f64 / s / 1e6);
+}
