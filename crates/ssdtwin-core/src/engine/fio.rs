@@ -375,6 +375,8 @@ impl Sim<'_> {
                 cl.think_due = false;
                 cl.think_until = until;
                 self.push(until, Ev::Wake(c as u32));
+                // If no clone has I/O in flight, the drive is idle until the next event.
+                self.maybe_idle(now)?;
                 return Ok(());
             }
             if cl.think_until > now {

@@ -396,8 +396,9 @@ impl Ftl {
     }
 
     /// Deallocate a whole logical IU (TRIM, format, namespace delete).
+    /// Counted in `host_trim_ius` when the IU was mapped or waiting in the buffer.
     pub fn deallocate(&mut self, iu: u32) {
-        self.st.buffer.discard(iu);
+        let buffered = self.st.buffer.discard(iu);
         let m = self.l2p[iu as usize];
         if m != 0 {
             let ppa = m - 1;
@@ -405,6 +406,8 @@ impl Ftl {
             self.p2l[ppa as usize] = 0;
             self.invalidate(ppa);
             self.st.mapped_per_chunk[(iu >> self.cfg.chunk_shift) as usize] -= 1;
+        }
+        if m != 0 || buffered {
             self.st.counters.host_trim_ius += 1;
         }
     }
@@ -415,7 +418,10 @@ impl Ftl {
         let buffered: Vec<u32> =
             self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
         for iu in buffered {
-            self.st.buffer.discard(iu);
+            // Buffered only: count it here (the walk below skips chunks with nothing mapped).
+            if self.st.buffer.discard(iu) && self.l2p[iu as usize] == 0 {
+                self.st.counters.host_trim_ius += 1;
+            }
         }
         // Skip chunks with nothing mapped: deleting an empty namespace is free.
         let shift = self.cfg.chunk_shift;

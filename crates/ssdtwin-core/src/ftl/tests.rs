@@ -187,3 +187,19 @@ proptest! {
         prop_assert_eq!(FastDiv::new(d).div(n), n / d);
     }
 }
+
+#[test]
+fn deallocating_a_buffered_iu_counts_once() {
+    let spec = tiny_spec(4096, 64, 40 << 20, 16);
+    let mut f = Ftl::new(&spec).unwrap();
+    f.write(3, f.cfg.full_mask, &mut NoTiming); // only in the buffer
+    f.deallocate(3);
+    assert_eq!(f.counters().host_trim_ius, 1);
+    assert_eq!(f.state().buffered_ius(), 0);
+    f.write(4, f.cfg.full_mask, &mut NoTiming);
+    f.drain_buffer(&mut NoTiming);
+    f.write(4, f.cfg.full_mask, &mut NoTiming); // mapped and buffered
+    assert_eq!(f.deallocate_range(0, 64), 1);
+    assert_eq!(f.counters().host_trim_ius, 2);
+    f.check_invariants().unwrap();
+}
