@@ -91,6 +91,14 @@ impl Client {
         Client::from_stream(Box::new(s))
     }
 
+    /// A client of the server at `addr` (servers not built from a `ServerHandle`).
+    pub fn tcp_addr(addr: std::net::SocketAddr) -> Client {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.set_nodelay(true).unwrap();
+        Client::from_stream(Box::new(s))
+    }
+
     /// A TCP client plus a second handle on its socket, for a writer thread.
     pub fn tcp_split(h: &ServerHandle) -> (Client, TcpStream) {
         let s = TcpStream::connect(h.tcp_addrs()[0]).expect("connect");

@@ -5,3 +5,4 @@ mod corpus;
 mod handshake;
 mod shutdown;
 mod transmission;
+mod twin;
