@@ -21,6 +21,7 @@ import typer
 
 from . import _core, nvmefmt
 from .drive import Drive, parse_amount, parse_scale
+from .serve import bench_nbd_cmd, live_note, live_state, serve_cmd
 
 app = typer.Typer(
     add_completion=False,
@@ -58,6 +59,9 @@ def check_fmt(fmt: str) -> str:
 def opened(path: Path, writable: bool) -> Iterator[Drive]:
     """Open an image; commit on success (when writable); never commit on failure."""
     d = Drive.open(path, writable=writable)
+    rec = d.recovery()
+    if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
+        print(f"ssdtwin: {path}: {rec['detail']}", file=sys.stderr)
     try:
         yield d
         if writable:
@@ -68,6 +72,15 @@ def opened(path: Path, writable: bool) -> Iterator[Drive]:
 
 def device_name(path: Path) -> str:
     return str(path)
+
+
+def live_view(path: Path) -> Optional[dict[str, Any]]:
+    """The state a running `ssdtwin serve` publishes in DIR/live.json when it holds the
+    image (read-only commands cannot open the live state), noted on stderr; else None."""
+    live = live_state(path)
+    if live is not None:
+        live_note(path, live)
+    return live
 
 
 # --------------------------------------------------------------------------- top level
@@ -267,6 +280,10 @@ def waf(
 
 
 def read_vendor(path: Path) -> dict[str, Any]:
+    # While serving: a snapshot taken after this call, so nothing written before is missed.
+    live = live_state(path, newer_than=time.time())
+    if live is not None:
+        return dict(live["vendor_log"])
     with opened(path, writable=False) as d:
         return d.vendor_log()
 
@@ -349,6 +366,10 @@ def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], Non
             p.update(task, t=now_ns / 1e9)
 
         yield cb
+
+
+app.command("serve")(serve_cmd)
+bench.command("nbd")(bench_nbd_cmd)
 
 
 @app.command()
@@ -460,9 +481,13 @@ def bench_ftl(
 def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
     """Namespaces of the drive (like `nvme list`)."""
     check_fmt(fmt)
-    with opened(path, writable=False) as d:
-        ctrl = d.nvme.id_ctrl()
-        rows = [ns.__dict__ for ns in d.namespaces()]
+    live = live_view(path)
+    if live is not None:
+        ctrl, rows = live["id_ctrl"], live["namespaces"]
+    else:
+        with opened(path, writable=False) as d:
+            ctrl = d.nvme.id_ctrl()
+            rows = [ns.__dict__ for ns in d.namespaces()]
     if fmt == "json":
         emit_json({"Devices": [{"DevicePath": str(path), "SerialNumber": ctrl["sn"], "ModelNumber": ctrl["mn"],
                                 "Firmware": ctrl["fr"], "Namespaces": rows}]})
@@ -474,8 +499,12 @@ def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
 def nvme_id_ctrl(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
     """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
     check_fmt(fmt)
-    with opened(path, writable=False) as d:
-        data = d.nvme.id_ctrl()
+    live = live_view(path)
+    if live is not None:
+        data = live["id_ctrl"]
+    else:
+        with opened(path, writable=False) as d:
+            data = d.nvme.id_ctrl()
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ctrl(data))
 
 
@@ -485,8 +514,14 @@ def nvme_id_ns(
 ) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
     check_fmt(fmt)
-    with opened(path, writable=False) as d:
-        data = d.nvme.id_ns(nsid)
+    live = live_view(path)
+    if live is not None:
+        if str(nsid) not in live["id_ns"]:
+            fail(f"INVALID_NS(0x400b): namespace {nsid} does not exist (namespaces: {', '.join(live['id_ns']) or 'none'})")
+        data = live["id_ns"][str(nsid)]
+    else:
+        with opened(path, writable=False) as d:
+            data = d.nvme.id_ns(nsid)
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ns(data, nsid))
 
 
@@ -606,6 +641,9 @@ def nvme_vendor_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> N
 
 
 def read_log(path: Path, which: str) -> dict[str, Any]:
+    live = live_view(path)
+    if live is not None:
+        return dict(live["smart_log" if which == "smart" else "vendor_log"])
     with opened(path, writable=False) as d:
         return d.smart_log() if which == "smart" else d.vendor_log()
 

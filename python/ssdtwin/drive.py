@@ -200,6 +200,14 @@ class Drive:
     def close(self) -> None:
         self._core.close()
 
+    def recovery(self) -> Optional[dict[str, Any]]:
+        """What opening did with a journal left by a killed ``ssdtwin serve`` (None if none)."""
+        return self._core.recovery()
+
+    def ftl_fingerprint(self) -> dict[str, Any]:
+        """Map checksums and FTL counters: equal fingerprints mean the same FTL state."""
+        return self._core.ftl_fingerprint()
+
     def manifest(self) -> dict[str, Any]:
         return self._core.manifest()
 

@@ -194,6 +194,9 @@ struct Counters {
 
 // ----------------------------------------------------------------------------- data files
 
+/// Largest single pwrite into a data file (see [`DataFile::write`]).
+const WRITE_PIECE: usize = 64 << 10;
+
 /// A namespace's data: a sparse file, plus what has to be synced.
 struct DataFile {
     file: File,
@@ -223,6 +226,20 @@ impl DataFile {
         }
         *synced = upto;
         Ok(true)
+    }
+
+    /// Store `data` at `offset` in pieces of at most [`WRITE_PIECE`] bytes. The page cache
+    /// sizes a folio after the write that creates it, and ext4 walks every buffer of a
+    /// folio on each later write into it: after 1-2 MiB writes (a prefill, qemu-img
+    /// convert), random 4 KiB overwrites measured 3x slower than with small folios
+    /// (ext4_block_write_begin at 71 % of the server's CPU, kernel 6.18).
+    fn write(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        let mut at = 0;
+        for piece in data.chunks(WRITE_PIECE) {
+            self.file.write_all_at(piece, offset + at)?;
+            at += piece.len() as u64;
+        }
+        Ok(())
     }
 
     fn punch(&self, offset: u64, len: u64) -> io::Result<()> {
@@ -451,6 +468,10 @@ impl TwinBackend {
         let mut files = BTreeMap::new();
         for (nsid, p) in &paths {
             let f = OpenOptions::new().read(true).write(true).open(p).map_err(io_err(format!("open {}", p.display())))?;
+            // Block IO is random and the client caches what it wants: no readahead (which
+            // would also fill the page cache with large folios, see `DataFile::write`).
+            // SAFETY: fadvise on a descriptor we own; advisory only.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
             files.insert(*nsid, Arc::new(DataFile { file: f, written: AtomicU64::new(0), synced: Mutex::new(0), punched: AtomicBool::new(false) }));
         }
         let ctrl = &img.ctrl;
@@ -980,7 +1001,7 @@ impl Export for NsExport {
         c.writes.fetch_add(1, Relaxed);
         // Data first, then the controller and journal, then the write count a FLUSH reads
         // (see the module docs: a flush must only count writes that are in the file).
-        self.data.file.write_all_at(data, offset).map_err(|e| self.err(e.into()))?;
+        self.data.write(data, offset).map_err(|e| self.err(e.into()))?;
         let done = self.inner.exec(self.nsid, &[(Io::Write, offset / self.lba, data.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
         self.data.written.fetch_add(1, Release);
         c.write_bytes.fetch_add(data.len() as u64, Relaxed);

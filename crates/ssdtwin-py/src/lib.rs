@@ -16,6 +16,7 @@ use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::theory;
 use ssdtwin_core::workload::JobSpec;
+use ssdtwin_nbd::{Pace, ServeOptions, ServerConfig, Serving, TwinConfig, TwinError};
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
@@ -42,6 +43,14 @@ fn image_err(e: CoreImageError) -> PyErr {
     match e {
         CoreImageError::Spec(s) => spec_err(s),
         other => ImageError::new_err(other.to_string()),
+    }
+}
+
+fn twin_err(py: Python<'_>, e: TwinError) -> PyErr {
+    match e {
+        TwinError::Image(i) => image_err(i),
+        TwinError::Nvme(n) => nvme_err(py, n),
+        other => SsdtwinError::new_err(other.to_string()),
     }
 }
 
@@ -97,6 +106,15 @@ impl Backing {
         match self {
             Backing::Image(i) => &mut i.ctrl,
             Backing::Memory(c) => c,
+        }
+    }
+
+    /// Remove a namespace's served data after the controller deleted, formatted or
+    /// (re)created it (an image's bookkeeping; a drive in memory has no data files).
+    fn drop_data(&mut self, nsid: u32) -> PyResult<()> {
+        match self {
+            Backing::Image(i) if i.is_writable() => i.drop_data(nsid).map_err(image_err),
+            _ => Ok(()),
         }
     }
 }
@@ -184,6 +202,26 @@ impl Drive {
         })
     }
 
+    /// What opening did with a journal left by a server that was killed (None if none).
+    fn recovery(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| match b {
+            Backing::Image(i) => match i.recovery() {
+                Some(r) => to_py(py, r),
+                None => Ok(py.None()),
+            },
+            Backing::Memory(_) => Ok(py.None()),
+        })
+    }
+
+    /// Checksums of the FTL maps and its counters (equal fingerprints = the same FTL state).
+    fn ftl_fingerprint(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.with(|b| {
+            let ctrl = b.ctrl();
+            let (l2p, p2l, counters) = py.detach(|| ssdtwin_core::engine::ftl_fingerprint(ctrl)).map_err(|e| nvme_err(py, e))?;
+            to_py(py, &serde_json::json!({"l2p_xxh3": format!("{l2p:016x}"), "p2l_xxh3": format!("{p2l:016x}"), "counters": counters}))
+        })
+    }
+
     fn generation(&self) -> PyResult<u64> {
         self.with(|b| Ok(match b {
             Backing::Image(i) => i.generation(),
@@ -224,13 +262,22 @@ impl Drive {
         })
     }
 
+    /// (A data file a server left under the new NSID is stale: it is removed.)
     #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
     fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
-        self.with(|b| b.ctrl().create_ns(nsze, ncap, flbas, nmic).map_err(|e| nvme_err(py, e)))
+        self.with(|b| {
+            let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic).map_err(|e| nvme_err(py, e))?;
+            b.drop_data(nsid)?;
+            Ok(nsid)
+        })
     }
 
+    /// Also removes the namespace's served data (DIR/data/nsN.img).
     fn delete_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
-        self.with(|b| py.detach(|| b.ctrl().delete_ns(nsid)).map_err(|e| nvme_err(py, e)))
+        self.with(|b| {
+            py.detach(|| b.ctrl().delete_ns(nsid)).map_err(|e| nvme_err(py, e))?;
+            b.drop_data(nsid)
+        })
     }
 
     fn attach_ns(&self, py: Python<'_>, nsid: u32, controllers: Vec<u16>) -> PyResult<()> {
@@ -241,9 +288,13 @@ impl Drive {
         self.with(|b| b.ctrl().detach_ns(nsid, &controllers).map_err(|e| nvme_err(py, e)))
     }
 
+    /// Every variant purges: the mappings and the served data (DIR/data/nsN.img) go.
     #[pyo3(signature = (nsid, lbaf=0, ses=0))]
     fn format(&self, py: Python<'_>, nsid: u32, lbaf: u8, ses: u8) -> PyResult<()> {
-        self.with(|b| py.detach(|| b.ctrl().format(nsid, lbaf, ses)).map_err(|e| nvme_err(py, e)))
+        self.with(|b| {
+            py.detach(|| b.ctrl().format(nsid, lbaf, ses)).map_err(|e| nvme_err(py, e))?;
+            b.drop_data(nsid)
+        })
     }
 
     #[pyo3(signature = (fid, nsid=0))]
@@ -427,6 +478,64 @@ impl Drive {
     }
 }
 
+/// Serve the image's attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or
+/// another signal the interpreter turns into an exception (checked every 100 ms with the
+/// GIL released in between); then stop, commit and return the session summary.
+/// `ready(info)` is called once serving, with the URIs, the metrics address and what was
+/// recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing writer's
+/// busy-wait window.
+#[pyfunction]
+#[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None))]
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    py: Python<'_>,
+    path: PathBuf,
+    tcp: Vec<String>,
+    unix: Vec<PathBuf>,
+    metrics: Option<String>,
+    pace: &str,
+    spin_us: u64,
+    ready: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let pace: Pace = pace.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let opts = ServeOptions {
+        tcp,
+        unix,
+        metrics,
+        twin: TwinConfig { pace, ..TwinConfig::default() },
+        server: ServerConfig { pacing_spin: std::time::Duration::from_micros(spin_us), ..ServerConfig::default() },
+    };
+    let p = path.clone();
+    let serving = py.detach(move || Serving::start(&p, opts)).map_err(|e| twin_err(py, e))?;
+    let info = serde_json::json!({
+        "dir": path, "pace": pace.name(), "uris": serving.uris(), "exports": serving.backend().export_names(),
+        "metrics": serving.metrics_addr().map(|a| a.to_string()), "recovery": serving.backend().recovery(),
+        "pid": std::process::id(),
+    });
+    let mut stop_error: Option<PyErr> = None;
+    if let Some(cb) = ready {
+        if let Err(e) = to_py(py, &info).and_then(|i| cb.call1(py, (i,))) {
+            stop_error = Some(e);
+        }
+    }
+    let mut stopped_by = String::from("error");
+    if stop_error.is_none() {
+        loop {
+            py.detach(|| std::thread::sleep(std::time::Duration::from_millis(100)));
+            if let Err(e) = py.check_signals() {
+                stopped_by = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "signal".into());
+                break;
+            }
+        }
+    }
+    let mut summary = py.detach(move || serving.stop()).map_err(|e| twin_err(py, e))?;
+    if let Some(e) = stop_error {
+        return Err(e);
+    }
+    summary["stopped_by"] = serde_json::Value::String(stopped_by);
+    to_py(py, &summary)
+}
+
 /// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).
 #[pyfunction]
 fn parse_size(text: &str) -> PyResult<u64> {
@@ -476,6 +585,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     let py = m.py();
     m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
     m.add("NvmeError", py.get_type::<NvmeError>())?;
