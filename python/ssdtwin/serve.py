@@ -131,8 +131,8 @@ def lock_holder(path: Path) -> Optional[int]:
             except BlockingIOError:
                 pass
             text = f.read().strip()
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None  # not an image (or not readable): the open that follows says what is wrong
     return int(text) if text.isdigit() else -1
 
 

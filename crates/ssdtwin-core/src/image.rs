@@ -61,6 +61,8 @@ pub enum ImageError {
     Exists { path: String },
     #[error("{path} is in use by another ssdtwin process (pid {pid}); stop it first")]
     Locked { path: String, pid: String },
+    #[error("{path} was opened read-only; open it writable to commit")]
+    ReadOnly { path: String },
     #[error(transparent)]
     Spec(#[from] SpecError),
 }
@@ -197,7 +199,8 @@ impl Image {
     /// Open an existing image. `writable` takes the image lock (one writer at a time).
     pub fn open(dir: &Path, writable: bool) -> Result<Image, ImageError> {
         if !dir.is_dir() {
-            return Err(ImageError::Foreign { path: dir.display().to_string(), reason: "no such directory".into() });
+            let reason = if dir.exists() { "not a directory" } else { "no such directory" };
+            return Err(ImageError::Foreign { path: dir.display().to_string(), reason: reason.into() });
         }
         let mpath = dir.join(MANIFEST);
         let text = fs::read_to_string(&mpath).map_err(|e| match e.kind() {
@@ -219,7 +222,12 @@ impl Image {
         }
         let spath = dir.join(SPEC);
         let spec_text = fs::read_to_string(&spath).map_err(io_err(&spath))?;
-        let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string())?;
+        // A spec this build cannot read (e.g. written before a parameter was added) is an
+        // incompatible image, not a damaged one: say so.
+        let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string()).map_err(|e| ImageError::Foreign {
+            path: dir.display().to_string(),
+            reason: format!("its spec.toml does not match this ssdtwin's drive model ({e}); re-create the image"),
+        })?;
         let mut img_lock = None;
         if writable {
             img_lock = Some(lock_dir(dir)?);
@@ -416,7 +424,10 @@ impl Image {
 
     /// Make the current state the committed state (crash-safe, see the module docs).
     pub fn commit(&mut self) -> Result<(), ImageError> {
-        assert!(self.lock.is_some(), "commit needs the image opened writable");
+        if self.lock.is_none() {
+            return Err(ImageError::ReadOnly { path: self.dir.display().to_string() });
+        }
+        self.ctrl.prepare_persist();
         let next = self.generation + 1;
         let gdir = self.dir.join(gen_name(next));
         if gdir.exists() {

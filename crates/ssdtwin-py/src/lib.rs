@@ -452,11 +452,10 @@ impl Drive {
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         self.with(|b| {
             let ctrl = b.ctrl();
-            py.detach(|| -> Result<(), String> {
-                let f = ctrl.ftl().map_err(|e| e.to_string())?;
-                f.check_invariants()
-            })
-            .map_err(|m| SsdtwinError::new_err(format!("FTL invariant violated: {m}")))
+            // Loading the maps can fail on its own (a damaged image): report that as such.
+            py.detach(|| ctrl.ftl().map(|_| ())).map_err(|e| nvme_err(py, e))?;
+            py.detach(|| ctrl.ftl().expect("loaded above").check_invariants())
+                .map_err(|m| SsdtwinError::new_err(format!("FTL invariant violated: {m}")))
         })
     }
 

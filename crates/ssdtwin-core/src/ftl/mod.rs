@@ -250,6 +250,10 @@ pub struct FtlState {
     /// Mapped IUs per logical chunk (NUSE, per-namespace accounting).
     mapped_per_chunk: Vec<u32>,
     program_seq: u64,
+    /// (chunk, IUs) of IUs waiting in the buffer that are not mapped yet, as of the last
+    /// save: NUSE without loading the maps (the buffer cannot change while they are unloaded).
+    #[serde(default)]
+    buffered_unmapped: Vec<(u32, u32)>,
 }
 
 impl FtlState {
@@ -271,6 +275,11 @@ impl FtlState {
 
     pub fn buffered_ius(&self) -> u32 {
         self.buffer.live()
+    }
+
+    /// Buffered-but-unmapped IUs in the given (sorted) chunks, from the last save.
+    pub fn buffered_unmapped_saved(&self, chunks: &[u32]) -> u64 {
+        self.buffered_unmapped.iter().filter(|(c, _)| chunks.binary_search(c).is_ok()).map(|&(_, n)| n as u64).sum()
     }
 }
 
@@ -341,6 +350,29 @@ impl Ftl {
     pub fn lookup(&self, iu: u32) -> Option<u32> {
         let m = self.l2p[iu as usize];
         (m != 0).then(|| m - 1)
+    }
+
+    /// IUs waiting in the buffer that are not mapped yet, in the given (sorted) chunks: they
+    /// are allocated from the host's point of view (NUSE) though not yet on NAND.
+    pub fn buffered_unmapped(&self, chunks: &[u32]) -> u64 {
+        let shift = self.cfg.chunk_shift;
+        self.st
+            .buffer
+            .slots()
+            .filter(|s| self.l2p[s.iu as usize] == 0 && chunks.binary_search(&(s.iu >> shift)).is_ok())
+            .count() as u64
+    }
+
+    /// Record the buffered-but-unmapped IUs per chunk in the small state (before saving).
+    pub fn snapshot_buffered_unmapped(&mut self) {
+        let shift = self.cfg.chunk_shift;
+        let mut m = std::collections::BTreeMap::new();
+        for s in self.st.buffer.slots() {
+            if self.l2p[s.iu as usize] == 0 {
+                *m.entry(s.iu >> shift).or_insert(0u32) += 1;
+            }
+        }
+        self.st.buffered_unmapped = m.into_iter().collect();
     }
 
     /// Hint that `iu` will be written or read soon.
@@ -842,6 +874,7 @@ impl FtlState {
             counters: FtlCounters::default(),
             mapped_per_chunk: vec![0; cfg.chunks() as usize],
             program_seq: 0,
+            buffered_unmapped: Vec::new(),
         }
     }
 

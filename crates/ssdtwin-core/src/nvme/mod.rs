@@ -719,10 +719,22 @@ impl Controller {
     }
 
     /// Logical blocks of `ns` currently mapped (NUSE).
+    /// Logical blocks of `ns` allocated: mapped on NAND or waiting in the buffer (NUSE).
     pub fn nuse(&self, ns: &Namespace) -> u64 {
         let st = self.ftl_state();
-        let ius: u64 = ns.chunks.iter().map(|&c| st.mapped_in_chunk(c) as u64).sum();
-        (ius * self.cfg.iu_bytes as u64 / ns.lba_bytes as u64).min(ns.nsze)
+        let mapped: u64 = ns.chunks.iter().map(|&c| st.mapped_in_chunk(c) as u64).sum();
+        let buffered = match &self.ftl {
+            Some(f) => f.buffered_unmapped(&ns.chunks),
+            None => st.buffered_unmapped_saved(&ns.chunks),
+        };
+        ((mapped + buffered) * self.cfg.iu_bytes as u64 / ns.lba_bytes as u64).min(ns.nsze)
+    }
+
+    /// Bring the small FTL state up to date before it is saved.
+    pub fn prepare_persist(&mut self) {
+        if let Some(f) = self.ftl.as_mut() {
+            f.snapshot_buffered_unmapped();
+        }
     }
 
     pub fn smart_log(&self) -> SmartLog {
