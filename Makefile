@@ -32,7 +32,7 @@ test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
-	$(PYTHON) -m mypy python/ssdtwin --ignore-missing-imports
+	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo

@@ -79,7 +79,7 @@ def measure(drive: Drive, job: str, metric: str, timing: dict[str, Any], runtime
     ios = sum(r[d]["total_ios"] for r in out)
     byts = sum(r[d]["io_bytes"] for r in out)
     secs = max(r[d]["runtime_ns"] for r in out) / 1e9
-    return byts / secs / 1e6 if metric.endswith("mbps") else ios / secs
+    return float(byts / secs / 1e6 if metric.endswith("mbps") else ios / secs)
 
 
 def preconditioned(model: str, scale: int, state: str, ns_bytes: Optional[int] = None, seed: int = 1) -> Drive:

@@ -161,7 +161,7 @@ def live_state(path: Path, max_age_s: float = 10.0, newer_than: Optional[float] 
             return None
         assert data is not None
         if newer_than is None or data["time_unix_ms"] >= newer_than * 1000:
-            return data
+            return dict(data)
         if time.monotonic() > deadline:
             return None
         time.sleep(0.05)
@@ -215,7 +215,8 @@ def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seco
     if seconds > 0:
         argv += ["--time_based", f"--runtime={seconds}"]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
-    return json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
 
 
 def bench_nbd(seconds: float = 10, jobs: int = 4, iodepth: int = 32, size: str = "1g",

@@ -335,7 +335,8 @@ def json_text(
 
 def json_dict(run: Run, results: Optional[Sequence[Mapping[str, Any]]] = None, **kw: Any) -> Dict[str, Any]:
     """The JSON report as Python objects (a repeated key keeps its last value)."""
-    return json.loads(json_text(run, results, **kw))
+    out: Dict[str, Any] = json.loads(json_text(run, results, **kw))
+    return out
 
 
 # --- normal output ------------------------------------------------------------------------

@@ -105,23 +105,23 @@ class Job:
     # Convenience views of the resolved options --------------------------------------
     @property
     def rw(self) -> str:
-        return self.state["rw"]
+        return str(self.state["rw"])
 
     @property
     def numjobs(self) -> int:
-        return self.state["numjobs"]
+        return int(self.state["numjobs"])
 
     @property
     def iodepth(self) -> int:
         """The iodepth as configured (fio prints and reports this one)."""
-        return self.state["iodepth"]
+        return int(self.state["iodepth"])
 
     @property
     def effective_iodepth(self) -> int:
         """Queue depth the engine really keeps: 1 for synchronous engines, as in fio."""
         if self.state["ioengine"] in O.SYNC_ENGINES:
             return 1
-        return self.state["iodepth"]
+        return int(self.state["iodepth"])
 
     @property
     def engine_async(self) -> bool:
@@ -129,7 +129,7 @@ class Job:
         if engine in O.SYNC_ENGINES:
             return False
         if engine == "null":
-            return self.state["iodepth"] > 1
+            return bool(self.state["iodepth"] > 1)
         return True
 
     @property
@@ -138,7 +138,8 @@ class Job:
 
     @property
     def description(self) -> Optional[str]:
-        return self.state["description"]
+        d = self.state["description"]
+        return None if d is None else str(d)
 
     def block_sizes(self) -> List[Tuple[int, int]]:
         """(min, max) block size per direction after fio's fixup rules."""
@@ -247,8 +248,9 @@ def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
         return min(sizes), max(sizes)
     rng = st["bsrange"][d]
     if rng:
-        return rng
-    return st["bs"][d], st["bs"][d]
+        lo, hi = rng
+        return int(lo), int(hi)
+    return int(st["bs"][d]), int(st["bs"][d])
 
 
 def _splitmix64(x: int) -> int:

@@ -69,7 +69,7 @@ def _size_multiplier(suffix: str, kb_base: int) -> int:
     base = kb_base
     if inverted:
         base = 1000 if kb_base == 1024 else 1024
-    return base**power
+    return int(base**power)
 
 
 def _check_plain(text: str, what: str) -> None:
@@ -292,8 +292,10 @@ def _apply(op: str, a: Number, b: Number) -> Number:
         return r if a >= 0 else -r
     if op == "^":
         if both_int and b >= 0:
-            return a**b
-        return float(a) ** float(b)
+            ipow: int = int(a) ** int(b)  # int ** negative would be a float: excluded above
+            return ipow
+        fpow: float = float(a) ** float(b)
+        return fpow
     raise AssertionError(op)
 
 
