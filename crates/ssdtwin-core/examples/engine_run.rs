@@ -1,7 +1,8 @@
-//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6 at 1/256 after
-//! sequential preconditioning, and print simulated I/Os per wall second. For profiling the
-//! engine without Python in the way (e.g. under valgrind --tool=callgrind).
-//!     cargo run --release -p ssdtwin-core --example engine_run -- specs.json
+//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6 at 1/256 (or
+//! 1/$SCALE) after sequential preconditioning, and print simulated I/Os per wall second.
+//! For profiling the engine without Python in the way (perf, valgrind --tool=callgrind) and
+//! for A/B runs of two builds.
+//!     SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nvme::{Controller, Pattern};
@@ -12,7 +13,7 @@ use std::time::Instant;
 fn main() {
     let path = std::env::args().nth(1).expect("usage: engine_run SPECS.json");
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256)).unwrap();
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(1).unwrap().bytes();
     c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();

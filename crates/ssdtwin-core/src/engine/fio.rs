@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
@@ -95,7 +95,11 @@ struct Clone {
     think_due: bool,
     think_until: u64,
     rate_start: u64,
-    pending: Option<Io>,
+    /// The next I/Os, drawn ahead in generation order (the front is issued next; it stays
+    /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
+    /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
+    /// is the generator's, whatever the depth.
+    pending: VecDeque<Io>,
     poisson: Rng,
     next_rate_at: [u64; 3],
     dirs: [DirStats; 3],
@@ -198,7 +202,7 @@ pub fn run(
             think_due: false,
             think_until: 0,
             rate_start: 0,
-            pending: None,
+            pending: VecDeque::with_capacity(LOOKAHEAD),
             poisson: Rng::new(rate_seed),
             next_rate_at: [0; 3],
             dirs: Default::default(),
@@ -388,14 +392,16 @@ impl Sim<'_> {
                 continue;
             }
             // Next I/O (kept if a rate limit makes us wait for it).
-            if cl.pending.is_none() {
-                cl.pending = next_io(cl)?;
-                if cl.pending.is_none() {
-                    cl.stopping = true;
-                    continue;
+            if cl.pending.is_empty() {
+                match next_io(cl)? {
+                    Some(io) => cl.pending.push_back(io),
+                    None => {
+                        cl.stopping = true;
+                        continue;
+                    }
                 }
             }
-            let io = cl.pending.expect("just set");
+            let io = *cl.pending.front().expect("just filled");
             let di = io.ddir.index();
             let rate = cl.gen.spec.rate_bytes_per_s.get(io.ddir);
             let rate_iops = cl.gen.spec.rate_iops.get(io.ddir);
@@ -413,7 +419,7 @@ impl Sim<'_> {
                 };
                 cl.next_rate_at[di] = at + gap;
             }
-            cl.pending = None;
+            cl.pending.pop_front();
             let nlb = io.len / cl.lba;
             let slba = io.offset / cl.lba;
             let nsid = cl.nsid;
@@ -443,12 +449,15 @@ impl Sim<'_> {
             };
             self.push(done.max(now + 1), Ev::Done { clone: c as u32, slot: si });
             let cl = &mut self.clones[c];
-            // Draw the clone's next I/O now and prefetch its mapping: by the time a slot
-            // frees up the DRAM miss is over.
-            if cl.pending.is_none() && !cl.stopping && now < cl.stop_at {
-                cl.pending = next_io(cl)?;
-                if let Some(n) = cl.pending {
-                    self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
+            // Draw the clone's next I/Os now and prefetch their mappings: by the time they
+            // are issued the DRAM misses are over.
+            while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
+                match next_io(cl)? {
+                    Some(n) => {
+                        self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
+                        cl.pending.push_back(n);
+                    }
+                    None => break,
                 }
             }
             if think > 0 && cl.since_think >= think_every {
@@ -475,6 +484,9 @@ impl Sim<'_> {
 }
 
 /// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
+/// How many I/Os a clone draws ahead of issuing them (see `Clone::pending`).
+const LOOKAHEAD: usize = 8;
+
 fn next_io(cl: &mut Clone) -> Result<Option<Io>, RunError> {
     // trimwrite: a trimmed block is written next, even when its trim completed the pass.
     if let Some(io) = cl.gen.take_trimwrite_write() {
