@@ -523,6 +523,33 @@ def test_thinktime_stalls_after_each_batch_of_ios(fresh: Path, tmp_path: Path) -
         assert s["iops"] == pytest.approx(every * 1e9 / cycle_ns, rel=0.01), name
 
 
+def test_thinktime_blocks_type_counts_completions_or_issues(fresh: Path, tmp_path: Path) -> None:
+    """fio's handle_thinktime: with thinktime_blocks_type=issue a stall follows every
+    `thinktime_blocks` issued I/Os; with `complete` (the default) the counter is completed
+    I/Os, and the I/Os that complete during a stall's quiesce count toward the next stall,
+    so at a queue depth above thinktime_blocks there are fewer stalls (between
+    n/(blocks+depth) and n/blocks). At QD1 the two count the same."""
+    n, blocks, depth, think_ms = 400, 4, 8, 5
+    text = HEAD + f"bs=4k\nsize=64m\nrw=randread\nnumber_ios={n}\nthinktime={think_ms}ms\nthinktime_blocks={blocks}\n" + (
+        f"[issue]\niodepth={depth}\nthinktime_blocks_type=issue\n"
+        f"[complete]\nstonewall\niodepth={depth}\n"
+        "[qd1-issue]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=issue\n"
+        "[qd1-complete]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=complete\n"
+    )
+    r = run_fio(fresh, text, tmp_path)
+    stalls = {}
+    for name in ("issue", "complete"):
+        s = r.job(name)["read"]
+        assert s["total_ios"] == n
+        # The I/O itself takes well under a millisecond per batch: the job's time is the stalls.
+        stalls[name] = s["runtime"] / think_ms  # runtime in ms
+    print(f"stalls: {stalls}")
+    assert int(stalls["issue"]) == n // blocks
+    assert n / (blocks + depth) <= int(stalls["complete"]) < n // blocks, stalls
+    q1, qc = r.job("qd1-issue")["read"], r.job("qd1-complete")["read"]
+    assert (q1["runtime"], q1["clat_ns"]["mean"]) == (qc["runtime"], qc["clat_ns"]["mean"])
+
+
 def offsets_of(r: FioRun, job: str) -> list[int]:
     return [row[4] for row in r.log_rows(f"{job}_iops.1.log")]
 

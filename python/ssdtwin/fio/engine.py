@@ -300,6 +300,7 @@ def engine_input(
         "thinktime_ns": st["thinktime_us"] * 1000,
         "thinktime_spin_ns": st["thinktime_spin_us"] * 1000,
         "thinktime_blocks": st["thinktime_blocks"],
+        "thinktime_blocks_type": st["thinktime_blocks_type"],
         "bw_avg_ms": bw_avg,
         "iops_avg_ms": iops_avg,
         "logs": {

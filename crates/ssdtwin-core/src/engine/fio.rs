@@ -90,8 +90,15 @@ struct Clone {
     inflight: u32,
     ios_issued: u64,
     bytes_issued: [u64; 3],
-    since_think: u64,
-    /// `thinktime_blocks` I/Os were issued: stall once the ones in flight have completed.
+    /// I/Os completed (all directions), for `thinktime_blocks_type=complete`.
+    ios_completed: u64,
+    /// fio's `last_thinktime_blocks`: the counter's value at the last stall.
+    last_think_blocks: u64,
+    /// The last issue filled the queue: fio reaps at least one completion before it checks
+    /// for think time, so the check waits for this clone's next completion.
+    think_check_on_completion: bool,
+    /// `thinktime_blocks` I/Os were issued or completed since the last stall: stall once the
+    /// ones in flight have completed.
     think_due: bool,
     think_until: u64,
     rate_start: u64,
@@ -112,6 +119,21 @@ struct Clone {
     /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
+}
+
+impl Clone {
+    /// fio's handle_thinktime test: stall once the counter (completed I/Os by default,
+    /// issued ones with `thinktime_blocks_type=issue`) has moved `thinktime_blocks` past its
+    /// value at the last stall. The value is taken before the quiesce, so I/Os completing
+    /// during it count toward the next stall.
+    fn think_check(&mut self) {
+        let spec = &self.gen.spec;
+        let counted = if spec.thinktime_blocks_type == "issue" { self.ios_issued } else { self.ios_completed };
+        if counted >= self.last_think_blocks + spec.thinktime_blocks.max(1) {
+            self.last_think_blocks = counted;
+            self.think_due = true;
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -198,7 +220,9 @@ pub fn run(
             inflight: 0,
             ios_issued: 0,
             bytes_issued: [0; 3],
-            since_think: 0,
+            ios_completed: 0,
+            last_think_blocks: 0,
+            think_check_on_completion: false,
             think_due: false,
             think_until: 0,
             rate_start: 0,
@@ -243,6 +267,11 @@ pub fn run(
                 let cl = &mut sim.clones[clone];
                 let s = cl.slots[slot as usize];
                 cl.free_slots.push(slot);
+                cl.ios_completed += 1;
+                if cl.think_check_on_completion {
+                    cl.think_check_on_completion = false;
+                    cl.think_check();
+                }
                 sim.complete(clone, s.ddir, s.len, s.offset, s.issued);
                 sim.pump(clone)?;
             }
@@ -427,9 +456,6 @@ impl Sim<'_> {
             cl.inflight += 1;
             cl.ios_issued += 1;
             cl.bytes_issued[di] += io.len;
-            cl.since_think += 1;
-            let think = cl.gen.spec.thinktime_ns;
-            let think_every = cl.gen.spec.thinktime_blocks.max(1);
             let done = match io.ddir {
                 Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
                 Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
@@ -460,9 +486,16 @@ impl Sim<'_> {
                     None => break,
                 }
             }
-            if think > 0 && cl.since_think >= think_every {
-                cl.since_think = 0;
-                cl.think_due = true;
+            // fio's handle_thinktime runs after every read or write it issues (and, if that
+            // issue filled the queue, after reaping the next completion).
+            if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
+                if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type != "issue" {
+                    cl.think_check_on_completion = true;
+                } else {
+                    cl.think_check();
+                }
+            }
+            if cl.think_due {
                 return Ok(());
             }
         }

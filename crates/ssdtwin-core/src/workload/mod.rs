@@ -139,9 +139,17 @@ pub struct JobSpec {
     pub thinktime_ns: u64,
     pub thinktime_spin_ns: u64,
     pub thinktime_blocks: u64,
+    /// fio's `thinktime_blocks_type`: "complete" (default: count completed I/Os) or
+    /// "issue" (count issued ones).
+    #[serde(default = "default_thinktime_blocks_type")]
+    pub thinktime_blocks_type: String,
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
+}
+
+fn default_thinktime_blocks_type() -> String {
+    "complete".into()
 }
 
 /// A job that cannot run as specified.
