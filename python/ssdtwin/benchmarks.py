@@ -47,8 +47,6 @@ def run_ftl_bench(model: str, scale: int, steady: float) -> dict[str, Any]:
 def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int) -> dict[str, Any]:
     """Simulated host I/Os per wall second of the timed engine at steady state: 4 KiB random
     read and random write at QD32 (per job) on a preconditioned in-memory drive."""
-    import json
-
     from .fio import parse_string
 
     d = Drive.in_memory(model, scale=scale)
@@ -64,9 +62,8 @@ def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int) -> di
             f"[bench]\nrw={rw}\nbs=4k\niodepth=32\nnumjobs={numjobs}\n"
         )
         run = parse_string(job, name=f"bench-{rw}.fio")
-        specs = json.dumps(run.to_engine(ns.bytes, ns.lba_bytes))
         t = time.perf_counter()
-        out = json.loads(d._core.run_fio(specs, 1, True, None))
+        out = d.run_fio(run.to_engine(ns.bytes, ns.lba_bytes))
         wall = time.perf_counter() - t
         ios = sum(r[k]["total_ios"] for r in out for k in ("read", "write"))
         res[rw] = {"ios": ios, "wall_seconds": wall, "sim_ios_per_wall_s": ios / wall, "simulated_iops": ios / seconds}

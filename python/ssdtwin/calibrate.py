@@ -72,25 +72,44 @@ _trials = iter(range(1, 1 << 62))
 
 def measure(drive: Drive, job: str, metric: str, timing: dict[str, Any], runtime_ms: int, ramp_ms: int) -> float:
     run = parse_string(job_text(job, runtime_ms, ramp_ms, fresh=True), name=job, run_seed=next(_trials))
-    ns = drive.namespaces()[0]
-    specs = json.dumps(run.to_engine(ns.bytes, ns.lba_bytes))
-    out = json.loads(drive._core.run_fio(specs, 1, False, None, timing_toml(timing)))
-    d = "read" if metric.startswith("read") else "write"
-    ios = sum(r[d]["total_ios"] for r in out)
-    byts = sum(r[d]["io_bytes"] for r in out)
-    secs = max(r[d]["runtime_ns"] for r in out) / 1e9
+    out = run_on_ns1(drive, run, timing)
+    ios, byts, secs = direction_totals(out, "read" if metric.startswith("read") else "write")
     return float(byts / secs / 1e6 if metric.endswith("mbps") else ios / secs)
 
 
-def preconditioned(model: str, scale: int, state: str, ns_bytes: Optional[int] = None, seed: int = 1) -> Drive:
+def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    """Simulate a parsed fio run on namespace 1, without idle-time GC between batches."""
+    ns = drive.namespaces()[0]
+    return drive.run_fio(run.to_engine(ns.bytes, ns.lba_bytes), 1, idle_gc=False,
+                         timing_toml=None if timing is None else timing_toml(timing))
+
+
+def direction_totals(out: list[dict[str, Any]], d: str) -> tuple[int, int, float]:
+    """I/Os and bytes of direction `d` over all clones, and the longest clone runtime (s)."""
+    ios = sum(r[d]["total_ios"] for r in out)
+    byts = sum(r[d]["io_bytes"] for r in out)
+    secs = max(r[d]["runtime_ns"] for r in out) / 1e9
+    return ios, byts, secs
+
+
+def replace_namespace(d: Drive, blocks: int) -> int:
+    """Carve the drive anew: namespace 1 detached and deleted, one of `blocks` 512 B LBAs
+    created and attached (the KIOXIA resize sequence); returns its NSID."""
+    d.nvme.detach_ns(1)
+    d.nvme.delete_ns(1)
+    nsid = d.nvme.create_ns(blocks, blocks, block_size=512)
+    d.nvme.attach_ns(nsid)
+    return nsid
+
+
+def preconditioned(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1) -> Drive:
     """A drive in the state a figure was measured in: SNIA WIPC (seq 128 KiB over 2x), and
-    for random figures then 4 KiB random writes over 2x (seed-facts §3 and §5)."""
+    for random figures then 4 KiB random writes over 2x (seed-facts §3 and §5). With
+    `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity."""
     d = Drive.in_memory(model, scale=scale, seed=seed)
-    if ns_bytes is not None:
-        d.nvme.detach_ns(1)
-        d.nvme.delete_ns(1)
-        d.nvme.create_ns(ns_bytes // 512, block_size=512)
-        d.nvme.attach_ns(1)
+    if ns_fraction < 1.0:
+        cap = d.nvme.id_ctrl()["tnvmcap"]
+        replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
     d.precondition(1, "seq", 131072, loops=2, seed=seed)
     if state == "rand":
         d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)

@@ -9,7 +9,6 @@ when a command succeeds).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -62,16 +61,8 @@ def opened(path: Path, writable: bool) -> Iterator[Drive]:
     rec = d.recovery()
     if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
         print(f"ssdtwin: {path}: {rec['detail']}", file=sys.stderr)
-    try:
+    with d:  # Drive.__exit__: commit if writable and nothing failed, then close
         yield d
-        if writable:
-            d.commit()
-    finally:
-        d.close()
-
-
-def device_name(path: Path) -> str:
-    return str(path)
 
 
 def live_view(path: Path) -> Optional[dict[str, Any]]:
@@ -492,7 +483,7 @@ def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
         emit_json({"Devices": [{"DevicePath": str(path), "SerialNumber": ctrl["sn"], "ModelNumber": ctrl["mn"],
                                 "Firmware": ctrl["fr"], "Namespaces": rows}]})
     else:
-        typer.echo(nvmefmt.nvme_list(device_name(path), ctrl, rows))
+        typer.echo(nvmefmt.nvme_list(str(path), ctrl, rows))
 
 
 @nvme.command("id-ctrl")
@@ -629,7 +620,7 @@ def nvme_smart_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> No
     """SMART / Health log (data units in thousands of 512 B, rounded up)."""
     check_fmt(fmt)
     data = read_log(path, "smart")
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, device_name(path)))
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, str(path)))
 
 
 @nvme.command("vendor-log")
@@ -637,7 +628,7 @@ def nvme_vendor_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> N
     """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
     check_fmt(fmt)
     data = read_log(path, "vendor")
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, device_name(path)))
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))
 
 
 def read_log(path: Path, which: str) -> dict[str, Any]:

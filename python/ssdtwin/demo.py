@@ -17,7 +17,7 @@ import time
 import typer
 
 from . import _core
-from .calibrate import job_text
+from .calibrate import job_text, replace_namespace
 from .drive import Drive
 from .experiments import run_job
 from .nvmefmt import si_bytes
@@ -39,10 +39,7 @@ def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int, quiet: bo
             raise ValueError(f"--sizes {tb}: must be above 0 and at most the drive's {full_cap / 1e12:.2f} TB")
         ns_bytes = min(int(fraction * cap) // 4096 * 4096, cap)
         blocks = ns_bytes // 512
-        d.nvme.detach_ns(1)
-        d.nvme.delete_ns(1)
-        nsid = d.nvme.create_ns(blocks, blocks, block_size=512)
-        d.nvme.attach_ns(nsid)
+        nsid = replace_namespace(d, blocks)
         d.precondition(nsid, "seq", 131072, loops=2)
         d.precondition(nsid, "rand", 4096, loops=2)
         r = d.precondition(nsid, "rand", 4096, loops=1)

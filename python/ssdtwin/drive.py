@@ -8,6 +8,7 @@ core with the GIL released; this module only shapes arguments and results.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,10 +193,7 @@ class Drive:
         return None if p is None else Path(p)
 
     def commit(self) -> None:
-        if not self.writable:
-            # The core asserts this (a panic would poison the drive): refuse it here.
-            raise ImageError(f"{self.path}: opened read-only (writable=False); nothing can be committed")
-        self._core.commit()
+        self._core.commit()  # ImageError if the image was opened read-only
 
     def close(self) -> None:
         self._core.close()
@@ -255,6 +253,14 @@ class Drive:
 
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
         return self._core.deallocate(nsid, slba, nlb)
+
+    def run_fio(self, specs: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None,
+                timing_toml: Optional[str] = None) -> builtins.list[dict[str, Any]]:
+        """Run engine-contract job specs (docs/fio.md §3; a list or its JSON text) in simulated
+        time; `nsid` is the namespace of jobs that name none. Returns the per-clone results."""
+        text = specs if isinstance(specs, str) else json.dumps(specs)
+        out: builtins.list[dict[str, Any]] = json.loads(self._core.run_fio(text, nsid, idle_gc, progress, timing_toml))
+        return out
 
     def precondition(
         self,

@@ -11,13 +11,12 @@ telemetry reads), bandwidth and mean completion latency. Nothing on P5316 is cal
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _core
-from .calibrate import job_text
+from .calibrate import direction_totals, job_text, preconditioned, run_on_ns1
 from .drive import Drive
 from .fio import parse_string
 
@@ -34,36 +33,18 @@ class Measured:
 
 def run_job(drive: Drive, text: str, name: str, run_seed: int = 0) -> Measured:
     """Run one job file text on `drive`; figures of its only direction (read or write)."""
-    ns = drive.namespaces()[0]
     run = parse_string(text, name=name, run_seed=run_seed)
     v0 = drive.vendor_log()
     t = time.perf_counter()
-    out = json.loads(drive._core.run_fio(json.dumps(run.to_engine(ns.bytes, ns.lba_bytes)), 1, False, None))
+    out = run_on_ns1(drive, run)
     wall = time.perf_counter() - t
     v1 = drive.vendor_log()
     d = "write" if any(r["write"]["total_ios"] for r in out) else "read"
-    ios = sum(r[d]["total_ios"] for r in out)
-    byts = sum(r[d]["io_bytes"] for r in out)
-    secs = max(r[d]["runtime_ns"] for r in out) / 1e9
+    ios, byts, secs = direction_totals(out, d)
     lat = sum(r[d]["lat"]["sum_ns"] for r in out) / max(1, sum(r[d]["lat"]["n"] for r in out)) / 1e3
     dh = v1["host_write_bytes"] - v0["host_write_bytes"]
     dn = v1["nand_write_bytes"] - v0["nand_write_bytes"]
     return Measured(ios / secs, byts / secs / 1e6, byts / secs / 2**20, lat, (dn / dh) if dh else None, wall)
-
-
-def _preconditioned(model: str, scale: int, ns_fraction: float, state: str, seed: int) -> Drive:
-    d = Drive.in_memory(model, scale=scale, seed=seed)
-    cap = d.nvme.id_ctrl()["tnvmcap"]
-    if ns_fraction < 1.0:
-        blocks = int(ns_fraction * cap) // 4096 * 4096 // 512
-        d.nvme.detach_ns(1)
-        d.nvme.delete_ns(1)
-        d.nvme.create_ns(blocks, blocks, block_size=512)
-        d.nvme.attach_ns(1)
-    d.precondition(1, "seq", 131072, loops=2, seed=seed)
-    if state == "rand":
-        d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)
-    return d
 
 
 CM6_PUBLISHED = {
@@ -82,15 +63,14 @@ def cm6_brief(scale: int = 64, runtime_ms: int = 3000, ramp_ms: int = 1000, size
     columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s * 1e12 / full) for s in sizes]
     columns.append(("3dwpd", "kioxia-cm6-v-3.2t", 1.0))
     for col, model, frac in columns:
-        key = "3.84" if col == "3.84" else ("3.20" if col == "3.20" else col)
         tests = ("seq-read", "seq-write", "rand-read", "rand-write") if col in ("3.84", "3.20", "3dwpd") else ("rand-write",)
-        drives = {s: _preconditioned(model, scale, min(frac, 1.0), s, seed=11) for s in {("seq" if t.startswith("seq") else "rand") for t in tests}}
+        drives = {s: preconditioned(model, scale, s, min(frac, 1.0), seed=11) for s in {("seq" if t.startswith("seq") else "rand") for t in tests}}
         for i, test in enumerate(tests):
             d = drives["seq" if test.startswith("seq") else "rand"]
             k = 2 if test == "rand-write" else 1
             m = run_job(d, job_text(f"cm6-{test}.fio", runtime_ms * k, ramp_ms), f"cm6-{test}.fio")
             value = m.mb_s if test.startswith("seq") else m.iops
-            pub = CM6_PUBLISHED.get((key, test))
+            pub = CM6_PUBLISHED.get((col, test))
             row = {"namespace": col, "model": model, "test": test, "simulated": value, "published": pub,
                    "error": (value / pub - 1) if pub else None, "lat_mean_us": m.lat_mean_us, "waf": m.waf,
                    "role": "calibration" if col == "3.84" else "prediction"}
@@ -144,6 +124,3 @@ def p5316_whitepaper(scale: int = 64, log: Callable[[str], None] = print) -> lis
             f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]")
     return rows
 
-
-def as_dicts(rows: list[Any]) -> list[dict[str, Any]]:
-    return [asdict(r) if hasattr(r, "__dataclass_fields__") else r for r in rows]

@@ -7,7 +7,6 @@ formats (normal text, JSON, json+, log files).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -36,8 +35,7 @@ def run_jobs(
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas)
-    out = drive._core.run_fio(json.dumps(specs), namespace, idle_gc, progress)
-    return run, json.loads(out)
+    return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
 def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Optional[int] = None) -> str:
