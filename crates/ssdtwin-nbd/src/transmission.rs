@@ -595,7 +595,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             }
         }
         let pacer = self.pacer.as_mut().expect("started above");
-        if !pacer.has_room(msg.wire_len()) && !self.out.is_empty() {
+        if !self.out.is_empty() && !pacer.has_room(msg.wire_len()) {
             // We may wait for room: let the ready replies go first.
             let _ = self.flush();
         }

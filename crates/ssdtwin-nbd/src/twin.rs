@@ -41,7 +41,7 @@ use ssdtwin_core::engine::{ftl_fingerprint, DeviceTiming};
 use ssdtwin_core::ftl::NoTiming;
 use ssdtwin_core::image::{Image, ImageError, Recovery};
 use ssdtwin_core::journal::{check_record, JournalWriter, Record};
-use ssdtwin_core::nvme::{self, Status, WP_NONE};
+use ssdtwin_core::nvme::{self, Status, VendorLog, WP_NONE};
 
 use crate::backend::{Backend, Done, Export, ExportInfo, Extent, ZeroFlags};
 use crate::error::Errno;
@@ -189,7 +189,6 @@ struct Counters {
     errors: AtomicU64,
     syncs: AtomicU64,
     connections_open: AtomicU64,
-    connections_total: AtomicU64,
 }
 
 // ----------------------------------------------------------------------------- data files
@@ -304,20 +303,18 @@ struct State {
     last_check: u64,
     /// Latest arrival time given to the model (virtual ns; kept monotone).
     last_v: u64,
-    /// Arrival of the latest command, and the latest completion the model gave.
-    last_cmd_v: u64,
+    /// The latest completion the model gave (never before the latest arrival); the
+    /// controller has been busy up to here (the union of [arrival, completion] intervals).
     done_v: u64,
     /// Background GC has used the idle time up to here.
     idle_done_v: u64,
-    /// Controller-busy accounting: the union of [arrival, completion] intervals.
-    busy_until_v: u64,
+    /// Controller-busy time not yet added to the controller's clock.
     busy_pending_ns: u64,
     /// Virtual time already added to the controller's clock (SMART power-on hours).
     clock_done_v: u64,
     hist_read: Histogram,
     hist_write: Histogram,
     idle_gc_moved: u64,
-    idle_gc_calls: u64,
     last_commit: Instant,
     commits: u64,
     last_live: Option<Instant>,
@@ -385,7 +382,7 @@ impl State {
     /// for `idle_after`.
     fn idle(&mut self, now_v: u64, cfg: &TwinConfig) {
         let Some(timing) = self.timing.as_mut() else { return };
-        let quiet_from = self.done_v.max(self.last_cmd_v).max(self.idle_done_v);
+        let quiet_from = self.done_v.max(self.idle_done_v);
         if now_v < quiet_from + cfg.idle_after.as_nanos() as u64 {
             return;
         }
@@ -400,7 +397,6 @@ impl State {
                 let (erases, victims) = (c.erases, c.gc_victims);
                 if moved > 0 || (erases, victims) != before {
                     self.idle_gc_moved += moved;
-                    self.idle_gc_calls += 1;
                     self.append(Record::IdleGc { moved, erases, victims }, cfg);
                 }
             }
@@ -422,10 +418,6 @@ impl State {
         self.clock_done_v = now_v;
         self.busy_pending_ns = 0;
         self.append(Record::Clock { ns, busy_ns: busy }, cfg);
-    }
-
-    fn quiet_since(&self) -> u64 {
-        self.done_v.max(self.last_cmd_v)
     }
 }
 
@@ -515,16 +507,13 @@ impl TwinBackend {
             journal_error: None,
             last_check: 0,
             last_v: 0,
-            last_cmd_v: 0,
             done_v: 0,
             idle_done_v: 0,
-            busy_until_v: 0,
             busy_pending_ns: 0,
             clock_done_v: 0,
             hist_read: Histogram::default(),
             hist_write: Histogram::default(),
             idle_gc_moved: 0,
-            idle_gc_calls: 0,
             last_commit: Instant::now(),
             commits: 0,
             last_live: None,
@@ -595,7 +584,7 @@ impl TwinBackend {
             st.write_out();
         }
         let since_commit = st.last_commit.elapsed();
-        let idle_for = Duration::from_nanos(now_v.saturating_sub(st.quiet_since()));
+        let idle_for = Duration::from_nanos(now_v.saturating_sub(st.done_v));
         let commit_due = st.journal.has_records()
             && ((since_commit >= cfg.commit_every && idle_for >= Duration::from_secs(1))
                 || since_commit >= cfg.commit_every * 5
@@ -611,9 +600,9 @@ impl TwinBackend {
         } else {
             None
         };
-        drop(g);
+        drop(g); // serialise and write outside the lock every I/O takes
         if let Some(s) = snap {
-            if let Err(e) = write_atomic(&inner.dir.join(LIVE), &s) {
+            if let Err(e) = write_atomic(&inner.dir.join(LIVE), &serde_json::to_vec_pretty(&s).unwrap_or_default()) {
                 err.get_or_insert(format!("writing live.json: {e}"));
             }
         }
@@ -687,13 +676,13 @@ impl TwinBackend {
         if let Some(e) = sync_err {
             return Err(TwinError::Io { what: "sync the data files".into(), source: e });
         }
-        let summary = self.summary_locked(&st);
         let snap = self.snapshot_locked(&mut st, false);
+        let summary = snap["stats"].clone();
         let State { img, journal, .. } = st;
         journal.remove().map_err(io_err("remove the journal after the final commit"))?;
         drop(img); // releases the image lock
         drop(g);
-        write_atomic(&inner.dir.join(LIVE), &snap).map_err(io_err("write live.json"))?;
+        write_atomic(&inner.dir.join(LIVE), &serde_json::to_vec_pretty(&snap).unwrap_or_default()).map_err(io_err("write live.json"))?;
         Ok(summary)
     }
 
@@ -701,16 +690,15 @@ impl TwinBackend {
     pub fn summary(&self) -> Value {
         let mut g = self.inner.lock();
         match g.as_mut() {
-            Some(st) => self.summary_locked(st),
+            Some(st) => self.summary_locked(st, &st.img.ctrl.vendor_log()),
             None => json!({"closed": true}),
         }
     }
 
-    fn summary_locked(&self, st: &State) -> Value {
+    fn summary_locked(&self, st: &State, vl: &VendorLog) -> Value {
         let inner = &self.inner;
         let c = &inner.counters;
         let s = inner.server_stats();
-        let vl = st.img.ctrl.vendor_log();
         let dh = vl.host_write_bytes - st.start_host_bytes;
         let dn = vl.nand_write_bytes - st.start_nand_bytes;
         json!({
@@ -729,9 +717,11 @@ impl TwinBackend {
         })
     }
 
-    fn snapshot_locked(&self, st: &mut State, serving: bool) -> Vec<u8> {
+    /// The `live.json` document (serialise it after releasing the lock).
+    fn snapshot_locked(&self, st: &mut State, serving: bool) -> Value {
         let inner = &self.inner;
         let ctrl = &st.img.ctrl;
+        let vl = ctrl.vendor_log();
         let namespaces: Vec<Value> = ctrl
             .namespaces()
             .map(|ns| {
@@ -745,7 +735,7 @@ impl TwinBackend {
         let id_ns: serde_json::Map<String, Value> =
             ctrl.namespaces().filter_map(|ns| ctrl.id_ns(ns.nsid).ok().map(|i| (ns.nsid.to_string(), serde_json::to_value(i).unwrap_or(Value::Null)))).collect();
         let uris = inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default();
-        let v = json!({
+        json!({
             "format": "ssdtwin-live", "version": 1,
             "pid": std::process::id(), "serving": serving,
             "time_unix_ms": unix_ms(), "started_unix_ms": inner.start_unix_ms,
@@ -757,10 +747,9 @@ impl TwinBackend {
             "id_ns": id_ns,
             "namespaces": namespaces,
             "smart_log": ctrl.smart_log(),
-            "vendor_log": ctrl.vendor_log(),
-            "stats": self.summary_locked(st),
-        });
-        serde_json::to_vec_pretty(&v).unwrap_or_default()
+            "stats": self.summary_locked(st, &vl),
+            "vendor_log": vl,
+        })
     }
 
     /// Prometheus text exposition of the live state (docs/nbd.md lists the names).
@@ -910,12 +899,10 @@ impl Inner {
             _ => {}
         }
         // Controller busy time: the union of the commands' [arrival, completion] spans.
-        let from = now_v.max(st.busy_until_v);
+        let from = now_v.max(st.done_v);
         if done_v > from {
             st.busy_pending_ns += done_v - from;
         }
-        st.busy_until_v = st.busy_until_v.max(done_v);
-        st.last_cmd_v = now_v;
         st.done_v = st.done_v.max(done_v);
         Ok(Done::at(self.start + Duration::from_nanos(done_v)))
     }
@@ -1105,7 +1092,6 @@ impl Export for NsExport {
 
     fn connection_opened(&self) {
         self.inner.counters.connections_open.fetch_add(1, Relaxed);
-        self.inner.counters.connections_total.fetch_add(1, Relaxed);
     }
 
     fn connection_closed(&self) {
