@@ -99,6 +99,9 @@ pub struct Image {
     generation: u64,
     lock: Option<File>,
     recovery: Option<Recovery>,
+    /// The committed generation's map checksums (l2p, p2l), as its state.json records them:
+    /// a commit with unchanged maps links the files and reuses these.
+    map_sums: (String, String),
 }
 
 /// What [`Image::open`] did with a journal left by a server that did not shut down cleanly.
@@ -186,7 +189,7 @@ impl Image {
             other => ImageError::Damaged { path: dir.display().to_string(), reason: other.to_string() },
         })?;
         write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation: 0, lock: None, recovery: None };
+        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation: 0, lock: None, recovery: None, map_sums: Default::default() };
         img.take_lock()?;
         img.commit()?;
         // The manifest goes last: a directory without it is not (yet) an image.
@@ -247,6 +250,7 @@ impl Image {
         if g.l2p_entries != cfg.logical_ius as u64 || g.p2l_entries != cfg.physical_ius() as u64 {
             return Err(ImageError::Damaged { path: gpath.display().to_string(), reason: "map sizes disagree with spec.toml".into() });
         }
+        let map_sums = (g.l2p_xxh3.clone(), g.p2l_xxh3.clone());
         let store = DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), l2p_xxh3: g.l2p_xxh3, p2l_xxh3: g.p2l_xxh3 };
         for p in [&store.l2p, &store.p2l] {
             if !p.is_file() {
@@ -257,7 +261,7 @@ impl Image {
             ImageError::Damaged { reason, .. } => ImageError::Damaged { path: gpath.display().to_string(), reason },
             other => other,
         })?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock: img_lock, recovery: None };
+        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock: img_lock, recovery: None, map_sums };
         if writable {
             img.remove_stale_generations();
         }
@@ -447,9 +451,7 @@ impl Image {
                 for f in ["l2p.bin", "p2l.bin"] {
                     fs::hard_link(prev.join(f), gdir.join(f)).map_err(io_err(&prev.join(f)))?;
                 }
-                let g: Generation = serde_json::from_slice(&fs::read(prev.join("state.json")).map_err(io_err(&prev))?)
-                    .map_err(|e| ImageError::Damaged { path: prev.display().to_string(), reason: e.to_string() })?;
-                (g.l2p_xxh3, g.p2l_xxh3)
+                self.map_sums.clone()
             }
         };
         let cfg = self.ctrl.ftl_config();
@@ -469,6 +471,7 @@ impl Image {
         fs::rename(&tmp, self.dir.join(CURRENT)).map_err(io_err(&tmp))?;
         fsync_dir(&self.dir)?;
         self.generation = next;
+        self.map_sums = (g.l2p_xxh3.clone(), g.p2l_xxh3.clone());
         self.ctrl.mark_saved();
         // Future map loads read the new generation's files (the old ones are removed next).
         self.ctrl.set_map_store(Box::new(DiskMaps {

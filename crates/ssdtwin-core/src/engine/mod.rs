@@ -122,10 +122,6 @@ impl Calendar {
         }
         t
     }
-
-    fn last_end(&self) -> u64 {
-        self.busy.last().map_or(0, |b| b.1)
-    }
 }
 
 #[derive(Copy, Clone, Debug, Default)]
@@ -133,19 +129,6 @@ struct PuAcc {
     pu: u32,
     count: u32,
     ready: u64,
-}
-
-/// Timing counters (exposed for reports and metrics).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct TimingCounters {
-    pub page_reads: u64,
-    pub page_register_hits: u64,
-    pub programs: u64,
-    pub erases: u64,
-    pub suspends: u64,
-    pub buffer_stalls: u64,
-    pub buffer_stall_ns: u64,
-    pub power_waits: u64,
 }
 
 pub struct DeviceTiming {
@@ -182,7 +165,6 @@ pub struct DeviceTiming {
     tokens: Option<BinaryHeap<Reverse<u64>>>,
     power_state: u8,
     ops: OpLog,
-    pub counters: TimingCounters,
 }
 
 /// Why a spec cannot be timed.
@@ -235,7 +217,6 @@ impl DeviceTiming {
             tokens: None,
             power_state: u8::MAX,
             ops: OpLog::default(),
-            counters: TimingCounters::default(),
             t,
             geo,
         })
@@ -268,9 +249,6 @@ impl DeviceTiming {
             None => ready,
             Some(h) => {
                 let Reverse(free) = h.pop().expect("token pool is never empty");
-                if free > ready {
-                    self.counters.power_waits += 1;
-                }
                 let start = ready.max(free);
                 h.push(Reverse(start + dur));
                 start
@@ -317,7 +295,6 @@ impl DeviceTiming {
         let mut ready = t;
         if pages == 1 && self.plane_page[plane].0 == key {
             // The page is still in the plane's register (e.g. GC reading the next IU).
-            self.counters.page_register_hits += 1;
             ready = ready.max(self.plane_page[plane].1);
         } else {
             for _ in 0..pages {
@@ -329,9 +306,7 @@ impl DeviceTiming {
                 let d = die as usize;
                 if self.die_free[d] > start {
                     self.die_free[d] += t_read;
-                    self.counters.suspends += 1;
                 }
-                self.counters.page_reads += 1;
                 ready = end;
             }
             self.plane_page[plane] = (key, ready);
@@ -354,9 +329,7 @@ impl DeviceTiming {
         let d = die as usize;
         if self.die_free[d] > start {
             self.die_free[d] += cost;
-            self.counters.suspends += 1;
         }
-        self.counters.page_reads += 1;
         let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
         self.channels[channel as usize].reserve(self.now, end, dur) + dur
     }
@@ -377,7 +350,6 @@ impl DeviceTiming {
         for p in 0..self.planes {
             self.plane_page[(die * self.planes + p) as usize].0 = u64::MAX;
         }
-        self.counters.programs += 1;
         self.die_free[d]
     }
 
@@ -388,7 +360,6 @@ impl DeviceTiming {
             let start = self.power_slot(want, t_erase);
             self.die_free[d] = start + t_erase;
         }
-        self.counters.erases += 1;
     }
 
     /// Place the operations in `self.ops` on the timelines, as of time `t`.
@@ -408,7 +379,7 @@ impl DeviceTiming {
                     }
                 }
                 NandOp::Program { ppa, cause } => {
-                    let pu = ppa / self.ius_per_pu;
+                    let pu = self.pu_div.div(ppa);
                     let host = cause != Cause::Gc;
                     let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
                     if acc.count > 0 && acc.pu != pu {
@@ -467,12 +438,7 @@ impl DeviceTiming {
                 self.admit_at = self.admit_at.max(at);
             }
         }
-        let ack = t.max(self.admit_at);
-        if ack > t {
-            self.counters.buffer_stalls += 1;
-            self.counters.buffer_stall_ns += ack - t;
-        }
-        ack
+        t.max(self.admit_at)
     }
 
     // ----------------------------------------------------------------- host commands
@@ -537,12 +503,6 @@ impl DeviceTiming {
             t = self.die_free.iter().copied().max().unwrap_or(t).max(t + 1);
         }
         Ok(moved)
-    }
-
-    /// When every NAND resource is idle again (drain of queued work).
-    pub fn quiet_at(&self) -> u64 {
-        let ch = self.channels.iter().map(Calendar::last_end).max().unwrap_or(0);
-        self.die_free.iter().chain(self.plane_free.iter()).copied().max().unwrap_or(0).max(ch)
     }
 }
 

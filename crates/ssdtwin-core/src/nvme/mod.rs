@@ -56,6 +56,14 @@ impl Namespace {
     pub fn bytes(&self) -> u64 {
         self.nsze * self.lba_bytes as u64
     }
+
+    /// The FTL's (global) IU behind namespace IU `ns_iu`, with chunks of `1 << shift` IUs;
+    /// `None` past the namespace's chunks.
+    #[inline(always)]
+    fn global_iu(&self, ns_iu: u64, shift: u32) -> Option<u32> {
+        let c = *self.chunks.get((ns_iu >> shift) as usize)?;
+        Some(((c as u64) << shift | (ns_iu & ((1u64 << shift) - 1))) as u32)
+    }
 }
 
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
@@ -524,7 +532,6 @@ impl Controller {
         let b0 = slba * ns.lba_bytes as u64;
         let b1 = b0 + nlb * ns.lba_bytes as u64;
         let shift = cfg.chunk_shift;
-        let low = (1u64 << shift) - 1;
         let mut ns_iu = b0 >> iu_shift;
         let last = (b1 - 1) >> iu_shift;
         while ns_iu <= last {
@@ -532,8 +539,7 @@ impl Controller {
             let s0 = (b0.max(start) - start) >> 9;
             let s1 = (b1.min(start + iu) - start) >> 9;
             let mask = sector_mask(s0 as u32, s1 as u32, cfg.full_mask);
-            let global = (ns.chunks[(ns_iu >> shift) as usize] as u64) << shift | (ns_iu & low);
-            f(global as u32, mask);
+            f(ns.global_iu(ns_iu, shift).expect("range checked by the caller"), mask);
             ns_iu += 1;
         }
     }
@@ -551,10 +557,9 @@ impl Controller {
     #[inline]
     pub fn prefetch(&self, nsid: u32, slba: u64) {
         let (Some(ftl), Some(ns)) = (self.ftl.as_ref(), self.st.namespaces.get(&nsid)) else { return };
-        let ns_iu = slba * ns.lba_bytes as u64 / self.cfg.iu_bytes as u64;
-        let shift = self.cfg.chunk_shift;
-        if let Some(&c) = ns.chunks.get((ns_iu >> shift) as usize) {
-            ftl.prefetch(((c as u64) << shift | (ns_iu & ((1 << shift) - 1))) as u32);
+        let ns_iu = (slba * ns.lba_bytes as u64) >> self.cfg.iu_bytes.trailing_zeros();
+        if let Some(g) = ns.global_iu(ns_iu, self.cfg.chunk_shift) {
+            ftl.prefetch(g);
         }
     }
 
@@ -649,7 +654,6 @@ impl Controller {
         let whole = block_bytes % iu == 0;
         let ius_per_block = block_bytes / iu;
         let shift = cfg.chunk_shift;
-        let low = (1u64 << shift) - 1;
         let report_every = (64u64 << 20).div_ceil(block_bytes).max(1);
         let ftl = self.ftl()?;
         let mut done = 0u64;
@@ -672,8 +676,7 @@ impl Controller {
                 if whole {
                     let first = s * ius_per_block;
                     for k in first..first + ius_per_block {
-                        let g = (ns.chunks[(k >> shift) as usize] as u64) << shift | (k & low);
-                        ftl.write(g as u32, cfg.full_mask, &mut NoTiming);
+                        ftl.write(ns.global_iu(k, shift).expect("slot within the namespace"), cfg.full_mask, &mut NoTiming);
                     }
                 } else {
                     Self::for_each_iu(&cfg, &ns, s * nlb, nlb, |g, mask| ftl.write(g, mask, &mut NoTiming));
