@@ -14,7 +14,7 @@ use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
-use crate::workload::{Ddir, Generator, Io, JobError, JobSpec};
+use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, ThinktimeBlocksType};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -128,7 +128,10 @@ impl Clone {
     /// during it count toward the next stall.
     fn think_check(&mut self) {
         let spec = &self.gen.spec;
-        let counted = if spec.thinktime_blocks_type == "issue" { self.ios_issued } else { self.ios_completed };
+        let counted = match spec.thinktime_blocks_type {
+            ThinktimeBlocksType::Issue => self.ios_issued,
+            ThinktimeBlocksType::Complete => self.ios_completed,
+        };
         if counted >= self.last_think_blocks + spec.thinktime_blocks.max(1) {
             self.last_think_blocks = counted;
             self.think_due = true;
@@ -489,7 +492,7 @@ impl Sim<'_> {
             // fio's handle_thinktime runs after every read or write it issues (and, if that
             // issue filled the queue, after reaping the next completion).
             if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
-                if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type != "issue" {
+                if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
                     cl.think_check_on_completion = true;
                 } else {
                     cl.think_check();

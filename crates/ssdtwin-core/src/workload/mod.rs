@@ -139,17 +139,22 @@ pub struct JobSpec {
     pub thinktime_ns: u64,
     pub thinktime_spin_ns: u64,
     pub thinktime_blocks: u64,
-    /// fio's `thinktime_blocks_type`: "complete" (default: count completed I/Os) or
-    /// "issue" (count issued ones).
-    #[serde(default = "default_thinktime_blocks_type")]
-    pub thinktime_blocks_type: String,
+    #[serde(default)]
+    pub thinktime_blocks_type: ThinktimeBlocksType,
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
 }
 
-fn default_thinktime_blocks_type() -> String {
-    "complete".into()
+/// fio's `thinktime_blocks_type`: what `thinktime_blocks` counts.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinktimeBlocksType {
+    /// Completed I/Os (fio's default).
+    #[default]
+    Complete,
+    /// Issued I/Os.
+    Issue,
 }
 
 /// A job that cannot run as specified.
