@@ -487,8 +487,14 @@ impl ServerHandle {
 
     /// An NBD URI (doc/uri.md) for `export` on the first listener: TCP if any, else unix.
     pub fn uri(&self, export: &str) -> String {
+        self.uris(export).swap_remove(0)
+    }
+
+    /// URIs of `export` on every listener: `nbd://` for each TCP address (an unspecified
+    /// address as the loopback one), then `nbd+unix://` for each socket, names escaped.
+    pub fn uris(&self, export: &str) -> Vec<String> {
         let name = uri_escape(export);
-        if let Some(a) = self.tcp_addrs.first() {
+        let tcp = self.tcp_addrs.iter().map(|a| {
             let host = match a {
                 SocketAddr::V4(v) if v.ip().is_unspecified() => "127.0.0.1".to_string(),
                 SocketAddr::V4(v) => v.ip().to_string(),
@@ -496,16 +502,11 @@ impl ServerHandle {
                 SocketAddr::V6(v) => format!("[{}]", v.ip()),
             };
             format!("nbd://{host}:{}/{name}", a.port())
-        } else {
-            let p = self
-                .unix_paths
-                .first()
-                .expect("start() requires a listener");
-            format!(
-                "nbd+unix:///{name}?socket={}",
-                uri_escape(&p.to_string_lossy())
-            )
-        }
+        });
+        let unix = self.unix_paths.iter().map(|p| format!("nbd+unix:///{name}?socket={}", uri_escape(&p.to_string_lossy())));
+        let all: Vec<String> = tcp.chain(unix).collect();
+        assert!(!all.is_empty(), "start() requires a listener");
+        all
     }
 
     pub fn stats(&self) -> ServerStats {

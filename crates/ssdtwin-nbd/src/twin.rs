@@ -1215,12 +1215,7 @@ impl Serving {
         let handle = server.start()?;
         let mut uris = Vec::new();
         for name in backend.export_names() {
-            for a in handle.tcp_addrs() {
-                uris.push(tcp_uri(a, &name));
-            }
-            for p in handle.unix_paths() {
-                uris.push(format!("nbd+unix:///{name}?socket={}", p.display()));
-            }
+            uris.extend(handle.uris(&name));
         }
         backend.attach_server(handle.stopper(), uris.clone());
         let stop = Arc::new(AtomicBool::new(false));
@@ -1297,14 +1292,4 @@ impl Drop for Serving {
             let _ = self.stop_inner();
         }
     }
-}
-
-fn tcp_uri(a: &std::net::SocketAddr, name: &str) -> String {
-    let host = match a {
-        std::net::SocketAddr::V4(v) if v.ip().is_unspecified() => "127.0.0.1".to_string(),
-        std::net::SocketAddr::V4(v) => v.ip().to_string(),
-        std::net::SocketAddr::V6(v) if v.ip().is_unspecified() => "[::1]".to_string(),
-        std::net::SocketAddr::V6(v) => format!("[{}]", v.ip()),
-    };
-    format!("nbd://{host}:{}/{name}", a.port())
 }
