@@ -240,6 +240,10 @@ pub struct Generator {
     pass_bytes: u64,
     pub passes_done: u64,
     trimwrite_pending: Option<Io>,
+    /// `rw` is trimwrite or randtrimwrite (each trim followed by a write of its block).
+    trimwrite: bool,
+    /// Both reads and writes: the direction is drawn per fio's rwmix bursts.
+    mixed: bool,
 }
 
 fn seed_of(spec: &JobSpec, name: &str) -> u64 {
@@ -325,6 +329,8 @@ impl Generator {
             pass_bytes: 0,
             passes_done: 0,
             trimwrite_pending: None,
+            trimwrite: spec.rw.ends_with("trimwrite"),
+            mixed: spec.directions.contains(&Ddir::Read) && spec.directions.contains(&Ddir::Write),
             spec,
         })
     }
@@ -336,9 +342,7 @@ impl Generator {
     /// fio's direction choice for mixed workloads (io_u.c `get_rw_ddir`): a direction holds
     /// for a burst, re-drawn when its issue count passes a threshold set at each switch.
     fn next_ddir(&mut self) -> Ddir {
-        let has_r = self.spec.directions.contains(&Ddir::Read);
-        let has_w = self.spec.directions.contains(&Ddir::Write);
-        if !(has_r && has_w) {
+        if !self.mixed {
             return self.spec.directions[0];
         }
         if self.issues[self.rwmix_ddir.index()] >= self.rwmix_issues {
@@ -359,7 +363,7 @@ impl Generator {
         if let Some(io) = self.trimwrite_pending.take() {
             return Some(io);
         }
-        let trimwrite = self.spec.rw.ends_with("trimwrite");
+        let trimwrite = self.trimwrite;
         let ddir = if trimwrite { Ddir::Trim } else { self.next_ddir() };
         let len = self.bs[ddir.index()].next();
         let random = self.spec.random && {
