@@ -24,6 +24,26 @@ pyo3::create_exception!(_core, ImageError, SsdtwinError, "A drive image could no
 pyo3::create_exception!(_core, SpecError, SsdtwinError, "A drive spec or preset is invalid.");
 pyo3::create_exception!(_core, EngineError, SsdtwinError, "A workload cannot run on this drive.");
 
+/// Progress callback of a long run with the GIL released: re-acquire it, stop on a pending
+/// signal (Ctrl-C) or when `progress` (called by `call`) raises; the error is kept in
+/// `pending` for the caller to raise once the run has returned.
+fn keep_going(
+    progress: Option<&Py<PyAny>>,
+    pending: &mut Option<PyErr>,
+    call: impl FnOnce(Python<'_>, &Py<PyAny>) -> PyResult<Py<PyAny>>,
+) -> bool {
+    Python::attach(|py| {
+        let r = py.check_signals().and_then(|()| progress.map_or(Ok(()), |p| call(py, p).map(drop)));
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                *pending = Some(e);
+                false
+            }
+        }
+    })
+}
+
 /// The single place where core errors become Python exceptions.
 fn nvme_err(py: Python<'_>, e: nvme::Error) -> PyErr {
     match e {
@@ -366,21 +386,7 @@ impl Drive {
             let ctrl = b.ctrl();
             let mut pending: Option<PyErr> = None;
             let result = py.detach(|| {
-                let mut cb = |done: u64, total: u64| -> bool {
-                    Python::attach(|py| {
-                        if let Err(e) = py.check_signals() {
-                            pending = Some(e);
-                            return false;
-                        }
-                        if let Some(p) = &progress {
-                            if let Err(e) = p.call1(py, (done, total)) {
-                                pending = Some(e);
-                                return false;
-                            }
-                        }
-                        true
-                    })
-                };
+                let mut cb = |done: u64, total: u64| keep_going(progress.as_ref(), &mut pending, |py, p| p.call1(py, (done, total)));
                 ctrl.precondition(nsid, pat, block_bytes, amount_bytes, seed, &mut cb)
             });
             let report = result.map_err(|e| nvme_err(py, e))?;
@@ -420,21 +426,7 @@ impl Drive {
                     None => DeviceTiming::new(ctrl.spec(), ctrl.ftl_config())?,
                 };
                 let opts = RunOptions { default_nsid, idle_gc };
-                let mut cb = |now: u64| -> bool {
-                    Python::attach(|py| {
-                        if let Err(e) = py.check_signals() {
-                            pending = Some(e);
-                            return false;
-                        }
-                        if let Some(p) = &progress {
-                            if let Err(e) = p.call1(py, (now,)) {
-                                pending = Some(e);
-                                return false;
-                            }
-                        }
-                        true
-                    })
-                };
+                let mut cb = |now: u64| keep_going(progress.as_ref(), &mut pending, |py, p| p.call1(py, (now,)));
                 fio::run(ctrl, &mut timing, specs, &opts, 0, &mut cb)
             });
             if let Some(e) = pending {
