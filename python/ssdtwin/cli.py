@@ -239,12 +239,12 @@ def waf(
     cmd = list(ctx.args)
     if not cmd:
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
-    before = read_vendor(path)
+    before = read_log(path, "vendor", fresh=True)
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
     rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
-    after = read_vendor(path)
+    after = read_log(path, "vendor", fresh=True)
     dh = after["host_write_bytes"] - before["host_write_bytes"]
     dn = after["nand_write_bytes"] - before["nand_write_bytes"]
     out: dict[str, Any] = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": (dn / dh) if dh else None}
@@ -268,15 +268,6 @@ def waf(
             if iw is not None
             else "WAF from 0xF4/0xF5 : - (less than 32 MiB written)"
         )
-
-
-def read_vendor(path: Path) -> dict[str, Any]:
-    # While serving: a snapshot taken after this call, so nothing written before is missed.
-    live = live_state(path, newer_than=time.time())
-    if live is not None:
-        return dict(live["vendor_log"])
-    with opened(path, writable=False) as d:
-        return d.vendor_log()
 
 
 @app.command()
@@ -538,7 +529,7 @@ def nvme_create_ns(
 
 def lba_format_arg(d: Drive, block_size: int) -> int:
     """The LBA format index for -b/--block-size, or a one-line error naming the allowed sizes."""
-    sizes: list[int] = d.spec()["capacity"]["lba_bytes"]["value"]
+    sizes = d.nvme.lba_sizes()
     if block_size not in sizes:
         fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
     return sizes.index(block_size)
@@ -631,8 +622,11 @@ def nvme_vendor_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> N
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))
 
 
-def read_log(path: Path, which: str) -> dict[str, Any]:
-    live = live_view(path)
+def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
+    """The SMART or vendor log: from a running server's live.json when it holds the image
+    (noted on stderr; with `fresh`, silently and from a snapshot taken after this call, so
+    nothing written before it is missed), else from the committed image."""
+    live = live_state(path, newer_than=time.time()) if fresh else live_view(path)
     if live is not None:
         return dict(live["smart_log" if which == "smart" else "vendor_log"])
     with opened(path, writable=False) as d:

@@ -112,8 +112,13 @@ class Nvme:
             flbas = self.lba_format_index(block_size)
         return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)
 
+    def lba_sizes(self) -> builtins.list[int]:
+        """The drive's LBA formats: data size in bytes, by format index (FLBAS)."""
+        sizes: builtins.list[int] = _core.parse_spec(self._core.spec_toml())["capacity"]["lba_bytes"]["value"]
+        return sizes
+
     def lba_format_index(self, block_size: int) -> int:
-        sizes: list[int] = _core.parse_spec(self._core.spec_toml())["capacity"]["lba_bytes"]["value"]
+        sizes = self.lba_sizes()
         if block_size not in sizes:
             raise NvmeError(
                 f"INVALID_FORMAT(0x410a): block size {block_size} is not an LBA format of this drive "
