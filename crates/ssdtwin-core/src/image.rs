@@ -1,10 +1,11 @@
 //! The drive image on disk.
 //!
 //! ```text
-//! DIR/ssdtwin.toml      manifest: format, version, preset, scale, seed (never rewritten)
+//! DIR/ssdtwin.toml      manifest: format, version, preset, scale, seed (written at creation)
 //! DIR/spec.toml         the effective drive spec (after scaling)
 //! DIR/CURRENT           name of the committed generation, e.g. "gen-000012"
-//! DIR/gen-000012/       state.json (controller + FTL state + map checksums), l2p.bin, p2l.bin
+//! DIR/gen-000012/       state.json (controller + FTL state, map checksums, its own checksum),
+//!                       l2p.bin, p2l.bin
 //! DIR/LOCK              flock'ed by the process that may change the image
 //! DIR/journal.bin       commands executed since CURRENT by a server (crate::journal)
 //! DIR/data/ns<N>.img    the data of namespace N, a sparse file (written by the NBD server)
@@ -15,26 +16,44 @@
 //! A process killed at any point leaves `CURRENT` naming a complete generation. Maps
 //! that did not change are hard-linked from the previous generation, so a metadata-only
 //! command on a full-size image commits in milliseconds.
+//!
+//! Integrity rules (docs/architecture.md, "The drive image"):
+//! * whether the maps changed is read from the FTL's own counters
+//!   ([`crate::ftl::FtlCounters::map_changes`]), never from a flag some code path could
+//!   forget to set; a generation records the count its maps were saved at, and an image
+//!   whose state moved on from its maps is refused at open;
+//! * the cheap invariants (everything that needs no maps) are checked before a generation is
+//!   written and when an image is opened; loaded maps are cross-checked against the state;
+//! * `state.json` carries an xxh3 checksum of its contents;
+//! * nothing inside the directory is reached through a symbolic link ([`crate::fsio`]);
+//! * after a failed write or fsync the image is poisoned: this process never writes to it
+//!   again (a retried fsync can report success for data the kernel already dropped).
 
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3;
 
+use crate::fsio::{self, Entry, FsError};
 use crate::ftl::bigarray::BigArray;
-use crate::journal;
 use crate::ftl::{FtlConfig, FtlState};
-use crate::nvme::{Controller, ControllerState, MapStore};
+use crate::journal::{self, Record, Tail};
+use crate::nvme::{self, Controller, ControllerState, MapError, MapStore};
 use crate::spec::{DriveSpec, SpecError};
 
 pub const FORMAT: &str = "ssdtwin-image";
-pub const VERSION: u32 = 1;
+/// 2: state.json carries its checksum, the maps' change count and the data-file table.
+pub const VERSION: u32 = 2;
 const MANIFEST: &str = "ssdtwin.toml";
 const SPEC: &str = "spec.toml";
 const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
 const DATA: &str = "data";
+const STATE_FORMAT: &str = "ssdtwin-state";
 
 /// `ns<N>.img` → N.
 fn data_file_nsid(name: &str) -> Option<u32> {
@@ -43,7 +62,7 @@ fn data_file_nsid(name: &str) -> Option<u32> {
 
 /// Whether another open file description holds the image lock (a live writer).
 pub fn lock_held(dir: &Path) -> bool {
-    let Ok(f) = File::open(dir.join(LOCK)) else { return false };
+    let Ok(f) = fsio::open_read(&dir.join(LOCK)) else { return false };
     // SAFETY: flock on a descriptor we own; a shared lock is released when `f` closes.
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
     rc != 0
@@ -51,24 +70,42 @@ pub fn lock_held(dir: &Path) -> bool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
-    #[error("{path}: {source}")]
-    Io { path: String, source: io::Error },
-    #[error("{path} is not an ssdtwin drive image ({reason})")]
-    Foreign { path: String, reason: String },
-    #[error("drive image damaged: {path}: {reason}")]
-    Damaged { path: String, reason: String },
-    #[error("{path} already exists; choose a new directory (or remove it first)")]
-    Exists { path: String },
-    #[error("{path} is in use by another ssdtwin process (pid {pid}); stop it first")]
-    Locked { path: String, pid: String },
-    #[error("{path} was opened read-only; open it writable to commit")]
-    ReadOnly { path: String },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    #[error("{} is not an ssdtwin drive image ({reason})", path.display())]
+    Foreign { path: PathBuf, reason: String },
+    #[error("drive image damaged: {}: {reason}", path.display())]
+    Damaged { path: PathBuf, reason: String },
+    #[error("{} already exists; choose a new directory (or remove it first)", path.display())]
+    Exists { path: PathBuf },
+    #[error("{} is in use by another ssdtwin process (pid {pid}); stop it first", path.display())]
+    Locked { path: PathBuf, pid: String },
+    #[error("{} was opened read-only; open it writable to commit", path.display())]
+    ReadOnly { path: PathBuf },
+    #[error("{} cannot be opened for writing: {reason}", path.display())]
+    NotWritable { path: PathBuf, reason: String },
+    /// A write or fsync failed earlier: this process will not touch the image again.
+    #[error("{}: an earlier write failed ({detail}); the image keeps its last committed state (generation {generation}) and this process will not write to it again: fix the cause and reopen it", path.display())]
+    Poisoned { path: PathBuf, generation: u64, detail: String },
+    /// The command journal is damaged (not merely torn at its end).
+    #[error("{}: damaged at byte {offset}: {detail}; `ssdtwin check --repair {}` drops it from there (keeping a copy)", path.display(), dir.display())]
+    JournalDamaged { path: PathBuf, dir: PathBuf, offset: u64, detail: String },
+    /// A served namespace's data file is missing or has the wrong size.
+    #[error("{}: {reason}", path.display())]
+    DataFile { path: PathBuf, reason: String },
     #[error(transparent)]
     Spec(#[from] SpecError),
+    #[error(transparent)]
+    Controller(#[from] nvme::Error),
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ImageError + '_ {
-    move |source| ImageError::Io { path: path.display().to_string(), source }
+impl From<MapError> for ImageError {
+    fn from(e: MapError) -> ImageError {
+        match e {
+            MapError::Fs(f) => ImageError::Fs(f),
+            MapError::Damaged { path, reason } => ImageError::Damaged { path, reason },
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -81,6 +118,7 @@ pub struct Manifest {
     pub seed: u64,
 }
 
+/// What a generation's state.json holds.
 #[derive(Serialize, Deserialize)]
 struct Generation {
     controller: ControllerState,
@@ -89,6 +127,100 @@ struct Generation {
     p2l_entries: u64,
     l2p_xxh3: String,
     p2l_xxh3: String,
+    /// [`crate::ftl::FtlCounters::map_changes`] when the maps were saved (absent in
+    /// version-1 images).
+    #[serde(default)]
+    maps_changes: Option<u64>,
+    /// Data files of served namespaces: nsid → size in bytes.
+    #[serde(default)]
+    data_files: BTreeMap<u32, u64>,
+}
+
+/// state.json: the generation and an xxh3 checksum of its exact bytes.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    format: String,
+    version: u32,
+    xxh3: String,
+    #[serde(borrow)]
+    state: &'a RawValue,
+}
+
+fn encode_state(g: &Generation) -> Vec<u8> {
+    let state = serde_json::to_string(g).expect("state serialises");
+    let sum = xxhash_rust::xxh3::xxh3_64(state.as_bytes());
+    let raw = RawValue::from_string(state).expect("serde_json output is JSON");
+    let env = Envelope { format: STATE_FORMAT.into(), version: VERSION, xxh3: format!("{sum:016x}"), state: &raw };
+    serde_json::to_vec(&env).expect("envelope serialises")
+}
+
+fn decode_state(bytes: &[u8], path: &Path) -> Result<Generation, ImageError> {
+    let damaged = |reason: String| ImageError::Damaged { path: path.to_path_buf(), reason };
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+    if v.get("format").is_none() {
+        // A version-1 state.json: the bare generation, no checksum.
+        return serde_json::from_value(v).map_err(|e| damaged(e.to_string()));
+    }
+    let env: Envelope = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
+    if env.format != STATE_FORMAT || env.version > VERSION {
+        return Err(damaged(format!("state format '{}' version {} (this ssdtwin reads {STATE_FORMAT} up to {VERSION})", env.format, env.version)));
+    }
+    let sum = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(env.state.get().as_bytes()));
+    if sum != env.xxh3 {
+        return Err(damaged(format!("checksum {sum} does not match the recorded {}", env.xxh3)));
+    }
+    serde_json::from_str(env.state.get()).map_err(|e| damaged(e.to_string()))
+}
+
+/// What opening did with a journal a server left behind.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryAction {
+    /// Writable open: replayed and committed as a new generation.
+    Replayed,
+    /// Read-only open of an unlocked image: replayed in memory only.
+    ReplayedInMemory,
+    /// A stale journal (its generation is committed) or one torn while being created.
+    Discarded,
+    /// `check --repair`: the intact part before the damage replayed, the rest dropped.
+    Repaired,
+}
+
+/// What [`Image::open`] did with a journal left by a server that did not shut down cleanly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    pub action: RecoveryAction,
+    /// The journal's generation (if its header could be read) and the image's before opening.
+    pub journal_generation: Option<u64>,
+    pub image_generation: u64,
+    pub records: u64,
+    /// Bytes after the last intact record (a record torn by the kill, or, when repairing,
+    /// the damaged part), not replayed.
+    pub ignored_bytes: u64,
+    /// Intact records after the damage that a repair dropped.
+    pub dropped_records: u64,
+    /// Where a repair kept the damaged journal.
+    pub kept_copy: Option<PathBuf>,
+    pub detail: String,
+}
+
+impl std::fmt::Display for Recovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "journal {:?}: {}", self.action, self.detail)
+    }
+}
+
+/// How to open an image.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Read the committed state (and a dead server's journal, in memory); no lock.
+    ReadOnly,
+    /// Take the lock; recover a dead server's journal and commit.
+    Writable,
+    /// Like `Writable`, but a damaged journal is replayed up to the damage and the rest
+    /// dropped (a copy is kept): `ssdtwin check --repair`.
+    Repair,
 }
 
 /// An open drive image: its directory, manifest and controller.
@@ -99,30 +231,19 @@ pub struct Image {
     generation: u64,
     lock: Option<File>,
     recovery: Option<Recovery>,
-    /// The committed generation's map checksums (l2p, p2l), as its state.json records them:
-    /// a commit with unchanged maps links the files and reuses these.
-    map_sums: (String, String),
+    /// The committed generation's maps: checksums (l2p, p2l) and the map-change count they
+    /// were saved at. A commit whose FTL is still at that count links the files instead.
+    maps_on_disk: MapsOnDisk,
+    data_files: BTreeMap<u32, u64>,
+    /// Set by a failed write or fsync: no more writes from this process.
+    poisoned: Option<String>,
 }
 
-/// What [`Image::open`] did with a journal left by a server that did not shut down cleanly.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Recovery {
-    /// "replayed" (writable open: replayed and committed as a new generation), "replayed in
-    /// memory" (read-only open of an unlocked image), or "discarded" (stale or unreadable).
-    pub action: String,
-    /// The journal's generation (if its header could be read) and the image's before opening.
-    pub journal_generation: Option<u64>,
-    pub image_generation: u64,
-    pub records: u64,
-    /// Bytes after the last intact record (a record torn by the kill), ignored.
-    pub ignored_bytes: u64,
-    pub detail: String,
-}
-
-impl std::fmt::Display for Recovery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "journal {}: {}", self.action, self.detail)
-    }
+#[derive(Clone, Debug, Default)]
+struct MapsOnDisk {
+    l2p_xxh3: String,
+    p2l_xxh3: String,
+    changes: u64,
 }
 
 impl std::fmt::Debug for Image {
@@ -131,31 +252,87 @@ impl std::fmt::Debug for Image {
     }
 }
 
+// ----------------------------------------------------------------------------- maps on disk
+
+/// Write `a` to `path`, leaving all-zero 1 MiB runs as holes; returns the xxh3 checksum of
+/// the logical contents.
+fn save_array(a: &BigArray, path: &Path) -> Result<u64, FsError> {
+    let mut f = fsio::create(path)?;
+    let bytes = a.as_bytes();
+    let mut h = Xxh3::new();
+    const CHUNK: usize = 1 << 20;
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let end = (pos + CHUNK).min(bytes.len());
+        let chunk = &bytes[pos..end];
+        h.update(chunk);
+        if chunk.iter().all(|&b| b == 0) {
+            f.seek(SeekFrom::Current(chunk.len() as i64)).map_err(|e| FsError::new(path, e))?;
+        } else {
+            fsio::write_all(&mut f, path, chunk)?;
+        }
+        pos = end;
+    }
+    fsio::set_len(&f, path, bytes.len() as u64)?;
+    fsio::sync_all(&f, path)?;
+    Ok(h.digest())
+}
+
+/// Load `len` entries from `path`; returns the array and the checksum of what was read.
+fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
+    let damaged = |reason: String| MapError::Damaged { path: path.to_path_buf(), reason };
+    let mut f = match fsio::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(damaged("missing".into())),
+        Err(e) => return Err(e.into()),
+    };
+    let flen = f.metadata().map_err(|e| FsError::new(path, e))?.len();
+    if flen != (len * 4) as u64 {
+        return Err(damaged(format!("{flen} bytes, expected {}", len * 4)));
+    }
+    let mut a = BigArray::zeroed(len).map_err(|e| FsError::new(path, e))?;
+    let mut h = Xxh3::new();
+    let bytes = a.as_bytes_mut();
+    const CHUNK: usize = 1 << 22;
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let end = (pos + CHUNK).min(bytes.len());
+        f.read_exact(&mut bytes[pos..end]).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => damaged(e.to_string()),
+            _ => FsError::new(path, e).into(),
+        })?;
+        h.update(&bytes[pos..end]);
+        pos = end;
+    }
+    Ok((a, h.digest()))
+}
+
+/// The maps of one generation, loaded when the controller first needs them.
 struct DiskMaps {
     l2p: PathBuf,
     p2l: PathBuf,
-    l2p_xxh3: String,
-    p2l_xxh3: String,
+    sums: MapsOnDisk,
 }
 
 impl MapStore for DiskMaps {
-    fn load_maps(&self, cfg: &FtlConfig) -> Result<(BigArray, BigArray), ImageError> {
-        let load = |path: &Path, len: usize, want: &str| -> Result<BigArray, ImageError> {
-            let (a, sum) = BigArray::load(path, len).map_err(|e| match e.kind() {
-                io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => {
-                    ImageError::Damaged { path: path.display().to_string(), reason: e.to_string() }
-                }
-                _ => ImageError::Io { path: path.display().to_string(), source: e },
-            })?;
+    fn load_maps(&self, cfg: &FtlConfig, state: &FtlState) -> Result<(BigArray, BigArray), MapError> {
+        let load = |path: &Path, len: usize, want: &str| -> Result<BigArray, MapError> {
+            let (a, sum) = load_array(path, len)?;
             if format!("{sum:016x}") != want {
-                return Err(ImageError::Damaged {
-                    path: path.display().to_string(),
+                return Err(MapError::Damaged {
+                    path: path.to_path_buf(),
                     reason: format!("checksum {sum:016x} does not match the committed {want}"),
                 });
             }
             Ok(a)
         };
-        Ok((load(&self.l2p, cfg.logical_ius as usize, &self.l2p_xxh3)?, load(&self.p2l, cfg.physical_ius() as usize, &self.p2l_xxh3)?))
+        let l2p = load(&self.l2p, cfg.logical_ius as usize, &self.sums.l2p_xxh3)?;
+        let p2l = load(&self.p2l, cfg.physical_ius() as usize, &self.sums.p2l_xxh3)?;
+        state.check_loaded_maps(cfg, &l2p, &p2l).map_err(|reason| MapError::Damaged {
+            path: self.l2p.parent().unwrap_or(&self.l2p).to_path_buf(),
+            reason: format!("the maps disagree with state.json: {reason}"),
+        })?;
+        Ok((l2p, p2l))
     }
 }
 
@@ -163,109 +340,113 @@ fn gen_name(n: u64) -> String {
     format!("gen-{n:06}")
 }
 
-fn fsync_dir(dir: &Path) -> Result<(), ImageError> {
-    File::open(dir).and_then(|f| f.sync_all()).map_err(io_err(dir))
-}
-
-fn write_file_synced(path: &Path, bytes: &[u8]) -> Result<(), ImageError> {
-    let mut f = File::create(path).map_err(io_err(path))?;
-    f.write_all(bytes).map_err(io_err(path))?;
-    f.sync_all().map_err(io_err(path))
+fn not_writable(dir: &Path, e: &FsError) -> Option<ImageError> {
+    let reason = match e.errno() {
+        Some(libc::EACCES) | Some(libc::EPERM) => "no permission to write in it (read-only commands still work)",
+        Some(libc::EROFS) => "it is on a read-only file system (read-only commands still work)",
+        _ => return None,
+    };
+    Some(ImageError::NotWritable { path: dir.to_path_buf(), reason: reason.into() })
 }
 
 impl Image {
     /// Create a new image at `dir` (which must not exist or be an empty directory).
     pub fn create(dir: &Path, spec: DriveSpec, preset: &str, seed: u64) -> Result<Image, ImageError> {
-        if dir.exists() {
-            let empty = dir.is_dir() && fs::read_dir(dir).map_err(io_err(dir))?.next().is_none();
-            if !empty {
-                return Err(ImageError::Exists { path: dir.display().to_string() });
-            }
+        match fsio::entry(dir)? {
+            Entry::Missing => {}
+            Entry::Dir if fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.next().is_none() => {}
+            _ => return Err(ImageError::Exists { path: dir.to_path_buf() }),
         }
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        fs::create_dir_all(dir).map_err(|e| FsError::new(dir, e))?;
         let manifest = Manifest { format: FORMAT.into(), version: VERSION, preset: preset.into(), scale: spec.scale, seed };
-        let ctrl = Controller::new(spec.clone(), seed).map_err(|e| match e {
-            crate::nvme::Error::Image(i) => i,
-            other => ImageError::Damaged { path: dir.display().to_string(), reason: other.to_string() },
-        })?;
-        write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation: 0, lock: None, recovery: None, map_sums: Default::default() };
-        img.take_lock()?;
+        let ctrl = Controller::new(spec.clone(), seed)?;
+        fsio::write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
+        let mut img = Image {
+            dir: dir.to_path_buf(),
+            manifest,
+            ctrl,
+            generation: 0,
+            lock: None,
+            recovery: None,
+            maps_on_disk: MapsOnDisk::default(),
+            data_files: BTreeMap::new(),
+            poisoned: None,
+        };
+        img.lock = Some(lock_dir(dir)?);
         img.commit()?;
         // The manifest goes last: a directory without it is not (yet) an image.
-        let text = toml::to_string(&img.manifest).expect("manifest serialises");
-        write_file_synced(&dir.join(MANIFEST), text.as_bytes())?;
-        fsync_dir(dir)?;
+        img.write_manifest()?;
         Ok(img)
+    }
+
+    fn write_manifest(&self) -> Result<(), ImageError> {
+        let text = toml::to_string(&self.manifest).expect("manifest serialises");
+        let tmp = self.dir.join("ssdtwin.toml.tmp");
+        let _ = fsio::remove_file(&tmp);
+        fsio::write_file_synced(&tmp, text.as_bytes())?;
+        fsio::rename(&tmp, &self.dir.join(MANIFEST))?;
+        fsio::sync_dir(&self.dir)?;
+        Ok(())
     }
 
     /// Open an existing image. `writable` takes the image lock (one writer at a time).
     pub fn open(dir: &Path, writable: bool) -> Result<Image, ImageError> {
-        if !dir.is_dir() {
-            let reason = if dir.exists() { "not a directory" } else { "no such directory" };
-            return Err(ImageError::Foreign { path: dir.display().to_string(), reason: reason.into() });
-        }
-        let mpath = dir.join(MANIFEST);
-        let text = fs::read_to_string(&mpath).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ImageError::Foreign { path: dir.display().to_string(), reason: format!("no {MANIFEST}") },
-            _ => ImageError::Io { path: mpath.display().to_string(), source: e },
-        })?;
-        let manifest: Manifest = toml::from_str(&text).map_err(|e| ImageError::Damaged {
-            path: mpath.display().to_string(),
-            reason: e.message().replace('\n', " "),
-        })?;
-        if manifest.format != FORMAT {
-            return Err(ImageError::Foreign { path: dir.display().to_string(), reason: format!("format is '{}'", manifest.format) });
-        }
-        if manifest.version != VERSION {
-            return Err(ImageError::Foreign {
-                path: dir.display().to_string(),
-                reason: format!("image version {} but this ssdtwin reads version {VERSION}", manifest.version),
-            });
-        }
+        Self::open_with(dir, if writable { OpenMode::Writable } else { OpenMode::ReadOnly })
+    }
+
+    pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Image, ImageError> {
+        let manifest = read_manifest(dir)?;
         let spath = dir.join(SPEC);
-        let spec_text = fs::read_to_string(&spath).map_err(io_err(&spath))?;
+        let spec_text = fsio::read_to_string(&spath)?;
         // A spec this build cannot read (e.g. written before a parameter was added) is an
         // incompatible image, not a damaged one: say so.
         let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string()).map_err(|e| ImageError::Foreign {
-            path: dir.display().to_string(),
+            path: dir.to_path_buf(),
             reason: format!("its spec.toml does not match this ssdtwin's drive model ({e}); re-create the image"),
         })?;
-        let mut img_lock = None;
-        if writable {
-            img_lock = Some(lock_dir(dir)?);
-        }
-        let cpath = dir.join(CURRENT);
-        let cur = fs::read_to_string(&cpath).map_err(|e| ImageError::Damaged { path: cpath.display().to_string(), reason: e.to_string() })?;
-        let cur = cur.trim();
-        let generation: u64 = cur
-            .strip_prefix("gen-")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| ImageError::Damaged { path: cpath.display().to_string(), reason: format!("'{cur}' is not a generation name") })?;
-        let gdir = dir.join(cur);
+        let lock = match mode {
+            OpenMode::ReadOnly => None,
+            OpenMode::Writable | OpenMode::Repair => Some(lock_dir(dir)?),
+        };
+        let (generation, gdir) = read_current(dir)?;
         let gpath = gdir.join("state.json");
-        let gtext = fs::read(&gpath).map_err(|e| ImageError::Damaged { path: gpath.display().to_string(), reason: e.to_string() })?;
-        let g: Generation = serde_json::from_slice(&gtext).map_err(|e| ImageError::Damaged { path: gpath.display().to_string(), reason: e.to_string() })?;
+        let gtext = match fsio::read(&gpath) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ImageError::Damaged { path: gpath, reason: "missing".into() }),
+            Err(e) => return Err(e.into()),
+        };
+        let g = decode_state(&gtext, &gpath)?;
         let cfg = FtlConfig::from_spec(&spec);
+        let damaged = |reason: String| ImageError::Damaged { path: gpath.clone(), reason };
         if g.l2p_entries != cfg.logical_ius as u64 || g.p2l_entries != cfg.physical_ius() as u64 {
-            return Err(ImageError::Damaged { path: gpath.display().to_string(), reason: "map sizes disagree with spec.toml".into() });
+            return Err(damaged("map sizes disagree with spec.toml".into()));
         }
-        let map_sums = (g.l2p_xxh3.clone(), g.p2l_xxh3.clone());
-        let store = DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), l2p_xxh3: g.l2p_xxh3, p2l_xxh3: g.p2l_xxh3 };
+        let changes_now = g.ftl.counters().map_changes();
+        if g.maps_changes.is_some_and(|c| c != changes_now) {
+            return Err(damaged(format!(
+                "the FTL state has moved on from its maps (maps saved at change {}, state at {changes_now}): a generation written by an ssdtwin with the idle-GC commit bug",
+                g.maps_changes.unwrap_or(0)
+            )));
+        }
+        let sums = MapsOnDisk { l2p_xxh3: g.l2p_xxh3, p2l_xxh3: g.p2l_xxh3, changes: changes_now };
+        let store = DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), sums: sums.clone() };
         for p in [&store.l2p, &store.p2l] {
-            if !p.is_file() {
-                return Err(ImageError::Damaged { path: p.display().to_string(), reason: "missing".into() });
+            match fsio::entry(p)? {
+                Entry::File { .. } => {}
+                Entry::Missing => return Err(ImageError::Damaged { path: p.clone(), reason: "missing".into() }),
+                _ => return Err(ImageError::Damaged { path: p.clone(), reason: "not a regular file".into() }),
             }
         }
-        let ctrl = Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| match e {
-            ImageError::Damaged { reason, .. } => ImageError::Damaged { path: gpath.display().to_string(), reason },
-            other => other,
-        })?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock: img_lock, recovery: None, map_sums };
-        if writable {
+        let ctrl = Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| damaged(format!("inconsistent state: {e}")))?;
+        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock, recovery: None, maps_on_disk: sums, data_files: g.data_files, poisoned: None };
+        if mode != OpenMode::ReadOnly {
             img.remove_stale_generations();
+            if img.manifest.version < VERSION {
+                img.manifest.version = VERSION;
+                img.write_manifest()?;
+            }
         }
-        img.recover_journal(writable)?;
+        img.recover_journal(mode)?;
         Ok(img)
     }
 
@@ -274,60 +455,113 @@ impl Image {
     /// Writable: replay, count an unsafe shutdown (the drive lost power without a shutdown
     /// notification), commit a new generation and remove the journal. Read-only: replay in
     /// memory only, and only if no process holds the image lock (a live server is still
-    /// appending; readers use its `live.json` instead). A journal of another generation is
-    /// stale (its effects are committed) and is removed by a writer.
-    fn recover_journal(&mut self, writable: bool) -> Result<(), ImageError> {
+    /// appending; readers use its `live.json` instead). A journal of an older generation is
+    /// stale (its effects are committed) and is removed by a writer. A damaged journal is
+    /// refused (except by [`OpenMode::Repair`]).
+    fn recover_journal(&mut self, mode: OpenMode) -> Result<(), ImageError> {
         let path = self.dir.join(journal::FILE);
-        let bytes = match fs::read(&path) {
+        let bytes = match fsio::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(ImageError::Io { path: path.display().to_string(), source: e }),
+            Err(e) => return Err(e.into()),
         };
+        let writable = mode != OpenMode::ReadOnly;
         if !writable && lock_held(&self.dir) {
             return Ok(());
         }
         let image_generation = self.generation;
         let mut rec = Recovery {
-            action: "discarded".into(),
+            action: RecoveryAction::Discarded,
             journal_generation: None,
             image_generation,
             records: 0,
             ignored_bytes: 0,
+            dropped_records: 0,
+            kept_copy: None,
             detail: String::new(),
         };
+        let journal_damaged = |offset: u64, detail: String| ImageError::JournalDamaged { path: path.clone(), dir: self.dir.clone(), offset, detail };
         match journal::parse_header(&bytes) {
-            Err(why) => rec.detail = format!("{} is not a journal header ({why}); nothing to replay", path.display()),
-            Ok(g) if g != image_generation => {
+            Err(_) if bytes.len() < journal::HEADER_LEN => {
+                // Torn while being created: the server had not started, nothing was acknowledged.
+                rec.detail = format!("{} is {} bytes, shorter than its header (the server died starting up); nothing to replay", path.display(), bytes.len());
+            }
+            Err(why) => return Err(journal_damaged(0, format!("its header does not check ({why})"))),
+            Ok(g) if g < image_generation => {
                 rec.journal_generation = Some(g);
                 rec.detail = format!("{} belongs to generation {g}, the image is at {image_generation}: its commands are already committed", path.display());
             }
+            Ok(g) if g > image_generation => {
+                return Err(journal_damaged(0, format!("it names generation {g}, newer than the image's {image_generation} (CURRENT was changed by hand?)")));
+            }
             Ok(g) => {
                 rec.journal_generation = Some(g);
-                let (records, ignored) = journal::parse_records(&bytes[journal::HEADER_LEN..]);
-                journal::replay(&mut self.ctrl, &records).map_err(|e| ImageError::Damaged {
-                    path: path.display().to_string(),
+                let parsed = journal::parse(&bytes[journal::HEADER_LEN..]);
+                let mut note = String::new();
+                match &parsed.tail {
+                    Tail::Clean => {}
+                    Tail::Torn { bytes, .. } => {
+                        rec.ignored_bytes = *bytes;
+                        note = format!(" ({bytes} bytes of a torn last record ignored)");
+                    }
+                    Tail::Damaged { offset, bytes, intact_after } => {
+                        if mode != OpenMode::Repair {
+                            return Err(journal_damaged(*offset, format!(
+                                "{} intact records and {bytes} bytes follow a record that does not check",
+                                intact_after.len()
+                            )));
+                        }
+                        let copy = self.keep_copy(&path, g)?;
+                        rec.action = RecoveryAction::Repaired;
+                        rec.ignored_bytes = *bytes;
+                        rec.dropped_records = intact_after.len() as u64;
+                        note = format!(
+                            "; dropped from byte {offset}: {bytes} bytes holding {} ({}); the data files keep what the server stored; the damaged journal is kept as {}",
+                            summarize(intact_after),
+                            "commands a client may have seen acknowledged",
+                            copy.display()
+                        );
+                        rec.kept_copy = Some(copy);
+                    }
+                }
+                journal::replay(&mut self.ctrl, &parsed.records).map_err(|e| ImageError::Damaged {
+                    path: path.clone(),
                     reason: format!("does not replay onto generation {g}: {e}; move the file away to open the committed state without it"),
                 })?;
                 self.ctrl.power_cycle(true);
-                rec.records = records.len() as u64;
-                rec.ignored_bytes = ignored as u64;
-                rec.action = if writable { "replayed".into() } else { "replayed in memory".into() };
-                rec.detail = format!(
-                    "{} records of a server that did not shut down cleanly replayed onto generation {g}{}",
-                    records.len(),
-                    if ignored > 0 { format!(" ({ignored} bytes of a torn last record ignored)") } else { String::new() }
-                );
+                rec.records = parsed.records.len() as u64;
+                if rec.action != RecoveryAction::Repaired {
+                    rec.action = if writable { RecoveryAction::Replayed } else { RecoveryAction::ReplayedInMemory };
+                }
+                rec.detail = format!("{} records of a server that did not shut down cleanly replayed onto generation {g}{note}", parsed.records.len());
                 if writable {
                     self.commit()?;
                 }
             }
         }
         if writable {
-            fs::remove_file(&path).map_err(io_err(&path))?;
-            fsync_dir(&self.dir)?;
+            fsio::remove_file(&path)?;
+            fsio::sync_dir(&self.dir)?;
         }
         self.recovery = Some(rec);
         Ok(())
+    }
+
+    /// Copy a damaged journal aside before a repair drops part of it.
+    fn keep_copy(&self, path: &Path, generation: u64) -> Result<PathBuf, ImageError> {
+        let mut n = 0;
+        let copy = loop {
+            let name = if n == 0 { format!("journal.damaged-{}.bin", gen_name(generation)) } else { format!("journal.damaged-{}.{n}.bin", gen_name(generation)) };
+            let p = self.dir.join(name);
+            if matches!(fsio::entry(&p)?, Entry::Missing) {
+                break p;
+            }
+            n += 1;
+        };
+        let bytes = fsio::read(path)?;
+        fsio::write_file_synced(&copy, &bytes)?;
+        fsio::sync_dir(&self.dir)?;
+        Ok(copy)
     }
 
     /// What opening did with a journal, if there was one.
@@ -353,61 +587,88 @@ impl Image {
 
     /// Remove the data of namespace `nsid` (`NSID_ALL`: every namespace): after Namespace
     /// Management delete, Format NVM (a purge: the data is gone, not just unmapped) and
-    /// before a create reuses the NSID. Call it after the controller command succeeded.
-    pub fn drop_data(&self, nsid: u32) -> Result<(), ImageError> {
+    /// before a create reuses the NSID. Call it after the controller command succeeded;
+    /// the next commit records that the files are gone.
+    pub fn drop_data(&mut self, nsid: u32) -> Result<(), ImageError> {
+        self.writable()?;
+        self.data_files.retain(|&id, _| !(nsid == nvme::NSID_ALL || id == nsid));
         let dd = self.data_dir();
-        if !dd.is_dir() {
+        if !fsio::real_dir(&dd)? {
             return Ok(());
         }
         let mut removed = false;
-        for e in fs::read_dir(&dd).map_err(io_err(&dd))?.flatten() {
+        for e in fs::read_dir(&dd).map_err(|e| FsError::new(&dd, e))?.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             let id = data_file_nsid(&name);
-            if id.is_some() && (nsid == crate::nvme::NSID_ALL || id == Some(nsid)) {
-                fs::remove_file(e.path()).map_err(io_err(&e.path()))?;
+            if id.is_some() && (nsid == nvme::NSID_ALL || id == Some(nsid)) {
+                self.guard(fsio::remove_file(&e.path()))?;
                 removed = true;
             }
         }
         if removed {
-            fsync_dir(&dd)?;
+            self.guard(fsio::sync_dir(&dd))?;
         }
         Ok(())
     }
 
-    /// Bring `DIR/data` in line with the namespace table before serving: remove the files of
-    /// namespaces that no longer exist, create a sparse file of the namespace's size for
-    /// every attached namespace that has none, and empty a file whose size no longer
-    /// matches (the namespace was re-created or reformatted by a tool that did not drop it).
+    /// Bring `DIR/data` in line with the namespace table before serving (and commit the
+    /// table of data files if it changed).
+    /// Files of namespaces that no longer exist are removed; an attached namespace without
+    /// a recorded file gets a sparse one of its size. A recorded file that is missing, is
+    /// not a regular file or has the wrong size is refused: the image says its data is
+    /// there, and serving zeroes instead would be silent data loss.
     /// Returns (nsid, path) of the attached namespaces.
-    pub fn prepare_data_files(&self) -> Result<Vec<(u32, PathBuf)>, ImageError> {
+    pub fn prepare_data_files(&mut self) -> Result<Vec<(u32, PathBuf)>, ImageError> {
+        self.writable()?;
+        let recorded_before = self.data_files.clone();
         let dd = self.data_dir();
-        if !dd.is_dir() {
-            fs::create_dir(&dd).map_err(io_err(&dd))?;
-            fsync_dir(&self.dir)?;
+        if !fsio::real_dir(&dd)? {
+            self.guard(fsio::create_dir(&dd))?;
+            self.guard(fsio::sync_dir(&self.dir))?;
         }
-        for e in fs::read_dir(&dd).map_err(io_err(&dd))?.flatten() {
+        for e in fs::read_dir(&dd).map_err(|e| FsError::new(&dd, e))?.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             if let Some(id) = data_file_nsid(&name) {
                 if self.ctrl.namespace(id).is_err() {
-                    fs::remove_file(e.path()).map_err(io_err(&e.path()))?;
+                    self.guard(fsio::remove_file(&e.path()))?;
+                    self.data_files.remove(&id);
                 }
             }
         }
+        let attached: Vec<(u32, u64)> = self.ctrl.namespaces().filter(|n| n.attached).map(|n| (n.nsid, n.bytes())).collect();
         let mut out = Vec::new();
-        for ns in self.ctrl.namespaces().filter(|n| n.attached) {
-            let p = self.data_path(ns.nsid);
-            let f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&p).map_err(io_err(&p))?;
-            let len = f.metadata().map_err(io_err(&p))?.len();
-            if len != ns.bytes() {
-                if len != 0 {
-                    f.set_len(0).map_err(io_err(&p))?;
+        for (nsid, bytes) in attached {
+            let p = self.data_path(nsid);
+            let recorded = self.data_files.get(&nsid).copied();
+            match (fsio::entry(&p)?, recorded) {
+                (Entry::File { bytes: len }, _) if len == bytes => {}
+                (Entry::Missing, None) => {
+                    let f = self.guard(fsio::open_rw(&p, true))?;
+                    self.guard(fsio::set_len(&f, &p, bytes))?;
+                    self.guard(fsio::sync_all(&f, &p))?;
                 }
-                f.set_len(ns.bytes()).map_err(io_err(&p))?;
-                f.sync_all().map_err(io_err(&p))?;
+                (Entry::Missing, Some(_)) => {
+                    return Err(ImageError::DataFile {
+                        path: p,
+                        reason: format!("missing: namespace {nsid}'s data was stored there by an earlier `ssdtwin serve`; restore the file, or `ssdtwin nvme format DIR -n {nsid}` to start the namespace empty"),
+                    })
+                }
+                (Entry::File { bytes: len }, _) => {
+                    return Err(ImageError::DataFile {
+                        path: p,
+                        reason: format!("{len} bytes, but namespace {nsid} has {bytes}; restore the right file, or remove it and `ssdtwin nvme format DIR -n {nsid}` to start the namespace empty"),
+                    })
+                }
+                (Entry::Symlink, _) => return Err(FsError::new(&p, io::Error::from_raw_os_error(libc::ELOOP)).into()),
+                (_, _) => return Err(ImageError::DataFile { path: p, reason: "not a regular file".into() }),
             }
-            out.push((ns.nsid, p));
+            self.data_files.insert(nsid, bytes);
+            out.push((nsid, p));
         }
-        fsync_dir(&dd)?;
+        self.guard(fsio::sync_dir(&dd))?;
+        if self.data_files != recorded_before {
+            self.commit()?;
+        }
         Ok(out)
     }
 
@@ -419,39 +680,83 @@ impl Image {
         self.generation
     }
 
-    fn take_lock(&mut self) -> Result<(), ImageError> {
+    /// Writes are allowed: the lock is held and nothing has failed.
+    fn writable(&self) -> Result<(), ImageError> {
         if self.lock.is_none() {
-            self.lock = Some(lock_dir(&self.dir)?);
+            return Err(ImageError::ReadOnly { path: self.dir.clone() });
+        }
+        if let Some(d) = &self.poisoned {
+            return Err(ImageError::Poisoned { path: self.dir.clone(), generation: self.generation, detail: d.clone() });
         }
         Ok(())
     }
 
+    /// Poison the image when a file-system call failed.
+    fn guard<T>(&mut self, r: Result<T, FsError>) -> Result<T, ImageError> {
+        r.map_err(|e| {
+            self.poisoned.get_or_insert_with(|| e.to_string());
+            e.into()
+        })
+    }
+
+    /// Whether a failed write has made this image read-only for this process (and why).
+    pub fn poisoned(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
     /// Make the current state the committed state (crash-safe, see the module docs).
     pub fn commit(&mut self) -> Result<(), ImageError> {
-        if self.lock.is_none() {
-            return Err(ImageError::ReadOnly { path: self.dir.display().to_string() });
-        }
+        self.writable()?;
         self.ctrl.prepare_persist();
+        // Never write a generation whose state does not hold together.
+        self.ctrl.check_state().map_err(|e| ImageError::Damaged {
+            path: self.dir.clone(),
+            reason: format!("refusing to commit an inconsistent state (a bug; the committed generation {} is kept): {e}", self.generation),
+        })?;
+        let maps_changed = self.ctrl.ftl_counters().map_changes() != self.maps_on_disk.changes;
+        if maps_changed && !self.ctrl.maps_loaded() && self.generation > 0 {
+            // Every map change loads the maps first, so this cannot happen; if it ever did,
+            // linking the old files would commit maps that disagree with the state.
+            return Err(ImageError::Damaged {
+                path: self.dir.clone(),
+                reason: format!("refusing to commit: the FTL counts map changes but its maps were never loaded (a bug; generation {} is kept)", self.generation),
+            });
+        }
+        let r = self.write_generation();
+        let (next, sums) = self.guard(r)?;
+        self.generation = next;
+        self.maps_on_disk = sums.clone();
+        // Future map loads read the new generation's files (the old ones are removed next).
+        let gdir = self.dir.join(gen_name(next));
+        self.ctrl.set_map_store(Box::new(DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), sums }));
+        self.remove_stale_generations();
+        Ok(())
+    }
+
+    /// Write generation `self.generation + 1` and point CURRENT at it.
+    fn write_generation(&mut self) -> Result<(u64, MapsOnDisk), FsError> {
         let next = self.generation + 1;
         let gdir = self.dir.join(gen_name(next));
-        if gdir.exists() {
-            fs::remove_dir_all(&gdir).map_err(io_err(&gdir))?;
+        if !matches!(fsio::entry(&gdir)?, Entry::Missing) {
+            fsio::remove_dir_all(&gdir)?;
         }
-        fs::create_dir(&gdir).map_err(io_err(&gdir))?;
+        fsio::create_dir(&gdir)?;
         let prev = self.dir.join(gen_name(self.generation));
+        let changes = self.ctrl.ftl_counters().map_changes();
         let (cst, fst, maps) = self.ctrl.persist_parts();
-        let (l2p_sum, p2l_sum) = match maps {
-            Some((l2p, p2l)) if self.ctrl.maps_dirty() || self.generation == 0 => {
-                let a = l2p.save(&gdir.join("l2p.bin")).map_err(io_err(&gdir))?;
-                let b = p2l.save(&gdir.join("p2l.bin")).map_err(io_err(&gdir))?;
-                (format!("{a:016x}"), format!("{b:016x}"))
+        let sums = match maps {
+            Some((l2p, p2l)) if self.generation == 0 || changes != self.maps_on_disk.changes => {
+                let a = save_array(l2p, &gdir.join("l2p.bin"))?;
+                let b = save_array(p2l, &gdir.join("p2l.bin"))?;
+                MapsOnDisk { l2p_xxh3: format!("{a:016x}"), p2l_xxh3: format!("{b:016x}"), changes }
             }
             _ => {
-                // Unchanged maps: hard-link the committed files (no copy, same bytes).
+                // The maps are where the committed generation left them (`commit` checked
+                // that the change count has not moved): link the files.
                 for f in ["l2p.bin", "p2l.bin"] {
-                    fs::hard_link(prev.join(f), gdir.join(f)).map_err(io_err(&prev.join(f)))?;
+                    fsio::hard_link(&prev.join(f), &gdir.join(f))?;
                 }
-                self.map_sums.clone()
+                self.maps_on_disk.clone()
             }
         };
         let cfg = self.ctrl.ftl_config();
@@ -460,28 +765,21 @@ impl Image {
             ftl: fst.clone(),
             l2p_entries: cfg.logical_ius as u64,
             p2l_entries: cfg.physical_ius() as u64,
-            l2p_xxh3: l2p_sum,
-            p2l_xxh3: p2l_sum,
+            l2p_xxh3: sums.l2p_xxh3.clone(),
+            p2l_xxh3: sums.p2l_xxh3.clone(),
+            maps_changes: Some(sums.changes),
+            data_files: self.data_files.clone(),
         };
-        let json = serde_json::to_vec(&g).expect("state serialises");
-        write_file_synced(&gdir.join("state.json"), &json)?;
-        fsync_dir(&gdir)?;
+        fsio::write_file_synced(&gdir.join("state.json"), &encode_state(&g))?;
+        fsio::sync_dir(&gdir)?;
         let tmp = self.dir.join("CURRENT.tmp");
-        write_file_synced(&tmp, format!("{}\n", gen_name(next)).as_bytes())?;
-        fs::rename(&tmp, self.dir.join(CURRENT)).map_err(io_err(&tmp))?;
-        fsync_dir(&self.dir)?;
-        self.generation = next;
-        self.map_sums = (g.l2p_xxh3.clone(), g.p2l_xxh3.clone());
-        self.ctrl.mark_saved();
-        // Future map loads read the new generation's files (the old ones are removed next).
-        self.ctrl.set_map_store(Box::new(DiskMaps {
-            l2p: gdir.join("l2p.bin"),
-            p2l: gdir.join("p2l.bin"),
-            l2p_xxh3: g.l2p_xxh3,
-            p2l_xxh3: g.p2l_xxh3,
-        }));
-        self.remove_stale_generations();
-        Ok(())
+        if !matches!(fsio::entry(&tmp)?, Entry::Missing) {
+            fsio::remove_file(&tmp)?; // a link planted there is removed, never written through
+        }
+        fsio::write_file_synced(&tmp, format!("{}\n", gen_name(next)).as_bytes())?;
+        fsio::rename(&tmp, &self.dir.join(CURRENT))?;
+        fsio::sync_dir(&self.dir)?;
+        Ok((next, sums))
     }
 
     fn remove_stale_generations(&self) {
@@ -490,23 +788,349 @@ impl Image {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().to_string();
                 if name.starts_with("gen-") && name != keep {
-                    let _ = fs::remove_dir_all(e.path());
+                    let _ = fsio::remove_dir_all(&e.path());
                 }
             }
         }
     }
 }
 
+/// Counts of the record kinds a repair drops, in words.
+fn summarize(records: &[Record]) -> String {
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in records {
+        let k = match r {
+            Record::Write { .. } => "writes",
+            Record::Read { .. } => "reads",
+            Record::Deallocate { .. } => "deallocates",
+            Record::IdleGc { .. } => "background-GC steps",
+            Record::Clock { .. } => "clock records",
+            Record::Check { .. } => "flush checkpoints",
+        };
+        *counts.entry(k).or_default() += 1;
+    }
+    if counts.is_empty() {
+        return "no intact record".into();
+    }
+    counts.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+}
+
+fn read_manifest(dir: &Path) -> Result<Manifest, ImageError> {
+    let foreign = |reason: &str| ImageError::Foreign { path: dir.to_path_buf(), reason: reason.into() };
+    match fsio::entry(dir)? {
+        Entry::Dir => {}
+        Entry::Missing => return Err(foreign("no such directory")),
+        Entry::Symlink if fs::metadata(dir).is_ok_and(|m| m.is_dir()) => {} // the image itself may be linked
+        _ => return Err(foreign("not a directory")),
+    }
+    let mpath = dir.join(MANIFEST);
+    let text = match fsio::read_to_string(&mpath) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(foreign(&format!("no {MANIFEST}"))),
+        Err(e) => return Err(e.into()),
+    };
+    let manifest: Manifest = toml::from_str(&text).map_err(|e| ImageError::Damaged { path: mpath.clone(), reason: e.message().replace('\n', " ") })?;
+    if manifest.format != FORMAT {
+        return Err(foreign(&format!("format is '{}'", manifest.format)));
+    }
+    if manifest.version == 0 || manifest.version > VERSION {
+        return Err(foreign(&format!("image version {} but this ssdtwin reads versions 1 to {VERSION}", manifest.version)));
+    }
+    Ok(manifest)
+}
+
+/// The committed generation: its number and directory.
+fn read_current(dir: &Path) -> Result<(u64, PathBuf), ImageError> {
+    let cpath = dir.join(CURRENT);
+    let cur = fsio::read_to_string(&cpath).map_err(|e| ImageError::Damaged { path: cpath.clone(), reason: describe_fs(&e) })?;
+    let cur = cur.trim();
+    let generation: u64 = cur
+        .strip_prefix("gen-")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| ImageError::Damaged { path: cpath.clone(), reason: format!("'{cur}' is not a generation name") })?;
+    let gdir = dir.join(cur);
+    match fsio::real_dir(&gdir) {
+        Ok(true) => Ok((generation, gdir)),
+        Ok(false) => Err(ImageError::Damaged { path: gdir, reason: "missing (CURRENT names it)".into() }),
+        Err(e) => Err(ImageError::Damaged { path: gdir, reason: describe_fs(&e) }),
+    }
+}
+
+/// The OS part of a file-system error (its path is said elsewhere).
+fn describe_fs(e: &FsError) -> String {
+    let s = e.to_string();
+    let prefix = format!("{}: ", e.path.display());
+    s.strip_prefix(&prefix).map(str::to_string).unwrap_or(s)
+}
+
 fn lock_dir(dir: &Path) -> Result<File, ImageError> {
     let path = dir.join(LOCK);
-    let mut f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io_err(&path))?;
+    let f = match fsio::open_rw(&path, true) {
+        Ok(f) => f,
+        Err(e) => {
+            if let Some(ne) = not_writable(dir, &e) {
+                return Err(ne);
+            }
+            if e.errno() == Some(libc::EISDIR) {
+                return Err(ImageError::NotWritable { path: dir.to_path_buf(), reason: format!("{} is a directory, not ssdtwin's lock file; remove it", path.display()) });
+            }
+            return Err(e.into());
+        }
+    };
     // SAFETY: flock on a descriptor we own.
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
         let pid = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
-        return Err(ImageError::Locked { path: dir.display().to_string(), pid: if pid.is_empty() { "unknown".into() } else { pid } });
+        return Err(ImageError::Locked { path: dir.to_path_buf(), pid: if pid.is_empty() { "unknown".into() } else { pid } });
     }
-    f.set_len(0).map_err(io_err(&path))?;
-    write!(f, "{}", std::process::id()).map_err(io_err(&path))?;
+    fsio::set_len(&f, &path, 0)?;
+    fsio::write_all_at(&f, &path, std::process::id().to_string().as_bytes(), 0)?;
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{ftl_fingerprint, DeviceTiming};
+    use crate::journal::{JournalWriter, HEADER_LEN};
+    use crate::nvme::Pattern;
+
+    const PRESET: &str = "kioxia-cm6-r-3.84t";
+
+    /// A small written image: sequential fill, then random writes (GC has work to do).
+    fn written(dir: &Path) -> Image {
+        let spec = DriveSpec::preset(PRESET).unwrap().scaled(256).unwrap();
+        let mut img = Image::create(dir, spec, PRESET, 1).unwrap();
+        let cap = img.ctrl.attached(1).unwrap().bytes();
+        img.ctrl.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+        img.ctrl.precondition(1, Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
+        img.commit().unwrap();
+        img
+    }
+
+    /// Background GC in an idle gap, as the engine and the server run it.
+    fn idle_gc(img: &mut Image) -> u64 {
+        let mut t = DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config()).unwrap();
+        let moved = t.idle(&mut img.ctrl, 0, 2_000_000_000).unwrap();
+        assert!(moved > 0, "the test needs idle GC to move data");
+        moved
+    }
+
+    #[test]
+    fn idle_gc_then_commit_saves_the_maps() {
+        // Issue 8 bug 1: idle GC moved data without any host write, and the commit linked
+        // the old maps under the new state.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        idle_gc(&mut img);
+        let want = ftl_fingerprint(&mut img.ctrl).unwrap();
+        img.commit().unwrap();
+        drop(img);
+        let mut back = Image::open(&d, true).unwrap();
+        assert_eq!(ftl_fingerprint(&mut back.ctrl).unwrap(), want);
+        back.ctrl.check_full().unwrap();
+    }
+
+    /// Rewrite the committed state.json with `f` applied, keeping its checksum valid (as an
+    /// older ssdtwin, or a bug, would have written it).
+    fn rewrite_state(d: &Path, legacy: bool, f: impl FnOnce(&mut Generation)) {
+        let (_, gdir) = read_current(d).unwrap();
+        let p = gdir.join("state.json");
+        let mut g = decode_state(&std::fs::read(&p).unwrap(), &p).unwrap();
+        f(&mut g);
+        let bytes = if legacy { serde_json::to_vec(&g).unwrap() } else { encode_state(&g) };
+        std::fs::write(&p, bytes).unwrap();
+    }
+
+    #[test]
+    fn a_legacy_generation_whose_maps_are_stale_is_refused_when_they_load() {
+        // What the bug left: a version-1 state.json whose FTL state moved on (idle GC) while
+        // its maps are the previous generation's.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let ctrl_before = img.ctrl.state().clone();
+        idle_gc(&mut img);
+        let moved_state = img.ctrl.ftl_state().clone();
+        drop(img);
+        rewrite_state(&d, true, |g| {
+            g.ftl = moved_state;
+            g.controller = ctrl_before;
+            g.maps_changes = None;
+        });
+        // Metadata still reads (the maps stay on disk)...
+        let mut ro = Image::open(&d, false).unwrap();
+        // ...and the first command that loads the maps refuses them, naming the generation.
+        let e = ro.ctrl.check_full().unwrap_err().to_string();
+        assert!(e.contains("drive image damaged") && e.contains("the maps disagree with state.json"), "{e}");
+    }
+
+    #[test]
+    fn a_generation_whose_state_moved_on_from_its_maps_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        drop(written(&d));
+        rewrite_state(&d, false, |g| g.maps_changes = g.maps_changes.map(|c| c - 1));
+        let e = Image::open(&d, false).unwrap_err().to_string();
+        assert!(e.contains("moved on from its maps"), "{e}");
+    }
+
+    #[test]
+    fn state_json_carries_a_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        drop(written(&d));
+        let (_, gdir) = read_current(&d).unwrap();
+        let p = gdir.join("state.json");
+        let text = std::fs::read_to_string(&p).unwrap();
+        // A change that keeps the JSON valid: only the checksum can tell.
+        let i = text.find("\"power_cycles\":0").expect("a zero counter to change");
+        let bad = format!("{}\"power_cycles\":7{}", &text[..i], &text[i + "\"power_cycles\":0".len()..]);
+        std::fs::write(&p, bad).unwrap();
+        let e = Image::open(&d, false).unwrap_err().to_string();
+        assert!(e.contains("drive image damaged") && e.contains("state.json") && e.contains("checksum"), "{e}");
+    }
+
+    #[test]
+    fn inconsistent_state_is_refused_at_open_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        drop(written(&d));
+        rewrite_state(&d, false, |g| {
+            let mut v = serde_json::to_value(&g.ftl).unwrap();
+            v["sbs"][0]["valid"] = serde_json::json!(v["sbs"][0]["valid"].as_u64().unwrap() + 1);
+            g.ftl = serde_json::from_value(v).unwrap();
+        });
+        for writable in [false, true] {
+            let e = Image::open(&d, writable).unwrap_err().to_string();
+            assert!(e.contains("inconsistent state") && e.contains("valid units"), "{e}");
+        }
+    }
+
+    /// A journal of `n` writes for the committed generation, flushed to its file.
+    fn journal_of_writes(img: &mut Image, n: u64) -> PathBuf {
+        let mut j = JournalWriter::create(img.dir(), img.generation()).unwrap();
+        for k in 0..n {
+            img.ctrl.write(1, k * 8, 8, &mut crate::ftl::NoTiming).unwrap();
+            j.append(&Record::Write { nsid: 1, slba: k * 8, nlb: 8 });
+        }
+        j.write_out().unwrap();
+        j.path().to_path_buf()
+    }
+
+    #[test]
+    fn a_damaged_journal_is_refused_then_repaired_with_a_copy_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let path = journal_of_writes(&mut img, 100);
+        drop(img);
+        // Flip a byte in the 40th record: the 60 after it are intact.
+        let mut b = std::fs::read(&path).unwrap();
+        let rec_len = (b.len() - HEADER_LEN) / 100;
+        let at = HEADER_LEN + 40 * rec_len + 5;
+        b[at] ^= 0x40;
+        std::fs::write(&path, &b).unwrap();
+        let offset = HEADER_LEN + 40 * rec_len;
+        for writable in [false, true] {
+            let e = Image::open(&d, writable).unwrap_err().to_string();
+            assert!(e.contains(&format!("journal.bin: damaged at byte {offset}")) && e.contains("59 intact records") && e.contains("check --repair"), "{e}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), b, "a refused journal is left as it was");
+        let mut img = Image::open_with(&d, OpenMode::Repair).unwrap();
+        let rec = img.recovery().unwrap().clone();
+        assert_eq!(rec.action, RecoveryAction::Repaired);
+        assert_eq!((rec.records, rec.dropped_records), (40, 59));
+        let copy = rec.kept_copy.clone().unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), b, "the damaged journal is kept");
+        assert!(rec.detail.contains("59 writes"), "{}", rec.detail);
+        assert!(!path.exists());
+        img.ctrl.check_full().unwrap();
+        assert_eq!(img.ctrl.smart_log().host_write_commands, {
+            let base = Image::open(&d, false).unwrap().ctrl.smart_log().host_write_commands;
+            base
+        });
+    }
+
+    #[test]
+    fn a_long_garbage_tail_is_damage_a_short_one_is_a_torn_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let path = journal_of_writes(&mut img, 10);
+        drop(img);
+        let clean = std::fs::read(&path).unwrap();
+        let mut long = clean.clone();
+        long.extend_from_slice(&[0xAB; journal::MAX_RECORD_LEN + 1]);
+        std::fs::write(&path, &long).unwrap();
+        let e = Image::open(&d, true).unwrap_err().to_string();
+        assert!(e.contains("damaged at byte") && e.contains("0 intact records"), "{e}");
+        let mut short = clean;
+        short.extend_from_slice(&[0xAB; journal::MAX_RECORD_LEN - 1]);
+        std::fs::write(&path, &short).unwrap();
+        let img = Image::open(&d, true).unwrap();
+        let rec = img.recovery().unwrap();
+        assert_eq!((rec.action, rec.records, rec.ignored_bytes), (RecoveryAction::Replayed, 10, journal::MAX_RECORD_LEN as u64 - 1));
+    }
+
+    #[test]
+    fn links_inside_the_image_are_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let outside = dir.path().join("victim.txt");
+        std::fs::write(&outside, b"precious").unwrap();
+        let mut img = written(&d);
+        // CURRENT.tmp planted as a link: the commit replaces the link, never writes through it.
+        std::os::unix::fs::symlink(&outside, d.join("CURRENT.tmp")).unwrap();
+        img.commit().unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+        // A data file planted as a link is refused.
+        std::fs::create_dir_all(d.join("data")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("data/ns1.img")).unwrap();
+        let e = img.prepare_data_files().unwrap_err().to_string();
+        assert!(e.contains("ns1.img") && e.contains("symbolic link"), "{e}");
+        drop(img);
+        // LOCK as a link: refused.
+        std::fs::remove_file(d.join("LOCK")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("LOCK")).unwrap();
+        let e = Image::open(&d, true).unwrap_err().to_string();
+        assert!(e.contains("LOCK") && e.contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn a_lock_that_is_a_directory_is_one_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        drop(written(&d));
+        std::fs::remove_file(d.join("LOCK")).unwrap();
+        std::fs::create_dir(d.join("LOCK")).unwrap();
+        let e = Image::open(&d, true).unwrap_err().to_string();
+        assert!(e.contains("LOCK is a directory") && !e.contains('\n'), "{e}");
+        Image::open(&d, false).unwrap(); // readers need no lock
+    }
+
+    #[test]
+    fn a_recorded_data_file_that_is_missing_or_resized_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let files = img.prepare_data_files().unwrap();
+        let (_, p) = &files[0];
+        let bytes = std::fs::metadata(p).unwrap().len();
+        drop(img);
+        std::fs::write(p, b"short").unwrap();
+        let mut img = Image::open(&d, true).unwrap();
+        let e = img.prepare_data_files().unwrap_err().to_string();
+        assert!(e.contains("ns1.img: 5 bytes, but namespace 1 has") && e.contains("nvme format"), "{e}");
+        std::fs::remove_file(p).unwrap();
+        let e = img.prepare_data_files().unwrap_err().to_string();
+        assert!(e.contains("ns1.img: missing") && e.contains("restore the file"), "{e}");
+        // Formatting the namespace drops the record: serving starts it empty.
+        img.ctrl.format(1, 0, 0).unwrap();
+        img.drop_data(1).unwrap();
+        img.prepare_data_files().unwrap();
+        assert_eq!(std::fs::metadata(p).unwrap().len(), bytes);
+    }
 }

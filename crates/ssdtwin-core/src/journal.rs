@@ -15,18 +15,27 @@
 //! record:         len u8 | kind u8 | payload (len bytes) | crc32c u32 of (len, kind, payload)
 //! ```
 //!
-//! Integers are little-endian. A record whose length or checksum does not check marks the
-//! end: a process killed while writing leaves a torn tail, which replay ignores. A journal
-//! whose header names another generation than `CURRENT` is stale (the server committed and
-//! died before it could reset the journal) and is discarded: its records are already in the
-//! committed state.
+//! Integers are little-endian. A journal is read up to the first record whose length or
+//! checksum does not check ([`parse`]). What follows decides what that means:
+//! * nothing, or less than one record with no intact record after it: a **torn tail**, what a
+//!   process killed (or a power loss) while appending leaves. Records are acknowledged only
+//!   after an fsync that covers them, so a torn tail was never acknowledged: it is ignored.
+//! * anything else (a bad record followed by intact ones, or more garbage than one record):
+//!   **damage**. Replaying only the part before it would silently drop commands the server
+//!   may have acknowledged and leave the FTL disagreeing with the data files, so a damaged
+//!   journal is refused until `ssdtwin check --repair` drops it from that offset (keeping a
+//!   copy).
+//!
+//! A journal whose header names an older generation than `CURRENT` is stale (the server
+//! committed and died before it could reset the journal): its records are in the committed
+//! state and it is discarded.
 
-use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::unix::fs::FileExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::ftl::{Ftl, NoTiming};
+use crate::fsio::{self, FsError};
+
+use crate::ftl::NoTiming;
 use crate::nvme::Controller;
 
 /// File name of the journal inside an image directory.
@@ -34,6 +43,8 @@ pub const FILE: &str = "journal.bin";
 const MAGIC: &[u8; 8] = b"SSDTWJNL";
 const VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 32;
+/// The longest encoded record (a `Check`: 2 + 32 + 4 bytes). A torn tail is shorter.
+pub const MAX_RECORD_LEN: usize = 38;
 
 /// One state-changing command, as the controller executed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +177,7 @@ pub fn parse_header(b: &[u8]) -> Result<u64, String> {
 }
 
 /// The records of a journal body (after the header), up to the first one that does not
-/// check, and the number of bytes ignored after them (a torn tail).
+/// check, and the number of bytes after them.
 pub fn parse_records(mut b: &[u8]) -> (Vec<Record>, usize) {
     let mut out = Vec::new();
     while let Some((r, n)) = Record::decode(b) {
@@ -174,6 +185,47 @@ pub fn parse_records(mut b: &[u8]) -> (Vec<Record>, usize) {
         b = &b[n..];
     }
     (out, b.len())
+}
+
+/// How a journal body ends (offsets are of the whole file, header included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// Every byte belongs to an intact record.
+    Clean,
+    /// A record cut short at `offset` (`bytes` long, less than one record, nothing intact
+    /// after it): an append that never completed, so never acknowledged.
+    Torn { offset: u64, bytes: u64 },
+    /// A record at `offset` does not check and `bytes` follow it, among them `intact_after`
+    /// (the records found intact after the damage, which replay would have to drop).
+    Damaged { offset: u64, bytes: u64, intact_after: Vec<Record> },
+}
+
+/// A parsed journal body: the intact records before the first bad one, and how it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    pub records: Vec<Record>,
+    pub tail: Tail,
+}
+
+/// Parse a journal body (`body` follows the header in the file).
+pub fn parse(body: &[u8]) -> Parsed {
+    let (records, rest) = parse_records(body);
+    if rest == 0 {
+        return Parsed { records, tail: Tail::Clean };
+    }
+    let at = body.len() - rest;
+    let offset = (HEADER_LEN + at) as u64;
+    // Look for intact records after the bad one: their presence means damage, not a torn
+    // append (which can only cut the journal's end). A false positive needs a CRC-32C match
+    // by chance (2^-32 per position).
+    let after = &body[at..];
+    let intact_after = (1..after.len()).find_map(|i| Record::decode(&after[i..]).map(|_| parse_records(&after[i..]).0)).unwrap_or_default();
+    let tail = if intact_after.is_empty() && rest < MAX_RECORD_LEN {
+        Tail::Torn { offset, bytes: rest as u64 }
+    } else {
+        Tail::Damaged { offset, bytes: rest as u64, intact_after }
+    };
+    Parsed { records, tail }
 }
 
 /// Why a journal does not replay onto a state.
@@ -212,8 +264,7 @@ pub fn replay(ctrl: &mut Controller, records: &[Record]) -> Result<(), ReplayErr
                     if done > moved || c.erases > erases || c.gc_victims > victims {
                         return Err(fail(format!("background GC went past the recorded state (moved {done}, erases {}, victims {})", c.erases, c.gc_victims)));
                     }
-                    let ftl = ctrl.ftl().map_err(|e| fail(e.to_string()))?;
-                    let n = ftl.background_gc(Ftl::BACKGROUND_FREE_TARGET, chunk, &mut NoTiming);
+                    let n = ctrl.idle_gc(chunk, &mut NoTiming).map_err(|e| fail(e.to_string()))?;
                     let c = ctrl.ftl_counters();
                     if n == 0 && (c.erases, c.gc_victims) == (now.1, now.2) {
                         return Err(fail(format!("background GC has nothing more to do (moved {done} of {moved})")));
@@ -265,23 +316,23 @@ pub struct JournalWriter {
 
 impl JournalWriter {
     /// Start an empty journal for `generation` in `dir` (replacing any file there), synced.
-    pub fn create(dir: &Path, generation: u64) -> io::Result<JournalWriter> {
+    pub fn create(dir: &Path, generation: u64) -> Result<JournalWriter, FsError> {
         let path = dir.join(FILE);
-        let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path)?;
+        let file = fsio::open_rw(&path, true)?;
         let mut w = JournalWriter { path, file, buf: Vec::with_capacity(1 << 16), file_bytes: 0, generation, appended: 0, written: 0 };
         w.reset(generation)?;
-        File::open(dir)?.sync_all()?;
+        fsio::sync_dir(dir)?;
         Ok(w)
     }
 
     /// Empty the journal and name `generation` in its header (after a commit), synced.
     /// Records still buffered are dropped: the commit holds their effect.
-    pub fn reset(&mut self, generation: u64) -> io::Result<()> {
+    pub fn reset(&mut self, generation: u64) -> Result<(), FsError> {
         self.buf.clear();
         self.written = self.appended;
-        self.file.set_len(0)?;
-        self.file.write_all_at(&header(generation), 0)?;
-        self.file.sync_data()?;
+        fsio::set_len(&self.file, &self.path, 0)?;
+        fsio::write_all_at(&self.file, &self.path, &header(generation), 0)?;
+        fsio::sync_data(&self.file, &self.path)?;
         self.file_bytes = HEADER_LEN as u64;
         self.generation = generation;
         Ok(())
@@ -322,9 +373,9 @@ impl JournalWriter {
 
     /// Move buffered records into the file; returns how many records the file now covers
     /// (in [`JournalWriter::appended`] units).
-    pub fn write_out(&mut self) -> io::Result<u64> {
+    pub fn write_out(&mut self) -> Result<u64, FsError> {
         if !self.buf.is_empty() {
-            self.file.write_all_at(&self.buf, self.file_bytes)?;
+            fsio::write_all_at(&self.file, &self.path, &self.buf, self.file_bytes)?;
             self.file_bytes += self.buf.len() as u64;
             self.buf.clear();
         }
@@ -332,17 +383,22 @@ impl JournalWriter {
         Ok(self.written)
     }
 
+    /// fdatasync the journal file through a descriptor from [`JournalWriter::sync_handle`]
+    /// (so the caller need not hold the writer).
+    pub fn sync_file(file: &File, path: &Path) -> Result<(), FsError> {
+        fsio::sync_data(file, path)
+    }
+
     /// A second descriptor of the journal file, to fdatasync without holding the writer.
-    pub fn sync_handle(&self) -> io::Result<File> {
-        self.file.try_clone()
+    pub fn sync_handle(&self) -> Result<File, FsError> {
+        self.file.try_clone().map_err(|e| FsError::new(&self.path, e))
     }
 
     /// Drop the journal file (after a clean shutdown has committed everything).
-    pub fn remove(self) -> io::Result<()> {
-        let dir = self.path.parent().map(Path::to_path_buf);
-        std::fs::remove_file(&self.path)?;
-        if let Some(d) = dir {
-            File::open(d)?.sync_all()?;
+    pub fn remove(self) -> Result<(), FsError> {
+        fsio::remove_file(&self.path)?;
+        if let Some(d) = self.path.parent() {
+            fsio::sync_dir(d)?;
         }
         Ok(())
     }
@@ -354,26 +410,10 @@ impl std::fmt::Debug for JournalWriter {
     }
 }
 
-/// CRC-32C (Castagnoli), as iSCSI and ext4 use; table-driven, one byte at a time (journal
-/// records are a few dozen bytes).
+/// CRC-32C (Castagnoli), as iSCSI and ext4 use (the `crc32c` crate: SSE4.2/ARMv8
+/// instructions where the CPU has them).
 pub fn crc32c(data: &[u8]) -> u32 {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    let t = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, e) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 { 0x82F6_3B78 ^ (c >> 1) } else { c >> 1 };
-            }
-            *e = c;
-        }
-        t
-    });
-    let mut c = !0u32;
-    for &b in data {
-        c = t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
+    crc32c::crc32c(data)
 }
 
 #[cfg(test)]
@@ -430,7 +470,7 @@ mod tests {
     }
 
     use crate::engine::{ftl_fingerprint, DeviceTiming};
-    use crate::image::Image;
+    use crate::image::{Image, RecoveryAction};
     use crate::nvme::Pattern;
     use crate::rng::Rng;
     use crate::spec::DriveSpec;
@@ -505,13 +545,13 @@ mod tests {
         drop(j);
         {
             use std::io::Write;
-            let mut f = OpenOptions::new().append(true).open(d.join(FILE)).unwrap();
+            let mut f = std::fs::OpenOptions::new().append(true).open(d.join(FILE)).unwrap();
             f.write_all(&[20, K_WRITE, 1, 0, 0]).unwrap();
         }
         drop(img);
         let mut back = Image::open(&d, true).unwrap();
         let rec = back.recovery().cloned().expect("a recovery report");
-        assert_eq!(rec.action, "replayed");
+        assert_eq!(rec.action, RecoveryAction::Replayed);
         assert_eq!(rec.ignored_bytes, 5);
         assert_eq!(back.generation(), g + 1, "recovery commits a new generation");
         assert!(!d.join(FILE).exists(), "the replayed journal is removed");
@@ -544,7 +584,7 @@ mod tests {
         drop(img);
         // A reader (no lock held) sees the journal's effect but leaves the files alone.
         let mut ro = Image::open(&d, false).unwrap();
-        assert_eq!(ro.recovery().unwrap().action, "replayed in memory");
+        assert_eq!(ro.recovery().unwrap().action, RecoveryAction::ReplayedInMemory);
         assert_eq!(ftl_fingerprint(&mut ro.ctrl).unwrap(), want);
         assert_eq!(ro.generation(), g);
         assert!(d.join(FILE).exists());
@@ -561,7 +601,7 @@ mod tests {
         drop(w);
         let mut w = Image::open(&d, true).unwrap();
         let rec = w.recovery().unwrap();
-        assert_eq!(rec.action, "discarded");
+        assert_eq!(rec.action, RecoveryAction::Discarded);
         assert_eq!(rec.journal_generation, Some(g));
         assert_eq!(w.generation(), g + 1, "a stale journal changes nothing");
         assert!(!d.join(FILE).exists());

@@ -5,6 +5,8 @@
 //! emits NAND operations that the engine (or nothing, in fast-forward) times.
 
 pub mod engine;
+pub mod faults;
+pub mod fsio;
 pub mod ftl;
 pub mod image;
 pub mod journal;

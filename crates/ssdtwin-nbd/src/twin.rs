@@ -124,6 +124,8 @@ pub enum TwinError {
     Io { what: String, source: io::Error },
     #[error(transparent)]
     Server(#[from] crate::error::Error),
+    #[error(transparent)]
+    Fs(#[from] ssdtwin_core::fsio::FsError),
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> TwinError {
@@ -455,8 +457,8 @@ impl TwinBackend {
         if paths.is_empty() {
             return Err(TwinError::Config(format!("{}: no attached namespace to serve (ssdtwin nvme list; attach one with ssdtwin nvme attach-ns)", dir.display())));
         }
-        let journal = JournalWriter::create(dir, img.generation()).map_err(io_err(format!("create {}", dir.join(ssdtwin_core::journal::FILE).display())))?;
-        let journal_file = journal.sync_handle().map_err(io_err("journal descriptor"))?;
+        let journal = JournalWriter::create(dir, img.generation())?;
+        let journal_file = journal.sync_handle()?;
         let mut files = BTreeMap::new();
         for (nsid, p) in &paths {
             let f = OpenOptions::new().read(true).write(true).open(p).map_err(io_err(format!("open {}", p.display())))?;
@@ -679,7 +681,7 @@ impl TwinBackend {
         let snap = self.snapshot_locked(&mut st, false);
         let summary = snap["stats"].clone();
         let State { img, journal, .. } = st;
-        journal.remove().map_err(io_err("remove the journal after the final commit"))?;
+        journal.remove()?;
         drop(img); // releases the image lock
         drop(g);
         write_atomic(&inner.dir.join(LIVE), &serde_json::to_vec_pretty(&snap).unwrap_or_default()).map_err(io_err("write live.json"))?;

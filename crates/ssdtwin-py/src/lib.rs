@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use ssdtwin_core::ftl::NoTiming;
-use ssdtwin_core::image::{Image, ImageError as CoreImageError};
+use ssdtwin_core::image::{Image, ImageError as CoreImageError, OpenMode};
 use ssdtwin_core::nvme::{self, Controller, Pattern};
 use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
@@ -55,13 +55,15 @@ fn nvme_err(py: Python<'_>, e: nvme::Error) -> PyErr {
             let _ = v.setattr("detail", detail);
             err
         }
-        nvme::Error::Image(i) => image_err(i),
+        nvme::Error::Maps(m) => ImageError::new_err(m.to_string()),
+        nvme::Error::Memory(_) | nvme::Error::Inconsistent(_) => SsdtwinError::new_err(e.to_string()),
     }
 }
 
 fn image_err(e: CoreImageError) -> PyErr {
     match e {
         CoreImageError::Spec(s) => spec_err(s),
+        CoreImageError::Controller(n) => Python::attach(|py| nvme_err(py, n)),
         other => ImageError::new_err(other.to_string()),
     }
 }
@@ -177,12 +179,19 @@ impl Drive {
         Ok(Drive { inner: Mutex::new(Some(Backing::Image(img))), path: Some(path) })
     }
 
-    /// Open an existing image. `writable=False` reads the committed state without the lock.
+    /// Open an existing image. `writable=False` reads the committed state without the lock;
+    /// `repair=True` (writable) replays a damaged journal up to the damage and drops the
+    /// rest, keeping a copy (`ssdtwin check --repair`).
     #[staticmethod]
-    #[pyo3(signature = (path, writable=true))]
-    fn open(py: Python<'_>, path: PathBuf, writable: bool) -> PyResult<Drive> {
+    #[pyo3(signature = (path, writable=true, repair=false))]
+    fn open(py: Python<'_>, path: PathBuf, writable: bool, repair: bool) -> PyResult<Drive> {
         let p = path.clone();
-        let img = py.detach(move || Image::open(&p, writable)).map_err(image_err)?;
+        let mode = match (writable, repair) {
+            (_, true) => OpenMode::Repair,
+            (true, false) => OpenMode::Writable,
+            (false, false) => OpenMode::ReadOnly,
+        };
+        let img = py.detach(move || Image::open_with(&p, mode)).map_err(image_err)?;
         Ok(Drive { inner: Mutex::new(Some(Backing::Image(img))), path: Some(path) })
     }
 
@@ -444,10 +453,7 @@ impl Drive {
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         self.with(|b| {
             let ctrl = b.ctrl();
-            // Loading the maps can fail on its own (a damaged image): report that as such.
-            py.detach(|| ctrl.ftl().map(|_| ())).map_err(|e| nvme_err(py, e))?;
-            py.detach(|| ctrl.ftl().expect("loaded above").check_invariants())
-                .map_err(|m| SsdtwinError::new_err(format!("FTL invariant violated: {m}")))
+            py.detach(|| ctrl.check_full()).map_err(|e| nvme_err(py, e))
         })
     }
 

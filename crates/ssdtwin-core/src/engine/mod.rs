@@ -492,8 +492,9 @@ impl DeviceTiming {
         let mut moved = 0;
         while t < until {
             let mut ops = std::mem::take(&mut self.ops);
-            let n = ctrl.ftl()?.background_gc(crate::ftl::Ftl::BACKGROUND_FREE_TARGET, chunk, &mut ops);
+            let n = ctrl.idle_gc(chunk, &mut ops);
             self.ops = ops;
+            let n = n?;
             if n == 0 && self.ops.0.is_empty() {
                 break;
             }

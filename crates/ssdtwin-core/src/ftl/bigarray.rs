@@ -6,11 +6,8 @@
 //! fresh drive costs nothing until written.
 
 use memmap2::MmapMut;
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::ops::{Deref, DerefMut};
-use std::path::Path;
-use xxhash_rust::xxh3::Xxh3;
 
 pub struct BigArray {
     map: Option<MmapMut>,
@@ -40,64 +37,15 @@ impl BigArray {
         self.len == 0
     }
 
-    /// Write the array to `path`, leaving all-zero 1 MiB runs as holes; returns the xxh3
-    /// checksum of the logical contents.
-    pub fn save(&self, path: &Path) -> io::Result<u64> {
-        let mut f = File::create(path)?;
-        let bytes = self.as_bytes();
-        let mut h = Xxh3::new();
-        const CHUNK: usize = 1 << 20;
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            let end = (pos + CHUNK).min(bytes.len());
-            let chunk = &bytes[pos..end];
-            h.update(chunk);
-            if chunk.iter().all(|&b| b == 0) {
-                f.seek(SeekFrom::Current(chunk.len() as i64))?;
-            } else {
-                f.write_all(chunk)?;
-            }
-            pos = end;
-        }
-        f.set_len(bytes.len() as u64)?;
-        f.sync_all()?;
-        Ok(h.digest())
-    }
-
-    /// Load `len` entries from `path`; returns the array and the checksum of what was read.
-    pub fn load(path: &Path, len: usize) -> io::Result<(BigArray, u64)> {
-        let mut f = File::open(path)?;
-        let flen = f.metadata()?.len();
-        if flen != (len * 4) as u64 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} has {} bytes, expected {}", path.display(), flen, len * 4),
-            ));
-        }
-        let mut a = BigArray::zeroed(len)?;
-        let mut h = Xxh3::new();
-        {
-            let bytes = a.as_bytes_mut();
-            const CHUNK: usize = 1 << 22;
-            let mut pos = 0usize;
-            while pos < bytes.len() {
-                let end = (pos + CHUNK).min(bytes.len());
-                f.read_exact(&mut bytes[pos..end])?;
-                h.update(&bytes[pos..end]);
-                pos = end;
-            }
-        }
-        Ok((a, h.digest()))
-    }
-
-    fn as_bytes(&self) -> &[u8] {
+    /// The entries as bytes (native endianness, as saved in an image).
+    pub fn as_bytes(&self) -> &[u8] {
         match &self.map {
             Some(m) => &m[..self.len * 4],
             None => &[],
         }
     }
 
-    fn as_bytes_mut(&mut self) -> &mut [u8] {
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         let len = self.len;
         match &mut self.map {
             Some(m) => &mut m[..len * 4],

@@ -148,6 +148,14 @@ pub struct FtlCounters {
 }
 
 impl FtlCounters {
+    /// A count that grows whenever the maps change: every map change programs an IU (host
+    /// or GC), erases a superblock or deallocates an IU, and each of those bumps one of these
+    /// monotone counters. The image compares it with the count its saved maps were taken
+    /// at, so no code path can change the maps without the next commit saving them.
+    pub fn map_changes(&self) -> u64 {
+        self.host_programmed_ius + self.gc_programmed_ius + self.erases + self.host_trim_ius
+    }
+
     /// Mean GC overhead in superblocks (see `overhead_sample_ius`).
     pub fn overhead_superblocks(&self, ius_per_sb: u32) -> f64 {
         if self.overhead_samples == 0 {
@@ -876,6 +884,95 @@ impl FtlState {
             program_seq: 0,
             buffered_unmapped: Vec::new(),
         }
+    }
+
+    /// Every invariant that needs no maps: superblock states against the free list, the
+    /// frontiers and the victim; valid ≤ written ≤ superblock size; conservation of pages;
+    /// valid units against mapped units; GC counters. O(superblocks + chunks): cheap enough
+    /// to run before every commit and when a writer opens an image.
+    pub fn check_cheap(&self, cfg: &FtlConfig) -> Result<(), String> {
+        self.check_shape(cfg)?;
+        let per = cfg.ius_per_sb;
+        let (mut host_open, mut gc_open, mut victims, mut free) = (0, 0, 0, 0usize);
+        let (mut written_now, mut valid_sum, mut erased) = (0u64, 0u64, 0u64);
+        for (i, s) in self.sbs.iter().enumerate() {
+            let i = i as u32;
+            if s.valid > s.written || s.written > per {
+                return Err(format!("superblock {i} has {} valid of {} written (superblock size {per})", s.valid, s.written));
+            }
+            let ok = match s.state {
+                SbState::Free => {
+                    free += 1;
+                    s.written == 0 && self.free.contains(&(s.erase_count, i))
+                }
+                SbState::HostOpen => {
+                    host_open += 1;
+                    self.host.sb == i && self.host.next == s.written
+                }
+                SbState::GcOpen => {
+                    gc_open += 1;
+                    self.gc.sb == i && self.gc.next == s.written
+                }
+                SbState::Closed => s.written == per,
+                SbState::Victim => {
+                    victims += 1;
+                    self.victim.map(|v| v.sb) == Some(i)
+                }
+            };
+            if !ok {
+                return Err(format!("superblock {i} ({:?}, {} written, erase count {}) disagrees with the free list, frontiers or victim", s.state, s.written, s.erase_count));
+            }
+            written_now += s.written as u64;
+            valid_sum += s.valid as u64;
+            erased += s.erase_count as u64;
+        }
+        if free != self.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
+            return Err(format!("superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims", self.free.len()));
+        }
+        for (f, open, name) in [(self.host, host_open, "host"), (self.gc, gc_open, "GC")] {
+            if (f.sb != NONE) != (open == 1) {
+                return Err(format!("the {name} frontier names superblock {} but {open} superblocks are open for it", f.sb as i64));
+            }
+        }
+        let c = &self.counters;
+        let programmed = c.host_programmed_ius + c.gc_programmed_ius;
+        if programmed != written_now + erased * per as u64 {
+            return Err(format!("conservation: {programmed} IUs programmed, {written_now} in superblocks + {} erased", erased * per as u64));
+        }
+        let mapped: u64 = self.mapped_per_chunk.iter().map(|&m| m as u64).sum();
+        if valid_sum != mapped {
+            return Err(format!("superblocks count {valid_sum} valid units, the chunk counters {mapped} mapped units"));
+        }
+        if c.gc_victims != c.erases + victims as u64 {
+            return Err(format!("{} GC victims picked but {} erased and {victims} being collected", c.gc_victims, c.erases));
+        }
+        if self.buffer.live() > self.buffer.capacity() {
+            return Err(format!("write buffer holds {} slots of {}", self.buffer.live(), self.buffer.capacity()));
+        }
+        Ok(())
+    }
+
+    /// Cross-check freshly loaded maps against this state in one sequential pass (no random
+    /// access): per superblock, the units with a P2L entry must lie between the valid and
+    /// the written count (a free superblock has none), and the L2P must map as many units
+    /// as the chunk counters say. Maps saved with another state fail here, at load.
+    pub fn check_loaded_maps(&self, cfg: &FtlConfig, l2p: &[u32], p2l: &[u32]) -> Result<(), String> {
+        let per = cfg.ius_per_sb as usize;
+        for (i, (s, p)) in self.sbs.iter().zip(p2l.chunks(per)).enumerate() {
+            let used = p.iter().filter(|&&x| x != 0).count() as u32;
+            if used < s.valid || used > s.written {
+                return Err(format!(
+                    "superblock {i} ({:?}) has {used} units in the P2L map, the state says {} valid of {} written",
+                    s.state, s.valid, s.written
+                ));
+            }
+        }
+        let mapped_l2p = l2p.iter().filter(|&&x| x != 0).count() as u64;
+        let mapped: u64 = self.mapped_per_chunk.iter().map(|&m| m as u64).sum();
+        if mapped_l2p != mapped {
+            return Err(format!("the L2P map has {mapped_l2p} mapped units, the state {mapped}"));
+        }
+        Ok(())
     }
 
     /// Sanity checks that need no maps (run on load to reject damaged images early).

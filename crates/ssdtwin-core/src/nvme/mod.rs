@@ -15,14 +15,13 @@ mod identify;
 mod status;
 
 pub use identify::{IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
-pub use status::{Error, Status};
+pub use status::{Error, MapError, Status};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::ftl::bigarray::BigArray;
 use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState, NandSink, NoTiming, ReadSource};
-use crate::image::ImageError;
 use crate::spec::DriveSpec;
 use crate::units::fmt_decimal;
 use status::fail;
@@ -101,7 +100,9 @@ pub struct ControllerState {
 
 /// Loads the FTL maps of an image on first use.
 pub trait MapStore: Send {
-    fn load_maps(&self, cfg: &FtlConfig) -> Result<(BigArray, BigArray), ImageError>;
+    /// The maps, checked against their checksums and against `state` (the FTL state they
+    /// were saved with).
+    fn load_maps(&self, cfg: &FtlConfig, state: &FtlState) -> Result<(BigArray, BigArray), MapError>;
 }
 
 /// Summary of a host read for callers that time it.
@@ -140,7 +141,6 @@ pub struct Controller {
     /// The FTL's small state while its maps are still on disk.
     ftl_meta: Option<FtlState>,
     store: Option<Box<dyn MapStore>>,
-    maps_dirty: bool,
 }
 
 impl Controller {
@@ -148,7 +148,7 @@ impl Controller {
     /// attached.
     pub fn new(spec: DriveSpec, seed: u64) -> Result<Controller, Error> {
         let cfg = FtlConfig::from_spec(&spec);
-        let ftl = Ftl::new(&spec).map_err(|e| ImageError::Io { path: "<memory>".into(), source: e })?;
+        let ftl = Ftl::new(&spec).map_err(Error::Memory)?;
         let st = ControllerState {
             serial: serial_for(&spec, seed),
             seed,
@@ -161,7 +161,7 @@ impl Controller {
             smart: SmartCounters::default(),
             clock_ns: 0,
         };
-        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, maps_dirty: true };
+        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
         let lba = c.spec.capacity.lba_bytes.value[0] as u64;
         let blocks = c.spec.capacity.tnvmcap_bytes.value / lba;
         let nsid = c.create_ns(blocks, blocks, 0, 0)?;
@@ -169,11 +169,28 @@ impl Controller {
         Ok(c)
     }
 
-    /// Reassemble a controller whose FTL maps stay on disk until first needed.
-    pub fn from_parts(spec: DriveSpec, st: ControllerState, ftl_meta: FtlState, store: Box<dyn MapStore>) -> Result<Controller, ImageError> {
+    /// Reassemble a controller whose FTL maps stay on disk until first needed. The state is
+    /// checked first (everything that needs no maps): a state that does not hold together is
+    /// refused, never run.
+    pub fn from_parts(spec: DriveSpec, st: ControllerState, ftl_meta: FtlState, store: Box<dyn MapStore>) -> Result<Controller, InvalidState> {
         let cfg = FtlConfig::from_spec(&spec);
-        ftl_meta.check_shape(&cfg).map_err(|m| ImageError::Damaged { path: "state.json".into(), reason: m })?;
-        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), maps_dirty: false })
+        ftl_meta.check_cheap(&cfg).map_err(InvalidState)?;
+        check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
+        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store) })
+    }
+
+    /// Every invariant, maps included (loads them; O(capacity)): `ssdtwin check`.
+    pub fn check_full(&mut self) -> Result<(), Error> {
+        self.check_state()?;
+        self.ftl()?.check_invariants().map_err(InvalidState)?;
+        Ok(())
+    }
+
+    /// The cheap invariants of the whole state (controller and FTL, no maps): what the image
+    /// checks before it writes a generation.
+    pub fn check_state(&self) -> Result<(), InvalidState> {
+        self.ftl_state().check_cheap(&self.cfg).map_err(InvalidState)?;
+        check_controller_state(&self.spec, &self.cfg, &self.st).map_err(InvalidState)
     }
 
     pub fn spec(&self) -> &DriveSpec {
@@ -203,16 +220,13 @@ impl Controller {
         self.ftl.is_some()
     }
 
-    /// Whether the maps changed since they were loaded (the image saves them only then).
-    pub fn maps_dirty(&self) -> bool {
-        self.maps_dirty
-    }
 
     /// The FTL, loading its maps from the image if needed.
     pub fn ftl(&mut self) -> Result<&mut Ftl, Error> {
         if self.ftl.is_none() {
             let store = self.store.as_ref().expect("an unloaded FTL always has a store");
-            let (l2p, p2l) = store.load_maps(&self.cfg)?;
+            let meta = self.ftl_meta.as_ref().expect("FTL state present");
+            let (l2p, p2l) = store.load_maps(&self.cfg, meta)?;
             let meta = self.ftl_meta.take().expect("FTL state present");
             self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
         }
@@ -230,10 +244,6 @@ impl Controller {
     /// Where to load the maps from when they are first needed.
     pub fn set_map_store(&mut self, store: Box<dyn MapStore>) {
         self.store = Some(store);
-    }
-
-    pub fn mark_saved(&mut self) {
-        self.maps_dirty = false;
     }
 
     /// A deterministic seed for the next seeded command, derived from the image seed.
@@ -382,7 +392,6 @@ impl Controller {
         for &c in chunks {
             ftl.deallocate_range(c << shift, 1 << shift);
         }
-        self.maps_dirty = true;
         Ok(())
     }
 
@@ -573,7 +582,6 @@ impl Controller {
         let bytes = nlb * ns.lba_bytes as u64;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
-        self.maps_dirty = true;
         self.st.smart.host_write_commands += 1;
         self.st.smart.data_units_written_512 += bytes / 512;
         Ok(())
@@ -614,8 +622,15 @@ impl Controller {
                 n += 1;
             }
         });
-        self.maps_dirty = true;
         Ok(n)
+    }
+
+    /// Background GC while the host is idle: collect victims until the free pool reaches its
+    /// idle target, moving at most `max_moves` valid IUs (the engine asks for one program
+    /// unit at a time so it can time each). Returns how many IUs moved; 0 with no NAND
+    /// operation emitted means there is nothing left to do.
+    pub fn idle_gc<S: NandSink>(&mut self, max_moves: u64, sink: &mut S) -> Result<u64, Error> {
+        Ok(self.ftl()?.background_gc(Ftl::BACKGROUND_FREE_TARGET, max_moves, sink))
     }
 
     // ------------------------------------------------------------- preconditioning
@@ -688,7 +703,6 @@ impl Controller {
                 break;
             }
         }
-        self.maps_dirty = true;
         self.st.smart.host_write_commands += done;
         self.st.smart.data_units_written_512 += done * block_bytes / 512;
         let after = self.ftl_counters();
@@ -883,6 +897,46 @@ pub struct VendorLog {
     pub gc_overhead_sample_ius: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intel_smart_add: Option<IntelSmartAdd>,
+}
+
+/// A persisted state that does not hold together (what was wrong, in words).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidState(pub String);
+
+/// Namespaces within the spec's limits, on disjoint chunks of the logical space and no
+/// larger than their chunks; features within range.
+fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerState) -> Result<(), String> {
+    let nn = spec.capacity.max_namespaces.value;
+    let mut used = vec![false; cfg.chunks() as usize];
+    let mut allocated = 0u64;
+    for (&id, ns) in &st.namespaces {
+        if id != ns.nsid || id == 0 || id > nn {
+            return Err(format!("namespace {id} (recorded as {}) outside 1..={nn}", ns.nsid));
+        }
+        if spec.lba_format(ns.flbas as usize) != Some(ns.lba_bytes) || ns.nsze == 0 {
+            return Err(format!("namespace {id}: format {} with {}-byte blocks and {} blocks is not valid for this drive", ns.flbas, ns.lba_bytes, ns.nsze));
+        }
+        let bytes = ns.nsze.checked_mul(ns.lba_bytes as u64).ok_or_else(|| format!("namespace {id}: size overflows"))?;
+        if bytes.div_ceil(cfg.iu_bytes as u64) > ns.chunks.len() as u64 * cfg.chunk_ius() as u64 {
+            return Err(format!("namespace {id}: {bytes} bytes do not fit its {} chunks", ns.chunks.len()));
+        }
+        for &c in &ns.chunks {
+            match used.get_mut(c as usize) {
+                Some(u) if !*u => *u = true,
+                Some(_) => return Err(format!("chunk {c} belongs to two namespaces")),
+                None => return Err(format!("namespace {id}: chunk {c} beyond the logical space ({} chunks)", cfg.chunks())),
+            }
+        }
+        allocated += bytes;
+    }
+    if allocated > spec.capacity.tnvmcap_bytes.value {
+        return Err(format!("namespaces allocate {allocated} bytes of {}", spec.capacity.tnvmcap_bytes.value));
+    }
+    if st.power_state as usize >= spec.power_states.len().max(1) {
+        return Err(format!("power state {} does not exist", st.power_state));
+    }
+    Ok(())
 }
 
 fn fmt_formats(f: &[u32]) -> String {

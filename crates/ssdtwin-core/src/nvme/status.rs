@@ -110,22 +110,37 @@ impl fmt::Display for Status {
     }
 }
 
+/// Why the FTL maps could not be loaded (returned by a [`crate::nvme::MapStore`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    #[error(transparent)]
+    Fs(#[from] crate::fsio::FsError),
+    #[error("drive image damaged: {}: {reason}", path.display())]
+    Damaged { path: std::path::PathBuf, reason: String },
+}
+
 /// A failed controller command.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The command completed with an NVMe error status; `detail` says what was wrong.
     #[error("NVMe status {}({:#x}): {detail}", status.name(), status.field())]
     Status { status: Status, detail: String },
-    /// The drive image could not be read or written.
+    /// The FTL maps, kept on disk until first needed, could not be loaded.
     #[error(transparent)]
-    Image(#[from] crate::image::ImageError),
+    Maps(#[from] MapError),
+    /// The FTL maps could not be allocated (anonymous memory).
+    #[error("cannot allocate the FTL maps: {0}")]
+    Memory(#[source] std::io::Error),
+    /// A full consistency check found a violated invariant.
+    #[error("FTL invariant violated: {0}")]
+    Inconsistent(#[from] super::InvalidState),
 }
 
 impl Error {
     pub fn status(&self) -> Option<Status> {
         match self {
             Error::Status { status, .. } => Some(*status),
-            Error::Image(_) => None,
+            Error::Maps(_) | Error::Memory(_) | Error::Inconsistent(_) => None,
         }
     }
 }
