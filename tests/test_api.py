@@ -67,7 +67,7 @@ def test_create_open_and_commit(tmp_path: Path) -> None:
     d = tmp_path / "img"
     with Drive.create(d, CM6, scale="1/454", seed=4) as drv:
         assert drv.path == d
-        assert drv.manifest() == {"format": "ssdtwin-image", "version": 1, "preset": CM6, "scale": 454, "seed": 4}
+        assert drv.manifest() == {"format": "ssdtwin-image", "version": 2, "preset": CM6, "scale": 454, "seed": 4}
         cap = drv.nvme.id_ctrl()["tnvmcap"]
         drv.nvme.detach_ns(1)
         drv.nvme.delete_ns(1)

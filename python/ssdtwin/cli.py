@@ -132,8 +132,23 @@ def create(
 
 
 @app.command()
-def check(path: Path = typer.Argument(...)) -> None:
+def check(
+    path: Path = typer.Argument(...),
+    repair: bool = typer.Option(
+        False, "--repair",
+        help="replay a damaged command journal up to the damage and drop the rest (a copy is kept), then check",
+    ),
+) -> None:
     """Verify every FTL invariant of an image (maps, valid counts, page conservation)."""
+    if repair:
+        d = Drive.open(path, repair=True)
+        rec = d.recovery()
+        if rec:
+            print(f"ssdtwin check: {path}: {rec['detail']}", file=sys.stderr)
+        with d:
+            d.check()
+        typer.echo(f"{path}: FTL consistent" + (" (repaired)" if rec and rec["action"] == "repaired" else ""))
+        return
     with opened(path, writable=False) as d:
         d.check()
     typer.echo(f"{path}: FTL consistent")

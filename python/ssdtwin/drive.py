@@ -173,8 +173,11 @@ class Drive:
         return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed))
 
     @classmethod
-    def open(cls, path: PathLike, writable: bool = True) -> "Drive":
-        return cls(_core.Drive.open(os.fspath(path), writable=writable), writable=writable)
+    def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> "Drive":
+        """Open an image. ``repair=True`` (implies writable) replays a damaged command journal up
+        to the damage and drops the rest, keeping a copy (see :meth:`recovery`)."""
+        writable = writable or repair
+        return cls(_core.Drive.open(os.fspath(path), writable=writable, repair=repair), writable=writable)
 
     @classmethod
     def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> "Drive":
