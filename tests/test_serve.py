@@ -432,7 +432,7 @@ def test_metrics_scrape_has_every_documented_name(tmp_path: Path, two_ns: Path) 
     present |= {n.rsplit("_", 1)[0] for n in present if n.endswith(("_bucket", "_sum", "_count"))}
     missing = [n for n in documented_metrics() if n not in present]
     assert not missing, f"documented but not exported: {missing}"
-    assert re.search(r'^ssdtwin_nbd_connections_total [1-9]', text, re.M)
+    assert re.search(r'^ssdtwin_nbd_connections_accepted_total [1-9]', text, re.M)
 
 
 def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) -> None:

@@ -1,6 +1,6 @@
 """`ssdtwin serve`: a drive image's namespaces over NBD, in real time (docs/nbd.md).
 
-The server is Rust (crates/ssdtwin-nbd, `twin.rs`); this module parses the command line,
+The server is Rust (crates/ssdtwin-serve over the NBD protocol of crates/ssdtwin-nbd); this module parses the command line,
 prints the export URIs, turns SIGTERM into a clean stop and prints the session summary.
 It also reads the server's ``live.json`` for the read-only ``nvme`` commands while the
 image is being served, and runs ``ssdtwin bench nbd`` (ssdtwin against nbdkit's memory

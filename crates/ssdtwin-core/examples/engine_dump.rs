@@ -4,7 +4,7 @@
 //! every output bit-identical (docs/performance.md).
 //!     cargo run --release -p ssdtwin-core --example engine_dump -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
-use ssdtwin_core::engine::{ftl_fingerprint, DeviceTiming};
+use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::workload::JobSpec;
@@ -19,6 +19,8 @@ fn main() {
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let out = run(&mut c, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap();
     println!("{}", serde_json::to_string(&out).unwrap());
-    let (a, b, cnt) = ftl_fingerprint(&mut c).unwrap();
-    println!("{a:x} {b:x} {cnt:?}");
+    // The fingerprint printed as before this became a controller method (A/B comparable).
+    let f = c.ftl_fingerprint().unwrap();
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    println!("{:x} {:x} {:?}", hex(&f.l2p_xxh3), hex(&f.p2l_xxh3), f.counters);
 }

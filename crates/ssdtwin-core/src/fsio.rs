@@ -199,3 +199,29 @@ pub fn real_dir(path: &Path) -> Result<bool> {
         _ => Err(FsError::new(path, io::Error::from_raw_os_error(libc::ENOTDIR))),
     }
 }
+
+/// Deallocate `[offset, offset + len)` of `f` (it reads as zeroes). `Ok(false)` when the file
+/// system cannot punch holes (the caller writes zeroes instead).
+pub fn punch_hole(f: &File, path: &Path, offset: u64, len: u64) -> Result<bool> {
+    fallocate(f, path, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, offset, len)
+}
+
+/// Zero `[offset, offset + len)` of `f`, keeping it allocated. `Ok(false)` when unsupported.
+pub fn zero_range(f: &File, path: &Path, offset: u64, len: u64) -> Result<bool> {
+    fallocate(f, path, libc::FALLOC_FL_ZERO_RANGE, offset, len)
+}
+
+fn fallocate(f: &File, path: &Path, mode: libc::c_int, offset: u64, len: u64) -> Result<bool> {
+    use std::os::fd::AsRawFd;
+    check(Op::Write, path)?;
+    // SAFETY: fallocate on a descriptor we own; no memory is passed.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), mode, offset as libc::off_t, len as libc::off_t) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return Ok(false);
+    }
+    Err(FsError::new(path, e))
+}

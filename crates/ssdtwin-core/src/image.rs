@@ -19,7 +19,7 @@
 //!
 //! Integrity rules (docs/architecture.md, "The drive image"):
 //! * whether the maps changed is read from the FTL's own counters
-//!   ([`crate::ftl::FtlCounters::map_changes`]), never from a flag some code path could
+//!   ([`crate::nvme::FtlCounters::map_changes`]), never from a flag some code path could
 //!   forget to set; a generation records the count its maps were saved at, and an image
 //!   whose state moved on from its maps is refused at open;
 //! * the cheap invariants (everything that needs no maps) are checked before a generation is
@@ -39,10 +39,9 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::fsio::{self, Entry, FsError};
-use crate::ftl::bigarray::BigArray;
-use crate::ftl::{FtlConfig, FtlState};
+use crate::bigarray::BigArray;
 use crate::journal::{self, Record, Tail};
-use crate::nvme::{self, Controller, ControllerState, MapError, MapStore};
+use crate::nvme::{self, Controller, ControllerState, FtlConfig, FtlState, MapError, MapStore};
 use crate::spec::{DriveSpec, SpecError};
 
 pub const FORMAT: &str = "ssdtwin-image";
@@ -127,7 +126,7 @@ struct Generation {
     p2l_entries: u64,
     l2p_xxh3: String,
     p2l_xxh3: String,
-    /// [`crate::ftl::FtlCounters::map_changes`] when the maps were saved (absent in
+    /// [`crate::nvme::FtlCounters::map_changes`] when the maps were saved (absent in
     /// version-1 images).
     #[serde(default)]
     maps_changes: Option<u64>,
@@ -315,7 +314,11 @@ struct DiskMaps {
 }
 
 impl MapStore for DiskMaps {
-    fn load_maps(&self, cfg: &FtlConfig, state: &FtlState) -> Result<(BigArray, BigArray), MapError> {
+    fn location(&self) -> PathBuf {
+        self.l2p.parent().unwrap_or(&self.l2p).to_path_buf()
+    }
+
+    fn load_maps(&self, l2p_len: usize, p2l_len: usize) -> Result<(BigArray, BigArray), MapError> {
         let load = |path: &Path, len: usize, want: &str| -> Result<BigArray, MapError> {
             let (a, sum) = load_array(path, len)?;
             if format!("{sum:016x}") != want {
@@ -326,13 +329,7 @@ impl MapStore for DiskMaps {
             }
             Ok(a)
         };
-        let l2p = load(&self.l2p, cfg.logical_ius as usize, &self.sums.l2p_xxh3)?;
-        let p2l = load(&self.p2l, cfg.physical_ius() as usize, &self.sums.p2l_xxh3)?;
-        state.check_loaded_maps(cfg, &l2p, &p2l).map_err(|reason| MapError::Damaged {
-            path: self.l2p.parent().unwrap_or(&self.l2p).to_path_buf(),
-            reason: format!("the maps disagree with state.json: {reason}"),
-        })?;
-        Ok((l2p, p2l))
+        Ok((load(&self.l2p, l2p_len, &self.sums.l2p_xxh3)?, load(&self.p2l, p2l_len, &self.sums.p2l_xxh3)?))
     }
 }
 
@@ -891,7 +888,7 @@ fn lock_dir(dir: &Path) -> Result<File, ImageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{ftl_fingerprint, DeviceTiming};
+    use crate::engine::DeviceTiming;
     use crate::journal::{JournalWriter, HEADER_LEN};
     use crate::nvme::Pattern;
 
@@ -924,11 +921,11 @@ mod tests {
         let d = dir.path().join("img");
         let mut img = written(&d);
         idle_gc(&mut img);
-        let want = ftl_fingerprint(&mut img.ctrl).unwrap();
+        let want = img.ctrl.ftl_fingerprint().unwrap();
         img.commit().unwrap();
         drop(img);
         let mut back = Image::open(&d, true).unwrap();
-        assert_eq!(ftl_fingerprint(&mut back.ctrl).unwrap(), want);
+        assert_eq!(back.ctrl.ftl_fingerprint().unwrap(), want);
         back.ctrl.check_full().unwrap();
     }
 
@@ -963,7 +960,7 @@ mod tests {
         let mut ro = Image::open(&d, false).unwrap();
         // ...and the first command that loads the maps refuses them, naming the generation.
         let e = ro.ctrl.check_full().unwrap_err().to_string();
-        assert!(e.contains("drive image damaged") && e.contains("the maps disagree with state.json"), "{e}");
+        assert!(e.contains("drive image damaged") && e.contains("the maps disagree with the saved FTL state"), "{e}");
     }
 
     #[test]
@@ -1012,7 +1009,7 @@ mod tests {
     fn journal_of_writes(img: &mut Image, n: u64) -> PathBuf {
         let mut j = JournalWriter::create(img.dir(), img.generation()).unwrap();
         for k in 0..n {
-            img.ctrl.write(1, k * 8, 8, &mut crate::ftl::NoTiming).unwrap();
+            img.ctrl.write(1, k * 8, 8, &mut crate::nand::NoTiming).unwrap();
             j.append(&Record::Write { nsid: 1, slba: k * 8, nlb: 8 });
         }
         j.write_out().unwrap();

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use crate::fsio::{self, FsError};
 
-use crate::ftl::NoTiming;
+use crate::nand::NoTiming;
 use crate::nvme::Controller;
 
 /// File name of the journal inside an image directory.
@@ -469,7 +469,7 @@ mod tests {
         }
     }
 
-    use crate::engine::{ftl_fingerprint, DeviceTiming};
+    use crate::engine::DeviceTiming;
     use crate::image::{Image, RecoveryAction};
     use crate::nvme::Pattern;
     use crate::rng::Rng;
@@ -539,7 +539,7 @@ mod tests {
             rs.iter().map(|r| if let Record::IdleGc { moved, .. } = r { *moved } else { 0 }).sum()
         };
         assert!(idle_moves > 0, "no background GC happened in the idle gaps");
-        let want = ftl_fingerprint(&mut img.ctrl).unwrap();
+        let want = img.ctrl.ftl_fingerprint().unwrap();
         let want_smart = img.ctrl.smart_log();
         // "Kill": drop the process state without committing; a torn record at the end.
         drop(j);
@@ -555,16 +555,16 @@ mod tests {
         assert_eq!(rec.ignored_bytes, 5);
         assert_eq!(back.generation(), g + 1, "recovery commits a new generation");
         assert!(!d.join(FILE).exists(), "the replayed journal is removed");
-        assert_eq!(ftl_fingerprint(&mut back.ctrl).unwrap(), want);
+        assert_eq!(back.ctrl.ftl_fingerprint().unwrap(), want);
         let s = back.ctrl.smart_log();
         assert_eq!((s.data_units_written, s.host_read_commands, s.power_on_hours), (want_smart.data_units_written, want_smart.host_read_commands, want_smart.power_on_hours));
         assert_eq!(s.unsafe_shutdowns, want_smart.unsafe_shutdowns + 1);
-        back.ctrl.ftl().unwrap().check_invariants().unwrap();
+        back.ctrl.check_full().unwrap();
         // Opened again: nothing to recover, same state.
         drop(back);
         let mut again = Image::open(&d, true).unwrap();
         assert!(again.recovery().is_none());
-        assert_eq!(ftl_fingerprint(&mut again.ctrl).unwrap(), want);
+        assert_eq!(again.ctrl.ftl_fingerprint().unwrap(), want);
     }
 
     #[test]
@@ -580,12 +580,12 @@ mod tests {
             j.append(&Record::Write { nsid: 1, slba: k * 8, nlb: 8 });
         }
         j.write_out().unwrap();
-        let want = ftl_fingerprint(&mut img.ctrl).unwrap();
+        let want = img.ctrl.ftl_fingerprint().unwrap();
         drop(img);
         // A reader (no lock held) sees the journal's effect but leaves the files alone.
         let mut ro = Image::open(&d, false).unwrap();
         assert_eq!(ro.recovery().unwrap().action, RecoveryAction::ReplayedInMemory);
-        assert_eq!(ftl_fingerprint(&mut ro.ctrl).unwrap(), want);
+        assert_eq!(ro.ctrl.ftl_fingerprint().unwrap(), want);
         assert_eq!(ro.generation(), g);
         assert!(d.join(FILE).exists());
         drop(ro);
@@ -605,7 +605,7 @@ mod tests {
         assert_eq!(rec.journal_generation, Some(g));
         assert_eq!(w.generation(), g + 1, "a stale journal changes nothing");
         assert!(!d.join(FILE).exists());
-        assert_eq!(ftl_fingerprint(&mut w.ctrl).unwrap(), want);
+        assert_eq!(w.ctrl.ftl_fingerprint().unwrap(), want);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //! a drive; it owns the namespaces, logs and features and drives the [`ftl::Ftl`], which
 //! emits NAND operations that the engine (or nothing, in fast-forward) times.
 
+pub mod bigarray;
 pub mod engine;
 pub mod faults;
 pub mod fsio;
-pub mod ftl;
+pub(crate) mod ftl;
 pub mod image;
 pub mod journal;
 pub mod nand;
@@ -17,4 +18,5 @@ pub mod spec;
 pub mod stats;
 pub mod theory;
 pub mod units;
+pub mod util;
 pub mod workload;

@@ -1,4 +1,5 @@
-//! NBD server for ssdtwin: the fixed-newstyle protocol over a pluggable [`Backend`].
+//! NBD server for ssdtwin: the fixed-newstyle protocol over a pluggable [`Backend`]. It
+//! knows no drive: the drive backend is `ssdtwin-serve`.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -20,13 +21,11 @@ mod backend;
 mod error;
 mod handshake;
 pub mod mem;
-pub mod metrics;
 mod pacer;
 pub mod proto;
 pub mod server;
 mod stats;
 mod transmission;
-pub mod twin;
 mod wire;
 
 pub use backend::{Backend, Done, Export, ExportInfo, Extent, ZeroFlags};
@@ -34,7 +33,6 @@ pub use error::{Errno, Error, ProtoError};
 pub use mem::{MemBackend, MemExport};
 pub use server::{Server, ServerConfig, ServerHandle, Stopper};
 pub use stats::ServerStats;
-pub use twin::{Pace, ServeOptions, Serving, TwinBackend, TwinConfig, TwinError};
 
 /// Entry points for the fuzz targets in `fuzz/` and the corpus regression test.
 /// Each takes arbitrary bytes and panics only if an invariant is broken.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use ssdtwin_core::ftl::NoTiming;
+use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::image::{Image, ImageError as CoreImageError, OpenMode};
 use ssdtwin_core::nvme::{self, Controller, Pattern};
 use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec};
@@ -16,7 +16,8 @@ use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::theory;
 use ssdtwin_core::workload::JobSpec;
-use ssdtwin_nbd::{Pace, ServeOptions, ServerConfig, Serving, TwinConfig, TwinError};
+use ssdtwin_nbd::ServerConfig;
+use ssdtwin_serve::{Pace, ServeError, ServeOptions, Serving, TwinConfig};
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
@@ -68,10 +69,10 @@ fn image_err(e: CoreImageError) -> PyErr {
     }
 }
 
-fn twin_err(py: Python<'_>, e: TwinError) -> PyErr {
+fn twin_err(py: Python<'_>, e: ServeError) -> PyErr {
     match e {
-        TwinError::Image(i) => image_err(i),
-        TwinError::Nvme(n) => nvme_err(py, n),
+        ServeError::Image(i) => image_err(i),
+        ServeError::Nvme(n) => nvme_err(py, n),
         other => SsdtwinError::new_err(other.to_string()),
     }
 }
@@ -246,8 +247,8 @@ impl Drive {
     fn ftl_fingerprint(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.with(|b| {
             let ctrl = b.ctrl();
-            let (l2p, p2l, counters) = py.detach(|| ssdtwin_core::engine::ftl_fingerprint(ctrl)).map_err(|e| nvme_err(py, e))?;
-            to_py(py, &serde_json::json!({"l2p_xxh3": format!("{l2p:016x}"), "p2l_xxh3": format!("{p2l:016x}"), "counters": counters}))
+            let f = py.detach(|| ctrl.ftl_fingerprint()).map_err(|e| nvme_err(py, e))?;
+            to_py(py, &f)
         })
     }
 
@@ -525,10 +526,11 @@ fn serve(
             }
         }
     }
-    let mut summary = py.detach(move || serving.stop()).map_err(|e| twin_err(py, e))?;
+    let summary = py.detach(move || serving.stop()).map_err(|e| twin_err(py, e))?;
     if let Some(e) = stop_error {
         return Err(e);
     }
+    let mut summary = serde_json::to_value(summary).map_err(|e| SsdtwinError::new_err(e.to_string()))?;
     summary["stopped_by"] = serde_json::Value::String(stopped_by);
     to_py(py, &summary)
 }

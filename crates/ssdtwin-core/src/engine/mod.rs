@@ -25,10 +25,9 @@ pub mod fio;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::ftl::{Cause, FtlConfig, NandOp, NandSink};
-use crate::nand::Geometry;
-use crate::nvme::{Controller, Error};
-use crate::spec::{DriveSpec, TimingSpec};
+use crate::nand::{Addressing, Cause, NandOp, NandSink};
+use crate::nvme::{Controller, Error, FtlConfig};
+use crate::spec::{DriveSpec, Geometry, TimingSpec};
 
 /// Collects the operations the FTL emits for one command.
 #[cfg(test)]
@@ -136,8 +135,7 @@ pub struct DeviceTiming {
     geo: Geometry,
     iu_bytes: u64,
     ius_per_pu: u32,
-    pu_div: crate::ftl::FastDiv,
-    die_div: crate::ftl::FastDiv,
+    addr: Addressing,
     ius_per_page: u32,
     pages_per_iu: u32,
     dies: u32,
@@ -193,8 +191,7 @@ impl DeviceTiming {
             wpath_service_ps: if t.ctrl_max_write_iops.value == 0 { 0 } else { 1_000_000_000_000 / t.ctrl_max_write_iops.value },
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
-            pu_div: crate::ftl::FastDiv::new(geo.ius_per_program_unit(iu)),
-            die_div: crate::ftl::FastDiv::new(dies),
+            addr: Addressing::new(&geo, iu),
             ius_per_page: (page / iu).max(1) as u32,
             pages_per_iu: (iu / page).max(1) as u32,
             dies,
@@ -287,7 +284,7 @@ impl DeviceTiming {
     /// Page read of the IU at `ppa` (`bytes` wanted), ready no earlier than `t`; returns when
     /// the data has crossed the channel.
     fn read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
         let plane = (die * self.planes + plane_in_die) as usize;
         let t_read = self.t.t_read_ns.value;
         let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
@@ -318,7 +315,7 @@ impl DeviceTiming {
     /// GC read of one relocated IU: a share φ of a page read on its plane (firmware reads
     /// several IUs of a page at once only part of the time), then its channel transfer.
     fn gc_read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
         let plane = (die * self.planes + plane_in_die) as usize;
         let cost = (self.t.t_read_ns.value as f64 * self.t.gc_page_reads_per_iu.value * self.pages_per_iu as f64) as u64;
         let want = t.max(self.plane_free[plane]);
@@ -337,7 +334,7 @@ impl DeviceTiming {
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
         let ppa = pu * self.ius_per_pu;
-        let (die, channel, _) = self.geo.die_channel_plane(ppa, self.ius_per_pu, self.pu_div, self.die_div);
+        let (die, channel, _) = self.addr.die_channel_plane(ppa);
         let d = die as usize;
         let dur = Self::xfer_ns(self.geo.program_unit_bytes, self.t.channel_bytes_per_s.value);
         let xe = self.channels[channel as usize].reserve(self.now, ready, dur) + dur;
@@ -379,7 +376,7 @@ impl DeviceTiming {
                     }
                 }
                 NandOp::Program { ppa, cause } => {
-                    let pu = self.pu_div.div(ppa);
+                    let pu = self.addr.program_unit(ppa);
                     let host = cause != Cause::Gc;
                     let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
                     if acc.count > 0 && acc.pu != pu {
@@ -505,11 +502,4 @@ impl DeviceTiming {
         }
         Ok(moved)
     }
-}
-
-/// Check that the timed and untimed paths leave identical FTL state (used by tests).
-pub fn ftl_fingerprint(ctrl: &mut Controller) -> Result<(u64, u64, crate::ftl::FtlCounters), Error> {
-    let f = ctrl.ftl()?;
-    let (l2p, p2l) = f.maps();
-    Ok((l2p.checksum(), p2l.checksum(), f.counters().clone()))
 }

@@ -14,19 +14,3 @@ fn calendar_fills_gaps_in_time_order() {
     assert_eq!(c.reserve(200, 200, 5), 200);
     assert_eq!(c.busy.len() - c.head, 1);
 }
-
-#[test]
-fn fast_decode_matches_full_decode() {
-    use crate::ftl::FastDiv;
-    for name in crate::spec::preset_names() {
-        let spec = crate::spec::DriveSpec::preset(name).unwrap().scaled(64).unwrap();
-        let g = spec.geometry();
-        let iu = spec.ftl.iu_bytes.value as u64;
-        let per_pu = g.ius_per_program_unit(iu);
-        let total = (g.physical_ius(iu) as u32).min(5_000_000);
-        for ppa in (0..total).step_by(997) {
-            let a = g.locate(ppa, iu);
-            assert_eq!(g.die_channel_plane(ppa, per_pu, FastDiv::new(per_pu), FastDiv::new(g.dies())), (a.die, a.channel, a.plane), "{name} {ppa}");
-        }
-    }
-}

@@ -15,15 +15,16 @@
 //!   instead of arriving in multi-GB bursts; foreground GC (the host waits for a whole
 //!   victim) remains only as a safety net and is counted.
 
-pub mod bigarray;
 pub mod buffer;
 pub mod victim;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
+use crate::bigarray::{prefetch, BigArray};
+use crate::nand::{Cause, NandOp, NandSink};
 use crate::spec::{DriveSpec, GcPolicy};
-use bigarray::{prefetch, BigArray};
+use crate::util::FastDiv;
 use buffer::{Offer, Slot, WriteBuffer};
 use victim::VictimIndex;
 
@@ -34,71 +35,6 @@ const NONE: u32 = u32::MAX;
 const FREE_FLOOR: usize = 1;
 /// Collection of a new victim starts when this few superblocks are free.
 const GC_START: usize = 2;
-
-/// Exact division of u32 values by a fixed divisor with one multiply (Lemire, Kaser and
-/// Kurz, "Faster remainder by direct computation", 2019: for 32-bit n and d,
-/// n / d = (n * ceil(2^64 / d)) >> 64). The FTL divides by the superblock size on every
-/// overwrite; a hardware divide there costs more than the rest of the bookkeeping.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct FastDiv {
-    m: u64,
-    d: u32,
-}
-
-impl FastDiv {
-    pub fn new(d: u32) -> FastDiv {
-        assert!(d > 0);
-        FastDiv { m: if d == 1 { 0 } else { u64::MAX / d as u64 + 1 }, d }
-    }
-
-    #[inline(always)]
-    pub fn div(self, n: u32) -> u32 {
-        if self.d == 1 {
-            return n;
-        }
-        ((n as u128 * self.m as u128) >> 64) as u32
-    }
-}
-
-/// Why a NAND operation happens.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Cause {
-    Host,
-    /// Read of the old copy for a read-modify-write of a partly written IU.
-    Rmw,
-    Gc,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum NandOp {
-    /// Read `bytes` of the IU at `ppa`.
-    Read { ppa: u32, bytes: u32, cause: Cause },
-    /// Program one whole IU at `ppa`.
-    Program { ppa: u32, cause: Cause },
-    /// Erase superblock `sb` (one block on every plane of every die).
-    Erase { sb: u32 },
-}
-
-/// Receives the NAND operations the FTL emits, in order.
-pub trait NandSink {
-    fn op(&mut self, op: NandOp);
-}
-
-/// Fast-forward: no timing, the calls compile away.
-pub struct NoTiming;
-impl NandSink for NoTiming {
-    #[inline(always)]
-    fn op(&mut self, _: NandOp) {}
-}
-
-/// Records every operation (tests).
-#[derive(Default, Debug)]
-pub struct Recorder(pub Vec<NandOp>);
-impl NandSink for Recorder {
-    fn op(&mut self, op: NandOp) {
-        self.0.push(op)
-    }
-}
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -329,9 +265,6 @@ impl Ftl {
         Ftl { cfg, st, l2p, p2l, index }
     }
 
-    pub fn into_parts(self) -> (FtlState, BigArray, BigArray) {
-        (self.st, self.l2p, self.p2l)
-    }
 
     pub fn state(&self) -> &FtlState {
         &self.st
@@ -341,13 +274,7 @@ impl Ftl {
         &self.st.counters
     }
 
-    pub fn l2p(&self) -> &[u32] {
-        &self.l2p
-    }
 
-    pub fn p2l(&self) -> &[u32] {
-        &self.p2l
-    }
 
     pub fn maps(&self) -> (&BigArray, &BigArray) {
         (&self.l2p, &self.p2l)
@@ -482,6 +409,7 @@ impl Ftl {
     }
 
     /// Program everything in the write buffer (orderly shutdown without PLP; tests).
+    #[cfg(test)]
     pub fn drain_buffer<S: NandSink>(&mut self, sink: &mut S) {
         while let Some(slot) = self.st.buffer.pop_oldest() {
             self.program_slot(slot, sink);

@@ -1,4 +1,5 @@
 use super::*;
+use crate::nand::{NoTiming, Recorder};
 use crate::spec::DriveSpec;
 use proptest::prelude::*;
 use std::collections::HashSet;

@@ -52,9 +52,6 @@ impl VictimIndex {
         self.members
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.members == 0
-    }
 
     pub fn insert(&mut self, sb: u32, valid: u32) {
         debug_assert!(!self.contains(sb));

@@ -1,27 +1,18 @@
-//! NAND geometry and physical addresses.
+//! NAND: physical addresses and the operations the FTL emits.
 //!
 //! The FTL addresses physical space in indirection units (IUs): a `u32` physical IU index
 //! `ppa`. A superblock is one erase block on every plane of every die; the FTL allocates,
 //! fills and garbage-collects whole superblocks. Inside a superblock, consecutive IUs fill
 //! one program unit (a wordline on every plane of one die, all its bits at once) and then
 //! move to the next die, so a stream of writes stripes across every die and channel.
+//! The sizes come from the spec ([`crate::spec::Geometry`]).
 
-use crate::spec::DriveSpec;
+mod ops;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Geometry {
-    pub channels: u32,
-    pub dies_per_channel: u32,
-    pub planes_per_die: u32,
-    /// Blocks per plane = number of superblocks.
-    pub blocks_per_plane: u32,
-    pub pages_per_block: u32,
-    pub page_bytes: u32,
-    pub bits_per_cell: u32,
-    /// One-shot program unit of one die: planes × page × bits per cell.
-    pub program_unit_bytes: u64,
-    pub superblock_bytes: u64,
-}
+pub use ops::{Cause, NandOp, NandSink, NoTiming, Recorder};
+
+use crate::spec::Geometry;
+use crate::util::FastDiv;
 
 /// Where a physical IU lives.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -34,77 +25,62 @@ pub struct PhysAddr {
     pub wordline: u32,
 }
 
-impl Geometry {
-    pub fn from_spec(s: &DriveSpec) -> Geometry {
-        let n = &s.nand;
-        let dies = n.channels.value as u64 * n.dies_per_channel.value as u64;
-        let program_unit_bytes = n.planes_per_die.value as u64 * n.page_bytes.value as u64 * n.bits_per_cell.value as u64;
-        let superblock_bytes =
-            dies * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
-        Geometry {
-            channels: n.channels.value,
-            dies_per_channel: n.dies_per_channel.value,
-            planes_per_die: n.planes_per_die.value,
-            blocks_per_plane: n.blocks_per_plane.value,
-            pages_per_block: n.pages_per_block.value,
-            page_bytes: n.page_bytes.value,
-            bits_per_cell: n.bits_per_cell.value,
-            program_unit_bytes,
-            superblock_bytes,
+/// Decodes physical IU indexes of one geometry and IU size (divisions by multiplication).
+#[derive(Copy, Clone, Debug)]
+pub struct Addressing {
+    dies: u32,
+    channels: u32,
+    planes_per_die: u32,
+    ius_per_pu: u32,
+    ius_per_sb: u32,
+    pu_div: FastDiv,
+    die_div: FastDiv,
+}
+
+impl Addressing {
+    pub fn new(g: &Geometry, iu_bytes: u64) -> Addressing {
+        let ius_per_pu = g.ius_per_program_unit(iu_bytes).max(1);
+        Addressing {
+            dies: g.dies(),
+            channels: g.channels,
+            planes_per_die: g.planes_per_die,
+            ius_per_pu,
+            ius_per_sb: g.ius_per_superblock(iu_bytes),
+            pu_div: FastDiv::new(ius_per_pu),
+            die_div: FastDiv::new(g.dies()),
         }
     }
 
-    pub fn dies(&self) -> u32 {
-        self.channels * self.dies_per_channel
+    pub fn ius_per_program_unit(&self) -> u32 {
+        self.ius_per_pu
     }
 
-    pub fn superblocks(&self) -> u32 {
-        self.blocks_per_plane
-    }
-
-    /// Bytes that hold data (live or overwritten) in steady state once GC's mean overhead of
-    /// `overhead` superblocks is set aside: the T of the WAF models.
-    pub fn data_pool_bytes(&self, overhead: f64) -> u64 {
-        ((self.blocks_per_plane as f64 - overhead).max(0.0) * self.superblock_bytes as f64) as u64
-    }
-
-    /// Raw NAND bytes (every block of every plane of every die).
-    pub fn raw_bytes(&self) -> u64 {
-        self.superblock_bytes * self.blocks_per_plane as u64
-    }
-
-    pub fn physical_ius(&self, iu_bytes: u64) -> u64 {
-        self.raw_bytes() / iu_bytes
-    }
-
-    pub fn ius_per_superblock(&self, iu_bytes: u64) -> u32 {
-        (self.superblock_bytes / iu_bytes) as u32
-    }
-
-    pub fn ius_per_program_unit(&self, iu_bytes: u64) -> u32 {
-        (self.program_unit_bytes / iu_bytes) as u32
+    /// The program unit (a global index) that holds physical IU `ppa`.
+    #[inline(always)]
+    pub fn program_unit(&self, ppa: u32) -> u32 {
+        self.pu_div.div(ppa)
     }
 
     /// (die, channel, plane) of a physical IU: what the timing model needs, without the
-    /// divisions of a full decode. `per_pu` = IUs per program unit, `pu_div` divides by it.
+    /// divisions of a full decode.
     #[inline]
-    pub fn die_channel_plane(&self, ppa: u32, per_pu: u32, pu_div: crate::ftl::FastDiv, die_div: crate::ftl::FastDiv) -> (u32, u32, u32) {
-        let pu = pu_div.div(ppa);
-        let die = pu - die_div.div(pu) * self.dies();
-        let k = ppa - pu * per_pu;
-        let plane = k / (per_pu / self.planes_per_die).max(1);
+    pub fn die_channel_plane(&self, ppa: u32) -> (u32, u32, u32) {
+        let pu = self.pu_div.div(ppa);
+        let die = pu - self.die_div.div(pu) * self.dies;
+        let k = ppa - pu * self.ius_per_pu;
+        let plane = k / (self.ius_per_pu / self.planes_per_die).max(1);
         (die, die % self.channels, plane)
     }
 
     /// Decode a physical IU index.
-    pub fn locate(&self, ppa: u32, iu_bytes: u64) -> PhysAddr {
-        let per_sb = self.ius_per_superblock(iu_bytes);
-        let per_pu = self.ius_per_program_unit(iu_bytes);
+    pub fn locate(&self, ppa: u32) -> PhysAddr {
+        let per_sb = self.ius_per_sb;
+        let per_pu = self.ius_per_pu;
         let superblock = ppa / per_sb;
         let off = ppa % per_sb;
         let pu = off / per_pu;
-        let die = pu % self.dies();
-        let wordline = pu / self.dies();
+        let die = pu % self.dies;
+        let wordline = pu / self.dies;
         let plane = (off % per_pu) / (per_pu / self.planes_per_die).max(1);
         PhysAddr { superblock, die, channel: die % self.channels, plane, wordline }
     }
@@ -113,6 +89,7 @@ impl Geometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::DriveSpec;
 
     #[test]
     fn cm6_geometry_is_four_tebibytes() {
@@ -129,14 +106,26 @@ mod tests {
     fn striping_visits_every_die_in_turn() {
         let s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
         let g = s.geometry();
+        let a = Addressing::new(&g, 4096);
         let per_pu = g.ius_per_program_unit(4096);
-        let a = g.locate(0, 4096);
-        let b = g.locate(per_pu, 4096);
-        let c = g.locate(per_pu * g.dies(), 4096);
-        assert_eq!((a.die, a.wordline), (0, 0));
-        assert_eq!((b.die, b.wordline), (1, 0));
-        assert_eq!((c.die, c.wordline), (0, 1));
-        assert_eq!(g.locate(per_pu - 1, 4096).plane, g.planes_per_die - 1);
-        assert_eq!(g.locate(g.ius_per_superblock(4096), 4096).superblock, 1);
+        let (x, y, z) = (a.locate(0), a.locate(per_pu), a.locate(per_pu * g.dies()));
+        assert_eq!((x.die, x.wordline), (0, 0));
+        assert_eq!((y.die, y.wordline), (1, 0));
+        assert_eq!((z.die, z.wordline), (0, 1));
+        assert_eq!(a.locate(per_pu - 1).plane, g.planes_per_die - 1);
+        assert_eq!(a.locate(g.ius_per_superblock(4096)).superblock, 1);
+    }
+
+    #[test]
+    fn the_fast_decode_agrees_with_the_full_one() {
+        for name in crate::spec::preset_names() {
+            let g = DriveSpec::preset(name).unwrap().scaled(64).unwrap().geometry();
+            let a = Addressing::new(&g, 4096);
+            let n = g.physical_ius(4096) as u32;
+            for ppa in (0..n).step_by(997).chain([n - 1]) {
+                let p = a.locate(ppa);
+                assert_eq!(a.die_channel_plane(ppa), (p.die, p.channel, p.plane), "{name} ppa {ppa}");
+            }
+        }
     }
 }

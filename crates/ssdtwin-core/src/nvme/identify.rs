@@ -231,8 +231,8 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         nsattr: (ns.write_protect != WP_NONE) as u8,
         nvmsetid: 0,
         endgid: 0,
-        nguid: format!("{:016x}{:016x}", super::splitmix(c.state().seed), super::splitmix(ns.nsid as u64 ^ c.state().seed)),
-        eui64: format!("{:016x}", super::splitmix(c.state().seed ^ ((ns.nsid as u64) << 32))),
+        nguid: format!("{:016x}{:016x}", crate::util::splitmix(c.state().seed), crate::util::splitmix(ns.nsid as u64 ^ c.state().seed)),
+        eui64: format!("{:016x}", crate::util::splitmix(c.state().seed ^ ((ns.nsid as u64) << 32))),
         lbafs,
     }
 }

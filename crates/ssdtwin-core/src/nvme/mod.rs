@@ -19,9 +19,13 @@ pub use status::{Error, MapError, Status};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use crate::ftl::bigarray::BigArray;
-use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState, NandSink, NoTiming, ReadSource};
+use crate::bigarray::BigArray;
+use crate::ftl::{Ftl, ReadSource};
+pub use crate::ftl::{FtlConfig, FtlCounters, FtlState};
+use crate::nand::{NandSink, NoTiming};
+use crate::util::splitmix;
 use crate::spec::DriveSpec;
 use crate::units::fmt_decimal;
 use status::fail;
@@ -65,6 +69,21 @@ impl Namespace {
     }
 }
 
+/// One namespace as `nvme list` and the Python API show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceRow {
+    pub nsid: u32,
+    pub nsze: u64,
+    pub ncap: u64,
+    pub nuse: u64,
+    pub lba_bytes: u32,
+    pub flbas: u8,
+    pub attached: bool,
+    pub write_protect: u8,
+    pub nmic: u8,
+    pub bytes: u64,
+}
+
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmartCounters {
@@ -100,9 +119,18 @@ pub struct ControllerState {
 
 /// Loads the FTL maps of an image on first use.
 pub trait MapStore: Send {
-    /// The maps, checked against their checksums and against `state` (the FTL state they
-    /// were saved with).
-    fn load_maps(&self, cfg: &FtlConfig, state: &FtlState) -> Result<(BigArray, BigArray), MapError>;
+    /// Where the maps are (named in errors).
+    fn location(&self) -> PathBuf;
+    /// The two maps, of `l2p_len` and `p2l_len` entries, checked against their checksums.
+    fn load_maps(&self, l2p_len: usize, p2l_len: usize) -> Result<(BigArray, BigArray), MapError>;
+}
+
+/// See [`Controller::ftl_fingerprint`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FtlFingerprint {
+    pub l2p_xxh3: String,
+    pub p2l_xxh3: String,
+    pub counters: FtlCounters,
 }
 
 /// Summary of a host read for callers that time it.
@@ -221,12 +249,31 @@ impl Controller {
     }
 
 
-    /// The FTL, loading its maps from the image if needed.
-    pub fn ftl(&mut self) -> Result<&mut Ftl, Error> {
+    /// Load the maps now (a server does, rather than stall its first I/O behind it).
+    pub fn load_maps(&mut self) -> Result<(), Error> {
+        self.ftl().map(|_| ())
+    }
+
+    /// Checksums of the maps and the FTL's counters: two controllers with equal fingerprints
+    /// have the same FTL state (the timed and untimed paths, a journal replay and the run it
+    /// recorded are compared this way). Loads the maps.
+    pub fn ftl_fingerprint(&mut self) -> Result<FtlFingerprint, Error> {
+        let f = self.ftl()?;
+        let (l2p, p2l) = f.maps();
+        Ok(FtlFingerprint { l2p_xxh3: format!("{:016x}", l2p.checksum()), p2l_xxh3: format!("{:016x}", p2l.checksum()), counters: f.counters().clone() })
+    }
+
+    /// The FTL, loading its maps from the image if needed. Private: the controller is the
+    /// only door into the FTL (docs/architecture.md, "Layer rules").
+    fn ftl(&mut self) -> Result<&mut Ftl, Error> {
         if self.ftl.is_none() {
             let store = self.store.as_ref().expect("an unloaded FTL always has a store");
+            let (l2p, p2l) = store.load_maps(self.cfg.logical_ius as usize, self.cfg.physical_ius() as usize)?;
             let meta = self.ftl_meta.as_ref().expect("FTL state present");
-            let (l2p, p2l) = store.load_maps(&self.cfg, meta)?;
+            meta.check_loaded_maps(&self.cfg, &l2p, &p2l).map_err(|reason| MapError::Damaged {
+                path: store.location(),
+                reason: format!("the maps disagree with the saved FTL state: {reason}"),
+            })?;
             let meta = self.ftl_meta.take().expect("FTL state present");
             self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
         }
@@ -735,7 +782,24 @@ impl Controller {
         Ok(identify::id_ns(self, ns))
     }
 
-    /// Logical blocks of `ns` currently mapped (NUSE).
+    /// Every namespace with its size, use, format and attachment.
+    pub fn namespace_rows(&self) -> Vec<NamespaceRow> {
+        self.namespaces()
+            .map(|ns| NamespaceRow {
+                nsid: ns.nsid,
+                nsze: ns.nsze,
+                ncap: ns.nsze,
+                nuse: self.nuse(ns),
+                lba_bytes: ns.lba_bytes,
+                flbas: ns.flbas,
+                attached: ns.attached,
+                write_protect: ns.write_protect,
+                nmic: ns.nmic,
+                bytes: ns.bytes(),
+            })
+            .collect()
+    }
+
     /// Logical blocks of `ns` allocated: mapped on NAND or waiting in the buffer (NUSE).
     pub fn nuse(&self, ns: &Namespace) -> u64 {
         let st = self.ftl_state();
@@ -950,13 +1014,6 @@ fn sector_mask(s0: u32, s1: u32, full: u128) -> u128 {
         return full;
     }
     ((1u128 << n) - 1) << s0
-}
-
-pub fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
 }
 
 fn serial_for(spec: &DriveSpec, seed: u64) -> String {

@@ -9,10 +9,13 @@ mod presets;
 
 pub use presets::{preset_names, preset_toml, PRESETS};
 
+mod geometry;
+
+pub use geometry::Geometry;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::nand::Geometry;
 
 /// A parameter and where it came from (datasheet, NAND spec, derivation, calibration, or an
 /// assumption stated as such).

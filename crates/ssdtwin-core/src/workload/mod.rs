@@ -247,7 +247,7 @@ pub struct Generator {
 }
 
 fn seed_of(spec: &JobSpec, name: &str) -> u64 {
-    spec.seeds.get(name).copied().unwrap_or_else(|| crate::nvme::splitmix(spec.seed ^ name.bytes().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64))))
+    spec.seeds.get(name).copied().unwrap_or_else(|| crate::util::splitmix(spec.seed ^ name.bytes().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64))))
 }
 
 impl Generator {

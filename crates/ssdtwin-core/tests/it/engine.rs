@@ -1,8 +1,8 @@
 //! The timed engine drives the same FTL as fast-forward ("one state, two drivers"), and its
 //! timing obeys the basic physics of the preset.
 
-use ssdtwin_core::engine::{ftl_fingerprint, DeviceTiming};
-use ssdtwin_core::ftl::NoTiming;
+use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::rng::Rng;
 use ssdtwin_core::spec::DriveSpec;
@@ -65,11 +65,11 @@ fn timed_and_fast_forward_leave_identical_state() {
         }
     }
     assert!(last_done > now, "the drive must have fallen behind a 700 ns arrival rate");
-    let fa = ftl_fingerprint(&mut a).unwrap();
-    let fb = ftl_fingerprint(&mut b).unwrap();
+    let fa = a.ftl_fingerprint().unwrap();
+    let fb = b.ftl_fingerprint().unwrap();
     assert_eq!(fa, fb, "timed and fast-forward FTL state differ");
     assert_eq!(a.vendor_log(), b.vendor_log());
-    a.ftl().unwrap().check_invariants().unwrap();
+    a.check_full().unwrap();
 }
 
 #[test]

@@ -1,29 +1,17 @@
-//! Physics of the FTL: uniform random writes against the closed-form greedy model.
+//! Physics of the FTL, through the controller: uniform random writes against the closed-form
+//! greedy model.
 
-use ssdtwin_core::ftl::{Ftl, NoTiming};
-use ssdtwin_core::rng::Rng;
+use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::theory::waf_fifo;
 
-/// Steady-state WAF of uniform 4 KiB random writes over `user` IUs of `ftl`, after a
-/// sequential fill and `warm` x user random writes, measured over `measure` x user.
-pub fn steady_random_waf(ftl: &mut Ftl, user: u32, warm: u32, measure: u32, seed: u64) -> f64 {
-    let full = ftl.cfg.full_mask;
-    for iu in 0..user {
-        ftl.write(iu, full, &mut NoTiming);
-    }
-    let mut r = Rng::new(seed);
-    for _ in 0..warm as u64 * user as u64 {
-        ftl.write(r.below(user as u64) as u32, full, &mut NoTiming);
-    }
-    let c0 = ftl.counters().clone();
-    for _ in 0..measure as u64 * user as u64 {
-        ftl.write(r.below(user as u64) as u32, full, &mut NoTiming);
-    }
-    let c1 = ftl.counters();
-    let nand = (c1.host_programmed_ius + c1.gc_programmed_ius - c0.host_programmed_ius - c0.gc_programmed_ius) as f64;
-    let host = (c1.host_write_bytes - c0.host_write_bytes) as f64 / ftl.cfg.iu_bytes as f64;
-    nand / host
+/// Steady-state WAF of uniform 4 KiB random writes over namespace 1 of `c`, after a
+/// sequential fill and `warm` x its size of random writes, measured over `measure` x.
+pub fn steady_random_waf(c: &mut Controller, warm: u64, measure: u64, seed: u64) -> f64 {
+    let bytes = c.attached(1).unwrap().bytes();
+    c.precondition(1, Pattern::Sequential, 4096, bytes, seed, &mut |_, _| true).unwrap();
+    c.precondition(1, Pattern::Random, 4096, warm * bytes, seed + 1, &mut |_, _| true).unwrap();
+    c.precondition(1, Pattern::Random, 4096, measure * bytes, seed + 2, &mut |_, _| true).unwrap().waf
 }
 
 /// A CM6 geometry with small superblocks, so the drive has enough of them at test size.
@@ -47,9 +35,9 @@ fn greedy_matches_lambert_w_over_op() {
         let user = (pool as f64 / (1.0 + op)) as u64;
         let mut s = base.clone();
         s.capacity.tnvmcap_bytes.value = user * 4096;
-        let mut ftl = Ftl::new(&s).unwrap();
-        let waf = steady_random_waf(&mut ftl, user as u32, 3, 3, 11);
-        ftl.check_invariants().unwrap();
+        let mut c = Controller::new(s, 1).unwrap();
+        let waf = steady_random_waf(&mut c, 3, 3, 11);
+        c.check_full().unwrap();
         let model = waf_fifo(1.0 + op);
         let err = waf / model - 1.0;
         eprintln!("OP {:>4.0}%: simulated WAF {waf:.3}, Lambert-W {model:.3}, error {:+.2}%", op * 100.0, err * 100.0);

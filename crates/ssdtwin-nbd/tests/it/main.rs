@@ -5,4 +5,3 @@ mod corpus;
 mod handshake;
 mod shutdown;
 mod transmission;
-mod twin;

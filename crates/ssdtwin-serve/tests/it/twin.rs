@@ -1,4 +1,4 @@
-//! The drive model behind the server (`twin.rs`): exports per namespace, data, the FTL
+//! The drive model behind the server (`ssdtwin_serve::TwinBackend`): exports per namespace, data, the FTL
 //! in step with the data, pacing, durability and recovery, metrics and live.json.
 //! End-to-end runs with real clients (fio, qemu-img, nbdcopy, nbdfuse) are in
 //! tests/test_serve.py.
@@ -8,14 +8,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ssdtwin_core::engine::ftl_fingerprint;
-use ssdtwin_core::ftl::NoTiming;
+use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::image::Image;
 use ssdtwin_core::nvme::{self, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_nbd::proto::*;
-use ssdtwin_nbd::twin::nbd_errno;
-use ssdtwin_nbd::{Backend, Errno, Export, Pace, ServeOptions, Serving, TwinBackend, TwinConfig, ZeroFlags};
+use ssdtwin_nbd::{Backend, Errno, Export, ZeroFlags};
+use ssdtwin_serve::{nbd_errno, Pace, ServeOptions, Serving, TwinBackend, TwinConfig};
 
 use crate::common::*;
 
@@ -42,16 +41,8 @@ fn export(b: &TwinBackend, name: &str) -> Arc<dyn Export> {
     b.open(name).unwrap_or_else(|| panic!("no export {name}"))
 }
 
-fn fingerprint_json(img: &mut Image) -> serde_json::Value {
-    let (l2p, p2l, counters) = ftl_fingerprint(&mut img.ctrl).unwrap();
-    serde_json::json!({"l2p_xxh3": format!("{l2p:016x}"), "p2l_xxh3": format!("{p2l:016x}"), "counters": counters})
-}
-
-fn same_ftl(live: &serde_json::Value, img: &mut Image) {
-    let back = fingerprint_json(img);
-    for k in ["l2p_xxh3", "p2l_xxh3", "counters"] {
-        assert_eq!(live[k], back[k], "FTL {k} differs after recovery");
-    }
+fn same_ftl(live: &ssdtwin_serve::LiveFingerprint, img: &mut Image) {
+    assert_eq!(live.ftl, img.ctrl.ftl_fingerprint().unwrap(), "the FTL differs after recovery");
 }
 
 #[test]
@@ -144,7 +135,7 @@ fn data_and_ftl_stay_in_step() {
     let mut reference = Image::open(&d, false).unwrap();
     let r = &mut reference.ctrl;
     // Load its maps now: the server may commit (recording its data files) and remove them.
-    ftl_fingerprint(r).unwrap();
+    r.ftl_fingerprint().unwrap();
     let b = TwinBackend::open(&d, cfg(Pace::Off)).unwrap();
     let e = export(&b, "ns1");
     let data = pattern(9, 1 << 20);
@@ -285,7 +276,7 @@ fn a_killed_server_recovers_the_ftl_of_its_last_flush() {
             b.commit().unwrap(); // a commit mid-run: the journal restarts at the new generation
         }
     }
-    let moved = b.summary()["idle_gc_moved_ius"].as_u64().unwrap();
+    let moved = b.summary().unwrap().idle_gc_moved_ius;
     assert!(moved > 0, "the run must exercise background GC for this test to mean anything");
     e.flush().unwrap();
     let live = b.fingerprint().unwrap();
@@ -343,7 +334,7 @@ fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
         "ssdtwin_nbd_commands_total{op=\"write\"} 64",
         "ssdtwin_nbd_replies_late_total",
         "ssdtwin_nbd_connections 1",
-        "ssdtwin_model_latency_seconds_bucket{op=\"write\",le=\"+Inf\"} 64",
+        "ssdtwin_model_latency_seconds_bucket{le=\"+Inf\",op=\"write\"} 64",
         "ssdtwin_model_latency_seconds_count{op=\"read\"} 1",
     ] {
         assert!(m.contains(name), "metrics lack {name}:\n{m}");
@@ -359,7 +350,7 @@ fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
     });
     drop(c);
     let summary = s.stop().unwrap();
-    assert_eq!(summary["writes"], 64);
+    assert_eq!(summary.unwrap().writes, 64);
     assert!(!d.join("journal.bin").exists(), "a clean stop commits and removes the journal");
     let live: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("live.json")).unwrap()).unwrap();
     assert_eq!(live["serving"], false);
@@ -393,8 +384,9 @@ fn flush_and_fua_sync_group_commit() {
         t.join().unwrap();
     }
     let s = b.summary();
-    assert_eq!(s["flushes"], 400);
-    assert!(s["syncs"].as_u64().unwrap() > 0);
+    let s = s.unwrap();
+    assert_eq!(s.flushes, 400);
+    assert!(s.syncs > 0);
     b.crash_for_tests();
     // Every flushed write is on disk and in the recovered FTL.
     let img = Image::open(&d, true).unwrap();

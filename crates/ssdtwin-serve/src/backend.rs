@@ -1,0 +1,715 @@
+//! The drive image as an NBD [`Backend`]: one export per attached namespace.
+//!
+//! All connections share one `Mutex<State>` holding the image (controller and FTL), the
+//! timing model and the journal, so every command reaches the controller in one order, the
+//! same order the journal records; the data itself lives in a sparse file per namespace
+//! ([`crate::data`]) that connections read and write in parallel, outside the lock.
+//!
+//! * **Pacing** ([`Pace::Model`]): virtual time is nanoseconds since the server started
+//!   ([`crate::clock`]); each command runs through `DeviceTiming` at the current virtual
+//!   time and its reply is held until the model's completion time (`Done::at`). Gaps with
+//!   nothing outstanding give background GC its idle time. [`Pace::Off`] runs the
+//!   controller in fast-forward and replies at once.
+//! * **Durability**: FLUSH (and FUA) fdatasync the data files written since the last flush
+//!   and the journal, group-committed: a flush that finds its writes already synced by a
+//!   concurrent one returns without another sync. A server killed at any moment therefore
+//!   loses nothing it acknowledged as flushed, and `Image::open` replays the journal to the
+//!   FTL state that goes with the data.
+//! * **Failure is sticky**: after a failed write or fsync of a data file or the journal,
+//!   every later write, trim and flush fails with EIO (the kernel may have dropped the
+//!   dirty pages; a retried fsync would report success for lost data). Reads go on.
+//! * **Ordering**: a WRITE stores its data *before* the controller executes it (and the
+//!   journal records it), and its data file's write count is bumped after both. A FLUSH
+//!   reads that count and the journal position before syncing, so everything it covers
+//!   completed before the sync began; the per-file and journal sync locks make a later
+//!   flush wait for an earlier one still in progress instead of trusting it blindly.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use serde::Serialize;
+
+use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::image::{Image, Recovery};
+use ssdtwin_core::journal::{check_record, JournalWriter, Record};
+use ssdtwin_core::nand::NoTiming;
+use ssdtwin_core::nvme::{FtlFingerprint, WP_NONE};
+use ssdtwin_nbd::proto::{STATE_HOLE, STATE_ZERO};
+use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo, Extent, ServerStats, Stopper, ZeroFlags};
+
+use crate::clock::{Clock, WallClock};
+use crate::config::{Pace, TwinConfig};
+use crate::data::DataFile;
+use crate::error::{nbd_errno, ServeError};
+use crate::live::SessionSummary;
+use crate::state::{latency_histogram, Failure, State};
+
+/// Commands and bytes, counted outside the lock (also the Prometheus counters).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) reads: Counter,
+    pub(crate) writes: Counter,
+    pub(crate) trims: Counter,
+    pub(crate) write_zeroes: Counter,
+    pub(crate) flushes: Counter,
+    pub(crate) block_status: Counter,
+    pub(crate) read_bytes: Counter,
+    pub(crate) write_bytes: Counter,
+    pub(crate) errors: Counter,
+    pub(crate) syncs: Counter,
+    pub(crate) connections_open: Gauge,
+}
+
+/// What a backend runs on (shared by the backend, its exports and its threads).
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) cfg: TwinConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The real instant virtual time 0 corresponds to (for `Done::at`).
+    start: Instant,
+    pub(crate) start_unix_ms: u64,
+    state: Mutex<Option<State>>,
+    /// Journal records known to be on stable storage (appended-count units).
+    journal_synced: Mutex<u64>,
+    /// A second descriptor of the journal, synced outside the state lock.
+    journal_file: File,
+    journal_path: PathBuf,
+    files: BTreeMap<u32, Arc<DataFile>>,
+    pub(crate) counters: Counters,
+    pub(crate) hist_read: Histogram,
+    pub(crate) hist_write: Histogram,
+    pub(crate) server: OnceLock<(Stopper, Vec<String>)>,
+    /// Set by the first failed write or fsync: writes fail from then on.
+    failed: OnceLock<String>,
+    recovery: Option<Recovery>,
+    pub(crate) preset: String,
+    pub(crate) scale: u32,
+    pub(crate) iu_bytes: u32,
+}
+
+impl Inner {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<State>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn now_v(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    pub(crate) fn server_stats(&self) -> ServerStats {
+        self.server.get().map(|(s, _)| s.stats()).unwrap_or_default()
+    }
+
+    /// Remember the first failure; writes fail from now on.
+    fn fail(&self, why: Failure) -> Errno {
+        let _ = self.failed.set(why);
+        Errno::Io
+    }
+
+    /// Writes are still allowed.
+    fn check_writable(&self) -> Result<(), Errno> {
+        if self.failed.get().is_some() {
+            return Err(Errno::Io);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Io {
+    Read,
+    Write,
+    Dealloc,
+}
+
+fn record(io: Io, nsid: u32, slba: u64, nlb: u64) -> Record {
+    match io {
+        Io::Read => Record::Read { nsid, slba, nlb },
+        Io::Write => Record::Write { nsid, slba, nlb },
+        Io::Dealloc => Record::Deallocate { nsid, slba, nlb },
+    }
+}
+
+/// The live FTL fingerprint (`GET /debug/ftl`).
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveFingerprint {
+    #[serde(flatten)]
+    pub ftl: FtlFingerprint,
+    pub journal_records: u64,
+    pub generation: u64,
+}
+
+/// The drive image as an NBD [`Backend`]: one export per attached namespace.
+pub struct TwinBackend {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) exports: Vec<Arc<NsExport>>,
+}
+
+/// One namespace as an export.
+pub struct NsExport {
+    inner: Arc<Inner>,
+    pub(crate) nsid: u32,
+    lba: u64,
+    pub(crate) info: ExportInfo,
+    data: Arc<DataFile>,
+}
+
+/// The export description and block sizes of namespace `nsid`.
+fn export_info(img: &Image, nsid: u32) -> Result<ExportInfo, ServeError> {
+    let ctrl = &img.ctrl;
+    let ns = ctrl.namespace(nsid)?;
+    let iu = ctrl.ftl_config().iu_bytes;
+    let mut i = ExportInfo::new(format!("ns{nsid}"), ns.bytes());
+    i.description = format!(
+        "namespace {nsid} of {} at 1/{}: {} blocks of {} B, IU {} KiB{}",
+        img.manifest.preset,
+        img.manifest.scale,
+        ns.nsze,
+        ns.lba_bytes,
+        iu / 1024,
+        if ns.write_protect != WP_NONE { ", write protected" } else { "" }
+    );
+    i.read_only = ns.write_protect != WP_NONE;
+    // 512 B (or the 4 KiB LBA): the smallest IO the namespace can address;
+    // preferred = the indirection unit (smaller writes cost a read-modify-write).
+    i.block_min = ns.lba_bytes;
+    i.block_preferred = iu.max(ns.lba_bytes).max(512);
+    i.block_max = 32 << 20;
+    i.can_flush = true;
+    i.can_fua = true;
+    i.can_trim = true;
+    i.can_write_zeroes = true;
+    i.can_fast_zero = true;
+    // One controller, one data store: a flush on any connection covers all.
+    i.can_multi_conn = true;
+    Ok(i)
+}
+
+impl TwinBackend {
+    /// Open the image at `dir` for serving, on the wall clock.
+    pub fn open(dir: &Path, cfg: TwinConfig) -> Result<Arc<TwinBackend>, ServeError> {
+        Self::open_with_clock(dir, cfg, Arc::new(WallClock::new()))
+    }
+
+    /// Open the image at `dir` for serving: takes the image lock, recovers a journal a
+    /// killed server left (see `Image::open`), checks and records the namespaces' data
+    /// files and starts a fresh journal. Virtual time comes from `clock`.
+    pub fn open_with_clock(dir: &Path, cfg: TwinConfig, clock: Arc<dyn Clock>) -> Result<Arc<TwinBackend>, ServeError> {
+        let mut img = Image::open(dir, true)?;
+        let recovery = img.recovery().cloned();
+        let timing = match cfg.pace {
+            Pace::Model => Some(DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config()).map_err(|e| ServeError::Config(format!("{e}; serve it with --pace off")))?),
+            Pace::Off => None,
+        };
+        // Load the maps now rather than stalling the first IO behind it.
+        img.ctrl.load_maps()?;
+        let paths = img.prepare_data_files()?;
+        if paths.is_empty() {
+            return Err(ServeError::Config(format!("{}: no attached namespace to serve (ssdtwin nvme list; attach one with ssdtwin nvme attach-ns)", dir.display())));
+        }
+        let journal = JournalWriter::create(dir, img.generation())?;
+        let journal_file = journal.sync_handle()?;
+        let journal_path = journal.path().to_path_buf();
+        let mut files = BTreeMap::new();
+        let mut infos = Vec::new();
+        for (nsid, p) in &paths {
+            files.insert(*nsid, Arc::new(DataFile::open(p)?));
+            let info = export_info(&img, *nsid)?;
+            infos.push((*nsid, img.ctrl.namespace(*nsid)?.lba_bytes as u64, info));
+        }
+        let vl = img.ctrl.vendor_log();
+        let (preset, scale, iu_bytes) = (img.manifest.preset.clone(), img.manifest.scale, img.ctrl.ftl_config().iu_bytes);
+        let st = State {
+            img,
+            timing,
+            journal,
+            last_check: 0,
+            last_v: 0,
+            done_v: 0,
+            idle_done_v: 0,
+            busy_pending_ns: 0,
+            clock_done_v: 0,
+            idle_gc_moved: 0,
+            last_commit_v: 0,
+            last_live_v: None,
+            commits: 0,
+            start_host_bytes: vl.host_write_bytes,
+            start_nand_bytes: vl.nand_write_bytes,
+        };
+        let inner = Arc::new(Inner {
+            dir: dir.to_path_buf(),
+            cfg,
+            start: Instant::now() - clock.elapsed(),
+            start_unix_ms: clock.unix_ms(),
+            clock,
+            state: Mutex::new(Some(st)),
+            journal_synced: Mutex::new(0),
+            journal_file,
+            journal_path,
+            files,
+            counters: Counters::default(),
+            hist_read: latency_histogram(),
+            hist_write: latency_histogram(),
+            server: OnceLock::new(),
+            failed: OnceLock::new(),
+            recovery,
+            preset,
+            scale,
+            iu_bytes,
+        });
+        let exports = infos
+            .into_iter()
+            .map(|(nsid, lba, info)| Arc::new(NsExport { inner: inner.clone(), nsid, lba, info, data: inner.files[&nsid].clone() }))
+            .collect();
+        Ok(Arc::new(TwinBackend { inner, exports }))
+    }
+
+    /// What opening did with a journal a killed server left, if anything.
+    pub fn recovery(&self) -> Option<&Recovery> {
+        self.inner.recovery.as_ref()
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn config(&self) -> &TwinConfig {
+        &self.inner.cfg
+    }
+
+    /// Why writes fail, if a write or fsync has failed.
+    pub fn failure(&self) -> Option<String> {
+        self.inner.failure().map(str::to_string)
+    }
+
+    /// Tell the backend about its server (for late-reply counts and URIs in snapshots).
+    pub fn attach_server(&self, stopper: Stopper, uris: Vec<String>) {
+        let _ = self.inner.server.set((stopper, uris));
+    }
+
+    /// The export names, lowest NSID first.
+    pub fn export_names(&self) -> Vec<String> {
+        self.exports.iter().map(|e| e.info.name.clone()).collect()
+    }
+
+    /// One housekeeping step (the housekeeping thread calls it every `tick`): background
+    /// GC in idle time, journal write-out, the controller's clock, `live.json`, and a
+    /// commit when one is due. Returns a message for anything that went wrong.
+    pub fn tick(&self) -> Result<(), String> {
+        let inner = &self.inner;
+        let cfg = &inner.cfg;
+        let mut g = inner.lock();
+        let Some(st) = g.as_mut() else { return Ok(()) };
+        let now_v = inner.now_v().max(st.last_v);
+        let mut err: Option<String> = None;
+        let mut step = |r: Result<(), Failure>| {
+            if let Err(e) = r {
+                inner.fail(e.clone());
+                err.get_or_insert(e);
+            }
+        };
+        step(st.idle(now_v, cfg));
+        step(st.write_out());
+        let live_due = !cfg.live_every.is_zero() && st.last_live_v.is_none_or(|t| now_v.saturating_sub(t) >= cfg.live_every.as_nanos() as u64);
+        if live_due {
+            step(st.advance_clock(now_v, cfg));
+            step(st.write_out());
+        }
+        let since_commit = Duration::from_nanos(now_v.saturating_sub(st.last_commit_v));
+        let idle_for = Duration::from_nanos(now_v.saturating_sub(st.done_v));
+        let commit_due = inner.failure().is_none()
+            && st.journal.has_records()
+            && ((since_commit >= cfg.commit_every && idle_for >= Duration::from_secs(1))
+                || since_commit >= cfg.commit_every * 5
+                || st.journal.len_bytes() >= cfg.commit_journal_bytes);
+        if commit_due {
+            if let Err(e) = self.commit_locked(st) {
+                err.get_or_insert(e);
+            }
+        }
+        let snap = live_due.then(|| {
+            st.last_live_v = Some(now_v);
+            self.snapshot_locked(st, true)
+        });
+        drop(g); // serialise and write outside the lock every I/O takes
+        if let Some(s) = snap {
+            if let Err(e) = crate::live::write_live(&inner.dir, &s) {
+                err.get_or_insert(format!("writing live.json: {e}"));
+            }
+        }
+        match (err, inner.failure()) {
+            (Some(e), _) => Err(e),
+            (None, Some(f)) => Err(format!("writes fail since: {f}")),
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Commit a new generation and start an empty journal for it.
+    pub fn commit(&self) -> Result<(), String> {
+        let mut g = self.inner.lock();
+        match g.as_mut() {
+            Some(st) => self.commit_locked(st),
+            None => Err("the backend is closed".into()),
+        }
+    }
+
+    fn commit_locked(&self, st: &mut State) -> Result<(), String> {
+        let inner = &self.inner;
+        let now_v = inner.now_v().max(st.last_v);
+        if let Err(e) = st.advance_clock(now_v, &inner.cfg) {
+            inner.fail(e.clone());
+            return Err(e);
+        }
+        st.img.commit().map_err(|e| format!("commit: {e}"))?;
+        st.commits += 1;
+        st.last_commit_v = now_v;
+        let g = st.img.generation();
+        if let Err(e) = st.journal.reset(g) {
+            let why = format!("resetting the journal: {e}");
+            inner.fail(why.clone());
+            return Err(why);
+        }
+        // Everything appended so far is in the committed generation.
+        let mut synced = inner.journal_synced.lock().unwrap_or_else(|e| e.into_inner());
+        *synced = (*synced).max(st.journal.appended());
+        st.last_check = st.journal.appended();
+        Ok(())
+    }
+
+    /// Make everything acknowledged so far durable (what FLUSH does).
+    pub fn flush(&self) -> Result<(), Errno> {
+        self.inner.durable(None)
+    }
+
+    /// The FTL fingerprint (map checksums and counters) of the live state, after writing
+    /// every executed command to the journal file (so a kill right after loses none).
+    pub fn fingerprint(&self) -> Result<LiveFingerprint, String> {
+        let mut g = self.inner.lock();
+        let st = g.as_mut().ok_or("the backend is closed")?;
+        st.write_out()?;
+        let ftl = st.img.ctrl.ftl_fingerprint().map_err(|e| e.to_string())?;
+        Ok(LiveFingerprint { ftl, journal_records: st.journal.appended(), generation: st.img.generation() })
+    }
+
+    /// Stop: commit the state (a clean shutdown leaves no journal), sync the data and
+    /// write a final `live.json` with `"serving": false`. Idempotent. After a failure the
+    /// state is still committed (the FTL and the data files stay consistent with each other
+    /// as far as the model goes) and the failure is returned.
+    pub fn close(&self) -> Result<Option<SessionSummary>, ServeError> {
+        let inner = &self.inner;
+        let mut g = inner.lock();
+        let Some(mut st) = g.take() else { return Ok(None) };
+        let now_v = inner.now_v().max(st.last_v);
+        // Every record into the journal file first: if the commit fails, the next open
+        // replays the journal instead.
+        let mut failure = st.advance_clock(now_v, &inner.cfg).and_then(|()| st.write_out()).err();
+        for f in inner.files.values() {
+            if let Err(e) = f.sync() {
+                failure.get_or_insert(format!("syncing the data: {e}"));
+            }
+        }
+        st.img.commit()?;
+        st.commits += 1;
+        let snap = self.snapshot_locked(&mut st, false);
+        let summary = snap.stats.clone();
+        let State { img, journal, .. } = st;
+        journal.remove()?;
+        drop(img); // releases the image lock
+        drop(g);
+        crate::live::write_live(&inner.dir, &snap).map_err(crate::error::io_err("write live.json"))?;
+        if let Some(f) = failure.or_else(|| inner.failure().map(str::to_string)) {
+            return Err(ServeError::Failed(format!("{}: the state is committed, but a write or fsync failed while serving ({f}): data acknowledged since the last successful FLUSH may be lost", inner.dir.display())));
+        }
+        Ok(Some(summary))
+    }
+
+    /// Simulate `kill -9` in tests: drop the in-memory state without committing or writing
+    /// buffered journal records (what was written to the journal file stays, as the page
+    /// cache keeps it for a killed process) and release the image lock.
+    #[doc(hidden)]
+    pub fn crash_for_tests(&self) {
+        let mut g = self.inner.lock();
+        if let Some(st) = g.take() {
+            let State { img, journal, .. } = st;
+            std::mem::forget(journal); // its buffer is lost, its file stays as written
+            drop(img);
+        }
+    }
+}
+
+impl Backend for TwinBackend {
+    fn exports(&self) -> Vec<ExportInfo> {
+        self.exports.iter().map(|e| e.info.clone()).collect()
+    }
+
+    fn default_export(&self) -> Option<String> {
+        self.exports.first().map(|e| e.info.name.clone())
+    }
+
+    fn open(&self, name: &str) -> Option<Arc<dyn Export>> {
+        self.exports.iter().find(|e| e.info.name == name).map(|e| e.clone() as Arc<dyn Export>)
+    }
+}
+
+impl Inner {
+    /// Run controller commands under the lock, in order; the reply time is the latest
+    /// completion. Journals each command that succeeded.
+    fn exec(&self, nsid: u32, ops: &[(Io, u64, u64)]) -> Result<Done, Errno> {
+        let mut g = self.lock();
+        let st = g.as_mut().ok_or(Errno::Shutdown)?;
+        if self.cfg.pace == Pace::Off {
+            for &(io, slba, nlb) in ops {
+                let ctrl = &mut st.img.ctrl;
+                let r = match io {
+                    Io::Read => ctrl.read(nsid, slba, nlb, &mut NoTiming).map(|_| ()),
+                    Io::Write => ctrl.write(nsid, slba, nlb, &mut NoTiming),
+                    Io::Dealloc => ctrl.deallocate(nsid, slba, nlb).map(|_| ()),
+                };
+                r.map_err(|e| nbd_errno(&e, io != Io::Read))?;
+                st.append(record(io, nsid, slba, nlb), &self.cfg).map_err(|e| self.fail(e))?;
+            }
+            return Ok(Done::NOW);
+        }
+        let now_v = self.now_v().max(st.last_v);
+        st.last_v = now_v;
+        st.idle(now_v, &self.cfg).map_err(|e| self.fail(e))?;
+        let done_v = self.timed(st, nsid, ops, now_v)?;
+        let lat_s = (done_v - now_v) as f64 / 1e9;
+        match ops.first().map(|o| o.0) {
+            Some(Io::Read) => self.hist_read.observe(lat_s),
+            Some(Io::Write) => self.hist_write.observe(lat_s),
+            _ => {}
+        }
+        // Controller busy time: the union of the commands' [arrival, completion] spans.
+        let from = now_v.max(st.done_v);
+        if done_v > from {
+            st.busy_pending_ns += done_v - from;
+        }
+        st.done_v = st.done_v.max(done_v);
+        Ok(Done::at(self.start + Duration::from_nanos(done_v)))
+    }
+
+    /// The commands through the timing model at `now_v`; returns the latest completion.
+    fn timed(&self, st: &mut State, nsid: u32, ops: &[(Io, u64, u64)], now_v: u64) -> Result<u64, Errno> {
+        let mut done_v = now_v;
+        for &(io, slba, nlb) in ops {
+            let timing = st.timing.as_mut().expect("pace model has a timing model");
+            let ctrl = &mut st.img.ctrl;
+            let r = match io {
+                Io::Read => timing.read(ctrl, now_v, nsid, slba, nlb),
+                Io::Write => timing.write(ctrl, now_v, nsid, slba, nlb),
+                Io::Dealloc => timing.deallocate(ctrl, now_v, nsid, slba, nlb),
+            };
+            let t = r.map_err(|e| nbd_errno(&e, io != Io::Read))?;
+            st.append(record(io, nsid, slba, nlb), &self.cfg).map_err(|e| self.fail(e))?;
+            done_v = done_v.max(t);
+        }
+        Ok(done_v)
+    }
+
+    /// Make acknowledged writes durable: the data files (`only`, or all) and the journal.
+    fn durable(&self, only: Option<&DataFile>) -> Result<(), Errno> {
+        self.check_writable()?;
+        let sync_file = |f: &DataFile| -> Result<(), Errno> {
+            if f.sync().map_err(|e| self.fail(format!("syncing the data: {e}")))? {
+                self.counters.syncs.inc();
+            }
+            Ok(())
+        };
+        match only {
+            Some(f) => sync_file(f)?,
+            None => {
+                for f in self.files.values() {
+                    sync_file(f)?;
+                }
+            }
+        }
+        let ticket = {
+            let mut g = self.lock();
+            let st = g.as_mut().ok_or(Errno::Shutdown)?;
+            if st.journal.appended() > st.last_check {
+                let r = check_record(&st.img.ctrl);
+                st.journal.append(&r);
+                st.last_check = st.journal.appended();
+            }
+            st.write_out().map_err(|e| self.fail(e))?;
+            st.journal.appended()
+        };
+        let mut synced = self.journal_synced.lock().unwrap_or_else(|e| e.into_inner());
+        if *synced < ticket {
+            JournalWriter::sync_file(&self.journal_file, &self.journal_path).map_err(|e| self.fail(format!("syncing the journal: {e}")))?;
+            self.counters.syncs.inc();
+            *synced = (*synced).max(ticket);
+        }
+        Ok(())
+    }
+}
+
+impl NsExport {
+    fn err(&self, e: Errno) -> Errno {
+        self.inner.counters.errors.inc();
+        e
+    }
+
+    /// A failed write to the data file: writes fail from now on.
+    fn data_failed(&self, e: ssdtwin_core::fsio::FsError) -> Errno {
+        self.err(self.inner.fail(format!("writing the data: {e}")))
+    }
+
+    /// The bytes of [`offset`, `offset + len`) that are whole IUs of the namespace.
+    fn whole_ius(&self, offset: u64, len: u64) -> (u64, u64) {
+        let iu = self.inner.iu_bytes as u64;
+        let a = offset.div_ceil(iu) * iu;
+        let b = (offset + len) / iu * iu;
+        (a, b.max(a))
+    }
+
+    fn after_write(&self, fua: bool) -> Result<(), Errno> {
+        self.data.written.fetch_add(1, std::sync::atomic::Ordering::Release);
+        if fua {
+            self.inner.durable(Some(&self.data)).map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+}
+
+impl Export for NsExport {
+    fn info(&self) -> ExportInfo {
+        self.info.clone()
+    }
+
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<Done, Errno> {
+        let c = &self.inner.counters;
+        c.reads.inc();
+        self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
+        c.read_bytes.inc_by(buf.len() as u64);
+        self.inner.exec(self.nsid, &[(Io::Read, offset / self.lba, buf.len() as u64 / self.lba)]).map_err(|e| self.err(e))
+    }
+
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
+        let c = &self.inner.counters;
+        c.writes.inc();
+        self.inner.check_writable().map_err(|e| self.err(e))?;
+        // Data first, then the controller and journal, then the write count a FLUSH reads
+        // (see the module docs: a flush must only count writes that are in the file).
+        self.data.write(data, offset).map_err(|e| self.data_failed(e))?;
+        let done = self.inner.exec(self.nsid, &[(Io::Write, offset / self.lba, data.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
+        c.write_bytes.inc_by(data.len() as u64);
+        self.after_write(fua)?;
+        Ok(done)
+    }
+
+    fn flush(&self) -> Result<Done, Errno> {
+        self.inner.counters.flushes.inc();
+        self.inner.durable(None).map_err(|e| self.err(e))?;
+        Ok(Done::NOW)
+    }
+
+    /// TRIM deallocates the whole IUs of the range in the FTL and punches the same bytes
+    /// out of the data file, so data and mapping agree (partial IUs keep their data, as
+    /// NVMe's advisory deallocate allows).
+    fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
+        self.inner.counters.trims.inc();
+        self.inner.check_writable().map_err(|e| self.err(e))?;
+        let (a, b) = self.whole_ius(offset, len as u64);
+        self.data.punch(a, b - a).map_err(|e| self.data_failed(e))?;
+        let done = self.inner.exec(self.nsid, &[(Io::Dealloc, offset / self.lba, len as u64 / self.lba)]).map_err(|e| self.err(e))?;
+        self.after_write(fua)?;
+        Ok(done)
+    }
+
+    /// WRITE_ZEROES: punch the range (it reads as zeroes) and deallocate its whole IUs; the
+    /// partial IUs at its edges are written (the drive has to store those zeroes). With
+    /// NO_HOLE the range stays allocated and the FTL writes it all.
+    fn write_zeroes(&self, offset: u64, len: u32, f: ZeroFlags) -> Result<Done, Errno> {
+        self.inner.counters.write_zeroes.inc();
+        if f.no_hole && f.fast {
+            return Err(Errno::NotSup); // writing zeroes is all the drive can do here
+        }
+        self.inner.check_writable().map_err(|e| self.err(e))?;
+        let ops = if f.no_hole {
+            self.data.zero_allocated(offset, len as u64).map_err(|e| self.data_failed(e))?;
+            vec![(Io::Write, offset / self.lba, len as u64 / self.lba)]
+        } else {
+            self.data.punch(offset, len as u64).map_err(|e| self.data_failed(e))?;
+            self.zero_ops(offset, len as u64)
+        };
+        let done = self.inner.exec(self.nsid, &ops).map_err(|e| self.err(e))?;
+        self.after_write(f.fua)?;
+        Ok(done)
+    }
+
+    /// Allocation from the data file's holes (SEEK_DATA/SEEK_HOLE): never-written and
+    /// trimmed ranges are holes that read as zeroes.
+    fn block_status(&self, offset: u64, len: u32, out: &mut Vec<Extent>) -> Result<Done, Errno> {
+        self.inner.counters.block_status.inc();
+        let fd = self.data.file.as_raw_fd();
+        let end = offset + len as u64;
+        let mut pos = offset;
+        let seek = |at: u64, whence: libc::c_int| -> Result<Option<u64>, Errno> {
+            // SAFETY: lseek on a descriptor we own.
+            let r = unsafe { libc::lseek(fd, at as libc::off_t, whence) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ENXIO) {
+                    return Ok(None); // no data at or after `at`
+                }
+                return Err(Errno::from(e));
+            }
+            Ok(Some(r as u64))
+        };
+        while pos < end && out.len() < 4096 {
+            let data = seek(pos, libc::SEEK_DATA).map_err(|e| self.err(e))?.unwrap_or(end).min(end);
+            if data > pos {
+                out.push(Extent { len: (data - pos) as u32, flags: STATE_HOLE | STATE_ZERO });
+                pos = data;
+                continue;
+            }
+            let hole = seek(pos, libc::SEEK_HOLE).map_err(|e| self.err(e))?.unwrap_or(end).min(end);
+            let hole = if hole <= pos { end } else { hole };
+            out.push(Extent { len: (hole - pos) as u32, flags: 0 });
+            pos = hole;
+        }
+        Ok(Done::NOW)
+    }
+
+    fn connection_opened(&self) {
+        self.inner.counters.connections_open.inc();
+    }
+
+    fn connection_closed(&self) {
+        self.inner.counters.connections_open.dec();
+    }
+}
+
+impl NsExport {
+    /// The controller commands of a hole-punching WRITE_ZEROES of [`offset`, `+len`): the
+    /// whole IUs deallocated, the partial IUs at its edges written.
+    fn zero_ops(&self, offset: u64, len: u64) -> Vec<(Io, u64, u64)> {
+        let lba = self.lba;
+        let end = offset + len;
+        let (a, b) = self.whole_ius(offset, len);
+        if a >= b {
+            return vec![(Io::Write, offset / lba, len / lba)];
+        }
+        let mut ops = vec![(Io::Dealloc, a / lba, (b - a) / lba)];
+        if offset < a {
+            ops.push((Io::Write, offset / lba, (a - offset) / lba));
+        }
+        if b < end {
+            ops.push((Io::Write, b / lba, (end - b) / lba));
+        }
+        ops
+    }
+}

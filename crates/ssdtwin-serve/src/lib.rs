@@ -1,0 +1,33 @@
+//! ssdtwin-serve: a drive image's namespaces served over NBD in real time (`ssdtwin serve`).
+//!
+//! The NBD protocol lives in `ssdtwin-nbd`, which knows no drive; this crate is the drive
+//! as an NBD backend, split by concern:
+//!
+//! * [`backend`] — [`TwinBackend`]: exports per attached namespace, every command through
+//!   the controller under one lock (pacing, journal, group-committed FLUSH/FUA);
+//! * `data` — the namespaces' sparse data files;
+//! * `state` — what the lock protects: image, timing model, journal, idle GC, clock;
+//! * [`clock`] — where virtual time comes from (wall clock, or a manual one in tests);
+//! * [`live`] — `live.json` and the session summary;
+//! * [`metrics`] — Prometheus metrics (`prometheus-client`) and the HTTP endpoint;
+//! * [`serving`] — [`Serving`]: server, housekeeping thread and metrics together.
+//!
+//! docs/nbd.md ("Serving a drive image") is the user-level description.
+
+pub mod backend;
+pub mod clock;
+mod config;
+mod data;
+mod error;
+pub mod live;
+pub mod metrics;
+pub mod serving;
+mod state;
+
+pub use backend::{LiveFingerprint, NsExport, TwinBackend};
+pub use clock::{Clock, ManualClock, WallClock};
+pub use config::{Pace, TwinConfig};
+pub use error::{nbd_errno, ServeError};
+pub use live::{LiveSnapshot, SessionSummary, LIVE};
+pub use serving::{ServeOptions, Serving};
+pub use state::LATENCY_BUCKETS_S;

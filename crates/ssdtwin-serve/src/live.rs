@@ -1,0 +1,159 @@
+//! `DIR/live.json`: the server's view of the drive (identify data, logs, namespaces,
+//! counters), rewritten every second while serving so read-only commands can show live
+//! state, and the session summary printed at exit.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+use ssdtwin_core::nvme::{IdCtrl, IdNs, NamespaceRow, SmartLog, VendorLog};
+
+use crate::backend::TwinBackend;
+use crate::state::State;
+
+/// File name of the live snapshot in the image directory.
+pub const LIVE: &str = "live.json";
+
+/// Counters of one serving session (also the summary at exit).
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionSummary {
+    pub seconds: f64,
+    pub pace: &'static str,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub write_zeroes: u64,
+    pub flushes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+    pub syncs: u64,
+    pub connections: u64,
+    pub requests: u64,
+    pub replies_paced: u64,
+    pub replies_late: u64,
+    pub late_ns_max: u64,
+    pub late_ns_mean: u64,
+    pub host_write_bytes: u64,
+    pub nand_write_bytes: u64,
+    pub waf: f64,
+    pub idle_gc_moved_ius: u64,
+    pub commits: u64,
+    pub journal_records: u64,
+    pub generation: u64,
+    /// Why writes fail, after a failed write or fsync.
+    pub failure: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExportRow {
+    pub name: String,
+    pub nsid: u32,
+    pub size: u64,
+    pub read_only: bool,
+}
+
+/// The `live.json` document.
+#[derive(Clone, Debug, Serialize)]
+pub struct LiveSnapshot {
+    pub format: &'static str,
+    pub version: u32,
+    pub pid: u32,
+    pub serving: bool,
+    pub time_unix_ms: u64,
+    pub started_unix_ms: u64,
+    pub generation: u64,
+    pub pace: &'static str,
+    pub exports: Vec<ExportRow>,
+    pub uris: Vec<String>,
+    pub id_ctrl: IdCtrl,
+    pub id_ns: BTreeMap<String, IdNs>,
+    pub namespaces: Vec<NamespaceRow>,
+    pub smart_log: SmartLog,
+    pub stats: SessionSummary,
+    pub vendor_log: VendorLog,
+}
+
+/// Replace `DIR/live.json` atomically (temporary file, then rename): readers see the old or
+/// the new snapshot, never half of one. The temporary file is created without following a
+/// link planted in its place.
+pub(crate) fn write_live(dir: &Path, snap: &LiveSnapshot) -> io::Result<()> {
+    let path = dir.join(LIVE);
+    let tmp = dir.join("live.json.tmp");
+    let bytes = serde_json::to_vec_pretty(snap).map_err(io::Error::other)?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = ssdtwin_core::fsio::create(&tmp).map_err(|e| e.source)?;
+    io::Write::write_all(&mut f, &bytes)?;
+    std::fs::rename(&tmp, &path)
+}
+
+impl TwinBackend {
+    /// Counters of this session (also part of `live.json` and the summary at exit).
+    pub fn summary(&self) -> Option<SessionSummary> {
+        let mut g = self.inner.lock();
+        g.as_mut().map(|st| self.summary_locked(st, &st.img.ctrl.vendor_log()))
+    }
+
+    pub(crate) fn summary_locked(&self, st: &State, vl: &VendorLog) -> SessionSummary {
+        let inner = &self.inner;
+        let c = &inner.counters;
+        let s = inner.server_stats();
+        let dh = vl.host_write_bytes - st.start_host_bytes;
+        let dn = vl.nand_write_bytes - st.start_nand_bytes;
+        SessionSummary {
+            seconds: inner.clock.elapsed().as_secs_f64(),
+            pace: inner.cfg.pace.name(),
+            reads: c.reads.get(),
+            writes: c.writes.get(),
+            trims: c.trims.get(),
+            write_zeroes: c.write_zeroes.get(),
+            flushes: c.flushes.get(),
+            read_bytes: c.read_bytes.get(),
+            write_bytes: c.write_bytes.get(),
+            errors: c.errors.get(),
+            syncs: c.syncs.get(),
+            connections: s.connections_accepted,
+            requests: s.requests,
+            replies_paced: s.replies_paced,
+            replies_late: s.replies_late,
+            late_ns_max: s.late_ns_max,
+            late_ns_mean: if s.replies_paced > 0 { s.late_ns_sum / s.replies_paced } else { 0 },
+            host_write_bytes: dh,
+            nand_write_bytes: dn,
+            waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
+            idle_gc_moved_ius: st.idle_gc_moved,
+            commits: st.commits,
+            journal_records: st.journal.appended(),
+            generation: st.img.generation(),
+            failure: inner.failure().map(str::to_string),
+        }
+    }
+
+    /// The `live.json` document (serialise it after releasing the lock).
+    pub(crate) fn snapshot_locked(&self, st: &mut State, serving: bool) -> LiveSnapshot {
+        let inner = &self.inner;
+        let ctrl = &st.img.ctrl;
+        let vl = ctrl.vendor_log();
+        let id_ns = ctrl.namespaces().filter_map(|ns| ctrl.id_ns(ns.nsid).ok().map(|i| (ns.nsid.to_string(), i))).collect();
+        LiveSnapshot {
+            format: "ssdtwin-live",
+            version: 1,
+            pid: std::process::id(),
+            serving,
+            time_unix_ms: inner.clock.unix_ms(),
+            started_unix_ms: inner.start_unix_ms,
+            generation: st.img.generation(),
+            pace: inner.cfg.pace.name(),
+            exports: self.exports.iter().map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only }).collect(),
+            uris: inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default(),
+            id_ctrl: ctrl.id_ctrl(),
+            id_ns,
+            namespaces: ctrl.namespace_rows(),
+            smart_log: ctrl.smart_log(),
+            stats: self.summary_locked(st, &vl),
+            vendor_log: vl,
+        }
+    }
+}

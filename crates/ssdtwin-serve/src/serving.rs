@@ -1,0 +1,132 @@
+//! A running `ssdtwin serve`: the NBD server, the housekeeping thread and the metrics
+//! endpoint around one [`TwinBackend`].
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use ssdtwin_nbd::{Server, ServerConfig, ServerHandle, ServerStats};
+
+use crate::backend::TwinBackend;
+use crate::config::TwinConfig;
+use crate::error::{io_err, ServeError};
+use crate::live::SessionSummary;
+use crate::metrics::MetricsServer;
+
+/// Where and how to serve.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub tcp: Vec<String>,
+    pub unix: Vec<PathBuf>,
+    /// `HOST:PORT` for the Prometheus endpoint (`GET /metrics`).
+    pub metrics: Option<String>,
+    pub twin: TwinConfig,
+    pub server: ServerConfig,
+}
+
+pub struct Serving {
+    backend: Arc<TwinBackend>,
+    handle: Option<ServerHandle>,
+    housekeeper: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
+    metrics: Option<MetricsServer>,
+    uris: Vec<String>,
+}
+
+/// The housekeeping thread: [`TwinBackend::tick`] every `tick`, each new problem reported
+/// once on stderr.
+fn housekeeping(backend: Arc<TwinBackend>, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
+    let tick = backend.config().tick;
+    std::thread::Builder::new().name("ssdtwin-housekeeping".into()).spawn(move || {
+        let mut last_err: Option<String> = None;
+        while !stop.load(Relaxed) {
+            if let Err(e) = backend.tick() {
+                if last_err.as_ref() != Some(&e) {
+                    eprintln!("ssdtwin serve: {e}");
+                    last_err = Some(e);
+                }
+            }
+            std::thread::park_timeout(tick);
+        }
+    })
+}
+
+impl Serving {
+    pub fn start(dir: &std::path::Path, opts: ServeOptions) -> Result<Serving, ServeError> {
+        if opts.tcp.is_empty() && opts.unix.is_empty() {
+            return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
+        }
+        let backend = TwinBackend::open(dir, opts.twin.clone())?;
+        let mut server = Server::new(backend.clone()).with_config(opts.server.clone());
+        for a in &opts.tcp {
+            server = server.listen_tcp(a.as_str())?;
+        }
+        for p in &opts.unix {
+            server = server.listen_unix(p)?;
+        }
+        let metrics = match &opts.metrics {
+            Some(a) => Some(MetricsServer::start(a, backend.clone()).map_err(io_err(format!("metrics listener {a}")))?),
+            None => None,
+        };
+        let handle = server.start()?;
+        let uris: Vec<String> = backend.export_names().iter().flat_map(|name| handle.uris(name)).collect();
+        backend.attach_server(handle.stopper(), uris.clone());
+        let stop = Arc::new(AtomicBool::new(false));
+        let hk = housekeeping(backend.clone(), stop.clone()).map_err(io_err("spawn the housekeeping thread"))?;
+        // A first snapshot at once, so `live.json` exists as soon as clients can connect.
+        let _ = backend.tick();
+        Ok(Serving { backend, handle: Some(handle), housekeeper: Some((hk, stop)), metrics, uris })
+    }
+
+    /// `nbd://…/nsN` (and `nbd+unix://…`) URIs of every export.
+    pub fn uris(&self) -> &[String] {
+        &self.uris
+    }
+
+    /// Bound TCP addresses (with the real port when 0 was asked for).
+    pub fn tcp_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.handle.as_ref().map(|h| h.tcp_addrs().to_vec()).unwrap_or_default()
+    }
+
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(|m| m.addr())
+    }
+
+    pub fn backend(&self) -> &Arc<TwinBackend> {
+        &self.backend
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        self.handle.as_ref().map(|h| h.stats()).unwrap_or_default()
+    }
+
+    /// Stop serving (connections get the server's grace period), then commit and return
+    /// the session summary.
+    pub fn stop(mut self) -> Result<Option<SessionSummary>, ServeError> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<Option<SessionSummary>, ServeError> {
+        if let Some(h) = self.handle.take() {
+            h.shutdown();
+        }
+        if let Some((t, s)) = self.housekeeper.take() {
+            s.store(true, Relaxed);
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        let summary = self.backend.close();
+        if let Some(m) = self.metrics.take() {
+            m.stop();
+        }
+        summary
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            let _ = self.stop_inner();
+        }
+    }
+}

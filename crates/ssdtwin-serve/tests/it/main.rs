@@ -1,0 +1,3 @@
+//! Integration tests of serving a drive image, one binary.
+mod common;
+mod twin;
