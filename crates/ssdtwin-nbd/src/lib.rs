@@ -17,6 +17,7 @@
 //! docs/nbd.md describes the backend contract and what of the spec is implemented.
 
 mod backend;
+mod budget;
 mod error;
 mod handshake;
 pub mod mem;
@@ -25,6 +26,7 @@ mod pacer;
 pub mod proto;
 pub mod server;
 mod stats;
+pub mod tls;
 mod transmission;
 pub mod twin;
 mod wire;
@@ -34,6 +36,7 @@ pub use error::{Errno, Error, ProtoError};
 pub use mem::{MemBackend, MemExport};
 pub use server::{Server, ServerConfig, ServerHandle, Stopper};
 pub use stats::ServerStats;
+pub use tls::TlsMode;
 pub use twin::{Pace, ServeOptions, Serving, TwinBackend, TwinConfig, TwinError};
 
 /// Entry points for the fuzz targets in `fuzz/` and the corpus regression test.

@@ -8,6 +8,9 @@
 use std::io::{self, IoSlice, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::budget::Charge;
 
 /// Result of one attempt to read more bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +30,8 @@ pub(crate) enum Starve {
     Closed,
     /// The caller's `stop` check said to give up (server shutting down).
     Stopped,
+    /// The deadline set with [`InBuf::set_deadline`] passed.
+    Deadline,
 }
 
 /// A read buffer with explicit start/end, so partial messages persist across ticks.
@@ -35,6 +40,9 @@ pub(crate) struct InBuf<R> {
     buf: Box<[u8]>,
     start: usize,
     end: usize,
+    /// Waiting for bytes fails with `Starve::Deadline` after this (the handshake
+    /// limit), however the client trickles its bytes in.
+    deadline: Option<Instant>,
 }
 
 impl<R: Read> InBuf<R> {
@@ -44,7 +52,21 @@ impl<R: Read> InBuf<R> {
             buf: vec![0u8; capacity].into_boxed_slice(),
             start: 0,
             end: 0,
+            deadline: None,
         }
+    }
+
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The transport, to replace it in place (the STARTTLS upgrade).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.r
     }
 
     pub fn capacity(&self) -> usize {
@@ -101,6 +123,9 @@ impl<R: Read> InBuf<R> {
     pub fn ensure(&mut self, n: usize, stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
         debug_assert!(n <= self.buf.len());
         while self.end - self.start < n {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             if self.buf.len() - self.start < n {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
@@ -131,6 +156,9 @@ impl<R: Read> InBuf<R> {
         self.consume(take);
         let mut at = take;
         while at < dst.len() {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             match self.r.read(&mut dst[at..]) {
                 Ok(0) => return Err(Starve::Closed),
                 Ok(n) => at += n,
@@ -154,6 +182,9 @@ impl<R: Read> InBuf<R> {
     /// Read and drop `n` bytes (the payload of a refused WRITE).
     pub fn skip(&mut self, mut n: u64, stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
         while n > 0 {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             if self.end == self.start {
                 match self.fill() {
                     Ok(Fill::Data) => {}
@@ -222,6 +253,13 @@ impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    // SO_SNDTIMEO expired with nothing sent: the client reads nothing.
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the client has not read its replies for the send timeout",
+                    ));
+                }
                 return Err(e);
             }
             if r == 0 {
@@ -276,6 +314,9 @@ pub(crate) struct OutMsg {
     hdr: [u8; HDR_MAX],
     hdr_len: u8,
     pub body: Body,
+    /// The message's share of the in-flight budget, released when it is dropped
+    /// (after it has been sent).
+    charge: Option<Charge>,
 }
 
 impl OutMsg {
@@ -286,7 +327,12 @@ impl OutMsg {
             hdr: h,
             hdr_len: hdr.len() as u8,
             body,
+            charge: None,
         }
+    }
+    pub fn with_charge(mut self, charge: Option<Charge>) -> OutMsg {
+        self.charge = charge;
+        self
     }
     pub fn wire_len(&self) -> usize {
         self.hdr_len as usize
@@ -367,6 +413,7 @@ impl OutBatch {
         };
         self.iov.clear();
         for m in self.msgs.drain(..) {
+            // The charge (if any) is released as `m` goes out of scope.
             if let Body::Buf(b, _) = m.body {
                 recycle(b);
             }

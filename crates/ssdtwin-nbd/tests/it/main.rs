@@ -3,6 +3,8 @@ mod clients;
 mod common;
 mod corpus;
 mod handshake;
+mod limits;
 mod shutdown;
+mod tls;
 mod transmission;
 mod twin;
