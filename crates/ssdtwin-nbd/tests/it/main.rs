@@ -4,6 +4,7 @@ mod common;
 mod corpus;
 mod handshake;
 mod limits;
+mod load;
 mod shutdown;
 mod tls;
 mod transmission;
