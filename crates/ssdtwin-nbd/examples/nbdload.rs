@@ -12,7 +12,7 @@
 //! pattern (run, client, block, generation); every read is checked against what was
 //! acknowledged, and at the end each client flushes and reads back everything it wrote.
 //! A write left unacknowledged by an abrupt disconnect may or may not have happened, so
-//! either content is accepted for it (and its blocks are not rewritten for 2 s, so a
+//! either content is accepted for it (and its blocks are not rewritten for 5 s, so a
 //! server still finishing the old connection's request cannot overwrite newer data).
 //!
 //! Reported: operations and latency percentiles per type (hdrhistogram), reconnects,
@@ -43,7 +43,7 @@ use ssdtwin_nbd::proto::*;
 pub const UNIT: u64 = 4096;
 /// Blocks written by a request lost in an abrupt disconnect are not rewritten for this
 /// long: the server may still be applying it on the old connection's thread.
-const FENCE: Duration = Duration::from_secs(2);
+const FENCE: Duration = Duration::from_secs(5);
 const HEADER_LEN: usize = 24;
 
 // ------------------------------------------------------------------------- config
@@ -417,12 +417,13 @@ fn unit_generation(b: &[u8], run: u64, client: u32, unit: u64, scratch: &mut [u8
 
 // ------------------------------------------------------------------------- client state
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct UnitState {
     /// Acknowledged generation; 0: never written in this run (content unknown).
     gen: u32,
-    /// A write of unknown outcome (lost in an abrupt disconnect or failed); 0: none.
-    maybe: u32,
+    /// Writes since then of unknown outcome (lost in an abrupt disconnect, or
+    /// failed): any of them may be what the unit holds.
+    maybe: Vec<u32>,
     readers: u16,
     writing: bool,
     fenced_until: Option<Instant>,
@@ -525,33 +526,32 @@ impl Client {
 
     /// Check read data; `final_pass` counts into the end-of-run figures.
     fn verify(&self, unit0: u64, data: &[u8], final_pass: bool) {
-        let expected: Vec<(u32, u32)> = {
+        let expected: Vec<(u32, Vec<u32>)> = {
             let st = self.lock();
             (0..data.len() as u64 / UNIT)
                 .map(|i| {
-                    (
-                        st.units[(unit0 + i) as usize].gen,
-                        st.units[(unit0 + i) as usize].maybe,
-                    )
+                    let u = &st.units[(unit0 + i) as usize];
+                    (u.gen, u.maybe.clone())
                 })
                 .collect()
         };
         let mut scratch = vec![0u8; UNIT as usize];
         let (mut ok, mut unknown, mut uncertain) = (0u64, 0u64, 0u64);
         let mut bad = Vec::new();
-        for (i, &(g, maybe)) in expected.iter().enumerate() {
-            if g == 0 && maybe == 0 {
+        for (i, (g, maybe)) in expected.iter().enumerate() {
+            let g = *g;
+            if g == 0 && maybe.is_empty() {
                 unknown += 1;
                 continue;
             }
             let abs = self.base_unit + unit0 + i as u64;
             let b = &data[i * UNIT as usize..(i + 1) * UNIT as usize];
             let found = unit_generation(b, self.run, self.id, abs, &mut scratch);
-            let allowed = |f: u32| (g != 0 && f == g) || (maybe != 0 && f == maybe);
+            let allowed = |f: u32| (g != 0 && f == g) || maybe.contains(&f);
             match found {
                 Some(f) if allowed(f) => {
                     ok += 1;
-                    uncertain += (maybe != 0) as u64;
+                    uncertain += !maybe.is_empty() as u64;
                 }
                 // Never written and maybe-written: the old content may also be anything.
                 _ if g == 0 => unknown += 1,
@@ -560,11 +560,7 @@ impl Client {
                     self.id,
                     abs,
                     abs * UNIT,
-                    if maybe != 0 {
-                        format!(" or {maybe}")
-                    } else {
-                        String::new()
-                    },
+                    maybe.iter().map(|m| format!(" or {m}")).collect::<String>(),
                     match found {
                         Some(f) => format!("generation {f}"),
                         None => "other data".into(),
@@ -610,9 +606,9 @@ impl Client {
                     s.writing = false;
                     if p.error == 0 {
                         s.gen = p.generation;
-                        s.maybe = 0;
+                        s.maybe.clear();
                     } else {
-                        s.maybe = p.generation;
+                        s.maybe.push(p.generation);
                     }
                 }
                 Kind::Flush => {}
@@ -639,7 +635,7 @@ impl Client {
                     Kind::Read => s.readers -= 1,
                     Kind::Write => {
                         s.writing = false;
-                        s.maybe = p.generation;
+                        s.maybe.push(p.generation);
                         s.fenced_until = Some(now + FENCE);
                     }
                     Kind::Flush => {}
@@ -1059,8 +1055,9 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
             let mut u = 0u64;
             let n = st.units.len() as u64;
             while u < n {
-                let known =
-                    |i: u64| st.units[i as usize].gen != 0 || st.units[i as usize].maybe != 0;
+                let known = |i: u64| {
+                    st.units[i as usize].gen != 0 || !st.units[i as usize].maybe.is_empty()
+                };
                 if !known(u) {
                     u += 1;
                     continue;
@@ -1261,9 +1258,14 @@ fn errno_name(e: u32) -> String {
     }
 }
 
-/// Connect and handshake, retrying until `until`; the last error if it never worked.
-fn probe(cfg: &LoadConfig, until: Instant) -> Result<(Stream, Session), String> {
+/// Connect and handshake, retrying until `until`: the connection, its session, and
+/// how many tries failed (with the first error).
+fn probe(
+    cfg: &LoadConfig,
+    until: Instant,
+) -> Result<(Stream, Session, u32, Option<String>), String> {
     let mut tries = 0;
+    let mut first_err = None;
     loop {
         tries += 1;
         let r = Stream::connect(&cfg.target, Duration::from_secs(5))
@@ -1275,14 +1277,17 @@ fn probe(cfg: &LoadConfig, until: Instant) -> Result<(Stream, Session), String> 
                 Ok((s, sess))
             });
         match r {
-            Ok(x) => return Ok(x),
+            Ok((s, sess)) => return Ok((s, sess, tries - 1, first_err)),
             Err(e) if Instant::now() >= until => {
                 return Err(format!(
                     "{:?}: no connection in {tries} tries: {e}",
                     cfg.target
                 ))
             }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     }
 }
@@ -1327,9 +1332,19 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
         ));
     }
     // Probe the export once for its size and limits.
+    let mut probe_info: Option<(Duration, u32, Option<String>)> = None;
     let session = if cfg.clients > 0 {
         let probe_until = Instant::now() + cfg.duration.max(Duration::from_secs(5));
-        let (mut s, sess) = probe(cfg, probe_until)?;
+        let t = Instant::now();
+        let (mut s, sess, failed, first_err) = probe(cfg, probe_until)?;
+        if failed > 0 {
+            log(format!(
+                "first connection after {:.1} s and {failed} refused tries (first: {})",
+                t.elapsed().as_secs_f64(),
+                first_err.as_deref().unwrap_or("?")
+            ));
+        }
+        probe_info = Some((t.elapsed(), failed, first_err));
         let disc = Request {
             flags: 0,
             typ: CMD_DISC,
@@ -1468,6 +1483,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
         "bytes_read": n.bytes_read, "bytes_written": n.bytes_written,
         "reconnects": {"clean": n.reconnects_clean, "abrupt": n.reconnects_abrupt},
         "connect_failures": n.connect_failures, "first_connect_error": n.first_connect_error,
+        "first_connection": probe_info.as_ref().map(|(t, f, e)| json!({"after_s": t.as_secs_f64(), "failed_tries": f, "first_error": e})),
         "error_replies": errs.iter().map(|(e, c)| (errno_name(*e), *c)).collect::<HashMap<_, _>>(),
         "protocol_errors": n.protocol_errors,
         "verify": {"units_in_flight": n.units_verified_inflight, "units_unknown": n.units_unverifiable,

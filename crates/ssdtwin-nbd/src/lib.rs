@@ -13,7 +13,9 @@
 //!
 //! Layout: [`proto`] is the wire format (pure encode/decode), `handshake` the option
 //! state machine, `transmission` the request loop, `pacer` the per-connection writer
-//! that holds replies until the backend's completion time, [`server`] the listeners.
+//! that holds replies until the backend's completion time, `budget` the server-wide
+//! bound on bytes in flight, [`tls`] STARTTLS with rustls, [`server`] the listeners,
+//! the connection limit and its refusals.
 //! docs/nbd.md describes the backend contract and what of the spec is implemented.
 
 mod backend;

@@ -40,7 +40,7 @@ pub(crate) const INBUF_CAP: usize = 256 << 10;
 /// Refused connections handled at once; beyond that they are closed without a word.
 const MAX_REFUSING: usize = 64;
 /// How long a refused client gets to read its error before it is closed.
-const REFUSE_WINDOW: Duration = Duration::from_secs(5);
+const REFUSE_WINDOW: Duration = Duration::from_secs(2);
 /// File descriptors kept free for everything but connections (backend files, the
 /// metrics endpoint, a Python host's own files).
 const FD_RESERVE: u64 = 64;
@@ -60,8 +60,9 @@ pub struct ServerConfig {
     /// The handshake (TLS included) must finish within this, or the connection is
     /// closed: a silent client cannot hold a connection slot. Zero: no limit.
     pub handshake_timeout: Duration,
-    /// A connection whose client reads nothing for this long while a reply waits to
-    /// be sent is closed, releasing its share of the in-flight budget. Zero: never.
+    /// A connection whose client does not take a reply (with any replies sent along
+    /// with it) within this long is closed, releasing its share of the in-flight
+    /// budget: the client reads nothing, or too slowly. Zero: never.
     pub send_timeout: Duration,
     /// How long `shutdown` lets connections finish in-flight work before closing them.
     pub shutdown_grace: Duration,
@@ -215,6 +216,7 @@ struct SocketTls<'a> {
     config: &'a Arc<rustls::ServerConfig>,
     sock: SharedSock,
     stats: &'a Stats,
+    send_timeout: Option<Duration>,
 }
 
 impl StartTls<ConnReader, ConnSink> for SocketTls<'_> {
@@ -225,7 +227,13 @@ impl StartTls<ConnReader, ConnSink> for SocketTls<'_> {
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
     ) -> Result<(), String> {
-        match tls::accept(self.config, self.sock.0.clone(), deadline, stop) {
+        match tls::accept(
+            self.config,
+            self.sock.0.clone(),
+            deadline,
+            self.send_timeout,
+            stop,
+        ) {
             Ok((r, w)) => {
                 *inb.get_mut() = ConnReader::Tls(r);
                 *sink = ConnSink::Tls(w);
@@ -789,10 +797,12 @@ fn connection_main(sock: SharedSock, shared: &Shared, id: u64) {
         },
         budget: ConnBudget::new(shared.budget.clone()),
     };
+    let send_timeout = (!cfg.send_timeout.is_zero()).then_some(cfg.send_timeout);
     let mut up = shared.tls.as_ref().map(|config| SocketTls {
         config,
         sock: sock.clone(),
         stats: &shared.stats,
+        send_timeout,
     });
     let policy = Policy {
         tls_mode: cfg.tls,
@@ -803,7 +813,7 @@ fn connection_main(sock: SharedSock, shared: &Shared, id: u64) {
             .then(|| Instant::now() + cfg.handshake_timeout),
     };
     let reader = ConnReader::Plain(sock.clone());
-    let sink = ConnSink::Plain(SocketSink::new(sock));
+    let sink = ConnSink::Plain(SocketSink::new(sock).with_send_timeout(send_timeout));
     let end = run_connection(reader, sink, &*shared.backend, &ctx, policy);
     match &end {
         e if e.is_protocol_error() => {

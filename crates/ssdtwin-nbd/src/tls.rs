@@ -22,7 +22,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -30,7 +30,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConnection};
 
 use crate::error::Error;
-use crate::wire::Sink;
+use crate::wire::{send_timed_out, SendClock, Sink};
 
 /// Whether and how the server offers TLS (nbdkit's `--tls=off|on|require`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -144,7 +144,7 @@ fn raw_recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Writes to the socket with `MSG_NOSIGNAL` (EPIPE instead of SIGPIPE); an expired
 /// `SO_SNDTIMEO` becomes `TimedOut`, as in `SocketSink`.
-struct FdWriter(RawFd);
+struct FdWriter(RawFd, libc::c_int);
 
 impl Write for FdWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -155,7 +155,7 @@ impl Write for FdWriter {
                     self.0,
                     buf.as_ptr() as *const libc::c_void,
                     buf.len(),
-                    libc::MSG_NOSIGNAL,
+                    libc::MSG_NOSIGNAL | self.1,
                 )
             };
             if r >= 0 {
@@ -164,12 +164,7 @@ impl Write for FdWriter {
             let e = io::Error::last_os_error();
             match e.kind() {
                 io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the client has not read its replies for the send timeout",
-                    ))
-                }
+                io::ErrorKind::WouldBlock => return Err(send_timed_out()),
                 _ => return Err(e),
             }
         }
@@ -193,9 +188,16 @@ impl TlsConn {
 }
 
 fn send_tls(c: &mut ServerConnection, fd: RawFd) -> io::Result<()> {
-    let mut w = FdWriter(fd);
+    send_tls_until(c, fd, &SendClock::start(None))
+}
+
+fn send_tls_until(c: &mut ServerConnection, fd: RawFd, clock: &SendClock) -> io::Result<()> {
+    let mut w = FdWriter(fd, 0);
     while c.wants_write() {
         c.write_tls(&mut w)?;
+        if c.wants_write() {
+            clock.check()?;
+        }
     }
     Ok(())
 }
@@ -251,6 +253,7 @@ pub(crate) fn accept(
     config: &Arc<rustls::ServerConfig>,
     sock: SharedFd,
     deadline: Option<Instant>,
+    send_timeout: Option<Duration>,
     stop: &dyn Fn() -> bool,
 ) -> Result<(TlsReader, TlsSink), String> {
     let fd = sock.as_raw_fd();
@@ -301,6 +304,7 @@ pub(crate) fn accept(
         TlsSink {
             c: shared,
             closed: false,
+            send_timeout,
         },
     ))
 }
@@ -347,18 +351,20 @@ impl Read for TlsReader {
 pub(crate) struct TlsSink {
     c: Arc<TlsConn>,
     closed: bool,
+    send_timeout: Option<Duration>,
 }
 
 impl Sink for TlsSink {
     fn send_all(&mut self, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
         let fd = self.c.sock.as_raw_fd();
+        let clock = SendClock::start(self.send_timeout);
         let mut c = self.c.lock();
         IoSlice::advance_slices(&mut bufs, 0);
         while !bufs.is_empty() {
             // Records are encrypted into a bounded buffer (64 KiB): send them as it fills.
             let n = c.writer().write_vectored(bufs)?;
             IoSlice::advance_slices(&mut bufs, n);
-            send_tls(&mut c, fd)?;
+            send_tls_until(&mut c, fd, &clock)?;
         }
         Ok(())
     }
@@ -368,9 +374,12 @@ impl Sink for TlsSink {
             self.closed = true;
             let fd = self.c.sock.as_raw_fd();
             {
+                // Best effort and without waiting: a client that reads nothing must not
+                // hold up the close.
                 let mut c = self.c.lock();
                 c.send_close_notify();
-                let _ = send_tls(&mut c, fd);
+                let mut w = FdWriter(fd, libc::MSG_DONTWAIT);
+                while c.wants_write() && c.write_tls(&mut w).is_ok_and(|n| n > 0) {}
             }
             // SAFETY: shutdown on the connection's own descriptor, kept open by `sock`.
             unsafe {

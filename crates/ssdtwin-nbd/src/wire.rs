@@ -8,7 +8,7 @@
 use std::io::{self, IoSlice, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::budget::Charge;
 
@@ -218,6 +218,36 @@ pub trait Sink: Send + 'static {
 pub(crate) struct SocketSink<T: AsRawFd + Send + 'static> {
     sock: T,
     closed: bool,
+    send_timeout: Option<Duration>,
+}
+
+/// The error for a client that does not take its replies within the send timeout.
+pub(crate) fn send_timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the client did not read its replies within the send timeout",
+    )
+}
+
+/// Tracks one `send_all` against the send timeout: the whole call must finish within
+/// it. (`SO_SNDTIMEO` alone only catches sends that make no progress at all; a kernel
+/// that keeps taking a trickle into a growing receive buffer would defeat it.)
+pub(crate) struct SendClock {
+    deadline: Option<Instant>,
+}
+
+impl SendClock {
+    pub fn start(timeout: Option<Duration>) -> SendClock {
+        SendClock {
+            deadline: timeout.map(|t| Instant::now() + t),
+        }
+    }
+    pub fn check(&self) -> io::Result<()> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(send_timed_out()),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl<T: AsRawFd + Send + 'static> SocketSink<T> {
@@ -225,7 +255,14 @@ impl<T: AsRawFd + Send + 'static> SocketSink<T> {
         SocketSink {
             sock,
             closed: false,
+            send_timeout: None,
         }
+    }
+    /// Fail a send that takes longer than this in all (set `SO_SNDTIMEO` to the same
+    /// value so a send that blocks outright returns too).
+    pub fn with_send_timeout(mut self, t: Option<Duration>) -> Self {
+        self.send_timeout = t;
+        self
     }
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
@@ -238,6 +275,7 @@ const IOV_MAX: usize = 1024;
 impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
     fn send_all(&mut self, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
         IoSlice::advance_slices(&mut bufs, 0);
+        let clock = SendClock::start(self.send_timeout);
         while !bufs.is_empty() {
             let n = bufs.len().min(IOV_MAX);
             // SAFETY: IoSlice is guaranteed ABI-compatible with `struct iovec` on Unix;
@@ -255,10 +293,7 @@ impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
                 }
                 if e.kind() == io::ErrorKind::WouldBlock {
                     // SO_SNDTIMEO expired with nothing sent: the client reads nothing.
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the client has not read its replies for the send timeout",
-                    ));
+                    return Err(send_timed_out());
                 }
                 return Err(e);
             }
@@ -266,6 +301,9 @@ impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             IoSlice::advance_slices(&mut bufs, r as usize);
+            if !bufs.is_empty() {
+                clock.check()?;
+            }
         }
         Ok(())
     }
