@@ -66,9 +66,12 @@ impl Budget {
             }
             match self.used.compare_exchange_weak(u, u + n, SeqCst, SeqCst) {
                 Ok(_) => {
-                    self.stats
-                        .inflight_bytes_max
-                        .fetch_max((u + n) as u64, Relaxed);
+                    // Read first: the shared maximum is rarely raised, so most
+                    // charges do not write its cache line.
+                    let now = (u + n) as u64;
+                    if now > self.stats.inflight_bytes_max.load(Relaxed) {
+                        self.stats.inflight_bytes_max.fetch_max(now, Relaxed);
+                    }
                     return true;
                 }
                 Err(now) => u = now,
@@ -87,49 +90,55 @@ impl Budget {
 
 /// One connection's account with the budget.
 pub(crate) struct ConnBudget {
+    inner: Arc<ConnInner>,
+}
+
+/// Shared by a connection's charges, so taking and dropping one touches this
+/// connection's reference count, not one all connections share.
+struct ConnInner {
     budget: Arc<Budget>,
-    used: Arc<AtomicUsize>,
+    used: AtomicUsize,
 }
 
 /// Bytes charged to the budget; released when dropped (sent, applied or abandoned).
 pub(crate) struct Charge {
-    budget: Arc<Budget>,
-    conn: Arc<AtomicUsize>,
+    conn: Arc<ConnInner>,
     bytes: usize,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.conn.fetch_sub(self.bytes, SeqCst);
-        self.budget.release(self.bytes);
+        self.conn.used.fetch_sub(self.bytes, SeqCst);
+        self.conn.budget.release(self.bytes);
     }
 }
 
 impl ConnBudget {
     pub fn new(budget: Arc<Budget>) -> ConnBudget {
         ConnBudget {
-            budget,
-            used: Arc::new(AtomicUsize::new(0)),
+            inner: Arc::new(ConnInner {
+                budget,
+                used: AtomicUsize::new(0),
+            }),
         }
     }
 
     fn conn_fits(&self, n: usize) -> bool {
-        let c = self.used.load(SeqCst);
-        c == 0 || c.saturating_add(n) <= self.budget.per_connection
+        let c = self.inner.used.load(SeqCst);
+        c == 0 || c.saturating_add(n) <= self.inner.budget.per_connection
     }
 
     fn charge(&self, n: usize) -> Charge {
-        self.used.fetch_add(n, SeqCst);
+        self.inner.used.fetch_add(n, SeqCst);
         Charge {
-            budget: self.budget.clone(),
-            conn: self.used.clone(),
+            conn: self.inner.clone(),
             bytes: n,
         }
     }
 
     /// Take `n` bytes without waiting, if the budget allows it now.
     pub fn try_acquire(&self, n: usize) -> Option<Charge> {
-        let b = &*self.budget;
+        let b = &*self.inner.budget;
         if b.waiters.load(SeqCst) == 0 && self.conn_fits(n) && b.try_take(n) {
             return Some(self.charge(n));
         }
@@ -141,7 +150,7 @@ impl ConnBudget {
         if let Some(c) = self.try_acquire(n) {
             return Some(c);
         }
-        let b = &*self.budget;
+        let b = &*self.inner.budget;
         b.stats.budget_waits.fetch_add(1, Relaxed);
         let ticket = b.next_ticket.fetch_add(1, Relaxed);
         let mut q = b.queue.lock().unwrap_or_else(|e| e.into_inner());
