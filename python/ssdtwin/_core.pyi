@@ -129,4 +129,12 @@ def serve(
     pace: str = "model",
     spin_us: int = 0,
     ready: Optional[Callable[[dict[str, Any]], object]] = None,
+    max_connections: int = 0,
+    max_inflight_bytes: int = 0,
+    handshake_timeout_s: Optional[float] = None,
+    send_timeout_s: Optional[float] = None,
+    tls: str = "off",
+    tls_certificates: Optional[_Path] = None,
+    tls_verify_peer: bool = False,
+    unix_group: Optional[str] = None,
 ) -> dict[str, Any]: ...

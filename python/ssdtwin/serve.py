@@ -54,6 +54,14 @@ def serve_cmd(
     metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for Prometheus text on GET /metrics"),
     pace: str = typer.Option("model", "--pace", help="model: reply at the model's completion time; off: as fast as possible"),
     spin_us: int = typer.Option(0, "--spin-us", help="busy-wait this long before a paced reply is due (precision vs CPU)"),
+    max_connections: int = typer.Option(256, "--max-connections", help="connections served at once; more are refused with a message"),
+    max_inflight: str = typer.Option("256MiB", "--max-inflight", help="request and reply bytes in flight over all connections (backpressure beyond)"),
+    handshake_timeout: float = typer.Option(10.0, "--handshake-timeout", help="seconds a client has to finish the handshake (0: no limit)"),
+    send_timeout: float = typer.Option(60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never)"),
+    tls: str = typer.Option("off", "--tls", help="off, on (offered) or require (NBD STARTTLS, as nbdkit --tls)"),
+    tls_certificates: Optional[Path] = typer.Option(None, "--tls-certificates", help="directory with server-cert.pem, server-key.pem (and ca-cert.pem)"),
+    tls_verify_peer: bool = typer.Option(False, "--tls-verify-peer", help="require client certificates signed by ca-cert.pem"),
+    unix_group: Optional[str] = typer.Option(None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"),
 ) -> None:
     """Serve the attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or SIGTERM."""
     from .cli import fail
@@ -68,6 +76,21 @@ def serve_cmd(
         _check_hostport("--listen", a)
     if metrics is not None:
         _check_hostport("--metrics", metrics)
+    if max_connections < 1:
+        fail(f"--max-connections {max_connections}: must be at least 1")
+    try:
+        inflight = _core.parse_size(max_inflight)
+    except ValueError as e:
+        fail(f"--max-inflight: {e}")
+    if inflight < 1 << 20:
+        fail(f"--max-inflight {max_inflight}: must be at least 1 MiB")
+    for flag, v in (("--handshake-timeout", handshake_timeout), ("--send-timeout", send_timeout)):
+        if not v >= 0:
+            fail(f"{flag} {v}: must be a number of seconds, 0 or more")
+    if tls not in ("off", "on", "require"):
+        fail(f"--tls '{tls}': must be off, on or require")
+    if tls != "off" and tls_certificates is None:
+        fail(f"--tls {tls} needs --tls-certificates DIR (server-cert.pem, server-key.pem)")
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise Terminated()
@@ -78,6 +101,8 @@ def serve_cmd(
         rec = info.get("recovery")
         if rec:
             _say(f"ssdtwin serve: {path}: {rec['detail']}")
+        for w in info.get("warnings", []):
+            _say(f"ssdtwin serve: warning: {w}")
         _say(f"ssdtwin serve: {path} (pid {info['pid']}), pace {info['pace']}; exports:")
         for u in info["uris"]:
             _say(f"  {u}")
@@ -87,7 +112,11 @@ def serve_cmd(
 
     try:
         summary = _core.serve(os.fspath(path), tcp=list(listen), unix=[os.fspath(u) for u in unix],
-                              metrics=metrics, pace=pace, spin_us=spin_us, ready=ready)
+                              metrics=metrics, pace=pace, spin_us=spin_us, ready=ready,
+                              max_connections=max_connections, max_inflight_bytes=inflight,
+                              handshake_timeout_s=handshake_timeout, send_timeout_s=send_timeout, tls=tls,
+                              tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
+                              tls_verify_peer=tls_verify_peer, unix_group=unix_group)
     finally:
         signal.signal(signal.SIGTERM, old)
     _say(summary_text(summary))

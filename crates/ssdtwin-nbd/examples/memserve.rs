@@ -9,12 +9,15 @@
 //! `--tcp ADDR` and/or `--unix PATH` (default `--tcp 127.0.0.1:10809`), `--read-only`,
 //! `--latency-us N` (hold every read and write reply N µs, to see pacing),
 //! `--spin-us N` (busy-wait the last N µs before a paced reply is due),
-//! `--block-sizes MIN,PREF,MAX`, `--verbose`. Stops cleanly on Ctrl-C or SIGTERM.
+//! `--block-sizes MIN,PREF,MAX`, `--verbose`, and the server's limits and security:
+//! `--max-connections N`, `--max-inflight BYTES`, `--handshake-timeout SECS`,
+//! `--send-timeout SECS`, `--tls off|on|require`, `--tls-certificates DIR`,
+//! `--tls-verify-peer`, `--unix-group GROUP`. Stops cleanly on Ctrl-C or SIGTERM.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ssdtwin_nbd::{MemBackend, MemExport, Server, ServerConfig};
+use ssdtwin_nbd::{MemBackend, MemExport, Server, ServerConfig, TlsMode};
 
 fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -30,7 +33,14 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("bad size {s:?}: {e}"))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("memserve: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut size = 1u64 << 30;
     let mut name = "mem".to_string();
     let mut tcp = Vec::new();
@@ -40,6 +50,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut blocks = (512u32, 4096u32, 32u32 << 20);
     let mut verbose = false;
     let mut spin_us = 0u64;
+    let mut cfg = ServerConfig::default();
+    let secs = |v: String| -> Result<Duration, String> {
+        v.parse::<f64>()
+            .ok()
+            .filter(|s| *s >= 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| format!("{v:?} is not a number of seconds"))
+    };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or_else(|| format!("{a} needs a value"));
@@ -62,6 +80,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             "--verbose" => verbose = true,
             "--spin-us" => spin_us = val()?.parse()?,
+            "--max-connections" => cfg.max_connections = val()?.parse()?,
+            "--max-inflight" => cfg.max_inflight_bytes = parse_size(&val()?)? as usize,
+            "--handshake-timeout" => cfg.handshake_timeout = secs(val()?)?,
+            "--send-timeout" => cfg.send_timeout = secs(val()?)?,
+            "--tls" => cfg.tls = val()?.parse::<TlsMode>()?,
+            "--tls-certificates" => cfg.tls_certificates = Some(val()?.into()),
+            "--tls-verify-peer" => cfg.tls_verify_peer = true,
+            "--unix-group" => cfg.unix_socket_group = Some(val()?),
             "-h" | "--help" => {
                 println!("see the doc comment at the top of examples/memserve.rs");
                 return Ok(());
@@ -94,7 +120,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut server = Server::new(backend).with_config(ServerConfig {
         verbose,
         pacing_spin: Duration::from_micros(spin_us),
-        ..Default::default()
+        ..cfg
     });
     for t in &tcp {
         server = server.listen_tcp(t.as_str())?;
@@ -103,6 +129,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         server = server.listen_unix(u)?;
     }
     let handle = server.start()?;
+    for w in handle.warnings() {
+        eprintln!("memserve: warning: {w}");
+    }
     for a in handle.tcp_addrs() {
         eprintln!("memserve: nbd://{a}/{name}");
     }

@@ -101,6 +101,12 @@ pub enum Error {
     NoListener,
     #[error("unix socket path {0:?} is in use by a live server")]
     SocketInUse(std::path::PathBuf),
+    #[error("listen on {0}: address already in use (another server?)")]
+    AddrInUse(std::net::SocketAddr),
+    #[error("unix socket group {0:?}: no such group")]
+    UnknownGroup(String),
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl Error {

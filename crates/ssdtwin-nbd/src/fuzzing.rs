@@ -11,12 +11,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::handshake::{Haggler, Step};
+use crate::budget::{Budget, ConnBudget};
+use crate::handshake::{Haggler, Policy, Step};
 use crate::mem::{MemBackend, MemExport, Op};
 use crate::pacer::PacerConfig;
 use crate::proto::*;
 use crate::server::run_connection;
 use crate::stats::Stats;
+use crate::tls::TlsMode;
 use crate::transmission::{validate, Cmd, ConnCtx, Params};
 use crate::wire::VecSink;
 
@@ -184,9 +186,15 @@ pub fn option(data: &[u8]) {
     let Some((&flags, mut rest)) = data.split_first() else {
         return;
     };
-    let Ok(mut h) = Haggler::new(&backend, flags as u32 & 3) else {
+    let Ok(h) = Haggler::new(&backend, flags as u32 & 3) else {
         return;
     };
+    // Bits 2-3 pick the TLS mode, so the TLS_REQD and STARTTLS answers are covered.
+    let mut h = h.with_tls(match (flags >> 2) & 3 {
+        1 => TlsMode::On,
+        2 => TlsMode::Require,
+        _ => TlsMode::Off,
+    });
     let mut out = Vec::new();
     while rest.len() >= 6 {
         let opt = u32::from_be_bytes(rest[0..4].try_into().unwrap());
@@ -230,7 +238,7 @@ pub fn option(data: &[u8]) {
         );
         match step {
             Ok(Step::Continue) => {}
-            Ok(Step::Close) | Ok(Step::Enter(_)) => return,
+            Ok(Step::Close) | Ok(Step::Enter(_)) | Ok(Step::StartTls) => return,
             Err(_) => return,
         }
     }
@@ -251,16 +259,24 @@ pub fn handshake(data: &[u8]) {
 /// everything the server sent.
 pub fn session_output(data: &[u8]) -> Vec<u8> {
     let backend = test_backend();
+    let stats = Arc::new(Stats::default());
     let ctx = ConnCtx {
         shutting_down: Arc::new(AtomicBool::new(false)),
-        stats: Arc::new(Stats::default()),
+        stats: stats.clone(),
         pacing: PacerConfig {
             late_threshold: Duration::from_millis(1),
             spin: Duration::ZERO,
         },
+        budget: ConnBudget::new(Budget::new(64 << 20, 16 << 20, stats)),
     };
     let sink = VecSink::default();
-    run_connection(Cursor::new(data), sink.clone(), &backend, &ctx);
+    // No TLS transport here: the policy is plain (STARTTLS gets ERR_UNSUP).
+    let policy = Policy {
+        tls_mode: TlsMode::Off,
+        tls: None,
+        deadline: None,
+    };
+    run_connection(Cursor::new(data), sink.clone(), &backend, &ctx, policy);
     let out = sink.bytes.lock().unwrap_or_else(|e| e.into_inner());
     out.clone()
 }

@@ -6,9 +6,11 @@
 
 use std::io::{IoSlice, Read};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::backend::{Backend, Export, ExportInfo};
 use crate::proto::*;
+use crate::tls::TlsMode;
 use crate::wire::{InBuf, Sink, Starve};
 
 /// Context id this server gives `base:allocation` (ids are opaque to clients).
@@ -35,6 +37,8 @@ pub(crate) enum Step {
     Close,
     /// Enter transmission (GO acknowledged or EXPORT_NAME answered).
     Enter(Negotiated),
+    /// STARTTLS acknowledged: send the replies, then run the TLS handshake.
+    StartTls,
 }
 
 /// Why a handshake ended without entering transmission.
@@ -45,6 +49,10 @@ pub(crate) enum HandshakeEnd {
     Shutdown,
     /// The client broke a MUST; the spec allows (or requires) a hard disconnect.
     Protocol(String),
+    /// The handshake took longer than the server's handshake limit.
+    Timeout,
+    /// STARTTLS was acknowledged but the TLS handshake failed.
+    Tls(String),
 }
 
 /// Transmission flags for an export: advertise exactly what it supports.
@@ -104,6 +112,9 @@ pub(crate) struct Haggler<'a> {
     structured: bool,
     /// Canonical export name for which `base:allocation` is selected.
     meta: Option<String>,
+    tls_mode: TlsMode,
+    /// The session runs over TLS (STARTTLS succeeded).
+    tls_active: bool,
 }
 
 impl<'a> Haggler<'a> {
@@ -114,7 +125,22 @@ impl<'a> Haggler<'a> {
             no_zeroes,
             structured: false,
             meta: None,
+            tls_mode: TlsMode::Off,
+            tls_active: false,
         })
+    }
+
+    pub fn with_tls(mut self, mode: TlsMode) -> Self {
+        self.tls_mode = mode;
+        self
+    }
+
+    /// The TLS handshake succeeded. Whatever was negotiated in plain text is forgotten
+    /// (a man in the middle could have injected it), as nbdkit does since CVE-2021-3716.
+    pub fn tls_started(&mut self) {
+        self.tls_active = true;
+        self.structured = false;
+        self.meta = None;
     }
 
     fn resolve(&self, name: &[u8]) -> Result<Resolved, (u32, String)> {
@@ -154,6 +180,26 @@ impl<'a> Haggler<'a> {
         data: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<Step, HandshakeEnd> {
+        if self.tls_mode == TlsMode::Require && !self.tls_active {
+            match opt {
+                OPT_STARTTLS | OPT_ABORT => {}
+                // It cannot carry an error, so the spec says to end the session.
+                OPT_EXPORT_NAME => {
+                    return Err(HandshakeEnd::Protocol(
+                        "EXPORT_NAME before STARTTLS on a server that requires TLS".into(),
+                    ))
+                }
+                _ => {
+                    Self::error(
+                        out,
+                        opt,
+                        REP_ERR_TLS_REQD,
+                        "this server requires TLS: send NBD_OPT_STARTTLS first (e.g. an nbds:// URI)",
+                    );
+                    return Ok(Step::Continue);
+                }
+            }
+        }
         match opt {
             OPT_EXPORT_NAME => match self.resolve(data) {
                 // The only answer this option allows to a bad name is to disconnect.
@@ -188,12 +234,16 @@ impl<'a> Haggler<'a> {
                 Ok(Step::Continue)
             }
             OPT_STARTTLS => {
-                Self::error(
-                    out,
-                    opt,
-                    REP_ERR_UNSUP,
-                    "TLS is not supported by this server",
-                );
+                if self.tls_mode == TlsMode::Off {
+                    Self::error(out, opt, REP_ERR_UNSUP, "TLS is not enabled on this server");
+                } else if !data.is_empty() {
+                    Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_STARTTLS takes no data");
+                } else if self.tls_active {
+                    Self::error(out, opt, REP_ERR_INVALID, "TLS is already active");
+                } else {
+                    encode_option_reply(out, opt, REP_ACK, &[]);
+                    return Ok(Step::StartTls);
+                }
                 Ok(Step::Continue)
             }
             OPT_INFO | OPT_GO => {
@@ -339,6 +389,27 @@ fn send<S: Sink>(sink: &mut S, bytes: &[u8]) -> Result<(), HandshakeEnd> {
         .map_err(|_| HandshakeEnd::PeerClosed)
 }
 
+/// Upgrades a connection to TLS in place (after STARTTLS was acknowledged): replaces
+/// the transport inside `inb` and `sink` with their TLS halves.
+pub(crate) trait StartTls<R, S> {
+    fn start_tls(
+        &mut self,
+        inb: &mut InBuf<R>,
+        sink: &mut S,
+        deadline: Option<Instant>,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), String>;
+}
+
+/// How a connection's handshake is run.
+pub(crate) struct Policy<'a, R, S> {
+    pub tls_mode: TlsMode,
+    /// Present when `tls_mode` is not `Off`.
+    pub tls: Option<&'a mut dyn StartTls<R, S>>,
+    /// The whole handshake, TLS included, must be done by then.
+    pub deadline: Option<Instant>,
+}
+
 /// Run the handshake on a connection. `shutting_down` is polled between options and
 /// on idle read timeouts.
 pub(crate) fn negotiate<R: Read, S: Sink>(
@@ -346,11 +417,14 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
     sink: &mut S,
     backend: &dyn Backend,
     shutting_down: &dyn Fn() -> bool,
+    mut policy: Policy<'_, R, S>,
 ) -> Result<Negotiated, HandshakeEnd> {
     let starve = |s: Starve| match s {
         Starve::Closed => HandshakeEnd::PeerClosed,
         Starve::Stopped => HandshakeEnd::Shutdown,
+        Starve::Deadline => HandshakeEnd::Timeout,
     };
+    inb.set_deadline(policy.deadline);
     // Give up on an idle client once the server is stopping; a partly sent message
     // is waited for (the server's grace period bounds that).
     let mut stop = |partial: bool| !partial && shutting_down();
@@ -359,7 +433,12 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
     inb.ensure(4, &mut stop).map_err(starve)?;
     let cflags = u32::from_be_bytes(inb.avail()[..4].try_into().expect("4 bytes"));
     inb.consume(4);
-    let mut h = Haggler::new(backend, cflags)?;
+    let tls_mode = if policy.tls.is_some() {
+        policy.tls_mode
+    } else {
+        TlsMode::Off
+    };
+    let mut h = Haggler::new(backend, cflags)?.with_tls(tls_mode);
 
     let mut data = Vec::new();
     let mut out = Vec::with_capacity(256);
@@ -405,7 +484,27 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
         match step {
             Step::Continue => {}
             Step::Close => return Err(HandshakeEnd::Aborted),
-            Step::Enter(n) => return Ok(n),
+            Step::Enter(n) => {
+                inb.set_deadline(None);
+                return Ok(n);
+            }
+            Step::StartTls => {
+                // The client may send nothing between STARTTLS and its TLS hello: bytes
+                // already here were sent in the clear and must not be read as if they
+                // came through TLS (the STARTTLS injection attack).
+                if !inb.avail().is_empty() {
+                    return Err(HandshakeEnd::Protocol(
+                        "data after NBD_OPT_STARTTLS before the TLS handshake".into(),
+                    ));
+                }
+                let up = policy
+                    .tls
+                    .as_mut()
+                    .expect("StartTls only with a TLS policy");
+                up.start_tls(inb, sink, policy.deadline, shutting_down)
+                    .map_err(HandshakeEnd::Tls)?;
+                h.tls_started();
+            }
         }
     }
 }

@@ -14,10 +14,13 @@
 //!
 //! Layout: [`proto`] is the wire format (pure encode/decode), `handshake` the option
 //! state machine, `transmission` the request loop, `pacer` the per-connection writer
-//! that holds replies until the backend's completion time, [`server`] the listeners.
+//! that holds replies until the backend's completion time, `budget` the server-wide
+//! bound on bytes in flight, [`tls`] STARTTLS with rustls, [`server`] the listeners,
+//! the connection limit and its refusals.
 //! docs/nbd.md describes the backend contract and what of the spec is implemented.
 
 mod backend;
+mod budget;
 mod error;
 mod handshake;
 pub mod mem;
@@ -25,6 +28,7 @@ mod pacer;
 pub mod proto;
 pub mod server;
 mod stats;
+pub mod tls;
 mod transmission;
 mod wire;
 
@@ -33,6 +37,7 @@ pub use error::{Errno, Error, ProtoError};
 pub use mem::{MemBackend, MemExport};
 pub use server::{Server, ServerConfig, ServerHandle, Stopper};
 pub use stats::ServerStats;
+pub use tls::TlsMode;
 
 /// Entry points for the fuzz targets in `fuzz/` and the corpus regression test.
 /// Each takes arbitrary bytes and panics only if an invariant is broken.

@@ -11,9 +11,9 @@
 //! never, so a paced IO costs a heap push under a lock, not a thread handoff: the
 //! writer wakes once per due time, however many replies a burst adds.
 //!
-//! Memory is bounded: the reader blocks when the heap holds too many replies or bytes,
-//! which pushes back on a client that floods requests faster than pacing lets
-//! replies out.
+//! Memory is bounded: the reader blocks when the heap holds too many replies, which
+//! pushes back on a client that floods requests faster than pacing lets replies out;
+//! the bytes of held replies are charged to the server's in-flight budget.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -27,16 +27,18 @@ use crate::wire::{OutBatch, OutMsg, Sink};
 
 /// Most replies held at once per connection.
 pub(crate) const MAX_HELD: usize = 4096;
-/// Most reply bytes held at once per connection (a few maximum-size reads).
-pub(crate) const MAX_HELD_BYTES: usize = 128 << 20;
-/// Buffers kept for reuse per connection, and the largest kept: reuse spares the
-/// allocator and page faults on the hot path, the caps bound idle memory.
+/// Buffers kept for reuse per pool (a connection has two: its reader's and its
+/// pacer's), the largest kept and the bytes kept: reuse spares the allocator and
+/// page faults on the hot path, the caps bound what an idle connection retains.
 pub(crate) const MAX_POOLED: usize = 32;
-pub(crate) const MAX_POOLED_BUF: usize = 4 << 20;
+pub(crate) const MAX_POOLED_BUF: usize = 1 << 20;
+pub(crate) const MAX_POOLED_BYTES: usize = 4 << 20;
 
-/// Whether a finished buffer is worth keeping in a pool of `pooled` buffers.
-pub(crate) fn keep_buffer(pooled: usize, b: &[u8]) -> bool {
-    pooled < MAX_POOLED && b.len() <= MAX_POOLED_BUF
+/// Whether a finished buffer is worth keeping in `pool`.
+pub(crate) fn keep_buffer(pool: &[Vec<u8>], b: &[u8]) -> bool {
+    pool.len() < MAX_POOLED
+        && b.len() <= MAX_POOLED_BUF
+        && pool.iter().map(|v| v.len()).sum::<usize>() + b.len() <= MAX_POOLED_BYTES
 }
 /// Longest single sleep, so shutdown and abort are noticed promptly even if a
 /// backend returns a far-future time.
@@ -78,11 +80,8 @@ impl Ord for Held {
 /// State shared by the reader and the writer.
 struct Queue {
     heap: BinaryHeap<Held>,
-    /// Bytes of all held replies.
-    bytes: usize,
-    /// Replies taken off the heap and being written (still count against the limits).
+    /// Replies taken off the heap and being written (still count against the limit).
     sending: usize,
-    sending_bytes: usize,
     /// When the sleeping writer will wake by itself; `None` if it is not asleep.
     writer_wakes_at: Option<Instant>,
     reader_waiting: bool,
@@ -121,9 +120,8 @@ pub(crate) struct Pacer {
 #[derive(Debug)]
 pub(crate) struct WriterGone;
 
-fn full(q: &Queue, bytes: usize) -> bool {
-    let held = q.heap.len() + q.sending;
-    held > 0 && (held >= MAX_HELD || q.bytes + q.sending_bytes + bytes > MAX_HELD_BYTES)
+fn full(q: &Queue) -> bool {
+    q.heap.len() + q.sending >= MAX_HELD
 }
 
 impl Pacer {
@@ -136,9 +134,7 @@ impl Pacer {
         let shared = Arc::new(Shared {
             q: Mutex::new(Queue {
                 heap: BinaryHeap::new(),
-                bytes: 0,
                 sending: 0,
-                sending_bytes: 0,
                 writer_wakes_at: None,
                 reader_waiting: false,
                 pool: Vec::new(),
@@ -160,9 +156,9 @@ impl Pacer {
         })
     }
 
-    /// Whether `bytes` more can be held right now without waiting.
-    pub fn has_room(&self, bytes: usize) -> bool {
-        !full(&self.shared.lock(), bytes)
+    /// Whether one more reply can be held right now without waiting.
+    pub fn has_room(&self) -> bool {
+        !full(&self.shared.lock())
     }
 
     /// Hand a reply over, waiting for room if needed. Finished buffers are moved into
@@ -173,9 +169,8 @@ impl Pacer {
         msg: OutMsg,
         pool: &mut Vec<Vec<u8>>,
     ) -> Result<(), WriterGone> {
-        let bytes = msg.wire_len();
         let mut q = self.shared.lock();
-        while !q.dead && full(&q, bytes) {
+        while !q.dead && full(&q) {
             q.reader_waiting = true;
             q = self
                 .shared
@@ -186,14 +181,12 @@ impl Pacer {
         if q.dead {
             return Err(WriterGone);
         }
-        while pool.len() < MAX_POOLED {
-            match q.pool.pop() {
-                Some(b) => pool.push(b),
-                None => break,
+        while let Some(b) = q.pool.pop() {
+            if keep_buffer(pool, &b) {
+                pool.push(b);
             }
         }
         self.seq += 1;
-        q.bytes += bytes;
         q.heap.push(Held {
             due,
             seq: self.seq,
@@ -304,10 +297,7 @@ fn writer_main<S: Sink>(
         }
         // 2. Send them in one write, without holding the lock.
         if !batch.is_empty() {
-            let (n, bytes) = (batch.len(), batch.bytes);
-            q.bytes -= bytes;
-            q.sending = n;
-            q.sending_bytes = bytes;
+            q.sending = batch.len();
             drop(q);
             let res = if shared.abort.load(Relaxed) {
                 Ok(())
@@ -318,15 +308,17 @@ fn writer_main<S: Sink>(
             batch.bytes = 0;
             // Publish per batch so long-lived connections show up in live metrics.
             lat.publish(&stats);
-            if res.is_err() {
+            if let Err(e) = &res {
+                if e.kind() == std::io::ErrorKind::TimedOut {
+                    stats.send_timeouts.fetch_add(1, Relaxed);
+                }
                 // The peer is gone: wake the reader out of its read too.
                 sink.lock().unwrap_or_else(|e| e.into_inner()).close();
             }
             q = shared.lock();
             q.sending = 0;
-            q.sending_bytes = 0;
             for b in done_bufs.drain(..) {
-                if keep_buffer(q.pool.len(), &b) {
+                if keep_buffer(&q.pool, &b) {
                     q.pool.push(b);
                 }
             }
@@ -498,7 +490,7 @@ mod tests {
             p.send(due, OutMsg::new(&[1], Body::None), &mut pool)
                 .unwrap();
         }
-        assert!(!p.has_room(1));
+        assert!(!p.has_room());
         assert!(
             t0.elapsed() < Duration::from_millis(150),
             "filling should not block"

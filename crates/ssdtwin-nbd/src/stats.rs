@@ -17,6 +17,12 @@ pub(crate) struct Stats {
     pub replies_late: AtomicU64,
     pub late_ns_max: AtomicU64,
     pub late_ns_sum: AtomicU64,
+    pub handshake_timeouts: AtomicU64,
+    pub send_timeouts: AtomicU64,
+    pub inflight_bytes_max: AtomicU64,
+    pub budget_waits: AtomicU64,
+    pub tls_sessions: AtomicU64,
+    pub tls_failures: AtomicU64,
 }
 
 /// A snapshot of the server's counters.
@@ -24,8 +30,14 @@ pub(crate) struct Stats {
 pub struct ServerStats {
     pub connections_accepted: u64,
     pub connections_active: u64,
-    /// Closed at once because `max_connections` was reached.
+    /// Refused because `max_connections` was reached: told so in the handshake
+    /// (`NBD_REP_ERR_POLICY` with a message) or, when many arrive at once, closed.
     pub connections_refused: u64,
+    /// Connections closed because the handshake (TLS included) took longer than
+    /// `ServerConfig::handshake_timeout`.
+    pub handshake_timeouts: u64,
+    /// Connections closed because the client read no reply for `send_timeout`.
+    pub send_timeouts: u64,
     /// Connections ended by a hard disconnect for a protocol violation.
     pub protocol_errors: u64,
     /// Transmission requests received (all commands).
@@ -44,10 +56,20 @@ pub struct ServerStats {
     pub late_ns_max: u64,
     /// Sum of the lateness of all paced replies (divide by `replies_paced` for the mean).
     pub late_ns_sum: u64,
+    /// Request/reply bytes charged to the in-flight budget now (`max_inflight_bytes`).
+    pub inflight_bytes: u64,
+    /// The most ever charged at once.
+    pub inflight_bytes_max: u64,
+    /// Times a connection had to wait for the budget (and stopped reading meanwhile).
+    pub budget_waits: u64,
+    /// Successful `NBD_OPT_STARTTLS` upgrades.
+    pub tls_sessions: u64,
+    /// TLS handshakes that failed (bad certificate, protocol error, timeout).
+    pub tls_failures: u64,
 }
 
 impl Stats {
-    pub fn snapshot(&self) -> ServerStats {
+    pub fn snapshot(&self, inflight_bytes: u64) -> ServerStats {
         ServerStats {
             connections_accepted: self.connections_accepted.load(Relaxed),
             connections_active: self.connections_active.load(Relaxed),
@@ -61,6 +83,13 @@ impl Stats {
             replies_late: self.replies_late.load(Relaxed),
             late_ns_max: self.late_ns_max.load(Relaxed),
             late_ns_sum: self.late_ns_sum.load(Relaxed),
+            handshake_timeouts: self.handshake_timeouts.load(Relaxed),
+            send_timeouts: self.send_timeouts.load(Relaxed),
+            inflight_bytes,
+            inflight_bytes_max: self.inflight_bytes_max.load(Relaxed),
+            budget_waits: self.budget_waits.load(Relaxed),
+            tls_sessions: self.tls_sessions.load(Relaxed),
+            tls_failures: self.tls_failures.load(Relaxed),
         }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::backend::{Done, Export, Extent, ZeroFlags};
+use crate::budget::{Charge, ConnBudget};
 use crate::error::Errno;
 use crate::handshake::{Negotiated, ALLOCATION_CONTEXT_ID};
 use crate::pacer::{keep_buffer, Pacer, PacerConfig, MAX_POOLED_BUF};
@@ -207,6 +208,8 @@ pub(crate) struct ConnCtx {
     pub shutting_down: Arc<AtomicBool>,
     pub stats: Arc<Stats>,
     pub pacing: PacerConfig,
+    /// This connection's account with the server's in-flight budget.
+    pub budget: ConnBudget,
 }
 
 /// How the transmission phase ended.
@@ -302,7 +305,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 let mut stop = |partial: bool| !partial && sd.load(Relaxed);
                 match self.inb.ensure(REQUEST_LEN, &mut stop) {
                     Ok(()) => {}
-                    Err(Starve::Closed) => return TransEnd::PeerClosed,
+                    Err(Starve::Closed) | Err(Starve::Deadline) => return TransEnd::PeerClosed,
                     Err(Starve::Stopped) => return TransEnd::Shutdown,
                 }
             }
@@ -327,12 +330,32 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
     fn flush(&mut self) -> std::io::Result<()> {
         let pool = &mut self.pool;
         let r = self.out.flush(&self.sink, &mut |b| {
-            if keep_buffer(pool.len(), &b) {
+            if keep_buffer(pool, &b) {
                 pool.push(b)
             }
         });
         self.local.publish(&self.ctx.stats);
+        if let Err(e) = &r {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                self.ctx.stats.send_timeouts.fetch_add(1, Relaxed);
+            }
+        }
         r
+    }
+
+    /// Charge `n` bytes to the in-flight budget. If that means waiting, the replies
+    /// ready here go out first (their charges are released), and while waiting the
+    /// socket is not read: backpressure on a client that does not read its replies.
+    /// `None` once the server is shutting down.
+    fn charge(&mut self, n: usize) -> Option<Charge> {
+        if let Some(c) = self.ctx.budget.try_acquire(n) {
+            return Some(c);
+        }
+        if !self.out.is_empty() {
+            let _ = self.flush();
+        }
+        let sd = self.ctx.shutting_down.clone();
+        self.ctx.budget.acquire(n, &|| sd.load(Relaxed))
     }
 
     fn handle(&mut self, req: &Request) -> Result<Flow, TransEnd> {
@@ -438,6 +461,9 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             }
             return;
         }
+        let Some(charge) = self.charge(len) else {
+            return self.reply_error(req, Errno::Shutdown, "server is shutting down");
+        };
         let mut buf = self.take_buf(len);
         match self.export.read(offset, &mut buf[..len]) {
             Ok(done) => {
@@ -452,10 +478,10 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 } else {
                     OutMsg::new(&encode_simple_reply(0, req.cookie), Body::Buf(buf, len))
                 };
-                self.queue(done, msg);
+                self.queue(done, msg.with_charge(Some(charge)));
             }
             Err(e) => {
-                if keep_buffer(self.pool.len(), &buf) {
+                if keep_buffer(&self.pool, &buf) {
                     self.pool.push(buf);
                 }
                 self.reply_error(req, e, "read failed");
@@ -485,6 +511,12 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             self.inb.consume(len);
             r
         } else {
+            // Payloads beyond the input buffer are charged while they are in memory.
+            let Some(charge) = self.charge(len) else {
+                self.skip_payload(req)?;
+                self.reply_error(req, Errno::Shutdown, "server is shutting down");
+                return Ok(());
+            };
             if self.big.len() < len {
                 self.big.resize(len, 0);
             }
@@ -493,9 +525,10 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 .map_err(|_| TransEnd::PeerClosed)?;
             let r = self.export.write(offset, &self.big[..len], fua);
             if self.big.len() > MAX_POOLED_BUF {
-                // Do not pin a huge buffer for the rest of the connection.
+                // Do not pin a large buffer for the rest of the connection.
                 self.big = Vec::new();
             }
+            drop(charge);
             r
         };
         if res.is_ok() {
@@ -544,8 +577,14 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             n = 1;
         }
         let bytes = buf.len();
+        // Charged once encoded (its size is known only now): at most one such reply
+        // per connection is outside the budget while it waits.
+        let charge = self.charge(bytes);
         let hdr = encode_block_status_header(cookie, ALLOCATION_CONTEXT_ID, n as u32);
-        self.queue(done, OutMsg::new(&hdr, Body::Buf(buf, bytes)));
+        self.queue(
+            done,
+            OutMsg::new(&hdr, Body::Buf(buf, bytes)).with_charge(charge),
+        );
     }
 
     fn finish(&mut self, req: &Request, r: Result<Done, Errno>, what: &'static str) {
@@ -595,7 +634,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             }
         }
         let pacer = self.pacer.as_mut().expect("started above");
-        if !self.out.is_empty() && !pacer.has_room(msg.wire_len()) {
+        if !self.out.is_empty() && !pacer.has_room() {
             // We may wait for room: let the ready replies go first.
             let _ = self.flush();
         }

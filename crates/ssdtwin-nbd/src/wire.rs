@@ -8,6 +8,9 @@
 use std::io::{self, IoSlice, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::budget::Charge;
 
 /// Result of one attempt to read more bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +30,8 @@ pub(crate) enum Starve {
     Closed,
     /// The caller's `stop` check said to give up (server shutting down).
     Stopped,
+    /// The deadline set with [`InBuf::set_deadline`] passed.
+    Deadline,
 }
 
 /// A read buffer with explicit start/end, so partial messages persist across ticks.
@@ -35,6 +40,9 @@ pub(crate) struct InBuf<R> {
     buf: Box<[u8]>,
     start: usize,
     end: usize,
+    /// Waiting for bytes fails with `Starve::Deadline` after this (the handshake
+    /// limit), however the client trickles its bytes in.
+    deadline: Option<Instant>,
 }
 
 impl<R: Read> InBuf<R> {
@@ -44,7 +52,21 @@ impl<R: Read> InBuf<R> {
             buf: vec![0u8; capacity].into_boxed_slice(),
             start: 0,
             end: 0,
+            deadline: None,
         }
+    }
+
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// The transport, to replace it in place (the STARTTLS upgrade).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.r
     }
 
     pub fn capacity(&self) -> usize {
@@ -101,6 +123,9 @@ impl<R: Read> InBuf<R> {
     pub fn ensure(&mut self, n: usize, stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
         debug_assert!(n <= self.buf.len());
         while self.end - self.start < n {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             if self.buf.len() - self.start < n {
                 self.buf.copy_within(self.start..self.end, 0);
                 self.end -= self.start;
@@ -131,6 +156,9 @@ impl<R: Read> InBuf<R> {
         self.consume(take);
         let mut at = take;
         while at < dst.len() {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             match self.r.read(&mut dst[at..]) {
                 Ok(0) => return Err(Starve::Closed),
                 Ok(n) => at += n,
@@ -154,6 +182,9 @@ impl<R: Read> InBuf<R> {
     /// Read and drop `n` bytes (the payload of a refused WRITE).
     pub fn skip(&mut self, mut n: u64, stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
         while n > 0 {
+            if self.past_deadline() {
+                return Err(Starve::Deadline);
+            }
             if self.end == self.start {
                 match self.fill() {
                     Ok(Fill::Data) => {}
@@ -187,6 +218,36 @@ pub trait Sink: Send + 'static {
 pub(crate) struct SocketSink<T: AsRawFd + Send + 'static> {
     sock: T,
     closed: bool,
+    send_timeout: Option<Duration>,
+}
+
+/// The error for a client that does not take its replies within the send timeout.
+pub(crate) fn send_timed_out() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "the client did not read its replies within the send timeout",
+    )
+}
+
+/// Tracks one `send_all` against the send timeout: the whole call must finish within
+/// it. (`SO_SNDTIMEO` alone only catches sends that make no progress at all; a kernel
+/// that keeps taking a trickle into a growing receive buffer would defeat it.)
+pub(crate) struct SendClock {
+    deadline: Option<Instant>,
+}
+
+impl SendClock {
+    pub fn start(timeout: Option<Duration>) -> SendClock {
+        SendClock {
+            deadline: timeout.map(|t| Instant::now() + t),
+        }
+    }
+    pub fn check(&self) -> io::Result<()> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(send_timed_out()),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl<T: AsRawFd + Send + 'static> SocketSink<T> {
@@ -194,7 +255,14 @@ impl<T: AsRawFd + Send + 'static> SocketSink<T> {
         SocketSink {
             sock,
             closed: false,
+            send_timeout: None,
         }
+    }
+    /// Fail a send that takes longer than this in all (set `SO_SNDTIMEO` to the same
+    /// value so a send that blocks outright returns too).
+    pub fn with_send_timeout(mut self, t: Option<Duration>) -> Self {
+        self.send_timeout = t;
+        self
     }
     fn fd(&self) -> RawFd {
         self.sock.as_raw_fd()
@@ -207,6 +275,7 @@ const IOV_MAX: usize = 1024;
 impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
     fn send_all(&mut self, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
         IoSlice::advance_slices(&mut bufs, 0);
+        let clock = SendClock::start(self.send_timeout);
         while !bufs.is_empty() {
             let n = bufs.len().min(IOV_MAX);
             // SAFETY: IoSlice is guaranteed ABI-compatible with `struct iovec` on Unix;
@@ -222,12 +291,19 @@ impl<T: AsRawFd + Send + 'static> Sink for SocketSink<T> {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    // SO_SNDTIMEO expired with nothing sent: the client reads nothing.
+                    return Err(send_timed_out());
+                }
                 return Err(e);
             }
             if r == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             IoSlice::advance_slices(&mut bufs, r as usize);
+            if !bufs.is_empty() {
+                clock.check()?;
+            }
         }
         Ok(())
     }
@@ -276,6 +352,9 @@ pub(crate) struct OutMsg {
     hdr: [u8; HDR_MAX],
     hdr_len: u8,
     pub body: Body,
+    /// The message's share of the in-flight budget, released when it is dropped
+    /// (after it has been sent).
+    charge: Option<Charge>,
 }
 
 impl OutMsg {
@@ -286,7 +365,12 @@ impl OutMsg {
             hdr: h,
             hdr_len: hdr.len() as u8,
             body,
+            charge: None,
         }
+    }
+    pub fn with_charge(mut self, charge: Option<Charge>) -> OutMsg {
+        self.charge = charge;
+        self
     }
     pub fn wire_len(&self) -> usize {
         self.hdr_len as usize
@@ -367,6 +451,7 @@ impl OutBatch {
         };
         self.iov.clear();
         for m in self.msgs.drain(..) {
+            // The charge (if any) is released as `m` goes out of scope.
             if let Body::Buf(b, _) = m.body {
                 recycle(b);
             }

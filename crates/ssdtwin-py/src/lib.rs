@@ -479,11 +479,14 @@ impl Drive {
 /// Serve the image's attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or
 /// another signal the interpreter turns into an exception (checked every 100 ms with the
 /// GIL released in between); then stop, commit and return the session summary.
-/// `ready(info)` is called once serving, with the URIs, the metrics address and what was
-/// recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing writer's
-/// busy-wait window.
+/// `ready(info)` is called once serving, with the URIs, the metrics address, warnings and
+/// what was recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing
+/// writer's busy-wait window; the rest are the server's limits and TLS settings
+/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default).
 #[pyfunction]
-#[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None))]
+#[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None,
+    max_connections=0, max_inflight_bytes=0, handshake_timeout_s=None, send_timeout_s=None, tls="off",
+    tls_certificates=None, tls_verify_peer=false, unix_group=None))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -494,21 +497,44 @@ fn serve(
     pace: &str,
     spin_us: u64,
     ready: Option<Py<PyAny>>,
+    max_connections: usize,
+    max_inflight_bytes: usize,
+    handshake_timeout_s: Option<f64>,
+    send_timeout_s: Option<f64>,
+    tls: &str,
+    tls_certificates: Option<PathBuf>,
+    tls_verify_peer: bool,
+    unix_group: Option<String>,
 ) -> PyResult<Py<PyAny>> {
-    let pace: Pace = pace.parse().map_err(pyo3::exceptions::PyValueError::new_err)?;
-    let opts = ServeOptions {
-        tcp,
-        unix,
-        metrics,
-        twin: TwinConfig { pace, ..TwinConfig::default() },
-        server: ServerConfig { pacing_spin: std::time::Duration::from_micros(spin_us), ..ServerConfig::default() },
+    let value_err = pyo3::exceptions::PyValueError::new_err;
+    let pace: Pace = pace.parse().map_err(value_err)?;
+    let secs = |s: Option<f64>, default: std::time::Duration| -> PyResult<std::time::Duration> {
+        match s {
+            None => Ok(default),
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(std::time::Duration::from_secs_f64(x)),
+            Some(x) => Err(value_err(format!("timeout {x}: must be a number of seconds ≥ 0"))),
+        }
     };
+    let d = ServerConfig::default();
+    let server = ServerConfig {
+        pacing_spin: std::time::Duration::from_micros(spin_us),
+        max_connections: if max_connections == 0 { d.max_connections } else { max_connections },
+        max_inflight_bytes: if max_inflight_bytes == 0 { d.max_inflight_bytes } else { max_inflight_bytes },
+        handshake_timeout: secs(handshake_timeout_s, d.handshake_timeout)?,
+        send_timeout: secs(send_timeout_s, d.send_timeout)?,
+        tls: tls.parse().map_err(value_err)?,
+        tls_certificates,
+        tls_verify_peer,
+        unix_socket_group: unix_group,
+        ..d
+    };
+    let opts = ServeOptions { tcp, unix, metrics, twin: TwinConfig { pace, ..TwinConfig::default() }, server };
     let p = path.clone();
     let serving = py.detach(move || Serving::start(&p, opts)).map_err(|e| twin_err(py, e))?;
     let info = serde_json::json!({
         "dir": path, "pace": pace.name(), "uris": serving.uris(), "exports": serving.backend().export_names(),
         "metrics": serving.metrics_addr().map(|a| a.to_string()), "recovery": serving.backend().recovery(),
-        "pid": std::process::id(),
+        "pid": std::process::id(), "warnings": serving.warnings(),
     });
     let mut stop_error: Option<PyErr> = None;
     if let Some(cb) = ready {

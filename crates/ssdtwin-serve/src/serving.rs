@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use ssdtwin_nbd::{Server, ServerConfig, ServerHandle, ServerStats};
+use ssdtwin_nbd::{Server, ServerConfig, ServerHandle, ServerStats, TlsMode};
 
 use crate::backend::TwinBackend;
 use crate::config::TwinConfig;
@@ -68,8 +68,15 @@ impl Serving {
             Some(a) => Some(MetricsServer::start(a, backend.clone()).map_err(io_err(format!("metrics listener {a}")))?),
             None => None,
         };
+        let tls = opts.server.tls != TlsMode::Off;
         let handle = server.start()?;
-        let uris: Vec<String> = backend.export_names().iter().flat_map(|name| handle.uris(name)).collect();
+        // With TLS on offer, the URIs a client should use are libnbd's nbds:// ones.
+        let uris: Vec<String> = backend
+            .export_names()
+            .iter()
+            .flat_map(|name| handle.uris(name))
+            .map(|u| if tls { u.replacen("nbd://", "nbds://", 1).replacen("nbd+unix://", "nbds+unix://", 1) } else { u })
+            .collect();
         backend.attach_server(handle.stopper(), uris.clone());
         let stop = Arc::new(AtomicBool::new(false));
         let hk = housekeeping(backend.clone(), stop.clone()).map_err(io_err("spawn the housekeeping thread"))?;
@@ -81,6 +88,12 @@ impl Serving {
     /// `nbd://…/nsN` (and `nbd+unix://…`) URIs of every export.
     pub fn uris(&self) -> &[String] {
         &self.uris
+    }
+
+    /// What the server warns about (a non-loopback listener without TLS, a lowered
+    /// connection limit), one line each.
+    pub fn warnings(&self) -> Vec<String> {
+        self.handle.as_ref().map(|h| h.warnings().to_vec()).unwrap_or_default()
     }
 
     /// Bound TCP addresses (with the real port when 0 was asked for).

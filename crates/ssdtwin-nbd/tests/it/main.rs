@@ -3,5 +3,8 @@ mod clients;
 mod common;
 mod corpus;
 mod handshake;
+mod limits;
+mod load;
 mod shutdown;
+mod tls;
 mod transmission;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ssdtwin_nbd::mem::Op;
 use ssdtwin_nbd::proto::*;
-use ssdtwin_nbd::{MemBackend, MemExport, ServerConfig};
+use ssdtwin_nbd::{MemBackend, MemExport};
 
 use crate::common::*;
 
@@ -462,26 +462,4 @@ fn many_connections_at_once() {
         b.export("d").unwrap().counters.writes.load(Relaxed),
         32 * n as u64
     );
-}
-
-#[test]
-fn connection_limit() {
-    let cfg = ServerConfig {
-        max_connections: 2,
-        ..Default::default()
-    };
-    let (h, _) = serve_with(MemBackend::single("d", MIB), cfg);
-    let mut a = Client::tcp(&h);
-    let mut b2 = Client::tcp(&h);
-    // Let the server register both before the third arrives.
-    a.negotiate("d", false, false);
-    b2.negotiate("d", false, false);
-    let s = std::net::TcpStream::connect(h.tcp_addrs()[0]).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut buf = [0u8; 18];
-    use std::io::Read;
-    let n = (&s).read(&mut buf).unwrap_or(0);
-    assert_eq!(n, 0, "third connection should be closed without a greeting");
-    assert_eq!(h.stats().connections_refused, 1);
-    assert_eq!(a.read(1, 0, 512).error, 0);
 }
