@@ -53,6 +53,8 @@ const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
 const DATA: &str = "data";
 const STATE_FORMAT: &str = "ssdtwin-state";
+/// Suffix of a data file dropped by a command not yet committed (see [`Image::drop_data`]).
+const DROPPED: &str = ".dropped";
 
 /// `ns<N>.img` → N.
 fn data_file_nsid(name: &str) -> Option<u32> {
@@ -438,6 +440,7 @@ impl Image {
         let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock, recovery: None, maps_on_disk: sums, data_files: g.data_files, poisoned: None };
         if mode != OpenMode::ReadOnly {
             img.remove_stale_generations();
+            img.settle_dropped()?;
             if img.manifest.version < VERSION {
                 img.manifest.version = VERSION;
                 img.write_manifest()?;
@@ -582,10 +585,14 @@ impl Image {
         self.data_dir().join(format!("ns{nsid}.img"))
     }
 
-    /// Remove the data of namespace `nsid` (`NSID_ALL`: every namespace): after Namespace
+    /// Drop the data of namespace `nsid` (`NSID_ALL`: every namespace): after Namespace
     /// Management delete, Format NVM (a purge: the data is gone, not just unmapped) and
-    /// before a create reuses the NSID. Call it after the controller command succeeded;
-    /// the next commit records that the files are gone.
+    /// before a create reuses the NSID. Call it after the controller command succeeded.
+    ///
+    /// The drop becomes durable with the command, never before or after it: the files are
+    /// renamed to `ns<N>.img.dropped` now, deleted once the next commit has recorded the
+    /// command, and renamed back by the next writer if the process died before that commit
+    /// (the committed state still has their data).
     pub fn drop_data(&mut self, nsid: u32) -> Result<(), ImageError> {
         self.writable()?;
         self.data_files.retain(|&id, _| !(nsid == nvme::NSID_ALL || id == nsid));
@@ -593,18 +600,66 @@ impl Image {
         if !fsio::real_dir(&dd)? {
             return Ok(());
         }
-        let mut removed = false;
+        let mut moved = false;
         for e in fs::read_dir(&dd).map_err(|e| FsError::new(&dd, e))?.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             let id = data_file_nsid(&name);
             if id.is_some() && (nsid == nvme::NSID_ALL || id == Some(nsid)) {
-                self.guard(fsio::remove_file(&e.path()))?;
-                removed = true;
+                let aside = dd.join(format!("{name}{DROPPED}"));
+                if !matches!(fsio::entry(&aside)?, Entry::Missing) {
+                    let r = fsio::remove_file(&aside);
+                    self.guard(r)?;
+                }
+                let r = fsio::rename(&e.path(), &aside);
+                self.guard(r)?;
+                moved = true;
             }
         }
-        if removed {
-            self.guard(fsio::sync_dir(&dd))?;
+        if moved {
+            let r = fsio::sync_dir(&dd);
+            self.guard(r)?;
         }
+        Ok(())
+    }
+
+    /// After a commit: delete the data files it dropped (best effort; the next writer
+    /// finishes what a crash interrupts).
+    fn delete_dropped(&self) {
+        for (path, _) in self.dropped_files() {
+            let _ = fsio::remove_file(&path);
+        }
+    }
+
+    /// `(path, nsid)` of every `data/ns<N>.img.dropped`.
+    fn dropped_files(&self) -> Vec<(PathBuf, u32)> {
+        let dd = self.data_dir();
+        let Ok(rd) = fs::read_dir(&dd) else { return Vec::new() };
+        rd.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                let id = data_file_nsid(name.strip_suffix(DROPPED)?)?;
+                Some((e.path(), id))
+            })
+            .collect()
+    }
+
+    /// A writer opening the image settles drops a dead process left half done: a file whose
+    /// namespace the committed state still records goes back (the command never became
+    /// durable); any other is deleted (it did).
+    fn settle_dropped(&mut self) -> Result<(), ImageError> {
+        let dropped = self.dropped_files();
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        for (path, nsid) in dropped {
+            let live = self.data_path(nsid);
+            if self.data_files.contains_key(&nsid) && matches!(fsio::entry(&live)?, Entry::Missing) {
+                fsio::rename(&path, &live)?;
+            } else {
+                fsio::remove_file(&path)?;
+            }
+        }
+        fsio::sync_dir(&self.data_dir())?;
         Ok(())
     }
 
@@ -727,6 +782,7 @@ impl Image {
         let gdir = self.dir.join(gen_name(next));
         self.ctrl.set_map_store(Box::new(DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), sums }));
         self.remove_stale_generations();
+        self.delete_dropped();
         Ok(())
     }
 
@@ -1129,5 +1185,30 @@ mod tests {
         img.drop_data(1).unwrap();
         img.prepare_data_files().unwrap();
         assert_eq!(std::fs::metadata(p).unwrap().len(), bytes);
+    }
+
+    #[test]
+    fn dropping_data_is_durable_with_the_command_that_drops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let files = img.prepare_data_files().unwrap();
+        let p = files[0].1.clone();
+        std::fs::write(&p, vec![7u8; std::fs::metadata(&p).unwrap().len() as usize]).unwrap();
+        // Format, then die before the commit: the format never happened, so the data is back.
+        img.ctrl.format(1, 0, 0).unwrap();
+        img.drop_data(1).unwrap();
+        assert!(!p.exists());
+        drop(img);
+        let mut img = Image::open(&d, true).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap()[..4], [7, 7, 7, 7], "an uncommitted drop is rolled back");
+        assert!(img.ctrl.namespace_rows()[0].nuse > 0);
+        // Format and commit: the data is gone for good, and serving starts it empty.
+        img.ctrl.format(1, 0, 0).unwrap();
+        img.drop_data(1).unwrap();
+        img.commit().unwrap();
+        assert!(!p.exists() && std::fs::read_dir(p.parent().unwrap()).unwrap().next().is_none(), "no leftovers after the commit");
+        img.prepare_data_files().unwrap();
+        assert!(std::fs::read(&p).unwrap().iter().all(|&b| b == 0));
     }
 }
