@@ -365,6 +365,23 @@ def _check_stat(stat: Any, thread: Any, path: str) -> None:
         raise _err(thread, path + ".hist", f"counts add to {total_count}, n is {n}")
 
 
+def _check_sample_stat(stat: Any, thread: Any, path: str) -> None:
+    if not isinstance(stat, Mapping):
+        raise _err(thread, path, "expected an object")
+    missing = [k for k in ("n", "min", "max", "mean", "m2") if k not in stat]
+    if missing:
+        raise _err(thread, path, f"missing {', '.join(missing)}")
+    n = _int(stat["n"], thread, path + ".n")
+    lo = _int(stat["min"], thread, path + ".min")
+    hi = _int(stat["max"], thread, path + ".max")
+    for key in ("mean", "m2"):
+        v = stat[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise _err(thread, f"{path}.{key}", "expected a number >= 0")
+    if n and not lo * (1 - 1e-9) <= stat["mean"] <= hi * (1 + 1e-9):
+        raise _err(thread, path, "mean is outside [min, max]")
+
+
 def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
     """Raise EngineResultError unless ``result`` follows the engine output contract."""
     if not isinstance(result, Mapping):
@@ -397,6 +414,9 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
                 raise _err(thread, f"{name}.{key}", "expected a list")
             for v in values:
                 _int(v, thread, f"{name}.{key}[]")
+        for key in ("bw_sample_stat", "iops_sample_stat"):
+            if key in d:
+                _check_sample_stat(d[key], thread, f"{name}.{key}")
     for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
         if key in result:
             values = result[key]
