@@ -34,7 +34,8 @@ def run_jobs(
     target = nss[namespace]
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
-    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas)
+    link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
+    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
