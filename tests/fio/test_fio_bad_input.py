@@ -141,8 +141,11 @@ CASES: List[Tuple[str, Setup, str, str]] = [
      "cannot evaluate keyword arithmetic: value out of range (more than 128 bits)"),
     ("sections", text({"job.fio": b"[global]\nbs=4k\n" * (L.MAX_SECTIONS + 1)}), "job.fio",
      f"job.fio:{2 * L.MAX_SECTIONS + 1}: more than {L.MAX_SECTIONS} sections in a run"),
-    ("/dev/zero as the job file", text({}), "/dev/zero", "/dev/zero"),
-    ("a directory as the job file", directory_job, "jobs", "jobs"),
+    ("include a name too long for the OS", text({"job.fio": job("include " + "a" * 5000 + "\n")}), "job.fio",
+     "job.fio:5: cannot open include file 'aaaa"),
+    ("/dev/zero as the job file", text({}), "/dev/zero", "/dev/zero: not a regular file (a character device)"),
+    ("a directory as the job file", directory_job, "jobs", "jobs: not a regular file (a directory)"),
+    ("a job file name too long for the OS", text({}), "b" * 5000, "bbbb: File name too long"),
 ]
 
 
@@ -167,7 +170,7 @@ def test_bad_input_is_one_line_and_leaves_the_image(setup: Setup, jobfile: str, 
 def test_a_fifo_job_file_does_not_hang(image: Path, tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.fio")
     r = run_cli("fio", image, tmp_path / "pipe.fio", check=False, timeout=HANG_TIMEOUT_S)
-    assert r.returncode == 1 and len(r.stderr_lines) == 1, r
+    assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin fio: error: {tmp_path / 'pipe.fio'}: not a regular file (a FIFO)"], r
 
 
 # --- every option, extreme values: a one-line FioJobError or an engine input that fits --

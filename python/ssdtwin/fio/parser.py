@@ -351,12 +351,19 @@ _FileKey = Tuple[int, int]
 
 def _file_key(path: Path) -> _FileKey:
     """(device, inode): the same file under any name or link, for include loops. Cheaper
-    than resolving the path, which matters for a run with many includes."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return (-1, hash(str(path)))
+    than resolving the path, which matters for a run with many includes. OSError when the
+    file cannot be looked up (missing, a name too long ...)."""
+    info = os.stat(path)
     return (info.st_dev, info.st_ino)
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists() without its OSError for names the OS refuses (too long)."""
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 _FILE_KINDS = (
@@ -368,6 +375,11 @@ _FILE_KINDS = (
 )
 
 
+def file_kind(st_mode: int) -> str:
+    """``a directory``, ``a FIFO`` ...: what a path that is not a regular file is."""
+    return next((name for test, name in _FILE_KINDS if test(st_mode)), "not a file")
+
+
 def _read_text(path: Path, budget: _Budget) -> str:
     """The text of a job or include file, charged to ``budget``. Only a regular file of
     UTF-8 text is read, and never more than the budget allows: /dev/zero, a FIFO or a
@@ -377,8 +389,7 @@ def _read_text(path: Path, budget: _Budget) -> str:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a file")
-            raise ValueError(f"not a regular file ({kind})")
+            raise ValueError(f"not a regular file ({file_kind(info.st_mode)})")
         budget.take_text(info.st_size)
         chunks = []
         left = info.st_size + 1  # one more: a file that grew since fstat
@@ -435,7 +446,7 @@ class _Reader:
     def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> List[_Section]:
         sections: List[_Section] = []
         current: Optional[_Section] = None
-        stack = [_file_key(path)] if path else []
+        stack = [_file_key(path)] if path else []  # path was just read: it exists
         for lineno, raw in enumerate(text.splitlines(), start=1):
             if self.budget.exhausted:
                 break
@@ -501,13 +512,14 @@ class _Reader:
         candidate = Path(target)
         if not candidate.is_absolute():
             candidate = self.cwd / target
-        if not candidate.exists() and path is not None and not Path(target).is_absolute():
+        if not _exists(candidate) and path is not None and not Path(target).is_absolute():
             candidate = path.parent / target
-        if not candidate.exists():
-            self.error(f"cannot open include file '{target}'", file=display, line=lineno)
+        try:
+            key = _file_key(candidate)
+        except OSError as e:
+            self.error(f"cannot open include file '{target}': {e.strerror}", file=display, line=lineno)
             return
         inc_display = str(Path(target)) if Path(target).is_absolute() else _display_path(candidate, self.cwd)
-        key = _file_key(candidate)
         if key in stack:
             self.error(f"include loop through '{target}'", file=display, line=lineno)
             return
