@@ -53,7 +53,8 @@ MAX_IODEPTH = 65536
 MAX_INFLIGHT = 1 << 20
 
 # fio keeps FIO_OPT_INT options in 32-bit fields and silently truncates larger values
-# (loops=4294967296 runs 0 loops; thinktime=2h stalls 48 minutes): measured on fio 3.33.
+# (fio 3.33: loops=4294967296 runs 1 loop, 4294967298 runs 2; thinktime=2h is parsed as
+# 7,200,000,000 us and stored in 32 bits).
 FIO_UINT_MAX = (1 << 32) - 1
 # fio reads every number with strtoll: larger ones fail ("failed parsing").
 FIO_NUMBER_MAX = (1 << 63) - 1
