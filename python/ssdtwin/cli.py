@@ -321,13 +321,13 @@ def fio_cmd(
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from . import fio as fiolib
-    from .fiorun import render, run_jobs, write_logs
+    from .fiorun import job_file_problem, render, run_jobs, write_logs
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
     for j in jobs:
-        if not j.is_file():
-            fail(f"{j}: no such job file")
+        if problem := job_file_problem(j):
+            fail(problem)
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()

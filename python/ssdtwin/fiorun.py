@@ -7,12 +7,16 @@ formats (normal text, JSON, json+, log files).
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import fio as fiolib
 from .fio import logs as fio_logs, output as fio_output
+from .fio.parser import file_kind
 from .drive import Drive
 
 
@@ -34,8 +38,22 @@ def run_jobs(
     target = nss[namespace]
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
-    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas)
+    link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
+    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
+
+
+def job_file_problem(path: Path) -> Optional[str]:
+    """Why ``path`` cannot be a job file (missing, not a regular file, a name the OS
+    refuses), as a one-line message; None when it can be read. The parser reads it under
+    its own limits (docs/fio.md §2.9)."""
+    try:
+        info = os.stat(path)
+    except OSError as e:
+        return f"{path}: no such job file" if e.errno == errno.ENOENT else f"{path}: {e.strerror}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path}: not a regular file ({file_kind(info.st_mode)})"
+    return None
 
 
 def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Optional[int] = None) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import limits as L
 from . import options as O
 from .errors import EngineResultError, FioJobError
 from .hist import PLAT_NR
 from .units import Percent
 
-__all__ = ["engine_input", "check_result", "effective_bssplit", "DDIR_NAMES", "ENGINE_OUTPUT_VERSION"]
+__all__ = ["engine_input", "check_result", "contract_range_error", "effective_bssplit", "DDIR_NAMES", "ENGINE_OUTPUT_VERSION"]
 
 DDIR_NAMES = ("read", "write", "trim")
 ENGINE_INPUT_VERSION = 1
@@ -123,8 +124,10 @@ def engine_input(
     lba_bytes: int,
     namespace_sizes: Optional[Mapping[int, int]] = None,
     namespace_lba_bytes: Optional[Mapping[int, int]] = None,
+    link_bytes_per_s: Optional[int] = None,
 ) -> Dict[str, Any]:
-    """Resolve one clone into the engine's input dict (docs/fio.md §3)."""
+    """Resolve one clone into the engine's input dict (docs/fio.md §3). ``link_bytes_per_s``
+    (the drive's host link) bounds how many bytes a job can move in a run (§2.9)."""
     job = clone.job
     st = job.state
     errors: List[FioJobError] = []
@@ -212,6 +215,7 @@ def engine_input(
         per_loop = io_size
     if region < td_min_bs:
         fail(f"blocksize is larger than data set range ({region} < {td_min_bs})", "size")
+    _check_job_bytes(st, per_loop, max(max_bs), link_bytes_per_s, fail)
     if offset + region > real_size:
         fail(
             f"the I/O region [{offset}, {offset + region}) of clone {clone.subjob} runs past the end of the target ({real_size} bytes)",
@@ -316,6 +320,63 @@ def engine_input(
     }
 
 
+def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
+    """A job that is not time-based ends after loops x io_size bytes (or number_ios I/Os).
+    Refuse one that cannot end within the run limit: more bytes than the host link carries
+    in 200 days (reads and writes cross the link; trims do not, so they only get fio's
+    number limit)."""
+    if st["time_based"]:
+        return
+    total = per_loop * st["loops"]
+    if st["number_ios"]:
+        total = min(total, st["number_ios"] * max_bs)
+    crosses_link = any(d in ("read", "write") for d in _DIRECTIONS[st["rw"]])
+    if link_bytes_per_s and crosses_link:
+        bound = link_bytes_per_s * L.MAX_RUN_NS // 1_000_000_000
+        limit = f"the drive's {link_bytes_per_s / 1e9:.3g} GB/s host link moves at most {L.short_bytes(bound)} in the {L.MAX_RUN_DAYS} days a run may simulate"
+    else:
+        bound = L.FIO_NUMBER_MAX
+        limit = f"at most {bound} bytes (fio reads numbers as signed 64-bit)"
+    if total > bound:
+        option = "loops" if st["loops"] > 1 else ("io_size" if "io_size" in st["set"] else "size")
+        fail(f"the job would move {L.short_bytes(total)} ({st['loops']} loops of {per_loop} bytes); {limit}", option)
+
+
+# Engine input fields the engine holds in 32 bits (crates/ssdtwin-core/src/workload/mod.rs
+# JobSpec); every other integer is a u64.
+_U32_FIELDS = frozenset(
+    ("job_index", "thread_number", "subjob", "group_id", "batch", "namespace", "lba_bytes", "rwmixread",
+     "rwmixwrite", "iodepth", "iodepth_configured", "percentage_random")
+)
+
+
+def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
+    """The first value of an engine input dict the engine cannot hold (a u32 or u64 out of
+    range, a float that is not finite), as ``"path=value (range)"``; None when all fit.
+    The option limits make this unreachable from job text; it is the last line of defence
+    between the parser and the engine's strict deserialisation."""
+
+    def walk(value: Any, path: str, top: str) -> Optional[str]:
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            return None
+        if isinstance(value, int):
+            hi = (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1
+            return None if 0 <= value <= hi else f"{path}={value} (0..{hi})"
+        if isinstance(value, float):
+            return None if value == value and abs(value) != float("inf") else f"{path}={value} (a finite number)"
+        if isinstance(value, Mapping):
+            items: Any = value.items()
+        else:
+            items = enumerate(value)
+        for key, item in items:
+            found = walk(item, f"{path}.{key}" if path else str(key), top or str(key))
+            if found:
+                return found
+        return None
+
+    return walk(spec, "", "")
+
+
 # --- engine output ------------------------------------------------------------------------
 
 _STAT_KEYS = ("n", "min_ns", "max_ns", "sum_ns", "m2", "hist")
@@ -365,6 +426,23 @@ def _check_stat(stat: Any, thread: Any, path: str) -> None:
         raise _err(thread, path + ".hist", f"counts add to {total_count}, n is {n}")
 
 
+def _check_sample_stat(stat: Any, thread: Any, path: str) -> None:
+    if not isinstance(stat, Mapping):
+        raise _err(thread, path, "expected an object")
+    missing = [k for k in ("n", "min", "max", "mean", "m2") if k not in stat]
+    if missing:
+        raise _err(thread, path, f"missing {', '.join(missing)}")
+    n = _int(stat["n"], thread, path + ".n")
+    lo = _int(stat["min"], thread, path + ".min")
+    hi = _int(stat["max"], thread, path + ".max")
+    for key in ("mean", "m2"):
+        v = stat[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            raise _err(thread, f"{path}.{key}", "expected a number >= 0")
+    if n and not lo * (1 - 1e-9) <= stat["mean"] <= hi * (1 + 1e-9):
+        raise _err(thread, path, "mean is outside [min, max]")
+
+
 def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
     """Raise EngineResultError unless ``result`` follows the engine output contract."""
     if not isinstance(result, Mapping):
@@ -397,6 +475,9 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
                 raise _err(thread, f"{name}.{key}", "expected a list")
             for v in values:
                 _int(v, thread, f"{name}.{key}[]")
+        for key in ("bw_sample_stat", "iops_sample_stat"):
+            if key in d:
+                _check_sample_stat(d[key], thread, f"{name}.{key}")
     for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
         if key in result:
             values = result[key]

@@ -19,6 +19,7 @@ cousins and the histogram log all use these buckets.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
 
@@ -133,7 +134,8 @@ def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> List[Tup
     plist_sorted.sort()
     if not plist_sorted or n <= 0:
         return []
-    thresholds = [Fraction(p) * n / 100 for p in plist_sorted]
+    # running >= p*n/100 exactly, as integers: running >= ceil(p*n/100) (running is whole).
+    thresholds = [math.ceil(Fraction(p) * n / 100) for p in plist_sorted]
     out: List[Tuple[float, int]] = []
     running = 0
     j = 0

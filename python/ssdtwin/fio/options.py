@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .limits import FIO_NUMBER_MAX, FIO_UINT_MAX, MAX_BS, MAX_IODEPTH, MAX_RUN_US, MAX_THREADS, describe_us
 from .units import Percent, parse_bool, parse_flag, parse_size, parse_time_us, parse_uint
 
 __all__ = [
@@ -155,12 +156,24 @@ def _size(st: Dict[str, Any], text: str, *, allow_percent: bool = False) -> Any:
     return parse_size(text, kb_base=st["kb_base"], allow_percent=allow_percent)
 
 
-def _uint(st: Dict[str, Any], text: str, *, lo: Optional[int] = None, hi: Optional[int] = None) -> int:
+# Why an upper limit exists (docs/fio.md §2.9), shown after fio's "(N max)".
+_WHY_UINT = "fio keeps this option in 32 bits"
+_WHY_NUMBER = "fio reads numbers as signed 64-bit"
+_WHY_BS = "Linux moves at most this much in one read or write call"
+
+
+def _uint(st: Dict[str, Any], text: str, *, lo: Optional[int] = None, hi: Optional[int] = None, why: str = "") -> int:
     value = parse_uint(text, kb_base=st["kb_base"])
     if lo is not None and value < lo:
         raise ValueError(f"min value out of range: {value} ({lo} min)")
     if hi is not None and value > hi:
-        raise ValueError(f"max value out of range: {value} ({hi} max)")
+        raise ValueError(f"max value out of range: {value} ({hi} max{': ' + why if why else ''})")
+    return value
+
+
+def _check_max(value: int, hi: int, why: str) -> int:
+    if value > hi:
+        raise ValueError(f"max value out of range: {value} ({hi} max: {why})")
     return value
 
 
@@ -290,11 +303,11 @@ def _h_rw(st: Dict[str, Any], value: Optional[str]) -> None:
             raise ValueError("empty ':<nr>' suffix")
         if mode in RANDOM_MODES:
             # options.c str_rw_cb: for random I/O the suffix counts I/Os per new offset.
-            nr = _uint(st, postfix, lo=1)
+            nr = _uint(st, postfix, lo=1, hi=FIO_UINT_MAX, why=_WHY_UINT)
             st["rw_nr"] = nr
         else:
             # For sequential I/O it is a byte gap added after each I/O.
-            st["rw_seq_add"] = _uint(st, postfix)
+            st["rw_seq_add"] = _uint(st, postfix, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
 
 
 def _h_rwmixread(st: Dict[str, Any], value: Optional[str]) -> None:
@@ -307,10 +320,10 @@ def _h_rwmixwrite(st: Dict[str, Any], value: Optional[str]) -> None:
     st["rwmix"] = [100 - v, v]
 
 
-def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None) -> Handler:
+def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None, why: str = "") -> Handler:
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
         target = list(st[key])
-        _store_per_dir(target, per_direction_segments(_req(value)), lambda t: _uint(st, t, lo=lo, hi=hi))
+        _store_per_dir(target, per_direction_segments(_req(value)), lambda t: _uint(st, t, lo=lo, hi=hi, why=why))
         st[key] = target
 
     return handler
@@ -323,8 +336,8 @@ def _h_bsrange(st: Dict[str, Any], value: Optional[str]) -> None:
             cut = _split_top(text, ":")
         if cut is None:
             raise ValueError("not a range (use min-max or min:max)")
-        lo = _uint(st, text[:cut], lo=1)
-        hi = _uint(st, text[cut + 1 :], lo=1)
+        lo = _uint(st, text[:cut], lo=1, hi=MAX_BS, why=_WHY_BS)
+        hi = _uint(st, text[cut + 1 :], lo=1, hi=MAX_BS, why=_WHY_BS)
         # fio swaps a reversed range (parse.c FIO_OPT_RANGE).
         return (min(lo, hi), max(lo, hi))
 
@@ -344,7 +357,7 @@ def _parse_split(st: Dict[str, Any], text: str) -> Optional[List[List[int]]]:
         if item == "":
             break  # fio stops at an empty element ("4k/50:" is fine)
         bs_text, slash, pct_text = item.partition("/")
-        bs = _uint(st, bs_text, lo=1)
+        bs = _uint(st, bs_text, lo=1, hi=MAX_BS, why=_WHY_BS)
         if slash and pct_text != "":
             if not re.fullmatch(r"[0-9]+", pct_text):
                 raise ValueError(f"'{pct_text}' is not a percentage")
@@ -402,9 +415,12 @@ def _h_bool(key: str) -> Handler:
     return handler
 
 
-def _h_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None) -> Handler:
+def _h_uint(key: str, lo: Optional[int] = None, hi: int = FIO_UINT_MAX, why: Optional[str] = None) -> Handler:
+    """A fio FIO_OPT_INT: at most 2^32-1 unless the option has its own maximum."""
+    reason = why if why is not None else (_WHY_UINT if hi == FIO_UINT_MAX else "")
+
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
-        st[key] = _uint(st, _req(value), lo=lo, hi=hi)
+        st[key] = _uint(st, _req(value), lo=lo, hi=hi, why=reason)
 
     return handler
 
@@ -418,14 +434,30 @@ def _h_size_pct(key: str) -> Handler:
         if isinstance(v, Percent) and v.value > 100:
             # fio either refuses (io_size) or reads "150%" as an enormous byte count.
             raise ValueError("percentages above 100% are not supported")
+        if isinstance(v, int):
+            _check_max(v, FIO_NUMBER_MAX, _WHY_NUMBER)
         st[key] = v
 
     return handler
 
 
-def _h_time(key: str, default_unit: str) -> Handler:
+_WHY_RUN = "the longest run the engine simulates"
+_WHY_THINK = "fio keeps it in 32-bit microseconds"
+
+
+def _time_us(text: str, default_unit: str, hi: int, why: str) -> int:
+    us = parse_time_us(text, default_unit=default_unit)
+    if us > hi:
+        raise ValueError(f"max value out of range: {describe_us(us)} ({describe_us(hi)} max: {why})")
+    return us
+
+
+def _h_time(key: str, default_unit: str, hi: int = MAX_RUN_US, why: str = _WHY_RUN) -> Handler:
+    """runtime, ramp_time (seconds by default; the engine's run limit) and thinktime,
+    thinktime_spin (microseconds; fio's 32-bit field)."""
+
     def handler(st: Dict[str, Any], value: Optional[str]) -> None:
-        st[key] = parse_time_us(_req(value), default_unit=default_unit)
+        st[key] = _time_us(_req(value), default_unit, hi, why)
 
     return handler
 
@@ -433,7 +465,7 @@ def _h_time(key: str, default_unit: str) -> Handler:
 def _h_startdelay(st: Dict[str, Any], value: Optional[str]) -> None:
     # A range ("1-5", "1:5") draws a start delay per clone (fixup_options).
     segments = per_direction_segments(_req(value))
-    values = [parse_time_us(t, default_unit="s") for t, _, _ in segments if t != ""]
+    values = [_time_us(t, "s", MAX_RUN_US, _WHY_RUN) for t, _, _ in segments if t != ""]
     if not values or len(values) > 2:
         raise ValueError("expected a time or a time range low-high")
     lo = values[0]
@@ -522,7 +554,7 @@ def _parse_zones(st: Dict[str, Any], text: str, *, absolute: bool) -> List[Optio
             if absolute:
                 if not slash or range_text == "":
                     raise ValueError("zoned_abs needs access%/size for every zone")
-                size = _uint(st, range_text, lo=1)
+                size = _uint(st, range_text, lo=1, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
                 zones.append({"access_pct": access, "range_bytes": size})
             else:
                 if slash and range_text != "":
@@ -644,8 +676,8 @@ _SIM_OPTIONS: List[OptionDef] = [
     _opt("rw", _h_rw, aliases=("readwrite",)),
     _opt("rwmixread", _h_rwmixread),
     _opt("rwmixwrite", _h_rwmixwrite),
-    _opt("bs", _h_per_dir_uint("bs", lo=1), aliases=("blocksize",)),
-    _opt("ba", _h_per_dir_uint("ba", lo=1), aliases=("blockalign",)),
+    _opt("bs", _h_per_dir_uint("bs", lo=1, hi=MAX_BS, why=_WHY_BS), aliases=("blocksize",)),
+    _opt("ba", _h_per_dir_uint("ba", lo=1, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER), aliases=("blockalign",)),
     _opt("bsrange", _h_bsrange, aliases=("blocksize_range",)),
     _opt("bssplit", _h_bssplit),
     _opt("bs_unaligned", _h_flag("bs_unaligned"), aliases=("blocksize_unaligned",), needs_value=False),
@@ -656,9 +688,9 @@ _SIM_OPTIONS: List[OptionDef] = [
     _opt("io_size", _h_size_pct("io_size"), aliases=("io_limit",)),
     _opt("fill_device", _h_bool("fill_device"), aliases=("fill_fs",)),
     _opt("loops", _h_uint("loops", lo=1)),
-    _opt("number_ios", _h_uint("number_ios")),
-    _opt("iodepth", _h_uint("iodepth", lo=1)),
-    _opt("numjobs", _h_uint("numjobs", lo=1)),
+    _opt("number_ios", _h_uint("number_ios", hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)),
+    _opt("iodepth", _h_uint("iodepth", lo=1, hi=MAX_IODEPTH, why="an NVMe queue holds at most 65536 commands")),
+    _opt("numjobs", _h_uint("numjobs", lo=1, hi=MAX_THREADS, why="fio's REAL_MAX_JOBS threads in a run")),
     _opt("time_based", _h_flag("time_based"), needs_value=False),
     _opt("runtime", _h_time("runtime_us", "s"), aliases=("timeout",)),
     _opt("ramp_time", _h_time("ramp_time_us", "s")),
@@ -670,11 +702,11 @@ _SIM_OPTIONS: List[OptionDef] = [
     _opt("random_generator", _h_choice("random_generator", ("tausworthe", "lfsr", "tausworthe64"))),
     _opt("random_distribution", _h_random_distribution),
     _opt("percentage_random", _h_per_dir_uint("percentage_random", hi=100)),
-    _opt("rate", _h_per_dir_uint("rate")),
-    _opt("rate_iops", _h_per_dir_uint("rate_iops")),
+    _opt("rate", _h_per_dir_uint("rate", hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)),
+    _opt("rate_iops", _h_per_dir_uint("rate_iops", hi=FIO_UINT_MAX, why=_WHY_UINT)),
     _opt("rate_process", _h_choice("rate_process", ("linear", "poisson"))),
-    _opt("thinktime", _h_time("thinktime_us", "us")),
-    _opt("thinktime_spin", _h_time("thinktime_spin_us", "us")),
+    _opt("thinktime", _h_time("thinktime_us", "us", FIO_UINT_MAX, _WHY_THINK)),
+    _opt("thinktime_spin", _h_time("thinktime_spin_us", "us", FIO_UINT_MAX, _WHY_THINK)),
     _opt("thinktime_blocks", _h_uint("thinktime_blocks", lo=1)),
     _opt("thinktime_blocks_type", _h_choice("thinktime_blocks_type", ("complete", "issue"))),
     _opt("stonewall", _h_flag("stonewall"), aliases=("wait_for_previous",), needs_value=False),

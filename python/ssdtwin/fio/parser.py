@@ -21,12 +21,15 @@ listed in docs/fio.md. In short:
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import limits as L
 from . import options as O
 from .errors import FioJobError
 from .units import N2S_BYTE, num2str
@@ -47,6 +50,8 @@ _BLOCK_OFF = _SEED_NAMES.index("offset")
 
 
 # --- data model ---------------------------------------------------------------------------
+
+_SectionEcho = Tuple[int, bool, str, List[Tuple[str, Optional[str]]], int]
 
 
 @dataclass
@@ -169,9 +174,10 @@ class Run:
     files: List[str]
     warnings: List[str]
     run_seed: int
-    # (file index, is_global, section name, echo) per section, for showcmd(); a global
-    # section's echo is the accumulated global list, as fio's def_thread keeps it.
-    sections: List[Tuple[int, bool, str, List[Tuple[str, Optional[str]]]]] = field(default_factory=list, repr=False)
+    # (file index, is_global, section name, echo, length) per section, for showcmd(); the
+    # echo is echo[:length]. A global section's echo is the accumulated global list, as
+    # fio's def_thread keeps it (a prefix of a list shared by the file's global sections).
+    sections: List["_SectionEcho"] = field(default_factory=list, repr=False)
 
     def showcmd(self) -> str:
         """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):
@@ -179,12 +185,12 @@ class Run:
         lines = []
         for file_index in range(len(self.files)):
             parts = ["fio "]
-            for index, is_global, name, echo in self.sections:
+            for index, is_global, name, echo, length in self.sections:
                 if index != file_index:
                     continue
                 if not is_global:
                     parts.append(f"--name={name} ")
-                for opt, value in echo:
+                for opt, value in echo[:length]:
                     if value is None:
                         parts.append(f"--{opt} ")
                     else:
@@ -217,18 +223,25 @@ class Run:
         lba_bytes: int,
         namespace_sizes: Optional[Mapping[int, int]] = None,
         namespace_lba_bytes: Optional[Mapping[int, int]] = None,
+        link_bytes_per_s: Optional[int] = None,
     ) -> List[Dict[str, Any]]:
         """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
-        filename names a namespace in ``namespace_lba_bytes`` uses that LBA size."""
-        from .engine import engine_input  # local: keeps the parser importable alone
+        filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
+        ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
+        from .engine import contract_range_error, engine_input  # local: keeps the parser importable alone
 
         errors: List[FioJobError] = []
         out = []
         for clone in self.clones:
             try:
-                out.append(engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes))
+                spec = engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes, link_bytes_per_s)
             except FioJobError as e:
                 errors.extend(e.errors)
+                continue
+            bad = contract_range_error(spec)
+            if bad:
+                errors.append(FioJobError(f"job {clone.job.name}: engine input {bad} is out of range", file=clone.job.file, line=clone.job.line))
+            out.append(spec)
         if errors:
             raise FioJobError.collect(errors)
         return out
@@ -306,6 +319,104 @@ def fio_seeds(
 # --- reading job files --------------------------------------------------------------------
 
 
+class _Budget:
+    """What a run may still read (docs/fio.md §2.9): job text bytes, includes, sections.
+    The first limit reached is reported once and ends the reading (``exhausted``)."""
+
+    def __init__(self) -> None:
+        self.text_bytes_left = L.MAX_JOB_TEXT_BYTES
+        self.includes = 0
+        self.sections = 0
+        self.exhausted = False
+
+    def take_text(self, nbytes: int) -> None:
+        if nbytes > self.text_bytes_left:
+            raise _TooLarge(_too_large(nbytes, self.text_bytes_left))
+        self.text_bytes_left -= nbytes
+
+
+class _TooLarge(ValueError):
+    """The job text budget of the run is spent."""
+
+
+def _too_large(nbytes: int, left: int) -> str:
+    total = L.describe_bytes(L.MAX_JOB_TEXT_BYTES)
+    if left == L.MAX_JOB_TEXT_BYTES:
+        return f"too large: {nbytes} bytes (a run reads at most {total} of job files and includes)"
+    return f"too large: {nbytes} bytes, {left} left of the {total} of job files and includes a run may read"
+
+
+_FileKey = Tuple[int, int]
+
+
+def _file_key(path: Path) -> _FileKey:
+    """(device, inode): the same file under any name or link, for include loops. Cheaper
+    than resolving the path, which matters for a run with many includes. OSError when the
+    file cannot be looked up (missing, a name too long ...)."""
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino)
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists() without its OSError for names the OS refuses (too long)."""
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(st_mode: int) -> str:
+    """``a directory``, ``a FIFO`` ...: what a path that is not a regular file is."""
+    return next((name for test, name in _FILE_KINDS if test(st_mode)), "not a file")
+
+
+def _read_text(path: Path, budget: _Budget) -> str:
+    """The text of a job or include file, charged to ``budget``. Only a regular file of
+    UTF-8 text is read, and never more than the budget allows: /dev/zero, a FIFO or a
+    10 GB file fail at once. ValueError carries the reason; OSError is left to the caller."""
+    # O_NONBLOCK: opening a FIFO must not wait for a writer.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"not a regular file ({file_kind(info.st_mode)})")
+        budget.take_text(info.st_size)
+        chunks = []
+        left = info.st_size + 1  # one more: a file that grew since fstat
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > info.st_size:
+        raise ValueError("changed while being read")
+    return _decode(data)
+
+
+def _decode(data: bytes) -> str:
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise ValueError(f"not a text file (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not a text file (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8)") from None
+
+
 class _Reader:
     def __init__(
         self,
@@ -313,21 +424,32 @@ class _Reader:
         env: Mapping[str, str],
         keywords: Mapping[str, str],
         cwd: Path,
+        budget: _Budget,
     ) -> None:
         self.env = env
         self.keywords = keywords
         self.cwd = cwd
+        self.budget = budget
         self.errors: List[FioJobError] = []
         self.warnings: List[str] = []
 
     def error(self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None) -> None:
         self.errors.append(FioJobError(reason, file=file, line=line, option=option, value=value))
 
+    def limit_reached(self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None) -> None:
+        """A run-wide limit: reported once, and nothing more is read."""
+        if not self.budget.exhausted:
+            self.budget.exhausted = True
+            self.error(reason, file=file, line=line, option=option, value=value)
+
     # -- text level --
     def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> List[_Section]:
         sections: List[_Section] = []
         current: Optional[_Section] = None
+        stack = [_file_key(path)] if path else []  # path was just read: it exists
         for lineno, raw in enumerate(text.splitlines(), start=1):
+            if self.budget.exhausted:
+                break
             p = _strip_line(raw)
             if p == "":
                 continue
@@ -337,6 +459,13 @@ class _Reader:
                     self.error("malformed section header", file=display, line=lineno)
                     current = None
                     continue
+                self.budget.sections += 1
+                if self.budget.sections > L.MAX_SECTIONS:
+                    self.limit_reached(
+                        f"more than {L.MAX_SECTIONS} sections in a run ({L.MAX_THREADS} jobs and as many global sections)",
+                        file=display, line=lineno,
+                    )
+                    break
                 name = m.group(1)
                 is_global = name.startswith("global")
                 if is_global and name != "global":
@@ -349,17 +478,17 @@ class _Reader:
             if current is None:
                 self.error(f"option <{p}> outside of [] job section", file=display, line=lineno)
                 continue
-            self._statement(current, p, display, lineno, path, stack=[str(path.resolve())] if path else [])
+            self._statement(current, p, display, lineno, path, stack)
         return sections
 
-    def _statement(self, section: _Section, p: str, display: str, lineno: int, path: Optional[Path], stack: List[str]) -> None:
+    def _statement(self, section: _Section, p: str, display: str, lineno: int, path: Optional[Path], stack: List[_FileKey], depth: int = 0) -> None:
         m = re.match(r"include(\s+(.*))?$", p)
         if m and (m.group(1) or p == "include"):
             target = (m.group(2) or "").strip()
             if not target:
                 self.error("include needs a file name", file=display, line=lineno)
                 return
-            self._include(section, target, display, lineno, path, stack)
+            self._include(section, target, display, lineno, path, stack, depth + 1)
             return
         name, eq, value = p.partition("=")
         line = _Line(name.rstrip(), value if eq else None, display, lineno)
@@ -368,35 +497,53 @@ class _Reader:
             return
         section.lines.append(line)
 
-    def _include(self, section: _Section, target: str, display: str, lineno: int, path: Optional[Path], stack: List[str]) -> None:
+    def _include(self, section: _Section, target: str, display: str, lineno: int, path: Optional[Path], stack: List[_FileKey], depth: int) -> None:
+        if self.budget.exhausted:
+            return
+        if depth > L.MAX_INCLUDE_DEPTH:
+            self.limit_reached(f"include {target}: includes nested more than {L.MAX_INCLUDE_DEPTH} deep", file=display, line=lineno)
+            return
+        self.budget.includes += 1
+        if self.budget.includes > L.MAX_INCLUDES:
+            self.limit_reached(f"include {target}: more than {L.MAX_INCLUDES} includes in a run", file=display, line=lineno)
+            return
         # fio tries the name as given (relative to the current directory) and only then
         # relative to the including file (init.c __parse_jobs_ini).
         candidate = Path(target)
         if not candidate.is_absolute():
             candidate = self.cwd / target
-        if not candidate.exists() and path is not None and not Path(target).is_absolute():
+        if not _exists(candidate) and path is not None and not Path(target).is_absolute():
             candidate = path.parent / target
-        if not candidate.exists():
-            self.error(f"cannot open include file '{target}'", file=display, line=lineno)
+        try:
+            key = _file_key(candidate)
+        except OSError as e:
+            self.error(f"cannot open include file '{target}': {e.strerror}", file=display, line=lineno)
             return
         inc_display = str(Path(target)) if Path(target).is_absolute() else _display_path(candidate, self.cwd)
-        key = str(candidate.resolve())
         if key in stack:
             self.error(f"include loop through '{target}'", file=display, line=lineno)
             return
         try:
-            text = candidate.read_text()
+            text = _read_text(candidate, self.budget)
         except OSError as e:
             self.error(f"cannot read include file '{target}': {e.strerror}", file=display, line=lineno)
             return
+        except _TooLarge as e:
+            self.limit_reached(f"include {target}: {e}", file=display, line=lineno)
+            return
+        except ValueError as e:
+            self.error(f"include {target}: {e}", file=display, line=lineno)
+            return
         for inc_lineno, raw in enumerate(text.splitlines(), start=1):
+            if self.budget.exhausted:
+                return
             p = _strip_line(raw)
             if p == "":
                 continue
             if p.startswith("["):
                 self.error("no new sections in included files", file=inc_display, line=inc_lineno)
                 continue
-            self._statement(section, p, inc_display, inc_lineno, candidate, stack + [key])
+            self._statement(section, p, inc_display, inc_lineno, candidate, stack + [key], depth)
 
     # -- substitution --
     def substitute(self, line: _Line) -> Optional[_Line]:
@@ -442,11 +589,30 @@ def _expand_env(text: str, env: Mapping[str, str]) -> str:
 
 
 def _bc(text: str) -> int:
-    """Integer arithmetic the way ``bc`` (scale=0) evaluates fio's keyword values."""
+    """Integer arithmetic the way ``bc`` (scale=0) evaluates fio's keyword values, within
+    the expression limits of ``units`` (digits, bits, nesting)."""
     tokens = re.findall(r"\s*(\d+|[-+*/%^()])", text)
     if "".join(tokens).replace(" ", "") != re.sub(r"\s", "", text):
         raise ValueError(f"'{text}' is not integer arithmetic")
+    if len(tokens) > L.MAX_EXPR_TOKENS:
+        raise ValueError(f"more than {L.MAX_EXPR_TOKENS} numbers and operators")
     pos = 0
+    depth = 0
+
+    def bounded(v: int) -> int:
+        if v.bit_length() > L.MAX_EXPR_BITS:
+            raise ValueError(f"value out of range (more than {L.MAX_EXPR_BITS} bits)")
+        return v
+
+    def nested(inner: Callable[[], int]) -> int:
+        nonlocal depth
+        depth += 1
+        if depth > L.MAX_EXPR_DEPTH:
+            raise ValueError(f"nested more than {L.MAX_EXPR_DEPTH} deep")
+        try:
+            return inner()
+        finally:
+            depth -= 1
 
     def peek() -> str:
         return tokens[pos].strip() if pos < len(tokens) else ""
@@ -462,7 +628,7 @@ def _bc(text: str) -> int:
         while peek() in ("+", "-"):
             op = take()
             r = term()
-            v = v + r if op == "+" else v - r
+            v = bounded(v + r if op == "+" else v - r)
         return v
 
     def term() -> int:
@@ -473,7 +639,7 @@ def _bc(text: str) -> int:
             if op != "*" and r == 0:
                 raise ValueError("divide by zero")
             if op == "*":
-                v = v * r
+                v = bounded(v * r)
             elif op == "/":
                 q = abs(v) // abs(r)
                 v = q if (v >= 0) == (r >= 0) else -q
@@ -488,19 +654,26 @@ def _bc(text: str) -> int:
             e = power()
             if e < 0:
                 raise ValueError("negative exponent")
+            if abs(v) > 1 and e * math.log2(abs(v)) > L.MAX_EXPR_BITS + 1:
+                raise ValueError(f"value out of range (more than {L.MAX_EXPR_BITS} bits)")
             v = v**e
+        return v
+
+    def parenthesised() -> int:
+        v = expr()
+        if take() != ")":
+            raise ValueError("missing ')'")
         return v
 
     def unary() -> int:
         tok = take()
         if tok == "-":
-            return -unary()
+            return -nested(unary)
         if tok == "(":
-            v = expr()
-            if take() != ")":
-                raise ValueError("missing ')'")
-            return v
+            return nested(parenthesised)
         if tok.isdigit():
+            if len(tok) > L.MAX_NUMBER_CHARS:
+                raise ValueError(f"number longer than {L.MAX_NUMBER_CHARS} characters")
             return int(tok)
         raise ValueError(f"unexpected '{tok}'")
 
@@ -642,16 +815,19 @@ def parse(
     if isinstance(files, (str, os.PathLike)):
         files = [files]
     base = Path(cwd) if cwd is not None else Path.cwd()
+    budget = _Budget()
     sources = []
     for f in files:
         path = Path(f)
         full = path if path.is_absolute() else base / path
         try:
-            text = full.read_text()
+            text = _read_text(full, budget)
         except OSError as e:
             raise FioJobError(f"unable to open job file: {e.strerror}", file=str(f)) from None
+        except ValueError as e:
+            raise FioJobError(str(e), file=str(f)) from None
         sources.append((str(f), text, full))
-    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed)
+    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed, budget=budget)
 
 
 def parse_string(
@@ -670,8 +846,17 @@ def parse_string(
     if len(names) == 1 and len(texts) > 1:
         names = [f"{names[0]}[{i}]" for i in range(len(texts))]
     base = Path(cwd) if cwd is not None else Path.cwd()
-    sources = [(n, t, None) for n, t in zip(names, texts)]
-    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed)
+    budget = _Budget()
+    sources = []
+    for n, t in zip(names, texts):
+        try:
+            budget.take_text(len(t.encode("utf-8", "surrogatepass")))
+            if "\0" in t:
+                raise ValueError(f"not a text file (NUL character at offset {t.index(chr(0))})")
+        except ValueError as e:
+            raise FioJobError(str(e), file=n) from None
+        sources.append((n, t, None))
+    return _parse_sources(sources, env=env, cmdline=cmdline, keywords=keywords, cwd=base, run_seed=run_seed, budget=budget)
 
 
 def _parse_sources(
@@ -682,13 +867,14 @@ def _parse_sources(
     keywords: Optional[Mapping[str, str]],
     cwd: Path,
     run_seed: int,
+    budget: _Budget,
 ) -> Run:
     if not 0 <= run_seed < 1 << 64:
         raise ValueError("run_seed must fit in 64 bits")
     kw = _default_keywords()
     if keywords:
         kw.update({k: str(v) for k, v in keywords.items()})
-    reader = _Reader(env=os.environ if env is None else env, keywords=kw, cwd=cwd)
+    reader = _Reader(env=os.environ if env is None else env, keywords=kw, cwd=cwd, budget=budget)
 
     jobs: List[Job] = []
     clones: List[Clone] = []
@@ -696,10 +882,12 @@ def _parse_sources(
     group_id = 0
     prev_group_jobs = 0
     batch = 0
-    section_echo: List[Tuple[int, bool, str, List[Tuple[str, Optional[str]]]]] = []
+    section_echo: List[_SectionEcho] = []
     global_echo: List[Tuple[str, Optional[str]]] = []
 
     for file_index, (display, text, path) in enumerate(sources):
+        if budget.exhausted:
+            break
         sections = reader.read_sections(display, text, path, file_index)
         # fio resets its defaults (def_thread) for every job file after the first.
         global_state = O.default_state()
@@ -713,9 +901,13 @@ def _parse_sources(
             global_echo.extend(_apply(reader, global_state, cmd_lines))
         file_stonewall = file_index > 0
         for section in sections:
+            if budget.exhausted:
+                break
             if section.is_global:
                 global_echo.extend(_apply(reader, global_state, section.lines))
-                section_echo.append((file_index, True, section.name, list(global_echo)))
+                # The accumulated list so far: a prefix of global_echo, which only grows
+                # (a copy per section would be quadratic in the number of global options).
+                section_echo.append((file_index, True, section.name, global_echo, len(global_echo)))
                 continue
             st = O.copy_state(global_state)
             st["set"] = set(global_state["set"])
@@ -728,7 +920,15 @@ def _parse_sources(
             _fixup(reader, job_name, section, st)
             if len(reader.errors) != n_errors:
                 continue  # fio drops the job ("job x dropped"); we report and go on
-            section_echo.append((file_index, False, section.name, list(echo)))
+            numjobs = st["numjobs"]
+            if thread_number + numjobs > L.MAX_THREADS:
+                reader.limit_reached(
+                    f"job {job_name}: the run would have {thread_number + numjobs} threads (jobs x numjobs); "
+                    f"at most {L.MAX_THREADS} (fio's REAL_MAX_JOBS)",
+                    **_where(st, "numjobs", section),
+                )
+                break
+            section_echo.append((file_index, False, section.name, echo, len(echo)))
             if (st["stonewall"] or st["new_group"]) and prev_group_jobs:
                 prev_group_jobs = 0
                 group_id += 1
@@ -745,7 +945,6 @@ def _parse_sources(
                 state=st,
             )
             jobs.append(job)
-            numjobs = st["numjobs"]
             is_random = st["rw"] in O.RANDOM_MODES
             first_thread = thread_number + 1
             for k in range(numjobs):
@@ -787,6 +986,8 @@ def _parse_sources(
                     )
                 )
             job.clones = clones[first_thread - 1 :]
+    if not reader.errors:
+        _check_run_limits(reader, jobs)
     if reader.errors:
         raise FioJobError.collect(reader.errors)
     _check_group_percentiles(jobs)
@@ -799,6 +1000,48 @@ def _parse_sources(
         run_seed=run_seed,
         sections=section_echo,
     )
+
+
+def _where(st: Mapping[str, Any], option: str, section: Any) -> Dict[str, Any]:
+    """Location of ``option`` as written (file, line, name, value), else of the section."""
+    where = st.get("where", {})
+    if option in where:
+        file, line, written, value = where[option]
+        return {"file": file, "line": line, "option": written, "value": value}
+    return {"file": section.file, "line": section.line}
+
+
+def _check_run_limits(reader: _Reader, jobs: Sequence[Job]) -> None:
+    """Limits over the whole run (docs/fio.md §2.9): I/Os in flight over all threads, and
+    the simulated time the time-based jobs take at least, summed over stonewall batches."""
+    inflight = 0
+    for job in jobs:
+        inflight += job.effective_iodepth * len(job.clones)
+        if inflight > L.MAX_INFLIGHT:
+            reader.error(
+                f"job {job.name}: the run would keep {inflight} I/Os in flight (iodepth x numjobs, summed over jobs); "
+                f"at most {L.MAX_INFLIGHT}",
+                **_where(job.state, "iodepth", job),
+            )
+            return
+    batch_us: Dict[int, Tuple[int, Clone]] = {}
+    for clone in (c for j in jobs for c in j.clones):
+        st = clone.job.state
+        at_least = clone.startdelay_us + (st["ramp_time_us"] + st["runtime_us"] if st["time_based"] else 0)
+        if clone.batch not in batch_us or at_least > batch_us[clone.batch][0]:
+            batch_us[clone.batch] = (at_least, clone)
+    total_us = 0
+    for batch in sorted(batch_us):
+        us, clone = batch_us[batch]
+        total_us += us
+        if total_us > L.MAX_RUN_US:
+            reader.error(
+                f"job {clone.job.name}: the run takes at least {L.describe_us(total_us)} of simulated time "
+                f"(startdelay + ramp_time + runtime of its time_based jobs, summed over stonewall groups); "
+                f"a run may simulate at most {L.describe_us(L.MAX_RUN_US)}",
+                **_where(clone.job.state, "runtime", clone.job),
+            )
+            return
 
 
 def _check_group_percentiles(jobs: Iterable[Job]) -> None:

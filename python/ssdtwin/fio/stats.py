@@ -162,6 +162,10 @@ def _runtime_ms(ns: int) -> int:
     return (ns // 1000 + 999) // 1000
 
 
+def _sample_stat(stat: Mapping[str, Any]) -> IoStat:
+    return IoStat(int(stat["n"]), int(stat["min"]), int(stat["max"]), float(stat["mean"]), float(stat["m2"]))
+
+
 def _stat(d: Mapping[str, Any]) -> Tuple[IoStat, List[int]]:
     n = d["n"]
     if n == 0:
@@ -215,8 +219,16 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         clat_all = [a + b for a, b in zip(clat_all, ds.clat_hist)]
         # stat.c __add_samples: one sample per window with I/O; windows without any
         # I/O in this direction add no sample. KiB/s is floor(floor(bytes*1000/ms)/1024).
-        ds.bw = IoStat.from_samples([b * 1000 // bw_avg_ms // 1024 for b in d.get("bw_window_bytes", []) if b])
-        ds.iops = IoStat.from_samples([n * 1000 // iops_avg_ms for n in d.get("iops_window_ios", []) if n])
+        # The Rust engine sends the samples' running statistics (fixed size however long
+        # the run); the per-window lists are the contract's alternative (docs/fio.md §4).
+        if "bw_sample_stat" in d:
+            ds.bw = _sample_stat(d["bw_sample_stat"])
+        else:
+            ds.bw = IoStat.from_samples([b * 1000 // bw_avg_ms // 1024 for b in d.get("bw_window_bytes", []) if b])
+        if "iops_sample_stat" in d:
+            ds.iops = _sample_stat(d["iops_sample_stat"])
+        else:
+            ds.iops = IoStat.from_samples([n * 1000 // iops_avg_ms for n in d.get("iops_window_ios", []) if n])
     total = ts.total_ios()
     if "latency_buckets" in result:
         lb = result["latency_buckets"]

@@ -8,8 +8,11 @@ different workload than the user meant is worse than one that refuses.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable, List, NamedTuple, Tuple, Union
+
+from .limits import MAX_EXPR_BITS, MAX_EXPR_DEPTH, MAX_EXPR_TOKENS, MAX_NUMBER_CHARS
 
 __all__ = [
     "Percent",
@@ -75,6 +78,9 @@ def _size_multiplier(suffix: str, kb_base: int) -> int:
 def _check_plain(text: str, what: str) -> None:
     if text == "":
         raise ValueError(f"empty value is not {what}")
+    if len(text) > MAX_NUMBER_CHARS and not text.startswith("("):
+        # fio's largest number has 19 digits; reading a huge one would only cost time.
+        raise ValueError(f"not {what}: longer than {MAX_NUMBER_CHARS} characters")
     if text != text.strip() or any(c.isspace() for c in text):
         # fio stops at the first space: "bs = 4k" gives a 4-byte block size.
         raise ValueError(
@@ -212,9 +218,12 @@ class _ExprParser:
             assert kind is not None
             self.tokens.append((kind, m.group(kind)))
             pos = m.end()
+        if len(self.tokens) > MAX_EXPR_TOKENS:
+            raise ValueError(f"expression of more than {MAX_EXPR_TOKENS} numbers, units and operators")
         self.pos = 0
         self.unit_of = unit_of
         self.units_specified = False
+        self.depth = 0
 
     def peek(self) -> Tuple[str, str]:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else ("end", "")
@@ -243,7 +252,7 @@ class _ExprParser:
                 lhs = _apply(text, lhs, rhs)
             elif kind == "word" and _PREC_SUFFIX >= min_prec:
                 self.take()
-                lhs = lhs * self.unit_of(text)
+                lhs = _bounded(lhs * self.unit_of(text))
                 self.units_specified = True
             else:
                 break
@@ -251,14 +260,22 @@ class _ExprParser:
 
     def unary(self) -> Number:
         kind, text = self.take()
-        if kind == "op" and text == "-":
-            return -self.unary()
-        if kind == "op" and text == "(":
-            value = self.expr(0)
-            if self.take() != ("op", ")"):
-                raise ValueError("missing ')' in expression")
-            return value
+        if kind == "op" and text in "-(":
+            self.depth += 1
+            if self.depth > MAX_EXPR_DEPTH:
+                raise ValueError(f"expression nested more than {MAX_EXPR_DEPTH} deep")
+            try:
+                if text == "-":
+                    return -self.unary()
+                value = self.expr(0)
+                if self.take() != ("op", ")"):
+                    raise ValueError("missing ')' in expression")
+                return value
+            finally:
+                self.depth -= 1
         if kind == "num":
+            if len(text) > MAX_NUMBER_CHARS:
+                raise ValueError(f"number longer than {MAX_NUMBER_CHARS} characters in expression")
             if text[:2].lower() == "0x":
                 return int(text, 16)
             if any(c in text for c in ".eE"):
@@ -267,7 +284,26 @@ class _ExprParser:
         raise ValueError("incomplete expression" if kind == "end" else f"unexpected '{text}' in expression")
 
 
+def _bounded(value: Number) -> Number:
+    """Refuse values no option can take before they cost time or overflow a float."""
+    if isinstance(value, int):
+        if value.bit_length() > MAX_EXPR_BITS:
+            raise ValueError(f"expression value out of range (more than {MAX_EXPR_BITS} bits)")
+    elif value != value or abs(value) >= 2.0**MAX_EXPR_BITS:
+        raise ValueError(f"expression value out of range (beyond 2^{MAX_EXPR_BITS})")
+    return value
+
+
 def _apply(op: str, a: Number, b: Number) -> Number:
+    try:
+        return _bounded(_apply_unbounded(op, a, b))
+    except OverflowError:
+        raise ValueError(f"expression value out of range (beyond 2^{MAX_EXPR_BITS})") from None
+    except ZeroDivisionError:  # 0 ^ -1
+        raise ValueError("divide by zero in expression") from None
+
+
+def _apply_unbounded(op: str, a: Number, b: Number) -> Number:
     both_int = isinstance(a, int) and isinstance(b, int)
     if op == "+":
         return a + b
@@ -291,6 +327,9 @@ def _apply(op: str, a: Number, b: Number) -> Number:
         r = abs(a) % abs(b)
         return r if a >= 0 else -r
     if op == "^":
+        if abs(a) > 1 and b * math.log2(abs(a)) > MAX_EXPR_BITS + 1:
+            # Out of range: refused without computing it (9^9^9 would take ages).
+            raise ValueError(f"expression value out of range (more than {MAX_EXPR_BITS} bits)")
         if both_int and b >= 0:
             ipow: int = int(a) ** int(b)  # int ** negative would be a float: excluded above
             return ipow

@@ -26,7 +26,17 @@ pub enum RunError {
     Timing(#[from] super::TimingError),
     #[error("interrupted at {0} ns of virtual time")]
     Interrupted(u64),
+    /// The run would take the simulated clock past [`MAX_RUN_NS`] (or past what the drive's
+    /// own clock can still count).
+    #[error("simulated time would pass {} days, the longest a run may simulate (the device timing counts picoseconds in 64 bits)", .0 / NS_PER_DAY)]
+    TimeLimit(u64),
 }
+
+/// The longest a run may simulate: 200 days. [`DeviceTiming`] keeps the controller's queues
+/// in picoseconds, which a u64 holds for 213 days; the rest is margin for device latencies
+/// past the last event. docs/fio.md lists the job-file limits derived from it.
+pub const MAX_RUN_NS: u64 = 200 * NS_PER_DAY;
+const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
 
 /// Engine output of one direction (docs/fio.md §4).
 #[derive(Clone, Debug, Serialize)]
@@ -39,8 +49,94 @@ pub struct DirOut {
     pub clat: StatOut,
     pub slat: StatOut,
     pub lat: StatOut,
-    pub bw_window_bytes: Vec<u64>,
-    pub iops_window_ios: Vec<u64>,
+    /// fio's bw samples (KiB/s, one per full `bw_avg_ms` window with I/O in this direction)
+    /// as running statistics: fixed size however long the run.
+    pub bw_sample_stat: SampleStatOut,
+    /// The same for iops samples (I/Os per second per full `iops_avg_ms` window).
+    pub iops_sample_stat: SampleStatOut,
+}
+
+/// fio's `struct io_stat` of bw or iops samples (docs/fio.md §4): count, min, max, running
+/// mean and S = Σ(x - mean)², updated as stat.c `add_stat_sample` does, step for step, so
+/// the mean and deviation round exactly as fio's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SampleStatOut {
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub m2: f64,
+}
+
+impl SampleStatOut {
+    fn add(&mut self, value: u64) {
+        if self.n == 0 {
+            self.min = value;
+            self.max = value;
+        } else {
+            self.min = self.min.min(value);
+            self.max = self.max.max(value);
+        }
+        let val = value as f64;
+        let delta = val - self.mean;
+        if delta != 0.0 {
+            self.mean += delta / (self.n as f64 + 1.0);
+            self.m2 += delta * (val - self.mean);
+        }
+        self.n += 1;
+    }
+}
+
+/// Amount (bytes or I/Os) completed in the current averaging window of one direction; a
+/// window is folded into the sample statistics when a completion lands in a later one, so
+/// memory does not depend on how long the run is. Windows without I/O give no sample (fio's
+/// stat.c `__add_samples`).
+#[derive(Default)]
+struct WindowAcc {
+    index: u64,
+    amount: u64,
+    stat: SampleStatOut,
+}
+
+impl WindowAcc {
+    fn add(&mut self, index: u64, amount: u64, window_ms: u64, per_s: fn(u64, u64) -> u64) {
+        if index != self.index {
+            self.close(window_ms, per_s);
+            self.index = index;
+        }
+        self.amount += amount;
+    }
+
+    fn close(&mut self, window_ms: u64, per_s: fn(u64, u64) -> u64) {
+        if self.amount > 0 {
+            self.stat.add(per_s(self.amount, window_ms));
+            self.amount = 0;
+        }
+    }
+
+    /// The statistics at the end of a run of `runtime_ns`: the open window counts only if it
+    /// is full (fio takes no sample for the window the run ends in).
+    fn finish(mut self, window_ms: u64, runtime_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
+        let full_windows = runtime_ns / window_ns(window_ms);
+        if self.index < full_windows {
+            self.close(window_ms, per_s);
+        }
+        self.stat
+    }
+}
+
+fn window_ns(window_ms: u64) -> u64 {
+    window_ms.max(1).saturating_mul(1_000_000)
+}
+
+/// A bw sample: floor(floor(bytes*1000/ms)/1024) KiB/s.
+fn kib_per_s(bytes: u64, window_ms: u64) -> u64 {
+    (bytes as u128 * 1000 / window_ms.max(1) as u128 / 1024) as u64
+}
+
+/// An iops sample: ios*1000/ms.
+fn ios_per_s(ios: u64, window_ms: u64) -> u64 {
+    (ios as u128 * 1000 / window_ms.max(1) as u128).min(u64::MAX as u128) as u64
 }
 
 /// Engine output of one clone (docs/fio.md §4).
@@ -66,14 +162,14 @@ struct DirStats {
     io_bytes: u64,
     ios: u64,
     clat: LatStat,
-    bw_windows: Vec<u64>,
-    iops_windows: Vec<u64>,
+    bw_window: WindowAcc,
+    iops_window: WindowAcc,
     /// Open log window per log kind: (window start ns, sum, count, max).
     lat_window: [(u64, u128, u64, u64); 3],
     hist_since: Vec<u64>,
-    /// Bytes and I/Os per `log_avg_msec` window (bw/iops logs).
-    log_bytes: Vec<u64>,
-    log_ios: Vec<u64>,
+    /// (window index, bytes, I/Os) of each `log_avg_msec` window with I/O, in time order
+    /// (bw/iops logs): one entry per row the log will have, none for idle windows.
+    log_windows: Vec<(u64, u64, u64)>,
 }
 
 struct Clone {
@@ -132,7 +228,7 @@ impl Clone {
             ThinktimeBlocksType::Issue => self.ios_issued,
             ThinktimeBlocksType::Complete => self.ios_completed,
         };
-        if counted >= self.last_think_blocks + spec.thinktime_blocks.max(1) {
+        if counted >= self.last_think_blocks.saturating_add(spec.thinktime_blocks.max(1)) {
             self.last_think_blocks = counted;
             self.think_due = true;
         }
@@ -195,6 +291,45 @@ pub fn run(
     start_ns: u64,
     keep_going: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Vec<CloneOut>, RunError> {
+    run_measured(ctrl, timing, specs, opts, start_ns, keep_going).map(|(out, _)| out)
+}
+
+/// How many entries the run's growable structures held at the end (their peak: none of them
+/// shrinks), for tests that check memory does not grow with simulated time.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Capacity of the event heap.
+    pub events: usize,
+    /// Per-clone state: in-flight slots, drawn-ahead I/Os, histogram-log buckets.
+    pub clone_state: usize,
+    /// bw/iops log windows held until the end: one per log row.
+    pub log_windows: usize,
+    /// Log rows (only when logs are asked for: the output itself).
+    pub log_rows: usize,
+}
+
+fn footprint(heap_capacity: usize, clones: &[Clone]) -> Footprint {
+    let mut f = Footprint { events: heap_capacity, ..Footprint::default() };
+    for c in clones {
+        f.clone_state += c.slots.capacity() + c.free_slots.capacity() + c.pending.capacity();
+        for d in &c.dirs {
+            f.clone_state += d.hist_since.capacity();
+            f.log_windows += d.log_windows.capacity();
+        }
+        f.log_rows += c.logs.values().map(Vec::capacity).sum::<usize>();
+    }
+    f
+}
+
+/// [`run`], also returning the [`Footprint`] of the run.
+pub fn run_measured(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+) -> Result<(Vec<CloneOut>, Footprint), RunError> {
     let mut clones = Vec::with_capacity(specs.len());
     for spec in specs {
         let nsid = spec.namespace.unwrap_or(opts.default_nsid);
@@ -243,10 +378,19 @@ pub fn run(
             free_slots: Vec::new(),
         });
     }
-    let mut sim = Sim { ctrl, timing, clones, heap: BinaryHeap::new(), seq: 0, now: start_ns, opts: opts.clone(), batch: 0 };
+    // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
+    let st = ctrl.state();
+    let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
+    let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
+    let mut sim = Sim { ctrl, timing, clones, heap: BinaryHeap::new(), seq: 0, now: start_ns, opts: opts.clone(), batch: 0, end_limit };
     sim.start_batch(start_ns);
     let mut events = 0u64;
     while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
+        // Event times are computed with saturating additions, so a run that would overflow
+        // the clock arrives here past the limit instead of wrapping around.
+        if t > end_limit {
+            return Err(RunError::TimeLimit(end_limit - start_ns));
+        }
         sim.now = t;
         events += 1;
         if events % 65_536 == 0 && !keep_going(t) {
@@ -258,10 +402,10 @@ pub fn run(
                 let cl = &mut sim.clones[c];
                 cl.started = true;
                 cl.start_ns = t;
-                cl.ramp_end = t + cl.gen.spec.ramp_time_ns;
+                cl.ramp_end = t.saturating_add(cl.gen.spec.ramp_time_ns);
                 cl.rate_start = cl.ramp_end.min(t);
                 if cl.gen.spec.runtime_ns > 0 {
-                    cl.stop_at = cl.ramp_end + cl.gen.spec.runtime_ns;
+                    cl.stop_at = cl.ramp_end.saturating_add(cl.gen.spec.runtime_ns);
                 }
                 sim.pump(c)?;
             }
@@ -289,7 +433,8 @@ pub fn run(
     let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
     let busy = end.saturating_sub(start_ns);
     sim.ctrl.advance_clock(busy, busy);
-    Ok(sim.clones.into_iter().map(finish).collect())
+    let used = footprint(sim.heap.capacity(), &sim.clones);
+    Ok((sim.clones.into_iter().map(finish).collect(), used))
 }
 
 struct Sim<'a> {
@@ -301,6 +446,8 @@ struct Sim<'a> {
     now: u64,
     opts: RunOptions,
     batch: u32,
+    /// Events after this virtual time end the run with [`RunError::TimeLimit`].
+    end_limit: u64,
 }
 
 impl Sim<'_> {
@@ -313,7 +460,7 @@ impl Sim<'_> {
         for i in 0..self.clones.len() {
             if self.clones[i].gen.spec.batch == self.batch {
                 let d = self.clones[i].gen.spec.startdelay_ns;
-                self.push(t + d, Ev::Start(i as u32));
+                self.push(t.saturating_add(d), Ev::Start(i as u32));
             }
         }
     }
@@ -358,18 +505,9 @@ impl Sim<'_> {
             d.hist_since[crate::stats::plat_index(clat)] += 1;
         }
         let rel = now - cl.ramp_end;
-        let bw_win = cl.gen.spec.bw_avg_ms.max(1) * 1_000_000;
-        let iops_win = cl.gen.spec.iops_avg_ms.max(1) * 1_000_000;
-        let wb = (rel / bw_win) as usize;
-        let wi = (rel / iops_win) as usize;
-        if d.bw_windows.len() <= wb {
-            d.bw_windows.resize(wb + 1, 0);
-        }
-        d.bw_windows[wb] += len;
-        if d.iops_windows.len() <= wi {
-            d.iops_windows.resize(wi + 1, 0);
-        }
-        d.iops_windows[wi] += 1;
+        let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
+        d.bw_window.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
+        d.iops_window.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
         if clat < 1000 {
             cl.lat_buckets_ns[edge_index(clat, &LAT_EDGES)] += 1;
         } else if clat < 1_000_000 {
@@ -407,7 +545,7 @@ impl Sim<'_> {
                 if cl.inflight > 0 {
                     return Ok(());
                 }
-                let until = now + cl.gen.spec.thinktime_ns;
+                let until = now.saturating_add(cl.gen.spec.thinktime_ns);
                 cl.think_due = false;
                 cl.think_until = until;
                 self.push(until, Ev::Wake(c as u32));
@@ -443,13 +581,18 @@ impl Sim<'_> {
                     self.push(at, Ev::Wake(c as u32));
                     return Ok(());
                 }
-                let gap = if rate_iops > 0 { 1_000_000_000 / rate_iops } else { io.len * 1_000_000_000 / rate };
+                let gap = if rate_iops > 0 {
+                    1_000_000_000 / rate_iops
+                } else {
+                    (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64
+                };
                 let gap = if cl.gen.spec.rate_process == "poisson" {
+                    // `as` saturates: a huge exponential draw stays a huge gap.
                     (-(1.0 - cl.poisson.unit()).ln() * gap as f64) as u64
                 } else {
                     gap
                 };
-                cl.next_rate_at[di] = at + gap;
+                cl.next_rate_at[di] = at.saturating_add(gap);
             }
             cl.pending.pop_front();
             let nlb = io.len / cl.lba;
@@ -476,7 +619,7 @@ impl Sim<'_> {
                     (cl.slots.len() - 1) as u32
                 }
             };
-            self.push(done.max(now + 1), Ev::Done { clone: c as u32, slot: si });
+            self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
             let cl = &mut self.clones[c];
             // Draw the clone's next I/Os now and prefetch their mappings: by the time they
             // are issued the DRAM misses are over.
@@ -511,8 +654,11 @@ impl Sim<'_> {
             return Ok(());
         }
         if let Some(Reverse((next, _, _))) = self.heap.peek() {
-            if *next > now {
-                self.timing.idle(self.ctrl, now, *next)?;
+            // A wake-up past the run's time limit ends the run with an error: no idle work
+            // beyond it.
+            let until = (*next).min(self.end_limit);
+            if until > now {
+                self.timing.idle(self.ctrl, now, until)?;
             }
         }
         Ok(())
@@ -581,14 +727,15 @@ fn log_sample(cl: &mut Clone, ddir: u8, len: u64, offset: u64, clat: u64, now: u
         }
     } else {
         if spec.bw || spec.iops {
-            let k = (t_ms / spec.avg_ms) as usize;
-            let d = &mut cl.dirs[ddir as usize];
-            if d.log_bytes.len() <= k {
-                d.log_bytes.resize(k + 1, 0);
-                d.log_ios.resize(k + 1, 0);
+            let k = t_ms / spec.avg_ms;
+            let windows = &mut cl.dirs[ddir as usize].log_windows;
+            match windows.last_mut() {
+                Some(w) if w.0 == k => {
+                    w.1 += len;
+                    w.2 += 1;
+                }
+                _ => windows.push((k, len, 1)),
             }
-            d.log_bytes[k] += len;
-            d.log_ios[k] += 1;
         }
         if !spec.lat {
             return log_hist(cl, t_ms);
@@ -641,26 +788,16 @@ fn finish(cl: Clone) -> CloneOut {
     let avg = spec.logs.avg_ms;
     let mut dirs_out = Vec::new();
     for (di, d) in cl.dirs.into_iter().enumerate() {
-        // fio takes no sample for the window the run ends in.
-        let full = |win_ms: u64| (runtime / (win_ms.max(1) * 1_000_000)) as usize;
-        let mut bw = d.bw_windows.clone();
-        bw.truncate(full(spec.bw_avg_ms));
-        let mut io = d.iops_windows.clone();
-        io.truncate(full(spec.iops_avg_ms));
         if avg > 0 && (spec.logs.bw || spec.logs.iops) {
             // One row per full window of avg_ms per direction with I/O in it.
-            let nwin = (runtime / (avg * 1_000_000)) as usize;
-            for k in 0..nwin.min(d.log_bytes.len()) {
-                let (bytes, ios) = (d.log_bytes[k], d.log_ios[k]);
-                if ios == 0 {
-                    continue;
-                }
-                let t = (k as u64 + 1) * avg;
+            let nwin = runtime / window_ns(avg);
+            for &(k, bytes, ios) in d.log_windows.iter().take_while(|w| w.0 < nwin) {
+                let t = (k + 1) * avg;
                 if spec.logs.bw {
-                    logs.entry("bw".into()).or_default().push(json!([t, bytes * 1000 / avg / 1024, di, 0, 0]));
+                    logs.entry("bw".into()).or_default().push(json!([t, kib_per_s(bytes, avg), di, 0, 0]));
                 }
                 if spec.logs.iops {
-                    logs.entry("iops".into()).or_default().push(json!([t, ios * 1000 / avg, di, 0, 0]));
+                    logs.entry("iops".into()).or_default().push(json!([t, ios_per_s(ios, avg), di, 0, 0]));
                 }
             }
         }
@@ -684,8 +821,8 @@ fn finish(cl: Clone) -> CloneOut {
             clat: d.clat.out(),
             slat: if spec.engine_async { zero_stat(d.ios) } else { zero_stat(0) },
             lat: d.clat.out(),
-            bw_window_bytes: bw,
-            iops_window_ios: io,
+            bw_sample_stat: d.bw_window.finish(spec.bw_avg_ms, runtime, kib_per_s),
+            iops_sample_stat: d.iops_window.finish(spec.iops_avg_ms, runtime, ios_per_s),
         });
     }
     // Rows sorted by time within each log, as fio writes them.
@@ -719,5 +856,170 @@ fn finish(cl: Clone) -> CloneOut {
         iodepth_complete: complete,
         latency_buckets: lb,
         logs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvme::Controller;
+    use crate::spec::DriveSpec;
+    use serde_json::json;
+
+    fn drive() -> (Controller, DeviceTiming) {
+        let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+        let ctrl = Controller::new(spec, 1).unwrap();
+        let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
+        (ctrl, timing)
+    }
+
+    /// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
+    /// replaced (engine contract, docs/fio.md §3).
+    fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
+        let ns = ctrl.attached(1).unwrap();
+        let mut v: Value = serde_json::from_str(
+            r#"{
+            "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
+            "batch": 0, "stonewall": false, "filename": null, "namespace": null,
+            "target_size_bytes": 0, "lba_bytes": 0, "rw": "randwrite",
+            "directions": ["write"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
+            "rwmixread": 50, "rwmixwrite": 50,
+            "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+                   "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+                   "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
+            "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
+            "offset_bytes": 0, "size_bytes": 1048576, "io_size_bytes": 1048576, "loops": 1,
+            "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
+            "iodepth": 4, "iodepth_configured": 4, "time_based": false, "runtime_ns": 0,
+            "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": false,
+            "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
+            "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
+            "percentage_random": {"read": 100, "write": 100, "trim": 100},
+            "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
+            "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
+            "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
+            "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
+            "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
+                     "hist_ms": 0, "max_value": false, "offset": false}
+            }"#,
+        )
+        .unwrap();
+        v["target_size_bytes"] = json!(ns.bytes());
+        v["lba_bytes"] = json!(ns.lba_bytes);
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn run_one(extra: Value) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+        let (mut ctrl, mut timing) = drive();
+        let s = spec(&ctrl, extra);
+        run_measured(&mut ctrl, &mut timing, vec![s], &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true)
+    }
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// The old way: every window of the run in a list, truncated to the full ones, empty
+    /// ones skipped, then fio's Welford over the samples in order.
+    fn reference(completions: &[(u64, u64)], window_ms: u64, runtime_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
+        let win = window_ns(window_ms);
+        let mut windows = vec![0u64; (runtime_ns / win + 1) as usize];
+        for &(t, amount) in completions {
+            windows[(t / win) as usize] += amount;
+        }
+        windows.truncate((runtime_ns / win) as usize);
+        let mut stat = SampleStatOut::default();
+        for &w in windows.iter().filter(|&&w| w > 0) {
+            stat.add(per_s(w, window_ms));
+        }
+        stat
+    }
+
+    #[test]
+    fn running_window_statistics_equal_the_per_window_samples() {
+        let mut rng = Rng::new(42);
+        for case in 0..200 {
+            let window_ms = 1 + rng.below(700);
+            let runtime_ns = rng.below(40 * SECOND);
+            // Completions in time order, bursty (some windows empty), up to the run's end.
+            let mut t = 0;
+            let mut completions = Vec::new();
+            while t <= runtime_ns {
+                completions.push((t, 512 * (1 + rng.below(256))));
+                t += if rng.below(10) == 0 { rng.below(3 * SECOND) } else { rng.below(SECOND / 50) };
+            }
+            for per_s in [kib_per_s as fn(u64, u64) -> u64, ios_per_s] {
+                let mut acc = WindowAcc::default();
+                for &(t, amount) in &completions {
+                    acc.add(t / window_ns(window_ms), amount, window_ms, per_s);
+                }
+                let got = acc.finish(window_ms, runtime_ns, per_s);
+                let want = reference(&completions, window_ms, runtime_ns, per_s);
+                assert_eq!(got, want, "case {case}: window {window_ms} ms, runtime {runtime_ns} ns");
+                assert_eq!(got.mean.to_bits(), want.mean.to_bits());
+                assert_eq!(got.m2.to_bits(), want.m2.to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn memory_does_not_grow_with_simulated_time() {
+        // 10 s of think time after every I/O: a day simulates 8,640 stalls, ten days 86,400.
+        // Before, the bw/iops sample windows grew by one entry per 500 ms of simulated time.
+        let think = |runtime_s: u64| {
+            json!({"time_based": true, "runtime_ns": runtime_s * SECOND, "thinktime_ns": 10 * SECOND, "iodepth": 1})
+        };
+        let (short, f_short) = run_one(think(86_400)).unwrap();
+        let (long, f_long) = run_one(think(864_000)).unwrap();
+        assert!(long[0].write.total_ios >= 9 * short[0].write.total_ios, "the long run really ran longer");
+        assert_eq!(f_short, f_long, "nothing the engine holds grows with simulated time");
+        assert_eq!(f_long.log_rows + f_long.log_windows, 0, "no logs asked for, none kept");
+        // One bw sample per window with I/O: 10 s think time leaves one write per window, and
+        // the run ends after the last stall, so every window is full.
+        assert_eq!(long[0].write.bw_sample_stat.n, long[0].write.total_ios);
+        assert_eq!(long[0].write.iops_sample_stat.n, long[0].write.total_ios);
+    }
+
+    #[test]
+    fn windowed_logs_hold_one_entry_per_row() {
+        // bw/iops logs averaged over 1 s: state grows with the rows the log will have (the
+        // output), not with the idle windows between them.
+        let logs = json!({"bw": true, "iops": false, "lat": false, "hist": false, "avg_ms": 1000,
+                          "hist_ms": 0, "max_value": false, "offset": false});
+        let (out, f) = run_one(json!({"time_based": true, "runtime_ns": 86_400 * SECOND, "thinktime_ns": 60 * SECOND, "logs": logs})).unwrap();
+        let rows = out[0].logs["bw"].len();
+        assert!(rows >= 1400, "{rows} rows");
+        assert!(f.log_windows <= 2 * rows + 4, "{} windows held for {rows} rows", f.log_windows);
+    }
+
+    #[test]
+    fn a_run_past_the_clock_limit_is_an_error_not_an_overflow() {
+        // 90 days of think time between I/Os: the third stall passes the 200-day limit.
+        let err = run_one(json!({"thinktime_ns": 90 * NS_PER_DAY, "iodepth": 1})).unwrap_err();
+        assert!(matches!(err, RunError::TimeLimit(MAX_RUN_NS)), "{err}");
+        assert!(err.to_string().contains("pass 200 days"), "{err}");
+        // Up to the limit the device timing works: 16 writes in the run's last second.
+        let (out, _) = run_one(json!({"startdelay_ns": MAX_RUN_NS - SECOND, "number_ios": 16})).unwrap();
+        assert_eq!(out[0].write.total_ios, 16);
+        assert!(out[0].write.clat.max_ns < SECOND / 100, "{:?}", out[0].write.clat);
+        let err = run_one(json!({"startdelay_ns": MAX_RUN_NS + 1})).unwrap_err();
+        assert!(matches!(err, RunError::TimeLimit(MAX_RUN_NS)), "{err}");
+        // Start delays and runtimes that would overflow u64 saturate, then hit the limit.
+        let err = run_one(json!({"startdelay_ns": u64::MAX})).unwrap_err();
+        assert!(matches!(err, RunError::TimeLimit(_)), "{err}");
+        let far = json!({"ramp_time_ns": u64::MAX - 5, "runtime_ns": u64::MAX, "time_based": true, "thinktime_ns": 60 * NS_PER_DAY});
+        let err = run_one(far).unwrap_err();
+        assert!(matches!(err, RunError::TimeLimit(_)), "{err}");
+    }
+
+    #[test]
+    fn huge_rates_and_gaps_do_not_overflow() {
+        // A 1 GiB I/O at 1 byte/s: the gap (1e18 s) does not fit in u64 ns and saturates.
+        let (out, _) = run_one(json!({"rate_bytes_per_s": {"read": 0, "write": 1, "trim": 0}, "number_ios": 1})).unwrap();
+        assert_eq!(out[0].write.total_ios, 1);
+        // A sequential gap past the region: every I/O of a pass wraps back to the start.
+        let (out, _) = run_one(json!({"rw": "write", "random": false, "rw_seq_add_bytes": u64::MAX, "loops": 2})).unwrap();
+        assert_eq!(out[0].write.total_ios, 2 * 256);
     }
 }

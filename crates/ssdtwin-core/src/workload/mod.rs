@@ -200,7 +200,7 @@ impl BsGen {
             return split.last().map(|s| s.0).unwrap_or(self.min);
         }
         // bsrange: min + floor(max * U), down to a multiple of min, capped at max (fio).
-        let mut b = self.min + (self.max as f64 * self.rng.unit()) as u64;
+        let mut b = self.min.saturating_add((self.max as f64 * self.rng.unit()) as u64);
         if !self.unaligned {
             b -= b % self.min;
         }
@@ -269,10 +269,10 @@ impl Generator {
                 "the region [{region_start}, +{region_len}) is empty or beyond the target's {target_bytes} bytes"
             )));
         }
-        if region_start + region_len > target_bytes {
+        if region_len > target_bytes - region_start {
             return Err(err(format!(
                 "the region [{region_start}, {}) ends beyond the target's {target_bytes} bytes",
-                region_start + region_len
+                region_start as u128 + region_len as u128
             )));
         }
         let mut bs = Vec::new();
@@ -387,11 +387,11 @@ impl Generator {
 
     fn seq_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
         let g = &mut self.dirs[ddir.index()];
-        if g.seq_next + len > self.region_len {
+        if g.seq_next.saturating_add(len) > self.region_len {
             return None;
         }
         let off = g.seq_next;
-        g.seq_next += len + self.spec.rw_seq_add_bytes;
+        g.seq_next = g.seq_next.saturating_add(len).saturating_add(self.spec.rw_seq_add_bytes);
         Some(off)
     }
 
