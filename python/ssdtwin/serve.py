@@ -48,7 +48,7 @@ def _check_hostport(flag: str, text: str) -> None:
 
 
 def serve_cmd(
-    path: Path = typer.Argument(..., help="drive image to serve"),
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image to serve"),
     listen: list[str] = typer.Option([], "--listen", "-l", help="TCP HOST:PORT (repeatable; port 0 picks one)"),
     unix: list[Path] = typer.Option([], "--unix", "-u", help="unix socket PATH (repeatable)"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for Prometheus text on GET /metrics"),
@@ -88,9 +88,43 @@ def serve_cmd(
     try:
         summary = _core.serve(os.fspath(path), tcp=list(listen), unix=[os.fspath(u) for u in unix],
                               metrics=metrics, pace=pace, spin_us=spin_us, ready=ready)
+    except _core.SsdtwinError as e:
+        fail(_name_the_address(str(e), listen))
     finally:
         signal.signal(signal.SIGTERM, old)
     _say(summary_text(summary))
+    if summary.get("stopped_by") == "KeyboardInterrupt":
+        from .cli import interrupt_note
+
+        # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
+        interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
+
+
+def _name_the_address(msg: str, listen: list[str]) -> str:
+    """A listener that cannot bind is reported with its address, whether or not the
+    server's own message names it (which --listen failed is found by binding each)."""
+    if not msg.startswith("bind TCP listener") or any(a in msg for a in listen):
+        return msg
+    detail = msg.split(": ", 1)[-1]
+    culprits = [a for a in listen if not _can_bind(a)] or listen
+    return f"--listen {', '.join(culprits)}: {detail}"
+
+
+def _can_bind(hostport: str) -> bool:
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except (OSError, ValueError):
+        return False
+    for family, kind, proto, _, addr in infos:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+                s.bind(addr)
+        except OSError:
+            return False
+    return True
 
 
 def summary_text(s: dict[str, Any]) -> str:
@@ -100,7 +134,7 @@ def summary_text(s: dict[str, Any]) -> str:
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
-        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {s['errors']} errors; "
+        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
         f"{s['connections']} connections",
         f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, WAF "
         + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-")
@@ -115,6 +149,16 @@ def summary_text(s: dict[str, Any]) -> str:
             f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
         )
     return "\n".join(lines)
+
+
+def errors_text(s: dict[str, Any]) -> str:
+    """Every reply that carried an error: the server's own refusals (a write to a read-only
+    export, a request past the end) as well as the drive's (a write-protected namespace)."""
+    n = int(s.get("error_replies", s["errors"]))
+    text = f"{n} error repl{'y' if n == 1 else 'ies'}"
+    if s.get("protocol_errors"):
+        text += f", {s['protocol_errors']} connections dropped for protocol errors"
+    return text
 
 
 # --------------------------------------------------------------------------- live.json

@@ -711,6 +711,7 @@ impl TwinBackend {
             "read_bytes": c.read_bytes.load(Relaxed), "write_bytes": c.write_bytes.load(Relaxed),
             "errors": c.errors.load(Relaxed), "syncs": c.syncs.load(Relaxed),
             "connections": s.connections_accepted, "requests": s.requests,
+            "error_replies": s.error_replies, "protocol_errors": s.protocol_errors,
             "replies_paced": s.replies_paced, "replies_late": s.replies_late,
             "late_ns_max": s.late_ns_max, "late_ns_mean": if s.replies_paced > 0 { s.late_ns_sum / s.replies_paced } else { 0 },
             "host_write_bytes": dh, "nand_write_bytes": dn, "waf": if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
