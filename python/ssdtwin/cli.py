@@ -9,6 +9,7 @@ when a command succeeds).
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -52,6 +53,8 @@ def _top(
 ) -> None:
     pass
 
+# Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
+U8, U32, U64 = 0xFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 
@@ -146,7 +149,7 @@ def create(
     path: Path = typer.Argument(..., metavar="DIR", help="new image directory"),
     model: str = typer.Option(..., "--model", "-m", help="preset name (ssdtwin models)"),
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
-    seed: int = typer.Option(1, "--seed", help="seed of every random choice made on this image"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
 ) -> None:
     """Create a drive image from a preset (factory state: one namespace, whole capacity)."""
     try:
@@ -238,19 +241,19 @@ def power_cycle(path: Path = ImageDir) -> None:
 @app.command()
 def precondition(
     path: Path = ImageDir,
-    nsid: int = typer.Option(1, "-n", "--namespace-id"),
+    nsid: int = typer.Option(1, "-n", "--namespace-id", min=1, max=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
     loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
     amount: str = typer.Option("2x", "--amount", help="for --rand: Nx the namespace, or a size (300GiB)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="default: the image's next seed"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="default: the image's next seed"),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress bar"),
 ) -> None:
     """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
     if seq is None and rand is None:
         fail("give --seq BS and/or --rand BS")
-    if loops <= 0:
-        fail(f"--loops {loops}: must be positive")
+    if not (loops > 0 and math.isfinite(loops)):
+        fail(f"--loops {loops}: must be positive and finite")
     with opened(path, writable=True) as d:
         ns = {n.nsid: n for n in d.namespaces()}.get(nsid)
         if ns is None:
@@ -259,11 +262,15 @@ def precondition(
         steps: list[tuple[str, int, int]] = []
         if seq is not None:
             steps.append(("seq", size_arg("--seq", seq), int(round(loops * ns.bytes))))
+            if steps[-1][2] > U64:
+                fail(f"--loops {loops}: {loops} x {ns.bytes} bytes is more than 2^64 bytes")
         if rand is not None:
             try:
                 amt = parse_amount(amount, ns.bytes)
             except ValueError as e:
                 fail(f"--amount: {e}")
+            if amt > U64:
+                fail(f"--amount {amount}: more than 2^64 bytes")
             steps.append(("rand", size_arg("--rand", rand), amt))
         done: list[str] = []
         for pattern, bs, total in steps:
@@ -333,7 +340,10 @@ def waf(
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
     before = read_log(path, "vendor", fresh=True)
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
-    rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
+    try:
+        rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
+    except OSError as e:
+        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
     after = read_log(path, "vendor", fresh=True)
@@ -367,18 +377,13 @@ def demo(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     sizes: str = typer.Option("3.84,3.52,3.20,2.56", "--sizes", help="namespace sizes in TB at full scale"),
-    seed: int = typer.Option(1, "--seed"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress lines"),
 ) -> None:
     """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
     from .demo import run_demo
 
-    tbs = []
-    for x in sizes.split(","):
-        try:
-            tbs.append(float(x))
-        except ValueError:
-            fail(f"--sizes '{sizes}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
+    tbs = sizes_arg(sizes)
     n = scale_arg(scale, model, "ssdtwin demo")
     try:
         run_demo(model, n, tbs, seed, quiet)
@@ -386,14 +391,25 @@ def demo(
         fail(f"{e}")
 
 
+def sizes_arg(text: str) -> list[float]:
+    """--sizes 3.84,3.20: namespace sizes in TB at full scale."""
+    tbs = []
+    for x in text.split(","):
+        try:
+            tbs.append(float(x))
+        except ValueError:
+            fail(f"--sizes '{text}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
+    return tbs
+
+
 @app.command("fio")
 def fio_cmd(
     path: Path = typer.Argument(..., metavar="DIR", help="drive image"),
     jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s)"),
-    namespace: int = typer.Option(1, "--namespace", help="namespace for jobs whose filename= names none"),
+    namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="namespace for jobs whose filename= names none"),
     output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
-    seed: int = typer.Option(0, "--seed", help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
+    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
@@ -407,6 +423,11 @@ def fio_cmd(
     for j in jobs:
         if not j.is_file():
             fail(f"{j}: no such job file")
+    if log_dir.exists() and not log_dir.is_dir():
+        fail(f"--log-dir {log_dir}: not a directory")
+    # Checked before the run: a report that cannot be written must not follow a committed run.
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
@@ -452,36 +473,48 @@ bench.command("nbd")(bench_nbd_cmd)
 def calibrate(
     model: str = typer.Argument("kioxia-cm6-r-3.84t", metavar="MODEL", help="preset to fit (only the CM6-R 3.84 TB has figures to fit)"),
     scale: str = typer.Option("1/64", "--scale"),
-    runtime_ms: int = typer.Option(2000, "--runtime-ms", help="simulated measurement time per trial"),
-    ramp_ms: int = typer.Option(500, "--ramp-ms"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
     tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
     write: bool = typer.Option(False, "--write/--no-write", help="rewrite the calibrated lines of the CM6-family presets"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md)."""
+    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md).
+
+    Exits 1, naming each figure and its error, when a fit ends outside --tol."""
     from .calibrate import calibrate as run_cal
 
     check_fmt(fmt)
     if model != "kioxia-cm6-r-3.84t":
         fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {model}")
+    if not 0 < tol < 1:
+        fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
     n = scale_arg(scale, model, "ssdtwin calibrate")
-    res = run_cal(model, n, runtime_ms, ramp_ms, tol, lambda m: print(m, file=sys.stderr))
+    res = run_cal(model, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
+    if fmt == "json":
+        emit_json(res)
+    else:
+        for k, v in res["fitted"].items():
+            value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
+            typer.echo(f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
+                       f"simulated {v['simulated']:,.0f} {v['unit']} ({v['error']:+.2%})")
+    outside = [f"{v['figure']} {v['simulated']:,.0f} {v['unit']} vs {v['target']:,.0f} ({v['error']:+.2%})"
+               for k, v in res["fitted"].items() if k in res["outside_tolerance"]]
+    if outside:
+        not_written = "; presets not written" if write else ""
+        fail(f"outside --tol {tol:.2%}: {'; '.join(outside)}{not_written}")
     if write:
         from .calibrate import write_presets
 
         for p in write_presets(res):
             print(f"updated {p}", file=sys.stderr)
-    if fmt == "json":
-        emit_json(res)
-    else:
-        for k, v in res["fitted"].items():
-            typer.echo(f"{k:<24} {v['value']:>14,}   {v['figure']}: target {v['target']:,.0f}, simulated {v['simulated']:,.1f} ({v['error']:+.2%})")
 
 
 @app.command()
 def reproduce(
     experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
     scale: str = typer.Option("1/64", "--scale"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (seed-facts.md) and print it beside the published figures."""
@@ -491,14 +524,20 @@ def reproduce(
     if experiment not in ("cm6", "p5316"):
         fail(f"experiment '{experiment}': choose cm6 or p5316")
     n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
+    if sizes is not None and experiment != "cm6":
+        fail("--sizes: only the cm6 experiment has namespace sizes")
+    tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+    for tb in tbs:
+        try:
+            experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+        except ValueError as e:
+            fail(f"--sizes: {e}")
     t0 = time.perf_counter()
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     if experiment == "cm6":
-        rows = experiments.cm6_brief(scale=n, log=log)
-    elif experiment == "p5316":
-        rows = experiments.p5316_whitepaper(scale=n, log=log)
+        rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
     else:
-        fail(f"experiment '{experiment}': choose cm6 or p5316")
+        rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
         emit_json(rows)
     else:
@@ -510,7 +549,7 @@ def bench_engine(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     seconds: float = typer.Option(2.0, "--seconds", help="simulated seconds per workload"),
-    numjobs: int = typer.Option(1, "--numjobs"),
+    numjobs: int = typer.Option(1, "--numjobs", min=1, max=4096),
     fmt: str = OutputFmt,
 ) -> None:
     """Timed-engine speed: simulated 4 KiB random read/write I/Os per wall second (QD32)."""
@@ -580,7 +619,7 @@ def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
 
 @nvme.command("id-ns")
 def nvme_id_ns(
-    path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id"), fmt: str = OutputFmt
+    path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt
 ) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
     check_fmt(fmt)
@@ -600,9 +639,9 @@ def nvme_create_ns(
     path: Path = ImageDir,
     nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
     ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
-    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", help="LBA format index"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", help="LBA size in bytes (picks the format)"),
-    nmic: int = typer.Option(0, "-m", "--nmic"),
+    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
+    nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
 ) -> None:
     """Namespace Management: create (nvme-cli flags)."""
     s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
@@ -624,19 +663,28 @@ def lba_format_arg(d: Drive, block_size: int) -> int:
 
 
 def blocks_arg(flag: str, text: str) -> int:
+    """A namespace size (-s/-c): logical blocks, decimal or 0x hex, 1 .. 2^64-1."""
+    v = int_arg(flag, text, "a whole number of logical blocks", U64)
+    if v <= 0:
+        fail(f"{flag} {text}: must be at least 1 block")
+    return v
+
+
+def int_arg(flag: str, text: str, what: str, top: int) -> int:
+    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
     try:
         v = int(text, 0)
     except ValueError:
-        fail(f"{flag} '{text}': must be a whole number of logical blocks")
-    if v <= 0:
-        fail(f"{flag} {text}: must be at least 1 block")
+        fail(f"{flag} '{text}': must be {what}")
+    if not 0 <= v <= top:
+        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
     return v
 
 
 @nvme.command("delete-ns")
 def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
     """Namespace Management: delete (-n 0xffffffff deletes all)."""
-    n = blocks_arg("-n/--namespace-id", nsid)
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         d.nvme.delete_ns(n)
     typer.echo(f"delete-ns: Success, deleted nsid:{n}")
@@ -644,16 +692,18 @@ def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "-
 
 def ctrl_list(text: str) -> list[int]:
     try:
-        return [int(x, 0) for x in text.split(",") if x.strip()]
+        ids = [int(x, 0) for x in text.split(",") if x.strip()]
     except ValueError:
+        ids = []
+    if not ids or not all(0 <= i <= 0xFFFF for i in ids):
         fail(f"-c/--controllers '{text}': a comma-separated list of controller IDs (this drive has 1)")
-    return []
+    return ids
 
 
 @nvme.command("attach-ns")
 def nvme_attach_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
     controllers: str = typer.Option(..., "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: attach to controllers (this drive has controller 1)."""
@@ -665,7 +715,7 @@ def nvme_attach_ns(
 @nvme.command("detach-ns")
 def nvme_detach_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
     controllers: str = typer.Option("1", "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: detach from controllers."""
@@ -678,12 +728,12 @@ def nvme_detach_ns(
 def nvme_format(
     path: Path = ImageDir,
     nsid: str = typer.Option(..., "-n", "--namespace-id"),
-    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf"),
-    ses: int = typer.Option(0, "-s", "--ses", help="0 none, 1 user data erase, 2 cryptographic erase"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size"),
+    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
+    ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
 ) -> None:
     """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
-    n = blocks_arg("-n/--namespace-id", nsid)
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         if block_size is not None:
             lbaf = lba_format_arg(d, block_size)
@@ -725,12 +775,12 @@ def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
 def nvme_get_feature(
     path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
     fmt: str = OutputFmt,
 ) -> None:
     """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
     check_fmt(fmt)
-    f = blocks_arg("-f/--feature-id", fid)
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
     with opened(path, writable=False) as d:
         v = d.nvme.get_feature(f, nsid)
     if fmt == "json":
@@ -744,15 +794,12 @@ def nvme_set_feature(
     path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
     value: str = typer.Option(..., "-v", "--value"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
     save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
 ) -> None:
     """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
-    f = blocks_arg("-f/--feature-id", fid)
-    try:
-        v = int(value, 0)
-    except ValueError:
-        fail(f"-v/--value '{value}': must be an integer")
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
+    v = int_arg("-v/--value", value, "an integer", U32)
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid)
     typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")

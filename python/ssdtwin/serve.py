@@ -62,12 +62,21 @@ def serve_cmd(
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
         fail(f"--pace '{pace}': must be model or off")
-    if spin_us < 0:
-        fail(f"--spin-us {spin_us}: must be at least 0")
+    if not 0 <= spin_us <= 1_000_000:
+        fail(f"--spin-us {spin_us}: must be 0..1000000 (microseconds)")
     for a in listen:
         _check_hostport("--listen", a)
     if metrics is not None:
         _check_hostport("--metrics", metrics)
+    # Every address is tried before the image is opened: a server that cannot start must
+    # leave the image exactly as it was (no journal, no data files).
+    for flag, addr in [("--listen", a) for a in listen] + ([("--metrics", metrics)] if metrics else []):
+        why = _bind_error(addr)
+        if why:
+            fail(f"{flag} {addr}: {why}")
+    for u in unix:
+        if not u.parent.is_dir():
+            fail(f"--unix {u}: no such directory {u.parent}")
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise Terminated()
@@ -106,25 +115,28 @@ def _name_the_address(msg: str, listen: list[str]) -> str:
     if not msg.startswith("bind TCP listener") or any(a in msg for a in listen):
         return msg
     detail = msg.split(": ", 1)[-1]
-    culprits = [a for a in listen if not _can_bind(a)] or listen
+    culprits = [a for a in listen if _bind_error(a)] or listen
     return f"--listen {', '.join(culprits)}: {detail}"
 
 
-def _can_bind(hostport: str) -> bool:
+def _bind_error(hostport: str) -> Optional[str]:
+    """Why HOST:PORT cannot be listened on (e.g. "Address already in use"), or None."""
     host, _, port = hostport.rpartition(":")
     host = host.strip("[]")
     try:
         infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
-    except (OSError, ValueError):
-        return False
+    except socket.gaierror as e:
+        return f"cannot resolve '{host}': {e.strerror}"
+    except (OSError, ValueError) as e:
+        return str(e)
     for family, kind, proto, _, addr in infos:
         try:
             with socket.socket(family, kind, proto) as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
                 s.bind(addr)
-        except OSError:
-            return False
-    return True
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def summary_text(s: dict[str, Any]) -> str:
@@ -322,12 +334,19 @@ def bench_nbd_cmd(
     from .cli import check_fmt, emit_json, fail
 
     check_fmt(fmt)
-    if seconds <= 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
+    if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
         fail("--seconds, --numjobs, --iodepth and --rounds must be positive")
+    try:
+        _core.parse_size(size)
+    except ValueError as e:
+        fail(f"--size: {e}")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     try:
         res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
-    except (RuntimeError, subprocess.CalledProcessError) as e:
+    except subprocess.CalledProcessError as e:
+        said = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+        fail(f"fio exited with status {e.returncode}" + (f": {said[-1]}" if said else ""))
+    except RuntimeError as e:
         fail(str(e))
     if fmt == "json":
         emit_json(res)
