@@ -382,8 +382,14 @@ def demo(
 ) -> None:
     """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
     from .demo import run_demo
+    from .experiments import namespace_fraction
 
     tbs = sizes_arg(sizes)
+    for tb in tbs:  # every size checked before any work (and before the --scale note)
+        try:
+            namespace_fraction(model, tb)
+        except ValueError as e:
+            fail(f"--sizes: {e}")
     n = scale_arg(scale, model, "ssdtwin demo")
     try:
         run_demo(model, n, tbs, seed, quiet)
@@ -523,7 +529,6 @@ def reproduce(
     check_fmt(fmt)
     if experiment not in ("cm6", "p5316"):
         fail(f"experiment '{experiment}': choose cm6 or p5316")
-    n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
     tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
@@ -532,6 +537,7 @@ def reproduce(
             experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
         except ValueError as e:
             fail(f"--sizes: {e}")
+    n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
     t0 = time.perf_counter()
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     if experiment == "cm6":

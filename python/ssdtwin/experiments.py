@@ -107,12 +107,9 @@ def namespace_fraction(model: str, tb: float) -> float:
     The drive's own marketed size (3.84 for a 3.84 TB drive) is its whole capacity, the
     factory namespace the brief measured; anything larger is an error."""
     full = int(_core.preset(model)["capacity"]["tnvmcap_bytes"]["value"])
-    if round(full / 1e10) == round(tb * 100):
-        return 1.0
-    fraction = tb * 1e12 / full
-    if not 0 < fraction <= 1.0:
+    if not 0 < tb <= round(full / 1e10) / 100:  # also refuses NaN
         raise ValueError(f"namespace {tb} TB: must be above 0 and at most the drive's {full / 1e12:.2f} TB")
-    return fraction
+    return 1.0 if round(full / 1e10) == round(tb * 100) else tb * 1e12 / full
 
 
 @dataclass
