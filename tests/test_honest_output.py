@@ -128,8 +128,18 @@ def test_scale_that_rounds_to_another_scale_says_so(tmp_path: Path) -> None:
     # ... and it is that drive.
     spec = [run_cli("nvme", "id-ctrl", tmp_path / d, "-o", "json").json()["tnvmcap"] for d in ("a", "b")]
     assert spec[0] == spec[1]
-    note = run_cli("demo", "--scale", "1/65", "--sizes", "0.1", "--model", "nonexistent-preset", check=False)
-    assert note.returncode == 1 and "unknown preset" in note.stderr
+
+
+
+def test_commands_that_build_their_own_drives_note_the_rounding(capsys: pytest.CaptureFixture[str]) -> None:
+    from ssdtwin.cli import scale_arg
+
+    assert scale_arg("1/454", CM6, "ssdtwin demo") == 454
+    assert capsys.readouterr().err == ("ssdtwin demo: note: --scale 1/454 rounded to whole superblocks: 8, the same drive as "
+                                       "1/407; its data pool is 1/409.16 of the full drive's\n")
+    assert scale_arg("1/407", CM6, "ssdtwin demo") == 407
+    assert scale_arg("64", CM6, "ssdtwin demo") == 64
+    assert capsys.readouterr().err == ""
 
 
 def test_version() -> None:
@@ -157,9 +167,17 @@ def test_help_of_every_command_runs() -> None:
         assert "<bool>" not in sub
 
 
-def test_no_ssdtwin_on_path_is_needed_for_waf(small: Path) -> None:
+def test_waf_names_a_program_it_cannot_run(small: Path) -> None:
     """waf runs any program; one that does not exist is a one-line error, not a traceback."""
     r = run_cli("waf", small, "--", "no-such-program-here", check=False)
     assert r.returncode == 1
-    assert r.stderr.splitlines() == [f"ssdtwin waf: error: cannot run 'no-such-program-here': No such file or directory"]
+    assert r.stderr.splitlines() == ["ssdtwin waf: error: cannot run 'no-such-program-here': No such file or directory"]
     assert shutil.which("no-such-program-here") is None
+
+
+@pytest.mark.parametrize("command", [(), ("nvme",), ("bench",)])
+def test_a_group_alone_prints_its_help(command: tuple[str, ...]) -> None:
+    r = run_cli(*command, check=False)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"Usage: {' '.join(('ssdtwin', *command))} [OPTIONS] COMMAND"), r.stderr
+    assert "error" not in r.stderr and "Commands:" in r.stderr

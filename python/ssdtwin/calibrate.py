@@ -58,9 +58,13 @@ CM6_TARGETS = [
 
 
 def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log: Callable[[str], None]) -> tuple[float, float]:
-    """Secant search for f(x) = target on log x (f monotone); returns (x, f(x))."""
-    xs = [x0, x0 * 1.1]
-    ys = [f(xs[0]), f(xs[1])]
+    """Secant search for f(x) = target on log x (f monotone); returns (x, f(x)). A start
+    already within `tol` is kept (calibrating calibrated presets changes nothing)."""
+    xs, ys = [x0], [f(x0)]
+    if abs(ys[0] / target - 1) <= tol:
+        return x0, ys[0]
+    xs.append(x0 * 1.1)
+    ys.append(f(xs[1]))
     for _ in range(14):
         if abs(ys[-1] / target - 1) <= tol:
             break

@@ -900,6 +900,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     except Exception as e:
         if isinstance(e, aborts):
             _exit_interrupted(prog)
+        if type(e).__name__ == "NoArgsIsHelpError":  # `ssdtwin` or `ssdtwin nvme` alone: the help
+            print(str(e.format_message()).rstrip(), file=sys.stderr)  # type: ignore[attr-defined]
+            sys.exit(2)
         if isinstance(e, usage_errors):
             # Click prints usage, a hint and the message on several lines; keep one.
             msg = " ".join(str(e.format_message()).split())  # type: ignore[attr-defined]
