@@ -77,7 +77,7 @@ def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(monkeypatch: p
     monkeypatch.setattr(cal, "write_presets", lambda res: written.append(res) or [])
     rc, out, err = run_main(["calibrate", "--scale", "1/454", "--write"], capsys)
     assert rc == 1
-    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457 IOPS vs 173,067 "
+    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457.5 IOPS vs 173,067 "
                                     "(-0.93%); presets not written")
     assert "gc_page_reads_per_iu" in out and "(-0.93%)" in out  # the table is still printed
     assert written == [], "a fit outside its tolerance must not be written to the presets"
@@ -91,6 +91,12 @@ def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, cap
     assert rc == 0, err
     assert "error" not in err
     assert json.loads(out)["outside_tolerance"] == []
+    # A tolerance below the default shows as many decimals as it needs.
+    monkeypatch.setattr(cal, "calibrate", fake_fit({"t_read_ns": 0.0000123}))
+    rc, _, err = run_main(["calibrate", "--scale", "1/454", "--tol", "0.000001"], capsys)
+    assert rc == 1
+    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.00010%: rand read 4 KiB QD32 1,549,221.1 IOPS vs "
+                                    "1,549,202 (+0.00123%)")
 
 
 def test_calibrate_trials_do_not_depend_on_what_ran_before() -> None:

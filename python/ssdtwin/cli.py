@@ -496,18 +496,20 @@ def calibrate(
         fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
     n = scale_arg(scale, model, "ssdtwin calibrate")
     res = run_cal(model, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
+    # Percentages with enough decimals to show --tol itself (2 for the default 0.3 %).
+    pct = f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
     if fmt == "json":
         emit_json(res)
     else:
         for k, v in res["fitted"].items():
             value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
             typer.echo(f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
-                       f"simulated {v['simulated']:,.0f} {v['unit']} ({v['error']:+.2%})")
-    outside = [f"{v['figure']} {v['simulated']:,.0f} {v['unit']} vs {v['target']:,.0f} ({v['error']:+.2%})"
+                       f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})")
+    outside = [f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
                for k, v in res["fitted"].items() if k in res["outside_tolerance"]]
     if outside:
         not_written = "; presets not written" if write else ""
-        fail(f"outside --tol {tol:.2%}: {'; '.join(outside)}{not_written}")
+        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
     if write:
         from .calibrate import write_presets
 
