@@ -336,3 +336,68 @@ def test_lock_of_a_killed_process_is_released(small: Path) -> None:
     holder.wait(timeout=30)
     run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
     run_cli("check", small)
+
+
+# --------------------------------------------------------------------------- no traceback, whatever the input
+
+# Every verb fed what a user can get wrong: paths that are missing, plain files or foreign
+# directories; numbers out of their NVMe field's range, negative, not numbers, not finite;
+# unknown names. Each must be one line on stderr and a non-zero exit (2 for what the
+# argument parser refuses), never a Python traceback or a Rust panic.
+NO_TRACEBACK = [
+    "models nosuch", "models -o xml",
+    "create {tmp}/n --model {cm6} --seed -1", "create {tmp}/n --model {cm6} --seed 99999999999999999999999",
+    "create {tmp}/n --model {cm6} --seed abc", "create {tmp}/n --model ''", "create {file}/sub --model {cm6} --scale 1/454",
+    "create {tmp}/n --model {cm6} --scale 1/-3", "create {tmp}/n --model {cm6} --scale 1/1e3",
+    "check {missing}", "check {file}", "check {foreign}", "power-cycle {file}", "power-cycle {foreign}",
+    "precondition {d} --rand 4k -n -1", "precondition {d} --rand 4k -n 99999999999",
+    "precondition {d} --seq 128k --loops nan", "precondition {d} --seq 128k --loops inf", "precondition {d} --seq 128k --loops 1e30",
+    "precondition {d} --rand 4k --amount -1x", "precondition {d} --rand 4k --amount 1e400x", "precondition {d} --rand 4k --amount nanx",
+    "precondition {d} --rand 4k --amount 1e30x", "precondition {d} --rand 4k --seed -5",
+    "precondition {d} --rand 4k --seed 99999999999999999999999", "precondition {d} --seq 1t",
+    "precondition {d} --rand 4k --amount 99999999999999999999999", "precondition {d} --rand -4k",
+    "waf {d} -- no-such-program-here", "waf {missing} -- true",
+    "demo --sizes abc", "demo --sizes 5", "demo --sizes 0", "demo --sizes nan", "demo --sizes ''", "demo --scale 1/0",
+    "demo --model nosuch", "demo --seed -1",
+    "fio {d} {tmp}", "fio {d} {tmp}/nosuch.fio", "fio {missing} {job}", "fio {file} {job}", "fio {d} {job} --namespace 9",
+    "fio {d} {job} --namespace -1", "fio {d} {job} --output {tmp}/nowhere/out.json", "fio {d} {job} --output {tmp}",
+    "fio {d} {job} --output-format xml", "fio {d} {job} --log-dir {file}", "fio {d} {job} --seed -1",
+    "serve {d}", "serve {d} --listen junk", "serve {d} --listen 127.0.0.1:99999", "serve {d} --listen nosuchhost.invalid:10809",
+    "serve {d} --metrics junk --listen 127.0.0.1:0", "serve {d} --unix {tmp}/nowhere/sock", "serve {foreign} --listen 127.0.0.1:0",
+    "serve {file} --listen 127.0.0.1:0", "serve {missing} --listen 127.0.0.1:0", "serve {d} --listen 127.0.0.1:0 --spin-us 99999999999",
+    "serve {d} --listen 127.0.0.1:0 --pace fast",
+    "calibrate --tol 0", "calibrate --tol nan", "calibrate --scale abc", "calibrate nosuch",
+    "reproduce nosuch", "reproduce cm6 --scale 1/0", "reproduce cm6 -o xml", "reproduce cm6 --seed -1",
+    "reproduce cm6 --sizes 9", "reproduce p5316 --sizes 3.2",
+    "bench engine --seconds 0", "bench engine --seconds nan", "bench engine --numjobs 0", "bench engine --model nosuch",
+    "bench engine --scale x", "bench ftl --steady -1", "bench ftl --model nosuch", "bench nbd --seconds 0", "bench nbd --size junk",
+    "bench nosuch", "nosuch", "nvme nosuch",
+    "nvme list {file}", "nvme list {foreign}", "nvme list {missing}", "nvme list {d} -o junk", "nvme id-ctrl {d} -o junk",
+    "nvme id-ns {d} -n -1", "nvme id-ns {d} -n 4294967296", "nvme create-ns {d} -s 1e3 -c 1e3",
+    "nvme create-ns {d} -s 99999999999999999999999 -c 99999999999999999999999", "nvme create-ns {d} -s 100 -c 100 -b -512",
+    "nvme create-ns {d} -s 100 -c 100 -f -1", "nvme create-ns {d} -s 100 -c 100 -f 99999999999", "nvme create-ns {d} -s 100 -c 100 -m 5",
+    "nvme delete-ns {d} -n x", "nvme delete-ns {d} -n -1", "nvme delete-ns {d} -n 0x100000000",
+    "nvme attach-ns {d} -n 1 -c ''", "nvme attach-ns {d} -n 1 -c 99999999999", "nvme attach-ns {d} -n -1 -c 1",
+    "nvme detach-ns {d} -n 99999999999", "nvme format {d} -n 1 --ses -1", "nvme format {d} -n 1 -l -1",
+    "nvme format {d} -n 1 --ses 99999999999", "nvme get-feature {d} -f -1", "nvme get-feature {d} -f 0x100000000",
+    "nvme get-feature {d} -f 2 -n -1", "nvme set-feature {d} -f 2 -v -1", "nvme set-feature {d} -f 2 -v 0x1ffffffff",
+    "nvme smart-log {file}", "nvme vendor-log {foreign}",
+]
+
+
+@pytest.mark.parametrize("template", NO_TRACEBACK)
+def test_no_traceback_whatever_the_input(small: Path, tmp_path: Path, template: str) -> None:
+    import shlex
+
+    (tmp_path / "file").write_text("not an image\n")
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "job.fio").write_text("[j]\nrw=read\nsize=1m\n")
+    args = shlex.split(template.format(d=small, tmp=tmp_path, cm6=CM6, file=tmp_path / "file", foreign=tmp_path / "foreign",
+                                       missing=tmp_path / "missing", job=tmp_path / "job.fio"))
+    before = image_digest(small)
+    r = run_cli(*args, check=False)
+    assert "Traceback" not in r.stderr and "panicked" not in r.stderr, r.stderr
+    assert r.returncode in (1, 2), f"exit {r.returncode}: {r.stderr}"
+    assert_one_line_error(r, status=r.returncode)
+    assert image_digest(small) == before, f"{template} changed the image"
+    assert not (tmp_path / "n").exists(), "a failed create left a directory behind"

@@ -9,31 +9,54 @@ when a command succeeds).
 from __future__ import annotations
 
 import json
+import math
+import signal
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any, Callable, Iterator, Optional
 
 import typer
 
 from . import _core, nvmefmt
 from .drive import Drive, parse_amount, parse_scale
-from .serve import bench_nbd_cmd, live_note, live_state, serve_cmd
+from .serve import Terminated, bench_nbd_cmd, live_note, live_state, serve_cmd
 
+# Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
+# showing `--flag / --no-flag`, and a plain page is what `grep` and the README test read.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="ssdtwin: a calibrated digital twin of NVMe SSDs. See docs/cli.md.",
 )
-nvme = typer.Typer(no_args_is_help=True, help="nvme-cli verbs against a drive image.")
+nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 app.add_typer(nvme, name="nvme")
-bench = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (docs/performance.md).")
+bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ssdtwin {_core.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print the version (ssdtwin X.Y.Z) and exit"),
+) -> None:
+    pass
+
+# Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
+U8, U32, U64 = 0xFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
+ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 
 
 class CliError(Exception):
@@ -56,13 +79,25 @@ def check_fmt(fmt: str) -> str:
 
 @contextmanager
 def opened(path: Path, writable: bool) -> Iterator[Drive]:
-    """Open an image; commit on success (when writable); never commit on failure."""
+    """Open an image; commit on success (when writable); never commit on failure.
+
+    A failed commit (a full disk) is a one-line error: the image keeps its last committed
+    state, so callers print what they did only after this block has ended."""
     d = Drive.open(path, writable=writable)
-    rec = d.recovery()
-    if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
-        print(f"ssdtwin: {path}: {rec['detail']}", file=sys.stderr)
-    with d:  # Drive.__exit__: commit if writable and nothing failed, then close
+    try:
+        rec = d.recovery()
+        if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
+            print(f"ssdtwin: {path}: {rec['detail']}", file=sys.stderr)
+        if writable:
+            interrupt_note(f"{path} keeps its last committed state")
         yield d
+        if writable:
+            try:
+                d.commit()
+            except _core.ImageError as e:
+                fail(f"could not commit {path}: {e}; the image keeps its last committed state")
+    finally:
+        d.close()
 
 
 def live_view(path: Path) -> Optional[dict[str, Any]]:
@@ -79,7 +114,7 @@ def live_view(path: Path) -> Optional[dict[str, Any]]:
 
 @app.command()
 def models(
-    name: Optional[str] = typer.Argument(None, help="show one preset in full, every number with its source"),
+    name: Optional[str] = typer.Argument(None, metavar="NAME", help="show one preset in full, every number with its source"),
     fmt: str = OutputFmt,
 ) -> None:
     """List the built-in drive presets (capacities, NAND, IU) or show one with sources."""
@@ -111,10 +146,10 @@ def models(
 
 @app.command()
 def create(
-    path: Path = typer.Argument(..., help="new image directory"),
+    path: Path = typer.Argument(..., metavar="DIR", help="new image directory"),
     model: str = typer.Option(..., "--model", "-m", help="preset name (ssdtwin models)"),
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
-    seed: int = typer.Option(1, "--seed", help="seed of every random choice made on this image"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
 ) -> None:
     """Create a drive image from a preset (factory state: one namespace, whole capacity)."""
     try:
@@ -125,17 +160,58 @@ def create(
     info = d.ftl_info()
     ctrl = d.nvme.id_ctrl()
     d.close()
+    rounded = scale_rounding(model, n)
     typer.echo(
-        f"created {path}: {model} at 1/{n} scale, {nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
+        f"created {path}: {model} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
+        f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
         f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks, seed {seed}"
     )
 
 
+def _superblocks(model: str, n: int) -> int:
+    d = Drive.in_memory(model, scale=n)
+    try:
+        return int(d.ftl_info()["superblocks"])
+    finally:
+        d.close()
+
+
+def scale_rounding(model: str, n: int) -> Optional[str]:
+    """What 1/N really is when whole superblocks make it the same drive as a smaller N
+    (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale."""
+    blocks = _superblocks(model, n)
+    k = n
+    while k > 1 and _superblocks(model, k - 1) == blocks:
+        k -= 1
+    if k == n:
+        return None
+    pools = []
+    for m in (1, n):
+        d = Drive.in_memory(model, scale=m)
+        pools.append(d.ftl_info()["data_pool_bytes"])
+        d.close()
+    return (f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; "
+            f"its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's")
+
+
+def scale_arg(text: str, model: str, prog: str) -> int:
+    """--scale for a command that builds its own drives: 1/N checked against the preset
+    (too small is an error naming the limit) and its rounding noted on stderr."""
+    try:
+        n = parse_scale(text)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    rounded = scale_rounding(model, n)  # builds the drive: a bad scale or preset fails here
+    if rounded:
+        print(f"{prog}: note: --scale 1/{n} {rounded}", file=sys.stderr)
+    return n
+
+
 @app.command()
 def check(
-    path: Path = typer.Argument(...),
+    path: Path = ImageDir,
     repair: bool = typer.Option(
-        False, "--repair",
+        False, "--repair/--no-repair",
         help="replay a damaged command journal up to the damage and drop the rest (a copy is kept), then check",
     ),
 ) -> None:
@@ -155,7 +231,7 @@ def check(
 
 
 @app.command("power-cycle")
-def power_cycle(path: Path = typer.Argument(...)) -> None:
+def power_cycle(path: Path = ImageDir) -> None:
     """Simulate power off and on (clears write protect until power cycle)."""
     with opened(path, writable=True) as d:
         d.power_cycle()
@@ -164,20 +240,20 @@ def power_cycle(path: Path = typer.Argument(...)) -> None:
 
 @app.command()
 def precondition(
-    path: Path = typer.Argument(...),
-    nsid: int = typer.Option(1, "-n", "--namespace-id"),
+    path: Path = ImageDir,
+    nsid: int = typer.Option(1, "-n", "--namespace-id", min=1, max=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
     loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
     amount: str = typer.Option("2x", "--amount", help="for --rand: Nx the namespace, or a size (300GiB)"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="default: the image's next seed"),
-    quiet: bool = typer.Option(False, "-q", "--quiet"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="default: the image's next seed"),
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress bar"),
 ) -> None:
     """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
     if seq is None and rand is None:
         fail("give --seq BS and/or --rand BS")
-    if loops <= 0:
-        fail(f"--loops {loops}: must be positive")
+    if not (loops > 0 and math.isfinite(loops)):
+        fail(f"--loops {loops}: must be positive and finite")
     with opened(path, writable=True) as d:
         ns = {n.nsid: n for n in d.namespaces()}.get(nsid)
         if ns is None:
@@ -186,22 +262,30 @@ def precondition(
         steps: list[tuple[str, int, int]] = []
         if seq is not None:
             steps.append(("seq", size_arg("--seq", seq), int(round(loops * ns.bytes))))
+            if steps[-1][2] > U64:
+                fail(f"--loops {loops}: {loops} x {ns.bytes} bytes is more than 2^64 bytes")
         if rand is not None:
             try:
                 amt = parse_amount(amount, ns.bytes)
             except ValueError as e:
                 fail(f"--amount: {e}")
+            if amt > U64:
+                fail(f"--amount {amount}: more than 2^64 bytes")
             steps.append(("rand", size_arg("--rand", rand), amt))
+        done: list[str] = []
         for pattern, bs, total in steps:
             s = d.next_seed() if seed is None else seed
             t0 = time.perf_counter()
             with progress_bar(f"{pattern} {bs // 1024}k", quiet) as cb:
                 r = d.precondition(nsid, pattern, bs, total, seed=s, progress=cb)
             dt = time.perf_counter() - t0
-            typer.echo(
+            done.append(
                 f"{pattern:>4} {human_bs(bs)}: wrote {nvmefmt.si_bytes(r.host_bytes)} in {r.ios} IOs, "
                 f"NAND {nvmefmt.si_bytes(r.nand_bytes)}, WAF {r.waf:.3f}, seed {r.seed}, {dt:.1f} s"
             )
+    # Only now is it committed: a failure above (a later step, a full disk) printed nothing.
+    for line in done:
+        typer.echo(line)
 
 
 def size_arg(flag: str, text: str) -> int:
@@ -243,7 +327,7 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Optional[Callable[[int, in
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def waf(
     ctx: typer.Context,
-    path: Path = typer.Argument(..., help="drive image to watch"),
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image to watch"),
     fmt: str = OutputFmt,
 ) -> None:
     """WAF of whatever a command writes: telemetry before, run the command, telemetry after.
@@ -256,7 +340,10 @@ def waf(
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
     before = read_log(path, "vendor", fresh=True)
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
-    rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
+    try:
+        rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
+    except OSError as e:
+        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
     after = read_log(path, "vendor", fresh=True)
@@ -290,33 +377,47 @@ def demo(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     sizes: str = typer.Option("3.84,3.52,3.20,2.56", "--sizes", help="namespace sizes in TB at full scale"),
-    seed: int = typer.Option(1, "--seed"),
-    quiet: bool = typer.Option(False, "-q", "--quiet"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64),
+    quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress lines"),
 ) -> None:
     """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
     from .demo import run_demo
+    from .experiments import namespace_fraction
 
-    try:
-        n = parse_scale(scale)
-        tbs = [float(x) for x in sizes.split(",") if x.strip()]
-    except ValueError as e:
-        fail(f"{e}")
+    tbs = sizes_arg(sizes)
+    for tb in tbs:  # every size checked before any work (and before the --scale note)
+        try:
+            namespace_fraction(model, tb)
+        except ValueError as e:
+            fail(f"--sizes: {e}")
+    n = scale_arg(scale, model, "ssdtwin demo")
     try:
         run_demo(model, n, tbs, seed, quiet)
     except ValueError as e:  # a size outside the drive
         fail(f"{e}")
 
 
+def sizes_arg(text: str) -> list[float]:
+    """--sizes 3.84,3.20: namespace sizes in TB at full scale."""
+    tbs = []
+    for x in text.split(","):
+        try:
+            tbs.append(float(x))
+        except ValueError:
+            fail(f"--sizes '{text}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
+    return tbs
+
+
 @app.command("fio")
 def fio_cmd(
-    path: Path = typer.Argument(..., help="drive image"),
-    jobs: list[Path] = typer.Argument(..., help="fio job file(s)"),
-    namespace: int = typer.Option(1, "--namespace", help="namespace for jobs whose filename= names none"),
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image"),
+    jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s)"),
+    namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="namespace for jobs whose filename= names none"),
     output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
-    seed: int = typer.Option(0, "--seed", help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
-    scratch: bool = typer.Option(False, "--scratch", help="run without changing the image"),
-    no_idle_gc: bool = typer.Option(False, "--no-idle-gc", help="no background GC in idle gaps"),
+    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
+    scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
+    idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
@@ -328,12 +429,17 @@ def fio_cmd(
     for j in jobs:
         if problem := job_file_problem(j):
             fail(problem)
+    if log_dir.exists() and not log_dir.is_dir():
+        fail(f"--log-dir {log_dir}: not a directory")
+    # Checked before the run: a report that cannot be written must not follow a committed run.
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
                 run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed,
-                                        idle_gc=not no_idle_gc, progress=cb)
+                                        idle_gc=idle_gc, progress=cb)
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
             fail(str(e))
@@ -371,59 +477,75 @@ bench.command("nbd")(bench_nbd_cmd)
 
 @app.command()
 def calibrate(
-    model: str = typer.Argument("kioxia-cm6-r-3.84t"),
+    model: str = typer.Argument("kioxia-cm6-r-3.84t", metavar="MODEL", help="preset to fit (only the CM6-R 3.84 TB has figures to fit)"),
     scale: str = typer.Option("1/64", "--scale"),
-    runtime_ms: int = typer.Option(2000, "--runtime-ms", help="simulated measurement time per trial"),
-    ramp_ms: int = typer.Option(500, "--ramp-ms"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
     tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
-    write: bool = typer.Option(False, "--write", help="rewrite the calibrated lines of the CM6-family presets"),
+    write: bool = typer.Option(False, "--write/--no-write", help="rewrite the calibrated lines of the CM6-family presets"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md)."""
+    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md).
+
+    Exits 1, naming each figure and its error, when a fit ends outside --tol."""
     from .calibrate import calibrate as run_cal
 
     check_fmt(fmt)
     if model != "kioxia-cm6-r-3.84t":
         fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {model}")
-    try:
-        n = parse_scale(scale)
-    except ValueError as e:
-        fail(f"--scale: {e}")
-    res = run_cal(model, n, runtime_ms, ramp_ms, tol, lambda m: print(m, file=sys.stderr))
+    if not 0 < tol < 1:
+        fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
+    n = scale_arg(scale, model, "ssdtwin calibrate")
+    res = run_cal(model, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
+    # Percentages with enough decimals to show --tol itself (2 for the default 0.3 %).
+    pct = f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
+    if fmt == "json":
+        emit_json(res)
+    else:
+        for k, v in res["fitted"].items():
+            value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
+            typer.echo(f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
+                       f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})")
+    outside = [f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
+               for k, v in res["fitted"].items() if k in res["outside_tolerance"]]
+    if outside:
+        not_written = "; presets not written" if write else ""
+        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
     if write:
         from .calibrate import write_presets
 
         for p in write_presets(res):
             print(f"updated {p}", file=sys.stderr)
-    if fmt == "json":
-        emit_json(res)
-    else:
-        for k, v in res["fitted"].items():
-            typer.echo(f"{k:<24} {v['value']:>14,}   {v['figure']}: target {v['target']:,.0f}, simulated {v['simulated']:,.1f} ({v['error']:+.2%})")
 
 
 @app.command()
 def reproduce(
-    experiment: str = typer.Argument(..., help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
+    experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
     scale: str = typer.Option("1/64", "--scale"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (seed-facts.md) and print it beside the published figures."""
     from . import experiments
 
     check_fmt(fmt)
-    try:
-        n = parse_scale(scale)
-    except ValueError as e:
-        fail(f"--scale: {e}")
+    if experiment not in ("cm6", "p5316"):
+        fail(f"experiment '{experiment}': choose cm6 or p5316")
+    if sizes is not None and experiment != "cm6":
+        fail("--sizes: only the cm6 experiment has namespace sizes")
+    tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+    for tb in tbs:
+        try:
+            experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+        except ValueError as e:
+            fail(f"--sizes: {e}")
+    n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
     t0 = time.perf_counter()
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     if experiment == "cm6":
-        rows = experiments.cm6_brief(scale=n, log=log)
-    elif experiment == "p5316":
-        rows = experiments.p5316_whitepaper(scale=n, log=log)
+        rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
     else:
-        fail(f"experiment '{experiment}': choose cm6 or p5316")
+        rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
         emit_json(rows)
     else:
@@ -435,17 +557,16 @@ def bench_engine(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     seconds: float = typer.Option(2.0, "--seconds", help="simulated seconds per workload"),
-    numjobs: int = typer.Option(1, "--numjobs"),
+    numjobs: int = typer.Option(1, "--numjobs", min=1, max=4096),
     fmt: str = OutputFmt,
 ) -> None:
     """Timed-engine speed: simulated 4 KiB random read/write I/Os per wall second (QD32)."""
     from .benchmarks import run_engine_bench
 
     check_fmt(fmt)
-    try:
-        n = parse_scale(scale)
-    except ValueError as e:
-        fail(f"--scale: {e}")
+    if not seconds > 0 or numjobs < 1:
+        fail(f"--seconds {seconds} and --numjobs {numjobs}: both must be positive")
+    n = scale_arg(scale, model, "ssdtwin bench engine")
     res = run_engine_bench(model, n, seconds, numjobs)
     if fmt == "json":
         emit_json(res)
@@ -462,10 +583,9 @@ def bench_ftl(
     from .benchmarks import run_ftl_bench
 
     check_fmt(fmt)
-    try:
-        n = parse_scale(scale)
-    except ValueError as e:
-        fail(f"--scale: {e}")
+    if not steady > 0:
+        fail(f"--steady {steady}: must be positive (capacity multiples)")
+    n = scale_arg(scale, model, "ssdtwin bench ftl")
     res = run_ftl_bench(model, n, steady)
     if fmt == "json":
         emit_json(res)
@@ -475,7 +595,7 @@ def bench_ftl(
 
 
 @nvme.command("list")
-def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+def nvme_list(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     """Namespaces of the drive (like `nvme list`)."""
     check_fmt(fmt)
     live = live_view(path)
@@ -493,7 +613,7 @@ def nvme_list(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
 
 
 @nvme.command("id-ctrl")
-def nvme_id_ctrl(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
     check_fmt(fmt)
     live = live_view(path)
@@ -507,7 +627,7 @@ def nvme_id_ctrl(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None
 
 @nvme.command("id-ns")
 def nvme_id_ns(
-    path: Path = typer.Argument(...), nsid: int = typer.Option(..., "-n", "--namespace-id"), fmt: str = OutputFmt
+    path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt
 ) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
     check_fmt(fmt)
@@ -524,12 +644,12 @@ def nvme_id_ns(
 
 @nvme.command("create-ns")
 def nvme_create_ns(
-    path: Path = typer.Argument(...),
+    path: Path = ImageDir,
     nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
     ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
-    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", help="LBA format index"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", help="LBA size in bytes (picks the format)"),
-    nmic: int = typer.Option(0, "-m", "--nmic"),
+    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
+    nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
 ) -> None:
     """Namespace Management: create (nvme-cli flags)."""
     s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
@@ -551,19 +671,28 @@ def lba_format_arg(d: Drive, block_size: int) -> int:
 
 
 def blocks_arg(flag: str, text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        fail(f"{flag} '{text}': must be a whole number of logical blocks")
+    """A namespace size (-s/-c): logical blocks, decimal or 0x hex, 1 .. 2^64-1."""
+    v = int_arg(flag, text, "a whole number of logical blocks", U64)
     if v <= 0:
         fail(f"{flag} {text}: must be at least 1 block")
     return v
 
 
+def int_arg(flag: str, text: str, what: str, top: int) -> int:
+    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        fail(f"{flag} '{text}': must be {what}")
+    if not 0 <= v <= top:
+        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
+    return v
+
+
 @nvme.command("delete-ns")
-def nvme_delete_ns(path: Path = typer.Argument(...), nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
+def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
     """Namespace Management: delete (-n 0xffffffff deletes all)."""
-    n = blocks_arg("-n/--namespace-id", nsid)
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         d.nvme.delete_ns(n)
     typer.echo(f"delete-ns: Success, deleted nsid:{n}")
@@ -571,16 +700,18 @@ def nvme_delete_ns(path: Path = typer.Argument(...), nsid: str = typer.Option(..
 
 def ctrl_list(text: str) -> list[int]:
     try:
-        return [int(x, 0) for x in text.split(",") if x.strip()]
+        ids = [int(x, 0) for x in text.split(",") if x.strip()]
     except ValueError:
+        ids = []
+    if not ids or not all(0 <= i <= 0xFFFF for i in ids):
         fail(f"-c/--controllers '{text}': a comma-separated list of controller IDs (this drive has 1)")
-    return []
+    return ids
 
 
 @nvme.command("attach-ns")
 def nvme_attach_ns(
-    path: Path = typer.Argument(...),
-    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
     controllers: str = typer.Option(..., "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: attach to controllers (this drive has controller 1)."""
@@ -591,8 +722,8 @@ def nvme_attach_ns(
 
 @nvme.command("detach-ns")
 def nvme_detach_ns(
-    path: Path = typer.Argument(...),
-    nsid: int = typer.Option(..., "-n", "--namespace-id"),
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
     controllers: str = typer.Option("1", "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: detach from controllers."""
@@ -603,14 +734,14 @@ def nvme_detach_ns(
 
 @nvme.command("format")
 def nvme_format(
-    path: Path = typer.Argument(...),
+    path: Path = ImageDir,
     nsid: str = typer.Option(..., "-n", "--namespace-id"),
-    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf"),
-    ses: int = typer.Option(0, "-s", "--ses", help="0 none, 1 user data erase, 2 cryptographic erase"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size"),
+    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
+    ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
 ) -> None:
     """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
-    n = blocks_arg("-n/--namespace-id", nsid)
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         if block_size is not None:
             lbaf = lba_format_arg(d, block_size)
@@ -622,7 +753,7 @@ def nvme_format(
 
 
 @nvme.command("smart-log")
-def nvme_smart_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+def nvme_smart_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     """SMART / Health log (data units in thousands of 512 B, rounded up)."""
     check_fmt(fmt)
     data = read_log(path, "smart")
@@ -630,7 +761,7 @@ def nvme_smart_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> No
 
 
 @nvme.command("vendor-log")
-def nvme_vendor_log(path: Path = typer.Argument(...), fmt: str = OutputFmt) -> None:
+def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
     check_fmt(fmt)
     data = read_log(path, "vendor")
@@ -650,14 +781,14 @@ def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
 
 @nvme.command("get-feature")
 def nvme_get_feature(
-    path: Path = typer.Argument(...),
+    path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
     fmt: str = OutputFmt,
 ) -> None:
     """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
     check_fmt(fmt)
-    f = blocks_arg("-f/--feature-id", fid)
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
     with opened(path, writable=False) as d:
         v = d.nvme.get_feature(f, nsid)
     if fmt == "json":
@@ -668,18 +799,15 @@ def nvme_get_feature(
 
 @nvme.command("set-feature")
 def nvme_set_feature(
-    path: Path = typer.Argument(...),
+    path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
     value: str = typer.Option(..., "-v", "--value"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id"),
-    save: bool = typer.Option(False, "-s", "--save", help="accepted; the twin always persists features"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
+    save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
 ) -> None:
     """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
-    f = blocks_arg("-f/--feature-id", fid)
-    try:
-        v = int(value, 0)
-    except ValueError:
-        fail(f"-v/--value '{value}': must be an integer")
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
+    v = int_arg("-v/--value", value, "an integer", U32)
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid)
     typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
@@ -719,13 +847,45 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(usage), tuple(aborts)
 
 
+class _Interrupt:
+    """What Ctrl-C found: whether it came, and what is true of the image afterwards.
+
+    The SIGINT handler records the signal before raising KeyboardInterrupt, because typer
+    turns a KeyboardInterrupt into a plain exit status that a caller cannot tell from a
+    command's own; ``ssdtwin serve`` stops cleanly on Ctrl-C without raising at all."""
+
+    seen = False
+    note = "interrupted"
+
+    @classmethod
+    def on_sigint(cls, signum: int, frame: Optional[FrameType]) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def interrupt_note(note: str) -> None:
+    """Say what a Ctrl-C from now on leaves behind (one line, after ``interrupted; ``)."""
+    _Interrupt.note = f"interrupted; {note}"
+
+
+def _exit_interrupted(prog: str) -> "typer.Exit":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
+    print(f"{prog}: {_Interrupt.note}", file=sys.stderr, flush=True)
+    sys.exit(130)
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: one-line errors, non-zero exit (1 error, 2 usage, 130 interrupted)."""
     args = sys.argv[1:] if argv is None else argv
     prog = _command_name(args)
     usage_errors, aborts = _click_exceptions()
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _Interrupt.on_sigint)
+    status = 0
     try:
-        app(args=args, prog_name="ssdtwin", standalone_mode=False)
+        rv = app(args=args, prog_name="ssdtwin", standalone_mode=False)
+        # Outside standalone mode typer returns the status of a typer.Exit (130 for Ctrl-C).
+        status = rv if isinstance(rv, int) else 0
     except CliError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
@@ -733,20 +893,31 @@ def main(argv: Optional[list[str]] = None) -> None:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted; the image keeps its last committed state", file=sys.stderr)
-        sys.exit(130)
+        _exit_interrupted(prog)
+    except Terminated:
+        print(f"{prog}: stopped by SIGTERM before serving; the image is unchanged", file=sys.stderr)
+        sys.exit(0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except Exception as e:
         if isinstance(e, aborts):
-            sys.exit(130)
+            _exit_interrupted(prog)
+        if type(e).__name__ == "NoArgsIsHelpError":  # `ssdtwin` or `ssdtwin nvme` alone: the help
+            print(str(e.format_message()).rstrip(), file=sys.stderr)  # type: ignore[attr-defined]
+            sys.exit(2)
         if isinstance(e, usage_errors):
             # Click prints usage, a hint and the message on several lines; keep one.
             msg = " ".join(str(e.format_message()).split())  # type: ignore[attr-defined]
             if msg:  # empty: no arguments, and the help was already printed
                 print(f"{prog}: error: {msg} (see '{prog} --help')", file=sys.stderr)
             sys.exit(int(getattr(e, "exit_code", 2)))
+        if isinstance(e, OSError):  # e.g. a report or log file that cannot be written
+            print(f"{prog}: error: {e.filename}: {e.strerror}" if e.filename else f"{prog}: error: {e}", file=sys.stderr)
+            sys.exit(1)
         raise
+    if _Interrupt.seen:
+        _exit_interrupted(prog)
+    sys.exit(status)
 
 
 if __name__ == "__main__":

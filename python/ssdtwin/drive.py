@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +59,10 @@ def parse_amount(text: str, capacity_bytes: int) -> int:
             factor = float(t[:-1])
         except ValueError:
             raise ValueError(f"amount '{text}': use e.g. 2x or a size such as 300GiB") from None
-        if factor <= 0:
+        if not factor > 0:
             raise ValueError(f"amount '{text}': must be positive")
+        if not math.isfinite(factor):
+            raise ValueError(f"amount '{text}': must be finite")
         return int(round(factor * capacity_bytes))
     return _core.parse_size(t)
 

@@ -1,4 +1,7 @@
-"""Reproductions of the published results (seed-facts.md) that ssdtwin must explain.
+"""Reproductions of the published results (seed-facts.md) that ssdtwin must explain, and the
+one procedure that measures a CM6 figure: `ssdtwin demo`, `ssdtwin reproduce cm6` and
+`ssdtwin calibrate` all call `cm6_drive` and `measure_cm6`, so the same experiment gives the
+same figure whichever command runs it.
 
 `cm6_brief` re-runs the KIOXIA CM6 brief (§1): the four corners on a preconditioned drive
 at several namespace sizes made with the nvme-cli sequence, and the 3 DWPD SKU. The 3.84 TB
@@ -13,12 +16,23 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Callable, Optional
 
 from . import _core
-from .calibrate import direction_totals, job_text, preconditioned, run_on_ns1
 from .drive import Drive
 from .fio import parse_string
+
+JOBS = resources.files("ssdtwin") / "jobs"
+
+CM6_TESTS = ("seq-read", "seq-write", "rand-read", "rand-write")
+
+# Measurement windows (ramp, runtime) in simulated ms per CM6 figure: long enough that the
+# figure depends neither on the window nor on the seed by more than 0.1 % (docs/calibration.md,
+# "Measurement windows"). Reads settle within a second; sequential writes need 6 s (3 s
+# reads 0.08 % low); random writes swing by up to 2 % with the GC's cycle over windows of a
+# few seconds, and 20 s lands within 0.15 % of a 60 s window at 3.84 and 3.20 TB.
+CM6_WINDOWS_MS = {"seq-read": (1000, 3000), "seq-write": (1000, 6000), "rand-read": (1000, 3000), "rand-write": (1000, 20000)}
 
 
 @dataclass
@@ -31,12 +45,43 @@ class Measured:
     wall_s: float
 
 
-def run_job(drive: Drive, text: str, name: str, run_seed: int = 0) -> Measured:
+def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
+    """A job file of `python/ssdtwin/jobs/` with its runtime and ramp filled in."""
+    return (JOBS / job).read_text().replace("${RUNTIME}", f"{runtime_ms}ms").replace("${RAMP}", f"{ramp_ms}ms")
+
+
+def timing_toml(timing: dict[str, Any]) -> str:
+    """The `[timing]` table (without header) as TOML, values and sources."""
+    lines = []
+    for k, v in timing.items():
+        src = v["source"].replace("\\", "\\\\").replace('"', '\\"')
+        val = v["value"]
+        lines.append(f'{k} = {{ value = {val if isinstance(val, float) else int(val)}, source = "{src}" }}')
+    return "\n".join(lines) + "\n"
+
+
+def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    """Simulate a parsed fio run on namespace 1, without idle-time GC between batches;
+    `timing` replaces the drive's `[timing]` table for this run (what-if, calibration)."""
+    ns = drive.namespaces()[0]
+    return drive.run_fio(run.to_engine(ns.bytes, ns.lba_bytes), 1, idle_gc=False,
+                         timing_toml=None if timing is None else timing_toml(timing))
+
+
+def direction_totals(out: list[dict[str, Any]], d: str) -> tuple[int, int, float]:
+    """I/Os and bytes of direction `d` over all clones, and the longest clone runtime (s)."""
+    ios = sum(r[d]["total_ios"] for r in out)
+    byts = sum(r[d]["io_bytes"] for r in out)
+    secs = max(r[d]["runtime_ns"] for r in out) / 1e9
+    return ios, byts, secs
+
+
+def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optional[dict[str, Any]] = None) -> Measured:
     """Run one job file text on `drive`; figures of its only direction (read or write)."""
     run = parse_string(text, name=name, run_seed=run_seed)
     v0 = drive.vendor_log()
     t = time.perf_counter()
-    out = run_on_ns1(drive, run)
+    out = run_on_ns1(drive, run, timing)
     wall = time.perf_counter() - t
     v1 = drive.vendor_log()
     d = "write" if any(r["write"]["total_ios"] for r in out) else "read"
@@ -47,6 +92,71 @@ def run_job(drive: Drive, text: str, name: str, run_seed: int = 0) -> Measured:
     return Measured(ios / secs, byts / secs / 1e6, byts / secs / 2**20, lat, (dn / dh) if dh else None, wall)
 
 
+def replace_namespace(d: Drive, blocks: int) -> int:
+    """Carve the drive anew: namespace 1 detached and deleted, one of `blocks` 512 B LBAs
+    created and attached (the KIOXIA resize sequence); returns its NSID."""
+    d.nvme.detach_ns(1)
+    d.nvme.delete_ns(1)
+    nsid = d.nvme.create_ns(blocks, blocks, block_size=512)
+    d.nvme.attach_ns(nsid)
+    return nsid
+
+
+def namespace_fraction(model: str, tb: float) -> float:
+    """The fraction of the drive's capacity a namespace of `tb` TB (at full scale) takes.
+    The drive's own marketed size (3.84 for a 3.84 TB drive) is its whole capacity, the
+    factory namespace the brief measured; anything larger is an error."""
+    full = int(_core.preset(model)["capacity"]["tnvmcap_bytes"]["value"])
+    if not 0 < tb <= round(full / 1e10) / 100:  # also refuses NaN
+        raise ValueError(f"namespace {tb} TB: must be above 0 and at most the drive's {full / 1e12:.2f} TB")
+    return 1.0 if round(full / 1e10) == round(tb * 100) else tb * 1e12 / full
+
+
+@dataclass
+class Prepared:
+    """A drive in the state a CM6 figure is measured in (see `cm6_drive`)."""
+
+    drive: Drive
+    blocks: int  # namespace 1, in 512 B blocks
+    steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
+
+
+def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1,
+              path: Optional[str] = None) -> Prepared:
+    """A drive in the state a figure was measured in: SNIA WIPC (sequential 128 KiB over 2x
+    the namespace, seed-facts §3 and §5); for random figures ("rand") then 4 KiB random over
+    2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF. With
+    `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity.
+    With `path` the drive is an image there, committed (calibration opens copies of it)."""
+    if path is None:
+        d = Drive.in_memory(model, scale=scale, seed=seed)
+    else:
+        d = Drive.create(path, model, scale=scale, seed=seed)
+    if ns_fraction < 1.0:
+        cap = d.nvme.id_ctrl()["tnvmcap"]
+        replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
+    d.precondition(1, "seq", 131072, loops=2, seed=seed)
+    steady = None
+    if state == "rand":
+        d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)
+        steady = d.precondition(1, "rand", 4096, loops=1, seed=seed + 2).waf
+    if path is not None:
+        d.commit()
+    return Prepared(d, d.namespaces()[0].nsze, steady)
+
+
+def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None) -> Measured:
+    """One CM6 corner (`CM6_TESTS`) on a drive from `cm6_drive`, in its window."""
+    ramp_ms, runtime_ms = CM6_WINDOWS_MS[test]
+    job = f"cm6-{test}.fio"
+    return run_job(drive, job_text(job, runtime_ms, ramp_ms), job, timing=timing)
+
+
+def cm6_figure(test: str, m: Measured) -> float:
+    """The figure the brief publishes: MB/s for sequential tests, IOPS for random ones."""
+    return m.mb_s if test.startswith("seq") else m.iops
+
+
 CM6_PUBLISHED = {
     # (column, test): figure from seed-facts §1 (MB/s for sequential, IOPS for random)
     ("3.84", "seq-read"): 6971, ("3.84", "seq-write"): 4246, ("3.84", "rand-read"): 1_549_202, ("3.84", "rand-write"): 173_067,
@@ -55,30 +165,32 @@ CM6_PUBLISHED = {
 }
 
 
-def cm6_brief(scale: int = 64, runtime_ms: int = 3000, ramp_ms: int = 1000, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56),
+def cm6_brief(scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56),
               log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """The CM6 namespace table: four corners per namespace size, plus the 3 DWPD SKU."""
     rows = []
-    full = _core.preset("kioxia-cm6-r-3.84t")["capacity"]["tnvmcap_bytes"]["value"]
-    columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s * 1e12 / full) for s in sizes]
-    columns.append(("3dwpd", "kioxia-cm6-v-3.2t", 1.0))
-    for col, model, frac in columns:
-        tests = ("seq-read", "seq-write", "rand-read", "rand-write") if col in ("3.84", "3.20", "3dwpd") else ("rand-write",)
-        drives = {s: preconditioned(model, scale, s, min(frac, 1.0), seed=11) for s in {("seq" if t.startswith("seq") else "rand") for t in tests}}
-        for i, test in enumerate(tests):
-            d = drives["seq" if test.startswith("seq") else "rand"]
-            k = 2 if test == "rand-write" else 1
-            m = run_job(d, job_text(f"cm6-{test}.fio", runtime_ms * k, ramp_ms), f"cm6-{test}.fio")
-            value = m.mb_s if test.startswith("seq") else m.iops
+    columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s) for s in sizes]
+    columns.append(("3dwpd", "kioxia-cm6-v-3.2t", 3.20))
+    for col, model, tb in columns:
+        frac = namespace_fraction(model, tb)
+        tests = CM6_TESTS if col in ("3.84", "3.20", "3dwpd") else ("rand-write",)
+        drives = {s: cm6_drive(model, scale, s, frac, seed) for s in {("seq" if t.startswith("seq") else "rand") for t in tests}}
+        for test in tests:
+            p = drives["seq" if test.startswith("seq") else "rand"]
+            m = measure_cm6(p.drive, test)
+            value = cm6_figure(test, m)
             pub = CM6_PUBLISHED.get((col, test))
             row = {"namespace": col, "model": model, "test": test, "simulated": value, "published": pub,
                    "error": (value / pub - 1) if pub else None, "lat_mean_us": m.lat_mean_us, "waf": m.waf,
+                   "steady_waf": p.steady_waf if test == "rand-write" else None, "blocks": p.blocks,
                    "role": "calibration" if col == "3.84" else "prediction"}
             rows.append(row)
             unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
             waf_s = f"WAF {m.waf:.2f}" if m.waf else ""
             log(f"{col:>6} {test:<11} {value:>12,.0f} {unit:<5} published {pub_s}  {row['role']:<11} {waf_s}")
+        for p in drives.values():
+            p.drive.close()
     return rows
 
 
@@ -99,16 +211,16 @@ def p5316_job(bs: str, rw: str, jobs: int, qd: int, io_bytes: int) -> str:
     )
 
 
-def p5316_whitepaper(scale: int = 64, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """The Intel P5316 IU/WAF table, amounts scaled by 1/`scale` like the drive."""
     rows = []
     for name, bs, rw, jobs, qd, written, pwaf, pmib, plat in P5316_PUBLISHED:
-        d = Drive.in_memory("intel-p5316-15.36t", scale=scale, seed=5)
+        d = Drive.in_memory("intel-p5316-15.36t", scale=scale, seed=seed)
         # Whitepaper preconditioning: sequential 128 KiB over the capacity; for random
         # tests then 1 MiB random writes (4 jobs x QD32 "for hours": 2x capacity here).
-        d.precondition(1, "seq", 131072, loops=1, seed=5)
+        d.precondition(1, "seq", 131072, loops=1, seed=seed)
         if rw == "randwrite":
-            d.precondition(1, "rand", 1 << 20, loops=2, seed=6)
+            d.precondition(1, "rand", 1 << 20, loops=2, seed=seed + 1)
         # Scale the amount with the drive, but write at least three superblocks: a steady-state
         # WAF needs whole GC cycles, and a superblock (18 GiB) does not shrink with the scale.
         sb = d.ftl_info()["superblock_bytes"]

@@ -48,7 +48,7 @@ def _check_hostport(flag: str, text: str) -> None:
 
 
 def serve_cmd(
-    path: Path = typer.Argument(..., help="drive image to serve"),
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image to serve"),
     listen: list[str] = typer.Option([], "--listen", "-l", help="TCP HOST:PORT (repeatable; port 0 picks one)"),
     unix: list[Path] = typer.Option([], "--unix", "-u", help="unix socket PATH (repeatable)"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for Prometheus text on GET /metrics"),
@@ -70,8 +70,8 @@ def serve_cmd(
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
         fail(f"--pace '{pace}': must be model or off")
-    if spin_us < 0:
-        fail(f"--spin-us {spin_us}: must be at least 0")
+    if not 0 <= spin_us <= 1_000_000:
+        fail(f"--spin-us {spin_us}: must be 0..1000000 (microseconds)")
     for a in listen:
         _check_hostport("--listen", a)
     if metrics is not None:
@@ -91,6 +91,15 @@ def serve_cmd(
         fail(f"--tls '{tls}': must be off, on or require")
     if tls != "off" and tls_certificates is None:
         fail(f"--tls {tls} needs --tls-certificates DIR (server-cert.pem, server-key.pem)")
+    # Every address is tried before the image is opened: a server that cannot start must
+    # leave the image exactly as it was (no journal, no data files).
+    for flag, addr in [("--listen", a) for a in listen] + ([("--metrics", metrics)] if metrics else []):
+        why = _bind_error(addr)
+        if why:
+            fail(f"{flag} {addr}: {why}")
+    for u in unix:
+        if not u.parent.is_dir():
+            fail(f"--unix {u}: no such directory {u.parent}")
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise Terminated()
@@ -117,9 +126,46 @@ def serve_cmd(
                               handshake_timeout_s=handshake_timeout, send_timeout_s=send_timeout, tls=tls,
                               tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
                               tls_verify_peer=tls_verify_peer, unix_group=unix_group)
+    except _core.SsdtwinError as e:
+        fail(_name_the_address(str(e), listen))
     finally:
         signal.signal(signal.SIGTERM, old)
     _say(summary_text(summary))
+    if summary.get("stopped_by") == "KeyboardInterrupt":
+        from .cli import interrupt_note
+
+        # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
+        interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
+
+
+def _name_the_address(msg: str, listen: list[str]) -> str:
+    """A listener that cannot bind is reported with its address, whether or not the
+    server's own message names it (which --listen failed is found by binding each)."""
+    if not msg.startswith("bind TCP listener") or any(a in msg for a in listen):
+        return msg
+    detail = msg.split(": ", 1)[-1]
+    culprits = [a for a in listen if _bind_error(a)] or listen
+    return f"--listen {', '.join(culprits)}: {detail}"
+
+
+def _bind_error(hostport: str) -> Optional[str]:
+    """Why HOST:PORT cannot be listened on (e.g. "Address already in use"), or None."""
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        return f"cannot resolve '{host}': {e.strerror}"
+    except (OSError, ValueError) as e:
+        return str(e)
+    for family, kind, proto, _, addr in infos:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+                s.bind(addr)
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def summary_text(s: dict[str, Any]) -> str:
@@ -129,7 +175,7 @@ def summary_text(s: dict[str, Any]) -> str:
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
-        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {s['errors']} errors; "
+        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
         f"{s['connections']} connections",
         f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, WAF "
         + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-")
@@ -144,6 +190,16 @@ def summary_text(s: dict[str, Any]) -> str:
             f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
         )
     return "\n".join(lines)
+
+
+def errors_text(s: dict[str, Any]) -> str:
+    """Every reply that carried an error: the server's own refusals (a write to a read-only
+    export, a request past the end) as well as the drive's (a write-protected namespace)."""
+    n = int(s.get("error_replies", s["errors"]))
+    text = f"{n} error repl{'y' if n == 1 else 'ies'}"
+    if s.get("protocol_errors"):
+        text += f", {s['protocol_errors']} connections dropped for protocol errors"
+    return text
 
 
 # --------------------------------------------------------------------------- live.json
@@ -307,12 +363,19 @@ def bench_nbd_cmd(
     from .cli import check_fmt, emit_json, fail
 
     check_fmt(fmt)
-    if seconds <= 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
+    if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
         fail("--seconds, --numjobs, --iodepth and --rounds must be positive")
+    try:
+        _core.parse_size(size)
+    except ValueError as e:
+        fail(f"--size: {e}")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     try:
         res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
-    except (RuntimeError, subprocess.CalledProcessError) as e:
+    except subprocess.CalledProcessError as e:
+        said = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+        fail(f"fio exited with status {e.returncode}" + (f": {said[-1]}" if said else ""))
+    except RuntimeError as e:
         fail(str(e))
     if fmt == "json":
         emit_json(res)

@@ -32,6 +32,10 @@ pub struct SessionSummary {
     pub syncs: u64,
     pub connections: u64,
     pub requests: u64,
+    /// Replies that carried an error: the drive's and the server's own refusals.
+    pub error_replies: u64,
+    /// Connections dropped for breaking the protocol.
+    pub protocol_errors: u64,
     pub replies_paced: u64,
     pub replies_late: u64,
     pub late_ns_max: u64,
@@ -116,6 +120,8 @@ impl TwinBackend {
             syncs: c.syncs.get(),
             connections: s.connections_accepted,
             requests: s.requests,
+            error_replies: s.error_replies,
+            protocol_errors: s.protocol_errors,
             replies_paced: s.replies_paced,
             replies_late: s.replies_late,
             late_ns_max: s.late_ns_max,

@@ -57,6 +57,18 @@ impl Serving {
             return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
         }
         let backend = TwinBackend::open(dir, opts.twin.clone())?;
+        match Self::start_on(backend.clone(), &opts) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                // A server that cannot start closes what it opened (the journal is
+                // committed away), so the image is left whole for the next open.
+                let _ = backend.close();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_on(backend: Arc<TwinBackend>, opts: &ServeOptions) -> Result<Serving, ServeError> {
         let mut server = Server::new(backend.clone()).with_config(opts.server.clone());
         for a in &opts.tcp {
             server = server.listen_tcp(a.as_str())?;

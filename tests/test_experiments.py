@@ -1,0 +1,116 @@
+"""`ssdtwin demo`, `reproduce` and `calibrate` measure a CM6 figure one way.
+
+The same experiment (preset, scale, namespace size, seed) gives the same figure whichever
+command runs it, because all three prepare the drive with `experiments.cm6_drive` and
+measure with `experiments.measure_cm6`; and calibrate's report says when a fit ended
+outside its tolerance (exit 1) instead of printing it like a success. Runs at 1/454 scale
+(a few seconds per figure; docs/models.md, "Scale", says what the scale changes).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Any
+
+import pytest
+from ssdtwin import cli, experiments
+from twin import run_cli
+
+
+@pytest.mark.slow
+def test_demo_and_reproduce_report_the_same_figure() -> None:
+    demo = run_cli("demo", "--scale", "1/454", "--sizes", "3.20", "-q").stdout
+    row = next(line for line in demo.splitlines() if line.strip().startswith("3.20TB"))
+    _, blocks, op, waf, _, _, iops = row.split()
+    rows = run_cli("reproduce", "cm6", "--scale", "1/454", "--sizes", "3.20", "-o", "json").json()
+    (rw,) = [r for r in rows if r["namespace"] == "3.20" and r["test"] == "rand-write"]
+    assert iops == f"{rw['simulated']:,.0f}"
+    assert waf == f"{rw['steady_waf']:.3f}"
+    assert int(blocks) == rw["blocks"]
+    # A different seed is a different experiment: same physics, not the same bits.
+    other = run_cli("demo", "--scale", "1/454", "--sizes", "3.20", "--seed", "2", "-q").stdout
+    other_iops = next(line for line in other.splitlines() if line.strip().startswith("3.20TB")).split()[-1]
+    assert other_iops != iops
+    assert float(other_iops.replace(",", "")) == pytest.approx(rw["simulated"], rel=0.01)
+
+
+def test_the_marketed_size_is_the_whole_drive() -> None:
+    assert experiments.namespace_fraction("kioxia-cm6-r-3.84t", 3.84) == 1.0
+    assert experiments.namespace_fraction("kioxia-cm6-v-3.2t", 3.20) == 1.0
+    assert experiments.namespace_fraction("kioxia-cm6-r-3.84t", 3.20) == pytest.approx(3.2e12 / 3_840_755_982_336)
+    for bad in (0.0, -1.0, 3.85, float("nan")):
+        with pytest.raises(ValueError, match="at most the drive's 3.84 TB"):
+            experiments.namespace_fraction("kioxia-cm6-r-3.84t", bad)
+
+
+def fake_fit(errors: dict[str, float]) -> Any:
+    """A stand-in for calibrate.calibrate that reports the given relative errors."""
+    from ssdtwin.calibrate import CM6_TARGETS
+
+    def run(model: str, scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
+        fitted = {t.param: {"value": 1.0 if t.param == "gc_page_reads_per_iu" else 1000, "figure": t.name, "target": t.value,
+                            "unit": t.unit, "simulated": t.value * (1 + errors.get(t.param, 0.0)), "error": errors.get(t.param, 0.0)}
+                  for t in CM6_TARGETS}
+        return {"model": model, "scale": scale, "seed": seed, "tol": tol, "fitted": fitted,
+                "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol], "timing": {}}
+
+    return run
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    old = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    out, err = capsys.readouterr()
+    return int(e.value.code or 0), out, err
+
+
+def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import ssdtwin.calibrate as cal
+
+    monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0093, "t_read_ns": 0.001}))
+    written: list[Any] = []
+    monkeypatch.setattr(cal, "write_presets", lambda res: written.append(res) or [])
+    rc, out, err = run_main(["calibrate", "--scale", "1/454", "--write"], capsys)
+    assert rc == 1
+    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457.5 IOPS vs 173,067 "
+                                    "(-0.93%); presets not written")
+    assert "gc_page_reads_per_iu" in out and "(-0.93%)" in out  # the table is still printed
+    assert written == [], "a fit outside its tolerance must not be written to the presets"
+
+
+def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import ssdtwin.calibrate as cal
+
+    monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0009}))
+    rc, out, err = run_main(["calibrate", "--scale", "1/454", "-o", "json"], capsys)
+    assert rc == 0, err
+    assert "error" not in err
+    assert json.loads(out)["outside_tolerance"] == []
+    # A tolerance below the default shows as many decimals as it needs.
+    monkeypatch.setattr(cal, "calibrate", fake_fit({"t_read_ns": 0.0000123}))
+    rc, _, err = run_main(["calibrate", "--scale", "1/454", "--tol", "0.000001"], capsys)
+    assert rc == 1
+    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.00010%: rand read 4 KiB QD32 1,549,221.1 IOPS vs "
+                                    "1,549,202 (+0.00123%)")
+
+
+def test_calibrate_trials_do_not_depend_on_what_ran_before() -> None:
+    """A trial is a function of the parameters alone: the same figure from a fresh read-only
+    open of the same preconditioned image, whatever ran on it before."""
+    import tempfile
+
+    from ssdtwin.drive import Drive
+
+    with tempfile.TemporaryDirectory() as tmp:
+        experiments.cm6_drive("kioxia-cm6-r-3.84t", 454, "rand", 1.0, 1, path=f"{tmp}/rand").drive.close()
+        figures = []
+        for _ in range(2):
+            d = Drive.open(f"{tmp}/rand", writable=False)
+            figures.append(experiments.measure_cm6(d, "seq-write").mb_s)  # writes, in memory only
+            d.close()
+        assert figures[0] == figures[1]
