@@ -18,7 +18,7 @@ from ssdtwin import _core
 from ssdtwin.drive import Drive
 from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
 
-# The KIOXIA experiment's namespace sizes (seed-facts §1), IDEMA LBA1-03 block counts of 512 B.
+# The KIOXIA experiment's namespace sizes (KIOXIA CM6 namespace brief), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
 CM6_FULL_TNVMCAP = 3_840_755_982_336
 

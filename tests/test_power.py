@@ -1,6 +1,6 @@
 """Power states (Set Features 02h) on the CLI, and what they do to timed workloads.
 
-seed-facts §5 (CM6 review, `nvme id-ctrl`): ps0 27.5 W (active 25 W), ps1 19.8 W, ps2 17.6 W,
+CM6/CD6 SNIA PTS review (`nvme id-ctrl`): ps0 27.5 W (active 25 W), ps1 19.8 W, ps2 17.6 W,
 ps3 15.4 W, ps4 12.1 W, ps5 9.9 W (active 9 W), ps6 non-operational 5 W; set with
 `nvme set-feature -f 2 -v 5`. "Under the 9 W state the mean latency changes little at low
 load but tail latency (99.99th) becomes much worse." The twin caps the NAND operations in
@@ -17,7 +17,7 @@ from twin import copy_image, image_digest, run_cli, run_fio
 
 HEAD = "[global]\nioengine=libaio\ndirect=1\nbs=4k\ntime_based\n"
 
-# Max power per state in centiwatts (NVMe MP with MPS = 0), seed-facts §5.
+# Max power per state in centiwatts (NVMe MP with MPS = 0), CM6/CD6 SNIA PTS review.
 CM6_MAX_POWER_CW = [2750, 1980, 1760, 1540, 1210, 990, 500]
 
 

@@ -1,4 +1,4 @@
-"""The published experiments the twin must reproduce (seed-facts §1 and §3), at 1/64 scale.
+"""The published experiments the twin must reproduce (KIOXIA CM6 namespace brief and Intel D5-P5316 IU white paper), at 1/64 scale.
 
 KIOXIA CM6 brief (§1): the four corners at 3.84 TB are the calibration points (they must
 come back within 5 %); the 3.20 TB namespace, the intermediate sizes and the 3 DWPD SKU are
@@ -18,7 +18,7 @@ import pytest
 from ssdtwin import experiments
 from twin import run_cli
 
-CM6_3_20_RANDWRITE_IOPS = 337_920  # seed-facts §1: 3.20 TB namespace, 4 KiB random write
+CM6_3_20_RANDWRITE_IOPS = 337_920  # KIOXIA CM6 namespace brief: 3.20 TB namespace, 4 KiB random write
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_calibrate_refuses_other_presets(preset: str) -> None:
     r = run_cli("calibrate", preset, check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr_lines == [
-        f"ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {preset}"
+        f"ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (KIOXIA CM6 namespace brief); got {preset}"
     ]
 
 

@@ -159,7 +159,7 @@ def two_ns(tmp_path: Path, two_ns_template: Path) -> Path:
 
 
 def p5316_job(uri: str, bs: str, io_size: str) -> str:
-    # The whitepaper's random-write job (seed-facts §3: 4 jobs x QD32), the amount scaled to
+    # The whitepaper's random-write job (Intel D5-P5316 IU white paper: 4 jobs x QD32), the amount scaled to
     # about one superblock of NAND writes; ioengine=nbd for the real fio (ssdtwin fio reads
     # the same file and simulates the namespace it is given).
     return (f"[global]\nioengine=nbd\nuri={uri}\ngroup_reporting\n"

@@ -1,6 +1,6 @@
-"""`ssdtwin calibrate`: fit the timing parameters that seed-facts marks "calibrate".
+"""`ssdtwin calibrate`: fit the timing parameters that docs/sources.md marks "calibrate".
 
-Only the four CM6-R 3.84 TB figures marked "calibrate" in seed-facts §1 are used, each to
+Only the four CM6-R 3.84 TB figures marked "calibrate" in KIOXIA CM6 namespace brief are used, each to
 fit exactly one parameter whose datasheet value is unknown:
 
 | figure (3.84 TB namespace)          | parameter               | why this one                          |
@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
@@ -150,23 +148,44 @@ FAMILY = {
 }
 
 
+def _source_presets_dir() -> Path:
+    """The presets of the source checkout this package runs from (crates/ssdtwin-core/presets).
+
+    The extension embeds them when it is built, so they can only be rewritten in a checkout
+    (an editable install), and take effect at the next `make install`."""
+    here = Path(__file__).resolve()
+    for root in here.parents:
+        d = root / "crates" / "ssdtwin-core" / "presets"
+        if d.is_dir():
+            return d
+    raise FileNotFoundError("--write rewrites crates/ssdtwin-core/presets in a source checkout; "
+                            f"none found above {here.parent} (install with `pip install -e .` from a checkout)")
+
+
 def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:
-    """Rewrite the calibrated lines of the CM6-family presets with `result["fitted"]`."""
-    base = Path(directory) if directory else Path(str(resources.files("ssdtwin") / "presets"))
+    """Rewrite the calibrated parameters of the CM6-family presets with `result["fitted"]`.
+
+    The TOML is edited with tomlkit, so every other line, comment and source stays as it was."""
+    import tomlkit
+
+    base = Path(directory) if directory else _source_presets_dir()
     changed = []
     for name, params in FAMILY.items():
         path = base / f"{name}.toml"
-        text = path.read_text()
+        doc = tomlkit.parse(path.read_text())
         for k in sorted(params):
             v = result["fitted"][k]["value"]
-            val = f"{v:.4g}" if isinstance(v, float) else str(v)
+            value = float(f"{v:.4g}") if isinstance(v, float) else int(v)
             src = (f"[CALIBRATED] ssdtwin calibrate kioxia-cm6-r-3.84t --scale 1/{result['scale']} (docs/calibration.md): "
-                   f"{FIGURES[k]} (seed-facts §1, 3.84 TB namespace, marked calibrate)")
+                   f"{FIGURES[k]} (KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate)")
             if name != "kioxia-cm6-r-3.84t":
                 src += "; same NAND and firmware platform as CM6-R 3.84 TB"
-            text, n = re.subn(rf"(?m)^{k} = \{{[^\n]*\}}", f'{k} = {{ value = {val}, source = "{src}" }}', text)
-            if n != 1:
-                raise ValueError(f"{path}: no single '{k} = {{ ... }}' line to update")
-        path.write_text(text)
+            tables = [t for t in doc.values() if isinstance(t, dict) and k in t]
+            if len(tables) != 1:
+                raise ValueError(f"{path}: no single '{k} = {{ value, source }}' entry to update")
+            entry = tables[0][k]
+            entry["value"] = value
+            entry["source"] = src
+        path.write_text(tomlkit.dumps(doc))
         changed.append(str(path))
     return changed

@@ -484,14 +484,14 @@ def calibrate(
     write: bool = typer.Option(False, "--write/--no-write", help="rewrite the calibrated lines of the CM6-family presets"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Fit the timing parameters tied to the seed-facts figures marked "calibrate" (docs/calibration.md).
+    """Fit the timing parameters tied to the published figures marked "calibrate" (docs/calibration.md).
 
     Exits 1, naming each figure and its error, when a fit ends outside --tol."""
     from .calibrate import calibrate as run_cal
 
     check_fmt(fmt)
     if model != "kioxia-cm6-r-3.84t":
-        fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (seed-facts §1); got {model}")
+        fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (KIOXIA CM6 namespace brief); got {model}")
     if not 0 < tol < 1:
         fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
     n = scale_arg(scale, model, "ssdtwin calibrate")
@@ -525,7 +525,7 @@ def reproduce(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Re-run a published experiment (seed-facts.md) and print it beside the published figures."""
+    """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
     from . import experiments
 
     check_fmt(fmt)

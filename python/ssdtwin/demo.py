@@ -1,4 +1,4 @@
-"""`ssdtwin demo`: the KIOXIA CM6 namespace experiment (seed-facts §1) at a small scale.
+"""`ssdtwin demo`: the KIOXIA CM6 namespace experiment (KIOXIA CM6 namespace brief) at a small scale.
 
 For each namespace size the drive is resized with the nvme-cli sequence (detach, delete,
 create, attach), preconditioned the SNIA way (sequential 128 KiB over 2x the namespace,

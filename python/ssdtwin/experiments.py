@@ -1,4 +1,4 @@
-"""Reproductions of the published results (seed-facts.md) that ssdtwin must explain, and the
+"""Reproductions of the published results (docs/sources.md) that ssdtwin must explain, and the
 one procedure that measures a CM6 figure: `ssdtwin demo`, `ssdtwin reproduce cm6` and
 `ssdtwin calibrate` all call `cm6_drive` and `measure_cm6`, so the same experiment gives the
 same figure whichever command runs it.
@@ -124,7 +124,7 @@ class Prepared:
 def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1,
               path: Optional[str] = None) -> Prepared:
     """A drive in the state a figure was measured in: SNIA WIPC (sequential 128 KiB over 2x
-    the namespace, seed-facts §3 and §5); for random figures ("rand") then 4 KiB random over
+    the namespace, Intel D5-P5316 IU white paper and CM6/CD6 SNIA PTS review); for random figures ("rand") then 4 KiB random over
     2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF. With
     `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity.
     With `path` the drive is an image there, committed (calibration opens copies of it)."""
@@ -158,7 +158,7 @@ def cm6_figure(test: str, m: Measured) -> float:
 
 
 CM6_PUBLISHED = {
-    # (column, test): figure from seed-facts §1 (MB/s for sequential, IOPS for random)
+    # (column, test): figure from KIOXIA CM6 namespace brief (MB/s for sequential, IOPS for random)
     ("3.84", "seq-read"): 6971, ("3.84", "seq-write"): 4246, ("3.84", "rand-read"): 1_549_202, ("3.84", "rand-write"): 173_067,
     ("3.20", "seq-read"): 6952, ("3.20", "seq-write"): 4246, ("3.20", "rand-read"): 1_548_940, ("3.20", "rand-write"): 337_920,
     ("3dwpd", "seq-read"): 6972, ("3dwpd", "seq-write"): 4245, ("3dwpd", "rand-read"): 1_549_470, ("3dwpd", "rand-write"): 354_666,
@@ -195,7 +195,7 @@ def cm6_brief(scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 
 
 
 P5316_PUBLISHED = [
-    # (name, bs, rw, jobs, iodepth, written, WAF, MiB/s, mean clat ms) — seed-facts §3
+    # (name, bs, rw, jobs, iodepth, written, WAF, MiB/s, mean clat ms) — Intel D5-P5316 IU white paper
     ("4k-randwrite", "4k", "randwrite", 4, 32, 300 * 2**30, 74.77, 23.9, 21.9),
     ("64k-randwrite", "64k", "randwrite", 4, 32, 300 * 2**30, 4.53, 424.0, 19.7),
     ("4k-seqwrite", "4k", "write", 1, 32, 5 * 2**40, 1.02, 1360.0, 0.093),

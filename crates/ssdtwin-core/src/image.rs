@@ -482,7 +482,7 @@ impl Image {
         };
         let journal_damaged = |offset: u64, detail: String| ImageError::JournalDamaged { path: path.clone(), dir: self.dir.clone(), offset, detail };
         match journal::parse_header(&bytes) {
-            Err(_) if bytes.len() < journal::HEADER_LEN => {
+            Err(journal::HeaderError::Short { .. }) => {
                 // Torn while being created: the server had not started, nothing was acknowledged.
                 rec.detail = format!("{} is {} bytes, shorter than its header (the server died starting up); nothing to replay", path.display(), bytes.len());
             }

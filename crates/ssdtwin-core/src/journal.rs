@@ -158,20 +158,33 @@ fn header(generation: u64) -> [u8; HEADER_LEN] {
     h
 }
 
+/// Why a journal's first bytes are not a journal header.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("{len} bytes, shorter than the {HEADER_LEN}-byte header")]
+    Short { len: usize },
+    #[error("bad magic")]
+    Magic,
+    #[error("header checksum does not match")]
+    Checksum,
+    #[error("journal version {found}, this ssdtwin reads version {VERSION}")]
+    Version { found: u32 },
+}
+
 /// The generation a journal's header names, or why it is not a journal header.
-pub fn parse_header(b: &[u8]) -> Result<u64, String> {
+pub fn parse_header(b: &[u8]) -> Result<u64, HeaderError> {
     if b.len() < HEADER_LEN {
-        return Err(format!("{} bytes, shorter than the {HEADER_LEN}-byte header", b.len()));
+        return Err(HeaderError::Short { len: b.len() });
     }
     if &b[..8] != MAGIC {
-        return Err("bad magic".into());
+        return Err(HeaderError::Magic);
     }
     if crc32c(&b[..28]) != u32::from_le_bytes(b[28..32].try_into().expect("4")) {
-        return Err("header checksum does not match".into());
+        return Err(HeaderError::Checksum);
     }
-    let v = u32::from_le_bytes(b[8..12].try_into().expect("4"));
-    if v != VERSION {
-        return Err(format!("journal version {v}, this ssdtwin reads version {VERSION}"));
+    let found = u32::from_le_bytes(b[8..12].try_into().expect("4"));
+    if found != VERSION {
+        return Err(HeaderError::Version { found });
     }
     Ok(u64::from_le_bytes(b[16..24].try_into().expect("8")))
 }

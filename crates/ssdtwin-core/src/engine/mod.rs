@@ -166,15 +166,15 @@ pub struct DeviceTiming {
 }
 
 /// Why a spec cannot be timed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct TimingError(pub String);
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TimingError {
+    #[error("preset {preset} has no [timing] section, so it cannot run timed workloads")]
+    NoTimingSection { preset: String },
+}
 
 impl DeviceTiming {
     pub fn new(spec: &DriveSpec, cfg: &FtlConfig) -> Result<DeviceTiming, TimingError> {
-        let t = spec.timing.clone().ok_or_else(|| {
-            TimingError(format!("preset {} has no [timing] section, so it cannot run timed workloads", spec.drive.name))
-        })?;
+        let t = spec.timing.clone().ok_or_else(|| TimingError::NoTimingSection { preset: spec.drive.name.clone() })?;
         Self::with_timing(spec, cfg, t)
     }
 

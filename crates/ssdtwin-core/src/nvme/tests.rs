@@ -24,7 +24,7 @@ fn factory_drive_has_one_full_namespace() {
 
 #[test]
 fn kioxia_resize_sequence() {
-    // seed-facts §1: detach, delete, create 3.20 TB, attach.
+    // KIOXIA CM6 namespace brief: detach, delete, create 3.20 TB, attach.
     let mut c = cm6(1);
     c.detach_ns(1, &[1]).unwrap();
     c.delete_ns(1).unwrap();

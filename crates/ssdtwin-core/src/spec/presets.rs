@@ -1,11 +1,11 @@
-//! Built-in presets. The TOML files live in the Python package (`python/ssdtwin/presets/`)
-//! so users can read them there; the core embeds the same bytes, so there is one copy.
+//! Built-in presets. The TOML files live beside this crate (`crates/ssdtwin-core/presets/`)
+//! and are embedded here; the Python package reads them through the binding (`ssdtwin models`).
 
 macro_rules! presets {
     ($($name:literal),* $(,)?) => {
         /// (name, TOML text) of every built-in preset, in display order.
         pub const PRESETS: &[(&str, &str)] = &[
-            $(($name, include_str!(concat!("../../../../python/ssdtwin/presets/", $name, ".toml")))),*
+            $(($name, include_str!(concat!("../../presets/", $name, ".toml")))),*
         ];
     };
 }
