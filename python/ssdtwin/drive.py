@@ -251,7 +251,7 @@ class Drive:
 
     def namespaces_frame(self) -> Any:
         """The namespace table as a pandas DataFrame."""
-        import pandas as pd
+        pd = _pandas()
 
         return pd.DataFrame([ns.__dict__ for ns in self.namespaces()])
 
@@ -303,7 +303,7 @@ def models() -> list[dict[str, Any]]:
 
 def models_frame() -> Any:
     """Built-in presets as a pandas DataFrame (one row each, key numbers only)."""
-    import pandas as pd
+    pd = _pandas()
 
     rows = []
     for s in models():
@@ -329,3 +329,12 @@ def models_frame() -> Any:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _pandas() -> Any:
+    """pandas, which only the DataFrame helpers need (the `frames` extra)."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("DataFrames need pandas: pip install 'ssdtwin[frames]'") from None
+    return pandas

@@ -172,7 +172,7 @@ struct DirStats {
     log_windows: Vec<(u64, u64, u64)>,
 }
 
-struct Clone {
+struct JobClone {
     gen: Generator,
     nsid: u32,
     lba: u64,
@@ -217,7 +217,7 @@ struct Clone {
     free_slots: Vec<u32>,
 }
 
-impl Clone {
+impl JobClone {
     /// fio's handle_thinktime test: stall once the counter (completed I/Os by default,
     /// issued ones with `thinktime_blocks_type=issue`) has moved `thinktime_blocks` past its
     /// value at the last stall. The value is taken before the quiesce, so I/Os completing
@@ -308,7 +308,7 @@ pub struct Footprint {
     pub log_rows: usize,
 }
 
-fn footprint(heap_capacity: usize, clones: &[Clone]) -> Footprint {
+fn footprint(heap_capacity: usize, clones: &[JobClone]) -> Footprint {
     let mut f = Footprint { events: heap_capacity, ..Footprint::default() };
     for c in clones {
         f.clone_state += c.slots.capacity() + c.free_slots.capacity() + c.pending.capacity();
@@ -344,7 +344,7 @@ pub fn run_measured(
         }
         let rate_seed = spec.seeds.get("poisson_write").copied().unwrap_or(spec.seed);
         let gen = Generator::new(spec, target)?;
-        clones.push(Clone {
+        clones.push(JobClone {
             gen,
             nsid,
             lba: ns.lba_bytes as u64,
@@ -440,7 +440,7 @@ pub fn run_measured(
 struct Sim<'a> {
     ctrl: &'a mut Controller,
     timing: &'a mut DeviceTiming,
-    clones: Vec<Clone>,
+    clones: Vec<JobClone>,
     heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
     seq: u64,
     now: u64,
@@ -666,10 +666,10 @@ impl Sim<'_> {
 }
 
 /// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
-/// How many I/Os a clone draws ahead of issuing them (see `Clone::pending`).
+/// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
 const LOOKAHEAD: usize = 8;
 
-fn next_io(cl: &mut Clone) -> Result<Option<Io>, RunError> {
+fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
     // trimwrite: a trimmed block is written next, even when its trim completed the pass.
     if let Some(io) = cl.gen.take_trimwrite_write() {
         return Ok(Some(io));
@@ -703,7 +703,7 @@ fn next_io(cl: &mut Clone) -> Result<Option<Io>, RunError> {
     .into())
 }
 
-fn log_sample(cl: &mut Clone, ddir: u8, len: u64, offset: u64, clat: u64, now: u64) {
+fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now: u64) {
     let spec = &cl.gen.spec.logs;
     if !(spec.bw || spec.iops || spec.lat || spec.hist) {
         return;
@@ -760,7 +760,7 @@ fn log_sample(cl: &mut Clone, ddir: u8, len: u64, offset: u64, clat: u64, now: u
     log_hist(cl, t_ms);
 }
 
-fn log_hist(cl: &mut Clone, t_ms: u64) {
+fn log_hist(cl: &mut JobClone, t_ms: u64) {
     let spec = &cl.gen.spec.logs;
     if spec.hist && spec.hist_ms > 0 && t_ms >= cl.last_hist_ms + spec.hist_ms {
         for (di, d) in cl.dirs.iter_mut().enumerate() {
@@ -779,7 +779,7 @@ fn zero_stat(n: u64) -> StatOut {
     StatOut { n, min_ns: 0, max_ns: 0, sum_ns: 0, m2: 0.0, hist: if n > 0 { vec![[0, n]] } else { vec![] } }
 }
 
-fn finish(cl: Clone) -> CloneOut {
+fn finish(cl: JobClone) -> CloneOut {
     let run_end = cl.end_ns.max(cl.ramp_end);
     let runtime = run_end.saturating_sub(cl.ramp_end);
     let spec = cl.gen.spec.clone();

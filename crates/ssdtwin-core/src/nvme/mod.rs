@@ -141,17 +141,36 @@ pub struct ReadSummary {
     pub unmapped_ius: u32,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// The access pattern of a preconditioning run (reports spell it "sequential"/"random").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Pattern {
     Sequential,
     Random,
+}
+
+/// A pattern name that is not one of "seq", "sequential", "rand", "random".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("pattern '{0}': use 'seq' or 'rand'")]
+pub struct UnknownPattern(pub String);
+
+impl std::str::FromStr for Pattern {
+    type Err = UnknownPattern;
+
+    fn from_str(s: &str) -> Result<Pattern, UnknownPattern> {
+        match s {
+            "seq" | "sequential" => Ok(Pattern::Sequential),
+            "rand" | "random" => Ok(Pattern::Random),
+            other => Err(UnknownPattern(other.to_string())),
+        }
+    }
 }
 
 /// What a preconditioning run did.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct PreconditionReport {
     pub nsid: u32,
-    pub pattern: String,
+    pub pattern: Pattern,
     pub block_bytes: u64,
     pub seed: u64,
     pub host_bytes: u64,
@@ -757,10 +776,7 @@ impl Controller {
         let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
         Ok(PreconditionReport {
             nsid,
-            pattern: match pattern {
-                Pattern::Sequential => "sequential".into(),
-                Pattern::Random => "random".into(),
-            },
+            pattern,
             block_bytes,
             seed,
             host_bytes: host,

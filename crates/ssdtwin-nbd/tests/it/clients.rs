@@ -224,7 +224,10 @@ fn fio_nbd_engine_write_then_verify() {
     let out_json = temp_path("fio.json");
     // numjobs clones share one region unless offset_increment spreads them; overlapping
     // clones would fail verify through no fault of the server.
-    run(Command::new(&fio).args([
+    // fio writes its verify state files into the working directory: keep them out of the tree.
+    let workdir = temp_path("fio-workdir");
+    std::fs::create_dir_all(&workdir).unwrap();
+    run(Command::new(&fio).current_dir(&workdir).args([
         "--name=verify",
         "--ioengine=nbd",
         &format!("--uri={}", unix_uri(&path, "disk")),
@@ -236,6 +239,7 @@ fn fio_nbd_engine_write_then_verify() {
         "--iodepth=16",
         "--verify=crc32c",
         "--verify_fatal=1",
+        "--verify_state_save=0",
         "--output-format=json",
         &format!("--output={}", out_json.display()),
     ]));
@@ -248,6 +252,7 @@ fn fio_nbd_engine_write_then_verify() {
     let e = b.export("disk").unwrap();
     assert!(e.counters.writes.load(std::sync::atomic::Ordering::Relaxed) >= 8192);
     let _ = std::fs::remove_file(out_json);
+    let _ = std::fs::remove_dir_all(workdir);
 }
 
 /// libnbd through its Python bindings (Debian python3-libnbd), with strict mode off
