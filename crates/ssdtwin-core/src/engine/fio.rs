@@ -14,7 +14,7 @@ use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
-use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, ThinktimeBlocksType};
+use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -217,11 +217,47 @@ struct JobClone {
     free_slots: Vec<u32>,
 }
 
+/// What a clone does next (see `Sim::gate`).
+enum Gate {
+    /// Nothing to issue now: a completion, a wake-up or the end of the run comes first.
+    Wait,
+    /// The clone's state changed (it is stopping); look again.
+    Again,
+    Issue(Io),
+}
+
 impl JobClone {
     /// fio's handle_thinktime test: stall once the counter (completed I/Os by default,
     /// issued ones with `thinktime_blocks_type=issue`) has moved `thinktime_blocks` past its
     /// value at the last stall. The value is taken before the quiesce, so I/Os completing
     /// during it count toward the next stall.
+    /// Under a rate limit: the time `io` may be issued if that is later than `now`;
+    /// otherwise None, with the next I/O's earliest time advanced by this one's gap.
+    fn rate_admit(&mut self, io: Io, now: u64) -> Option<u64> {
+        let di = io.ddir.index();
+        let rate = self.gen.spec.rate_bytes_per_s.get(io.ddir);
+        let rate_iops = self.gen.spec.rate_iops.get(io.ddir);
+        if rate == 0 && rate_iops == 0 {
+            return None;
+        }
+        let at = self.next_rate_at[di].max(self.rate_start);
+        if at > now {
+            return Some(at);
+        }
+        let gap = if rate_iops > 0 {
+            1_000_000_000 / rate_iops
+        } else {
+            (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64
+        };
+        let gap = match self.gen.spec.rate_process {
+            // `as` saturates: a huge exponential draw stays a huge gap.
+            RateProcess::Poisson => (-(1.0 - self.poisson.unit()).ln() * gap as f64) as u64,
+            RateProcess::Linear => gap,
+        };
+        self.next_rate_at[di] = at.saturating_add(gap);
+        None
+    }
+
     fn think_check(&mut self) {
         let spec = &self.gen.spec;
         let counted = match spec.thinktime_blocks_type {
@@ -523,128 +559,135 @@ impl Sim<'_> {
     fn pump(&mut self, c: usize) -> Result<(), RunError> {
         let now = self.now;
         loop {
-            let cl = &mut self.clones[c];
-            if cl.finished {
-                return Ok(());
-            }
-            if cl.stopping || now >= cl.stop_at {
-                cl.stopping = true;
-                if cl.inflight == 0 {
-                    cl.finished = true;
-                    cl.end_ns = now;
-                    self.maybe_idle(now)?;
-                }
-                return Ok(());
-            }
-            if cl.inflight >= cl.gen.spec.iodepth.max(1) {
-                return Ok(());
-            }
-            if cl.think_due {
-                // fio (backend.c handle_thinktime) quiesces first: the stall starts when the
-                // last I/O in flight completes, not when the last one was issued.
-                if cl.inflight > 0 {
-                    return Ok(());
-                }
-                let until = now.saturating_add(cl.gen.spec.thinktime_ns);
-                cl.think_due = false;
-                cl.think_until = until;
-                self.push(until, Ev::Wake(c as u32));
-                // If no clone has I/O in flight, the drive is idle until the next event.
-                self.maybe_idle(now)?;
-                return Ok(());
-            }
-            if cl.think_until > now {
-                return Ok(());
-            }
-            let spec = &cl.gen.spec;
-            if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
-                cl.stopping = true;
-                continue;
-            }
-            // Next I/O (kept if a rate limit makes us wait for it).
-            if cl.pending.is_empty() {
-                match next_io(cl)? {
-                    Some(io) => cl.pending.push_back(io),
-                    None => {
-                        cl.stopping = true;
-                        continue;
-                    }
-                }
-            }
-            let io = *cl.pending.front().expect("just filled");
-            let di = io.ddir.index();
-            let rate = cl.gen.spec.rate_bytes_per_s.get(io.ddir);
-            let rate_iops = cl.gen.spec.rate_iops.get(io.ddir);
-            if rate > 0 || rate_iops > 0 {
-                let at = cl.next_rate_at[di].max(cl.rate_start);
-                if at > now {
-                    self.push(at, Ev::Wake(c as u32));
-                    return Ok(());
-                }
-                let gap = if rate_iops > 0 {
-                    1_000_000_000 / rate_iops
-                } else {
-                    (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64
-                };
-                let gap = if cl.gen.spec.rate_process == "poisson" {
-                    // `as` saturates: a huge exponential draw stays a huge gap.
-                    (-(1.0 - cl.poisson.unit()).ln() * gap as f64) as u64
-                } else {
-                    gap
-                };
-                cl.next_rate_at[di] = at.saturating_add(gap);
-            }
-            cl.pending.pop_front();
-            let nlb = io.len / cl.lba;
-            let slba = io.offset / cl.lba;
-            let nsid = cl.nsid;
-            cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
-            cl.inflight += 1;
-            cl.ios_issued += 1;
-            cl.bytes_issued[di] += io.len;
-            let done = match io.ddir {
-                Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
-                Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
-                Ddir::Trim => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+            let io = match self.gate(c, now)? {
+                Gate::Wait => return Ok(()),
+                Gate::Again => continue,
+                Gate::Issue(io) => io,
             };
-            let cl = &mut self.clones[c];
-            let slot = Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now };
-            let si = match cl.free_slots.pop() {
-                Some(i) => {
-                    cl.slots[i as usize] = slot;
-                    i
-                }
-                None => {
-                    cl.slots.push(slot);
-                    (cl.slots.len() - 1) as u32
-                }
-            };
-            self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
-            let cl = &mut self.clones[c];
-            // Draw the clone's next I/Os now and prefetch their mappings: by the time they
-            // are issued the DRAM misses are over.
-            while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
-                match next_io(cl)? {
-                    Some(n) => {
-                        self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
-                        cl.pending.push_back(n);
-                    }
-                    None => break,
-                }
-            }
-            // fio's handle_thinktime runs after every read or write it issues (and, if that
-            // issue filled the queue, after reaping the next completion).
-            if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
-                if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
-                    cl.think_check_on_completion = true;
-                } else {
-                    cl.think_check();
-                }
-            }
-            if cl.think_due {
+            self.issue(c, now, io)?;
+            if self.after_issue(c, now, io)? {
                 return Ok(());
             }
         }
+    }
+
+    /// Whether the clone may issue its next I/O now (and which), and what it waits for if not:
+    /// the end of its run, a full queue, think time, or its rate limit.
+    fn gate(&mut self, c: usize, now: u64) -> Result<Gate, RunError> {
+        let cl = &mut self.clones[c];
+        if cl.finished {
+            return Ok(Gate::Wait);
+        }
+        if cl.stopping || now >= cl.stop_at {
+            cl.stopping = true;
+            if cl.inflight == 0 {
+                cl.finished = true;
+                cl.end_ns = now;
+                self.maybe_idle(now)?;
+            }
+            return Ok(Gate::Wait);
+        }
+        if cl.inflight >= cl.gen.spec.iodepth.max(1) {
+            return Ok(Gate::Wait);
+        }
+        if cl.think_due {
+            // fio (backend.c handle_thinktime) quiesces first: the stall starts when the
+            // last I/O in flight completes, not when the last one was issued.
+            if cl.inflight > 0 {
+                return Ok(Gate::Wait);
+            }
+            let until = now.saturating_add(cl.gen.spec.thinktime_ns);
+            cl.think_due = false;
+            cl.think_until = until;
+            self.push(until, Ev::Wake(c as u32));
+            // If no clone has I/O in flight, the drive is idle until the next event.
+            self.maybe_idle(now)?;
+            return Ok(Gate::Wait);
+        }
+        if cl.think_until > now {
+            return Ok(Gate::Wait);
+        }
+        let spec = &cl.gen.spec;
+        if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
+            cl.stopping = true;
+            return Ok(Gate::Again);
+        }
+        // Next I/O (kept if a rate limit makes us wait for it).
+        if cl.pending.is_empty() {
+            match next_io(cl)? {
+                Some(io) => cl.pending.push_back(io),
+                None => {
+                    cl.stopping = true;
+                    return Ok(Gate::Again);
+                }
+            }
+        }
+        let io = *cl.pending.front().expect("just filled");
+        if let Some(at) = cl.rate_admit(io, now) {
+            self.push(at, Ev::Wake(c as u32));
+            return Ok(Gate::Wait);
+        }
+        cl.pending.pop_front();
+        Ok(Gate::Issue(io))
+    }
+
+    /// Send `io` to the drive and schedule its completion.
+    fn issue(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        let di = io.ddir.index();
+        let nlb = io.len / cl.lba;
+        let slba = io.offset / cl.lba;
+        let nsid = cl.nsid;
+        cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        cl.inflight += 1;
+        cl.ios_issued += 1;
+        cl.bytes_issued[di] += io.len;
+        let done = match io.ddir {
+            Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
+            Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
+            Ddir::Trim => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+        };
+        let cl = &mut self.clones[c];
+        let slot = Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now };
+        let si = match cl.free_slots.pop() {
+            Some(i) => {
+                cl.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                cl.slots.push(slot);
+                (cl.slots.len() - 1) as u32
+            }
+        };
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        Ok(())
+    }
+
+    /// After issuing `io`: draw ahead and prefetch, then fio's think-time check. True when
+    /// the clone must stop issuing (think time is due).
+    fn after_issue(&mut self, c: usize, now: u64, io: Io) -> Result<bool, RunError> {
+        let cl = &mut self.clones[c];
+        // Draw the clone's next I/Os now and prefetch their mappings: by the time they
+        // are issued the DRAM misses are over.
+        while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
+            match next_io(cl)? {
+                Some(n) => {
+                    self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
+                    cl.pending.push_back(n);
+                }
+                None => break,
+            }
+        }
+        // fio's handle_thinktime runs after every read or write it issues (and, if that
+        // issue filled the queue, after reaping the next completion).
+        if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
+            if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+                cl.think_check_on_completion = true;
+            } else {
+                cl.think_check();
+            }
+        }
+        Ok(cl.think_due)
     }
 
     /// When nothing is outstanding anywhere, let background GC use the gap before the next

@@ -135,7 +135,7 @@ pub struct JobSpec {
     pub percentage_random: PerDir<u32>,
     pub rate_bytes_per_s: PerDir<u64>,
     pub rate_iops: PerDir<u64>,
-    pub rate_process: String,
+    pub rate_process: RateProcess,
     pub thinktime_ns: u64,
     pub thinktime_spin_ns: u64,
     pub thinktime_blocks: u64,
@@ -144,6 +144,17 @@ pub struct JobSpec {
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
+}
+
+/// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateProcess {
+    /// Evenly spaced (fio's default).
+    #[default]
+    Linear,
+    /// Exponentially distributed gaps with the same mean.
+    Poisson,
 }
 
 /// fio's `thinktime_blocks_type`: what `thinktime_blocks` counts.
