@@ -4,10 +4,25 @@ session and copied cheaply for each test (helpers live in twin.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
-from twin import CM6, Run, copy_image, run_cli
+from twin import CM6, Run, check_image, copy_image, run_cli
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
+
+
+@pytest.fixture(autouse=True)
+def _check_images_left_behind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
+    """`ssdtwin check` (the same open and full FTL check) on every drive image a test leaves
+    in its tmp_path: a test that passes must not leave an inconsistent image behind."""
+    yield
+    if request.node.get_closest_marker("damages_image"):
+        return
+    for manifest in sorted(tmp_path.rglob("ssdtwin.toml")):
+        check_image(manifest.parent)
 
 
 @pytest.fixture(scope="session")
@@ -20,6 +35,7 @@ def cm6_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A factory-fresh CM6 image at 1/64 scale, made once; tests get copies."""
     d = tmp_path_factory.mktemp("template") / "cm6"
     run_cli("create", d, "--model", CM6, "--scale", "1/64")
+    check_image(d)
     return d
 
 
@@ -28,6 +44,7 @@ def cm6_written_template(tmp_path_factory: pytest.TempPathFactory, cm6_template:
     """The CM6 template after a 128k sequential fill (maps on disk are non-trivial)."""
     d = copy_image(cm6_template, tmp_path_factory.mktemp("template-written") / "cm6")
     run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--seed", "7")
+    check_image(d)
     return d
 
 
@@ -38,6 +55,7 @@ def small_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("template-small") / "cm6s"
     run_cli("create", d, "--model", CM6, "--scale", "1/454")
     run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--rand", "4k", "--amount", "0.5x", "--seed", "3", "-q")
+    check_image(d)
     return d
 
 

@@ -56,6 +56,22 @@ def run_cli(*args: str | os.PathLike[str], check: bool = True, timeout: float = 
     return r
 
 
+def check_image(path: Path) -> None:
+    """What `ssdtwin check PATH` does, in process (0.1 s for a 1/64 CM6): open read-only
+    (replaying a crashed server's journal in memory) and run the full FTL check; a failure
+    fails the test with the image's path and the reason."""
+    from ssdtwin import Drive, _core
+
+    try:
+        d = Drive.open(path, writable=False)
+        try:
+            d.check()
+        finally:
+            d.close()
+    except (_core.SsdtwinError, OSError) as e:
+        raise AssertionError(f"ssdtwin check {path}: {e}") from e
+
+
 def image_digest(path: Path) -> dict[str, str]:
     """sha256 of every file of an image, by relative path.
 

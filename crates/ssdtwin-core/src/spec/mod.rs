@@ -270,6 +270,25 @@ impl DriveSpec {
     /// Check every field; report all problems at once.
     pub fn validate(&self, origin: &str) -> Result<(), SpecError> {
         let mut c = Checker { problems: Vec::new() };
+        self.validate_drive(&mut c);
+        self.validate_nand(&mut c);
+        self.validate_ftl(&mut c);
+        self.validate_capacity(&mut c);
+        if c.problems.is_empty() {
+            // Cross-field checks need sane individual fields.
+            self.validate_cross_fields(&mut c);
+        }
+        self.validate_timing(&mut c);
+        self.validate_power_states(&mut c);
+        if c.problems.is_empty() {
+            Ok(())
+        } else {
+            Err(SpecError { origin: origin.to_string(), problems: c.problems })
+        }
+    }
+
+    /// [drive]: a name, sources, endurance.
+    fn validate_drive(&self, c: &mut Checker) {
         let d = &self.drive;
         if d.name.trim().is_empty() {
             c.fail("drive.name: must not be empty".into());
@@ -278,7 +297,10 @@ impl DriveSpec {
         c.source("drive.pci_vendor_id", &d.pci_vendor_id.source);
         c.source("drive.interface", &d.interface.source);
         c.range("drive.dwpd", &d.dwpd, 0.0, 100.0);
+    }
 
+    /// [nand]: geometry ranges; blocks hold whole wordlines.
+    fn validate_nand(&self, c: &mut Checker) {
         let n = &self.nand;
         c.source("nand.part", &n.part.source);
         c.range("nand.bits_per_cell", &n.bits_per_cell, 1, 4);
@@ -296,7 +318,10 @@ impl DriveSpec {
                 n.bits_per_cell.value, n.pages_per_block.value
             ));
         }
+    }
 
+    /// [ftl]: IU, write buffer, GC overhead.
+    fn validate_ftl(&self, c: &mut Checker) {
         let f = &self.ftl;
         c.range("ftl.iu_bytes", &f.iu_bytes, 4096, 65536);
         c.pow2("ftl.iu_bytes", f.iu_bytes.value as u64);
@@ -304,7 +329,10 @@ impl DriveSpec {
         c.range("ftl.gc_overhead_superblocks", &f.gc_overhead_superblocks, 1.0, 64.0);
         c.range("ftl.gc_overhead_finite_size", &f.gc_overhead_finite_size, 0.0, 1000.0);
         c.source("ftl.gc_policy", &f.gc_policy.source);
+    }
 
+    /// [capacity] and the scale.
+    fn validate_capacity(&self, c: &mut Checker) {
         let cap = &self.capacity;
         c.range("capacity.tnvmcap_bytes", &cap.tnvmcap_bytes, 1 << 20, u64::MAX);
         c.range("capacity.max_namespaces", &cap.max_namespaces, 1, 1024);
@@ -320,41 +348,46 @@ impl DriveSpec {
         if self.scale == 0 {
             c.fail("scale: must be at least 1".into());
         }
+    }
 
-        if c.problems.is_empty() {
-            // Cross-field checks need sane individual fields.
-            let g = self.geometry();
-            let iu = f.iu_bytes.value as u64;
-            if g.program_unit_bytes % iu != 0 {
+    /// Checks across sections (IU against the program unit, capacity against the NAND pool).
+    fn validate_cross_fields(&self, c: &mut Checker) {
+        let (f, n, cap) = (&self.ftl, &self.nand, &self.capacity);
+        let g = self.geometry();
+        let iu = f.iu_bytes.value as u64;
+        if g.program_unit_bytes % iu != 0 {
+            c.fail(format!(
+                "ftl.iu_bytes: must divide the program unit of {} bytes (planes × page × bits) (got {iu})",
+                g.program_unit_bytes
+            ));
+        } else {
+            let pool = g.data_pool_bytes(self.gc_overhead());
+            if cap.tnvmcap_bytes.value >= pool {
                 c.fail(format!(
-                    "ftl.iu_bytes: must divide the program unit of {} bytes (planes × page × bits) (got {iu})",
-                    g.program_unit_bytes
+                    "capacity.tnvmcap_bytes: must be below the NAND available to the FTL ({pool} bytes = (superblocks - GC overhead) x superblock) (got {})",
+                    cap.tnvmcap_bytes.value
                 ));
-            } else {
-                let pool = g.data_pool_bytes(self.gc_overhead());
-                if cap.tnvmcap_bytes.value >= pool {
-                    c.fail(format!(
-                        "capacity.tnvmcap_bytes: must be below the NAND available to the FTL ({pool} bytes = (superblocks - GC overhead) x superblock) (got {})",
-                        cap.tnvmcap_bytes.value
-                    ));
-                }
-                if g.physical_ius(iu) >= u32::MAX as u64 - 1 {
-                    c.fail(format!(
-                        "ftl.iu_bytes: {} physical units do not fit the 32-bit map; use a larger IU",
-                        g.physical_ius(iu)
-                    ));
-                }
-                if f.write_buffer_bytes.value % iu != 0 {
-                    c.fail(format!("ftl.write_buffer_bytes: must be a multiple of the IU ({iu}) (got {})", f.write_buffer_bytes.value));
-                }
             }
-            if cap.tnvmcap_bytes.value % 4096 != 0 {
-                c.fail(format!("capacity.tnvmcap_bytes: must be a multiple of 4096 (got {})", cap.tnvmcap_bytes.value));
+            if g.physical_ius(iu) >= u32::MAX as u64 - 1 {
+                c.fail(format!(
+                    "ftl.iu_bytes: {} physical units do not fit the 32-bit map; use a larger IU",
+                    g.physical_ius(iu)
+                ));
             }
-            if self.gc_overhead() + 1.0 >= n.blocks_per_plane.value as f64 {
-                c.fail("ftl.gc_overhead_superblocks: must be below nand.blocks_per_plane - 1".into());
+            if f.write_buffer_bytes.value % iu != 0 {
+                c.fail(format!("ftl.write_buffer_bytes: must be a multiple of the IU ({iu}) (got {})", f.write_buffer_bytes.value));
             }
         }
+        if cap.tnvmcap_bytes.value % 4096 != 0 {
+            c.fail(format!("capacity.tnvmcap_bytes: must be a multiple of 4096 (got {})", cap.tnvmcap_bytes.value));
+        }
+        if self.gc_overhead() + 1.0 >= n.blocks_per_plane.value as f64 {
+            c.fail("ftl.gc_overhead_superblocks: must be below nand.blocks_per_plane - 1".into());
+        }
+    }
+
+    /// [timing] (optional): ranges of every timing number.
+    fn validate_timing(&self, c: &mut Checker) {
         if let Some(t) = &self.timing {
             c.range("timing.t_read_ns", &t.t_read_ns, 1_000, 10_000_000);
             c.range("timing.t_prog_ns", &t.t_prog_ns, 10_000, 100_000_000);
@@ -369,16 +402,15 @@ impl DriveSpec {
             c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
             c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);
         }
+    }
+
+    /// [[power_states]]: sourced, with a power budget.
+    fn validate_power_states(&self, c: &mut Checker) {
         for (i, ps) in self.power_states.iter().enumerate() {
             c.source(&format!("power_states[{i}]"), &ps.source);
             if ps.max_power_mw == 0 {
                 c.fail(format!("power_states[{i}].max_power_mw: must be above 0"));
             }
-        }
-        if c.problems.is_empty() {
-            Ok(())
-        } else {
-            Err(SpecError { origin: origin.to_string(), problems: c.problems })
         }
     }
 
