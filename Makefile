@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install test test-rust test-python typecheck demo bench
+.PHONY: help install lint test test-rust test-python typecheck demo bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,7 +22,13 @@ install: ## pip install -e '.[test]': the package, its test tools, the extension
 	t = time.perf_counter(); r = d.precondition(1, 'rand', 4096, loops=1.0, seed=1); \
 	print(f'fast-forward check: {r.ios / (time.perf_counter() - t) / 1e6:.1f} M random 4 KiB writes/s')"
 
-test: test-rust test-python typecheck ## every test: cargo test, pytest, stubtest and mypy
+lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI enforces
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --release -- -D warnings
+	$(PYTHON) -m ruff check python tests
+	$(PYTHON) -m ruff format --check python tests
+
+test: lint test-rust test-python typecheck ## every test: lint, cargo test, pytest, stubtest and mypy
 
 test-rust: ## cargo test of the workspace's default members (core, nbd) with the workspace's test profile
 	cargo test

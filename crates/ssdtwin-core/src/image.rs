@@ -1101,8 +1101,8 @@ mod tests {
         assert!(!path.exists());
         img.ctrl.check_full().unwrap();
         assert_eq!(img.ctrl.smart_log().host_write_commands, {
-            let base = Image::open(&d, false).unwrap().ctrl.smart_log().host_write_commands;
-            base
+            
+            Image::open(&d, false).unwrap().ctrl.smart_log().host_write_commands
         });
     }
 

@@ -17,7 +17,7 @@ impl FastDiv {
     }
 
     #[inline(always)]
-    pub fn div(self, n: u32) -> u32 {
+    pub fn quotient(self, n: u32) -> u32 {
         if self.d == 1 {
             return n;
         }

@@ -442,7 +442,9 @@ impl TwinBackend {
         let mut g = self.inner.lock();
         if let Some(st) = g.take() {
             let State { img, journal, .. } = st;
-            std::mem::forget(journal); // its buffer is lost, its file stays as written
+            // Deliberate: a killed process's buffer is lost, its file stays as written.
+            #[allow(clippy::mem_forget)]
+            std::mem::forget(journal);
             drop(img);
         }
     }

@@ -125,7 +125,7 @@ impl TwinBackend {
             replies_paced: s.replies_paced,
             replies_late: s.replies_late,
             late_ns_max: s.late_ns_max,
-            late_ns_mean: if s.replies_paced > 0 { s.late_ns_sum / s.replies_paced } else { 0 },
+            late_ns_mean: s.late_ns_sum.checked_div(s.replies_paced).unwrap_or(0),
             host_write_bytes: dh,
             nand_write_bytes: dn,
             waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },

@@ -244,11 +244,9 @@ impl JobClone {
         if at > now {
             return Some(at);
         }
-        let gap = if rate_iops > 0 {
-            1_000_000_000 / rate_iops
-        } else {
-            (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64
-        };
+        let gap = 1_000_000_000u64
+            .checked_div(rate_iops)
+            .unwrap_or_else(|| (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64);
         let gap = match self.gen.spec.rate_process {
             // `as` saturates: a huge exponential draw stays a huge gap.
             RateProcess::Poisson => (-(1.0 - self.poisson.unit()).ln() * gap as f64) as u64,
@@ -460,11 +458,10 @@ pub fn run_measured(
             }
             Ev::Wake(c) => sim.pump(c as usize)?,
         }
-        if sim.heap.is_empty() || sim.batch_done() {
-            if !sim.next_batch()? {
+        if (sim.heap.is_empty() || sim.batch_done())
+            && !sim.next_batch()? {
                 break;
             }
-        }
     }
     let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
     let busy = end.saturating_sub(start_ns);
@@ -746,6 +743,8 @@ fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
     .into())
 }
 
+// `avg_ms == 0` selects per-I/O logging (fio's log_avg_msec), it is not a guard for the division.
+#[allow(clippy::manual_checked_ops)]
 fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now: u64) {
     let spec = &cl.gen.spec.logs;
     if !(spec.bw || spec.iops || spec.lat || spec.hist) {

@@ -188,7 +188,7 @@ impl DeviceTiming {
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             wpath_free_ps: 0,
-            wpath_service_ps: if t.ctrl_max_write_iops.value == 0 { 0 } else { 1_000_000_000_000 / t.ctrl_max_write_iops.value },
+            wpath_service_ps: 1_000_000_000_000u64.checked_div(t.ctrl_max_write_iops.value).unwrap_or(0),
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),

@@ -481,7 +481,7 @@ impl Ftl {
 
     #[inline(always)]
     fn sb_of(&self, ppa: u32) -> u32 {
-        self.cfg.sb_div.div(ppa)
+        self.cfg.sb_div.quotient(ppa)
     }
 
     #[inline]

@@ -33,7 +33,7 @@ struct Lcg(u64);
 impl Lcg {
     fn next(&mut self, n: u32) -> u32 {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((self.0 >> 32) * n as u64 >> 32) as u32
+        (((self.0 >> 32) * n as u64) >> 32) as u32
     }
 }
 
@@ -185,7 +185,7 @@ proptest! {
 proptest! {
     #[test]
     fn fast_division_is_exact(n in any::<u32>(), d in 1u32..) {
-        prop_assert_eq!(FastDiv::new(d).div(n), n / d);
+        prop_assert_eq!(FastDiv::new(d).quotient(n), n / d);
     }
 }
 

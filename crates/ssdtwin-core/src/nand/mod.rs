@@ -58,15 +58,15 @@ impl Addressing {
     /// The program unit (a global index) that holds physical IU `ppa`.
     #[inline(always)]
     pub fn program_unit(&self, ppa: u32) -> u32 {
-        self.pu_div.div(ppa)
+        self.pu_div.quotient(ppa)
     }
 
     /// (die, channel, plane) of a physical IU: what the timing model needs, without the
     /// divisions of a full decode.
     #[inline]
     pub fn die_channel_plane(&self, ppa: u32) -> (u32, u32, u32) {
-        let pu = self.pu_div.div(ppa);
-        let die = pu - self.die_div.div(pu) * self.dies;
+        let pu = self.pu_div.quotient(ppa);
+        let die = pu - self.die_div.quotient(pu) * self.dies;
         let k = ppa - pu * self.ius_per_pu;
         let plane = k / (self.ius_per_pu / self.planes_per_die).max(1);
         (die, die % self.channels, plane)

@@ -404,7 +404,7 @@ impl Controller {
         if nmic > 1 {
             return fail(Status::InvalidField, format!("nmic {nmic}: only 0 (private) and 1 (shared) exist"));
         }
-        let bytes = nsze.checked_mul(lba as u64).unwrap_or(u64::MAX);
+        let bytes = nsze.saturating_mul(lba as u64);
         let unvmcap = self.unvmcap();
         if bytes > unvmcap {
             return fail(
@@ -873,7 +873,7 @@ impl Controller {
         let sbs = st.superblocks();
         let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count).collect();
         let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
-        let intel = self.spec.logs.intel_smart_add.then(|| IntelSmartAdd {
+        let intel = self.spec.logs.intel_smart_add.then_some(IntelSmartAdd {
             nand_bytes_written_sectors: nand_write / 512 / 65536,
             host_bytes_written_sectors: c.host_write_bytes / 512 / 65536,
         });

@@ -138,7 +138,7 @@ impl Distribution {
             "random" => Kind::Uniform,
             "zipf" => {
                 let t = d.param.unwrap_or(1.1);
-                if !(t > 0.0) || t == 1.0 {
+                if t.is_nan() || t <= 0.0 || t == 1.0 {
                     return Err(format!("zipf theta {t}: must be positive and not 1"));
                 }
                 Kind::Zipf(Zipf::new(n, t))
