@@ -13,6 +13,18 @@
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
+/// A logical indirection unit: an index into the drive-wide logical space the L2P map
+/// covers (namespaces map their LBAs onto it chunk by chunk).
+#[repr(transparent)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogicalIu(pub u32);
+
+/// A physical indirection unit: an IU-sized slot on NAND (an index into the P2L map;
+/// superblock, die and page follow from it, see `nand::Addressing`).
+#[repr(transparent)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PhysicalIu(pub u32);
+
 /// Virtual time in integer nanoseconds. The model never reads a wall clock.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]

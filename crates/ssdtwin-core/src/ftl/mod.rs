@@ -24,6 +24,7 @@ use std::collections::BTreeSet;
 use crate::bigarray::{prefetch, BigArray};
 use crate::nand::{Cause, NandOp, NandSink};
 use crate::spec::{DriveSpec, GcPolicy};
+use crate::units::{LogicalIu, PhysicalIu};
 use crate::util::FastDiv;
 use buffer::{Offer, Slot, WriteBuffer};
 use victim::VictimIndex;
@@ -231,7 +232,7 @@ impl FtlState {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReadSource {
     Buffer,
-    Nand { ppa: u32 },
+    Nand { ppa: PhysicalIu },
     Unmapped,
 }
 
@@ -280,9 +281,14 @@ impl Ftl {
         (&self.l2p, &self.p2l)
     }
 
-    /// Current mapping of a logical IU (physical IU), if any.
+    /// Current mapping of a logical IU (physical IU), if any (tests ask the map directly).
+    #[cfg(test)]
+    pub fn lookup(&self, iu: LogicalIu) -> Option<PhysicalIu> {
+        self.mapped(iu.0).map(PhysicalIu)
+    }
+
     #[inline]
-    pub fn lookup(&self, iu: u32) -> Option<u32> {
+    fn mapped(&self, iu: u32) -> Option<u32> {
         let m = self.l2p[iu as usize];
         (m != 0).then(|| m - 1)
     }
@@ -312,15 +318,16 @@ impl Ftl {
 
     /// Hint that `iu` will be written or read soon.
     #[inline(always)]
-    pub fn prefetch(&self, iu: u32) {
-        prefetch(&self.l2p, iu as usize);
+    pub fn prefetch(&self, iu: LogicalIu) {
+        prefetch(&self.l2p, iu.0 as usize);
     }
 
     // ------------------------------------------------------------------ host commands
 
     /// Host write of the sectors `mask` of logical IU `iu`.
     #[inline]
-    pub fn write<S: NandSink>(&mut self, iu: u32, mask: u128, sink: &mut S) {
+    pub fn write<S: NandSink>(&mut self, iu: LogicalIu, mask: u128, sink: &mut S) {
+        let iu = iu.0;
         debug_assert!(iu < self.cfg.logical_ius, "IU {iu} beyond logical space");
         debug_assert!(mask != 0 && mask & !self.cfg.full_mask == 0, "bad sector mask {mask:#x}");
         self.st.counters.host_write_bytes += mask.count_ones() as u64 * SECTOR_BYTES as u64;
@@ -340,7 +347,8 @@ impl Ftl {
 
     /// Host read of the sectors `mask` of logical IU `iu`.
     #[inline]
-    pub fn read<S: NandSink>(&mut self, iu: u32, mask: u128, sink: &mut S) -> ReadSource {
+    pub fn read<S: NandSink>(&mut self, iu: LogicalIu, mask: u128, sink: &mut S) -> ReadSource {
+        let iu = iu.0;
         let bytes = mask.count_ones() * SECTOR_BYTES;
         self.st.counters.host_read_bytes += bytes as u64;
         if let Some(m) = self.st.buffer.lookup(iu) {
@@ -349,11 +357,11 @@ impl Ftl {
                 return ReadSource::Buffer;
             }
         }
-        match self.lookup(iu) {
+        match self.mapped(iu) {
             Some(ppa) => {
                 self.st.counters.nand_read_host_bytes += bytes as u64;
                 sink.op(NandOp::Read { ppa, bytes, cause: Cause::Host });
-                ReadSource::Nand { ppa }
+                ReadSource::Nand { ppa: PhysicalIu(ppa) }
             }
             None => {
                 self.st.counters.unmapped_reads += 1;
@@ -364,7 +372,11 @@ impl Ftl {
 
     /// Deallocate a whole logical IU (TRIM, format, namespace delete).
     /// Counted in `host_trim_ius` when the IU was mapped or waiting in the buffer.
-    pub fn deallocate(&mut self, iu: u32) {
+    pub fn deallocate(&mut self, iu: LogicalIu) {
+        self.deallocate_iu(iu.0)
+    }
+
+    fn deallocate_iu(&mut self, iu: u32) {
         let buffered = self.st.buffer.discard(iu);
         let m = self.l2p[iu as usize];
         if m != 0 {
@@ -380,7 +392,8 @@ impl Ftl {
     }
 
     /// Deallocate `n` logical IUs from `start`; returns how many were mapped or buffered.
-    pub fn deallocate_range(&mut self, start: u32, n: u32) -> u64 {
+    pub fn deallocate_range(&mut self, start: LogicalIu, n: u32) -> u64 {
+        let start = start.0;
         let before = self.st.counters.host_trim_ius;
         let buffered: Vec<u32> =
             self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
@@ -401,7 +414,7 @@ impl Ftl {
                 continue;
             }
             while iu < chunk_end {
-                self.deallocate(iu);
+                self.deallocate_iu(iu);
                 iu += 1;
             }
         }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::units::LogicalIu;
 use crate::nand::{NoTiming, Recorder};
 use crate::spec::DriveSpec;
 use proptest::prelude::*;
@@ -45,7 +46,7 @@ fn sequential_overwrite_has_waf_one() {
     let n = (40u32 << 20) / 4096;
     for _pass in 0..3 {
         for iu in 0..n {
-            f.write(iu, f.cfg.full_mask, &mut NoTiming);
+            f.write(LogicalIu(iu), f.cfg.full_mask, &mut NoTiming);
         }
     }
     f.check_invariants().unwrap();
@@ -61,7 +62,7 @@ fn random_overwrite_keeps_invariants_and_waf_above_one() {
     let n = (36u32 << 20) / 4096;
     let mut r = Lcg(7);
     for i in 0..(n * 6) {
-        f.write(r.next(n), f.cfg.full_mask, &mut NoTiming);
+        f.write(LogicalIu(r.next(n)), f.cfg.full_mask, &mut NoTiming);
         if i % 5000 == 0 {
             f.check_invariants().unwrap();
         }
@@ -79,7 +80,7 @@ fn small_sequential_writes_coalesce_into_whole_ius() {
     for _ in 0..2 {
         for iu in 0..ius {
             for s in 0..16u32 {
-                f.write(iu, 0xFFu128 << (s * 8), &mut NoTiming);
+                f.write(LogicalIu(iu), 0xFFu128 << (s * 8), &mut NoTiming);
             }
         }
     }
@@ -94,14 +95,14 @@ fn small_random_writes_cost_a_read_modify_write() {
     let mut f = Ftl::new(&spec).unwrap();
     let ius = (40u32 << 20) / 65536;
     for iu in 0..ius {
-        f.write(iu, f.cfg.full_mask, &mut NoTiming);
+        f.write(LogicalIu(iu), f.cfg.full_mask, &mut NoTiming);
     }
     let mut r = Lcg(3);
     let before = f.counters().clone();
     for _ in 0..ius * 4 {
         let iu = r.next(ius);
         let s = r.next(16);
-        f.write(iu, 0xFFu128 << (s * 8), &mut NoTiming);
+        f.write(LogicalIu(iu), 0xFFu128 << (s * 8), &mut NoTiming);
     }
     f.check_invariants().unwrap();
     let c = f.counters();
@@ -117,10 +118,10 @@ fn trim_unmaps_and_frees_space() {
     let spec = tiny_spec(4096, 64, 40 << 20, 0);
     let mut f = Ftl::new(&spec).unwrap();
     let mut rec = Recorder::default();
-    f.write(5, f.cfg.full_mask, &mut rec);
-    assert!(matches!(f.read(5, 1, &mut rec), ReadSource::Nand { .. }));
-    f.deallocate(5);
-    assert_eq!(f.read(5, 1, &mut rec), ReadSource::Unmapped);
+    f.write(LogicalIu(5), f.cfg.full_mask, &mut rec);
+    assert!(matches!(f.read(LogicalIu(5), 1, &mut rec), ReadSource::Nand { .. }));
+    f.deallocate(LogicalIu(5));
+    assert_eq!(f.read(LogicalIu(5), 1, &mut rec), ReadSource::Unmapped);
     assert_eq!(f.state().superblocks().iter().map(|s| s.valid).sum::<u32>(), 0);
     f.check_invariants().unwrap();
 }
@@ -130,10 +131,10 @@ fn buffered_data_is_read_from_the_buffer() {
     let spec = tiny_spec(4096, 64, 40 << 20, 16);
     let mut f = Ftl::new(&spec).unwrap();
     let mut rec = Recorder::default();
-    f.write(9, 0x0F, &mut rec);
+    f.write(LogicalIu(9), 0x0F, &mut rec);
     assert!(rec.0.is_empty(), "a buffered write emits no NAND operation");
-    assert_eq!(f.read(9, 0x03, &mut rec), ReadSource::Buffer);
-    assert_eq!(f.read(9, 0xF0, &mut rec), ReadSource::Unmapped);
+    assert_eq!(f.read(LogicalIu(9), 0x03, &mut rec), ReadSource::Buffer);
+    assert_eq!(f.read(LogicalIu(9), 0xF0, &mut rec), ReadSource::Unmapped);
 }
 
 #[derive(Debug, Clone)]
@@ -166,18 +167,18 @@ proptest! {
                 Op::Write(iu, s, n) => {
                     let n = n.min(16 - s) as u32;
                     let mask = if n == 16 { u128::MAX } else { ((1u128 << (8 * n)) - 1) << (8 * s as u32) };
-                    f.write(iu, mask, &mut NoTiming);
+                    f.write(LogicalIu(iu), mask, &mut NoTiming);
                     live.insert(iu);
                 }
-                Op::Trim(iu) => { f.deallocate(iu); live.remove(&iu); }
-                Op::Read(iu) => { f.read(iu, 0xFF, &mut NoTiming); }
+                Op::Trim(iu) => { f.deallocate(LogicalIu(iu)); live.remove(&iu); }
+                Op::Read(iu) => { f.read(LogicalIu(iu), 0xFF, &mut NoTiming); }
             }
             if i % 257 == 0 { f.check_invariants().map_err(TestCaseError::fail)?; }
         }
         f.drain_buffer(&mut NoTiming);
         f.check_invariants().map_err(TestCaseError::fail)?;
         for iu in 0..300u32 {
-            prop_assert_eq!(f.lookup(iu).is_some(), live.contains(&iu), "IU {}", iu);
+            prop_assert_eq!(f.lookup(LogicalIu(iu)).is_some(), live.contains(&iu), "IU {}", iu);
         }
     }
 }
@@ -193,14 +194,14 @@ proptest! {
 fn deallocating_a_buffered_iu_counts_once() {
     let spec = tiny_spec(4096, 64, 40 << 20, 16);
     let mut f = Ftl::new(&spec).unwrap();
-    f.write(3, f.cfg.full_mask, &mut NoTiming); // only in the buffer
-    f.deallocate(3);
+    f.write(LogicalIu(3), f.cfg.full_mask, &mut NoTiming); // only in the buffer
+    f.deallocate(LogicalIu(3));
     assert_eq!(f.counters().host_trim_ius, 1);
     assert_eq!(f.state().buffered_ius(), 0);
-    f.write(4, f.cfg.full_mask, &mut NoTiming);
+    f.write(LogicalIu(4), f.cfg.full_mask, &mut NoTiming);
     f.drain_buffer(&mut NoTiming);
-    f.write(4, f.cfg.full_mask, &mut NoTiming); // mapped and buffered
-    assert_eq!(f.deallocate_range(0, 64), 1);
+    f.write(LogicalIu(4), f.cfg.full_mask, &mut NoTiming); // mapped and buffered
+    assert_eq!(f.deallocate_range(LogicalIu(0), 64), 1);
     assert_eq!(f.counters().host_trim_ius, 2);
     f.check_invariants().unwrap();
 }

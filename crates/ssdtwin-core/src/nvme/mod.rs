@@ -27,7 +27,7 @@ pub use crate::ftl::{FtlConfig, FtlCounters, FtlState};
 use crate::nand::{NandSink, NoTiming};
 use crate::util::splitmix;
 use crate::spec::DriveSpec;
-use crate::units::fmt_decimal;
+use crate::units::{fmt_decimal, LogicalIu};
 use status::fail;
 
 /// NSID meaning "every namespace".
@@ -63,9 +63,9 @@ impl Namespace {
     /// The FTL's (global) IU behind namespace IU `ns_iu`, with chunks of `1 << shift` IUs;
     /// `None` past the namespace's chunks.
     #[inline(always)]
-    fn global_iu(&self, ns_iu: u64, shift: u32) -> Option<u32> {
+    fn global_iu(&self, ns_iu: u64, shift: u32) -> Option<LogicalIu> {
         let c = *self.chunks.get((ns_iu >> shift) as usize)?;
-        Some(((c as u64) << shift | (ns_iu & ((1u64 << shift) - 1))) as u32)
+        Some(LogicalIu(((c as u64) << shift | (ns_iu & ((1u64 << shift) - 1))) as u32))
     }
 }
 
@@ -456,7 +456,7 @@ impl Controller {
         }
         let ftl = self.ftl()?;
         for &c in chunks {
-            ftl.deallocate_range(c << shift, 1 << shift);
+            ftl.deallocate_range(LogicalIu(c << shift), 1 << shift);
         }
         Ok(())
     }
@@ -600,7 +600,7 @@ impl Controller {
 
     /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
     #[inline]
-    fn for_each_iu(cfg: &FtlConfig, ns: &Namespace, slba: u64, nlb: u64, mut f: impl FnMut(u32, u128)) {
+    fn for_each_iu(cfg: &FtlConfig, ns: &Namespace, slba: u64, nlb: u64, mut f: impl FnMut(LogicalIu, u128)) {
         // IU and sector sizes are powers of two (the spec validates it): shifts, not divides.
         let iu_shift = cfg.iu_bytes.trailing_zeros();
         let iu = 1u64 << iu_shift;
