@@ -1,4 +1,4 @@
-"""Physics: the simulated FTL against the closed-form models (theory.md §1, Appendix A).
+"""Physics: the simulated FTL against the closed-form models (docs/models.md §2; docs/sources.md).
 
 (1) uniform 4 KiB random writes on a 4 KiB-IU drive reach a steady-state WAF within 5 %
     of the greedy/FIFO Lambert-W model at OP 7, 20, 28 and 50 %;
@@ -22,7 +22,7 @@ from twin import CM6, P5316
 
 
 def fifo_ref(alpha: float) -> float:
-    """theory.md Appendix A, verbatim: Desnoyers Eq. 4 with scipy's Lambert W."""
+    """Desnoyers 2012, Eq. 4 (= Xiang & Kurkoski 2011), with scipy's Lambert W."""
     return alpha / (alpha + lambertw(-alpha * math.exp(-alpha)).real)
 
 
