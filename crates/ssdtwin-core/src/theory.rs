@@ -1,6 +1,5 @@
 //! Closed-form WAF models (Desnoyers 2012, Xiang & Kurkoski 2011; docs/sources.md), used as
-//! test oracles and printed beside
-//! simulated results. Nothing in the model itself uses them.
+//! test oracles and printed beside simulated results. Nothing in the model itself uses them.
 
 /// Principal branch of the Lambert W function for x in [-1/e, ∞), by Halley iteration.
 pub fn lambert_w0(x: f64) -> f64 {
