@@ -114,3 +114,25 @@ def test_calibrate_trials_do_not_depend_on_what_ran_before() -> None:
             figures.append(experiments.measure_cm6(d, "seq-write").mb_s)  # writes, in memory only
             d.close()
         assert figures[0] == figures[1]
+
+
+def test_calibrate_write_with_the_presets_own_values_changes_no_byte(tmp_path: Any) -> None:
+    """`calibrate --write` rewrites the calibrated lines (value and source, docs/sources.md):
+    fed the values and scale the presets already carry, it must reproduce every file exactly."""
+    import re
+    import shutil
+    from pathlib import Path
+
+    import ssdtwin.calibrate as cal
+    import tomlkit
+
+    presets = Path(__file__).resolve().parents[1] / "crates" / "ssdtwin-core" / "presets"
+    work = tmp_path / "presets"
+    shutil.copytree(presets, work)
+    timing = tomlkit.parse((presets / "kioxia-cm6-r-3.84t.toml").read_text()).unwrap()["timing"]
+    (scale,) = {int(m) for k in cal.FIGURES for m in re.findall(r"--scale 1/(\d+)", timing[k]["source"])}
+    fitted = {k: {"value": timing[k]["value"]} for k in cal.FIGURES}
+    changed = cal.write_presets({"fitted": fitted, "scale": scale}, work)
+    assert sorted(Path(p).stem for p in changed) == sorted(cal.FAMILY)
+    for path in sorted(presets.glob("*.toml")):
+        assert (work / path.name).read_text() == path.read_text(), f"calibrate --write would change {path.name}"

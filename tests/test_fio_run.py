@@ -33,7 +33,7 @@ from twin import (
 
 MiB = 1 << 20
 HEAD = "[global]\nioengine=libaio\ndirect=1\n"
-REFERENCE = Path("/work/shared/reference")
+REFERENCE = Path(__file__).resolve().parent / "fio" / "data" / "real"  # a real fio 3.33 run
 
 
 def vendor(d: Path) -> dict[str, Any]:
@@ -115,8 +115,8 @@ def test_normal_output_is_fios_text(fresh: Path, tmp_path: Path) -> None:
     assert len(r.stderr_lines) == 1 and re.fullmatch(r"ssdtwin fio: [\d.]+ s of drive time simulated in [\d.]+ s", r.stderr_lines[0])
 
 
-# The key structure of fio 3.33's JSON, from /work/shared/reference/fio-sample.json (a real
-# run); written out here so that the test does not need the reference files.
+# The key structure of fio 3.33's JSON, from tests/fio/data/real/fio-sample.json (a real
+# run); written out here so that a change to that file cannot silently change the test.
 SAMPLE_TOP = ["fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs", "disk_util"]
 SAMPLE_JOB = [
     "jobname", "groupid", "error", "eta", "elapsed", "job options", "read", "write", "trim", "sync", "job_runtime",
@@ -139,10 +139,7 @@ SAMPLE_LAT = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"]
 
 
 def test_sample_key_structure_matches_the_reference_file() -> None:
-    path = REFERENCE / "fio-sample.json"
-    if not path.exists():
-        pytest.skip(f"{path} is not on this machine")
-    s = json.loads(path.read_text())
+    s = json.loads((REFERENCE / "fio-sample.json").read_text())
     j = s["jobs"][0]
     assert list(s) == SAMPLE_TOP and list(j) == SAMPLE_JOB and list(j["read"]) == SAMPLE_DIR
     assert list(j["read"]["lat_ns"]) == SAMPLE_STAT and list(j["read"]["clat_ns"]) == SAMPLE_STAT + ["percentile"]
@@ -763,7 +760,7 @@ def test_missing_job_file_and_bad_format(small: Path, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bench_tree(tmp_path_factory: pytest.TempPathFactory, fresh_template: Path) -> Path:
-    """Real engine output laid out as bench-fio writes it (formats.md §2.8):
+    """Real engine output laid out as bench-fio writes it (fio-plot 1.1.21, docs/sources.md):
     OUT/<device>/<bs>/<mode>-<iodepth>-<numjobs>.json, logs named <mode>-iodepth-<d>-numjobs-<n>."""
     out = tmp_path_factory.mktemp("bench") / "OUT"
     leaf = out / "nvme0n1" / "4k"

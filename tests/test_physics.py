@@ -1,4 +1,4 @@
-"""Physics: the simulated FTL against the closed-form models (theory.md §1, Appendix A).
+"""Physics: the simulated FTL against the closed-form models (docs/models.md §2; docs/sources.md).
 
 (1) uniform 4 KiB random writes on a 4 KiB-IU drive reach a steady-state WAF within 5 %
     of the greedy/FIFO Lambert-W model at OP 7, 20, 28 and 50 %;
@@ -22,7 +22,7 @@ from twin import CM6, P5316
 
 
 def fifo_ref(alpha: float) -> float:
-    """theory.md Appendix A, verbatim: Desnoyers Eq. 4 with scipy's Lambert W."""
+    """Desnoyers 2012, Eq. 4 (= Xiang & Kurkoski 2011), with scipy's Lambert W."""
     return alpha / (alpha + lambertw(-alpha * math.exp(-alpha)).real)
 
 
@@ -34,14 +34,14 @@ def greedy_ref(alpha: float, np_: float = 10**6) -> float:
 @pytest.mark.parametrize(
     "alpha, np_, expected",
     [
-        (1.3, None, 2.36),  # waf_fifo(1.3) = 2.36
+        (1.3, None, 2.36),  # waf_fifo(1.3) = 2.36 (Xiang & Kurkoski 2011)
         (1.07, 64, 7.00),  # waf_greedy(1.07, 64) = 7.00
         (1.28, 10**6, 2.48),  # waf_greedy(1.28) = 2.48
         (1.07, None, 7.82),
         (1.5, None, 1.72),
     ],
 )
-def test_oracle_values_of_theory_appendix_a(alpha: float, np_: int | None, expected: float) -> None:
+def test_oracle_values_of_the_closed_forms(alpha: float, np_: int | None, expected: float) -> None:
     ours = _core.waf_greedy(alpha) if np_ is None else _core.waf_greedy(alpha, np_)
     ref = fifo_ref(alpha) if np_ is None else greedy_ref(alpha, np_)
     assert ours == pytest.approx(expected, abs=0.005 if expected < 3 else 0.01)

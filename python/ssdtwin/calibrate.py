@@ -1,6 +1,6 @@
 """`ssdtwin calibrate`: fit the timing parameters that docs/sources.md marks "calibrate".
 
-Only the four CM6-R 3.84 TB figures marked "calibrate" in KIOXIA CM6 namespace brief are used, each to
+Only the four CM6-R 3.84 TB figures marked "calibrate" in the KIOXIA CM6 namespace brief are used, each to
 fit exactly one parameter whose datasheet value is unknown:
 
 | figure (3.84 TB namespace)          | parameter               | why this one                          |
@@ -8,7 +8,7 @@ fit exactly one parameter whose datasheet value is unknown:
 | seq read 128 KiB QD16, 6,971 MB/s   | host_link_bytes_per_s   | link/controller data path is the limit |
 | rand read 4 KiB QD32, 1,549,202 IOPS| t_read_ns               | 256 reads in flight: NAND read latency and the link set it (Little's law) |
 | seq write 128 KiB QD16, 4,246 MB/s  | t_prog_ns               | NAND program bandwidth is the limit    |
-| rand write 4 KiB QD32, 173,067 IOPS | gc_page_reads_per_iu    | φ of theory.md §1.6: GC read cost      |
+| rand write 4 KiB QD32, 173,067 IOPS | gc_page_reads_per_iu    | φ of docs/models.md §3: GC read cost  |
 
 Everything else (the 3.20 TB namespace, mixed workloads, other presets) is a prediction.
 Each parameter is solved by a secant search on the simulated figure, in the order above

@@ -3,7 +3,7 @@
 For each namespace size the drive is resized with the nvme-cli sequence (detach, delete,
 create, attach), preconditioned the SNIA way (sequential 128 KiB over 2x the namespace,
 then 4 KiB random over 2x), and the steady-state random-write WAF is measured over one more
-namespace of 4 KiB random writes. The closed-form greedy model (Lambert W, theory.md §1.1)
+namespace of 4 KiB random writes. The closed-form greedy model (Lambert W, Desnoyers 2012)
 is printed beside it: NAND not allocated to the namespace is spare for GC, so alpha = data
 pool / namespace size. Finally the timed engine runs the brief's random-write job (fio job
 file, 4 KiB QD32 x 8 jobs) and reports the steady-state IOPS (the brief: 173,067 at 3.84 TB

@@ -12,7 +12,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 GOLDEN = HERE / "golden"
-REFERENCE = Path("/work/shared/reference")
+# A real fio 3.33 run: the job file fio-sample.fio and its JSON output fio-sample.json.
+REFERENCE = DATA / "real"
 
 # The helper modules (fake engine, real-fio stats loader) live next to the tests.
 if str(HERE) not in sys.path:

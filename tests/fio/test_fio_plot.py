@@ -26,7 +26,7 @@ def bench_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fioplot")
     for depth in (1, 4, 16):
         name = f"randread-iodepth-{depth}-numjobs-1"
-        # the layout and log names bench-fio writes (formats.md §2.8)
+        # the layout and log names bench-fio writes (fio-plot 1.1.21, docs/sources.md)
         text = (
             "[global]\nioengine=libaio\ndirect=1\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\n"
             f"time_based\nruntime=3\nlog_avg_msec=1000\n[{name}]\niodepth={depth}\nnumjobs=1\n"

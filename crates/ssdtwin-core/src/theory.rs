@@ -1,5 +1,5 @@
-//! Closed-form WAF models (theory.md §1), used as test oracles and printed beside
-//! simulated results. Nothing in the model itself uses them.
+//! Closed-form WAF models (Desnoyers 2012, Xiang & Kurkoski 2011; docs/sources.md), used as
+//! test oracles and printed beside simulated results. Nothing in the model itself uses them.
 
 /// Principal branch of the Lambert W function for x in [-1/e, ∞), by Halley iteration.
 pub fn lambert_w0(x: f64) -> f64 {
@@ -52,7 +52,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn oracle_values_from_theory_md() {
+    fn oracle_values_of_the_published_closed_forms() {
         assert!((waf_fifo(1.3) - 2.36).abs() < 0.005, "{}", waf_fifo(1.3));
         assert!((waf_greedy(1.07, 64.0) - 7.00).abs() < 0.01, "{}", waf_greedy(1.07, 64.0));
         assert!((waf_greedy(1.28, 1e6) - 2.48).abs() < 0.01);

@@ -151,7 +151,7 @@ pub struct TimingSpec {
     /// Ceiling of the controller's write path (buffer allocation, mapping updates) in write
     /// commands per second; 0 = no separate ceiling.
     pub ctrl_max_write_iops: Sourced<u64>,
-    /// Page reads charged per IU that GC relocates (theory.md §1.6 φ): 1 = every relocated
+    /// Page reads charged per IU that GC relocates (φ of docs/models.md §3): 1 = every relocated
     /// IU costs its own page read, 1/(IUs per page) = perfect reuse of each page read.
     pub gc_page_reads_per_iu: Sourced<f64>,
     /// Drive power with NAND idle (controller, DRAM): the floor of every power state.
