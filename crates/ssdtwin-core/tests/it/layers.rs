@@ -18,7 +18,7 @@ const RULES: &[(&str, &[&str])] = &[
     ("spec", &["units"]),
     ("nand", &["spec", "util"]),
     // The FTL sees no time, no files, no controller.
-    ("ftl", &["bigarray", "nand", "spec", "util"]),
+    ("ftl", &["bigarray", "nand", "spec", "units", "util"]),
     // The controller is the only module that names the FTL.
     ("nvme", &["bigarray", "fsio", "ftl", "nand", "rng", "spec", "units", "util"]),
     ("workload", &["rng", "units", "util"]),
