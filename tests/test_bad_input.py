@@ -205,6 +205,7 @@ def test_foreign_directory(tmp_path: Path) -> None:
     assert image_digest(d) == before and sorted(p.name for p in d.iterdir()) == ["cat.jpg"]
 
 
+@pytest.mark.damages_image
 def test_foreign_manifest(small: Path) -> None:
     m = small / "ssdtwin.toml"
     m.write_text(m.read_text().replace('format = "ssdtwin-image"', 'format = "something-else"'))
@@ -221,6 +222,7 @@ def current_gen(d: Path) -> Path:
     return d / (d / "CURRENT").read_text().strip()
 
 
+@pytest.mark.damages_image
 @pytest.mark.parametrize("damage", ["truncated", "garbled", "empty", "wrong-type"])
 def test_damaged_state_json(small: Path, damage: str) -> None:
     state = current_gen(small) / "state.json"
@@ -240,6 +242,7 @@ def test_damaged_state_json(small: Path, damage: str) -> None:
         fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{state}"), listable=False)
 
 
+@pytest.mark.damages_image
 def test_map_sizes_that_disagree_with_the_spec(small: Path) -> None:
     state = current_gen(small) / "state.json"
     # Written as a version-1 state.json (no checksum, which this ssdtwin still reads), so the
@@ -251,6 +254,7 @@ def test_map_sizes_that_disagree_with_the_spec(small: Path) -> None:
                   needles=("drive image damaged", "map sizes disagree with spec.toml"), listable=False)
 
 
+@pytest.mark.damages_image
 @pytest.mark.parametrize("which", ["l2p.bin", "p2l.bin"])
 def test_flipped_bytes_in_maps_are_caught_by_checksum(small: Path, which: str) -> None:
     path = own_copy(current_gen(small) / which)
@@ -267,12 +271,14 @@ def test_flipped_bytes_in_maps_are_caught_by_checksum(small: Path, which: str) -
                       needles=("drive image damaged", str(path), "checksum", "does not match the committed"))
 
 
+@pytest.mark.damages_image
 def test_truncated_map_file(small: Path) -> None:
     path = own_copy(current_gen(small) / "l2p.bin")
     os.truncate(path, os.path.getsize(path) - 4096)
     fails_cleanly(small, "check", str(small), needles=("drive image damaged", str(path)), listable=False)
 
 
+@pytest.mark.damages_image
 def test_missing_map_file(small: Path) -> None:
     path = current_gen(small) / "p2l.bin"
     path.unlink()
@@ -280,6 +286,7 @@ def test_missing_map_file(small: Path) -> None:
                   listable=False)
 
 
+@pytest.mark.damages_image
 def test_current_names_no_generation(small: Path) -> None:
     (small / "CURRENT").write_text("nonsense\n")
     fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "CURRENT", "'nonsense' is not a generation name"),
@@ -288,6 +295,7 @@ def test_current_names_no_generation(small: Path) -> None:
     fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "gen-000777"), listable=False)
 
 
+@pytest.mark.damages_image
 def test_invalid_spec_toml(small: Path) -> None:
     spec = small / "spec.toml"
     spec.write_text(spec.read_text().replace("[nand.channels]", "[nand.channels]\nbogus_field = 1"))
