@@ -174,143 +174,25 @@ impl<'a> Haggler<'a> {
     }
 
     /// Handle one option; replies are appended to `out`. `Err` means hard disconnect.
-    pub fn option(
-        &mut self,
-        opt: u32,
-        data: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<Step, HandshakeEnd> {
+    pub fn option(&mut self, opt: u32, data: &[u8], out: &mut Vec<u8>) -> Result<Step, HandshakeEnd> {
         if self.tls_mode == TlsMode::Require && !self.tls_active {
-            match opt {
-                OPT_STARTTLS | OPT_ABORT => {}
-                // It cannot carry an error, so the spec says to end the session.
-                OPT_EXPORT_NAME => {
-                    return Err(HandshakeEnd::Protocol(
-                        "EXPORT_NAME before STARTTLS on a server that requires TLS".into(),
-                    ))
-                }
-                _ => {
-                    Self::error(
-                        out,
-                        opt,
-                        REP_ERR_TLS_REQD,
-                        "this server requires TLS: send NBD_OPT_STARTTLS first (e.g. an nbds:// URI)",
-                    );
-                    return Ok(Step::Continue);
-                }
+            if let Some(step) = Self::before_tls(opt, out)? {
+                return Ok(step);
             }
         }
         match opt {
-            OPT_EXPORT_NAME => match self.resolve(data) {
-                // The only answer this option allows to a bad name is to disconnect.
-                Err((_, msg)) => Err(HandshakeEnd::Protocol(format!("EXPORT_NAME: {msg}"))),
-                Ok(r) => {
-                    let tflags = transmission_flags(&r.info, self.structured);
-                    encode_export_name_reply(out, r.info.size, tflags, self.no_zeroes);
-                    let meta_allocation = self.meta.as_deref() == Some(r.info.name.as_str());
-                    Ok(Step::Enter(Negotiated {
-                        export: r.export,
-                        info: r.info,
-                        tflags,
-                        structured: self.structured,
-                        meta_allocation,
-                    }))
-                }
-            },
+            OPT_EXPORT_NAME => self.export_name(data, out),
             OPT_ABORT => {
                 // Spec: ignore any data and ACK.
                 encode_option_reply(out, opt, REP_ACK, &[]);
                 Ok(Step::Close)
             }
-            OPT_LIST => {
-                if !data.is_empty() {
-                    Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
-                    return Ok(Step::Continue);
-                }
-                for e in self.backend.exports() {
-                    encode_rep_server(out, opt, &e.name, &e.description);
-                }
-                encode_option_reply(out, opt, REP_ACK, &[]);
-                Ok(Step::Continue)
-            }
-            OPT_STARTTLS => {
-                if self.tls_mode == TlsMode::Off {
-                    Self::error(out, opt, REP_ERR_UNSUP, "TLS is not enabled on this server");
-                } else if !data.is_empty() {
-                    Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_STARTTLS takes no data");
-                } else if self.tls_active {
-                    Self::error(out, opt, REP_ERR_INVALID, "TLS is already active");
-                } else {
-                    encode_option_reply(out, opt, REP_ACK, &[]);
-                    return Ok(Step::StartTls);
-                }
-                Ok(Step::Continue)
-            }
-            OPT_INFO | OPT_GO => {
-                let req = match InfoRequest::decode(data) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        Self::error(
-                            out,
-                            opt,
-                            REP_ERR_INVALID,
-                            &format!("malformed request: {e}"),
-                        );
-                        return Ok(Step::Continue);
-                    }
-                };
-                let r = match self.resolve(req.name) {
-                    Ok(r) => r,
-                    Err((typ, msg)) => {
-                        Self::error(out, opt, typ, &msg);
-                        return Ok(Step::Continue);
-                    }
-                };
-                let tflags = transmission_flags(&r.info, self.structured);
-                encode_info_export(out, opt, r.info.size, tflags);
-                // Each requested item once, whatever order or repetition the client used.
-                let mut sent = [false; 4];
-                for &i in &req.infos {
-                    if (i as usize) < sent.len() && !sent[i as usize] {
-                        sent[i as usize] = true;
-                        match i {
-                            INFO_NAME => encode_info_string(out, opt, INFO_NAME, &r.info.name),
-                            INFO_DESCRIPTION => {
-                                encode_info_string(out, opt, INFO_DESCRIPTION, &r.info.description)
-                            }
-                            INFO_BLOCK_SIZE => encode_info_block_size(
-                                out,
-                                opt,
-                                r.info.block_min,
-                                r.info.block_preferred,
-                                r.info.block_max,
-                            ),
-                            _ => {} // INFO_EXPORT is always sent above
-                        }
-                    }
-                }
-                encode_option_reply(out, opt, REP_ACK, &[]);
-                if opt == OPT_GO {
-                    let meta_allocation = self.meta.as_deref() == Some(r.info.name.as_str());
-                    Ok(Step::Enter(Negotiated {
-                        export: r.export,
-                        info: r.info,
-                        tflags,
-                        structured: self.structured,
-                        meta_allocation,
-                    }))
-                } else {
-                    Ok(Step::Continue)
-                }
-            }
+            OPT_LIST => Ok(self.list(opt, data, out)),
+            OPT_STARTTLS => Ok(self.starttls(opt, data, out)),
+            OPT_INFO | OPT_GO => Ok(self.info_or_go(opt, data, out)),
             OPT_STRUCTURED_REPLY => {
                 if !data.is_empty() {
-                    Self::error(
-                        out,
-                        opt,
-                        REP_ERR_INVALID,
-                        "NBD_OPT_STRUCTURED_REPLY takes no data",
-                    );
+                    Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_STRUCTURED_REPLY takes no data");
                 } else {
                     self.structured = true;
                     encode_option_reply(out, opt, REP_ACK, &[]);
@@ -324,6 +206,109 @@ impl<'a> Haggler<'a> {
             _ => {
                 Self::error(out, opt, REP_ERR_UNSUP, "option not supported");
                 Ok(Step::Continue)
+            }
+        }
+    }
+
+    /// On a server that requires TLS, before STARTTLS: the options allowed through (None),
+    /// or the answer to any other.
+    fn before_tls(opt: u32, out: &mut Vec<u8>) -> Result<Option<Step>, HandshakeEnd> {
+        match opt {
+            OPT_STARTTLS | OPT_ABORT => Ok(None),
+            // It cannot carry an error, so the spec says to end the session.
+            OPT_EXPORT_NAME => Err(HandshakeEnd::Protocol("EXPORT_NAME before STARTTLS on a server that requires TLS".into())),
+            _ => {
+                Self::error(out, opt, REP_ERR_TLS_REQD, "this server requires TLS: send NBD_OPT_STARTTLS first (e.g. an nbds:// URI)");
+                Ok(Some(Step::Continue))
+            }
+        }
+    }
+
+    /// NBD_OPT_EXPORT_NAME: enter transmission, or disconnect (it has no error reply).
+    fn export_name(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<Step, HandshakeEnd> {
+        match self.resolve(data) {
+            Err((_, msg)) => Err(HandshakeEnd::Protocol(format!("EXPORT_NAME: {msg}"))),
+            Ok(r) => {
+                let tflags = transmission_flags(&r.info, self.structured);
+                encode_export_name_reply(out, r.info.size, tflags, self.no_zeroes);
+                Ok(self.enter(r, tflags))
+            }
+        }
+    }
+
+    fn enter(&self, r: Resolved, tflags: u16) -> Step {
+        let meta_allocation = self.meta.as_deref() == Some(r.info.name.as_str());
+        Step::Enter(Negotiated { export: r.export, info: r.info, tflags, structured: self.structured, meta_allocation })
+    }
+
+    fn list(&mut self, opt: u32, data: &[u8], out: &mut Vec<u8>) -> Step {
+        if !data.is_empty() {
+            Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
+            return Step::Continue;
+        }
+        for e in self.backend.exports() {
+            encode_rep_server(out, opt, &e.name, &e.description);
+        }
+        encode_option_reply(out, opt, REP_ACK, &[]);
+        Step::Continue
+    }
+
+    fn starttls(&mut self, opt: u32, data: &[u8], out: &mut Vec<u8>) -> Step {
+        if self.tls_mode == TlsMode::Off {
+            Self::error(out, opt, REP_ERR_UNSUP, "TLS is not enabled on this server");
+        } else if !data.is_empty() {
+            Self::error(out, opt, REP_ERR_INVALID, "NBD_OPT_STARTTLS takes no data");
+        } else if self.tls_active {
+            Self::error(out, opt, REP_ERR_INVALID, "TLS is already active");
+        } else {
+            encode_option_reply(out, opt, REP_ACK, &[]);
+            return Step::StartTls;
+        }
+        Step::Continue
+    }
+
+    /// NBD_OPT_INFO and NBD_OPT_GO: the export's information items; GO then enters
+    /// transmission.
+    fn info_or_go(&mut self, opt: u32, data: &[u8], out: &mut Vec<u8>) -> Step {
+        let req = match InfoRequest::decode(data) {
+            Ok(r) => r,
+            Err(e) => {
+                Self::error(out, opt, REP_ERR_INVALID, &format!("malformed request: {e}"));
+                return Step::Continue;
+            }
+        };
+        let r = match self.resolve(req.name) {
+            Ok(r) => r,
+            Err((typ, msg)) => {
+                Self::error(out, opt, typ, &msg);
+                return Step::Continue;
+            }
+        };
+        let tflags = transmission_flags(&r.info, self.structured);
+        encode_info_export(out, opt, r.info.size, tflags);
+        Self::info_items(out, opt, &req.infos, &r);
+        encode_option_reply(out, opt, REP_ACK, &[]);
+        if opt == OPT_GO {
+            self.enter(r, tflags)
+        } else {
+            Step::Continue
+        }
+    }
+
+    /// Each requested item once, whatever order or repetition the client used.
+    fn info_items(out: &mut Vec<u8>, opt: u32, infos: &[u16], r: &Resolved) {
+        let mut sent = [false; 4];
+        for &i in infos {
+            if (i as usize) < sent.len() && !sent[i as usize] {
+                sent[i as usize] = true;
+                match i {
+                    INFO_NAME => encode_info_string(out, opt, INFO_NAME, &r.info.name),
+                    INFO_DESCRIPTION => encode_info_string(out, opt, INFO_DESCRIPTION, &r.info.description),
+                    INFO_BLOCK_SIZE => {
+                        encode_info_block_size(out, opt, r.info.block_min, r.info.block_preferred, r.info.block_max)
+                    }
+                    _ => {} // INFO_EXPORT is always sent above
+                }
             }
         }
     }

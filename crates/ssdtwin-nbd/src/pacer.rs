@@ -263,6 +263,18 @@ impl Lateness {
     }
 }
 
+/// What the writer thread owns besides the queue.
+struct Writer<S: Sink> {
+    sink: Arc<Mutex<S>>,
+    shutting_down: Arc<AtomicBool>,
+    stats: Arc<Stats>,
+    cfg: PacerConfig,
+    late_ns: u64,
+    batch: OutBatch,
+    done_bufs: Vec<Vec<u8>>,
+    lat: Lateness,
+}
+
 fn writer_main<S: Sink>(
     sink: Arc<Mutex<S>>,
     shared: Arc<Shared>,
@@ -272,9 +284,16 @@ fn writer_main<S: Sink>(
 ) {
     tighten_timer_slack();
     let late_ns = cfg.late_threshold.as_nanos() as u64;
-    let mut batch = OutBatch::new();
-    let mut done_bufs: Vec<Vec<u8>> = Vec::new();
-    let mut lat = Lateness::default();
+    let mut w = Writer {
+        sink,
+        shutting_down,
+        stats,
+        cfg,
+        late_ns,
+        batch: OutBatch::new(),
+        done_bufs: Vec::new(),
+        lat: Lateness::default(),
+    };
     let mut q = shared.lock();
     loop {
         if shared.abort.load(Relaxed) {
@@ -282,51 +301,12 @@ fn writer_main<S: Sink>(
         }
         // 1. Take every reply that is due (all of them when the server is stopping).
         let now = Instant::now();
-        let hurry = shutting_down.load(Relaxed);
-        while let Some(top) = q.heap.peek() {
-            if top.due > now && !hurry {
-                break;
-            }
-            let h = q.heap.pop().expect("peeked");
-            let lateness = now.saturating_duration_since(h.due).as_nanos() as u64;
-            lat.paced += 1;
-            lat.late += (lateness > late_ns) as u64;
-            lat.worst = lat.worst.max(lateness);
-            lat.sum += lateness;
-            batch.push(h.msg);
-        }
+        w.take_due(&mut q, now);
         // 2. Send them in one write, without holding the lock.
-        if !batch.is_empty() {
-            q.sending = batch.len();
-            drop(q);
-            let res = if shared.abort.load(Relaxed) {
-                Ok(())
-            } else {
-                batch.flush(&sink, &mut |b| done_bufs.push(b))
-            };
-            batch.msgs.clear();
-            batch.bytes = 0;
-            // Publish per batch so long-lived connections show up in live metrics.
-            lat.publish(&stats);
-            if let Err(e) = &res {
-                if e.kind() == std::io::ErrorKind::TimedOut {
-                    stats.send_timeouts.fetch_add(1, Relaxed);
-                }
-                // The peer is gone: wake the reader out of its read too.
-                sink.lock().unwrap_or_else(|e| e.into_inner()).close();
-            }
-            q = shared.lock();
-            q.sending = 0;
-            for b in done_bufs.drain(..) {
-                if keep_buffer(&q.pool, &b) {
-                    q.pool.push(b);
-                }
-            }
-            if q.reader_waiting {
-                q.reader_waiting = false;
-                shared.reader_cv.notify_all();
-            }
-            if res.is_err() {
+        if !w.batch.is_empty() {
+            let sent;
+            (q, sent) = w.send_batch(&shared, q);
+            if !sent {
                 break;
             }
             continue;
@@ -334,45 +314,94 @@ fn writer_main<S: Sink>(
         if q.closed && q.heap.is_empty() {
             break;
         }
-        // 3. Wait: spin if the next reply is due very soon, else sleep until shortly
-        // before it (or until woken for an earlier one, or a close).
+        // 3. Wait for the next due reply.
+        q = w.wait(&shared, q, now);
+    }
+    q.dead = true;
+    shared.reader_cv.notify_all();
+    drop(q);
+    w.lat.publish(&w.stats);
+}
+
+impl<S: Sink> Writer<S> {
+    fn take_due(&mut self, q: &mut MutexGuard<'_, Queue>, now: Instant) {
+        let hurry = self.shutting_down.load(Relaxed);
+        while let Some(top) = q.heap.peek() {
+            if top.due > now && !hurry {
+                break;
+            }
+            let h = q.heap.pop().expect("peeked");
+            let lateness = now.saturating_duration_since(h.due).as_nanos() as u64;
+            self.lat.paced += 1;
+            self.lat.late += (lateness > self.late_ns) as u64;
+            self.lat.worst = self.lat.worst.max(lateness);
+            self.lat.sum += lateness;
+            self.batch.push(h.msg);
+        }
+    }
+
+    /// Write the batch without holding the lock; give the buffers back to the pool and
+    /// wake a reader waiting for room. False when the peer is gone.
+    fn send_batch<'a>(&mut self, shared: &'a Shared, mut q: MutexGuard<'a, Queue>) -> (MutexGuard<'a, Queue>, bool) {
+        q.sending = self.batch.len();
+        drop(q);
+        let done_bufs = &mut self.done_bufs;
+        let res = if shared.abort.load(Relaxed) { Ok(()) } else { self.batch.flush(&self.sink, &mut |b| done_bufs.push(b)) };
+        self.batch.msgs.clear();
+        self.batch.bytes = 0;
+        // Publish per batch so long-lived connections show up in live metrics.
+        self.lat.publish(&self.stats);
+        if let Err(e) = &res {
+            if e.kind() == std::io::ErrorKind::TimedOut {
+                self.stats.send_timeouts.fetch_add(1, Relaxed);
+            }
+            // The peer is gone: wake the reader out of its read too.
+            self.sink.lock().unwrap_or_else(|e| e.into_inner()).close();
+        }
+        let mut q = shared.lock();
+        q.sending = 0;
+        for b in self.done_bufs.drain(..) {
+            if keep_buffer(&q.pool, &b) {
+                q.pool.push(b);
+            }
+        }
+        if q.reader_waiting {
+            q.reader_waiting = false;
+            shared.reader_cv.notify_all();
+        }
+        (q, res.is_ok())
+    }
+
+    /// Spin if the next reply is due very soon, else sleep until shortly before it (or
+    /// until woken for an earlier one, or a close).
+    fn wait<'a>(&self, shared: &'a Shared, mut q: MutexGuard<'a, Queue>, now: Instant) -> MutexGuard<'a, Queue> {
         let next = q.heap.peek().map(|h| h.due);
         match next {
-            Some(due) if due.saturating_duration_since(now) <= cfg.spin => {
+            Some(due) if due.saturating_duration_since(now) <= self.cfg.spin => {
                 drop(q);
-                while Instant::now() < due
-                    && !shutting_down.load(Relaxed)
-                    && !shared.abort.load(Relaxed)
-                {
+                while Instant::now() < due && !self.shutting_down.load(Relaxed) && !shared.abort.load(Relaxed) {
                     std::hint::spin_loop();
                 }
-                q = shared.lock();
+                shared.lock()
             }
             _ => {
                 let wake = match next {
-                    Some(due) => (due - cfg.spin).min(now + MAX_SLEEP),
+                    Some(due) => (due - self.cfg.spin).min(now + MAX_SLEEP),
                     None => now + MAX_SLEEP,
                 };
                 q.writer_wakes_at = Some(wake);
                 if !q.closed {
-                    q = shared
-                        .writer_cv
-                        .wait_timeout(q, wake - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    q = shared.writer_cv.wait_timeout(q, wake - now).unwrap_or_else(|e| e.into_inner()).0;
                 } else {
                     drop(q);
                     std::thread::sleep(wake - now);
                     q = shared.lock();
                 }
                 q.writer_wakes_at = None;
+                q
             }
         }
     }
-    q.dead = true;
-    shared.reader_cv.notify_all();
-    drop(q);
-    lat.publish(&stats);
 }
 
 #[cfg(test)]
