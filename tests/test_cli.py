@@ -95,7 +95,7 @@ def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
 
 
 def test_module_entry_point_runs_too(cm6: Path) -> None:
-    p = subprocess.run([sys.executable, "-m", "ssdtwin.cli", "nvme", "list", str(cm6), "-o", "json"],
+    p = subprocess.run([sys.executable, "-m", "ssdtwin", "nvme", "list", str(cm6), "-o", "json"],
                        capture_output=True, text=True, check=True)
     assert '"SerialNumber": "STW' in p.stdout
 

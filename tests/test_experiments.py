@@ -14,7 +14,8 @@ import signal
 from typing import Any
 
 import pytest
-from ssdtwin import cli, experiments
+from ssdtwin.commands import cli
+from ssdtwin.studies import experiments
 from twin import run_cli
 
 
@@ -46,7 +47,7 @@ def test_the_marketed_size_is_the_whole_drive() -> None:
 
 def fake_fit(errors: dict[str, float]) -> Any:
     """A stand-in for calibrate.calibrate that reports the given relative errors."""
-    from ssdtwin.calibrate import CM6_TARGETS
+    from ssdtwin.studies.calibrate import CM6_TARGETS
 
     def run(model: str, scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
         fitted = {t.param: {"value": 1.0 if t.param == "gc_page_reads_per_iu" else 1000, "figure": t.name, "target": t.value,
@@ -70,7 +71,7 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 
 def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import ssdtwin.calibrate as cal
+    import ssdtwin.studies.calibrate as cal
 
     monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0093, "t_read_ns": 0.001}))
     written: list[Any] = []
@@ -84,7 +85,7 @@ def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(monkeypatch: p
 
 
 def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import ssdtwin.calibrate as cal
+    import ssdtwin.studies.calibrate as cal
 
     monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0009}))
     rc, out, err = run_main(["calibrate", "--scale", "1/454", "-o", "json"], capsys)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from ssdtwin.drive import Drive
-from ssdtwin.fiorun import run_jobs
+from ssdtwin.fio.run import run_jobs
 from twin import (
     CM6,
     FioRun,

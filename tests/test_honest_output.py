@@ -132,7 +132,7 @@ def test_scale_that_rounds_to_another_scale_says_so(tmp_path: Path) -> None:
 
 
 def test_commands_that_build_their_own_drives_note_the_rounding(capsys: pytest.CaptureFixture[str]) -> None:
-    from ssdtwin.cli import scale_arg
+    from ssdtwin.commands.cli import scale_arg
 
     assert scale_arg("1/454", CM6, "ssdtwin demo") == 454
     assert capsys.readouterr().err == ("ssdtwin demo: note: --scale 1/454 rounded to whole superblocks: 8, the same drive as "

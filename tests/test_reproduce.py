@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ssdtwin import experiments
+from ssdtwin.studies import experiments
 from twin import run_cli
 
 CM6_3_20_RANDWRITE_IOPS = 337_920  # seed-facts §1: 3.20 TB namespace, 4 KiB random write

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from ssdtwin.serve import lock_holder
+from ssdtwin.live import lock_holder
 from twin import SSDTWIN, image_digest, run_cli
 
 LONG_FIO_JOB = """\

@@ -481,7 +481,8 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
     for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
         if key in result:
             values = result[key]
-            if not isinstance(values, list) or len(values) != length:
+            # A list from JSON; a tuple from the binding (a fixed-length array in Rust).
+            if not isinstance(values, (list, tuple)) or len(values) != length:
                 raise _err(thread, key, f"expected a list of {length} counts")
             for v in values:
                 _int(v, thread, key + "[]")

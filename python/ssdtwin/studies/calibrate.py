@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _core
-from .drive import Drive
+from .. import _core
+from ..drive import Drive
 from .experiments import CM6_WINDOWS_MS, cm6_drive, cm6_figure, measure_cm6
 
 

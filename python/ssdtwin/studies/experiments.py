@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable, Optional
 
-from . import _core
-from .drive import Drive
-from .fio import parse_string
+from .. import _core
+from ..drive import Drive
+from ..fio import parse_string
 
 JOBS = resources.files("ssdtwin") / "jobs"
 
