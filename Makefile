@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install test test-rust test-python typecheck demo bench
+.PHONY: help install test test-rust test-python typecheck lint demo bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,7 +22,7 @@ install: ## pip install -e '.[test]': the package, its test tools, the extension
 	t = time.perf_counter(); r = d.precondition(1, 'rand', 4096, loops=1.0, seed=1); \
 	print(f'fast-forward check: {r.ios / (time.perf_counter() - t) / 1e6:.1f} M random 4 KiB writes/s')"
 
-test: test-rust test-python typecheck ## every test: cargo test, pytest, stubtest and mypy
+test: test-rust test-python typecheck lint ## every test: cargo test, pytest, stubtest, mypy and ruff
 
 test-rust: ## cargo test of the workspace's default members (core, nbd) with the workspace's test profile
 	cargo test
@@ -33,6 +33,10 @@ test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
 	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
+
+lint: ## ruff: lint rules and formatting of the package and the tests (pyproject.toml [tool.ruff])
+	$(PYTHON) -m ruff check python tests
+	$(PYTHON) -m ruff format --check python tests
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo

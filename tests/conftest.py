@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+
 from twin import CM6, Run, copy_image, run_cli
 
 

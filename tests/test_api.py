@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import ssdtwin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import ssdtwin
 from ssdtwin import _core
 from ssdtwin.drive import (
     Drive,
@@ -35,8 +36,15 @@ def tiny_spec(tnvmcap: int = 48 << 20, write_buffer_bytes: int = 0) -> str:
     """CM6 parameters on 2 dies x 1 plane x 48 pages: 1.5 MiB superblocks, 40 of them.
     No write buffer, so NUSE is exactly the mapped IUs (see test_cli's NUSE xfail)."""
     text = dict(_core.presets())[CM6]
-    values = {"channels": 2, "dies_per_channel": 1, "planes_per_die": 1, "pages_per_block": 48, "blocks_per_plane": 40,
-                  "write_buffer_bytes": write_buffer_bytes, "tnvmcap_bytes": tnvmcap}
+    values = {
+        "channels": 2,
+        "dies_per_channel": 1,
+        "planes_per_die": 1,
+        "pages_per_block": 48,
+        "blocks_per_plane": 40,
+        "write_buffer_bytes": write_buffer_bytes,
+        "tnvmcap_bytes": tnvmcap,
+    }
     for key, v in values.items():
         text, n = re.subn(rf"(?m)^{key} = \{{ value = [^,]+,", f"{key} = {{ value = {v},", text)
         assert n == 1, f"preset layout changed: {key}"
@@ -127,7 +135,8 @@ def test_in_memory_has_no_image() -> None:
 
 def test_spec_errors_name_every_bad_field() -> None:
     bad = TINY.replace("channels = { value = 2,", "channels = { value = 0,").replace(
-        "iu_bytes = { value = 4096,", "iu_bytes = { value = 5000,")
+        "iu_bytes = { value = 4096,", "iu_bytes = { value = 5000,"
+    )
     with pytest.raises(SpecError) as e:
         Drive.in_memory(spec_toml=bad)
     msg = str(e.value)
@@ -274,9 +283,23 @@ def test_models_frame() -> None:
 @pytest.mark.parametrize(
     "text, value",
     [
-        ("4096", 4096), ("4k", 4096), ("4K", 4096), ("128k", 131072), ("4KiB", 4096), ("64KiB", 65536),
-        ("1m", 1 << 20), ("1MiB", 1 << 20), ("2g", 2 << 30), ("1GiB", 1 << 30), ("1t", 1 << 40), ("1TiB", 1 << 40),
-        ("1KB", 1000), ("1MB", 10**6), ("1GB", 10**9), ("3.84TB", 3_840_000_000_000), ("1TB", 10**12),
+        ("4096", 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("128k", 131072),
+        ("4KiB", 4096),
+        ("64KiB", 65536),
+        ("1m", 1 << 20),
+        ("1MiB", 1 << 20),
+        ("2g", 2 << 30),
+        ("1GiB", 1 << 30),
+        ("1t", 1 << 40),
+        ("1TiB", 1 << 40),
+        ("1KB", 1000),
+        ("1MB", 10**6),
+        ("1GB", 10**9),
+        ("3.84TB", 3_840_000_000_000),
+        ("1TB", 10**12),
     ],
 )
 def test_parse_size(text: str, value: int) -> None:

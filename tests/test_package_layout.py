@@ -72,9 +72,12 @@ def test_library_and_studies_never_import_commands_or_the_ui(name: str) -> None:
     bad = [
         f"{name}:{line}: imports {target}"
         for target, line in imports(name)
-        if role(target) == "commands" and target.startswith("ssdtwin")
+        if role(target) == "commands"
+        and target.startswith("ssdtwin")
         or target.split(".")[0] in UI
-        or role(name) == "library" and role(target) == "studies" and target.startswith("ssdtwin")
+        or role(name) == "library"
+        and role(target) == "studies"
+        and target.startswith("ssdtwin")
     ]
     assert not bad, "\n".join(bad)
 
@@ -121,8 +124,12 @@ def test_the_rules_catch_a_violation(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("def f():\n    from .a import y\n")
     (tmp_path / "lib.py").write_text("import typer\nfrom .commands import cli\n")
     try:
-        MODULES = {"ssdtwin.a": tmp_path / "a.py", "ssdtwin.b": tmp_path / "b.py", "ssdtwin.lib": tmp_path / "lib.py",
-                   "ssdtwin.commands.cli": tmp_path / "a.py"}
+        MODULES = {
+            "ssdtwin.a": tmp_path / "a.py",
+            "ssdtwin.b": tmp_path / "b.py",
+            "ssdtwin.lib": tmp_path / "lib.py",
+            "ssdtwin.commands.cli": tmp_path / "a.py",
+        }
         KNOWN = set(MODULES)
         with pytest.raises(AssertionError, match="import cycle: ssdtwin.a -> ssdtwin.b -> ssdtwin.a"):
             test_no_import_cycles()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from ssdtwin.studies import experiments
 from twin import run_cli
 

@@ -6,9 +6,10 @@ sequences lists, fixed-length arrays tuples); their keys are documented in docs/
 JSON outputs of the CLI are exactly these dicts).
 """
 
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, Union, final
+from typing import Any, Callable, Optional, Union, final
 
 __all__ = [
     "__version__",

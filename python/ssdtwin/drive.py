@@ -167,26 +167,26 @@ class Drive:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
         return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed))
 
     @classmethod
-    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
         return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed))
 
     @classmethod
-    def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> "Drive":
+    def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> Drive:
         """Open an image. ``repair=True`` (implies writable) replays a damaged command journal up
         to the damage and drops the rest, keeping a copy (see :meth:`recovery`)."""
         writable = writable or repair
         return cls(_core.Drive.open(os.fspath(path), writable=writable, repair=repair), writable=writable)
 
     @classmethod
-    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> "Drive":
+    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit)."""
         return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml))
 
-    def __enter__(self) -> "Drive":
+    def __enter__(self) -> Drive:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -269,8 +269,14 @@ class Drive:
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
         return self._core.deallocate(nsid, slba, nlb)
 
-    def run_fio(self, specs: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Callable[[int], object]] = None,
-                timing_toml: Optional[str] = None) -> builtins.list[dict[str, Any]]:
+    def run_fio(
+        self,
+        specs: Any,
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int], object]] = None,
+        timing_toml: Optional[str] = None,
+    ) -> builtins.list[dict[str, Any]]:
         """Run engine-contract job specs (docs/fio.md §3; a list of dicts, or its JSON text) in
         simulated time; `nsid` is the namespace of jobs that name none. Returns the per-clone
         results (§4) as dicts (fixed-length arrays such as ``iodepth_level`` as tuples)."""
@@ -313,11 +319,7 @@ def models_frame() -> Any:
         n = s["nand"]
         dies = n["channels"]["value"] * n["dies_per_channel"]["value"]
         raw = (
-            dies
-            * n["planes_per_die"]["value"]
-            * n["blocks_per_plane"]["value"]
-            * n["pages_per_block"]["value"]
-            * n["page_bytes"]["value"]
+            dies * n["planes_per_die"]["value"] * n["blocks_per_plane"]["value"] * n["pages_per_block"]["value"] * n["page_bytes"]["value"]
         )
         rows.append(
             {

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -62,10 +62,12 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _top(
-    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                 help="print the version (ssdtwin X.Y.Z) and exit"),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version (ssdtwin X.Y.Z) and exit"
+    ),
 ) -> None:
     pass
+
 
 # --------------------------------------------------------------------------- top level
 
@@ -148,8 +150,9 @@ def scale_rounding(model: str, n: int) -> Optional[str]:
         d = Drive.in_memory(model, scale=m)
         pools.append(d.ftl_info()["data_pool_bytes"])
         d.close()
-    return (f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; "
-            f"its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's")
+    return (
+        f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's"
+    )
 
 
 def scale_arg(text: str, model: str, prog: str) -> int:
@@ -169,7 +172,8 @@ def scale_arg(text: str, model: str, prog: str) -> int:
 def check(
     path: Path = ImageDir,
     repair: bool = typer.Option(
-        False, "--repair/--no-repair",
+        False,
+        "--repair/--no-repair",
         help="replay a damaged command journal up to the damage and drop the rest (a copy is kept), then check",
     ),
 ) -> None:
@@ -271,8 +275,12 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Optional[Callable[[int, in
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), DownloadColumn(binary_units=False),
-        TransferSpeedColumn(), TimeRemainingColumn(), transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(binary_units=False),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
     ) as p:
         task = p.add_task(label, total=None)
 
@@ -396,8 +404,7 @@ def fio_cmd(
         try:
             t0 = time.perf_counter()
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed,
-                                        idle_gc=idle_gc, progress=cb)
+                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb)
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
             fail(str(e))
@@ -461,10 +468,15 @@ def calibrate(
     else:
         for k, v in res["fitted"].items():
             value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
-            typer.echo(f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
-                       f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})")
-    outside = [f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
-               for k, v in res["fitted"].items() if k in res["outside_tolerance"]]
+            typer.echo(
+                f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
+                f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})"
+            )
+    outside = [
+        f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
+        for k, v in res["fitted"].items()
+        if k in res["outside_tolerance"]
+    ]
     if outside:
         not_written = "; presets not written" if write else ""
         fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
@@ -479,7 +491,9 @@ def calibrate(
 def reproduce(
     experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
     scale: str = typer.Option("1/64", "--scale"),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"
+    ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     fmt: str = OutputFmt,
 ) -> None:
@@ -583,7 +597,7 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(usage), tuple(aborts)
 
 
-def _exit_interrupted(prog: str) -> "typer.Exit":
+def _exit_interrupted(prog: str) -> typer.Exit:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
     print(f"{prog}: {Interrupt.note}", file=sys.stderr, flush=True)
     sys.exit(130)

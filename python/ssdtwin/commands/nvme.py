@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -27,8 +27,19 @@ def nvme_list(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     view = drive_view(path)
     ctrl, rows = view.id_ctrl(), view.list_ns()
     if fmt == "json":
-        emit_json({"Devices": [{"DevicePath": str(path), "SerialNumber": ctrl["sn"], "ModelNumber": ctrl["mn"],
-                                "Firmware": ctrl["fr"], "Namespaces": rows}]})
+        emit_json(
+            {
+                "Devices": [
+                    {
+                        "DevicePath": str(path),
+                        "SerialNumber": ctrl["sn"],
+                        "ModelNumber": ctrl["mn"],
+                        "Firmware": ctrl["fr"],
+                        "Namespaces": rows,
+                    }
+                ]
+            }
+        )
     else:
         typer.echo(nvmefmt.nvme_list(str(path), ctrl, rows))
 
@@ -42,9 +53,7 @@ def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
 
 
 @nvme.command("id-ns")
-def nvme_id_ns(
-    path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt
-) -> None:
+def nvme_id_ns(path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
     check_fmt(fmt)
     data = drive_view(path).id_ns(nsid)  # NvmeError INVALID_NS from the core if there is none
@@ -209,5 +218,3 @@ def nvme_set_feature(
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid)
     typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
-
-

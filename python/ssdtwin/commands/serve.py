@@ -39,13 +39,21 @@ def serve_cmd(
     pace: str = typer.Option("model", "--pace", help="model: reply at the model's completion time; off: as fast as possible"),
     spin_us: int = typer.Option(0, "--spin-us", help="busy-wait this long before a paced reply is due (precision vs CPU)"),
     max_connections: int = typer.Option(256, "--max-connections", help="connections served at once; more are refused with a message"),
-    max_inflight: str = typer.Option("256MiB", "--max-inflight", help="request and reply bytes in flight over all connections (backpressure beyond)"),
+    max_inflight: str = typer.Option(
+        "256MiB", "--max-inflight", help="request and reply bytes in flight over all connections (backpressure beyond)"
+    ),
     handshake_timeout: float = typer.Option(10.0, "--handshake-timeout", help="seconds a client has to finish the handshake (0: no limit)"),
-    send_timeout: float = typer.Option(60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never)"),
+    send_timeout: float = typer.Option(
+        60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never)"
+    ),
     tls: str = typer.Option("off", "--tls", help="off, on (offered) or require (NBD STARTTLS, as nbdkit --tls)"),
-    tls_certificates: Optional[Path] = typer.Option(None, "--tls-certificates", help="directory with server-cert.pem, server-key.pem (and ca-cert.pem)"),
+    tls_certificates: Optional[Path] = typer.Option(
+        None, "--tls-certificates", help="directory with server-cert.pem, server-key.pem (and ca-cert.pem)"
+    ),
     tls_verify_peer: bool = typer.Option(False, "--tls-verify-peer", help="require client certificates signed by ca-cert.pem"),
-    unix_group: Optional[str] = typer.Option(None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"),
+    unix_group: Optional[str] = typer.Option(
+        None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"
+    ),
 ) -> None:
     """Serve the attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or SIGTERM."""
     if not listen and not unix:
@@ -102,12 +110,23 @@ def serve_cmd(
         say("Ctrl-C or SIGTERM stops it (the state is committed on the way out).")
 
     try:
-        summary = _core.serve(os.fspath(path), tcp=list(listen), unix=[os.fspath(u) for u in unix],
-                              metrics=metrics, pace=pace, spin_us=spin_us, ready=ready,
-                              max_connections=max_connections, max_inflight_bytes=inflight,
-                              handshake_timeout_s=handshake_timeout, send_timeout_s=send_timeout, tls=tls,
-                              tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
-                              tls_verify_peer=tls_verify_peer, unix_group=unix_group)
+        summary = _core.serve(
+            os.fspath(path),
+            tcp=list(listen),
+            unix=[os.fspath(u) for u in unix],
+            metrics=metrics,
+            pace=pace,
+            spin_us=spin_us,
+            ready=ready,
+            max_connections=max_connections,
+            max_inflight_bytes=inflight,
+            handshake_timeout_s=handshake_timeout,
+            send_timeout_s=send_timeout,
+            tls=tls,
+            tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
+            tls_verify_peer=tls_verify_peer,
+            unix_group=unix_group,
+        )
     except _core.SsdtwinError as e:
         fail(_name_the_address(str(e), listen))
     finally:

@@ -11,8 +11,9 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from ..drive import Drive
 from . import logs as fio_logs

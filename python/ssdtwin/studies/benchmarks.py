@@ -35,9 +35,11 @@ def run_ftl_bench(model: str, scale: int, steady: float, log: Callable[[str], No
     res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
     res["peak_rss_bytes"] = peak_rss_bytes()
     res["total_seconds"] = time.perf_counter() - t_all
-    log(f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
-               f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
-               f"peak RSS {si_bytes(res['peak_rss_bytes'])}")
+    log(
+        f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
+        f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
+        f"peak RSS {si_bytes(res['peak_rss_bytes'])}"
+    )
     d.close()
     return res
 
@@ -65,7 +67,9 @@ def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int, log: 
         wall = time.perf_counter() - t
         ios = sum(r[k]["total_ios"] for r in out for k in ("read", "write"))
         res[rw] = {"ios": ios, "wall_seconds": wall, "sim_ios_per_wall_s": ios / wall, "simulated_iops": ios / seconds}
-        log(f"{rw:<10} {ios:>10} I/Os ({ios / seconds / 1e3:8.1f}K IOPS simulated) in {wall:6.2f} s wall: "
-                   f"{ios / wall / 1e6:5.2f} M simulated I/Os per second")
+        log(
+            f"{rw:<10} {ios:>10} I/Os ({ios / seconds / 1e3:8.1f}K IOPS simulated) in {wall:6.2f} s wall: "
+            f"{ios / wall / 1e6:5.2f} M simulated I/Os per second"
+        )
     d.close()
     return res

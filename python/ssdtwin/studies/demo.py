@@ -23,8 +23,14 @@ from ..nvmefmt import si_bytes
 from .experiments import cm6_drive, measure_cm6, namespace_fraction
 
 
-def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int,
-             log: Callable[[str], None] = print, note: Optional[Callable[[str], None]] = None) -> list[dict[str, Any]]:
+def run_demo(
+    model: str,
+    scale: int,
+    sizes_tb: list[float],
+    seed: int,
+    log: Callable[[str], None] = print,
+    note: Optional[Callable[[str], None]] = None,
+) -> list[dict[str, Any]]:
     """The table on `log`, a line per size before its slow part on `note` (progress)."""
     fractions = [namespace_fraction(model, tb) for tb in sizes_tb]  # every size checked before any work
     rows: list[dict[str, Any]] = []
@@ -57,6 +63,8 @@ def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int,
         if abs(a["namespace_tb"] - 3.84) < 1e-9 and abs(b["namespace_tb"] - 3.20) < 1e-9:
             line += " (KIOXIA measured 337,920 / 173,067 = 1.95)"
         log(line)
-    log(f"OP = data pool / namespace - 1 (data pool = {si_bytes(pool)} at this scale); "
-               f"model = greedy GC, Lambert-W form. {time.perf_counter() - t0:.0f} s.")
+    log(
+        f"OP = data pool / namespace - 1 (data pool = {si_bytes(pool)} at this scale); "
+        f"model = greedy GC, Lambert-W form. {time.perf_counter() - t0:.0f} s."
+    )
     return rows

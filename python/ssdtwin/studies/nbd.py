@@ -20,8 +20,6 @@ from typing import Any, Callable
 from ..drive import Drive
 
 
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -57,8 +55,20 @@ def _process(argv: list[str], port: int, what: str) -> Iterator[subprocess.Popen
 
 def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seconds: float, out: Path) -> dict[str, Any]:
     """Run the real fio's nbd engine; returns fio's JSON."""
-    argv = ["fio", "--name=bench", "--ioengine=nbd", f"--uri={uri}", f"--rw={rw}", f"--bs={bs}", f"--size={size}",
-            f"--numjobs={jobs}", f"--iodepth={iodepth}", "--group_reporting", "--output-format=json", f"--output={out}"]
+    argv = [
+        "fio",
+        "--name=bench",
+        "--ioengine=nbd",
+        f"--uri={uri}",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        f"--size={size}",
+        f"--numjobs={jobs}",
+        f"--iodepth={iodepth}",
+        "--group_reporting",
+        "--output-format=json",
+        f"--output={out}",
+    ]
     if seconds > 0:
         argv += ["--time_based", f"--runtime={seconds}"]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
@@ -66,16 +76,31 @@ def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seco
     return result
 
 
-def bench_nbd(seconds: float = 10, jobs: int = 4, iodepth: int = 32, size: str = "1g",
-              model: str = "kioxia-cm6-r-3.84t", scale: int = 454, rounds: int = 1,
-              log: Callable[[str], None] = print) -> dict[str, Any]:
+def bench_nbd(
+    seconds: float = 10,
+    jobs: int = 4,
+    iodepth: int = 32,
+    size: str = "1g",
+    model: str = "kioxia-cm6-r-3.84t",
+    scale: int = 454,
+    rounds: int = 1,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """4 KiB random read and write IOPS from the real fio (nbd engine) against
     ``ssdtwin serve --pace off`` and ``nbdkit memory``, on the same machine in one run."""
     for tool in ("fio", "nbdkit"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} is not installed; ssdtwin bench nbd runs the real fio against nbdkit memory")
-    res: dict[str, Any] = {"seconds": seconds, "jobs": jobs, "iodepth": iodepth, "size": size, "model": model,
-                           "scale": f"1/{scale}", "cpus": os.cpu_count(), "rounds": []}
+    res: dict[str, Any] = {
+        "seconds": seconds,
+        "jobs": jobs,
+        "iodepth": iodepth,
+        "size": size,
+        "model": model,
+        "scale": f"1/{scale}",
+        "cpus": os.cpu_count(),
+        "rounds": [],
+    }
     with tempfile.TemporaryDirectory(prefix="ssdtwin-bench-nbd-") as tmp:
         img = Path(tmp) / "img"
         d = Drive.create(img, model, scale=scale, seed=1)
@@ -98,15 +123,18 @@ def bench_nbd(seconds: float = 10, jobs: int = 4, iodepth: int = 32, size: str =
                         st = j["jobs"][0][d_]
                         row[f"{name}_{rw}_iops"] = st["iops"]
                         row[f"{name}_{rw}_lat_us"] = st["lat_ns"]["mean"] / 1000
-                        log(f"round {r + 1}: {name:<14} {rw:<9} {st['iops']:>10,.0f} IOPS  mean latency {st['lat_ns']['mean'] / 1000:7.1f} us")
+                        log(
+                            f"round {r + 1}: {name:<14} {rw:<9} {st['iops']:>10,.0f} IOPS  "
+                            f"mean latency {st['lat_ns']['mean'] / 1000:7.1f} us"
+                        )
                 res["rounds"].append(row)
     for rw in ("randread", "randwrite"):
         a = [row[f"ssdtwin_{rw}_iops"] for row in res["rounds"]]
         b = [row[f"nbdkit-memory_{rw}_iops"] for row in res["rounds"]]
         res[f"ssdtwin_{rw}_iops"] = sum(a) / len(a)
         res[f"nbdkit_memory_{rw}_iops"] = sum(b) / len(b)
-        log(f"{rw:<9}: ssdtwin {res[f'ssdtwin_{rw}_iops']:,.0f} IOPS, nbdkit memory {res[f'nbdkit_memory_{rw}_iops']:,.0f} IOPS "
-            f"(ratio {res[f'ssdtwin_{rw}_iops'] / res[f'nbdkit_memory_{rw}_iops']:.2f})")
+        log(
+            f"{rw:<9}: ssdtwin {res[f'ssdtwin_{rw}_iops']:,.0f} IOPS, nbdkit memory {res[f'nbdkit_memory_{rw}_iops']:,.0f} IOPS "
+            f"(ratio {res[f'ssdtwin_{rw}_iops'] / res[f'nbdkit_memory_{rw}_iops']:.2f})"
+        )
     return res
-
-
