@@ -3,6 +3,7 @@ against a small reference model of NVMe namespace management and I/O."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -201,6 +202,50 @@ def test_nvme_error_attributes() -> None:
     assert err.status == "NS_INSUFFICIENT_CAPACITY" and err.code == 0x4115  # type: ignore[attr-defined]
     assert "unallocated" in err.detail  # type: ignore[attr-defined]
     assert str(err).startswith("NS_INSUFFICIENT_CAPACITY(0x4115): ")
+
+
+def test_statuses_come_from_the_core() -> None:
+    """Python never writes an NVMe status: the LBA format lookup and a missing namespace
+    are answered by the controller, with its status name and code."""
+    d = Drive.in_memory(spec_toml=TINY)
+    with pytest.raises(NvmeError) as e:
+        d.nvme.lba_format_index(1000)
+    assert e.value.status == "INVALID_FORMAT" and e.value.code == 0x410A  # type: ignore[attr-defined]
+    assert "formats: 0=512 B, 1=4096 B" in str(e.value)
+    assert [d.nvme.lba_format_index(b) for b in d.nvme.lba_sizes()] == list(range(len(d.nvme.lba_sizes())))
+    for call in (lambda: d.nvme.namespace(9), lambda: d.precondition(9, "seq", 4096), lambda: d.view().id_ns(9)):
+        with pytest.raises(NvmeError) as e:
+            call()
+        assert e.value.status == "INVALID_NS" and e.value.code == 0x400B  # type: ignore[attr-defined]
+        assert "namespace 9 does not exist (namespaces: 1)" in str(e.value)
+
+
+def test_view_is_what_the_single_queries_return() -> None:
+    """Drive.view() (the structure a server's live.json holds) agrees with every query."""
+    d = Drive.in_memory(spec_toml=TINY)
+    d.nvme.create_ns(100, block_size=4096) if d.nvme.id_ctrl()["unvmcap"] else None
+    d.write(1, 0, 64)
+    v = d.view()
+    assert v.id_ctrl() == d.nvme.id_ctrl()
+    assert v.list_ns() == [ns.__dict__ for ns in d.namespaces()]
+    assert all(v.id_ns(ns.nsid) == d.nvme.id_ns(ns.nsid) for ns in d.namespaces())
+    assert v.smart_log() == d.smart_log() and v.vendor_log() == d.vendor_log()
+    assert v.smart_log()["host_write_commands"] == 1
+
+
+def test_run_fio_takes_and_returns_python_objects() -> None:
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    specs = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=500\n", name="w.fio").to_engine(ns.bytes, ns.lba_bytes)
+    out = d._core.run_fio(specs)
+    assert isinstance(out, list) and isinstance(out[0], dict)
+    assert out[0]["write"]["total_ios"] == 500 and out[0]["write"]["io_bytes"] == 500 * 4096
+    assert d.run_fio(json.dumps(specs))[0]["write"]["total_ios"] == 500  # JSON text still accepted
+    bad = [dict(specs[0], nonsense=1)]
+    with pytest.raises(ValueError, match="engine input does not follow contract v1: .*nonsense"):
+        d.run_fio(bad)
 
 
 def test_io_commands() -> None:
