@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
+
 from twin import CM6, Run, check_image, copy_image, run_cli
 
 

@@ -3,15 +3,17 @@ against a small reference model of NVMe namespace management and I/O."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import ssdtwin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+import ssdtwin
 from ssdtwin import _core
 from ssdtwin.drive import (
     Drive,
@@ -35,8 +37,15 @@ def tiny_spec(tnvmcap: int = 48 << 20, write_buffer_bytes: int = 0) -> str:
     """CM6 parameters on 2 dies x 1 plane x 48 pages: 1.5 MiB superblocks, 40 of them.
     No write buffer, so NUSE is exactly the mapped IUs (see test_cli's NUSE xfail)."""
     text = dict(_core.presets())[CM6]
-    values = {"channels": 2, "dies_per_channel": 1, "planes_per_die": 1, "pages_per_block": 48, "blocks_per_plane": 40,
-                  "write_buffer_bytes": write_buffer_bytes, "tnvmcap_bytes": tnvmcap}
+    values = {
+        "channels": 2,
+        "dies_per_channel": 1,
+        "planes_per_die": 1,
+        "pages_per_block": 48,
+        "blocks_per_plane": 40,
+        "write_buffer_bytes": write_buffer_bytes,
+        "tnvmcap_bytes": tnvmcap,
+    }
     for key, v in values.items():
         text, n = re.subn(rf"(?m)^{key} = \{{ value = [^,]+,", f"{key} = {{ value = {v},", text)
         assert n == 1, f"preset layout changed: {key}"
@@ -127,7 +136,8 @@ def test_in_memory_has_no_image() -> None:
 
 def test_spec_errors_name_every_bad_field() -> None:
     bad = TINY.replace("channels = { value = 2,", "channels = { value = 0,").replace(
-        "iu_bytes = { value = 4096,", "iu_bytes = { value = 5000,")
+        "iu_bytes = { value = 4096,", "iu_bytes = { value = 5000,"
+    )
     with pytest.raises(SpecError) as e:
         Drive.in_memory(spec_toml=bad)
     msg = str(e.value)
@@ -192,6 +202,50 @@ def test_nvme_error_attributes() -> None:
     assert err.status == "NS_INSUFFICIENT_CAPACITY" and err.code == 0x4115  # type: ignore[attr-defined]
     assert "unallocated" in err.detail  # type: ignore[attr-defined]
     assert str(err).startswith("NS_INSUFFICIENT_CAPACITY(0x4115): ")
+
+
+def test_statuses_come_from_the_core() -> None:
+    """Python never writes an NVMe status: the LBA format lookup and a missing namespace
+    are answered by the controller, with its status name and code."""
+    d = Drive.in_memory(spec_toml=TINY)
+    with pytest.raises(NvmeError) as e:
+        d.nvme.lba_format_index(1000)
+    assert e.value.status == "INVALID_FORMAT" and e.value.code == 0x410A  # type: ignore[attr-defined]
+    assert "formats: 0=512 B, 1=4096 B" in str(e.value)
+    assert [d.nvme.lba_format_index(b) for b in d.nvme.lba_sizes()] == list(range(len(d.nvme.lba_sizes())))
+    for call in (lambda: d.nvme.namespace(9), lambda: d.precondition(9, "seq", 4096), lambda: d.view().id_ns(9)):
+        with pytest.raises(NvmeError) as e:
+            call()
+        assert e.value.status == "INVALID_NS" and e.value.code == 0x400B  # type: ignore[attr-defined]
+        assert "namespace 9 does not exist (namespaces: 1)" in str(e.value)
+
+
+def test_view_is_what_the_single_queries_return() -> None:
+    """Drive.view() (the structure a server's live.json holds) agrees with every query."""
+    d = Drive.in_memory(spec_toml=TINY)
+    d.nvme.create_ns(100, block_size=4096) if d.nvme.id_ctrl()["unvmcap"] else None
+    d.write(1, 0, 64)
+    v = d.view()
+    assert v.id_ctrl() == d.nvme.id_ctrl()
+    assert v.list_ns() == [ns.__dict__ for ns in d.namespaces()]
+    assert all(v.id_ns(ns.nsid) == d.nvme.id_ns(ns.nsid) for ns in d.namespaces())
+    assert v.smart_log() == d.smart_log() and v.vendor_log() == d.vendor_log()
+    assert v.smart_log()["host_write_commands"] == 1
+
+
+def test_run_fio_takes_and_returns_python_objects() -> None:
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    specs = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=500\n", name="w.fio").to_engine(ns.bytes, ns.lba_bytes)
+    out = d._core.run_fio(specs)
+    assert isinstance(out, list) and isinstance(out[0], dict)
+    assert out[0]["write"]["total_ios"] == 500 and out[0]["write"]["io_bytes"] == 500 * 4096
+    assert d.run_fio(json.dumps(specs))[0]["write"]["total_ios"] == 500  # JSON text still accepted
+    bad = [dict(specs[0], nonsense=1)]
+    with pytest.raises(ValueError, match="engine input does not follow contract v1: .*nonsense"):
+        d.run_fio(bad)
 
 
 def test_io_commands() -> None:
@@ -274,9 +328,23 @@ def test_models_frame() -> None:
 @pytest.mark.parametrize(
     "text, value",
     [
-        ("4096", 4096), ("4k", 4096), ("4K", 4096), ("128k", 131072), ("4KiB", 4096), ("64KiB", 65536),
-        ("1m", 1 << 20), ("1MiB", 1 << 20), ("2g", 2 << 30), ("1GiB", 1 << 30), ("1t", 1 << 40), ("1TiB", 1 << 40),
-        ("1KB", 1000), ("1MB", 10**6), ("1GB", 10**9), ("3.84TB", 3_840_000_000_000), ("1TB", 10**12),
+        ("4096", 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("128k", 131072),
+        ("4KiB", 4096),
+        ("64KiB", 65536),
+        ("1m", 1 << 20),
+        ("1MiB", 1 << 20),
+        ("2g", 2 << 30),
+        ("1GiB", 1 << 30),
+        ("1t", 1 << 40),
+        ("1TiB", 1 << 40),
+        ("1KB", 1000),
+        ("1MB", 10**6),
+        ("1GB", 10**9),
+        ("3.84TB", 3_840_000_000_000),
+        ("1TB", 10**12),
     ],
 )
 def test_parse_size(text: str, value: int) -> None:

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from twin import CM6, Run, image_digest, own_copy, run_cli
 
 
@@ -52,13 +53,27 @@ def test_create_ns_larger_than_unvmcap(small: Path) -> None:
     run_cli("nvme", "create-ns", small, "-s", "1000000", "-c", "1000000", "-b", "512")
     unvmcap = run_cli("nvme", "id-ctrl", small, "-o", "json").json()["unvmcap"]
     too_many = unvmcap // 512 + 1
-    line = fails_cleanly(small, "nvme", "create-ns", str(small), "-s", str(too_many), "-c", str(too_many), "-b", "512",
-                         needles=("NS_INSUFFICIENT_CAPACITY(0x4115)", f"{too_many} blocks x 512 B",
-                                  f"{unvmcap} bytes", f"at most {unvmcap // 512} blocks of 512 B"))
+    line = fails_cleanly(
+        small,
+        "nvme",
+        "create-ns",
+        str(small),
+        "-s",
+        str(too_many),
+        "-c",
+        str(too_many),
+        "-b",
+        "512",
+        needles=(
+            "NS_INSUFFICIENT_CAPACITY(0x4115)",
+            f"{too_many} blocks x 512 B",
+            f"{unvmcap} bytes",
+            f"at most {unvmcap // 512} blocks of 512 B",
+        ),
+    )
     assert line.startswith("ssdtwin nvme create-ns: error: ")
     # The full drive's size on a drive that already has a namespace: same error.
-    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "7501476528", "-c", "7501476528",
-                  needles=("NS_INSUFFICIENT_CAPACITY",))
+    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "7501476528", "-c", "7501476528", needles=("NS_INSUFFICIENT_CAPACITY",))
 
 
 def test_unknown_preset(tmp_path: Path) -> None:
@@ -72,19 +87,49 @@ def test_unknown_preset(tmp_path: Path) -> None:
 def test_block_size_1000(small: Path) -> None:
     run_cli("nvme", "detach-ns", small, "-n", "1")
     run_cli("nvme", "delete-ns", small, "-n", "1")
-    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "1000", "-c", "1000", "-b", "1000",
-                  needles=("-b/--block-size 1000", "allowed: 512, 4096"))
-    fails_cleanly(small, "nvme", "create-ns", str(small), "-s", "1000", "-c", "1000", "-f", "5",
-                  needles=("INVALID_FORMAT(0x410a)", "LBA format 5", "0=512 B, 1=4096 B"))
+    fails_cleanly(
+        small,
+        "nvme",
+        "create-ns",
+        str(small),
+        "-s",
+        "1000",
+        "-c",
+        "1000",
+        "-b",
+        "1000",
+        needles=("-b/--block-size 1000", "allowed: 512, 4096"),
+    )
+    fails_cleanly(
+        small,
+        "nvme",
+        "create-ns",
+        str(small),
+        "-s",
+        "1000",
+        "-c",
+        "1000",
+        "-f",
+        "5",
+        needles=("INVALID_FORMAT(0x410a)", "LBA format 5", "0=512 B, 1=4096 B"),
+    )
 
 
 def test_attach_missing_namespace(small: Path) -> None:
-    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "2", "-c", "1",
-                  needles=("INVALID_NS(0x400b)", "namespace 2 does not exist", "namespaces: 1"))
+    fails_cleanly(
+        small,
+        "nvme",
+        "attach-ns",
+        str(small),
+        "-n",
+        "2",
+        "-c",
+        "1",
+        needles=("INVALID_NS(0x400b)", "namespace 2 does not exist", "namespaces: 1"),
+    )
     run_cli("nvme", "detach-ns", small, "-n", "1")
     run_cli("nvme", "delete-ns", small, "-n", "1")
-    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1",
-                  needles=("INVALID_NS(0x400b)", "namespaces: none"))
+    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1", needles=("INVALID_NS(0x400b)", "namespaces: none"))
 
 
 # --------------------------------------------------------------------------- missing namespaces
@@ -106,13 +151,11 @@ def test_missing_namespace(small: Path, args: list[str], needles: tuple[str, ...
 
 
 def test_attach_detach_state_errors(small: Path) -> None:
-    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1",
-                  needles=("NS_ALREADY_ATTACHED(0x4118)",))
+    fails_cleanly(small, "nvme", "attach-ns", str(small), "-n", "1", "-c", "1", needles=("NS_ALREADY_ATTACHED(0x4118)",))
     run_cli("nvme", "detach-ns", small, "-n", "1")
     fails_cleanly(small, "nvme", "detach-ns", str(small), "-n", "1", needles=("NS_NOT_ATTACHED(0x411a)",))
     # I/O to a detached namespace is refused.
-    fails_cleanly(small, "precondition", str(small), "--rand", "4k", "--amount", "1MiB",
-                  needles=("INVALID_NS(0x400b)", "not attached"))
+    fails_cleanly(small, "precondition", str(small), "--rand", "4k", "--amount", "1MiB", needles=("INVALID_NS(0x400b)", "not attached"))
 
 
 # --------------------------------------------------------------------------- option values
@@ -172,8 +215,7 @@ def test_bad_scale(tmp_path: Path, scale: str, needles: tuple[str, ...]) -> None
 def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
     plain = tmp_path / "plain"
     plain.write_text("not an image\n")
-    assert_one_line_error(run_cli("create", plain, "--model", CM6, "--scale", "1/64", check=False),
-                          f"{plain} already exists")
+    assert_one_line_error(run_cli("create", plain, "--model", CM6, "--scale", "1/64", check=False), f"{plain} already exists")
     assert plain.read_text() == "not an image\n"
     fails_cleanly(small, "create", str(small), "--model", CM6, "--scale", "1/64", needles=(f"{small} already exists",))
 
@@ -209,8 +251,9 @@ def test_foreign_directory(tmp_path: Path) -> None:
 def test_foreign_manifest(small: Path) -> None:
     m = small / "ssdtwin.toml"
     m.write_text(m.read_text().replace('format = "ssdtwin-image"', 'format = "something-else"'))
-    fails_cleanly(small, "nvme", "list", str(small), needles=("is not an ssdtwin drive image", "format is 'something-else'"),
-                  listable=False)
+    fails_cleanly(
+        small, "nvme", "list", str(small), needles=("is not an ssdtwin drive image", "format is 'something-else'"), listable=False
+    )
     m.write_text(m.read_text().replace('format = "something-else"', 'format = "ssdtwin-image"').replace("version = 2", "version = 99"))
     fails_cleanly(small, "nvme", "list", str(small), needles=("image version 99", "reads versions 1 to 2"), listable=False)
 
@@ -250,8 +293,7 @@ def test_map_sizes_that_disagree_with_the_spec(small: Path) -> None:
     j = json.loads(state.read_text())["state"]
     j["l2p_entries"] += 1
     state.write_text(json.dumps(j))
-    fails_cleanly(small, "nvme", "list", str(small),
-                  needles=("drive image damaged", "map sizes disagree with spec.toml"), listable=False)
+    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "map sizes disagree with spec.toml"), listable=False)
 
 
 @pytest.mark.damages_image
@@ -265,10 +307,15 @@ def test_flipped_bytes_in_maps_are_caught_by_checksum(small: Path, which: str) -
         f.write(bytes([b[0] ^ 0x5A]))
     # Metadata-only commands never load the maps; the damage shows when they are loaded.
     run_cli("nvme", "list", small)
-    for args in (["check", small], ["precondition", small, "--rand", "4k", "--amount", "1MiB"],
-                 ["nvme", "format", small, "-n", "1", "--ses", "2"], ["nvme", "delete-ns", small, "-n", "1"]):
-        fails_cleanly(small, *map(str, args), listable=False,
-                      needles=("drive image damaged", str(path), "checksum", "does not match the committed"))
+    for args in (
+        ["check", small],
+        ["precondition", small, "--rand", "4k", "--amount", "1MiB"],
+        ["nvme", "format", small, "-n", "1", "--ses", "2"],
+        ["nvme", "delete-ns", small, "-n", "1"],
+    ):
+        fails_cleanly(
+            small, *map(str, args), listable=False, needles=("drive image damaged", str(path), "checksum", "does not match the committed")
+        )
 
 
 @pytest.mark.damages_image
@@ -282,15 +329,15 @@ def test_truncated_map_file(small: Path) -> None:
 def test_missing_map_file(small: Path) -> None:
     path = current_gen(small) / "p2l.bin"
     path.unlink()
-    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", str(path), "missing"),
-                  listable=False)
+    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", str(path), "missing"), listable=False)
 
 
 @pytest.mark.damages_image
 def test_current_names_no_generation(small: Path) -> None:
     (small / "CURRENT").write_text("nonsense\n")
-    fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "CURRENT", "'nonsense' is not a generation name"),
-                  listable=False)
+    fails_cleanly(
+        small, "nvme", "list", str(small), needles=("drive image damaged", "CURRENT", "'nonsense' is not a generation name"), listable=False
+    )
     (small / "CURRENT").write_text("gen-000777\n")
     fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", "gen-000777"), listable=False)
 
@@ -320,8 +367,12 @@ def test_image_locked_by_another_process(small: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(small)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        for args in (["precondition", small, "--rand", "4k", "--amount", "1MiB"], ["nvme", "delete-ns", small, "-n", "1"],
-                     ["nvme", "format", small, "-n", "1"], ["power-cycle", small]):
+        for args in (
+            ["precondition", small, "--rand", "4k", "--amount", "1MiB"],
+            ["nvme", "delete-ns", small, "-n", "1"],
+            ["nvme", "format", small, "-n", "1"],
+            ["power-cycle", small],
+        ):
             r = run_cli(*args, check=False)
             assert_one_line_error(r, f"{small} is in use by another ssdtwin process (pid {holder.pid}); stop it first")
         # Readers are not blocked by a writer: they see the last committed state.
@@ -353,43 +404,118 @@ def test_lock_of_a_killed_process_is_released(small: Path) -> None:
 # unknown names. Each must be one line on stderr and a non-zero exit (2 for what the
 # argument parser refuses), never a Python traceback or a Rust panic.
 NO_TRACEBACK = [
-    "models nosuch", "models -o xml",
-    "create {tmp}/n --model {cm6} --seed -1", "create {tmp}/n --model {cm6} --seed 99999999999999999999999",
-    "create {tmp}/n --model {cm6} --seed abc", "create {tmp}/n --model ''", "create {file}/sub --model {cm6} --scale 1/454",
-    "create {tmp}/n --model {cm6} --scale 1/-3", "create {tmp}/n --model {cm6} --scale 1/1e3",
-    "check {missing}", "check {file}", "check {foreign}", "power-cycle {file}", "power-cycle {foreign}",
-    "precondition {d} --rand 4k -n -1", "precondition {d} --rand 4k -n 99999999999",
-    "precondition {d} --seq 128k --loops nan", "precondition {d} --seq 128k --loops inf", "precondition {d} --seq 128k --loops 1e30",
-    "precondition {d} --rand 4k --amount -1x", "precondition {d} --rand 4k --amount 1e400x", "precondition {d} --rand 4k --amount nanx",
-    "precondition {d} --rand 4k --amount 1e30x", "precondition {d} --rand 4k --seed -5",
-    "precondition {d} --rand 4k --seed 99999999999999999999999", "precondition {d} --seq 1t",
-    "precondition {d} --rand 4k --amount 99999999999999999999999", "precondition {d} --rand -4k",
-    "waf {d} -- no-such-program-here", "waf {missing} -- true",
-    "demo --sizes abc", "demo --sizes 5", "demo --sizes 0", "demo --sizes nan", "demo --sizes ''", "demo --scale 1/0",
-    "demo --model nosuch", "demo --seed -1",
-    "fio {d} {tmp}", "fio {d} {tmp}/nosuch.fio", "fio {missing} {job}", "fio {file} {job}", "fio {d} {job} --namespace 9",
-    "fio {d} {job} --namespace -1", "fio {d} {job} --output {tmp}/nowhere/out.json", "fio {d} {job} --output {tmp}",
-    "fio {d} {job} --output-format xml", "fio {d} {job} --log-dir {file}", "fio {d} {job} --seed -1",
-    "serve {d}", "serve {d} --listen junk", "serve {d} --listen 127.0.0.1:99999", "serve {d} --listen nosuchhost.invalid:10809",
-    "serve {d} --metrics junk --listen 127.0.0.1:0", "serve {d} --unix {tmp}/nowhere/sock", "serve {foreign} --listen 127.0.0.1:0",
-    "serve {file} --listen 127.0.0.1:0", "serve {missing} --listen 127.0.0.1:0", "serve {d} --listen 127.0.0.1:0 --spin-us 99999999999",
+    "models nosuch",
+    "models -o xml",
+    "create {tmp}/n --model {cm6} --seed -1",
+    "create {tmp}/n --model {cm6} --seed 99999999999999999999999",
+    "create {tmp}/n --model {cm6} --seed abc",
+    "create {tmp}/n --model ''",
+    "create {file}/sub --model {cm6} --scale 1/454",
+    "create {tmp}/n --model {cm6} --scale 1/-3",
+    "create {tmp}/n --model {cm6} --scale 1/1e3",
+    "check {missing}",
+    "check {file}",
+    "check {foreign}",
+    "power-cycle {file}",
+    "power-cycle {foreign}",
+    "precondition {d} --rand 4k -n -1",
+    "precondition {d} --rand 4k -n 99999999999",
+    "precondition {d} --seq 128k --loops nan",
+    "precondition {d} --seq 128k --loops inf",
+    "precondition {d} --seq 128k --loops 1e30",
+    "precondition {d} --rand 4k --amount -1x",
+    "precondition {d} --rand 4k --amount 1e400x",
+    "precondition {d} --rand 4k --amount nanx",
+    "precondition {d} --rand 4k --amount 1e30x",
+    "precondition {d} --rand 4k --seed -5",
+    "precondition {d} --rand 4k --seed 99999999999999999999999",
+    "precondition {d} --seq 1t",
+    "precondition {d} --rand 4k --amount 99999999999999999999999",
+    "precondition {d} --rand -4k",
+    "waf {d} -- no-such-program-here",
+    "waf {missing} -- true",
+    "demo --sizes abc",
+    "demo --sizes 5",
+    "demo --sizes 0",
+    "demo --sizes nan",
+    "demo --sizes ''",
+    "demo --scale 1/0",
+    "demo --model nosuch",
+    "demo --seed -1",
+    "fio {d} {tmp}",
+    "fio {d} {tmp}/nosuch.fio",
+    "fio {missing} {job}",
+    "fio {file} {job}",
+    "fio {d} {job} --namespace 9",
+    "fio {d} {job} --namespace -1",
+    "fio {d} {job} --output {tmp}/nowhere/out.json",
+    "fio {d} {job} --output {tmp}",
+    "fio {d} {job} --output-format xml",
+    "fio {d} {job} --log-dir {file}",
+    "fio {d} {job} --seed -1",
+    "serve {d}",
+    "serve {d} --listen junk",
+    "serve {d} --listen 127.0.0.1:99999",
+    "serve {d} --listen nosuchhost.invalid:10809",
+    "serve {d} --metrics junk --listen 127.0.0.1:0",
+    "serve {d} --unix {tmp}/nowhere/sock",
+    "serve {foreign} --listen 127.0.0.1:0",
+    "serve {file} --listen 127.0.0.1:0",
+    "serve {missing} --listen 127.0.0.1:0",
+    "serve {d} --listen 127.0.0.1:0 --spin-us 99999999999",
     "serve {d} --listen 127.0.0.1:0 --pace fast",
-    "calibrate --tol 0", "calibrate --tol nan", "calibrate --scale abc", "calibrate nosuch",
-    "reproduce nosuch", "reproduce cm6 --scale 1/0", "reproduce cm6 -o xml", "reproduce cm6 --seed -1",
-    "reproduce cm6 --sizes 9", "reproduce p5316 --sizes 3.2",
-    "bench engine --seconds 0", "bench engine --seconds nan", "bench engine --numjobs 0", "bench engine --model nosuch",
-    "bench engine --scale x", "bench ftl --steady -1", "bench ftl --model nosuch", "bench nbd --seconds 0", "bench nbd --size junk",
-    "bench nosuch", "nosuch", "nvme nosuch",
-    "nvme list {file}", "nvme list {foreign}", "nvme list {missing}", "nvme list {d} -o junk", "nvme id-ctrl {d} -o junk",
-    "nvme id-ns {d} -n -1", "nvme id-ns {d} -n 4294967296", "nvme create-ns {d} -s 1e3 -c 1e3",
-    "nvme create-ns {d} -s 99999999999999999999999 -c 99999999999999999999999", "nvme create-ns {d} -s 100 -c 100 -b -512",
-    "nvme create-ns {d} -s 100 -c 100 -f -1", "nvme create-ns {d} -s 100 -c 100 -f 99999999999", "nvme create-ns {d} -s 100 -c 100 -m 5",
-    "nvme delete-ns {d} -n x", "nvme delete-ns {d} -n -1", "nvme delete-ns {d} -n 0x100000000",
-    "nvme attach-ns {d} -n 1 -c ''", "nvme attach-ns {d} -n 1 -c 99999999999", "nvme attach-ns {d} -n -1 -c 1",
-    "nvme detach-ns {d} -n 99999999999", "nvme format {d} -n 1 --ses -1", "nvme format {d} -n 1 -l -1",
-    "nvme format {d} -n 1 --ses 99999999999", "nvme get-feature {d} -f -1", "nvme get-feature {d} -f 0x100000000",
-    "nvme get-feature {d} -f 2 -n -1", "nvme set-feature {d} -f 2 -v -1", "nvme set-feature {d} -f 2 -v 0x1ffffffff",
-    "nvme smart-log {file}", "nvme vendor-log {foreign}",
+    "calibrate --tol 0",
+    "calibrate --tol nan",
+    "calibrate --scale abc",
+    "calibrate nosuch",
+    "reproduce nosuch",
+    "reproduce cm6 --scale 1/0",
+    "reproduce cm6 -o xml",
+    "reproduce cm6 --seed -1",
+    "reproduce cm6 --sizes 9",
+    "reproduce p5316 --sizes 3.2",
+    "bench engine --seconds 0",
+    "bench engine --seconds nan",
+    "bench engine --numjobs 0",
+    "bench engine --model nosuch",
+    "bench engine --scale x",
+    "bench ftl --steady -1",
+    "bench ftl --model nosuch",
+    "bench nbd --seconds 0",
+    "bench nbd --size junk",
+    "bench nosuch",
+    "nosuch",
+    "nvme nosuch",
+    "nvme list {file}",
+    "nvme list {foreign}",
+    "nvme list {missing}",
+    "nvme list {d} -o junk",
+    "nvme id-ctrl {d} -o junk",
+    "nvme id-ns {d} -n -1",
+    "nvme id-ns {d} -n 4294967296",
+    "nvme create-ns {d} -s 1e3 -c 1e3",
+    "nvme create-ns {d} -s 99999999999999999999999 -c 99999999999999999999999",
+    "nvme create-ns {d} -s 100 -c 100 -b -512",
+    "nvme create-ns {d} -s 100 -c 100 -f -1",
+    "nvme create-ns {d} -s 100 -c 100 -f 99999999999",
+    "nvme create-ns {d} -s 100 -c 100 -m 5",
+    "nvme delete-ns {d} -n x",
+    "nvme delete-ns {d} -n -1",
+    "nvme delete-ns {d} -n 0x100000000",
+    "nvme attach-ns {d} -n 1 -c ''",
+    "nvme attach-ns {d} -n 1 -c 99999999999",
+    "nvme attach-ns {d} -n -1 -c 1",
+    "nvme detach-ns {d} -n 99999999999",
+    "nvme format {d} -n 1 --ses -1",
+    "nvme format {d} -n 1 -l -1",
+    "nvme format {d} -n 1 --ses 99999999999",
+    "nvme get-feature {d} -f -1",
+    "nvme get-feature {d} -f 0x100000000",
+    "nvme get-feature {d} -f 2 -n -1",
+    "nvme set-feature {d} -f 2 -v -1",
+    "nvme set-feature {d} -f 2 -v 0x1ffffffff",
+    "nvme smart-log {file}",
+    "nvme vendor-log {foreign}",
 ]
 
 
@@ -400,8 +526,17 @@ def test_no_traceback_whatever_the_input(small: Path, tmp_path: Path, template: 
     (tmp_path / "file").write_text("not an image\n")
     (tmp_path / "foreign").mkdir()
     (tmp_path / "job.fio").write_text("[j]\nrw=read\nsize=1m\n")
-    args = shlex.split(template.format(d=small, tmp=tmp_path, cm6=CM6, file=tmp_path / "file", foreign=tmp_path / "foreign",
-                                       missing=tmp_path / "missing", job=tmp_path / "job.fio"))
+    args = shlex.split(
+        template.format(
+            d=small,
+            tmp=tmp_path,
+            cm6=CM6,
+            file=tmp_path / "file",
+            foreign=tmp_path / "foreign",
+            missing=tmp_path / "missing",
+            job=tmp_path / "job.fio",
+        )
+    )
     before = image_digest(small)
     r = run_cli(*args, check=False)
     assert "Traceback" not in r.stderr and "panicked" not in r.stderr, r.stderr

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from ssdtwin import _core
 from ssdtwin.drive import Drive
 from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
@@ -89,14 +90,23 @@ def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
     assert c["unvmcap"] == 0 and c["nn"] == 64 and c["mn"] == "KCM6XRUL3T84" and c["fr"] == "0106"
     (ns,) = namespaces(d)
     assert ns == {
-        "nsid": 1, "nsze": c["tnvmcap"] // 512, "ncap": c["tnvmcap"] // 512, "nuse": 0, "lba_bytes": 512,
-        "flbas": 0, "attached": True, "write_protect": 0, "nmic": 0, "bytes": c["tnvmcap"],
+        "nsid": 1,
+        "nsze": c["tnvmcap"] // 512,
+        "ncap": c["tnvmcap"] // 512,
+        "nuse": 0,
+        "lba_bytes": 512,
+        "flbas": 0,
+        "attached": True,
+        "write_protect": 0,
+        "nmic": 0,
+        "bytes": c["tnvmcap"],
     }
 
 
 def test_module_entry_point_runs_too(cm6: Path) -> None:
-    p = subprocess.run([sys.executable, "-m", "ssdtwin.cli", "nvme", "list", str(cm6), "-o", "json"],
-                       capture_output=True, text=True, check=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "ssdtwin", "nvme", "list", str(cm6), "-o", "json"], capture_output=True, text=True, check=True
+    )
     assert '"SerialNumber": "STW' in p.stdout
 
 
@@ -180,8 +190,10 @@ def test_kioxia_resize_sequence(cm6: Path) -> None:
     rest = c2["unvmcap"] // 4096
     bad = run_cli("nvme", "create-ns", cm6, "-s", str(rest + 1), "-c", str(rest + 1), "-b", "4096", check=False)
     assert bad.returncode == 1 and "NS_INSUFFICIENT_CAPACITY(0x4115)" in bad.stderr
-    assert run_cli("nvme", "create-ns", cm6, "-s", str(rest), "-c", str(rest), "-b", "4096").stdout.strip() == \
-        "create-ns: Success, created nsid:2"
+    assert (
+        run_cli("nvme", "create-ns", cm6, "-s", str(rest), "-c", str(rest), "-b", "4096").stdout.strip()
+        == "create-ns: Success, created nsid:2"
+    )
     c3 = idctrl(cm6)
     assert c3["unvmcap"] == c2["unvmcap"] - rest * 4096 and c3["tnvmcap"] == tnvmcap
     ns2 = namespaces(cm6)[1]
@@ -243,7 +255,10 @@ def test_precondition_amount_as_size_and_seed_is_replayable(cm6: Path, tmp_path:
     a = run_cli("precondition", cm6, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     b = run_cli("precondition", other, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout
     assert "wrote 1.07 GB in 65536 IOs" in a and "seed 42" in a
-    strip_time = lambda s: re.sub(r", [\d.]+ s$", "", s.strip())
+
+    def strip_time(s: str) -> str:
+        return re.sub(r", [\d.]+ s$", "", s.strip())
+
     assert strip_time(a) == strip_time(b)
     assert vendor(cm6) == vendor(other)
 
@@ -387,7 +402,9 @@ def test_write_protect_feature_blocks_writes_until_cleared(cm6: Path) -> None:
     assert run_cli("nvme", "get-feature", cm6, "-f", "0x84", "-n", "1", "-o", "json").json() == {"feature_id": 0x84, "value": 0}
     run_cli("nvme", "set-feature", cm6, "-f", "0x84", "-n", "1", "-v", "1")
     r = run_cli("precondition", cm6, "--rand", "4k", "--amount", "1MiB", check=False)
-    assert r.returncode == 1 and r.stderr_lines == ["ssdtwin precondition: error: NS_WRITE_PROTECTED(0x4020): namespace 1 is write protected"]
+    assert r.returncode == 1 and r.stderr_lines == [
+        "ssdtwin precondition: error: NS_WRITE_PROTECTED(0x4020): namespace 1 is write protected"
+    ]
     run_cli("nvme", "set-feature", cm6, "-f", "0x84", "-n", "1", "-v", "0")
     run_cli("precondition", cm6, "--rand", "4k", "--amount", "1MiB", "-q")
     # 2 = write protect until power cycle.
@@ -419,8 +436,14 @@ def test_check_reports_consistent_image(cm6_written: Path) -> None:
 
 def test_read_only_commands_do_not_change_the_image(cm6_written: Path) -> None:
     before = image_digest(cm6_written)
-    for verb, extra in (("list", []), ("id-ctrl", []), ("id-ns", ["-n", "1"]), ("smart-log", []),
-                        ("vendor-log", []), ("get-feature", ["-f", "2"])):
+    for verb, extra in (
+        ("list", []),
+        ("id-ctrl", []),
+        ("id-ns", ["-n", "1"]),
+        ("smart-log", []),
+        ("vendor-log", []),
+        ("get-feature", ["-f", "2"]),
+    ):
         run_cli("nvme", verb, cm6_written, *extra)
     run_cli("check", cm6_written)
     assert image_digest(cm6_written) == before
@@ -431,6 +454,18 @@ def test_help_lists_every_command() -> None:
     for cmd in ("models", "create", "check", "precondition", "waf", "demo", "nvme", "power-cycle"):
         assert cmd in top, cmd
     sub = run_cli("nvme", "--help").stdout
-    for cmd in ("list", "id-ctrl", "id-ns", "create-ns", "delete-ns", "attach-ns", "detach-ns", "format",
-                "smart-log", "vendor-log", "get-feature", "set-feature"):
+    for cmd in (
+        "list",
+        "id-ctrl",
+        "id-ns",
+        "create-ns",
+        "delete-ns",
+        "attach-ns",
+        "detach-ns",
+        "format",
+        "smart-log",
+        "vendor-log",
+        "get-feature",
+        "set-feature",
+    ):
         assert cmd in sub, cmd

@@ -48,8 +48,11 @@ def test_kill_during_precondition_leaves_the_committed_state(cm6: Path) -> None:
     rng = random.Random(20240611)
     for _ in range(3):
         # Far more work than the delay allows: the kill always lands mid-run.
-        p = subprocess.Popen([*SSDTWIN, "precondition", str(cm6), "--rand", "4k", "--amount", "100x", "-q"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [*SSDTWIN, "precondition", str(cm6), "--rand", "4k", "--amount", "100x", "-q"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for_lock(cm6, p.pid)
         time.sleep(rng.uniform(0.05, 1.5))
         assert p.poll() is None, "precondition finished before it could be killed"
@@ -94,8 +97,7 @@ def test_kill_mid_commit_leaves_before_or_after(cm6: Path) -> None:
     rounds = 8
     for round_ in range(rounds):
         base = vendor(cm6)["host_write_bytes"]
-        p = subprocess.Popen([sys.executable, "-c", COMMITTER, str(cm6), str(step), str(1000 * round_)],
-                             stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen([sys.executable, "-c", COMMITTER, str(cm6), str(step), str(1000 * round_)], stdout=subprocess.PIPE, text=True)
         assert p.stdout is not None
         # Let a few commits go by to learn how long one takes, then kill inside a later one.
         durations = []
@@ -149,8 +151,11 @@ def test_kill_during_create_leaves_no_image(tmp_path: Path) -> None:
     rng = random.Random(3)
     for i in range(3):
         d = tmp_path / f"new{i}"
-        p = subprocess.Popen([*SSDTWIN, "create", str(d), "--model", "kioxia-cm6-r-3.84t", "--scale", "1/16"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [*SSDTWIN, "create", str(d), "--model", "kioxia-cm6-r-3.84t", "--scale", "1/16"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         while not d.exists() and p.poll() is None:
             time.sleep(0.001)
         time.sleep(rng.uniform(0, 0.05))

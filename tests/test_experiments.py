@@ -14,7 +14,9 @@ import signal
 from typing import Any
 
 import pytest
-from ssdtwin import cli, experiments
+
+from ssdtwin.commands import cli
+from ssdtwin.studies import experiments
 from twin import run_cli
 
 
@@ -46,14 +48,29 @@ def test_the_marketed_size_is_the_whole_drive() -> None:
 
 def fake_fit(errors: dict[str, float]) -> Any:
     """A stand-in for calibrate.calibrate that reports the given relative errors."""
-    from ssdtwin.calibrate import CM6_TARGETS
+    from ssdtwin.studies.calibrate import CM6_TARGETS
 
     def run(model: str, scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
-        fitted = {t.param: {"value": 1.0 if t.param == "gc_page_reads_per_iu" else 1000, "figure": t.name, "target": t.value,
-                            "unit": t.unit, "simulated": t.value * (1 + errors.get(t.param, 0.0)), "error": errors.get(t.param, 0.0)}
-                  for t in CM6_TARGETS}
-        return {"model": model, "scale": scale, "seed": seed, "tol": tol, "fitted": fitted,
-                "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol], "timing": {}}
+        fitted = {
+            t.param: {
+                "value": 1.0 if t.param == "gc_page_reads_per_iu" else 1000,
+                "figure": t.name,
+                "target": t.value,
+                "unit": t.unit,
+                "simulated": t.value * (1 + errors.get(t.param, 0.0)),
+                "error": errors.get(t.param, 0.0),
+            }
+            for t in CM6_TARGETS
+        }
+        return {
+            "model": model,
+            "scale": scale,
+            "seed": seed,
+            "tol": tol,
+            "fitted": fitted,
+            "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol],
+            "timing": {},
+        }
 
     return run
 
@@ -69,22 +86,25 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     return int(e.value.code or 0), out, err
 
 
-def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import ssdtwin.calibrate as cal
+def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ssdtwin.studies.calibrate as cal
 
     monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0093, "t_read_ns": 0.001}))
     written: list[Any] = []
     monkeypatch.setattr(cal, "write_presets", lambda res: written.append(res) or [])
     rc, out, err = run_main(["calibrate", "--scale", "1/454", "--write"], capsys)
     assert rc == 1
-    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457.5 IOPS vs 173,067 "
-                                    "(-0.93%); presets not written")
+    assert err.splitlines()[-1] == (
+        "ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457.5 IOPS vs 173,067 (-0.93%); presets not written"
+    )
     assert "gc_page_reads_per_iu" in out and "(-0.93%)" in out  # the table is still printed
     assert written == [], "a fit outside its tolerance must not be written to the presets"
 
 
 def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import ssdtwin.calibrate as cal
+    import ssdtwin.studies.calibrate as cal
 
     monkeypatch.setattr(cal, "calibrate", fake_fit({"gc_page_reads_per_iu": -0.0009}))
     rc, out, err = run_main(["calibrate", "--scale", "1/454", "-o", "json"], capsys)
@@ -95,8 +115,9 @@ def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, cap
     monkeypatch.setattr(cal, "calibrate", fake_fit({"t_read_ns": 0.0000123}))
     rc, _, err = run_main(["calibrate", "--scale", "1/454", "--tol", "0.000001"], capsys)
     assert rc == 1
-    assert err.splitlines()[-1] == ("ssdtwin calibrate: error: outside --tol 0.00010%: rand read 4 KiB QD32 1,549,221.1 IOPS vs "
-                                    "1,549,202 (+0.00123%)")
+    assert err.splitlines()[-1] == (
+        "ssdtwin calibrate: error: outside --tol 0.00010%: rand read 4 KiB QD32 1,549,221.1 IOPS vs 1,549,202 (+0.00123%)"
+    )
 
 
 def test_calibrate_trials_do_not_depend_on_what_ran_before() -> None:

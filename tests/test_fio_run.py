@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from ssdtwin.drive import Drive
-from ssdtwin.fiorun import run_jobs
+from ssdtwin.fio.run import run_jobs
 from twin import (
     CM6,
     FioRun,
@@ -119,19 +120,77 @@ def test_normal_output_is_fios_text(fresh: Path, tmp_path: Path) -> None:
 # run); written out here so that a change to that file cannot silently change the test.
 SAMPLE_TOP = ["fio version", "timestamp", "timestamp_ms", "time", "global options", "jobs", "disk_util"]
 SAMPLE_JOB = [
-    "jobname", "groupid", "error", "eta", "elapsed", "job options", "read", "write", "trim", "sync", "job_runtime",
-    "usr_cpu", "sys_cpu", "ctx", "majf", "minf", "iodepth_level", "iodepth_submit", "iodepth_complete", "latency_ns",
-    "latency_us", "latency_ms", "latency_depth", "latency_target", "latency_percentile", "latency_window",
+    "jobname",
+    "groupid",
+    "error",
+    "eta",
+    "elapsed",
+    "job options",
+    "read",
+    "write",
+    "trim",
+    "sync",
+    "job_runtime",
+    "usr_cpu",
+    "sys_cpu",
+    "ctx",
+    "majf",
+    "minf",
+    "iodepth_level",
+    "iodepth_submit",
+    "iodepth_complete",
+    "latency_ns",
+    "latency_us",
+    "latency_ms",
+    "latency_depth",
+    "latency_target",
+    "latency_percentile",
+    "latency_window",
 ]
 SAMPLE_DIR = [
-    "io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "runtime", "total_ios", "short_ios", "drop_ios", "slat_ns",
-    "clat_ns", "lat_ns", "bw_min", "bw_max", "bw_agg", "bw_mean", "bw_dev", "bw_samples", "iops_min", "iops_max",
-    "iops_mean", "iops_stddev", "iops_samples",
+    "io_bytes",
+    "io_kbytes",
+    "bw_bytes",
+    "bw",
+    "iops",
+    "runtime",
+    "total_ios",
+    "short_ios",
+    "drop_ios",
+    "slat_ns",
+    "clat_ns",
+    "lat_ns",
+    "bw_min",
+    "bw_max",
+    "bw_agg",
+    "bw_mean",
+    "bw_dev",
+    "bw_samples",
+    "iops_min",
+    "iops_max",
+    "iops_mean",
+    "iops_stddev",
+    "iops_samples",
 ]
 SAMPLE_STAT = ["min", "max", "mean", "stddev", "N"]
 SAMPLE_PERCENTILES = [
-    "1.000000", "5.000000", "10.000000", "20.000000", "30.000000", "40.000000", "50.000000", "60.000000", "70.000000",
-    "80.000000", "90.000000", "95.000000", "99.000000", "99.500000", "99.900000", "99.950000", "99.990000",
+    "1.000000",
+    "5.000000",
+    "10.000000",
+    "20.000000",
+    "30.000000",
+    "40.000000",
+    "50.000000",
+    "60.000000",
+    "70.000000",
+    "80.000000",
+    "90.000000",
+    "95.000000",
+    "99.000000",
+    "99.500000",
+    "99.900000",
+    "99.950000",
+    "99.990000",
 ]
 SAMPLE_DEPTHS = ["1", "2", "4", "8", "16", "32", ">=64"]
 SAMPLE_SUBMIT = ["0", "4", "8", "16", "32", "64", ">=64"]
@@ -491,12 +550,16 @@ def test_runtime_time_based_and_ramp_time(fresh: Path, tmp_path: Path) -> None:
 
 
 def test_rate_and_rate_iops_cap_the_job(fresh: Path, tmp_path: Path) -> None:
-    text = HEAD + "bs=4k\niodepth=8\nsize=64m\ntime_based\nruntime=500ms\n" + (
-        "[free]\nrw=randread\nruntime=100ms\n"
-        "[iops]\nrw=randread\nrate_iops=5000\n"
-        "[bw]\nrw=randread\nrate=20m\n"
-        "[poisson]\nrw=randread\nrate_iops=5000\nrate_process=poisson\n"
-        "[wcap]\nrw=randwrite\nrate_iops=,2000\n"
+    text = (
+        HEAD
+        + "bs=4k\niodepth=8\nsize=64m\ntime_based\nruntime=500ms\n"
+        + (
+            "[free]\nrw=randread\nruntime=100ms\n"
+            "[iops]\nrw=randread\nrate_iops=5000\n"
+            "[bw]\nrw=randread\nrate=20m\n"
+            "[poisson]\nrw=randread\nrate_iops=5000\nrate_process=poisson\n"
+            "[wcap]\nrw=randwrite\nrate_iops=,2000\n"
+        )
     )
     r = run_fio(fresh, text, tmp_path)
     assert r.job("free")["read"]["iops"] > 50_000  # the caps below bind
@@ -507,9 +570,10 @@ def test_rate_and_rate_iops_cap_the_job(fresh: Path, tmp_path: Path) -> None:
 
 
 def test_thinktime_stalls_after_each_batch_of_ios(fresh: Path, tmp_path: Path) -> None:
-    text = HEAD + "bs=4k\nsize=64m\ntime_based\nruntime=1s\n" + (
-        "[t1]\nrw=randread\niodepth=1\nthinktime=1ms\n"
-        "[t4]\nrw=randread\niodepth=1\nthinktime=500\nthinktime_blocks=4\n"
+    text = (
+        HEAD
+        + "bs=4k\nsize=64m\ntime_based\nruntime=1s\n"
+        + ("[t1]\nrw=randread\niodepth=1\nthinktime=1ms\n[t4]\nrw=randread\niodepth=1\nthinktime=500\nthinktime_blocks=4\n")
     )
     r = run_fio(fresh, text, tmp_path)
     for name, think_ns, every in (("t1", 1_000_000, 1), ("t4", 500_000, 4)):
@@ -527,11 +591,15 @@ def test_thinktime_blocks_type_counts_completions_or_issues(fresh: Path, tmp_pat
     so at a queue depth above thinktime_blocks there are fewer stalls (between
     n/(blocks+depth) and n/blocks). At QD1 the two count the same."""
     n, blocks, depth, think_ms = 400, 4, 8, 5
-    text = HEAD + f"bs=4k\nsize=64m\nrw=randread\nnumber_ios={n}\nthinktime={think_ms}ms\nthinktime_blocks={blocks}\n" + (
-        f"[issue]\niodepth={depth}\nthinktime_blocks_type=issue\n"
-        f"[complete]\nstonewall\niodepth={depth}\n"
-        "[qd1-issue]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=issue\n"
-        "[qd1-complete]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=complete\n"
+    text = (
+        HEAD
+        + f"bs=4k\nsize=64m\nrw=randread\nnumber_ios={n}\nthinktime={think_ms}ms\nthinktime_blocks={blocks}\n"
+        + (
+            f"[issue]\niodepth={depth}\nthinktime_blocks_type=issue\n"
+            f"[complete]\nstonewall\niodepth={depth}\n"
+            "[qd1-issue]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=issue\n"
+            "[qd1-complete]\nstonewall\niodepth=1\nnumber_ios=40\nthinktime_blocks_type=complete\n"
+        )
     )
     r = run_fio(fresh, text, tmp_path)
     stalls = {}
@@ -552,8 +620,7 @@ def offsets_of(r: FioRun, job: str) -> list[int]:
 
 
 def test_random_distributions_have_their_shape(fresh: Path, tmp_path: Path) -> None:
-    dists = {"uniform": "random", "zipf": "zipf:1.2", "pareto": "pareto:0.9", "normal": "normal:5",
-             "zoned": "zoned:90/10:10/90"}
+    dists = {"uniform": "random", "zipf": "zipf:1.2", "pareto": "pareto:0.9", "normal": "normal:5", "zoned": "zoned:90/10:10/90"}
     text = HEAD + "bs=4k\niodepth=8\nrw=randread\nsize=64m\noffset=64m\nnumber_ios=16384\nwrite_iops_log\nlog_offset=1\n"
     text += "".join(f"[{name}]\nrandom_distribution={d}\n" for name, d in dists.items())
     r = run_fio(fresh, text, tmp_path)
@@ -564,8 +631,12 @@ def test_random_distributions_have_their_shape(fresh: Path, tmp_path: Path) -> N
         pos = [(o - 64 * MiB) / (64 * MiB) for o in offsets]
         counts = collections.Counter(offsets)
         hottest = sum(n for _, n in counts.most_common(16384 // 10)) / len(offsets)  # share of the top 10 % of blocks
-        shape[name] = {"distinct": len(counts), "hottest": hottest, "first10": sum(p < 0.1 for p in pos) / len(pos),
-                       "middle20": sum(abs(p - 0.5) < 0.1 for p in pos) / len(pos)}
+        shape[name] = {
+            "distinct": len(counts),
+            "hottest": hottest,
+            "first10": sum(p < 0.1 for p in pos) / len(pos),
+            "middle20": sum(abs(p - 0.5) < 0.1 for p in pos) / len(pos),
+        }
     assert shape["uniform"]["distinct"] == 16384  # each block once (random map)
     assert shape["zipf"]["hottest"] > 0.6 and shape["zipf"]["distinct"] < 16384 / 4
     assert shape["pareto"]["hottest"] > 0.25 and shape["pareto"]["distinct"] < 16384 / 2
@@ -601,7 +672,9 @@ def test_percentile_list(fresh: Path, tmp_path: Path) -> None:
         assert p["99.999000"] <= r.job("p")[d]["clat_ns"]["max"] * (1 + 1 / 128)
 
 
-LOGS = HEAD + """\
+LOGS = (
+    HEAD
+    + """\
 [lg]
 rw=randread
 bs=4k
@@ -618,6 +691,7 @@ write_hist_log
 log_avg_msec=100
 log_hist_msec=200
 """
+)
 
 
 def test_log_files_are_named_and_filled_as_fio_does(fresh: Path, tmp_path: Path) -> None:
@@ -647,7 +721,13 @@ def test_log_files_are_named_and_filled_as_fio_does(fresh: Path, tmp_path: Path)
     # per_job_logs=0: one file for all clones, their rows one after the other.
     r2 = run_fio(fresh, LOGS.replace("log_hist_msec=200", "log_hist_msec=200\nper_job_logs=0"), tmp_path / "shared")
     assert sorted(p.name for p in (tmp_path / "shared").glob("*.log")) == [
-        "lg_bw.log", "lg_clat.log", "lg_clat_hist.log", "lg_lat.log", "lg_slat.log", "myio_iops.log"]
+        "lg_bw.log",
+        "lg_clat.log",
+        "lg_clat_hist.log",
+        "lg_lat.log",
+        "lg_slat.log",
+        "myio_iops.log",
+    ]
     assert len(r2.log_rows("myio_iops.log")) == 20
 
 
@@ -732,7 +812,8 @@ def test_refused_option_is_one_line_and_changes_nothing(line: str, names: str, s
     err = r.stderr_lines[0]
     assert err.startswith(f"ssdtwin fio: error: {job}:6: {names}: ") or (
         # a region error is reported at the option that set the region's end
-        line.startswith("offset=") and err.startswith(f"ssdtwin fio: error: {job}:") and "past the end" in err), err
+        line.startswith("offset=") and err.startswith(f"ssdtwin fio: error: {job}:") and "past the end" in err
+    ), err
     assert r.stdout == "" and not out.exists()
     assert image_digest(small) == before
 
@@ -742,7 +823,9 @@ def test_several_errors_are_still_one_line(small: Path, tmp_path: Path) -> None:
     job.write_text("[a]\nrw=randread\nbs=4q\nverify=md5\n[b]\nnot_an_option=1\n")
     before = image_digest(small)
     r = run_cli("fio", small, job, "--log-dir", tmp_path, check=False)
-    assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin fio: error: {job}:3: bs=4q: not a size: unknown size suffix 'q' (and 2 more errors)"]
+    assert r.returncode == 1 and r.stderr_lines == [
+        f"ssdtwin fio: error: {job}:3: bs=4q: not a size: unknown size suffix 'q' (and 2 more errors)"
+    ]
     assert image_digest(small) == before
 
 
@@ -792,8 +875,15 @@ def test_fio_plot_charts_real_engine_output(bench_tree: Path, args: list[str], t
         pytest.skip("fio-plot is not installed (pip install -e '.[test]')")
     png = tmp_path / f"chart{args[0]}.png"
     env = dict(os.environ, MPLBACKEND="Agg")
-    p = subprocess.run(["fio-plot", "-i", str(bench_tree), "-T", "ssdtwin CM6", "-r", "randread", "-o", str(png), *args],
-                       check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    p = subprocess.run(
+        ["fio-plot", "-i", str(bench_tree), "-T", "ssdtwin CM6", "-r", "randread", "-o", str(png), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=env,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "ERROR" not in p.stdout and "Traceback" not in p.stderr
     assert png.exists() and png.stat().st_size > 20_000

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from twin import CM6, SSDTWIN, image_digest, run_cli
 
 # --------------------------------------------------------------------------- precondition
@@ -28,8 +29,13 @@ def precondition_with_file_size_limit(image: Path, limit_bytes: int) -> subproce
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    return subprocess.run([*SSDTWIN, "precondition", str(image), "--seq", "128k", "--loops", "1", "--rand", "4k",
-                           "--amount", "64MiB", "-q"], capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    return subprocess.run(
+        [*SSDTWIN, "precondition", str(image), "--seq", "128k", "--loops", "1", "--rand", "4k", "--amount", "64MiB", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
 
 
 def test_a_failed_commit_prints_no_success(small: Path) -> None:
@@ -51,8 +57,10 @@ def test_a_full_disk_prints_no_success(tmp_path: Path, small_template: Path) -> 
     """The same on a real full file system (a 12 MiB tmpfs; needs root or CAP_SYS_ADMIN)."""
     mnt = tmp_path / "tmpfs"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(mnt)], capture_output=True).returncode != 0
+    ):
         pytest.skip("mounting a small tmpfs needs root (the RLIMIT_FSIZE test covers the same path)")
     try:
         image = mnt / "cm6"
@@ -123,20 +131,23 @@ def test_scale_that_rounds_to_another_scale_says_so(tmp_path: Path) -> None:
     r64 = run_cli("create", tmp_path / "a", "--model", CM6, "--scale", "1/64")
     assert "rounded" not in r64.stdout
     r65 = run_cli("create", tmp_path / "b", "--model", CM6, "--scale", "1/65")
-    assert r65.stdout.startswith(f"created {tmp_path / 'b'}: {CM6} at 1/65 scale (rounded to whole superblocks: 32, "
-                                 "the same drive as 1/64; its data pool is 1/63.46 of the full drive's), 60.52 GB user"), r65.stdout
+    assert r65.stdout.startswith(
+        f"created {tmp_path / 'b'}: {CM6} at 1/65 scale (rounded to whole superblocks: 32, "
+        "the same drive as 1/64; its data pool is 1/63.46 of the full drive's), 60.52 GB user"
+    ), r65.stdout
     # ... and it is that drive.
     spec = [run_cli("nvme", "id-ctrl", tmp_path / d, "-o", "json").json()["tnvmcap"] for d in ("a", "b")]
     assert spec[0] == spec[1]
 
 
-
 def test_commands_that_build_their_own_drives_note_the_rounding(capsys: pytest.CaptureFixture[str]) -> None:
-    from ssdtwin.cli import scale_arg
+    from ssdtwin.commands.cli import scale_arg
 
     assert scale_arg("1/454", CM6, "ssdtwin demo") == 454
-    assert capsys.readouterr().err == ("ssdtwin demo: note: --scale 1/454 rounded to whole superblocks: 8, the same drive as "
-                                       "1/407; its data pool is 1/409.16 of the full drive's\n")
+    assert capsys.readouterr().err == (
+        "ssdtwin demo: note: --scale 1/454 rounded to whole superblocks: 8, the same drive as "
+        "1/407; its data pool is 1/409.16 of the full drive's\n"
+    )
     assert scale_arg("1/407", CM6, "ssdtwin demo") == 407
     assert scale_arg("64", CM6, "ssdtwin demo") == 64
     assert capsys.readouterr().err == ""

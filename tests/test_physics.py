@@ -14,6 +14,7 @@ import re
 
 import pytest
 from scipy.special import lambertw
+
 from ssdtwin import _core
 from ssdtwin.drive import Drive
 from twin import CM6, P5316

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from twin import copy_image, image_digest, run_cli, run_fio
 
 HEAD = "[global]\nioengine=libaio\ndirect=1\nbs=4k\ntime_based\n"

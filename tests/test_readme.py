@@ -16,10 +16,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
+
 from twin import SSDTWIN, run_cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -66,7 +67,7 @@ def ssdtwin_invocations(words: list[str]) -> list[list[str]]:
     return [words[a:b] for a, b in zip(starts, starts[1:] + [len(words)])]
 
 
-@lru_cache(maxsize=None)
+@cache
 def help_text(*command: str) -> str:
     return run_cli(*command, "--help").stdout
 
@@ -84,8 +85,17 @@ INVOCATIONS = [inv for text in shell_blocks() for words in command_lines(text) f
 
 def test_the_readme_has_commands_to_check() -> None:
     assert len(INVOCATIONS) >= 20, INVOCATIONS
-    assert {subcommand(i) for i in INVOCATIONS} >= {("demo",), ("create",), ("nvme", "create-ns"), ("precondition",), ("waf",),
-                                                     ("fio",), ("serve",), ("reproduce",), ("calibrate",)}
+    assert {subcommand(i) for i in INVOCATIONS} >= {
+        ("demo",),
+        ("create",),
+        ("nvme", "create-ns"),
+        ("precondition",),
+        ("waf",),
+        ("fio",),
+        ("serve",),
+        ("reproduce",),
+        ("calibrate",),
+    }
 
 
 @pytest.mark.parametrize("words", INVOCATIONS, ids=lambda w: " ".join(w)[:60])
@@ -95,13 +105,15 @@ def test_every_readme_command_and_flag_exists(words: list[str]) -> None:
     if cmd:
         assert re.search(rf"(?m)^\s+{re.escape(cmd[-1])}\s", listing), f"no command {' '.join(cmd)}"
     own = help_text(*cmd)
-    args = words[1 + len(cmd):]
+    args = words[1 + len(cmd) :]
     if cmd == ("waf",) and "--" in args:
         args = args[: args.index("--")]
     for a in args:
         if a.startswith("-") and a != "-":
             flag = a.split("=", 1)[0]
-            assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", own), f"{' '.join(words)}: {flag} is not in `ssdtwin {' '.join(cmd)} --help`"
+            assert re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", own), (
+                f"{' '.join(words)}: {flag} is not in `ssdtwin {' '.join(cmd)} --help`"
+            )
 
 
 LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate")
@@ -135,7 +147,9 @@ def test_the_quick_readme_blocks_run_as_written(tmp_path: Path) -> None:
         if tools:
             pytest.skip(f"the README block starting {text.splitlines()[0]!r} needs {', '.join(tools)}")
         r = bash(text, tmp_path)
-        assert r.returncode == 0, f"README block failed (exit {r.returncode}):\n{text}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+        assert r.returncode == 0, (
+            f"README block failed (exit {r.returncode}):\n{text}\nstdout:\n{r.stdout[-3000:]}\nstderr:\n{r.stderr[-3000:]}"
+        )
         assert "Traceback" not in r.stderr and "panicked" not in r.stderr
         ran += 1
     assert ran == 3

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ssdtwin import experiments
+
+from ssdtwin.studies import experiments
 from twin import run_cli
 
 CM6_3_20_RANDWRITE_IOPS = 337_920  # KIOXIA CM6 namespace brief: 3.20 TB namespace, 4 KiB random write

@@ -18,11 +18,13 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pytest
+
 from twin import CM6, P5316, SSDTWIN, copy_image, run_cli
 
 pytestmark = pytest.mark.tools
@@ -52,7 +54,8 @@ class Served:
         if metrics:
             argv += ["--metrics", f"127.0.0.1:{self.metrics_port}"]
         self.errfile = image.parent / f"serve-{image.name}-{self.port}.err"
-        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.errfile, "w"))
+        with open(self.errfile, "w") as err:  # the server keeps its own copy of the descriptor
+            self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
         t0 = time.monotonic()
         while True:
             if self.p.poll() is not None:
@@ -162,8 +165,10 @@ def p5316_job(uri: str, bs: str, io_size: str) -> str:
     # The whitepaper's random-write job (Intel D5-P5316 IU white paper: 4 jobs x QD32), the amount scaled to
     # about one superblock of NAND writes; ioengine=nbd for the real fio (ssdtwin fio reads
     # the same file and simulates the namespace it is given).
-    return (f"[global]\nioengine=nbd\nuri={uri}\ngroup_reporting\n"
-            f"[p5316-{bs}]\nrw=randwrite\nbs={bs}\niodepth=32\nnumjobs=4\nio_size={io_size}\n")
+    return (
+        f"[global]\nioengine=nbd\nuri={uri}\ngroup_reporting\n"
+        f"[p5316-{bs}]\nrw=randwrite\nbs={bs}\niodepth=32\nnumjobs=4\nio_size={io_size}\n"
+    )
 
 
 @pytest.mark.parametrize("bs,io_size,pace", [("4k", "64m", "model"), ("64k", "1g", "off")])
@@ -192,8 +197,10 @@ def test_real_fio_waf_matches_ssdtwin_fio(tmp_path: Path, p5316_template: Path, 
     dh = w1["host_write_bytes"] - w0["host_write_bytes"]
     waf_real = (w1["nand_write_bytes"] - w0["nand_write_bytes"]) / dh
     assert dh == v1["host_write_bytes"] - v0["host_write_bytes"], "both wrote the job's bytes"
-    print(f"\nP5316 1/256 {bs} randwrite 4x32, pace {pace}: WAF real fio over NBD {waf_real:.3f}, "
-          f"ssdtwin fio {waf_sim:.3f} ({waf_real / waf_sim - 1:+.2%}), {dh / 2**20:.0f} MiB in {wall:.1f} s\n{summary}")
+    print(
+        f"\nP5316 1/256 {bs} randwrite 4x32, pace {pace}: WAF real fio over NBD {waf_real:.3f}, "
+        f"ssdtwin fio {waf_sim:.3f} ({waf_real / waf_sim - 1:+.2%}), {dh / 2**20:.0f} MiB in {wall:.1f} s\n{summary}"
+    )
     assert abs(waf_real / waf_sim - 1) < 0.05
     # The job is past the write buffer and through GC: a WAF only the model explains.
     assert waf_sim > (30 if bs == "4k" else 2)
@@ -205,10 +212,26 @@ def test_real_fio_waf_matches_ssdtwin_fio(tmp_path: Path, p5316_template: Path, 
 def verify_job(uri: str, verify_only: bool) -> list[str]:
     # 4 jobs x QD16 on disjoint 64 MiB regions (offset_increment), 8 connections in all
     # (fio's nbd engine opens two per job); crc32c headers in every block; end_fsync = FLUSH.
-    return ["fio", "--name=v", "--ioengine=nbd", f"--uri={uri}", "--rw=randwrite", "--bs=4k", "--size=64m",
-            "--offset_increment=64m", "--numjobs=4", "--iodepth=16", "--verify=crc32c", "--do_verify=1",
-            "--end_fsync=1", "--verify_fatal=1", "--verify_state_save=0", "--group_reporting",
-            "--output-format=json", *(["--verify_only=1"] if verify_only else [])]
+    return [
+        "fio",
+        "--name=v",
+        "--ioengine=nbd",
+        f"--uri={uri}",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=64m",
+        "--offset_increment=64m",
+        "--numjobs=4",
+        "--iodepth=16",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--end_fsync=1",
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+        "--group_reporting",
+        "--output-format=json",
+        *(["--verify_only=1"] if verify_only else []),
+    ]
 
 
 def test_fio_verify_survives_sigkill_and_the_ftl_recovers(tmp_path: Path, two_ns: Path) -> None:
@@ -393,7 +416,7 @@ def test_qemu_img_and_nbdcopy_round_trip_between_namespaces(tmp_path: Path, two_
     # ns2 has 4 KiB LBAs, ns1 512 B: same 1 GiB. Source: 48 MiB of data, a hole, a zero run.
     src = tmp_path / "src.raw"
     data = bytearray(os.urandom(48 << 20))
-    data[8 << 20:16 << 20] = bytes(8 << 20)
+    data[8 << 20 : 16 << 20] = bytes(8 << 20)
     src.write_bytes(bytes(data))
     out = tmp_path / "out.raw"
     with served(two_ns) as s:
@@ -404,7 +427,7 @@ def test_qemu_img_and_nbdcopy_round_trip_between_namespaces(tmp_path: Path, two_
     got = out.read_bytes()
     assert len(got) == 1 << 30
     assert got[: len(data)] == bytes(data)
-    assert got[len(data):].count(0) == len(got) - len(data), "the rest of the namespace reads zeroes"
+    assert got[len(data) :].count(0) == len(got) - len(data), "the rest of the namespace reads zeroes"
     v = vendor(two_ns)
     assert v["host_write_bytes"] >= 2 * (40 << 20), "both namespaces were written through the FTL"
 
@@ -414,7 +437,7 @@ def test_qemu_img_and_nbdcopy_round_trip_between_namespaces(tmp_path: Path, two_
 
 def documented_metrics() -> list[str]:
     text = (REPO / "docs" / "nbd.md").read_text()
-    sect = text[text.index("### Metrics"):]
+    sect = text[text.index("### Metrics") :]
     sect = sect[: sect.index("\n## ", 1)] if "\n## " in sect[1:] else sect
     names = sorted(set(re.findall(r"`(ssdtwin_[a-z_]+)`", sect)))
     assert len(names) >= 20, f"docs/nbd.md lists only {names}"
@@ -424,22 +447,40 @@ def documented_metrics() -> list[str]:
 def test_metrics_scrape_has_every_documented_name(tmp_path: Path, two_ns: Path) -> None:
     need("fio")
     with served(two_ns, metrics=True) as s:
-        sh("fio", "--name=rw", "--ioengine=nbd", f"--uri={s.uri('ns1')}", "--rw=randrw", "--bs=4k", "--size=16m",
-           "--iodepth=8", "--end_fsync=1", f"--output={tmp_path / 'f.txt'}")
+        sh(
+            "fio",
+            "--name=rw",
+            "--ioengine=nbd",
+            f"--uri={s.uri('ns1')}",
+            "--rw=randrw",
+            "--bs=4k",
+            "--size=16m",
+            "--iodepth=8",
+            "--end_fsync=1",
+            f"--output={tmp_path / 'f.txt'}",
+        )
         text = s.get("/metrics")
         s.stop()
     present = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
     present |= {n.rsplit("_", 1)[0] for n in present if n.endswith(("_bucket", "_sum", "_count"))}
     missing = [n for n in documented_metrics() if n not in present]
     assert not missing, f"documented but not exported: {missing}"
-    assert re.search(r'^ssdtwin_nbd_connections_accepted_total [1-9]', text, re.M)
+    assert re.search(r"^ssdtwin_nbd_connections_accepted_total [1-9]", text, re.M)
 
 
 def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) -> None:
     need("fio")
     with served(two_ns) as s:
-        sh("fio", "--name=w", "--ioengine=nbd", f"--uri={s.uri('ns1')}", "--rw=write", "--bs=64k", "--size=32m",
-           f"--output={tmp_path / 'f.txt'}")
+        sh(
+            "fio",
+            "--name=w",
+            "--ioengine=nbd",
+            f"--uri={s.uri('ns1')}",
+            "--rw=write",
+            "--bs=64k",
+            "--size=32m",
+            f"--output={tmp_path / 'f.txt'}",
+        )
         r = live_until(two_ns, "smart-log", lambda v: v["host_write_commands"] >= 512)
         assert "live state" in r.stderr
         assert r.json()["host_write_commands"] == 512
@@ -451,8 +492,21 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
         assert run_cli("nvme", "id-ns", two_ns, "-n", "7", check=False).returncode == 1
         assert "being served" in run_cli("nvme", "id-ctrl", two_ns).stderr
         # `ssdtwin waf` sees live state too: the before and after snapshots frame the command.
-        r = run_cli("waf", two_ns, "-o", "json", "--", "fio", "--name=w2", "--ioengine=nbd", f"--uri={s.uri('ns2')}",
-                    "--rw=write", "--bs=128k", "--size=16m", f"--output={tmp_path / 'g.txt'}")
+        r = run_cli(
+            "waf",
+            two_ns,
+            "-o",
+            "json",
+            "--",
+            "fio",
+            "--name=w2",
+            "--ioengine=nbd",
+            f"--uri={s.uri('ns2')}",
+            "--rw=write",
+            "--bs=128k",
+            "--size=16m",
+            f"--output={tmp_path / 'g.txt'}",
+        )
         assert r.json()["host_bytes_written"] == 16 << 20
         s.stop()
     r = run_cli("nvme", "smart-log", two_ns, "-o", "json")
@@ -531,9 +585,24 @@ def test_metrics_rise_during_a_run_and_waf_matches_vendor_log(tmp_path: Path, p5
     need("fio")
     d = copy_image(p5316_template, tmp_path / "p")
     with served(d, "--pace", "off", metrics=True) as s:
-        fio = subprocess.Popen(["fio", "--name=w", "--ioengine=nbd", f"--uri={s.uri()}", "--rw=randwrite", "--bs=4k",
-                                "--iodepth=32", "--numjobs=2", "--time_based", "--runtime=4", "--size=4g",
-                                f"--output={tmp_path / 'f.txt'}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        fio = subprocess.Popen(
+            [
+                "fio",
+                "--name=w",
+                "--ioengine=nbd",
+                f"--uri={s.uri()}",
+                "--rw=randwrite",
+                "--bs=4k",
+                "--iodepth=32",
+                "--numjobs=2",
+                "--time_based",
+                "--runtime=4",
+                "--size=4g",
+                f"--output={tmp_path / 'f.txt'}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         samples = []
         time.sleep(0.5)
         while fio.poll() is None:
@@ -558,6 +627,9 @@ def test_metrics_rise_during_a_run_and_waf_matches_vendor_log(tmp_path: Path, p5
     assert final["ssdtwin_waf"] == pytest.approx(v["waf"], rel=1e-9)
     session = final["ssdtwin_waf_session"]
     assert session > 10, "4 KiB random writes on a 64 KiB-IU drive: read-modify-write of every IU"
-    print(f"\nmetrics over {len(samples)} scrapes: host {host[0] / 2**20:.0f} -> {host[-1] / 2**20:.0f} MiB, "
-          f"NAND {nand[0] / 2**20:.0f} -> {nand[-1] / 2**20:.0f} MiB; ssdtwin_waf {final['ssdtwin_waf']:.4f} "
-          f"= vendor-log {v['waf']:.4f}; session WAF {session:.2f}", file=sys.stderr)
+    print(
+        f"\nmetrics over {len(samples)} scrapes: host {host[0] / 2**20:.0f} -> {host[-1] / 2**20:.0f} MiB, "
+        f"NAND {nand[0] / 2**20:.0f} -> {nand[-1] / 2**20:.0f} MiB; ssdtwin_waf {final['ssdtwin_waf']:.4f} "
+        f"= vendor-log {v['waf']:.4f}; session WAF {session:.2f}",
+        file=sys.stderr,
+    )

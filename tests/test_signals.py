@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-from ssdtwin.serve import lock_holder
+
+from ssdtwin.live import lock_holder
 from twin import SSDTWIN, image_digest, run_cli
 
 LONG_FIO_JOB = """\
@@ -113,8 +114,9 @@ def test_ctrl_c_on_an_image_command_keeps_the_committed_state(small: Path, tmp_p
 
 def test_ctrl_c_on_waf_stops_the_command_it_runs(small: Path) -> None:
     before = image_digest(small)
-    rc, out, err = interrupt(["waf", str(small), "--", *SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "100x", "-q"],
-                             holds_lock(small))
+    rc, out, err = interrupt(
+        ["waf", str(small), "--", *SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "100x", "-q"], holds_lock(small)
+    )
     assert_interrupted(rc, err, "ssdtwin waf", None)
     assert image_digest(small) == before
     run_cli("check", small)

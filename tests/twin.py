@@ -24,9 +24,9 @@ P5316 = "intel-p5316-15.36t"
 
 
 def _ssdtwin_command() -> list[str]:
-    """The installed console script next to this interpreter, else ``python -m ssdtwin.cli``."""
+    """The installed console script next to this interpreter, else ``python -m ssdtwin``."""
     exe = shutil.which("ssdtwin", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "ssdtwin.cli"]
+    return [exe] if exe else [sys.executable, "-m", "ssdtwin"]
 
 
 SSDTWIN = _ssdtwin_command()

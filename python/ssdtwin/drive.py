@@ -121,13 +121,12 @@ class Nvme:
         return sizes
 
     def lba_format_index(self, block_size: int) -> int:
-        sizes = self.lba_sizes()
-        if block_size not in sizes:
-            raise NvmeError(
-                f"INVALID_FORMAT(0x410a): block size {block_size} is not an LBA format of this drive "
-                f"(formats: {', '.join(f'{i}={b} B' for i, b in enumerate(sizes))})"
-            )
-        return sizes.index(block_size)
+        """The LBA format (FLBAS) of ``block_size`` bytes; NvmeError INVALID_FORMAT if none."""
+        return self._core.lba_format_index(block_size)
+
+    def namespace(self, nsid: int) -> Namespace:
+        """One namespace's row of :meth:`list`; NvmeError INVALID_NS if there is none."""
+        return Namespace(**self._core.namespace(nsid))
 
     def delete_ns(self, nsid: int) -> None:
         self._core.delete_ns(nsid)
@@ -168,26 +167,26 @@ class Drive:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
         return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed))
 
     @classmethod
-    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> "Drive":
+    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
         return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed))
 
     @classmethod
-    def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> "Drive":
+    def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> Drive:
         """Open an image. ``repair=True`` (implies writable) replays a damaged command journal up
         to the damage and drops the rest, keeping a copy (see :meth:`recovery`)."""
         writable = writable or repair
         return cls(_core.Drive.open(os.fspath(path), writable=writable, repair=repair), writable=writable)
 
     @classmethod
-    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> "Drive":
+    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit)."""
         return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml))
 
-    def __enter__(self) -> "Drive":
+    def __enter__(self) -> Drive:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -249,6 +248,11 @@ class Drive:
     def namespaces(self) -> list[Namespace]:
         return self.nvme.list()
 
+    def view(self) -> _core.DriveView:
+        """Identify data, namespaces and logs in one structure: the one a running server
+        publishes in ``live.json`` (``ssdtwin.live``), so either can be shown the same way."""
+        return self._core.view()
+
     def namespaces_frame(self) -> Any:
         """The namespace table as a pandas DataFrame."""
         pd = _pandas()
@@ -265,13 +269,20 @@ class Drive:
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
         return self._core.deallocate(nsid, slba, nlb)
 
-    def run_fio(self, specs: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None,
-                timing_toml: Optional[str] = None) -> builtins.list[dict[str, Any]]:
-        """Run engine-contract job specs (docs/fio.md §3; a list or its JSON text) in simulated
-        time; `nsid` is the namespace of jobs that name none. Returns the per-clone results."""
-        text = specs if isinstance(specs, str) else json.dumps(specs)
-        out: builtins.list[dict[str, Any]] = json.loads(self._core.run_fio(text, nsid, idle_gc, progress, timing_toml))
-        return out
+    def run_fio(
+        self,
+        specs: Any,
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int], object]] = None,
+        timing_toml: Optional[str] = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """Run engine-contract job specs (docs/fio.md §3; a list of dicts, or its JSON text) in
+        simulated time; `nsid` is the namespace of jobs that name none. Returns the per-clone
+        results (§4) as dicts (fixed-length arrays such as ``iodepth_level`` as tuples)."""
+        if isinstance(specs, str):
+            specs = json.loads(specs)
+        return self._core.run_fio(specs, nsid, idle_gc, progress, timing_toml)
 
     def precondition(
         self,
@@ -285,9 +296,7 @@ class Drive:
     ) -> PreconditionReport:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""
-        ns = {n.nsid: n for n in self.namespaces()}.get(nsid)
-        if ns is None:
-            raise NvmeError(f"INVALID_NS(0x400b): namespace {nsid} does not exist")
+        ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS from the core if there is none
         if amount_bytes is None:
             amount_bytes = int(round((1.0 if loops is None else loops) * ns.bytes))
         if seed is None:
@@ -310,11 +319,7 @@ def models_frame() -> Any:
         n = s["nand"]
         dies = n["channels"]["value"] * n["dies_per_channel"]["value"]
         raw = (
-            dies
-            * n["planes_per_die"]["value"]
-            * n["blocks_per_plane"]["value"]
-            * n["pages_per_block"]["value"]
-            * n["page_bytes"]["value"]
+            dies * n["planes_per_die"]["value"] * n["blocks_per_plane"]["value"] * n["pages_per_block"]["value"] * n["page_bytes"]["value"]
         )
         rows.append(
             {

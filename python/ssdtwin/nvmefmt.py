@@ -27,9 +27,39 @@ def _kv(rows: list[tuple[str, Any]], width: int) -> str:
 def id_ctrl(d: dict[str, Any]) -> str:
     hexes = {"vid", "ssvid", "cmic", "cntlid", "ver", "oacs", "frmw", "lpa", "oncs", "fna", "vwc", "nwpc", "sqes", "cqes"}
     keys = [
-        "vid", "ssvid", "sn", "mn", "fr", "rab", "ieee", "cmic", "mdts", "cntlid", "ver", "oacs", "acl", "aerl",
-        "frmw", "lpa", "elpe", "npss", "wctemp", "cctemp", "tnvmcap", "unvmcap", "sqes", "cqes", "nn", "oncs",
-        "fna", "vwc", "awun", "awupf", "nwpc", "mnan", "subnqn",
+        "vid",
+        "ssvid",
+        "sn",
+        "mn",
+        "fr",
+        "rab",
+        "ieee",
+        "cmic",
+        "mdts",
+        "cntlid",
+        "ver",
+        "oacs",
+        "acl",
+        "aerl",
+        "frmw",
+        "lpa",
+        "elpe",
+        "npss",
+        "wctemp",
+        "cctemp",
+        "tnvmcap",
+        "unvmcap",
+        "sqes",
+        "cqes",
+        "nn",
+        "oncs",
+        "fna",
+        "vwc",
+        "awun",
+        "awupf",
+        "nwpc",
+        "mnan",
+        "subnqn",
     ]
     rows: list[tuple[str, Any]] = []
     for k in keys:
@@ -55,9 +85,38 @@ def id_ctrl(d: dict[str, Any]) -> str:
 def id_ns(d: dict[str, Any], nsid: int) -> str:
     hexes = {"nsze", "ncap", "nuse"}
     keys = [
-        "nsze", "ncap", "nuse", "nsfeat", "nlbaf", "flbas", "mc", "dpc", "dps", "nmic", "rescap", "fpi", "dlfeat",
-        "nawun", "nawupf", "nacwu", "nabsn", "nabo", "nabspf", "noiob", "nvmcap", "npwg", "npwa", "npdg", "npda",
-        "nows", "anagrpid", "nsattr", "nvmsetid", "endgid", "nguid", "eui64",
+        "nsze",
+        "ncap",
+        "nuse",
+        "nsfeat",
+        "nlbaf",
+        "flbas",
+        "mc",
+        "dpc",
+        "dps",
+        "nmic",
+        "rescap",
+        "fpi",
+        "dlfeat",
+        "nawun",
+        "nawupf",
+        "nacwu",
+        "nabsn",
+        "nabo",
+        "nabspf",
+        "noiob",
+        "nvmcap",
+        "npwg",
+        "npwa",
+        "npdg",
+        "npda",
+        "nows",
+        "anagrpid",
+        "nsattr",
+        "nvmsetid",
+        "endgid",
+        "nguid",
+        "eui64",
     ]
     rows = [(k, hex(d[k]) if k in hexes else (f"{d[k]:#x}" if k in {"nsfeat", "fpi", "dlfeat"} else d[k])) for k in keys]
     out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8)]
@@ -108,7 +167,10 @@ def vendor_log(d: dict[str, Any], device: str) -> str:
         ("trimmed_ius", d["trimmed_ius"]),
         ("gc_victims", f"{d['gc_victims']} ({d['foreground_gc_victims']} foreground)"),
         ("superblock_erases", d["superblock_erases"]),
-        ("erase_count min/avg/max", f"{d['erase_count_min']} / {d['erase_count_avg']:.2f} / {d['erase_count_max']} of {d['pe_cycles_rated']} rated"),
+        (
+            "erase_count min/avg/max",
+            f"{d['erase_count_min']} / {d['erase_count_avg']:.2f} / {d['erase_count_max']} of {d['pe_cycles_rated']} rated",
+        ),
         ("superblocks", f"{d['superblocks']} x {si_bytes(d['superblock_bytes'])} ({d['free_superblocks']} free)"),
         ("valid_bytes", f"{d['valid_bytes']} ({si_bytes(d['valid_bytes'])})"),
         ("buffered_bytes", d["buffered_bytes"]),
@@ -139,6 +201,7 @@ def nvme_list(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]
         fmt = f"{ns['lba_bytes']:>4}   B +  0 B"
         state = "" if ns["attached"] else " (detached)"
         lines.append(
-            f"{device + ':ns' + str(ns['nsid']) + state:<30} {ctrl['sn']:<20} {ctrl['mn']:<24} {ns['nsid']:<9} {usage:<26} {fmt:<16} {ctrl['fr']:<8}"
+            f"{device + ':ns' + str(ns['nsid']) + state:<30} {ctrl['sn']:<20} {ctrl['mn']:<24} "
+            f"{ns['nsid']:<9} {usage:<26} {fmt:<16} {ctrl['fr']:<8}"
         )
     return "\n".join(lines)

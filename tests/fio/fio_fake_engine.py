@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Dict, List, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ssdtwin.fio.hist import PLAT_NR, latency_bucket, value_to_index
 from ssdtwin.fio.logs import window_rows
@@ -36,7 +37,7 @@ class _Acc:
         self.m2 += delta * (v - self.mean)
         self.hist[value_to_index(v)] += 1
 
-    def out(self) -> Dict[str, Any]:
+    def out(self) -> dict[str, Any]:
         return {
             "n": self.n,
             "min_ns": self.min,
@@ -47,10 +48,10 @@ class _Acc:
         }
 
 
-def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: int = 80_000, seconds: float = 2.0) -> List[Dict[str, Any]]:
+def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: int = 80_000, seconds: float = 2.0) -> list[dict[str, Any]]:
     results = []
     start = 0
-    batch_end: Dict[int, int] = {}
+    batch_end: dict[int, int] = {}
     for spec in specs:
         rng = random.Random(spec["seed"])
         dirs = spec["directions"]
@@ -65,8 +66,8 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
         bw_windows = {d: [0] * n_windows for d in dirs}
         io_windows = {d: [0] * n_windows for d in dirs}
         lat_buckets = {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12}
-        log_rows: Dict[str, List[List[int]]] = {"bw": [], "iops": [], "lat": [], "slat": [], "clat": [], "clat_hist": []}
-        per_io: Dict[str, List[List[int]]] = {"lat": [], "slat": [], "clat": []}
+        log_rows: dict[str, list[list[int]]] = {"bw": [], "iops": [], "lat": [], "slat": [], "clat": [], "clat_hist": []}
+        per_io: dict[str, list[list[int]]] = {"lat": [], "slat": [], "clat": []}
         for k in range(n_total):
             t_ns = k * runtime_ns // n_total
             if len(dirs) == 2 and dirs[0] == "read":
@@ -99,7 +100,9 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
         for key, rows in per_io.items():
             if spec["logs"]["avg_ms"]:
                 samples = [(r[0], r[1], r[2]) for r in rows]
-                log_rows[key] = window_rows(samples, spec["logs"]["avg_ms"], max_value=spec["logs"]["max_value"], end_ms=runtime_ns // 1_000_000)
+                log_rows[key] = window_rows(
+                    samples, spec["logs"]["avg_ms"], max_value=spec["logs"]["max_value"], end_ms=runtime_ns // 1_000_000
+                )
             else:
                 log_rows[key] = rows
         for w in range(n_windows):
@@ -116,7 +119,7 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
                 log_rows["clat_hist"].append([runtime_ns // 1_000_000, ddir, spec["bs"][d]["min"], accs[d]["clat"].out()["hist"]])
         if spec["stonewall"] and spec["batch"] > 0:
             start = max(batch_end.values())
-        result: Dict[str, Any] = {
+        result: dict[str, Any] = {
             "version": 1,
             "thread_number": spec["thread_number"],
             "start_ns": start,

@@ -10,24 +10,24 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 from ssdtwin.fio.hist import PLAT_NR, value_to_index
 from ssdtwin.fio.stats import DdirStat, IoStat, ThreadStat
 
 
-def _hist(bins: Dict[str, int]) -> List[int]:
+def _hist(bins: dict[str, int]) -> list[int]:
     out = [0] * PLAT_NR
     for value, count in bins.items():
         out[value_to_index(int(value))] += count
     return out
 
 
-def _io_stat(o: Dict[str, Any]) -> IoStat:
+def _io_stat(o: dict[str, Any]) -> IoStat:
     return IoStat.from_moments(o["N"], o["min"], o["max"], o["mean"], o["stddev"])
 
 
-def _counts(pcts: List[float], total: int, floor: float) -> List[int]:
+def _counts(pcts: list[float], total: int, floor: float) -> list[int]:
     # fio shows a nonzero share below ``floor`` as ``floor``; such a share came from a
     # handful of I/Os, and one I/O reproduces the printed value.
     out = []
@@ -39,12 +39,12 @@ def _counts(pcts: List[float], total: int, floor: float) -> List[int]:
     return out
 
 
-def load_pairs(text: str) -> List[Tuple[str, Any]]:
+def load_pairs(text: str) -> list[tuple[str, Any]]:
     """JSON objects as key/value pair lists (fio may repeat keys)."""
     return json.loads(text, object_pairs_hook=lambda pairs: pairs)
 
 
-def thread_stats_from_json(job: Dict[str, Any], pid: int) -> ThreadStat:
+def thread_stats_from_json(job: dict[str, Any], pid: int) -> ThreadStat:
     ts = ThreadStat(name=job["jobname"], groupid=job["groupid"], thread_number=0, pid=pid, members=1)
     ts.description = job.get("desc")
     for i, name in enumerate(("read", "write", "trim")):
@@ -83,7 +83,7 @@ def thread_stats_from_json(job: Dict[str, Any], pid: int) -> ThreadStat:
     return ts
 
 
-def pids_and_time(normal: str) -> Tuple[List[int], str]:
+def pids_and_time(normal: str) -> tuple[list[int], str]:
     pids = [int(p) for p in re.findall(r"\(groupid=\d+, jobs=\d+\): err= 0: pid=(\d+):", normal)]
     when = re.search(r"pid=\d+: (.+)\n", normal)
     assert when

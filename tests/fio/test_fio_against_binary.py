@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import List
 
 import pytest
 
@@ -24,9 +23,18 @@ def _fio(fio: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 SHOWCMD_FILES = {
-    "globals.fio": "[global]\nioengine=null\nsize=1m\nfilename=/dev/null\n[a]\ntime_based\nruntime=2\n[global]\nbs=128k\nstonewall\n[b]\n[c]\nrw=write\n",
-    "aliases.fio": "[globalx]\nioengine=null\nfilename=/dev/null\nsize=1m\nreadwrite=randread\n[a]\nblocksize=8k\nio_limit=512k\nbs=16k\nblockalign=4k\ntimeout=1\ntime_based\ngroup_reporting\nnew_group=1\n",
-    "prio.fio": "[a]\nfilename=/dev/null\nsize=4k\nioengine=null\nkb_base=1000\nbs=4k\ndescription=hello world\nname=renamed\n[b]\nioengine=io_uring\nfilename=/dev/null\nhipri\nbs=4k,8k,\nrate=1m,\nrandom_distribution=zoned:50/5:50/95\n",
+    "globals.fio": (
+        "[global]\nioengine=null\nsize=1m\nfilename=/dev/null\n[a]\ntime_based\nruntime=2\n"
+        "[global]\nbs=128k\nstonewall\n[b]\n[c]\nrw=write\n"
+    ),
+    "aliases.fio": (
+        "[globalx]\nioengine=null\nfilename=/dev/null\nsize=1m\nreadwrite=randread\n[a]\nblocksize=8k\n"
+        "io_limit=512k\nbs=16k\nblockalign=4k\ntimeout=1\ntime_based\ngroup_reporting\nnew_group=1\n"
+    ),
+    "prio.fio": (
+        "[a]\nfilename=/dev/null\nsize=4k\nioengine=null\nkb_base=1000\nbs=4k\ndescription=hello world\nname=renamed\n"
+        "[b]\nioengine=io_uring\nfilename=/dev/null\nhipri\nbs=4k,8k,\nrate=1m,\nrandom_distribution=zoned:50/5:50/95\n"
+    ),
     "many.fio": (
         "[global]\nioengine=libaio\ndirect=1\nfilename=/dev/null\nsize=64m\n"
         "[x]\nrw=randrw:4\nrwmixwrite=30\nbssplit=4k/50:64k/50,8k\nnumjobs=3\noffset_increment=1m\niodepth=16\n"
@@ -58,7 +66,7 @@ def test_showcmd_matches_fio_for_the_reference_sample(fio_binary: str, tmp_path:
     assert parse(tmp_path / "s.fio", env={}).showcmd() == _fio(fio_binary, "--showcmd", "s.fio", cwd=tmp_path).stdout
 
 
-def _fio_parsed(fio: str, tmp_path: Path, line: str) -> List[int]:
+def _fio_parsed(fio: str, tmp_path: Path, line: str) -> list[int]:
     """The values fio's parser produced for one option line (``--debug=parse``)."""
     (tmp_path / "p.fio").write_text(f"[x]\nioengine=null\nfilename=/dev/null\n{line}\n")
     proc = _fio(fio, "--parse-only", "--debug=parse", "p.fio", cwd=tmp_path)
@@ -161,7 +169,12 @@ def test_header_lines_match_fio(fio_binary: str, tmp_path: Path, text: str) -> N
 
 @pytest.mark.parametrize(
     "body",
-    ["size=50%\noffset=25%", "size=30%\noffset=10%\nbs=64k", "numjobs=3\noffset_increment=10%\nsize=1m", "numjobs=4\nsize=256k\nbs=256k\noffset_increment=1m"],
+    [
+        "size=50%\noffset=25%",
+        "size=30%\noffset=10%\nbs=64k",
+        "numjobs=3\noffset_increment=10%\nsize=1m",
+        "numjobs=4\nsize=256k\nbs=256k\noffset_increment=1m",
+    ],
 )
 def test_regions_match_fio_io(fio_binary: str, tmp_path: Path, body: str) -> None:
     data = tmp_path / "data.bin"

@@ -14,21 +14,22 @@ from __future__ import annotations
 import itertools
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable
 
 import pytest
-from twin import CM6, image_digest, run_cli
 
 from ssdtwin.fio import FioJobError, parse_string
 from ssdtwin.fio import limits as L
 from ssdtwin.fio import options as O
 from ssdtwin.fio.engine import contract_range_error
+from twin import CM6, image_digest, run_cli
 
 # Generous: each case returns in well under a second; this only catches a hang.
 HANG_TIMEOUT_S = 60
 
-Files = Dict[str, bytes]
+Files = dict[str, bytes]
 Setup = Callable[[Path], Files]
 
 
@@ -93,56 +94,130 @@ def binary_include(_: Path) -> Files:
 
 
 # (id, setup, job file argument, text the error line must contain)
-CASES: List[Tuple[str, Setup, str, str]] = [
-    ("numjobs=100000", text({"job.fio": job("numjobs=100000\n")}), "job.fio",
-     "job.fio:5: numjobs=100000: max value out of range: 100000 (4096 max"),
-    ("threads over all jobs", text({"job.fio": job("numjobs=4096\n") + b"[k]\nnumjobs=1\n"}), "job.fio",
-     "job.fio:7: numjobs=1: job k: the run would have 4097 threads"),
+CASES: list[tuple[str, Setup, str, str]] = [
+    (
+        "numjobs=100000",
+        text({"job.fio": job("numjobs=100000\n")}),
+        "job.fio",
+        "job.fio:5: numjobs=100000: max value out of range: 100000 (4096 max",
+    ),
+    (
+        "threads over all jobs",
+        text({"job.fio": job("numjobs=4096\n") + b"[k]\nnumjobs=1\n"}),
+        "job.fio",
+        "job.fio:7: numjobs=1: job k: the run would have 4097 threads",
+    ),
     ("10 MB job file", big_file, "job.fio", "job.fio: too large: 10485"),
-    ("include /dev/zero", text({"job.fio": job("include /dev/zero\n")}), "job.fio",
-     "job.fio:5: include /dev/zero: not a regular file (a character device)"),
+    (
+        "include /dev/zero",
+        text({"job.fio": job("include /dev/zero\n")}),
+        "job.fio",
+        "job.fio:5: include /dev/zero: not a regular file (a character device)",
+    ),
     ("include a FIFO", fifo_include, "job.fio", "job.fio:5: include pipe: not a regular file (a FIFO)"),
     ("include a directory", directory_include, "job.fio", "include adir: not a regular file (a directory)"),
     ("include fan-out", fan_out, "job.fio", f"more than {L.MAX_INCLUDES} includes in a run"),
     ("include depth", depth, "job.fio", "d15.inc:1: include d16.inc: includes nested more than 16 deep"),
-    ("include cycle", text({"job.fio": job("include a.inc\n"), "a.inc": b"include b.inc\n", "b.inc": b"include a.inc\n"}),
-     "job.fio", "b.inc:1: include loop through 'a.inc'"),
+    (
+        "include cycle",
+        text({"job.fio": job("include a.inc\n"), "a.inc": b"include b.inc\n", "b.inc": b"include a.inc\n"}),
+        "job.fio",
+        "b.inc:1: include loop through 'a.inc'",
+    ),
     ("binary job file", binary, "job.fio", "job.fio: not a text file ("),
-    ("latin-1 job file", text({"job.fio": job("description=caf\xe9\n").replace(b"\xc3\xa9", b"\xe9")}), "job.fio",
-     "job.fio: not a text file (byte 0xe9 at offset"),
+    (
+        "latin-1 job file",
+        text({"job.fio": job("description=caf\xe9\n").replace(b"\xc3\xa9", b"\xe9")}),
+        "job.fio",
+        "job.fio: not a text file (byte 0xe9 at offset",
+    ),
     ("binary include", binary_include, "job.fio", "job.fio:5: include blob: not a text file (NUL byte at offset 0)"),
-    ("loops=1e9 of the namespace", text({"job.fio": job("loops=1000000000\n")}), "job.fio",
-     "job.fio:5: loops=1000000000: the job would move 8.142 EiB"),
-    ("loops past 32 bits", text({"job.fio": job("size=1m\nloops=4294967296\n")}), "job.fio",
-     "loops=4294967296: max value out of range: 4294967296 (4294967295 max: fio keeps this option in 32 bits)"),
+    (
+        "loops=1e9 of the namespace",
+        text({"job.fio": job("loops=1000000000\n")}),
+        "job.fio",
+        "job.fio:5: loops=1000000000: the job would move 8.142 EiB",
+    ),
+    (
+        "loops past 32 bits",
+        text({"job.fio": job("size=1m\nloops=4294967296\n")}),
+        "job.fio",
+        "loops=4294967296: max value out of range: 4294967296 (4294967295 max: fio keeps this option in 32 bits)",
+    ),
     ("runtime=1e12", text({"job.fio": job("time_based\nruntime=1e12\n")}), "job.fio", "job.fio:6: runtime=1e12: not a time"),
-    ("runtime=10^12 s", text({"job.fio": job("time_based\nruntime=1000000000000\n")}), "job.fio",
-     "runtime=1000000000000: max value out of range: 31,710 years (200 days max"),
-    ("thinktime over a long runtime", text({"job.fio": job("size=1m\ntime_based\nruntime=1000000000\nthinktime=10s\n")}),
-     "job.fio", "job.fio:7: runtime=1000000000: max value out of range: 31.71 years (200 days max"),
-    ("thinktime past 32-bit us", text({"job.fio": job("size=1m\nthinktime=2h\n")}), "job.fio",
-     "thinktime=2h: max value out of range: 2 h (4294967295 us (1.193 h) max: fio keeps it in 32-bit microseconds)"),
-    ("stonewalled runtimes past the run limit",
-     text({"job.fio": job("size=1m\ntime_based\nruntime=150d\n") + b"[k]\nstonewall\nsize=1m\ntime_based\nruntime=150d\n"}),
-     "job.fio", "job k: the run takes at least 300 days of simulated time"),
-    ("startdelay past the run limit", text({"job.fio": job("size=1m\nstartdelay=201d\n")}), "job.fio",
-     "startdelay=201d: max value out of range: 201 days (200 days max"),
-    ("block size past one syscall", text({"job.fio": job("bs=4g\n")}), "job.fio",
-     "bs=4g: max value out of range: 4294967296 (2147479552 max: Linux moves at most this much in one read or write call)"),
-    ("I/Os in flight", text({"job.fio": job("size=1m\niodepth=65536\nnumjobs=17\n")}), "job.fio",
-     f"the run would keep 1114112 I/Os in flight (iodepth x numjobs, summed over jobs); at most {L.MAX_INFLIGHT}"),
-    ("expression bomb", text({"job.fio": job("size=(9^9^9^9)\n")}), "job.fio",
-     "size=(9^9^9^9): expression value out of range (more than 128 bits)"),
-    ("nested parentheses", text({"job.fio": job("size=" + "(" * 5000 + "1" + ")" * 5000 + "\n")}), "job.fio",
-     "expression of more than 256 numbers, units and operators"),
-    ("a 100,000-digit number", text({"job.fio": job("size=1" + "0" * 100_000 + "\n")}), "job.fio",
-     "not a size: longer than 40 characters"),
-    ("keyword arithmetic bomb", text({"job.fio": job("size=$pagesize*9^999999999\n")}), "job.fio",
-     "cannot evaluate keyword arithmetic: value out of range (more than 128 bits)"),
-    ("sections", text({"job.fio": b"[global]\nbs=4k\n" * (L.MAX_SECTIONS + 1)}), "job.fio",
-     f"job.fio:{2 * L.MAX_SECTIONS + 1}: more than {L.MAX_SECTIONS} sections in a run"),
-    ("include a name too long for the OS", text({"job.fio": job("include " + "a" * 5000 + "\n")}), "job.fio",
-     "job.fio:5: cannot open include file 'aaaa"),
+    (
+        "runtime=10^12 s",
+        text({"job.fio": job("time_based\nruntime=1000000000000\n")}),
+        "job.fio",
+        "runtime=1000000000000: max value out of range: 31,710 years (200 days max",
+    ),
+    (
+        "thinktime over a long runtime",
+        text({"job.fio": job("size=1m\ntime_based\nruntime=1000000000\nthinktime=10s\n")}),
+        "job.fio",
+        "job.fio:7: runtime=1000000000: max value out of range: 31.71 years (200 days max",
+    ),
+    (
+        "thinktime past 32-bit us",
+        text({"job.fio": job("size=1m\nthinktime=2h\n")}),
+        "job.fio",
+        "thinktime=2h: max value out of range: 2 h (4294967295 us (1.193 h) max: fio keeps it in 32-bit microseconds)",
+    ),
+    (
+        "stonewalled runtimes past the run limit",
+        text({"job.fio": job("size=1m\ntime_based\nruntime=150d\n") + b"[k]\nstonewall\nsize=1m\ntime_based\nruntime=150d\n"}),
+        "job.fio",
+        "job k: the run takes at least 300 days of simulated time",
+    ),
+    (
+        "startdelay past the run limit",
+        text({"job.fio": job("size=1m\nstartdelay=201d\n")}),
+        "job.fio",
+        "startdelay=201d: max value out of range: 201 days (200 days max",
+    ),
+    (
+        "block size past one syscall",
+        text({"job.fio": job("bs=4g\n")}),
+        "job.fio",
+        "bs=4g: max value out of range: 4294967296 (2147479552 max: Linux moves at most this much in one read or write call)",
+    ),
+    (
+        "I/Os in flight",
+        text({"job.fio": job("size=1m\niodepth=65536\nnumjobs=17\n")}),
+        "job.fio",
+        f"the run would keep 1114112 I/Os in flight (iodepth x numjobs, summed over jobs); at most {L.MAX_INFLIGHT}",
+    ),
+    (
+        "expression bomb",
+        text({"job.fio": job("size=(9^9^9^9)\n")}),
+        "job.fio",
+        "size=(9^9^9^9): expression value out of range (more than 128 bits)",
+    ),
+    (
+        "nested parentheses",
+        text({"job.fio": job("size=" + "(" * 5000 + "1" + ")" * 5000 + "\n")}),
+        "job.fio",
+        "expression of more than 256 numbers, units and operators",
+    ),
+    ("a 100,000-digit number", text({"job.fio": job("size=1" + "0" * 100_000 + "\n")}), "job.fio", "not a size: longer than 40 characters"),
+    (
+        "keyword arithmetic bomb",
+        text({"job.fio": job("size=$pagesize*9^999999999\n")}),
+        "job.fio",
+        "cannot evaluate keyword arithmetic: value out of range (more than 128 bits)",
+    ),
+    (
+        "sections",
+        text({"job.fio": b"[global]\nbs=4k\n" * (L.MAX_SECTIONS + 1)}),
+        "job.fio",
+        f"job.fio:{2 * L.MAX_SECTIONS + 1}: more than {L.MAX_SECTIONS} sections in a run",
+    ),
+    (
+        "include a name too long for the OS",
+        text({"job.fio": job("include " + "a" * 5000 + "\n")}),
+        "job.fio",
+        "job.fio:5: cannot open include file 'aaaa",
+    ),
     ("/dev/zero as the job file", text({}), "/dev/zero", "/dev/zero: not a regular file (a character device)"),
     ("a directory as the job file", directory_job, "jobs", "jobs: not a regular file (a directory)"),
     ("a job file name too long for the OS", text({}), "b" * 5000, "bbbb: File name too long"),
@@ -176,19 +251,50 @@ def test_a_fifo_job_file_does_not_hang(image: Path, tmp_path: Path) -> None:
 # --- every option, extreme values: a one-line FioJobError or an engine input that fits --
 
 EXTREMES = [
-    "99999999999999999999", "0xffffffffffffffffffff", "(2^62)", "(2^63)", "(2^64)", "(2^127)",
-    "18446744073709551615", "9223372036854775807", "9223372036854775808", "4294967295", "4294967296",
-    "-1", "0", "1", "1e9", "200d", "201d", "(1/0)", "100%", "4g", "2g", "1p", "4k-8k", "4k:(2^70)",
-    "(2^70)/50", "4k/50:(2^70)/50", "zipf:1e308", "pareto:0.5:2", "zoned_abs:50/(2^70):50/1k",
-    "randread:99999999999", "write:(2^64)", "1,2,3,4", "1::", "0x", "",
+    "99999999999999999999",
+    "0xffffffffffffffffffff",
+    "(2^62)",
+    "(2^63)",
+    "(2^64)",
+    "(2^127)",
+    "18446744073709551615",
+    "9223372036854775807",
+    "9223372036854775808",
+    "4294967295",
+    "4294967296",
+    "-1",
+    "0",
+    "1",
+    "1e9",
+    "200d",
+    "201d",
+    "(1/0)",
+    "100%",
+    "4g",
+    "2g",
+    "1p",
+    "4k-8k",
+    "4k:(2^70)",
+    "(2^70)/50",
+    "4k/50:(2^70)/50",
+    "zipf:1e308",
+    "pareto:0.5:2",
+    "zoned_abs:50/(2^70):50/1k",
+    "randread:99999999999",
+    "write:(2^64)",
+    "1,2,3,4",
+    "1::",
+    "0x",
+    "",
 ]
 NAMESPACE_BYTES = 15_873_409_024
 
 
-def _engine_inputs(body: str) -> List[Dict[str, Any]]:
+def _engine_inputs(body: str) -> list[dict[str, Any]]:
     run = parse_string("[j]\nioengine=libaio\nrw=randrw\nbs=4k\n" + body, env={})
-    return run.to_engine(NAMESPACE_BYTES, 512, namespace_sizes={1: NAMESPACE_BYTES}, namespace_lba_bytes={1: 512},
-                         link_bytes_per_s=6_972_272_923)
+    return run.to_engine(
+        NAMESPACE_BYTES, 512, namespace_sizes={1: NAMESPACE_BYTES}, namespace_lba_bytes={1: 512}, link_bytes_per_s=6_972_272_923
+    )
 
 
 @pytest.mark.parametrize("name", sorted(o.name for o in O.OPTIONS.values() if o.kind == O.SIM))
@@ -205,9 +311,14 @@ def test_extreme_values_never_reach_the_engine_out_of_range(name: str) -> None:
 
 def test_pairs_of_extremes_never_reach_the_engine_out_of_range() -> None:
     # Values that pass alone but could overflow together.
-    body = ["offset_increment=(2^62)\nnumjobs=4096", "rate=9223372036854775807\nbs=2g", "io_size=(2^62)\nloops=4294967295",
-            "number_ios=9223372036854775807\nbs=2g", "startdelay=200d\nramp_time=200d\ntime_based\nruntime=200d",
-            "rw=write:9223372036854775807\nloops=4294967295\nsize=4k"]
+    body = [
+        "offset_increment=(2^62)\nnumjobs=4096",
+        "rate=9223372036854775807\nbs=2g",
+        "io_size=(2^62)\nloops=4294967295",
+        "number_ios=9223372036854775807\nbs=2g",
+        "startdelay=200d\nramp_time=200d\ntime_based\nruntime=200d",
+        "rw=write:9223372036854775807\nloops=4294967295\nsize=4k",
+    ]
     for a, b in itertools.product(body, repeat=2):
         try:
             specs = _engine_inputs(a + "\n" + b + "\n")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
-
 from fio_fake_engine import run as fake_run
+
 from ssdtwin.fio import EngineResultError, FioJobError, parse_string
 from ssdtwin.fio.engine import check_result, effective_bssplit
 
@@ -17,12 +17,12 @@ MiB = 1 << 20
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "fio.md"
 
 
-def specs(body: str, size: int = 8 * MiB, lba: int = 512, **kw: Any) -> List[Dict[str, Any]]:
+def specs(body: str, size: int = 8 * MiB, lba: int = 512, **kw: Any) -> list[dict[str, Any]]:
     run = parse_string("[global]\nioengine=libaio\nfilename=ns1\n" + body, env={})
     return run.to_engine(size, lba, **kw)
 
 
-def one(body: str, **kw: Any) -> Dict[str, Any]:
+def one(body: str, **kw: Any) -> dict[str, Any]:
     out = specs("[j]\n" + body, **kw)
     assert len(out) == 1
     return out[0]
@@ -65,7 +65,11 @@ def test_offset_increment_percent_is_aligned_up() -> None:
 def test_namespaces() -> None:
     run = parse_string("[a]\nfilename=ns2\nsize=50%\n[b]\nfilename=/dev/nvme0n1\n[c]\nfilename=/tmp/x\n", env={})
     out = run.to_engine(100 * MiB, 4096, namespace_sizes={1: 10 * MiB, 2: 20 * MiB})
-    assert [(e["namespace"], e["target_size_bytes"], e["size_bytes"]) for e in out] == [(2, 20 * MiB, 10 * MiB), (1, 10 * MiB, 10 * MiB), (None, 100 * MiB, 100 * MiB)]
+    assert [(e["namespace"], e["target_size_bytes"], e["size_bytes"]) for e in out] == [
+        (2, 20 * MiB, 10 * MiB),
+        (1, 10 * MiB, 10 * MiB),
+        (None, 100 * MiB, 100 * MiB),
+    ]
     with pytest.raises(FioJobError, match="namespace 3 does not exist") as info:
         parse_string("[a]\nfilename=ns3\n", env={}).to_engine(MiB, 512, namespace_sizes={1: MiB})
     assert info.value.option == "filename" and info.value.line == 2
@@ -107,7 +111,7 @@ def test_all_errors_of_a_run_are_reported() -> None:
         ([[4096, 0], [8192, 100]], False, [[8192, 100]]),
     ],
 )
-def test_effective_bssplit(split: List[List[int]], unaligned: bool, expected: List[List[int]]) -> None:
+def test_effective_bssplit(split: list[list[int]], unaligned: bool, expected: list[list[int]]) -> None:
     sizes = [s for s, _ in split]
     got = effective_bssplit(split, min(sizes), max(sizes), unaligned)
     assert got == expected
@@ -166,7 +170,16 @@ def test_distribution_and_zones() -> None:
 
 def test_log_requests_and_averaging_windows() -> None:
     e = one("write_bw_log=x\nwrite_lat_log\nlog_avg_msec=1000\n")
-    assert e["logs"] == {"bw": True, "iops": False, "lat": True, "hist": False, "avg_ms": 1000, "hist_ms": 0, "max_value": False, "offset": False}
+    assert e["logs"] == {
+        "bw": True,
+        "iops": False,
+        "lat": True,
+        "hist": False,
+        "avg_ms": 1000,
+        "hist_ms": 0,
+        "max_value": False,
+        "offset": False,
+    }
     assert (e["bw_avg_ms"], e["iops_avg_ms"]) == (1000, 500)
     e = one("write_bw_log=x\nlog_avg_msec=1000\nbwavgtime=250\n")
     assert e["bw_avg_ms"] == 250  # the smaller one when bwavgtime is given (init.c)
@@ -189,13 +202,19 @@ def test_seed_is_exposed_per_clone() -> None:
 
 def test_batches_follow_stonewalls() -> None:
     out = specs("[a]\nnumjobs=2\n[b]\nstonewall\n[c]\n[d]\nstonewall\n")
-    assert [(e["name"], e["batch"], e["stonewall"]) for e in out] == [("a", 0, False), ("a", 0, False), ("b", 1, True), ("c", 1, False), ("d", 2, True)]
+    assert [(e["name"], e["batch"], e["stonewall"]) for e in out] == [
+        ("a", 0, False),
+        ("a", 0, False),
+        ("b", 1, True),
+        ("c", 1, False),
+        ("d", 2, True),
+    ]
 
 
 # --- engine output contract ---------------------------------------------------------------
 
 
-def _good() -> Dict[str, Any]:
+def _good() -> dict[str, Any]:
     e = one("rw=randrw\ntime_based\nruntime=1\n")
     return fake_run([e], seconds=1)[0]
 

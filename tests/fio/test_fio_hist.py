@@ -102,7 +102,7 @@ def test_percentiles_from_real_bins_match_fio(name: str) -> None:
                 hist = dense((value_to_index(int(v)), c) for v, c in obj["bins"].items())
                 plist = [float(p) for p in obj["percentile"]]
                 ours = percentiles(hist, obj["N"], plist)
-                assert [("%f" % p, v) for p, v in ours] == list(obj["percentile"].items())
+                assert [(f"{p:f}", v) for p, v in ours] == list(obj["percentile"].items())
                 checked += 1
     assert checked >= 3
 
@@ -141,7 +141,20 @@ def test_sparse_dense() -> None:
 
 @pytest.mark.parametrize(
     "clat,table,slot",
-    [(0, "ns", 0), (1, "ns", 0), (2, "ns", 1), (9, "ns", 2), (999, "ns", 9), (1000, "us", 0), (1999, "us", 0), (2000, "us", 1), (999_999, "us", 9), (1_000_000, "ms", 0), (1_999_999_999, "ms", 10), (2_000_000_000, "ms", 11)],
+    [
+        (0, "ns", 0),
+        (1, "ns", 0),
+        (2, "ns", 1),
+        (9, "ns", 2),
+        (999, "ns", 9),
+        (1000, "us", 0),
+        (1999, "us", 0),
+        (2000, "us", 1),
+        (999_999, "us", 9),
+        (1_000_000, "ms", 0),
+        (1_999_999_999, "ms", 10),
+        (2_000_000_000, "ms", 11),
+    ],
 )
 def test_latency_table_slots(clat: int, table: str, slot: int) -> None:
     assert latency_bucket(clat) == (table, slot)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fio_fake_engine import run as fake_run
 
 from conftest import DATA
-from fio_fake_engine import run as fake_run
 from ssdtwin.fio import EngineResultError, parse_string
 from ssdtwin.fio.hist import PLAT_NR
 from ssdtwin.fio.logs import format_hist_rows, format_rows, log_names, render_logs, window_rows, write_logs
@@ -21,13 +21,23 @@ def test_log_names_follow_fio() -> None:
     )
     names = [log_names(c) for c in run.clones]
     assert names[0] == {"bw": "A_bw.1.log"}
-    assert names[1] == {"bw": "B_bw.2.log", "iops": "I_iops.2.log", "lat": "b_lat.2.log", "slat": "b_slat.2.log", "clat": "b_clat.2.log", "clat_hist": "H_clat_hist.2.log"}
+    assert names[1] == {
+        "bw": "B_bw.2.log",
+        "iops": "I_iops.2.log",
+        "lat": "b_lat.2.log",
+        "slat": "b_slat.2.log",
+        "clat": "b_clat.2.log",
+        "clat_hist": "H_clat_hist.2.log",
+    }
     assert names[2]["bw"] == "B_bw.3.log"
     assert names[3] == {}
 
 
 def test_per_job_logs_0_shares_one_file_in_thread_order() -> None:
-    run = parse_string("[global]\nfilename=ns1\nioengine=libaio\n[a]\nnumjobs=2\nwrite_bw_log=S\nper_job_logs=0\nlog_avg_msec=500\ntime_based\nruntime=1\n", env={})
+    run = parse_string(
+        "[global]\nfilename=ns1\nioengine=libaio\n[a]\nnumjobs=2\nwrite_bw_log=S\nper_job_logs=0\nlog_avg_msec=500\ntime_based\nruntime=1\n",
+        env={},
+    )
     results = fake_run(run.to_engine(1 << 30, 512), seconds=1)
     files = render_logs(run, results)
     assert list(files) == ["S_bw.log"]
@@ -97,7 +107,14 @@ def test_write_logs(tmp_path: Path) -> None:
     )
     results = fake_run(run.to_engine(1 << 30, 512), seconds=1)
     paths = write_logs(run, results, tmp_path / "out")
-    assert sorted(p.name for p in paths) == ["B_bw.1.log", "B_clat.1.log", "B_clat_hist.1.log", "B_iops.1.log", "B_lat.1.log", "B_slat.1.log"]
+    assert sorted(p.name for p in paths) == [
+        "B_bw.1.log",
+        "B_clat.1.log",
+        "B_clat_hist.1.log",
+        "B_iops.1.log",
+        "B_lat.1.log",
+        "B_slat.1.log",
+    ]
     bw = (tmp_path / "out" / "B_bw.1.log").read_text().splitlines()
     assert bw and all(len(line.split(", ")) == 6 for line in bw)
     hist = (tmp_path / "out" / "B_clat_hist.1.log").read_text().splitlines()

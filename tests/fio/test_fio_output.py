@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Dict, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
-
-from conftest import DATA, REFERENCE, golden
 from fio_fake_engine import run as fake_run
 from fio_realstats import pids_and_time, thread_stats_from_json
+
+from conftest import DATA, REFERENCE, golden
 from ssdtwin.fio import EngineResultError, parse, parse_string
 from ssdtwin.fio import output as out
 from ssdtwin.fio.hist import value_to_index
@@ -126,10 +127,10 @@ def test_json_value_types_follow_fio() -> None:
 # --- from engine results ------------------------------------------------------------------
 
 
-def _one_clone_result(**over: Any) -> Dict[str, Any]:
+def _one_clone_result(**over: Any) -> dict[str, Any]:
     hist = [[value_to_index(100_000), 3], [value_to_index(200_000), 1]]
     stat = {"n": 4, "min_ns": 99_000, "max_ns": 201_000, "sum_ns": 500_000, "m2": 7.5e9, "hist": hist}
-    r: Dict[str, Any] = {
+    r: dict[str, Any] = {
         "thread_number": 1,
         "elapsed_ns": 2_500_000_000,
         "runtime_ns": 2_000_000_000,
@@ -187,7 +188,7 @@ def test_percentiles_from_a_synthetic_histogram_in_json() -> None:
 # --- group_reporting -----------------------------------------------------------------------
 
 
-def _ts(name: str, gid: int, clat: Sequence[int], bw: Sequence[int], runtime: int, options: List[Any]) -> ThreadStat:
+def _ts(name: str, gid: int, clat: Sequence[int], bw: Sequence[int], runtime: int, options: list[Any]) -> ThreadStat:
     ts = ThreadStat(name=name, groupid=gid, thread_number=0, members=1, options=options, percentile_list=[50.0])
     d = ts.ddir[0]
     d.clat = IoStat.from_samples(clat)
@@ -235,7 +236,10 @@ def test_group_reporting_entries() -> None:
 
 
 def test_group_reporting_end_to_end_and_bw_agg() -> None:
-    run = parse_string("[global]\ngroup_reporting\nioengine=libaio\nfilename=ns1\ntime_based\nruntime=1\n[a]\nrw=randread\nnumjobs=2\n[b]\nrw=randwrite\n[c]\nstonewall\nrw=write\n", env={})
+    run = parse_string(
+        "[global]\ngroup_reporting\nioengine=libaio\nfilename=ns1\ntime_based\nruntime=1\n[a]\nrw=randread\nnumjobs=2\n[b]\nrw=randwrite\n[c]\nstonewall\nrw=write\n",
+        env={},
+    )
     results = fake_run(run.to_engine(1 << 30, 512))
     doc = out.json_dict(run, results, timestamp_ms=TS_MS)
     jobs = doc["jobs"]

@@ -4,7 +4,7 @@ errors, and the echo of options for the JSON report."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
@@ -164,7 +164,7 @@ def test_unknown_vs_unsupported() -> None:
 
 # --- every supported option --------------------------------------------------------------
 
-OPTION_CASES: List[Any] = [
+OPTION_CASES: list[Any] = [
     ("rw=randrw", {"rw": "randrw", "rw_nr": 1}),
     ("readwrite=readwrite", {"rw": "rw"}),
     ("rw=randread:8", {"rw": "randread", "rw_nr": 8}),
@@ -231,15 +231,41 @@ OPTION_CASES: List[Any] = [
     ("random_distribution=normal:10", {"random_distribution": {"kind": "normal", "param": 10.0, "center": None, "zones": [None] * 3}}),
     (
         "random_distribution=zoned:50/5:30/15:20/",
-        {"random_distribution": {"kind": "zoned", "param": None, "center": None, "zones": [[{"access_pct": 50, "range_pct": 5}, {"access_pct": 30, "range_pct": 15}, {"access_pct": 20, "range_pct": 80}]] * 3}},
+        {
+            "random_distribution": {
+                "kind": "zoned",
+                "param": None,
+                "center": None,
+                "zones": [[{"access_pct": 50, "range_pct": 5}, {"access_pct": 30, "range_pct": 15}, {"access_pct": 20, "range_pct": 80}]]
+                * 3,
+            }
+        },
     ),
     (
         "random_distribution=zoned:60/10:40/90,100/100",
-        {"random_distribution": {"kind": "zoned", "param": None, "center": None, "zones": [[{"access_pct": 60, "range_pct": 10}, {"access_pct": 40, "range_pct": 90}], [{"access_pct": 100, "range_pct": 100}], [{"access_pct": 100, "range_pct": 100}]]}},
+        {
+            "random_distribution": {
+                "kind": "zoned",
+                "param": None,
+                "center": None,
+                "zones": [
+                    [{"access_pct": 60, "range_pct": 10}, {"access_pct": 40, "range_pct": 90}],
+                    [{"access_pct": 100, "range_pct": 100}],
+                    [{"access_pct": 100, "range_pct": 100}],
+                ],
+            }
+        },
     ),
     (
         "random_distribution=zoned_abs:60/10m:40/1g",
-        {"random_distribution": {"kind": "zoned_abs", "param": None, "center": None, "zones": [[{"access_pct": 60, "range_bytes": 10 << 20}, {"access_pct": 40, "range_bytes": 1 << 30}]] * 3}},
+        {
+            "random_distribution": {
+                "kind": "zoned_abs",
+                "param": None,
+                "center": None,
+                "zones": [[{"access_pct": 60, "range_bytes": 10 << 20}, {"access_pct": 40, "range_bytes": 1 << 30}]] * 3,
+            }
+        },
     ),
     ("percentage_random=25", {"percentage_random": [25, 25, 25]}),
     ("percentage_random=10,90", {"percentage_random": [10, 90, 90]}),
@@ -257,7 +283,10 @@ OPTION_CASES: List[Any] = [
     ("group_reporting", {"group_reporting": 1}),
     ("percentile_list=50:99:99.9", {"percentile_list": [50.0, 99.0, 99.9], "percentile_precision": 1}),
     ("percentile_list=99.999:1", {"percentile_list": [99.999, 1.0], "percentile_precision": 3}),
-    ("clat_percentiles=0\nlat_percentiles=1\nslat_percentiles=1", {"clat_percentiles": False, "lat_percentiles": True, "slat_percentiles": True}),
+    (
+        "clat_percentiles=0\nlat_percentiles=1\nslat_percentiles=1",
+        {"clat_percentiles": False, "lat_percentiles": True, "slat_percentiles": True},
+    ),
     ("write_bw_log=foo", {"logs": {"bw": "foo", "iops": None, "lat": None, "hist": None}}),
     ("write_iops_log\nwrite_lat_log=L\nwrite_hist_log=H", {"logs": {"bw": None, "iops": "", "lat": "L", "hist": "H"}}),
     ("log_avg_msec=1000\nlog_hist_msec=500\nlog_hist_coarseness=2", {"log_avg_msec": 1000, "log_hist_msec": 500, "log_hist_coarseness": 2}),
@@ -277,7 +306,7 @@ OPTION_CASES: List[Any] = [
 
 
 @pytest.mark.parametrize("body,expected", OPTION_CASES)
-def test_supported_option(body: str, expected: Dict[str, Any]) -> None:
+def test_supported_option(body: str, expected: dict[str, Any]) -> None:
     st = job(body + "\n").state
     for key, value in expected.items():
         assert st[key] == value, key
@@ -335,11 +364,34 @@ def test_bad_values_are_errors_with_location(body: str, message: str) -> None:
 
 
 NOOP = [
-    "direct=1", "buffered=0", "thread", "refill_buffers", "zero_buffers", "scramble_buffers=0", "invalidate=0",
-    "cpus_allowed=0-3", "cpus_allowed_policy=split", "iodepth_batch=8", "iodepth_batch_complete=4",
-    "iodepth_low=4", "lockmem=1g", "mem=malloc", "iomem_align=4k", "nice=-5", "prio=3", "clocksource=clock_gettime",
-    "disk_util=0", "buffer_compress_percentage=50", "dedupe_percentage=10", "overwrite=1", "gtod_cpu=1",
-    "unlink=1", "fadvise_hint=0", "create_serialize=0", "ioscheduler=none", "cgroup=x",
+    "direct=1",
+    "buffered=0",
+    "thread",
+    "refill_buffers",
+    "zero_buffers",
+    "scramble_buffers=0",
+    "invalidate=0",
+    "cpus_allowed=0-3",
+    "cpus_allowed_policy=split",
+    "iodepth_batch=8",
+    "iodepth_batch_complete=4",
+    "iodepth_low=4",
+    "lockmem=1g",
+    "mem=malloc",
+    "iomem_align=4k",
+    "nice=-5",
+    "prio=3",
+    "clocksource=clock_gettime",
+    "disk_util=0",
+    "buffer_compress_percentage=50",
+    "dedupe_percentage=10",
+    "overwrite=1",
+    "gtod_cpu=1",
+    "unlink=1",
+    "fadvise_hint=0",
+    "create_serialize=0",
+    "ioscheduler=none",
+    "cgroup=x",
 ]
 
 
@@ -359,7 +411,9 @@ def test_engine_options_with_their_engine() -> None:
 
 
 def test_sync_engines_cap_queue_depth() -> None:
-    run = parse_string("[a]\nioengine=psync\niodepth=32\n[b]\nioengine=libaio\niodepth=32\n[c]\nioengine=null\n[d]\nioengine=null\niodepth=4\n", env={})
+    run = parse_string(
+        "[a]\nioengine=psync\niodepth=32\n[b]\nioengine=libaio\niodepth=32\n[c]\nioengine=null\n[d]\nioengine=null\niodepth=4\n", env={}
+    )
     a, b, c, d = run.jobs
     assert (a.effective_iodepth, a.iodepth, a.engine_async) == (1, 32, False)
     assert (b.effective_iodepth, b.engine_async) == (32, True)
@@ -392,7 +446,12 @@ def test_clone_numbering_follows_fio() -> None:
 def test_groups_stonewall_new_group() -> None:
     run = parse_string("[a]\n[b]\nstonewall\n[c]\nnumjobs=2\n[d]\nnew_group\n[e]\n", env={})
     assert [(c.name, c.group_id, c.batch) for c in run.clones] == [
-        ("a", 0, 0), ("b", 1, 1), ("c", 1, 1), ("c", 1, 1), ("d", 2, 1), ("e", 2, 1)
+        ("a", 0, 0),
+        ("b", 1, 1),
+        ("c", 1, 1),
+        ("c", 1, 1),
+        ("d", 2, 1),
+        ("e", 2, 1),
     ]
 
 
@@ -415,7 +474,13 @@ def test_several_job_files_are_separate_groups_and_reset_globals() -> None:
         env={},
     )
     got = [(j.name, j.group_id, j.state["bs"][0], j.state["ioengine"]) for j in run.jobs]
-    assert got == [("a", 0, 65536, "null"), ("b", 0, 65536, "null"), ("c", 1, 4096, "psync"), ("d", 2, 131072, "psync"), ("e", 2, 131072, "psync")]
+    assert got == [
+        ("a", 0, 65536, "null"),
+        ("b", 0, 65536, "null"),
+        ("c", 1, 4096, "psync"),
+        ("d", 2, 131072, "psync"),
+        ("e", 2, 131072, "psync"),
+    ]
     assert run.global_options == [("bs", "128k")]
     assert run.jobs[2].file == "f2.fio" and run.jobs[2].stonewall
 
@@ -486,7 +551,13 @@ def _taus258_first(seed: int) -> int:
     s = [fix((53 * 6906969069 ^ seed) & M64, 1)]
     for m in (7, 15, 33, 49):
         s.append(fix((s[-1] * 6906969069 ^ seed) & M64, m))
-    spec = [(1, 53, 18446744073709551614, 10), (24, 50, 18446744073709551104, 5), (3, 23, 18446744073709547520, 29), (5, 24, 18446744073709420544, 23), (3, 33, 18446744073701163008, 8)]
+    spec = [
+        (1, 53, 18446744073709551614, 10),
+        (24, 50, 18446744073709551104, 5),
+        (3, 23, 18446744073709547520, 29),
+        (5, 24, 18446744073709420544, 23),
+        (3, 33, 18446744073701163008, 8),
+    ]
     out = 0
     for _ in range(7):
         for i, (a, b, c, d) in enumerate(spec):

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fio_fake_engine import run as fake_run
+
 from ssdtwin.fio import output, parse_string
 from ssdtwin.fio.logs import write_logs
 

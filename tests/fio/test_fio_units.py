@@ -190,6 +190,7 @@ def test_size_parser_never_crashes(text: str) -> None:
 
 # --- num2str ------------------------------------------------------------------------------
 
+
 # Strings taken from real fio-3.33 output (tests/fio/data/real/*.normal and headers).
 @pytest.mark.parametrize(
     "num,maxlen,pow2,units,expected",

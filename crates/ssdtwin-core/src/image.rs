@@ -119,6 +119,14 @@ pub struct Manifest {
     pub seed: u64,
 }
 
+impl Manifest {
+    /// The manifest of a drive held only in memory (`format` "memory"; no image, so no
+    /// image format version: 0).
+    pub fn in_memory(preset: &str, scale: u32, seed: u64) -> Manifest {
+        Manifest { format: "memory".into(), version: 0, preset: preset.into(), scale, seed }
+    }
+}
+
 /// What a generation's state.json holds.
 #[derive(Serialize, Deserialize)]
 struct Generation {

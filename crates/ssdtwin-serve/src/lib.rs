@@ -28,6 +28,6 @@ pub use backend::{LiveFingerprint, NsExport, TwinBackend};
 pub use clock::{Clock, ManualClock, WallClock};
 pub use config::{Pace, TwinConfig};
 pub use error::{nbd_errno, ServeError};
-pub use live::{LiveSnapshot, SessionSummary, LIVE};
+pub use live::{read_live, ExportRow, LiveSnapshot, ServeInfo, SessionSummary, StoppedSummary, LIVE, LIVE_FORMAT, LIVE_VERSION};
 pub use serving::{ServeOptions, Serving};
 pub use state::LATENCY_BUCKETS_S;

@@ -2,13 +2,13 @@
 //! counters), rewritten every second while serving so read-only commands can show live
 //! state, and the session summary printed at exit.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use ssdtwin_core::nvme::{IdCtrl, IdNs, NamespaceRow, SmartLog, VendorLog};
+use ssdtwin_core::image::Recovery;
+use ssdtwin_core::nvme::{ControllerView, VendorLog};
 
 use crate::backend::TwinBackend;
 use crate::state::State;
@@ -17,10 +17,10 @@ use crate::state::State;
 pub const LIVE: &str = "live.json";
 
 /// Counters of one serving session (also the summary at exit).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     pub seconds: f64,
-    pub pace: &'static str,
+    pub pace: String,
     pub reads: u64,
     pub writes: u64,
     pub trims: u64,
@@ -51,7 +51,7 @@ pub struct SessionSummary {
     pub failure: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportRow {
     pub name: String,
     pub nsid: u32,
@@ -59,25 +59,58 @@ pub struct ExportRow {
     pub read_only: bool,
 }
 
-/// The `live.json` document.
-#[derive(Clone, Debug, Serialize)]
+/// `format` of a `live.json` document.
+pub const LIVE_FORMAT: &str = "ssdtwin-live";
+/// `version` of the `live.json` documents this build writes and reads.
+pub const LIVE_VERSION: u32 = 1;
+
+/// The `live.json` document: the serving session around a [`ControllerView`], the structure
+/// read-only commands show from an open image too (its fields sit at the top level).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LiveSnapshot {
-    pub format: &'static str,
+    pub format: String,
     pub version: u32,
     pub pid: u32,
     pub serving: bool,
     pub time_unix_ms: u64,
     pub started_unix_ms: u64,
     pub generation: u64,
-    pub pace: &'static str,
+    pub pace: String,
     pub exports: Vec<ExportRow>,
     pub uris: Vec<String>,
-    pub id_ctrl: IdCtrl,
-    pub id_ns: BTreeMap<String, IdNs>,
-    pub namespaces: Vec<NamespaceRow>,
-    pub smart_log: SmartLog,
+    #[serde(flatten)]
+    pub view: ControllerView,
     pub stats: SessionSummary,
-    pub vendor_log: VendorLog,
+}
+
+/// What `ssdtwin serve` reports once it is serving (the `ready` callback of the binding).
+#[derive(Clone, Debug, Serialize)]
+pub struct ServeInfo {
+    pub dir: std::path::PathBuf,
+    pub pace: String,
+    pub uris: Vec<String>,
+    pub exports: Vec<String>,
+    pub metrics: Option<String>,
+    pub recovery: Option<Recovery>,
+    pub pid: u32,
+    pub warnings: Vec<String>,
+}
+
+/// The session summary at exit with what stopped the server (a signal's name).
+#[derive(Clone, Debug, Serialize)]
+pub struct StoppedSummary {
+    #[serde(flatten)]
+    pub summary: Option<SessionSummary>,
+    pub stopped_by: String,
+}
+
+/// The `live.json` of the image at `dir`, if there is one in this build's format; `None`
+/// when it is missing, unreadable or of another format (callers then use the image).
+/// Whether the server that wrote it still runs is the caller's question (the image lock).
+pub fn read_live(dir: &Path) -> Option<LiveSnapshot> {
+    let bytes = std::fs::read(dir.join(LIVE)).ok()?;
+    let snap: LiveSnapshot = serde_json::from_slice(&bytes).ok()?;
+    (snap.format == LIVE_FORMAT && snap.version == LIVE_VERSION).then_some(snap)
 }
 
 /// Replace `DIR/live.json` atomically (temporary file, then rename): readers see the old or
@@ -108,7 +141,7 @@ impl TwinBackend {
         let dn = vl.nand_write_bytes - st.start_nand_bytes;
         SessionSummary {
             seconds: inner.clock.elapsed().as_secs_f64(),
-            pace: inner.cfg.pace.name(),
+            pace: inner.cfg.pace.name().to_string(),
             reads: c.reads.get(),
             writes: c.writes.get(),
             trims: c.trims.get(),
@@ -141,25 +174,20 @@ impl TwinBackend {
     pub(crate) fn snapshot_locked(&self, st: &mut State, serving: bool) -> LiveSnapshot {
         let inner = &self.inner;
         let ctrl = &st.img.ctrl;
-        let vl = ctrl.vendor_log();
-        let id_ns = ctrl.namespaces().filter_map(|ns| ctrl.id_ns(ns.nsid).ok().map(|i| (ns.nsid.to_string(), i))).collect();
+        let view = ctrl.view();
         LiveSnapshot {
-            format: "ssdtwin-live",
-            version: 1,
+            format: LIVE_FORMAT.to_string(),
+            version: LIVE_VERSION,
             pid: std::process::id(),
             serving,
             time_unix_ms: inner.clock.unix_ms(),
             started_unix_ms: inner.start_unix_ms,
             generation: st.img.generation(),
-            pace: inner.cfg.pace.name(),
+            pace: inner.cfg.pace.name().to_string(),
             exports: self.exports.iter().map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only }).collect(),
             uris: inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default(),
-            id_ctrl: ctrl.id_ctrl(),
-            id_ns,
-            namespaces: ctrl.namespace_rows(),
-            smart_log: ctrl.smart_log(),
-            stats: self.summary_locked(st, &vl),
-            vendor_log: vl,
+            stats: self.summary_locked(st, &view.vendor_log),
+            view,
         }
     }
 }

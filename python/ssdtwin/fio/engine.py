@@ -7,7 +7,8 @@ what the engine sends back before the output module turns it into fio's formats.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 from . import limits as L
 from . import options as O
@@ -51,7 +52,7 @@ def _align_bs(bs: int, min_bs: int, max_bs: int, unaligned: bool) -> int:
     return min(bs, max_bs)
 
 
-def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int, unaligned: bool) -> List[List[int]]:
+def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int, unaligned: bool) -> list[list[int]]:
     """The sizes fio really issues for a bssplit and their percentages (summing to 100).
 
     fio sorts the entries by percentage (stable), walks them with a running total and
@@ -61,7 +62,7 @@ def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int
     """
     ordered = sorted((list(e) for e in entries), key=lambda e: e[1])
     live = [e for e in ordered if e[1] > 0]
-    out: List[List[int]] = []
+    out: list[list[int]] = []
     running = 0
     for i, (bs, pct) in enumerate(live):
         lo = min(running, 100)
@@ -82,7 +83,7 @@ def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int
     return out
 
 
-def _where(st: Dict[str, Any], option: str, job: Any) -> Dict[str, Any]:
+def _where(st: dict[str, Any], option: str, job: Any) -> dict[str, Any]:
     where = st.get("where", {})
     if option in where:
         file, line, written, value = where[option]
@@ -90,7 +91,7 @@ def _where(st: Dict[str, Any], option: str, job: Any) -> Dict[str, Any]:
     return {"file": job.file, "line": job.line}
 
 
-def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
+def _bs_range(st: dict[str, Any], d: int) -> tuple[int, int]:
     split = st["bssplit"][d]
     if split:
         sizes = [bs for bs, _ in split]
@@ -101,7 +102,7 @@ def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
     return st["bs"][d], st["bs"][d]
 
 
-def averaging_windows(st: Mapping[str, Any]) -> Tuple[int, int]:
+def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     """Window lengths (ms) of the bw and iops samples behind the JSON bw_*/iops_* stats.
 
     init.c: a bw (iops) log with log_avg_msec sets the window to log_avg_msec, or to the
@@ -125,12 +126,12 @@ def engine_input(
     namespace_sizes: Optional[Mapping[int, int]] = None,
     namespace_lba_bytes: Optional[Mapping[int, int]] = None,
     link_bytes_per_s: Optional[int] = None,
-) -> Dict[str, Any]:
+) -> dict[str, Any]:
     """Resolve one clone into the engine's input dict (docs/fio.md §3). ``link_bytes_per_s``
     (the drive's host link) bounds how many bytes a job can move in a run (§2.9)."""
     job = clone.job
     st = job.state
-    errors: List[FioJobError] = []
+    errors: list[FioJobError] = []
 
     def fail(reason: str, option: str) -> None:
         errors.append(FioJobError(reason, **_where(st, option, job)))
@@ -156,7 +157,7 @@ def engine_input(
     unaligned = bool(st["bs_unaligned"])
 
     # Block sizes per direction.
-    bs_out: Dict[str, Any] = {}
+    bs_out: dict[str, Any] = {}
     for d, name in enumerate(DDIR_NAMES):
         split = st["bssplit"][d]
         if split and min_bs[d] == max_bs[d]:
@@ -333,7 +334,10 @@ def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_byt
     crosses_link = any(d in ("read", "write") for d in _DIRECTIONS[st["rw"]])
     if link_bytes_per_s and crosses_link:
         bound = link_bytes_per_s * L.MAX_RUN_NS // 1_000_000_000
-        limit = f"the drive's {link_bytes_per_s / 1e9:.3g} GB/s host link moves at most {L.short_bytes(bound)} in the {L.MAX_RUN_DAYS} days a run may simulate"
+        limit = (
+            f"the drive's {link_bytes_per_s / 1e9:.3g} GB/s host link moves at most {L.short_bytes(bound)} "
+            f"in the {L.MAX_RUN_DAYS} days a run may simulate"
+        )
     else:
         bound = L.FIO_NUMBER_MAX
         limit = f"at most {bound} bytes (fio reads numbers as signed 64-bit)"
@@ -345,8 +349,20 @@ def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_byt
 # Engine input fields the engine holds in 32 bits (crates/ssdtwin-core/src/workload/mod.rs
 # JobSpec); every other integer is a u64.
 _U32_FIELDS = frozenset(
-    ("job_index", "thread_number", "subjob", "group_id", "batch", "namespace", "lba_bytes", "rwmixread",
-     "rwmixwrite", "iodepth", "iodepth_configured", "percentage_random")
+    (
+        "job_index",
+        "thread_number",
+        "subjob",
+        "group_id",
+        "batch",
+        "namespace",
+        "lba_bytes",
+        "rwmixread",
+        "rwmixwrite",
+        "iodepth",
+        "iodepth_configured",
+        "percentage_random",
+    )
 )
 
 
@@ -481,7 +497,8 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
     for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
         if key in result:
             values = result[key]
-            if not isinstance(values, list) or len(values) != length:
+            # A list from JSON; a tuple from the binding (a fixed-length array in Rust).
+            if not isinstance(values, (list, tuple)) or len(values) != length:
                 raise _err(thread, key, f"expected a list of {length} counts")
             for v in values:
                 _int(v, thread, key + "[]")

@@ -8,7 +8,8 @@ is slow; the first error's attributes are kept on the exception for programs.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 
 class FioJobError(ValueError):
@@ -37,7 +38,7 @@ class FioJobError(ValueError):
         self.line = line
         self.option = option
         self.value = value
-        self.errors: List[FioJobError] = [self]
+        self.errors: list[FioJobError] = [self]
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -57,7 +58,7 @@ class FioJobError(ValueError):
         return text
 
     @classmethod
-    def collect(cls, errors: Sequence["FioJobError"]) -> "FioJobError":
+    def collect(cls, errors: Sequence[FioJobError]) -> FioJobError:
         """One exception carrying every error; its own attributes are the first one's."""
         first = errors[0]
         agg = cls(first.reason, file=first.file, line=first.line, option=first.option, value=first.value)

@@ -20,8 +20,9 @@ cousins and the histogram log all use these buckets.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Union
 
 __all__ = [
     "PLAT_BITS",
@@ -46,7 +47,7 @@ PLAT_NR = PLAT_GROUP_NR * PLAT_VAL  # 1856
 
 DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
 
-Hist = Union[Sequence[int], Mapping[int, int], Iterable[Tuple[int, int]]]
+Hist = Union[Sequence[int], Mapping[int, int], Iterable[tuple[int, int]]]
 
 
 def value_to_index(value: int) -> int:
@@ -78,7 +79,7 @@ def index_to_value(index: int) -> int:
     return base + (2 * k + 1) * (1 << (error_bits - 1))
 
 
-def index_bounds(index: int) -> Tuple[int, int]:
+def index_bounds(index: int) -> tuple[int, int]:
     """The smallest and largest value (inclusive) that map to ``index``.
 
     The last bucket also takes every larger value; its bound is its nominal range.
@@ -92,10 +93,10 @@ def index_bounds(index: int) -> Tuple[int, int]:
     return lo, lo + (1 << error_bits) - 1
 
 
-def dense(hist: Hist) -> List[int]:
+def dense(hist: Hist) -> list[int]:
     """A histogram as a list of PLAT_NR counts, from a dense list, a dict or sparse pairs."""
     if isinstance(hist, Mapping):
-        pairs: Iterable[Tuple[int, int]] = hist.items()
+        pairs: Iterable[tuple[int, int]] = hist.items()
     elif isinstance(hist, Sequence) and (len(hist) == 0 or isinstance(hist[0], int)):
         counts = [int(c) for c in hist]
         if len(counts) > PLAT_NR:
@@ -114,12 +115,12 @@ def dense(hist: Hist) -> List[int]:
     return out
 
 
-def sparse(hist: Sequence[int]) -> List[List[int]]:
+def sparse(hist: Sequence[int]) -> list[list[int]]:
     """Nonzero buckets of a dense histogram as ``[index, count]`` pairs."""
     return [[i, c] for i, c in enumerate(hist) if c]
 
 
-def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> List[Tuple[float, int]]:
+def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> list[tuple[float, int]]:
     """fio's percentiles of a dense histogram: ``[(p, value_ns), ...]`` sorted by p.
 
     ``n`` is the sample count fio divides by (the io_stat's N, normally the histogram
@@ -136,7 +137,7 @@ def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> List[Tup
         return []
     # running >= p*n/100 exactly, as integers: running >= ceil(p*n/100) (running is whole).
     thresholds = [math.ceil(Fraction(p) * n / 100) for p in plist_sorted]
-    out: List[Tuple[float, int]] = []
+    out: list[tuple[float, int]] = []
     running = 0
     j = 0
     for index, count in enumerate(hist):
@@ -171,7 +172,7 @@ def _edge_index(value: int, edges: Sequence[int]) -> int:
     return len(edges)
 
 
-def latency_bucket(clat_ns: int) -> Tuple[str, int]:
+def latency_bucket(clat_ns: int) -> tuple[str, int]:
     """Which table (``"ns"``, ``"us"``, ``"ms"``) and slot one completion latency counts in."""
     if clat_ns < 1000:
         return "ns", _edge_index(clat_ns, _LAT_EDGES)
@@ -180,7 +181,7 @@ def latency_bucket(clat_ns: int) -> Tuple[str, int]:
     return "ms", min(_edge_index(clat_ns // 1_000_000, _LAT_EDGES + (2000,)), 11)
 
 
-def latency_buckets_from_hist(hist: Sequence[int]) -> Dict[str, List[int]]:
+def latency_buckets_from_hist(hist: Sequence[int]) -> dict[str, list[int]]:
     """Approximate the latency tables from a clat histogram, counting each bucket at the
     value fio would report for it. Exact for buckets below 128 ns; elsewhere a bucket that
     straddles a table edge (750 ns, 10 us, 20 us ...) is counted on one side. The engine

@@ -18,8 +18,9 @@ windowing rule, used by the tests and documented for the engine.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Union
 
 from .engine import check_result
 from .errors import EngineResultError
@@ -39,7 +40,7 @@ LOG_KINDS = {
 }
 
 
-def log_names(clone: Clone) -> Dict[str, str]:
+def log_names(clone: Clone) -> dict[str, str]:
     """File name of every log this clone writes, by engine log key."""
     st = clone.job.state
     out = {}
@@ -97,10 +98,10 @@ def format_hist_rows(rows: Iterable[Sequence[Any]], coarseness: int) -> str:
     return "".join(out)
 
 
-def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> Dict[str, str]:
+def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Every log file of the run: name → content, in thread order."""
     by_thread = {r.get("thread_number"): r for r in results}
-    files: Dict[str, List[str]] = {}
+    files: dict[str, list[str]] = {}
     for clone in run.clones:
         names = log_names(clone)
         if not names:
@@ -113,15 +114,12 @@ def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> Dict[str, str
         st = clone.job.state
         for key, name in names.items():
             rows = logs.get(key, [])
-            if key == "clat_hist":
-                text = format_hist_rows(rows, st["log_hist_coarseness"])
-            else:
-                text = format_rows(rows, st["log_offset"])
+            text = format_hist_rows(rows, st["log_hist_coarseness"]) if key == "clat_hist" else format_rows(rows, st["log_offset"])
             files.setdefault(name, []).append(text)
     return {name: "".join(parts) for name, parts in files.items()}
 
 
-def write_logs(run: Run, results: Sequence[Mapping[str, Any]], directory: Union[str, Path]) -> List[Path]:
+def write_logs(run: Run, results: Sequence[Mapping[str, Any]], directory: Union[str, Path]) -> list[Path]:
     """Write the log files into ``directory``; return their paths."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -134,12 +132,12 @@ def write_logs(run: Run, results: Sequence[Mapping[str, Any]], directory: Union[
 
 
 def window_rows(
-    samples: Iterable[Tuple[int, int, int]],
+    samples: Iterable[tuple[int, int, int]],
     avg_msec: int,
     *,
     max_value: bool = False,
     end_ms: Optional[int] = None,
-) -> List[List[int]]:
+) -> list[list[int]]:
     """fio's averaging of a latency log (stat.c add_log_sample, finalize_logs).
 
     ``samples`` are ``(time_ms, value, ddir)`` per I/O in time order. Each direction
@@ -151,17 +149,14 @@ def window_rows(
     """
     if avg_msec <= 0:
         return [[t, v, d, 0, 0] for t, v, d in samples]
-    rows: List[List[int]] = []
+    rows: list[list[int]] = []
     last = [0, 0, 0]
-    windows: List[List[int]] = [[], [], []]
+    windows: list[list[int]] = [[], [], []]
 
     def flush(ddir: int, t: int) -> None:
         values = windows[ddir]
         if values:
-            if max_value:
-                value = max(values)
-            else:
-                value = int(_fio_mean(values) + 0.50)
+            value = max(values) if max_value else int(_fio_mean(values) + 0.5)
             rows.append([t, value, ddir, 0, 0])
         windows[ddir] = []
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional
 
 from .limits import FIO_NUMBER_MAX, FIO_UINT_MAX, MAX_BS, MAX_IODEPTH, MAX_RUN_US, MAX_THREADS, describe_us
 from .units import Percent, parse_bool, parse_flag, parse_size, parse_time_us, parse_uint
@@ -53,23 +54,23 @@ RW_MODES = ("read", "write", "trim", "randread", "randwrite", "randtrim", "rw", 
 RANDOM_MODES = ("randread", "randwrite", "randtrim", "randrw", "randtrimwrite")
 
 
-Handler = Callable[[Dict[str, Any], Optional[str]], None]
+Handler = Callable[[dict[str, Any], Optional[str]], None]
 
 
 @dataclass(frozen=True)
 class OptionDef:
     name: str
-    handler: Callable[[Dict[str, Any], Optional[str]], None]
+    handler: Callable[[dict[str, Any], Optional[str]], None]
     kind: str = SIM
-    aliases: Tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
     prio: int = 0
     # True: "name" alone is an error (fio: "Option X requires an argument").
     needs_value: bool = True
-    engines: Optional[Tuple[str, ...]] = None
+    engines: Optional[tuple[str, ...]] = None
     help: str = ""
 
 
-def default_state() -> Dict[str, Any]:
+def default_state() -> dict[str, Any]:
     """A job's options before any section is applied (fio's defaults from options.c)."""
     return {
         "set": set(),  # canonical names given explicitly (fio_option_is_set)
@@ -139,7 +140,7 @@ def default_state() -> Dict[str, Any]:
     }
 
 
-def copy_state(state: Dict[str, Any]) -> Dict[str, Any]:
+def copy_state(state: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(state)
 
 
@@ -152,7 +153,7 @@ def _req(value: Optional[str]) -> str:
     return value
 
 
-def _size(st: Dict[str, Any], text: str, *, allow_percent: bool = False) -> Any:
+def _size(st: dict[str, Any], text: str, *, allow_percent: bool = False) -> Any:
     return parse_size(text, kb_base=st["kb_base"], allow_percent=allow_percent)
 
 
@@ -162,7 +163,7 @@ _WHY_NUMBER = "fio reads numbers as signed 64-bit"
 _WHY_BS = "Linux moves at most this much in one read or write call"
 
 
-def _uint(st: Dict[str, Any], text: str, *, lo: Optional[int] = None, hi: Optional[int] = None, why: str = "") -> int:
+def _uint(st: dict[str, Any], text: str, *, lo: Optional[int] = None, hi: Optional[int] = None, why: str = "") -> int:
     value = parse_uint(text, kb_base=st["kb_base"])
     if lo is not None and value < lo:
         raise ValueError(f"min value out of range: {value} ({lo} min)")
@@ -190,7 +191,7 @@ def _split_top(text: str, sep: str) -> Optional[int]:
     return None
 
 
-def per_direction_segments(text: str, separators: str = ",:-") -> List[Tuple[str, int, bool]]:
+def per_direction_segments(text: str, separators: str = ",:-") -> list[tuple[str, int, bool]]:
     """Split a per-direction value like fio's ``handle_option`` does.
 
     Returns ``(segment, index, more)`` triples. fio looks for ',' first, and only when
@@ -198,7 +199,7 @@ def per_direction_segments(text: str, separators: str = ",:-") -> List[Tuple[str
     not a range). A trailing comma ends the list without filling the later directions
     (``bs=8k,`` leaves writes and trims at their default).
     """
-    out: List[Tuple[str, int, bool]] = []
+    out: list[tuple[str, int, bool]] = []
     rest = text
     index = 0
     while True:
@@ -218,7 +219,7 @@ def per_direction_segments(text: str, separators: str = ",:-") -> List[Tuple[str
             return out
 
 
-def _store_per_dir(target: List[Any], segments: List[Tuple[str, int, bool]], parse: Callable[[str], Any]) -> None:
+def _store_per_dir(target: list[Any], segments: list[tuple[str, int, bool]], parse: Callable[[str], Any]) -> None:
     """fio's off1/off2/off3 rule: segment k sets direction k; the last non-empty segment
     also fills the directions after it unless a trailing comma followed it."""
     any_value = False
@@ -237,7 +238,7 @@ def _store_per_dir(target: List[Any], segments: List[Tuple[str, int, bool]], par
         raise ValueError("empty value")
 
 
-def _split_ddir(text: str) -> List[Optional[str]]:
+def _split_ddir(text: str) -> list[Optional[str]]:
     """fio's ``str_split_parse`` for bssplit and zoned distributions: ``a`` applies to
     every direction, ``a,b`` is reads and writes+trims, ``a,b,c`` is one per direction.
     Returns read/write/trim strings (None = leave unchanged)."""
@@ -255,7 +256,7 @@ def _split_ddir(text: str) -> List[Optional[str]]:
 
 
 def _h_str(key: str) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text == "":
             raise ValueError("empty value")
@@ -279,7 +280,7 @@ def namespace_of(filename: str) -> Optional[int]:
     return number
 
 
-def _h_filename(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_filename(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value).strip()
     if text == "":
         raise ValueError("empty value")
@@ -289,7 +290,7 @@ def _h_filename(st: Dict[str, Any], value: Optional[str]) -> None:
     st["namespace"] = namespace_of(text)
 
 
-def _h_rw(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_rw(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     mode, sep, postfix = text.partition(":")
     if mode not in RW_MODES:
@@ -310,18 +311,18 @@ def _h_rw(st: Dict[str, Any], value: Optional[str]) -> None:
             st["rw_seq_add"] = _uint(st, postfix, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
 
 
-def _h_rwmixread(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_rwmixread(st: dict[str, Any], value: Optional[str]) -> None:
     v = _uint(st, _req(value), hi=100)
     st["rwmix"] = [v, 100 - v]
 
 
-def _h_rwmixwrite(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_rwmixwrite(st: dict[str, Any], value: Optional[str]) -> None:
     v = _uint(st, _req(value), hi=100)
     st["rwmix"] = [100 - v, v]
 
 
 def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None, why: str = "") -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         target = list(st[key])
         _store_per_dir(target, per_direction_segments(_req(value)), lambda t: _uint(st, t, lo=lo, hi=hi, why=why))
         st[key] = target
@@ -329,8 +330,8 @@ def _h_per_dir_uint(key: str, lo: Optional[int] = None, hi: Optional[int] = None
     return handler
 
 
-def _h_bsrange(st: Dict[str, Any], value: Optional[str]) -> None:
-    def parse_range(text: str) -> Tuple[int, int]:
+def _h_bsrange(st: dict[str, Any], value: Optional[str]) -> None:
+    def parse_range(text: str) -> tuple[int, int]:
         cut = _split_top(text, "-")
         if cut is None:
             cut = _split_top(text, ":")
@@ -346,11 +347,11 @@ def _h_bsrange(st: Dict[str, Any], value: Optional[str]) -> None:
     st["bsrange"] = target
 
 
-def _parse_split(st: Dict[str, Any], text: str) -> Optional[List[List[int]]]:
+def _parse_split(st: dict[str, Any], text: str) -> Optional[list[list[int]]]:
     """One direction of a bssplit: ``bs/pct:bs/pct...``; a blank pct shares the rest."""
     if text == "":
         return None
-    entries: List[List[int]] = []
+    entries: list[list[int]] = []
     missing = 0
     total = 0
     for item in text.split(":"):
@@ -387,7 +388,7 @@ def _parse_split(st: Dict[str, Any], text: str) -> Optional[List[List[int]]]:
     return entries
 
 
-def _h_bssplit(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_bssplit(st: dict[str, Any], value: Optional[str]) -> None:
     parts = _split_ddir(_req(value))
     target = list(st["bssplit"])
     changed = False
@@ -402,14 +403,14 @@ def _h_bssplit(st: Dict[str, Any], value: Optional[str]) -> None:
 
 
 def _h_flag(key: str) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         st[key] = 1 if value is None else parse_flag(value)
 
     return handler
 
 
 def _h_bool(key: str) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         st[key] = parse_bool(_req(value))
 
     return handler
@@ -419,14 +420,14 @@ def _h_uint(key: str, lo: Optional[int] = None, hi: int = FIO_UINT_MAX, why: Opt
     """A fio FIO_OPT_INT: at most 2^32-1 unless the option has its own maximum."""
     reason = why if why is not None else (_WHY_UINT if hi == FIO_UINT_MAX else "")
 
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         st[key] = _uint(st, _req(value), lo=lo, hi=hi, why=reason)
 
     return handler
 
 
 def _h_size_pct(key: str) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text.endswith(("z", "Z")) and re.fullmatch(r"[0-9]+[zZ]", text):
             raise ValueError("zone-count values ('z' suffix) are not supported")
@@ -456,13 +457,13 @@ def _h_time(key: str, default_unit: str, hi: int = MAX_RUN_US, why: str = _WHY_R
     """runtime, ramp_time (seconds by default; the engine's run limit) and thinktime,
     thinktime_spin (microseconds; fio's 32-bit field)."""
 
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         st[key] = _time_us(_req(value), default_unit, hi, why)
 
     return handler
 
 
-def _h_startdelay(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_startdelay(st: dict[str, Any], value: Optional[str]) -> None:
     # A range ("1-5", "1:5") draws a start delay per clone (fixup_options).
     segments = per_direction_segments(_req(value))
     values = [_time_us(t, "s", MAX_RUN_US, _WHY_RUN) for t, _, _ in segments if t != ""]
@@ -473,15 +474,15 @@ def _h_startdelay(st: Dict[str, Any], value: Optional[str]) -> None:
     st["startdelay_us"] = (lo, hi)
 
 
-def _h_randseed(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_randseed(st: dict[str, Any], value: Optional[str]) -> None:
     v = _uint(st, _req(value))
     if v >= 1 << 64:
         raise ValueError("does not fit in 64 bits")
     st["randseed"] = v
 
 
-def _h_choice(key: str, choices: Sequence[str], mapping: Optional[Dict[str, str]] = None) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_choice(key: str, choices: Sequence[str], mapping: Optional[dict[str, str]] = None) -> Handler:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         text = _req(value)
         if text not in choices:
             raise ValueError(f"not one of {', '.join(choices)}")
@@ -496,12 +497,12 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def _h_random_distribution(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_random_distribution(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     kind = text.partition(":")[0].partition(",")[0]
     if kind not in ("random", "zipf", "pareto", "normal", "zoned", "zoned_abs"):
         raise ValueError("not one of random, zipf, pareto, normal, zoned, zoned_abs")
-    dist: Dict[str, Any] = {"kind": kind, "param": None, "center": None, "zones": [None, None, None]}
+    dist: dict[str, Any] = {"kind": kind, "param": None, "center": None, "zones": [None, None, None]}
     if kind in ("zoned", "zoned_abs"):
         if not text.startswith(kind + ":"):
             raise ValueError(f"expected {kind}:<zones>")
@@ -536,12 +537,12 @@ def _h_random_distribution(st: Dict[str, Any], value: Optional[str]) -> None:
     st["random_distribution"] = dist
 
 
-def _parse_zones(st: Dict[str, Any], text: str, *, absolute: bool) -> List[Optional[List[Dict[str, int]]]]:
-    out: List[Optional[List[Dict[str, int]]]] = [None, None, None]
+def _parse_zones(st: dict[str, Any], text: str, *, absolute: bool) -> list[Optional[list[dict[str, int]]]]:
+    out: list[Optional[list[dict[str, int]]]] = [None, None, None]
     for ddir, part in enumerate(_split_ddir(text)):
         if not part:
             continue
-        zones: List[Dict[str, int]] = []
+        zones: list[dict[str, int]] = []
         access_total = 0
         range_total = 0
         range_missing = 0
@@ -589,7 +590,7 @@ def _parse_zones(st: Dict[str, Any], text: str, *, absolute: bool) -> List[Optio
     return out
 
 
-def _h_percentile_list(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_percentile_list(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     items = text.split(":")
     if len(items) > 20:
@@ -608,7 +609,7 @@ def _h_percentile_list(st: Dict[str, Any], value: Optional[str]) -> None:
 
 
 def _h_log(kind: str) -> Handler:
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         # Without a value fio names the log after the job (init.c make_log_name).
         logs = dict(st["logs"])
         logs[kind] = value if value else ""
@@ -617,23 +618,21 @@ def _h_log(kind: str) -> Handler:
     return handler
 
 
-def _h_ioengine(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_ioengine(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     if text not in SYNC_ENGINES + ASYNC_ENGINES:
-        raise ValueError(
-            f"I/O engine '{text}' is not supported (supported: {', '.join(SYNC_ENGINES + ASYNC_ENGINES)})"
-        )
+        raise ValueError(f"I/O engine '{text}' is not supported (supported: {', '.join(SYNC_ENGINES + ASYNC_ENGINES)})")
     st["ioengine"] = text
 
 
-def _h_kb_base(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_kb_base(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     if text not in ("1024", "1000"):
         raise ValueError("not one of 1024, 1000")
     st["kb_base"] = int(text)
 
 
-def _h_unified(st: Dict[str, Any], value: Optional[str]) -> None:
+def _h_unified(st: dict[str, Any], value: Optional[str]) -> None:
     text = _req(value)
     mapping = {"none": "none", "0": "none", "mixed": "mixed", "1": "mixed", "both": "both", "2": "both"}
     if text not in mapping:
@@ -644,7 +643,7 @@ def _h_unified(st: Dict[str, Any], value: Optional[str]) -> None:
 def _h_noop(kind: str) -> Handler:
     """No-op options still get their value checked the way fio checks it."""
 
-    def handler(st: Dict[str, Any], value: Optional[str]) -> None:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
         if kind == "bool":
             parse_bool(_req(value))
         elif kind == "flag":
@@ -669,7 +668,7 @@ def _opt(name: str, handler: Handler, **kw: Any) -> OptionDef:
     return OptionDef(name=name, handler=handler, **kw)
 
 
-_SIM_OPTIONS: List[OptionDef] = [
+_SIM_OPTIONS: list[OptionDef] = [
     _opt("name", _h_str("name"), help="job name"),
     _opt("description", _h_str("description")),
     _opt("filename", _h_filename, prio=-1, help="target: nsN, ns=N, /dev/nvmeXnN or a path (default target)"),
@@ -735,7 +734,7 @@ _SIM_OPTIONS: List[OptionDef] = [
 ]
 
 # name, value kind, aliases
-_NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
+_NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("direct", "bool", ()),
     ("buffered", "bool", ()),
     ("thread", "flag", ()),
@@ -789,7 +788,7 @@ _NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
 
 # Engine-specific options (fio loads the engine, then parses these in a second pass and
 # echoes them after the general options). All are about host submission paths.
-_ENGINE_NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
+_ENGINE_NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("hipri", "flag", ("io_uring", "io_uring_cmd", "pvsync2")),
     ("hipri_percentage", "uint", ("pvsync2",)),
     ("fixedbufs", "flag", ("io_uring", "io_uring_cmd")),
@@ -807,7 +806,7 @@ _ENGINE_NOOP_SPECS: List[Tuple[str, str, Tuple[str, ...]]] = [
 
 _FLAG_NOOP_KINDS = ("flag",)
 
-OPTIONS: Dict[str, OptionDef] = {}
+OPTIONS: dict[str, OptionDef] = {}
 for _o in _SIM_OPTIONS:
     OPTIONS[_o.name] = _o
 for _name, _kind, _aliases in _NOOP_SPECS:
@@ -819,7 +818,7 @@ for _name, _kind, _aliases in _NOOP_SPECS:
         needs_value=_kind not in _FLAG_NOOP_KINDS,
     )
 
-ENGINE_OPTIONS: Dict[str, OptionDef] = {}
+ENGINE_OPTIONS: dict[str, OptionDef] = {}
 for _name, _kind, _engines in _ENGINE_NOOP_SPECS:
     ENGINE_OPTIONS[_name] = OptionDef(
         name=_name,
@@ -829,7 +828,7 @@ for _name, _kind, _engines in _ENGINE_NOOP_SPECS:
         engines=_engines,
     )
 
-_BY_NAME: Dict[str, OptionDef] = {}
+_BY_NAME: dict[str, OptionDef] = {}
 for _o in OPTIONS.values():
     _BY_NAME[_o.name] = _o
     for _a in _o.aliases:
@@ -838,53 +837,279 @@ for _o in OPTIONS.values():
 # Every option name and alias fio 3.33 knows (options.c), to tell "unsupported" from
 # "unknown" (a typo).
 FIO_OPTION_NAMES = frozenset(
-    """allow_file_create allow_mounted_write allrandrepeat atomic ba block_error_percentiles
-    blockalign blocksize blocksize_range blocksize_unaligned bs bs_is_seq_rand bs_unaligned
-    bsrange bssplit buffer_compress_chunk buffer_compress_percentage buffer_pattern buffered
-    bwavgtime cgroup cgroup_nodelete cgroup_weight clat_percentiles clocksource
-    continue_on_error cpumask cpus_allowed cpus_allowed_policy create_fsync create_on_open
-    create_only create_serialize dedupe_global dedupe_mode dedupe_percentage
-    dedupe_working_set_percentage description direct directory disable_bw
-    disable_bw_measurement disable_clat disable_lat disable_slat disk_util do_verify
-    end_fsync error_dump exec_postrun exec_prerun exit_what exitall exitall_on_error
-    experimental_verify fadvise_hint fallocate fdatasync file_append file_service_type
-    filename filename_format fileoffset filesize fill_device fill_fs flow flow_id flow_sleep
-    flow_watermark fsync fsync_on_close gid gpu_dev_id group_reporting gtod_cpu gtod_reduce
-    hugepage-size ignore_error ignore_zone_limits invalidate io_limit io_size
-    io_submit_mode iodepth iodepth_batch iodepth_batch_complete iodepth_batch_complete_max
-    iodepth_batch_complete_min iodepth_batch_submit iodepth_low ioengine iomem iomem_align
-    iopsavgtime ioscheduler job_max_open_zones kb_base lat_percentiles latency_percentile
-    latency_run latency_target latency_window lockfile lockmem log_alternate_epoch
-    log_alternate_epoch_clock_id log_avg_msec log_compression log_compression_cpus
-    log_entries log_hist_coarseness log_hist_msec log_max_value log_offset log_prio
-    log_store_compressed log_unix_epoch loops max_latency max_open_zones mem mem_align
-    merge_blktrace_file merge_blktrace_iters merge_blktrace_scalars name new_group nice
-    norandommap nr_files nrfiles numa_cpu_nodes numa_mem_policy number_ios numjobs offset
-    offset_align offset_increment opendir openfiles overwrite per_job_logs percentage_random
-    percentage_sequential percentile_list pre_read prio prioclass profile ramp_time
-    random_distribution random_generator randrepeat randseed rate rate_cycle
-    rate_ignore_thinktime rate_iops rate_iops_min rate_min rate_process ratecycle ratemin
-    read_beyond_wp read_iolog read_iolog_chunked readwrite refill_buffers replay_align
-    replay_no_stall replay_redirect replay_scale replay_skip replay_time_scale runtime rw
-    rw_sequencer rwmixcycle rwmixread rwmixwrite scramble_buffers serialize_overlap
-    significant_figures size slat_percentiles softrandommap ss ss_dur ss_ramp startdelay
-    stats steadystate steadystate_duration steadystate_ramp_time stonewall sync
-    sync_file_range thinktime thinktime_blocks thinktime_blocks_type thinktime_iotime
-    thinktime_spin thread time_based timeout trim_backlog trim_backlog_batch trim_percentage
-    trim_verify_zero uid unified_rw_reporting unique_filename unit_base unlink
-    unlink_each_loop verify verify_async verify_async_cpus verify_backlog
-    verify_backlog_batch verify_dump verify_fatal verify_interval verify_offset verify_only
-    verify_pattern verify_state_load verify_state_save verifysort verifysort_nr wait_for
-    wait_for_previous write_barrier write_bw_log write_hint write_hist_log write_iolog
-    write_iops_log write_lat_log zero_buffers zone_reset_frequency zone_reset_threshold
-    zonecapacity zonemode zonerange zonesize zoneskip""".split()
+    [
+        "allow_file_create",
+        "allow_mounted_write",
+        "allrandrepeat",
+        "atomic",
+        "ba",
+        "block_error_percentiles",
+        "blockalign",
+        "blocksize",
+        "blocksize_range",
+        "blocksize_unaligned",
+        "bs",
+        "bs_is_seq_rand",
+        "bs_unaligned",
+        "bsrange",
+        "bssplit",
+        "buffer_compress_chunk",
+        "buffer_compress_percentage",
+        "buffer_pattern",
+        "buffered",
+        "bwavgtime",
+        "cgroup",
+        "cgroup_nodelete",
+        "cgroup_weight",
+        "clat_percentiles",
+        "clocksource",
+        "continue_on_error",
+        "cpumask",
+        "cpus_allowed",
+        "cpus_allowed_policy",
+        "create_fsync",
+        "create_on_open",
+        "create_only",
+        "create_serialize",
+        "dedupe_global",
+        "dedupe_mode",
+        "dedupe_percentage",
+        "dedupe_working_set_percentage",
+        "description",
+        "direct",
+        "directory",
+        "disable_bw",
+        "disable_bw_measurement",
+        "disable_clat",
+        "disable_lat",
+        "disable_slat",
+        "disk_util",
+        "do_verify",
+        "end_fsync",
+        "error_dump",
+        "exec_postrun",
+        "exec_prerun",
+        "exit_what",
+        "exitall",
+        "exitall_on_error",
+        "experimental_verify",
+        "fadvise_hint",
+        "fallocate",
+        "fdatasync",
+        "file_append",
+        "file_service_type",
+        "filename",
+        "filename_format",
+        "fileoffset",
+        "filesize",
+        "fill_device",
+        "fill_fs",
+        "flow",
+        "flow_id",
+        "flow_sleep",
+        "flow_watermark",
+        "fsync",
+        "fsync_on_close",
+        "gid",
+        "gpu_dev_id",
+        "group_reporting",
+        "gtod_cpu",
+        "gtod_reduce",
+        "hugepage-size",
+        "ignore_error",
+        "ignore_zone_limits",
+        "invalidate",
+        "io_limit",
+        "io_size",
+        "io_submit_mode",
+        "iodepth",
+        "iodepth_batch",
+        "iodepth_batch_complete",
+        "iodepth_batch_complete_max",
+        "iodepth_batch_complete_min",
+        "iodepth_batch_submit",
+        "iodepth_low",
+        "ioengine",
+        "iomem",
+        "iomem_align",
+        "iopsavgtime",
+        "ioscheduler",
+        "job_max_open_zones",
+        "kb_base",
+        "lat_percentiles",
+        "latency_percentile",
+        "latency_run",
+        "latency_target",
+        "latency_window",
+        "lockfile",
+        "lockmem",
+        "log_alternate_epoch",
+        "log_alternate_epoch_clock_id",
+        "log_avg_msec",
+        "log_compression",
+        "log_compression_cpus",
+        "log_entries",
+        "log_hist_coarseness",
+        "log_hist_msec",
+        "log_max_value",
+        "log_offset",
+        "log_prio",
+        "log_store_compressed",
+        "log_unix_epoch",
+        "loops",
+        "max_latency",
+        "max_open_zones",
+        "mem",
+        "mem_align",
+        "merge_blktrace_file",
+        "merge_blktrace_iters",
+        "merge_blktrace_scalars",
+        "name",
+        "new_group",
+        "nice",
+        "norandommap",
+        "nr_files",
+        "nrfiles",
+        "numa_cpu_nodes",
+        "numa_mem_policy",
+        "number_ios",
+        "numjobs",
+        "offset",
+        "offset_align",
+        "offset_increment",
+        "opendir",
+        "openfiles",
+        "overwrite",
+        "per_job_logs",
+        "percentage_random",
+        "percentage_sequential",
+        "percentile_list",
+        "pre_read",
+        "prio",
+        "prioclass",
+        "profile",
+        "ramp_time",
+        "random_distribution",
+        "random_generator",
+        "randrepeat",
+        "randseed",
+        "rate",
+        "rate_cycle",
+        "rate_ignore_thinktime",
+        "rate_iops",
+        "rate_iops_min",
+        "rate_min",
+        "rate_process",
+        "ratecycle",
+        "ratemin",
+        "read_beyond_wp",
+        "read_iolog",
+        "read_iolog_chunked",
+        "readwrite",
+        "refill_buffers",
+        "replay_align",
+        "replay_no_stall",
+        "replay_redirect",
+        "replay_scale",
+        "replay_skip",
+        "replay_time_scale",
+        "runtime",
+        "rw",
+        "rw_sequencer",
+        "rwmixcycle",
+        "rwmixread",
+        "rwmixwrite",
+        "scramble_buffers",
+        "serialize_overlap",
+        "significant_figures",
+        "size",
+        "slat_percentiles",
+        "softrandommap",
+        "ss",
+        "ss_dur",
+        "ss_ramp",
+        "startdelay",
+        "stats",
+        "steadystate",
+        "steadystate_duration",
+        "steadystate_ramp_time",
+        "stonewall",
+        "sync",
+        "sync_file_range",
+        "thinktime",
+        "thinktime_blocks",
+        "thinktime_blocks_type",
+        "thinktime_iotime",
+        "thinktime_spin",
+        "thread",
+        "time_based",
+        "timeout",
+        "trim_backlog",
+        "trim_backlog_batch",
+        "trim_percentage",
+        "trim_verify_zero",
+        "uid",
+        "unified_rw_reporting",
+        "unique_filename",
+        "unit_base",
+        "unlink",
+        "unlink_each_loop",
+        "verify",
+        "verify_async",
+        "verify_async_cpus",
+        "verify_backlog",
+        "verify_backlog_batch",
+        "verify_dump",
+        "verify_fatal",
+        "verify_interval",
+        "verify_offset",
+        "verify_only",
+        "verify_pattern",
+        "verify_state_load",
+        "verify_state_save",
+        "verifysort",
+        "verifysort_nr",
+        "wait_for",
+        "wait_for_previous",
+        "write_barrier",
+        "write_bw_log",
+        "write_hint",
+        "write_hist_log",
+        "write_iolog",
+        "write_iops_log",
+        "write_lat_log",
+        "zero_buffers",
+        "zone_reset_frequency",
+        "zone_reset_threshold",
+        "zonecapacity",
+        "zonemode",
+        "zonerange",
+        "zonesize",
+        "zoneskip",
+    ]
 )
 
 # Engine options fio knows for some engine (io_uring, libaio, sync, nbd ...).
 FIO_ENGINE_OPTION_NAMES = frozenset(
-    """hipri hipri_percentage cmdprio_percentage cmdprio_class cmdprio cmdprio_bssplit
-    fixedbufs registerfiles sqthread_poll sqthread_poll_cpu nonvectored uncached nowait
-    force_async cmd_type userspace_reap uri""".split()
+    [
+        "hipri",
+        "hipri_percentage",
+        "cmdprio_percentage",
+        "cmdprio_class",
+        "cmdprio",
+        "cmdprio_bssplit",
+        "fixedbufs",
+        "registerfiles",
+        "sqthread_poll",
+        "sqthread_poll_cpu",
+        "nonvectored",
+        "uncached",
+        "nowait",
+        "force_async",
+        "cmd_type",
+        "userspace_reap",
+        "uri",
+    ]
 )
 
 _WHY_UNSUPPORTED = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 import time as _time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Union
 
 from .engine import DDIR_NAMES
 from .errors import EngineResultError
@@ -50,9 +51,9 @@ def _default_version() -> str:
 # --- building the report ------------------------------------------------------------------
 
 
-def thread_stats(run: Run, results: Sequence[Mapping[str, Any]]) -> List[ThreadStat]:
+def thread_stats(run: Run, results: Sequence[Mapping[str, Any]]) -> list[ThreadStat]:
     """Per-thread stats in thread order; ``results`` are the engine's dicts, any order."""
-    by_thread: Dict[int, Mapping[str, Any]] = {}
+    by_thread: dict[int, Mapping[str, Any]] = {}
     for r in results:
         tn = r.get("thread_number") if isinstance(r, Mapping) else None
         if not isinstance(tn, int):
@@ -73,9 +74,9 @@ def thread_stats(run: Run, results: Sequence[Mapping[str, Any]]) -> List[ThreadS
 class Report:
     """Report entries (one per thread, or per group with group_reporting) and groups."""
 
-    entries: List[ThreadStat]
-    groups: Dict[int, GroupStat]
-    global_options: List[Tuple[str, Optional[str]]]
+    entries: list[ThreadStat]
+    groups: dict[int, GroupStat]
+    global_options: list[tuple[str, Optional[str]]]
     elapsed_s: int
     n_groups: int
     eta_s: int = 0
@@ -105,11 +106,11 @@ def report_from_threads(run: Run, threads: Sequence[ThreadStat], results: Sequen
 # --- fio-style JSON -----------------------------------------------------------------------
 
 
-class Obj(List[Tuple[str, Any]]):
+class Obj(list[tuple[str, Any]]):
     """An ordered JSON object that may repeat keys, as fio's does for repeated options."""
 
 
-Value = Union[str, int, float, "Obj", List[Any], None]
+Value = Union[str, int, float, "Obj", list[Any], None]
 
 
 def _escape(text: str) -> str:
@@ -126,7 +127,7 @@ def _escape(text: str) -> str:
     return "".join(out)
 
 
-def _dump(value: Value, level: int, out: List[str]) -> None:
+def _dump(value: Value, level: int, out: list[str]) -> None:
     if isinstance(value, Obj):
         out.append("{\n")
         first = True
@@ -159,7 +160,7 @@ def _dump(value: Value, level: int, out: List[str]) -> None:
         raise TypeError(type(value))
 
 
-def _lat_obj(ts: ThreadStat, stat: IoStat, hist: List[int], want_percentiles: bool, plus: bool) -> Obj:
+def _lat_obj(ts: ThreadStat, stat: IoStat, hist: list[int], want_percentiles: bool, plus: bool) -> Obj:
     o = Obj()
     if stat.n:
         o += [("min", stat.min), ("max", stat.max), ("mean", float(stat.mean)), ("stddev", stat.stddev), ("N", stat.n)]
@@ -213,7 +214,13 @@ def _ddir_obj(ts: ThreadStat, rs: Optional[GroupStat], i: int, plus: bool) -> Ob
         ]
     )
     if d.bw.n:
-        o += [("bw_min", d.bw.min), ("bw_max", d.bw.max), ("bw_agg", _p_of_agg(rs, i, d.bw.mean)), ("bw_mean", float(d.bw.mean)), ("bw_dev", d.bw.stddev)]
+        o += [
+            ("bw_min", d.bw.min),
+            ("bw_max", d.bw.max),
+            ("bw_agg", _p_of_agg(rs, i, d.bw.mean)),
+            ("bw_mean", float(d.bw.mean)),
+            ("bw_dev", d.bw.stddev),
+        ]
     else:
         o += [("bw_min", 0), ("bw_max", 0), ("bw_agg", 0.0), ("bw_mean", 0.0), ("bw_dev", 0.0)]
     o.append(("bw_samples", d.bw.n))
@@ -225,7 +232,7 @@ def _ddir_obj(ts: ThreadStat, rs: Optional[GroupStat], i: int, plus: bool) -> Ob
     return o
 
 
-def _dist(counts: Sequence[int], total: int) -> List[float]:
+def _dist(counts: Sequence[int], total: int) -> list[float]:
     # stat.c stat_calc_dist: nonzero shares below 0.1% show as 0.1%.
     out = []
     for c in counts:
@@ -239,7 +246,7 @@ def _dist(counts: Sequence[int], total: int) -> List[float]:
     return out
 
 
-def _lat_pct(counts: Sequence[int], total: int) -> List[float]:
+def _lat_pct(counts: Sequence[int], total: int) -> list[float]:
     # stat.c stat_calc_lat: the floor there is 0.01%.
     out = []
     for c in counts:
@@ -257,7 +264,7 @@ _LAT_LABELS = ("2", "4", "10", "20", "50", "100", "250", "500", "750", "1000")
 _LAT_LABELS_MS = _LAT_LABELS + ("2000", ">=2000")
 
 
-def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: "Report", plus: bool) -> Obj:
+def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: Report, plus: bool) -> Obj:
     o = Obj([("jobname", ts.name), ("groupid", ts.groupid), ("error", ts.error), ("eta", report.eta_s), ("elapsed", report.elapsed_s)])
     if ts.options:
         o.append(("job options", Obj(ts.options)))
@@ -328,21 +335,21 @@ def json_text(
     if report.global_options:
         root.append(("global options", Obj(report.global_options)))
     root.append(("jobs", [_thread_obj(ts, report.groups.get(ts.groupid), report, plus) for ts in report.entries]))
-    out: List[str] = []
+    out: list[str] = []
     _dump(root, 0, out)
     return "".join(out) + "\n"
 
 
-def json_dict(run: Run, results: Optional[Sequence[Mapping[str, Any]]] = None, **kw: Any) -> Dict[str, Any]:
+def json_dict(run: Run, results: Optional[Sequence[Mapping[str, Any]]] = None, **kw: Any) -> dict[str, Any]:
     """The JSON report as Python objects (a repeated key keeps its last value)."""
-    out: Dict[str, Any] = json.loads(json_text(run, results, **kw))
+    out: dict[str, Any] = json.loads(json_text(run, results, **kw))
     return out
 
 
 # --- normal output ------------------------------------------------------------------------
 
 
-def _scale_lat(lo: int, hi: int, mean: float, dev: float) -> Tuple[str, int, int, float, float]:
+def _scale_lat(lo: int, hi: int, mean: float, dev: float) -> tuple[str, int, int, float, float]:
     # stat.h nsec_to_msec / nsec_to_usec
     if lo > 2_000_000 and hi > 99_999_999 and dev > 1_000_000.0:
         return "(msec)", lo // 1_000_000, hi // 1_000_000, mean / 1_000_000.0, dev / 1_000_000.0
@@ -351,7 +358,7 @@ def _scale_lat(lo: int, hi: int, mean: float, dev: float) -> Tuple[str, int, int
     return "(nsec)", lo, hi, mean, dev
 
 
-def _display_lat(name: str, st: IoStat, out: List[str]) -> None:
+def _display_lat(name: str, st: IoStat, out: list[str]) -> None:
     base, lo, hi, mean, dev = _scale_lat(st.min, st.max, st.mean, st.stddev)
     out.append(
         "    %s %s: min=%s, max=%s, avg=%5.02f, stdev=%5.02f\n"
@@ -359,7 +366,7 @@ def _display_lat(name: str, st: IoStat, out: List[str]) -> None:
     )
 
 
-def _percentile_block(ts: ThreadStat, hist: List[int], n: int, pre: str, out: List[str]) -> None:
+def _percentile_block(ts: ThreadStat, hist: list[int], n: int, pre: str, out: list[str]) -> None:
     values = percentiles(hist, n, ts.percentile_list)
     if not values:
         return
@@ -389,7 +396,7 @@ def _percentile_block(ts: ThreadStat, hist: List[int], n: int, pre: str, out: Li
             out.append("\n")
 
 
-def _ddir_normal(ts: ThreadStat, rs: Optional[GroupStat], i: int, out: List[str]) -> None:
+def _ddir_normal(ts: ThreadStat, rs: Optional[GroupStat], i: int, out: list[str]) -> None:
     d = ts.ddir[i]
     if not d.runtime_ms:
         return
@@ -442,7 +449,7 @@ def _ddir_normal(ts: ThreadStat, rs: Optional[GroupStat], i: int, out: List[str]
         )
 
 
-def _show_lat(values: Sequence[float], labels: Sequence[str], unit: str, out: List[str]) -> None:
+def _show_lat(values: Sequence[float], labels: Sequence[str], unit: str, out: list[str]) -> None:
     line = 0
     new_line = True
     shown = False
@@ -470,7 +477,7 @@ def _pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: List[str]) -> None:
+def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: list[str]) -> None:
     if not ts.io_bytes() and not ts.total_ios():
         return
     out.append("%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n" % (ts.name, ts.groupid, ts.members, ts.error, ts.pid, when))
@@ -505,7 +512,7 @@ def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: List
         )
 
 
-def _group_normal(rs: GroupStat, out: List[str]) -> None:
+def _group_normal(rs: GroupStat, out: list[str]) -> None:
     out.append(f"\nRun status group {rs.groupid} (all jobs):\n")
     labels = ("   READ", "  WRITE", "   TRIM")
     i2p = _pow2(rs.kb_base)
@@ -548,7 +555,7 @@ def normal_text(
     if timestamp_ms is None:
         timestamp_ms = int(_time.time() * 1000)
     when = _ctime(timestamp_ms // 1000)
-    out: List[str] = []
+    out: list[str] = []
     if header:
         out.append(run.header_text(fio_version or _default_version()))
     out.append("\n")

@@ -25,9 +25,10 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Union
 
 from . import limits as L
 from . import options as O
@@ -42,16 +43,34 @@ _MASK64 = (1 << 64) - 1
 _FIO_RANDSEED = 0xB1899BED
 _GOLDEN = 0x9E370001
 _SEED_NAMES = (
-    "bs_read", "bs_write", "bs_trim", "verify", "rwmix", "file", "offset", "file_size", "trim",
-    "buffer", "seq_rand_read", "seq_rand_write", "seq_rand_trim", "start_delay", "dedupe",
-    "poisson_read", "zone", "poisson_write", "poisson_trim", "prio_cmds", "dedupe_working_set",
+    "bs_read",
+    "bs_write",
+    "bs_trim",
+    "verify",
+    "rwmix",
+    "file",
+    "offset",
+    "file_size",
+    "trim",
+    "buffer",
+    "seq_rand_read",
+    "seq_rand_write",
+    "seq_rand_trim",
+    "start_delay",
+    "dedupe",
+    "poisson_read",
+    "zone",
+    "poisson_write",
+    "poisson_trim",
+    "prio_cmds",
+    "dedupe_working_set",
 )
 _BLOCK_OFF = _SEED_NAMES.index("offset")
 
 
 # --- data model ---------------------------------------------------------------------------
 
-_SectionEcho = Tuple[int, bool, str, List[Tuple[str, Optional[str]]], int]
+_SectionEcho = tuple[int, bool, str, list[tuple[str, Optional[str]]], int]
 
 
 @dataclass
@@ -69,19 +88,19 @@ class _Section:
     file: str
     line: int
     file_index: int
-    lines: List[_Line] = field(default_factory=list)
+    lines: list[_Line] = field(default_factory=list)
 
 
 @dataclass
 class Clone:
     """One fio thread: a job or one of its numjobs clones."""
 
-    job: "Job"
+    job: Job
     thread_number: int  # 1-based, over every job and clone of the run
     subjob: int  # fio's subjob_number: 0 for the job itself
     group_id: int
     seed: int  # the offset-stream seed (fio's FIO_RAND_BLOCK_OFF seed)
-    seeds: Dict[str, int]  # every fio random stream's seed, by name
+    seeds: dict[str, int]  # every fio random stream's seed, by name
     seed_source: str  # "randrepeat", "randseed" or "run_seed"
     startdelay_us: int
     batch: int  # start batch: a stonewall starts a new one after every earlier clone ends
@@ -103,9 +122,9 @@ class Job:
     index: int
     group_id: int
     stonewall: bool
-    options: List[Tuple[str, Optional[str]]]  # "job options" echo: canonical name, value
-    state: Dict[str, Any] = field(repr=False)
-    clones: List[Clone] = field(default_factory=list, repr=False)
+    options: list[tuple[str, Optional[str]]]  # "job options" echo: canonical name, value
+    state: dict[str, Any] = field(repr=False)
+    clones: list[Clone] = field(default_factory=list, repr=False)
 
     # Convenience views of the resolved options --------------------------------------
     @property
@@ -146,7 +165,7 @@ class Job:
         d = self.state["description"]
         return None if d is None else str(d)
 
-    def block_sizes(self) -> List[Tuple[int, int]]:
+    def block_sizes(self) -> list[tuple[int, int]]:
         """(min, max) block size per direction after fio's fixup rules."""
         return [_bs_range(self.state, d) for d in range(3)]
 
@@ -158,26 +177,23 @@ class Job:
         parts = []
         for label, (lo, hi) in zip("RWT", self.block_sizes()):
             parts.append(f"({label}) {num2str(lo, sig, 1, i2p, N2S_BYTE)}-{num2str(hi, sig, 1, i2p, N2S_BYTE)}")
-        return (
-            f"{self.name}: (g={self.group_id}): rw={self.rw}, bs={', '.join(parts)}, "
-            f"ioengine={st['ioengine']}, iodepth={st['iodepth']}"
-        )
+        return f"{self.name}: (g={self.group_id}): rw={self.rw}, bs={', '.join(parts)}, ioengine={st['ioengine']}, iodepth={st['iodepth']}"
 
 
 @dataclass
 class Run:
     """Everything parsed from the job files of one fio invocation."""
 
-    jobs: List[Job]
-    clones: List[Clone]
-    global_options: List[Tuple[str, Optional[str]]]
-    files: List[str]
-    warnings: List[str]
+    jobs: list[Job]
+    clones: list[Clone]
+    global_options: list[tuple[str, Optional[str]]]
+    files: list[str]
+    warnings: list[str]
     run_seed: int
     # (file index, is_global, section name, echo, length) per section, for showcmd(); the
     # echo is echo[:length]. A global section's echo is the accumulated global list, as
     # fio's def_thread keeps it (a prefix of a list shared by the file's global sections).
-    sections: List["_SectionEcho"] = field(default_factory=list, repr=False)
+    sections: list[_SectionEcho] = field(default_factory=list, repr=False)
 
     def showcmd(self) -> str:
         """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):
@@ -201,7 +217,7 @@ class Run:
 
     def header_text(self, fio_version: str = "fio-3.33") -> str:
         """What fio prints before the results: job lines, version, "Starting ..."."""
-        out: List[str] = []
+        out: list[str] = []
         for job in self.jobs:
             out.append(job.header_line())
             if job.numjobs > 1:
@@ -224,13 +240,13 @@ class Run:
         namespace_sizes: Optional[Mapping[int, int]] = None,
         namespace_lba_bytes: Optional[Mapping[int, int]] = None,
         link_bytes_per_s: Optional[int] = None,
-    ) -> List[Dict[str, Any]]:
+    ) -> list[dict[str, Any]]:
         """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
         filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
         ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
         from .engine import contract_range_error, engine_input  # local: keeps the parser importable alone
 
-        errors: List[FioJobError] = []
+        errors: list[FioJobError] = []
         out = []
         for clone in self.clones:
             try:
@@ -240,7 +256,9 @@ class Run:
                 continue
             bad = contract_range_error(spec)
             if bad:
-                errors.append(FioJobError(f"job {clone.job.name}: engine input {bad} is out of range", file=clone.job.file, line=clone.job.line))
+                errors.append(
+                    FioJobError(f"job {clone.job.name}: engine input {bad} is out of range", file=clone.job.file, line=clone.job.line)
+                )
             out.append(spec)
         if errors:
             raise FioJobError.collect(errors)
@@ -254,7 +272,7 @@ def _is_power_of_2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def _bs_range(st: Dict[str, Any], d: int) -> Tuple[int, int]:
+def _bs_range(st: dict[str, Any], d: int) -> tuple[int, int]:
     split = st["bssplit"][d]
     if split:
         sizes = [bs for bs, _ in split]
@@ -283,7 +301,7 @@ def fio_seeds(
     allrandrepeat: bool,
     is_random: bool,
     run_seed: int,
-) -> Tuple[List[int], str]:
+) -> tuple[list[int], str]:
     """fio's per-thread seeds (init.c setup_random_seeds / td_fill_rand_seeds).
 
     Every stream i gets ``s * thread_number + i`` where ``s`` starts from ``randseed``
@@ -346,7 +364,7 @@ def _too_large(nbytes: int, left: int) -> str:
     return f"too large: {nbytes} bytes, {left} left of the {total} of job files and includes a run may read"
 
 
-_FileKey = Tuple[int, int]
+_FileKey = tuple[int, int]
 
 
 def _file_key(path: Path) -> _FileKey:
@@ -430,21 +448,25 @@ class _Reader:
         self.keywords = keywords
         self.cwd = cwd
         self.budget = budget
-        self.errors: List[FioJobError] = []
-        self.warnings: List[str] = []
+        self.errors: list[FioJobError] = []
+        self.warnings: list[str] = []
 
-    def error(self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None) -> None:
+    def error(
+        self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None
+    ) -> None:
         self.errors.append(FioJobError(reason, file=file, line=line, option=option, value=value))
 
-    def limit_reached(self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None) -> None:
+    def limit_reached(
+        self, reason: str, *, file: Optional[str], line: Optional[int] = None, option: Optional[str] = None, value: Optional[str] = None
+    ) -> None:
         """A run-wide limit: reported once, and nothing more is read."""
         if not self.budget.exhausted:
             self.budget.exhausted = True
             self.error(reason, file=file, line=line, option=option, value=value)
 
     # -- text level --
-    def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> List[_Section]:
-        sections: List[_Section] = []
+    def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> list[_Section]:
+        sections: list[_Section] = []
         current: Optional[_Section] = None
         stack = [_file_key(path)] if path else []  # path was just read: it exists
         for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -463,7 +485,8 @@ class _Reader:
                 if self.budget.sections > L.MAX_SECTIONS:
                     self.limit_reached(
                         f"more than {L.MAX_SECTIONS} sections in a run ({L.MAX_THREADS} jobs and as many global sections)",
-                        file=display, line=lineno,
+                        file=display,
+                        line=lineno,
                     )
                     break
                 name = m.group(1)
@@ -481,7 +504,9 @@ class _Reader:
             self._statement(current, p, display, lineno, path, stack)
         return sections
 
-    def _statement(self, section: _Section, p: str, display: str, lineno: int, path: Optional[Path], stack: List[_FileKey], depth: int = 0) -> None:
+    def _statement(
+        self, section: _Section, p: str, display: str, lineno: int, path: Optional[Path], stack: list[_FileKey], depth: int = 0
+    ) -> None:
         m = re.match(r"include(\s+(.*))?$", p)
         if m and (m.group(1) or p == "include"):
             target = (m.group(2) or "").strip()
@@ -497,7 +522,9 @@ class _Reader:
             return
         section.lines.append(line)
 
-    def _include(self, section: _Section, target: str, display: str, lineno: int, path: Optional[Path], stack: List[_FileKey], depth: int) -> None:
+    def _include(
+        self, section: _Section, target: str, display: str, lineno: int, path: Optional[Path], stack: list[_FileKey], depth: int
+    ) -> None:
         if self.budget.exhausted:
             return
         if depth > L.MAX_INCLUDE_DEPTH:
@@ -683,7 +710,7 @@ def _bc(text: str) -> int:
     return value
 
 
-def _default_keywords() -> Dict[str, str]:
+def _default_keywords() -> dict[str, str]:
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     try:
         mb = os.sysconf("SC_PHYS_PAGES") * page // (1024 * 1024)
@@ -695,7 +722,7 @@ def _default_keywords() -> Dict[str, str]:
 # --- applying options ---------------------------------------------------------------------
 
 
-def _apply(reader: _Reader, state: Dict[str, Any], lines: Sequence[_Line]) -> List[Tuple[str, Optional[str]]]:
+def _apply(reader: _Reader, state: dict[str, Any], lines: Sequence[_Line]) -> list[tuple[str, Optional[str]]]:
     """Apply a section's option lines to ``state``; return the echo list."""
     subbed = [s for s in (reader.substitute(line) for line in lines) if s is not None]
 
@@ -704,8 +731,8 @@ def _apply(reader: _Reader, state: Dict[str, Any], lines: Sequence[_Line]) -> Li
         return d.prio if d else 0
 
     ordered = sorted(subbed, key=lambda line: -prio(line))  # stable, like glibc's qsort here
-    echo: List[Tuple[str, Optional[str]]] = []
-    second_pass: List[_Line] = []
+    echo: list[tuple[str, Optional[str]]] = []
+    second_pass: list[_Line] = []
     for line in ordered:
         d = O.lookup(line.name)
         if d is None:
@@ -720,7 +747,10 @@ def _apply(reader: _Reader, state: Dict[str, Any], lines: Sequence[_Line]) -> Li
             if state["ioengine"] not in d.engines:
                 reader.error(
                     f"only valid with ioengine={'/'.join(d.engines)} (this job uses {state['ioengine']})",
-                    file=line.file, line=line.line, option=line.name, value=line.value,
+                    file=line.file,
+                    line=line.line,
+                    option=line.name,
+                    value=line.value,
                 )
                 continue
             if _run_handler(reader, state, d, line):
@@ -732,12 +762,15 @@ def _apply(reader: _Reader, state: Dict[str, Any], lines: Sequence[_Line]) -> Li
             hint = O.closest_option(line.name)
             reader.error(
                 "unknown option" + (f" (did you mean {hint}?)" if hint else ""),
-                file=line.file, line=line.line, option=line.name, value=line.value,
+                file=line.file,
+                line=line.line,
+                option=line.name,
+                value=line.value,
             )
     return echo
 
 
-def _run_handler(reader: _Reader, state: Dict[str, Any], d: O.OptionDef, line: _Line) -> bool:
+def _run_handler(reader: _Reader, state: dict[str, Any], d: O.OptionDef, line: _Line) -> bool:
     if line.value is None and d.needs_value:
         reader.error("requires a value", file=line.file, line=line.line, option=line.name)
         return False
@@ -757,18 +790,20 @@ def _run_handler(reader: _Reader, state: Dict[str, Any], d: O.OptionDef, line: _
     return True
 
 
-def _fixup(reader: _Reader, job_name: str, section: _Section, st: Dict[str, Any]) -> None:
+def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]) -> None:
     """Checks and adjustments fio makes after parsing a job (init.c fixup_options)."""
     where = st.get("where", {})
 
-    def loc(option: str) -> Dict[str, Any]:
+    def loc(option: str) -> dict[str, Any]:
         if option in where:
             file, line, written, value = where[option]
             return {"file": file, "line": line, "option": written, "value": value}
         return {"file": section.file, "line": section.line}
 
     if st["time_based"] and not st["runtime_us"]:
-        reader.warnings.append(f"{section.file}:{section.line}: {job_name}: time_based requires a runtime/timeout setting; ignored (as fio does)")
+        reader.warnings.append(
+            f"{section.file}:{section.line}: {job_name}: time_based requires a runtime/timeout setting; ignored (as fio does)"
+        )
         st["time_based"] = 0
     if sum(st["rate"]) and sum(st["rate_iops"]):
         reader.error("rate and rate_iops are mutually exclusive", **loc("rate_iops"))
@@ -780,7 +815,9 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: Dict[str, Any]
             f"{st['ioengine']}: queue depth capped at 1 (as fio does)"
         )
     if any(st["bssplit"]) and any(st["bsrange"]):
-        reader.warnings.append(f"{section.file}:{section.line}: {job_name}: both bssplit and bsrange given; bssplit decides the block sizes")
+        reader.warnings.append(
+            f"{section.file}:{section.line}: {job_name}: both bssplit and bsrange given; bssplit decides the block sizes"
+        )
     min_bs = min(_bs_range(st, d)[0] for d in range(3))
     if isinstance(st["size"], int) and st["size"] and st["size"] < min_bs:
         reader.error(f"size too small, must not be less than minimum block size: {st['size']} < {min_bs}", **loc("size"))
@@ -860,7 +897,7 @@ def parse_string(
 
 
 def _parse_sources(
-    sources: Sequence[Tuple[str, str, Optional[Path]]],
+    sources: Sequence[tuple[str, str, Optional[Path]]],
     *,
     env: Optional[Mapping[str, str]],
     cmdline: Sequence[str],
@@ -876,14 +913,14 @@ def _parse_sources(
         kw.update({k: str(v) for k, v in keywords.items()})
     reader = _Reader(env=os.environ if env is None else env, keywords=kw, cwd=cwd, budget=budget)
 
-    jobs: List[Job] = []
-    clones: List[Clone] = []
+    jobs: list[Job] = []
+    clones: list[Clone] = []
     thread_number = 0
     group_id = 0
     prev_group_jobs = 0
     batch = 0
-    section_echo: List[_SectionEcho] = []
-    global_echo: List[Tuple[str, Optional[str]]] = []
+    section_echo: list[_SectionEcho] = []
+    global_echo: list[tuple[str, Optional[str]]] = []
 
     for file_index, (display, text, path) in enumerate(sources):
         if budget.exhausted:
@@ -1002,7 +1039,7 @@ def _parse_sources(
     )
 
 
-def _where(st: Mapping[str, Any], option: str, section: Any) -> Dict[str, Any]:
+def _where(st: Mapping[str, Any], option: str, section: Any) -> dict[str, Any]:
     """Location of ``option`` as written (file, line, name, value), else of the section."""
     where = st.get("where", {})
     if option in where:
@@ -1024,7 +1061,7 @@ def _check_run_limits(reader: _Reader, jobs: Sequence[Job]) -> None:
                 **_where(job.state, "iodepth", job),
             )
             return
-    batch_us: Dict[int, Tuple[int, Clone]] = {}
+    batch_us: dict[int, tuple[int, Clone]] = {}
     for clone in (c for j in jobs for c in j.clones):
         st = clone.job.state
         at_least = clone.startdelay_us + (st["ramp_time_us"] + st["runtime_us"] if st["time_based"] else 0)
@@ -1047,7 +1084,7 @@ def _check_run_limits(reader: _Reader, jobs: Sequence[Job]) -> None:
 def _check_group_percentiles(jobs: Iterable[Job]) -> None:
     # init.c verify_per_group_options: under group_reporting every job of a group must
     # agree on lat_percentiles.
-    seen: Dict[int, Job] = {}
+    seen: dict[int, Job] = {}
     errors = []
     for job in jobs:
         first = seen.setdefault(job.group_id, job)

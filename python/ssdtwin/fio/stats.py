@@ -9,8 +9,9 @@ formulas and print the same digits.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Optional
 
 from .engine import DDIR_NAMES, averaging_windows, check_result
 from .errors import EngineResultError
@@ -30,7 +31,7 @@ class IoStat:
     m2: float = 0.0
 
     @classmethod
-    def from_samples(cls, samples: Sequence[int]) -> "IoStat":
+    def from_samples(cls, samples: Sequence[int]) -> IoStat:
         st = cls()
         for value in samples:
             st.add(value)
@@ -51,7 +52,7 @@ class IoStat:
         self.n += 1
 
     @classmethod
-    def from_moments(cls, n: int, minimum: int, maximum: int, mean: float, stddev: float) -> "IoStat":
+    def from_moments(cls, n: int, minimum: int, maximum: int, mean: float, stddev: float) -> IoStat:
         """From the numbers fio prints (used to rebuild stats from fio's own JSON)."""
         return cls(n, minimum, maximum, mean, stddev * stddev * (n - 1) if n > 1 else 0.0)
 
@@ -59,7 +60,7 @@ class IoStat:
     def stddev(self) -> float:
         return math.sqrt(self.m2 / (self.n - 1.0)) if self.n > 1 else 0.0
 
-    def merged(self, other: "IoStat") -> "IoStat":
+    def merged(self, other: IoStat) -> IoStat:
         """stat.c __sum_stat: pooled mean and S (Chan et al.)."""
         if other.n == 0:
             return IoStat(self.n, self.min, self.max, self.mean, self.m2)
@@ -70,7 +71,7 @@ class IoStat:
         m2 = other.m2 + self.m2 + delta**2.0 * (self.n * other.n) / (self.n + other.n)
         return IoStat(self.n + other.n, min(self.min, other.min), max(self.max, other.max), mean, m2)
 
-    def summed(self, other: "IoStat") -> "IoStat":
+    def summed(self, other: IoStat) -> IoStat:
         """stat.c sum_stat(pure_sum): bandwidth and IOPS of group members add up."""
         if other.n == 0:
             return IoStat(self.n, self.min, self.max, self.mean, self.m2)
@@ -89,9 +90,9 @@ class DdirStat:
     slat: IoStat = field(default_factory=IoStat)
     clat: IoStat = field(default_factory=IoStat)
     lat: IoStat = field(default_factory=IoStat)
-    slat_hist: List[int] = field(default_factory=lambda: [0] * PLAT_NR)
-    clat_hist: List[int] = field(default_factory=lambda: [0] * PLAT_NR)
-    lat_hist: List[int] = field(default_factory=lambda: [0] * PLAT_NR)
+    slat_hist: list[int] = field(default_factory=lambda: [0] * PLAT_NR)
+    clat_hist: list[int] = field(default_factory=lambda: [0] * PLAT_NR)
+    lat_hist: list[int] = field(default_factory=lambda: [0] * PLAT_NR)
     bw: IoStat = field(default_factory=IoStat)  # KiB/s samples
     iops: IoStat = field(default_factory=IoStat)
 
@@ -107,15 +108,15 @@ class ThreadStat:
     pid: int = 0
     members: int = 0
     error: int = 0
-    ddir: List[DdirStat] = field(default_factory=lambda: [DdirStat(), DdirStat(), DdirStat()])
-    io_u_map: List[int] = field(default_factory=lambda: [0] * 7)
-    io_u_submit: List[int] = field(default_factory=lambda: [0] * 7)
-    io_u_complete: List[int] = field(default_factory=lambda: [0] * 7)
+    ddir: list[DdirStat] = field(default_factory=lambda: [DdirStat(), DdirStat(), DdirStat()])
+    io_u_map: list[int] = field(default_factory=lambda: [0] * 7)
+    io_u_submit: list[int] = field(default_factory=lambda: [0] * 7)
+    io_u_complete: list[int] = field(default_factory=lambda: [0] * 7)
     total_submit: int = 0
     total_complete: int = 0
-    lat_n: List[int] = field(default_factory=lambda: [0] * 10)
-    lat_u: List[int] = field(default_factory=lambda: [0] * 10)
-    lat_m: List[int] = field(default_factory=lambda: [0] * 12)
+    lat_n: list[int] = field(default_factory=lambda: [0] * 10)
+    lat_u: list[int] = field(default_factory=lambda: [0] * 10)
+    lat_m: list[int] = field(default_factory=lambda: [0] * 12)
     total_run_time_ms: int = 0
     usr_time: float = 0.0  # same unit as total_run_time_ms; usr_cpu = usr_time*100/runtime
     sys_time: float = 0.0
@@ -125,11 +126,11 @@ class ThreadStat:
     clat_percentiles: bool = True
     lat_percentiles: bool = False
     slat_percentiles: bool = False
-    percentile_list: List[float] = field(default_factory=list)
+    percentile_list: list[float] = field(default_factory=list)
     percentile_precision: int = 2
     kb_base: int = 1024
     sig_figs: int = 4
-    options: List[Tuple[str, Optional[str]]] = field(default_factory=list)
+    options: list[tuple[str, Optional[str]]] = field(default_factory=list)
     latency_depth: int = 0
     latency_target: int = 0
     latency_percentile: float = 100.0
@@ -149,12 +150,12 @@ class GroupStat:
     groupid: int
     kb_base: int = 1024
     sig_figs: int = 4
-    min_run: List[int] = field(default_factory=lambda: [0, 0, 0])
-    max_run: List[int] = field(default_factory=lambda: [0, 0, 0])
-    min_bw: List[int] = field(default_factory=lambda: [0, 0, 0])
-    max_bw: List[int] = field(default_factory=lambda: [0, 0, 0])
-    io_bytes: List[int] = field(default_factory=lambda: [0, 0, 0])
-    agg: List[int] = field(default_factory=lambda: [0, 0, 0])
+    min_run: list[int] = field(default_factory=lambda: [0, 0, 0])
+    max_run: list[int] = field(default_factory=lambda: [0, 0, 0])
+    min_bw: list[int] = field(default_factory=lambda: [0, 0, 0])
+    max_bw: list[int] = field(default_factory=lambda: [0, 0, 0])
+    io_bytes: list[int] = field(default_factory=lambda: [0, 0, 0])
+    agg: list[int] = field(default_factory=lambda: [0, 0, 0])
 
 
 def _runtime_ms(ns: int) -> int:
@@ -166,7 +167,7 @@ def _sample_stat(stat: Mapping[str, Any]) -> IoStat:
     return IoStat(int(stat["n"]), int(stat["min"]), int(stat["max"]), float(stat["mean"]), float(stat["m2"]))
 
 
-def _stat(d: Mapping[str, Any]) -> Tuple[IoStat, List[int]]:
+def _stat(d: Mapping[str, Any]) -> tuple[IoStat, list[int]]:
     n = d["n"]
     if n == 0:
         return IoStat(), [0] * PLAT_NR
@@ -239,10 +240,7 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
     depth_default = [0] * 7
     depth_default[_depth_slot(job.effective_iodepth)] = total
     ts.io_u_map = list(result.get("iodepth_level", depth_default))
-    if job.engine_async:
-        batch_default = [0, total, 0, 0, 0, 0, 0]
-    else:
-        batch_default = [0] * 7
+    batch_default = [0, total, 0, 0, 0, 0, 0] if job.engine_async else [0] * 7
     ts.io_u_submit = list(result.get("iodepth_submit", batch_default))
     ts.io_u_complete = list(result.get("iodepth_complete", batch_default))
     ts.total_submit = sum(ts.io_u_submit)
@@ -286,7 +284,7 @@ def sum_into(dst: ThreadStat, src: ThreadStat) -> None:
     dst.total_complete += src.total_complete
 
 
-def aggregate(threads: Sequence[Tuple[ThreadStat, bool]]) -> List[ThreadStat]:
+def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
     """fio's report entries from per-thread stats in thread order.
 
     ``threads`` pairs each thread's stats with its job's ``group_reporting``. A thread
@@ -295,7 +293,7 @@ def aggregate(threads: Sequence[Tuple[ThreadStat, bool]]) -> List[ThreadStat]:
     the *last* member's options, percentile settings and latency target fields
     (stat.c __show_run_stats).
     """
-    out: List[ThreadStat] = []
+    out: list[ThreadStat] = []
     last_gid: Optional[int] = None
     for ts, group_reporting in threads:
         if out and group_reporting and last_gid == ts.groupid:
@@ -329,9 +327,9 @@ def aggregate(threads: Sequence[Tuple[ThreadStat, bool]]) -> List[ThreadStat]:
     return out
 
 
-def group_stats(entries: Sequence[ThreadStat]) -> Dict[int, GroupStat]:
+def group_stats(entries: Sequence[ThreadStat]) -> dict[int, GroupStat]:
     """The "Run status group" numbers and the base of ``bw_agg`` (stat.c)."""
-    groups: Dict[int, GroupStat] = {}
+    groups: dict[int, GroupStat] = {}
     for ts in entries:
         rs = groups.get(ts.groupid)
         if rs is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, List, NamedTuple, Tuple, Union
+from typing import Callable, NamedTuple, Union
 
 from .limits import MAX_EXPR_BITS, MAX_EXPR_DEPTH, MAX_EXPR_TOKENS, MAX_NUMBER_CHARS
 
@@ -83,14 +83,10 @@ def _check_plain(text: str, what: str) -> None:
         raise ValueError(f"not {what}: longer than {MAX_NUMBER_CHARS} characters")
     if text != text.strip() or any(c.isspace() for c in text):
         # fio stops at the first space: "bs = 4k" gives a 4-byte block size.
-        raise ValueError(
-            f"not {what}: whitespace inside the value (fio 3.33 would stop reading at the space)"
-        )
+        raise ValueError(f"not {what}: whitespace inside the value (fio 3.33 would stop reading at the space)")
 
 
-def parse_size(
-    text: str, *, kb_base: int = 1024, allow_percent: bool = False
-) -> Union[int, Percent]:
+def parse_size(text: str, *, kb_base: int = 1024, allow_percent: bool = False) -> Union[int, Percent]:
     """Parse a size like fio: ``4k``, ``1MiB``, ``0x1000``, ``(1+2)*4k``, ``50%``.
 
     Returns bytes, or a :class:`Percent` when ``allow_percent`` and the value ends in ``%``.
@@ -152,10 +148,7 @@ def parse_time_us(text: str, *, default_unit: str) -> int:
         return number * _TIME_SUFFIXES[default_unit]
     key = suffix.lower()
     if key not in _TIME_SUFFIXES:
-        raise ValueError(
-            f"not a time: unknown unit '{suffix}' (use us, ms, s, m, h or d; "
-            f"fio 3.33 would silently read it as microseconds)"
-        )
+        raise ValueError(f"not a time: unknown unit '{suffix}' (use us, ms, s, m, h or d; fio 3.33 would silently read it as microseconds)")
     return number * _TIME_SUFFIXES[key]
 
 
@@ -205,7 +198,7 @@ _BINARY = {"+": (1, "left"), "-": (1, "left"), "*": (3, "left"), "/": (3, "left"
 
 class _ExprParser:
     def __init__(self, text: str, unit_of: Callable[[str], int]) -> None:
-        self.tokens: List[Tuple[str, str]] = []
+        self.tokens: list[tuple[str, str]] = []
         pos = 0
         while pos < len(text):
             if text[pos].isspace():
@@ -225,10 +218,10 @@ class _ExprParser:
         self.units_specified = False
         self.depth = 0
 
-    def peek(self) -> Tuple[str, str]:
+    def peek(self) -> tuple[str, str]:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else ("end", "")
 
-    def take(self) -> Tuple[str, str]:
+    def take(self) -> tuple[str, str]:
         tok = self.peek()
         self.pos += 1
         return tok
@@ -250,7 +243,7 @@ class _ExprParser:
                 self.take()
                 rhs = self.expr(prec + 1 if assoc == "left" else prec)
                 lhs = _apply(text, lhs, rhs)
-            elif kind == "word" and _PREC_SUFFIX >= min_prec:
+            elif kind == "word" and min_prec <= _PREC_SUFFIX:
                 self.take()
                 lhs = _bounded(lhs * self.unit_of(text))
                 self.units_specified = True

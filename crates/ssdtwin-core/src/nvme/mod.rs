@@ -84,6 +84,55 @@ pub struct NamespaceRow {
     pub bytes: u64,
 }
 
+/// What the read-only commands show (identify data, namespaces, logs): taken from an open
+/// controller ([`Controller::view`]) or from a running server's `live.json`, which embeds
+/// this same structure, so both paths print the same thing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ControllerView {
+    pub id_ctrl: IdCtrl,
+    /// Identify Namespace of every namespace, by NSID (as a string: JSON object keys).
+    pub id_ns: BTreeMap<String, IdNs>,
+    pub namespaces: Vec<NamespaceRow>,
+    pub smart_log: SmartLog,
+    pub vendor_log: VendorLog,
+}
+
+impl ControllerView {
+    /// Identify Namespace of `nsid`, or the status the controller returns for it.
+    pub fn id_ns(&self, nsid: u32) -> Result<&IdNs, Error> {
+        match self.id_ns.get(&nsid.to_string()) {
+            Some(id) => Ok(id),
+            None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
+        }
+    }
+
+    fn nsid_list(&self) -> String {
+        if self.namespaces.is_empty() {
+            return "none".into();
+        }
+        self.namespaces.iter().map(|n| n.nsid.to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// FTL geometry numbers of a drive (`Drive.ftl_info()`, `ssdtwin create`'s summary).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FtlInfo {
+    pub iu_bytes: u32,
+    pub superblocks: u32,
+    pub ius_per_superblock: u32,
+    pub superblock_bytes: u64,
+    pub gc_overhead_superblocks: f64,
+    pub logical_ius: u32,
+    pub chunk_ius: u32,
+    pub buffer_slots: u32,
+    pub raw_bytes: u64,
+    pub program_unit_bytes: u64,
+    pub dies: u32,
+    pub data_pool_bytes: u64,
+    /// Whether the FTL maps are in memory (they load on first use).
+    pub maps_loaded: bool,
+}
+
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmartCounters {
@@ -126,7 +175,7 @@ pub trait MapStore: Send {
 }
 
 /// See [`Controller::ftl_fingerprint`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FtlFingerprint {
     pub l2p_xxh3: String,
     pub p2l_xxh3: String,
@@ -134,7 +183,7 @@ pub struct FtlFingerprint {
 }
 
 /// Summary of a host read for callers that time it.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadSummary {
     pub nand_ius: u32,
     pub buffer_ius: u32,
@@ -356,6 +405,24 @@ impl Controller {
             None => fail(
                 Status::InvalidNamespaceOrFormat,
                 format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list()),
+            ),
+        }
+    }
+
+    /// The namespace table row of `nsid` (size, use, format, attachment).
+    pub fn namespace_row(&self, nsid: u32) -> Result<NamespaceRow, Error> {
+        let ns = self.namespace(nsid)?;
+        Ok(self.row(ns))
+    }
+
+    /// The LBA format index (FLBAS) whose data size is `block_bytes`.
+    pub fn lba_format_index(&self, block_bytes: u64) -> Result<u8, Error> {
+        let formats = &self.spec.capacity.lba_bytes.value;
+        match formats.iter().position(|&b| b as u64 == block_bytes) {
+            Some(i) => Ok(i as u8),
+            None => fail(
+                Status::InvalidFormat,
+                format!("block size {block_bytes} is not an LBA format of this drive (formats: {})", fmt_formats(formats)),
             ),
         }
     }
@@ -800,20 +867,49 @@ impl Controller {
 
     /// Every namespace with its size, use, format and attachment.
     pub fn namespace_rows(&self) -> Vec<NamespaceRow> {
-        self.namespaces()
-            .map(|ns| NamespaceRow {
-                nsid: ns.nsid,
-                nsze: ns.nsze,
-                ncap: ns.nsze,
-                nuse: self.nuse(ns),
-                lba_bytes: ns.lba_bytes,
-                flbas: ns.flbas,
-                attached: ns.attached,
-                write_protect: ns.write_protect,
-                nmic: ns.nmic,
-                bytes: ns.bytes(),
-            })
-            .collect()
+        self.namespaces().map(|ns| self.row(ns)).collect()
+    }
+
+    fn row(&self, ns: &Namespace) -> NamespaceRow {
+        NamespaceRow {
+            nsid: ns.nsid,
+            nsze: ns.nsze,
+            ncap: ns.nsze,
+            nuse: self.nuse(ns),
+            lba_bytes: ns.lba_bytes,
+            flbas: ns.flbas,
+            attached: ns.attached,
+            write_protect: ns.write_protect,
+            nmic: ns.nmic,
+            bytes: ns.bytes(),
+        }
+    }
+
+    /// Everything the read-only commands show, in one structure.
+    pub fn view(&self) -> ControllerView {
+        let id_ns = self.namespaces().map(|ns| (ns.nsid.to_string(), identify::id_ns(self, ns))).collect();
+        ControllerView { id_ctrl: self.id_ctrl(), id_ns, namespaces: self.namespace_rows(), smart_log: self.smart_log(), vendor_log: self.vendor_log() }
+    }
+
+    /// FTL geometry numbers (superblocks, IUs, chunks).
+    pub fn ftl_info(&self) -> FtlInfo {
+        let cfg = &self.cfg;
+        let g = self.spec.geometry();
+        FtlInfo {
+            iu_bytes: cfg.iu_bytes,
+            superblocks: cfg.superblocks,
+            ius_per_superblock: cfg.ius_per_sb,
+            superblock_bytes: g.superblock_bytes,
+            gc_overhead_superblocks: cfg.overhead_superblocks,
+            logical_ius: cfg.logical_ius,
+            chunk_ius: cfg.chunk_ius(),
+            buffer_slots: cfg.buffer_slots,
+            raw_bytes: g.raw_bytes(),
+            program_unit_bytes: g.program_unit_bytes,
+            dies: g.dies(),
+            data_pool_bytes: g.data_pool_bytes(cfg.overhead_superblocks),
+            maps_loaded: self.maps_loaded(),
+        }
     }
 
     /// Logical blocks of `ns` allocated: mapped on NAND or waiting in the buffer (NUSE).

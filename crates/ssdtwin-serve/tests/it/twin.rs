@@ -356,6 +356,12 @@ fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
     assert_eq!(live["serving"], false);
     let img = Image::open(&d, true).unwrap();
     assert!(img.recovery().is_none());
+    // The typed read-back (what `ssdtwin nvme …` shows while serving) is the image's view.
+    let snap = ssdtwin_serve::read_live(&d).expect("live.json reads back as a LiveSnapshot");
+    assert!(!snap.serving);
+    assert_eq!(snap.view, img.ctrl.view(), "live.json's drive view is the committed image's");
+    assert_eq!(snap.view.id_ns(1).unwrap().nsze, img.ctrl.id_ns(1).unwrap().nsze);
+    assert_eq!(snap.view.id_ns(9).unwrap_err().to_string(), img.ctrl.id_ns(9).unwrap_err().to_string());
     // One commit records the new data files when serving starts, one at the clean stop.
     assert_eq!(img.generation(), gen0 + 2);
     assert_eq!(img.ctrl.vendor_log().host_write_bytes, 64 * 65536);

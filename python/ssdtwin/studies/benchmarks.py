@@ -1,16 +1,14 @@
-"""Benchmarks that print figures (recorded in docs/performance.md with their commands)."""
+"""Benchmarks that report figures on `log` (recorded in docs/performance.md with their commands)."""
 
 from __future__ import annotations
 
 import platform
 import resource
 import time
-from typing import Any
+from typing import Any, Callable
 
-import typer
-
-from .drive import Drive
-from .nvmefmt import si_bytes
+from ..drive import Drive
+from ..nvmefmt import si_bytes
 
 
 def peak_rss_bytes() -> int:
@@ -18,13 +16,13 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_ftl_bench(model: str, scale: int, steady: float) -> dict[str, Any]:
+def run_ftl_bench(model: str, scale: int, steady: float, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Precondition a whole in-memory drive (seq 128 KiB 2x, then random 4 KiB 2x) and
     measure random 4 KiB writes per second at steady state, all in fast-forward."""
     t_all = time.perf_counter()
     d = Drive.in_memory(model, scale=scale)
     cap = d.namespaces()[0].bytes
-    typer.echo(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, {platform.processor() or platform.machine()}")
+    log(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, {platform.processor() or platform.machine()}")
     res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap}
     phases = [("seq_128k_2x", "seq", 131072, 2.0), ("rand_4k_2x", "rand", 4096, 2.0), ("steady_rand_4k", "rand", 4096, steady)]
     for key, pattern, bs, loops in phases:
@@ -33,28 +31,30 @@ def run_ftl_bench(model: str, scale: int, steady: float) -> dict[str, Any]:
         dt = time.perf_counter() - t0
         ius = r.host_bytes / d.ftl_info()["iu_bytes"]
         res[key] = {"seconds": dt, "ios": r.ios, "ios_per_s": r.ios / dt, "host_ius_per_s": ius / dt, "waf": r.waf}
-        typer.echo(f"{key:<16} {dt:8.1f} s  {r.ios / dt / 1e6:7.2f} M IOs/s  {ius / dt / 1e6:7.2f} M IU writes/s  WAF {r.waf:.3f}")
+        log(f"{key:<16} {dt:8.1f} s  {r.ios / dt / 1e6:7.2f} M IOs/s  {ius / dt / 1e6:7.2f} M IU writes/s  WAF {r.waf:.3f}")
     res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
     res["peak_rss_bytes"] = peak_rss_bytes()
     res["total_seconds"] = time.perf_counter() - t_all
-    typer.echo(f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
-               f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
-               f"peak RSS {si_bytes(res['peak_rss_bytes'])}")
+    log(
+        f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
+        f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
+        f"peak RSS {si_bytes(res['peak_rss_bytes'])}"
+    )
     d.close()
     return res
 
 
-def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int) -> dict[str, Any]:
+def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Simulated host I/Os per wall second of the timed engine at steady state: 4 KiB random
     read and random write at QD32 (per job) on a preconditioned in-memory drive."""
-    from .fio import parse_string
+    from ..fio import parse_string
 
     d = Drive.in_memory(model, scale=scale)
     ns = d.namespaces()[0]
     t0 = time.perf_counter()
     d.precondition(1, "seq", 131072, loops=1, seed=1)
     d.precondition(1, "rand", 4096, loops=2, seed=2)
-    typer.echo(f"{model} at 1/{scale}: preconditioned {si_bytes(ns.bytes)} in {time.perf_counter() - t0:.1f} s")
+    log(f"{model} at 1/{scale}: preconditioned {si_bytes(ns.bytes)} in {time.perf_counter() - t0:.1f} s")
     res: dict[str, Any] = {"model": model, "scale": scale, "numjobs": numjobs, "simulated_seconds": seconds}
     for rw in ("randread", "randwrite"):
         job = (
@@ -67,7 +67,9 @@ def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int) -> di
         wall = time.perf_counter() - t
         ios = sum(r[k]["total_ios"] for r in out for k in ("read", "write"))
         res[rw] = {"ios": ios, "wall_seconds": wall, "sim_ios_per_wall_s": ios / wall, "simulated_iops": ios / seconds}
-        typer.echo(f"{rw:<10} {ios:>10} I/Os ({ios / seconds / 1e3:8.1f}K IOPS simulated) in {wall:6.2f} s wall: "
-                   f"{ios / wall / 1e6:5.2f} M simulated I/Os per second")
+        log(
+            f"{rw:<10} {ios:>10} I/Os ({ios / seconds / 1e3:8.1f}K IOPS simulated) in {wall:6.2f} s wall: "
+            f"{ios / wall / 1e6:5.2f} M simulated I/Os per second"
+        )
     d.close()
     return res

@@ -6,7 +6,7 @@ fit exactly one parameter whose datasheet value is unknown:
 | figure (3.84 TB namespace)          | parameter               | why this one                          |
 |-------------------------------------|-------------------------|---------------------------------------|
 | seq read 128 KiB QD16, 6,971 MB/s   | host_link_bytes_per_s   | link/controller data path is the limit |
-| rand read 4 KiB QD32, 1,549,202 IOPS| t_read_ns               | 256 reads in flight: NAND read latency and the link set it (Little's law) |
+| rand read 4 KiB QD32, 1,549,202 IOPS| t_read_ns               | 256 reads in flight: NAND read latency and link set it (Little's law) |
 | seq write 128 KiB QD16, 4,246 MB/s  | t_prog_ns               | NAND program bandwidth is the limit    |
 | rand write 4 KiB QD32, 173,067 IOPS | gc_page_reads_per_iu    | φ of docs/models.md §3: GC read cost  |
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from . import _core
-from .drive import Drive
+from .. import _core
+from ..drive import Drive
 from .experiments import CM6_WINDOWS_MS, cm6_drive, cm6_figure, measure_cm6
 
 
@@ -118,8 +118,7 @@ def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], se
             x, y = solve(f, t.value, float(timing[t.param]["value"]), tol / 4, log)
             val = x if is_float else int(round(x))
             timing[t.param]["value"] = val
-            fitted[t.param] = {"value": val, "figure": t.name, "target": t.value, "unit": t.unit,
-                               "seconds": time.perf_counter() - t0}
+            fitted[t.param] = {"value": val, "figure": t.name, "target": t.value, "unit": t.unit, "seconds": time.perf_counter() - t0}
             log(f"  {t.param} = {val:,} (simulated {y:,.1f}, {y / t.value - 1:+.2%})")
         log("every figure with all four fitted values:")
         for t in CM6_TARGETS:
@@ -127,8 +126,16 @@ def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], se
             fitted[t.param].update(simulated=y, error=y / t.value - 1)
             log(f"  {t.name}: {y:,.1f} {t.unit} ({y / t.value - 1:+.2%})")
     outside = [k for k, v in fitted.items() if abs(v["error"]) > tol]
-    return {"model": model, "scale": scale, "seed": seed, "tol": tol, "windows_ms": CM6_WINDOWS_MS,
-            "fitted": fitted, "outside_tolerance": outside, "timing": timing}
+    return {
+        "model": model,
+        "scale": scale,
+        "seed": seed,
+        "tol": tol,
+        "windows_ms": CM6_WINDOWS_MS,
+        "fitted": fitted,
+        "outside_tolerance": outside,
+        "timing": timing,
+    }
 
 
 FIGURES = {

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Callable, Optional
 
-from . import _core
-from .drive import Drive
-from .fio import parse_string
+from .. import _core
+from ..drive import Drive
+from ..fio import parse_string
 
 JOBS = resources.files("ssdtwin") / "jobs"
 
@@ -64,8 +64,9 @@ def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) 
     """Simulate a parsed fio run on namespace 1, without idle-time GC between batches;
     `timing` replaces the drive's `[timing]` table for this run (what-if, calibration)."""
     ns = drive.namespaces()[0]
-    return drive.run_fio(run.to_engine(ns.bytes, ns.lba_bytes), 1, idle_gc=False,
-                         timing_toml=None if timing is None else timing_toml(timing))
+    return drive.run_fio(
+        run.to_engine(ns.bytes, ns.lba_bytes), 1, idle_gc=False, timing_toml=None if timing is None else timing_toml(timing)
+    )
 
 
 def direction_totals(out: list[dict[str, Any]], d: str) -> tuple[int, int, float]:
@@ -121,17 +122,13 @@ class Prepared:
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
 
 
-def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1,
-              path: Optional[str] = None) -> Prepared:
+def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1, path: Optional[str] = None) -> Prepared:
     """A drive in the state a figure was measured in: SNIA WIPC (sequential 128 KiB over 2x
     the namespace, Intel D5-P5316 IU white paper and CM6/CD6 SNIA PTS review); for random figures ("rand") then 4 KiB random over
     2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF. With
     `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity.
     With `path` the drive is an image there, committed (calibration opens copies of it)."""
-    if path is None:
-        d = Drive.in_memory(model, scale=scale, seed=seed)
-    else:
-        d = Drive.create(path, model, scale=scale, seed=seed)
+    d = Drive.in_memory(model, scale=scale, seed=seed) if path is None else Drive.create(path, model, scale=scale, seed=seed)
     if ns_fraction < 1.0:
         cap = d.nvme.id_ctrl()["tnvmcap"]
         replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
@@ -159,14 +156,24 @@ def cm6_figure(test: str, m: Measured) -> float:
 
 CM6_PUBLISHED = {
     # (column, test): figure from KIOXIA CM6 namespace brief (MB/s for sequential, IOPS for random)
-    ("3.84", "seq-read"): 6971, ("3.84", "seq-write"): 4246, ("3.84", "rand-read"): 1_549_202, ("3.84", "rand-write"): 173_067,
-    ("3.20", "seq-read"): 6952, ("3.20", "seq-write"): 4246, ("3.20", "rand-read"): 1_548_940, ("3.20", "rand-write"): 337_920,
-    ("3dwpd", "seq-read"): 6972, ("3dwpd", "seq-write"): 4245, ("3dwpd", "rand-read"): 1_549_470, ("3dwpd", "rand-write"): 354_666,
+    ("3.84", "seq-read"): 6971,
+    ("3.84", "seq-write"): 4246,
+    ("3.84", "rand-read"): 1_549_202,
+    ("3.84", "rand-write"): 173_067,
+    ("3.20", "seq-read"): 6952,
+    ("3.20", "seq-write"): 4246,
+    ("3.20", "rand-read"): 1_548_940,
+    ("3.20", "rand-write"): 337_920,
+    ("3dwpd", "seq-read"): 6972,
+    ("3dwpd", "seq-write"): 4245,
+    ("3dwpd", "rand-read"): 1_549_470,
+    ("3dwpd", "rand-write"): 354_666,
 }
 
 
-def cm6_brief(scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56),
-              log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+def cm6_brief(
+    scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56), log: Callable[[str], None] = print
+) -> list[dict[str, Any]]:
     """The CM6 namespace table: four corners per namespace size, plus the 3 DWPD SKU."""
     rows = []
     columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s) for s in sizes]
@@ -180,10 +187,19 @@ def cm6_brief(scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 
             m = measure_cm6(p.drive, test)
             value = cm6_figure(test, m)
             pub = CM6_PUBLISHED.get((col, test))
-            row = {"namespace": col, "model": model, "test": test, "simulated": value, "published": pub,
-                   "error": (value / pub - 1) if pub else None, "lat_mean_us": m.lat_mean_us, "waf": m.waf,
-                   "steady_waf": p.steady_waf if test == "rand-write" else None, "blocks": p.blocks,
-                   "role": "calibration" if col == "3.84" else "prediction"}
+            row = {
+                "namespace": col,
+                "model": model,
+                "test": test,
+                "simulated": value,
+                "published": pub,
+                "error": (value / pub - 1) if pub else None,
+                "lat_mean_us": m.lat_mean_us,
+                "waf": m.waf,
+                "steady_waf": p.steady_waf if test == "rand-write" else None,
+                "blocks": p.blocks,
+                "role": "calibration" if col == "3.84" else "prediction",
+            }
             rows.append(row)
             unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
@@ -226,13 +242,23 @@ def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] 
         sb = d.ftl_info()["superblock_bytes"]
         amount = max(written // scale, 3 * sb)
         m = run_job(d, p5316_job(bs, rw, jobs, qd, amount), f"p5316-{name}.fio")
-        row = {"job": name, "waf": m.waf, "waf_published": pwaf, "mib_s": m.mib_s, "mib_s_published": pmib,
-               "lat_mean_ms": m.lat_mean_us / 1e3, "lat_published_ms": plat, "wall_s": m.wall_s, "written_bytes": amount}
+        row = {
+            "job": name,
+            "waf": m.waf,
+            "waf_published": pwaf,
+            "mib_s": m.mib_s,
+            "mib_s_published": pmib,
+            "lat_mean_ms": m.lat_mean_us / 1e3,
+            "lat_published_ms": plat,
+            "wall_s": m.wall_s,
+            "written_bytes": amount,
+        }
         rows.append(row)
         waf = m.waf if m.waf is not None else float("nan")  # every job here writes, so it has one
-        log(f"{name:<14} WAF {waf:6.2f} (published {pwaf:6.2f}, {waf / pwaf - 1:+6.1%})  "
+        log(
+            f"{name:<14} WAF {waf:6.2f} (published {pwaf:6.2f}, {waf / pwaf - 1:+6.1%})  "
             f"{m.mib_s:8.1f} MiB/s ({pmib:7.1f}, {m.mib_s / pmib - 1:+6.1%})  "
             f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  "
-            f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]")
+            f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]"
+        )
     return rows
-

@@ -8,22 +8,37 @@ when a command succeeds).
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
-from . import _core, nvmefmt
-from .drive import Drive, parse_amount, parse_scale
-from .serve import Terminated, bench_nbd_cmd, live_note, live_state, serve_cmd
+from .. import _core, nvmefmt
+from ..drive import Drive, parse_amount, parse_scale
+from .common import (
+    U32,
+    U64,
+    CliError,
+    ImageDir,
+    Interrupt,
+    OutputFmt,
+    Terminated,
+    check_fmt,
+    emit_json,
+    fail,
+    opened,
+    read_log,
+    say,
+)
+from .nvme import nvme
+from .serve import bench_nbd_cmd, serve_cmd
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
 # showing `--flag / --no-flag`, and a plain page is what `grep` and the README test read.
@@ -34,7 +49,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="ssdtwin: a calibrated digital twin of NVMe SSDs. See docs/cli.md.",
 )
-nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 app.add_typer(nvme, name="nvme")
 bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
@@ -48,65 +62,11 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _top(
-    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                 help="print the version (ssdtwin X.Y.Z) and exit"),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version (ssdtwin X.Y.Z) and exit"
+    ),
 ) -> None:
     pass
-
-# Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
-U8, U32, U64 = 0xFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
-OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
-ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
-
-
-class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 1."""
-
-
-def fail(msg: str) -> "typer.Exit":
-    raise CliError(msg)
-
-
-def emit_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=2))
-
-
-def check_fmt(fmt: str) -> str:
-    if fmt not in ("normal", "json"):
-        fail(f"-o/--output-format '{fmt}': must be normal or json")
-    return fmt
-
-
-@contextmanager
-def opened(path: Path, writable: bool) -> Iterator[Drive]:
-    """Open an image; commit on success (when writable); never commit on failure.
-
-    A failed commit (a full disk) is a one-line error: the image keeps its last committed
-    state, so callers print what they did only after this block has ended."""
-    d = Drive.open(path, writable=writable)
-    try:
-        rec = d.recovery()
-        if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
-            print(f"ssdtwin: {path}: {rec['detail']}", file=sys.stderr)
-        if writable:
-            interrupt_note(f"{path} keeps its last committed state")
-        yield d
-        if writable:
-            try:
-                d.commit()
-            except _core.ImageError as e:
-                fail(f"could not commit {path}: {e}; the image keeps its last committed state")
-    finally:
-        d.close()
-
-
-def live_view(path: Path) -> Optional[dict[str, Any]]:
-    """The state a running `ssdtwin serve` publishes in DIR/live.json when it holds the
-    image (read-only commands cannot open the live state), noted on stderr; else None."""
-    live = live_state(path)
-    if live is not None:
-        live_note(path, live)
-    return live
 
 
 # --------------------------------------------------------------------------- top level
@@ -127,7 +87,7 @@ def models(
             text = dict(_core.presets())[name]
             typer.echo(text.rstrip())
         return
-    from .drive import models_frame
+    from ..drive import models_frame
 
     df = models_frame()
     if fmt == "json":
@@ -190,8 +150,9 @@ def scale_rounding(model: str, n: int) -> Optional[str]:
         d = Drive.in_memory(model, scale=m)
         pools.append(d.ftl_info()["data_pool_bytes"])
         d.close()
-    return (f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; "
-            f"its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's")
+    return (
+        f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's"
+    )
 
 
 def scale_arg(text: str, model: str, prog: str) -> int:
@@ -211,7 +172,8 @@ def scale_arg(text: str, model: str, prog: str) -> int:
 def check(
     path: Path = ImageDir,
     repair: bool = typer.Option(
-        False, "--repair/--no-repair",
+        False,
+        "--repair/--no-repair",
         help="replay a damaged command journal up to the damage and drop the rest (a copy is kept), then check",
     ),
 ) -> None:
@@ -313,8 +275,12 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Optional[Callable[[int, in
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), DownloadColumn(binary_units=False),
-        TransferSpeedColumn(), TimeRemainingColumn(), transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(binary_units=False),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
     ) as p:
         task = p.add_task(label, total=None)
 
@@ -381,8 +347,8 @@ def demo(
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress lines"),
 ) -> None:
     """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
-    from .demo import run_demo
-    from .experiments import namespace_fraction
+    from ..studies.demo import run_demo
+    from ..studies.experiments import namespace_fraction
 
     tbs = sizes_arg(sizes)
     for tb in tbs:  # every size checked before any work (and before the --scale note)
@@ -392,7 +358,7 @@ def demo(
             fail(f"--sizes: {e}")
     n = scale_arg(scale, model, "ssdtwin demo")
     try:
-        run_demo(model, n, tbs, seed, quiet)
+        run_demo(model, n, tbs, seed, log=typer.echo, note=None if quiet or not sys.stderr.isatty() else say)
     except ValueError as e:  # a size outside the drive
         fail(f"{e}")
 
@@ -421,8 +387,8 @@ def fio_cmd(
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
-    from . import fio as fiolib
-    from .fiorun import job_file_problem, render, run_jobs, write_logs
+    from .. import fio as fiolib
+    from ..fio.run import job_file_problem, render, run_jobs, write_logs
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
@@ -438,8 +404,7 @@ def fio_cmd(
         try:
             t0 = time.perf_counter()
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed,
-                                        idle_gc=idle_gc, progress=cb)
+                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb)
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
             fail(str(e))
@@ -487,7 +452,7 @@ def calibrate(
     """Fit the timing parameters tied to the published figures marked "calibrate" (docs/calibration.md).
 
     Exits 1, naming each figure and its error, when a fit ends outside --tol."""
-    from .calibrate import calibrate as run_cal
+    from ..studies.calibrate import calibrate as run_cal
 
     check_fmt(fmt)
     if model != "kioxia-cm6-r-3.84t":
@@ -503,15 +468,20 @@ def calibrate(
     else:
         for k, v in res["fitted"].items():
             value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
-            typer.echo(f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
-                       f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})")
-    outside = [f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
-               for k, v in res["fitted"].items() if k in res["outside_tolerance"]]
+            typer.echo(
+                f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
+                f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})"
+            )
+    outside = [
+        f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
+        for k, v in res["fitted"].items()
+        if k in res["outside_tolerance"]
+    ]
     if outside:
         not_written = "; presets not written" if write else ""
         fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
     if write:
-        from .calibrate import write_presets
+        from ..studies.calibrate import write_presets
 
         for p in write_presets(res):
             print(f"updated {p}", file=sys.stderr)
@@ -521,12 +491,14 @@ def calibrate(
 def reproduce(
     experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
     scale: str = typer.Option("1/64", "--scale"),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"
+    ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
-    from . import experiments
+    from ..studies import experiments
 
     check_fmt(fmt)
     if experiment not in ("cm6", "p5316"):
@@ -561,13 +533,13 @@ def bench_engine(
     fmt: str = OutputFmt,
 ) -> None:
     """Timed-engine speed: simulated 4 KiB random read/write I/Os per wall second (QD32)."""
-    from .benchmarks import run_engine_bench
+    from ..studies.benchmarks import run_engine_bench
 
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1:
         fail(f"--seconds {seconds} and --numjobs {numjobs}: both must be positive")
     n = scale_arg(scale, model, "ssdtwin bench engine")
-    res = run_engine_bench(model, n, seconds, numjobs)
+    res = run_engine_bench(model, n, seconds, numjobs, log=typer.echo)
     if fmt == "json":
         emit_json(res)
 
@@ -580,237 +552,15 @@ def bench_ftl(
     fmt: str = OutputFmt,
 ) -> None:
     """Fast-forward FTL speed: precondition (seq 2x, rand 2x) then steady random 4 KiB writes."""
-    from .benchmarks import run_ftl_bench
+    from ..studies.benchmarks import run_ftl_bench
 
     check_fmt(fmt)
     if not steady > 0:
         fail(f"--steady {steady}: must be positive (capacity multiples)")
     n = scale_arg(scale, model, "ssdtwin bench ftl")
-    res = run_ftl_bench(model, n, steady)
+    res = run_ftl_bench(model, n, steady, log=typer.echo)
     if fmt == "json":
         emit_json(res)
-
-
-# --------------------------------------------------------------------------- nvme verbs
-
-
-@nvme.command("list")
-def nvme_list(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """Namespaces of the drive (like `nvme list`)."""
-    check_fmt(fmt)
-    live = live_view(path)
-    if live is not None:
-        ctrl, rows = live["id_ctrl"], live["namespaces"]
-    else:
-        with opened(path, writable=False) as d:
-            ctrl = d.nvme.id_ctrl()
-            rows = [ns.__dict__ for ns in d.namespaces()]
-    if fmt == "json":
-        emit_json({"Devices": [{"DevicePath": str(path), "SerialNumber": ctrl["sn"], "ModelNumber": ctrl["mn"],
-                                "Firmware": ctrl["fr"], "Namespaces": rows}]})
-    else:
-        typer.echo(nvmefmt.nvme_list(str(path), ctrl, rows))
-
-
-@nvme.command("id-ctrl")
-def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
-    check_fmt(fmt)
-    live = live_view(path)
-    if live is not None:
-        data = live["id_ctrl"]
-    else:
-        with opened(path, writable=False) as d:
-            data = d.nvme.id_ctrl()
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ctrl(data))
-
-
-@nvme.command("id-ns")
-def nvme_id_ns(
-    path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt
-) -> None:
-    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
-    check_fmt(fmt)
-    live = live_view(path)
-    if live is not None:
-        if str(nsid) not in live["id_ns"]:
-            fail(f"INVALID_NS(0x400b): namespace {nsid} does not exist (namespaces: {', '.join(live['id_ns']) or 'none'})")
-        data = live["id_ns"][str(nsid)]
-    else:
-        with opened(path, writable=False) as d:
-            data = d.nvme.id_ns(nsid)
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ns(data, nsid))
-
-
-@nvme.command("create-ns")
-def nvme_create_ns(
-    path: Path = ImageDir,
-    nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
-    ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
-    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
-    nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
-) -> None:
-    """Namespace Management: create (nvme-cli flags)."""
-    s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
-    with opened(path, writable=True) as d:
-        if block_size is not None and flbas is not None:
-            fail("give -b/--block-size or -f/--flbas, not both")
-        if block_size is not None:
-            flbas = lba_format_arg(d, block_size)
-        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic)
-    typer.echo(f"create-ns: Success, created nsid:{nsid}")
-
-
-def lba_format_arg(d: Drive, block_size: int) -> int:
-    """The LBA format index for -b/--block-size, or a one-line error naming the allowed sizes."""
-    sizes = d.nvme.lba_sizes()
-    if block_size not in sizes:
-        fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
-    return sizes.index(block_size)
-
-
-def blocks_arg(flag: str, text: str) -> int:
-    """A namespace size (-s/-c): logical blocks, decimal or 0x hex, 1 .. 2^64-1."""
-    v = int_arg(flag, text, "a whole number of logical blocks", U64)
-    if v <= 0:
-        fail(f"{flag} {text}: must be at least 1 block")
-    return v
-
-
-def int_arg(flag: str, text: str, what: str, top: int) -> int:
-    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
-    try:
-        v = int(text, 0)
-    except ValueError:
-        fail(f"{flag} '{text}': must be {what}")
-    if not 0 <= v <= top:
-        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
-    return v
-
-
-@nvme.command("delete-ns")
-def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
-    """Namespace Management: delete (-n 0xffffffff deletes all)."""
-    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
-    with opened(path, writable=True) as d:
-        d.nvme.delete_ns(n)
-    typer.echo(f"delete-ns: Success, deleted nsid:{n}")
-
-
-def ctrl_list(text: str) -> list[int]:
-    try:
-        ids = [int(x, 0) for x in text.split(",") if x.strip()]
-    except ValueError:
-        ids = []
-    if not ids or not all(0 <= i <= 0xFFFF for i in ids):
-        fail(f"-c/--controllers '{text}': a comma-separated list of controller IDs (this drive has 1)")
-    return ids
-
-
-@nvme.command("attach-ns")
-def nvme_attach_ns(
-    path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
-    controllers: str = typer.Option(..., "-c", "--controllers"),
-) -> None:
-    """Namespace Attachment: attach to controllers (this drive has controller 1)."""
-    with opened(path, writable=True) as d:
-        d.nvme.attach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"attach-ns: Success, nsid:{nsid}")
-
-
-@nvme.command("detach-ns")
-def nvme_detach_ns(
-    path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
-    controllers: str = typer.Option("1", "-c", "--controllers"),
-) -> None:
-    """Namespace Attachment: detach from controllers."""
-    with opened(path, writable=True) as d:
-        d.nvme.detach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"detach-ns: Success, nsid:{nsid}")
-
-
-@nvme.command("format")
-def nvme_format(
-    path: Path = ImageDir,
-    nsid: str = typer.Option(..., "-n", "--namespace-id"),
-    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
-    ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
-) -> None:
-    """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
-    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
-    with opened(path, writable=True) as d:
-        if block_size is not None:
-            lbaf = lba_format_arg(d, block_size)
-        if lbaf is None:
-            # Keep the namespace's format; a missing namespace is reported by the controller.
-            lbaf = next((ns.flbas for ns in d.namespaces() if ns.nsid == n), 0)
-        d.nvme.format(n, lbaf, ses)
-    typer.echo(f"Success formatting namespace:{n:x}")
-
-
-@nvme.command("smart-log")
-def nvme_smart_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """SMART / Health log (data units in thousands of 512 B, rounded up)."""
-    check_fmt(fmt)
-    data = read_log(path, "smart")
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, str(path)))
-
-
-@nvme.command("vendor-log")
-def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
-    check_fmt(fmt)
-    data = read_log(path, "vendor")
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))
-
-
-def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
-    """The SMART or vendor log: from a running server's live.json when it holds the image
-    (noted on stderr; with `fresh`, silently and from a snapshot taken after this call, so
-    nothing written before it is missed), else from the committed image."""
-    live = live_state(path, newer_than=time.time()) if fresh else live_view(path)
-    if live is not None:
-        return dict(live["smart_log" if which == "smart" else "vendor_log"])
-    with opened(path, writable=False) as d:
-        return d.smart_log() if which == "smart" else d.vendor_log()
-
-
-@nvme.command("get-feature")
-def nvme_get_feature(
-    path: Path = ImageDir,
-    fid: str = typer.Option(..., "-f", "--feature-id"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
-    fmt: str = OutputFmt,
-) -> None:
-    """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
-    check_fmt(fmt)
-    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
-    with opened(path, writable=False) as d:
-        v = d.nvme.get_feature(f, nsid)
-    if fmt == "json":
-        emit_json({"feature_id": f, "value": v})
-    else:
-        typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
-
-
-@nvme.command("set-feature")
-def nvme_set_feature(
-    path: Path = ImageDir,
-    fid: str = typer.Option(..., "-f", "--feature-id"),
-    value: str = typer.Option(..., "-v", "--value"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
-    save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
-) -> None:
-    """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
-    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
-    v = int_arg("-v/--value", value, "an integer", U32)
-    with opened(path, writable=True) as d:
-        d.nvme.set_feature(f, v, nsid)
-    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -847,30 +597,9 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(usage), tuple(aborts)
 
 
-class _Interrupt:
-    """What Ctrl-C found: whether it came, and what is true of the image afterwards.
-
-    The SIGINT handler records the signal before raising KeyboardInterrupt, because typer
-    turns a KeyboardInterrupt into a plain exit status that a caller cannot tell from a
-    command's own; ``ssdtwin serve`` stops cleanly on Ctrl-C without raising at all."""
-
-    seen = False
-    note = "interrupted"
-
-    @classmethod
-    def on_sigint(cls, signum: int, frame: Optional[FrameType]) -> None:
-        cls.seen = True
-        raise KeyboardInterrupt
-
-
-def interrupt_note(note: str) -> None:
-    """Say what a Ctrl-C from now on leaves behind (one line, after ``interrupted; ``)."""
-    _Interrupt.note = f"interrupted; {note}"
-
-
-def _exit_interrupted(prog: str) -> "typer.Exit":
+def _exit_interrupted(prog: str) -> typer.Exit:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
-    print(f"{prog}: {_Interrupt.note}", file=sys.stderr, flush=True)
+    print(f"{prog}: {Interrupt.note}", file=sys.stderr, flush=True)
     sys.exit(130)
 
 
@@ -880,7 +609,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     prog = _command_name(args)
     usage_errors, aborts = _click_exceptions()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _Interrupt.on_sigint)
+        signal.signal(signal.SIGINT, Interrupt.on_sigint)
     status = 0
     try:
         rv = app(args=args, prog_name="ssdtwin", standalone_mode=False)
@@ -915,7 +644,7 @@ def main(argv: Optional[list[str]] = None) -> None:
             print(f"{prog}: error: {e.filename}: {e.strerror}" if e.filename else f"{prog}: error: {e}", file=sys.stderr)
             sys.exit(1)
         raise
-    if _Interrupt.seen:
+    if Interrupt.seen:
         _exit_interrupted(prog)
     sys.exit(status)
 

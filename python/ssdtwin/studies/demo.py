@@ -15,27 +15,32 @@ ones `ssdtwin reproduce cm6` uses: the same size, scale and seed give the same f
 
 from __future__ import annotations
 
-import sys
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-import typer
-
-from . import _core
+from .. import _core
+from ..nvmefmt import si_bytes
 from .experiments import cm6_drive, measure_cm6, namespace_fraction
-from .nvmefmt import si_bytes
 
 
-def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int, quiet: bool) -> list[dict[str, Any]]:
+def run_demo(
+    model: str,
+    scale: int,
+    sizes_tb: list[float],
+    seed: int,
+    log: Callable[[str], None] = print,
+    note: Optional[Callable[[str], None]] = None,
+) -> list[dict[str, Any]]:
+    """The table on `log`, a line per size before its slow part on `note` (progress)."""
     fractions = [namespace_fraction(model, tb) for tb in sizes_tb]  # every size checked before any work
     rows: list[dict[str, Any]] = []
-    typer.echo(f"{model} at 1/{scale} scale, seed {seed}: 4 KiB random-write steady state per namespace size")
-    typer.echo(f"{'namespace':>10} {'blocks @1/' + str(scale):>16} {'OP':>7} {'WAF':>7} {'model':>7} {'diff':>7} {'4K rand write IOPS':>19}")
+    log(f"{model} at 1/{scale} scale, seed {seed}: 4 KiB random-write steady state per namespace size")
+    log(f"{'namespace':>10} {'blocks @1/' + str(scale):>16} {'OP':>7} {'WAF':>7} {'model':>7} {'diff':>7} {'4K rand write IOPS':>19}")
     t0 = time.perf_counter()
     pool = 0
     for tb, fraction in zip(sizes_tb, fractions):
-        if not quiet and sys.stderr.isatty():
-            print(f"{tb:.2f} TB: preconditioning, then the random-write job ...", file=sys.stderr, flush=True)
+        if note is not None:
+            note(f"{tb:.2f} TB: preconditioning, then the random-write job ...")
         p = cm6_drive(model, scale, "rand", fraction, seed)
         d = p.drive
         pool = d.ftl_info()["data_pool_bytes"]
@@ -49,7 +54,7 @@ def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int, quiet: bo
         d.close()
         rows.append({"namespace_tb": tb, "blocks": p.blocks, "op": alpha - 1, "waf": waf, "model_waf": model_waf, "iops": iops})
         iops_s = f"{iops:>19,.0f}" if iops is not None else f"{'(no timing)':>19}"
-        typer.echo(f"{tb:>8.2f}TB {p.blocks:>16} {alpha - 1:>7.1%} {waf:>7.3f} {model_waf:>7.3f} {waf / model_waf - 1:>+7.1%} {iops_s}")
+        log(f"{tb:>8.2f}TB {p.blocks:>16} {alpha - 1:>7.1%} {waf:>7.3f} {model_waf:>7.3f} {waf / model_waf - 1:>+7.1%} {iops_s}")
     if len(rows) >= 2:
         a, b = rows[0], next((r for r in rows if abs(r["namespace_tb"] - 3.20) < 1e-9), rows[-1])
         line = f"{a['namespace_tb']:.2f} TB vs {b['namespace_tb']:.2f} TB namespace: WAF ratio {a['waf'] / b['waf']:.2f}"
@@ -57,7 +62,9 @@ def run_demo(model: str, scale: int, sizes_tb: list[float], seed: int, quiet: bo
             line += f", IOPS ratio {b['iops'] / a['iops']:.2f}"
         if abs(a["namespace_tb"] - 3.84) < 1e-9 and abs(b["namespace_tb"] - 3.20) < 1e-9:
             line += " (KIOXIA measured 337,920 / 173,067 = 1.95)"
-        typer.echo(line)
-    typer.echo(f"OP = data pool / namespace - 1 (data pool = {si_bytes(pool)} at this scale); "
-               f"model = greedy GC, Lambert-W form. {time.perf_counter() - t0:.0f} s.")
+        log(line)
+    log(
+        f"OP = data pool / namespace - 1 (data pool = {si_bytes(pool)} at this scale); "
+        f"model = greedy GC, Lambert-W form. {time.perf_counter() - t0:.0f} s."
+    )
     return rows

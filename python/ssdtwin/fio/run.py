@@ -1,4 +1,4 @@
-"""`ssdtwin fio`: run fio job files against a drive image in simulated time.
+"""Run fio job files against a drive image in simulated time.
 
 The job files are parsed with fio's semantics (``ssdtwin.fio``), resolved against the
 target namespace, simulated by the Rust engine in virtual time, and reported in fio's own
@@ -11,13 +11,14 @@ import errno
 import os
 import stat
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-from . import fio as fiolib
-from .fio import logs as fio_logs, output as fio_output
-from .fio.parser import file_kind
-from .drive import Drive
+from ..drive import Drive
+from . import logs as fio_logs
+from . import output as fio_output
+from .parser import file_kind, parse
 
 
 def run_jobs(
@@ -31,7 +32,7 @@ def run_jobs(
     cmdline: Sequence[str] = (),
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results)."""
-    run = fiolib.parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
         raise ValueError(f"--namespace {namespace}: not an attached namespace (attached: {', '.join(map(str, nss)) or 'none'})")

@@ -1,0 +1,123 @@
+"""What every ``ssdtwin`` command shares: one-line errors, JSON output, option types, the
+Ctrl-C note, opening an image, and the read-only view of a drive (served or not).
+
+Command modules import this one and never each other's internals, so the commands have no
+import cycle (commands/cli.py assembles them).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn, Optional
+
+import typer
+
+from .. import _core
+from ..drive import Drive
+from ..live import LiveState, live_state
+
+# Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
+U8, U32, U64 = 0xFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
+OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
+ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+class Terminated(BaseException):
+    """Raised by ``ssdtwin serve``'s SIGTERM handler; the server loop notices it and stops cleanly."""
+
+
+def fail(msg: str) -> NoReturn:
+    raise CliError(msg)
+
+
+def say(msg: str) -> None:
+    """A note for the user on stderr (stdout carries only the command's output)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def emit_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2))
+
+
+def check_fmt(fmt: str) -> str:
+    if fmt not in ("normal", "json"):
+        fail(f"-o/--output-format '{fmt}': must be normal or json")
+    return fmt
+
+
+class Interrupt:
+    """What Ctrl-C found: whether it came, and what is true of the image afterwards.
+
+    The SIGINT handler records the signal before raising KeyboardInterrupt, because typer
+    turns a KeyboardInterrupt into a plain exit status that a caller cannot tell from a
+    command's own; ``ssdtwin serve`` stops cleanly on Ctrl-C without raising at all."""
+
+    seen = False
+    note = "interrupted"
+
+    @classmethod
+    def on_sigint(cls, signum: int, frame: Optional[FrameType]) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
+def interrupt_note(note: str) -> None:
+    """Say what a Ctrl-C from now on leaves behind (one line, after ``interrupted; ``)."""
+    Interrupt.note = f"interrupted; {note}"
+
+
+@contextmanager
+def opened(path: Path, writable: bool) -> Iterator[Drive]:
+    """Open an image; commit on success (when writable); never commit on failure.
+
+    A failed commit (a full disk) is a one-line error: the image keeps its last committed
+    state, so callers print what they did only after this block has ended."""
+    d = Drive.open(path, writable=writable)
+    try:
+        rec = d.recovery()
+        if rec:  # a killed `ssdtwin serve` left a journal (docs/nbd.md, Durability)
+            say(f"ssdtwin: {path}: {rec['detail']}")
+        if writable:
+            interrupt_note(f"{path} keeps its last committed state")
+        yield d
+        if writable:
+            try:
+                d.commit()
+            except _core.ImageError as e:
+                fail(f"could not commit {path}: {e}; the image keeps its last committed state")
+    finally:
+        d.close()
+
+
+def live_note(path: Path, live: LiveState) -> None:
+    say(f"ssdtwin: {path} is being served (pid {live.pid}); showing the server's live state of {live.age_s:.1f} s ago")
+
+
+def drive_view(path: Path, fresh: bool = False) -> _core.DriveView:
+    """What the read-only commands show: a running server's live state when it holds the
+    image (noted on stderr; with ``fresh``, silently and from a snapshot taken after this
+    call, so nothing written before it is missed), else the committed image's. Both are the
+    core's one structure (``DriveView``), so both answer alike, errors included."""
+    live = live_state(path, newer_than=time.time()) if fresh else live_state(path)
+    if live is not None:
+        if not fresh:
+            live_note(path, live)
+        return live.view
+    with opened(path, writable=False) as d:
+        return d.view()
+
+
+def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
+    """The SMART or vendor log of the image or of the server holding it (``drive_view``)."""
+    view = drive_view(path, fresh=fresh)
+    return view.smart_log() if which == "smart" else view.vendor_log()

@@ -1,0 +1,220 @@
+"""``ssdtwin nvme …``: nvme-cli verbs against a drive image (docs/cli.md).
+
+Flags follow nvme-cli, with a drive image directory where nvme-cli takes a device. The
+read-only verbs show a served image's live state through the same structure as an image's
+(``common.drive_view``); the others open the image writable and commit only on success.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import nvmefmt
+from ..drive import Drive
+from .common import U8, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
+
+nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
+
+
+@nvme.command("list")
+def nvme_list(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+    """Namespaces of the drive (like `nvme list`)."""
+    check_fmt(fmt)
+    view = drive_view(path)
+    ctrl, rows = view.id_ctrl(), view.list_ns()
+    if fmt == "json":
+        emit_json(
+            {
+                "Devices": [
+                    {
+                        "DevicePath": str(path),
+                        "SerialNumber": ctrl["sn"],
+                        "ModelNumber": ctrl["mn"],
+                        "Firmware": ctrl["fr"],
+                        "Namespaces": rows,
+                    }
+                ]
+            }
+        )
+    else:
+        typer.echo(nvmefmt.nvme_list(str(path), ctrl, rows))
+
+
+@nvme.command("id-ctrl")
+def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+    """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
+    check_fmt(fmt)
+    data = drive_view(path).id_ctrl()
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ctrl(data))
+
+
+@nvme.command("id-ns")
+def nvme_id_ns(path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt) -> None:
+    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
+    check_fmt(fmt)
+    data = drive_view(path).id_ns(nsid)  # NvmeError INVALID_NS from the core if there is none
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ns(data, nsid))
+
+
+@nvme.command("create-ns")
+def nvme_create_ns(
+    path: Path = ImageDir,
+    nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
+    ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
+    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
+    nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
+) -> None:
+    """Namespace Management: create (nvme-cli flags)."""
+    s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
+    with opened(path, writable=True) as d:
+        if block_size is not None and flbas is not None:
+            fail("give -b/--block-size or -f/--flbas, not both")
+        if block_size is not None:
+            flbas = lba_format_arg(d, block_size)
+        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic)
+    typer.echo(f"create-ns: Success, created nsid:{nsid}")
+
+
+def lba_format_arg(d: Drive, block_size: int) -> int:
+    """The LBA format index for -b/--block-size, or a one-line error naming the allowed sizes."""
+    sizes = d.nvme.lba_sizes()
+    if block_size not in sizes:
+        fail(f"-b/--block-size {block_size}: not an LBA format of this drive (allowed: {', '.join(map(str, sizes))})")
+    return sizes.index(block_size)
+
+
+def blocks_arg(flag: str, text: str) -> int:
+    """A namespace size (-s/-c): logical blocks, decimal or 0x hex, 1 .. 2^64-1."""
+    v = int_arg(flag, text, "a whole number of logical blocks", U64)
+    if v <= 0:
+        fail(f"{flag} {text}: must be at least 1 block")
+    return v
+
+
+def int_arg(flag: str, text: str, what: str, top: int) -> int:
+    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        fail(f"{flag} '{text}': must be {what}")
+    if not 0 <= v <= top:
+        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
+    return v
+
+
+@nvme.command("delete-ns")
+def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
+    """Namespace Management: delete (-n 0xffffffff deletes all)."""
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
+    with opened(path, writable=True) as d:
+        d.nvme.delete_ns(n)
+    typer.echo(f"delete-ns: Success, deleted nsid:{n}")
+
+
+def ctrl_list(text: str) -> list[int]:
+    try:
+        ids = [int(x, 0) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ids = []
+    if not ids or not all(0 <= i <= 0xFFFF for i in ids):
+        fail(f"-c/--controllers '{text}': a comma-separated list of controller IDs (this drive has 1)")
+    return ids
+
+
+@nvme.command("attach-ns")
+def nvme_attach_ns(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    controllers: str = typer.Option(..., "-c", "--controllers"),
+) -> None:
+    """Namespace Attachment: attach to controllers (this drive has controller 1)."""
+    with opened(path, writable=True) as d:
+        d.nvme.attach_ns(nsid, ctrl_list(controllers))
+    typer.echo(f"attach-ns: Success, nsid:{nsid}")
+
+
+@nvme.command("detach-ns")
+def nvme_detach_ns(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    controllers: str = typer.Option("1", "-c", "--controllers"),
+) -> None:
+    """Namespace Attachment: detach from controllers."""
+    with opened(path, writable=True) as d:
+        d.nvme.detach_ns(nsid, ctrl_list(controllers))
+    typer.echo(f"detach-ns: Success, nsid:{nsid}")
+
+
+@nvme.command("format")
+def nvme_format(
+    path: Path = ImageDir,
+    nsid: str = typer.Option(..., "-n", "--namespace-id"),
+    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
+    ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
+    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
+) -> None:
+    """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
+    with opened(path, writable=True) as d:
+        if block_size is not None:
+            lbaf = lba_format_arg(d, block_size)
+        if lbaf is None:
+            # Keep the namespace's format; a missing namespace is reported by the controller.
+            lbaf = next((ns.flbas for ns in d.namespaces() if ns.nsid == n), 0)
+        d.nvme.format(n, lbaf, ses)
+    typer.echo(f"Success formatting namespace:{n:x}")
+
+
+@nvme.command("smart-log")
+def nvme_smart_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+    """SMART / Health log (data units in thousands of 512 B, rounded up)."""
+    check_fmt(fmt)
+    data = read_log(path, "smart")
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, str(path)))
+
+
+@nvme.command("vendor-log")
+def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+    """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
+    check_fmt(fmt)
+    data = read_log(path, "vendor")
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))
+
+
+@nvme.command("get-feature")
+def nvme_get_feature(
+    path: Path = ImageDir,
+    fid: str = typer.Option(..., "-f", "--feature-id"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
+    fmt: str = OutputFmt,
+) -> None:
+    """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
+    check_fmt(fmt)
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
+    with opened(path, writable=False) as d:
+        v = d.nvme.get_feature(f, nsid)
+    if fmt == "json":
+        emit_json({"feature_id": f, "value": v})
+    else:
+        typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
+
+
+@nvme.command("set-feature")
+def nvme_set_feature(
+    path: Path = ImageDir,
+    fid: str = typer.Option(..., "-f", "--feature-id"),
+    value: str = typer.Option(..., "-v", "--value"),
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
+    save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
+) -> None:
+    """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
+    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
+    v = int_arg("-v/--value", value, "an integer", U32)
+    with opened(path, writable=True) as d:
+        d.nvme.set_feature(f, v, nsid)
+    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")

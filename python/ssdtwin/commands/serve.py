@@ -1,0 +1,230 @@
+"""`ssdtwin serve`: a drive image's namespaces over NBD, in real time (docs/nbd.md), and
+`ssdtwin bench nbd`.
+
+The server is Rust (crates/ssdtwin-serve over the NBD protocol of crates/ssdtwin-nbd); this
+module parses the command line, prints the export URIs, turns SIGTERM into a clean stop and
+prints the session summary. The read-only ``nvme`` commands read a served image's live
+state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any, Optional
+
+import typer
+
+from .. import _core
+from ..nvmefmt import si_bytes
+from .common import Terminated, check_fmt, emit_json, fail, interrupt_note, say
+
+
+def _check_hostport(flag: str, text: str) -> None:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        fail(f"{flag} '{text}': use HOST:PORT, e.g. 127.0.0.1:10809")
+
+
+def serve_cmd(
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image to serve"),
+    listen: list[str] = typer.Option([], "--listen", "-l", help="TCP HOST:PORT (repeatable; port 0 picks one)"),
+    unix: list[Path] = typer.Option([], "--unix", "-u", help="unix socket PATH (repeatable)"),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for Prometheus text on GET /metrics"),
+    pace: str = typer.Option("model", "--pace", help="model: reply at the model's completion time; off: as fast as possible"),
+    spin_us: int = typer.Option(0, "--spin-us", help="busy-wait this long before a paced reply is due (precision vs CPU)"),
+    max_connections: int = typer.Option(256, "--max-connections", help="connections served at once; more are refused with a message"),
+    max_inflight: str = typer.Option(
+        "256MiB", "--max-inflight", help="request and reply bytes in flight over all connections (backpressure beyond)"
+    ),
+    handshake_timeout: float = typer.Option(10.0, "--handshake-timeout", help="seconds a client has to finish the handshake (0: no limit)"),
+    send_timeout: float = typer.Option(
+        60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never)"
+    ),
+    tls: str = typer.Option("off", "--tls", help="off, on (offered) or require (NBD STARTTLS, as nbdkit --tls)"),
+    tls_certificates: Optional[Path] = typer.Option(
+        None, "--tls-certificates", help="directory with server-cert.pem, server-key.pem (and ca-cert.pem)"
+    ),
+    tls_verify_peer: bool = typer.Option(False, "--tls-verify-peer", help="require client certificates signed by ca-cert.pem"),
+    unix_group: Optional[str] = typer.Option(
+        None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"
+    ),
+) -> None:
+    """Serve the attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or SIGTERM."""
+    if not listen and not unix:
+        fail("give --listen HOST:PORT and/or --unix PATH")
+    if pace not in ("model", "off"):
+        fail(f"--pace '{pace}': must be model or off")
+    if not 0 <= spin_us <= 1_000_000:
+        fail(f"--spin-us {spin_us}: must be 0..1000000 (microseconds)")
+    for a in listen:
+        _check_hostport("--listen", a)
+    if metrics is not None:
+        _check_hostport("--metrics", metrics)
+    if max_connections < 1:
+        fail(f"--max-connections {max_connections}: must be at least 1")
+    try:
+        inflight = _core.parse_size(max_inflight)
+    except ValueError as e:
+        fail(f"--max-inflight: {e}")
+    if inflight < 1 << 20:
+        fail(f"--max-inflight {max_inflight}: must be at least 1 MiB")
+    for flag, v in (("--handshake-timeout", handshake_timeout), ("--send-timeout", send_timeout)):
+        if not v >= 0:
+            fail(f"{flag} {v}: must be a number of seconds, 0 or more")
+    if tls not in ("off", "on", "require"):
+        fail(f"--tls '{tls}': must be off, on or require")
+    if tls != "off" and tls_certificates is None:
+        fail(f"--tls {tls} needs --tls-certificates DIR (server-cert.pem, server-key.pem)")
+    # Every address is tried before the image is opened: a server that cannot start must
+    # leave the image exactly as it was (no journal, no data files).
+    for flag, addr in [("--listen", a) for a in listen] + ([("--metrics", metrics)] if metrics else []):
+        why = _bind_error(addr)
+        if why:
+            fail(f"{flag} {addr}: {why}")
+    for u in unix:
+        if not u.parent.is_dir():
+            fail(f"--unix {u}: no such directory {u.parent}")
+
+    def on_term(signum: int, frame: Optional[FrameType]) -> None:
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, on_term)
+
+    def ready(info: dict[str, Any]) -> None:
+        rec = info.get("recovery")
+        if rec:
+            say(f"ssdtwin serve: {path}: {rec['detail']}")
+        for w in info.get("warnings", []):
+            say(f"ssdtwin serve: warning: {w}")
+        say(f"ssdtwin serve: {path} (pid {info['pid']}), pace {info['pace']}; exports:")
+        for u in info["uris"]:
+            say(f"  {u}")
+        if info.get("metrics"):
+            say(f"  metrics: http://{info['metrics']}/metrics")
+        say("Ctrl-C or SIGTERM stops it (the state is committed on the way out).")
+
+    try:
+        summary = _core.serve(
+            os.fspath(path),
+            tcp=list(listen),
+            unix=[os.fspath(u) for u in unix],
+            metrics=metrics,
+            pace=pace,
+            spin_us=spin_us,
+            ready=ready,
+            max_connections=max_connections,
+            max_inflight_bytes=inflight,
+            handshake_timeout_s=handshake_timeout,
+            send_timeout_s=send_timeout,
+            tls=tls,
+            tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
+            tls_verify_peer=tls_verify_peer,
+            unix_group=unix_group,
+        )
+    except _core.SsdtwinError as e:
+        fail(_name_the_address(str(e), listen))
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    say(summary_text(summary))
+    if summary.get("stopped_by") == "KeyboardInterrupt":
+        # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
+        interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
+
+
+def _name_the_address(msg: str, listen: list[str]) -> str:
+    """A listener that cannot bind is reported with its address, whether or not the
+    server's own message names it (which --listen failed is found by binding each)."""
+    if not msg.startswith("bind TCP listener") or any(a in msg for a in listen):
+        return msg
+    detail = msg.split(": ", 1)[-1]
+    culprits = [a for a in listen if _bind_error(a)] or listen
+    return f"--listen {', '.join(culprits)}: {detail}"
+
+
+def _bind_error(hostport: str) -> Optional[str]:
+    """Why HOST:PORT cannot be listened on (e.g. "Address already in use"), or None."""
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        return f"cannot resolve '{host}': {e.strerror}"
+    except (OSError, ValueError) as e:
+        return str(e)
+    for family, kind, proto, _, addr in infos:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+                s.bind(addr)
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
+
+
+def summary_text(s: dict[str, Any]) -> str:
+    why = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM"}.get(s.get("stopped_by", ""), s.get("stopped_by", "?"))
+    lines = [
+        f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
+        f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
+        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
+        f"{s['connections']} connections",
+        f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, WAF "
+        + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-")
+        + f"; background GC moved {s['idle_gc_moved_ius']} IUs",
+    ]
+    if s["pace"] == "model":
+        paced = s["replies_paced"]
+        late = s["replies_late"]
+        pct = f" ({late / paced:.2%})" if paced else ""
+        lines.append(
+            f"  paced replies {paced}, late {late}{pct} (host slower than the model), "
+            f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
+        )
+    return "\n".join(lines)
+
+
+def errors_text(s: dict[str, Any]) -> str:
+    """Every reply that carried an error: the server's own refusals (a write to a read-only
+    export, a request past the end) as well as the drive's (a write-protected namespace)."""
+    n = int(s.get("error_replies", s["errors"]))
+    text = f"{n} error repl{'y' if n == 1 else 'ies'}"
+    if s.get("protocol_errors"):
+        text += f", {s['protocol_errors']} connections dropped for protocol errors"
+    return text
+
+
+def bench_nbd_cmd(
+    seconds: float = typer.Option(10.0, "--seconds", help="fio runtime per workload and server"),
+    numjobs: int = typer.Option(4, "--numjobs"),
+    iodepth: int = typer.Option(32, "--iodepth"),
+    size: str = typer.Option("1g", "--size", help="region fio works on (prefilled first)"),
+    rounds: int = typer.Option(1, "--rounds", help="repeat the four runs, alternating servers"),
+    fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
+) -> None:
+    """NBD serving speed: the real fio (nbd engine, 4 KiB random read and write) against
+    `ssdtwin serve --pace off` and `nbdkit memory`, in the same run on this machine."""
+    from ..studies.nbd import bench_nbd
+
+    check_fmt(fmt)
+    if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
+        fail("--seconds, --numjobs, --iodepth and --rounds must be positive")
+    try:
+        _core.parse_size(size)
+    except ValueError as e:
+        fail(f"--size: {e}")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    try:
+        res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
+    except subprocess.CalledProcessError as e:
+        said = (e.stderr or b"").decode(errors="replace").strip().splitlines()
+        fail(f"fio exited with status {e.returncode}" + (f": {said[-1]}" if said else ""))
+    except RuntimeError as e:
+        fail(str(e))
+    if fmt == "json":
+        emit_json(res)

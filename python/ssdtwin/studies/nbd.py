@@ -1,0 +1,140 @@
+"""`ssdtwin bench nbd`: the real fio (nbd engine) against ``ssdtwin serve --pace off`` and
+``nbdkit memory`` on the same machine, in one run (docs/performance.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Callable
+
+from ..drive import Drive
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 60) -> None:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with status {proc.returncode} before listening")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], port: int, what: str) -> Iterator[subprocess.Popen[bytes]]:
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(port, p, what)
+        yield p
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seconds: float, out: Path) -> dict[str, Any]:
+    """Run the real fio's nbd engine; returns fio's JSON."""
+    argv = [
+        "fio",
+        "--name=bench",
+        "--ioengine=nbd",
+        f"--uri={uri}",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        f"--size={size}",
+        f"--numjobs={jobs}",
+        f"--iodepth={iodepth}",
+        "--group_reporting",
+        "--output-format=json",
+        f"--output={out}",
+    ]
+    if seconds > 0:
+        argv += ["--time_based", f"--runtime={seconds}"]
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
+
+
+def bench_nbd(
+    seconds: float = 10,
+    jobs: int = 4,
+    iodepth: int = 32,
+    size: str = "1g",
+    model: str = "kioxia-cm6-r-3.84t",
+    scale: int = 454,
+    rounds: int = 1,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """4 KiB random read and write IOPS from the real fio (nbd engine) against
+    ``ssdtwin serve --pace off`` and ``nbdkit memory``, on the same machine in one run."""
+    for tool in ("fio", "nbdkit"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} is not installed; ssdtwin bench nbd runs the real fio against nbdkit memory")
+    res: dict[str, Any] = {
+        "seconds": seconds,
+        "jobs": jobs,
+        "iodepth": iodepth,
+        "size": size,
+        "model": model,
+        "scale": f"1/{scale}",
+        "cpus": os.cpu_count(),
+        "rounds": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="ssdtwin-bench-nbd-") as tmp:
+        img = Path(tmp) / "img"
+        d = Drive.create(img, model, scale=scale, seed=1)
+        ns_bytes = d.namespaces()[0].bytes
+        d.close()
+        p1, p2 = _free_port(), _free_port()
+        serve = [sys.executable, "-m", "ssdtwin", "serve", str(img), "--listen", f"127.0.0.1:{p1}", "--pace", "off"]
+        nbdkit = ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(p2), "memory", str(ns_bytes)]
+        targets = {"ssdtwin": f"nbd://127.0.0.1:{p1}/ns1", "nbdkit-memory": f"nbd://127.0.0.1:{p2}/"}
+        with _process(serve, p1, "ssdtwin serve"), _process(nbdkit, p2, "nbdkit"):
+            for name, uri in targets.items():
+                # Prefill the region so reads read data, not holes.
+                fio_nbd(uri, "write", "1m", size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
+            for r in range(rounds):
+                row: dict[str, Any] = {}
+                for rw in ("randread", "randwrite"):
+                    for name, uri in targets.items():
+                        j = fio_nbd(uri, rw, "4k", size, jobs, iodepth, seconds, Path(tmp) / f"{name}-{rw}-{r}.json")
+                        d_ = "read" if rw == "randread" else "write"
+                        st = j["jobs"][0][d_]
+                        row[f"{name}_{rw}_iops"] = st["iops"]
+                        row[f"{name}_{rw}_lat_us"] = st["lat_ns"]["mean"] / 1000
+                        log(
+                            f"round {r + 1}: {name:<14} {rw:<9} {st['iops']:>10,.0f} IOPS  "
+                            f"mean latency {st['lat_ns']['mean'] / 1000:7.1f} us"
+                        )
+                res["rounds"].append(row)
+    for rw in ("randread", "randwrite"):
+        a = [row[f"ssdtwin_{rw}_iops"] for row in res["rounds"]]
+        b = [row[f"nbdkit-memory_{rw}_iops"] for row in res["rounds"]]
+        res[f"ssdtwin_{rw}_iops"] = sum(a) / len(a)
+        res[f"nbdkit_memory_{rw}_iops"] = sum(b) / len(b)
+        log(
+            f"{rw:<9}: ssdtwin {res[f'ssdtwin_{rw}_iops']:,.0f} IOPS, nbdkit memory {res[f'nbdkit_memory_{rw}_iops']:,.0f} IOPS "
+            f"(ratio {res[f'ssdtwin_{rw}_iops'] / res[f'nbdkit_memory_{rw}_iops']:.2f})"
+        )
+    return res
