@@ -250,7 +250,7 @@ impl TwinBackend {
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
             cfg,
-            start: Instant::now() - clock.elapsed(),
+            start: clock.origin(),
             start_unix_ms: clock.unix_ms(),
             clock,
             state: Mutex::new(Some(st)),

@@ -11,6 +11,12 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
     fn elapsed(&self) -> Duration;
     /// Wall-clock time for humans (live.json timestamps), milliseconds since the epoch.
     fn unix_ms(&self) -> u64;
+    /// The real instant virtual time 0 corresponds to (when replies are released). A clock
+    /// that knows its start says so: computing it as `now - elapsed` is off by however long
+    /// the thread was preempted between the two readings.
+    fn origin(&self) -> Instant {
+        Instant::now() - self.elapsed()
+    }
 }
 
 /// The real clock.
@@ -38,6 +44,10 @@ impl Clock for WallClock {
 
     fn unix_ms(&self) -> u64 {
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    }
+
+    fn origin(&self) -> Instant {
+        self.start
     }
 }
 
