@@ -3,8 +3,9 @@ session and copied cheaply for each test (helpers live in twin.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
 

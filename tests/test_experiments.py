@@ -144,8 +144,9 @@ def test_calibrate_write_with_the_presets_own_values_changes_no_byte(tmp_path: A
     import shutil
     from pathlib import Path
 
-    import ssdtwin.calibrate as cal
     import tomlkit
+
+    import ssdtwin.studies.calibrate as cal
 
     presets = Path(__file__).resolve().parents[1] / "crates" / "ssdtwin-core" / "presets"
     work = tmp_path / "presets"

@@ -118,7 +118,8 @@ def test_calibrate_refuses_other_presets(preset: str) -> None:
     r = run_cli("calibrate", preset, check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr_lines == [
-        f"ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (KIOXIA CM6 namespace brief); got {preset}"
+        "ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate'"
+        f" (KIOXIA CM6 namespace brief); got {preset}"
     ]
 
 

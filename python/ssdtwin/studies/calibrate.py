@@ -165,8 +165,10 @@ def _source_presets_dir() -> Path:
         d = root / "crates" / "ssdtwin-core" / "presets"
         if d.is_dir():
             return d
-    raise FileNotFoundError("--write rewrites crates/ssdtwin-core/presets in a source checkout; "
-                            f"none found above {here.parent} (install with `pip install -e .` from a checkout)")
+    raise FileNotFoundError(
+        "--write rewrites crates/ssdtwin-core/presets in a source checkout; "
+        f"none found above {here.parent} (install with `pip install -e .` from a checkout)"
+    )
 
 
 def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:
@@ -183,8 +185,10 @@ def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:
         for k in sorted(params):
             v = result["fitted"][k]["value"]
             value = float(f"{v:.4g}") if isinstance(v, float) else int(v)
-            src = (f"[CALIBRATED] ssdtwin calibrate kioxia-cm6-r-3.84t --scale 1/{result['scale']} (docs/calibration.md): "
-                   f"{FIGURES[k]} (KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate)")
+            src = (
+                f"[CALIBRATED] ssdtwin calibrate kioxia-cm6-r-3.84t --scale 1/{result['scale']} (docs/calibration.md): "
+                f"{FIGURES[k]} (KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate)"
+            )
             if name != "kioxia-cm6-r-3.84t":
                 src += "; same NAND and firmware platform as CM6-R 3.84 TB"
             tables = [t for t in doc.values() if isinstance(t, dict) and k in t]
