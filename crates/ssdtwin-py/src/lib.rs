@@ -296,13 +296,7 @@ fn resolve_spec(
 }
 
 fn pattern(text: &str) -> Result<Pattern, Failure> {
-    match text {
-        "seq" | "sequential" => Ok(Pattern::Sequential),
-        "rand" | "random" => Ok(Pattern::Random),
-        other => Err(Failure::Value(format!(
-            "pattern '{other}': use 'seq' or 'rand'"
-        ))),
-    }
+    text.parse::<Pattern>().map_err(|e| Failure::Value(e.to_string()))
 }
 
 #[pymethods]
