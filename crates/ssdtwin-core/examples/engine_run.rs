@@ -13,7 +13,10 @@ use std::time::Instant;
 fn main() {
     let path = std::env::args().nth(1).expect("usage: engine_run SPECS.json");
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256)).unwrap();
+    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t")
+        .unwrap()
+        .scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256))
+        .unwrap();
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(1).unwrap().bytes();
     c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();

@@ -43,7 +43,8 @@ fn main() {
             let v0 = c.vendor_log();
             let r = c.precondition(1, Pattern::Random, 4096, 6 * bytes, 7, &mut |_, _| true).unwrap();
             let v1 = c.vendor_log();
-            let w = (v1.gc_overhead_sample_ius - v0.gc_overhead_sample_ius) / (v1.gc_overhead_samples - v0.gc_overhead_samples) as f64 / per_sb;
+            let w =
+                (v1.gc_overhead_sample_ius - v0.gc_overhead_sample_ius) / (v1.gc_overhead_samples - v0.gc_overhead_samples) as f64 / per_sb;
             let model = waf_fifo(1.0 + op);
             // T_eff = alpha_eff * U, so the effective overhead = total - alpha_eff * U / S.
             let w_eff = blocks as f64 - alpha_for_waf(r.waf) * user as f64 / per_sb;

@@ -38,8 +38,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::fsio::{self, Entry, FsError};
 use crate::bigarray::BigArray;
+use crate::fsio::{self, Entry, FsError};
 use crate::journal::{self, Record, Tail};
 use crate::nvme::{self, Controller, ControllerState, FtlConfig, FtlState, MapError, MapStore};
 use crate::spec::{DriveSpec, SpecError};
@@ -173,7 +173,10 @@ fn decode_state(bytes: &[u8], path: &Path) -> Result<Generation, ImageError> {
     }
     let env: Envelope = serde_json::from_slice(bytes).map_err(|e| damaged(e.to_string()))?;
     if env.format != STATE_FORMAT || env.version > VERSION {
-        return Err(damaged(format!("state format '{}' version {} (this ssdtwin reads {STATE_FORMAT} up to {VERSION})", env.format, env.version)));
+        return Err(damaged(format!(
+            "state format '{}' version {} (this ssdtwin reads {STATE_FORMAT} up to {VERSION})",
+            env.format, env.version
+        )));
     }
     let sum = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(env.state.get().as_bytes()));
     if sum != env.xxh3 {
@@ -444,8 +447,19 @@ impl Image {
                 _ => return Err(ImageError::Damaged { path: p.clone(), reason: "not a regular file".into() }),
             }
         }
-        let ctrl = Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| damaged(format!("inconsistent state: {e}")))?;
-        let mut img = Image { dir: dir.to_path_buf(), manifest, ctrl, generation, lock, recovery: None, maps_on_disk: sums, data_files: g.data_files, poisoned: None };
+        let ctrl =
+            Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| damaged(format!("inconsistent state: {e}")))?;
+        let mut img = Image {
+            dir: dir.to_path_buf(),
+            manifest,
+            ctrl,
+            generation,
+            lock,
+            recovery: None,
+            maps_on_disk: sums,
+            data_files: g.data_files,
+            poisoned: None,
+        };
         if mode != OpenMode::ReadOnly {
             img.remove_stale_generations();
             img.settle_dropped()?;
@@ -488,19 +502,30 @@ impl Image {
             kept_copy: None,
             detail: String::new(),
         };
-        let journal_damaged = |offset: u64, detail: String| ImageError::JournalDamaged { path: path.clone(), dir: self.dir.clone(), offset, detail };
+        let journal_damaged =
+            |offset: u64, detail: String| ImageError::JournalDamaged { path: path.clone(), dir: self.dir.clone(), offset, detail };
         match journal::parse_header(&bytes) {
             Err(journal::HeaderError::Short { .. }) => {
                 // Torn while being created: the server had not started, nothing was acknowledged.
-                rec.detail = format!("{} is {} bytes, shorter than its header (the server died starting up); nothing to replay", path.display(), bytes.len());
+                rec.detail = format!(
+                    "{} is {} bytes, shorter than its header (the server died starting up); nothing to replay",
+                    path.display(),
+                    bytes.len()
+                );
             }
             Err(why) => return Err(journal_damaged(0, format!("its header does not check ({why})"))),
             Ok(g) if g < image_generation => {
                 rec.journal_generation = Some(g);
-                rec.detail = format!("{} belongs to generation {g}, the image is at {image_generation}: its commands are already committed", path.display());
+                rec.detail = format!(
+                    "{} belongs to generation {g}, the image is at {image_generation}: its commands are already committed",
+                    path.display()
+                );
             }
             Ok(g) if g > image_generation => {
-                return Err(journal_damaged(0, format!("it names generation {g}, newer than the image's {image_generation} (CURRENT was changed by hand?)")));
+                return Err(journal_damaged(
+                    0,
+                    format!("it names generation {g}, newer than the image's {image_generation} (CURRENT was changed by hand?)"),
+                ));
             }
             Ok(g) => {
                 rec.journal_generation = Some(g);
@@ -514,10 +539,10 @@ impl Image {
                     }
                     Tail::Damaged { offset, bytes, intact_after } => {
                         if mode != OpenMode::Repair {
-                            return Err(journal_damaged(*offset, format!(
-                                "{} intact records and {bytes} bytes follow a record that does not check",
-                                intact_after.len()
-                            )));
+                            return Err(journal_damaged(
+                                *offset,
+                                format!("{} intact records and {bytes} bytes follow a record that does not check", intact_after.len()),
+                            ));
                         }
                         let copy = self.keep_copy(&path, g)?;
                         rec.action = RecoveryAction::Repaired;
@@ -541,7 +566,10 @@ impl Image {
                 if rec.action != RecoveryAction::Repaired {
                     rec.action = if writable { RecoveryAction::Replayed } else { RecoveryAction::ReplayedInMemory };
                 }
-                rec.detail = format!("{} records of a server that did not shut down cleanly replayed onto generation {g}{note}", parsed.records.len());
+                rec.detail = format!(
+                    "{} records of a server that did not shut down cleanly replayed onto generation {g}{note}",
+                    parsed.records.len()
+                );
                 if writable {
                     self.commit()?;
                 }
@@ -559,7 +587,11 @@ impl Image {
     fn keep_copy(&self, path: &Path, generation: u64) -> Result<PathBuf, ImageError> {
         let mut n = 0;
         let copy = loop {
-            let name = if n == 0 { format!("journal.damaged-{}.bin", gen_name(generation)) } else { format!("journal.damaged-{}.{n}.bin", gen_name(generation)) };
+            let name = if n == 0 {
+                format!("journal.damaged-{}.bin", gen_name(generation))
+            } else {
+                format!("journal.damaged-{}.{n}.bin", gen_name(generation))
+            };
             let p = self.dir.join(name);
             if matches!(fsio::entry(&p)?, Entry::Missing) {
                 break p;
@@ -779,7 +811,10 @@ impl Image {
             // linking the old files would commit maps that disagree with the state.
             return Err(ImageError::Damaged {
                 path: self.dir.clone(),
-                reason: format!("refusing to commit: the FTL counts map changes but its maps were never loaded (a bug; generation {} is kept)", self.generation),
+                reason: format!(
+                    "refusing to commit: the FTL counts map changes but its maps were never loaded (a bug; generation {} is kept)",
+                    self.generation
+                ),
             });
         }
         let r = self.write_generation();
@@ -890,7 +925,8 @@ fn read_manifest(dir: &Path) -> Result<Manifest, ImageError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(foreign(&format!("no {MANIFEST}"))),
         Err(e) => return Err(e.into()),
     };
-    let manifest: Manifest = toml::from_str(&text).map_err(|e| ImageError::Damaged { path: mpath.clone(), reason: e.message().replace('\n', " ") })?;
+    let manifest: Manifest =
+        toml::from_str(&text).map_err(|e| ImageError::Damaged { path: mpath.clone(), reason: e.message().replace('\n', " ") })?;
     if manifest.format != FORMAT {
         return Err(foreign(&format!("format is '{}'", manifest.format)));
     }
@@ -933,7 +969,10 @@ fn lock_dir(dir: &Path) -> Result<File, ImageError> {
                 return Err(ne);
             }
             if e.errno() == Some(libc::EISDIR) {
-                return Err(ImageError::NotWritable { path: dir.to_path_buf(), reason: format!("{} is a directory, not ssdtwin's lock file; remove it", path.display()) });
+                return Err(ImageError::NotWritable {
+                    path: dir.to_path_buf(),
+                    reason: format!("{} is a directory, not ssdtwin's lock file; remove it", path.display()),
+                });
             }
             return Err(e.into());
         }
@@ -1096,7 +1135,12 @@ mod tests {
         let offset = HEADER_LEN + 40 * rec_len;
         for writable in [false, true] {
             let e = Image::open(&d, writable).unwrap_err().to_string();
-            assert!(e.contains(&format!("journal.bin: damaged at byte {offset}")) && e.contains("59 intact records") && e.contains("check --repair"), "{e}");
+            assert!(
+                e.contains(&format!("journal.bin: damaged at byte {offset}"))
+                    && e.contains("59 intact records")
+                    && e.contains("check --repair"),
+                "{e}"
+            );
         }
         assert_eq!(std::fs::read(&path).unwrap(), b, "a refused journal is left as it was");
         let mut img = Image::open_with(&d, OpenMode::Repair).unwrap();
@@ -1108,10 +1152,7 @@ mod tests {
         assert!(rec.detail.contains("59 writes"), "{}", rec.detail);
         assert!(!path.exists());
         img.ctrl.check_full().unwrap();
-        assert_eq!(img.ctrl.smart_log().host_write_commands, {
-            
-            Image::open(&d, false).unwrap().ctrl.smart_log().host_write_commands
-        });
+        assert_eq!(img.ctrl.smart_log().host_write_commands, { Image::open(&d, false).unwrap().ctrl.smart_log().host_write_commands });
     }
 
     #[test]

@@ -95,9 +95,7 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     if s.is_empty() {
         return Err(SizeError::Empty);
     }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(split);
     if num.is_empty() {
         return Err(SizeError::Malformed(text.to_string()));

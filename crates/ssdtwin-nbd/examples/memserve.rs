@@ -28,9 +28,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
         Some((i, 'T' | 't')) => (&s[..i], 1 << 40),
         _ => (s, 1),
     };
-    num.parse::<u64>()
-        .map(|n| n * mult)
-        .map_err(|e| format!("bad size {s:?}: {e}"))
+    num.parse::<u64>().map(|n| n * mult).map_err(|e| format!("bad size {s:?}: {e}"))
 }
 
 fn main() {
@@ -52,11 +50,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut spin_us = 0u64;
     let mut cfg = ServerConfig::default();
     let secs = |v: String| -> Result<Duration, String> {
-        v.parse::<f64>()
-            .ok()
-            .filter(|s| *s >= 0.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| format!("{v:?} is not a number of seconds"))
+        v.parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64).ok_or_else(|| format!("{v:?} is not a number of seconds"))
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -69,10 +63,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--read-only" => read_only = true,
             "--latency-us" => latency_us = val()?.parse()?,
             "--block-sizes" => {
-                let v: Vec<u32> = val()?
-                    .split(',')
-                    .map(|x| parse_size(x).map(|n| n as u32))
-                    .collect::<Result<_, _>>()?;
+                let v: Vec<u32> = val()?.split(',').map(|x| parse_size(x).map(|n| n as u32)).collect::<Result<_, _>>()?;
                 if v.len() != 3 {
                     return Err("--block-sizes wants MIN,PREF,MAX".into());
                 }
@@ -109,19 +100,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 
-    let mut export = MemExport::new(name.clone(), size)
-        .read_only(read_only)
-        .block_sizes(blocks.0, blocks.1, blocks.2);
+    let mut export = MemExport::new(name.clone(), size).read_only(read_only).block_sizes(blocks.0, blocks.1, blocks.2);
     if latency_us > 0 {
         let d = Duration::from_micros(latency_us);
         export = export.with_latency(d, d);
     }
     let backend = Arc::new(MemBackend::new().with_export(export));
-    let mut server = Server::new(backend).with_config(ServerConfig {
-        verbose,
-        pacing_spin: Duration::from_micros(spin_us),
-        ..cfg
-    });
+    let mut server = Server::new(backend).with_config(ServerConfig { verbose, pacing_spin: Duration::from_micros(spin_us), ..cfg });
     for t in &tcp {
         server = server.listen_tcp(t.as_str())?;
     }

@@ -60,10 +60,8 @@ fn percent_decode(s: &str) -> Result<String, String> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let hex = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent escape in {s:?}"))?;
+            let hex =
+                s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(|| format!("bad percent escape in {s:?}"))?;
             out.push(hex);
             i += 3;
         } else {
@@ -78,47 +76,27 @@ impl Target {
     /// `nbd://HOST[:PORT]/EXPORT` or `nbd+unix:///EXPORT?socket=PATH` (doc/uri.md).
     pub fn parse(uri: &str) -> Result<Target, String> {
         if uri.starts_with("nbds") {
-            return Err(format!(
-                "{uri}: nbdload speaks plain NBD only (no TLS); use nbd:// or nbd+unix://"
-            ));
+            return Err(format!("{uri}: nbdload speaks plain NBD only (no TLS); use nbd:// or nbd+unix://"));
         }
         if let Some(rest) = uri.strip_prefix("nbd+unix://") {
-            let (path_part, query) = rest
-                .split_once('?')
-                .ok_or_else(|| format!("{uri}: nbd+unix:// needs ?socket=PATH"))?;
+            let (path_part, query) = rest.split_once('?').ok_or_else(|| format!("{uri}: nbd+unix:// needs ?socket=PATH"))?;
             let export = percent_decode(path_part.strip_prefix('/').unwrap_or(path_part))?;
             let socket = query
                 .split('&')
                 .find_map(|kv| kv.strip_prefix("socket="))
                 .ok_or_else(|| format!("{uri}: nbd+unix:// needs ?socket=PATH"))?;
-            return Ok(Target::Unix {
-                path: PathBuf::from(percent_decode(socket)?),
-                export,
-            });
+            return Ok(Target::Unix { path: PathBuf::from(percent_decode(socket)?), export });
         }
         if let Some(rest) = uri.strip_prefix("nbd://") {
             let (hostport, path) = rest.split_once('/').unwrap_or((rest, ""));
             if hostport.is_empty() {
                 return Err(format!("{uri}: no host"));
             }
-            let has_port = if hostport.starts_with('[') {
-                hostport.contains("]:")
-            } else {
-                hostport.contains(':')
-            };
-            let addr = if has_port {
-                hostport.to_string()
-            } else {
-                format!("{hostport}:10809")
-            };
-            return Ok(Target::Tcp {
-                addr,
-                export: percent_decode(path)?,
-            });
+            let has_port = if hostport.starts_with('[') { hostport.contains("]:") } else { hostport.contains(':') };
+            let addr = if has_port { hostport.to_string() } else { format!("{hostport}:10809") };
+            return Ok(Target::Tcp { addr, export: percent_decode(path)? });
         }
-        Err(format!(
-            "{uri}: not an NBD URI (nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH)"
-        ))
+        Err(format!("{uri}: not an NBD URI (nbd://HOST[:PORT]/EXPORT or nbd+unix:///EXPORT?socket=PATH)"))
     }
 
     fn export(&self) -> &str {
@@ -194,10 +172,7 @@ impl Stream {
     fn connect(t: &Target, timeout: Duration) -> io::Result<Stream> {
         match t {
             Target::Tcp { addr, .. } => {
-                let a = addr
-                    .to_socket_addrs()?
-                    .next()
-                    .ok_or_else(|| io::Error::other(format!("{addr}: no address")))?;
+                let a = addr.to_socket_addrs()?.next().ok_or_else(|| io::Error::other(format!("{addr}: no address")))?;
                 let s = TcpStream::connect_timeout(&a, timeout)?;
                 s.set_nodelay(true)?;
                 Ok(Stream::Tcp(s))
@@ -290,52 +265,34 @@ fn io_ctx(what: &'static str) -> impl Fn(io::Error) -> String {
 }
 
 fn send_option(s: &mut Stream, option: u32, data: &[u8]) -> Result<(), String> {
-    let mut b = OptionHeader {
-        option,
-        len: data.len() as u32,
-    }
-    .encode()
-    .to_vec();
+    let mut b = OptionHeader { option, len: data.len() as u32 }.encode().to_vec();
     b.extend_from_slice(data);
     s.write_all(&b).map_err(io_ctx("sending an option"))
 }
 
 fn read_option_reply(s: &mut Stream) -> Result<(OptionReplyHeader, Vec<u8>), String> {
     let mut h = [0u8; OPTION_REPLY_HEADER_LEN];
-    s.read_exact(&mut h)
-        .map_err(io_ctx("reading an option reply"))?;
+    s.read_exact(&mut h).map_err(io_ctx("reading an option reply"))?;
     let h = OptionReplyHeader::decode(&h).map_err(|e| format!("option reply: {e}"))?;
     if h.len > 1 << 20 {
         return Err(format!("option reply of {} bytes", h.len));
     }
     let mut d = vec![0u8; h.len as usize];
-    s.read_exact(&mut d)
-        .map_err(io_ctx("reading an option reply"))?;
+    s.read_exact(&mut d).map_err(io_ctx("reading an option reply"))?;
     Ok((h, d))
 }
 
 fn refusal(option: &str, h: &OptionReplyHeader, d: &[u8]) -> String {
-    format!(
-        "{option} refused with {}: {}",
-        rep_name(h.reply_type),
-        String::from_utf8_lossy(d)
-    )
+    format!("{option} refused with {}: {}", rep_name(h.reply_type), String::from_utf8_lossy(d))
 }
 
 /// Fixed-newstyle handshake: optionally structured replies, then GO with block sizes.
 fn handshake(s: &mut Stream, export: &str, want_structured: bool) -> Result<Session, String> {
     let mut g = [0u8; GREETING_LEN];
-    s.read_exact(&mut g)
-        .map_err(io_ctx("reading the greeting"))?;
+    s.read_exact(&mut g).map_err(io_ctx("reading the greeting"))?;
     let hflags = decode_greeting(&g).map_err(|e| format!("greeting: {e}"))?;
-    let cflags = FLAG_C_FIXED_NEWSTYLE
-        | if hflags & FLAG_NO_ZEROES != 0 {
-            FLAG_C_NO_ZEROES
-        } else {
-            0
-        };
-    s.write_all(&cflags.to_be_bytes())
-        .map_err(io_ctx("sending client flags"))?;
+    let cflags = FLAG_C_FIXED_NEWSTYLE | if hflags & FLAG_NO_ZEROES != 0 { FLAG_C_NO_ZEROES } else { 0 };
+    s.write_all(&cflags.to_be_bytes()).map_err(io_ctx("sending client flags"))?;
     let mut structured = false;
     if want_structured {
         send_option(s, OPT_STRUCTURED_REPLY, &[])?;
@@ -347,30 +304,16 @@ fn handshake(s: &mut Stream, export: &str, want_structured: bool) -> Result<Sess
         }
     }
     let mut data = Vec::new();
-    InfoRequest {
-        name: export.as_bytes(),
-        infos: vec![INFO_BLOCK_SIZE],
-    }
-    .encode(&mut data);
+    InfoRequest { name: export.as_bytes(), infos: vec![INFO_BLOCK_SIZE] }.encode(&mut data);
     send_option(s, OPT_GO, &data)?;
-    let mut session = Session {
-        size: 0,
-        tflags: 0,
-        block_min: 1,
-        block_max: 32 << 20,
-        structured,
-    };
+    let mut session = Session { size: 0, tflags: 0, block_min: 1, block_max: 32 << 20, structured };
     loop {
         let (h, d) = read_option_reply(s)?;
         match h.reply_type {
             REP_ACK => return Ok(session),
             REP_INFO => match decode_info(&d) {
-                Ok(Info::Export { size, tflags }) => {
-                    (session.size, session.tflags) = (size, tflags)
-                }
-                Ok(Info::BlockSize { min, max, .. }) => {
-                    (session.block_min, session.block_max) = (min, max)
-                }
+                Ok(Info::Export { size, tflags }) => (session.size, session.tflags) = (size, tflags),
+                Ok(Info::BlockSize { min, max, .. }) => (session.block_min, session.block_max) = (min, max),
                 _ => {}
             },
             t if is_rep_error(t) => return Err(refusal("NBD_OPT_GO", &h, &d)),
@@ -404,10 +347,7 @@ fn fill_unit(b: &mut [u8], run: u64, client: u32, unit: u64, generation: u32) {
 
 /// Which generation a unit holds, if it is one of ours and intact.
 fn unit_generation(b: &[u8], run: u64, client: u32, unit: u64, scratch: &mut [u8]) -> Option<u32> {
-    if b[0..8] != run.to_le_bytes()
-        || b[8..12] != client.to_le_bytes()
-        || b[16..24] != unit.to_le_bytes()
-    {
+    if b[0..8] != run.to_le_bytes() || b[8..12] != client.to_le_bytes() || b[16..24] != unit.to_le_bytes() {
         return None;
     }
     let g = u32::from_le_bytes(b[12..16].try_into().expect("4 bytes"));
@@ -455,11 +395,7 @@ struct Hists {
 impl Hists {
     fn new() -> Hists {
         let h = || Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).expect("valid bounds");
-        Hists {
-            read: h(),
-            write: h(),
-            flush: h(),
-        }
+        Hists { read: h(), write: h(), flush: h() }
     }
     fn of(&mut self, k: Kind) -> &mut Histogram<u64> {
         match k {
@@ -678,69 +614,54 @@ fn receive_loop(s: &mut Stream, c: &Client, final_pass: &AtomicBool) -> Result<(
             Err(e) => return Err(format!("reading a reply: {e}")),
         }
         if h[..4] == STRUCTURED_REPLY_MAGIC.to_be_bytes() {
-            s.read_exact(&mut h[SIMPLE_REPLY_LEN..])
-                .map_err(io_ctx("reading a reply"))?;
+            s.read_exact(&mut h[SIMPLE_REPLY_LEN..]).map_err(io_ctx("reading a reply"))?;
         }
-        let (cookie, done) =
-            match ReplyHeader::decode(&h).map_err(|e| format!("reply header: {e}"))? {
-                ReplyHeader::Simple { error, cookie } => {
-                    let want = {
-                        let mut st = c.lock();
-                        let p = st
-                            .inflight
-                            .get_mut(&cookie)
-                            .ok_or_else(|| format!("reply to unknown cookie {cookie}"))?;
-                        p.error = error;
-                        if p.kind == Kind::Read && error == 0 {
-                            p.units * UNIT
-                        } else {
-                            0
-                        }
-                    };
-                    if want > 0 {
-                        let d = read_n(s, want as usize)?;
-                        if let Some(p) = c.lock().inflight.get_mut(&cookie) {
-                            p.data = d;
-                        }
-                    }
-                    (cookie, true)
-                }
-                ReplyHeader::Chunk(ch) => {
-                    let payload = read_n(s, ch.len as usize)?;
+        let (cookie, done) = match ReplyHeader::decode(&h).map_err(|e| format!("reply header: {e}"))? {
+            ReplyHeader::Simple { error, cookie } => {
+                let want = {
                     let mut st = c.lock();
-                    let p = st
-                        .inflight
-                        .get_mut(&ch.cookie)
-                        .ok_or_else(|| format!("chunk for unknown cookie {}", ch.cookie))?;
-                    match ch.typ {
-                        REPLY_TYPE_OFFSET_DATA if payload.len() >= 8 => {
-                            let off = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
-                            let start = off.wrapping_sub((c.base_unit + p.unit0) * UNIT) as usize;
-                            let body = &payload[8..];
-                            if p.data.is_empty() {
-                                p.data = vec![0u8; (p.units * UNIT) as usize];
-                            }
-                            let dst = p
-                                .data
-                                .get_mut(start..start + body.len())
-                                .ok_or("data chunk outside the read")?;
-                            dst.copy_from_slice(body);
-                        }
-                        REPLY_TYPE_OFFSET_HOLE if p.data.is_empty() => {
+                    let p = st.inflight.get_mut(&cookie).ok_or_else(|| format!("reply to unknown cookie {cookie}"))?;
+                    p.error = error;
+                    if p.kind == Kind::Read && error == 0 {
+                        p.units * UNIT
+                    } else {
+                        0
+                    }
+                };
+                if want > 0 {
+                    let d = read_n(s, want as usize)?;
+                    if let Some(p) = c.lock().inflight.get_mut(&cookie) {
+                        p.data = d;
+                    }
+                }
+                (cookie, true)
+            }
+            ReplyHeader::Chunk(ch) => {
+                let payload = read_n(s, ch.len as usize)?;
+                let mut st = c.lock();
+                let p = st.inflight.get_mut(&ch.cookie).ok_or_else(|| format!("chunk for unknown cookie {}", ch.cookie))?;
+                match ch.typ {
+                    REPLY_TYPE_OFFSET_DATA if payload.len() >= 8 => {
+                        let off = u64::from_be_bytes(payload[..8].try_into().expect("8 bytes"));
+                        let start = off.wrapping_sub((c.base_unit + p.unit0) * UNIT) as usize;
+                        let body = &payload[8..];
+                        if p.data.is_empty() {
                             p.data = vec![0u8; (p.units * UNIT) as usize];
                         }
-                        t if t & 0x8000 != 0 => {
-                            p.error = if payload.len() >= 4 {
-                                u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"))
-                            } else {
-                                5
-                            };
-                        }
-                        _ => {}
+                        let dst = p.data.get_mut(start..start + body.len()).ok_or("data chunk outside the read")?;
+                        dst.copy_from_slice(body);
                     }
-                    (ch.cookie, ch.flags & REPLY_FLAG_DONE != 0)
+                    REPLY_TYPE_OFFSET_HOLE if p.data.is_empty() => {
+                        p.data = vec![0u8; (p.units * UNIT) as usize];
+                    }
+                    t if t & 0x8000 != 0 => {
+                        p.error = if payload.len() >= 4 { u32::from_be_bytes(payload[..4].try_into().expect("4 bytes")) } else { 5 };
+                    }
+                    _ => {}
                 }
-            };
+                (ch.cookie, ch.flags & REPLY_FLAG_DONE != 0)
+            }
+        };
         if done {
             c.complete(cookie, final_pass.load(Relaxed));
         }
@@ -768,11 +689,7 @@ fn pick_range(st: &State, rng: &mut Rng, units: u64, write: bool, now: Instant) 
     'try_again: for _ in 0..8 {
         let u0 = rng.below(n - units + 1);
         for s in &st.units[u0 as usize..(u0 + units) as usize] {
-            let blocked = if write {
-                s.writing || s.readers > 0 || s.fenced_until.is_some_and(|t| t > now)
-            } else {
-                s.writing
-            };
+            let blocked = if write { s.writing || s.readers > 0 || s.fenced_until.is_some_and(|t| t > now) } else { s.writing };
             if blocked {
                 continue 'try_again;
             }
@@ -798,25 +715,8 @@ fn register(st: &mut State, kind: Kind, unit0: u64, units: u64) -> Req {
             Kind::Flush => {}
         }
     }
-    st.inflight.insert(
-        cookie,
-        Pending {
-            kind,
-            unit0,
-            units,
-            generation,
-            t0: Instant::now(),
-            data: Vec::new(),
-            error: 0,
-        },
-    );
-    Req {
-        kind,
-        cookie,
-        unit0,
-        units,
-        generation,
-    }
+    st.inflight.insert(cookie, Pending { kind, unit0, units, generation, t0: Instant::now(), data: Vec::new(), error: 0 });
+    Req { kind, cookie, unit0, units, generation }
 }
 
 /// One request as registered: what, which cookie, which units, which generation.
@@ -830,29 +730,14 @@ struct Req {
 }
 
 fn send_request(s: &mut Stream, c: &Client, r: Req, out: &mut Vec<u8>) -> io::Result<()> {
-    let Req {
-        kind,
-        cookie,
-        unit0,
-        units,
-        generation,
-    } = r;
+    let Req { kind, cookie, unit0, units, generation } = r;
     let (typ, offset, len) = match kind {
         Kind::Read => (CMD_READ, (c.base_unit + unit0) * UNIT, units * UNIT),
         Kind::Write => (CMD_WRITE, (c.base_unit + unit0) * UNIT, units * UNIT),
         Kind::Flush => (CMD_FLUSH, 0, 0),
     };
     out.clear();
-    out.extend_from_slice(
-        &Request {
-            flags: 0,
-            typ,
-            cookie,
-            offset,
-            len: len as u32,
-        }
-        .encode(),
-    );
+    out.extend_from_slice(&Request { flags: 0, typ, cookie, offset, len: len as u32 }.encode());
     if kind == Kind::Write {
         let start = out.len();
         out.resize(start + len as usize, 0);
@@ -870,14 +755,7 @@ struct Plan<'a> {
 }
 
 /// Issue random requests until `stop_at` or `ops` requests; false if the connection died.
-fn run_ops(
-    s: &mut Stream,
-    c: &Client,
-    plan: &Plan,
-    rng: &mut Rng,
-    ops: u64,
-    stop_at: Instant,
-) -> bool {
+fn run_ops(s: &mut Stream, c: &Client, plan: &Plan, rng: &mut Rng, ops: u64, stop_at: Instant) -> bool {
     let cfg = plan.cfg;
     let can_flush = plan.session.tflags & TFLAG_SEND_FLUSH != 0;
     let read_only = plan.session.tflags & TFLAG_READ_ONLY != 0;
@@ -893,27 +771,16 @@ fn run_ops(
             Kind::Read
         };
         let size = cfg.sizes[rng.below(cfg.sizes.len() as u64) as usize] as u64;
-        let units = if kind == Kind::Flush {
-            0
-        } else {
-            (size / UNIT).max(1)
-        };
+        let units = if kind == Kind::Flush { 0 } else { (size / UNIT).max(1) };
         let reg = {
             let mut st = c.lock();
             while st.inflight.len() >= cfg.qd && !st.dead {
-                st =
-                    c.cv.wait_timeout(st, Duration::from_millis(100))
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                st = c.cv.wait_timeout(st, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
             }
             if st.dead {
                 return false;
             }
-            let unit0 = if kind == Kind::Flush {
-                Some(0)
-            } else {
-                pick_range(&st, rng, units, kind == Kind::Write, Instant::now())
-            };
+            let unit0 = if kind == Kind::Flush { Some(0) } else { pick_range(&st, rng, units, kind == Kind::Write, Instant::now()) };
             match unit0 {
                 Some(u0) => Some(register(&mut st, kind, u0, units)),
                 None => {
@@ -940,10 +807,7 @@ fn drain(c: &Client, timeout: Duration) -> bool {
         if st.dead || Instant::now() >= deadline {
             return false;
         }
-        st =
-            c.cv.wait_timeout(st, Duration::from_millis(50))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        st = c.cv.wait_timeout(st, Duration::from_millis(50)).unwrap_or_else(|e| e.into_inner()).0;
     }
     true
 }
@@ -951,15 +815,12 @@ fn drain(c: &Client, timeout: Duration) -> bool {
 fn connect(cfg: &LoadConfig, c: &Client, until: Instant) -> Option<(Stream, Session)> {
     let mut backoff = Duration::from_millis(20);
     loop {
-        let r = Stream::connect(&cfg.target, Duration::from_secs(5))
-            .map_err(|e| format!("connect: {e}"))
-            .and_then(|mut s| {
-                s.set_read_timeout(Some(Duration::from_secs(30)))
-                    .map_err(|e| e.to_string())?;
-                let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
-                s.set_read_timeout(None).map_err(|e| e.to_string())?;
-                Ok((s, sess))
-            });
+        let r = Stream::connect(&cfg.target, Duration::from_secs(5)).map_err(|e| format!("connect: {e}")).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+            let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
+            s.set_read_timeout(None).map_err(|e| e.to_string())?;
+            Ok((s, sess))
+        });
         match r {
             Ok(x) => return Some(x),
             Err(e) => {
@@ -992,14 +853,7 @@ fn with_connection(
     let rx = std::thread::spawn(move || receiver(rs, c2, f2));
     let clean = body(&mut s, sess);
     if clean && drain(c, Duration::from_secs(60)) {
-        let disc = Request {
-            flags: 0,
-            typ: CMD_DISC,
-            cookie: u64::MAX,
-            offset: 0,
-            len: 0,
-        }
-        .encode();
+        let disc = Request { flags: 0, typ: CMD_DISC, cookie: u64::MAX, offset: 0, len: 0 }.encode();
         let _ = s.write_all(&disc);
         s.shutdown(Shutdown::Write);
     } else {
@@ -1014,11 +868,7 @@ fn with_connection(
 fn client_main(cfg: &LoadConfig, c: Arc<Client>, deadline: Instant) {
     let mut rng = Rng(cfg.seed ^ ((c.id as u64 + 1) << 32));
     while Instant::now() < deadline {
-        let ops = if cfg.disconnect_every == 0 {
-            u64::MAX
-        } else {
-            1 + rng.below(2 * cfg.disconnect_every)
-        };
+        let ops = if cfg.disconnect_every == 0 { u64::MAX } else { 1 + rng.below(2 * cfg.disconnect_every) };
         let abrupt = cfg.disconnect_every != 0 && rng.below(2) == 0;
         let r = with_connection(cfg, &c, deadline, false, |s, sess| {
             let plan = Plan { cfg, session: sess };
@@ -1055,9 +905,7 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
             let mut u = 0u64;
             let n = st.units.len() as u64;
             while u < n {
-                let known = |i: u64| {
-                    st.units[i as usize].gen != 0 || !st.units[i as usize].maybe.is_empty()
-                };
+                let known = |i: u64| st.units[i as usize].gen != 0 || !st.units[i as usize].maybe.is_empty();
                 if !known(u) {
                     u += 1;
                     continue;
@@ -1074,10 +922,7 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
             let req = {
                 let mut st = c.lock();
                 while st.inflight.len() >= cfg.qd.max(1) && !st.dead {
-                    st =
-                        c.cv.wait_timeout(st, Duration::from_millis(100))
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
+                    st = c.cv.wait_timeout(st, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
                 }
                 if st.dead {
                     return false;
@@ -1098,33 +943,19 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
 fn open_stalls(cfg: &LoadConfig, errors: &mut Vec<String>) -> Vec<Stream> {
     let mut v = Vec::new();
     for i in 0..cfg.stall {
-        let r = Stream::connect(&cfg.target, Duration::from_secs(5))
-            .map_err(|e| format!("connect: {e}"))
-            .and_then(|mut s| {
-                s.set_read_timeout(Some(Duration::from_secs(10)))
-                    .map_err(|e| e.to_string())?;
-                let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
-                let len = (cfg.stall_bytes as u64)
-                    .min(sess.block_max as u64)
-                    .min(sess.size) as u32;
-                let slots = (sess.size / len as u64).max(1);
-                let mut reqs = Vec::new();
-                for k in 0..cfg.stall_reads {
-                    let offset = ((i * cfg.stall_reads + k) as u64 % slots) * len as u64;
-                    reqs.extend_from_slice(
-                        &Request {
-                            flags: 0,
-                            typ: CMD_READ,
-                            cookie: k as u64,
-                            offset,
-                            len,
-                        }
-                        .encode(),
-                    );
-                }
-                s.write_all(&reqs).map_err(|e| e.to_string())?;
-                Ok(s)
-            });
+        let r = Stream::connect(&cfg.target, Duration::from_secs(5)).map_err(|e| format!("connect: {e}")).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+            let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
+            let len = (cfg.stall_bytes as u64).min(sess.block_max as u64).min(sess.size) as u32;
+            let slots = (sess.size / len as u64).max(1);
+            let mut reqs = Vec::new();
+            for k in 0..cfg.stall_reads {
+                let offset = ((i * cfg.stall_reads + k) as u64 % slots) * len as u64;
+                reqs.extend_from_slice(&Request { flags: 0, typ: CMD_READ, cookie: k as u64, offset, len }.encode());
+            }
+            s.write_all(&reqs).map_err(|e| e.to_string())?;
+            Ok(s)
+        });
         match r {
             Ok(s) => v.push(s),
             Err(e) => errors.push(e),
@@ -1174,11 +1005,8 @@ fn count_closed(streams: &mut [Stream]) -> usize {
 /// `VmRSS` and `VmHWM` of a process, in KiB.
 pub fn proc_memory_kib(pid: u32) -> Option<(u64, u64)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    };
+    let field =
+        |name: &str| s.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
     Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
@@ -1260,30 +1088,19 @@ fn errno_name(e: u32) -> String {
 
 /// Connect and handshake, retrying until `until`: the connection, its session, and
 /// how many tries failed (with the first error).
-fn probe(
-    cfg: &LoadConfig,
-    until: Instant,
-) -> Result<(Stream, Session, u32, Option<String>), String> {
+fn probe(cfg: &LoadConfig, until: Instant) -> Result<(Stream, Session, u32, Option<String>), String> {
     let mut tries = 0;
     let mut first_err = None;
     loop {
         tries += 1;
-        let r = Stream::connect(&cfg.target, Duration::from_secs(5))
-            .map_err(|e| format!("connect: {e}"))
-            .and_then(|mut s| {
-                s.set_read_timeout(Some(Duration::from_secs(30)))
-                    .map_err(|e| e.to_string())?;
-                let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
-                Ok((s, sess))
-            });
+        let r = Stream::connect(&cfg.target, Duration::from_secs(5)).map_err(|e| format!("connect: {e}")).and_then(|mut s| {
+            s.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+            let sess = handshake(&mut s, cfg.target.export(), cfg.structured)?;
+            Ok((s, sess))
+        });
         match r {
             Ok((s, sess)) => return Ok((s, sess, tries - 1, first_err)),
-            Err(e) if Instant::now() >= until => {
-                return Err(format!(
-                    "{:?}: no connection in {tries} tries: {e}",
-                    cfg.target
-                ))
-            }
+            Err(e) if Instant::now() >= until => return Err(format!("{:?}: no connection in {tries} tries: {e}", cfg.target)),
             Err(e) => {
                 first_err.get_or_insert(e);
                 std::thread::sleep(Duration::from_millis(100));
@@ -1313,11 +1130,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
     let mut holds = open_holds(cfg, &mut abuse_errors);
     let holds_opened = holds.len();
     if cfg.hold > 0 {
-        log(format!(
-            "holding {} silent connections ({} failed to connect)",
-            holds.len(),
-            cfg.hold - holds.len()
-        ));
+        log(format!("holding {} silent connections ({} failed to connect)", holds.len(), cfg.hold - holds.len()));
     }
     let sampler = cfg.pid.map(RssSampler::start);
     let mut stalls = open_stalls(cfg, &mut abuse_errors);
@@ -1345,24 +1158,13 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
             ));
         }
         probe_info = Some((t.elapsed(), failed, first_err));
-        let disc = Request {
-            flags: 0,
-            typ: CMD_DISC,
-            cookie: 0,
-            offset: 0,
-            len: 0,
-        }
-        .encode();
+        let disc = Request { flags: 0, typ: CMD_DISC, cookie: 0, offset: 0, len: 0 }.encode();
         let _ = s.write_all(&disc);
         Some(sess)
     } else {
         None
     };
-    let run_id = cfg.seed
-        ^ std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+    let run_id = cfg.seed ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let mut clients = Vec::new();
     if let Some(sess) = session {
         if sess.block_min as u64 > UNIT || cfg.sizes.iter().any(|&s| s > sess.block_max) {
@@ -1372,11 +1174,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
             ));
         }
         let share = sess.size / UNIT / cfg.clients as u64;
-        let units = cfg
-            .region_bytes
-            .map(|b| b / UNIT)
-            .unwrap_or(share.min((256 << 20) / UNIT))
-            .min(share);
+        let units = cfg.region_bytes.map(|b| b / UNIT).unwrap_or(share.min((256 << 20) / UNIT)).min(share);
         let max_req = *cfg.sizes.iter().max().expect("nonempty") as u64 / UNIT;
         if units < max_req {
             return Err(format!(
@@ -1462,8 +1260,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
         n.units_verified_final += k.units_verified_final;
         n.units_uncertain_final += k.units_uncertain_final;
         n.mismatches += k.mismatches;
-        n.mismatch_examples
-            .extend(k.mismatch_examples.iter().take(3).cloned());
+        n.mismatch_examples.extend(k.mismatch_examples.iter().take(3).cloned());
         n.protocol_errors.extend(k.protocol_errors.iter().cloned());
     }
     let mut total = Hists::new().read;
@@ -1530,10 +1327,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
             if errs.is_empty() {
                 "none".to_string()
             } else {
-                errs.iter()
-                    .map(|(e, c)| format!("{} x{c}", errno_name(*e)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                errs.iter().map(|(e, c)| format!("{} x{c}", errno_name(*e))).collect::<Vec<_>>().join(", ")
             }
         ));
         for p in n.protocol_errors.iter().take(3) {
@@ -1560,10 +1354,7 @@ pub fn run(cfg: &LoadConfig) -> Result<Report, String> {
         t.push_str(&format!("  abuse connection failed: {e}\n"));
     }
     if let Some(pid) = cfg.pid {
-        let mib = |k: Option<u64>| {
-            k.map(|k| format!("{:.1}", k as f64 / 1024.0))
-                .unwrap_or("?".into())
-        };
+        let mib = |k: Option<u64>| k.map(|k| format!("{:.1}", k as f64 / 1024.0)).unwrap_or("?".into());
         t.push_str(&format!(
             "  server pid {pid} memory (MiB): RSS at start {}, max {}, at end {}; VmHWM {}\n",
             mib(rss0.map(|r| r.0)),
@@ -1617,9 +1408,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
         Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
         _ => (t, 1),
     };
-    num.parse::<u64>()
-        .map(|n| n * mult)
-        .map_err(|_| format!("{s:?} is not a size (e.g. 4k, 1m)"))
+    num.parse::<u64>().map(|n| n * mult).map_err(|_| format!("{s:?} is not a size (e.g. 4k, 1m)"))
 }
 
 fn parse_args(args: &[String]) -> Result<(LoadConfig, bool, bool), String> {
@@ -1637,31 +1426,15 @@ fn parse_args(args: &[String]) -> Result<(LoadConfig, bool, bool), String> {
     let mut it = rest.into_iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
-        let num = |v: String, what: &str| {
-            v.parse::<u64>()
-                .map_err(|_| format!("{what}: {v:?} is not a whole number"))
-        };
+        let num = |v: String, what: &str| v.parse::<u64>().map_err(|_| format!("{what}: {v:?} is not a whole number"));
         match a.as_str() {
             "--clients" => cfg.clients = num(val()?, "--clients")? as usize,
-            "--duration" => {
-                cfg.duration = Duration::from_secs_f64(
-                    val()?
-                        .parse::<f64>()
-                        .map_err(|_| "--duration: seconds".to_string())?,
-                )
-            }
+            "--duration" => cfg.duration = Duration::from_secs_f64(val()?.parse::<f64>().map_err(|_| "--duration: seconds".to_string())?),
             "--qd" => cfg.qd = num(val()?, "--qd")?.clamp(1, 1024) as usize,
-            "--bs" => {
-                cfg.sizes = val()?
-                    .split(',')
-                    .map(|x| parse_size(x).map(|n| n as u32))
-                    .collect::<Result<_, _>>()?
-            }
+            "--bs" => cfg.sizes = val()?.split(',').map(|x| parse_size(x).map(|n| n as u32)).collect::<Result<_, _>>()?,
             "--mix" => {
-                let v: Vec<u32> = val()?
-                    .split(',')
-                    .map(|x| x.trim().parse::<u32>().map_err(|_| format!("--mix: {x:?}")))
-                    .collect::<Result<_, _>>()?;
+                let v: Vec<u32> =
+                    val()?.split(',').map(|x| x.trim().parse::<u32>().map_err(|_| format!("--mix: {x:?}"))).collect::<Result<_, _>>()?;
                 let [r, w, f] = v[..] else {
                     return Err("--mix wants R,W,F".into());
                 };

@@ -99,20 +99,15 @@ impl ExportInfo {
         if self.name.len() > crate::proto::MAX_STRING_LEN || self.name.contains('\0') {
             return Err("name must be at most 4096 bytes with no NUL".into());
         }
-        if self.description.len() > crate::proto::MAX_STRING_LEN || self.description.contains('\0')
-        {
+        if self.description.len() > crate::proto::MAX_STRING_LEN || self.description.contains('\0') {
             return Err("description must be at most 4096 bytes with no NUL".into());
         }
         let (min, pref, max) = (self.block_min, self.block_preferred, self.block_max);
         if !min.is_power_of_two() || min > 65536 {
-            return Err(format!(
-                "block_min {min} must be a power of 2 no larger than 65536"
-            ));
+            return Err(format!("block_min {min} must be a power of 2 no larger than 65536"));
         }
         if !pref.is_power_of_two() || pref < min.max(512) {
-            return Err(format!(
-                "block_preferred {pref} must be a power of 2 >= max(block_min, 512)"
-            ));
+            return Err(format!("block_preferred {pref} must be a power of 2 >= max(block_min, 512)"));
         }
         if max < pref {
             return Err(format!("block_max {max} must be >= block_preferred {pref}"));
@@ -131,22 +126,16 @@ pub struct Done {
 impl Done {
     pub const NOW: Done = Done { not_before: None };
     pub fn at(t: Instant) -> Done {
-        Done {
-            not_before: Some(t),
-        }
+        Done { not_before: Some(t) }
     }
     pub fn after(d: Duration) -> Done {
-        Done {
-            not_before: Some(Instant::now() + d),
-        }
+        Done { not_before: Some(Instant::now() + d) }
     }
     /// The later of two completion times (for operations split into parts).
     pub fn max(self, other: Done) -> Done {
         match (self.not_before, other.not_before) {
             (Some(a), Some(b)) => Done::at(a.max(b)),
-            (a, b) => Done {
-                not_before: a.or(b),
-            },
+            (a, b) => Done { not_before: a.or(b) },
         }
     }
 }

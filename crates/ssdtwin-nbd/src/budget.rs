@@ -115,12 +115,7 @@ impl Drop for Charge {
 
 impl ConnBudget {
     pub fn new(budget: Arc<Budget>) -> ConnBudget {
-        ConnBudget {
-            inner: Arc::new(ConnInner {
-                budget,
-                used: AtomicUsize::new(0),
-            }),
-        }
+        ConnBudget { inner: Arc::new(ConnInner { budget, used: AtomicUsize::new(0) }) }
     }
 
     fn conn_fits(&self, n: usize) -> bool {
@@ -130,10 +125,7 @@ impl ConnBudget {
 
     fn charge(&self, n: usize) -> Charge {
         self.inner.used.fetch_add(n, SeqCst);
-        Charge {
-            conn: self.inner.clone(),
-            bytes: n,
-        }
+        Charge { conn: self.inner.clone(), bytes: n }
     }
 
     /// Take `n` bytes without waiting, if the budget allows it now.
@@ -173,10 +165,7 @@ impl ConnBudget {
                 }
                 break false;
             }
-            q =
-                b.cv.wait_timeout(q, WAIT_SLICE)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
+            q = b.cv.wait_timeout(q, WAIT_SLICE).unwrap_or_else(|e| e.into_inner()).0;
         };
         b.waiters.fetch_sub(1, SeqCst);
         // The next in line may fit now (or the head changed).
@@ -213,9 +202,7 @@ mod tests {
     fn a_request_larger_than_the_budget_runs_alone() {
         let b = budget(100, 100);
         let c = ConnBudget::new(b.clone());
-        let big = c
-            .try_acquire(500)
-            .expect("admitted when nothing is charged");
+        let big = c.try_acquire(500).expect("admitted when nothing is charged");
         assert!(c.try_acquire(1).is_none());
         let other = ConnBudget::new(b.clone());
         assert!(other.try_acquire(1).is_none());
@@ -265,9 +252,7 @@ mod tests {
         let _full = c.try_acquire(100).unwrap();
         let c2 = ConnBudget::new(b.clone());
         let t1 = Instant::now();
-        assert!(c2
-            .acquire(10, &|| t1.elapsed() > Duration::from_millis(80))
-            .is_none());
+        assert!(c2.acquire(10, &|| t1.elapsed() > Duration::from_millis(80)).is_none());
         assert_eq!(b.waiters.load(SeqCst), 0);
         assert!(b.queue.lock().unwrap().is_empty());
     }

@@ -111,10 +111,7 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Error {
-        Error::Io {
-            context: context.into(),
-            source,
-        }
+        Error::Io { context: context.into(), source }
     }
 }
 
@@ -143,18 +140,9 @@ mod tests {
 
     #[test]
     fn io_mapping() {
-        assert_eq!(
-            Errno::from(io::Error::from_raw_os_error(libc::EDQUOT)),
-            Errno::NoSpc
-        );
-        assert_eq!(
-            Errno::from(io::Error::from_raw_os_error(libc::EFBIG)),
-            Errno::NoSpc
-        );
-        assert_eq!(
-            Errno::from(io::Error::from_raw_os_error(libc::EROFS)),
-            Errno::Perm
-        );
+        assert_eq!(Errno::from(io::Error::from_raw_os_error(libc::EDQUOT)), Errno::NoSpc);
+        assert_eq!(Errno::from(io::Error::from_raw_os_error(libc::EFBIG)), Errno::NoSpc);
+        assert_eq!(Errno::from(io::Error::from_raw_os_error(libc::EROFS)), Errno::Perm);
         assert_eq!(Errno::from(io::Error::other("x")), Errno::Io);
     }
 }

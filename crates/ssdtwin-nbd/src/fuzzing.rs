@@ -41,17 +41,11 @@ pub fn run(name: &str, data: &[u8]) {
 pub fn test_backend() -> MemBackend {
     MemBackend::new()
         .with_export(MemExport::new("disk", 256 << 10))
-        .with_export(
-            MemExport::new("ro", 64 << 10)
-                .read_only(true)
-                .block_sizes(4096, 4096, 65536),
-        )
-        .with_export(
-            MemExport::new("paced", 64 << 10).with_pacing(|op, _, _| match op {
-                Op::Read => Some(Duration::from_micros(20)),
-                _ => None,
-            }),
-        )
+        .with_export(MemExport::new("ro", 64 << 10).read_only(true).block_sizes(4096, 4096, 65536))
+        .with_export(MemExport::new("paced", 64 << 10).with_pacing(|op, _, _| match op {
+            Op::Read => Some(Duration::from_micros(20)),
+            _ => None,
+        }))
 }
 
 fn byte(b: &[u8], i: usize) -> u8 {
@@ -81,15 +75,10 @@ pub fn request(data: &[u8]) {
         can_fast_zero: byte(x, 13) & 4 != 0,
     };
     let within = |offset: u64, len: u32| {
-        let end = offset
-            .checked_add(len as u64)
-            .expect("validated range overflows");
+        let end = offset.checked_add(len as u64).expect("validated range overflows");
         assert!(end <= p.size, "validated range beyond the export");
         assert_eq!(offset % block_min as u64, 0, "validated offset unaligned");
-        assert!(
-            len as u64 % block_min as u64 == 0 || end == p.size,
-            "validated length unaligned"
-        );
+        assert!(len as u64 % block_min as u64 == 0 || end == p.size, "validated length unaligned");
     };
     let ro = p.tflags & TFLAG_READ_ONLY != 0;
     match validate(&r, &p) {
@@ -121,10 +110,7 @@ pub fn reply(data: &[u8]) {
     if let Ok(h) = ReplyHeader::decode(data) {
         match h {
             ReplyHeader::Simple { error, cookie } => {
-                assert_eq!(
-                    &encode_simple_reply(error, cookie)[..],
-                    &data[..SIMPLE_REPLY_LEN]
-                );
+                assert_eq!(&encode_simple_reply(error, cookie)[..], &data[..SIMPLE_REPLY_LEN]);
             }
             ReplyHeader::Chunk(c) => {
                 assert_eq!(&c.encode()[..], &data[..STRUCTURED_HEADER_LEN]);
@@ -208,10 +194,7 @@ pub fn option(data: &[u8]) {
             match step {
                 Err(_) => assert!(out.is_empty()),
                 Ok(Step::Enter(_)) => {
-                    assert!(
-                        out.len() == EXPORT_NAME_REPLY_LEN
-                            || out.len() == EXPORT_NAME_REPLY_LEN + 124
-                    )
+                    assert!(out.len() == EXPORT_NAME_REPLY_LEN || out.len() == EXPORT_NAME_REPLY_LEN + 124)
                 }
                 Ok(_) => panic!("EXPORT_NAME must end the handshake"),
             }
@@ -232,10 +215,7 @@ pub fn option(data: &[u8]) {
             }
         }
         let last = last.expect("every option gets a reply");
-        assert!(
-            last == REP_ACK || is_rep_error(last),
-            "final reply {last:#x} is neither ACK nor error"
-        );
+        assert!(last == REP_ACK || is_rep_error(last), "final reply {last:#x} is neither ACK nor error");
         match step {
             Ok(Step::Continue) => {}
             Ok(Step::Close) | Ok(Step::Enter(_)) | Ok(Step::StartTls) => return,
@@ -248,11 +228,7 @@ pub fn option(data: &[u8]) {
 /// the bytes get that far, the transmission phase.
 pub fn handshake(data: &[u8]) {
     let out = session_output(data);
-    assert_eq!(
-        decode_greeting(&out),
-        Ok(SERVER_HANDSHAKE_FLAGS),
-        "server must greet first"
-    );
+    assert_eq!(decode_greeting(&out), Ok(SERVER_HANDSHAKE_FLAGS), "server must greet first");
 }
 
 /// Run a connection on `data` (client to server) against [`test_backend`] and return
@@ -263,19 +239,12 @@ pub fn session_output(data: &[u8]) -> Vec<u8> {
     let ctx = ConnCtx {
         shutting_down: Arc::new(AtomicBool::new(false)),
         stats: stats.clone(),
-        pacing: PacerConfig {
-            late_threshold: Duration::from_millis(1),
-            spin: Duration::ZERO,
-        },
+        pacing: PacerConfig { late_threshold: Duration::from_millis(1), spin: Duration::ZERO },
         budget: ConnBudget::new(Budget::new(64 << 20, 16 << 20, stats)),
     };
     let sink = VecSink::default();
     // No TLS transport here: the policy is plain (STARTTLS gets ERR_UNSUP).
-    let policy = Policy {
-        tls_mode: TlsMode::Off,
-        tls: None,
-        deadline: None,
-    };
+    let policy = Policy { tls_mode: TlsMode::Off, tls: None, deadline: None };
     run_connection(Cursor::new(data), sink.clone(), &backend, &ctx, policy);
     let out = sink.bytes.lock().unwrap_or_else(|e| e.into_inner());
     out.clone()

@@ -93,9 +93,7 @@ pub(crate) fn transmission_flags(info: &ExportInfo, structured: bool) -> u16 {
 pub(crate) fn check_client_flags(flags: u32) -> Result<bool, HandshakeEnd> {
     let known = FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES;
     if flags & !known != 0 {
-        return Err(HandshakeEnd::Protocol(format!(
-            "unknown client flags {flags:#x}"
-        )));
+        return Err(HandshakeEnd::Protocol(format!("unknown client flags {flags:#x}")));
     }
     Ok(flags & FLAG_C_NO_ZEROES != 0)
 }
@@ -120,14 +118,7 @@ pub(crate) struct Haggler<'a> {
 impl<'a> Haggler<'a> {
     pub fn new(backend: &'a dyn Backend, client_flags: u32) -> Result<Self, HandshakeEnd> {
         let no_zeroes = check_client_flags(client_flags)?;
-        Ok(Haggler {
-            backend,
-            no_zeroes,
-            structured: false,
-            meta: None,
-            tls_mode: TlsMode::Off,
-            tls_active: false,
-        })
+        Ok(Haggler { backend, no_zeroes, structured: false, meta: None, tls_mode: TlsMode::Off, tls_active: false })
     }
 
     pub fn with_tls(mut self, mode: TlsMode) -> Self {
@@ -144,26 +135,16 @@ impl<'a> Haggler<'a> {
     }
 
     fn resolve(&self, name: &[u8]) -> Result<Resolved, (u32, String)> {
-        let name = std::str::from_utf8(name)
-            .map_err(|_| (REP_ERR_INVALID, "export name is not UTF-8".to_string()))?;
+        let name = std::str::from_utf8(name).map_err(|_| (REP_ERR_INVALID, "export name is not UTF-8".to_string()))?;
         let canonical = if name.is_empty() {
-            self.backend.default_export().ok_or((
-                REP_ERR_UNKNOWN,
-                "this server has no default export".to_string(),
-            ))?
+            self.backend.default_export().ok_or((REP_ERR_UNKNOWN, "this server has no default export".to_string()))?
         } else {
             name.to_string()
         };
-        let export = self
-            .backend
-            .open(&canonical)
-            .ok_or_else(|| (REP_ERR_UNKNOWN, format!("no export named {canonical:?}")))?;
+        let export = self.backend.open(&canonical).ok_or_else(|| (REP_ERR_UNKNOWN, format!("no export named {canonical:?}")))?;
         let info = export.info();
         if let Err(why) = info.validate() {
-            return Err((
-                REP_ERR_UNKNOWN,
-                format!("export {canonical:?} is misconfigured: {why}"),
-            ));
+            return Err((REP_ERR_UNKNOWN, format!("export {canonical:?} is misconfigured: {why}")));
         }
         Ok(Resolved { export, info })
     }
@@ -304,9 +285,7 @@ impl<'a> Haggler<'a> {
                 match i {
                     INFO_NAME => encode_info_string(out, opt, INFO_NAME, &r.info.name),
                     INFO_DESCRIPTION => encode_info_string(out, opt, INFO_DESCRIPTION, &r.info.description),
-                    INFO_BLOCK_SIZE => {
-                        encode_info_block_size(out, opt, r.info.block_min, r.info.block_preferred, r.info.block_max)
-                    }
+                    INFO_BLOCK_SIZE => encode_info_block_size(out, opt, r.info.block_min, r.info.block_preferred, r.info.block_max),
                     _ => {} // INFO_EXPORT is always sent above
                 }
             }
@@ -319,24 +298,14 @@ impl<'a> Haggler<'a> {
             // SET replaces the selection even when it fails.
             self.meta = None;
             if !self.structured {
-                Self::error(
-                    out,
-                    opt,
-                    REP_ERR_INVALID,
-                    "negotiate structured replies first",
-                );
+                Self::error(out, opt, REP_ERR_INVALID, "negotiate structured replies first");
                 return;
             }
         }
         let req = match MetaContextRequest::decode(data) {
             Ok(r) => r,
             Err(e) => {
-                Self::error(
-                    out,
-                    opt,
-                    REP_ERR_INVALID,
-                    &format!("malformed request: {e}"),
-                );
+                Self::error(out, opt, REP_ERR_INVALID, &format!("malformed request: {e}"));
                 return;
             }
         };
@@ -353,9 +322,7 @@ impl<'a> Haggler<'a> {
         let wanted = if !set && req.queries.is_empty() {
             true
         } else {
-            req.queries
-                .iter()
-                .any(|q| *q == META_BASE_ALLOCATION.as_bytes() || (!set && *q == b"base:"))
+            req.queries.iter().any(|q| *q == META_BASE_ALLOCATION.as_bytes() || (!set && *q == b"base:"))
         };
         if wanted {
             // LIST replies carry id 0 ("reserved, SHOULD be zero").
@@ -370,20 +337,13 @@ impl<'a> Haggler<'a> {
 }
 
 fn send<S: Sink>(sink: &mut S, bytes: &[u8]) -> Result<(), HandshakeEnd> {
-    sink.send_all(&mut [IoSlice::new(bytes)])
-        .map_err(|_| HandshakeEnd::PeerClosed)
+    sink.send_all(&mut [IoSlice::new(bytes)]).map_err(|_| HandshakeEnd::PeerClosed)
 }
 
 /// Upgrades a connection to TLS in place (after STARTTLS was acknowledged): replaces
 /// the transport inside `inb` and `sink` with their TLS halves.
 pub(crate) trait StartTls<R, S> {
-    fn start_tls(
-        &mut self,
-        inb: &mut InBuf<R>,
-        sink: &mut S,
-        deadline: Option<Instant>,
-        stop: &dyn Fn() -> bool,
-    ) -> Result<(), String>;
+    fn start_tls(&mut self, inb: &mut InBuf<R>, sink: &mut S, deadline: Option<Instant>, stop: &dyn Fn() -> bool) -> Result<(), String>;
 }
 
 /// How a connection's handshake is run.
@@ -418,29 +378,20 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
     inb.ensure(4, &mut stop).map_err(starve)?;
     let cflags = u32::from_be_bytes(inb.avail()[..4].try_into().expect("4 bytes"));
     inb.consume(4);
-    let tls_mode = if policy.tls.is_some() {
-        policy.tls_mode
-    } else {
-        TlsMode::Off
-    };
+    let tls_mode = if policy.tls.is_some() { policy.tls_mode } else { TlsMode::Off };
     let mut h = Haggler::new(backend, cflags)?.with_tls(tls_mode);
 
     let mut data = Vec::new();
     let mut out = Vec::with_capacity(256);
     loop {
         inb.ensure(OPTION_HEADER_LEN, &mut stop).map_err(starve)?;
-        let hdr = OptionHeader::decode(inb.avail())
-            .map_err(|_| HandshakeEnd::Protocol("bad option magic".to_string()))?;
+        let hdr = OptionHeader::decode(inb.avail()).map_err(|_| HandshakeEnd::Protocol("bad option magic".to_string()))?;
         inb.consume(OPTION_HEADER_LEN);
         if hdr.len > MAX_OPTION_LEN {
-            return Err(HandshakeEnd::Protocol(format!(
-                "option {} data too long ({} bytes)",
-                hdr.option, hdr.len
-            )));
+            return Err(HandshakeEnd::Protocol(format!("option {} data too long ({} bytes)", hdr.option, hdr.len)));
         }
         data.resize(hdr.len as usize, 0);
-        inb.read_exact_into(&mut data, &mut |_| false)
-            .map_err(starve)?;
+        inb.read_exact_into(&mut data, &mut |_| false).map_err(starve)?;
         out.clear();
         if shutting_down() {
             // Spec: error further options with ERR_SHUTDOWN, except ABORT; EXPORT_NAME
@@ -448,19 +399,10 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
             match hdr.option {
                 OPT_ABORT => encode_option_reply(&mut out, OPT_ABORT, REP_ACK, &[]),
                 OPT_EXPORT_NAME => return Err(HandshakeEnd::Shutdown),
-                o => encode_option_reply(
-                    &mut out,
-                    o,
-                    REP_ERR_SHUTDOWN,
-                    &[b"server is shutting down"],
-                ),
+                o => encode_option_reply(&mut out, o, REP_ERR_SHUTDOWN, &[b"server is shutting down"]),
             }
             send(sink, &out)?;
-            return Err(if hdr.option == OPT_ABORT {
-                HandshakeEnd::Aborted
-            } else {
-                HandshakeEnd::Shutdown
-            });
+            return Err(if hdr.option == OPT_ABORT { HandshakeEnd::Aborted } else { HandshakeEnd::Shutdown });
         }
         let step = h.option(hdr.option, &data, &mut out)?;
         if !out.is_empty() {
@@ -478,16 +420,10 @@ pub(crate) fn negotiate<R: Read, S: Sink>(
                 // already here were sent in the clear and must not be read as if they
                 // came through TLS (the STARTTLS injection attack).
                 if !inb.avail().is_empty() {
-                    return Err(HandshakeEnd::Protocol(
-                        "data after NBD_OPT_STARTTLS before the TLS handshake".into(),
-                    ));
+                    return Err(HandshakeEnd::Protocol("data after NBD_OPT_STARTTLS before the TLS handshake".into()));
                 }
-                let up = policy
-                    .tls
-                    .as_mut()
-                    .expect("StartTls only with a TLS policy");
-                up.start_tls(inb, sink, policy.deadline, shutting_down)
-                    .map_err(HandshakeEnd::Tls)?;
+                let up = policy.tls.as_mut().expect("StartTls only with a TLS policy");
+                up.start_tls(inb, sink, policy.deadline, shutting_down).map_err(HandshakeEnd::Tls)?;
                 h.tls_started();
             }
         }

@@ -73,12 +73,7 @@ impl MemExport {
         info.can_multi_conn = true;
         info.can_cache = true;
         let n = size.div_ceil(CHUNK as u64) as usize;
-        MemExport {
-            info,
-            chunks: (0..n).map(|_| RwLock::new(None)).collect(),
-            pacing: None,
-            counters: MemCounters::default(),
-        }
+        MemExport { info, chunks: (0..n).map(|_| RwLock::new(None)).collect(), pacing: None, counters: MemCounters::default() }
     }
 
     /// Change the advertised description and capabilities (the size is fixed).
@@ -102,10 +97,7 @@ impl MemExport {
     }
 
     /// Hold replies for the duration the hook returns.
-    pub fn with_pacing(
-        mut self,
-        f: impl Fn(Op, u64, u32) -> Option<Duration> + Send + Sync + 'static,
-    ) -> MemExport {
+    pub fn with_pacing(mut self, f: impl Fn(Op, u64, u32) -> Option<Duration> + Send + Sync + 'static) -> MemExport {
         self.pacing = Some(Arc::new(f));
         self
     }
@@ -125,11 +117,7 @@ impl MemExport {
 
     /// Bytes of memory holding data (allocated chunks).
     pub fn allocated_bytes(&self) -> u64 {
-        self.chunks
-            .iter()
-            .filter(|c| c.read().unwrap_or_else(|e| e.into_inner()).is_some())
-            .count() as u64
-            * CHUNK as u64
+        self.chunks.iter().filter(|c| c.read().unwrap_or_else(|e| e.into_inner()).is_some()).count() as u64 * CHUNK as u64
     }
 
     fn done(&self, op: Op, offset: u64, len: u32) -> Done {
@@ -235,24 +223,16 @@ impl Export for MemExport {
         while at < end {
             let idx = (at / CHUNK as u64) as usize;
             let chunk_end = ((idx as u64 + 1) * CHUNK as u64).min(self.info.size);
-            let hole = self.chunks[idx]
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_none();
+            let hole = self.chunks[idx].read().unwrap_or_else(|e| e.into_inner()).is_none();
             let flags = if hole { STATE_HOLE | STATE_ZERO } else { 0 };
             let n = chunk_end - at;
             match out.last_mut() {
-                Some(last) if last.flags == flags && last.len as u64 + n <= u32::MAX as u64 => {
-                    last.len += n as u32
-                }
+                Some(last) if last.flags == flags && last.len as u64 + n <= u32::MAX as u64 => last.len += n as u32,
                 _ => {
                     if n > u32::MAX as u64 {
                         break;
                     }
-                    out.push(Extent {
-                        len: n as u32,
-                        flags,
-                    })
+                    out.push(Extent { len: n as u32, flags })
                 }
             }
             at = chunk_end;
@@ -312,10 +292,7 @@ impl MemBackend {
 
 impl Backend for MemBackend {
     fn exports(&self) -> Vec<ExportInfo> {
-        self.order
-            .iter()
-            .map(|n| self.exports[n].info.clone())
-            .collect()
+        self.order.iter().map(|n| self.exports[n].info.clone()).collect()
     }
     fn default_export(&self) -> Option<String> {
         self.default.clone()
@@ -349,8 +326,7 @@ mod tests {
     fn zeroes_and_trim_free_whole_chunks() {
         let e = MemExport::new("m", 4 * CHUNK as u64);
         e.write(0, &vec![9u8; 4 * CHUNK], false).unwrap();
-        e.write_zeroes(512, (2 * CHUNK) as u32, ZeroFlags::default())
-            .unwrap();
+        e.write_zeroes(512, (2 * CHUNK) as u32, ZeroFlags::default()).unwrap();
         // Chunk 1 is fully covered and freed; chunks 0 and 2 are partly zeroed.
         assert_eq!(e.allocated_bytes(), 3 * CHUNK as u64);
         let mut b = vec![0u8; 4 * CHUNK];
@@ -359,15 +335,7 @@ mod tests {
         assert!(b[512..512 + 2 * CHUNK].iter().all(|&x| x == 0));
         assert!(b[512 + 2 * CHUNK..].iter().all(|&x| x == 9));
         // NO_HOLE keeps chunks allocated.
-        e.write_zeroes(
-            3 * CHUNK as u64,
-            CHUNK as u32,
-            ZeroFlags {
-                no_hole: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        e.write_zeroes(3 * CHUNK as u64, CHUNK as u32, ZeroFlags { no_hole: true, ..Default::default() }).unwrap();
         assert_eq!(e.allocated_bytes(), 3 * CHUNK as u64);
         e.trim(0, (4 * CHUNK) as u32, false).unwrap();
         assert_eq!(e.allocated_bytes(), 0);
@@ -383,35 +351,18 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                Extent {
-                    len: CHUNK as u32,
-                    flags: STATE_HOLE | STATE_ZERO
-                },
-                Extent {
-                    len: 2 * CHUNK as u32,
-                    flags: 0
-                },
-                Extent {
-                    len: CHUNK as u32 + 4096,
-                    flags: STATE_HOLE | STATE_ZERO
-                },
+                Extent { len: CHUNK as u32, flags: STATE_HOLE | STATE_ZERO },
+                Extent { len: 2 * CHUNK as u32, flags: 0 },
+                Extent { len: CHUNK as u32 + 4096, flags: STATE_HOLE | STATE_ZERO },
             ]
         );
     }
 
     #[test]
     fn backend_lookup_and_default() {
-        let b = MemBackend::new()
-            .with_export(MemExport::new("a", 4096))
-            .with_export(MemExport::new("b", 8192));
+        let b = MemBackend::new().with_export(MemExport::new("a", 4096)).with_export(MemExport::new("b", 8192));
         assert_eq!(b.default_export().as_deref(), Some("a"));
-        assert_eq!(
-            b.exports()
-                .iter()
-                .map(|e| e.name.as_str())
-                .collect::<Vec<_>>(),
-            ["a", "b"]
-        );
+        assert_eq!(b.exports().iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(b.open("b").unwrap().info().size, 8192);
         assert!(b.open("c").is_none());
         assert!(b.with_default(None).default_export().is_none());

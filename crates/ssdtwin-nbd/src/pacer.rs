@@ -36,9 +36,7 @@ pub(crate) const MAX_POOLED_BYTES: usize = 4 << 20;
 
 /// Whether a finished buffer is worth keeping in `pool`.
 pub(crate) fn keep_buffer(pool: &[Vec<u8>], b: &[u8]) -> bool {
-    pool.len() < MAX_POOLED
-        && b.len() <= MAX_POOLED_BUF
-        && pool.iter().map(|v| v.len()).sum::<usize>() + b.len() <= MAX_POOLED_BYTES
+    pool.len() < MAX_POOLED && b.len() <= MAX_POOLED_BUF && pool.iter().map(|v| v.len()).sum::<usize>() + b.len() <= MAX_POOLED_BYTES
 }
 /// Longest single sleep, so shutdown and abort are noticed promptly even if a
 /// backend returns a far-future time.
@@ -146,14 +144,9 @@ impl Pacer {
             abort: AtomicBool::new(false),
         });
         let sh = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("nbd-pacer".into())
-            .spawn(move || writer_main(sink, sh, shutting_down, stats, cfg))?;
-        Ok(Pacer {
-            shared,
-            thread: Some(thread),
-            seq: 0,
-        })
+        let thread =
+            std::thread::Builder::new().name("nbd-pacer".into()).spawn(move || writer_main(sink, sh, shutting_down, stats, cfg))?;
+        Ok(Pacer { shared, thread: Some(thread), seq: 0 })
     }
 
     /// Whether one more reply can be held right now without waiting.
@@ -163,20 +156,11 @@ impl Pacer {
 
     /// Hand a reply over, waiting for room if needed. Finished buffers are moved into
     /// `pool` on the way (no extra locking).
-    pub fn send(
-        &mut self,
-        due: Instant,
-        msg: OutMsg,
-        pool: &mut Vec<Vec<u8>>,
-    ) -> Result<(), WriterGone> {
+    pub fn send(&mut self, due: Instant, msg: OutMsg, pool: &mut Vec<Vec<u8>>) -> Result<(), WriterGone> {
         let mut q = self.shared.lock();
         while !q.dead && full(&q) {
             q.reader_waiting = true;
-            q = self
-                .shared
-                .reader_cv
-                .wait(q)
-                .unwrap_or_else(|e| e.into_inner());
+            q = self.shared.reader_cv.wait(q).unwrap_or_else(|e| e.into_inner());
         }
         if q.dead {
             return Err(WriterGone);
@@ -187,11 +171,7 @@ impl Pacer {
             }
         }
         self.seq += 1;
-        q.heap.push(Held {
-            due,
-            seq: self.seq,
-            msg,
-        });
+        q.heap.push(Held { due, seq: self.seq, msg });
         // Only a reply due before the writer's own wake-up time needs a wake-up call.
         if q.writer_wakes_at.is_some_and(|w| due < w) {
             q.writer_wakes_at = None;
@@ -232,13 +212,7 @@ impl Drop for Pacer {
 fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
     unsafe {
-        libc::prctl(
-            libc::PR_SET_TIMERSLACK,
-            1 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        );
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
     }
 }
 
@@ -275,25 +249,11 @@ struct Writer<S: Sink> {
     lat: Lateness,
 }
 
-fn writer_main<S: Sink>(
-    sink: Arc<Mutex<S>>,
-    shared: Arc<Shared>,
-    shutting_down: Arc<AtomicBool>,
-    stats: Arc<Stats>,
-    cfg: PacerConfig,
-) {
+fn writer_main<S: Sink>(sink: Arc<Mutex<S>>, shared: Arc<Shared>, shutting_down: Arc<AtomicBool>, stats: Arc<Stats>, cfg: PacerConfig) {
     tighten_timer_slack();
     let late_ns = cfg.late_threshold.as_nanos() as u64;
-    let mut w = Writer {
-        sink,
-        shutting_down,
-        stats,
-        cfg,
-        late_ns,
-        batch: OutBatch::new(),
-        done_bufs: Vec::new(),
-        lat: Lateness::default(),
-    };
+    let mut w =
+        Writer { sink, shutting_down, stats, cfg, late_ns, batch: OutBatch::new(), done_bufs: Vec::new(), lat: Lateness::default() };
     let mut q = shared.lock();
     loop {
         if shared.abort.load(Relaxed) {
@@ -410,10 +370,7 @@ mod tests {
     use crate::wire::{Body, VecSink};
 
     fn cfg(late_threshold: Duration) -> PacerConfig {
-        PacerConfig {
-            late_threshold,
-            spin: Duration::from_micros(20),
-        }
+        PacerConfig { late_threshold, spin: Duration::from_micros(20) }
     }
 
     #[test]
@@ -421,41 +378,17 @@ mod tests {
         let vs = VecSink::default();
         let sink = Arc::new(Mutex::new(vs.clone()));
         let stats = Arc::new(Stats::default());
-        let mut p = Pacer::start(
-            sink,
-            Arc::new(AtomicBool::new(false)),
-            stats.clone(),
-            cfg(Duration::from_millis(5)),
-        )
-        .unwrap();
+        let mut p = Pacer::start(sink, Arc::new(AtomicBool::new(false)), stats.clone(), cfg(Duration::from_millis(5))).unwrap();
         let t0 = Instant::now();
         let mut pool = Vec::new();
         // Sent in order 1,2,3 but due in order 3,1,2.
-        p.send(
-            t0 + Duration::from_millis(30),
-            OutMsg::new(&[1], Body::None),
-            &mut pool,
-        )
-        .unwrap();
-        p.send(
-            t0 + Duration::from_millis(60),
-            OutMsg::new(&[2], Body::None),
-            &mut pool,
-        )
-        .unwrap();
-        p.send(
-            t0 + Duration::from_millis(5),
-            OutMsg::new(&[3], Body::None),
-            &mut pool,
-        )
-        .unwrap();
+        p.send(t0 + Duration::from_millis(30), OutMsg::new(&[1], Body::None), &mut pool).unwrap();
+        p.send(t0 + Duration::from_millis(60), OutMsg::new(&[2], Body::None), &mut pool).unwrap();
+        p.send(t0 + Duration::from_millis(5), OutMsg::new(&[3], Body::None), &mut pool).unwrap();
         p.finish(false);
         let elapsed = t0.elapsed();
         assert_eq!(*vs.bytes.lock().unwrap(), vec![3, 1, 2]);
-        assert!(
-            elapsed >= Duration::from_millis(60),
-            "released early: {elapsed:?}"
-        );
+        assert!(elapsed >= Duration::from_millis(60), "released early: {elapsed:?}");
         assert_eq!(stats.replies_paced.load(Relaxed), 3);
     }
 
@@ -463,20 +396,9 @@ mod tests {
     fn shutdown_releases_at_once_and_abort_drops() {
         let vs = VecSink::default();
         let sd = Arc::new(AtomicBool::new(false));
-        let mut p = Pacer::start(
-            Arc::new(Mutex::new(vs.clone())),
-            sd.clone(),
-            Arc::new(Stats::default()),
-            cfg(Duration::ZERO),
-        )
-        .unwrap();
+        let mut p = Pacer::start(Arc::new(Mutex::new(vs.clone())), sd.clone(), Arc::new(Stats::default()), cfg(Duration::ZERO)).unwrap();
         let t0 = Instant::now();
-        p.send(
-            t0 + Duration::from_secs(3600),
-            OutMsg::new(&[7], Body::None),
-            &mut Vec::new(),
-        )
-        .unwrap();
+        p.send(t0 + Duration::from_secs(3600), OutMsg::new(&[7], Body::None), &mut Vec::new()).unwrap();
         sd.store(true, Relaxed);
         p.finish(false);
         assert!(t0.elapsed() < Duration::from_secs(5));
@@ -490,12 +412,7 @@ mod tests {
             cfg(Duration::ZERO),
         )
         .unwrap();
-        p.send(
-            Instant::now() + Duration::from_secs(3600),
-            OutMsg::new(&[8], Body::None),
-            &mut Vec::new(),
-        )
-        .unwrap();
+        p.send(Instant::now() + Duration::from_secs(3600), OutMsg::new(&[8], Body::None), &mut Vec::new()).unwrap();
         let t1 = Instant::now();
         p.finish(true);
         assert!(t1.elapsed() < Duration::from_secs(5));
@@ -516,20 +433,12 @@ mod tests {
         let due = t0 + Duration::from_millis(200);
         let mut pool = Vec::new();
         for _ in 0..MAX_HELD {
-            p.send(due, OutMsg::new(&[1], Body::None), &mut pool)
-                .unwrap();
+            p.send(due, OutMsg::new(&[1], Body::None), &mut pool).unwrap();
         }
         assert!(!p.has_room());
-        assert!(
-            t0.elapsed() < Duration::from_millis(150),
-            "filling should not block"
-        );
-        p.send(t0, OutMsg::new(&[2], Body::None), &mut pool)
-            .unwrap();
-        assert!(
-            t0.elapsed() >= Duration::from_millis(200),
-            "the send past the limit must wait for room"
-        );
+        assert!(t0.elapsed() < Duration::from_millis(150), "filling should not block");
+        p.send(t0, OutMsg::new(&[2], Body::None), &mut pool).unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(200), "the send past the limit must wait for room");
         p.finish(false);
         let out = vs.bytes.lock().unwrap();
         assert_eq!(out.len(), MAX_HELD + 1);
@@ -539,24 +448,14 @@ mod tests {
     #[test]
     fn buffers_come_back_to_the_reader() {
         let vs = VecSink::default();
-        let mut p = Pacer::start(
-            Arc::new(Mutex::new(vs)),
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(Stats::default()),
-            cfg(Duration::ZERO),
-        )
-        .unwrap();
+        let mut p =
+            Pacer::start(Arc::new(Mutex::new(vs)), Arc::new(AtomicBool::new(false)), Arc::new(Stats::default()), cfg(Duration::ZERO))
+                .unwrap();
         let mut pool = Vec::new();
         let due = Instant::now() + Duration::from_millis(1);
-        p.send(
-            due,
-            OutMsg::new(&[1], Body::Buf(vec![0; 4096], 4096)),
-            &mut pool,
-        )
-        .unwrap();
+        p.send(due, OutMsg::new(&[1], Body::Buf(vec![0; 4096], 4096)), &mut pool).unwrap();
         std::thread::sleep(Duration::from_millis(30));
-        p.send(Instant::now(), OutMsg::new(&[2], Body::None), &mut pool)
-            .unwrap();
+        p.send(Instant::now(), OutMsg::new(&[2], Body::None), &mut pool).unwrap();
         assert_eq!(pool.len(), 1);
         assert_eq!(pool[0].len(), 4096);
         p.finish(false);

@@ -216,10 +216,7 @@ impl OptionHeader {
         if be64(b, 0) != IHAVEOPT {
             return Err(ProtoError::BadMagic);
         }
-        Ok(OptionHeader {
-            option: be32(b, 8),
-            len: be32(b, 12),
-        })
+        Ok(OptionHeader { option: be32(b, 8), len: be32(b, 12) })
     }
     pub fn encode(&self) -> [u8; OPTION_HEADER_LEN] {
         let mut b = [0u8; OPTION_HEADER_LEN];
@@ -314,11 +311,7 @@ impl OptionReplyHeader {
         if be64(b, 0) != OPTION_REPLY_MAGIC {
             return Err(ProtoError::BadMagic);
         }
-        Ok(OptionReplyHeader {
-            option: be32(b, 8),
-            reply_type: be32(b, 12),
-            len: be32(b, 16),
-        })
+        Ok(OptionReplyHeader { option: be32(b, 8), reply_type: be32(b, 12), len: be32(b, 16) })
     }
 }
 
@@ -337,26 +330,12 @@ pub fn encode_option_reply(out: &mut Vec<u8>, option: u32, reply_type: u32, payl
 /// `NBD_REP_SERVER`: u32 name length, name, description (may be empty).
 pub fn encode_rep_server(out: &mut Vec<u8>, option: u32, name: &str, description: &str) {
     let nl = (name.len() as u32).to_be_bytes();
-    encode_option_reply(
-        out,
-        option,
-        REP_SERVER,
-        &[&nl, name.as_bytes(), description.as_bytes()],
-    );
+    encode_option_reply(out, option, REP_SERVER, &[&nl, name.as_bytes(), description.as_bytes()]);
 }
 
 /// `NBD_REP_INFO` carrying `NBD_INFO_EXPORT` (u16 type, u64 size, u16 flags).
 pub fn encode_info_export(out: &mut Vec<u8>, option: u32, size: u64, tflags: u16) {
-    encode_option_reply(
-        out,
-        option,
-        REP_INFO,
-        &[
-            &INFO_EXPORT.to_be_bytes(),
-            &size.to_be_bytes(),
-            &tflags.to_be_bytes(),
-        ],
-    );
+    encode_option_reply(out, option, REP_INFO, &[&INFO_EXPORT.to_be_bytes(), &size.to_be_bytes(), &tflags.to_be_bytes()]);
 }
 
 /// `NBD_REP_INFO` carrying `NBD_INFO_NAME` or `NBD_INFO_DESCRIPTION`.
@@ -370,23 +349,13 @@ pub fn encode_info_block_size(out: &mut Vec<u8>, option: u32, min: u32, pref: u3
         out,
         option,
         REP_INFO,
-        &[
-            &INFO_BLOCK_SIZE.to_be_bytes(),
-            &min.to_be_bytes(),
-            &pref.to_be_bytes(),
-            &max.to_be_bytes(),
-        ],
+        &[&INFO_BLOCK_SIZE.to_be_bytes(), &min.to_be_bytes(), &pref.to_be_bytes(), &max.to_be_bytes()],
     );
 }
 
 /// `NBD_REP_META_CONTEXT`: u32 context id, name.
 pub fn encode_rep_meta_context(out: &mut Vec<u8>, option: u32, id: u32, name: &str) {
-    encode_option_reply(
-        out,
-        option,
-        REP_META_CONTEXT,
-        &[&id.to_be_bytes(), name.as_bytes()],
-    );
+    encode_option_reply(out, option, REP_META_CONTEXT, &[&id.to_be_bytes(), name.as_bytes()]);
 }
 
 /// The reply to `NBD_OPT_EXPORT_NAME`: size, flags, and 124 zeroes unless NO_ZEROES.
@@ -427,11 +396,7 @@ pub fn decode_info(payload: &[u8]) -> Result<Info<'_>, ProtoError> {
             if !t.rest().is_empty() {
                 return Err(ProtoError::TrailingData);
             }
-            Info::BlockSize {
-                min,
-                preferred,
-                max,
-            }
+            Info::BlockSize { min, preferred, max }
         }
         other => Info::Unknown(other),
     };
@@ -457,13 +422,7 @@ impl Request {
         if be32(b, 0) != REQUEST_MAGIC {
             return Err(ProtoError::BadMagic);
         }
-        Ok(Request {
-            flags: be16(b, 4),
-            typ: be16(b, 6),
-            cookie: be64(b, 8),
-            offset: be64(b, 16),
-            len: be32(b, 24),
-        })
+        Ok(Request { flags: be16(b, 4), typ: be16(b, 6), cookie: be64(b, 8), offset: be64(b, 16), len: be32(b, 24) })
     }
     pub fn encode(&self) -> [u8; REQUEST_LEN] {
         let mut b = [0u8; REQUEST_LEN];
@@ -536,21 +495,13 @@ impl ReplyHeader {
                 if b.len() < SIMPLE_REPLY_LEN {
                     return Err(ProtoError::Truncated);
                 }
-                Ok(ReplyHeader::Simple {
-                    error: be32(b, 4),
-                    cookie: be64(b, 8),
-                })
+                Ok(ReplyHeader::Simple { error: be32(b, 4), cookie: be64(b, 8) })
             }
             STRUCTURED_REPLY_MAGIC => {
                 if b.len() < STRUCTURED_HEADER_LEN {
                     return Err(ProtoError::Truncated);
                 }
-                Ok(ReplyHeader::Chunk(ChunkHeader {
-                    flags: be16(b, 4),
-                    typ: be16(b, 6),
-                    cookie: be64(b, 8),
-                    len: be32(b, 16),
-                }))
+                Ok(ReplyHeader::Chunk(ChunkHeader { flags: be16(b, 4), typ: be16(b, 6), cookie: be64(b, 8), len: be32(b, 16) }))
             }
             _ => Err(ProtoError::BadMagic),
         }
@@ -560,13 +511,8 @@ impl ReplyHeader {
 /// Header (20) + offset (8) of an `OFFSET_DATA` chunk carrying `data_len` bytes.
 pub fn encode_offset_data_header(cookie: u64, offset: u64, data_len: u32, done: bool) -> [u8; 28] {
     let mut b = [0u8; 28];
-    ChunkHeader {
-        flags: if done { REPLY_FLAG_DONE } else { 0 },
-        typ: REPLY_TYPE_OFFSET_DATA,
-        cookie,
-        len: data_len + 8,
-    }
-    .encode_into(&mut b[..20]);
+    ChunkHeader { flags: if done { REPLY_FLAG_DONE } else { 0 }, typ: REPLY_TYPE_OFFSET_DATA, cookie, len: data_len + 8 }
+        .encode_into(&mut b[..20]);
     b[20..28].copy_from_slice(&offset.to_be_bytes());
     b
 }
@@ -575,13 +521,7 @@ pub fn encode_offset_data_header(cookie: u64, offset: u64, data_len: u32, done: 
 /// bytes follow on the wire.
 pub fn encode_error_chunk_header(cookie: u64, error: u32, msg_len: u16) -> [u8; 26] {
     let mut b = [0u8; 26];
-    ChunkHeader {
-        flags: REPLY_FLAG_DONE,
-        typ: REPLY_TYPE_ERROR,
-        cookie,
-        len: 6 + msg_len as u32,
-    }
-    .encode_into(&mut b[..20]);
+    ChunkHeader { flags: REPLY_FLAG_DONE, typ: REPLY_TYPE_ERROR, cookie, len: 6 + msg_len as u32 }.encode_into(&mut b[..20]);
     b[20..24].copy_from_slice(&error.to_be_bytes());
     b[24..26].copy_from_slice(&msg_len.to_be_bytes());
     b
@@ -591,13 +531,7 @@ pub fn encode_error_chunk_header(cookie: u64, error: u32, msg_len: u16) -> [u8; 
 /// descriptors following.
 pub fn encode_block_status_header(cookie: u64, context_id: u32, n_extents: u32) -> [u8; 24] {
     let mut b = [0u8; 24];
-    ChunkHeader {
-        flags: REPLY_FLAG_DONE,
-        typ: REPLY_TYPE_BLOCK_STATUS,
-        cookie,
-        len: 4 + 8 * n_extents,
-    }
-    .encode_into(&mut b[..20]);
+    ChunkHeader { flags: REPLY_FLAG_DONE, typ: REPLY_TYPE_BLOCK_STATUS, cookie, len: 4 + 8 * n_extents }.encode_into(&mut b[..20]);
     b[20..24].copy_from_slice(&context_id.to_be_bytes());
     b
 }
@@ -622,19 +556,11 @@ pub fn decode_error_payload(typ: u16, payload: &[u8]) -> Result<ErrorPayload<'_>
     let error = t.u32()?;
     let msg_len = t.u16()? as usize;
     let message = t.bytes(msg_len)?;
-    let offset = if typ == REPLY_TYPE_ERROR_OFFSET {
-        Some(t.u64()?)
-    } else {
-        None
-    };
+    let offset = if typ == REPLY_TYPE_ERROR_OFFSET { Some(t.u64()?) } else { None };
     if typ == REPLY_TYPE_ERROR && !t.rest().is_empty() {
         return Err(ProtoError::TrailingData);
     }
-    Ok(ErrorPayload {
-        error,
-        message,
-        offset,
-    })
+    Ok(ErrorPayload { error, message, offset })
 }
 
 /// Decode an `OFFSET_DATA` payload into (offset, data).
@@ -659,15 +585,10 @@ pub fn decode_offset_hole(payload: &[u8]) -> Result<(u64, u32), ProtoError> {
 /// Decode a `BLOCK_STATUS` payload into (context id, [(length, flags)]).
 pub fn decode_block_status(payload: &[u8]) -> Result<(u32, Vec<(u32, u32)>), ProtoError> {
     if payload.len() < 12 || (payload.len() - 4) % 8 != 0 {
-        return Err(ProtoError::Invalid(
-            "BLOCK_STATUS payload must be 4 + 8n bytes, n >= 1",
-        ));
+        return Err(ProtoError::Invalid("BLOCK_STATUS payload must be 4 + 8n bytes, n >= 1"));
     }
     let ctx = be32(payload, 0);
-    let ext = payload[4..]
-        .chunks_exact(8)
-        .map(|c| (be32(c, 0), be32(c, 4)))
-        .collect();
+    let ext = payload[4..].chunks_exact(8).map(|c| (be32(c, 0), be32(c, 4))).collect();
     Ok((ctx, ext))
 }
 
@@ -689,10 +610,7 @@ mod tests {
 
     #[test]
     fn option_header_round_trip_and_magic() {
-        let h = OptionHeader {
-            option: OPT_GO,
-            len: 0x0102_0304,
-        };
+        let h = OptionHeader { option: OPT_GO, len: 0x0102_0304 };
         let b = h.encode();
         assert_eq!(&b[0..8], b"IHAVEOPT");
         assert_eq!(OptionHeader::decode(&b).unwrap(), h);
@@ -704,10 +622,7 @@ mod tests {
 
     #[test]
     fn info_request_strict_lengths() {
-        let r = InfoRequest {
-            name: b"disk0",
-            infos: vec![INFO_BLOCK_SIZE, INFO_NAME],
-        };
+        let r = InfoRequest { name: b"disk0", infos: vec![INFO_BLOCK_SIZE, INFO_NAME] };
         let mut b = Vec::new();
         r.encode(&mut b);
         // 4 (len) + 5 (name) + 2 (count) + 2*2
@@ -725,70 +640,33 @@ mod tests {
         lie[3] = 200;
         assert!(InfoRequest::decode(&lie).is_err());
         // Empty name and empty list is valid (default export, no infos).
-        assert_eq!(
-            InfoRequest::decode(&[0, 0, 0, 0, 0, 0]).unwrap(),
-            InfoRequest {
-                name: b"",
-                infos: vec![]
-            }
-        );
+        assert_eq!(InfoRequest::decode(&[0, 0, 0, 0, 0, 0]).unwrap(), InfoRequest { name: b"", infos: vec![] });
     }
 
     #[test]
     fn meta_context_request_round_trip() {
-        let r = MetaContextRequest {
-            name: b"",
-            queries: vec![b"base:allocation", b"qemu:dirty"],
-        };
+        let r = MetaContextRequest { name: b"", queries: vec![b"base:allocation", b"qemu:dirty"] };
         let mut b = Vec::new();
         r.encode(&mut b);
         assert_eq!(MetaContextRequest::decode(&b).unwrap(), r);
         assert!(MetaContextRequest::decode(&b[..b.len() - 1]).is_err());
         // A query count far beyond the data must not allocate or panic.
         let hostile = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
-        assert_eq!(
-            MetaContextRequest::decode(&hostile),
-            Err(ProtoError::Truncated)
-        );
+        assert_eq!(MetaContextRequest::decode(&hostile), Err(ProtoError::Truncated));
     }
 
     #[test]
     fn option_replies_decode() {
         let mut out = Vec::new();
-        encode_info_export(
-            &mut out,
-            OPT_GO,
-            1 << 30,
-            TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH,
-        );
+        encode_info_export(&mut out, OPT_GO, 1 << 30, TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH);
         let h = OptionReplyHeader::decode(&out).unwrap();
-        assert_eq!(
-            h,
-            OptionReplyHeader {
-                option: OPT_GO,
-                reply_type: REP_INFO,
-                len: 12
-            }
-        );
-        assert_eq!(
-            decode_info(&out[20..]).unwrap(),
-            Info::Export {
-                size: 1 << 30,
-                tflags: TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH
-            }
-        );
+        assert_eq!(h, OptionReplyHeader { option: OPT_GO, reply_type: REP_INFO, len: 12 });
+        assert_eq!(decode_info(&out[20..]).unwrap(), Info::Export { size: 1 << 30, tflags: TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH });
         out.clear();
         encode_info_block_size(&mut out, OPT_INFO, 512, 65536, 32 << 20);
         let h = OptionReplyHeader::decode(&out).unwrap();
         assert_eq!(h.len, 14);
-        assert_eq!(
-            decode_info(&out[20..]).unwrap(),
-            Info::BlockSize {
-                min: 512,
-                preferred: 65536,
-                max: 32 << 20
-            }
-        );
+        assert_eq!(decode_info(&out[20..]).unwrap(), Info::BlockSize { min: 512, preferred: 65536, max: 32 << 20 });
         out.clear();
         encode_rep_server(&mut out, OPT_LIST, "ns1", "namespace one");
         let h = OptionReplyHeader::decode(&out).unwrap();
@@ -801,13 +679,7 @@ mod tests {
 
     #[test]
     fn request_round_trip() {
-        let r = Request {
-            flags: CMD_FLAG_FUA,
-            typ: CMD_WRITE,
-            cookie: u64::MAX - 7,
-            offset: 4096,
-            len: 512,
-        };
+        let r = Request { flags: CMD_FLAG_FUA, typ: CMD_WRITE, cookie: u64::MAX - 7, offset: 4096, len: 512 };
         let b = r.encode();
         assert_eq!(&b[0..4], &[0x25, 0x60, 0x95, 0x13]);
         assert_eq!(Request::decode(&b).unwrap(), r);
@@ -820,25 +692,11 @@ mod tests {
     #[test]
     fn reply_headers() {
         let s = encode_simple_reply(22, 0xdead_beef);
-        assert_eq!(
-            ReplyHeader::decode(&s).unwrap(),
-            ReplyHeader::Simple {
-                error: 22,
-                cookie: 0xdead_beef
-            }
-        );
+        assert_eq!(ReplyHeader::decode(&s).unwrap(), ReplyHeader::Simple { error: 22, cookie: 0xdead_beef });
         let d = encode_offset_data_header(9, 4096, 512, true);
         match ReplyHeader::decode(&d).unwrap() {
             ReplyHeader::Chunk(c) => {
-                assert_eq!(
-                    c,
-                    ChunkHeader {
-                        flags: REPLY_FLAG_DONE,
-                        typ: REPLY_TYPE_OFFSET_DATA,
-                        cookie: 9,
-                        len: 520
-                    }
-                )
+                assert_eq!(c, ChunkHeader { flags: REPLY_FLAG_DONE, typ: REPLY_TYPE_OFFSET_DATA, cookie: 9, len: 520 })
             }
             other => panic!("{other:?}"),
         }
@@ -851,14 +709,7 @@ mod tests {
         let mut p = e[20..].to_vec();
         p.extend_from_slice(b"oops");
         let ep = decode_error_payload(REPLY_TYPE_ERROR, &p).unwrap();
-        assert_eq!(
-            ep,
-            ErrorPayload {
-                error: 5,
-                message: b"oops",
-                offset: None
-            }
-        );
+        assert_eq!(ep, ErrorPayload { error: 5, message: b"oops", offset: None });
         // Message length beyond the payload.
         assert!(decode_error_payload(REPLY_TYPE_ERROR, &p[..8]).is_err());
 
@@ -866,14 +717,8 @@ mod tests {
         let mut p = bs[20..].to_vec();
         encode_extent(&mut p, 4096, STATE_HOLE | STATE_ZERO);
         encode_extent(&mut p, 8192, 0);
-        assert_eq!(
-            decode_block_status(&p).unwrap(),
-            (7, vec![(4096, 3), (8192, 0)])
-        );
+        assert_eq!(decode_block_status(&p).unwrap(), (7, vec![(4096, 3), (8192, 0)]));
         assert!(decode_block_status(&p[..4]).is_err());
-        assert_eq!(
-            ReplyHeader::decode(&[0, 0, 0, 0]),
-            Err(ProtoError::BadMagic)
-        );
+        assert_eq!(ReplyHeader::decode(&[0, 0, 0, 0]), Err(ProtoError::BadMagic));
     }
 }

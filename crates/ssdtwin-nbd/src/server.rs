@@ -227,13 +227,7 @@ impl StartTls<ConnReader, ConnSink> for SocketTls<'_> {
         deadline: Option<Instant>,
         stop: &dyn Fn() -> bool,
     ) -> Result<(), String> {
-        match tls::accept(
-            self.config,
-            self.sock.0.clone(),
-            deadline,
-            self.send_timeout,
-            stop,
-        ) {
+        match tls::accept(self.config, self.sock.0.clone(), deadline, self.send_timeout, stop) {
             Ok((r, w)) => {
                 *inb.get_mut() = ConnReader::Tls(r);
                 *sink = ConnSink::Tls(w);
@@ -257,22 +251,12 @@ pub(crate) enum ConnEnd {
 
 impl ConnEnd {
     pub fn is_protocol_error(&self) -> bool {
-        matches!(
-            self,
-            ConnEnd::Handshake(HandshakeEnd::Protocol(_))
-                | ConnEnd::Transmission(TransEnd::Protocol(_))
-        )
+        matches!(self, ConnEnd::Handshake(HandshakeEnd::Protocol(_)) | ConnEnd::Transmission(TransEnd::Protocol(_)))
     }
 }
 
 /// Run one connection to the end over any transport: handshake, then transmission.
-pub(crate) fn run_connection<R: Read, S: Sink>(
-    r: R,
-    sink: S,
-    backend: &dyn Backend,
-    ctx: &ConnCtx,
-    policy: Policy<'_, R, S>,
-) -> ConnEnd {
+pub(crate) fn run_connection<R: Read, S: Sink>(r: R, sink: S, backend: &dyn Backend, ctx: &ConnCtx, policy: Policy<'_, R, S>) -> ConnEnd {
     let mut inb = InBuf::new(r, INBUF_CAP);
     let mut sink = sink;
     let neg = {
@@ -323,11 +307,7 @@ impl Shared {
         // SAFETY: writing 8 bytes to our own eventfd; failure (counter full) still
         // leaves it readable, which is all the acceptor needs.
         unsafe {
-            libc::write(
-                self.wake.as_raw_fd(),
-                one.as_ptr() as *const libc::c_void,
-                8,
-            );
+            libc::write(self.wake.as_raw_fd(), one.as_ptr() as *const libc::c_void, 8);
         }
     }
     fn snapshot(&self) -> ServerStats {
@@ -378,10 +358,7 @@ fn sockaddr_un(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> 
     sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
     let b = path.as_os_str().as_bytes();
     if b.len() >= sa.sun_path.len() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("path longer than {} bytes", sa.sun_path.len() - 1),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("path longer than {} bytes", sa.sun_path.len() - 1)));
     }
     for (d, s) in sa.sun_path.iter_mut().zip(b) {
         *d = *s as libc::c_char;
@@ -391,8 +368,7 @@ fn sockaddr_un(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> 
 }
 
 fn cpath(path: &Path) -> io::Result<std::ffi::CString> {
-    std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+    std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
 /// A group name or numeric gid.
@@ -405,15 +381,7 @@ fn resolve_group(g: &str) -> Result<libc::gid_t, Error> {
     // SAFETY: group is plain old data; getgrnam_r fills it and `buf`, which outlive it.
     let mut grp: libc::group = unsafe { std::mem::zeroed() };
     let mut res: *mut libc::group = std::ptr::null_mut();
-    let r = unsafe {
-        libc::getgrnam_r(
-            name.as_ptr(),
-            &mut grp,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut res,
-        )
-    };
+    let r = unsafe { libc::getgrnam_r(name.as_ptr(), &mut grp, buf.as_mut_ptr(), buf.len(), &mut res) };
     if r != 0 || res.is_null() {
         return Err(Error::UnknownGroup(g.to_string()));
     }
@@ -441,18 +409,12 @@ impl Server {
     /// Errors name the address: `listen on 127.0.0.1:10809: address already in use
     /// (another server?)`.
     pub fn listen_tcp<A: ToSocketAddrs + fmt::Display>(mut self, addr: A) -> Result<Server, Error> {
-        let addrs: Vec<SocketAddr> = addr
-            .to_socket_addrs()
-            .map_err(|e| Error::io(format!("listen on {addr}"), e))?
-            .collect();
+        let addrs: Vec<SocketAddr> = addr.to_socket_addrs().map_err(|e| Error::io(format!("listen on {addr}"), e))?.collect();
         let mut last = None;
         for a in addrs {
             match TcpListener::bind(a) {
                 Ok(l) => {
-                    self.tcp_addrs.push(
-                        l.local_addr()
-                            .map_err(|e| Error::io(format!("listen on {a}"), e))?,
-                    );
+                    self.tcp_addrs.push(l.local_addr().map_err(|e| Error::io(format!("listen on {a}"), e))?);
                     self.listeners.push(Listener::Tcp(l));
                     return Ok(self);
                 }
@@ -462,10 +424,7 @@ impl Server {
         Err(match last {
             Some((a, e)) if e.kind() == io::ErrorKind::AddrInUse => Error::AddrInUse(a),
             Some((a, e)) => Error::io(format!("listen on {a}"), e),
-            None => Error::io(
-                format!("listen on {addr}"),
-                io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address"),
-            ),
+            None => Error::io(format!("listen on {addr}"), io::Error::new(io::ErrorKind::NotFound, "the name resolves to no address")),
         })
     }
 
@@ -478,13 +437,7 @@ impl Server {
         let ctx = || format!("listen on unix socket {}", path.display());
         if let Ok(md) = std::fs::symlink_metadata(&path) {
             if !md.file_type().is_socket() {
-                return Err(Error::io(
-                    ctx(),
-                    io::Error::new(
-                        io::ErrorKind::AlreadyExists,
-                        "path exists and is not a socket",
-                    ),
-                ));
+                return Err(Error::io(ctx(), io::Error::new(io::ErrorKind::AlreadyExists, "path exists and is not a socket")));
             }
             match UnixStream::connect(&path) {
                 Ok(_) => return Err(Error::SocketInUse(path)),
@@ -502,13 +455,7 @@ impl Server {
         // SAFETY: `fd` is fresh and owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: `sa` is a valid sockaddr_un of length `len`.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                &sa as *const _ as *const libc::sockaddr,
-                len,
-            )
-        };
+        let r = unsafe { libc::bind(fd.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, len) };
         if r < 0 {
             return Err(Error::io(ctx(), io::Error::last_os_error()));
         }
@@ -545,8 +492,7 @@ impl Server {
                     return Err(fail(io::Error::last_os_error()));
                 }
             }
-            self.listeners
-                .push(Listener::Unix(UnixListener::from(b.fd), b.path));
+            self.listeners.push(Listener::Unix(UnixListener::from(b.fd), b.path));
         }
         Ok(())
     }
@@ -557,25 +503,17 @@ impl Server {
             return Err(Error::NoListener);
         }
         for e in self.backend.exports() {
-            e.validate().map_err(|reason| Error::InvalidExport {
-                name: e.name.clone(),
-                reason,
-            })?;
+            e.validate().map_err(|reason| Error::InvalidExport { name: e.name.clone(), reason })?;
         }
         let mut warnings = Vec::new();
         let tls = match (self.config.tls, &self.config.tls_certificates) {
             (TlsMode::Off, None) => None,
             (TlsMode::Off, Some(d)) => {
-                warnings.push(format!(
-                    "TLS certificates in {} are not used: TLS is off",
-                    d.display()
-                ));
+                warnings.push(format!("TLS certificates in {} are not used: TLS is off", d.display()));
                 None
             }
             (mode, None) => {
-                return Err(Error::Tls(format!(
-                    "TLS {mode} needs a certificate directory (server-cert.pem, server-key.pem, ca-cert.pem)"
-                )))
+                return Err(Error::Tls(format!("TLS {mode} needs a certificate directory (server-cert.pem, server-key.pem, ca-cert.pem)")))
             }
             (_, Some(d)) => Some(tls::load(d, self.config.tls_verify_peer)?),
         };
@@ -612,11 +550,7 @@ impl Server {
             .map_err(|e| Error::io("set listener non-blocking", e))?;
         }
         let stats = Arc::new(Stats::default());
-        let budget = Budget::new(
-            config.max_inflight_bytes,
-            config.max_inflight_bytes / 4,
-            stats.clone(),
-        );
+        let budget = Budget::new(config.max_inflight_bytes, config.max_inflight_bytes / 4, stats.clone());
         let shared = Arc::new(Shared {
             backend: self.backend,
             config,
@@ -636,13 +570,7 @@ impl Server {
             .name("nbd-accept".into())
             .spawn(move || accept_loop(listeners, sh, refuser))
             .map_err(|e| Error::io("spawn acceptor thread", e))?;
-        Ok(ServerHandle {
-            shared,
-            acceptor: Some(acceptor),
-            tcp_addrs: self.tcp_addrs,
-            unix_paths: self.unix_paths,
-            warnings,
-        })
+        Ok(ServerHandle { shared, acceptor: Some(acceptor), tcp_addrs: self.tcp_addrs, unix_paths: self.unix_paths, warnings })
     }
 }
 
@@ -656,44 +584,26 @@ fn fit_connections_to_fd_limit(max_connections: &mut usize) -> Option<String> {
         return None;
     }
     if lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
-        };
+        let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             lim.rlim_cur = lim.rlim_max;
         }
     }
-    let open = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as u64)
-        .unwrap_or(32);
-    let avail = lim
-        .rlim_cur
-        .saturating_sub(open + FD_RESERVE + MAX_REFUSING as u64);
+    let open = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(32);
+    let avail = lim.rlim_cur.saturating_sub(open + FD_RESERVE + MAX_REFUSING as u64);
     if (*max_connections as u64) <= avail {
         return None;
     }
     let was = *max_connections;
     *max_connections = avail.max(1) as usize;
-    Some(format!(
-        "max_connections lowered from {was} to {}: RLIMIT_NOFILE is {} (raise it with ulimit -n)",
-        *max_connections, lim.rlim_cur
-    ))
+    Some(format!("max_connections lowered from {was} to {}: RLIMIT_NOFILE is {} (raise it with ulimit -n)", *max_connections, lim.rlim_cur))
 }
 
 fn accept_loop(listeners: Vec<Listener>, shared: Arc<Shared>, refuser: Refuser) {
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
-        .map(|l| libc::pollfd {
-            fd: l.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .chain(std::iter::once(libc::pollfd {
-            fd: shared.wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }))
+        .map(|l| libc::pollfd { fd: l.fd(), events: libc::POLLIN, revents: 0 })
+        .chain(std::iter::once(libc::pollfd { fd: shared.wake.as_raw_fd(), events: libc::POLLIN, revents: 0 }))
         .collect();
     while !shared.shutting_down.load(Relaxed) {
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
@@ -749,31 +659,23 @@ fn spawn_connection(sock: Sock, shared: &Arc<Shared>) {
     }
     let sock = SharedSock(Arc::new(sock));
     let id = shared.next_id.fetch_add(1, Relaxed);
-    shared.conns().insert(
-        id,
-        ConnEntry {
-            sock: sock.clone(),
-            thread: None,
-        },
-    );
+    shared.conns().insert(id, ConnEntry { sock: sock.clone(), thread: None });
     let sh = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("nbd-conn-{id}"))
-        .spawn(move || {
-            // Deregister however the connection ends, panics included.
-            struct Dereg(Arc<Shared>, u64);
-            impl Drop for Dereg {
-                fn drop(&mut self) {
-                    self.0.stats.connections_active.fetch_sub(1, Relaxed);
-                    self.0.conns().remove(&self.1);
-                    self.0.conns_cv.notify_all();
-                }
+    let spawned = std::thread::Builder::new().name(format!("nbd-conn-{id}")).spawn(move || {
+        // Deregister however the connection ends, panics included.
+        struct Dereg(Arc<Shared>, u64);
+        impl Drop for Dereg {
+            fn drop(&mut self) {
+                self.0.stats.connections_active.fetch_sub(1, Relaxed);
+                self.0.conns().remove(&self.1);
+                self.0.conns_cv.notify_all();
             }
-            sh.stats.connections_accepted.fetch_add(1, Relaxed);
-            sh.stats.connections_active.fetch_add(1, Relaxed);
-            let _guard = Dereg(sh.clone(), id);
-            connection_main(sock, &sh, id);
-        });
+        }
+        sh.stats.connections_accepted.fetch_add(1, Relaxed);
+        sh.stats.connections_active.fetch_add(1, Relaxed);
+        let _guard = Dereg(sh.clone(), id);
+        connection_main(sock, &sh, id);
+    });
     match spawned {
         Ok(h) => {
             if let Some(e) = shared.conns().get_mut(&id) {
@@ -791,26 +693,15 @@ fn connection_main(sock: SharedSock, shared: &Shared, id: u64) {
     let ctx = ConnCtx {
         shutting_down: shared.shutting_down.clone(),
         stats: shared.stats.clone(),
-        pacing: PacerConfig {
-            late_threshold: cfg.late_threshold,
-            spin: cfg.pacing_spin,
-        },
+        pacing: PacerConfig { late_threshold: cfg.late_threshold, spin: cfg.pacing_spin },
         budget: ConnBudget::new(shared.budget.clone()),
     };
     let send_timeout = (!cfg.send_timeout.is_zero()).then_some(cfg.send_timeout);
-    let mut up = shared.tls.as_ref().map(|config| SocketTls {
-        config,
-        sock: sock.clone(),
-        stats: &shared.stats,
-        send_timeout,
-    });
+    let mut up = shared.tls.as_ref().map(|config| SocketTls { config, sock: sock.clone(), stats: &shared.stats, send_timeout });
     let policy = Policy {
         tls_mode: cfg.tls,
-        tls: up
-            .as_mut()
-            .map(|u| u as &mut dyn StartTls<ConnReader, ConnSink>),
-        deadline: (!cfg.handshake_timeout.is_zero())
-            .then(|| Instant::now() + cfg.handshake_timeout),
+        tls: up.as_mut().map(|u| u as &mut dyn StartTls<ConnReader, ConnSink>),
+        deadline: (!cfg.handshake_timeout.is_zero()).then(|| Instant::now() + cfg.handshake_timeout),
     };
     let reader = ConnReader::Plain(sock.clone());
     let sink = ConnSink::Plain(SocketSink::new(sock).with_send_timeout(send_timeout));
@@ -860,19 +751,12 @@ impl Refuser {
         let (tx, rx) = mpsc::channel();
         let busy = Arc::new(AtomicUsize::new(0));
         let b = busy.clone();
-        let msg = format!(
-            "too many connections: this server serves at most {} at once; try again later",
-            shared.config.max_connections
-        );
+        let msg = format!("too many connections: this server serves at most {} at once; try again later", shared.config.max_connections);
         let thread = std::thread::Builder::new()
             .name("nbd-refuse".into())
             .spawn(move || refuser_main(rx, b, msg))
             .map_err(|e| Error::io("spawn refusing thread", e))?;
-        Ok(Refuser {
-            tx: Some(tx),
-            busy,
-            thread: Some(thread),
-        })
+        Ok(Refuser { tx: Some(tx), busy, thread: Some(thread) })
     }
 
     fn refuse(&self, sock: Sock) {
@@ -969,12 +853,7 @@ fn refusal_step(r: &mut Refusal, revents: libc::c_short, msg: &str) -> bool {
     if !r.out.is_empty() {
         // SAFETY: sending from a buffer we own on the connection's descriptor.
         let n = unsafe {
-            libc::send(
-                r.sock.as_raw_fd(),
-                r.out.as_ptr() as *const libc::c_void,
-                r.out.len(),
-                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-            )
+            libc::send(r.sock.as_raw_fd(), r.out.as_ptr() as *const libc::c_void, r.out.len(), libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
         };
         if n < 0 {
             if io::Error::last_os_error().kind() != io::ErrorKind::WouldBlock {
@@ -1086,12 +965,7 @@ impl ServerHandle {
             };
             format!("nbd://{host}:{}/{name}", a.port())
         });
-        let unix = self.unix_paths.iter().map(|p| {
-            format!(
-                "nbd+unix:///{name}?socket={}",
-                uri_escape(&p.to_string_lossy())
-            )
-        });
+        let unix = self.unix_paths.iter().map(|p| format!("nbd+unix:///{name}?socket={}", uri_escape(&p.to_string_lossy())));
         let all: Vec<String> = tcp.chain(unix).collect();
         assert!(!all.is_empty(), "start() requires a listener");
         all
@@ -1102,9 +976,7 @@ impl ServerHandle {
     }
 
     pub fn stopper(&self) -> Stopper {
-        Stopper {
-            shared: self.shared.clone(),
-        }
+        Stopper { shared: self.shared.clone() }
     }
 
     /// Block until a [`Stopper`] fires, then shut down as [`ServerHandle::shutdown`].
@@ -1134,12 +1006,7 @@ impl ServerHandle {
             if now >= deadline {
                 break;
             }
-            conns = self
-                .shared
-                .conns_cv
-                .wait_timeout(conns, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            conns = self.shared.conns_cv.wait_timeout(conns, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
         let mut threads = Vec::new();
         for e in conns.values_mut() {

@@ -101,17 +101,14 @@ fn certs(dir: &Path, name: &str) -> Result<Vec<CertificateDer<'static>>, Error> 
 pub(crate) fn load(dir: &Path, verify_peer: bool) -> Result<Arc<rustls::ServerConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let chain = certs(dir, SERVER_CERT)?;
-    let key = PrivateKeyDer::from_pem_file(pem_path(dir, SERVER_KEY)?)
-        .map_err(|e| tls_error(dir, format!("{SERVER_KEY}: {e}")))?;
+    let key = PrivateKeyDer::from_pem_file(pem_path(dir, SERVER_KEY)?).map_err(|e| tls_error(dir, format!("{SERVER_KEY}: {e}")))?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| tls_error(dir, e))?;
     let builder = if verify_peer {
         let mut roots = RootCertStore::empty();
         for c in certs(dir, CA_CERT)? {
-            roots
-                .add(c)
-                .map_err(|e| tls_error(dir, format!("{CA_CERT}: {e}")))?;
+            roots.add(c).map_err(|e| tls_error(dir, format!("{CA_CERT}: {e}")))?;
         }
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
@@ -120,9 +117,7 @@ pub(crate) fn load(dir: &Path, verify_peer: bool) -> Result<Arc<rustls::ServerCo
     } else {
         builder.with_no_client_auth()
     };
-    let mut config = builder
-        .with_single_cert(chain, key)
-        .map_err(|e| tls_error(dir, format!("{SERVER_CERT} and {SERVER_KEY}: {e}")))?;
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| tls_error(dir, format!("{SERVER_CERT} and {SERVER_KEY}: {e}")))?;
     // NBD connections are long-lived: no resumption tickets to send after the handshake.
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))
@@ -150,14 +145,7 @@ impl Write for FdWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         loop {
             // SAFETY: `buf` is valid for reads of its length for the duration of the call.
-            let r = unsafe {
-                libc::send(
-                    self.0,
-                    buf.as_ptr() as *const libc::c_void,
-                    buf.len(),
-                    libc::MSG_NOSIGNAL | self.1,
-                )
-            };
+            let r = unsafe { libc::send(self.0, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL | self.1) };
             if r >= 0 {
                 return Ok(r as usize);
             }
@@ -258,11 +246,7 @@ pub(crate) fn accept(
 ) -> Result<(TlsReader, TlsSink), String> {
     let fd = sock.as_raw_fd();
     let mut c = ServerConnection::new(config.clone()).map_err(|e| format!("TLS setup: {e}"))?;
-    let mut cb = CipherBuf {
-        buf: vec![0u8; 32 << 10].into_boxed_slice(),
-        start: 0,
-        end: 0,
-    };
+    let mut cb = CipherBuf { buf: vec![0u8; 32 << 10].into_boxed_slice(), start: 0, end: 0 };
     while c.is_handshaking() {
         send_tls(&mut c, fd).map_err(|e| format!("TLS handshake: {e}"))?;
         if !c.is_handshaking() {
@@ -277,12 +261,7 @@ pub(crate) fn accept(
         match fill(&mut cb, fd) {
             Ok(0) => return Err("TLS handshake: the client closed the connection".into()),
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                 if stop() {
                     return Err("TLS handshake: server shutting down".into());
                 }
@@ -291,22 +270,8 @@ pub(crate) fn accept(
         }
     }
     send_tls(&mut c, fd).map_err(|e| format!("TLS handshake: {e}"))?;
-    let shared = Arc::new(TlsConn {
-        conn: Mutex::new(c),
-        sock,
-    });
-    Ok((
-        TlsReader {
-            c: shared.clone(),
-            cb,
-            eof: false,
-        },
-        TlsSink {
-            c: shared,
-            closed: false,
-            send_timeout,
-        },
-    ))
+    let shared = Arc::new(TlsConn { conn: Mutex::new(c), sock });
+    Ok((TlsReader { c: shared.clone(), cb, eof: false }, TlsSink { c: shared, closed: false, send_timeout }))
 }
 
 /// The decrypting half, used by the connection's reader thread.

@@ -47,35 +47,13 @@ pub(crate) struct Params {
 /// A validated command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cmd {
-    Read {
-        offset: u64,
-        len: u32,
-    },
-    Write {
-        offset: u64,
-        len: u32,
-        fua: bool,
-    },
+    Read { offset: u64, len: u32 },
+    Write { offset: u64, len: u32, fua: bool },
     Flush,
-    Trim {
-        offset: u64,
-        len: u32,
-        fua: bool,
-    },
-    WriteZeroes {
-        offset: u64,
-        len: u32,
-        flags: ZeroFlags,
-    },
-    Cache {
-        offset: u64,
-        len: u32,
-    },
-    BlockStatus {
-        offset: u64,
-        len: u32,
-        req_one: bool,
-    },
+    Trim { offset: u64, len: u32, fua: bool },
+    WriteZeroes { offset: u64, len: u32, flags: ZeroFlags },
+    Cache { offset: u64, len: u32 },
+    BlockStatus { offset: u64, len: u32, req_one: bool },
 }
 
 /// Why a request is refused, with a message for structured error chunks.
@@ -96,35 +74,21 @@ pub(crate) fn validate(req: &Request, p: &Params) -> Result<Cmd, Reject> {
     let has = |f: u16| t & f != 0;
     // (flags this command may carry, was the command negotiated, does it write)
     let (cmd_flags, negotiated, writes) = match req.typ {
-        CMD_READ => (
-            if has(TFLAG_SEND_DF) { CMD_FLAG_DF } else { 0 },
-            true,
-            false,
-        ),
+        CMD_READ => (if has(TFLAG_SEND_DF) { CMD_FLAG_DF } else { 0 }, true, false),
         CMD_WRITE => (0, true, true),
         CMD_FLUSH => (0, has(TFLAG_SEND_FLUSH), false),
         CMD_TRIM => (0, has(TFLAG_SEND_TRIM), true),
         CMD_CACHE => (0, has(TFLAG_SEND_CACHE), false),
-        CMD_WRITE_ZEROES => (
-            CMD_FLAG_NO_HOLE
-                | if has(TFLAG_SEND_FAST_ZERO) {
-                    CMD_FLAG_FAST_ZERO
-                } else {
-                    0
-                },
-            has(TFLAG_SEND_WRITE_ZEROES),
-            true,
-        ),
+        CMD_WRITE_ZEROES => {
+            (CMD_FLAG_NO_HOLE | if has(TFLAG_SEND_FAST_ZERO) { CMD_FLAG_FAST_ZERO } else { 0 }, has(TFLAG_SEND_WRITE_ZEROES), true)
+        }
         CMD_BLOCK_STATUS => (CMD_FLAG_REQ_ONE, p.meta_allocation, false),
         _ => return Err(reject(Errno::Inval, "unknown command")),
     };
     // FUA is valid on every command once negotiated (spec: even where it means nothing).
     let allowed = cmd_flags | if has(TFLAG_SEND_FUA) { CMD_FLAG_FUA } else { 0 };
     if req.flags & !allowed != 0 {
-        return Err(reject(
-            Errno::Inval,
-            "command flag not supported or not negotiated for this command",
-        ));
+        return Err(reject(Errno::Inval, "command flag not supported or not negotiated for this command"));
     }
     if writes && has(TFLAG_READ_ONLY) {
         return Err(reject(Errno::Perm, "export is read-only"));
@@ -164,10 +128,7 @@ pub(crate) fn validate(req: &Request, p: &Params) -> Result<Cmd, Reject> {
     // A final partial block of an export whose size is not a multiple of the minimum
     // is reachable only with an unaligned length, so allow a length that ends there.
     if offset % min != 0 || (len as u64 % min != 0 && end != Some(p.size)) {
-        return Err(reject(
-            Errno::Inval,
-            "request not aligned to the minimum block size",
-        ));
+        return Err(reject(Errno::Inval, "request not aligned to the minimum block size"));
     }
     Ok(match req.typ {
         CMD_READ => Cmd::Read { offset, len },
@@ -179,25 +140,13 @@ pub(crate) fn validate(req: &Request, p: &Params) -> Result<Cmd, Reject> {
             if fast && !p.can_fast_zero {
                 return Err(reject(Errno::NotSup, "fast zeroing is not supported"));
             }
-            Cmd::WriteZeroes {
-                offset,
-                len,
-                flags: ZeroFlags {
-                    fua,
-                    no_hole: req.flags & CMD_FLAG_NO_HOLE != 0,
-                    fast,
-                },
-            }
+            Cmd::WriteZeroes { offset, len, flags: ZeroFlags { fua, no_hole: req.flags & CMD_FLAG_NO_HOLE != 0, fast } }
         }
         CMD_BLOCK_STATUS => {
             if len == 0 {
                 return Err(reject(Errno::Inval, "zero-length block status"));
             }
-            Cmd::BlockStatus {
-                offset,
-                len,
-                req_one: req.flags & CMD_FLAG_REQ_ONE != 0,
-            }
+            Cmd::BlockStatus { offset, len, req_one: req.flags & CMD_FLAG_REQ_ONE != 0 }
         }
         _ => unreachable!("command types filtered above"),
     })
@@ -319,9 +268,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 Ok(Flow::Disc) => return TransEnd::Disc,
                 Err(end) => return end,
             }
-            if (self.out.len() >= BATCH_MSGS || self.out.bytes >= BATCH_BYTES)
-                && self.flush().is_err()
-            {
+            if (self.out.len() >= BATCH_MSGS || self.out.bytes >= BATCH_BYTES) && self.flush().is_err() {
                 return TransEnd::PeerClosed;
             }
         }
@@ -385,34 +332,18 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 self.finish(req, r, "flush failed")
             }
             Cmd::Trim { offset, len, fua } => {
-                let r = if len == 0 {
-                    Ok(Done::NOW)
-                } else {
-                    self.export.trim(offset, len, fua)
-                };
+                let r = if len == 0 { Ok(Done::NOW) } else { self.export.trim(offset, len, fua) };
                 self.finish(req, r, "trim failed")
             }
             Cmd::WriteZeroes { offset, len, flags } => {
-                let r = if len == 0 {
-                    Ok(Done::NOW)
-                } else {
-                    self.export.write_zeroes(offset, len, flags)
-                };
+                let r = if len == 0 { Ok(Done::NOW) } else { self.export.write_zeroes(offset, len, flags) };
                 self.finish(req, r, "write zeroes failed")
             }
             Cmd::Cache { offset, len } => {
-                let r = if len == 0 {
-                    Ok(Done::NOW)
-                } else {
-                    self.export.cache(offset, len)
-                };
+                let r = if len == 0 { Ok(Done::NOW) } else { self.export.cache(offset, len) };
                 self.finish(req, r, "cache failed")
             }
-            Cmd::BlockStatus {
-                offset,
-                len,
-                req_one,
-            } => self.block_status(req, cookie, offset, len, req_one),
+            Cmd::BlockStatus { offset, len, req_one } => self.block_status(req, cookie, offset, len, req_one),
         }
         Ok(Flow::Continue)
     }
@@ -423,14 +354,9 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             return Ok(());
         }
         if req.len as u64 > DISCARD_LIMIT.max(self.p.block_max as u64) {
-            return Err(TransEnd::Protocol(format!(
-                "WRITE payload of {} bytes is too large",
-                req.len
-            )));
+            return Err(TransEnd::Protocol(format!("WRITE payload of {} bytes is too large", req.len)));
         }
-        self.inb
-            .skip(req.len as u64, &mut |_| false)
-            .map_err(|_| TransEnd::PeerClosed)
+        self.inb.skip(req.len as u64, &mut |_| false).map_err(|_| TransEnd::PeerClosed)
     }
 
     fn take_buf(&mut self, len: usize) -> Vec<u8> {
@@ -446,18 +372,10 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
         if len == 0 {
             // Unspecified by the spec; answer success with no data.
             if self.p.structured {
-                let h = ChunkHeader {
-                    flags: REPLY_FLAG_DONE,
-                    typ: REPLY_TYPE_NONE,
-                    cookie: req.cookie,
-                    len: 0,
-                };
+                let h = ChunkHeader { flags: REPLY_FLAG_DONE, typ: REPLY_TYPE_NONE, cookie: req.cookie, len: 0 };
                 self.queue(Done::NOW, OutMsg::new(&h.encode(), Body::None));
             } else {
-                self.queue(
-                    Done::NOW,
-                    OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None),
-                );
+                self.queue(Done::NOW, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
             }
             return;
         }
@@ -471,10 +389,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 let msg = if self.p.structured {
                     // One chunk marked DONE: the data is already in memory, so no error
                     // can arise while it is sent.
-                    OutMsg::new(
-                        &encode_offset_data_header(req.cookie, offset, len as u32, true),
-                        Body::Buf(buf, len),
-                    )
+                    OutMsg::new(&encode_offset_data_header(req.cookie, offset, len as u32, true), Body::Buf(buf, len))
                 } else {
                     OutMsg::new(&encode_simple_reply(0, req.cookie), Body::Buf(buf, len))
                 };
@@ -491,10 +406,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
 
     fn write(&mut self, req: &Request, offset: u64, len: usize, fua: bool) -> Result<(), TransEnd> {
         if len == 0 {
-            self.queue(
-                Done::NOW,
-                OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None),
-            );
+            self.queue(Done::NOW, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
             return Ok(());
         }
         let avail = self.inb.avail().len();
@@ -504,9 +416,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
         // The payload is applied only once complete: a client that vanishes halfway
         // through leaves the export untouched.
         let res = if len <= self.inb.capacity() {
-            self.inb
-                .ensure(len, &mut |_| false)
-                .map_err(|_| TransEnd::PeerClosed)?;
+            self.inb.ensure(len, &mut |_| false).map_err(|_| TransEnd::PeerClosed)?;
             let r = self.export.write(offset, &self.inb.avail()[..len], fua);
             self.inb.consume(len);
             r
@@ -520,9 +430,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             if self.big.len() < len {
                 self.big.resize(len, 0);
             }
-            self.inb
-                .read_exact_into(&mut self.big[..len], &mut |_| false)
-                .map_err(|_| TransEnd::PeerClosed)?;
+            self.inb.read_exact_into(&mut self.big[..len], &mut |_| false).map_err(|_| TransEnd::PeerClosed)?;
             let r = self.export.write(offset, &self.big[..len], fua);
             if self.big.len() > MAX_POOLED_BUF {
                 // Do not pin a large buffer for the rest of the connection.
@@ -581,18 +489,12 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
         // per connection is outside the budget while it waits.
         let charge = self.charge(bytes);
         let hdr = encode_block_status_header(cookie, ALLOCATION_CONTEXT_ID, n as u32);
-        self.queue(
-            done,
-            OutMsg::new(&hdr, Body::Buf(buf, bytes)).with_charge(charge),
-        );
+        self.queue(done, OutMsg::new(&hdr, Body::Buf(buf, bytes)).with_charge(charge));
     }
 
     fn finish(&mut self, req: &Request, r: Result<Done, Errno>, what: &'static str) {
         match r {
-            Ok(done) => self.queue(
-                done,
-                OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None),
-            ),
+            Ok(done) => self.queue(done, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None)),
             Err(e) => self.reply_error(req, e, what),
         }
     }
@@ -600,10 +502,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
     fn reply_error(&mut self, req: &Request, e: Errno, msg: &'static str) {
         self.local.error_replies += 1;
         let m = if self.p.structured {
-            OutMsg::new(
-                &encode_error_chunk_header(req.cookie, e.code(), msg.len() as u16),
-                Body::Static(msg.as_bytes()),
-            )
+            OutMsg::new(&encode_error_chunk_header(req.cookie, e.code(), msg.len() as u16), Body::Static(msg.as_bytes()))
         } else {
             OutMsg::new(&encode_simple_reply(e.code(), req.cookie), Body::None)
         };
@@ -617,12 +516,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             _ => return self.out.push(msg),
         };
         if self.pacer.is_none() {
-            match Pacer::start(
-                self.sink.clone(),
-                self.ctx.shutting_down.clone(),
-                self.ctx.stats.clone(),
-                self.ctx.pacing,
-            ) {
+            match Pacer::start(self.sink.clone(), self.ctx.shutting_down.clone(), self.ctx.stats.clone(), self.ctx.pacing) {
                 Ok(p) => self.pacer = Some(p),
                 Err(_) => {
                     // No thread to hold the reply (thread limit reached): keep the
@@ -667,13 +561,7 @@ mod tests {
         }
     }
     fn req(typ: u16, flags: u16, offset: u64, len: u32) -> Request {
-        Request {
-            flags,
-            typ,
-            cookie: 1,
-            offset,
-            len,
-        }
+        Request { flags, typ, cookie: 1, offset, len }
     }
     fn err(r: Result<Cmd, Reject>) -> Errno {
         r.expect_err("should be refused").errno
@@ -682,40 +570,16 @@ mod tests {
     #[test]
     fn accepts_good_requests() {
         let p = params();
-        assert_eq!(
-            validate(&req(CMD_READ, 0, 4096, 4096), &p),
-            Ok(Cmd::Read {
-                offset: 4096,
-                len: 4096
-            })
-        );
-        assert_eq!(
-            validate(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &p),
-            Ok(Cmd::Write {
-                offset: 0,
-                len: 512,
-                fua: true
-            })
-        );
+        assert_eq!(validate(&req(CMD_READ, 0, 4096, 4096), &p), Ok(Cmd::Read { offset: 4096, len: 4096 }));
+        assert_eq!(validate(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &p), Ok(Cmd::Write { offset: 0, len: 512, fua: true }));
         // FUA is legal on any command once negotiated.
-        assert_eq!(
-            validate(&req(CMD_FLUSH, CMD_FLAG_FUA, 0, 0), &p),
-            Ok(Cmd::Flush)
-        );
+        assert_eq!(validate(&req(CMD_FLUSH, CMD_FLAG_FUA, 0, 0), &p), Ok(Cmd::Flush));
         assert!(validate(&req(CMD_READ, CMD_FLAG_FUA, 0, 512), &p).is_ok());
         // The last bytes of the export.
         assert!(validate(&req(CMD_WRITE, 0, (1 << 20) - 512, 512), &p).is_ok());
         assert_eq!(
             validate(&req(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE, 0, 1 << 20), &p),
-            Ok(Cmd::WriteZeroes {
-                offset: 0,
-                len: 1 << 20,
-                flags: ZeroFlags {
-                    fua: false,
-                    no_hole: true,
-                    fast: false
-                }
-            })
+            Ok(Cmd::WriteZeroes { offset: 0, len: 1 << 20, flags: ZeroFlags { fua: false, no_hole: true, fast: false } })
         );
         // Trim and write zeroes may exceed the maximum payload.
         assert!(validate(&req(CMD_TRIM, 0, 0, 1 << 20), &p).is_ok());
@@ -726,31 +590,13 @@ mod tests {
         let p = params();
         let end = 1u64 << 20;
         assert_eq!(err(validate(&req(CMD_READ, 0, end, 512), &p)), Errno::Inval);
-        assert_eq!(
-            err(validate(&req(CMD_TRIM, 0, end - 512, 1024), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_CACHE, 0, end, 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_WRITE, 0, end - 512, 1024), &p)),
-            Errno::NoSpc
-        );
-        assert_eq!(
-            err(validate(&req(CMD_WRITE_ZEROES, 0, end, 512), &p)),
-            Errno::NoSpc
-        );
+        assert_eq!(err(validate(&req(CMD_TRIM, 0, end - 512, 1024), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_CACHE, 0, end, 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_WRITE, 0, end - 512, 1024), &p)), Errno::NoSpc);
+        assert_eq!(err(validate(&req(CMD_WRITE_ZEROES, 0, end, 512), &p)), Errno::NoSpc);
         // offset + len overflowing u64 is beyond the end, not a wrap to the start.
-        assert_eq!(
-            err(validate(&req(CMD_READ, 0, u64::MAX - 511, 1024), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_WRITE, 0, u64::MAX, 512), &p)),
-            Errno::NoSpc
-        );
+        assert_eq!(err(validate(&req(CMD_READ, 0, u64::MAX - 511, 1024), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_WRITE, 0, u64::MAX, 512), &p)), Errno::NoSpc);
     }
 
     #[test]
@@ -758,19 +604,10 @@ mod tests {
         let mut p = params();
         assert_eq!(err(validate(&req(CMD_READ, 0, 100, 512), &p)), Errno::Inval);
         assert_eq!(err(validate(&req(CMD_WRITE, 0, 0, 100), &p)), Errno::Inval);
-        assert_eq!(
-            err(validate(&req(CMD_READ, 0, 0, 65536 + 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_WRITE, 0, 0, 65536 + 512), &p)),
-            Errno::Inval
-        );
+        assert_eq!(err(validate(&req(CMD_READ, 0, 0, 65536 + 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_WRITE, 0, 0, 65536 + 512), &p)), Errno::Inval);
         p.structured = true;
-        assert_eq!(
-            err(validate(&req(CMD_READ, 0, 0, 65536 + 512), &p)),
-            Errno::Overflow
-        );
+        assert_eq!(err(validate(&req(CMD_READ, 0, 0, 65536 + 512), &p)), Errno::Overflow);
         // Unaligned tail of an export whose size is not a block multiple.
         p.size = 1000;
         assert!(validate(&req(CMD_READ, 0, 512, 488), &p).is_ok());
@@ -782,53 +619,23 @@ mod tests {
         let mut p = params();
         assert_eq!(err(validate(&req(9, 0, 0, 0), &p)), Errno::Inval);
         assert_eq!(err(validate(&req(CMD_RESIZE, 0, 0, 0), &p)), Errno::Inval);
-        assert_eq!(
-            err(validate(&req(CMD_READ, 1 << 9, 0, 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_READ, CMD_FLAG_DF, 0, 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_WRITE, CMD_FLAG_NO_HOLE, 0, 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(&req(CMD_BLOCK_STATUS, 0, 0, 512), &p)),
-            Errno::Inval
-        );
-        assert_eq!(
-            err(validate(
-                &req(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 0, 512),
-                &p
-            )),
-            Errno::NotSup
-        );
+        assert_eq!(err(validate(&req(CMD_READ, 1 << 9, 0, 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_READ, CMD_FLAG_DF, 0, 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_WRITE, CMD_FLAG_NO_HOLE, 0, 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_BLOCK_STATUS, 0, 0, 512), &p)), Errno::Inval);
+        assert_eq!(err(validate(&req(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 0, 512), &p)), Errno::NotSup);
         p.can_fast_zero = true;
         assert!(validate(&req(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 0, 512), &p).is_ok());
         p.tflags &= !(TFLAG_SEND_FUA | TFLAG_SEND_FLUSH | TFLAG_SEND_FAST_ZERO);
-        assert_eq!(
-            err(validate(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &p)),
-            Errno::Inval
-        );
+        assert_eq!(err(validate(&req(CMD_WRITE, CMD_FLAG_FUA, 0, 512), &p)), Errno::Inval);
         assert_eq!(err(validate(&req(CMD_FLUSH, 0, 0, 0), &p)), Errno::Inval);
-        assert_eq!(
-            err(validate(
-                &req(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 0, 512),
-                &p
-            )),
-            Errno::Inval
-        );
+        assert_eq!(err(validate(&req(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 0, 512), &p)), Errno::Inval);
         p.structured = true;
         p.tflags |= TFLAG_SEND_DF;
         p.meta_allocation = true;
         assert!(validate(&req(CMD_READ, CMD_FLAG_DF, 0, 512), &p).is_ok());
         assert!(validate(&req(CMD_BLOCK_STATUS, CMD_FLAG_REQ_ONE, 0, 512), &p).is_ok());
-        assert_eq!(
-            err(validate(&req(CMD_BLOCK_STATUS, 0, 0, 0), &p)),
-            Errno::Inval
-        );
+        assert_eq!(err(validate(&req(CMD_BLOCK_STATUS, 0, 0, 0), &p)), Errno::Inval);
     }
 
     #[test]
@@ -837,10 +644,7 @@ mod tests {
         p.tflags = TFLAG_HAS_FLAGS | TFLAG_READ_ONLY | TFLAG_SEND_FLUSH;
         assert_eq!(err(validate(&req(CMD_WRITE, 0, 0, 512), &p)), Errno::Perm);
         assert_eq!(err(validate(&req(CMD_TRIM, 0, 0, 512), &p)), Errno::Perm);
-        assert_eq!(
-            err(validate(&req(CMD_WRITE_ZEROES, 0, 0, 512), &p)),
-            Errno::Perm
-        );
+        assert_eq!(err(validate(&req(CMD_WRITE_ZEROES, 0, 0, 512), &p)), Errno::Perm);
         assert!(validate(&req(CMD_READ, 0, 0, 512), &p).is_ok());
         assert!(validate(&req(CMD_FLUSH, 0, 0, 0), &p).is_ok());
     }

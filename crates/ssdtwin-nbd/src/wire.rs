@@ -47,13 +47,7 @@ pub(crate) struct InBuf<R> {
 
 impl<R: Read> InBuf<R> {
     pub fn new(r: R, capacity: usize) -> Self {
-        InBuf {
-            r,
-            buf: vec![0u8; capacity].into_boxed_slice(),
-            start: 0,
-            end: 0,
-            deadline: None,
-        }
+        InBuf { r, buf: vec![0u8; capacity].into_boxed_slice(), start: 0, end: 0, deadline: None }
     }
 
     pub fn set_deadline(&mut self, deadline: Option<Instant>) {
@@ -105,14 +99,7 @@ impl<R: Read> InBuf<R> {
                     return Ok(Fill::Data);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(Fill::Tick)
-                }
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Ok(Fill::Tick),
                 Err(e) => return Err(e),
             }
         }
@@ -146,11 +133,7 @@ impl<R: Read> InBuf<R> {
 
     /// Fill all of `dst` (any size): buffered bytes first, then straight from the
     /// reader, so a large WRITE payload is not copied through the buffer.
-    pub fn read_exact_into(
-        &mut self,
-        dst: &mut [u8],
-        stop: &mut dyn FnMut(bool) -> bool,
-    ) -> Result<(), Starve> {
+    pub fn read_exact_into(&mut self, dst: &mut [u8], stop: &mut dyn FnMut(bool) -> bool) -> Result<(), Starve> {
         let take = dst.len().min(self.end - self.start);
         dst[..take].copy_from_slice(&self.buf[self.start..self.start + take]);
         self.consume(take);
@@ -163,12 +146,7 @@ impl<R: Read> InBuf<R> {
                 Ok(0) => return Err(Starve::Closed),
                 Ok(n) => at += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                     if stop(true) {
                         return Err(Starve::Stopped);
                     }
@@ -223,10 +201,7 @@ pub(crate) struct SocketSink<T: AsRawFd + Send + 'static> {
 
 /// The error for a client that does not take its replies within the send timeout.
 pub(crate) fn send_timed_out() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::TimedOut,
-        "the client did not read its replies within the send timeout",
-    )
+    io::Error::new(io::ErrorKind::TimedOut, "the client did not read its replies within the send timeout")
 }
 
 /// Tracks one `send_all` against the send timeout: the whole call must finish within
@@ -238,9 +213,7 @@ pub(crate) struct SendClock {
 
 impl SendClock {
     pub fn start(timeout: Option<Duration>) -> SendClock {
-        SendClock {
-            deadline: timeout.map(|t| Instant::now() + t),
-        }
+        SendClock { deadline: timeout.map(|t| Instant::now() + t) }
     }
     pub fn check(&self) -> io::Result<()> {
         match self.deadline {
@@ -252,11 +225,7 @@ impl SendClock {
 
 impl<T: AsRawFd + Send + 'static> SocketSink<T> {
     pub fn new(sock: T) -> Self {
-        SocketSink {
-            sock,
-            closed: false,
-            send_timeout: None,
-        }
+        SocketSink { sock, closed: false, send_timeout: None }
     }
     /// Fail a send that takes longer than this in all (set `SO_SNDTIMEO` to the same
     /// value so a send that blocks outright returns too).
@@ -361,12 +330,7 @@ impl OutMsg {
     pub fn new(hdr: &[u8], body: Body) -> OutMsg {
         let mut h = [0u8; HDR_MAX];
         h[..hdr.len()].copy_from_slice(hdr);
-        OutMsg {
-            hdr: h,
-            hdr_len: hdr.len() as u8,
-            body,
-            charge: None,
-        }
+        OutMsg { hdr: h, hdr_len: hdr.len() as u8, body, charge: None }
     }
     pub fn with_charge(mut self, charge: Option<Charge>) -> OutMsg {
         self.charge = charge;
@@ -392,11 +356,7 @@ pub(crate) struct OutBatch {
 
 impl OutBatch {
     pub fn new() -> OutBatch {
-        OutBatch {
-            msgs: Vec::with_capacity(64),
-            iov: Vec::with_capacity(128),
-            bytes: 0,
-        }
+        OutBatch { msgs: Vec::with_capacity(64), iov: Vec::with_capacity(128), bytes: 0 }
     }
     pub fn is_empty(&self) -> bool {
         self.msgs.is_empty()
@@ -411,41 +371,24 @@ impl OutBatch {
 
     /// Send every message with one vectored write under the sink lock, then hand each
     /// body buffer to `recycle` (also on error, so buffers return to the pool).
-    pub fn flush<S: Sink>(
-        &mut self,
-        sink: &Mutex<S>,
-        recycle: &mut dyn FnMut(Vec<u8>),
-    ) -> io::Result<()> {
+    pub fn flush<S: Sink>(&mut self, sink: &Mutex<S>, recycle: &mut dyn FnMut(Vec<u8>)) -> io::Result<()> {
         self.iov.clear();
         for m in &self.msgs {
-            self.iov.push(libc::iovec {
-                iov_base: m.hdr.as_ptr() as *mut _,
-                iov_len: m.hdr_len as usize,
-            });
+            self.iov.push(libc::iovec { iov_base: m.hdr.as_ptr() as *mut _, iov_len: m.hdr_len as usize });
             match &m.body {
                 Body::None => {}
                 Body::Static([]) => {}
-                Body::Static(s) => self.iov.push(libc::iovec {
-                    iov_base: s.as_ptr() as *mut _,
-                    iov_len: s.len(),
-                }),
+                Body::Static(s) => self.iov.push(libc::iovec { iov_base: s.as_ptr() as *mut _, iov_len: s.len() }),
                 Body::Buf(_, 0) => {}
-                Body::Buf(b, n) => self.iov.push(libc::iovec {
-                    iov_base: b.as_ptr() as *mut _,
-                    iov_len: *n,
-                }),
+                Body::Buf(b, n) => self.iov.push(libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: *n }),
             }
         }
         let res = {
             // SAFETY: each iovec points into a message owned by `self.msgs`, which is
             // neither moved nor mutated until after this block; IoSlice is ABI-compatible
             // with iovec on Unix.
-            let slices: &mut [IoSlice<'_>] = unsafe {
-                std::slice::from_raw_parts_mut(
-                    self.iov.as_mut_ptr() as *mut IoSlice<'_>,
-                    self.iov.len(),
-                )
-            };
+            let slices: &mut [IoSlice<'_>] =
+                unsafe { std::slice::from_raw_parts_mut(self.iov.as_mut_ptr() as *mut IoSlice<'_>, self.iov.len()) };
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
             s.send_all(slices)
         };
@@ -492,15 +435,7 @@ mod tests {
 
     #[test]
     fn partial_message_survives_ticks() {
-        let r = Chunky {
-            parts: vec![
-                Some(vec![1, 2, 3]),
-                None,
-                Some(vec![4, 5]),
-                None,
-                Some(vec![6]),
-            ],
-        };
+        let r = Chunky { parts: vec![Some(vec![1, 2, 3]), None, Some(vec![4, 5]), None, Some(vec![6])] };
         let mut b = InBuf::new(r, 8);
         let mut ticks = Vec::new();
         b.ensure(6, &mut |partial| {
@@ -518,10 +453,7 @@ mod tests {
     fn stop_on_idle_tick() {
         let r = Chunky { parts: vec![None] };
         let mut b = InBuf::new(r, 8);
-        assert!(matches!(
-            b.ensure(1, &mut |partial| !partial),
-            Err(Starve::Stopped)
-        ));
+        assert!(matches!(b.ensure(1, &mut |partial| !partial), Err(Starve::Stopped)));
     }
 
     #[test]
@@ -552,10 +484,7 @@ mod tests {
         assert_eq!(batch.bytes, 2 + 3 + 1 + 2 + 1);
         let mut got = Vec::new();
         batch.flush(&sink, &mut |b| got.push(b)).unwrap();
-        assert_eq!(
-            *sink.lock().unwrap().bytes.lock().unwrap(),
-            vec![1, 2, 9, 9, 9, 3, b'x', b'y', 4]
-        );
+        assert_eq!(*sink.lock().unwrap().bytes.lock().unwrap(), vec![1, 2, 9, 9, 9, 3, b'x', b'y', 4]);
         assert_eq!(got, vec![vec![9, 9, 9, 0]]);
         assert!(batch.is_empty() && batch.bytes == 0);
     }

@@ -23,40 +23,13 @@ use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec
 use ssdtwin_core::theory;
 use ssdtwin_core::workload::JobSpec;
 use ssdtwin_nbd::ServerConfig;
-use ssdtwin_serve::{
-    read_live, Pace, ServeError, ServeInfo, ServeOptions, Serving, StoppedSummary, TwinConfig,
-};
+use ssdtwin_serve::{read_live, Pace, ServeError, ServeInfo, ServeOptions, Serving, StoppedSummary, TwinConfig};
 
-pyo3::create_exception!(
-    _core,
-    SsdtwinError,
-    PyException,
-    "Base class of ssdtwin errors."
-);
-pyo3::create_exception!(
-    _core,
-    NvmeError,
-    SsdtwinError,
-    "A command completed with an NVMe error status."
-);
-pyo3::create_exception!(
-    _core,
-    ImageError,
-    SsdtwinError,
-    "A drive image could not be read or written."
-);
-pyo3::create_exception!(
-    _core,
-    SpecError,
-    SsdtwinError,
-    "A drive spec or preset is invalid."
-);
-pyo3::create_exception!(
-    _core,
-    EngineError,
-    SsdtwinError,
-    "A workload cannot run on this drive."
-);
+pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
+pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
+pyo3::create_exception!(_core, ImageError, SsdtwinError, "A drive image could not be read or written.");
+pyo3::create_exception!(_core, SpecError, SsdtwinError, "A drive spec or preset is invalid.");
+pyo3::create_exception!(_core, EngineError, SsdtwinError, "A workload cannot run on this drive.");
 
 // ------------------------------------------------------------------------------ errors
 
@@ -143,12 +116,8 @@ impl From<Failure> for PyErr {
             Failure::Value(msg) => PyValueError::new_err(msg),
             Failure::Other(msg) => SsdtwinError::new_err(msg),
             Failure::Closed => SsdtwinError::new_err("the drive is closed"),
-            Failure::Poisoned => {
-                SsdtwinError::new_err("drive lock poisoned (an earlier call panicked)")
-            }
-            Failure::Bridge(msg) => {
-                SsdtwinError::new_err(format!("converting a result to Python: {msg}"))
-            }
+            Failure::Poisoned => SsdtwinError::new_err("drive lock poisoned (an earlier call panicked)"),
+            Failure::Bridge(msg) => SsdtwinError::new_err(format!("converting a result to Python: {msg}")),
             Failure::Python(e) => e,
         }
     }
@@ -159,11 +128,7 @@ impl From<Failure> for PyErr {
 fn nvme_error(e: nvme::Error) -> PyErr {
     match e {
         nvme::Error::Status { status, detail } => Python::attach(|py| {
-            let err = NvmeError::new_err(format!(
-                "{}({:#x}): {detail}",
-                status.name(),
-                status.field()
-            ));
+            let err = NvmeError::new_err(format!("{}({:#x}): {detail}", status.name(), status.field()));
             let v = err.value(py);
             let _ = v.setattr("status", status.name());
             let _ = v.setattr("code", status.field());
@@ -171,9 +136,7 @@ fn nvme_error(e: nvme::Error) -> PyErr {
             err
         }),
         nvme::Error::Maps(m) => ImageError::new_err(m.to_string()),
-        e @ (nvme::Error::Memory(_) | nvme::Error::Inconsistent(_)) => {
-            SsdtwinError::new_err(e.to_string())
-        }
+        e @ (nvme::Error::Memory(_) | nvme::Error::Inconsistent(_)) => SsdtwinError::new_err(e.to_string()),
     }
 }
 
@@ -182,9 +145,7 @@ fn nvme_error(e: nvme::Error) -> PyErr {
 /// A core structure as Python objects (dicts, lists, ints, floats, strings; fixed-size
 /// arrays become tuples).
 fn to_py<T: Serialize>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
-    Ok(pythonize::pythonize(py, value)
-        .map_err(Failure::from)?
-        .unbind())
+    Ok(pythonize::pythonize(py, value).map_err(Failure::from)?.unbind())
 }
 
 /// Python objects as a core structure; `what` names the input in the error.
@@ -201,9 +162,7 @@ fn keep_going(
     call: impl FnOnce(Python<'_>, &Py<PyAny>) -> PyResult<Py<PyAny>>,
 ) -> bool {
     Python::attach(|py| {
-        let r = py
-            .check_signals()
-            .and_then(|()| progress.map_or(Ok(()), |p| call(py, p).map(drop)));
+        let r = py.check_signals().and_then(|()| progress.map_or(Ok(()), |p| call(py, p).map(drop)));
         match r {
             Ok(()) => true,
             Err(e) => {
@@ -248,19 +207,12 @@ struct Drive {
 
 impl Drive {
     fn new(backing: Backing, path: Option<PathBuf>) -> Drive {
-        Drive {
-            inner: Mutex::new(Some(backing)),
-            path,
-        }
+        Drive { inner: Mutex::new(Some(backing)), path }
     }
 
     /// Run `f` on the drive with the GIL released: the mutex is taken (and waited for)
     /// only while detached, never while attached (see the module's locking rule).
-    fn with<R: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut Backing) -> Result<R, Failure> + Send,
-    ) -> PyResult<R> {
+    fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Backing) -> Result<R, Failure> + Send) -> PyResult<R> {
         py.detach(|| {
             let mut g = self.inner.lock().map_err(|_| Failure::Poisoned)?;
             let b = g.as_mut().ok_or(Failure::Closed)?;
@@ -281,17 +233,11 @@ impl Drive {
     }
 }
 
-fn resolve_spec(
-    preset: Option<&str>,
-    spec_toml: Option<&str>,
-    origin: &str,
-) -> Result<DriveSpec, Failure> {
+fn resolve_spec(preset: Option<&str>, spec_toml: Option<&str>, origin: &str) -> Result<DriveSpec, Failure> {
     match (preset, spec_toml) {
         (_, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
         (Some(p), None) => Ok(DriveSpec::preset(p)?),
-        (None, None) => Err(Failure::SpecText(
-            "give a preset name or a spec TOML".into(),
-        )),
+        (None, None) => Err(Failure::SpecText("give a preset name or a spec TOML".into())),
     }
 }
 
@@ -304,23 +250,10 @@ impl Drive {
     /// Create a drive image at `path` from a preset (or a spec TOML) at 1/`scale`.
     #[staticmethod]
     #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None))]
-    fn create(
-        py: Python<'_>,
-        path: PathBuf,
-        preset: Option<&str>,
-        scale: u32,
-        seed: u64,
-        spec_toml: Option<&str>,
-    ) -> PyResult<Drive> {
-        let spec = resolve_spec(preset, spec_toml, "spec")?
-            .scaled(scale)
-            .map_err(Failure::from)?;
-        let name = preset
-            .map(str::to_string)
-            .unwrap_or_else(|| spec.drive.name.clone());
-        let img = py
-            .detach(|| Image::create(&path, spec, &name, seed))
-            .map_err(Failure::from)?;
+    fn create(py: Python<'_>, path: PathBuf, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
+        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?;
+        let name = preset.map(str::to_string).unwrap_or_else(|| spec.drive.name.clone());
+        let img = py.detach(|| Image::create(&path, spec, &name, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Image(Box::new(img)), Some(path)))
     }
 
@@ -335,28 +268,16 @@ impl Drive {
             (true, false) => OpenMode::Writable,
             (false, false) => OpenMode::ReadOnly,
         };
-        let img = py
-            .detach(|| Image::open_with(&path, mode))
-            .map_err(Failure::from)?;
+        let img = py.detach(|| Image::open_with(&path, mode)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Image(Box::new(img)), Some(path)))
     }
 
     /// A drive that lives only in memory (benchmarks, notebooks).
     #[staticmethod]
     #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None))]
-    fn in_memory(
-        py: Python<'_>,
-        preset: Option<&str>,
-        scale: u32,
-        seed: u64,
-        spec_toml: Option<&str>,
-    ) -> PyResult<Drive> {
-        let spec = resolve_spec(preset, spec_toml, "spec")?
-            .scaled(scale)
-            .map_err(Failure::from)?;
-        let c = py
-            .detach(|| Controller::new(spec, seed))
-            .map_err(Failure::from)?;
+    fn in_memory(py: Python<'_>, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
+        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?;
+        let c = py.detach(|| Controller::new(spec, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Memory(Box::new(c)), None))
     }
 
@@ -369,20 +290,13 @@ impl Drive {
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |b| match b {
             Backing::Image(i) => Ok(i.commit()?),
-            Backing::Memory(_) => Err(Failure::Other(
-                "an in-memory drive has no image to commit to".into(),
-            )),
+            Backing::Memory(_) => Err(Failure::Other("an in-memory drive has no image to commit to".into())),
         })
     }
 
     /// Release the image (and its lock) without committing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let backing = py.detach(|| {
-            self.inner
-                .lock()
-                .map(|mut g| g.take())
-                .map_err(|_| Failure::Poisoned)
-        })?;
+        let backing = py.detach(|| self.inner.lock().map(|mut g| g.take()).map_err(|_| Failure::Poisoned))?;
         py.detach(move || drop(backing)); // unmapping large maps takes a while
         Ok(())
     }
@@ -391,9 +305,7 @@ impl Drive {
         let m = self.with(py, |b| {
             Ok(match b {
                 Backing::Image(i) => i.manifest.clone(),
-                Backing::Memory(c) => {
-                    Manifest::in_memory(&c.spec().drive.name, c.spec().scale, c.state().seed)
-                }
+                Backing::Memory(c) => Manifest::in_memory(&c.spec().drive.name, c.spec().scale, c.state().seed),
             })
         })?;
         to_py(py, &m)
@@ -459,14 +371,7 @@ impl Drive {
 
     /// (A data file a server left under the new NSID is stale: it is removed.)
     #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
-    fn create_ns(
-        &self,
-        py: Python<'_>,
-        nsze: u64,
-        ncap: u64,
-        flbas: u8,
-        nmic: u8,
-    ) -> PyResult<u32> {
+    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
         self.with(py, |b| {
             let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic)?;
             b.drop_data(nsid)?;
@@ -532,9 +437,7 @@ impl Drive {
     }
 
     fn write(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<()> {
-        self.with(py, |b| {
-            Ok(b.ctrl().write(nsid, slba, nlb, &mut NoTiming)?)
-        })
+        self.with(py, |b| Ok(b.ctrl().write(nsid, slba, nlb, &mut NoTiming)?))
     }
 
     fn read(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<Py<PyAny>> {
@@ -563,9 +466,7 @@ impl Drive {
         let progress = progress.as_ref();
         self.query(py, |c| {
             let mut pending: Option<PyErr> = None;
-            let mut cb = |done: u64, total: u64| {
-                keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)))
-            };
+            let mut cb = |done: u64, total: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)));
             let report = c.precondition(nsid, pat, block_bytes, amount_bytes, seed, &mut cb)?;
             match pending {
                 Some(e) => Err(Failure::Python(e)),
@@ -591,24 +492,16 @@ impl Drive {
     ) -> PyResult<Py<PyAny>> {
         let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
         let timing: Option<TimingSpec> = match timing_toml {
-            Some(t) => Some(toml::from_str(t).map_err(|e| {
-                Failure::SpecText(format!("timing: {}", e.message().replace('\n', " ")))
-            })?),
+            Some(t) => Some(toml::from_str(t).map_err(|e| Failure::SpecText(format!("timing: {}", e.message().replace('\n', " "))))?),
             None => None,
         };
         let progress = progress.as_ref();
         self.query(py, |ctrl| -> Result<Vec<CloneOut>, Failure> {
             let mut timing = match timing {
-                Some(t) => DeviceTiming::with_timing(ctrl.spec(), ctrl.ftl_config(), t)
-                    .map_err(RunError::from)?,
-                None => {
-                    DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?
-                }
+                Some(t) => DeviceTiming::with_timing(ctrl.spec(), ctrl.ftl_config(), t).map_err(RunError::from)?,
+                None => DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?,
             };
-            let opts = RunOptions {
-                default_nsid,
-                idle_gc,
-            };
+            let opts = RunOptions { default_nsid, idle_gc };
             let mut pending: Option<PyErr> = None;
             let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
             let out = fio::run(ctrl, &mut timing, specs, &opts, 0, &mut cb);
@@ -708,29 +601,18 @@ fn serve(
     unix_group: Option<String>,
 ) -> PyResult<Py<PyAny>> {
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
-    let secs =
-        |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
-            match s {
-                None => Ok(default),
-                Some(x) if x.is_finite() && x >= 0.0 => Ok(std::time::Duration::from_secs_f64(x)),
-                Some(x) => Err(Failure::Value(format!(
-                    "timeout {x}: must be a number of seconds ≥ 0"
-                ))),
-            }
-        };
+    let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
+        match s {
+            None => Ok(default),
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(std::time::Duration::from_secs_f64(x)),
+            Some(x) => Err(Failure::Value(format!("timeout {x}: must be a number of seconds ≥ 0"))),
+        }
+    };
     let d = ServerConfig::default();
     let server = ServerConfig {
         pacing_spin: std::time::Duration::from_micros(spin_us),
-        max_connections: if max_connections == 0 {
-            d.max_connections
-        } else {
-            max_connections
-        },
-        max_inflight_bytes: if max_inflight_bytes == 0 {
-            d.max_inflight_bytes
-        } else {
-            max_inflight_bytes
-        },
+        max_connections: if max_connections == 0 { d.max_connections } else { max_connections },
+        max_inflight_bytes: if max_inflight_bytes == 0 { d.max_inflight_bytes } else { max_inflight_bytes },
         handshake_timeout: secs(handshake_timeout_s, d.handshake_timeout)?,
         send_timeout: secs(send_timeout_s, d.send_timeout)?,
         tls: tls.parse().map_err(Failure::Value)?,
@@ -739,19 +621,8 @@ fn serve(
         unix_socket_group: unix_group,
         ..d
     };
-    let opts = ServeOptions {
-        tcp,
-        unix,
-        metrics,
-        twin: TwinConfig {
-            pace,
-            ..TwinConfig::default()
-        },
-        server,
-    };
-    let serving = py
-        .detach(|| Serving::start(&path, opts))
-        .map_err(Failure::from)?;
+    let opts = ServeOptions { tcp, unix, metrics, twin: TwinConfig { pace, ..TwinConfig::default() }, server };
+    let serving = py.detach(|| Serving::start(&path, opts)).map_err(Failure::from)?;
     let info = ServeInfo {
         dir: path,
         pace: pace.name().to_string(),
@@ -773,11 +644,7 @@ fn serve(
         loop {
             py.detach(|| std::thread::sleep(std::time::Duration::from_millis(100)));
             if let Err(e) = py.check_signals() {
-                stopped_by = e
-                    .get_type(py)
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|_| "signal".into());
+                stopped_by = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "signal".into());
                 break;
             }
         }
@@ -786,13 +653,7 @@ fn serve(
     if let Some(e) = stop_error {
         return Err(e);
     }
-    to_py(
-        py,
-        &StoppedSummary {
-            summary,
-            stopped_by,
-        },
-    )
+    to_py(py, &StoppedSummary { summary, stopped_by })
 }
 
 /// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).
@@ -804,10 +665,7 @@ fn parse_size(text: &str) -> PyResult<u64> {
 /// (name, TOML text) of every built-in preset.
 #[pyfunction]
 fn presets() -> Vec<(String, String)> {
-    spec::PRESETS
-        .iter()
-        .map(|(n, t)| (n.to_string(), t.to_string()))
-        .collect()
+    spec::PRESETS.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect()
 }
 
 /// Parse and validate a spec; returns it as a dict (errors name every bad field).

@@ -184,7 +184,11 @@ impl TwinBackend {
             started_unix_ms: inner.start_unix_ms,
             generation: st.img.generation(),
             pace: inner.cfg.pace.name().to_string(),
-            exports: self.exports.iter().map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only }).collect(),
+            exports: self
+                .exports
+                .iter()
+                .map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only })
+                .collect(),
             uris: inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default(),
             stats: self.summary_locked(st, &view.vendor_log),
             view,

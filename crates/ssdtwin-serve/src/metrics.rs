@@ -83,7 +83,15 @@ impl Collector for TwinCollector {
         let (vl, smart, journal_bytes, commits, idle_moved, start_host, start_nand) = {
             let g = inner.lock();
             let Some(st) = g.as_ref() else { return Ok(()) };
-            (st.img.ctrl.vendor_log(), st.img.ctrl.smart_log(), st.journal.len_bytes(), st.commits, st.idle_gc_moved, st.start_host_bytes, st.start_nand_bytes)
+            (
+                st.img.ctrl.vendor_log(),
+                st.img.ctrl.smart_log(),
+                st.journal.len_bytes(),
+                st.commits,
+                st.idle_gc_moved,
+                st.start_host_bytes,
+                st.start_nand_bytes,
+            )
         };
         let s = inner.server_stats();
         let c = &inner.counters;
@@ -95,17 +103,26 @@ impl Collector for TwinCollector {
         o.family("ssdtwin_info", "The served drive (value 1)", MetricType::Gauge, vec![(info, ConstGauge::new(1i64))])?;
         o.counter("ssdtwin_host_write_bytes", "Bytes the host wrote (drive lifetime, FTL count)", vl.host_write_bytes)?;
         o.counter("ssdtwin_host_read_bytes", "Bytes the host read (drive lifetime)", vl.host_read_bytes)?;
-        o.counters("ssdtwin_nand_write_bytes", "Bytes programmed to NAND (drive lifetime)", &[
-            (&[("cause", "host")], vl.nand_write_host_bytes),
-            (&[("cause", "gc")], vl.nand_write_gc_bytes),
-        ])?;
-        o.counters("ssdtwin_nand_read_bytes", "Bytes read from NAND (drive lifetime)", &[
-            (&[("cause", "host")], vl.nand_read_bytes - vl.nand_read_rmw_bytes - vl.nand_read_gc_bytes),
-            (&[("cause", "rmw")], vl.nand_read_rmw_bytes),
-            (&[("cause", "gc")], vl.nand_read_gc_bytes),
-        ])?;
+        o.counters(
+            "ssdtwin_nand_write_bytes",
+            "Bytes programmed to NAND (drive lifetime)",
+            &[(&[("cause", "host")], vl.nand_write_host_bytes), (&[("cause", "gc")], vl.nand_write_gc_bytes)],
+        )?;
+        o.counters(
+            "ssdtwin_nand_read_bytes",
+            "Bytes read from NAND (drive lifetime)",
+            &[
+                (&[("cause", "host")], vl.nand_read_bytes - vl.nand_read_rmw_bytes - vl.nand_read_gc_bytes),
+                (&[("cause", "rmw")], vl.nand_read_rmw_bytes),
+                (&[("cause", "gc")], vl.nand_read_gc_bytes),
+            ],
+        )?;
         o.gauge_f("ssdtwin_waf", "Write amplification over the drive's life (NAND / host bytes written)", vl.waf)?;
-        o.gauge_f("ssdtwin_waf_session", "Write amplification since this server started", if dh > 0 { dn as f64 / dh as f64 } else { 0.0 })?;
+        o.gauge_f(
+            "ssdtwin_waf_session",
+            "Write amplification since this server started",
+            if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
+        )?;
         o.counter("ssdtwin_gc_victims", "Superblocks chosen for garbage collection", vl.gc_victims)?;
         o.counter("ssdtwin_gc_foreground_victims", "GC victims collected while the host waited", vl.foreground_gc_victims)?;
         o.counter("ssdtwin_background_gc_moved_ius", "IUs relocated by idle-time GC in this session", idle_moved)?;
@@ -119,31 +136,50 @@ impl Collector for TwinCollector {
         o.gauge_f("ssdtwin_erase_count_avg", "Mean erase count per superblock", vl.erase_count_avg)?;
         o.gauge("ssdtwin_percent_used", "SMART percentage used", smart.percent_used as i64)?;
         o.gauge("ssdtwin_power_on_hours", "SMART power-on hours", smart.power_on_hours as i64)?;
-        o.counters("ssdtwin_nbd_commands", "NBD commands executed, by type", &[
-            (&[("op", "read")], c.reads.get()),
-            (&[("op", "write")], c.writes.get()),
-            (&[("op", "trim")], c.trims.get()),
-            (&[("op", "write_zeroes")], c.write_zeroes.get()),
-            (&[("op", "flush")], c.flushes.get()),
-            (&[("op", "block_status")], c.block_status.get()),
-        ])?;
-        o.counters("ssdtwin_nbd_bytes", "Bytes moved by NBD reads and writes", &[
-            (&[("direction", "read")], c.read_bytes.get()),
-            (&[("direction", "write")], c.write_bytes.get()),
-        ])?;
+        o.counters(
+            "ssdtwin_nbd_commands",
+            "NBD commands executed, by type",
+            &[
+                (&[("op", "read")], c.reads.get()),
+                (&[("op", "write")], c.writes.get()),
+                (&[("op", "trim")], c.trims.get()),
+                (&[("op", "write_zeroes")], c.write_zeroes.get()),
+                (&[("op", "flush")], c.flushes.get()),
+                (&[("op", "block_status")], c.block_status.get()),
+            ],
+        )?;
+        o.counters(
+            "ssdtwin_nbd_bytes",
+            "Bytes moved by NBD reads and writes",
+            &[(&[("direction", "read")], c.read_bytes.get()), (&[("direction", "write")], c.write_bytes.get())],
+        )?;
         o.counter("ssdtwin_nbd_requests", "NBD requests received", s.requests)?;
         o.counter("ssdtwin_nbd_error_replies", "NBD replies carrying an error", s.error_replies)?;
         o.counter("ssdtwin_nbd_replies_paced", "Replies held until the model's completion time", s.replies_paced)?;
-        o.counter("ssdtwin_nbd_replies_late", "Paced replies sent later than the threshold after the model's time (host too slow)", s.replies_late)?;
+        o.counter(
+            "ssdtwin_nbd_replies_late",
+            "Paced replies sent later than the threshold after the model's time (host too slow)",
+            s.replies_late,
+        )?;
         o.gauge_f("ssdtwin_nbd_late_seconds_max", "Worst lateness of a paced reply", s.late_ns_max as f64 / 1e9)?;
-        o.family("ssdtwin_nbd_late_seconds", "Summed lateness of paced replies", MetricType::Counter, vec![(NONE, ConstCounter::new(s.late_ns_sum as f64 / 1e9))])?;
+        o.family(
+            "ssdtwin_nbd_late_seconds",
+            "Summed lateness of paced replies",
+            MetricType::Counter,
+            vec![(NONE, ConstCounter::new(s.late_ns_sum as f64 / 1e9))],
+        )?;
         o.gauge("ssdtwin_nbd_connections", "Open NBD connections (transmission phase)", c.connections_open.get())?;
         o.counter("ssdtwin_nbd_connections_accepted", "NBD connections accepted", s.connections_accepted)?;
         o.counter("ssdtwin_syncs", "fdatasync/fsync calls for FLUSH and FUA", c.syncs.get())?;
         o.gauge("ssdtwin_journal_bytes", "Size of the command journal since the last commit", journal_bytes as i64)?;
         o.counter("ssdtwin_commits", "Image generations committed by this server", commits)?;
         o.gauge("ssdtwin_write_failure", "1 once a write or fsync failed (writes fail from then on)", inner.failure().map_or(0, |_| 1))?;
-        let mut m = enc.encode_descriptor("ssdtwin_model_latency_seconds", "Completion latency the timing model gave each command (pace model)", None, MetricType::Histogram)?;
+        let mut m = enc.encode_descriptor(
+            "ssdtwin_model_latency_seconds",
+            "Completion latency the timing model gave each command (pace model)",
+            None,
+            MetricType::Histogram,
+        )?;
         inner.hist_read.encode(m.encode_family(&[("op", "read")])?)?;
         inner.hist_write.encode(m.encode_family(&[("op", "write")])?)?;
         Ok(())

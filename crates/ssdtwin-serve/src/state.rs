@@ -11,7 +11,8 @@ use crate::config::TwinConfig;
 
 /// Bucket upper bounds of the model latency histograms, in seconds (10 µs to 1 s: TLC reads
 /// near 100 µs, QLC programs and GC-bound writes in milliseconds).
-pub const LATENCY_BUCKETS_S: [f64; 16] = [10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0];
+pub const LATENCY_BUCKETS_S: [f64; 16] =
+    [10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0];
 
 pub(crate) fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS_S)

@@ -273,7 +273,10 @@ impl JobClone {
 enum Ev {
     Start(u32),
     /// An I/O completes; its details wait in the clone's slot table.
-    Done { clone: u32, slot: u32 },
+    Done {
+        clone: u32,
+        slot: u32,
+    },
     Wake(u32),
 }
 
@@ -458,10 +461,9 @@ pub fn run_measured(
             }
             Ev::Wake(c) => sim.pump(c as usize)?,
         }
-        if (sim.heap.is_empty() || sim.batch_done())
-            && !sim.next_batch()? {
-                break;
-            }
+        if (sim.heap.is_empty() || sim.batch_done()) && !sim.next_batch()? {
+            break;
+        }
     }
     let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
     let busy = end.saturating_sub(start_ns);
@@ -1009,9 +1011,8 @@ mod tests {
     fn memory_does_not_grow_with_simulated_time() {
         // 10 s of think time after every I/O: a day simulates 8,640 stalls, ten days 86,400.
         // Before, the bw/iops sample windows grew by one entry per 500 ms of simulated time.
-        let think = |runtime_s: u64| {
-            json!({"time_based": true, "runtime_ns": runtime_s * SECOND, "thinktime_ns": 10 * SECOND, "iodepth": 1})
-        };
+        let think =
+            |runtime_s: u64| json!({"time_based": true, "runtime_ns": runtime_s * SECOND, "thinktime_ns": 10 * SECOND, "iodepth": 1});
         let (short, f_short) = run_one(think(86_400)).unwrap();
         let (long, f_long) = run_one(think(864_000)).unwrap();
         assert!(long[0].write.total_ios >= 9 * short[0].write.total_ios, "the long run really ran longer");
@@ -1029,7 +1030,8 @@ mod tests {
         // output), not with the idle windows between them.
         let logs = json!({"bw": true, "iops": false, "lat": false, "hist": false, "avg_ms": 1000,
                           "hist_ms": 0, "max_value": false, "offset": false});
-        let (out, f) = run_one(json!({"time_based": true, "runtime_ns": 86_400 * SECOND, "thinktime_ns": 60 * SECOND, "logs": logs})).unwrap();
+        let (out, f) =
+            run_one(json!({"time_based": true, "runtime_ns": 86_400 * SECOND, "thinktime_ns": 60 * SECOND, "logs": logs})).unwrap();
         let rows = out[0].logs["bw"].len();
         assert!(rows >= 1400, "{rows} rows");
         assert!(f.log_windows <= 2 * rows + 4, "{} windows held for {rows} rows", f.log_windows);

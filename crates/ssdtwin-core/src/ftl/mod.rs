@@ -266,7 +266,6 @@ impl Ftl {
         Ftl { cfg, st, l2p, p2l, index }
     }
 
-
     pub fn state(&self) -> &FtlState {
         &self.st
     }
@@ -274,8 +273,6 @@ impl Ftl {
     pub fn counters(&self) -> &FtlCounters {
         &self.st.counters
     }
-
-
 
     pub fn maps(&self) -> (&BigArray, &BigArray) {
         (&self.l2p, &self.p2l)
@@ -297,11 +294,7 @@ impl Ftl {
     /// are allocated from the host's point of view (NUSE) though not yet on NAND.
     pub fn buffered_unmapped(&self, chunks: &[u32]) -> u64 {
         let shift = self.cfg.chunk_shift;
-        self.st
-            .buffer
-            .slots()
-            .filter(|s| self.l2p[s.iu as usize] == 0 && chunks.binary_search(&(s.iu >> shift)).is_ok())
-            .count() as u64
+        self.st.buffer.slots().filter(|s| self.l2p[s.iu as usize] == 0 && chunks.binary_search(&(s.iu >> shift)).is_ok()).count() as u64
     }
 
     /// Record the buffered-but-unmapped IUs per chunk in the small state (before saving).
@@ -395,8 +388,7 @@ impl Ftl {
     pub fn deallocate_range(&mut self, start: LogicalIu, n: u32) -> u64 {
         let start = start.0;
         let before = self.st.counters.host_trim_ius;
-        let buffered: Vec<u32> =
-            self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
+        let buffered: Vec<u32> = self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
         for iu in buffered {
             // Buffered only: count it here (the walk below skips chunks with nothing mapped).
             if self.st.buffer.discard(iu) && self.l2p[iu as usize] == 0 {
@@ -793,15 +785,16 @@ impl Ftl {
             }
         }
         if free != self.st.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
-            return Err(format!("superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims", self.st.free.len()));
+            return Err(format!(
+                "superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims",
+                self.st.free.len()
+            ));
         }
         // Conservation of pages: every program landed in a superblock still written or erased since.
         let programmed = self.st.counters.host_programmed_ius + self.st.counters.gc_programmed_ius;
         let erased_pages: u64 = self.st.sbs.iter().map(|s| s.erase_count as u64).sum::<u64>() * per as u64;
         if programmed != written_now + erased_pages {
-            return Err(format!(
-                "conservation: {programmed} IUs programmed, {written_now} in superblocks + {erased_pages} erased"
-            ));
+            return Err(format!("conservation: {programmed} IUs programmed, {written_now} in superblocks + {erased_pages} erased"));
         }
         self.st.buffer.check()?;
         self.index.check(|s| self.st.sbs[s as usize].valid)?;
@@ -861,14 +854,20 @@ impl FtlState {
                 }
             };
             if !ok {
-                return Err(format!("superblock {i} ({:?}, {} written, erase count {}) disagrees with the free list, frontiers or victim", s.state, s.written, s.erase_count));
+                return Err(format!(
+                    "superblock {i} ({:?}, {} written, erase count {}) disagrees with the free list, frontiers or victim",
+                    s.state, s.written, s.erase_count
+                ));
             }
             written_now += s.written as u64;
             valid_sum += s.valid as u64;
             erased += s.erase_count as u64;
         }
         if free != self.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
-            return Err(format!("superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims", self.free.len()));
+            return Err(format!(
+                "superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims",
+                self.free.len()
+            ));
         }
         for (f, open, name) in [(self.host, host_open, "host"), (self.gc, gc_open, "GC")] {
             if (f.sb != NONE) != (open == 1) {
@@ -878,7 +877,10 @@ impl FtlState {
         let c = &self.counters;
         let programmed = c.host_programmed_ius + c.gc_programmed_ius;
         if programmed != written_now + erased * per as u64 {
-            return Err(format!("conservation: {programmed} IUs programmed, {written_now} in superblocks + {} erased", erased * per as u64));
+            return Err(format!(
+                "conservation: {programmed} IUs programmed, {written_now} in superblocks + {} erased",
+                erased * per as u64
+            ));
         }
         let mapped: u64 = self.mapped_per_chunk.iter().map(|&m| m as u64).sum();
         if valid_sum != mapped {

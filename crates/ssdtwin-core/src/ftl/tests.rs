@@ -1,7 +1,7 @@
 use super::*;
-use crate::units::LogicalIu;
 use crate::nand::{NoTiming, Recorder};
 use crate::spec::DriveSpec;
+use crate::units::LogicalIu;
 use proptest::prelude::*;
 use std::collections::HashSet;
 

@@ -52,7 +52,6 @@ impl VictimIndex {
         self.members
     }
 
-
     pub fn insert(&mut self, sb: u32, valid: u32) {
         debug_assert!(!self.contains(sb));
         let b = self.bucket(valid);

@@ -97,7 +97,9 @@ impl Status {
             NsInsufficientCapacity => "Creating the namespace requires more free space than is currently available",
             NsIdUnavailable => "The number of namespaces supported has been exceeded",
             NsAlreadyAttached => "The controller is already attached to the namespace specified",
-            NsNotAttached => "The request to detach the controller could not be completed because the controller is not attached to the namespace",
+            NsNotAttached => {
+                "The request to detach the controller could not be completed because the controller is not attached to the namespace"
+            }
             ThinProvisioningNotSupported => "Thin provisioning is not supported by the controller",
             ControllerListInvalid => "The controller list provided contains invalid controller ids",
         }

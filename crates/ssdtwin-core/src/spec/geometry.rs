@@ -22,8 +22,7 @@ impl Geometry {
         let n = &s.nand;
         let dies = n.channels.value as u64 * n.dies_per_channel.value as u64;
         let program_unit_bytes = n.planes_per_die.value as u64 * n.page_bytes.value as u64 * n.bits_per_cell.value as u64;
-        let superblock_bytes =
-            dies * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
+        let superblock_bytes = dies * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
         Geometry {
             channels: n.channels.value,
             dies_per_channel: n.dies_per_channel.value,

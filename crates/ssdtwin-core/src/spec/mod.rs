@@ -16,7 +16,6 @@ pub use geometry::Geometry;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-
 /// A parameter and where it came from (datasheet, NAND spec, derivation, calibration, or an
 /// assumption stated as such).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -230,10 +229,8 @@ impl Checker {
 impl DriveSpec {
     /// Parse a preset or spec file. `origin` names the file in error messages.
     pub fn from_toml(text: &str, origin: &str) -> Result<DriveSpec, SpecError> {
-        let spec: DriveSpec = toml::from_str(text).map_err(|e| SpecError {
-            origin: origin.to_string(),
-            problems: vec![toml_error_line(&e)],
-        })?;
+        let spec: DriveSpec =
+            toml::from_str(text).map_err(|e| SpecError { origin: origin.to_string(), problems: vec![toml_error_line(&e)] })?;
         spec.validate(origin)?;
         Ok(spec)
     }
@@ -369,10 +366,7 @@ impl DriveSpec {
                 ));
             }
             if g.physical_ius(iu) >= u32::MAX as u64 - 1 {
-                c.fail(format!(
-                    "ftl.iu_bytes: {} physical units do not fit the 32-bit map; use a larger IU",
-                    g.physical_ius(iu)
-                ));
+                c.fail(format!("ftl.iu_bytes: {} physical units do not fit the 32-bit map; use a larger IU", g.physical_ius(iu)));
             }
             if f.write_buffer_bytes.value % iu != 0 {
                 c.fail(format!("ftl.write_buffer_bytes: must be a multiple of the IU ({iu}) (got {})", f.write_buffer_bytes.value));

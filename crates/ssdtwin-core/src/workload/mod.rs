@@ -258,7 +258,10 @@ pub struct Generator {
 }
 
 fn seed_of(spec: &JobSpec, name: &str) -> u64 {
-    spec.seeds.get(name).copied().unwrap_or_else(|| crate::util::splitmix(spec.seed ^ name.bytes().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64))))
+    spec.seeds
+        .get(name)
+        .copied()
+        .unwrap_or_else(|| crate::util::splitmix(spec.seed ^ name.bytes().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64))))
 }
 
 impl Generator {
@@ -276,9 +279,7 @@ impl Generator {
         let region_start = spec.offset_bytes;
         let region_len = if spec.fill_device { target_bytes.saturating_sub(region_start) } else { spec.size_bytes };
         if region_start >= target_bytes || region_len == 0 {
-            return Err(err(format!(
-                "the region [{region_start}, +{region_len}) is empty or beyond the target's {target_bytes} bytes"
-            )));
+            return Err(err(format!("the region [{region_start}, +{region_len}) is empty or beyond the target's {target_bytes} bytes")));
         }
         if region_len > target_bytes - region_start {
             return Err(err(format!(
@@ -300,7 +301,13 @@ impl Generator {
                 return Err(err(format!("block size {} exceeds the region of {region_len} bytes", b.min)));
             }
             let dname = format!("bs_{}", ["read", "write", "trim"][d.index()]);
-            bs.push(BsGen { min: b.min, max: b.max, split: b.split.clone(), unaligned: spec.bs_unaligned, rng: Rng::new(seed_of(&spec, &dname)) });
+            bs.push(BsGen {
+                min: b.min,
+                max: b.max,
+                split: b.split.clone(),
+                unaligned: spec.bs_unaligned,
+                rng: Rng::new(seed_of(&spec, &dname)),
+            });
         }
         let min_bs = spec.directions.iter().map(|&d| bs[d.index()].min).min().expect("directions not empty");
         let align = spec.directions.iter().map(|&d| spec.blockalign.get(d).max(1)).min().unwrap_or(min_bs);
@@ -318,11 +325,7 @@ impl Generator {
             })
             .collect();
         let first = spec.directions[0];
-        let rwmix_ddir = if spec.directions.contains(&Ddir::Read) && spec.directions.contains(&Ddir::Write) {
-            Ddir::Read
-        } else {
-            first
-        };
+        let rwmix_ddir = if spec.directions.contains(&Ddir::Read) && spec.directions.contains(&Ddir::Write) { Ddir::Read } else { first };
         Ok(Generator {
             offset_rng: Rng::new(spec.seed),
             rwmix_rng: Rng::new(seed_of(&spec, "rwmix")),

@@ -124,5 +124,10 @@ fn sequential_write_throughput_is_the_program_bandwidth() {
     let bytes = n * 131072;
     let rate = bytes as f64 / (end as f64 / 1e9);
     let nand = g.dies() as f64 * g.program_unit_bytes as f64 / (t.t_prog_ns.value as f64 / 1e9);
-    assert!(rate < nand * 1.02 && rate > nand * 0.85, "sequential write {:.0} MB/s vs program bandwidth {:.0} MB/s", rate / 1e6, nand / 1e6);
+    assert!(
+        rate < nand * 1.02 && rate > nand * 0.85,
+        "sequential write {:.0} MB/s vs program bandwidth {:.0} MB/s",
+        rate / 1e6,
+        nand / 1e6
+    );
 }

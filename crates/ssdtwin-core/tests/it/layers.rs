@@ -90,7 +90,11 @@ fn modules_name_only_the_layers_below_them() {
             _ => {}
         }
     }
-    assert!(broken.is_empty(), "layer rules broken (docs/architecture.md, \"Layer rules\"):\n{}", broken.into_iter().collect::<Vec<_>>().join("\n"));
+    assert!(
+        broken.is_empty(),
+        "layer rules broken (docs/architecture.md, \"Layer rules\"):\n{}",
+        broken.into_iter().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]

@@ -1,3 +1,3 @@
 mod engine;
-mod layers;
 mod ftl_physics;
+mod layers;

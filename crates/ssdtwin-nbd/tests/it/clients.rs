@@ -13,9 +13,7 @@ use crate::common::*;
 const MIB: u64 = 1 << 20;
 
 fn run(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
@@ -35,13 +33,7 @@ fn serve_unix() -> (ServerHandle, Arc<MemBackend>, std::path::PathBuf) {
             .with_export(MemExport::new("ro", 8 * MIB).read_only(true)),
     );
     let path = temp_path("sock");
-    let h = Server::new(b.clone())
-        .listen_unix(&path)
-        .unwrap()
-        .listen_tcp("127.0.0.1:0")
-        .unwrap()
-        .start()
-        .unwrap();
+    let h = Server::new(b.clone()).listen_unix(&path).unwrap().listen_tcp("127.0.0.1:0").unwrap().start().unwrap();
     (h, b, path)
 }
 
@@ -60,16 +52,8 @@ fn source_image(len: usize) -> (std::path::PathBuf, Vec<u8>) {
 
 fn json_field<'a>(json: &'a str, key: &str) -> &'a str {
     let k = format!("\"{key}\":");
-    let at = json
-        .find(&k)
-        .unwrap_or_else(|| panic!("no {key} in {json}"))
-        + k.len();
-    json[at..]
-        .trim_start()
-        .split([',', '\n', '}'])
-        .next()
-        .unwrap()
-        .trim()
+    let at = json.find(&k).unwrap_or_else(|| panic!("no {key} in {json}")) + k.len();
+    json[at..].trim_start().split([',', '\n', '}']).next().unwrap().trim()
 }
 
 #[test]
@@ -78,29 +62,15 @@ fn nbdinfo_reports_size_block_sizes_and_capabilities() {
         return;
     };
     let (h, _, path) = serve_unix();
-    let out = run(Command::new(&nbdinfo)
-        .arg("--json")
-        .arg(unix_uri(&path, "disk")));
+    let out = run(Command::new(&nbdinfo).arg("--json").arg(unix_uri(&path, "disk")));
     let j = String::from_utf8(out.stdout).unwrap();
     assert_eq!(json_field(&j, "export-size"), (64 * MIB).to_string());
     assert_eq!(json_field(&j, "block_size_minimum"), "512");
     assert_eq!(json_field(&j, "block_size_preferred"), "65536");
-    assert_eq!(
-        json_field(&j, "block_size_maximum"),
-        (32u64 << 20).to_string()
-    );
+    assert_eq!(json_field(&j, "block_size_maximum"), (32u64 << 20).to_string());
     assert_eq!(json_field(&j, "protocol"), "\"newstyle-fixed\"");
     assert_eq!(json_field(&j, "structured"), "true");
-    for cap in [
-        "can_flush",
-        "can_fua",
-        "can_trim",
-        "can_zero",
-        "can_fast_zero",
-        "can_multi_conn",
-        "can_cache",
-        "can_df",
-    ] {
+    for cap in ["can_flush", "can_fua", "can_trim", "can_zero", "can_fast_zero", "can_multi_conn", "can_cache", "can_df"] {
         assert_eq!(json_field(&j, cap), "true", "{cap}");
     }
     assert_eq!(json_field(&j, "is_read_only"), "false");
@@ -113,10 +83,7 @@ fn nbdinfo_reports_size_block_sizes_and_capabilities() {
     assert_eq!(json_field(&j, "export-size"), (8 * MIB).to_string());
 
     // --list sees both exports.
-    let out = run(Command::new(&nbdinfo)
-        .arg("--list")
-        .arg("--json")
-        .arg(unix_uri(&path, "")));
+    let out = run(Command::new(&nbdinfo).arg("--list").arg("--json").arg(unix_uri(&path, "")));
     let j = String::from_utf8(out.stdout).unwrap();
     assert!(j.contains("\"disk\"") && j.contains("\"ro\""), "{j}");
 }
@@ -128,18 +95,10 @@ fn nbdinfo_map_shows_holes_and_data() {
     };
     let (_h, b, path) = serve_unix();
     use ssdtwin_nbd::Export;
-    b.export("disk")
-        .unwrap()
-        .write(MIB, &[1u8; 65536], false)
-        .unwrap();
-    let out = run(Command::new(&nbdinfo)
-        .arg("--map")
-        .arg(unix_uri(&path, "disk")));
+    b.export("disk").unwrap().write(MIB, &[1u8; 65536], false).unwrap();
+    let out = run(Command::new(&nbdinfo).arg("--map").arg(unix_uri(&path, "disk")));
     let map = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<Vec<&str>> = map
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
+    let rows: Vec<Vec<&str>> = map.lines().map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(rows.len(), 3, "{map}");
     assert_eq!(&rows[0][..3], &["0", "1048576", "3"]);
     assert_eq!(&rows[1][..3], &["1048576", "65536", "0"]);
@@ -160,19 +119,9 @@ fn nbdcopy_round_trip() {
     run(Command::new(&nbdcopy).arg(&uri).arg(&dst));
     let back = std::fs::read(&dst).unwrap();
     assert_eq!(back.len() as u64, 64 * MIB);
-    assert!(
-        back[..data.len()] == data[..],
-        "data differs after nbdcopy round trip"
-    );
+    assert!(back[..data.len()] == data[..], "data differs after nbdcopy round trip");
     assert!(back[data.len()..].iter().all(|&x| x == 0));
-    assert!(
-        b.export("disk")
-            .unwrap()
-            .counters
-            .flushes
-            .load(std::sync::atomic::Ordering::Relaxed)
-            >= 1
-    );
+    assert!(b.export("disk").unwrap().counters.flushes.load(std::sync::atomic::Ordering::Relaxed) >= 1);
     let _ = std::fs::remove_file(src);
     let _ = std::fs::remove_file(dst);
 }
@@ -186,33 +135,16 @@ fn qemu_img_convert_round_trip() {
     let (src, data) = source_image(16 * MIB as usize);
     let uri = h.uri("disk"); // TCP this time
                              // -n: the target exists (it is the export); qemu writes 1-2 MiB requests then FLUSH.
-    run(Command::new(&qemu_img)
-        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
-        .arg(&src)
-        .arg(&uri));
+    run(Command::new(&qemu_img).args(["convert", "-n", "-f", "raw", "-O", "raw"]).arg(&src).arg(&uri));
     let dst = temp_path("dst.img");
-    run(Command::new(&qemu_img)
-        .args(["convert", "-f", "raw", "-O", "raw"])
-        .arg(&uri)
-        .arg(&dst));
+    run(Command::new(&qemu_img).args(["convert", "-f", "raw", "-O", "raw"]).arg(&uri).arg(&dst));
     let back = std::fs::read(&dst).unwrap();
     assert_eq!(back.len() as u64, 64 * MIB);
-    assert!(
-        back[..data.len()] == data[..],
-        "data differs after qemu-img round trip"
-    );
+    assert!(back[..data.len()] == data[..], "data differs after qemu-img round trip");
     // And qemu's own comparison of the source against the export's first 16 MiB.
-    let out = Command::new(&qemu_img)
-        .args(["compare", "-f", "raw", "-F", "raw"])
-        .arg(&src)
-        .arg(&uri)
-        .output()
-        .unwrap();
+    let out = Command::new(&qemu_img).args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri).output().unwrap();
     // Exit 1 only means "sizes differ" (the export is larger, and all zero beyond).
-    assert!(
-        out.status.code() == Some(0) || String::from_utf8_lossy(&out.stdout).contains("size"),
-        "{out:?}"
-    );
+    assert!(out.status.code() == Some(0) || String::from_utf8_lossy(&out.stdout).contains("size"), "{out:?}");
     let _ = std::fs::remove_file(src);
     let _ = std::fs::remove_file(dst);
 }
@@ -260,11 +192,7 @@ fn fio_nbd_engine_write_then_verify() {
 #[test]
 fn libnbd_python_conformance() {
     let python = "/usr/bin/python3";
-    let ok = Command::new(python)
-        .args(["-c", "import nbd"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
+    let ok = Command::new(python).args(["-c", "import nbd"]).output().map(|o| o.status.success()).unwrap_or(false);
     if !ok {
         eprintln!("SKIP: {python} with the `nbd` module (python3-libnbd) is not available");
         return;
@@ -336,9 +264,6 @@ fails(lambda: ro.pwrite(b"x" * 512, 0), errno.EPERM)
 ro.shutdown()
 print("ok")
 "#;
-    let out = run(Command::new(python)
-        .arg("-c")
-        .arg(script)
-        .arg(unix_uri(&path, "disk")));
+    let out = run(Command::new(python).arg("-c").arg(script).arg(unix_uri(&path, "disk")));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }

@@ -6,16 +6,9 @@ use ssdtwin_nbd::{MemBackend, MemExport, Server};
 use crate::common::*;
 
 fn two_exports() -> MemBackend {
-    MemBackend::new()
-        .with_export(
-            MemExport::new("disk", 1 << 20).with_info(|i| i.description = "the disk".into()),
-        )
-        .with_export(
-            MemExport::new("ro", 1 << 20)
-                .read_only(true)
-                .block_sizes(4096, 65536, 1 << 20)
-                .with_info(|i| i.can_multi_conn = false),
-        )
+    MemBackend::new().with_export(MemExport::new("disk", 1 << 20).with_info(|i| i.description = "the disk".into())).with_export(
+        MemExport::new("ro", 1 << 20).read_only(true).block_sizes(4096, 65536, 1 << 20).with_info(|i| i.can_multi_conn = false),
+    )
 }
 
 #[test]
@@ -94,54 +87,23 @@ fn info_and_go_report_sizes_names_and_flags() {
     let mut c = Client::tcp(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
     // Repeated and unknown info requests: each known item answered once, unknown ignored.
-    c.option(
-        OPT_INFO,
-        &Client::info_data(
-            "ro",
-            &[INFO_BLOCK_SIZE, INFO_NAME, 77, INFO_DESCRIPTION, INFO_NAME],
-        ),
-    );
+    c.option(OPT_INFO, &Client::info_data("ro", &[INFO_BLOCK_SIZE, INFO_NAME, 77, INFO_DESCRIPTION, INFO_NAME]));
     let r = c.opt_replies();
-    let infos: Vec<Info> = r
-        .iter()
-        .filter(|x| x.typ == REP_INFO)
-        .map(|x| decode_info(&x.data).unwrap())
-        .collect();
+    let infos: Vec<Info> = r.iter().filter(|x| x.typ == REP_INFO).map(|x| decode_info(&x.data).unwrap()).collect();
     assert_eq!(infos.len(), 4, "{infos:?}");
-    assert!(infos.contains(&Info::BlockSize {
-        min: 4096,
-        preferred: 65536,
-        max: 1 << 20
-    }));
+    assert!(infos.contains(&Info::BlockSize { min: 4096, preferred: 65536, max: 1 << 20 }));
     assert!(infos.contains(&Info::Name(b"ro")));
     assert!(infos.contains(&Info::Description(b"in-memory export")));
     let want = TFLAG_HAS_FLAGS | TFLAG_READ_ONLY | TFLAG_SEND_FLUSH | TFLAG_SEND_CACHE;
-    assert!(
-        infos.contains(&Info::Export {
-            size: 1 << 20,
-            tflags: want
-        }),
-        "{infos:?}"
-    );
+    assert!(infos.contains(&Info::Export { size: 1 << 20, tflags: want }), "{infos:?}");
     assert_eq!(r.last().unwrap().typ, REP_ACK);
 
     // The empty name is the default export (the first one added).
-    c.option(
-        OPT_GO,
-        &Client::info_data("", &[INFO_NAME, INFO_BLOCK_SIZE]),
-    );
+    c.option(OPT_GO, &Client::info_data("", &[INFO_NAME, INFO_BLOCK_SIZE]));
     let r = c.opt_replies();
-    let infos: Vec<Info> = r
-        .iter()
-        .filter(|x| x.typ == REP_INFO)
-        .map(|x| decode_info(&x.data).unwrap())
-        .collect();
+    let infos: Vec<Info> = r.iter().filter(|x| x.typ == REP_INFO).map(|x| decode_info(&x.data).unwrap()).collect();
     assert!(infos.contains(&Info::Name(b"disk")));
-    assert!(infos.contains(&Info::BlockSize {
-        min: 512,
-        preferred: 4096,
-        max: 32 << 20
-    }));
+    assert!(infos.contains(&Info::BlockSize { min: 512, preferred: 4096, max: 32 << 20 }));
     let rw = TFLAG_HAS_FLAGS
         | TFLAG_SEND_FLUSH
         | TFLAG_SEND_FUA
@@ -150,22 +112,14 @@ fn info_and_go_report_sizes_names_and_flags() {
         | TFLAG_SEND_FAST_ZERO
         | TFLAG_CAN_MULTI_CONN
         | TFLAG_SEND_CACHE;
-    assert!(
-        infos.contains(&Info::Export {
-            size: 1 << 20,
-            tflags: rw
-        }),
-        "{infos:?}"
-    );
+    assert!(infos.contains(&Info::Export { size: 1 << 20, tflags: rw }), "{infos:?}");
     // In transmission now: a read works.
     assert_eq!(c.read(1, 0, 512).error, 0);
 }
 
 #[test]
 fn go_errors_keep_the_session_alive() {
-    let b = MemBackend::new()
-        .with_export(MemExport::new("disk", 1 << 20))
-        .with_default(None);
+    let b = MemBackend::new().with_export(MemExport::new("disk", 1 << 20)).with_default(None);
     let (h, _) = serve(b);
     let mut c = Client::tcp(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE);
@@ -221,24 +175,14 @@ fn bad_option_magic_and_huge_option_disconnect() {
     let (h, _) = serve(two_exports());
     let mut c = Client::tcp(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE);
-    let mut m = OptionHeader {
-        option: OPT_LIST,
-        len: 0,
-    }
-    .encode();
+    let mut m = OptionHeader { option: OPT_LIST, len: 0 }.encode();
     m[0] = b'X';
     c.send(&m);
     c.expect_closed();
 
     let mut c = Client::tcp(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE);
-    c.send(
-        &OptionHeader {
-            option: 1234,
-            len: 0xffff_fff0,
-        }
-        .encode(),
-    );
+    c.send(&OptionHeader { option: 1234, len: 0xffff_fff0 }.encode());
     c.expect_closed();
 }
 
@@ -248,39 +192,26 @@ fn meta_contexts() {
     let mut c = Client::tcp(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
     // SET before structured replies: spec says SHOULD be ERR_INVALID.
-    c.option(
-        OPT_SET_META_CONTEXT,
-        &Client::meta_data("disk", &["base:allocation"]),
-    );
+    c.option(OPT_SET_META_CONTEXT, &Client::meta_data("disk", &["base:allocation"]));
     assert_eq!(c.opt_reply().typ, REP_ERR_INVALID);
     c.option(OPT_STRUCTURED_REPLY, b"junk");
     assert_eq!(c.opt_reply().typ, REP_ERR_INVALID);
     c.option(OPT_STRUCTURED_REPLY, &[]);
     assert_eq!(c.opt_reply().typ, REP_ACK);
     // LIST with no query lists everything; the `base:` wildcard too; unknown ignored.
-    for q in [
-        &[][..],
-        &["base:"][..],
-        &["qemu:dirty-bitmap:x", "base:allocation"][..],
-    ] {
+    for q in [&[][..], &["base:"][..], &["qemu:dirty-bitmap:x", "base:allocation"][..]] {
         c.option(OPT_LIST_META_CONTEXT, &Client::meta_data("disk", q));
         let r = c.opt_replies();
         assert_eq!(r.len(), 2, "{q:?}: {r:?}");
         assert_eq!(r[0].typ, REP_META_CONTEXT);
         assert_eq!(&r[0].data[4..], b"base:allocation");
     }
-    c.option(
-        OPT_LIST_META_CONTEXT,
-        &Client::meta_data("disk", &["x-other:thing"]),
-    );
+    c.option(OPT_LIST_META_CONTEXT, &Client::meta_data("disk", &["x-other:thing"]));
     let r = c.opt_replies();
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].typ, REP_ACK);
     // Unknown export.
-    c.option(
-        OPT_SET_META_CONTEXT,
-        &Client::meta_data("nope", &["base:allocation"]),
-    );
+    c.option(OPT_SET_META_CONTEXT, &Client::meta_data("nope", &["base:allocation"]));
     assert_eq!(c.opt_reply().typ, REP_ERR_UNKNOWN);
     // Syntax error: query length beyond the data.
     let mut bad = Client::meta_data("disk", &["base:allocation"]);
@@ -288,10 +219,7 @@ fn meta_contexts() {
     c.option(OPT_SET_META_CONTEXT, &bad);
     assert_eq!(c.opt_reply().typ, REP_ERR_INVALID);
     // Select it, then GO on the same export: BLOCK_STATUS works.
-    c.option(
-        OPT_SET_META_CONTEXT,
-        &Client::meta_data("disk", &["base:allocation"]),
-    );
+    c.option(OPT_SET_META_CONTEXT, &Client::meta_data("disk", &["base:allocation"]));
     let r = c.opt_replies();
     assert_eq!(r[0].typ, REP_META_CONTEXT);
     let id = u32::from_be_bytes(r[0].data[..4].try_into().unwrap());
@@ -311,10 +239,7 @@ fn meta_context_for_another_export_does_not_carry_over() {
     c.flags(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
     c.option(OPT_STRUCTURED_REPLY, &[]);
     c.opt_reply();
-    c.option(
-        OPT_SET_META_CONTEXT,
-        &Client::meta_data("ro", &["base:allocation"]),
-    );
+    c.option(OPT_SET_META_CONTEXT, &Client::meta_data("ro", &["base:allocation"]));
     c.opt_replies();
     c.option(OPT_GO, &Client::info_data("disk", &[]));
     c.opt_replies();
@@ -330,17 +255,10 @@ fn unix_socket_and_stale_socket_file() {
     drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
     assert!(path.exists());
     let backend = std::sync::Arc::new(MemBackend::single("", 1 << 20));
-    let h = Server::new(backend.clone())
-        .listen_unix(&path)
-        .unwrap()
-        .start()
-        .unwrap();
+    let h = Server::new(backend.clone()).listen_unix(&path).unwrap().start().unwrap();
     assert!(h.uri("").starts_with("nbd+unix:///?socket="));
     // A second server on the same live socket is refused.
-    assert!(matches!(
-        Server::new(backend).listen_unix(&path).err(),
-        Some(ssdtwin_nbd::Error::SocketInUse(_))
-    ));
+    assert!(matches!(Server::new(backend).listen_unix(&path).err(), Some(ssdtwin_nbd::Error::SocketInUse(_))));
     let mut c = Client::unix(&path);
     c.negotiate("", true, false);
     c.write(1, 512, &[7; 512], 0);
@@ -352,15 +270,7 @@ fn unix_socket_and_stale_socket_file() {
 
 #[test]
 fn invalid_exports_are_refused_at_start() {
-    let b = MemBackend::single("bad", 1 << 20)
-        .with_export(MemExport::new("x", 4096).block_sizes(3, 4096, 4096));
-    let err = Server::new(std::sync::Arc::new(b))
-        .listen_tcp("127.0.0.1:0")
-        .unwrap()
-        .start()
-        .err();
-    assert!(
-        matches!(err, Some(ssdtwin_nbd::Error::InvalidExport { .. })),
-        "{err:?}"
-    );
+    let b = MemBackend::single("bad", 1 << 20).with_export(MemExport::new("x", 4096).block_sizes(3, 4096, 4096));
+    let err = Server::new(std::sync::Arc::new(b)).listen_tcp("127.0.0.1:0").unwrap().start().err();
+    assert!(matches!(err, Some(ssdtwin_nbd::Error::InvalidExport { .. })), "{err:?}");
 }

@@ -35,10 +35,7 @@ fn read_to_close(mut s: &TcpStream) -> usize {
 
 #[test]
 fn connections_over_the_limit_are_told_why() {
-    let cfg = ServerConfig {
-        max_connections: 2,
-        ..Default::default()
-    };
+    let cfg = ServerConfig { max_connections: 2, ..Default::default() };
     let (h, _) = serve_with(MemBackend::single("d", MIB as u64), cfg);
     let mut a = Client::tcp(&h);
     let mut b = Client::tcp(&h);
@@ -51,10 +48,7 @@ fn connections_over_the_limit_are_told_why() {
     let r = c.opt_reply();
     assert_eq!((r.option, r.typ), (OPT_STRUCTURED_REPLY, REP_ERR_POLICY));
     let msg = String::from_utf8(r.data).unwrap();
-    assert!(
-        msg.contains("too many connections") && msg.contains("at most 2"),
-        "{msg}"
-    );
+    assert!(msg.contains("too many connections") && msg.contains("at most 2"), "{msg}");
     c.option(OPT_GO, &Client::info_data("d", &[INFO_BLOCK_SIZE]));
     assert_eq!(c.opt_reply().typ, REP_ERR_POLICY);
     c.option(OPT_ABORT, &[]);
@@ -72,9 +66,7 @@ fn connections_over_the_limit_are_told_why() {
     assert_eq!(b.read(1, 0, 512).error, 0);
     // A slot freed is a slot for the next client.
     a.request(CMD_DISC, 0, 2, 0, 0, &[]);
-    eventually("the server registers the disconnect", || {
-        h.stats().connections_active == 1
-    });
+    eventually("the server registers the disconnect", || h.stats().connections_active == 1);
     let mut e = Client::tcp(&h);
     e.negotiate("d", false, false);
     assert_eq!(e.read(1, 0, 512).error, 0);
@@ -82,11 +74,7 @@ fn connections_over_the_limit_are_told_why() {
 
 #[test]
 fn silent_and_trickling_clients_lose_their_slot() {
-    let cfg = ServerConfig {
-        max_connections: 2,
-        handshake_timeout: Duration::from_millis(400),
-        ..Default::default()
-    };
+    let cfg = ServerConfig { max_connections: 2, handshake_timeout: Duration::from_millis(400), ..Default::default() };
     let (h, _) = serve_with(MemBackend::single("d", MIB as u64), cfg);
     let t0 = Instant::now();
     let silent = raw(&h);
@@ -97,13 +85,7 @@ fn silent_and_trickling_clients_lose_their_slot() {
     let sender = std::thread::spawn(move || {
         let mut w = &tw;
         let mut bytes = (FLAG_C_FIXED_NEWSTYLE).to_be_bytes().to_vec();
-        bytes.extend_from_slice(
-            &OptionHeader {
-                option: OPT_GO,
-                len: 1000,
-            }
-            .encode(),
-        );
+        bytes.extend_from_slice(&OptionHeader { option: OPT_GO, len: 1000 }.encode());
         for b in bytes.into_iter().chain(std::iter::repeat_n(0, 100)) {
             if std::io::Write::write_all(&mut w, &[b]).is_err() {
                 return;
@@ -114,10 +96,7 @@ fn silent_and_trickling_clients_lose_their_slot() {
     assert_eq!(read_to_close(&silent), GREETING_LEN);
     assert_eq!(read_to_close(&trickle), GREETING_LEN);
     let took = t0.elapsed();
-    assert!(
-        took >= Duration::from_millis(400) && took < Duration::from_secs(3),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(3), "{took:?}");
     sender.join().unwrap();
     assert_eq!(h.stats().handshake_timeouts, 2);
     // Their slots are free again.
@@ -133,11 +112,8 @@ fn budget_backend() -> MemBackend {
 /// The same with every READ reply held 2 ms, as the drive model does: the reader
 /// goes on reading requests while replies wait, so only the budget stops it.
 fn paced_backend() -> MemBackend {
-    MemBackend::new().with_export(
-        MemExport::new("d", 64 << 20)
-            .block_sizes(512, 4096, 4 << 20)
-            .with_latency(Duration::from_millis(2), Duration::ZERO),
-    )
+    MemBackend::new()
+        .with_export(MemExport::new("d", 64 << 20).block_sizes(512, 4096, 4 << 20).with_latency(Duration::from_millis(2), Duration::ZERO))
 }
 
 /// A client that asks for `n` reads of `len` bytes and reads nothing.
@@ -161,15 +137,8 @@ fn a_paced_client_that_does_not_read_is_held_to_its_share_of_the_budget() {
 }
 
 fn held_to_share(paced: bool) {
-    let cfg = ServerConfig {
-        max_inflight_bytes: 8 * MIB,
-        ..Default::default()
-    };
-    let backend = if paced {
-        paced_backend()
-    } else {
-        budget_backend()
-    };
+    let cfg = ServerConfig { max_inflight_bytes: 8 * MIB, ..Default::default() };
+    let backend = if paced { paced_backend() } else { budget_backend() };
     let (h, _) = serve_with(backend, cfg);
     let mut w = Client::tcp(&h);
     w.negotiate("d", false, false);
@@ -190,10 +159,7 @@ fn held_to_share(paced: bool) {
         steady
     });
     let s = h.stats();
-    assert!(
-        s.requests - before < 64,
-        "every request was processed: {s:?}"
-    );
+    assert!(s.requests - before < 64, "every request was processed: {s:?}");
     assert!(s.inflight_bytes <= 2 * MIB as u64, "{s:?}");
     if paced {
         // Unpaced, the reader itself blocks sending; paced, the budget stops it.
@@ -211,11 +177,7 @@ fn held_to_share(paced: bool) {
         let r = stalled.reply(|_| MIB);
         assert_eq!(r.error, 0);
         let off = (r.cookie as usize * MIB) % (64 << 20);
-        let want: Vec<u8> = if off < 16 * MIB {
-            data[off..off + MIB].to_vec()
-        } else {
-            vec![0; MIB]
-        };
+        let want: Vec<u8> = if off < 16 * MIB { data[off..off + MIB].to_vec() } else { vec![0; MIB] };
         assert!(r.data == want, "cookie {}", r.cookie);
     }
     eventually("all charges released", || h.stats().inflight_bytes == 0);
@@ -223,10 +185,7 @@ fn held_to_share(paced: bool) {
 
 #[test]
 fn many_stalled_clients_cannot_exceed_the_budget() {
-    let cfg = ServerConfig {
-        max_inflight_bytes: 8 * MIB,
-        ..Default::default()
-    };
+    let cfg = ServerConfig { max_inflight_bytes: 8 * MIB, ..Default::default() };
     let (h, _) = serve_with(paced_backend(), cfg);
     let _stalled: Vec<Client> = (0..6).map(|_| stall(&h, 32, 4 * MIB as u32)).collect();
     let mut last = 0;
@@ -244,10 +203,7 @@ fn many_stalled_clients_cannot_exceed_the_budget() {
 
 #[test]
 fn a_request_larger_than_the_budget_still_works() {
-    let cfg = ServerConfig {
-        max_inflight_bytes: MIB,
-        ..Default::default()
-    };
+    let cfg = ServerConfig { max_inflight_bytes: MIB, ..Default::default() };
     let (h, _) = serve_with(budget_backend(), cfg);
     let mut c = Client::tcp(&h);
     c.negotiate("d", true, false);
@@ -261,11 +217,7 @@ fn a_request_larger_than_the_budget_still_works() {
 
 #[test]
 fn a_client_that_reads_nothing_is_dropped_after_the_send_timeout() {
-    let cfg = ServerConfig {
-        max_inflight_bytes: 8 * MIB,
-        send_timeout: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let cfg = ServerConfig { max_inflight_bytes: 8 * MIB, send_timeout: Duration::from_millis(300), ..Default::default() };
     let (h, _) = serve_with(budget_backend(), cfg);
     let _stalled = stall(&h, 64, 4 * MIB as u32);
     eventually("the stalled client is dropped", || {
@@ -279,15 +231,8 @@ fn a_client_that_reads_nothing_is_dropped_after_the_send_timeout() {
 fn unix_sockets_are_private_unless_a_group_is_given() {
     let backend = Arc::new(MemBackend::single("d", MIB as u64));
     let p = temp_path("private.sock");
-    let h = Server::new(backend.clone())
-        .listen_unix(&p)
-        .unwrap()
-        .start()
-        .unwrap();
-    assert_eq!(
-        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    let h = Server::new(backend.clone()).listen_unix(&p).unwrap().start().unwrap();
+    assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
     let mut c = Client::unix(&p);
     c.negotiate("d", false, false);
     drop(c);
@@ -297,10 +242,7 @@ fn unix_sockets_are_private_unless_a_group_is_given() {
     let gid = unsafe { libc::getgid() };
     let p2 = temp_path("group.sock");
     let h = Server::new(backend.clone())
-        .with_config(ServerConfig {
-            unix_socket_group: Some(gid.to_string()),
-            ..Default::default()
-        })
+        .with_config(ServerConfig { unix_socket_group: Some(gid.to_string()), ..Default::default() })
         .listen_unix(&p2)
         .unwrap()
         .start()
@@ -311,54 +253,31 @@ fn unix_sockets_are_private_unless_a_group_is_given() {
 
     let p3 = temp_path("nogroup.sock");
     let e = Server::new(backend)
-        .with_config(ServerConfig {
-            unix_socket_group: Some("no-such-group-ssdtwin".into()),
-            ..Default::default()
-        })
+        .with_config(ServerConfig { unix_socket_group: Some("no-such-group-ssdtwin".into()), ..Default::default() })
         .listen_unix(&p3)
         .unwrap()
         .start()
         .err()
         .expect("unknown group");
-    assert_eq!(
-        e.to_string(),
-        "unix socket group \"no-such-group-ssdtwin\": no such group"
-    );
+    assert_eq!(e.to_string(), "unix socket group \"no-such-group-ssdtwin\": no such group");
 }
 
 #[test]
 fn a_port_in_use_names_the_address() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
-    let e = Server::new(Arc::new(MemBackend::single("d", MIB as u64)))
-        .listen_tcp(addr.to_string().as_str())
-        .err()
-        .expect("port in use");
-    assert_eq!(
-        e.to_string(),
-        format!("listen on {addr}: address already in use (another server?)")
-    );
+    let e = Server::new(Arc::new(MemBackend::single("d", MIB as u64))).listen_tcp(addr.to_string().as_str()).err().expect("port in use");
+    assert_eq!(e.to_string(), format!("listen on {addr}: address already in use (another server?)"));
 }
 
 #[test]
 fn listening_beyond_loopback_without_tls_warns() {
     let backend = Arc::new(MemBackend::single("d", MIB as u64));
-    let h = Server::new(backend.clone())
-        .listen_tcp("127.0.0.1:0")
-        .unwrap()
-        .start()
-        .unwrap();
+    let h = Server::new(backend.clone()).listen_tcp("127.0.0.1:0").unwrap().start().unwrap();
     assert!(h.warnings().is_empty(), "{:?}", h.warnings());
     h.shutdown();
-    let h = Server::new(backend)
-        .listen_tcp("0.0.0.0:0")
-        .unwrap()
-        .start()
-        .unwrap();
+    let h = Server::new(backend).listen_tcp("0.0.0.0:0").unwrap().start().unwrap();
     let w = h.warnings();
     assert_eq!(w.len(), 1, "{w:?}");
-    assert!(
-        w[0].starts_with("listening on 0.0.0.0:") && w[0].contains("without TLS"),
-        "{w:?}"
-    );
+    assert!(w[0].starts_with("listening on 0.0.0.0:") && w[0].contains("without TLS"), "{w:?}");
 }

@@ -16,14 +16,9 @@ fn mixed_load_with_reconnects_and_stalls_loses_nothing() {
     // Replies held 50 µs, as a drive model would: the pacing path and the budget
     // both take part.
     let lat = Duration::from_micros(50);
-    let backend = Arc::new(
-        MemBackend::new().with_export(MemExport::new("d", 256 << 20).with_latency(lat, lat)),
-    );
+    let backend = Arc::new(MemBackend::new().with_export(MemExport::new("d", 256 << 20).with_latency(lat, lat)));
     let h = Server::new(backend)
-        .with_config(ServerConfig {
-            max_inflight_bytes: 16 << 20,
-            ..Default::default()
-        })
+        .with_config(ServerConfig { max_inflight_bytes: 16 << 20, ..Default::default() })
         .listen_tcp("127.0.0.1:0")
         .unwrap()
         .start()
@@ -49,36 +44,18 @@ fn mixed_load_with_reconnects_and_stalls_loses_nothing() {
     assert!(r.reconnects > 0, "{}", r.text);
     let s = h.stats();
     assert!(s.inflight_bytes_max <= 16 << 20, "{s:?}");
-    assert!(
-        s.budget_waits > 0,
-        "the stalled clients should have hit their share: {s:?}"
-    );
+    assert!(s.budget_waits > 0, "the stalled clients should have hit their share: {s:?}");
     assert_eq!(s.protocol_errors, 0);
 }
 
 #[test]
 fn uris_parse() {
     use nbdload::Target;
-    assert_eq!(
-        Target::parse("nbd://127.0.0.1:10809/ns1").unwrap(),
-        Target::Tcp {
-            addr: "127.0.0.1:10809".into(),
-            export: "ns1".into()
-        }
-    );
-    assert_eq!(
-        Target::parse("nbd://localhost/a%20b").unwrap(),
-        Target::Tcp {
-            addr: "localhost:10809".into(),
-            export: "a b".into()
-        }
-    );
+    assert_eq!(Target::parse("nbd://127.0.0.1:10809/ns1").unwrap(), Target::Tcp { addr: "127.0.0.1:10809".into(), export: "ns1".into() });
+    assert_eq!(Target::parse("nbd://localhost/a%20b").unwrap(), Target::Tcp { addr: "localhost:10809".into(), export: "a b".into() });
     assert_eq!(
         Target::parse("nbd+unix:///ns1?socket=/tmp/x%20y.sock").unwrap(),
-        Target::Unix {
-            path: "/tmp/x y.sock".into(),
-            export: "ns1".into()
-        }
+        Target::Unix { path: "/tmp/x y.sock".into(), export: "ns1".into() }
     );
     assert!(Target::parse("nbds://h/x").unwrap_err().contains("no TLS"));
     assert!(Target::parse("http://h/x").is_err());

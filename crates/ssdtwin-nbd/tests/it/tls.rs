@@ -8,10 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
+use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use ssdtwin_nbd::proto::*;
@@ -36,12 +33,8 @@ pub fn make_certs() -> Certs {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "ssdtwin test CA");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
+    ca.distinguished_name.push(DnType::CommonName, "ssdtwin test CA");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca, ca_key);
     let leaf = |names: Vec<String>, usage: ExtendedKeyUsagePurpose, cn: &str| {
@@ -49,20 +42,10 @@ pub fn make_certs() -> Certs {
         let mut p = CertificateParams::new(names).unwrap();
         p.distinguished_name.push(DnType::CommonName, cn);
         p.extended_key_usages = vec![usage];
-        p.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        (
-            p.signed_by(&key, &issuer).unwrap().pem(),
-            key.serialize_pem(),
-        )
+        p.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        (p.signed_by(&key, &issuer).unwrap().pem(), key.serialize_pem())
     };
-    let (server_cert, server_key) = leaf(
-        vec!["localhost".into(), "127.0.0.1".into()],
-        ExtendedKeyUsagePurpose::ServerAuth,
-        "localhost",
-    );
+    let (server_cert, server_key) = leaf(vec!["localhost".into(), "127.0.0.1".into()], ExtendedKeyUsagePurpose::ServerAuth, "localhost");
     let (client_cert, client_key) = leaf(vec![], ExtendedKeyUsagePurpose::ClientAuth, "client");
     let dir = |name: &str, files: &[(&str, &str)]| {
         let d = tmp.path().join(name);
@@ -74,22 +57,8 @@ pub fn make_certs() -> Certs {
     };
     let ca_pem = ca_cert.pem();
     Certs {
-        server: dir(
-            "server",
-            &[
-                ("ca-cert.pem", &ca_pem),
-                ("server-cert.pem", &server_cert),
-                ("server-key.pem", &server_key),
-            ],
-        ),
-        client: dir(
-            "client",
-            &[
-                ("ca-cert.pem", &ca_pem),
-                ("client-cert.pem", &client_cert),
-                ("client-key.pem", &client_key),
-            ],
-        ),
+        server: dir("server", &[("ca-cert.pem", &ca_pem), ("server-cert.pem", &server_cert), ("server-key.pem", &server_key)]),
+        client: dir("client", &[("ca-cert.pem", &ca_pem), ("client-cert.pem", &client_cert), ("client-key.pem", &client_key)]),
         client_anon: dir("anon", &[("ca-cert.pem", &ca_pem)]),
         _tmp: tmp,
     }
@@ -114,17 +83,12 @@ fn client_config(dir: &Path, with_cert: bool) -> Arc<rustls::ClientConfig> {
     for c in CertificateDer::pem_file_iter(dir.join("ca-cert.pem")).unwrap() {
         roots.add(c.unwrap()).unwrap();
     }
-    let b = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots);
+    let b = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
     Arc::new(if with_cert {
-        let chain: Vec<_> = CertificateDer::pem_file_iter(dir.join("client-cert.pem"))
-            .unwrap()
-            .map(|c| c.unwrap())
-            .collect();
+        let chain: Vec<_> = CertificateDer::pem_file_iter(dir.join("client-cert.pem")).unwrap().map(|c| c.unwrap()).collect();
         let key = PrivateKeyDer::from_pem_file(dir.join("client-key.pem")).unwrap();
         b.with_client_auth_cert(chain, key).unwrap()
     } else {
@@ -145,8 +109,7 @@ fn start_tls(c: &mut Client, sock: &TcpStream, cfg: Arc<rustls::ClientConfig>) {
     c.option(OPT_STARTTLS, &[]);
     let r = c.opt_reply();
     assert_eq!((r.option, r.typ), (OPT_STARTTLS, REP_ACK), "{r:?}");
-    let conn =
-        rustls::ClientConnection::new(cfg, ServerName::try_from("localhost").unwrap()).unwrap();
+    let conn = rustls::ClientConnection::new(cfg, ServerName::try_from("localhost").unwrap()).unwrap();
     c.s = Box::new(rustls::StreamOwned::new(conn, sock.try_clone().unwrap()));
     // Whatever was negotiated before TLS is void.
     c.structured = false;
@@ -159,11 +122,7 @@ fn required_tls_refuses_plain_options_and_serves_over_tls() {
     let (mut c, sock) = plain(&h);
     c.flags(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
     for opt in [OPT_STRUCTURED_REPLY, OPT_LIST, OPT_GO] {
-        let data = if opt == OPT_GO {
-            Client::info_data("d", &[])
-        } else {
-            vec![]
-        };
+        let data = if opt == OPT_GO { Client::info_data("d", &[]) } else { vec![] };
         c.option(opt, &data);
         let r = c.opt_reply();
         assert_eq!((r.option, r.typ), (opt, REP_ERR_TLS_REQD), "{r:?}");
@@ -235,9 +194,7 @@ fn client_certificates_are_required_with_verify_peer() {
     c.option(OPT_GO, &Client::info_data("d", &[]));
     let mut b = [0u8; 1];
     // TLS 1.3 clients learn of the rejection on their first read.
-    assert!(std::io::Read::read(&mut c.s, &mut b)
-        .map(|n| n == 0)
-        .unwrap_or(true));
+    assert!(std::io::Read::read(&mut c.s, &mut b).map(|n| n == 0).unwrap_or(true));
     eventually("the failure is counted", || h.stats().tls_failures == 1);
 
     let (mut c, sock) = plain(&h);
@@ -257,25 +214,12 @@ fn plaintext_after_starttls_is_not_accepted() {
     c.flags(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES);
     // STARTTLS and, in the same write, a plaintext option a man in the middle could
     // have injected: the server must not process it (as if it came through TLS).
-    let mut m = OptionHeader {
-        option: OPT_STARTTLS,
-        len: 0,
-    }
-    .encode()
-    .to_vec();
-    m.extend_from_slice(
-        &OptionHeader {
-            option: OPT_STRUCTURED_REPLY,
-            len: 0,
-        }
-        .encode(),
-    );
+    let mut m = OptionHeader { option: OPT_STARTTLS, len: 0 }.encode().to_vec();
+    m.extend_from_slice(&OptionHeader { option: OPT_STRUCTURED_REPLY, len: 0 }.encode());
     c.send(&m);
     assert_eq!(c.opt_reply().typ, REP_ACK);
     c.expect_closed();
-    eventually("the violation is counted", || {
-        h.stats().protocol_errors == 1
-    });
+    eventually("the violation is counted", || h.stats().protocol_errors == 1);
 }
 
 #[test]
@@ -307,20 +251,14 @@ fn bad_certificate_directories_are_clear_errors() {
     let e = start(&certs.client, TlsMode::Require, false).expect("no server certificate");
     assert!(e.contains("server-cert.pem is missing"), "{e}");
     std::fs::remove_file(certs.server.join("ca-cert.pem")).unwrap();
-    assert!(
-        start(&certs.server, TlsMode::On, false).is_none(),
-        "no CA needed"
-    );
+    assert!(start(&certs.server, TlsMode::On, false).is_none(), "no CA needed");
     let e = start(&certs.server, TlsMode::On, true).expect("verify_peer needs the CA");
     assert!(e.contains("ca-cert.pem is missing"), "{e}");
     std::fs::write(certs.server.join("server-key.pem"), "not a key").unwrap();
     let e = start(&certs.server, TlsMode::On, false).expect("bad key");
     assert!(e.contains("server-key.pem"), "{e}");
     let e = Server::new(Arc::new(MemBackend::single("d", MIB as u64)))
-        .with_config(ServerConfig {
-            tls: TlsMode::Require,
-            ..Default::default()
-        })
+        .with_config(ServerConfig { tls: TlsMode::Require, ..Default::default() })
         .listen_tcp("127.0.0.1:0")
         .unwrap()
         .start()
@@ -332,11 +270,7 @@ fn bad_certificate_directories_are_clear_errors() {
 
 fn run(cmd: &mut Command) -> (bool, String, String) {
     let o = cmd.output().expect("run");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    (o.status.success(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 #[test]
@@ -347,40 +281,26 @@ fn libnbd_clients_over_tls() {
     let certs = make_certs();
     let h = serve_tls(TlsMode::Require, &certs.server, false);
     let port = h.tcp_addrs()[0].port();
-    let uri = |dir: &Path| {
-        format!(
-            "nbds://localhost:{port}/d?tls-certificates={}",
-            dir.display()
-        )
-    };
+    let uri = |dir: &Path| format!("nbds://localhost:{port}/d?tls-certificates={}", dir.display());
     let (ok, out, err) = run(Command::new(&nbdinfo).args(["--json", &uri(&certs.client_anon)]));
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["exports"][0]["export-size"], 16 << 20);
-    assert!(
-        v["protocol"].as_str().unwrap_or("").contains("TLS") || out.contains("\"TLS\": true"),
-        "{out}"
-    );
+    assert!(v["protocol"].as_str().unwrap_or("").contains("TLS") || out.contains("\"TLS\": true"), "{out}");
 
     // Data written over TLS reads back.
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("in.raw");
     let back = tmp.path().join("out.raw");
     std::fs::write(&src, pattern(5, 16 << 20)).unwrap();
-    let (ok, _, err) = run(Command::new(&nbdcopy)
-        .arg("--flush")
-        .arg(&src)
-        .arg(uri(&certs.client_anon)));
+    let (ok, _, err) = run(Command::new(&nbdcopy).arg("--flush").arg(&src).arg(uri(&certs.client_anon)));
     assert!(ok, "nbdcopy to the server: {err}");
-    let (ok, _, err) = run(Command::new(&nbdcopy)
-        .arg(uri(&certs.client_anon))
-        .arg(&back));
+    let (ok, _, err) = run(Command::new(&nbdcopy).arg(uri(&certs.client_anon)).arg(&back));
     assert!(ok, "nbdcopy from the server: {err}");
     assert!(std::fs::read(&src).unwrap() == std::fs::read(&back).unwrap());
 
     // A plain client is refused, and told it is about TLS.
-    let (ok, _, err) =
-        run(Command::new(&nbdinfo).args(["--size", &format!("nbd://localhost:{port}/d")]));
+    let (ok, _, err) = run(Command::new(&nbdinfo).args(["--size", &format!("nbd://localhost:{port}/d")]));
     assert!(!ok);
     assert!(err.contains("requires TLS"), "{err}");
     assert!(h.stats().tls_sessions >= 3);
@@ -388,12 +308,7 @@ fn libnbd_clients_over_tls() {
     // With --tls-verify-peer, libnbd's client certificate is checked.
     let h = serve_tls(TlsMode::Require, &certs.server, true);
     let port = h.tcp_addrs()[0].port();
-    let uri = |dir: &Path| {
-        format!(
-            "nbds://localhost:{port}/d?tls-certificates={}",
-            dir.display()
-        )
-    };
+    let uri = |dir: &Path| format!("nbds://localhost:{port}/d?tls-certificates={}", dir.display());
     let (ok, _, err) = run(Command::new(&nbdinfo).args(["--size", &uri(&certs.client)]));
     assert!(ok, "{err}");
     let (ok, _, _) = run(Command::new(&nbdinfo).args(["--size", &uri(&certs.client_anon)]));

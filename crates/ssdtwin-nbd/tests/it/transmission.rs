@@ -59,11 +59,7 @@ fn structured_reads_and_error_chunks() {
     c.request(CMD_READ, 0, 3, 4 * MIB, 512, &[]);
     let r = c.reply_nodata();
     assert_eq!((r.cookie, r.error), (3, 22));
-    assert!(
-        String::from_utf8_lossy(&r.message).contains("beyond the end"),
-        "{:?}",
-        r.message
-    );
+    assert!(String::from_utf8_lossy(&r.message).contains("beyond the end"), "{:?}", r.message);
     // Larger than the maximum payload: EOVERFLOW for structured reads.
     c.request(CMD_READ, 0, 4, 0, 2 << 20, &[]);
     assert_eq!(c.reply_nodata().error, 75);
@@ -85,26 +81,21 @@ fn error_values_follow_the_spec() {
         (CMD_TRIM, 0, end, 512, 22),
         (CMD_CACHE, 0, end, 512, 22),
         (CMD_WRITE_ZEROES, 0, end - 512, 4096, 28),
-        (CMD_READ, 0, 100, 512, 22),            // misaligned offset
-        (CMD_TRIM, 0, 0, 100, 22),              // misaligned length
-        (CMD_READ, 0, 0, 2 << 20, 22),          // over block_max, simple reply
-        (CMD_READ, 0, u64::MAX - 255, 512, 22), // offset + len overflows
-        (42, 0, 0, 0, 22),                      // unknown command
-        (CMD_RESIZE, 0, 0, 0, 22),              // experimental, not negotiated
-        (CMD_READ, 1 << 12, 0, 512, 22),        // unknown flag
-        (CMD_READ, CMD_FLAG_DF, 0, 512, 22),    // DF without structured replies
-        (CMD_BLOCK_STATUS, 0, 0, 512, 22),      // no meta context selected
+        (CMD_READ, 0, 100, 512, 22),                      // misaligned offset
+        (CMD_TRIM, 0, 0, 100, 22),                        // misaligned length
+        (CMD_READ, 0, 0, 2 << 20, 22),                    // over block_max, simple reply
+        (CMD_READ, 0, u64::MAX - 255, 512, 22),           // offset + len overflows
+        (42, 0, 0, 0, 22),                                // unknown command
+        (CMD_RESIZE, 0, 0, 0, 22),                        // experimental, not negotiated
+        (CMD_READ, 1 << 12, 0, 512, 22),                  // unknown flag
+        (CMD_READ, CMD_FLAG_DF, 0, 512, 22),              // DF without structured replies
+        (CMD_BLOCK_STATUS, 0, 0, 512, 22),                // no meta context selected
         (CMD_WRITE_ZEROES, CMD_FLAG_REQ_ONE, 0, 512, 22), // flag of another command
     ];
     for (i, &(typ, flags, off, len, want)) in cases.iter().enumerate() {
         c.request(typ, flags, 100 + i as u64, off, len, &[]);
         let r = c.reply_nodata();
-        assert_eq!(
-            (r.cookie, r.error),
-            (100 + i as u64, want),
-            "case {i}: {:?}",
-            cases[i]
-        );
+        assert_eq!((r.cookie, r.error), (100 + i as u64, want), "case {i}: {:?}", cases[i]);
     }
     // Write beyond the end: ENOSPC, and the payload is consumed so the stream stays
     // in step (the next request parses).
@@ -146,14 +137,7 @@ fn write_zeroes_trim_fast_zero_cache() {
     c.negotiate("disk", false, false);
     assert!(c.tflags & TFLAG_SEND_FAST_ZERO != 0);
     c.write(1, 0, &[9; 8192], 0);
-    c.request(
-        CMD_WRITE_ZEROES,
-        CMD_FLAG_NO_HOLE | CMD_FLAG_FUA,
-        2,
-        512,
-        1024,
-        &[],
-    );
+    c.request(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE | CMD_FLAG_FUA, 2, 512, 1024, &[]);
     assert_eq!(c.reply_nodata().error, 0);
     let r = c.read(3, 0, 2048);
     assert_eq!(&r.data[..512], &[9; 512][..]);
@@ -181,10 +165,7 @@ fn write_zeroes_trim_fast_zero_cache() {
     c.request(CMD_WRITE_ZEROES, CMD_FLAG_FAST_ZERO, 2, 0, 512, &[]);
     assert_eq!(c.reply_nodata().error, 95);
     assert_eq!(c.read(3, 0, 512).data, vec![5; 512]);
-    assert_eq!(
-        b.export("slowzero").unwrap().counters.zeroes.load(Relaxed),
-        0
-    );
+    assert_eq!(b.export("slowzero").unwrap().counters.zeroes.load(Relaxed), 0);
 }
 
 #[test]
@@ -196,14 +177,7 @@ fn block_status_extents_and_req_one() {
     c.request(CMD_BLOCK_STATUS, 0, 2, 0, (4 * MIB) as u32, &[]);
     let r = c.reply_nodata();
     assert_eq!(r.error, 0);
-    assert_eq!(
-        r.extents,
-        vec![
-            (128 << 10, STATE_HOLE | STATE_ZERO),
-            (64 << 10, 0),
-            ((4 * MIB - (192 << 10)) as u32, 3)
-        ]
-    );
+    assert_eq!(r.extents, vec![(128 << 10, STATE_HOLE | STATE_ZERO), (64 << 10, 0), ((4 * MIB - (192 << 10)) as u32, 3)]);
     c.request(CMD_BLOCK_STATUS, CMD_FLAG_REQ_ONE, 3, 4096, 8192, &[]);
     let r = c.reply_nodata();
     assert_eq!(r.extents, vec![(8192, STATE_HOLE | STATE_ZERO)]);
@@ -218,14 +192,7 @@ fn bad_request_magic_is_a_hard_disconnect_and_others_carry_on() {
     good.negotiate("disk", false, false);
     let mut bad = Client::tcp(&h);
     bad.negotiate("disk", false, false);
-    let mut m = Request {
-        flags: 0,
-        typ: CMD_READ,
-        cookie: 1,
-        offset: 0,
-        len: 512,
-    }
-    .encode();
+    let mut m = Request { flags: 0, typ: CMD_READ, cookie: 1, offset: 0, len: 512 }.encode();
     m[0] = 0x12; // historic 0x12560953 is reserved, not accepted
     m[1] = 0x56;
     m[2] = 0x09;
@@ -264,15 +231,7 @@ fn dropped_mid_write_leaves_data_and_other_connections_alone() {
         c.negotiate("disk", false, false);
         let len = 512 * 1024u32;
         // Header plus part of the payload, then vanish.
-        let mut m = Request {
-            flags: 0,
-            typ: CMD_WRITE,
-            cookie: 9,
-            offset: 0,
-            len,
-        }
-        .encode()
-        .to_vec();
+        let mut m = Request { flags: 0, typ: CMD_WRITE, cookie: 9, offset: 0, len }.encode().to_vec();
         m.extend(vec![0xee; partial]);
         c.send(&m);
         drop(c);
@@ -280,25 +239,10 @@ fn dropped_mid_write_leaves_data_and_other_connections_alone() {
     // Also a connection dropped in the middle of a request header.
     let mut c = Client::tcp(&h);
     c.negotiate("disk", false, false);
-    c.send(
-        &Request {
-            flags: 0,
-            typ: CMD_READ,
-            cookie: 1,
-            offset: 0,
-            len: 512,
-        }
-        .encode()[..11],
-    );
+    c.send(&Request { flags: 0, typ: CMD_READ, cookie: 1, offset: 0, len: 512 }.encode()[..11]);
     drop(c);
     eventually("dropped connections cleaned up", || {
-        b.export("disk")
-            .unwrap()
-            .counters
-            .connections_open
-            .load(Relaxed)
-            == 1
-            && h.stats().connections_active == 1
+        b.export("disk").unwrap().counters.connections_open.load(Relaxed) == 1 && h.stats().connections_active == 1
     });
     let r = other.read(2, 0, 4096);
     assert_eq!(r.data, vec![4; 4096], "partial write must not be applied");
@@ -315,27 +259,18 @@ fn eof_without_disc_is_clean() {
         // fio's engine just closes the socket.
     }
     eventually("connection closed", || h.stats().connections_active == 0);
-    assert_eq!(
-        b.export("disk")
-            .unwrap()
-            .counters
-            .connections_open
-            .load(Relaxed),
-        0
-    );
+    assert_eq!(b.export("disk").unwrap().counters.connections_open.load(Relaxed), 0);
     assert_eq!(h.stats().protocol_errors, 0);
 }
 
 #[test]
 fn paced_replies_go_out_of_order_and_on_time() {
     // Reads at offset 0 take 300 ms, everything else is immediate or 20 ms.
-    let b = MemBackend::single("p", MIB).with_export(MemExport::new("paced", MIB).with_pacing(
-        |op, off, _| match op {
-            Op::Read if off == 0 => Some(Duration::from_millis(300)),
-            Op::Read if off == 4096 => Some(Duration::from_millis(20)),
-            _ => None,
-        },
-    ));
+    let b = MemBackend::single("p", MIB).with_export(MemExport::new("paced", MIB).with_pacing(|op, off, _| match op {
+        Op::Read if off == 0 => Some(Duration::from_millis(300)),
+        Op::Read if off == 4096 => Some(Duration::from_millis(20)),
+        _ => None,
+    }));
     let (h, _) = serve(b);
     let mut c = Client::tcp(&h);
     c.negotiate("paced", true, false);
@@ -356,10 +291,7 @@ fn paced_replies_go_out_of_order_and_on_time() {
     assert_eq!(order, vec![3, 4, 2, 1], "{when:?}");
     assert!(when[&1] >= Duration::from_millis(300), "{when:?}");
     assert!(when[&2] >= Duration::from_millis(20), "{when:?}");
-    assert!(
-        when[&4] < Duration::from_millis(250),
-        "an unpaced reply waited for a paced one: {when:?}"
-    );
+    assert!(when[&4] < Duration::from_millis(250), "an unpaced reply waited for a paced one: {when:?}");
     drop(c);
     eventually("pacer stats published", || h.stats().replies_paced == 2);
 }
@@ -369,33 +301,22 @@ fn pacing_under_load_holds_every_reply_until_due() {
     // Latency by offset: 0, 2, 4, ... 18 ms, so replies reorder heavily; more requests
     // than the pacer may hold at once (4096) forces the reader to wait for room.
     let lat = |off: u64| Duration::from_millis((off / 4096 % 10) * 2);
-    let b = MemBackend::single("p", 64 * MIB).with_export(
-        MemExport::new("paced", 64 * MIB).with_pacing(move |op, off, _| match op {
-            Op::Read | Op::Write { .. } => Some(lat(off)),
-            _ => None,
-        }),
-    );
+    let b = MemBackend::single("p", 64 * MIB).with_export(MemExport::new("paced", 64 * MIB).with_pacing(move |op, off, _| match op {
+        Op::Read | Op::Write { .. } => Some(lat(off)),
+        _ => None,
+    }));
     let (h, _) = serve(b);
     let (mut c, mut w) = Client::tcp_split(&h);
     c.negotiate("paced", true, false);
     let n = 6000u64;
-    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> =
-        Arc::new(std::sync::Mutex::new(vec![None; n as usize]));
+    let sent: Arc<std::sync::Mutex<Vec<Option<Instant>>>> = Arc::new(std::sync::Mutex::new(vec![None; n as usize]));
     let sent2 = sent.clone();
     let writer = std::thread::spawn(move || {
         use std::io::Write;
         for k in 0..n {
             let off = (k % 16384) * 4096;
             let typ = if k % 3 == 0 { CMD_WRITE } else { CMD_READ };
-            let mut m = Request {
-                flags: 0,
-                typ,
-                cookie: k,
-                offset: off,
-                len: 4096,
-            }
-            .encode()
-            .to_vec();
+            let mut m = Request { flags: 0, typ, cookie: k, offset: off, len: 4096 }.encode().to_vec();
             if typ == CMD_WRITE {
                 m.extend(pattern(off, 4096));
             }
@@ -413,12 +334,7 @@ fn pacing_under_load_holds_every_reply_until_due() {
         seen[k as usize] = true;
         let off = (k % 16384) * 4096;
         let t_sent = sent.lock().unwrap()[k as usize].expect("reply before request was sent");
-        assert!(
-            at - t_sent >= lat(off),
-            "reply {k} after {:?}, before its {:?}",
-            at - t_sent,
-            lat(off)
-        );
+        assert!(at - t_sent >= lat(off), "reply {k} after {:?}, before its {:?}", at - t_sent, lat(off));
     }
     writer.join().unwrap();
     assert!(seen.iter().all(|&x| x));
@@ -458,8 +374,5 @@ fn many_connections_at_once() {
     for t in threads {
         t.join().unwrap();
     }
-    assert_eq!(
-        b.export("d").unwrap().counters.writes.load(Relaxed),
-        32 * n as u64
-    );
+    assert_eq!(b.export("d").unwrap().counters.writes.load(Relaxed), 32 * n as u64);
 }

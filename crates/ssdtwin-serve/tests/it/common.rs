@@ -22,12 +22,7 @@ pub fn serve(backend: MemBackend) -> (ServerHandle, Arc<MemBackend>) {
 
 pub fn serve_with(backend: MemBackend, config: ServerConfig) -> (ServerHandle, Arc<MemBackend>) {
     let b = Arc::new(backend);
-    let h = Server::new(b.clone())
-        .with_config(config)
-        .listen_tcp("127.0.0.1:0")
-        .expect("bind")
-        .start()
-        .expect("start");
+    let h = Server::new(b.clone()).with_config(config).listen_tcp("127.0.0.1:0").expect("bind").start().expect("start");
     (h, b)
 }
 
@@ -116,17 +111,9 @@ impl Client {
 
     /// Wrap a stream and read the greeting.
     pub fn from_stream(s: Box<dyn Stream>) -> Client {
-        let mut c = Client {
-            s,
-            structured: false,
-            size: 0,
-            tflags: 0,
-        };
+        let mut c = Client { s, structured: false, size: 0, tflags: 0 };
         let g = c.read_n(GREETING_LEN);
-        assert_eq!(
-            decode_greeting(&g),
-            Ok(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
-        );
+        assert_eq!(decode_greeting(&g), Ok(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES));
         c
     }
 
@@ -145,25 +132,16 @@ impl Client {
     }
 
     pub fn option(&mut self, opt: u32, data: &[u8]) {
-        let h = OptionHeader {
-            option: opt,
-            len: data.len() as u32,
-        }
-        .encode();
+        let h = OptionHeader { option: opt, len: data.len() as u32 }.encode();
         let mut m = h.to_vec();
         m.extend_from_slice(data);
         self.send(&m);
     }
 
     pub fn opt_reply(&mut self) -> OptReply {
-        let h = OptionReplyHeader::decode(&self.read_n(OPTION_REPLY_HEADER_LEN))
-            .expect("option reply header");
+        let h = OptionReplyHeader::decode(&self.read_n(OPTION_REPLY_HEADER_LEN)).expect("option reply header");
         let data = self.read_n(h.len as usize);
-        OptReply {
-            option: h.option,
-            typ: h.reply_type,
-            data,
-        }
+        OptReply { option: h.option, typ: h.reply_type, data }
     }
 
     /// Replies up to and including the final ACK or error.
@@ -181,21 +159,13 @@ impl Client {
 
     pub fn info_data(name: &str, infos: &[u16]) -> Vec<u8> {
         let mut d = Vec::new();
-        InfoRequest {
-            name: name.as_bytes(),
-            infos: infos.to_vec(),
-        }
-        .encode(&mut d);
+        InfoRequest { name: name.as_bytes(), infos: infos.to_vec() }.encode(&mut d);
         d
     }
 
     pub fn meta_data(name: &str, queries: &[&str]) -> Vec<u8> {
         let mut d = Vec::new();
-        MetaContextRequest {
-            name: name.as_bytes(),
-            queries: queries.iter().map(|q| q.as_bytes()).collect(),
-        }
-        .encode(&mut d);
+        MetaContextRequest { name: name.as_bytes(), queries: queries.iter().map(|q| q.as_bytes()).collect() }.encode(&mut d);
         d
     }
 
@@ -208,10 +178,7 @@ impl Client {
             self.structured = true;
         }
         if allocation {
-            self.option(
-                OPT_SET_META_CONTEXT,
-                &Self::meta_data(export, &[META_BASE_ALLOCATION]),
-            );
+            self.option(OPT_SET_META_CONTEXT, &Self::meta_data(export, &[META_BASE_ALLOCATION]));
             let r = self.opt_replies();
             assert_eq!(r.len(), 2, "{r:?}");
             assert_eq!(r[0].typ, REP_META_CONTEXT);
@@ -230,24 +197,8 @@ impl Client {
         r
     }
 
-    pub fn request(
-        &mut self,
-        typ: u16,
-        flags: u16,
-        cookie: u64,
-        offset: u64,
-        len: u32,
-        payload: &[u8],
-    ) {
-        let mut m = Request {
-            flags,
-            typ,
-            cookie,
-            offset,
-            len,
-        }
-        .encode()
-        .to_vec();
+    pub fn request(&mut self, typ: u16, flags: u16, cookie: u64, offset: u64, len: u32, payload: &[u8]) {
+        let mut m = Request { flags, typ, cookie, offset, len }.encode().to_vec();
         m.extend_from_slice(payload);
         self.send(&m);
     }
@@ -260,32 +211,16 @@ impl Client {
         if magic == SIMPLE_REPLY_MAGIC {
             let mut b = first;
             b.extend(self.read_n(SIMPLE_REPLY_LEN - 4));
-            let ReplyHeader::Simple { error, cookie } = ReplyHeader::decode(&b).unwrap() else {
-                unreachable!()
-            };
-            let data = if error == 0 {
-                self.read_n(read_len(cookie))
-            } else {
-                Vec::new()
-            };
-            return Reply {
-                cookie,
-                error,
-                data,
-                ..Default::default()
-            };
+            let ReplyHeader::Simple { error, cookie } = ReplyHeader::decode(&b).unwrap() else { unreachable!() };
+            let data = if error == 0 { self.read_n(read_len(cookie)) } else { Vec::new() };
+            return Reply { cookie, error, data, ..Default::default() };
         }
         assert_eq!(magic, STRUCTURED_REPLY_MAGIC, "bad reply magic {magic:#x}");
-        let mut rep = Reply {
-            structured: true,
-            ..Default::default()
-        };
+        let mut rep = Reply { structured: true, ..Default::default() };
         let mut b = first;
         loop {
             b.extend(self.read_n(STRUCTURED_HEADER_LEN - b.len()));
-            let ReplyHeader::Chunk(c) = ReplyHeader::decode(&b).unwrap() else {
-                unreachable!()
-            };
+            let ReplyHeader::Chunk(c) = ReplyHeader::decode(&b).unwrap() else { unreachable!() };
             rep.cookie = c.cookie;
             let payload = self.read_n(c.len as usize);
             match c.typ {
@@ -325,17 +260,10 @@ impl Client {
         let mut b = [0u8; 64];
         match self.s.read(&mut b) {
             Ok(0) => {}
-            Ok(n) => panic!(
-                "expected the server to close, got {n} more bytes: {:?}",
-                &b[..n]
-            ),
-            Err(e) => assert!(
-                matches!(
-                    e.kind(),
-                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
-                ),
-                "expected close, got {e}"
-            ),
+            Ok(n) => panic!("expected the server to close, got {n} more bytes: {:?}", &b[..n]),
+            Err(e) => {
+                assert!(matches!(e.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe), "expected close, got {e}")
+            }
         }
     }
 
@@ -368,10 +296,7 @@ pub fn pattern(seed: u64, n: usize) -> Vec<u8> {
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !f() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
         std::thread::sleep(Duration::from_millis(5));
     }
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::image::Image;
+use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::nvme::{self, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_nbd::proto::*;
@@ -237,7 +237,8 @@ fn a_killed_server_recovers_the_ftl_of_its_last_flush() {
         img.ctrl.precondition(1, Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
     });
     let gen0 = Image::open(&d, false).unwrap().generation();
-    let b = TwinBackend::open(&d, TwinConfig { pace: Pace::Model, idle_after: Duration::from_micros(200), ..TwinConfig::default() }).unwrap();
+    let b =
+        TwinBackend::open(&d, TwinConfig { pace: Pace::Model, idle_after: Duration::from_micros(200), ..TwinConfig::default() }).unwrap();
     let e = export(&b, "ns1");
     let size = e.info().size;
     let mut rng = 0x1234_5678_9abc_def0u64;
@@ -300,7 +301,12 @@ fn a_killed_server_recovers_the_ftl_of_its_last_flush() {
 fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
     let (_t, d) = image(CM6, 454, |_| {});
     let gen0 = Image::open(&d, false).unwrap().generation();
-    let opts = ServeOptions { tcp: vec!["127.0.0.1:0".into()], metrics: Some("127.0.0.1:0".into()), twin: cfg(Pace::Model), ..ServeOptions::default() };
+    let opts = ServeOptions {
+        tcp: vec!["127.0.0.1:0".into()],
+        metrics: Some("127.0.0.1:0".into()),
+        twin: cfg(Pace::Model),
+        ..ServeOptions::default()
+    };
     let s = Serving::start(&d, opts).unwrap();
     assert!(s.uris()[0].starts_with("nbd://127.0.0.1:") && s.uris()[0].ends_with("/ns1"), "{:?}", s.uris());
     // The image is locked while serving.
@@ -344,9 +350,9 @@ fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
 
     // live.json appears within a second or so and carries the logs.
     eventually("live.json with the writes", || {
-        std::fs::read_to_string(d.join("live.json")).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).is_some_and(|v| {
-            v["serving"] == true && v["vendor_log"]["host_write_bytes"].as_u64() == Some(64 * 65536) && v["pid"] == std::process::id()
-        })
+        std::fs::read_to_string(d.join("live.json")).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).is_some_and(
+            |v| v["serving"] == true && v["vendor_log"]["host_write_bytes"].as_u64() == Some(64 * 65536) && v["pid"] == std::process::id(),
+        )
     });
     drop(c);
     let summary = s.stop().unwrap();
