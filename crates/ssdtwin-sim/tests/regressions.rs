@@ -59,3 +59,17 @@ fn idle_gc_then_commit_then_reopen_keeps_the_ftl() {
         Step::Reopen,
     ]);
 }
+
+/// Format of a namespace smaller than one block of the new LBA format: refused, unchanged
+/// (before the fix it left a namespace of 0 blocks that no check accepts).
+#[test]
+fn format_of_a_tiny_namespace_to_4k_blocks_is_refused() {
+    run(&[
+        Step::DeleteNs { ns: 0 },
+        Step::CreateNs { pct: 99, lbaf: 0 },
+        Step::CreateNs { pct: 83, lbaf: 0 },
+        Step::CreateNs { pct: 94, lbaf: 0 },
+        Step::CreateNs { pct: 1, lbaf: 0 },
+        Step::Format { ns: 123, lbaf: 1, ses: 0 },
+    ]);
+}
