@@ -1,3 +1,6 @@
+//! What one step of each kind costs on the tiny drive (docs/simulation.md, "The drive"):
+//! `cargo run -p ssdtwin-sim --release --example step_costs`.
+
 use ssdtwin_sim::*;
 use std::time::Instant;
 fn main() {
