@@ -24,9 +24,8 @@ install: ## pip install -e '.[test]': the package, its test tools, the extension
 
 test: test-rust test-python typecheck ## every test: cargo test, pytest, stubtest and mypy
 
-test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim); the simulation in release mode
+test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
 	cargo test
-	cargo test -p ssdtwin-sim --release
 
 SEEDS ?= 1000
 CASES ?= 8
