@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -30,8 +30,14 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 
 test: lint test-rust test-python typecheck ## every test: lint, cargo test, pytest, stubtest and mypy
 
-test-rust: ## cargo test of the workspace's default members (core, nbd) with the workspace's test profile
+test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
 	cargo test
+
+SEEDS ?= 1000
+CASES ?= 8
+STEPS ?= 64
+sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, STEPS), docs/simulation.md
+	SSDTWIN_SIM_SEEDS=$(SEEDS) SSDTWIN_SIM_CASES=$(CASES) SSDTWIN_SIM_STEPS=$(STEPS) cargo test -p ssdtwin-sim --release --test sim -- --nocapture
 
 test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `make install`)
 	$(PYTHON) -m pytest -ra

@@ -10,7 +10,9 @@
 //!
 //! Without the feature, [`check`] is an empty inline function: no cost, no global state.
 
+#[cfg(not(feature = "faults"))]
 use std::io;
+#[cfg(not(feature = "faults"))]
 use std::path::Path;
 
 /// Kinds of file-system calls.

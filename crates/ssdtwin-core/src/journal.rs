@@ -325,6 +325,9 @@ pub struct JournalWriter {
     appended: u64,
     /// Of those, how many are in the file.
     written: u64,
+    /// A reset failed part-way: the file no longer matches `file_bytes`, and a record
+    /// written now would land after a gap (a journal that opens only with --repair).
+    broken: Option<String>,
 }
 
 impl JournalWriter {
@@ -332,7 +335,7 @@ impl JournalWriter {
     pub fn create(dir: &Path, generation: u64) -> Result<JournalWriter, FsError> {
         let path = dir.join(FILE);
         let file = fsio::open_rw(&path, true)?;
-        let mut w = JournalWriter { path, file, buf: Vec::with_capacity(1 << 16), file_bytes: 0, generation, appended: 0, written: 0 };
+        let mut w = JournalWriter { path, file, buf: Vec::with_capacity(1 << 16), file_bytes: 0, generation, appended: 0, written: 0, broken: None };
         w.reset(generation)?;
         fsio::sync_dir(dir)?;
         Ok(w)
@@ -340,14 +343,24 @@ impl JournalWriter {
 
     /// Empty the journal and name `generation` in its header (after a commit), synced.
     /// Records still buffered are dropped: the commit holds their effect.
+    /// A failed reset leaves the writer broken: it writes nothing more (see `broken`).
     pub fn reset(&mut self, generation: u64) -> Result<(), FsError> {
         self.buf.clear();
         self.written = self.appended;
+        let r = self.try_reset(generation);
+        if let Err(e) = &r {
+            self.broken = Some(e.to_string());
+        }
+        r
+    }
+
+    fn try_reset(&mut self, generation: u64) -> Result<(), FsError> {
         fsio::set_len(&self.file, &self.path, 0)?;
         fsio::write_all_at(&self.file, &self.path, &header(generation), 0)?;
         fsio::sync_data(&self.file, &self.path)?;
         self.file_bytes = HEADER_LEN as u64;
         self.generation = generation;
+        self.broken = None;
         Ok(())
     }
 
@@ -387,6 +400,10 @@ impl JournalWriter {
     /// Move buffered records into the file; returns how many records the file now covers
     /// (in [`JournalWriter::appended`] units).
     pub fn write_out(&mut self) -> Result<u64, FsError> {
+        if let Some(why) = &self.broken {
+            let e = std::io::Error::other(format!("not written: resetting the journal failed earlier ({why})"));
+            return Err(FsError::new(&self.path, e));
+        }
         if !self.buf.is_empty() {
             fsio::write_all_at(&self.file, &self.path, &self.buf, self.file_bytes)?;
             self.file_bytes += self.buf.len() as u64;

@@ -371,7 +371,14 @@ impl TwinBackend {
             inner.fail(e.clone());
             return Err(e);
         }
-        st.img.commit().map_err(|e| format!("commit: {e}"))?;
+        if let Err(e) = st.img.commit() {
+            // A failed commit poisons the image (its CURRENT may already name the new
+            // generation while the journal still names the old one): accepting more writes
+            // would acknowledge data a restart discards with that stale journal.
+            let why = format!("commit: {e}");
+            inner.fail(why.clone());
+            return Err(why);
+        }
         st.commits += 1;
         st.last_commit_v = now_v;
         let g = st.img.generation();

@@ -576,6 +576,14 @@ impl Controller {
             if ns.write_protect != WP_NONE {
                 return fail(Status::NamespaceWriteProtected, format!("namespace {id} is write protected"));
             }
+            // Checked before anything changes: a namespace smaller than one block of the new
+            // format would be left with no blocks at all.
+            if ns.bytes() < new_lba as u64 {
+                return fail(
+                    Status::InvalidFormat,
+                    format!("namespace {id} has {} bytes, less than one {new_lba}-byte block of LBA format {lbaf}; choose a smaller format or a bigger namespace", ns.bytes()),
+                );
+            }
         }
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();

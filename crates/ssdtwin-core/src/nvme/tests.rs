@@ -154,3 +154,17 @@ fn features_round_trip_and_reject_unknown() {
     c.set_feature(0x04, 0, 350).unwrap();
     assert_eq!(c.get_feature(0x04, 0).unwrap(), 350);
 }
+
+#[test]
+fn format_to_a_block_bigger_than_the_namespace_is_refused_unchanged() {
+    // Found by the simulation (docs/simulation.md): a 1-block 512 B namespace formatted to
+    // 4 KiB LBAs was left with 0 blocks, a state every later check refuses.
+    let mut c = cm6(256);
+    c.delete_ns(1).unwrap();
+    let id = c.create_ns(1, 1, 0, 0).unwrap();
+    let before = c.namespace(id).unwrap().clone();
+    assert_eq!(status(c.format(id, 1, 0).unwrap_err()), Status::InvalidFormat);
+    assert_eq!(c.namespace(id).unwrap(), &before);
+    c.check_state().unwrap();
+    c.format(id, 0, 1).unwrap();
+}
