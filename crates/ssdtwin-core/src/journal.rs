@@ -133,7 +133,13 @@ impl Record {
         let p = &b[2..2 + len];
         let u = |i: usize| u64::from_le_bytes(p[i..i + 8].try_into().expect("8 bytes"));
         let io = |p: &[u8]| -> Option<(u32, u64, u64)> {
-            (p.len() == 20).then(|| (u32::from_le_bytes(p[..4].try_into().expect("4")), u64::from_le_bytes(p[4..12].try_into().expect("8")), u64::from_le_bytes(p[12..20].try_into().expect("8"))))
+            (p.len() == 20).then(|| {
+                (
+                    u32::from_le_bytes(p[..4].try_into().expect("4")),
+                    u64::from_le_bytes(p[4..12].try_into().expect("8")),
+                    u64::from_le_bytes(p[12..20].try_into().expect("8")),
+                )
+            })
         };
         let r = match b[1] {
             K_WRITE => io(p).map(|(nsid, slba, nlb)| Record::Write { nsid, slba, nlb })?,
@@ -141,7 +147,9 @@ impl Record {
             K_DEALLOC => io(p).map(|(nsid, slba, nlb)| Record::Deallocate { nsid, slba, nlb })?,
             K_IDLE if len == 24 => Record::IdleGc { moved: u(0), erases: u(8), victims: u(16) },
             K_CLOCK if len == 16 => Record::Clock { ns: u(0), busy_ns: u(8) },
-            K_CHECK if len == 32 => Record::Check { host_programmed_ius: u(0), gc_programmed_ius: u(8), erases: u(16), host_write_bytes: u(24) },
+            K_CHECK if len == 32 => {
+                Record::Check { host_programmed_ius: u(0), gc_programmed_ius: u(8), erases: u(16), host_write_bytes: u(24) }
+            }
             _ => return None,
         };
         Some((r, total))
@@ -275,7 +283,10 @@ pub fn replay(ctrl: &mut Controller, records: &[Record]) -> Result<(), ReplayErr
                         break;
                     }
                     if done > moved || c.erases > erases || c.gc_victims > victims {
-                        return Err(fail(format!("background GC went past the recorded state (moved {done}, erases {}, victims {})", c.erases, c.gc_victims)));
+                        return Err(fail(format!(
+                            "background GC went past the recorded state (moved {done}, erases {}, victims {})",
+                            c.erases, c.gc_victims
+                        )));
                     }
                     let n = ctrl.idle_gc(chunk, &mut NoTiming).map_err(|e| fail(e.to_string()))?;
                     let c = ctrl.ftl_counters();
@@ -335,7 +346,16 @@ impl JournalWriter {
     pub fn create(dir: &Path, generation: u64) -> Result<JournalWriter, FsError> {
         let path = dir.join(FILE);
         let file = fsio::open_rw(&path, true)?;
-        let mut w = JournalWriter { path, file, buf: Vec::with_capacity(1 << 16), file_bytes: 0, generation, appended: 0, written: 0, broken: None };
+        let mut w = JournalWriter {
+            path,
+            file,
+            buf: Vec::with_capacity(1 << 16),
+            file_bytes: 0,
+            generation,
+            appended: 0,
+            written: 0,
+            broken: None,
+        };
         w.reset(generation)?;
         fsio::sync_dir(dir)?;
         Ok(w)
@@ -436,7 +456,11 @@ impl JournalWriter {
 
 impl std::fmt::Debug for JournalWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JournalWriter").field("path", &self.path).field("generation", &self.generation).field("bytes", &self.len_bytes()).finish()
+        f.debug_struct("JournalWriter")
+            .field("path", &self.path)
+            .field("generation", &self.generation)
+            .field("bytes", &self.len_bytes())
+            .finish()
     }
 }
 
@@ -587,7 +611,10 @@ mod tests {
         assert!(!d.join(FILE).exists(), "the replayed journal is removed");
         assert_eq!(back.ctrl.ftl_fingerprint().unwrap(), want);
         let s = back.ctrl.smart_log();
-        assert_eq!((s.data_units_written, s.host_read_commands, s.power_on_hours), (want_smart.data_units_written, want_smart.host_read_commands, want_smart.power_on_hours));
+        assert_eq!(
+            (s.data_units_written, s.host_read_commands, s.power_on_hours),
+            (want_smart.data_units_written, want_smart.host_read_commands, want_smart.power_on_hours)
+        );
         assert_eq!(s.unsafe_shutdowns, want_smart.unsafe_shutdowns + 1);
         back.ctrl.check_full().unwrap();
         // Opened again: nothing to recover, same state.

@@ -209,14 +209,20 @@ impl TwinBackend {
         let mut img = Image::open(dir, true)?;
         let recovery = img.recovery().cloned();
         let timing = match cfg.pace {
-            Pace::Model => Some(DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config()).map_err(|e| ServeError::Config(format!("{e}; serve it with --pace off")))?),
+            Pace::Model => Some(
+                DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config())
+                    .map_err(|e| ServeError::Config(format!("{e}; serve it with --pace off")))?,
+            ),
             Pace::Off => None,
         };
         // Load the maps now rather than stalling the first IO behind it.
         img.ctrl.load_maps()?;
         let paths = img.prepare_data_files()?;
         if paths.is_empty() {
-            return Err(ServeError::Config(format!("{}: no attached namespace to serve (ssdtwin nvme list; attach one with ssdtwin nvme attach-ns)", dir.display())));
+            return Err(ServeError::Config(format!(
+                "{}: no attached namespace to serve (ssdtwin nvme list; attach one with ssdtwin nvme attach-ns)",
+                dir.display()
+            )));
         }
         let journal = JournalWriter::create(dir, img.generation())?;
         let journal_file = journal.sync_handle()?;
@@ -321,7 +327,8 @@ impl TwinBackend {
         };
         step(st.idle(now_v, cfg));
         step(st.write_out());
-        let live_due = !cfg.live_every.is_zero() && st.last_live_v.is_none_or(|t| now_v.saturating_sub(t) >= cfg.live_every.as_nanos() as u64);
+        let live_due =
+            !cfg.live_every.is_zero() && st.last_live_v.is_none_or(|t| now_v.saturating_sub(t) >= cfg.live_every.as_nanos() as u64);
         if live_due {
             step(st.advance_clock(now_v, cfg));
             step(st.write_out());

@@ -6,7 +6,10 @@ use std::time::Instant;
 fn main() {
     let s = tiny_spec();
     let c = ssdtwin_core::nvme::FtlConfig::from_spec(&s);
-    eprintln!("superblocks {} ius/sb {} logical {} tnvmcap {} buffer {}", c.superblocks, c.ius_per_sb, c.logical_ius, s.capacity.tnvmcap_bytes.value, c.buffer_slots);
+    eprintln!(
+        "superblocks {} ius/sb {} logical {} tnvmcap {} buffer {}",
+        c.superblocks, c.ius_per_sb, c.logical_ius, s.capacity.tnvmcap_bytes.value, c.buffer_slots
+    );
     let mut sim = Sim::new(1).unwrap();
     let steps = vec![
         Step::Commit { fault: None },
@@ -19,13 +22,30 @@ fn main() {
         Step::Fio { ns: 0, kind: FioKind::RateLimited, pct: 30, seed: 1 },
         Step::Reopen,
         Step::Crash,
-        Step::Serve { ops: vec![NbdOp::Write { ns: 0, block: 3, blocks: 4, fua: false }, NbdOp::Flush, NbdOp::Idle { ms: 2000 }, NbdOp::Read { ns: 0, block: 3, blocks: 4 }], end: End::Clean, fault: None },
-        Step::Serve { ops: vec![NbdOp::Write { ns: 0, block: 3, blocks: 4, fua: false }, NbdOp::Flush], end: End::Crash { tear_per_mille: Some(500) }, fault: None },
+        Step::Serve {
+            ops: vec![
+                NbdOp::Write { ns: 0, block: 3, blocks: 4, fua: false },
+                NbdOp::Flush,
+                NbdOp::Idle { ms: 2000 },
+                NbdOp::Read { ns: 0, block: 3, blocks: 4 },
+            ],
+            end: End::Clean,
+            fault: None,
+        },
+        Step::Serve {
+            ops: vec![NbdOp::Write { ns: 0, block: 3, blocks: 4, fua: false }, NbdOp::Flush],
+            end: End::Crash { tear_per_mille: Some(500) },
+            fault: None,
+        },
     ];
     for st in steps {
         let t = Instant::now();
         let r = sim.step(&st);
         eprintln!("{:8.1} ms {:?} -> {:?}", t.elapsed().as_secs_f64() * 1e3, st, r);
     }
-    for l in &sim.log { if l.starts_with("  ") { eprintln!("{l}"); } }
+    for l in &sim.log {
+        if l.starts_with("  ") {
+            eprintln!("{l}");
+        }
+    }
 }

@@ -56,13 +56,33 @@ pub enum End {
 /// One command of a served session, on the exports' backend methods.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NbdOp {
-    Write { ns: u8, block: u16, blocks: u8, fua: bool },
-    Read { ns: u8, block: u16, blocks: u8 },
-    Trim { ns: u8, block: u16, blocks: u8 },
-    WriteZeroes { ns: u8, block: u16, blocks: u8, no_hole: bool },
+    Write {
+        ns: u8,
+        block: u16,
+        blocks: u8,
+        fua: bool,
+    },
+    Read {
+        ns: u8,
+        block: u16,
+        blocks: u8,
+    },
+    Trim {
+        ns: u8,
+        block: u16,
+        blocks: u8,
+    },
+    WriteZeroes {
+        ns: u8,
+        block: u16,
+        blocks: u8,
+        no_hole: bool,
+    },
     Flush,
     /// Advance the virtual clock and run one housekeeping tick (idle GC, journal, commit).
-    Idle { ms: u16 },
+    Idle {
+        ms: u16,
+    },
 }
 
 /// fio engine jobs the harness runs.
@@ -82,21 +102,54 @@ pub enum FioKind {
 /// One step of a simulation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
-    CreateNs { pct: u8, lbaf: u8 },
-    DeleteNs { ns: u8 },
-    Attach { ns: u8 },
-    Detach { ns: u8 },
-    Format { ns: u8, lbaf: u8, ses: u8 },
-    WriteProtect { ns: u8, mode: u8 },
-    Precondition { ns: u8, random: bool, pct: u8 },
-    Fio { ns: u8, kind: FioKind, pct: u8, seed: u32 },
-    IdleGc { moves: u16 },
-    Commit { fault: Option<Fault> },
+    CreateNs {
+        pct: u8,
+        lbaf: u8,
+    },
+    DeleteNs {
+        ns: u8,
+    },
+    Attach {
+        ns: u8,
+    },
+    Detach {
+        ns: u8,
+    },
+    Format {
+        ns: u8,
+        lbaf: u8,
+        ses: u8,
+    },
+    WriteProtect {
+        ns: u8,
+        mode: u8,
+    },
+    Precondition {
+        ns: u8,
+        random: bool,
+        pct: u8,
+    },
+    Fio {
+        ns: u8,
+        kind: FioKind,
+        pct: u8,
+        seed: u32,
+    },
+    IdleGc {
+        moves: u16,
+    },
+    Commit {
+        fault: Option<Fault>,
+    },
     /// Clean close and open (a new CLI command).
     Reopen,
     /// The process dies with uncommitted changes.
     Crash,
-    Serve { ops: Vec<NbdOp>, end: End, fault: Option<Fault> },
+    Serve {
+        ops: Vec<NbdOp>,
+        end: End,
+        fault: Option<Fault>,
+    },
 }
 
 /// What the served data may hold, per (nsid, block): the values it may read as now.
@@ -405,7 +458,9 @@ impl Sim {
                 if fp == want_new {
                     self.set_committed(want_new, smart_new);
                 } else if fp != self.committed {
-                    return Err(format!("after a commit failed ({e}) the image opened with a state that is neither the old nor the new generation"));
+                    return Err(format!(
+                        "after a commit failed ({e}) the image opened with a state that is neither the old nor the new generation"
+                    ));
                 } else {
                     self.restore_drops();
                 }
@@ -420,7 +475,10 @@ impl Sim {
         self.img = None;
         let fp = self.open_check(false)?;
         if fp != self.committed {
-            return Err(format!("reopened image's FTL differs from the committed one:\n  open:      {fp:?}\n  committed: {:?}", self.committed));
+            return Err(format!(
+                "reopened image's FTL differs from the committed one:\n  open:      {fp:?}\n  committed: {:?}",
+                self.committed
+            ));
         }
         if crash {
             self.restore_drops();
@@ -481,8 +539,13 @@ impl Sim {
         let log = c.smart_log();
         monotone_counters(&prev_c, &now)?;
         monotone_smart(&prev_s, &smart)?;
-        if log.data_units_written != smart.data_units_written_512.div_ceil(1000) || log.data_units_read != smart.data_units_read_512.div_ceil(1000) {
-            return Err(format!("SMART data units {} / {} disagree with the 512-byte counts {} / {}", log.data_units_written, log.data_units_read, smart.data_units_written_512, smart.data_units_read_512));
+        if log.data_units_written != smart.data_units_written_512.div_ceil(1000)
+            || log.data_units_read != smart.data_units_read_512.div_ceil(1000)
+        {
+            return Err(format!(
+                "SMART data units {} / {} disagree with the 512-byte counts {} / {}",
+                log.data_units_written, log.data_units_read, smart.data_units_written_512, smart.data_units_read_512
+            ));
         }
         if smart.data_units_written_512 * 512 != now.host_write_bytes {
             return Err(format!("SMART counts {} B written, the FTL {} B", smart.data_units_written_512 * 512, now.host_write_bytes));
@@ -546,7 +609,10 @@ impl Sim {
                 let fp = self.open_check(false)?;
                 if let (Some(l), Ok(_)) = (&live, &r) {
                     if l.ftl != fp {
-                        return Err(format!("after a clean close the image's FTL differs from the served one:\n  open:   {fp:?}\n  served: {:?}", l.ftl));
+                        return Err(format!(
+                            "after a clean close the image's FTL differs from the served one:\n  open:   {fp:?}\n  served: {:?}",
+                            l.ftl
+                        ));
                     }
                 }
                 let smart = self.ctrl().state().smart.clone();
@@ -563,10 +629,15 @@ impl Sim {
                 }
                 let fp = self.open_check(true)?;
                 // What was flushed is in the image; a crash drops only what was not.
-                if fp.counters.host_write_bytes < flushed_counters.host_write_bytes || fp.counters.host_trim_ius < flushed_counters.host_trim_ius {
+                if fp.counters.host_write_bytes < flushed_counters.host_write_bytes
+                    || fp.counters.host_trim_ius < flushed_counters.host_trim_ius
+                {
                     return Err(format!(
                         "a crash lost flushed commands: host writes {} B / trims {} after reopen, {} B / {} at the last successful flush",
-                        fp.counters.host_write_bytes, fp.counters.host_trim_ius, flushed_counters.host_write_bytes, flushed_counters.host_trim_ius
+                        fp.counters.host_write_bytes,
+                        fp.counters.host_trim_ius,
+                        flushed_counters.host_write_bytes,
+                        flushed_counters.host_trim_ius
                     ));
                 }
                 let smart = self.ctrl().state().smart.clone();
@@ -667,27 +738,29 @@ impl Sim {
                 let r = e.write_zeroes(first * BLOCK, (n * BLOCK) as u32, ZeroFlags { fua: false, no_hole, fast: false });
                 self.written(id, first, &vec![0; n as usize], r.is_ok(), flush_failed)?;
             }
-            NbdOp::Flush => match b.flush() {
-                Ok(()) => {
-                    if let Some(why) = flush_failed {
-                        return Err(format!("a flush succeeded after an earlier one failed ({why}): a failed fsync must never be reported as success later"));
+            NbdOp::Flush => {
+                match b.flush() {
+                    Ok(()) => {
+                        if let Some(why) = flush_failed {
+                            return Err(format!("a flush succeeded after an earlier one failed ({why}): a failed fsync must never be reported as success later"));
+                        }
+                        for m in self.data.values_mut() {
+                            m.durable = m.now.clone();
+                            m.since_flush.clear();
+                        }
                     }
-                    for m in self.data.values_mut() {
-                        m.durable = m.now.clone();
-                        m.since_flush.clear();
+                    Err(e) => {
+                        if !plan_outcome().0 {
+                            return Err(format!("flush failed without a fault: {e:?}"));
+                        }
+                        let msg = b.failure().unwrap_or_default();
+                        if flush_failed.is_none() && !plan_outcome().1 && msg.is_empty() {
+                            return Err("a flush failed but the backend names no failure".into());
+                        }
+                        flush_failed.get_or_insert(format!("{e:?}: {msg}"));
                     }
                 }
-                Err(e) => {
-                    if !plan_outcome().0 {
-                        return Err(format!("flush failed without a fault: {e:?}"));
-                    }
-                    let msg = b.failure().unwrap_or_default();
-                    if flush_failed.is_none() && !plan_outcome().1 && msg.is_empty() {
-                        return Err("a flush failed but the backend names no failure".into());
-                    }
-                    flush_failed.get_or_insert(format!("{e:?}: {msg}"));
-                }
-            },
+            }
             NbdOp::Idle { ms } => {
                 clock.advance(Duration::from_millis(ms as u64));
                 if let Err(e) = b.tick() {
@@ -704,7 +777,9 @@ impl Sim {
     /// A write-like command of `tags` at blocks `first..`: acknowledged (`ok`) or not.
     fn written(&mut self, id: u32, first: u64, tags: &[u64], ok: bool, flush_failed: &mut Option<String>) -> Result<(), Fail> {
         if ok && flush_failed.is_some() {
-            return Err(format!("a write to namespace {id} was acknowledged after a failed flush: the image must be read-only from then on"));
+            return Err(format!(
+                "a write to namespace {id} was acknowledged after a failed flush: the image must be read-only from then on"
+            ));
         }
         if !ok && flush_failed.is_none() && !plan_outcome().0 {
             // Refused for a reason of its own (write protect): nothing changed.
@@ -818,4 +893,3 @@ pub fn job_spec(kind: FioKind, nsid: u32, ns_bytes: u64, lba: u32, size: u64, se
     });
     serde_json::from_value(v).expect("a valid engine job")
 }
-

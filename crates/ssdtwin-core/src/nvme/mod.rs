@@ -25,9 +25,9 @@ use crate::bigarray::BigArray;
 use crate::ftl::{Ftl, ReadSource};
 pub use crate::ftl::{FtlConfig, FtlCounters, FtlState};
 use crate::nand::{NandSink, NoTiming};
-use crate::util::splitmix;
 use crate::spec::DriveSpec;
 use crate::units::{fmt_decimal, LogicalIu};
+use crate::util::splitmix;
 use status::fail;
 
 /// NSID meaning "every namespace".
@@ -268,7 +268,12 @@ impl Controller {
     /// Reassemble a controller whose FTL maps stay on disk until first needed. The state is
     /// checked first (everything that needs no maps): a state that does not hold together is
     /// refused, never run.
-    pub fn from_parts(spec: DriveSpec, st: ControllerState, ftl_meta: FtlState, store: Box<dyn MapStore>) -> Result<Controller, InvalidState> {
+    pub fn from_parts(
+        spec: DriveSpec,
+        st: ControllerState,
+        ftl_meta: FtlState,
+        store: Box<dyn MapStore>,
+    ) -> Result<Controller, InvalidState> {
         let cfg = FtlConfig::from_spec(&spec);
         ftl_meta.check_cheap(&cfg).map_err(InvalidState)?;
         check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
@@ -316,7 +321,6 @@ impl Controller {
         self.ftl.is_some()
     }
 
-
     /// Load the maps now (a server does, rather than stall its first I/O behind it).
     pub fn load_maps(&mut self) -> Result<(), Error> {
         self.ftl().map(|_| ())
@@ -328,7 +332,11 @@ impl Controller {
     pub fn ftl_fingerprint(&mut self) -> Result<FtlFingerprint, Error> {
         let f = self.ftl()?;
         let (l2p, p2l) = f.maps();
-        Ok(FtlFingerprint { l2p_xxh3: format!("{:016x}", l2p.checksum()), p2l_xxh3: format!("{:016x}", p2l.checksum()), counters: f.counters().clone() })
+        Ok(FtlFingerprint {
+            l2p_xxh3: format!("{:016x}", l2p.checksum()),
+            p2l_xxh3: format!("{:016x}", p2l.checksum()),
+            counters: f.counters().clone(),
+        })
     }
 
     /// The FTL, loading its maps from the image if needed. Private: the controller is the
@@ -402,10 +410,7 @@ impl Controller {
     pub fn namespace(&self, nsid: u32) -> Result<&Namespace, Error> {
         match self.st.namespaces.get(&nsid) {
             Some(ns) => Ok(ns),
-            None => fail(
-                Status::InvalidNamespaceOrFormat,
-                format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list()),
-            ),
+            None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
         }
     }
 
@@ -454,16 +459,16 @@ impl Controller {
     pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<u32, Error> {
         let formats = &self.spec.capacity.lba_bytes.value;
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
-            return fail(
-                Status::InvalidFormat,
-                format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)),
-            );
+            return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
         };
         if nsze == 0 {
             return fail(Status::InvalidField, "nsze must be at least 1 block");
         }
         if ncap < nsze {
-            return fail(Status::ThinProvisioningNotSupported, format!("ncap {ncap} below nsze {nsze}: thin provisioning is not supported; use -c equal to -s"));
+            return fail(
+                Status::ThinProvisioningNotSupported,
+                format!("ncap {ncap} below nsze {nsze}: thin provisioning is not supported; use -c equal to -s"),
+            );
         }
         if ncap > nsze {
             return fail(Status::InvalidField, format!("ncap {ncap} exceeds nsze {nsze}"));
@@ -495,10 +500,9 @@ impl Controller {
         // when the capacity check passed.
         assert!(free.len() >= need, "logical space exhausted: need {need} chunks, {} free", free.len());
         let chunks = free[..need].to_vec();
-        self.st.namespaces.insert(
-            nsid,
-            Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks },
-        );
+        self.st
+            .namespaces
+            .insert(nsid, Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks });
         Ok(nsid)
     }
 
@@ -533,7 +537,10 @@ impl Controller {
             return fail(Status::ControllerListInvalid, "the controller list is empty; this drive has controller 1");
         }
         if let Some(c) = ctrls.iter().find(|&&c| c != CONTROLLER_ID) {
-            return fail(Status::ControllerListInvalid, format!("controller {c} does not exist; this drive has controller {CONTROLLER_ID}"));
+            return fail(
+                Status::ControllerListInvalid,
+                format!("controller {c} does not exist; this drive has controller {CONTROLLER_ID}"),
+            );
         }
         Ok(())
     }
@@ -568,7 +575,10 @@ impl Controller {
             return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
         }
         let Some(new_lba) = self.spec.lba_format(lbaf as usize) else {
-            return fail(Status::InvalidFormat, format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&self.spec.capacity.lba_bytes.value)));
+            return fail(
+                Status::InvalidFormat,
+                format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&self.spec.capacity.lba_bytes.value)),
+            );
         };
         let ids: Vec<u32> = if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace(nsid)?.nsid] };
         for id in &ids {
@@ -609,7 +619,10 @@ impl Controller {
             0x07 => Ok((63 << 16) | 63),
             0x08 => Ok(self.st.interrupt_coalescing),
             0x84 => Ok(self.attached(nsid)?.write_protect as u32),
-            _ => fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)")),
+            _ => fail(
+                Status::InvalidField,
+                format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)"),
+            ),
         }
     }
 
@@ -624,14 +637,20 @@ impl Controller {
                     return fail(Status::InvalidField, format!("power state {ps}: this drive has power states 0..={}", n - 1));
                 }
                 if self.spec.power_states.get(ps as usize).is_some_and(|p| p.non_operational) {
-                    return fail(Status::InvalidField, format!("power state {ps} is non-operational; the twin only runs I/O in operational states"));
+                    return fail(
+                        Status::InvalidField,
+                        format!("power state {ps} is non-operational; the twin only runs I/O in operational states"),
+                    );
                 }
                 self.st.power_state = ps as u8;
             }
             0x04 => self.st.temperature_threshold_k = value & 0xffff,
             0x06 => {
                 if value & 1 != 0 {
-                    return fail(Status::InvalidField, "there is no volatile write cache to enable (the write buffer is power-loss protected)");
+                    return fail(
+                        Status::InvalidField,
+                        "there is no volatile write cache to enable (the write buffer is power-loss protected)",
+                    );
                 }
             }
             0x07 => return fail(Status::FeatureNotChangeable, "the number of queues is fixed by the twin"),
@@ -647,7 +666,12 @@ impl Controller {
                 }
                 self.st.namespaces.get_mut(&nsid).expect("checked").write_protect = wp;
             }
-            _ => return fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)")),
+            _ => {
+                return fail(
+                    Status::InvalidField,
+                    format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)"),
+                )
+            }
         }
         Ok(())
     }
@@ -665,10 +689,7 @@ impl Controller {
 
     fn check_range(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
         if nlb == 0 || slba.checked_add(nlb).is_none_or(|e| e > ns.nsze) {
-            return fail(
-                Status::LbaOutOfRange,
-                format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze),
-            );
+            return fail(Status::LbaOutOfRange, format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze));
         }
         Ok(())
     }
@@ -794,7 +815,10 @@ impl Controller {
         }
         let lba = ns.lba_bytes as u64;
         if block_bytes == 0 || block_bytes % lba != 0 {
-            return fail(Status::InvalidField, format!("block size {block_bytes} must be a positive multiple of the namespace's {lba}-byte LBA"));
+            return fail(
+                Status::InvalidField,
+                format!("block size {block_bytes} must be a positive multiple of the namespace's {lba}-byte LBA"),
+            );
         }
         let slots = ns.bytes() / block_bytes;
         if slots == 0 {
@@ -896,7 +920,13 @@ impl Controller {
     /// Everything the read-only commands show, in one structure.
     pub fn view(&self) -> ControllerView {
         let id_ns = self.namespaces().map(|ns| (ns.nsid.to_string(), identify::id_ns(self, ns))).collect();
-        ControllerView { id_ctrl: self.id_ctrl(), id_ns, namespaces: self.namespace_rows(), smart_log: self.smart_log(), vendor_log: self.vendor_log() }
+        ControllerView {
+            id_ctrl: self.id_ctrl(),
+            id_ns,
+            namespaces: self.namespace_rows(),
+            smart_log: self.smart_log(),
+            vendor_log: self.vendor_log(),
+        }
     }
 
     /// FTL geometry numbers (superblocks, IUs, chunks).
@@ -1099,7 +1129,10 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
             return Err(format!("namespace {id} (recorded as {}) outside 1..={nn}", ns.nsid));
         }
         if spec.lba_format(ns.flbas as usize) != Some(ns.lba_bytes) || ns.nsze == 0 {
-            return Err(format!("namespace {id}: format {} with {}-byte blocks and {} blocks is not valid for this drive", ns.flbas, ns.lba_bytes, ns.nsze));
+            return Err(format!(
+                "namespace {id}: format {} with {}-byte blocks and {} blocks is not valid for this drive",
+                ns.flbas, ns.lba_bytes, ns.nsze
+            ));
         }
         let bytes = ns.nsze.checked_mul(ns.lba_bytes as u64).ok_or_else(|| format!("namespace {id}: size overflows"))?;
         if bytes.div_ceil(cfg.iu_bytes as u64) > ns.chunks.len() as u64 * cfg.chunk_ius() as u64 {

@@ -1,6 +1,5 @@
 use super::*;
 
-
 fn cm6(scale: u32) -> Controller {
     let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(scale).unwrap();
     Controller::new(spec, 1).unwrap()
