@@ -451,7 +451,7 @@ impl TwinBackend {
     /// Simulate `kill -9` in tests: drop the in-memory state without committing or writing
     /// buffered journal records (what was written to the journal file stays, as the page
     /// cache keeps it for a killed process) and release the image lock.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn crash_for_tests(&self) {
         let mut g = self.inner.lock();
         if let Some(st) = g.take() {
