@@ -687,6 +687,18 @@ impl Controller {
         Ok(ns)
     }
 
+    /// Whether a Write or a Deallocate of `[slba, slba+nlb)` on `nsid` would be accepted
+    /// (attached, not write protected, in range), without doing it: the server asks before
+    /// it touches a namespace's data file, so a refused command leaves the data as it was.
+    pub fn check_write(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        let ns = self.attached(nsid)?;
+        if ns.write_protect != WP_NONE {
+            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
+        }
+        Self::check_range(ns, slba, nlb)?;
+        Ok(ns)
+    }
+
     fn check_range(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
         if nlb == 0 || slba.checked_add(nlb).is_none_or(|e| e > ns.nsze) {
             return fail(Status::LbaOutOfRange, format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze));
@@ -736,12 +748,7 @@ impl Controller {
 
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
-        let ns = self.attached(nsid)?;
-        if ns.write_protect != WP_NONE {
-            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
-        }
-        Self::check_range(ns, slba, nlb)?;
-        let bytes = nlb * ns.lba_bytes as u64;
+        let bytes = nlb * self.check_write(nsid, slba, nlb)?.lba_bytes as u64;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
@@ -770,11 +777,7 @@ impl Controller {
     /// partial IUs at its edges keep their data (deallocation is advisory in NVMe).
     /// Returns the number of IUs deallocated.
     pub fn deallocate(&mut self, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
-        let ns = self.attached(nsid)?;
-        if ns.write_protect != WP_NONE {
-            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
-        }
-        Self::check_range(ns, slba, nlb)?;
+        self.check_write(nsid, slba, nlb)?;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
         let full = cfg.full_mask;

@@ -435,3 +435,30 @@ fn namespace_changes_drop_or_recreate_data_files() {
     assert!(z.iter().all(|&x| x == 0), "formatted namespace reads zeroes");
     b.close().unwrap();
 }
+
+/// A command the controller refuses (here: a write-protected namespace) must not reach the
+/// data file: the export asks the controller before it writes, trims or zeroes.
+#[test]
+fn refused_writes_leave_the_data_as_it_was() {
+    let (_t, d) = image(CM6, 454, |_| {});
+    let b = TwinBackend::open(&d, cfg(Pace::Off)).unwrap();
+    let e = export(&b, "ns1");
+    e.write(0, &[0xA5; 4096], false).unwrap();
+    e.flush().unwrap();
+    b.close().unwrap();
+    let mut img = Image::open(&d, true).unwrap();
+    img.ctrl.set_feature(0x84, 1, nvme::WP_PROTECT as u32).unwrap();
+    img.commit().unwrap();
+    drop(img);
+
+    let b = TwinBackend::open(&d, cfg(Pace::Off)).unwrap();
+    let e = export(&b, "ns1");
+    assert!(e.write(0, &[0x5A; 4096], false).is_err(), "a write to a write-protected namespace is refused");
+    assert!(e.trim(0, 4096, false).is_err(), "so is a trim");
+    let zeroes = ZeroFlags { no_hole: true, ..ZeroFlags::default() };
+    assert!(e.write_zeroes(0, 4096, zeroes).is_err(), "and writing zeroes");
+    let mut buf = vec![0u8; 4096];
+    e.read(0, &mut buf).unwrap();
+    assert!(buf.iter().all(|&x| x == 0xA5), "the refused commands changed the data");
+    b.close().unwrap();
+}
