@@ -5,6 +5,7 @@
 //!     cargo run --release -p ssdtwin-core --example engine_dump -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::nvme::NsId;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::workload::JobSpec;
@@ -14,8 +15,8 @@ fn main() {
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
     let mut c = Controller::new(spec, 1).unwrap();
-    let cap = c.attached(1).unwrap().bytes();
-    c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    let cap = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let out = run(&mut c, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap();
     println!("{}", serde_json::to_string(&out).unwrap());

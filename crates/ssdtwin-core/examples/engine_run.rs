@@ -5,6 +5,7 @@
 //!     SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::nvme::NsId;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::workload::JobSpec;
@@ -18,8 +19,8 @@ fn main() {
         .scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256))
         .unwrap();
     let mut c = Controller::new(spec, 1).unwrap();
-    let cap = c.attached(1).unwrap().bytes();
-    c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    let cap = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let t = Instant::now();
     let out = run(&mut c, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: false }, 0, &mut |_| true).unwrap();

@@ -4,6 +4,7 @@
 //! effective overhead the WAF implies. The derivation of `gc_overhead_superblocks` and
 //! `gc_overhead_finite_size` in the presets.
 //!     cargo run --release -p ssdtwin-core --example gc_overhead
+use ssdtwin_core::nvme::NsId;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::theory::waf_fifo;
@@ -38,10 +39,10 @@ fn main() {
             let per_sb = g.ius_per_superblock(4096) as f64;
             let mut c = Controller::new(s, 5).unwrap();
             let bytes = user * 4096;
-            c.precondition(1, Pattern::Sequential, 4096, bytes, 5, &mut |_, _| true).unwrap();
-            c.precondition(1, Pattern::Random, 4096, 4 * bytes, 6, &mut |_, _| true).unwrap();
+            c.precondition(NsId(1), Pattern::Sequential, 4096, bytes, 5, &mut |_, _| true).unwrap();
+            c.precondition(NsId(1), Pattern::Random, 4096, 4 * bytes, 6, &mut |_, _| true).unwrap();
             let v0 = c.vendor_log();
-            let r = c.precondition(1, Pattern::Random, 4096, 6 * bytes, 7, &mut |_, _| true).unwrap();
+            let r = c.precondition(NsId(1), Pattern::Random, 4096, 6 * bytes, 7, &mut |_, _| true).unwrap();
             let v1 = c.vendor_log();
             let w =
                 (v1.gc_overhead_sample_ius - v0.gc_overhead_sample_ius) / (v1.gc_overhead_samples - v0.gc_overhead_samples) as f64 / per_sb;

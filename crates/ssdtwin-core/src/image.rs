@@ -41,7 +41,7 @@ use xxhash_rust::xxh3::Xxh3;
 use crate::bigarray::BigArray;
 use crate::fsio::{self, Entry, FsError};
 use crate::journal::{self, Record, Tail};
-use crate::nvme::{self, Controller, ControllerState, FtlConfig, FtlState, MapError, MapStore};
+use crate::nvme::{self, Controller, ControllerState, FtlConfig, FtlState, MapError, MapStore, NsId};
 use crate::spec::{DriveSpec, SpecError};
 
 pub const FORMAT: &str = "ssdtwin-image";
@@ -721,7 +721,7 @@ impl Image {
         for e in fs::read_dir(&dd).map_err(|e| FsError::new(&dd, e))?.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
             if let Some(id) = data_file_nsid(&name) {
-                if self.ctrl.namespace(id).is_err() {
+                if self.ctrl.namespace(NsId(id)).is_err() {
                     self.guard(fsio::remove_file(&e.path()))?;
                     self.data_files.remove(&id);
                 }
@@ -1001,9 +1001,9 @@ mod tests {
     fn written(dir: &Path) -> Image {
         let spec = DriveSpec::preset(PRESET).unwrap().scaled(256).unwrap();
         let mut img = Image::create(dir, spec, PRESET, 1).unwrap();
-        let cap = img.ctrl.attached(1).unwrap().bytes();
-        img.ctrl.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
-        img.ctrl.precondition(1, Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
+        let cap = img.ctrl.attached(NsId(1)).unwrap().bytes();
+        img.ctrl.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+        img.ctrl.precondition(NsId(1), Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
         img.commit().unwrap();
         img
     }
@@ -1112,7 +1112,7 @@ mod tests {
     fn journal_of_writes(img: &mut Image, n: u64) -> PathBuf {
         let mut j = JournalWriter::create(img.dir(), img.generation()).unwrap();
         for k in 0..n {
-            img.ctrl.write(1, k * 8, 8, &mut crate::nand::NoTiming).unwrap();
+            img.ctrl.write(NsId(1), k * 8, 8, &mut crate::nand::NoTiming).unwrap();
             j.append(&Record::Write { nsid: 1, slba: k * 8, nlb: 8 });
         }
         j.write_out().unwrap();
@@ -1230,7 +1230,7 @@ mod tests {
         let e = img.prepare_data_files().unwrap_err().to_string();
         assert!(e.contains("ns1.img: missing") && e.contains("restore the file"), "{e}");
         // Formatting the namespace drops the record: serving starts it empty.
-        img.ctrl.format(1, 0, 0).unwrap();
+        img.ctrl.format(NsId(1), 0, 0).unwrap();
         img.drop_data(1).unwrap();
         img.prepare_data_files().unwrap();
         assert_eq!(std::fs::metadata(p).unwrap().len(), bytes);
@@ -1252,7 +1252,7 @@ mod tests {
         };
         std::os::unix::fs::FileExt::write_all_at(&std::fs::OpenOptions::new().write(true).open(&p).unwrap(), &[7u8; 4096], 0).unwrap();
         // Format, then die before the commit: the format never happened, so the data is back.
-        img.ctrl.format(1, 0, 0).unwrap();
+        img.ctrl.format(NsId(1), 0, 0).unwrap();
         img.drop_data(1).unwrap();
         assert!(!p.exists());
         drop(img);
@@ -1261,7 +1261,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&p).unwrap().len(), size);
         assert!(img.ctrl.namespace_rows()[0].nuse > 0);
         // Format and commit: the data is gone for good, and serving starts it empty.
-        img.ctrl.format(1, 0, 0).unwrap();
+        img.ctrl.format(NsId(1), 0, 0).unwrap();
         img.drop_data(1).unwrap();
         img.commit().unwrap();
         assert!(!p.exists() && std::fs::read_dir(p.parent().unwrap()).unwrap().next().is_none(), "no leftovers after the commit");

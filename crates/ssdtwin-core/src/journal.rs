@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use crate::fsio::{self, FsError};
 
 use crate::nand::NoTiming;
-use crate::nvme::Controller;
+use crate::nvme::{Controller, NsId};
 
 /// File name of the journal inside an image directory.
 pub const FILE: &str = "journal.bin";
@@ -267,12 +267,12 @@ pub fn replay(ctrl: &mut Controller, records: &[Record]) -> Result<(), ReplayErr
     for (index, &record) in records.iter().enumerate() {
         let fail = |reason: String| ReplayError { index, record, reason };
         match record {
-            Record::Write { nsid, slba, nlb } => ctrl.write(nsid, slba, nlb, &mut NoTiming).map_err(|e| fail(e.to_string()))?,
+            Record::Write { nsid, slba, nlb } => ctrl.write(NsId(nsid), slba, nlb, &mut NoTiming).map_err(|e| fail(e.to_string()))?,
             Record::Read { nsid, slba, nlb } => {
-                ctrl.read(nsid, slba, nlb, &mut NoTiming).map_err(|e| fail(e.to_string()))?;
+                ctrl.read(NsId(nsid), slba, nlb, &mut NoTiming).map_err(|e| fail(e.to_string()))?;
             }
             Record::Deallocate { nsid, slba, nlb } => {
-                ctrl.deallocate(nsid, slba, nlb).map_err(|e| fail(e.to_string()))?;
+                ctrl.deallocate(NsId(nsid), slba, nlb).map_err(|e| fail(e.to_string()))?;
             }
             Record::IdleGc { moved, erases, victims } => {
                 let mut done = 0u64;
@@ -533,7 +533,7 @@ mod tests {
     /// the server journals it. Returns the controller's state for comparison.
     fn timed_run(img: &mut Image, j: &mut JournalWriter, seed: u64, n: usize) {
         let ctrl = &mut img.ctrl;
-        let nsze = ctrl.attached(1).unwrap().nsze;
+        let nsze = ctrl.attached(NsId(1)).unwrap().nsze;
         let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
         let mut r = Rng::new(seed);
         let mut now = 0u64;
@@ -543,15 +543,15 @@ mod tests {
             let slba = r.below(nsze - nlb);
             match r.below(20) {
                 0..=11 => {
-                    timing.write(ctrl, now, 1, slba, nlb).unwrap();
+                    timing.write(ctrl, now, NsId(1), slba, nlb).unwrap();
                     j.append(&Record::Write { nsid: 1, slba, nlb });
                 }
                 12..=16 => {
-                    timing.read(ctrl, now, 1, slba, nlb).unwrap();
+                    timing.read(ctrl, now, NsId(1), slba, nlb).unwrap();
                     j.append(&Record::Read { nsid: 1, slba, nlb });
                 }
                 17..=18 => {
-                    timing.deallocate(ctrl, now, 1, slba, nlb).unwrap();
+                    timing.deallocate(ctrl, now, NsId(1), slba, nlb).unwrap();
                     j.append(&Record::Deallocate { nsid: 1, slba, nlb });
                 }
                 _ => {
@@ -579,9 +579,9 @@ mod tests {
         let d = dir.path().join("img");
         let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
         let mut img = Image::create(&d, spec, "kioxia-cm6-r-3.84t", 1).unwrap();
-        let cap = img.ctrl.attached(1).unwrap().bytes();
-        img.ctrl.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
-        img.ctrl.precondition(1, Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
+        let cap = img.ctrl.attached(NsId(1)).unwrap().bytes();
+        img.ctrl.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+        img.ctrl.precondition(NsId(1), Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
         img.commit().unwrap();
         let g = img.generation();
         let mut j = JournalWriter::create(&d, g).unwrap();
@@ -633,7 +633,7 @@ mod tests {
         let g = img.generation();
         let mut j = JournalWriter::create(&d, g).unwrap();
         for k in 0..100 {
-            img.ctrl.write(1, k * 8, 8, &mut NoTiming).unwrap();
+            img.ctrl.write(NsId(1), k * 8, 8, &mut NoTiming).unwrap();
             j.append(&Record::Write { nsid: 1, slba: k * 8, nlb: 8 });
         }
         j.write_out().unwrap();
@@ -672,7 +672,7 @@ mod tests {
         let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
         let mut img = Image::create(&d, spec, "kioxia-cm6-r-3.84t", 1).unwrap();
         let mut j = JournalWriter::create(&d, img.generation()).unwrap();
-        img.ctrl.write(1, 0, 8, &mut NoTiming).unwrap();
+        img.ctrl.write(NsId(1), 0, 8, &mut NoTiming).unwrap();
         j.append(&Record::Write { nsid: 1, slba: 0, nlb: 8 });
         // Counters that this state does not have.
         j.append(&Record::Check { host_programmed_ius: 999, gc_programmed_ius: 0, erases: 0, host_write_bytes: 4096 });

@@ -25,6 +25,25 @@ pub struct LogicalIu(pub u32);
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PhysicalIu(pub u32);
 
+/// An NVMe namespace identifier (1-based; 0xFFFFFFFF is "all namespaces" where a command
+/// allows it). The controller's commands take it, so a namespace id cannot be passed where
+/// an LBA or a block count belongs.
+#[repr(transparent)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct NsId(pub u32);
+
+impl NsId {
+    /// NSID FFFFFFFFh: every namespace (Format, Delete).
+    pub const ALL: NsId = NsId(u32::MAX);
+}
+
+impl fmt::Display for NsId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Virtual time in integer nanoseconds. The model never reads a wall clock.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]

@@ -11,6 +11,7 @@
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
+use ssdtwin_core::nvme::NsId;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -345,7 +346,7 @@ impl Drive {
     }
 
     fn id_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<Py<PyAny>> {
-        self.query(py, |c| Ok(c.id_ns(nsid)?))
+        self.query(py, |c| Ok(c.id_ns(NsId(nsid))?))
     }
 
     /// Every namespace with its size, use, format and attachment.
@@ -355,7 +356,7 @@ impl Drive {
 
     /// One namespace's row of `list_ns` (NvmeError INVALID_NS if there is none).
     fn namespace(&self, py: Python<'_>, nsid: u32) -> PyResult<Py<PyAny>> {
-        self.query(py, |c| Ok(c.namespace_row(nsid)?))
+        self.query(py, |c| Ok(c.namespace_row(NsId(nsid))?))
     }
 
     /// The LBA format index whose data size is `block_bytes` (NvmeError INVALID_FORMAT if none).
@@ -373,7 +374,7 @@ impl Drive {
     #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
     fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
         self.with(py, |b| {
-            let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic)?;
+            let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic)?.0;
             b.drop_data(nsid)?;
             Ok(nsid)
         })
@@ -382,36 +383,36 @@ impl Drive {
     /// Also removes the namespace's served data (DIR/data/nsN.img).
     fn delete_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<()> {
         self.with(py, |b| {
-            b.ctrl().delete_ns(nsid)?;
+            b.ctrl().delete_ns(NsId(nsid))?;
             b.drop_data(nsid)
         })
     }
 
     fn attach_ns(&self, py: Python<'_>, nsid: u32, controllers: Vec<u16>) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().attach_ns(nsid, &controllers)?))
+        self.with(py, |b| Ok(b.ctrl().attach_ns(NsId(nsid), &controllers)?))
     }
 
     fn detach_ns(&self, py: Python<'_>, nsid: u32, controllers: Vec<u16>) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().detach_ns(nsid, &controllers)?))
+        self.with(py, |b| Ok(b.ctrl().detach_ns(NsId(nsid), &controllers)?))
     }
 
     /// Every variant purges: the mappings and the served data (DIR/data/nsN.img) go.
     #[pyo3(signature = (nsid, lbaf=0, ses=0))]
     fn format(&self, py: Python<'_>, nsid: u32, lbaf: u8, ses: u8) -> PyResult<()> {
         self.with(py, |b| {
-            b.ctrl().format(nsid, lbaf, ses)?;
+            b.ctrl().format(NsId(nsid), lbaf, ses)?;
             b.drop_data(nsid)
         })
     }
 
     #[pyo3(signature = (fid, nsid=0))]
     fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32) -> PyResult<u32> {
-        self.with(py, |b| Ok(b.ctrl().get_feature(fid, nsid)?))
+        self.with(py, |b| Ok(b.ctrl().get_feature(fid, NsId(nsid))?))
     }
 
     #[pyo3(signature = (fid, value, nsid=0))]
     fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().set_feature(fid, nsid, value)?))
+        self.with(py, |b| Ok(b.ctrl().set_feature(fid, NsId(nsid), value)?))
     }
 
     fn smart_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -437,15 +438,15 @@ impl Drive {
     }
 
     fn write(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().write(nsid, slba, nlb, &mut NoTiming)?))
+        self.with(py, |b| Ok(b.ctrl().write(NsId(nsid), slba, nlb, &mut NoTiming)?))
     }
 
     fn read(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<Py<PyAny>> {
-        self.query(py, |c| Ok(c.read(nsid, slba, nlb, &mut NoTiming)?))
+        self.query(py, |c| Ok(c.read(NsId(nsid), slba, nlb, &mut NoTiming)?))
     }
 
     fn deallocate(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<u64> {
-        self.with(py, |b| Ok(b.ctrl().deallocate(nsid, slba, nlb)?))
+        self.with(py, |b| Ok(b.ctrl().deallocate(NsId(nsid), slba, nlb)?))
     }
 
     /// Fast-forward writes. `pattern` is "seq" or "rand"; `progress(done, total)` is called
@@ -467,7 +468,7 @@ impl Drive {
         self.query(py, |c| {
             let mut pending: Option<PyErr> = None;
             let mut cb = |done: u64, total: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)));
-            let report = c.precondition(nsid, pat, block_bytes, amount_bytes, seed, &mut cb)?;
+            let report = c.precondition(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb)?;
             match pending {
                 Some(e) => Err(Failure::Python(e)),
                 None => Ok(report),
@@ -541,7 +542,7 @@ impl DriveView {
 
     /// Identify Namespace (NvmeError INVALID_NS if `nsid` does not exist).
     fn id_ns(&self, py: Python<'_>, nsid: u32) -> PyResult<Py<PyAny>> {
-        let id = self.view.id_ns(nsid).map_err(Failure::from)?;
+        let id = self.view.id_ns(NsId(nsid)).map_err(Failure::from)?;
         to_py(py, id)
     }
 

@@ -24,6 +24,7 @@
 //!   completed before the sync began; the per-file and journal sync locks make a later
 //!   flush wait for an earlier one still in progress instead of trusting it blindly.
 
+use ssdtwin_core::nvme::NsId;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -127,7 +128,7 @@ impl Inner {
         self.check_writable()?;
         let g = self.lock();
         let st = g.as_ref().ok_or(Errno::Shutdown)?;
-        st.img.ctrl.check_write(nsid, slba, nlb).map(|_| ()).map_err(|e| nbd_errno(&e, true))
+        st.img.ctrl.check_write(NsId(nsid), slba, nlb).map(|_| ()).map_err(|e| nbd_errno(&e, true))
     }
 
     pub(crate) fn failure(&self) -> Option<&str> {
@@ -177,7 +178,7 @@ pub struct NsExport {
 /// The export description and block sizes of namespace `nsid`.
 fn export_info(img: &Image, nsid: u32) -> Result<ExportInfo, ServeError> {
     let ctrl = &img.ctrl;
-    let ns = ctrl.namespace(nsid)?;
+    let ns = ctrl.namespace(NsId(nsid))?;
     let iu = ctrl.ftl_config().iu_bytes;
     let mut i = ExportInfo::new(format!("ns{nsid}"), ns.bytes());
     i.description = format!(
@@ -241,7 +242,7 @@ impl TwinBackend {
         for (nsid, p) in &paths {
             files.insert(*nsid, Arc::new(DataFile::open(p)?));
             let info = export_info(&img, *nsid)?;
-            infos.push((*nsid, img.ctrl.namespace(*nsid)?.lba_bytes as u64, info));
+            infos.push((*nsid, img.ctrl.namespace(NsId(*nsid))?.lba_bytes as u64, info));
         }
         let vl = img.ctrl.vendor_log();
         let (preset, scale, iu_bytes) = (img.manifest.preset.clone(), img.manifest.scale, img.ctrl.ftl_config().iu_bytes);
@@ -497,9 +498,9 @@ impl Inner {
             for &(io, slba, nlb) in ops {
                 let ctrl = &mut st.img.ctrl;
                 let r = match io {
-                    Io::Read => ctrl.read(nsid, slba, nlb, &mut NoTiming).map(|_| ()),
-                    Io::Write => ctrl.write(nsid, slba, nlb, &mut NoTiming),
-                    Io::Dealloc => ctrl.deallocate(nsid, slba, nlb).map(|_| ()),
+                    Io::Read => ctrl.read(NsId(nsid), slba, nlb, &mut NoTiming).map(|_| ()),
+                    Io::Write => ctrl.write(NsId(nsid), slba, nlb, &mut NoTiming),
+                    Io::Dealloc => ctrl.deallocate(NsId(nsid), slba, nlb).map(|_| ()),
                 };
                 r.map_err(|e| nbd_errno(&e, io != Io::Read))?;
                 st.append(record(io, nsid, slba, nlb), &self.cfg).map_err(|e| self.fail(e))?;
@@ -532,9 +533,9 @@ impl Inner {
             let timing = st.timing.as_mut().expect("pace model has a timing model");
             let ctrl = &mut st.img.ctrl;
             let r = match io {
-                Io::Read => timing.read(ctrl, now_v, nsid, slba, nlb),
-                Io::Write => timing.write(ctrl, now_v, nsid, slba, nlb),
-                Io::Dealloc => timing.deallocate(ctrl, now_v, nsid, slba, nlb),
+                Io::Read => timing.read(ctrl, now_v, NsId(nsid), slba, nlb),
+                Io::Write => timing.write(ctrl, now_v, NsId(nsid), slba, nlb),
+                Io::Dealloc => timing.deallocate(ctrl, now_v, NsId(nsid), slba, nlb),
             };
             let t = r.map_err(|e| nbd_errno(&e, io != Io::Read))?;
             st.append(record(io, nsid, slba, nlb), &self.cfg).map_err(|e| self.fail(e))?;

@@ -13,6 +13,7 @@
 
 #![recursion_limit = "256"]
 
+use ssdtwin_core::nvme::NsId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -300,45 +301,45 @@ impl Sim {
                 let lba = c.spec().lba_format(*lbaf as usize % 2).unwrap_or(512) as u64;
                 let free = c.unvmcap();
                 let bytes = (free * *pct as u64 / 100).max(lba);
-                c.create_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(Some)
+                c.create_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
             })?,
             Step::DeleteNs { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
-                    self.admin("delete-ns", |c| c.delete_ns(id).map(|_| Some(id)))?;
+                    self.admin("delete-ns", |c| c.delete_ns(NsId(id)).map(|_| Some(id)))?;
                 }
             }
             Step::Attach { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
-                    self.admin("attach-ns", |c| c.attach_ns(id, &[0]).map(|_| None))?;
+                    self.admin("attach-ns", |c| c.attach_ns(NsId(id), &[0]).map(|_| None))?;
                 }
             }
             Step::Detach { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
-                    self.admin("detach-ns", |c| c.detach_ns(id, &[0]).map(|_| None))?;
+                    self.admin("detach-ns", |c| c.detach_ns(NsId(id), &[0]).map(|_| None))?;
                 }
             }
             Step::Format { ns, lbaf, ses } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
-                    self.admin("format", |c| c.format(id, *lbaf % 2, *ses % 3).map(|_| Some(id)))?;
+                    self.admin("format", |c| c.format(NsId(id), *lbaf % 2, *ses % 3).map(|_| Some(id)))?;
                 }
             }
             Step::WriteProtect { ns, mode } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
                     // Feature 0x84: namespace write protection config; 3 (permanent) is left out
                     // so that a sequence can go on writing.
-                    self.admin("write-protect", |c| c.set_feature(0x84, id, (*mode % 3) as u32).map(|_| None))?;
+                    self.admin("write-protect", |c| c.set_feature(0x84, NsId(id), (*mode % 3) as u32).map(|_| None))?;
                 }
             }
             Step::Precondition { ns, random, pct } => {
                 if let Some(id) = self.pick_ns(*ns, true) {
                     let c = self.ctrl();
-                    let bytes = c.namespace(id).map(|n| n.bytes()).unwrap_or(0);
+                    let bytes = c.namespace(NsId(id)).map(|n| n.bytes()).unwrap_or(0);
                     let amount = (bytes * *pct as u64 / 100).max(131072) / 4096 * 4096;
                     let seed = c.next_seed();
                     let pat = if *random { Pattern::Random } else { Pattern::Sequential };
                     let bs = if *random { 4096 } else { 131072 };
                     let before = c.state().clone();
-                    if let Err(e) = c.precondition(id, pat, bs, amount, seed, &mut |_, _| true) {
+                    if let Err(e) = c.precondition(NsId(id), pat, bs, amount, seed, &mut |_, _| true) {
                         self.log.push(format!("  precondition refused: {e}"));
                         let _ = before;
                     }
@@ -397,7 +398,7 @@ impl Sim {
 
     fn fio(&mut self, nsid: u32, kind: FioKind, pct: u8, seed: u32) -> Result<(), Fail> {
         let c = self.ctrl();
-        let ns = c.namespace(nsid).map_err(|e| e.to_string())?.clone();
+        let ns = c.namespace(NsId(nsid)).map_err(|e| e.to_string())?.clone();
         let size = (ns.bytes() * (pct as u64).clamp(1, 100) / 100).max(65536) / 4096 * 4096;
         // Paced jobs run in virtual time with an idle gap per I/O: keep them short.
         let cap = if matches!(kind, FioKind::RateLimited | FioKind::ThinkTime) { 4 << 20 } else { u64::MAX };

@@ -14,6 +14,7 @@ use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
+use crate::units::NsId;
 use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
 
 #[derive(Debug, thiserror::Error)]
@@ -174,7 +175,7 @@ struct DirStats {
 
 struct JobClone {
     gen: Generator,
-    nsid: u32,
+    nsid: NsId,
     lba: u64,
     started: bool,
     finished: bool,
@@ -370,7 +371,7 @@ pub fn run_measured(
     let mut clones = Vec::with_capacity(specs.len());
     for spec in specs {
         let nsid = spec.namespace.unwrap_or(opts.default_nsid);
-        let ns = ctrl.attached(nsid)?.clone();
+        let ns = ctrl.attached(NsId(nsid))?.clone();
         let target = ns.bytes();
         let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
         if spec.lba_bytes != ns.lba_bytes {
@@ -383,7 +384,7 @@ pub fn run_measured(
         let gen = Generator::new(spec, target)?;
         clones.push(JobClone {
             gen,
-            nsid,
+            nsid: NsId(nsid),
             lba: ns.lba_bytes as u64,
             started: false,
             finished: false,
@@ -920,7 +921,7 @@ mod tests {
     /// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
     /// replaced (engine contract, docs/fio.md §3).
     fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
-        let ns = ctrl.attached(1).unwrap();
+        let ns = ctrl.attached(NsId(1)).unwrap();
         let mut v: Value = serde_json::from_str(
             r#"{
             "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,

@@ -28,6 +28,7 @@ use std::collections::BinaryHeap;
 use crate::nand::{Addressing, Cause, NandOp, NandSink};
 use crate::nvme::{Controller, Error, FtlConfig};
 use crate::spec::{DriveSpec, Geometry, TimingSpec};
+use crate::units::NsId;
 
 /// Collects the operations the FTL emits for one command.
 #[cfg(test)]
@@ -441,7 +442,7 @@ impl DeviceTiming {
     // ----------------------------------------------------------------- host commands
 
     /// A read command arriving at `now`; returns its completion time.
-    pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+    pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
@@ -456,7 +457,7 @@ impl DeviceTiming {
     }
 
     /// A write command arriving at `now`; returns when it is acknowledged.
-    pub fn write(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+    pub fn write(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
@@ -473,7 +474,7 @@ impl DeviceTiming {
     }
 
     /// Dataset Management (deallocate) arriving at `now`.
-    pub fn deallocate(&mut self, ctrl: &mut Controller, now: u64, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
+    pub fn deallocate(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         self.now = self.now.max(now);
         let t1 = self.ctrl_cmd(now);
         ctrl.deallocate(nsid, slba, nlb)?;

@@ -26,6 +26,7 @@ use crate::ftl::{Ftl, ReadSource};
 pub use crate::ftl::{FtlConfig, FtlCounters, FtlState};
 use crate::nand::{NandSink, NoTiming};
 use crate::spec::DriveSpec;
+pub use crate::units::NsId;
 use crate::units::{fmt_decimal, LogicalIu};
 use crate::util::splitmix;
 use status::fail;
@@ -99,7 +100,8 @@ pub struct ControllerView {
 
 impl ControllerView {
     /// Identify Namespace of `nsid`, or the status the controller returns for it.
-    pub fn id_ns(&self, nsid: u32) -> Result<&IdNs, Error> {
+    pub fn id_ns(&self, nsid: NsId) -> Result<&IdNs, Error> {
+        let nsid = nsid.0;
         match self.id_ns.get(&nsid.to_string()) {
             Some(id) => Ok(id),
             None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
@@ -407,7 +409,11 @@ impl Controller {
         self.tnvmcap() - self.allocated_bytes()
     }
 
-    pub fn namespace(&self, nsid: u32) -> Result<&Namespace, Error> {
+    pub fn namespace(&self, nsid: NsId) -> Result<&Namespace, Error> {
+        self.namespace_u32(nsid.0)
+    }
+
+    fn namespace_u32(&self, nsid: u32) -> Result<&Namespace, Error> {
         match self.st.namespaces.get(&nsid) {
             Some(ns) => Ok(ns),
             None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
@@ -415,8 +421,9 @@ impl Controller {
     }
 
     /// The namespace table row of `nsid` (size, use, format, attachment).
-    pub fn namespace_row(&self, nsid: u32) -> Result<NamespaceRow, Error> {
-        let ns = self.namespace(nsid)?;
+    pub fn namespace_row(&self, nsid: NsId) -> Result<NamespaceRow, Error> {
+        let nsid = nsid.0;
+        let ns = self.namespace_u32(nsid)?;
         Ok(self.row(ns))
     }
 
@@ -456,7 +463,7 @@ impl Controller {
     // ------------------------------------------------------------- namespace management
 
     /// Namespace Management - create. Returns the new NSID.
-    pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<u32, Error> {
+    pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<NsId, Error> {
         let formats = &self.spec.capacity.lba_bytes.value;
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
             return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
@@ -503,12 +510,14 @@ impl Controller {
         self.st
             .namespaces
             .insert(nsid, Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks });
-        Ok(nsid)
+        Ok(NsId(nsid))
     }
 
     /// Namespace Management - delete (`NSID_ALL` deletes every namespace).
-    pub fn delete_ns(&mut self, nsid: u32) -> Result<(), Error> {
-        let ids: Vec<u32> = if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace(nsid)?.nsid] };
+    pub fn delete_ns(&mut self, nsid: NsId) -> Result<(), Error> {
+        let nsid = nsid.0;
+        let ids: Vec<u32> =
+            if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace_u32(nsid)?.nsid] };
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
@@ -545,9 +554,10 @@ impl Controller {
         Ok(())
     }
 
-    pub fn attach_ns(&mut self, nsid: u32, ctrls: &[u16]) -> Result<(), Error> {
+    pub fn attach_ns(&mut self, nsid: NsId, ctrls: &[u16]) -> Result<(), Error> {
+        let nsid = nsid.0;
         Self::check_ctrl_list(ctrls)?;
-        self.namespace(nsid)?;
+        self.namespace_u32(nsid)?;
         let ns = self.st.namespaces.get_mut(&nsid).expect("checked");
         if ns.attached {
             return fail(Status::NsAlreadyAttached, format!("namespace {nsid} is already attached to controller {CONTROLLER_ID}"));
@@ -556,9 +566,10 @@ impl Controller {
         Ok(())
     }
 
-    pub fn detach_ns(&mut self, nsid: u32, ctrls: &[u16]) -> Result<(), Error> {
+    pub fn detach_ns(&mut self, nsid: NsId, ctrls: &[u16]) -> Result<(), Error> {
+        let nsid = nsid.0;
         Self::check_ctrl_list(ctrls)?;
-        self.namespace(nsid)?;
+        self.namespace_u32(nsid)?;
         let ns = self.st.namespaces.get_mut(&nsid).expect("checked");
         if !ns.attached {
             return fail(Status::NsNotAttached, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"));
@@ -570,7 +581,8 @@ impl Controller {
     /// Format NVM: change the LBA format and erase. `ses` 0 = no secure erase, 1 = user data
     /// erase, 2 = cryptographic erase. Every variant deallocates all LBAs of the namespace
     /// (the twin stores no ciphertext, so a crypto erase is a purge: mappings dropped).
-    pub fn format(&mut self, nsid: u32, lbaf: u8, ses: u8) -> Result<(), Error> {
+    pub fn format(&mut self, nsid: NsId, lbaf: u8, ses: u8) -> Result<(), Error> {
+        let nsid = nsid.0;
         if ses > 2 {
             return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
         }
@@ -580,7 +592,8 @@ impl Controller {
                 format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&self.spec.capacity.lba_bytes.value)),
             );
         };
-        let ids: Vec<u32> = if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace(nsid)?.nsid] };
+        let ids: Vec<u32> =
+            if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace_u32(nsid)?.nsid] };
         for id in &ids {
             let ns = &self.st.namespaces[id];
             if ns.write_protect != WP_NONE {
@@ -610,7 +623,8 @@ impl Controller {
     // ------------------------------------------------------------- features
 
     /// Get Features. `nsid` matters for namespace-scoped features (84h).
-    pub fn get_feature(&self, fid: u8, nsid: u32) -> Result<u32, Error> {
+    pub fn get_feature(&self, fid: u8, nsid: NsId) -> Result<u32, Error> {
+        let nsid = nsid.0;
         match fid {
             0x01 => Ok(self.st.arbitration),
             0x02 => Ok(self.st.power_state as u32),
@@ -618,7 +632,7 @@ impl Controller {
             0x06 => Ok(0), // no volatile write cache: the buffer is power-loss protected
             0x07 => Ok((63 << 16) | 63),
             0x08 => Ok(self.st.interrupt_coalescing),
-            0x84 => Ok(self.attached(nsid)?.write_protect as u32),
+            0x84 => Ok(self.attached_u32(nsid)?.write_protect as u32),
             _ => fail(
                 Status::InvalidField,
                 format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)"),
@@ -627,7 +641,8 @@ impl Controller {
     }
 
     /// Set Features.
-    pub fn set_feature(&mut self, fid: u8, nsid: u32, value: u32) -> Result<(), Error> {
+    pub fn set_feature(&mut self, fid: u8, nsid: NsId, value: u32) -> Result<(), Error> {
+        let nsid = nsid.0;
         match fid {
             0x01 => self.st.arbitration = value,
             0x02 => {
@@ -660,7 +675,7 @@ impl Controller {
                 if wp > WP_PERMANENT {
                     return fail(Status::InvalidField, format!("write-protect state {wp}: must be 0..=3"));
                 }
-                let ns = self.attached(nsid)?;
+                let ns = self.attached_u32(nsid)?;
                 if ns.write_protect == WP_PERMANENT {
                     return fail(Status::FeatureNotChangeable, format!("namespace {nsid} is permanently write protected"));
                 }
@@ -679,8 +694,12 @@ impl Controller {
     // ------------------------------------------------------------- I/O commands
 
     /// The namespace, if it exists and is attached (I/O needs both).
-    pub fn attached(&self, nsid: u32) -> Result<&Namespace, Error> {
-        let ns = self.namespace(nsid)?;
+    pub fn attached(&self, nsid: NsId) -> Result<&Namespace, Error> {
+        self.attached_u32(nsid.0)
+    }
+
+    fn attached_u32(&self, nsid: u32) -> Result<&Namespace, Error> {
+        let ns = self.namespace_u32(nsid)?;
         if !ns.attached {
             return fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"));
         }
@@ -690,8 +709,12 @@ impl Controller {
     /// Whether a Write or a Deallocate of `[slba, slba+nlb)` on `nsid` would be accepted
     /// (attached, not write protected, in range), without doing it: the server asks before
     /// it touches a namespace's data file, so a refused command leaves the data as it was.
-    pub fn check_write(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
-        let ns = self.attached(nsid)?;
+    pub fn check_write(&self, nsid: NsId, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_write_u32(nsid.0, slba, nlb)
+    }
+
+    fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        let ns = self.attached_u32(nsid)?;
         if ns.write_protect != WP_NONE {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
         }
@@ -738,7 +761,8 @@ impl Controller {
     /// Hint that the I/O at `slba` of `nsid` comes soon: fetch its first L2P entry into cache.
     /// (Only when the maps are loaded; a no-op for bad arguments, which the I/O reports.)
     #[inline]
-    pub fn prefetch(&self, nsid: u32, slba: u64) {
+    pub fn prefetch(&self, nsid: NsId, slba: u64) {
+        let nsid = nsid.0;
         let (Some(ftl), Some(ns)) = (self.ftl.as_ref(), self.st.namespaces.get(&nsid)) else { return };
         let ns_iu = (slba * ns.lba_bytes as u64) >> self.cfg.iu_bytes.trailing_zeros();
         if let Some(g) = ns.global_iu(ns_iu, self.cfg.chunk_shift) {
@@ -747,8 +771,9 @@ impl Controller {
     }
 
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
-    pub fn write<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
-        let bytes = nlb * self.check_write(nsid, slba, nlb)?.lba_bytes as u64;
+    pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
+        let nsid = nsid.0;
+        let bytes = nlb * self.check_write_u32(nsid, slba, nlb)?.lba_bytes as u64;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
@@ -757,8 +782,9 @@ impl Controller {
     }
 
     /// Read command.
-    pub fn read<S: NandSink>(&mut self, nsid: u32, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
-        let ns = self.attached(nsid)?;
+    pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
+        let nsid = nsid.0;
+        let ns = self.attached_u32(nsid)?;
         Self::check_range(ns, slba, nlb)?;
         let bytes = nlb * ns.lba_bytes as u64;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
@@ -776,8 +802,9 @@ impl Controller {
     /// Dataset Management - deallocate. Whole IUs inside the range are deallocated; the
     /// partial IUs at its edges keep their data (deallocation is advisory in NVMe).
     /// Returns the number of IUs deallocated.
-    pub fn deallocate(&mut self, nsid: u32, slba: u64, nlb: u64) -> Result<u64, Error> {
-        self.check_write(nsid, slba, nlb)?;
+    pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
+        let nsid = nsid.0;
+        self.check_write_u32(nsid, slba, nlb)?;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
         let full = cfg.full_mask;
@@ -805,14 +832,15 @@ impl Controller {
     /// called about every 64 MiB with (bytes done, total) and may return false to stop.
     pub fn precondition(
         &mut self,
-        nsid: u32,
+        nsid: NsId,
         pattern: Pattern,
         block_bytes: u64,
         amount_bytes: u64,
         seed: u64,
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<PreconditionReport, Error> {
-        let ns = self.attached(nsid)?.clone();
+        let nsid = nsid.0;
+        let ns = self.attached_u32(nsid)?.clone();
         if ns.write_protect != WP_NONE {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
         }
@@ -895,8 +923,9 @@ impl Controller {
         identify::id_ctrl(self)
     }
 
-    pub fn id_ns(&self, nsid: u32) -> Result<IdNs, Error> {
-        let ns = self.namespace(nsid)?;
+    pub fn id_ns(&self, nsid: NsId) -> Result<IdNs, Error> {
+        let nsid = nsid.0;
+        let ns = self.namespace_u32(nsid)?;
         Ok(identify::id_ns(self, ns))
     }
 

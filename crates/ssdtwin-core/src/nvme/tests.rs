@@ -13,7 +13,7 @@ fn status(e: Error) -> Status {
 fn factory_drive_has_one_full_namespace() {
     let c = cm6(1);
     assert_eq!(c.unvmcap(), 0);
-    let ns = c.attached(1).unwrap();
+    let ns = c.attached(NsId(1)).unwrap();
     assert_eq!(ns.nsze, 7_501_476_528);
     assert_eq!(ns.lba_bytes, 512);
     let id = c.id_ctrl();
@@ -25,14 +25,14 @@ fn factory_drive_has_one_full_namespace() {
 fn kioxia_resize_sequence() {
     // KIOXIA CM6 namespace brief: detach, delete, create 3.20 TB, attach.
     let mut c = cm6(1);
-    c.detach_ns(1, &[1]).unwrap();
-    c.delete_ns(1).unwrap();
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
     assert_eq!(c.unvmcap(), c.tnvmcap());
     let id = c.create_ns(6_251_233_968, 6_251_233_968, 0, 0).unwrap();
-    assert_eq!(id, 1);
-    c.attach_ns(1, &[1]).unwrap();
+    assert_eq!(id, NsId(1));
+    c.attach_ns(NsId(1), &[1]).unwrap();
     assert_eq!(c.unvmcap(), 3_840_755_982_336 - 6_251_233_968 * 512);
-    let ns = c.id_ns(1).unwrap();
+    let ns = c.id_ns(NsId(1)).unwrap();
     assert_eq!((ns.nsze, ns.ncap, ns.nuse), (6_251_233_968, 6_251_233_968, 0));
     assert_eq!(ns.npwg, 7, "4 KiB IU at 512 B LBAs is 8 blocks, 0's based");
 }
@@ -41,10 +41,10 @@ fn kioxia_resize_sequence() {
 fn management_errors_carry_nvme_statuses() {
     let mut c = cm6(1);
     assert_eq!(status(c.create_ns(10, 10, 0, 0).unwrap_err()), Status::NsInsufficientCapacity);
-    c.detach_ns(1, &[1]).unwrap();
-    assert_eq!(status(c.detach_ns(1, &[1]).unwrap_err()), Status::NsNotAttached);
-    c.delete_ns(1).unwrap();
-    assert_eq!(status(c.attach_ns(1, &[1]).unwrap_err()), Status::InvalidNamespaceOrFormat);
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    assert_eq!(status(c.detach_ns(NsId(1), &[1]).unwrap_err()), Status::NsNotAttached);
+    c.delete_ns(NsId(1)).unwrap();
+    assert_eq!(status(c.attach_ns(NsId(1), &[1]).unwrap_err()), Status::InvalidNamespaceOrFormat);
     assert_eq!(status(c.create_ns(100, 50, 0, 0).unwrap_err()), Status::ThinProvisioningNotSupported);
     assert_eq!(status(c.create_ns(100, 100, 7, 0).unwrap_err()), Status::InvalidFormat);
     let id = c.create_ns(100, 100, 1, 0).unwrap();
@@ -58,12 +58,12 @@ fn management_errors_carry_nvme_statuses() {
 #[test]
 fn namespace_ids_run_out() {
     let mut c = cm6(1);
-    c.delete_ns(1).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
     for i in 1..=64 {
-        assert_eq!(c.create_ns(8, 8, 0, 0).unwrap(), i);
+        assert_eq!(c.create_ns(8, 8, 0, 0).unwrap(), NsId(i));
     }
     assert_eq!(status(c.create_ns(8, 8, 0, 0).unwrap_err()), Status::NsIdUnavailable);
-    c.delete_ns(NSID_ALL).unwrap();
+    c.delete_ns(NsId(NSID_ALL)).unwrap();
     assert_eq!(c.namespaces().count(), 0);
 }
 
@@ -71,7 +71,7 @@ fn namespace_ids_run_out() {
 fn capacity_can_be_allocated_exactly_in_many_namespaces() {
     // Rounding each namespace up to a logical chunk must never make a fitting create fail.
     let mut c = cm6(64);
-    c.delete_ns(1).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
     let total = c.tnvmcap() / 512;
     let n = 64u64;
     let each = total / n;
@@ -86,28 +86,28 @@ fn capacity_can_be_allocated_exactly_in_many_namespaces() {
 #[test]
 fn io_checks_range_attachment_and_write_protect() {
     let mut c = cm6(64);
-    let nsze = c.attached(1).unwrap().nsze;
-    c.write(1, 0, 8, &mut NoTiming).unwrap();
-    assert_eq!(status(c.write(1, nsze - 4, 8, &mut NoTiming).unwrap_err()), Status::LbaOutOfRange);
-    assert_eq!(status(c.write(2, 0, 8, &mut NoTiming).unwrap_err()), Status::InvalidNamespaceOrFormat);
-    c.set_feature(0x84, 1, WP_PROTECT as u32).unwrap();
-    assert_eq!(status(c.write(1, 0, 8, &mut NoTiming).unwrap_err()), Status::NamespaceWriteProtected);
-    c.read(1, 0, 8, &mut NoTiming).unwrap();
-    c.set_feature(0x84, 1, WP_UNTIL_POWER_CYCLE as u32).unwrap();
+    let nsze = c.attached(NsId(1)).unwrap().nsze;
+    c.write(NsId(1), 0, 8, &mut NoTiming).unwrap();
+    assert_eq!(status(c.write(NsId(1), nsze - 4, 8, &mut NoTiming).unwrap_err()), Status::LbaOutOfRange);
+    assert_eq!(status(c.write(NsId(2), 0, 8, &mut NoTiming).unwrap_err()), Status::InvalidNamespaceOrFormat);
+    c.set_feature(0x84, NsId(1), WP_PROTECT as u32).unwrap();
+    assert_eq!(status(c.write(NsId(1), 0, 8, &mut NoTiming).unwrap_err()), Status::NamespaceWriteProtected);
+    c.read(NsId(1), 0, 8, &mut NoTiming).unwrap();
+    c.set_feature(0x84, NsId(1), WP_UNTIL_POWER_CYCLE as u32).unwrap();
     c.power_cycle(false);
-    c.write(1, 0, 8, &mut NoTiming).unwrap();
-    c.set_feature(0x84, 1, WP_PERMANENT as u32).unwrap();
-    assert_eq!(status(c.set_feature(0x84, 1, WP_NONE as u32).unwrap_err()), Status::FeatureNotChangeable);
-    c.detach_ns(1, &[1]).unwrap();
-    assert_eq!(status(c.read(1, 0, 8, &mut NoTiming).unwrap_err()), Status::InvalidNamespaceOrFormat);
+    c.write(NsId(1), 0, 8, &mut NoTiming).unwrap();
+    c.set_feature(0x84, NsId(1), WP_PERMANENT as u32).unwrap();
+    assert_eq!(status(c.set_feature(0x84, NsId(1), WP_NONE as u32).unwrap_err()), Status::FeatureNotChangeable);
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    assert_eq!(status(c.read(NsId(1), 0, 8, &mut NoTiming).unwrap_err()), Status::InvalidNamespaceOrFormat);
 }
 
 #[test]
 fn smart_counts_data_units_the_nvme_way() {
     let mut c = cm6(64);
-    c.write(1, 0, 1, &mut NoTiming).unwrap();
+    c.write(NsId(1), 0, 1, &mut NoTiming).unwrap();
     assert_eq!(c.smart_log().data_units_written, 1, "1 unit of 512 B rounds up to 1 thousand");
-    c.write(1, 0, 1000, &mut NoTiming).unwrap();
+    c.write(NsId(1), 0, 1000, &mut NoTiming).unwrap();
     assert_eq!(c.smart_log().data_units_written, 2);
     assert_eq!(c.smart_log().host_write_commands, 2);
 }
@@ -115,43 +115,43 @@ fn smart_counts_data_units_the_nvme_way() {
 #[test]
 fn format_purges_and_changes_lba_size() {
     let mut c = cm6(64);
-    c.write(1, 0, 4096, &mut NoTiming).unwrap();
-    let bytes = c.attached(1).unwrap().bytes();
+    c.write(NsId(1), 0, 4096, &mut NoTiming).unwrap();
+    let bytes = c.attached(NsId(1)).unwrap().bytes();
     c.ftl().unwrap().drain_buffer(&mut NoTiming);
-    assert!(c.id_ns(1).unwrap().nuse > 0);
-    c.format(1, 1, 2).unwrap();
-    let ns = c.attached(1).unwrap();
+    assert!(c.id_ns(NsId(1)).unwrap().nuse > 0);
+    c.format(NsId(1), 1, 2).unwrap();
+    let ns = c.attached(NsId(1)).unwrap();
     assert_eq!((ns.lba_bytes, ns.bytes()), (4096, bytes));
-    assert_eq!(c.id_ns(1).unwrap().nuse, 0);
+    assert_eq!(c.id_ns(NsId(1)).unwrap().nuse, 0);
     c.ftl().unwrap().check_invariants().unwrap();
-    assert_eq!(status(c.format(1, 5, 0).unwrap_err()), Status::InvalidFormat);
+    assert_eq!(status(c.format(NsId(1), 5, 0).unwrap_err()), Status::InvalidFormat);
 }
 
 #[test]
 fn unaligned_small_writes_map_partial_ius() {
     let mut c = cm6(64);
     // 512 B write in the middle of an IU: one IU, one sector.
-    c.write(1, 3, 1, &mut NoTiming).unwrap();
+    c.write(NsId(1), 3, 1, &mut NoTiming).unwrap();
     c.ftl().unwrap().drain_buffer(&mut NoTiming);
     assert_eq!(c.ftl_counters().host_write_bytes, 512);
-    assert_eq!(c.id_ns(1).unwrap().nuse, 8);
+    assert_eq!(c.id_ns(NsId(1)).unwrap().nuse, 8);
     // Deallocate of a partial IU keeps it; a whole IU goes.
-    assert_eq!(c.deallocate(1, 0, 4).unwrap(), 0);
-    assert_eq!(c.deallocate(1, 0, 8).unwrap(), 1);
-    assert_eq!(c.id_ns(1).unwrap().nuse, 0);
+    assert_eq!(c.deallocate(NsId(1), 0, 4).unwrap(), 0);
+    assert_eq!(c.deallocate(NsId(1), 0, 8).unwrap(), 1);
+    assert_eq!(c.id_ns(NsId(1)).unwrap().nuse, 0);
 }
 
 #[test]
 fn features_round_trip_and_reject_unknown() {
     let mut c = cm6(64);
     // CM6 has power states 0..=6; 6 is non-operational.
-    assert_eq!(status(c.set_feature(0x02, 0, 20).unwrap_err()), Status::InvalidField);
-    assert_eq!(status(c.set_feature(0x02, 0, 6).unwrap_err()), Status::InvalidField);
-    c.set_feature(0x02, 0, 5).unwrap();
-    assert_eq!(c.get_feature(0x02, 0).unwrap(), 5);
-    assert_eq!(status(c.get_feature(0x55, 0).unwrap_err()), Status::InvalidField);
-    c.set_feature(0x04, 0, 350).unwrap();
-    assert_eq!(c.get_feature(0x04, 0).unwrap(), 350);
+    assert_eq!(status(c.set_feature(0x02, NsId(0), 20).unwrap_err()), Status::InvalidField);
+    assert_eq!(status(c.set_feature(0x02, NsId(0), 6).unwrap_err()), Status::InvalidField);
+    c.set_feature(0x02, NsId(0), 5).unwrap();
+    assert_eq!(c.get_feature(0x02, NsId(0)).unwrap(), 5);
+    assert_eq!(status(c.get_feature(0x55, NsId(0)).unwrap_err()), Status::InvalidField);
+    c.set_feature(0x04, NsId(0), 350).unwrap();
+    assert_eq!(c.get_feature(0x04, NsId(0)).unwrap(), 350);
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn format_to_a_block_bigger_than_the_namespace_is_refused_unchanged() {
     // Found by the simulation (docs/simulation.md): a 1-block 512 B namespace formatted to
     // 4 KiB LBAs was left with 0 blocks, a state every later check refuses.
     let mut c = cm6(256);
-    c.delete_ns(1).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
     let id = c.create_ns(1, 1, 0, 0).unwrap();
     let before = c.namespace(id).unwrap().clone();
     assert_eq!(status(c.format(id, 1, 0).unwrap_err()), Status::InvalidFormat);

@@ -3,6 +3,7 @@
 
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nand::NoTiming;
+use ssdtwin_core::nvme::NsId;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::rng::Rng;
 use ssdtwin_core::spec::DriveSpec;
@@ -37,11 +38,11 @@ fn workload(nsze: u64, n: usize, seed: u64) -> Vec<Op> {
 fn timed_and_fast_forward_leave_identical_state() {
     let mut a = cm6(256);
     let mut b = cm6(256);
-    let nsze = a.attached(1).unwrap().nsze;
-    let cap = a.attached(1).unwrap().bytes();
+    let nsze = a.attached(NsId(1)).unwrap().nsze;
+    let cap = a.attached(NsId(1)).unwrap().bytes();
     for c in [&mut a, &mut b] {
-        c.precondition(1, Pattern::Sequential, 131072, cap, 7, &mut |_, _| true).unwrap();
-        c.precondition(1, Pattern::Random, 4096, cap, 8, &mut |_, _| true).unwrap();
+        c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 7, &mut |_, _| true).unwrap();
+        c.precondition(NsId(1), Pattern::Random, 4096, cap, 8, &mut |_, _| true).unwrap();
     }
     let ops = workload(nsze, 400_000, 3);
     let mut timing = DeviceTiming::new(a.spec(), a.ftl_config()).unwrap();
@@ -50,17 +51,17 @@ fn timed_and_fast_forward_leave_identical_state() {
     for op in &ops {
         now += 700; // faster than the drive: queues build up, back-pressure kicks in
         last_done = last_done.max(match *op {
-            Op::W(s, n) => timing.write(&mut a, now, 1, s, n).unwrap(),
-            Op::R(s, n) => timing.read(&mut a, now, 1, s, n).unwrap(),
-            Op::T(s, n) => timing.deallocate(&mut a, now, 1, s, n).unwrap(),
+            Op::W(s, n) => timing.write(&mut a, now, NsId(1), s, n).unwrap(),
+            Op::R(s, n) => timing.read(&mut a, now, NsId(1), s, n).unwrap(),
+            Op::T(s, n) => timing.deallocate(&mut a, now, NsId(1), s, n).unwrap(),
         });
         match *op {
-            Op::W(s, n) => b.write(1, s, n, &mut NoTiming).unwrap(),
+            Op::W(s, n) => b.write(NsId(1), s, n, &mut NoTiming).unwrap(),
             Op::R(s, n) => {
-                b.read(1, s, n, &mut NoTiming).unwrap();
+                b.read(NsId(1), s, n, &mut NoTiming).unwrap();
             }
             Op::T(s, n) => {
-                b.deallocate(1, s, n).unwrap();
+                b.deallocate(NsId(1), s, n).unwrap();
             }
         }
     }
@@ -75,18 +76,18 @@ fn timed_and_fast_forward_leave_identical_state() {
 #[test]
 fn qd1_read_latency_is_the_sum_of_its_stages() {
     let mut c = cm6(256);
-    let cap = c.attached(1).unwrap().bytes();
-    c.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    let cap = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
     let t = c.spec().timing.clone().unwrap();
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let mut now = 10_000_000;
     let mut r = Rng::new(4);
-    let nsze = c.attached(1).unwrap().nsze;
+    let nsze = c.attached(NsId(1)).unwrap().nsze;
     let mut worst = 0;
     let mut best = u64::MAX;
     for _ in 0..1000 {
         let slba = r.below(nsze / 8) * 8;
-        let done = timing.read(&mut c, now, 1, slba, 8).unwrap();
+        let done = timing.read(&mut c, now, NsId(1), slba, 8).unwrap();
         worst = worst.max(done - now);
         best = best.min(done - now);
         now = done + 1_000_000; // idle between reads: nothing queues
@@ -103,7 +104,7 @@ fn sequential_write_throughput_is_the_program_bandwidth() {
     let spec = c.spec().clone();
     let t = spec.timing.clone().unwrap();
     let g = spec.geometry();
-    let nsze = c.attached(1).unwrap().nsze;
+    let nsze = c.attached(NsId(1)).unwrap().nsze;
     let mut timing = DeviceTiming::new(&spec, c.ftl_config()).unwrap();
     // 128 KiB writes at QD16: each new write is issued when the oldest completes.
     let mut q = std::collections::VecDeque::new();
@@ -114,7 +115,7 @@ fn sequential_write_throughput_is_the_program_bandwidth() {
         if q.len() == 16 {
             now = now.max(q.pop_front().unwrap());
         }
-        q.push_back(timing.write(&mut c, now, 1, slba, 256).unwrap());
+        q.push_back(timing.write(&mut c, now, NsId(1), slba, 256).unwrap());
         slba = (slba + 256) % (nsze - 256);
         if i == n / 2 {
             now = now.max(*q.back().unwrap());

@@ -1,6 +1,7 @@
 //! Physics of the FTL, through the controller: uniform random writes against the closed-form
 //! greedy model.
 
+use ssdtwin_core::nvme::NsId;
 use ssdtwin_core::nvme::{Controller, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::theory::waf_fifo;
@@ -8,10 +9,10 @@ use ssdtwin_core::theory::waf_fifo;
 /// Steady-state WAF of uniform 4 KiB random writes over namespace 1 of `c`, after a
 /// sequential fill and `warm` x its size of random writes, measured over `measure` x.
 pub fn steady_random_waf(c: &mut Controller, warm: u64, measure: u64, seed: u64) -> f64 {
-    let bytes = c.attached(1).unwrap().bytes();
-    c.precondition(1, Pattern::Sequential, 4096, bytes, seed, &mut |_, _| true).unwrap();
-    c.precondition(1, Pattern::Random, 4096, warm * bytes, seed + 1, &mut |_, _| true).unwrap();
-    c.precondition(1, Pattern::Random, 4096, measure * bytes, seed + 2, &mut |_, _| true).unwrap().waf
+    let bytes = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 4096, bytes, seed, &mut |_, _| true).unwrap();
+    c.precondition(NsId(1), Pattern::Random, 4096, warm * bytes, seed + 1, &mut |_, _| true).unwrap();
+    c.precondition(NsId(1), Pattern::Random, 4096, measure * bytes, seed + 2, &mut |_, _| true).unwrap().waf
 }
 
 /// A CM6 geometry with small superblocks, so the drive has enough of them at test size.

@@ -3,6 +3,7 @@
 //! End-to-end runs with real clients (fio, qemu-img, nbdcopy, nbdfuse) are in
 //! tests/test_serve.py.
 
+use ssdtwin_core::nvme::NsId;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -57,17 +58,17 @@ fn errors_map_once_to_nbd_errnos() {
 /// ns1: 512 B LBAs, attached; ns2: detached; ns3: 4 KiB LBAs, write protected.
 fn three_namespaces(img: &mut Image) {
     let c = &mut img.ctrl;
-    c.detach_ns(1, &[1]).unwrap();
-    c.delete_ns(1).unwrap();
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
     let gib = 1u64 << 30;
     let a = c.create_ns(gib / 512, gib / 512, 0, 0).unwrap();
     let b = c.create_ns(gib / 512, gib / 512, 0, 0).unwrap();
     let f4k = c.spec().capacity.lba_bytes.value.iter().position(|&s| s == 4096).unwrap() as u8;
     let d = c.create_ns(gib / 4096, gib / 4096, f4k, 0).unwrap();
-    assert_eq!((a, b, d), (1, 2, 3));
-    c.attach_ns(1, &[1]).unwrap();
-    c.attach_ns(3, &[1]).unwrap();
-    c.set_feature(0x84, 3, nvme::WP_PROTECT as u32).unwrap();
+    assert_eq!((a, b, d), (NsId(1), NsId(2), NsId(3)));
+    c.attach_ns(NsId(1), &[1]).unwrap();
+    c.attach_ns(NsId(3), &[1]).unwrap();
+    c.set_feature(0x84, NsId(3), nvme::WP_PROTECT as u32).unwrap();
 }
 
 #[test]
@@ -140,25 +141,25 @@ fn data_and_ftl_stay_in_step() {
     let e = export(&b, "ns1");
     let data = pattern(9, 1 << 20);
     e.write(1 << 20, &data, false).unwrap();
-    r.write(1, 2048, 2048, &mut NoTiming).unwrap();
+    r.write(NsId(1), 2048, 2048, &mut NoTiming).unwrap();
     let mut back = vec![0u8; 1 << 20];
     e.read(1 << 20, &mut back).unwrap();
-    r.read(1, 2048, 2048, &mut NoTiming).unwrap();
+    r.read(NsId(1), 2048, 2048, &mut NoTiming).unwrap();
     assert_eq!(back, data);
     let mut z = vec![1u8; 4096];
     e.read(0, &mut z).unwrap();
-    r.read(1, 0, 8, &mut NoTiming).unwrap();
+    r.read(NsId(1), 0, 8, &mut NoTiming).unwrap();
     assert!(z.iter().all(|&x| x == 0), "never-written blocks read as zeroes");
 
     // TRIM of whole 4 KiB IUs: holes and deallocated; a partial IU keeps its data (and its
     // mapping: NVMe deallocation is advisory).
     e.trim((1 << 20) + 4096, 8192, false).unwrap();
-    r.deallocate(1, 2048 + 8, 16).unwrap();
+    r.deallocate(NsId(1), 2048 + 8, 16).unwrap();
     e.trim((1 << 20) + 65536 + 512, 1024, false).unwrap();
-    r.deallocate(1, 2048 + 128 + 1, 2).unwrap();
+    r.deallocate(NsId(1), 2048 + 128 + 1, 2).unwrap();
     let mut back = vec![0u8; 1 << 20];
     e.read(1 << 20, &mut back).unwrap();
-    r.read(1, 2048, 2048, &mut NoTiming).unwrap();
+    r.read(NsId(1), 2048, 2048, &mut NoTiming).unwrap();
     assert!(back[4096..12288].iter().all(|&x| x == 0));
     assert_eq!(&back[..4096], &data[..4096]);
     assert_eq!(&back[12288..], &data[12288..], "a partial-IU trim leaves the data");
@@ -167,20 +168,20 @@ fn data_and_ftl_stay_in_step() {
     // partial IUs at its edges written. With NO_HOLE the FTL writes the whole range.
     let (zo, zl) = ((2u64 << 20) - 512, 4096 * 3 + 1024);
     e.write_zeroes(zo, zl, ZeroFlags::default()).unwrap();
-    r.deallocate(1, 4096, 24).unwrap(); // [2 MiB, 2 MiB + 12 KiB)
-    r.write(1, 4095, 1, &mut NoTiming).unwrap(); // the 512 B below 2 MiB
-    r.write(1, 4096 + 24, 1, &mut NoTiming).unwrap(); // the 512 B above
+    r.deallocate(NsId(1), 4096, 24).unwrap(); // [2 MiB, 2 MiB + 12 KiB)
+    r.write(NsId(1), 4095, 1, &mut NoTiming).unwrap(); // the 512 B below 2 MiB
+    r.write(NsId(1), 4096 + 24, 1, &mut NoTiming).unwrap(); // the 512 B above
     let mut back = vec![1u8; 4096 * 4];
     e.read(2 << 20, &mut back).unwrap();
-    r.read(1, 4096, 32, &mut NoTiming).unwrap();
+    r.read(NsId(1), 4096, 32, &mut NoTiming).unwrap();
     assert!(back[..12288 + 512].iter().all(|&x| x == 0));
     e.write(8 << 20, &data[..65536], false).unwrap();
-    r.write(1, 16384, 128, &mut NoTiming).unwrap();
+    r.write(NsId(1), 16384, 128, &mut NoTiming).unwrap();
     e.write_zeroes(8 << 20, 65536, ZeroFlags { no_hole: true, ..Default::default() }).unwrap();
-    r.write(1, 16384, 128, &mut NoTiming).unwrap();
+    r.write(NsId(1), 16384, 128, &mut NoTiming).unwrap();
     let mut back = vec![1u8; 65536];
     e.read(8 << 20, &mut back).unwrap();
-    r.read(1, 16384, 128, &mut NoTiming).unwrap();
+    r.read(NsId(1), 16384, 128, &mut NoTiming).unwrap();
     assert!(back.iter().all(|&x| x == 0));
     assert_eq!(e.write_zeroes(0, 4096, ZeroFlags { no_hole: true, fast: true, fua: false }).unwrap_err(), Errno::NotSup);
 
@@ -201,8 +202,8 @@ fn data_and_ftl_stay_in_step() {
 #[test]
 fn replies_wait_for_the_model() {
     let (_t, d) = image(CM6, 454, |img| {
-        let cap = img.ctrl.attached(1).unwrap().bytes();
-        img.ctrl.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+        let cap = img.ctrl.attached(NsId(1)).unwrap().bytes();
+        img.ctrl.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
     });
     let spec = Image::open(&d, false).unwrap().ctrl.spec().clone();
     let t = spec.timing.clone().unwrap();
@@ -232,9 +233,9 @@ fn replies_wait_for_the_model() {
 #[test]
 fn a_killed_server_recovers_the_ftl_of_its_last_flush() {
     let (_t, d) = image(CM6, 454, |img| {
-        let cap = img.ctrl.attached(1).unwrap().bytes();
-        img.ctrl.precondition(1, Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
-        img.ctrl.precondition(1, Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
+        let cap = img.ctrl.attached(NsId(1)).unwrap().bytes();
+        img.ctrl.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+        img.ctrl.precondition(NsId(1), Pattern::Random, 4096, cap, 2, &mut |_, _| true).unwrap();
     });
     let gen0 = Image::open(&d, false).unwrap().generation();
     let b =
@@ -366,8 +367,8 @@ fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
     let snap = ssdtwin_serve::read_live(&d).expect("live.json reads back as a LiveSnapshot");
     assert!(!snap.serving);
     assert_eq!(snap.view, img.ctrl.view(), "live.json's drive view is the committed image's");
-    assert_eq!(snap.view.id_ns(1).unwrap().nsze, img.ctrl.id_ns(1).unwrap().nsze);
-    assert_eq!(snap.view.id_ns(9).unwrap_err().to_string(), img.ctrl.id_ns(9).unwrap_err().to_string());
+    assert_eq!(snap.view.id_ns(NsId(1)).unwrap().nsze, img.ctrl.id_ns(NsId(1)).unwrap().nsze);
+    assert_eq!(snap.view.id_ns(NsId(9)).unwrap_err().to_string(), img.ctrl.id_ns(NsId(9)).unwrap_err().to_string());
     // One commit records the new data files when serving starts, one at the clean stop.
     assert_eq!(img.generation(), gen0 + 2);
     assert_eq!(img.ctrl.vendor_log().host_write_bytes, 64 * 65536);
@@ -421,7 +422,7 @@ fn namespace_changes_drop_or_recreate_data_files() {
     b.close().unwrap();
     let mut img = Image::open(&d, true).unwrap();
     // Format (a purge): the controller deallocates, the image drops the data.
-    img.ctrl.format(1, 0, 1).unwrap();
+    img.ctrl.format(NsId(1), 0, 1).unwrap();
     img.drop_data(1).unwrap();
     img.commit().unwrap();
     assert!(!d.join("data/ns1.img").exists());
@@ -447,7 +448,7 @@ fn refused_writes_leave_the_data_as_it_was() {
     e.flush().unwrap();
     b.close().unwrap();
     let mut img = Image::open(&d, true).unwrap();
-    img.ctrl.set_feature(0x84, 1, nvme::WP_PROTECT as u32).unwrap();
+    img.ctrl.set_feature(0x84, NsId(1), nvme::WP_PROTECT as u32).unwrap();
     img.commit().unwrap();
     drop(img);
 
