@@ -833,12 +833,7 @@ fn monotone_counters(a: &FtlCounters, b: &FtlCounters) -> Result<(), Fail> {
         ("gc_victims", a.gc_victims, b.gc_victims),
         ("host_trim_ius", a.host_trim_ius, b.host_trim_ius),
     ];
-    for (name, x, y) in pairs {
-        if y < x {
-            return Err(format!("FTL counter {name} went backwards: {x} -> {y}"));
-        }
-    }
-    Ok(())
+    none_backwards("FTL counter", &pairs)
 }
 
 fn monotone_smart(a: &SmartCounters, b: &SmartCounters) -> Result<(), Fail> {
@@ -850,12 +845,15 @@ fn monotone_smart(a: &SmartCounters, b: &SmartCounters) -> Result<(), Fail> {
         ("power_cycles", a.power_cycles, b.power_cycles),
         ("unsafe_shutdowns", a.unsafe_shutdowns, b.unsafe_shutdowns),
     ];
-    for (name, x, y) in pairs {
-        if y < x {
-            return Err(format!("SMART {name} went backwards: {x} -> {y}"));
-        }
+    none_backwards("SMART", &pairs)
+}
+
+/// (name, before, after) triples: the first counter that went backwards, if any.
+fn none_backwards(kind: &str, pairs: &[(&str, u64, u64)]) -> Result<(), Fail> {
+    match pairs.iter().find(|(_, x, y)| y < x) {
+        Some((name, x, y)) => Err(format!("{kind} {name} went backwards: {x} -> {y}")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// An fio engine job (contract v1, docs/fio.md §3) of `kind` over the first `size` bytes.
