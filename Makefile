@@ -39,8 +39,11 @@ STEPS ?= 64
 sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, STEPS), docs/simulation.md
 	SSDTWIN_SIM_SEEDS=$(SEEDS) SSDTWIN_SIM_CASES=$(CASES) SSDTWIN_SIM_STEPS=$(STEPS) cargo test -p ssdtwin-sim --release --test sim -- --nocapture
 
-test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `make install`)
-	$(PYTHON) -m pytest -ra
+# pytest-xdist spreads the tests over the cores (CI has 2): the suite is CPU-bound (each test
+# drives the Rust core), and every test keeps its own tmp_path and free ports, so they run apart.
+PYTEST_WORKERS ?= auto
+test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS)
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
