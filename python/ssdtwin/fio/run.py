@@ -68,3 +68,19 @@ def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Opti
 
 def write_logs(run: Any, results: list[dict[str, Any]], directory: Path) -> list[Path]:
     return list(fio_logs.write_logs(run, results, directory))
+
+
+def fio_notes(run: Any) -> list[str]:
+    """What the CLI tells the user on stderr about a run, one line each: fio's warnings
+    (docs/fio.md §2.8), then every option written that has no effect on a simulated drive
+    (§2.6), once per place it was written (a [global] line is not repeated per job)."""
+    notes = [f"warning: {w}" for w in run.warnings]
+    seen = set()
+    for e in run.ignored:
+        key = (e["file"], e["line"], e["option"])
+        if key in seen:
+            continue
+        seen.add(key)
+        written = e["option"] if e["value"] is None else f"{e['option']}={e['value']}"
+        notes.append(f"note: {e['file']}:{e['line']}: {written}: ignored: {e['reason']}")
+    return notes
