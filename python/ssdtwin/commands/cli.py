@@ -388,13 +388,13 @@ def fio_cmd(
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from .. import fio as fiolib
-    from ..fio.run import job_file_problem, render, run_jobs, write_logs
+    from ..fio.run import fio_notes, job_file_problem, render, run_jobs, write_logs
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
-    for j in jobs:
-        if problem := job_file_problem(j):
-            fail(problem)
+    problems = [p for p in map(job_file_problem, jobs) if p]
+    if problems:
+        fail(*problems)
     if log_dir.exists() and not log_dir.is_dir():
         fail(f"--log-dir {log_dir}: not a directory")
     # Checked before the run: a report that cannot be written must not follow a committed run.
@@ -407,9 +407,11 @@ def fio_cmd(
                 run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb)
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
-            fail(str(e))
+            fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
         except ValueError as e:
             fail(str(e))
+    for note in fio_notes(run):
+        say(f"ssdtwin fio: {note}")
     text = render(run, results, output_format)
     if output is not None:
         output.write_text(text)
@@ -616,7 +618,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         # Outside standalone mode typer returns the status of a typer.Exit (130 for Ctrl-C).
         status = rv if isinstance(rv, int) else 0
     except CliError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        for line in e.lines:
+            print(f"{prog}: error: {line}", file=sys.stderr)
         sys.exit(1)
     except _core.SsdtwinError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
