@@ -362,3 +362,18 @@ def test_str_of_the_exception_stays_one_line() -> None:
         "e.fio:5: bogus=1: unknown option (did you mean bs?)",
     ]
     assert e.lines(limit=1) == [e.lines()[0], "... and 2 more errors (the first 1 are shown)"]
+
+
+@pytest.mark.tools
+def test_fio_accepts_what_we_accept_and_refuses_the_values_we_refuse(fio_binary: str, tmp_path: Path) -> None:
+    """fio 3.33 --parse-only on the same lines: every ignored option and every off-only
+    option at any value parses; every out-of-range value fails (cmdprio_bssplit fails
+    only when the engine starts, so a parse-only run cannot show it)."""
+
+    def fio_accepts(line: str, engine: str) -> bool:
+        (tmp_path / "c.fio").write_text(f"[j]\nioengine={engine}\nrw=randread\nsize=1m\nfilename={tmp_path}/c.dat\n{line}\n")
+        return subprocess.run([fio_binary, "--parse-only", "c.fio"], cwd=tmp_path, capture_output=True, timeout=60).returncode == 0
+
+    assert [line for line, engine in IGNORED if not fio_accepts(line, engine)] == []
+    assert [line for line, _ in OFF_ONLY if not fio_accepts(line, "libaio")] == []
+    assert [line for line, _ in OUT_OF_RANGE if fio_accepts(line, "libaio")] == ["cmdprio_bssplit=garbage"]
