@@ -121,6 +121,9 @@ OUT_OF_RANGE = [
     ("cmdprio_bssplit=garbage", "'garbage' is not bs/percentage[/class/level]"),
     ("threads", "requires a value"),
     ("filesize=0", "min value out of range: 0 (1 min)"),
+    ("log_entries=1048577", "max value out of range: 1048577 (1048576 max)"),
+    ("verify_offset=39", "min value out of range: 39 (40 min)"),
+    ("cmdprio_class=0", "min value out of range: 0 (1 min)"),
 ]
 
 

@@ -1033,7 +1033,7 @@ _IGNORED_SPECS: list[tuple[str, Check, str, tuple[str, ...], bool]] = [
         (),
         False,
     ),
-    ("log_entries", _c_int(1024, 8 * 1024 * 1024), "the initial size of fio's log buffers", (), False),
+    ("log_entries", _c_int(1024, 1024 * 1024), "the initial size of fio's log buffers", (), False),
     ("log_compression", _c_int(1024, 512 * 1024 * 1024), "compresses logs in memory; the log files written are the same", (), False),
     ("log_compression_cpus", _c_str, "compresses logs in memory; the log files written are the same", (), False),
     ("log_alternate_epoch_clock_id", _c_int(), "acts only with log_unix_epoch/log_alternate_epoch, which ssdtwin refuses", (), False),
