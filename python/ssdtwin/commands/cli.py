@@ -388,7 +388,7 @@ def fio_cmd(
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from .. import fio as fiolib
-    from ..fio.run import fio_notes, job_file_problem, render, run_jobs, write_logs
+    from ..fio.run import job_file_problem, render, run_jobs, write_logs
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
@@ -400,18 +400,22 @@ def fio_cmd(
     # Checked before the run: a report that cannot be written must not follow a committed run.
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
+
+    def fio_note(note: str) -> None:  # fio's warnings and the ignored options, before the run
+        say(f"ssdtwin fio: {note}")
+
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb)
+                run, results = run_jobs(
+                    d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
+                )
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
             fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
         except ValueError as e:
             fail(str(e))
-    for note in fio_notes(run):
-        say(f"ssdtwin fio: {note}")
     text = render(run, results, output_format)
     if output is not None:
         output.write_text(text)

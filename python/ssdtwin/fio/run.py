@@ -11,7 +11,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,8 +30,10 @@ def run_jobs(
     idle_gc: bool = True,
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
+    notes: Optional[Callable[[str], None]] = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results)."""
+    """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
+    ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
@@ -41,6 +43,8 @@ def run_jobs(
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
+    for note in fio_notes(run) if notes is not None else ():
+        notes(note)
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
