@@ -867,7 +867,7 @@ def _c_sint(lo: int, hi: int) -> Check:
     """A signed fio FIO_OPT_INT with a range (nice)."""
 
     def check(st: dict[str, Any], text: str) -> Any:
-        if not re.fullmatch(r"-?[0-9]+", text):
+        if not re.fullmatch(r"-?[0-9]{1,20}", text):
             raise ValueError("not an integer")
         value = int(text)
         if value < lo:
