@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_fio_bad_input import EXTREMES
 
 from ssdtwin.fio import FioJobError, parse, parse_string
 from ssdtwin.fio import limits as L
@@ -380,3 +381,15 @@ def test_fio_accepts_what_we_accept_and_refuses_the_values_we_refuse(fio_binary:
     assert [line for line, engine in IGNORED if not fio_accepts(line, engine)] == []
     assert [line for line, _ in OFF_ONLY if not fio_accepts(line, "libaio")] == []
     assert [line for line, _ in OUT_OF_RANGE if fio_accepts(line, "libaio")] == ["cmdprio_bssplit=garbage"]
+
+
+NOT_SIMULATED = sorted({d.name for d in O.OPTIONS.values() if d.kind == O.NOOP} | set(O.ENGINE_OPTIONS) | {"filesize"})
+
+
+@pytest.mark.parametrize("name", NOT_SIMULATED)
+def test_extreme_values_of_accepted_options_are_one_line_errors_or_accepted(name: str) -> None:
+    for value in [*EXTREMES, "1" * 5000, "zipf:1e999", "mmap:", "4k/50/1/2/3"]:
+        try:
+            one_job(f"{name}={value}")
+        except FioJobError as e:
+            assert "\n" not in str(e) and str(e).startswith("t.fio:5: "), str(e)
