@@ -43,8 +43,9 @@ def run_jobs(
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
-    for note in fio_notes(run) if notes is not None else ():
-        notes(note)
+    if notes is not None:
+        for note in fio_notes(run):
+            notes(note)
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
