@@ -119,6 +119,68 @@ def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     return out[0], out[1]
 
 
+# --- issue 10: opts (filesize) ---
+def _file_size(st: Mapping[str, Any], clone: Any, real_size: int, td_min_bs: int) -> Optional[int]:
+    """The target size filesize= sets, or None (filesetup.c setup_files).
+
+    fio uses filesize only when the real size is outside [low, high]: then the file is
+    ``low`` bytes, or for a range a size drawn from the thread's file_size stream
+    (get_rand_file_size: ``low + (high-low) * r/(max+1)`` in doubles, rounded down to the
+    smallest block size); a real size inside the range is kept."""
+    if "filesize" not in st:
+        return None
+    low, high = st["filesize"]
+    if low <= real_size <= high:
+        return int(real_size)
+    if low == high:
+        return int(low)
+    use64 = st["random_generator"] == "tausworthe64"
+    r, rand_max = fio_first_rand(clone.seeds["file_size"], use64)
+    size = int(float(high - low) * (float(r) / (float(rand_max) + 1.0))) + low
+    return int(size - size % td_min_bs)
+
+
+_M32 = 0xFFFFFFFF
+_M64 = (1 << 64) - 1
+
+
+def fio_first_rand(seed: int, use64: bool) -> tuple[int, int]:
+    """fio's first draw from a freshly seeded Tausworthe stream and the stream's maximum
+    (lib/rand.c: taus88 for 32-bit seeds, taus258 for tausworthe64; seeded by an LCG whose
+    start value fio writes (2^31)+(2^17)+(2^7), which C reads as XORs: 53; six warm-up
+    draws)."""
+
+    def at_least(x: int, m: int) -> int:
+        return x + m if x < m else x
+
+    if not use64:
+        seed &= _M32
+        s = [at_least((53 * 69069 ^ seed) & _M32, 1)]
+        for m in (7, 15):
+            s.append(at_least((s[-1] * 69069 ^ seed) & _M32, m))
+        spec = [(13, 19, 4294967294, 12), (2, 25, 4294967288, 4), (3, 11, 4294967280, 17)]
+        mask = _M32
+    else:
+        s = [at_least((53 * 6906969069 ^ seed) & _M64, 1)]
+        for m in (7, 15, 33, 49):
+            s.append(at_least((s[-1] * 6906969069 ^ seed) & _M64, m))
+        spec = [
+            (1, 53, 18446744073709551614, 10),
+            (24, 50, 18446744073709551104, 5),
+            (3, 23, 18446744073709547520, 29),
+            (5, 24, 18446744073709420544, 23),
+            (3, 33, 18446744073701163008, 8),
+        ]
+        mask = _M64
+    out = 0
+    for _ in range(7):
+        out = 0
+        for i, (a, b, c, d) in enumerate(spec):
+            s[i] = (((s[i] & c) << d) & mask) ^ ((((s[i] << a) & mask) ^ s[i]) >> b)
+            out ^= s[i]
+    return out, mask
+
+
 def engine_input(
     clone: Any,
     device_size_bytes: int,
@@ -198,6 +260,13 @@ def engine_input(
     # Region and amount (filesetup.c setup_files, one file).
     size = st["size"]
     region = size if isinstance(size, int) and size else 0
+    filesize = _file_size(st, clone, real_size, td_min_bs)
+    if filesize is not None:
+        # filesize= gives the target's size and size= becomes the default amount.
+        if offset > filesize:
+            fail(f"offset {offset} is beyond filesize {filesize}", "offset")
+            raise FioJobError.collect(errors)
+        region = filesize - offset
     if not region:  # also fill_device without size: up to the end of the target
         if offset > real_size:
             fail(f"offset {offset} is beyond the end of the target ({real_size} bytes)", "offset")
@@ -214,6 +283,8 @@ def engine_input(
         per_loop = region * io_size.value // 100
     elif isinstance(io_size, int) and io_size:
         per_loop = io_size
+    elif filesize is not None and isinstance(size, int) and 0 < size < region:
+        per_loop = size
     if region < td_min_bs:
         fail(f"blocksize is larger than data set range ({region} < {td_min_bs})", "size")
     _check_job_bytes(st, per_loop, max(max_bs), link_bytes_per_s, fail)

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_EXPR_BITS",
     "MAX_EXPR_DEPTH",
     "MAX_EXPR_TOKENS",
+    "MAX_ERROR_LINES",
     "describe_bytes",
     "short_bytes",
     "describe_us",
@@ -42,6 +43,10 @@ MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDES = 1024
 # [sections] of a run: as many job sections as threads, and as many global ones.
 MAX_SECTIONS = 8192
+# Errors the CLI prints, one per line, before "... and N more errors": a screenful, enough
+# to fix a job file in one pass; a generated job file with one mistake repeated in 4,096
+# jobs should not scroll 4,096 lines.
+MAX_ERROR_LINES = 50
 
 # Threads (jobs times numjobs) of a run: fio's REAL_MAX_JOBS (fio.h). fio 3.33 itself stops
 # at 4,088 ("error: maximum number of jobs reached": its last 8-thread segment is unused).
