@@ -47,7 +47,7 @@ typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the 
 	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
 
 fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine) and ssdtwin: totals and iologs side by side
-	$(PYTHON) -m ssdtwin.fio.conformance tests/fio/conformance
+	$(PYTHON) tests/fio/fio_conformance.py tests/fio/conformance
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo

@@ -93,7 +93,10 @@ def test_write_iolog_is_fio_format_and_replays_to_the_same_ios(tmp_path: Path, t
 
 
 def test_write_iolog_appends_clones_in_thread_order_with_fio_file_names(tmp_path: Path, image: Path) -> None:
-    job = "[w]\nrw=write\nbs=64k\nsize=256k\nnumjobs=3\noffset_increment=1m\nwrite_iolog=w.iolog\n[d]\nfilename=/dev/nvme0n1\nrw=read\nbs=4k\nsize=8k\nwrite_iolog=w.iolog\n"
+    job = (
+        "[w]\nrw=write\nbs=64k\nsize=256k\nnumjobs=3\noffset_increment=1m\nwrite_iolog=w.iolog\n"
+        "[d]\nfilename=/dev/nvme0n1\nrw=read\nbs=4k\nsize=8k\nwrite_iolog=w.iolog\n"
+    )
     run_fio(image, job, tmp_path / "w")
     text = (tmp_path / "w" / "w.iolog").read_text()
     blocks = text.split("fio version 3 iolog\n")[1:]

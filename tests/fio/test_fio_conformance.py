@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fio_conformance import Comparison, compare
 
 from ssdtwin.drive import Drive
-from ssdtwin.fio.conformance import Comparison, compare
 
 pytestmark = pytest.mark.tools
 

@@ -643,6 +643,8 @@ impl Sim<'_> {
         // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
         if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
             self.push(at, Ev::Wake(c as u32));
+            // A trace's idle gap is idle time for the drive too (background GC).
+            self.maybe_idle(now)?;
             return Ok(Gate::Wait);
         }
         if let Some(at) = cl.rate_admit(io, now) {

@@ -7,9 +7,10 @@ against ours), and the number of distinct offsets touched. Job files must be
 size-terminated and name no ``filename``: fio then gives each clone its own file
 ``jobname.subjob.0``, which is how its iolog lines are told apart.
 
-``python -m ssdtwin.fio.conformance [JOBFILE|DIR ...]`` prints the comparison table
+``python tests/fio/fio_conformance.py [JOBFILE|DIR ...]`` prints the comparison table
 (``make fio-conformance`` runs it on tests/fio/conformance); the exit status is 1 when a
-job differs. Needs the fio binary and the compiled core.
+job differs. Needs the fio binary and the compiled core; tests/fio/test_fio_conformance.py
+asserts the same comparisons.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from .iolog import DDIR_NAMES, HEADER_V3
+from ssdtwin import _core
+from ssdtwin.drive import Drive
+from ssdtwin.fio.iolog import DDIR_NAMES, HEADER_V3
+from ssdtwin.fio.run import run_jobs
 
 __all__ = ["CloneIO", "Comparison", "run_real_fio", "run_twin", "compare", "table", "main"]
 
@@ -99,9 +103,6 @@ def _file_names(jobs: Sequence[Any]) -> list[str]:
 def run_twin(job: Path, drive: Any = None) -> list[CloneIO]:
     """Run ``job`` through ssdtwin's engine (null engine, write_iolog on) on ``drive``, by
     default a fresh in-memory CM6 at 1/454."""
-    from ..drive import Drive
-    from .run import run_jobs
-
     own = drive is None
     d = Drive.in_memory(CM6, scale=454) if own else drive
     try:
@@ -162,8 +163,6 @@ def compare(fio: str, job: Path, workdir: Path, drive: Any = None) -> Comparison
         real = run_real_fio(fio, job, workdir)
     except (RuntimeError, ValueError) as e:
         return Comparison(job.stem, [], [], f"fio: {str(e).splitlines()[0]}")
-    from .. import _core
-
     try:
         twin = run_twin(job, drive)
     except (ValueError, _core.SsdtwinError) as e:  # FioJobError, engine errors
@@ -208,15 +207,13 @@ def job_files(paths: Sequence[str]) -> list[Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ssdtwin.fio.conformance", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="fio_conformance.py", description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("paths", nargs="*", default=["tests/fio/conformance"], help="job files or directories of *.fio")
     ap.add_argument("--fio", default=shutil.which("fio"), help="the fio binary (default: fio on PATH)")
     args = ap.parse_args(argv)
     if not args.fio:
         print("fio-conformance: the fio binary is not installed", file=sys.stderr)
         return 2
-    from ..drive import Drive
-
     rows = []
     with tempfile.TemporaryDirectory() as tmp, Drive.in_memory(CM6, scale=454) as drive:
         for job in job_files(args.paths):
