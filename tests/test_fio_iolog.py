@@ -200,22 +200,35 @@ BAD_TRACES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(BAD_TRACES))
-def test_bad_traces_are_one_line_errors_and_leave_the_image_untouched(tmp_path: Path, image: Path, case: str) -> None:
-    content, pattern = BAD_TRACES[case]
-    trace = tmp_path / "t.log"
+def _write_trace(path: Path, content: str | bytes) -> Path:
     if isinstance(content, bytes):
-        trace.write_bytes(content)
+        path.write_bytes(content)
     else:
-        trace.write_text(content)
+        path.write_text(content)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TRACES))
+def test_bad_traces_are_refused_naming_file_line_and_field(tmp_path: Path, case: str) -> None:
+    content, pattern = BAD_TRACES[case]
+    trace = _write_trace(tmp_path / "t.log", content)
+    run = parse_string(f"[bad]\nrw=write\nsize=1m\nread_iolog={trace}\n", cwd=tmp_path)
+    with pytest.raises(FioJobError) as e:
+        run.to_engine(9_390_000_000 // 4096 * 4096, 512)
+    assert re.search(pattern, str(e.value)), str(e.value)
+
+
+@pytest.mark.parametrize("case", ["unknown action", "beyond the namespace", "blktrace"])
+def test_bad_traces_through_the_cli_are_one_line_and_leave_the_image_untouched(tmp_path: Path, image: Path, case: str) -> None:
+    content, pattern = BAD_TRACES[case]
+    trace = _write_trace(tmp_path / "t.log", content)
     job = tmp_path / "job.fio"
     job.write_text(f"[bad]\nrw=write\nsize=1m\nread_iolog={trace}\n")
     before = image_digest(image)
     r = run_cli("fio", image, job, check=False)
     assert r.returncode == 1, r.stderr
-    assert len(r.stderr_lines) == 1, r.stderr
-    assert "Traceback" not in r.stderr
-    assert re.search(pattern, r.stderr_lines[0]), r.stderr_lines[0]
+    assert len(r.stderr_lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr_lines[0].startswith("ssdtwin fio: error: ") and re.search(pattern, r.stderr_lines[0]), r.stderr_lines[0]
     assert image_digest(image) == before
 
 
