@@ -4,6 +4,7 @@ errors that leave the image untouched (docs/fio.md §2.10)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -242,3 +243,28 @@ def test_bad_replay_options(tmp_path: Path) -> None:
     ):
         with pytest.raises(FioJobError, match=message):
             parse_string(f"[x]\nread_iolog={tmp_path / 'x.log'}\n{line}\n", cwd=tmp_path).to_engine(1 << 30, 512)
+
+
+def test_trace_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/fio.md §2.9: a trace is a regular file within the size, line and I/O limits."""
+    from ssdtwin.fio import iolog, limits
+
+    def refused(trace: Path, message: str) -> None:
+        with pytest.raises(FioJobError, match=message):
+            parse_string(f"[x]\nread_iolog={trace}\n", cwd=tmp_path).to_engine(1 << 30, 512)
+
+    big = tmp_path / "big.log"
+    with open(big, "wb") as f:  # sparse: nothing is written
+        f.write(b"fio version 2 iolog\n")
+        f.truncate(limits.MAX_TRACE_BYTES + 1)
+    refused(big, f"trace of {limits.MAX_TRACE_BYTES + 1} bytes; at most {limits.MAX_TRACE_BYTES}")
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    refused(fifo, "fifo.log: not a regular file")
+    long = tmp_path / "long.log"
+    long.write_text("fio version 2 iolog\nf add\nf read 0 " + "0" * 5000 + "4096\n")
+    refused(long, r"long\.log:3: line longer than 4095 characters")
+    many = tmp_path / "many.log"
+    many.write_text("fio version 2 iolog\nf add\n" + "f read 0 4096\n" * 4)
+    monkeypatch.setattr(iolog, "MAX_TRACE_IOS", 3)
+    refused(many, r"many\.log:6: more than 3 I/O lines in one trace")

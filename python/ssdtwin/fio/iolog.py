@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from . import limits as L
 from .errors import FioJobError
 
 __all__ = [
@@ -50,13 +51,11 @@ DDIR_NAMES = ("read", "write", "trim")
 FILE_ACTIONS = ("add", "open", "close")
 IO_ACTIONS = ("read", "write", "trim", "sync", "datasync", "wait")
 
-# Limits (docs/fio.md §2.9). A trace is read whole before the run (fio's default; its
-# read_iolog_chunked only saves memory) and the engine holds 40 bytes per I/O.
-MAX_TRACE_BYTES = 1 << 30
-MAX_TRACE_IOS = 1 << 24
-# fio reads a trace line with fgets(4096) and file names with %256s: longer ones split.
-MAX_LINE_CHARS = 4095
-MAX_FILENAME_CHARS = 256
+# Limits (docs/fio.md §2.9).
+MAX_TRACE_BYTES = L.MAX_TRACE_BYTES
+MAX_TRACE_IOS = L.MAX_TRACE_IOS
+MAX_LINE_CHARS = L.MAX_TRACE_LINE_CHARS
+MAX_FILENAME_CHARS = L.MAX_TRACE_NAME_CHARS
 # fio scans LENGTH with %u (32 bits) and OFFSET, timestamps with %llu.
 MAX_LENGTH = (1 << 32) - 1
 MAX_U64 = (1 << 64) - 1
