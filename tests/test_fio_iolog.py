@@ -4,6 +4,7 @@ errors that leave the image untouched (docs/fio.md §2.10)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -268,3 +269,21 @@ def test_trace_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many.write_text("fio version 2 iolog\nf add\n" + "f read 0 4096\n" * 4)
     monkeypatch.setattr(iolog, "MAX_TRACE_IOS", 3)
     refused(many, r"many\.log:6: more than 3 I/O lines in one trace")
+
+
+def test_real_fio_replays_the_twins_iolog(tmp_path: Path, image: Path) -> None:
+    fio = shutil.which("fio")
+    if fio is None:
+        pytest.skip("the real fio binary is not installed")
+    job = "[j]\nioengine=libaio\niodepth=8\nrw=randrw\nbs=8k\nsize=512k\nwrite_iolog=j.iolog\n"
+    twin = totals(run_fio(image, job, tmp_path).job("j"))
+    # fio (null engine: no file is created) replays every line of it, in its own time.
+    proc = subprocess.run(
+        [fio, "--name=r", "--ioengine=null", f"--read_iolog={tmp_path / 'j.iolog'}", "--output-format=json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    real = json.loads(proc.stdout[proc.stdout.index("{") :])["jobs"][0]
+    assert totals(real) == twin and twin["read"][0] > 0 and twin["write"][0] > 0
