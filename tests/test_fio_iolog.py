@@ -287,3 +287,17 @@ def test_real_fio_replays_the_twins_iolog(tmp_path: Path, image: Path) -> None:
     )
     real = json.loads(proc.stdout[proc.stdout.index("{") :])["jobs"][0]
     assert totals(real) == twin and twin["read"][0] > 0 and twin["write"][0] > 0
+
+
+def test_an_unreadable_trace_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ssdtwin.fio import iolog
+
+    trace = tmp_path / "secret.log"
+    trace.write_text("fio version 2 iolog\nf add\nf read 0 4096\n")
+
+    def denied(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(iolog, "open", denied, raising=False)  # root reads any file: fail the open itself
+    with pytest.raises(FioJobError, match=r"read_iolog=.*secret\.log: .*secret\.log: Permission denied$"):
+        parse_string(f"[x]\nread_iolog={trace}\n", cwd=tmp_path).to_engine(1 << 30, 512)

@@ -134,7 +134,10 @@ def load_trace(path: str, shown: Optional[str] = None) -> Trace:
         raise _fail(shown, None, "not a regular file (a trace is read whole before the run)")
     if info.st_size > MAX_TRACE_BYTES:
         raise _fail(shown, None, f"trace of {info.st_size} bytes; at most {MAX_TRACE_BYTES} ({MAX_TRACE_BYTES >> 20} MiB) are read")
-    return _load_cached(path, shown, info.st_mtime_ns, info.st_size)
+    try:
+        return _load_cached(path, shown, info.st_mtime_ns, info.st_size)
+    except OSError as e:  # unreadable (permissions, I/O error)
+        raise _fail(shown, None, e.strerror or str(e)) from None
 
 
 @lru_cache(maxsize=4)
@@ -219,7 +222,6 @@ class Replay:
 
     records: bytes
     ios: int
-    syncs: int  # sync/datasync lines: their timing is kept, the twin issues no flush
     bytes_by_dir: list[int]
 
     @property
@@ -276,7 +278,7 @@ def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_byte
     last_ttime = 0
     specials: list[int] = []  # delays (us) of lines between two I/Os that issue nothing
     wait_ms: Optional[int] = None
-    ios = syncs = 0
+    ios = 0
     bytes_by_dir = [0, 0, 0]
     errors: list[FioJobError] = []
     v3 = trace.version == 3
@@ -294,9 +296,8 @@ def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_byte
             continue
         if code in skip:
             continue  # fio >= 3.34 (ff6131af); its delay is not waited
-        if code >= n_dirs:  # add/open/close, sync/datasync: timing only
+        if code >= n_dirs:  # add/open/close, sync/datasync: timing only (the engine has no flush)
             specials.append(delay)
-            syncs += code < wait
             continue
         length = trace.length[i]
         offset = trace.offset[i] // scale if scale else trace.offset[i]
@@ -333,7 +334,7 @@ def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_byte
         bytes_by_dir[code] += length
     if errors:
         raise FioJobError.collect(errors)
-    return Replay(out.tobytes(), ios, syncs, bytes_by_dir)
+    return Replay(out.tobytes(), ios, bytes_by_dir)
 
 
 # --- write_iolog --------------------------------------------------------------------------
