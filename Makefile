@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI,
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
 	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
+
+fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine) and ssdtwin: totals and iologs side by side
+	$(PYTHON) tests/fio/fio_conformance.py tests/fio/conformance
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo

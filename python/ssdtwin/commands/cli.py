@@ -384,7 +384,7 @@ def fio_cmd(
     seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
-    log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
+    log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log and relative write_iolog files go"),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from .. import fio as fiolib

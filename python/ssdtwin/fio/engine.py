@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from . import iolog as fio_iolog
 from . import limits as L
 from . import options as O
 from .errors import EngineResultError, FioJobError
@@ -202,6 +203,15 @@ def engine_input(
         raise ValueError("device_size_bytes and lba_bytes must be positive")
 
     namespace = st["namespace"]
+    # --- issue 10: iolog --- read_iolog: the trace's file (or replay_redirect) is the target.
+    trace = None
+    if st.get("read_iolog"):
+        where = _where(st, "read_iolog", job)
+        trace, replay_file = fio_iolog.replay_target(st, clone.subjob, st.get("iolog_cwd"), where, O.namespace_of)
+        try:
+            namespace = O.namespace_of(replay_file) if replay_file else None
+        except ValueError as e:
+            raise FioJobError(f"target {replay_file}: {e}", **where) from None
     real_size = device_size_bytes
     if namespace is not None and namespace_sizes is not None:
         if namespace not in namespace_sizes:
@@ -321,7 +331,7 @@ def engine_input(
     bw_avg, iops_avg = averaging_windows(st)
 
     runtime_ns = st["runtime_us"] * 1000
-    return {
+    spec: dict[str, Any] = {
         "version": ENGINE_INPUT_VERSION,
         "name": job.name,
         "job_index": job.index,
@@ -390,6 +400,15 @@ def engine_input(
             "offset": bool(st["log_offset"]),
         },
     }
+    # --- issue 10: iolog (docs/fio.md §2.10) ---
+    spec["iolog"] = bool(st.get("write_iolog"))
+    if trace is not None:
+        replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
+        if not replay.ios:
+            raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
+        spec["replay"] = {"records": replay.records}
+        spec["directions"] = replay.directions
+    return spec
 
 
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
@@ -444,7 +463,7 @@ def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
     between the parser and the engine's strict deserialisation."""
 
     def walk(value: Any, path: str, top: str) -> Optional[str]:
-        if isinstance(value, bool) or value is None or isinstance(value, str):
+        if isinstance(value, (bool, str, bytes, bytearray)) or value is None:
             return None
         if isinstance(value, int):
             hi = (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1

@@ -28,6 +28,10 @@ __all__ = [
     "MAX_EXPR_DEPTH",
     "MAX_EXPR_TOKENS",
     "MAX_ERROR_LINES",
+    "MAX_TRACE_BYTES",
+    "MAX_TRACE_IOS",
+    "MAX_TRACE_LINE_CHARS",
+    "MAX_TRACE_NAME_CHARS",
     "describe_bytes",
     "short_bytes",
     "describe_us",
@@ -81,6 +85,14 @@ MAX_NUMBER_CHARS = 40
 MAX_EXPR_BITS = 128
 MAX_EXPR_DEPTH = 64
 MAX_EXPR_TOKENS = 256
+
+# --- issue 10: iolog --- A read_iolog trace is read whole before the run (fio's default;
+# read_iolog_chunked only saves fio memory): ~40 bytes a line while parsing, 40 bytes an I/O
+# in the engine. fio reads a line with fgets(4096) and a file name with %256s.
+MAX_TRACE_BYTES = 512 << 20
+MAX_TRACE_IOS = 1 << 24
+MAX_TRACE_LINE_CHARS = 4095
+MAX_TRACE_NAME_CHARS = 256
 
 
 def short_bytes(n: int) -> str:

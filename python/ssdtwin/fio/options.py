@@ -664,6 +664,26 @@ def _h_noop(kind: str) -> Handler:
     return handler
 
 
+# --- issue 10: iolog handlers ---
+
+
+def _h_replay_align(st: dict[str, Any], value: Optional[str]) -> None:
+    align = _uint(st, _req(value), hi=FIO_UINT_MAX, why=_WHY_UINT)
+    if align == 0 or align & (align - 1):
+        raise ValueError("must be a power-of-2")
+    st["replay_align"] = align
+
+
+def _h_replay_skip(st: dict[str, Any], value: Optional[str]) -> None:
+    # options.c str_replay_skip_cb: a comma-separated list, accumulated over the option's uses.
+    skip = set(st.get("replay_skip") or ())
+    for word in _req(value).strip().split(","):
+        if word not in ("read", "write", "trim", "sync"):
+            raise ValueError(f"Unknown skip type: {word} (valid: read, write, trim, sync)")
+        skip.add(word)
+    st["replay_skip"] = sorted(skip)
+
+
 def _opt(name: str, handler: Handler, **kw: Any) -> OptionDef:
     return OptionDef(name=name, handler=handler, **kw)
 
@@ -731,6 +751,16 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("kb_base", _h_kb_base, prio=1),
     _opt("significant_figures", _h_uint("significant_figures", lo=1, hi=10)),
     _opt("unified_rw_reporting", _h_unified),
+    # --- issue 10: iolog (write_iolog, read_iolog and fio's replay options; docs/fio.md §2.10) ---
+    _opt("write_iolog", _h_str("write_iolog"), help="append the issued I/Os to this file (fio's iolog version 3)"),
+    _opt("read_iolog", _h_str("read_iolog"), help="replay a fio iolog (version 2 or 3); a:b gives one per clone"),
+    _opt("read_iolog_chunked", _h_bool("read_iolog_chunked")),
+    _opt("replay_no_stall", _h_bool("replay_no_stall")),
+    _opt("replay_time_scale", _h_uint("replay_time_scale", lo=1)),
+    _opt("replay_redirect", _h_str("replay_redirect")),
+    _opt("replay_align", _h_replay_align),
+    _opt("replay_scale", _h_uint("replay_scale")),
+    _opt("replay_skip", _h_replay_skip),
 ]
 
 # name, value kind, aliases
@@ -1516,8 +1546,6 @@ _WHY_UNSUPPORTED = {
     "steadystate": "ssdtwin computes the SNIA steady state in its PTS harness instead",
     "ss": "ssdtwin computes the SNIA steady state in its PTS harness instead",
     "verify": "data verification is not simulated",
-    "read_iolog": "replay traces with ssdtwin's trace input instead",
-    "write_iolog": "ssdtwin does not write iologs from fio jobs yet",
     "fsync": "flushes are not part of the fio engine contract yet",
     "fdatasync": "flushes are not part of the fio engine contract yet",
     "nrfiles": "one target per job",

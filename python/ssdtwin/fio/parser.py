@@ -838,6 +838,12 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]
     is_random = st["rw"] in O.RANDOM_MODES
     if is_random and any(st["ba"][d] and st["ba"][d] != _bs_range(st, d)[0] for d in range(3)) and not st["norandommap"]:
         reader.warnings.append(f"{section.file}:{section.line}: {job_name}: any use of blockalign= turns off randommap (as in fio)")
+    # --- issue 10: iolog --- a trace path is relative to fio's working directory.
+    if st.get("read_iolog"):
+        st["iolog_cwd"] = str(reader.cwd)
+        if st.get("write_iolog"):
+            reader.warnings.append(f"{section.file}:{section.line}: {job_name}: read iolog overrides write_iolog (as in fio)")
+            st["write_iolog"] = None
 
 
 # --- entry points -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..drive import Drive
+from . import iolog as fio_iolog
 from . import logs as fio_logs
 from . import output as fio_output
 from .parser import file_kind, parse
@@ -72,7 +73,8 @@ def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Opti
 
 
 def write_logs(run: Any, results: list[dict[str, Any]], directory: Path) -> list[Path]:
-    return list(fio_logs.write_logs(run, results, directory))
+    """The write_*_log files, then the write_iolog files (appended, as fio does)."""
+    return list(fio_logs.write_logs(run, results, directory)) + fio_iolog.write_iologs(run, results, directory)
 
 
 def fio_notes(run: Any) -> list[str]:

@@ -144,6 +144,12 @@ pub struct JobSpec {
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
+    /// write_iolog: hand back the issued I/Os in `CloneOut::iolog` (docs/fio.md §2.10).
+    #[serde(default)]
+    pub iolog: bool,
+    /// read_iolog: issue these I/Os, paced by their timestamps, instead of the generator's.
+    #[serde(default)]
+    pub replay: Option<crate::engine::iolog::ReplayTrace>,
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
