@@ -181,7 +181,6 @@ def test_refused_options_say_why(line: str, why: str) -> None:
 # state, latency targets, exitall, wait_for); refused with the generic reason until then.
 PENDING = {
     *("zonemode", "zonerange", "zonesize", "zoneskip"),
-    *("read_iolog_chunked", "replay_align", "replay_no_stall", "replay_redirect", "replay_scale", "replay_skip", "replay_time_scale"),
     *("flow", "flow_id", "flow_sleep", "flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
     *("latency_percentile", "latency_run", "latency_target", "latency_window", "exit_what", "exitall", "wait_for"),
 }
