@@ -733,6 +733,17 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("unified_rw_reporting", _h_unified),
 ]
 
+# --- issue 10: sched ---
+# Scheduling between jobs (docs/fio.md §2.6): exitall is one flag for the whole run in fio
+# (options.c str_exitall_cb sets exitall_on_terminate), exit_what says what a finishing job
+# terminates, wait_for names a job that must finish before this one starts (checked like
+# init.c wait_for_ok after the whole run is read).
+_SIM_OPTIONS += [
+    _opt("exitall", _h_flag("exitall"), needs_value=False),
+    _opt("exit_what", _h_choice("exit_what", ("group", "stonewall", "all"))),
+    _opt("wait_for", _h_str("wait_for")),
+]
+
 # name, value kind, aliases
 _NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("direct", "bool", ()),

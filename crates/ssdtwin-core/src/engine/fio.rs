@@ -39,6 +39,22 @@ pub enum RunError {
 pub const MAX_RUN_NS: u64 = 200 * NS_PER_DAY;
 const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
 
+/// fio's `exit_what` (with `exitall`): which clones a clone terminates when it finishes
+/// (libfio.c `fio_terminate_threads`, called at the end of backend.c `thread_main`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// No `exitall` in the run: a clone's end affects no other.
+    #[default]
+    None,
+    /// Every clone of its reporting group (`group_id`), started or not.
+    Group,
+    /// Every clone running now, in any group; the next stonewall batch still runs.
+    Stonewall,
+    /// Every clone of the run, including later batches (they report no I/O).
+    All,
+}
+
 /// Engine output of one direction (docs/fio.md §4).
 #[derive(Clone, Debug, Serialize)]
 pub struct DirOut {
@@ -204,6 +220,8 @@ struct JobClone {
     /// time, and each of those would push one more: the heap grew with the I/Os issued and
     /// a rate-limited run slowed down quadratically (issue 10, item 7).
     rate_wake_ns: u64,
+    /// Its start event is queued (a `wait_for` clone gets it when its waitees are done).
+    scheduled: bool,
     /// The next I/Os, drawn ahead in generation order (the front is issued next; it stays
     /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
     /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
@@ -417,6 +435,7 @@ pub fn run_measured(
             think_until: 0,
             rate_start: 0,
             rate_wake_ns: u64::MAX,
+            scheduled: false,
             pending: VecDeque::with_capacity(LOOKAHEAD),
             poisson: Rng::new(rate_seed),
             next_rate_at: [0; 3],
@@ -435,6 +454,7 @@ pub fn run_measured(
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
+    let waitees = wait_lists(&clones)?;
     let mut sim = Sim {
         ctrl,
         timing,
@@ -446,6 +466,8 @@ pub fn run_measured(
         batch: 0,
         batch_live: 0,
         end_limit,
+        waitees,
+        batch_start_ns: start_ns,
     };
     sim.start_batch(start_ns);
     let mut events = 0u64;
@@ -461,6 +483,8 @@ pub fn run_measured(
             return Err(RunError::Interrupted(t));
         }
         match ev {
+            // A clone terminated before it started (exit_what) ignores its start.
+            Ev::Start(c) if sim.clones[c as usize].finished => {}
             Ev::Start(c) => {
                 let c = c as usize;
                 let cl = &mut sim.clones[c];
@@ -515,6 +539,40 @@ struct Sim<'a> {
     batch_live: usize,
     /// Events after this virtual time end the run with [`RunError::TimeLimit`].
     end_limit: u64,
+    /// Per clone, the clones its `wait_for` waits for (empty without one).
+    waitees: Vec<Vec<u32>>,
+    /// When the current batch started (a `wait_for` clone's start delay counts from it).
+    batch_start_ns: u64,
+}
+
+/// The clones each clone's `wait_for` names: every clone of that job (fio's backend.c
+/// `waitee_running` skips clones that share the waiter's own name). The parser refuses
+/// unknown, ambiguous and forward references (init.c `wait_for_ok`); here a waitee that
+/// would start after its waiter is an error rather than a run that never ends.
+fn wait_lists(clones: &[JobClone]) -> Result<Vec<Vec<u32>>, RunError> {
+    let mut out = Vec::with_capacity(clones.len());
+    for cl in clones {
+        let spec = &cl.gen.spec;
+        let Some(name) = spec.wait_for.as_deref() else {
+            out.push(Vec::new());
+            continue;
+        };
+        let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        let list: Vec<u32> = clones
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.gen.spec.name == name && w.gen.spec.name != spec.name)
+            .map(|(i, _)| i as u32)
+            .collect();
+        if list.is_empty() {
+            return Err(err(format!("wait_for={name}: no other job of the run has that name")).into());
+        }
+        if list.iter().any(|&i| clones[i as usize].gen.spec.job_index >= spec.job_index) {
+            return Err(err(format!("wait_for={name}: the waitee must be a job defined before this one")).into());
+        }
+        out.push(list);
+    }
+    Ok(out)
 }
 
 impl Sim<'_> {
@@ -523,13 +581,67 @@ impl Sim<'_> {
         self.heap.push(Reverse((t, self.seq, ev)));
     }
 
+    /// Queue the start of every clone of the current batch that is not waiting for another
+    /// job (`wait_for`) and was not terminated before it started (`exit_what=all`).
     fn start_batch(&mut self, t: u64) {
-        self.batch_live = self.clones.iter().filter(|c| c.gen.spec.batch == self.batch).count();
+        self.batch_start_ns = t;
+        self.batch_live = self.clones.iter().filter(|c| c.gen.spec.batch == self.batch && !c.finished).count();
         for i in 0..self.clones.len() {
-            if self.clones[i].gen.spec.batch == self.batch {
-                let d = self.clones[i].gen.spec.startdelay_ns;
+            let cl = &self.clones[i];
+            if cl.gen.spec.batch == self.batch && !cl.finished && self.waitees[i].iter().all(|&k| self.clones[k as usize].finished) {
+                let d = cl.gen.spec.startdelay_ns;
+                self.clones[i].scheduled = true;
                 self.push(t.saturating_add(d), Ev::Start(i as u32));
             }
+        }
+    }
+
+    /// Clone `c` has finished at `now`: terminate the clones its `exit_what` names, then
+    /// start the `wait_for` clones that waited for it.
+    fn on_finish(&mut self, c: usize, now: u64) {
+        let (what, group) = (self.clones[c].gen.spec.exit_what, self.clones[c].gen.spec.group_id);
+        for i in 0..self.clones.len() {
+            let cl = &self.clones[i];
+            let hit = match what {
+                ExitWhat::None => false,
+                ExitWhat::Group => cl.gen.spec.group_id == group,
+                ExitWhat::Stonewall => cl.started,
+                ExitWhat::All => true,
+            };
+            if hit && i != c && !cl.finished {
+                self.terminate(i, now);
+            }
+        }
+        for i in 0..self.clones.len() {
+            let cl = &self.clones[i];
+            if cl.scheduled || cl.finished || cl.gen.spec.batch != self.batch || self.waitees[i].is_empty() {
+                continue;
+            }
+            if self.waitees[i].iter().all(|&k| self.clones[k as usize].finished) {
+                // fio starts a waiter once its start delay has passed and its waitee is done.
+                let at = self.batch_start_ns.saturating_add(cl.gen.spec.startdelay_ns).max(now);
+                self.clones[i].scheduled = true;
+                self.push(at, Ev::Start(i as u32));
+            }
+        }
+    }
+
+    /// fio's `fio_mark_td_terminate`: a running clone stops issuing and ends once its I/Os
+    /// in flight complete (backend.c reaps them); one that has not started never runs and
+    /// reports no I/O (backend.c `run_threads`: "never got a chance to start").
+    fn terminate(&mut self, i: usize, now: u64) {
+        let cl = &mut self.clones[i];
+        if cl.started {
+            cl.stopping = true;
+            self.push(now, Ev::Wake(i as u32));
+            return;
+        }
+        cl.finished = true;
+        cl.start_ns = now;
+        cl.ramp_end = now;
+        cl.end_ns = now;
+        if cl.gen.spec.batch == self.batch {
+            self.batch_live -= 1;
         }
     }
 
@@ -616,6 +728,7 @@ impl Sim<'_> {
                 cl.finished = true;
                 cl.end_ns = now;
                 self.batch_live -= 1;
+                self.on_finish(c, now);
                 self.maybe_idle(now)?;
             }
             return Ok(Gate::Wait);
@@ -1062,6 +1175,94 @@ mod tests {
         // the run ends after the last stall, so every window is full.
         assert_eq!(long[0].write.bw_sample_stat.n, long[0].write.total_ios);
         assert_eq!(long[0].write.iops_sample_stat.n, long[0].write.total_ios);
+    }
+
+    /// Run several clones (each `extra` applied to the base spec; thread numbers and job
+    /// indexes in order).
+    fn run_many(extras: &[Value]) -> Result<Vec<CloneOut>, RunError> {
+        let (mut ctrl, mut timing) = drive();
+        let specs = extras
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut e = e.clone();
+                e["thread_number"] = json!(i + 1);
+                if e.get("job_index").is_none() {
+                    e["job_index"] = json!(i);
+                }
+                spec(&ctrl, e)
+            })
+            .collect();
+        run(&mut ctrl, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true)
+    }
+
+    fn rated(iops: u64, ios: u64) -> Value {
+        json!({"rate_iops": {"read": 0, "write": iops, "trim": 0}, "size_bytes": ios * 4096, "io_size_bytes": ios * 4096})
+    }
+
+    fn with(mut v: Value, extra: Value) -> Value {
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    }
+
+    #[test]
+    fn exit_what_terminates_the_clones_fio_terminates() {
+        // "short": 100 writes at 1,000 IOPS (~99 ms); "long": 1,000 IOPS for 10 s in the
+        // same group; "other": 500 IOPS in group 1; "after": a later stonewall batch.
+        let jobs = |what: &str| {
+            let w = json!({"exit_what": what});
+            vec![
+                with(with(rated(1000, 100), json!({"name": "short"})), w.clone()),
+                with(with(rated(1000, 10_000), json!({"name": "long"})), w.clone()),
+                with(with(rated(500, 200), json!({"name": "other", "group_id": 1})), w.clone()),
+                with(with(rated(0, 64), json!({"name": "after", "group_id": 2, "batch": 1, "stonewall": true})), w),
+            ]
+        };
+        let ios = |out: &[CloneOut]| out.iter().map(|o| o.write.total_ios).collect::<Vec<_>>();
+        let short_end = |out: &[CloneOut]| out[0].start_ns + out[0].elapsed_ns;
+        // none: every job runs to its end.
+        let out = run_many(&jobs("none")).unwrap();
+        assert_eq!(ios(&out), vec![100, 10_000, 200, 64]);
+        // group: "long" ends with "short" (it issued about as many), "other" runs on.
+        let out = run_many(&jobs("group")).unwrap();
+        let (end, long_end) = (short_end(&out), out[1].start_ns + out[1].elapsed_ns);
+        assert!((99..=101).contains(&out[1].write.total_ios), "{:?}", ios(&out));
+        assert!(long_end >= end && long_end < end + 1_000_000, "long ended at {long_end}, short at {end}");
+        assert_eq!((out[2].write.total_ios, out[3].write.total_ios), (200, 64));
+        // stonewall: every running clone ends, the next batch still runs.
+        let out = run_many(&jobs("stonewall")).unwrap();
+        assert!((99..=101).contains(&out[1].write.total_ios) && (49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+        assert_eq!(out[3].write.total_ios, 64);
+        assert!(out[3].start_ns >= short_end(&out));
+        // all: the later batch never runs and reports no I/O.
+        let out = run_many(&jobs("all")).unwrap();
+        assert!((49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+        assert_eq!((out[3].write.total_ios, out[3].runtime_ns), (0, 0));
+    }
+
+    #[test]
+    fn wait_for_starts_a_clone_when_its_waitee_has_finished() {
+        let first = with(rated(1000, 100), json!({"name": "first"}));
+        let other = with(rated(1000, 50), json!({"name": "other"}));
+        let second = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 20_000_000}));
+        let out = run_many(&[first.clone(), other.clone(), second]).unwrap();
+        let first_end = out[0].start_ns + out[0].elapsed_ns;
+        assert_eq!(out[1].start_ns, 0, "a job without wait_for starts at once");
+        assert_eq!(out[2].start_ns, first_end, "the waiter starts when its waitee ends");
+        assert_eq!(out[2].write.total_ios, 50);
+        // A start delay longer than the waitee's run still counts from the batch's start.
+        let late = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 500_000_000}));
+        let out = run_many(&[first.clone(), other.clone(), late]).unwrap();
+        assert_eq!(out[2].start_ns, 500_000_000);
+        // Unknown and forward references are refused, not run forever.
+        let bad = with(rated(1000, 50), json!({"name": "x", "wait_for": "nosuch"}));
+        let err = run_many(&[first.clone(), bad]).unwrap_err();
+        assert!(err.to_string().contains("wait_for=nosuch"), "{err}");
+        let fwd = with(rated(1000, 50), json!({"name": "x", "wait_for": "first"}));
+        let err = run_many(&[fwd, first]).unwrap_err();
+        assert!(err.to_string().contains("defined before"), "{err}");
     }
 
     #[test]

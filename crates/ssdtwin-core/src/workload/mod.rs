@@ -144,6 +144,14 @@ pub struct JobSpec {
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
+    // --- issue 10: sched (docs/fio.md §3) ---
+    /// fio's exitall/exit_what: which other clones this one terminates when it finishes;
+    /// `none` unless some job of the run set `exitall` (fio's flag is global to the run).
+    #[serde(default)]
+    pub exit_what: crate::engine::fio::ExitWhat,
+    /// fio's wait_for: this clone starts only once every clone of the named job has finished.
+    #[serde(default)]
+    pub wait_for: Option<String>,
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
