@@ -168,3 +168,67 @@ def test_exitall_counts_match_real_fio(tmp_path: Path) -> None:
     twin = simulate(tmp_path, EXITALL.format(engine="libaio", what="stonewall"))
     for name in ("short", "long", "g2", "after"):
         assert abs(real[name] - reads(twin, name)) <= 5, (name, real, {k: reads(twin, k) for k in twin})
+
+
+FLOW = """[global]
+ioengine={engine}
+bs=4k
+size=1g
+time_based
+runtime={runtime}
+[a]
+rw=randread
+flow=3
+{sleep}
+[b]
+rw=randread
+flow=2
+{sleep}
+[c]
+rw=randread
+flow=1
+{sleep}
+[solo]
+rw=randread
+flow_id=7
+flow=1
+rate_iops=1000
+"""
+
+
+@pytest.mark.parametrize("sleep", ["", "flow_sleep=100"])
+def test_flow_shares_io_by_weight(sleep: str, tmp_path: Path) -> None:
+    res = simulate(tmp_path, FLOW.format(engine="libaio", runtime="200ms", sleep=sleep))
+    n = {j: reads(res, j) for j in ("a", "b", "c", "solo")}
+    total = n["a"] + n["b"] + n["c"]
+    # fio's HOWTO: weights 3:2:1 give "a roughly 3:2:1 ratio"; flow.c keeps each member's
+    # share of the group's counter at or below its share of the weight, to one I/O.
+    for job, weight in (("a", 3), ("b", 2), ("c", 1)):
+        assert abs(n[job] - total * weight / 6) <= 2, n
+    assert n["solo"] == pytest.approx(200, abs=2), n  # its own group: only its rate limit binds
+
+
+def test_a_flow_member_that_can_never_run_is_an_error(tmp_path: Path) -> None:
+    # "b" (behind a stonewall) holds half the weight, so "a" is over its share after its
+    # second I/O and nothing can move it: fio waits forever, the twin says why.
+    img = tmp_path / "cm6"
+    run_cli("create", img, "--model", CM6, "--scale", "1/454")
+    job = tmp_path / "job.fio"
+    job.write_text("[global]\nioengine=libaio\nsize=1m\nflow=1\n[a]\nrw=read\n[b]\nstonewall\nrw=read\n")
+    r = run_cli("fio", img, job, check=False)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "flow_id=0" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    run_cli("check", img)
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (CI installs it)")
+def test_flow_ratios_match_real_fio(tmp_path: Path) -> None:
+    job = tmp_path / "real.fio"
+    job.write_text(FLOW.format(engine="null", runtime="300ms", sleep="flow_sleep=100"))
+    out = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60, check=True)
+    real = {j["jobname"]: j["read"]["total_ios"] for j in json.loads(out.stdout)["jobs"]}
+    twin = simulate(tmp_path, FLOW.format(engine="libaio", runtime="300ms", sleep="flow_sleep=100"))
+    for name in ("a", "b"):
+        real_ratio = real[name] / real["c"]
+        twin_ratio = reads(twin, name) / reads(twin, "c")
+        assert twin_ratio == pytest.approx(real_ratio, rel=0.03), (real, {k: reads(twin, k) for k in twin})

@@ -330,6 +330,9 @@ def sched_fields(clone: Any, run_exitall: bool) -> dict[str, Any]:
     return {
         "exit_what": st.get("exit_what", "group") if run_exitall else "none",
         "wait_for": st.get("wait_for"),
+        "flow": st.get("flow", 0),
+        "flow_id": st.get("flow_id", 0),
+        "flow_sleep_ns": st.get("flow_sleep", 0) * 1000,
     }
 
 

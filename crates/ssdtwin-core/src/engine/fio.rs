@@ -222,6 +222,17 @@ struct JobClone {
     rate_wake_ns: u64,
     /// Its start event is queued (a `wait_for` clone gets it when its waitees are done).
     scheduled: bool,
+    /// fio's flow control (flow.c): the clone's flow group (index into `Sim::flows`), its
+    /// own counter, whether the front I/O already passed the check (it may then wait for
+    /// its rate slot without counting twice), a stall waiting for the I/Os in flight
+    /// (`flow_sleep`), the end of the sleep after it, and whether it waits for another
+    /// member to move (no `flow_sleep`: fio retries at once, so any progress may free it).
+    flow: Option<usize>,
+    flow_count: u64,
+    flow_passed: bool,
+    flow_quiesce: bool,
+    flow_until: u64,
+    flow_blocked: bool,
     /// The next I/Os, drawn ahead in generation order (the front is issued next; it stays
     /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
     /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
@@ -436,6 +447,12 @@ pub fn run_measured(
             rate_start: 0,
             rate_wake_ns: u64::MAX,
             scheduled: false,
+            flow: None,
+            flow_count: 0,
+            flow_passed: false,
+            flow_quiesce: false,
+            flow_until: 0,
+            flow_blocked: false,
             pending: VecDeque::with_capacity(LOOKAHEAD),
             poisson: Rng::new(rate_seed),
             next_rate_at: [0; 3],
@@ -455,6 +472,7 @@ pub fn run_measured(
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
     let waitees = wait_lists(&clones)?;
+    let flows = flow_groups(&mut clones);
     let mut sim = Sim {
         ctrl,
         timing,
@@ -468,6 +486,7 @@ pub fn run_measured(
         end_limit,
         waitees,
         batch_start_ns: start_ns,
+        flows,
     };
     sim.start_batch(start_ns);
     let mut events = 0u64;
@@ -543,6 +562,39 @@ struct Sim<'a> {
     waitees: Vec<Vec<u32>>,
     /// When the current batch started (a `wait_for` clone's start delay counts from it).
     batch_start_ns: u64,
+    flows: Vec<FlowGroup>,
+}
+
+/// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
+/// grows with every I/O a member lets through, the members' total weight, and the members
+/// waiting for the others to move.
+struct FlowGroup {
+    id: u32,
+    counter: u64,
+    total_weight: u64,
+    blocked: Vec<u32>,
+}
+
+/// fio registers every job with a `flow` weight when it is set up (init.c `flow_init_job`),
+/// so members that have not started yet already count in the total weight.
+fn flow_groups(clones: &mut [JobClone]) -> Vec<FlowGroup> {
+    let mut flows: Vec<FlowGroup> = Vec::new();
+    for cl in clones.iter_mut() {
+        let (weight, id) = (cl.gen.spec.flow, cl.gen.spec.flow_id);
+        if weight == 0 {
+            continue;
+        }
+        let f = match flows.iter().position(|g| g.id == id) {
+            Some(f) => f,
+            None => {
+                flows.push(FlowGroup { id, counter: 1, total_weight: 0, blocked: Vec::new() });
+                flows.len() - 1
+            }
+        };
+        flows[f].total_weight += weight as u64;
+        cl.flow = Some(f);
+    }
+    flows
 }
 
 /// The clones each clone's `wait_for` names: every clone of that job (fio's backend.c
@@ -643,6 +695,83 @@ impl Sim<'_> {
         if cl.gen.spec.batch == self.batch {
             self.batch_live -= 1;
         }
+        self.flow_exit(i, now);
+    }
+
+    /// fio's flow.c `flow_threshold_exceeded`, checked before each I/O: a clone whose share
+    /// of its group's counter exceeds its share of the weight is held back; with
+    /// `flow_sleep` it first waits for its I/Os in flight (io_u_quiesce), then sleeps, then
+    /// checks again; without, it checks again whenever another member moves. Otherwise
+    /// both counters count the I/O. The ratios are compared as doubles, as fio does.
+    fn flow_held(&mut self, c: usize, now: u64) -> Result<bool, RunError> {
+        let cl = &mut self.clones[c];
+        let f = cl.flow.expect("a flow member");
+        if cl.flow_quiesce {
+            if cl.inflight > 0 {
+                return Ok(true);
+            }
+            cl.flow_quiesce = false;
+            cl.flow_until = now.saturating_add(cl.gen.spec.flow_sleep_ns);
+            self.push(self.clones[c].flow_until, Ev::Wake(c as u32));
+            self.maybe_idle(now)?;
+            return Ok(true);
+        }
+        if cl.flow_until > now || cl.flow_blocked {
+            return Ok(true);
+        }
+        let group = &mut self.flows[f];
+        let counter_ratio = cl.flow_count as f64 / group.counter as f64;
+        let weight_ratio = cl.gen.spec.flow as f64 / group.total_weight as f64;
+        if counter_ratio <= weight_ratio {
+            group.counter += 1;
+            cl.flow_count += 1;
+            cl.flow_passed = true;
+            self.wake_flow(f, now);
+            return Ok(false);
+        }
+        if !self.flow_can_move(c) {
+            let spec = &self.clones[c].gen.spec;
+            let reason = format!(
+                "flow_id={}: the job is over its share of the flow and no other job of the group can run before it ends (fio would wait forever)",
+                spec.flow_id
+            );
+            return Err(JobError { job: spec.name.clone(), thread: spec.thread_number, reason }.into());
+        }
+        let cl = &mut self.clones[c];
+        if cl.gen.spec.flow_sleep_ns > 0 {
+            cl.flow_quiesce = true;
+            return self.flow_held(c, now);
+        }
+        cl.flow_blocked = true;
+        self.flows[f].blocked.push(c as u32);
+        Ok(true)
+    }
+
+    /// Another member of `c`'s flow group can still issue I/O in this batch.
+    fn flow_can_move(&self, c: usize) -> bool {
+        let f = self.clones[c].flow;
+        self.clones.iter().enumerate().any(|(i, o)| i != c && o.flow == f && !o.finished && o.gen.spec.batch == self.batch)
+    }
+
+    /// The group's counter or weight changed: members waiting for that look again.
+    fn wake_flow(&mut self, f: usize, now: u64) {
+        let blocked = std::mem::take(&mut self.flows[f].blocked);
+        for &i in &blocked {
+            self.clones[i as usize].flow_blocked = false;
+            self.push(now, Ev::Wake(i));
+        }
+        self.flows[f].blocked = blocked;
+        self.flows[f].blocked.clear();
+    }
+
+    /// fio's flow_exit_job: a finished member takes its count and weight out of the group.
+    fn flow_exit(&mut self, c: usize, now: u64) {
+        let Some(f) = self.clones[c].flow else { return };
+        let (count, weight) = (self.clones[c].flow_count, self.clones[c].gen.spec.flow as u64);
+        let group = &mut self.flows[f];
+        group.counter -= count;
+        group.total_weight -= weight;
+        self.wake_flow(f, now);
     }
 
     fn batch_done(&self) -> bool {
@@ -728,6 +857,7 @@ impl Sim<'_> {
                 cl.finished = true;
                 cl.end_ns = now;
                 self.batch_live -= 1;
+                self.flow_exit(c, now);
                 self.on_finish(c, now);
                 self.maybe_idle(now)?;
             }
@@ -768,6 +898,10 @@ impl Sim<'_> {
                 }
             }
         }
+        if cl.flow.is_some() && !cl.flow_passed && self.flow_held(c, now)? {
+            return Ok(Gate::Wait);
+        }
+        let cl = &mut self.clones[c];
         let io = *cl.pending.front().expect("just filled");
         if let Some(at) = cl.rate_admit(io, now) {
             // The front I/O waits until `at`, the same time for every look until it is issued
@@ -780,6 +914,7 @@ impl Sim<'_> {
             return Ok(Gate::Wait);
         }
         cl.pending.pop_front();
+        cl.flow_passed = false;
         Ok(Gate::Issue(io))
     }
 
@@ -1263,6 +1398,33 @@ mod tests {
         let fwd = with(rated(1000, 50), json!({"name": "x", "wait_for": "first"}));
         let err = run_many(&[fwd, first]).unwrap_err();
         assert!(err.to_string().contains("defined before"), "{err}");
+    }
+
+    #[test]
+    fn flow_keeps_members_in_proportion_to_their_weights() {
+        let timed = json!({"time_based": true, "runtime_ns": 50_000_000, "iodepth": 4});
+        let member = |weight: u32, id: u32, sleep_ns: u64| {
+            with(timed.clone(), json!({"flow": weight, "flow_id": id, "flow_sleep_ns": sleep_ns, "rw": "randread", "directions": ["read"]}))
+        };
+        let reads = |out: &[CloneOut]| out.iter().map(|o| o.read.total_ios).collect::<Vec<_>>();
+        // Weights 3:2:1 in one group (fio's HOWTO example); a fourth job in group 7 alone.
+        let out = run_many(&[member(3, 0, 0), member(2, 0, 0), member(1, 0, 0), member(1, 7, 0)]).unwrap();
+        let n = reads(&out);
+        let total = (n[0] + n[1] + n[2]) as f64;
+        for (i, share) in [(0, 3.0 / 6.0), (1, 2.0 / 6.0), (2, 1.0 / 6.0)] {
+            assert!((n[i] as f64 / total - share).abs() < 0.001, "{n:?}");
+        }
+        // A group of one is never held back: it keeps pace with the leader, which is not held
+        // either (the drive, not the flow, limits them).
+        assert!(n[3] + 50 >= n[0], "{n:?}");
+        // With flow_sleep the member over its share drains and sleeps 1 ms; still 2:1 overall.
+        let out = run_many(&[member(2, 0, 1_000_000), member(1, 0, 1_000_000)]).unwrap();
+        let n = reads(&out);
+        assert!((n[0] as f64 / n[1] as f64 - 2.0).abs() < 0.05, "{n:?}");
+        // A member whose partners cannot run before it ends is an error, not a hang.
+        let later = with(member(1, 0, 0), json!({"batch": 1, "stonewall": true}));
+        let err = run_many(&[member(1, 0, 0), later]).unwrap_err();
+        assert!(err.to_string().contains("flow_id=0"), "{err}");
     }
 
     #[test]

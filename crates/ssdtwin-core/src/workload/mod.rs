@@ -152,6 +152,15 @@ pub struct JobSpec {
     /// fio's wait_for: this clone starts only once every clone of the named job has finished.
     #[serde(default)]
     pub wait_for: Option<String>,
+    /// fio's flow: weight of this clone in its `flow_id` group (0 = no flow control).
+    #[serde(default)]
+    pub flow: u32,
+    /// fio's flow_id: clones with the same id share one flow counter.
+    #[serde(default)]
+    pub flow_id: u32,
+    /// fio's flow_sleep: after being held back, wait for the I/Os in flight, then this long.
+    #[serde(default)]
+    pub flow_sleep_ns: u64,
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
