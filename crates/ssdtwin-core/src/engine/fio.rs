@@ -15,7 +15,7 @@ use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
 use crate::units::NsId;
-use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
+use crate::workload::{Ddir, ExitWhat, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -38,22 +38,6 @@ pub enum RunError {
 /// past the last event. docs/fio.md lists the job-file limits derived from it.
 pub const MAX_RUN_NS: u64 = 200 * NS_PER_DAY;
 const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
-
-/// fio's `exit_what` (with `exitall`): which clones a clone terminates when it finishes
-/// (libfio.c `fio_terminate_threads`, called at the end of backend.c `thread_main`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExitWhat {
-    /// No `exitall` in the run: a clone's end affects no other.
-    #[default]
-    None,
-    /// Every clone of its reporting group (`group_id`), started or not.
-    Group,
-    /// Every clone running now, in any group; the next stonewall batch still runs.
-    Stonewall,
-    /// Every clone of the run, including later batches (they report no I/O).
-    All,
-}
 
 /// Engine output of one direction (docs/fio.md §4).
 #[derive(Clone, Debug, Serialize)]
