@@ -181,8 +181,8 @@ def test_refused_options_say_why(line: str, why: str) -> None:
 # state, latency targets, exitall, wait_for); refused with the generic reason until then.
 PENDING = {
     *("zonemode", "zonerange", "zonesize", "zoneskip"),
-    *("flow", "flow_id", "flow_sleep", "flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
-    *("latency_percentile", "latency_run", "latency_target", "latency_window", "exit_what", "exitall", "wait_for"),
+    *("flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
+    *("latency_percentile", "latency_run", "latency_target", "latency_window"),
 }
 
 

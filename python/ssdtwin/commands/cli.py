@@ -550,6 +550,28 @@ def bench_engine(
         emit_json(res)
 
 
+@bench.command("rate")
+def bench_rate(
+    model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
+    scale: str = typer.Option("1/64", "--scale"),
+    ios: int = typer.Option(500_000, "--ios", min=1, help="4 KiB I/Os per job (its size)"),
+    rate_iops: int = typer.Option(20_000, "--rate-iops", min=1, help="the limited run's rate_iops"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Rate-limit cost: the same job with and without rate_iops, simulated I/Os per wall second."""
+    from ..studies.benchmarks import run_rate_bench
+
+    check_fmt(fmt)
+    n = scale_arg(scale, model, "ssdtwin bench rate")
+    log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo
+    try:
+        res = run_rate_bench(model, n, ios, rate_iops, log=log)
+    except ValueError as e:
+        fail(str(e))
+    if fmt == "json":
+        emit_json(res)
+
+
 @bench.command("ftl")
 def bench_ftl(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),

@@ -411,6 +411,21 @@ def engine_input(
     return spec
 
 
+# --- issue 10: sched ---
+def sched_fields(clone: Any, run_exitall: bool) -> dict[str, Any]:
+    """Engine fields for scheduling between jobs (docs/fio.md §3): ``exit_what`` is the
+    clone's own setting when any job of the run set ``exitall`` (fio's flag is global to the
+    run), else "none"; ``wait_for`` names the job whose clones must all finish first."""
+    st = clone.job.state
+    return {
+        "exit_what": st.get("exit_what", "group") if run_exitall else "none",
+        "wait_for": st.get("wait_for"),
+        "flow": st.get("flow", 0),
+        "flow_id": st.get("flow_id", 0),
+        "flow_sleep_ns": st.get("flow_sleep", 0) * 1000,
+    }
+
+
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
     """A job that is not time-based ends after loops x io_size bytes (or number_ios I/Os).
     Refuse one that cannot end within the run limit: more bytes than the host link carries

@@ -763,6 +763,22 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("replay_skip", _h_replay_skip),
 ]
 
+# --- issue 10: sched ---
+# Scheduling between jobs (docs/fio.md §2.6): exitall is one flag for the whole run in fio
+# (options.c str_exitall_cb sets exitall_on_terminate), exit_what says what a finishing job
+# terminates, wait_for names a job that must finish before this one starts (checked like
+# init.c wait_for_ok after the whole run is read).
+_SIM_OPTIONS += [
+    _opt("exitall", _h_flag("exitall"), needs_value=False),
+    _opt("exit_what", _h_choice("exit_what", ("group", "stonewall", "all"))),
+    _opt("wait_for", _h_str("wait_for")),
+    # flow.c: weight (0 = off, at most FLOW_MAX_WEIGHT), group id, and microseconds to sleep
+    # after being held back (fio reads flow_sleep as a plain integer of microseconds).
+    _opt("flow", _h_uint("flow", hi=1000, why="fio's FLOW_MAX_WEIGHT")),
+    _opt("flow_id", _h_uint("flow_id", hi=FIO_UINT_MAX, why=_WHY_UINT)),
+    _opt("flow_sleep", _h_uint("flow_sleep", hi=FIO_UINT_MAX, why=_WHY_UINT)),
+]
+
 # name, value kind, aliases
 _NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("direct", "bool", ()),
@@ -1543,8 +1559,14 @@ FIO_ENGINE_OPTION_NAMES = frozenset(
 )
 
 _WHY_UNSUPPORTED = {
-    "steadystate": "ssdtwin computes the SNIA steady state in its PTS harness instead",
-    "ss": "ssdtwin computes the SNIA steady state in its PTS harness instead",
+    "steadystate": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
+    "ss": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
+    "ss_dur": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
+    "ss_ramp": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
+    "latency_target": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
+    "latency_window": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
+    "latency_percentile": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
+    "latency_run": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
     "verify": "data verification is not simulated",
     "fsync": "flushes are not part of the fio engine contract yet",
     "fdatasync": "flushes are not part of the fio engine contract yet",

@@ -248,16 +248,18 @@ class Run:
         """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
         filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
         ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
-        from .engine import contract_range_error, engine_input  # local: keeps the parser importable alone
+        from .engine import contract_range_error, engine_input, sched_fields  # local: keeps the parser importable alone
 
         errors: list[FioJobError] = []
         out = []
+        run_exitall = any(j.state.get("exitall") for j in self.jobs)
         for clone in self.clones:
             try:
                 spec = engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes, link_bytes_per_s)
             except FioJobError as e:
                 errors.extend(e.errors)
                 continue
+            spec.update(sched_fields(clone, run_exitall))  # issue 10: sched
             bad = contract_range_error(spec)
             if bad:
                 errors.append(
@@ -1043,6 +1045,7 @@ def _parse_sources(
             job.clones = clones[first_thread - 1 :]
     if not reader.errors:
         _check_run_limits(reader, jobs)
+        _check_wait_for(reader, jobs)
     if reader.errors:
         raise FioJobError.collect(reader.errors)
     _check_group_percentiles(jobs)
@@ -1067,6 +1070,26 @@ def _ignored_options(jobs: Iterable[Job]) -> list[dict[str, Any]]:
             file, line, _written, value = where.get(name, (job.file, job.line, name, None))
             out.append({"job": job.name, "option": name, "value": value, "reason": O.ignored_reason(name), "file": file, "line": line})
     return out
+
+
+def _check_wait_for(reader: _Reader, jobs: Sequence[Job]) -> None:
+    """fio's init.c wait_for_ok: the waitee is another job, defined earlier, with a name no
+    other earlier job has (issue 10: sched)."""
+    for job in jobs:
+        waitee = job.state.get("wait_for")
+        if waitee is None:
+            continue
+        where = _where(job.state, "wait_for", job)
+        if waitee == job.name:
+            reader.error(f"job {job.name}: a job cannot wait for itself (wait_for={waitee})", **where)
+            continue
+        earlier = sum(1 for j in jobs[: job.index] if j.name == waitee)
+        if earlier == 0:
+            later = any(j.name == waitee for j in jobs[job.index + 1 :])
+            why = "it is defined after this job (fio allows no forward references)" if later else "no job has that name"
+            reader.error(f"job {job.name}: waitee job {waitee} unknown: {why}", **where)
+        elif earlier > 1:
+            reader.error(f"job {job.name}: multiple waitees {waitee} found; wait_for needs a unique job name", **where)
 
 
 def _where(st: Mapping[str, Any], option: str, section: Any) -> dict[str, Any]:

@@ -73,3 +73,41 @@ def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int, log: 
         )
     d.close()
     return res
+
+
+def run_rate_bench(model: str, scale: int, ios: int, rate_iops: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The same size-terminated job (4 KiB random read, then random write, libaio QD32) with
+    and without ``rate_iops``: simulated I/Os per wall second of each, and their ratio. Both
+    issue exactly ``ios`` I/Os (fio's random map covers each block once), so the comparison
+    is per simulated I/O; a rate limit must cost no more wall time per I/O (issue 10)."""
+    from ..fio import parse_string
+
+    d = Drive.in_memory(model, scale=scale)
+    ns = d.namespaces()[0]
+    size = ios * 4096
+    if size > ns.bytes:
+        d.close()
+        raise ValueError(f"--ios {ios}: {si_bytes(size)} of 4 KiB I/Os do not fit the {si_bytes(ns.bytes)} namespace")
+    d.precondition(1, "seq", 131072, loops=1, seed=1)
+    log(f"{model} at 1/{scale}: {ios} 4 KiB I/Os per job, QD32, rate limit {rate_iops} IOPS")
+    res: dict[str, Any] = {"model": model, "scale": scale, "ios": ios, "rate_iops": rate_iops}
+    for rw in ("randread", "randwrite"):
+        row: dict[str, Any] = {}
+        for label, limit in (("unlimited", ""), ("rate_limited", f"rate_iops={rate_iops}\n")):
+            job = f"[bench]\nioengine=libaio\ndirect=1\nrw={rw}\nbs=4k\niodepth=32\nsize={size}\n{limit}"
+            run = parse_string(job, name=f"bench-{rw}.fio")
+            t = time.perf_counter()
+            out = d.run_fio(run.to_engine(ns.bytes, ns.lba_bytes))
+            wall = time.perf_counter() - t
+            done = sum(r[k]["total_ios"] for r in out for k in ("read", "write"))
+            sim_s = max(r["elapsed_ns"] for r in out) / 1e9
+            row[label] = {"ios": done, "wall_seconds": wall, "simulated_seconds": sim_s, "sim_ios_per_wall_s": done / wall}
+            log(
+                f"{rw:<10} {label:<13} {done:>9} I/Os, {sim_s:8.3f} s simulated in {wall:6.2f} s wall: "
+                f"{done / wall / 1e6:5.2f} M simulated I/Os per second"
+            )
+        row["ratio"] = row["rate_limited"]["sim_ios_per_wall_s"] / row["unlimited"]["sim_ios_per_wall_s"]
+        log(f"{rw:<10} rate-limited / unlimited, per simulated I/O: {row['ratio']:.2f}")
+        res[rw] = row
+    d.close()
+    return res

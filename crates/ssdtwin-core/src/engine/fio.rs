@@ -16,7 +16,7 @@ use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
 use crate::units::NsId;
-use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
+use crate::workload::{Ddir, ExitWhat, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -203,6 +203,24 @@ struct JobClone {
     think_due: bool,
     think_until: u64,
     rate_start: u64,
+    /// Time of the last rate wake-up pushed for this clone. While the front I/O waits for
+    /// its rate slot, every completion would otherwise push another wake-up for the same
+    /// time, and each of those would push one more: the heap grew with the I/Os issued and
+    /// a rate-limited run slowed down quadratically (issue 10, item 7).
+    rate_wake_ns: u64,
+    /// Its start event is queued (a `wait_for` clone gets it when its waitees are done).
+    scheduled: bool,
+    /// fio's flow control (flow.c): the clone's flow group (index into `Sim::flows`), its
+    /// own counter, whether the front I/O already passed the check (it may then wait for
+    /// its rate slot without counting twice), a stall waiting for the I/Os in flight
+    /// (`flow_sleep`), the end of the sleep after it, and whether it waits for another
+    /// member to move (no `flow_sleep`: fio retries at once, so any progress may free it).
+    flow: Option<usize>,
+    flow_count: u64,
+    flow_passed: bool,
+    flow_quiesce: bool,
+    flow_until: u64,
+    flow_blocked: bool,
     /// The next I/Os, drawn ahead in generation order (the front is issued next; it stays
     /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
     /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
@@ -263,6 +281,15 @@ impl JobClone {
         };
         self.next_rate_at[di] = at.saturating_add(gap);
         None
+    }
+
+    /// The front I/O waits for a rate wake-up after `now` and nothing else can change
+    /// before it: the gate would only say wait, so a completion need not look (it halves
+    /// the gate calls of a rate-limited clone, whose completions come between its issues).
+    /// A wake-up pending in the future means the front I/O was held back and is still
+    /// there, so neither `number_ios` nor the region's end can stop the clone early.
+    fn waits_for_rate(&self, now: u64) -> bool {
+        self.rate_wake_ns > now && self.rate_wake_ns != u64::MAX && !self.stopping && now < self.stop_at && !self.think_due
     }
 
     fn think_check(&mut self) {
@@ -417,6 +444,14 @@ pub fn run_measured(
             think_due: false,
             think_until: 0,
             rate_start: 0,
+            rate_wake_ns: u64::MAX,
+            scheduled: false,
+            flow: None,
+            flow_count: 0,
+            flow_passed: false,
+            flow_quiesce: false,
+            flow_until: 0,
+            flow_blocked: false,
             pending: VecDeque::with_capacity(LOOKAHEAD),
             poisson: Rng::new(rate_seed),
             next_rate_at: [0; 3],
@@ -437,7 +472,23 @@ pub fn run_measured(
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
-    let mut sim = Sim { ctrl, timing, clones, heap: BinaryHeap::new(), seq: 0, now: start_ns, opts: opts.clone(), batch: 0, end_limit };
+    let waitees = wait_lists(&clones)?;
+    let flows = flow_groups(&mut clones);
+    let mut sim = Sim {
+        ctrl,
+        timing,
+        clones,
+        heap: BinaryHeap::new(),
+        seq: 0,
+        now: start_ns,
+        opts: opts.clone(),
+        batch: 0,
+        batch_live: 0,
+        end_limit,
+        waitees,
+        batch_start_ns: start_ns,
+        flows,
+    };
     sim.start_batch(start_ns);
     let mut events = 0u64;
     while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
@@ -452,6 +503,8 @@ pub fn run_measured(
             return Err(RunError::Interrupted(t));
         }
         match ev {
+            // A clone terminated before it started (exit_what) ignores its start.
+            Ev::Start(c) if sim.clones[c as usize].finished => {}
             Ev::Start(c) => {
                 let c = c as usize;
                 let cl = &mut sim.clones[c];
@@ -475,7 +528,9 @@ pub fn run_measured(
                     cl.think_check();
                 }
                 sim.complete(clone, s.ddir, s.len, s.offset, s.issued);
-                sim.pump(clone)?;
+                if !sim.clones[clone].waits_for_rate(t) {
+                    sim.pump(clone)?;
+                }
             }
             Ev::Wake(c) => sim.pump(c as usize)?,
         }
@@ -499,8 +554,78 @@ struct Sim<'a> {
     now: u64,
     opts: RunOptions,
     batch: u32,
+    /// Clones of the current batch that have not finished: the loop asks after every event
+    /// whether the batch is done, and counting beats scanning every clone each time.
+    batch_live: usize,
     /// Events after this virtual time end the run with [`RunError::TimeLimit`].
     end_limit: u64,
+    /// Per clone, the clones its `wait_for` waits for (empty without one).
+    waitees: Vec<Vec<u32>>,
+    /// When the current batch started (a `wait_for` clone's start delay counts from it).
+    batch_start_ns: u64,
+    flows: Vec<FlowGroup>,
+}
+
+/// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
+/// grows with every I/O a member lets through, the members' total weight, and the members
+/// waiting for the others to move.
+struct FlowGroup {
+    id: u32,
+    counter: u64,
+    total_weight: u64,
+    blocked: Vec<u32>,
+}
+
+/// fio registers every job with a `flow` weight when it is set up (init.c `flow_init_job`),
+/// so members that have not started yet already count in the total weight.
+fn flow_groups(clones: &mut [JobClone]) -> Vec<FlowGroup> {
+    let mut flows: Vec<FlowGroup> = Vec::new();
+    for cl in clones.iter_mut() {
+        let (weight, id) = (cl.gen.spec.flow, cl.gen.spec.flow_id);
+        if weight == 0 {
+            continue;
+        }
+        let f = match flows.iter().position(|g| g.id == id) {
+            Some(f) => f,
+            None => {
+                flows.push(FlowGroup { id, counter: 1, total_weight: 0, blocked: Vec::new() });
+                flows.len() - 1
+            }
+        };
+        flows[f].total_weight += weight as u64;
+        cl.flow = Some(f);
+    }
+    flows
+}
+
+/// The clones each clone's `wait_for` names: every clone of that job (fio's backend.c
+/// `waitee_running` skips clones that share the waiter's own name). The parser refuses
+/// unknown, ambiguous and forward references (init.c `wait_for_ok`); here a waitee that
+/// would start after its waiter is an error rather than a run that never ends.
+fn wait_lists(clones: &[JobClone]) -> Result<Vec<Vec<u32>>, RunError> {
+    let mut out = Vec::with_capacity(clones.len());
+    for cl in clones {
+        let spec = &cl.gen.spec;
+        let Some(name) = spec.wait_for.as_deref() else {
+            out.push(Vec::new());
+            continue;
+        };
+        let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        let list: Vec<u32> = clones
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.gen.spec.name == name && w.gen.spec.name != spec.name)
+            .map(|(i, _)| i as u32)
+            .collect();
+        if list.is_empty() {
+            return Err(err(format!("wait_for={name}: no other job of the run has that name")).into());
+        }
+        if list.iter().any(|&i| clones[i as usize].gen.spec.job_index >= spec.job_index) {
+            return Err(err(format!("wait_for={name}: the waitee must be a job defined before this one")).into());
+        }
+        out.push(list);
+    }
+    Ok(out)
 }
 
 impl Sim<'_> {
@@ -509,17 +634,149 @@ impl Sim<'_> {
         self.heap.push(Reverse((t, self.seq, ev)));
     }
 
+    /// Queue the start of every clone of the current batch that is not waiting for another
+    /// job (`wait_for`) and was not terminated before it started (`exit_what=all`).
     fn start_batch(&mut self, t: u64) {
+        self.batch_start_ns = t;
+        self.batch_live = self.clones.iter().filter(|c| c.gen.spec.batch == self.batch && !c.finished).count();
         for i in 0..self.clones.len() {
-            if self.clones[i].gen.spec.batch == self.batch {
-                let d = self.clones[i].gen.spec.startdelay_ns;
+            let cl = &self.clones[i];
+            if cl.gen.spec.batch == self.batch && !cl.finished && self.waitees[i].iter().all(|&k| self.clones[k as usize].finished) {
+                let d = cl.gen.spec.startdelay_ns;
+                self.clones[i].scheduled = true;
                 self.push(t.saturating_add(d), Ev::Start(i as u32));
             }
         }
     }
 
+    /// Clone `c` has finished at `now`: terminate the clones its `exit_what` names, then
+    /// start the `wait_for` clones that waited for it.
+    fn on_finish(&mut self, c: usize, now: u64) {
+        let (what, group) = (self.clones[c].gen.spec.exit_what, self.clones[c].gen.spec.group_id);
+        for i in 0..self.clones.len() {
+            let cl = &self.clones[i];
+            let hit = match what {
+                ExitWhat::None => false,
+                ExitWhat::Group => cl.gen.spec.group_id == group,
+                ExitWhat::Stonewall => cl.started,
+                ExitWhat::All => true,
+            };
+            if hit && i != c && !cl.finished {
+                self.terminate(i, now);
+            }
+        }
+        for i in 0..self.clones.len() {
+            let cl = &self.clones[i];
+            if cl.scheduled || cl.finished || cl.gen.spec.batch != self.batch || self.waitees[i].is_empty() {
+                continue;
+            }
+            if self.waitees[i].iter().all(|&k| self.clones[k as usize].finished) {
+                // fio starts a waiter once its start delay has passed and its waitee is done.
+                let at = self.batch_start_ns.saturating_add(cl.gen.spec.startdelay_ns).max(now);
+                self.clones[i].scheduled = true;
+                self.push(at, Ev::Start(i as u32));
+            }
+        }
+    }
+
+    /// fio's `fio_mark_td_terminate`: a running clone stops issuing and ends once its I/Os
+    /// in flight complete (backend.c reaps them); one that has not started never runs and
+    /// reports no I/O (backend.c `run_threads`: "never got a chance to start").
+    fn terminate(&mut self, i: usize, now: u64) {
+        let cl = &mut self.clones[i];
+        if cl.started {
+            cl.stopping = true;
+            self.push(now, Ev::Wake(i as u32));
+            return;
+        }
+        cl.finished = true;
+        cl.start_ns = now;
+        cl.ramp_end = now;
+        cl.end_ns = now;
+        if cl.gen.spec.batch == self.batch {
+            self.batch_live -= 1;
+        }
+        self.flow_exit(i, now);
+    }
+
+    /// fio's flow.c `flow_threshold_exceeded`, checked before each I/O: a clone whose share
+    /// of its group's counter exceeds its share of the weight is held back; with
+    /// `flow_sleep` it first waits for its I/Os in flight (io_u_quiesce), then sleeps, then
+    /// checks again; without, it checks again whenever another member moves. Otherwise
+    /// both counters count the I/O. The ratios are compared as doubles, as fio does.
+    fn flow_held(&mut self, c: usize, now: u64) -> Result<bool, RunError> {
+        let cl = &mut self.clones[c];
+        let f = cl.flow.expect("a flow member");
+        if cl.flow_quiesce {
+            if cl.inflight > 0 {
+                return Ok(true);
+            }
+            cl.flow_quiesce = false;
+            cl.flow_until = now.saturating_add(cl.gen.spec.flow_sleep_ns);
+            self.push(self.clones[c].flow_until, Ev::Wake(c as u32));
+            self.maybe_idle(now)?;
+            return Ok(true);
+        }
+        if cl.flow_until > now || cl.flow_blocked {
+            return Ok(true);
+        }
+        let group = &mut self.flows[f];
+        let counter_ratio = cl.flow_count as f64 / group.counter as f64;
+        let weight_ratio = cl.gen.spec.flow as f64 / group.total_weight as f64;
+        if counter_ratio <= weight_ratio {
+            group.counter += 1;
+            cl.flow_count += 1;
+            cl.flow_passed = true;
+            self.wake_flow(f, now);
+            return Ok(false);
+        }
+        if !self.flow_can_move(c) {
+            let spec = &self.clones[c].gen.spec;
+            let reason = format!(
+                "flow_id={}: the job is over its share of the flow and no other job of the group can run before it ends (fio would wait forever)",
+                spec.flow_id
+            );
+            return Err(JobError { job: spec.name.clone(), thread: spec.thread_number, reason }.into());
+        }
+        let cl = &mut self.clones[c];
+        if cl.gen.spec.flow_sleep_ns > 0 {
+            cl.flow_quiesce = true;
+            return self.flow_held(c, now);
+        }
+        cl.flow_blocked = true;
+        self.flows[f].blocked.push(c as u32);
+        Ok(true)
+    }
+
+    /// Another member of `c`'s flow group can still issue I/O in this batch.
+    fn flow_can_move(&self, c: usize) -> bool {
+        let f = self.clones[c].flow;
+        self.clones.iter().enumerate().any(|(i, o)| i != c && o.flow == f && !o.finished && o.gen.spec.batch == self.batch)
+    }
+
+    /// The group's counter or weight changed: members waiting for that look again.
+    fn wake_flow(&mut self, f: usize, now: u64) {
+        let blocked = std::mem::take(&mut self.flows[f].blocked);
+        for &i in &blocked {
+            self.clones[i as usize].flow_blocked = false;
+            self.push(now, Ev::Wake(i));
+        }
+        self.flows[f].blocked = blocked;
+        self.flows[f].blocked.clear();
+    }
+
+    /// fio's flow_exit_job: a finished member takes its count and weight out of the group.
+    fn flow_exit(&mut self, c: usize, now: u64) {
+        let Some(f) = self.clones[c].flow else { return };
+        let (count, weight) = (self.clones[c].flow_count, self.clones[c].gen.spec.flow as u64);
+        let group = &mut self.flows[f];
+        group.counter -= count;
+        group.total_weight -= weight;
+        self.wake_flow(f, now);
+    }
+
     fn batch_done(&self) -> bool {
-        self.clones.iter().filter(|c| c.gen.spec.batch == self.batch).all(|c| c.finished)
+        self.batch_live == 0
     }
 
     /// Start the next batch once this one has finished. False when none is left.
@@ -600,6 +857,9 @@ impl Sim<'_> {
             if cl.inflight == 0 {
                 cl.finished = true;
                 cl.end_ns = now;
+                self.batch_live -= 1;
+                self.flow_exit(c, now);
+                self.on_finish(c, now);
                 self.maybe_idle(now)?;
             }
             return Ok(Gate::Wait);
@@ -639,6 +899,10 @@ impl Sim<'_> {
                 }
             }
         }
+        if cl.flow.is_some() && !cl.flow_passed && self.flow_held(c, now)? {
+            return Ok(Gate::Wait);
+        }
+        let cl = &mut self.clones[c];
         let io = *cl.pending.front().expect("just filled");
         // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
         if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
@@ -648,13 +912,20 @@ impl Sim<'_> {
             return Ok(Gate::Wait);
         }
         if let Some(at) = cl.rate_admit(io, now) {
-            self.push(at, Ev::Wake(c as u32));
+            // The front I/O waits until `at`, the same time for every look until it is issued
+            // (its direction's next slot does not move while it waits), and an I/O issued
+            // after that wake-up fired waits for a later one: one wake-up per wait suffices.
+            if cl.rate_wake_ns != at {
+                cl.rate_wake_ns = at;
+                self.push(at, Ev::Wake(c as u32));
+            }
             return Ok(Gate::Wait);
         }
         if let Some(r) = &mut cl.replay {
             r.issued(now);
         }
         cl.pending.pop_front();
+        cl.flow_passed = false;
         Ok(Gate::Issue(io))
     }
 
@@ -1059,6 +1330,139 @@ mod tests {
         // the run ends after the last stall, so every window is full.
         assert_eq!(long[0].write.bw_sample_stat.n, long[0].write.total_ios);
         assert_eq!(long[0].write.iops_sample_stat.n, long[0].write.total_ios);
+    }
+
+    /// Run several clones (each `extra` applied to the base spec; thread numbers and job
+    /// indexes in order).
+    fn run_many(extras: &[Value]) -> Result<Vec<CloneOut>, RunError> {
+        let (mut ctrl, mut timing) = drive();
+        let specs = extras
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut e = e.clone();
+                e["thread_number"] = json!(i + 1);
+                if e.get("job_index").is_none() {
+                    e["job_index"] = json!(i);
+                }
+                spec(&ctrl, e)
+            })
+            .collect();
+        run(&mut ctrl, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true)
+    }
+
+    fn rated(iops: u64, ios: u64) -> Value {
+        json!({"rate_iops": {"read": 0, "write": iops, "trim": 0}, "size_bytes": ios * 4096, "io_size_bytes": ios * 4096})
+    }
+
+    fn with(mut v: Value, extra: Value) -> Value {
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    }
+
+    #[test]
+    fn exit_what_terminates_the_clones_fio_terminates() {
+        // "short": 100 writes at 1,000 IOPS (~99 ms); "long": 1,000 IOPS for 10 s in the
+        // same group; "other": 500 IOPS in group 1; "after": a later stonewall batch.
+        let jobs = |what: &str| {
+            let w = json!({"exit_what": what});
+            vec![
+                with(with(rated(1000, 100), json!({"name": "short"})), w.clone()),
+                with(with(rated(1000, 10_000), json!({"name": "long"})), w.clone()),
+                with(with(rated(500, 200), json!({"name": "other", "group_id": 1})), w.clone()),
+                with(with(rated(0, 64), json!({"name": "after", "group_id": 2, "batch": 1, "stonewall": true})), w),
+            ]
+        };
+        let ios = |out: &[CloneOut]| out.iter().map(|o| o.write.total_ios).collect::<Vec<_>>();
+        let short_end = |out: &[CloneOut]| out[0].start_ns + out[0].elapsed_ns;
+        // none: every job runs to its end.
+        let out = run_many(&jobs("none")).unwrap();
+        assert_eq!(ios(&out), vec![100, 10_000, 200, 64]);
+        // group: "long" ends with "short" (it issued about as many), "other" runs on.
+        let out = run_many(&jobs("group")).unwrap();
+        let (end, long_end) = (short_end(&out), out[1].start_ns + out[1].elapsed_ns);
+        assert!((99..=101).contains(&out[1].write.total_ios), "{:?}", ios(&out));
+        assert!(long_end >= end && long_end < end + 1_000_000, "long ended at {long_end}, short at {end}");
+        assert_eq!((out[2].write.total_ios, out[3].write.total_ios), (200, 64));
+        // stonewall: every running clone ends, the next batch still runs.
+        let out = run_many(&jobs("stonewall")).unwrap();
+        assert!((99..=101).contains(&out[1].write.total_ios) && (49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+        assert_eq!(out[3].write.total_ios, 64);
+        assert!(out[3].start_ns >= short_end(&out));
+        // all: the later batch never runs and reports no I/O.
+        let out = run_many(&jobs("all")).unwrap();
+        assert!((49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+        assert_eq!((out[3].write.total_ios, out[3].runtime_ns), (0, 0));
+    }
+
+    #[test]
+    fn wait_for_starts_a_clone_when_its_waitee_has_finished() {
+        let first = with(rated(1000, 100), json!({"name": "first"}));
+        let other = with(rated(1000, 50), json!({"name": "other"}));
+        let second = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 20_000_000}));
+        let out = run_many(&[first.clone(), other.clone(), second]).unwrap();
+        let first_end = out[0].start_ns + out[0].elapsed_ns;
+        assert_eq!(out[1].start_ns, 0, "a job without wait_for starts at once");
+        assert_eq!(out[2].start_ns, first_end, "the waiter starts when its waitee ends");
+        assert_eq!(out[2].write.total_ios, 50);
+        // A start delay longer than the waitee's run still counts from the batch's start.
+        let late = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 500_000_000}));
+        let out = run_many(&[first.clone(), other.clone(), late]).unwrap();
+        assert_eq!(out[2].start_ns, 500_000_000);
+        // Unknown and forward references are refused, not run forever.
+        let bad = with(rated(1000, 50), json!({"name": "x", "wait_for": "nosuch"}));
+        let err = run_many(&[first.clone(), bad]).unwrap_err();
+        assert!(err.to_string().contains("wait_for=nosuch"), "{err}");
+        let fwd = with(rated(1000, 50), json!({"name": "x", "wait_for": "first"}));
+        let err = run_many(&[fwd, first]).unwrap_err();
+        assert!(err.to_string().contains("defined before"), "{err}");
+    }
+
+    #[test]
+    fn flow_keeps_members_in_proportion_to_their_weights() {
+        let timed = json!({"time_based": true, "runtime_ns": 50_000_000, "iodepth": 4});
+        let member = |weight: u32, id: u32, sleep_ns: u64| {
+            with(timed.clone(), json!({"flow": weight, "flow_id": id, "flow_sleep_ns": sleep_ns, "rw": "randread", "directions": ["read"]}))
+        };
+        let reads = |out: &[CloneOut]| out.iter().map(|o| o.read.total_ios).collect::<Vec<_>>();
+        // Weights 3:2:1 in one group (fio's HOWTO example); a fourth job in group 7 alone.
+        let out = run_many(&[member(3, 0, 0), member(2, 0, 0), member(1, 0, 0), member(1, 7, 0)]).unwrap();
+        let n = reads(&out);
+        let total = (n[0] + n[1] + n[2]) as f64;
+        for (i, share) in [(0, 3.0 / 6.0), (1, 2.0 / 6.0), (2, 1.0 / 6.0)] {
+            assert!((n[i] as f64 / total - share).abs() < 0.001, "{n:?}");
+        }
+        // A group of one is never held back: it keeps pace with the leader, which is not held
+        // either (the drive, not the flow, limits them).
+        assert!(n[3] + 50 >= n[0], "{n:?}");
+        // With flow_sleep the member over its share drains and sleeps 1 ms; still 2:1 overall.
+        let out = run_many(&[member(2, 0, 1_000_000), member(1, 0, 1_000_000)]).unwrap();
+        let n = reads(&out);
+        assert!((n[0] as f64 / n[1] as f64 - 2.0).abs() < 0.05, "{n:?}");
+        // A member whose partners cannot run before it ends is an error, not a hang.
+        let later = with(member(1, 0, 0), json!({"batch": 1, "stonewall": true}));
+        let err = run_many(&[member(1, 0, 0), later]).unwrap_err();
+        assert!(err.to_string().contains("flow_id=0"), "{err}");
+    }
+
+    #[test]
+    fn a_rate_limited_queue_keeps_one_wake_up_per_clone() {
+        // QD32 at 20,000 IOPS: every completion finds the next I/O held back. Each used to
+        // push another wake-up for the same time, so the heap (and the work per I/O) grew
+        // with the I/Os issued. Now the heap holds the in-flight I/Os and one wake-up.
+        let rated = |ios: u64| {
+            let rate = json!({"read": 0, "write": 20_000, "trim": 0});
+            run_one(json!({"iodepth": 32, "rate_iops": rate, "size_bytes": ios * 4096, "io_size_bytes": ios * 4096})).unwrap()
+        };
+        let (short, f_short) = rated(256);
+        let (long, f_long) = rated(4096);
+        assert_eq!((short[0].write.total_ios, long[0].write.total_ios), (256, 4096));
+        // The limit holds: 4,096 I/Os at 20,000 IOPS take 4,095 gaps of 50 us.
+        assert!(long[0].elapsed_ns >= 4095 * 50_000, "{}", long[0].elapsed_ns);
+        assert_eq!(f_short.events, f_long.events, "the event heap does not grow with the I/Os issued");
+        assert!(f_long.events <= 64, "{} events", f_long.events);
     }
 
     #[test]

@@ -150,6 +150,23 @@ pub struct JobSpec {
     /// read_iolog: issue these I/Os, paced by their timestamps, instead of the generator's.
     #[serde(default)]
     pub replay: Option<crate::engine::iolog::ReplayTrace>,
+    // --- issue 10: sched (docs/fio.md §3) ---
+    /// fio's exitall/exit_what: which other clones this one terminates when it finishes;
+    /// `none` unless some job of the run set `exitall` (fio's flag is global to the run).
+    #[serde(default)]
+    pub exit_what: ExitWhat,
+    /// fio's wait_for: this clone starts only once every clone of the named job has finished.
+    #[serde(default)]
+    pub wait_for: Option<String>,
+    /// fio's flow: weight of this clone in its `flow_id` group (0 = no flow control).
+    #[serde(default)]
+    pub flow: u32,
+    /// fio's flow_id: clones with the same id share one flow counter.
+    #[serde(default)]
+    pub flow_id: u32,
+    /// fio's flow_sleep: after being held back, wait for the I/Os in flight, then this long.
+    #[serde(default)]
+    pub flow_sleep_ns: u64,
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
@@ -478,4 +495,21 @@ impl Generator {
     pub fn pass_bytes(&self) -> u64 {
         self.pass_bytes
     }
+}
+
+// --- issue 10: sched ---
+/// fio's `exit_what` (with `exitall`): which clones a clone terminates when it finishes
+/// (libfio.c `fio_terminate_threads`, called at the end of backend.c `thread_main`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// No `exitall` in the run: a clone's end affects no other.
+    #[default]
+    None,
+    /// Every clone of its reporting group (`group_id`), started or not.
+    Group,
+    /// Every clone running now, in any group; the next stonewall batch still runs.
+    Stonewall,
+    /// Every clone of the run, including later batches (they report no I/O).
+    All,
 }
