@@ -6,6 +6,7 @@
 //! tausworthe streams; the distributions and mixing rules are fio's.
 
 pub mod dist;
+pub mod fiorand;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
