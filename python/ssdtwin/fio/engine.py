@@ -238,6 +238,7 @@ def engine_input(
             fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
     if offset % lba_bytes:
         fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
+    gen_fields = _fio_generator_fields(st, fail)
     if errors:
         raise FioJobError.collect(errors)
 
@@ -267,7 +268,7 @@ def engine_input(
         "directions": list(_DIRECTIONS[st["rw"]]),
         "random": is_random,
         "rw_nr": st["rw_nr"],
-        "rw_seq_add_bytes": st["rw_seq_add"],
+        "rw_seq_add_bytes": max(st["rw_seq_add"], 0),
         "rwmixread": st["rwmix"][0],
         "rwmixwrite": st["rwmix"][1],
         "bs": bs_out,
@@ -318,6 +319,36 @@ def engine_input(
             "max_value": bool(st["log_max_value"]),
             "offset": bool(st["log_offset"]),
         },
+        # --- issue 10: gen (fio's generators bit for bit, docs/fio.md §3) ---
+        **gen_fields,
+    }
+
+
+def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
+    """Engine fields that let the generator reproduce fio's I/O sequence exactly."""
+    # options.c bssplit_ddir keeps the entries sorted by percentage (a stable sort).
+    split = {name: sorted(([bs, pct] for bs, pct in (st["bssplit"][d] or [])), key=lambda e: e[1]) for d, name in enumerate(DDIR_NAMES)}
+    # init.c fixup_options: zonesize needs zonemode=strided (fio 3.33's default is none);
+    # zonerange defaults to zonesize.
+    zone_size = zone_range = zone_skip = 0
+    mode = st["zonemode"]
+    if mode == "none" and st["zone_size"]:
+        fail("zonemode=none and zonesize are not compatible (set zonemode=strided)", "zonesize")
+    if mode == "strided":
+        if not st["zone_size"]:
+            fail("zonemode=strided needs zonesize", "zonemode")
+        zone_size = st["zone_size"]
+        zone_range = st["zone_range"] or zone_size
+        zone_skip = st["zone_skip"]
+    return {
+        "bssplit_fio": split,
+        # init.c: an explicit randseed turns randrepeat off at run time.
+        "randrepeat": bool(st["randrepeat"]) and "randseed" not in st["set"],
+        "io_size_set": "io_size" in st["set"],
+        "rw_seq_add_signed": st["rw_seq_add"],
+        "zone_size_bytes": zone_size,
+        "zone_range_bytes": zone_range,
+        "zone_skip_bytes": zone_skip,
     }
 
 
