@@ -1,9 +1,10 @@
 //! Workloads with fio semantics: the job contract (docs/fio.md §3) and the per-clone
 //! generator of I/Os (direction, offset, size).
 //!
-//! Offsets are drawn from our own seeded generators (xoshiro256++ seeded with fio's seed
-//! for each stream), so sequences are reproducible but not bit-identical to fio's
-//! tausworthe streams; the distributions and mixing rules are fio's.
+//! The generator reproduces fio 3.33's I/O sequence bit for bit (docs/fio.md §3): fio's
+//! generators on fio's seeds (fiorand.rs), its random map and distributions (dist.rs) and
+//! io_u.c's `fill_io_u` with backend.c's pass logic below. Verified against the real
+//! binary (tests/data/fio_goldens.json, tests/fio/gen_compare.py).
 
 pub mod dist;
 pub mod fiorand;
