@@ -712,7 +712,6 @@ impl Sim<'_> {
 const LOOKAHEAD: usize = 8;
 
 /// The clone's next I/O in fio's order; None when it is done.
-
 fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
     // Passes, loops, io_size and the end of the region follow fio inside the generator
     // (backend.c do_io / keep_running).

@@ -172,7 +172,7 @@ impl ZipfState {
     /// lib/zipf.c `shared_rand_init`: a 32-bit stream and a random (or centred) offset.
     fn shared(nranges: u64, center: f64, seed: u32) -> ZipfState {
         let mut rand = FioRand::new(seed as u64, false);
-        let mut rand_off = rand.next();
+        let mut rand_off = rand.draw();
         if center != -1.0 {
             rand_off = (nranges as f64 * center) as u64;
         }
@@ -203,7 +203,7 @@ impl ZipfState {
         let n = self.nranges;
         let alpha = 1.0 / (1.0 - self.theta);
         let eta = (1.0 - (2.0 / n as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / self.zetan);
-        let rand_uni = self.rand.next() as f64 / u32::MAX as f64;
+        let rand_uni = self.rand.draw() as f64 / u32::MAX as f64;
         let rand_z = rand_uni * self.zetan;
         let val = if rand_z < 1.0 {
             1
@@ -217,7 +217,7 @@ impl ZipfState {
 
     /// lib/zipf.c `pareto_next`.
     pub fn pareto_next(&mut self) -> u64 {
-        let r = self.rand.next() as f64 / u32::MAX as f64;
+        let r = self.rand.draw() as f64 / u32::MAX as f64;
         let v = ((self.nranges - 1) as f64 * r.powf(self.pareto_pow)) as u64;
         hash_u64(v).wrapping_add(self.rand_off) % self.nranges
     }
@@ -249,14 +249,14 @@ impl GaussState {
     }
 
     /// lib/gauss.c `gauss_next`.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_block(&mut self) -> u64 {
         let mut sum = 0u64;
         for _ in 0..12 {
-            sum = sum.wrapping_add(self.rand.next() % (self.nranges + 1));
+            sum = sum.wrapping_add(self.rand.draw() % (self.nranges + 1));
         }
-        sum = (sum + 11) / 12;
+        sum = sum.div_ceil(12);
         if self.stddev != 0 {
-            let r = self.rand.next();
+            let r = self.rand.draw();
             let vr = (self.stddev as f64 * (r as f64 / 4_294_967_296.0)) as i32;
             let mut dev = vr.wrapping_sub((self.stddev / 2) as i32);
             while sum.wrapping_add(dev as i64 as u64) >= self.nranges {
@@ -286,12 +286,7 @@ pub fn zone_index(zones: &[(u32, u32, u64)]) -> Vec<ZoneIndex> {
     for &(access, size_perc, size) in zones {
         for j in aprev..aprev + access {
             if let Some(z) = out.get_mut(j as usize) {
-                *z = ZoneIndex {
-                    size_perc: sprev + size_perc,
-                    size_perc_prev: sprev,
-                    size: sprev_sz + size,
-                    size_prev: sprev_sz,
-                };
+                *z = ZoneIndex { size_perc: sprev + size_perc, size_perc_prev: sprev, size: sprev_sz + size, size_prev: sprev_sz };
             }
         }
         aprev += access;
@@ -312,7 +307,7 @@ mod tests {
             let mut seen = vec![false; n as usize];
             let mut r = FioRand::new(n, false);
             for _ in 0..n {
-                let b = r.next() % n;
+                let b = r.draw() % n;
                 let b = if m.is_set(b) { m.next_free(b).unwrap() } else { b };
                 assert!(!seen[b as usize], "block {b} twice (n={n})");
                 seen[b as usize] = true;

@@ -118,7 +118,7 @@ impl FioRand {
 
     /// fio's `__rand`.
     #[inline(always)]
-    pub fn next(&mut self) -> u64 {
+    pub fn draw(&mut self) -> u64 {
         match self {
             FioRand::T32(t) => t.next_u32() as u64,
             FioRand::T64(t) => t.next_u64(),
@@ -368,7 +368,7 @@ impl Lfsr {
 
     /// fio's `lfsr_next`: the next block number, None once the pass has used them all.
     #[inline]
-    pub fn next(&mut self) -> Option<u64> {
+    pub fn next_block(&mut self) -> Option<u64> {
         let n = self.num_vals;
         self.num_vals += 1;
         if n > self.max_val {
@@ -402,10 +402,10 @@ mod tests {
     #[test]
     fn taus_first_draws_match_fio() {
         let mut t = FioRand::new(0xB189_9BED, false);
-        let got: Vec<u64> = (0..3).map(|_| t.next()).collect();
+        let got: Vec<u64> = (0..3).map(|_| t.draw()).collect();
         assert_eq!(got, GOLDEN_TAUS32);
         let mut t = FioRand::new(0xB189_9BED, true);
-        let got: Vec<u64> = (0..3).map(|_| t.next()).collect();
+        let got: Vec<u64> = (0..3).map(|_| t.draw()).collect();
         assert_eq!(got, GOLDEN_TAUS64);
     }
 
@@ -417,7 +417,7 @@ mod tests {
     #[test]
     fn lfsr_first_blocks_match_fio() {
         let mut l = Lfsr::new(256, 0xB189_9BED, 0).unwrap();
-        let got: Vec<u64> = (0..8).map(|_| l.next().unwrap()).collect();
+        let got: Vec<u64> = (0..8).map(|_| l.next_block().unwrap()).collect();
         assert_eq!(got, [235, 205, 163, 196, 114, 41, 154, 93]);
     }
 
@@ -427,11 +427,11 @@ mod tests {
             let mut l = Lfsr::new(n, 0xB189_9BED, 0).unwrap();
             let mut seen = vec![false; n as usize];
             for _ in 0..n {
-                let v = l.next().unwrap();
+                let v = l.next_block().unwrap();
                 assert!(!seen[v as usize], "{v} twice of {n}");
                 seen[v as usize] = true;
             }
-            assert_eq!(l.next(), None);
+            assert_eq!(l.next_block(), None);
         }
     }
 

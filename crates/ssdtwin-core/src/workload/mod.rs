@@ -214,7 +214,6 @@ pub struct Io {
     pub len: u64,
 }
 
-
 /// "No more blocks" (fio's `-1ULL` / `last_start` before any I/O).
 const NONE: u64 = u64::MAX;
 
@@ -229,7 +228,10 @@ enum OffsetSource {
     Gauss(GaussState),
     /// zoned / zoned_abs: per-direction percentile index (None: that direction has no
     /// zones and draws uniformly).
-    Zoned { abs: bool, index: [Option<Vec<ZoneIndex>>; 3] },
+    Zoned {
+        abs: bool,
+        index: [Option<Vec<ZoneIndex>>; 3],
+    },
 }
 
 fn seed_of(spec: &JobSpec, name: &str) -> u64 {
@@ -257,11 +259,7 @@ impl Streams {
         let seq = seed_of(spec, "seq_rand_read");
         Streams {
             random: FioRand::new(spec.seed, use64),
-            bsrange: [
-                FioRand::new(seed_of(spec, "bs_read"), use64),
-                FioRand::new(write_seed, use64),
-                FioRand::new(trim_seed, use64),
-            ],
+            bsrange: [FioRand::new(seed_of(spec, "bs_read"), use64), FioRand::new(write_seed, use64), FioRand::new(trim_seed, use64)],
             rwmix: FioRand::new(seed_of(spec, "rwmix"), false),
             seq_rand: [FioRand::new(seq, false), FioRand::new(seq, false), FioRand::new(seq, false)],
             zone: FioRand::new(seed_of(spec, "zone"), false),
@@ -277,6 +275,14 @@ pub struct Generator {
     streams: Streams,
     offsets: OffsetSource,
     map: Option<AxMap>,
+    /// A copy of the offset stream `PREFETCH_AHEAD` draws ahead: its block is the one the
+    /// map will be asked about that many random I/Os later, so its word is prefetched now
+    /// (a hint only; the sequence does not depend on it).
+    ahead: Option<FioRand>,
+    /// io_u.c `last_block` per direction (constant for the job).
+    lastb: [u64; 3],
+    /// log2 of each direction's min bs when a power of two (the map's block arithmetic).
+    min_bs_shift: [Option<u32>; 3],
     // The file (fio's struct fio_file), absolute byte offsets.
     start_offset: u64,
     file_offset: u64,
@@ -464,6 +470,9 @@ impl Generator {
             streams,
             offsets,
             map,
+            ahead: None,
+            lastb: [0; 3],
+            min_bs_shift: min_bs.map(|b| b.is_power_of_two().then(|| b.trailing_zeros())),
             start_offset: region_start,
             file_offset: region_start,
             io_size: region_len,
@@ -509,6 +518,8 @@ impl Generator {
             limit += region_len;
         }
         g.pass_limit = limit;
+        g.lastb = [0, 1, 2].map(|d| g.last_block(d));
+        g.reset_ahead();
         Ok(g)
     }
 
@@ -567,6 +578,7 @@ impl Generator {
             self.file_offset = self.start_offset;
             if self.randrepeat {
                 self.streams = Streams::new(&self.spec, self.use64, self.trimwrite);
+                self.reset_ahead();
             }
         }
         self.file_reset();
@@ -669,8 +681,11 @@ impl Generator {
             if let Some(map) = &mut self.map {
                 // io_u.c mark_random_map: the I/O shrinks to the free blocks it starts on.
                 let min_bs = self.min_bs[d];
-                let block = (offset - self.file_offset) / min_bs;
-                let nr = buflen.div_ceil(min_bs);
+                let rel = offset - self.file_offset;
+                let (block, nr) = match self.min_bs_shift[d] {
+                    Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
+                    None => (rel / min_bs, buflen.div_ceil(min_bs)),
+                };
                 let set = map.set_nr(block, nr);
                 if set * min_bs < buflen {
                     buflen = set * min_bs;
@@ -779,6 +794,19 @@ impl Generator {
         Some(pos)
     }
 
+    /// Start the prefetch stream `PREFETCH_AHEAD` draws ahead of the offset stream (only
+    /// for maps too large for the cache).
+    fn reset_ahead(&mut self) {
+        self.ahead = None;
+        if self.map.as_ref().is_some_and(|m| m.len() > PREFETCH_MAP_BLOCKS) {
+            let mut a = self.streams.random.clone();
+            for _ in 0..PREFETCH_AHEAD {
+                a.draw();
+            }
+            self.ahead = Some(a);
+        }
+    }
+
     /// io_u.c `last_block`.
     fn last_block(&self, d: usize) -> u64 {
         let mut max_size = self.io_size.min(self.real_size);
@@ -809,10 +837,10 @@ impl Generator {
         match &mut self.offsets {
             OffsetSource::Zipf(z) => return Some(z.zipf_next()),
             OffsetSource::Pareto(z) => return Some(z.pareto_next()),
-            OffsetSource::Gauss(g) => return Some(g.next()),
+            OffsetSource::Gauss(g) => return Some(g.next_block()),
             _ => {}
         }
-        let lastb = self.last_block(d);
+        let lastb = self.lastb[d];
         if lastb == 0 {
             return None;
         }
@@ -844,19 +872,13 @@ impl Generator {
     /// to the next free block of the random map when it is taken.
     fn uniform_block(&mut self, lastb: u64) -> Option<u64> {
         let b = if let OffsetSource::Lfsr(l) = &mut self.offsets {
-            l.next()?
+            l.next_block()?
         } else {
-            let r = self.streams.random.next();
+            let r = self.streams.random.draw();
             let b = self.streams.random.scale(lastb, r);
-            if let Some(map) = &self.map {
-                if map.len() > PREFETCH_MAP_BLOCKS {
-                    // The next draw does not depend on the map: hint its word now so the
-                    // lookup after this one finds it in cache. Only a hint; the
-                    // sequence is unchanged.
-                    let mut peek = self.streams.random.clone();
-                    let r2 = peek.next();
-                    map.prefetch(peek.scale(lastb, r2));
-                }
+            if let (Some(map), Some(ahead)) = (&self.map, &mut self.ahead) {
+                let r = ahead.draw();
+                map.prefetch(ahead.scale(lastb, r));
             }
             b
         };
@@ -883,7 +905,7 @@ impl Generator {
         let rng = &mut self.streams.bsrange[d];
         let frand_max = rng.rand_max();
         loop {
-            let r = rng.next();
+            let r = rng.draw();
             let mut buflen = 0;
             if self.split[d].is_empty() {
                 buflen = minbs + rng.scale(maxbs, r);
@@ -911,6 +933,8 @@ impl Generator {
     }
 }
 
-/// Random maps larger than this (in blocks, 128 KiB of bitmap) get their next word
+/// Random maps larger than this (in blocks, 128 KiB of bitmap) get their words
 /// prefetched; smaller ones stay in cache anyway.
 const PREFETCH_MAP_BLOCKS: u64 = 1 << 20;
+/// How many random draws ahead the map word is prefetched.
+const PREFETCH_AHEAD: usize = 8;

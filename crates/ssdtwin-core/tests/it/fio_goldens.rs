@@ -40,7 +40,8 @@ fn generator_issues_what_fio_issues() {
             ios.push(io);
             assert!(ios.len() as u64 <= g.total_ios, "{}: more I/Os than fio's {} ({})", g.name, g.total_ios, g.command);
         }
-        let first: Vec<(String, u64, u64)> = ios.iter().take(g.first.len()).map(|io| (ddir_name(io.ddir).to_string(), io.offset, io.len)).collect();
+        let first: Vec<(String, u64, u64)> =
+            ios.iter().take(g.first.len()).map(|io| (ddir_name(io.ddir).to_string(), io.offset, io.len)).collect();
         assert_eq!(first, g.first, "{}: first I/Os ({})", g.name, g.command);
         assert_eq!(ios.len() as u64, g.total_ios, "{}: total_ios ({})", g.name, g.command);
         for d in Ddir::ALL {
