@@ -395,6 +395,8 @@ _U32_FIELDS = frozenset(
         "percentage_random",
     )
 )
+# Signed engine fields (i64).
+_I64_FIELDS = frozenset(("rw_seq_add_signed",))
 
 
 def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
@@ -407,8 +409,11 @@ def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
         if isinstance(value, bool) or value is None or isinstance(value, str):
             return None
         if isinstance(value, int):
-            hi = (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1
-            return None if 0 <= value <= hi else f"{path}={value} (0..{hi})"
+            if top in _I64_FIELDS:
+                lo, hi = -(1 << 63), (1 << 63) - 1
+            else:
+                lo, hi = 0, (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1
+            return None if lo <= value <= hi else f"{path}={value} ({lo}..{hi})"
         if isinstance(value, float):
             return None if value == value and abs(value) != float("inf") else f"{path}={value} (a finite number)"
         if isinstance(value, Mapping):
