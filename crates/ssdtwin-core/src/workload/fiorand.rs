@@ -138,7 +138,19 @@ impl FioRand {
     /// a draw onto `[0, value)` (io_u.c `__get_next_rand_offset`, `get_next_buflen`).
     #[inline(always)]
     pub fn scale(&self, value: u64, r: u64) -> u64 {
-        (value as f64 * (r as f64 / (self.rand_max() as f64 + 1.0))) as u64
+        match self {
+            // A 32-bit draw converts exactly through i64, and dividing by 2^32 is exact:
+            // the same double as fio's, without the unsigned-conversion branches.
+            FioRand::T32(_) => {
+                let p = value as f64 * ((r as u32 as i64 as f64) * (1.0 / TWO_POW_32));
+                if p < 9.223_372_036_854_775_807e18 {
+                    p as i64 as u64
+                } else {
+                    p as u64
+                }
+            }
+            FioRand::T64(_) => (value as f64 * (r as f64 / TWO_POW_64)) as u64,
+        }
     }
 
     /// fio's `rand_between(state, start, end)`, both inclusive (`rand32_upto` /
@@ -432,6 +444,21 @@ mod tests {
                 seen[v as usize] = true;
             }
             assert_eq!(l.next_block(), None);
+        }
+    }
+
+    #[test]
+    fn scale_is_fios_formula() {
+        // `value * (r / (rand_max + 1.0))` in doubles, as io_u.c writes it.
+        let t = FioRand::new(1, false);
+        for (value, r) in
+            [(256u64, 0u64), (256, u32::MAX as u64), (1 << 40, 123_456_789), (u64::MAX, u32::MAX as u64), (1000, 2_147_483_648)]
+        {
+            assert_eq!(t.scale(value, r), (value as f64 * (r as f64 / (u32::MAX as f64 + 1.0))) as u64, "{value} {r}");
+        }
+        let t = FioRand::new(1, true);
+        for (value, r) in [(256u64, u64::MAX), (1 << 40, 1 << 63), (7, 0)] {
+            assert_eq!(t.scale(value, r), (value as f64 * (r as f64 / (u64::MAX as f64 + 1.0))) as u64);
         }
     }
 
