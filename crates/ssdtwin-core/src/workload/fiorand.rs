@@ -143,7 +143,7 @@ impl FioRand {
             // the same double as fio's, without the unsigned-conversion branches.
             FioRand::T32(_) => {
                 let p = value as f64 * ((r as u32 as i64 as f64) * (1.0 / TWO_POW_32));
-                if p < 9.223_372_036_854_775_807e18 {
+                if p < TWO_POW_32 * TWO_POW_32 / 2.0 {
                     p as i64 as u64
                 } else {
                     p as u64

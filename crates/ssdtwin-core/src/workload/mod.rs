@@ -904,7 +904,9 @@ impl Generator {
         }
         let rng = &mut self.streams.bsrange[d];
         let frand_max = rng.rand_max();
-        loop {
+        // fio redraws until a size fits; a split whose only fitting sizes have 0 % would
+        // spin forever there. Give up (the file is done for this pass) after many tries.
+        for _ in 0..MAX_BUFLEN_DRAWS {
             let r = rng.draw();
             let mut buflen = 0;
             if self.split[d].is_empty() {
@@ -930,11 +932,14 @@ impl Generator {
                 return buflen;
             }
         }
+        0
     }
 }
 
 /// Random maps larger than this (in blocks, 128 KiB of bitmap) get their words
 /// prefetched; smaller ones stay in cache anyway.
 const PREFETCH_MAP_BLOCKS: u64 = 1 << 20;
+/// Block-size draws before a job whose sizes cannot fit is treated as done.
+const MAX_BUFLEN_DRAWS: u32 = 1 << 16;
 /// How many random draws ahead the map word is prefetched.
 const PREFETCH_AHEAD: usize = 8;
