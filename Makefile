@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,12 +39,18 @@ STEPS ?= 64
 sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, STEPS), docs/simulation.md
 	SSDTWIN_SIM_SEEDS=$(SEEDS) SSDTWIN_SIM_CASES=$(CASES) SSDTWIN_SIM_STEPS=$(STEPS) cargo test -p ssdtwin-sim --release --test sim -- --nocapture
 
-test-python: ## pytest: CLI, bad input, crash safety, physics, API, fio (needs `make install`)
-	$(PYTHON) -m pytest -ra
+# pytest-xdist spreads the tests over the cores (CI has 2): the suite is CPU-bound (each test
+# drives the Rust core), and every test keeps its own tmp_path and free ports, so they run apart.
+PYTEST_WORKERS ?= auto
+test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS)
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
 	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
+
+fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine) and ssdtwin: totals and iologs side by side
+	$(PYTHON) tests/fio/fio_conformance.py tests/fio/conformance
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo

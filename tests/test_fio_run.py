@@ -112,8 +112,12 @@ def test_normal_output_is_fios_text(fresh: Path, tmp_path: Path) -> None:
     assert "Run status group 0 (all jobs):" in out and "Run status group 1 (all jobs):" in out
     assert re.search(r"(?m)^  WRITE: bw=.*io=16\.0MiB \(16\.8MB\), run=\d+-\d+msec$", text)
     assert re.search(r"(?m)^   READ: bw=.*io=16\.0MiB \(16\.8MB\), run=\d+-\d+msec$", text)
-    # stderr: only the one-line summary of simulated time.
-    assert len(r.stderr_lines) == 1 and re.fullmatch(r"ssdtwin fio: [\d.]+ s of drive time simulated in [\d.]+ s", r.stderr_lines[0])
+    # stderr: the ignored direct=1 of [global] (once, not per job), then the one-line
+    # summary of simulated time.
+    assert (
+        r.stderr_lines[0] == f"ssdtwin fio: note: {job}:3: direct=1: ignored: the simulated drive has no page cache: I/O always reaches it"
+    )
+    assert len(r.stderr_lines) == 2 and re.fullmatch(r"ssdtwin fio: [\d.]+ s of drive time simulated in [\d.]+ s", r.stderr_lines[1])
 
 
 # The key structure of fio 3.33's JSON, from tests/fio/data/real/fio-sample.json (a real
@@ -245,7 +249,11 @@ def test_json_report_has_fios_layout(fresh: Path, tmp_path: Path) -> None:
     assert r.stdout == ""  # the report went to --output
     doc = json.loads(out.read_text())
     # disk_util is left out on purpose (no kernel disk; docs/fio.md §6.1).
-    assert list(doc) == [k for k in SAMPLE_TOP if k != "disk_util"]
+    # ssdtwin's own object follows fio's keys: the options it ignored (docs/fio.md §6.1).
+    assert list(doc) == [k for k in SAMPLE_TOP if k != "disk_util"] + ["ssdtwin"]
+    assert {(e["job"], e["option"], e["value"]) for e in doc["ssdtwin"]["ignored_options"]} == {
+        (j, "direct", "1") for j in ("randrw-70-30-4k", "seqwrite-128k")
+    }
     assert doc["fio version"].startswith("fio-3.33")
     assert doc["global options"]["filename"] == "fio-sample.dat" and doc["global options"]["size"] == "64m"
     assert [j["jobname"] for j in doc["jobs"]] == ["randrw-70-30-4k", "seqwrite-128k"]  # group_reporting: 2 clones, 1 entry
@@ -823,14 +831,17 @@ def test_refused_option_is_one_line_and_changes_nothing(line: str, names: str, s
     assert image_digest(small) == before
 
 
-def test_several_errors_are_still_one_line(small: Path, tmp_path: Path) -> None:
+def test_every_error_is_one_line(small: Path, tmp_path: Path) -> None:
     job = tmp_path / "bad.fio"
     job.write_text("[a]\nrw=randread\nbs=4q\nverify=md5\n[b]\nnot_an_option=1\n")
     before = image_digest(small)
     r = run_cli("fio", small, job, "--log-dir", tmp_path, check=False)
     assert r.returncode == 1 and r.stderr_lines == [
-        f"ssdtwin fio: error: {job}:3: bs=4q: not a size: unknown size suffix 'q' (and 2 more errors)"
+        f"ssdtwin fio: error: {job}:3: bs=4q: not a size: unknown size suffix 'q'",
+        f"ssdtwin fio: error: {job}:4: verify=md5: data verification is not simulated",
+        f"ssdtwin fio: error: {job}:6: not_an_option=1: unknown option",
     ]
+    assert r.stdout == ""
     assert image_digest(small) == before
 
 

@@ -23,10 +23,10 @@ import pytest
 from ssdtwin.live import lock_holder
 from twin import SSDTWIN, image_digest, run_cli
 
+# No option without an effect (direct=1 ...): its note would come on stderr before the run.
 LONG_FIO_JOB = """\
 [global]
 ioengine=libaio
-direct=1
 time_based
 runtime=600s
 [w]

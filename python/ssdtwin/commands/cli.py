@@ -384,7 +384,7 @@ def fio_cmd(
     seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
-    log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log files go"),
+    log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log and relative write_iolog files go"),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from .. import fio as fiolib
@@ -392,22 +392,28 @@ def fio_cmd(
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
-    for j in jobs:
-        if problem := job_file_problem(j):
-            fail(problem)
+    problems = [p for p in map(job_file_problem, jobs) if p]
+    if problems:
+        fail(*problems)
     if log_dir.exists() and not log_dir.is_dir():
         fail(f"--log-dir {log_dir}: not a directory")
     # Checked before the run: a report that cannot be written must not follow a committed run.
     if output is not None and (output.is_dir() or not output.parent.is_dir()):
         fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
+
+    def fio_note(note: str) -> None:  # fio's warnings and the ignored options, before the run
+        say(f"ssdtwin fio: {note}")
+
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results = run_jobs(d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb)
+                run, results = run_jobs(
+                    d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
+                )
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
-            fail(str(e))
+            fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
         except ValueError as e:
             fail(str(e))
     text = render(run, results, output_format)
@@ -616,7 +622,8 @@ def main(argv: Optional[list[str]] = None) -> None:
         # Outside standalone mode typer returns the status of a typer.Exit (130 for Ctrl-C).
         status = rv if isinstance(rv, int) else 0
     except CliError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        for line in e.lines:
+            print(f"{prog}: error: {line}", file=sys.stderr)
         sys.exit(1)
     except _core.SsdtwinError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -29,15 +29,20 @@ ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtw
 
 
 class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 1."""
+    """A user-facing error: printed as one line, exit status 1. ``more`` are further
+    errors of the same command (every problem of a job file), one line each."""
+
+    def __init__(self, msg: str, more: Sequence[str] = ()) -> None:
+        super().__init__(msg)
+        self.lines = [msg, *more]
 
 
 class Terminated(BaseException):
     """Raised by ``ssdtwin serve``'s SIGTERM handler; the server loop notices it and stops cleanly."""
 
 
-def fail(msg: str) -> NoReturn:
-    raise CliError(msg)
+def fail(msg: str, *more: str) -> NoReturn:
+    raise CliError(msg, more)
 
 
 def say(msg: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from . import iolog as fio_iolog
 from . import limits as L
 from . import options as O
 from .errors import EngineResultError, FioJobError
@@ -119,6 +120,68 @@ def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     return out[0], out[1]
 
 
+# --- issue 10: opts (filesize) ---
+def _file_size(st: Mapping[str, Any], clone: Any, real_size: int, td_min_bs: int) -> Optional[int]:
+    """The target size filesize= sets, or None (filesetup.c setup_files).
+
+    fio uses filesize only when the real size is outside [low, high]: then the file is
+    ``low`` bytes, or for a range a size drawn from the thread's file_size stream
+    (get_rand_file_size: ``low + (high-low) * r/(max+1)`` in doubles, rounded down to the
+    smallest block size); a real size inside the range is kept."""
+    if "filesize" not in st:
+        return None
+    low, high = st["filesize"]
+    if low <= real_size <= high:
+        return int(real_size)
+    if low == high:
+        return int(low)
+    use64 = st["random_generator"] == "tausworthe64"
+    r, rand_max = fio_first_rand(clone.seeds["file_size"], use64)
+    size = int(float(high - low) * (float(r) / (float(rand_max) + 1.0))) + low
+    return int(size - size % td_min_bs)
+
+
+_M32 = 0xFFFFFFFF
+_M64 = (1 << 64) - 1
+
+
+def fio_first_rand(seed: int, use64: bool) -> tuple[int, int]:
+    """fio's first draw from a freshly seeded Tausworthe stream and the stream's maximum
+    (lib/rand.c: taus88 for 32-bit seeds, taus258 for tausworthe64; seeded by an LCG whose
+    start value fio writes (2^31)+(2^17)+(2^7), which C reads as XORs: 53; six warm-up
+    draws)."""
+
+    def at_least(x: int, m: int) -> int:
+        return x + m if x < m else x
+
+    if not use64:
+        seed &= _M32
+        s = [at_least((53 * 69069 ^ seed) & _M32, 1)]
+        for m in (7, 15):
+            s.append(at_least((s[-1] * 69069 ^ seed) & _M32, m))
+        spec = [(13, 19, 4294967294, 12), (2, 25, 4294967288, 4), (3, 11, 4294967280, 17)]
+        mask = _M32
+    else:
+        s = [at_least((53 * 6906969069 ^ seed) & _M64, 1)]
+        for m in (7, 15, 33, 49):
+            s.append(at_least((s[-1] * 6906969069 ^ seed) & _M64, m))
+        spec = [
+            (1, 53, 18446744073709551614, 10),
+            (24, 50, 18446744073709551104, 5),
+            (3, 23, 18446744073709547520, 29),
+            (5, 24, 18446744073709420544, 23),
+            (3, 33, 18446744073701163008, 8),
+        ]
+        mask = _M64
+    out = 0
+    for _ in range(7):
+        out = 0
+        for i, (a, b, c, d) in enumerate(spec):
+            s[i] = (((s[i] & c) << d) & mask) ^ ((((s[i] << a) & mask) ^ s[i]) >> b)
+            out ^= s[i]
+    return out, mask
+
+
 def engine_input(
     clone: Any,
     device_size_bytes: int,
@@ -140,6 +203,15 @@ def engine_input(
         raise ValueError("device_size_bytes and lba_bytes must be positive")
 
     namespace = st["namespace"]
+    # --- issue 10: iolog --- read_iolog: the trace's file (or replay_redirect) is the target.
+    trace = None
+    if st.get("read_iolog"):
+        where = _where(st, "read_iolog", job)
+        trace, replay_file = fio_iolog.replay_target(st, clone.subjob, st.get("iolog_cwd"), where, O.namespace_of)
+        try:
+            namespace = O.namespace_of(replay_file) if replay_file else None
+        except ValueError as e:
+            raise FioJobError(f"target {replay_file}: {e}", **where) from None
     real_size = device_size_bytes
     if namespace is not None and namespace_sizes is not None:
         if namespace not in namespace_sizes:
@@ -198,6 +270,13 @@ def engine_input(
     # Region and amount (filesetup.c setup_files, one file).
     size = st["size"]
     region = size if isinstance(size, int) and size else 0
+    filesize = _file_size(st, clone, real_size, td_min_bs)
+    if filesize is not None:
+        # filesize= gives the target's size and size= becomes the default amount.
+        if offset > filesize:
+            fail(f"offset {offset} is beyond filesize {filesize}", "offset")
+            raise FioJobError.collect(errors)
+        region = filesize - offset
     if not region:  # also fill_device without size: up to the end of the target
         if offset > real_size:
             fail(f"offset {offset} is beyond the end of the target ({real_size} bytes)", "offset")
@@ -214,6 +293,8 @@ def engine_input(
         per_loop = region * io_size.value // 100
     elif isinstance(io_size, int) and io_size:
         per_loop = io_size
+    elif filesize is not None and isinstance(size, int) and 0 < size < region:
+        per_loop = size
     if region < td_min_bs:
         fail(f"blocksize is larger than data set range ({region} < {td_min_bs})", "size")
     _check_job_bytes(st, per_loop, max(max_bs), link_bytes_per_s, fail)
@@ -251,7 +332,7 @@ def engine_input(
     bw_avg, iops_avg = averaging_windows(st)
 
     runtime_ns = st["runtime_us"] * 1000
-    return {
+    spec: dict[str, Any] = {
         "version": ENGINE_INPUT_VERSION,
         "name": job.name,
         "job_index": job.index,
@@ -350,6 +431,15 @@ def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
         "zone_range_bytes": zone_range,
         "zone_skip_bytes": zone_skip,
     }
+    # --- issue 10: iolog (docs/fio.md §2.10) ---
+    spec["iolog"] = bool(st.get("write_iolog"))
+    if trace is not None:
+        replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
+        if not replay.ios:
+            raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
+        spec["replay"] = {"records": replay.records}
+        spec["directions"] = replay.directions
+    return spec
 
 
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
@@ -406,7 +496,7 @@ def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
     between the parser and the engine's strict deserialisation."""
 
     def walk(value: Any, path: str, top: str) -> Optional[str]:
-        if isinstance(value, bool) or value is None or isinstance(value, str):
+        if isinstance(value, (bool, str, bytes, bytearray)) or value is None:
             return None
         if isinstance(value, int):
             if top in _I64_FIELDS:

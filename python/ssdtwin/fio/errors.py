@@ -3,13 +3,18 @@
 Every problem in a job file is reported with the file, the line and the option it came
 from, in one line, so that a user can jump to it (``job.fio:7: bs=4q: not a size``).
 The parser collects every error of a run before raising, because fixing one typo per run
-is slow; the first error's attributes are kept on the exception for programs.
+is slow; the first error's attributes are kept on the exception for programs, ``errors``
+holds them all and ``lines()`` renders them one per line in file and line order (what the
+CLI prints); ``str()``
+stays one line: the first error and how many more there are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Optional
+
+from .limits import MAX_ERROR_LINES
 
 
 class FioJobError(ValueError):
@@ -56,6 +61,23 @@ class FioJobError(ValueError):
         if extra > 0:
             text += f" (and {extra} more error{'s' if extra > 1 else ''})"
         return text
+
+    def lines(self, limit: Optional[int] = MAX_ERROR_LINES) -> list[str]:
+        """Every error of the run, one line each (``file:line: option=value: reason``), in
+        the order found. With ``limit``, the first ``limit`` and then one line
+        ``... and N more errors``; the CLI prints these (docs/fio.md §2.9)."""
+        # In file order (files by first appearance), then line order: the parser finds
+        # some problems in a second pass (engine options, checks after a job is read).
+        files: dict[Optional[str], int] = {}
+        for e in self.errors:
+            files.setdefault(e.file, len(files))
+        ordered = sorted(self.errors, key=lambda e: (files[e.file], e.line or 0))
+        shown = ordered if limit is None else ordered[:limit]
+        out = [e._render() for e in shown]
+        rest = len(self.errors) - len(shown)
+        if rest > 0:
+            out.append(f"... and {rest} more error{'s' if rest > 1 else ''} (the first {len(shown)} are shown)")
+        return out
 
     @classmethod
     def collect(cls, errors: Sequence[FioJobError]) -> FioJobError:

@@ -27,6 +27,11 @@ __all__ = [
     "MAX_EXPR_BITS",
     "MAX_EXPR_DEPTH",
     "MAX_EXPR_TOKENS",
+    "MAX_ERROR_LINES",
+    "MAX_TRACE_BYTES",
+    "MAX_TRACE_IOS",
+    "MAX_TRACE_LINE_CHARS",
+    "MAX_TRACE_NAME_CHARS",
     "describe_bytes",
     "short_bytes",
     "describe_us",
@@ -42,6 +47,10 @@ MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDES = 1024
 # [sections] of a run: as many job sections as threads, and as many global ones.
 MAX_SECTIONS = 8192
+# Errors the CLI prints, one per line, before "... and N more errors": a screenful, enough
+# to fix a job file in one pass; a generated job file with one mistake repeated in 4,096
+# jobs should not scroll 4,096 lines.
+MAX_ERROR_LINES = 50
 
 # Threads (jobs times numjobs) of a run: fio's REAL_MAX_JOBS (fio.h). fio 3.33 itself stops
 # at 4,088 ("error: maximum number of jobs reached": its last 8-thread segment is unused).
@@ -76,6 +85,14 @@ MAX_NUMBER_CHARS = 40
 MAX_EXPR_BITS = 128
 MAX_EXPR_DEPTH = 64
 MAX_EXPR_TOKENS = 256
+
+# --- issue 10: iolog --- A read_iolog trace is read whole before the run (fio's default;
+# read_iolog_chunked only saves fio memory): ~40 bytes a line while parsing, 40 bytes an I/O
+# in the engine. fio reads a line with fgets(4096) and a file name with %256s.
+MAX_TRACE_BYTES = 512 << 20
+MAX_TRACE_IOS = 1 << 24
+MAX_TRACE_LINE_CHARS = 4095
+MAX_TRACE_NAME_CHARS = 256
 
 
 def short_bytes(n: int) -> str:

@@ -672,6 +672,26 @@ def _h_noop(kind: str) -> Handler:
     return handler
 
 
+# --- issue 10: iolog handlers ---
+
+
+def _h_replay_align(st: dict[str, Any], value: Optional[str]) -> None:
+    align = _uint(st, _req(value), hi=FIO_UINT_MAX, why=_WHY_UINT)
+    if align == 0 or align & (align - 1):
+        raise ValueError("must be a power-of-2")
+    st["replay_align"] = align
+
+
+def _h_replay_skip(st: dict[str, Any], value: Optional[str]) -> None:
+    # options.c str_replay_skip_cb: a comma-separated list, accumulated over the option's uses.
+    skip = set(st.get("replay_skip") or ())
+    for word in _req(value).strip().split(","):
+        if word not in ("read", "write", "trim", "sync"):
+            raise ValueError(f"Unknown skip type: {word} (valid: read, write, trim, sync)")
+        skip.add(word)
+    st["replay_skip"] = sorted(skip)
+
+
 def _opt(name: str, handler: Handler, **kw: Any) -> OptionDef:
     return OptionDef(name=name, handler=handler, **kw)
 
@@ -764,6 +784,16 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("zonesize", _h_zone_bytes("zone_size")),
     _opt("zonerange", _h_zone_bytes("zone_range")),
     _opt("zoneskip", _h_zone_bytes("zone_skip")),
+    # --- issue 10: iolog (write_iolog, read_iolog and fio's replay options; docs/fio.md §2.10) ---
+    _opt("write_iolog", _h_str("write_iolog"), help="append the issued I/Os to this file (fio's iolog version 3)"),
+    _opt("read_iolog", _h_str("read_iolog"), help="replay a fio iolog (version 2 or 3); a:b gives one per clone"),
+    _opt("read_iolog_chunked", _h_bool("read_iolog_chunked")),
+    _opt("replay_no_stall", _h_bool("replay_no_stall")),
+    _opt("replay_time_scale", _h_uint("replay_time_scale", lo=1)),
+    _opt("replay_redirect", _h_str("replay_redirect")),
+    _opt("replay_align", _h_replay_align),
+    _opt("replay_scale", _h_uint("replay_scale")),
+    _opt("replay_skip", _h_replay_skip),
 ]
 
 # name, value kind, aliases
@@ -860,6 +890,406 @@ for _name, _kind, _engines in _ENGINE_NOOP_SPECS:
         needs_value=_kind not in _FLAG_NOOP_KINDS,
         engines=_engines,
     )
+
+# --- issue 10: opts ---
+# Every other option fio 3.33 accepts in a job, sorted into (docs/fio.md §2.6):
+#  * accepted with no effect on a simulated drive: checked the way fio checks the value,
+#    echoed like fio, and listed as ignored (IGNORED_REASONS; Run.ignored, the CLI's
+#    notes and the JSON's "ssdtwin" object);
+#  * accepted only at the value that turns them off (fsync=0, sync=none ...): that value
+#    is ignored like the others, any other value is refused with the reason;
+#  * refused with a reason (_WHY_REFUSED).
+# filesize is simulated (the target's size for the region, filesetup.c setup_files).
+
+Check = Callable[[dict[str, Any], str], Any]
+
+
+def _c_bool(st: dict[str, Any], text: str) -> Any:
+    return int(parse_bool(text))
+
+
+def _c_flag(st: dict[str, Any], text: str) -> Any:
+    return parse_flag(text)
+
+
+def _c_str(st: dict[str, Any], text: str) -> Any:
+    if text == "":
+        raise ValueError("empty value")
+    return text
+
+
+def _c_size(st: dict[str, Any], text: str) -> Any:
+    return _check_max(_size(st, text), FIO_NUMBER_MAX, _WHY_NUMBER)
+
+
+def _c_int(lo: Optional[int] = None, hi: int = FIO_UINT_MAX) -> Check:
+    return lambda st, text: _uint(st, text, lo=lo, hi=hi, why=_WHY_UINT if hi == FIO_UINT_MAX else "")
+
+
+def _c_sint(lo: int, hi: int) -> Check:
+    """A signed fio FIO_OPT_INT with a range (nice)."""
+
+    def check(st: dict[str, Any], text: str) -> Any:
+        if not re.fullmatch(r"-?[0-9]{1,20}", text):
+            raise ValueError("not an integer")
+        value = int(text)
+        if value < lo:
+            raise ValueError(f"min value out of range: {value} ({lo} min)")
+        if value > hi:
+            raise ValueError(f"max value out of range: {value} ({hi} max)")
+        return value
+
+    return check
+
+
+def _c_choice(*choices: str) -> Check:
+    def check(st: dict[str, Any], text: str) -> Any:
+        if text not in choices:
+            raise ValueError(f"not one of {', '.join(choices)}")
+        return text
+
+    return check
+
+
+def _c_time(default_unit: str) -> Check:
+    return lambda st, text: _time_us(text, default_unit, FIO_UINT_MAX * 1_000_000, _WHY_UINT)
+
+
+def _c_per_dir(check: Check) -> Check:
+    """read,write[,trim] values, split like bs (parse.c handle_option)."""
+
+    def per_dir(st: dict[str, Any], text: str) -> Any:
+        target: list[Any] = [0, 0, 0]
+        _store_per_dir(target, per_direction_segments(text, ","), lambda t: check(st, t))
+        return target
+
+    return per_dir
+
+
+def _c_file_service_type(st: dict[str, Any], text: str) -> Any:
+    # options.c str_fst_cb: a type, optionally ":N" (files per switch) or ":value" (the
+    # distribution's parameter for zipf, pareto, normal/gauss).
+    kind, sep, param = text.partition(":")
+    if kind not in ("random", "zipf", "pareto", "normal", "gauss", "roundrobin", "sequential"):
+        raise ValueError("not one of random, zipf, pareto, normal, gauss, roundrobin, sequential (optionally :N)")
+    if sep:
+        _float(param)
+    return text
+
+
+def _c_cmdprio_bssplit(st: dict[str, Any], text: str) -> Any:
+    # engines/cmdprio.c: per direction (comma-separated) a ':' list of bs/pct, each
+    # optionally followed by /class/level; fio refuses anything else at engine init.
+    for part in text.split(","):
+        for item in filter(None, part.split(":")):
+            fields = item.split("/")
+            if not 2 <= len(fields) <= 4:
+                raise ValueError(f"'{item}' is not bs/percentage[/class/level]")
+            _uint(st, fields[0], lo=1, hi=MAX_BS, why=_WHY_BS)
+            for field in fields[1:]:
+                if not re.fullmatch(r"[0-9]+", field):
+                    raise ValueError(f"'{item}' is not bs/percentage[/class/level]")
+    return text
+
+
+def _c_filesize(st: dict[str, Any], text: str) -> Any:
+    """filesize=N or low-high (FIO_OPT_STR_VAL with off1/off2): the target's size."""
+    cut = _split_top(text, "-")
+    if cut is None:
+        cut = _split_top(text, ":")
+    parts = [text] if cut is None else [text[:cut], text[cut + 1 :]]
+    values = [_uint(st, p, lo=1, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER) for p in parts]
+    return (min(values), max(values))
+
+
+def _h_checked(check: Check, *, off: Optional[Callable[[Any], bool]] = None, refuse: str = "", store: str = "") -> Handler:
+    """Check the value like fio; with ``off``, refuse (``refuse`` says why) any value
+    that does not turn the option off; with ``store``, keep the parsed value there."""
+
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
+        parsed = check(st, "1" if value is None else value)
+        if off is not None and not off(parsed):
+            raise ValueError(refuse)
+        if store:
+            st[store] = parsed
+
+    return handler
+
+
+def _is_zero(value: Any) -> bool:
+    return not any(value) if isinstance(value, list) else not value
+
+
+# (name, value check, reason it has no effect, aliases, flag: may be written alone)
+_IGNORED_SPECS: list[tuple[str, Check, str, tuple[str, ...], bool]] = [
+    (
+        "directory",
+        _c_str,
+        "the target is a namespace, not a directory (only completes a relative filename: directory=/dev filename=nvme0n1)",
+        (),
+        False,
+    ),
+    ("gtod_reduce", _c_bool, "reading the clock costs nothing in simulated time; latencies are still reported", (), False),
+    ("disable_lat", _c_bool, "measuring costs nothing in simulated time; lat is still reported", (), False),
+    ("disable_clat", _c_bool, "measuring costs nothing in simulated time; clat is still reported", (), False),
+    ("disable_slat", _c_bool, "measuring costs nothing in simulated time; slat is still reported", (), False),
+    ("disable_bw_measurement", _c_bool, "measuring costs nothing in simulated time; bw is still reported", ("disable_bw",), False),
+    (
+        "io_submit_mode",
+        _c_choice("inline", "offload"),
+        "who submits I/O on the host (a thread pool or the job) only changes host CPU use",
+        (),
+        False,
+    ),
+    ("log_prio", _c_bool, "I/O priorities are not simulated; the prio column of log files stays 0", (), False),
+    ("dedupe_mode", _c_choice("repeat", "working_set"), "buffer contents: the twin stores no data", (), False),
+    ("dedupe_working_set_percentage", _c_int(0, 100), "buffer contents: the twin stores no data", (), False),
+    ("dedupe_global", _c_bool, "buffer contents: the twin stores no data", (), False),
+    ("do_verify", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_interval", _c_int(80), "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_offset", _c_int(40), "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_pattern", _c_str, "acts only with verify= (and fills buffers): the twin stores no data", (), False),
+    ("verify_fatal", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_dump", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_async", _c_int(), "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_async_cpus", _c_str, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_backlog", _c_size, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_backlog_batch", _c_int(), "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_state_load", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("verify_state_save", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("experimental_verify", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("trim_verify_zero", _c_bool, "acts only with verify=, which ssdtwin refuses", (), False),
+    ("trim_backlog_batch", _c_int(), "acts only with trim_backlog, which ssdtwin refuses", (), False),
+    ("verifysort", _c_str, "deprecated: fio 3.33 ignores it too", (), False),
+    ("verifysort_nr", _c_str, "deprecated: fio 3.33 ignores it too", (), False),
+    (
+        "file_append",
+        _c_bool,
+        "fio applies it to regular files only; the target is a block device (filesetup.c get_start_offset)",
+        (),
+        False,
+    ),
+    (
+        "fallocate",
+        _c_choice("none", "native", "posix", "keep", "truncate", "0", "1"),
+        "preallocates regular files; the target is a namespace",
+        (),
+        False,
+    ),
+    ("file_service_type", _c_file_service_type, "chooses among several files; a job has one target", (), False),
+    ("openfiles", _c_int(), "a job has one target", (), False),
+    ("atomic", _c_bool, "like direct=1: the simulated drive has no page cache", (), False),
+    ("softrandommap", _c_bool, "the random map always fits in the twin", (), False),
+    ("exitall_on_error", _c_flag, "the simulated drive reports no I/O errors", (), True),
+    (
+        "continue_on_error",
+        _c_choice("none", "read", "write", "io", "verify", "all", "0", "1"),
+        "the simulated drive reports no I/O errors",
+        (),
+        False,
+    ),
+    ("ignore_error", _c_str, "the simulated drive reports no I/O errors", (), False),
+    (
+        "write_hint",
+        _c_choice("none", "short", "medium", "long", "extreme"),
+        "a write lifetime hint: Linux no longer passes it to NVMe drives (streams went in 5.18), and the twin places no data by hint",
+        (),
+        False,
+    ),
+    ("log_entries", _c_int(1024, 1024 * 1024), "the initial size of fio's log buffers", (), False),
+    ("log_compression", _c_int(1024, 512 * 1024 * 1024), "compresses logs in memory; the log files written are the same", (), False),
+    ("log_compression_cpus", _c_str, "compresses logs in memory; the log files written are the same", (), False),
+    ("log_alternate_epoch_clock_id", _c_int(), "acts only with log_unix_epoch/log_alternate_epoch, which ssdtwin refuses", (), False),
+    ("rate_cycle", _c_int(), "the window of rate_min/rate_iops_min, which ssdtwin refuses", ("ratecycle",), False),
+    ("gpu_dev_id", _c_int(), "only for buffers in GPU memory (mem=cudamalloc)", (), False),
+    # Options of fio's built-in profiles (profiles/tiobench.c, act.c): fio registers them
+    # for every job, and they act only with --profile, which ssdtwin does not take.
+    ("threads", _c_int(), "an option of fio's tiobench profile (its thread count); acts only with --profile=tiobench", (), False),
+    ("block", _c_int(), "an option of fio's tiobench profile; acts only with --profile=tiobench", (), False),
+    ("numruns", _c_int(), "an option of fio's tiobench profile; acts only with --profile=tiobench", (), False),
+    ("dir", _c_str, "an option of fio's tiobench profile; acts only with --profile=tiobench", (), False),
+    ("device-names", _c_str, "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("load", _c_int(), "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("test-duration", _c_time("s"), "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("threads-per-queue", _c_int(), "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("read-req-num-512-blocks", _c_int(), "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("large-block-op-kbytes", _c_int(), "an option of fio's act profile; acts only with --profile=act", (), False),
+    ("prep", _c_flag, "an option of fio's act profile; acts only with --profile=act", (), True),
+]
+
+_WHY_FLUSH = "flushes and FUA writes are not part of the engine contract yet"
+_WHY_VERIFY_TRIM = "verify's trim phase (trims of verified blocks) is not simulated"
+
+# (name, value check, is the value "off"?, why other values are refused, aliases, flag)
+_OFF_ONLY_SPECS: list[tuple[str, Check, Callable[[Any], bool], str, tuple[str, ...], bool]] = [
+    ("fsync", _c_int(), _is_zero, _WHY_FLUSH, (), False),
+    ("fdatasync", _c_int(), _is_zero, _WHY_FLUSH, (), False),
+    ("write_barrier", _c_int(), _is_zero, _WHY_FLUSH, (), False),
+    ("end_fsync", _c_bool, _is_zero, _WHY_FLUSH, (), False),
+    ("fsync_on_close", _c_bool, _is_zero, _WHY_FLUSH, (), False),
+    ("sync", _c_choice("none", "0", "sync", "1", "dsync"), lambda v: v in ("none", "0"), _WHY_FLUSH, (), False),
+    ("nrfiles", _c_int(1), lambda v: v == 1, "one target per job (the namespace)", ("nr_files",), False),
+    ("pre_read", _c_bool, _is_zero, "reads the region into the page cache before the job; a simulated drive has none", (), False),
+    ("create_only", _c_bool, _is_zero, "the job would only lay out files and do no I/O", (), False),
+    ("verify_only", _c_flag, _is_zero, "a verification pass; data verification is not simulated", (), True),
+    ("serialize_overlap", _c_bool, _is_zero, "holding back I/Os that overlap ones in flight is not simulated", (), False),
+    (
+        "rw_sequencer",
+        _c_choice("sequential", "identical"),
+        lambda v: v == "sequential",
+        "repeating one offset (rw=randread:N with identical) is not simulated",
+        (),
+        False,
+    ),
+    ("bs_is_seq_rand", _c_bool, _is_zero, "block sizes by sequential/random instead of by direction are not simulated", (), False),
+    ("thinktime_iotime", _c_time("s"), _is_zero, "think time after each interval of I/O time is not simulated", (), False),
+    ("rate_min", _c_per_dir(_c_size), _is_zero, "minimum rates (fio ends a job that falls below one) are not checked", ("ratemin",), False),
+    ("rate_iops_min", _c_per_dir(_c_int()), _is_zero, "minimum rates (fio ends a job that falls below one) are not checked", (), False),
+    ("max_latency", _c_per_dir(_c_time("us")), _is_zero, "fio ends a job whose I/O exceeds it; not checked", (), False),
+    ("rate_ignore_thinktime", _c_bool, _is_zero, "rate limits that ignore think time are not simulated", (), False),
+    ("trim_percentage", _c_int(0, 100), _is_zero, _WHY_VERIFY_TRIM, (), False),
+    ("trim_backlog", _c_size, _is_zero, _WHY_VERIFY_TRIM, (), False),
+    ("stats", _c_bool, bool, "the twin always collects statistics", (), False),
+    ("block_error_percentiles", _c_bool, _is_zero, "trim block error histograms are not produced", (), False),
+    ("log_store_compressed", _c_bool, _is_zero, "compressed log files (.fz) are not written", (), False),
+    ("log_unix_epoch", _c_bool, _is_zero, "a simulated run has no wall-clock times for log rows", (), False),
+    ("log_alternate_epoch", _c_bool, _is_zero, "a simulated run has no wall-clock times for log rows", (), False),
+    ("unit_base", _c_choice("0", "8", "1"), lambda v: v in ("0", "8"), "bit-based normal output is not produced", (), False),
+]
+
+_ENGINES_CMDPRIO = ("libaio", "io_uring", "io_uring_cmd")
+_WHY_PRIO = "I/O priorities are not simulated: the twin's queues serve commands in order"
+# Engine options (engines/libaio.c, io_uring.c: the cmdprio options of fio 3.33).
+_IGNORED_ENGINE_SPECS: list[tuple[str, Check, str, tuple[str, ...]]] = [
+    ("cmdprio_percentage", _c_per_dir(_c_int(0, 100)), _WHY_PRIO, _ENGINES_CMDPRIO),
+    ("cmdprio_class", _c_per_dir(_c_int(1, 3)), _WHY_PRIO, _ENGINES_CMDPRIO),
+    ("cmdprio", _c_per_dir(_c_int(0, 7)), _WHY_PRIO, _ENGINES_CMDPRIO),
+    ("cmdprio_bssplit", _c_cmdprio_bssplit, _WHY_PRIO, _ENGINES_CMDPRIO),
+]
+
+# Why the options accepted before issue 10 have no effect (they are listed as ignored too).
+IGNORED_REASONS: dict[str, str] = {
+    "direct": "the simulated drive has no page cache: I/O always reaches it",
+    "buffered": "the simulated drive has no page cache: I/O always reaches it",
+    "invalidate": "the simulated drive has no page cache",
+    "fadvise_hint": "the simulated drive has no page cache",
+    "thread": "threads or processes only change the host; the header says threads",
+    "refill_buffers": "buffer contents: the twin stores no data",
+    "zero_buffers": "buffer contents: the twin stores no data",
+    "scramble_buffers": "buffer contents: the twin stores no data",
+    "buffer_pattern": "buffer contents: the twin stores no data",
+    "buffer_compress_percentage": "buffer contents: the twin stores no data",
+    "buffer_compress_chunk": "buffer contents: the twin stores no data",
+    "dedupe_percentage": "buffer contents: the twin stores no data",
+    "overwrite": "lays out regular files; the target is a namespace",
+    "create_serialize": "lays out regular files; the target is a namespace",
+    "create_fsync": "lays out regular files; the target is a namespace",
+    "create_on_open": "lays out regular files; the target is a namespace",
+    "allow_file_create": "lays out regular files; the target is a namespace",
+    "allow_mounted_write": "the target is a namespace of the simulated drive",
+    "unlink": "removes regular files; the target is a namespace",
+    "unlink_each_loop": "removes regular files; the target is a namespace",
+    "filename_format": "names regular files; the target is a namespace",
+    "unique_filename": "names regular files; the target is a namespace",
+    "lockfile": "host-side file locking; one run owns the image",
+    "cpus_allowed": "host CPU placement",
+    "cpus_allowed_policy": "host CPU placement",
+    "cpumask": "host CPU placement",
+    "numa_cpu_nodes": "host CPU placement",
+    "numa_mem_policy": "host memory placement",
+    "gtod_cpu": "host CPU placement",
+    "nice": "host CPU priority",
+    "prio": "I/O priorities are not simulated: the twin's queues serve commands in order",
+    "prioclass": "I/O priorities are not simulated: the twin's queues serve commands in order",
+    "mem": "host buffer memory",
+    "iomem_align": "host buffer memory",
+    "hugepage-size": "host buffer memory",
+    "lockmem": "host memory",
+    "clocksource": "the twin runs in virtual time",
+    "disk_util": "no kernel disk statistics for a simulated drive",
+    "iodepth_batch": "host submission batching; the twin's queue depth is iodepth",
+    "iodepth_batch_complete_min": "host completion batching; the twin's queue depth is iodepth",
+    "iodepth_batch_complete_max": "host completion batching; the twin's queue depth is iodepth",
+    "iodepth_low": "host refill threshold; the twin keeps iodepth I/Os in flight",
+    "uid": "host process identity",
+    "gid": "host process identity",
+    "cgroup": "host cgroups",
+    "cgroup_weight": "host cgroups",
+    "cgroup_nodelete": "host cgroups",
+    "error_dump": "the simulated drive reports no I/O errors",
+    "ioscheduler": "the simulated drive has no kernel I/O scheduler",
+    "hipri": "host completion polling",
+    "hipri_percentage": "host completion polling",
+    "fixedbufs": "host buffer registration",
+    "registerfiles": "host file registration",
+    "sqthread_poll": "host submission thread",
+    "sqthread_poll_cpu": "host submission thread",
+    "nonvectored": "host submission path",
+    "force_async": "host submission path",
+    "uncached": "page cache hint; the simulated drive has no page cache",
+    "nowait": "host submission path",
+    "cmd_type": "io_uring_cmd passthrough: the same NVMe commands reach the twin",
+    "userspace_reap": "host completion path",
+    "uri": "the target is the simulated drive",
+}
+
+for _name, _check, _reason, _aliases, _flag in _IGNORED_SPECS:
+    OPTIONS[_name] = OptionDef(name=_name, handler=_h_checked(_check), kind=NOOP, aliases=_aliases, needs_value=not _flag)
+    IGNORED_REASONS[_name] = _reason
+# Options accepted only at the value that turns them off, and why other values are refused.
+OFF_ONLY_REASONS: dict[str, str] = {spec[0]: spec[3] for spec in _OFF_ONLY_SPECS}
+for _name, _check, _off, _why, _aliases, _flag in _OFF_ONLY_SPECS:
+    _handler = _h_checked(_check, off=_off, refuse=f"not supported by ssdtwin: {_why}")
+    OPTIONS[_name] = OptionDef(name=_name, handler=_handler, kind=NOOP, aliases=_aliases, needs_value=not _flag)
+    IGNORED_REASONS[_name] = f"this value has no effect (other values are refused: {_why})"
+for _name, _check, _reason, _engines in _IGNORED_ENGINE_SPECS:
+    ENGINE_OPTIONS[_name] = OptionDef(name=_name, handler=_h_checked(_check), kind=NOOP, engines=_engines)
+    IGNORED_REASONS[_name] = _reason
+# filesize is simulated: the size fio gives the target file (filesetup.c setup_files).
+OPTIONS["filesize"] = OptionDef(name="filesize", handler=_h_checked(_c_filesize, store="filesize"))
+# Tighter checks than the table above had, as fio checks them (options.c).
+OPTIONS["nice"] = OptionDef(name="nice", handler=_h_checked(_c_sint(-20, 19)), kind=NOOP)
+OPTIONS["prio"] = OptionDef(name="prio", handler=_h_checked(_c_int(0, 7)), kind=NOOP)
+OPTIONS["prioclass"] = OptionDef(name="prioclass", handler=_h_checked(_c_int(0, 3)), kind=NOOP)
+OPTIONS["fadvise_hint"] = OptionDef(name="fadvise_hint", handler=_h_checked(_c_choice("0", "1", "random", "sequential")), kind=NOOP)
+OPTIONS["cpus_allowed_policy"] = OptionDef(name="cpus_allowed_policy", handler=_h_checked(_c_choice("shared", "split")), kind=NOOP)
+OPTIONS["lockfile"] = OptionDef(name="lockfile", handler=_h_checked(_c_choice("none", "exclusive", "readwrite")), kind=NOOP)
+OPTIONS["clocksource"] = OptionDef(name="clocksource", handler=_h_checked(_c_choice("gettimeofday", "clock_gettime", "cpu")), kind=NOOP)
+_c_mem_type = _c_choice("malloc", "shm", "shmhuge", "mmap", "mmapshared", "mmaphuge", "cudamalloc")
+# mmap types may name their file: mem=mmaphuge:/hugetlbfs/file (options.c str_mem_cb).
+OPTIONS["mem"] = OptionDef(
+    name="mem", handler=_h_checked(lambda st, t: _c_mem_type(st, t.partition(":")[0])), kind=NOOP, aliases=("iomem",)
+)
+OPTIONS["cgroup_weight"] = OptionDef(name="cgroup_weight", handler=_h_checked(_c_int(100, 1000)), kind=NOOP)
+OPTIONS["buffer_compress_percentage"] = OptionDef(name="buffer_compress_percentage", handler=_h_checked(_c_int(0, 100)), kind=NOOP)
+OPTIONS["dedupe_percentage"] = OptionDef(name="dedupe_percentage", handler=_h_checked(_c_int(0, 100)), kind=NOOP)
+
+# Options fio knows that ssdtwin refuses, and why (the rest say "not supported by ssdtwin").
+_WHY_REFUSED: dict[str, str] = {
+    "opendir": "a file-system workload over a directory tree; jobs target a namespace",
+    "profile": "fio's built-in profiles (tiobench, act) generate file-system jobs; write the jobs out instead",
+    "exec_prerun": "ssdtwin does not run host commands from job files",
+    "exec_postrun": "ssdtwin does not run host commands from job files",
+    "sync_file_range": _WHY_FLUSH,
+    "merge_blktrace_file": "merges blktrace traces for read_iolog; blktrace input is not supported",
+    "merge_blktrace_scalars": "merges blktrace traces for read_iolog; blktrace input is not supported",
+    "merge_blktrace_iters": "merges blktrace traces for read_iolog; blktrace input is not supported",
+    "percentage_sequential": "deprecated: fio 3.33 refuses it too (use percentage_random)",
+    "rwmixcycle": "deprecated: fio 3.33 refuses it too",
+    "zonecapacity": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "read_beyond_wp": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "max_open_zones": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "job_max_open_zones": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "ignore_zone_limits": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "zone_reset_threshold": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+    "zone_reset_frequency": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",
+}
+
+
+def ignored_reason(name: str) -> str:
+    """Why an accepted option has no effect on a simulated drive (canonical name)."""
+    return IGNORED_REASONS.get(name, "no effect on a simulated drive")
+
 
 _BY_NAME: dict[str, OptionDef] = {}
 for _o in OPTIONS.values():
@@ -1149,8 +1579,6 @@ _WHY_UNSUPPORTED = {
     "steadystate": "ssdtwin computes the SNIA steady state in its PTS harness instead",
     "ss": "ssdtwin computes the SNIA steady state in its PTS harness instead",
     "verify": "data verification is not simulated",
-    "read_iolog": "replay traces with ssdtwin's trace input instead",
-    "write_iolog": "ssdtwin does not write iologs from fio jobs yet",
     "fsync": "flushes are not part of the fio engine contract yet",
     "fdatasync": "flushes are not part of the fio engine contract yet",
     "nrfiles": "one target per job",
@@ -1160,7 +1588,7 @@ _WHY_UNSUPPORTED = {
 
 
 def unsupported_reason(name: str) -> str:
-    return _WHY_UNSUPPORTED.get(name, "not supported by ssdtwin")
+    return _WHY_REFUSED.get(name) or _WHY_UNSUPPORTED.get(name, "not supported by ssdtwin")
 
 
 def lookup(name: str) -> Optional[OptionDef]:

@@ -335,9 +335,19 @@ def json_text(
     if report.global_options:
         root.append(("global options", Obj(report.global_options)))
     root.append(("jobs", [_thread_obj(ts, report.groups.get(ts.groupid), report, plus) for ts in report.entries]))
+    root.append(("ssdtwin", _ssdtwin_obj(run)))  # after fio's keys, which stay as fio writes them
     out: list[str] = []
     _dump(root, 0, out)
     return "".join(out) + "\n"
+
+
+def _ssdtwin_obj(run: Run) -> Obj:
+    """ssdtwin's own top-level object, after fio's keys (docs/fio.md §6.1): the options
+    accepted with no effect on a simulated drive, per job (an option of a [global] section
+    is listed for every job under it). A flag written alone has no "value"; where each
+    option was written (file:line) is in the CLI's notes on stderr."""
+    keys = ("job", "option", "value", "reason")
+    return Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
 
 
 def json_dict(run: Run, results: Optional[Sequence[Mapping[str, Any]]] = None, **kw: Any) -> dict[str, Any]:

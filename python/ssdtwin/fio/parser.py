@@ -194,6 +194,10 @@ class Run:
     # echo is echo[:length]. A global section's echo is the accumulated global list, as
     # fio's def_thread keeps it (a prefix of a list shared by the file's global sections).
     sections: list[_SectionEcho] = field(default_factory=list, repr=False)
+    # Options accepted with no effect on a simulated drive (docs/fio.md §2.6), one dict per
+    # job and option: job, option (canonical name), value (as written, None for a flag),
+    # reason, file, line (where it was written: a [global] line for inherited ones).
+    ignored: list[dict[str, Any]] = field(default_factory=list)
 
     def showcmd(self) -> str:
         """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):
@@ -800,6 +804,14 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]
             return {"file": file, "line": line, "option": written, "value": value}
         return {"file": section.file, "line": section.line}
 
+    directory = st["noop"].get("directory")
+    if directory is not None and st["filename"] is not None and st["namespace"] is None and not st["filename"].startswith("/"):
+        # fio prefixes a relative filename with directory= (filesetup.c add_file), so
+        # directory=/dev filename=nvme0n1 is the namespace (nsN names stay namespaces).
+        try:
+            st["namespace"] = O.namespace_of(directory.rstrip("/") + "/" + st["filename"])
+        except ValueError as e:
+            reader.error(str(e), **loc("filename"))
     if st["time_based"] and not st["runtime_us"]:
         reader.warnings.append(
             f"{section.file}:{section.line}: {job_name}: time_based requires a runtime/timeout setting; ignored (as fio does)"
@@ -826,6 +838,12 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]
     is_random = st["rw"] in O.RANDOM_MODES
     if is_random and any(st["ba"][d] and st["ba"][d] != _bs_range(st, d)[0] for d in range(3)) and not st["norandommap"]:
         reader.warnings.append(f"{section.file}:{section.line}: {job_name}: any use of blockalign= turns off randommap (as in fio)")
+    # --- issue 10: iolog --- a trace path is relative to fio's working directory.
+    if st.get("read_iolog"):
+        st["iolog_cwd"] = str(reader.cwd)
+        if st.get("write_iolog"):
+            reader.warnings.append(f"{section.file}:{section.line}: {job_name}: read iolog overrides write_iolog (as in fio)")
+            st["write_iolog"] = None
 
 
 # --- entry points -------------------------------------------------------------------------
@@ -1036,7 +1054,19 @@ def _parse_sources(
         warnings=reader.warnings,
         run_seed=run_seed,
         sections=section_echo,
+        ignored=_ignored_options(jobs),
     )
+
+
+def _ignored_options(jobs: Iterable[Job]) -> list[dict[str, Any]]:
+    """Every accepted option of every job that has no effect on a simulated drive."""
+    out = []
+    for job in jobs:
+        where = job.state.get("where", {})
+        for name in job.state["noop"]:
+            file, line, _written, value = where.get(name, (job.file, job.line, name, None))
+            out.append({"job": job.name, "option": name, "value": value, "reason": O.ignored_reason(name), "file": file, "line": line})
+    return out
 
 
 def _where(st: Mapping[str, Any], option: str, section: Any) -> dict[str, Any]:

@@ -11,11 +11,12 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 from ..drive import Drive
+from . import iolog as fio_iolog
 from . import logs as fio_logs
 from . import output as fio_output
 from .parser import file_kind, parse
@@ -30,8 +31,10 @@ def run_jobs(
     idle_gc: bool = True,
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
+    notes: Optional[Callable[[str], None]] = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results)."""
+    """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
+    ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
@@ -41,6 +44,9 @@ def run_jobs(
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
+    if notes is not None:
+        for note in fio_notes(run):
+            notes(note)
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
@@ -67,4 +73,21 @@ def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Opti
 
 
 def write_logs(run: Any, results: list[dict[str, Any]], directory: Path) -> list[Path]:
-    return list(fio_logs.write_logs(run, results, directory))
+    """The write_*_log files, then the write_iolog files (appended, as fio does)."""
+    return list(fio_logs.write_logs(run, results, directory)) + fio_iolog.write_iologs(run, results, directory)
+
+
+def fio_notes(run: Any) -> list[str]:
+    """What the CLI tells the user on stderr about a run, one line each: fio's warnings
+    (docs/fio.md §2.8), then every option written that has no effect on a simulated drive
+    (§2.6), once per place it was written (a [global] line is not repeated per job)."""
+    notes = [f"warning: {w}" for w in run.warnings]
+    seen = set()
+    for e in run.ignored:
+        key = (e["file"], e["line"], e["option"])
+        if key in seen:
+            continue
+        seen.add(key)
+        written = e["option"] if e["value"] is None else f"{e['option']}={e['value']}"
+        notes.append(f"note: {e['file']}:{e['line']}: {written}: ignored: {e['reason']}")
+    return notes

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
+use super::iolog::{IoLog, Packed, Replay};
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
@@ -156,6 +157,9 @@ pub struct CloneOut {
     pub iodepth_complete: [u64; 7],
     pub latency_buckets: BTreeMap<String, Vec<u64>>,
     pub logs: BTreeMap<String, Vec<Value>>,
+    /// write_iolog: the issued I/Os in issue order, packed (engine/iolog.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iolog: Option<Packed>,
 }
 
 #[derive(Default)]
@@ -216,6 +220,10 @@ struct JobClone {
     /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
+    /// write_iolog: the I/Os issued so far.
+    iolog: Option<IoLog>,
+    /// read_iolog: the trace that replaces the generator.
+    replay: Option<Replay>,
 }
 
 /// What a clone does next (see `Sim::gate`).
@@ -369,7 +377,9 @@ pub fn run_measured(
     keep_going: &mut dyn FnMut(u64) -> bool,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
     let mut clones = Vec::with_capacity(specs.len());
-    for spec in specs {
+    for mut spec in specs {
+        // Taken out of the spec: the spec is cloned for the output, the trace need not be.
+        let trace = spec.replay.take();
         let nsid = spec.namespace.unwrap_or(opts.default_nsid);
         let ns = ctrl.attached(NsId(nsid))?.clone();
         let target = ns.bytes();
@@ -381,6 +391,11 @@ pub fn run_measured(
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
         let rate_seed = spec.seeds.get("poisson_write").copied().unwrap_or(spec.seed);
+        let iolog = spec.iolog.then(IoLog::default);
+        let replay = match trace {
+            Some(trace) => Some(Replay::new(trace, target, ns.lba_bytes as u64).map_err(err)?),
+            None => None,
+        };
         let gen = Generator::new(spec, target)?;
         clones.push(JobClone {
             gen,
@@ -414,6 +429,8 @@ pub fn run_measured(
             last_hist_ms: 0,
             slots: Vec::new(),
             free_slots: Vec::new(),
+            iolog,
+            replay,
         });
     }
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
@@ -623,9 +640,19 @@ impl Sim<'_> {
             }
         }
         let io = *cl.pending.front().expect("just filled");
+        // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
+        if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
+            self.push(at, Ev::Wake(c as u32));
+            // A trace's idle gap is idle time for the drive too (background GC).
+            self.maybe_idle(now)?;
+            return Ok(Gate::Wait);
+        }
         if let Some(at) = cl.rate_admit(io, now) {
             self.push(at, Ev::Wake(c as u32));
             return Ok(Gate::Wait);
+        }
+        if let Some(r) = &mut cl.replay {
+            r.issued(now);
         }
         cl.pending.pop_front();
         Ok(Gate::Issue(io))
@@ -642,6 +669,10 @@ impl Sim<'_> {
         cl.inflight += 1;
         cl.ios_issued += 1;
         cl.bytes_issued[di] += io.len;
+        if let Some(log) = &mut cl.iolog {
+            let spec = &cl.gen.spec;
+            log.record(now, io).map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?;
+        }
         let done = match io.ddir {
             Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
             Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
@@ -713,6 +744,10 @@ const LOOKAHEAD: usize = 8;
 
 /// The clone's next I/O in fio's order; None when it is done.
 fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
+    // read_iolog: the trace, once, instead of the generator.
+    if let Some(r) = &mut cl.replay {
+        return Ok(r.draw());
+    }
     // Passes, loops, io_size and the end of the region follow fio inside the generator
     // (backend.c do_io / keep_running).
     Ok(cl.gen.next_io())
@@ -873,6 +908,7 @@ fn finish(cl: JobClone) -> CloneOut {
         iodepth_complete: complete,
         latency_buckets: lb,
         logs,
+        iolog: cl.iolog.map(IoLog::into_packed),
     }
 }
 

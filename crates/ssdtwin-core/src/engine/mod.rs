@@ -21,6 +21,7 @@
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
 pub mod fio;
+pub mod iolog;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -146,6 +146,12 @@ pub struct JobSpec {
     pub bw_avg_ms: u64,
     pub iops_avg_ms: u64,
     pub logs: LogSpec,
+    /// write_iolog: hand back the issued I/Os in `CloneOut::iolog` (docs/fio.md §2.10).
+    #[serde(default)]
+    pub iolog: bool,
+    /// read_iolog: issue these I/Os, paced by their timestamps, instead of the generator's.
+    #[serde(default)]
+    pub replay: Option<crate::engine::iolog::ReplayTrace>,
     // --- issue 10: gen (fio's generators bit for bit; docs/fio.md §3) ---
     /// bssplit entries per direction as fio keeps them (options.c `bssplit_ddir`: missing
     /// percentages filled in, stably sorted by percentage); empty = no split. Without it

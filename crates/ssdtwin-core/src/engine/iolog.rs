@@ -1,0 +1,362 @@
+//! fio's I/O logs in the engine (docs/fio.md §2.10): recording the issued I/Os for
+//! `write_iolog`, and replaying a parsed trace for `read_iolog` with fio's pacing.
+//!
+//! Both travel between Python and the engine as packed little-endian u64 records (`bytes`
+//! through the binding, 8 bytes per field): a list of Python ints per I/O would take ~10x
+//! the memory of the trace itself.
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::workload::{Ddir, Io};
+
+/// Fields of one recorded I/O: issue time (ns, virtual), ddir (0 read, 1 write, 2 trim),
+/// offset and length in bytes.
+pub const LOG_FIELDS: usize = 4;
+/// Fields of one replayed I/O: kind, offset, length, delay, extra delay (below).
+pub const REPLAY_FIELDS: usize = 5;
+/// Bit of a replay record's kind: its delay is a time since the clone's start (a version 2
+/// `wait`), not a gap after the previous issue.
+pub const REPLAY_ABSOLUTE: u64 = 1 << 8;
+/// I/Os one clone may record for `write_iolog`: 32 bytes each, 1 GiB in all.
+pub const MAX_LOG_IOS: usize = 1 << 25;
+
+/// Packed u64 records (see the module doc); serialised as bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packed(pub Vec<u8>);
+
+impl Packed {
+    fn push(&mut self, fields: &[u64]) {
+        for f in fields {
+            self.0.extend_from_slice(&f.to_le_bytes());
+        }
+    }
+
+    fn field(&self, record: usize, width: usize, k: usize) -> u64 {
+        let at = (record * width + k) * 8;
+        u64::from_le_bytes(self.0[at..at + 8].try_into().expect("8 bytes"))
+    }
+
+    fn records(&self, width: usize) -> usize {
+        self.0.len() / (width * 8)
+    }
+}
+
+impl Serialize for Packed {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Packed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Packed;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes (packed little-endian u64 records)")
+            }
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Packed, E> {
+                Ok(Packed(v.to_vec()))
+            }
+            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Packed, E> {
+                Ok(Packed(v))
+            }
+            // JSON has no bytes: a list of byte values (tests).
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Packed, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(Packed(out))
+            }
+        }
+        d.deserialize_byte_buf(V)
+    }
+}
+
+/// The issued I/Os of one clone, in issue order (`write_iolog`).
+#[derive(Default)]
+pub struct IoLog {
+    records: Packed,
+    count: usize,
+}
+
+impl IoLog {
+    /// Record `io` issued at `now`; an error once the log is full ([`MAX_LOG_IOS`]).
+    pub fn record(&mut self, now: u64, io: Io) -> Result<(), String> {
+        if self.count >= MAX_LOG_IOS {
+            return Err(format!("write_iolog: more than {MAX_LOG_IOS} I/Os to record (32 bytes each, kept until the run ends)"));
+        }
+        self.count += 1;
+        self.records.push(&[now, io.ddir.index() as u64, io.offset, io.len]);
+        Ok(())
+    }
+
+    pub fn into_packed(self) -> Packed {
+        self.records
+    }
+}
+
+/// A trace to replay (`read_iolog`): records of [`REPLAY_FIELDS`] u64s, `[kind, offset,
+/// len, delay_ns, extra_ns]`. fio (iolog.c `read_iolog_get`, `iolog_delay`) issues an entry
+/// no earlier than `delay` after the previous issue; file actions (open, close) between two
+/// I/Os wait their own delays in turn, which the parser folds into `extra` (waited in full
+/// after the first). With [`REPLAY_ABSOLUTE`] the entry waits until `delay` after the
+/// clone's start instead (version 2 `wait`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayTrace {
+    pub records: Packed,
+}
+
+/// Replay state of one clone.
+pub struct Replay {
+    trace: Packed,
+    len: usize,
+    /// Next record to draw (the engine draws a few I/Os ahead of issuing them).
+    drawn: usize,
+    /// Next record to issue: the front of the clone's drawn-ahead queue.
+    issued: usize,
+    start_ns: Option<u64>,
+    last_issue_ns: u64,
+    /// When the front record may go, once computed (it depends on when it was first asked).
+    ready_at: Option<u64>,
+}
+
+impl Replay {
+    /// Check every record against a target of `target_bytes` with `lba` -byte blocks.
+    pub fn new(trace: ReplayTrace, target_bytes: u64, lba: u64) -> Result<Replay, String> {
+        let bytes = trace.records.0.len();
+        if bytes % (REPLAY_FIELDS * 8) != 0 {
+            return Err(format!("replay trace of {bytes} bytes is not a whole number of {}-byte records", REPLAY_FIELDS * 8));
+        }
+        let len = trace.records.records(REPLAY_FIELDS);
+        for i in 0..len {
+            let kind = trace.records.field(i, REPLAY_FIELDS, 0);
+            let offset = trace.records.field(i, REPLAY_FIELDS, 1);
+            let n = trace.records.field(i, REPLAY_FIELDS, 2);
+            if kind & !REPLAY_ABSOLUTE > 2 {
+                return Err(format!("replay record {i}: kind {kind} is not a direction"));
+            }
+            if n == 0 || offset % lba != 0 || n % lba != 0 || offset.checked_add(n).is_none_or(|end| end > target_bytes) {
+                return Err(format!(
+                    "replay record {i}: {n} bytes at {offset} do not fit the target ({target_bytes} bytes of {lba}-byte blocks)"
+                ));
+            }
+        }
+        Ok(Replay { trace: trace.records, len, drawn: 0, issued: 0, start_ns: None, last_issue_ns: 0, ready_at: None })
+    }
+
+    /// The next I/O of the trace, None at its end.
+    pub fn draw(&mut self) -> Option<Io> {
+        if self.drawn >= self.len {
+            return None;
+        }
+        let i = self.drawn;
+        self.drawn += 1;
+        let ddir = Ddir::ALL[(self.trace.field(i, REPLAY_FIELDS, 0) & 0xff) as usize];
+        Some(Io { ddir, offset: self.trace.field(i, REPLAY_FIELDS, 1), len: self.trace.field(i, REPLAY_FIELDS, 2) })
+    }
+
+    /// When the next I/O to issue is held back by the trace's timing: the time it may go,
+    /// if later than `now`.
+    pub fn hold_until(&mut self, now: u64) -> Option<u64> {
+        // The clone's first request comes at its start: fio's clock for the trace.
+        let start = match self.start_ns {
+            Some(t) => t,
+            None => {
+                self.start_ns = Some(now);
+                self.last_issue_ns = now;
+                now
+            }
+        };
+        let at = match self.ready_at {
+            Some(at) => at,
+            None if self.issued >= self.len => return None,
+            None => {
+                let i = self.issued;
+                let kind = self.trace.field(i, REPLAY_FIELDS, 0);
+                let delay = self.trace.field(i, REPLAY_FIELDS, 3);
+                let extra = self.trace.field(i, REPLAY_FIELDS, 4);
+                let at = if kind & REPLAY_ABSOLUTE != 0 {
+                    now.max(start.saturating_add(delay))
+                } else {
+                    now.max(self.last_issue_ns.saturating_add(delay)).saturating_add(extra)
+                };
+                self.ready_at = Some(at);
+                at
+            }
+        };
+        (at > now).then_some(at)
+    }
+
+    /// The front I/O was issued at `now`.
+    pub fn issued(&mut self, now: u64) {
+        self.issued += 1;
+        self.last_issue_ns = now;
+        self.ready_at = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(records: &[[u64; REPLAY_FIELDS]]) -> ReplayTrace {
+        let mut p = Packed::default();
+        for r in records {
+            p.push(r);
+        }
+        ReplayTrace { records: p }
+    }
+
+    #[test]
+    fn records_outside_the_target_are_refused() {
+        assert!(Replay::new(trace(&[[1, 4096, 4096, 0, 0]]), 8192, 512).is_ok());
+        for bad in [[1, 4096, 8192, 0, 0], [1, 100, 4096, 0, 0], [1, 0, 0, 0, 0], [3, 0, 4096, 0, 0], [1, u64::MAX - 511, 512, 0, 0]] {
+            assert!(Replay::new(trace(&[bad]), 8192, 512).is_err(), "{bad:?}");
+        }
+        let mut odd = trace(&[[1, 0, 4096, 0, 0]]);
+        odd.records.0.pop();
+        assert!(Replay::new(odd, 8192, 512).is_err());
+    }
+
+    #[test]
+    fn pacing_follows_fio_iolog_delay() {
+        // Gaps after the previous issue; a late request issues at once; extra delays (file
+        // actions between I/Os) are waited in full; an absolute wait counts from the start.
+        let t = trace(&[
+            [0, 0, 512, 0, 0],
+            [0, 512, 512, 100, 0],
+            [1, 0, 512, 50, 30],
+            [1, 512, 512, 1000, 0],
+            [REPLAY_ABSOLUTE, 0, 512, 5000, 0],
+        ]);
+        let mut r = Replay::new(t, 1 << 20, 512).unwrap();
+        let mut times = Vec::new();
+        let mut now = 1000;
+        while r.draw().is_some() {
+            if let Some(at) = r.hold_until(now) {
+                assert_eq!(r.hold_until(at), None, "the wake-up time stays fixed");
+                now = at;
+            }
+            times.push(now);
+            r.issued(now);
+            now += 20; // the next request comes 20 ns after each issue
+        }
+        assert_eq!(times, vec![1000, 1100, 1100 + 50 + 30, 1180 + 1000, 6000]);
+    }
+
+    mod engine {
+        //! The engine with write_iolog and read_iolog: the recorded sequence is the issued
+        //! one, and replaying it issues the same I/Os.
+        use super::super::*;
+        use crate::engine::fio::{run, CloneOut, RunOptions};
+        use crate::engine::DeviceTiming;
+        use crate::nvme::Controller;
+        use crate::spec::DriveSpec;
+        use crate::units::NsId;
+        use crate::workload::JobSpec;
+        use serde_json::{json, Value};
+
+        fn drive() -> (Controller, DeviceTiming) {
+            let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+            let ctrl = Controller::new(spec, 1).unwrap();
+            let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
+            (ctrl, timing)
+        }
+
+        /// A 4 KiB random read/write clone over the first MiB of namespace 1 at QD 4.
+        fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
+            let ns = ctrl.attached(NsId(1)).unwrap();
+            let mut v: Value = serde_json::from_str(
+                r#"{
+                "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
+                "batch": 0, "stonewall": false, "filename": null, "namespace": null,
+                "target_size_bytes": 0, "lba_bytes": 0, "rw": "randrw",
+                "directions": ["read", "write"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
+                "rwmixread": 50, "rwmixwrite": 50,
+                "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+                       "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+                       "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
+                "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
+                "offset_bytes": 0, "size_bytes": 1048576, "io_size_bytes": 1048576, "loops": 1,
+                "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
+                "iodepth": 4, "iodepth_configured": 4, "time_based": false, "runtime_ns": 0,
+                "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": false,
+                "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
+                "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
+                "percentage_random": {"read": 100, "write": 100, "trim": 100},
+                "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
+                "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
+                "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
+                "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
+                "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
+                         "hist_ms": 0, "max_value": false, "offset": false}
+                }"#,
+            )
+            .unwrap();
+            v["target_size_bytes"] = json!(ns.bytes());
+            v["lba_bytes"] = json!(ns.lba_bytes);
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            serde_json::from_value(v).unwrap()
+        }
+
+        fn run_one(s: JobSpec) -> CloneOut {
+            let (mut ctrl, mut timing) = drive();
+            let opts = RunOptions { default_nsid: 1, idle_gc: true };
+            run(&mut ctrl, &mut timing, vec![s], &opts, 0, &mut |_| true).unwrap().remove(0)
+        }
+
+        fn recorded(out: &CloneOut) -> Vec<[u64; LOG_FIELDS]> {
+            let p = out.iolog.as_ref().expect("iolog asked for");
+            (0..p.records(LOG_FIELDS)).map(|i| std::array::from_fn(|k| p.field(i, LOG_FIELDS, k))).collect()
+        }
+
+        #[test]
+        fn the_log_is_the_issued_sequence_and_replays_to_the_same_ios() {
+            let (ctrl, _) = drive();
+            let out = run_one(spec(&ctrl, json!({"iolog": true})));
+            let log = recorded(&out);
+            assert_eq!(log.len() as u64, out.read.total_ios + out.write.total_ios);
+            assert!(log.windows(2).all(|w| w[0][0] <= w[1][0]), "issue order");
+            let reads: u64 = log.iter().filter(|r| r[1] == 0).map(|r| r[3]).sum();
+            assert_eq!(reads, out.read.io_bytes);
+            assert!(run_one(spec(&ctrl, json!({}))).iolog.is_none(), "nothing recorded unless asked");
+
+            // Replay with the recorded gaps: same I/Os, and at QD 4 the same issue times
+            // (each I/O waits for its gap after the previous issue, never for a slot here).
+            let mut trace = Packed::default();
+            let mut last = 0;
+            for r in &log {
+                trace.push(&[r[1], r[2], r[3], r[0] - last, 0]);
+                last = r[0];
+            }
+            let records: Vec<u64> = trace.0.iter().map(|&b| b as u64).collect();
+            let replay = run_one(spec(&ctrl, json!({"iolog": true, "replay": {"records": records}})));
+            let again = recorded(&replay);
+            let ios = |l: &[[u64; 4]]| l.iter().map(|r| (r[1], r[2], r[3])).collect::<Vec<_>>();
+            assert_eq!(ios(&again), ios(&log));
+            assert_eq!(again.last().unwrap()[0], log.last().unwrap()[0], "paced like the original");
+            assert_eq!(replay.write.io_bytes, out.write.io_bytes);
+        }
+
+        #[test]
+        fn a_bad_trace_is_an_error_before_any_io() {
+            let (mut ctrl, mut timing) = drive();
+            let mut trace = Packed::default();
+            trace.push(&[1, 0, 4096, 0, 0]);
+            trace.push(&[1, 1 << 50, 4096, 0, 0]);
+            let records: Vec<u64> = trace.0.iter().map(|&b| b as u64).collect();
+            let s = spec(&ctrl, json!({"replay": {"records": records}}));
+            let before = ctrl.state().smart.host_write_commands;
+            let opts = RunOptions { default_nsid: 1, idle_gc: true };
+            let err = run(&mut ctrl, &mut timing, vec![s], &opts, 0, &mut |_| true).unwrap_err();
+            assert!(err.to_string().contains("replay record 1"), "{err}");
+            assert_eq!(ctrl.state().smart.host_write_commands, before);
+        }
+    }
+}
