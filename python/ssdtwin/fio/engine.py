@@ -403,6 +403,15 @@ def engine_input(
         # --- issue 10: gen (fio's generators bit for bit, docs/fio.md §3) ---
         **gen_fields,
     }
+    # --- issue 10: iolog (docs/fio.md §2.10) ---
+    spec["iolog"] = bool(st.get("write_iolog"))
+    if trace is not None:
+        replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
+        if not replay.ios:
+            raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
+        spec["replay"] = {"records": replay.records}
+        spec["directions"] = replay.directions
+    return spec
 
 
 def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
@@ -431,15 +440,6 @@ def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
         "zone_range_bytes": zone_range,
         "zone_skip_bytes": zone_skip,
     }
-    # --- issue 10: iolog (docs/fio.md §2.10) ---
-    spec["iolog"] = bool(st.get("write_iolog"))
-    if trace is not None:
-        replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
-        if not replay.ios:
-            raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
-        spec["replay"] = {"records": replay.records}
-        spec["directions"] = replay.directions
-    return spec
 
 
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
