@@ -180,11 +180,10 @@ def test_kioxia_resize_sequence(cm6: Path) -> None:
     assert idns["nsze"] == idns["ncap"] == blocks and idns["nvmcap"] == blocks * 512
     assert namespaces(cm6)[0]["attached"] is True
     run_cli("precondition", cm6, "--seq", "128k", "--loops", "1", "-q")
-    # One sequential pass covers every whole 128 KiB slot; NUSE counts it all, whether it
-    # reached NAND or still sits in the write buffer.
-    covered = blocks * 512 // 131072 * 131072
-    nuse = namespaces(cm6)[0]["nuse"]
-    assert covered <= nuse * 512 <= covered + 4096
+    # One sequential pass covers every LBA (the last write is shortened to the namespace
+    # end); NUSE counts it all, whether it reached NAND or still sits in the write buffer.
+    assert blocks * 512 % 131072, "a size that is not a multiple of the block size"
+    assert namespaces(cm6)[0]["nuse"] == blocks
 
     # A second namespace takes exactly what is left; one block more is refused.
     rest = c2["unvmcap"] // 4096
@@ -238,15 +237,17 @@ def test_precondition_seq_then_rand(cm6: Path) -> None:
     seq, rand = r.stdout.strip().splitlines()
     m = re.match(r"^\s*seq 128k: wrote .* in (\d+) IOs, NAND .*, WAF (\d+\.\d+), seed (\d+), [\d.]+ s$", seq)
     assert m, seq
-    assert int(m[1]) == -(-2 * cap // 131072) and float(m[2]) == pytest.approx(1.0, abs=0.002)
+    # Each pass ends with a write shortened to the namespace end: 2 x ceil(cap / 128k) I/Os.
+    seq_ios = 2 * -(-cap // 131072)
+    assert int(m[1]) == seq_ios and float(m[2]) == pytest.approx(1.0, abs=0.002)
     m = re.match(r"^rand 4k: wrote .* in (\d+) IOs, NAND .*, WAF (\d+\.\d+), seed (\d+), [\d.]+ s$", rand)
     assert m, rand
     assert int(m[1]) == 2 * cap // 4096
     assert 2.5 < float(m[2]) < 6.0  # 14.5 % OP: steady state about 4.2, the warm-up below it
     v = vendor(cm6)
-    assert v["host_write_bytes"] == -(-2 * cap // 131072) * 131072 + 2 * cap
+    assert v["host_write_bytes"] == 2 * cap + 2 * cap
     s = smart(cm6)
-    assert s["host_write_commands"] == -(-2 * cap // 131072) + 2 * cap // 4096
+    assert s["host_write_commands"] == seq_ios + 2 * cap // 4096
     run_cli("check", cm6)
 
 
@@ -422,12 +423,12 @@ def test_power_state_feature(cm6: Path) -> None:
 
 
 def test_nuse_counts_buffered_writes(cm6_written: Path) -> None:
-    # One 128 KiB sequential pass writes every whole 128 KiB slot of the namespace; NUSE
-    # counts all of it, including the IUs that still sit in the (power-loss protected)
-    # write buffer, and nothing of the partial slot at the end that was never written.
+    # One 128 KiB sequential pass writes every LBA of the namespace (the last write is
+    # shortened to its end); NUSE counts all of it, including the IUs that still sit in the
+    # (power-loss protected) write buffer.
     ns = namespaces(cm6_written)[0]
     assert vendor(cm6_written)["buffered_bytes"] > 0
-    assert ns["nuse"] * 512 == ns["nsze"] * 512 // 131072 * 131072
+    assert ns["nuse"] == ns["nsze"]
 
 
 def test_check_reports_consistent_image(cm6_written: Path) -> None:

@@ -473,13 +473,16 @@ def test_bssplit_sizes_and_shares(fresh: Path, tmp_path: Path) -> None:
     r = run_fio(fresh, HEAD + "[s]\nrw=randwrite\nbssplit=4k/20:16k/30:64k/50\nsize=64m\niodepth=8\nwrite_iops_log\n", tmp_path)
     rows = iops_log_rows(r, "s")
     sizes = collections.Counter(row[3] for row in rows)
-    assert set(sizes) == {4096, 16384, 65536}
     n = len(rows)
     assert n == r.job("s")["write"]["total_ios"]
-    for bs, share in ((4096, 0.2), (16384, 0.3), (65536, 0.5)):
-        assert sizes[bs] / n == pytest.approx(share, abs=0.05), (bs, sizes)
+    # As fio's random map (io_u.c mark_random_map): an I/O is shortened to the free blocks
+    # it starts on, so other multiples of 4k appear and every block is written once: the
+    # job moves exactly its size. fio 3.33 on this job: 2519 I/Os, 4k 24.7 %, 16k 26.0 %.
+    assert all(s % 4096 == 0 and s <= 65536 for s in sizes)
+    assert {bs for bs, _ in sizes.most_common(3)} == {4096, 16384, 65536}
+    assert sizes[4096] / n == pytest.approx(0.247, abs=0.05) and sizes[16384] / n == pytest.approx(0.26, abs=0.05)
     io_bytes = r.job("s")["write"]["io_bytes"]
-    assert io_bytes == sum(row[3] for row in rows) and 64 * MiB <= io_bytes < 64 * MiB + 65536
+    assert io_bytes == sum(row[3] for row in rows) == 64 * MiB
 
 
 def test_blockalign(fresh: Path, tmp_path: Path) -> None:
@@ -648,7 +651,9 @@ def test_random_distributions_have_their_shape(fresh: Path, tmp_path: Path) -> N
     assert shape["uniform"]["distinct"] == 16384  # each block once (random map)
     assert shape["zipf"]["hottest"] > 0.6 and shape["zipf"]["distinct"] < 16384 / 4
     assert shape["pareto"]["hottest"] > 0.25 and shape["pareto"]["distinct"] < 16384 / 2
-    assert shape["normal"]["middle20"] > 0.9  # σ = 5 % of the region around its middle
+    # fio hashes the normal draw over the blocks too (lib/gauss.c): a hot set scattered over
+    # the region, not a bell (fio 3.33 on this job: 5424 distinct blocks, 19.9 % in the middle 20 %).
+    assert shape["normal"]["distinct"] < 16384 / 2 and shape["normal"]["middle20"] < 0.3
     assert shape["zoned"]["first10"] == pytest.approx(0.90, abs=0.02)
 
 

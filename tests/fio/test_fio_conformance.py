@@ -32,36 +32,12 @@ CM6 = "kioxia-cm6-r-3.84t"
 # the number of distinct offsets (the distributions' spread), exactly.
 CHECK = {"zipf": "distinct", "pareto": "distinct", "normal": "distinct", "zoned": "distinct"}
 
-_GEN = "issue 10 items 1-5 (helper gen): fio's tausworthe/lfsr streams, seeding and random map"
-XFAIL = {
-    "randread": _GEN,
-    "randwrite": _GEN,
-    "randtrim": _GEN,
-    "randtrimwrite": _GEN,
-    "randread-nr": _GEN,
-    "io_size-random": _GEN,
-    "loops": _GEN,
-    "norandommap": _GEN,
-    "percentage_random": _GEN,
-    "blockalign": _GEN,
-    "tausworthe64": _GEN,
-    "lfsr": _GEN,
-    "randseed": _GEN,
-    "zipf": "issue 10 item 4 (helper gen): fio's zipf/pareto hash over the blocks",
-    "pareto": "issue 10 item 4 (helper gen): fio's zipf/pareto hash over the blocks",
-    "normal": "issue 10 item 5 (helper gen): fio's normal distribution over its own random stream",
-    "zoned": "issue 10 item 5 (helper gen): fio's zoned distribution over its own random stream",
-    "rw": "issue 10 item 2 (helper gen): fio's rwmix direction stream",
-    "randrw": "issue 10 items 2 and 5 (helper gen): fio's rwmix direction stream and offsets",
-    "rwmixread": "issue 10 items 2 and 5 (helper gen): fio's rwmix direction stream and offsets",
-    "rwmixwrite-seq": "issue 10 item 2 (helper gen): fio's rwmix direction stream",
-    "bssplit": "issue 10 item 1 (helper gen): I/Os shortened to the free blocks of the random map",
-    "bsrange": "issue 10 item 1 (helper gen): I/Os shortened to the free blocks of the random map",
-    "bs_unaligned": "issue 10 item 1 (helper gen): I/Os shortened to the free blocks of the random map",
-    "end-of-region": "issue 10 item 3 (helper gen): the last block that does not fit ends the pass",
-    "read-negative-stride": "issue 10 item 6 (helper gen): negative strides (rw=read:-8k)",
-    "zonemode-strided": "issue 10 item 6 (helper gen): zonemode=strided",
-}
+# The generator reproduces fio's (issue 10 items 1-6, helper gen). These cases depend on
+# fio's real_file_size: fio's null file is `size` long, the twin's target is its whole
+# namespace (as fio on a block device), so where fio stops or wraps at the end of the
+# file the twin goes on within the namespace. The sequences agree up to that point.
+_FILE_END = "fio's null file ends at size; the twin's target is the whole namespace (fio on a device)"
+XFAIL: dict[str, str] = {"end-of-region": _FILE_END, "write-stride": _FILE_END, "zonemode-strided": _FILE_END, "randread-nr": _FILE_END}
 
 CASES = sorted(p.stem for p in JOBS.glob("*.fio"))
 

@@ -244,3 +244,30 @@ def test_bad_engine_output_is_rejected(mutate: Any, message: str) -> None:
     mutate(r)
     with pytest.raises(EngineResultError, match=message):
         check_result(r)
+
+
+# --- issue 10: gen (fio's generators bit for bit) -------------------------------------------
+
+
+def test_generator_fields_follow_fio() -> None:
+    e = one("rw=randwrite\nbssplit=64k/20:4k/50:8k/\nsize=4m\n")
+    # options.c bssplit_ddir: blanks share the rest, entries sorted by percentage (stable).
+    assert e["bssplit_fio"]["write"] == [[64 * 1024, 20], [8192, 30], [4096, 50]]
+    assert e["randrepeat"] is True and e["io_size_set"] is False
+    e = one("rw=randread\nrandseed=7\nio_size=16m\nsize=4m\n")
+    assert e["randrepeat"] is False, "an explicit randseed turns randrepeat off at run time"
+    assert e["io_size_set"] is True
+    e = one("rw=read:-8k\nsize=4m\n")
+    assert (e["rw_seq_add_signed"], e["rw_seq_add_bytes"]) == (-8192, 0)
+    e = one("rw=write\nzonemode=strided\nzonesize=64k\nzoneskip=1m\n")
+    assert (e["zone_size_bytes"], e["zone_range_bytes"], e["zone_skip_bytes"]) == (65536, 65536, MiB)
+    assert one("rw=write\n")["zone_size_bytes"] == 0
+
+
+def test_zonesize_without_strided_zonemode_is_refused() -> None:
+    with pytest.raises(FioJobError) as info:
+        one("rw=write\nzonesize=64k\n")
+    assert "zonemode=none and zonesize" in str(info.value)
+    with pytest.raises(FioJobError) as info:
+        one("rw=write\nzonemode=strided\n")
+    assert "needs zonesize" in str(info.value)

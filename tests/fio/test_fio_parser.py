@@ -159,7 +159,8 @@ def test_all_errors_are_collected() -> None:
 
 def test_unknown_vs_unsupported() -> None:
     assert "unknown option" in err("[a]\nbsize=4k\n").reason
-    assert err("[a]\nzonemode=zbd\n").reason == "not supported by ssdtwin"
+    assert err("[a]\nserialize_overlap=1\n").reason.startswith("not supported by ssdtwin")
+    assert "zonemode=zbd" in err("[a]\nzonemode=zbd\n").reason
 
 
 # --- every supported option --------------------------------------------------------------
@@ -169,6 +170,11 @@ OPTION_CASES: list[Any] = [
     ("readwrite=readwrite", {"rw": "rw"}),
     ("rw=randread:8", {"rw": "randread", "rw_nr": 8}),
     ("rw=write:4k", {"rw": "write", "rw_seq_add": 4096}),
+    ("rw=read:-8k", {"rw": "read", "rw_seq_add": -8192}),
+    ("zonemode=strided", {"zonemode": "strided"}),
+    ("zonesize=64k", {"zone_size": 65536}),
+    ("zonerange=1m", {"zone_range": 1 << 20}),
+    ("zoneskip=4k", {"zone_skip": 4096}),
     ("rw=trim", {"rw": "trim"}),
     ("rw=randtrim", {"rw": "randtrim"}),
     ("rw=trimwrite", {"rw": "trimwrite"}),
@@ -315,6 +321,9 @@ def test_supported_option(body: str, expected: dict[str, Any]) -> None:
 BAD_VALUES = [
     ("rw=RandRead", "not a valid rw mode"),
     ("rw=randread:0", "min value"),
+    ("zonemode=zbd", "not simulated"),
+    ("zonemode=bogus", "not one of none, strided, zbd"),
+    ("zoneskip=2z", "zone-count"),
     ("rwmixread=101", "max value out of range"),
     ("iodepth=0", "min value out of range"),
     ("numjobs=0", "min value out of range"),

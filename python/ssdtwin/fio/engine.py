@@ -319,6 +319,7 @@ def engine_input(
             fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
     if offset % lba_bytes:
         fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
+    gen_fields = _fio_generator_fields(st, fail)
     if errors:
         raise FioJobError.collect(errors)
 
@@ -348,7 +349,7 @@ def engine_input(
         "directions": list(_DIRECTIONS[st["rw"]]),
         "random": is_random,
         "rw_nr": st["rw_nr"],
-        "rw_seq_add_bytes": st["rw_seq_add"],
+        "rw_seq_add_bytes": max(st["rw_seq_add"], 0),
         "rwmixread": st["rwmix"][0],
         "rwmixwrite": st["rwmix"][1],
         "bs": bs_out,
@@ -399,6 +400,8 @@ def engine_input(
             "max_value": bool(st["log_max_value"]),
             "offset": bool(st["log_offset"]),
         },
+        # --- issue 10: gen (fio's generators bit for bit, docs/fio.md §3) ---
+        **gen_fields,
     }
     # --- issue 10: iolog (docs/fio.md §2.10) ---
     spec["iolog"] = bool(st.get("write_iolog"))
@@ -423,6 +426,34 @@ def sched_fields(clone: Any, run_exitall: bool) -> dict[str, Any]:
         "flow": st.get("flow", 0),
         "flow_id": st.get("flow_id", 0),
         "flow_sleep_ns": st.get("flow_sleep", 0) * 1000,
+    }
+
+
+def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
+    """Engine fields that let the generator reproduce fio's I/O sequence exactly."""
+    # options.c bssplit_ddir keeps the entries sorted by percentage (a stable sort).
+    split = {name: sorted(([bs, pct] for bs, pct in (st["bssplit"][d] or [])), key=lambda e: e[1]) for d, name in enumerate(DDIR_NAMES)}
+    # init.c fixup_options: zonesize needs zonemode=strided (fio 3.33's default is none);
+    # zonerange defaults to zonesize.
+    zone_size = zone_range = zone_skip = 0
+    mode = st["zonemode"]
+    if mode == "none" and st["zone_size"]:
+        fail("zonemode=none and zonesize are not compatible (set zonemode=strided)", "zonesize")
+    if mode == "strided":
+        if not st["zone_size"]:
+            fail("zonemode=strided needs zonesize", "zonemode")
+        zone_size = st["zone_size"]
+        zone_range = st["zone_range"] or zone_size
+        zone_skip = st["zone_skip"]
+    return {
+        "bssplit_fio": split,
+        # init.c: an explicit randseed turns randrepeat off at run time.
+        "randrepeat": bool(st["randrepeat"]) and "randseed" not in st["set"],
+        "io_size_set": "io_size" in st["set"],
+        "rw_seq_add_signed": st["rw_seq_add"],
+        "zone_size_bytes": zone_size,
+        "zone_range_bytes": zone_range,
+        "zone_skip_bytes": zone_skip,
     }
 
 
@@ -469,6 +500,8 @@ _U32_FIELDS = frozenset(
         "percentage_random",
     )
 )
+# Signed engine fields (i64).
+_I64_FIELDS = frozenset(("rw_seq_add_signed",))
 
 
 def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
@@ -481,8 +514,11 @@ def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
         if isinstance(value, (bool, str, bytes, bytearray)) or value is None:
             return None
         if isinstance(value, int):
-            hi = (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1
-            return None if 0 <= value <= hi else f"{path}={value} (0..{hi})"
+            if top in _I64_FIELDS:
+                lo, hi = -(1 << 63), (1 << 63) - 1
+            else:
+                lo, hi = 0, (1 << 32) - 1 if top in _U32_FIELDS else (1 << 64) - 1
+            return None if lo <= value <= hi else f"{path}={value} ({lo}..{hi})"
         if isinstance(value, float):
             return None if value == value and abs(value) != float("inf") else f"{path}={value} (a finite number)"
         if isinstance(value, Mapping):

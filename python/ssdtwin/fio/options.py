@@ -107,6 +107,11 @@ def default_state() -> dict[str, Any]:
         "randseed": 0x89,
         "allrandrepeat": False,
         "random_generator": "tausworthe",
+        # --- issue 10: gen (zonemode=strided) ---
+        "zonemode": "none",
+        "zone_size": 0,
+        "zone_range": 0,
+        "zone_skip": 0,
         "random_distribution": {"kind": "random", "param": None, "center": None, "zones": [None, None, None]},
         "percentage_random": [100, 100, 100],
         "rate": [0, 0, 0],
@@ -307,8 +312,11 @@ def _h_rw(st: dict[str, Any], value: Optional[str]) -> None:
             nr = _uint(st, postfix, lo=1, hi=FIO_UINT_MAX, why=_WHY_UINT)
             st["rw_nr"] = nr
         else:
-            # For sequential I/O it is a byte gap added after each I/O.
-            st["rw_seq_add"] = _uint(st, postfix, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
+            # For sequential I/O it is a byte gap added after each I/O; fio reads it as a
+            # signed number, so "read:-8k" walks backwards (io_u.c get_next_seq_offset).
+            negative = postfix.startswith("-")
+            gap = _uint(st, postfix[1:] if negative else postfix, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
+            st["rw_seq_add"] = -gap if negative else gap
 
 
 def _h_rwmixread(st: dict[str, Any], value: Optional[str]) -> None:
@@ -688,6 +696,26 @@ def _opt(name: str, handler: Handler, **kw: Any) -> OptionDef:
     return OptionDef(name=name, handler=handler, **kw)
 
 
+# --- issue 10: gen (zonemode=strided) ---
+def _h_zonemode(st: dict[str, Any], value: Optional[str]) -> None:
+    mode = _req(value)
+    if mode == "zbd":
+        raise ValueError("zoned block devices (zonemode=zbd) are not simulated; use none or strided")
+    if mode not in ("none", "strided"):
+        raise ValueError("not one of none, strided, zbd")
+    st["zonemode"] = mode
+
+
+def _h_zone_bytes(key: str) -> Handler:
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
+        text = _req(value)
+        if text.rstrip().lower().endswith("z"):
+            raise ValueError("zone-count values ('z' suffix) are only meaningful with zonemode=zbd")
+        st[key] = _uint(st, text, hi=FIO_NUMBER_MAX, why=_WHY_NUMBER)
+
+    return handler
+
+
 _SIM_OPTIONS: list[OptionDef] = [
     _opt("name", _h_str("name"), help="job name"),
     _opt("description", _h_str("description")),
@@ -751,6 +779,11 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("kb_base", _h_kb_base, prio=1),
     _opt("significant_figures", _h_uint("significant_figures", lo=1, hi=10)),
     _opt("unified_rw_reporting", _h_unified),
+    # --- issue 10: gen ---
+    _opt("zonemode", _h_zonemode),
+    _opt("zonesize", _h_zone_bytes("zone_size")),
+    _opt("zonerange", _h_zone_bytes("zone_range")),
+    _opt("zoneskip", _h_zone_bytes("zone_skip")),
     # --- issue 10: iolog (write_iolog, read_iolog and fio's replay options; docs/fio.md §2.10) ---
     _opt("write_iolog", _h_str("write_iolog"), help="append the issued I/Os to this file (fio's iolog version 3)"),
     _opt("read_iolog", _h_str("read_iolog"), help="replay a fio iolog (version 2 or 3); a:b gives one per clone"),

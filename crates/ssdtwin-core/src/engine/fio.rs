@@ -1010,46 +1010,18 @@ impl Sim<'_> {
     }
 }
 
-/// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
 /// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
 const LOOKAHEAD: usize = 8;
 
+/// The clone's next I/O in fio's order; None when it is done.
 fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
     // read_iolog: the trace, once, instead of the generator.
     if let Some(r) = &mut cl.replay {
         return Ok(r.draw());
     }
-    // trimwrite: a trimmed block is written next, even when its trim completed the pass.
-    if let Some(io) = cl.gen.take_trimwrite_write() {
-        return Ok(Some(io));
-    }
-    for _attempt in 0..3 {
-        let limit = cl.gen.pass_limit();
-        if cl.gen.pass_bytes() >= limit {
-            let spec = &cl.gen.spec;
-            if spec.time_based || cl.gen.passes_done + 1 < spec.loops.max(1) {
-                cl.gen.new_pass();
-                continue;
-            }
-            return Ok(None);
-        }
-        match cl.gen.next_io() {
-            Some(io) => return Ok(Some(io)),
-            None => {
-                // The region is exhausted before the pass moved io_size bytes: wrap.
-                if cl.gen.spec.fill_device {
-                    return Ok(None);
-                }
-                cl.gen.wrap();
-            }
-        }
-    }
-    Err(JobError {
-        job: cl.gen.spec.name.clone(),
-        thread: cl.gen.spec.thread_number,
-        reason: "no I/O fits the region (block size larger than the region?)".into(),
-    }
-    .into())
+    // Passes, loops, io_size and the end of the region follow fio inside the generator
+    // (backend.c do_io / keep_running).
+    Ok(cl.gen.next_io())
 }
 
 // `avg_ms == 0` selects per-I/O logging (fio's log_avg_msec), it is not a guard for the division.

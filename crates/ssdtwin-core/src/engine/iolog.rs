@@ -5,9 +5,7 @@
 //! through the binding, 8 bytes per field): a list of Python ints per I/O would take ~10x
 //! the memory of the trace itself.
 
-use serde::de::{self, Deserializer, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
-
+pub use crate::workload::trace::{Packed, ReplayTrace};
 use crate::workload::{Ddir, Io};
 
 /// Fields of one recorded I/O: issue time (ns, virtual), ddir (0 read, 1 write, 2 trim),
@@ -20,60 +18,6 @@ pub const REPLAY_FIELDS: usize = 5;
 pub const REPLAY_ABSOLUTE: u64 = 1 << 8;
 /// I/Os one clone may record for `write_iolog`: 32 bytes each, 1 GiB in all.
 pub const MAX_LOG_IOS: usize = 1 << 25;
-
-/// Packed u64 records (see the module doc); serialised as bytes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Packed(pub Vec<u8>);
-
-impl Packed {
-    fn push(&mut self, fields: &[u64]) {
-        for f in fields {
-            self.0.extend_from_slice(&f.to_le_bytes());
-        }
-    }
-
-    fn field(&self, record: usize, width: usize, k: usize) -> u64 {
-        let at = (record * width + k) * 8;
-        u64::from_le_bytes(self.0[at..at + 8].try_into().expect("8 bytes"))
-    }
-
-    fn records(&self, width: usize) -> usize {
-        self.0.len() / (width * 8)
-    }
-}
-
-impl Serialize for Packed {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Packed {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Packed;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("bytes (packed little-endian u64 records)")
-            }
-            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Packed, E> {
-                Ok(Packed(v.to_vec()))
-            }
-            fn visit_byte_buf<E: de::Error>(self, v: Vec<u8>) -> Result<Packed, E> {
-                Ok(Packed(v))
-            }
-            // JSON has no bytes: a list of byte values (tests).
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Packed, A::Error> {
-                let mut out = Vec::new();
-                while let Some(b) = seq.next_element::<u8>()? {
-                    out.push(b);
-                }
-                Ok(Packed(out))
-            }
-        }
-        d.deserialize_byte_buf(V)
-    }
-}
 
 /// The issued I/Os of one clone, in issue order (`write_iolog`).
 #[derive(Default)]
@@ -96,18 +40,6 @@ impl IoLog {
     pub fn into_packed(self) -> Packed {
         self.records
     }
-}
-
-/// A trace to replay (`read_iolog`): records of [`REPLAY_FIELDS`] u64s, `[kind, offset,
-/// len, delay_ns, extra_ns]`. fio (iolog.c `read_iolog_get`, `iolog_delay`) issues an entry
-/// no earlier than `delay` after the previous issue; file actions (open, close) between two
-/// I/Os wait their own delays in turn, which the parser folds into `extra` (waited in full
-/// after the first). With [`REPLAY_ABSOLUTE`] the entry waits until `delay` after the
-/// clone's start instead (version 2 `wait`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayTrace {
-    pub records: Packed,
 }
 
 /// Replay state of one clone.

@@ -851,56 +851,62 @@ impl Controller {
                 format!("block size {block_bytes} must be a positive multiple of the namespace's {lba}-byte LBA"),
             );
         }
-        let slots = ns.bytes() / block_bytes;
-        if slots == 0 {
-            return fail(Status::InvalidField, format!("block size {block_bytes} exceeds namespace {nsid} ({} bytes)", ns.bytes()));
+        let ns_bytes = ns.bytes();
+        let full_slots = ns_bytes / block_bytes;
+        if full_slots == 0 {
+            return fail(Status::InvalidField, format!("block size {block_bytes} exceeds namespace {nsid} ({ns_bytes} bytes)"));
         }
+        // Sequential passes cover the namespace exactly: where the size is not a multiple of
+        // the block size, the last write of a pass is shortened to the namespace end (as
+        // fio's sequential jobs end; the tail is a whole number of LBAs). Random writes
+        // use whole blocks that fit.
+        let seq_slots = ns_bytes.div_ceil(block_bytes);
         let cfg = self.cfg.clone();
-        let nlb = block_bytes / lba;
         let before = self.ftl_counters().clone();
-        let ios_total = amount_bytes.div_ceil(block_bytes);
         let mut rng = crate::rng::Rng::new(seed);
         let iu = cfg.iu_bytes as u64;
         // Fast path: IU-aligned blocks of whole IUs (every 4 KiB-IU preset at 4k/128k).
         let whole = block_bytes % iu == 0;
-        let ius_per_block = block_bytes / iu;
         let shift = cfg.chunk_shift;
-        let report_every = (64u64 << 20).div_ceil(block_bytes).max(1);
+        let report_bytes = (64u64 << 20).max(block_bytes);
         let ftl = self.ftl()?;
-        let mut done = 0u64;
+        let (mut ios, mut bytes_done) = (0u64, 0u64);
         let mut interrupted = false;
         let mut slot = 0u64;
-        while done < ios_total {
-            let batch_end = (done + report_every).min(ios_total);
-            while done < batch_end {
+        while bytes_done < amount_bytes {
+            let batch_end = bytes_done.saturating_add(report_bytes).min(amount_bytes);
+            while bytes_done < batch_end {
                 let s = match pattern {
                     Pattern::Sequential => {
                         let s = slot;
                         slot += 1;
-                        if slot == slots {
+                        if slot == seq_slots {
                             slot = 0;
                         }
                         s
                     }
-                    Pattern::Random => rng.below(slots),
+                    Pattern::Random => rng.below(full_slots),
                 };
-                if whole {
-                    let first = s * ius_per_block;
-                    for k in first..first + ius_per_block {
+                let start = s * block_bytes;
+                let len = block_bytes.min(ns_bytes - start);
+                if whole && len == block_bytes {
+                    let first = start / iu;
+                    for k in first..first + block_bytes / iu {
                         ftl.write(ns.global_iu(k, shift).expect("slot within the namespace"), cfg.full_mask, &mut NoTiming);
                     }
                 } else {
-                    Self::for_each_iu(&cfg, &ns, s * nlb, nlb, |g, mask| ftl.write(g, mask, &mut NoTiming));
+                    Self::for_each_iu(&cfg, &ns, start / lba, len / lba, |g, mask| ftl.write(g, mask, &mut NoTiming));
                 }
-                done += 1;
+                ios += 1;
+                bytes_done += len;
             }
-            if !progress(done * block_bytes, ios_total * block_bytes) {
+            if !progress(bytes_done.min(amount_bytes), amount_bytes) {
                 interrupted = true;
                 break;
             }
         }
-        self.st.smart.host_write_commands += done;
-        self.st.smart.data_units_written_512 += done * block_bytes / 512;
+        self.st.smart.host_write_commands += ios;
+        self.st.smart.data_units_written_512 += bytes_done / 512;
         let after = self.ftl_counters();
         let host = after.host_write_bytes - before.host_write_bytes;
         let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
@@ -910,7 +916,7 @@ impl Controller {
             block_bytes,
             seed,
             host_bytes: host,
-            ios: done,
+            ios,
             nand_bytes: nand,
             waf: if host > 0 { nand as f64 / host as f64 } else { 0.0 },
             interrupted,

@@ -167,3 +167,22 @@ fn format_to_a_block_bigger_than_the_namespace_is_refused_unchanged() {
     c.check_state().unwrap();
     c.format(id, 0, 1).unwrap();
 }
+
+#[test]
+fn sequential_precondition_stops_at_the_namespace_end() {
+    // 40 blocks of 128 KiB and a 12 KiB tail: each pass writes 41 I/Os, the last one
+    // shortened to the tail, and covers every LBA once (no wrap to LBA 0, nothing past
+    // the end).
+    let mut c = cm6(256);
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
+    let nsze = 256 * 40 + 24;
+    let id = c.create_ns(nsze, nsze, 0, 0).unwrap();
+    c.attach_ns(id, &[1]).unwrap();
+    let ns_bytes = nsze * 512;
+    let r = c.precondition(id, Pattern::Sequential, 131_072, ns_bytes, 1, &mut |_, _| true).unwrap();
+    assert_eq!((r.ios, r.host_bytes), (41, ns_bytes));
+    assert_eq!(c.id_ns(id).unwrap().nuse, nsze, "every LBA written once");
+    let r = c.precondition(id, Pattern::Sequential, 131_072, 2 * ns_bytes, 1, &mut |_, _| true).unwrap();
+    assert_eq!((r.ios, r.host_bytes), (82, 2 * ns_bytes));
+}

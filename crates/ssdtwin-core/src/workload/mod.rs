@@ -1,17 +1,20 @@
 //! Workloads with fio semantics: the job contract (docs/fio.md §3) and the per-clone
 //! generator of I/Os (direction, offset, size).
 //!
-//! Offsets are drawn from our own seeded generators (xoshiro256++ seeded with fio's seed
-//! for each stream), so sequences are reproducible but not bit-identical to fio's
-//! tausworthe streams; the distributions and mixing rules are fio's.
+//! The generator reproduces fio 3.33's I/O sequence bit for bit (docs/fio.md §3): fio's
+//! generators on fio's seeds (fiorand.rs), its random map and distributions (dist.rs) and
+//! io_u.c's `fill_io_u` with backend.c's pass logic below. Verified against the real
+//! binary (tests/data/fio_goldens.json, tests/fio/gen_compare.py).
 
 pub mod dist;
+pub mod fiorand;
+pub mod trace;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::rng::Rng;
-use dist::{AxMap, Distribution};
+use dist::{zone_index, AxMap, GaussState, ZipfState, ZoneIndex};
+use fiorand::{jhash, FioRand, Lfsr};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -149,7 +152,7 @@ pub struct JobSpec {
     pub iolog: bool,
     /// read_iolog: issue these I/Os, paced by their timestamps, instead of the generator's.
     #[serde(default)]
-    pub replay: Option<crate::engine::iolog::ReplayTrace>,
+    pub replay: Option<trace::ReplayTrace>,
     // --- issue 10: sched (docs/fio.md §3) ---
     /// fio's exitall/exit_what: which other clones this one terminates when it finishes;
     /// `none` unless some job of the run set `exitall` (fio's flag is global to the run).
@@ -167,6 +170,33 @@ pub struct JobSpec {
     /// fio's flow_sleep: after being held back, wait for the I/Os in flight, then this long.
     #[serde(default)]
     pub flow_sleep_ns: u64,
+    // --- issue 10: gen (fio's generators bit for bit; docs/fio.md §3) ---
+    /// bssplit entries per direction as fio keeps them (options.c `bssplit_ddir`: missing
+    /// percentages filled in, stably sorted by percentage); empty = no split. Without it
+    /// the split is taken from `bs.*.split`.
+    #[serde(default)]
+    pub bssplit_fio: Option<PerDir<Vec<(u64, u32)>>>,
+    /// fio's run-time `randrepeat` (false when `randseed` is given): every pass re-seeds
+    /// the streams. Without it: `seed_source == "randrepeat"`.
+    #[serde(default)]
+    pub randrepeat: Option<bool>,
+    /// `io_size` was given (a pass that ends early is then followed by another). Without
+    /// it: `io_size_bytes != size_bytes`.
+    #[serde(default)]
+    pub io_size_set: Option<bool>,
+    /// Signed `rw=...:N` stride for sequential jobs (negative = backwards); overrides
+    /// `rw_seq_add_bytes` when present.
+    #[serde(default)]
+    pub rw_seq_add_signed: Option<i64>,
+    /// zonemode=strided: bytes of I/O per zone (`zonesize`); 0 = no zones.
+    #[serde(default)]
+    pub zone_size_bytes: u64,
+    /// zonemode=strided: the zone's extent (`zonerange`; fio defaults it to zonesize).
+    #[serde(default)]
+    pub zone_range_bytes: u64,
+    /// zonemode=strided: bytes skipped after each zone (`zoneskip`).
+    #[serde(default)]
+    pub zone_skip_bytes: u64,
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
@@ -208,76 +238,24 @@ pub struct Io {
     pub len: u64,
 }
 
-/// Block-size choice for one direction.
-struct BsGen {
-    min: u64,
-    max: u64,
-    split: Option<Vec<(u64, f64)>>,
-    unaligned: bool,
-    rng: Rng,
-}
+/// "No more blocks" (fio's `-1ULL` / `last_start` before any I/O).
+const NONE: u64 = u64::MAX;
 
-impl BsGen {
-    fn next(&mut self) -> u64 {
-        if self.min == self.max {
-            return self.min;
-        }
-        if let Some(split) = &self.split {
-            let v = self.rng.unit() * 100.0;
-            let mut acc = 0.0;
-            for &(b, p) in split {
-                acc += p;
-                if v < acc {
-                    return b;
-                }
-            }
-            return split.last().map(|s| s.0).unwrap_or(self.min);
-        }
-        // bsrange: min + floor(max * U), down to a multiple of min, capped at max (fio).
-        let mut b = self.min.saturating_add((self.max as f64 * self.rng.unit()) as u64);
-        if !self.unaligned {
-            b -= b % self.min;
-        }
-        b.min(self.max).max(self.min)
-    }
-}
-
-/// Per-direction offset state.
-struct DirGen {
-    seq_next: u64,
-    /// I/Os left before `rw_nr` asks for a new random offset.
-    nr_left: u64,
-    pct_random: u32,
-    seq_rand: Rng,
-}
-
-/// Generates a clone's I/Os in fio's order.
-pub struct Generator {
-    pub spec: JobSpec,
-    region_start: u64,
-    region_len: u64,
-    bs: Vec<BsGen>,
-    dirs: Vec<DirGen>,
-    offset_rng: Rng,
-    rwmix_rng: Rng,
-    dist: Distribution,
-    map: Option<AxMap>,
-    /// Block granularity of the random map / distribution (fio: min bs).
-    block: u64,
-    /// Random draws for the random map, made a few I/Os early so the map word can be
-    /// prefetched (the draws do not depend on the map, so the sequence is unchanged).
-    ahead: std::collections::VecDeque<u64>,
-    rwmix_ddir: Ddir,
-    rwmix_issues: u64,
-    issues: [u64; 3],
-    /// Bytes issued in the current pass (loop).
-    pass_bytes: u64,
-    pub passes_done: u64,
-    trimwrite_pending: Option<Io>,
-    /// `rw` is trimwrite or randtrimwrite (each trim followed by a write of its block).
-    trimwrite: bool,
-    /// Both reads and writes: the direction is drawn per fio's rwmix bursts.
-    mixed: bool,
+/// Where random offsets come from (fio's `random_generator` and `random_distribution`).
+enum OffsetSource {
+    /// Uniform over the file's blocks, from `random_state` (tausworthe / tausworthe64).
+    Uniform,
+    /// Uniform, from the file's LFSR (`random_generator=lfsr`).
+    Lfsr(Lfsr),
+    Zipf(ZipfState),
+    Pareto(ZipfState),
+    Gauss(GaussState),
+    /// zoned / zoned_abs: per-direction percentile index (None: that direction has no
+    /// zones and draws uniformly).
+    Zoned {
+        abs: bool,
+        index: [Option<Vec<ZoneIndex>>; 3],
+    },
 }
 
 fn seed_of(spec: &JobSpec, name: &str) -> u64 {
@@ -285,6 +263,87 @@ fn seed_of(spec: &JobSpec, name: &str) -> u64 {
         .get(name)
         .copied()
         .unwrap_or_else(|| crate::util::splitmix(spec.seed ^ name.bytes().fold(0u64, |a, b| a.wrapping_mul(31).wrapping_add(b as u64))))
+}
+
+/// The streams fio re-seeds at every pass with randrepeat (init.c
+/// `td_fill_rand_seeds_internal`).
+struct Streams {
+    random: FioRand,
+    bsrange: [FioRand; 3],
+    rwmix: FioRand,
+    seq_rand: [FioRand; 3],
+    zone: FioRand,
+}
+
+impl Streams {
+    fn new(spec: &JobSpec, use64: bool, trimwrite: bool) -> Streams {
+        let write_seed = seed_of(spec, "bs_write");
+        let trim_seed = if trimwrite { write_seed } else { seed_of(spec, "bs_trim") };
+        // fio seeds all three directions' percentage_random streams alike.
+        let seq = seed_of(spec, "seq_rand_read");
+        Streams {
+            random: FioRand::new(spec.seed, use64),
+            bsrange: [FioRand::new(seed_of(spec, "bs_read"), use64), FioRand::new(write_seed, use64), FioRand::new(trim_seed, use64)],
+            rwmix: FioRand::new(seed_of(spec, "rwmix"), false),
+            seq_rand: [FioRand::new(seq, false), FioRand::new(seq, false), FioRand::new(seq, false)],
+            zone: FioRand::new(seed_of(spec, "zone"), false),
+        }
+    }
+}
+
+/// Generates a clone's I/Os exactly as fio 3.33 does for one file (io_u.c `fill_io_u`
+/// and the pass logic of backend.c `do_io` / `keep_running`).
+pub struct Generator {
+    pub spec: JobSpec,
+    use64: bool,
+    streams: Streams,
+    offsets: OffsetSource,
+    map: Option<AxMap>,
+    /// A copy of the offset stream `PREFETCH_AHEAD` draws ahead: its block is the one the
+    /// map will be asked about that many random I/Os later, so its word is prefetched now
+    /// (a hint only; the sequence does not depend on it).
+    ahead: Option<FioRand>,
+    /// io_u.c `last_block` per direction (constant for the job).
+    lastb: [u64; 3],
+    /// log2 of each direction's min bs when a power of two (the map's block arithmetic).
+    min_bs_shift: [Option<u32>; 3],
+    // The file (fio's struct fio_file), absolute byte offsets.
+    start_offset: u64,
+    file_offset: u64,
+    io_size: u64,
+    real_size: u64,
+    last_pos: [u64; 3],
+    last_start: [u64; 3],
+    // Options as fio holds them.
+    min_bs: [u64; 3],
+    max_bs: [u64; 3],
+    ba: [u64; 3],
+    split: [Vec<(u64, u32)>; 3],
+    seq_add: i64,
+    seq_nr_opt: u64,
+    seq_nr: u64,
+    perc_rand: [u32; 3],
+    rwmix: [u32; 2],
+    has: [bool; 3],
+    random: bool,
+    randtrimwrite: bool,
+    trimwrite: bool,
+    randrepeat: bool,
+    io_size_set: bool,
+    // Counters.
+    io_issues: [u64; 3],
+    issue_bytes: [u64; 3],
+    rwmix_issues: u64,
+    rwmix_ddir: Ddir,
+    zone_bytes: u64,
+    /// Bytes issued in the current pass (do_io's `bytes_issued`).
+    pass_bytes: u64,
+    pass_limit: u64,
+    in_pass: bool,
+    file_done: bool,
+    done: bool,
+    loops_left: u64,
+    pub passes_done: u64,
 }
 
 impl Generator {
@@ -310,7 +369,9 @@ impl Generator {
                 region_start as u128 + region_len as u128
             )));
         }
-        let mut bs = Vec::new();
+        let mut min_bs = [0u64; 3];
+        let mut max_bs = [0u64; 3];
+        let mut split: [Vec<(u64, u32)>; 3] = Default::default();
         for d in Ddir::ALL {
             let b = match d {
                 Ddir::Read => &spec.bs.read,
@@ -323,177 +384,579 @@ impl Generator {
             if b.min as u128 > region_len as u128 && spec.directions.contains(&d) {
                 return Err(err(format!("block size {} exceeds the region of {region_len} bytes", b.min)));
             }
-            let dname = format!("bs_{}", ["read", "write", "trim"][d.index()]);
-            bs.push(BsGen {
-                min: b.min,
-                max: b.max,
-                split: b.split.clone(),
-                unaligned: spec.bs_unaligned,
-                rng: Rng::new(seed_of(&spec, &dname)),
-            });
+            let i = d.index();
+            min_bs[i] = b.min;
+            max_bs[i] = b.max;
+            split[i] = match &spec.bssplit_fio {
+                Some(p) => match d {
+                    Ddir::Read => p.read.clone(),
+                    Ddir::Write => p.write.clone(),
+                    Ddir::Trim => p.trim.clone(),
+                },
+                // Older inputs: the effective split, whole percentages, fio's order.
+                None => {
+                    let mut v: Vec<(u64, u32)> = b.split.iter().flatten().map(|&(bs, p)| (bs, p.round() as u32)).collect();
+                    v.sort_by_key(|e| e.1);
+                    v
+                }
+            };
         }
-        let min_bs = spec.directions.iter().map(|&d| bs[d.index()].min).min().expect("directions not empty");
-        let align = spec.directions.iter().map(|&d| spec.blockalign.get(d).max(1)).min().unwrap_or(min_bs);
-        let block = align.min(min_bs).max(1);
-        let nblocks = region_len / block;
-        let dist = Distribution::new(&spec.random_distribution, nblocks, region_len, block).map_err(err)?;
-        let use_map = spec.random && !spec.norandommap && dist.is_uniform();
-        let dirs = Ddir::ALL
-            .iter()
-            .map(|&d| DirGen {
-                seq_next: 0,
-                nr_left: 0,
-                pct_random: spec.percentage_random.get(d),
-                seq_rand: Rng::new(seed_of(&spec, &format!("seq_rand_{}", ["read", "write", "trim"][d.index()]))),
-            })
-            .collect();
-        let first = spec.directions[0];
-        let rwmix_ddir = if spec.directions.contains(&Ddir::Read) && spec.directions.contains(&Ddir::Write) { Ddir::Read } else { first };
-        Ok(Generator {
-            offset_rng: Rng::new(spec.seed),
-            rwmix_rng: Rng::new(seed_of(&spec, "rwmix")),
-            map: use_map.then(|| AxMap::new(nblocks.max(1))),
-            region_start,
-            region_len,
-            bs,
-            dirs,
-            dist,
-            block,
-            ahead: std::collections::VecDeque::new(),
-            rwmix_ddir,
+        let ba = [0, 1, 2].map(|i| {
+            let a = spec.blockalign.get(Ddir::ALL[i]);
+            if a == 0 {
+                min_bs[i]
+            } else {
+                a
+            }
+        });
+        let strided = spec.zone_size_bytes > 0;
+        if strided && spec.zone_range_bytes == 0 {
+            return Err(err("zonemode=strided needs a zone range".into()));
+        }
+        let has = Ddir::ALL.map(|d| spec.directions.contains(&d));
+        let trimwrite = spec.rw.ends_with("trimwrite");
+        let randtrimwrite = trimwrite && spec.random;
+        let use64 = spec.random_generator == "tausworthe64";
+        let randrepeat = spec.randrepeat.unwrap_or(spec.seed_source == "randrepeat");
+        let streams = Streams::new(&spec, use64, trimwrite);
+
+        // filesetup.c init_random_map / __init_rand_distribution.
+        let fsize = if strided { spec.zone_range_bytes } else { region_len.min(target_bytes) };
+        let rw_min_bs = *min_bs.iter().min().expect("three directions");
+        let blocks = fsize / rw_min_bs;
+        let dist = &spec.random_distribution;
+        let center = dist.center.unwrap_or(-1.0);
+        let range_size = min_bs[0].min(min_bs[1]);
+        let nranges = fsize.div_ceil(range_size).max(1);
+        let dist_seed = if randrepeat {
+            let name = spec.filename.clone().unwrap_or_else(|| format!("{}.{}.0", spec.name, spec.subjob));
+            jhash(name.as_bytes(), 0).wrapping_mul(spec.thread_number)
+        } else {
+            spec.seed as u32
+        };
+        let mut map = None;
+        let offsets = match dist.kind.as_str() {
+            "zipf" => {
+                let t = dist.param.unwrap_or(1.1);
+                if t.is_nan() || t <= 0.0 || t == 1.0 {
+                    return Err(err(format!("zipf theta {t}: must be positive and not 1")));
+                }
+                OffsetSource::Zipf(ZipfState::zipf(nranges, t, center, dist_seed))
+            }
+            "pareto" => {
+                let h = dist.param.unwrap_or(0.2);
+                if !(h > 0.0 && h < 1.0) {
+                    return Err(err(format!("pareto h {h}: must be in (0, 1)")));
+                }
+                OffsetSource::Pareto(ZipfState::pareto(nranges, h, center, dist_seed))
+            }
+            "normal" => {
+                let s = dist.param.unwrap_or(0.0);
+                if !(0.0..100.0).contains(&s) {
+                    return Err(err(format!("normal sigma {s}%: must be in [0, 100)")));
+                }
+                OffsetSource::Gauss(GaussState::new(nranges, s, center, dist_seed))
+            }
+            "random" | "zoned" | "zoned_abs" => {
+                if spec.random && spec.random_generator == "lfsr" {
+                    let l = Lfsr::new(blocks, spec.seed, 0)
+                        .ok_or_else(|| err(format!("fio cannot build an LFSR over {blocks} blocks with this seed")))?;
+                    OffsetSource::Lfsr(l)
+                } else {
+                    if spec.random && !spec.norandommap && dist.kind == "random" {
+                        map = Some(AxMap::new(blocks));
+                    }
+                    if dist.kind == "random" {
+                        OffsetSource::Uniform
+                    } else {
+                        let abs = dist.kind == "zoned_abs";
+                        let mut index: [Option<Vec<ZoneIndex>>; 3] = Default::default();
+                        for (i, name) in ["read", "write", "trim"].iter().enumerate() {
+                            let zones = dist.zones.as_ref().and_then(|z| z.get(*name).cloned().flatten());
+                            index[i] = zones.map(|zs| {
+                                let z: Vec<(u32, u32, u64)> = zs
+                                    .iter()
+                                    .map(|z| (z.access_pct as u32, z.range_pct.unwrap_or(0.0) as u32, z.range_bytes.unwrap_or(0)))
+                                    .collect();
+                                zone_index(&z)
+                            });
+                        }
+                        OffsetSource::Zoned { abs, index }
+                    }
+                }
+            }
+            other => return Err(err(format!("random_distribution '{other}' is not supported"))),
+        };
+        let seq_add = spec.rw_seq_add_signed.unwrap_or(spec.rw_seq_add_bytes.min(i64::MAX as u64) as i64);
+        let io_size_set = spec.io_size_set.unwrap_or(spec.io_size_bytes != spec.size_bytes);
+        let mut g = Generator {
+            use64,
+            streams,
+            offsets,
+            map,
+            ahead: None,
+            lastb: [0; 3],
+            min_bs_shift: min_bs.map(|b| b.is_power_of_two().then(|| b.trailing_zeros())),
+            start_offset: region_start,
+            file_offset: region_start,
+            io_size: region_len,
+            real_size: target_bytes,
+            last_pos: [region_start; 3],
+            last_start: [NONE; 3],
+            min_bs,
+            max_bs,
+            ba,
+            split,
+            seq_add,
+            seq_nr_opt: spec.rw_nr.max(1),
+            seq_nr: 1,
+            perc_rand: Ddir::ALL.map(|d| spec.percentage_random.get(d)),
+            rwmix: [spec.rwmixread, spec.rwmixwrite],
+            has,
+            random: spec.random,
+            randtrimwrite,
+            trimwrite,
+            randrepeat,
+            io_size_set,
+            io_issues: [0; 3],
+            issue_bytes: [0; 3],
             rwmix_issues: 0,
-            issues: [0; 3],
+            rwmix_ddir: Ddir::Read,
+            zone_bytes: 0,
             pass_bytes: 0,
+            pass_limit: 0,
+            in_pass: false,
+            file_done: false,
+            done: false,
+            loops_left: spec.loops.max(1),
             passes_done: 0,
-            trimwrite_pending: None,
-            trimwrite: spec.rw.ends_with("trimwrite"),
-            mixed: spec.directions.contains(&Ddir::Read) && spec.directions.contains(&Ddir::Write),
             spec,
-        })
+        };
+        // do_io's per-pass byte budget (backend.c): `size`, or io_size for random writes
+        // without a map, plus the writes of a trimwrite.
+        let mut limit = region_len;
+        if g.has[1] && g.random && g.spec.norandommap {
+            limit = limit.max(g.spec.io_size_bytes);
+        }
+        if g.trimwrite {
+            limit += region_len;
+        }
+        g.pass_limit = limit;
+        g.lastb = [0, 1, 2].map(|d| g.last_block(d));
+        g.reset_ahead();
+        Ok(g)
     }
 
     pub fn region(&self) -> (u64, u64) {
-        (self.region_start, self.region_len)
+        (self.start_offset, self.io_size)
     }
 
-    /// fio's direction choice for mixed workloads (io_u.c `get_rw_ddir`): a direction holds
-    /// for a burst, re-drawn when its issue count passes a threshold set at each switch.
-    fn next_ddir(&mut self) -> Ddir {
-        if !self.mixed {
-            return self.spec.directions[0];
-        }
-        if self.issues[self.rwmix_ddir.index()] >= self.rwmix_issues {
-            let v = 1 + self.rwmix_rng.below(100) as u32;
-            let d = if v <= self.spec.rwmixread { Ddir::Read } else { Ddir::Write };
-            if d != self.rwmix_ddir {
-                let other = if self.rwmix_ddir == Ddir::Read { self.spec.rwmixwrite } else { self.spec.rwmixread };
-                self.rwmix_issues = self.issues[self.rwmix_ddir.index()] * other as u64 / 100;
-            }
-            self.rwmix_ddir = d;
-        }
-        self.rwmix_ddir
-    }
-
-    /// The next I/O, or None when the current pass is complete (the caller decides whether
-    /// another pass runs).
-    pub fn next_io(&mut self) -> Option<Io> {
-        if let Some(io) = self.trimwrite_pending.take() {
-            return Some(io);
-        }
-        let trimwrite = self.trimwrite;
-        let ddir = if trimwrite { Ddir::Trim } else { self.next_ddir() };
-        let len = self.bs[ddir.index()].next();
-        let random = self.spec.random && {
-            let g = &mut self.dirs[ddir.index()];
-            g.pct_random >= 100 || (g.pct_random > 0 && (g.seq_rand.below(100) as u32) < g.pct_random)
-        };
-        let offset = if random { self.random_offset(ddir, len)? } else { self.seq_offset(ddir, len)? };
-        self.issues[ddir.index()] += 1;
-        self.pass_bytes += len;
-        let io = Io { ddir, offset: self.region_start + offset, len };
-        if trimwrite {
-            self.trimwrite_pending = Some(Io { ddir: Ddir::Write, ..io });
-        }
-        Some(io)
-    }
-
-    /// The write that follows a trimwrite's trim, if it has not been issued yet.
-    pub fn take_trimwrite_write(&mut self) -> Option<Io> {
-        self.trimwrite_pending.take()
-    }
-
-    fn seq_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
-        let g = &mut self.dirs[ddir.index()];
-        if g.seq_next.saturating_add(len) > self.region_len {
-            return None;
-        }
-        let off = g.seq_next;
-        g.seq_next = g.seq_next.saturating_add(len).saturating_add(self.spec.rw_seq_add_bytes);
-        Some(off)
-    }
-
-    fn random_offset(&mut self, ddir: Ddir, len: u64) -> Option<u64> {
-        // rw=randread:N keeps going sequentially for N-1 I/Os after each random pick.
-        let g = &mut self.dirs[ddir.index()];
-        if g.nr_left > 0 && g.seq_next + len <= self.region_len {
-            g.nr_left -= 1;
-            let off = g.seq_next;
-            g.seq_next += len;
-            return Some(off);
-        }
-        let align = self.spec.blockalign.get(ddir).max(1);
-        let last = (self.region_len.saturating_sub(len)) / align; // highest aligned start
-        let off = if let Some(map) = &mut self.map {
-            // Each block once per pass (fio's random map; collisions take the next free).
-            const AHEAD: usize = 8;
-            while self.ahead.len() <= AHEAD {
-                let b = self.offset_rng.below(map.len());
-                map.prefetch(b);
-                self.ahead.push_back(b);
-            }
-            let b = self.ahead.pop_front().expect("filled above");
-            let b = map.take_near(b)?;
-            (b * self.block).min(last * align) / align * align
+    /// backend.c `io_bytes_exceeded` on the issued bytes: the bytes of the job's kind
+    /// against io_size (or size) times loops.
+    fn issue_bytes_exceeded(&self) -> bool {
+        let b = &self.issue_bytes;
+        let bytes = if self.has[0] && self.has[1] {
+            b[0] + b[1]
+        } else if self.has[1] {
+            b[1]
+        } else if self.has[0] {
+            b[0]
         } else {
-            let b = self.dist.sample(&mut self.offset_rng, last + 1);
-            b * align
+            b[2]
         };
-        let g = &mut self.dirs[ddir.index()];
-        g.nr_left = self.spec.rw_nr.saturating_sub(1);
-        g.seq_next = off + len;
-        Some(off)
+        bytes >= self.spec.io_size_bytes.max(1).saturating_mul(self.spec.loops.max(1))
     }
 
-    /// Go back to the start of the region within the same pass (io_size larger than the
-    /// region, or a random map that ran out).
-    pub fn wrap(&mut self) {
-        for g in &mut self.dirs {
-            g.seq_next = 0;
-            g.nr_left = 0;
+    /// backend.c `keep_running`: whether another pass starts.
+    fn keep_running(&mut self) -> bool {
+        if self.done {
+            return false;
         }
+        if self.spec.time_based {
+            return true;
+        }
+        if self.loops_left > 0 {
+            self.loops_left -= 1;
+            return true;
+        }
+        let limit = self.spec.io_size_bytes.max(1);
+        let io_bytes: u64 = self.issue_bytes.iter().sum();
+        if io_bytes < limit {
+            let max_bs = self.has.iter().zip(self.max_bs).filter(|(h, _)| **h).map(|(_, m)| m).max().unwrap_or(0);
+            if limit - io_bytes < max_bs {
+                return false;
+            }
+            if self.file_done && !self.io_size_set {
+                return false;
+            }
+            return true;
+        }
+        false
+    }
+
+    /// libfio.c `clear_io_state` + the file's re-open (filesetup.c `fio_file_reset`).
+    fn start_pass(&mut self) {
+        if self.passes_done > 0 || self.in_pass {
+            self.zone_bytes = 0;
+            self.rwmix_issues = 0;
+            self.file_offset = self.start_offset;
+            if self.randrepeat {
+                self.streams = Streams::new(&self.spec, self.use64, self.trimwrite);
+                self.reset_ahead();
+            }
+        }
+        self.file_reset();
+        self.file_done = false;
+        self.pass_bytes = 0;
+        self.in_pass = true;
+    }
+
+    /// filesetup.c `fio_file_reset`.
+    fn file_reset(&mut self) {
+        self.last_pos = [self.file_offset; 3];
+        self.last_start = [NONE; 3];
         if let Some(m) = &mut self.map {
             m.clear();
         }
-    }
-
-    /// Start another pass over the region (loops, time_based).
-    pub fn new_pass(&mut self) {
-        self.wrap();
-        self.pass_bytes = 0;
-        self.passes_done += 1;
-    }
-
-    /// Bytes a pass moves (io_size per loop).
-    pub fn pass_limit(&self) -> u64 {
-        if self.spec.fill_device {
-            self.region_len
-        } else {
-            self.spec.io_size_bytes.max(1)
+        if let OffsetSource::Lfsr(l) = &mut self.offsets {
+            l.reset(self.spec.seed);
         }
     }
 
-    pub fn pass_bytes(&self) -> u64 {
-        self.pass_bytes
+    fn end_pass(&mut self) {
+        if self.pass_bytes == 0 {
+            // backend.c: a pass that moved nothing ends the job.
+            self.done = true;
+        }
+        self.in_pass = false;
+        self.passes_done += 1;
+    }
+
+    /// The next I/O in fio's order, or None when the job has issued everything.
+    pub fn next_io(&mut self) -> Option<Io> {
+        loop {
+            if !self.in_pass {
+                if !self.keep_running() {
+                    return None;
+                }
+                self.start_pass();
+            }
+            let time_based = self.spec.time_based;
+            if !time_based && (self.issue_bytes_exceeded() || self.pass_bytes >= self.pass_limit) {
+                self.end_pass();
+                continue;
+            }
+            match self.fill() {
+                Some(io) => {
+                    let d = io.ddir.index();
+                    self.io_issues[d] += 1;
+                    self.issue_bytes[d] += io.len;
+                    self.pass_bytes += io.len;
+                    return Some(io);
+                }
+                None => {
+                    self.file_done = true;
+                    self.end_pass();
+                }
+            }
+        }
+    }
+
+    /// io_u.c `get_rw_ddir` (without rate limits) and `set_rw_ddir`'s trimwrite rule.
+    fn next_ddir(&mut self) -> Ddir {
+        let ddir = if self.has[0] && self.has[1] {
+            if self.io_issues[self.rwmix_ddir.index()] >= self.rwmix_issues {
+                let v = self.streams.rwmix.between(1, 100);
+                let d = if v <= self.rwmix[0] as u64 { Ddir::Read } else { Ddir::Write };
+                if d != self.rwmix_ddir {
+                    let other = self.rwmix[self.rwmix_ddir.index() ^ 1] as u64;
+                    self.rwmix_issues = self.io_issues[self.rwmix_ddir.index()] * other / 100;
+                }
+                self.rwmix_ddir = d;
+            }
+            self.rwmix_ddir
+        } else if self.has[0] {
+            Ddir::Read
+        } else if self.has[1] {
+            Ddir::Write
+        } else {
+            Ddir::Trim
+        };
+        self.rwmix_ddir = ddir;
+        if self.trimwrite {
+            return if self.last_start[1] == self.last_start[2] { Ddir::Trim } else { Ddir::Write };
+        }
+        ddir
+    }
+
+    /// io_u.c `fill_io_u`: one I/O, or None when the file is done for this pass.
+    fn fill(&mut self) -> Option<Io> {
+        let ddir = self.next_ddir();
+        let d = ddir.index();
+        if self.spec.zone_size_bytes > 0 {
+            self.strided_zone(d);
+        }
+        let (offset, is_random_busy_ok) = self.next_offset(ddir)?;
+        let mut buflen = self.next_buflen(d, offset);
+        if buflen == 0 || offset + buflen > self.real_size {
+            return None;
+        }
+        if self.random && !is_random_busy_ok {
+            if let Some(map) = &mut self.map {
+                // io_u.c mark_random_map: the I/O shrinks to the free blocks it starts on.
+                let min_bs = self.min_bs[d];
+                let rel = offset - self.file_offset;
+                let (block, nr) = match self.min_bs_shift[d] {
+                    Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
+                    None => (rel / min_bs, buflen.div_ceil(min_bs)),
+                };
+                let set = map.set_nr(block, nr);
+                if set * min_bs < buflen {
+                    buflen = set * min_bs;
+                }
+                if buflen == 0 {
+                    // fio asserts here; a job that gets here has nothing left to do.
+                    return None;
+                }
+            }
+        }
+        self.zone_bytes += buflen;
+        self.last_start[d] = offset;
+        self.last_pos[d] = offset + buflen;
+        Some(Io { ddir, offset, len: buflen })
+    }
+
+    /// io_u.c `setup_strided_zone_mode`.
+    fn strided_zone(&mut self, d: usize) {
+        let (size, range, skip) = (self.spec.zone_size_bytes, self.spec.zone_range_bytes, self.spec.zone_skip_bytes);
+        if self.zone_bytes >= size {
+            self.zone_bytes = 0;
+            self.file_offset += range + skip;
+            if self.file_offset >= self.real_size {
+                self.file_offset = self.start_offset;
+            }
+            self.last_pos[d] = self.file_offset;
+        }
+        if self.last_pos[d] >= self.file_offset + range {
+            self.last_pos[d] = self.file_offset;
+        }
+        if self.zone_bytes % range == 0 {
+            self.file_reset();
+        }
+    }
+
+    /// io_u.c `get_next_offset`: the absolute offset and whether the random map must not
+    /// be marked (fio's IO_U_F_BUSY_OK).
+    fn next_offset(&mut self, ddir: Ddir) -> Option<(u64, bool)> {
+        let mut hit = false;
+        if self.seq_nr_opt > 0 {
+            self.seq_nr -= 1;
+            if self.seq_nr == 0 {
+                hit = true;
+                self.seq_nr = self.seq_nr_opt;
+            }
+        }
+        let (rel, busy_ok) = self.next_block(ddir, hit)?;
+        if rel >= self.io_size {
+            return None;
+        }
+        let offset = rel.wrapping_add(self.file_offset);
+        if offset >= self.real_size {
+            return None;
+        }
+        if self.randtrimwrite && ddir == Ddir::Trim && self.last_start[2] == offset {
+            self.last_start[1] = self.last_start[1].wrapping_sub(1);
+        }
+        Some((offset, busy_ok))
+    }
+
+    /// io_u.c `get_next_block`: the offset relative to the file offset.
+    fn next_block(&mut self, ddir: Ddir, hit: bool) -> Option<(u64, bool)> {
+        let d = ddir.index();
+        if self.randtrimwrite && ddir == Ddir::Write {
+            return Some((self.last_start[2], true));
+        }
+        if hit {
+            if self.random {
+                let random = self.perc_rand[d] >= 100 || self.streams.seq_rand[d].between(1, 100) <= self.perc_rand[d] as u64;
+                if random {
+                    return Some((self.rand_block(ddir)? * self.ba[d], false));
+                }
+                return match self.seq_offset(d) {
+                    Some(o) => Some((o, true)),
+                    None => Some((self.rand_block(ddir)? * self.ba[d], true)),
+                };
+            }
+            return Some((self.seq_offset(d)?, false));
+        }
+        match self.seq_offset(d) {
+            Some(o) => Some((o, true)),
+            None => Some((self.rand_block(ddir)? * self.ba[d], true)),
+        }
+    }
+
+    /// io_u.c `get_next_seq_offset`.
+    fn seq_offset(&mut self, d: usize) -> Option<u64> {
+        let add = self.seq_add;
+        if self.last_pos[d] >= self.io_size + self.start_offset && self.spec.time_based {
+            self.last_pos[d] = self.file_offset;
+        }
+        if self.last_pos[d] >= self.real_size {
+            return None;
+        }
+        let end = self.io_size.min(self.real_size);
+        if self.last_pos[d] == self.file_offset && self.file_offset != 0 && add < 0 {
+            self.last_pos[d] = end;
+        }
+        let mut pos = self.last_pos[d].wrapping_sub(self.file_offset);
+        if pos != 0 && add != 0 {
+            pos = pos.wrapping_add(add as u64);
+            if pos >= self.real_size {
+                pos = if add > 0 { self.file_offset } else { end.wrapping_add(add as u64) };
+            }
+        }
+        Some(pos)
+    }
+
+    /// Start the prefetch stream `PREFETCH_AHEAD` draws ahead of the offset stream (only
+    /// for maps too large for the cache).
+    fn reset_ahead(&mut self) {
+        self.ahead = None;
+        if self.map.as_ref().is_some_and(|m| m.len() > PREFETCH_MAP_BLOCKS) {
+            let mut a = self.streams.random.clone();
+            for _ in 0..PREFETCH_AHEAD {
+                a.draw();
+            }
+            self.ahead = Some(a);
+        }
+    }
+
+    /// io_u.c `last_block`.
+    fn last_block(&self, d: usize) -> u64 {
+        let mut max_size = self.io_size.min(self.real_size);
+        if self.spec.zone_size_bytes > 0 {
+            max_size = self.spec.zone_range_bytes;
+        }
+        if self.min_bs[d] > self.ba[d] {
+            max_size = max_size.saturating_sub(self.min_bs[d] - self.ba[d]);
+        }
+        max_size / self.ba[d]
+    }
+
+    /// io_u.c `get_next_rand_block`: with time_based an exhausted file starts over.
+    fn rand_block(&mut self, ddir: Ddir) -> Option<u64> {
+        if let Some(b) = self.rand_offset(ddir) {
+            return Some(b);
+        }
+        if self.spec.time_based {
+            self.file_reset();
+            return self.rand_offset(ddir);
+        }
+        None
+    }
+
+    /// io_u.c `get_next_rand_offset` and the per-distribution helpers.
+    fn rand_offset(&mut self, ddir: Ddir) -> Option<u64> {
+        let d = ddir.index();
+        match &mut self.offsets {
+            OffsetSource::Zipf(z) => return Some(z.zipf_next()),
+            OffsetSource::Pareto(z) => return Some(z.pareto_next()),
+            OffsetSource::Gauss(g) => return Some(g.next_block()),
+            _ => {}
+        }
+        let lastb = self.lastb[d];
+        if lastb == 0 {
+            return None;
+        }
+        let abs = match &self.offsets {
+            OffsetSource::Zoned { abs, index } if index[d].is_some() => *abs,
+            _ => return self.uniform_block(lastb),
+        };
+        let v = self.streams.zone.between(1, 100);
+        let z = match &self.offsets {
+            OffsetSource::Zoned { index, .. } => index[d].as_ref().map(|zi| zi[(v - 1) as usize]).unwrap_or_default(),
+            _ => ZoneIndex::default(),
+        };
+        if abs {
+            let (stotal, send) = (z.size_prev / self.ba[d], z.size / self.ba[d]);
+            if send > lastb {
+                // fio: "zoned_abs sizes exceed file size" ends the job.
+                return None;
+            }
+            Some(self.uniform_block(send - stotal)? + stotal)
+        } else {
+            let (stotal, send) = (z.size_perc_prev as u64, z.size_perc as u64);
+            let offset = if stotal != 0 { stotal * lastb / 100 } else { 0 };
+            let b = self.uniform_block(lastb * (send - stotal) / 100)?;
+            Some(b + offset)
+        }
+    }
+
+    /// io_u.c `__get_next_rand_offset`: a block below `lastb` (or the LFSR's next), moved
+    /// to the next free block of the random map when it is taken.
+    fn uniform_block(&mut self, lastb: u64) -> Option<u64> {
+        let b = if let OffsetSource::Lfsr(l) = &mut self.offsets {
+            l.next_block()?
+        } else {
+            let r = self.streams.random.draw();
+            let b = self.streams.random.scale(lastb, r);
+            if let (Some(map), Some(ahead)) = (&self.map, &mut self.ahead) {
+                let r = ahead.draw();
+                map.prefetch(ahead.scale(lastb, r));
+            }
+            b
+        };
+        match &self.map {
+            Some(map) if map.is_set(b) => map.next_free(b),
+            _ => Some(b),
+        }
+    }
+
+    /// io_u.c `get_next_buflen` (with `io_u_fits`).
+    fn next_buflen(&mut self, d: usize, offset: u64) -> u64 {
+        if self.randtrimwrite && d == 1 {
+            return self.last_pos[2].wrapping_sub(self.last_start[2]);
+        }
+        let (minbs, maxbs) = (self.min_bs[d], self.max_bs[d]);
+        if minbs == maxbs {
+            return minbs;
+        }
+        let end = self.io_size + self.start_offset;
+        let fits = |len: u64| offset + len <= end;
+        if !fits(minbs) {
+            return 0;
+        }
+        let rng = &mut self.streams.bsrange[d];
+        let frand_max = rng.rand_max();
+        // fio redraws until a size fits; a split whose only fitting sizes have 0 % would
+        // spin forever there. Give up (the file is done for this pass) after many tries.
+        for _ in 0..MAX_BUFLEN_DRAWS {
+            let r = rng.draw();
+            let mut buflen = 0;
+            if self.split[d].is_empty() {
+                buflen = minbs + rng.scale(maxbs, r);
+            } else {
+                let mut perc = 0u64;
+                for &(bs, p) in &self.split[d] {
+                    if p == 0 {
+                        continue;
+                    }
+                    buflen = bs;
+                    perc += p as u64;
+                    if r / perc <= frand_max / 100 && fits(buflen) {
+                        break;
+                    }
+                }
+            }
+            if !self.spec.bs_unaligned {
+                buflen -= buflen % minbs;
+            }
+            buflen = buflen.min(maxbs);
+            if fits(buflen) {
+                return buflen;
+            }
+        }
+        0
     }
 }
 
@@ -513,3 +976,10 @@ pub enum ExitWhat {
     /// Every clone of the run, including later batches (they report no I/O).
     All,
 }
+/// Random maps larger than this (in blocks, 128 KiB of bitmap) get their words
+/// prefetched; smaller ones stay in cache anyway.
+const PREFETCH_MAP_BLOCKS: u64 = 1 << 20;
+/// Block-size draws before a job whose sizes cannot fit is treated as done.
+const MAX_BUFLEN_DRAWS: u32 = 1 << 16;
+/// How many random draws ahead the map word is prefetched.
+const PREFETCH_AHEAD: usize = 8;

@@ -1,3 +1,4 @@
 mod engine;
+mod fio_goldens;
 mod ftl_physics;
 mod layers;
