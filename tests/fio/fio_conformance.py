@@ -100,13 +100,40 @@ def _file_names(jobs: Sequence[Any]) -> list[str]:
     return names
 
 
+# A job file with this comment runs on a namespace exactly `size` bytes long. fio's null
+# engine has no device: its file is `size` bytes (filesetup.c: real_file_size = size when
+# the engine cannot size the file), so fio stops or wraps where that file ends. On a real
+# block device fio goes on to the device's end (measured: fio 3.33, psync on a 4 MiB loop
+# device, `rw=write bs=64k size=1000k` issues 16 writes, 1 MiB), which is what the twin does
+# on a namespace larger than the region. Sizing the namespace like fio's file compares the
+# same thing on both sides.
+FILE_SIZED = "# conformance: target is size bytes"
+
+
+def _size_bytes(job: Path) -> Optional[int]:
+    """The job's `size` if the job file asks for a target of that size (FILE_SIZED)."""
+    text = job.read_text()
+    if FILE_SIZED not in text:
+        return None
+    from ssdtwin.fio import parse
+
+    return int(parse(job, env={}).jobs[0].state["size"])
+
+
 def run_twin(job: Path, drive: Any = None) -> list[CloneIO]:
     """Run ``job`` through ssdtwin's engine (null engine, write_iolog on) on ``drive``, by
-    default a fresh in-memory CM6 at 1/454."""
-    own = drive is None
+    default a fresh in-memory CM6 at 1/454; a FILE_SIZED job on its own drive whose only
+    namespace is the job's `size` long."""
+    size = _size_bytes(job)
+    own = drive is None or size is not None
     d = Drive.in_memory(CM6, scale=454) if own else drive
+    nsid = 1
     try:
-        _, results = run_jobs(d, [str(job)], cmdline=("--ioengine=null", "--write_iolog=twin.iolog"))
+        if size is not None:
+            d.nvme.delete_ns(1)
+            nsid = d.nvme.create_ns(size // 4096, block_size=4096)
+            d.nvme.attach_ns(nsid)
+        _, results = run_jobs(d, [str(job)], cmdline=("--ioengine=null", "--write_iolog=twin.iolog"), namespace=nsid)
     finally:
         if own:
             d.close()
