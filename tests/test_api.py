@@ -452,10 +452,13 @@ class Model:
         ids = list(self.ns) if nsid == NSID_ALL else [nsid]
         if nsid != NSID_ALL and nsid not in self.ns:
             return "INVALID_NS"
+        new_lba = (512, 4096)[lbaf]
+        if any(self.ns[i][0] * self.ns[i][1] < new_lba for i in ids):
+            return "INVALID_FORMAT"  # less than one block of the new format (nothing changes)
         for i in ids:
             v = self.ns[i]
             nbytes = v[0] * v[1]
-            v[1] = (512, 4096)[lbaf]
+            v[1] = new_lba
             v[0] = nbytes // v[1]
             v[3].clear()
         return None
