@@ -330,6 +330,7 @@ def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
         entry.latency_window = ts.latency_window
         if not entry.error and ts.error:
             entry.error = ts.error
+            entry.verror = ts.verror  # issue 10: latency_target (stat.c keeps the first error's text)
         sum_into(entry, ts)
         entry.members += ts.members
         last_gid = ts.groupid
