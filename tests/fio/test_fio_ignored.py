@@ -182,7 +182,6 @@ def test_refused_options_say_why(line: str, why: str) -> None:
 PENDING = {
     *("zonemode", "zonerange", "zonesize", "zoneskip"),
     *("flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
-    *("latency_percentile", "latency_run", "latency_target", "latency_window"),
 }
 
 

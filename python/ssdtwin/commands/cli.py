@@ -424,6 +424,13 @@ def fio_cmd(
     write_logs(run, results, log_dir)
     virt = max((r["elapsed_ns"] + r.get("start_ns", 0) for r in results), default=0) / 1e9
     print(f"ssdtwin fio: {virt:.3f} s of drive time simulated in {wall:.2f} s", file=sys.stderr)
+    # --- issue 10: latency_target --- a job that ended with an error (io_u.c lat_fatal:
+    # ETIMEDOUT) is reported on stderr like fio's "err=110/..." line, and fio exits 1.
+    failed = [(c.job.name, r["error"]) for c, r in zip(run.clones, results) if r.get("error")]
+    for name, errno in failed:
+        say(f"ssdtwin fio: job '{name}': err={errno}/file:io_u.c:1432, func=max latency exceeded, error=Connection timed out")
+    if failed:
+        raise typer.Exit(1)
 
 
 @contextmanager

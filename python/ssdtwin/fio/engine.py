@@ -426,6 +426,11 @@ def sched_fields(clone: Any, run_exitall: bool) -> dict[str, Any]:
         "flow": st.get("flow", 0),
         "flow_id": st.get("flow_id", 0),
         "flow_sleep_ns": st.get("flow_sleep", 0) * 1000,
+        # --- issue 10: latency_target (fio's queue-depth search; docs/fio.md §3) ---
+        "latency_target_ns": st.get("latency_target", 0) * 1000,
+        "latency_window_ns": st.get("latency_window", 0) * 1000,
+        "latency_percentile": float(st.get("latency_percentile", 100.0)),
+        "latency_run": bool(st.get("latency_run", 0)),
     }
 
 
@@ -643,6 +648,10 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
                 raise _err(thread, key, f"expected a list of {length} counts")
             for v in values:
                 _int(v, thread, key + "[]")
+    # --- issue 10: latency_target ---
+    for key in ("latency_depth", "error"):
+        if key in result:
+            _int(result[key], thread, key)
     if "latency_buckets" in result:
         lb = result["latency_buckets"]
         for key, length in (("ns", 10), ("us", 10), ("ms", 12)):

@@ -812,6 +812,26 @@ _SIM_OPTIONS += [
     _opt("flow_sleep", _h_uint("flow_sleep", hi=FIO_UINT_MAX, why=_WHY_UINT)),
 ]
 
+
+# --- issue 10: latency_target ---
+# fio's queue-depth search (io_u.c lat_target_*; docs/fio.md §2.6): latency_target and
+# latency_window are times in microseconds by default (options.c FIO_OPT_STR_VAL_TIME,
+# is_time), latency_percentile a float in [0, 100] (minfp/maxfp, default 100),
+# latency_run a bool.
+def _h_latency_percentile(st: dict[str, Any], value: Optional[str]) -> None:
+    v = _float(_req(value))
+    if not 0.0 <= v <= 100.0:
+        raise ValueError(f"value out of range: {v:g} (allowed 0 to 100, a percentage)")
+    st["latency_percentile"] = v
+
+
+_SIM_OPTIONS += [
+    _opt("latency_target", _h_time("latency_target", "us")),
+    _opt("latency_window", _h_time("latency_window", "us")),
+    _opt("latency_percentile", _h_latency_percentile),
+    _opt("latency_run", _h_bool("latency_run")),
+]
+
 # name, value kind, aliases
 _NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("direct", "bool", ()),
@@ -1596,10 +1616,6 @@ _WHY_UNSUPPORTED = {
     "ss": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
     "ss_dur": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
     "ss_ramp": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
-    "latency_target": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
-    "latency_window": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
-    "latency_percentile": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
-    "latency_run": "fio's queue-depth probing (latency_target/latency_window) is not simulated yet",
     "verify": "data verification is not simulated",
     "fsync": "flushes are not part of the fio engine contract yet",
     "fdatasync": "flushes are not part of the fio engine contract yet",

@@ -490,7 +490,9 @@ def _pow2(n: int) -> bool:
 def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: list[str]) -> None:
     if not ts.io_bytes() and not ts.total_ios():
         return
-    out.append("%s: (groupid=%d, jobs=%d): err=%2d: pid=%d: %s\n" % (ts.name, ts.groupid, ts.members, ts.error, ts.pid, when))
+    # issue 10: latency_target — stat.c prints td->verror in parentheses after a job error.
+    err = "%2d (%s)" % (ts.error, ts.verror) if ts.error and ts.verror else "%2d" % ts.error
+    out.append("%s: (groupid=%d, jobs=%d): err=%s: pid=%d: %s\n" % (ts.name, ts.groupid, ts.members, err, ts.pid, when))
     if ts.description:
         out.append(f"  Description  : [{ts.description}]\n")
     for i in range(3):

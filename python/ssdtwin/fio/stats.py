@@ -135,6 +135,8 @@ class ThreadStat:
     latency_target: int = 0
     latency_percentile: float = 100.0
     latency_window: int = 0
+    # issue 10: latency_target — fio's td->verror, printed after err= in the normal output.
+    verror: str = ""
 
     def total_ios(self) -> int:
         return sum(d.total_ios for d in self.ddir)
@@ -198,7 +200,14 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         kb_base=st["kb_base"],
         sig_figs=st["significant_figures"],
         options=list(job.options),
-        latency_depth=st["iodepth"],
+        # --- issue 10: latency_target --- the depth fio's search ended at (stat.c
+        # latency_depth = td->latency_qd); fio reports the target in ns, the window in us.
+        latency_depth=int(result.get("latency_depth", st["iodepth"])),
+        latency_target=int(st.get("latency_target", 0)) * 1000,
+        latency_percentile=float(st.get("latency_percentile", 100.0)),
+        latency_window=int(st.get("latency_window", 0)),
+        # io_u.c lat_fatal -> td_verror(ETIMEDOUT, "max latency exceeded") at io_u.c:1432.
+        verror="file:io_u.c:1432, func=max latency exceeded, error=Connection timed out" if result.get("error") == 110 else "",
     )
     bw_avg_ms, iops_avg_ms = averaging_windows(st)
     clat_all = [0] * PLAT_NR
@@ -321,6 +330,7 @@ def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
         entry.latency_window = ts.latency_window
         if not entry.error and ts.error:
             entry.error = ts.error
+            entry.verror = ts.verror  # issue 10: latency_target (stat.c keeps the first error's text)
         sum_into(entry, ts)
         entry.members += ts.members
         last_gid = ts.groupid

@@ -160,6 +160,13 @@ pub struct CloneOut {
     /// write_iolog: the issued I/Os in issue order, packed (engine/iolog.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iolog: Option<Packed>,
+    // issue 10: latency_target
+    /// fio's `latency_depth` (stat.c: td->latency_qd): the depth latency_target probing
+    /// ended at, or `iodepth` without a target.
+    pub latency_depth: u32,
+    /// fio's job error (errno): 110 (ETIMEDOUT) when an I/O at depth 1 missed a
+    /// latency_target with latency_percentile=100 (io_u.c lat_fatal).
+    pub error: i32,
 }
 
 #[derive(Default)]
@@ -242,6 +249,109 @@ struct JobClone {
     iolog: Option<IoLog>,
     /// read_iolog: the trace that replaces the generator.
     replay: Option<Replay>,
+    // issue 10: latency_target
+    /// latency_target probing state; None without a target.
+    lat: Option<LatProbe>,
+    /// fio's job error (errno), 0 if none.
+    error: i32,
+}
+
+// issue 10: latency_target
+/// Why a latency probe waits for the I/Os in flight (io_u.c io_u_quiesce).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum LatQuiesce {
+    None,
+    /// The depth was lowered (__lat_target_failed): drain, then start a new window.
+    RampDown,
+    /// The depth held (lat_target_success): drain, reset the statistics, then run one
+    /// more window at that depth.
+    FinalRun,
+}
+
+// issue 10: latency_target
+/// fio 3.33's queue-depth search for `latency_target` (io_u.c lat_target_init,
+/// lat_target_check, lat_target_success, __lat_target_failed, lat_new_cycle; backend.c
+/// do_io). Reimplemented from that description, not copied. The depth starts at 1 and
+/// doubles after every window that met the target until one fails; after a failure it
+/// bisects between the last good depth (`low`) and the failing one (`high`).
+#[derive(Clone, Debug)]
+struct LatProbe {
+    /// fio's latency_qd: the clone may have this many I/Os in flight.
+    qd: u32,
+    high: u32,
+    low: u32,
+    /// Successes in a row one below `high` (fio raises `high` by one after 3).
+    stable: u32,
+    /// Start of the current window and the completions counted before it.
+    window_start_ns: u64,
+    ios_base: u64,
+    /// Completions of this window over the target (latency_percentile < 100).
+    failed: u64,
+    /// fio's latency_end_run: the statistics were reset for the final window.
+    end_run: bool,
+    quiesce: LatQuiesce,
+    /// The ramp_time reset (libfio.c reset_all_stats -> lat_target_reset) has happened.
+    ramped: bool,
+}
+
+// issue 10: latency_target
+impl LatProbe {
+    /// lat_target_init: depth 1, searching up to `iodepth`.
+    fn new(iodepth: u32, now: u64, completed: u64) -> Self {
+        LatProbe {
+            qd: 1,
+            high: iodepth,
+            low: 1,
+            stable: 0,
+            window_start_ns: now,
+            ios_base: completed,
+            failed: 0,
+            end_run: false,
+            quiesce: LatQuiesce::None,
+            ramped: false,
+        }
+    }
+
+    /// lat_new_cycle: a new window starts now.
+    fn new_cycle(&mut self, now: u64, completed: u64) {
+        self.window_start_ns = now;
+        self.ios_base = completed;
+        self.failed = 0;
+    }
+
+    /// __lat_target_failed: lower the depth to between the last good one and this one,
+    /// and drain the queue first. False at depth 1: there is nothing lower to try.
+    fn ramp_down(&mut self) -> bool {
+        if self.qd == 1 {
+            return false;
+        }
+        self.high = self.qd;
+        if self.qd == self.low {
+            self.low -= 1;
+        }
+        self.qd = (self.qd + self.low) / 2;
+        self.stable = 0;
+        self.quiesce = LatQuiesce::RampDown;
+        true
+    }
+
+    /// lat_target_success: raise the depth (double while no depth has failed, else
+    /// bisect towards `high`). True when the depth is unchanged, i.e. the search is over.
+    fn ramp_up(&mut self, iodepth: u32) -> bool {
+        let before = self.qd;
+        self.low = self.qd;
+        if self.qd + 1 == self.high {
+            // One below a failing depth: fio retries the failing depth after 3 successes.
+            self.stable += 1;
+            if self.stable >= 3 {
+                self.high += 1;
+                self.stable = 0;
+            }
+        }
+        self.qd = if self.high != iodepth { (self.qd + self.high) / 2 } else { self.qd.saturating_mul(2) };
+        self.qd = self.qd.min(iodepth);
+        self.qd == before
+    }
 }
 
 /// What a clone does next (see `Sim::gate`).
@@ -254,6 +364,35 @@ enum Gate {
 }
 
 impl JobClone {
+    // issue 10: latency_target
+    /// How many I/Os the clone may have in flight now: `iodepth`, or the depth a
+    /// latency_target probe allows (none while it drains the queue).
+    fn depth_limit(&self) -> u32 {
+        match &self.lat {
+            None => self.gen.spec.iodepth.max(1),
+            Some(p) if p.quiesce != LatQuiesce::None => 0,
+            Some(p) => p.qd,
+        }
+    }
+
+    // issue 10: latency_target
+    /// libfio.c reset_all_stats at `now` (the final window of a latency_target search):
+    /// the statistics, the runtime clock and the rate limiter start again.
+    fn reset_stats(&mut self, now: u64) {
+        self.ramp_end = now;
+        self.dirs = Default::default();
+        self.depth_levels = [0; 7];
+        self.lat_buckets_ns = [0; 10];
+        self.lat_buckets_us = [0; 10];
+        self.lat_buckets_ms = [0; 12];
+        self.last_hist_ms = 0;
+        self.rate_start = now;
+        self.next_rate_at = [0; 3];
+        if self.gen.spec.runtime_ns > 0 {
+            self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
+        }
+    }
+
     /// fio's handle_thinktime test: stall once the counter (completed I/Os by default,
     /// issued ones with `thinktime_blocks_type=issue`) has moved `thinktime_blocks` past its
     /// value at the last stall. The value is taken before the quiesce, so I/Os completing
@@ -466,6 +605,8 @@ pub fn run_measured(
             free_slots: Vec::new(),
             iolog,
             replay,
+            lat: None,
+            error: 0,
         });
     }
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
@@ -515,6 +656,10 @@ pub fn run_measured(
                 if cl.gen.spec.runtime_ns > 0 {
                     cl.stop_at = cl.ramp_end.saturating_add(cl.gen.spec.runtime_ns);
                 }
+                // issue 10: latency_target — backend.c do_io calls lat_target_init.
+                if cl.gen.spec.latency_target_ns > 0 {
+                    cl.lat = Some(LatProbe::new(cl.gen.spec.iodepth.max(1), t, cl.ios_completed));
+                }
                 sim.pump(c)?;
             }
             Ev::Done { clone, slot } => {
@@ -528,6 +673,10 @@ pub fn run_measured(
                     cl.think_check();
                 }
                 sim.complete(clone, s.ddir, s.len, s.offset, s.issued);
+                // issue 10: latency_target
+                if sim.clones[clone].lat.is_some() {
+                    sim.lat_completion(clone, t - s.issued)?;
+                }
                 if !sim.clones[clone].waits_for_rate(t) {
                     sim.pump(clone)?;
                 }
@@ -864,7 +1013,8 @@ impl Sim<'_> {
             }
             return Ok(Gate::Wait);
         }
-        if cl.inflight >= cl.gen.spec.iodepth.max(1) {
+        // issue 10: latency_target — fio's queue_full compares with latency_qd.
+        if cl.inflight >= cl.depth_limit() {
             return Ok(Gate::Wait);
         }
         if cl.think_due {
@@ -983,13 +1133,80 @@ impl Sim<'_> {
         // fio's handle_thinktime runs after every read or write it issues (and, if that
         // issue filled the queue, after reaping the next completion).
         if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
-            if cl.inflight >= cl.gen.spec.iodepth.max(1) && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+            if cl.inflight >= cl.depth_limit() && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
                 cl.think_check_on_completion = true;
             } else {
                 cl.think_check();
             }
         }
         Ok(cl.think_due)
+    }
+
+    // issue 10: latency_target
+    /// One completion of a clone with a latency_target, `lat_ns` after its issue (the twin's
+    /// lat = clat): io_u.c account_io_completion's target test, the end of a quiesce, then
+    /// backend.c's per-iteration lat_target_check.
+    fn lat_completion(&mut self, c: usize, lat_ns: u64) -> Result<(), RunError> {
+        let now = self.now;
+        let cl = &mut self.clones[c];
+        let spec = &cl.gen.spec;
+        let (target, window, pct, iodepth) = (spec.latency_target_ns, spec.latency_window_ns, spec.latency_percentile, spec.iodepth.max(1));
+        let (run, ramp) = (spec.latency_run, spec.ramp_time_ns);
+        let completed = cl.ios_completed;
+        let Some(p) = cl.lat.as_mut() else { return Ok(()) };
+        // fio accounts no completion during ramp_time; its end resets the search.
+        if now < cl.ramp_end || cl.stopping {
+            return Ok(());
+        }
+        if !p.ramped {
+            p.ramped = true;
+            if ramp > 0 && !p.end_run {
+                *p = LatProbe { ramped: true, ..LatProbe::new(iodepth, now, completed - 1) };
+            }
+        }
+        if lat_ns > target {
+            if pct >= 100.0 {
+                if !p.ramp_down() {
+                    // io_u.c lat_fatal: the job ends with ETIMEDOUT.
+                    cl.error = 110;
+                    cl.stopping = true;
+                    return Ok(());
+                }
+            } else {
+                p.failed += 1;
+            }
+        }
+        if p.quiesce == LatQuiesce::None && now - p.window_start_ns >= window {
+            // lat_target_check: judge the window by the share of its completions on target.
+            let ios = completed - p.ios_base;
+            let success_pct = (ios - p.failed.min(ios)) as f64 / ios.max(1) as f64 * 100.0;
+            if success_pct < pct {
+                // At depth 1 there is nothing lower: fio keeps the depth and lets the
+                // window grow (no new cycle).
+                p.ramp_down();
+            } else if p.ramp_up(iodepth) && !run {
+                if p.end_run {
+                    // fio sets td->done: the clone stops; its I/Os in flight still count.
+                    cl.stopping = true;
+                    return Ok(());
+                }
+                p.quiesce = LatQuiesce::FinalRun;
+            } else {
+                p.new_cycle(now, completed);
+            }
+        }
+        // The queue has drained: start the next window (after a statistics reset when it
+        // is the final one).
+        if p.quiesce != LatQuiesce::None && cl.inflight == 0 {
+            let final_run = p.quiesce == LatQuiesce::FinalRun;
+            p.quiesce = LatQuiesce::None;
+            p.end_run |= final_run;
+            p.new_cycle(now, completed);
+            if final_run {
+                cl.reset_stats(now);
+            }
+        }
+        Ok(())
     }
 
     /// When nothing is outstanding anywhere, let background GC use the gap before the next
@@ -1180,6 +1397,8 @@ fn finish(cl: JobClone) -> CloneOut {
         latency_buckets: lb,
         logs,
         iolog: cl.iolog.map(IoLog::into_packed),
+        latency_depth: cl.lat.as_ref().map_or(spec.iodepth.max(1), |p| p.qd),
+        error: cl.error,
     }
 }
 
@@ -1478,5 +1697,56 @@ mod tests {
         // A sequential gap past the region: every I/O of a pass wraps back to the start.
         let (out, _) = run_one(json!({"rw": "write", "random": false, "rw_seq_add_bytes": u64::MAX, "loops": 2})).unwrap();
         assert_eq!(out[0].write.total_ios, 2 * 256);
+    }
+
+    // issue 10: latency_target
+    #[test]
+    fn latency_probe_follows_fios_ramp_sequence() {
+        // fio 3.33 --debug=rate on a target every depth meets (iodepth=8): "Ramped up: 1 2 8",
+        // "2 4 8", "4 8 8", "8 8 8" (low, qd, high), then the depth holds.
+        let mut p = LatProbe::new(8, 0, 0);
+        let mut seen = Vec::new();
+        while !p.ramp_up(8) {
+            seen.push((p.low, p.qd, p.high));
+        }
+        assert_eq!(seen, [(1, 2, 8), (2, 4, 8), (4, 8, 8)]);
+        // A failure at 8 after success at 4 bisects: (4, 6, 8); a failure at the last good
+        // depth lowers that too.
+        let mut p = LatProbe { qd: 8, low: 4, high: 8, ..LatProbe::new(8, 0, 0) };
+        assert!(p.ramp_down());
+        assert_eq!((p.low, p.qd, p.high), (4, 6, 8));
+        let mut p = LatProbe { qd: 4, low: 4, high: 8, ..LatProbe::new(8, 0, 0) };
+        assert!(p.ramp_down());
+        assert_eq!((p.low, p.qd, p.high), (3, 3, 4));
+        assert!(!LatProbe::new(8, 0, 0).ramp_down(), "depth 1 cannot go lower");
+        // One below a failing depth: the third success in a row retries the failing depth.
+        let mut p = LatProbe { qd: 5, low: 5, high: 6, ..LatProbe::new(8, 0, 0) };
+        assert!(p.ramp_up(8) && p.ramp_up(8));
+        assert!(!p.ramp_up(8));
+        assert_eq!((p.low, p.qd, p.high), (5, 6, 7));
+    }
+
+    // issue 10: latency_target
+    #[test]
+    fn a_met_latency_target_climbs_to_iodepth_and_reports_one_window() {
+        let window_ns = 2_000_000;
+        let job = |target_ns: u64| {
+            let timed = json!({"time_based": true, "runtime_ns": 1_000_000_000u64, "iodepth": 16});
+            let (out, _) = run_one(with(timed, json!({"latency_target_ns": target_ns, "latency_window_ns": window_ns}))).unwrap();
+            out.into_iter().next().unwrap()
+        };
+        let loose = job(1_000_000_000);
+        assert_eq!((loose.latency_depth, loose.error), (16, 0));
+        // Windows at depths 1, 2, 4, 8, 16, 16, then the final window after the statistics
+        // reset: the job ends long before its runtime and reports one window.
+        assert!(loose.runtime_ns >= window_ns && loose.runtime_ns < 2 * window_ns, "{}", loose.runtime_ns);
+        assert!(loose.elapsed_ns >= 6 * window_ns && loose.elapsed_ns < 7 * window_ns, "{}", loose.elapsed_ns);
+        assert!(loose.iodepth_level[depth_slot(16)] > 0);
+        // A target no I/O can meet at depth 1 ends the job with ETIMEDOUT (io_u.c lat_fatal).
+        let impossible = job(1);
+        assert_eq!((impossible.latency_depth, impossible.error), (1, 110));
+        // Without a target, latency_depth is iodepth (lat_target_init).
+        let (plain, _) = run_one(json!({"iodepth": 16})).unwrap();
+        assert_eq!((plain[0].latency_depth, plain[0].error), (16, 0));
     }
 }

@@ -197,6 +197,26 @@ pub struct JobSpec {
     /// zonemode=strided: bytes skipped after each zone (`zoneskip`).
     #[serde(default)]
     pub zone_skip_bytes: u64,
+    // --- issue 10: latency_target (docs/fio.md §3) ---
+    /// fio's latency_target in ns (0 = off): probe for the highest queue depth whose
+    /// completions meet it (io_u.c lat_target_*).
+    #[serde(default)]
+    pub latency_target_ns: u64,
+    /// fio's latency_window: simulated time each probed depth runs before it is judged.
+    #[serde(default)]
+    pub latency_window_ns: u64,
+    /// fio's latency_percentile: the share of a window's completions (%) that must meet
+    /// the target; 100 makes every late completion a failure at once.
+    #[serde(default = "percent_100")]
+    pub latency_percentile: f64,
+    /// fio's latency_run: keep adjusting the depth instead of ending at the depth found.
+    #[serde(default)]
+    pub latency_run: bool,
+}
+
+// issue 10: latency_target — fio's default latency_percentile (options.c: "100").
+fn percent_100() -> f64 {
+    100.0
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.
