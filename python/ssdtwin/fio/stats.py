@@ -135,6 +135,8 @@ class ThreadStat:
     latency_target: int = 0
     latency_percentile: float = 100.0
     latency_window: int = 0
+    # issue 10: ss — the engine's steady-state record (docs/fio.md §4), None without ss_dur.
+    steadystate: Optional[dict[str, Any]] = None
 
     def total_ios(self) -> int:
         return sum(d.total_ios for d in self.ddir)
@@ -199,6 +201,7 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         sig_figs=st["significant_figures"],
         options=list(job.options),
         latency_depth=st["iodepth"],
+        steadystate=result.get("steadystate"),  # issue 10: ss
     )
     bw_avg_ms, iops_avg_ms = averaging_windows(st)
     clat_all = [0] * PLAT_NR
@@ -319,6 +322,9 @@ def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
         entry.latency_target = ts.latency_target
         entry.latency_percentile = ts.latency_percentile
         entry.latency_window = ts.latency_window
+        # issue 10: ss — stat.c takes each member's record in turn (the last member keeps
+        # the group's window); a member without ss_dur clears it.
+        entry.steadystate = ts.steadystate
         if not entry.error and ts.error:
             entry.error = ts.error
         sum_into(entry, ts)

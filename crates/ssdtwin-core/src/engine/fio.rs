@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::iolog::{IoLog, Packed, Replay};
+use super::steadystate::{SsOut, SsState}; // issue 10: ss
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
@@ -160,6 +161,9 @@ pub struct CloneOut {
     /// write_iolog: the issued I/Os in issue order, packed (engine/iolog.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iolog: Option<Packed>,
+    /// issue 10: ss — fio's steady-state record (docs/fio.md §4); None without `ss_dur`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SsOut>,
 }
 
 #[derive(Default)]
@@ -242,6 +246,8 @@ struct JobClone {
     iolog: Option<IoLog>,
     /// read_iolog: the trace that replaces the generator.
     replay: Option<Replay>,
+    /// issue 10: ss — steady-state detection (engine/steadystate.rs).
+    ss: Option<SsState>,
 }
 
 /// What a clone does next (see `Sim::gate`).
@@ -466,8 +472,11 @@ pub fn run_measured(
             free_slots: Vec::new(),
             iolog,
             replay,
+            ss: None,
         });
     }
+    // issue 10: ss
+    steadystate_setup(&mut clones);
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
@@ -488,10 +497,24 @@ pub fn run_measured(
         waitees,
         batch_start_ns: start_ns,
         flows,
+        ss_next_ns: u64::MAX,
     };
     sim.start_batch(start_ns);
+    // issue 10: ss — the first look one second into the run (fio's helper thread ticks
+    // every STEADYSTATE_MSEC from the run's start, not per job).
+    // The look is kept out of the heap so that idle GC (which runs until the next event)
+    // sees the same events with or without it.
+    if sim.clones.iter().any(|c| c.ss.is_some()) {
+        sim.ss_next_ns = start_ns.saturating_add(SS_TICK_NS);
+    }
     let mut events = 0u64;
-    while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
+    while let Some(&Reverse((t, _, _))) = sim.heap.peek() {
+        // issue 10: ss — a look due before (or with) the next event comes first.
+        if sim.ss_next_ns <= t && sim.ss_next_ns <= end_limit {
+            sim.steadystate_tick(sim.ss_next_ns);
+            continue;
+        }
+        let Reverse((t, _, ev)) = sim.heap.pop().expect("peeked");
         // Event times are computed with saturating additions, so a run that would overflow
         // the clock arrives here past the limit instead of wrapping around.
         if t > end_limit {
@@ -514,6 +537,9 @@ pub fn run_measured(
                 cl.rate_start = cl.ramp_end.min(t);
                 if cl.gen.spec.runtime_ns > 0 {
                     cl.stop_at = cl.ramp_end.saturating_add(cl.gen.spec.runtime_ns);
+                }
+                if let Some(ss) = &mut cl.ss {
+                    ss.start(t); // issue 10: ss
                 }
                 sim.pump(c)?;
             }
@@ -564,6 +590,8 @@ struct Sim<'a> {
     /// When the current batch started (a `wait_for` clone's start delay counts from it).
     batch_start_ns: u64,
     flows: Vec<FlowGroup>,
+    /// issue 10: ss — when fio's helper thread next looks at steady state (u64::MAX: never).
+    ss_next_ns: u64,
 }
 
 /// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
@@ -798,6 +826,9 @@ impl Sim<'_> {
         let now = self.now;
         let cl = &mut self.clones[c];
         cl.inflight -= 1;
+        if let Some(ss) = &mut cl.ss {
+            ss.count(now, cl.ramp_end, len); // issue 10: ss
+        }
         if now < cl.ramp_end || issued < cl.ramp_end {
             return;
         }
@@ -1010,6 +1041,69 @@ impl Sim<'_> {
     }
 }
 
+// --- issue 10: ss ---
+/// fio's steady-state look interval (steadystate.h `STEADYSTATE_MSEC`).
+const SS_TICK_NS: u64 = 1_000_000_000;
+
+/// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
+/// each clone without group_reporting and by the last clone of each reporting group with it.
+fn steadystate_setup(clones: &mut [JobClone]) {
+    for i in 0..clones.len() {
+        let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };
+        let group = clones[i].gen.spec.group_id;
+        let later_member = clones[i + 1..]
+            .iter()
+            .any(|c| c.gen.spec.group_id == group && c.gen.spec.steadystate.as_ref().is_some_and(|s| s.group_reporting));
+        let holder = !spec.group_reporting || !later_member;
+        clones[i].ss = Some(SsState::new(spec, holder));
+    }
+}
+
+impl Sim<'_> {
+    /// fio's `steadystate_check` at `now`: sample every running clone in order, sum each
+    /// reporting group's samples (group_reporting) into the clone that keeps its window,
+    /// judge, and terminate the clone or its whole group when steady state is attained.
+    fn steadystate_tick(&mut self, now: u64) {
+        self.now = now;
+        let (mut group_iops, mut group_bw, mut group_over) = (0u64, 0u64, 0u32);
+        let mut prev_group: Option<u32> = None;
+        for i in 0..self.clones.len() {
+            let cl = &mut self.clones[i];
+            let (gid, ramp_end) = (cl.gen.spec.group_id, cl.ramp_end);
+            // A clone starting at this very instant has its epoch after fio's look.
+            let running = cl.started && !cl.finished && cl.start_ns < now;
+            let Some(ss) = cl.ss.as_mut().filter(|s| running && !s.attained) else { continue };
+            if !ss.group_reporting() || prev_group != Some(gid) {
+                (group_iops, group_bw, group_over) = (0, 0, 0);
+            }
+            prev_group = Some(gid);
+            if let Some((iops, bw)) = ss.sample(now, ramp_end) {
+                group_iops = group_iops.saturating_add(iops);
+                group_bw = group_bw.saturating_add(bw);
+                group_over += 1;
+            }
+            if !ss.holder || group_over == 0 || !ss.judge(group_iops, group_bw) {
+                continue;
+            }
+            let whole_group = ss.group_reporting();
+            for k in 0..self.clones.len() {
+                let hit = if whole_group { self.clones[k].gen.spec.group_id == gid } else { k == i };
+                if !hit {
+                    continue;
+                }
+                if let Some(s) = &mut self.clones[k].ss {
+                    s.attained = true;
+                }
+                if !self.clones[k].finished {
+                    self.terminate(k, now);
+                }
+            }
+        }
+        let more = self.clones.iter().any(|c| !c.finished && c.ss.as_ref().is_some_and(|s| !s.attained));
+        self.ss_next_ns = if more { now.saturating_add(SS_TICK_NS) } else { u64::MAX };
+    }
+}
+
 /// The clone's next I/O, handling passes, loops and wrap-around; None when it is done.
 /// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
 const LOOKAHEAD: usize = 8;
@@ -1208,6 +1302,7 @@ fn finish(cl: JobClone) -> CloneOut {
         latency_buckets: lb,
         logs,
         iolog: cl.iolog.map(IoLog::into_packed),
+        steadystate: cl.ss.as_ref().map(SsState::out), // issue 10: ss
     }
 }
 
