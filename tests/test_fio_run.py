@@ -801,7 +801,7 @@ BAD = [
     ("ioengine=windowsaio", "ioengine=windowsaio"),
     ("size=150%", "size=150%"),
     ("read_iolog=trace.log", "read_iolog=trace.log"),
-    ("steadystate=iops_slope:20%", "steadystate=iops_slope:20%"),
+    ("steadystate=iops_slope:fast", "steadystate=iops_slope:fast"),
     ("random_distribution=zipf:hot", "random_distribution=zipf:hot"),
     ("bs=1000", "bs=1000"),  # not a multiple of the 512-byte LBA: EINVAL on a real drive
     ("offset=100g", "offset=100g"),  # past the end of the namespace

@@ -181,7 +181,7 @@ def test_refused_options_say_why(line: str, why: str) -> None:
 # state, latency targets, exitall, wait_for); refused with the generic reason until then.
 PENDING = {
     *("zonemode", "zonerange", "zonesize", "zoneskip"),
-    *("flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
+    "flow_watermark",
     *("latency_percentile", "latency_run", "latency_target", "latency_window"),
 }
 
