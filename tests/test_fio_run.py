@@ -211,8 +211,9 @@ def test_sample_key_structure_matches_the_reference_file() -> None:
     assert list(j["latency_ns"]) == SAMPLE_LAT and list(j["latency_ms"]) == SAMPLE_LAT + ["2000", ">=2000"]
 
 
-# fio-sample.fio (the job that made fio-sample.json) without its steadystate job, which
-# ssdtwin refuses: the twin runs the reference job unchanged.
+# fio-sample.fio (the job that made fio-sample.json) without its steadystate job (steady
+# state has its own tests, tests/test_fio_steadystate.py): the twin runs the reference job
+# unchanged.
 SAMPLE_JOBFILE = """\
 [global]
 ioengine=libaio

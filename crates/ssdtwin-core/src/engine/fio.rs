@@ -1457,6 +1457,23 @@ mod tests {
         v
     }
 
+    // issue 10: ss
+    #[test]
+    fn steady_state_ends_a_clone_without_changing_what_it_did_before() {
+        let timed = |runtime_s: u64| with(rated(1000, 1 << 20), json!({"time_based": true, "runtime_ns": runtime_s * SECOND}));
+        let ss = json!({"metric": "iops", "slope": false, "percent": true, "limit": 10.0, "duration_s": 3, "ramp_ns": 0, "group_reporting": false});
+        let out = run_many(&[with(timed(30), json!({"steadystate": ss}))]).unwrap();
+        let st = out[0].steadystate.as_ref().expect("a steady-state record");
+        // Looks at 1, 2, 3 s: the third fills the window of 1000s and ends the clone.
+        assert!(st.attained && st.iops == vec![1000; 3] && st.bw == vec![4_096_000; 3]);
+        assert_eq!((out[0].write.total_ios, out[0].runtime_ns), (3000, 3 * SECOND));
+        // The looks are no events of the drive: the same clone cut by its runtime at 3 s did
+        // exactly the same I/O.
+        let plain = run_many(&[timed(3)]).unwrap();
+        assert!(plain[0].steadystate.is_none());
+        assert_eq!(serde_json::to_value(&plain[0].write).unwrap(), serde_json::to_value(&out[0].write).unwrap());
+    }
+
     #[test]
     fn exit_what_terminates_the_clones_fio_terminates() {
         // "short": 100 writes at 1,000 IOPS (~99 ms); "long": 1,000 IOPS for 10 s in the
