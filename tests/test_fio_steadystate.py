@@ -79,6 +79,15 @@ def test_a_settled_job_ends_at_the_second_fios_rule_says(ss: str, end_s: int, tm
     assert st["bw"] == [4096 * 1000] * st["duration_s"]
 
 
+def test_ramp_time_is_not_looked_at_and_rearms_the_looks(tmp_path: Path) -> None:
+    """fio skips a ramping job (TD_RAMP) and re-arms its looks at the end of the ramp
+    (reset_all_stats -> helper_reset). Real fio 3.33 with ramp_time=2.5: job_runtime
+    3,028 ms and 3,028 I/Os after the ramp; the twin looks at 3.5, 4.5, 5.5 s."""
+    [r] = simulate(tmp_path, rated("ramp_time=2500ms\nss=iops:10%\nss_dur=3"))
+    assert r["steadystate"]["attained"] is True and r["steadystate"]["iops"] == [1000] * 3
+    assert r["runtime_ns"] == 3 * SECOND_NS and r["read"]["total_ios"] == 3000
+
+
 def test_a_slope_one_second_window_is_never_attained(tmp_path: Path) -> None:
     """fio's slope over one sample divides 0 by 0: NaN is never under the limit."""
     [r] = simulate(tmp_path, rated("ss=iops_slope:5%\nss_dur=1", runtime=3))

@@ -498,6 +498,7 @@ pub fn run_measured(
         batch_start_ns: start_ns,
         flows,
         ss_next_ns: u64::MAX,
+        ss_resets: BinaryHeap::new(),
     };
     sim.start_batch(start_ns);
     // issue 10: ss — the first look one second into the run (fio's helper thread ticks
@@ -509,7 +510,14 @@ pub fn run_measured(
     }
     let mut events = 0u64;
     while let Some(&Reverse((t, _, _))) = sim.heap.peek() {
-        // issue 10: ss — a look due before (or with) the next event comes first.
+        // issue 10: ss — a look due before (or with) the next event comes first; the end
+        // of a clone's ramp_time before the next look re-arms the looks (fio's
+        // reset_all_stats calls helper_reset).
+        if let Some(&Reverse(ramp_end)) = sim.ss_resets.peek().filter(|r| r.0 < sim.ss_next_ns && r.0 <= t) {
+            sim.ss_resets.pop();
+            sim.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
+            continue;
+        }
         if sim.ss_next_ns <= t && sim.ss_next_ns <= end_limit {
             sim.steadystate_tick(sim.ss_next_ns);
             continue;
@@ -540,6 +548,12 @@ pub fn run_measured(
                 }
                 if let Some(ss) = &mut cl.ss {
                     ss.start(t); // issue 10: ss
+                }
+                // issue 10: ss — fio resets its stats, and re-arms the looks, at the end of
+                // any job's ramp_time while steady state is being detected.
+                if cl.ramp_end > t && sim.ss_next_ns != u64::MAX {
+                    let at = cl.ramp_end;
+                    sim.ss_resets.push(Reverse(at));
                 }
                 sim.pump(c)?;
             }
@@ -592,6 +606,8 @@ struct Sim<'a> {
     flows: Vec<FlowGroup>,
     /// issue 10: ss — when fio's helper thread next looks at steady state (u64::MAX: never).
     ss_next_ns: u64,
+    /// issue 10: ss — ends of ramp_time still to come, each re-arming the looks.
+    ss_resets: BinaryHeap<Reverse<u64>>,
 }
 
 /// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
@@ -1070,8 +1086,10 @@ impl Sim<'_> {
         for i in 0..self.clones.len() {
             let cl = &mut self.clones[i];
             let (gid, ramp_end) = (cl.gen.spec.group_id, cl.ramp_end);
-            // A clone starting at this very instant has its epoch after fio's look.
-            let running = cl.started && !cl.finished && cl.start_ns < now;
+            // A clone starting at this very instant has its epoch after fio's look; one in
+            // its ramp_time is skipped (fio's steadystate_check skips TD_RAMP), also at the
+            // very end of it (the look comes before the reset that re-arms the looks).
+            let running = cl.started && !cl.finished && cl.start_ns < now && now > ramp_end;
             let Some(ss) = cl.ss.as_mut().filter(|s| running && !s.attained) else { continue };
             if !ss.group_reporting() || prev_group != Some(gid) {
                 (group_iops, group_bw, group_over) = (0, 0, 0);

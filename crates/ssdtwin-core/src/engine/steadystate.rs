@@ -99,10 +99,9 @@ impl SsState {
         self.ramp_over = self.spec.ramp_ns == 0;
     }
 
-    /// At the end of `ramp_time` fio resets the clone's counters and epoch
-    /// (libfio.c `reset_all_stats`). fio 3.33 leaves `ss.prev_iops`/`prev_bytes` as they
-    /// were, so its next sample subtracts a larger count from a smaller one and wraps; here
-    /// they restart at zero with the counters (docs/fio.md §2.6).
+    /// At the end of `ramp_time` fio resets the clone's counters, its epoch and the time of
+    /// the previous look (libfio.c `reset_all_stats`). The clone is not looked at during
+    /// its ramp (its runstate is TD_RAMP), so the previous counts are still 0.
     fn pass_ramp(&mut self, now: u64, ramp_end: u64) {
         if self.ramp_passed || now < ramp_end {
             return;
