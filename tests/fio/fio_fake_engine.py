@@ -144,6 +144,27 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
                 "bw_window_bytes": bw_windows[d],
                 "iops_window_ios": io_windows[d],
             }
+        ss = spec.get("steadystate")
+        if ss:
+            # Schema only: the fake engine does not judge steady state (the Rust engine
+            # does, tests/fio/test_fio_steadystate.py); it reports its last seconds' rates.
+            n = ss["duration_s"]
+            per_s = [total * 1_000_000_000 // runtime_ns] * n
+            bs = sum(bytes_.values()) * 1_000_000_000 // runtime_ns
+            result["steadystate"] = {
+                "metric": ss["metric"],
+                "is_slope": ss["slope"],
+                "percent": ss["percent"],
+                "limit": ss["limit"],
+                "duration_s": n,
+                "holder": True,
+                "attained": False,
+                "criterion": 0.0,
+                "max_deviation": 0.0,
+                "slope": 0.0,
+                "iops": per_s,
+                "bw": [bs] * n,
+            }
         batch_end[spec["batch"]] = max(batch_end.get(spec["batch"], 0), start + runtime_ns + 5_000_000)
         results.append(result)
     return results

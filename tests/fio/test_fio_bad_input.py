@@ -176,6 +176,12 @@ CASES: list[tuple[str, Setup, str, str]] = [
         "startdelay=201d: max value out of range: 201 days (200 days max",
     ),
     (
+        "steady-state window past a day",
+        text({"job.fio": job("size=1m\nss=iops:5%\nss_dur=2d\n")}),
+        "job.fio",
+        "ss_dur=2d: max value out of range: 2 days (1 days max: the window keeps one sample per second, at most a day of them)",
+    ),
+    (
         "block size past one syscall",
         text({"job.fio": job("bs=4g\n")}),
         "job.fio",

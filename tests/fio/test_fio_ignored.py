@@ -177,12 +177,9 @@ def test_refused_options_say_why(line: str, why: str) -> None:
     assert why in refusal(line).reason
 
 
-# Options the other issue-10 work implements (zonemode=strided, iologs, flow, steady
-# state, latency targets, exitall, wait_for); refused with the generic reason until then.
-PENDING = {
-    *("zonemode", "zonerange", "zonesize", "zoneskip"),
-    *("flow_watermark", "ss_dur", "ss_ramp", "steadystate_duration", "steadystate_ramp_time"),
-}
+# Refused with the generic reason: flow_watermark (deprecated in fio, ignored by fio's own
+# flow control since 2012).
+PENDING = {"flow_watermark"}
 
 
 def test_every_fio_option_is_simulated_ignored_or_refused_with_a_reason() -> None:

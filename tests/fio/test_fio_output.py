@@ -89,8 +89,6 @@ def test_normal_output_is_byte_identical_to_fio(name: str) -> None:
 
 def _sample_run():
     text = (REFERENCE / "fio-sample.fio").read_text()
-    # steadystate is refused (docs/fio.md); the rest of the sample is supported
-    text = text.replace("steadystate=iops_slope:20%\n", "").replace("steadystate_duration=2\n", "")
     return parse_string(text, name="fio-sample.fio", env={})
 
 
@@ -113,14 +111,14 @@ def test_json_keys_match_fio_sample() -> None:
     mine = out.json_dict(run, results, timestamp_ms=TS_MS)
     real = json.loads((REFERENCE / "fio-sample.json").read_text())
     missing = _keys(real) - _keys(mine)
-    # We leave out what needs a real disk or fio's own steady-state detection.
-    assert {k for k in missing if not k.startswith("/disk_util") and "/steadystate" not in k} == set()
+    # We leave out what needs a real disk.
+    assert {k for k in missing if not k.startswith("/disk_util")} == set()
     assert {k for k in _keys(mine) - _keys(real) if not k.startswith("/ssdtwin")} == set()
     assert [(e["job"], e["option"]) for e in mine["ssdtwin"]["ignored_options"]] == [(j["jobname"], "direct") for j in real["jobs"]]
     assert len(mine["jobs"]) == len(real["jobs"]) == 3
     for ours, theirs in zip(mine["jobs"], real["jobs"]):
         assert ours["jobname"] == theirs["jobname"] and ours["groupid"] == theirs["groupid"]
-        assert ours["job options"] == {k: v for k, v in theirs["job options"].items() if not k.startswith("steadystate")}
+        assert ours["job options"] == theirs["job options"]
         assert list(ours["read"]["clat_ns"].get("percentile", {})) == list(theirs["read"]["clat_ns"].get("percentile", {}))
     assert mine["global options"] == real["global options"]
     assert mine["fio version"].startswith("fio-3.33 (ssdtwin")

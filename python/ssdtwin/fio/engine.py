@@ -462,6 +462,41 @@ def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
     }
 
 
+# --- issue 10: ss ---
+# fio's default criterion when only ss_dur is given (options.c: steadystate .def).
+SS_DEFAULT = {"criterion": "iops_slope", "percent": True, "limit": 0.01}
+
+
+def ss_key(st: Mapping[str, Any]) -> Optional[tuple[Any, ...]]:
+    """A job's steady-state settings as fio compares them within a group (steadystate.c
+    td_steadystate_init); None without ss_dur."""
+    if not st.get("ss_dur_us"):
+        return None
+    crit = st.get("steadystate") or SS_DEFAULT
+    return (st["ss_dur_us"] // 1_000_000, crit["criterion"], crit["percent"], crit["limit"], st.get("ss_ramp_us", 0))
+
+
+def ss_fields(clone: Any) -> dict[str, Any]:
+    """Engine field ``steadystate`` (docs/fio.md §3): fio's ss/ss_dur/ss_ramp, or None when
+    ss_dur is 0 or under a second (fio truncates it to whole seconds, and 0 turns it off)."""
+    st = clone.job.state
+    key = ss_key(st)
+    if key is None or key[0] == 0:
+        return {"steadystate": None}
+    dur_s, criterion, percent, limit, ramp_us = key
+    return {
+        "steadystate": {
+            "metric": "iops" if criterion.startswith("iops") else "bw",
+            "slope": criterion.endswith("_slope"),
+            "percent": percent,
+            "limit": float(limit),
+            "duration_s": dur_s,
+            "ramp_ns": ramp_us * 1000,
+            "group_reporting": bool(st["group_reporting"]),
+        }
+    }
+
+
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
     """A job that is not time-based ends after loops x io_size bytes (or number_ios I/Os).
     Refuse one that cannot end within the run limit: more bytes than the host link carries
@@ -660,3 +695,30 @@ def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
                 raise _err(thread, f"latency_buckets.{key}", f"expected a list of {length} counts")
             for v in values:
                 _int(v, thread, f"latency_buckets.{key}[]")
+    if result.get("steadystate") is not None:
+        _check_steadystate(result["steadystate"], thread)  # issue 10: ss
+
+
+# --- issue 10: ss ---
+def _check_steadystate(ss: Any, thread: Any) -> None:
+    """The engine's steady-state record (docs/fio.md §4)."""
+    if not isinstance(ss, Mapping):
+        raise _err(thread, "steadystate", "expected an object")
+    if ss.get("metric") not in ("iops", "bw"):
+        raise _err(thread, "steadystate.metric", "expected iops or bw")
+    for key in ("is_slope", "percent", "attained"):
+        if not isinstance(ss.get(key), bool):
+            raise _err(thread, f"steadystate.{key}", "expected true or false")
+    _int(ss.get("duration_s"), thread, "steadystate.duration_s", minimum=1)
+    for key in ("limit", "criterion", "max_deviation", "slope"):
+        v = ss.get(key)
+        # null stands for NaN (JSON has none).
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise _err(thread, f"steadystate.{key}", "expected a number or null")
+    for key in ("iops", "bw"):
+        values = ss.get(key)
+        # Empty for a clone whose group's window another clone keeps.
+        if not isinstance(values, list) or len(values) not in (0, ss["duration_s"]):
+            raise _err(thread, f"steadystate.{key}", f"expected a list of {ss['duration_s']} samples or none")
+        for v in values:
+            _int(v, thread, f"steadystate.{key}[]")

@@ -832,6 +832,52 @@ _SIM_OPTIONS += [
     _opt("latency_run", _h_bool("latency_run")),
 ]
 
+
+# --- issue 10: ss ---
+# fio's steady-state detection (docs/fio.md §2.6; options.c str_steadystate_cb, steadystate.c).
+_WHY_SS_DUR = "the window keeps one sample per second, at most a day of them"
+_SS_CRITERIA = ("iops", "iops_slope", "bw", "bw_slope")
+_SS_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _ss_float(text: str, what: str) -> float:
+    if not _SS_NUMBER.fullmatch(text):
+        raise ValueError(f"could not parse steadystate {what} '{text}' (expected a number)")
+    return float(text)
+
+
+def _h_steadystate(st: dict[str, Any], value: Optional[str]) -> None:
+    """``criterion:limit``: criterion one of iops, iops_slope, bw, bw_slope; the limit a
+    number, a percentage of the window's mean (``10%``), or for bw a size per second
+    (``2MiB``, read with kb_base like every fio size)."""
+    criterion, sep, limit = _req(value).partition(":")
+    if criterion not in _SS_CRITERIA:
+        raise ValueError(f"criterion '{criterion}' is not one of {', '.join(_SS_CRITERIA)} (form criterion:limit, e.g. iops_slope:0.1%)")
+    limit = limit.strip()
+    if not sep or not limit:
+        raise ValueError("steadystate threshold must be specified in addition to criterion (form criterion:limit, e.g. iops:10%)")
+    percent = limit.endswith("%")
+    if percent:
+        number = _ss_float(limit[:-1].strip(), "threshold percentage")
+    elif criterion.startswith("iops"):
+        number = _ss_float(limit, "IOPS threshold")
+    else:
+        negative = limit.startswith("-")
+        try:
+            number = float(_size(st, limit.lstrip("-")))
+        except ValueError:
+            raise ValueError(f"could not parse steadystate BW threshold '{limit}' (expected bytes/s, e.g. 2MiB)") from None
+        number = -number if negative else number
+    st["steadystate"] = {"criterion": criterion, "percent": percent, "limit": number}
+
+
+_SIM_OPTIONS += [
+    _opt("steadystate", _h_steadystate, aliases=("ss",)),
+    # Whole seconds (fio truncates ss_dur to seconds); 0 turns the detection off.
+    _opt("steadystate_duration", _h_time("ss_dur_us", "s", 86_400 * 10**6, _WHY_SS_DUR), aliases=("ss_dur",)),
+    _opt("steadystate_ramp_time", _h_time("ss_ramp_us", "s"), aliases=("ss_ramp",)),
+]
+
 # name, value kind, aliases
 _NOOP_SPECS: list[tuple[str, str, tuple[str, ...]]] = [
     ("direct", "bool", ()),
@@ -1612,10 +1658,6 @@ FIO_ENGINE_OPTION_NAMES = frozenset(
 )
 
 _WHY_UNSUPPORTED = {
-    "steadystate": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
-    "ss": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
-    "ss_dur": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
-    "ss_ramp": "fio's steady-state detection is not simulated yet (ssdtwin's PTS harness applies the SNIA rule)",
     "verify": "data verification is not simulated",
     "fsync": "flushes are not part of the fio engine contract yet",
     "fdatasync": "flushes are not part of the fio engine contract yet",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import time as _time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -296,7 +297,86 @@ def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: Report, plus: b
         ]
     if ts.description:
         o.append(("desc", ts.description))
+    if ts.steadystate is not None:
+        o.append(("steadystate", _ss_obj(ts.steadystate)))  # issue 10: ss
     return o
+
+
+# --- issue 10: ss ---
+def _ss_float(value: Optional[float]) -> float:
+    # The engine hands NaN (fio's 0/0, e.g. a slope over a 1-second window) back as null.
+    return math.nan if value is None else float(value)
+
+
+def _ss_name(ss: Mapping[str, Any]) -> str:
+    return str(ss["metric"]) + ("_slope" if ss["is_slope"] else "")
+
+
+def _ss_window(ss: Mapping[str, Any], key: str) -> list[int]:
+    # A clone that does not keep its group's window has none: fio's would be unset.
+    return list(ss[key]) or [0] * int(ss["duration_s"])
+
+
+def _ss_means(ss: Mapping[str, Any]) -> tuple[int, int]:
+    # steadystate.c steadystate_bw_mean/iops_mean: integer means over the whole window.
+    n = int(ss["duration_s"])
+    return sum(ss["bw"]) // n, sum(ss["iops"]) // n
+
+
+def _ss_obj(ss: Mapping[str, Any]) -> Obj:
+    """fio's JSON "steadystate" object (stat.c show_thread_status_json): limit and
+    criterion are printed from C floats (single precision) with %f."""
+    pct = "%" if ss["percent"] else ""
+    bw_mean, iops_mean = _ss_means(ss)
+    data = Obj([("bw_mean", bw_mean), ("iops_mean", iops_mean), ("iops", _ss_window(ss, "iops")), ("bw", _ss_window(ss, "bw"))])
+    return Obj(
+        [
+            ("ss", "%s:%f%s" % (_ss_name(ss), _c_float(_ss_float(ss["limit"])), pct)),
+            ("duration", int(ss["duration_s"])),
+            ("attained", int(bool(ss["attained"]))),
+            ("criterion", "%f%s" % (_c_float(_ss_float(ss["criterion"])), pct)),
+            ("max_deviation", _ss_float(ss["max_deviation"])),
+            ("slope", _ss_float(ss["slope"])),
+            ("data", data),
+        ]
+    )
+
+
+def _c_float(value: float) -> float:
+    """The value rounded to a C float, as fio casts it before printing."""
+    if math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _ss_normal(ts: ThreadStat, out: list[str]) -> None:
+    """fio's normal-output steady-state line (stat.c show_ss_normal). fio formats the
+    mean bandwidth in units of kb_base twice, once with the other unit prefix but the same
+    number, so the second figure is not a conversion; reproduced as printed."""
+    ss = ts.steadystate
+    if ss is None:
+        return
+    bw_mean, iops_mean = _ss_means(ss)
+    i2p = _pow2(ts.kb_base)
+    p1 = num2str(bw_mean // ts.kb_base, ts.sig_figs, ts.kb_base, i2p, N2S_BYTEPERSEC)
+    p1alt = num2str(bw_mean // ts.kb_base, ts.sig_figs, ts.kb_base, not i2p, N2S_BYTEPERSEC)
+    p2 = num2str(iops_mean, ts.sig_figs, 1, False, N2S_NONE)
+    out.append(
+        "  steadystate  : attained=%s, bw=%s (%s), iops=%s, %s%s=%.3f%s\n"
+        % (
+            "yes" if ss["attained"] else "no",
+            p1,
+            p1alt,
+            p2,
+            ss["metric"],
+            " slope" if ss["is_slope"] else " mean dev",
+            _ss_float(ss["criterion"]),
+            "%" if ss["percent"] else "",
+        )
+    )
 
 
 def _ctime(seconds: float) -> str:
@@ -522,6 +602,7 @@ def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: list
             "     latency   : target=%d, window=%d, percentile=%.2f%%, depth=%d\n"
             % (ts.latency_target, ts.latency_window, ts.latency_percentile, ts.latency_depth)
         )
+    _ss_normal(ts, out)  # issue 10: ss
 
 
 def _group_normal(rs: GroupStat, out: list[str]) -> None:

@@ -248,7 +248,7 @@ class Run:
         """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
         filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
         ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
-        from .engine import contract_range_error, engine_input, sched_fields  # local: keeps the parser importable alone
+        from .engine import contract_range_error, engine_input, sched_fields, ss_fields  # local: keeps the parser importable alone
 
         errors: list[FioJobError] = []
         out = []
@@ -260,6 +260,7 @@ class Run:
                 errors.extend(e.errors)
                 continue
             spec.update(sched_fields(clone, run_exitall))  # issue 10: sched
+            spec.update(ss_fields(clone))  # issue 10: ss
             bad = contract_range_error(spec)
             if bad:
                 errors.append(
@@ -1049,6 +1050,7 @@ def _parse_sources(
     if reader.errors:
         raise FioJobError.collect(reader.errors)
     _check_group_percentiles(jobs)
+    _check_group_steadystate(jobs)  # issue 10: ss
     return Run(
         jobs=jobs,
         clones=clones,
@@ -1143,5 +1145,30 @@ def _check_group_percentiles(jobs: Iterable[Job]) -> None:
         first = seen.setdefault(job.group_id, job)
         if job.group_reporting and first is not job and job.state["lat_percentiles"] != first.state["lat_percentiles"]:
             errors.append(FioJobError(f"lat_percentiles in job {job.name} differs from group", file=job.file, line=job.line))
+    if errors:
+        raise FioJobError.collect(errors)
+
+
+# --- issue 10: ss ---
+def _check_group_steadystate(jobs: Iterable[Job]) -> None:
+    """steadystate.c td_steadystate_init: every job of a group (stonewall/new_group, with or
+    without group_reporting) must have the same ss, ss_dur and ss_ramp, or none."""
+    from .engine import ss_key  # local: keeps the parser importable alone
+
+    seen: dict[int, Job] = {}
+    errors = []
+    for job in jobs:
+        first = seen.setdefault(job.group_id, job)
+        if first is not job and ss_key(job.state) != ss_key(first.state):
+            written = job.state.get("where", {})
+            option = next((o for o in ("steadystate", "steadystate_duration", "steadystate_ramp_time") if o in written), "")
+            where = _where(job.state, option, job) if option else {"file": job.file, "line": job.line}
+            errors.append(
+                FioJobError(
+                    f"job {job.name}: steadystate options (ss, ss_dur, ss_ramp) must be consistent within reporting groups "
+                    f"(job {first.name} of group {job.group_id} differs; fio: job rejected)",
+                    **where,
+                )
+            )
     if errors:
         raise FioJobError.collect(errors)

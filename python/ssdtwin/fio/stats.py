@@ -137,6 +137,8 @@ class ThreadStat:
     latency_window: int = 0
     # issue 10: latency_target — fio's td->verror, printed after err= in the normal output.
     verror: str = ""
+    # issue 10: ss — the engine's steady-state record (docs/fio.md §4), None without ss_dur.
+    steadystate: Optional[dict[str, Any]] = None
 
     def total_ios(self) -> int:
         return sum(d.total_ios for d in self.ddir)
@@ -208,6 +210,7 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         latency_window=int(st.get("latency_window", 0)),
         # io_u.c lat_fatal -> td_verror(ETIMEDOUT, "max latency exceeded") at io_u.c:1432.
         verror="file:io_u.c:1432, func=max latency exceeded, error=Connection timed out" if result.get("error") == 110 else "",
+        steadystate=result.get("steadystate"),  # issue 10: ss
     )
     bw_avg_ms, iops_avg_ms = averaging_windows(st)
     clat_all = [0] * PLAT_NR
@@ -328,6 +331,9 @@ def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
         entry.latency_target = ts.latency_target
         entry.latency_percentile = ts.latency_percentile
         entry.latency_window = ts.latency_window
+        # issue 10: ss — stat.c takes each member's record in turn (the last member keeps
+        # the group's window); a member without ss_dur clears it.
+        entry.steadystate = ts.steadystate
         if not entry.error and ts.error:
             entry.error = ts.error
             entry.verror = ts.verror  # issue 10: latency_target (stat.c keeps the first error's text)

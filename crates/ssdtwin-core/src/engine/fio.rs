@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::iolog::{IoLog, Packed, Replay};
+use super::steadystate::{SsOut, SsState}; // issue 10: ss
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
@@ -167,6 +168,9 @@ pub struct CloneOut {
     /// fio's job error (errno): 110 (ETIMEDOUT) when an I/O at depth 1 missed a
     /// latency_target with latency_percentile=100 (io_u.c lat_fatal).
     pub error: i32,
+    /// issue 10: ss — fio's steady-state record (docs/fio.md §4); None without `ss_dur`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SsOut>,
 }
 
 #[derive(Default)]
@@ -249,6 +253,8 @@ struct JobClone {
     iolog: Option<IoLog>,
     /// read_iolog: the trace that replaces the generator.
     replay: Option<Replay>,
+    /// issue 10: ss — steady-state detection (engine/steadystate.rs).
+    ss: Option<SsState>,
     // issue 10: latency_target
     /// latency_target probing state; None without a target.
     lat: Option<LatProbe>,
@@ -607,8 +613,11 @@ pub fn run_measured(
             replay,
             lat: None,
             error: 0,
+            ss: None,
         });
     }
+    // issue 10: ss
+    steadystate_setup(&mut clones);
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
@@ -629,10 +638,32 @@ pub fn run_measured(
         waitees,
         batch_start_ns: start_ns,
         flows,
+        ss_next_ns: u64::MAX,
+        ss_resets: BinaryHeap::new(),
     };
     sim.start_batch(start_ns);
+    // issue 10: ss — the first look one second into the run (fio's helper thread ticks
+    // every STEADYSTATE_MSEC from the run's start, not per job).
+    // The look is kept out of the heap so that idle GC (which runs until the next event)
+    // sees the same events with or without it.
+    if sim.clones.iter().any(|c| c.ss.is_some()) {
+        sim.ss_next_ns = start_ns.saturating_add(SS_TICK_NS);
+    }
     let mut events = 0u64;
-    while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
+    while let Some(&Reverse((t, _, _))) = sim.heap.peek() {
+        // issue 10: ss — a look due before (or with) the next event comes first; the end
+        // of a clone's ramp_time before the next look re-arms the looks (fio's
+        // reset_all_stats calls helper_reset).
+        if let Some(&Reverse(ramp_end)) = sim.ss_resets.peek().filter(|r| r.0 < sim.ss_next_ns && r.0 <= t) {
+            sim.ss_resets.pop();
+            sim.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
+            continue;
+        }
+        if sim.ss_next_ns <= t && sim.ss_next_ns <= end_limit {
+            sim.steadystate_tick(sim.ss_next_ns);
+            continue;
+        }
+        let Reverse((t, _, ev)) = sim.heap.pop().expect("peeked");
         // Event times are computed with saturating additions, so a run that would overflow
         // the clock arrives here past the limit instead of wrapping around.
         if t > end_limit {
@@ -659,6 +690,15 @@ pub fn run_measured(
                 // issue 10: latency_target — backend.c do_io calls lat_target_init.
                 if cl.gen.spec.latency_target_ns > 0 {
                     cl.lat = Some(LatProbe::new(cl.gen.spec.iodepth.max(1), t, cl.ios_completed));
+                }
+                if let Some(ss) = &mut cl.ss {
+                    ss.start(t); // issue 10: ss
+                }
+                // issue 10: ss — fio resets its stats, and re-arms the looks, at the end of
+                // any job's ramp_time while steady state is being detected.
+                if cl.ramp_end > t && sim.ss_next_ns != u64::MAX {
+                    let at = cl.ramp_end;
+                    sim.ss_resets.push(Reverse(at));
                 }
                 sim.pump(c)?;
             }
@@ -713,6 +753,10 @@ struct Sim<'a> {
     /// When the current batch started (a `wait_for` clone's start delay counts from it).
     batch_start_ns: u64,
     flows: Vec<FlowGroup>,
+    /// issue 10: ss — when fio's helper thread next looks at steady state (u64::MAX: never).
+    ss_next_ns: u64,
+    /// issue 10: ss — ends of ramp_time still to come, each re-arming the looks.
+    ss_resets: BinaryHeap<Reverse<u64>>,
 }
 
 /// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
@@ -947,6 +991,9 @@ impl Sim<'_> {
         let now = self.now;
         let cl = &mut self.clones[c];
         cl.inflight -= 1;
+        if let Some(ss) = &mut cl.ss {
+            ss.count(now, cl.ramp_end, len); // issue 10: ss
+        }
         if now < cl.ramp_end || issued < cl.ramp_end {
             return;
         }
@@ -1227,6 +1274,71 @@ impl Sim<'_> {
     }
 }
 
+// --- issue 10: ss ---
+/// fio's steady-state look interval (steadystate.h `STEADYSTATE_MSEC`).
+const SS_TICK_NS: u64 = 1_000_000_000;
+
+/// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
+/// each clone without group_reporting and by the last clone of each reporting group with it.
+fn steadystate_setup(clones: &mut [JobClone]) {
+    for i in 0..clones.len() {
+        let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };
+        let group = clones[i].gen.spec.group_id;
+        let later_member = clones[i + 1..]
+            .iter()
+            .any(|c| c.gen.spec.group_id == group && c.gen.spec.steadystate.as_ref().is_some_and(|s| s.group_reporting));
+        let holder = !spec.group_reporting || !later_member;
+        clones[i].ss = Some(SsState::new(spec, holder));
+    }
+}
+
+impl Sim<'_> {
+    /// fio's `steadystate_check` at `now`: sample every running clone in order, sum each
+    /// reporting group's samples (group_reporting) into the clone that keeps its window,
+    /// judge, and terminate the clone or its whole group when steady state is attained.
+    fn steadystate_tick(&mut self, now: u64) {
+        self.now = now;
+        let (mut group_iops, mut group_bw, mut group_over) = (0u64, 0u64, 0u32);
+        let mut prev_group: Option<u32> = None;
+        for i in 0..self.clones.len() {
+            let cl = &mut self.clones[i];
+            let (gid, ramp_end) = (cl.gen.spec.group_id, cl.ramp_end);
+            // A clone starting at this very instant has its epoch after fio's look; one in
+            // its ramp_time is skipped (fio's steadystate_check skips TD_RAMP), also at the
+            // very end of it (the look comes before the reset that re-arms the looks).
+            let running = cl.started && !cl.finished && cl.start_ns < now && now > ramp_end;
+            let Some(ss) = cl.ss.as_mut().filter(|s| running && !s.attained) else { continue };
+            if !ss.group_reporting() || prev_group != Some(gid) {
+                (group_iops, group_bw, group_over) = (0, 0, 0);
+            }
+            prev_group = Some(gid);
+            if let Some((iops, bw)) = ss.sample(now, ramp_end) {
+                group_iops = group_iops.saturating_add(iops);
+                group_bw = group_bw.saturating_add(bw);
+                group_over += 1;
+            }
+            if !ss.holder || group_over == 0 || !ss.judge(group_iops, group_bw) {
+                continue;
+            }
+            let whole_group = ss.group_reporting();
+            for k in 0..self.clones.len() {
+                let hit = if whole_group { self.clones[k].gen.spec.group_id == gid } else { k == i };
+                if !hit {
+                    continue;
+                }
+                if let Some(s) = &mut self.clones[k].ss {
+                    s.attained = true;
+                }
+                if !self.clones[k].finished {
+                    self.terminate(k, now);
+                }
+            }
+        }
+        let more = self.clones.iter().any(|c| !c.finished && c.ss.as_ref().is_some_and(|s| !s.attained));
+        self.ss_next_ns = if more { now.saturating_add(SS_TICK_NS) } else { u64::MAX };
+    }
+}
+
 /// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
 const LOOKAHEAD: usize = 8;
 
@@ -1399,6 +1511,7 @@ fn finish(cl: JobClone) -> CloneOut {
         iolog: cl.iolog.map(IoLog::into_packed),
         latency_depth: cl.lat.as_ref().map_or(spec.iodepth.max(1), |p| p.qd),
         error: cl.error,
+        steadystate: cl.ss.as_ref().map(SsState::out), // issue 10: ss
     }
 }
 
@@ -1551,6 +1664,23 @@ mod tests {
             v[k] = x.clone();
         }
         v
+    }
+
+    // issue 10: ss
+    #[test]
+    fn steady_state_ends_a_clone_without_changing_what_it_did_before() {
+        let timed = |runtime_s: u64| with(rated(1000, 1 << 20), json!({"time_based": true, "runtime_ns": runtime_s * SECOND}));
+        let ss = json!({"metric": "iops", "slope": false, "percent": true, "limit": 10.0, "duration_s": 3, "ramp_ns": 0, "group_reporting": false});
+        let out = run_many(&[with(timed(30), json!({"steadystate": ss}))]).unwrap();
+        let st = out[0].steadystate.as_ref().expect("a steady-state record");
+        // Looks at 1, 2, 3 s: the third fills the window of 1000s and ends the clone.
+        assert!(st.attained && st.iops == vec![1000; 3] && st.bw == vec![4_096_000; 3]);
+        assert_eq!((out[0].write.total_ios, out[0].runtime_ns), (3000, 3 * SECOND));
+        // The looks are no events of the drive: the same clone cut by its runtime at 3 s did
+        // exactly the same I/O.
+        let plain = run_many(&[timed(3)]).unwrap();
+        assert!(plain[0].steadystate.is_none());
+        assert_eq!(serde_json::to_value(&plain[0].write).unwrap(), serde_json::to_value(&out[0].write).unwrap());
     }
 
     #[test]

@@ -22,6 +22,7 @@
 
 pub mod fio;
 pub mod iolog;
+pub mod steadystate; // issue 10: ss
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

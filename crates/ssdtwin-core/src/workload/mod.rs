@@ -212,6 +212,40 @@ pub struct JobSpec {
     /// fio's latency_run: keep adjusting the depth instead of ending at the depth found.
     #[serde(default)]
     pub latency_run: bool,
+    // --- issue 10: ss (docs/fio.md §3) ---
+    /// fio's steadystate/ss_dur/ss_ramp: end the clone (its group, with group_reporting)
+    /// once the per-second IOPS or bandwidth settles; None without `ss_dur`.
+    #[serde(default)]
+    pub steadystate: Option<SteadyStateSpec>,
+}
+
+// --- issue 10: ss ---
+/// fio's steady-state criterion (options.c `str_steadystate_cb`, steadystate.c).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SteadyStateSpec {
+    /// `iops` or `bw`: which per-second measurement is judged.
+    pub metric: SsMetric,
+    /// `*_slope`: the least-squares slope of the window; else its largest deviation from the mean.
+    pub slope: bool,
+    /// The limit is a percentage of the window's mean rather than an absolute value.
+    pub percent: bool,
+    /// The threshold (IOPS, bytes/s, or percent).
+    pub limit: f64,
+    /// `ss_dur` in whole seconds (fio truncates), at least 1: samples in the window.
+    pub duration_s: u64,
+    /// `ss_ramp`: time after the job's start before samples are taken.
+    pub ramp_ns: u64,
+    /// group_reporting: the clones of the reporting group are judged on their sum.
+    pub group_reporting: bool,
+}
+
+/// What fio's steady-state detection measures each second.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SsMetric {
+    Iops,
+    Bw,
 }
 
 // issue 10: latency_target — fio's default latency_percentile (options.c: "100").
