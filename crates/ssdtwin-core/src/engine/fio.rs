@@ -1516,13 +1516,13 @@ fn finish(cl: JobClone) -> CloneOut {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::nvme::Controller;
     use crate::spec::DriveSpec;
     use serde_json::json;
 
-    fn drive() -> (Controller, DeviceTiming) {
+    pub(crate) fn drive() -> (Controller, DeviceTiming) {
         let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
         let ctrl = Controller::new(spec, 1).unwrap();
         let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
@@ -1531,7 +1531,7 @@ mod tests {
 
     /// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
     /// replaced (engine contract, docs/fio.md §3).
-    fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
+    pub(crate) fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
         let ns = ctrl.attached(NsId(1)).unwrap();
         let mut v: Value = serde_json::from_str(
             r#"{

@@ -184,57 +184,20 @@ mod tests {
         //! The engine with write_iolog and read_iolog: the recorded sequence is the issued
         //! one, and replaying it issues the same I/Os.
         use super::super::*;
+        use crate::engine::fio::tests::{drive, spec as engine_spec};
         use crate::engine::fio::{run, CloneOut, RunOptions};
-        use crate::engine::DeviceTiming;
         use crate::nvme::Controller;
-        use crate::spec::DriveSpec;
-        use crate::units::NsId;
         use crate::workload::JobSpec;
         use serde_json::{json, Value};
 
-        fn drive() -> (Controller, DeviceTiming) {
-            let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
-            let ctrl = Controller::new(spec, 1).unwrap();
-            let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
-            (ctrl, timing)
-        }
-
-        /// A 4 KiB random read/write clone over the first MiB of namespace 1 at QD 4.
+        /// A 4 KiB random read/write clone over the first MiB of namespace 1 at QD 4 (the
+        /// engine tests' clone, made mixed).
         fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
-            let ns = ctrl.attached(NsId(1)).unwrap();
-            let mut v: Value = serde_json::from_str(
-                r#"{
-                "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
-                "batch": 0, "stonewall": false, "filename": null, "namespace": null,
-                "target_size_bytes": 0, "lba_bytes": 0, "rw": "randrw",
-                "directions": ["read", "write"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
-                "rwmixread": 50, "rwmixwrite": 50,
-                "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
-                       "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
-                       "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
-                "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
-                "offset_bytes": 0, "size_bytes": 1048576, "io_size_bytes": 1048576, "loops": 1,
-                "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
-                "iodepth": 4, "iodepth_configured": 4, "time_based": false, "runtime_ns": 0,
-                "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": false,
-                "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
-                "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
-                "percentage_random": {"read": 100, "write": 100, "trim": 100},
-                "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
-                "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
-                "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
-                "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
-                "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
-                         "hist_ms": 0, "max_value": false, "offset": false}
-                }"#,
-            )
-            .unwrap();
-            v["target_size_bytes"] = json!(ns.bytes());
-            v["lba_bytes"] = json!(ns.lba_bytes);
+            let mut v = json!({"rw": "randrw", "directions": ["read", "write"]});
             for (k, x) in extra.as_object().unwrap() {
                 v[k] = x.clone();
             }
-            serde_json::from_value(v).unwrap()
+            engine_spec(ctrl, v)
         }
 
         fn run_one(s: JobSpec) -> CloneOut {
