@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ssdtwin.fio import FioJobError, parse, parse_string
+from ssdtwin.fio.engine import fio_first_rand
 from ssdtwin.fio.parser import fio_seeds
 from ssdtwin.fio.units import Percent
 
@@ -529,51 +530,17 @@ def test_lat_percentiles_must_agree_under_group_reporting() -> None:
 
 # --- seeds --------------------------------------------------------------------------------
 
-M32 = 0xFFFFFFFF
 M64 = (1 << 64) - 1
 
 
 def _taus88_first(seed: int) -> int:
-    """First draw of fio's 32-bit Tausworthe generator (L'Ecuyer's taus88, fio seeding)."""
-    seed &= M32
-
-    def fix(x: int, m: int) -> int:
-        return x + m if x < m else x
-
-    # fio's start constant is written (2^31)+(2^17)+(2^7) in C, i.e. XORs: 29+19+5 = 53.
-    s = [fix((53 * 69069 ^ seed) & M32, 1)]
-    s.append(fix((s[0] * 69069 ^ seed) & M32, 7))
-    s.append(fix((s[1] * 69069 ^ seed) & M32, 15))
-    out = 0
-    for _ in range(7):
-        s[0] = (((s[0] & 4294967294) << 12) & M32) ^ ((((s[0] << 13) & M32) ^ s[0]) >> 19)
-        s[1] = (((s[1] & 4294967288) << 4) & M32) ^ ((((s[1] << 2) & M32) ^ s[1]) >> 25)
-        s[2] = (((s[2] & 4294967280) << 17) & M32) ^ ((((s[2] << 3) & M32) ^ s[2]) >> 11)
-        out = s[0] ^ s[1] ^ s[2]
-    return out
+    """First draw of fio's 32-bit Tausworthe generator (taus88, fio's seeding)."""
+    return fio_first_rand(seed, use64=False)[0]
 
 
 def _taus258_first(seed: int) -> int:
-    def fix(x: int, m: int) -> int:
-        return x + m if x < m else x
-
-    s = [fix((53 * 6906969069 ^ seed) & M64, 1)]
-    for m in (7, 15, 33, 49):
-        s.append(fix((s[-1] * 6906969069 ^ seed) & M64, m))
-    spec = [
-        (1, 53, 18446744073709551614, 10),
-        (24, 50, 18446744073709551104, 5),
-        (3, 23, 18446744073709547520, 29),
-        (5, 24, 18446744073709420544, 23),
-        (3, 33, 18446744073701163008, 8),
-    ]
-    out = 0
-    for _ in range(7):
-        for i, (a, b, c, d) in enumerate(spec):
-            x = (((s[i] << a) & M64) ^ s[i]) >> b
-            s[i] = (((s[i] & c) << d) & M64) ^ x
-        out = s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4]
-    return out
+    """First draw of fio's tausworthe64 (taus258, fio's seeding)."""
+    return fio_first_rand(seed, use64=True)[0]
 
 
 def test_offset_seeds_reproduce_fio_first_random_draw() -> None:
