@@ -67,6 +67,20 @@ def small(tmp_path: Path, small_template: Path) -> Path:
     return copy_image(small_template, tmp_path / "cm6s")
 
 
+@pytest.fixture(scope="session")
+def fresh_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A factory-fresh CM6 at 1/454: nothing written, one namespace of 9.39 GB."""
+    d = tmp_path_factory.mktemp("fio-fresh") / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    return d
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, fresh_template: Path) -> Path:
+    """A copy of the fresh CM6 at 1/454 (tests that write it start from nothing)."""
+    return copy_image(fresh_template, tmp_path / "img")
+
+
 @pytest.fixture
 def cm6(tmp_path: Path, cm6_template: Path) -> Path:
     return copy_image(cm6_template, tmp_path / "cm6")

@@ -24,16 +24,10 @@ FIO_TRACE = DATA / "fio-randrw.v3.log"  # recorded by fio 3.33: randrw 4k over 2
 DDIRS = ("read", "write", "trim")
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("iolog") / "cm6"
-    run_cli("create", d, "--model", CM6, "--scale", "1/454")
-    return d
-
-
 @pytest.fixture
-def image(tmp_path: Path, template: Path) -> Path:
-    return copy_image(template, tmp_path / "img")
+def image(fresh: Path) -> Path:
+    """A fresh CM6 at 1/454 (conftest's `fresh`)."""
+    return fresh
 
 
 def totals(job: dict[str, Any]) -> dict[str, tuple[int, int]]:
@@ -62,9 +56,9 @@ def replayed(job_text: str, *, cwd: Path) -> list[tuple[str, int, int, int]]:
     return [(DDIRS[dd], off, n, t) for t, dd, off, n in struct.iter_unpack("<4Q", bytes(result["iolog"]))]
 
 
-def test_write_iolog_is_fio_format_and_replays_to_the_same_ios(tmp_path: Path, template: Path) -> None:
+def test_write_iolog_is_fio_format_and_replays_to_the_same_ios(tmp_path: Path, fresh_template: Path) -> None:
     job = "[j]\nioengine=libaio\niodepth=4\nrw=randrw\nbs=4k\nsize=1m\nwrite_iolog=j.iolog\n"
-    first = run_fio(copy_image(template, tmp_path / "a"), job, tmp_path / "rec")
+    first = run_fio(copy_image(fresh_template, tmp_path / "a"), job, tmp_path / "rec")
     text = (tmp_path / "rec" / "j.iolog").read_text()
     lines = text.splitlines()
     assert lines[:3] == ["fio version 3 iolog", "0 j.0.0 add", "0 j.0.0 open"]
@@ -84,7 +78,7 @@ def test_write_iolog_is_fio_format_and_replays_to_the_same_ios(tmp_path: Path, t
     # same order at the same (recorded, microsecond) times through the engine.
     log = tmp_path / "rec" / "j.iolog"
     replay_job = f"[r]\nioengine=libaio\niodepth=4\nread_iolog={log}\n"
-    second = run_fio(copy_image(template, tmp_path / "b"), replay_job, tmp_path / "play")
+    second = run_fio(copy_image(fresh_template, tmp_path / "b"), replay_job, tmp_path / "play")
     assert totals(second.job("r")) == t
     again = replayed(replay_job, cwd=tmp_path)
     assert [(d, off, n) for d, off, n, _ in again] == [(x[2], x[3], x[4]) for x in ios]

@@ -57,19 +57,6 @@ def resize(d: Path, *sizes: tuple[int, int]) -> None:
 
 
 @pytest.fixture(scope="module")
-def fresh_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A factory-fresh CM6 at 1/454: nothing written, one namespace of 9.39 GB."""
-    d = tmp_path_factory.mktemp("fio-fresh") / "cm6"
-    run_cli("create", d, "--model", CM6, "--scale", "1/454")
-    return d
-
-
-@pytest.fixture
-def fresh(tmp_path: Path, fresh_template: Path) -> Path:
-    return copy_image(fresh_template, tmp_path / "img")
-
-
-@pytest.fixture(scope="module")
 def tiny_template(tmp_path_factory: pytest.TempPathFactory, fresh_template: Path) -> Path:
     """The fresh image with namespace 1 resized to 64 MiB (512 B LBAs): room to fill."""
     d = copy_image(fresh_template, tmp_path_factory.mktemp("fio-tiny") / "cm6")
