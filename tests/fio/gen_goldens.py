@@ -18,7 +18,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_compare import ROOT, engine, fio_iolog, parser  # noqa: E402
+from fio_conformance import run_real_fio  # noqa: E402
+
+from ssdtwin.fio import engine, parser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 JOBS = {
     "randread_taus88": "rw=randread\nbs=4k\nsize=1m\n",
@@ -58,7 +62,7 @@ def main() -> int:
         for name, body in JOBS.items():
             job = Path(tmp) / f"{name}.fio"
             job.write_text(f"[j]\n{body}")
-            ios = fio_iolog(a.fio, job, [])
+            ios = run_real_fio(a.fio, job, Path(tmp))[0].ios
             clone = parser.parse([job]).clones[0]
             st = clone.job.state
             spec = engine.engine_input(clone, st["offset"] + st["size"], 512)

@@ -4,7 +4,8 @@
 //! The generator reproduces fio 3.33's I/O sequence bit for bit (docs/fio.md §3): fio's
 //! generators on fio's seeds (fiorand.rs), its random map and distributions (dist.rs) and
 //! io_u.c's `fill_io_u` with backend.c's pass logic below. Verified against the real
-//! binary (tests/data/fio_goldens.json, tests/fio/gen_compare.py).
+//! binary (tests/data/fio_goldens.json from tests/fio/gen_goldens.py; the conformance test
+//! tests/fio/test_fio_conformance.py).
 
 pub mod dist;
 pub mod fiorand;
