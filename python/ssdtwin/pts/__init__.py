@@ -1,0 +1,1 @@
+"""SNIA PTS Enterprise on a twin or a real device (docs/pts.md)."""
