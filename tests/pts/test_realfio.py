@@ -1,0 +1,355 @@
+"""RealFioTarget (pts/realfio.py): the PTS on real targets through the real fio.
+
+An NBD export of a twin (`ssdtwin serve` on a fresh CM6 at 1/454), an nbdkit memory export
+(not a twin: needs the destroy flag), regular files, a loop device when losetup works, and
+every refusal: each must be one line and leave the target untouched. fio runs of 1 s.
+Tests that need fio, nbdinfo, nbdkit or losetup skip with the reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from ssdtwin.pts.realfio import RealFioTarget, _read_report, is_real_target, nbd_trim_job
+from ssdtwin.pts.target import PtsError
+from twin import CM6, SSDTWIN
+
+# The element body a PTS job has (the harness writes it); the target adds its own lines.
+BODY = "[global]\ndirect=1\nsize=100%\ntime_based=1\nruntime=1\nrandrepeat=0\nrefill_buffers=1\n"
+
+
+def need(*tools: str) -> None:
+    for tool in tools:
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` is not installed (CI installs fio, libnbd-bin and nbdkit)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], errfile: Path) -> None:
+    t0 = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            raise AssertionError(f"the server exited {proc.returncode}:\n{errfile.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            assert time.monotonic() - t0 < 60, f"the server did not start:\n{errfile.read_text()}"
+            time.sleep(0.05)
+
+
+@contextmanager
+def server(argv: list[str], port: int, errfile: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A server subprocess listening on ``port``; stopped by SIGTERM (a twin commits its state)."""
+    with open(errfile, "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for_port(port, proc, errfile)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def served_twin(fresh: Path, tmp_path: Path) -> Iterator[str]:
+    """`ssdtwin serve` on a fresh CM6 at 1/454; yields the URI of ns1."""
+    port = free_port()
+    argv = [*SSDTWIN, "serve", str(fresh), "--listen", f"127.0.0.1:{port}"]
+    with server(argv, port, tmp_path / "serve.err") as proc:
+        yield f"nbd://127.0.0.1:{port}/ns1"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, (tmp_path / "serve.err").read_text()
+
+
+def one_line_error(excinfo: pytest.ExceptionInfo[PtsError]) -> str:
+    msg = str(excinfo.value)
+    assert msg and "\n" not in msg, repr(msg)
+    return msg
+
+
+def write_job(path: Path, target: RealFioTarget, element: str) -> Path:
+    path.write_text(BODY + target.target_lines() + textwrap.dedent(element))
+    return path
+
+
+def map_totals(uri: str) -> dict[str, int]:
+    """Bytes per allocation state ("data", "hole,zero") from the server's block status."""
+    p = subprocess.run(["nbdinfo", "--map", "--totals", uri], capture_output=True, text=True, check=True, timeout=60)
+    totals: dict[str, int] = {}
+    for line in p.stdout.splitlines():
+        size, _pct, _code, state = line.split(None, 3)
+        totals[state] = int(size)
+    return totals
+
+
+@pytest.mark.tools
+def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, tmp_path: Path) -> None:
+    need("fio", "nbdinfo")
+    uri = served_twin
+    target = RealFioTarget(uri)  # a twin's export: no destroy flag needed
+    info = target.info
+    assert (info.kind, info.uri, info.simulated) == ("nbd", uri, False)
+    assert (info.preset, info.scale, info.lba_bytes) == (CM6, "1/454", 512)
+    assert info.capacity_bytes == 9_386_786_816  # the namespace: 18333568 LBAs of 512 B
+    assert info.capacity_bytes % (1 << 30) != 0  # so the purge needs its tail request
+    assert info.extra["fio"] == target.fio_version and target.fio_version.startswith("fio-")
+    assert target.target_lines() == f"ioengine=nbd\nuri={uri}\n"
+
+    # Write 64 MiB, then purge: every byte of the export must be deallocated again.
+    fill = write_job(tmp_path / "fill.fio", target, "[fill]\nrw=write\nbs=128k\niodepth=8\nio_size=64m\ntime_based=0\n")
+    report = target.run_fio(fill, tmp_path / "fill.json")
+    assert report["jobs"][0]["write"]["io_bytes"] == 64 << 20
+    assert map_totals(uri).get("data") == 64 << 20
+    method = target.purge()
+    assert method.startswith("TRIM of the whole range (9386786816 bytes"), method
+    assert map_totals(uri) == {"hole,zero": info.capacity_bytes}
+
+    # One 1-s round of a latency element: fio's json+ report, kept as pure JSON.
+    job = write_job(tmp_path / "lat.fio", target, "[lat]\nrw=randrw\nrwmixread=65\nbs=4k\niodepth=1\nnumjobs=1\n")
+    out = tmp_path / "r01-lat.json"
+    report = target.run_fio(job, out)
+    assert json.loads(out.read_text()) == report
+    assert report["fio version"] == target.fio_version
+    (j,) = report["jobs"]
+    assert j["error"] == 0 and report["global options"]["uri"] == uri
+    for ddir in ("read", "write"):
+        assert j[ddir]["total_ios"] > 0 and j[ddir]["iops"] > 0
+        clat = j[ddir]["clat_ns"]
+        assert {"mean", "max", "percentile", "bins"} <= set(clat)  # json+: the histogram bins
+        assert sum(clat["bins"].values()) == clat["N"] == j[ddir]["total_ios"]
+    target.close()
+
+
+@pytest.mark.tools
+def test_nbd_export_not_served_by_ssdtwin_needs_the_flag(tmp_path: Path) -> None:
+    need("fio", "nbdinfo", "nbdkit")
+    port = free_port()
+    argv = ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(port), "-e", "disk", "memory", "64M"]
+    with server(argv, port, tmp_path / "nbdkit.err"):
+        uri = f"nbd://127.0.0.1:{port}/disk"
+        with pytest.raises(PtsError) as e:
+            RealFioTarget(uri)
+        assert "--yes-destroy-data" in one_line_error(e) and "ssdtwin serve" in str(e.value)
+        target = RealFioTarget(uri, allow_destroy=True)
+        assert target.info.capacity_bytes == 64 << 20 and target.info.preset == ""
+        assert "fallback" in target.purge()
+
+
+@pytest.mark.tools
+def test_unopenable_nbd_targets_are_one_line_errors(served_twin: str) -> None:
+    need("fio", "nbdinfo")
+    closed = f"nbd://127.0.0.1:{free_port()}/ns1"  # nobody listens there
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(closed)
+    assert one_line_error(e).startswith(f"{closed}: cannot open the NBD export: ") and "Connection refused" in str(e.value)
+
+    unknown = served_twin.replace("/ns1", "/ns9")
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(unknown)
+    assert "ns9" in one_line_error(e) and "nbdinfo --list" in str(e.value)
+
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(served_twin, purge="nvme-format")
+    assert "NBD export" in one_line_error(e)
+
+
+def test_missing_fio_is_one_line_error(tmp_path: Path) -> None:
+    for fio in ("no-such-fio-binary", str(tmp_path / "bin" / "fio")):
+        with pytest.raises(PtsError) as e:
+            RealFioTarget("/dev/nonexistent", fio=fio)
+        assert "apt-get install fio" in one_line_error(e) and fio in str(e.value)
+
+
+@pytest.mark.tools
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/dev/nonexistent", "/dev/nonexistent: no such device"),
+        ("/dev/null", "/dev/null: is a character device, not a block device"),
+        ("/", "/: is a directory"),
+    ],
+)
+def test_unopenable_paths_are_one_line_errors(path: str, expected: str) -> None:
+    need("fio")
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(path, allow_destroy=True)
+    assert one_line_error(e).startswith(expected)
+
+
+@pytest.mark.tools
+def test_file_refused_without_the_flag_and_left_untouched(tmp_path: Path) -> None:
+    need("fio")
+    f = tmp_path / "disk.img"
+    data = os.urandom(1 << 20)
+    f.write_bytes(data)
+    mtime = f.stat().st_mtime_ns
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(f))
+    assert (
+        one_line_error(e) == f"{f}: refusing to write to a file without --yes-destroy-data (the PTS overwrites and purges the whole range)"
+    )
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(f), purge="nvme-format", allow_destroy=True)
+    assert "regular file" in one_line_error(e)
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(f), purge="secure-erase", allow_destroy=True)
+    assert one_line_error(e) == "--purge 'secure-erase': expected one of auto, nvme-format, trim, none"
+    assert f.read_bytes() == data and f.stat().st_mtime_ns == mtime
+
+    empty = tmp_path / "empty.img"
+    empty.touch()
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(empty), allow_destroy=True)
+    assert "the file is empty" in one_line_error(e)
+
+
+@pytest.mark.tools
+def test_file_target_purge_and_a_round(tmp_path: Path) -> None:
+    need("fio")
+    f = tmp_path / "disk:1.img"  # a colon, which fio's filename= needs escaped
+    f.write_bytes(os.urandom(8 << 20))
+    target = RealFioTarget(str(f), allow_destroy=True, purge="trim")
+    assert (target.info.kind, target.info.capacity_bytes) == ("file", 8 << 20)
+    assert target.target_lines() == f"ioengine=libaio\nfilename={str(f).replace(':', chr(92) + ':')}\n"
+    assert target.purge().startswith("file truncated to 0 and back to 8388608 bytes")
+    assert f.stat().st_size == 8 << 20 and f.read_bytes() == bytes(8 << 20)
+    job = write_job(tmp_path / "w.fio", target, "[w]\nrw=randwrite\nbs=4k\niodepth=4\nruntime=0.5\n")
+    report = target.run_fio(job, tmp_path / "w.json")
+    assert report["jobs"][0]["write"]["total_ios"] > 0 and report["global options"]["ioengine"] == "libaio"
+    assert f.stat().st_size == 8 << 20 and f.read_bytes() != bytes(8 << 20)
+    assert target.purge_method == "trim" and RealFioTarget(str(f), allow_destroy=True, purge="none").purge().startswith("none")
+
+
+@pytest.mark.tools
+def test_fio_failure_is_one_line_error(tmp_path: Path) -> None:
+    need("fio")
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(1 << 20))
+    target = RealFioTarget(str(f), allow_destroy=True)
+    job = write_job(tmp_path / "bad.fio", target, "[bad]\nrw=sideways\n")
+    with pytest.raises(PtsError) as e:
+        target.run_fio(job, tmp_path / "bad.json")
+    assert one_line_error(e).startswith(f"fio {job} failed (exit 1): ") and "sideways" in str(e.value)
+
+
+def test_report_with_notes_is_cleaned_and_job_errors_raise(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    doc = {"fio version": "fio-3.33", "jobs": [{"jobname": "a", "error": 0}]}
+    out.write_text("fio: connected to NBD server\n" + json.dumps(doc, indent=1) + "\nfio: a trailing note\n")
+    assert _read_report(out, "", "job.fio") == doc
+    assert json.loads(out.read_text()) == doc  # the file now holds the JSON alone
+    out.write_text(json.dumps({"jobs": [{"jobname": "a", "error": 5}]}))
+    with pytest.raises(PtsError) as e:
+        _read_report(out, "fio: io_u error on file x: Input/output error\n", "job.fio")
+    assert one_line_error(e) == "fio job.fio: job 'a' failed: Input/output error: io_u error on file x: Input/output error"
+    out.write_text("fio: no JSON at all\n")
+    with pytest.raises(PtsError) as e:
+        _read_report(out, "", "job.fio")
+    assert "holds no JSON report" in one_line_error(e)
+
+
+def test_nbd_trim_job_covers_the_export_exactly() -> None:
+    def sections(text: str) -> list[dict[str, int]]:
+        out: list[dict[str, int]] = []
+        for block in text.split("\n[")[2:]:
+            out.append({k: int(v) for k, v in (line.split("=") for line in block.splitlines()[1:] if line)})
+        return out
+
+    gib = 1 << 30
+    for size in (9_386_786_816, 4 * gib, 512 << 20, gib + 512):
+        parts = sections(nbd_trim_job("nbd://h/e", size))
+        covered = [(p["offset"], p["offset"] + p["size"]) for p in parts]
+        assert covered[0][0] == 0 and covered[-1][1] == size and all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+        assert all(p["size"] % p["bs"] == 0 and p["bs"] <= gib for p in parts)
+
+
+def test_is_real_target(tmp_path: Path) -> None:
+    (tmp_path / "img").mkdir()
+    (tmp_path / "file").write_bytes(b"x")
+    assert is_real_target("nbd://127.0.0.1:10809/ns1") and is_real_target("nbd+unix:///ns1?socket=/s") and is_real_target("/dev/x")
+    assert is_real_target(str(tmp_path / "file"))
+    assert not is_real_target(str(tmp_path / "img")) and not is_real_target(str(tmp_path / "nothing"))
+
+
+@pytest.mark.tools
+def test_ctrl_c_stops_fio_and_keeps_its_report(tmp_path: Path) -> None:
+    need("fio")
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(4 << 20))
+    out = tmp_path / "long.json"
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from ssdtwin.pts.realfio import RealFioTarget
+        t = RealFioTarget({str(f)!r}, allow_destroy=True)
+        job = Path({str(tmp_path / "long.fio")!r})
+        job.write_text({BODY!r}.replace("runtime=1", "runtime=60") + t.target_lines() + "[long]\\nrw=randread\\nbs=4k\\n")
+        try:
+            t.run_fio(job, Path({str(out)!r}))
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            raise
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not out.exists():  # fio opens its output file once it has parsed the job
+        assert p.poll() is None and time.monotonic() - t0 < 30, p.communicate()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 30
+    assert stdout == "interrupted\n" and stderr.rstrip().endswith("KeyboardInterrupt"), stderr
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "long.fio")], capture_output=True, text=True)
+    assert leftover.stdout == "", "fio still runs after Ctrl-C"
+    report = json.loads(out.read_text())  # fio's report of the run so far, notes removed
+    assert 0 < report["jobs"][0]["read"]["runtime"] < 30_000
+
+
+@pytest.mark.tools
+def test_loop_device_refused_then_purged_by_discard(tmp_path: Path) -> None:
+    need("fio", "losetup")
+    backing = tmp_path / "loop.img"
+    backing.write_bytes(os.urandom(16 << 20))
+    p = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"losetup cannot attach a loop device here: {p.stderr.strip()}")
+    dev = p.stdout.strip()
+    try:
+        with pytest.raises(PtsError) as e:
+            RealFioTarget(dev)
+        assert one_line_error(e) == f"{dev}: refusing to write to a block device without --yes-destroy-data " + (
+            "(the PTS overwrites and purges the whole range)"
+        )
+        target = RealFioTarget(dev, allow_destroy=True)
+        assert (target.info.kind, target.info.capacity_bytes, target.info.interface) == ("device", 16 << 20, "loop device")
+        assert target.target_lines() == f"ioengine=libaio\nfilename={dev}\n"
+        assert target.purge().startswith("TRIM of the whole range (16777216 bytes, BLKDISCARD")
+        assert backing.read_bytes() == bytes(16 << 20)  # a loop device discards by punching holes
+    finally:
+        subprocess.run(["losetup", "--detach", dev], check=False)
