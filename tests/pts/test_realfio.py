@@ -76,9 +76,10 @@ def server(argv: list[str], port: int, errfile: Path) -> Iterator[subprocess.Pop
 
 @pytest.fixture
 def served_twin(fresh: Path, tmp_path: Path) -> Iterator[str]:
-    """`ssdtwin serve` on a fresh CM6 at 1/454; yields the URI of ns1."""
+    """`ssdtwin serve` on a fresh CM6 at 1/454, on TCP and on the unix socket tmp_path/nbd.sock;
+    yields the TCP URI of ns1."""
     port = free_port()
-    argv = [*SSDTWIN, "serve", str(fresh), "--listen", f"127.0.0.1:{port}"]
+    argv = [*SSDTWIN, "serve", str(fresh), "--listen", f"127.0.0.1:{port}", "--unix", str(tmp_path / "nbd.sock")]
     with server(argv, port, tmp_path / "serve.err") as proc:
         yield f"nbd://127.0.0.1:{port}/ns1"
         proc.send_signal(signal.SIGTERM)
@@ -118,6 +119,9 @@ def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, tmp_path: Pa
     assert info.capacity_bytes % (1 << 30) != 0  # so the purge needs its tail request
     assert info.extra["fio"] == target.fio_version and target.fio_version.startswith("fio-")
     assert target.target_lines() == f"ioengine=nbd\nuri={uri}\n"
+    unix_uri = f"nbd+unix:///ns1?socket={tmp_path / 'nbd.sock'}"  # the same export over the unix socket
+    via_unix = RealFioTarget(unix_uri)
+    assert via_unix.info.capacity_bytes == info.capacity_bytes and via_unix.target_lines() == f"ioengine=nbd\nuri={unix_uri}\n"
 
     # Write 64 MiB, then purge: every byte of the export must be deallocated again.
     fill = write_job(tmp_path / "fill.fio", target, "[fill]\nrw=write\nbs=128k\niodepth=8\nio_size=64m\ntime_based=0\n")
@@ -209,9 +213,8 @@ def test_file_refused_without_the_flag_and_left_untouched(tmp_path: Path) -> Non
     mtime = f.stat().st_mtime_ns
     with pytest.raises(PtsError) as e:
         RealFioTarget(str(f))
-    assert (
-        one_line_error(e) == f"{f}: refusing to write to a file without --yes-destroy-data (the PTS overwrites and purges the whole range)"
-    )
+    refusal = f"{f}: refusing to write to a file without --yes-destroy-data"
+    assert one_line_error(e) == refusal + " (the PTS overwrites and purges the whole range)"
     with pytest.raises(PtsError) as e:
         RealFioTarget(str(f), purge="nvme-format", allow_destroy=True)
     assert "regular file" in one_line_error(e)
