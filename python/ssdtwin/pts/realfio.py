@@ -495,6 +495,8 @@ class _DeviceKind(_Kind):
             self.info.firmware = str(self.id_ctrl.get("fr", self.info.firmware)).strip()
         self.info.extra.update({"sysfs": str(self.sysfs), "partition": self.is_partition, "discard_max_bytes": self.discard_max_bytes})
         self.info.extra["rotational"] = self._rotational()
+        # PTS-E asks for the write cache disabled; the kernel's view, recorded, not changed.
+        self.info.extra["write_cache"] = _read_text(self.disk_sysfs / "queue" / "write_cache")
 
     def _interface(self) -> str:
         if self.nvme:
