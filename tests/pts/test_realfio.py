@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from ssdtwin.pts.realfio import RealFioTarget, _read_report, is_real_target, nbd_trim_job
-from ssdtwin.pts.target import PtsError
+from ssdtwin.pts.realfio import RealFioTarget, _DeviceKind, _nvme_id_ctrl, _read_report, is_real_target, nbd_trim_job
+from ssdtwin.pts.target import DeviceInfo, PtsError
 from twin import CM6, SSDTWIN
 
 # The element body a PTS job has (the harness writes it); the target adds its own lines.
@@ -354,5 +354,84 @@ def test_loop_device_refused_then_purged_by_discard(tmp_path: Path) -> None:
         assert target.target_lines() == f"ioengine=libaio\nfilename={dev}\n"
         assert target.purge().startswith("TRIM of the whole range (16777216 bytes, BLKDISCARD")
         assert backing.read_bytes() == bytes(16 << 20)  # a loop device discards by punching holes
+        job = write_job(tmp_path / "w.fio", target, "[w]\nrw=randwrite\nbs=4k\niodepth=4\nruntime=0.5\n")
+        assert target.run_fio(job, tmp_path / "w.json")["jobs"][0]["write"]["total_ios"] > 0
+        held = os.open(dev, os.O_RDONLY | os.O_EXCL)  # another program holds it (as a mount would)
+        try:
+            with pytest.raises(PtsError) as e:
+                RealFioTarget(dev, allow_destroy=True)
+            assert one_line_error(e).startswith(f"{dev}: is in use")
+        finally:
+            os.close(held)
     finally:
         subprocess.run(["losetup", "--detach", dev], check=False)
+
+
+def fake_nvme(bin_dir: Path, id_ctrl: dict[str, object], format_rc: int = 0) -> Path:
+    """An `nvme` on PATH that answers id-ctrl with ``id_ctrl`` and logs every call."""
+    bin_dir.mkdir()
+    log = bin_dir / "calls.log"
+    script = bin_dir / "nvme"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {log}\n'
+        f"if [ \"$1\" = id-ctrl ]; then echo '{json.dumps(id_ctrl)}'; exit 0; fi\n"
+        f'if [ "$1" = format ]; then echo "NVMe status: INVALID_FORMAT" >&2; exit {format_rc}; fi\n'
+        "exit 1\n"
+    )
+    script.chmod(0o755)
+    return log
+
+
+def nvme_namespace(tmp_path: Path, **attrs: object) -> _DeviceKind:
+    """A _DeviceKind as the constructor leaves it for /dev/nvme0n1 (sysfs faked by attributes)."""
+    kind = object.__new__(_DeviceKind)
+    kind.path, kind.nvme, kind.is_partition, kind.discard_max_bytes = "/dev/nvme0n1", True, False, 512 << 20
+    kind.disk_sysfs = tmp_path / "sys" / "nvme0n1"
+    (kind.disk_sysfs / "device").mkdir(parents=True)
+    kind.info = DeviceInfo(kind="device", uri="/dev/nvme0n1", capacity_bytes=1 << 30)
+    for k, v in attrs.items():
+        setattr(kind, k, v)
+    return kind
+
+
+def test_nvme_format_purge_and_when_it_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NVMe decisions, with a fake nvme-cli: format when OACS allows it and no other
+    namespace would be erased; TRIM (auto) or a one-line error (nvme-format) otherwise."""
+    log = fake_nvme(tmp_path / "bin", {"vid": 0x1E0F, "mn": "KCM6XRUL3T84 ", "sn": "X1", "fr": "0107", "oacs": 0x5E, "fna": 0x4})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    id_ctrl = _nvme_id_ctrl("/dev/nvme0n1")
+    assert id_ctrl is not None and id_ctrl["mn"] == "KCM6XRUL3T84 "
+    ns = nvme_namespace(tmp_path, id_ctrl=id_ctrl)
+    ns.check_purge("nvme-format")
+    assert ns.purge("auto", lambda job: {}) == "nvme format --ses=1 (User Data Erase)"
+    assert log.read_text().splitlines() == ["id-ctrl /dev/nvme0n1 -o json", "format /dev/nvme0n1 --ses=1 --force"]
+
+    refusals: dict[str, dict[str, object]] = {
+        "the controller does not support Format NVM (OACS bit 1)": {"id_ctrl": {**id_ctrl, "oacs": 0x5C}},
+        "/dev/nvme0n1 is a partition (a format erases the whole namespace)": {"is_partition": True},
+        "the controller formats all its namespaces at once (FNA bit 0) and has more than one": {"id_ctrl": {**id_ctrl, "fna": 0x5}},
+    }
+    for i, (why, attrs) in enumerate(refusals.items()):
+        ns = nvme_namespace(tmp_path / f"case{i}", **{"id_ctrl": id_ctrl, **attrs})
+        if "FNA" in why:  # a second namespace on the controller
+            (ns.disk_sysfs / "device" / "nvme0n1").mkdir()
+            (ns.disk_sysfs / "device" / "nvme0n2").mkdir()
+        with pytest.raises(PtsError) as e:
+            ns.check_purge("nvme-format")
+        assert one_line_error(e) == f"--purge nvme-format: {why}: use --purge trim or none"
+        ns.check_purge("auto")  # falls back to TRIM: the device has discard
+        ns.discard_max_bytes = 0
+        with pytest.raises(PtsError) as e:
+            ns.check_purge("auto")
+        assert one_line_error(e).startswith(
+            f"/dev/nvme0n1: the device does not support discard (TRIM) and nvme format is not possible ({why})"
+        )
+
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    fake_nvme(failing / "bin", id_ctrl, format_rc=1)
+    monkeypatch.setenv("PATH", f"{failing / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(PtsError) as e:
+        nvme_namespace(failing, id_ctrl=id_ctrl).purge("nvme-format", lambda job: {})
+    assert one_line_error(e) == "/dev/nvme0n1: nvme format --ses=1 failed: NVMe status: INVALID_FORMAT"
