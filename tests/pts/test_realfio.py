@@ -161,6 +161,11 @@ def test_nbd_export_not_served_by_ssdtwin_needs_the_flag(tmp_path: Path) -> None
         target = RealFioTarget(uri, allow_destroy=True)
         assert target.info.capacity_bytes == 64 << 20 and target.info.preset == ""
         assert "fallback" in target.purge()
+    # The server has gone: the next round fails with fio's own reason, on one line.
+    job = write_job(tmp_path / "r.fio", target, "[r]\nrw=randread\nbs=4k\n")
+    with pytest.raises(PtsError) as e:
+        target.run_fio(job, tmp_path / "r.json")
+    assert one_line_error(e).startswith(f"fio {job} failed (exit 1): ") and "Connection refused" in str(e.value)
 
 
 @pytest.mark.tools
@@ -231,8 +236,9 @@ def test_file_refused_without_the_flag_and_left_untouched(tmp_path: Path) -> Non
 
 
 @pytest.mark.tools
-def test_file_target_purge_and_a_round(tmp_path: Path) -> None:
+def test_file_target_purge_and_a_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     need("fio")
+    monkeypatch.chdir(tmp_path)  # relative job and report paths, as a user's --report folder
     f = tmp_path / "disk:1.img"  # a colon, which fio's filename= needs escaped
     f.write_bytes(os.urandom(8 << 20))
     target = RealFioTarget(str(f), allow_destroy=True, purge="trim")
@@ -241,7 +247,8 @@ def test_file_target_purge_and_a_round(tmp_path: Path) -> None:
     assert target.purge().startswith("file truncated to 0 and back to 8388608 bytes")
     assert f.stat().st_size == 8 << 20 and f.read_bytes() == bytes(8 << 20)
     job = write_job(tmp_path / "w.fio", target, "[w]\nrw=randwrite\nbs=4k\niodepth=4\nruntime=0.5\n")
-    report = target.run_fio(job, tmp_path / "w.json")
+    report = target.run_fio(Path(job.name), Path("w.json"))
+    assert report == json.loads((tmp_path / "w.json").read_text())
     assert report["jobs"][0]["write"]["total_ios"] > 0 and report["global options"]["ioengine"] == "libaio"
     assert f.stat().st_size == 8 << 20 and f.read_bytes() != bytes(8 << 20)
     assert target.purge_method == "trim" and RealFioTarget(str(f), allow_destroy=True, purge="none").purge().startswith("none")

@@ -136,10 +136,11 @@ class RealFioTarget:
     def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
         """``fio --output-format=json+ --output=JSON JOB``; returns the parsed report and leaves
         ``json_path`` holding only the JSON (fio's leading notes are dropped from the file)."""
-        json_path = Path(json_path)
+        # Absolute paths: fio runs in the job's folder (where a job's relative log files go).
+        json_path, job_path = Path(json_path).absolute(), Path(job_path).absolute()
         argv = [self._fio.path, "--output-format=json+", f"--output={json_path}", str(job_path)]
         try:
-            stderr = self._run(argv, cwd=Path(job_path).parent)
+            stderr = self._run(argv, cwd=job_path.parent)
         except KeyboardInterrupt:
             _clean_report(json_path)  # fio wrote what it had when stopped: keep it readable
             raise
@@ -163,7 +164,14 @@ class RealFioTarget:
         writes its report), kill it if it does not stop in time, and re-raise."""
         try:
             proc = subprocess.Popen(
-                argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
             )
         except OSError as e:
             raise PtsError(f"fio: cannot run {argv[0]}: {e.strerror}") from None
