@@ -193,6 +193,25 @@ def test_missing_fio_is_one_line_error(tmp_path: Path) -> None:
         assert "apt-get install fio" in one_line_error(e) and fio in str(e.value)
 
 
+def test_fio_without_the_engine_is_one_line_error(tmp_path: Path) -> None:
+    """A fio built without libnbd (or libaio): refused before anything runs."""
+    fake = tmp_path / "fio"
+    fake.write_text('#!/bin/sh\ncase "$1" in --version) echo fio-3.33;; *) echo "IO engine not found"; exit 1;; esac\n')
+    fake.chmod(0o755)
+    with pytest.raises(PtsError) as e:
+        RealFioTarget("nbd://127.0.0.1:1/ns1", fio=str(fake))
+    assert one_line_error(e) == f"fio: {fake} (fio-3.33) has no nbd engine: it was built without libnbd (Debian's and Ubuntu's fio have it)"
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(4096))
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(f), fio=str(fake), allow_destroy=True)
+    assert one_line_error(e) == f"fio: {fake} (fio-3.33) has no libaio engine: it was built without libaio"
+    fake.write_text("#!/bin/sh\necho 'not fio'\n")
+    with pytest.raises(PtsError) as e:
+        RealFioTarget(str(f), fio=str(fake))
+    assert one_line_error(e) == f"fio: {fake} --version printed 'not fio', not a fio version: is it fio?"
+
+
 @pytest.mark.tools
 @pytest.mark.parametrize(
     ("path", "expected"),

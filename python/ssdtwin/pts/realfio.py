@@ -90,6 +90,17 @@ def find_fio(fio: str = "fio") -> _Fio:
     return _Fio(path, version)
 
 
+def _check_engine(fio: _Fio, engine: str) -> None:
+    """fio knows the engine the target needs (``fio --enghelp=ENGINE`` fails otherwise)."""
+    try:
+        p = subprocess.run([fio.path, f"--enghelp={engine}"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PtsError(f"fio: cannot run {fio.path} --enghelp={engine}: {e}") from None
+    if p.returncode != 0:
+        built = {"nbd": "without libnbd (Debian's and Ubuntu's fio have it)", "libaio": "without libaio"}[engine]
+        raise PtsError(f"fio: {fio.path} ({fio.version}) has no {engine} engine: it was built {built}")
+
+
 class RealFioTarget:
     """A PtsTarget on a real NBD export, block device or regular file, run by the real fio.
 
@@ -112,6 +123,7 @@ class RealFioTarget:
         self._fio = find_fio(fio)
         self.fio_version = self._fio.version
         scheme = _nbd_scheme(target)
+        _check_engine(self._fio, "nbd" if scheme is not None else "libaio")
         if scheme is not None:
             self._kind: _Kind = _NbdKind(target, scheme)
         else:
