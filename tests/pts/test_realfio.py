@@ -158,6 +158,7 @@ def test_nbd_export_not_served_by_ssdtwin_needs_the_flag(tmp_path: Path) -> None
         with pytest.raises(PtsError) as e:
             RealFioTarget(uri)
         assert "--yes-destroy-data" in one_line_error(e) and "ssdtwin serve" in str(e.value)
+        assert map_totals(uri) == {"hole,zero": 64 << 20}  # nothing was written
         target = RealFioTarget(uri, allow_destroy=True)
         assert target.info.capacity_bytes == 64 << 20 and target.info.preset == ""
         assert "fallback" in target.purge()
