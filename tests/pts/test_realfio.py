@@ -379,6 +379,7 @@ def test_loop_device_refused_then_purged_by_discard(tmp_path: Path) -> None:
         target = RealFioTarget(dev, allow_destroy=True)
         assert (target.info.kind, target.info.capacity_bytes, target.info.interface) == ("device", 16 << 20, "loop device")
         assert target.target_lines() == f"ioengine=libaio\nfilename={dev}\n"
+        assert target.info.extra["backing_file"] == str(backing) and target.info.extra["partition"] is False
         assert target.purge().startswith("TRIM of the whole range (16777216 bytes, BLKDISCARD")
         assert backing.read_bytes() == bytes(16 << 20)  # a loop device discards by punching holes
         job = write_job(tmp_path / "w.fio", target, "[w]\nrw=randwrite\nbs=4k\niodepth=4\nruntime=0.5\n")

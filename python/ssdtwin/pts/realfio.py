@@ -517,6 +517,7 @@ class _DeviceKind(_Kind):
         self.info.extra["rotational"] = self._rotational()
         # PTS-E asks for the write cache disabled; the kernel's view, recorded, not changed.
         self.info.extra["write_cache"] = _read_text(self.disk_sysfs / "queue" / "write_cache")
+        self.info.extra["scheduler"] = _read_text(self.disk_sysfs / "queue" / "scheduler")  # "[none] mq-deadline"
 
     def _interface(self) -> str:
         if self.nvme:
