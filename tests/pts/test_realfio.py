@@ -325,9 +325,8 @@ def test_is_real_target(tmp_path: Path) -> None:
     assert not is_real_target(str(tmp_path / "img")) and not is_real_target(str(tmp_path / "nothing"))
 
 
-@pytest.mark.tools
-def test_ctrl_c_stops_fio_and_keeps_its_report(tmp_path: Path) -> None:
-    need("fio")
+def start_long_fio(tmp_path: Path) -> subprocess.Popen[str]:
+    """A harness-like process running a 60-s fio job on a file, returned once fio runs."""
     f = tmp_path / "disk.img"
     f.write_bytes(bytes(4 << 20))
     out = tmp_path / "long.json"
@@ -351,14 +350,46 @@ def test_ctrl_c_stops_fio_and_keeps_its_report(tmp_path: Path) -> None:
         assert p.poll() is None and time.monotonic() - t0 < 30, p.communicate()
         time.sleep(0.05)
     time.sleep(1.0)
+    return p
+
+
+def fio_left(tmp_path: Path, wait_s: float) -> str:
+    """The fio processes still running tmp_path's job after up to ``wait_s``."""
+    t0 = time.monotonic()
+    while True:
+        left = subprocess.run(["pgrep", "-af", str(tmp_path / "long.fio")], capture_output=True, text=True).stdout
+        if not left or time.monotonic() - t0 > wait_s:
+            return left
+        time.sleep(0.1)
+
+
+@pytest.mark.tools
+def test_ctrl_c_stops_fio_and_keeps_its_report(tmp_path: Path) -> None:
+    need("fio", "pgrep")
+    p = start_long_fio(tmp_path)
+    t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=30)
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 20
     assert stdout == "interrupted\n" and stderr.rstrip().endswith("KeyboardInterrupt"), stderr
-    leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "long.fio")], capture_output=True, text=True)
-    assert leftover.stdout == "", "fio still runs after Ctrl-C"
-    report = json.loads(out.read_text())  # fio's report of the run so far, notes removed
+    assert fio_left(tmp_path, 0) == "", "fio still runs after Ctrl-C"
+    report = json.loads((tmp_path / "long.json").read_text())  # fio's report of the run so far, notes removed
     assert 0 < report["jobs"][0]["read"]["runtime"] < 30_000
+
+
+@pytest.mark.tools
+def test_fio_stops_when_the_harness_is_killed(tmp_path: Path) -> None:
+    """fio runs in its own session (shielded from the terminal), so a harness killed outright
+    must take it along (PR_SET_PDEATHSIG), not leave it writing to the device for an hour."""
+    need("fio", "pgrep")
+    p = start_long_fio(tmp_path)
+    assert fio_left(tmp_path, 0) != ""
+    p.kill()
+    p.communicate(timeout=30)
+    left = fio_left(tmp_path, 20)
+    for line in left.splitlines():  # do not leave them running if the test fails
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert left == "", "fio outlived the harness"
 
 
 @pytest.mark.tools

@@ -18,6 +18,7 @@ no fio) runs in the constructor, before anything is written. Errors are one-line
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
@@ -28,6 +29,7 @@ import signal
 import stat
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ NBD_SCHEMES = ("nbd", "nbds", "nbd+unix", "nbds+unix")
 _BLKDISCARD = 0x1277
 # One NBD TRIM request carries a 32-bit length; 1 GiB keeps each well inside it.
 _NBD_TRIM_CHUNK = 1 << 30
+# <linux/prctl.h>: the signal a child gets when its parent thread exits.
+_PR_SET_PDEATHSIG = 1
 # How long fio gets to stop and write its report after Ctrl-C before it is killed.
 _FIO_STOP_GRACE_S = 15.0
 # `ssdtwin serve` describes each export as "namespace 1 of <preset> at 1/<scale>: N blocks of
@@ -184,6 +188,7 @@ class RealFioTarget:
                 text=True,
                 errors="replace",
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except OSError as e:
             raise PtsError(f"fio: cannot run {argv[0]}: {e.strerror}") from None
@@ -214,6 +219,14 @@ class RealFioTarget:
             job = Path(d) / "purge.fio"
             job.write_text(job_text)
             return self.run_fio(job, Path(d) / "purge.json")
+
+
+def _die_with_parent() -> None:
+    """In the forked child, before exec: SIGTERM it when the harness dies (killed, or its
+    terminal closed), since its own session shields it from the terminal's signals; fio stops
+    its jobs on SIGTERM. Linux's PR_SET_PDEATHSIG; elsewhere nothing."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _fio_error_line(text: str) -> str:
