@@ -20,12 +20,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
 from ssdtwin.pts.realfio import RealFioTarget, _DeviceKind, _nvme_id_ctrl, _read_report, is_real_target, nbd_trim_job
 from ssdtwin.pts.target import DeviceInfo, PtsError
-from twin import CM6, SSDTWIN
+from twin import CM6, SSDTWIN, run_cli
 
 # The element body a PTS job has (the harness writes it); the target adds its own lines.
 BODY = "[global]\ndirect=1\nsize=100%\ntime_based=1\nruntime=1\nrandrepeat=0\nrefill_buffers=1\n"
@@ -107,8 +108,18 @@ def map_totals(uri: str) -> dict[str, int]:
     return totals
 
 
+def live_vendor_log(image: Path, done: Callable[[dict[str, Any]], bool], timeout_s: float = 30) -> dict[str, Any]:
+    """The serving twin's vendor log (live.json, rewritten every second) once ``done`` holds."""
+    t0 = time.monotonic()
+    while True:
+        log: dict[str, Any] = run_cli("nvme", "vendor-log", image, "-o", "json").json()
+        if done(log) or time.monotonic() - t0 > timeout_s:
+            return log
+        time.sleep(0.2)
+
+
 @pytest.mark.tools
-def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, tmp_path: Path) -> None:
+def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, fresh: Path, tmp_path: Path) -> None:
     need("fio", "nbdinfo")
     uri = served_twin
     target = RealFioTarget(uri)  # a twin's export: no destroy flag needed
@@ -131,6 +142,9 @@ def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, tmp_path: Pa
     method = target.purge()
     assert method.startswith("TRIM of the whole range (9386786816 bytes"), method
     assert map_totals(uri) == {"hole,zero": info.capacity_bytes}
+    # ... and in the model: every IU written was deallocated, nothing is mapped.
+    log = live_vendor_log(fresh, lambda v: v["trimmed_ius"] > 0)
+    assert (log["trimmed_ius"], log["valid_bytes"]) == ((64 << 20) // 4096, 0)
 
     # One 1-s round of a latency element: fio's json+ report, kept as pure JSON.
     job = write_job(tmp_path / "lat.fio", target, "[lat]\nrw=randrw\nrwmixread=65\nbs=4k\niodepth=1\nnumjobs=1\n")
