@@ -30,12 +30,43 @@ IOPS_BS = [1048576, 131072, 65536, 32768, 16384, 8192, 4096, 512]
 LAT_BS = [8192, 4096, 512]
 LAT_MIXES = [100, 65, 0]
 CAPACITY = 3_840_755_982_336
-ROUNDS_COLUMNS = (
-    "round segment element rw read_pct bs_bytes numjobs iodepth runtime_s t_start_s t_end_s read_iops write_iops iops "
-    "read_bw_bytes_s write_bw_bytes_s read_lat_mean_us read_lat_max_us read_lat_p99_us read_lat_p99_9_us read_lat_p99_99_us "
-    "write_lat_mean_us write_lat_max_us write_lat_p99_us write_lat_p99_9_us write_lat_p99_99_us lat_mean_us lat_max_us "
-    "lat_p99_us lat_p99_9_us lat_p99_99_us bytes_written_total drive_fills wait_s phase"
-).split()
+ROUNDS_COLUMNS = [
+    "round",
+    "segment",
+    "element",
+    "rw",
+    "read_pct",
+    "bs_bytes",
+    "numjobs",
+    "iodepth",
+    "runtime_s",
+    "t_start_s",
+    "t_end_s",
+    "read_iops",
+    "write_iops",
+    "iops",
+    "read_bw_bytes_s",
+    "write_bw_bytes_s",
+    "read_lat_mean_us",
+    "read_lat_max_us",
+    "read_lat_p99_us",
+    "read_lat_p99_9_us",
+    "read_lat_p99_99_us",
+    "write_lat_mean_us",
+    "write_lat_max_us",
+    "write_lat_p99_us",
+    "write_lat_p99_9_us",
+    "write_lat_p99_99_us",
+    "lat_mean_us",
+    "lat_max_us",
+    "lat_p99_us",
+    "lat_p99_9_us",
+    "lat_p99_99_us",
+    "bytes_written_total",
+    "drive_fills",
+    "wait_s",
+    "phase",
+]
 RULE = "SNIA PTS 2.0.2: 5-round window, data excursion <= 20 %, slope excursion <= 10 %"
 
 
@@ -301,7 +332,15 @@ def make_iops(root: Path, rng: np.random.Generator, gain: float, stop: Optional[
     rounds_run = max(steady["variables"][0]["rounds"])
     status, message = status_of(steady, stop is not None, rounds_run)
     settings = {"tc_qd": "TC4/QD32", "mixes": [mix_label(m) for m in MIXES], "block_sizes": [bs_label(b) for b in IOPS_BS]}
-    result = {"test": "iops", "status": status, "message": message, "rounds_run": rounds_run, "window": window, "settings": settings, "extra": {}}
+    result = {
+        "test": "iops",
+        "status": status,
+        "message": message,
+        "rounds_run": rounds_run,
+        "window": window,
+        "settings": settings,
+        "extra": {},
+    }
     w.finish(result, steady, table)
     return result
 
@@ -388,7 +427,15 @@ def make_lat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
             w.hist(el, float(table[-1]["mean_us"]), ddirs)
     rounds_run = max(steady["variables"][0]["rounds"])
     status, message = status_of(steady, stop is not None, rounds_run)
-    result = {"test": "lat", "status": status, "message": message, "rounds_run": rounds_run, "window": window, "settings": {"tc_qd": "TC1/QD1"}, "extra": {}}
+    result = {
+        "test": "lat",
+        "status": status,
+        "message": message,
+        "rounds_run": rounds_run,
+        "window": window,
+        "settings": {"tc_qd": "TC1/QD1"},
+        "extra": {},
+    }
     w.finish(result, steady, table)
     return result
 
@@ -404,7 +451,19 @@ def make_wsat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[
         seg += 1
         fills = w.bytes_written / CAPACITY
         iops = 350_000 * gain * (1 + 1.6 / (1 + math.exp((fills - 0.9) * 9))) * (1 + rng.normal(0, 0.03))
-        row = w.row(segment=seg, element=el, rw="randwrite", read_pct=0, bs_bytes=4096, numjobs=4, iodepth=32, runtime_s=60, t_start_s=t, t_end_s=t + 60, iops=iops)
+        row = w.row(
+            segment=seg,
+            element=el,
+            rw="randwrite",
+            read_pct=0,
+            bs_bytes=4096,
+            numjobs=4,
+            iodepth=32,
+            runtime_s=60,
+            t_start_s=t,
+            t_end_s=t + 60,
+            iops=iops,
+        )
         t += 60
         w.fio_json(f"s{seg:04d}-{el}", row)
         table.append(
@@ -444,8 +503,21 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
     pre = []
     for rnd in range(1, 8):
         seg += 1
-        row = w.row(round=rnd, segment=seg, element=el, rw="randwrite", read_pct=0, bs_bytes=4096, numjobs=4, iodepth=32, runtime_s=60,
-                    t_start_s=t, t_end_s=t + 60, iops=settle(base, rnd + 3, rng), phase="pre")  # fmt: skip
+        row = w.row(
+            round=rnd,
+            segment=seg,
+            element=el,
+            rw="randwrite",
+            read_pct=0,
+            bs_bytes=4096,
+            numjobs=4,
+            iodepth=32,
+            runtime_s=60,
+            t_start_s=t,
+            t_end_s=t + 60,
+            iops=settle(base, rnd + 3, rng),
+            phase="pre",
+        )
         t += 60
         pre.append(float(row["iops"]))
         w.fio_json(f"s{seg:04d}-{el}", row)
@@ -461,8 +533,21 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
                 seg += 1
                 boost = min(1.0, wait / 40) * 1.4 * math.exp(-it / (iterations * 3)) if phase == "A" else 0.0
                 iops = base * (1 + boost) * (1 + rng.normal(0, 0.03))
-                row = w.row(segment=seg, element="rnd-4k-w-5s", rw="randwrite", read_pct=0, bs_bytes=4096, numjobs=4, iodepth=32,
-                            runtime_s=5, t_start_s=t, t_end_s=t + 5, iops=iops, wait_s=wait, phase=phase)  # fmt: skip
+                row = w.row(
+                    segment=seg,
+                    element="rnd-4k-w-5s",
+                    rw="randwrite",
+                    read_pct=0,
+                    bs_bytes=4096,
+                    numjobs=4,
+                    iodepth=32,
+                    runtime_s=5,
+                    t_start_s=t,
+                    t_end_s=t + 5,
+                    iops=iops,
+                    wait_s=wait,
+                    phase=phase,
+                )
                 w.fio_json(f"s{seg:04d}-rnd-4k-w-5s", row)
                 table.append({"wait_s": wait, "phase": phase, "iteration": it, "t_s": t, "iops": row["iops"]})
                 t += 5 + (wait if phase == "A" else 0)
@@ -490,8 +575,19 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
             w.job(el, f"rw=randrw\nrwmixread=70\nbs=4k\nnumjobs={nj}\niodepth={qd}\nruntime=60\ntime_based=1")
             oio = nj * qd
             iops = peak * oio / (oio + 12) * (1 + rng.normal(0, 0.01))
-            row = w.row(round=1, element=el, rw="randrw", read_pct=70, bs_bytes=4096, numjobs=nj, iodepth=qd, runtime_s=60,
-                        t_start_s=t, t_end_s=t + 60, iops=iops)  # fmt: skip
+            row = w.row(
+                round=1,
+                element=el,
+                rw="randrw",
+                read_pct=70,
+                bs_bytes=4096,
+                numjobs=nj,
+                iodepth=qd,
+                runtime_s=60,
+                t_start_s=t,
+                t_end_s=t + 60,
+                iops=iops,
+            )
             t += 60
             w.fio_json(f"r01-{el}", row)
             table.append(
@@ -518,7 +614,14 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
 
 
 MAKERS = {"iops": make_iops, "tp": make_tp, "lat": make_lat, "wsat": make_wsat, "hir": make_hir, "curve": make_curve}
-TITLES = {"iops": "IOPS", "tp": "Throughput", "lat": "Latency", "wsat": "Write Saturation", "hir": "Host Idle Recovery", "curve": "Latency vs IOPS"}
+TITLES = {
+    "iops": "IOPS",
+    "tp": "Throughput",
+    "lat": "Latency",
+    "wsat": "Write Saturation",
+    "hir": "Host Idle Recovery",
+    "curve": "Latency vs IOPS",
+}
 
 
 def make_report(
@@ -557,7 +660,13 @@ def make_report(
             "simulated": True,
             "extra": {},
         },
-        "platform": {"host": "ci-runner", "os": "Linux 6.1.0 x86_64", "cpu": "2 cores", "software": "ssdtwin 0.1.0", "fio": "ssdtwin fio (simulated time)"},
+        "platform": {
+            "host": "ci-runner",
+            "os": "Linux 6.1.0 x86_64",
+            "cpu": "2 cores",
+            "software": "ssdtwin 0.1.0",
+            "fio": "ssdtwin fio (simulated time)",
+        },
         "settings": {
             "round_s": 60,
             "min_rounds": 5,
@@ -567,7 +676,14 @@ def make_report(
             "write_cache": "disabled (PLP)",
             "data_pattern": "random (refill_buffers)",
             "wipc": "SEQ 128KiB 2x capacity",
-            "tc_qd": {"iops": "TC4/QD32", "tp": "TC1/QD32", "lat": "TC1/QD1", "wsat": "TC4/QD32", "hir": "TC4/QD32", "curve": "TC1-16 x QD1-32"},
+            "tc_qd": {
+                "iops": "TC4/QD32",
+                "tp": "TC1/QD32",
+                "lat": "TC1/QD1",
+                "wsat": "TC4/QD32",
+                "hir": "TC4/QD32",
+                "curve": "TC1-16 x QD1-32",
+            },
             "seed": seed,
         },
         "tests": {},
