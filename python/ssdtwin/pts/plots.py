@@ -398,45 +398,68 @@ def lat_bars(series: list[Series]) -> Plot:
     )
 
 
-def histogram(name: str, title: str, series: list[Series]) -> Plot:
-    """A response-time histogram (lo_us, hi_us, count, ddir), log-log, one step line per
-    direction; the share of I/Os per bin so two reports of different lengths compare."""
-    fig = _new(3.6, 7.0)
-    ax = fig.add_subplot()
+def _contiguous(lo: np.ndarray, hi: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bin edges and values for ``stairs`` from bins that may have gaps (empty bins are not
+    in the CSV): a gap becomes a bin of value 0."""
+    edges = [float(lo[0])]
+    out: list[float] = []
+    for a, b, v in zip(lo, hi, values):
+        if a > edges[-1]:
+            out.append(0.0)
+            edges.append(float(a))
+        out.append(float(v))
+        edges.append(float(b))
+    return np.array(edges), np.array(out)
+
+
+def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) -> Plot:
+    """Response-time histograms (lo_us, hi_us, count, ddir), one panel per element, log-log,
+    one step line per direction (and per report); the share of I/Os per bin, so runs of
+    different lengths compare."""
+    ncols = min(3, max(1, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    fig = _new(2.5 * nrows + 0.7, rows=nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     colors = {"read": "tab:blue", "write": "tab:red"}
     rows = []
-    for i, s in enumerate(series):
-        h = s.frame
-        ddirs = sorted(h["ddir"].astype(str).unique()) if "ddir" in h.columns else [""]
-        for d in ddirs:
-            sub = h[h["ddir"].astype(str) == d] if d else h
-            sub = sub.sort_values("lo_us")
-            total = float(sub["count"].sum()) or 1.0
-            share = sub["count"].astype(float) / total
-            edges = np.append(sub["lo_us"].to_numpy(float), sub["hi_us"].to_numpy(float)[-1:]) if len(sub) else np.array([])
-            if len(sub):
-                ax.stairs(
-                    share.to_numpy(),
-                    edges,
-                    color=colors.get(d, "tab:gray"),
-                    ls=_style(series, i),
-                    lw=1.4,
-                    label=_label(s, f"{d or 'all'} ({int(total):,} I/Os)"),
-                )
-            rows += [
-                {"report": s.label, "ddir": d, "lo_us": lo, "hi_us": hi, "count": c, "share": sh}
-                for lo, hi, c, sh in zip(sub["lo_us"], sub["hi_us"], sub["count"], share)
-            ]
-    ax.set_ylim(bottom=1e-7)
-    _finish(ax, "completion latency (µs)", "share of I/Os", logx=True, logy=True)
-    fig.suptitle(title, fontsize="medium")
-    return Plot(
-        name,
-        title,
-        "Response-time histogram (fio json+ bins), share of I/Os per bin, log axes.",
-        _drop_report(pd.DataFrame(rows)),
-        _png(fig),
-    )
+    for k, (element, series) in enumerate(panels):
+        ax = axes[k // ncols][k % ncols]
+        for i, s in enumerate(series):
+            h = s.frame
+            ddirs = sorted(h["ddir"].astype(str).unique()) if "ddir" in h.columns else [""]
+            for d in ddirs:
+                sub = (h[h["ddir"].astype(str) == d] if d else h).sort_values("lo_us")
+                if sub.empty:
+                    continue
+                total = float(sub["count"].sum()) or 1.0
+                share = sub["count"].to_numpy(float) / total
+                edges, values = _contiguous(sub["lo_us"].to_numpy(float), sub["hi_us"].to_numpy(float), share)
+                ax.stairs(values, edges, color=colors.get(d, "tab:gray"), ls=_style(series, i), lw=1.3, label=_label(s, f"{d or 'all'}"))
+                rows += [
+                    {"report": s.label, "element": element, "ddir": d, "lo_us": lo, "hi_us": hi, "count": c, "share": sh}
+                    for lo, hi, c, sh in zip(sub["lo_us"], sub["hi_us"], sub["count"], share)
+                ]
+        ax.set_title(element, fontsize="small")
+        ax.set_ylim(bottom=1e-7)
+        _finish(
+            ax,
+            "completion latency (µs)" if k // ncols == nrows - 1 else "",
+            "share of I/Os" if k % ncols == 0 else "",
+            logx=True,
+            logy=True,
+            legend=False,
+        )
+    legend: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    if legend:
+        fig.legend(list(legend.values()), list(legend), loc="upper right", fontsize="small")
+    for k in range(len(panels), nrows * ncols):
+        axes[k // ncols][k % ncols].set_axis_off()
+    fig.suptitle(title)
+    caption = "Response-time histograms from fio's json+ bins: the share of I/Os per latency bin, log axes."
+    return Plot(name, title, caption, _drop_report(pd.DataFrame(rows)), _png(fig))
 
 
 def wsat(series: list[Series], x: str, log: bool = False) -> Plot:

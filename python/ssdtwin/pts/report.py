@@ -519,18 +519,15 @@ def page_lat(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> li
 
 
 def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
-    blocks = []
+    panels = []
     for path in tf.hist_files():
-        element = path.stem[len("hist-") :]
         h = tf.csv(path.name, ("lo_us", "hi_us", "count"))
         if h is not None:
-            blocks.append(
-                sink.figure(
-                    partial(plots.histogram, f"hist-{element}", f"Response-time histogram: {element}", [Series("", h)]),
-                    path.name,
-                )
-            )
-    return blocks
+            panels.append((path.stem[len("hist-") :], [Series("", h)]))
+    if not panels:
+        return []
+    title = f"{TITLES.get(tf.test, tf.test)}: response-time histograms"
+    return [sink.figure(partial(plots.histograms, "histograms", title, panels), "histograms")]
 
 
 def page_wsat(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
@@ -911,27 +908,16 @@ def _cmp_lat(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> li
 
 
 def _cmp_hists(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> list[Block]:
-    blocks = []
     names_b = {p.name for p in b.hist_files()}
+    panels = []
     for path in a.hist_files():
-        if path.name not in names_b:
-            continue
-        pair = _both(a, b, path.name, ("lo_us", "hi_us", "count"))
+        pair = _both(a, b, path.name, ("lo_us", "hi_us", "count")) if path.name in names_b else None
         if pair is not None:
-            ha, hb = pair
-            element = path.stem[len("hist-") :]
-            blocks.append(
-                sink.figure(
-                    partial(
-                        plots.histogram,
-                        f"hist-{element}",
-                        f"Response-time histogram: {element}",
-                        [Series(sa.label, ha), Series(sb.label, hb)],
-                    ),
-                    path.name,
-                )
-            )
-    return blocks
+            panels.append((path.stem[len("hist-") :], [Series(sa.label, pair[0]), Series(sb.label, pair[1])]))
+    if not panels:
+        return []
+    title = f"{TITLES.get(a.test, a.test)}: response-time histograms"
+    return [sink.figure(partial(plots.histograms, "histograms", title, panels), "histograms")]
 
 
 def _cmp_wsat(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> list[Block]:
