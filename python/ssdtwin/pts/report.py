@@ -1011,14 +1011,18 @@ def compare(a: Path, b: Path, out: Path) -> Path:
     (out / "compare.json").write_text(
         json.dumps({"format": COMPARE_FORMAT, "version": 1, "a": str(a.resolve()), "b": str(b.resolve()), "tests": tests}, indent=1)
     )
-    rel = {"a": os.path.relpath(a.resolve(), out.resolve()), "b": os.path.relpath(b.resolve(), out.resolve())}
+
+    def link(folder: Path) -> str:  # the report's page if it was rendered, else its manifest
+        target = folder / "index.html" if (folder / "index.html").is_file() else folder / "pts.json"
+        return Path(os.path.relpath(target.resolve(), out.resolve())).as_posix()
+
     return _write_html(
         out / "index.html",
         "compare.html.j2",
         title=f"SNIA PTS comparison: {sa.label} vs {sb.label}",
         pages=pages,
         headers=headers,
-        sides=[(sa.label, rel["a"] + "/index.html"), (sb.label, rel["b"] + "/index.html")],
+        sides=[(sa.label, link(a)), (sb.label, link(b))],
         generated_by=_software(),
     )
 
