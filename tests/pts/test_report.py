@@ -2,15 +2,17 @@
 written per the runner/report contract (report_fixture.py): every figure is there with the
 CSV and JSON behind it, the page needs nothing outside the folder, the summary tells each
 test's status, missing files are named on the page, compare() sets two reports side by side.
-The headless-Chromium checks are in test_report_browser.py."""
+Headless Chromium loads the page, checks every figure decodes and takes a screenshot."""
 
 from __future__ import annotations
 
 import base64
 import csv
 import json
+import os
 import re
 import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -203,3 +205,43 @@ def test_templates_are_package_data() -> None:
     _core.pyi); the report loads its templates from next to the module."""
     templates = Path(report.__file__).parent / "templates"
     assert {p.name for p in templates.glob("*.j2")} >= {"base.html.j2", "report.html.j2", "compare.html.j2", "_blocks.html.j2"}
+
+
+# ---------------------------------------------------------------------------------------
+# In a browser: headless Chromium (Debian's chromium package; CI installs it).
+
+CHROMIUM = report.find_chromium()
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian: apt install chromium)")
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    cmd = [CHROMIUM, "--headless=new", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.mark.tools
+@needs_chromium
+def test_the_report_loads_in_headless_chromium(full: Path, tmp_path: Path) -> None:
+    """Every figure decodes (the page's own script counts <img> with naturalWidth > 0 into
+    body[data-figures-ok]), no console message or uncaught error, and a screenshot."""
+    url = (full / "index.html").resolve().as_uri()
+    run = chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom", url)
+    figures = sum(len(v) for v in EXPECTED.values())
+    assert f'data-figures-ok="{figures}/{figures}"' in run.stdout
+    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == []
+    shot = tmp_path / "iops.png"
+    chromium(tmp_path, "--window-size=1200,2600", f"--screenshot={shot}", url + "#iops")
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 1200 and len(png) > 100_000
+    if os.environ.get("SSDTWIN_UPDATE_DOCS_IMG"):  # docs/pts-report.md: how the screenshot is made
+        shutil.copy(shot, Path(__file__).resolve().parents[2] / "docs" / "img" / "pts-iops.png")
+
+
+@pytest.mark.tools
+@needs_chromium
+def test_pdf(interrupted: Path, tmp_path: Path) -> None:
+    pdf = report.print_pdf(interrupted / "index.html", tmp_path / "report.pdf")
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF-") and len(data) > 50_000

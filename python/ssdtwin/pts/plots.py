@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, MaxNLocator
 
 DPI = 96
 WIDTH_IN = 9.0
@@ -84,7 +84,7 @@ def _new(height_in: float = 4.2, width_in: float = WIDTH_IN, rows: int = 1, top_
 def _png(fig: Figure) -> bytes:
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 3})  # zlib 3: 4x faster than 6, ~10 % larger
     return buf.getvalue()
 
 
@@ -113,6 +113,9 @@ def _finish(ax: Axes, xlabel: str, ylabel: str, *, logy: bool = False, logx: boo
     # easier to read, and mathtext parsing is a third of a figure's drawing time.
     for axis, log in ((ax.yaxis, logy), (ax.xaxis, logx)):
         if log:  # minor ticks get labels too when the axis spans less than ~2 decades
+            # minor ticks at 2x and 5x only: every tick is an artist, and 8 per decade
+            # made tick creation the largest cost of drawing a figure
+            axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
             axis.set_major_formatter(SiLogFormatter())
             axis.set_minor_formatter(SiLogFormatter(minor_thresholds=(1, 0.4)))
         elif axis is ax.yaxis:
