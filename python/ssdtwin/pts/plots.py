@@ -476,9 +476,7 @@ def wsat(series: list[Series], x: str, log: bool = False) -> Plot:
         ax.plot(xs, t["iops"], marker=".", ms=3, lw=1, ls=_style(series, i), color=f"C{i}", label=_label(s, "IOPS") if s.label else None)
         rows.append(t[["segment", "t_s", "bytes_written_total", "drive_fills", "iops"]].assign(report=s.label))
     xlabel = "time (minutes)" if x == "time" else "drive fills (TGBW / user capacity)"
-    if log:
-        ax.set_xscale("log")
-    _finish(ax, xlabel, "IOPS")
+    _finish(ax, xlabel, "IOPS", logx=log)
     kind = "time" if x == "time" else "drive fills"
     name = f"wsat-{'time' if x == 'time' else 'fills'}{'-log' if log else ''}"
     title = f"WSAT: IOPS vs {kind}{' (log)' if log else ''}"
