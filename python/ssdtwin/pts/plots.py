@@ -247,6 +247,8 @@ def window(name: str, variable: dict[str, Any], scale: float = 1.0, unit: str = 
     ax.axvspan(a - 0.5, b + 0.5, color="tab:green", alpha=0.07)
     verdict = "steady" if variable.get("steady") else "NOT steady"
     title = f"{variable.get('name', '')}: measurement window rounds {int(a)}–{int(b)}, {verdict}"
+    if len(rounds) < 5:
+        title = f"{variable.get('name', '')}: only {len(rounds)} round(s), fewer than the 5 of a measurement window; NOT steady"
     if avg is not None and variable.get("data_excursion") is not None and variable.get("slope_excursion") is not None:
         de = float(variable["data_excursion"]) / float(avg) * 100 if avg else float("nan")
         se = float(variable["slope_excursion"]) / float(avg) * 100 if avg else float("nan")

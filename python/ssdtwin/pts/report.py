@@ -218,6 +218,11 @@ class Sink:
         self.test = test
         self.sources = sources
         self.dir = out / test / "plots"
+        # The figures of an earlier rendering go: a figure that is no longer drawn (its
+        # data went missing) must not leave a stale PNG/CSV/JSON behind.
+        for stale in self.dir.glob("*"):
+            if stale.is_file() and stale.suffix in (".png", ".csv", ".json"):
+                stale.unlink()
 
     def figure(self, make: Callable[[], Plot], what: str) -> Block:
         try:
