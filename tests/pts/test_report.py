@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import fcntl
 import json
 import os
 import re
@@ -61,10 +62,19 @@ class Page(HTMLParser):
             self.imgs.append(str(a.get("src")))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = make_report(tmp_path_factory.mktemp("pts") / "cm6")
-    report.render(folder)
+    """The full report, rendered once per pytest run: under pytest-xdist the workers share
+    it (the base temp's parent is the run's own directory), under a file lock."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder = root / "pts-report-full"
+    with (root / "pts-report-full.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "index.html").is_file():
+            make_report(folder)
+            report.render(folder)
     return folder
 
 

@@ -4,7 +4,8 @@ Every function takes the data of one or more reports as ``Series`` (a label and 
 frame; the report draws one, ``compare()`` two, solid and dashed) and returns a ``Plot``: the
 PNG and the exact table the figure shows (written next to it as CSV and JSON, so every
 number in a figure can be checked or re-plotted). Figures are built with
-``matplotlib.figure.Figure`` directly, never pyplot: no global state, no GUI backend.
+``matplotlib.figure.Figure`` on an Agg canvas directly, never pyplot: no global state, no
+GUI backend, and the caller's own matplotlib backend (a notebook's) is left alone.
 """
 
 from __future__ import annotations
@@ -123,6 +124,30 @@ def _finish(ax: Axes, xlabel: str, ylabel: str, *, logy: bool = False, logx: boo
     ax.grid(True, which="major", alpha=0.35)
     if legend and ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small", ncol=2 if len(ax.get_legend_handles_labels()[0]) > 6 else 1)
+
+
+def _shared_legend(fig: Figure, axes: Any, series: list[Series], spare: Optional[Axes] = None) -> None:
+    """One legend for a figure of panels: in the spare (empty) panel if there is one; to
+    the right of the panels when two reports are compared (long labels); else in the first
+    panel."""
+    entries: dict[str, Any] = {}
+    for ax in np.ravel(axes):
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if not entries:
+        return
+    handles, labels = list(entries.values()), list(entries)
+    ncol = 2 if len(labels) > 8 else 1
+    if spare is not None:
+        spare.set_axis_off()
+        spare.legend(handles, labels, loc="center", fontsize="small", ncol=ncol)
+    elif len(series) > 1:
+        width_in = fig.get_figwidth()
+        fig.set_figwidth(width_in + 3.2)
+        fig.subplots_adjust(left=0.8 / (width_in + 3.2), right=(width_in - 0.2) / (width_in + 3.2))
+        fig.legend(handles, labels, loc="center right", fontsize="x-small", ncol=1)
+    else:
+        np.ravel(axes)[0].legend(handles, labels, fontsize="small", ncol=ncol)
 
 
 def convergence(
@@ -392,7 +417,8 @@ def lat_bars(series: list[Series]) -> Plot:
             ax.set_xticks(np.arange(len(bss)))
             ax.set_xticklabels([bs_text(b) for b in bss])
         ax.set_title(text, fontsize="medium")
-        _finish(ax, "block size", "µs", legend=ax is axes[0])
+        _finish(ax, "block size", "µs", legend=False)
+    _shared_legend(fig, axes, series)
     fig.suptitle("Response times, TC1/QD1")
     return Plot(
         "lat-bars",
@@ -454,14 +480,15 @@ def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) ->
             logy=True,
             legend=False,
         )
-    legend: dict[str, Any] = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            legend.setdefault(label, handle)
-    if legend:
-        fig.legend(list(legend.values()), list(legend), loc="upper right", fontsize="small")
     for k in range(len(panels), nrows * ncols):
         axes[k // ncols][k % ncols].set_axis_off()
+    spare = axes[-1][-1] if len(panels) < nrows * ncols else None
+    two = max(len(p[1]) for p in panels) if panels else 1
+    if spare is None and two == 1:  # a single report: read/write fit in a corner of the figure
+        handles = {lbl: h for ax in axes.flat for h, lbl in zip(*ax.get_legend_handles_labels())}
+        fig.legend(list(handles.values()), list(handles), loc="upper right", fontsize="small")
+    else:
+        _shared_legend(fig, axes, panels[0][1] if panels else [], spare)
     fig.suptitle(title)
     caption = "Response-time histograms from fio's json+ bins: the share of I/Os per latency bin, log axes."
     return Plot(name, title, caption, _drop_report(pd.DataFrame(rows)), _png(fig))
@@ -570,9 +597,11 @@ def hir_wait_states(series: list[Series], baselines: list[Optional[float]]) -> P
                 ax.axhline(base, color="black", ls=_style(series, i), lw=1, label=_label(s, "baseline"))
             rows.append(sub.assign(report=s.label, t_rel_s=sub["t_s"] - t0, baseline_iops=base))
         ax.set_title(f"wait state {w:g} s", fontsize="medium")
-        _finish(ax, "minutes since the wait state began", "IOPS", legend=k == 0)
+        _finish(ax, "minutes since the wait state began", "IOPS", legend=False)
     for k in range(len(waits), nrows * ncols):
-        axes[k // ncols][k % ncols].set_visible(False)
+        axes[k // ncols][k % ncols].set_axis_off()
+    spare = axes[-1][-1] if len(waits) < nrows * ncols else None
+    _shared_legend(fig, axes[:, :] if spare is None else [a for a in np.ravel(axes) if a is not spare], series, spare)
     fig.suptitle("HIR: each wait state against the baseline")
     data = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     return Plot(
@@ -598,8 +627,9 @@ def curve(series: list[Series]) -> Plot:
                     grp["iops"], grp[col], marker="o", ms=3, ls=_style(series, i), color=cmap[int(nj)], label=_label(s, f"{int(nj)} jobs")
                 )
         ax.set_title(f"{text} latency", fontsize="medium")
-        _finish(ax, "IOPS", "µs", logy=True, legend=ax is axes[0])
+        _finish(ax, "IOPS", "µs", logy=True, legend=False)
         ax.xaxis.set_major_formatter(FuncFormatter(si))
+    _shared_legend(fig, axes, series)
     fig.suptitle("RND 4KiB 70/30: latency vs IOPS (QD 1–32 along each line)")
     return Plot(
         "curve",

@@ -31,14 +31,11 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import jinja2
-import matplotlib
 import pandas as pd
 
 from . import plots
 from .plots import MIX_ORDER, Plot, Series, bs_text
 from .target import PtsError
-
-matplotlib.use("Agg")  # no display, no GUI toolkit: the report renders anywhere
 
 FORMAT = "ssdtwin-pts"
 COMPARE_FORMAT = "ssdtwin-pts-compare"
@@ -50,6 +47,14 @@ TITLES = {
     "wsat": "Write Saturation (WSAT)",
     "hir": "Host Idle Recovery (HIR)",
     "curve": "Latency vs IOPS",
+}
+WDPC = {
+    "iops": "the test's own stimulus in rounds until steady state",
+    "tp": "the test's own stimulus in rounds until steady state",
+    "lat": "the test's own stimulus in rounds until steady state",
+    "wsat": "none (WSAT starts fresh-out-of-box)",
+    "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
+    "curve": "none",
 }
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -262,6 +267,8 @@ def fmt(value: Any) -> str:
     if isinstance(value, (int,)) and not isinstance(value, bool):
         return f"{value:,}"
     if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
         if abs(value) >= 1000:
             return f"{value:,.0f}"
         if abs(value) >= 10:
@@ -379,7 +386,7 @@ def header(manifest: dict[str, Any], test: str, result: Optional[dict[str, Any]]
     for k, v in ((result or {}).get("settings") or {}).items():
         label = "TC/QD" if k == "tc_qd" else k.replace("_", " ")
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
-    sets.insert(0, ("WDPC", "the test's own stimulus in rounds until steady state" if test in ("iops", "tp", "lat") else "none"))
+    sets.insert(0, ("WDPC", WDPC.get(test, "none")))
     if result and result.get("window"):
         sets.append(("Measurement window", f"rounds {result['window'][0]}–{result['window'][1]}"))
     return [("Device under test", dev), ("Test platform", plat), ("Test settings", sets)]
@@ -613,6 +620,7 @@ def page_hir(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> li
                         None,
                         "element",
                         str,
+                        windows=[_window_of(None, result)],
                     ),
                     "pre-HIR convergence",
                 )
