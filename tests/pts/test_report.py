@@ -18,7 +18,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_fixture import make_report
+
+try:  # pytest puts tests/pts on sys.path (no __init__.py); the relative form if it becomes a package
+    from report_fixture import make_report
+except ImportError:  # pragma: no cover
+    from .report_fixture import make_report  # type: ignore[no-redef]
 
 from ssdtwin.pts import report
 from ssdtwin.pts.target import PtsError
@@ -154,7 +158,10 @@ def test_missing_and_damaged_files_are_named_on_the_page(tmp_path: Path) -> None
     (folder / "tp" / "table.csv").write_text("bs_bytes,oops\n1,2\n")
     (folder / "hir" / "table.csv").write_bytes(b"\xff\xfe\x00garbage")
     shutil.rmtree(folder / "curve")
+    result = json.loads((folder / "hir" / "result.json").read_text())
+    (folder / "hir" / "result.json").write_text(json.dumps({**result, "status": "failed", "message": "fio exited with 1"}))
     html = report.render(folder).read_text()
+    assert "failed: fio exited with 1" in html
     assert "columns read_mb_s, write_mb_s absent in: tp/table.csv" in html
     assert "unreadable (" in html and "hir/table.csv" in html
     assert "missing: curve/ not found in the report folder" in html

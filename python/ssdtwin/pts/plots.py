@@ -543,7 +543,8 @@ def hir_overview(series: list[Series], baselines: list[Optional[float]]) -> Plot
     waits = sorted({float(w) for s in series for w in s.frame["wait_s"].dropna().unique()})
     cmap = _colors(waits)
     for i, (s, base) in enumerate(zip(series, baselines)):
-        for w, grp in s.frame.groupby("wait_s"):
+        writes = s.frame[s.frame["phase"].isin(["A", "C"])] if "phase" in s.frame.columns else s.frame  # B is the idle time
+        for w, grp in writes.groupby("wait_s"):
             ax.plot(
                 grp["t_s"] / 60,
                 grp["iops"],

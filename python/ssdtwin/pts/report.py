@@ -421,10 +421,6 @@ def _window_of(steady: Optional[dict[str, Any]], result: Optional[dict[str, Any]
     return (int(w[0]), int(w[1])) if isinstance(w, list) and len(w) == 2 and None not in w else None
 
 
-def _with_mix(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.assign(mix=[f"{int(p)}/{100 - int(p)}" for p in frame["read_pct"].fillna(0)])
-
-
 def page_iops(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("round", "read_pct", "bs_bytes", "iops"))
