@@ -558,7 +558,10 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
         "rounds_run": seg,
         "window": [3, 7],
         "settings": {"tc_qd": "TC4/QD32", "wait_states_s": [5, 10, 15, 25, 50], "iterations": iterations},
-        "extra": {"baseline_iops": round(baseline, 1)},
+        "extra": {
+            "baseline_iops": round(baseline, 1),
+            "notes": ["A scaled twin: the wait states are not scaled, so idle GC recovers a larger share of a small drive's free space."],
+        },
     }
     w.finish(result, None, table)
     return result

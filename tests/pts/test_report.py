@@ -133,6 +133,7 @@ def test_summary_says_each_tests_status(full: Path, interrupted: Path) -> None:
     assert f"steady at round {steady_round} (measurement window rounds {steady_round - 4}–{steady_round})" in html
     assert "NOT in steady state after 25 rounds" in html  # tp: the fixture never settles
     assert "complete: 4.0 drive fills written" in html
+    assert "the wait states are not scaled" in html  # hir/result.json extra.notes
     html = (interrupted / "index.html").read_text()
     assert "interrupted after round 3" in html and "The run was interrupted (Ctrl-C)" in html
     assert "not run (the run stopped before this test)" in html  # wsat never started

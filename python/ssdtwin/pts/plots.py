@@ -496,7 +496,7 @@ def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) ->
 
 def wsat(series: list[Series], x: str, log: bool = False) -> Plot:
     """WSAT IOPS against time (minutes) or against drive fills (TGBW / capacity)."""
-    fig = _new(3.8)
+    fig = _new(4.2, top_in=0.55 if x == "time" else 1.0)
     ax = fig.add_subplot()
     rows = []
     for i, s in enumerate(series):
@@ -506,6 +506,14 @@ def wsat(series: list[Series], x: str, log: bool = False) -> Plot:
         rows.append(t[["segment", "t_s", "bytes_written_total", "drive_fills", "iops"]].assign(report=s.label))
     xlabel = "time (minutes)" if x == "time" else "drive fills (TGBW / user capacity)"
     _finish(ax, xlabel, "IOPS", logx=log)
+    capacities = {_capacity_tb(s.frame) for s in series}
+    if x != "time" and len(capacities) == 1 and None not in capacities:
+        tb = float(capacities.pop() or 0.0)  # a second scale on top: TGBW in TB (10^12 bytes)
+        top = ax.secondary_xaxis("top", functions=(lambda f: np.asarray(f, dtype=float) * tb, lambda w: np.asarray(w, dtype=float) / tb))
+        top.set_xlabel("TGBW (TB written)")
+        top.xaxis.set_major_formatter(SiLogFormatter() if log else FuncFormatter(lambda v, _p: f"{v:g}"))
+        if log:
+            top.xaxis.set_minor_formatter(SiLogFormatter(minor_thresholds=(1, 0.4)))
     kind = "time" if x == "time" else "drive fills"
     name = f"wsat-{'time' if x == 'time' else 'fills'}{'-log' if log else ''}"
     title = f"WSAT: IOPS vs {kind}{' (log)' if log else ''}"
@@ -513,6 +521,19 @@ def wsat(series: list[Series], x: str, log: bool = False) -> Plot:
     return Plot(
         name, title, f"RND 4KiB write IOPS per segment against {kind}.", _drop_report(pd.concat(rows, ignore_index=True)), _png(fig)
     )
+
+
+def _capacity_tb(frame: pd.DataFrame) -> Optional[float]:
+    """The user capacity behind drive_fills (bytes written / fills), in TB, rounded so two
+    segments' rounding noise agrees."""
+    ok = (
+        frame[(frame["drive_fills"] > 0) & frame["bytes_written_total"].notna()]
+        if "bytes_written_total" in frame.columns
+        else frame.iloc[0:0]
+    )
+    if ok.empty:
+        return None
+    return round(float((ok["bytes_written_total"] / ok["drive_fills"]).median()) / 1e12, 3)
 
 
 def wsat_latency(series: list[Series]) -> Plot:

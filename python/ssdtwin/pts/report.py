@@ -673,6 +673,9 @@ def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
     facts = {"rounds": str((result or {}).get("rounds_run", "–")), "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
+    extra_notes = ((result or {}).get("extra") or {}).get("notes") or []
+    for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:
+        blocks.insert(0, note(str(text)))  # e.g. what a scaled twin changes for this test
     if status == "interrupted":
         blocks.insert(0, note(f"This test was interrupted: {message}. The figures show the rounds done so far.", "warn"))
     if status == "not steady":
