@@ -250,7 +250,7 @@ def test_the_report_loads_in_headless_chromium(full: Path, tmp_path: Path) -> No
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == []
     shot = tmp_path / "iops.png"
-    chromium(tmp_path, "--window-size=1200,2600", f"--screenshot={shot}", url + "#iops")
+    chromium(tmp_path, "--window-size=1200,4400", f"--screenshot={shot}", url + "#iops")
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == 1200 and len(png) > 100_000
     if os.environ.get("SSDTWIN_UPDATE_DOCS_IMG"):  # docs/pts-report.md: how the screenshot is made
