@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
+from urllib.parse import quote
 
 import jinja2
 import pandas as pd
@@ -56,6 +57,7 @@ WDPC = {
     "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
     "curve": "none",
 }
+TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -182,7 +184,9 @@ class TestFolder:
         other: list[tuple[str, str]] = []
         for r in runs:
             m = re.fullmatch(r"([rs]\d+)-(.+)\.json", r.name)
-            if m and m.group(2) in by_element:
+            if r.stem in by_element:  # a single-run element: jobs/wipc.fio -> fio/wipc.json
+                by_element[r.stem].runs.append(("json", self._href(r)))
+            elif m and m.group(2) in by_element:
                 by_element[m.group(2)].runs.append((m.group(1), self._href(r)))
             elif m:
                 by_element.setdefault(m.group(2), ElementFiles(m.group(2), None, [])).runs.append((m.group(1), self._href(r)))
@@ -192,7 +196,7 @@ class TestFolder:
         return list(by_element.values()), other
 
     def _href(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix()
+        return quote(path.relative_to(self.root).as_posix())  # an element name may hold "%" or "#"
 
 
 # ---------------------------------------------------------------------------------------
@@ -658,8 +662,11 @@ def _test_ids(manifest: dict[str, Any]) -> list[str]:
 def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
     entry = (manifest.get("tests") or {}).get(test) or {}
     entry = entry if isinstance(entry, dict) else {}
-    tf = TestFolder(folder, test, entry)
     title = str(entry.get("title") or TITLES.get(test, test))
+    if not TEST_ID.fullmatch(test) or not TEST_ID.fullmatch(str(entry.get("dir") or test)):
+        message = f"pts.json: test id {test!r} (or its dir) is not a plain folder name; not rendered"
+        return Page(re.sub(r"[^A-Za-z0-9_-]", "_", test), title, "failed", message, blocks=[note(message, "missing")])
+    tf = TestFolder(folder, test, entry)
     if not tf.dir.is_dir():
         status, message = status_text(test, entry, None, None)
         if status not in ("not run", "pending"):
