@@ -257,6 +257,13 @@ def test_the_report_loads_in_headless_chromium(full: Path, tmp_path: Path) -> No
         shutil.copy(shot, Path(__file__).resolve().parents[2] / "docs" / "img" / "pts-iops.png")
 
 
+def test_pdf_without_chromium_is_one_line(interrupted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSDTWIN_CHROMIUM", str(tmp_path / "no-such-chromium"))
+    with pytest.raises(PtsError, match="could not print .* to PDF: FileNotFoundError") as e:
+        report.print_pdf(interrupted / "index.html", tmp_path / "report.pdf")
+    assert "\n" not in str(e.value) and not (tmp_path / "report.pdf").exists()
+
+
 @pytest.mark.tools
 @needs_chromium
 def test_pdf(interrupted: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, MaxNLocator, NullLocator
 
 DPI = 96
 WIDTH_IN = 9.0
@@ -310,9 +310,11 @@ def iops_2d(series: list[Series]) -> Plot:
         for mix in [m for m in MIX_ORDER if m in t.columns]:
             ax.plot(t["bs_bytes"] / 1024, t[mix], marker="o", ms=4, ls=_style(series, i), color=cmap[mix], label=_label(s, f"R/W {mix}"))
             rows += [{"report": s.label, "bs_bytes": int(bs), "mix": mix, "iops": v} for bs, v in zip(t["bs_bytes"], t[mix])]
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     _finish(ax, "block size (KiB)", "IOPS", logy=True)
+    ax.set_xscale("log", base=2)
+    sizes = sorted({float(b) / 1024 for s in series for b in s.frame["bs_bytes"]})
+    ax.set_xticks(sizes, [f"{v:g}" for v in sizes])  # the tested block sizes, not powers of 4
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_major_formatter(FuncFormatter(si))
     fig.suptitle("IOPS by block size and R/W mix")
     data = pd.DataFrame(rows)

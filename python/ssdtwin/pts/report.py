@@ -739,6 +739,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
         banner.append(note("The run is not complete (still running, or it stopped): the report holds the rounds done so far.", "warn"))
     if not pages:
         banner.append(note("pts.json lists no tests.", "missing"))
+    run_header = header(manifest, "", None)
     index = _write_html(
         folder / "index.html",
         "report.html.j2",
@@ -747,11 +748,20 @@ def render(folder: Path, pdf: bool = False) -> Path:
         pages=pages,
         banner=banner,
         generated_by=_software(),
-        device_items=header(manifest, "", None)[0][1],
+        device_items=run_header[0][1],
+        platform_items=run_header[1][1],
+        settings_items=[(k, v) for k, v in run_header[2][1] if k != "WDPC"] + _tc_qd_items(manifest),
     )
     if pdf:
         print_pdf(index, folder / "report.pdf")
     return index
+
+
+def _tc_qd_items(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    tc = (manifest.get("settings") or {}).get("tc_qd")
+    if isinstance(tc, dict):
+        return [(f"TC/QD {TITLES.get(t, t)}", str(v)) for t, v in tc.items()]
+    return [("TC/QD", str(tc))] if tc else []
 
 
 def find_chromium() -> Optional[str]:
