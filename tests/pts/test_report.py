@@ -136,6 +136,7 @@ def test_summary_says_each_tests_status(full: Path, interrupted: Path) -> None:
     assert "the wait states are not scaled" in html  # hir/result.json extra.notes
     html = (interrupted / "index.html").read_text()
     assert "interrupted after round 3" in html and "The run was interrupted (Ctrl-C)" in html
+    assert "missing:" not in html  # what a stopped test never wrote is not reported as a fault
     assert "not run (the run stopped before this test)" in html  # wsat never started
     assert "fig-convergence" in html and "Traceback" not in html
 

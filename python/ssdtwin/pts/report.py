@@ -57,6 +57,7 @@ WDPC = {
     "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
     "curve": "none",
 }
+UNFINISHED = ("running", "interrupted", "pending", "not run")
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -135,8 +136,12 @@ class TestFolder:
         self.rel = str(entry.get("dir") or test)
         self.dir = root / self.rel
         self.notes: list[Block] = []
+        self.finished = True
 
     def _missing(self, name: str, why: str = "missing") -> None:
+        if why == "missing" and not self.finished:
+            self.notes.append(Block("note", text=f"not written yet (the test did not finish): {self.rel}/{name}", level="info"))
+            return
         self.notes.append(Block("note", text=f"{why}: {self.rel}/{name}", level="missing"))
 
     def csv(self, name: str, required: tuple[str, ...] = ()) -> Optional[pd.DataFrame]:
@@ -671,8 +676,12 @@ def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
         status, message = status_text(test, entry, None, None)
         if status not in ("not run", "pending"):
             status, message = "missing", f"missing: {tf.rel}/ not found in the report folder"
-        return Page(test, title, status, message, header(manifest, test, None), [note(message, "missing")])
-    result = tf.json("result.json")
+        level = "info" if status in UNFINISHED else "missing"
+        return Page(test, title, status, message, header(manifest, test, None), [note(message, level)])
+    unfinished = entry.get("status") in UNFINISHED
+    result = tf.json("result.json", quiet=unfinished)
+    unfinished = unfinished or (result or {}).get("status") in UNFINISHED
+    tf.finished = not unfinished  # files a running or stopped test has not written yet are no fault
     steady = tf.json("steady.json", quiet=True)
     status, message = status_text(test, entry, result, steady)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")])
