@@ -17,6 +17,7 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 try:  # pytest puts tests/pts on sys.path (no __init__.py); the relative form if it becomes a package
@@ -24,7 +25,7 @@ try:  # pytest puts tests/pts on sys.path (no __init__.py); the relative form if
 except ImportError:  # pragma: no cover
     from .report_fixture import make_report  # type: ignore[no-redef]
 
-from ssdtwin.pts import report
+from ssdtwin.pts import plots, report
 from ssdtwin.pts.target import PtsError
 
 # The figures each test's page must have (file stems under <test>/plots/).
@@ -152,6 +153,16 @@ def test_tables_show_the_window_averages(full: Path) -> None:
     assert doc["avg"] == pytest.approx(var["avg"]) and doc["slope_excursion"] == pytest.approx(var["slope_excursion"])
     assert [r["round"] for r in doc["data"]] == var["rounds"]
     assert sum(r["in_window"] for r in doc["data"]) == 5
+
+
+def test_percentiles_from_histogram_bins() -> None:
+    frame = pd.DataFrame(
+        {"lo_us": [1.0, 2.0, 5.0, 1.0], "hi_us": [2.0, 3.0, 6.0, 2.0], "count": [90, 9, 1, 7], "ddir": ["read"] * 3 + ["write"]}
+    )
+    read, write = plots.hist_percentiles(frame)
+    assert read == {"ddir": "read", "ios": 100, "p50_us": 2.0, "p99_us": 3.0, "p99.9_us": None, "p99.99_us": None,
+                    "p99.999_us": None, "p99.9999_us": None}  # fmt: skip
+    assert write["ios"] == 7 and write["p50_us"] == 2.0 and write["p99_us"] is None
 
 
 def test_missing_and_damaged_files_are_named_on_the_page(tmp_path: Path) -> None:
