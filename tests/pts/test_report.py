@@ -198,12 +198,13 @@ def test_a_folder_that_is_not_a_report_is_refused(tmp_path: Path) -> None:
 def test_compare_sets_two_reports_side_by_side(tmp_path: Path) -> None:
     tests = ("iops", "tp")
     a = make_report(tmp_path / "a", tests=tests)
-    b = make_report(tmp_path / "b", tests=tests, gain=0.55, seed=2, model="KCD6XLUL3T84")
+    b = make_report(tmp_path / "b", tests=(*tests, "curve"), gain=0.55, seed=2, model="KCD6XLUL3T84")
     out = report.compare(a, b, tmp_path / "diff")
     html = out.read_text()
     page = Page(html)
     assert {"fig-tracking", "fig-iops-2d", "fig-iops-diff", "fig-tp-bars"} <= set(page.figures)
     assert "A: KCM6XRUL3T84 (a)" in html and "B: KCD6XLUL3T84 (b)" in html
+    assert "curve: not in A: KCM6XRUL3T84 (a); nothing to compare" in html
     for tag, attr, value in page.refs:
         assert value.startswith(("data:", "#")) or (out.parent / value).resolve().is_file(), f"<{tag} {attr}={value}>"
     with (tmp_path / "diff" / "iops" / "plots" / "iops-diff.csv").open() as f:
