@@ -182,6 +182,20 @@ def test_missing_and_damaged_files_are_named_on_the_page(tmp_path: Path) -> None
     assert "Traceback" not in html
 
 
+def test_malformed_documents_are_named_not_raised(tmp_path: Path) -> None:
+    """Wrong JSON types and unparsable numbers: notes on the page, never a traceback."""
+    doc = {"format": "ssdtwin-pts", "device": "x", "settings": None, "tests": {"iops": {"status": "steady"}, "tp": 5}}
+    (tmp_path / "pts.json").write_text(json.dumps(doc))
+    (tmp_path / "iops").mkdir()
+    (tmp_path / "iops" / "result.json").write_text(json.dumps({"status": "steady", "settings": [1], "extra": "x", "window": "bad"}))
+    (tmp_path / "iops" / "steady.json").write_text(json.dumps({"variables": [{"name": "v", "rounds": [1, 2], "values": ["a", None]}]}))
+    (tmp_path / "iops" / "rounds.csv").write_text("round,read_pct,bs_bytes,iops\n1,,4096,abc\n")
+    html = report.render(tmp_path).read_text()
+    for text in ("field &#34;device&#34; is not an object", "tests.tp is not an object", "convergence: could not be drawn (",
+                 "window v: could not be drawn (ValueError", "missing: iops/table.csv"):  # fmt: skip
+        assert text in html
+
+
 def test_a_folder_that_is_not_a_report_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PtsError, match="not a PTS report \\(no pts.json\\)"):
         report.render(tmp_path)

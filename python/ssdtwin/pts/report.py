@@ -119,7 +119,23 @@ def load_manifest(folder: Path) -> dict[str, Any]:
         raise PtsError(f"{path}: unreadable: {_one_line(e)}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise PtsError(f'{path}: not a PTS report (field "format" must be "{FORMAT}")')
+    problems = []
+    for key in ("device", "platform", "settings", "tests"):  # the page reads these as objects
+        if key in doc and not isinstance(doc[key], dict):
+            problems.append(f'pts.json: field "{key}" is not an object; ignored')
+            doc[key] = {}
+    tests = doc.setdefault("tests", {})
+    for test, entry in list(tests.items()):
+        if not isinstance(entry, dict):
+            problems.append(f"pts.json: tests.{test} is not an object; ignored")
+            tests[test] = {}
+    doc["_problems"] = problems
     return doc
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object from a document the harness wrote, or {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
 
 
 def _one_line(e: BaseException) -> str:
@@ -392,12 +408,13 @@ def header(manifest: dict[str, Any], test: str, result: Optional[dict[str, Any]]
         sets.insert(3, ("TC/QD", str(tc[test])))
     elif isinstance(tc, str):
         sets.insert(3, ("TC/QD", tc))
-    for k, v in ((result or {}).get("settings") or {}).items():
+    for k, v in _obj((result or {}).get("settings")).items():
         label = "TC/QD" if k == "tc_qd" else k.replace("_", " ")
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
     sets.insert(0, ("WDPC", WDPC.get(test, "none")))
-    if result and result.get("window"):
-        sets.append(("Measurement window", f"rounds {result['window'][0]}–{result['window'][1]}"))
+    win = (result or {}).get("window")
+    if isinstance(win, list) and len(win) == 2:
+        sets.append(("Measurement window", f"rounds {win[0]}–{win[1]}"))
     return [("Device under test", dev), ("Test platform", plat), ("Test settings", sets)]
 
 
@@ -587,7 +604,7 @@ def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def hir_baseline(result: Optional[dict[str, Any]], rounds: Optional[pd.DataFrame]) -> Optional[float]:
     """The pre-HIR steady-state IOPS: result.json extra.baseline_iops, else the mean of the last 5 "pre" rounds."""
-    base = ((result or {}).get("extra") or {}).get("baseline_iops")
+    base = _obj((result or {}).get("extra")).get("baseline_iops")
     if isinstance(base, (int, float)):
         return float(base)
     if rounds is not None and "phase" in rounds.columns:
@@ -697,7 +714,7 @@ def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
     facts = {"rounds": str((result or {}).get("rounds_run", "–")), "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
-    extra_notes = ((result or {}).get("extra") or {}).get("notes") or []
+    extra_notes = _obj((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:
         blocks.insert(0, note(str(text)))  # e.g. what a scaled twin changes for this test
     if status == "interrupted":
@@ -756,6 +773,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
         banner.append(note("The run is not complete (still running, or it stopped): the report holds the rounds done so far.", "warn"))
     if not pages:
         banner.append(note("pts.json lists no tests.", "missing"))
+    banner += [note(text, "missing") for text in manifest.get("_problems") or []]
     run_header = header(manifest, "", None)
     index = _write_html(
         folder / "index.html",
