@@ -243,11 +243,12 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 class Sink:
     """Writes a figure's PNG, CSV and JSON under <out>/<test>/plots/ and makes its Block."""
 
-    def __init__(self, out: Path, test: str, sources: list[str]) -> None:
+    def __init__(self, out: Path, test: str, sources: list[str], subdir: str = "") -> None:
         self.out = out
         self.test = test
         self.sources = sources
-        self.dir = out / test / "plots"
+        self.rel = f"{subdir or test}/plots"  # next to the test's own files (pts.json tests.<id>.dir)
+        self.dir = out / self.rel
         # The figures of an earlier rendering go: a figure that is no longer drawn (its
         # data went missing) must not leave a stale PNG/CSV/JSON behind.
         for stale in self.dir.glob("*"):
@@ -274,7 +275,7 @@ class Sink:
             "data": _records(plot.data),
         }
         stem.with_suffix(".json").write_text(json.dumps(doc, indent=1, allow_nan=False))
-        rel = f"{self.test}/plots/{plot.name}"
+        rel = quote(f"{self.rel}/{plot.name}")
         return Block(
             "figure",
             title=plot.title,
@@ -709,7 +710,7 @@ def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
     tf.finished = not unfinished  # files a running or stopped test has not written yet are no fault
     steady = tf.json("steady.json", quiet=True)
     status, message = status_text(test, entry, result, steady)
-    sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")])
+    sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
