@@ -142,6 +142,22 @@ def test_summary_says_each_tests_status(full: Path, interrupted: Path) -> None:
     assert "fig-convergence" in html and "Traceback" not in html
 
 
+def test_a_running_test_shows_its_rounds_so_far(interrupted: Path, tmp_path: Path) -> None:
+    """Rendered mid-run (pts.json says running, no result.json yet): the round reached comes
+    from rounds.csv, and what the test has not written yet is not a fault."""
+    folder = tmp_path / "running"
+    shutil.copytree(interrupted, folder)
+    manifest = json.loads((folder / "pts.json").read_text())
+    manifest["interrupted"] = False
+    manifest["tests"]["lat"]["status"] = "running"
+    (folder / "pts.json").write_text(json.dumps(manifest))
+    for name in ("result.json", "steady.json", "table.csv"):
+        (folder / "lat" / name).unlink()
+    html = report.render(folder).read_text()
+    assert "running: round 3 done" in html and "The run is not complete" in html
+    assert "not written yet (the test did not finish): lat/table.csv" in html and "missing:" not in html
+
+
 def test_tables_show_the_window_averages(full: Path) -> None:
     with (full / "iops" / "table.csv").open() as f:
         row = next(r for r in csv.DictReader(f) if r["bs"] == "4KiB")

@@ -192,6 +192,15 @@ class TestFolder:
             return None
         return doc
 
+    def rounds_done(self) -> Optional[int]:
+        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+        try:
+            frame = pd.read_csv(self.dir / "rounds.csv")
+            column = "segment" if self.test in ("wsat", "hir") and frame["segment"].notna().any() else "round"
+            return int(frame[column].max())
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def hist_files(self) -> list[Path]:
         return sorted(self.dir.glob("hist-*.csv"))
 
@@ -340,8 +349,10 @@ def status_text(test: str, entry: dict[str, Any], result: Optional[dict[str, Any
         return status, f"complete: {msg}" if msg else "complete"
     if status == "failed":
         return status, f"failed: {(result or {}).get('message') or 'no message'}"
-    if status in ("not run", "pending", "running"):
-        return status, {"not run": "not run (the run stopped before this test)", "pending": "not started", "running": "running"}[status]
+    if status == "running":
+        return status, f"running: {unit} {rounds} done" if rounds else "running"
+    if status in ("not run", "pending"):
+        return status, {"not run": "not run (the run stopped before this test)", "pending": "not started"}[status]
     return status, str((result or {}).get("message") or status)
 
 
@@ -709,6 +720,8 @@ def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
     unfinished = unfinished or (result or {}).get("status") in UNFINISHED
     tf.finished = not unfinished  # files a running or stopped test has not written yet are no fault
     steady = tf.json("steady.json", quiet=True)
+    if unfinished and not (result or {}).get("rounds_run"):
+        result = {**(result or {}), "rounds_run": tf.rounds_done()}  # result.json not written yet: count rounds.csv
     status, message = status_text(test, entry, result, steady)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
