@@ -194,15 +194,11 @@ def convergence(
         if panel is not None:
             ax.set_title(_panel_text(panel_by, panel), fontsize="medium")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        spare = len(panels) < nrows * ncols
-        _finish(ax, "round", ylabel if k % ncols == 0 else "", logy=logy, legend=k == 0 and not spare)
+        _finish(ax, "round", ylabel if k % ncols == 0 else "", logy=logy, legend=False)
     for k in range(len(panels), nrows * ncols):
         axes[k // ncols][k % ncols].set_axis_off()
-    if len(panels) < nrows * ncols:  # the legend goes into the first empty panel
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        axes[-1][-1].legend(
-            handles, labels, loc="center", fontsize="small", ncol=2 if len(labels) > 8 else 1, title=line_by.replace("_", " ")
-        )
+    spare = axes[-1][-1] if len(panels) < nrows * ncols else None
+    _shared_legend(fig, [axes[k // ncols][k % ncols] for k in range(len(panels))], series, spare)
     fig.suptitle(title)
     data = frame[list(dict.fromkeys(c for c in ("report", "round", panel_by, line_by, value) if c and c in frame.columns))].copy()
     return Plot(name, title, "Tracking values per round for every element; the shaded rounds are the measurement window.", data, _png(fig))
@@ -705,8 +701,8 @@ def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols
     lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
     im = ax.imshow(values, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
-        if math.isfinite(v):
-            ax.text(c, r, f"{v:+.0f} %", ha="center", va="center", fontsize="x-small")
+        if math.isfinite(v):  # white on the dark cells
+            ax.text(c, r, f"{v:+.0f} %", ha="center", va="center", fontsize="small", color="white" if abs(v) > 0.55 * lim else "black")
     ax.set_xticks(range(len(cols)))
     ax.set_xticklabels(cols)
     ax.set_yticks(range(len(frame)))

@@ -924,7 +924,6 @@ def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
                     "variable",
                     "variable",
                     str,
-                    logy=test == "iops",
                 ),
                 "tracking variables",
             )
@@ -943,6 +942,7 @@ def _cmp_iops(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> l
     long_a = ta.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     long_b = tb.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     d = diff_table(long_a, long_b, ["bs_bytes", "mix"], ["iops"])
+    d = d.assign(order=d["mix"].map(MIX_ORDER.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
     pivot = (
         d.pivot(index="bs_bytes", columns="mix", values="iops Δ%")
         .reindex(columns=mixes)
