@@ -38,6 +38,7 @@ from .common import (
     say,
 )
 from .nvme import nvme
+from .pts import pts
 from .serve import bench_nbd_cmd, serve_cmd
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
@@ -52,6 +53,7 @@ app = typer.Typer(
 app.add_typer(nvme, name="nvme")
 bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
+app.add_typer(pts, name="pts")
 
 
 def _print_version(value: bool) -> None:
@@ -607,6 +609,8 @@ def _command_name(args: list[str]) -> str:
     if args and not args[0].startswith("-"):
         words.append(args[0])
         if args[0] in ("nvme", "bench") and len(args) > 1 and not args[1].startswith("-"):
+            words.append(args[1])
+        elif args[0] == "pts" and len(args) > 1 and args[1] == "compare":  # `ssdtwin pts TARGET` names no path
             words.append(args[1])
     return " ".join(words)
 

@@ -914,8 +914,10 @@ def open_target(spec: str, *, namespace: Optional[int] = None, purge: str = "aut
         if not is_image(path):
             raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
         return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge)
+    if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
+        raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
     try:
-        from . import realfio
+        from . import realfio  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         raise PtsError(f"{spec}: real targets (NBD, block devices, files) need ssdtwin.pts.realfio, not in this build") from None
     if not realfio.is_real_target(spec):
