@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 from ssdtwin.pts import runner
+from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
 FAST = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--tp-bs", "128k"]
@@ -246,11 +246,8 @@ def test_drive_idle_lets_gc_reclaim_space(fresh: Path, tmp_path: Path) -> None:
         assert d.idle(1.0) == 0  # a fresh drive has nothing to collect
         d.precondition(1, "seq", 131072, loops=1.0, seed=1)
         d.precondition(1, "rand", 4096, loops=1.0, seed=2)
-        on0 = d.smart_log()["power_on_hours"] if "power_on_hours" in d.smart_log() else None
         moved = d.idle(30.0)
         assert moved > 0
         assert d.idle(30.0) <= moved  # less left to do the second time
-        if on0 is not None:
-            assert d.smart_log()["power_on_hours"] >= on0
         with pytest.raises(ValueError, match="idle -1"):
             d.idle(-1)

@@ -608,9 +608,9 @@ def _command_name(args: list[str]) -> str:
     words = ["ssdtwin"]
     if args and not args[0].startswith("-"):
         words.append(args[0])
-        if args[0] in ("nvme", "bench") and len(args) > 1 and not args[1].startswith("-"):
-            words.append(args[1])
-        elif args[0] == "pts" and len(args) > 1 and args[1] == "compare":  # `ssdtwin pts TARGET` names no path
+        # `ssdtwin pts TARGET` names no path: only `pts compare` is a two-word command.
+        sub = len(args) > 1 and (args[0] in ("nvme", "bench") and not args[1].startswith("-") or args[0] == "pts" and args[1] == "compare")
+        if sub:
             words.append(args[1])
     return " ".join(words)
 

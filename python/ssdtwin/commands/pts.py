@@ -199,7 +199,9 @@ def _summary(res: Any, wall: float) -> None:
     typer.echo(f"report: {res.folder}" + (f" ({res.folder / 'index.html'})" if (res.folder / "index.html").is_file() else ""))
     for test, status in res.status.items():
         r = res.results.get(test) or {}
-        typer.echo(f"  {test:<6} {status:<11} {r.get('message', '')}  [wall {r.get('wall_s', 0):.1f} s, stimulus {r.get('sim_s', 0):.1f} s]")
+        typer.echo(
+            f"  {test:<6} {status:<11} {r.get('message', '')}  [wall {r.get('wall_s', 0):.1f} s, stimulus {r.get('sim_s', 0):.1f} s]"
+        )
     typer.echo(f"({wall:.1f} s wall)")
 
 

@@ -32,13 +32,44 @@ from .target import PtsError, PtsTarget
 FORMAT = "ssdtwin-pts"
 VERSION = 1
 
-COLUMNS = (
-    "round,segment,element,rw,read_pct,bs_bytes,numjobs,iodepth,runtime_s,t_start_s,t_end_s,"
-    "read_iops,write_iops,iops,read_bw_bytes_s,write_bw_bytes_s,read_lat_mean_us,read_lat_max_us,"
-    "read_lat_p99_us,read_lat_p99_9_us,read_lat_p99_99_us,write_lat_mean_us,write_lat_max_us,"
-    "write_lat_p99_us,write_lat_p99_9_us,write_lat_p99_99_us,lat_mean_us,lat_max_us,lat_p99_us,"
-    "lat_p99_9_us,lat_p99_99_us,bytes_written_total,drive_fills,wait_s,phase"
-).split(",")
+# rounds.csv, in this order (the contract with the report: docs/pts.md, Report folder).
+COLUMNS = [
+    "round",
+    "segment",
+    "element",
+    "rw",
+    "read_pct",
+    "bs_bytes",
+    "numjobs",
+    "iodepth",
+    "runtime_s",
+    "t_start_s",
+    "t_end_s",
+    "read_iops",
+    "write_iops",
+    "iops",
+    "read_bw_bytes_s",
+    "write_bw_bytes_s",
+    "read_lat_mean_us",
+    "read_lat_max_us",
+    "read_lat_p99_us",
+    "read_lat_p99_9_us",
+    "read_lat_p99_99_us",
+    "write_lat_mean_us",
+    "write_lat_max_us",
+    "write_lat_p99_us",
+    "write_lat_p99_9_us",
+    "write_lat_p99_99_us",
+    "lat_mean_us",
+    "lat_max_us",
+    "lat_p99_us",
+    "lat_p99_9_us",
+    "lat_p99_99_us",
+    "bytes_written_total",
+    "drive_fills",
+    "wait_s",
+    "phase",
+]
 PCTS = (99.0, 99.9, 99.99)
 PCT_COLS = ("p99", "p99_9", "p99_99")
 
@@ -904,7 +935,9 @@ def _write_hist(path: Path, h: dict[str, dict[int, int]]) -> None:
 # ------------------------------------------------------------------------------ entry point
 
 
-def open_target(spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0) -> PtsTarget:
+def open_target(
+    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0
+) -> PtsTarget:
     """A target from what the user typed: a drive image directory (``./cm6``, ``./cm6:ns2``)
     is a twin; an NBD URI, a block device or a regular file is a real target run by fio."""
     from .twin import TwinTarget, is_image, split_spec

@@ -105,7 +105,13 @@ class TwinTarget:
             preset=str(man.get("preset", "")),
             scale=f"1/{scale}",
             simulated=True,
-            extra={"namespace": self.namespace, "power_state": ps, "power_state_desc": ps_desc, "image": str(self.path), "seed": man.get("seed")},
+            extra={
+                "namespace": self.namespace,
+                "power_state": ps,
+                "power_state_desc": ps_desc,
+                "image": str(self.path),
+                "seed": man.get("seed"),
+            },
         )
 
     # -- PtsTarget -------------------------------------------------------------------
