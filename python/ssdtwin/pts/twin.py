@@ -10,6 +10,7 @@ drive (what the fio runs did up to the interruption).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -57,7 +58,7 @@ class TwinTarget:
             raise PtsError(f"{path}: cannot open the drive image: {e}") from None
         self.path = path
         self.seed = seed
-        self.runs = 0  # fio runs so far: each gets its own run seed (deterministic)
+        self.runs = 0  # fio runs so far
         self.progress: Optional[Callable[[int], object]] = None
         try:
             self.ns = self.drive.nvme.namespace(self.namespace)
@@ -135,7 +136,7 @@ class TwinTarget:
         from ..fio.run import render, run_jobs
 
         self.runs += 1
-        run_seed = (self.seed * 1_000_003 + self.runs) & 0xFFFF_FFFF_FFFF_FFFF
+        run_seed = self.run_seed(json_path)
         cb = self.progress or _tick
         try:
             run, results = run_jobs(self.drive, [str(job_path)], namespace=self.namespace, run_seed=run_seed, progress=cb)
@@ -150,6 +151,13 @@ class TwinTarget:
             raise PtsError(f"{job_path}: fio job ended with error {failed[0]}")
         out: dict[str, Any] = json.loads(text)
         return out
+
+    def run_seed(self, json_path: Path) -> int:
+        """The seed of one fio run (fio's would come from the OS with randrepeat=0): from
+        --seed and what the run is (its test and its JSON's name: r03-rnd-4k-0_100), so a
+        test's runs draw the same streams whatever ran before it."""
+        key = f"{self.seed}:{json_path.parent.parent.name}/{json_path.name}".encode()
+        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
 
     def idle(self, seconds: float) -> None:
         try:
