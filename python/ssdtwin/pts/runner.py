@@ -9,6 +9,7 @@ manifest and the CSV files are rewritten after every round, so a run stopped by 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -988,6 +989,8 @@ def run(
     cfg.validate()
     folder = Path(tempfile.mkdtemp(prefix="ssdtwin-pts-")) if report is None else Path(report)
     prepare_folder(folder, force)
+    if isinstance(target, str) and _inside(Path(target.split(":ns")[0]), folder):
+        raise PtsError(f"--report {folder}: holds the target {target}; choose a folder outside it")
     own = isinstance(target, str)
     tgt: PtsTarget = (
         open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed)
@@ -1001,9 +1004,13 @@ def run(
         runner = Runner(tgt, folder, cfg, events)
         try:
             runner.run(names)
-        finally:
+        except KeyboardInterrupt:
             if render:
-                render_report(folder)
+                with contextlib.suppress(PtsError):  # the interruption is what the user must hear about
+                    render_report(folder)
+            raise
+        if render:
+            render_report(folder)
     finally:
         if own:
             tgt.close()
@@ -1011,10 +1018,25 @@ def run(
 
 
 def render_report(folder: Path) -> Optional[Path]:
-    """index.html through ssdtwin.pts.report when that module is present (None otherwise)."""
+    """index.html through ssdtwin.pts.report when that module is present (None otherwise).
+    A failure to render is a one-line PtsError: the folder's data are complete without it."""
     try:
         from . import report as rep  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return None
-    out: Optional[Path] = rep.render(folder)
+    try:
+        out: Optional[Path] = rep.render(folder)
+    except PtsError:
+        raise
+    except Exception as e:  # the report module's bug must not hide where the results are
+        raise PtsError(f"{folder}: the results are saved, but rendering index.html failed: {type(e).__name__}: {e}") from e
     return out
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it (a --force would delete it)."""
+    try:
+        p, f = path.resolve(), folder.resolve()
+    except OSError:
+        return False
+    return p == f or f in p.parents
