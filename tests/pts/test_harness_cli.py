@@ -61,7 +61,7 @@ def test_manifest(suite: tuple[Path, Path, dict]) -> None:
     assert man["format"] == "ssdtwin-pts" and man["version"] == 1
     assert man["complete"] is True and man["interrupted"] is False and man["finished"]
     dev = man["device"]
-    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/407" or dev["scale"] == "1/454"
+    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/454"
     assert dev["firmware"].startswith("ssdtwin ") and f"preset {MODEL}" in dev["firmware"]
     assert dev["capacity_bytes"] > 7e9 and dev["extra"]["power_state"] == 0
     assert man["settings"]["round_s"] == 1.0 and man["settings"]["tc_qd"]["lat"] == {"tc": 1, "qd": 1, "oio": 1}
@@ -120,6 +120,7 @@ def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path,
     ws = rows(rep / "wsat" / "rounds.csv")
     assert float(ws[-1]["drive_fills"]) >= 0.5 > float(ws[-2]["drive_fills"])
     assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
+    assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
     hir = rows(rep / "hir" / "rounds.csv")
     assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
     a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]

@@ -93,7 +93,7 @@ class Settings:
     tc_qd: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(T.TC_QD))
     wsat_fills: float = 4.0
     wsat_max_time_s: float = 24 * 3600.0
-    wsat_segment_s: Optional[float] = None  # default: round_s
+    wsat_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
     wsat_stop_steady: bool = False
     hir_reps: int = T.HIR_REPS
     hir_waits_s: tuple[float, ...] = T.HIR_WAITS_S
@@ -132,14 +132,16 @@ class Settings:
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
 
-    @property
-    def segment_s(self) -> float:
-        return self.round_s if self.wsat_segment_s is None else self.wsat_segment_s
+    def segment_s(self, scale: int = 1) -> float:
+        """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
+        least 1 s), so a scaled drive gets as many segments per drive fill as a full one."""
+        if self.wsat_segment_s is not None:
+            return self.wsat_segment_s
+        return max(1.0, round(self.round_s / max(1, scale), 3))
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["tc_qd"] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
-        d["wsat_segment_s"] = self.segment_s
         return d
 
 
@@ -533,6 +535,8 @@ class Runner:
         self.tests: dict[str, TestRun] = {}
         self.manifest: dict[str, Any] = {}
         self.wall0 = time.perf_counter()
+        scale = target.info.scale if target.info.simulated else ""
+        self.scale = int(scale[2:]) if scale.startswith("1/") and scale[2:].isdigit() else 1
 
     # -- manifest -------------------------------------------------------------------------
     def start_manifest(self, tests: Sequence[str]) -> None:
@@ -596,7 +600,7 @@ class Runner:
             base.update(bs_bytes=list(st.lat_bs), mixes=[T.mix_label(m) for m in st.lat_mixes], wipc="SEQ 128KiB 2x")
         elif test == "wsat":
             base.update(
-                segment_s=st.segment_s,
+                segment_s=st.segment_s(self.scale),
                 stop_fills=st.wsat_fills,
                 stop_time_s=st.wsat_max_time_s,
                 stop_steady=st.wsat_stop_steady,
@@ -664,7 +668,7 @@ class Runner:
             "iops": f"purge, WIPC, {len(st.iops_bs) * len(st.iops_mixes)} elements x {rounds}",
             "tp": f"per block size ({len(st.tp_bs)}): purge, WIPC, 2 elements x {rounds}",
             "lat": f"purge, WIPC, {len(st.lat_bs) * len(st.lat_mixes)} elements x {rounds}",
-            "wsat": f"purge, RND 4KiB W in {st.segment_s:g} s segments to {st.wsat_fills:g} fills or {st.wsat_max_time_s:g} s",
+            "wsat": f"purge, RND 4KiB W in {st.segment_s(self.scale):g} s segments to {st.wsat_fills:g} fills or {st.wsat_max_time_s:g} s",
             "hir": f"purge, RND 4KiB W {rounds}, then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
             "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {len(st.curve_jobs) * len(st.curve_qd)} points",
         }[test]
@@ -711,7 +715,7 @@ class Runner:
     def run_wsat(self, tr: TestRun) -> None:
         st = self.settings
         tc, qd = st.tc_qd["wsat"]
-        el = T.wsat_element(tc, qd, st.segment_s)
+        el = T.wsat_element(tc, qd, st.segment_s(self.scale))
         cap = self.target.info.capacity_bytes
         tr.purge()
         seg = 0
