@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib
 import json
 import os
 import platform
@@ -955,7 +956,7 @@ def open_target(
     if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
         raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
     try:
-        from . import realfio  # type: ignore[attr-defined,unused-ignore]
+        realfio = _optional("realfio")
     except ImportError:
         raise PtsError(f"{spec}: real targets (NBD, block devices, files) need ssdtwin.pts.realfio, not in this build") from None
     if not realfio.is_real_target(spec):
@@ -1025,7 +1026,7 @@ def render_report(folder: Path) -> Optional[Path]:
     """index.html through ssdtwin.pts.report when that module is present (None otherwise).
     A failure to render is a one-line PtsError: the folder's data are complete without it."""
     try:
-        from . import report as rep  # type: ignore[attr-defined,unused-ignore]
+        rep = _optional("report")
     except ImportError:
         return None
     try:
@@ -1035,6 +1036,13 @@ def render_report(folder: Path) -> Optional[Path]:
     except Exception as e:  # the report module's bug must not hide where the results are
         raise PtsError(f"{folder}: the results are saved, but rendering index.html failed: {type(e).__name__}: {e}") from e
     return out
+
+
+def _optional(name: str) -> Any:
+    """``ssdtwin.pts.<name>``, a module this one uses when it is there (the real-fio target,
+    the HTML report), imported by name: they import the runner's helpers, so a static import
+    here would be a cycle. ImportError when it is not installed."""
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _inside(path: Path, folder: Path) -> bool:
