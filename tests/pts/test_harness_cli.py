@@ -20,7 +20,7 @@ from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
 FAST = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--tp-bs", "128k"]
-FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--curve-jobs", "1,2", "--curve-qd", "1,4"]
+FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--hir-pre-fills", "0.5", "--curve-jobs", "1,2", "--curve-qd", "1,4"]
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,10 @@ def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path,
     assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
     assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
     hir = rows(rep / "hir" / "rounds.csv")
+    pre = json.loads((rep / "hir" / "steady.json").read_text())
+    first = pre["first_round"]  # judged only once 0.5 drive fills were written (--hir-pre-fills)
+    assert float(hir[first - 2]["drive_fills"]) < 0.5 <= float(hir[first - 1]["drive_fills"])
+    assert pre["variables"][0]["rounds"][0] == first
     assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
     a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
     assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait

@@ -117,6 +117,9 @@ def run_cmd(
     wsat_stop_steady: bool = typer.Option(False, "--wsat-stop-steady/--no-wsat-stop-steady", help="WSAT also stops at steady state"),
     hir_reps: int = typer.Option(360, "--hir-reps", help="HIR repetitions per wait state (PTS: 360)"),
     hir_waits: Optional[str] = typer.Option(None, "--hir-waits", help="HIR wait states (default 5s,10s,15s,25s,50s)"),
+    hir_pre_fills: float = typer.Option(
+        2.0, "--hir-pre-fills", help="HIR: drive fills of RND 4KiB W before its steady state is judged (out of FOB)"
+    ),
     curve_jobs: Optional[str] = typer.Option(None, "--curve-jobs", help="latency-vs-IOPS thread counts (default 1,2,4,8,16)"),
     curve_qd: Optional[str] = typer.Option(None, "--curve-qd", help="latency-vs-IOPS queue depths (default 1,2,4,8,16,32)"),
     purge: str = typer.Option("auto", "--purge", help="auto, nvme-format, trim or none (docs/pts.md, Purge)"),
@@ -142,6 +145,7 @@ def run_cmd(
         "wsat_max_time_s": parse_duration("--wsat-max-time", wsat_max_time),
         "wsat_stop_steady": wsat_stop_steady,
         "hir_reps": hir_reps,
+        "hir_pre_fills": hir_pre_fills,
         "purge": purge,
         "seed": seed,
     }

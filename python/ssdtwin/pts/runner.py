@@ -99,6 +99,7 @@ class Settings:
     hir_reps: int = T.HIR_REPS
     hir_waits_s: tuple[float, ...] = T.HIR_WAITS_S
     hir_burst_s: float = T.HIR_BURST_S
+    hir_pre_fills: float = 2.0  # HIR's steady state is judged only after this many capacities written
     curve_jobs: tuple[int, ...] = T.CURVE_JOBS
     curve_qd: tuple[int, ...] = T.CURVE_QD
     purge: str = "auto"
@@ -119,6 +120,8 @@ class Settings:
             raise PtsError(f"--wsat-max-time {self.wsat_max_time_s:g}s: from 1 s to 200 days")
         if self.wsat_segment_s is not None and not (1.0 <= self.wsat_segment_s <= 86400):
             raise PtsError(f"--wsat-segment {self.wsat_segment_s:g}s: from 1 s to 1 day")
+        if not (0 <= self.hir_pre_fills <= 100):
+            raise PtsError(f"--hir-pre-fills {self.hir_pre_fills:g}: drive fills from 0 to 100")
         if not (1 <= self.hir_reps <= 100000):
             raise PtsError(f"--hir-reps {self.hir_reps}: from 1 to 100000 (the spec's is 360)")
         for name, (tc, qd) in self.tc_qd.items():
@@ -476,34 +479,54 @@ class TestRun:
             }
         )
 
-    def rounds(self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    def rounds(self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = (), min_fills: float = 0.0) -> dict[str, Any]:
         """WDPC: rounds of ``p.elements`` until every tracking variable is steady (or max rounds).
-        Returns this pass's steady-state evaluation."""
+        With ``min_fills``, rounds first run until that many capacities are written since the
+        purge (saturation rounds: recorded, but neither judged nor counted against
+        --max-rounds). Returns this pass's steady-state evaluation."""
         st = self.runner.settings
         state: dict[str, Any] = {}
         n = len(p.elements)
+        cap = self.runner.target.info.capacity_bytes
+        first: Optional[int] = None  # the first round judged
         self.ss_status = f"steady state: needs {st.min_rounds} rounds"
-        for r in range(1, st.max_rounds + 1):
+        r = 0
+        while first is None or r - first + 1 < st.max_rounds:
+            r += 1
+            saturating = first is None and min_fills > 0
             for i, el in enumerate(p.elements, 1):
+                fills = self.written / cap if cap else 0.0
+                what = f"{p.name} round {r}" + (f", {fills:.2f}/{min_fills:g} fills" if saturating else f"/{st.max_rounds}")
+                done = 0.0 if first is None else (r - first) / st.max_rounds
                 self.run(
                     el,
                     round_no=r,
                     phase="pre" if self.test in ("hir", "curve") else "",
-                    what=f"{p.name} round {r}/{st.max_rounds}, {i}/{n} {el.label}",
-                    frac=((r - 1) * n + i - 1) / (st.max_rounds * n),
+                    what=f"{what}, {i}/{n} {el.label}",
+                    frac=min(1.0, done + (i - 1) / (st.max_rounds * n)) if first is not None else None,
                 )
             self.rounds_run = max(self.rounds_run, r)
             self.save_rows()
+            if first is None:
+                if cap and self.written < min_fills * cap:
+                    if not any(x["round"] == r and x["write_iops"] for x in self.rows):
+                        raise PtsError(f"{p.name}: round {r} wrote nothing; cannot reach {min_fills:g} drive fills")
+                    self.ss_status = f"saturating: {self.written / cap:.2f}/{min_fills:g} drive fills"
+                    self.runner.save_manifest()
+                    continue
+                first = r
             series = []
             for v in p.tracking:
-                series.append([(int(x["round"]), float(x[v.column] or 0.0)) for x in self.rows if x["element"] == v.element and x["round"]])
+                rows = [x for x in self.rows if x["element"] == v.element and x["round"] and x["round"] >= first]
+                series.append([(int(x["round"]), float(x[v.column] or 0.0)) for x in rows])
             variables = [ss.Variable(v.name, v.element, v.column, v.unit) for v in p.tracking]
             state = ss.evaluate(variables, series, st.min_rounds, st.max_rounds)
             state["pass"] = p.name
+            state["first_round"] = first
             self.save_steady(self._combine([*eval_prefix, state]))
-            self.ss_status = _ss_text(state, r, st.min_rounds)
+            self.ss_status = _ss_text(state, r - first + 1, st.min_rounds)
             self.runner.save_manifest()
-            if r >= st.min_rounds and state["steady"]:
+            if r - first + 1 >= st.min_rounds and state["steady"]:
                 break
         return state
 
@@ -608,7 +631,13 @@ class Runner:
                 wipc="none (starts FOB)",
             )
         elif test == "hir":
-            base.update(reps=st.hir_reps, waits_s=list(st.hir_waits_s), burst_s=st.hir_burst_s, wipc="none (RND 4KiB W to steady state)")
+            base.update(
+                reps=st.hir_reps,
+                waits_s=list(st.hir_waits_s),
+                burst_s=st.hir_burst_s,
+                pre_fills=st.hir_pre_fills,
+                wipc=f"none (RND 4KiB W: {st.hir_pre_fills:g} drive fills, then to steady state)",
+            )
         elif test == "curve":
             base.update(jobs=list(st.curve_jobs), qd_list=list(st.curve_qd), read_pct=T.CURVE_READ_PCT, wipc="SEQ 128KiB 2x")
         return base
@@ -670,7 +699,8 @@ class Runner:
             "tp": f"per block size ({len(st.tp_bs)}): purge, WIPC, 2 elements x {rounds}",
             "lat": f"purge, WIPC, {len(st.lat_bs) * len(st.lat_mixes)} elements x {rounds}",
             "wsat": f"purge, RND 4KiB W in {st.segment_s(self.scale):g} s segments to {st.wsat_fills:g} fills or {st.wsat_max_time_s:g} s",
-            "hir": f"purge, RND 4KiB W {rounds}, then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
+            "hir": f"purge, RND 4KiB W to {st.hir_pre_fills:g} fills then {rounds}, "
+            f"then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
             "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {len(st.curve_jobs) * len(st.curve_qd)} points",
         }[test]
 
@@ -751,9 +781,11 @@ class Runner:
         tc, qd = st.tc_qd["hir"]
         pre = T.rnd(4 * T.KIB, 0, tc, qd, st.round_s)
         p = T.Pass("hir-pre", None, (pre,), (T.Tracking("RND 4KiB 100% W IOPS (pre-HIR)", pre.name, "iops", "IOPS"),))
-        state = self._pass(tr, p)
+        tr.purge()
+        state = tr.rounds(p, min_fills=st.hir_pre_fills)
         tr.extra["pre_steady"] = bool(state.get("steady"))
         tr.extra["pre_window"] = state.get("window")
+        tr.extra["pre_fills"] = tr.written / self.target.info.capacity_bytes if self.target.info.capacity_bytes else None
         burst = T.rnd(4 * T.KIB, 0, tc, qd, st.hir_burst_s, suffix=f"-{T.fio_seconds(st.hir_burst_s)}s")
         seg = 0
         n = st.hir_reps
