@@ -20,7 +20,8 @@ from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
 FAST = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--tp-bs", "128k"]
-FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--hir-pre-fills", "0.5", "--curve-jobs", "1,2", "--curve-qd", "1,4"]
+FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--hir-pre-fills", "0.5"]
+FAST += ["--curve-jobs", "1,2", "--curve-qd", "1,4"]
 
 
 @pytest.fixture(scope="module")

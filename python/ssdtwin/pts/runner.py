@@ -786,6 +786,11 @@ class Runner:
         tr.extra["pre_steady"] = bool(state.get("steady"))
         tr.extra["pre_window"] = state.get("window")
         tr.extra["pre_fills"] = tr.written / self.target.info.capacity_bytes if self.target.info.capacity_bytes else None
+        var = (state.get("variables") or [{}])[0]
+        tr.extra["baseline_iops"] = var.get("avg")  # the pre-HIR window's average: what A and C are set against
+        if not tr.extra["pre_steady"]:
+            note = "the pre-HIR write phase did not reach steady state; its last 5 rounds are the baseline"
+            tr.extra.setdefault("notes", []).append(note)
         burst = T.rnd(4 * T.KIB, 0, tc, qd, st.hir_burst_s, suffix=f"-{T.fio_seconds(st.hir_burst_s)}s")
         seg = 0
         n = st.hir_reps
