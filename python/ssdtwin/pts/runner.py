@@ -655,13 +655,14 @@ class Runner:
                 self.events.test_started(test, T.TITLES[test], self.plan(test))
                 try:
                     getattr(self, f"run_{test}")(tr)
-                except PtsError as e:
+                except (PtsError, _core.SsdtwinError) as e:  # this test failed; the next one still runs
                     tr.status, tr.message = "failed", str(e)
                 self.finish_test(tr)
         except KeyboardInterrupt:
             running = [tr for tr in self.tests.values() if tr.status == "running"]
             for tr in running:
                 tr.status, tr.message = "interrupted", "stopped by Ctrl-C; the rounds done so far are kept"
+                tr.window = tr.window or (tr.steady_doc or {}).get("window")
                 self.finish_test(tr)
             for t in tests:
                 if t not in self.tests:
