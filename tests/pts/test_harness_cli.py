@@ -257,3 +257,42 @@ def test_drive_idle_lets_gc_reclaim_space(fresh: Path, tmp_path: Path) -> None:
         assert d.idle(30.0) <= moved  # less left to do the second time
         with pytest.raises(ValueError, match="idle -1"):
             d.idle(-1)
+
+
+def test_a_failing_test_is_marked_and_the_next_runs(fresh: Path, tmp_path: Path) -> None:
+    from ssdtwin.pts.runner import Events
+    from ssdtwin.pts.target import PtsError
+    from ssdtwin.pts.twin import TwinTarget
+
+    class Failing(TwinTarget):
+        def run_fio(self, job_path: Path, json_path: Path) -> dict:
+            if job_path.name == "rnd-4k-100_0.fio":
+                raise PtsError(f"{job_path}: fio: boom")
+            return super().run_fio(job_path, json_path)
+
+    class Seen(Events):
+        def __init__(self) -> None:
+            self.log: list[tuple[str, str]] = []
+
+        def test_started(self, test: str, title: str, plan: str) -> None:
+            self.log.append((test, "start"))
+
+        def step(self, test: str, what: str, frac: float | None, status: str) -> None:
+            assert frac is None or 0 <= frac <= 1
+            self.log.append((test, "step"))
+
+        def test_done(self, test: str, status: str, message: str) -> None:
+            self.log.append((test, status))
+
+    img = copy_image(fresh, tmp_path / "cm6v")
+    target = Failing(str(img))
+    seen = Seen()
+    try:
+        res = runner.run(target, ["lat", "wsat"], tmp_path / "r", 1.0, lat_bs=(4096,), wsat_fills=0.2, events=seen, render=False)
+    finally:
+        target.close()
+    assert res.status == {"lat": "failed", "wsat": "complete"}
+    assert "fio: boom" in res.results["lat"]["message"]
+    assert ("lat", "failed") in seen.log and ("wsat", "complete") in seen.log and seen.log[0] == ("lat", "start")
+    man = json.loads((tmp_path / "r" / "pts.json").read_text())
+    assert man["complete"] is True and man["tests"]["lat"]["status"] == "failed"
