@@ -999,7 +999,9 @@ def open_target(
         raise PtsError(f"{spec}: real targets (NBD, block devices, files) need ssdtwin.pts.realfio, not in this build") from None
     if not realfio.is_real_target(spec):
         raise PtsError(f"{spec}: no such drive image, block device, file or nbd:// URI")
-    target: PtsTarget = realfio.RealFioTarget(spec, allow_destroy=allow_destroy, purge=purge)
+    # A path made absolute: fio may run in another directory (the job's) than the user's.
+    where = spec if "://" in spec else os.path.abspath(spec)
+    target: PtsTarget = realfio.RealFioTarget(where, allow_destroy=allow_destroy, purge=purge)
     return target
 
 
