@@ -124,6 +124,13 @@ class Settings:
             raise PtsError(f"--hir-pre-fills {self.hir_pre_fills:g}: drive fills from 0 to 100")
         if not (1 <= self.hir_reps <= 100000):
             raise PtsError(f"--hir-reps {self.hir_reps}: from 1 to 100000 (the spec's is 360)")
+        if not self.hir_waits_s or any(not 0 < w <= 86400 for w in self.hir_waits_s):
+            raise PtsError("--hir-waits: wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)")
+        if not 1.0 <= self.hir_burst_s <= 3600:
+            raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
+        for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
+            if not vals or any(not 1 <= v <= 1024 for v in vals):
+                raise PtsError(f"{label}: values from 1 to 1024")
         for name, (tc, qd) in self.tc_qd.items():
             if name not in T.TEST_IDS:
                 raise PtsError(f"--tc-qd {name}: unknown test (choose from {', '.join(T.TEST_IDS)})")
