@@ -4,7 +4,7 @@ Every `ssdtwin` command line in the README's shell blocks names a command that e
 only flags that command's `--help` lists; the quick blocks (a drive the nvme-cli way, fio
 job files, serving over NBD, the Python API) are run as they stand, in an empty directory,
 one after the other as a reader would. The long ones (`pip install`, `make`, `demo`,
-`reproduce`, `calibrate`) are only checked for their command lines: they take minutes, and
+`reproduce`, `calibrate`, `pts`) are only checked for their command lines: they take minutes, and
 tests/test_reproduce.py and tests/test_experiments.py run what they run.
 """
 
@@ -77,6 +77,8 @@ def subcommand(words: list[str]) -> tuple[str, ...]:
     cmd = words[1:2]
     if cmd and cmd[0] in ("nvme", "bench") and len(words) > 2:
         cmd = words[1:3]
+    if cmd == ["pts"] and len(words) > 2:  # `ssdtwin pts TARGET ...` is `ssdtwin pts run TARGET ...`
+        return ("pts", "compare" if words[2] == "compare" else "run")
     return tuple(cmd)
 
 
@@ -116,7 +118,7 @@ def test_every_readme_command_and_flag_exists(words: list[str]) -> None:
             )
 
 
-LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate")
+LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate", "ssdtwin pts")
 
 
 def runnable(text: str) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+IDLE_MAX_S = 200 * 86400  # the engine's longest run (engine/fio.rs MAX_RUN_NS)
 
 
 def parse_scale(text: Union[str, int]) -> int:
@@ -283,6 +284,15 @@ class Drive:
         if isinstance(specs, str):
             specs = json.loads(specs)
         return self._core.run_fio(specs, nsid, idle_gc, progress, timing_toml)
+
+    def idle(self, seconds: float) -> int:
+        """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims
+        space while its NAND work fits, and the power-on clock advances. Returns how many
+        IUs GC moved (0 when nothing was worth collecting). SNIA's Host Idle Recovery test
+        (docs/pts.md) uses it for its wait states."""
+        if not (0 <= seconds <= IDLE_MAX_S):
+            raise ValueError(f"idle {seconds} s: must be from 0 to {IDLE_MAX_S} s (200 days, the longest simulated run)")
+        return self._core.idle(int(round(seconds * 1e9)))
 
     def precondition(
         self,

@@ -513,6 +513,21 @@ impl Drive {
         })
     }
 
+    /// The host leaves the drive idle for `ns` nanoseconds of simulated time: background GC
+    /// reclaims space while its NAND work fits (the engine's `DeviceTiming::idle`, on a fresh
+    /// timing state: every die is free at the start), and the drive's power-on clock advances
+    /// by `ns` (not its busy time). Returns how many IUs GC moved. What SNIA's Host Idle
+    /// Recovery test measures between its write bursts.
+    fn idle(&self, py: Python<'_>, ns: u64) -> PyResult<u64> {
+        self.with(py, |b| {
+            let ctrl = b.ctrl();
+            let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
+            let moved = timing.idle(ctrl, 0, ns)?;
+            ctrl.advance_clock(ns, 0);
+            Ok(moved)
+        })
+    }
+
     /// Full FTL consistency check (loads the maps; O(capacity)). Raises on a violation.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |b| Ok(b.ctrl().check_full()?))

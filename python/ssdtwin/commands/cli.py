@@ -38,6 +38,7 @@ from .common import (
     say,
 )
 from .nvme import nvme
+from .pts import pts
 from .serve import bench_nbd_cmd, serve_cmd
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
@@ -52,6 +53,7 @@ app = typer.Typer(
 app.add_typer(nvme, name="nvme")
 bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
+app.add_typer(pts, name="pts")
 
 
 def _print_version(value: bool) -> None:
@@ -606,7 +608,9 @@ def _command_name(args: list[str]) -> str:
     words = ["ssdtwin"]
     if args and not args[0].startswith("-"):
         words.append(args[0])
-        if args[0] in ("nvme", "bench") and len(args) > 1 and not args[1].startswith("-"):
+        # `ssdtwin pts TARGET` names no path: only `pts compare` is a two-word command.
+        sub = len(args) > 1 and (args[0] in ("nvme", "bench") and not args[1].startswith("-") or args[0] == "pts" and args[1] == "compare")
+        if sub:
             words.append(args[1])
     return " ".join(words)
 

@@ -1,0 +1,1101 @@
+"""The PTS flow: purge, WIPC, rounds until steady state, and the report folder (docs/pts.md).
+
+``run(target, tests=[...], report=...)`` runs the tests one after the other on one target
+and writes the folder the report renders (format "ssdtwin-pts" version 1: pts.json, and
+per test jobs/, fio/, rounds.csv, steady.json, table.csv, hist-*.csv, result.json). The
+manifest and the CSV files are rewritten after every round, so a run stopped by Ctrl-C
+(or a crash) keeps every round done so far. Results come back as pandas frames.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib
+import json
+import os
+import platform
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from .. import _core
+from ..fio.hist import PLAT_NR, index_bounds, percentiles, value_to_index
+from . import steady as ss
+from . import tests as T
+from .target import PtsError, PtsTarget
+
+FORMAT = "ssdtwin-pts"
+VERSION = 1
+
+# rounds.csv, in this order (the contract with the report: docs/pts.md, Report folder).
+COLUMNS = [
+    "round",
+    "segment",
+    "element",
+    "rw",
+    "read_pct",
+    "bs_bytes",
+    "numjobs",
+    "iodepth",
+    "runtime_s",
+    "t_start_s",
+    "t_end_s",
+    "read_iops",
+    "write_iops",
+    "iops",
+    "read_bw_bytes_s",
+    "write_bw_bytes_s",
+    "read_lat_mean_us",
+    "read_lat_max_us",
+    "read_lat_p99_us",
+    "read_lat_p99_9_us",
+    "read_lat_p99_99_us",
+    "write_lat_mean_us",
+    "write_lat_max_us",
+    "write_lat_p99_us",
+    "write_lat_p99_9_us",
+    "write_lat_p99_99_us",
+    "lat_mean_us",
+    "lat_max_us",
+    "lat_p99_us",
+    "lat_p99_9_us",
+    "lat_p99_99_us",
+    "bytes_written_total",
+    "drive_fills",
+    "wait_s",
+    "phase",
+]
+PCTS = (99.0, 99.9, 99.99)
+PCT_COLS = ("p99", "p99_9", "p99_99")
+
+
+# ------------------------------------------------------------------------------ settings
+
+
+@dataclass
+class Settings:
+    """Everything that shapes a PTS run (pts.json "settings"; CLI options in docs/pts.md)."""
+
+    round_s: float = 60.0
+    min_rounds: int = 5
+    max_rounds: int = 25
+    iops_bs: tuple[int, ...] = T.IOPS_BS
+    iops_mixes: tuple[int, ...] = T.MIXES
+    tp_bs: tuple[int, ...] = T.TP_BS
+    lat_bs: tuple[int, ...] = T.LAT_BS
+    lat_mixes: tuple[int, ...] = T.LAT_MIXES
+    tc_qd: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(T.TC_QD))
+    wsat_fills: float = 4.0
+    wsat_max_time_s: float = 24 * 3600.0
+    wsat_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
+    wsat_stop_steady: bool = False
+    hir_reps: int = T.HIR_REPS
+    hir_waits_s: tuple[float, ...] = T.HIR_WAITS_S
+    hir_burst_s: float = T.HIR_BURST_S
+    hir_pre_fills: float = 2.0  # HIR's steady state is judged only after this many capacities written
+    curve_jobs: tuple[int, ...] = T.CURVE_JOBS
+    curve_qd: tuple[int, ...] = T.CURVE_QD
+    purge: str = "auto"
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not (self.round_s >= 1.0):
+            raise PtsError(f"--round {self.round_s:g}s: a round must be at least 1 s (PTS rounds are 1 minute)")
+        if self.round_s > 86400:
+            raise PtsError(f"--round {self.round_s:g}s: at most 1 day")
+        if not (ss.WINDOW_ROUNDS <= self.min_rounds <= self.max_rounds <= 1000):
+            raise PtsError(
+                f"--min-rounds {self.min_rounds} / --max-rounds {self.max_rounds}: need 5 <= min <= max <= 1000 (the window is 5 rounds)"
+            )
+        if not (0 < self.wsat_fills <= 1000):
+            raise PtsError(f"--wsat-fills {self.wsat_fills:g}: a number of drive fills above 0, at most 1000")
+        if not (1 <= self.wsat_max_time_s <= 200 * 86400):
+            raise PtsError(f"--wsat-max-time {self.wsat_max_time_s:g}s: from 1 s to 200 days")
+        if self.wsat_segment_s is not None and not (1.0 <= self.wsat_segment_s <= 86400):
+            raise PtsError(f"--wsat-segment {self.wsat_segment_s:g}s: from 1 s to 1 day")
+        if not (0 <= self.hir_pre_fills <= 100):
+            raise PtsError(f"--hir-pre-fills {self.hir_pre_fills:g}: drive fills from 0 to 100")
+        if not (1 <= self.hir_reps <= 100000):
+            raise PtsError(f"--hir-reps {self.hir_reps}: from 1 to 100000 (the spec's is 360)")
+        if not self.hir_waits_s or any(not 0 < w <= 86400 for w in self.hir_waits_s):
+            raise PtsError("--hir-waits: wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)")
+        if not 1.0 <= self.hir_burst_s <= 3600:
+            raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
+        for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
+            if not vals or any(not 1 <= v <= 1024 for v in vals):
+                raise PtsError(f"{label}: values from 1 to 1024")
+        for name, (tc, qd) in self.tc_qd.items():
+            if name not in T.TEST_IDS:
+                raise PtsError(f"--tc-qd {name}: unknown test (choose from {', '.join(T.TEST_IDS)})")
+            if not (1 <= tc <= 256 and 1 <= qd <= 65536):
+                raise PtsError(f"--tc-qd {name}={tc}x{qd}: threads 1..256, queue depth 1..65536")
+        for label, vals in (("--iops-bs", self.iops_bs), ("--tp-bs", self.tp_bs), ("--lat-bs", self.lat_bs)):
+            if not vals or any(v < 512 or v % 512 for v in vals):
+                raise PtsError(f"{label}: block sizes are multiples of 512 bytes (e.g. 4k,128k)")
+        for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
+            if not vals or any(not 0 <= v <= 100 for v in vals):
+                raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def segment_s(self, scale: int = 1) -> float:
+        """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
+        least 1 s), so a scaled drive gets as many segments per drive fill as a full one."""
+        if self.wsat_segment_s is not None:
+            return self.wsat_segment_s
+        return max(1.0, round(self.round_s / max(1, scale), 3))
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tc_qd"] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
+        return d
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+class Events:
+    """What the runner tells a progress display (the CLI's rich display implements it)."""
+
+    def test_started(self, test: str, title: str, plan: str) -> None:
+        """A test begins; ``plan`` says what it will do (e.g. "56 elements x 5-25 rounds")."""
+
+    def step(self, test: str, what: str, frac: Optional[float], status: str) -> None:
+        """Before each fio run: ``what`` ("round 3/25: RND 4KiB 0/100"), ``frac`` the share of
+        the test done at most (rounds count to --max-rounds, so an ETA from it is an upper
+        bound; None: unknown), ``status`` the steady-state state so far."""
+
+    def test_done(self, test: str, status: str, message: str) -> None:
+        """A test ended (steady, not steady, complete, failed or interrupted)."""
+
+
+# ------------------------------------------------------------------------------ fio output
+
+
+def _bins(d: dict[str, Any]) -> dict[int, int]:
+    """json+ ``clat_ns.bins`` (value → count) as bucket index → count."""
+    out: dict[int, int] = {}
+    for k, c in (d.get("clat_ns", {}).get("bins") or {}).items():
+        if c:
+            i = value_to_index(int(k))
+            out[i] = out.get(i, 0) + int(c)
+    return out
+
+
+def _pcts(hist: dict[int, int]) -> list[Optional[float]]:
+    n = sum(hist.values())
+    if n == 0:
+        return [None] * len(PCTS)
+    dense = [0] * PLAT_NR
+    for i, c in hist.items():
+        dense[i] += c
+    return [v / 1000.0 for _, v in percentiles(dense, n, PCTS)]
+
+
+def _merge(*hists: dict[int, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for h in hists:
+        for i, c in h.items():
+            out[i] = out.get(i, 0) + c
+    return out
+
+
+def _job(j: dict[str, Any]) -> dict[str, Any]:
+    jobs = j.get("jobs") or []
+    if not jobs:
+        raise PtsError("fio output has no jobs")
+    return dict(jobs[0])
+
+
+def fio_row(j: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[int, int]]]:
+    """One element's measurements from fio's json+ (group_reporting: jobs[0] is the group):
+    the rounds.csv columns and the read/write clat histograms."""
+    job = _job(j)
+    row: dict[str, Any] = {}
+    hists: dict[str, dict[int, int]] = {}
+    n_total = 0
+    mean_sum = 0.0
+    max_all: Optional[float] = None
+    for ddir in ("read", "write"):
+        d = job.get(ddir) or {}
+        clat = d.get("clat_ns") or {}
+        n = int(clat.get("N", 0) or 0)
+        row[f"{ddir}_iops"] = float(d.get("iops", 0.0))
+        row[f"{ddir}_bw_bytes_s"] = float(d.get("bw_bytes", 0))
+        h = _bins(d)
+        hists[ddir] = h
+        if n:
+            mean = float(clat.get("mean", 0.0)) / 1000.0
+            mx = float(clat.get("max", 0)) / 1000.0
+            row[f"{ddir}_lat_mean_us"] = mean
+            row[f"{ddir}_lat_max_us"] = mx
+            for col, v in zip(PCT_COLS, _pcts(h)):
+                row[f"{ddir}_lat_{col}_us"] = v
+            n_total += n
+            mean_sum += mean * n
+            max_all = mx if max_all is None else max(max_all, mx)
+    row["iops"] = row["read_iops"] + row["write_iops"]
+    if n_total:
+        row["lat_mean_us"] = mean_sum / n_total
+        row["lat_max_us"] = max_all
+        for col, v in zip(PCT_COLS, _pcts(_merge(hists["read"], hists["write"]))):
+            row[f"lat_{col}_us"] = v
+    return row, hists
+
+
+def fio_runtime_s(j: dict[str, Any]) -> float:
+    """How long the element ran: the longer direction's ``runtime`` (ms)."""
+    job = _job(j)
+    ms = max(float((job.get(d) or {}).get("runtime", 0) or 0) for d in ("read", "write", "trim"))
+    if ms == 0:
+        ms = float(job.get("job_runtime", 0) or 0)
+    return ms / 1000.0
+
+
+def fio_written(j: dict[str, Any]) -> int:
+    return int((_job(j).get("write") or {}).get("io_bytes", 0) or 0)
+
+
+# ------------------------------------------------------------------------------ results
+
+
+@dataclass
+class PtsResult:
+    """What ``run`` returns: per test the rounds (``frames``), the tabular result
+    (``tables``), the steady-state evaluation (``steady``) and the status (``status``)."""
+
+    folder: Path
+    manifest: dict[str, Any]
+    status: dict[str, str]
+    frames: dict[str, Any]
+    tables: dict[str, Any]
+    steady: dict[str, Optional[dict[str, Any]]]
+    results: dict[str, dict[str, Any]]
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.manifest.get("interrupted"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``-o json``: the manifest, and per test its result and table."""
+        return {
+            "folder": str(self.folder),
+            "manifest": self.manifest,
+            "tests": {
+                t: {"status": self.status[t], "result": self.results.get(t), "table": _records(self.tables.get(t))} for t in self.status
+            },
+        }
+
+
+def _records(df: Any) -> Optional[list[dict[str, Any]]]:
+    if df is None:
+        return None
+    recs: list[dict[str, Any]] = json.loads(df.to_json(orient="records"))
+    return recs
+
+
+def load(folder: Union[str, Path]) -> PtsResult:
+    """Read a report folder back (frames from rounds.csv and table.csv, steady.json, result.json)."""
+    import pandas as pd
+
+    folder = Path(folder)
+    man = read_manifest(folder)
+    if man is None:
+        raise PtsError(f"{folder}: not an ssdtwin PTS report (no pts.json of format {FORMAT})")
+    frames, tables, steadies, results, status = {}, {}, {}, {}, {}
+    for test, meta in (man.get("tests") or {}).items():
+        d = folder / meta.get("dir", test)
+        status[test] = meta.get("status", "")
+        frames[test] = pd.read_csv(d / "rounds.csv") if (d / "rounds.csv").is_file() else pd.DataFrame(columns=COLUMNS)
+        tables[test] = pd.read_csv(d / "table.csv") if (d / "table.csv").is_file() else None
+        steadies[test] = json.loads((d / "steady.json").read_text()) if (d / "steady.json").is_file() else None
+        results[test] = json.loads((d / "result.json").read_text()) if (d / "result.json").is_file() else {}
+    return PtsResult(folder, man, status, frames, tables, steadies, results)
+
+
+def read_manifest(folder: Path) -> Optional[dict[str, Any]]:
+    """pts.json of a previous report, or None when ``folder`` holds none."""
+    try:
+        man = json.loads((folder / "pts.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return man if isinstance(man, dict) and man.get("format") == FORMAT else None
+
+
+def prepare_folder(folder: Path, force: bool) -> None:
+    """Check (before anything touches the target) that ``folder`` may hold the report."""
+    if folder.exists() and not folder.is_dir():
+        raise PtsError(f"--report {folder}: exists and is not a directory")
+    if folder.is_dir() and any(folder.iterdir()):
+        if read_manifest(folder) is None:
+            raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report (no pts.json); choose a new folder")
+        if not force:
+            raise PtsError(f"--report {folder}: holds a previous PTS report; pass --force to replace it")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else r[k]) for k in columns})
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------ one test
+
+
+class TestRun:
+    """The state of one test while it runs: its folder, rows, clock and bytes written."""
+
+    def __init__(self, runner: Runner, test: str) -> None:
+        self.runner = runner
+        self.test = test
+        self.dir = runner.folder / test
+        for sub in ("jobs", "fio"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        self.rows: list[dict[str, Any]] = []
+        self.hists: dict[tuple[int, str], dict[str, dict[int, int]]] = {}
+        self.clock_s = 0.0  # since the test's start: simulated on a twin, fio's runtimes on a real target
+        self.written = 0
+        self.wall0 = time.perf_counter()
+        self.status = "running"
+        self.message = ""
+        self.window: Optional[list[int]] = None
+        self.steady_doc: Optional[dict[str, Any]] = None
+        self.extra: dict[str, Any] = {}
+        self.rounds_run = 0
+        self.purge_method = ""
+        self.ss_status = ""
+
+    # -- writing -----------------------------------------------------------------------
+    def write_job(self, el: T.Element) -> Path:
+        path = self.dir / "jobs" / f"{el.name}.fio"
+        text = el.job_text(self.runner.target.target_lines(), T.TITLES[self.test])
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+        return path
+
+    def save_rows(self) -> None:
+        _write_atomic(self.dir / "rounds.csv", _csv_text(self.rows, COLUMNS))
+
+    def save_steady(self, doc: dict[str, Any]) -> None:
+        self.steady_doc = doc
+        _write_atomic(self.dir / "steady.json", json.dumps(doc, indent=1) + "\n")
+
+    def result_doc(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "title": T.TITLES[self.test],
+            "status": self.status,
+            "message": self.message,
+            "rounds_run": self.rounds_run,
+            "window": self.window,
+            "purge": self.purge_method,
+            "settings": self.runner.test_settings(self.test),
+            "wall_s": round(time.perf_counter() - self.wall0, 3),
+            "sim_s": round(self.clock_s, 6),
+            "bytes_written_total": self.written,
+            "extra": self.extra,
+        }
+
+    def save_result(self) -> None:
+        _write_atomic(self.dir / "result.json", json.dumps(self.result_doc(), indent=1) + "\n")
+
+    # -- running -----------------------------------------------------------------------
+    def purge(self) -> None:
+        self.runner.events.step(self.test, "purge", None, "")
+        self.purge_method = self.runner.purge()
+        self.written = 0
+
+    def run(
+        self,
+        el: T.Element,
+        *,
+        round_no: Optional[int] = None,
+        segment: Optional[int] = None,
+        phase: str = "",
+        wait_s: Optional[float] = None,
+        json_name: Optional[str] = None,
+        record: bool = True,
+        what: str = "",
+        frac: Optional[float] = None,
+    ) -> dict[str, Any]:
+        """Run one element: its job file, its fio JSON, and (``record``) its rounds.csv row."""
+        job = self.write_job(el)
+        if json_name is None:
+            json_name = f"r{round_no:02d}-{el.name}" if round_no is not None else f"s{segment:04d}-{el.name}"
+        self.runner.events.step(self.test, what or el.label, frac, self.ss_status)
+        j = self.runner.target.run_fio(job, self.dir / "fio" / f"{json_name}.json")
+        dur = fio_runtime_s(j)
+        t0 = self.clock_s
+        self.clock_s += dur
+        self.written += fio_written(j)
+        vals, hists = fio_row(j)
+        cap = self.runner.target.info.capacity_bytes or 1
+        row: dict[str, Any] = {
+            "round": round_no,
+            "segment": segment,
+            "element": el.name,
+            "rw": el.rw,
+            "read_pct": el.read_pct,
+            "bs_bytes": el.bs_bytes,
+            "numjobs": el.numjobs,
+            "iodepth": el.iodepth,
+            "runtime_s": dur,
+            "t_start_s": round(t0, 6),
+            "t_end_s": round(self.clock_s, 6),
+            **vals,
+            "bytes_written_total": self.written,
+            "drive_fills": self.written / cap,
+            "wait_s": wait_s,
+            "phase": phase,
+        }
+        if record:
+            self.rows.append(row)
+            if self.test == "lat" and round_no is not None:
+                self.hists[(round_no, el.name)] = hists
+        return row
+
+    def idle(self, seconds: float) -> None:
+        self.runner.target.idle(seconds)
+        self.clock_s += seconds
+
+    def wipc(self, el: T.Element) -> None:
+        """Workload-independent preconditioning (not a round: its summary goes to result.json)."""
+        row = self.run(el, json_name=el.name, record=False, what=el.label)
+        self.extra.setdefault("wipc", []).append(
+            {
+                "element": el.name,
+                "bytes": row["bytes_written_total"],
+                "runtime_s": row["runtime_s"],
+                "write_bw_bytes_s": row["write_bw_bytes_s"],
+            }
+        )
+
+    def rounds(self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = (), min_fills: float = 0.0) -> dict[str, Any]:
+        """WDPC: rounds of ``p.elements`` until every tracking variable is steady (or max rounds).
+        With ``min_fills``, rounds first run until that many capacities are written since the
+        purge (saturation rounds: recorded, but neither judged nor counted against
+        --max-rounds). Returns this pass's steady-state evaluation."""
+        st = self.runner.settings
+        state: dict[str, Any] = {}
+        n = len(p.elements)
+        cap = self.runner.target.info.capacity_bytes
+        first: Optional[int] = None  # the first round judged
+        self.ss_status = f"steady state: needs {st.min_rounds} rounds"
+        r = 0
+        while first is None or r - first + 1 < st.max_rounds:
+            r += 1
+            saturating = first is None and min_fills > 0
+            for i, el in enumerate(p.elements, 1):
+                fills = self.written / cap if cap else 0.0
+                what = f"{p.name} round {r}" + (f", {fills:.2f}/{min_fills:g} fills" if saturating else f"/{st.max_rounds}")
+                done = 0.0 if first is None else (r - first) / st.max_rounds
+                self.run(
+                    el,
+                    round_no=r,
+                    phase="pre" if self.test in ("hir", "curve") else "",
+                    what=f"{what}, {i}/{n} {el.label}",
+                    frac=min(1.0, done + (i - 1) / (st.max_rounds * n)) if first is not None else None,
+                )
+            self.rounds_run = max(self.rounds_run, r)
+            self.save_rows()
+            if first is None:
+                if cap and self.written < min_fills * cap:
+                    if not any(x["round"] == r and x["write_iops"] for x in self.rows):
+                        raise PtsError(f"{p.name}: round {r} wrote nothing; cannot reach {min_fills:g} drive fills")
+                    self.ss_status = f"saturating: {self.written / cap:.2f}/{min_fills:g} drive fills"
+                    self.runner.save_manifest()
+                    continue
+                first = r
+            series = []
+            for v in p.tracking:
+                rows = [x for x in self.rows if x["element"] == v.element and x["round"] and x["round"] >= first]
+                series.append([(int(x["round"]), float(x[v.column] or 0.0)) for x in rows])
+            variables = [ss.Variable(v.name, v.element, v.column, v.unit) for v in p.tracking]
+            state = ss.evaluate(variables, series, st.min_rounds, st.max_rounds)
+            state["pass"] = p.name
+            state["first_round"] = first
+            self.save_steady(self._combine([*eval_prefix, state]))
+            self.ss_status = _ss_text(state, r - first + 1, st.min_rounds)
+            self.runner.save_manifest()
+            if r - first + 1 >= st.min_rounds and state["steady"]:
+                break
+        return state
+
+    def _combine(self, passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """steady.json of a test with one or more passes (Throughput: one per block size)."""
+        if len(passes) == 1:
+            return dict(passes[0])
+        wins = [p["window"] for p in passes if p.get("window")]
+        return {
+            "rule": ss.RULE,
+            "min_rounds": passes[0]["min_rounds"],
+            "max_rounds": passes[0]["max_rounds"],
+            "steady": all(p["steady"] for p in passes),
+            "steady_round": max((p["steady_round"] or 0) for p in passes) if all(p["steady"] for p in passes) else None,
+            "window": [min(w[0] for w in wins), max(w[1] for w in wins)] if wins else None,
+            "variables": [v for p in passes for v in p["variables"]],
+            "passes": [{k: p[k] for k in ("pass", "steady", "steady_round", "window")} for p in passes],
+        }
+
+
+# ------------------------------------------------------------------------------ the runner
+
+
+class Runner:
+    def __init__(self, target: PtsTarget, folder: Path, settings: Settings, events: Optional[Events] = None) -> None:
+        self.target = target
+        self.folder = folder
+        self.settings = settings
+        self.events = events or Events()
+        self.tests: dict[str, TestRun] = {}
+        self.manifest: dict[str, Any] = {}
+        self.wall0 = time.perf_counter()
+        scale = target.info.scale if target.info.simulated else ""
+        self.scale = int(scale[2:]) if scale.startswith("1/") and scale[2:].isdigit() else 1
+
+    # -- manifest -------------------------------------------------------------------------
+    def start_manifest(self, tests: Sequence[str]) -> None:
+        info = self.target.info
+        st = self.settings
+        fio = info.extra.get("fio") if not info.simulated else "ssdtwin fio (simulated time)"
+        self.manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "complete": False,
+            "interrupted": False,
+            "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished": None,
+            "wall_s": 0.0,
+            "device": asdict(info),
+            "platform": {
+                "host": socket.gethostname(),
+                "os": f"{platform.system()} {platform.release()}",
+                "cpu": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "software": f"ssdtwin {_core.__version__}",
+                "fio": fio or "fio",
+            },
+            "settings": {
+                "round_s": st.round_s,
+                "min_rounds": st.min_rounds,
+                "max_rounds": st.max_rounds,
+                "purge": st.purge,
+                "active_range_pct": 100,
+                "write_cache": "disabled (PLP)" if info.simulated else "as the device reports (Enterprise: WCD)",
+                "data_pattern": "random (refill_buffers)",
+                "wipc": "SEQ 128KiB 2x capacity (SEQ 1024KiB for the 1024KiB Throughput pass)",
+                "power_state": info.extra.get("power_state_desc", ""),
+                "tc_qd": st.to_json()["tc_qd"],
+                "seed": st.seed,
+                "all": st.to_json(),
+            },
+            "tests": {t: {"status": "pending", "dir": t, "title": T.TITLES[t], "wall_s": 0.0, "sim_s": 0.0} for t in tests},
+        }
+        self.save_manifest()
+
+    def save_manifest(self) -> None:
+        self.manifest["wall_s"] = round(time.perf_counter() - self.wall0, 3)
+        for t, tr in self.tests.items():
+            m = self.manifest["tests"][t]
+            m.update(status=tr.status, wall_s=round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"])
+            m["sim_s"] = round(tr.clock_s, 6)
+        _write_atomic(self.folder / "pts.json", json.dumps(self.manifest, indent=1) + "\n")
+
+    def test_settings(self, test: str) -> dict[str, Any]:
+        st = self.settings
+        tc, qd = st.tc_qd[test]
+        base: dict[str, Any] = {"tc": tc, "qd": qd, "round_s": st.round_s, "min_rounds": st.min_rounds, "max_rounds": st.max_rounds}
+        base["purge"] = st.purge
+        if test == "iops":
+            base.update(bs_bytes=list(st.iops_bs), mixes=[T.mix_label(m) for m in st.iops_mixes], wipc="SEQ 128KiB 2x")
+        elif test == "tp":
+            base.update(bs_bytes=list(st.tp_bs), wipc="SEQ at the pass's block size, 2x")
+        elif test == "lat":
+            base.update(bs_bytes=list(st.lat_bs), mixes=[T.mix_label(m) for m in st.lat_mixes], wipc="SEQ 128KiB 2x")
+        elif test == "wsat":
+            base.update(
+                segment_s=st.segment_s(self.scale),
+                stop_fills=st.wsat_fills,
+                stop_time_s=st.wsat_max_time_s,
+                stop_steady=st.wsat_stop_steady,
+                wipc="none (starts FOB)",
+            )
+        elif test == "hir":
+            base.update(
+                reps=st.hir_reps,
+                waits_s=list(st.hir_waits_s),
+                burst_s=st.hir_burst_s,
+                pre_fills=st.hir_pre_fills,
+                wipc=f"none (RND 4KiB W: {st.hir_pre_fills:g} drive fills, then to steady state)",
+            )
+        elif test == "curve":
+            base.update(jobs=list(st.curve_jobs), qd_list=list(st.curve_qd), read_pct=T.CURVE_READ_PCT, wipc="SEQ 128KiB 2x")
+        return base
+
+    def purge(self) -> str:
+        return self.target.purge()
+
+    # -- the suite --------------------------------------------------------------------------
+    def run(self, tests: Sequence[str]) -> None:
+        self.start_manifest(tests)
+        try:
+            for test in tests:
+                tr = TestRun(self, test)
+                self.tests[test] = tr
+                self.events.test_started(test, T.TITLES[test], self.plan(test))
+                try:
+                    getattr(self, f"run_{test}")(tr)
+                except (PtsError, _core.SsdtwinError) as e:  # this test failed; the next one still runs
+                    tr.status, tr.message = "failed", str(e)
+                self.finish_test(tr)
+        except KeyboardInterrupt:
+            running = [tr for tr in self.tests.values() if tr.status == "running"]
+            for tr in running:
+                tr.status, tr.message = "interrupted", "stopped by Ctrl-C; the rounds done so far are kept"
+                tr.window = tr.window or (tr.steady_doc or {}).get("window")
+                self.finish_test(tr)
+            for t in tests:
+                if t not in self.tests:
+                    self.manifest["tests"][t]["status"] = "not run"
+            self.manifest["interrupted"] = True
+            self.close_manifest()
+            raise
+        self.manifest["complete"] = True
+        self.close_manifest()
+
+    def close_manifest(self) -> None:
+        self.manifest["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.save_manifest()
+
+    def finish_test(self, tr: TestRun) -> None:
+        if tr.rows:
+            tr.save_rows()
+            try:
+                write_tables(tr)
+            except (KeyError, ValueError, ZeroDivisionError) as e:  # a partial run may lack cells
+                tr.extra["table_error"] = str(e)
+        m = self.manifest["tests"][tr.test]
+        m["wall_s"] = round(time.perf_counter() - tr.wall0, 3)
+        tr.save_result()
+        m["status"] = tr.status
+        m["message"] = tr.message
+        self.save_manifest()
+        self.events.test_done(tr.test, tr.status, tr.message)
+
+    def plan(self, test: str) -> str:
+        st = self.settings
+        rounds = f"{st.min_rounds}-{st.max_rounds} rounds of {st.round_s:g} s"
+        return {
+            "iops": f"purge, WIPC, {len(st.iops_bs) * len(st.iops_mixes)} elements x {rounds}",
+            "tp": f"per block size ({len(st.tp_bs)}): purge, WIPC, 2 elements x {rounds}",
+            "lat": f"purge, WIPC, {len(st.lat_bs) * len(st.lat_mixes)} elements x {rounds}",
+            "wsat": f"purge, RND 4KiB W in {st.segment_s(self.scale):g} s segments to {st.wsat_fills:g} fills or {st.wsat_max_time_s:g} s",
+            "hir": f"purge, RND 4KiB W to {st.hir_pre_fills:g} fills then {rounds}, "
+            f"then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
+            "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {len(st.curve_jobs) * len(st.curve_qd)} points",
+        }[test]
+
+    # -- the tests --------------------------------------------------------------------------
+    def _pass(self, tr: TestRun, p: T.Pass, prev: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        tr.purge()
+        if p.wipc is not None:
+            tr.wipc(p.wipc)
+        return tr.rounds(p, prev)
+
+    def _conclude(self, tr: TestRun, states: Sequence[dict[str, Any]]) -> None:
+        doc = tr.steady_doc or {}
+        tr.window = doc.get("window")
+        if doc.get("steady"):
+            tr.status, tr.message = "steady", f"steady state in rounds {tr.window[0]}-{tr.window[1]}" if tr.window else "steady"
+        else:
+            bad = [v["name"] for v in doc.get("variables", []) if not v.get("steady")]
+            tr.status = "not steady"
+            tr.message = f"not in steady state after {tr.rounds_run} rounds ({', '.join(bad)}); window {tr.window} reported as measured"
+
+    def run_iops(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["iops"]
+        p = T.iops_pass(st.iops_bs, st.iops_mixes, tc, qd, st.round_s)
+        self._conclude(tr, [self._pass(tr, p)])
+
+    def run_tp(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["tp"]
+        states: list[dict[str, Any]] = []
+        for p in T.tp_passes(st.tp_bs, tc, qd, st.round_s):
+            tr.rounds_run = 0
+            states.append(self._pass(tr, p, states))
+        tr.rounds_run = max(len(s["variables"][0]["rounds"]) for s in states)
+        self._conclude(tr, states)
+
+    def run_lat(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["lat"]
+        p = T.lat_pass(st.lat_bs, st.lat_mixes, tc, qd, st.round_s)
+        self._conclude(tr, [self._pass(tr, p)])
+
+    def run_wsat(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["wsat"]
+        el = T.wsat_element(tc, qd, st.segment_s(self.scale))
+        cap = self.target.info.capacity_bytes
+        tr.purge()
+        seg = 0
+        reason = ""
+        while not reason:
+            seg += 1
+            fills = tr.written / cap if cap else 0.0
+            tr.run(
+                el,
+                segment=seg,
+                what=f"segment {seg}: {fills:.2f}/{st.wsat_fills:g} fills, {tr.clock_s:.0f}/{st.wsat_max_time_s:g} s",
+                frac=min(1.0, max(fills / st.wsat_fills, tr.clock_s / st.wsat_max_time_s)),
+            )
+            tr.rounds_run = seg
+            tr.save_rows()
+            self.save_manifest()
+            if cap and tr.written >= st.wsat_fills * cap:
+                reason = f"{st.wsat_fills:g}x capacity written"
+            elif tr.clock_s >= st.wsat_max_time_s:
+                reason = f"time limit {st.wsat_max_time_s:g} s reached"
+            elif st.wsat_stop_steady:
+                check = ss.last_window([(int(r["segment"]), float(r["iops"])) for r in tr.rows])
+                if check is not None and check.steady:
+                    reason = f"steady state in segments {check.rounds[0]}-{check.rounds[-1]}"
+                    tr.extra["steady"] = check.to_dict()
+        tr.window = [max(1, seg - ss.WINDOW_ROUNDS + 1), seg]
+        tr.status, tr.message = "complete", f"stopped after {seg} segments: {reason}"
+        tr.extra["stop"] = reason
+
+    def run_hir(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["hir"]
+        pre = T.rnd(4 * T.KIB, 0, tc, qd, st.round_s)
+        p = T.Pass("hir-pre", None, (pre,), (T.Tracking("RND 4KiB 100% W IOPS (pre-HIR)", pre.name, "iops", "IOPS"),))
+        tr.purge()
+        state = tr.rounds(p, min_fills=st.hir_pre_fills)
+        tr.extra["pre_steady"] = bool(state.get("steady"))
+        tr.extra["pre_window"] = state.get("window")
+        tr.extra["pre_fills"] = tr.written / self.target.info.capacity_bytes if self.target.info.capacity_bytes else None
+        var = (state.get("variables") or [{}])[0]
+        tr.extra["baseline_iops"] = var.get("avg")  # the pre-HIR window's average: what A and C are set against
+        if not tr.extra["pre_steady"]:
+            note = "the pre-HIR write phase did not reach steady state; its last 5 rounds are the baseline"
+            tr.extra.setdefault("notes", []).append(note)
+        burst = T.rnd(4 * T.KIB, 0, tc, qd, st.hir_burst_s, suffix=f"-{T.fio_seconds(st.hir_burst_s)}s")
+        seg = 0
+        n = st.hir_reps
+        total = 2 * n * len(st.hir_waits_s)
+        tr.ss_status = "pre-HIR steady" if tr.extra["pre_steady"] else "pre-HIR NOT steady"
+        for wait in st.hir_waits_s:
+            for phase in ("A", "C"):
+                for i in range(1, n + 1):
+                    seg += 1
+                    what = f"wait state {wait:g} s, {phase} {i}/{n}"
+                    tr.run(burst, segment=seg, phase=phase, wait_s=wait, what=what, frac=(seg - 1) / total)
+                    if phase == "A":
+                        tr.idle(wait)
+                    if i % 10 == 0 or i == n:
+                        tr.save_rows()
+                        self.save_manifest()
+        tr.status = "complete"
+        tr.message = f"{len(st.hir_waits_s)} wait states x {n} repetitions" + (
+            "" if tr.extra["pre_steady"] else "; the pre-HIR write phase did not reach steady state"
+        )
+
+    def run_curve(self, tr: TestRun) -> None:
+        st = self.settings
+        tc, qd = st.tc_qd["curve"]
+        pre = T.rnd(4 * T.KIB, T.CURVE_READ_PCT, tc, qd, st.round_s, suffix=f"-j{tc}-qd{qd}-pre")
+        p = T.Pass("curve-pre", T.wipc(), (pre,), (T.Tracking("RND 4KiB 70/30 IOPS (preconditioning)", pre.name, "iops", "IOPS"),))
+        state = self._pass(tr, p)
+        tr.extra["pre_steady"] = bool(state.get("steady"))
+        pts = T.curve_elements(st.curve_jobs, st.curve_qd, st.round_s)
+        for i, el in enumerate(pts, 1):
+            what = f"point {i}/{len(pts)}: {el.numjobs} jobs x QD{el.iodepth}"
+            tr.run(el, segment=i, phase="curve", what=what, frac=(i - 1) / len(pts))
+            tr.save_rows()
+            self.save_manifest()
+        tr.status = "complete"
+        tr.message = f"{len(pts)} points" + ("" if tr.extra["pre_steady"] else "; preconditioning did not reach steady state")
+
+
+def _ss_text(state: dict[str, Any], r: int, min_rounds: int) -> str:
+    """The progress display's steady-state column after round ``r``."""
+    if state.get("steady") and r >= min_rounds:
+        return f"steady (rounds {state['window'][0]}-{state['window'][1]})"
+    if r < ss.WINDOW_ROUNDS:
+        return f"steady state: {r}/{ss.WINDOW_ROUNDS} rounds for a window"
+    worst = []
+    for v in state["variables"]:
+        if v.get("window") and not v["steady"]:
+            d = v["data_excursion"] / v["avg"] if v["avg"] else float("inf")
+            sl = v["slope_excursion"] / v["avg"] if v["avg"] else float("inf")
+            worst.append(f"data {d:.0%}/20%, slope {sl:.0%}/10%")
+    return "not steady: " + "; ".join(worst) if worst else "steady (needs min rounds)"
+
+
+# ------------------------------------------------------------------------------ tables
+
+
+def _window_rows(tr: TestRun, elements: Sequence[str], window: Optional[Sequence[int]]) -> list[dict[str, Any]]:
+    rows = [r for r in tr.rows if r["element"] in elements and r["round"] is not None]
+    if not rows:
+        return []
+    if window is None:
+        last = max(int(r["round"]) for r in rows)
+        window = [max(1, last - ss.WINDOW_ROUNDS + 1), last]
+    return [r for r in rows if window[0] <= int(r["round"]) <= window[1]]
+
+
+def _mean(rows: Sequence[dict[str, Any]], col: str) -> Optional[float]:
+    vals = [float(r[col]) for r in rows if r.get(col) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _pass_window(tr: TestRun, name: str) -> Optional[list[int]]:
+    doc = tr.steady_doc or {}
+    for p in doc.get("passes", []):
+        if p["pass"] == name:
+            w: Optional[list[int]] = p.get("window")
+            return w
+    w2: Optional[list[int]] = doc.get("window")
+    return w2
+
+
+def write_tables(tr: TestRun) -> None:
+    """table.csv (and hist-*.csv for Latency) from the measurement window's rounds."""
+    st = tr.runner.settings
+    t = tr.test
+    rows: list[dict[str, Any]] = []
+    cols: list[str]
+    if t == "iops":
+        tc, qd = st.tc_qd[t]
+        cols = ["bs_bytes", "bs", *[T.mix_label(m) for m in st.iops_mixes]]
+        for bs in st.iops_bs:
+            row: dict[str, Any] = {"bs_bytes": bs, "bs": T.bs_title(bs)}
+            for m in st.iops_mixes:
+                name = T.rnd(bs, m, tc, qd, st.round_s).name
+                row[T.mix_label(m)] = _mean(_window_rows(tr, [name], tr.window), "iops")
+            rows.append(row)
+    elif t == "tp":
+        tc, qd = st.tc_qd[t]
+        cols = ["bs_bytes", "bs", "read_mb_s", "write_mb_s", "read_mib_s", "write_mib_s"]
+        for p in T.tp_passes(st.tp_bs, tc, qd, st.round_s):
+            win = _pass_window(tr, p.name)
+            r_bw = _mean(_window_rows(tr, [p.elements[0].name], win), "read_bw_bytes_s")
+            w_bw = _mean(_window_rows(tr, [p.elements[1].name], win), "write_bw_bytes_s")
+            bs = p.elements[0].bs_bytes
+            rows.append(
+                {
+                    "bs_bytes": bs,
+                    "bs": T.bs_title(bs),
+                    "read_mb_s": None if r_bw is None else r_bw / 1e6,
+                    "write_mb_s": None if w_bw is None else w_bw / 1e6,
+                    "read_mib_s": None if r_bw is None else r_bw / 2**20,
+                    "write_mib_s": None if w_bw is None else w_bw / 2**20,
+                }
+            )
+    elif t == "lat":
+        rows, cols = _lat_table(tr)
+    elif t == "wsat":
+        cols = ["segment", "t_s", "bytes_written_total", "drive_fills", "iops", "lat_mean_us", "lat_max_us"]
+        rows = [{**r, "t_s": r["t_end_s"]} for r in tr.rows]
+    elif t == "hir":
+        cols = ["wait_s", "phase", "iteration", "t_s", "iops"]
+        count: dict[tuple[Any, str], int] = {}
+        for r in tr.rows:
+            key = (r["wait_s"], r["phase"])
+            count[key] = count.get(key, 0) + 1
+            rows.append({**r, "iteration": r["round"] if r["phase"] == "pre" else count[key], "t_s": r["t_end_s"]})
+    else:  # curve
+        cols = ["numjobs", "iodepth", "iops", "lat_mean_us", "lat_p99_us", "lat_p99_9_us"]
+        rows = [r for r in tr.rows if r["phase"] == "curve"]
+    _write_atomic(tr.dir / "table.csv", _csv_text(rows, cols))
+
+
+def _lat_table(tr: TestRun) -> tuple[list[dict[str, Any]], list[str]]:
+    st = tr.runner.settings
+    tc, qd = st.tc_qd["lat"]
+    cols = ["bs_bytes", "bs", "mix", "mean_us", "max_us", "p99_99_us"]
+    for d in ("read", "write"):
+        cols += [f"{d}_mean_us", f"{d}_max_us", f"{d}_p99_99_us"]
+    out = []
+    for bs in st.lat_bs:
+        for m in st.lat_mixes:
+            name = T.rnd(bs, m, tc, qd, st.round_s).name
+            win = _window_rows(tr, [name], tr.window)
+            if not win:
+                continue
+            rounds = [int(r["round"]) for r in win]
+            h = {d: _merge(*(tr.hists.get((r, name), {}).get(d, {}) for r in rounds)) for d in ("read", "write")}
+            row: dict[str, Any] = {"bs_bytes": bs, "bs": T.bs_title(bs), "mix": T.mix_label(m)}
+            row["mean_us"] = _weighted_mean(win, "")
+            row["max_us"] = max((float(r["lat_max_us"]) for r in win if r.get("lat_max_us") is not None), default=None)
+            row["p99_99_us"] = _pcts(_merge(h["read"], h["write"]))[2]
+            for d in ("read", "write"):
+                row[f"{d}_mean_us"] = _weighted_mean(win, d)
+                row[f"{d}_max_us"] = max((float(r[f"{d}_lat_max_us"]) for r in win if r.get(f"{d}_lat_max_us") is not None), default=None)
+                row[f"{d}_p99_99_us"] = _pcts(h[d])[2]
+            out.append(row)
+            _write_hist(tr.dir / f"hist-{name}.csv", h)
+    return out, cols
+
+
+def _weighted_mean(rows: Sequence[dict[str, Any]], ddir: str) -> Optional[float]:
+    """IO-weighted mean latency over rounds (weights: IOPS x runtime = I/Os)."""
+    col = f"{ddir}_lat_mean_us" if ddir else "lat_mean_us"
+    iops = f"{ddir}_iops" if ddir else "iops"
+    num = den = 0.0
+    for r in rows:
+        if r.get(col) is None:
+            continue
+        w = float(r[iops]) * float(r["runtime_s"])
+        num += float(r[col]) * w
+        den += w
+    return num / den if den else None
+
+
+def _write_hist(path: Path, h: dict[str, dict[int, int]]) -> None:
+    """Response-time histogram: one row per fio bucket with I/Os, per direction and merged."""
+    rows = []
+    for ddir, hist in (("read", h["read"]), ("write", h["write"]), ("all", _merge(h["read"], h["write"]))):
+        for i in sorted(hist):
+            lo, hi = index_bounds(i)
+            rows.append({"ddir": ddir, "lo_us": lo / 1000.0, "hi_us": (hi + 1) / 1000.0, "count": hist[i]})
+    _write_atomic(path, _csv_text(rows, ["ddir", "lo_us", "hi_us", "count"]))
+
+
+# ------------------------------------------------------------------------------ entry point
+
+
+def open_target(
+    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0
+) -> PtsTarget:
+    """A target from what the user typed: a drive image directory (``./cm6``, ``./cm6:ns2``)
+    is a twin; an NBD URI, a block device or a regular file is a real target run by fio."""
+    from .twin import TwinTarget, is_image, split_spec
+
+    path, _ = split_spec(spec)
+    if path.is_dir():
+        if not is_image(path):
+            raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
+        return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge)
+    if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
+        raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
+    try:
+        realfio = _optional("realfio")
+    except ImportError:
+        raise PtsError(f"{spec}: real targets (NBD, block devices, files) need ssdtwin.pts.realfio, not in this build") from None
+    if not realfio.is_real_target(spec):
+        raise PtsError(f"{spec}: no such drive image, block device, file or nbd:// URI")
+    # A path made absolute: fio may run in another directory (the job's) than the user's.
+    where = spec if "://" in spec else os.path.abspath(spec)
+    target: PtsTarget = realfio.RealFioTarget(where, allow_destroy=allow_destroy, purge=purge)
+    return target
+
+
+def run(
+    target: Union[str, PtsTarget],
+    tests: Union[str, Sequence[str]] = ("iops", "tp", "lat", "wsat", "hir"),
+    report: Union[None, str, Path] = None,
+    round_s: float = 60.0,
+    *,
+    force: bool = False,
+    namespace: Optional[int] = None,
+    allow_destroy: bool = False,
+    events: Optional[Events] = None,
+    render: bool = True,
+    **settings: Any,
+) -> PtsResult:
+    """Run SNIA PTS tests on ``target`` and return the results (docs/pts.md, Python API).
+
+    ``target``: a drive image directory (twin), an NBD URI, a block device or a file (real
+    fio), or a PtsTarget. ``tests``: ids from iops, tp, lat, wsat, hir, curve (or a comma
+    list). ``report``: the report folder (None: a new temporary folder, kept). Further
+    keyword arguments are :class:`Settings` fields (``max_rounds=25``, ``hir_reps=360`` ...).
+    Ctrl-C stops after saving the rounds done (pts.json ``interrupted``) and re-raises
+    KeyboardInterrupt. Raises PtsError (one line) on bad input, before touching the target."""
+    names = T.parse_tests(tests if isinstance(tests, str) else ",".join(tests))
+    unknown = [k for k in settings if k not in Settings.__dataclass_fields__]
+    if unknown:
+        raise PtsError(f"unknown setting '{unknown[0]}' (settings: {', '.join(Settings.__dataclass_fields__)})")
+    cfg = Settings(round_s=float(round_s), **settings)
+    cfg.validate()
+    folder = Path(tempfile.mkdtemp(prefix="ssdtwin-pts-")) if report is None else Path(report)
+    prepare_folder(folder, force)
+    if isinstance(target, str) and _inside(Path(target.split(":ns")[0]), folder):
+        raise PtsError(f"--report {folder}: holds the target {target}; choose a folder outside it")
+    own = isinstance(target, str)
+    tgt: PtsTarget = (
+        open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed)
+        if isinstance(target, str)
+        else target
+    )
+    try:
+        if folder.is_dir() and any(folder.iterdir()):
+            shutil.rmtree(folder)  # a previous report, and --force (prepare_folder checked)
+        folder.mkdir(parents=True, exist_ok=True)
+        runner = Runner(tgt, folder, cfg, events)
+        try:
+            runner.run(names)
+        except KeyboardInterrupt:
+            if render:
+                with contextlib.suppress(PtsError):  # the interruption is what the user must hear about
+                    render_report(folder)
+            raise
+        if render:
+            render_report(folder)
+    finally:
+        if own:
+            tgt.close()
+    return load(folder)
+
+
+def render_report(folder: Path) -> Optional[Path]:
+    """index.html through ssdtwin.pts.report when that module is present (None otherwise).
+    A failure to render is a one-line PtsError: the folder's data are complete without it."""
+    try:
+        rep = _optional("report")
+    except ImportError:
+        return None
+    try:
+        out: Optional[Path] = rep.render(folder)
+    except PtsError:
+        raise
+    except Exception as e:  # the report module's bug must not hide where the results are
+        raise PtsError(f"{folder}: the results are saved, but rendering index.html failed: {type(e).__name__}: {e}") from e
+    return out
+
+
+def _optional(name: str) -> Any:
+    """``ssdtwin.pts.<name>``, a module this one uses when it is there (the real-fio target,
+    the HTML report), imported by name: they import the runner's helpers, so a static import
+    here would be a cycle. ImportError when it is not installed."""
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it (a --force would delete it)."""
+    try:
+        p, f = path.resolve(), folder.resolve()
+    except OSError:
+        return False
+    return p == f or f in p.parents

@@ -1,0 +1,218 @@
+"""The SNIA PTS Enterprise tests as lists of fio elements (docs/pts.md, The tests).
+
+Every element is one fio job: the text saved in the report folder and run on the twin
+(``ssdtwin fio``) or on a real target (fio) is the same, except for the target lines
+(``PtsTarget.target_lines()``) that aim it at the device. Options follow formats.md §4.5
+(the options every open-source PTS implementation passes): ``ioengine=libaio``
+(asynchronous, so ``iodepth`` is the queue depth; a target may override it), ``direct=1``,
+``norandommap=1``, ``randrepeat=0``, ``random_generator=tausworthe64``,
+``refill_buffers=1`` (the random data pattern), ``group_reporting=1``, ``time_based=1``
+with the round length as ``runtime``, ``size=100%`` (ActiveRange 100 %).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from .target import PtsError
+
+# Test ids, in the order a full suite runs them (and the report shows them).
+TEST_IDS = ("iops", "tp", "lat", "wsat", "hir", "curve")
+TITLES = {
+    "iops": "IOPS",
+    "tp": "Throughput",
+    "lat": "Latency",
+    "wsat": "Write Saturation",
+    "hir": "Host Idle Recovery",
+    "curve": "Latency vs IOPS",
+}
+
+KIB = 1024
+IOPS_BS = (1024 * KIB, 128 * KIB, 64 * KIB, 32 * KIB, 16 * KIB, 8 * KIB, 4 * KIB, 512)
+MIXES = (100, 95, 65, 50, 35, 5, 0)  # read %, the R/W mixes "100/0" .. "0/100"
+TP_BS = (128 * KIB, 1024 * KIB)
+LAT_BS = (8 * KIB, 4 * KIB, 512)
+LAT_MIXES = (100, 65, 0)
+HIR_WAITS_S = (5, 10, 15, 25, 50)
+HIR_BURST_S = 5.0
+HIR_REPS = 360
+CURVE_JOBS = (1, 2, 4, 8, 16)
+CURVE_QD = (1, 2, 4, 8, 16, 32)
+CURVE_READ_PCT = 70
+
+# Default thread count / queue depth per test (Enterprise; formats.md §4.2-4.3).
+TC_QD = {"iops": (4, 32), "tp": (1, 32), "lat": (1, 1), "wsat": (4, 32), "hir": (4, 32), "curve": (16, 32)}
+
+
+def bs_label(bs_bytes: int) -> str:
+    """fio's short size: 4k, 1m, 512 (bytes)."""
+    for unit, n in (("m", 1 << 20), ("k", 1 << 10)):
+        if bs_bytes % n == 0:
+            return f"{bs_bytes // n}{unit}"
+    return str(bs_bytes)
+
+
+def bs_title(bs_bytes: int) -> str:
+    """The report's size: 4KiB, 1024KiB, 0.5KiB (PTS tables use KiB throughout)."""
+    kib = bs_bytes / KIB
+    return f"{kib:g}KiB"
+
+
+def mix_label(read_pct: int) -> str:
+    return f"{read_pct}/{100 - read_pct}"
+
+
+@dataclass(frozen=True)
+class Element:
+    """One fio job of a test: a stimulus run for one round (or segment)."""
+
+    name: str  # file-name safe: rnd-4k-65_35, seq-128k-0_100, rnd-4k-70_30-j4-qd8
+    rw: str  # randrw, read, write
+    read_pct: int
+    bs_bytes: int
+    numjobs: int
+    iodepth: int
+    runtime_s: Optional[float]  # None: size-based (WIPC: loops over the range)
+    loops: int = 1
+    label: str = ""  # "RND 4KiB 65/35"
+
+    def job_text(self, target_lines: str = "", title: str = "") -> str:
+        """The fio job file: [global] with the PTS options and the target lines, then the job."""
+        lines = [f"; ssdtwin PTS {title or 'element'}: {self.label} (docs/pts.md)", "[global]"]
+        lines += ["ioengine=libaio", "direct=1", "size=100%", "refill_buffers=1", "group_reporting=1", "randrepeat=0"]
+        if self.rw.startswith("rand"):
+            lines += ["norandommap=1", "random_generator=tausworthe64"]
+        if self.runtime_s is not None:
+            lines += ["time_based=1", f"runtime={fio_seconds(self.runtime_s)}"]
+        elif self.loops != 1:
+            lines.append(f"loops={self.loops}")
+        # The target's lines last: fio takes the last value of an option (ioengine=nbd wins).
+        lines += [t for t in target_lines.strip().splitlines() if t.strip()]
+        lines += ["", f"[{self.name}]", f"rw={self.rw}"]
+        if self.rw == "randrw":
+            lines.append(f"rwmixread={self.read_pct}")
+        lines += [f"bs={bs_label(self.bs_bytes)}", f"numjobs={self.numjobs}", f"iodepth={self.iodepth}"]
+        return "\n".join(lines) + "\n"
+
+    def with_runtime(self, runtime_s: float) -> Element:
+        return replace(self, runtime_s=runtime_s)
+
+
+def fio_seconds(seconds: float) -> str:
+    """A time for fio: whole seconds plain, otherwise milliseconds (fio's ``ms`` suffix)."""
+    if float(seconds).is_integer():
+        return str(int(seconds))
+    return f"{round(seconds * 1000)}ms"
+
+
+def rnd(bs_bytes: int, read_pct: int, numjobs: int, iodepth: int, runtime_s: float, suffix: str = "") -> Element:
+    """A random element: rw=randrw with rwmixread (100 and 0 too, as cloudharmony does)."""
+    name = f"rnd-{bs_label(bs_bytes)}-{read_pct}_{100 - read_pct}{suffix}"
+    label = f"RND {bs_title(bs_bytes)} {mix_label(read_pct)}"
+    return Element(name, "randrw", read_pct, bs_bytes, numjobs, iodepth, runtime_s, label=label)
+
+
+def seq(bs_bytes: int, read_pct: int, numjobs: int, iodepth: int, runtime_s: float) -> Element:
+    """A sequential 100 % read or 100 % write element (Throughput)."""
+    if read_pct not in (0, 100):
+        raise ValueError("a sequential PTS element is 100 % read or 100 % write")
+    rw = "read" if read_pct == 100 else "write"
+    name = f"seq-{bs_label(bs_bytes)}-{read_pct}_{100 - read_pct}"
+    label = f"SEQ {bs_title(bs_bytes)} {mix_label(read_pct)}"
+    return Element(name, rw, read_pct, bs_bytes, numjobs, iodepth, runtime_s, label=label)
+
+
+def wipc(bs_bytes: int = 128 * KIB, loops: int = 2, iodepth: int = 32) -> Element:
+    """Workload-independent preconditioning: SEQ writes over the whole range, ``loops`` times."""
+    name = "wipc" if bs_bytes == 128 * KIB else f"wipc-{bs_label(bs_bytes)}"
+    label = f"WIPC SEQ {bs_title(bs_bytes)} W, {loops}x capacity"
+    return Element(name, "write", 0, bs_bytes, 1, iodepth, None, loops=loops, label=label)
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """A tracking variable: one column of one element's rows (steady.json)."""
+
+    name: str
+    element: str
+    column: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One preconditioned run of rounds: purge, WIPC (optional), then rounds of ``elements``
+    until every ``tracking`` variable is steady. Throughput has two passes (128 KiB, 1 MiB)."""
+
+    name: str
+    wipc: Optional[Element]
+    elements: tuple[Element, ...]
+    tracking: tuple[Tracking, ...]
+
+
+def iops_pass(bs_list: Sequence[int], mixes: Sequence[int], tc: int, qd: int, round_s: float) -> Pass:
+    """IOPS: the mixes (outer) x block sizes (inner); PTS 2.0's three tracking variables, those present."""
+    elements = tuple(rnd(bs, m, tc, qd, round_s) for m in mixes for bs in bs_list)
+    names = {e.name for e in elements}
+    wanted = [
+        (4 * KIB, 0, "RND 4KiB 100% W IOPS"),
+        (64 * KIB, 65, "RND 64KiB 65:35 IOPS"),
+        (1024 * KIB, 100, "RND 1024KiB 100% R IOPS"),
+    ]
+    tracking = [Tracking(t, rnd(bs, m, tc, qd, round_s).name, "iops", "IOPS") for bs, m, t in wanted]
+    tracking = [t for t in tracking if t.element in names]
+    if not tracking:  # a reduced matrix without any of them: track its first element
+        e = elements[0]
+        tracking = [Tracking(f"{e.label} IOPS", e.name, "iops", "IOPS")]
+    return Pass("iops", wipc(), elements, tuple(tracking))
+
+
+def tp_passes(bs_list: Sequence[int], tc: int, qd: int, round_s: float) -> list[Pass]:
+    """Throughput: one pass per block size, each with its own purge and WIPC at that size."""
+    out = []
+    for bs in bs_list:
+        els = (seq(bs, 100, tc, qd, round_s), seq(bs, 0, tc, qd, round_s))
+        track = Tracking(f"SEQ {bs_title(bs)} 100% W MB/s", els[1].name, "write_bw_bytes_s", "B/s")
+        out.append(Pass(f"tp-{bs_label(bs)}", wipc(bs), els, (track,)))
+    return out
+
+
+def lat_pass(bs_list: Sequence[int], mixes: Sequence[int], tc: int, qd: int, round_s: float) -> Pass:
+    """Latency: block sizes x mixes at TC1/QD1; tracking the RND 4KiB 100% W mean latency."""
+    elements = tuple(rnd(bs, m, tc, qd, round_s) for bs in bs_list for m in mixes)
+    want = rnd(4 * KIB, 0, tc, qd, round_s).name
+    el = next((e for e in elements if e.name == want), elements[0])
+    track = Tracking(f"{el.label} mean latency", el.name, "lat_mean_us", "us")
+    return Pass("lat", wipc(), elements, (track,))
+
+
+def wsat_element(tc: int, qd: int, segment_s: float) -> Element:
+    return rnd(4 * KIB, 0, tc, qd, segment_s)
+
+
+def hir_element(tc: int, qd: int, seconds: float) -> Element:
+    return rnd(4 * KIB, 0, tc, qd, seconds)
+
+
+def curve_elements(jobs: Sequence[int], qds: Sequence[int], round_s: float) -> list[Element]:
+    """Latency vs IOPS (the review's curves): 4 KiB 70/30 at every jobs x QD point."""
+    return [rnd(4 * KIB, CURVE_READ_PCT, j, q, round_s, suffix=f"-j{j}-qd{q}") for j in jobs for q in qds]
+
+
+def parse_tests(text: str) -> list[str]:
+    """``--tests iops,tp`` → ["iops", "tp"] (suite order kept as written; "all" = every test)."""
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    if not names:
+        raise PtsError(f"--tests '{text}': name at least one of {', '.join(TEST_IDS)}")
+    if names == ["all"]:
+        return list(TEST_IDS)
+    bad = [n for n in names if n not in TEST_IDS]
+    if bad:
+        raise PtsError(f"--tests: unknown test '{bad[0]}' (choose from {', '.join(TEST_IDS)}, or all)")
+    seen: list[str] = []
+    for n in names:
+        if n not in seen:
+            seen.append(n)
+    return seen

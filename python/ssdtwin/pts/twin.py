@@ -1,0 +1,183 @@
+"""A drive image as a PTS target: ``ssdtwin fio`` in process, in simulated time.
+
+Target spec: the image directory (``./cm6``), optionally with ``:nsN`` for another
+namespace (``./cm6:ns2``); the default is namespace 1. Purge is an NVMe Format with
+Secure Erase Settings 1 (the FTL is reset: every LBA unmapped, blocks erased, wear kept),
+idle time is simulated with background GC (``Drive.idle``). The image is committed when
+the target is closed, also after Ctrl-C: every state the harness leaves is a consistent
+drive (what the fio runs did up to the interruption).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .. import _core
+from ..drive import Drive
+from .target import DeviceInfo, PtsError
+
+# auto and nvme-format: Format NVM with SES=1 (a secure erase); trim: deallocate the whole
+# namespace (the documented fallback on real devices); none: no purge (not PTS-conformant).
+PURGE_METHODS = ("auto", "nvme-format", "trim", "none")
+_NS_SUFFIX = re.compile(r"^(?P<path>.+?):ns(?P<ns>[0-9]+)$")
+
+
+def split_spec(spec: str) -> tuple[Path, Optional[int]]:
+    """``./cm6:ns2`` → (./cm6, 2); ``./cm6`` → (./cm6, None)."""
+    m = _NS_SUFFIX.match(spec)
+    if m and not Path(spec).exists():
+        return Path(m.group("path")), int(m.group("ns"))
+    return Path(spec), None
+
+
+def is_image(path: Path) -> bool:
+    """Whether ``path`` looks like a drive image directory (``ssdtwin create`` writes ssdtwin.toml)."""
+    return (path / "ssdtwin.toml").is_file()
+
+
+class TwinTarget:
+    """A twin image opened in process (writable); one namespace is the device under test."""
+
+    def __init__(self, spec: str, namespace: Optional[int] = None, seed: int = 0, purge: str = "auto") -> None:
+        if purge not in PURGE_METHODS:
+            raise PtsError(f"--purge {purge}: a twin purges with one of {', '.join(PURGE_METHODS)}")
+        self.purge_method = purge
+        path, ns_from_spec = split_spec(spec)
+        if namespace is not None and ns_from_spec is not None and namespace != ns_from_spec:
+            raise PtsError(f"{spec}: names namespace {ns_from_spec} but --namespace is {namespace}")
+        self.namespace = namespace or ns_from_spec or 1
+        if not path.is_dir():
+            raise PtsError(f"{path}: no such drive image directory (create one with `ssdtwin create`)")
+        try:
+            self.drive = Drive.open(path, writable=True)
+        except _core.SsdtwinError as e:
+            raise PtsError(f"{path}: cannot open the drive image: {e}") from None
+        self.path = path
+        self.seed = seed
+        self.runs = 0  # fio runs so far
+        self.progress: Optional[Callable[[int], object]] = None
+        try:
+            self.ns = self.drive.nvme.namespace(self.namespace)
+        except _core.NvmeError:
+            self.drive.close()
+            nss = ", ".join(str(n.nsid) for n in self.drive_namespaces(path)) or "none"
+            raise PtsError(f"{spec}: namespace {self.namespace} does not exist (namespaces: {nss})") from None
+        if not self.ns.attached:
+            self.drive.close()
+            raise PtsError(f"{spec}: namespace {self.namespace} is not attached")
+        self.info = self._info(spec)
+
+    @staticmethod
+    def drive_namespaces(path: Path) -> list[Any]:
+        d = Drive.open(path, writable=False)
+        try:
+            return d.namespaces()
+        finally:
+            d.close()
+
+    def _info(self, spec: str) -> DeviceInfo:
+        s = self.drive.spec()
+        man = self.drive.manifest()
+        nand = s["nand"]
+        drv = s["drive"]
+        scale = int(man.get("scale", 1))
+        ps = self.drive.nvme.get_feature(2)
+        states = s.get("power_states") or []
+        ps_desc = f"PS{ps}"
+        if ps < len(states) and states[ps].get("max_power_mw"):
+            ps_desc += f" (max {float(states[ps]['max_power_mw']) / 1000:g} W)"
+        cell = {1: "SLC", 2: "MLC", 3: "TLC", 4: "QLC"}.get(int(nand["bits_per_cell"]["value"]), "")
+        iface = drv.get("interface", "")
+        return DeviceInfo(
+            kind="twin",
+            uri=spec,
+            vendor=str(drv.get("vendor", "")),
+            model=str(drv.get("model", "")),
+            serial=str(self.drive.nvme.id_ctrl().get("sn", "")).strip(),
+            firmware=f"ssdtwin {_core.__version__}, preset {man.get('preset', drv.get('name', ''))}",
+            capacity_bytes=int(self.ns.bytes),
+            lba_bytes=int(self.ns.lba_bytes),
+            nand=f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell,
+            interface=str(iface.get("value", "") if isinstance(iface, dict) else iface),
+            preset=str(man.get("preset", "")),
+            scale=f"1/{scale}",
+            simulated=True,
+            extra={
+                "namespace": self.namespace,
+                "power_state": ps,
+                "power_state_desc": ps_desc,
+                "image": str(self.path),
+                "seed": man.get("seed"),
+            },
+        )
+
+    # -- PtsTarget -------------------------------------------------------------------
+    def target_lines(self) -> str:
+        return "" if self.namespace == 1 else f"filename=ns{self.namespace}"
+
+    def purge(self) -> str:
+        if self.purge_method == "none":
+            return "none (not purged: --purge none)"
+        try:
+            if self.purge_method == "trim":
+                self.drive.deallocate(self.namespace, 0, self.ns.nsze)
+                return "twin: TRIM (deallocate) of the whole namespace"
+            self.drive.nvme.format(self.namespace, lbaf=self.ns.flbas, ses=1)
+        except _core.SsdtwinError as e:
+            raise PtsError(f"{self.path}: purge ({self.purge_method}) of namespace {self.namespace} failed: {e}") from None
+        return "twin: nvme format --ses=1 (FTL reset: all LBAs unmapped, blocks erased, wear kept)"
+
+    def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
+        from .. import fio as fiolib
+        from ..fio.run import render, run_jobs
+
+        self.runs += 1
+        run_seed = self.run_seed(json_path)
+        cb = self.progress or _tick
+        try:
+            run, results = run_jobs(self.drive, [str(job_path)], namespace=self.namespace, run_seed=run_seed, progress=cb)
+        except fiolib.FioJobError as e:
+            raise PtsError(f"{job_path}: {e.lines()[0]}") from None
+        except ValueError as e:
+            raise PtsError(f"{job_path}: {e}") from None
+        failed = [r.get("error") for r in results if r.get("error")]
+        text = render(run, results, "json+")
+        json_path.write_text(text)
+        if failed:
+            raise PtsError(f"{job_path}: fio job ended with error {failed[0]}")
+        out: dict[str, Any] = json.loads(text)
+        return out
+
+    def run_seed(self, json_path: Path) -> int:
+        """The seed of one fio run (fio's would come from the OS with randrepeat=0): from
+        --seed and what the run is (its test and its JSON's name: r03-rnd-4k-0_100), so a
+        test's runs draw the same streams whatever ran before it."""
+        key = f"{self.seed}:{json_path.parent.parent.name}/{json_path.name}".encode()
+        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+
+    def idle(self, seconds: float) -> None:
+        try:
+            self.drive.idle(seconds)
+        except (ValueError, _core.SsdtwinError) as e:
+            raise PtsError(f"{self.path}: idle {seconds} s: {e}") from None
+
+    def commit(self) -> None:
+        self.drive.commit()
+
+    def check(self) -> None:
+        self.drive.check()
+
+    def close(self) -> None:
+        try:
+            self.drive.commit()
+        finally:
+            self.drive.close()
+
+
+def _tick(now_ns: int) -> None:
+    """A progress callback that does nothing: with one, Ctrl-C interrupts a long fio run
+    promptly (the core calls back now and then, and Python raises KeyboardInterrupt there)."""

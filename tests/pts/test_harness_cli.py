@@ -1,0 +1,298 @@
+"""`ssdtwin pts` and ssdtwin.pts.run on a small twin: the report folder contract
+(docs/pts.md, Report folder), JSON output, bad input, Ctrl-C and determinism.
+
+The drive is a CM6-V 3.2 TB at 1/454 (8 superblocks, 7.8 GB): every test runs 1 s rounds
+of a reduced element set, so the whole file stays within a few seconds of CPU per test."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ssdtwin.pts import runner
+from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
+
+MODEL = "kioxia-cm6-v-3.2t"
+FAST = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--tp-bs", "128k"]
+FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--hir-pre-fills", "0.5"]
+FAST += ["--curve-jobs", "1,2", "--curve-qd", "1,4"]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pts-template") / "cm6v"
+    run_cli("create", d, "--model", MODEL, "--scale", "1/454")
+    return d
+
+
+@pytest.fixture(scope="module")
+def suite(fresh: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    """One CLI run of every test (reduced), -o json: (image, report folder, JSON output)."""
+    base = tmp_path_factory.mktemp("pts-suite")
+    img = copy_image(fresh, base / "cm6v")
+    rep = base / "report"
+    r = run_cli("pts", img, "--tests", "lat,tp,wsat,hir,curve", *FAST, "--report", rep, "-o", "json", "--no-render")
+    check_image(img)
+    return img, rep, r.json()
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_json_output_is_the_result(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, out = suite
+    assert Path(out["folder"]) == rep
+    assert set(out["tests"]) == {"lat", "tp", "wsat", "hir", "curve"}
+    for t, v in out["tests"].items():
+        assert v["status"] in ("steady", "not steady", "complete"), (t, v)
+        assert v["table"], t
+
+
+def test_manifest(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["format"] == "ssdtwin-pts" and man["version"] == 1
+    assert man["complete"] is True and man["interrupted"] is False and man["finished"]
+    dev = man["device"]
+    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/454"
+    assert dev["firmware"].startswith("ssdtwin ") and f"preset {MODEL}" in dev["firmware"]
+    assert dev["capacity_bytes"] > 7e9 and dev["extra"]["power_state"] == 0
+    assert man["settings"]["round_s"] == 1.0 and man["settings"]["tc_qd"]["lat"] == {"tc": 1, "qd": 1, "oio": 1}
+    assert man["platform"]["fio"] == "ssdtwin fio (simulated time)"
+    for t, m in man["tests"].items():
+        assert m["dir"] == t and m["wall_s"] > 0 and m["sim_s"] > 0, t
+
+
+def test_every_test_folder_follows_the_contract(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    for t in ("lat", "tp", "wsat", "hir", "curve"):
+        d = rep / t
+        table = rows(d / "rounds.csv")
+        assert list(table[0].keys()) == runner.COLUMNS, t
+        for r in table:  # every row has its fio JSON and its job file
+            name = f"r{int(r['round']):02d}-{r['element']}" if r["round"] else f"s{int(r['segment']):04d}-{r['element']}"
+            assert (d / "fio" / f"{name}.json").is_file(), (t, name)
+            assert (d / "jobs" / f"{r['element']}.fio").is_file(), (t, r["element"])
+        res = json.loads((d / "result.json").read_text())
+        assert res["test"] == t and res["rounds_run"] >= 1 and res["status"] in ("steady", "not steady", "complete")
+        assert (d / "table.csv").is_file()
+        assert (d / "steady.json").is_file() == (t != "wsat"), t
+
+
+def test_round_tests_track_their_variables(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    lat = json.loads((rep / "lat" / "steady.json").read_text())
+    assert lat["rule"].startswith("SNIA PTS") and lat["min_rounds"] == 5 and lat["max_rounds"] == 5
+    (var,) = lat["variables"]
+    assert var["element"] == "rnd-4k-0_100" and var["column"] == "lat_mean_us"
+    assert var["rounds"] == list(range(1, len(var["values"]) + 1))
+    for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope", "intercept", "slope_excursion", "slope_limit"):
+        assert isinstance(var[k], float), k
+    assert var["steady"] == (var["data_excursion"] <= var["data_limit"] and var["slope_excursion"] <= var["slope_limit"])
+    table = rows(rep / "lat" / "table.csv")
+    assert [(r["bs"], r["mix"]) for r in table] == [("4KiB", "100/0"), ("4KiB", "0/100")]
+    assert all(float(r["max_us"]) >= float(r["p99_99_us"]) * 0.99 >= 0 for r in table)
+    hist = rows(rep / "lat" / "hist-rnd-4k-100_0.csv")
+    assert {h["ddir"] for h in hist} == {"read", "all"} and all(float(h["hi_us"]) > float(h["lo_us"]) for h in hist)
+    ios = sum(int(h["count"]) for h in hist if h["ddir"] == "read")
+    win = [r for r in rows(rep / "lat" / "rounds.csv") if r["element"] == "rnd-4k-100_0"][-5:]
+    assert ios == pytest.approx(sum(float(r["read_iops"]) * float(r["runtime_s"]) for r in win), rel=0.01)
+
+
+def test_wipc_is_a_job_of_its_own_and_counts_as_written(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    wipc = (rep / "tp" / "jobs" / "wipc.fio").read_text()
+    assert "rw=write" in wipc and "loops=2" in wipc and "bs=128k" in wipc and "size=100%" in wipc
+    assert (rep / "tp" / "fio" / "wipc.json").is_file()
+    first = rows(rep / "tp" / "rounds.csv")[0]
+    assert float(first["drive_fills"]) > 1.99  # 2x capacity (in whole 128 KiB blocks) of WIPC before the first round
+
+
+def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    ws = rows(rep / "wsat" / "rounds.csv")
+    assert float(ws[-1]["drive_fills"]) >= 0.5 > float(ws[-2]["drive_fills"])
+    assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
+    assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
+    hir = rows(rep / "hir" / "rounds.csv")
+    pre = json.loads((rep / "hir" / "steady.json").read_text())
+    first = pre["first_round"]  # judged only once 0.5 drive fills were written (--hir-pre-fills)
+    assert float(hir[first - 2]["drive_fills"]) < 0.5 <= float(hir[first - 1]["drive_fills"])
+    assert pre["variables"][0]["rounds"][0] == first
+    assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
+    a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
+    assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait
+    curve = rows(rep / "curve" / "table.csv")
+    assert [(int(r["numjobs"]), int(r["iodepth"])) for r in curve] == [(1, 1), (1, 4), (2, 1), (2, 4)]
+
+
+def test_saved_job_files_run_as_written(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    for job in (rep / "lat" / "jobs" / "rnd-4k-0_100.fio", rep / "curve" / "jobs" / "rnd-4k-70_30-j2-qd4.fio"):
+        r = run_cli("fio", img, job, "--scratch", "--output-format", "json")
+        assert r.json()["jobs"][0]["jobname"] == job.stem
+
+
+def test_api_returns_frames(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "cm6v")
+    res = runner.run(str(img), ["lat"], tmp_path / "r", 1.0, lat_bs=(4096,), lat_mixes=(0,), max_rounds=5, render=False)
+    df = res.frames["lat"]
+    assert list(df.columns) == runner.COLUMNS and len(df) >= 5 and (df["write_iops"] > 0).all()
+    assert res.status["lat"] in ("steady", "not steady") and res.steady["lat"]["variables"][0]["element"] == "rnd-4k-0_100"
+    assert list(res.tables["lat"]["mix"]) == ["0/100"]
+
+
+def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> None:
+    out = []
+    for i in (1, 2):
+        img = copy_image(fresh, tmp_path / f"img{i}")
+        quick = ["--iops-bs", "64k", "--iops-mixes", "65", "--round", "1s", "--max-rounds", "5", "-q", "--no-render"]
+        run_cli("pts", img, "--tests", "iops", *quick, "--report", tmp_path / f"r{i}")
+        out.append((tmp_path / f"r{i}" / "iops" / "rounds.csv").read_text())
+    assert out[0] == out[1] and len(out[0].splitlines()) >= 6
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--tests", "iops,bogus"], "--tests: unknown test 'bogus'"),
+        (["--round", "0.5s"], "--round 0.5s: a round must be at least 1 s"),
+        (["--max-rounds", "3"], "--max-rounds 3"),
+        (["--tc-qd", "lat=1"], "--tc-qd 'lat=1'"),
+        (["--purge", "shred"], "--purge shred"),
+    ],
+)
+def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    r = run_cli("pts", img, "--report", tmp_path / "r", *args, check=False)
+    assert r.returncode != 0 and len(r.stderr_lines) == 1 and message in r.stderr, r.stderr
+    assert r.stderr.startswith("ssdtwin pts: error: ")
+    assert image_digest(img) == before and not (tmp_path / "r").exists()
+
+
+def test_report_folder_that_is_not_a_report_is_refused(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "notes.txt").write_text("mine")
+    r = run_cli("pts", img, "--tests", "lat", "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and "is not a previous ssdtwin PTS report" in r.stderr
+    assert image_digest(img) == before and (tmp_path / "r" / "notes.txt").read_text() == "mine"
+
+
+def test_missing_target_is_one_line(tmp_path: Path) -> None:
+    r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_real_target_without_permission_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * (1 << 20))
+    r = run_cli("pts", dev, "--tests", "lat", "--report", tmp_path / "r", check=False)
+    assert r.returncode != 0 and len(r.stderr_lines) == 1 and "--yes-destroy-data" in r.stderr, r.stderr
+    assert dev.read_bytes() == b"\x5a" * (1 << 20)
+
+
+def test_ctrl_c_keeps_the_rounds_done(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "cm6v")
+    rep = tmp_path / "r"
+    argv = ["pts", str(img), "--tests", "wsat", "--round", "1s", "--wsat-fills", "100", "--report", str(rep), "--no-render"]
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not ((rep / "wsat" / "rounds.csv").is_file() and len(rows(rep / "wsat" / "rounds.csv")) >= 2):
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() - t0 < 120, "no rounds within 120 s"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert "interrupted" in err and str(rep) in err
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["interrupted"] is True and man["complete"] is False and man["tests"]["wsat"]["status"] == "interrupted"
+    done = rows(rep / "wsat" / "rounds.csv")
+    assert len(done) >= 2
+    for r in done:
+        assert (rep / "wsat" / "fio" / f"s{int(r['segment']):04d}-{r['element']}.json").is_file()
+    assert json.loads((rep / "wsat" / "result.json").read_text())["status"] == "interrupted"
+    # the image (checked by the autouse fixture) is a consistent drive
+
+
+def test_force_replaces_a_previous_report(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "cm6v")
+    rep = tmp_path / "r"
+    quick = ["--tests", "lat", "--lat-bs", "4k", "--lat-mixes", "0", "--round", "1s", "-q", "--no-render"]
+    run_cli("pts", img, *quick, "--report", rep)
+    again = run_cli("pts", img, *quick, "--report", rep, check=False)
+    assert again.returncode == 1 and "--force" in again.stderr
+    run_cli("pts", img, *quick, "--report", rep, "--force")
+    assert json.loads((rep / "pts.json").read_text())["complete"] is True
+
+
+def test_drive_idle_lets_gc_reclaim_space(fresh: Path, tmp_path: Path) -> None:
+    from ssdtwin import Drive
+
+    img = copy_image(fresh, tmp_path / "cm6v")
+    with Drive.open(img) as d:
+        assert d.idle(1.0) == 0  # a fresh drive has nothing to collect
+        d.precondition(1, "seq", 131072, loops=1.0, seed=1)
+        d.precondition(1, "rand", 4096, loops=1.0, seed=2)
+        moved = d.idle(30.0)
+        assert moved > 0
+        assert d.idle(30.0) <= moved  # less left to do the second time
+        with pytest.raises(ValueError, match="idle -1"):
+            d.idle(-1)
+
+
+def test_a_failing_test_is_marked_and_the_next_runs(fresh: Path, tmp_path: Path) -> None:
+    from ssdtwin.pts.runner import Events
+    from ssdtwin.pts.target import PtsError
+    from ssdtwin.pts.twin import TwinTarget
+
+    class Failing(TwinTarget):
+        def run_fio(self, job_path: Path, json_path: Path) -> dict:
+            if job_path.name == "rnd-4k-100_0.fio":
+                raise PtsError(f"{job_path}: fio: boom")
+            return super().run_fio(job_path, json_path)
+
+    class Seen(Events):
+        def __init__(self) -> None:
+            self.log: list[tuple[str, str]] = []
+
+        def test_started(self, test: str, title: str, plan: str) -> None:
+            self.log.append((test, "start"))
+
+        def step(self, test: str, what: str, frac: float | None, status: str) -> None:
+            assert frac is None or 0 <= frac <= 1
+            self.log.append((test, "step"))
+
+        def test_done(self, test: str, status: str, message: str) -> None:
+            self.log.append((test, status))
+
+    img = copy_image(fresh, tmp_path / "cm6v")
+    target = Failing(str(img))
+    seen = Seen()
+    try:
+        res = runner.run(target, ["lat", "wsat"], tmp_path / "r", 1.0, lat_bs=(4096,), wsat_fills=0.2, events=seen, render=False)
+    finally:
+        target.close()
+    assert res.status == {"lat": "failed", "wsat": "complete"}
+    assert "fio: boom" in res.results["lat"]["message"]
+    assert ("lat", "failed") in seen.log and ("wsat", "complete") in seen.log and seen.log[0] == ("lat", "start")
+    man = json.loads((tmp_path / "r" / "pts.json").read_text())
+    assert man["complete"] is True and man["tests"]["lat"]["status"] == "failed"
