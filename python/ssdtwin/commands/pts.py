@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import _core
+from ..pts.target import PtsError
 from .common import U32, U64, check_fmt, emit_json, fail, interrupt_note, say
 
 
@@ -132,7 +133,6 @@ def run_cmd(
 ) -> None:
     """Run SNIA PTS tests on TARGET and write the report folder (docs/pts.md)."""
     from ..pts import runner
-    from ..pts.target import PtsError
 
     check_fmt(fmt)
     settings: dict[str, Any] = {
@@ -269,9 +269,10 @@ def compare_cmd(
     a: Path = typer.Argument(..., metavar="A", help="a report folder (ssdtwin pts --report)"),
     b: Path = typer.Argument(..., metavar="B", help="another report folder"),
     report: Path = typer.Option(..., "--report", help="folder for the side-by-side report"),
-    force: bool = typer.Option(False, "--force", help="replace what --report holds"),
+    force: bool = typer.Option(False, "--force", help="replace a previous comparison that is not empty"),
 ) -> None:
-    """Set two PTS reports side by side, figure by figure (docs/pts.md, Comparing)."""
+    """Set two PTS reports side by side, figure by figure (docs/pts-report.md, Comparing)."""
+    from ..pts import report as rep
     from ..pts.runner import read_manifest
 
     for p in (a, b):
@@ -280,10 +281,27 @@ def compare_cmd(
     if report.exists() and not report.is_dir():
         fail(f"--report {report}: exists and is not a directory")
     if report.is_dir() and any(report.iterdir()) and not force:
-        fail(f"--report {report}: exists and is not empty; pass --force to replace what it holds")
+        fail(f"--report {report}: exists and is not empty; pass --force to replace a previous comparison")
     try:
-        from ..pts import report as rep  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        fail("the report module (ssdtwin.pts.report) is not in this build")
-    out = rep.compare(a, b, report)
+        out = rep.compare(a, b, report)
+    except PtsError as e:
+        fail(str(e))
     typer.echo(f"comparison: {out}")
+
+
+@pts.command("report")
+def report_cmd(
+    folder: Path = typer.Argument(..., metavar="DIR", help="a report folder (ssdtwin pts --report)"),
+    pdf: bool = typer.Option(False, "--pdf", help="also print report.pdf with headless Chromium"),
+) -> None:
+    """Render a report folder's index.html again (after an interrupted run, or to add a PDF)."""
+    from ..pts import report as rep
+    from ..pts.runner import read_manifest
+
+    if read_manifest(folder) is None:
+        fail(f"{folder}: not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)")
+    try:
+        out = rep.render(folder, pdf=pdf)
+    except PtsError as e:
+        fail(str(e))
+    typer.echo(f"report: {out}")

@@ -365,7 +365,31 @@ def _items(doc: dict[str, Any], keys: list[tuple[str, str]]) -> list[tuple[str, 
     return out
 
 
+def _tc_qd_text(v: Any) -> str:
+    if isinstance(v, dict) and {"tc", "qd"} <= set(v):
+        return f"TC {v['tc']} x QD {v['qd']} (OIO {v.get('oio', int(v['tc']) * int(v['qd']))})"
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        return f"TC {v[0]} x QD {v[1]} (OIO {int(v[0]) * int(v[1])})"
+    return str(v)
+
+
+# Result settings keys shown under the run settings' own labels (one row per setting).
+_SETTING_LABELS = {
+    "tc_qd": "TC/QD",
+    "purge": "Purge",
+    "wipc": "WIPC",
+    "round_s": "Round length (s)",
+    "min_rounds": "Rounds (min)",
+    "max_rounds": "Rounds (max)",
+    "tc": "TC (threads)",
+    "qd": "QD (per thread)",
+    "bs_bytes": "Block sizes (bytes)",
+}
+
+
 def _value_text(key: str, v: Any) -> str:
+    if key == "tc_qd":
+        return _tc_qd_text(v)
     if key == "capacity_bytes" and isinstance(v, (int, float)):
         return f"{v / 1e9:,.1f} GB ({int(v):,} bytes)"
     if isinstance(v, bool):
@@ -410,6 +434,7 @@ def header(manifest: dict[str, Any], test: str, result: Optional[dict[str, Any]]
             ("active_range_pct", "ActiveRange (%)"),
             ("data_pattern", "Data pattern"),
             ("write_cache", "Write cache"),
+            ("power_state", "Power state"),
             ("round_s", "Round length (s)"),
             ("min_rounds", "Rounds (min)"),
             ("max_rounds", "Rounds (max)"),
@@ -417,11 +442,11 @@ def header(manifest: dict[str, Any], test: str, result: Optional[dict[str, Any]]
         ],
     )
     if isinstance(tc, dict) and tc.get(test):
-        sets.insert(3, ("TC/QD", str(tc[test])))
+        sets.insert(3, ("TC/QD", _tc_qd_text(tc[test])))
     elif isinstance(tc, str):
         sets.insert(3, ("TC/QD", tc))
     for k, v in _obj((result or {}).get("settings")).items():
-        label = "TC/QD" if k == "tc_qd" else k.replace("_", " ")
+        label = _SETTING_LABELS.get(k, k.replace("_", " "))
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
     sets.insert(0, ("WDPC", WDPC.get(test, "none")))
     win = (result or {}).get("window")
@@ -809,7 +834,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
 def _tc_qd_items(manifest: dict[str, Any]) -> list[tuple[str, str]]:
     tc = (manifest.get("settings") or {}).get("tc_qd")
     if isinstance(tc, dict):
-        return [(f"TC/QD {TITLES.get(t, t)}", str(v)) for t, v in tc.items()]
+        return [(f"TC/QD {TITLES.get(t, t)}", _tc_qd_text(v)) for t, v in tc.items()]
     return [("TC/QD", str(tc))] if tc else []
 
 

@@ -405,7 +405,7 @@ class TestRun:
             "rounds_run": self.rounds_run,
             "window": self.window,
             "purge": self.purge_method,
-            "settings": self.runner.test_settings(self.test),
+            "settings": {**self.runner.test_settings(self.test), **({"purge": self.purge_method} if self.purge_method else {})},
             "wall_s": round(time.perf_counter() - self.wall0, 3),
             "sim_s": round(self.clock_s, 6),
             "bytes_written_total": self.written,
@@ -650,7 +650,10 @@ class Runner:
         return base
 
     def purge(self) -> str:
-        return self.target.purge()
+        """Purge the target; the header shows the method used (``--purge auto`` resolved)."""
+        method = self.target.purge()
+        self.manifest["settings"]["purge"] = method
+        return method
 
     # -- the suite --------------------------------------------------------------------------
     def run(self, tests: Sequence[str]) -> None:
