@@ -170,6 +170,9 @@ pub struct DeviceTiming {
     ctrl_service_ps: u64,
     wpath_free_ps: u64,
     wpath_service_ps: u64,
+    /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
+    wdata_free_ps: u64,
+    wdata_ps_per_byte: f64,
     link_up: Calendar,
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
@@ -211,6 +214,11 @@ impl DeviceTiming {
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             wpath_free_ps: 0,
+            wdata_free_ps: 0,
+            wdata_ps_per_byte: match t.ctrl_max_write_bytes_per_s.value {
+                0 => 0.0,
+                rate => 1e12 / rate as f64,
+            },
             wpath_service_ps: 1_000_000_000_000u64.checked_div(t.ctrl_max_write_iops.value).unwrap_or(0),
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
@@ -305,14 +313,21 @@ impl DeviceTiming {
         self.ctrl_free_ps.div_ceil(1000)
     }
 
-    /// The controller's write path (FIFO, writes only) after the data has arrived.
-    fn write_path(&mut self, t: u64) -> u64 {
-        if self.wpath_service_ps == 0 {
-            return t;
+    /// The controller's write path (FIFO, writes only) after the data has arrived: a
+    /// per-command stage, then the data stage (bytes per second), pipelined.
+    fn write_path(&mut self, t: u64, bytes: u64) -> u64 {
+        let mut t = t;
+        if self.wpath_service_ps != 0 {
+            let start = (t * 1000).max(self.wpath_free_ps);
+            self.wpath_free_ps = start + self.wpath_service_ps;
+            t = self.wpath_free_ps.div_ceil(1000);
         }
-        let start = (t * 1000).max(self.wpath_free_ps);
-        self.wpath_free_ps = start + self.wpath_service_ps;
-        self.wpath_free_ps.div_ceil(1000)
+        if self.wdata_ps_per_byte > 0.0 {
+            let start = (t * 1000).max(self.wdata_free_ps);
+            self.wdata_free_ps = start + (bytes as f64 * self.wdata_ps_per_byte) as u64;
+            t = self.wdata_free_ps.div_ceil(1000);
+        }
+        t
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
@@ -614,7 +629,7 @@ impl DeviceTiming {
         let t1 = self.ctrl_cmd(now);
         let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
         let t2 = self.link(t1, bytes, true);
-        let t2 = self.write_path(t2);
+        let t2 = self.write_path(t2, bytes);
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.write(nsid, slba, nlb, &mut ops);
         self.ops = ops;

@@ -150,6 +150,11 @@ pub struct TimingSpec {
     /// Ceiling of the controller's write path (buffer allocation, mapping updates) in write
     /// commands per second; 0 = no separate ceiling.
     pub ctrl_max_write_iops: Sourced<u64>,
+    /// Ceiling of the controller's write data path (DMA into the buffer, encryption, ECC
+    /// encoding) in bytes per second, a pipeline stage after the per-command write path;
+    /// 0 = no separate ceiling.
+    #[serde(default = "default_ctrl_max_write_bytes")]
+    pub ctrl_max_write_bytes_per_s: Sourced<u64>,
     /// Page reads charged per IU that GC relocates (φ of docs/models.md §3): 1 = every relocated
     /// IU costs its own page read, 1/(IUs per page) = perfect reuse of each page read.
     pub gc_page_reads_per_iu: Sourced<f64>,
@@ -185,6 +190,9 @@ pub struct TimingSpec {
 
 /// Defaults of the suspend parameters for specs written before they existed (drive images
 /// keep their spec.toml); the values and reasons are those of the KIOXIA presets.
+fn default_ctrl_max_write_bytes() -> Sourced<u64> {
+    Sourced::new(0, "[ASSUMED] default for specs written before the parameter: no write data-path ceiling")
+}
 fn default_t_prog_suspend() -> Sourced<u64> {
     Sourced::new(25_000, "[ASSUMED] default (docs/models.md §3): half an ISPP program loop of TLC; a suspend is honoured at the end of the current pulse/verify step (Wu & He 2012; Micron US 2025/0004789)")
 }
@@ -449,6 +457,7 @@ impl DriveSpec {
             c.range("timing.ctrl_write_ns", &t.ctrl_write_ns, 0, 10_000_000);
             c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
             c.range("timing.ctrl_max_write_iops", &t.ctrl_max_write_iops, 0, 1_000_000_000);
+            c.range("timing.ctrl_max_write_bytes_per_s", &t.ctrl_max_write_bytes_per_s, 0, 1_000_000_000_000);
             c.range("timing.gc_page_reads_per_iu", &t.gc_page_reads_per_iu, 0.0, 1.0);
             c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
             c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);
