@@ -215,7 +215,7 @@ fn default_max_suspends() -> Sourced<u32> {
     )
 }
 fn default_suspend_scales_with_power() -> Sourced<bool> {
-    Sourced::new(false, "[ASSUMED] default for specs written before the parameter: suspends do not depend on the power state")
+    Sourced::new(true, "[ASSUMED] default (docs/models.md §3): a capped power state's governor rations suspend/resume cycles, which ramp the program voltages again")
 }
 fn default_suspend_min_progress() -> Sourced<u64> {
     Sourced::new(
@@ -557,6 +557,42 @@ mod tests {
             let s = DriveSpec::preset(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(s.drive.name, *name);
         }
+    }
+
+    #[test]
+    fn specs_written_before_suspend_parameters_still_load() {
+        // Drive images keep the spec.toml they were created with: one without the suspend
+        // and write-data fields gets the documented defaults.
+        let new = DriveSpec::preset("kioxia-cm6-v-1.6t").unwrap();
+        let text = new.to_toml();
+        let old: String = text
+            .split("\n[timing.")
+            .filter(|part| {
+                ![
+                    "t_prog_suspend_ns]",
+                    "t_erase_suspend_ns]",
+                    "t_resume_ns]",
+                    "max_suspends_per_op]",
+                    "suspend_min_progress_ns]",
+                    "suspends_scale_with_power]",
+                    "ctrl_max_write_bytes_per_s]",
+                ]
+                .iter()
+                .any(|f| part.starts_with(f))
+            })
+            .collect::<Vec<_>>()
+            .join("\n[timing.");
+        assert!(!old.contains("t_prog_suspend_ns") && old.len() < text.len());
+        let t = DriveSpec::from_toml(&old, "old.toml").unwrap().timing.unwrap();
+        let n = new.timing.unwrap();
+        assert_eq!(t.t_prog_suspend_ns.value, n.t_prog_suspend_ns.value);
+        assert_eq!(t.t_erase_suspend_ns.value, n.t_erase_suspend_ns.value);
+        assert_eq!(t.t_resume_ns.value, n.t_resume_ns.value);
+        assert_eq!(t.max_suspends_per_op.value, n.max_suspends_per_op.value);
+        assert_eq!(t.suspend_min_progress_ns.value, n.suspend_min_progress_ns.value);
+        assert_eq!(t.suspends_scale_with_power.value, n.suspends_scale_with_power.value);
+        assert_eq!(t.ctrl_max_write_bytes_per_s.value, 0);
+        assert!(t.t_prog_suspend_ns.source.starts_with("[ASSUMED] default"));
     }
 
     #[test]
