@@ -4,7 +4,9 @@ CM6/CD6 SNIA PTS review (`nvme id-ctrl`): ps0 27.5 W (active 25 W), ps1 19.8 W, 
 ps3 15.4 W, ps4 12.1 W, ps5 9.9 W (active 9 W), ps6 non-operational 5 W; set with
 `nvme set-feature -f 2 -v 5`. "Under the 9 W state the mean latency changes little at low
 load but tail latency (99.99th) becomes much worse." The twin caps the NAND operations in
-flight by the state's power budget, so light loads are untouched and heavy ones queue.
+flight by the state's power budget, so light loads are untouched and heavy ones queue, and
+allows a program or erase fewer suspends, so the rare QD1 read that meets a program already
+suspended waits for it (docs/models.md §3, "Power states").
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ def measure(image: Path, ps: int, text: str, workdir: Path) -> dict[str, Any]:
 QD1_READ = HEAD + "runtime=300ms\n[qd1]\nrw=randread\niodepth=1\n"
 QD1_WRITE = HEAD + "runtime=300ms\n[qd1w]\nrw=randwrite\niodepth=1\n"
 LOADED_READ = HEAD + "runtime=300ms\nramp_time=100ms\ngroup_reporting\n[loaded]\nrw=randread\niodepth=32\nnumjobs=8\n"
+QD1_MIXED = HEAD + "runtime=2s\n[qd1m]\nrw=randrw\nrwmixread=65\niodepth=1\n"
 MIXED = HEAD + "runtime=300ms\nramp_time=100ms\ngroup_reporting\n[mixed]\nrw=randrw\nrwmixread=70\niodepth=32\nnumjobs=4\n"
 
 
@@ -115,7 +118,17 @@ def test_every_lower_power_state_is_slower_under_load(written: Path, tmp_path: P
     assert all(a > b for a, b in zip(iops, iops[1:])), iops
 
 
-def test_mixed_load_tail_latency_much_worse_in_ps5(written: Path, tmp_path: Path) -> None:
+def test_qd1_mixed_read_tail_much_worse_in_ps5(written: Path, tmp_path: Path) -> None:
+    # The review's latency test (TC1/QD1, 65/35): in ps5 a program may be suspended only once
+    # (docs/models.md §3), so the rare second read that meets it waits for its end.
+    ps0, ps5 = (measure(written, ps, QD1_MIXED, tmp_path)["read"] for ps in (0, 5))
+    assert ps5["clat_ns"]["mean"] == pytest.approx(ps0["clat_ns"]["mean"], rel=0.10)
+    assert p9999(ps5) > 3 * p9999(ps0)
+
+
+def test_mixed_load_tail_latency_worse_in_ps5(written: Path, tmp_path: Path) -> None:
     ps0, ps5 = (measure(written, ps, MIXED, tmp_path) for ps in (0, 5))
-    assert p9999(ps5["read"]) > 2 * p9999(ps0["read"])
+    # Loaded, reads already wait for programs that used their suspends in ps0; ps5 adds
+    # fewer suspends and the power budget on top.
+    assert p9999(ps5["read"]) > 1.3 * p9999(ps0["read"])
     assert ps5["read"]["iops"] + ps5["write"]["iops"] < 0.6 * (ps0["read"]["iops"] + ps0["write"]["iops"])

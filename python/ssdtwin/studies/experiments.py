@@ -56,7 +56,9 @@ def timing_toml(timing: dict[str, Any]) -> str:
     for k, v in timing.items():
         src = v["source"].replace("\\", "\\\\").replace('"', '\\"')
         val = v["value"]
-        lines.append(f'{k} = {{ value = {val if isinstance(val, float) else int(val)}, source = "{src}" }}')
+        # bool before int: True is an int in Python, and TOML spells it `true`.
+        text = ("true" if val else "false") if isinstance(val, bool) else val if isinstance(val, float) else int(val)
+        lines.append(f'{k} = {{ value = {text}, source = "{src}" }}')
     return "\n".join(lines) + "\n"
 
 

@@ -10,8 +10,10 @@
 //!
 //! Modelled (docs/models.md has the reasoning and the sources):
 //! * reads: per-plane page reads (tR), pages already in a plane's register reused, then a
-//!   channel transfer of the bytes asked for; program/erase suspend lets reads through at
-//!   the cost of stretching the die's program timeline by tR;
+//!   channel transfer of the bytes asked for; a read that finds its die programming or
+//!   erasing suspends the operation (suspend latency, a limited number of times per
+//!   operation, with progress required between suspends) or waits for its end; the
+//!   suspended operation ends later by suspend + reads + resume;
 //! * writes: acknowledged from the power-loss-protected buffer once it has room; buffered
 //!   IUs leave in program units (one-shot, all planes of a die), read-modify-write reads and
 //!   GC reads gate the program unit they feed;
@@ -126,6 +128,20 @@ impl Calendar {
     }
 }
 
+/// A program or erase placed on a die's timeline, with its suspend history.
+#[derive(Copy, Clone, Debug)]
+struct DieOp {
+    start: u64,
+    /// End, including the time it spent suspended.
+    end: u64,
+    erase: bool,
+    suspends: u32,
+    /// When it last resumed (the next suspend needs progress since then).
+    resumed_at: u64,
+    /// The latest suspension: (suspend command issued, last read served ends).
+    window: Option<(u64, u64)>,
+}
+
 #[derive(Copy, Clone, Debug, Default)]
 struct PuAcc {
     pu: u32,
@@ -147,11 +163,16 @@ pub struct DeviceTiming {
     /// (page key, time the page is in the register) per plane.
     plane_page: Vec<(u64, u64)>,
     die_free: Vec<u64>,
+    /// Programs and erases per die not yet ended, in start order (back-to-back or with gaps).
+    die_ops: Vec<std::collections::VecDeque<DieOp>>,
     channels: Vec<Calendar>,
     ctrl_free_ps: u64,
     ctrl_service_ps: u64,
     wpath_free_ps: u64,
     wpath_service_ps: u64,
+    /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
+    wdata_free_ps: u64,
+    wdata_ps_per_byte: f64,
     link_up: Calendar,
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
@@ -165,6 +186,8 @@ pub struct DeviceTiming {
     buffer_limit: u64,
     tokens: Option<BinaryHeap<Reverse<u64>>>,
     power_state: u8,
+    /// Suspends allowed per program/erase in the current power state.
+    max_suspends: u32,
     ops: OpLog,
 }
 
@@ -191,6 +214,11 @@ impl DeviceTiming {
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             wpath_free_ps: 0,
+            wdata_free_ps: 0,
+            wdata_ps_per_byte: match t.ctrl_max_write_bytes_per_s.value {
+                0 => 0.0,
+                rate => 1e12 / rate as f64,
+            },
             wpath_service_ps: 1_000_000_000_000u64.checked_div(t.ctrl_max_write_iops.value).unwrap_or(0),
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
@@ -202,6 +230,7 @@ impl DeviceTiming {
             plane_free: vec![0; (dies * planes) as usize],
             plane_page: vec![(u64::MAX, 0); (dies * planes) as usize],
             die_free: vec![0; dies as usize],
+            die_ops: vec![std::collections::VecDeque::new(); dies as usize],
             channels: vec![Calendar::default(); geo.channels as usize],
             ctrl_free_ps: 0,
             link_up: Calendar::default(),
@@ -216,6 +245,7 @@ impl DeviceTiming {
             buffer_limit: spec.ftl.write_buffer_bytes.value.max(geo.program_unit_bytes * 2),
             tokens: None,
             power_state: u8::MAX,
+            max_suspends: t.max_suspends_per_op.value,
             ops: OpLog::default(),
             t,
             geo,
@@ -239,6 +269,22 @@ impl DeviceTiming {
             (n < (self.dies * self.planes) as u64).then_some(n.max(1))
         });
         self.tokens = limit.map(|n| (0..n).map(|_| Reverse(0u64)).collect());
+        self.max_suspends = self.suspends_in_state(spec, ps as usize);
+    }
+
+    /// Suspends allowed per operation in power state `ps` (see
+    /// [`TimingSpec::suspends_scale_with_power`]).
+    fn suspends_in_state(&self, spec: &DriveSpec, ps: usize) -> u32 {
+        let full = self.t.max_suspends_per_op.value;
+        if !self.t.suspends_scale_with_power.value || full == 0 {
+            return full;
+        }
+        let idle = self.t.idle_power_mw.value as f64;
+        let head = |i: usize| spec.power_states.get(i).map(|p| (p.max_power_mw as f64 - idle).max(0.0));
+        match (head(ps), head(0)) {
+            (Some(h), Some(h0)) if h0 > 0.0 && h < h0 => ((full as f64 * h / h0).round() as u32).clamp(1, full),
+            _ => full,
+        }
     }
 
     /// Start time of a NAND operation of `dur` ns that could start at `ready`, under the
@@ -267,14 +313,21 @@ impl DeviceTiming {
         self.ctrl_free_ps.div_ceil(1000)
     }
 
-    /// The controller's write path (FIFO, writes only) after the data has arrived.
-    fn write_path(&mut self, t: u64) -> u64 {
-        if self.wpath_service_ps == 0 {
-            return t;
+    /// The controller's write path (FIFO, writes only) after the data has arrived: a
+    /// per-command stage, then the data stage (bytes per second), pipelined.
+    fn write_path(&mut self, t: u64, bytes: u64) -> u64 {
+        let mut t = t;
+        if self.wpath_service_ps != 0 {
+            let start = (t * 1000).max(self.wpath_free_ps);
+            self.wpath_free_ps = start + self.wpath_service_ps;
+            t = self.wpath_free_ps.div_ceil(1000);
         }
-        let start = (t * 1000).max(self.wpath_free_ps);
-        self.wpath_free_ps = start + self.wpath_service_ps;
-        self.wpath_free_ps.div_ceil(1000)
+        if self.wdata_ps_per_byte > 0.0 {
+            let start = (t * 1000).max(self.wdata_free_ps);
+            self.wdata_free_ps = start + (bytes as f64 * self.wdata_ps_per_byte) as u64;
+            t = self.wdata_free_ps.div_ceil(1000);
+        }
+        t
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
@@ -299,14 +352,11 @@ impl DeviceTiming {
         } else {
             for _ in 0..pages {
                 let want = ready.max(self.plane_free[plane]);
+                // Program/erase suspend: the read gets the die at a cost, or waits.
+                let want = self.die_read_slot(die as usize, want, t_read);
                 let start = self.power_slot(want, t_read);
                 let end = start + t_read;
                 self.plane_free[plane] = end;
-                // Program/erase suspend: the read goes first, the die's program work slips.
-                let d = die as usize;
-                if self.die_free[d] > start {
-                    self.die_free[d] += t_read;
-                }
                 ready = end;
             }
             self.plane_page[plane] = (key, ready);
@@ -326,12 +376,126 @@ impl DeviceTiming {
         let end = start + cost;
         self.plane_free[plane] = end;
         self.plane_page[plane].0 = u64::MAX;
-        let d = die as usize;
-        if self.die_free[d] > start {
-            self.die_free[d] += cost;
-        }
+        // GC reads are scheduled between the die's programs (no suspend): its work slips.
+        self.die_slip(die as usize, start, cost);
         let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
         self.channels[channel as usize].reserve(self.now, end, dur) + dur
+    }
+
+    /// Forget the die's operations that ended before the current command arrived.
+    fn die_prune(&mut self, d: usize) {
+        let now = self.now;
+        let q = &mut self.die_ops[d];
+        while q.front().is_some_and(|op| op.end <= now) {
+            q.pop_front();
+        }
+    }
+
+    /// Every program/erase of die `d` still running or queued at `t` ends `delta` later
+    /// (those not started yet also start later).
+    fn die_slip(&mut self, d: usize, t: u64, delta: u64) {
+        if self.die_free[d] <= t {
+            return;
+        }
+        self.die_prune(d);
+        for op in self.die_ops[d].iter_mut().filter(|op| op.end > t) {
+            if op.start >= t {
+                op.start += delta;
+            }
+            op.end += delta;
+        }
+        self.die_free[d] += delta;
+    }
+
+    /// Operation `i` of die `d` ends `delta` later; the ones queued behind it move only as
+    /// far as they overlap.
+    fn die_push_back(&mut self, d: usize, i: usize, delta: u64) {
+        let q = &mut self.die_ops[d];
+        q[i].end += delta;
+        let mut prev_end = q[i].end;
+        for op in q.iter_mut().skip(i + 1) {
+            if op.start >= prev_end {
+                break;
+            }
+            let shift = prev_end - op.start;
+            op.start += shift;
+            op.end += shift;
+            prev_end = op.end;
+        }
+        let last = q.back().map_or(0, |op| op.end);
+        self.die_free[d] = self.die_free[d].max(last);
+    }
+
+    /// Earliest start ≥ `want` of a host page read of `dur` ns on die `d`, and the cost it
+    /// puts on the die's programs and erases. A read arriving while an operation runs
+    /// suspends it (after the suspend latency) if the operation has suspends left and has
+    /// progressed enough since its last resume, waits for that otherwise; the operation
+    /// ends later by suspend + reads + resume. Reads that arrive while it is already
+    /// suspended join that suspension. A read arriving between operations goes first and
+    /// the next one starts after it.
+    fn die_read_slot(&mut self, d: usize, mut want: u64, dur: u64) -> u64 {
+        if self.die_free[d] <= want {
+            return want;
+        }
+        self.die_prune(d);
+        let max_suspends = self.max_suspends;
+        let min_progress = self.t.suspend_min_progress_ns.value;
+        let t_resume = self.t.t_resume_ns.value;
+        loop {
+            let Some(i) = self.die_ops[d].iter().position(|op| op.end > want) else {
+                return want;
+            };
+            let op = self.die_ops[d][i];
+            if op.start >= want {
+                // Between operations: the read goes first.
+                let overlap = (want + dur).saturating_sub(op.start);
+                if overlap > 0 {
+                    self.die_ops[d][i].start += overlap;
+                    self.die_push_back(d, i, overlap);
+                }
+                return want;
+            }
+            let t_suspend = if op.erase { self.t.t_erase_suspend_ns.value } else { self.t.t_prog_suspend_ns.value };
+            if let Some((issued, reads_end)) = op.window {
+                if want <= reads_end {
+                    // Join the suspension in progress.
+                    let start = want.max(issued + t_suspend);
+                    let extra = (start + dur).saturating_sub(reads_end);
+                    if extra > 0 {
+                        self.die_ops[d][i].window = Some((issued, start + dur));
+                        self.die_ops[d][i].resumed_at += extra;
+                        self.die_push_back(d, i, extra);
+                    }
+                    return start;
+                }
+            }
+            if op.suspends >= max_suspends {
+                // No suspend left: wait for the operation to finish.
+                want = op.end;
+                continue;
+            }
+            let at = if op.suspends == 0 { want } else { want.max(op.resumed_at + min_progress) };
+            if at >= op.end.saturating_sub(t_suspend) {
+                // It finishes before a suspend would take effect.
+                want = op.end;
+                continue;
+            }
+            let start = at + t_suspend;
+            let reads_end = start + dur;
+            let o = &mut self.die_ops[d][i];
+            o.suspends += 1;
+            o.window = Some((at, reads_end));
+            o.resumed_at = reads_end + t_resume;
+            self.die_push_back(d, i, t_suspend + dur + t_resume);
+            return start;
+        }
+    }
+
+    /// Queue a program or erase on die `d` from `start` to `end`.
+    fn die_push(&mut self, d: usize, start: u64, end: u64, erase: bool) {
+        self.die_prune(d);
+        self.die_ops[d].push_back(DieOp { start, end, erase, suspends: 0, resumed_at: start, window: None });
+        self.die_free[d] = self.die_free[d].max(end);
     }
 
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
@@ -345,7 +509,7 @@ impl DeviceTiming {
         let want = xe.max(self.die_free[d]).max(planes_free);
         let t_prog = self.t.t_prog_ns.value;
         let start = self.power_slot(want, t_prog);
-        self.die_free[d] = start + t_prog;
+        self.die_push(d, start, start + t_prog, false);
         // A program overwrites the page registers of the die's planes.
         for p in 0..self.planes {
             self.plane_page[(die * self.planes + p) as usize].0 = u64::MAX;
@@ -358,7 +522,7 @@ impl DeviceTiming {
         for d in 0..self.dies as usize {
             let want = t.max(self.die_free[d]);
             let start = self.power_slot(want, t_erase);
-            self.die_free[d] = start + t_erase;
+            self.die_push(d, start, start + t_erase, true);
         }
     }
 
@@ -465,7 +629,7 @@ impl DeviceTiming {
         let t1 = self.ctrl_cmd(now);
         let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
         let t2 = self.link(t1, bytes, true);
-        let t2 = self.write_path(t2);
+        let t2 = self.write_path(t2, bytes);
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.write(nsid, slba, nlb, &mut ops);
         self.ops = ops;

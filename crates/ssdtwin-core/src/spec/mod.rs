@@ -150,6 +150,11 @@ pub struct TimingSpec {
     /// Ceiling of the controller's write path (buffer allocation, mapping updates) in write
     /// commands per second; 0 = no separate ceiling.
     pub ctrl_max_write_iops: Sourced<u64>,
+    /// Ceiling of the controller's write data path (DMA into the buffer, encryption, ECC
+    /// encoding) in bytes per second, a pipeline stage after the per-command write path;
+    /// 0 = no separate ceiling.
+    #[serde(default = "default_ctrl_max_write_bytes")]
+    pub ctrl_max_write_bytes_per_s: Sourced<u64>,
     /// Page reads charged per IU that GC relocates (φ of docs/models.md §3): 1 = every relocated
     /// IU costs its own page read, 1/(IUs per page) = perfect reuse of each page read.
     pub gc_page_reads_per_iu: Sourced<f64>,
@@ -157,6 +162,66 @@ pub struct TimingSpec {
     pub idle_power_mw: Sourced<u32>,
     /// Extra power of one NAND operation (read, program or erase) in progress.
     pub nand_op_power_mw: Sourced<u32>,
+    /// Program suspend latency: from the suspend command until the die accepts a read (the
+    /// current program pulse/verify step finishes first). docs/models.md §3.
+    #[serde(default = "default_t_prog_suspend")]
+    pub t_prog_suspend_ns: Sourced<u64>,
+    /// Erase suspend latency: from the suspend command until the die accepts a read.
+    #[serde(default = "default_t_erase_suspend")]
+    pub t_erase_suspend_ns: Sourced<u64>,
+    /// Time to resume a suspended program or erase (voltages ramped again, a verify redone);
+    /// the suspended operation ends later by suspend + reads + resume.
+    #[serde(default = "default_t_resume")]
+    pub t_resume_ns: Sourced<u64>,
+    /// How many times one program or erase may be suspended; past it, reads wait for its end.
+    /// 0 = no suspend (reads wait for every program and erase).
+    #[serde(default = "default_max_suspends")]
+    pub max_suspends_per_op: Sourced<u32>,
+    /// Progress a resumed program or erase makes before it may be suspended again.
+    #[serde(default = "default_suspend_min_progress")]
+    pub suspend_min_progress_ns: Sourced<u64>,
+    /// In a power state below ps0 the suspends allowed per operation shrink with the state's
+    /// NAND power headroom: `max(1, round(max_suspends_per_op × (state max − idle) / (ps0 max −
+    /// idle)))`. A suspend/resume cycle ramps the program voltages again, which costs energy
+    /// the governor of a capped state does not grant freely. docs/models.md §3.
+    #[serde(default = "default_suspend_scales_with_power")]
+    pub suspends_scale_with_power: Sourced<bool>,
+}
+
+/// Defaults of the suspend parameters for specs written before they existed (drive images
+/// keep their spec.toml); the values and reasons are those of the KIOXIA presets.
+fn default_ctrl_max_write_bytes() -> Sourced<u64> {
+    Sourced::new(0, "[ASSUMED] default for specs written before the parameter: no write data-path ceiling")
+}
+fn default_t_prog_suspend() -> Sourced<u64> {
+    Sourced::new(25_000, "[ASSUMED] default (docs/models.md §3): half an ISPP program loop of TLC; a suspend is honoured at the end of the current pulse/verify step (Wu & He 2012; Micron US 2025/0004789)")
+}
+fn default_t_erase_suspend() -> Sourced<u64> {
+    Sourced::new(
+        50_000,
+        "[ASSUMED] default (docs/models.md §3): an erase is suspended at the end of the current erase pulse segment (Wu & He 2012)",
+    )
+}
+fn default_t_resume() -> Sourced<u64> {
+    Sourced::new(
+        10_000,
+        "[ASSUMED] default (docs/models.md §3): voltages ramped again and a verify redone before the program continues (Wu & He 2012)",
+    )
+}
+fn default_max_suspends() -> Sourced<u32> {
+    Sourced::new(
+        4,
+        "[ASSUMED] default (docs/models.md §3): firmware caps the suspends of one program so writes cannot starve (Intel US 10,956,081)",
+    )
+}
+fn default_suspend_scales_with_power() -> Sourced<bool> {
+    Sourced::new(true, "[ASSUMED] default (docs/models.md §3): a capped power state's governor rations suspend/resume cycles, which ramp the program voltages again")
+}
+fn default_suspend_min_progress() -> Sourced<u64> {
+    Sourced::new(
+        100_000,
+        "[ASSUMED] default (docs/models.md §3): a resumed program must make progress before the next suspend (Intel US 10,956,081)",
+    )
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -392,9 +457,16 @@ impl DriveSpec {
             c.range("timing.ctrl_write_ns", &t.ctrl_write_ns, 0, 10_000_000);
             c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
             c.range("timing.ctrl_max_write_iops", &t.ctrl_max_write_iops, 0, 1_000_000_000);
+            c.range("timing.ctrl_max_write_bytes_per_s", &t.ctrl_max_write_bytes_per_s, 0, 1_000_000_000_000);
             c.range("timing.gc_page_reads_per_iu", &t.gc_page_reads_per_iu, 0.0, 1.0);
             c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
             c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);
+            c.range("timing.t_prog_suspend_ns", &t.t_prog_suspend_ns, 0, 10_000_000);
+            c.range("timing.t_erase_suspend_ns", &t.t_erase_suspend_ns, 0, 100_000_000);
+            c.range("timing.t_resume_ns", &t.t_resume_ns, 0, 10_000_000);
+            c.range("timing.max_suspends_per_op", &t.max_suspends_per_op, 0, 1_000);
+            c.range("timing.suspend_min_progress_ns", &t.suspend_min_progress_ns, 0, 100_000_000);
+            c.source("timing.suspends_scale_with_power", &t.suspends_scale_with_power.source);
         }
     }
 
@@ -485,6 +557,42 @@ mod tests {
             let s = DriveSpec::preset(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(s.drive.name, *name);
         }
+    }
+
+    #[test]
+    fn specs_written_before_suspend_parameters_still_load() {
+        // Drive images keep the spec.toml they were created with: one without the suspend
+        // and write-data fields gets the documented defaults.
+        let new = DriveSpec::preset("kioxia-cm6-v-1.6t").unwrap();
+        let text = new.to_toml();
+        let old: String = text
+            .split("\n[timing.")
+            .filter(|part| {
+                ![
+                    "t_prog_suspend_ns]",
+                    "t_erase_suspend_ns]",
+                    "t_resume_ns]",
+                    "max_suspends_per_op]",
+                    "suspend_min_progress_ns]",
+                    "suspends_scale_with_power]",
+                    "ctrl_max_write_bytes_per_s]",
+                ]
+                .iter()
+                .any(|f| part.starts_with(f))
+            })
+            .collect::<Vec<_>>()
+            .join("\n[timing.");
+        assert!(!old.contains("t_prog_suspend_ns") && old.len() < text.len());
+        let t = DriveSpec::from_toml(&old, "old.toml").unwrap().timing.unwrap();
+        let n = new.timing.unwrap();
+        assert_eq!(t.t_prog_suspend_ns.value, n.t_prog_suspend_ns.value);
+        assert_eq!(t.t_erase_suspend_ns.value, n.t_erase_suspend_ns.value);
+        assert_eq!(t.t_resume_ns.value, n.t_resume_ns.value);
+        assert_eq!(t.max_suspends_per_op.value, n.max_suspends_per_op.value);
+        assert_eq!(t.suspend_min_progress_ns.value, n.suspend_min_progress_ns.value);
+        assert_eq!(t.suspends_scale_with_power.value, n.suspends_scale_with_power.value);
+        assert_eq!(t.ctrl_max_write_bytes_per_s.value, 0);
+        assert!(t.t_prog_suspend_ns.source.starts_with("[ASSUMED] default"));
     }
 
     #[test]

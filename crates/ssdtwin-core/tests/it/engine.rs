@@ -132,3 +132,39 @@ fn sequential_write_throughput_is_the_program_bandwidth() {
         nand / 1e6
     );
 }
+
+/// Mean and worst read latency (ns) of a QD1 random 4 KiB mix with `read_pct` % reads.
+fn qd1_mix_read_latency(read_pct: u64) -> (f64, u64) {
+    let mut c = cm6(256);
+    let cap = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 2, &mut |_, _| true).unwrap();
+    let nsze = c.attached(NsId(1)).unwrap().nsze;
+    let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
+    let mut r = Rng::new(9);
+    let mut now = 0;
+    let (mut sum, mut n, mut worst) = (0u64, 0u64, 0u64);
+    for _ in 0..60_000 {
+        let slba = r.below(nsze / 8) * 8;
+        if r.below(100) < read_pct {
+            let done = timing.read(&mut c, now, NsId(1), slba, 8).unwrap();
+            sum += done - now;
+            n += 1;
+            worst = worst.max(done - now);
+            now = done;
+        } else {
+            now = timing.write(&mut c, now, NsId(1), slba, 8).unwrap();
+        }
+    }
+    (sum as f64 / n as f64, worst)
+}
+
+#[test]
+fn mixed_reads_pay_program_suspends_more_at_a_higher_write_share() {
+    let t = cm6(256).spec().timing.clone().unwrap();
+    let (pure, pure_worst) = qd1_mix_read_latency(100);
+    let (m65, m65_worst) = qd1_mix_read_latency(65);
+    let (m35, _) = qd1_mix_read_latency(35);
+    assert!(pure < m65 && m65 < m35, "read mean {pure:.0} / {m65:.0} / {m35:.0} ns at 100/65/35 % reads");
+    // A read that meets a program waits at least the suspend latency.
+    assert!(m65_worst >= pure_worst + t.t_prog_suspend_ns.value, "worst read {pure_worst} vs {m65_worst} ns");
+}
