@@ -171,7 +171,9 @@ pub struct DeviceTiming {
     wpath_free_ps: u64,
     wpath_service_ps: u64,
     /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
-    wdata_free_ps: u64,
+    /// The write data stage's reservations (ns): GC relocations are reserved when their
+    /// reads are done, often ahead of host writes arriving later, which use the gaps.
+    wdata: Calendar,
     wdata_ps_per_byte: f64,
     link_up: Calendar,
     link_down: Calendar,
@@ -214,7 +216,7 @@ impl DeviceTiming {
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             wpath_free_ps: 0,
-            wdata_free_ps: 0,
+            wdata: Calendar::default(),
             wdata_ps_per_byte: match t.ctrl_max_write_bytes_per_s.value {
                 0 => 0.0,
                 rate => 1e12 / rate as f64,
@@ -322,12 +324,18 @@ impl DeviceTiming {
             self.wpath_free_ps = start + self.wpath_service_ps;
             t = self.wpath_free_ps.div_ceil(1000);
         }
-        if self.wdata_ps_per_byte > 0.0 {
-            let start = (t * 1000).max(self.wdata_free_ps);
-            self.wdata_free_ps = start + (bytes as f64 * self.wdata_ps_per_byte) as u64;
-            t = self.wdata_free_ps.div_ceil(1000);
+        self.write_data_stage(t, bytes)
+    }
+
+    /// The controller's write data stage (encoder and NAND-bound DMA, bytes per second, FIFO):
+    /// host writes after the per-command stage, GC relocations before their program.
+    fn write_data_stage(&mut self, t: u64, bytes: u64) -> u64 {
+        if self.wdata_ps_per_byte <= 0.0 {
+            return t;
         }
-        t
+        let dur = ((bytes as f64 * self.wdata_ps_per_byte) / 1000.0).ceil() as u64;
+        let now = self.now;
+        self.wdata.reserve(now, t, dur) + dur
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
@@ -569,7 +577,13 @@ impl DeviceTiming {
                     if acc.count == self.ius_per_pu {
                         let a = *acc;
                         *acc = PuAcc::default();
-                        let end = self.program_op(a.ready.max(t), a.pu);
+                        let mut ready = a.ready.max(t);
+                        if !host {
+                            // Relocated data is encoded and sent to NAND by the same write
+                            // data path as host data (which paid for it on admission).
+                            ready = self.write_data_stage(ready, a.count as u64 * self.iu_bytes);
+                        }
+                        let end = self.program_op(ready, a.pu);
                         if host {
                             self.release_later(end, a.count as u64);
                         }
