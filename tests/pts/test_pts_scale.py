@@ -2,12 +2,12 @@
 
 WSAT is measured in drive fills: a 1/N drive fills N times sooner and its WSAT segment is the
 round divided by N, so IOPS against drive fills must agree between scales (the GC cycle is
-per fill). HIR's wait states are times and do not shrink. Its random writes keep no clock of their own, so the pre-HIR rounds agree between scales when measured in drive
-fills (their steady-state window does not: it spans N times more fills on a 1/N drive), and
-both drives recover during a long idle wait; a scaled drive has N times less spare to
-recover, so its recovery is not asserted equal.
+per fill). HIR's wait states are times and do not shrink. Its random writes agree between
+scales when measured in drive fills (the pre-HIR steady-state window does not: it spans N
+times more fills on a 1/N drive), and both drives recover during a long idle wait; a scaled
+drive has N times less spare to recover, so its recovery is not asserted equal.
 
-The drive is a CM6-V 1.6 TB (100 GB at 1/16, 25 GB at 1/64): about a minute of CPU in all."""
+The drive is a CM6-V 1.6 TB (100 GB at 1/16, 25 GB at 1/64): about 100 s of CPU in all."""
 
 from __future__ import annotations
 
