@@ -2,8 +2,8 @@
 
 ``ssdtwin pts TARGET --tests ... --report DIR`` runs the tests (``run`` is the default
 sub-command, so the target comes right after ``pts``); ``ssdtwin pts compare A B --report
-DIR`` sets two reports side by side. A target literally named ``compare`` or ``run`` is
-written ``./compare``.
+DIR`` sets two reports side by side; ``ssdtwin pts report DIR`` renders one again. A target
+literally named ``compare``, ``report`` or ``run`` is written ``./compare``.
 """
 
 from __future__ import annotations
