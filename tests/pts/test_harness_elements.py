@@ -1,5 +1,5 @@
 """Every PTS element's job text (ssdtwin.pts.tests) runs on the twin as written, with the
-PTS options formats.md §4.5 lists, and the fio JSON parses into the rounds.csv row."""
+PTS options the SNIA PTS implementations pass (docs/sources.md), and the fio JSON parses into the rounds.csv row."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ round ``x`` when, over the measurement window of the 5 rounds ``x-4 .. x``:
 2. slope excursion: the least-squares line ``y = a*r + b`` through the 5 ``(round, y)``
    points rises or falls by at most ``0.10 * avg(y)`` across the window: ``|a| * 4 <= 0.10 * avg(y)``.
 
-This is cloudharmony's ``isSteadyState`` (lib/BlockStorageTest.php), the reading of the
-spec that formats.md §4.2 recommends; fio's own ``ss=`` option is a different rule. A test
+This is cloudharmony's ``isSteadyState`` (lib/BlockStorageTest.php; SNIA PTS
+implementations in docs/sources.md); fio's own ``ss=`` option is a different rule. A test
 runs at least ``min_rounds`` (5) and at most ``max_rounds`` (25) rounds; when the last
 round is reached without steady state the window ``x-4 .. x`` is reported as "not in
 steady state". Several tracking variables (IOPS in PTS 2.0 has three) must all be steady

@@ -2,8 +2,8 @@
 
 Every element is one fio job: the text saved in the report folder and run on the twin
 (``ssdtwin fio``) or on a real target (fio) is the same, except for the target lines
-(``PtsTarget.target_lines()``) that aim it at the device. Options follow formats.md §4.5
-(the options every open-source PTS implementation passes): ``ioengine=libaio``
+(``PtsTarget.target_lines()``) that aim it at the device. Options follow the SNIA PTS
+implementations (docs/sources.md), the ones every one of them passes: ``ioengine=libaio``
 (asynchronous, so ``iodepth`` is the queue depth; a target may override it), ``direct=1``,
 ``norandommap=1``, ``randrepeat=0``, ``random_generator=tausworthe64``,
 ``refill_buffers=1`` (the random data pattern), ``group_reporting=1``, ``time_based=1``
@@ -42,7 +42,7 @@ CURVE_JOBS = (1, 2, 4, 8, 16)
 CURVE_QD = (1, 2, 4, 8, 16, 32)
 CURVE_READ_PCT = 70
 
-# Default thread count / queue depth per test (Enterprise; formats.md §4.2-4.3).
+# Default thread count / queue depth per test (Enterprise; SNIA PTS 2.0.2 and its implementations, docs/sources.md).
 TC_QD = {"iops": (4, 32), "tp": (1, 32), "lat": (1, 1), "wsat": (4, 32), "hir": (4, 32), "curve": (16, 32)}
 
 
