@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import CM6, P5316, SSDTWIN, copy_image, run_cli
+from twin import CM6, P5316, SSDTWIN, copy_image, free_port, run_cli
 
 pytestmark = pytest.mark.tools
 REPO = Path(__file__).resolve().parent.parent
@@ -35,12 +35,6 @@ def need(*tools: str) -> None:
     for t in tools:
         if shutil.which(t) is None:
             pytest.skip(f"`{t}` is not installed (CI installs fio, nbdkit, libnbd-bin, qemu-utils, fuse3, fuse2fs, e2fsprogs)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Served:

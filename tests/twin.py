@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -45,6 +46,13 @@ class Run:
     @property
     def stderr_lines(self) -> list[str]:
         return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on now (for servers a test starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def run_cli(*args: str | os.PathLike[str], check: bool = True, timeout: float = 300, env: dict[str, str] | None = None) -> Run:

@@ -25,48 +25,15 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ssdtwin.pts.runner import COLUMNS
+from ssdtwin.pts.tests import TITLES
+
 MIXES = [100, 95, 65, 50, 35, 5, 0]  # read %
 IOPS_BS = [1048576, 131072, 65536, 32768, 16384, 8192, 4096, 512]
 LAT_BS = [8192, 4096, 512]
 LAT_MIXES = [100, 65, 0]
 CAPACITY = 3_840_755_982_336
-ROUNDS_COLUMNS = [
-    "round",
-    "segment",
-    "element",
-    "rw",
-    "read_pct",
-    "bs_bytes",
-    "numjobs",
-    "iodepth",
-    "runtime_s",
-    "t_start_s",
-    "t_end_s",
-    "read_iops",
-    "write_iops",
-    "iops",
-    "read_bw_bytes_s",
-    "write_bw_bytes_s",
-    "read_lat_mean_us",
-    "read_lat_max_us",
-    "read_lat_p99_us",
-    "read_lat_p99_9_us",
-    "read_lat_p99_99_us",
-    "write_lat_mean_us",
-    "write_lat_max_us",
-    "write_lat_p99_us",
-    "write_lat_p99_9_us",
-    "write_lat_p99_99_us",
-    "lat_mean_us",
-    "lat_max_us",
-    "lat_p99_us",
-    "lat_p99_9_us",
-    "lat_p99_99_us",
-    "bytes_written_total",
-    "drive_fills",
-    "wait_s",
-    "phase",
-]
+ROUNDS_COLUMNS = list(COLUMNS)  # the runner's own rounds.csv columns (the contract)
 RULE = "SNIA PTS 2.0.2: 5-round window, data excursion <= 20 %, slope excursion <= 10 %"
 
 
@@ -617,14 +584,6 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
 
 
 MAKERS = {"iops": make_iops, "tp": make_tp, "lat": make_lat, "wsat": make_wsat, "hir": make_hir, "curve": make_curve}
-TITLES = {
-    "iops": "IOPS",
-    "tp": "Throughput",
-    "lat": "Latency",
-    "wsat": "Write Saturation",
-    "hir": "Host Idle Recovery",
-    "curve": "Latency vs IOPS",
-}
 
 
 def make_report(

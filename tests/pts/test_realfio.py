@@ -26,7 +26,7 @@ import pytest
 
 from ssdtwin.pts.realfio import RealFioTarget, _DeviceKind, _nvme_id_ctrl, _read_report, is_real_target, nbd_trim_job
 from ssdtwin.pts.target import DeviceInfo, PtsError
-from twin import CM6, SSDTWIN, run_cli
+from twin import CM6, SSDTWIN, free_port, run_cli
 
 # The element body a PTS job has (the harness writes it); the target adds its own lines.
 BODY = "[global]\ndirect=1\nsize=100%\ntime_based=1\nruntime=1\nrandrepeat=0\nrefill_buffers=1\n"
@@ -36,12 +36,6 @@ def need(*tools: str) -> None:
     for tool in tools:
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not installed (CI installs fio, libnbd-bin and nbdkit)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], errfile: Path) -> None:

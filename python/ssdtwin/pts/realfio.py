@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -285,20 +286,22 @@ def _read_report(json_path: Path, stderr: str, job: str) -> dict[str, Any]:
 _RunJob = Callable[[str], dict[str, Any]]
 
 
-class _Kind:
+class _Kind(ABC):
+    """What differs between an NBD export, a block device and a file."""
+
     info: DeviceInfo
 
-    def target_lines(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def target_lines(self) -> str: ...
 
-    def check_purge(self, method: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def check_purge(self, method: str) -> None: ...
 
-    def check_writable(self, allow_destroy: bool) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def check_writable(self, allow_destroy: bool) -> None: ...
 
-    def purge(self, method: str, run_job: _RunJob) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def purge(self, method: str, run_job: _RunJob) -> str: ...
 
 
 class _NbdKind(_Kind):

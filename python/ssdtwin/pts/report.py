@@ -37,18 +37,11 @@ import pandas as pd
 from . import plots
 from .plots import MIX_ORDER, Plot, Series, bs_text
 from .target import PtsError
+from .tests import TEST_IDS as TESTS
+from .tests import TITLES
 
 FORMAT = "ssdtwin-pts"
 COMPARE_FORMAT = "ssdtwin-pts-compare"
-TESTS = ("iops", "tp", "lat", "wsat", "hir", "curve")
-TITLES = {
-    "iops": "IOPS",
-    "tp": "Throughput",
-    "lat": "Latency",
-    "wsat": "Write Saturation (WSAT)",
-    "hir": "Host Idle Recovery (HIR)",
-    "curve": "Latency vs IOPS",
-}
 WDPC = {
     "iops": "the test's own stimulus in rounds until steady state",
     "tp": "the test's own stimulus in rounds until steady state",

@@ -722,7 +722,7 @@ class Runner:
             tr.wipc(p.wipc)
         return tr.rounds(p, prev)
 
-    def _conclude(self, tr: TestRun, states: Sequence[dict[str, Any]]) -> None:
+    def _conclude(self, tr: TestRun) -> None:
         doc = tr.steady_doc or {}
         tr.window = doc.get("window")
         if doc.get("steady"):
@@ -736,7 +736,8 @@ class Runner:
         st = self.settings
         tc, qd = st.tc_qd["iops"]
         p = T.iops_pass(st.iops_bs, st.iops_mixes, tc, qd, st.round_s)
-        self._conclude(tr, [self._pass(tr, p)])
+        self._pass(tr, p)
+        self._conclude(tr)
 
     def run_tp(self, tr: TestRun) -> None:
         st = self.settings
@@ -746,13 +747,14 @@ class Runner:
             tr.rounds_run = 0
             states.append(self._pass(tr, p, states))
         tr.rounds_run = max(len(s["variables"][0]["rounds"]) for s in states)
-        self._conclude(tr, states)
+        self._conclude(tr)
 
     def run_lat(self, tr: TestRun) -> None:
         st = self.settings
         tc, qd = st.tc_qd["lat"]
         p = T.lat_pass(st.lat_bs, st.lat_mixes, tc, qd, st.round_s)
-        self._conclude(tr, [self._pass(tr, p)])
+        self._pass(tr, p)
+        self._conclude(tr)
 
     def run_wsat(self, tr: TestRun) -> None:
         st = self.settings

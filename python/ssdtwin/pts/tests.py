@@ -24,8 +24,8 @@ TITLES = {
     "iops": "IOPS",
     "tp": "Throughput",
     "lat": "Latency",
-    "wsat": "Write Saturation",
-    "hir": "Host Idle Recovery",
+    "wsat": "Write Saturation (WSAT)",
+    "hir": "Host Idle Recovery (HIR)",
     "curve": "Latency vs IOPS",
 }
 
