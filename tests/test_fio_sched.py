@@ -160,14 +160,21 @@ def test_exitall_end_to_end_on_an_image(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (CI installs it)")
 def test_exitall_counts_match_real_fio(tmp_path: Path) -> None:
     """Real fio with ioengine=null runs the same file in real time; its counts land within
-    a few I/Os of the twin's (timer granularity)."""
+    3 % (or 5 I/Os) of the twin's: timer granularity and start-up skew."""
+    # Real fio runs in wall time: its jobs start a few milliseconds apart, more on a loaded
+    # machine (14 ms seen under CI's parallel tests). The short job lasts ~1 s here, not
+    # 0.1 s, so that start-up skew is a small share of the rate-limited jobs' counts.
+    text = EXITALL.replace("size=4m\nrate_iops=10000", "size=40m\nrate_iops=10000")
+    text = text.replace("size=400k\nrate_iops=500", "size=4m\nrate_iops=500")
     job = tmp_path / "real.fio"
-    job.write_text(EXITALL.format(engine="null", what="stonewall"))
+    job.write_text(text.format(engine="null", what="stonewall"))
     out = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60, check=True)
     real = {j["jobname"]: j["read"]["total_ios"] for j in json.loads(out.stdout)["jobs"]}
-    twin = simulate(tmp_path, EXITALL.format(engine="libaio", what="stonewall"))
+    twin = simulate(tmp_path, text.format(engine="libaio", what="stonewall"))
+    assert reads(twin, "short") == 10240 and 1020 <= reads(twin, "long") <= 1030 and 510 <= reads(twin, "g2") <= 516
     for name in ("short", "long", "g2", "after"):
-        assert abs(real[name] - reads(twin, name)) <= 5, (name, real, {k: reads(twin, k) for k in twin})
+        tolerance = max(5, 0.03 * reads(twin, name))
+        assert abs(real[name] - reads(twin, name)) <= tolerance, (name, real, {k: reads(twin, k) for k in twin})
 
 
 FLOW = """[global]
