@@ -98,7 +98,9 @@ def _tc_qd(values: list[str]) -> dict[str, tuple[int, int]]:
 @pts.command("run")
 def run_cmd(
     target: str = typer.Argument(..., metavar="TARGET", help="drive image dir (./cm6, ./cm6:ns2), nbd:// URI, /dev/... or a file"),
-    tests: str = typer.Option("iops,tp,lat,wsat,hir", "--tests", help="comma list of iops, tp, lat, wsat, hir, curve (or all)"),
+    tests: str = typer.Option(
+        "iops,tp,lat,wsat,hir", "--tests", help="comma list of iops, tp, lat, wsat, hir, curve, xsr, cbw, dirth (or all)"
+    ),
     report: Path = typer.Option(..., "--report", help="report folder (new, empty, or a previous report with --force)"),
     round_: str = typer.Option("60s", "--round", help="round (and segment) length: 60s, 1m, 10s; at least 1 s"),
     min_rounds: int = typer.Option(5, "--min-rounds", help="rounds before steady state may be declared (5..)"),
@@ -120,6 +122,17 @@ def run_cmd(
     ),
     curve_jobs: Optional[str] = typer.Option(None, "--curve-jobs", help="latency-vs-IOPS thread counts (default 1,2,4,8,16)"),
     curve_qd: Optional[str] = typer.Option(None, "--curve-qd", help="latency-vs-IOPS queue depths (default 1,2,4,8,16,32)"),
+    xsr_hours: Optional[str] = typer.Option(None, "--xsr-hours", help="XSR access-group durations in hours, full drive (default 8,6,8)"),
+    xsr_segment: Optional[str] = typer.Option(None, "--xsr-segment", help="XSR segment length (default: --round, /N on a 1/N twin)"),
+    di_tc: Optional[str] = typer.Option(None, "--di-tc", help="CBW/DIRTH matrix thread counts (default 32,16,8,6,4,2,1)"),
+    di_qd: Optional[str] = typer.Option(None, "--di-qd", help="CBW/DIRTH matrix queue depths (default 32,16,8,6,4,2,1)"),
+    di_pc_intervals: int = typer.Option(30, "--di-pc-intervals", help="CBW/DIRTH: intervals per preconditioning round (PTS: 30)"),
+    di_prewrite: str = typer.Option("5m", "--di-prewrite", help="CBW/DIRTH: pre-write before each matrix round (full drive)"),
+    di_rth_prewrite: str = typer.Option("60m", "--di-rth-prewrite", help="CBW/DIRTH: pre-write before each histogram (full drive)"),
+    di_rth: str = typer.Option("10m", "--di-rth", help="CBW/DIRTH: measured run of each response-time histogram"),
+    di_art_limit: str = typer.Option("5ms", "--di-art-limit", help="CBW/DIRTH: the max IOPS point's mean response-time limit"),
+    dirth_bs: str = typer.Option("4k", "--dirth-bs", help="DIRTH: the random block size"),
+    dirth_mix: int = typer.Option(65, "--dirth-mix", help="DIRTH: the matrix's read percentage"),
     purge: str = typer.Option("auto", "--purge", help="auto, nvme-format, trim or none (docs/pts.md, Purge)"),
     namespace: Optional[int] = typer.Option(None, "--namespace", min=1, max=U32, help="twin: the namespace under test (default 1)"),
     yes_destroy_data: bool = typer.Option(
@@ -143,11 +156,25 @@ def run_cmd(
         "wsat_stop_steady": wsat_stop_steady,
         "hir_reps": hir_reps,
         "hir_pre_fills": hir_pre_fills,
+        "di_pc_intervals": di_pc_intervals,
+        "di_prewrite_s": parse_duration("--di-prewrite", di_prewrite),
+        "di_rth_prewrite_s": parse_duration("--di-rth-prewrite", di_rth_prewrite),
+        "di_rth_s": parse_duration("--di-rth", di_rth),
+        "di_art_limit_us": parse_duration("--di-art-limit", di_art_limit) * 1e6,
+        "dirth_bs": (_sizes("--dirth-bs", dirth_bs) or (0,))[0],
+        "dirth_mix": dirth_mix,
         "purge": purge,
         "seed": seed,
     }
     if wsat_segment is not None:
         settings["wsat_segment_s"] = parse_duration("--wsat-segment", wsat_segment)
+    if xsr_segment is not None:
+        settings["xsr_segment_s"] = parse_duration("--xsr-segment", xsr_segment)
+    if xsr_hours is not None:
+        try:
+            settings["xsr_hours"] = tuple(float(h) for h in xsr_hours.split(","))
+        except ValueError:
+            fail(f"--xsr-hours '{xsr_hours}': three durations in hours, e.g. 8,6,8")
     for key, val in (
         ("iops_bs", _sizes("--iops-bs", iops_bs)),
         ("tp_bs", _sizes("--tp-bs", tp_bs)),
@@ -156,6 +183,8 @@ def run_cmd(
         ("lat_mixes", _ints("--lat-mixes", lat_mixes, "read percentages")),
         ("curve_jobs", _ints("--curve-jobs", curve_jobs, "thread counts")),
         ("curve_qd", _ints("--curve-qd", curve_qd, "queue depths")),
+        ("di_tc", _ints("--di-tc", di_tc, "thread counts")),
+        ("di_qd", _ints("--di-qd", di_qd, "queue depths")),
         ("hir_waits_s", _floats("--hir-waits", hir_waits, "wait states")),
     ):
         if val is not None:

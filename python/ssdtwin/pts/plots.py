@@ -710,3 +710,94 @@ def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols
     fig.colorbar(im, ax=ax, label="B vs A (%)")
     fig.suptitle(title, fontsize="medium")
     return Plot(name, title, "Difference of report B against report A per cell, in % of A.", frame[[rows_col, *cols]], _png(fig))
+
+
+# --------------------------------------------------------------------------- XSR, CBW, DIRTH
+
+XSR_COLORS = {"AG1": "tab:blue", "AG2": "tab:orange", "AG3": "tab:green"}
+
+
+def xsr_time(series: list[Series], value: str, ylabel: str, name: str, title: str, logy: bool = False, scale: float = 1.0) -> Plot:
+    """XSR: ``value`` per segment against time, coloured by access group, with the group
+    boundaries marked."""
+    fig = _new(4.0)
+    ax = fig.add_subplot()
+    rows = []
+    for i, s in enumerate(series):
+        t = s.frame.sort_values("segment")
+        for ag, grp in t.groupby("phase", sort=True):
+            ax.plot(
+                grp["t_end_s"] / 60,
+                grp[value] * scale,
+                marker=".",
+                ms=3,
+                lw=1,
+                ls=_style(series, i),
+                color=XSR_COLORS.get(str(ag), "gray"),
+                label=_label(s, f"{ag}: {grp['element'].iloc[0]}"),
+            )
+        starts = t.groupby("phase", sort=True)["t_start_s"].min().iloc[1:]
+        for x in starts:
+            ax.axvline(x / 60, color="black", lw=0.8, ls=_style(series, i), alpha=0.6)
+        rows.append(t[["segment", "phase", "element", "t_start_s", "t_end_s", value]].assign(report=s.label))
+    _finish(ax, "time (minutes)", ylabel, logy=logy)
+    fig.suptitle(title)
+    caption = "One point per segment; the vertical lines mark the changes of access group (AG1 → AG2 → AG3)."
+    return Plot(name, title, caption, _drop_report(pd.concat(rows, ignore_index=True)), _png(fig))
+
+
+def _di_lines(ax: Axes, series: list[Series], x: str, y: str, scale_y: float = 1.0) -> list[pd.DataFrame]:
+    tcs = sorted({int(t) for s in series for t in s.frame["numjobs"].unique()}, reverse=True)
+    cmap = _colors(tcs)
+    rows = []
+    for i, s in enumerate(series):
+        for tc, grp in s.frame.groupby("numjobs"):
+            grp = grp.sort_values("iodepth")
+            ax.plot(grp[x], grp[y] * scale_y, marker="o", ms=3, ls=_style(series, i), color=cmap[int(tc)], label=_label(s, f"TC {int(tc)}"))
+        rows.append(s.frame.assign(report=s.label))
+    return rows
+
+
+def demand_variation(series: list[Series], title: str) -> Plot:
+    """Demand variation: IOPS against queue depth, one line per thread count."""
+    fig = _new(4.0)
+    ax = fig.add_subplot()
+    rows = _di_lines(ax, series, "iodepth", "iops")
+    _finish(ax, "queue depth (per thread)", "IOPS", logx=True)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+    fig.suptitle(title)
+    caption = "IOPS at every thread count x queue depth of the matrix, averaged over the measurement window."
+    return Plot("demand-variation", title, caption, _drop_report(pd.concat(rows, ignore_index=True)), _png(fig))
+
+
+def demand_intensity(series: list[Series], title: str, limit_us: Optional[float] = None) -> Plot:
+    """Demand intensity: mean response time against IOPS, one line per thread count
+    (queue depth grows along each line); the max-IOPS point's response-time limit dashed."""
+    fig = _new(4.0)
+    ax = fig.add_subplot()
+    rows = _di_lines(ax, series, "iops", "lat_mean_us", 1e-3)
+    if limit_us:
+        ax.axhline(limit_us / 1e3, color="red", ls="--", lw=1, label=f"ART limit {limit_us / 1e3:g} ms")
+    _finish(ax, "IOPS", "mean response time (ms)", logy=True)
+    ax.xaxis.set_major_formatter(FuncFormatter(si))
+    fig.suptitle(title)
+    caption = "Mean response time (ART) against IOPS; each line is one thread count, its points the queue depths."
+    return Plot("demand-intensity", title, caption, _drop_report(pd.concat(rows, ignore_index=True)), _png(fig))
+
+
+def di_writes(series: list[Series], title: str) -> Plot:
+    """CBW/DIRTH: IOPS of the preconditioning intervals and the pre-writes against time."""
+    fig = _new(3.8)
+    ax = fig.add_subplot()
+    rows = []
+    for i, s in enumerate(series):
+        t = s.frame
+        for phase, color in (("pc", "tab:blue"), ("prewrite", "tab:orange")):
+            p = t[t["phase"] == phase]
+            if len(p):
+                ax.plot(p["t_end_s"] / 60, p["iops"], ".", ms=3, color=color, alpha=1.0 if i == 0 else 0.5, label=_label(s, phase))
+        rows.append(t[t["phase"].isin(["pc", "prewrite"])][["round", "phase", "element", "t_end_s", "iops"]].assign(report=s.label))
+    _finish(ax, "time (minutes)", "IOPS")
+    fig.suptitle(title)
+    caption = "Preconditioning intervals (pc) and the pre-write before each matrix round, 100 % writes at the test's TC/QD."
+    return Plot("di-writes", title, caption, _drop_report(pd.concat(rows, ignore_index=True)), _png(fig))

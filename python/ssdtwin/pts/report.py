@@ -49,6 +49,9 @@ WDPC = {
     "wsat": "none (WSAT starts fresh-out-of-box)",
     "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
     "curve": "none",
+    "xsr": "none (XSR starts fresh-out-of-box)",
+    "cbw": "100% W of the CBW pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
+    "dirth": "100% W of the DIRTH pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
 }
 UNFINISHED = ("running", "interrupted", "pending", "not run")
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
@@ -703,6 +706,72 @@ def page_curve(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> 
     return blocks
 
 
+def page_xsr(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+    blocks: list[Block] = []
+    rounds = tf.csv("rounds.csv", ("segment", "phase", "element", "t_start_s", "t_end_s", "iops", "write_bw_bytes_s"))
+    table = tf.csv("table.csv", ("access_group", "tp_end_mb_s"))
+    rec = _obj((result or {}).get("extra")).get("recovery_s")
+    if rounds is not None:
+        r = _with_mb_s(rounds)
+        s = [Series("", r)]
+        blocks.append(sink.figure(lambda: plots.xsr_time(s, "mb_s", "MB/s", "xsr-tp", "XSR: throughput vs time"), "XSR throughput"))
+        blocks.append(sink.figure(lambda: plots.xsr_time(s, "iops", "IOPS", "xsr-iops", "XSR: IOPS vs time"), "XSR IOPS"))
+        for col, text in (("lat_mean_us", "mean (ART)"), ("lat_max_us", "maximum (MRT)")):
+            if col in r.columns:
+                blocks.append(
+                    sink.figure(
+                        partial(plots.xsr_time, s, col, "µs", f"xsr-{col[4:-3]}", f"XSR: {text} response time vs time", True),
+                        f"XSR {text}",
+                    )
+                )
+    if table is not None:
+        text = "Throughput at the end of each access group is the mean of its last 5 segments (MB/s = 10^6 B/s); peaks over the group."
+        blocks.append(table_block("XSR: access groups", table, f"{tf.rel}/table.csv", text=text))
+    if rec is not None:
+        blocks.insert(0, note(f"Recovery: AG3 reached 90 % of AG1's final throughput {fmt(rec)} s after the RND 8KiB stimulus ended."))
+    elif table is not None:
+        blocks.insert(0, note("Recovery: AG3 did not reach 90 % of AG1's final throughput before it ended.", "warn"))
+    return blocks
+
+
+def _with_mb_s(rounds: pd.DataFrame) -> pd.DataFrame:
+    """rounds.csv with the segment's throughput in MB/s (10^6 B/s, reads and writes)."""
+    read = rounds["read_bw_bytes_s"].fillna(0) if "read_bw_bytes_s" in rounds.columns else 0
+    return rounds.assign(mb_s=(read + rounds["write_bw_bytes_s"].fillna(0)) / 1e6)
+
+
+def page_di(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+    """CBW and DIRTH: preconditioning, the demand-intensity rounds, DV and DI curves, and
+    the response-time histograms at the max, mid and min IOPS points."""
+    blocks: list[Block] = []
+    name = tf.test.upper()
+    rounds = tf.csv("rounds.csv", ("round", "phase", "element", "t_end_s", "iops"))
+    steady = tf.json("steady.json")
+    table = tf.csv("table.csv", ("numjobs", "iodepth", "iops", "lat_mean_us"))
+    extra = _obj((result or {}).get("extra"))
+    limit = _obj(_obj((result or {}).get("settings"))).get("art_limit_us")
+    if rounds is not None and len(rounds[rounds["phase"].isin(["pc", "prewrite"])]):
+        blocks.append(
+            sink.figure(lambda: plots.di_writes([Series("", rounds)], f"{name}: preconditioning and pre-writes"), "100% W phases")
+        )
+    blocks += _tracking_blocks(sink, steady, 1.0, "IOPS")
+    if table is not None:
+        s = [Series("", table)]
+        blocks.append(sink.figure(lambda: plots.demand_variation(s, f"{name}: demand variation"), "demand variation"))
+        lim = float(limit) if isinstance(limit, (int, float)) else None
+        blocks.append(sink.figure(lambda: plots.demand_intensity(s, f"{name}: demand intensity", lim), "demand intensity"))
+        blocks.append(
+            table_block(
+                f"{name}: TC x QD matrix, average over the measurement window (point: the histogram points)", table, f"{tf.rel}/table.csv"
+            )
+        )
+    rth = extra.get("rth")
+    if isinstance(rth, list) and rth:
+        blocks.append(table_block(f"{name}: response times at the max, mid and min IOPS points (µs)", pd.DataFrame(rth)))
+    blocks += hist_blocks(tf, sink)
+    return blocks
+
+
 PAGES: dict[str, Callable[[TestFolder, Sink, Optional[dict[str, Any]]], list[Block]]] = {
     "iops": page_iops,
     "tp": page_tp,
@@ -710,6 +779,9 @@ PAGES: dict[str, Callable[[TestFolder, Sink, Optional[dict[str, Any]]], list[Blo
     "wsat": page_wsat,
     "hir": page_hir,
     "curve": page_curve,
+    "xsr": page_xsr,
+    "cbw": page_di,
+    "dirth": page_di,
 }
 
 
@@ -1055,6 +1127,35 @@ def _cmp_curve(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> 
     ]
 
 
+def _cmp_xsr(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> list[Block]:
+    blocks: list[Block] = []
+    req = ("segment", "phase", "element", "t_start_s", "t_end_s", "iops", "write_bw_bytes_s")
+    pair = _both(a, b, "rounds.csv", req)
+    if pair is not None:
+        s = [Series(lbl, _with_mb_s(f)) for lbl, f in zip((sa.label, sb.label), pair)]
+        blocks.append(sink.figure(lambda: plots.xsr_time(s, "mb_s", "MB/s", "xsr-tp", "XSR: throughput vs time"), "XSR throughput"))
+    tables = _both(a, b, "table.csv", ("access_group", "tp_end_mb_s"))
+    if tables is not None:
+        cols = [c for c in ("tp_end_mb_s", "iops_end", "art_peak_us", "mrt_peak_us") if c in tables[0].columns and c in tables[1].columns]
+        blocks.append(table_block("XSR: A, B and the difference", diff_table(tables[0], tables[1], ["access_group"], cols)))
+    return blocks
+
+
+def _cmp_di(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> list[Block]:
+    pair = _both(a, b, "table.csv", ("numjobs", "iodepth", "iops", "lat_mean_us"))
+    if pair is None:
+        return _cmp_hists(a, b, sa, sb, sink)
+    s = [Series(sa.label, pair[0]), Series(sb.label, pair[1])]
+    name = a.test.upper()
+    d = diff_table(pair[0], pair[1], ["numjobs", "iodepth"], ["iops", "lat_mean_us"])
+    return [
+        sink.figure(lambda: plots.demand_variation(s, f"{name}: demand variation"), "demand variation"),
+        sink.figure(lambda: plots.demand_intensity(s, f"{name}: demand intensity"), "demand intensity"),
+        table_block(f"{name}: A, B and the difference", d),
+        *_cmp_hists(a, b, sa, sb, sink),
+    ]
+
+
 COMPARERS: dict[str, Callable[[TestFolder, TestFolder, Side, Side, Sink], list[Block]]] = {
     "iops": _cmp_iops,
     "tp": _cmp_tp,
@@ -1062,6 +1163,9 @@ COMPARERS: dict[str, Callable[[TestFolder, TestFolder, Side, Side, Sink], list[B
     "wsat": _cmp_wsat,
     "hir": _cmp_hir,
     "curve": _cmp_curve,
+    "xsr": _cmp_xsr,
+    "cbw": _cmp_di,
+    "dirth": _cmp_di,
 }
 
 

@@ -102,6 +102,17 @@ class Settings:
     hir_pre_fills: float = 2.0  # HIR's steady state is judged only after this many capacities written
     curve_jobs: tuple[int, ...] = T.CURVE_JOBS
     curve_qd: tuple[int, ...] = T.CURVE_QD
+    xsr_hours: tuple[float, ...] = T.XSR_HOURS  # full-drive durations of the three access groups
+    xsr_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
+    di_tc: tuple[int, ...] = T.DI_TC
+    di_qd: tuple[int, ...] = T.DI_QD
+    di_pc_intervals: int = T.DI_PC_INTERVALS
+    di_prewrite_s: float = T.DI_PREWRITE_S
+    di_rth_prewrite_s: float = T.DI_RTH_PREWRITE_S
+    di_rth_s: float = T.DI_RTH_S
+    di_art_limit_us: float = T.DI_ART_LIMIT_US
+    dirth_bs: int = T.DIRTH_BS
+    dirth_mix: int = T.DIRTH_READ_PCT
     purge: str = "auto"
     seed: int = 0
 
@@ -128,6 +139,7 @@ class Settings:
             raise PtsError("--hir-waits: wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)")
         if not 1.0 <= self.hir_burst_s <= 3600:
             raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
+        self._validate_xsr_di()
         for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
             if not vals or any(not 1 <= v <= 1024 for v in vals):
                 raise PtsError(f"{label}: values from 1 to 1024")
@@ -142,6 +154,42 @@ class Settings:
         for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def _validate_xsr_di(self) -> None:
+        if len(self.xsr_hours) != 3 or any(not 0 < h <= 24 * 30 for h in self.xsr_hours):
+            raise PtsError("--xsr-hours: three access-group durations in hours, above 0, at most 720 (the spec's are 8,6,8)")
+        if self.xsr_segment_s is not None and not (1.0 <= self.xsr_segment_s <= 86400):
+            raise PtsError(f"--xsr-segment {self.xsr_segment_s:g}s: from 1 s to 1 day")
+        for label, vals in (("--di-tc", self.di_tc), ("--di-qd", self.di_qd)):
+            if not vals or any(not 1 <= v <= 1024 for v in vals):
+                raise PtsError(f"{label}: values from 1 to 1024 (the spec's are 32,16,8,6,4,2,1)")
+        if not 1 <= self.di_pc_intervals <= 1000:
+            raise PtsError(f"--di-pc-intervals {self.di_pc_intervals}: from 1 to 1000 (the spec's is 30)")
+        for label, v in (
+            ("--di-prewrite", self.di_prewrite_s),
+            ("--di-rth-prewrite", self.di_rth_prewrite_s),
+            ("--di-rth", self.di_rth_s),
+        ):
+            if not 1.0 <= v <= 86400:
+                raise PtsError(f"{label} {v:g}s: from 1 s to 1 day")
+        if not 1.0 <= self.di_art_limit_us <= 1e8:
+            raise PtsError(f"--di-art-limit {self.di_art_limit_us:g}us: from 1 µs to 100 s (the spec's is 5 ms)")
+        if self.dirth_bs < 512 or self.dirth_bs % 512:
+            raise PtsError(f"--dirth-bs {self.dirth_bs}: a block size, a multiple of 512 bytes (e.g. 4k)")
+        if not 0 <= self.dirth_mix <= 100:
+            raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
+
+    def scaled_s(self, seconds: float, scale: int = 1) -> float:
+        """A capacity-relative duration on a 1/N twin: ``seconds`` / N, at least 1 s (a full
+        drive and real targets: ``seconds``). Preconditioning and pre-writes bring a drive to
+        a state measured in drive fills, which a scaled drive reaches N times sooner."""
+        return seconds if scale <= 1 else max(1.0, round(seconds / scale, 3))
+
+    def xsr_segment(self, scale: int = 1) -> float:
+        """XSR's segment: --xsr-segment, else the round divided by N on a 1/N twin (as WSAT)."""
+        if self.xsr_segment_s is not None:
+            return self.xsr_segment_s
+        return self.scaled_s(self.round_s, scale)
 
     def segment_s(self, scale: int = 1) -> float:
         """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
@@ -380,6 +428,7 @@ class TestRun:
         self.rounds_run = 0
         self.purge_method = ""
         self.ss_status = ""
+        self.last_hists: dict[str, dict[int, int]] = {}  # the read/write clat histograms of the last run
 
     # -- writing -----------------------------------------------------------------------
     def write_job(self, el: T.Element) -> Path:
@@ -445,6 +494,7 @@ class TestRun:
         self.clock_s += dur
         self.written += fio_written(j)
         vals, hists = fio_row(j)
+        self.last_hists = hists
         cap = self.runner.target.info.capacity_bytes or 1
         row: dict[str, Any] = {
             "round": round_no,
@@ -486,7 +536,9 @@ class TestRun:
             }
         )
 
-    def rounds(self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = (), min_fills: float = 0.0) -> dict[str, Any]:
+    def rounds(
+        self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = (), min_fills: float = 0.0, phase_of: Optional[dict[str, str]] = None
+    ) -> dict[str, Any]:
         """WDPC: rounds of ``p.elements`` until every tracking variable is steady (or max rounds).
         With ``min_fills``, rounds first run until that many capacities are written since the
         purge (saturation rounds: recorded, but neither judged nor counted against
@@ -508,7 +560,7 @@ class TestRun:
                 self.run(
                     el,
                     round_no=r,
-                    phase="pre" if self.test in ("hir", "curve") else "",
+                    phase=(phase_of or {}).get(el.name, "pre" if self.test in ("hir", "curve") else ""),
                     what=f"{what}, {i}/{n} {el.label}",
                     frac=min(1.0, done + (i - 1) / (st.max_rounds * n)) if first is not None else None,
                 )
@@ -647,7 +699,36 @@ class Runner:
             )
         elif test == "curve":
             base.update(jobs=list(st.curve_jobs), qd_list=list(st.curve_qd), read_pct=T.CURVE_READ_PCT, wipc="SEQ 128KiB 2x")
+        elif test == "xsr":
+            hours = [h / self.scale if self.scale > 1 else h for h in st.xsr_hours]
+            base.update(
+                access_groups=["SEQ 1024KiB W", "RND 8KiB W", "SEQ 1024KiB W"],
+                hours_full_drive=list(st.xsr_hours),
+                hours_run=hours,
+                segment_s=st.xsr_segment(self.scale),
+                wipc="none (starts FOB)",
+            )
+        elif test in ("cbw", "dirth"):
+            wl = self.di_workload(test)
+            base.update(
+                pattern=wl.bssplit or T.bs_title(wl.bs_bytes),
+                distribution=wl.distribution or "uniform",
+                mix=T.mix_label(wl.read_pct),
+                tc_list=list(st.di_tc),
+                qd_list=list(st.di_qd),
+                pc_intervals=st.di_pc_intervals,
+                pc_interval_s=st.scaled_s(st.round_s, self.scale),
+                prewrite_s=st.scaled_s(st.di_prewrite_s, self.scale),
+                rth_prewrite_s=st.scaled_s(st.di_rth_prewrite_s, self.scale),
+                rth_s=st.di_rth_s,
+                art_limit_us=st.di_art_limit_us,
+                wipc=f"none (100% W of the pattern at TC{tc}/QD{qd} in rounds of {st.di_pc_intervals} intervals until steady)",
+            )
         return base
+
+    def di_workload(self, test: str) -> T.DiWorkload:
+        st = self.settings
+        return T.cbw_workload() if test == "cbw" else T.dirth_workload(st.dirth_bs, st.dirth_mix)
 
     def purge(self) -> str:
         """Purge the target; the header shows the method used (``--purge auto`` resolved)."""
@@ -713,7 +794,22 @@ class Runner:
             "hir": f"purge, RND 4KiB W to {st.hir_pre_fills:g} fills then {rounds}, "
             f"then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
             "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {len(st.curve_jobs) * len(st.curve_qd)} points",
+            "xsr": f"purge, SEQ 1024KiB W / RND 8KiB W / SEQ 1024KiB W for {'/'.join(f'{h:g}' for h in st.xsr_hours)} h"
+            + (f" / {self.scale}" if self.scale > 1 else "")
+            + f" in {st.xsr_segment(self.scale):g} s segments",
+            "cbw": self._di_plan("cbw"),
+            "dirth": self._di_plan("dirth"),
         }[test]
+
+    def _di_plan(self, test: str) -> str:
+        st = self.settings
+        wl = self.di_workload(test)
+        n = len(st.di_tc) * len(st.di_qd)
+        return (
+            f"purge, {wl.title} 100% W to steady state ({st.di_pc_intervals} intervals a round), "
+            f"then {st.min_rounds}-{st.max_rounds} rounds of pre-write + {n} TC x QD points at {T.mix_label(wl.read_pct)}, "
+            "then histograms at the max, mid and min IOPS points"
+        )
 
     # -- the tests --------------------------------------------------------------------------
     def _pass(self, tr: TestRun, p: T.Pass, prev: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -841,6 +937,166 @@ class Runner:
         tr.status = "complete"
         tr.message = f"{len(pts)} points" + ("" if tr.extra["pre_steady"] else "; preconditioning did not reach steady state")
 
+    def run_xsr(self, tr: TestRun) -> None:
+        """Cross Stimulus Recovery: from FOB, SEQ 1024 KiB W, then RND 8 KiB W, then SEQ
+        1024 KiB W again, each for its duration (divided by N on a 1/N twin), in segments."""
+        st = self.settings
+        tc, qd = st.tc_qd["xsr"]
+        seg_s = st.xsr_segment(self.scale)
+        groups = T.xsr_groups(tc, qd, seg_s)
+        counts = [max(1, round(h * 3600.0 / max(1, self.scale) / seg_s)) for h in st.xsr_hours]
+        tr.purge()
+        seg = 0
+        total = sum(counts)
+        for ag, (el, n) in enumerate(zip(groups, counts), 1):
+            for i in range(1, n + 1):
+                seg += 1
+                tr.run(el, segment=seg, phase=f"AG{ag}", what=f"AG{ag} {el.label}: segment {i}/{n}", frac=(seg - 1) / total)
+                tr.rounds_run = seg
+                if i % 10 == 0 or i == n:
+                    tr.save_rows()
+                    self.save_manifest()
+        summary = xsr_summary(tr.rows)
+        tr.extra["access_groups"] = summary
+        tr.extra["recovery_s"] = xsr_recovery_s(tr.rows)
+        tr.window = [max(1, seg - ss.WINDOW_ROUNDS + 1), seg]
+        rec = tr.extra["recovery_s"]
+        back = "AG3 did not return to 90 % of AG1's final throughput"
+        if rec is not None:
+            back = f"AG3 back to 90 % of AG1's final throughput after {rec:g} s"
+        tr.status = "complete"
+        tr.message = f"{seg} segments in 3 access groups; {back}"
+
+    def run_cbw(self, tr: TestRun) -> None:
+        self._run_di(tr, self.di_workload("cbw"))
+
+    def run_dirth(self, tr: TestRun) -> None:
+        self._run_di(tr, self.di_workload("dirth"))
+
+    def _run_di(self, tr: TestRun, wl: T.DiWorkload) -> None:
+        """CBW and DIRTH: purge; preconditioning rounds (100 % W of the pattern) to steady
+        state; demand-intensity rounds (pre-write, then the TC x QD matrix) to steady state;
+        then the response-time histogram at the max, mid and min IOPS points."""
+        st = self.settings
+        tc, qd = st.tc_qd[tr.test]
+        tr.purge()
+        pc = T.di_pc_pass(wl, tc, qd, st.scaled_s(st.round_s, self.scale), st.di_pc_intervals)
+        pc_state = tr.rounds(pc, phase_of={e.name: "pc" for e in pc.elements})
+        di = T.di_pass(wl, tc, qd, st.scaled_s(st.di_prewrite_s, self.scale), st.di_tc, st.di_qd, st.round_s)
+        phases = {e.name: "di" for e in di.elements}
+        phases[di.elements[0].name] = "prewrite"
+        di_state = tr.rounds(di, [pc_state], phase_of=phases)
+        tr.window = di_state.get("window")
+        table = di_table(tr.rows, di.elements[1:], tr.window)
+        points = di_points(table, st.di_art_limit_us)
+        tr.extra["pc_steady"] = bool(pc_state.get("steady"))
+        tr.extra["di_steady"] = bool(di_state.get("steady"))
+        tr.extra["points"] = points
+        rth = []
+        seg = 0
+        for k, (kind, (ptc, pqd)) in enumerate(points.items()):
+            pre = wl.element(0, ptc, pqd, st.scaled_s(st.di_rth_prewrite_s, self.scale), f"-{kind}-prewrite")
+            meas = wl.element(wl.read_pct, ptc, pqd, st.di_rth_s, f"-{kind}")
+            for el, phase in ((pre, f"rth-prewrite-{kind}"), (meas, f"rth-{kind}")):
+                seg += 1
+                row = tr.run(el, segment=seg, phase=phase, what=f"{kind} IOPS point TC{ptc}/QD{pqd}: {el.label}", frac=(2 * k + 1) / 6)
+            _write_hist(tr.dir / f"hist-{meas.name}.csv", tr.last_hists)
+            rth.append({"point": kind, "tc": ptc, "qd": pqd, "element": meas.name, **{c: row.get(c) for c in RTH_COLUMNS}})
+            tr.save_rows()
+            self.save_manifest()
+        tr.extra["rth"] = rth
+        if pc_state.get("steady") and di_state.get("steady"):
+            tr.status = "steady"
+            where = f"rounds {tr.window[0]}-{tr.window[1]}" if tr.window else "steady"
+            tr.message = f"preconditioning and demand intensity steady ({where}); histograms at {', '.join(points)}"
+        else:
+            bad = [n for n, stt in (("preconditioning", pc_state), ("demand intensity", di_state)) if not stt.get("steady")]
+            tr.status = "not steady"
+            tr.message = f"{' and '.join(bad)} not in steady state after {st.max_rounds} rounds; window {tr.window} reported as measured"
+
+
+RTH_COLUMNS = ("iops", "lat_mean_us", "lat_max_us", "lat_p99_us", "lat_p99_9_us", "lat_p99_99_us")
+
+
+def xsr_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per access group: segments, its stimulus, throughput at its end (the last 5
+    segments' mean), peak mean and peak maximum response time (ADATA's XSR table)."""
+    out = []
+    for ag in ("AG1", "AG2", "AG3"):
+        grp = [r for r in rows if r.get("phase") == ag]
+        if not grp:
+            continue
+        tail = grp[-ss.WINDOW_ROUNDS :]
+        mb = [(float(r["read_bw_bytes_s"]) + float(r["write_bw_bytes_s"])) / 1e6 for r in tail]
+        out.append(
+            {
+                "access_group": ag,
+                "stimulus": f"{'SEQ' if grp[0]['rw'] in ('read', 'write') else 'RND'} {T.bs_title(int(grp[0]['bs_bytes']))} W",
+                "segments": len(grp),
+                "duration_s": round(sum(float(r["runtime_s"]) for r in grp), 6),
+                "tp_end_mb_s": sum(mb) / len(mb),
+                "iops_end": sum(float(r["iops"]) for r in tail) / len(tail),
+                "art_peak_us": max(float(r["lat_mean_us"] or 0.0) for r in grp),
+                "mrt_peak_us": max(float(r["lat_max_us"] or 0.0) for r in grp),
+            }
+        )
+    return out
+
+
+def xsr_recovery_s(rows: Sequence[dict[str, Any]], share: float = 0.9) -> Optional[float]:
+    """Seconds from the start of AG3 until its throughput first reaches ``share`` of AG1's
+    final throughput (the mean of AG1's last 5 segments); None if it never does."""
+    ag1 = [r for r in rows if r.get("phase") == "AG1"][-ss.WINDOW_ROUNDS :]
+    ag3 = [r for r in rows if r.get("phase") == "AG3"]
+    if not ag1 or not ag3:
+        return None
+    target = share * sum(float(r["write_bw_bytes_s"]) for r in ag1) / len(ag1)
+    t0 = float(ag3[0]["t_start_s"])
+    for r in ag3:
+        if float(r["write_bw_bytes_s"]) >= target:
+            return round(float(r["t_end_s"]) - t0, 6)
+    return None
+
+
+DI_COLUMNS = ["numjobs", "iodepth", "oio", "iops", "read_iops", "write_iops", "lat_mean_us", "lat_max_us", "lat_p99_us", "lat_p99_9_us"]
+
+
+def di_table(rows: Sequence[dict[str, Any]], grid: Sequence[T.Element], window: Optional[Sequence[int]]) -> list[dict[str, Any]]:
+    """The demand-intensity matrix averaged over the measurement window: one row per TC x QD."""
+    out = []
+    for el in grid:
+        win = [r for r in rows if r["element"] == el.name and r.get("phase") == "di" and r["round"] is not None]
+        win = [r for r in win if window[0] <= int(r["round"]) <= window[1]] if window else win[-ss.WINDOW_ROUNDS :]
+        if not win:
+            continue
+        row: dict[str, Any] = {"numjobs": el.numjobs, "iodepth": el.iodepth, "oio": el.numjobs * el.iodepth}
+        for col in DI_COLUMNS[3:]:
+            row[col] = _mean(win, col)
+        row["lat_mean_us"] = _weighted_mean(win, "")
+        row["lat_max_us"] = max((float(r["lat_max_us"]) for r in win if r.get("lat_max_us") is not None), default=None)
+        out.append(row)
+    return out
+
+
+def di_points(table: Sequence[dict[str, Any]], art_limit_us: float) -> dict[str, tuple[int, int]]:
+    """The PTS's histogram points: max (the highest IOPS whose mean response time is below
+    the limit), mid (the point whose IOPS is nearest to the mean of max and min) and min
+    (TC1/QD1, else the lowest outstanding I/O of the grid)."""
+    ok = [r for r in table if r.get("lat_mean_us") is not None and float(r["lat_mean_us"]) < art_limit_us and r.get("iops")]
+    if not table:
+        return {}
+    low = min(table, key=lambda r: (r["oio"], r["numjobs"]))
+    points: dict[str, tuple[int, int]] = {}
+    if ok:
+        top = max(ok, key=lambda r: float(r["iops"]))
+        bottom = min(ok, key=lambda r: float(r["iops"]))
+        mid_iops = (float(top["iops"]) + float(bottom["iops"])) / 2
+        mid = min(ok, key=lambda r: (abs(float(r["iops"]) - mid_iops), r["oio"]))
+        points["max"] = (int(top["numjobs"]), int(top["iodepth"]))
+        points["mid"] = (int(mid["numjobs"]), int(mid["iodepth"]))
+    points["min"] = (int(low["numjobs"]), int(low["iodepth"]))
+    return points
+
 
 def _ss_text(state: dict[str, Any], r: int, min_rounds: int) -> str:
     """The progress display's steady-state column after round ``r``."""
@@ -930,9 +1186,20 @@ def write_tables(tr: TestRun) -> None:
             key = (r["wait_s"], r["phase"])
             count[key] = count.get(key, 0) + 1
             rows.append({**r, "iteration": r["round"] if r["phase"] == "pre" else count[key], "t_s": r["t_end_s"]})
-    else:  # curve
+    elif t == "curve":
         cols = ["numjobs", "iodepth", "iops", "lat_mean_us", "lat_p99_us", "lat_p99_9_us"]
         rows = [r for r in tr.rows if r["phase"] == "curve"]
+    elif t == "xsr":
+        cols = ["access_group", "stimulus", "segments", "duration_s", "tp_end_mb_s", "iops_end", "art_peak_us", "mrt_peak_us"]
+        rows = xsr_summary(tr.rows)
+    else:  # cbw, dirth: the demand-intensity matrix, the histogram points marked
+        tc, qd = st.tc_qd[t]
+        wl = tr.runner.di_workload(t)
+        di = T.di_pass(wl, tc, qd, 1.0, st.di_tc, st.di_qd, st.round_s)
+        rows = di_table(tr.rows, di.elements[1:], tr.window)
+        marks = {v: k for k, v in di_points(rows, st.di_art_limit_us).items()}
+        rows = [{**r, "point": marks.get((r["numjobs"], r["iodepth"]), "")} for r in rows]
+        cols = [*DI_COLUMNS, "point"]
     _write_atomic(tr.dir / "table.csv", _csv_text(rows, cols))
 
 

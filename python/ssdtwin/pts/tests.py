@@ -19,7 +19,7 @@ from typing import Optional
 from .target import PtsError
 
 # Test ids, in the order a full suite runs them (and the report shows them).
-TEST_IDS = ("iops", "tp", "lat", "wsat", "hir", "curve")
+TEST_IDS = ("iops", "tp", "lat", "wsat", "hir", "curve", "xsr", "cbw", "dirth")
 TITLES = {
     "iops": "IOPS",
     "tp": "Throughput",
@@ -27,6 +27,9 @@ TITLES = {
     "wsat": "Write Saturation (WSAT)",
     "hir": "Host Idle Recovery (HIR)",
     "curve": "Latency vs IOPS",
+    "xsr": "Cross Stimulus Recovery (XSR)",
+    "cbw": "Composite Block Size Workload (CBW)",
+    "dirth": "Demand Intensity / Response Time Histogram (DIRTH)",
 }
 
 KIB = 1024
@@ -41,9 +44,38 @@ HIR_REPS = 360
 CURVE_JOBS = (1, 2, 4, 8, 16)
 CURVE_QD = (1, 2, 4, 8, 16, 32)
 CURVE_READ_PCT = 70
+# XSR (PTS test 6): three access groups at TC1/QD32, durations of the full drive
+# (SEQ 1024 KiB W 8 h, RND 8 KiB W 6 h, SEQ 1024 KiB W 8 h: ADATA's PTS 2.0 implementation).
+XSR_HOURS = (8.0, 6.0, 8.0)
+# CBW (PTS test 7): the composite block-size access probabilities and LBA zones of PTS 2.0,
+# read 40 % in the demand-intensity matrix (SNIA PTS implementations, docs/sources.md).
+CBW_BSSPLIT = "512/4:1k/1:1536/1:2k/1:2560/1:3k/1:3584/1:4k/67:8k/10:16k/7:32k/3:64k/3"
+CBW_ZONES = "zoned:50/5:30/15:20/80"
+CBW_READ_PCT = 40
+# The demand-intensity matrix of CBW and DIRTH: TC (outer) x QD (inner), high to low.
+DI_TC = (32, 16, 8, 6, 4, 2, 1)
+DI_QD = (32, 16, 8, 6, 4, 2, 1)
+DI_PC_INTERVALS = 30  # one PC round: 30 intervals, the first one's IOPS tracked
+DI_PREWRITE_S = 300.0  # TC32/QD32 100 % W before every matrix round (5 minutes)
+DI_RTH_PREWRITE_S = 3600.0  # 100 % W at the point's TC/QD before its histogram (60 minutes)
+DI_RTH_S = 600.0  # the histogram's measured run (10 minutes)
+DI_ART_LIMIT_US = 5000.0  # Max IOPS point: the highest IOPS with a mean response time below 5 ms
+DIRTH_BS = 4 * KIB
+DIRTH_READ_PCT = 65
 
 # Default thread count / queue depth per test (Enterprise; SNIA PTS 2.0.2 and its implementations, docs/sources.md).
-TC_QD = {"iops": (4, 32), "tp": (1, 32), "lat": (1, 1), "wsat": (4, 32), "hir": (4, 32), "curve": (16, 32)}
+# XSR runs at TC1/QD32; CBW and DIRTH precondition and pre-write at TC32/QD32.
+TC_QD = {
+    "iops": (4, 32),
+    "tp": (1, 32),
+    "lat": (1, 1),
+    "wsat": (4, 32),
+    "hir": (4, 32),
+    "curve": (16, 32),
+    "xsr": (1, 32),
+    "cbw": (32, 32),
+    "dirth": (32, 32),
+}
 
 
 def bs_label(bs_bytes: int) -> str:
@@ -77,6 +109,8 @@ class Element:
     runtime_s: Optional[float]  # None: size-based (WIPC: loops over the range)
     loops: int = 1
     label: str = ""  # "RND 4KiB 65/35"
+    bssplit: str = ""  # CBW: fio's bssplit instead of one bs (bs_bytes is then 0)
+    distribution: str = ""  # CBW: fio's random_distribution (zoned access)
 
     def job_text(self, target_lines: str = "", title: str = "") -> str:
         """The fio job file: [global] with the PTS options and the target lines, then the job."""
@@ -93,7 +127,10 @@ class Element:
         lines += ["", f"[{self.name}]", f"rw={self.rw}"]
         if self.rw == "randrw":
             lines.append(f"rwmixread={self.read_pct}")
-        lines += [f"bs={bs_label(self.bs_bytes)}", f"numjobs={self.numjobs}", f"iodepth={self.iodepth}"]
+        lines.append(f"bssplit={self.bssplit}" if self.bssplit else f"bs={bs_label(self.bs_bytes)}")
+        if self.distribution:
+            lines.append(f"random_distribution={self.distribution}")
+        lines += [f"numjobs={self.numjobs}", f"iodepth={self.iodepth}"]
         return "\n".join(lines) + "\n"
 
     def with_runtime(self, runtime_s: float) -> Element:
@@ -199,6 +236,63 @@ def hir_element(tc: int, qd: int, seconds: float) -> Element:
 def curve_elements(jobs: Sequence[int], qds: Sequence[int], round_s: float) -> list[Element]:
     """Latency vs IOPS (the review's curves): 4 KiB 70/30 at every jobs x QD point."""
     return [rnd(4 * KIB, CURVE_READ_PCT, j, q, round_s, suffix=f"-j{j}-qd{q}") for j in jobs for q in qds]
+
+
+def xsr_groups(tc: int, qd: int, segment_s: float) -> list[Element]:
+    """XSR's access groups, in order: SEQ 1024 KiB W, RND 8 KiB W, SEQ 1024 KiB W."""
+    seq_w = seq(1024 * KIB, 0, tc, qd, segment_s)
+    return [seq_w, rnd(8 * KIB, 0, tc, qd, segment_s), seq_w]
+
+
+@dataclass(frozen=True)
+class DiWorkload:
+    """The access pattern of a demand-intensity test: CBW's composite one, or DIRTH's
+    single random block size; ``read_pct`` is the matrix's mix (preconditioning and
+    pre-writes are 100 % writes of the same pattern)."""
+
+    test: str  # cbw, dirth
+    bs_bytes: int  # 0: bssplit
+    read_pct: int
+    bssplit: str = ""
+    distribution: str = ""
+
+    @property
+    def title(self) -> str:
+        return "CBW" if self.bssplit else f"RND {bs_title(self.bs_bytes)}"
+
+    def element(self, read_pct: int, tc: int, qd: int, runtime_s: float, suffix: str) -> Element:
+        """One fio job of the pattern: ``cbw-40_60-tc32-qd8`` or ``rnd-4k-65_35-tc32-qd8``."""
+        if not self.bssplit:
+            return rnd(self.bs_bytes, read_pct, tc, qd, runtime_s, suffix=f"-tc{tc}-qd{qd}{suffix}")
+        name = f"cbw-{read_pct}_{100 - read_pct}-tc{tc}-qd{qd}{suffix}"
+        label = f"CBW {mix_label(read_pct)} TC{tc}/QD{qd}"
+        return Element(name, "randrw", read_pct, 0, tc, qd, runtime_s, label=label, bssplit=self.bssplit, distribution=self.distribution)
+
+
+def cbw_workload() -> DiWorkload:
+    return DiWorkload("cbw", 0, CBW_READ_PCT, CBW_BSSPLIT, CBW_ZONES)
+
+
+def dirth_workload(bs_bytes: int, read_pct: int) -> DiWorkload:
+    return DiWorkload("dirth", bs_bytes, read_pct)
+
+
+def di_pc_pass(wl: DiWorkload, tc: int, qd: int, interval_s: float, intervals: int) -> Pass:
+    """CBW/DIRTH preconditioning: rounds of ``intervals`` 100 % W intervals at TC/QD; the
+    first interval's IOPS is the tracking variable (one value per round)."""
+    els = tuple(wl.element(0, tc, qd, interval_s, f"-pc{n:02d}") for n in range(1, intervals + 1))
+    track = Tracking(f"{wl.title} 100% W IOPS (preconditioning, TC{tc}/QD{qd})", els[0].name, "iops", "IOPS")
+    return Pass(f"{wl.test}-pc", None, els, (track,))
+
+
+def di_pass(wl: DiWorkload, tc: int, qd: int, prewrite_s: float, tcs: Sequence[int], qds: Sequence[int], round_s: float) -> Pass:
+    """A demand-intensity round: a 100 % W pre-write at TC/QD, then the TC x QD matrix at
+    the pattern's mix (TC outer, QD inner, high to low); tracking the highest point's IOPS."""
+    pre = wl.element(0, tc, qd, prewrite_s, "-prewrite")
+    grid = tuple(wl.element(wl.read_pct, t, q, round_s, "") for t in tcs for q in qds)
+    top = next((e for e in grid if (e.numjobs, e.iodepth) == (max(tcs), max(qds))), grid[0])
+    track = Tracking(f"{wl.title} {mix_label(wl.read_pct)} IOPS at TC{top.numjobs}/QD{top.iodepth}", top.name, "iops", "IOPS")
+    return Pass(f"{wl.test}-di", None, (pre, *grid), (track,))
 
 
 def parse_tests(text: str) -> list[str]:
