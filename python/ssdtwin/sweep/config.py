@@ -41,7 +41,7 @@ PRECONDITIONS = ("none", "seq", "rand")
 NAMESPACE_KEYS = ("namespace_tb", "namespace_fraction", "extra_op")
 # Axes reserved for the host stacks (issue 13) and the cluster model (issue 14): the schema
 # names them so that a sweep written for a later version fails with a clear line today.
-RESERVED = {"stack": "host stacks", "cluster": "the cluster model"}
+RESERVED = {"stack": "host stacks, issue 13,", "cluster": "replicated volumes over a network, issue 14,"}
 AXES = (
     "preset",
     "scale",
@@ -86,7 +86,7 @@ class Point:
 
     def label(self) -> str:
         """The parameters as one line, for messages (``namespace_tb=3.2 job=cm6-rand-write``)."""
-        parts = []
+        parts: list[str] = []
         for k, v in self.params.items():
             if k == "vars":
                 parts.extend(f"{n}={x}" for n, x in v.items())
@@ -170,6 +170,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     points: list[Point] = []
     seen: dict[str, int] = {}
     jobs: dict[str, tuple[str, str]] = {}
+    parsed: set[str] = set()
     for case in cases:
         for combo in combos:
             raw = _merge(fixed, case, combo)
@@ -177,6 +178,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
             params = _normalize(raw, where)
             job_name, job_text = _job(params["job"], base, where, jobs)
             _check_vars(job_text, params["vars"], job_name, where)
+            _check_job(job_text, params["vars"], job_name, where, parsed, base)
             p = _point(params, seed, job_name, job_text)
             if p.point_id in seen:
                 raise SweepConfigError(f"{where}: the same point as point {seen[p.point_id]} (the sweep lists it twice)")
@@ -206,7 +208,7 @@ def _no_unknown(d: Mapping[str, Any], allowed: Sequence[str], name: str, where: 
 def _axes_keys(d: Mapping[str, Any], where: str) -> None:
     for k in d:
         if k in RESERVED:
-            raise SweepConfigError(f"{where}.{k}: {k}: not available in this version ({RESERVED[k]} are not modelled yet)")
+            raise SweepConfigError(f"{where}.{k}: not available in this version ({RESERVED[k]} are not modelled yet)")
         if k not in AXES:
             raise SweepConfigError(f"{where}: unknown key '{k}' (allowed: {', '.join(a for a in AXES if a not in RESERVED)})")
 
@@ -316,7 +318,7 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         raise SweepConfigError(f"{where}: preset '{preset}': no such preset (ssdtwin models lists: {', '.join(names)})")
     scale_v = raw.get("scale", DEFAULT_SCALE)
     if isinstance(scale_v, bool) or not isinstance(scale_v, (int, str)):
-        raise SweepConfigError(f"{where}: scale: 1/N as a string (\"1/64\") or N as an integer (got {scale_v!r})")
+        raise SweepConfigError(f'{where}: scale: 1/N as a string ("1/64") or N as an integer (got {scale_v!r})')
     try:
         scale = parse_scale(scale_v)
     except ValueError as e:
@@ -371,7 +373,7 @@ def _duration(v: Any, where: str, key: str) -> Optional[str]:
         return None
     text = str(v) if isinstance(v, int) and not isinstance(v, bool) else v
     if not isinstance(text, str):
-        raise SweepConfigError(f"{where}: {key}: a time such as \"10s\" or \"500ms\"")
+        raise SweepConfigError(f'{where}: {key}: a time such as "10s" or "500ms"')
     try:
         us = parse_time_us(text, default_unit="s")
     except ValueError as e:
@@ -409,6 +411,23 @@ def _check_vars(text: str, vars: Mapping[str, str], job: str, where: str) -> Non
         for n in VAR_USE.findall(body):
             if n not in vars:
                 raise SweepConfigError(f"{where}: job {job} uses ${{{n}}}, which the point's vars do not set")
+
+
+def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: set[str], base: Path) -> None:
+    """Parse each job (with each set of vars) once, before any point runs: a job file fio
+    would refuse is the sweep's error, not a failure recorded for every point."""
+    from ..fio import FioJobError, parse_string
+
+    key = canonical([text, vars])
+    if key in done:
+        return
+    done.add(key)
+    try:
+        parse_string(text, name=job, env=vars, cwd=base)
+    except FioJobError as e:
+        raise SweepConfigError(f"{where}: {e.lines()[0]}") from None
+    except ValueError as e:
+        raise SweepConfigError(f"{where}: job {job}: {e}") from None
 
 
 def _point(params: dict[str, Any], seed: int, job_name: str, job_text: str) -> Point:

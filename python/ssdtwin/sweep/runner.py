@@ -111,6 +111,11 @@ class RayExecutor(Executor):
     def __init__(self, address: Optional[str] = None, num_cpus: Optional[int] = None) -> None:
         import logging
 
+        if address is None:
+            # A local Ray serves this process only: its node address is the loopback, not
+            # the machine's network address (Ray's switch for laptops, read when ray is
+            # first imported), so nothing of it is reachable from the network.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         ray = _ray()
         if address is not None:
             check_address(address)
@@ -118,7 +123,9 @@ class RayExecutor(Executor):
         if address is None:
             kwargs["num_cpus"] = num_cpus
         try:
-            ray.init(address=address, **kwargs)
+            # "local": always a new Ray for this sweep, never one that `ray start` left
+            # running on the machine (ray.init's default when RAY_ADDRESS is unset).
+            ray.init(address=address or "local", **kwargs)
         except Exception as e:  # Ray raises several types (ConnectionError, RuntimeError ...)
             msg = " ".join(str(e).split())[:300]
             raise SweepError(f"Ray: {'--address ' + address + ': ' if address else ''}{msg}") from None
@@ -169,6 +176,17 @@ class RayExecutor(Executor):
             self.ray.shutdown()
 
 
+class Shared(Executor):
+    """An executor used by several sweeps in a row (advise's rounds): closed by its owner."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.where = inner.where
+
+    def run(self, points: Sequence[Point], cache: Path, finished: Finished) -> None:
+        self.inner.run(points, cache, finished)
+
+
 def _worker_version() -> str:
     return str(_core.__version__)
 
@@ -185,8 +203,7 @@ def _run_after(point: Point, cache: str, prep_error: Optional[str]) -> dict[str,
 
 @contextlib.contextmanager
 def _out_lock(out: Path) -> Iterator[None]:
-    f = open(out / ".lock", "a+")
-    try:
+    with open(out / ".lock", "a+") as f:
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -196,8 +213,6 @@ def _out_lock(out: Path) -> Iterator[None]:
         f.write(str(os.getpid()))
         f.flush()
         yield
-    finally:
-        f.close()
 
 
 def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
@@ -229,12 +244,15 @@ def run_sweep(
     executor: Callable[[], Executor],
     *,
     resume: bool = False,
+    cache: Optional[Path] = None,
     on_start: Optional[Callable[[int, int, str], None]] = None,
     on_point: Optional[Callable[[Point, dict[str, Any]], None]] = None,
 ) -> SweepResult:
     """Run every point not yet done, then write results.parquet and the plots. Ctrl-C
     (KeyboardInterrupt) stops the points in flight and writes the table of those done
-    before it is raised again; ``resume`` continues from the points kept in ``out``."""
+    before it is raised again; ``resume`` continues from the points kept in ``out``. The
+    images go to ``cache`` (default OUT/cache). ``executor`` makes the executor, which is
+    closed at the end (a :class:`Shared` one stays open for the next sweep)."""
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
         has_points = (out / "points").is_dir() and any((out / "points").iterdir())
@@ -262,7 +280,7 @@ def run_sweep(
 
         try:
             if ex is not None:
-                ex.run(todo, out / "cache", finished)
+                ex.run(todo, cache or out / "cache", finished)
         finally:
             result.wall_s = time.perf_counter() - t0
             if ex is not None:
