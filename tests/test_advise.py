@@ -101,7 +101,7 @@ def test_advise_meets_the_targets_it_claims(advised: tuple[dict[str, Any], str])
 
 def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> None:
     _, text = advised
-    assert text.startswith("advise oltp.fio: 900,000 IOPS, p99 <= 3,000 us, 5 years (simulated at 1/454 scale")
+    assert text.startswith("advise oltp.fio: 900,000 IOPS, p99 <= 3,000 us, 5 years (simulated at 1/454 scale: 1 round unthrottled, ")
     assert "1. kioxia-cm6-" in text and "   why " in text and "   wear: " in text and "   round: " in text
     assert "TB bought (no --cost-per-tb: every TB priced the same)" in text
     assert f"  {CM6}: P/E 7,000 ([ASSUMED]" in text and "rated 1 DWPD ([SRC] KIOXIA CM6 namespace brief)" in text

@@ -132,8 +132,9 @@ def sweep_cmd(
             res = run_sweep(sweep, out, make, resume=resume, on_start=prog.start, on_point=on_point)
     except SweepError as e:
         fail(str(e))
-    for p, err in res.failed:
-        say(f"ssdtwin sweep: point {p.point_id} ({p.label()}): failed: {err}")
+    if quiet or sys.stderr.isatty():  # else the progress lines named them already
+        for p, err in res.failed:
+            say(f"ssdtwin sweep: point {p.point_id} ({p.label()}): failed: {err}")
     summary = {
         "points": len(sweep.points),
         "run": res.done,
@@ -205,6 +206,7 @@ def advise_cmd(
     rounds: int = typer.Option(3, "--rounds", min=1, max=10, help="load rounds (more drives for a candidate that misses)"),
     seed: int = typer.Option(1, "--seed", min=0, max=U64 >> 1),
     out: Optional[Path] = typer.Option(None, "--out", help="keep the sweeps here (default: a temporary folder)"),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="keep the preconditioned images here and reuse them (default: under --out)"),
     address: Optional[str] = Address,
     in_process: bool = InProcessOpt,
     num_cpus: Optional[int] = NumCpus,
@@ -215,7 +217,7 @@ def advise_cmd(
     from ..fio import FioJobError, parse_string
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
-    from ..sweep.config import PRECONDITIONS
+    from ..sweep.config import PRECONDITIONS, SweepConfigError
     from ..sweep.runner import SweepError
 
     check_fmt(fmt)
@@ -294,11 +296,12 @@ def advise_cmd(
                 precondition=precondition,
                 seed=seed,
                 rounds=rounds,
+                cache=cache,
                 log=log,
                 on_start=prog.start,
                 on_point=prog.point,
             )
-    except SweepError as e:
+    except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
         fail(str(e))
     finally:
         if ex is not None:

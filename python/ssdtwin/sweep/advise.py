@@ -11,8 +11,9 @@ The method, in rounds of sweeps (each round one sweep over the candidates still 
 3. Load rounds: the job again on each candidate, capped at target / N IOPS (fio rate_iops,
    split over the job's clones and its read/write mix): the p99 completion latency and the
    WAF at the load each drive will really see. A candidate that misses the p99 target, does
-   not keep up with the cap, or wears out too soon gets more drives (N x 1.25, at least N + 1,
-   or the lifetime's N) and another round, up to ``rounds`` load rounds.
+   not keep up with the cap gets more drives (N x 1.25, at least N + 1); one that wears out
+   too soon, the N its NAND writes need at the WAF measured at load (at least N + 1); then
+   another round, up to ``rounds`` load rounds.
 4. Lifetime: years = raw NAND bytes x rated P/E cycles / (host write rate per drive x WAF x
    365.25 days), with perfect wear levelling; DWPD = host bytes written per day / namespace.
    Raw NAND bytes and P/E cycles are the preset's (`ssdtwin models NAME` gives their
@@ -154,12 +155,14 @@ def advise(
     precondition: str = "rand",
     seed: int = 1,
     rounds: int = 3,
+    cache: Optional[Path] = None,
     log: Callable[[str], None] = lambda s: None,
     on_start: Optional[Callable[[int, int, str], None]] = None,
     on_point: Optional[Callable[..., None]] = None,
 ) -> Advice:
     """Run the rounds (module docstring) with ``executor`` (kept open between rounds); the
-    sweeps' folders go under ``out`` (round-1, load-2 ...; one image cache)."""
+    sweeps' folders go under ``out`` (round-1, load-2 ...), the images to ``cache`` (default
+    OUT/cache; another advise of the same drives and seed reuses them)."""
     infos = {n: Drive.of(n) for n in drives}
     cands = [Candidate(infos[n], x) for n in drives for x in extra_ops]
     shared = Shared(executor)
@@ -170,7 +173,7 @@ def advise(
 
     def sweep(name: str, cases: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, Any]]:
         sw: Sweep = from_dict({**base, "title": name, "cases": cases}, name=str(job), base=job.parent)
-        res = run_sweep(sw, out / name, lambda: shared, cache=out / "cache", on_start=on_start, on_point=on_point)
+        res = run_sweep(sw, out / name, lambda: shared, cache=cache or out / "cache", on_start=on_start, on_point=on_point)
         return {(p.params["preset"], p.params["extra_op"]): r for p, r in zip(sw.points, res.rows)}
 
     log(f"round 1: {len(cands)} candidates, the job unthrottled (the most IOPS one drive gives)")
@@ -194,7 +197,7 @@ def advise(
     for k in range(2, 2 + rounds):
         if not open_:
             break
-        log(f"round {k}: {len(open_)} candidates at the load each drive would carry (target / drives)")
+        log(f"round {k}: {len(open_)} candidate{'s' * (len(open_) != 1)} at the load each drive would carry (target / drives)")
         for c in open_:
             c.cap_iops = math.ceil(targets.iops / (c.drives or 1))
         res = sweep(f"load-{k}", [{"preset": c.drive.name, "extra_op": c.extra_op, "rate_iops": c.cap_iops} for c in open_])
@@ -242,9 +245,10 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
         misses.append(f"does not keep up: {c.load_iops:,.0f} of {c.cap_iops:,} IOPS per drive")
     if t.p99_us is not None and (c.p99_us is None or c.p99_us > t.p99_us):
         misses.append(f"p99 {c.p99_us:,.0f} us > {t.p99_us:,.0f} us" if c.p99_us is not None else "no latency measured")
+    slow = bool(misses)  # more drives, by a margin: latency does not fall in proportion
     life_n = drives_for_life(c.drive, t.iops * c.write_bytes_per_io, c.waf, t.lifetime_years)
     if t.lifetime_years and c.years < t.lifetime_years:
-        misses.append(f"lasts {c.years:.1f} years < {t.lifetime_years:g} at WAF {c.waf:.2f}")
+        misses.append(f"lasts {c.years:.2f} years < {t.lifetime_years:g} at WAF {c.waf:.3f}")
     c.history.append(
         f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, WAF {_f(c.waf)}, {c.years:.1f} years"
         + (f" -> {'; '.join(misses)}" if misses else " -> meets the targets")
@@ -253,7 +257,8 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
         c.meets, c.reason = True, ""
         return None
     c.reason = "; ".join(misses)
-    return max(n + 1, math.ceil(n * 1.25), life_n)
+    # A lifetime miss alone needs exactly the drives whose NAND writes fit (at this WAF).
+    return max(n + 1, math.ceil(n * 1.25) if slow else 0, life_n)
 
 
 def _us(v: Optional[float]) -> str:
@@ -273,7 +278,7 @@ def report(a: Advice) -> list[str]:
         + (f", p99 <= {t.p99_us:,.0f} us" if t.p99_us is not None else "")
         + (f", {t.lifetime_years:g} years" if t.lifetime_years else "")
         + (f", {t.capacity_bytes / 1e12:,.2f} TB" if t.capacity_bytes else "")
-        + f" (simulated at 1/{a.scale} scale, {a.rounds} rounds)",
+        + f" (simulated at 1/{a.scale} scale: 1 round unthrottled, {a.rounds - 1} at load)",
         "",
         f"{'candidate':<44} {'IOPS/drive':>10} {'WAF':>5} {'drives':>6} {'p99@load':>10} {'years':>6} {'DWPD':>5} {'cost':>9}  verdict",
     ]
@@ -287,12 +292,14 @@ def report(a: Advice) -> list[str]:
         lines.append(f"{c.label:<44} {figures}  {verdict}")
     lines.append("")
     best = a.ranked
-    unit = "price" if a.priced else "TB bought (no --cost-per-tb: every TB priced the same)"
     if not best:
         lines.append("no candidate meets the targets (the verdicts above say why)")
+    else:
+        unit = "drives x TB x --cost-per-tb" if a.priced else "TB bought (no --cost-per-tb: every TB priced the same)"
+        lines.append(f"The cheapest that meet the targets (cost = {unit}; ties: less wear, fewer drives):")
     for i, c in enumerate(best[:3], 1):
         used = f"{c.namespace_bytes / 1e12:.2f} TB used of {c.drive.capacity_bytes / 1e12:.2f} TB per drive"
-        lines.append(f"{i}. {c.label}: {c.drives} drives, {used}, cost {c.cost:,.1f} ({unit})")
+        lines.append(f"{i}. {c.label}: {c.drives} drives, {used}, cost {c.cost:,.1f}")
         lines.append(
             f"   why {c.drives} drives ({c.why_drives}): one drive gives {c.iops_max:,.0f} IOPS of this job unthrottled "
             f"(WAF {_f(c.waf_max)}); at {c.cap_iops:,} IOPS each, p99 {_us(c.p99_us)}"

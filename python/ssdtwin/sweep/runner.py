@@ -116,6 +116,9 @@ class RayExecutor(Executor):
             # the machine's network address (Ray's switch for laptops, read when ray is
             # first imported), so nothing of it is reachable from the network.
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            # Ray runs its workers at nice 15 (to keep its own processes responsive); here
+            # the workers are the sweep, and on a shared machine nice 15 starves them.
+            os.environ.setdefault("RAY_worker_niceness", "0")
         ray = _ray()
         if address is not None:
             check_address(address)
