@@ -15,6 +15,7 @@ session fixture once per worker), and stopped by its process group.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -177,13 +178,21 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_in_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny sweep run in this process, point after point (the reference)."""
-    d = tmp_path_factory.mktemp("sweep-inproc")
-    (d / "sweep.toml").write_text(TINY)
-    r = run_cli("sweep", d / "sweep.toml", "--out", d / "out", "--in-process")
-    assert "6 points: 6 run, 0 kept from before, 2 failed" in r.stdout, r.stdout
-    failures = [line for line in r.stderr_lines if ": failed: " in line]  # the progress line of each
-    assert len(failures) == 2 and all("namespace 5.0 TB: larger than the drive" in line for line in failures), r.stderr
+    """The tiny sweep run in this process, point after point (the reference); made once per
+    test run, also under pytest-xdist (its workers share the base folder's parent)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's folder either way
+    d = root / "sweep-inproc"
+    with open(root / "sweep-inproc.lock", "w") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        if not (d / "out" / "results.parquet").is_file():
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+            (d / "sweep.toml").write_text(TINY)
+            r = run_cli("sweep", d / "sweep.toml", "--out", d / "out", "--in-process")
+            assert "6 points: 6 run, 0 kept from before, 2 failed" in r.stdout, r.stdout
+            failures = [line for line in r.stderr_lines if ": failed: " in line]  # the progress line of each
+            assert len(failures) == 2 and all("namespace 5.0 TB: larger than the drive" in line for line in failures), r.stderr
     return d / "out"
 
 
@@ -263,15 +272,14 @@ def ray_cluster() -> Iterator[str]:
     """A one-node Ray cluster on 127.0.0.1 (`ray start --head --block` in its own process
     group, loopback only, no token), stopped by that group at the end."""
     pytest.importorskip("ray")
-    ray_bin = shutil.which("ray", path=os.path.dirname(sys.executable))
-    if ray_bin is None:
-        pytest.skip("no `ray` command next to this interpreter")
+    found = shutil.which("ray", path=os.path.dirname(sys.executable))
+    ray_cmd = [found] if found else [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` command's module
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="ray-")  # short: Ray's unix socket paths must fit 107 bytes
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     with open(Path(tmp) / "start.log", "w+") as log:
         p = subprocess.Popen(
-            [ray_bin, "start", "--head", f"--port={port}", "--num-cpus=2", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
+            [*ray_cmd, "start", "--head", f"--port={port}", "--num-cpus=2", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
              "--disable-usage-stats", f"--temp-dir={tmp}", "--block"],
             stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )  # fmt: skip

@@ -15,7 +15,8 @@ The method, in rounds of sweeps (each round one sweep over the candidates still 
    too soon, the N its NAND writes need at the WAF measured at load (at least N + 1); then
    another round, up to ``rounds`` load rounds.
 4. Lifetime: years = raw NAND bytes x rated P/E cycles / (host write rate per drive x WAF x
-   365.25 days), with perfect wear levelling; DWPD = host bytes written per day / namespace.
+   365.25 days), with perfect wear levelling, and WAF the larger of round 1's and the load
+   round's (short windows of a long GC cycle); DWPD = host bytes written per day / namespace.
    Raw NAND bytes and P/E cycles are the preset's (`ssdtwin models NAME` gives their
    sources); the host write rate is the target IOPS / N times the written bytes per I/O.
 5. Cost: N x the drive's marketed TB x its price per TB (``cost_per_tb``, the user's
@@ -232,7 +233,11 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     """Figures at the load: None when they meet the targets, else the drives to try next."""
     n = c.drives or 1
     c.load_iops, c.p99_us = r["iops"], r["p99_us"]
-    c.waf = r["waf"] if r["waf"] is not None else c.waf_max
+    # The lifetime's WAF: the larger of the two windows' (unthrottled and at load). Each is a
+    # few seconds of a GC cycle that runs over a namespace's worth of writes; taking the
+    # larger never makes a drive last longer than either window says.
+    wafs = [w for w in (r["waf"], c.waf_max) if w is not None]
+    c.waf = max(wafs) if wafs else None
     host_rate = t.iops / n * c.write_bytes_per_io
     c.years = years(c.drive, host_rate, c.waf)
     c.dwpd = host_rate * 86400 / c.namespace_bytes

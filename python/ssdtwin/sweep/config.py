@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 
 from .. import _core
 from ..drive import parse_scale
+from .columns import OUTPUT_COLUMNS
 
 __all__ = [
     "AXES",
@@ -489,8 +490,6 @@ def _swept(points: Sequence[Point]) -> list[str]:
 
 
 def _plots(raw: Any, name: str, swept: Sequence[str]) -> list[Plot]:
-    from .point import OUTPUT_COLUMNS
-
     if not isinstance(raw, list) or not all(isinstance(p, Mapping) for p in raw):
         raise SweepConfigError(f"{name}: plot: an array of tables ([[plot]] x = ..., y = ...)")
     out = []

@@ -30,8 +30,9 @@ from typing import Any, Callable, Optional
 from urllib.parse import urlsplit
 
 from .. import _core
+from .columns import INPUT_TYPES, OUTPUT_COLUMNS
 from .config import Point, Sweep, canonical
-from .point import INPUT_TYPES, OUTPUT_COLUMNS, failed_row, prepare, run_point
+from .point import failed_row, prepare, run_point
 
 __all__ = ["Executor", "InProcess", "RayExecutor", "SweepError", "SweepResult", "run_sweep", "table", "write_results"]
 
