@@ -109,6 +109,33 @@ def test_the_same_drive_state_written_two_ways_shares_one_image() -> None:
     assert [p.params["namespace_tb"] for p in ranged.points][:3] == [1.94, 2.04, 2.14]
 
 
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 5),
+    st.floats(allow_nan=True),
+    st.sampled_from(["", "1/454", "x", CM6, "cm6-rand-write", "rand"]),
+)
+values_any = st.one_of(
+    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.sampled_from(["from", "to", "count", "RUNTIME", "x"]), scalars, max_size=3)
+)
+tables = st.dictionaries(st.sampled_from([*config.AXES, "bogus"]), values_any, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from([*config.TOP_KEYS, "bogus"]), st.one_of(values_any, tables, st.lists(tables, max_size=2)), max_size=4)
+)
+def test_any_sweep_file_is_a_sweep_or_one_config_error(doc: dict[str, Any]) -> None:
+    """Whatever the tables hold, loading gives points or a SweepConfigError (one line), never another exception."""
+    try:
+        sweep = config.from_dict(doc)
+    except config.SweepConfigError as e:
+        assert "\n" not in str(e)
+    else:
+        assert sweep.points
+
+
 # --------------------------------------------------------------------------- bad input
 
 

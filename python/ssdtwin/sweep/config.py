@@ -164,7 +164,10 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
         _axes_keys(c, f"{name}: cases[{i}]")
     axes = _grid_axes(grid, name) if grid is not None else {}
     for i, c in enumerate(cases):
-        clash = sorted(set(c) & set(axes) - {"vars"}) or sorted(set(c.get("vars", {})) & set(axes.get("vars", {})))
+        case_vars = c.get("vars")
+        clash = sorted(set(c) & set(axes) - {"vars"}) or sorted(
+            set(case_vars if isinstance(case_vars, Mapping) else ()) & set(axes.get("vars", {}))
+        )
         if clash:
             raise SweepConfigError(f"{name}: cases[{i}].{clash[0]} is also a grid axis: set it in one place")
     combos = expand(axes)
@@ -174,7 +177,10 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     parsed: set[str] = set()
     for case in cases:
         for combo in combos:
-            raw = _merge(fixed, case, combo)
+            try:
+                raw = _merge(fixed, case, combo)
+            except SweepConfigError as e:
+                raise SweepConfigError(f"{name}: {e}") from None
             where = f"{name}: point {len(points)} ({_describe(raw)})"
             params = _normalize(raw, where)
             job_name, job_text = _job(params["job"], base, where, jobs)
@@ -290,7 +296,7 @@ def _merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in layer.items():
             if k == "vars":
                 if not isinstance(v, Mapping):
-                    raise SweepConfigError(f"vars: a table of NAME = value (got {v!r})")
+                    raise SweepConfigError(f'vars: a table of NAME = value, as vars = {{ RUNTIME = "10s" }} (got {v!r})')
                 out["vars"] = {**out.get("vars", {}), **v}
             else:
                 out[k] = v

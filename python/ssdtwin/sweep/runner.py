@@ -120,9 +120,9 @@ class RayExecutor(Executor):
             # Ray runs its workers at nice 15 (to keep its own processes responsive); here
             # the workers are the sweep, and on a shared machine nice 15 starves them.
             os.environ.setdefault("RAY_worker_niceness", "0")
-        ray = _ray()
         if address is not None:
-            check_address(address)
+            check_address(address)  # before importing Ray (seconds): a typo fails at once
+        ray = _ray()
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = num_cpus
