@@ -5,8 +5,9 @@ level or inside a function, is resolved to the module it names:
 
 * library (``ssdtwin``, ``drive``, ``nvmefmt``, ``live``, ``fio``): no commands, no studies,
   no typer/rich/click, no ``print()``: it returns values and raises; commands print;
-* studies (``ssdtwin.studies``): the library only, never commands or typer/rich/click;
-  they report through the ``log`` callable they are given;
+* studies (``ssdtwin.studies``, and ``ssdtwin.sweep``, which runs studies' procedures as
+  sweeps): the library and studies only, never commands or typer/rich/click; they report
+  through the ``log`` (or progress) callables they are given;
 * the fio job parser and outputs (``ssdtwin.fio`` but ``fio.run``): nothing of ssdtwin
   outside ``ssdtwin.fio``, so they work without the compiled core;
 * no import cycle anywhere (a function-level import counts).
@@ -56,7 +57,7 @@ def imports(name: str) -> Iterator[tuple[str, int]]:
 def role(name: str) -> str:
     if name.startswith(("ssdtwin.commands", "ssdtwin.__main__")):
         return "commands"
-    if name.startswith("ssdtwin.studies"):
+    if name.startswith(("ssdtwin.studies", "ssdtwin.sweep")):
         return "studies"
     return "library"
 

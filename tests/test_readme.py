@@ -4,7 +4,7 @@ Every `ssdtwin` command line in the README's shell blocks names a command that e
 only flags that command's `--help` lists; the quick blocks (a drive the nvme-cli way, fio
 job files, serving over NBD, the Python API) are run as they stand, in an empty directory,
 one after the other as a reader would. The long ones (`pip install`, `make`, `demo`,
-`reproduce`, `calibrate`, `pts`) are only checked for their command lines: they take minutes, and
+`reproduce`, `calibrate`, `pts`, `sweep`, `advise`) are only checked for their command lines: they take minutes, and
 tests/test_reproduce.py and tests/test_experiments.py run what they run.
 """
 
@@ -118,7 +118,7 @@ def test_every_readme_command_and_flag_exists(words: list[str]) -> None:
             )
 
 
-LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate", "ssdtwin pts")
+LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate", "ssdtwin pts", "ssdtwin sweep", "ssdtwin advise")
 
 
 def runnable(text: str) -> bool:

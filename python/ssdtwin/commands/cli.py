@@ -40,6 +40,7 @@ from .common import (
 from .nvme import nvme
 from .pts import pts
 from .serve import bench_nbd_cmd, serve_cmd
+from .sweep import advise_cmd, sweep_cmd
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
 # showing `--flag / --no-flag`, and a plain page is what `grep` and the README test read.
@@ -452,6 +453,8 @@ def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], Non
 
 
 app.command("serve")(serve_cmd)
+app.command("sweep")(sweep_cmd)
+app.command("advise")(advise_cmd)
 bench.command("nbd")(bench_nbd_cmd)
 
 

@@ -36,6 +36,16 @@ def run_jobs(
     """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
     ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    specs = engine_specs(drive, run, namespace)
+    if notes is not None:
+        for note in fio_notes(run):
+            notes(note)
+    return run, drive.run_fio(specs, namespace, idle_gc, progress)
+
+
+def engine_specs(drive: Drive, run: Any, namespace: int = 1) -> list[dict[str, Any]]:
+    """The engine input of a parsed run on ``drive``: jobs that name no namespace go to
+    ``namespace``; every attached namespace's size and LBA size, and the host link's rate."""
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
         raise ValueError(f"--namespace {namespace}: not an attached namespace (attached: {', '.join(map(str, nss)) or 'none'})")
@@ -43,11 +53,10 @@ def run_jobs(
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
-    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
-    if notes is not None:
-        for note in fio_notes(run):
-            notes(note)
-    return run, drive.run_fio(specs, namespace, idle_gc, progress)
+    specs: list[dict[str, Any]] = run.to_engine(
+        target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link
+    )
+    return specs
 
 
 def job_file_problem(path: Path) -> Optional[str]:

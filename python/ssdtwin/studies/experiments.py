@@ -127,14 +127,16 @@ class Prepared:
 def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1, path: Optional[str] = None) -> Prepared:
     """A drive in the state a figure was measured in: SNIA WIPC (sequential 128 KiB over 2x
     the namespace, Intel D5-P5316 IU white paper and CM6/CD6 SNIA PTS review); for random figures ("rand") then 4 KiB random over
-    2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF. With
+    2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF
+    ("none": factory state, nothing written; `ssdtwin sweep` uses all three). With
     `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity.
     With `path` the drive is an image there, committed (calibration opens copies of it)."""
     d = Drive.in_memory(model, scale=scale, seed=seed) if path is None else Drive.create(path, model, scale=scale, seed=seed)
     if ns_fraction < 1.0:
         cap = d.nvme.id_ctrl()["tnvmcap"]
         replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
-    d.precondition(1, "seq", 131072, loops=2, seed=seed)
+    if state != "none":
+        d.precondition(1, "seq", 131072, loops=2, seed=seed)
     steady = None
     if state == "rand":
         d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)

@@ -1,0 +1,317 @@
+"""``ssdtwin sweep`` and ``ssdtwin advise``: sweeps on Ray and the what-if advisor (docs/sweep.md).
+
+The library (``ssdtwin.sweep``) runs the points and returns rows; this module checks the
+options, shows progress with an ETA on stderr (a line per point when stderr is not a
+terminal) and prints the summary.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from .. import _core
+from ..drive import parse_scale
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say
+
+Address = typer.Option(
+    None,
+    "--address",
+    help="a Ray cluster: HOST:PORT of its head (GCS, 6379 by default) or ray://HOST:PORT (Ray Client); default: a local Ray",
+)
+InProcessOpt = typer.Option(False, "--in-process/--ray", help="run the points one after another in this process, without Ray")
+NumCpus = typer.Option(None, "--num-cpus", min=1, max=4096, help="CPUs of the local Ray (default: every core)")
+Quiet = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress display")
+
+
+def _executor(address: Optional[str], in_process: bool, num_cpus: Optional[int]) -> Callable[[], Any]:
+    from ..sweep.runner import InProcess, RayExecutor
+
+    if in_process and (address is not None or num_cpus is not None):
+        fail("--in-process runs without Ray: leave out --address and --num-cpus")
+    if address is not None and num_cpus is not None:
+        fail("--num-cpus sizes a local Ray: a cluster given by --address has its own CPUs")
+    if in_process:
+        return InProcess
+    return lambda: RayExecutor(address=address, num_cpus=num_cpus)
+
+
+class _Progress:
+    """Points done, failed and the ETA: a rich bar on a terminal, else a line per point."""
+
+    def __init__(self, quiet: bool, prog: str) -> None:
+        self.quiet, self.prog = quiet, prog
+        self.tty = sys.stderr.isatty()
+        self.bar: Any = None
+        self.task: Any = None
+        self.total = self.done = self.failed = 0
+        self.t0 = time.perf_counter()
+
+    def start(self, total: int, kept: int, where: str) -> None:
+        self.total, self.done, self.t0 = total, kept, time.perf_counter()
+        if self.quiet:
+            return
+        say(f"{self.prog}: {total} points ({kept} done before) on {where}")
+        if self.tty and self.bar is not None:
+            self.task = self.bar.add_task("points", total=total, completed=kept, failed=0)
+
+    def point(self, p: Any, res: dict[str, Any]) -> None:
+        self.done += 1
+        ok = res["row"]["status"] == "ok"
+        self.failed += not ok
+        if self.quiet:
+            return
+        if self.task is not None:
+            self.bar.update(self.task, advance=1, failed=self.failed)
+        elif not self.tty:
+            wall = res.get("wall_s")
+            status = "ok" if ok else f"failed: {res['row']['error']}"
+            say(f"[{self.done}/{self.total}] {p.point_id} {p.label()}: {status}" + (f" ({wall:.1f} s)" if wall is not None else ""))
+
+    @contextmanager
+    def shown(self) -> Iterator[_Progress]:
+        if self.quiet or not self.tty:
+            yield self
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            transient=True,
+        ) as bar:
+            self.bar = bar
+            yield self
+            self.bar = None
+
+
+def sweep_cmd(
+    config: Path = typer.Argument(..., metavar="SWEEP.toml", help="the sweep: [point], [grid], [[cases]], [[plot]] (docs/sweep.md)"),
+    out: Path = typer.Option(..., "--out", help="folder for results.parquet, plots/, points/ and the image cache"),
+    address: Optional[str] = Address,
+    in_process: bool = InProcessOpt,
+    num_cpus: Optional[int] = NumCpus,
+    resume: bool = typer.Option(False, "--resume/--no-resume", help="run only the points not yet done in --out (failed ones again)"),
+    quiet: bool = Quiet,
+    fmt: str = OutputFmt,
+) -> None:
+    """Run a parameter sweep: one task per point (a preconditioned drive and a job), on Ray."""
+    from ..sweep import SweepConfigError, SweepError, load, run_sweep
+
+    check_fmt(fmt)
+    make = _executor(address, in_process, num_cpus)
+    try:
+        sweep = load(config)
+    except SweepConfigError as e:
+        fail(str(e))
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: not a directory")
+    prog = _Progress(quiet, "ssdtwin sweep")
+
+    def on_point(p: Any, res: dict[str, Any]) -> None:
+        prog.point(p, res)
+        interrupt_note(f"{prog.done} of {prog.total} points done and kept in {out}; --resume continues")
+
+    interrupt_note(f"the points done are kept in {out}; --resume continues")
+    try:
+        with prog.shown():
+            res = run_sweep(sweep, out, make, resume=resume, on_start=prog.start, on_point=on_point)
+    except SweepError as e:
+        fail(str(e))
+    if quiet or sys.stderr.isatty():  # else the progress lines named them already
+        for p, err in res.failed:
+            say(f"ssdtwin sweep: point {p.point_id} ({p.label()}): failed: {err}")
+    summary = {
+        "points": len(sweep.points),
+        "run": res.done,
+        "resumed": res.resumed,
+        "failed": [{"point_id": p.point_id, "params": p.params, "error": e} for p, e in res.failed],
+        "wall_s": round(res.wall_s, 3),
+        "where": res.where,
+        "results": str(res.parquet),
+        "plots": [str(p) for p in res.plots],
+    }
+    if fmt == "json":
+        emit_json(summary)
+        return
+    typer.echo(
+        f"{len(sweep.points)} points: {res.done} run, {res.resumed} kept from before, {len(res.failed)} failed; "
+        f"{res.wall_s:.1f} s wall on {res.where}"
+    )
+    typer.echo(f"results: {res.parquet} ({len(res.rows)} rows)")
+    for plot in res.plots:
+        typer.echo(f"plot: {plot}")
+
+
+def _iops(text: str) -> float:
+    t = text.strip().lower()
+    mult = {"k": 1e3, "m": 1e6}.get(t[-1:], 1.0)
+    try:
+        v = float(t[:-1] if t[-1:] in ("k", "m") else t) * mult
+    except ValueError:
+        fail(f"--target-iops '{text}': a number of IOPS, e.g. 300k or 1.2m")
+    if not (v > 0 and math.isfinite(v)):
+        fail(f"--target-iops '{text}': above 0")
+    return v
+
+
+def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]:
+    if text is None:
+        return None
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, eq, value = item.strip().partition("=")
+        try:
+            v = float(value)
+        except ValueError:
+            v = math.nan
+        if not eq or not (v >= 0 and math.isfinite(v)):
+            fail(f"--cost-per-tb '{item.strip()}': NAME=PRICE with PRICE a number >= 0 (e.g. kioxia-cm6-r-3.84t=95)")
+        out[name] = v
+    missing = [d for d in drives if d not in out]
+    if missing:
+        fail(f"--cost-per-tb: no price for {', '.join(missing)} (give one for every drive of --drives)")
+    return out
+
+
+def advise_cmd(
+    job: Path = typer.Argument(..., metavar="JOB.fio", help="the workload: an fio job file (its queue depths and mix)"),
+    target_iops: str = typer.Option(..., "--target-iops", help="IOPS the drives must deliver together (300k, 1.2m)"),
+    p99_us: Optional[float] = typer.Option(None, "--p99-us", help="p99 completion latency at that load, in us"),
+    lifetime_years: Optional[float] = typer.Option(None, "--lifetime-years", help="years the drives must last at that load"),
+    drives: str = typer.Option(..., "--drives", help="candidate presets, comma-separated (ssdtwin models)"),
+    capacity: Optional[str] = typer.Option(None, "--capacity", help="user capacity needed in all, e.g. 20TB (default: no capacity target)"),
+    extra_op: str = typer.Option("0,0.1,0.2,0.35,0.5", "--extra-op", help="extra OP levels: namespace = capacity / (1 + x)"),
+    cost_per_tb: Optional[str] = typer.Option(
+        None, "--cost-per-tb", help="NAME=PRICE per TB for every drive (default: every TB priced the same)"
+    ),
+    scale: str = typer.Option("1/64", "--scale", help="1/N: the drives simulated (results hold at full scale, docs/models.md)"),
+    runtime: str = typer.Option("10s", "--runtime", help="simulated run per measurement (overrides the job's runtime)"),
+    ramp: str = typer.Option("1s", "--ramp", help="simulated ramp before each measurement"),
+    precondition: str = typer.Option("rand", "--precondition", help="drive state: rand (steady state), seq or none"),
+    rounds: int = typer.Option(3, "--rounds", min=1, max=10, help="load rounds (more drives for a candidate that misses)"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64 >> 1),
+    out: Optional[Path] = typer.Option(None, "--out", help="keep the sweeps here (default: a temporary folder)"),
+    cache: Optional[Path] = typer.Option(None, "--cache", help="keep the preconditioned images here and reuse them (default: under --out)"),
+    address: Optional[str] = Address,
+    in_process: bool = InProcessOpt,
+    num_cpus: Optional[int] = NumCpus,
+    quiet: bool = Quiet,
+    fmt: str = OutputFmt,
+) -> None:
+    """Which drive, namespace size and OP meet a workload's targets at the lowest cost and wear."""
+    from ..fio import FioJobError, parse_string
+    from ..fio.units import parse_time_us
+    from ..sweep.advise import Targets, advise, report, to_json
+    from ..sweep.config import PRECONDITIONS, SweepConfigError
+    from ..sweep.runner import SweepError
+
+    check_fmt(fmt)
+    iops = _iops(target_iops)
+    names = [d.strip() for d in drives.split(",") if d.strip()]
+    known = [n for n, _ in _core.presets()]
+    for n in names:
+        if n not in known:
+            fail(f"--drives: no preset '{n}' (ssdtwin models lists: {', '.join(known)})")
+    if not names:
+        fail("--drives: give at least one preset")
+    if p99_us is not None and not (p99_us > 0 and math.isfinite(p99_us)):
+        fail(f"--p99-us {p99_us}: above 0")
+    if lifetime_years is not None and not (0 < lifetime_years <= 100):
+        fail(f"--lifetime-years {lifetime_years}: above 0 and at most 100")
+    cap = None
+    if capacity is not None:
+        try:
+            cap = _core.parse_size(capacity)
+        except ValueError as e:
+            fail(f"--capacity: {e}")
+        if cap <= 0:
+            fail(f"--capacity {capacity}: above 0")
+    ops = []
+    for x in extra_op.split(","):
+        try:
+            ops.append(float(x))
+        except ValueError:
+            fail(f"--extra-op '{extra_op}': '{x.strip()}' is not a number (e.g. 0,0.2,0.5)")
+        if not (0 <= ops[-1] <= 10):
+            fail(f"--extra-op {ops[-1]}: from 0 to 10 (namespace = capacity / (1 + x))")
+    costs = _costs(cost_per_tb, names)
+    try:
+        scale_n = parse_scale(scale)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    if precondition not in PRECONDITIONS:
+        fail(f"--precondition '{precondition}': one of {', '.join(PRECONDITIONS)}")
+    try:
+        text = job.read_text()
+        parse_string(text, name=str(job), env={}, cwd=job.parent)
+    except OSError as e:
+        fail(f"{job}: {e.strerror or e}")
+    except FioJobError as e:
+        fail(*e.lines())
+    for flag, value in (("--runtime", runtime), ("--ramp", ramp)):
+        try:
+            us = parse_time_us(value, default_unit="s")
+        except ValueError as e:
+            fail(f"{flag} '{value}': {e} (e.g. 10s, 500ms)")
+        if flag == "--runtime" and us <= 0:
+            fail(f"--runtime {value}: above 0")
+    make = _executor(address, in_process, num_cpus)
+    keep = out is not None
+    folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-advise-"))
+    if keep and folder.exists() and any(folder.iterdir()):
+        fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
+    prog = _Progress(quiet, "ssdtwin advise")
+    log = (lambda s: None) if quiet else (lambda s: say(f"ssdtwin advise: {s}"))
+    interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
+    ex = None
+    try:
+        ex = make()
+        with prog.shown():
+            a = advise(
+                job.resolve(),
+                Targets(iops, p99_us, lifetime_years, cap),
+                names,
+                ops,
+                ex,
+                folder,
+                cost_per_tb=costs,
+                scale=scale_n,
+                runtime=runtime,
+                ramp_time=ramp,
+                precondition=precondition,
+                seed=seed,
+                rounds=rounds,
+                cache=cache,
+                log=log,
+                on_start=prog.start,
+                on_point=prog.point,
+            )
+    except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
+        fail(str(e))
+    finally:
+        if ex is not None:
+            ex.close()
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    if fmt == "json":
+        emit_json(to_json(a))
+    else:
+        for line in report(a):
+            typer.echo(line)
+    if not a.ranked:
+        raise typer.Exit(1)

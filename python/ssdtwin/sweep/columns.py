@@ -1,0 +1,53 @@
+"""The columns of a sweep's table and their Arrow types (docs/sweep.md, "Columns")."""
+
+from __future__ import annotations
+
+# Output columns and their Arrow types; inputs come first (input_columns).
+OUTPUT_COLUMNS: dict[str, str] = {
+    "namespace_bytes": "int64",  # at the point's scale
+    "namespace_tb_full": "float64",  # the same fraction of the full-scale drive, in TB
+    "op": "float64",  # data pool / namespace - 1 (NAND not in the namespace is spare)
+    "model_waf": "float64",  # greedy GC closed form (Lambert W) at that OP
+    "steady_waf": "float64",  # precondition "rand": WAF of its last 4 KiB random pass
+    "iops": "float64",
+    "read_iops": "float64",
+    "write_iops": "float64",
+    "read_mb_s": "float64",
+    "write_mb_s": "float64",
+    "read_lat_mean_us": "float64",
+    "write_lat_mean_us": "float64",
+    "read_p50_us": "float64",
+    "read_p99_us": "float64",
+    "read_p999_us": "float64",
+    "write_p50_us": "float64",
+    "write_p99_us": "float64",
+    "write_p999_us": "float64",
+    "p99_us": "float64",  # reads and writes together
+    "p999_us": "float64",
+    "read_ios": "int64",
+    "write_ios": "int64",
+    "read_bytes": "int64",
+    "write_bytes": "int64",
+    "waf": "float64",  # NAND / host bytes written during the job (vendor log deltas)
+    "host_write_bytes": "int64",
+    "nand_write_bytes": "int64",
+    "simulated_s": "float64",
+    "status": "string",  # ok or failed
+    "error": "string",
+    "ssdtwin_version": "string",
+}
+INPUT_TYPES: dict[str, str] = {
+    "point_id": "string",
+    "seed": "int64",
+    "image_seed": "int64",
+    "preset": "string",
+    "scale": "int64",
+    "namespace_tb": "float64",
+    "namespace_fraction": "float64",
+    "extra_op": "float64",
+    "precondition": "string",
+    "job": "string",
+    "runtime": "string",
+    "ramp_time": "string",
+    "rate_iops": "int64",
+}

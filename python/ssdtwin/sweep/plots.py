@@ -1,0 +1,46 @@
+"""The sweep file's [[plot]] tables as PNG figures: y against x, one line per combination of
+the other swept columns (failed points left out)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Sweep
+
+
+def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for plot in sweep.plots:
+        others = [c for c in sweep.swept if c != plot.x]
+        lines: dict[tuple[Any, ...], list[tuple[Any, Any]]] = {}
+        for r in rows:
+            if r.get("status") != "ok" or r.get(plot.y) is None or r.get(plot.x) is None:
+                continue
+            lines.setdefault(tuple(r.get(c) for c in others), []).append((r[plot.x], r[plot.y]))
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+        for key, pts in lines.items():
+            pts.sort(key=lambda xy: xy[0])
+            label = ", ".join(f"{c}={v}" for c, v in zip(others, key)) or None
+            ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=3, label=label)
+        ax.set_xlabel(plot.x)
+        ax.set_ylabel(plot.y)
+        ax.set_title(plot.title or f"{plot.y} vs {plot.x}" + (f" ({sweep.title})" if sweep.title else ""), fontsize=10)
+        ax.grid(True, alpha=0.3)
+        if len(lines) > 1:
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{plot.y}-vs-{plot.x}")
+        path = folder / f"{name}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths

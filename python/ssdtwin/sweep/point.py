@@ -1,0 +1,237 @@
+"""One point of a sweep: its preconditioned image (shared through a cache folder) and the
+job run on it, as one table row (docs/sweep.md, "Columns").
+
+Everything here runs in whichever process executes the point (this one, or a Ray worker on
+any node), so it takes plain values and returns plain values. A row depends only on the
+point (its parameters, seeds and job text) and the ssdtwin version: not on the process, the
+node, the order of points or the wall clock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import _core
+from ..drive import Drive
+from ..fio import parse_string
+from ..fio.hist import dense, percentiles
+from ..fio.run import engine_specs
+from ..fio.units import parse_time_us
+from ..studies.experiments import cm6_drive
+from .columns import OUTPUT_COLUMNS
+from .config import Point, namespace_fraction
+
+PERCENTILES = (50.0, 99.0, 99.9)
+
+
+def input_columns(point: Point) -> dict[str, Any]:
+    row: dict[str, Any] = {"point_id": point.point_id, "seed": point.seed, "image_seed": point.image_seed}
+    for k, v in point.params.items():
+        if k != "vars":
+            row[k] = v
+    for n, x in point.params["vars"].items():
+        row[f"var_{n}"] = x
+    return row
+
+
+def failed_row(point: Point, error: str) -> dict[str, Any]:
+    row = input_columns(point)
+    row.update({k: None for k in OUTPUT_COLUMNS})
+    row.update(status="failed", error=" ".join(error.split()) or "failed", ssdtwin_version=_core.__version__)
+    return row
+
+
+# ------------------------------------------------------------------------------ images
+
+
+def image_path(cache: Path, point: Point) -> Path:
+    return cache / "images" / point.image_key
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive flock on ``path``: one builder per image per node (and per shared folder)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
+    """The point's preconditioned image in ``cache``, built unless another point (in any
+    process sharing the folder) built it already; returns its metadata. The image is
+    written under a temporary name and renamed, and the metadata written last, so a killed
+    build leaves nothing that a later run would take for a finished image."""
+    final = image_path(cache, point)
+    meta_path = final.with_suffix(".json")
+    if meta_path.is_file():
+        return dict(json.loads(meta_path.read_text()))
+    with _locked(final.with_suffix(".lock")):
+        if meta_path.is_file():
+            return dict(json.loads(meta_path.read_text()))
+        p = point.params
+        frac = namespace_fraction(p)
+        if frac is not None and frac > 1:
+            full = int(_core.preset(p["preset"])["capacity"]["tnvmcap_bytes"]["value"])
+            raise ValueError(f"namespace {p['namespace_tb']} TB: larger than the drive ({p['preset']}: {full / 1e12:.2f} TB)")
+        tmp = final.with_name(final.name + ".tmp")
+        for stale in (tmp, final):
+            if stale.exists():
+                shutil.rmtree(stale)
+        t0 = time.perf_counter()
+        prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], 1.0 if frac is None else frac, point.image_seed, path=str(tmp))
+        d = prepared.drive
+        info = d.ftl_info()
+        ns = d.namespaces()[0]
+        d.close()
+        os.rename(tmp, final)
+        meta = {
+            "key": point.image_key,
+            "preset": p["preset"],
+            "scale": p["scale"],
+            "precondition": p["precondition"],
+            "namespace_fraction": frac,
+            "namespace_bytes": ns.bytes,
+            "data_pool_bytes": info["data_pool_bytes"],
+            "steady_waf": prepared.steady_waf,
+            "seed": point.image_seed,
+            "build_wall_s": round(time.perf_counter() - t0, 3),
+        }
+        part = meta_path.with_name(meta_path.name + ".tmp")
+        part.write_text(json.dumps(meta, indent=1))
+        os.rename(part, meta_path)
+        return meta
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def run_point(point: Point, cache: str) -> dict[str, Any]:
+    """The point's row; an error in it (a namespace the drive cannot hold, a bad job) is the
+    row's ``error`` with status "failed", never an exception."""
+    t0 = time.perf_counter()
+    try:
+        row = _run(point, Path(cache))
+    except Exception as e:  # a point's failure is its row; the sweep goes on
+        row = failed_row(point, str(e) or type(e).__name__)
+    return {"row": row, "wall_s": round(time.perf_counter() - t0, 3), "node": socket.gethostname(), "pid": os.getpid()}
+
+
+def prepare(point: Point, cache: str) -> Optional[str]:
+    """Build the point's image ahead of the points that share it; the error (if any) as text."""
+    try:
+        ensure_image(point, Path(cache))
+    except Exception as e:
+        return str(e) or type(e).__name__
+    return None
+
+
+def _run(point: Point, cache: Path) -> dict[str, Any]:
+    meta = ensure_image(point, cache)
+    p = point.params
+    run = parse_string(point.job_text, name=point.job_name, env=p["vars"], run_seed=point.seed)
+    d = Drive.open(image_path(cache, point), writable=False)  # a scratch run: the image never changes
+    try:
+        specs = engine_specs(d, run, 1)
+        adjust_specs(specs, p)
+        v0 = d.vendor_log()
+        out = d.run_fio(specs, 1)
+        v1 = d.vendor_log()
+    finally:
+        d.close()
+    row = input_columns(point)
+    row.update(outputs(out, v0, v1))
+    pool, ns_bytes = meta["data_pool_bytes"], meta["namespace_bytes"]
+    full = int(_core.preset(p["preset"])["capacity"]["tnvmcap_bytes"]["value"])
+    frac = meta["namespace_fraction"]
+    row.update(
+        namespace_bytes=ns_bytes,
+        namespace_tb_full=(full if frac is None else frac * full) / 1e12,
+        op=pool / ns_bytes - 1,
+        model_waf=_core.waf_greedy(pool / ns_bytes) if pool > ns_bytes else None,
+        steady_waf=meta["steady_waf"],
+        status="ok",
+        error=None,
+        ssdtwin_version=_core.__version__,
+    )
+    errors = sorted({str(r["error"]) for r in out if r.get("error")})
+    if errors:
+        row.update(status="failed", error=f"job ended with error {', '.join(errors)} (fio errno)")
+    return row
+
+
+def adjust_specs(specs: list[dict[str, Any]], p: Mapping[str, Any]) -> None:
+    """The job parameters a sweep sets on top of the job file: runtime and ramp_time (every
+    job becomes time based), and rate_iops: the drive's total IOPS cap, split evenly over
+    the job's clones, a clone's share split between reads and writes by its rwmixread."""
+    for s in specs:
+        if p.get("runtime") is not None:
+            s["time_based"] = True
+            s["runtime_ns"] = parse_time_us(p["runtime"], default_unit="s") * 1000
+        if p.get("ramp_time") is not None:
+            s["ramp_time_ns"] = parse_time_us(p["ramp_time"], default_unit="s") * 1000
+    rate = p.get("rate_iops")
+    if rate:
+        share = rate / len(specs)
+        for s in specs:
+            dirs = set(s["directions"])
+            read_pct = s["rwmixread"] if {"read", "write"} <= dirs else 100 if "read" in dirs else 0
+            r = share * read_pct / 100
+            w = share - r
+            s["rate_bytes_per_s"] = {"read": 0, "write": 0, "trim": 0}
+            s["rate_iops"] = {
+                "read": max(1, round(r)) if r > 0 else 0,
+                "write": max(1, round(w)) if w > 0 and "write" in dirs else 0,
+                "trim": max(1, round(share)) if "trim" in dirs else 0,
+            }
+
+
+def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping[str, Any]) -> dict[str, Any]:
+    """Figures of a run (every clone together): rates over the longest clone's runtime of
+    each direction, fio's completion-latency (clat) percentiles, WAF from the vendor log."""
+    row: dict[str, Any] = {}
+    merged = [0] * 1856
+    n_all = 0
+    iops = 0.0
+    secs_all = 0.0
+    for d in ("read", "write"):
+        ios = sum(int(r[d]["total_ios"]) for r in out)
+        byts = sum(int(r[d]["io_bytes"]) for r in out)
+        secs = max((int(r[d]["runtime_ns"]) for r in out), default=0) / 1e9
+        secs_all = max(secs_all, secs)
+        row[f"{d}_ios"], row[f"{d}_bytes"] = ios, byts
+        row[f"{d}_iops"] = ios / secs if secs else 0.0
+        row[f"{d}_mb_s"] = byts / secs / 1e6 if secs else 0.0
+        iops += row[f"{d}_iops"]
+        n = sum(int(r[d]["lat"]["n"]) for r in out)
+        row[f"{d}_lat_mean_us"] = sum(int(r[d]["lat"]["sum_ns"]) for r in out) / n / 1e3 if n else None
+        hist = [0] * 1856
+        for r in out:
+            for i, c in enumerate(dense(r[d]["clat"]["hist"])):
+                hist[i] += c
+        cn = sum(hist)
+        pcts = dict(percentiles(hist, cn, PERCENTILES)) if cn else {}
+        for pct, name in zip(PERCENTILES, ("p50", "p99", "p999")):
+            row[f"{d}_{name}_us"] = pcts[pct] / 1e3 if pct in pcts else None
+        merged = [a + b for a, b in zip(merged, hist)]
+        n_all += cn
+    both = dict(percentiles(merged, n_all, PERCENTILES)) if n_all else {}
+    row["p99_us"] = both[99.0] / 1e3 if 99.0 in both else None
+    row["p999_us"] = both[99.9] / 1e3 if 99.9 in both else None
+    row["iops"] = iops
+    dh = int(v1["host_write_bytes"]) - int(v0["host_write_bytes"])
+    dn = int(v1["nand_write_bytes"]) - int(v0["nand_write_bytes"])
+    row.update(host_write_bytes=dh, nand_write_bytes=dn, waf=dn / dh if dh else None, simulated_s=secs_all)
+    return row

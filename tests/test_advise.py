@@ -1,0 +1,129 @@
+"""`ssdtwin advise` (docs/sweep.md, "advise").
+
+* The endurance relations, by property: the drives the lifetime needs are the fewest whose
+  NAND writes fit the rated P/E cycles (one fewer would wear out too soon).
+* End to end on tiny drives (1/454, in process): every candidate that "meets" met each
+  target in its load round; the drive count is the IOPS one unless the lifetime needs more;
+  costs follow --cost-per-tb and the ranking follows the costs; the report prints its
+  reasoning and the sources of the endurance numbers.
+* Bad input: one line naming the option.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssdtwin.sweep.advise import YEAR_S, Drive, drives_for_life, years
+from twin import CM6, run_cli
+
+CM6V = "kioxia-cm6-v-3.2t"
+JOB = """\
+[global]
+ioengine=libaio
+direct=1
+group_reporting
+[oltp]
+rw=randrw
+rwmixread=70
+bs=4k
+iodepth=8
+numjobs=2
+"""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(min_value=1e6, max_value=1e10),  # host bytes/s, all drives together
+    st.floats(min_value=1.0, max_value=20.0),  # WAF
+    st.floats(min_value=0.1, max_value=20.0),  # years wanted
+    st.sampled_from([CM6, CM6V, "intel-p5316-15.36t"]),
+)
+def test_the_lifetime_drive_count_is_the_fewest_that_last(rate: float, waf: float, life: float, name: str) -> None:
+    d = Drive.of(name)
+    n = drives_for_life(d, rate, waf, life)
+    assert years(d, rate / n, waf) >= life * (1 - 1e-9)
+    if n > 1:
+        assert years(d, rate / (n - 1), waf) < life
+    # years is NAND endurance over NAND writes: half the rate, twice the years
+    assert years(d, rate / 2, waf) == pytest.approx(2 * years(d, rate, waf))
+    assert years(d, rate, waf) * YEAR_S * rate * waf == pytest.approx(d.raw_bytes * d.pe_cycles)
+
+
+def test_the_endurance_numbers_are_the_presets() -> None:
+    d = Drive.of(CM6)
+    assert d.raw_bytes == 64 * 2 * 1820 * 1152 * 16384  # 64 dies x 2 planes x blocks x pages x 16 KiB
+    assert d.pe_cycles == 7000 and d.pe_source.startswith("[ASSUMED]")
+    assert d.rated_dwpd == 1.0 and years(d, 0.0, 3.0) == math.inf
+
+
+@pytest.fixture(scope="module")
+def advised(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    d = tmp_path_factory.mktemp("advise")
+    (d / "oltp.fio").write_text(JOB)
+    common = [
+        *("advise", d / "oltp.fio", "--target-iops", "900k", "--p99-us", "3000", "--lifetime-years", "5"),
+        *("--drives", f"{CM6},{CM6V}", "--extra-op", "0,0.25", "--scale", "1/454", "--runtime", "300ms", "--ramp", "50ms"),
+        *("--precondition", "seq", "--in-process", "--rounds", "2"),
+    ]
+    js = run_cli(*common, "--cost-per-tb", f"{CM6}=100,{CM6V}=130", "-o", "json", "--out", d / "kept", timeout=600).json()
+    text = run_cli(*common, "-q", timeout=600)
+    return js, text.stdout
+
+
+def test_advise_meets_the_targets_it_claims(advised: tuple[dict[str, Any], str]) -> None:
+    js, _ = advised
+    t = js["targets"]
+    assert len(js["candidates"]) == 4 and js["ranked"], js
+    for c in js["candidates"]:
+        assert c["iops_max"] > 0 and c["waf_unthrottled"] > 0  # a 30 % write mix
+        assert c["namespace_bytes"] == pytest.approx(Drive.of(c["drive"]).capacity_bytes / (1 + c["extra_op"]), rel=1e-3)
+    for c in js["ranked"]:
+        assert c["meets"] and c["reason"] is None
+        assert c["p99_us_at_load"] <= t["p99_us"]
+        assert c["iops_at_load"] >= 0.97 * c["cap_iops_per_drive"]
+        assert c["cap_iops_per_drive"] == math.ceil(t["iops"] / c["drives"])
+        assert c["years"] >= t["lifetime_years"]
+        # the fewest drives the IOPS and the lifetime allow (the last round's count)
+        if c["drives_set_by"] != "load":
+            assert c["drives"] >= math.ceil(t["iops"] / c["iops_max"])
+        price = {CM6: 100, CM6V: 130}[c["drive"]]
+        assert c["cost"] == pytest.approx(c["drives"] * Drive.of(c["drive"]).capacity_bytes / 1e12 * price)
+    costs = [c["cost"] for c in js["ranked"]]
+    assert costs == sorted(costs)
+    assert js["cost_unit"] == "price"
+
+
+def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> None:
+    _, text = advised
+    assert text.startswith("advise oltp.fio: 900,000 IOPS, p99 <= 3,000 us, 5 years (simulated at 1/454 scale: 1 round unthrottled, ")
+    assert "1. kioxia-cm6-" in text and "   why " in text and "   wear: " in text and "   round: " in text
+    assert "TB bought (no --cost-per-tb: every TB priced the same)" in text
+    assert f"  {CM6}: P/E 7,000 ([ASSUMED]" in text and "rated 1 DWPD ([SRC] KIOXIA CM6 namespace brief)" in text
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--drives", "no-such-drive"], "--drives: no preset 'no-such-drive'"),
+        (["--drives", f"{CM6},{CM6V}", "--cost-per-tb", f"{CM6}=100"], f"--cost-per-tb: no price for {CM6V}"),
+        (["--drives", CM6, "--target-iops", "lots"], "--target-iops 'lots': a number of IOPS"),
+        (["--drives", CM6, "--extra-op", "0,-1"], "--extra-op -1.0: from 0 to 10"),
+        (["--drives", CM6, "--runtime", "1 hour"], "--runtime '1 hour'"),
+        (["--drives", CM6, "--address", "127.0.0.1:1", "--in-process"], "--in-process runs without Ray"),
+    ],
+    ids=["drive", "price", "iops", "op", "runtime", "address"],
+)
+def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
+    (tmp_path / "j.fio").write_text(JOB)
+    base = ["advise", tmp_path / "j.fio", "--target-iops", "100k"]
+    if "--target-iops" in args:
+        base = base[:2]
+    r = run_cli(*base, *args, check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert r.stderr_lines[0].startswith("ssdtwin advise: error: ") and expected in r.stderr_lines[0], r.stderr

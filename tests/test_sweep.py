@@ -1,0 +1,361 @@
+"""`ssdtwin sweep` and the sweep file (docs/sweep.md).
+
+* The grid expansion, by property: every combination once, in order; a point's id and seeds
+  come from its parameters, so adding values or reordering axes leaves other points alone.
+* End to end on tiny points (1/454): the CLI in this machine's process and on a Ray cluster
+  started here with `ray start --head` on 127.0.0.1 give identical Parquet tables; a point
+  whose drive cannot hold its namespace is a recorded failure; --resume runs only new points
+  and keeps the old rows; Ctrl-C exits 130 keeping the points done.
+* Bad input: one line naming the key or the address, exit 1.
+
+The Ray cluster is started once, by the one test that needs it (pytest-xdist would start a
+session fixture once per worker), and stopped by its process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssdtwin.sweep import config
+from twin import CM6, free_port, run_cli
+
+TINY = f"""\
+title = "tiny"
+seed = 7
+[point]
+preset = "{CM6}"
+scale = "1/454"
+vars = {{ RUNTIME = "100ms", RAMP = "20ms" }}
+[grid]
+namespace_tb = [3.84, 3.2, 5.0]
+job = ["cm6-rand-write", "cm6-rand-read"]
+[[plot]]
+x = "namespace_tb"
+y = "iops"
+"""
+
+
+def sweep_doc(axes: dict[str, Any]) -> dict[str, Any]:
+    return {"point": {"preset": CM6, "job": "cm6-rand-write", "vars": {"RUNTIME": "1s", "RAMP": "0s"}}, "grid": axes}
+
+
+# --------------------------------------------------------------------------- the grid
+
+values = st.lists(st.integers(min_value=0, max_value=50), min_size=1, max_size=4, unique=True)
+axes_st = st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), values, min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(axes_st)
+def test_expand_gives_every_combination_once_first_axis_slowest(axes: dict[str, list[int]]) -> None:
+    combos = config.expand(axes)
+    n = 1
+    for v in axes.values():
+        n *= len(v)
+    assert len(combos) == n
+    keys = [tuple(c[k] for k in axes) for c in combos]
+    assert len(set(keys)) == n
+    assert keys == sorted(keys, key=lambda t: tuple(list(axes.values())[i].index(x) for i, x in enumerate(t)))
+
+
+sizes_st = st.lists(st.sampled_from([3.84, 3.6, 3.52, 3.4, 3.2, 2.88, 2.56, 1.92]), min_size=1, max_size=4, unique=True)
+runtimes_st = st.lists(st.sampled_from(["1s", "2s", "500ms"]), min_size=1, max_size=3, unique=True)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes_st, runtimes_st, st.sampled_from([3.0, 2.2, 1.94]), st.booleans())
+def test_a_point_is_its_parameters_not_its_position(sizes: list[float], runtimes: list[str], extra: float, swap: bool) -> None:
+    grid: dict[str, Any] = {"namespace_tb": sizes, "vars": {"RUNTIME": runtimes}}
+    if swap:  # the same grid written with its axes the other way round
+        grid = {"vars": {"RUNTIME": runtimes}, "namespace_tb": sizes}
+    base = config.from_dict(sweep_doc(grid))
+    assert len(base.points) == len(sizes) * len(runtimes)
+    ids = {p.point_id: p for p in base.points}
+    assert len(ids) == len(base.points)
+    # A value added to an axis: every old point keeps its id and seeds; the new ones are new.
+    more = config.from_dict(sweep_doc({"namespace_tb": [extra, *sizes], "vars": {"RUNTIME": runtimes}}))
+    again = {p.point_id: p for p in more.points}
+    for pid, p in ids.items():
+        assert pid in again and (again[pid].seed, again[pid].image_seed, again[pid].image_key) == (p.seed, p.image_seed, p.image_key)
+    assert len(again) == len(ids) + (0 if extra in sizes else len(runtimes))
+    # Points that differ only in the job share one image; points of different sizes do not.
+    keys = {(p.params["namespace_tb"], p.image_key) for p in more.points}
+    assert len({k for _, k in keys}) == len({s for s, _ in keys})
+
+
+def test_the_same_drive_state_written_two_ways_shares_one_image() -> None:
+    by_tb = config.from_dict(sweep_doc({"namespace_tb": [3.2]}))
+    by_op = config.from_dict(sweep_doc({"namespace_fraction": [3.2e12 / 3840755982336]}))
+    assert by_tb.points[0].image_key == by_op.points[0].image_key
+    assert by_tb.points[0].point_id != by_op.points[0].point_id  # different parameters, different rows
+    ranged = config.from_dict(sweep_doc({"namespace_tb": {"from": 1.94, "to": 3.84, "count": 20}}))
+    assert [p.params["namespace_tb"] for p in ranged.points][:3] == [1.94, 2.04, 2.14]
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 5),
+    st.floats(allow_nan=True),
+    st.sampled_from(["", "1/454", "x", CM6, "cm6-rand-write", "rand"]),
+)
+values_any = st.one_of(
+    scalars, st.lists(scalars, max_size=3), st.dictionaries(st.sampled_from(["from", "to", "count", "RUNTIME", "x"]), scalars, max_size=3)
+)
+tables = st.dictionaries(st.sampled_from([*config.AXES, "bogus"]), values_any, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from([*config.TOP_KEYS, "bogus"]), st.one_of(values_any, tables, st.lists(tables, max_size=2)), max_size=4)
+)
+def test_any_sweep_file_is_a_sweep_or_one_config_error(doc: dict[str, Any]) -> None:
+    """Whatever the tables hold, loading gives points or a SweepConfigError (one line), never another exception."""
+    try:
+        sweep = config.from_dict(doc)
+    except config.SweepConfigError as e:
+        assert "\n" not in str(e)
+    else:
+        assert sweep.points
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def bad(tmp_path: Path, text: str, *extra: str) -> str:
+    f = tmp_path / "sweep.toml"
+    f.write_text(text)
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--in-process", *extra, check=False)
+    assert r.returncode == 1, r
+    assert len(r.stderr_lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "out" / "points").exists()
+    return r.stderr_lines[0]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (TINY.replace("[grid]", "[grdi]"), "unknown key 'grdi'"),
+        (TINY.replace('scale = "1/454"', 'scale = "1/454"\nnamespace = 3'), "point: unknown key 'namespace'"),
+        (TINY.replace("[3.84, 3.2, 5.0]", "[]"), "grid.namespace_tb: an empty list"),
+        (TINY.split("[grid]")[0] + "[grid]\n", "grid: empty"),
+        (TINY.replace("[grid]", '[grid]\nstack = ["iu-fill"]'), "stack: not available in this version"),
+        (TINY.replace(CM6, "no-such-drive"), "preset 'no-such-drive': no such preset"),
+        (TINY.replace('"cm6-rand-read"', '"missing.fio"'), "job missing.fio: No such file or directory"),
+        (TINY.replace('RUNTIME = "100ms", ', ""), "uses ${RUNTIME}, which the point's vars do not set"),
+        (TINY.replace('"100ms"', '"1 hour"'), "bad-time"),
+        (TINY.replace("[[plot]]", "[[plot]]\nz = 1"), "unknown key 'plot[0].z'"),
+        (TINY.replace('y = "iops"', 'y = "speed"'), "plot[0].y 'speed': an output column"),
+        ("[point\n", "not valid TOML"),
+    ],
+    ids=[
+        "unknown-top",
+        "unknown-axis",
+        "empty-axis",
+        "empty-grid",
+        "stack",
+        "preset",
+        "job-file",
+        "unset-var",
+        "job-error",
+        "plot-key",
+        "plot-y",
+        "toml",
+    ],
+)
+def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, expected: str) -> None:
+    line = bad(tmp_path, text)
+    assert line.startswith("ssdtwin sweep: error: ")
+    if expected == "bad-time":  # fio's own message, with the point
+        assert "point 0" in line and "runtime" in line, line
+    else:
+        assert expected in line, line
+    assert "sweep.toml" in line
+
+
+def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "sweep.toml"
+    f.write_text(TINY)
+    t0 = time.monotonic()
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--address", f"127.0.0.1:{free_port()}", check=False)
+    assert r.returncode == 1 and r.stderr_lines == [r.stderr_lines[0]], r.stderr
+    assert "no Ray cluster reachable there" in r.stderr and "--address 127.0.0.1:" in r.stderr
+    assert time.monotonic() - t0 < 60
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_in_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny sweep run in this process, point after point (the reference); made once per
+    test run, also under pytest-xdist (its workers share the base folder's parent)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's folder either way
+    d = root / "sweep-inproc"
+    with open(root / "sweep-inproc.lock", "w") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        if not (d / "out" / "results.parquet").is_file():
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+            (d / "sweep.toml").write_text(TINY)
+            r = run_cli("sweep", d / "sweep.toml", "--out", d / "out", "--in-process")
+            assert "6 points: 6 run, 0 kept from before, 2 failed" in r.stdout, r.stdout
+            failures = [line for line in r.stderr_lines if ": failed: " in line]  # the progress line of each
+            assert len(failures) == 2 and all("namespace 5.0 TB: larger than the drive" in line for line in failures), r.stderr
+    return d / "out"
+
+
+def read(out: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "results.parquet")
+
+
+def test_the_table_has_a_row_per_point_and_the_physics_of_op(tiny_in_process: Path) -> None:
+    df = read(tiny_in_process).to_pandas()
+    assert len(df) == 6 and (df.status == "ok").sum() == 4
+    bad_rows = df[df.namespace_tb == 5.0]
+    assert (bad_rows.status == "failed").all() and bad_rows.iops.isna().all()
+    assert bad_rows.error.str.contains("larger than the drive").all()
+    w = df[(df.job == "cm6-rand-write") & (df.status == "ok")].set_index("namespace_tb")
+    # A smaller namespace leaves more spare NAND: more OP, lower WAF, more random-write IOPS.
+    assert w.op[3.2] > w.op[3.84] and w.steady_waf[3.2] < w.steady_waf[3.84]
+    assert w.iops[3.2] > w.iops[3.84]
+    r = df[(df.job == "cm6-rand-read") & (df.status == "ok")]
+    assert (r.write_iops == 0).all() and (r.read_iops > 0).all() and r.waf.isna().all()
+    assert (tiny_in_process / "plots" / "iops-vs-namespace_tb.png").stat().st_size > 1000
+    assert len(list((tiny_in_process / "points").glob("*.json"))) == 6
+    # two drive states, two images: the 5.0 TB one was refused before anything was built
+    assert len(list((tiny_in_process / "cache" / "images").glob("*.json"))) == 2
+
+
+def test_resume_runs_only_new_points_and_keeps_the_rows(tiny_in_process: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(tiny_in_process, out)
+    before = read(out).to_pandas()
+    toml = tmp_path / "sweep.toml"
+    toml.write_text(TINY.replace("[3.84, 3.2, 5.0]", "[3.84, 3.52, 3.2, 5.0]"))
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume")
+    # 4 kept; 3.52 TB twice (new), 5.0 TB twice (failed before, tried again)
+    assert "8 points: 4 run, 4 kept from before, 2 failed" in r.stdout, r.stdout
+    after = read(out).to_pandas()
+    assert len(after) == 8
+    old = before[before.status == "ok"].set_index("point_id")
+    new = after.set_index("point_id").loc[old.index]
+    assert new.equals(old)  # the same rows, bit for bit
+    assert after.namespace_tb.tolist() == [3.84, 3.84, 3.52, 3.52, 3.2, 3.2, 5.0, 5.0]  # the sweep's order
+
+
+def test_ctrl_c_keeps_the_points_done_and_resume_finishes(tmp_path: Path) -> None:
+    toml = tmp_path / "sweep.toml"
+    toml.write_text(
+        TINY.replace("[3.84, 3.2, 5.0]", "[3.84, 3.6, 3.4, 3.2, 3.0, 2.8]")
+        .replace('job = ["cm6-rand-write", "cm6-rand-read"]', 'job = ["cm6-rand-write"]')
+        .replace("[point]\n", '[point]\nprecondition = "none"\n')
+        .replace('"100ms"', '"400ms"')
+    )
+    out = tmp_path / "out"
+    from twin import SSDTWIN
+
+    p = subprocess.Popen(
+        [*SSDTWIN, "sweep", str(toml), "--out", str(out), "--in-process"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    t0 = time.monotonic()
+    while not (out / "points").is_dir() or not any((out / "points").glob("*.json")):
+        assert p.poll() is None and time.monotonic() - t0 < 120, p.communicate()
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("ssdtwin sweep: interrupted; ") and "--resume continues" in err
+    kept = {f.name: f.read_text() for f in (out / "points").glob("*.json")}
+    assert 1 <= len(kept) < 6
+    assert len(read(out)) == len(kept)  # the table of the points done so far
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume")
+    assert f"6 points: {6 - len(kept)} run, {len(kept)} kept from before, 0 failed" in r.stdout
+    assert all((out / "points" / n).read_text() == t for n, t in kept.items())
+
+
+@pytest.fixture
+def ray_cluster() -> Iterator[str]:
+    """A one-node Ray cluster on 127.0.0.1 (`ray start --head --block` in its own process
+    group, loopback only, no token), stopped by that group at the end."""
+    pytest.importorskip("ray")
+    found = shutil.which("ray", path=os.path.dirname(sys.executable))
+    ray_cmd = [found] if found else [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` command's module
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="ray-")  # short: Ray's unix socket paths must fit 107 bytes
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    with open(Path(tmp) / "start.log", "w+") as log:
+        p = subprocess.Popen(
+            [*ray_cmd, "start", "--head", f"--port={port}", "--num-cpus=2", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
+             "--disable-usage-stats", f"--temp-dir={tmp}", "--block"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )  # fmt: skip
+        try:
+            t0 = time.monotonic()
+            while "Ray runtime started" not in (Path(tmp) / "start.log").read_text():
+                assert p.poll() is None, (Path(tmp) / "start.log").read_text()
+                assert time.monotonic() - t0 < 180, "ray start took more than 180 s"
+                time.sleep(0.2)
+            yield f"127.0.0.1:{port}"
+        finally:
+            stop_group(p)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stop_group(p: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group `ray start` leads (raylet, GCS, workers), SIGKILL to
+    what is left after 5 s (a throwaway cluster: its folder goes too); only the processes
+    this test started."""
+    os.killpg(p.pid, signal.SIGTERM)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:
+        if p.poll() is not None:
+            try:
+                os.killpg(p.pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+
+
+def test_a_ray_cluster_gives_the_same_table_as_this_process(tiny_in_process: Path, ray_cluster: str, tmp_path: Path) -> None:
+    toml = tmp_path / "sweep.toml"
+    toml.write_text(TINY)
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    r = run_cli("sweep", toml, "--out", tmp_path / "out", "--address", ray_cluster, "-o", "json", env=env, timeout=600)
+    summary = r.json()
+    assert summary["where"].startswith(f"Ray cluster {ray_cluster} (1 node, 2 CPUs)")
+    assert summary["run"] == 6 and len(summary["failed"]) == 2
+    on_ray, here = read(tmp_path / "out"), read(tiny_in_process)
+    assert on_ray.num_rows == 6 and on_ray.equals(here), (on_ray.to_pandas(), here.to_pandas())
+
+    # The points ran in Ray's worker processes (the in-process run used one process).
+    def pids(out: Path) -> set[int]:
+        return {json.loads(f.read_text())["pid"] for f in (out / "points").glob("*.json")}
+
+    assert len(pids(tiny_in_process)) == 1 and not pids(tmp_path / "out") & pids(tiny_in_process)
+    host, port = ray_cluster.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5):
+        pass  # the cluster outlives the sweep (the sweep only disconnects)
