@@ -140,6 +140,9 @@ def run_cmd(
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=U64, help="twin: seed of the fio runs' random streams (randrepeat=0)"),
     force: bool = typer.Option(False, "--force", help="replace a previous report in --report"),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", help="twin: run this many tests at once, each on an in-memory copy of the image (the image stays unchanged)"
+    ),
     render: bool = typer.Option(True, "--render/--no-render", help="write index.html at the end (needs the report module)"),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress display"),
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
@@ -208,6 +211,7 @@ def run_cmd(
                 allow_destroy=yes_destroy_data,
                 events=events,
                 render=render,
+                jobs=jobs,
                 **settings,
             )
     except PtsError as e:

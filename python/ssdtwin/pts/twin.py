@@ -40,9 +40,11 @@ def is_image(path: Path) -> bool:
 
 
 class TwinTarget:
-    """A twin image opened in process (writable); one namespace is the device under test."""
+    """A twin image opened in process; one namespace is the device under test. Writable by
+    default (the run changes the image and is committed); ``writable=False`` runs on an
+    in-memory copy and leaves the image as it was (``run(..., jobs=N)``: one per test)."""
 
-    def __init__(self, spec: str, namespace: Optional[int] = None, seed: int = 0, purge: str = "auto") -> None:
+    def __init__(self, spec: str, namespace: Optional[int] = None, seed: int = 0, purge: str = "auto", writable: bool = True) -> None:
         if purge not in PURGE_METHODS:
             raise PtsError(f"--purge {purge}: a twin purges with one of {', '.join(PURGE_METHODS)}")
         self.purge_method = purge
@@ -52,8 +54,9 @@ class TwinTarget:
         self.namespace = namespace or ns_from_spec or 1
         if not path.is_dir():
             raise PtsError(f"{path}: no such drive image directory (create one with `ssdtwin create`)")
+        self.writable = writable
         try:
-            self.drive = Drive.open(path, writable=True)
+            self.drive = Drive.open(path, writable=writable)
         except _core.SsdtwinError as e:
             raise PtsError(f"{path}: cannot open the drive image: {e}") from None
         self.path = path
@@ -166,14 +169,15 @@ class TwinTarget:
             raise PtsError(f"{self.path}: idle {seconds} s: {e}") from None
 
     def commit(self) -> None:
-        self.drive.commit()
+        if self.writable:
+            self.drive.commit()
 
     def check(self) -> None:
         self.drive.check()
 
     def close(self) -> None:
         try:
-            self.drive.commit()
+            self.commit()
         finally:
             self.drive.close()
 

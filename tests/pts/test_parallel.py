@@ -1,0 +1,83 @@
+"""`ssdtwin pts --jobs N`: tests at once on a twin, each on an in-memory copy of the image
+(docs/pts.md, Speed). A test's rows are the ones it gives when run alone on the image; the
+image is left as it was; Ctrl-C stops every test and keeps what they did."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from twin import SSDTWIN, copy_image, image_digest, run_cli
+
+MODEL = "kioxia-cm6-v-3.2t"
+QUICK = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--wsat-fills", "0.5", "--no-render", "-q"]
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pts-par") / "cm6v"
+    run_cli("create", d, "--model", MODEL, "--scale", "1/454")
+    with_history = copy_image(d, d.parent / "used")
+    run_cli("precondition", with_history, "--seq", "128k", "--rand", "4k", "--amount", "1x")  # wear and a GC state to start from
+    return with_history
+
+
+def test_parallel_tests_give_what_each_gives_alone(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "img")
+    before = image_digest(img)
+    par = tmp_path / "par"
+    out = run_cli("pts", img, "--tests", "lat,wsat", *QUICK, "--jobs", "2", "--report", par, "-o", "json").json()
+    assert image_digest(img) == before  # the image is not changed by a parallel run
+    assert set(out["tests"]) == {"lat", "wsat"}
+    man = json.loads((par / "pts.json").read_text())
+    assert man["complete"] is True and man["settings"]["jobs"] == 2
+    assert man["settings"]["purge"].startswith("twin: nvme format")
+    for test in ("lat", "wsat"):
+        alone = tmp_path / f"alone-{test}"
+        copy = copy_image(fresh, tmp_path / f"img-{test}")
+        run_cli("pts", copy, "--tests", test, *QUICK, "--report", alone)
+        assert (par / test / "rounds.csv").read_bytes() == (alone / test / "rounds.csv").read_bytes(), test
+        assert man["tests"][test]["status"] == json.loads((alone / "pts.json").read_text())["tests"][test]["status"]
+        assert man["tests"][test]["sim_s"] > 0 and man["tests"][test]["wall_s"] > 0
+
+
+def test_jobs_needs_a_twin(tmp_path: Path) -> None:
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * (1 << 20))
+    r = run_cli("pts", dev, "--tests", "lat,tp", "--jobs", "2", "--yes-destroy-data", "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and "--jobs 2" in r.stderr and "twin" in r.stderr
+    assert dev.read_bytes() == b"\x5a" * (1 << 20) and not (tmp_path / "r").exists()
+    bad = run_cli("pts", tmp_path, "--tests", "lat", "--jobs", "0", "--report", tmp_path / "r", check=False)
+    assert bad.returncode == 1 and "--jobs 0" in bad.stderr
+
+
+def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "img")
+    before = image_digest(img)
+    rep = tmp_path / "r"
+    argv = ["pts", str(img), "--tests", "wsat,hir", "--round", "1s", "--wsat-fills", "100", "--hir-pre-fills", "100"]
+    p = subprocess.Popen([*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"], stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not all((rep / t / "rounds.csv").is_file() for t in ("wsat", "hir")):
+            assert p.poll() is None, p.communicate()
+            assert time.monotonic() - t0 < 120, "no rounds within 120 s"
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)  # the parent only: it passes the signal on to the tests' processes
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["interrupted"] is True and man["complete"] is False
+    for test in ("wsat", "hir"):
+        assert man["tests"][test]["status"] == "interrupted", man["tests"][test]
+        assert json.loads((rep / test / "result.json").read_text())["status"] == "interrupted"
+    assert image_digest(img) == before
