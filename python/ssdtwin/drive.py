@@ -68,6 +68,10 @@ def parse_amount(text: str, capacity_bytes: int) -> int:
     return _core.parse_size(t)
 
 
+#: NVMe submission-queue priority classes (QPRIO 0..3).
+SQ_PRIORITIES = ("urgent", "high", "medium", "low")
+
+
 @dataclass(frozen=True)
 class Namespace:
     nsid: int
@@ -80,6 +84,8 @@ class Namespace:
     write_protect: int
     nmic: int
     bytes: int
+    #: A DRAM namespace (no NAND behind it).
+    dram: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,11 +116,14 @@ class Nvme:
     def list(self) -> list[Namespace]:
         return [Namespace(**row) for row in self._core.list_ns()]
 
-    def create_ns(self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None) -> int:
-        """Namespace Management create; ``block_size`` picks the LBA format by size."""
+    def create_ns(
+        self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None, dram: bool = False
+    ) -> int:
+        """Namespace Management create; ``block_size`` picks the LBA format by size; ``dram``
+        makes a DRAM namespace (within the preset's DRAM budget, no NAND behind it)."""
         if block_size is not None:
             flbas = self.lba_format_index(block_size)
-        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)
+        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic, dram)
 
     def lba_sizes(self) -> builtins.list[int]:
         """The drive's LBA formats: data size in bytes, by format index (FLBAS)."""
@@ -146,6 +155,20 @@ class Nvme:
 
     def set_feature(self, fid: int, value: int, nsid: int = 0) -> None:
         self._core.set_feature(fid, value, nsid)
+
+    def set_qos(self, nsid: int, read_bytes_per_s: int = 0, write_bytes_per_s: int = 0, iops: int = 0) -> None:
+        """The vendor QoS command: cap namespace ``nsid`` (0 = no cap; all 0 clears its caps)."""
+        self._core.set_qos(nsid, read_bytes_per_s, write_bytes_per_s, iops)
+
+    def qos(self) -> builtins.list[dict[str, Any]]:
+        """Every namespace's QoS caps: ``{nsid, read_bytes_per_s, write_bytes_per_s, iops,
+        sq_priority}``."""
+        return self._core.qos()
+
+    def set_sq_priority(self, nsid: int, cls: str) -> None:
+        """The priority class of namespace ``nsid``'s submission queues: urgent, high,
+        medium or low (what weighted round robin arbitration sorts by)."""
+        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls) if cls in SQ_PRIORITIES else 255)
 
     def smart_log(self) -> dict[str, Any]:
         return self._core.smart_log()

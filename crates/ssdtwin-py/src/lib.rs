@@ -371,10 +371,12 @@ impl Drive {
     }
 
     /// (A data file a server left under the new NSID is stale: it is removed.)
-    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
-    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
+    /// `dram`: a DRAM namespace (within the preset's DRAM budget, no NAND behind it).
+    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0, dram=false))]
+    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool) -> PyResult<u32> {
         self.with(py, |b| {
-            let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic)?.0;
+            let c = b.ctrl();
+            let nsid = if dram { c.create_dram_ns(nsze, ncap, flbas, nmic)? } else { c.create_ns(nsze, ncap, flbas, nmic)? }.0;
             b.drop_data(nsid)?;
             Ok(nsid)
         })
@@ -413,6 +415,22 @@ impl Drive {
     #[pyo3(signature = (fid, value, nsid=0))]
     fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32) -> PyResult<()> {
         self.with(py, |b| Ok(b.ctrl().set_feature(fid, NsId(nsid), value)?))
+    }
+
+    /// The vendor QoS command: caps of namespace `nsid` (bytes/s, commands/s; 0 = no cap).
+    fn set_qos(&self, py: Python<'_>, nsid: u32, read_bytes_per_s: u64, write_bytes_per_s: u64, iops: u64) -> PyResult<()> {
+        let limits = nvme::QosLimits { read_bytes_per_s, write_bytes_per_s, iops };
+        self.with(py, |b| Ok(b.ctrl().set_qos(NsId(nsid), limits)?))
+    }
+
+    /// The priority class of namespace `nsid`'s queues (0 urgent, 1 high, 2 medium, 3 low).
+    fn set_sq_priority(&self, py: Python<'_>, nsid: u32, class: u8) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_sq_priority(NsId(nsid), class)?))
+    }
+
+    /// Every namespace's QoS caps: [{nsid, read_bytes_per_s, write_bytes_per_s, iops, sq_priority}].
+    fn qos(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.qos_rows()))
     }
 
     fn smart_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {

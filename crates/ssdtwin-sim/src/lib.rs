@@ -107,6 +107,25 @@ pub enum Step {
         pct: u8,
         lbaf: u8,
     },
+    /// A DRAM namespace of `pct` % of the DRAM budget left (at least one block: a full
+    /// budget makes it a refused command).
+    CreateDramNs {
+        pct: u8,
+        lbaf: u8,
+    },
+    /// The vendor QoS command on namespace index `ns` (MB/s and kIOPS; 0 = no cap; large
+    /// values are refused) and its queues' priority class (4: an invalid class, refused).
+    Qos {
+        ns: u8,
+        read_mbps: u16,
+        write_mbps: u16,
+        kiops: u16,
+        class: u8,
+    },
+    /// Feature 01h (arbitration): weights non-zero select weighted round robin.
+    Arbitration {
+        value: u32,
+    },
     DeleteNs {
         ns: u8,
     },
@@ -204,6 +223,11 @@ pub fn tiny_spec() -> DriveSpec {
     // The preset's user : raw ratio (3.84 TB of 4 TiB), on a 64 KiB grid.
     s.capacity.tnvmcap_bytes.value = (raw as f64 * 0.873 / 65536.0).floor() as u64 * 65536;
     s.ftl.write_buffer_bytes.value = 2 * 2 * 96 * 1024;
+    // A small DRAM namespace budget (the PBlaze5's DRAM timing), so DRAM namespaces mix
+    // with NAND ones.
+    let mut dram = DriveSpec::preset("memblaze-pblaze5-910-3.84t").expect("preset").dram_namespace.expect("a DRAM budget");
+    dram.budget_bytes.value = 1 << 20;
+    s.dram_namespace = Some(dram);
     s.scaled(150).expect("the tiny spec scales")
 }
 
@@ -303,6 +327,24 @@ impl Sim {
                 let bytes = (free * *pct as u64 / 100).max(lba);
                 c.create_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
             })?,
+            Step::CreateDramNs { pct, lbaf } => self.admin("create-ns --dram", |c| {
+                let lba = c.spec().lba_format(*lbaf as usize % 2).unwrap_or(512) as u64;
+                let free = c.dram_budget_bytes() - c.dram_allocated_bytes();
+                let bytes = (free * *pct as u64 / 100).max(lba);
+                c.create_dram_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
+            })?,
+            Step::Qos { ns, read_mbps, write_mbps, kiops, class } => {
+                if let Some(id) = self.pick_ns(*ns, false) {
+                    let limits = ssdtwin_core::nvme::QosLimits {
+                        read_bytes_per_s: *read_mbps as u64 * 1_000_000,
+                        write_bytes_per_s: *write_mbps as u64 * 1_000_000,
+                        iops: *kiops as u64 * 1000,
+                    };
+                    self.admin("qos", |c| c.set_qos(NsId(id), limits).map(|_| None))?;
+                    self.admin("qos --sq-priority", |c| c.set_sq_priority(NsId(id), *class % 5).map(|_| None))?;
+                }
+            }
+            Step::Arbitration { value } => self.admin("set-feature 0x01", |c| c.set_feature(0x01, NsId(0), *value).map(|_| None))?,
             Step::DeleteNs { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
                     self.admin("delete-ns", |c| c.delete_ns(NsId(id)).map(|_| Some(id)))?;
@@ -548,8 +590,24 @@ impl Sim {
                 log.data_units_written, log.data_units_read, smart.data_units_written_512, smart.data_units_read_512
             ));
         }
-        if smart.data_units_written_512 * 512 != now.host_write_bytes {
-            return Err(format!("SMART counts {} B written, the FTL {} B", smart.data_units_written_512 * 512, now.host_write_bytes));
+        // DRAM namespaces: host writes the FTL never sees, and never NAND writes.
+        if smart.data_units_written_512 * 512 != now.host_write_bytes + smart.dram_write_bytes {
+            return Err(format!(
+                "SMART counts {} B written, the FTL {} B and DRAM namespaces {} B",
+                smart.data_units_written_512 * 512,
+                now.host_write_bytes,
+                smart.dram_write_bytes
+            ));
+        }
+        let vl = c.vendor_log();
+        if vl.host_write_bytes != now.host_write_bytes + smart.dram_write_bytes
+            || vl.nand_write_bytes != (now.host_programmed_ius + now.gc_programmed_ius) * vl.iu_bytes as u64
+        {
+            return Err(format!("vendor log host {} B / NAND {} B disagree with the counters", vl.host_write_bytes, vl.nand_write_bytes));
+        }
+        let dram_in_use = c.dram_allocated_bytes();
+        if dram_in_use > c.dram_budget_bytes() {
+            return Err(format!("DRAM namespaces hold {dram_in_use} B of a {} B budget", c.dram_budget_bytes()));
         }
         self.prev_counters = now;
         self.prev_smart = smart;

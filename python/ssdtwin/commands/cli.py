@@ -507,20 +507,26 @@ def calibrate(
 
 @app.command()
 def reproduce(
-    experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
+    experiment: str = typer.Argument(
+        ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or pblaze5 (Memblaze namespaces talk)"
+    ),
     scale: str = typer.Option("1/64", "--scale"),
     seed: Optional[int] = typer.Option(
         None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="pblaze5: write the noisy-neighbour figure (PNG) there"),
+    quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment not in ("cm6", "p5316"):
-        fail(f"experiment '{experiment}': choose cm6 or p5316")
+    if experiment not in ("cm6", "p5316", "pblaze5"):
+        fail(f"experiment '{experiment}': choose cm6, p5316 or pblaze5")
+    if (plot is not None or quick) and experiment != "pblaze5":
+        fail("--plot and --quick: only the pblaze5 experiment has them")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
     tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
@@ -529,11 +535,18 @@ def reproduce(
             experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
         except ValueError as e:
             fail(f"--sizes: {e}")
-    n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
+    model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}[experiment]
+    n = scale_arg(scale, model, "ssdtwin reproduce")
     t0 = time.perf_counter()
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     if experiment == "cm6":
         rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+    elif experiment == "pblaze5":
+        from ..studies import pblaze5
+
+        rows = pblaze5.pblaze5_talk(
+            scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+        )
     else:
         rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
