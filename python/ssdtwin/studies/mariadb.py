@@ -74,7 +74,7 @@ class Config:
     run_s: int = 60
     buffer_pool: str = "32M"
     pace: str = "model"
-    fill: bool = True  # the drive in service: every LBA of the data namespace written, GC steady
+    fill: bool = False  # True: the data namespace written in full (fast-forward) first, GC steady
 
 
 def _run(argv: list[str], what: str, timeout: float = 600) -> str:
@@ -271,6 +271,11 @@ def run_placement(work: Path, placement: str, cfg: Config, log: Callable[[str], 
     sock = base / "nbd.sock"
     mkfs = ("-E", "nodiscard") if cfg.fill else ()
     row: dict[str, Any] = {"placement": placement, "scale": cfg.scale, "threads": cfg.threads, "run_s": cfg.run_s}
+
+    def step(what: str) -> None:
+        log(f"  {placement}: {what} ({time.perf_counter() - t0:.0f} s)")
+
+    step(f"image {image} ready, serving")
     with served(image, sock, cfg.pace), contextlib.ExitStack() as stack:
         fs1 = stack.enter_context(mounted(sock, "ns1", base, mkfs))
         datadir = fs1 / "mysql"
@@ -278,12 +283,17 @@ def run_placement(work: Path, placement: str, cfg: Config, log: Callable[[str], 
         # The system tablespace (with the doublewrite buffer) on its own file system, or not.
         sysdir = stack.enter_context(mounted(sock, "ns2", base, ())) if nns == 2 else datadir
         cnf = my_cnf(base, datadir, sysdir, cfg)
+        step("file systems mounted, installing the database")
         with database(cnf, base) as dbsock:
             _run(["mariadb", "-S", str(dbsock), "-uroot", "-e", "create database sbtest"], "create database")
+            step("sysbench prepare")
             sysbench(dbsock, cfg, "prepare")
             s0, v0 = _status(dbsock), _vendor(image, time.time())
+            step(f"sysbench run, {cfg.run_s} s")
             out = sysbench(dbsock, cfg, "run", (f"--time={cfg.run_s}",))
             s1, v1 = _status(dbsock), _vendor(image, time.time())
+            step("stopping")
+        row["ibdata1_path"] = str(sysdir / "ibdata1")
         row["ibdata1_bytes"] = (sysdir / "ibdata1").stat().st_size
     d = Drive.open(image, writable=False)
     try:
