@@ -20,7 +20,7 @@ from ssdtwin.studies import mariadb
 
 pytestmark = pytest.mark.tools
 
-TINY = mariadb.Config(scale=256, threads=4, tables=1, table_size=30_000, run_s=5, buffer_pool="6M", pace="off")
+TINY = mariadb.Config(scale=256, threads=4, tables=1, table_size=30_000, run_s=5, buffer_pool="6M", pace="off", fill=False)
 WRITE_BUFFER_BYTES = 12 << 20  # the preset's write buffer: data written before a window may be programmed in it
 
 

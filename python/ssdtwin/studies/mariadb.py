@@ -74,7 +74,7 @@ class Config:
     run_s: int = 60
     buffer_pool: str = "32M"
     pace: str = "model"
-    fill: bool = False  # True: the data namespace written in full (fast-forward) first, GC steady
+    fill: bool = True  # the data namespace written in full (fast-forward) first: GC runs from the start
 
 
 def _run(argv: list[str], what: str, timeout: float = 600) -> str:
