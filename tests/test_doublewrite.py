@@ -59,7 +59,8 @@ def test_layout_is_the_talks_at_scale() -> None:
         ns = d.namespaces()[0]
         assert layout.data_bytes == pytest.approx(ns.bytes * 3.0 / 3.84, rel=1e-3), "3 TB of tablespaces on the 3.84 TB namespace"
         assert layout.data_bytes % dw.PAGE_BYTES == 0
-        assert layout.dblwr_offset + 8 * 1920 * 1024 <= ns.bytes
+        assert layout.dblwr_offset + dw.DBLWR_FILE_BYTES <= ns.bytes
+        assert dw.DBLWR_FILE_BYTES <= dw.DRAM_NS_BYTES, "the doublewrite file fits the DRAM namespace"
         v = d.vendor_log()
         assert v["valid_bytes"] + v["buffered_bytes"] >= layout.data_bytes, "the load wrote the tablespaces"
     finally:

@@ -1,10 +1,12 @@
-"""The doublewrite study of the **Memblaze PBlaze5 namespaces talk** (docs/sources.md), modelled: InnoDB's page
-flushes, doublewrite copies, redo appends and buffer-pool misses (`jobs/innodb-doublewrite.fio`)
-on a PBlaze5 910 3.84 TB, in two placements:
+"""The doublewrite study of the **Memblaze PBlaze5 namespaces talk** (docs/sources.md),
+modelled: InnoDB's page flushes, doublewrite copies, redo appends and buffer-pool misses
+(`jobs/innodb-doublewrite.fio`) on a PBlaze5 910 3.84 TB, in the talk's two placements and
+a control:
 
 * ``shared``: tablespaces, redo log and the doublewrite file on one 3.84 TB namespace;
 * ``dram``: tablespaces and redo on a 3.80 TB NAND namespace, the doublewrite file on a 64 MB
-  DRAM namespace (no NAND behind it: its writes are host writes and never NAND writes).
+  DRAM namespace (no NAND behind it: its writes are host writes and never NAND writes);
+* ``nand`` (not in the talk): the same split with a 64 MB NAND namespace.
 
 Each placement starts from the state the talk's drive was in: the file system discarded the
 namespace (mkfs), the database load wrote its 3 TB of tablespaces sequentially, and the

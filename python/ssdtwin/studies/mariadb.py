@@ -74,7 +74,7 @@ class Config:
     run_s: int = 60
     buffer_pool: str = "32M"
     pace: str = "model"
-    fill: bool = True  # the data namespace written in full (fast-forward) first: GC runs from the start
+    fill: bool = False  # True: the data namespace written in full first (GC from the start; see docs/models.md §9.5)
 
 
 def _run(argv: list[str], what: str, timeout: float = 600) -> str:
@@ -85,12 +85,12 @@ def _run(argv: list[str], what: str, timeout: float = 600) -> str:
     return str(p.stdout)
 
 
-def _wait(cond: Callable[[], bool], what: str, proc: Optional[subprocess.Popen[bytes]] = None, timeout: float = 60) -> None:
+def _wait(cond: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
     t0 = time.monotonic()
     while not cond():
-        if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
-            raise StackError(f"{what}: exited {proc.returncode} before it was ready: {err[-500:]}")
+        if proc.poll() is not None:
+            err = log.read_text(errors="replace").strip()[-500:]
+            raise StackError(f"{what}: exited {proc.returncode} before it was ready ({log}): {err}")
         if time.monotonic() - t0 > timeout:
             raise StackError(f"{what}: not ready within {timeout:.0f} s")
         time.sleep(0.05)
@@ -118,10 +118,14 @@ def _unmount(mnt: Path) -> None:
 
 
 @contextlib.contextmanager
-def _child(argv: list[str], ready: Callable[[], bool], what: str, stop: Callable[[subprocess.Popen[bytes]], None]) -> Iterator[None]:
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _child(
+    argv: list[str], log: Path, ready: Callable[[], bool], what: str, stop: Callable[[subprocess.Popen[bytes]], None]
+) -> Iterator[None]:
+    """A child process whose stderr goes to `log` (a pipe nobody reads would fill and stop it)."""
+    with open(log, "wb") as err:
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
     try:
-        _wait(ready, what, p)
+        _wait(ready, what, p, log)
         yield
     finally:
         stop(p)
@@ -129,8 +133,9 @@ def _child(argv: list[str], ready: Callable[[], bool], what: str, stop: Callable
 
 @contextlib.contextmanager
 def served(image: Path, sock: Path, pace: str) -> Iterator[None]:
+    """`ssdtwin serve` on a unix socket; its summary is in serve.log next to the socket."""
     argv = [sys.executable, "-m", "ssdtwin", "serve", str(image), "--unix", str(sock), "--pace", pace]
-    with _child(argv, sock.exists, "ssdtwin serve", _stop):
+    with _child(argv, sock.parent / "serve.log", sock.exists, "ssdtwin serve", _stop):
         yield
 
 
@@ -154,9 +159,10 @@ def mounted(sock: Path, export: str, base: Path, mkfs_args: tuple[str, ...]) -> 
 
         return stop
 
-    with _child(nbdfuse, disk.exists, f"nbdfuse {export}", unmount_and_stop(disk_dir)):
+    with _child(nbdfuse, base / f"nbdfuse-{export}.log", disk.exists, f"nbdfuse {export}", unmount_and_stop(disk_dir)):
         _run(["mkfs.ext4", "-q", "-F", *mkfs_args, str(disk)], f"mkfs.ext4 on {export}")
-        with _child(["fuse2fs", str(disk), str(fs), "-f"], lambda: os.path.ismount(fs), f"fuse2fs {export}", unmount_and_stop(fs)):
+        fuse2fs = ["fuse2fs", str(disk), str(fs), "-f"]
+        with _child(fuse2fs, base / f"fuse2fs-{export}.log", lambda: os.path.ismount(fs), f"fuse2fs {export}", unmount_and_stop(fs)):
             yield fs
 
 
@@ -207,7 +213,7 @@ def database(cnf: Path, work: Path) -> Iterator[Path]:
         subprocess.run(["mariadb-admin", "-S", str(sock), "-uroot", "shutdown"], capture_output=True, timeout=300)
         _stop(p, timeout=300)
 
-    with _child(["mariadbd", f"--defaults-file={cnf}"], up, "mariadbd", down):
+    with _child(["mariadbd", f"--defaults-file={cnf}"], work / "mariadbd.log", up, "mariadbd", down):
         yield sock
 
 
