@@ -53,6 +53,17 @@ def tiny_spec(tnvmcap: int = 48 << 20, write_buffer_bytes: int = 0) -> str:
 
 
 TINY = tiny_spec()
+#: A DRAM namespace budget of 256 KiB on the tiny drive (the PBlaze5's DRAM timing).
+TINY_DRAM_BUDGET = 256 << 10
+TINY_DRAM = (
+    TINY
+    + f"""
+[dram_namespace]
+budget_bytes = {{ value = {TINY_DRAM_BUDGET}, source = "[ASSUMED] test" }}
+latency_ns = {{ value = 5000, source = "[ASSUMED] test" }}
+bytes_per_s = {{ value = 6400000000, source = "[ASSUMED] test" }}
+"""
+)
 
 
 # --------------------------------------------------------------------------- construction
@@ -309,7 +320,7 @@ def test_namespaces_frame() -> None:
     d.nvme.create_ns(8, block_size=4096) if d.nvme.id_ctrl()["unvmcap"] else None
     df = d.namespaces_frame()
     assert isinstance(df, pd.DataFrame)
-    assert list(df.columns) == ["nsid", "nsze", "ncap", "nuse", "lba_bytes", "flbas", "attached", "write_protect", "nmic", "bytes"]
+    assert list(df.columns) == ["nsid", "nsze", "ncap", "nuse", "lba_bytes", "flbas", "attached", "write_protect", "nmic", "bytes", "dram"]
     assert df["nsid"].tolist() == [n.nsid for n in d.namespaces()]
     assert int(df["bytes"].sum()) == d.nvme.id_ctrl()["tnvmcap"] - d.nvme.id_ctrl()["unvmcap"]
 
@@ -404,27 +415,31 @@ NSID_ALL = 0xFFFFFFFF
 class Model:
     """Reference model: NVMe namespace management and per-IU mapping, nothing else."""
 
-    def __init__(self, tnvmcap: int, nn: int = 64) -> None:
+    def __init__(self, tnvmcap: int, nn: int = 64, dram_budget: int = 0) -> None:
         self.tnvmcap = tnvmcap
         self.nn = nn
-        # nsid -> [nsze, lba_bytes, attached, mapped namespace-relative IUs]
+        self.dram_budget = dram_budget
+        # nsid -> [nsze, lba_bytes, attached, mapped namespace-relative IUs, dram]
         self.ns: dict[int, list] = {}
 
     def unvmcap(self) -> int:
-        return self.tnvmcap - sum(v[0] * v[1] for v in self.ns.values())
+        return self.tnvmcap - sum(v[0] * v[1] for v in self.ns.values() if not v[4])
 
-    def create(self, nsze: int, flbas: int) -> str | int:
+    def dram_free(self) -> int:
+        return self.dram_budget - sum(v[0] * v[1] for v in self.ns.values() if v[4])
+
+    def create(self, nsze: int, flbas: int, dram: bool = False) -> str | int:
         if flbas not in (0, 1):
             return "INVALID_FORMAT"
         if nsze == 0:
             return "INVALID_FIELD"
         lba = (512, 4096)[flbas]
-        if nsze * lba > self.unvmcap():
+        if nsze * lba > (self.dram_free() if dram else self.unvmcap()):
             return "NS_INSUFFICIENT_CAPACITY"
         nsid = next((i for i in range(1, self.nn + 1) if i not in self.ns), None)
         if nsid is None:
             return "NS_ID_UNAVAILABLE"
-        self.ns[nsid] = [nsze, lba, False, set()]
+        self.ns[nsid] = [nsze, lba, False, set(), dram]
         return nsid
 
     def delete(self, nsid: int) -> str | None:
@@ -472,7 +487,7 @@ class Model:
 
     def write(self, nsid: int, slba: int, nlb: int) -> str | None:
         err = self.io_check(nsid, slba, nlb)
-        if err is None:
+        if err is None and not self.ns[nsid][4]:  # a DRAM namespace maps nothing
             lba = self.ns[nsid][1]
             b0, b1 = slba * lba, (slba + nlb) * lba
             self.ns[nsid][3].update(range(b0 // IU, (b1 - 1) // IU + 1))
@@ -482,6 +497,8 @@ class Model:
         err = self.io_check(nsid, slba, nlb)
         if err is not None:
             return err
+        if self.ns[nsid][4]:
+            return 0  # nothing on NAND to deallocate
         lba = self.ns[nsid][1]
         b0, b1 = slba * lba, (slba + nlb) * lba
         whole = range(-(-b0 // IU), b1 // IU)  # IUs entirely inside the range
@@ -489,7 +506,9 @@ class Model:
         return len(whole)
 
     def nuse(self, nsid: int) -> int:
-        nsze, lba, _, mapped = self.ns[nsid]
+        nsze, lba, _, mapped, dram = self.ns[nsid]
+        if dram:
+            return nsze  # its DRAM is reserved in full
         return min(len(mapped) * IU // lba, nsze)
 
 
@@ -509,10 +528,11 @@ class ControllerMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.d = Drive.in_memory(spec_toml=TINY, seed=1)
+        self.d = Drive.in_memory(spec_toml=TINY_DRAM, seed=1)
         c = self.d.nvme.id_ctrl()
-        self.m = Model(c["tnvmcap"], c["nn"])
-        self.m.ns[1] = [c["tnvmcap"] // 512, 512, True, set()]
+        self.m = Model(c["tnvmcap"], c["nn"], TINY_DRAM_BUDGET)
+        self.m.ns[1] = [c["tnvmcap"] // 512, 512, True, set(), False]
+        self.host_written = 0
 
     @rule(blocks=st.one_of(st.integers(0, 3000), st.integers(0, 120_000)), flbas=st.sampled_from([0, 0, 1, 1, 2]))
     def create_ns(self, blocks: int, flbas: int) -> None:
@@ -520,6 +540,12 @@ class ControllerMachine(RuleBasedStateMachine):
         nsze = blocks // 8 if flbas == 1 else blocks
         got = status_of(lambda: self.d.nvme.create_ns(nsze, nsze, flbas=flbas))
         assert got == self.m.create(nsze, flbas)
+
+    @rule(blocks=st.integers(0, 700), flbas=st.sampled_from([0, 0, 1, 2]))
+    def create_dram_ns(self, blocks: int, flbas: int) -> None:
+        nsze = blocks // 8 if flbas == 1 else blocks
+        got = status_of(lambda: self.d.nvme.create_ns(nsze, nsze, flbas=flbas, dram=True))
+        assert got == self.m.create(nsze, flbas, dram=True)
 
     @rule(nsid=nsids)
     def delete_ns(self, nsid: int) -> None:
@@ -539,7 +565,10 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @rule(nsid=io_nsids, slba=st.integers(0, 100_000), nlb=st.integers(0, 300))
     def write(self, nsid: int, slba: int, nlb: int) -> None:
-        assert status_of(lambda: self.d.write(nsid, slba, nlb)) == self.m.write(nsid, slba, nlb)
+        err = self.m.write(nsid, slba, nlb)
+        assert status_of(lambda: self.d.write(nsid, slba, nlb)) == err
+        if err is None:
+            self.host_written += nlb * self.m.ns[nsid][1]
 
     @rule(nsid=io_nsids, slba=st.integers(0, 100_000), nlb=st.integers(0, 3000))
     def deallocate(self, nsid: int, slba: int, nlb: int) -> None:
@@ -556,20 +585,25 @@ class ControllerMachine(RuleBasedStateMachine):
             return
         for slba in data.draw(st.lists(st.integers(0, nsze // per - 1), min_size=1, max_size=400)):
             assert status_of(lambda s=slba * per: self.d.write(nsid, s, per)) == self.m.write(nsid, slba * per, per)
+            self.host_written += IU
 
     @invariant()
     def matches_model(self) -> None:
         c = self.d.nvme.id_ctrl()
         listed = {n.nsid: n for n in self.d.namespaces()}
         assert c["tnvmcap"] == self.m.tnvmcap
-        assert c["unvmcap"] == c["tnvmcap"] - sum(n.bytes for n in listed.values()) == self.m.unvmcap()
+        assert c["unvmcap"] == c["tnvmcap"] - sum(n.bytes for n in listed.values() if not n.dram) == self.m.unvmcap()
+        assert c["vs_dram_ns"] == {"budget_bytes": TINY_DRAM_BUDGET, "unallocated_bytes": self.m.dram_free()}
         assert sorted(listed) == sorted(self.m.ns)
-        for nsid, (nsze, lba, attached, _) in self.m.ns.items():
+        for nsid, (nsze, lba, attached, _, dram) in self.m.ns.items():
             n = listed[nsid]
-            assert (n.nsze, n.ncap, n.lba_bytes, n.attached, n.bytes) == (nsze, nsze, lba, attached, nsze * lba)
+            assert (n.nsze, n.ncap, n.lba_bytes, n.attached, n.bytes, n.dram) == (nsze, nsze, lba, attached, nsze * lba, dram)
             assert n.nuse == self.m.nuse(nsid), nsid
         v = self.d.vendor_log()
         assert v["valid_bytes"] == sum(len(x[3]) for x in self.m.ns.values()) * IU
+        # Every host write is counted as one, and DRAM-namespace writes never reach NAND.
+        assert v["host_write_bytes"] == self.host_written
+        assert v["host_write_bytes"] - v["dram_write_bytes"] == self.d.ftl_fingerprint()["counters"]["host_write_bytes"]
 
     def teardown(self) -> None:
         self.d.check()  # every FTL invariant (maps, valid counts, page conservation)

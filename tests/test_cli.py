@@ -100,6 +100,7 @@ def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
         "write_protect": 0,
         "nmic": 0,
         "bytes": c["tnvmcap"],
+        "dram": False,
     }
 
 

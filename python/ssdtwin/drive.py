@@ -80,6 +80,8 @@ class Namespace:
     write_protect: int
     nmic: int
     bytes: int
+    #: A DRAM namespace (no NAND behind it).
+    dram: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,11 +112,14 @@ class Nvme:
     def list(self) -> list[Namespace]:
         return [Namespace(**row) for row in self._core.list_ns()]
 
-    def create_ns(self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None) -> int:
-        """Namespace Management create; ``block_size`` picks the LBA format by size."""
+    def create_ns(
+        self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None, dram: bool = False
+    ) -> int:
+        """Namespace Management create; ``block_size`` picks the LBA format by size; ``dram``
+        makes a DRAM namespace (within the preset's DRAM budget, no NAND behind it)."""
         if block_size is not None:
             flbas = self.lba_format_index(block_size)
-        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic)
+        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic, dram)
 
     def lba_sizes(self) -> builtins.list[int]:
         """The drive's LBA formats: data size in bytes, by format index (FLBAS)."""

@@ -371,10 +371,12 @@ impl Drive {
     }
 
     /// (A data file a server left under the new NSID is stale: it is removed.)
-    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0))]
-    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> PyResult<u32> {
+    /// `dram`: a DRAM namespace (within the preset's DRAM budget, no NAND behind it).
+    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0, dram=false))]
+    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool) -> PyResult<u32> {
         self.with(py, |b| {
-            let nsid = b.ctrl().create_ns(nsze, ncap, flbas, nmic)?.0;
+            let c = b.ctrl();
+            let nsid = if dram { c.create_dram_ns(nsze, ncap, flbas, nmic)? } else { c.create_ns(nsze, ncap, flbas, nmic)? }.0;
             b.drop_data(nsid)?;
             Ok(nsid)
         })

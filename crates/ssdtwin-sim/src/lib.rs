@@ -107,6 +107,12 @@ pub enum Step {
         pct: u8,
         lbaf: u8,
     },
+    /// A DRAM namespace of `pct` % of the DRAM budget left (at least one block: a full
+    /// budget makes it a refused command).
+    CreateDramNs {
+        pct: u8,
+        lbaf: u8,
+    },
     DeleteNs {
         ns: u8,
     },
@@ -204,6 +210,11 @@ pub fn tiny_spec() -> DriveSpec {
     // The preset's user : raw ratio (3.84 TB of 4 TiB), on a 64 KiB grid.
     s.capacity.tnvmcap_bytes.value = (raw as f64 * 0.873 / 65536.0).floor() as u64 * 65536;
     s.ftl.write_buffer_bytes.value = 2 * 2 * 96 * 1024;
+    // A small DRAM namespace budget (the PBlaze5's DRAM timing), so DRAM namespaces mix
+    // with NAND ones.
+    let mut dram = DriveSpec::preset("memblaze-pblaze5-910-3.84t").expect("preset").dram_namespace.expect("a DRAM budget");
+    dram.budget_bytes.value = 1 << 20;
+    s.dram_namespace = Some(dram);
     s.scaled(150).expect("the tiny spec scales")
 }
 
@@ -302,6 +313,12 @@ impl Sim {
                 let free = c.unvmcap();
                 let bytes = (free * *pct as u64 / 100).max(lba);
                 c.create_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
+            })?,
+            Step::CreateDramNs { pct, lbaf } => self.admin("create-ns --dram", |c| {
+                let lba = c.spec().lba_format(*lbaf as usize % 2).unwrap_or(512) as u64;
+                let free = c.dram_budget_bytes() - c.dram_allocated_bytes();
+                let bytes = (free * *pct as u64 / 100).max(lba);
+                c.create_dram_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
             })?,
             Step::DeleteNs { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
@@ -548,8 +565,24 @@ impl Sim {
                 log.data_units_written, log.data_units_read, smart.data_units_written_512, smart.data_units_read_512
             ));
         }
-        if smart.data_units_written_512 * 512 != now.host_write_bytes {
-            return Err(format!("SMART counts {} B written, the FTL {} B", smart.data_units_written_512 * 512, now.host_write_bytes));
+        // DRAM namespaces: host writes the FTL never sees, and never NAND writes.
+        if smart.data_units_written_512 * 512 != now.host_write_bytes + smart.dram_write_bytes {
+            return Err(format!(
+                "SMART counts {} B written, the FTL {} B and DRAM namespaces {} B",
+                smart.data_units_written_512 * 512,
+                now.host_write_bytes,
+                smart.dram_write_bytes
+            ));
+        }
+        let vl = c.vendor_log();
+        if vl.host_write_bytes != now.host_write_bytes + smart.dram_write_bytes
+            || vl.nand_write_bytes != (now.host_programmed_ius + now.gc_programmed_ius) * vl.iu_bytes as u64
+        {
+            return Err(format!("vendor log host {} B / NAND {} B disagree with the counters", vl.host_write_bytes, vl.nand_write_bytes));
+        }
+        let dram_in_use = c.dram_allocated_bytes();
+        if dram_in_use > c.dram_budget_bytes() {
+            return Err(format!("DRAM namespaces hold {dram_in_use} B of a {} B budget", c.dram_budget_bytes()));
         }
         self.prev_counters = now;
         self.prev_smart = smart;

@@ -73,3 +73,33 @@ fn format_of_a_tiny_namespace_to_4k_blocks_is_refused() {
         Step::Format { ns: 123, lbaf: 1, ses: 0 },
     ]);
 }
+
+/// Not a bug found but a fixed path through the DRAM namespace (issue 12): created beside
+/// the factory namespace, served, crashed after a flush, reopened; the data and the counters
+/// (host writes that are never NAND writes) hold at every step.
+#[test]
+fn a_served_dram_namespace_keeps_its_flushed_data_across_a_crash() {
+    run(&[
+        Step::DeleteNs { ns: 0 },
+        Step::CreateNs { pct: 90, lbaf: 0 },
+        Step::Attach { ns: 0 },
+        Step::CreateDramNs { pct: 50, lbaf: 1 },
+        Step::Attach { ns: 1 },
+        Step::Serve {
+            ops: vec![
+                NbdOp::Write { ns: 1, block: 3, blocks: 4, fua: false },
+                NbdOp::Write { ns: 0, block: 3, blocks: 4, fua: false },
+                NbdOp::Flush,
+                NbdOp::Trim { ns: 1, block: 4, blocks: 1 },
+                NbdOp::Read { ns: 1, block: 3, blocks: 4 },
+                NbdOp::Write { ns: 1, block: 9, blocks: 2, fua: false },
+            ],
+            end: End::Crash { tear_per_mille: Some(500) },
+            fault: None,
+        },
+        Step::Fio { ns: 1, kind: ssdtwin_sim::FioKind::RandRw, pct: 50, seed: 7 },
+        Step::Reopen,
+        Step::CreateDramNs { pct: 100, lbaf: 0 },
+        Step::CreateDramNs { pct: 100, lbaf: 0 },
+    ]);
+}

@@ -72,6 +72,7 @@ impl ReferenceStateMachine for Model {
     fn transitions(_: &u64) -> BoxedStrategy<Step> {
         prop_oneof![
             1 => (1u8..=100, 0u8..2).prop_map(|(pct, lbaf)| Step::CreateNs { pct, lbaf }),
+            1 => (1u8..=100, 0u8..2).prop_map(|(pct, lbaf)| Step::CreateDramNs { pct, lbaf }),
             1 => any::<u8>().prop_map(|ns| Step::DeleteNs { ns }),
             1 => any::<u8>().prop_map(|ns| Step::Attach { ns }),
             1 => any::<u8>().prop_map(|ns| Step::Detach { ns }),

@@ -68,15 +68,16 @@ def nvme_create_ns(
     flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
     block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
     nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
+    dram: bool = typer.Option(False, "--dram", help="a DRAM namespace (vendor extension): within the DRAM budget, no NAND behind it"),
 ) -> None:
-    """Namespace Management: create (nvme-cli flags)."""
+    """Namespace Management: create (nvme-cli flags; --dram for a DRAM namespace)."""
     s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
     with opened(path, writable=True) as d:
         if block_size is not None and flbas is not None:
             fail("give -b/--block-size or -f/--flbas, not both")
         if block_size is not None:
             flbas = lba_format_arg(d, block_size)
-        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic)
+        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic, dram=dram)
     typer.echo(f"create-ns: Success, created nsid:{nsid}")
 
 

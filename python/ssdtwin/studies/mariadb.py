@@ -74,7 +74,7 @@ class Config:
     run_s: int = 60
     buffer_pool: str = "32M"
     pace: str = "model"
-    fill: bool = False  # True: the data namespace written in full first (GC from the start; see docs/models.md §9.5)
+    fill: bool = False  # True: the data namespace written in full first (GC from the start; see docs/models.md §10.5)
 
 
 def _run(argv: list[str], what: str, timeout: float = 600) -> str:

@@ -191,6 +191,9 @@ pub struct DeviceTiming {
     /// Suspends allowed per program/erase in the current power state.
     max_suspends: u32,
     ops: OpLog,
+    /// DRAM namespaces: (latency ns, bandwidth bytes/s) and when the DRAM is next free.
+    dram: Option<(u64, u64)>,
+    dram_free: u64,
 }
 
 /// Why a spec cannot be timed.
@@ -249,6 +252,8 @@ impl DeviceTiming {
             power_state: u8::MAX,
             max_suspends: t.max_suspends_per_op.value,
             ops: OpLog::default(),
+            dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
+            dram_free: 0,
             t,
             geo,
         })
@@ -619,6 +624,15 @@ impl DeviceTiming {
         t.max(self.admit_at)
     }
 
+    /// A DRAM-namespace transfer of `bytes` ready at `t` (FIFO on the DRAM's bandwidth);
+    /// returns when it is done, plus the DRAM namespace's command latency.
+    fn dram_xfer(&mut self, t: u64, bytes: u64) -> u64 {
+        let (latency, rate) = self.dram.expect("a DRAM namespace exists only on a drive with a DRAM budget");
+        let start = t.max(self.dram_free);
+        self.dram_free = start + Self::xfer_ns(bytes, rate);
+        self.dram_free + latency
+    }
+
     // ----------------------------------------------------------------- host commands
 
     /// A read command arriving at `now`; returns its completion time.
@@ -626,7 +640,14 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
-        let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
+        let ns = ctrl.attached(nsid)?;
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            // No NAND: the DRAM, then the link.
+            ctrl.read(nsid, slba, nlb, &mut self.ops)?;
+            let done = self.dram_xfer(t1, bytes);
+            return Ok(self.link(done, bytes, false));
+        }
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.read(nsid, slba, nlb, &mut ops);
         self.ops = ops;
@@ -641,7 +662,14 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
-        let bytes = nlb * ctrl.attached(nsid)?.lba_bytes as u64;
+        let ns = ctrl.attached(nsid)?;
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            // No NAND and no NAND-bound write path: the link, then the DRAM.
+            ctrl.write(nsid, slba, nlb, &mut self.ops)?;
+            let t2 = self.link(t1, bytes, true);
+            return Ok(self.dram_xfer(t2, bytes));
+        }
         let t2 = self.link(t1, bytes, true);
         let t2 = self.write_path(t2, bytes);
         let mut ops = std::mem::take(&mut self.ops);

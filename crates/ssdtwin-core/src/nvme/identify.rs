@@ -41,6 +41,20 @@ pub struct IdCtrl {
     pub mnan: u32,
     pub subnqn: String,
     pub psds: Vec<PowerStateDesc>,
+    /// Vendor-specific: the DRAM namespace budget (drives that have one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_dram_ns: Option<DramNsCapacity>,
+}
+
+/// The DRAM namespace budget and what is left of it, in bytes (vendor-specific identify data).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DramNsCapacity {
+    pub budget_bytes: u64,
+    pub unallocated_bytes: u64,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 /// One power state descriptor; power in centiwatts as nvme-cli's JSON prints it.
@@ -107,6 +121,9 @@ pub struct IdNs {
     pub nguid: String,
     pub eui64: String,
     pub lbafs: Vec<LbaFormatDesc>,
+    /// Vendor-specific: 1 for a DRAM namespace (shown only then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vs_dram: u8,
 }
 
 pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
@@ -157,6 +174,10 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         mnan: 0,
         subnqn: format!("nqn.2019-10.org.ssdtwin:{}:{}", d.name, c.state().serial),
         psds,
+        vs_dram_ns: spec.dram_namespace.as_ref().map(|dn| DramNsCapacity {
+            budget_bytes: dn.budget_bytes.value,
+            unallocated_bytes: dn.budget_bytes.value - c.dram_allocated_bytes(),
+        }),
     }
 }
 
@@ -234,5 +255,6 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         nguid: format!("{:016x}{:016x}", crate::util::splitmix(c.state().seed), crate::util::splitmix(ns.nsid as u64 ^ c.state().seed)),
         eui64: format!("{:016x}", crate::util::splitmix(c.state().seed ^ ((ns.nsid as u64) << 32))),
         lbafs,
+        vs_dram: ns.dram as u8,
     }
 }

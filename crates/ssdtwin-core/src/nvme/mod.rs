@@ -14,7 +14,7 @@
 mod identify;
 mod status;
 
-pub use identify::{IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
 pub use status::{Error, MapError, Status};
 
 use serde::{Deserialize, Serialize};
@@ -52,8 +52,17 @@ pub struct Namespace {
     pub nmic: u8,
     pub attached: bool,
     pub write_protect: u8,
-    /// Logical chunks (of the FTL's IU space) backing this namespace, in order.
+    /// Logical chunks (of the FTL's IU space) backing this namespace, in order (none for a
+    /// DRAM namespace).
     pub chunks: Vec<u32>,
+    /// A DRAM namespace: held in the controller's power-loss-protected DRAM, no NAND behind
+    /// it (docs/models.md, "DRAM namespace").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dram: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Namespace {
@@ -83,6 +92,9 @@ pub struct NamespaceRow {
     pub write_protect: u8,
     pub nmic: u8,
     pub bytes: u64,
+    /// A DRAM namespace.
+    #[serde(default)]
+    pub dram: bool,
 }
 
 /// What the read-only commands show (identify data, namespaces, logs): taken from an open
@@ -148,6 +160,14 @@ pub struct SmartCounters {
     pub controller_busy_ns: u64,
     pub media_errors: u64,
     pub error_log_entries: u64,
+    /// Host bytes read from / written to DRAM namespaces (host traffic, never NAND traffic).
+    #[serde(default)]
+    pub dram_read_bytes: u64,
+    #[serde(default)]
+    pub dram_write_bytes: u64,
+    /// Bytes of DRAM namespaces dumped to the reserved NAND area at power-off.
+    #[serde(default)]
+    pub dram_flush_bytes: u64,
 }
 
 /// Everything about the controller that persists, except the FTL.
@@ -383,7 +403,10 @@ impl Controller {
     }
 
     /// Simulated power off/on: clears "write protect until power cycle".
+    /// DRAM namespaces are dumped to their reserved NAND area at every power-off (the
+    /// capacitors carry an unsafe one through): their whole size is counted.
     pub fn power_cycle(&mut self, unsafe_shutdown: bool) {
+        self.st.smart.dram_flush_bytes += self.dram_allocated_bytes();
         self.st.smart.power_cycles += 1;
         if unsafe_shutdown {
             self.st.smart.unsafe_shutdowns += 1;
@@ -401,8 +424,19 @@ impl Controller {
         self.spec.capacity.tnvmcap_bytes.value
     }
 
+    /// NVM capacity allocated to namespaces (DRAM namespaces take none).
     pub fn allocated_bytes(&self) -> u64 {
-        self.st.namespaces.values().map(|n| n.bytes()).sum()
+        self.st.namespaces.values().filter(|n| !n.dram).map(|n| n.bytes()).sum()
+    }
+
+    /// DRAM given to DRAM namespaces.
+    pub fn dram_allocated_bytes(&self) -> u64 {
+        self.st.namespaces.values().filter(|n| n.dram).map(|n| n.bytes()).sum()
+    }
+
+    /// The DRAM namespace budget of this drive (0: it has no DRAM namespaces).
+    pub fn dram_budget_bytes(&self) -> u64 {
+        self.spec.dram_namespace.as_ref().map_or(0, |d| d.budget_bytes.value)
     }
 
     pub fn unvmcap(&self) -> u64 {
@@ -464,6 +498,17 @@ impl Controller {
 
     /// Namespace Management - create. Returns the new NSID.
     pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<NsId, Error> {
+        self.create_ns_in(nsze, ncap, flbas, nmic, false)
+    }
+
+    /// Namespace Management - create a DRAM namespace (the vendor extension of the PBlaze5
+    /// firmware; docs/models.md, "DRAM namespace"): within the preset's DRAM budget, taking
+    /// no NVM capacity.
+    pub fn create_dram_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<NsId, Error> {
+        self.create_ns_in(nsze, ncap, flbas, nmic, true)
+    }
+
+    fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool) -> Result<NsId, Error> {
         let formats = &self.spec.capacity.lba_bytes.value;
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
             return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
@@ -484,7 +529,10 @@ impl Controller {
             return fail(Status::InvalidField, format!("nmic {nmic}: only 0 (private) and 1 (shared) exist"));
         }
         let bytes = nsze.saturating_mul(lba as u64);
-        let unvmcap = self.unvmcap();
+        if dram {
+            self.check_dram_room(nsze, lba, bytes)?;
+        }
+        let unvmcap = if dram { u64::MAX } else { self.unvmcap() };
         if bytes > unvmcap {
             return fail(
                 Status::NsInsufficientCapacity,
@@ -501,7 +549,7 @@ impl Controller {
             return fail(Status::NsIdUnavailable, format!("all {nn} namespace IDs are in use"));
         };
         let ius = bytes.div_ceil(self.cfg.iu_bytes as u64);
-        let need = ius.div_ceil(self.cfg.chunk_ius() as u64) as usize;
+        let need = if dram { 0 } else { ius.div_ceil(self.cfg.chunk_ius() as u64) as usize };
         let free = self.free_chunks();
         // The logical space carries one spare chunk per namespace, so this cannot fail
         // when the capacity check passed.
@@ -509,8 +557,30 @@ impl Controller {
         let chunks = free[..need].to_vec();
         self.st
             .namespaces
-            .insert(nsid, Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks });
+            .insert(nsid, Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks, dram });
         Ok(NsId(nsid))
+    }
+
+    /// A DRAM namespace of `bytes` fits what is left of the DRAM budget.
+    fn check_dram_room(&self, nsze: u64, lba: u32, bytes: u64) -> Result<(), Error> {
+        let budget = self.dram_budget_bytes();
+        if budget == 0 {
+            return fail(
+                Status::InvalidField,
+                format!("{} has no DRAM namespaces (its preset sets no [dram_namespace] budget)", self.spec.drive.name),
+            );
+        }
+        let free = budget - self.dram_allocated_bytes();
+        if bytes > free {
+            return fail(
+                Status::NsInsufficientCapacity,
+                format!(
+                    "DRAM namespace of {nsze} blocks x {lba} B = {bytes} bytes requested, {free} bytes of the {budget}-byte DRAM budget free (at most {} blocks of {lba} B)",
+                    free / lba as u64
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// Namespace Management - delete (`NSID_ALL` deletes every namespace).
@@ -773,7 +843,14 @@ impl Controller {
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let nsid = nsid.0;
-        let bytes = nlb * self.check_write_u32(nsid, slba, nlb)?.lba_bytes as u64;
+        let ns = self.check_write_u32(nsid, slba, nlb)?;
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            self.st.smart.dram_write_bytes += bytes;
+            self.st.smart.host_write_commands += 1;
+            self.st.smart.data_units_written_512 += bytes / 512;
+            return Ok(());
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
@@ -787,6 +864,12 @@ impl Controller {
         let ns = self.attached_u32(nsid)?;
         Self::check_range(ns, slba, nlb)?;
         let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            self.st.smart.dram_read_bytes += bytes;
+            self.st.smart.host_read_commands += 1;
+            self.st.smart.data_units_read_512 += bytes / 512;
+            return Ok(ReadSummary::default());
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
@@ -804,7 +887,9 @@ impl Controller {
     /// Returns the number of IUs deallocated.
     pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         let nsid = nsid.0;
-        self.check_write_u32(nsid, slba, nlb)?;
+        if self.check_write_u32(nsid, slba, nlb)?.dram {
+            return Ok(0); // nothing on NAND to deallocate
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
         let full = cfg.full_mask;
@@ -841,6 +926,9 @@ impl Controller {
     ) -> Result<PreconditionReport, Error> {
         let nsid = nsid.0;
         let ns = self.attached_u32(nsid)?.clone();
+        if ns.dram {
+            return fail(Status::InvalidField, format!("namespace {nsid} is a DRAM namespace: there is no NAND state to precondition"));
+        }
         if ns.write_protect != WP_NONE {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
         }
@@ -952,6 +1040,7 @@ impl Controller {
             write_protect: ns.write_protect,
             nmic: ns.nmic,
             bytes: ns.bytes(),
+            dram: ns.dram,
         }
     }
 
@@ -989,7 +1078,11 @@ impl Controller {
     }
 
     /// Logical blocks of `ns` allocated: mapped on NAND or waiting in the buffer (NUSE).
+    /// A DRAM namespace is in use in full (its DRAM is reserved for it).
     pub fn nuse(&self, ns: &Namespace) -> u64 {
+        if ns.dram {
+            return ns.nsze;
+        }
         let st = self.ftl_state();
         let mapped: u64 = ns.chunks.iter().map(|&c| st.mapped_in_chunk(c) as u64).sum();
         let buffered = match &self.ftl {
@@ -1045,20 +1138,23 @@ impl Controller {
         let sbs = st.superblocks();
         let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count).collect();
         let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
+        // DRAM-namespace traffic is host traffic that never reaches NAND.
+        let smart = &self.st.smart;
+        let host_write = c.host_write_bytes + smart.dram_write_bytes;
         let intel = self.spec.logs.intel_smart_add.then_some(IntelSmartAdd {
             nand_bytes_written_sectors: nand_write / 512 / 65536,
-            host_bytes_written_sectors: c.host_write_bytes / 512 / 65536,
+            host_bytes_written_sectors: host_write / 512 / 65536,
         });
         VendorLog {
-            host_write_bytes: c.host_write_bytes,
-            host_read_bytes: c.host_read_bytes,
+            host_write_bytes: host_write,
+            host_read_bytes: c.host_read_bytes + smart.dram_read_bytes,
             nand_write_bytes: nand_write,
             nand_write_host_bytes: nand_write_host,
             nand_write_gc_bytes: nand_write_gc,
             nand_read_bytes: c.nand_read_host_bytes + c.nand_read_rmw_bytes + c.nand_read_gc_bytes,
             nand_read_rmw_bytes: c.nand_read_rmw_bytes,
             nand_read_gc_bytes: c.nand_read_gc_bytes,
-            waf: if c.host_write_bytes > 0 { nand_write as f64 / c.host_write_bytes as f64 } else { 0.0 },
+            waf: if host_write > 0 { nand_write as f64 / host_write as f64 } else { 0.0 },
             rmw_ius: c.rmw_ius,
             buffer_merges: c.buffer_merges,
             trimmed_ius: c.host_trim_ius,
@@ -1079,6 +1175,9 @@ impl Controller {
             gc_overhead_samples: c.overhead_samples,
             gc_overhead_sample_ius: c.overhead_sample_ius as f64,
             intel_smart_add: intel,
+            dram_write_bytes: smart.dram_write_bytes,
+            dram_read_bytes: smart.dram_read_bytes,
+            dram_flush_bytes: smart.dram_flush_bytes,
         }
     }
 }
@@ -1149,6 +1248,16 @@ pub struct VendorLog {
     pub gc_overhead_sample_ius: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub intel_smart_add: Option<IntelSmartAdd>,
+    /// Host bytes written to / read from DRAM namespaces: included in `host_write_bytes` /
+    /// `host_read_bytes`, never in the NAND counters.
+    #[serde(default)]
+    pub dram_write_bytes: u64,
+    #[serde(default)]
+    pub dram_read_bytes: u64,
+    /// DRAM-namespace bytes dumped to the reserved NAND area at power-off (not user-data
+    /// NAND writes: not in `nand_write_bytes` nor the WAF).
+    #[serde(default)]
+    pub dram_flush_bytes: u64,
 }
 
 /// A persisted state that does not hold together (what was wrong, in words).
@@ -1162,6 +1271,8 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     let nn = spec.capacity.max_namespaces.value;
     let mut used = vec![false; cfg.chunks() as usize];
     let mut allocated = 0u64;
+    let mut dram = 0u64;
+    let dram_budget = spec.dram_namespace.as_ref().map_or(0, |d| d.budget_bytes.value);
     for (&id, ns) in &st.namespaces {
         if id != ns.nsid || id == 0 || id > nn {
             return Err(format!("namespace {id} (recorded as {}) outside 1..={nn}", ns.nsid));
@@ -1173,6 +1284,13 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
             ));
         }
         let bytes = ns.nsze.checked_mul(ns.lba_bytes as u64).ok_or_else(|| format!("namespace {id}: size overflows"))?;
+        if ns.dram {
+            if !ns.chunks.is_empty() {
+                return Err(format!("DRAM namespace {id} owns {} chunks of the NAND logical space", ns.chunks.len()));
+            }
+            dram += bytes;
+            continue;
+        }
         if bytes.div_ceil(cfg.iu_bytes as u64) > ns.chunks.len() as u64 * cfg.chunk_ius() as u64 {
             return Err(format!("namespace {id}: {bytes} bytes do not fit its {} chunks", ns.chunks.len()));
         }
@@ -1184,6 +1302,9 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
             }
         }
         allocated += bytes;
+    }
+    if dram > dram_budget {
+        return Err(format!("DRAM namespaces hold {dram} bytes of a {dram_budget}-byte DRAM budget"));
     }
     if allocated > spec.capacity.tnvmcap_bytes.value {
         return Err(format!("namespaces allocate {allocated} bytes of {}", spec.capacity.tnvmcap_bytes.value));

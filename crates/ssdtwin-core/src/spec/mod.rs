@@ -44,6 +44,9 @@ pub struct DriveSpec {
     pub power_states: Vec<PowerState>,
     #[serde(default)]
     pub logs: LogSpec,
+    /// Namespaces carved out of the controller's DRAM (absent: the drive has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_namespace: Option<DramNamespaceSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -233,6 +236,22 @@ pub struct PowerState {
     pub source: String,
 }
 
+/// DRAM namespaces (docs/models.md, "DRAM namespace"): namespaces with no NAND behind them,
+/// held in the controller's power-loss-protected DRAM and dumped to a reserved NAND area when
+/// power is lost. Not scaled by `--scale`: DRAM is not NAND, and what it holds (a database's
+/// doublewrite buffer) does not shrink with the drive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DramNamespaceSpec {
+    /// DRAM the firmware can give to namespaces, all DRAM namespaces together.
+    pub budget_bytes: Sourced<u64>,
+    /// Controller time of a DRAM-namespace command once its data is in place (firmware and
+    /// DRAM access; replaces the NAND path's ctrl_read_ns / ctrl_write_ns).
+    pub latency_ns: Sourced<u64>,
+    /// DRAM bandwidth available to DRAM-namespace transfers, bytes per second.
+    pub bytes_per_s: Sourced<u64>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogSpec {
@@ -341,6 +360,7 @@ impl DriveSpec {
             self.validate_cross_fields(&mut c);
         }
         self.validate_timing(&mut c);
+        self.validate_dram(&mut c);
         self.validate_power_states(&mut c);
         if c.problems.is_empty() {
             Ok(())
@@ -442,6 +462,15 @@ impl DriveSpec {
         }
         if self.gc_overhead() + 1.0 >= n.blocks_per_plane.value as f64 {
             c.fail("ftl.gc_overhead_superblocks: must be below nand.blocks_per_plane - 1".into());
+        }
+    }
+
+    /// [dram_namespace] (optional): a budget that fits a namespace of one block, and a timing.
+    fn validate_dram(&self, c: &mut Checker) {
+        if let Some(d) = &self.dram_namespace {
+            c.range("dram_namespace.budget_bytes", &d.budget_bytes, 4096, 1 << 40);
+            c.range("dram_namespace.latency_ns", &d.latency_ns, 0, 10_000_000);
+            c.range("dram_namespace.bytes_per_s", &d.bytes_per_s, 1_000_000, 1_000_000_000_000);
         }
     }
 

@@ -2,3 +2,4 @@ mod engine;
 mod fio_goldens;
 mod ftl_physics;
 mod layers;
+mod tenants;
