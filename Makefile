@@ -58,7 +58,7 @@ demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16
 
-doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM (~4 min)
+doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, and a NAND control (~3-5 min)
 	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64
 
 MARIADB_DIR ?= mariadb-study
