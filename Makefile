@@ -63,6 +63,6 @@ doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a
 
 MARIADB_DIR ?= mariadb-study
 MARIADB_RUN_S ?= 600
-mariadb: ## the same study with a real MariaDB + sysbench on served namespaces (needs mariadb-server sysbench nbdkit libnbd-bin fuse2fs; ~40 min); images left in MARIADB_DIR
+mariadb: ## the same study with a real MariaDB + sysbench on served namespaces (needs mariadb-server sysbench nbdkit libnbd-bin fuse2fs; ~35 min); images left in MARIADB_DIR, each checked
 	ssdtwin reproduce pblaze5 --part mariadb --placements shared,nand,dram --run-s $(MARIADB_RUN_S) --dir $(MARIADB_DIR)
 	for d in $(MARIADB_DIR)/*/img; do ssdtwin check $$d || exit 1; done

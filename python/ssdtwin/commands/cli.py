@@ -590,21 +590,21 @@ def _reproduce_pblaze5(
     bad = [p for p in chosen if p not in allowed]
     if bad or len(set(chosen)) != len(chosen):
         fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
-    n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
-    s = 1 if seed is None else seed
+    counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
     if part == "doublewrite":
-        counts = tuple(_int_list("--threads", threads)) if threads else (64,)
         for c in counts:
             if doublewrite.FLOW_ROUND_IOS % c:
                 fail(f"--threads {c}: must divide {doublewrite.FLOW_ROUND_IOS} (fio's flow weights are whole numbers)")
+    elif len(counts) != 1:
+        fail("--threads: --part mariadb takes one thread count")
+    n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
+    s = 1 if seed is None else seed
+    if part == "doublewrite":
         return n, doublewrite.doublewrite_study(scale=n, seed=s, threads=counts, log=log, placements=chosen)
     why = mariadb.missing()
     if why:
         fail(f"pblaze5 --part mariadb: {why}")
-    one = _int_list("--threads", threads) if threads else [16]
-    if len(one) != 1:
-        fail("--threads: --part mariadb takes one thread count")
-    cfg = mariadb.Config(scale=n, seed=s, threads=one[0], run_s=run_s)
+    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=run_s)
     work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
     log(f"work directory: {work}")
     try:
