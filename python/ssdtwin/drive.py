@@ -68,6 +68,10 @@ def parse_amount(text: str, capacity_bytes: int) -> int:
     return _core.parse_size(t)
 
 
+#: NVMe submission-queue priority classes (QPRIO 0..3).
+SQ_PRIORITIES = ("urgent", "high", "medium", "low")
+
+
 @dataclass(frozen=True)
 class Namespace:
     nsid: int
@@ -151,6 +155,20 @@ class Nvme:
 
     def set_feature(self, fid: int, value: int, nsid: int = 0) -> None:
         self._core.set_feature(fid, value, nsid)
+
+    def set_qos(self, nsid: int, read_bytes_per_s: int = 0, write_bytes_per_s: int = 0, iops: int = 0) -> None:
+        """The vendor QoS command: cap namespace ``nsid`` (0 = no cap; all 0 clears its caps)."""
+        self._core.set_qos(nsid, read_bytes_per_s, write_bytes_per_s, iops)
+
+    def qos(self) -> builtins.list[dict[str, Any]]:
+        """Every namespace's QoS caps: ``{nsid, read_bytes_per_s, write_bytes_per_s, iops,
+        sq_priority}``."""
+        return self._core.qos()
+
+    def set_sq_priority(self, nsid: int, cls: str) -> None:
+        """The priority class of namespace ``nsid``'s submission queues: urgent, high,
+        medium or low (what weighted round robin arbitration sorts by)."""
+        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls) if cls in SQ_PRIORITIES else 255)
 
     def smart_log(self) -> dict[str, Any]:
         return self._core.smart_log()

@@ -417,6 +417,22 @@ impl Drive {
         self.with(py, |b| Ok(b.ctrl().set_feature(fid, NsId(nsid), value)?))
     }
 
+    /// The vendor QoS command: caps of namespace `nsid` (bytes/s, commands/s; 0 = no cap).
+    fn set_qos(&self, py: Python<'_>, nsid: u32, read_bytes_per_s: u64, write_bytes_per_s: u64, iops: u64) -> PyResult<()> {
+        let limits = nvme::QosLimits { read_bytes_per_s, write_bytes_per_s, iops };
+        self.with(py, |b| Ok(b.ctrl().set_qos(NsId(nsid), limits)?))
+    }
+
+    /// The priority class of namespace `nsid`'s queues (0 urgent, 1 high, 2 medium, 3 low).
+    fn set_sq_priority(&self, py: Python<'_>, nsid: u32, class: u8) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_sq_priority(NsId(nsid), class)?))
+    }
+
+    /// Every namespace's QoS caps: [{nsid, read_bytes_per_s, write_bytes_per_s, iops, sq_priority}].
+    fn qos(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.qos_rows()))
+    }
+
     fn smart_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.query(py, |c| Ok(c.smart_log()))
     }

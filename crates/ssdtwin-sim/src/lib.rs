@@ -113,6 +113,19 @@ pub enum Step {
         pct: u8,
         lbaf: u8,
     },
+    /// The vendor QoS command on namespace index `ns` (MB/s and kIOPS; 0 = no cap; large
+    /// values are refused) and its queues' priority class (4: an invalid class, refused).
+    Qos {
+        ns: u8,
+        read_mbps: u16,
+        write_mbps: u16,
+        kiops: u16,
+        class: u8,
+    },
+    /// Feature 01h (arbitration): weights non-zero select weighted round robin.
+    Arbitration {
+        value: u32,
+    },
     DeleteNs {
         ns: u8,
     },
@@ -320,6 +333,18 @@ impl Sim {
                 let bytes = (free * *pct as u64 / 100).max(lba);
                 c.create_dram_ns(bytes / lba, bytes / lba, *lbaf % 2, 0).map(|id| Some(id.0))
             })?,
+            Step::Qos { ns, read_mbps, write_mbps, kiops, class } => {
+                if let Some(id) = self.pick_ns(*ns, false) {
+                    let limits = ssdtwin_core::nvme::QosLimits {
+                        read_bytes_per_s: *read_mbps as u64 * 1_000_000,
+                        write_bytes_per_s: *write_mbps as u64 * 1_000_000,
+                        iops: *kiops as u64 * 1000,
+                    };
+                    self.admin("qos", |c| c.set_qos(NsId(id), limits).map(|_| None))?;
+                    self.admin("qos --sq-priority", |c| c.set_sq_priority(NsId(id), *class % 5).map(|_| None))?;
+                }
+            }
+            Step::Arbitration { value } => self.admin("set-feature 0x01", |c| c.set_feature(0x01, NsId(0), *value).map(|_| None))?,
             Step::DeleteNs { ns } => {
                 if let Some(id) = self.pick_ns(*ns, false) {
                     self.admin("delete-ns", |c| c.delete_ns(NsId(id)).map(|_| Some(id)))?;

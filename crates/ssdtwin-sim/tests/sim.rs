@@ -73,6 +73,9 @@ impl ReferenceStateMachine for Model {
         prop_oneof![
             1 => (1u8..=100, 0u8..2).prop_map(|(pct, lbaf)| Step::CreateNs { pct, lbaf }),
             1 => (1u8..=100, 0u8..2).prop_map(|(pct, lbaf)| Step::CreateDramNs { pct, lbaf }),
+            1 => (any::<u8>(), 0u16..4000, 0u16..4000, 0u16..1000, 0u8..5)
+                .prop_map(|(ns, read_mbps, write_mbps, kiops, class)| Step::Qos { ns, read_mbps, write_mbps, kiops, class }),
+            1 => prop_oneof![Just(0u32), Just(0x0f07_0300), Just(0x0000_0001), any::<u32>()].prop_map(|value| Step::Arbitration { value }),
             1 => any::<u8>().prop_map(|ns| Step::DeleteNs { ns }),
             1 => any::<u8>().prop_map(|ns| Step::Attach { ns }),
             1 => any::<u8>().prop_map(|ns| Step::Detach { ns }),

@@ -506,21 +506,25 @@ def calibrate(
 @app.command()
 def reproduce(
     experiment: str = typer.Argument(
-        ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or pblaze5 (Memblaze PBlaze5 talk)"
+        ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or pblaze5 (Memblaze namespaces talk)"
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
     seed: Optional[int] = typer.Option(
         None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's) and pblaze5, 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="pblaze5: write the noisy-neighbour figure (PNG) there"),
+    quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
     part: Optional[str] = typer.Option(
-        None, "--part", help="pblaze5: doublewrite (the InnoDB doublewrite study, modelled) or mariadb (the same with a real MariaDB)"
+        None,
+        "--part",
+        help="pblaze5: one part alone: doublewrite (the InnoDB doublewrite study, modelled) or mariadb (the same with a real MariaDB)",
     ),
     threads: Optional[str] = typer.Option(
-        None, "--threads", help="pblaze5: client threads (doublewrite: a list, default 64; mariadb: one, default 16)"
+        None, "--threads", help="pblaze5 --part: client threads (doublewrite: a list, default 64; mariadb: one, default 16)"
     ),
     placements: Optional[str] = typer.Option(
-        None, "--placements", help="pblaze5: doublewrite placements, of shared, dram, nand (default shared,dram)"
+        None, "--placements", help="pblaze5 --part: doublewrite placements, of shared, dram, nand (default shared,dram)"
     ),
     run_s: int = typer.Option(600, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement"),
     workdir: Optional[Path] = typer.Option(
@@ -534,13 +538,19 @@ def reproduce(
     check_fmt(fmt)
     if experiment not in ("cm6", "p5316", "pblaze5"):
         fail(f"experiment '{experiment}': choose cm6, p5316 or pblaze5")
+    if (plot is not None or quick) and experiment != "pblaze5":
+        fail("--plot and --quick: only the pblaze5 experiment has them")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
-    if experiment != "pblaze5" and any(x is not None for x in (part, threads, placements, workdir)):
-        fail("--part, --threads, --placements and --dir: only for the pblaze5 experiment")
+    if part is None and any(x is not None for x in (threads, placements, workdir)):
+        fail("--threads, --placements and --dir: only with pblaze5 --part")
+    if part is not None and experiment != "pblaze5":
+        fail("--part: only the pblaze5 experiment has parts")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
-    if experiment == "pblaze5":
+    if part is not None:
+        if plot is not None or quick:
+            fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
         n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, run_s, workdir, log)
     else:
         tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
@@ -549,9 +559,16 @@ def reproduce(
                 experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
             except ValueError as e:
                 fail(f"--sizes: {e}")
-        n = scale_arg(scale or "1/64", "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
+        model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}[experiment]
+        n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
         if experiment == "cm6":
             rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+        elif experiment == "pblaze5":
+            from ..studies import pblaze5
+
+            rows = pblaze5.pblaze5_talk(
+                scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+            )
         else:
             rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
@@ -584,7 +601,7 @@ def _reproduce_pblaze5(
     from ..studies import doublewrite, mariadb
 
     if part not in ("doublewrite", "mariadb"):
-        fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb" if part else "pblaze5: choose --part doublewrite or mariadb")
+        fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb (without --part: the whole talk)")
     allowed = doublewrite.PLACEMENTS if part == "doublewrite" else mariadb.PLACEMENTS
     chosen = tuple(placements.split(",")) if placements else ("shared", "dram")
     bad = [p for p in chosen if p not in allowed]

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from .. import nvmefmt
-from ..drive import Drive
+from ..drive import SQ_PRIORITIES, Drive
 from .common import U8, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
@@ -203,6 +203,74 @@ def nvme_get_feature(
         emit_json({"feature_id": f, "value": v})
     else:
         typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
+
+
+def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) -> Optional[int]:
+    """A QoS cap: a number >= 0 (0 = no cap) times ``scale``, at most ``top`` (in the result's unit)."""
+    if text is None:
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        fail(f"{flag} '{text}': must be a number (0 = no cap)")
+    if not 0 <= v < float("inf") or round(v * scale) > top:
+        fail(f"{flag} {text}: must be 0 (no cap) or up to {top / scale:g} {unit}")
+    return round(v * scale)
+
+
+def _mbps(bytes_per_s: int) -> str:
+    return f"{bytes_per_s / 1e6:g} MB/s" if bytes_per_s else "no cap"
+
+
+@nvme.command("qos")
+def nvme_qos(
+    path: Path = ImageDir,
+    nsid: Optional[str] = typer.Option(None, "-n", "--namespace-id", help="the namespace to cap (all namespaces when reading back)"),
+    read_mbps: Optional[str] = typer.Option(None, "--read-mbps", help="read bandwidth cap, MB/s (10^6 B/s); 0 = no cap"),
+    write_mbps: Optional[str] = typer.Option(None, "--write-mbps", help="write bandwidth cap, MB/s; 0 = no cap"),
+    iops: Optional[str] = typer.Option(None, "--iops", help="commands per second cap; 0 = no cap"),
+    sq_priority: Optional[str] = typer.Option(None, "--sq-priority", help="class of its queues under WRR: urgent, high, medium, low"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Vendor QoS command: per-namespace bandwidth and IOPS caps, enforced by the controller
+    (docs/cli.md). Without a cap flag it reads the caps back."""
+    check_fmt(fmt)
+    n = None if nsid is None else int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
+    top = 1 << 50  # the core checks the drive's own bounds (link rate, command ceiling)
+    caps = (
+        rate_arg("--read-mbps", read_mbps, 1e6, top, "MB/s"),
+        rate_arg("--write-mbps", write_mbps, 1e6, top, "MB/s"),
+        rate_arg("--iops", iops, 1, top, "IOPS"),
+    )
+    if sq_priority is not None and sq_priority not in SQ_PRIORITIES:
+        fail(f"--sq-priority '{sq_priority}': must be one of {', '.join(SQ_PRIORITIES)}")
+    if all(c is None for c in caps) and sq_priority is None:
+        with opened(path, writable=False) as d:
+            rows = [r for r in d.nvme.qos() if n is None or r["nsid"] == n]
+            if n is not None and not rows:
+                d.nvme.id_ns(n)  # the controller's INVALID_NS for a missing namespace
+        if fmt == "json":
+            emit_json(rows)
+        else:
+            for r in rows:
+                typer.echo(
+                    f"nsid {r['nsid']}: read {_mbps(r['read_bytes_per_s'])}, write {_mbps(r['write_bytes_per_s'])}, "
+                    f"iops {r['iops'] or 'no cap'}, queues {r['sq_priority']}"
+                )
+        return
+    if n is None:
+        fail("-n/--namespace-id: give the namespace to cap")
+    with opened(path, writable=True) as d:
+        old = next((r for r in d.nvme.qos() if r["nsid"] == n), {"read_bytes_per_s": 0, "write_bytes_per_s": 0, "iops": 0})
+        rw, ww, iw = (int(old[k]) if c is None else c for c, k in zip(caps, ("read_bytes_per_s", "write_bytes_per_s", "iops")))
+        d.nvme.set_qos(n, rw, ww, iw)
+        if sq_priority is not None:
+            d.nvme.set_sq_priority(n, sq_priority)
+        row = next(x for x in d.nvme.qos() if x["nsid"] == n)
+    if fmt == "json":
+        emit_json(row)
+    else:
+        typer.echo(f"qos: Success, nsid:{n}")
 
 
 @nvme.command("set-feature")

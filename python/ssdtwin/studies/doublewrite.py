@@ -219,6 +219,7 @@ class Result:
         lat_ms = self.ns_total("ns_write_lat_sum_ns", 1) / self.ns_total("ns_writes", 1) / 1e6
         reads, writes = self.job_total("user", "reads"), self.job_total("user", "writes")
         return {
+            "study": "doublewrite",
             "placement": self.placement,
             "threads": self.threads,
             "scale": self.scale,
@@ -304,6 +305,7 @@ def gains(shared: dict[str, Any], dram: dict[str, Any]) -> dict[str, Any]:
     """What moving the doublewrite file to DRAM changes, beside the talk's figures."""
     n = shared["threads"]
     return {
+        "study": "doublewrite",
         "placement": "gain",
         "threads": n,
         "read_iops_gain": dram["read_iops"] / shared["read_iops"] - 1,

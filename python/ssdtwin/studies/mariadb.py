@@ -276,7 +276,7 @@ def run_placement(work: Path, placement: str, cfg: Config, log: Callable[[str], 
     nns = prepare_image(image, placement, cfg)
     sock = base / "nbd.sock"
     mkfs = ("-E", "nodiscard") if cfg.fill else ()
-    row: dict[str, Any] = {"placement": placement, "scale": cfg.scale, "threads": cfg.threads, "run_s": cfg.run_s}
+    row: dict[str, Any] = {"study": "mariadb", "placement": placement, "scale": cfg.scale, "threads": cfg.threads, "run_s": cfg.run_s}
 
     def step(what: str) -> None:
         log(f"  {placement}: {what} ({time.perf_counter() - t0:.0f} s)")

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
+use super::arbiter::{Arbiter, Queued};
 use super::iolog::{IoLog, Packed, Replay};
 use super::steadystate::{SsOut, SsState}; // issue 10: ss
 use super::DeviceTiming;
@@ -370,6 +371,21 @@ enum Gate {
 }
 
 impl JobClone {
+    /// A free slot for an I/O in flight (issue 12: the arbitration path's; the direct path
+    /// keeps its own, unchanged).
+    fn take_slot(&mut self, slot: Slot) -> u32 {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
     // issue 10: latency_target
     /// How many I/Os the clone may have in flight now: `iodepth`, or the depth a
     /// latency_target probe allows (none while it drains the queue).
@@ -459,6 +475,8 @@ enum Ev {
         slot: u32,
     },
     Wake(u32),
+    /// The controller fetches a command from the submission queues (WRR arbitration).
+    Fetch,
 }
 
 #[derive(Copy, Clone, Debug, Default)]
@@ -640,7 +658,15 @@ pub fn run_measured(
         flows,
         ss_next_ns: u64::MAX,
         ss_resets: BinaryHeap::new(),
+        arb: None,
     };
+    // issue 12: weighted round robin selected (feature 01h): commands wait in their clone's
+    // submission queue for the controller's fetch (engine/arbiter.rs).
+    let arbitration = sim.ctrl.arbitration();
+    if arbitration.weights.is_some() {
+        let class = sim.clones.iter().map(|c| sim.ctrl.sq_priority(c.nsid)).collect();
+        sim.arb = Some(Arbiter::new(arbitration, class, sim.timing.ctrl_service_ps()));
+    }
     sim.start_batch(start_ns);
     // issue 10: ss — the first look one second into the run (fio's helper thread ticks
     // every STEADYSTATE_MSEC from the run's start, not per job).
@@ -722,6 +748,7 @@ pub fn run_measured(
                 }
             }
             Ev::Wake(c) => sim.pump(c as usize)?,
+            Ev::Fetch => sim.fetch()?,
         }
         if (sim.heap.is_empty() || sim.batch_done()) && !sim.next_batch()? {
             break;
@@ -757,6 +784,8 @@ struct Sim<'a> {
     ss_next_ns: u64,
     /// issue 10: ss — ends of ramp_time still to come, each re-arming the looks.
     ss_resets: BinaryHeap<Reverse<u64>>,
+    /// issue 12: the submission queues and their arbiter, when WRR is selected.
+    arb: Option<Arbiter>,
 }
 
 /// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
@@ -1118,6 +1147,18 @@ impl Sim<'_> {
             }
             return Ok(Gate::Wait);
         }
+        // The controller's QoS caps on the namespace (issue 12): held until the command
+        // conforms, one wake-up per wait as for the rate limit above.
+        if io.ddir != Ddir::Trim {
+            let at = self.timing.qos_ready(self.ctrl, cl.nsid, io.ddir == Ddir::Write, io.len, now);
+            if at > now {
+                if cl.rate_wake_ns != at {
+                    cl.rate_wake_ns = at;
+                    self.push(at, Ev::Wake(c as u32));
+                }
+                return Ok(Gate::Wait);
+            }
+        }
         if let Some(r) = &mut cl.replay {
             r.issued(now);
         }
@@ -1141,6 +1182,13 @@ impl Sim<'_> {
             let spec = &cl.gen.spec;
             log.record(now, io).map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?;
         }
+        if self.arb.is_some() {
+            // issue 12: into the clone's submission queue; the controller fetches it.
+            let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+            self.arb.as_mut().expect("checked").submit(c, Queued { slot: si });
+            self.schedule_fetch(now);
+            return Ok(());
+        }
         let done = match io.ddir {
             Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
             Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
@@ -1159,6 +1207,36 @@ impl Sim<'_> {
             }
         };
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        Ok(())
+    }
+
+    /// issue 12: queue a fetch at the controller's next command slot, if none is queued.
+    fn schedule_fetch(&mut self, now: u64) {
+        let arb = self.arb.as_mut().expect("arbitration in use");
+        if !arb.scheduled && !arb.is_empty() {
+            arb.scheduled = true;
+            let at = now.max(arb.next_fetch_ps.div_ceil(1000));
+            self.push(at, Ev::Fetch);
+        }
+    }
+
+    /// issue 12: the controller fetches the command the arbiter picks and runs it.
+    fn fetch(&mut self) -> Result<(), RunError> {
+        let now = self.now;
+        let arb = self.arb.as_mut().expect("arbitration in use");
+        arb.scheduled = false;
+        let Some((c, q)) = arb.pick() else { return Ok(()) };
+        arb.next_fetch_ps = (now * 1000).max(arb.next_fetch_ps) + arb.fetch_ps;
+        let cl = &self.clones[c];
+        let s = cl.slots[q.slot as usize];
+        let (nsid, nlb, slba) = (cl.nsid, s.len / cl.lba, s.offset / cl.lba);
+        let done = match s.ddir {
+            0 => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
+            1 => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
+            _ => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+        };
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
+        self.schedule_fetch(now);
         Ok(())
     }
 

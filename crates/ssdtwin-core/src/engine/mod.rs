@@ -22,6 +22,7 @@
 //! * host link bandwidth per direction;
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
+mod arbiter;
 pub mod fio;
 pub mod iolog;
 pub mod steadystate; // issue 10: ss
@@ -30,7 +31,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::nand::{Addressing, Cause, NandOp, NandSink};
-use crate::nvme::{Controller, Error, FtlConfig};
+use crate::nvme::{Controller, Error, FtlConfig, QosLimits};
 use crate::spec::{DriveSpec, Geometry, TimingSpec};
 use crate::units::NsId;
 
@@ -194,7 +195,14 @@ pub struct DeviceTiming {
     /// DRAM namespaces: (latency ns, bandwidth bytes/s) and when the DRAM is next free.
     dram: Option<(u64, u64)>,
     dram_free: u64,
+    /// QoS token buckets per NSID (GCRA theoretical arrival times, ns): read bandwidth,
+    /// write bandwidth, commands.
+    qos_tat: std::collections::BTreeMap<u32, [u64; 3]>,
 }
+
+/// How far ahead of its rate a QoS-capped namespace may run (the bucket depth, as time):
+/// 1 ms, SPDK's QoS timeslice (`SPDK_BDEV_QOS_TIMESLICE_IN_USEC`), [ASSUMED] for the drive.
+pub const QOS_BURST_NS: u64 = 1_000_000;
 
 /// Why a spec cannot be timed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -254,6 +262,7 @@ impl DeviceTiming {
             ops: OpLog::default(),
             dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
             dram_free: 0,
+            qos_tat: std::collections::BTreeMap::new(),
             t,
             geo,
         })
@@ -312,6 +321,11 @@ impl DeviceTiming {
     #[inline]
     fn xfer_ns(bytes: u64, rate: u64) -> u64 {
         (bytes * 1_000_000_000).div_ceil(rate.max(1))
+    }
+
+    /// The controller's time per command (ps): 1 / `ctrl_max_iops`.
+    pub(crate) fn ctrl_service_ps(&self) -> u64 {
+        self.ctrl_service_ps
     }
 
     fn ctrl_cmd(&mut self, now: u64) -> u64 {
@@ -633,10 +647,52 @@ impl DeviceTiming {
         self.dram_free + latency
     }
 
+    /// The costs (ns of each bucket) of a command of `bytes` under `caps`: its direction's
+    /// bandwidth bucket and the command bucket (0: no cap).
+    fn qos_costs(caps: &QosLimits, write: bool, bytes: u64) -> [u64; 3] {
+        let ns_for = |amount: u64, rate: u64| if rate == 0 { 0 } else { (amount * 1_000_000_000).div_ceil(rate) };
+        let bw = if write { caps.write_bytes_per_s } else { caps.read_bytes_per_s };
+        let mut c = [0; 3];
+        c[write as usize] = ns_for(bytes, bw);
+        c[2] = ns_for(1, caps.iops);
+        c
+    }
+
+    /// The earliest time ≥ `now` at which a command of `bytes` on `nsid` conforms to the
+    /// namespace's QoS caps (token buckets in simulated time, GCRA with [`QOS_BURST_NS`]).
+    /// `now` when the namespace has no cap.
+    #[inline]
+    pub fn qos_ready(&self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
+        let Some(caps) = ctrl.qos_limits(nsid) else { return now };
+        let tat = self.qos_tat.get(&nsid.0).copied().unwrap_or([0; 3]);
+        let costs = Self::qos_costs(caps, write, bytes);
+        (0..3).filter(|&i| costs[i] > 0).fold(now, |t, i| t.max(tat[i].saturating_sub(QOS_BURST_NS)))
+    }
+
+    /// The controller's QoS gate: the command is held until it conforms, then takes its
+    /// tokens. Returns when it may start.
+    #[inline]
+    fn qos_gate(&mut self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
+        let Some(caps) = ctrl.qos_limits(nsid) else { return now };
+        let start = self.qos_ready(ctrl, nsid, write, bytes, now);
+        let costs = Self::qos_costs(caps, write, bytes);
+        let tat = self.qos_tat.entry(nsid.0).or_insert([0; 3]);
+        for i in 0..3 {
+            if costs[i] > 0 {
+                tat[i] = tat[i].max(start) + costs[i];
+            }
+        }
+        start
+    }
+
     // ----------------------------------------------------------------- host commands
 
     /// A read command arriving at `now`; returns its completion time.
     pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
+        let now = match ctrl.qos_limits(nsid) {
+            None => now,
+            Some(_) => self.qos_gate(ctrl, nsid, false, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
+        };
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
@@ -659,6 +715,10 @@ impl DeviceTiming {
 
     /// A write command arriving at `now`; returns when it is acknowledged.
     pub fn write(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
+        let now = match ctrl.qos_limits(nsid) {
+            None => now,
+            Some(_) => self.qos_gate(ctrl, nsid, true, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
+        };
         self.now = self.now.max(now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);

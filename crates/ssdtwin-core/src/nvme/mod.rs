@@ -186,6 +186,62 @@ pub struct ControllerState {
     pub smart: SmartCounters,
     /// Virtual time the drive has been powered and running workloads (power-on hours).
     pub clock_ns: u64,
+    /// Per-namespace QoS caps set by the vendor QoS command, by NSID (absent: no cap).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<u32, QosLimits>,
+    /// Priority class of the submission queues the host creates for a namespace (NVMe
+    /// QPRIO: 0 urgent, 1 high, 2 medium, 3 low), by NSID; absent: medium.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sq_priority: BTreeMap<u32, u8>,
+}
+
+/// The NVMe queue priority classes (QPRIO), by value.
+pub const SQ_PRIORITIES: [&str; 4] = ["urgent", "high", "medium", "low"];
+/// The class of a namespace's queues when none was set.
+pub const SQ_PRIORITY_DEFAULT: u8 = 2;
+
+/// Submission-queue arbitration (feature 01h, CC.AMS): round robin, or weighted round
+/// robin with an urgent class. The twin selects WRR when any weight field is non-zero
+/// (CC is a register, not a feature: docs/models.md §9).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arbitration {
+    /// Commands fetched from one queue per turn (2^AB; None = unlimited, AB = 7).
+    pub burst: Option<u32>,
+    /// WRR weights (1's based) of the high, medium and low classes; None = round robin.
+    pub weights: Option<[u32; 3]>,
+}
+
+impl Arbitration {
+    pub fn from_feature(value: u32) -> Arbitration {
+        let ab = value & 0x7;
+        let w = |shift: u32| ((value >> shift) & 0xff) + 1;
+        Arbitration { burst: (ab != 7).then_some(1 << ab), weights: (value >> 8 != 0).then(|| [w(24), w(16), w(8)]) }
+    }
+}
+
+/// A namespace's QoS caps (the vendor QoS admin command, docs/models.md §9): read and write
+/// bandwidth in bytes per second and commands per second; 0 = no cap.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QosLimits {
+    pub read_bytes_per_s: u64,
+    pub write_bytes_per_s: u64,
+    pub iops: u64,
+}
+
+impl QosLimits {
+    pub fn is_unlimited(&self) -> bool {
+        *self == QosLimits::default()
+    }
+}
+
+/// One namespace's caps as `ssdtwin nvme qos -o json` shows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QosRow {
+    pub nsid: u32,
+    #[serde(flatten)]
+    pub limits: QosLimits,
+    /// The class of the namespace's queues: urgent, high, medium or low.
+    pub sq_priority: String,
 }
 
 /// Loads the FTL maps of an image on first use.
@@ -278,6 +334,8 @@ impl Controller {
             interrupt_coalescing: 0,
             smart: SmartCounters::default(),
             clock_ns: 0,
+            qos: BTreeMap::new(),
+            sq_priority: BTreeMap::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
         let lba = c.spec.capacity.lba_bytes.value[0] as u64;
@@ -592,6 +650,8 @@ impl Controller {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
             self.st.namespaces.remove(&id);
+            self.st.qos.remove(&id);
+            self.st.sq_priority.remove(&id);
         }
         Ok(())
     }
@@ -759,6 +819,92 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    // ------------------------------------------------------------- vendor QoS command
+
+    /// The vendor QoS command (docs/cli.md, `ssdtwin nvme qos`): cap namespace `nsid`'s read
+    /// and write bandwidth and its commands per second (0 = no cap; all 0 clears the caps).
+    /// A bandwidth cap is at most the host link's rate, an IOPS cap at most the controller's
+    /// command ceiling: above them a cap would never bind.
+    pub fn set_qos(&mut self, nsid: NsId, limits: QosLimits) -> Result<(), Error> {
+        let nsid = nsid.0;
+        self.namespace_u32(nsid)?;
+        let (link, iops) = match &self.spec.timing {
+            Some(t) => (t.host_link_bytes_per_s.value, t.ctrl_max_iops.value),
+            None => (u64::MAX, u64::MAX),
+        };
+        for (what, v, top) in [("read bandwidth", limits.read_bytes_per_s, link), ("write bandwidth", limits.write_bytes_per_s, link)] {
+            if v > top {
+                return fail(
+                    Status::InvalidField,
+                    format!("{what} cap {v} B/s: must be 0 (no cap) or 1..={top} B/s (the host link's rate)"),
+                );
+            }
+        }
+        if limits.iops > iops {
+            return fail(
+                Status::InvalidField,
+                format!("IOPS cap {}: must be 0 (no cap) or 1..={iops} (the controller's command ceiling)", limits.iops),
+            );
+        }
+        if limits.is_unlimited() {
+            self.st.qos.remove(&nsid);
+        } else {
+            self.st.qos.insert(nsid, limits);
+        }
+        Ok(())
+    }
+
+    /// The priority class (QPRIO) of the queues the host creates for namespace `nsid`: what
+    /// weighted round robin arbitration sorts commands by.
+    pub fn set_sq_priority(&mut self, nsid: NsId, class: u8) -> Result<(), Error> {
+        self.namespace_u32(nsid.0)?;
+        if class as usize >= SQ_PRIORITIES.len() {
+            return fail(Status::InvalidField, format!("queue priority {class}: must be 0 (urgent), 1 (high), 2 (medium) or 3 (low)"));
+        }
+        if class == SQ_PRIORITY_DEFAULT {
+            self.st.sq_priority.remove(&nsid.0);
+        } else {
+            self.st.sq_priority.insert(nsid.0, class);
+        }
+        Ok(())
+    }
+
+    /// The queue priority class of namespace `nsid` (medium unless set).
+    pub fn sq_priority(&self, nsid: NsId) -> u8 {
+        self.st.sq_priority.get(&nsid.0).copied().unwrap_or(SQ_PRIORITY_DEFAULT)
+    }
+
+    /// The arbitration mechanism feature 01h selects.
+    pub fn arbitration(&self) -> Arbitration {
+        Arbitration::from_feature(self.st.arbitration)
+    }
+
+    /// The QoS caps of `nsid` (all 0 when it has none).
+    pub fn qos(&self, nsid: NsId) -> Result<QosLimits, Error> {
+        self.namespace_u32(nsid.0)?;
+        Ok(self.st.qos.get(&nsid.0).copied().unwrap_or_default())
+    }
+
+    /// Every namespace's caps (all namespaces, capped or not).
+    pub fn qos_rows(&self) -> Vec<QosRow> {
+        self.namespaces()
+            .map(|n| QosRow {
+                nsid: n.nsid,
+                limits: self.st.qos.get(&n.nsid).copied().unwrap_or_default(),
+                sq_priority: SQ_PRIORITIES[self.sq_priority(NsId(n.nsid)) as usize].to_string(),
+            })
+            .collect()
+    }
+
+    /// The caps of `nsid` for the timed path: None (one map test) when no namespace has one.
+    #[inline]
+    pub fn qos_limits(&self, nsid: NsId) -> Option<&QosLimits> {
+        if self.st.qos.is_empty() {
+            return None;
+        }
+        self.st.qos.get(&nsid.0)
     }
 
     // ------------------------------------------------------------- I/O commands
@@ -1302,6 +1448,12 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
             }
         }
         allocated += bytes;
+    }
+    if let Some((id, p)) = st.sq_priority.iter().find(|(id, &p)| !st.namespaces.contains_key(id) || p as usize >= SQ_PRIORITIES.len()) {
+        return Err(format!("queue priority {p} recorded for namespace {id}: no such namespace or class"));
+    }
+    if let Some(id) = st.qos.keys().find(|id| !st.namespaces.contains_key(id)) {
+        return Err(format!("QoS caps recorded for namespace {id}, which does not exist"));
     }
     if dram > dram_budget {
         return Err(format!("DRAM namespaces hold {dram} bytes of a {dram_budget}-byte DRAM budget"));

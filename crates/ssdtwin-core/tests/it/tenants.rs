@@ -148,3 +148,58 @@ fn dram_namespace_commands_are_timed_by_dram_and_the_link() {
     let rate = 2000.0 * wb as f64 / secs;
     assert!(rate > 0.95 * link.min(dn.bytes_per_s.value) as f64 && rate <= link as f64 * 1.001, "{rate} B/s");
 }
+
+#[test]
+fn qos_caps_hold_a_namespace_to_its_rate() {
+    let mut c = with_dram_ns();
+    let cap = 391_000_000u64;
+    c.set_qos(NsId(1), ssdtwin_core::nvme::QosLimits { read_bytes_per_s: cap, write_bytes_per_s: 0, iops: 0 }).unwrap();
+    let mut t = DeviceTiming::new(&c.spec().clone(), c.ftl_config()).unwrap();
+    // 128 KiB reads offered as fast as the gate admits them: 2,000 of them span
+    // 2,000 x 131,072 B / 391 MB/s, less the 1 ms burst the bucket allows at the start.
+    let bytes = 131_072u64;
+    let mut now = 0;
+    for i in 0..2000u64 {
+        now = t.qos_ready(&c, NsId(1), false, bytes, now);
+        t.read(&mut c, now, NsId(1), (i % 1000) * 256, 256).unwrap();
+    }
+    let span = now as f64 / 1e9;
+    let rate = 1999.0 * bytes as f64 / span;
+    let expect = cap as f64 * (1999.0 * bytes as f64) / (1999.0 * bytes as f64 - cap as f64 * 1e-3);
+    assert!((rate / expect - 1.0).abs() < 0.001, "{rate} B/s, expected {expect}");
+    // The DRAM namespace is not capped; writes on ns1 are not either.
+    assert_eq!(t.qos_ready(&c, NsId(2), false, bytes, now), now);
+    assert_eq!(t.qos_ready(&c, NsId(1), true, bytes, now), now);
+    // An IOPS cap spaces commands of any size.
+    c.set_qos(NsId(2), ssdtwin_core::nvme::QosLimits { read_bytes_per_s: 0, write_bytes_per_s: 0, iops: 50_000 }).unwrap();
+    let mut at = 10_000_000_000u64;
+    let first = at;
+    for i in 0..1000u64 {
+        at = t.qos_ready(&c, NsId(2), true, 4096, at);
+        t.write(&mut c, at, NsId(2), i * 8, 8).unwrap();
+    }
+    assert_eq!(at - first, 999 * 20_000 - 1_000_000, "50,000 IOPS = 20 us apart after a 1 ms burst");
+}
+
+#[test]
+fn qos_caps_are_checked_persisted_and_dropped_with_the_namespace() {
+    let mut c = with_dram_ns();
+    let link = c.spec().timing.as_ref().unwrap().host_link_bytes_per_s.value;
+    let ok = ssdtwin_core::nvme::QosLimits { read_bytes_per_s: 391_000_000, write_bytes_per_s: 100_000_000, iops: 50_000 };
+    let e = c.set_qos(NsId(9), ok).unwrap_err();
+    assert_eq!(status(&e), Status::InvalidNamespaceOrFormat);
+    let e = c.set_qos(NsId(1), ssdtwin_core::nvme::QosLimits { read_bytes_per_s: link + 1, ..ok }).unwrap_err();
+    assert!(status(&e) == Status::InvalidField && e.to_string().contains("the host link's rate"), "{e}");
+    let e = c.set_qos(NsId(1), ssdtwin_core::nvme::QosLimits { iops: 10_000_000, ..ok }).unwrap_err();
+    assert!(e.to_string().contains("command ceiling"), "{e}");
+    assert!(c.state().qos.is_empty(), "refused commands change nothing");
+    c.set_qos(NsId(1), ok).unwrap();
+    assert_eq!(c.qos(NsId(1)).unwrap(), ok);
+    let json = serde_json::to_string(c.state()).unwrap();
+    let back: ssdtwin_core::nvme::ControllerState = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.qos[&1], ok);
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
+    assert!(c.state().qos.is_empty());
+    assert!(c.check_state().is_ok());
+}
