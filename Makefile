@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance doublewrite mariadb
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -57,3 +57,12 @@ demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16
+
+doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, and a NAND control (~3-5 min)
+	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64
+
+MARIADB_DIR ?= mariadb-study
+MARIADB_RUN_S ?= 600
+mariadb: ## the same study with a real MariaDB + sysbench on served namespaces (needs mariadb-server sysbench nbdkit libnbd-bin fuse2fs; ~35 min); images left in MARIADB_DIR, each checked
+	ssdtwin reproduce pblaze5 --part mariadb --placements shared,nand,dram --run-s $(MARIADB_RUN_S) --dir $(MARIADB_DIR)
+	for d in $(MARIADB_DIR)/*/img; do ssdtwin check $$d || exit 1; done

@@ -12,6 +12,7 @@ import math
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -510,13 +511,28 @@ def reproduce(
     experiment: str = typer.Argument(
         ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or pblaze5 (Memblaze namespaces talk)"
     ),
-    scale: str = typer.Option("1/64", "--scale"),
+    scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
     seed: Optional[int] = typer.Option(
-        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's) and pblaze5, 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="pblaze5: write the noisy-neighbour figure (PNG) there"),
     quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
+    part: Optional[str] = typer.Option(
+        None,
+        "--part",
+        help="pblaze5: one part alone: doublewrite (the InnoDB doublewrite study, modelled) or mariadb (the same with a real MariaDB)",
+    ),
+    threads: Optional[str] = typer.Option(
+        None, "--threads", help="pblaze5 --part: client threads (doublewrite: a list, default 64; mariadb: one, default 16)"
+    ),
+    placements: Optional[str] = typer.Option(
+        None, "--placements", help="pblaze5 --part: doublewrite placements, of shared, dram, nand (default shared,dram)"
+    ),
+    run_s: int = typer.Option(600, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement"),
+    workdir: Optional[Path] = typer.Option(
+        None, "--dir", help="pblaze5 --part mariadb: where the images and file systems go (default: a new temporary directory)"
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
@@ -529,30 +545,92 @@ def reproduce(
         fail("--plot and --quick: only the pblaze5 experiment has them")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
-    tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
-    for tb in tbs:
-        try:
-            experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
-        except ValueError as e:
-            fail(f"--sizes: {e}")
-    model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}[experiment]
-    n = scale_arg(scale, model, "ssdtwin reproduce")
-    t0 = time.perf_counter()
+    if part is None and any(x is not None for x in (threads, placements, workdir)):
+        fail("--threads, --placements and --dir: only with pblaze5 --part")
+    if part is not None and experiment != "pblaze5":
+        fail("--part: only the pblaze5 experiment has parts")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
-    if experiment == "cm6":
-        rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
-    elif experiment == "pblaze5":
-        from ..studies import pblaze5
-
-        rows = pblaze5.pblaze5_talk(
-            scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
-        )
+    t0 = time.perf_counter()
+    if part is not None:
+        if plot is not None or quick:
+            fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
+        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, run_s, workdir, log)
     else:
-        rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
+        tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+        for tb in tbs:
+            try:
+                experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+            except ValueError as e:
+                fail(f"--sizes: {e}")
+        model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}[experiment]
+        n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
+        if experiment == "cm6":
+            rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+        elif experiment == "pblaze5":
+            from ..studies import pblaze5
+
+            rows = pblaze5.pblaze5_talk(
+                scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+            )
+        else:
+            rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
         emit_json(rows)
     else:
         typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+
+
+def _int_list(flag: str, text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",")]
+    except ValueError:
+        fail(f"{flag} '{text}': a comma-separated list of whole numbers")
+    if not out or any(x < 1 for x in out):
+        fail(f"{flag} '{text}': every value must be at least 1")
+    return out
+
+
+def _reproduce_pblaze5(
+    part: Optional[str],
+    scale: Optional[str],
+    seed: Optional[int],
+    threads: Optional[str],
+    placements: Optional[str],
+    run_s: int,
+    workdir: Optional[Path],
+    log: Callable[[str], None],
+) -> tuple[int, list[dict[str, Any]]]:
+    """`reproduce pblaze5 --part doublewrite|mariadb` (docs/models.md, "An InnoDB workload")."""
+    from ..studies import doublewrite, mariadb
+
+    if part not in ("doublewrite", "mariadb"):
+        fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb (without --part: the whole talk)")
+    allowed = doublewrite.PLACEMENTS if part == "doublewrite" else mariadb.PLACEMENTS
+    chosen = tuple(placements.split(",")) if placements else ("shared", "dram")
+    bad = [p for p in chosen if p not in allowed]
+    if bad or len(set(chosen)) != len(chosen):
+        fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
+    counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
+    if part == "doublewrite":
+        for c in counts:
+            if doublewrite.FLOW_ROUND_IOS % c:
+                fail(f"--threads {c}: must divide {doublewrite.FLOW_ROUND_IOS} (fio's flow weights are whole numbers)")
+    elif len(counts) != 1:
+        fail("--threads: --part mariadb takes one thread count")
+    n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
+    s = 1 if seed is None else seed
+    if part == "doublewrite":
+        return n, doublewrite.doublewrite_study(scale=n, seed=s, threads=counts, log=log, placements=chosen)
+    why = mariadb.missing()
+    if why:
+        fail(f"pblaze5 --part mariadb: {why}")
+    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=run_s)
+    work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
+    log(f"work directory: {work}")
+    try:
+        return n, mariadb.mariadb_study(work, cfg, chosen, log=log)
+    except mariadb.StackError as e:
+        fail(f"pblaze5 --part mariadb: {e}")
 
 
 @bench.command("engine")

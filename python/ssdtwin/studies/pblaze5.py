@@ -1,5 +1,5 @@
-"""`ssdtwin reproduce pblaze5`: the Memblaze PBlaze5 namespaces talk (docs/sources.md,
-seed-facts §2) on the twin. Nothing here is fitted: every figure is a prediction of the
+"""`ssdtwin reproduce pblaze5`: the Memblaze PBlaze5 namespaces talk (docs/sources.md) on
+the twin. Nothing here is fitted: every figure is a prediction of the
 PBlaze5 preset and the controller's QoS, arbitration and DRAM-namespace mechanisms
 (docs/models.md §9).
 
@@ -11,8 +11,9 @@ PBlaze5 preset and the controller's QoS, arbitration and DRAM-namespace mechanis
   on the neighbour, and with weighted round robin arbitration (NS1's queues high, NS2's
   low). The NVM-sets row is not measured: the twin does not place namespaces on disjoint
   dies yet (docs/models.md §9).
-* Study 3, the **doublewrite buffer** on a DRAM namespace: the hook `doublewrite_study`
-  (added with the InnoDB model).
+* Study 3, the **doublewrite buffer** on a DRAM namespace: `studies/doublewrite.py` (the
+  InnoDB model, docs/models.md §10), which also runs alone
+  (`ssdtwin reproduce pblaze5 --part doublewrite`).
 """
 
 from __future__ import annotations
@@ -205,11 +206,16 @@ def noisy_plot(rows: Sequence[dict[str, Any]], path: str) -> None:
 # --------------------------------------------------------------------------- study 3 (hook)
 
 
-def doublewrite_study(scale: int = 64, seed: int = 1, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Study 3, the InnoDB doublewrite buffer on a DRAM namespace (seed-facts §2: NAND write
-    amplification 2.478 -> 1.335). The hook for the InnoDB model: it returns rows like the
-    other studies; until that model lands it runs nothing."""
-    return []
+def doublewrite_study(scale: int = 64, seed: int = 1, quick: bool = False, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Study 3, the InnoDB doublewrite buffer on a DRAM namespace (NAND write amplification
+    2.478 -> 1.335 in the talk): the shared and DRAM placements at 64 threads
+    (studies/doublewrite.py). `quick` shortens the warm-up and windows fourfold."""
+    from . import doublewrite
+
+    warm, each = doublewrite.windows_ms(scale)
+    if quick:
+        warm, each = warm // 4, each // 4
+    return doublewrite.doublewrite_study(scale, seed, log=log, warmup_ms=warm, window_ms=each)
 
 
 def pblaze5_talk(
@@ -219,7 +225,8 @@ def pblaze5_talk(
     rows = quota_study(scale, seed, runtime_ms=500 if quick else 2000, log=log)
     log("")
     rows += noisy_study(scale, seed, runtime_ms=200 if quick else 1000, log=log)
-    rows += doublewrite_study(scale, seed, log=log)
+    log("")
+    rows += doublewrite_study(scale, seed, quick=quick, log=log)
     if plot:
         noisy_plot(rows, plot)
         log(f"plot: {plot}")
