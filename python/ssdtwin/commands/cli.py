@@ -22,6 +22,7 @@ import typer
 
 from .. import _core, nvmefmt
 from ..drive import Drive, parse_amount, parse_scale
+from .cluster import cluster
 from .common import (
     U32,
     U64,
@@ -54,6 +55,7 @@ app.add_typer(nvme, name="nvme")
 bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
 app.add_typer(pts, name="pts")
+app.add_typer(cluster, name="cluster")
 
 
 def _print_version(value: bool) -> None:
@@ -504,35 +506,55 @@ def calibrate(
 
 @app.command()
 def reproduce(
-    experiment: str = typer.Argument(..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief) or p5316 (Intel IU whitepaper)"),
+    experiment: str = typer.Argument(
+        ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or kumoscale (KumoScale vs Ceph)"
+    ),
     scale: str = typer.Option("1/64", "--scale"),
     seed: Optional[int] = typer.Option(
-        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's), 5 for p5316"
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 and kumoscale (demo's and calibrate's), 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="kumoscale: write the IOPS/latency curves (one PNG per direction) here"),
+    curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
     fmt: str = OutputFmt,
 ) -> None:
     """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment not in ("cm6", "p5316"):
-        fail(f"experiment '{experiment}': choose cm6 or p5316")
+    if experiment not in ("cm6", "p5316", "kumoscale"):
+        fail(f"experiment '{experiment}': choose cm6, p5316 or kumoscale")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
+    if experiment != "kumoscale" and (plot is not None or not curves):
+        fail("--plot and --no-curves: only the kumoscale experiment has curves")
+    if plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
     tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
     for tb in tbs:
         try:
             experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
         except ValueError as e:
             fail(f"--sizes: {e}")
-    n = scale_arg(scale, "kioxia-cm6-r-3.84t" if experiment == "cm6" else "intel-p5316-15.36t", "ssdtwin reproduce")
+    model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "kumoscale": "kioxia-cm5-r-3.84t"}[experiment]
+    n = scale_arg(scale, model, "ssdtwin reproduce")
     t0 = time.perf_counter()
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    rows: Any
     if experiment == "cm6":
         rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
-    else:
+    elif experiment == "p5316":
         rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
+    else:
+        from ..cluster import plot_sweep
+        from ..studies.kumoscale import kumoscale
+
+        rows = kumoscale(scale=n, seed=1 if seed is None else seed, curves=curves, log=log)
+        if plot is not None and curves:
+            for p in plot_sweep(
+                rows["curves"], plot, title="KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
+            ):
+                print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
     if fmt == "json":
         emit_json(rows)
     else:
