@@ -197,16 +197,17 @@ def sweep(
     log: Callable[[str], None] = lambda _: None,
     progress: Optional[Callable[[int], object]] = None,
 ) -> list[dict[str, Any]]:
-    """IOPS, mean and 99 % latency and the busiest resource at each outstanding-I/O level
-    (per client job), each point on a cluster built afresh; the window defaults to the
-    stack's (``WINDOWS_MS``)."""
+    """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
+    per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
+    a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
     clients = int(cluster.spec["cluster"]["clients"])
     ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms
     runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms
     rows = []
     for rw in rws:
         d = "write" if "write" in rw else "read"
-        for qd in outstanding:
+        for level in outstanding:
+            qd = max(1, level // numjobs)
             t0 = time.perf_counter()
             _, res = cluster.run_text(sweep_job(clients, rw, qd, numjobs, ramp_ms, runtime_ms), name=f"sweep-{rw}-{qd}", progress=progress)
             wall = time.perf_counter() - t0
@@ -234,13 +235,20 @@ def sweep(
     return rows
 
 
-def plot_sweep(rows: Sequence[Mapping[str, Any]], out_dir: os.PathLike[str] | str, title: str = "") -> list[Path]:
+def plot_sweep(
+    rows: Sequence[Mapping[str, Any]],
+    out_dir: os.PathLike[str] | str,
+    title: str = "",
+    marks: Sequence[tuple[str, str, float, float]] = (),
+) -> list[Path]:
     """One PNG per direction: IOPS against outstanding I/O, and mean (solid) and 99 %
-    (dashed) latency against IOPS, one colour per stack."""
+    (dashed) latency against IOPS, one colour per stack. ``marks`` are (rw, label, IOPS,
+    latency in µs) points drawn as stars on the latency plot (published figures)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -255,9 +263,12 @@ def plot_sweep(rows: Sequence[Mapping[str, Any]], out_dir: os.PathLike[str] | st
             ax1.plot(q, x, "o-", color=colour, label=stack)
             ax2.plot(x, [r["lat_mean_us"] for r in pts], "o-", color=colour, label=f"{stack} mean")
             ax2.plot(x, [r["lat_p99_us"] for r in pts], "s--", color=colour, label=f"{stack} 99 %")
+        for i, (_, label, iops, lat_us) in enumerate(m for m in marks if m[0] == rw):
+            ax2.plot([iops], [lat_us], "*", markersize=14, color=f"C{i + 2}", label=label)
         ax1.set(xscale="log", yscale="log", xlabel="outstanding I/O per client", ylabel="IOPS", title=f"{rw}: throughput")
-        ax1.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        ax1.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax2.set(xscale="log", yscale="log", xlabel="IOPS", ylabel="latency (µs)", title=f"{rw}: latency against throughput")
+        ax2.xaxis.set_minor_formatter(NullFormatter())
         for ax in (ax1, ax2):
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)

@@ -547,13 +547,13 @@ def reproduce(
         rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     else:
         from ..cluster import plot_sweep
-        from ..studies.kumoscale import kumoscale
+        from ..studies.kumoscale import BRIEF, kumoscale
 
         rows = kumoscale(scale=n, seed=1 if seed is None else seed, curves=curves, log=log)
         if plot is not None and curves:
-            for p in plot_sweep(
-                rows["curves"], plot, title="KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
-            ):
+            marks = [("randread", f"brief: {b.system}", float(b.iops), b.read_lat_us) for b in BRIEF.values()]
+            title = "KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
+            for p in plot_sweep(rows["curves"], plot, title=title, marks=marks):
                 print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
     if fmt == "json":
         emit_json(rows)

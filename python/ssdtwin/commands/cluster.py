@@ -84,7 +84,7 @@ def init_cmd(
     """Write a cluster folder: cluster.toml with the topology and every cost, each with its source."""
     check_fmt(fmt)
     opts: dict[str, Any] = _open(like).options() if like is not None else {}
-    given = {
+    given: dict[str, Any] = {
         "stack": stack,
         "nodes": nodes,
         "drives_per_node": drives_per_node,
@@ -97,7 +97,7 @@ def init_cmd(
     }
     for flag, key in (("--nodes", "nodes"), ("--drives-per-node", "drives_per_node"), ("--clients", "clients"), ("--replicas", "replicas")):
         v = given[key]
-        if v is not None and not 0 <= v <= 0xFFFF_FFFF:
+        if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
     if volume_size is not None:
@@ -139,7 +139,7 @@ def info_cmd(path: Path = ClusterDir, fmt: str = typer.Option("normal", "-o", "-
         emit_json({"spec": c.spec, "layout": info})
         return
     t = c.spec["cluster"]
-    what = "primary PGs" if t["stack"] == "ceph-rbd" else "volume replicas"
+    what = "primary PGs" if t["stack"] == "ceph-rbd" else "volume replica(s)"
     typer.echo(
         f"{t['stack']}: {info['drives']} drives of {info['drive_bytes'] / 1e9:.2f} GB at 1/{t['scale']}, "
         f"{info['volumes']} volumes of {info['volume_bytes'] / 2**20:.0f} MiB as simulated"
@@ -197,7 +197,7 @@ def sweep_cmd(
     path: Path = ClusterDir,
     outstanding: str = typer.Option("1..256", "--outstanding", help="outstanding I/O per client: 1..256 (powers of two) or a list 1,8,64"),
     rw: str = typer.Option("randread,randwrite", "--rw", help="fio rw of each curve (4 KiB): randread, randwrite, read, write"),
-    numjobs: int = typer.Option(1, "--numjobs", min=1, max=256, help="fio jobs per client (each at the outstanding I/O given)"),
+    numjobs: int = typer.Option(1, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O"),
     runtime: str = typer.Option("auto", "--runtime", help="measured simulated time per point (auto: 100ms NVMe-oF, 1s Ceph)"),
     ramp: str = typer.Option("auto", "--ramp", help="simulated warm-up per point (auto: 20ms NVMe-oF, 1s Ceph)"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="write one PNG per rw into this folder"),

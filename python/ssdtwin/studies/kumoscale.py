@@ -13,16 +13,25 @@ client volume); docs/models.md says why.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import _core
 from ..cluster import Cluster, summary, sweep, sweep_job, windows_ms, with_stack
 
+
 # The brief's figures at its largest load (KIOXIA KumoScale vs Ceph study): IOPS and mean
 # read latency. Predictions, never inputs to a cost.
+@dataclass(frozen=True)
+class Brief:
+    system: str
+    iops: int
+    read_lat_us: float
+
+
 BRIEF = {
-    "nvmeof-tcp": {"system": "KumoScale (NVMe-oF/TCP)", "iops": 2_293_860, "read_lat_us": 369.0},
-    "ceph-rbd": {"system": "Ceph 14 (RBD)", "iops": 43_852, "read_lat_us": 8_169.0},
+    "nvmeof-tcp": Brief("KumoScale (NVMe-oF/TCP)", 2_293_860, 369.0),
+    "ceph-rbd": Brief("Ceph 14 (RBD)", 43_852, 8_169.0),
 }
 CURVE_LEVELS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
@@ -31,7 +40,7 @@ def implied_outstanding(stack: str, clients: int) -> int:
     """Per-client outstanding I/O of the brief's largest load by Little's law: N = X·R,
     spread over the clients."""
     b = BRIEF[stack]
-    return max(1, round(b["iops"] * b["read_lat_us"] / 1e6 / clients))
+    return max(1, round(b.iops * b.read_lat_us / 1e6 / clients))
 
 
 def lab(scale: int = 64, seed: int = 1) -> dict[str, Cluster]:
@@ -51,7 +60,7 @@ def brief_points(
         clients = int(c.spec["cluster"]["clients"])
         qd = implied_outstanding(stack, clients)
         b = BRIEF[stack]
-        row: dict[str, Any] = {"stack": stack, "system": b["system"], "outstanding_per_client": qd, "outstanding_total": qd * clients}
+        row: dict[str, Any] = {"stack": stack, "system": b.system, "outstanding_per_client": qd, "outstanding_total": qd * clients}
         ramp_ms, runtime_ms = windows_ms(stack)
         for rw in ("randread", "randwrite"):
             t0 = time.perf_counter()
@@ -68,16 +77,16 @@ def brief_points(
                 "events": s["events"],
             }
         r = row["randread"]
-        row["brief_iops"] = b["iops"]
-        row["brief_read_lat_us"] = b["read_lat_us"]
-        row["iops_error"] = r["iops"] / b["iops"] - 1
-        row["read_lat_error"] = r["lat_mean_us"] / b["read_lat_us"] - 1
+        row["brief_iops"] = b.iops
+        row["brief_read_lat_us"] = b.read_lat_us
+        row["iops_error"] = r["iops"] / b.iops - 1
+        row["read_lat_error"] = r["lat_mean_us"] / b.read_lat_us - 1
         rows.append(row)
         w = row["randwrite"]
         log(
-            f"{b['system']:<25} at {qd * clients} outstanding: read {r['iops']:>11,.0f} IOPS "
-            f"(brief {b['iops']:>9,}, {row['iops_error']:+.0%}), read latency {r['lat_mean_us']:>8.0f} us "
-            f"(brief {b['read_lat_us']:,.0f}, {row['read_lat_error']:+.0%}), p99 {r['lat_p99_us']:.0f} us; "
+            f"{b.system:<25} at {qd * clients} outstanding: read {r['iops']:>11,.0f} IOPS "
+            f"(brief {b.iops:>9,}, {row['iops_error']:+.0%}), read latency {r['lat_mean_us']:>8.0f} us "
+            f"(brief {b.read_lat_us:,.0f}, {row['read_lat_error']:+.0%}), p99 {r['lat_p99_us']:.0f} us; "
             f"write {w['iops']:,.0f} IOPS at {w['lat_mean_us']:.0f} us (p99 {w['lat_p99_us']:.0f} us)"
         )
         for d in ("randread", "randwrite"):
