@@ -193,6 +193,8 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
     rated = job_file(tmp_path, extra="rate_iops=1000\n")
     assert_one_line_error(run_cli("cluster", "fio", lab, rated, check=False), "rate, rate_iops", "not modelled")
     assert_one_line_error(run_cli("cluster", "fio", lab, tmp_path / "missing.fio", check=False), "missing.fio")
+    big = job_file(tmp_path, extra="bs=8m\n")
+    assert_one_line_error(run_cli("cluster", "fio", lab, big, check=False), "crosses an RBD object boundary")
 
 
 @pytest.mark.parametrize(

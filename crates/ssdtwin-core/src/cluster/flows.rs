@@ -61,6 +61,15 @@ impl Sim<'_> {
             let Some(io) = j.next(now, w) else {
                 return Ok(());
             };
+            let obj = self.spec.ceph.object_bytes.value;
+            if self.spec.cluster.stack == Stack::CephRbd && io.0 % obj + io.2 > obj {
+                // librbd would split it into one op per object; the model sends one op.
+                let name = &self.jobs[c as usize].acc.gen.spec.name;
+                return Err(ClusterError::Unsupported(format!(
+                    "job '{name}': an I/O of {} bytes at offset {} crosses an RBD object boundary ({obj}-byte objects); use block sizes that divide the object size, aligned to themselves",
+                    io.2, io.0
+                )));
+            }
             let flow = match (self.spec.cluster.stack, io.1) {
                 (Stack::CephRbd, false) => Flow::CephRead,
                 (Stack::CephRbd, true) => Flow::CephWrite,
