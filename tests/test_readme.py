@@ -75,7 +75,7 @@ def help_text(*command: str) -> str:
 def subcommand(words: list[str]) -> tuple[str, ...]:
     """('nvme', 'create-ns') from ['ssdtwin', 'nvme', 'create-ns', './cm6', ...]."""
     cmd = words[1:2]
-    if cmd and cmd[0] in ("nvme", "bench") and len(words) > 2:
+    if cmd and cmd[0] in ("nvme", "bench", "cluster") and len(words) > 2:
         cmd = words[1:3]
     if cmd == ["pts"] and len(words) > 2:  # `ssdtwin pts TARGET ...` is `ssdtwin pts run TARGET ...`
         return ("pts", "compare" if words[2] == "compare" else "run")

@@ -125,5 +125,5 @@ def test_calibrate_refuses_other_presets(preset: str) -> None:
 
 def test_reproduce_refuses_an_unknown_experiment() -> None:
     r = run_cli("reproduce", "cm7", check=False)
-    assert r.returncode == 1 and r.stderr_lines == ["ssdtwin reproduce: error: experiment 'cm7': choose cm6, p5316 or pblaze5"]
+    assert r.returncode == 1 and r.stderr_lines == ["ssdtwin reproduce: error: experiment 'cm7': choose cm6, p5316, pblaze5 or kumoscale"]
     assert "cm6" in run_cli("reproduce", "--help").stdout

@@ -22,6 +22,10 @@ __all__ = [
     "preset",
     "waf_greedy",
     "serve",
+    "cluster_init",
+    "cluster_spec",
+    "cluster_info",
+    "cluster_run",
     "SsdtwinError",
     "NvmeError",
     "ImageError",
@@ -159,4 +163,13 @@ def serve(
     tls_certificates: Optional[_Path] = None,
     tls_verify_peer: bool = False,
     unix_group: Optional[str] = None,
+) -> dict[str, Any]: ...
+def cluster_init(options: Mapping[str, Any]) -> str: ...
+def cluster_spec(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...
+def cluster_info(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...
+def cluster_run(
+    text: str,
+    specs: Sequence[Mapping[str, Any]],
+    progress: Optional[Callable[[int], object]] = None,
+    origin: str = "cluster.toml",
 ) -> dict[str, Any]: ...

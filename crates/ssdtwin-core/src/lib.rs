@@ -5,6 +5,7 @@
 //! emits NAND operations that the engine (or nothing, in fast-forward) times.
 
 pub mod bigarray;
+pub mod cluster;
 pub mod engine;
 pub mod faults;
 pub mod fsio;

@@ -15,6 +15,7 @@ use ssdtwin_core::nvme::NsId;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::{Image, ImageError as CoreImageError, Manifest, OpenMode};
@@ -42,6 +43,7 @@ enum Failure {
     Spec(CoreSpecError),
     Run(RunError),
     Serve(ServeError),
+    Cluster(ClusterError),
     /// A spec problem found by the binding (a `timing_toml` that does not parse).
     SpecText(String),
     /// A bad argument (ValueError).
@@ -88,6 +90,12 @@ impl From<ServeError> for Failure {
     }
 }
 
+impl From<ClusterError> for Failure {
+    fn from(e: ClusterError) -> Self {
+        Failure::Cluster(e)
+    }
+}
+
 impl From<PyErr> for Failure {
     fn from(e: PyErr) -> Self {
         Failure::Python(e)
@@ -113,6 +121,10 @@ impl From<Failure> for PyErr {
             Failure::Serve(ServeError::Image(i)) => Failure::Image(i).into(),
             Failure::Serve(ServeError::Nvme(n)) => nvme_error(n),
             Failure::Serve(e) => SsdtwinError::new_err(e.to_string()),
+            Failure::Cluster(ClusterError::Spec(s)) => Failure::Spec(s).into(),
+            Failure::Cluster(e @ ClusterError::Layout(_)) => SpecError::new_err(e.to_string()),
+            Failure::Cluster(e @ (ClusterError::Job(_) | ClusterError::Unsupported(_))) => EngineError::new_err(e.to_string()),
+            Failure::Cluster(e) => SsdtwinError::new_err(e.to_string()),
             Failure::SpecText(msg) => SpecError::new_err(msg),
             Failure::Value(msg) => PyValueError::new_err(msg),
             Failure::Other(msg) => SsdtwinError::new_err(msg),
@@ -730,6 +742,55 @@ fn waf_greedy(alpha: f64, units_per_block: Option<f64>) -> PyResult<f64> {
     })
 }
 
+// ------------------------------------------------------------------------------ cluster
+
+/// The `cluster.toml` text of a new lab: `options` are `cluster init`'s (stack, nodes,
+/// drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,
+/// ceph_version; missing keys take the brief's lab), every cost at its default.
+#[pyfunction]
+fn cluster_init(py: Python<'_>, options: &Bound<'_, PyAny>) -> PyResult<String> {
+    let o: InitOptions = from_py(options, "cluster options")?;
+    let spec = py.detach(|| ClusterSpec::from_options(&o)).map_err(Failure::from)?;
+    Ok(spec.to_toml())
+}
+
+/// Parse and validate a `cluster.toml` (every problem at once); returns it as a dict.
+#[pyfunction]
+#[pyo3(signature = (text, origin="cluster.toml"))]
+fn cluster_spec(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
+    let spec = py.detach(|| ClusterSpec::from_toml(text, origin)).map_err(Failure::from)?;
+    to_py(py, &spec)
+}
+
+/// Where a cluster's data lives (drives, volume size as simulated, PGs), without running.
+#[pyfunction]
+#[pyo3(signature = (text, origin="cluster.toml"))]
+fn cluster_info(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
+    let info = py.detach(|| -> Result<_, Failure> { Ok(cluster::layout_info(&ClusterSpec::from_toml(text, origin)?)?) })?;
+    to_py(py, &info)
+}
+
+/// Build the cluster of `text` afresh and run `specs` (engine contract v1, one section per
+/// client volume) on it, the GIL released; `progress(now_ns)` is called now and then and
+/// may raise (Ctrl-C raises KeyboardInterrupt). Returns the ClusterRun as a dict.
+#[pyfunction]
+#[pyo3(signature = (text, specs, progress=None, origin="cluster.toml"))]
+fn cluster_run(py: Python<'_>, text: &str, specs: &Bound<'_, PyAny>, progress: Option<Py<PyAny>>, origin: &str) -> PyResult<Py<PyAny>> {
+    let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
+    let progress = progress.as_ref();
+    let out = py.detach(|| -> Result<_, Failure> {
+        let spec = ClusterSpec::from_toml(text, origin)?;
+        let mut pending: Option<PyErr> = None;
+        let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
+        let out = cluster::run(&spec, specs, &mut cb);
+        if let Some(e) = pending {
+            return Err(Failure::Python(e));
+        }
+        Ok(out?)
+    })?;
+    to_py(py, &out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -742,6 +803,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_init, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_info, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster_run, m)?)?;
     let py = m.py();
     m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
     m.add("NvmeError", py.get_type::<NvmeError>())?;

@@ -23,6 +23,7 @@ import typer
 
 from .. import _core, nvmefmt
 from ..drive import Drive, parse_amount, parse_scale
+from .cluster import cluster
 from .common import (
     U32,
     U64,
@@ -56,6 +57,7 @@ app.add_typer(nvme, name="nvme")
 bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
 app.add_typer(bench, name="bench")
 app.add_typer(pts, name="pts")
+app.add_typer(cluster, name="cluster")
 
 
 def _print_version(value: bool) -> None:
@@ -509,14 +511,19 @@ def calibrate(
 @app.command()
 def reproduce(
     experiment: str = typer.Argument(
-        ..., metavar="EXPERIMENT", help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper) or pblaze5 (Memblaze namespaces talk)"
+        ...,
+        metavar="EXPERIMENT",
+        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk) or kumoscale (KumoScale vs Ceph)",
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
     seed: Optional[int] = typer.Option(
-        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (demo's and calibrate's) and pblaze5, 5 for p5316"
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (as demo and calibrate), pblaze5 and kumoscale, 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="pblaze5: write the noisy-neighbour figure (PNG) there"),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="pblaze5: the noisy-neighbour figure (a PNG); kumoscale: a folder for the curves (a PNG per direction)"
+    ),
+    curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
     quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
     part: Optional[str] = typer.Option(
         None,
@@ -539,10 +546,16 @@ def reproduce(
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment not in ("cm6", "p5316", "pblaze5"):
-        fail(f"experiment '{experiment}': choose cm6, p5316 or pblaze5")
-    if (plot is not None or quick) and experiment != "pblaze5":
-        fail("--plot and --quick: only the pblaze5 experiment has them")
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale"):
+        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5 or kumoscale")
+    if quick and experiment != "pblaze5":
+        fail("--quick: only the pblaze5 experiment has it")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale"):
+        fail("--plot: only the pblaze5 and kumoscale experiments draw figures")
+    if not curves and experiment != "kumoscale":
+        fail("--no-curves: only the kumoscale experiment has curves")
+    if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
     if part is None and any(x is not None for x in (threads, placements, workdir)):
@@ -562,7 +575,8 @@ def reproduce(
                 experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
             except ValueError as e:
                 fail(f"--sizes: {e}")
-        model = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}[experiment]
+        models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
+        model = models.get(experiment, "kioxia-cm5-r-3.84t")
         n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
         if experiment == "cm6":
             rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
@@ -572,12 +586,28 @@ def reproduce(
             rows = pblaze5.pblaze5_talk(
                 scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
             )
+        elif experiment == "kumoscale":
+            rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
         else:
             rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
     if fmt == "json":
         emit_json(rows)
     else:
         typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+
+
+def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], log: Callable[[str], None]) -> Any:
+    """`reproduce kumoscale`: both stacks at the study's load, then (curves) their sweeps."""
+    from ..cluster import plot_sweep
+    from ..studies.kumoscale import BRIEF, kumoscale
+
+    rows = kumoscale(scale=n, seed=seed, curves=curves, log=log)
+    if plot is not None and curves:
+        marks = [("randread", f"brief: {b.system}", float(b.iops), b.read_lat_us) for b in BRIEF.values()]
+        title = "KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
+        for p in plot_sweep(rows["curves"], plot, title=title, marks=marks):
+            print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
+    return rows
 
 
 def _int_list(flag: str, text: str) -> list[int]:

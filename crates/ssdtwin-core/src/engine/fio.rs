@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use super::arbiter::{Arbiter, Queued};
 use super::iolog::{IoLog, Packed, Replay};
 use super::steadystate::{SsOut, SsState}; // issue 10: ss
-use super::DeviceTiming;
+use super::{DeviceTiming, HostCmd, HostOp};
 use crate::nvme::{Controller, Error};
 use crate::rng::Rng;
 use crate::stats::{LatStat, StatOut};
@@ -96,14 +96,14 @@ impl SampleStatOut {
 /// memory does not depend on how long the run is. Windows without I/O give no sample (fio's
 /// stat.c `__add_samples`).
 #[derive(Default)]
-struct WindowAcc {
+pub(crate) struct WindowAcc {
     index: u64,
     amount: u64,
     stat: SampleStatOut,
 }
 
 impl WindowAcc {
-    fn add(&mut self, index: u64, amount: u64, window_ms: u64, per_s: fn(u64, u64) -> u64) {
+    pub(crate) fn add(&mut self, index: u64, amount: u64, window_ms: u64, per_s: fn(u64, u64) -> u64) {
         if index != self.index {
             self.close(window_ms, per_s);
             self.index = index;
@@ -120,7 +120,7 @@ impl WindowAcc {
 
     /// The statistics at the end of a run of `runtime_ns`: the open window counts only if it
     /// is full (fio takes no sample for the window the run ends in).
-    fn finish(mut self, window_ms: u64, runtime_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
+    pub(crate) fn finish(mut self, window_ms: u64, runtime_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
         let full_windows = runtime_ns / window_ns(window_ms);
         if self.index < full_windows {
             self.close(window_ms, per_s);
@@ -129,17 +129,17 @@ impl WindowAcc {
     }
 }
 
-fn window_ns(window_ms: u64) -> u64 {
+pub(crate) fn window_ns(window_ms: u64) -> u64 {
     window_ms.max(1).saturating_mul(1_000_000)
 }
 
 /// A bw sample: floor(floor(bytes*1000/ms)/1024) KiB/s.
-fn kib_per_s(bytes: u64, window_ms: u64) -> u64 {
+pub(crate) fn kib_per_s(bytes: u64, window_ms: u64) -> u64 {
     (bytes as u128 * 1000 / window_ms.max(1) as u128 / 1024) as u64
 }
 
 /// An iops sample: ios*1000/ms.
-fn ios_per_s(ios: u64, window_ms: u64) -> u64 {
+pub(crate) fn ios_per_s(ios: u64, window_ms: u64) -> u64 {
     (ios as u128 * 1000 / window_ms.max(1) as u128).min(u64::MAX as u128) as u64
 }
 
@@ -487,7 +487,7 @@ struct Slot {
     issued: u64,
 }
 
-fn depth_slot(d: u32) -> usize {
+pub(crate) fn depth_slot(d: u32) -> usize {
     match d {
         0..=1 => 0,
         2..=3 => 1,
@@ -499,9 +499,9 @@ fn depth_slot(d: u32) -> usize {
     }
 }
 
-const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+pub(crate) const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 
-fn edge_index(v: u64, edges: &[u64]) -> usize {
+pub(crate) fn edge_index(v: u64, edges: &[u64]) -> usize {
     edges.iter().position(|&e| v < e).unwrap_or(edges.len())
 }
 
@@ -1189,11 +1189,12 @@ impl Sim<'_> {
             self.schedule_fetch(now);
             return Ok(());
         }
-        let done = match io.ddir {
-            Ddir::Read => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
-            Ddir::Write => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
-            Ddir::Trim => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+        let op = match io.ddir {
+            Ddir::Read => HostOp::Read,
+            Ddir::Write => HostOp::Write,
+            Ddir::Trim => HostOp::Deallocate,
         };
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
         let cl = &mut self.clones[c];
         let slot = Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now };
         let si = match cl.free_slots.pop() {
@@ -1230,11 +1231,12 @@ impl Sim<'_> {
         let cl = &self.clones[c];
         let s = cl.slots[q.slot as usize];
         let (nsid, nlb, slba) = (cl.nsid, s.len / cl.lba, s.offset / cl.lba);
-        let done = match s.ddir {
-            0 => self.timing.read(self.ctrl, now, nsid, slba, nlb)?,
-            1 => self.timing.write(self.ctrl, now, nsid, slba, nlb)?,
-            _ => self.timing.deallocate(self.ctrl, now, nsid, slba, nlb)?,
+        let op = match s.ddir {
+            0 => HostOp::Read,
+            1 => HostOp::Write,
+            _ => HostOp::Deallocate,
         };
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
         self.schedule_fetch(now);
         Ok(())
@@ -1505,7 +1507,7 @@ fn log_hist(cl: &mut JobClone, t_ms: u64) {
 }
 
 /// Statistics of `n` zero-valued samples (submission latency of a host we do not model).
-fn zero_stat(n: u64) -> StatOut {
+pub(crate) fn zero_stat(n: u64) -> StatOut {
     StatOut { n, min_ns: 0, max_ns: 0, sum_ns: 0, m2: 0.0, hist: if n > 0 { vec![[0, n]] } else { vec![] } }
 }
 

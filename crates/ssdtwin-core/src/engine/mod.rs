@@ -204,6 +204,24 @@ pub struct DeviceTiming {
 /// 1 ms, SPDK's QoS timeslice (`SPDK_BDEV_QOS_TIMESLICE_IN_USEC`), [ASSUMED] for the drive.
 pub const QOS_BURST_NS: u64 = 1_000_000;
 
+/// The I/O command set [`DeviceTiming::submit`] times.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HostOp {
+    Read,
+    Write,
+    /// Dataset Management, deallocate.
+    Deallocate,
+}
+
+/// One host I/O command: `nlb` logical blocks from `slba` of namespace `nsid`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HostCmd {
+    pub op: HostOp,
+    pub nsid: NsId,
+    pub slba: u64,
+    pub nlb: u64,
+}
+
 /// Why a spec cannot be timed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TimingError {
@@ -686,6 +704,19 @@ impl DeviceTiming {
     }
 
     // ----------------------------------------------------------------- host commands
+
+    /// Time one host command arriving at `now` (virtual ns; commands must arrive in time
+    /// order): the controller executes it at once, the NAND operations it caused are placed
+    /// on the drive's timelines, and its completion time comes back. The one door through
+    /// which the fio runner and the cluster model (crate::cluster) drive a twin.
+    #[inline]
+    pub fn submit(&mut self, ctrl: &mut Controller, now: u64, cmd: HostCmd) -> Result<u64, Error> {
+        match cmd.op {
+            HostOp::Read => self.read(ctrl, now, cmd.nsid, cmd.slba, cmd.nlb),
+            HostOp::Write => self.write(ctrl, now, cmd.nsid, cmd.slba, cmd.nlb),
+            HostOp::Deallocate => self.deallocate(ctrl, now, cmd.nsid, cmd.slba, cmd.nlb),
+        }
+    }
 
     /// A read command arriving at `now`; returns its completion time.
     pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {

@@ -25,6 +25,9 @@ const RULES: &[(&str, &[&str])] = &[
     ("engine", &["nand", "nvme", "rng", "spec", "stats", "units", "util", "workload"]),
     ("journal", &["fsio", "nand", "nvme"]),
     ("image", &["bigarray", "fsio", "journal", "nvme", "spec"]),
+    // Replicated volumes over a network model: drives only through the controller and the
+    // engine's DeviceTiming::submit, never the FTL or the NAND layer.
+    ("cluster", &["engine", "nvme", "rng", "spec", "stats", "util", "workload"]),
 ];
 
 fn src() -> PathBuf {

@@ -1,0 +1,183 @@
+//! Where the data lives: volume replicas on drives (NVMe-oF), RBD objects in placement
+//! groups on OSDs (Ceph), and the drive twins themselves, filled with the volumes' data.
+
+use serde::Serialize;
+
+use super::spec::{ClusterSpec, Stack};
+use super::ClusterError;
+use crate::engine::DeviceTiming;
+use crate::nvme::{Controller, NsId, Pattern};
+use crate::rng::Rng;
+use crate::util::splitmix;
+
+/// One storage device: a drive twin (its controller, FTL and timelines) on a node.
+pub(super) struct Drive {
+    pub ctrl: Controller,
+    pub timing: DeviceTiming,
+    pub node: u32,
+    pub lba_bytes: u64,
+}
+
+/// The placement of the data, in bytes on each drive's namespace 1.
+pub(super) struct Layout {
+    /// Simulated size of every volume.
+    pub volume_bytes: u64,
+    /// NVMe-oF: per volume, its replicas as (drive, byte offset of the volume on it).
+    pub replicas: Vec<Vec<(u32, u64)>>,
+    /// Ceph: objects per volume.
+    pub objects_per_volume: u64,
+    /// Ceph: per PG, its acting set of OSDs (= drives), primary first.
+    pub pgs: Vec<Vec<u32>>,
+    /// Ceph: per object (volume-major), its PG.
+    pub object_pg: Vec<u32>,
+    /// Ceph: per object and acting-set position, the object's offset on that OSD.
+    pub object_base: Vec<u64>,
+    /// Ceph: per OSD, the start of its RocksDB WAL ring and the ring's size.
+    pub wal: Vec<(u64, u64)>,
+    /// Bytes written on each drive before the run (the volumes' data).
+    pub used_bytes: Vec<u64>,
+}
+
+/// What `ssdtwin cluster info` shows about a cluster before it runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct LayoutInfo {
+    pub stack: String,
+    pub drives: u32,
+    pub drive_bytes: u64,
+    pub volume_bytes: u64,
+    pub volumes: u32,
+    pub used_bytes: Vec<u64>,
+    pub pgs: u32,
+    /// Primary PGs per OSD (Ceph), or volume replicas per drive (NVMe-oF).
+    pub placements: Vec<u32>,
+}
+
+impl Layout {
+    pub fn new(spec: &ClusterSpec, drive_bytes: u64) -> Result<Layout, ClusterError> {
+        let t = &spec.cluster;
+        let drives = (t.nodes * t.drives_per_node) as usize;
+        let vol = spec.volume_bytes_simulated();
+        let mut layout = Layout {
+            volume_bytes: vol,
+            replicas: Vec::new(),
+            objects_per_volume: 0,
+            pgs: Vec::new(),
+            object_pg: Vec::new(),
+            object_base: Vec::new(),
+            wal: Vec::new(),
+            used_bytes: vec![0; drives],
+        };
+        match t.stack {
+            Stack::CephRbd => layout.place_objects(spec),
+            _ => layout.place_volumes(spec),
+        }
+        for (d, &used) in layout.used_bytes.iter().enumerate() {
+            if used > drive_bytes {
+                return Err(ClusterError::Layout(format!(
+                    "drive {d} (node {}) would hold {used} bytes, more than its {drive_bytes} at 1/{}: fewer or smaller volumes",
+                    d as u32 / t.drives_per_node,
+                    t.scale
+                )));
+            }
+        }
+        Ok(layout)
+    }
+
+    /// Replica r of volume v on node (v + r) mod nodes (one replica per node), on the
+    /// node's drive holding the fewest replicas so far: KumoScale puts a volume replica on
+    /// one SSD unless asked to span (kumoscale.kioxia.com, volume management).
+    fn place_volumes(&mut self, spec: &ClusterSpec) {
+        let t = &spec.cluster;
+        let mut count = vec![0u32; self.used_bytes.len()];
+        for v in 0..t.clients {
+            let mut reps = Vec::new();
+            for r in 0..t.replicas {
+                let node = (v + r) % t.nodes;
+                let first = node * t.drives_per_node;
+                let d = (first..first + t.drives_per_node).min_by_key(|&d| (count[d as usize], d)).expect("a node has drives");
+                count[d as usize] += 1;
+                reps.push((d, self.used_bytes[d as usize]));
+                self.used_bytes[d as usize] += self.volume_bytes;
+            }
+            self.replicas.push(reps);
+        }
+    }
+
+    /// RBD objects hashed to PGs, each PG on `replicas` OSDs of distinct nodes chosen
+    /// pseudo-randomly (what CRUSH's straw2 buckets give with a host failure domain, without
+    /// its exact mapping), primary first; each OSD stores its objects in first-touch order,
+    /// then its WAL ring.
+    fn place_objects(&mut self, spec: &ClusterSpec) {
+        let t = &spec.cluster;
+        let c = &spec.ceph;
+        let mut rng = Rng::new(splitmix(t.seed ^ 0xC0FF_EE00));
+        for _ in 0..c.pg_num.value {
+            let mut nodes: Vec<u32> = (0..t.nodes).collect();
+            for i in 0..t.replicas as usize {
+                let j = i + rng.below((nodes.len() - i) as u64) as usize;
+                nodes.swap(i, j);
+            }
+            let acting =
+                nodes[..t.replicas as usize].iter().map(|&n| n * t.drives_per_node + rng.below(t.drives_per_node as u64) as u32).collect();
+            self.pgs.push(acting);
+        }
+        self.objects_per_volume = self.volume_bytes / c.object_bytes.value;
+        for v in 0..t.clients as u64 {
+            for o in 0..self.objects_per_volume {
+                let pg = (splitmix(t.seed ^ (v << 40) ^ o) % c.pg_num.value as u64) as u32;
+                self.object_pg.push(pg);
+                for &osd in &self.pgs[pg as usize] {
+                    self.object_base.push(self.used_bytes[osd as usize]);
+                    self.used_bytes[osd as usize] += c.object_bytes.value;
+                }
+            }
+        }
+        let ring = (c.wal_ring_bytes.value / t.scale as u64).max(1 << 20) / 4096 * 4096;
+        for used in self.used_bytes.iter_mut() {
+            self.wal.push((*used, ring));
+            *used += ring;
+        }
+    }
+
+    pub fn info(&self, spec: &ClusterSpec, drive_bytes: u64) -> LayoutInfo {
+        let drives = self.used_bytes.len();
+        let mut placements = vec![0u32; drives];
+        match spec.cluster.stack {
+            Stack::CephRbd => self.pgs.iter().for_each(|a| placements[a[0] as usize] += 1),
+            _ => self.replicas.iter().flatten().for_each(|&(d, _)| placements[d as usize] += 1),
+        }
+        LayoutInfo {
+            stack: spec.cluster.stack.name().into(),
+            drives: drives as u32,
+            drive_bytes,
+            volume_bytes: self.volume_bytes,
+            volumes: spec.cluster.clients,
+            used_bytes: self.used_bytes.clone(),
+            pgs: self.pgs.len() as u32,
+            placements,
+        }
+    }
+}
+
+/// The drive twins, each filled in fast-forward with what the layout puts on it
+/// (sequential 128 KiB writes: the volumes written once, as a benchmark lays them out), so
+/// reads reach NAND; the rest of each drive is unwritten.
+pub(super) fn build_drives(spec: &ClusterSpec, layout: &Layout) -> Result<Vec<Drive>, ClusterError> {
+    let t = &spec.cluster;
+    let dspec = spec.drive_spec()?;
+    let mut out = Vec::with_capacity(layout.used_bytes.len());
+    for (d, &used) in layout.used_bytes.iter().enumerate() {
+        let fail = |e| ClusterError::Drive { drive: d as u32, source: e };
+        let seed = splitmix(t.seed.wrapping_add(d as u64));
+        let mut ctrl = Controller::new(dspec.clone(), seed).map_err(fail)?;
+        let ns = ctrl.attached(NsId(1)).map_err(fail)?;
+        let (ns_bytes, lba_bytes) = (ns.bytes(), ns.lba_bytes as u64);
+        let fill = used.div_ceil(1 << 17).saturating_mul(1 << 17).min(ns_bytes);
+        if fill > 0 {
+            ctrl.precondition(NsId(1), Pattern::Sequential, 1 << 17, fill, seed, &mut |_, _| true).map_err(fail)?;
+        }
+        let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(|e| ClusterError::Layout(e.to_string()))?;
+        out.push(Drive { ctrl, timing, node: d as u32 / t.drives_per_node, lba_bytes });
+    }
+    Ok(out)
+}

@@ -1,0 +1,335 @@
+//! What a cluster run reports: fio's per-clone output (so `ssdtwin cluster fio` prints fio
+//! JSON), totals per direction, and the model's own counters: every resource's utilisation
+//! and the time-average I/Os in flight, measured over the same window as the I/Os.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use super::ClusterError;
+use crate::engine::fio::{depth_slot, edge_index, ios_per_s, kib_per_s, window_ns, zero_stat, CloneOut, DirOut, WindowAcc, LAT_EDGES};
+use crate::stats::LatStat;
+use crate::workload::{Ddir, ExitWhat, Generator, JobSpec};
+
+/// The measurement window: from the end of the ramp until the runtime ends (or the run).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Window {
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Window {
+    pub fn overlap(self, a: u64, b: u64) -> u64 {
+        b.min(self.end).saturating_sub(a.max(self.start))
+    }
+
+    pub fn contains(self, t: u64) -> bool {
+        t >= self.start && t < self.end
+    }
+}
+
+/// A level that changes over time (busy cores, threads held, commands outstanding) and
+/// its integral over the window: area = Σ level·dt, busy = time with level > 0.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct Level {
+    pub level: u32,
+    since: u64,
+    pub area: u128,
+    pub busy: u64,
+}
+
+impl Level {
+    pub fn add(&mut self, now: u64, delta: i32, w: Window) {
+        self.settle(now, w);
+        self.level = self.level.wrapping_add_signed(delta);
+    }
+
+    /// Account the time up to `now` at the current level.
+    pub fn settle(&mut self, now: u64, w: Window) {
+        let dt = w.overlap(self.since, now);
+        self.area += self.level as u128 * dt as u128;
+        if self.level > 0 {
+            self.busy += dt;
+        }
+        self.since = now;
+    }
+}
+
+#[derive(Default)]
+struct DirAcc {
+    ios: u64,
+    bytes: u64,
+    lat: LatStat,
+    bw: WindowAcc,
+    iops: WindowAcc,
+}
+
+/// A clone's generator, state and fio accounting.
+pub(super) struct JobAcc {
+    pub gen: Generator,
+    iodepth: u32,
+    pub inflight: u32,
+    stopping: bool,
+    pub finished: bool,
+    ramp_end: u64,
+    stop_at: u64,
+    pub end_ns: u64,
+    issued: u64,
+    dirs: [DirAcc; 2],
+    depth_levels: [u64; 7],
+    lat_ns: [u64; 10],
+    lat_us: [u64; 10],
+    lat_ms: [u64; 12],
+    pub inflight_level: Level,
+    lba: u64,
+}
+
+/// Why a job cannot run on the cluster model (one line, naming the option).
+fn unsupported(spec: &JobSpec) -> Option<String> {
+    let rate = spec.rate_iops.read | spec.rate_iops.write | spec.rate_bytes_per_s.read | spec.rate_bytes_per_s.write;
+    let logs = &spec.logs;
+    let checks: [(bool, &str); 12] = [
+        (spec.directions.contains(&Ddir::Trim), "trim I/O (rw=trim, randtrim, trimwrite)"),
+        (rate > 0, "rate, rate_iops"),
+        (spec.thinktime_ns > 0, "thinktime"),
+        (spec.flow != 0, "flow"),
+        (spec.wait_for.is_some(), "wait_for"),
+        (spec.batch > 0, "stonewall (one batch of jobs only)"),
+        (spec.startdelay_ns > 0, "startdelay"),
+        (spec.latency_target_ns > 0, "latency_target"),
+        (spec.steadystate.is_some(), "steadystate"),
+        (logs.bw || logs.iops || logs.lat || logs.hist, "write_*_log"),
+        (spec.iolog || spec.replay.is_some(), "write_iolog, read_iolog"),
+        (spec.exit_what != ExitWhat::None, "exitall"),
+    ];
+    checks.iter().find(|c| c.0).map(|c| format!("job '{}': {} is not modelled by the cluster (docs/cli.md, cluster fio)", spec.name, c.1))
+}
+
+impl JobAcc {
+    pub fn new(spec: JobSpec, target_bytes: u64) -> Result<JobAcc, ClusterError> {
+        if let Some(why) = unsupported(&spec) {
+            return Err(ClusterError::Unsupported(why));
+        }
+        let ramp_end = spec.ramp_time_ns;
+        let stop_at = if spec.runtime_ns > 0 { ramp_end.saturating_add(spec.runtime_ns) } else { u64::MAX };
+        let (iodepth, lba) = (spec.iodepth.max(1), spec.lba_bytes.max(1) as u64);
+        let gen = Generator::new(spec, target_bytes)?;
+        Ok(JobAcc {
+            gen,
+            iodepth,
+            inflight: 0,
+            stopping: false,
+            finished: false,
+            ramp_end,
+            stop_at,
+            end_ns: 0,
+            issued: 0,
+            dirs: Default::default(),
+            depth_levels: [0; 7],
+            lat_ns: [0; 10],
+            lat_us: [0; 10],
+            lat_ms: [0; 12],
+            inflight_level: Level::default(),
+            lba,
+        })
+    }
+
+    /// The run's measurement window as far as this clone sets it (fio starts every clone
+    /// at 0 here: no startdelay).
+    pub fn window(&self) -> Window {
+        Window { start: self.ramp_end, end: self.stop_at }
+    }
+
+    /// The next I/O to issue now as (offset, write, len), or None (queue full, done, or
+    /// stopping; a clone that is done and has nothing in flight finishes).
+    pub fn next(&mut self, now: u64, w: Window) -> Option<(u64, bool, u64)> {
+        if self.finished {
+            return None;
+        }
+        let spec = &self.gen.spec;
+        if now >= self.stop_at || (spec.number_ios > 0 && self.issued >= spec.number_ios) {
+            self.stopping = true;
+        }
+        if !self.stopping && self.inflight < self.iodepth {
+            match self.gen.next_io() {
+                Some(io) if io.offset % self.lba == 0 && io.len % self.lba == 0 => {
+                    self.depth_levels[depth_slot(self.inflight + 1)] += 1;
+                    self.inflight += 1;
+                    self.issued += 1;
+                    self.inflight_level.add(now, 1, w);
+                    return Some((io.offset, io.ddir == Ddir::Write, io.len));
+                }
+                // Unaligned I/O has no LBA on the volume: the parser's bs/blockalign prevent it.
+                Some(_) | None => self.stopping = true,
+            }
+        }
+        if self.stopping && self.inflight == 0 {
+            self.finished = true;
+            self.end_ns = now;
+        }
+        None
+    }
+
+    /// An I/O issued at `issued` completed now (fio's ramp rule: only I/Os issued and
+    /// completed after the ramp count).
+    /// Returns its latency if it counts.
+    pub fn complete(&mut self, now: u64, write: bool, len: u64, issued: u64, w: Window) -> Option<u64> {
+        self.inflight -= 1;
+        self.inflight_level.add(now, -1, w);
+        if now < self.ramp_end || issued < self.ramp_end {
+            return None;
+        }
+        let lat = now - issued;
+        let spec = &self.gen.spec;
+        let (bw_ms, iops_ms) = (spec.bw_avg_ms, spec.iops_avg_ms);
+        let rel = now - self.ramp_end;
+        let d = &mut self.dirs[write as usize];
+        d.ios += 1;
+        d.bytes += len;
+        d.lat.add(lat);
+        d.bw.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
+        d.iops.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
+        if lat < 1000 {
+            self.lat_ns[edge_index(lat, &LAT_EDGES)] += 1;
+        } else if lat < 1_000_000 {
+            self.lat_us[edge_index(lat / 1000, &LAT_EDGES)] += 1;
+        } else {
+            self.lat_ms[edge_index(lat / 1_000_000, &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000]).min(11)] += 1;
+        }
+        Some(lat)
+    }
+
+    /// fio's output of the clone (docs/fio.md §4): slat 0, lat = clat (submission is part
+    /// of the modelled path, not measured apart).
+    pub fn out(self) -> CloneOut {
+        let runtime = self.end_ns.max(self.ramp_end).saturating_sub(self.ramp_end);
+        let spec = self.gen.spec;
+        let mut dirs = self.dirs.into_iter().enumerate().map(|(i, d)| {
+            let ddir = if i == 0 { Ddir::Read } else { Ddir::Write };
+            let has = spec.directions.contains(&ddir);
+            DirOut {
+                io_bytes: d.bytes,
+                total_ios: d.ios,
+                runtime_ns: if d.ios > 0 && has { runtime } else { 0 },
+                short_ios: 0,
+                drop_ios: 0,
+                clat: d.lat.out(),
+                slat: if spec.engine_async { zero_stat(d.ios) } else { zero_stat(0) },
+                lat: d.lat.out(),
+                bw_sample_stat: d.bw.finish(spec.bw_avg_ms, runtime, kib_per_s),
+                iops_sample_stat: d.iops.finish(spec.iops_avg_ms, runtime, ios_per_s),
+            }
+        });
+        let (read, write) = (dirs.next().expect("2"), dirs.next().expect("2"));
+        let total: u64 = self.depth_levels.iter().sum();
+        let mut submit = [0u64; 7];
+        let mut complete = [0u64; 7];
+        if spec.engine_async {
+            submit[1] = total;
+            complete[1] = total;
+        }
+        let mut lb = BTreeMap::new();
+        lb.insert("ns".to_string(), self.lat_ns.to_vec());
+        lb.insert("us".to_string(), self.lat_us.to_vec());
+        lb.insert("ms".to_string(), self.lat_ms.to_vec());
+        CloneOut {
+            version: 1,
+            thread_number: spec.thread_number,
+            start_ns: 0,
+            elapsed_ns: self.end_ns,
+            runtime_ns: runtime,
+            read,
+            write,
+            trim: DirOut {
+                io_bytes: 0,
+                total_ios: 0,
+                runtime_ns: 0,
+                short_ios: 0,
+                drop_ios: 0,
+                clat: zero_stat(0),
+                slat: zero_stat(0),
+                lat: zero_stat(0),
+                bw_sample_stat: Default::default(),
+                iops_sample_stat: Default::default(),
+            },
+            iodepth_level: self.depth_levels,
+            iodepth_submit: submit,
+            iodepth_complete: complete,
+            latency_buckets: lb,
+            logs: BTreeMap::new(),
+            iolog: None,
+            latency_depth: spec.iodepth.max(1),
+            error: 0,
+            steadystate: None,
+        }
+    }
+}
+
+/// One direction's totals over every clone.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirTotals {
+    pub ios: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub lat_mean_ns: f64,
+    pub lat_p50_ns: u64,
+    pub lat_p99_ns: u64,
+    pub lat_max_ns: u64,
+}
+
+/// How busy one resource was over the window.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResourceUse {
+    /// e.g. `node0.cores`, `osd3.msgr`, `client1.job0.cpu`, `node2.nic-tx`, `drive7`.
+    pub name: String,
+    /// cores, threads, lock, nic-tx, nic-rx, kv-sync, drive.
+    pub kind: String,
+    /// Servers (cores, threads); 1 for ports, locks and drives.
+    pub servers: u32,
+    /// Fraction of the servers' time busy, 0..=1 (for a drive: its command rate over the
+    /// controller's ceiling, `ctrl_max_iops`; a drive serves many commands at once).
+    pub utilisation: f64,
+    /// Time-average number in use (cores busy, threads held, a drive's commands outstanding).
+    pub mean_in_use: f64,
+}
+
+/// Per drive: commands over the window and the controller's share of its command ceiling.
+#[derive(Clone, Debug, Serialize)]
+pub struct DriveLoad {
+    pub drive: u32,
+    pub node: u32,
+    pub reads: u64,
+    pub writes: u64,
+    pub commands_per_s: f64,
+    /// commands_per_s / the preset's ctrl_max_iops.
+    pub ctrl_load: f64,
+    /// Share of the window with a command outstanding (iostat's %util).
+    pub busy: f64,
+    pub mean_outstanding: f64,
+}
+
+/// The result of one cluster run.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClusterRun {
+    pub stack: String,
+    pub seed: u64,
+    pub scale: u32,
+    /// fio's per-clone output, in job order.
+    pub clones: Vec<CloneOut>,
+    /// The measurement window in virtual ns.
+    pub window_ns: [u64; 2],
+    pub read: DirTotals,
+    pub write: DirTotals,
+    /// Time-average I/Os in flight over the window, from the clones' own counters: Little's
+    /// law says it equals Σ IOPS x mean latency.
+    pub outstanding_mean: f64,
+    /// Every resource, busiest first.
+    pub resources: Vec<ResourceUse>,
+    pub drives: Vec<DriveLoad>,
+    /// kv_sync batches and transactions committed per OSD (Ceph), summed.
+    pub kv_batches: u64,
+    pub kv_txns: u64,
+    /// Events the simulation handled (its cost).
+    pub events: u64,
+    /// Virtual time simulated.
+    pub simulated_ns: u64,
+}

@@ -1,0 +1,576 @@
+//! The cluster description: topology, hosts, network and the per-I/O cost of every software
+//! stage, each cost `{ value, source }` like the drive presets. `ssdtwin cluster init` writes
+//! it as `cluster.toml`; every number in it can be edited for a what-if. docs/models.md
+//! ("Replicated block storage") explains where each default comes from.
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{DriveSpec, Sourced, SpecError};
+
+/// The storage stack of the cluster.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// NVMe-oF over TCP, replicated by the client's md raid1 (KumoScale).
+    NvmeofTcp,
+    /// The same over RDMA (RoCEv2).
+    NvmeofRdma,
+    /// Ceph RBD: librbd clients, primary-copy replication between OSDs, BlueStore.
+    CephRbd,
+}
+
+impl Stack {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::NvmeofTcp => "nvmeof-tcp",
+            Stack::NvmeofRdma => "nvmeof-rdma",
+            Stack::CephRbd => "ceph-rbd",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Stack> {
+        [Stack::NvmeofTcp, Stack::NvmeofRdma, Stack::CephRbd].into_iter().find(|s| s.name() == text)
+    }
+}
+
+/// Which replica an md raid1 read goes to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadPolicy {
+    /// The mirror with the fewest I/Os pending (Linux md raid1 `read_balance` for
+    /// non-rotational members), the first such mirror on a tie.
+    LeastPending,
+    /// Always the first replica.
+    First,
+}
+
+/// What the lab is: counts and sizes the user chose (no sources: they are the question).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub stack: Stack,
+    pub nodes: u32,
+    pub drives_per_node: u32,
+    /// Drive preset (`ssdtwin models`); every drive is this preset's twin.
+    pub drive: String,
+    /// The drives run at 1/scale (docs/models.md, "Scale"); volumes shrink with them.
+    pub scale: u32,
+    pub clients: u32,
+    pub replicas: u32,
+    /// Size of each client's volume at full scale.
+    pub volume_bytes: u64,
+    /// Seed of every random choice of the cluster (drive seeds, placement).
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hosts {
+    pub node_cores: Sourced<u32>,
+    pub client_cores: Sourced<u32>,
+}
+
+/// One Ethernet port per host on one switch, and the framing of each transport.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    pub name: String,
+    pub link_bits_per_s: Sourced<u64>,
+    pub mtu_bytes: Sourced<u32>,
+    /// Preamble, MAC header, FCS and inter-frame gap of every frame.
+    pub frame_overhead_bytes: Sourced<u32>,
+    pub propagation_ns: Sourced<u64>,
+    /// Port-to-port latency of the switch (cut-through).
+    pub switch_latency_ns: Sourced<u64>,
+    /// IP and TCP headers of every TCP segment.
+    pub tcp_ip_header_bytes: Sourced<u32>,
+    /// IP, UDP, BTH and ICRC of every RoCEv2 packet.
+    pub roce_header_bytes: Sourced<u32>,
+    /// RoCE path MTU (payload per packet).
+    pub roce_mtu_bytes: Sourced<u32>,
+}
+
+/// The load generator on each client (fio), common to both stacks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Client {
+    /// fio, libaio and the block layer per I/O at submission, on the job's CPU.
+    pub fio_submit_ns: Sourced<u64>,
+    /// The same at completion.
+    pub fio_complete_ns: Sourced<u64>,
+}
+
+/// NVMe-oF with client-side replication (Linux md raid1 over one namespace per replica).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nvmeof {
+    pub read_policy: Sourced<ReadPolicy>,
+    /// md raid1 per I/O (mapping, choosing a mirror, cloning bios for writes).
+    pub md_ns: Sourced<u64>,
+    /// Host (initiator) transport per command sent, TCP.
+    pub tcp_host_tx_ns: Sourced<u64>,
+    /// Host transport per completion received, TCP.
+    pub tcp_host_rx_ns: Sourced<u64>,
+    pub rdma_host_tx_ns: Sourced<u64>,
+    pub rdma_host_rx_ns: Sourced<u64>,
+    /// Target per command received and handed to the drive, TCP.
+    pub tcp_target_rx_ns: Sourced<u64>,
+    /// Target per completion sent, TCP.
+    pub tcp_target_tx_ns: Sourced<u64>,
+    pub rdma_target_rx_ns: Sourced<u64>,
+    pub rdma_target_tx_ns: Sourced<u64>,
+    /// Threads of the target on each storage node (its poll groups).
+    pub target_threads: Sourced<u32>,
+    /// Command capsule (PDU header + SQE), without in-capsule data.
+    pub capsule_bytes: Sourced<u32>,
+    /// Header of the PDU carrying read data (with the success flag: no separate response).
+    pub data_header_bytes: Sourced<u32>,
+    /// Response capsule of a write (PDU header + CQE).
+    pub response_bytes: Sourced<u32>,
+}
+
+/// Ceph RBD over the async messenger, primary-copy replication, BlueStore.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceph {
+    /// Ceph major version the costs describe (14 = Nautilus, the brief's 14.2.11).
+    pub version: u32,
+    pub object_bytes: Sourced<u64>,
+    pub pg_num: Sourced<u32>,
+    pub op_shards: Sourced<u32>,
+    pub op_threads_per_shard: Sourced<u32>,
+    pub osd_msgr_threads: Sourced<u32>,
+    pub client_librbd_threads: Sourced<u32>,
+    pub client_msgr_threads: Sourced<u32>,
+    /// librbd per read on its op thread (image request, object map, objecter).
+    pub client_librbd_read_ns: Sourced<u64>,
+    pub client_librbd_write_ns: Sourced<u64>,
+    /// Client messenger per message (encode and send, or receive and decode), reads.
+    pub client_msgr_read_ns: Sourced<u64>,
+    pub client_msgr_write_ns: Sourced<u64>,
+    /// OSD messenger per message received or sent.
+    pub osd_msgr_ns: Sourced<u64>,
+    /// OSD op path on an op thread with the PG lock held: dequeue, PG checks, do_op.
+    pub osd_op_ns: Sourced<u64>,
+    /// BlueStore read on the op thread (onode lookup, checksum), before the device read.
+    pub osd_bluestore_read_ns: Sourced<u64>,
+    /// BlueStore write transaction prepared and its data write submitted, on the op thread.
+    pub osd_bluestore_write_ns: Sourced<u64>,
+    /// kv_sync thread per transaction committed to RocksDB.
+    pub osd_kv_commit_ns: Sourced<u64>,
+    /// Completion callbacks per transaction on the finisher thread.
+    pub osd_finisher_ns: Sourced<u64>,
+    pub osd_finisher_threads: Sourced<u32>,
+    /// Header of every messenger message (MOSDOp, MOSDRepOp, replies).
+    pub message_header_bytes: Sourced<u32>,
+    /// RocksDB WAL bytes per transaction (metadata; a commit is padded to 4 KiB).
+    pub wal_bytes_per_txn: Sourced<u32>,
+    /// Size of the WAL ring on each OSD's drive, at full scale.
+    pub wal_ring_bytes: Sourced<u64>,
+}
+
+/// The whole cluster: `cluster.toml`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub cluster: Topology,
+    pub hosts: Hosts,
+    pub network: Network,
+    pub client: Client,
+    pub nvmeof: Nvmeof,
+    pub ceph: Ceph,
+}
+
+/// What `ssdtwin cluster init` asks for; a missing field takes the brief's lab.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InitOptions {
+    pub stack: String,
+    pub nodes: u32,
+    pub drives_per_node: u32,
+    pub drive: String,
+    pub scale: u32,
+    pub clients: u32,
+    pub replicas: u32,
+    pub network: String,
+    pub volume_bytes: u64,
+    pub seed: u64,
+    pub ceph_version: u32,
+}
+
+impl Default for InitOptions {
+    /// The brief's lab (KIOXIA KumoScale vs Ceph study): 3 nodes x 5 CM5, 4 clients, 100 GbE,
+    /// four 200 GiB volumes replicated 3x.
+    fn default() -> Self {
+        InitOptions {
+            stack: "nvmeof-tcp".into(),
+            nodes: 3,
+            drives_per_node: 5,
+            drive: "kioxia-cm5-r-3.84t".into(),
+            scale: 64,
+            clients: 4,
+            replicas: 3,
+            network: "100GbE".into(),
+            volume_bytes: 200 << 30,
+            seed: 1,
+            ceph_version: 14,
+        }
+    }
+}
+
+/// Ethernet rates `--network` accepts.
+pub const NETWORKS: &[(&str, u64)] = &[
+    ("10GbE", 10_000_000_000),
+    ("25GbE", 25_000_000_000),
+    ("40GbE", 40_000_000_000),
+    ("100GbE", 100_000_000_000),
+    ("200GbE", 200_000_000_000),
+];
+
+/// Ceph versions with a cost table.
+pub const CEPH_VERSIONS: &[u32] = &[14];
+
+fn s<T>(value: T, source: &str) -> Sourced<T> {
+    Sourced::new(value, source)
+}
+
+// The OSD op cost the split below divides: 500 us of core time per OSD op.
+const OSD_OP_SRC: &str = "of 500 us of core time per OSD op: 2,000 IOPS per core, the middle of the 1,000-3,000 IOPS per core (before replication) of the Ceph OSD CPU guidance (Ceph OSD CPU scaling 2022; Ceph hardware recommendations); the split between stages is [ASSUMED]";
+
+impl Network {
+    pub fn preset(name: &str) -> Option<Network> {
+        let &(name, bits) = NETWORKS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+        Some(Network {
+            name: name.to_string(),
+            link_bits_per_s: s(bits, "[SRC] IEEE 802.3: the line rate of the named Ethernet"),
+            mtu_bytes: s(1500, "[ASSUMED] the Ethernet default; the KIOXIA KumoScale vs Ceph study does not say jumbo frames were used"),
+            frame_overhead_bytes: s(38, "[SRC] IEEE 802.3: preamble+SFD 8, MAC header 14, FCS 4, inter-frame gap 12 bytes"),
+            propagation_ns: s(25, "[ASSUMED] 5 m of cable at 5 ns/m per hop"),
+            switch_latency_ns: s(750, "[ASSUMED] port to port through a cut-through data-centre switch, 0.5-1 us; the middle"),
+            tcp_ip_header_bytes: s(
+                52,
+                "[SRC] IETF RFC 791, 9293, 7323: IPv4 20 + TCP 20 + the timestamps option 12 (on by default in Linux)",
+            ),
+            roce_header_bytes: s(44, "[SRC] IBTA RoCEv2 annex A17: IPv4 20 + UDP 8 + BTH 12 + ICRC 4"),
+            roce_mtu_bytes: s(
+                1024,
+                "[SRC] IBTA RoCEv2 annex A17: the largest path MTU (256, 512, 1024, 2048 or 4096) that fits a 1500-byte Ethernet MTU",
+            ),
+        })
+    }
+}
+
+impl ClusterSpec {
+    /// The defaults for a lab: every cost from docs/models.md ("Replicated block storage").
+    pub fn from_options(o: &InitOptions) -> Result<ClusterSpec, SpecError> {
+        let origin = "cluster init";
+        let mut problems = Vec::new();
+        let stack = Stack::parse(&o.stack);
+        if stack.is_none() {
+            problems.push(format!("--stack '{}': choose nvmeof-tcp, nvmeof-rdma or ceph-rbd", o.stack));
+        }
+        let network = Network::preset(&o.network);
+        if network.is_none() {
+            let names: Vec<&str> = NETWORKS.iter().map(|n| n.0).collect();
+            problems.push(format!("--network '{}': choose one of {}", o.network, names.join(", ")));
+        }
+        if !CEPH_VERSIONS.contains(&o.ceph_version) {
+            problems.push(format!(
+                "--ceph-version {}: only 14 (Nautilus, the brief's) has a cost table; edit the [ceph] costs of cluster.toml for another",
+                o.ceph_version
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(SpecError { origin: origin.into(), problems });
+        }
+        let spec = ClusterSpec {
+            cluster: Topology {
+                stack: stack.expect("checked"),
+                nodes: o.nodes,
+                drives_per_node: o.drives_per_node,
+                drive: o.drive.clone(),
+                scale: o.scale,
+                clients: o.clients,
+                replicas: o.replicas,
+                volume_bytes: o.volume_bytes,
+                seed: o.seed,
+            },
+            hosts: Hosts {
+                node_cores: s(32, "[ASSUMED] a two-socket server of 2 x 16 cores: KumoScale storage nodes are standard one- or two-socket servers (KumoScale data plane page); the KIOXIA KumoScale vs Ceph study gives no CPU"),
+                client_cores: s(32, "[ASSUMED] as the storage nodes; the KIOXIA KumoScale vs Ceph study gives no CPU"),
+            },
+            network: network.expect("checked"),
+            client: Client {
+                fio_submit_ns: s(822, "[DERIVED] half of 1/608K s: fio with libaio reaches 608K 4 KiB random-read IOPS on one core, block layer and NVMe driver included (Axboe 2019)"),
+                fio_complete_ns: s(823, "[DERIVED] the other half of 1/608K s (see fio_submit_ns)"),
+            },
+            nvmeof: Nvmeof {
+                read_policy: s(ReadPolicy::LeastPending, "[SRC] KumoScale replicates with the Linux md layer in the client (KumoScale data protection page); md raid1 sends a read to the non-rotational mirror with the fewest I/Os pending (Linux md raid1)"),
+                md_ns: s(300, "[ASSUMED] md raid1 per I/O: map, pick a mirror, clone bios; small against the transport"),
+                tcp_host_tx_ns: s(1678, "[DERIVED] half of 3,355 ns: the Linux NVMe/TCP initiator at 200K IOPS per core ([ASSUMED] the middle of 100-300K, bounded by the 70K per core of iSCSI (i10 2020) and the 850K of a dataplane (ReFlex 2017)) is 5,000 ns per I/O, less fio's 1,645 ns (client.fio_*)"),
+                tcp_host_rx_ns: s(1677, "[DERIVED] the other half of 3,355 ns (see tcp_host_tx_ns)"),
+                rdma_host_tx_ns: s(500, "[ASSUMED] NVMe/RDMA initiator: posting a send and its completion, no TCP stack; a quarter of the TCP cost"),
+                rdma_host_rx_ns: s(500, "[ASSUMED] as rdma_host_tx_ns"),
+                tcp_target_rx_ns: s(588, "[DERIVED] half of 1/850K s: ReFlex serves 850K IOPS per core over TCP/IP (ReFlex 2017), a polling user-space target as KumoScale's data path is (KumoScale data plane page)"),
+                tcp_target_tx_ns: s(588, "[DERIVED] the other half of 1/850K s (see tcp_target_rx_ns)"),
+                rdma_target_rx_ns: s(366, "[DERIVED] half of 8/10.94M s: the SPDK NVMe-oF RDMA target serves 10.94M 4 KiB read IOPS with 8 cores (SPDK NVMe-oF reports)"),
+                rdma_target_tx_ns: s(365, "[DERIVED] the other half of 8/10.94M s"),
+                target_threads: s(32, "[ASSUMED] the target's poll groups use every core of the node; KumoScale's core allocation is not published"),
+                capsule_bytes: s(72, "[SRC] NVMe/TCP transport specification: command capsule PDU of an 8-byte common header and a 64-byte SQE; 4 KiB writes travel in the capsule (SPDK's default in-capsule data size is 4096, SPDK NVMe-oF reports)"),
+                data_header_bytes: s(24, "[SRC] NVMe/TCP transport specification: C2HData PDU header; with its SUCCESS flag no response capsule follows"),
+                response_bytes: s(24, "[SRC] NVMe/TCP transport specification: response capsule of an 8-byte common header and a 16-byte CQE"),
+            },
+            ceph: Ceph {
+                version: o.ceph_version,
+                object_bytes: s(4 << 20, "[SRC] Ceph 14 options: rbd_default_order 22, 4 MiB RBD objects"),
+                pg_num: s(512, "[SRC] Ceph placement groups: about 100 PGs per OSD over the pool size, 15 x 100 / 3 = 500, rounded up to a power of two"),
+                op_shards: s(8, "[SRC] Ceph 14 options: osd_op_num_shards_ssd = 8"),
+                op_threads_per_shard: s(2, "[SRC] Ceph 14 options: osd_op_num_threads_per_shard_ssd = 2"),
+                osd_msgr_threads: s(3, "[SRC] Ceph 14 options: ms_async_op_threads = 3"),
+                client_librbd_threads: s(1, "[SRC] Ceph 14 options: rbd_op_threads = 1"),
+                client_msgr_threads: s(3, "[SRC] Ceph 14 options: ms_async_op_threads = 3, in the client too"),
+                client_librbd_read_ns: s(17_480, "[DERIVED] 1/57.2K s: librbd reached 57.2K 4 KiB random-read IOPS from one client at 308 % CPU while krbd reached 97.8K on the same cluster (Ceph librbd PR 28044), so its one op thread was the saturated stage"),
+                client_librbd_write_ns: s(20_450, "[DERIVED] 1/48.9K s: the same for random writes (48.9K IOPS at 318 % CPU, Ceph librbd PR 28044)"),
+                client_msgr_read_ns: s(17_450, "[DERIVED] half of the rest of the client's 54.05 us per read (185 IOPS per %CPU, Ceph librbd PR 28044) after librbd's 17.48 us and fio's 1.645 us: one message out, one in"),
+                client_msgr_write_ns: s(21_700, "[DERIVED] half of the rest of the client's 65.36 us per write (153 IOPS per %CPU, Ceph librbd PR 28044) after librbd's 20.45 us and fio's 1.645 us"),
+                osd_msgr_ns: s(75_000, &format!("[DERIVED] 15 % {OSD_OP_SRC}; paid for every message an OSD receives or sends")),
+                osd_op_ns: s(150_000, &format!("[DERIVED] 30 % {OSD_OP_SRC}")),
+                osd_bluestore_read_ns: s(200_000, &format!("[DERIVED] 40 % {OSD_OP_SRC}")),
+                osd_bluestore_write_ns: s(100_000, &format!("[DERIVED] 20 % {OSD_OP_SRC}; with kv commit and finisher 40 % as for a read")),
+                osd_kv_commit_ns: s(50_000, &format!("[DERIVED] 10 % {OSD_OP_SRC}")),
+                osd_finisher_ns: s(50_000, &format!("[DERIVED] 10 % {OSD_OP_SRC}")),
+                osd_finisher_threads: s(1, "[SRC] Ceph 14 options: bluestore_shard_finishers = false, one finisher thread"),
+                message_header_bytes: s(256, "[ASSUMED] messenger v2 frame and MOSDOp/MOSDRepOp encoding of a single-extent op"),
+                wal_bytes_per_txn: s(1024, "[ASSUMED] onode, extent map and PG log entry of a 4 KiB write in the RocksDB write batch"),
+                wal_ring_bytes: s(1 << 30, "[ASSUMED] RocksDB WAL space on the OSD's device (BlueFS), 1 GiB"),
+            },
+        };
+        spec.validate(origin)?;
+        Ok(spec)
+    }
+
+    pub fn from_toml(text: &str, origin: &str) -> Result<ClusterSpec, SpecError> {
+        let spec: ClusterSpec = toml::from_str(text).map_err(|e| {
+            let msg = e.message().replace('\n', " ");
+            let at = e.span().map(|s| format!(" at byte {}", s.start)).unwrap_or_default();
+            SpecError { origin: origin.to_string(), problems: vec![format!("invalid TOML{at}: {msg}")] }
+        })?;
+        spec.validate(origin)?;
+        Ok(spec)
+    }
+
+    /// The TOML a cluster folder keeps, every `{ value, source }` on one line as in the
+    /// presets.
+    pub fn to_toml(&self) -> String {
+        let body = inline_sourced(&toml::to_string_pretty(self).expect("a ClusterSpec always serialises"));
+        format!(
+            "# ssdtwin cluster (docs/models.md, \"Replicated block storage\"). Every cost is {{ value, source }};\n\
+             # edit any of them for a what-if. [cluster] stack = nvmeof-tcp | nvmeof-rdma | ceph-rbd.\n{body}"
+        )
+    }
+
+    /// The drive preset at the cluster's scale.
+    pub fn drive_spec(&self) -> Result<DriveSpec, SpecError> {
+        DriveSpec::preset(&self.cluster.drive)?.scaled(self.cluster.scale)
+    }
+
+    /// Each volume as simulated: 1/scale of its size, in whole RBD objects (and so whole 4 KiB
+    /// blocks), at least one object.
+    pub fn volume_bytes_simulated(&self) -> u64 {
+        let grain = self.ceph.object_bytes.value.max(4096);
+        (self.cluster.volume_bytes / self.cluster.scale.max(1) as u64 / grain).max(1) * grain
+    }
+
+    /// Check every field; report all problems at once.
+    pub fn validate(&self, origin: &str) -> Result<(), SpecError> {
+        let mut p = Vec::new();
+        let t = &self.cluster;
+        let mut count = |path: &str, v: u32, lo: u32, hi: u32| {
+            if v < lo || v > hi {
+                p.push(format!("cluster.{path}: must be {lo}..={hi} (got {v})"));
+            }
+        };
+        count("nodes", t.nodes, 1, 64);
+        count("drives_per_node", t.drives_per_node, 1, 64);
+        count("clients", t.clients, 1, 256);
+        count("scale", t.scale, 1, 1 << 16);
+        if t.replicas < 1 || t.replicas > t.nodes.max(1) {
+            p.push(format!("cluster.replicas: must be 1..={} (one replica per storage node at most; got {})", t.nodes, t.replicas));
+        }
+        if t.volume_bytes == 0 || t.volume_bytes % 4096 != 0 {
+            p.push(format!("cluster.volume_bytes: must be a positive multiple of 4096 (got {})", t.volume_bytes));
+        }
+        self.check_costs(&mut p);
+        if self.ceph.version != 14 {
+            p.push(format!("ceph.version: only 14 has a cost table (got {})", self.ceph.version));
+        }
+        match DriveSpec::preset(&t.drive) {
+            Err(e) => p.push(format!("cluster.drive '{}': {}", t.drive, e.problems.join("; "))),
+            Ok(d) if d.timing.is_none() => p.push(format!("cluster.drive '{}': the preset has no [timing] section", t.drive)),
+            Ok(d) => self.check_capacity(&d, &mut p),
+        }
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(SpecError { origin: origin.to_string(), problems: p })
+        }
+    }
+
+    fn check_capacity(&self, d: &DriveSpec, p: &mut Vec<String>) {
+        let t = &self.cluster;
+        if t.nodes == 0 || t.drives_per_node == 0 || t.replicas == 0 || t.replicas > t.nodes || t.volume_bytes == 0 {
+            return;
+        }
+        let drive = d.capacity.tnvmcap_bytes.value as u128;
+        let pool = drive * t.nodes as u128 * t.drives_per_node as u128;
+        let need = t.volume_bytes as u128 * t.clients as u128 * t.replicas as u128;
+        if need > pool {
+            p.push(format!(
+                "cluster.volume_bytes: {} volumes of {} bytes x {} replicas need {need} bytes, more than the pool's {pool} ({} drives of {drive})",
+                t.clients,
+                t.volume_bytes,
+                t.replicas,
+                t.nodes * t.drives_per_node
+            ));
+        } else if t.stack != Stack::CephRbd && t.volume_bytes as u128 > drive {
+            p.push(format!(
+                "cluster.volume_bytes: {} bytes is larger than one drive ({drive}); an NVMe-oF volume replica lives on one drive",
+                t.volume_bytes
+            ));
+        }
+        if let Err(e) = d.scaled(t.scale.max(1)) {
+            p.push(format!("cluster.scale: {}", e.problems.join("; ")));
+        }
+    }
+
+    fn check_costs(&self, p: &mut Vec<String>) {
+        let mut ns = |path: &str, v: &Sourced<u64>| {
+            if v.source.trim().is_empty() {
+                p.push(format!("{path}.source: every parameter needs a source"));
+            }
+            if v.value > 1_000_000_000 {
+                p.push(format!("{path}: must be 0..=1000000000 ns (got {})", v.value));
+            }
+        };
+        let n = &self.nvmeof;
+        let c = &self.ceph;
+        let net = &self.network;
+        for (path, v) in [
+            ("client.fio_submit_ns", &self.client.fio_submit_ns),
+            ("client.fio_complete_ns", &self.client.fio_complete_ns),
+            ("nvmeof.md_ns", &n.md_ns),
+            ("nvmeof.tcp_host_tx_ns", &n.tcp_host_tx_ns),
+            ("nvmeof.tcp_host_rx_ns", &n.tcp_host_rx_ns),
+            ("nvmeof.rdma_host_tx_ns", &n.rdma_host_tx_ns),
+            ("nvmeof.rdma_host_rx_ns", &n.rdma_host_rx_ns),
+            ("nvmeof.tcp_target_rx_ns", &n.tcp_target_rx_ns),
+            ("nvmeof.tcp_target_tx_ns", &n.tcp_target_tx_ns),
+            ("nvmeof.rdma_target_rx_ns", &n.rdma_target_rx_ns),
+            ("nvmeof.rdma_target_tx_ns", &n.rdma_target_tx_ns),
+            ("ceph.client_librbd_read_ns", &c.client_librbd_read_ns),
+            ("ceph.client_librbd_write_ns", &c.client_librbd_write_ns),
+            ("ceph.client_msgr_read_ns", &c.client_msgr_read_ns),
+            ("ceph.client_msgr_write_ns", &c.client_msgr_write_ns),
+            ("ceph.osd_msgr_ns", &c.osd_msgr_ns),
+            ("ceph.osd_op_ns", &c.osd_op_ns),
+            ("ceph.osd_bluestore_read_ns", &c.osd_bluestore_read_ns),
+            ("ceph.osd_bluestore_write_ns", &c.osd_bluestore_write_ns),
+            ("ceph.osd_kv_commit_ns", &c.osd_kv_commit_ns),
+            ("ceph.osd_finisher_ns", &c.osd_finisher_ns),
+            ("network.propagation_ns", &net.propagation_ns),
+            ("network.switch_latency_ns", &net.switch_latency_ns),
+        ] {
+            ns(path, v);
+        }
+        let mut count = |path: &str, v: &Sourced<u32>, lo: u32, hi: u32| {
+            if v.source.trim().is_empty() {
+                p.push(format!("{path}.source: every parameter needs a source"));
+            }
+            if v.value < lo || v.value > hi {
+                p.push(format!("{path}: must be {lo}..={hi} (got {})", v.value));
+            }
+        };
+        count("hosts.node_cores", &self.hosts.node_cores, 1, 4096);
+        count("hosts.client_cores", &self.hosts.client_cores, 1, 4096);
+        count("nvmeof.target_threads", &n.target_threads, 1, 4096);
+        count("ceph.pg_num", &c.pg_num, 1, 1 << 20);
+        count("ceph.op_shards", &c.op_shards, 1, 256);
+        count("ceph.op_threads_per_shard", &c.op_threads_per_shard, 1, 256);
+        count("ceph.osd_msgr_threads", &c.osd_msgr_threads, 1, 256);
+        count("ceph.osd_finisher_threads", &c.osd_finisher_threads, 1, 256);
+        count("ceph.client_librbd_threads", &c.client_librbd_threads, 1, 256);
+        count("ceph.client_msgr_threads", &c.client_msgr_threads, 1, 256);
+        count("network.mtu_bytes", &net.mtu_bytes, 576, 9216);
+        count("network.frame_overhead_bytes", &net.frame_overhead_bytes, 0, 1024);
+        count("network.tcp_ip_header_bytes", &net.tcp_ip_header_bytes, 0, 1024);
+        count("network.roce_header_bytes", &net.roce_header_bytes, 0, 1024);
+        count("network.roce_mtu_bytes", &net.roce_mtu_bytes, 256, 4096);
+        count("nvmeof.capsule_bytes", &n.capsule_bytes, 0, 1 << 20);
+        count("nvmeof.data_header_bytes", &n.data_header_bytes, 0, 1 << 20);
+        count("nvmeof.response_bytes", &n.response_bytes, 0, 1 << 20);
+        count("ceph.message_header_bytes", &c.message_header_bytes, 0, 1 << 20);
+        count("ceph.wal_bytes_per_txn", &c.wal_bytes_per_txn, 0, 1 << 20);
+        if net.link_bits_per_s.value < 1_000_000 || net.link_bits_per_s.value > 10_000_000_000_000 {
+            p.push(format!("network.link_bits_per_s: must be 1000000..=10000000000000 (got {})", net.link_bits_per_s.value));
+        }
+        if net.roce_mtu_bytes.value + net.roce_header_bytes.value > net.mtu_bytes.value {
+            p.push("network.roce_mtu_bytes: the RoCE MTU plus its headers must fit the Ethernet MTU".into());
+        }
+        let obj = c.object_bytes.value;
+        if obj < 4096 || !obj.is_power_of_two() || obj > 1 << 30 {
+            p.push(format!("ceph.object_bytes: must be a power of two in 4096..=1073741824 (got {obj})"));
+        }
+        if c.wal_ring_bytes.value < 1 << 20 {
+            p.push(format!("ceph.wal_ring_bytes: must be at least 1048576 (got {})", c.wal_ring_bytes.value));
+        }
+    }
+}
+
+/// Rewrite the serializer's `[a.b]` tables of exactly `value` and `source` as inline
+/// `b = { value = ..., source = ... }` lines under `[a]` (the same data, as presets write it).
+fn inline_sourced(text: &str) -> String {
+    let mut out = String::new();
+    let mut section = String::new();
+    let mut lines = text.lines().peekable();
+    let open = |out: &mut String, section: &mut String, name: &str| {
+        if section != name {
+            out.push_str(&format!("\n[{name}]\n"));
+            *section = name.to_string();
+        }
+    };
+    while let Some(line) = lines.next() {
+        let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+            if !line.trim().is_empty() {
+                out.push_str(line);
+                out.push('\n');
+            }
+            continue;
+        };
+        let Some((parent, key)) = header.split_once('.') else {
+            open(&mut out, &mut section, header);
+            continue;
+        };
+        let mut body = Vec::new();
+        while let Some(l) = lines.peek() {
+            if l.starts_with('[') || l.trim().is_empty() {
+                break;
+            }
+            body.push(lines.next().expect("peeked"));
+        }
+        match (body.first().and_then(|l| l.strip_prefix("value = ")), body.get(1).and_then(|l| l.strip_prefix("source = "))) {
+            (Some(v), Some(src)) if body.len() == 2 => {
+                open(&mut out, &mut section, parent);
+                out.push_str(&format!("{key} = {{ value = {v}, source = {src} }}\n"));
+            }
+            _ => {
+                out.push_str(&format!("\n[{header}]\n"));
+                section = header.to_string();
+                for l in body {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}

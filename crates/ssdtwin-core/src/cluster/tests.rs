@@ -1,0 +1,272 @@
+//! Queueing invariants of the cluster model on its own counters.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// A small lab: `nodes` x 2 drives of CM5 at 1/512, `clients` clients, 8 GiB volumes.
+pub(crate) fn lab(stack: &str, nodes: u32, clients: u32, replicas: u32) -> ClusterSpec {
+    let o = InitOptions {
+        stack: stack.into(),
+        nodes,
+        drives_per_node: 2,
+        scale: 512,
+        clients,
+        replicas,
+        volume_bytes: 8 << 30,
+        ..InitOptions::default()
+    };
+    ClusterSpec::from_options(&o).unwrap()
+}
+
+const TEMPLATE: &str = r#"{
+    "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
+    "batch": 0, "stonewall": false, "filename": null, "namespace": null,
+    "target_size_bytes": 0, "lba_bytes": 512, "rw": "randread",
+    "directions": ["read"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
+    "rwmixread": 50, "rwmixwrite": 50,
+    "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+           "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+           "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
+    "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
+    "offset_bytes": 0, "size_bytes": 0, "io_size_bytes": 0, "loops": 1,
+    "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
+    "iodepth": 1, "iodepth_configured": 1, "time_based": true, "runtime_ns": 0,
+    "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": true,
+    "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
+    "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
+    "percentage_random": {"read": 100, "write": 100, "trim": 100},
+    "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
+    "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
+    "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
+    "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
+    "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
+             "hist_ms": 0, "max_value": false, "offset": false}
+}"#;
+
+/// One job section per client: 4 KiB `rw` at `iodepth`, time based (engine contract v1).
+pub(crate) fn jobs(spec: &ClusterSpec, rw: &str, iodepth: u32, ramp_ns: u64, runtime_ns: u64) -> Vec<JobSpec> {
+    region_jobs(spec, rw, iodepth, ramp_ns, runtime_ns, spec.volume_bytes_simulated())
+}
+
+/// [`jobs`] over the first `region` bytes of each volume.
+pub(crate) fn region_jobs(spec: &ClusterSpec, rw: &str, iodepth: u32, ramp_ns: u64, runtime_ns: u64, region: u64) -> Vec<JobSpec> {
+    let vol = spec.volume_bytes_simulated();
+    let write = rw.contains("write");
+    (0..spec.cluster.clients)
+        .map(|c| {
+            let mut v: Value = serde_json::from_str(TEMPLATE).unwrap();
+            for (k, x) in [
+                ("name", json!(format!("client{c}"))),
+                ("job_index", json!(c)),
+                ("thread_number", json!(c + 1)),
+                ("group_id", json!(c)),
+                ("target_size_bytes", json!(vol)),
+                ("size_bytes", json!(region)),
+                ("io_size_bytes", json!(region)),
+                ("rw", json!(rw)),
+                ("directions", json!([if write { "write" } else { "read" }])),
+                ("random", json!(rw.starts_with("rand"))),
+                ("iodepth", json!(iodepth)),
+                ("iodepth_configured", json!(iodepth)),
+                ("runtime_ns", json!(runtime_ns)),
+                ("ramp_time_ns", json!(ramp_ns)),
+                ("seed", json!(1000 + c as u64)),
+            ] {
+                v[k] = x;
+            }
+            serde_json::from_value::<JobSpec>(v).unwrap()
+        })
+        .collect()
+}
+
+pub(crate) fn go(spec: &ClusterSpec, rw: &str, iodepth: u32) -> ClusterRun {
+    run(spec, jobs(spec, rw, iodepth, 2_000_000, 40_000_000), &mut |_| true).unwrap()
+}
+
+fn dir(r: &ClusterRun, write: bool) -> &DirTotals {
+    if write {
+        &r.write
+    } else {
+        &r.read
+    }
+}
+
+#[test]
+fn littles_law_holds_on_the_models_own_counters() {
+    for (stack, rw, qd) in
+        [("nvmeof-tcp", "randread", 16), ("nvmeof-tcp", "randwrite", 8), ("ceph-rbd", "randread", 8), ("ceph-rbd", "randwrite", 4)]
+    {
+        let spec = lab(stack, 3, 2, 3);
+        let window = 100_000_000;
+        let r = run(&spec, jobs(&spec, rw, qd, 5_000_000, window), &mut |_| true).unwrap();
+        let d = dir(&r, rw.contains("write"));
+        assert!(d.ios > 200, "{stack} {rw}: {} I/Os", d.ios);
+        // N from the clones' in-flight counters; X and R from the I/Os completed in the
+        // window. They differ by the I/Os straddling the window's ends: about R/W each.
+        let xr = d.iops * d.lat_mean_ns / 1e9;
+        let n = r.outstanding_mean;
+        let bound = 2.0 * d.lat_mean_ns / window as f64 + 0.005;
+        assert!((n - xr).abs() / n < bound, "{stack} {rw}: N = {n:.2} but X·R = {xr:.2} (bound {:.1} %)", bound * 100.0);
+        // Every clone keeps its queue full (a closed loop): N is the total depth.
+        assert!((n - (2 * qd) as f64).abs() < 0.01 * n, "{stack} {rw}: N = {n:.2}, depth {}", 2 * qd);
+    }
+}
+
+#[test]
+fn no_resource_is_busier_than_always() {
+    for stack in ["nvmeof-tcp", "nvmeof-rdma", "ceph-rbd"] {
+        let spec = lab(stack, 3, 2, 3);
+        for rw in ["randread", "randwrite"] {
+            let r = go(&spec, rw, 64);
+            for u in &r.resources {
+                assert!(u.utilisation >= 0.0 && u.utilisation <= 1.0 + 1e-9, "{stack} {rw}: {} at {}", u.name, u.utilisation);
+                assert!(
+                    u.mean_in_use <= u.servers as f64 + 1e-9 || u.kind == "drive",
+                    "{stack} {rw}: {} uses {} of {}",
+                    u.name,
+                    u.mean_in_use,
+                    u.servers
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run_and_another_seed_another() {
+    let spec = lab("ceph-rbd", 3, 2, 3);
+    let a = serde_json::to_string(&go(&spec, "randwrite", 8)).unwrap();
+    let b = serde_json::to_string(&go(&spec, "randwrite", 8)).unwrap();
+    assert_eq!(a, b);
+    let mut other = spec.clone();
+    other.cluster.seed = 2;
+    let c = serde_json::to_string(&go(&other, "randwrite", 8)).unwrap();
+    assert_ne!(a, c);
+}
+
+/// One node, one replica, QD1: a read costs the client's and the target's CPU, the
+/// command capsule and the data crossing the network, and the drive's own read latency.
+#[test]
+fn one_replica_at_qd1_is_the_drive_plus_the_path() {
+    // 400 MiB volumes: reads of the first half reach NAND (the last 12 MiB of the fill
+    // may still sit in the drive's write buffer).
+    let mut spec = lab("nvmeof-tcp", 1, 1, 1);
+    spec.cluster.volume_bytes = 200 << 30;
+    let half = spec.volume_bytes_simulated() / 2;
+    let r = run(&spec, region_jobs(&spec, "randread", 1, 1_000_000, 40_000_000, half), &mut |_| true).unwrap();
+    // The drive alone: the same preset at the same scale, filled the same way, QD1 reads.
+    let layout = Layout::new(&spec, drive_bytes(&spec).unwrap()).unwrap();
+    let mut drives = build_drives(&spec, &layout).unwrap();
+    let d = &mut drives[0];
+    let mut t = 0u64;
+    let mut sum = 0u64;
+    let n = 2000u64;
+    let mut rng = crate::rng::Rng::new(3);
+    let blocks = half / 4096;
+    for _ in 0..n {
+        let slba = rng.below(blocks) * 8;
+        let done = d
+            .timing
+            .submit(&mut d.ctrl, t, crate::engine::HostCmd { op: crate::engine::HostOp::Read, nsid: crate::nvme::NsId(1), slba, nlb: 8 })
+            .unwrap();
+        sum += done - t;
+        t = done;
+    }
+    let drive_ns = sum as f64 / n as f64;
+    let c = &spec.client;
+    let nv = &spec.nvmeof;
+    let cpu = (c.fio_submit_ns.value + nv.md_ns.value + nv.tcp_host_tx_ns.value + nv.tcp_target_rx_ns.value)
+        + (nv.tcp_target_tx_ns.value + nv.tcp_host_rx_ns.value + c.fio_complete_ns.value);
+    let net = &spec.network;
+    let wire = |bytes: u64| {
+        let mss = (net.mtu_bytes.value - net.tcp_ip_header_bytes.value) as u64;
+        let frames = bytes.div_ceil(mss);
+        let wire =
+            (bytes + frames * net.tcp_ip_header_bytes.value as u64).max(frames * 46) + frames * net.frame_overhead_bytes.value as u64;
+        // Cut-through: the switch's port to the node sends while the client's still does.
+        (wire * 8_000_000_000).div_ceil(net.link_bits_per_s.value) as f64
+    };
+    let hops = 2.0 * (2 * net.propagation_ns.value + net.switch_latency_ns.value) as f64;
+    let path = cpu as f64 + wire(nv.capsule_bytes.value as u64) + wire(4096 + nv.data_header_bytes.value as u64) + hops;
+    let expect = drive_ns + path;
+    assert!(
+        (r.read.lat_mean_ns - expect).abs() / expect < 0.02,
+        "cluster {:.0} ns, drive {drive_ns:.0} + path {path:.0} = {expect:.0}",
+        r.read.lat_mean_ns
+    );
+}
+
+#[test]
+fn a_write_waits_for_every_replica() {
+    let one = go(&lab("nvmeof-tcp", 3, 1, 1), "randwrite", 1);
+    let three = go(&lab("nvmeof-tcp", 3, 1, 3), "randwrite", 1);
+    // Three mirrors: the client's CPU per mirror and the slowest of three replies.
+    assert!(three.write.lat_mean_ns > one.write.lat_mean_ns);
+    let ceph1 = go(&lab("ceph-rbd", 3, 1, 1), "randwrite", 1);
+    let ceph3 = go(&lab("ceph-rbd", 3, 1, 3), "randwrite", 1);
+    // Primary copy: the replica ops are a second network round trip and two more OSD ops.
+    let osd = &lab("ceph-rbd", 3, 1, 3).ceph;
+    let extra = 2 * osd.osd_msgr_ns.value + osd.osd_op_ns.value;
+    assert!(ceph3.write.lat_mean_ns > ceph1.write.lat_mean_ns + extra as f64, "{} vs {}", ceph3.write.lat_mean_ns, ceph1.write.lat_mean_ns);
+    // Every replica's drive saw the writes.
+    let drives_written = ceph3.drives.iter().filter(|d| d.writes > 0).count();
+    assert!(drives_written >= 3);
+}
+
+#[test]
+fn bad_labs_are_refused_with_every_problem() {
+    let mut o = InitOptions { nodes: 0, replicas: 3, ..InitOptions::default() };
+    let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
+    assert!(e.contains("cluster.nodes: must be 1..=64 (got 0)") && e.contains("cluster.replicas"), "{e}");
+    o = InitOptions { replicas: 4, ..InitOptions::default() };
+    assert!(ClusterSpec::from_options(&o).unwrap_err().to_string().contains("cluster.replicas: must be 1..=3"));
+    o = InitOptions { volume_bytes: 6 << 40, ..InitOptions::default() };
+    let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
+    assert!(e.contains("more than the pool"), "{e}");
+    o = InitOptions { stack: "iscsi".into(), network: "7GbE".into(), ..InitOptions::default() };
+    let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
+    assert!(e.contains("--stack 'iscsi'") && e.contains("--network '7GbE'"), "{e}");
+}
+
+#[test]
+fn the_toml_round_trips_and_refuses_unknown_fields() {
+    let spec = lab("ceph-rbd", 3, 4, 3);
+    let text = spec.to_toml();
+    assert_eq!(ClusterSpec::from_toml(&text, "t").unwrap(), spec);
+    assert!(text.contains("\n[hosts]\nnode_cores = { value = 32, source = "), "{text}");
+    let bad = text.replace("[hosts]", "[hosts]\ncores_per_socket = 4");
+    assert!(ClusterSpec::from_toml(&bad, "t").unwrap_err().to_string().contains("cores_per_socket"));
+    let v: Value = toml::from_str(&text).unwrap();
+    assert!(v["ceph"]["osd_op_ns"]["source"].as_str().unwrap().contains("Ceph OSD CPU scaling 2022"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any small lab, either stack, either direction: the queue stays full (closed loop),
+    /// Little's law holds within the window's boundary effect (I/Os straddling its ends,
+    /// about R/W), and no resource is busier than it can be.
+    #[test]
+    fn queueing_invariants_hold_on_random_labs(
+        stack in 0usize..3, nodes in 1u32..=3, clients in 1u32..=3, rep in 0u32..3, qd in 1u32..=24, write in any::<bool>(), seed in 0u64..1000
+    ) {
+        let stack = ["nvmeof-tcp", "nvmeof-rdma", "ceph-rbd"][stack];
+        let mut spec = lab(stack, nodes, clients, 1 + rep % nodes);
+        spec.cluster.seed = seed;
+        let rw = if write { "randwrite" } else { "randread" };
+        let window = 60_000_000;
+        let r = run(&spec, jobs(&spec, rw, qd, 5_000_000, window), &mut |_| true).unwrap();
+        let d = dir(&r, write);
+        let n = r.outstanding_mean;
+        let depth = (clients * qd) as f64;
+        prop_assert!((n - depth).abs() <= 0.02 * depth, "N = {} for a depth of {}", n, depth);
+        let xr = d.iops * d.lat_mean_ns / 1e9;
+        let bound = n * (2.0 * d.lat_mean_ns / window as f64 + 0.02);
+        prop_assert!((n - xr).abs() <= bound, "{} {}: N = {:.2}, X·R = {:.2} (bound {:.2})", stack, rw, n, xr, bound);
+        for u in &r.resources {
+            prop_assert!(u.utilisation >= 0.0 && u.utilisation <= 1.0 + 1e-9, "{} at {}", u.name, u.utilisation);
+        }
+        prop_assert_eq!(r.clones.len(), clients as usize);
+    }
+}

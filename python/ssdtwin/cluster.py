@@ -1,0 +1,289 @@
+"""Replicated block storage built from drive twins (docs/models.md, "Replicated block storage").
+
+A cluster folder holds ``cluster.toml``: the topology (nodes, drives, clients, replicas,
+volume size, scale, seed), the network and every per-I/O software cost with its source.
+Runs build the cluster afresh from it in memory (the drives are the preset's twins, filled
+with the volumes' data), so a folder is a description, never a state that drifts.
+
+fio job files drive it: one job section per client volume (numjobs for more jobs on a
+client), resolved against a volume of ``volume_bytes / scale``; the output is fio's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from . import _core
+from .fio import parse, parse_string
+from .fio.parser import Run
+
+CONFIG = "cluster.toml"
+LBA_BYTES = 512  # the block size both stacks present to the client (RBD, KumoScale volumes)
+
+# A point's window in simulated time (ramp, runtime), per stack: long enough that the figures
+# stop moving with it (docs/models.md §11, "Measurement windows"). NVMe-oF settles at once;
+# Ceph's 99th percentile under load keeps growing for about a second as I/Os gather behind the
+# op shards whose threads wait for a busy PG lock.
+WINDOWS_MS = {"nvmeof-tcp": (20, 100), "nvmeof-rdma": (20, 100), "ceph-rbd": (1000, 1000)}
+
+
+def windows_ms(stack: str) -> tuple[int, int]:
+    return WINDOWS_MS[stack]
+
+
+class ClusterError(Exception):
+    """A cluster folder or option that cannot be used (one line)."""
+
+
+@dataclass
+class Cluster:
+    """A cluster description: its ``cluster.toml`` text and the parsed spec."""
+
+    text: str
+    spec: dict[str, Any]
+    path: Optional[Path] = None
+
+    @staticmethod
+    def from_text(text: str, origin: str = CONFIG, path: Optional[Path] = None) -> Cluster:
+        return Cluster(text, _core.cluster_spec(text, origin), path)
+
+    @staticmethod
+    def create(path: os.PathLike[str] | str, **options: Any) -> Cluster:
+        """Write a new cluster folder from ``cluster init`` options (``InitOptions``: stack,
+        nodes, drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,
+        ceph_version; defaults are the brief's lab)."""
+        p = Path(path)
+        if (p / CONFIG).exists():
+            raise ClusterError(f"{p}: already a cluster folder ({CONFIG} exists)")
+        if p.exists() and not p.is_dir():
+            raise ClusterError(f"{p}: not a folder")
+        text = _core.cluster_init(options)
+        p.mkdir(parents=True, exist_ok=True)
+        (p / CONFIG).write_text(text)
+        return Cluster.from_text(text, str(p / CONFIG), p)
+
+    @staticmethod
+    def open(path: os.PathLike[str] | str) -> Cluster:
+        p = Path(path)
+        f = p / CONFIG
+        if not p.is_dir():
+            raise ClusterError(f"{p}: not a cluster folder (no such folder)")
+        if not f.is_file():
+            raise ClusterError(f"{p}: not a cluster folder (no {CONFIG}; make one with `ssdtwin cluster init`)")
+        try:
+            text = f.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ClusterError(f"{f}: {e}") from None
+        return Cluster.from_text(text, str(f), p)
+
+    def options(self) -> dict[str, Any]:
+        """The topology as ``cluster init`` options (what ``--like`` copies)."""
+        t = self.spec["cluster"]
+        keys = ("stack", "nodes", "drives_per_node", "drive", "scale", "clients", "replicas", "volume_bytes", "seed")
+        out = {k: t[k] for k in keys}
+        out["network"] = self.spec["network"]["name"]
+        out["ceph_version"] = self.spec["ceph"]["version"]
+        return out
+
+    @property
+    def stack(self) -> str:
+        return str(self.spec["cluster"]["stack"])
+
+    def info(self) -> dict[str, Any]:
+        """Where the data lives (drives, volumes, PGs), without running anything."""
+        return dict(_core.cluster_info(self.text))
+
+    @property
+    def volume_bytes(self) -> int:
+        """Each volume as simulated (1/scale of its size, in whole RBD objects)."""
+        return int(self.info()["volume_bytes"])
+
+    def resolve(self, run: Run) -> list[dict[str, Any]]:
+        """The engine input of a parsed run, against this cluster's volumes."""
+        return run.to_engine(self.volume_bytes, LBA_BYTES)
+
+    def run(self, run: Run, progress: Optional[Callable[[int], object]] = None) -> dict[str, Any]:
+        """Simulate a parsed fio run; returns the ClusterRun dict (``clones`` is fio's engine
+        output, one per clone, for ``ssdtwin.fio.output``)."""
+        return dict(_core.cluster_run(self.text, self.resolve(run), progress))
+
+    def run_files(
+        self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int], object]] = None
+    ) -> tuple[Run, dict[str, Any]]:
+        run = parse(list(files), run_seed=run_seed)
+        return run, self.run(run, progress)
+
+    def run_text(
+        self, text: str, name: str = "<cluster>", progress: Optional[Callable[[int], object]] = None
+    ) -> tuple[Run, dict[str, Any]]:
+        run = parse_string(text, name=name)
+        return run, self.run(run, progress)
+
+
+def with_stack(base: Cluster, stack: str, **changes: Any) -> Cluster:
+    """A cluster of ``base``'s lab with another stack (and any other init option changed),
+    costs at their defaults: what ``cluster init --like`` writes."""
+    opts = base.options()
+    opts.update(changes, stack=stack)
+    return Cluster.from_text(_core.cluster_init(opts))
+
+
+def sweep_job(clients: int, rw: str, iodepth: int, numjobs: int = 1, ramp_ms: int = 20, runtime_ms: int = 100) -> str:
+    """The job file of one sweep point: 4 KiB ``rw`` at ``iodepth`` per job, ``numjobs`` jobs
+    per client, one section per client volume, time based."""
+    head = (
+        f"[global]\nioengine=libaio\ndirect=1\nrw={rw}\nbs=4k\niodepth={iodepth}\nnumjobs={numjobs}\n"
+        f"time_based=1\nramp_time={ramp_ms}ms\nruntime={runtime_ms}ms\n"
+    )
+    return head + "".join(f"[client{c}]\n" for c in range(clients))
+
+
+def parse_outstanding(text: str) -> list[int]:
+    """``1..256`` (powers of two from 1 to 256), ``1,8,64`` or ``32``."""
+    text = text.strip()
+    try:
+        if ".." in text:
+            lo_s, hi_s = text.split("..", 1)
+            lo, hi = int(lo_s), int(hi_s)
+            if lo < 1 or hi < lo:
+                raise ValueError
+            out = []
+            v = lo
+            while v <= hi:
+                out.append(v)
+                v *= 2
+            if out[-1] != hi:
+                out.append(hi)
+            return out
+        vals = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ClusterError(
+            f"--outstanding '{text}': a range such as 1..256 (powers of two) or a list such as 1,8,64 of positive integers"
+        ) from None
+    if not vals or min(vals) < 1 or max(vals) > 65535:
+        raise ClusterError(f"--outstanding '{text}': each value must be 1..65535")
+    return vals
+
+
+def summary(res: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures of a run: per direction IOPS, mean and 99 % latency (µs); the model's own
+    time-average I/Os in flight beside Little's law; the busiest resources."""
+    out: dict[str, Any] = {}
+    for d in ("read", "write"):
+        t = res[d]
+        if t["ios"]:
+            out[d] = {"iops": t["iops"], "lat_mean_us": t["lat_mean_ns"] / 1e3, "lat_p99_us": t["lat_p99_ns"] / 1e3}
+    little = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in ("read", "write"))
+    out["outstanding_mean"] = res["outstanding_mean"]
+    out["little_x_r"] = little
+    out["busiest"] = [{"name": r["name"], "utilisation": r["utilisation"]} for r in res["resources"][:5]]
+    out["events"] = res["events"]
+    return out
+
+
+def sweep(
+    cluster: Cluster,
+    outstanding: Sequence[int],
+    rws: Sequence[str] = ("randread", "randwrite"),
+    numjobs: int = 1,
+    ramp_ms: Optional[int] = None,
+    runtime_ms: Optional[int] = None,
+    log: Callable[[str], None] = lambda _: None,
+    progress: Optional[Callable[[int], object]] = None,
+) -> list[dict[str, Any]]:
+    """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
+    per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
+    a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
+    clients = int(cluster.spec["cluster"]["clients"])
+    ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms
+    runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms
+    rows = []
+    for rw in rws:
+        d = "write" if "write" in rw else "read"
+        for level in outstanding:
+            qd = max(1, level // numjobs)
+            t0 = time.perf_counter()
+            _, res = cluster.run_text(sweep_job(clients, rw, qd, numjobs, ramp_ms, runtime_ms), name=f"sweep-{rw}-{qd}", progress=progress)
+            wall = time.perf_counter() - t0
+            top = res["resources"][0]
+            t = res[d]
+            row = {
+                "stack": res["stack"],
+                "rw": rw,
+                "outstanding_per_client": qd * numjobs,
+                "outstanding_total": qd * numjobs * clients,
+                "iops": t["iops"],
+                "lat_mean_us": t["lat_mean_ns"] / 1e3,
+                "lat_p99_us": t["lat_p99_ns"] / 1e3,
+                "outstanding_mean": res["outstanding_mean"],
+                "busiest": top["name"],
+                "busiest_utilisation": top["utilisation"],
+                "events": res["events"],
+                "wall_s": wall,
+            }
+            rows.append(row)
+            log(
+                f"{res['stack']:<12} {rw:<10} {qd * numjobs:>5}/client {t['iops']:>12,.0f} IOPS  mean {row['lat_mean_us']:>9.1f} us  "
+                f"p99 {row['lat_p99_us']:>9.1f} us  busiest {top['name']} {top['utilisation']:.0%}  [{wall:.1f} s]"
+            )
+    return rows
+
+
+def plot_sweep(
+    rows: Sequence[Mapping[str, Any]],
+    out_dir: os.PathLike[str] | str,
+    title: str = "",
+    marks: Sequence[tuple[str, str, float, float]] = (),
+) -> list[Path]:
+    """One PNG per direction: IOPS against outstanding I/O, and mean (solid) and 99 %
+    (dashed) latency against IOPS, one colour per stack. ``marks`` are (rw, label, IOPS,
+    latency in µs) points drawn as stars on the latency plot (published figures)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for rw in sorted({str(r["rw"]) for r in rows}):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for i, stack in enumerate(sorted({str(r["stack"]) for r in rows if r["rw"] == rw})):
+            pts = sorted((r for r in rows if r["rw"] == rw and r["stack"] == stack), key=lambda r: r["outstanding_per_client"])
+            colour = f"C{i}"
+            q = [r["outstanding_per_client"] for r in pts]
+            x = [r["iops"] for r in pts]
+            ax1.plot(q, x, "o-", color=colour, label=stack)
+            ax2.plot(x, [r["lat_mean_us"] for r in pts], "o-", color=colour, label=f"{stack} mean")
+            ax2.plot(x, [r["lat_p99_us"] for r in pts], "s--", color=colour, label=f"{stack} 99 %")
+        for i, (_, label, iops, lat_us) in enumerate(m for m in marks if m[0] == rw):
+            ax2.plot([iops], [lat_us], "*", markersize=14, color=f"C{i + 2}", label=label)
+        ax1.set(xscale="log", yscale="log", xlabel="outstanding I/O per client", ylabel="IOPS", title=f"{rw}: throughput")
+        ax1.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax2.set(xscale="log", yscale="log", xlabel="IOPS", ylabel="latency (µs)", title=f"{rw}: latency against throughput")
+        ax2.xaxis.set_minor_formatter(NullFormatter())
+        for ax in (ax1, ax2):
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+        p = out / f"{rw}.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def littles_law_gap(res: Mapping[str, Any]) -> float:
+    """|N − X·R| / N over the window, from the model's own counters."""
+    n = float(res["outstanding_mean"])
+    xr = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in ("read", "write"))
+    return abs(n - xr) / n if n > 0 else (0.0 if xr == 0 else math.inf)

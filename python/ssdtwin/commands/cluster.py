@@ -1,0 +1,236 @@
+"""``ssdtwin cluster``: replicated block storage built from drive twins (docs/cli.md, cluster).
+
+``init`` writes a cluster folder (``cluster.toml``: topology, network, every per-I/O cost
+with its source); ``info`` shows where the data lives; ``fio`` runs fio job files on it (one
+job section per client volume) and prints fio's output; ``sweep`` steps the outstanding I/O
+and plots IOPS against mean and 99 % latency.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .. import _core
+from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
+from ..drive import parse_scale
+from .common import U64, check_fmt, emit_json, fail, say
+
+cluster = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Replicated block storage (NVMe-oF or Ceph RBD) built from drive twins over a network model (docs/models.md).",
+)
+
+ClusterDir = typer.Argument(..., metavar="DIR", help="cluster folder (ssdtwin cluster init)")
+
+
+def _open(path: Path) -> Cluster:
+    try:
+        return Cluster.open(path)
+    except ClusterError as e:
+        fail(str(e))
+    except _core.SpecError as e:
+        fail(f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e))
+
+
+def _size(flag: str, text: str) -> int:
+    try:
+        return _core.parse_size(text)
+    except ValueError as e:
+        fail(f"{flag} '{text}': {e}")
+
+
+def _ms(flag: str, text: str) -> int:
+    t = text.strip().lower()
+    try:
+        if t.endswith("ms"):
+            v = float(t[:-2])
+        elif t.endswith("s"):
+            v = float(t[:-1]) * 1e3
+        else:
+            v = float(t)
+    except ValueError:
+        fail(f"{flag} '{text}': a duration such as 100ms or 1s")
+    if not 1 <= v <= 3_600_000:
+        fail(f"{flag} '{text}': must be 1 ms to 1 h")
+    return int(v)
+
+
+@cluster.command("init")
+def init_cmd(
+    path: Path = typer.Argument(..., metavar="DIR", help="new cluster folder"),
+    like: Optional[Path] = typer.Option(
+        None, "--like", help="copy the lab (nodes, drives, clients, network, volumes, scale, seed) of this cluster"
+    ),
+    stack: Optional[str] = typer.Option(None, "--stack", help="nvmeof-tcp, nvmeof-rdma or ceph-rbd (default nvmeof-tcp)"),
+    nodes: Optional[int] = typer.Option(None, "--nodes", help="storage nodes (default 3)"),
+    drives_per_node: Optional[int] = typer.Option(None, "--drives-per-node", help="drives per storage node (default 5)"),
+    drive: Optional[str] = typer.Option(None, "--drive", help="drive preset (ssdtwin models; default kioxia-cm5-r-3.84t)"),
+    clients: Optional[int] = typer.Option(None, "--clients", help="client hosts, one volume each (default 4)"),
+    network: Optional[str] = typer.Option(None, "--network", help="10GbE, 25GbE, 40GbE, 100GbE or 200GbE (default 100GbE)"),
+    replicas: Optional[int] = typer.Option(None, "--replicas", help="copies of every volume, one per node at most (default 3)"),
+    volume_size: Optional[str] = typer.Option(None, "--volume-size", help="each client's volume at full scale (default 200GiB)"),
+    ceph_version: Optional[int] = typer.Option(None, "--ceph-version", help="Ceph release of the cost table (14)"),
+    scale: Optional[str] = typer.Option(None, "--scale", help="1/N: drives and volumes at 1/N (default 1/64)"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the cluster (default 1)"),
+    fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
+) -> None:
+    """Write a cluster folder: cluster.toml with the topology and every cost, each with its source."""
+    check_fmt(fmt)
+    opts: dict[str, Any] = _open(like).options() if like is not None else {}
+    given: dict[str, Any] = {
+        "stack": stack,
+        "nodes": nodes,
+        "drives_per_node": drives_per_node,
+        "drive": drive,
+        "clients": clients,
+        "network": network,
+        "replicas": replicas,
+        "ceph_version": ceph_version,
+        "seed": seed,
+    }
+    for flag, key in (("--nodes", "nodes"), ("--drives-per-node", "drives_per_node"), ("--clients", "clients"), ("--replicas", "replicas")):
+        v = given[key]
+        if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
+            fail(f"{flag} {v}: must be 0..4294967295")
+    opts.update({k: v for k, v in given.items() if v is not None})
+    if volume_size is not None:
+        opts["volume_bytes"] = _size("--volume-size", volume_size)
+    if scale is not None:
+        try:
+            opts["scale"] = parse_scale(scale)
+        except ValueError as e:
+            fail(f"--scale: {e}")
+    try:
+        c = Cluster.create(path, **opts)
+    except ClusterError as e:
+        fail(str(e))
+    except _core.SpecError as e:
+        fail(str(e))
+    except OSError as e:
+        fail(f"{path}: {e.strerror or e}")
+    if fmt == "json":
+        emit_json(c.spec)
+        return
+    t = c.spec["cluster"]
+    typer.echo(
+        f"{path}: {t['stack']} cluster, {t['nodes']} nodes x {t['drives_per_node']} {t['drive']}, {t['clients']} clients, "
+        f"{c.spec['network']['name']}, {t['replicas']} replicas of {t['clients']} x {t['volume_bytes'] / 2**30:g} GiB volumes, "
+        f"drives at 1/{t['scale']} (costs and sources: {path}/cluster.toml)"
+    )
+
+
+@cluster.command("info")
+def info_cmd(path: Path = ClusterDir, fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json")) -> None:
+    """Where the data lives: drives, volume size as simulated, replicas or PGs per drive."""
+    check_fmt(fmt)
+    c = _open(path)
+    try:
+        info = c.info()
+    except _core.SsdtwinError as e:
+        fail(f"{path}: {e}")
+    if fmt == "json":
+        emit_json({"spec": c.spec, "layout": info})
+        return
+    t = c.spec["cluster"]
+    what = "primary PGs" if t["stack"] == "ceph-rbd" else "volume replica(s)"
+    typer.echo(
+        f"{t['stack']}: {info['drives']} drives of {info['drive_bytes'] / 1e9:.2f} GB at 1/{t['scale']}, "
+        f"{info['volumes']} volumes of {info['volume_bytes'] / 2**20:.0f} MiB as simulated"
+    )
+    for d, (used, n) in enumerate(zip(info["used_bytes"], info["placements"])):
+        typer.echo(f"  drive{d:<3} node{d // t['drives_per_node']}  {used / 2**20:>10.0f} MiB used  {n:>4} {what}")
+
+
+@cluster.command("fio")
+def fio_cmd(
+    path: Path = ClusterDir,
+    jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s): one job section per client volume"),
+    output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
+    output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
+    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0"),
+    dump_jobs: Optional[Path] = typer.Option(None, "--dump-jobs", help="also write the resolved engine input (JSON) here"),
+) -> None:
+    """Run fio job files on the cluster in simulated time; fio's output, then the busiest resources on stderr."""
+    from ..fio import FioJobError
+    from ..fio.run import job_file_problem, render
+
+    if output_format not in ("normal", "json", "json+"):
+        fail(f"--output-format '{output_format}': must be normal, json or json+")
+    problems = [p for p in map(job_file_problem, jobs) if p]
+    if problems:
+        fail(*problems)
+    if output is not None and (output.is_dir() or not output.parent.is_dir()):
+        fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
+    c = _open(path)
+    t0 = time.perf_counter()
+    try:
+        from ..fio import parse
+
+        run = parse([str(j) for j in jobs], run_seed=seed)
+        specs = c.resolve(run)
+        if dump_jobs is not None:
+            dump_jobs.write_text(json.dumps(specs))
+        res = dict(_core.cluster_run(c.text, specs, None, str(path / "cluster.toml")))
+    except FioJobError as e:
+        fail(*e.lines())
+    except (_core.EngineError, _core.SpecError) as e:
+        fail(str(e))
+    wall = time.perf_counter() - t0
+    text = render(run, res["clones"], output_format)
+    if output is not None:
+        output.write_text(text)
+    else:
+        typer.echo(text, nl=not text.endswith("\n"))
+    top = ", ".join(f"{r['name']} {r['utilisation']:.0%}" for r in res["resources"][:3])
+    say(f"ssdtwin cluster fio: {res['stack']}, {res['simulated_ns'] / 1e9:.3f} s simulated in {wall:.2f} s; busiest: {top}")
+
+
+@cluster.command("sweep")
+def sweep_cmd(
+    path: Path = ClusterDir,
+    outstanding: str = typer.Option("1..256", "--outstanding", help="outstanding I/O per client: 1..256 (powers of two) or a list 1,8,64"),
+    rw: str = typer.Option("randread,randwrite", "--rw", help="fio rw of each curve (4 KiB): randread, randwrite, read, write"),
+    numjobs: int = typer.Option(1, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O"),
+    runtime: str = typer.Option("auto", "--runtime", help="measured simulated time per point (auto: 100ms NVMe-oF, 1s Ceph)"),
+    ramp: str = typer.Option("auto", "--ramp", help="simulated warm-up per point (auto: 20ms NVMe-oF, 1s Ceph)"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="write one PNG per rw into this folder"),
+    fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
+) -> None:
+    """IOPS, mean and 99 % latency and the busiest resource as outstanding I/O grows."""
+    check_fmt(fmt)
+    try:
+        levels = parse_outstanding(outstanding)
+    except ClusterError as e:
+        fail(str(e))
+    rws = [x.strip() for x in rw.split(",") if x.strip()]
+    bad = [x for x in rws if x not in ("randread", "randwrite", "read", "write")]
+    if bad or not rws:
+        fail(f"--rw '{rw}': a comma list of randread, randwrite, read, write")
+    runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
+    ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
+    if plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
+    c = _open(path)
+    auto = windows_ms(c.stack)
+    say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    try:
+        rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=log)
+    except (_core.EngineError, _core.SpecError) as e:
+        fail(str(e))
+    if plot is not None:
+        for p in plot_sweep(rows, plot, title=f"{c.stack}, {path}"):
+            say(f"ssdtwin cluster sweep: wrote {p}")
+        (plot / "sweep.json").write_text(json.dumps(rows, indent=2))
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.1f} s wall, {len(rows)} points)")

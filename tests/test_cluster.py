@@ -1,0 +1,210 @@
+"""``ssdtwin cluster`` end to end (docs/cli.md, cluster): init, info, fio with fio's JSON out,
+sweep with plots, ``reproduce kumoscale``, and bad input (one line, exit != 0).
+
+The labs are small (3 nodes x 2 drives at 1/512, 8 GiB volumes) so each run builds its
+drives in milliseconds; the brief's full lab runs in `reproduce kumoscale` (docs/models.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ssdtwin.cluster import Cluster, littles_law_gap, sweep, with_stack
+from test_bad_input import assert_one_line_error
+from test_sources import MARKS, source_keys
+from twin import run_cli
+
+SMALL = ("--nodes", "3", "--drives-per-node", "2", "--clients", "2", "--scale", "1/512", "--volume-size", "8GiB")
+
+
+@pytest.fixture(scope="module")
+def labs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("clusters")
+    run_cli("cluster", "init", root / "nv", *SMALL, "--stack", "nvmeof-tcp")
+    run_cli("cluster", "init", root / "ceph", "--like", root / "nv", "--stack", "ceph-rbd", "--ceph-version", "14")
+    return {"nvmeof-tcp": root / "nv", "ceph-rbd": root / "ceph"}
+
+
+def job_file(tmp_path: Path, rw: str = "randread", iodepth: int = 8, sections: int = 2, extra: str = "") -> Path:
+    text = f"[global]\nioengine=libaio\ndirect=1\nrw={rw}\nbs=4k\niodepth={iodepth}\ntime_based=1\nruntime=20ms\nramp_time=2ms\n{extra}"
+    text += "".join(f"[vol{i}]\n" for i in range(sections))
+    p = tmp_path / f"{rw}-{iodepth}.fio"
+    p.write_text(text)
+    return p
+
+
+def test_init_writes_every_cost_with_its_source(tmp_path: Path) -> None:
+    r = run_cli("cluster", "init", tmp_path / "lab", "-o", "json")
+    spec = r.json()
+    t = spec["cluster"]
+    # The brief's lab is the default (KIOXIA KumoScale vs Ceph study).
+    assert (t["nodes"], t["drives_per_node"], t["drive"], t["clients"], t["replicas"]) == (3, 5, "kioxia-cm5-r-3.84t", 4, 3)
+    assert t["volume_bytes"] == 200 * 2**30 and spec["network"]["name"] == "100GbE"
+    text = (tmp_path / "lab" / "cluster.toml").read_text()
+    sourced = [line for line in text.splitlines() if "= { value = " in line]
+    assert len(sourced) > 40
+    assert all('source = "' in line and 'source = ""' not in line for line in sourced)
+    assert "[ceph]" in text and "osd_op_ns = { value = 150000" in text
+    # Every cost is marked, and a published one names its document in docs/sources.md.
+    keys = source_keys()
+    for section in ("hosts", "network", "client", "nvmeof", "ceph"):
+        for name, entry in spec[section].items():
+            if not isinstance(entry, dict):
+                continue
+            src = entry["source"]
+            assert src.startswith(MARKS), f"{section}.{name}: {src}"
+            if src.startswith("[SRC]"):
+                assert any(k in src for k in keys), f"{section}.{name}: [SRC] names no document of docs/sources.md: {src}"
+
+
+def test_like_copies_the_lab_and_changes_the_stack(labs: dict[str, Path]) -> None:
+    a = Cluster.open(labs["nvmeof-tcp"]).options()
+    b = Cluster.open(labs["ceph-rbd"]).options()
+    assert b.pop("stack") == "ceph-rbd" and a.pop("stack") == "nvmeof-tcp"
+    assert a == b
+
+
+def test_info_places_one_replica_per_node(labs: dict[str, Path]) -> None:
+    info = run_cli("cluster", "info", labs["nvmeof-tcp"], "-o", "json").json()["layout"]
+    assert info["drives"] == 6 and info["volumes"] == 2
+    # 2 volumes x 3 replicas on 3 nodes of 2 drives: every drive holds one replica.
+    assert info["placements"] == [1] * 6
+    ceph = run_cli("cluster", "info", labs["ceph-rbd"], "-o", "json").json()["layout"]
+    assert sum(ceph["placements"]) == ceph["pgs"] == 512
+
+
+@pytest.mark.parametrize("stack", ["nvmeof-tcp", "ceph-rbd"])
+def test_fio_prints_fios_json(labs: dict[str, Path], tmp_path: Path, stack: str) -> None:
+    r = run_cli("cluster", "fio", labs[stack], job_file(tmp_path, "randwrite"), "--output-format", "json")
+    out = json.loads(r.stdout)  # stdout is only fio's JSON
+    jobs = out["jobs"]
+    assert [j["jobname"] for j in jobs] == ["vol0", "vol1"]
+    for j in jobs:
+        w = j["write"]
+        assert w["iops"] > 0 and w["clat_ns"]["mean"] > 0 and j["read"]["io_bytes"] == 0
+        assert w["clat_ns"]["percentile"]["99.000000"] >= w["clat_ns"]["percentile"]["50.000000"]
+    assert "busiest:" in r.stderr
+
+
+def test_fio_normal_output_and_numjobs(labs: dict[str, Path], tmp_path: Path) -> None:
+    r = run_cli("cluster", "fio", labs["nvmeof-tcp"], job_file(tmp_path, extra="numjobs=2\n"))
+    assert r.stdout.count("vol0: (groupid=") == 2 and "IOPS=" in r.stdout
+
+
+def test_sweep_rises_at_flat_latency_then_saturates(labs: dict[str, Path], tmp_path: Path) -> None:
+    r = run_cli(
+        "cluster", "sweep", labs["nvmeof-tcp"], "--outstanding", "1,2,64,256", "--rw", "randread", "--runtime", "20ms", "--ramp", "2ms",
+        "--plot", tmp_path / "plots", "-o", "json",
+    )  # fmt: skip
+    rows = r.json()
+    assert [x["outstanding_per_client"] for x in rows] == [1, 2, 64, 256]
+    q1, q2, q64, q256 = rows
+    # Linear at low load: twice the I/O in flight, twice the IOPS at the same latency.
+    assert q2["iops"] == pytest.approx(2 * q1["iops"], rel=0.05)
+    assert q2["lat_mean_us"] == pytest.approx(q1["lat_mean_us"], rel=0.05)
+    # Saturated: 4x the load, the same IOPS, 4x the latency (Little's law).
+    assert q256["iops"] == pytest.approx(q64["iops"], rel=0.05)
+    assert q256["lat_mean_us"] == pytest.approx(4 * q64["lat_mean_us"], rel=0.1)
+    assert q256["busiest_utilisation"] > 0.95
+    assert (tmp_path / "plots" / "randread.png").stat().st_size > 10_000
+    assert len(json.loads((tmp_path / "plots" / "sweep.json").read_text())) == 4
+
+
+def test_the_api_runs_both_stacks_and_littles_law_holds(labs: dict[str, Path]) -> None:
+    nv = Cluster.open(labs["nvmeof-tcp"])
+    rows = sweep(nv, [16], ["randread"], ramp_ms=5, runtime_ms=40) + sweep(
+        with_stack(nv, "ceph-rbd"), [16], ["randread"], ramp_ms=5, runtime_ms=40
+    )
+    assert [r["stack"] for r in rows] == ["nvmeof-tcp", "ceph-rbd"]
+    # The same load: NVMe-oF answers much faster than Ceph's OSD software path.
+    assert rows[0]["lat_mean_us"] * 3 < rows[1]["lat_mean_us"]
+    for r in rows:
+        assert r["outstanding_mean"] == pytest.approx(2 * 16, rel=0.01)
+    _, res = nv.run_text("[global]\nrw=randread\nbs=4k\niodepth=16\ntime_based=1\nruntime=40ms\nramp_time=2ms\n[a]\n[b]\n")
+    assert littles_law_gap(res) < 0.02
+
+
+def test_reproduce_kumoscale_prints_both_systems_beside_the_brief() -> None:
+    r = run_cli("reproduce", "kumoscale", "--scale", "1/256", "--no-curves", "-o", "json")
+    rows = {row["stack"]: row for row in r.json()["brief"]}
+    nv, ceph = rows["nvmeof-tcp"], rows["ceph-rbd"]
+    assert (nv["brief_iops"], ceph["brief_iops"]) == (2_293_860, 43_852)
+    # Each at the load its own figures imply (N = X·R over 4 clients).
+    assert (nv["outstanding_total"], ceph["outstanding_total"]) == (848, 360)
+    assert nv["randread"]["iops"] > 3 * ceph["randread"]["iops"]
+    assert nv["randread"]["lat_mean_us"] < ceph["randread"]["lat_mean_us"]
+    assert nv["randwrite"]["lat_mean_us"] < ceph["randwrite"]["lat_mean_us"]
+    for row in (nv, ceph):
+        for d in ("randread", "randwrite"):
+            assert row[d]["outstanding_mean"] == pytest.approx(row["outstanding_total"], rel=0.01)
+            assert row[d]["little_x_r"] == pytest.approx(row[d]["outstanding_mean"], rel=0.05)
+    assert "Ceph 14 (RBD)" in r.stderr and "brief" in r.stderr
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_a_folder_that_is_not_a_cluster(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("cluster", "info", tmp_path, check=False), "not a cluster folder", "cluster.toml")
+    assert_one_line_error(run_cli("cluster", "sweep", tmp_path / "nope", check=False), "not a cluster folder")
+    (tmp_path / "cluster.toml").write_text("[cluster]\nnodes = 3\n")
+    assert_one_line_error(run_cli("cluster", "info", tmp_path, check=False), "cluster.toml", "missing field")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--nodes", "0"), ("cluster.nodes: must be 1..=64 (got 0)",)),
+        (("--replicas", "4"), ("cluster.replicas: must be 1..=3",)),
+        (("--volume-size", "10TiB"), ("cluster.volume_bytes", "more than the pool")),
+        (("--stack", "iscsi"), ("--stack 'iscsi'",)),
+        (("--network", "7GbE"), ("--network '7GbE'",)),
+        (("--ceph-version", "18"), ("--ceph-version 18",)),
+        (("--drive", "no-such-drive"), ("cluster.drive 'no-such-drive'",)),
+        (("--scale", "1/0"), ("--scale",)),
+    ],
+)
+def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    assert_one_line_error(run_cli("cluster", "init", tmp_path / "lab", *args, check=False), *needles)
+    assert not (tmp_path / "lab" / "cluster.toml").exists()
+
+
+def test_init_refuses_an_existing_cluster_and_a_bad_like(labs: dict[str, Path], tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("cluster", "init", labs["nvmeof-tcp"], check=False), "already a cluster folder")
+    assert_one_line_error(run_cli("cluster", "init", tmp_path / "x", "--like", tmp_path, check=False), "not a cluster folder")
+
+
+def test_an_edited_toml_with_a_bad_value_names_the_field(tmp_path: Path) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    text = f.read_text().replace("replicas = 3", "replicas = 5").replace("node_cores = { value = 32", "node_cores = { value = 0")
+    f.write_text(text)
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "cluster.replicas", "hosts.node_cores", "2 problems")
+
+
+def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_path: Path) -> None:
+    lab = labs["ceph-rbd"]
+    assert_one_line_error(
+        run_cli("cluster", "fio", lab, job_file(tmp_path, sections=3), check=False), "3 job section(s) for 2 client volume(s)"
+    )
+    rated = job_file(tmp_path, extra="rate_iops=1000\n")
+    assert_one_line_error(run_cli("cluster", "fio", lab, rated, check=False), "rate, rate_iops", "not modelled")
+    assert_one_line_error(run_cli("cluster", "fio", lab, tmp_path / "missing.fio", check=False), "missing.fio")
+    big = job_file(tmp_path, extra="bs=8m\n")
+    assert_one_line_error(run_cli("cluster", "fio", lab, big, check=False), "crosses an RBD object boundary")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--outstanding", "0..8"), ("--outstanding '0..8'",)),
+        (("--outstanding", "a,b"), ("--outstanding 'a,b'",)),
+        (("--rw", "randtrim"), ("--rw 'randtrim'",)),
+        (("--runtime", "0ms"), ("--runtime '0ms'",)),
+    ],
+)
+def test_sweep_refuses_bad_options(labs: dict[str, Path], args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    assert_one_line_error(run_cli("cluster", "sweep", labs["nvmeof-tcp"], *args, check=False), *needles)
