@@ -517,7 +517,7 @@ def reproduce(
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
     seed: Optional[int] = typer.Option(
-        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 for cm6 (as demo and calibrate), pblaze5 and kumoscale, 5 for p5316"
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 (cm6 as demo and calibrate, pblaze5, kumoscale), 5 for p5316"
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     plot: Optional[Path] = typer.Option(
