@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ssdtwin._core import parse_spec
 from twin import copy_image, image_digest, run_cli, run_fio
 
 HEAD = "[global]\nioengine=libaio\ndirect=1\nbs=4k\ntime_based\n"
@@ -99,11 +100,14 @@ def test_low_load_latency_changes_little_in_ps5(written: Path, tmp_path: Path) -
     # 4 KiB random read at QD1: one NAND read at a time fits any power budget.
     assert ps5["clat_ns"]["mean"] == pytest.approx(ps0["clat_ns"]["mean"], rel=0.10)
     assert ps5["iops"] == pytest.approx(ps0["iops"], rel=0.10)
-    # QD1 random writes: the buffer absorbs them, but its drain (programs, GC) is what the
-    # budget slows: the mean moves a little, the 99.99th percentile a lot.
+    # QD1 random writes: the buffer absorbs them and its drain (programs, GC relocations)
+    # needs fewer NAND operations at once than ps5's 32, so a budget handed to operations as
+    # they become ready leaves them untouched, tail included. (A budget unit held idle by an
+    # operation whose die was still busy made this tail 10x worse: the defect of
+    # docs/models.md §7, fixed in engine/power.rs.)
     w0, w5 = (measure(written, ps, QD1_WRITE, tmp_path / "w")["write"] for ps in (0, 5))
-    assert w5["clat_ns"]["mean"] < 1.5 * w0["clat_ns"]["mean"]
-    assert p9999(w5) > 10 * p9999(w0)
+    assert w5["clat_ns"]["mean"] == pytest.approx(w0["clat_ns"]["mean"], rel=0.10)
+    assert p9999(w5) < 1.5 * p9999(w0)
 
 
 def test_loaded_random_reads_lose_iops_in_ps5(written: Path, tmp_path: Path) -> None:
@@ -113,9 +117,20 @@ def test_loaded_random_reads_lose_iops_in_ps5(written: Path, tmp_path: Path) -> 
     assert ps5["clat_ns"]["mean"] > 1.5 * ps0["clat_ns"]["mean"]
 
 
-def test_every_lower_power_state_is_slower_under_load(written: Path, tmp_path: Path) -> None:
+def test_loaded_reads_follow_each_power_states_budget(written: Path, tmp_path: Path) -> None:
+    """256 random reads in flight: a state whose budget allows N NAND operations at once
+    reads at most N / tR per second (Little's law on the budget), and at that rate when it
+    binds; a state whose bound is above ps0's rate reads as fast as ps0. Lower states are
+    never faster."""
+    t = parse_spec((written / "spec.toml").read_text())["timing"]
+    idle_mw, op_mw, t_read_s = t["idle_power_mw"]["value"], t["nand_op_power_mw"]["value"], t["t_read_ns"]["value"] * 1e-9
     iops = [measure(written, ps, LOADED_READ, tmp_path / f"s{ps}")["read"]["iops"] for ps in range(6)]
-    assert all(a > b for a, b in zip(iops, iops[1:])), iops
+    for ps in range(1, 6):
+        units = (CM6_MAX_POWER_CW[ps] * 10 - idle_mw) // op_mw
+        expected = min(iops[0], units / t_read_s)
+        assert iops[ps] == pytest.approx(expected, rel=0.03), (ps, units, iops)
+        assert iops[ps] <= iops[ps - 1] * 1.01, iops
+    assert iops[5] < 0.5 * iops[0], iops
 
 
 def test_qd1_mixed_read_tail_much_worse_in_ps5(written: Path, tmp_path: Path) -> None:

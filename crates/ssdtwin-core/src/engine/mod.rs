@@ -23,6 +23,8 @@
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
 mod arbiter;
+mod power;
+use power::PowerTokens;
 pub mod fio;
 pub mod iolog;
 pub mod steadystate; // issue 10: ss
@@ -187,7 +189,7 @@ pub struct DeviceTiming {
     pending_unscheduled: u64,
     admit_at: u64,
     buffer_limit: u64,
-    tokens: Option<BinaryHeap<Reverse<u64>>>,
+    tokens: Option<PowerTokens>,
     power_state: u8,
     /// Suspends allowed per program/erase in the current power state.
     max_suspends: u32,
@@ -302,7 +304,7 @@ impl DeviceTiming {
             // Every plane busy at once needs no limit.
             (n < (self.dies * self.planes) as u64).then_some(n.max(1))
         });
-        self.tokens = limit.map(|n| (0..n).map(|_| Reverse(0u64)).collect());
+        self.tokens = limit.map(PowerTokens::new);
         self.max_suspends = self.suspends_in_state(spec, ps as usize);
     }
 
@@ -327,12 +329,7 @@ impl DeviceTiming {
     fn power_slot(&mut self, ready: u64, dur: u64) -> u64 {
         match &mut self.tokens {
             None => ready,
-            Some(h) => {
-                let Reverse(free) = h.pop().expect("token pool is never empty");
-                let start = ready.max(free);
-                h.push(Reverse(start + dur));
-                start
-            }
+            Some(pool) => pool.grant(ready, dur),
         }
     }
 
