@@ -17,7 +17,10 @@
 //! * writes: acknowledged from the power-loss-protected buffer once it has room; buffered
 //!   IUs leave in program units (one-shot, all planes of a die), read-modify-write reads and
 //!   GC reads gate the program unit they feed;
-//! * erases occupy every die of the superblock;
+//! * erases occupy every die of the superblock (of its NVM Set's dies);
+//! * NVM Sets: each set has its own program-unit accumulators and its own share of the
+//!   write buffer's admission (docs/models.md §9), so one set's writes never wait for
+//!   another's programs;
 //! * a controller command processor with a throughput ceiling, fixed firmware latencies;
 //! * host link bandwidth per direction;
 //! * power states: at most N NAND operations at once, N from the state's power budget.
@@ -152,6 +155,18 @@ struct PuAcc {
     ready: u64,
 }
 
+/// One NVM Set's write pipeline: its host and GC frontiers' program units being filled, and
+/// its share of the write buffer (bytes handed to programs that have not ended).
+#[derive(Clone, Debug, Default)]
+struct SetPipe {
+    host_pu: PuAcc,
+    gc_pu: PuAcc,
+    pending: BinaryHeap<Reverse<(u64, u64)>>,
+    pending_bytes: u64,
+    pending_unscheduled: u64,
+    admit_at: u64,
+}
+
 pub struct DeviceTiming {
     t: TimingSpec,
     geo: Geometry,
@@ -182,12 +197,9 @@ pub struct DeviceTiming {
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
     now: u64,
-    host_pu: PuAcc,
-    gc_pu: PuAcc,
-    pending: BinaryHeap<Reverse<(u64, u64)>>,
-    pending_bytes: u64,
-    pending_unscheduled: u64,
-    admit_at: u64,
+    /// Per NVM Set (one without sets).
+    pipes: Vec<SetPipe>,
+    /// Bytes waiting for programs a set's buffer share holds.
     buffer_limit: u64,
     tokens: Option<PowerTokens>,
     power_state: u8,
@@ -269,13 +281,8 @@ impl DeviceTiming {
             link_up: Calendar::default(),
             link_down: Calendar::default(),
             now: 0,
-            host_pu: PuAcc::default(),
-            gc_pu: PuAcc::default(),
-            pending: BinaryHeap::new(),
-            pending_bytes: 0,
-            pending_unscheduled: 0,
-            admit_at: 0,
-            buffer_limit: spec.ftl.write_buffer_bytes.value.max(geo.program_unit_bytes * 2),
+            pipes: vec![SetPipe::default(); geo.nvm_sets as usize],
+            buffer_limit: (spec.ftl.write_buffer_bytes.value / geo.nvm_sets as u64).max(geo.program_unit_bytes * 2),
             tokens: None,
             power_state: u8::MAX,
             max_suspends: t.max_suspends_per_op.value,
@@ -559,9 +566,12 @@ impl DeviceTiming {
         self.die_free[d]
     }
 
-    fn erase_op(&mut self, t: u64) {
+    /// Erase superblock `sb`: a block on every die of its set.
+    fn erase_op(&mut self, t: u64, sb: u32) {
         let t_erase = self.t.t_erase_ns.value;
-        for d in 0..self.dies as usize {
+        let set = self.addr.set_of_superblock(sb);
+        for i in 0..self.addr.dies_of_set(set).len() {
+            let d = self.addr.dies_of_set(set)[i] as usize;
             let want = t.max(self.die_free[d]);
             let start = self.power_slot(want, t_erase);
             self.die_push(d, start, start + t_erase, true);
@@ -578,16 +588,21 @@ impl DeviceTiming {
             match *op {
                 NandOp::Read { ppa, bytes, cause } => {
                     let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
-                    match cause {
-                        Cause::Host => read_done = read_done.max(done),
-                        Cause::Rmw => self.host_pu.ready = self.host_pu.ready.max(done),
-                        Cause::Gc => self.gc_pu.ready = self.gc_pu.ready.max(done),
+                    if cause == Cause::Host {
+                        read_done = read_done.max(done);
+                    } else {
+                        // A read-modify-write or GC read feeds a program of its own set.
+                        let pipe = &mut self.pipes[self.addr.set_of(ppa) as usize];
+                        let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+                        acc.ready = acc.ready.max(done);
                     }
                 }
                 NandOp::Program { ppa, cause } => {
                     let pu = self.addr.program_unit(ppa);
                     let host = cause != Cause::Gc;
-                    let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
+                    let set = self.addr.set_of(ppa) as usize;
+                    let pipe = &mut self.pipes[set];
+                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                     if acc.count > 0 && acc.pu != pu {
                         // A frontier moved on with a partial unit (never happens with
                         // superblocks made of whole units, kept for safety): program it.
@@ -595,10 +610,11 @@ impl DeviceTiming {
                         *acc = PuAcc { pu, count: 0, ready: 0 };
                         let end = self.program_op(a.ready.max(t), a.pu);
                         if host {
-                            self.release_later(end, a.count as u64);
+                            self.release_later(set, end, a.count as u64);
                         }
                     }
-                    let acc = if host { &mut self.host_pu } else { &mut self.gc_pu };
+                    let pipe = &mut self.pipes[set];
+                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                     if acc.count == 0 {
                         acc.pu = pu;
                         acc.ready = acc.ready.max(t);
@@ -606,7 +622,7 @@ impl DeviceTiming {
                     acc.count += 1;
                     if host {
                         host_ius += 1;
-                        self.pending_unscheduled += 1;
+                        pipe.pending_unscheduled += 1;
                     }
                     if acc.count == self.ius_per_pu {
                         let a = *acc;
@@ -619,11 +635,11 @@ impl DeviceTiming {
                         }
                         let end = self.program_op(ready, a.pu);
                         if host {
-                            self.release_later(end, a.count as u64);
+                            self.release_later(set, end, a.count as u64);
                         }
                     }
                 }
-                NandOp::Erase { .. } => self.erase_op(t),
+                NandOp::Erase { sb } => self.erase_op(t, sb),
             }
         }
         let mut ops = ops;
@@ -632,25 +648,29 @@ impl DeviceTiming {
         (read_done, host_ius)
     }
 
-    fn release_later(&mut self, at: u64, ius: u64) {
-        self.pending_unscheduled -= ius;
-        self.pending.push(Reverse((at, ius * self.iu_bytes)));
+    fn release_later(&mut self, set: usize, at: u64, ius: u64) {
+        let pipe = &mut self.pipes[set];
+        pipe.pending_unscheduled -= ius;
+        pipe.pending.push(Reverse((at, ius * self.iu_bytes)));
     }
 
-    /// Time at which the buffer has room for everything accepted so far, no earlier than `t`.
-    fn admit(&mut self, t: u64, new_bytes: u64) -> u64 {
-        self.pending_bytes += new_bytes;
-        while let Some(&Reverse((at, b))) = self.pending.peek() {
-            if at > t && self.pending_bytes <= self.buffer_limit {
+    /// Time at which set `set`'s buffer share has room for everything accepted so far, no
+    /// earlier than `t`.
+    fn admit(&mut self, set: usize, t: u64, new_bytes: u64) -> u64 {
+        let limit = self.buffer_limit;
+        let pipe = &mut self.pipes[set];
+        pipe.pending_bytes += new_bytes;
+        while let Some(&Reverse((at, b))) = pipe.pending.peek() {
+            if at > t && pipe.pending_bytes <= limit {
                 break;
             }
-            self.pending.pop();
-            self.pending_bytes -= b;
+            pipe.pending.pop();
+            pipe.pending_bytes -= b;
             if at > t {
-                self.admit_at = self.admit_at.max(at);
+                pipe.admit_at = pipe.admit_at.max(at);
             }
         }
-        t.max(self.admit_at)
+        t.max(pipe.admit_at)
     }
 
     /// A DRAM-namespace transfer of `bytes` ready at `t` (FIFO on the DRAM's bandwidth);
@@ -751,7 +771,7 @@ impl DeviceTiming {
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
         let ns = ctrl.attached(nsid)?;
-        let bytes = nlb * ns.lba_bytes as u64;
+        let (bytes, set) = (nlb * ns.lba_bytes as u64, ns.nvm_set as usize);
         if ns.dram {
             // No NAND and no NAND-bound write path: the link, then the DRAM.
             ctrl.write(nsid, slba, nlb, &mut self.ops)?;
@@ -765,7 +785,7 @@ impl DeviceTiming {
         self.ops = ops;
         r?;
         let (_, host_ius) = self.run_ops(t2);
-        let ack = self.admit(t2, host_ius * self.iu_bytes);
+        let ack = self.admit(set, t2, host_ius * self.iu_bytes);
         Ok(ack + self.t.ctrl_write_ns.value)
     }
 

@@ -14,6 +14,15 @@
 //!   and GC reclamation then balance, and GC work is spread evenly between host writes
 //!   instead of arriving in multi-GB bursts; foreground GC (the host waits for a whole
 //!   victim) remains only as a safety net and is counted.
+//! * NVM Sets: the FTL is split into partitions, one per set (and its Endurance Group),
+//!   each owning the superblocks of its dies (a contiguous range of superblock ids and of
+//!   physical IUs, see [`crate::nand`]), with its own free pool, host and GC frontiers,
+//!   victim, victim index, share of the write buffer and counters. A logical chunk belongs to
+//!   one partition (`chunk_set`, set by the controller when a namespace takes the chunk), so
+//!   a namespace's writes, GC and reads touch only its set's dies. Partitions share no
+//!   mutable state but the global counters and disjoint ranges of the maps and of the
+//!   superblock table: a multi-core FTL could run them in parallel. One set is the FTL as it
+//!   was, bit for bit.
 
 pub mod buffer;
 pub mod victim;
@@ -115,12 +124,18 @@ pub struct FtlConfig {
     pub full_mask: u128,
     pub ius_per_sb: u32,
     pub sb_div: FastDiv,
+    /// Superblocks of the whole drive (`sbs_per_set` in each set).
     pub superblocks: u32,
+    /// NVM Sets (FTL partitions) and the superblocks of each.
+    pub sets: u32,
+    pub sbs_per_set: u32,
+    pub set_div: FastDiv,
     /// Mean GC overhead in superblocks (from the spec; informational for the FTL).
     pub overhead_superblocks: f64,
     /// Size of the logical IU space (namespaces are carved from it in chunks).
     pub logical_ius: u32,
     pub chunk_shift: u32,
+    /// Write-buffer slots of the whole drive; each set has an equal share.
     pub buffer_slots: u32,
     pub policy: GcPolicy,
 }
@@ -148,6 +163,9 @@ impl FtlConfig {
             ius_per_sb: g.ius_per_superblock(iu as u64),
             sb_div: FastDiv::new(g.ius_per_superblock(iu as u64)),
             superblocks: g.superblocks(),
+            sets: g.nvm_sets,
+            sbs_per_set: g.blocks_per_plane,
+            set_div: FastDiv::new(g.blocks_per_plane),
             overhead_superblocks: spec.gc_overhead(),
             logical_ius: logical as u32,
             chunk_shift,
@@ -166,6 +184,16 @@ impl FtlConfig {
 
     pub fn chunk_ius(&self) -> u32 {
         1 << self.chunk_shift
+    }
+
+    /// Write-buffer slots of one set.
+    pub fn set_buffer_slots(&self) -> u32 {
+        self.buffer_slots / self.sets
+    }
+
+    /// The superblock ids of set `set`.
+    pub fn set_superblocks(&self, set: u32) -> std::ops::Range<u32> {
+        set * self.sbs_per_set..(set + 1) * self.sbs_per_set
     }
 }
 
@@ -186,24 +214,99 @@ struct Victim {
     moved: u32,
 }
 
-/// The small part of the FTL state (everything except the two maps).
+/// What one partition (NVM Set) has done: the Endurance Group log's traffic (the global
+/// [`FtlCounters`] hold the sums of the drive).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetCounters {
+    pub host_write_bytes: u64,
+    pub host_read_bytes: u64,
+    pub host_programmed_ius: u64,
+    pub gc_programmed_ius: u64,
+}
+
+/// One FTL partition: an NVM Set's allocation, GC and write-buffer state.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FtlState {
-    sbs: Vec<Superblock>,
+pub struct Partition {
     /// Free superblocks ordered by (erase count, id): allocation takes the least worn.
     free: BTreeSet<(u32, u32)>,
     host: Frontier,
     gc: Frontier,
     victim: Option<Victim>,
     buffer: WriteBuffer,
+    program_seq: u64,
+    counters: SetCounters,
+}
+
+/// The small part of the FTL state (everything except the two maps).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "FtlStateWire")]
+pub struct FtlState {
+    sbs: Vec<Superblock>,
+    /// One partition per NVM Set.
+    parts: Vec<Partition>,
     counters: FtlCounters,
     /// Mapped IUs per logical chunk (NUSE, per-namespace accounting).
     mapped_per_chunk: Vec<u32>,
-    program_seq: u64,
+    /// The set (partition) of each logical chunk (all 0 with one set).
+    chunk_set: Vec<u8>,
     /// (chunk, IUs) of IUs waiting in the buffer that are not mapped yet, as of the last
     /// save: NUSE without loading the maps (the buffer cannot change while they are unloaded).
+    buffered_unmapped: Vec<(u32, u32)>,
+}
+
+/// The saved FTL state as read: this layout, or the one-partition layout of images saved
+/// before NVM Sets (its frontier, free list, victim and buffer at the top level).
+#[derive(Deserialize)]
+struct FtlStateWire {
+    sbs: Vec<Superblock>,
+    #[serde(default)]
+    parts: Option<Vec<Partition>>,
+    counters: FtlCounters,
+    mapped_per_chunk: Vec<u32>,
+    #[serde(default)]
+    chunk_set: Vec<u8>,
     #[serde(default)]
     buffered_unmapped: Vec<(u32, u32)>,
+    free: Option<BTreeSet<(u32, u32)>>,
+    host: Option<Frontier>,
+    gc: Option<Frontier>,
+    #[serde(default)]
+    victim: Option<Victim>,
+    buffer: Option<WriteBuffer>,
+    #[serde(default)]
+    program_seq: u64,
+}
+
+impl From<FtlStateWire> for FtlState {
+    fn from(w: FtlStateWire) -> FtlState {
+        let c = &w.counters;
+        let parts = match w.parts {
+            Some(p) => p,
+            None => vec![Partition {
+                free: w.free.unwrap_or_default(),
+                host: w.host.unwrap_or(Frontier { sb: NONE, next: 0 }),
+                gc: w.gc.unwrap_or(Frontier { sb: NONE, next: 0 }),
+                victim: w.victim,
+                buffer: w.buffer.unwrap_or_else(|| WriteBuffer::new(0)),
+                program_seq: w.program_seq,
+                counters: SetCounters {
+                    host_write_bytes: c.host_write_bytes,
+                    host_read_bytes: c.host_read_bytes,
+                    host_programmed_ius: c.host_programmed_ius,
+                    gc_programmed_ius: c.gc_programmed_ius,
+                },
+            }],
+        };
+        let chunk_set = if w.chunk_set.is_empty() { vec![0; w.mapped_per_chunk.len()] } else { w.chunk_set };
+        FtlState {
+            sbs: w.sbs,
+            parts,
+            counters: w.counters,
+            mapped_per_chunk: w.mapped_per_chunk,
+            chunk_set,
+            buffered_unmapped: w.buffered_unmapped,
+        }
+    }
 }
 
 impl FtlState {
@@ -220,11 +323,40 @@ impl FtlState {
     }
 
     pub fn free_superblocks(&self) -> usize {
-        self.free.len()
+        self.parts.iter().map(|p| p.free.len()).sum()
     }
 
     pub fn buffered_ius(&self) -> u32 {
-        self.buffer.live()
+        self.parts.iter().map(|p| p.buffer.live()).sum()
+    }
+
+    /// NVM Sets (partitions) of the state.
+    pub fn sets(&self) -> u32 {
+        self.parts.len() as u32
+    }
+
+    /// The traffic of set `set`.
+    pub fn set_counters(&self, set: u32) -> &SetCounters {
+        &self.parts[set as usize].counters
+    }
+
+    /// Free superblocks of set `set`.
+    pub fn set_free_superblocks(&self, set: u32) -> usize {
+        self.parts[set as usize].free.len()
+    }
+
+    /// The set of logical chunk `chunk`.
+    pub fn chunk_set(&self, chunk: u32) -> u32 {
+        self.chunk_set[chunk as usize] as u32
+    }
+
+    /// Give `chunks` to set `set` (namespace create). The chunks hold nothing: a namespace's
+    /// chunks are deallocated when it is deleted, before another can take them.
+    pub fn assign_chunks(&mut self, chunks: &[u32], set: u32) {
+        for &c in chunks {
+            debug_assert_eq!(self.mapped_per_chunk[c as usize], 0, "chunk {c} still maps data");
+            self.chunk_set[c as usize] = set as u8;
+        }
     }
 
     /// Buffered-but-unmapped IUs in the given (sorted) chunks, from the last save.
@@ -246,7 +378,8 @@ pub struct Ftl {
     st: FtlState,
     l2p: BigArray,
     p2l: BigArray,
-    index: VictimIndex,
+    /// One victim index per set, over the set's superblocks (local ids: id - first of set).
+    index: Vec<VictimIndex>,
 }
 
 impl Ftl {
@@ -261,11 +394,14 @@ impl Ftl {
 
     /// Reassemble from persisted parts (the image loader checks sizes first).
     pub fn from_parts(cfg: FtlConfig, mut st: FtlState, l2p: BigArray, p2l: BigArray) -> Ftl {
-        st.buffer.rebuild_index();
-        let mut index = VictimIndex::new(cfg.superblocks, cfg.ius_per_sb);
+        for p in &mut st.parts {
+            p.buffer.rebuild_index();
+        }
+        let mut index: Vec<VictimIndex> = (0..cfg.sets).map(|_| VictimIndex::new(cfg.sbs_per_set, cfg.ius_per_sb)).collect();
         for (i, sb) in st.sbs.iter().enumerate() {
             if sb.state == SbState::Closed {
-                index.insert(i as u32, sb.valid);
+                let i = i as u32;
+                index[(i / cfg.sbs_per_set) as usize].insert(i % cfg.sbs_per_set, sb.valid);
             }
         }
         Ftl { cfg, st, l2p, p2l, index }
@@ -273,6 +409,11 @@ impl Ftl {
 
     pub fn state(&self) -> &FtlState {
         &self.st
+    }
+
+    /// The small state, to give chunks to a set (namespace create).
+    pub fn state_mut(&mut self) -> &mut FtlState {
+        &mut self.st
     }
 
     pub fn counters(&self) -> &FtlCounters {
@@ -295,18 +436,39 @@ impl Ftl {
         (m != 0).then(|| m - 1)
     }
 
+    /// The set (partition) of logical IU `iu`.
+    #[inline(always)]
+    fn part_of(&self, iu: u32) -> usize {
+        self.st.chunk_set[(iu >> self.cfg.chunk_shift) as usize] as usize
+    }
+
+    /// The set of superblock `sb`, and `sb`'s id inside it.
+    #[inline(always)]
+    fn part_of_sb(&self, sb: u32) -> (usize, u32) {
+        if self.cfg.sets == 1 {
+            return (0, sb);
+        }
+        let p = self.cfg.set_div.quotient(sb);
+        (p as usize, sb - p * self.cfg.sbs_per_set)
+    }
+
+    /// Every buffered slot of every set.
+    fn all_slots(&self) -> impl Iterator<Item = &Slot> {
+        self.st.parts.iter().flat_map(|p| p.buffer.slots())
+    }
+
     /// IUs waiting in the buffer that are not mapped yet, in the given (sorted) chunks: they
     /// are allocated from the host's point of view (NUSE) though not yet on NAND.
     pub fn buffered_unmapped(&self, chunks: &[u32]) -> u64 {
         let shift = self.cfg.chunk_shift;
-        self.st.buffer.slots().filter(|s| self.l2p[s.iu as usize] == 0 && chunks.binary_search(&(s.iu >> shift)).is_ok()).count() as u64
+        self.all_slots().filter(|s| self.l2p[s.iu as usize] == 0 && chunks.binary_search(&(s.iu >> shift)).is_ok()).count() as u64
     }
 
     /// Record the buffered-but-unmapped IUs per chunk in the small state (before saving).
     pub fn snapshot_buffered_unmapped(&mut self) {
         let shift = self.cfg.chunk_shift;
         let mut m = std::collections::BTreeMap::new();
-        for s in self.st.buffer.slots() {
+        for s in self.all_slots() {
             if self.l2p[s.iu as usize] == 0 {
                 *m.entry(s.iu >> shift).or_insert(0u32) += 1;
             }
@@ -328,18 +490,22 @@ impl Ftl {
         let iu = iu.0;
         debug_assert!(iu < self.cfg.logical_ius, "IU {iu} beyond logical space");
         debug_assert!(mask != 0 && mask & !self.cfg.full_mask == 0, "bad sector mask {mask:#x}");
-        self.st.counters.host_write_bytes += mask.count_ones() as u64 * SECTOR_BYTES as u64;
+        let bytes = mask.count_ones() as u64 * SECTOR_BYTES as u64;
+        self.st.counters.host_write_bytes += bytes;
+        let p = self.part_of(iu);
+        let part = &mut self.st.parts[p];
+        part.counters.host_write_bytes += bytes;
         // The slot a few places from the head leaves soon: fetch its L2P entry now so the
         // miss overlaps other work. (Prefetching at insertion is useless: thousands of
         // writes later the line is long gone from cache.)
-        if let Some(soon) = self.st.buffer.peek(8) {
+        if let Some(soon) = part.buffer.peek(8) {
             prefetch(&self.l2p, soon as usize);
         }
-        match self.st.buffer.offer(iu, mask) {
+        match part.buffer.offer(iu, mask) {
             Offer::Merged => self.st.counters.buffer_merges += 1,
             Offer::Queued => {}
-            Offer::Evicted(slot) => self.program_slot(slot, sink),
-            Offer::WriteThrough(slot) => self.program_slot(slot, sink),
+            Offer::Evicted(slot) => self.program_slot(p, slot, sink),
+            Offer::WriteThrough(slot) => self.program_slot(p, slot, sink),
         }
     }
 
@@ -349,7 +515,10 @@ impl Ftl {
         let iu = iu.0;
         let bytes = mask.count_ones() * SECTOR_BYTES;
         self.st.counters.host_read_bytes += bytes as u64;
-        if let Some(m) = self.st.buffer.lookup(iu) {
+        let p = self.part_of(iu);
+        let part = &mut self.st.parts[p];
+        part.counters.host_read_bytes += bytes as u64;
+        if let Some(m) = part.buffer.lookup(iu) {
             if m & mask == mask {
                 self.st.counters.buffer_read_hits += 1;
                 return ReadSource::Buffer;
@@ -375,7 +544,8 @@ impl Ftl {
     }
 
     fn deallocate_iu(&mut self, iu: u32) {
-        let buffered = self.st.buffer.discard(iu);
+        let p = self.part_of(iu);
+        let buffered = self.st.parts[p].buffer.discard(iu);
         let m = self.l2p[iu as usize];
         if m != 0 {
             let ppa = m - 1;
@@ -393,10 +563,11 @@ impl Ftl {
     pub fn deallocate_range(&mut self, start: LogicalIu, n: u32) -> u64 {
         let start = start.0;
         let before = self.st.counters.host_trim_ius;
-        let buffered: Vec<u32> = self.st.buffer.slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
+        let buffered: Vec<u32> = self.all_slots().map(|s| s.iu).filter(|&iu| iu >= start && iu - start < n).collect();
         for iu in buffered {
             // Buffered only: count it here (the walk below skips chunks with nothing mapped).
-            if self.st.buffer.discard(iu) && self.l2p[iu as usize] == 0 {
+            let p = self.part_of(iu);
+            if self.st.parts[p].buffer.discard(iu) && self.l2p[iu as usize] == 0 {
                 self.st.counters.host_trim_ius += 1;
             }
         }
@@ -421,28 +592,33 @@ impl Ftl {
     /// Program everything in the write buffer (orderly shutdown without PLP; tests).
     #[cfg(test)]
     pub fn drain_buffer<S: NandSink>(&mut self, sink: &mut S) {
-        while let Some(slot) = self.st.buffer.pop_oldest() {
-            self.program_slot(slot, sink);
+        for p in 0..self.st.parts.len() {
+            while let Some(slot) = self.st.parts[p].buffer.pop_oldest() {
+                self.program_slot(p, slot, sink);
+            }
         }
     }
 
-    /// Idle-time GC: collect victims until `target_free` superblocks are free, moving at
-    /// most `max_moves` valid IUs. Returns how many moved (0 = nothing to do). Called by the
-    /// timed engine when the host is idle, so an idle drive recovers free space.
+    /// Idle-time GC: in each set in turn, collect victims until `target_free` superblocks
+    /// of the set are free, moving at most `max_moves` valid IUs in all. Returns how many
+    /// moved (0 = nothing to do). Called by the timed engine when the host is idle, so an
+    /// idle drive recovers free space.
     pub fn background_gc<S: NandSink>(&mut self, target_free: usize, max_moves: u64, sink: &mut S) -> u64 {
         let mut moved = 0;
-        while moved < max_moves {
-            if self.st.victim.is_none() {
-                if self.st.free.len() >= target_free || !self.idle_victim_pays() || !self.pick_victim(false, sink) {
-                    break;
+        for p in 0..self.st.parts.len() {
+            while moved < max_moves {
+                if self.st.parts[p].victim.is_none() {
+                    if self.st.parts[p].free.len() >= target_free || !self.idle_victim_pays(p) || !self.pick_victim(p, false, sink) {
+                        break;
+                    }
+                    continue;
                 }
-                continue;
-            }
-            let want = max_moves - moved;
-            let n = self.relocate(want, sink);
-            moved += n;
-            if n < want {
-                self.finish_victim(sink);
+                let want = max_moves - moved;
+                let n = self.relocate(p, want, sink);
+                moved += n;
+                if n < want {
+                    self.finish_victim(p, sink);
+                }
             }
         }
         moved
@@ -451,14 +627,14 @@ impl Ftl {
     /// Superblocks GC keeps free when the host is idle (the paced GC keeps about `GC_START`).
     pub const BACKGROUND_FREE_TARGET: usize = GC_START + 2;
 
-    /// Whether idle GC may start on the best victim: only if at least 1/`IDLE_MIN_INVALID_DEN`
+    /// Whether idle GC may start on set `p`'s best victim: only if at least 1/`IDLE_MIN_INVALID_DEN`
     /// of it is invalid. Relocating a superblock with a share f invalid copies (1 − f)/f IUs
     /// per IU freed; on a full drive of nearly valid data (a sequential fill, a few random
     /// updates) rebuilding the idle surplus that way cost 46 NAND bytes per host byte with a
     /// mostly idle host (docs/models.md, Background GC). Foreground GC is not limited: when
     /// the host needs space it takes the best victim there is.
-    fn idle_victim_pays(&mut self) -> bool {
-        let Some(sb) = self.choose_victim() else { return false };
+    fn idle_victim_pays(&mut self, p: usize) -> bool {
+        let Some(sb) = self.choose_victim(p) else { return false };
         let per = u64::from(self.cfg.ius_per_sb);
         let invalid = per - u64::from(self.st.sbs[sb as usize].valid).min(per);
         invalid * IDLE_MIN_INVALID_DEN >= per
@@ -466,9 +642,9 @@ impl Ftl {
 
     // ------------------------------------------------------------------ internals
 
-    fn program_slot<S: NandSink>(&mut self, slot: Slot, sink: &mut S) {
+    fn program_slot<S: NandSink>(&mut self, p: usize, slot: Slot, sink: &mut S) {
         // Allocate first: foreground GC may move the old copy we are about to read.
-        let ppa = self.alloc(false, sink);
+        let ppa = self.alloc(p, false, sink);
         let old = self.l2p[slot.iu as usize];
         if slot.mask != self.cfg.full_mask && old != 0 {
             let iu_bytes = self.cfg.iu_bytes;
@@ -476,27 +652,33 @@ impl Ftl {
             self.st.counters.nand_read_rmw_bytes += iu_bytes as u64;
             sink.op(NandOp::Read { ppa: old - 1, bytes: iu_bytes, cause: Cause::Rmw });
         }
-        let host_sb = self.st.host.sb;
+        let host_sb = self.st.parts[p].host.sb;
         self.remap(slot.iu, old, ppa, host_sb);
         self.st.counters.host_programmed_ius += 1;
+        self.st.parts[p].counters.host_programmed_ius += 1;
         if self.st.counters.host_programmed_ius % 1024 == 0 {
             self.sample_overhead();
         }
         sink.op(NandOp::Program { ppa, cause: Cause::Host });
-        self.pace_gc(sink);
+        self.pace_gc(p, sink);
     }
 
+    /// Samples the GC overhead of the whole drive (every set's free pool, open pages and
+    /// relocated copies).
     #[cold]
     fn sample_overhead(&mut self) {
         let per = self.cfg.ius_per_sb as u128;
-        let mut o = self.st.free.len() as u128 * per;
-        for f in [self.st.host, self.st.gc] {
-            if f.sb != NONE {
-                o += per - f.next as u128;
+        let mut o = 0u128;
+        for part in &self.st.parts {
+            o += part.free.len() as u128 * per;
+            for f in [part.host, part.gc] {
+                if f.sb != NONE {
+                    o += per - f.next as u128;
+                }
             }
-        }
-        if let Some(v) = self.st.victim {
-            o += v.moved as u128;
+            if let Some(v) = part.victim {
+                o += v.moved as u128;
+            }
         }
         self.st.counters.overhead_sample_ius += o;
         self.st.counters.overhead_samples += 1;
@@ -514,7 +696,9 @@ impl Ftl {
         debug_assert!(s.valid > 0, "invalidating in superblock {sb} with no valid units");
         s.valid -= 1;
         if s.state == SbState::Closed {
-            self.index.update(sb, s.valid);
+            let valid = s.valid;
+            let (p, local) = self.part_of_sb(sb);
+            self.index[p].update(local, valid);
         }
     }
 
@@ -533,98 +717,112 @@ impl Ftl {
         self.st.sbs[sb as usize].valid += 1;
     }
 
-    /// Next physical IU of the host (or GC) frontier, opening a superblock when needed.
+    /// Next physical IU of set `p`'s host (or GC) frontier, opening a superblock when needed.
     #[inline]
-    fn alloc<S: NandSink>(&mut self, gc: bool, sink: &mut S) -> u32 {
-        let f = if gc { self.st.gc } else { self.st.host };
-        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(gc, f.sb, sink) } else { f };
+    fn alloc<S: NandSink>(&mut self, p: usize, gc: bool, sink: &mut S) -> u32 {
+        let part = &self.st.parts[p];
+        let f = if gc { part.gc } else { part.host };
+        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(p, gc, f.sb, sink) } else { f };
         let ppa = f.sb * self.cfg.ius_per_sb + f.next;
         let nf = Frontier { sb: f.sb, next: f.next + 1 };
         self.st.sbs[f.sb as usize].written += 1;
-        self.st.program_seq += 1;
+        let part = &mut self.st.parts[p];
+        part.program_seq += 1;
         if gc {
-            self.st.gc = nf;
+            part.gc = nf;
         } else {
-            self.st.host = nf;
+            part.host = nf;
         }
         ppa
     }
 
     #[cold]
-    fn open_frontier<S: NandSink>(&mut self, gc: bool, full: u32, sink: &mut S) -> Frontier {
+    fn open_frontier<S: NandSink>(&mut self, p: usize, gc: bool, full: u32, sink: &mut S) -> Frontier {
         if full != NONE {
+            let seq = self.st.parts[p].program_seq;
             let s = &mut self.st.sbs[full as usize];
             s.state = SbState::Closed;
-            s.closed_at = self.st.program_seq;
-            self.index.insert(full, s.valid);
+            s.closed_at = seq;
+            let valid = s.valid;
+            let (_, local) = self.part_of_sb(full);
+            self.index[p].insert(local, valid);
         }
         if !gc {
             // Foreground GC: the host may not take the GC frontier's last superblock.
             let mut guard = 0u64;
-            while self.st.free.len() <= FREE_FLOOR {
-                if self.st.victim.is_none() && !self.pick_victim(true, sink) {
-                    panic!("FTL out of space: no superblock can be reclaimed (free={}, closed={})", self.st.free.len(), self.index.len());
+            while self.st.parts[p].free.len() <= FREE_FLOOR {
+                if self.st.parts[p].victim.is_none() && !self.pick_victim(p, true, sink) {
+                    panic!(
+                        "FTL out of space: no superblock of set {} can be reclaimed (free={}, closed={})",
+                        p + 1,
+                        self.st.parts[p].free.len(),
+                        self.index[p].len()
+                    );
                 }
-                while self.st.victim.is_some() {
-                    if !self.relocate_one(sink) {
-                        self.finish_victim(sink);
+                while self.st.parts[p].victim.is_some() {
+                    if !self.relocate_one(p, sink) {
+                        self.finish_victim(p, sink);
                     }
                 }
                 guard += 1;
                 assert!(guard < 10 * self.cfg.superblocks as u64 + 100, "foreground GC made no progress");
             }
         }
-        let &(ec, sb) = self.st.free.iter().next().expect("the GC frontier always finds a free superblock");
-        self.st.free.remove(&(ec, sb));
+        let part = &mut self.st.parts[p];
+        let &(ec, sb) = part.free.iter().next().expect("the GC frontier always finds a free superblock");
+        part.free.remove(&(ec, sb));
         let s = &mut self.st.sbs[sb as usize];
         debug_assert_eq!(s.state, SbState::Free);
         debug_assert_eq!((s.valid, s.written), (0, 0));
         s.state = if gc { SbState::GcOpen } else { SbState::HostOpen };
-        if self.st.victim.is_none() && self.st.free.len() <= GC_START {
-            self.pick_victim(false, sink);
+        if self.st.parts[p].victim.is_none() && self.st.parts[p].free.len() <= GC_START {
+            self.pick_victim(p, false, sink);
         }
         Frontier { sb, next: 0 }
     }
 
-    /// Choose the next GC victim. Returns false when no closed superblock would free space.
-    fn pick_victim<S: NandSink>(&mut self, foreground: bool, sink: &mut S) -> bool {
-        debug_assert!(self.st.victim.is_none());
+    /// Choose set `p`'s next GC victim. Returns false when no closed superblock would free space.
+    fn pick_victim<S: NandSink>(&mut self, p: usize, foreground: bool, sink: &mut S) -> bool {
+        debug_assert!(self.st.parts[p].victim.is_none());
         loop {
-            let Some(sb) = self.choose_victim() else { return false };
+            let Some(sb) = self.choose_victim(p) else { return false };
             let valid = self.st.sbs[sb as usize].valid;
             if valid >= self.cfg.ius_per_sb {
                 return false; // every closed superblock is full of valid data
             }
-            self.index.remove(sb);
+            let (_, local) = self.part_of_sb(sb);
+            self.index[p].remove(local);
             self.st.sbs[sb as usize].state = SbState::Victim;
             self.st.counters.gc_victims += 1;
             if foreground {
                 self.st.counters.foreground_gc_victims += 1;
             }
-            self.st.victim = Some(Victim { sb, cursor: 0, valid_at_pick: valid, credit: 0, moved: 0 });
+            self.st.parts[p].victim = Some(Victim { sb, cursor: 0, valid_at_pick: valid, credit: 0, moved: 0 });
             if valid > 0 {
                 return true;
             }
             // Nothing to copy: erase at once and look again if still short.
-            self.finish_victim(sink);
-            if self.st.free.len() > GC_START {
+            self.finish_victim(p, sink);
+            if self.st.parts[p].free.len() > GC_START {
                 return true;
             }
         }
     }
 
-    fn choose_victim(&mut self) -> Option<u32> {
+    /// The victim the policy picks in set `p` (a global superblock id).
+    fn choose_victim(&mut self, p: usize) -> Option<u32> {
+        let base = p as u32 * self.cfg.sbs_per_set;
         match self.cfg.policy {
             GcPolicy::Greedy => {
                 let sbs = &self.st.sbs;
-                self.index.min_valid(|s| sbs[s as usize].valid)
+                self.index[p].min_valid(|s| sbs[(base + s) as usize].valid).map(|s| base + s)
             }
             GcPolicy::CostBenefit => {
                 // (1-u)/(2u) × age; empty superblocks win outright. O(closed), see docs.
-                let now = self.st.program_seq;
+                let now = self.st.parts[p].program_seq;
                 let per = self.cfg.ius_per_sb as f64;
                 let mut best: Option<(f64, u32)> = None;
-                for sb in self.index.members() {
+                for sb in self.index[p].members().map(|s| base + s) {
                     let s = &self.st.sbs[sb as usize];
                     let u = s.valid as f64 / per;
                     let score = if s.valid == 0 { f64::INFINITY } else { (1.0 - u) / (2.0 * u) * (now - s.closed_at + 1) as f64 };
@@ -637,19 +835,20 @@ impl Ftl {
         }
     }
 
-    /// Relocations earned by one host program (see the module docs).
+    /// Relocations earned by one host program of set `p` (see the module docs).
     #[inline]
-    fn pace_gc<S: NandSink>(&mut self, sink: &mut S) {
+    fn pace_gc<S: NandSink>(&mut self, p: usize, sink: &mut S) {
         // Feedback on the space the host can still write (free superblocks plus what is left
         // of its open one), steered towards GC_START + 1/2 superblocks. The rate multiplier
         // moves smoothly between 1/2 and 2 as that space moves by one superblock, so GC runs
         // continuously and evenly instead of toggling (which made throughput oscillate).
         let per = self.cfg.ius_per_sb as u64;
-        let host_left = if self.st.host.sb == NONE { 0 } else { per - self.st.host.next as u64 };
-        let avail = self.st.free.len() as u64 * per + host_left;
+        let part = &mut self.st.parts[p];
+        let host_left = if part.host.sb == NONE { 0 } else { per - part.host.next as u64 };
+        let avail = part.free.len() as u64 * per + host_left;
         let target = GC_START as u64 * per + per / 2;
         let num = (per + target).saturating_sub(avail).clamp(per / 2, 2 * per);
-        let Some(v) = self.st.victim.as_mut() else { return };
+        let Some(v) = part.victim.as_mut() else { return };
         let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64 * per;
         v.credit += v.valid_at_pick as u64 * num;
         if v.credit < gain {
@@ -657,69 +856,70 @@ impl Ftl {
         }
         let n = v.credit / gain;
         v.credit %= gain;
-        if self.relocate(n, sink) < n {
-            self.finish_victim(sink);
+        if self.relocate(p, n, sink) < n {
+            self.finish_victim(p, sink);
             // GC runs continuously in steady state (the rate control above keeps the pool
             // near its target); it stops only with a comfortable surplus.
-            if self.st.free.len() <= GC_START + 1 {
-                self.pick_victim(false, sink);
+            if self.st.parts[p].free.len() <= GC_START + 1 {
+                self.pick_victim(p, false, sink);
             }
         }
     }
 
-    /// Move up to `n` valid IUs out of the victim; returns how many moved (fewer means the
-    /// victim holds no more valid data).
-    fn relocate<S: NandSink>(&mut self, n: u64, sink: &mut S) -> u64 {
+    /// Move up to `n` valid IUs out of set `p`'s victim; returns how many moved (fewer means
+    /// the victim holds no more valid data).
+    fn relocate<S: NandSink>(&mut self, p: usize, n: u64, sink: &mut S) -> u64 {
         // Far enough ahead to cover DRAM latency with several relocations in flight.
         const LOOKAHEAD: u32 = 48;
         let per = self.cfg.ius_per_sb;
         let iu_bytes = self.cfg.iu_bytes;
-        let mut v = self.st.victim.expect("relocate without a victim");
+        let mut v = self.st.parts[p].victim.expect("relocate without a victim");
         let base = v.sb * per;
         let mut moved = 0;
         while moved < n {
             if v.cursor >= per || self.st.sbs[v.sb as usize].valid == 0 {
                 break;
             }
-            let p = base + v.cursor;
+            let ppa = base + v.cursor;
             v.cursor += 1;
             if v.cursor + LOOKAHEAD < per {
-                let ahead = self.p2l[(p + LOOKAHEAD) as usize];
+                let ahead = self.p2l[(ppa + LOOKAHEAD) as usize];
                 if ahead != 0 {
                     prefetch(&self.l2p, ahead as usize - 1);
                 }
             }
-            let l = self.p2l[p as usize];
-            if l == 0 || self.l2p[(l - 1) as usize] != p + 1 {
+            let l = self.p2l[ppa as usize];
+            if l == 0 || self.l2p[(l - 1) as usize] != ppa + 1 {
                 continue;
             }
-            self.st.victim = Some(v);
-            let dst = self.alloc(true, sink);
-            sink.op(NandOp::Read { ppa: p, bytes: iu_bytes, cause: Cause::Gc });
+            self.st.parts[p].victim = Some(v);
+            let dst = self.alloc(p, true, sink);
+            sink.op(NandOp::Read { ppa, bytes: iu_bytes, cause: Cause::Gc });
             // Both superblocks are known: the victim (outside the victim index, so no
             // bucket update) and the GC frontier.
             self.st.sbs[v.sb as usize].valid -= 1;
             self.l2p[(l - 1) as usize] = dst + 1;
             self.p2l[dst as usize] = l;
-            let gsb = self.st.gc.sb;
+            let gsb = self.st.parts[p].gc.sb;
             self.st.sbs[gsb as usize].valid += 1;
             sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
             moved += 1;
             v.moved += 1;
         }
-        self.st.victim = Some(v);
+        self.st.parts[p].victim = Some(v);
         self.st.counters.nand_read_gc_bytes += moved * iu_bytes as u64;
         self.st.counters.gc_programmed_ius += moved;
+        self.st.parts[p].counters.gc_programmed_ius += moved;
         moved
     }
 
-    /// Move the next valid IU out of the victim. False when the victim has none left.
-    fn relocate_one<S: NandSink>(&mut self, sink: &mut S) -> bool {
-        self.relocate(1, sink) == 1
+    /// Move the next valid IU out of set `p`'s victim. False when the victim has none left.
+    fn relocate_one<S: NandSink>(&mut self, p: usize, sink: &mut S) -> bool {
+        self.relocate(p, 1, sink) == 1
     }
 
-    fn finish_victim<S: NandSink>(&mut self, sink: &mut S) {
-        let v = self.st.victim.take().expect("finish without a victim");
+    fn finish_victim<S: NandSink>(&mut self, p: usize, sink: &mut S) {
+        let v = self.st.parts[p].victim.take().expect("finish without a victim");
         let per = self.cfg.ius_per_sb as usize;
         let s = &mut self.st.sbs[v.sb as usize];
         debug_assert_eq!(s.valid, 0, "erasing superblock {} with valid data", v.sb);
@@ -729,14 +929,15 @@ impl Ftl {
         let ec = s.erase_count;
         let base = v.sb as usize * per;
         self.p2l[base..base + per].fill(0);
-        self.st.free.insert((ec, v.sb));
+        self.st.parts[p].free.insert((ec, v.sb));
         self.st.counters.erases += 1;
         sink.op(NandOp::Erase { sb: v.sb });
     }
 
     // ------------------------------------------------------------------ checks
 
-    /// Full consistency check of maps, counters and superblock states. O(capacity).
+    /// Full consistency check of maps, counters and superblock states, per set and for the
+    /// whole drive. O(capacity).
     pub fn check_invariants(&self) -> Result<(), String> {
         let cfg = &self.cfg;
         let per = cfg.ius_per_sb;
@@ -753,164 +954,178 @@ impl Ftl {
             if self.p2l[ppa as usize] != iu as u32 + 1 {
                 return Err(format!("l2p[{iu}] = {ppa} but p2l[{ppa}] = {}", self.p2l[ppa as usize] as i64 - 1));
             }
-            valid[(ppa / per) as usize] += 1;
+            let sb = ppa / per;
+            let (set, want) = (sb / cfg.sbs_per_set, self.st.chunk_set[iu >> cfg.chunk_shift] as u32);
+            if set != want {
+                return Err(format!("l2p[{iu}] = {ppa} lies in set {} but its chunk belongs to set {}", set + 1, want + 1));
+            }
+            valid[sb as usize] += 1;
             mapped[iu >> cfg.chunk_shift] += 1;
         }
         if mapped != self.st.mapped_per_chunk {
             return Err("mapped-per-chunk counters disagree with the L2P map".into());
         }
-        let mut free = 0;
-        let (mut host_open, mut gc_open, mut victims) = (0, 0, 0);
-        let mut written_now = 0u64;
         for (i, s) in self.st.sbs.iter().enumerate() {
             if s.valid != valid[i] {
                 return Err(format!("superblock {i} counts {} valid units, the maps say {}", s.valid, valid[i]));
             }
-            if s.valid > s.written {
-                return Err(format!("superblock {i} has {} valid of {} written", s.valid, s.written));
-            }
-            written_now += s.written as u64;
-            match s.state {
-                SbState::Free => {
-                    free += 1;
-                    if s.written != 0 || !self.st.free.contains(&(s.erase_count, i as u32)) {
-                        return Err(format!("free superblock {i} is written or missing from the free list"));
-                    }
-                }
-                SbState::HostOpen => {
-                    host_open += 1;
-                    if self.st.host.sb != i as u32 || self.st.host.next != s.written {
-                        return Err(format!("host frontier disagrees with superblock {i}"));
-                    }
-                }
-                SbState::GcOpen => {
-                    gc_open += 1;
-                    if self.st.gc.sb != i as u32 || self.st.gc.next != s.written {
-                        return Err(format!("GC frontier disagrees with superblock {i}"));
-                    }
-                }
-                SbState::Closed => {
-                    if s.written != per || !self.index.contains(i as u32) {
-                        return Err(format!("closed superblock {i} is not full or not indexed"));
-                    }
-                }
-                SbState::Victim => {
-                    victims += 1;
-                    if self.st.victim.map(|v| v.sb) != Some(i as u32) {
-                        return Err(format!("superblock {i} is a victim but GC is not collecting it"));
-                    }
+            if s.state == SbState::Closed {
+                let (p, local) = self.part_of_sb(i as u32);
+                if !self.index[p].contains(local) {
+                    return Err(format!("closed superblock {i} is not indexed"));
                 }
             }
         }
-        if free != self.st.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
-            return Err(format!(
-                "superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims",
-                self.st.free.len()
-            ));
+        self.st.check_cheap(cfg)?;
+        for (p, part) in self.st.parts.iter().enumerate() {
+            part.buffer.check()?;
+            if let Some(s) = part.buffer.slots().find(|s| self.part_of(s.iu) != p) {
+                return Err(format!("IU {} waits in set {}'s buffer but its chunk belongs to set {}", s.iu, p + 1, self.part_of(s.iu) + 1));
+            }
+            let base = p as u32 * cfg.sbs_per_set;
+            self.index[p].check(|s| self.st.sbs[(base + s) as usize].valid)?;
         }
-        // Conservation of pages: every program landed in a superblock still written or erased since.
-        let programmed = self.st.counters.host_programmed_ius + self.st.counters.gc_programmed_ius;
-        let erased_pages: u64 = self.st.sbs.iter().map(|s| s.erase_count as u64).sum::<u64>() * per as u64;
-        if programmed != written_now + erased_pages {
-            return Err(format!("conservation: {programmed} IUs programmed, {written_now} in superblocks + {erased_pages} erased"));
-        }
-        self.st.buffer.check()?;
-        self.index.check(|s| self.st.sbs[s as usize].valid)?;
         Ok(())
     }
 }
 
 impl FtlState {
     fn fresh(cfg: &FtlConfig) -> FtlState {
+        let part = |set: u32| Partition {
+            free: cfg.set_superblocks(set).map(|sb| (0, sb)).collect(),
+            host: Frontier { sb: NONE, next: 0 },
+            gc: Frontier { sb: NONE, next: 0 },
+            victim: None,
+            buffer: WriteBuffer::new(cfg.set_buffer_slots()),
+            program_seq: 0,
+            counters: SetCounters::default(),
+        };
         FtlState {
             sbs: (0..cfg.superblocks)
                 .map(|_| Superblock { state: SbState::Free, valid: 0, written: 0, erase_count: 0, closed_at: 0 })
                 .collect(),
-            free: (0..cfg.superblocks).map(|sb| (0, sb)).collect(),
-            host: Frontier { sb: NONE, next: 0 },
-            gc: Frontier { sb: NONE, next: 0 },
-            victim: None,
-            buffer: WriteBuffer::new(cfg.buffer_slots),
+            parts: (0..cfg.sets).map(part).collect(),
             counters: FtlCounters::default(),
             mapped_per_chunk: vec![0; cfg.chunks() as usize],
-            program_seq: 0,
+            chunk_set: vec![0; cfg.chunks() as usize],
             buffered_unmapped: Vec::new(),
         }
     }
 
-    /// Every invariant that needs no maps: superblock states against the free list, the
-    /// frontiers and the victim; valid ≤ written ≤ superblock size; conservation of pages;
-    /// valid units against mapped units; GC counters. O(superblocks + chunks): cheap enough
-    /// to run before every commit and when a writer opens an image.
+    /// Every invariant that needs no maps, per set and for the drive: superblock states
+    /// against each set's free list, frontiers and victim; valid ≤ written ≤ superblock
+    /// size; conservation of pages; valid units against mapped units; GC counters.
+    /// O(superblocks + chunks): cheap enough to run before every commit and when a writer
+    /// opens an image.
     pub fn check_cheap(&self, cfg: &FtlConfig) -> Result<(), String> {
         self.check_shape(cfg)?;
         let per = cfg.ius_per_sb;
-        let (mut host_open, mut gc_open, mut victims, mut free) = (0, 0, 0, 0usize);
-        let (mut written_now, mut valid_sum, mut erased) = (0u64, 0u64, 0u64);
-        for (i, s) in self.sbs.iter().enumerate() {
-            let i = i as u32;
-            if s.valid > s.written || s.written > per {
-                return Err(format!("superblock {i} has {} valid of {} written (superblock size {per})", s.valid, s.written));
-            }
-            let ok = match s.state {
-                SbState::Free => {
-                    free += 1;
-                    s.written == 0 && self.free.contains(&(s.erase_count, i))
-                }
-                SbState::HostOpen => {
-                    host_open += 1;
-                    self.host.sb == i && self.host.next == s.written
-                }
-                SbState::GcOpen => {
-                    gc_open += 1;
-                    self.gc.sb == i && self.gc.next == s.written
-                }
-                SbState::Closed => s.written == per,
-                SbState::Victim => {
-                    victims += 1;
-                    self.victim.map(|v| v.sb) == Some(i)
-                }
-            };
-            if !ok {
-                return Err(format!(
-                    "superblock {i} ({:?}, {} written, erase count {}) disagrees with the free list, frontiers or victim",
-                    s.state, s.written, s.erase_count
-                ));
-            }
-            written_now += s.written as u64;
-            valid_sum += s.valid as u64;
-            erased += s.erase_count as u64;
-        }
-        if free != self.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
-            return Err(format!(
-                "superblock states: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims",
-                self.free.len()
-            ));
-        }
-        for (f, open, name) in [(self.host, host_open, "host"), (self.gc, gc_open, "GC")] {
-            if (f.sb != NONE) != (open == 1) {
-                return Err(format!("the {name} frontier names superblock {} but {open} superblocks are open for it", f.sb as i64));
-            }
+        let (mut valid_sum, mut victims_all) = (0u64, 0usize);
+        let (mut set_programmed, mut set_host_bytes) = (0u64, 0u64);
+        for (p, part) in self.parts.iter().enumerate() {
+            let (set_valid, victims) = self.check_set(cfg, p, part)?;
+            valid_sum += set_valid;
+            victims_all += victims;
+            set_programmed += part.counters.host_programmed_ius + part.counters.gc_programmed_ius;
+            set_host_bytes += part.counters.host_write_bytes;
         }
         let c = &self.counters;
         let programmed = c.host_programmed_ius + c.gc_programmed_ius;
+        let written_now: u64 = self.sbs.iter().map(|s| s.written as u64).sum();
+        let erased: u64 = self.sbs.iter().map(|s| s.erase_count as u64).sum();
         if programmed != written_now + erased * per as u64 {
             return Err(format!(
                 "conservation: {programmed} IUs programmed, {written_now} in superblocks + {} erased",
                 erased * per as u64
             ));
         }
+        if (set_programmed, set_host_bytes) != (programmed, c.host_write_bytes) {
+            return Err(format!(
+                "the sets' counters ({set_programmed} IUs programmed, {set_host_bytes} host bytes written) disagree with the drive's ({programmed}, {})",
+                c.host_write_bytes
+            ));
+        }
         let mapped: u64 = self.mapped_per_chunk.iter().map(|&m| m as u64).sum();
         if valid_sum != mapped {
             return Err(format!("superblocks count {valid_sum} valid units, the chunk counters {mapped} mapped units"));
         }
-        if c.gc_victims != c.erases + victims as u64 {
-            return Err(format!("{} GC victims picked but {} erased and {victims} being collected", c.gc_victims, c.erases));
+        if c.gc_victims != c.erases + victims_all as u64 {
+            return Err(format!("{} GC victims picked but {} erased and {victims_all} being collected", c.gc_victims, c.erases));
         }
-        if self.buffer.live() > self.buffer.capacity() {
-            return Err(format!("write buffer holds {} slots of {}", self.buffer.live(), self.buffer.capacity()));
+        if let Some((c, &s)) = self.chunk_set.iter().enumerate().find(|(_, &s)| s as usize >= self.parts.len()) {
+            return Err(format!("chunk {c} belongs to set {}, the drive has {}", s as u32 + 1, self.parts.len()));
         }
         Ok(())
+    }
+
+    /// The cheap invariants of set `p`: its superblocks against its free list, frontiers and
+    /// victim, and conservation of its pages. Returns (valid units, victims being collected).
+    fn check_set(&self, cfg: &FtlConfig, p: usize, part: &Partition) -> Result<(u64, usize), String> {
+        let per = cfg.ius_per_sb;
+        let range = cfg.set_superblocks(p as u32);
+        let (mut host_open, mut gc_open, mut victims, mut free) = (0, 0, 0, 0usize);
+        let (mut written_now, mut valid_sum, mut erased) = (0u64, 0u64, 0u64);
+        for i in range.clone() {
+            let s = &self.sbs[i as usize];
+            if s.valid > s.written || s.written > per {
+                return Err(format!("superblock {i} has {} valid of {} written (superblock size {per})", s.valid, s.written));
+            }
+            let ok = match s.state {
+                SbState::Free => {
+                    free += 1;
+                    s.written == 0 && part.free.contains(&(s.erase_count, i))
+                }
+                SbState::HostOpen => {
+                    host_open += 1;
+                    part.host.sb == i && part.host.next == s.written
+                }
+                SbState::GcOpen => {
+                    gc_open += 1;
+                    part.gc.sb == i && part.gc.next == s.written
+                }
+                SbState::Closed => s.written == per,
+                SbState::Victim => {
+                    victims += 1;
+                    part.victim.map(|v| v.sb) == Some(i)
+                }
+            };
+            if !ok {
+                return Err(format!(
+                    "superblock {i} ({:?}, {} written, erase count {}) disagrees with set {}'s free list, frontiers or victim",
+                    s.state,
+                    s.written,
+                    s.erase_count,
+                    p + 1
+                ));
+            }
+            written_now += s.written as u64;
+            valid_sum += s.valid as u64;
+            erased += s.erase_count as u64;
+        }
+        if free != part.free.len() || host_open > 1 || gc_open > 1 || victims > 1 {
+            return Err(format!(
+                "superblock states of set {}: {free} free (list {}), {host_open} host-open, {gc_open} gc-open, {victims} victims",
+                p + 1,
+                part.free.len()
+            ));
+        }
+        for (f, open, name) in [(part.host, host_open, "host"), (part.gc, gc_open, "GC")] {
+            if (f.sb != NONE) != (open == 1) {
+                return Err(format!("the {name} frontier names superblock {} but {open} superblocks are open for it", f.sb as i64));
+            }
+        }
+        let programmed = part.counters.host_programmed_ius + part.counters.gc_programmed_ius;
+        if programmed != written_now + erased * per as u64 {
+            return Err(format!(
+                "conservation in set {}: {programmed} IUs programmed, {written_now} in superblocks + {} erased",
+                p + 1,
+                erased * per as u64
+            ));
+        }
+        if part.buffer.live() > part.buffer.capacity() {
+            return Err(format!("set {}'s write buffer holds {} slots of {}", p + 1, part.buffer.live(), part.buffer.capacity()));
+        }
+        Ok((valid_sum, victims))
     }
 
     /// Cross-check freshly loaded maps against this state in one sequential pass (no random
@@ -941,11 +1156,26 @@ impl FtlState {
         if self.sbs.len() != cfg.superblocks as usize {
             return Err(format!("{} superblocks recorded, geometry has {}", self.sbs.len(), cfg.superblocks));
         }
-        if self.mapped_per_chunk.len() != cfg.chunks() as usize {
-            return Err(format!("{} chunk counters recorded, expected {}", self.mapped_per_chunk.len(), cfg.chunks()));
+        if self.parts.len() != cfg.sets as usize {
+            return Err(format!("{} NVM Sets recorded, the spec has {}", self.parts.len(), cfg.sets));
         }
-        if self.buffer.capacity() != cfg.buffer_slots {
-            return Err("write-buffer size disagrees with the spec".into());
+        if self.mapped_per_chunk.len() != cfg.chunks() as usize || self.chunk_set.len() != cfg.chunks() as usize {
+            return Err(format!(
+                "{} chunk counters and {} chunk sets recorded, expected {}",
+                self.mapped_per_chunk.len(),
+                self.chunk_set.len(),
+                cfg.chunks()
+            ));
+        }
+        if let Some(p) = self.parts.iter().position(|p| p.buffer.capacity() != cfg.set_buffer_slots()) {
+            return Err(format!("set {}'s write-buffer size disagrees with the spec", p + 1));
+        }
+        for (p, part) in self.parts.iter().enumerate() {
+            let range = cfg.set_superblocks(p as u32);
+            let named = part.free.iter().map(|&(_, sb)| sb).chain([part.host.sb, part.gc.sb]).chain(part.victim.map(|v| v.sb));
+            if let Some(sb) = named.filter(|&sb| sb != NONE).find(|sb| !range.contains(sb)) {
+                return Err(format!("set {} names superblock {sb}, outside its superblocks {}..{}", p + 1, range.start, range.end));
+            }
         }
         Ok(())
     }

@@ -217,7 +217,7 @@ fn nearly_valid_full_drive() -> Ftl {
         f.write(LogicalIu(iu), f.cfg.full_mask, &mut NoTiming);
     }
     let mut r = Lcg(11);
-    while f.st.free.len() > GC_START + 1 {
+    while f.st.parts[0].free.len() > GC_START + 1 {
         f.write(LogicalIu(r.next(n)), f.cfg.full_mask, &mut NoTiming);
     }
     f
@@ -227,7 +227,7 @@ fn nearly_valid_full_drive() -> Ftl {
 fn idle_gc_leaves_nearly_valid_victims_alone() {
     let mut f = nearly_valid_full_drive();
     let per = f.cfg.ius_per_sb;
-    let best = f.choose_victim().map(|sb| f.st.sbs[sb as usize].valid).unwrap();
+    let best = f.choose_victim(0).map(|sb| f.st.sbs[sb as usize].valid).unwrap();
     assert!(best > per - per / 8, "the best victim is {best}/{per} valid: the test needs < 1/8 invalid");
     let erases = f.counters().erases;
     // Rebuilding the idle surplus from such victims would copy ~7+ IUs per IU freed.
@@ -246,8 +246,8 @@ fn idle_gc_rebuilds_the_surplus_from_worthwhile_victims() {
     for _ in 0..(n * 3) {
         f.write(LogicalIu(r.next(n)), f.cfg.full_mask, &mut NoTiming);
     }
-    assert!(f.st.free.len() < Ftl::BACKGROUND_FREE_TARGET);
+    assert!(f.st.parts[0].free.len() < Ftl::BACKGROUND_FREE_TARGET);
     let moved = f.background_gc(Ftl::BACKGROUND_FREE_TARGET, u64::MAX, &mut NoTiming);
-    assert!(moved > 0 && f.st.free.len() >= Ftl::BACKGROUND_FREE_TARGET, "moved {moved}, free {}", f.st.free.len());
+    assert!(moved > 0 && f.st.parts[0].free.len() >= Ftl::BACKGROUND_FREE_TARGET, "moved {moved}, free {}", f.st.parts[0].free.len());
     f.check_invariants().unwrap();
 }

@@ -6,6 +6,11 @@
 //! one program unit (a wordline on every plane of one die, all its bits at once) and then
 //! move to the next die, so a stream of writes stripes across every die and channel.
 //! The sizes come from the spec ([`crate::spec::Geometry`]).
+//!
+//! With NVM Sets a superblock is one block on every plane of the dies of one set, and the
+//! physical IU space is set-major: set `s` owns superblocks `s*B .. (s+1)*B` (B blocks per
+//! plane), a contiguous range of physical IUs, striped over its own dies only. With one set
+//! this is exactly the layout above.
 
 mod ops;
 
@@ -26,7 +31,7 @@ pub struct PhysAddr {
 }
 
 /// Decodes physical IU indexes of one geometry and IU size (divisions by multiplication).
-#[derive(Copy, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct Addressing {
     dies: u32,
     channels: u32,
@@ -35,20 +40,74 @@ pub struct Addressing {
     ius_per_sb: u32,
     pu_div: FastDiv,
     die_div: FastDiv,
+    /// NVM Sets (1: the decode above, unchanged), superblocks per set, dies per set.
+    sets: u32,
+    sbs_per_set: u32,
+    set_dies: u32,
+    /// Physical IUs per set, and the dies of each set in striping order (set-major).
+    set_div: FastDiv,
+    set_die_div: FastDiv,
+    die_of: std::sync::Arc<[u32]>,
 }
 
 impl Addressing {
     pub fn new(g: &Geometry, iu_bytes: u64) -> Addressing {
         let ius_per_pu = g.ius_per_program_unit(iu_bytes).max(1);
+        let sets = g.nvm_sets.max(1);
+        let ius_per_sb = g.ius_per_superblock(iu_bytes);
         Addressing {
             dies: g.dies(),
             channels: g.channels,
             planes_per_die: g.planes_per_die,
             ius_per_pu,
-            ius_per_sb: g.ius_per_superblock(iu_bytes),
+            ius_per_sb,
             pu_div: FastDiv::new(ius_per_pu),
             die_div: FastDiv::new(g.dies()),
+            sets,
+            sbs_per_set: g.blocks_per_plane,
+            set_dies: g.dies_per_set(),
+            set_div: FastDiv::new(ius_per_sb * g.blocks_per_plane),
+            set_die_div: FastDiv::new(g.dies_per_set()),
+            die_of: (0..sets).flat_map(|s| g.set_dies(s)).collect(),
         }
+    }
+
+    /// NVM Sets of the layout.
+    pub fn sets(&self) -> u32 {
+        self.sets
+    }
+
+    /// The set (0-based) of physical IU `ppa`.
+    #[inline(always)]
+    pub fn set_of(&self, ppa: u32) -> u32 {
+        if self.sets == 1 {
+            return 0;
+        }
+        self.set_div.quotient(ppa)
+    }
+
+    /// The set (0-based) of superblock `sb`.
+    #[inline]
+    pub fn set_of_superblock(&self, sb: u32) -> u32 {
+        sb / self.sbs_per_set
+    }
+
+    /// The dies of set `set`, in striping order (every die, in order, with one set).
+    pub fn dies_of_set(&self, set: u32) -> &[u32] {
+        let d = self.set_dies as usize;
+        &self.die_of[set as usize * d..(set as usize + 1) * d]
+    }
+
+    /// The die of global program unit `pu` of physical IU `ppa`.
+    #[inline(always)]
+    fn die_of_pu(&self, ppa: u32, pu: u32) -> u32 {
+        if self.sets == 1 {
+            return pu - self.die_div.quotient(pu) * self.dies;
+        }
+        // A set's superblocks hold whole stripes over its dies, so the local die is the
+        // global program unit modulo the set's die count.
+        let local = pu - self.set_die_div.quotient(pu) * self.set_dies;
+        self.die_of[(self.set_of(ppa) * self.set_dies + local) as usize]
     }
 
     pub fn ius_per_program_unit(&self) -> u32 {
@@ -66,7 +125,7 @@ impl Addressing {
     #[inline]
     pub fn die_channel_plane(&self, ppa: u32) -> (u32, u32, u32) {
         let pu = self.pu_div.quotient(ppa);
-        let die = pu - self.die_div.quotient(pu) * self.dies;
+        let die = self.die_of_pu(ppa, pu);
         let k = ppa - pu * self.ius_per_pu;
         let plane = k / (self.ius_per_pu / self.planes_per_die).max(1);
         (die, die % self.channels, plane)
@@ -79,8 +138,8 @@ impl Addressing {
         let superblock = ppa / per_sb;
         let off = ppa % per_sb;
         let pu = off / per_pu;
-        let die = pu % self.dies;
-        let wordline = pu / self.dies;
+        let die = self.die_of[(self.set_of(ppa) * self.set_dies + pu % self.set_dies) as usize];
+        let wordline = pu / self.set_dies;
         let plane = (off % per_pu) / (per_pu / self.planes_per_die).max(1);
         PhysAddr { superblock, die, channel: die % self.channels, plane, wordline }
     }

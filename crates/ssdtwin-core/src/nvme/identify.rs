@@ -18,6 +18,9 @@ pub struct IdCtrl {
     pub mdts: u8,
     pub cntlid: u16,
     pub ver: u32,
+    /// Controller attributes: bit 2 NVM Sets, bit 4 Endurance Groups.
+    #[serde(default)]
+    pub ctratt: u32,
     pub oacs: u16,
     pub acl: u8,
     pub aerl: u8,
@@ -39,6 +42,11 @@ pub struct IdCtrl {
     pub awupf: u16,
     pub nwpc: u8,
     pub mnan: u32,
+    /// Highest NVM Set and Endurance Group identifiers (0: none).
+    #[serde(default)]
+    pub nsetidmax: u16,
+    #[serde(default)]
+    pub endgidmax: u16,
     pub subnqn: String,
     pub psds: Vec<PowerStateDesc>,
     /// Vendor-specific: the DRAM namespace budget (drives that have one).
@@ -147,6 +155,7 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         mdts: 9,
         cntlid: super::CONTROLLER_ID,
         ver: 0x10400,
+        ctratt: if c.has_nvm_sets() { (1 << 2) | (1 << 4) } else { 0 },
         // Format NVM (bit 1) and Namespace Management (bit 3).
         oacs: 0x000a,
         acl: 3,
@@ -172,6 +181,8 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         // Namespace write protect, until power cycle, permanent.
         nwpc: 0x07,
         mnan: 0,
+        nsetidmax: c.endurance_groups() as u16,
+        endgidmax: c.endurance_groups() as u16,
         subnqn: format!("nqn.2019-10.org.ssdtwin:{}:{}", d.name, c.state().serial),
         psds,
         vs_dram_ns: spec.dram_namespace.as_ref().map(|dn| DramNsCapacity {
@@ -250,8 +261,8 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         nows: blocks(pu),
         anagrpid: 0,
         nsattr: (ns.write_protect != WP_NONE) as u8,
-        nvmsetid: 0,
-        endgid: 0,
+        nvmsetid: c.nvmsetid(ns),
+        endgid: c.nvmsetid(ns),
         nguid: format!("{:016x}{:016x}", crate::util::splitmix(c.state().seed), crate::util::splitmix(ns.nsid as u64 ^ c.state().seed)),
         eui64: format!("{:016x}", crate::util::splitmix(c.state().seed ^ ((ns.nsid as u64) << 32))),
         lbafs,

@@ -12,9 +12,11 @@
 //! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
 
 mod identify;
+mod sets;
 mod status;
 
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, MapError, Status};
 
 use serde::{Deserialize, Serialize};
@@ -59,10 +61,18 @@ pub struct Namespace {
     /// it (docs/models.md, "DRAM namespace").
     #[serde(default, skip_serializing_if = "is_false")]
     pub dram: bool,
+    /// The NVM Set (and Endurance Group) holding the namespace, 0-based (NVMSETID - 1);
+    /// 0 on a drive without sets and for a DRAM namespace.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nvm_set: u32,
 }
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Namespace {
@@ -95,6 +105,10 @@ pub struct NamespaceRow {
     /// A DRAM namespace.
     #[serde(default)]
     pub dram: bool,
+    /// NVMSETID (= ENDGID) of the namespace; 0 on a drive without NVM Sets and for a DRAM
+    /// namespace.
+    #[serde(default)]
+    pub nvmsetid: u16,
 }
 
 /// What the read-only commands show (identify data, namespaces, logs): taken from an open
@@ -108,9 +122,31 @@ pub struct ControllerView {
     pub namespaces: Vec<NamespaceRow>,
     pub smart_log: SmartLog,
     pub vendor_log: VendorLog,
+    /// The NVM Set List (Identify CNS 04h) of a drive with NVM Sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_nvmset: Option<NvmSetList>,
+    /// The Endurance Group Information log (09h) of each group, by ENDGID (as a string).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endurance_logs: BTreeMap<String, EnduranceGroupLog>,
 }
 
 impl ControllerView {
+    /// The NVM Set List from `nvmsetid` on, or the status the controller returns for it.
+    pub fn id_nvmset(&self, nvmsetid: u16) -> Result<NvmSetList, Error> {
+        match &self.id_nvmset {
+            Some(l) => sets::list_from(l, nvmsetid),
+            None => sets::no_sets(&self.id_ctrl.mn),
+        }
+    }
+
+    /// The Endurance Group log of group `endgid`, or the status the controller returns.
+    pub fn endurance_log(&self, endgid: u16) -> Result<&EnduranceGroupLog, Error> {
+        match self.endurance_logs.get(&endgid.to_string()) {
+            Some(l) => Ok(l),
+            None => sets::unknown_group(endgid, self.endurance_logs.len() as u32, &self.id_ctrl.mn),
+        }
+    }
+
     /// Identify Namespace of `nsid`, or the status the controller returns for it.
     pub fn id_ns(&self, nsid: NsId) -> Result<&IdNs, Error> {
         let nsid = nsid.0;
@@ -142,9 +178,16 @@ pub struct FtlInfo {
     pub raw_bytes: u64,
     pub program_unit_bytes: u64,
     pub dies: u32,
+    /// NVM Sets (FTL partitions), each on its own dies.
+    #[serde(default = "one_u32")]
+    pub nvm_sets: u32,
     pub data_pool_bytes: u64,
     /// Whether the FTL maps are in memory (they load on first use).
     pub maps_loaded: bool,
+}
+
+fn one_u32() -> u32 {
+    1
 }
 
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
@@ -193,6 +236,9 @@ pub struct ControllerState {
     /// QPRIO: 0 urgent, 1 high, 2 medium, 3 low), by NSID; absent: medium.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sq_priority: BTreeMap<u32, u8>,
+    /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_commands: Vec<SetCommands>,
 }
 
 /// The NVMe queue priority classes (QPRIO), by value.
@@ -336,12 +382,19 @@ impl Controller {
             clock_ns: 0,
             qos: BTreeMap::new(),
             sq_priority: BTreeMap::new(),
+            set_commands: Vec::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
+        if c.spec.nvm_sets.is_some() {
+            c.st.set_commands = vec![SetCommands::default(); c.cfg.sets as usize];
+        }
+        // One namespace of the whole capacity; with NVM Sets, one filling each set.
         let lba = c.spec.capacity.lba_bytes.value[0] as u64;
-        let blocks = c.spec.capacity.tnvmcap_bytes.value / lba;
-        let nsid = c.create_ns(blocks, blocks, 0, 0)?;
-        c.attach_ns(nsid, &[CONTROLLER_ID])?;
+        for set in 0..c.cfg.sets {
+            let blocks = c.set_capacity(set) / lba;
+            let nsid = c.create_ns_in_set(blocks, blocks, 0, 0, c.nvmsetid_of(set))?;
+            c.attach_ns(nsid, &[CONTROLLER_ID])?;
+        }
         Ok(c)
     }
 
@@ -357,6 +410,7 @@ impl Controller {
         let cfg = FtlConfig::from_spec(&spec);
         ftl_meta.check_cheap(&cfg).map_err(InvalidState)?;
         check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
+        sets::check_chunk_sets(&st, &ftl_meta).map_err(InvalidState)?;
         Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store) })
     }
 
@@ -371,7 +425,8 @@ impl Controller {
     /// checks before it writes a generation.
     pub fn check_state(&self) -> Result<(), InvalidState> {
         self.ftl_state().check_cheap(&self.cfg).map_err(InvalidState)?;
-        check_controller_state(&self.spec, &self.cfg, &self.st).map_err(InvalidState)
+        check_controller_state(&self.spec, &self.cfg, &self.st).map_err(InvalidState)?;
+        sets::check_chunk_sets(&self.st, self.ftl_state()).map_err(InvalidState)
     }
 
     pub fn spec(&self) -> &DriveSpec {
@@ -395,6 +450,14 @@ impl Controller {
 
     pub fn ftl_counters(&self) -> &FtlCounters {
         self.ftl_state().counters()
+    }
+
+    /// The small FTL state, mutable (chunks given to a set), whether the maps are loaded or not.
+    fn ftl_state_mut(&mut self) -> &mut FtlState {
+        match &mut self.ftl {
+            Some(f) => f.state_mut(),
+            None => self.ftl_meta.as_mut().expect("FTL state present"),
+        }
     }
 
     pub fn maps_loaded(&self) -> bool {
@@ -554,19 +617,27 @@ impl Controller {
 
     // ------------------------------------------------------------- namespace management
 
-    /// Namespace Management - create. Returns the new NSID.
+    /// Namespace Management - create. Returns the new NSID. On a drive with NVM Sets the
+    /// controller picks the set (the first with room, as for NVMSETID 0).
     pub fn create_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<NsId, Error> {
-        self.create_ns_in(nsze, ncap, flbas, nmic, false)
+        self.create_ns_in(nsze, ncap, flbas, nmic, false, 0)
+    }
+
+    /// Namespace Management - create in NVM Set `nvmsetid` (1-based; 0: the controller
+    /// picks the first set with room). An unknown set is INVALID_FIELD, a namespace larger
+    /// than the set's unallocated capacity NS_INSUFFICIENT_CAPACITY.
+    pub fn create_ns_in_set(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, nvmsetid: u16) -> Result<NsId, Error> {
+        self.create_ns_in(nsze, ncap, flbas, nmic, false, nvmsetid)
     }
 
     /// Namespace Management - create a DRAM namespace (the vendor extension of the PBlaze5
     /// firmware; docs/models.md, "DRAM namespace"): within the preset's DRAM budget, taking
     /// no NVM capacity.
     pub fn create_dram_ns(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8) -> Result<NsId, Error> {
-        self.create_ns_in(nsze, ncap, flbas, nmic, true)
+        self.create_ns_in(nsze, ncap, flbas, nmic, true, 0)
     }
 
-    fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool) -> Result<NsId, Error> {
+    fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> Result<NsId, Error> {
         let formats = &self.spec.capacity.lba_bytes.value;
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
             return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
@@ -588,8 +659,12 @@ impl Controller {
         }
         let bytes = nsze.saturating_mul(lba as u64);
         if dram {
+            if nvmsetid != 0 {
+                return fail(Status::InvalidField, format!("NVM Set {nvmsetid}: a DRAM namespace lies in no NVM Set (use 0)"));
+            }
             self.check_dram_room(nsze, lba, bytes)?;
         }
+        let set = if dram { 0 } else { self.pick_set(nvmsetid, bytes)? };
         let unvmcap = if dram { u64::MAX } else { self.unvmcap() };
         if bytes > unvmcap {
             return fail(
@@ -602,6 +677,9 @@ impl Controller {
                 ),
             );
         }
+        if !dram {
+            self.check_set_room(set, nsze, lba, bytes)?;
+        }
         let nn = self.spec.capacity.max_namespaces.value;
         let Some(nsid) = (1..=nn).find(|id| !self.st.namespaces.contains_key(id)) else {
             return fail(Status::NsIdUnavailable, format!("all {nn} namespace IDs are in use"));
@@ -613,9 +691,11 @@ impl Controller {
         // when the capacity check passed.
         assert!(free.len() >= need, "logical space exhausted: need {need} chunks, {} free", free.len());
         let chunks = free[..need].to_vec();
-        self.st
-            .namespaces
-            .insert(nsid, Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks, dram });
+        self.ftl_state_mut().assign_chunks(&chunks, set);
+        self.st.namespaces.insert(
+            nsid,
+            Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks, dram, nvm_set: set },
+        );
         Ok(NsId(nsid))
     }
 
@@ -997,9 +1077,13 @@ impl Controller {
             self.st.smart.data_units_written_512 += bytes / 512;
             return Ok(());
         }
+        let set = ns.nvm_set as usize;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
+        if let Some(c) = self.st.set_commands.get_mut(set) {
+            c.host_write_commands += 1;
+        }
         self.st.smart.data_units_written_512 += bytes / 512;
         Ok(())
     }
@@ -1016,6 +1100,7 @@ impl Controller {
             self.st.smart.data_units_read_512 += bytes / 512;
             return Ok(ReadSummary::default());
         }
+        let set = ns.nvm_set as usize;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
@@ -1025,6 +1110,9 @@ impl Controller {
         });
         self.st.smart.host_read_commands += 1;
         self.st.smart.data_units_read_512 += bytes / 512;
+        if let Some(c) = self.st.set_commands.get_mut(set) {
+            c.host_read_commands += 1;
+        }
         Ok(sum)
     }
 
@@ -1141,6 +1229,9 @@ impl Controller {
         }
         self.st.smart.host_write_commands += ios;
         self.st.smart.data_units_written_512 += bytes_done / 512;
+        if let Some(c) = self.st.set_commands.get_mut(ns.nvm_set as usize) {
+            c.host_write_commands += ios;
+        }
         let after = self.ftl_counters();
         let host = after.host_write_bytes - before.host_write_bytes;
         let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
@@ -1187,6 +1278,7 @@ impl Controller {
             nmic: ns.nmic,
             bytes: ns.bytes(),
             dram: ns.dram,
+            nvmsetid: self.nvmsetid(ns),
         }
     }
 
@@ -1199,6 +1291,10 @@ impl Controller {
             namespaces: self.namespace_rows(),
             smart_log: self.smart_log(),
             vendor_log: self.vendor_log(),
+            id_nvmset: self.id_nvmset(0).ok(),
+            endurance_logs: (1..=self.endurance_groups() as u16)
+                .filter_map(|g| Some((g.to_string(), self.endurance_log(g).ok()?)))
+                .collect(),
         }
     }
 
@@ -1218,6 +1314,7 @@ impl Controller {
             raw_bytes: g.raw_bytes(),
             program_unit_bytes: g.program_unit_bytes,
             dies: g.dies(),
+            nvm_sets: cfg.sets,
             data_pool_bytes: g.data_pool_bytes(cfg.overhead_superblocks),
             maps_loaded: self.maps_loaded(),
         }
@@ -1464,7 +1561,7 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     if st.power_state as usize >= spec.power_states.len().max(1) {
         return Err(format!("power state {} does not exist", st.power_state));
     }
-    Ok(())
+    sets::check_sets_state(spec, cfg, st)
 }
 
 fn fmt_formats(f: &[u32]) -> String {

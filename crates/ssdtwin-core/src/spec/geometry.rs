@@ -1,6 +1,6 @@
 //! NAND geometry: the sizes that follow from the NAND part of a spec.
 
-use super::DriveSpec;
+use super::{DriveSpec, NandSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Geometry {
@@ -14,15 +14,20 @@ pub struct Geometry {
     pub bits_per_cell: u32,
     /// One-shot program unit of one die: planes × page × bits per cell.
     pub program_unit_bytes: u64,
+    /// One block on every plane of every die of an NVM Set (of every die without sets).
     pub superblock_bytes: u64,
+    /// NVM Sets: disjoint die groups, each with `blocks_per_plane` superblocks of its own.
+    pub nvm_sets: u32,
 }
 
 impl Geometry {
     pub fn from_spec(s: &DriveSpec) -> Geometry {
         let n = &s.nand;
+        let sets = s.nvm_sets().max(1);
         let dies = n.channels.value as u64 * n.dies_per_channel.value as u64;
         let program_unit_bytes = n.planes_per_die.value as u64 * n.page_bytes.value as u64 * n.bits_per_cell.value as u64;
-        let superblock_bytes = dies * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
+        let superblock_bytes =
+            dies / sets as u64 * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
         Geometry {
             channels: n.channels.value,
             dies_per_channel: n.dies_per_channel.value,
@@ -33,26 +38,59 @@ impl Geometry {
             bits_per_cell: n.bits_per_cell.value,
             program_unit_bytes,
             superblock_bytes,
+            nvm_sets: sets,
         }
+    }
+
+    /// Why `sets` NVM Sets cannot split the dies of `n` evenly into whole channels or into
+    /// equal shares of every channel.
+    pub fn check_sets(n: &NandSpec, sets: u32) -> Result<(), String> {
+        let (c, dies) = (n.channels.value, n.channels.value * n.dies_per_channel.value);
+        if sets == 0 || !(c % sets == 0 || (sets % c == 0 && dies % sets == 0)) {
+            return Err(format!(
+                "must divide the {c} channels (sets of whole channels) or be a multiple of them dividing the {dies} dies"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Dies per NVM Set.
+    pub fn dies_per_set(&self) -> u32 {
+        self.dies() / self.nvm_sets
+    }
+
+    /// The NVM Set (0-based) die `die` belongs to: dies ranked by (channel, position on the
+    /// channel), in equal consecutive groups, so a set holds whole channels when it can.
+    pub fn set_of_die(&self, die: u32) -> u32 {
+        let rank = (die % self.channels) * self.dies_per_channel + die / self.channels;
+        rank / self.dies_per_set()
+    }
+
+    /// The dies of set `set` in striping order (ascending die number, which alternates
+    /// channels): with one set, every die in order.
+    pub fn set_dies(&self, set: u32) -> Vec<u32> {
+        (0..self.dies()).filter(|&d| self.set_of_die(d) == set).collect()
     }
 
     pub fn dies(&self) -> u32 {
         self.channels * self.dies_per_channel
     }
 
+    /// Superblocks of the whole drive: `blocks_per_plane` in every NVM Set.
     pub fn superblocks(&self) -> u32 {
-        self.blocks_per_plane
+        self.blocks_per_plane * self.nvm_sets
     }
 
     /// Bytes that hold data (live or overwritten) in steady state once GC's mean overhead of
-    /// `overhead` superblocks is set aside: the T of the WAF models.
+    /// `overhead` superblocks (per set: each set's GC keeps its own) is set aside: the T of
+    /// the WAF models.
     pub fn data_pool_bytes(&self, overhead: f64) -> u64 {
-        ((self.blocks_per_plane as f64 - overhead).max(0.0) * self.superblock_bytes as f64) as u64
+        ((self.blocks_per_plane as f64 - overhead).max(0.0) * (self.superblock_bytes * self.nvm_sets as u64) as f64) as u64
     }
 
     /// Raw NAND bytes (every block of every plane of every die).
     pub fn raw_bytes(&self) -> u64 {
-        self.superblock_bytes * self.blocks_per_plane as u64
+        self.superblock_bytes * self.superblocks() as u64
     }
 
     pub fn physical_ius(&self, iu_bytes: u64) -> u64 {

@@ -47,6 +47,10 @@ pub struct DriveSpec {
     /// Namespaces carved out of the controller's DRAM (absent: the drive has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_namespace: Option<DramNamespaceSpec>,
+    /// NVM Sets and Endurance Groups (absent: the drive has none; one partition holds every
+    /// die). docs/models.md §9.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvm_sets: Option<NvmSetSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -252,6 +256,29 @@ pub struct DramNamespaceSpec {
     pub bytes_per_s: Sourced<u64>,
 }
 
+/// NVM Sets (NVMe 1.4, docs/models.md §9): the dies split into disjoint groups, each an NVM
+/// Set with its own Endurance Group and its own FTL partition (superblocks, free pool,
+/// frontiers, GC, write buffer share). A set holds whole channels when the set count divides
+/// the channel count, else an equal share of the dies of every channel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvmSetSpec {
+    /// How many sets the drive can be configured with (NSETIDMAX of a drive built with the
+    /// most); at most 31, the entries of an NVM Set List.
+    pub max_sets: Sourced<u32>,
+    /// The sets of this drive: 1 (the factory default) to `max_sets`, chosen when the image is
+    /// created (`ssdtwin create --nvm-sets N`): on a real drive the vendor fixes them.
+    #[serde(default = "default_sets")]
+    pub sets: Sourced<u32>,
+}
+
+fn default_sets() -> Sourced<u32> {
+    Sourced::new(1, "factory default: one set holding every die")
+}
+
+/// The most NVM Sets an NVM Set List (Identify CNS 04h) describes.
+pub const MAX_NVM_SETS: u32 = 31;
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogSpec {
@@ -361,6 +388,9 @@ impl DriveSpec {
         }
         self.validate_timing(&mut c);
         self.validate_dram(&mut c);
+        if c.problems.is_empty() {
+            self.validate_nvm_sets(&mut c);
+        }
         self.validate_power_states(&mut c);
         if c.problems.is_empty() {
             Ok(())
@@ -472,6 +502,54 @@ impl DriveSpec {
             c.range("dram_namespace.latency_ns", &d.latency_ns, 0, 10_000_000);
             c.range("dram_namespace.bytes_per_s", &d.bytes_per_s, 1_000_000, 1_000_000_000_000);
         }
+    }
+
+    /// [nvm_sets] (optional): a set count the dies and the write buffer divide into.
+    fn validate_nvm_sets(&self, c: &mut Checker) {
+        let Some(s) = &self.nvm_sets else { return };
+        c.range("nvm_sets.max_sets", &s.max_sets, 1, MAX_NVM_SETS);
+        c.range("nvm_sets.sets", &s.sets, 1, s.max_sets.value.max(1));
+        let k = s.sets.value;
+        if k == 0 || k > s.max_sets.value {
+            return;
+        }
+        for (what, n) in [("max_sets", s.max_sets.value), ("sets", k)] {
+            if let Err(why) = Geometry::check_sets(&self.nand, n) {
+                c.fail(format!("nvm_sets.{what}: {why} (got {n})"));
+            }
+        }
+        let g = self.geometry();
+        let iu = self.ftl.iu_bytes.value as u64;
+        let slots = self.ftl.write_buffer_bytes.value / iu / k as u64;
+        if slots < g.ius_per_program_unit(iu) as u64 {
+            c.fail(format!(
+                "nvm_sets.sets: each set's share of the write buffer ({slots} IUs) must hold a program unit ({} IUs) (got {k} sets)",
+                g.ius_per_program_unit(iu)
+            ));
+        }
+    }
+
+    /// The NVM Sets of this drive (1 when it has none).
+    pub fn nvm_sets(&self) -> u32 {
+        self.nvm_sets.as_ref().map_or(1, |s| s.sets.value)
+    }
+
+    /// The same drive configured with `sets` NVM Sets (`ssdtwin create --nvm-sets`).
+    pub fn with_nvm_sets(&self, sets: u32) -> Result<DriveSpec, SpecError> {
+        let err = |m: String| SpecError { origin: format!("--nvm-sets {sets}"), problems: vec![m] };
+        let Some(ns) = &self.nvm_sets else {
+            if sets == 1 {
+                return Ok(self.clone());
+            }
+            return Err(err(format!("{} has no NVM Sets (its preset has no [nvm_sets] section): use 1", self.drive.name)));
+        };
+        if sets == 0 || sets > ns.max_sets.value {
+            return Err(err(format!("must be 1..={} for {} (got {sets})", ns.max_sets.value, self.drive.name)));
+        }
+        let mut s = self.clone();
+        s.nvm_sets.as_mut().expect("checked").sets = Sourced::new(sets, "chosen when the image was created (ssdtwin create --nvm-sets)");
+        s.validate(&format!("{} with {sets} NVM Sets", self.drive.name))?;
+        Ok(s)
     }
 
     /// [timing] (optional): ranges of every timing number.
