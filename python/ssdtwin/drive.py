@@ -86,6 +86,8 @@ class Namespace:
     bytes: int
     #: A DRAM namespace (no NAND behind it).
     dram: bool = False
+    #: Its NVM Set (= Endurance Group); 0 on a drive without sets and for a DRAM namespace.
+    nvmsetid: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,13 +119,29 @@ class Nvme:
         return [Namespace(**row) for row in self._core.list_ns()]
 
     def create_ns(
-        self, nsze: int, ncap: Optional[int] = None, flbas: int = 0, nmic: int = 0, block_size: Optional[int] = None, dram: bool = False
+        self,
+        nsze: int,
+        ncap: Optional[int] = None,
+        flbas: int = 0,
+        nmic: int = 0,
+        block_size: Optional[int] = None,
+        dram: bool = False,
+        nvmsetid: int = 0,
     ) -> int:
         """Namespace Management create; ``block_size`` picks the LBA format by size; ``dram``
-        makes a DRAM namespace (within the preset's DRAM budget, no NAND behind it)."""
+        makes a DRAM namespace (within the preset's DRAM budget, no NAND behind it);
+        ``nvmsetid`` places it in that NVM Set (0: the controller picks the first with room)."""
         if block_size is not None:
             flbas = self.lba_format_index(block_size)
-        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic, dram)
+        return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic, dram, nvmsetid)
+
+    def id_nvmset(self, nvmsetid: int = 0) -> dict[str, Any]:
+        """Identify CNS 04h: the NVM Set List from ``nvmsetid`` on (0: every set)."""
+        return self._core.id_nvmset(nvmsetid)
+
+    def endurance_log(self, endgid: int) -> dict[str, Any]:
+        """Log page 09h: the Endurance Group Information log of group ``endgid``."""
+        return self._core.endurance_log(endgid)
 
     def lba_sizes(self) -> builtins.list[int]:
         """The drive's LBA formats: data size in bytes, by format index (FLBAS)."""
@@ -191,8 +209,9 @@ class Drive:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
-        return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed))
+    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1, nvm_sets: Optional[int] = None) -> Drive:
+        """A new image; ``nvm_sets`` builds it with that many NVM Sets (presets with [nvm_sets])."""
+        return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets))
 
     @classmethod
     def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
@@ -206,9 +225,17 @@ class Drive:
         return cls(_core.Drive.open(os.fspath(path), writable=writable, repair=repair), writable=writable)
 
     @classmethod
-    def in_memory(cls, model: Optional[str] = None, scale: Union[str, int] = 1, seed: int = 1, spec_toml: Optional[str] = None) -> Drive:
-        """A drive held only in memory, from a preset or a spec TOML (no image, no commit)."""
-        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml))
+    def in_memory(
+        cls,
+        model: Optional[str] = None,
+        scale: Union[str, int] = 1,
+        seed: int = 1,
+        spec_toml: Optional[str] = None,
+        nvm_sets: Optional[int] = None,
+    ) -> Drive:
+        """A drive held only in memory, from a preset or a spec TOML (no image, no commit);
+        ``nvm_sets`` builds it with that many NVM Sets."""
+        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets))
 
     def __enter__(self) -> Drive:
         return self

@@ -61,6 +61,10 @@ def id_ctrl(d: dict[str, Any]) -> str:
         "mnan",
         "subnqn",
     ]
+    if d.get("ctratt"):  # NVM Sets and Endurance Groups (shown by drives that have them)
+        keys[keys.index("ver") + 1 : keys.index("ver") + 1] = ["ctratt"]
+        keys += ["nsetidmax", "endgidmax"]
+        hexes = hexes | {"ctratt"}
     rows: list[tuple[str, Any]] = []
     for k in keys:
         v = d[k]
@@ -149,6 +153,38 @@ def smart_log(d: dict[str, Any], device: str) -> str:
         ("Critical Composite Temperature Time", d["critical_comp_time"]),
     ]
     return f"Smart Log for NVME device:{device} namespace-id:ffffffff\n" + _kv(rows, 40)
+
+
+def id_nvmset(d: dict[str, Any], nvmsetid: int) -> str:
+    """Identify NVM Set List (CNS 04h) as nvme-cli prints it."""
+    keys = ["nvmset_id", "endurance_group_id", "random_4k_read_typical", "optimal_write_size", "total_nvmset_cap", "unalloc_nvmset_cap"]
+    out = [f"NVME Identify NVM Set List {nvmsetid}:", f"nid     : {d['nid']}", "." * 17]
+    for i, e in enumerate(d["NVMSet"]):
+        out += [f" NVM Set Attribute Entry[{i:2}]", "." * 17, _kv([(k, e[k]) for k in keys], 24), "." * 17]
+    return "\n".join(out)
+
+
+def endurance_log(d: dict[str, Any], device: str, endgid: int) -> str:
+    """Endurance Group Information log (09h) as nvme-cli prints it."""
+    keys = [
+        "critical_warning",
+        "endurance_group_features",
+        "avl_spare",
+        "avl_spare_threshold",
+        "percent_used",
+        "domain_identifier",
+        "endurance_estimate",
+        "data_units_read",
+        "data_units_written",
+        "media_units_written",
+        "host_read_cmds",
+        "host_write_cmds",
+        "media_data_integrity_err",
+        "num_err_info_log_entries",
+        "total_end_grp_cap",
+        "unalloc_end_grp_cap",
+    ]
+    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, d[k]) for k in keys], 28)
 
 
 def vendor_log(d: dict[str, Any], device: str) -> str:

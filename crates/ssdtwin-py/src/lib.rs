@@ -246,6 +246,14 @@ impl Drive {
     }
 }
 
+/// `spec` built with `sets` NVM Sets (None: as it is).
+fn with_sets(spec: DriveSpec, sets: Option<u32>) -> Result<DriveSpec, Failure> {
+    match sets {
+        Some(k) => Ok(spec.with_nvm_sets(k)?),
+        None => Ok(spec),
+    }
+}
+
 fn resolve_spec(preset: Option<&str>, spec_toml: Option<&str>, origin: &str) -> Result<DriveSpec, Failure> {
     match (preset, spec_toml) {
         (_, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
@@ -262,9 +270,19 @@ fn pattern(text: &str) -> Result<Pattern, Failure> {
 impl Drive {
     /// Create a drive image at `path` from a preset (or a spec TOML) at 1/`scale`.
     #[staticmethod]
-    #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None))]
-    fn create(py: Python<'_>, path: PathBuf, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
-        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?;
+    /// `nvm_sets`: the NVM Sets to build it with (1 ..= the preset's `nvm_sets.max_sets`;
+    /// None: the preset's own, one set or none).
+    #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None))]
+    fn create(
+        py: Python<'_>,
+        path: PathBuf,
+        preset: Option<&str>,
+        scale: u32,
+        seed: u64,
+        spec_toml: Option<&str>,
+        nvm_sets: Option<u32>,
+    ) -> PyResult<Drive> {
+        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets)?;
         let name = preset.map(str::to_string).unwrap_or_else(|| spec.drive.name.clone());
         let img = py.detach(|| Image::create(&path, spec, &name, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Image(Box::new(img)), Some(path)))
@@ -287,9 +305,16 @@ impl Drive {
 
     /// A drive that lives only in memory (benchmarks, notebooks).
     #[staticmethod]
-    #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None))]
-    fn in_memory(py: Python<'_>, preset: Option<&str>, scale: u32, seed: u64, spec_toml: Option<&str>) -> PyResult<Drive> {
-        let spec = resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?;
+    #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None))]
+    fn in_memory(
+        py: Python<'_>,
+        preset: Option<&str>,
+        scale: u32,
+        seed: u64,
+        spec_toml: Option<&str>,
+        nvm_sets: Option<u32>,
+    ) -> PyResult<Drive> {
+        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets)?;
         let c = py.detach(|| Controller::new(spec, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Memory(Box::new(c)), None))
     }
@@ -384,11 +409,12 @@ impl Drive {
 
     /// (A data file a server left under the new NSID is stale: it is removed.)
     /// `dram`: a DRAM namespace (within the preset's DRAM budget, no NAND behind it).
-    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0, dram=false))]
-    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool) -> PyResult<u32> {
+    /// `nvmsetid`: the NVM Set to place it in (0: the controller picks the first with room).
+    #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0, dram=false, nvmsetid=0))]
+    fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> PyResult<u32> {
         self.with(py, |b| {
             let c = b.ctrl();
-            let nsid = if dram { c.create_dram_ns(nsze, ncap, flbas, nmic)? } else { c.create_ns(nsze, ncap, flbas, nmic)? }.0;
+            let nsid = c.create_ns_in(nsze, ncap, flbas, nmic, dram, nvmsetid)?.0;
             b.drop_data(nsid)?;
             Ok(nsid)
         })
@@ -447,6 +473,17 @@ impl Drive {
 
     fn smart_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.query(py, |c| Ok(c.smart_log()))
+    }
+
+    /// Identify CNS 04h: the NVM Set List from `nvmsetid` on (0: every set).
+    #[pyo3(signature = (nvmsetid=0))]
+    fn id_nvmset(&self, py: Python<'_>, nvmsetid: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.id_nvmset(nvmsetid)?))
+    }
+
+    /// Log page 09h: the Endurance Group Information log of group `endgid`.
+    fn endurance_log(&self, py: Python<'_>, endgid: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.endurance_log(endgid)?))
     }
 
     fn vendor_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -601,6 +638,19 @@ impl DriveView {
 
     fn vendor_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(py, &self.view.vendor_log)
+    }
+
+    /// Identify CNS 04h from `nvmsetid` on (NvmeError INVALID_FIELD without sets).
+    #[pyo3(signature = (nvmsetid=0))]
+    fn id_nvmset(&self, py: Python<'_>, nvmsetid: u16) -> PyResult<Py<PyAny>> {
+        let l = self.view.id_nvmset(nvmsetid).map_err(Failure::from)?;
+        to_py(py, &l)
+    }
+
+    /// Log page 09h of group `endgid` (NvmeError for a group that does not exist).
+    fn endurance_log(&self, py: Python<'_>, endgid: u16) -> PyResult<Py<PyAny>> {
+        let l = self.view.endurance_log(endgid).map_err(Failure::from)?;
+        to_py(py, l)
     }
 }
 

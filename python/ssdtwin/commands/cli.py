@@ -116,21 +116,26 @@ def create(
     model: str = typer.Option(..., "--model", "-m", help="preset name (ssdtwin models)"),
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
     seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
+    nvm_sets: Optional[int] = typer.Option(
+        None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default: the preset's, 1)"
+    ),
 ) -> None:
-    """Create a drive image from a preset (factory state: one namespace, whole capacity)."""
+    """Create a drive image from a preset (factory state: one namespace, whole capacity; with
+    --nvm-sets, one namespace filling each set)."""
     try:
         n = parse_scale(scale)
     except ValueError as e:
         fail(f"--scale: {e}")
-    d = Drive.create(path, model, scale=n, seed=seed)
+    d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets)
     info = d.ftl_info()
     ctrl = d.nvme.id_ctrl()
     d.close()
     rounded = scale_rounding(model, n)
+    sets = f" in {info['nvm_sets']} NVM Sets" if nvm_sets is not None else ""
     typer.echo(
         f"created {path}: {model} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
-        f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks, seed {seed}"
+        f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks{sets}, seed {seed}"
     )
 
 

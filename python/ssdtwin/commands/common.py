@@ -23,7 +23,7 @@ from ..drive import Drive
 from ..live import LiveState, live_state
 
 # Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
-U8, U32, U64 = 0xFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
+U8, U16, U32, U64 = 0xFF, 0xFFFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 

@@ -15,7 +15,7 @@ import typer
 
 from .. import nvmefmt
 from ..drive import SQ_PRIORITIES, Drive
-from .common import U8, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
+from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
@@ -69,15 +69,18 @@ def nvme_create_ns(
     block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
     nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
     dram: bool = typer.Option(False, "--dram", help="a DRAM namespace (vendor extension): within the DRAM budget, no NAND behind it"),
+    nvmsetid: int = typer.Option(
+        0, "-i", "--nvmset-id", "--nvm-set", min=0, max=U16, help="NVM Set to place it in (0: the first with room; ssdtwin nvme id-nvmset)"
+    ),
 ) -> None:
-    """Namespace Management: create (nvme-cli flags; --dram for a DRAM namespace)."""
+    """Namespace Management: create (nvme-cli flags; --dram for a DRAM namespace, -i for its NVM Set)."""
     s, c = blocks_arg("-s/--nsze", nsze), blocks_arg("-c/--ncap", ncap)
     with opened(path, writable=True) as d:
         if block_size is not None and flbas is not None:
             fail("give -b/--block-size or -f/--flbas, not both")
         if block_size is not None:
             flbas = lba_format_arg(d, block_size)
-        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic, dram=dram)
+        nsid = d.nvme.create_ns(s, c, flbas=flbas or 0, nmic=nmic, dram=dram, nvmsetid=nvmsetid)
     typer.echo(f"create-ns: Success, created nsid:{nsid}")
 
 
@@ -177,6 +180,30 @@ def nvme_smart_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     check_fmt(fmt)
     data = read_log(path, "smart")
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, str(path)))
+
+
+@nvme.command("id-nvmset")
+def nvme_id_nvmset(
+    path: Path = ImageDir,
+    nvmsetid: int = typer.Option(0, "-i", "--nvmset-id", min=0, max=U16, help="list the sets from this one on (0: every set)"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Identify NVM Set List (CNS 04h): each set's capacity, Endurance Group, typical 4 KiB read."""
+    check_fmt(fmt)
+    data = drive_view(path).id_nvmset(nvmsetid)  # NvmeError INVALID_FIELD from the core
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_nvmset(data, nvmsetid))
+
+
+@nvme.command("endurance-log")
+def nvme_endurance_log(
+    path: Path = ImageDir,
+    endgid: int = typer.Option(..., "-g", "--group-id", min=0, max=U16, help="Endurance Group (ENDGID: one per NVM Set)"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Endurance Group Information log (09h): one group's wear, traffic and capacity."""
+    check_fmt(fmt)
+    data = drive_view(path).endurance_log(endgid)
+    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.endurance_log(data, str(path), endgid))
 
 
 @nvme.command("vendor-log")

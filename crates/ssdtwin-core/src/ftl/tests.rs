@@ -251,3 +251,158 @@ fn idle_gc_rebuilds_the_surplus_from_worthwhile_victims() {
     assert!(moved > 0 && f.st.parts[0].free.len() >= Ftl::BACKGROUND_FREE_TARGET, "moved {moved}, free {}", f.st.parts[0].free.len());
     f.check_invariants().unwrap();
 }
+
+// ------------------------------------------------------------------------- NVM Sets
+
+/// A tiny drive of 4 channels x 2 dies in `sets` NVM Sets, `blocks` superblocks per set.
+fn tiny_sets_spec(sets: u32, blocks: u32, tnvmcap: u64) -> DriveSpec {
+    let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+    s.nand.channels.value = 4;
+    s.nand.dies_per_channel.value = 2;
+    s.nand.planes_per_die.value = 2;
+    s.nand.bits_per_cell.value = 3;
+    s.nand.pages_per_block.value = 12;
+    s.nand.page_bytes.value = 16384;
+    s.nand.blocks_per_plane.value = blocks;
+    s.ftl.iu_bytes.value = 4096;
+    s.ftl.write_buffer_bytes.value = 192 * 4096;
+    s.capacity.tnvmcap_bytes.value = tnvmcap;
+    s.capacity.max_namespaces.value = 4;
+    s.nvm_sets =
+        Some(crate::spec::NvmSetSpec { max_sets: crate::spec::Sourced::new(8, "test"), sets: crate::spec::Sourced::new(sets, "test") });
+    s.validate("tiny with sets").unwrap();
+    s
+}
+
+/// The set of every die a NAND operation touches (an erase: every die of its superblock).
+fn op_sets(f: &Ftl, a: &crate::nand::Addressing, g: &crate::spec::Geometry, op: &NandOp) -> Vec<u32> {
+    match *op {
+        NandOp::Read { ppa, .. } | NandOp::Program { ppa, .. } => vec![g.set_of_die(a.die_channel_plane(ppa).0)],
+        NandOp::Erase { sb } => {
+            let set = sb / f.cfg.sbs_per_set;
+            a.dies_of_set(set).iter().map(|&d| g.set_of_die(d)).collect()
+        }
+    }
+}
+
+#[test]
+fn a_sets_writes_and_gc_stay_on_its_dies() {
+    // 2 sets of 4 dies, 32 superblocks of 1.5 MiB each; 36 MiB of user space over both.
+    let spec = tiny_sets_spec(2, 32, 72 << 20);
+    let (g, mut f) = (spec.geometry(), Ftl::new(&spec).unwrap());
+    let a = crate::nand::Addressing::new(&g, 4096);
+    let chunks: Vec<u32> = (0..f.cfg.chunks()).collect();
+    let (first, second) = chunks.split_at(chunks.len() / 2);
+    f.st.assign_chunks(second, 1);
+    let ius: Vec<u32> = first.iter().flat_map(|&c| (c << f.cfg.chunk_shift)..((c + 1) << f.cfg.chunk_shift)).collect();
+    let n = (ius.len() as u32).min((36 << 20) / 4096);
+    let mut rec = Recorder(Vec::new());
+    let mut r = Lcg(3);
+    for _ in 0..n * 4 {
+        f.write(LogicalIu(ius[r.next(n) as usize]), f.cfg.full_mask, &mut rec);
+        f.read(LogicalIu(ius[r.next(n) as usize]), f.cfg.full_mask, &mut rec);
+    }
+    f.background_gc(Ftl::BACKGROUND_FREE_TARGET, u64::MAX, &mut rec);
+    f.check_invariants().unwrap();
+    assert!(f.counters().erases > 0 && f.counters().gc_programmed_ius > 0, "the test needs GC in set 1");
+    for op in &rec.0 {
+        assert!(op_sets(&f, &a, &g, op).iter().all(|&s| s == 0), "{op:?} touches a die of set 2");
+    }
+    // Set 2 is untouched: every superblock free, nothing counted.
+    assert_eq!(f.st.set_free_superblocks(1), f.cfg.sbs_per_set as usize);
+    assert_eq!(*f.st.set_counters(1), SetCounters::default());
+    assert_eq!(f.st.set_counters(0).host_write_bytes, f.counters().host_write_bytes);
+    assert!(f.st.set_free_superblocks(0) < f.cfg.sbs_per_set as usize / 2);
+}
+
+#[test]
+fn one_set_is_the_ftl_without_sets() {
+    // The same workload on a drive without [nvm_sets] and on one built with one set.
+    let plain = tiny_spec(4096, 32, 20 << 20, 24);
+    let mut one = plain.clone();
+    one.nvm_sets =
+        Some(crate::spec::NvmSetSpec { max_sets: crate::spec::Sourced::new(2, "test"), sets: crate::spec::Sourced::new(1, "test") });
+    let run = |spec: &DriveSpec| {
+        let mut f = Ftl::new(spec).unwrap();
+        let mut rec = Recorder(Vec::new());
+        let mut r = Lcg(5);
+        let n = (20u32 << 20) / 4096;
+        for _ in 0..n * 3 {
+            f.write(LogicalIu(r.next(n)), f.cfg.full_mask, &mut rec);
+        }
+        f.background_gc(Ftl::BACKGROUND_FREE_TARGET, u64::MAX, &mut rec);
+        (rec.0, f.counters().clone())
+    };
+    assert_eq!(run(&plain), run(&one));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// Chunks dealt to the sets in a random order, then random runs of writes, trims and
+    /// reads: every NAND operation an IU causes lies on its set's dies (GC included), the
+    /// sets' free pools and counters add up to the drive's, and the full invariants hold.
+    #[test]
+    fn every_operation_stays_in_its_set(
+        sets in prop_oneof![Just(2u32), Just(4), Just(8)],
+        keys in proptest::collection::vec(any::<u32>(), 64),
+        ops in proptest::collection::vec(op(), 1..2500),
+    ) {
+        // 8 MiB of user space in 36 chunks; 12 superblocks per set.
+        let spec = tiny_sets_spec(sets, 12, 8 << 20);
+        let (g, mut f) = (spec.geometry(), Ftl::new(&spec).unwrap());
+        let a = crate::nand::Addressing::new(&g, 4096);
+        let mut order: Vec<u32> = (0..f.cfg.chunks()).collect();
+        order.sort_by_key(|&c| keys[c as usize % keys.len()] ^ c);
+        for (i, &c) in order.iter().enumerate() {
+            f.st.assign_chunks(&[c], i as u32 % sets);
+        }
+        let stride = f.cfg.logical_ius / 300;
+        for (i, o) in ops.iter().enumerate() {
+            // A write covers `n` IUs from its base, the others one.
+            let (base, run) = match *o { Op::Write(iu, _, n) => (iu * stride, n as u32), Op::Trim(iu) | Op::Read(iu) => (iu * stride, 1) };
+            for iu in base..(base + run).min(f.cfg.logical_ius) {
+                let mut rec = Recorder(Vec::new());
+                match *o {
+                    Op::Write(..) => f.write(LogicalIu(iu), f.cfg.full_mask, &mut rec),
+                    Op::Trim(_) => f.deallocate(LogicalIu(iu)),
+                    Op::Read(_) => { f.read(LogicalIu(iu), f.cfg.full_mask, &mut rec); }
+                }
+                let set = f.st.chunk_set(iu >> f.cfg.chunk_shift);
+                for op in &rec.0 {
+                    prop_assert!(op_sets(&f, &a, &g, op).iter().all(|&s| s == set), "{:?} of IU {} (set {}) leaves its set", op, iu, set + 1);
+                }
+            }
+            if i % 311 == 0 { f.check_invariants().map_err(TestCaseError::fail)?; }
+        }
+        f.drain_buffer(&mut NoTiming);
+        f.check_invariants().map_err(TestCaseError::fail)?;
+        let free: usize = (0..sets).map(|s| f.st.set_free_superblocks(s)).sum();
+        prop_assert_eq!(free, f.st.free_superblocks());
+        let programmed: u64 = (0..sets).map(|s| { let c = f.st.set_counters(s); c.host_programmed_ius + c.gc_programmed_ius }).sum();
+        prop_assert_eq!(programmed, f.counters().host_programmed_ius + f.counters().gc_programmed_ius);
+    }
+}
+
+#[test]
+fn the_property_test_reaches_gc_in_every_set() {
+    // The shape of `every_operation_stays_in_its_set` with its longest run of writes: GC
+    // must run in every set, or the property says nothing about GC.
+    for sets in [2u32, 4, 8] {
+        let spec = tiny_sets_spec(sets, 12, 8 << 20);
+        let mut f = Ftl::new(&spec).unwrap();
+        for c in 0..f.cfg.chunks() {
+            f.st.assign_chunks(&[c], c % sets);
+        }
+        let (stride, mut r) = (f.cfg.logical_ius / 300, Lcg(9));
+        for _ in 0..2500 * 6 / 8 {
+            let (base, run) = (r.next(300) * stride, 1 + r.next(16));
+            for iu in base..(base + run).min(f.cfg.logical_ius) {
+                f.write(LogicalIu(iu), f.cfg.full_mask, &mut NoTiming);
+            }
+        }
+        f.check_invariants().unwrap();
+        for s in 0..sets {
+            assert!(f.st.set_counters(s).gc_programmed_ius > 0, "{sets} sets: no GC in set {}", s + 1);
+        }
+    }
+}

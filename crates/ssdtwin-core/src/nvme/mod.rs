@@ -75,6 +75,10 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
+fn is_zero_u16(v: &u16) -> bool {
+    *v == 0
+}
+
 impl Namespace {
     pub fn bytes(&self) -> u64 {
         self.nsze * self.lba_bytes as u64
@@ -106,8 +110,8 @@ pub struct NamespaceRow {
     #[serde(default)]
     pub dram: bool,
     /// NVMSETID (= ENDGID) of the namespace; 0 on a drive without NVM Sets and for a DRAM
-    /// namespace.
-    #[serde(default)]
+    /// namespace (not shown then).
+    #[serde(default, skip_serializing_if = "is_zero_u16")]
     pub nvmsetid: u16,
 }
 
@@ -637,7 +641,9 @@ impl Controller {
         self.create_ns_in(nsze, ncap, flbas, nmic, true, 0)
     }
 
-    fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> Result<NsId, Error> {
+    /// Namespace Management - create: a DRAM namespace (`dram`, NVMSETID 0) or a NAND one
+    /// in NVM Set `nvmsetid` (0: the controller picks), as [`Controller::create_ns_in_set`].
+    pub fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> Result<NsId, Error> {
         let formats = &self.spec.capacity.lba_bytes.value;
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
             return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
@@ -665,6 +671,10 @@ impl Controller {
             self.check_dram_room(nsze, lba, bytes)?;
         }
         let set = if dram { 0 } else { self.pick_set(nvmsetid, bytes)? };
+        if !dram && self.has_nvm_sets() {
+            // The binding limit on a drive with sets: the set's own unallocated capacity.
+            self.check_set_room(set, nsze, lba, bytes)?;
+        }
         let unvmcap = if dram { u64::MAX } else { self.unvmcap() };
         if bytes > unvmcap {
             return fail(
@@ -676,9 +686,6 @@ impl Controller {
                     unvmcap / lba as u64
                 ),
             );
-        }
-        if !dram {
-            self.check_set_room(set, nsze, lba, bytes)?;
         }
         let nn = self.spec.capacity.max_namespaces.value;
         let Some(nsid) = (1..=nn).find(|id| !self.st.namespaces.contains_key(id)) else {

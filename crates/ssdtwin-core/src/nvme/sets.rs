@@ -193,7 +193,10 @@ impl Controller {
             if nvmsetid != 0 {
                 return fail(
                     Status::InvalidField,
-                    format!("NVM Set {nvmsetid}: {} has no NVM Sets (use 0, or create the image from a preset with [nvm_sets])", self.spec.drive.name),
+                    format!(
+                        "NVM Set {nvmsetid}: {} has no NVM Sets (use 0, or create the image from a preset with [nvm_sets])",
+                        self.spec.drive.name
+                    ),
                 );
             }
             return Ok(0);

@@ -47,9 +47,7 @@ impl Geometry {
     pub fn check_sets(n: &NandSpec, sets: u32) -> Result<(), String> {
         let (c, dies) = (n.channels.value, n.channels.value * n.dies_per_channel.value);
         if sets == 0 || !(c % sets == 0 || (sets % c == 0 && dies % sets == 0)) {
-            return Err(format!(
-                "must divide the {c} channels (sets of whole channels) or be a multiple of them dividing the {dies} dies"
-            ));
+            return Err(format!("must divide the {c} channels (sets of whole channels) or be a multiple of them dividing the {dies} dies"));
         }
         Ok(())
     }

@@ -543,8 +543,14 @@ impl DriveSpec {
             }
             return Err(err(format!("{} has no NVM Sets (its preset has no [nvm_sets] section): use 1", self.drive.name)));
         };
-        if sets == 0 || sets > ns.max_sets.value {
-            return Err(err(format!("must be 1..={} for {} (got {sets})", ns.max_sets.value, self.drive.name)));
+        let allowed: Vec<String> =
+            (1..=ns.max_sets.value).filter(|&k| Geometry::check_sets(&self.nand, k).is_ok()).map(|k| k.to_string()).collect();
+        if !allowed.contains(&sets.to_string()) {
+            return Err(err(format!(
+                "{} can be built with {} NVM Sets (its dies split evenly), not {sets}",
+                self.drive.name,
+                allowed.join(", ")
+            )));
         }
         let mut s = self.clone();
         s.nvm_sets.as_mut().expect("checked").sets = Sourced::new(sets, "chosen when the image was created (ssdtwin create --nvm-sets)");
