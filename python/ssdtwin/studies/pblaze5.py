@@ -8,9 +8,9 @@ PBlaze5 preset and the controller's QoS, arbitration and DRAM-namespace mechanis
   delivers its cap.
 * Study 2, **noisy neighbour**: NS1 runs 4 KiB random reads at a fixed 50K IOPS; NS2 a
   greedy workload. NS1's mean and 99.9 % latency alone, with the neighbour, with a QoS cap
-  on the neighbour, and with weighted round robin arbitration (NS1's queues high, NS2's
-  low). The NVM-sets row is not measured: the twin does not place namespaces on disjoint
-  dies yet (docs/models.md §9).
+  on the neighbour, with weighted round robin arbitration (NS1's queues high, NS2's
+  low), and with NS1 and NS2 in separate NVM Sets (a drive built with two sets: disjoint
+  dies, free pools and GC; docs/models.md §9).
 * Study 3, the **doublewrite buffer** on a DRAM namespace: `studies/doublewrite.py` (the
   InnoDB model, docs/models.md §10), which also runs alone
   (`ssdtwin reproduce pblaze5 --part doublewrite`).
@@ -120,40 +120,81 @@ def arbitration_value(high: int, medium: int, low: int, burst_log2: int) -> int:
     return ((high - 1) << 24) | ((medium - 1) << 16) | ((low - 1) << 8) | burst_log2
 
 
-def noisy_job(runtime_ms: int, neighbour: bool) -> str:
+# The greedy neighbours: the talk's (reads that saturate the controller's command ceiling)
+# and a writer (random writes that keep the NAND programming and collecting garbage).
+GREEDY_JOBS = {
+    "reads": "[greedy]\nfilename=ns2\nrw=randread\nbs=4k\niodepth=128\nnumjobs=8\n",
+    "writes": "[greedy]\nfilename=ns2\nrw=randwrite\nbs=4k\niodepth=32\nnumjobs=4\n",
+}
+
+
+def noisy_job(runtime_ms: int, neighbour: bool, greedy: str = "reads") -> str:
     victim = f"[victim]\nfilename=ns1\nrw=randread\nbs=4k\niodepth=32\nrate_iops={VICTIM_IOPS}\n"
-    greedy = "[greedy]\nfilename=ns2\nrw=randread\nbs=4k\niodepth=128\nnumjobs=8\n" if neighbour else ""
-    return f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime_ms}ms\nramp_time=200ms\nrandrepeat=0\n\n{victim}\n{greedy}"
+    other = GREEDY_JOBS[greedy] if neighbour else ""
+    return f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime_ms}ms\nramp_time=200ms\nrandrepeat=0\n\n{victim}\n{other}"
 
 
-def noisy_study(scale: int = 64, seed: int = 1, runtime_ms: int = 1000, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Study 2: NS1's latency alone, with a greedy NS2, with a cap on NS2, with WRR."""
-    d = Drive.in_memory(MODEL, scale=scale, seed=seed)
-    ids = carve(d, 2)
+def two_tenants(scale: int, seed: int, nvm_sets: bool) -> Drive:
+    """The study's drive: NS1 and NS2 of half the capacity each (the same size either way),
+    written once sequentially; with `nvm_sets`, built with two NVM Sets and NS1 in set 1,
+    NS2 in set 2 (disjoint dies), else carved from one set of every die."""
+    d = Drive.in_memory(MODEL, scale=scale, seed=seed, nvm_sets=2 if nvm_sets else None)
+    blocks = d.nvme.id_ctrl()["tnvmcap"] // 512 // 2 // 4096 * 4096
+    if nvm_sets:
+        for n in (1, 2):
+            d.nvme.detach_ns(n)
+            d.nvme.delete_ns(n)
+        ids = [d.nvme.create_ns(blocks, blocks, nvmsetid=s) for s in (1, 2)]
+        for n in ids:
+            d.nvme.attach_ns(n)
+    else:
+        ids = carve(d, 2)
+    assert [d.nvme.namespace(n).nsze for n in ids] == [blocks, blocks]
     for n in ids:
-        ns = next(x for x in d.namespaces() if x.nsid == n)
-        d.precondition(n, "seq", 131072, amount_bytes=ns.bytes, seed=seed)
-    cases: list[tuple[str, bool, Callable[[], None]]] = [
-        ("alone", False, lambda: None),
-        ("with neighbour", True, lambda: None),
-        (f"neighbour capped at {NEIGHBOUR_CAP_IOPS // 1000}K IOPS", True, lambda: d.nvme.set_qos(2, iops=NEIGHBOUR_CAP_IOPS)),
-        ("WRR: NS1 high, NS2 low", True, lambda: _wrr(d)),
+        d.precondition(n, "seq", 131072, amount_bytes=blocks * 512, seed=seed)
+    return d
+
+
+def noisy_study(
+    scale: int = 64, seed: int = 1, runtime_ms: int = 1000, log: Callable[[str], None] = print, greedy: str = "reads"
+) -> list[dict[str, Any]]:
+    """Study 2: NS1's latency alone, with a greedy NS2 (`greedy`: the talk's reads, or
+    random writes), with a cap on NS2, with WRR, and with NS1 and NS2 in separate NVM Sets
+    (a drive built with two, same job). Reads leave the drive as it was, so the read cases
+    share one drive; each write case starts from a fresh one."""
+    shared = two_tenants(scale, seed, nvm_sets=False)
+    drives = [shared]
+
+    def fresh(nvm_sets: bool = False) -> Drive:
+        if greedy == "reads" and not nvm_sets:
+            shared.nvme.set_qos(2)  # every case starts uncapped, round robin
+            shared.nvme.set_feature(0x01, 0)
+            return shared
+        drives.append(two_tenants(scale, seed, nvm_sets))
+        return drives[-1]
+
+    cases: list[tuple[str, bool, Callable[[], Drive]]] = [
+        ("alone", False, fresh),
+        ("with neighbour", True, fresh),
+        (f"neighbour capped at {NEIGHBOUR_CAP_IOPS // 1000}K IOPS", True, lambda: _capped(fresh())),
+        ("WRR: NS1 high, NS2 low", True, lambda: _wrr(fresh())),
+        (SETS_CASE, True, lambda: fresh(nvm_sets=True)),
     ]
     rows: list[dict[str, Any]] = []
+    what = "4 KiB random reads, 8 jobs x QD128" if greedy == "reads" else "4 KiB random writes, 4 jobs x QD32"
     log(f"Study 2, noisy neighbour (PBlaze5 1/{scale}; NS1 4 KiB random reads at {VICTIM_IOPS // 1000}K IOPS;")
-    log("NS2 greedy: 4 KiB random reads, 8 jobs x QD128)")
-    log(f"{'case':<34} {'NS1 mean us':>12} {'NS1 p99.9 us':>13} {'NS1 kIOPS':>10} {'NS2 kIOPS':>10}")
+    log(f"NS2 greedy: {what})")
+    log(f"{'case':<36} {'NS1 mean us':>12} {'NS1 p99.9 us':>13} {'NS1 kIOPS':>10} {'NS2 kIOPS':>10}")
     for name, neighbour, setup in cases:
-        d.nvme.set_qos(2)  # every case starts uncapped, round robin
-        d.nvme.set_feature(0x01, 0)
-        setup()
-        out = run_text(d, noisy_job(runtime_ms, neighbour), "noisy.fio")
+        drive = setup()
+        out = run_text(drive, noisy_job(runtime_ms, neighbour, greedy), "noisy.fio")
         v = [r for r in out if r["read"]["total_ios"] and _job_name(r) == "victim"][0]
         mean, p999 = _lat(v["read"])
         secs = v["read"]["runtime_ns"] / 1e9
-        n2 = sum(r["read"]["total_ios"] for r in out if _job_name(r) == "greedy") / secs
+        n2 = sum(r["read"]["total_ios"] + r["write"]["total_ios"] for r in out if _job_name(r) == "greedy") / secs
         row = {
             "study": "noisy",
+            "neighbour": greedy,
             "case": name,
             "ns1_mean_us": mean,
             "ns1_p999_us": p999,
@@ -161,20 +202,25 @@ def noisy_study(scale: int = 64, seed: int = 1, runtime_ms: int = 1000, log: Cal
             "ns2_iops": n2,
         }
         rows.append(row)
-        log(f"{name:<34} {mean:>12.1f} {p999:>13.1f} {row['ns1_iops'] / 1e3:>10.1f} {n2 / 1e3:>10.1f}")
-    rows.append(
-        {"study": "noisy", "case": "NVM sets (disjoint dies)", "ns1_mean_us": None, "ns1_p999_us": None, "ns1_iops": None, "ns2_iops": None}
-    )
-    log(f"{'NVM sets (disjoint dies)':<34} {'not modelled yet':>12}")
-    d.nvme.set_qos(2)
-    d.nvme.set_feature(0x01, 0)
+        log(f"{name:<36} {mean:>12.1f} {p999:>13.1f} {row['ns1_iops'] / 1e3:>10.1f} {n2 / 1e3:>10.1f}")
+    for x in drives:
+        x.close()
     return rows
 
 
-def _wrr(d: Drive) -> None:
+SETS_CASE = "NVM sets: NS1, NS2 on disjoint dies"
+
+
+def _capped(d: Drive) -> Drive:
+    d.nvme.set_qos(2, iops=NEIGHBOUR_CAP_IOPS)
+    return d
+
+
+def _wrr(d: Drive) -> Drive:
     d.nvme.set_feature(0x01, arbitration_value(*WRR_WEIGHTS, WRR_BURST_LOG2))
     d.nvme.set_sq_priority(1, "high")
     d.nvme.set_sq_priority(2, "low")
+    return d
 
 
 def _job_name(r: dict[str, Any]) -> str:
@@ -182,22 +228,25 @@ def _job_name(r: dict[str, Any]) -> str:
 
 
 def noisy_plot(rows: Sequence[dict[str, Any]], path: str) -> None:
-    """Study 2 as a bar chart (mean and 99.9 %, log scale), written to `path`."""
+    """Study 2 as bar charts (mean and 99.9 %, log scale), one panel per neighbour, to `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    got = [r for r in rows if r["study"] == "noisy" and r["ns1_mean_us"] is not None]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    xs = range(len(got))
-    ax.bar([x - 0.2 for x in xs], [r["ns1_mean_us"] for r in got], 0.4, label="mean")
-    ax.bar([x + 0.2 for x in xs], [r["ns1_p999_us"] for r in got], 0.4, label="99.9 %")
-    ax.set_yscale("log")
-    ax.set_ylabel("NS1 read latency (us)")
-    ax.set_xticks(list(xs), [r["case"] for r in got], fontsize=8)
-    ax.set_title("PBlaze5 twin: NS1 4 KiB random reads at 50K IOPS beside a greedy NS2")
-    ax.legend()
+    kinds = [k for k in GREEDY_JOBS if any(r["study"] == "noisy" and r.get("neighbour", "reads") == k for r in rows)]
+    fig, axes = plt.subplots(1, len(kinds), figsize=(7 * len(kinds), 4.5), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        got = [r for r in rows if r["study"] == "noisy" and r.get("neighbour", "reads") == kind]
+        xs = range(len(got))
+        ax.bar([x - 0.2 for x in xs], [r["ns1_mean_us"] for r in got], 0.4, label="mean")
+        ax.bar([x + 0.2 for x in xs], [r["ns1_p999_us"] for r in got], 0.4, label="99.9 %")
+        ax.set_yscale("log")
+        ax.set_ylabel("NS1 read latency (us)")
+        ax.set_xticks(list(xs), [r["case"].replace(": ", ":\n") for r in got], fontsize=7)
+        ax.set_title(f"NS1 4 KiB random reads at 50K IOPS, NS2 greedy {kind}", fontsize=9)
+        ax.legend()
+    fig.suptitle("PBlaze5 twin: a polite tenant beside a greedy one")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -225,6 +274,8 @@ def pblaze5_talk(
     rows = quota_study(scale, seed, runtime_ms=500 if quick else 2000, log=log)
     log("")
     rows += noisy_study(scale, seed, runtime_ms=200 if quick else 1000, log=log)
+    log("")
+    rows += noisy_study(scale, seed, runtime_ms=200 if quick else 1000, log=log, greedy="writes")
     log("")
     rows += doublewrite_study(scale, seed, quick=quick, log=log)
     if plot:

@@ -1,0 +1,120 @@
+"""NVM Sets and Endurance Groups (issue 12) from the CLI: an image built with sets,
+namespaces placed in them, Identify CNS 04h, log 09h, and the refusals (one line, the NVMe
+status or the allowed range, the image unchanged). The autouse fixture checks every image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_bad_input import assert_one_line_error
+from twin import copy_image, image_digest, run_cli
+
+PB5 = "memblaze-pblaze5-910-3.84t"
+
+
+@pytest.fixture(scope="module")
+def sets_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """PBlaze5 at 1/64 built with 2 NVM Sets: ns1 fills set 1, ns2 set 2 (the factory state)."""
+    d = tmp_path_factory.mktemp("sets") / "pb5"
+    r = run_cli("create", d, "--model", PB5, "--scale", "1/64", "--nvm-sets", "2")
+    assert "in 2 NVM Sets" in r.stdout, r.stdout
+    return d
+
+
+@pytest.fixture
+def pb5(tmp_path: Path, sets_template: Path) -> Path:
+    return copy_image(sets_template, tmp_path / "pb5")
+
+
+def test_sets_are_identified_listed_and_logged(pb5: Path) -> None:
+    ctrl = run_cli("nvme", "id-ctrl", pb5, "-o", "json").json()
+    assert (ctrl["ctratt"] & 0x14, ctrl["nsetidmax"], ctrl["endgidmax"]) == (0x14, 2, 2)
+    sets = run_cli("nvme", "id-nvmset", pb5, "-o", "json").json()
+    assert sets["nid"] == 2 and [e["nvmset_id"] for e in sets["NVMSet"]] == [1, 2]
+    assert sum(e["total_nvmset_cap"] for e in sets["NVMSet"]) == ctrl["tnvmcap"]
+    rows = run_cli("nvme", "list", pb5, "-o", "json").json()["Devices"][0]["Namespaces"]
+    assert [(r["nsid"], r["nvmsetid"]) for r in rows] == [(1, 1), (2, 2)]
+    ns2 = run_cli("nvme", "id-ns", pb5, "-n", "2", "-o", "json").json()
+    assert (ns2["nvmsetid"], ns2["endgid"]) == (2, 2)
+    # Writes to ns2 show in Endurance Group 2's log only.
+    run_cli("precondition", pb5, "-n", "2", "--seq", "128k", "--loops", "0.01", "-q")
+    g1 = run_cli("nvme", "endurance-log", pb5, "-g", "1", "-o", "json").json()
+    g2 = run_cli("nvme", "endurance-log", pb5, "-g", "2", "-o", "json").json()
+    assert g1["data_units_written"] == 0 and g1["media_units_written"] == 0
+    assert g2["data_units_written"] > 0 and g2["host_write_cmds"] > 0 and g2["media_units_written"] > 0
+    text = run_cli("nvme", "endurance-log", pb5, "-g", "2").stdout
+    assert text.startswith("Endurance Group Log for NVME device:") and "media_units_written" in text
+    assert "NVM Set Attribute Entry[ 1]" in run_cli("nvme", "id-nvmset", pb5).stdout
+
+
+def test_namespaces_are_created_in_the_set_asked_for_within_its_capacity(pb5: Path) -> None:
+    run_cli("nvme", "detach-ns", pb5, "-n", "2")
+    run_cli("nvme", "delete-ns", pb5, "-n", "2")
+    free = run_cli("nvme", "id-nvmset", pb5, "-i", "2", "-o", "json").json()["NVMSet"][0]["unalloc_nvmset_cap"]
+    # Larger than the set: refused with the set's room, the image unchanged.
+    before = image_digest(pb5)
+    n = str(free // 512 + 1)
+    line = assert_one_line_error(run_cli("nvme", "create-ns", pb5, "-s", n, "-c", n, "-i", "2", check=False), "NS_INSUFFICIENT_CAPACITY")
+    assert f"at most {free // 512} blocks of 512 B" in line and "NVM Set 2" in line
+    assert image_digest(pb5) == before
+    half = free // 512 // 2
+    for flag in ("-i", "--nvm-set"):
+        r = run_cli("nvme", "create-ns", pb5, "-s", str(half), "-c", str(half), flag, "2")
+        assert r.stdout.startswith("create-ns: Success")
+    rows = run_cli("nvme", "list", pb5, "-o", "json").json()["Devices"][0]["Namespaces"]
+    assert [r["nvmsetid"] for r in rows] == [1, 2, 2]
+    assert run_cli("nvme", "id-nvmset", pb5, "-i", "2", "-o", "json").json()["NVMSet"][0]["unalloc_nvmset_cap"] == free - 2 * half * 512
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("nvme", "create-ns", "{img}", "-s", "8", "-c", "8", "-i", "3"), ("INVALID_FIELD", "NVM Set 3 does not exist", "1..=2")),
+        (("nvme", "create-ns", "{img}", "-s", "8", "-c", "8", "-i", "1"), ("NS_INSUFFICIENT_CAPACITY", "NVM Set 1", "at most 0 blocks")),
+        (
+            ("nvme", "create-ns", "{img}", "--dram", "-s", "8", "-c", "8", "-i", "1"),
+            ("INVALID_FIELD", "a DRAM namespace lies in no NVM Set"),
+        ),
+        (("nvme", "id-nvmset", "{img}", "-i", "3"), ("INVALID_FIELD", "NVM Set 3 does not exist")),
+        (("nvme", "endurance-log", "{img}", "-g", "3"), ("INVALID_FIELD", "endurance groups 1..=2")),
+        (("nvme", "endurance-log", "{img}", "-g", "0"), ("endurance group 0 does not exist",)),
+        (("nvme", "create-ns", "{img}", "-s", "8", "-c", "8", "-i", "70000"), ("-i",)),
+    ],
+)
+def test_bad_set_commands_are_refused_in_one_line(pb5: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    before = image_digest(pb5)
+    argv = [str(pb5) if a == "{img}" else a for a in args]
+    if "70000" in argv:  # out of the 16-bit NVMSETID: the CLI's own range error
+        r = run_cli(*argv, check=False)
+        assert r.returncode == 2 and "65535" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    else:
+        assert_one_line_error(run_cli(*argv, check=False), *needles)
+    assert image_digest(pb5) == before
+
+
+@pytest.mark.parametrize(
+    ("model", "sets", "needles"),
+    [
+        (PB5, "3", ("--nvm-sets 3", "1, 2, 4, 8, 16", "not 3")),
+        (PB5, "32", ("not 32",)),
+        ("kioxia-cm6-r-3.84t", "2", ("has no NVM Sets", "use 1")),
+    ],
+)
+def test_bad_set_counts_are_refused_at_create(tmp_path: Path, model: str, sets: str, needles: tuple[str, ...]) -> None:
+    img = tmp_path / "img"
+    assert_one_line_error(run_cli("create", img, "--model", model, "--scale", "1/64", "--nvm-sets", sets, check=False), *needles)
+    assert not img.exists()
+
+
+def test_a_drive_without_sets_refuses_set_commands(tmp_path: Path) -> None:
+    cm6 = tmp_path / "cm6"
+    run_cli("create", cm6, "--model", "kioxia-cm6-r-3.84t", "--scale", "1/454")
+    before = image_digest(cm6)
+    assert_one_line_error(run_cli("nvme", "id-nvmset", cm6, check=False), "INVALID_FIELD", "has no NVM Sets")
+    assert_one_line_error(run_cli("nvme", "endurance-log", cm6, "-g", "1", check=False), "INVALID_LOG_PAGE")
+    assert_one_line_error(run_cli("nvme", "create-ns", cm6, "-s", "8", "-c", "8", "-i", "1", check=False), "has no NVM Sets")
+    assert image_digest(cm6) == before
+    assert "nvmsetid" not in run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]
