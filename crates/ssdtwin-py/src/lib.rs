@@ -411,6 +411,7 @@ impl Drive {
     /// `dram`: a DRAM namespace (within the preset's DRAM budget, no NAND behind it).
     /// `nvmsetid`: the NVM Set to place it in (0: the controller picks the first with room).
     #[pyo3(signature = (nsze, ncap, flbas=0, nmic=0, dram=false, nvmsetid=0))]
+    #[allow(clippy::too_many_arguments)] // the Namespace Management fields, as nvme-cli takes them
     fn create_ns(&self, py: Python<'_>, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> PyResult<u32> {
         self.with(py, |b| {
             let c = b.ctrl();
