@@ -5,11 +5,15 @@ status or the allowed range, the image unchanged). The autouse fixture checks ev
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
 from test_bad_input import assert_one_line_error
+from test_serve import need, served, sh
 from twin import copy_image, image_digest, run_cli
 
 PB5 = "memblaze-pblaze5-910-3.84t"
@@ -118,3 +122,39 @@ def test_a_drive_without_sets_refuses_set_commands(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("nvme", "create-ns", cm6, "-s", "8", "-c", "8", "-i", "1", check=False), "has no NVM Sets")
     assert image_digest(cm6) == before
     assert "nvmsetid" not in run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]
+
+
+def live_group(image: Path, endgid: int, done: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:
+    """Endurance Group `endgid`'s log while serving (the server's live.json, rewritten every
+    second, later on a loaded machine), re-read until `done`."""
+    t0 = time.monotonic()
+    while True:
+        r = run_cli("nvme", "endurance-log", image, "-g", str(endgid), "-o", "json")
+        assert "being served" in r.stderr, r.stderr
+        g: dict[str, Any] = r.json()
+        if done(g):
+            return g
+        assert time.monotonic() - t0 < timeout, f"the live log never showed the expected state: {g}"
+        time.sleep(0.2)
+
+
+def test_sets_hold_while_serving(tmp_path: Path, pb5: Path) -> None:
+    """A real client writes a 64 MiB namespace in set 2 over NBD: the live view and the
+    committed image count the traffic in Endurance Group 2 only."""
+    need("qemu-img")
+    run_cli("nvme", "detach-ns", pb5, "-n", "2")
+    run_cli("nvme", "delete-ns", pb5, "-n", "2")
+    run_cli("nvme", "create-ns", pb5, "-s", "131072", "-c", "131072", "-b", "512", "-i", "2")  # 64 MiB
+    run_cli("nvme", "attach-ns", pb5, "-n", "2", "-c", "1")
+    data = os.urandom(8 << 20)
+    src = tmp_path / "src.raw"
+    src.write_bytes(data)
+    with served(pb5) as s:
+        sh("qemu-img", "convert", "-n", "-f", "raw", "-O", "raw", src, s.uri("ns2"))
+        live = live_group(pb5, 2, lambda g: g["data_units_written"] > 0)
+        assert live["host_write_cmds"] > 0
+        s.stop()
+    g1 = run_cli("nvme", "endurance-log", pb5, "-g", "1", "-o", "json").json()
+    g2 = run_cli("nvme", "endurance-log", pb5, "-g", "2", "-o", "json").json()
+    assert g1["data_units_written"] == 0 and g1["host_write_cmds"] == 0
+    assert g2["data_units_written"] >= len(data) // 512_000
