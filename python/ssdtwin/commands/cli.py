@@ -117,7 +117,7 @@ def create(
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
     seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
     nvm_sets: Optional[int] = typer.Option(
-        None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default: the preset's, 1)"
+        None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default 1: no sets)"
     ),
 ) -> None:
     """Create a drive image from a preset (factory state: one namespace, whole capacity; with
@@ -131,7 +131,7 @@ def create(
     ctrl = d.nvme.id_ctrl()
     d.close()
     rounded = scale_rounding(model, n)
-    sets = f" in {info['nvm_sets']} NVM Sets" if nvm_sets is not None else ""
+    sets = f" in {info['nvm_sets']} NVM Sets" if info["nvm_sets"] > 1 else ""
     typer.echo(
         f"created {path}: {model} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "

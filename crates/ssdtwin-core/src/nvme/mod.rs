@@ -389,7 +389,7 @@ impl Controller {
             set_commands: Vec::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
-        if c.spec.nvm_sets.is_some() {
+        if c.has_nvm_sets() {
             c.st.set_commands = vec![SetCommands::default(); c.cfg.sets as usize];
         }
         // One namespace of the whole capacity; with NVM Sets, one filling each set.

@@ -134,7 +134,7 @@ pub(super) fn check_sets_state(spec: &DriveSpec, cfg: &FtlConfig, st: &Controlle
             return Err(format!("namespaces of NVM Set {} allocate {a} bytes of its {cap}", set + 1));
         }
     }
-    let want = if spec.nvm_sets.is_some() { cfg.sets as usize } else { 0 };
+    let want = if cfg.sets > 1 { cfg.sets as usize } else { 0 };
     if st.set_commands.len() != want {
         return Err(format!("{} per-set command counters recorded, the drive has {want}", st.set_commands.len()));
     }
@@ -142,9 +142,11 @@ pub(super) fn check_sets_state(spec: &DriveSpec, cfg: &FtlConfig, st: &Controlle
 }
 
 impl Controller {
-    /// Whether the drive has NVM Sets and Endurance Groups (its preset has [nvm_sets]).
+    /// Whether the drive has NVM Sets and Endurance Groups: built with two or more
+    /// (`ssdtwin create --nvm-sets`). One set is the drive without sets, identify included,
+    /// bit for bit.
     pub fn has_nvm_sets(&self) -> bool {
-        self.spec.nvm_sets.is_some()
+        self.cfg.sets > 1
     }
 
     /// Endurance Groups of the drive (one per NVM Set; none without sets).
@@ -194,7 +196,7 @@ impl Controller {
                 return fail(
                     Status::InvalidField,
                     format!(
-                        "NVM Set {nvmsetid}: {} has no NVM Sets (use 0, or create the image from a preset with [nvm_sets])",
+                        "NVM Set {nvmsetid}: {} was built without NVM Sets (use 0, or build the image with ssdtwin create --nvm-sets)",
                         self.spec.drive.name
                     ),
                 );

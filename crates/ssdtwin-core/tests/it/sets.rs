@@ -45,6 +45,11 @@ fn the_factory_state_has_one_namespace_per_set() {
     assert_eq!(cm6.id_ns(NsId(1)).unwrap().nvmsetid, 0);
     assert_eq!(status(&cm6.id_nvmset(0).unwrap_err()), Status::InvalidField);
     assert_eq!(status(&cm6.endurance_log(1).unwrap_err()), Status::InvalidLogPage);
+    // The PBlaze5 built without sets, or with one: the drive without sets, identify included.
+    let (plain, one) = (pblaze5(None), pblaze5(Some(1)));
+    assert_eq!(plain.id_ctrl(), one.id_ctrl());
+    assert_eq!((plain.id_ctrl().ctratt, plain.id_ns(NsId(1)).unwrap().nvmsetid), (0, 0));
+    assert_eq!(status(&one.id_nvmset(0).unwrap_err()), Status::InvalidField);
 }
 
 #[test]
