@@ -121,7 +121,7 @@ def test_a_drive_without_sets_refuses_set_commands(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("nvme", "endurance-log", cm6, "-g", "1", check=False), "INVALID_LOG_PAGE")
     assert_one_line_error(run_cli("nvme", "create-ns", cm6, "-s", "8", "-c", "8", "-i", "1", check=False), "without NVM Sets")
     assert image_digest(cm6) == before
-    assert "nvmsetid" not in run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]
+    assert run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]["nvmsetid"] == 0
 
 
 def live_group(image: Path, endgid: int, done: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:

@@ -75,10 +75,6 @@ fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 
-fn is_zero_u16(v: &u16) -> bool {
-    *v == 0
-}
-
 impl Namespace {
     pub fn bytes(&self) -> u64 {
         self.nsze * self.lba_bytes as u64
@@ -110,8 +106,8 @@ pub struct NamespaceRow {
     #[serde(default)]
     pub dram: bool,
     /// NVMSETID (= ENDGID) of the namespace; 0 on a drive without NVM Sets and for a DRAM
-    /// namespace (not shown then).
-    #[serde(default, skip_serializing_if = "is_zero_u16")]
+    /// namespace.
+    #[serde(default)]
     pub nvmsetid: u16,
 }
 
