@@ -1,6 +1,6 @@
-//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6 at 1/256
-//! after sequential preconditioning (idle GC on), and print the per-clone results as JSON
-//! and the FTL fingerprint. Built from two commits, it checks that an optimisation leaves
+//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6-R 3.84 TB at
+//! 1/256 (or the preset $MODEL at 1/$SCALE) after sequential preconditioning (idle GC on),
+//! and print the per-clone results as JSON and the FTL fingerprint. Built from two commits, it checks that an optimisation leaves
 //! every output bit-identical (docs/performance.md).
 //!     cargo run --release -p ssdtwin-core --example engine_dump -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
@@ -13,7 +13,10 @@ use ssdtwin_core::workload::JobSpec;
 fn main() {
     let path = std::env::args().nth(1).unwrap();
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+    let spec = DriveSpec::preset(&std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into()))
+        .unwrap()
+        .scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256))
+        .unwrap();
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(NsId(1)).unwrap().bytes();
     c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();

@@ -1,8 +1,8 @@
-//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6 at 1/256 (or
-//! 1/$SCALE) after sequential preconditioning, and print simulated I/Os per wall second.
-//! For profiling the engine without Python in the way (perf, valgrind --tool=callgrind) and
+//! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6-R 3.84 TB at
+//! 1/256 (or the preset $MODEL at 1/$SCALE) after sequential preconditioning, and print
+//! simulated I/Os per wall second. For profiling the engine without Python in the way (perf, valgrind --tool=callgrind) and
 //! for A/B runs of two builds.
-//!     SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
+//!     MODEL=kioxia-cm6-v-3.2t SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
 use ssdtwin_core::engine::fio::{run, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nvme::NsId;
@@ -14,7 +14,7 @@ use std::time::Instant;
 fn main() {
     let path = std::env::args().nth(1).expect("usage: engine_run SPECS.json");
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t")
+    let spec = DriveSpec::preset(&std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into()))
         .unwrap()
         .scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256))
         .unwrap();
