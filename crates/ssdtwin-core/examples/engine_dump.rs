@@ -20,6 +20,10 @@ fn main() {
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(NsId(1)).unwrap().bytes();
     c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
+    // RAND=2: then random 4 KiB writes over 2x the namespace (a drive in GC steady state).
+    if let Some(loops) = std::env::var("RAND").ok().and_then(|s| s.parse::<f64>().ok()) {
+        c.precondition(NsId(1), Pattern::Random, 4096, (cap as f64 * loops) as u64, 1, &mut |_, _| true).unwrap();
+    }
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let out = run(&mut c, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap();
     println!("{}", serde_json::to_string(&out).unwrap());
