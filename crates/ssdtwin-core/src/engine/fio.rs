@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::arbiter::{Arbiter, Queued};
+use super::events::{Entry, EventQueue};
 use super::iolog::{IoLog, Packed, Replay};
 use super::steadystate::{SsOut, SsState}; // issue 10: ss
 use super::{DeviceTiming, HostCmd, HostOp};
@@ -466,7 +467,7 @@ impl JobClone {
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Ev {
     Start(u32),
     /// An I/O completes; its details wait in the clone's slot table.
@@ -477,6 +478,33 @@ enum Ev {
     Wake(u32),
     /// The controller fetches a command from the submission queues (WRR arbitration).
     Fetch,
+}
+
+impl Ev {
+    /// The event in one word for the queue: kind in bits 62-63, clone in 32-61, slot in
+    /// 0-31 (a run cannot hold 2^30 clones: each keeps tens of KiB of histograms).
+    #[inline(always)]
+    fn pack(self) -> u64 {
+        let (kind, clone, slot) = match self {
+            Ev::Start(c) => (0u64, c, 0),
+            Ev::Done { clone, slot } => (1, clone, slot),
+            Ev::Wake(c) => (2, c, 0),
+            Ev::Fetch => (3, 0, 0),
+        };
+        debug_assert!(clone < 1 << 30);
+        kind << 62 | (clone as u64) << 32 | slot as u64
+    }
+
+    #[inline(always)]
+    fn unpack(w: u64) -> Ev {
+        let clone = ((w >> 32) & ((1 << 30) - 1)) as u32;
+        match w >> 62 {
+            0 => Ev::Start(clone),
+            1 => Ev::Done { clone, slot: w as u32 },
+            2 => Ev::Wake(clone),
+            _ => Ev::Fetch,
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, Default)]
@@ -534,7 +562,7 @@ pub fn run(
 /// shrinks), for tests that check memory does not grow with simulated time.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Footprint {
-    /// Capacity of the event heap.
+    /// The most events queued at once.
     pub events: usize,
     /// Per-clone state: in-flight slots, drawn-ahead I/Os, histogram-log buckets.
     pub clone_state: usize,
@@ -544,8 +572,8 @@ pub struct Footprint {
     pub log_rows: usize,
 }
 
-fn footprint(heap_capacity: usize, clones: &[JobClone]) -> Footprint {
-    let mut f = Footprint { events: heap_capacity, ..Footprint::default() };
+fn footprint(events_peak: usize, clones: &[JobClone]) -> Footprint {
+    let mut f = Footprint { events: events_peak, ..Footprint::default() };
     for c in clones {
         f.clone_state += c.slots.capacity() + c.free_slots.capacity() + c.pending.capacity();
         for d in &c.dirs {
@@ -646,8 +674,7 @@ pub fn run_measured(
         ctrl,
         timing,
         clones,
-        heap: BinaryHeap::new(),
-        seq: 0,
+        events: EventQueue::default(),
         now: start_ns,
         opts: opts.clone(),
         batch: 0,
@@ -676,7 +703,7 @@ pub fn run_measured(
         sim.ss_next_ns = start_ns.saturating_add(SS_TICK_NS);
     }
     let mut events = 0u64;
-    while let Some(&Reverse((t, _, _))) = sim.heap.peek() {
+    while let Some(Entry { t, .. }) = sim.events.peek() {
         // issue 10: ss — a look due before (or with) the next event comes first; the end
         // of a clone's ramp_time before the next look re-arms the looks (fio's
         // reset_all_stats calls helper_reset).
@@ -689,7 +716,8 @@ pub fn run_measured(
             sim.steadystate_tick(sim.ss_next_ns);
             continue;
         }
-        let Reverse((t, _, ev)) = sim.heap.pop().expect("peeked");
+        let Entry { t, ev, .. } = sim.events.pop().expect("peeked");
+        let ev = Ev::unpack(ev);
         // Event times are computed with saturating additions, so a run that would overflow
         // the clock arrives here past the limit instead of wrapping around.
         if t > end_limit {
@@ -750,14 +778,14 @@ pub fn run_measured(
             Ev::Wake(c) => sim.pump(c as usize)?,
             Ev::Fetch => sim.fetch()?,
         }
-        if (sim.heap.is_empty() || sim.batch_done()) && !sim.next_batch()? {
+        if (sim.events.is_empty() || sim.batch_done()) && !sim.next_batch()? {
             break;
         }
     }
     let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
     let busy = end.saturating_sub(start_ns);
     sim.ctrl.advance_clock(busy, busy);
-    let used = footprint(sim.heap.capacity(), &sim.clones);
+    let used = footprint(sim.events.peak(), &sim.clones);
     Ok((sim.clones.into_iter().map(finish).collect(), used))
 }
 
@@ -765,8 +793,7 @@ struct Sim<'a> {
     ctrl: &'a mut Controller,
     timing: &'a mut DeviceTiming,
     clones: Vec<JobClone>,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    events: EventQueue,
     now: u64,
     opts: RunOptions,
     batch: u32,
@@ -852,8 +879,7 @@ fn wait_lists(clones: &[JobClone]) -> Result<Vec<Vec<u32>>, RunError> {
 
 impl Sim<'_> {
     fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev)));
+        self.events.push(t, ev.pack());
     }
 
     /// Queue the start of every clone of the current batch that is not waiting for another
@@ -1342,10 +1368,10 @@ impl Sim<'_> {
         if !self.opts.idle_gc || self.clones.iter().any(|c| c.inflight > 0) {
             return Ok(());
         }
-        if let Some(Reverse((next, _, _))) = self.heap.peek() {
+        if let Some(Entry { t: next, .. }) = self.events.peek() {
             // A wake-up past the run's time limit ends the run with an error: no idle work
             // beyond it.
-            let until = (*next).min(self.end_limit);
+            let until = next.min(self.end_limit);
             if until > now {
                 self.timing.idle(self.ctrl, now, until)?;
             }

@@ -26,6 +26,7 @@
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
 mod arbiter;
+mod events;
 mod power;
 use power::PowerTokens;
 pub mod fio;

@@ -1,0 +1,275 @@
+//! The fio runner's event queue: a min-queue of events ordered by (time, push order).
+//!
+//! A timing wheel in place of a binary heap (docs/performance.md, "Speed II"): the events
+//! of the next [`SPAN_NS`] sit in buckets of [`BUCKET_NS`] by time, later ones in a heap
+//! that feeds the wheel as it turns. At QD32 a completion lands a few hundred microseconds
+//! ahead, so a push is an append to its bucket and a pop a look at the first occupied
+//! bucket (one or two events), where a heap of a few hundred events moved eight levels
+//! per pop. The order is exactly the binary heap's of (time, sequence): a bucket is
+//! searched for its smallest (time, sequence), whatever order it holds its events in.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// An event as the queue stores it: the run's `Ev`, packed by the caller.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub t: u64,
+    seq: u64,
+    pub ev: u64,
+}
+
+impl Entry {
+    #[inline(always)]
+    fn key(&self) -> (u64, u64) {
+        (self.t, self.seq)
+    }
+}
+
+const BUCKET_SHIFT: u32 = 10;
+/// Width of a bucket (1.024 us).
+const BUCKET_NS: u64 = 1 << BUCKET_SHIFT;
+const SLOTS: usize = 2048;
+/// Time the wheel covers (2.1 ms); later events wait in the heap.
+const SPAN_NS: u64 = BUCKET_NS * SLOTS as u64;
+const WORDS: usize = SLOTS / 64;
+
+pub(crate) struct EventQueue {
+    seq: u64,
+    /// Start of the bucket at `cursor`: every event on the wheel has a time in
+    /// [base, base + SPAN_NS), every event in `far` one at or past base + SPAN_NS.
+    base: u64,
+    cursor: usize,
+    slots: Vec<Vec<Entry>>,
+    /// One bit per non-empty bucket.
+    occupied: [u64; WORDS],
+    on_wheel: usize,
+    far: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    /// The first event, found by `peek` and not moved since: (bucket, index).
+    first: Option<(usize, usize)>,
+    len: usize,
+    peak: usize,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            seq: 0,
+            base: 0,
+            cursor: 0,
+            slots: vec![Vec::new(); SLOTS],
+            occupied: [0; WORDS],
+            on_wheel: 0,
+            far: BinaryHeap::new(),
+            first: None,
+            len: 0,
+            peak: 0,
+        }
+    }
+}
+
+#[inline(always)]
+fn slot_of(t: u64) -> usize {
+    (t >> BUCKET_SHIFT) as usize & (SLOTS - 1)
+}
+
+impl EventQueue {
+    /// Queue `ev` at time `t`, after every event already queued for `t`.
+    #[inline]
+    pub fn push(&mut self, t: u64, ev: u64) {
+        self.seq += 1;
+        self.len += 1;
+        self.peak = self.peak.max(self.len);
+        if t < self.base {
+            self.rewind(t);
+        }
+        if let Some((s, i)) = self.first {
+            if t < self.slots[s][i].t {
+                self.first = None;
+            }
+        }
+        self.place(Entry { t, seq: self.seq, ev });
+    }
+
+    #[inline]
+    fn place(&mut self, e: Entry) {
+        if e.t - self.base >= SPAN_NS {
+            self.far.push(Reverse((e.t, e.seq, e.ev)));
+            return;
+        }
+        let s = slot_of(e.t);
+        self.slots[s].push(e);
+        self.occupied[s / 64] |= 1 << (s % 64);
+        self.on_wheel += 1;
+    }
+
+    /// An event earlier than the wheel's start (a push after `peek` moved the wheel on to
+    /// a later first event): start the wheel at it; events now past its span go to `far`.
+    #[cold]
+    fn rewind(&mut self, t: u64) {
+        self.base = t & !(BUCKET_NS - 1);
+        self.cursor = slot_of(self.base);
+        self.first = None;
+        for s in 0..SLOTS {
+            let mut i = 0;
+            while i < self.slots[s].len() {
+                let e = self.slots[s][i];
+                if e.t - self.base >= SPAN_NS {
+                    self.slots[s].swap_remove(i);
+                    self.on_wheel -= 1;
+                    self.far.push(Reverse((e.t, e.seq, e.ev)));
+                } else {
+                    i += 1;
+                }
+            }
+            if self.slots[s].is_empty() {
+                self.occupied[s / 64] &= !(1 << (s % 64));
+            }
+        }
+    }
+
+    /// The first occupied bucket at or after the cursor (the wheel is not empty).
+    #[inline]
+    fn next_occupied(&self) -> usize {
+        let (w0, b0) = (self.cursor / 64, self.cursor % 64);
+        let here = self.occupied[w0] & (!0u64 << b0);
+        if here != 0 {
+            return w0 * 64 + here.trailing_zeros() as usize;
+        }
+        for k in 1..=WORDS {
+            let w = (w0 + k) % WORDS;
+            let bits = if w == w0 { self.occupied[w] & !(!0u64 << b0) } else { self.occupied[w] };
+            if bits != 0 {
+                return w * 64 + bits.trailing_zeros() as usize;
+            }
+        }
+        unreachable!("next_occupied on an empty wheel")
+    }
+
+    /// Find the first event, turning the wheel to its bucket; None when empty.
+    #[inline]
+    fn find_first(&mut self) -> Option<(usize, usize)> {
+        if let Some(f) = self.first {
+            return Some(f);
+        }
+        if self.on_wheel == 0 {
+            let &Reverse((t, _, _)) = self.far.peek()?;
+            self.base = t & !(BUCKET_NS - 1);
+            self.cursor = slot_of(self.base);
+            self.refill();
+        }
+        let s = self.next_occupied();
+        if s != self.cursor {
+            let ahead = (s + SLOTS - self.cursor) % SLOTS;
+            self.base += ahead as u64 * BUCKET_NS;
+            self.cursor = s;
+            self.refill();
+        }
+        let bucket = &self.slots[s];
+        let mut best = 0;
+        for i in 1..bucket.len() {
+            if bucket[i].key() < bucket[best].key() {
+                best = i;
+            }
+        }
+        self.first = Some((s, best));
+        self.first
+    }
+
+    /// Move the events of `far` that the wheel now covers onto it.
+    #[inline]
+    fn refill(&mut self) {
+        // Differences, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
+        // checked on the events as they are popped).
+        while let Some(&Reverse((t, seq, ev))) = self.far.peek() {
+            if t - self.base >= SPAN_NS {
+                break;
+            }
+            self.far.pop();
+            let s = slot_of(t);
+            self.slots[s].push(Entry { t, seq, ev });
+            self.occupied[s / 64] |= 1 << (s % 64);
+            self.on_wheel += 1;
+        }
+    }
+
+    /// The first event (earliest time, then earliest pushed).
+    #[inline]
+    pub fn peek(&mut self) -> Option<Entry> {
+        let (s, i) = self.find_first()?;
+        Some(self.slots[s][i])
+    }
+
+    /// Remove and return the first event.
+    #[inline]
+    pub fn pop(&mut self) -> Option<Entry> {
+        let (s, i) = self.find_first()?;
+        self.first = None;
+        let e = self.slots[s].swap_remove(i);
+        if self.slots[s].is_empty() {
+            self.occupied[s / 64] &= !(1 << (s % 64));
+        }
+        self.on_wheel -= 1;
+        self.len -= 1;
+        Some(e)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The most events queued at once (for [`super::fio::Footprint`]).
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pops come out in exactly the order of the tuple heap the queue replaced, ties in
+    /// time included, whatever the mix of pushes, peeks and pops, for events a few
+    /// nanoseconds to several wheel spans ahead, and for pushes before the first event
+    /// after a peek (which turns the wheel).
+    #[test]
+    fn same_order_as_a_binary_heap_of_time_and_sequence() {
+        for spread in [64u64, 5_000, 300_000, 3 * SPAN_NS, 50 * SPAN_NS, u64::MAX / 4] {
+            let mut q = EventQueue::default();
+            let mut reference = BinaryHeap::new();
+            let (mut seq, mut x) = (0u64, 0x9E37_79B9_7F4A_7C15u64 ^ spread);
+            let mut rand = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut now = 0u64;
+            for step in 0..100_000u64 {
+                let r = rand();
+                if r % 1000 < 520 || reference.is_empty() {
+                    // Mostly ahead of the last pop; now and then between it and the first
+                    // event (after a peek has turned the wheel past it).
+                    let t = if r % 97 == 0 { now.saturating_add(rand() % 8) } else { now.saturating_add(rand() % spread) };
+                    seq += 1;
+                    q.push(t, step);
+                    reference.push(Reverse((t, seq, step)));
+                } else if r % 3 == 0 {
+                    let Reverse((t, _, ev)) = *reference.peek().unwrap();
+                    let e = q.peek().unwrap();
+                    assert_eq!((e.t, e.ev), (t, ev), "spread {spread} step {step}");
+                } else {
+                    let Reverse((t, _, ev)) = reference.pop().unwrap();
+                    let e = q.pop().unwrap();
+                    assert_eq!((e.t, e.ev), (t, ev), "spread {spread} step {step}");
+                    now = t;
+                }
+            }
+            while let Some(Reverse((t, _, ev))) = reference.pop() {
+                let e = q.pop().unwrap();
+                assert_eq!((e.t, e.ev), (t, ev));
+            }
+            assert!(q.pop().is_none() && q.is_empty());
+        }
+    }
+}
