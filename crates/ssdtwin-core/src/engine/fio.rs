@@ -101,6 +101,8 @@ pub(crate) struct WindowAcc {
     index: u64,
     amount: u64,
     stat: SampleStatOut,
+    /// [start, end) of window `index` in ns, once `add_at` has computed it (end 0: not yet).
+    span_ns: (u64, u64),
 }
 
 impl WindowAcc {
@@ -108,6 +110,21 @@ impl WindowAcc {
         if index != self.index {
             self.close(window_ms, per_s);
             self.index = index;
+        }
+        self.amount += amount;
+    }
+
+    /// [`WindowAcc::add`] at `rel_ns` into the run, windows of `win_ns` (`window_ns(window_ms)`):
+    /// the window's index is divided out only when `rel_ns` leaves the current window.
+    #[inline]
+    fn add_at(&mut self, rel_ns: u64, win_ns: u64, amount: u64, window_ms: u64, per_s: fn(u64, u64) -> u64) {
+        if rel_ns < self.span_ns.0 || rel_ns >= self.span_ns.1 {
+            let index = rel_ns / win_ns;
+            self.span_ns = (index * win_ns, (index + 1).saturating_mul(win_ns));
+            if index != self.index {
+                self.close(window_ms, per_s);
+                self.index = index;
+            }
         }
         self.amount += amount;
     }
@@ -194,6 +211,13 @@ struct JobClone {
     gen: Generator,
     nsid: NsId,
     lba: u64,
+    /// log2(lba) when a power of two (always, for the LBA formats NVMe drives offer).
+    lba_shift: Option<u32>,
+    /// `window_ns` of the job's bw_avg_ms and iops_avg_ms.
+    bw_window_ns: u64,
+    iops_window_ns: u64,
+    /// Some log (bw, iops, lat, hist) is written.
+    logging: bool,
     started: bool,
     finished: bool,
     stopping: bool,
@@ -387,6 +411,15 @@ impl JobClone {
         }
     }
 
+    /// `bytes / lba`, by a shift when it can.
+    #[inline]
+    fn lbas(&self, bytes: u64) -> u64 {
+        match self.lba_shift {
+            Some(s) => bytes >> s,
+            None => bytes / self.lba,
+        }
+    }
+
     // issue 10: latency_target
     /// How many I/Os the clone may have in flight now: `iodepth`, or the depth a
     /// latency_target probe allows (none while it drains the queue).
@@ -515,16 +548,10 @@ struct Slot {
     issued: u64,
 }
 
+/// fio's io_u_depth buckets: 1, 2, 4, 8, 16, 32, 64+ (0 counts as 1).
+#[inline]
 pub(crate) fn depth_slot(d: u32) -> usize {
-    match d {
-        0..=1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    }
+    ((31 - d.max(1).leading_zeros()) as usize).min(6)
 }
 
 pub(crate) const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
@@ -532,6 +559,21 @@ pub(crate) const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1
 pub(crate) fn edge_index(v: u64, edges: &[u64]) -> usize {
     edges.iter().position(|&e| v < e).unwrap_or(edges.len())
 }
+
+/// `edge_index(v, &LAT_EDGES)` for v < 1000, as a table (one load per completion).
+const LAT_INDEX: [u8; 1000] = {
+    let mut t = [0u8; 1000];
+    let mut v = 0;
+    while v < 1000 {
+        let mut i = 0;
+        while i < LAT_EDGES.len() && v as u64 >= LAT_EDGES[i] {
+            i += 1;
+        }
+        t[v] = i as u8;
+        v += 1;
+    }
+    t
+};
 
 /// Options of a run that are not part of any job.
 #[derive(Clone, Debug)]
@@ -614,11 +656,17 @@ pub fn run_measured(
             Some(trace) => Some(Replay::new(trace, target, ns.lba_bytes as u64).map_err(err)?),
             None => None,
         };
+        let (bw_window_ns, iops_window_ns) = (window_ns(spec.bw_avg_ms), window_ns(spec.iops_avg_ms));
+        let logging = spec.logs.bw || spec.logs.iops || spec.logs.lat || spec.logs.hist;
         let gen = Generator::new(spec, target)?;
         clones.push(JobClone {
             gen,
             nsid: NsId(nsid),
             lba: ns.lba_bytes as u64,
+            lba_shift: ns.lba_bytes.is_power_of_two().then(|| ns.lba_bytes.trailing_zeros()),
+            bw_window_ns,
+            iops_window_ns,
+            logging,
             started: false,
             finished: false,
             stopping: false,
@@ -878,6 +926,7 @@ fn wait_lists(clones: &[JobClone]) -> Result<Vec<Vec<u32>>, RunError> {
 }
 
 impl Sim<'_> {
+    #[inline]
     fn push(&mut self, t: u64, ev: Ev) {
         self.events.push(t, ev.pack());
     }
@@ -1067,17 +1116,19 @@ impl Sim<'_> {
         }
         let rel = now - cl.ramp_end;
         let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
-        d.bw_window.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
-        d.iops_window.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
+        d.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
+        d.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
         if clat < 1000 {
-            cl.lat_buckets_ns[edge_index(clat, &LAT_EDGES)] += 1;
+            cl.lat_buckets_ns[LAT_INDEX[clat as usize] as usize] += 1;
         } else if clat < 1_000_000 {
-            cl.lat_buckets_us[edge_index(clat / 1000, &LAT_EDGES)] += 1;
+            cl.lat_buckets_us[LAT_INDEX[(clat / 1000) as usize] as usize] += 1;
         } else {
             let i = edge_index(clat / 1_000_000, &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000]).min(11);
             cl.lat_buckets_ms[i] += 1;
         }
-        log_sample(cl, ddir, len, offset, clat, now);
+        if cl.logging {
+            log_sample(cl, ddir, len, offset, clat, now);
+        }
     }
 
     /// Issue as much as the clone may now; finish it when it is done.
@@ -1197,8 +1248,7 @@ impl Sim<'_> {
     fn issue(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
         let cl = &mut self.clones[c];
         let di = io.ddir.index();
-        let nlb = io.len / cl.lba;
-        let slba = io.offset / cl.lba;
+        let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
         let nsid = cl.nsid;
         cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         cl.inflight += 1;
@@ -1277,7 +1327,7 @@ impl Sim<'_> {
         while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
             match next_io(cl)? {
                 Some(n) => {
-                    self.ctrl.prefetch(cl.nsid, n.offset / cl.lba);
+                    self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
                     cl.pending.push_back(n);
                 }
                 None => break,
@@ -1721,6 +1771,22 @@ pub(crate) mod tests {
                 assert_eq!(got, want, "case {case}: window {window_ms} ms, runtime {runtime_ns} ns");
                 assert_eq!(got.mean.to_bits(), want.mean.to_bits());
                 assert_eq!(got.m2.to_bits(), want.m2.to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn windows_found_without_dividing_equal_the_divided_ones() {
+        let mut rng = Rng::new(7);
+        for case in 0..200 {
+            let window_ms = 1 + rng.below(700);
+            let (mut t, mut a, mut b) = (0, WindowAcc::default(), WindowAcc::default());
+            for _ in 0..2000 {
+                t += if rng.below(10) == 0 { rng.below(3 * SECOND) } else { rng.below(SECOND / 50) };
+                let amount = 1 + rng.below(1 << 20);
+                a.add(t / window_ns(window_ms), amount, window_ms, kib_per_s);
+                b.add_at(t, window_ns(window_ms), amount, window_ms, kib_per_s);
+                assert_eq!((a.index, a.amount, &a.stat), (b.index, b.amount, &b.stat), "case {case}");
             }
         }
     }

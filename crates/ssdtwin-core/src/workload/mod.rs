@@ -399,6 +399,8 @@ pub struct Generator {
     done: bool,
     loops_left: u64,
     pub passes_done: u64,
+    /// The job is a plain uniform random one ([`Generator::fill_uniform`] applies).
+    uniform: bool,
 }
 
 impl Generator {
@@ -585,6 +587,7 @@ impl Generator {
             done: false,
             loops_left: spec.loops.max(1),
             passes_done: 0,
+            uniform: false,
             spec,
         };
         // do_io's per-pass byte budget (backend.c): `size`, or io_size for random writes
@@ -599,6 +602,14 @@ impl Generator {
         g.pass_limit = limit;
         g.lastb = [0, 1, 2].map(|d| g.last_block(d));
         g.reset_ahead();
+        g.uniform = g.random
+            && matches!(g.offsets, OffsetSource::Uniform)
+            && g.map.is_none()
+            && g.seq_nr_opt == 1
+            && g.spec.zone_size_bytes == 0
+            && !g.randtrimwrite
+            && !g.trimwrite
+            && (0..3).all(|d| g.perc_rand[d] >= 100 && g.min_bs[d] == g.max_bs[d] && g.lastb[d] > 0);
         Ok(g)
     }
 
@@ -701,7 +712,8 @@ impl Generator {
                 self.end_pass();
                 continue;
             }
-            match self.fill() {
+            let io = if self.uniform { self.fill_uniform() } else { self.fill() };
+            match io {
                 Some(io) => {
                     let d = io.ddir.index();
                     self.io_issues[d] += 1;
@@ -774,6 +786,36 @@ impl Generator {
                     return None;
                 }
             }
+        }
+        self.zone_bytes += buflen;
+        self.last_start[d] = offset;
+        self.last_pos[d] = offset + buflen;
+        Some(Io { ddir, offset, len: buflen })
+    }
+
+    /// [`Generator::fill`] for a plain uniform random job (no random map, every block size
+    /// fixed, every direction 100 % random, no zones, `rw` without `:N` or trims that
+    /// follow writes): the same draws and the same checks in the same order, without the
+    /// branches for the options such a job does not use. The PTS jobs are all of this kind.
+    #[inline]
+    fn fill_uniform(&mut self) -> Option<Io> {
+        let ddir = self.next_ddir();
+        let d = ddir.index();
+        // next_offset: rw_nr=1 leaves seq_nr at 1, every I/O is a "hit"; next_block: 100 %
+        // random, so rand_block; rand_offset: uniform with lastb > 0; uniform_block: one
+        // draw, no map to consult.
+        let r = self.streams.random.draw();
+        let rel = self.streams.random.scale(self.lastb[d], r) * self.ba[d];
+        if rel >= self.io_size {
+            return None;
+        }
+        let offset = rel.wrapping_add(self.file_offset);
+        if offset >= self.real_size {
+            return None;
+        }
+        let buflen = self.min_bs[d];
+        if buflen == 0 || offset + buflen > self.real_size {
+            return None;
         }
         self.zone_bytes += buflen;
         self.last_start[d] = offset;
@@ -1038,3 +1080,49 @@ const PREFETCH_MAP_BLOCKS: u64 = 1 << 20;
 const MAX_BUFLEN_DRAWS: u32 = 1 << 16;
 /// How many random draws ahead the map word is prefetched.
 const PREFETCH_AHEAD: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `fill_uniform` issues exactly what `fill` issues, for every job it applies to: the
+    /// fio golden jobs without their random map (norandommap), size- and time-based, two
+    /// seeds each, with regions that end off the block grid.
+    #[test]
+    fn the_uniform_fast_path_issues_what_the_general_path_issues() {
+        #[derive(serde::Deserialize)]
+        struct Golden {
+            spec: JobSpec,
+        }
+        let goldens: Vec<Golden> = serde_json::from_str(include_str!("../../tests/data/fio_goldens.json")).unwrap();
+        let mut applied = 0;
+        for g in goldens {
+            for (time_based, seed, trim_bytes) in [(false, 1u64, 0u64), (true, 7, 0), (false, 3, 1536), (true, 11, 512)] {
+                let mut spec = g.spec.clone();
+                spec.norandommap = true;
+                spec.seed = spec.seed ^ seed;
+                spec.time_based = time_based;
+                if time_based {
+                    spec.runtime_ns = 1;
+                }
+                spec.size_bytes -= trim_bytes.min(spec.size_bytes / 2);
+                let target = spec.target_size_bytes;
+                let Ok(mut fast) = Generator::new(spec.clone(), target) else { continue };
+                let mut general = Generator::new(spec, target).unwrap();
+                if !fast.uniform {
+                    continue;
+                }
+                applied += 1;
+                general.uniform = false;
+                for i in 0..50_000 {
+                    let (a, b) = (fast.next_io(), general.next_io());
+                    assert_eq!(a, b, "I/O {i}");
+                    if a.is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(applied >= 20, "{applied} jobs took the fast path");
+    }
+}
