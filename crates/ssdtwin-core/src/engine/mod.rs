@@ -40,6 +40,7 @@ use crate::nand::{Addressing, Cause, NandOp, NandSink};
 use crate::nvme::{Controller, Error, FtlConfig, QosLimits};
 use crate::spec::{DriveSpec, Geometry, TimingSpec};
 use crate::units::NsId;
+use crate::util::FastDiv;
 
 /// Collects the operations the FTL emits for one command.
 #[cfg(test)]
@@ -174,7 +175,8 @@ pub struct DeviceTiming {
     iu_bytes: u64,
     ius_per_pu: u32,
     addr: Addressing,
-    ius_per_page: u32,
+    /// Divides by the IUs per page (a read's page in its plane's register).
+    page_div: FastDiv,
     pages_per_iu: u32,
     dies: u32,
     planes: u32,
@@ -213,6 +215,12 @@ pub struct DeviceTiming {
     /// QoS token buckets per NSID (GCRA theoretical arrival times, ns): read bandwidth,
     /// write bandwidth, commands.
     qos_tat: std::collections::BTreeMap<u32, [u64; 3]>,
+    /// The last (bytes, ns) of a channel and of a host-link transfer: most transfers have
+    /// the size of the one before, and the duration needs a 64-bit divide.
+    chan_xfer_memo: (u64, u64),
+    link_xfer_memo: (u64, u64),
+    /// Channel transfer of one program unit, ns.
+    pu_xfer_ns: u64,
 }
 
 /// How far ahead of its rate a QoS-capped namespace may run (the bucket depth, as time):
@@ -269,7 +277,7 @@ impl DeviceTiming {
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),
-            ius_per_page: (page / iu).max(1) as u32,
+            page_div: FastDiv::new((page / iu).max(1) as u32),
             pages_per_iu: (iu / page).max(1) as u32,
             dies,
             planes,
@@ -291,17 +299,25 @@ impl DeviceTiming {
             dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
             dram_free: 0,
             qos_tat: std::collections::BTreeMap::new(),
+            chan_xfer_memo: (0, 0),
+            link_xfer_memo: (0, 0),
+            pu_xfer_ns: Self::xfer_ns(geo.program_unit_bytes, t.channel_bytes_per_s.value),
             t,
             geo,
         })
     }
 
     /// Apply the controller's current power state (Set Features 02h) to NAND concurrency.
+    #[inline]
     fn sync_power(&mut self, ctrl: &Controller) {
         let ps = ctrl.state().power_state;
-        if ps == self.power_state {
-            return;
+        if ps != self.power_state {
+            self.set_power(ctrl, ps);
         }
+    }
+
+    #[cold]
+    fn set_power(&mut self, ctrl: &Controller, ps: u8) {
         self.power_state = ps;
         let spec = ctrl.spec();
         let limit = spec.power_states.get(ps as usize).and_then(|p| {
@@ -351,6 +367,24 @@ impl DeviceTiming {
         self.ctrl_service_ps
     }
 
+    /// `xfer_ns(bytes, channel rate)`, remembered for the last size.
+    #[inline]
+    fn chan_xfer_ns(&mut self, bytes: u64) -> u64 {
+        if self.chan_xfer_memo.0 != bytes {
+            self.chan_xfer_memo = (bytes, Self::xfer_ns(bytes, self.t.channel_bytes_per_s.value));
+        }
+        self.chan_xfer_memo.1
+    }
+
+    /// `xfer_ns(bytes, host link rate)`, remembered for the last size.
+    #[inline]
+    fn link_xfer_ns(&mut self, bytes: u64) -> u64 {
+        if self.link_xfer_memo.0 != bytes {
+            self.link_xfer_memo = (bytes, Self::xfer_ns(bytes, self.t.host_link_bytes_per_s.value));
+        }
+        self.link_xfer_memo.1
+    }
+
     fn ctrl_cmd(&mut self, now: u64) -> u64 {
         let start = (now * 1000).max(self.ctrl_free_ps);
         self.ctrl_free_ps = start + self.ctrl_service_ps;
@@ -381,7 +415,7 @@ impl DeviceTiming {
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
-        let dur = Self::xfer_ns(bytes, self.t.host_link_bytes_per_s.value);
+        let dur = self.link_xfer_ns(bytes);
         let now = self.now;
         let cal = if up { &mut self.link_up } else { &mut self.link_down };
         cal.reserve(now, t, dur) + dur
@@ -394,7 +428,7 @@ impl DeviceTiming {
         let plane = (die * self.planes + plane_in_die) as usize;
         let t_read = self.t.t_read_ns.value;
         let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
-        let key = ppa as u64 / self.ius_per_page as u64;
+        let key = self.page_div.quotient(ppa) as u64;
         let mut ready = t;
         if pages == 1 && self.plane_page[plane].0 == key {
             // The page is still in the plane's register (e.g. GC reading the next IU).
@@ -411,7 +445,7 @@ impl DeviceTiming {
             }
             self.plane_page[plane] = (key, ready);
         }
-        let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
+        let dur = self.chan_xfer_ns(bytes as u64);
         self.channels[channel as usize].reserve(self.now, ready, dur) + dur
     }
 
@@ -428,7 +462,7 @@ impl DeviceTiming {
         self.plane_page[plane].0 = u64::MAX;
         // GC reads are scheduled between the die's programs (no suspend): its work slips.
         self.die_slip(die as usize, start, cost);
-        let dur = Self::xfer_ns(bytes as u64, self.t.channel_bytes_per_s.value);
+        let dur = self.chan_xfer_ns(bytes as u64);
         self.channels[channel as usize].reserve(self.now, end, dur) + dur
     }
 
@@ -553,7 +587,7 @@ impl DeviceTiming {
         let ppa = pu * self.ius_per_pu;
         let (die, channel, _) = self.addr.die_channel_plane(ppa);
         let d = die as usize;
-        let dur = Self::xfer_ns(self.geo.program_unit_bytes, self.t.channel_bytes_per_s.value);
+        let dur = self.pu_xfer_ns;
         let xe = self.channels[channel as usize].reserve(self.now, ready, dur) + dur;
         let planes_free = (0..self.planes).map(|p| self.plane_free[(die * self.planes + p) as usize]).max().unwrap_or(0);
         let want = xe.max(self.die_free[d]).max(planes_free);

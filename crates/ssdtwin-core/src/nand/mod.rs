@@ -48,6 +48,10 @@ pub struct Addressing {
     set_div: FastDiv,
     set_die_div: FastDiv,
     die_of: std::sync::Arc<[u32]>,
+    /// IUs per plane's share of a program unit, and the channel count (the timing model
+    /// decodes every NAND operation: multiplications, not divides).
+    plane_div: FastDiv,
+    chan_div: FastDiv,
 }
 
 impl Addressing {
@@ -69,6 +73,8 @@ impl Addressing {
             set_div: FastDiv::new(ius_per_sb * g.blocks_per_plane),
             set_die_div: FastDiv::new(g.dies_per_set()),
             die_of: (0..sets).flat_map(|s| g.set_dies(s)).collect(),
+            plane_div: FastDiv::new((ius_per_pu / g.planes_per_die).max(1)),
+            chan_div: FastDiv::new(g.channels),
         }
     }
 
@@ -127,8 +133,8 @@ impl Addressing {
         let pu = self.pu_div.quotient(ppa);
         let die = self.die_of_pu(ppa, pu);
         let k = ppa - pu * self.ius_per_pu;
-        let plane = k / (self.ius_per_pu / self.planes_per_die).max(1);
-        (die, die % self.channels, plane)
+        let plane = self.plane_div.quotient(k);
+        (die, die - self.chan_div.quotient(die) * self.channels, plane)
     }
 
     /// Decode a physical IU index.

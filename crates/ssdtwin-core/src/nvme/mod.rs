@@ -484,19 +484,27 @@ impl Controller {
 
     /// The FTL, loading its maps from the image if needed. Private: the controller is the
     /// only door into the FTL (docs/architecture.md, "Layer rules").
+    #[inline]
     fn ftl(&mut self) -> Result<&mut Ftl, Error> {
         if self.ftl.is_none() {
-            let store = self.store.as_ref().expect("an unloaded FTL always has a store");
-            let (l2p, p2l) = store.load_maps(self.cfg.logical_ius as usize, self.cfg.physical_ius() as usize)?;
-            let meta = self.ftl_meta.as_ref().expect("FTL state present");
-            meta.check_loaded_maps(&self.cfg, &l2p, &p2l).map_err(|reason| MapError::Damaged {
-                path: store.location(),
-                reason: format!("the maps disagree with the saved FTL state: {reason}"),
-            })?;
-            let meta = self.ftl_meta.take().expect("FTL state present");
-            self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
+            self.load_ftl()?;
         }
         Ok(self.ftl.as_mut().expect("just loaded"))
+    }
+
+    /// Load the maps from the image (the first command that needs the FTL).
+    #[cold]
+    fn load_ftl(&mut self) -> Result<(), Error> {
+        let store = self.store.as_ref().expect("an unloaded FTL always has a store");
+        let (l2p, p2l) = store.load_maps(self.cfg.logical_ius as usize, self.cfg.physical_ius() as usize)?;
+        let meta = self.ftl_meta.as_ref().expect("FTL state present");
+        meta.check_loaded_maps(&self.cfg, &l2p, &p2l).map_err(|reason| MapError::Damaged {
+            path: store.location(),
+            reason: format!("the maps disagree with the saved FTL state: {reason}"),
+        })?;
+        let meta = self.ftl_meta.take().expect("FTL state present");
+        self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
+        Ok(())
     }
 
     /// Take the FTL apart for saving (maps are `None` when never loaded).
@@ -568,11 +576,17 @@ impl Controller {
         self.namespace_u32(nsid.0)
     }
 
+    #[inline]
     fn namespace_u32(&self, nsid: u32) -> Result<&Namespace, Error> {
         match self.st.namespaces.get(&nsid) {
             Some(ns) => Ok(ns),
-            None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
+            None => self.no_namespace(nsid),
         }
+    }
+
+    #[cold]
+    fn no_namespace<T>(&self, nsid: u32) -> Result<T, Error> {
+        fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list()))
     }
 
     /// The namespace table row of `nsid` (size, use, format, attachment).
@@ -997,12 +1011,18 @@ impl Controller {
         self.attached_u32(nsid.0)
     }
 
+    #[inline]
     fn attached_u32(&self, nsid: u32) -> Result<&Namespace, Error> {
         let ns = self.namespace_u32(nsid)?;
         if !ns.attached {
-            return fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"));
+            return Self::not_attached(nsid);
         }
         Ok(ns)
+    }
+
+    #[cold]
+    fn not_attached<T>(nsid: u32) -> Result<T, Error> {
+        fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"))
     }
 
     /// Whether a Write or a Deallocate of `[slba, slba+nlb)` on `nsid` would be accepted
@@ -1051,6 +1071,7 @@ impl Controller {
 
     /// The namespace and the loaded FTL, borrowed together (no copy of the chunk list on
     /// the I/O path).
+    #[inline]
     fn ns_and_ftl(&mut self, nsid: u32) -> Result<(&Namespace, &mut Ftl, &FtlConfig), Error> {
         self.ftl()?;
         let ns = self.st.namespaces.get(&nsid).expect("checked by the caller");
