@@ -1,14 +1,16 @@
 //! The fio runner's event queue: a min-queue of events ordered by (time, push order).
 //!
-//! A timing wheel in place of a binary heap (docs/performance.md, "Speed II"): the events
-//! of the next [`SPAN_NS`] sit in buckets of [`BUCKET_NS`] by time, later ones in a heap
-//! that feeds the wheel as it turns. At QD32 a completion lands a few hundred microseconds
-//! ahead, so a push is an append to its bucket and a pop a look at the first occupied
-//! bucket (one or two events), where a heap of a few hundred events moved eight levels
-//! per pop. The order is exactly the binary heap's of (time, sequence): a bucket is
-//! searched for its smallest (time, sequence), whatever order it holds its events in.
+//! A timing wheel in place of one binary heap (docs/performance.md, "Speed II"): the
+//! events of the next [`SPAN_NS`] sit in buckets of [`BUCKET_NS`] by time, later ones in a
+//! heap that feeds the wheel as it turns. At QD32 a completion lands some hundred
+//! microseconds ahead, so a push goes to a bucket holding one or two events and a pop
+//! takes the first occupied bucket's first event, where one heap of a few hundred events
+//! moved eight levels per pop. Each bucket is itself a small heap, so events that share
+//! an instant (writes acknowledged together when the buffer drains) cost a heap's
+//! log k each, not a search of the bucket. The order is exactly the single heap's of
+//! (time, sequence).
 
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// An event as the queue stores it: the run's `Ev`, packed by the caller.
@@ -19,10 +21,19 @@ pub(crate) struct Entry {
     pub ev: u64,
 }
 
-impl Entry {
-    #[inline(always)]
-    fn key(&self) -> (u64, u64) {
-        (self.t, self.seq)
+/// Heap order: the earliest (time, sequence) is the greatest, so it is on top of a
+/// `BinaryHeap` (sequences are unique, so the payload never decides).
+impl Ord for Entry {
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.t, other.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+impl PartialOrd for Entry {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -30,7 +41,7 @@ const BUCKET_SHIFT: u32 = 10;
 /// Width of a bucket (1.024 us).
 const BUCKET_NS: u64 = 1 << BUCKET_SHIFT;
 const SLOTS: usize = 2048;
-/// Time the wheel covers (2.1 ms); later events wait in the heap.
+/// Time the wheel covers (2.1 ms); later events wait in `far`.
 const SPAN_NS: u64 = BUCKET_NS * SLOTS as u64;
 const WORDS: usize = SLOTS / 64;
 
@@ -40,13 +51,11 @@ pub(crate) struct EventQueue {
     /// [base, base + SPAN_NS), every event in `far` one at or past base + SPAN_NS.
     base: u64,
     cursor: usize,
-    slots: Vec<Vec<Entry>>,
+    slots: Vec<BinaryHeap<Entry>>,
     /// One bit per non-empty bucket.
     occupied: [u64; WORDS],
     on_wheel: usize,
-    far: BinaryHeap<Reverse<(u64, u64, u64)>>,
-    /// The first event, found by `peek` and not moved since: (bucket, index).
-    first: Option<(usize, usize)>,
+    far: BinaryHeap<Entry>,
     len: usize,
     peak: usize,
 }
@@ -57,11 +66,10 @@ impl Default for EventQueue {
             seq: 0,
             base: 0,
             cursor: 0,
-            slots: vec![Vec::new(); SLOTS],
+            slots: (0..SLOTS).map(|_| BinaryHeap::new()).collect(),
             occupied: [0; WORDS],
             on_wheel: 0,
             far: BinaryHeap::new(),
-            first: None,
             len: 0,
             peak: 0,
         }
@@ -83,18 +91,15 @@ impl EventQueue {
         if t < self.base {
             self.rewind(t);
         }
-        if let Some((s, i)) = self.first {
-            if t < self.slots[s][i].t {
-                self.first = None;
-            }
-        }
         self.place(Entry { t, seq: self.seq, ev });
     }
 
     #[inline]
     fn place(&mut self, e: Entry) {
+        // A difference, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
+        // checked on the events as they are popped).
         if e.t - self.base >= SPAN_NS {
-            self.far.push(Reverse((e.t, e.seq, e.ev)));
+            self.far.push(e);
             return;
         }
         let s = slot_of(e.t);
@@ -103,26 +108,29 @@ impl EventQueue {
         self.on_wheel += 1;
     }
 
-    /// An event earlier than the wheel's start (a push after `peek` moved the wheel on to
+    /// An event earlier than the wheel's start (a push after `peek` turned the wheel on to
     /// a later first event): start the wheel at it; events now past its span go to `far`.
     #[cold]
     fn rewind(&mut self, t: u64) {
         self.base = t & !(BUCKET_NS - 1);
         self.cursor = slot_of(self.base);
-        self.first = None;
+        let base = self.base;
         for s in 0..SLOTS {
-            let mut i = 0;
-            while i < self.slots[s].len() {
-                let e = self.slots[s][i];
-                if e.t - self.base >= SPAN_NS {
-                    self.slots[s].swap_remove(i);
-                    self.on_wheel -= 1;
-                    self.far.push(Reverse((e.t, e.seq, e.ev)));
-                } else {
-                    i += 1;
-                }
+            let bucket = &mut self.slots[s];
+            if bucket.is_empty() {
+                continue;
             }
-            if self.slots[s].is_empty() {
+            let before = bucket.len();
+            let far = &mut self.far;
+            bucket.retain(|e| {
+                let stays = e.t - base < SPAN_NS;
+                if !stays {
+                    far.push(*e);
+                }
+                stays
+            });
+            self.on_wheel -= before - bucket.len();
+            if bucket.is_empty() {
                 self.occupied[s / 64] &= !(1 << (s % 64));
             }
         }
@@ -146,14 +154,11 @@ impl EventQueue {
         unreachable!("next_occupied on an empty wheel")
     }
 
-    /// Find the first event, turning the wheel to its bucket; None when empty.
+    /// The bucket of the first event, the wheel turned to it; None when empty.
     #[inline]
-    fn find_first(&mut self) -> Option<(usize, usize)> {
-        if let Some(f) = self.first {
-            return Some(f);
-        }
+    fn first_bucket(&mut self) -> Option<usize> {
         if self.on_wheel == 0 {
-            let &Reverse((t, _, _)) = self.far.peek()?;
+            let t = self.far.peek()?.t;
             self.base = t & !(BUCKET_NS - 1);
             self.cursor = slot_of(self.base);
             self.refill();
@@ -165,48 +170,41 @@ impl EventQueue {
             self.cursor = s;
             self.refill();
         }
-        let bucket = &self.slots[s];
-        let mut best = 0;
-        for i in 1..bucket.len() {
-            if bucket[i].key() < bucket[best].key() {
-                best = i;
-            }
-        }
-        self.first = Some((s, best));
-        self.first
+        Some(s)
     }
 
     /// Move the events of `far` that the wheel now covers onto it.
-    #[inline]
+    #[inline(always)]
     fn refill(&mut self) {
-        // Differences, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
-        // checked on the events as they are popped).
-        while let Some(&Reverse((t, seq, ev))) = self.far.peek() {
-            if t - self.base >= SPAN_NS {
+        if !self.far.is_empty() {
+            self.refill_far();
+        }
+    }
+
+    fn refill_far(&mut self) {
+        while let Some(&e) = self.far.peek() {
+            if e.t - self.base >= SPAN_NS {
                 break;
             }
             self.far.pop();
-            let s = slot_of(t);
-            self.slots[s].push(Entry { t, seq, ev });
-            self.occupied[s / 64] |= 1 << (s % 64);
-            self.on_wheel += 1;
+            self.place(e);
         }
     }
 
     /// The first event (earliest time, then earliest pushed).
     #[inline]
     pub fn peek(&mut self) -> Option<Entry> {
-        let (s, i) = self.find_first()?;
-        Some(self.slots[s][i])
+        let s = self.first_bucket()?;
+        self.slots[s].peek().copied()
     }
 
     /// Remove and return the first event.
     #[inline]
     pub fn pop(&mut self) -> Option<Entry> {
-        let (s, i) = self.find_first()?;
-        self.first = None;
-        let e = self.slots[s].swap_remove(i);
-        if self.slots[s].is_empty() {
+        let s = self.first_bucket()?;
+        let bucket = &mut self.slots[s];
+        let e = bucket.pop().expect("an occupied bucket");
+        if bucket.is_empty() {
             self.occupied[s / 64] &= !(1 << (s % 64));
         }
         self.on_wheel -= 1;
@@ -227,11 +225,12 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Reverse;
 
     /// Pops come out in exactly the order of the tuple heap the queue replaced, ties in
     /// time included, whatever the mix of pushes, peeks and pops, for events a few
-    /// nanoseconds to several wheel spans ahead, and for pushes before the first event
-    /// after a peek (which turns the wheel).
+    /// nanoseconds to several wheel spans ahead (and up to the end of u64), and for pushes
+    /// before the first event after a peek (which turns the wheel).
     #[test]
     fn same_order_as_a_binary_heap_of_time_and_sequence() {
         for spread in [64u64, 5_000, 300_000, 3 * SPAN_NS, 50 * SPAN_NS, u64::MAX / 4] {

@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use super::arbiter::{Arbiter, Queued};
 use super::events::{Entry, EventQueue};
@@ -262,7 +262,7 @@ struct JobClone {
     /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
     /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
     /// is the generator's, whatever the depth.
-    pending: VecDeque<Io>,
+    pending: Ahead,
     poisson: Rng,
     next_rate_at: [u64; 3],
     dirs: [DirStats; 3],
@@ -617,7 +617,7 @@ pub struct Footprint {
 fn footprint(events_peak: usize, clones: &[JobClone]) -> Footprint {
     let mut f = Footprint { events: events_peak, ..Footprint::default() };
     for c in clones {
-        f.clone_state += c.slots.capacity() + c.free_slots.capacity() + c.pending.capacity();
+        f.clone_state += c.slots.capacity() + c.free_slots.capacity() + LOOKAHEAD;
         for d in &c.dirs {
             f.clone_state += d.hist_since.capacity();
             f.log_windows += d.log_windows.capacity();
@@ -691,7 +691,7 @@ pub fn run_measured(
             flow_quiesce: false,
             flow_until: 0,
             flow_blocked: false,
-            pending: VecDeque::with_capacity(LOOKAHEAD),
+            pending: Ahead::default(),
             poisson: Rng::new(rate_seed),
             next_rate_at: [0; 3],
             dirs: Default::default(),
@@ -1206,7 +1206,7 @@ impl Sim<'_> {
             return Ok(Gate::Wait);
         }
         let cl = &mut self.clones[c];
-        let io = *cl.pending.front().expect("just filled");
+        let io = cl.pending.front();
         // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
         if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
             self.push(at, Ev::Wake(c as u32));
@@ -1497,6 +1497,54 @@ impl Sim<'_> {
 
 /// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
 const LOOKAHEAD: usize = 8;
+
+/// A clone's drawn-ahead I/Os, oldest first: a ring of [`LOOKAHEAD`] (a `VecDeque` did
+/// the same with more bookkeeping per I/O).
+#[derive(Copy, Clone)]
+struct Ahead {
+    ios: [Io; LOOKAHEAD],
+    head: usize,
+    len: usize,
+}
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Ahead { ios: [Io { ddir: Ddir::Read, offset: 0, len: 0 }; LOOKAHEAD], head: 0, len: 0 }
+    }
+}
+
+impl Ahead {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The oldest I/O (the ring is not empty).
+    #[inline]
+    fn front(&self) -> Io {
+        debug_assert!(self.len > 0);
+        self.ios[self.head]
+    }
+
+    #[inline]
+    fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        self.head = (self.head + 1) % LOOKAHEAD;
+        self.len -= 1;
+    }
+
+    #[inline(always)]
+    fn push_back(&mut self, io: Io) {
+        assert!(self.len < LOOKAHEAD, "at most LOOKAHEAD I/Os are drawn ahead");
+        self.ios[(self.head + self.len) % LOOKAHEAD] = io;
+        self.len += 1;
+    }
+}
 
 /// The clone's next I/O in fio's order; None when it is done.
 fn next_io(cl: &mut JobClone) -> Result<Option<Io>, RunError> {
