@@ -1100,7 +1100,7 @@ mod tests {
             for (time_based, seed, trim_bytes) in [(false, 1u64, 0u64), (true, 7, 0), (false, 3, 1536), (true, 11, 512)] {
                 let mut spec = g.spec.clone();
                 spec.norandommap = true;
-                spec.seed = spec.seed ^ seed;
+                spec.seed ^= seed;
                 spec.time_based = time_based;
                 if time_based {
                     spec.runtime_ns = 1;
