@@ -101,6 +101,7 @@ def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
         "nmic": 0,
         "bytes": c["tnvmcap"],
         "dram": False,
+        "nvmsetid": 0,
     }
 
 
