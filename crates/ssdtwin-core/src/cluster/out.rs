@@ -6,7 +6,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::ClusterError;
-use crate::engine::fio::{depth_slot, edge_index, ios_per_s, kib_per_s, window_ns, zero_stat, CloneOut, DirOut, WindowAcc, LAT_EDGES};
+use crate::engine::fio::{
+    self, depth_slot, edge_index, ios_per_s, kib_per_s, window_ns, zero_stat, CloneOut, DirOut, WindowAcc, LAT_EDGES,
+};
 use crate::stats::LatStat;
 use crate::workload::{Ddir, ExitWhat, Generator, JobSpec};
 
@@ -220,17 +222,8 @@ impl JobAcc {
             }
         });
         let (read, write) = (dirs.next().expect("2"), dirs.next().expect("2"));
-        let total: u64 = self.depth_levels.iter().sum();
-        let mut submit = [0u64; 7];
-        let mut complete = [0u64; 7];
-        if spec.engine_async {
-            submit[1] = total;
-            complete[1] = total;
-        }
-        let mut lb = BTreeMap::new();
-        lb.insert("ns".to_string(), self.lat_ns.to_vec());
-        lb.insert("us".to_string(), self.lat_us.to_vec());
-        lb.insert("ms".to_string(), self.lat_ms.to_vec());
+        let (submit, complete) = fio::submit_complete_levels(spec.engine_async, self.depth_levels.iter().sum());
+        let lb = fio::latency_bucket_map(&self.lat_ns, &self.lat_us, &self.lat_ms);
         CloneOut {
             version: 1,
             thread_number: spec.thread_number,

@@ -1687,17 +1687,8 @@ fn finish(cl: JobClone) -> CloneOut {
     }
     let mut it = dirs_out.into_iter();
     let (read, write, trim) = (it.next().expect("3"), it.next().expect("3"), it.next().expect("3"));
-    let total: u64 = cl.depth_levels.iter().sum();
-    let mut submit = [0u64; 7];
-    let mut complete = [0u64; 7];
-    if spec.engine_async {
-        submit[1] = total;
-        complete[1] = total;
-    }
-    let mut lb = BTreeMap::new();
-    lb.insert("ns".to_string(), cl.lat_buckets_ns.to_vec());
-    lb.insert("us".to_string(), cl.lat_buckets_us.to_vec());
-    lb.insert("ms".to_string(), cl.lat_buckets_ms.to_vec());
+    let (submit, complete) = submit_complete_levels(spec.engine_async, cl.depth_levels.iter().sum());
+    let lb = latency_bucket_map(&cl.lat_buckets_ns, &cl.lat_buckets_us, &cl.lat_buckets_ms);
     CloneOut {
         version: 1,
         thread_number: spec.thread_number,
@@ -1717,6 +1708,21 @@ fn finish(cl: JobClone) -> CloneOut {
         error: cl.error,
         steadystate: cl.ss.as_ref().map(SsState::out), // issue 10: ss
     }
+}
+
+/// fio's `iodepth_submit` and `iodepth_complete` levels: an asynchronous engine submits and
+/// completes `ios_total` I/Os one at a time (level 1), a synchronous one reports none.
+pub(crate) fn submit_complete_levels(engine_async: bool, ios_total: u64) -> ([u64; 7], [u64; 7]) {
+    let mut levels = [0u64; 7];
+    if engine_async {
+        levels[1] = ios_total;
+    }
+    (levels, levels)
+}
+
+/// fio's `latency_ns`, `latency_us` and `latency_ms` buckets, keyed by unit.
+pub(crate) fn latency_bucket_map(ns: &[u64], us: &[u64], ms: &[u64]) -> BTreeMap<String, Vec<u64>> {
+    BTreeMap::from([("ns".to_string(), ns.to_vec()), ("us".to_string(), us.to_vec()), ("ms".to_string(), ms.to_vec())])
 }
 
 #[cfg(test)]
