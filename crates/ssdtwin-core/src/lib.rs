@@ -10,6 +10,7 @@ pub mod engine;
 pub mod faults;
 pub mod fsio;
 pub(crate) mod ftl;
+pub mod host;
 pub mod image;
 pub mod journal;
 pub mod nand;

@@ -22,7 +22,10 @@ const RULES: &[(&str, &[&str])] = &[
     // The controller is the only module that names the FTL.
     ("nvme", &["bigarray", "fsio", "ftl", "nand", "rng", "spec", "units", "util"]),
     ("workload", &["rng", "units", "util"]),
-    ("engine", &["nand", "nvme", "rng", "spec", "stats", "units", "util", "workload"]),
+    // Host stacks (write-shaping tiers) are time-free state machines: no controller, no FTL,
+    // no engine; the engine times what they return.
+    ("host", &["spec"]),
+    ("engine", &["host", "nand", "nvme", "rng", "spec", "stats", "units", "util", "workload"]),
     ("journal", &["fsio", "nand", "nvme"]),
     ("image", &["bigarray", "fsio", "journal", "nvme", "spec"]),
     // Replicated volumes over a network model: drives only through the controller and the
