@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use super::arbiter::{Arbiter, Queued};
 use super::events::{Entry, EventQueue};
 use super::iolog::{IoLog, Packed, Replay};
+use super::stack::{Stack, StackSim, Stalled}; // issue 13: host stacks
 use super::steadystate::{SsOut, SsState}; // issue 10: ss
 use super::{DeviceTiming, HostCmd, HostOp};
 use crate::nvme::{Controller, Error};
@@ -31,6 +32,9 @@ pub enum RunError {
     Timing(#[from] super::TimingError),
     #[error("interrupted at {0} ns of virtual time")]
     Interrupted(u64),
+    /// issue 13: a job a host stack cannot run.
+    #[error("stack: {0}")]
+    Stack(String),
     /// The run would take the simulated clock past [`MAX_RUN_NS`] (or past what the drive's
     /// own clock can still count).
     #[error("simulated time would pass {} days, the longest a run may simulate (the device timing counts picoseconds in 64 bits)", .0 / NS_PER_DAY)]
@@ -511,6 +515,8 @@ enum Ev {
     Wake(u32),
     /// The controller fetches a command from the submission queues (WRR arbitration).
     Fetch,
+    /// issue 13: a step of the destage on this lane of the host stack completed.
+    Lane(u32),
 }
 
 impl Ev {
@@ -523,6 +529,7 @@ impl Ev {
             Ev::Done { clone, slot } => (1, clone, slot),
             Ev::Wake(c) => (2, c, 0),
             Ev::Fetch => (3, 0, 0),
+            Ev::Lane(l) => (3, 1, l),
         };
         debug_assert!(clone < 1 << 30);
         kind << 62 | (clone as u64) << 32 | slot as u64
@@ -535,6 +542,7 @@ impl Ev {
             0 => Ev::Start(clone),
             1 => Ev::Done { clone, slot: w as u32 },
             2 => Ev::Wake(clone),
+            _ if clone == 1 => Ev::Lane(w as u32),
             _ => Ev::Fetch,
         }
     }
@@ -636,14 +644,43 @@ pub fn run_measured(
     start_ns: u64,
     keep_going: &mut dyn FnMut(u64) -> bool,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+    run_with(ctrl, timing, specs, opts, start_ns, keep_going, None)
+}
+
+/// issue 13: [`run`] through a host stack on the drive's namespace `opts.default_nsid`:
+/// every job targets the stack's address space; the stack's tier changes with the run.
+pub fn run_stack(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+    stack: &mut Stack,
+) -> Result<Vec<CloneOut>, RunError> {
+    run_with(ctrl, timing, specs, opts, 0, keep_going, Some(stack)).map(|(out, _)| out)
+}
+
+fn run_with(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+    stack: Option<&mut Stack>,
+) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+    let stack_target = stack.as_ref().map(|s| s.tier.user_bytes());
     let mut clones = Vec::with_capacity(specs.len());
     for mut spec in specs {
         // Taken out of the spec: the spec is cloned for the output, the trace need not be.
         let trace = spec.replay.take();
         let nsid = spec.namespace.unwrap_or(opts.default_nsid);
         let ns = ctrl.attached(NsId(nsid))?.clone();
-        let target = ns.bytes();
+        let target = stack_target.unwrap_or(ns.bytes());
         let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        if stack_target.is_some() && (nsid != opts.default_nsid || ns.dram) {
+            return Err(err(format!("a stack runs on namespace {} only (this job names namespace {nsid})", opts.default_nsid)).into());
+        }
         if spec.lba_bytes != ns.lba_bytes {
             return Err(err(format!("job resolved for {}-byte LBAs, namespace {nsid} uses {}", spec.lba_bytes, ns.lba_bytes)).into());
         }
@@ -734,10 +771,19 @@ pub fn run_measured(
         ss_next_ns: u64::MAX,
         ss_resets: BinaryHeap::new(),
         arb: None,
+        stack: None,
     };
+    // issue 13: the host stack on the target namespace.
+    if let Some(stack) = stack {
+        let lba = sim.ctrl.attached(NsId(opts.default_nsid))?.lba_bytes as u64;
+        sim.stack = Some(StackSim::new(stack, NsId(opts.default_nsid), lba));
+    }
     // issue 12: weighted round robin selected (feature 01h): commands wait in their clone's
     // submission queue for the controller's fetch (engine/arbiter.rs).
     let arbitration = sim.ctrl.arbitration();
+    if arbitration.weights.is_some() && sim.stack.is_some() {
+        return Err(RunError::Stack("weighted round robin arbitration (feature 01h) is not modelled under a host stack".into()));
+    }
     if arbitration.weights.is_some() {
         let class = sim.clones.iter().map(|c| sim.ctrl.sq_priority(c.nsid)).collect();
         sim.arb = Some(Arbiter::new(arbitration, class, sim.timing.ctrl_service_ps()));
@@ -825,11 +871,13 @@ pub fn run_measured(
             }
             Ev::Wake(c) => sim.pump(c as usize)?,
             Ev::Fetch => sim.fetch()?,
+            Ev::Lane(l) => sim.lane_done(l)?,
         }
         if (sim.events.is_empty() || sim.batch_done()) && !sim.next_batch()? {
             break;
         }
     }
+    sim.drain_stack()?;
     let end = sim.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
     let busy = end.saturating_sub(start_ns);
     sim.ctrl.advance_clock(busy, busy);
@@ -861,6 +909,8 @@ struct Sim<'a> {
     ss_resets: BinaryHeap<Reverse<u64>>,
     /// issue 12: the submission queues and their arbiter, when WRR is selected.
     arb: Option<Arbiter>,
+    /// issue 13: the host stack the clones write through, if any.
+    stack: Option<StackSim<'a>>,
 }
 
 /// One `flow_id` group (fio's flow.c `struct fio_flow`): a counter that starts at 1 and
@@ -1258,6 +1308,9 @@ impl Sim<'_> {
             let spec = &cl.gen.spec;
             log.record(now, io).map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?;
         }
+        if self.stack.is_some() {
+            return self.issue_stack(c, now, io);
+        }
         if self.arb.is_some() {
             // issue 12: into the clone's submission queue; the controller fetches it.
             let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
@@ -1436,6 +1489,123 @@ const SS_TICK_NS: u64 = 1_000_000_000;
 
 /// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
 /// each clone without group_reporting and by the last clone of each reporting group with it.
+// issue 13: host stacks. A host I/O goes to the tier (host/tier.rs), which answers with
+// fast-media bytes and drive commands; destages run on lanes in the background; a write
+// the tier has no room for waits (its latency grows) until a destage frees space.
+impl Sim<'_> {
+    fn issue_stack(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
+        use crate::host::tier::BLOCK_BYTES;
+        if io.offset % BLOCK_BYTES != 0 || io.len % BLOCK_BYTES != 0 {
+            let spec = &self.clones[c].gen.spec;
+            return Err(JobError {
+                job: spec.name.clone(),
+                thread: spec.thread_number,
+                reason: format!("a host stack maps 4 KiB blocks: I/O of {} bytes at offset {} is not 4 KiB-aligned", io.len, io.offset),
+            }
+            .into());
+        }
+        let di = io.ddir.index();
+        let slot = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+        let st = self.stack.as_mut().expect("a stack");
+        let done = match io.ddir {
+            Ddir::Write => {
+                let s = Stalled { clone: c as u32, slot, offset: io.offset, len: io.len };
+                if !self.stack_write(s, now)? {
+                    let st = self.stack.as_mut().expect("a stack");
+                    st.tier.counters.stalls += 1;
+                    st.stalled.push_back(s);
+                }
+                return self.stack_progress(now);
+            }
+            Ddir::Read => {
+                let plan = st.tier.read(io.offset, io.len);
+                let mut t = if plan.tier_bytes > 0 { st.media(now, plan.tier_bytes, false) } else { now };
+                t = t.max(st.drive(self.timing, self.ctrl, now, &plan.drive)?);
+                t
+            }
+            Ddir::Trim => {
+                let ranges = st.tier.trim(io.offset, io.len);
+                st.trim(self.timing, self.ctrl, now, &ranges)?
+            }
+        };
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot });
+        self.stack_progress(now)
+    }
+
+    /// Offer a host write to the tier; true when accepted (its completion is queued).
+    fn stack_write(&mut self, s: Stalled, now: u64) -> Result<bool, RunError> {
+        use crate::host::tier::WriteOutcome;
+        let st = self.stack.as_mut().expect("a stack");
+        let (tier_bytes, drive) = match st.tier.write(s.offset, s.len) {
+            WriteOutcome::Full => return Ok(false),
+            WriteOutcome::Accepted { tier_bytes, drive } => (tier_bytes, drive),
+        };
+        let mut t = if tier_bytes > 0 { st.media(now, tier_bytes, true) } else { now };
+        t = t.max(st.drive(self.timing, self.ctrl, now, &drive)?);
+        self.push(t.max(now.saturating_add(1)), Ev::Done { clone: s.clone, slot: s.slot });
+        Ok(true)
+    }
+
+    /// Start what destages the tier wants and admit stalled writes, until neither moves.
+    fn stack_progress(&mut self, now: u64) -> Result<(), RunError> {
+        loop {
+            let st = self.stack.as_mut().expect("a stack");
+            let started = st.start_destages(self.timing, self.ctrl, now)?;
+            for &(lane, done) in &started {
+                self.push(done.max(now.saturating_add(1)), Ev::Lane(lane));
+            }
+            let mut admitted = false;
+            while let Some(&s) = self.stack.as_ref().expect("a stack").stalled.front() {
+                if !self.stack_write(s, now)? {
+                    break;
+                }
+                self.stack.as_mut().expect("a stack").stalled.pop_front();
+                admitted = true;
+            }
+            if started.is_empty() && !admitted {
+                break;
+            }
+        }
+        let st = self.stack.as_ref().expect("a stack");
+        if let Some(s) = st.stalled.front().filter(|_| st.idle()) {
+            let cap = st.tier.config.capacity_bytes;
+            return Err(RunError::Stack(format!(
+                "a write of {} bytes cannot fit a tier of {cap} bytes that has nothing left to destage",
+                s.len
+            )));
+        }
+        Ok(())
+    }
+
+    fn lane_done(&mut self, lane: u32) -> Result<(), RunError> {
+        let now = self.now;
+        let st = self.stack.as_mut().expect("a lane event comes from a stack");
+        if let Some(done) = st.lane_step_done(self.timing, self.ctrl, lane, now)? {
+            self.push(done.max(now.saturating_add(1)), Ev::Lane(lane));
+        }
+        self.stack_progress(now)
+    }
+
+    /// After the last clone: destages already started finish (their later steps reach the
+    /// drive); what the tier still holds stays in it, saved with the stack.
+    fn drain_stack(&mut self) -> Result<(), RunError> {
+        if self.stack.is_none() {
+            return Ok(());
+        }
+        while let Some(Entry { t, ev, .. }) = self.events.pop() {
+            if let Ev::Lane(l) = Ev::unpack(ev) {
+                self.now = self.now.max(t);
+                let now = self.now;
+                let st = self.stack.as_mut().expect("a stack");
+                if let Some(done) = st.lane_step_done(self.timing, self.ctrl, l, now)? {
+                    self.push(done.max(now.saturating_add(1)), Ev::Lane(l));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 fn steadystate_setup(clones: &mut [JobClone]) {
     for i in 0..clones.len() {
         let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };

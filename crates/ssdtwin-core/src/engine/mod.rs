@@ -31,6 +31,7 @@ mod power;
 use power::PowerTokens;
 pub mod fio;
 pub mod iolog;
+pub mod stack;
 pub mod steadystate; // issue 10: ss
 
 use std::cmp::Reverse;

@@ -187,6 +187,7 @@ pub struct TierCounters {
     pub gc_read_bytes: u64,
     pub gc_write_bytes: u64,
     pub pad_bytes: u64,
+    /// Host writes that had to wait for room (counted by the engine, once per write).
     pub stalls: u64,
 }
 
@@ -272,9 +273,8 @@ impl Tier {
             State::IuFill(s) => s.write(cfg, &mut self.counters, offset, len),
             State::Log(l) => l.write(cfg, &mut self.counters, offset, len),
         };
-        match &out {
-            WriteOutcome::Full => self.counters.stalls += 1,
-            WriteOutcome::Accepted { .. } => self.counters.host_write_bytes += len,
+        if let WriteOutcome::Accepted { .. } = &out {
+            self.counters.host_write_bytes += len;
         }
         out
     }
