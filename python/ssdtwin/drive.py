@@ -320,6 +320,14 @@ class Drive:
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
         return self._core.deallocate(nsid, slba, nlb)
 
+    def run_fio_stack(
+        self, specs: Any, stack_json: str, nsid: int = 1, idle_gc: bool = True, progress: Optional[Callable[[int], object]] = None
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """issue 13: ``run_fio`` through a host stack whose state is ``stack_json``
+        (ssdtwin.stack, docs/host.md); returns (per-clone results, the stack's new state)."""
+        results, state = self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack_json)
+        return results, state
+
     def run_fio(
         self,
         specs: Any,

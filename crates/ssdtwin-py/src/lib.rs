@@ -17,7 +17,12 @@ use std::sync::Mutex;
 
 use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
+use ssdtwin_core::engine::stack::Stack;
 use ssdtwin_core::engine::DeviceTiming;
+use ssdtwin_core::host::{
+    self,
+    tier::{Tier, TierConfig},
+};
 use ssdtwin_core::image::{Image, ImageError as CoreImageError, Manifest, OpenMode};
 use ssdtwin_core::nand::NoTiming;
 use ssdtwin_core::nvme::{self, Controller, ControllerView, Pattern};
@@ -581,6 +586,36 @@ impl Drive {
         })
     }
 
+    /// issue 13: `run_fio` through a host stack on namespace `default_nsid`. `stack` is the
+    /// stack's state as JSON (`stack_new`, docs/host.md); returns [results, new state].
+    fn run_fio_stack(
+        &self,
+        py: Python<'_>,
+        specs: &Bound<'_, PyAny>,
+        default_nsid: u32,
+        idle_gc: bool,
+        progress: Option<Py<PyAny>>,
+        stack: &str,
+    ) -> PyResult<Py<PyAny>> {
+        let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
+        let mut stack: Stack = serde_json::from_str(stack).map_err(|e| Failure::Value(format!("stack state: {e}")))?;
+        let progress = progress.as_ref();
+        self.query(py, |ctrl| -> Result<(Vec<CloneOut>, String), Failure> {
+            let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
+            let opts = RunOptions { default_nsid, idle_gc };
+            let mut pending: Option<PyErr> = None;
+            let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
+            let out = fio::run_stack(ctrl, &mut timing, specs, &opts, &mut cb, &mut stack);
+            if let Some(e) = pending {
+                return Err(Failure::Python(e));
+            }
+            let out = out?;
+            stack.tier.check().map_err(|e| Failure::Other(format!("stack state failed its check after the run: {e}")))?;
+            let state = serde_json::to_string(&stack).map_err(|e| Failure::Bridge(e.to_string()))?;
+            Ok((out, state))
+        })
+    }
+
     /// The host leaves the drive idle for `ns` nanoseconds of simulated time: background GC
     /// reclaims space while its NAND work fits (the engine's `DeviceTiming::idle`, on a fresh
     /// timing state: every die is free at the start), and the drive's power-on clock advances
@@ -754,6 +789,67 @@ fn serve(
 }
 
 /// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).
+/// issue 13: a new host stack's state (JSON) on fast media `media` with tier parameters
+/// `config` (host/tier.rs `TierConfig`). ValueError with one line per problem, each naming
+/// the field and its allowed range.
+#[pyfunction]
+fn stack_new(media: &str, config: &Bound<'_, PyAny>) -> PyResult<String> {
+    let config: TierConfig = from_py(config, "tier parameters")?;
+    let Some(m) = host::media::preset(media) else {
+        let known = host::media::PRESETS.join(", ");
+        return Err(Failure::Value(format!("shaping media '{media}': unknown (one of {known})")).into());
+    };
+    let mut problems = config.problems();
+    let max = m.capacity_bytes_max.value;
+    if config.capacity_bytes > max {
+        problems.push(format!("capacity {}: at most {max} bytes on {media} ({})", config.capacity_bytes, m.capacity_bytes_max.source));
+    }
+    if !problems.is_empty() {
+        return Err(Failure::Value(problems.join("\n")).into());
+    }
+    let stack = Stack { media: m, tier: Tier::new(config) };
+    Ok(serde_json::to_string(&stack).map_err(|e| Failure::Bridge(e.to_string()))?)
+}
+
+/// issue 13: a stack image's `stack.toml` (docs/host.md): what it is made of.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackFile {
+    format: String,
+    version: u32,
+    drive: String,
+    namespace: u32,
+    media: String,
+    policy: String,
+    tier: StackFileTier,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackFileTier {
+    capacity_bytes: u64,
+    high_watermark_pct: u32,
+    low_watermark_pct: u32,
+    destage_concurrency: u32,
+    stripe_bytes: u64,
+    band_bytes: u64,
+    host_op_pct: u32,
+}
+
+/// issue 13: parse a stack.toml (ValueError naming the file and the problem).
+#[pyfunction]
+fn stack_toml(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
+    let f: StackFile = toml::from_str(text).map_err(|e| Failure::Value(format!("{origin}: {}", e.message().replace('\n', " "))))?;
+    to_py(py, &f)
+}
+
+/// issue 13: the fast-media presets (name, spec with sources).
+#[pyfunction]
+fn media_presets(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let all: Vec<_> = host::media::PRESETS.iter().filter_map(|n| host::media::preset(n)).collect();
+    to_py(py, &all)
+}
+
 #[pyfunction]
 fn parse_size(text: &str) -> PyResult<u64> {
     Ok(ssdtwin_core::units::parse_size(text).map_err(|e| Failure::Value(e.to_string()))?)
@@ -850,6 +946,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_live_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_new, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(media_presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;

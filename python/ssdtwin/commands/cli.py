@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from .. import _core, nvmefmt
+from .. import stack as stacklib
 from ..drive import Drive, parse_amount, parse_scale
 from .cluster import cluster
 from .common import (
@@ -35,6 +36,7 @@ from .common import (
     check_fmt,
     emit_json,
     fail,
+    interrupt_note,
     opened,
     read_log,
     say,
@@ -42,6 +44,7 @@ from .common import (
 from .nvme import nvme
 from .pts import pts
 from .serve import bench_nbd_cmd, serve_cmd
+from .stack import stack_cmd
 from .sweep import advise_cmd, sweep_cmd
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
@@ -398,8 +401,7 @@ def fio_cmd(
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log and relative write_iolog files go"),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
-    from .. import fio as fiolib
-    from ..fio.run import job_file_problem, render, run_jobs, write_logs
+    from ..fio.run import job_file_problem, render, write_logs
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
@@ -415,18 +417,10 @@ def fio_cmd(
     def fio_note(note: str) -> None:  # fio's warnings and the ignored options, before the run
         say(f"ssdtwin fio: {note}")
 
-    with opened(path, writable=not scratch) as d:
-        try:
-            t0 = time.perf_counter()
-            with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results = run_jobs(
-                    d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
-                )
-            wall = time.perf_counter() - t0
-        except fiolib.FioJobError as e:
-            fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
-        except ValueError as e:
-            fail(str(e))
+    if stacklib.is_stack(path):  # issue 13: fio through a host stack (docs/host.md)
+        run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note)
+    else:
+        run, results, wall = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note)
     text = render(run, results, output_format)
     if output is not None:
         output.write_text(text)
@@ -442,6 +436,64 @@ def fio_cmd(
         say(f"ssdtwin fio: job '{name}': err={errno}/file:io_u.c:1432, func=max latency exceeded, error=Connection timed out")
     if failed:
         raise typer.Exit(1)
+
+
+def fio_on_drive(
+    path: Path, jobs: list[Path], namespace: int, seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
+) -> tuple[Any, list[dict[str, Any]], float]:
+    from .. import fio as fiolib
+    from ..fio.run import run_jobs
+
+    with opened(path, writable=not scratch) as d:
+        try:
+            t0 = time.perf_counter()
+            with progress_bar_virtual(sys.stderr.isatty()) as cb:
+                run, results = run_jobs(
+                    d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
+                )
+            wall = time.perf_counter() - t0
+        except fiolib.FioJobError as e:
+            fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
+        except ValueError as e:
+            fail(str(e))
+    return run, results, wall
+
+
+def fio_through_stack(
+    path: Path, jobs: list[Path], seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
+) -> tuple[Any, list[dict[str, Any]], float]:
+    """The drive commits first, then the stack's state (docs/host.md, "Crash semantics")."""
+    from .. import fio as fiolib
+
+    try:
+        config, state = stacklib.load(path)
+        d = stacklib.open_drive(path, config, state, writable=not scratch)
+    except stacklib.StackError as e:
+        fail(*[str(a) for a in e.args])
+    drive_path = Path(config["drive"])
+    try:
+        if not scratch:
+            interrupt_note(f"{path} and {drive_path} keep their last committed state")
+        t0 = time.perf_counter()
+        try:
+            with progress_bar_virtual(sys.stderr.isatty()) as cb:
+                run, results, new_state = stacklib.run_fio(d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note)
+        except fiolib.FioJobError as e:
+            fail(*e.lines())
+        except ValueError as e:
+            fail(str(e))
+        except _core.EngineError as e:
+            fail(f"ssdtwin fio: {path}: {e}")
+        wall = time.perf_counter() - t0
+        if not scratch:
+            try:
+                d.commit()
+            except _core.ImageError as e:
+                fail(f"could not commit {drive_path}: {e}; the drive and the stack keep their last committed state")
+            stacklib.save_state(path, new_state)
+    finally:
+        d.close()
+    return run, results, wall
 
 
 @contextmanager
@@ -461,6 +513,7 @@ def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], Non
 
 
 app.command("serve")(serve_cmd)
+app.command("stack")(stack_cmd)
 app.command("sweep")(sweep_cmd)
 app.command("advise")(advise_cmd)
 bench.command("nbd")(bench_nbd_cmd)
@@ -518,7 +571,8 @@ def reproduce(
     experiment: str = typer.Argument(
         ...,
         metavar="EXPERIMENT",
-        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk) or kumoscale (KumoScale vs Ceph)",
+        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk), kumoscale (KumoScale vs Ceph) "
+        "or shaping (a write-shaping tier in front of the P5316, docs/host.md)",
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
     seed: Optional[int] = typer.Option(
@@ -530,6 +584,7 @@ def reproduce(
     ),
     curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
     quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
+    full: bool = typer.Option(False, "--full", help="shaping: the full study (1/64, 32 GiB per point; hours) instead of the CI-sized one"),
     part: Optional[str] = typer.Option(
         None,
         "--part",
@@ -551,8 +606,13 @@ def reproduce(
     from ..studies import experiments
 
     check_fmt(fmt)
+    if experiment == "shaping":  # issue 13
+        _reproduce_shaping(full, seed, plot, scale, fmt)
+        return
+    if full:
+        fail("--full: only the shaping experiment has it")
     if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale"):
-        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5 or kumoscale")
+        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale or shaping")
     if quick and experiment != "pblaze5":
         fail("--quick: only the pblaze5 experiment has it")
     if plot is not None and experiment not in ("pblaze5", "kumoscale"):
@@ -599,6 +659,23 @@ def reproduce(
         emit_json(rows)
     else:
         typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+
+
+def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], scale: Optional[str], fmt: str) -> None:
+    """`reproduce shaping` (issue 13): figures 1-3 of docs/host.md."""
+    from ..studies.shaping import shaping
+
+    if scale is not None:
+        fail("--scale: the shaping study picks its scale (1/256, or 1/64 with --full)")
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        fail(f"--plot {plot}: a PNG file in an existing folder")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    rows = shaping(full=full, seed=5 if seed is None else seed, plot=None if plot is None else str(plot), log=log)
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall)")
 
 
 def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], log: Callable[[str], None]) -> Any:

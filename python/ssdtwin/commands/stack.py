@@ -1,0 +1,89 @@
+"""``ssdtwin stack``: make a stack image (a write-shaping tier over a drive image) or show
+its counters (docs/host.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .. import stack as stacklib
+from .common import OutputFmt, U32, check_fmt, emit_json, fail
+
+
+def stack_cmd(
+    path: Path = typer.Argument(..., metavar="DIR", help="stack image directory"),
+    drive: Optional[Path] = typer.Option(None, "--drive", help="drive image under the stack (to create it)"),
+    shaping: Optional[str] = typer.Option(None, "--shaping", help="fast media and tier size, MEDIA:SIZE (pmem:64GiB, optane-ssd:400GB, dram:64MiB)"),
+    policy: str = typer.Option("iu-fill", "--policy", help="iu-fill (DAOS-like) or log (CSAL/SPDK-FTL-like)"),
+    namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="the drive's namespace the stack sits on"),
+    high: Optional[int] = typer.Option(None, "--high-watermark", help="percent full at which the tier starts evicting/compacting (default 80)"),
+    low: Optional[int] = typer.Option(None, "--low-watermark", help="percent full at which it stops (default 60)"),
+    concurrency: Optional[int] = typer.Option(None, "--destage-concurrency", help="destage writes in flight (default 8)"),
+    stripe: Optional[str] = typer.Option(None, "--stripe", help="log: one destage write (default 1MiB, a multiple of the IU)"),
+    band: Optional[str] = typer.Option(None, "--band", help="log: the host GC unit (default 1GiB, smaller on small drives)"),
+    host_op: Optional[int] = typer.Option(None, "--host-op", help="log: percent of the drive area kept spare for host GC (default 20)"),
+    show: bool = typer.Option(False, "--show", help="print the stack's counters instead of creating it"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Make a stack image over a drive image, or show its counters (--show)."""
+    from .. import _core
+
+    check_fmt(fmt)
+    try:
+        if show:
+            config, state = stacklib.load(path)
+            show_counters(stacklib.counters(config, state), fmt)
+            return
+        if drive is None or shaping is None:
+            fail("ssdtwin stack: --drive and --shaping are needed to create a stack (or --show to read one)")
+        sizes = {}
+        for name, text in (("--stripe", stripe), ("--band", band)):
+            if text is not None:
+                try:
+                    sizes[name] = _core.parse_size(text)
+                except ValueError as e:
+                    fail(f"{name} {text}: {e}")
+        config = stacklib.create(
+            path,
+            drive,
+            shaping,
+            policy,
+            namespace=namespace,
+            high_watermark_pct=high,
+            low_watermark_pct=low,
+            destage_concurrency=concurrency,
+            stripe_bytes=sizes.get("--stripe"),
+            band_bytes=sizes.get("--band"),
+            host_op_pct=host_op,
+        )
+    except stacklib.StackError as e:
+        fail(*[str(a) for a in e.args])
+    if fmt == "json":
+        emit_json(config)
+    else:
+        t = config["tier"]
+        typer.echo(
+            f"{path}: {config['policy']} tier of {t['capacity_bytes']:,} bytes on {config['media']} over {config['drive']} "
+            f"(namespace {config['namespace']}, watermarks {t['high_watermark_pct']}/{t['low_watermark_pct']} %, "
+            f"{t['destage_concurrency']} destages in flight)"
+        )
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def show_counters(c: dict[str, Any], fmt: str) -> None:
+    if fmt == "json":
+        emit_json(c)
+        return
+    for k, v in c.items():
+        typer.echo(f"{k:<26} {_fmt(v)}")

@@ -1,0 +1,300 @@
+"""Host stacks: a write-shaping tier on fast media in front of a drive image (docs/host.md).
+
+A stack image is a directory: ``stack.toml`` (the drive's path, the media, the policy and
+its parameters; written once) and ``state.json`` (the tier's state and counters, and the
+identity of the drive state it was last committed with). Running fio through a stack
+changes the tier and the drive together; a drive changed underneath the stack (by a run on
+the drive alone, a format, another stack) is refused, never silently used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from . import _core
+from .drive import Drive
+
+FORMAT = "ssdtwin-stack"
+VERSION = 1
+POLICIES = ("iu-fill", "log")
+DEFAULTS = {
+    # [ASSUMED] start evicting/compacting at 80 % full, stop at 60 % (dm-writecache's
+    # defaults are 50/45 %, theory §4.3; DAOS aggregates continuously).
+    "high_watermark_pct": 80,
+    "low_watermark_pct": 60,
+    # [ASSUMED] 8 destage writes in flight: enough to keep a P5316's 64 KiB writes streaming.
+    "destage_concurrency": 8,
+    # SPDK FTL writes its base device in 1 MiB write units (spdk doc/ftl.md, theory §4.2).
+    "stripe_bytes": 1 << 20,
+    # SPDK FTL's overprovisioning default, 20 % (lib/ftl/utils/ftl_conf.c, theory §4.2).
+    "host_op_pct": 20,
+}
+
+
+class StackError(ValueError):
+    """A stack that cannot be made or used: one line per problem."""
+
+
+def parse_shaping(text: str) -> tuple[str, int]:
+    """``pmem:64GiB`` -> ("pmem", bytes)."""
+    media, sep, size = text.partition(":")
+    names = [m["name"] for m in _core.media_presets()]
+    if not sep or not size:
+        raise StackError(f"--shaping {text}: MEDIA:SIZE, MEDIA one of {', '.join(names)} (e.g. pmem:64GiB)")
+    if media not in names:
+        raise StackError(f"--shaping {text}: unknown media '{media}' (one of {', '.join(names)})")
+    try:
+        return media, _core.parse_size(size)
+    except ValueError as e:
+        raise StackError(f"--shaping {text}: {e}") from None
+
+
+def default_band_bytes(drive_bytes: int, stripe_bytes: int) -> int:
+    """SPDK FTL's 1 GiB band, smaller on a small (scaled) drive: at least 64 bands."""
+    band = 1 << 30
+    while band > stripe_bytes and drive_bytes // band < 64:
+        band //= 2
+    return max(band, stripe_bytes)
+
+
+def identity(d: Drive) -> dict[str, Any]:
+    """What must not change under a stack between its runs: the drive's map checksums and
+    its FTL counters (any write, trim, GC or format moves one of them)."""
+    fp = d.ftl_fingerprint()
+    return {"l2p_xxh3": fp["l2p_xxh3"], "p2l_xxh3": fp["p2l_xxh3"], "counters": fp["counters"]}
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _toml(config: dict[str, Any]) -> str:
+    lines = [f'format = "{FORMAT}"', f"version = {VERSION}"]
+    for k in ("drive", "namespace", "media", "policy"):
+        v = config[k]
+        lines.append(f"{k} = {json.dumps(v)}")
+    lines.append("\n[tier]")
+    for k, v in config["tier"].items():
+        if k not in ("policy", "iu_bytes", "drive_bytes"):
+            lines.append(f"{k} = {v}")
+    return "\n".join(lines) + "\n"
+
+
+def create(
+    path: Path,
+    drive: Path,
+    shaping: str,
+    policy: str,
+    *,
+    namespace: int = 1,
+    high_watermark_pct: Optional[int] = None,
+    low_watermark_pct: Optional[int] = None,
+    destage_concurrency: Optional[int] = None,
+    stripe_bytes: Optional[int] = None,
+    band_bytes: Optional[int] = None,
+    host_op_pct: Optional[int] = None,
+) -> dict[str, Any]:
+    """Make the stack image ``path`` over the drive image ``drive``; returns its config.
+    Every check runs before anything is written."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise StackError(f"{path}: exists and is not an empty directory")
+    if not (drive / "ssdtwin.toml").is_file():
+        raise StackError(f"--drive {drive}: no drive image there (make one with `ssdtwin create`)")
+    if policy not in POLICIES:
+        raise StackError(f"--policy {policy}: one of {', '.join(POLICIES)}")
+    media, capacity = parse_shaping(shaping)
+    with Drive.open(drive, writable=False) as d:
+        nss = {n.nsid: n for n in d.namespaces() if n.attached and not n.dram}
+        if namespace not in nss:
+            raise StackError(f"--namespace {namespace}: not an attached namespace of {drive} (attached: {', '.join(map(str, nss)) or 'none'})")
+        ns = nss[namespace]
+        iu = int(d.vendor_log()["iu_bytes"])
+        ident = identity(d)
+    given = {
+        "high_watermark_pct": high_watermark_pct,
+        "low_watermark_pct": low_watermark_pct,
+        "destage_concurrency": destage_concurrency,
+        "stripe_bytes": stripe_bytes,
+        "host_op_pct": host_op_pct,
+    }
+    tier: dict[str, Any] = {k: (DEFAULTS[k] if v is None else v) for k, v in given.items()}
+    tier["stripe_bytes"] = max(tier["stripe_bytes"], iu) if stripe_bytes is None else tier["stripe_bytes"]
+    tier["band_bytes"] = default_band_bytes(ns.bytes, tier["stripe_bytes"]) if band_bytes is None else band_bytes
+    tier.update(policy=policy.replace("_", "-"), capacity_bytes=capacity, iu_bytes=iu, drive_bytes=ns.bytes)
+    try:
+        state = _core.stack_new(media, tier)
+    except ValueError as e:
+        raise StackError(*[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]) from None
+    config = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "stack.toml").write_text(_toml(config))
+    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(), "stack": json.loads(state)}))
+    return config
+
+
+def _zero_totals() -> dict[str, int]:
+    return {"drive_host_write_bytes": 0, "drive_nand_write_bytes": 0}
+
+
+def is_stack(path: Path) -> bool:
+    return (path / "stack.toml").is_file()
+
+
+def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(stack.toml as a dict, state.json as a dict); StackError if either is unreadable."""
+    try:
+        config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
+        state = json.loads((path / "state.json").read_text())
+    except OSError as e:
+        raise StackError(f"{path}: not a readable stack image ({e.strerror}: {e.filename})") from None
+    except ValueError as e:
+        raise StackError(f"{path}: not a readable stack image ({e})") from None
+    if config.get("format") != FORMAT or config.get("version") != VERSION:
+        raise StackError(f"{path}/stack.toml: format {config.get('format')!r} version {config.get('version')!r}, expected {FORMAT!r} {VERSION}")
+    return config, state
+
+
+def open_drive(path: Path, config: dict[str, Any], state: dict[str, Any], writable: bool) -> Drive:
+    """The stack's drive, opened; StackError when it is missing or changed underneath."""
+    drive = Path(config["drive"])
+    if not (drive / "ssdtwin.toml").is_file():
+        raise StackError(f"{path}: its drive {drive} is missing")
+    d = Drive.open(drive, writable=writable)
+    try:
+        if identity(d) != state["drive_identity"]:
+            raise StackError(
+                f"{path}: its drive {drive} changed since the stack last ran on it (written, trimmed or formatted "
+                "without the stack); the tier's copies would be stale: make a new stack"
+            )
+    except BaseException:
+        d.close()
+        raise
+    return d
+
+
+def run_fio(
+    d: Drive,
+    config: dict[str, Any],
+    state: dict[str, Any],
+    files: Sequence[str],
+    *,
+    run_seed: int = 0,
+    idle_gc: bool = True,
+    progress: Optional[Any] = None,
+    cmdline: Sequence[str] = (),
+    notes: Optional[Callable[[str], None]] = None,
+) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """fio job files through the stack on ``d`` (its drive, opened writable); returns (parsed
+    run, results, the new state). The caller commits the drive, then saves the state."""
+    from .fio.parser import parse
+    from .fio.run import fio_notes
+
+    nsid = int(config["namespace"])
+    run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    if notes is not None:
+        for note in fio_notes(run):
+            notes(note)
+    results, new_state = run_parsed(d, state, run, nsid, idle_gc, progress)
+    new_state["drive_identity"] = identity(d)
+    return run, results, new_state
+
+
+def save_state(path: Path, state: dict[str, Any]) -> None:
+    _write_atomic(path / "state.json", json.dumps(state))
+
+
+def _user_bytes(stack: dict[str, Any]) -> int:
+    tier = stack["tier"]
+    st = tier["state"]
+    if "Log" in st:
+        return int(st["Log"]["user_blocks"]) * 4096
+    return int(tier["config"]["drive_bytes"])
+
+
+def counters(config: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The stack's counters and ratios (docs/host.md, "Counters")."""
+    tier = state["stack"]["tier"]
+    c = dict(tier["counters"])
+    totals = state.get("drive_totals") or _zero_totals()
+    host = c["host_write_bytes"]
+    to_drive = c["bypass_bytes"] + c["destage_bytes"] + c["evict_bytes"] + c["gc_write_bytes"] + c["pad_bytes"]
+    st = tier["state"]
+    if "Log" in st:
+        resident = sum(1 for _ in st["Log"]["log_pos"]) * 4096
+    else:
+        resident = int(st["IuFill"]["resident"]) * 4096
+    writes_to_tier = c["tier_write_bytes"]
+    reads = c["host_read_bytes"]
+
+    def ratio(a: float, b: float) -> Optional[float]:
+        return a / b if b else None
+
+    return {
+        "media": config["media"],
+        "policy": config["policy"],
+        "capacity_bytes": tier["config"]["capacity_bytes"],
+        "user_bytes": _user_bytes(state["stack"]),
+        "resident_bytes": resident,
+        **c,
+        "stack_drive_write_bytes": to_drive,
+        "tier_write_hit_rate": ratio(c["overwrite_hit_bytes"], writes_to_tier),
+        "tier_read_hit_rate": ratio(c["read_hit_bytes"], reads),
+        # Bytes the stack sent to the drive per host byte (< 1 when the tier absorbs
+        # overwrites; > 1 with host GC).
+        "tier_waf": ratio(to_drive, host),
+        "drive_host_write_bytes": totals["drive_host_write_bytes"],
+        "drive_nand_write_bytes": totals["drive_nand_write_bytes"],
+        "drive_waf": ratio(totals["drive_nand_write_bytes"], totals["drive_host_write_bytes"]),
+        # NAND bytes per host byte, over the stack's runs (the drive's vendor-log counter).
+        "end_to_end_waf": ratio(totals["drive_nand_write_bytes"], host),
+    }
+
+
+def new_state(media: str, tier: dict[str, Any]) -> dict[str, Any]:
+    """A fresh stack state (no image): for studies that run stacks in memory."""
+    return {"drive_identity": None, "drive_totals": _zero_totals(), "stack": json.loads(_core.stack_new(media, tier))}
+
+
+def tier_params(d: Drive, policy: str, capacity_bytes: int, nsid: int = 1, **given: int) -> dict[str, Any]:
+    """The tier parameters `create` would choose for ``d``'s namespace ``nsid`` (defaults
+    for anything not ``given``)."""
+    ns = {n.nsid: n for n in d.namespaces()}[nsid]
+    iu = int(d.vendor_log()["iu_bytes"])
+    tier: dict[str, Any] = {**DEFAULTS, **given}
+    tier["stripe_bytes"] = max(tier["stripe_bytes"], iu)
+    tier.setdefault("band_bytes", default_band_bytes(ns.bytes, tier["stripe_bytes"]))
+    tier.update(policy=policy, capacity_bytes=capacity_bytes, iu_bytes=iu, drive_bytes=ns.bytes)
+    return tier
+
+
+def run_parsed(
+    d: Drive, state: dict[str, Any], run: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A parsed fio run through the stack ``state`` on ``d`` (in memory or opened); returns
+    (results, new state)."""
+    stack = state["stack"]
+    user_bytes = _user_bytes(stack)
+    ns = {n.nsid: n for n in d.namespaces()}[nsid]
+    link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
+    specs = run.to_engine(user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link)
+    before = d.vendor_log()
+    results, new_stack = d.run_fio_stack(specs, json.dumps(stack), nsid, idle_gc, progress)
+    after = d.vendor_log()
+    totals = dict(state.get("drive_totals") or _zero_totals())
+    totals["drive_host_write_bytes"] += after["host_write_bytes"] - before["host_write_bytes"]
+    totals["drive_nand_write_bytes"] += after["nand_write_bytes"] - before["nand_write_bytes"]
+    return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": json.loads(new_stack)}

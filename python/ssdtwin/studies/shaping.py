@@ -1,0 +1,211 @@
+"""`ssdtwin reproduce shaping` (issue 13, docs/host.md): a write-shaping tier in front of the
+Intel D5-P5316 (64 KiB IU, QLC), against the drive alone.
+
+1. 4 KiB random writes: end-to-end WAF and bandwidth without shaping, with `iu-fill` and
+   with `log`, at three tier sizes; and a 95 % 64 KiB / 5 % 4 KiB mix (separate jobs, as the
+   whitepaper's) where the aligned 64 KiB writes bypass the tier.
+2. 4 KiB random-write latency and bandwidth at QD1-QD8 with and without the tier, over 4x the
+   tier's size (the tier fills, so the sustained rate shows).
+3. A sizing curve: tier capacity against the tier's write-hit rate and the end-to-end WAF,
+   uniform and zipf:1.2, both policies (a PNG).
+
+Every figure is a prediction: nothing here is fitted. The drive is the P5316 preset as it is;
+its baseline random-write bandwidth is known to be high against the whitepaper (issue 13
+part 4), which the tables say beside the figures.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .. import stack as stacklib
+from ..drive import Drive
+from ..fio import parse_string
+
+MODEL = "intel-p5316-15.36t"
+MEDIA = "pmem"
+
+
+@dataclass
+class Size:
+    """The study's amounts at one size: CI (`quick`) or full."""
+
+    scale: int
+    amount_bytes: int  # 4 KiB random writes per figure-1 point
+    tier_fractions: tuple[float, ...]  # of the namespace, figures 1 and 2 use the middle one
+    sizing_fractions: tuple[float, ...]  # figure 3
+    qds: tuple[int, ...] = (1, 2, 4, 8)
+
+
+QUICK = Size(scale=256, amount_bytes=2 << 30, tier_fractions=(0.002, 0.01, 0.04), sizing_fractions=(0.002, 0.01, 0.04))
+FULL = Size(
+    scale=64, amount_bytes=32 << 30, tier_fractions=(0.001, 0.004, 0.02), sizing_fractions=(0.0005, 0.001, 0.004, 0.01, 0.02, 0.05)
+)
+
+
+def prepared(scale: int, seed: int) -> Drive:
+    """The whitepaper's random-test state: a sequential 128 KiB fill, then 1 MiB random
+    writes (twice the capacity), in fast-forward."""
+    d = Drive.in_memory(MODEL, scale=scale, seed=seed)
+    d.precondition(1, "seq", 131072, loops=1, seed=seed)
+    d.precondition(1, "rand", 1 << 20, loops=2, seed=seed + 1)
+    return d
+
+
+def job(body: str) -> str:
+    return "[global]\nioengine=libaio\ndirect=1\ngroup_reporting\nrandrepeat=0\n" + body
+
+
+def randwrite(bs: str, qd: int, jobs: int, amount: int, extra: str = "") -> str:
+    return job(f"[w]\nrw=randwrite\nbs={bs}\niodepth={qd}\nnumjobs={jobs}\nio_size={amount // jobs}\n{extra}")
+
+
+def mix(amount: int) -> str:
+    """95 % of the bytes in 64 KiB writes (IU-aligned: they bypass), 5 % in 4 KiB, as two jobs."""
+    big, small = amount * 95 // 100, amount * 5 // 100
+    return job(
+        f"[big]\nrw=randwrite\nbs=64k\niodepth=32\nnumjobs=1\nio_size={big // 65536 * 65536}\n"
+        f"[small]\nrw=randwrite\nbs=4k\niodepth=32\nnumjobs=1\nio_size={small // 4096 * 4096}\n"
+    )
+
+
+def measure(d: Drive, text: str, state: Optional[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """One run on ``d`` (through ``state``'s stack when given): bandwidth, mean latency,
+    WAFs. End-to-end WAF = NAND bytes / host bytes of the run."""
+    run = parse_string(text, name="shaping.fio", run_seed=seed)
+    v0 = d.vendor_log()
+    t = time.perf_counter()
+    if state is None:
+        out = d.run_fio(run.to_engine(*_target(d)), 1, idle_gc=False)
+        counters: dict[str, Any] = {}
+    else:
+        out, state = stacklib.run_parsed(d, state, run, idle_gc=False)
+        counters = stacklib.counters({"media": MEDIA, "policy": state["stack"]["tier"]["config"]["policy"]}, state)
+    wall = time.perf_counter() - t
+    v1 = d.vendor_log()
+    host = sum(r["write"]["io_bytes"] for r in out)
+    ios = sum(r["write"]["total_ios"] for r in out)
+    secs = max(r["write"]["runtime_ns"] for r in out) / 1e9
+    lat_us = sum(r["write"]["lat"]["sum_ns"] for r in out) / max(1, sum(r["write"]["lat"]["n"] for r in out)) / 1e3
+    dh = v1["host_write_bytes"] - v0["host_write_bytes"]
+    dn = v1["nand_write_bytes"] - v0["nand_write_bytes"]
+    return {
+        "mib_s": host / secs / 2**20,
+        "iops": ios / secs,
+        "lat_mean_us": lat_us,
+        "end_to_end_waf": dn / host if host else None,
+        "drive_waf": dn / dh if dh else None,
+        "tier_waf": counters.get("tier_waf"),
+        "tier_write_hit_rate": counters.get("tier_write_hit_rate"),
+        "evictions": counters.get("evictions"),
+        "stalls": counters.get("stalls"),
+        "host_gc_bytes": counters.get("gc_write_bytes"),
+        "host_bytes": host,
+        "wall_s": wall,
+    }
+
+
+def _target(d: Drive) -> tuple[int, int]:
+    ns = {n.nsid: n for n in d.namespaces()}[1]
+    return ns.bytes, ns.lba_bytes
+
+
+def point(size: Size, seed: int, text: str, policy: Optional[str], fraction: float) -> dict[str, Any]:
+    d = prepared(size.scale, seed)
+    try:
+        state = None
+        if policy is not None:
+            cap = int(_target(d)[0] * fraction) // (1 << 20) * (1 << 20)
+            state = stacklib.new_state(MEDIA, stacklib.tier_params(d, policy, cap))
+        row = measure(d, text, state, seed)
+        row.update(policy=policy or "none", tier_fraction=fraction if policy else 0.0)
+        return row
+    finally:
+        d.close()
+
+
+def _fmt(v: Any, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def line(tag: str, r: dict[str, Any]) -> str:
+    return (
+        f"{tag:<28} {r['mib_s']:9.1f} MiB/s  lat {r['lat_mean_us']:10.1f} us  "
+        f"end-to-end WAF {_fmt(r['end_to_end_waf'], '7.2f')}  drive WAF {_fmt(r['drive_waf'], '6.2f')}  "
+        f"tier WAF {_fmt(r['tier_waf'], '5.2f')}  hit {_fmt(r['tier_write_hit_rate'], '5.3f')}  [{r['wall_s']:.1f} s]"
+    )
+
+
+def shaping(
+    full: bool = False, seed: int = 5, plot: Optional[str] = None, log: Callable[[str], None] = print
+) -> dict[str, list[dict[str, Any]]]:
+    size = FULL if full else QUICK
+    out: dict[str, list[dict[str, Any]]] = {"random_4k": [], "qd": [], "sizing": []}
+    log(f"P5316 at 1/{size.scale}, PMem tier; baseline random-write bandwidth is high vs the whitepaper (issue 13 part 4)")
+    log("figure 1: 4 KiB random writes, 4 jobs x QD32, and the 95 % 64 KiB / 5 % 4 KiB mix")
+    amount = size.amount_bytes
+    for policy in (None, "iu-fill", "log"):
+        for f in (size.tier_fractions if policy else (0.0,)):
+            r = point(size, seed, randwrite("4k", 32, 4, amount), policy, f)
+            r["workload"] = "4k-randwrite"
+            out["random_4k"].append(r)
+            log(line(f"4k {r['policy']} {f:.2%}", r))
+    mid = size.tier_fractions[len(size.tier_fractions) // 2]
+    for policy in (None, "iu-fill", "log"):
+        r = point(size, seed, mix(amount), policy, mid if policy else 0.0)
+        r["workload"] = "mix-95-64k-5-4k"
+        out["random_4k"].append(r)
+        log(line(f"mix {r['policy']}", r))
+    log("figure 2: 4 KiB random writes, 1 job, QD1-QD8, 4x the tier's size")
+    for qd in size.qds:
+        for policy in (None, "iu-fill", "log"):
+            d = prepared(size.scale, seed)
+            tier_bytes = int(_target(d)[0] * mid)
+            d.close()
+            r = point(size, seed, randwrite("4k", qd, 1, 4 * tier_bytes // 4096 * 4096), policy, mid if policy else 0.0)
+            r["qd"] = qd
+            out["qd"].append(r)
+            log(line(f"QD{qd} {r['policy']}", r))
+    log("figure 3: sizing, 4 KiB random writes, uniform and zipf:1.2")
+    for dist in ("random", "zipf:1.2"):
+        for policy in ("iu-fill", "log"):
+            for f in size.sizing_fractions:
+                extra = "" if dist == "random" else f"random_distribution={dist}\n"
+                r = point(size, seed, randwrite("4k", 32, 4, amount, extra), policy, f)
+                r["distribution"] = dist
+                out["sizing"].append(r)
+                log(line(f"{dist} {policy} {f:.2%}", r))
+    if plot is not None:
+        plot_sizing(out["sizing"], plot, size)
+        log(f"wrote {plot}")
+    return out
+
+
+def plot_sizing(rows: list[dict[str, Any]], path: str, size: Size) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    for dist in ("random", "zipf:1.2"):
+        for policy in ("iu-fill", "log"):
+            rs = [r for r in rows if r["distribution"] == dist and r["policy"] == policy]
+            x = [r["tier_fraction"] * 100 for r in rs]
+            label = f"{policy}, {'uniform' if dist == 'random' else dist}"
+            a.plot(x, [r["tier_write_hit_rate"] or 0 for r in rs], marker="o", label=label)
+            b.plot(x, [r["end_to_end_waf"] for r in rs], marker="o", label=label)
+    for ax in (a, b):
+        ax.set_xscale("log")
+        ax.set_xlabel("tier capacity (% of the drive namespace)")
+        ax.grid(True, which="both", alpha=0.3)
+    a.set_ylabel("tier write-hit rate")
+    b.set_ylabel("end-to-end WAF (NAND bytes / host byte)")
+    b.set_yscale("log")
+    a.legend(fontsize=8)
+    fig.suptitle(f"PMem tier over an Intel P5316 (1/{size.scale}), 4 KiB random writes")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

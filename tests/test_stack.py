@@ -1,0 +1,124 @@
+"""Host stacks end to end (issue 13, docs/host.md): a stack image over a P5316 image, fio
+through it, its counters against the drive's own, a drive changed underneath refused, and
+bad input refused in one line with both images untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_bad_input import assert_one_line_error
+
+from twin import P5316, check_image, copy_image, image_digest, run_cli
+
+JOB = """
+[global]
+ioengine=libaio
+direct=1
+bs=4k
+rw=randwrite
+size=1g
+io_size=256m
+iodepth=8
+randrepeat=1
+
+[w]
+"""
+
+
+@pytest.fixture(scope="session")
+def p5316_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A factory-fresh P5316 at 1/256 (60 GB, 64 KiB IU), made once."""
+    d = tmp_path_factory.mktemp("p5316") / "p5316"
+    run_cli("create", d, "--model", P5316, "--scale", "1/256")
+    return d
+
+
+@pytest.fixture
+def p5316(tmp_path: Path, p5316_template: Path) -> Path:
+    return copy_image(p5316_template, tmp_path / "p5316")
+
+
+def counters(stack: Path) -> dict:
+    return run_cli("stack", stack, "--show", "-o", "json").json()
+
+
+@pytest.mark.parametrize("policy", ["iu-fill", "log"])
+def test_fio_through_a_stack_commits_tier_and_drive(tmp_path: Path, p5316: Path, policy: str) -> None:
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:128MiB", "--policy", policy)
+    assert (stack / "stack.toml").read_text().startswith('format = "ssdtwin-stack"')
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    out = run_cli("fio", stack, job, "--output-format", "json").json()
+    assert out["jobs"][0]["write"]["io_bytes"] == 256 << 20
+    c = counters(stack)
+    assert c["host_write_bytes"] == 256 << 20
+    # Every byte the drive's vendor log counts as host-written came from the stack.
+    assert c["drive_host_write_bytes"] == c["stack_drive_write_bytes"] > 0
+    assert c["end_to_end_waf"] == pytest.approx(c["tier_waf"] * c["drive_waf"])
+    assert c["resident_bytes"] <= 128 << 20
+    vendor = run_cli("nvme", "vendor-log", p5316, "-o", "json").json()
+    assert vendor["host_write_bytes"] == c["drive_host_write_bytes"]
+    # A second run continues from the committed tier.
+    run_cli("fio", stack, job, "--output-format", "json")
+    assert counters(stack)["host_write_bytes"] == 512 << 20
+    check_image(p5316)
+
+
+def test_a_drive_changed_underneath_is_refused(tmp_path: Path, p5316: Path) -> None:
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    run_cli("fio", stack, job)
+    run_cli("fio", p5316, job)  # the drive alone: the tier's view of it is now stale
+    before = (image_digest(p5316), (stack / "state.json").read_bytes())
+    r = run_cli("fio", stack, job, check=False)
+    assert_one_line_error(r, str(stack), "changed since the stack last ran")
+    assert (image_digest(p5316), (stack / "state.json").read_bytes()) == before
+
+
+def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    moved = p5316.rename(tmp_path / "elsewhere")
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    assert_one_line_error(run_cli("fio", stack, job, check=False), "its drive", "is missing")
+    moved.rename(p5316)
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--drive", "{missing}", "--shaping", "pmem:64MiB"], ("--drive", "no drive image")),
+        (["--shaping", "dram:1GiB"], ("--shaping dram:1GiB", "capacity 1073741824: at most 67108864")),
+        (["--shaping", "flash:1GiB"], ("unknown media 'flash'", "pmem, optane-ssd, dram")),
+        (["--shaping", "pmem"], ("--shaping pmem: MEDIA:SIZE",)),
+        (["--shaping", "pmem:64MiB", "--policy", "lru"], ("--policy lru: one of iu-fill, log",)),
+        (["--shaping", "pmem:64MiB", "--high-watermark", "50", "--low-watermark", "70"], ("low_watermark 70: 0 to high_watermark - 1 (49)",)),
+        (["--shaping", "pmem:64MiB", "--high-watermark", "120"], ("high_watermark 120: 1 to 100",)),
+        (["--shaping", "pmem:64KiB"], ("capacity 65536: a multiple of 4096 from 1048576",)),
+        (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("destage_concurrency 0: 1 to 1024",)),
+    ],
+)
+def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, args: list[str], needles: tuple[str, ...]) -> None:
+    stack = tmp_path / "tier"
+    args = [a.format(missing=tmp_path / "nope") for a in args]
+    if "--drive" not in args:
+        args = ["--drive", str(p5316), *args]
+    before = image_digest(p5316)
+    assert_one_line_error(run_cli("stack", stack, *args, check=False), *needles)
+    assert image_digest(p5316) == before
+    assert not stack.exists()
+
+
+def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
+    stack = tmp_path / "tier"
+    cfg = run_cli("stack", stack, "--drive", p5316, "--shaping", "optane-ssd:64MiB", "--policy", "log", "-o", "json").json()
+    assert cfg["media"] == "optane-ssd" and cfg["tier"]["stripe_bytes"] == 1 << 20
+    c = counters(stack)
+    assert c["host_write_bytes"] == 0 and c["tier_waf"] is None
+    assert json.loads((stack / "state.json").read_text())["stack"]["media"]["name"] == "optane-ssd"
