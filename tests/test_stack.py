@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_bad_input import assert_one_line_error
 
+from test_bad_input import assert_one_line_error
 from twin import P5316, check_image, copy_image, image_digest, run_cli
 
 JOB = """
@@ -47,7 +47,9 @@ def counters(stack: Path) -> dict:
 @pytest.mark.parametrize("policy", ["iu-fill", "log"])
 def test_fio_through_a_stack_commits_tier_and_drive(tmp_path: Path, p5316: Path, policy: str) -> None:
     stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:128MiB", "--policy", policy)
+    # log: an 8 GiB host-mapped area keeps the host map (state.json) small for CI.
+    area = ["--area", "8GiB"] if policy == "log" else []
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:128MiB", "--policy", policy, *area)
     assert (stack / "stack.toml").read_text().startswith('format = "ssdtwin-stack"')
     job = tmp_path / "w.fio"
     job.write_text(JOB)
@@ -98,10 +100,15 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "flash:1GiB"], ("unknown media 'flash'", "pmem, optane-ssd, dram")),
         (["--shaping", "pmem"], ("--shaping pmem: MEDIA:SIZE",)),
         (["--shaping", "pmem:64MiB", "--policy", "lru"], ("--policy lru: one of iu-fill, log",)),
-        (["--shaping", "pmem:64MiB", "--high-watermark", "50", "--low-watermark", "70"], ("low_watermark 70: 0 to high_watermark - 1 (49)",)),
+        (
+            ["--shaping", "pmem:64MiB", "--high-watermark", "50", "--low-watermark", "70"],
+            ("low_watermark 70: 0 to high_watermark - 1 (49)",),
+        ),
         (["--shaping", "pmem:64MiB", "--high-watermark", "120"], ("high_watermark 120: 1 to 100",)),
         (["--shaping", "pmem:64KiB"], ("capacity 65536: a multiple of 4096 from 1048576",)),
         (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("destage_concurrency 0: 1 to 1024",)),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
     ],
 )
 def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, args: list[str], needles: tuple[str, ...]) -> None:
@@ -117,8 +124,29 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
 
 def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
     stack = tmp_path / "tier"
-    cfg = run_cli("stack", stack, "--drive", p5316, "--shaping", "optane-ssd:64MiB", "--policy", "log", "-o", "json").json()
+    cfg = run_cli(
+        "stack", stack, "--drive", p5316, "--shaping", "optane-ssd:64MiB", "--policy", "log", "--area", "4GiB", "-o", "json"
+    ).json()
     assert cfg["media"] == "optane-ssd" and cfg["tier"]["stripe_bytes"] == 1 << 20
     c = counters(stack)
     assert c["host_write_bytes"] == 0 and c["tier_waf"] is None
     assert json.loads((stack / "state.json").read_text())["stack"]["media"]["name"] == "optane-ssd"
+
+
+def test_the_shaping_study_shows_the_physics(tmp_path: Path) -> None:
+    """`reproduce shaping` at smoke size: the structural predictions, not fitted figures."""
+    from ssdtwin.studies.shaping import SMOKE, shaping
+
+    png = tmp_path / "sizing.png"
+    out = shaping(size=SMOKE, plot=str(png), log=lambda m: None)
+    rows = {(r["workload"], r["policy"]): r for r in out["random_4k"]}
+    base, iu, log = (rows["4k-randwrite", p] for p in ("none", "iu-fill", "log"))
+    # 4 KiB writes on a 64 KiB IU: the drive alone read-modify-writes each one.
+    assert base["drive_waf"] > 8
+    # The log policy hands the drive only whole, sequential stripes: its own WAF is near 1.
+    assert log["drive_waf"] < 1.5 and log["end_to_end_waf"] < base["end_to_end_waf"] / 2
+    # Every byte reached the drive somehow: iu-fill's tier WAF is at most 1 (it never adds bytes).
+    assert 0 < iu["tier_waf"] <= 1
+    qd1 = {r["policy"]: r for r in out["qd"]}
+    assert qd1["iu-fill"]["lat_mean_us"] < qd1["none"]["lat_mean_us"]
+    assert png.stat().st_size > 10_000

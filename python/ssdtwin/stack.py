@@ -107,6 +107,7 @@ def create(
     stripe_bytes: Optional[int] = None,
     band_bytes: Optional[int] = None,
     host_op_pct: Optional[int] = None,
+    area_bytes: int = 0,
 ) -> dict[str, Any]:
     """Make the stack image ``path`` over the drive image ``drive``; returns its config.
     Every check runs before anything is written."""
@@ -120,7 +121,9 @@ def create(
     with Drive.open(drive, writable=False) as d:
         nss = {n.nsid: n for n in d.namespaces() if n.attached and not n.dram}
         if namespace not in nss:
-            raise StackError(f"--namespace {namespace}: not an attached namespace of {drive} (attached: {', '.join(map(str, nss)) or 'none'})")
+            raise StackError(
+                f"--namespace {namespace}: not an attached namespace of {drive} (attached: {', '.join(map(str, nss)) or 'none'})"
+            )
         ns = nss[namespace]
         iu = int(d.vendor_log()["iu_bytes"])
         ident = identity(d)
@@ -133,12 +136,16 @@ def create(
     }
     tier: dict[str, Any] = {k: (DEFAULTS[k] if v is None else v) for k, v in given.items()}
     tier["stripe_bytes"] = max(tier["stripe_bytes"], iu) if stripe_bytes is None else tier["stripe_bytes"]
-    tier["band_bytes"] = default_band_bytes(ns.bytes, tier["stripe_bytes"]) if band_bytes is None else band_bytes
-    tier.update(policy=policy.replace("_", "-"), capacity_bytes=capacity, iu_bytes=iu, drive_bytes=ns.bytes)
+    area = area_bytes or ns.bytes
+    tier["band_bytes"] = default_band_bytes(area, tier["stripe_bytes"]) if band_bytes is None else band_bytes
+    tier["area_bytes"] = area_bytes
+    tier.update(policy=policy, capacity_bytes=capacity, iu_bytes=iu, drive_bytes=ns.bytes)
     try:
         state = _core.stack_new(media, tier)
     except ValueError as e:
-        raise StackError(*[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]) from None
+        raise StackError(
+            *[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]
+        ) from None
     config = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
     path.mkdir(parents=True, exist_ok=True)
     (path / "stack.toml").write_text(_toml(config))
@@ -164,7 +171,9 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     except ValueError as e:
         raise StackError(f"{path}: not a readable stack image ({e})") from None
     if config.get("format") != FORMAT or config.get("version") != VERSION:
-        raise StackError(f"{path}/stack.toml: format {config.get('format')!r} version {config.get('version')!r}, expected {FORMAT!r} {VERSION}")
+        raise StackError(
+            f"{path}/stack.toml: format {config.get('format')!r} version {config.get('version')!r}, expected {FORMAT!r} {VERSION}"
+        )
     return config, state
 
 
@@ -233,10 +242,7 @@ def counters(config: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     host = c["host_write_bytes"]
     to_drive = c["bypass_bytes"] + c["destage_bytes"] + c["evict_bytes"] + c["gc_write_bytes"] + c["pad_bytes"]
     st = tier["state"]
-    if "Log" in st:
-        resident = sum(1 for _ in st["Log"]["log_pos"]) * 4096
-    else:
-        resident = int(st["IuFill"]["resident"]) * 4096
+    resident = len(st["Log"]["log_pos"]) * 4096 if "Log" in st else int(st["IuFill"]["resident"]) * 4096
     writes_to_tier = c["tier_write_bytes"]
     reads = c["host_read_bytes"]
 
@@ -290,7 +296,9 @@ def run_parsed(
     user_bytes = _user_bytes(stack)
     ns = {n.nsid: n for n in d.namespaces()}[nsid]
     link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
-    specs = run.to_engine(user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link)
+    specs = run.to_engine(
+        user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link
+    )
     before = d.vendor_log()
     results, new_stack = d.run_fio_stack(specs, json.dumps(stack), nsid, idle_gc, progress)
     after = d.vendor_log()

@@ -834,6 +834,8 @@ struct StackFileTier {
     stripe_bytes: u64,
     band_bytes: u64,
     host_op_pct: u32,
+    #[serde(default)]
+    area_bytes: u64,
 }
 
 /// issue 13: parse a stack.toml (ValueError naming the file and the problem).

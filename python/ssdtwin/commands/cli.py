@@ -477,7 +477,9 @@ def fio_through_stack(
         t0 = time.perf_counter()
         try:
             with progress_bar_virtual(sys.stderr.isatty()) as cb:
-                run, results, new_state = stacklib.run_fio(d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note)
+                run, results, new_state = stacklib.run_fio(
+                    d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
+                )
         except fiolib.FioJobError as e:
             fail(*e.lines())
         except ValueError as e:

@@ -9,21 +9,26 @@ from typing import Any, Optional
 import typer
 
 from .. import stack as stacklib
-from .common import OutputFmt, U32, check_fmt, emit_json, fail
+from .common import U32, OutputFmt, check_fmt, emit_json, fail
 
 
 def stack_cmd(
     path: Path = typer.Argument(..., metavar="DIR", help="stack image directory"),
     drive: Optional[Path] = typer.Option(None, "--drive", help="drive image under the stack (to create it)"),
-    shaping: Optional[str] = typer.Option(None, "--shaping", help="fast media and tier size, MEDIA:SIZE (pmem:64GiB, optane-ssd:400GB, dram:64MiB)"),
+    shaping: Optional[str] = typer.Option(
+        None, "--shaping", help="fast media and tier size, MEDIA:SIZE (pmem:64GiB, optane-ssd:400GB, dram:64MiB)"
+    ),
     policy: str = typer.Option("iu-fill", "--policy", help="iu-fill (DAOS-like) or log (CSAL/SPDK-FTL-like)"),
     namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="the drive's namespace the stack sits on"),
-    high: Optional[int] = typer.Option(None, "--high-watermark", help="percent full at which the tier starts evicting/compacting (default 80)"),
+    high: Optional[int] = typer.Option(
+        None, "--high-watermark", help="percent full at which the tier starts evicting/compacting (default 80)"
+    ),
     low: Optional[int] = typer.Option(None, "--low-watermark", help="percent full at which it stops (default 60)"),
     concurrency: Optional[int] = typer.Option(None, "--destage-concurrency", help="destage writes in flight (default 8)"),
     stripe: Optional[str] = typer.Option(None, "--stripe", help="log: one destage write (default 1MiB, a multiple of the IU)"),
     band: Optional[str] = typer.Option(None, "--band", help="log: the host GC unit (default 1GiB, smaller on small drives)"),
     host_op: Optional[int] = typer.Option(None, "--host-op", help="log: percent of the drive area kept spare for host GC (default 20)"),
+    area: Optional[str] = typer.Option(None, "--area", help="log: the host-mapped area from the namespace's start (default: all of it)"),
     show: bool = typer.Option(False, "--show", help="print the stack's counters instead of creating it"),
     fmt: str = OutputFmt,
 ) -> None:
@@ -39,7 +44,7 @@ def stack_cmd(
         if drive is None or shaping is None:
             fail("ssdtwin stack: --drive and --shaping are needed to create a stack (or --show to read one)")
         sizes = {}
-        for name, text in (("--stripe", stripe), ("--band", band)):
+        for name, text in (("--stripe", stripe), ("--band", band), ("--area", area)):
             if text is not None:
                 try:
                     sizes[name] = _core.parse_size(text)
@@ -57,6 +62,7 @@ def stack_cmd(
             stripe_bytes=sizes.get("--stripe"),
             band_bytes=sizes.get("--band"),
             host_op_pct=host_op,
+            area_bytes=sizes.get("--area", 0),
         )
     except stacklib.StackError as e:
         fail(*[str(a) for a in e.args])

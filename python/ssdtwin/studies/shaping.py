@@ -40,9 +40,8 @@ class Size:
 
 
 QUICK = Size(scale=256, amount_bytes=2 << 30, tier_fractions=(0.002, 0.01, 0.04), sizing_fractions=(0.002, 0.01, 0.04))
-FULL = Size(
-    scale=64, amount_bytes=32 << 30, tier_fractions=(0.001, 0.004, 0.02), sizing_fractions=(0.0005, 0.001, 0.004, 0.01, 0.02, 0.05)
-)
+SMOKE = Size(scale=256, amount_bytes=256 << 20, tier_fractions=(0.002,), sizing_fractions=(0.002,), qds=(1,))
+FULL = Size(scale=64, amount_bytes=32 << 30, tier_fractions=(0.001, 0.004, 0.02), sizing_fractions=(0.0005, 0.001, 0.004, 0.01, 0.02, 0.05))
 
 
 def prepared(scale: int, seed: int) -> Drive:
@@ -139,15 +138,16 @@ def line(tag: str, r: dict[str, Any]) -> str:
 
 
 def shaping(
-    full: bool = False, seed: int = 5, plot: Optional[str] = None, log: Callable[[str], None] = print
+    full: bool = False, seed: int = 5, plot: Optional[str] = None, log: Callable[[str], None] = print, size: Optional[Size] = None
 ) -> dict[str, list[dict[str, Any]]]:
-    size = FULL if full else QUICK
+    """Figures 1-3; ``size`` overrides the amounts (the tests' smoke size)."""
+    size = size or (FULL if full else QUICK)
     out: dict[str, list[dict[str, Any]]] = {"random_4k": [], "qd": [], "sizing": []}
     log(f"P5316 at 1/{size.scale}, PMem tier; baseline random-write bandwidth is high vs the whitepaper (issue 13 part 4)")
     log("figure 1: 4 KiB random writes, 4 jobs x QD32, and the 95 % 64 KiB / 5 % 4 KiB mix")
     amount = size.amount_bytes
     for policy in (None, "iu-fill", "log"):
-        for f in (size.tier_fractions if policy else (0.0,)):
+        for f in size.tier_fractions if policy else (0.0,):
             r = point(size, seed, randwrite("4k", 32, 4, amount), policy, f)
             r["workload"] = "4k-randwrite"
             out["random_4k"].append(r)

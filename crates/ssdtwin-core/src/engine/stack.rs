@@ -156,6 +156,7 @@ mod tests {
             stripe_bytes: 1 << 20,
             band_bytes: 64 << 20,
             host_op_pct: 20,
+            area_bytes: 0,
         };
         assert_eq!(cfg.problems(), Vec::<String>::new());
         Stack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }

@@ -21,6 +21,7 @@ fn config(policy: Policy, capacity_blocks: u64) -> TierConfig {
         stripe_bytes: 2 * IU,
         band_bytes: 65536,
         host_op_pct: 20,
+        area_bytes: 0,
     }
 }
 
@@ -259,4 +260,19 @@ fn bad_parameters_name_the_field_and_range() {
     assert!(p.iter().any(|l| l.starts_with("low_watermark 60: 0 to high_watermark - 1 (39)")), "{p:?}");
     assert!(p.iter().any(|l| l.starts_with("destage_concurrency 0: 1 to 1024")), "{p:?}");
     assert!(p.iter().any(|l| l.starts_with("stripe_bytes 5000")), "{p:?}");
+}
+
+#[test]
+fn a_saved_tier_loads_back_identical() {
+    let mut t = Tier::new(config(Policy::Log, 64));
+    for b in [3u64, 99, 7, 3, 500] {
+        t.write(b * BLOCK_BYTES, BLOCK_BYTES);
+    }
+    while let Some(d) = t.next_destage() {
+        t.destage_done(d.id);
+    }
+    let text = serde_json::to_string(&t).unwrap();
+    let back: Tier = serde_json::from_str(&text).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    back.check().unwrap();
 }

@@ -62,6 +62,9 @@ pub struct TierConfig {
     pub band_bytes: u64,
     /// `log`: the share of the drive area the host keeps spare for its GC (percent).
     pub host_op_pct: u32,
+    /// `log`: the host-mapped area, from the namespace's start (0: the whole namespace).
+    #[serde(default)]
+    pub area_bytes: u64,
 }
 
 impl TierConfig {
@@ -95,14 +98,26 @@ impl TierConfig {
                 p.push(format!("stripe_bytes {}: a multiple of the drive's IU ({iu})", self.stripe_bytes));
             } else if self.band_bytes == 0 || self.band_bytes % self.stripe_bytes != 0 {
                 p.push(format!("band_bytes {}: a multiple of stripe_bytes ({})", self.band_bytes, self.stripe_bytes));
-            } else if self.drive_bytes / self.band_bytes.max(1) < 8 {
-                p.push(format!("band_bytes {}: the drive namespace must hold at least 8 bands", self.band_bytes));
+            } else if self.area() / self.band_bytes.max(1) < 8 {
+                p.push(format!("band_bytes {}: the host-mapped area must hold at least 8 bands", self.band_bytes));
+            }
+            if self.area_bytes > self.drive_bytes {
+                p.push(format!("area_bytes {}: at most the namespace's {} bytes (0: all of it)", self.area_bytes, self.drive_bytes));
             }
             if !(5..=50).contains(&self.host_op_pct) {
                 p.push(format!("host_op {}: 5 to 50 (percent of the drive area)", self.host_op_pct));
             }
         }
         p
+    }
+
+    /// `log`: the host-mapped area of the drive.
+    pub fn area(&self) -> u64 {
+        if self.area_bytes == 0 {
+            self.drive_bytes
+        } else {
+            self.area_bytes.min(self.drive_bytes)
+        }
     }
 
     fn min_capacity_bytes(&self) -> u64 {
@@ -603,8 +618,10 @@ struct LogTier {
     log_pos: BTreeMap<u64, u64>,
     next_seq: u64,
     /// Host L2P: user block -> drive block (NONE: not on the drive).
+    #[serde(with = "hex_u32s")]
     l2p: Vec<u32>,
     /// Drive block -> user block (NONE: free or stale).
+    #[serde(with = "hex_u32s")]
     p2l: Vec<u32>,
     band_valid: Vec<u32>,
     /// Per band: FREE, OPEN (a frontier writes it) or CLOSED (SPDK FTL's band states).
@@ -621,7 +638,7 @@ struct LogTier {
 impl LogTier {
     fn new(cfg: &TierConfig) -> LogTier {
         let band_blocks = cfg.band_bytes / BLOCK_BYTES;
-        let bands = cfg.drive_bytes / cfg.band_bytes;
+        let bands = cfg.area() / cfg.band_bytes;
         let drive_blocks = bands * band_blocks;
         let user_blocks = drive_blocks * (100 - cfg.host_op_pct as u64) / 100;
         LogTier {
@@ -770,7 +787,7 @@ impl LogTier {
         }
         let base = victim * self.band_blocks;
         let blocks: Vec<u64> =
-            (base..base + self.band_blocks).filter_map(|p| (self.p2l[p as usize] != NONE).then(|| self.p2l[p as usize] as u64)).collect();
+            (base..base + self.band_blocks).map(|p| self.p2l[p as usize]).filter(|&u| u != NONE).map(u64::from).collect();
         let mut reads: Vec<DriveOp> = Vec::new();
         for p in base..base + self.band_blocks {
             if self.p2l[p as usize] == NONE {
@@ -864,5 +881,39 @@ impl LogTier {
             }
         }
         Ok(())
+    }
+}
+
+/// The log's maps in state.json as one hex string each (8 digits per entry): tens of
+/// millions of entries as JSON numbers take seconds to parse on either side of the binding.
+mod hex_u32s {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+    pub fn serialize<S: Serializer>(v: &[u32], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = Vec::with_capacity(v.len() * 8);
+        for &x in v {
+            for i in (0..8).rev() {
+                out.push(DIGITS[((x >> (i * 4)) & 0xf) as usize]);
+            }
+        }
+        s.serialize_str(std::str::from_utf8(&out).expect("hex digits are ASCII"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        if s.len() % 8 != 0 {
+            return Err(serde::de::Error::custom("a hex map's length is not a multiple of 8"));
+        }
+        s.as_bytes()
+            .chunks(8)
+            .map(|c| {
+                c.iter().try_fold(0u32, |acc, &b| {
+                    let v = (b as char).to_digit(16).ok_or_else(|| serde::de::Error::custom("a hex map holds a non-hex digit"))?;
+                    Ok(acc << 4 | v)
+                })
+            })
+            .collect()
     }
 }
