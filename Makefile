@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance doublewrite mariadb
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance doublewrite mariadb shaping shaping-full
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -54,6 +54,12 @@ fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo
+
+shaping: ## the write-shaping study (docs/host.md): a PMem tier in front of a 1/256 P5316, figures 1-3 and the sizing plot (~7 min)
+	ssdtwin reproduce shaping --plot shaping-sizing.png
+
+shaping-full: ## the same at 1/64 with 32 GiB per point (hours)
+	ssdtwin reproduce shaping --full --plot shaping-sizing-full.png
 
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16

@@ -24,14 +24,14 @@ VERSION = 1
 POLICIES = ("iu-fill", "log")
 DEFAULTS = {
     # [ASSUMED] start evicting/compacting at 80 % full, stop at 60 % (dm-writecache's
-    # defaults are 50/45 %, theory §4.3; DAOS aggregates continuously).
+    # defaults are 50/45 %, docs/sources.md §7; DAOS aggregates continuously).
     "high_watermark_pct": 80,
     "low_watermark_pct": 60,
     # [ASSUMED] 8 destage writes in flight: enough to keep a P5316's 64 KiB writes streaming.
     "destage_concurrency": 8,
-    # SPDK FTL writes its base device in 1 MiB write units (spdk doc/ftl.md, theory §4.2).
+    # SPDK FTL writes its base device in 1 MiB write units (spdk doc/ftl.md, docs/sources.md §7).
     "stripe_bytes": 1 << 20,
-    # SPDK FTL's overprovisioning default, 20 % (lib/ftl/utils/ftl_conf.c, theory §4.2).
+    # SPDK FTL's overprovisioning default, 20 % (lib/ftl/utils/ftl_conf.c, docs/sources.md §7).
     "host_op_pct": 20,
 }
 

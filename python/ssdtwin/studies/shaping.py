@@ -131,7 +131,7 @@ def measure(d: Drive, text: str, state: Optional[dict[str, Any]], seed: int, war
         "drive_waf": dn / dh if dh else None,
         # Bytes the stack sent the drive per host byte, in the measured run.
         "tier_waf": dh / host if c1 and host else None,
-        "tier_write_hit_rate": hits / tier_writes if tier_writes else None,
+        "tier_write_hit_rate": hits / tier_writes if tier_writes and hits is not None else None,
         "evictions": delta("evictions"),
         "stalls": delta("stalls"),
         "host_gc_bytes": delta("gc_write_bytes"),

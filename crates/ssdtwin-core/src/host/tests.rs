@@ -245,7 +245,7 @@ fn log_destages_whole_sequential_stripes_and_collects_its_bands() {
     let c = &t.counters;
     assert!(c.gc_write_bytes > 0, "{c:?}");
     let waf = c.drive_write_bytes() as f64 / c.destage_bytes as f64;
-    // Greedy GC with 20 % spare: between 1 and the uniform-random bound (~3.2, theory §1.2).
+    // Greedy GC with 20 % spare: between 1 and the uniform-random bound (~3.2 for 20 % spare, greedy GC, docs/models.md).
     assert!(waf > 1.0 && waf < 4.0, "host WAF {waf}");
 }
 
