@@ -41,10 +41,11 @@ class Size:
     tier_fractions: tuple[float, ...]  # of the namespace, figures 1 and 2 use the middle one
     sizing_fractions: tuple[float, ...]  # figure 3
     qds: tuple[int, ...] = (1, 2, 4, 8)
+    mix: bool = True  # the 95/5 mix of figure 1
 
 
 QUICK = Size(scale=256, amount_bytes=1 << 30, tier_fractions=(0.001, 0.004, 0.016), sizing_fractions=(0.001, 0.004, 0.016))
-SMOKE = Size(scale=256, amount_bytes=256 << 20, tier_fractions=(0.001,), sizing_fractions=(0.001,), qds=(1,))
+SMOKE = Size(scale=256, amount_bytes=256 << 20, tier_fractions=(0.001,), sizing_fractions=(), qds=(1,), mix=False)
 FULL = Size(scale=64, amount_bytes=32 << 30, tier_fractions=(0.001, 0.004, 0.02), sizing_fractions=(0.0005, 0.001, 0.004, 0.01, 0.02, 0.05))
 
 
@@ -192,7 +193,7 @@ def shaping(
             out["random_4k"].append(r)
             log(line(f"4k {r['policy']} {f:.2%}", r))
     mid = size.tier_fractions[len(size.tier_fractions) // 2]
-    for policy in (None, "iu-fill", "log"):
+    for policy in (None, "iu-fill", "log") if size.mix else ():
         r = point(size, seed, mix(amount), policy, mid if policy else 0.0)
         r["workload"] = "mix-95-64k-5-4k"
         out["random_4k"].append(r)
