@@ -446,14 +446,31 @@ impl Drive {
         })
     }
 
-    #[pyo3(signature = (fid, nsid=0))]
-    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32) -> PyResult<u32> {
-        self.with(py, |b| Ok(b.ctrl().get_feature(fid, NsId(nsid))?))
+    /// `cdw11`: the NVM Set of features 13h and 14h.
+    #[pyo3(signature = (fid, nsid=0, cdw11=0))]
+    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32, cdw11: u32) -> PyResult<u32> {
+        self.with(py, |b| Ok(b.ctrl().get_feature_dw(fid, NsId(nsid), cdw11)?))
     }
 
-    #[pyo3(signature = (fid, value, nsid=0))]
-    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().set_feature(fid, NsId(nsid), value)?))
+    /// `value` is CDW11; `cdw12` carries the value of features 13h and 14h.
+    #[pyo3(signature = (fid, value, nsid=0, cdw12=0))]
+    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32, cdw12: u32) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_feature_dw(fid, NsId(nsid), value, cdw12)?))
+    }
+
+    /// Log page 0Ah: Predictable Latency Per NVM Set of `nvmsetid`.
+    fn pred_lat_log(&self, py: Python<'_>, nvmsetid: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.pred_lat_log(nvmsetid)?))
+    }
+
+    /// Every set's Predictable Latency Mode state (vendor view; empty: never enabled).
+    fn plm_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.plm_sets().to_vec()))
+    }
+
+    /// Log page 0Bh: the NVM Sets with Predictable Latency events.
+    fn pred_lat_event_agg(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.pred_lat_event_agg()?))
     }
 
     /// The vendor QoS command: caps of namespace `nsid` (bytes/s, commands/s; 0 = no cap).

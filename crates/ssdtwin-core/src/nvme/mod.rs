@@ -12,10 +12,12 @@
 //! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
 
 mod identify;
+mod plm;
 mod sets;
 mod status;
 
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, MapError, Status};
 
@@ -239,6 +241,9 @@ pub struct ControllerState {
     /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_commands: Vec<SetCommands>,
+    /// Predictable Latency Mode of each NVM Set (empty: never enabled), nvme/plm.rs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plm: Vec<PlmSet>,
 }
 
 /// The NVMe queue priority classes (QPRIO), by value.
@@ -361,6 +366,9 @@ pub struct Controller {
     /// The FTL's small state while its maps are still on disk.
     ftl_meta: Option<FtlState>,
     store: Option<Box<dyn MapStore>>,
+    /// The latest virtual time a timed run reported (Predictable Latency Mode windows); not
+    /// saved: the clock catches up when the run ends.
+    plm_now_ns: u64,
 }
 
 impl Controller {
@@ -383,8 +391,9 @@ impl Controller {
             qos: BTreeMap::new(),
             sq_priority: BTreeMap::new(),
             set_commands: Vec::new(),
+            plm: Vec::new(),
         };
-        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
+        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0 };
         if c.has_nvm_sets() {
             c.st.set_commands = vec![SetCommands::default(); c.cfg.sets as usize];
         }
@@ -411,7 +420,8 @@ impl Controller {
         ftl_meta.check_cheap(&cfg).map_err(InvalidState)?;
         check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
         sets::check_chunk_sets(&st, &ftl_meta).map_err(InvalidState)?;
-        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store) })
+        plm::check_plm_state(&spec, &cfg, &st, &ftl_meta).map_err(InvalidState)?;
+        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), plm_now_ns: 0 })
     }
 
     /// Every invariant, maps included (loads them; O(capacity)): `ssdtwin check`.
@@ -426,7 +436,8 @@ impl Controller {
     pub fn check_state(&self) -> Result<(), InvalidState> {
         self.ftl_state().check_cheap(&self.cfg).map_err(InvalidState)?;
         check_controller_state(&self.spec, &self.cfg, &self.st).map_err(InvalidState)?;
-        sets::check_chunk_sets(&self.st, self.ftl_state()).map_err(InvalidState)
+        sets::check_chunk_sets(&self.st, self.ftl_state()).map_err(InvalidState)?;
+        plm::check_plm_state(&self.spec, &self.cfg, &self.st, self.ftl_state()).map_err(InvalidState)
     }
 
     pub fn spec(&self) -> &DriveSpec {
@@ -529,6 +540,11 @@ impl Controller {
     pub fn advance_clock(&mut self, ns: u64, busy_ns: u64) {
         self.st.clock_ns += ns;
         self.st.smart.controller_busy_ns += busy_ns;
+        // The timed run's own times were relative to its start: the clock now covers them.
+        self.plm_now_ns = 0;
+        if !self.st.plm.is_empty() {
+            self.plm_tick(self.st.clock_ns);
+        }
     }
 
     /// Simulated power off/on: clears "write protect until power cycle".
@@ -1109,6 +1125,9 @@ impl Controller {
             c.host_write_commands += 1;
         }
         self.st.smart.data_units_written_512 += bytes / 512;
+        if !self.st.plm.is_empty() {
+            self.plm_after_write(set as u32);
+        }
         Ok(())
     }
 

@@ -24,6 +24,11 @@ pub enum Status {
     NsNotAttached,
     ThinProvisioningNotSupported,
     ControllerListInvalid,
+    CommandSequenceError,
+    UnrecoveredReadError,
+    AnaPersistentLoss,
+    AnaInaccessible,
+    AnaTransition,
 }
 
 impl Status {
@@ -47,6 +52,11 @@ impl Status {
             NsNotAttached => (1, 0x1A),
             ThinProvisioningNotSupported => (1, 0x1B),
             ControllerListInvalid => (1, 0x1C),
+            CommandSequenceError => (0, 0x0C),
+            UnrecoveredReadError => (2, 0x81),
+            AnaPersistentLoss => (3, 0x01),
+            AnaInaccessible => (3, 0x02),
+            AnaTransition => (3, 0x03),
         }
     }
 
@@ -77,6 +87,11 @@ impl Status {
             NsNotAttached => "NS_NOT_ATTACHED",
             ThinProvisioningNotSupported => "THIN_PROVISIONING_NOT_SUPPORTED",
             ControllerListInvalid => "CTRL_LIST_INVALID",
+            CommandSequenceError => "CMD_SEQ_ERROR",
+            UnrecoveredReadError => "READ_ERROR",
+            AnaPersistentLoss => "ANA_PERSISTENT_LOSS",
+            AnaInaccessible => "ANA_INACCESSIBLE",
+            AnaTransition => "ANA_TRANSITION",
         }
     }
 
@@ -102,6 +117,11 @@ impl Status {
             }
             ThinProvisioningNotSupported => "Thin provisioning is not supported by the controller",
             ControllerListInvalid => "The controller list provided contains invalid controller ids",
+            CommandSequenceError => "The command was aborted due to a protocol violation in a multi-command sequence",
+            UnrecoveredReadError => "The read data could not be recovered from the media",
+            AnaPersistentLoss => "The requested function is not able to be performed in the ANA Persistent Loss state",
+            AnaInaccessible => "Asymmetric Access Inaccessible: the namespace is not accessible through this controller",
+            AnaTransition => "Asymmetric Access Transition: the ANA state is changing",
         }
     }
 }
