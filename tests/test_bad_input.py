@@ -631,3 +631,61 @@ def test_predictable_latency_refusals(small: Path, tmp_path: Path) -> None:
         listable=False,
     )
     fails_cleanly(pb5, "nvme", "set-feature", str(pb5), "-f", "0x14", "-V", "1", "-c", "3", needles=("INVALID_FIELD", "window select 3"))
+
+
+# --------------------------------------------------------------------------- issue 16: ANA
+
+
+def test_ana_refusals(small: Path, tmp_path: Path) -> None:
+    fails_cleanly(
+        small,
+        "nvme",
+        "ana-state",
+        str(small),
+        "-g",
+        "1",
+        "-s",
+        "standby",
+        needles=("INVALID_FIELD(0x4002)", "ANA state 0x0 is not supported", "persistent-loss"),
+        listable=False,
+    )
+    fails_cleanly(
+        small, "nvme", "ana-state", str(small), "-g", "2", "-s", "inaccessible", needles=("INVALID_FIELD", "ANA group 2 does not exist")
+    )
+    pb5 = tmp_path / "pb5"
+    run_cli("create", pb5, "--model", "memblaze-pblaze5-910-3.84t", "--scale", "1/256")
+    fails_cleanly(
+        pb5,
+        "nvme",
+        "ana-state",
+        str(pb5),
+        "-g",
+        "1",
+        "-s",
+        "inaccessible",
+        needles=("INVALID_FIELD", "does not report Asymmetric Namespace Access"),
+        listable=False,
+    )
+    fails_cleanly(pb5, "nvme", "ana-log", str(pb5), needles=("INVALID_LOG_PAGE", "log page 0x0c"))
+
+
+# --------------------------------------------------------------------------- issue 16: LBA status
+
+
+def test_lba_status_refusals(small: Path) -> None:
+    fails_cleanly(
+        small,
+        "nvme",
+        "get-lba-status",
+        str(small),
+        "-n",
+        "1",
+        "-a",
+        "0x12",
+        needles=("INVALID_FIELD(0x4002)", "action type 0x12"),
+        listable=False,
+    )
+    fails_cleanly(small, "nvme", "get-lba-status", str(small), "-n", "2", needles=("INVALID_NS(0x400b)",), listable=False)
+    fails_cleanly(
+        small, "nvme", "inject-media-error", str(small), "-n", "1", "-s", "99999999999", "-c", "1", needles=("LBA_RANGE(0x4080)",)
+    )

@@ -72,7 +72,10 @@ def test_windows_follow_the_features_and_expire_in_simulated_time(pb5: Path, tmp
     run_cli("fio", pb5, job(tmp_path, "dtwin.fio", "runtime=35s\n[w]\nrw=randwrite\nrate=1m\n"))
     after = log(pb5)
     assert (after["status"], after["event_type"]) == (2, 0x4000)
-    assert run_cli("nvme", "pred-lat-event-agg-log", pb5, "-o", "json").json() == {"num_entries": 1, "entries": [1]}
+    assert run_cli("nvme", "pred-lat-event-agg-log", pb5, "-o", "json").json() == {
+        "num_entries_avail": 1,
+        "list_of_entries": [{"entry": 1}],
+    }
     text = run_cli("nvme", "predictable-lat-log", pb5, "-i", "1").stdout
     assert "Status: 2 (non-deterministic window (NDWIN))" in text
     assert "last DTWIN: 30000.0 ms, ended by the controller (time)" in text

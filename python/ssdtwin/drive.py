@@ -186,6 +186,25 @@ class Nvme:
         last_dtwin_ns, ended_by …; empty if never enabled)."""
         return self._core.plm_state()
 
+    def set_ana_state(self, grpid: int, state: str) -> None:
+        """The vendor ANA command: put group ``grpid`` (= the NSID of its namespace) in
+        ``state`` (optimized, non-optimized, inaccessible, persistent-loss, change)."""
+        codes = {"optimized": 1, "non-optimized": 2, "inaccessible": 3, "persistent-loss": 4, "change": 15}
+        self._core.set_ana_state(grpid, codes.get(state, 0))
+
+    def ana_log(self) -> dict[str, Any]:
+        """Log page 0Ch: every ANA group's state and namespaces (nvme-cli's JSON names)."""
+        return self._core.ana_log()
+
+    def inject_media_error(self, nsid: int, slba: int, nlb: int) -> None:
+        """Vendor command: ``nlb`` blocks at ``slba`` of namespace ``nsid`` become
+        unrecoverable (reads fail with READ_ERROR until they are written again)."""
+        self._core.inject_media_error(nsid, slba, nlb)
+
+    def get_lba_status(self, nsid: int, slba: int = 0, mndw: int = 0xFFFF, atype: int = 0x11, rl: int = 0) -> dict[str, Any]:
+        """Get LBA Status (rebuild assist): ``{nlsd, cmpc, descs: [{dslba, nlb}]}``."""
+        return self._core.get_lba_status(nsid, slba, mndw, atype, rl)
+
     def pred_lat_event_agg(self) -> dict[str, Any]:
         """Log page 0Bh: the NVM Sets with Predictable Latency events."""
         return self._core.pred_lat_event_agg()

@@ -463,6 +463,27 @@ impl Drive {
         self.query(py, |c| Ok(c.pred_lat_log(nvmsetid)?))
     }
 
+    /// The vendor ANA command: group `grpid` (= NSID) to `state` (1 optimized, 2
+    /// non-optimized, 3 inaccessible, 4 persistent loss, 0xF change).
+    fn set_ana_state(&self, py: Python<'_>, grpid: u32, state: u8) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_ana_state(grpid, state)?))
+    }
+
+    /// The vendor media-error command: `nlb` blocks at `slba` of `nsid` become unrecoverable.
+    fn inject_media_error(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().inject_media_error(NsId(nsid), slba, nlb)?))
+    }
+
+    /// Get LBA Status (rebuild assist): the unrecoverable ranges from `slba`.
+    fn get_lba_status(&self, py: Python<'_>, nsid: u32, slba: u64, mndw: u32, atype: u8, rl: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.get_lba_status(NsId(nsid), slba, mndw, atype, rl)?))
+    }
+
+    /// Log page 0Ch: Asymmetric Namespace Access.
+    fn ana_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.ana_log()?))
+    }
+
     /// Every set's Predictable Latency Mode state (vendor view; empty: never enabled).
     fn plm_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.query(py, |c| Ok(c.plm_sets().to_vec()))

@@ -71,11 +71,17 @@ pub struct PredLatLog {
     pub dtwin_time_estimate: u64,
 }
 
-/// Predictable Latency Event Aggregate log (0Bh): the sets with events.
+/// Predictable Latency Event Aggregate log (0Bh): the sets with events, nvme-cli
+/// `pred-lat-event-agg-log -o json` names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PredLatEventAgg {
-    pub num_entries: u64,
-    pub entries: Vec<u16>,
+    pub num_entries_avail: u64,
+    pub list_of_entries: Vec<AggEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AggEntry {
+    pub entry: u16,
 }
 
 /// The window budget of a set, in IUs, from the preset and geometry.
@@ -399,8 +405,9 @@ impl Controller {
     /// Get Log Page 0Bh: the sets with Predictable Latency events.
     pub fn pred_lat_event_agg(&self) -> Result<PredLatEventAgg, Error> {
         self.plm_spec()?;
-        let entries: Vec<u16> = self.st.plm.iter().enumerate().filter(|(_, p)| p.event_type != 0).map(|(s, _)| s as u16 + 1).collect();
-        Ok(PredLatEventAgg { num_entries: entries.len() as u64, entries })
+        let list_of_entries: Vec<AggEntry> =
+            self.st.plm.iter().enumerate().filter(|(_, p)| p.event_type != 0).map(|(s, _)| AggEntry { entry: s as u16 + 1 }).collect();
+        Ok(PredLatEventAgg { num_entries_avail: list_of_entries.len() as u64, list_of_entries })
     }
 
     /// The PLM state of every set (empty: never enabled), for reports and tests.
@@ -522,7 +529,7 @@ mod tests {
         let after = c.plm_avail(0);
         assert!(after <= b.floor_ius && after + 2 * c.cfg.ius_per_sb as u64 > b.floor_ius, "{after} vs floor {}", b.floor_ius);
         assert!(n >= before - b.floor_ius, "{n} 4 KiB writes absorbed, {} IUs above the floor", before - b.floor_ius);
-        assert_eq!(c.pred_lat_event_agg().unwrap().entries, vec![1]);
+        assert_eq!(c.pred_lat_event_agg().unwrap().list_of_entries, vec![AggEntry { entry: 1 }]);
         // The NDWIN catches up without foreground GC, and a new DTWIN must wait.
         let mut ops = Recorder::default();
         rand_writes(&mut c, &mut seed, 200_000, &mut ops, |_| false);

@@ -64,7 +64,9 @@ impl Status {
     /// (e.g. 0x4115).
     pub fn field(self) -> u16 {
         let (sct, sc) = self.code();
-        0x4000 | (sct as u16) << 8 | sc as u16
+        // Path-related statuses (SCT 3, ANA) leave DNR clear: the host retries on another path.
+        let dnr = if sct == 3 { 0 } else { 0x4000 };
+        dnr | (sct as u16) << 8 | sc as u16
     }
 
     /// nvme-cli's name for the status.
@@ -180,5 +182,7 @@ mod tests {
         assert_eq!(Status::NsInsufficientCapacity.field(), 0x4115);
         assert_eq!(Status::InvalidNamespaceOrFormat.field(), 0x400b);
         assert_eq!(Status::LbaOutOfRange.field(), 0x4080);
+        assert_eq!(Status::AnaInaccessible.field(), 0x0302);
+        assert_eq!(Status::UnrecoveredReadError.field(), 0x4281);
     }
 }

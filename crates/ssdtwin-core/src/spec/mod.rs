@@ -51,6 +51,10 @@ pub struct DriveSpec {
     /// die). docs/models.md §9.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvm_sets: Option<NvmSetSpec>,
+    /// Asymmetric Namespace Access reporting (NVMe 1.4, multipath; absent: not supported).
+    /// One ANA group per namespace (ANAGRPID = NSID), nvme/ana.rs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ana: Option<AnaSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -296,6 +300,14 @@ fn default_sets() -> Sourced<u32> {
     Sourced::new(1, "factory default: one set holding every die")
 }
 
+/// Asymmetric Namespace Access (NVMe 1.4 ANA reporting).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnaSpec {
+    /// ANATT: the longest time a group stays in the change state, seconds.
+    pub anatt_s: Sourced<u8>,
+}
+
 /// The most NVM Sets an NVM Set List (Identify CNS 04h) describes.
 pub const MAX_NVM_SETS: u32 = 31;
 
@@ -517,6 +529,9 @@ impl DriveSpec {
 
     /// [dram_namespace] (optional): a budget that fits a namespace of one block, and a timing.
     fn validate_dram(&self, c: &mut Checker) {
+        if let Some(a) = &self.ana {
+            c.range("ana.anatt_s", &a.anatt_s, 1, 255);
+        }
         if let Some(d) = &self.dram_namespace {
             c.range("dram_namespace.budget_bytes", &d.budget_bytes, 4096, 1 << 40);
             c.range("dram_namespace.latency_ns", &d.latency_ns, 0, 10_000_000);
