@@ -646,7 +646,7 @@ def test_ana_refusals(small: Path, tmp_path: Path) -> None:
         "1",
         "-s",
         "standby",
-        needles=("INVALID_FIELD(0x4002)", "ANA state 0x0 is not supported", "persistent-loss"),
+        needles=("INVALID_FIELD(0x4002)", "ANA state 'standby' is not supported", "persistent-loss"),
         listable=False,
     )
     fails_cleanly(

@@ -188,9 +188,9 @@ class Nvme:
 
     def set_ana_state(self, grpid: int, state: str) -> None:
         """The vendor ANA command: put group ``grpid`` (= the NSID of its namespace) in
-        ``state`` (optimized, non-optimized, inaccessible, persistent-loss, change)."""
-        codes = {"optimized": 1, "non-optimized": 2, "inaccessible": 3, "persistent-loss": 4, "change": 15}
-        self._core.set_ana_state(grpid, codes.get(state, 0))
+        ``state`` (optimized, non-optimized, inaccessible, persistent-loss, change, or its
+        number); NvmeError INVALID_FIELD for any other."""
+        self._core.set_ana_state(grpid, state)
 
     def ana_log(self) -> dict[str, Any]:
         """Log page 0Ch: every ANA group's state and namespaces (nvme-cli's JSON names)."""

@@ -463,10 +463,11 @@ impl Drive {
         self.query(py, |c| Ok(c.pred_lat_log(nvmsetid)?))
     }
 
-    /// The vendor ANA command: group `grpid` (= NSID) to `state` (1 optimized, 2
-    /// non-optimized, 3 inaccessible, 4 persistent loss, 0xF change).
-    fn set_ana_state(&self, py: Python<'_>, grpid: u32, state: u8) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().set_ana_state(grpid, state)?))
+    /// The vendor ANA command: group `grpid` (= NSID) to `state` (optimized,
+    /// non-optimized, inaccessible, persistent-loss, change, or the state's number).
+    fn set_ana_state(&self, py: Python<'_>, grpid: u32, state: &str) -> PyResult<()> {
+        let state = state.to_string();
+        self.with(py, |b| Ok(b.ctrl().set_ana_state_named(grpid, &state)?))
     }
 
     /// The vendor media-error command: `nlb` blocks at `slba` of `nsid` become unrecoverable.

@@ -138,6 +138,21 @@ impl Controller {
         Ok(())
     }
 
+    /// The vendor ANA command with the state by nvme-cli's name or its number.
+    pub fn set_ana_state_named(&mut self, grpid: u32, state: &str) -> Result<(), Error> {
+        let parsed = ANA_STATES.iter().find(|(_, n)| *n == state).map(|(s, _)| *s).or_else(|| match state.strip_prefix("0x") {
+            Some(h) => u8::from_str_radix(h, 16).ok(),
+            None => state.parse().ok(),
+        });
+        match parsed {
+            Some(s) => self.set_ana_state(grpid, s),
+            None => {
+                let names: Vec<String> = ANA_STATES.iter().map(|(s, n)| format!("{n} ({s:#x})")).collect();
+                fail(Status::InvalidField, format!("ANA state '{state}' is not supported: use {}", names.join(", ")))
+            }
+        }
+    }
+
     /// Get Log Page 0Ch: every group (namespace) with its state and namespaces.
     pub fn ana_log(&self) -> Result<AnaLog, Error> {
         if !self.has_ana() {
@@ -216,6 +231,10 @@ mod tests {
     fn bad_ana_requests_carry_their_status() {
         let mut c = cm6();
         assert_eq!(c.set_ana_state(1, 5).unwrap_err().status(), Some(Status::InvalidField));
+        assert_eq!(c.set_ana_state_named(1, "standby").unwrap_err().status(), Some(Status::InvalidField));
+        c.set_ana_state_named(1, "non-optimized").unwrap();
+        c.set_ana_state_named(1, "0x3").unwrap();
+        assert_eq!(c.ana_state(1), ANA_INACCESSIBLE);
         assert_eq!(c.set_ana_state(2, ANA_INACCESSIBLE).unwrap_err().status(), Some(Status::InvalidField));
         let mut pb = Controller::new(DriveSpec::preset("memblaze-pblaze5-910-3.84t").unwrap().scaled(256).unwrap(), 1).unwrap();
         assert_eq!(pb.set_ana_state(1, ANA_INACCESSIBLE).unwrap_err().status(), Some(Status::InvalidField));
