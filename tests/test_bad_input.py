@@ -559,3 +559,133 @@ def test_no_traceback_whatever_the_input(small: Path, tmp_path: Path, template: 
     assert_one_line_error(r, status=r.returncode)
     assert image_digest(small) == before, f"{template} changed the image"
     assert not (tmp_path / "n").exists(), "a failed create left a directory behind"
+
+
+# --------------------------------------------------------------------------- issue 16: predictable latency
+
+
+def test_predictable_latency_refusals(small: Path, tmp_path: Path) -> None:
+    # A drive without NVM Sets has no per-set windows.
+    fails_cleanly(
+        small,
+        "nvme",
+        "set-feature",
+        str(small),
+        "-f",
+        "0x13",
+        "-V",
+        "1",
+        "-c",
+        "1",
+        needles=("INVALID_FIELD(0x4002)", "without NVM Sets"),
+        listable=False,
+    )
+    fails_cleanly(small, "nvme", "predictable-lat-log", str(small), "-i", "1", needles=("INVALID_FIELD", "without NVM Sets"))
+    pb5 = tmp_path / "pb5"
+    run_cli("create", pb5, "--model", "memblaze-pblaze5-910-3.84t", "--scale", "1/256", "--nvm-sets", "2")
+    fails_cleanly(
+        pb5,
+        "nvme",
+        "set-feature",
+        str(pb5),
+        "-f",
+        "0x14",
+        "-V",
+        "1",
+        "-c",
+        "1",
+        needles=("CMD_SEQ_ERROR(0x400c)", "not in Predictable Latency Mode"),
+        listable=False,
+    )
+    fails_cleanly(
+        pb5,
+        "nvme",
+        "set-feature",
+        str(pb5),
+        "-f",
+        "0x13",
+        "-V",
+        "3",
+        "-c",
+        "1",
+        needles=("INVALID_FIELD", "NVM Set 3 does not exist", "1..=2"),
+        listable=False,
+    )
+    fails_cleanly(
+        pb5, "nvme", "predictable-lat-log", str(pb5), "-i", "0", needles=("INVALID_FIELD", "NVM Set 0 does not exist"), listable=False
+    )
+    run_cli("nvme", "set-feature", pb5, "-f", "0x13", "-V", "1", "-c", "1")
+    # Entering the deterministic window before NDWIN Time Minimum has passed.
+    fails_cleanly(
+        pb5,
+        "nvme",
+        "set-feature",
+        str(pb5),
+        "-f",
+        "0x14",
+        "-V",
+        "1",
+        "-c",
+        "1",
+        needles=("CMD_SEQ_ERROR(0x400c)", "0 ms of its minimum 1000 ms"),
+        listable=False,
+    )
+    fails_cleanly(pb5, "nvme", "set-feature", str(pb5), "-f", "0x14", "-V", "1", "-c", "3", needles=("INVALID_FIELD", "window select 3"))
+
+
+# --------------------------------------------------------------------------- issue 16: ANA
+
+
+def test_ana_refusals(small: Path, tmp_path: Path) -> None:
+    fails_cleanly(
+        small,
+        "nvme",
+        "ana-state",
+        str(small),
+        "-g",
+        "1",
+        "-s",
+        "standby",
+        needles=("INVALID_FIELD(0x4002)", "ANA state 'standby' is not supported", "persistent-loss"),
+        listable=False,
+    )
+    fails_cleanly(
+        small, "nvme", "ana-state", str(small), "-g", "2", "-s", "inaccessible", needles=("INVALID_FIELD", "ANA group 2 does not exist")
+    )
+    pb5 = tmp_path / "pb5"
+    run_cli("create", pb5, "--model", "memblaze-pblaze5-910-3.84t", "--scale", "1/256")
+    fails_cleanly(
+        pb5,
+        "nvme",
+        "ana-state",
+        str(pb5),
+        "-g",
+        "1",
+        "-s",
+        "inaccessible",
+        needles=("INVALID_FIELD", "does not report Asymmetric Namespace Access"),
+        listable=False,
+    )
+    fails_cleanly(pb5, "nvme", "ana-log", str(pb5), needles=("INVALID_LOG_PAGE", "log page 0x0c"))
+
+
+# --------------------------------------------------------------------------- issue 16: LBA status
+
+
+def test_lba_status_refusals(small: Path) -> None:
+    fails_cleanly(
+        small,
+        "nvme",
+        "get-lba-status",
+        str(small),
+        "-n",
+        "1",
+        "-a",
+        "0x12",
+        needles=("INVALID_FIELD(0x4002)", "action type 0x12"),
+        listable=False,
+    )
+    fails_cleanly(small, "nvme", "get-lba-status", str(small), "-n", "2", needles=("INVALID_NS(0x400b)",), listable=False)
+    fails_cleanly(
+        small, "nvme", "inject-media-error", str(small), "-n", "1", "-s", "99999999999", "-c", "1", needles=("LBA_RANGE(0x4080)",)
+    )

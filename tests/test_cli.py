@@ -446,6 +446,8 @@ def test_read_only_commands_do_not_change_the_image(cm6_written: Path) -> None:
         ("smart-log", []),
         ("vendor-log", []),
         ("get-feature", ["-f", "2"]),
+        ("ana-log", []),
+        ("get-lba-status", ["-n", "1"]),
     ):
         run_cli("nvme", verb, cm6_written, *extra)
     run_cli("check", cm6_written)
@@ -470,5 +472,11 @@ def test_help_lists_every_command() -> None:
         "vendor-log",
         "get-feature",
         "set-feature",
+        "predictable-lat-log",
+        "pred-lat-event-agg-log",
+        "ana-log",
+        "ana-state",
+        "get-lba-status",
+        "inject-media-error",
     ):
         assert cmd in sub, cmd

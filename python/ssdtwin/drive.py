@@ -168,11 +168,46 @@ class Nvme:
     def format(self, nsid: int, lbaf: int = 0, ses: int = 0) -> None:
         self._core.format(nsid, lbaf, ses)
 
-    def get_feature(self, fid: int, nsid: int = 0) -> int:
-        return self._core.get_feature(fid, nsid)
+    def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0) -> int:
+        """Get Features; ``cdw11`` is the NVM Set of 0x13/0x14 (Predictable Latency Mode)."""
+        return self._core.get_feature(fid, nsid, cdw11)
 
-    def set_feature(self, fid: int, value: int, nsid: int = 0) -> None:
-        self._core.set_feature(fid, value, nsid)
+    def set_feature(self, fid: int, value: int, nsid: int = 0, cdw12: int = 0) -> None:
+        """Set Features: ``value`` is CDW11 (the NVM Set of 0x13/0x14), ``cdw12`` the value
+        of 0x13 (1: enable Predictable Latency Mode) and 0x14 (1 DTWIN, 2 NDWIN)."""
+        self._core.set_feature(fid, value, nsid, cdw12)
+
+    def pred_lat_log(self, nvmsetid: int) -> dict[str, Any]:
+        """Log page 0Ah: Predictable Latency Per NVM Set (nvme-cli's JSON names)."""
+        return self._core.pred_lat_log(nvmsetid)
+
+    def plm_state(self) -> builtins.list[dict[str, Any]]:
+        """Every NVM Set's Predictable Latency Mode state (vendor view: window, since_ns,
+        last_dtwin_ns, ended_by …; empty if never enabled)."""
+        return self._core.plm_state()
+
+    def set_ana_state(self, grpid: int, state: str) -> None:
+        """The vendor ANA command: put group ``grpid`` (= the NSID of its namespace) in
+        ``state`` (optimized, non-optimized, inaccessible, persistent-loss, change, or its
+        number); NvmeError INVALID_FIELD for any other."""
+        self._core.set_ana_state(grpid, state)
+
+    def ana_log(self) -> dict[str, Any]:
+        """Log page 0Ch: every ANA group's state and namespaces (nvme-cli's JSON names)."""
+        return self._core.ana_log()
+
+    def inject_media_error(self, nsid: int, slba: int, nlb: int) -> None:
+        """Vendor command: ``nlb`` blocks at ``slba`` of namespace ``nsid`` become
+        unrecoverable (reads fail with READ_ERROR until they are written again)."""
+        self._core.inject_media_error(nsid, slba, nlb)
+
+    def get_lba_status(self, nsid: int, slba: int = 0, mndw: int = 0xFFFF, atype: int = 0x11, rl: int = 0) -> dict[str, Any]:
+        """Get LBA Status (rebuild assist): ``{nlsd, cmpc, descs: [{dslba, nlb}]}``."""
+        return self._core.get_lba_status(nsid, slba, mndw, atype, rl)
+
+    def pred_lat_event_agg(self) -> dict[str, Any]:
+        """Log page 0Bh: the NVM Sets with Predictable Latency events."""
+        return self._core.pred_lat_event_agg()
 
     def set_qos(self, nsid: int, read_bytes_per_s: int = 0, write_bytes_per_s: int = 0, iops: int = 0) -> None:
         """The vendor QoS command: cap namespace ``nsid`` (0 = no cap; all 0 clears its caps)."""

@@ -451,14 +451,53 @@ impl Drive {
         })
     }
 
-    #[pyo3(signature = (fid, nsid=0))]
-    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32) -> PyResult<u32> {
-        self.with(py, |b| Ok(b.ctrl().get_feature(fid, NsId(nsid))?))
+    /// `cdw11`: the NVM Set of features 13h and 14h.
+    #[pyo3(signature = (fid, nsid=0, cdw11=0))]
+    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32, cdw11: u32) -> PyResult<u32> {
+        self.with(py, |b| Ok(b.ctrl().get_feature_dw(fid, NsId(nsid), cdw11)?))
     }
 
-    #[pyo3(signature = (fid, value, nsid=0))]
-    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().set_feature(fid, NsId(nsid), value)?))
+    /// `value` is CDW11; `cdw12` carries the value of features 13h and 14h.
+    #[pyo3(signature = (fid, value, nsid=0, cdw12=0))]
+    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32, cdw12: u32) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_feature_dw(fid, NsId(nsid), value, cdw12)?))
+    }
+
+    /// Log page 0Ah: Predictable Latency Per NVM Set of `nvmsetid`.
+    fn pred_lat_log(&self, py: Python<'_>, nvmsetid: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.pred_lat_log(nvmsetid)?))
+    }
+
+    /// The vendor ANA command: group `grpid` (= NSID) to `state` (optimized,
+    /// non-optimized, inaccessible, persistent-loss, change, or the state's number).
+    fn set_ana_state(&self, py: Python<'_>, grpid: u32, state: &str) -> PyResult<()> {
+        let state = state.to_string();
+        self.with(py, |b| Ok(b.ctrl().set_ana_state_named(grpid, &state)?))
+    }
+
+    /// The vendor media-error command: `nlb` blocks at `slba` of `nsid` become unrecoverable.
+    fn inject_media_error(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().inject_media_error(NsId(nsid), slba, nlb)?))
+    }
+
+    /// Get LBA Status (rebuild assist): the unrecoverable ranges from `slba`.
+    fn get_lba_status(&self, py: Python<'_>, nsid: u32, slba: u64, mndw: u32, atype: u8, rl: u16) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.get_lba_status(NsId(nsid), slba, mndw, atype, rl)?))
+    }
+
+    /// Log page 0Ch: Asymmetric Namespace Access.
+    fn ana_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.ana_log()?))
+    }
+
+    /// Every set's Predictable Latency Mode state (vendor view; empty: never enabled).
+    fn plm_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.plm_sets().to_vec()))
+    }
+
+    /// Log page 0Bh: the NVM Sets with Predictable Latency events.
+    fn pred_lat_event_agg(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(c.pred_lat_event_agg()?))
     }
 
     /// The vendor QoS command: caps of namespace `nsid` (bytes/s, commands/s; 0 = no cap).

@@ -15,6 +15,7 @@ import typer
 
 from .. import nvmefmt
 from ..drive import SQ_PRIORITIES, Drive
+from . import nvme14
 from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
@@ -219,13 +220,15 @@ def nvme_get_feature(
     path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
     nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
+    cdw11: str = typer.Option("0", "-c", "--cdw11", help="the NVM Set of 0x13/0x14"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Get Features (0x02 power management, 0x84 namespace write protect, …)."""
+    """Get Features (0x02 power management, 0x13/0x14 predictable latency, 0x84 write protect, …)."""
     check_fmt(fmt)
     f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
+    c11 = int_arg("-c/--cdw11", cdw11, "an integer", U32)
     with opened(path, writable=False) as d:
-        v = d.nvme.get_feature(f, nsid)
+        v = d.nvme.get_feature(f, nsid, c11)
     if fmt == "json":
         emit_json({"feature_id": f, "value": v})
     else:
@@ -304,13 +307,19 @@ def nvme_qos(
 def nvme_set_feature(
     path: Path = ImageDir,
     fid: str = typer.Option(..., "-f", "--feature-id"),
-    value: str = typer.Option(..., "-v", "--value"),
+    value: str = typer.Option(..., "-v", "-V", "--value", help="CDW11 (the NVM Set of 0x13/0x14)"),
     nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
+    cdw12: str = typer.Option("0", "-c", "--cdw12", help="0x13: 1 enables predictable latency; 0x14: 1 DTWIN, 2 NDWIN"),
     save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
 ) -> None:
-    """Set Features (e.g. -f 2 -v 5 selects power state 5)."""
+    """Set Features (e.g. -f 2 -v 5 selects power state 5; -f 0x14 -V 1 -c 1: NVM Set 1 deterministic)."""
     f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
     v = int_arg("-v/--value", value, "an integer", U32)
+    c12 = int_arg("-c/--cdw12", cdw12, "an integer", U32)
     with opened(path, writable=True) as d:
-        d.nvme.set_feature(f, v, nsid)
-    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
+        d.nvme.set_feature(f, v, nsid, c12)
+    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}" + (f", cdw12:{c12:#010x}" if c12 else ""))
+
+
+# NVMe 1.4 verbs (predictable latency, ANA, LBA status) live in nvme14.py.
+nvme14.register(nvme)

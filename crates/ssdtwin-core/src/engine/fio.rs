@@ -752,6 +752,7 @@ fn run_with(
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
+    timing.follow_clock(st.clock_ns.saturating_sub(start_ns));
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
     let waitees = wait_lists(&clones)?;
     let flows = flow_groups(&mut clones);

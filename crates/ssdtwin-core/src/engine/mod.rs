@@ -222,6 +222,9 @@ pub struct DeviceTiming {
     link_xfer_memo: (u64, u64),
     /// Channel transfer of one program unit, ns.
     pu_xfer_ns: u64,
+    /// The drive clock at the run's time 0, when a run keeps the controller's Predictable
+    /// Latency Mode windows in step with its commands ([`DeviceTiming::follow_clock`]).
+    clock_epoch_ns: Option<u64>,
 }
 
 /// How far ahead of its rate a QoS-capped namespace may run (the bucket depth, as time):
@@ -299,6 +302,7 @@ impl DeviceTiming {
             ops: OpLog::default(),
             dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
             dram_free: 0,
+            clock_epoch_ns: None,
             qos_tat: std::collections::BTreeMap::new(),
             chan_xfer_memo: (0, 0),
             link_xfer_memo: (0, 0),
@@ -771,6 +775,23 @@ impl DeviceTiming {
         }
     }
 
+    /// Keep the controller's Predictable Latency Mode windows in step with this run: the
+    /// drive clock read `epoch_ns` at the run's time 0 (the fio runner; the clock itself
+    /// advances when the run ends).
+    pub fn follow_clock(&mut self, epoch_ns: u64) {
+        self.clock_epoch_ns = Some(epoch_ns);
+    }
+
+    /// Tell the controller the time before a command (a deterministic window may expire).
+    #[inline]
+    fn tick(&self, ctrl: &mut Controller, now: u64) {
+        if let Some(e) = self.clock_epoch_ns {
+            if ctrl.plm_active() {
+                ctrl.plm_tick(e.saturating_add(now));
+            }
+        }
+    }
+
     /// A read command arriving at `now`; returns its completion time.
     pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         let now = match ctrl.qos_limits(nsid) {
@@ -778,6 +799,7 @@ impl DeviceTiming {
             Some(_) => self.qos_gate(ctrl, nsid, false, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
         };
         self.now = self.now.max(now);
+        self.tick(ctrl, now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
         let ns = ctrl.attached(nsid)?;
@@ -804,6 +826,7 @@ impl DeviceTiming {
             Some(_) => self.qos_gate(ctrl, nsid, true, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
         };
         self.now = self.now.max(now);
+        self.tick(ctrl, now);
         self.sync_power(ctrl);
         let t1 = self.ctrl_cmd(now);
         let ns = ctrl.attached(nsid)?;
@@ -841,6 +864,7 @@ impl DeviceTiming {
         let chunk = self.ius_per_pu as u64;
         let mut moved = 0;
         while t < until {
+            self.tick(ctrl, t);
             let mut ops = std::mem::take(&mut self.ops);
             let n = ctrl.idle_gc(chunk, &mut ops);
             self.ops = ops;

@@ -45,6 +45,12 @@ const NONE: u32 = u32::MAX;
 const FREE_FLOOR: usize = 1;
 /// Collection of a new victim starts when this few superblocks are free.
 const GC_START: usize = 2;
+/// Host-writable space (free superblocks plus the open one's rest) below which a set whose
+/// GC is deferred must have it back: from here the paced GC still finds a free superblock
+/// for its frontier before the host's allocation reaches `FREE_FLOOR` (foreground GC).
+pub const DEFERRED_GC_FLOOR_SBS: u64 = GC_START as u64;
+/// Twice the host-writable superblocks the paced GC steers towards (GC_START + 1/2).
+pub const GC_TARGET_SBS_X2: u64 = 2 * GC_START as u64 + 1;
 /// Idle GC collects a victim only if at least 1/8 of it is invalid (at most 7 IUs copied
 /// per IU freed) [ASSUMED]: firmware idle GC reclaims efficient victims only; the share is
 /// not published. Greedy victims at steady state are 24 % (CM6-R, WAF 4.2) to 50 % or more
@@ -235,6 +241,30 @@ pub struct Partition {
     buffer: WriteBuffer,
     program_seq: u64,
     counters: SetCounters,
+    /// How the controller wants GC run in this set (Predictable Latency Mode, nvme/plm.rs).
+    #[serde(default, skip_serializing_if = "GcMode::is_normal")]
+    gc_mode: GcMode,
+}
+
+/// GC of one partition as the controller sets it for Predictable Latency Mode (NVMe 1.4
+/// IO Determinism, nvme/plm.rs). The FTL knows no windows and no time: only whether its
+/// background work is held and how much free space it keeps in reserve.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcMode {
+    /// No paced or idle GC (a deterministic window); foreground GC stays as the safety net
+    /// the controller's window floor keeps from ever running.
+    #[serde(default)]
+    pub deferred: bool,
+    /// Free space kept above the normal GC target, in IUs, so a deterministic window has
+    /// room to absorb host writes (a non-deterministic window of a set in PLM).
+    #[serde(default)]
+    pub reserve_ius: u32,
+}
+
+impl GcMode {
+    pub fn is_normal(&self) -> bool {
+        *self == GcMode::default()
+    }
 }
 
 /// The small part of the FTL state (everything except the two maps).
@@ -289,6 +319,7 @@ impl From<FtlStateWire> for FtlState {
                 victim: w.victim,
                 buffer: w.buffer.unwrap_or_else(|| WriteBuffer::new(0)),
                 program_seq: w.program_seq,
+                gc_mode: GcMode::default(),
                 counters: SetCounters {
                     host_write_bytes: c.host_write_bytes,
                     host_read_bytes: c.host_read_bytes,
@@ -343,6 +374,26 @@ impl FtlState {
     /// Free superblocks of set `set`.
     pub fn set_free_superblocks(&self, set: u32) -> usize {
         self.parts[set as usize].free.len()
+    }
+
+    /// Space set `set`'s host can still write without GC: its free superblocks plus what
+    /// is left of its open one, in IUs.
+    pub fn set_host_avail_ius(&self, set: u32, ius_per_sb: u32) -> u64 {
+        let part = &self.parts[set as usize];
+        let per = ius_per_sb as u64;
+        let host_left = if part.host.sb == NONE { 0 } else { per - part.host.next as u64 };
+        part.free.len() as u64 * per + host_left
+    }
+
+    /// The GC mode of set `set` (Predictable Latency Mode).
+    pub fn gc_mode(&self, set: u32) -> GcMode {
+        self.parts[set as usize].gc_mode
+    }
+
+    /// Hold or release set `set`'s background GC and its free-space reserve (the
+    /// controller's deterministic and non-deterministic windows).
+    pub fn set_gc_mode(&mut self, set: u32, mode: GcMode) {
+        self.parts[set as usize].gc_mode = mode;
     }
 
     /// The set of logical chunk `chunk`.
@@ -620,6 +671,10 @@ impl Ftl {
     pub fn background_gc<S: NandSink>(&mut self, target_free: usize, max_moves: u64, sink: &mut S) -> u64 {
         let mut moved = 0;
         for p in 0..self.st.parts.len() {
+            if self.st.parts[p].gc_mode.deferred {
+                continue;
+            }
+            let target_free = target_free + self.reserve_sbs(p);
             while moved < max_moves {
                 if self.st.parts[p].victim.is_none() {
                     if self.st.parts[p].free.len() >= target_free || !self.idle_victim_pays(p) || !self.pick_victim(p, false, sink) {
@@ -636,6 +691,12 @@ impl Ftl {
             }
         }
         moved
+    }
+
+    /// Whole superblocks of set `p`'s free-space reserve (Predictable Latency Mode).
+    #[inline]
+    fn reserve_sbs(&self, p: usize) -> usize {
+        self.st.parts[p].gc_mode.reserve_ius.div_ceil(self.cfg.ius_per_sb) as usize
     }
 
     /// Superblocks GC keeps free when the host is idle (the paced GC keeps about `GC_START`).
@@ -789,7 +850,8 @@ impl Ftl {
         debug_assert_eq!(s.state, SbState::Free);
         debug_assert_eq!((s.valid, s.written), (0, 0));
         s.state = if gc { SbState::GcOpen } else { SbState::HostOpen };
-        if self.st.parts[p].victim.is_none() && self.st.parts[p].free.len() <= GC_START {
+        let mode = self.st.parts[p].gc_mode;
+        if !mode.deferred && self.st.parts[p].victim.is_none() && self.st.parts[p].free.len() <= GC_START + self.reserve_sbs(p) {
             self.pick_victim(p, false, sink);
         }
         Frontier { sb, next: 0 }
@@ -858,11 +920,23 @@ impl Ftl {
         // continuously and evenly instead of toggling (which made throughput oscillate).
         let per = self.cfg.ius_per_sb as u64;
         let part = &mut self.st.parts[p];
+        if part.gc_mode.deferred {
+            return; // a deterministic window: the controller holds GC (nvme/plm.rs)
+        }
         let host_left = if part.host.sb == NONE { 0 } else { per - part.host.next as u64 };
         let avail = part.free.len() as u64 * per + host_left;
-        let target = GC_START as u64 * per + per / 2;
+        // A set in Predictable Latency Mode keeps its reserve on top (0 otherwise).
+        let target = GC_START as u64 * per + per / 2 + part.gc_mode.reserve_ius as u64;
         let num = (per + target).saturating_sub(avail).clamp(per / 2, 2 * per);
-        let Some(v) = part.victim.as_mut() else { return };
+        if part.victim.is_none() {
+            // Only a set with a reserve can be left without a victim below its target (its
+            // deterministic window just ended): start catching up at once.
+            let reserve = part.gc_mode.reserve_ius > 0 && part.free.len() <= GC_START + 1 + self.reserve_sbs(p);
+            if !reserve || !self.pick_victim(p, false, sink) {
+                return;
+            }
+        }
+        let Some(v) = self.st.parts[p].victim.as_mut() else { return };
         let gain = (self.cfg.ius_per_sb - v.valid_at_pick) as u64 * per;
         v.credit += v.valid_at_pick as u64 * num;
         if v.credit < gain {
@@ -874,7 +948,7 @@ impl Ftl {
             self.finish_victim(p, sink);
             // GC runs continuously in steady state (the rate control above keeps the pool
             // near its target); it stops only with a comfortable surplus.
-            if self.st.parts[p].free.len() <= GC_START + 1 {
+            if self.st.parts[p].free.len() <= GC_START + 1 + self.reserve_sbs(p) {
                 self.pick_victim(p, false, sink);
             }
         }
@@ -1013,6 +1087,7 @@ impl FtlState {
             buffer: WriteBuffer::new(cfg.set_buffer_slots()),
             program_seq: 0,
             counters: SetCounters::default(),
+            gc_mode: GcMode::default(),
         };
         FtlState {
             sbs: (0..cfg.superblocks)

@@ -268,8 +268,11 @@ fn tiny_sets_spec(sets: u32, blocks: u32, tnvmcap: u64) -> DriveSpec {
     s.ftl.write_buffer_bytes.value = 192 * 4096;
     s.capacity.tnvmcap_bytes.value = tnvmcap;
     s.capacity.max_namespaces.value = 4;
-    s.nvm_sets =
-        Some(crate::spec::NvmSetSpec { max_sets: crate::spec::Sourced::new(8, "test"), sets: crate::spec::Sourced::new(sets, "test") });
+    s.nvm_sets = Some(crate::spec::NvmSetSpec {
+        max_sets: crate::spec::Sourced::new(8, "test"),
+        sets: crate::spec::Sourced::new(sets, "test"),
+        plm: None,
+    });
     s.validate("tiny with sets").unwrap();
     s
 }
@@ -320,8 +323,11 @@ fn one_set_is_the_ftl_without_sets() {
     // The same workload on a drive without [nvm_sets] and on one built with one set.
     let plain = tiny_spec(4096, 32, 20 << 20, 24);
     let mut one = plain.clone();
-    one.nvm_sets =
-        Some(crate::spec::NvmSetSpec { max_sets: crate::spec::Sourced::new(2, "test"), sets: crate::spec::Sourced::new(1, "test") });
+    one.nvm_sets = Some(crate::spec::NvmSetSpec {
+        max_sets: crate::spec::Sourced::new(2, "test"),
+        sets: crate::spec::Sourced::new(1, "test"),
+        plm: None,
+    });
     let run = |spec: &DriveSpec| {
         let mut f = Ftl::new(spec).unwrap();
         let mut rec = Recorder(Vec::new());

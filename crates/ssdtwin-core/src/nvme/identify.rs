@@ -47,6 +47,16 @@ pub struct IdCtrl {
     pub nsetidmax: u16,
     #[serde(default)]
     pub endgidmax: u16,
+    /// ANA reporting (CMIC bit 3): transition time (s), capabilities, the highest group id
+    /// and the number of groups (absent without ANA).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub anatt: u8,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub anacap: u8,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub anagrpmax: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub nanagrpid: u32,
     pub subnqn: String,
     pub psds: Vec<PowerStateDesc>,
     /// Vendor-specific: the DRAM namespace budget (drives that have one).
@@ -62,6 +72,10 @@ pub struct DramNsCapacity {
 }
 
 fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -151,7 +165,8 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         fr: d.firmware.clone(),
         rab: 3,
         ieee: 0,
-        cmic: 0,
+        // Bit 3: ANA reporting.
+        cmic: if c.has_ana() { 0x08 } else { 0 },
         mdts: 9,
         cntlid: super::CONTROLLER_ID,
         ver: 0x10400,
@@ -183,6 +198,12 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         mnan: 0,
         nsetidmax: c.endurance_groups() as u16,
         endgidmax: c.endurance_groups() as u16,
+        anatt: spec.ana.as_ref().map_or(0, |a| a.anatt_s.value),
+        // Optimized, non-optimized, inaccessible, persistent loss and change reported (bits
+        // 0-4); ANAGRPID fixed while the namespace is attached (bit 6).
+        anacap: if c.has_ana() { 0x5f } else { 0 },
+        anagrpmax: if c.has_ana() { spec.capacity.max_namespaces.value } else { 0 },
+        nanagrpid: if c.has_ana() { spec.capacity.max_namespaces.value } else { 0 },
         subnqn: format!("nqn.2019-10.org.ssdtwin:{}:{}", d.name, c.state().serial),
         psds,
         vs_dram_ns: spec.dram_namespace.as_ref().map(|dn| DramNsCapacity {
@@ -259,7 +280,7 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         npdg: blocks(iu),
         npda: blocks(iu),
         nows: blocks(pu),
-        anagrpid: 0,
+        anagrpid: c.anagrpid(super::NsId(ns.nsid)),
         nsattr: (ns.write_protect != WP_NONE) as u8,
         nvmsetid: c.nvmsetid(ns),
         endgid: c.nvmsetid(ns),

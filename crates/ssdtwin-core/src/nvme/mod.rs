@@ -11,11 +11,17 @@
 //! knowledge of namespaces. Capacity accounting follows the NVMe rule
 //! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
 
+mod ana;
 mod identify;
+mod lbastatus;
+mod plm;
 mod sets;
 mod status;
 
+pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
+pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, MapError, Status};
 
@@ -239,6 +245,22 @@ pub struct ControllerState {
     /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_commands: Vec<SetCommands>,
+    /// Predictable Latency Mode of each NVM Set (empty: never enabled), nvme/plm.rs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plm: Vec<PlmSet>,
+    /// ANA group states by ANAGRPID (= NSID; absent: optimized), nvme/ana.rs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ana: BTreeMap<u32, AnaGroup>,
+    /// The ANA log's change count.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub ana_chgcnt: u64,
+    /// LBA ranges (start, blocks) injected as unrecoverable, by NSID (nvme/lbastatus.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrecoverable: BTreeMap<u32, Vec<(u64, u64)>>,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The NVMe queue priority classes (QPRIO), by value.
@@ -361,6 +383,9 @@ pub struct Controller {
     /// The FTL's small state while its maps are still on disk.
     ftl_meta: Option<FtlState>,
     store: Option<Box<dyn MapStore>>,
+    /// The latest virtual time a timed run reported (Predictable Latency Mode windows); not
+    /// saved: the clock catches up when the run ends.
+    plm_now_ns: u64,
 }
 
 impl Controller {
@@ -383,8 +408,12 @@ impl Controller {
             qos: BTreeMap::new(),
             sq_priority: BTreeMap::new(),
             set_commands: Vec::new(),
+            plm: Vec::new(),
+            ana: BTreeMap::new(),
+            ana_chgcnt: 0,
+            unrecoverable: BTreeMap::new(),
         };
-        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
+        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0 };
         if c.has_nvm_sets() {
             c.st.set_commands = vec![SetCommands::default(); c.cfg.sets as usize];
         }
@@ -411,7 +440,8 @@ impl Controller {
         ftl_meta.check_cheap(&cfg).map_err(InvalidState)?;
         check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
         sets::check_chunk_sets(&st, &ftl_meta).map_err(InvalidState)?;
-        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store) })
+        plm::check_plm_state(&spec, &cfg, &st, &ftl_meta).map_err(InvalidState)?;
+        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), plm_now_ns: 0 })
     }
 
     /// Every invariant, maps included (loads them; O(capacity)): `ssdtwin check`.
@@ -426,7 +456,8 @@ impl Controller {
     pub fn check_state(&self) -> Result<(), InvalidState> {
         self.ftl_state().check_cheap(&self.cfg).map_err(InvalidState)?;
         check_controller_state(&self.spec, &self.cfg, &self.st).map_err(InvalidState)?;
-        sets::check_chunk_sets(&self.st, self.ftl_state()).map_err(InvalidState)
+        sets::check_chunk_sets(&self.st, self.ftl_state()).map_err(InvalidState)?;
+        plm::check_plm_state(&self.spec, &self.cfg, &self.st, self.ftl_state()).map_err(InvalidState)
     }
 
     pub fn spec(&self) -> &DriveSpec {
@@ -529,6 +560,11 @@ impl Controller {
     pub fn advance_clock(&mut self, ns: u64, busy_ns: u64) {
         self.st.clock_ns += ns;
         self.st.smart.controller_busy_ns += busy_ns;
+        // The timed run's own times were relative to its start: the clock now covers them.
+        self.plm_now_ns = 0;
+        if !self.st.plm.is_empty() {
+            self.plm_tick(self.st.clock_ns);
+        }
     }
 
     /// Simulated power off/on: clears "write protect until power cycle".
@@ -749,6 +785,8 @@ impl Controller {
             self.st.namespaces.remove(&id);
             self.st.qos.remove(&id);
             self.st.sq_priority.remove(&id);
+            self.st.ana.remove(&id);
+            self.st.unrecoverable.remove(&id);
         }
         Ok(())
     }
@@ -838,6 +876,7 @@ impl Controller {
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
+            self.st.unrecoverable.remove(&id);
             let ns = self.st.namespaces.get_mut(&id).expect("exists");
             let bytes = ns.bytes();
             ns.flbas = lbaf;
@@ -1093,6 +1132,7 @@ impl Controller {
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let nsid = nsid.0;
+        self.check_ana_io(nsid)?;
         let ns = self.check_write_u32(nsid, slba, nlb)?;
         let bytes = nlb * ns.lba_bytes as u64;
         if ns.dram {
@@ -1109,12 +1149,17 @@ impl Controller {
             c.host_write_commands += 1;
         }
         self.st.smart.data_units_written_512 += bytes / 512;
+        self.repair_media(nsid, Some((slba, nlb)));
+        if !self.st.plm.is_empty() {
+            self.plm_after_write(set as u32);
+        }
         Ok(())
     }
 
     /// Read command.
     pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
         let nsid = nsid.0;
+        self.check_ana_io(nsid)?;
         let ns = self.attached_u32(nsid)?;
         Self::check_range(ns, slba, nlb)?;
         let bytes = nlb * ns.lba_bytes as u64;
@@ -1125,6 +1170,7 @@ impl Controller {
             return Ok(ReadSummary::default());
         }
         let set = ns.nvm_set as usize;
+        self.check_media(nsid, slba, nlb)?;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
@@ -1145,6 +1191,7 @@ impl Controller {
     /// Returns the number of IUs deallocated.
     pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         let nsid = nsid.0;
+        self.check_ana_io(nsid)?;
         if self.check_write_u32(nsid, slba, nlb)?.dram {
             return Ok(0); // nothing on NAND to deallocate
         }
@@ -1157,6 +1204,7 @@ impl Controller {
                 n += 1;
             }
         });
+        self.repair_media(nsid, Some((slba, nlb)));
         Ok(n)
     }
 
@@ -1585,7 +1633,9 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     if st.power_state as usize >= spec.power_states.len().max(1) {
         return Err(format!("power state {} does not exist", st.power_state));
     }
-    sets::check_sets_state(spec, cfg, st)
+    sets::check_sets_state(spec, cfg, st)?;
+    ana::check_ana_state(spec.ana.is_some(), st)?;
+    lbastatus::check_unrecoverable(st)
 }
 
 fn fmt_formats(f: &[u32]) -> String {

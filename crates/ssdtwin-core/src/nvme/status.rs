@@ -24,6 +24,11 @@ pub enum Status {
     NsNotAttached,
     ThinProvisioningNotSupported,
     ControllerListInvalid,
+    CommandSequenceError,
+    UnrecoveredReadError,
+    AnaPersistentLoss,
+    AnaInaccessible,
+    AnaTransition,
 }
 
 impl Status {
@@ -47,6 +52,11 @@ impl Status {
             NsNotAttached => (1, 0x1A),
             ThinProvisioningNotSupported => (1, 0x1B),
             ControllerListInvalid => (1, 0x1C),
+            CommandSequenceError => (0, 0x0C),
+            UnrecoveredReadError => (2, 0x81),
+            AnaPersistentLoss => (3, 0x01),
+            AnaInaccessible => (3, 0x02),
+            AnaTransition => (3, 0x03),
         }
     }
 
@@ -54,7 +64,9 @@ impl Status {
     /// (e.g. 0x4115).
     pub fn field(self) -> u16 {
         let (sct, sc) = self.code();
-        0x4000 | (sct as u16) << 8 | sc as u16
+        // Path-related statuses (SCT 3, ANA) leave DNR clear: the host retries on another path.
+        let dnr = if sct == 3 { 0 } else { 0x4000 };
+        dnr | (sct as u16) << 8 | sc as u16
     }
 
     /// nvme-cli's name for the status.
@@ -77,6 +89,11 @@ impl Status {
             NsNotAttached => "NS_NOT_ATTACHED",
             ThinProvisioningNotSupported => "THIN_PROVISIONING_NOT_SUPPORTED",
             ControllerListInvalid => "CTRL_LIST_INVALID",
+            CommandSequenceError => "CMD_SEQ_ERROR",
+            UnrecoveredReadError => "READ_ERROR",
+            AnaPersistentLoss => "ANA_PERSISTENT_LOSS",
+            AnaInaccessible => "ANA_INACCESSIBLE",
+            AnaTransition => "ANA_TRANSITION",
         }
     }
 
@@ -102,6 +119,11 @@ impl Status {
             }
             ThinProvisioningNotSupported => "Thin provisioning is not supported by the controller",
             ControllerListInvalid => "The controller list provided contains invalid controller ids",
+            CommandSequenceError => "The command was aborted due to a protocol violation in a multi-command sequence",
+            UnrecoveredReadError => "The read data could not be recovered from the media",
+            AnaPersistentLoss => "The requested function is not able to be performed in the ANA Persistent Loss state",
+            AnaInaccessible => "Asymmetric Access Inaccessible: the namespace is not accessible through this controller",
+            AnaTransition => "Asymmetric Access Transition: the ANA state is changing",
         }
     }
 }
@@ -160,5 +182,7 @@ mod tests {
         assert_eq!(Status::NsInsufficientCapacity.field(), 0x4115);
         assert_eq!(Status::InvalidNamespaceOrFormat.field(), 0x400b);
         assert_eq!(Status::LbaOutOfRange.field(), 0x4080);
+        assert_eq!(Status::AnaInaccessible.field(), 0x0302);
+        assert_eq!(Status::UnrecoveredReadError.field(), 0x4281);
     }
 }

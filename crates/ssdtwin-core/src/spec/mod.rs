@@ -51,6 +51,10 @@ pub struct DriveSpec {
     /// die). docs/models.md §9.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvm_sets: Option<NvmSetSpec>,
+    /// Asymmetric Namespace Access reporting (NVMe 1.4, multipath; absent: not supported).
+    /// One ANA group per namespace (ANAGRPID = NSID), nvme/ana.rs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ana: Option<AnaSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -270,10 +274,38 @@ pub struct NvmSetSpec {
     /// created (`ssdtwin create --nvm-sets N`): on a real drive the vendor fixes them.
     #[serde(default = "default_sets")]
     pub sets: Sourced<u32>,
+    /// Predictable Latency Mode (NVMe 1.4 IO Determinism, features 13h/14h, log 0Ah) of
+    /// each set (absent: not supported). docs/tenants.md, "Predictable latency".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plm: Option<PlmSpec>,
+}
+
+/// Predictable Latency Mode: what a deterministic window (DTWIN) may consume and how long
+/// windows last. The window's write budget and the non-deterministic window's catch-up time
+/// follow from these and the set's geometry (nvme/plm.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlmSpec {
+    /// Share of a set's spare NAND (raw minus user capacity), in percent, its GC keeps free
+    /// in a non-deterministic window so a deterministic one can absorb host writes.
+    pub reserve_spare_pct: Sourced<u32>,
+    /// DTWIN Time Maximum: the longest deterministic window, milliseconds.
+    pub dtwin_time_max_ms: Sourced<u64>,
+    /// NDWIN Time Minimum Low: the shortest non-deterministic window (after a deterministic
+    /// window that wrote nothing), milliseconds.
+    pub ndwin_time_min_ms: Sourced<u64>,
 }
 
 fn default_sets() -> Sourced<u32> {
     Sourced::new(1, "factory default: one set holding every die")
+}
+
+/// Asymmetric Namespace Access (NVMe 1.4 ANA reporting).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnaSpec {
+    /// ANATT: the longest time a group stays in the change state, seconds.
+    pub anatt_s: Sourced<u8>,
 }
 
 /// The most NVM Sets an NVM Set List (Identify CNS 04h) describes.
@@ -497,6 +529,9 @@ impl DriveSpec {
 
     /// [dram_namespace] (optional): a budget that fits a namespace of one block, and a timing.
     fn validate_dram(&self, c: &mut Checker) {
+        if let Some(a) = &self.ana {
+            c.range("ana.anatt_s", &a.anatt_s, 1, 255);
+        }
         if let Some(d) = &self.dram_namespace {
             c.range("dram_namespace.budget_bytes", &d.budget_bytes, 4096, 1 << 40);
             c.range("dram_namespace.latency_ns", &d.latency_ns, 0, 10_000_000);
@@ -517,6 +552,11 @@ impl DriveSpec {
             if let Err(why) = Geometry::check_sets(&self.nand, n) {
                 c.fail(format!("nvm_sets.{what}: {why} (got {n})"));
             }
+        }
+        if let Some(p) = &s.plm {
+            c.range("nvm_sets.plm.reserve_spare_pct", &p.reserve_spare_pct, 1, 90);
+            c.range("nvm_sets.plm.dtwin_time_max_ms", &p.dtwin_time_max_ms, 1, 86_400_000);
+            c.range("nvm_sets.plm.ndwin_time_min_ms", &p.ndwin_time_min_ms, 1, 86_400_000);
         }
         let g = self.geometry();
         let iu = self.ftl.iu_bytes.value as u64;
