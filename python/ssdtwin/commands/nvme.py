@@ -314,3 +314,6 @@ def nvme_set_feature(
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid)
     typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}")
+
+
+from . import nvme_media  # noqa: E402,F401  (registers its verbs on the nvme app)

@@ -12,10 +12,17 @@
 //! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
 
 mod identify;
+mod logs;
+mod sanitize;
 mod sets;
 mod status;
 
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, RAW_LOG_IDS};
+pub use sanitize::{
+    sanicap, sanitize_times, SanitizeLogJson, SanitizeLogPage, SanitizeRequest, SanitizeState, SanitizeTimes, SANACT_BLOCK_ERASE,
+    SANACT_CRYPTO_ERASE, SANACT_EXIT_FAILURE, SANACT_OVERWRITE,
+};
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, MapError, Status};
 
@@ -128,6 +135,12 @@ pub struct ControllerView {
     /// The Endurance Group Information log (09h) of each group, by ENDGID (as a string).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub endurance_logs: BTreeMap<String, EnduranceGroupLog>,
+    /// The Error Information log (01h), newest entry first.
+    #[serde(default)]
+    pub error_log: Vec<ErrorLogEntry>,
+    /// The Sanitize Status log (81h) at the time of the view.
+    #[serde(default)]
+    pub sanitize_log: SanitizeLogPage,
 }
 
 impl ControllerView {
@@ -239,6 +252,15 @@ pub struct ControllerState {
     /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set_commands: Vec<SetCommands>,
+    /// The most recent sanitize and the wear of all of them.
+    #[serde(default, skip_serializing_if = "SanitizeState::is_never")]
+    pub sanitize: SanitizeState,
+    /// Media encryption key generation by NSID (absent: the factory key, generation 0).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub media_keys: BTreeMap<u32, u32>,
+    /// The Error Information log, newest first (at most [`ERROR_LOG_ENTRIES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_log: Vec<ErrorLogEntry>,
 }
 
 /// The NVMe queue priority classes (QPRIO), by value.
@@ -383,6 +405,9 @@ impl Controller {
             qos: BTreeMap::new(),
             sq_priority: BTreeMap::new(),
             set_commands: Vec::new(),
+            sanitize: SanitizeState::default(),
+            media_keys: BTreeMap::new(),
+            error_log: Vec::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None };
         if c.has_nvm_sets() {
@@ -747,6 +772,7 @@ impl Controller {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
             self.st.namespaces.remove(&id);
+            self.change_media_key(id); // its key is destroyed with it
             self.st.qos.remove(&id);
             self.st.sq_priority.remove(&id);
         }
@@ -810,6 +836,7 @@ impl Controller {
     /// (the twin stores no ciphertext, so a crypto erase is a purge: mappings dropped).
     pub fn format(&mut self, nsid: NsId, lbaf: u8, ses: u8) -> Result<(), Error> {
         let nsid = nsid.0;
+        self.check_not_sanitizing()?;
         if ses > 2 {
             return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
         }
@@ -838,6 +865,9 @@ impl Controller {
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
+            if ses == 2 {
+                self.change_media_key(id); // only this namespace's key changes
+            }
             let ns = self.st.namespaces.get_mut(&id).expect("exists");
             let bytes = ns.bytes();
             ns.flbas = lbaf;
@@ -1033,6 +1063,7 @@ impl Controller {
     }
 
     fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?;
         if ns.write_protect != WP_NONE {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
@@ -1046,6 +1077,31 @@ impl Controller {
             return fail(Status::LbaOutOfRange, format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze));
         }
         Ok(())
+    }
+
+    /// A Read of `[slba, slba+nlb)` on `nsid` would be accepted (no sanitize running,
+    /// attached, in range).
+    #[inline]
+    fn check_read(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
+        let ns = self.attached_u32(nsid)?;
+        Self::check_range(ns, slba, nlb)?;
+        Ok(ns)
+    }
+
+    /// Record an I/O command that completed with an error status in the Error Information
+    /// log (and SMART's error count), and hand the error back.
+    #[cold]
+    fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
+        if let Some(status) = e.status() {
+            let smart = &mut self.st.smart;
+            smart.error_log_entries += 1;
+            let n = smart.error_log_entries;
+            let cmdid = (smart.host_read_commands + smart.host_write_commands) as u16;
+            self.st.error_log.insert(0, logs::entry(n, status, opcode, nsid, slba, cmdid));
+            self.st.error_log.truncate(ERROR_LOG_ENTRIES);
+        }
+        e
     }
 
     /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
@@ -1093,7 +1149,10 @@ impl Controller {
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let nsid = nsid.0;
-        let ns = self.check_write_u32(nsid, slba, nlb)?;
+        let ns = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_WRITE, nsid, slba)),
+        };
         let bytes = nlb * ns.lba_bytes as u64;
         if ns.dram {
             self.st.smart.dram_write_bytes += bytes;
@@ -1115,8 +1174,10 @@ impl Controller {
     /// Read command.
     pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
         let nsid = nsid.0;
-        let ns = self.attached_u32(nsid)?;
-        Self::check_range(ns, slba, nlb)?;
+        let ns = match self.check_read(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba)),
+        };
         let bytes = nlb * ns.lba_bytes as u64;
         if ns.dram {
             self.st.smart.dram_read_bytes += bytes;
@@ -1145,7 +1206,11 @@ impl Controller {
     /// Returns the number of IUs deallocated.
     pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         let nsid = nsid.0;
-        if self.check_write_u32(nsid, slba, nlb)?.dram {
+        let dram = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns.dram,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_DSM, nsid, slba)),
+        };
+        if dram {
             return Ok(0); // nothing on NAND to deallocate
         }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
@@ -1183,6 +1248,7 @@ impl Controller {
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<PreconditionReport, Error> {
         let nsid = nsid.0;
+        self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?.clone();
         if ns.dram {
             return fail(Status::InvalidField, format!("namespace {nsid} is a DRAM namespace: there is no NAND state to precondition"));
@@ -1319,6 +1385,8 @@ impl Controller {
             endurance_logs: (1..=self.endurance_groups() as u16)
                 .filter_map(|g| Some((g.to_string(), self.endurance_log(g).ok()?)))
                 .collect(),
+            error_log: self.st.error_log.clone(),
+            sanitize_log: self.sanitize_log(),
         }
     }
 
@@ -1370,7 +1438,8 @@ impl Controller {
         let s = &self.st.smart;
         let sbs = self.ftl_state().superblocks();
         let total_erases: u64 = sbs.iter().map(|b| b.erase_count as u64).sum();
-        let avg = total_erases as f64 / sbs.len() as f64;
+        // Sanitize erases every block alike (kept outside the FTL: sanitize.rs).
+        let avg = total_erases as f64 / sbs.len() as f64 + self.st.sanitize.erases_per_block as f64;
         let pe = self.spec.nand.pe_cycles.value as f64;
         let pct = ((avg / pe) * 100.0).floor().min(255.0) as u8;
         SmartLog {
@@ -1401,9 +1470,10 @@ impl Controller {
         let iu = self.cfg.iu_bytes as u64;
         let nand_write_host = c.host_programmed_ius * iu;
         let nand_write_gc = c.gc_programmed_ius * iu;
-        let nand_write = nand_write_host + nand_write_gc;
+        let sanitized = &self.st.sanitize;
+        let nand_write = nand_write_host + nand_write_gc + sanitized.nand_write_bytes;
         let sbs = st.superblocks();
-        let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count).collect();
+        let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count + sanitized.erases_per_block).collect();
         let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
         // DRAM-namespace traffic is host traffic that never reaches NAND.
         let smart = &self.st.smart;
@@ -1421,13 +1491,14 @@ impl Controller {
             nand_read_bytes: c.nand_read_host_bytes + c.nand_read_rmw_bytes + c.nand_read_gc_bytes,
             nand_read_rmw_bytes: c.nand_read_rmw_bytes,
             nand_read_gc_bytes: c.nand_read_gc_bytes,
-            waf: if host_write > 0 { nand_write as f64 / host_write as f64 } else { 0.0 },
+            // Write amplification of host data: sanitize overwrites are no host data's copies.
+            waf: if host_write > 0 { (nand_write_host + nand_write_gc) as f64 / host_write as f64 } else { 0.0 },
             rmw_ius: c.rmw_ius,
             buffer_merges: c.buffer_merges,
             trimmed_ius: c.host_trim_ius,
             gc_victims: c.gc_victims,
             foreground_gc_victims: c.foreground_gc_victims,
-            superblock_erases: c.erases,
+            superblock_erases: c.erases + sbs.len() as u64 * sanitized.erases_per_block as u64,
             erase_count_min: ec.iter().copied().min().unwrap_or(0),
             erase_count_max: ec.iter().copied().max().unwrap_or(0),
             erase_count_avg: ec.iter().map(|&e| e as f64).sum::<f64>() / ec.len().max(1) as f64,
@@ -1445,6 +1516,7 @@ impl Controller {
             dram_write_bytes: smart.dram_write_bytes,
             dram_read_bytes: smart.dram_read_bytes,
             dram_flush_bytes: smart.dram_flush_bytes,
+            nand_write_sanitize_bytes: sanitized.nand_write_bytes,
         }
     }
 }
@@ -1525,6 +1597,14 @@ pub struct VendorLog {
     /// NAND writes: not in `nand_write_bytes` nor the WAF).
     #[serde(default)]
     pub dram_flush_bytes: u64,
+    /// NAND bytes programmed by sanitize overwrite passes (in `nand_write_bytes`, not in
+    /// the WAF; shown once there are any).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub nand_write_sanitize_bytes: u64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A persisted state that does not hold together (what was wrong, in words).
@@ -1575,6 +1655,15 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     }
     if let Some(id) = st.qos.keys().find(|id| !st.namespaces.contains_key(id)) {
         return Err(format!("QoS caps recorded for namespace {id}, which does not exist"));
+    }
+    if let Some(id) = st.media_keys.keys().find(|&&id| id == 0 || id > nn) {
+        return Err(format!("a media key recorded for namespace {id}, outside 1..={nn}"));
+    }
+    if st.error_log.len() > ERROR_LOG_ENTRIES || st.sanitize.start_ns > st.sanitize.end_ns {
+        return Err(format!(
+            "error log of {} entries (at most {ERROR_LOG_ENTRIES}) or a sanitize ending before it starts",
+            st.error_log.len()
+        ));
     }
     if dram > dram_budget {
         return Err(format!("DRAM namespaces hold {dram} bytes of a {dram_budget}-byte DRAM budget"));

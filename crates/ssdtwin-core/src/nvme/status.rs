@@ -24,6 +24,8 @@ pub enum Status {
     NsNotAttached,
     ThinProvisioningNotSupported,
     ControllerListInvalid,
+    SanitizeFailed,
+    SanitizeInProgress,
 }
 
 impl Status {
@@ -47,6 +49,8 @@ impl Status {
             NsNotAttached => (1, 0x1A),
             ThinProvisioningNotSupported => (1, 0x1B),
             ControllerListInvalid => (1, 0x1C),
+            SanitizeFailed => (0, 0x1C),
+            SanitizeInProgress => (0, 0x1D),
         }
     }
 
@@ -77,6 +81,8 @@ impl Status {
             NsNotAttached => "NS_NOT_ATTACHED",
             ThinProvisioningNotSupported => "THIN_PROVISIONING_NOT_SUPPORTED",
             ControllerListInvalid => "CTRL_LIST_INVALID",
+            SanitizeFailed => "SANITIZE_FAILED",
+            SanitizeInProgress => "SANITIZE_IN_PROGRESS",
         }
     }
 
@@ -102,6 +108,8 @@ impl Status {
             }
             ThinProvisioningNotSupported => "Thin provisioning is not supported by the controller",
             ControllerListInvalid => "The controller list provided contains invalid controller ids",
+            SanitizeFailed => "The most recent sanitize operation failed and no recovery action has been successfully completed",
+            SanitizeInProgress => "The requested function is prohibited while a sanitize operation is in progress",
         }
     }
 }
