@@ -214,7 +214,7 @@ def test_crypto_erase_over_nbd(two_ns: Path, tmp_path: Path) -> None:
     assert not (two_ns / "data" / "ns2.img").exists(), "the served data of ns 2 went with its key"
     with served(two_ns) as s:
         for n in payload:
-            run_tool("nbdcopy", s.uri(f"ns{n}"), tmp_path / f"out{n}.raw")
+            run_tool("nbdcopy", "--no-extents", s.uri(f"ns{n}"), tmp_path / f"out{n}.raw")
         s.stop()
     got1 = (tmp_path / "out1.raw").read_bytes()
     got2 = (tmp_path / "out2.raw").read_bytes()
@@ -225,3 +225,32 @@ def test_crypto_erase_over_nbd(two_ns: Path, tmp_path: Path) -> None:
 def run_tool(*argv: object) -> None:
     p = subprocess.run([os.fspath(a) if isinstance(a, Path) else str(a) for a in argv], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"{argv} exited {p.returncode}: {p.stderr}"
+
+
+def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: Path) -> None:
+    """A served drive refuses I/O while its sanitize runs (on the server's wall clock), and
+    once it has ended every namespace reads zeroes."""
+    from test_serve import need, served
+
+    need("nbdcopy")
+    data = tmp_path / "in.raw"
+    data.write_bytes(os.urandom(4 << 20))
+    with served(two_ns) as s:
+        run_tool("nbdcopy", "--flush", data, s.uri("ns1"))
+        s.stop()
+    # 15 overwrite passes: about a minute at this scale, far longer than the reads below.
+    run_cli("nvme", "sanitize", two_ns, "-a", "3", "--owpass", "15")
+    with served(two_ns) as s:
+        p = subprocess.run(
+            ["nbdcopy", "--no-extents", s.uri("ns1"), str(tmp_path / "busy.raw")], capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode != 0, "a read during the sanitize must fail"
+        assert "Input/output error" in p.stderr, p.stderr
+        s.stop()
+    assert sanitize_log(two_ns)["sstat"]["status"] == "(2) Sanitize in Progress."
+    run_cli("nvme", "sanitize-log", two_ns, "--wait")
+    with served(two_ns) as s:
+        run_tool("nbdcopy", "--no-extents", s.uri("ns1"), tmp_path / "out.raw")
+        s.stop()
+    got = (tmp_path / "out.raw").read_bytes()
+    assert len(got) == 64 << 20 and got.count(0) == len(got)
