@@ -229,6 +229,22 @@ class Nvme:
     def vendor_log(self) -> dict[str, Any]:
         return self._core.vendor_log()
 
+    def sanitize(
+        self, sanact: int, ause: bool = False, owpass: int = 0, oipbp: bool = False, no_dealloc: bool = False, ovrpat: int = 0
+    ) -> None:
+        """The Sanitize command (2 block erase, 3 overwrite, 4 crypto erase; 1 exit failure
+        mode). Every mapping and every namespace's served data goes at once; the operation
+        then runs on the drive's clock, refusing I/O until it ends (docs/cli.md)."""
+        self._core.sanitize(sanact, ause, owpass, oipbp, no_dealloc, ovrpat)
+
+    def wait_sanitize(self) -> int:
+        """Run the drive (idle) until the sanitize in progress ends; nanoseconds waited."""
+        return self._core.wait_sanitize()
+
+    def sanitize_times(self, ps: int = 0) -> Optional[dict[str, int]]:
+        """Sanitize durations (ns) of this drive in power state ``ps``; None without timing."""
+        return self._core.sanitize_times(ps)
+
 
 class Drive:
     """A drive image (or an in-memory drive).

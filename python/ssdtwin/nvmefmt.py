@@ -241,3 +241,71 @@ def nvme_list(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]
             f"{ns['nsid']:<9} {usage:<26} {fmt:<16} {ctrl['fr']:<8}"
         )
     return "\n".join(lines)
+
+
+def hex_lines(data: bytes, width: int = 16) -> list[str]:
+    """The bytes as lines of ``width`` hex pairs (``get-log -o json``)."""
+    return [" ".join(f"{b:02x}" for b in data[i : i + width]) for i in range(0, len(data), width)]
+
+
+def hexdump(data: bytes, width: int = 16) -> str:
+    """nvme-cli's hex dump: an offset, 16 bytes and their printable characters per line."""
+    out = ["     " + "".join(f"{i:3x}" for i in range(width))]
+    for i in range(0, len(data), width):
+        chunk = data[i : i + width]
+        text = "".join(chr(b) if 0x21 <= b <= 0x7E else "." for b in chunk)
+        hexes = "".join(f" {b:02x}" for b in chunk)
+        out.append(f'{i:04x}:{hexes:<{3 * width}} "{text}"')
+    return "\n".join(out)
+
+
+def error_log(rows: list[dict[str, Any]], dev: str) -> str:
+    """``nvme error-log``: one block per entry."""
+    out = [f"Error Log Entries for device:{dev} entries:{len(rows)}", "................."]
+    for i, e in enumerate(rows):
+        out += [
+            f" Entry[{i:2}]   ",
+            ".................",
+            f"error_count     : {e['error_count']}",
+            f"sqid            : {e['sqid']}",
+            f"cmdid           : {e['cmdid']:#x}",
+            f"status_field    : {e['status_field']:#x}",
+            f"phase_tag       : {e['phase_tag']:#x}",
+            f"parm_err_loc    : {e['parm_error_location']:#x}",
+            f"lba             : {e['lba']:#x}",
+            f"nsid            : {e['nsid']:#x}",
+            f"vs              : {e['vs']}",
+            f"trtype          : {e['trtype']}",
+            f"csi             : {e['csi']}",
+            f"opcode          : {e['opcode']:#x}",
+            f"cs              : {e['cs']:#x}",
+            f"trtype_spec_info: {e['trtype_spec_info']:#x}",
+            f"log_page_version: {e['log_page_version']}",
+            ".................",
+        ]
+    return "\n".join(out)
+
+
+def _estimate(s: int) -> str:
+    return f"{s} (No time period reported)" if s == 0xFFFFFFFF else str(s)
+
+
+def sanitize_log(d: dict[str, Any], human: bool) -> str:
+    """``nvme sanitize-log``: progress, status and the estimated times in seconds."""
+    st = d["sstat"]
+    rows = [
+        ("Sanitize Progress                      (SPROG)", d["sprog"]),
+        (
+            "Sanitize Status                        (SSTAT)",
+            st["status"] if human else f"global_erased:{st['global_erased']} passes:{st['no_cmplted_passes']} {st['status']}",
+        ),
+        ("Sanitize Command Dword 10 Information (SCDW10)", f"{d['cdw10_info']:#x}"),
+        ("Estimated Time For Overwrite                   ", _estimate(d["time_over_write"])),
+        ("Estimated Time For Block Erase                 ", _estimate(d["time_block_erase"])),
+        ("Estimated Time For Crypto Erase                ", _estimate(d["time_crypto_erase"])),
+        ("Estimated Time For Overwrite (No-Deallocate)   ", _estimate(d["time_over_write_no_dealloc"])),
+        ("Estimated Time For Block Erase (No-Deallocate) ", _estimate(d["time_block_erase_no_dealloc"])),
+        ("Estimated Time For Crypto Erase (No-Deallocate)", _estimate(d["time_crypto_erase_no_dealloc"])),
+        ("Sanitize State Information               (SSI)", d["sanitize_state_information"]["sanitize_state"]),
+    ]
+    return "\n".join(f"{k}:  {v}" for k, v in rows)

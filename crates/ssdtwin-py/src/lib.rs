@@ -451,6 +451,34 @@ impl Drive {
         })
     }
 
+    /// The Sanitize command (nvme-cli's fields). On success every namespace's served data
+    /// (DIR/data/nsN.img) goes with its mappings.
+    #[pyo3(signature = (sanact, ause=false, owpass=0, oipbp=false, no_dealloc=false, ovrpat=0))]
+    #[allow(clippy::too_many_arguments)] // the Sanitize command's fields, as nvme-cli takes them
+    fn sanitize(&self, py: Python<'_>, sanact: u8, ause: bool, owpass: u8, oipbp: bool, no_dealloc: bool, ovrpat: u32) -> PyResult<()> {
+        let req = nvme::SanitizeRequest { sanact, ause, owpass, oipbp, no_dealloc, ovrpat };
+        self.with(py, |b| {
+            b.ctrl().sanitize(req)?;
+            if sanact != nvme::SANACT_EXIT_FAILURE {
+                let ids: Vec<u32> = b.ctrl().namespaces().map(|n| n.nsid).collect();
+                for id in ids {
+                    b.drop_data(id)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Let the drive run until the sanitize in progress ends; returns the nanoseconds waited.
+    fn wait_sanitize(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |b| Ok(b.ctrl().wait_sanitize()))
+    }
+
+    /// Sanitize durations in ns of this drive in power state `ps` (None without timing).
+    fn sanitize_times(&self, py: Python<'_>, ps: u8) -> PyResult<Py<PyAny>> {
+        self.query(py, |c| Ok(nvme::sanitize_times(c.spec(), ps)))
+    }
+
     /// `cdw11`: the NVM Set of features 13h and 14h.
     #[pyo3(signature = (fid, nsid=0, cdw11=0))]
     fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32, cdw11: u32) -> PyResult<u32> {
@@ -726,6 +754,23 @@ impl DriveView {
     fn endurance_log(&self, py: Python<'_>, endgid: u16) -> PyResult<Py<PyAny>> {
         let l = self.view.endurance_log(endgid).map_err(Failure::from)?;
         to_py(py, l)
+    }
+
+    /// Log page 01h: the Error Information entries, newest first (nvme-cli's field names).
+    fn error_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(py, &self.view.error_log)
+    }
+
+    /// Log page 81h with nvme-cli's JSON field names.
+    fn sanitize_log(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_py(py, &self.view.sanitize_log.nvme_cli())
+    }
+
+    /// Get Log Page `lid`: its first `length` bytes (NvmeError INVALID_LOG_PAGE for a page
+    /// the twin does not keep).
+    fn log_page<'py>(&self, py: Python<'py>, lid: u8, length: u32) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let b = self.view.log_page(lid, length).map_err(Failure::from)?;
+        Ok(pyo3::types::PyBytes::new(py, &b))
     }
 }
 

@@ -323,3 +323,5 @@ def nvme_set_feature(
 
 # NVMe 1.4 verbs (predictable latency, ANA, LBA status) live in nvme14.py.
 nvme14.register(nvme)
+
+from . import nvme_media  # noqa: E402,F401  (registers its verbs on the nvme app)

@@ -42,6 +42,9 @@ pub struct IdCtrl {
     pub awupf: u16,
     pub nwpc: u8,
     pub mnan: u32,
+    /// Sanitize capabilities: bit 0 crypto erase, 1 block erase, 2 overwrite, 29 NDI.
+    #[serde(default)]
+    pub sanicap: u32,
     /// Highest NVM Set and Endurance Group identifiers (0: none).
     #[serde(default)]
     pub nsetidmax: u16,
@@ -146,6 +149,10 @@ pub struct IdNs {
     /// Vendor-specific: 1 for a DRAM namespace (shown only then).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub vs_dram: u8,
+    /// Vendor-specific: the identifier of the namespace's media encryption key (a crypto
+    /// erase, `format --ses 2` or a sanitize, changes it; the twin keeps no key material).
+    #[serde(default)]
+    pub vs_mek_id: String,
 }
 
 pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
@@ -196,6 +203,7 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         // Namespace write protect, until power cycle, permanent.
         nwpc: 0x07,
         mnan: 0,
+        sanicap: super::sanicap(spec),
         nsetidmax: c.endurance_groups() as u16,
         endgidmax: c.endurance_groups() as u16,
         anatt: spec.ana.as_ref().map_or(0, |a| a.anatt_s.value),
@@ -288,5 +296,6 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         eui64: format!("{:016x}", crate::util::splitmix(c.state().seed ^ ((ns.nsid as u64) << 32))),
         lbafs,
         vs_dram: ns.dram as u8,
+        vs_mek_id: format!("{:016x}", c.media_key_id(ns.nsid)),
     }
 }

@@ -14,14 +14,21 @@
 mod ana;
 mod identify;
 mod lbastatus;
+mod logs;
 mod plm;
+mod sanitize;
 mod sets;
 mod status;
 
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
+pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
+pub use sanitize::{
+    sanicap, sanitize_times, SanitizeLogJson, SanitizeLogPage, SanitizeRequest, SanitizeState, SanitizeTimes, SANACT_BLOCK_ERASE,
+    SANACT_CRYPTO_ERASE, SANACT_EXIT_FAILURE, SANACT_OVERWRITE,
+};
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, MapError, Status};
 
@@ -134,6 +141,12 @@ pub struct ControllerView {
     /// The Endurance Group Information log (09h) of each group, by ENDGID (as a string).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub endurance_logs: BTreeMap<String, EnduranceGroupLog>,
+    /// The Error Information log (01h), newest entry first.
+    #[serde(default)]
+    pub error_log: Vec<ErrorLogEntry>,
+    /// The Sanitize Status log (81h) at the time of the view.
+    #[serde(default)]
+    pub sanitize_log: SanitizeLogPage,
 }
 
 impl ControllerView {
@@ -257,6 +270,15 @@ pub struct ControllerState {
     /// LBA ranges (start, blocks) injected as unrecoverable, by NSID (nvme/lbastatus.rs).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unrecoverable: BTreeMap<u32, Vec<(u64, u64)>>,
+    /// The most recent sanitize and the wear of all of them.
+    #[serde(default, skip_serializing_if = "SanitizeState::is_never")]
+    pub sanitize: SanitizeState,
+    /// Media encryption key generation by NSID (absent: the factory key, generation 0).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub media_keys: BTreeMap<u32, u32>,
+    /// The Error Information log, newest first (at most [`ERROR_LOG_ENTRIES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_log: Vec<ErrorLogEntry>,
 }
 
 fn is_zero_u64(v: &u64) -> bool {
@@ -412,6 +434,9 @@ impl Controller {
             ana: BTreeMap::new(),
             ana_chgcnt: 0,
             unrecoverable: BTreeMap::new(),
+            sanitize: SanitizeState::default(),
+            media_keys: BTreeMap::new(),
+            error_log: Vec::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0 };
         if c.has_nvm_sets() {
@@ -783,6 +808,7 @@ impl Controller {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
             self.st.namespaces.remove(&id);
+            self.change_media_key(id); // its key is destroyed with it
             self.st.qos.remove(&id);
             self.st.sq_priority.remove(&id);
             self.st.ana.remove(&id);
@@ -848,6 +874,7 @@ impl Controller {
     /// (the twin stores no ciphertext, so a crypto erase is a purge: mappings dropped).
     pub fn format(&mut self, nsid: NsId, lbaf: u8, ses: u8) -> Result<(), Error> {
         let nsid = nsid.0;
+        self.check_not_sanitizing()?;
         if ses > 2 {
             return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
         }
@@ -877,6 +904,9 @@ impl Controller {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
             self.st.unrecoverable.remove(&id);
+            if ses == 2 {
+                self.change_media_key(id); // only this namespace's key changes
+            }
             let ns = self.st.namespaces.get_mut(&id).expect("exists");
             let bytes = ns.bytes();
             ns.flbas = lbaf;
@@ -1072,6 +1102,7 @@ impl Controller {
     }
 
     fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?;
         if ns.write_protect != WP_NONE {
             return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
@@ -1085,6 +1116,31 @@ impl Controller {
             return fail(Status::LbaOutOfRange, format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze));
         }
         Ok(())
+    }
+
+    /// A Read of `[slba, slba+nlb)` on `nsid` would be accepted (no sanitize running,
+    /// attached, in range).
+    #[inline]
+    fn check_read(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
+        let ns = self.attached_u32(nsid)?;
+        Self::check_range(ns, slba, nlb)?;
+        Ok(ns)
+    }
+
+    /// Record an I/O command that completed with an error status in the Error Information
+    /// log (and SMART's error count), and hand the error back.
+    #[cold]
+    fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
+        if let Some(status) = e.status() {
+            let smart = &mut self.st.smart;
+            smart.error_log_entries += 1;
+            let n = smart.error_log_entries;
+            let cmdid = (smart.host_read_commands + smart.host_write_commands) as u16;
+            self.st.error_log.insert(0, logs::entry(n, status, opcode, nsid, slba, cmdid));
+            self.st.error_log.truncate(ERROR_LOG_ENTRIES);
+        }
+        e
     }
 
     /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
@@ -1132,8 +1188,13 @@ impl Controller {
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let nsid = nsid.0;
-        self.check_ana_io(nsid)?;
-        let ns = self.check_write_u32(nsid, slba, nlb)?;
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_WRITE, nsid, slba));
+        }
+        let ns = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_WRITE, nsid, slba)),
+        };
         let bytes = nlb * ns.lba_bytes as u64;
         if ns.dram {
             self.st.smart.dram_write_bytes += bytes;
@@ -1159,9 +1220,13 @@ impl Controller {
     /// Read command.
     pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
         let nsid = nsid.0;
-        self.check_ana_io(nsid)?;
-        let ns = self.attached_u32(nsid)?;
-        Self::check_range(ns, slba, nlb)?;
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba));
+        }
+        let ns = match self.check_read(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba)),
+        };
         let bytes = nlb * ns.lba_bytes as u64;
         if ns.dram {
             self.st.smart.dram_read_bytes += bytes;
@@ -1170,7 +1235,9 @@ impl Controller {
             return Ok(ReadSummary::default());
         }
         let set = ns.nvm_set as usize;
-        self.check_media(nsid, slba, nlb)?;
+        if let Err(e) = self.check_media(nsid, slba, nlb) {
+            return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba));
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
@@ -1191,8 +1258,14 @@ impl Controller {
     /// Returns the number of IUs deallocated.
     pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         let nsid = nsid.0;
-        self.check_ana_io(nsid)?;
-        if self.check_write_u32(nsid, slba, nlb)?.dram {
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_DSM, nsid, slba));
+        }
+        let dram = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns.dram,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_DSM, nsid, slba)),
+        };
+        if dram {
             return Ok(0); // nothing on NAND to deallocate
         }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
@@ -1231,6 +1304,7 @@ impl Controller {
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<PreconditionReport, Error> {
         let nsid = nsid.0;
+        self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?.clone();
         if ns.dram {
             return fail(Status::InvalidField, format!("namespace {nsid} is a DRAM namespace: there is no NAND state to precondition"));
@@ -1367,6 +1441,8 @@ impl Controller {
             endurance_logs: (1..=self.endurance_groups() as u16)
                 .filter_map(|g| Some((g.to_string(), self.endurance_log(g).ok()?)))
                 .collect(),
+            error_log: self.st.error_log.clone(),
+            sanitize_log: self.sanitize_log(),
         }
     }
 
@@ -1418,7 +1494,8 @@ impl Controller {
         let s = &self.st.smart;
         let sbs = self.ftl_state().superblocks();
         let total_erases: u64 = sbs.iter().map(|b| b.erase_count as u64).sum();
-        let avg = total_erases as f64 / sbs.len() as f64;
+        // Sanitize erases every block alike (kept outside the FTL: sanitize.rs).
+        let avg = total_erases as f64 / sbs.len() as f64 + self.st.sanitize.erases_per_block as f64;
         let pe = self.spec.nand.pe_cycles.value as f64;
         let pct = ((avg / pe) * 100.0).floor().min(255.0) as u8;
         SmartLog {
@@ -1449,9 +1526,10 @@ impl Controller {
         let iu = self.cfg.iu_bytes as u64;
         let nand_write_host = c.host_programmed_ius * iu;
         let nand_write_gc = c.gc_programmed_ius * iu;
-        let nand_write = nand_write_host + nand_write_gc;
+        let sanitized = &self.st.sanitize;
+        let nand_write = nand_write_host + nand_write_gc + sanitized.nand_write_bytes;
         let sbs = st.superblocks();
-        let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count).collect();
+        let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count + sanitized.erases_per_block).collect();
         let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
         // DRAM-namespace traffic is host traffic that never reaches NAND.
         let smart = &self.st.smart;
@@ -1469,13 +1547,14 @@ impl Controller {
             nand_read_bytes: c.nand_read_host_bytes + c.nand_read_rmw_bytes + c.nand_read_gc_bytes,
             nand_read_rmw_bytes: c.nand_read_rmw_bytes,
             nand_read_gc_bytes: c.nand_read_gc_bytes,
-            waf: if host_write > 0 { nand_write as f64 / host_write as f64 } else { 0.0 },
+            // Write amplification of host data: sanitize overwrites are no host data's copies.
+            waf: if host_write > 0 { (nand_write_host + nand_write_gc) as f64 / host_write as f64 } else { 0.0 },
             rmw_ius: c.rmw_ius,
             buffer_merges: c.buffer_merges,
             trimmed_ius: c.host_trim_ius,
             gc_victims: c.gc_victims,
             foreground_gc_victims: c.foreground_gc_victims,
-            superblock_erases: c.erases,
+            superblock_erases: c.erases + sbs.len() as u64 * sanitized.erases_per_block as u64,
             erase_count_min: ec.iter().copied().min().unwrap_or(0),
             erase_count_max: ec.iter().copied().max().unwrap_or(0),
             erase_count_avg: ec.iter().map(|&e| e as f64).sum::<f64>() / ec.len().max(1) as f64,
@@ -1493,6 +1572,7 @@ impl Controller {
             dram_write_bytes: smart.dram_write_bytes,
             dram_read_bytes: smart.dram_read_bytes,
             dram_flush_bytes: smart.dram_flush_bytes,
+            nand_write_sanitize_bytes: sanitized.nand_write_bytes,
         }
     }
 }
@@ -1573,6 +1653,10 @@ pub struct VendorLog {
     /// NAND writes: not in `nand_write_bytes` nor the WAF).
     #[serde(default)]
     pub dram_flush_bytes: u64,
+    /// NAND bytes programmed by sanitize overwrite passes (in `nand_write_bytes`, not in
+    /// the WAF; shown once there are any).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub nand_write_sanitize_bytes: u64,
 }
 
 /// A persisted state that does not hold together (what was wrong, in words).
@@ -1623,6 +1707,15 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     }
     if let Some(id) = st.qos.keys().find(|id| !st.namespaces.contains_key(id)) {
         return Err(format!("QoS caps recorded for namespace {id}, which does not exist"));
+    }
+    if let Some(id) = st.media_keys.keys().find(|&&id| id == 0 || id > nn) {
+        return Err(format!("a media key recorded for namespace {id}, outside 1..={nn}"));
+    }
+    if st.error_log.len() > ERROR_LOG_ENTRIES || st.sanitize.start_ns > st.sanitize.end_ns {
+        return Err(format!(
+            "error log of {} entries (at most {ERROR_LOG_ENTRIES}) or a sanitize ending before it starts",
+            st.error_log.len()
+        ));
     }
     if dram > dram_budget {
         return Err(format!("DRAM namespaces hold {dram} bytes of a {dram_budget}-byte DRAM budget"));

@@ -29,6 +29,8 @@ pub enum Status {
     AnaPersistentLoss,
     AnaInaccessible,
     AnaTransition,
+    SanitizeFailed,
+    SanitizeInProgress,
 }
 
 impl Status {
@@ -57,6 +59,8 @@ impl Status {
             AnaPersistentLoss => (3, 0x01),
             AnaInaccessible => (3, 0x02),
             AnaTransition => (3, 0x03),
+            SanitizeFailed => (0, 0x1C),
+            SanitizeInProgress => (0, 0x1D),
         }
     }
 
@@ -94,6 +98,8 @@ impl Status {
             AnaPersistentLoss => "ANA_PERSISTENT_LOSS",
             AnaInaccessible => "ANA_INACCESSIBLE",
             AnaTransition => "ANA_TRANSITION",
+            SanitizeFailed => "SANITIZE_FAILED",
+            SanitizeInProgress => "SANITIZE_IN_PROGRESS",
         }
     }
 
@@ -124,6 +130,8 @@ impl Status {
             AnaPersistentLoss => "The requested function is not able to be performed in the ANA Persistent Loss state",
             AnaInaccessible => "Asymmetric Access Inaccessible: the namespace is not accessible through this controller",
             AnaTransition => "Asymmetric Access Transition: the ANA state is changing",
+            SanitizeFailed => "The most recent sanitize operation failed and no recovery action has been successfully completed",
+            SanitizeInProgress => "The requested function is prohibited while a sanitize operation is in progress",
         }
     }
 }

@@ -55,6 +55,10 @@ pub struct DriveSpec {
     /// One ANA group per namespace (ANAGRPID = NSID), nvme/ana.rs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ana: Option<AnaSpec>,
+    /// The sanitize actions the controller supports (Identify Controller SANICAP; absent:
+    /// none, the Sanitize command is refused). docs/cli.md, `ssdtwin nvme sanitize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sanitize: Option<SanitizeSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -310,6 +314,18 @@ pub struct AnaSpec {
 
 /// The most NVM Sets an NVM Set List (Identify CNS 04h) describes.
 pub const MAX_NVM_SETS: u32 = 31;
+
+/// Sanitize actions (NVMe SANICAP): each one the drive advertises and performs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SanitizeSpec {
+    /// Crypto erase (SANICAP.CES): the media encryption key changes.
+    pub crypto_erase: Sourced<bool>,
+    /// Block erase (SANICAP.BES): every NAND block erased.
+    pub block_erase: Sourced<bool>,
+    /// Overwrite (SANICAP.OWS): every NAND block programmed with a pattern, per pass.
+    pub overwrite: Sourced<bool>,
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

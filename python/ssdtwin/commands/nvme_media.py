@@ -1,0 +1,202 @@
+"""``ssdtwin nvme`` verbs for lists, logs and sanitize (docs/cli.md): ``list-ns``,
+``list-ctrl``, ``error-log``, ``fw-log``, ``get-log``, ``sanitize``, ``sanitize-log``.
+
+Flags and JSON field names follow nvme-cli 2.x (``nvme help``); a drive image directory
+stands where nvme-cli takes a device. The read-only verbs answer from a served image's live
+state like the other read-only verbs (``common.drive_view``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import nvmefmt
+from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened
+from .nvme import int_arg, nvme
+
+#: The drive's one controller (its Identify Controller CNTLID).
+CONTROLLER_ID = 1
+#: nvme-cli's names for the sanitize actions (``--sanact start-block-erase``).
+SANACT_NAMES = {"exit-failure": 1, "start-block-erase": 2, "start-overwrite": 3, "start-crypto-erase": 4, "exit-media-verification": 5}
+
+
+@nvme.command("list-ns")
+def nvme_list_ns(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32, help="list NSIDs greater than this one"),
+    cntid: int = typer.Option(0, "-c", "--cntid", min=0, max=U16, help="accepted; the drive has one controller"),
+    all_ns: bool = typer.Option(False, "-a", "--all", help="every allocated namespace, attached or not (CNS 10h)"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Identify Active (or, with --all, Allocated) Namespace ID list."""
+    check_fmt(fmt)
+    ids = [r["nsid"] for r in drive_view(path).list_ns() if (all_ns or r["attached"]) and r["nsid"] > nsid]
+    if fmt == "json":
+        emit_json({"nsid_list": [{"nsid": i} for i in ids]})
+    else:
+        typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)) or "No namespaces")
+
+
+@nvme.command("list-ctrl")
+def nvme_list_ctrl(
+    path: Path = ImageDir,
+    cntid: int = typer.Option(0, "-c", "--cntid", min=0, max=U16, help="list controller IDs from this one on"),
+    nsid: Optional[int] = typer.Option(None, "-n", "--namespace-id", min=1, max=U32, help="controllers attached to this namespace"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Identify Controller List: the subsystem's controllers, or those attached to -n."""
+    check_fmt(fmt)
+    view = drive_view(path)
+    ctrls = [CONTROLLER_ID] if cntid <= CONTROLLER_ID else []
+    if nsid is not None:
+        row = next((r for r in view.list_ns() if r["nsid"] == nsid), None)
+        if row is None:
+            view.id_ns(nsid)  # the controller's INVALID_NS
+        ctrls = ctrls if row and row["attached"] else []
+    if fmt == "json":
+        emit_json({"num_ctrl": len(ctrls), "ctrl_list": [{"ctrl_id": c} for c in ctrls]})
+    else:
+        typer.echo(f"num of ctrls present: {len(ctrls)}")
+        for k, c in enumerate(ctrls):
+            typer.echo(f"[{k:4}]:{c:#x}")
+
+
+@nvme.command("error-log")
+def nvme_error_log(
+    path: Path = ImageDir,
+    log_entries: int = typer.Option(64, "-e", "--log-entries", min=1, max=64, help="entries to show (the log keeps 64)"),
+    raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Error Information log (01h): I/O commands the drive failed, newest first."""
+    check_fmt(fmt)
+    view = drive_view(path)
+    if raw:
+        _binary(view.log_page(0x01, 64 * log_entries))
+        return
+    entries = view.error_log()
+    empty = {k: 0 for k in entries[0]} if entries else _empty_error_entry()
+    rows = (entries + [dict(empty) for _ in range(log_entries)])[:log_entries]  # as nvme-cli: every entry asked for
+    if fmt == "json":
+        emit_json({"errors": rows})
+    else:
+        typer.echo(nvmefmt.error_log(rows, str(path)))
+
+
+def _empty_error_entry() -> dict[str, int]:
+    keys = "error_count sqid cmdid status_field phase_tag parm_error_location lba nsid vs trtype csi opcode cs"
+    return {k: 0 for k in [*keys.split(), "trtype_spec_info", "log_page_version"]}
+
+
+@nvme.command("fw-log")
+def nvme_fw_log(
+    path: Path = ImageDir,
+    raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Firmware Slot Information log (03h): slot 1 active with the preset's firmware."""
+    check_fmt(fmt)
+    view = drive_view(path)
+    if raw:
+        _binary(view.log_page(0x03, 512))
+        return
+    fr = view.id_ctrl()["fr"]
+    frs = int.from_bytes(view.log_page(0x03, 16)[8:16], "little")
+    if fmt == "json":
+        emit_json({str(path): {"Active Firmware Slot (afi)": 1, "Firmware Rev Slot 1": f"{frs} ({fr})"}})
+    else:
+        typer.echo(f"Firmware Log for device:{path}\nafi  : 0x1\nfrs1 : {frs:#018x} ({fr})")
+
+
+@nvme.command("get-log")
+def nvme_get_log(
+    path: Path = ImageDir,
+    log_id: str = typer.Option(
+        ..., "-i", "--log-id", help="log page identifier (0x01 error, 0x02 SMART, 0x03 firmware slot, 0x81 sanitize)"
+    ),
+    log_len: str = typer.Option(..., "-l", "--log-len", help="bytes to read"),
+    nsid: int = typer.Option(0xFFFFFFFF, "-n", "--namespace-id", min=0, max=U32, help="accepted; the pages kept are controller-wide"),
+    raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw bytes on stdout"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Get Log Page: the raw bytes, as nvme-cli's hex dump (or -b binary, -o json)."""
+    check_fmt(fmt)
+    lid = int_arg("-i/--log-id", log_id, "a log page identifier", U8)
+    length = int_arg("-l/--log-len", log_len, "a length in bytes", 1 << 20)
+    if length == 0:
+        fail("-l/--log-len 0: give the number of bytes to read (1..1048576)")
+    data = drive_view(path).log_page(lid, length)  # NvmeError INVALID_LOG_PAGE for others
+    if raw:
+        _binary(data)
+    elif fmt == "json":
+        emit_json({"log_id": lid, "namespace_id": nsid, "log_len": length, "data": nvmefmt.hex_lines(data)})
+    else:
+        typer.echo(f"Device:{path} log-id:{lid} namespace-id:{nsid:#x}")
+        typer.echo(nvmefmt.hexdump(data))
+
+
+def _binary(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+def sanact_arg(text: str) -> int:
+    """--sanact: 1..7 or one of nvme-cli's names (unsupported values reach the controller)."""
+    if text in SANACT_NAMES:
+        return SANACT_NAMES[text]
+    return int_arg("-a/--sanact", text, f"a sanitize action (1..7 or {', '.join(SANACT_NAMES)})", 7)
+
+
+@nvme.command("sanitize")
+def nvme_sanitize(
+    path: Path = ImageDir,
+    sanact: str = typer.Option(..., "-a", "--sanact", help="1 exit failure mode, 2 block erase, 3 overwrite, 4 crypto erase"),
+    ovrpat: str = typer.Option("0", "-p", "--ovrpat", help="overwrite pattern (32 bits)"),
+    owpass: int = typer.Option(0, "-n", "--owpass", min=0, max=15, help="overwrite passes (0 = 16)"),
+    oipbp: bool = typer.Option(False, "-i", "--oipbp", help="invert the pattern between passes"),
+    no_dealloc: bool = typer.Option(False, "-d", "--no-dealloc", help="refused: the drive deallocates after sanitize"),
+    ause: bool = typer.Option(False, "-u", "--ause", help="allow unrestricted sanitize exit"),
+    emvs: bool = typer.Option(False, "-e", "--emvs", help="refused: no media verification state"),
+    wait: bool = typer.Option(False, "--wait", help="ssdtwin: let the drive run until the sanitize ends (the clock advances)"),
+) -> None:
+    """Sanitize the whole drive. Every mapping (and served data) goes at once; the drive then
+    refuses I/O until its clock passes the action's duration (docs/cli.md)."""
+    act = sanact_arg(sanact)
+    pattern = int_arg("-p/--ovrpat", ovrpat, "a 32-bit pattern", U32)
+    if emvs:
+        fail("-e/--emvs: this drive has no media verification state (NVMe status INVALID_FIELD)")
+    with opened(path, writable=True) as d:
+        d.nvme.sanitize(act, ause=ause, owpass=owpass, oipbp=oipbp, no_dealloc=no_dealloc, ovrpat=pattern)
+        waited = d.nvme.wait_sanitize() if wait else 0
+        log = d.view().sanitize_log()
+    note = f", waited {waited / 1e9:.3f} s" if wait else ""
+    typer.echo(f"sanitize: Success, sanact:{act} ({log['sstat']['status']}{note})")
+
+
+@nvme.command("sanitize-log")
+def nvme_sanitize_log(
+    path: Path = ImageDir,
+    rae: bool = typer.Option(False, "-r", "--rae", help="accepted (no asynchronous events to retain)"),
+    human: bool = typer.Option(False, "-H", "--human-readable", help="decode the fields"),
+    raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
+    wait: bool = typer.Option(False, "--wait", help="ssdtwin: let the drive run until a sanitize in progress ends first"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Sanitize Status log (81h): progress, status, CDW10 and the estimated times (s)."""
+    check_fmt(fmt)
+    if wait:
+        with opened(path, writable=True) as d:
+            d.nvme.wait_sanitize()
+    view = drive_view(path)
+    if raw:
+        _binary(view.log_page(0x81, 512))
+        return
+    log = view.sanitize_log()
+    if fmt == "json":
+        emit_json({str(path): log})
+    else:
+        typer.echo(nvmefmt.sanitize_log(log, human))

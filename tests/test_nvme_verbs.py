@@ -1,0 +1,256 @@
+"""The everyday nvme-cli verbs (list-ns, list-ctrl, error-log, fw-log, get-log), sanitize
+and per-namespace crypto erase, end to end through the CLI (docs/cli.md).
+
+JSON field names are nvme-cli 2.x's (nvme-print-json.c); the images are CM6 at 1/454 (a
+few superblocks), so each test runs in seconds. Crypto erase over NBD runs the real
+nbdcopy against `ssdtwin serve` and skips when it is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssdtwin import Drive
+from test_bad_input import fails_cleanly
+from twin import CM6, P5316, copy_image, run_cli
+
+NS_BLOCKS_512 = 64 << 11  # 64 MiB of 512 B blocks
+
+ERROR_FIELDS = [
+    "error_count",
+    "sqid",
+    "cmdid",
+    "status_field",
+    "phase_tag",
+    "parm_error_location",
+    "lba",
+    "nsid",
+    "vs",
+    "trtype",
+    "csi",
+    "opcode",
+    "cs",
+    "trtype_spec_info",
+    "log_page_version",
+]
+SANITIZE_FIELDS = [
+    "sprog",
+    "sstat",
+    "cdw10_info",
+    "time_over_write",
+    "time_block_erase",
+    "time_crypto_erase",
+    "time_over_write_no_dealloc",
+    "time_block_erase_no_dealloc",
+    "time_crypto_erase_no_dealloc",
+    "time_post_verification_dealloc",
+    "sanitize_state_information",
+]
+
+
+@pytest.fixture(scope="session")
+def two_ns_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """CM6 at 1/454 with two 64 MiB namespaces: ns1 (512 B LBAs) and ns2 (4 KiB LBAs)."""
+    d = tmp_path_factory.mktemp("verbs-two-ns") / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "detach-ns", d, "-n", "1")
+    run_cli("nvme", "delete-ns", d, "-n", "1")
+    run_cli("nvme", "create-ns", d, "-s", str(NS_BLOCKS_512), "-c", str(NS_BLOCKS_512), "-b", "512")
+    run_cli("nvme", "create-ns", d, "-s", str(NS_BLOCKS_512 // 8), "-c", str(NS_BLOCKS_512 // 8), "-b", "4096")
+    run_cli("nvme", "attach-ns", d, "-n", "1", "-c", "1")
+    run_cli("nvme", "attach-ns", d, "-n", "2", "-c", "1")
+    return d
+
+
+@pytest.fixture
+def two_ns(tmp_path: Path, two_ns_template: Path) -> Path:
+    return copy_image(two_ns_template, tmp_path / "cm6")
+
+
+def sanitize_log(d: Path) -> dict[str, Any]:
+    out = run_cli("nvme", "sanitize-log", d, "-o", "json").json()
+    assert list(out) == [str(d)], "nvme-cli keys the log by device"
+    return out[str(d)]
+
+
+def vendor(d: Path) -> dict[str, Any]:
+    return run_cli("nvme", "vendor-log", d, "-o", "json").json()
+
+
+def test_list_ns_and_list_ctrl(two_ns: Path) -> None:
+    assert run_cli("nvme", "list-ns", two_ns, "-o", "json").json() == {"nsid_list": [{"nsid": 1}, {"nsid": 2}]}
+    assert run_cli("nvme", "list-ns", two_ns).stdout.splitlines() == ["[   0]:0x1", "[   1]:0x2"]
+    run_cli("nvme", "detach-ns", two_ns, "-n", "2")
+    assert run_cli("nvme", "list-ns", two_ns, "-o", "json").json() == {"nsid_list": [{"nsid": 1}]}, "active only"
+    assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json()["nsid_list"] == [{"nsid": 1}, {"nsid": 2}]
+    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "1", "-o", "json").json()["nsid_list"] == [{"nsid": 2}]
+    assert run_cli("nvme", "list-ctrl", two_ns, "-o", "json").json() == {"num_ctrl": 1, "ctrl_list": [{"ctrl_id": 1}]}
+    assert run_cli("nvme", "list-ctrl", two_ns, "-n", "2", "-o", "json").json() == {"num_ctrl": 0, "ctrl_list": []}
+    assert run_cli("nvme", "list-ctrl", two_ns).stdout.splitlines() == ["num of ctrls present: 1", "[   0]:0x1"]
+
+
+def test_fw_log_and_get_log(fresh: Path) -> None:
+    fr = run_cli("nvme", "id-ctrl", fresh, "-o", "json").json()["fr"]
+    fw = run_cli("nvme", "fw-log", fresh, "-o", "json").json()[str(fresh)]
+    assert fw["Active Firmware Slot (afi)"] == 1
+    assert fw["Firmware Rev Slot 1"].endswith(f"({fr})")
+    raw = run_cli("nvme", "fw-log", fresh, "-b").stdout
+    assert raw.startswith("\x01") and fr in raw
+    dump = run_cli("nvme", "get-log", fresh, "--log-id", "0x81", "--log-len", "40").stdout.splitlines()
+    assert dump[0] == f"Device:{fresh} log-id:129 namespace-id:0xffffffff"
+    assert dump[2].startswith("0000: ff ff 00 01 00 00 00 00"), "SPROG FFFFh, SSTAT never sanitized + Global Data Erased"
+    j = run_cli("nvme", "get-log", fresh, "-i", "2", "-l", "512", "-o", "json").json()
+    assert (j["log_id"], j["log_len"], len(j["data"])) == (2, 512, 32)
+
+
+def test_error_log_holds_failed_commands_only(two_ns: Path) -> None:
+    empty = run_cli("nvme", "error-log", two_ns, "-o", "json").json()["errors"]
+    assert len(empty) == 64 and all(e["error_count"] == 0 for e in empty), "nothing failed: every entry empty"
+    assert list(empty[0]) == ERROR_FIELDS
+    d = Drive.open(two_ns)
+    nsze = d.nvme.namespace(2).nsze
+    for slba in (nsze, nsze + 7):
+        with pytest.raises(Exception, match="LBA_RANGE"):
+            d.read(2, slba, 1)
+    d.commit()
+    d.close()
+    log = run_cli("nvme", "error-log", two_ns, "-e", "2", "-o", "json").json()["errors"]
+    assert [(e["error_count"], e["lba"], e["nsid"], e["opcode"], e["status_field"]) for e in log] == [
+        (2, nsze + 7, 2, 0x02, 0x4080),
+        (1, nsze, 2, 0x02, 0x4080),
+    ]
+    assert run_cli("nvme", "smart-log", two_ns, "-o", "json").json()["num_err_log_entries"] == 2
+
+
+def test_sanitize_block_erase_runs_on_the_drive_clock(small: Path) -> None:
+    before = vendor(small)
+    assert before["valid_bytes"] > 0
+    log0 = sanitize_log(small)
+    assert list(log0) == SANITIZE_FIELDS and log0["sstat"]["status"].startswith("(0)")
+    assert run_cli("nvme", "id-ctrl", small, "-o", "json").json()["sanicap"] == 0x2000_0007
+    run_cli("nvme", "sanitize", small, "--sanact", "start-block-erase")
+    log = sanitize_log(small)
+    assert (log["sprog"], log["cdw10_info"], log["sstat"]["status"]) == (0, 2, "(2) Sanitize in Progress.")
+    assert log["sanitize_state_information"]["sanitize_state"] == "(1) Restricted Processing State"
+    after = vendor(small)
+    assert after["valid_bytes"] == 0, "every mapping went when the command was accepted"
+    assert after["superblock_erases"] == before["superblock_erases"] + after["superblocks"]
+    assert after["erase_count_min"] == before["erase_count_min"] + 1
+    assert after["nand_write_bytes"] == before["nand_write_bytes"], "a block erase programs nothing"
+    done = run_cli("nvme", "sanitize-log", small, "--wait", "-o", "json").json()[str(small)]
+    assert (done["sprog"], done["sstat"]["status"], done["sstat"]["global_erased"]) == (
+        0xFFFF,
+        "(1) Most Recent Sanitize Command Completed Successfully.",
+        1,
+    )
+    assert done["time_block_erase"] >= 1 and done["time_crypto_erase"] == 0
+
+
+def test_sanitize_overwrite_counts_its_nand_writes(fresh: Path) -> None:
+    raw = run_cli("nvme", "vendor-log", fresh, "-o", "json").json()["superblocks"]
+    out = run_cli("nvme", "sanitize", fresh, "-a", "3", "--owpass", "2", "--ovrpat", "0xdeadbeef", "--wait").stdout
+    assert out.startswith("sanitize: Success, sanact:3") and "waited" in out
+    v = vendor(fresh)
+    assert v["nand_write_sanitize_bytes"] == v["nand_write_bytes"] == 2 * raw * v["superblock_bytes"]
+    assert v["erase_count_min"] == v["erase_count_max"] == 2
+    log = sanitize_log(fresh)
+    assert (log["cdw10_info"], log["sstat"]["no_cmplted_passes"]) == (0x23, 2)
+
+
+def test_io_and_format_are_refused_while_sanitizing(small: Path, tmp_path: Path) -> None:
+    run_cli("nvme", "sanitize", small, "-a", "2")
+    job = tmp_path / "r.fio"
+    job.write_text("[r]\nrw=randread\nbs=4k\nsize=8m\n")
+    fails_cleanly(small, "fio", str(small), str(job), needles=("SANITIZE_IN_PROGRESS(0x401d)", "s left on the drive's clock"))
+    fails_cleanly(small, "nvme", "format", str(small), "-n", "1", "--ses", "2", needles=("SANITIZE_IN_PROGRESS",))
+    fails_cleanly(small, "nvme", "sanitize", str(small), "-a", "4", needles=("SANITIZE_IN_PROGRESS",))
+    run_cli("nvme", "sanitize-log", small, "--wait")
+    assert "read: IOPS=" in run_cli("fio", small, job).stdout
+
+
+def test_sanitize_unsupported_by_the_preset(tmp_path: Path) -> None:
+    d = tmp_path / "p5316"
+    run_cli("create", d, "--model", P5316, "--scale", "1/256")
+    assert run_cli("nvme", "id-ctrl", d, "-o", "json").json()["sanicap"] == 0
+    fails_cleanly(d, "nvme", "sanitize", str(d), "-a", "2", needles=("INVALID_OPCODE(0x4001)", "does not support Sanitize"))
+    assert sanitize_log(d)["time_block_erase"] == 0xFFFFFFFF
+
+
+def test_crypto_erase_of_one_namespace_keeps_the_others(two_ns: Path) -> None:
+    keys = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
+    d = Drive.open(two_ns)
+    d.write(1, 0, 2048)
+    d.write(2, 0, 256)
+    d.commit()
+    d.close()
+    nand = vendor(two_ns)["nand_write_bytes"]
+    run_cli("nvme", "format", two_ns, "-n", "2", "--ses", "2")
+    rows = {r["nsid"]: r for r in run_cli("nvme", "list", two_ns, "-o", "json").json()["Devices"][0]["Namespaces"]}
+    assert (rows[1]["nuse"], rows[2]["nuse"]) == (2048, 0)
+    new = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
+    assert new[1] == keys[1] and new[2] != keys[2]
+    assert vendor(two_ns)["nand_write_bytes"] == nand, "no NAND operation: a key change"
+
+
+def test_crypto_erase_over_nbd(two_ns: Path, tmp_path: Path) -> None:
+    """Serve, write both namespaces with nbdcopy, stop, crypto-erase ns 2, serve again,
+    read both back with nbdcopy: ns 2 reads zeroes, ns 1 its data."""
+    from test_serve import need, served
+
+    need("nbdcopy")
+    payload = {1: os.urandom(4 << 20), 2: os.urandom(4 << 20)}
+    for n, data in payload.items():
+        (tmp_path / f"in{n}.raw").write_bytes(data)
+    with served(two_ns) as s:
+        for n in payload:
+            run_tool("nbdcopy", "--flush", tmp_path / f"in{n}.raw", s.uri(f"ns{n}"))
+        s.stop()
+    run_cli("nvme", "format", two_ns, "-n", "2", "--ses", "2")
+    assert not (two_ns / "data" / "ns2.img").exists(), "the served data of ns 2 went with its key"
+    with served(two_ns) as s:
+        for n in payload:
+            run_tool("nbdcopy", "--no-extents", s.uri(f"ns{n}"), tmp_path / f"out{n}.raw")
+        s.stop()
+    got1 = (tmp_path / "out1.raw").read_bytes()
+    got2 = (tmp_path / "out2.raw").read_bytes()
+    assert got1[: 4 << 20] == payload[1]
+    assert len(got2) == 64 << 20 and got2.count(0) == len(got2), "ns 2 reads zeroes"
+
+
+def run_tool(*argv: object) -> None:
+    p = subprocess.run([os.fspath(a) if isinstance(a, Path) else str(a) for a in argv], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"{argv} exited {p.returncode}: {p.stderr}"
+
+
+def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: Path) -> None:
+    """A served drive refuses I/O while its sanitize runs (on the server's wall clock), and
+    once it has ended every namespace reads zeroes."""
+    from test_serve import need, served
+
+    need("nbdcopy")
+    data = tmp_path / "in.raw"
+    data.write_bytes(os.urandom(4 << 20))
+    with served(two_ns) as s:
+        run_tool("nbdcopy", "--flush", data, s.uri("ns1"))
+        s.stop()
+    # 15 overwrite passes: about a minute at this scale, far longer than the reads below.
+    run_cli("nvme", "sanitize", two_ns, "-a", "3", "--owpass", "15")
+    with served(two_ns) as s:
+        p = subprocess.run(
+            ["nbdcopy", "--no-extents", s.uri("ns1"), str(tmp_path / "busy.raw")], capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode != 0, "a read during the sanitize must fail"
+        assert "Input/output error" in p.stderr, p.stderr
+        s.stop()
+    assert sanitize_log(two_ns)["sstat"]["status"] == "(2) Sanitize in Progress."
+    run_cli("nvme", "sanitize-log", two_ns, "--wait")
+    with served(two_ns) as s:
+        run_tool("nbdcopy", "--no-extents", s.uri("ns1"), tmp_path / "out.raw")
+        s.stop()
+    got = (tmp_path / "out.raw").read_bytes()
+    assert len(got) == 64 << 20 and got.count(0) == len(got)
