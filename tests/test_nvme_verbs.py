@@ -246,7 +246,12 @@ def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: 
         )
         assert p.returncode != 0, "a read during the sanitize must fail"
         assert "Input/output error" in p.stderr, p.stderr
+        p = subprocess.run(["nbdcopy", str(data), s.uri("ns1")], capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0, "a write during the sanitize must fail"
         s.stop()
+    refused = run_cli("nvme", "error-log", two_ns, "-o", "json").json()["errors"]
+    opcodes = {e["opcode"] for e in refused if e["status_field"] == 0x401D}
+    assert opcodes == {0x01, 0x02}, f"the refused reads and writes are in the Error Information log: {refused[:3]}"
     assert sanitize_log(two_ns)["sstat"]["status"] == "(2) Sanitize in Progress."
     run_cli("nvme", "sanitize-log", two_ns, "--wait")
     with served(two_ns) as s:

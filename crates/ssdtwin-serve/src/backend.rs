@@ -24,7 +24,7 @@
 //!   completed before the sync began; the per-file and journal sync locks make a later
 //!   flush wait for an earlier one still in progress instead of trusting it blindly.
 
-use ssdtwin_core::nvme::NsId;
+use ssdtwin_core::nvme::{self, NsId};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -124,11 +124,17 @@ impl Inner {
 
     /// Ask the controller whether it would accept a write or deallocate of the range before
     /// the data file is touched: a refused command must leave the data as it was.
-    fn admit_write(&self, nsid: u32, slba: u64, nlb: u64) -> Result<(), Errno> {
+    /// A refused command goes into the drive's Error Information log (`opcode`: the NVMe
+    /// command it stands for).
+    fn admit_write(&self, opcode: u8, nsid: u32, slba: u64, nlb: u64) -> Result<(), Errno> {
         self.check_writable()?;
-        let g = self.lock();
-        let st = g.as_ref().ok_or(Errno::Shutdown)?;
-        st.img.ctrl.check_write(NsId(nsid), slba, nlb).map(|_| ()).map_err(|e| nbd_errno(&e, true))
+        let mut g = self.lock();
+        let st = g.as_mut().ok_or(Errno::Shutdown)?;
+        let ctrl = &mut st.img.ctrl;
+        match ctrl.check_write(NsId(nsid), slba, nlb) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(nbd_errno(&ctrl.log_io_error(e, opcode, nsid, slba), true)),
+        }
     }
 
     pub(crate) fn failure(&self) -> Option<&str> {
@@ -626,7 +632,7 @@ impl Export for NsExport {
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
         let c = &self.inner.counters;
         c.writes.inc();
-        self.inner.admit_write(self.nsid, offset / self.lba, data.len() as u64 / self.lba).map_err(|e| self.err(e))?;
+        self.inner.admit_write(nvme::OPC_WRITE, self.nsid, offset / self.lba, data.len() as u64 / self.lba).map_err(|e| self.err(e))?;
         // Data first, then the controller and journal, then the write count a FLUSH reads
         // (see the module docs: a flush must only count writes that are in the file).
         self.data.write(data, offset).map_err(|e| self.data_failed(e))?;
@@ -647,7 +653,7 @@ impl Export for NsExport {
     /// NVMe's advisory deallocate allows).
     fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
         self.inner.counters.trims.inc();
-        self.inner.admit_write(self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
+        self.inner.admit_write(nvme::OPC_DSM, self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
         let (a, b) = self.whole_ius(offset, len as u64);
         self.data.punch(a, b - a).map_err(|e| self.data_failed(e))?;
         let done = self.inner.exec(self.nsid, &[(Io::Dealloc, offset / self.lba, len as u64 / self.lba)]).map_err(|e| self.err(e))?;
@@ -663,7 +669,7 @@ impl Export for NsExport {
         if f.no_hole && f.fast {
             return Err(Errno::NotSup); // writing zeroes is all the drive can do here
         }
-        self.inner.admit_write(self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
+        self.inner.admit_write(nvme::OPC_WRITE_ZEROES, self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
         let ops = if f.no_hole {
             self.data.zero_allocated(offset, len as u64).map_err(|e| self.data_failed(e))?;
             vec![(Io::Write, offset / self.lba, len as u64 / self.lba)]

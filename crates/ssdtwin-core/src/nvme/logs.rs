@@ -16,6 +16,7 @@ pub const ERROR_LOG_ENTRIES: usize = 64;
 /// NVM command set opcodes named in error entries.
 pub const OPC_WRITE: u8 = 0x01;
 pub const OPC_READ: u8 = 0x02;
+pub const OPC_WRITE_ZEROES: u8 = 0x08;
 pub const OPC_DSM: u8 = 0x09;
 
 /// One Error Information entry, fields named as nvme-cli's `error-log -o json` prints them.

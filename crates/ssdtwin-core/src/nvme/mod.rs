@@ -23,7 +23,7 @@ mod status;
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
-pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, RAW_LOG_IDS};
+pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
 pub use sanitize::{
     sanicap, sanitize_times, SanitizeLogJson, SanitizeLogPage, SanitizeRequest, SanitizeState, SanitizeTimes, SANACT_BLOCK_ERASE,
@@ -1131,7 +1131,7 @@ impl Controller {
     /// Record an I/O command that completed with an error status in the Error Information
     /// log (and SMART's error count), and hand the error back.
     #[cold]
-    fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
+    pub fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
         if let Some(status) = e.status() {
             let smart = &mut self.st.smart;
             smart.error_log_entries += 1;
