@@ -24,6 +24,9 @@ pub enum Status {
     NsNotAttached,
     ThinProvisioningNotSupported,
     ControllerListInvalid,
+    GuardCheck,
+    AppTagCheck,
+    RefTagCheck,
 }
 
 impl Status {
@@ -47,6 +50,9 @@ impl Status {
             NsNotAttached => (1, 0x1A),
             ThinProvisioningNotSupported => (1, 0x1B),
             ControllerListInvalid => (1, 0x1C),
+            GuardCheck => (2, 0x82),
+            AppTagCheck => (2, 0x83),
+            RefTagCheck => (2, 0x84),
         }
     }
 
@@ -77,6 +83,9 @@ impl Status {
             NsNotAttached => "NS_NOT_ATTACHED",
             ThinProvisioningNotSupported => "THIN_PROVISIONING_NOT_SUPPORTED",
             ControllerListInvalid => "CTRL_LIST_INVALID",
+            GuardCheck => "GUARD_CHECK",
+            AppTagCheck => "APPTAG_CHECK",
+            RefTagCheck => "REFTAG_CHECK",
         }
     }
 
@@ -102,6 +111,9 @@ impl Status {
             }
             ThinProvisioningNotSupported => "Thin provisioning is not supported by the controller",
             ControllerListInvalid => "The controller list provided contains invalid controller ids",
+            GuardCheck => "The command was aborted due to an end-to-end guard check failure",
+            AppTagCheck => "The command was aborted due to an end-to-end application tag check failure",
+            RefTagCheck => "The command was aborted due to an end-to-end reference tag check failure",
         }
     }
 }
