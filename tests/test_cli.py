@@ -102,6 +102,8 @@ def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
         "bytes": c["tnvmcap"],
         "dram": False,
         "nvmsetid": 0,
+        "ms": 0,
+        "pi": 0,
     }
 
 
@@ -142,8 +144,9 @@ def test_id_ns_normal_and_json(cm6: Path) -> None:
     c = idctrl(cm6)
     assert ns["nsze"] == ns["ncap"] == c["tnvmcap"] // 512
     assert ns["nvmcap"] == c["tnvmcap"] and ns["nuse"] == 0
-    assert ns["flbas"] == 0 and ns["nlbaf"] == 1
-    assert [f["ds"] for f in ns["lbafs"]] == [9, 12]  # 512 B and 4 KiB
+    assert ns["flbas"] == 0 and ns["nlbaf"] == 5
+    # 512 B and 4 KiB, then each with 8 and 64 B of metadata (docs/cli.md, format).
+    assert [(f["ds"], f["ms"]) for f in ns["lbafs"]] == [(9, 0), (12, 0), (9, 8), (9, 64), (12, 8), (12, 64)]
     # Optimal-write hints in LBAs: one 4 KiB IU = 8 blocks of 512 B (0's based: 7).
     assert ns["npwg"] == ns["npwa"] == 7
     text = run_cli("nvme", "id-ns", cm6, "-n", "1").stdout

@@ -88,6 +88,9 @@ class Namespace:
     dram: bool = False
     #: Its NVM Set (= Endurance Group); 0 on a drive without sets and for a DRAM namespace.
     nvmsetid: int = 0
+    #: Metadata bytes per block and protection information type (0: none) of its format.
+    ms: int = 0
+    pi: int = 0
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,21 @@ class Nvme:
     def detach_ns(self, nsid: int, controllers: Optional[builtins.list[int]] = None) -> None:
         self._core.detach_ns(nsid, controllers or [1])
 
-    def format(self, nsid: int, lbaf: int = 0, ses: int = 0) -> None:
-        self._core.format(nsid, lbaf, ses)
+    def format(self, nsid: int, lbaf: int = 0, ses: int = 0, pi: int = 0, pil: bool = False, ms: bool = False) -> None:
+        """Format NVM: LBA format ``lbaf``, secure erase ``ses``, protection information type
+        ``pi`` (0 none, 1-3) in the first (``pil``) or last 8 bytes of the metadata, metadata
+        at the end of each LBA (``ms``, extended) or in a separate buffer."""
+        self._core.format(nsid, lbaf, ses, pi, pil, ms)
+
+    def inject_pi_error(self, nsid: int, lba: int, tags: int) -> None:
+        """Vendor error injection: the stored PI of ``lba`` fails the tags in ``tags`` (PRCHK
+        bits: 4 guard, 2 application tag, 1 reference tag) until the LBA is written again."""
+        self._core.inject_pi_error(nsid, lba, tags)
+
+    def check_pi(self, nsid: int, slba: int, nlb: int, prchk: int = 7) -> None:
+        """The end-to-end check of a read of ``nlb`` blocks at ``slba`` with PRCHK ``prchk``:
+        raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA."""
+        self._core.check_pi(nsid, slba, nlb, prchk)
 
     def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0) -> int:
         """Get Features; ``cdw11`` is the NVM Set of 0x13/0x14 (Predictable Latency Mode)."""

@@ -234,7 +234,7 @@ def nvme_list(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]
     for ns in namespaces:
         used = ns["nuse"] * ns["lba_bytes"]
         usage = f"{si_bytes(used):>9} / {si_bytes(ns['bytes']):>9}"
-        fmt = f"{ns['lba_bytes']:>4}   B +  0 B"
+        fmt = f"{ns['lba_bytes']:>4}   B + {ns.get('ms', 0):>2} B"
         state = "" if ns["attached"] else " (detached)"
         lines.append(
             f"{device + ':ns' + str(ns['nsid']) + state:<30} {ctrl['sn']:<20} {ctrl['mn']:<24} "

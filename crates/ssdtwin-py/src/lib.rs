@@ -11,7 +11,7 @@
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
-use ssdtwin_core::nvme::NsId;
+use ssdtwin_core::nvme::{NsId, ProtectionRequest};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -443,10 +443,14 @@ impl Drive {
     }
 
     /// Every variant purges: the mappings and the served data (DIR/data/nsN.img) go.
-    #[pyo3(signature = (nsid, lbaf=0, ses=0))]
-    fn format(&self, py: Python<'_>, nsid: u32, lbaf: u8, ses: u8) -> PyResult<()> {
+    /// `pi` (0-3), `pil` (PI in the first 8 bytes of the metadata) and `ms` (1: extended
+    /// LBA, metadata with each block's data) as nvme-cli's `format --pi --pil --ms`.
+    #[pyo3(signature = (nsid, lbaf=0, ses=0, pi=0, pil=false, ms=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn format(&self, py: Python<'_>, nsid: u32, lbaf: u8, ses: u8, pi: u8, pil: bool, ms: bool) -> PyResult<()> {
+        let req = ProtectionRequest { pi, pil, extended: ms };
         self.with(py, |b| {
-            b.ctrl().format(NsId(nsid), lbaf, ses)?;
+            b.ctrl().format_with(NsId(nsid), lbaf, ses, req)?;
             b.drop_data(nsid)
         })
     }
@@ -467,6 +471,17 @@ impl Drive {
             }
             Ok(())
         })
+    }
+
+    /// Vendor error injection: corrupt the stored PI tags `tags` (4 guard, 2 application,
+    /// 1 reference) of one LBA.
+    fn inject_pi_error(&self, py: Python<'_>, nsid: u32, lba: u64, tags: u8) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().inject_pi_error(NsId(nsid), lba, tags)?))
+    }
+
+    /// The end-to-end check a read with PRCHK bits `prchk` makes (raises the NVMe status).
+    fn check_pi(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64, prchk: u8) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().check_pi(NsId(nsid), slba, nlb, prchk)?))
     }
 
     /// Let the drive run until the sanitize in progress ends; returns the nanoseconds waited.

@@ -41,7 +41,7 @@ use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::{Image, Recovery};
 use ssdtwin_core::journal::{check_record, JournalWriter, Record};
 use ssdtwin_core::nand::NoTiming;
-use ssdtwin_core::nvme::{FtlFingerprint, WP_NONE};
+use ssdtwin_core::nvme::{FtlFingerprint, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG, WP_NONE};
 use ssdtwin_nbd::proto::{STATE_HOLE, STATE_ZERO};
 use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo, Extent, ServerStats, Stopper, ZeroFlags};
 
@@ -51,6 +51,9 @@ use crate::data::DataFile;
 use crate::error::{nbd_errno, ServeError};
 use crate::live::SessionSummary;
 use crate::state::{latency_histogram, Failure, State};
+
+/// PRCHK of every NBD read on a namespace with protection information: all three tags.
+const NBD_PRCHK: u8 = PRCHK_GUARD | PRCHK_APPTAG | PRCHK_REFTAG;
 
 /// Commands and bytes, counted outside the lock (also the Prometheus counters).
 #[derive(Debug, Default)]
@@ -225,10 +228,14 @@ impl TwinBackend {
         let mut img = Image::open(dir, true)?;
         let recovery = img.recovery().cloned();
         let timing = match cfg.pace {
-            Pace::Model => Some(
-                DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config())
-                    .map_err(|e| ServeError::Config(format!("{e}; serve it with --pace off")))?,
-            ),
+            Pace::Model => {
+                let mut t = DeviceTiming::new(img.ctrl.spec(), img.ctrl.ftl_config())
+                    .map_err(|e| ServeError::Config(format!("{e}; serve it with --pace off")))?;
+                // NBD carries no metadata: the controller inserts the protection information
+                // on writes and checks and strips it on reads (docs/nbd.md, Protection).
+                (t.pract, t.prchk) = (true, NBD_PRCHK);
+                Some(t)
+            }
             Pace::Off => None,
         };
         // Load the maps now rather than stalling the first IO behind it.
@@ -504,7 +511,9 @@ impl Inner {
             for &(io, slba, nlb) in ops {
                 let ctrl = &mut st.img.ctrl;
                 let r = match io {
-                    Io::Read => ctrl.read(NsId(nsid), slba, nlb, &mut NoTiming).map(|_| ()),
+                    Io::Read => {
+                        ctrl.read(NsId(nsid), slba, nlb, &mut NoTiming).and_then(|_| ctrl.check_pi(NsId(nsid), slba, nlb, NBD_PRCHK))
+                    }
                     Io::Write => ctrl.write(NsId(nsid), slba, nlb, &mut NoTiming),
                     Io::Dealloc => ctrl.deallocate(NsId(nsid), slba, nlb).map(|_| ()),
                 };

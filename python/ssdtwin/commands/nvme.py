@@ -162,8 +162,11 @@ def nvme_format(
     lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
     ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
     block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
+    pi: int = typer.Option(0, "-i", "--pi", min=0, max=7, help="protection information type: 0 none, 1, 2 or 3"),
+    pil: int = typer.Option(0, "-p", "--pil", min=0, max=1, help="PI location: 1 first, 0 last 8 bytes of the metadata"),
+    ms: int = typer.Option(0, "-m", "--ms", min=0, max=1, help="1: extended LBA (metadata after each block's data), 0: separate buffer"),
 ) -> None:
-    """Format NVM: change the LBA format and erase (every ses deallocates: a purge)."""
+    """Format NVM: change the LBA format (metadata, protection information) and erase (every ses deallocates: a purge)."""
     n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         if block_size is not None:
@@ -171,8 +174,32 @@ def nvme_format(
         if lbaf is None:
             # Keep the namespace's format; a missing namespace is reported by the controller.
             lbaf = next((ns.flbas for ns in d.namespaces() if ns.nsid == n), 0)
-        d.nvme.format(n, lbaf, ses)
+        d.nvme.format(n, lbaf, ses, pi, bool(pil), bool(ms))
     typer.echo(f"Success formatting namespace:{n:x}")
+
+
+PI_TAGS = {"guard": 4, "apptag": 2, "reftag": 1}
+
+
+@nvme.command("inject-pi-error")
+def nvme_inject_pi_error(
+    path: Path = ImageDir,
+    nsid: str = typer.Option(..., "-n", "--namespace-id"),
+    lba: int = typer.Option(..., "-s", "--start-block", min=0, max=U64, help="the LBA whose stored PI goes bad"),
+    tags: str = typer.Option("guard", "--tags", help="comma-separated: guard, apptag, reftag"),
+) -> None:
+    """Vendor error injection: the stored protection information of one LBA fails the given tag checks until it is written again."""
+    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
+    names = [t.strip().lower() for t in tags.split(",") if t.strip()]
+    bad = [t for t in names if t not in PI_TAGS]
+    if bad or not names:
+        fail(f"--tags {tags!r}: give one or more of {', '.join(PI_TAGS)}")
+    mask = 0
+    for t in names:
+        mask |= PI_TAGS[t]
+    with opened(path, writable=True) as d:
+        d.nvme.inject_pi_error(n, lba, mask)
+    typer.echo(f"PI error injected: namespace {n} LBA {lba} ({', '.join(names)})")
 
 
 @nvme.command("smart-log")

@@ -362,6 +362,7 @@ def engine_input(
         "fill_device": bool(st["fill_device"]),
         "number_ios": st["number_ios"],
         "ioengine": st["ioengine"],
+        **_prinfo_fields(st),
         "engine_async": job.engine_async,
         "iodepth": job.effective_iodepth,
         "iodepth_configured": st["iodepth"],
@@ -412,6 +413,16 @@ def engine_input(
         spec["replay"] = {"records": replay.records}
         spec["directions"] = replay.directions
     return spec
+
+
+def _prinfo_fields(st: Mapping[str, Any]) -> dict[str, Any]:
+    """PRINFO of the job's commands (docs/fio.md, Protection information): io_uring_cmd
+    takes pi_act (default 1) and pi_chk; the kernel's block layer, behind every other engine,
+    generates the PI itself (PRACT 0, the host moves it) and has the guard and reference tag
+    checked (Linux nvme_setup_rw)."""
+    if st["ioengine"] == "io_uring_cmd":
+        return {"pi_act": bool(st.get("pi_act", 1)), "pi_chk": int(st.get("pi_chk", 0))}
+    return {"pi_act": False, "pi_chk": 4 | 1}
 
 
 # --- issue 10: sched ---

@@ -1327,6 +1327,25 @@ for _name, _check, _off, _why, _aliases, _flag in _OFF_ONLY_SPECS:
 for _name, _check, _reason, _engines in _IGNORED_ENGINE_SPECS:
     ENGINE_OPTIONS[_name] = OptionDef(name=_name, handler=_h_checked(_check), kind=NOOP, engines=_engines)
     IGNORED_REASONS[_name] = _reason
+# issue 16: protection information, the io_uring_cmd engine's options (fio engines/io_uring.c;
+# docs/fio.md, Protection information). pi_act (default 1) is PRACT: the controller inserts
+# and strips 8-byte PI, so the host moves none; pi_chk holds GUARD, REFTAG and APPTAG (fio
+# looks for each word in the string) and sets PRCHK.
+_PI_ENGINES = ("io_uring_cmd",)
+
+
+def _h_pi_chk(st: dict[str, Any], value: Optional[str]) -> None:
+    text = _req(value)
+    st["pi_chk"] = (4 if "GUARD" in text else 0) | (2 if "APPTAG" in text else 0) | (1 if "REFTAG" in text else 0)
+
+
+ENGINE_OPTIONS["pi_act"] = OptionDef(name="pi_act", handler=_h_bool("pi_act"), engines=_PI_ENGINES)
+ENGINE_OPTIONS["pi_chk"] = OptionDef(name="pi_chk", handler=_h_pi_chk, engines=_PI_ENGINES)
+for _name, _hi in (("apptag", 0xFFFF), ("apptag_mask", 0xFFFF), ("md_per_io_size", FIO_UINT_MAX)):
+    ENGINE_OPTIONS[_name] = OptionDef(name=_name, handler=_h_uint(_name, hi=_hi), kind=NOOP, engines=_PI_ENGINES)
+IGNORED_REASONS["apptag"] = "the twin checks tags by injected corruption (nvme inject-pi-error), not by tag values"
+IGNORED_REASONS["apptag_mask"] = IGNORED_REASONS["apptag"]
+IGNORED_REASONS["md_per_io_size"] = "the twin moves the metadata the namespace's format asks for"
 # filesize is simulated: the size fio gives the target file (filesetup.c setup_files).
 OPTIONS["filesize"] = OptionDef(name="filesize", handler=_h_checked(_c_filesize, store="filesize"))
 # Tighter checks than the table above had, as fio checks them (options.c).

@@ -214,6 +214,9 @@ struct DirStats {
 struct JobClone {
     gen: Generator,
     nsid: NsId,
+    /// PRINFO of the job's commands (pi_act, pi_chk).
+    pract: bool,
+    prchk: u8,
     lba: u64,
     /// log2(lba) when a power of two (always, for the LBA formats NVMe drives offer).
     lba_shift: Option<u32>,
@@ -695,10 +698,13 @@ fn run_with(
         };
         let (bw_window_ns, iops_window_ns) = (window_ns(spec.bw_avg_ms), window_ns(spec.iops_avg_ms));
         let logging = spec.logs.bw || spec.logs.iops || spec.logs.lat || spec.logs.hist;
+        let (pract, prchk) = (spec.pi_act, spec.pi_chk);
         let gen = Generator::new(spec, target)?;
         clones.push(JobClone {
             gen,
             nsid: NsId(nsid),
+            pract,
+            prchk,
             lba: ns.lba_bytes as u64,
             lba_shift: ns.lba_bytes.is_power_of_two().then(|| ns.lba_bytes.trailing_zeros()),
             bw_window_ns,
@@ -1324,6 +1330,7 @@ impl Sim<'_> {
             Ddir::Write => HostOp::Write,
             Ddir::Trim => HostOp::Deallocate,
         };
+        (self.timing.pract, self.timing.prchk) = (self.clones[c].pract, self.clones[c].prchk);
         let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
         let cl = &mut self.clones[c];
         let slot = Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now };
@@ -1366,6 +1373,7 @@ impl Sim<'_> {
             1 => HostOp::Write,
             _ => HostOp::Deallocate,
         };
+        (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
         let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
         self.schedule_fetch(now);

@@ -38,7 +38,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::nand::{Addressing, Cause, NandOp, NandSink};
-use crate::nvme::{Controller, Error, FtlConfig, QosLimits};
+use crate::nvme::{Controller, Error, FtlConfig, Protection, QosLimits};
 use crate::spec::{DriveSpec, Geometry, TimingSpec};
 use crate::units::NsId;
 use crate::util::FastDiv;
@@ -190,6 +190,12 @@ pub struct DeviceTiming {
     channels: Vec<Calendar>,
     ctrl_free_ps: u64,
     ctrl_service_ps: u64,
+    /// Extra command-processor time (ps) of a command on a namespace with PI.
+    pi_check_ps: u64,
+    /// PRINFO of the commands submitted now (docs/models.md, Protection information): PRACT
+    /// (the controller inserts and strips the PI, so the host moves none) and PRCHK bits.
+    pub pract: bool,
+    pub prchk: u8,
     wpath_free_ps: u64,
     wpath_service_ps: u64,
     /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
@@ -271,6 +277,9 @@ impl DeviceTiming {
         let planes = geo.planes_per_die;
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
+            pi_check_ps: t.ctrl_pi_check_ns.as_ref().map_or(0, |p| p.value * 1000),
+            pract: false,
+            prchk: 0,
             wpath_free_ps: 0,
             wdata: Calendar::default(),
             wdata_ps_per_byte: match t.ctrl_max_write_bytes_per_s.value {
@@ -393,6 +402,18 @@ impl DeviceTiming {
     fn ctrl_cmd(&mut self, now: u64) -> u64 {
         let start = (now * 1000).max(self.ctrl_free_ps);
         self.ctrl_free_ps = start + self.ctrl_service_ps;
+        self.ctrl_free_ps.div_ceil(1000)
+    }
+
+    /// The command processor for a command on a namespace with protection `prot`: the
+    /// check's extra time when the namespace carries PI.
+    #[inline]
+    fn ctrl_cmd_for(&mut self, now: u64, prot: Protection) -> u64 {
+        if prot.pi == 0 || self.pi_check_ps == 0 {
+            return self.ctrl_cmd(now);
+        }
+        let start = (now * 1000).max(self.ctrl_free_ps);
+        self.ctrl_free_ps = start + self.ctrl_service_ps + self.pi_check_ps;
         self.ctrl_free_ps.div_ceil(1000)
     }
 
@@ -801,21 +822,26 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let t1 = self.ctrl_cmd(now);
         let ns = ctrl.attached(nsid)?;
+        let prot = ns.protection;
+        let t1 = self.ctrl_cmd_for(now, prot);
         let bytes = nlb * ns.lba_bytes as u64;
+        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
         if ns.dram {
             // No NAND: the DRAM, then the link.
             ctrl.read(nsid, slba, nlb, &mut self.ops)?;
             let done = self.dram_xfer(t1, bytes);
-            return Ok(self.link(done, bytes, false));
+            return Ok(self.link(done, wire, false));
         }
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.read(nsid, slba, nlb, &mut ops);
         self.ops = ops;
         r?;
         let (done, _) = self.run_ops(t1);
-        let t3 = self.link(done, bytes, false);
+        if self.prchk != 0 && prot.pi != 0 {
+            ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
+        }
+        let t3 = self.link(done, wire, false);
         Ok(t3 + self.t.ctrl_read_ns.value)
     }
 
@@ -828,16 +854,18 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let t1 = self.ctrl_cmd(now);
         let ns = ctrl.attached(nsid)?;
+        let prot = ns.protection;
+        let t1 = self.ctrl_cmd_for(now, prot);
         let (bytes, set) = (nlb * ns.lba_bytes as u64, ns.nvm_set as usize);
+        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
         if ns.dram {
             // No NAND and no NAND-bound write path: the link, then the DRAM.
             ctrl.write(nsid, slba, nlb, &mut self.ops)?;
-            let t2 = self.link(t1, bytes, true);
+            let t2 = self.link(t1, wire, true);
             return Ok(self.dram_xfer(t2, bytes));
         }
-        let t2 = self.link(t1, bytes, true);
+        let t2 = self.link(t1, wire, true);
         let t2 = self.write_path(t2, bytes);
         let mut ops = std::mem::take(&mut self.ops);
         let r = ctrl.write(nsid, slba, nlb, &mut ops);

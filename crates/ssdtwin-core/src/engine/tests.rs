@@ -100,3 +100,53 @@ mod suspend {
         assert_eq!(dt.suspends_in_state(ctrl.spec(), 5), 4);
     }
 }
+
+mod protection {
+    use super::super::DeviceTiming;
+    use crate::nand::NoTiming;
+    use crate::nvme::{Controller, NsId, ProtectionRequest, Status, PRCHK_GUARD};
+    use crate::spec::DriveSpec;
+
+    /// A written CM6-V at 1/64 in LBA format `lbaf` with PI type `pi`, and its timing.
+    fn drive(lbaf: u8, pi: u8) -> (DeviceTiming, Controller) {
+        let spec = DriveSpec::preset("kioxia-cm6-v-1.6t").unwrap().scaled(64).unwrap();
+        let mut c = Controller::new(spec, 1).unwrap();
+        c.format_with(NsId(1), lbaf, 0, ProtectionRequest { pi, ..Default::default() }).unwrap();
+        c.write(NsId(1), 0, 4096, &mut NoTiming).unwrap();
+        let t = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
+        (t, c)
+    }
+
+    /// When `n` 4 KiB reads all arriving at t = 0 are done: the controller's command slot
+    /// binds, so each costs one slot (plus the PI check on a PI namespace).
+    fn burst_end(lbaf: u8, pi: u8, pract: bool, n: u64) -> u64 {
+        let (mut t, mut c) = drive(lbaf, pi);
+        t.pract = pract;
+        (0..n).map(|i| t.read(&mut c, 0, NsId(1), i % 4096, 1).unwrap()).max().unwrap()
+    }
+
+    #[test]
+    fn pi_costs_its_check_per_command_and_metadata_on_the_link() {
+        let n = 20_000;
+        let plain = burst_end(1, 0, false, n);
+        let pi = burst_end(4, 1, true, n);
+        let slot_ns = 1e9 / 1_700_000.0;
+        let per_cmd = (pi - plain) as f64 / n as f64;
+        assert!((per_cmd - 30.0).abs() < 3.0, "PI check {per_cmd:.1} ns per command (slot {slot_ns:.0} ns)");
+        // Without PRACT the host moves 8 B per block as well: never faster.
+        assert!(burst_end(4, 1, false, n) >= pi);
+        // 4096+64 without PI: metadata on the link, no check.
+        assert!(burst_end(5, 0, false, n) >= plain);
+    }
+
+    #[test]
+    fn a_checked_read_of_a_corrupted_lba_fails_with_its_status() {
+        let (mut t, mut c) = drive(4, 1);
+        c.inject_pi_error(NsId(1), 7, PRCHK_GUARD).unwrap();
+        t.prchk = PRCHK_GUARD;
+        let e = t.read(&mut c, 0, NsId(1), 0, 8).unwrap_err();
+        assert_eq!(e.status(), Some(Status::GuardCheck));
+        t.prchk = 0;
+        assert!(t.read(&mut c, 0, NsId(1), 0, 8).is_ok(), "unchecked: no error");
+    }
+}

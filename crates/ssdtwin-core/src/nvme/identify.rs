@@ -248,17 +248,19 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
     // 0's based counts of logical blocks, saturating at the 16-bit field.
     let blocks = |bytes: u64| ((bytes / lba).max(1) - 1).min(u16::MAX as u64) as u16;
     let lbafs = spec
-        .capacity
-        .lba_bytes
-        .value
+        .lba_formats()
         .iter()
-        .map(|&b| LbaFormatDesc {
-            ms: 0,
+        .map(|&(b, ms)| LbaFormatDesc {
+            ms,
             ds: b.trailing_zeros() as u8,
             // Relative performance: best when an LBA covers whole IUs' sectors of 4 KiB.
             rp: if b as u64 >= 4096 { 0 } else { 2 },
         })
         .collect::<Vec<_>>();
+    let has_md = lbafs.iter().any(|f| f.ms != 0);
+    // DPC: the PI types supported (bits 0-2) and PI in the first or last 8 bytes (bits 3-4).
+    let dpc = spec.pi_types().iter().fold(0u8, |m, &t| m | 1 << (t - 1)) | if spec.pi_types().is_empty() { 0 } else { 0x18 };
+    let prot = ns.protection;
     IdNs {
         nsze: ns.nsze,
         ncap: ns.nsze,
@@ -266,10 +268,12 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         // bit 4: NPWG/NPWA/NPDG/NPDA/NOWS are valid.
         nsfeat: 0x10,
         nlbaf: (lbafs.len() - 1) as u8,
-        flbas: ns.flbas,
-        mc: 0,
-        dpc: 0,
-        dps: 0,
+        // FLBAS bits 3:0 the format, bit 4 metadata at the end of each LBA (extended).
+        flbas: ns.flbas | (prot.extended as u8) << 4,
+        // MC: metadata as part of an extended LBA (bit 0) or in a separate buffer (bit 1).
+        mc: if has_md { 3 } else { 0 },
+        dpc,
+        dps: prot.dps(),
         nmic: ns.nmic,
         rescap: 0,
         fpi: 0x80,

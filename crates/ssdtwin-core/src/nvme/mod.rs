@@ -78,6 +78,55 @@ pub struct Namespace {
     /// 0 on a drive without sets and for a DRAM namespace.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nvm_set: u32,
+    /// End-to-end protection of the namespace's format (metadata, PI type, placement).
+    #[serde(default, skip_serializing_if = "Protection::is_none")]
+    pub protection: Protection,
+}
+
+/// What Format NVM asks for beyond the LBA format: nvme-cli's `--pi`, `--pil`, `--ms`
+/// (1 = extended LBA).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProtectionRequest {
+    pub pi: u8,
+    pub pil: bool,
+    pub extended: bool,
+}
+
+/// A namespace's metadata and end-to-end protection information (NVMe 1.4 §8.3): the
+/// metadata bytes per LBA of its format, the PI type (0 none, 1-3), whether the PI is in
+/// the first 8 bytes of the metadata (PIL, `dps` bit 3) and whether the metadata travels
+/// with each LBA's data (extended LBA, `flbas` bit 4) or in a separate buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Protection {
+    #[serde(default)]
+    pub ms: u16,
+    #[serde(default)]
+    pub pi: u8,
+    #[serde(default)]
+    pub pil: bool,
+    #[serde(default)]
+    pub extended: bool,
+}
+
+impl Protection {
+    pub fn is_none(&self) -> bool {
+        *self == Protection::default()
+    }
+
+    /// Identify Namespace DPS: the PI type, and bit 3 when the PI is in the first 8 bytes.
+    pub fn dps(&self) -> u8 {
+        self.pi | (self.pil as u8) << 3
+    }
+
+    /// Metadata bytes the host moves with `nlb` blocks: none when the controller inserts
+    /// and strips the PI (PRACT = 1) and the metadata is only the PI.
+    pub fn host_metadata_bytes(&self, nlb: u64, pract: bool) -> u64 {
+        if self.ms == 0 || (pract && self.pi != 0 && self.ms == 8) {
+            0
+        } else {
+            nlb * self.ms as u64
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -122,6 +171,11 @@ pub struct NamespaceRow {
     /// namespace.
     #[serde(default)]
     pub nvmsetid: u16,
+    /// Metadata bytes per LBA and the PI type (0: none) of the namespace's format.
+    #[serde(default)]
+    pub ms: u16,
+    #[serde(default)]
+    pub pi: u8,
 }
 
 /// What the read-only commands show (identify data, namespaces, logs): taken from an open
@@ -279,11 +333,21 @@ pub struct ControllerState {
     /// The Error Information log, newest first (at most [`ERROR_LOG_ENTRIES`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub error_log: Vec<ErrorLogEntry>,
+    /// Injected protection-information corruption, by NSID then LBA: which tags of the
+    /// stored PI no longer match (PRCHK bits: 4 guard, 2 application tag, 1 reference tag).
+    /// A write of the LBA stores fresh PI and clears it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pi_errors: BTreeMap<u32, BTreeMap<u64, u8>>,
 }
 
 fn is_zero_u64(v: &u64) -> bool {
     *v == 0
 }
+
+/// PRCHK bits of PRINFO (NVMe 1.4 Figure 200): check the guard, application and reference tags.
+pub const PRCHK_GUARD: u8 = 4;
+pub const PRCHK_APPTAG: u8 = 2;
+pub const PRCHK_REFTAG: u8 = 1;
 
 /// The NVMe queue priority classes (QPRIO), by value.
 pub const SQ_PRIORITIES: [&str; 4] = ["urgent", "high", "medium", "low"];
@@ -437,6 +501,7 @@ impl Controller {
             sanitize: SanitizeState::default(),
             media_keys: BTreeMap::new(),
             error_log: Vec::new(),
+            pi_errors: BTreeMap::new(),
         };
         let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0 };
         if c.has_nvm_sets() {
@@ -659,8 +724,8 @@ impl Controller {
 
     /// The LBA format index (FLBAS) whose data size is `block_bytes`.
     pub fn lba_format_index(&self, block_bytes: u64) -> Result<u8, Error> {
-        let formats = &self.spec.capacity.lba_bytes.value;
-        match formats.iter().position(|&b| b as u64 == block_bytes) {
+        let formats = &self.spec.lba_formats();
+        match formats.iter().position(|&(b, m)| b as u64 == block_bytes && m == 0) {
             Some(i) => Ok(i as u8),
             None => fail(
                 Status::InvalidFormat,
@@ -715,7 +780,7 @@ impl Controller {
     /// Namespace Management - create: a DRAM namespace (`dram`, NVMSETID 0) or a NAND one
     /// in NVM Set `nvmsetid` (0: the controller picks), as [`Controller::create_ns_in_set`].
     pub fn create_ns_in(&mut self, nsze: u64, ncap: u64, flbas: u8, nmic: u8, dram: bool, nvmsetid: u16) -> Result<NsId, Error> {
-        let formats = &self.spec.capacity.lba_bytes.value;
+        let formats = &self.spec.lba_formats();
         let Some(lba) = self.spec.lba_format(flbas as usize) else {
             return fail(Status::InvalidFormat, format!("LBA format {flbas} is not supported; formats: {}", fmt_formats(formats)));
         };
@@ -772,7 +837,19 @@ impl Controller {
         self.ftl_state_mut().assign_chunks(&chunks, set);
         self.st.namespaces.insert(
             nsid,
-            Namespace { nsid, nsze, flbas, lba_bytes: lba, nmic, attached: false, write_protect: WP_NONE, chunks, dram, nvm_set: set },
+            Namespace {
+                nsid,
+                nsze,
+                flbas,
+                lba_bytes: lba,
+                nmic,
+                attached: false,
+                write_protect: WP_NONE,
+                chunks,
+                dram,
+                nvm_set: set,
+                protection: Protection { ms: self.spec.lba_formats()[flbas as usize].1, ..Protection::default() },
+            },
         );
         Ok(NsId(nsid))
     }
@@ -869,21 +946,27 @@ impl Controller {
         Ok(())
     }
 
-    /// Format NVM: change the LBA format and erase. `ses` 0 = no secure erase, 1 = user data
-    /// erase, 2 = cryptographic erase. Every variant deallocates all LBAs of the namespace
-    /// (the twin stores no ciphertext, so a crypto erase is a purge: mappings dropped).
+    /// Format NVM: change the LBA format and erase, keeping no protection information. See
+    /// [`Controller::format_with`].
     pub fn format(&mut self, nsid: NsId, lbaf: u8, ses: u8) -> Result<(), Error> {
+        self.format_with(nsid, lbaf, ses, ProtectionRequest::default())
+    }
+
+    /// Format NVM: change the LBA format (with its metadata and protection information) and
+    /// erase. `ses` 0 = no secure erase, 1 = user data erase, 2 = cryptographic erase. Every
+    /// variant deallocates all LBAs of the namespace (the twin stores no ciphertext, so a
+    /// crypto erase is a purge: mappings dropped) and clears injected PI errors.
+    pub fn format_with(&mut self, nsid: NsId, lbaf: u8, ses: u8, req: ProtectionRequest) -> Result<(), Error> {
         let nsid = nsid.0;
         self.check_not_sanitizing()?;
         if ses > 2 {
             return fail(Status::InvalidField, format!("ses {ses}: must be 0 (none), 1 (user data erase) or 2 (cryptographic erase)"));
         }
-        let Some(new_lba) = self.spec.lba_format(lbaf as usize) else {
-            return fail(
-                Status::InvalidFormat,
-                format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&self.spec.capacity.lba_bytes.value)),
-            );
+        let formats = self.spec.lba_formats();
+        let Some(&(new_lba, ms)) = formats.get(lbaf as usize) else {
+            return fail(Status::InvalidFormat, format!("LBA format {lbaf} is not supported; formats: {}", fmt_formats(&formats)));
         };
+        let protection = self.check_protection(lbaf, ms, req)?;
         let ids: Vec<u32> =
             if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace_u32(nsid)?.nsid] };
         for id in &ids {
@@ -912,8 +995,34 @@ impl Controller {
             ns.flbas = lbaf;
             ns.lba_bytes = new_lba;
             ns.nsze = bytes / new_lba as u64;
+            ns.protection = protection;
+            self.st.pi_errors.remove(&id);
         }
         Ok(())
+    }
+
+    /// The protection a format request asks for, or the status that refuses it: a PI type
+    /// the drive does not support, PI without 8 bytes of metadata, or PIL/MSET on a format
+    /// without metadata.
+    fn check_protection(&self, lbaf: u8, ms: u16, req: ProtectionRequest) -> Result<Protection, Error> {
+        let types = self.spec.pi_types();
+        if req.pi > 3 {
+            return fail(Status::InvalidField, format!("pi {}: must be 0 (none), 1, 2 or 3", req.pi));
+        }
+        if req.pi != 0 && !types.contains(&req.pi) {
+            let offered = if types.is_empty() { "none".to_string() } else { format!("{types:?}") };
+            return fail(
+                Status::InvalidFormat,
+                format!("protection information type {} is not supported (supported types: {offered})", req.pi),
+            );
+        }
+        if req.pi != 0 && ms < 8 {
+            return fail(
+                Status::InvalidFormat,
+                format!("protection information needs at least 8 bytes of metadata; LBA format {lbaf} has {ms}"),
+            );
+        }
+        Ok(Protection { ms, pi: req.pi, pil: req.pi != 0 && req.pil, extended: ms != 0 && req.extended })
     }
 
     // ------------------------------------------------------------- features
@@ -1203,6 +1312,9 @@ impl Controller {
             return Ok(());
         }
         let set = ns.nvm_set as usize;
+        if !self.st.pi_errors.is_empty() {
+            self.clear_pi_errors(nsid, slba, nlb);
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
@@ -1268,6 +1380,9 @@ impl Controller {
         if dram {
             return Ok(0); // nothing on NAND to deallocate
         }
+        if !self.st.pi_errors.is_empty() {
+            self.clear_pi_errors(nsid, slba, nlb);
+        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
         let full = cfg.full_mask;
@@ -1279,6 +1394,61 @@ impl Controller {
         });
         self.repair_media(nsid, Some((slba, nlb)));
         Ok(n)
+    }
+
+    /// Vendor command (error injection): corrupt the stored protection information of LBA
+    /// `lba` so that the tags in `tags` (PRCHK bits) no longer match, as a misdirected write
+    /// or a firmware fault would. The next read that checks one of them fails with its
+    /// end-to-end status; a write of the LBA stores fresh PI.
+    pub fn inject_pi_error(&mut self, nsid: NsId, lba: u64, tags: u8) -> Result<(), Error> {
+        let ns = self.attached_u32(nsid.0)?;
+        if ns.protection.pi == 0 {
+            return fail(
+                Status::InvalidField,
+                format!("namespace {} is formatted without protection information (format it with --pi 1, 2 or 3)", nsid.0),
+            );
+        }
+        Self::check_range(ns, lba, 1)?;
+        if tags == 0 || tags > 7 {
+            return fail(
+                Status::InvalidField,
+                format!("tags {tags}: a mask of guard (4), application tag (2) and reference tag (1), 1..=7"),
+            );
+        }
+        *self.st.pi_errors.entry(nsid.0).or_default().entry(lba).or_insert(0) |= tags;
+        Ok(())
+    }
+
+    /// The end-to-end check of a read with PRCHK bits `prchk`: the first LBA in range whose
+    /// stored PI fails a checked tag gives the command its status (guard first, then
+    /// application tag, then reference tag; a type 3 namespace has no reference tag to check).
+    pub fn check_pi(&self, nsid: NsId, slba: u64, nlb: u64, prchk: u8) -> Result<(), Error> {
+        let Some(bad) = self.st.pi_errors.get(&nsid.0) else { return Ok(()) };
+        let Some(ns) = self.st.namespaces.get(&nsid.0) else { return Ok(()) };
+        let prchk = if ns.protection.pi == 3 { prchk & !PRCHK_REFTAG } else { prchk };
+        for (&lba, &tags) in bad.range(slba..slba.saturating_add(nlb)) {
+            let hit = tags & prchk;
+            let (status, tag) = match () {
+                _ if hit & PRCHK_GUARD != 0 => (Status::GuardCheck, "guard"),
+                _ if hit & PRCHK_APPTAG != 0 => (Status::AppTagCheck, "application tag"),
+                _ if hit & PRCHK_REFTAG != 0 => (Status::RefTagCheck, "reference tag"),
+                _ => continue,
+            };
+            return fail(status, format!("namespace {} LBA {lba}: the stored protection information's {tag} does not match", nsid.0));
+        }
+        Ok(())
+    }
+
+    fn clear_pi_errors(&mut self, nsid: u32, slba: u64, nlb: u64) {
+        if let Some(bad) = self.st.pi_errors.get_mut(&nsid) {
+            let hit: Vec<u64> = bad.range(slba..slba.saturating_add(nlb)).map(|(&l, _)| l).collect();
+            for l in hit {
+                bad.remove(&l);
+            }
+            if bad.is_empty() {
+                self.st.pi_errors.remove(&nsid);
+            }
+        }
     }
 
     /// Background GC while the host is idle: collect victims until the free pool reaches its
@@ -1425,6 +1595,8 @@ impl Controller {
             bytes: ns.bytes(),
             dram: ns.dram,
             nvmsetid: self.nvmsetid(ns),
+            ms: ns.protection.ms,
+            pi: ns.protection.pi,
         }
     }
 
@@ -1676,7 +1848,8 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
         if id != ns.nsid || id == 0 || id > nn {
             return Err(format!("namespace {id} (recorded as {}) outside 1..={nn}", ns.nsid));
         }
-        if spec.lba_format(ns.flbas as usize) != Some(ns.lba_bytes) || ns.nsze == 0 {
+        let format = spec.lba_formats().get(ns.flbas as usize).copied();
+        if format != Some((ns.lba_bytes, ns.protection.ms)) || ns.nsze == 0 || ns.protection.pi > 3 {
             return Err(format!(
                 "namespace {id}: format {} with {}-byte blocks and {} blocks is not valid for this drive",
                 ns.flbas, ns.lba_bytes, ns.nsze
@@ -1731,8 +1904,9 @@ fn check_controller_state(spec: &DriveSpec, cfg: &FtlConfig, st: &ControllerStat
     lbastatus::check_unrecoverable(st)
 }
 
-fn fmt_formats(f: &[u32]) -> String {
-    f.iter().enumerate().map(|(i, b)| format!("{i}={b} B")).collect::<Vec<_>>().join(", ")
+fn fmt_formats(f: &[(u32, u16)]) -> String {
+    let one = |(i, &(d, m)): (usize, &(u32, u16))| if m == 0 { format!("{i}={d} B") } else { format!("{i}={d}+{m} B") };
+    f.iter().enumerate().map(one).collect::<Vec<_>>().join(", ")
 }
 
 #[inline]

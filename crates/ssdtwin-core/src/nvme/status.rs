@@ -31,6 +31,9 @@ pub enum Status {
     AnaTransition,
     SanitizeFailed,
     SanitizeInProgress,
+    GuardCheck,
+    AppTagCheck,
+    RefTagCheck,
 }
 
 impl Status {
@@ -61,6 +64,9 @@ impl Status {
             AnaTransition => (3, 0x03),
             SanitizeFailed => (0, 0x1C),
             SanitizeInProgress => (0, 0x1D),
+            GuardCheck => (2, 0x82),
+            AppTagCheck => (2, 0x83),
+            RefTagCheck => (2, 0x84),
         }
     }
 
@@ -100,6 +106,9 @@ impl Status {
             AnaTransition => "ANA_TRANSITION",
             SanitizeFailed => "SANITIZE_FAILED",
             SanitizeInProgress => "SANITIZE_IN_PROGRESS",
+            GuardCheck => "GUARD_CHECK",
+            AppTagCheck => "APPTAG_CHECK",
+            RefTagCheck => "REFTAG_CHECK",
         }
     }
 
@@ -132,6 +141,9 @@ impl Status {
             AnaTransition => "Asymmetric Access Transition: the ANA state is changing",
             SanitizeFailed => "The most recent sanitize operation failed and no recovery action has been successfully completed",
             SanitizeInProgress => "The requested function is prohibited while a sanitize operation is in progress",
+            GuardCheck => "The command was aborted due to an end-to-end guard check failure",
+            AppTagCheck => "The command was aborted due to an end-to-end application tag check failure",
+            RefTagCheck => "The command was aborted due to an end-to-end reference tag check failure",
         }
     }
 }

@@ -186,3 +186,74 @@ fn sequential_precondition_stops_at_the_namespace_end() {
     let r = c.precondition(id, Pattern::Sequential, 131_072, 2 * ns_bytes, 1, &mut |_, _| true).unwrap();
     assert_eq!((r.ios, r.host_bytes), (82, 2 * ns_bytes));
 }
+
+// ----------------------------------------------------------------- protection information
+
+/// The CM6's LBA formats: 512 and 4096 without metadata keep indices 0 and 1 (images
+/// written before metadata formats existed keep their meaning), then each with 8 and 64 B.
+#[test]
+fn lba_formats_append_metadata_formats() {
+    let c = cm6(64);
+    assert_eq!(c.spec().lba_formats(), vec![(512, 0), (4096, 0), (512, 8), (512, 64), (4096, 8), (4096, 64)]);
+    let id = c.id_ns(NsId(1)).unwrap();
+    assert_eq!(id.nlbaf, 5);
+    assert_eq!((id.lbafs[4].ms, id.lbafs[4].ds), (8, 12));
+    assert_eq!(id.mc, 3, "extended and separate metadata");
+    assert_eq!(id.dpc, 0x1f, "types 1-3, PI first or last");
+    assert_eq!(id.dps, 0);
+}
+
+#[test]
+fn format_with_pi_sets_dps_flbas_and_keeps_capacity() {
+    let mut c = cm6(64);
+    let bytes = c.attached(NsId(1)).unwrap().bytes();
+    c.format_with(NsId(1), 4, 0, ProtectionRequest { pi: 1, pil: true, extended: true }).unwrap();
+    let ns = c.attached(NsId(1)).unwrap();
+    assert_eq!((ns.lba_bytes, ns.protection.ms, ns.protection.pi), (4096, 8, 1));
+    assert_eq!(ns.bytes(), bytes, "metadata lives in the spare area: no data capacity lost");
+    let id = c.id_ns(NsId(1)).unwrap();
+    assert_eq!(id.dps, 0x09, "type 1, PI in the first 8 bytes");
+    assert_eq!(id.flbas, 0x14, "format 4, extended LBA");
+    // Back to a plain format: the protection goes with it.
+    c.format(NsId(1), 1, 0).unwrap();
+    assert!(c.attached(NsId(1)).unwrap().protection.is_none());
+}
+
+#[test]
+fn format_refuses_unsupported_protection() {
+    let mut c = cm6(64);
+    let before = c.state().namespaces.clone();
+    let pi_on_plain = c.format_with(NsId(1), 1, 0, ProtectionRequest { pi: 1, ..Default::default() }).unwrap_err();
+    assert_eq!(status(pi_on_plain), Status::InvalidFormat);
+    let bad_type = c.format_with(NsId(1), 4, 0, ProtectionRequest { pi: 5, ..Default::default() }).unwrap_err();
+    assert_eq!(status(bad_type), Status::InvalidField);
+    assert_eq!(c.state().namespaces, before, "a refused format changes nothing");
+    // The P5316 preset offers no metadata formats and no PI.
+    let spec = DriveSpec::preset("intel-p5316-15.36t").unwrap().scaled(256).unwrap();
+    let mut p = Controller::new(spec, 1).unwrap();
+    let no_pi = p.format_with(NsId(1), 1, 0, ProtectionRequest { pi: 1, ..Default::default() }).unwrap_err();
+    assert_eq!(status(no_pi), Status::InvalidFormat);
+    assert_eq!(status(p.format(NsId(1), 2, 0).unwrap_err()), Status::InvalidFormat);
+}
+
+#[test]
+fn injected_pi_error_fails_only_the_checked_tags_until_rewritten() {
+    let mut c = cm6(64);
+    assert_eq!(status(c.inject_pi_error(NsId(1), 10, PRCHK_GUARD).unwrap_err()), Status::InvalidField, "no PI yet");
+    c.format_with(NsId(1), 4, 0, ProtectionRequest { pi: 1, ..Default::default() }).unwrap();
+    c.inject_pi_error(NsId(1), 10, PRCHK_GUARD).unwrap();
+    c.inject_pi_error(NsId(1), 20, PRCHK_REFTAG).unwrap();
+    assert_eq!(status(c.check_pi(NsId(1), 0, 16, 7).unwrap_err()), Status::GuardCheck);
+    assert!(c.check_pi(NsId(1), 0, 16, PRCHK_REFTAG | PRCHK_APPTAG).is_ok(), "guard not checked");
+    assert!(c.check_pi(NsId(1), 11, 9, 7).is_ok(), "range excludes both");
+    assert_eq!(status(c.check_pi(NsId(1), 11, 10, 7).unwrap_err()), Status::RefTagCheck);
+    // A write stores fresh PI.
+    c.write(NsId(1), 8, 4, &mut crate::nand::NoTiming).unwrap();
+    assert!(c.check_pi(NsId(1), 0, 16, 7).is_ok());
+    assert_eq!(status(c.check_pi(NsId(1), 0, 21, 7).unwrap_err()), Status::RefTagCheck);
+    // Type 3 has no reference tag to check; a format clears everything.
+    c.format_with(NsId(1), 4, 0, ProtectionRequest { pi: 3, ..Default::default() }).unwrap();
+    assert!(c.state().pi_errors.is_empty());
+    c.inject_pi_error(NsId(1), 20, PRCHK_REFTAG).unwrap();
+    assert!(c.check_pi(NsId(1), 0, 32, 7).is_ok());
+}

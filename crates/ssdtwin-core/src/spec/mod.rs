@@ -92,6 +92,15 @@ pub struct CapacitySpec {
     pub lba_bytes: Sourced<Vec<u32>>,
     /// NN: how many namespaces the controller supports.
     pub max_namespaces: Sourced<u32>,
+    /// Metadata sizes (bytes per LBA) offered with every LBA data size, in addition to 0
+    /// (absent: no metadata formats). LBA formats 0..n are `lba_bytes` without metadata
+    /// (so an image's format index keeps its meaning); then each data size with each of these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_bytes: Option<Sourced<Vec<u16>>>,
+    /// End-to-end protection information types supported (1, 2, 3) in a format with at
+    /// least 8 bytes of metadata (absent or empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pi_types: Option<Sourced<Vec<u8>>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,6 +210,11 @@ pub struct TimingSpec {
     /// the governor of a capped state does not grant freely. docs/models.md §3.
     #[serde(default = "default_suspend_scales_with_power")]
     pub suspends_scale_with_power: Sourced<bool>,
+    /// Controller time per command on a namespace formatted with protection information:
+    /// setting up the end-to-end check (guard CRC, tags) of the command's blocks, on the
+    /// command processor (it lowers the command ceiling). Absent: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctrl_pi_check_ns: Option<Sourced<u64>>,
 }
 
 /// Defaults of the suspend parameters for specs written before they existed (drive images
@@ -505,6 +519,25 @@ impl DriveSpec {
                 c.fail(format!("capacity.lba_bytes[{i}]: must be 512 or 4096 (got {b})"));
             }
         }
+        if let Some(md) = &cap.metadata_bytes {
+            c.source("capacity.metadata_bytes", &md.source);
+            for (i, &m) in md.value.iter().enumerate() {
+                if !(8..=128).contains(&m) || m % 8 != 0 {
+                    c.fail(format!("capacity.metadata_bytes[{i}]: must be a multiple of 8 in 8..=128 (got {m})"));
+                }
+            }
+        }
+        if let Some(pi) = &cap.pi_types {
+            c.source("capacity.pi_types", &pi.source);
+            for (i, &t) in pi.value.iter().enumerate() {
+                if !(1..=3).contains(&t) {
+                    c.fail(format!("capacity.pi_types[{i}]: must be 1, 2 or 3 (got {t})"));
+                }
+            }
+            if !pi.value.is_empty() && cap.metadata_bytes.as_ref().is_none_or(|m| m.value.is_empty()) {
+                c.fail("capacity.pi_types: protection information needs a metadata format (capacity.metadata_bytes)".into());
+            }
+        }
         if self.scale == 0 {
             c.fail("scale: must be at least 1".into());
         }
@@ -701,9 +734,23 @@ impl DriveSpec {
         Ok(s)
     }
 
-    /// Bytes of an LBA format index, if valid.
+    /// Data bytes of an LBA format index, if valid.
     pub fn lba_format(&self, index: usize) -> Option<u32> {
-        self.capacity.lba_bytes.value.get(index).copied()
+        self.lba_formats().get(index).map(|f| f.0)
+    }
+
+    /// Every LBA format as (data bytes, metadata bytes), in index order: the data sizes
+    /// without metadata first, then each data size with each metadata size.
+    pub fn lba_formats(&self) -> Vec<(u32, u16)> {
+        let data = &self.capacity.lba_bytes.value;
+        let md: &[u16] = self.capacity.metadata_bytes.as_ref().map_or(&[], |m| &m.value);
+        let plain = data.iter().map(|&d| (d, 0));
+        plain.chain(data.iter().flat_map(|&d| md.iter().map(move |&m| (d, m)))).collect()
+    }
+
+    /// Protection information types the drive supports (empty: none).
+    pub fn pi_types(&self) -> &[u8] {
+        self.capacity.pi_types.as_ref().map_or(&[], |p| &p.value)
     }
 }
 

@@ -189,6 +189,13 @@ pub struct JobSpec {
     /// `rw_seq_add_bytes` when present.
     #[serde(default)]
     pub rw_seq_add_signed: Option<i64>,
+    /// io_uring_cmd's pi_act: the controller inserts and strips the protection information
+    /// (PRACT), so the host moves no PI (docs/fio.md, Protection information).
+    #[serde(default)]
+    pub pi_act: bool,
+    /// io_uring_cmd's pi_chk as PRCHK bits (4 guard, 2 application tag, 1 reference tag).
+    #[serde(default)]
+    pub pi_chk: u8,
     /// zonemode=strided: bytes of I/O per zone (`zonesize`); 0 = no zones.
     #[serde(default)]
     pub zone_size_bytes: u64,
