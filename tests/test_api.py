@@ -320,7 +320,22 @@ def test_namespaces_frame() -> None:
     d.nvme.create_ns(8, block_size=4096) if d.nvme.id_ctrl()["unvmcap"] else None
     df = d.namespaces_frame()
     assert isinstance(df, pd.DataFrame)
-    columns = ["nsid", "nsze", "ncap", "nuse", "lba_bytes", "flbas", "attached", "write_protect", "nmic", "bytes", "dram", "nvmsetid", "ms", "pi"]
+    columns = [
+        "nsid",
+        "nsze",
+        "ncap",
+        "nuse",
+        "lba_bytes",
+        "flbas",
+        "attached",
+        "write_protect",
+        "nmic",
+        "bytes",
+        "dram",
+        "nvmsetid",
+        "ms",
+        "pi",
+    ]
     assert list(df.columns) == columns
     assert df["nsid"].tolist() == [n.nsid for n in d.namespaces()]
     assert int(df["bytes"].sum()) == d.nvme.id_ctrl()["tnvmcap"] - d.nvme.id_ctrl()["unvmcap"]
