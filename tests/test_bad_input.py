@@ -110,8 +110,8 @@ def test_block_size_1000(small: Path) -> None:
         "-c",
         "1000",
         "-f",
-        "5",
-        needles=("INVALID_FORMAT(0x410a)", "LBA format 5", "0=512 B, 1=4096 B"),
+        "9",
+        needles=("INVALID_FORMAT(0x410a)", "LBA format 9", "0=512 B, 1=4096 B, 2=512+8 B"),
     )
 
 

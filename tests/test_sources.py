@@ -69,6 +69,11 @@ def sourced_entries(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             for key, entry in body.items():
                 if table == "drive" and key in IDENTITY:
                     continue
+                if isinstance(entry, dict) and "value" not in entry and "source" not in entry:
+                    # A sub-table ([nvm_sets.plm]): its parameters carry the sources.
+                    for sub, e in entry.items():
+                        yield f"{table}.{key}.{sub}", e if isinstance(e, dict) else None
+                    continue
                 yield f"{table}.{key}", entry if isinstance(entry, dict) else None
         elif not isinstance(body, dict):
             yield table, None

@@ -126,3 +126,14 @@ def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
     """The SMART or vendor log of the image or of the server holding it (``drive_view``)."""
     view = drive_view(path, fresh=fresh)
     return view.smart_log() if which == "smart" else view.vendor_log()
+
+
+def int_arg(flag: str, text: str, what: str, top: int) -> int:
+    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
+    try:
+        v = int(text, 0)
+    except ValueError:
+        fail(f"{flag} '{text}': must be {what}")
+    if not 0 <= v <= top:
+        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
+    return v

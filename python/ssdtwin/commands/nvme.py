@@ -15,8 +15,8 @@ import typer
 
 from .. import nvmefmt
 from ..drive import SQ_PRIORITIES, Drive
-from . import nvme14
-from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened, read_log
+from . import nvme14, nvme_media
+from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, read_log
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
@@ -98,17 +98,6 @@ def blocks_arg(flag: str, text: str) -> int:
     v = int_arg(flag, text, "a whole number of logical blocks", U64)
     if v <= 0:
         fail(f"{flag} {text}: must be at least 1 block")
-    return v
-
-
-def int_arg(flag: str, text: str, what: str, top: int) -> int:
-    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
-    try:
-        v = int(text, 0)
-    except ValueError:
-        fail(f"{flag} '{text}': must be {what}")
-    if not 0 <= v <= top:
-        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
     return v
 
 
@@ -351,4 +340,5 @@ def nvme_set_feature(
 # NVMe 1.4 verbs (predictable latency, ANA, LBA status) live in nvme14.py.
 nvme14.register(nvme)
 
-from . import nvme_media  # noqa: E402,F401  (registers its verbs on the nvme app)
+# Lists, logs and sanitize live in nvme_media.py.
+nvme_media.register(nvme)

@@ -10,21 +10,38 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 
 from .. import nvmefmt
-from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, opened
-from .nvme import int_arg, nvme
+from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened
 
 #: The drive's one controller (its Identify Controller CNTLID).
 CONTROLLER_ID = 1
+#: The verbs of this module, registered on the ``nvme`` app by :func:`register`.
+_VERBS: list[tuple[str, Callable[..., None]]] = []
+
+
+def verb(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def add(fn: Callable[..., None]) -> Callable[..., None]:
+        _VERBS.append((name, fn))
+        return fn
+
+    return add
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's verbs to the ``nvme`` app."""
+    for name, fn in _VERBS:
+        app.command(name)(fn)
+
+
 #: nvme-cli's names for the sanitize actions (``--sanact start-block-erase``).
 SANACT_NAMES = {"exit-failure": 1, "start-block-erase": 2, "start-overwrite": 3, "start-crypto-erase": 4, "exit-media-verification": 5}
 
 
-@nvme.command("list-ns")
+@verb("list-ns")
 def nvme_list_ns(
     path: Path = ImageDir,
     nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32, help="list NSIDs greater than this one"),
@@ -41,7 +58,7 @@ def nvme_list_ns(
         typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)) or "No namespaces")
 
 
-@nvme.command("list-ctrl")
+@verb("list-ctrl")
 def nvme_list_ctrl(
     path: Path = ImageDir,
     cntid: int = typer.Option(0, "-c", "--cntid", min=0, max=U16, help="list controller IDs from this one on"),
@@ -65,7 +82,7 @@ def nvme_list_ctrl(
             typer.echo(f"[{k:4}]:{c:#x}")
 
 
-@nvme.command("error-log")
+@verb("error-log")
 def nvme_error_log(
     path: Path = ImageDir,
     log_entries: int = typer.Option(64, "-e", "--log-entries", min=1, max=64, help="entries to show (the log keeps 64)"),
@@ -92,7 +109,7 @@ def _empty_error_entry() -> dict[str, int]:
     return {k: 0 for k in [*keys.split(), "trtype_spec_info", "log_page_version"]}
 
 
-@nvme.command("fw-log")
+@verb("fw-log")
 def nvme_fw_log(
     path: Path = ImageDir,
     raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
@@ -112,7 +129,7 @@ def nvme_fw_log(
         typer.echo(f"Firmware Log for device:{path}\nafi  : 0x1\nfrs1 : {frs:#018x} ({fr})")
 
 
-@nvme.command("get-log")
+@verb("get-log")
 def nvme_get_log(
     path: Path = ImageDir,
     log_id: str = typer.Option(
@@ -151,7 +168,7 @@ def sanact_arg(text: str) -> int:
     return int_arg("-a/--sanact", text, f"a sanitize action (1..7 or {', '.join(SANACT_NAMES)})", 7)
 
 
-@nvme.command("sanitize")
+@verb("sanitize")
 def nvme_sanitize(
     path: Path = ImageDir,
     sanact: str = typer.Option(..., "-a", "--sanact", help="1 exit failure mode, 2 block erase, 3 overwrite, 4 crypto erase"),
@@ -177,7 +194,7 @@ def nvme_sanitize(
     typer.echo(f"sanitize: Success, sanact:{act} ({log['sstat']['status']}{note})")
 
 
-@nvme.command("sanitize-log")
+@verb("sanitize-log")
 def nvme_sanitize_log(
     path: Path = ImageDir,
     rae: bool = typer.Option(False, "-r", "--rae", help="accepted (no asynchronous events to retain)"),
