@@ -124,7 +124,7 @@ fn format_purges_and_changes_lba_size() {
     assert_eq!((ns.lba_bytes, ns.bytes()), (4096, bytes));
     assert_eq!(c.id_ns(NsId(1)).unwrap().nuse, 0);
     c.ftl().unwrap().check_invariants().unwrap();
-    assert_eq!(status(c.format(NsId(1), 5, 0).unwrap_err()), Status::InvalidFormat);
+    assert_eq!(status(c.format(NsId(1), 6, 0).unwrap_err()), Status::InvalidFormat);
 }
 
 #[test]
