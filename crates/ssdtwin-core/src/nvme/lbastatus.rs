@@ -113,10 +113,14 @@ impl Controller {
         )
     }
 
-    /// A write or deallocation of `[slba, slba + nlb)` (or a whole namespace with `None`)
-    /// replaces what was unrecoverable there.
+    /// A write or deallocation of `[slba, slba + nlb)` (or a whole namespace with `None`:
+    /// format, delete, sanitize) replaces what was injected there: unrecoverable blocks and
+    /// corrupted protection information.
     #[inline]
     pub(super) fn repair_media(&mut self, nsid: u32, range: Option<(u64, u64)>) {
+        if !self.st.pi_errors.is_empty() {
+            self.repair_pi(nsid, range);
+        }
         if self.st.unrecoverable.is_empty() {
             return;
         }
@@ -129,6 +133,18 @@ impl Controller {
             self.st.unrecoverable.remove(&nsid);
         } else {
             self.st.unrecoverable.insert(nsid, left);
+        }
+    }
+
+    /// Fresh protection information for the LBAs of `range` (all with `None`).
+    fn repair_pi(&mut self, nsid: u32, range: Option<(u64, u64)>) {
+        let Some(bad) = self.st.pi_errors.get_mut(&nsid) else { return };
+        match range {
+            Some((s, n)) => bad.retain(|&l, _| l < s || l >= s.saturating_add(n)),
+            None => bad.clear(),
+        }
+        if bad.is_empty() {
+            self.st.pi_errors.remove(&nsid);
         }
     }
 

@@ -889,7 +889,7 @@ impl Controller {
             self.st.qos.remove(&id);
             self.st.sq_priority.remove(&id);
             self.st.ana.remove(&id);
-            self.st.unrecoverable.remove(&id);
+            self.repair_media(id, None);
         }
         Ok(())
     }
@@ -986,7 +986,7 @@ impl Controller {
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;
-            self.st.unrecoverable.remove(&id);
+            self.repair_media(id, None);
             if ses == 2 {
                 self.change_media_key(id); // only this namespace's key changes
             }
@@ -996,7 +996,6 @@ impl Controller {
             ns.lba_bytes = new_lba;
             ns.nsze = bytes / new_lba as u64;
             ns.protection = protection;
-            self.st.pi_errors.remove(&id);
         }
         Ok(())
     }
@@ -1312,9 +1311,6 @@ impl Controller {
             return Ok(());
         }
         let set = ns.nvm_set as usize;
-        if !self.st.pi_errors.is_empty() {
-            self.clear_pi_errors(nsid, slba, nlb);
-        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
         self.st.smart.host_write_commands += 1;
@@ -1380,9 +1376,6 @@ impl Controller {
         if dram {
             return Ok(0); // nothing on NAND to deallocate
         }
-        if !self.st.pi_errors.is_empty() {
-            self.clear_pi_errors(nsid, slba, nlb);
-        }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut n = 0;
         let full = cfg.full_mask;
@@ -1437,18 +1430,6 @@ impl Controller {
             return fail(status, format!("namespace {} LBA {lba}: the stored protection information's {tag} does not match", nsid.0));
         }
         Ok(())
-    }
-
-    fn clear_pi_errors(&mut self, nsid: u32, slba: u64, nlb: u64) {
-        if let Some(bad) = self.st.pi_errors.get_mut(&nsid) {
-            let hit: Vec<u64> = bad.range(slba..slba.saturating_add(nlb)).map(|(&l, _)| l).collect();
-            for l in hit {
-                bad.remove(&l);
-            }
-            if bad.is_empty() {
-                self.st.pi_errors.remove(&nsid);
-            }
-        }
     }
 
     /// Background GC while the host is idle: collect victims until the free pool reaches its

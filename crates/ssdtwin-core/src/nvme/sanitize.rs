@@ -332,6 +332,9 @@ impl Controller {
         let chunks: Vec<u32> = self.namespaces().flat_map(|n| n.chunks.iter().copied()).collect();
         self.deallocate_chunks(&chunks)?;
         let ids: Vec<u32> = self.st.namespaces.keys().copied().collect();
+        for &id in &ids {
+            self.repair_media(id, None); // the media is new: nothing injected survives
+        }
         let raw = self.spec.geometry().raw_bytes();
         let s = &mut self.st.sanitize;
         match req.sanact {

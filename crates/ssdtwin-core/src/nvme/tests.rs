@@ -256,4 +256,9 @@ fn injected_pi_error_fails_only_the_checked_tags_until_rewritten() {
     assert!(c.state().pi_errors.is_empty());
     c.inject_pi_error(NsId(1), 20, PRCHK_REFTAG).unwrap();
     assert!(c.check_pi(NsId(1), 0, 32, 7).is_ok());
+    // A deleted namespace takes its corrupted PI with it: a new one with its NSID starts clean.
+    c.inject_pi_error(NsId(1), 21, PRCHK_GUARD).unwrap();
+    c.detach_ns(NsId(1), &[1]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
+    assert!(c.state().pi_errors.is_empty());
 }
