@@ -67,8 +67,8 @@ shaping-full: ## the same at 1/64 with 32 GiB per point (hours)
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16
 
-doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, and a NAND control (~3-5 min)
-	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64
+doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, a NAND control, over a trimmed and a written namespace (~8-12 min)
+	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64 --drive-state trimmed,written
 
 MARIADB_DIR ?= mariadb-study
 MARIADB_RUN_S ?= 600
