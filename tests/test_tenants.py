@@ -171,7 +171,7 @@ def _lower_fetch_ceiling(image: Path, iops: int) -> None:
     real drive's 800K (an NBD client on this machine does tens of thousands)."""
     spec = image / "spec.toml"
     text = spec.read_text()
-    old = '[timing.ctrl_max_iops]\nvalue = 800000\n'
+    old = "[timing.ctrl_max_iops]\nvalue = 800000\n"
     assert old in text
     spec.write_text(text.replace(old, f"[timing.ctrl_max_iops]\nvalue = {iops}\n"))
 
