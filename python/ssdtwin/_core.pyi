@@ -29,6 +29,7 @@ __all__ = [
     "cluster_spec",
     "cluster_info",
     "cluster_run",
+    "rmw_rate",
     "SsdtwinError",
     "NvmeError",
     "ImageError",
@@ -140,6 +141,15 @@ class Drive:
         seed: int,
         progress: Optional[Callable[[int, int], object]] = None,
     ) -> dict[str, Any]: ...
+    def precondition_touches(
+        self,
+        nsid: int,
+        pattern: str,
+        block_bytes: int,
+        amount_bytes: int,
+        seed: int,
+        progress: Optional[Callable[[int, int], object]] = None,
+    ) -> dict[str, Any]: ...
     def run_fio(
         self,
         specs: Sequence[Mapping[str, Any]],
@@ -210,3 +220,4 @@ def cluster_run(
     progress: Optional[Callable[[int], object]] = None,
     origin: str = "cluster.toml",
 ) -> dict[str, Any]: ...
+def rmw_rate(array_bytes: int, ops: int, inflight: int = 32, seed: int = 1) -> dict[str, Any]: ...

@@ -439,6 +439,15 @@ class Drive:
         r = self._core.precondition(nsid, pattern, block_bytes, amount_bytes, seed, progress)
         return PreconditionReport(**r)
 
+    def precondition_touches(
+        self, nsid: int, pattern: str, block_bytes: int, amount_bytes: int, seed: int
+    ) -> tuple[PreconditionReport, dict[str, int]]:
+        """``precondition`` that also counts the FTL's random map accesses (``ssdtwin bench
+        ftl``): the report, and {"host_l2p": programmed host IUs' L2P lines, "gc_checks":
+        victim IUs checked through the L2P}. Same drive state as ``precondition``."""
+        r = self._core.precondition_touches(nsid, pattern, block_bytes, amount_bytes, seed)
+        return PreconditionReport(**r["report"]), {"host_l2p": r["host_l2p"], "gc_checks": r["gc_checks"]}
+
 
 def models() -> list[dict[str, Any]]:
     """Every built-in preset as a dict (validated)."""

@@ -24,13 +24,15 @@ use ssdtwin_core::host::{
     tier::{Tier, TierConfig},
 };
 use ssdtwin_core::image::{Image, ImageError as CoreImageError, Manifest, OpenMode};
-use ssdtwin_core::nand::NoTiming;
+use ssdtwin_core::nand::{NoTiming, TouchCounter};
 use ssdtwin_core::nvme::{self, Controller, ControllerView, Pattern};
 use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec};
 use ssdtwin_core::theory;
 use ssdtwin_core::workload::JobSpec;
 use ssdtwin_nbd::ServerConfig;
 use ssdtwin_serve::{read_live, Pace, ServeError, ServeInfo, ServeOptions, Serving, StoppedSummary, TwinConfig};
+
+mod hwbench;
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
@@ -631,6 +633,42 @@ impl Drive {
         })
     }
 
+    /// `precondition` with the FTL's random map accesses counted (`ssdtwin bench ftl`,
+    /// issue 17): {"report": the precondition report, "host_l2p": programmed host IUs'
+    /// L2P lines, "gc_checks": victim IUs checked through the L2P}. The drive ends in the
+    /// state `precondition` leaves.
+    #[pyo3(signature = (nsid, pattern, block_bytes, amount_bytes, seed, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn precondition_touches(
+        &self,
+        py: Python<'_>,
+        nsid: u32,
+        pattern: &str,
+        block_bytes: u64,
+        amount_bytes: u64,
+        seed: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        #[derive(Serialize)]
+        struct Touches {
+            report: nvme::PreconditionReport,
+            host_l2p: u64,
+            gc_checks: u64,
+        }
+        let pat = self::pattern(pattern)?;
+        let progress = progress.as_ref();
+        self.query(py, |c| {
+            let mut pending: Option<PyErr> = None;
+            let mut cb = |done: u64, total: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)));
+            let mut sink = TouchCounter::default();
+            let report = c.precondition_with(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb, &mut sink)?;
+            match pending {
+                Some(e) => Err(Failure::Python(e)),
+                None => Ok(Touches { report, host_l2p: sink.host_l2p, gc_checks: sink.gc_checks }),
+            }
+        })
+    }
+
     /// Run fio job clones (engine contract v1, docs/fio.md §3: a list of dicts) in virtual
     /// time; returns the engine output (§4) as a list of dicts. `progress(now_ns)` is called
     /// now and then and may raise (Ctrl-C raises KeyboardInterrupt); the drive keeps what the
@@ -1058,6 +1096,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cluster_spec, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_info, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_run, m)?)?;
+    m.add_function(wrap_pyfunction!(hwbench::rmw_rate, m)?)?;
     let py = m.py();
     m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
     m.add("NvmeError", py.get_type::<NvmeError>())?;

@@ -5,8 +5,10 @@ from __future__ import annotations
 import platform
 import resource
 import time
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Optional
 
+from .. import _core
 from ..drive import Drive
 from ..nvmefmt import si_bytes
 
@@ -16,32 +18,137 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def run_ftl_bench(model: str, scale: int, steady: float, log: Callable[[str], None] = print) -> dict[str, Any]:
+def maps_bytes(info: dict[str, Any]) -> int:
+    """Bytes of the FTL's two maps (4-byte L2P entries per logical IU, P2L per physical IU)."""
+    return 4 * (int(info["logical_ius"]) + int(info["superblocks"]) * int(info["ius_per_superblock"]))
+
+
+def mem_available_bytes() -> Optional[int]:
+    """MemAvailable from /proc/meminfo (None where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+# The FTL bench's phases: (key, pattern, block bytes, seed). The seeds are those the bench
+# has always used, so its WAF figures stay comparable across versions.
+FTL_PHASES = (("seq_128k_2x", "seq", 131072, 3), ("rand_4k_2x", "rand", 4096, 4), ("steady_rand_4k", "rand", 4096, 5))
+
+
+def run_ftl_bench(
+    model: str,
+    scale: int,
+    steady: float,
+    count: float = 0.1,
+    inflight: int = 32,
+    rmw_ops: int = 1 << 26,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Precondition a whole in-memory drive (seq 128 KiB 2x, then random 4 KiB 2x) and
-    measure random 4 KiB writes per second at steady state, all in fast-forward."""
+    measure random 4 KiB writes per second at steady state, all in fast-forward; then count
+    the random map lines each host write touches (`count` capacity multiples more, through
+    the counting copy of the write path), and measure this machine's random
+    read-modify-write rate over an array of the maps' size, before and after. The FTL can
+    go no faster than that rate divided by its touches per write (issue 17)."""
     t_all = time.perf_counter()
     d = Drive.in_memory(model, scale=scale)
     cap = d.namespaces()[0].bytes
-    log(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, {platform.processor() or platform.machine()}")
-    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap}
-    phases = [("seq_128k_2x", "seq", 131072, 2.0), ("rand_4k_2x", "rand", 4096, 2.0), ("steady_rand_4k", "rand", 4096, steady)]
-    for key, pattern, bs, loops in phases:
+    info = d.ftl_info()
+    mb = maps_bytes(info)
+    log(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, maps {si_bytes(mb)}, {platform.processor() or platform.machine()}")
+    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap, "maps_bytes": mb}
+    # The drive's maps are untouched zero pages until written: the array is measured first,
+    # freed, and measured again after the drive is closed, so the two never coexist.
+    res["rmw_before"] = _core.rmw_rate(mb, rmw_ops, inflight, 1)
+    log(_rmw_line("before", res["rmw_before"]))
+    for key, pattern, bs, seed in FTL_PHASES:
+        loops = steady if key == "steady_rand_4k" else 2.0
         t0 = time.perf_counter()
-        r = d.precondition(1, pattern, bs, loops=loops, seed=len(res))
-        dt = time.perf_counter() - t0
-        ius = r.host_bytes / d.ftl_info()["iu_bytes"]
-        res[key] = {"seconds": dt, "ios": r.ios, "ios_per_s": r.ios / dt, "host_ius_per_s": ius / dt, "waf": r.waf}
-        log(f"{key:<16} {dt:8.1f} s  {r.ios / dt / 1e6:7.2f} M IOs/s  {ius / dt / 1e6:7.2f} M IU writes/s  WAF {r.waf:.3f}")
+        r = d.precondition(1, pattern, bs, loops=loops, seed=seed)
+        res[key] = _phase(r, time.perf_counter() - t0, info)
+        log(_phase_line(key, res[key]))
+    t0 = time.perf_counter()
+    r, touches = d.precondition_touches(1, "rand", 4096, int(round(count * cap)), 6)
+    res["counted_rand_4k"] = _phase(r, time.perf_counter() - t0, info) | _touches(r, touches, info)
+    log(_phase_line("counted_rand_4k", res["counted_rand_4k"]))
     res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
-    res["peak_rss_bytes"] = peak_rss_bytes()
-    res["total_seconds"] = time.perf_counter() - t_all
-    log(
-        f"precondition (seq 2x + rand 2x): {res['precondition_seconds']:.1f} s; "
-        f"steady-state 4 KiB random writes: {res['steady_rand_4k']['ios_per_s'] / 1e6:.2f} M/s; "
-        f"peak RSS {si_bytes(res['peak_rss_bytes'])}"
-    )
     d.close()
+    res["rmw_after"] = _core.rmw_rate(mb, rmw_ops, inflight, 1)
+    log(_rmw_line("after", res["rmw_after"]))
+    res["peak_rss_bytes"] = peak_rss_bytes()
+    res["bound"] = _bound(res)
+    res["total_seconds"] = time.perf_counter() - t_all
+    for line in _bound_lines(res):
+        log(line)
     return res
+
+
+def _phase(r: Any, seconds: float, info: dict[str, Any]) -> dict[str, Any]:
+    ius = r.host_bytes / info["iu_bytes"]
+    return {"seconds": seconds, "ios": r.ios, "ios_per_s": r.ios / seconds, "host_ius_per_s": ius / seconds, "waf": r.waf}
+
+
+def _touches(r: Any, touches: dict[str, int], info: dict[str, Any]) -> dict[str, Any]:
+    """Random map lines per host write of the counted phase, by kind."""
+    relocated = r.nand_bytes // info["iu_bytes"] - touches["host_l2p"]
+    per = max(r.ios, 1)
+    return {
+        "host_l2p": touches["host_l2p"],
+        "gc_checks": touches["gc_checks"],
+        "gc_relocated": relocated,
+        "touches_per_write": (touches["host_l2p"] + touches["gc_checks"]) / per,
+        "host_l2p_per_write": touches["host_l2p"] / per,
+        "gc_relocated_per_write": relocated / per,
+        "gc_stale_checks_per_write": (touches["gc_checks"] - relocated) / per,
+    }
+
+
+def _bound(res: dict[str, Any]) -> dict[str, Any]:
+    """The hardware bound on host writes/s and how far the FTL is from it."""
+    rmw = (res["rmw_before"]["rmw_per_s"] + res["rmw_after"]["rmw_per_s"]) / 2
+    touches = res["counted_rand_4k"]["touches_per_write"]
+    rate = res["steady_rand_4k"]["ios_per_s"]
+    bound = rmw / touches if touches > 0 else float("inf")
+    return {
+        "rmw_per_s": rmw,
+        "touches_per_write": touches,
+        "host_writes_per_s_bound": bound,
+        "host_writes_per_s": rate,
+        "ftl_rmw_per_s": rate * touches,
+        "fraction_of_bound": rate / bound,
+    }
+
+
+def _rmw_line(when: str, r: dict[str, Any]) -> str:
+    return (
+        f"machine ({when}): {r['rmw_per_s'] / 1e6:6.1f} M random read-modify-writes/s over {si_bytes(r['array_bytes'])}, "
+        f"{r['inflight']} prefetches in flight ({r['ops']} ops in {r['seconds']:.2f} s; page fill {r['fill_seconds']:.1f} s)"
+    )
+
+
+def _phase_line(key: str, p: dict[str, Any]) -> str:
+    rates = f"{p['ios_per_s'] / 1e6:7.2f} M IOs/s  {p['host_ius_per_s'] / 1e6:7.2f} M IU writes/s"
+    return f"{key:<16} {p['seconds']:8.1f} s  {rates}  WAF {p['waf']:.3f}"
+
+
+def _bound_lines(res: dict[str, Any]) -> list[str]:
+    c, b = res["counted_rand_4k"], res["bound"]
+    return [
+        f"random map lines per host 4 KiB write (counted): {c['touches_per_write']:.2f} = host L2P {c['host_l2p_per_write']:.2f} "
+        f"+ GC checks of relocated IUs {c['gc_relocated_per_write']:.2f} + of stale IUs {c['gc_stale_checks_per_write']:.2f}",
+        "",
+        f"{'':<34} {'M/s':>8}",
+        f"{'machine random RMW (mean)':<34} {b['rmw_per_s'] / 1e6:8.2f}",
+        f"{'bound: RMW / touches per write':<34} {b['host_writes_per_s_bound'] / 1e6:8.2f}",
+        f"{'FTL steady-state host writes':<34} {b['host_writes_per_s'] / 1e6:8.2f}",
+        f"{'FTL map RMWs (writes x touches)':<34} {b['ftl_rmw_per_s'] / 1e6:8.2f}",
+        f"FTL at {100 * b['fraction_of_bound']:.0f} % of the bound; precondition (seq 2x + rand 2x) {res['precondition_seconds']:.1f} s; "
+        f"peak RSS {si_bytes(res['peak_rss_bytes'])}",
+    ]
 
 
 def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int, log: Callable[[str], None] = print) -> dict[str, Any]:

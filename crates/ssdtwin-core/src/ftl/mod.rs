@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 use crate::bigarray::{prefetch, BigArray};
-use crate::nand::{Cause, NandOp, NandSink};
+use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 use crate::spec::{DriveSpec, GcPolicy};
 use crate::units::{LogicalIu, PhysicalIu};
 use crate::util::FastDiv;
@@ -720,6 +720,7 @@ impl Ftl {
     fn program_slot<S: NandSink>(&mut self, p: usize, slot: Slot, sink: &mut S) {
         // Allocate first: foreground GC may move the old copy we are about to read.
         let ppa = self.alloc(p, false, sink);
+        sink.touch(MapTouch::HostL2p);
         let old = self.l2p[slot.iu as usize];
         if slot.mask != self.cfg.full_mask && old != 0 {
             let iu_bytes = self.cfg.iu_bytes;
@@ -977,7 +978,11 @@ impl Ftl {
                 }
             }
             let l = self.p2l[ppa as usize];
-            if l == 0 || self.l2p[(l - 1) as usize] != ppa + 1 {
+            if l == 0 {
+                continue;
+            }
+            sink.touch(MapTouch::GcCheck);
+            if self.l2p[(l - 1) as usize] != ppa + 1 {
                 continue;
             }
             self.st.parts[p].victim = Some(v);

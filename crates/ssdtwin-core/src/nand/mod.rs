@@ -14,7 +14,7 @@
 
 mod ops;
 
-pub use ops::{Cause, NandOp, NandSink, NoTiming, Recorder};
+pub use ops::{Cause, MapTouch, NandOp, NandSink, NoTiming, Recorder, TouchCounter};
 
 use crate::spec::Geometry;
 use crate::util::FastDiv;

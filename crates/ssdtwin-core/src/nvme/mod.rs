@@ -1454,6 +1454,23 @@ impl Controller {
         seed: u64,
         progress: &mut dyn FnMut(u64, u64) -> bool,
     ) -> Result<PreconditionReport, Error> {
+        self.precondition_with(nsid, pattern, block_bytes, amount_bytes, seed, progress, &mut NoTiming)
+    }
+
+    /// [`Controller::precondition`] with the FTL's operations sent to `sink`, which sees no
+    /// time either: `ssdtwin bench ftl` passes a [`crate::nand::TouchCounter`] to count the
+    /// random map accesses per host write.
+    #[allow(clippy::too_many_arguments)]
+    pub fn precondition_with<S: NandSink>(
+        &mut self,
+        nsid: NsId,
+        pattern: Pattern,
+        block_bytes: u64,
+        amount_bytes: u64,
+        seed: u64,
+        progress: &mut dyn FnMut(u64, u64) -> bool,
+        sink: &mut S,
+    ) -> Result<PreconditionReport, Error> {
         let nsid = nsid.0;
         self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?.clone();
@@ -1511,10 +1528,10 @@ impl Controller {
                 if whole && len == block_bytes {
                     let first = start / iu;
                     for k in first..first + block_bytes / iu {
-                        ftl.write(ns.global_iu(k, shift).expect("slot within the namespace"), cfg.full_mask, &mut NoTiming);
+                        ftl.write(ns.global_iu(k, shift).expect("slot within the namespace"), cfg.full_mask, sink);
                     }
                 } else {
-                    Self::for_each_iu(&cfg, &ns, start / lba, len / lba, |g, mask| ftl.write(g, mask, &mut NoTiming));
+                    Self::for_each_iu(&cfg, &ns, start / lba, len / lba, |g, mask| ftl.write(g, mask, sink));
                 }
                 ios += 1;
                 bytes_done += len;

@@ -1,0 +1,31 @@
+//! `ssdtwin bench ftl`'s phases without Python, for A/B runs of two builds of the FTL and
+//! for perf: an in-memory drive preconditioned sequentially (128 KiB, 2x) and randomly
+//! (4 KiB, 2x), then random 4 KiB writes at steady state (0.5x), with the bench's seeds.
+//! Prints each phase's wall time, rate and WAF, then the FTL fingerprint (map checksums and
+//! counters): two builds that leave the FTL bit-identical print the same fingerprint.
+//!     MODEL=kioxia-cm6-r-3.84t SCALE=8 target/release/examples/ff_run
+use ssdtwin_core::nvme::{Controller, NsId, Pattern};
+use ssdtwin_core::spec::DriveSpec;
+use std::time::Instant;
+
+fn main() {
+    let model = std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into());
+    let scale: u32 = std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
+    let spec = DriveSpec::preset(&model).expect("preset").scaled(scale).expect("scale");
+    let mut c = Controller::new(spec, 1).expect("drive");
+    let cap = c.attached(NsId(1)).expect("namespace 1").bytes();
+    let mut go = |_: u64, _: u64| true;
+    let phases = [
+        ("seq_128k_2x", Pattern::Sequential, 131072, 2 * cap, 3),
+        ("rand_4k_2x", Pattern::Random, 4096, 2 * cap, 4),
+        ("steady_rand_4k", Pattern::Random, 4096, cap / 2, 5),
+    ];
+    for (name, pattern, bs, amount, seed) in phases {
+        let t = Instant::now();
+        let r = c.precondition(NsId(1), pattern, bs, amount, seed, &mut go).expect("precondition");
+        let s = t.elapsed().as_secs_f64();
+        println!("{name:<16} {s:8.2} s {:8.2} M IOs/s WAF {:.6}", r.ios as f64 / s / 1e6, r.waf);
+    }
+    let f = c.ftl_fingerprint().expect("fingerprint");
+    println!("fingerprint {} {} {:?}", f.l2p_xxh3, f.p2l_xxh3, f.counters);
+}

@@ -1,0 +1,76 @@
+"""`ssdtwin bench ftl` (issue 17): the FTL's steady-state rate, its random map lines per host
+write and the machine's random read-modify-write rate, in one run. Shapes and physics only:
+no assertion on a timing."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ssdtwin import Drive, _core
+from ssdtwin.commands import cli
+from ssdtwin.studies import benchmarks
+from twin import run_cli
+
+CM6 = "kioxia-cm6-r-3.84t"
+
+
+def test_bench_ftl_json_and_table() -> None:
+    r = run_cli("bench", "ftl", "--scale", "1/256", "--steady", "0.1", "--count", "0.2", "--rmw-ops", "200000", "-o", "json")
+    res = r.json()  # stdout holds the JSON and nothing else
+    assert "machine (before)" in r.stderr and "FTL at" in r.stderr
+    assert res["maps_bytes"] == benchmarks.maps_bytes(Drive.in_memory(CM6, scale=256).ftl_info())
+    for when in ("rmw_before", "rmw_after"):
+        m = res[when]
+        assert m["array_bytes"] == res["maps_bytes"] and m["ops"] == 200_000 and m["inflight"] == 32 and m["rmw_per_s"] > 0
+    # The same seed, size and count: the same addresses and values, whatever the timing.
+    assert res["rmw_before"]["checksum"] == res["rmw_after"]["checksum"]
+    c = res["counted_rand_4k"]
+    assert c["ios"] == math.ceil(round(0.2 * res["namespace_bytes"]) / 4096)
+    # At steady state every random 4 KiB write programs one host IU (the buffer rarely
+    # merges random writes) and GC relocates WAF - 1 IUs per host IU, each checked through
+    # the L2P; the victims' stale IUs are checked too.
+    assert c["host_l2p_per_write"] == pytest.approx(1.0, abs=0.01)
+    assert c["gc_relocated_per_write"] == pytest.approx(c["waf"] - c["host_l2p_per_write"], rel=1e-9)
+    assert c["waf"] > 2 and c["gc_stale_checks_per_write"] > 0.5
+    assert c["touches_per_write"] == pytest.approx((c["host_l2p"] + c["gc_checks"]) / c["ios"])
+    assert c["gc_checks"] >= c["gc_relocated"]
+    b = res["bound"]
+    assert b["touches_per_write"] == c["touches_per_write"]
+    assert b["host_writes_per_s_bound"] == pytest.approx(b["rmw_per_s"] / b["touches_per_write"])
+    assert b["fraction_of_bound"] == pytest.approx(b["host_writes_per_s"] / b["host_writes_per_s_bound"])
+    assert res["steady_rand_4k"]["waf"] > 2
+
+
+def test_counting_leaves_the_drive_precondition_leaves() -> None:
+    """The counting copy of the write path changes the drive exactly as the plain one."""
+    a, b = (Drive.in_memory(CM6, scale=256) for _ in range(2))
+    cap = a.namespaces()[0].bytes
+    for d in (a, b):
+        d.precondition(1, "seq", 131072, loops=1.0, seed=1)
+    ra = a.precondition(1, "rand", 4096, amount_bytes=cap, seed=9)
+    rb, touches = b.precondition_touches(1, "rand", 4096, cap, 9)
+    assert rb == ra
+    assert touches["host_l2p"] > 0 and touches["gc_checks"] > 0
+    assert a.ftl_fingerprint() == b.ftl_fingerprint()
+
+
+def test_rmw_rate_is_deterministic_work() -> None:
+    runs = [_core.rmw_rate(1 << 20, 50_000, k, 7) for k in (1, 16, 64)]
+    assert len({r["checksum"] for r in runs}) == 1  # the prefetch distance changes no address
+    assert _core.rmw_rate(1 << 20, 50_000, 16, 8)["checksum"] != runs[0]["checksum"]
+    assert all(math.isfinite(r["rmw_per_s"]) and r["rmw_per_s"] > 0 for r in runs)
+    for bad in ((1000, 10, 32, 1), (1 << 20, 0, 32, 1), (1 << 20, 10, 0, 1), (1 << 20, 10, 65, 1)):
+        with pytest.raises(ValueError):
+            _core.rmw_rate(*bad)
+
+
+def test_scale_beyond_memory_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: 1 << 30)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", "ftl", "--scale", "1"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 1 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ssdtwin bench ftl: error: --scale 1: the FTL maps of") and "MemAvailable" in lines[0]
