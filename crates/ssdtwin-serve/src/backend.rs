@@ -77,7 +77,7 @@ pub(crate) struct Inner {
     pub(crate) cfg: TwinConfig,
     pub(crate) clock: Arc<dyn Clock>,
     /// The real instant virtual time 0 corresponds to (for `Done::at`).
-    start: Instant,
+    pub(crate) start: Instant,
     pub(crate) start_unix_ms: u64,
     state: Mutex<Option<State>>,
     /// Journal records known to be on stable storage (appended-count units).
@@ -85,7 +85,7 @@ pub(crate) struct Inner {
     /// A second descriptor of the journal, synced outside the state lock.
     journal_file: File,
     journal_path: PathBuf,
-    files: BTreeMap<u32, Arc<DataFile>>,
+    pub(crate) files: BTreeMap<u32, Arc<DataFile>>,
     pub(crate) counters: Counters,
     pub(crate) hist_read: Histogram,
     pub(crate) hist_write: Histogram,
@@ -112,13 +112,13 @@ impl Inner {
     }
 
     /// Remember the first failure; writes fail from now on.
-    fn fail(&self, why: Failure) -> Errno {
+    pub(crate) fn fail(&self, why: Failure) -> Errno {
         let _ = self.failed.set(why);
         Errno::Io
     }
 
     /// Writes are still allowed.
-    fn check_writable(&self) -> Result<(), Errno> {
+    pub(crate) fn check_writable(&self) -> Result<(), Errno> {
         if self.failed.get().is_some() {
             return Err(Errno::Io);
         }
@@ -560,7 +560,7 @@ impl Inner {
     }
 
     /// Make acknowledged writes durable: the data files (`only`, or all) and the journal.
-    fn durable(&self, only: Option<&DataFile>) -> Result<(), Errno> {
+    pub(crate) fn durable(&self, only: Option<&DataFile>) -> Result<(), Errno> {
         self.check_writable()?;
         let sync_file = |f: &DataFile| -> Result<(), Errno> {
             if f.sync().map_err(|e| self.fail(format!("syncing the data: {e}")))? {
