@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use ssdtwin_core::engine::stack::{Stack, StackTimeline, Submit};
 use ssdtwin_core::engine::{HostCmd, HostOp};
-use ssdtwin_core::host::tier::{WriteOutcome, BLOCK_BYTES};
+use ssdtwin_core::host::tier::{Policy, WriteOutcome, BLOCK_BYTES};
 use ssdtwin_core::journal::Record;
 use ssdtwin_core::nvme::{self, NsId, WP_NONE};
 use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo};
@@ -36,7 +36,7 @@ use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo};
 use crate::backend::TwinBackend;
 use crate::config::Pace;
 use crate::data::DataFile;
-use crate::error::ServeError;
+use crate::error::{nbd_errno, ServeError};
 use crate::live::SessionSummary;
 use crate::state::State;
 
@@ -170,7 +170,9 @@ impl StackBackend {
             // The tier maps 4 KiB blocks: the server refuses anything smaller or unaligned.
             i.block_min = BLOCK_BYTES as u32;
             i.block_preferred = (cfg.iu_bytes as u32).max(BLOCK_BYTES as u32);
-            i.block_max = 32 << 20;
+            // A log appends a whole write to the tier, which must be able to hold it.
+            let fits = if cfg.policy == Policy::Log { 1 << cfg.capacity_bytes.ilog2() } else { u64::MAX };
+            i.block_max = (32u64 << 20).min(fits).max(i.block_preferred as u64) as u32;
             i.can_flush = true;
             i.can_fua = true;
             i.can_trim = true;
@@ -201,8 +203,9 @@ impl StackBackend {
             let r = run.advance(&mut submitter(st, cfg, &mut failed), now);
             e.settle(r, failed)
         });
+        let twin = self.twin.tick();
         match r {
-            Ok(()) | Err(Errno::Shutdown) => self.twin.tick(),
+            Ok(()) | Err(Errno::Shutdown) => twin,
             Err(_) => Err(self.twin.failure().unwrap_or_else(|| "a destage failed".into())),
         }
     }
@@ -361,12 +364,21 @@ impl Export for StackExport {
         self.with_model(|st, run, now| {
             let cfg = &self.twin.inner.cfg;
             let mut failed = None;
+            let mut read_err = None;
             let r = (|| {
                 let mut submit = submitter(st, cfg, &mut failed);
                 run.advance(&mut submit, now)?;
                 let plan = run.stack.tier.read(offset, len);
                 let t = if plan.tier_bytes > 0 { run.line.media(&run.stack.media, now, plan.tier_bytes, false) } else { now };
-                let t = t.max(run.line.drive(&mut submit, now, &plan.drive)?);
+                // The read's own drive errors (a media error, protection information) are
+                // this request's, as on a served drive; a destage's are sticky.
+                let t = match run.line.drive(&mut submit, now, &plan.drive) {
+                    Ok(d) => t.max(d),
+                    Err(e) => {
+                        read_err = Some(nbd_errno(&e, false));
+                        t
+                    }
+                };
                 run.progress(&mut submit, now)?;
                 Ok(t.max(now + 1))
             })();
@@ -374,6 +386,9 @@ impl Export for StackExport {
                 Ok(t) => self.settle(Ok(()), failed).map(|()| t)?,
                 Err(e) => return Err(self.settle(Err(e), failed).err().unwrap_or(Errno::Io)),
             };
+            if let Some(e) = read_err {
+                return Err(e);
+            }
             Ok(self.reply(st, now, done, false))
         })
         .map_err(|e| self.err(e))
@@ -418,7 +433,7 @@ impl Export for StackExport {
             .with_model(|st, run, now| {
                 let cfg = &inner.cfg;
                 let mut failed = None;
-                let log = run.stack.tier.config.policy == ssdtwin_core::host::tier::Policy::Log;
+                let log = run.stack.tier.config.policy == Policy::Log;
                 let r = (|| {
                     let mut submit = submitter(st, cfg, &mut failed);
                     run.advance(&mut submit, now)?;

@@ -58,6 +58,8 @@ fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier()
         let ex = b.open(STACK_EXPORT).unwrap();
         let info = ex.info();
         assert_eq!(info.block_min, 4096);
+        // A log takes a whole write into the tier: no request larger than the tier.
+        assert_eq!(info.block_max, if policy == Policy::Log { 1 << 20 } else { 32 << 20 });
         // 4 MiB of 4 KiB writes, one per microsecond, over 8 MiB of the volume (rewrites
         // included): four times the tier, so it destages (and evicts).
         let mut rng = Rng::new(7);
