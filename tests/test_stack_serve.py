@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,10 @@ def test_what_a_client_writes_through_the_stack_it_reads_back(tmp_path: Path, p5
     drive, stack = make_stack(tmp_path, p5316_random, "v", policy)
     with served(stack) as s:
         sh(*verify_job(s.uri("stack"), verify_only=False), cwd=tmp_path)  # write, then read back and verify
-        s.stop()
+        # Ctrl-C: a clean stop (drive, then stack committed) that exits 130.
+        s.p.send_signal(signal.SIGINT)
+        assert s.p.wait(timeout=120) == 130, s.stderr
+        assert "interrupted; " in s.stderr and "stack " in s.stderr, s.stderr
     c = counters(stack)
     assert c["host_write_bytes"] >= 64 << 20 and c["stack_drive_write_bytes"] > 0
     assert c["host_read_bytes"] >= 64 << 20
