@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,11 +43,14 @@ sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, S
 # drives the Rust core), and every test keeps its own tmp_path and free ports, so they run apart.
 PYTEST_WORKERS ?= auto
 test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
-	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS)
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --durations=25
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
 	$(PYTHON) -m mypy --strict python/ssdtwin --ignore-missing-imports
+
+physics-scale: ## the scale-agreement physics test at the issue's own pair, 1/64 against 1/16 (CI runs 1/128 against 1/32; ~3 min)
+	SSDTWIN_SCALE_PAIR=issue $(PYTHON) -m pytest -q -s tests/test_physics.py -k scale_agreement
 
 fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine) and ssdtwin: totals and iologs side by side
 	$(PYTHON) tests/fio/fio_conformance.py tests/fio/conformance
@@ -68,8 +71,8 @@ stack-serve: ## real fio over NBD against a served stack vs ssdtwin fio (docs/ho
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16
 
-doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, and a NAND control (~3-5 min)
-	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64
+doublewrite: ## the PBlaze5 talk's doublewrite study, modelled: InnoDB jobs on a 1/64 PBlaze5, data+doublewrite on one namespace vs doublewrite on DRAM, 64 and 4 threads, a NAND control, over a trimmed and a written namespace (~8-12 min)
+	ssdtwin reproduce pblaze5 --part doublewrite --placements shared,dram,nand --threads 4,64 --drive-state trimmed,written
 
 MARIADB_DIR ?= mariadb-study
 MARIADB_RUN_S ?= 600

@@ -128,3 +128,15 @@ def test_a_separate_nand_namespace_is_not_enough(rows: dict[str, dict[str, Any]]
     shares its superblocks with the data: the WAF stays that of the shared placement."""
     assert rows["nand"]["waf"] == pytest.approx(rows["shared"]["waf"], rel=0.1)
     assert rows["nand"]["waf"] > 1.5 * rows["dram"]["waf"]
+
+
+@pytest.mark.slow
+def test_a_written_namespace_leaves_gc_less_spare(rows: dict[str, dict[str, Any]]) -> None:
+    """The drive-state bracket (docs/models.md §10.4): when the namespace's LBAs beyond the
+    database were written before the load, they stay valid and cold, so GC works with less
+    free NAND and the same workload costs more NAND writes."""
+    written = dw.run_placement("dram", SCALE, 1, 64, WARMUP_MS, WINDOW_MS, state="written").row()
+    assert written["drive_state"] == "written" and rows["dram"]["drive_state"] == "trimmed"
+    assert written["waf"] > 1.3 * rows["dram"]["waf"], (written["waf"], rows["dram"]["waf"])
+    with pytest.raises(ValueError, match="drive state 'full'"):
+        dw.build_drive("dram", SCALE, 1, state="full")

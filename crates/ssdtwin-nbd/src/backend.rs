@@ -13,6 +13,17 @@
 //! server's per-connection writer holds replies in a min-heap so one slow IO never
 //! delays the replies of others.
 //!
+//! # Deferred replies
+//! When the completion time is not known when the method returns (it depends on
+//! requests still to come, e.g. a controller that arbitrates among connections), return
+//! [`Done::deferred`] and resolve its [`Resolver`] later from any thread:
+//! [`Resolver::at`] with the instant the reply may go, or [`Resolver::fail`] to send an
+//! error instead. The effect is still applied before the method returns; only the time
+//! (or the verdict) comes later. The pacer parks the reply meanwhile (it counts against
+//! the connection's held-reply limit) without delaying other replies. A resolver dropped
+//! unresolved fails the request with `ESHUTDOWN`; a connection that ends with replies
+//! still parked waits a bounded time for them (hard disconnects drop them at once).
+//!
 //! Methods are called synchronously from the connection's reader thread, one request
 //! at a time per connection, concurrently across connections. A method that blocks
 //! stalls its connection, so block only for real work, never to model latency.
@@ -38,6 +49,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::deferred::Resolver;
+use crate::deferred::Slot;
 use crate::error::Errno;
 
 /// Description and capabilities of one export.
@@ -117,26 +130,56 @@ impl ExportInfo {
 }
 
 /// When the reply to an operation may be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Done {
     /// `None`: now. `Some(t)`: not before wall-clock instant `t`.
     pub not_before: Option<Instant>,
+    /// A deferred reply: the time comes later through its [`Resolver`]
+    /// (`not_before`, if set, is a floor).
+    deferred: Option<Arc<Slot>>,
 }
 
+impl PartialEq for Done {
+    fn eq(&self, o: &Done) -> bool {
+        self.not_before == o.not_before
+            && match (&self.deferred, &o.deferred) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+impl Eq for Done {}
+
 impl Done {
-    pub const NOW: Done = Done { not_before: None };
+    pub const NOW: Done = Done { not_before: None, deferred: None };
     pub fn at(t: Instant) -> Done {
-        Done { not_before: Some(t) }
+        Done { not_before: Some(t), deferred: None }
     }
     pub fn after(d: Duration) -> Done {
-        Done { not_before: Some(Instant::now() + d) }
+        Done { not_before: Some(Instant::now() + d), deferred: None }
     }
-    /// The later of two completion times (for operations split into parts).
+    /// A reply whose time is not known yet: return the `Done`, keep the [`Resolver`] and
+    /// resolve it later from any thread (see "Deferred replies" in the module docs).
+    pub fn deferred() -> (Done, Resolver) {
+        let (slot, r) = crate::deferred::pair();
+        (Done { not_before: None, deferred: Some(slot) }, r)
+    }
+    pub fn is_deferred(&self) -> bool {
+        self.deferred.is_some()
+    }
+    pub(crate) fn take_deferred(&mut self) -> Option<Arc<Slot>> {
+        self.deferred.take()
+    }
+    /// The later of two completion times (for operations split into parts). At most one
+    /// part may be deferred: the reply then waits for it, and for the other's time.
     pub fn max(self, other: Done) -> Done {
-        match (self.not_before, other.not_before) {
-            (Some(a), Some(b)) => Done::at(a.max(b)),
-            (a, b) => Done { not_before: a.or(b) },
-        }
+        debug_assert!(!(self.is_deferred() && other.is_deferred()), "at most one part of an operation may be deferred");
+        let not_before = match (self.not_before, other.not_before) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        Done { not_before, deferred: self.deferred.or(other.deferred) }
     }
 }
 

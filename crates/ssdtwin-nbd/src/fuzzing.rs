@@ -239,7 +239,7 @@ pub fn session_output(data: &[u8]) -> Vec<u8> {
     let ctx = ConnCtx {
         shutting_down: Arc::new(AtomicBool::new(false)),
         stats: stats.clone(),
-        pacing: PacerConfig { late_threshold: Duration::from_millis(1), spin: Duration::ZERO },
+        pacing: PacerConfig { late_threshold: Duration::from_millis(1), spin: Duration::ZERO, parked_grace: Duration::from_millis(100) },
         budget: ConnBudget::new(Budget::new(64 << 20, 16 << 20, stats)),
     };
     let sink = VecSink::default();

@@ -21,6 +21,7 @@
 
 mod backend;
 mod budget;
+mod deferred;
 mod error;
 mod handshake;
 pub mod mem;
@@ -32,7 +33,7 @@ pub mod tls;
 mod transmission;
 mod wire;
 
-pub use backend::{Backend, Done, Export, ExportInfo, Extent, ZeroFlags};
+pub use backend::{Backend, Done, Export, ExportInfo, Extent, Resolver, ZeroFlags};
 pub use error::{Errno, Error, ProtoError};
 pub use mem::{MemBackend, MemExport};
 pub use server::{Server, ServerConfig, ServerHandle, Stopper};

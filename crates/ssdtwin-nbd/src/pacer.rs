@@ -14,16 +14,24 @@
 //! Memory is bounded: the reader blocks when the heap holds too many replies, which
 //! pushes back on a client that floods requests faster than pacing lets replies out;
 //! the bytes of held replies are charged to the server's in-flight budget.
+//!
+//! Deferred replies (`Done::deferred`) wait *parked*, outside the heap, until their
+//! resolver gives a time (they then join the heap) or an error (an error reply replaces
+//! them, due at once). Parked replies count against the same limit. When the connection
+//! ends they are still waited for, at most `parked_grace`; a hard disconnect drops them.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::deferred::{Slot, Waker};
+use crate::error::Errno;
+use crate::proto::{encode_error_chunk_header, encode_simple_reply};
 use crate::stats::Stats;
-use crate::wire::{OutBatch, OutMsg, Sink};
+use crate::wire::{Body, OutBatch, OutMsg, Sink};
 
 /// Most replies held at once per connection.
 pub(crate) const MAX_HELD: usize = 4096;
@@ -50,6 +58,33 @@ pub(crate) struct PacerConfig {
     /// Busy-wait this long before a due time instead of sleeping through it: timer
     /// wakeups cost tens of microseconds on a loaded machine, spinning costs CPU.
     pub spin: Duration,
+    /// How long a connection that has ended waits for its parked (deferred) replies.
+    pub parked_grace: Duration,
+}
+
+/// How to answer a deferred request that resolves to an error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ErrReply {
+    pub cookie: u64,
+    pub structured: bool,
+    pub what: &'static str,
+}
+
+impl ErrReply {
+    pub fn encode(&self, e: Errno) -> OutMsg {
+        if self.structured {
+            OutMsg::new(&encode_error_chunk_header(self.cookie, e.code(), self.what.len() as u16), Body::Static(self.what.as_bytes()))
+        } else {
+            OutMsg::new(&encode_simple_reply(e.code(), self.cookie), Body::None)
+        }
+    }
+}
+
+/// A deferred reply waiting for its resolution.
+struct Parked {
+    floor: Option<Instant>,
+    msg: OutMsg,
+    err: ErrReply,
 }
 
 struct Held {
@@ -75,7 +110,7 @@ impl Ord for Held {
     }
 }
 
-/// State shared by the reader and the writer.
+/// State shared by the reader, the writer and the resolvers of deferred replies.
 struct Queue {
     heap: BinaryHeap<Held>,
     /// Replies taken off the heap and being written (still count against the limit).
@@ -85,14 +120,18 @@ struct Queue {
     reader_waiting: bool,
     /// Buffers the writer has finished with, waiting to go back to the reader.
     pool: Vec<Vec<u8>>,
-    /// The reader is done: send what is left, then exit.
+    /// Deferred replies by sequence number, waiting for their resolution.
+    parked: BTreeMap<u64, Parked>,
+    /// The reader is done (since when): send what is left, then exit.
     closed: bool,
+    closed_at: Option<Instant>,
     /// The writer has exited (socket error or abort): no more sends.
     dead: bool,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     q: Mutex<Queue>,
+    stats: Arc<Stats>,
     /// Wakes the writer (earlier due time, close).
     writer_cv: Condvar,
     /// Wakes a reader waiting for room.
@@ -119,7 +158,57 @@ pub(crate) struct Pacer {
 pub(crate) struct WriterGone;
 
 fn full(q: &Queue) -> bool {
-    q.heap.len() + q.sending >= MAX_HELD
+    q.heap.len() + q.sending + q.parked.len() >= MAX_HELD
+}
+
+/// Put a reply due at `due` into the heap, waking the writer if it sleeps past it.
+fn push_due(shared: &Shared, q: &mut Queue, due: Instant, seq: u64, msg: OutMsg) {
+    q.heap.push(Held { due, seq, msg });
+    // Only a reply due before the writer's own wake-up time needs a wake-up call.
+    if q.writer_wakes_at.is_some_and(|w| due < w) {
+        q.writer_wakes_at = None;
+        shared.writer_cv.notify_one();
+    }
+}
+
+/// The outcome of a deferred reply: into the heap at its time, or an error reply now.
+fn release(shared: &Shared, q: &mut Queue, seq: u64, p: Parked, r: Result<Instant, Errno>) {
+    match r {
+        Ok(t) => push_due(shared, q, p.floor.map_or(t, |f| f.max(t)), seq, p.msg),
+        Err(e) => {
+            shared.stats.error_replies.fetch_add(1, Relaxed);
+            push_due(shared, q, Instant::now(), seq, p.err.encode(e));
+        }
+    }
+}
+
+/// Wait for room for one more reply; move finished buffers into `pool` on the way.
+fn room<'a>(shared: &'a Shared, pool: &mut Vec<Vec<u8>>) -> Result<MutexGuard<'a, Queue>, WriterGone> {
+    let mut q = shared.lock();
+    while !q.dead && full(&q) {
+        q.reader_waiting = true;
+        q = shared.reader_cv.wait(q).unwrap_or_else(|e| e.into_inner());
+    }
+    if q.dead {
+        return Err(WriterGone);
+    }
+    while let Some(b) = q.pool.pop() {
+        if keep_buffer(pool, &b) {
+            pool.push(b);
+        }
+    }
+    Ok(q)
+}
+
+/// A resolver resolved parked reply `seq` (called from the resolving thread).
+pub(crate) fn resolved(shared: &Shared, seq: u64, r: Result<Instant, Errno>) {
+    let mut q = shared.lock();
+    if q.dead {
+        return;
+    }
+    if let Some(p) = q.parked.remove(&seq) {
+        release(shared, &mut q, seq, p, r);
+    }
 }
 
 impl Pacer {
@@ -133,6 +222,8 @@ impl Pacer {
             q: Mutex::new(Queue {
                 heap: BinaryHeap::new(),
                 sending: 0,
+                parked: BTreeMap::new(),
+                closed_at: None,
                 writer_wakes_at: None,
                 reader_waiting: false,
                 pool: Vec::new(),
@@ -142,6 +233,7 @@ impl Pacer {
             writer_cv: Condvar::new(),
             reader_cv: Condvar::new(),
             abort: AtomicBool::new(false),
+            stats: stats.clone(),
         });
         let sh = shared.clone();
         let thread =
@@ -157,25 +249,32 @@ impl Pacer {
     /// Hand a reply over, waiting for room if needed. Finished buffers are moved into
     /// `pool` on the way (no extra locking).
     pub fn send(&mut self, due: Instant, msg: OutMsg, pool: &mut Vec<Vec<u8>>) -> Result<(), WriterGone> {
-        let mut q = self.shared.lock();
-        while !q.dead && full(&q) {
-            q.reader_waiting = true;
-            q = self.shared.reader_cv.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
-        if q.dead {
-            return Err(WriterGone);
-        }
-        while let Some(b) = q.pool.pop() {
-            if keep_buffer(pool, &b) {
-                pool.push(b);
-            }
-        }
         self.seq += 1;
-        q.heap.push(Held { due, seq: self.seq, msg });
-        // Only a reply due before the writer's own wake-up time needs a wake-up call.
-        if q.writer_wakes_at.is_some_and(|w| due < w) {
-            q.writer_wakes_at = None;
-            self.shared.writer_cv.notify_one();
+        let mut q = room(&self.shared, pool)?;
+        push_due(&self.shared, &mut q, due, self.seq, msg);
+        Ok(())
+    }
+
+    /// Hand over a deferred reply: parked until `slot` is resolved (or released at once
+    /// if it already is). `err` says how to answer if it resolves to an error.
+    pub fn send_deferred(
+        &mut self,
+        slot: &Slot,
+        floor: Option<Instant>,
+        msg: OutMsg,
+        err: ErrReply,
+        pool: &mut Vec<Vec<u8>>,
+    ) -> Result<(), WriterGone> {
+        self.seq += 1;
+        let seq = self.seq;
+        let mut q = room(&self.shared, pool)?;
+        let p = Parked { floor, msg, err };
+        // Lock order: this queue, then the slot (a resolver never holds both).
+        match slot.take_or_park(Waker { shared: Arc::downgrade(&self.shared), seq }) {
+            Some(r) => release(&self.shared, &mut q, seq, p, r),
+            None => {
+                q.parked.insert(seq, p);
+            }
         }
         Ok(())
     }
@@ -193,6 +292,7 @@ impl Pacer {
         {
             let mut q = self.shared.lock();
             q.closed = true;
+            q.closed_at.get_or_insert_with(Instant::now);
             self.shared.writer_cv.notify_one();
         }
         if let Some(t) = self.thread.take() {
@@ -272,12 +372,21 @@ fn writer_main<S: Sink>(sink: Arc<Mutex<S>>, shared: Arc<Shared>, shutting_down:
             continue;
         }
         if q.closed && q.heap.is_empty() {
-            break;
+            if q.parked.is_empty() {
+                break;
+            }
+            // Parked replies whose resolution does not come within the grace are dropped.
+            if q.closed_at.is_some_and(|c| now.saturating_duration_since(c) >= w.cfg.parked_grace) {
+                q.parked.clear();
+                break;
+            }
         }
         // 3. Wait for the next due reply.
         q = w.wait(&shared, q, now);
     }
     q.dead = true;
+    // Parked replies can no longer be sent (their charges go back to the budget).
+    q.parked.clear();
     shared.reader_cv.notify_all();
     drop(q);
     w.lat.publish(&w.stats);
@@ -350,7 +459,8 @@ impl<S: Sink> Writer<S> {
                     None => now + MAX_SLEEP,
                 };
                 q.writer_wakes_at = Some(wake);
-                if !q.closed {
+                // Once closed, only a resolution of a parked reply can bring work.
+                if !q.closed || !q.parked.is_empty() {
                     q = shared.writer_cv.wait_timeout(q, wake - now).unwrap_or_else(|e| e.into_inner()).0;
                 } else {
                     drop(q);
@@ -367,10 +477,10 @@ impl<S: Sink> Writer<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{Body, VecSink};
+    use crate::wire::VecSink;
 
     fn cfg(late_threshold: Duration) -> PacerConfig {
-        PacerConfig { late_threshold, spin: Duration::from_micros(20) }
+        PacerConfig { late_threshold, spin: Duration::from_micros(20), parked_grace: Duration::from_millis(300) }
     }
 
     #[test]
@@ -459,5 +569,191 @@ mod tests {
         assert_eq!(pool.len(), 1);
         assert_eq!(pool[0].len(), 4096);
         p.finish(false);
+    }
+
+    // Deferred replies (Done::deferred): parked until resolved, then paced.
+    fn started(vs: &VecSink) -> (Pacer, Arc<Stats>) {
+        let stats = Arc::new(Stats::default());
+        let p =
+            Pacer::start(Arc::new(Mutex::new(vs.clone())), Arc::new(AtomicBool::new(false)), stats.clone(), cfg(Duration::ZERO)).unwrap();
+        (p, stats)
+    }
+    fn err(cookie: u64) -> ErrReply {
+        ErrReply { cookie, structured: false, what: "x" }
+    }
+    fn deferred() -> (Arc<Slot>, crate::deferred::Resolver) {
+        crate::deferred::pair()
+    }
+
+    #[test]
+    fn a_deferred_reply_waits_for_its_resolution_and_does_not_hold_others() {
+        let vs = VecSink::default();
+        let (mut p, stats) = started(&vs);
+        let mut pool = Vec::new();
+        let (slot, res) = deferred();
+        p.send_deferred(&slot, None, OutMsg::new(&[1], Body::None), err(1), &mut pool).unwrap();
+        p.send(Instant::now(), OutMsg::new(&[2], Body::None), &mut pool).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(*vs.bytes.lock().unwrap(), vec![2], "the due reply goes; the deferred one waits");
+        let t = Instant::now() + Duration::from_millis(20);
+        res.at(t);
+        p.finish(false);
+        assert!(Instant::now() >= t, "a resolved reply is still paced to its time");
+        assert_eq!(*vs.bytes.lock().unwrap(), vec![2, 1]);
+        assert_eq!(stats.error_replies.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn resolutions_keep_time_order_and_the_floor() {
+        let vs = VecSink::default();
+        let (mut p, _) = started(&vs);
+        let mut pool = Vec::new();
+        let t0 = Instant::now();
+        let (s1, r1) = deferred();
+        let (s2, r2) = deferred();
+        p.send_deferred(&s1, None, OutMsg::new(&[1], Body::None), err(1), &mut pool).unwrap();
+        // Floor 80 ms: resolved for 10 ms, sent at 80 ms.
+        p.send_deferred(&s2, Some(t0 + Duration::from_millis(80)), OutMsg::new(&[2], Body::None), err(2), &mut pool).unwrap();
+        p.send(t0 + Duration::from_millis(50), OutMsg::new(&[3], Body::None), &mut pool).unwrap();
+        // Resolved in the opposite order of their times.
+        r2.at(t0 + Duration::from_millis(10));
+        r1.at(t0 + Duration::from_millis(30));
+        p.finish(false);
+        assert!(t0.elapsed() >= Duration::from_millis(80));
+        assert_eq!(*vs.bytes.lock().unwrap(), vec![1, 3, 2]);
+    }
+
+    #[test]
+    fn resolved_before_it_is_parked_and_failed_or_dropped_resolvers() {
+        let vs = VecSink::default();
+        let (mut p, stats) = started(&vs);
+        let mut pool = Vec::new();
+        // Resolved before the reader hands the reply over.
+        let (s1, r1) = deferred();
+        r1.at(Instant::now());
+        p.send_deferred(&s1, None, OutMsg::new(&[1], Body::None), err(1), &mut pool).unwrap();
+        // A failed one and a dropped one become error replies (EIO, ESHUTDOWN).
+        let (s2, r2) = deferred();
+        let (s3, r3) = deferred();
+        p.send_deferred(&s2, None, OutMsg::new(&[2], Body::None), err(22), &mut pool).unwrap();
+        p.send_deferred(&s3, None, OutMsg::new(&[3], Body::None), err(33), &mut pool).unwrap();
+        r2.fail(Errno::Io);
+        drop(r3);
+        p.finish(false);
+        let out = vs.bytes.lock().unwrap().clone();
+        assert_eq!(out[0], 1);
+        let replies: Vec<(u32, u64)> = out[1..]
+            .chunks(crate::proto::SIMPLE_REPLY_LEN)
+            .map(|b| (u32::from_be_bytes(b[4..8].try_into().unwrap()), u64::from_be_bytes(b[8..16].try_into().unwrap())))
+            .collect();
+        assert_eq!(replies, vec![(Errno::Io.code(), 22), (Errno::Shutdown.code(), 33)]);
+        assert_eq!(stats.error_replies.load(Relaxed), 2);
+    }
+
+    #[test]
+    fn unresolved_at_disconnect_neither_hangs_nor_panics() {
+        // Hard disconnect: dropped at once.
+        let vs = VecSink::default();
+        let (mut p, _) = started(&vs);
+        let (s1, r1) = deferred();
+        p.send_deferred(&s1, None, OutMsg::new(&[1], Body::None), err(1), &mut Vec::new()).unwrap();
+        let t = Instant::now();
+        p.finish(true);
+        assert!(t.elapsed() < Duration::from_millis(200));
+        r1.at(Instant::now()); // the connection is gone: ignored
+                               // Graceful end, never resolved: waited for the grace (300 ms here), then dropped.
+        let vs2 = VecSink::default();
+        let (mut p, _) = started(&vs2);
+        let (s2, r2) = deferred();
+        p.send_deferred(&s2, None, OutMsg::new(&[2], Body::None), err(2), &mut Vec::new()).unwrap();
+        p.send(Instant::now(), OutMsg::new(&[3], Body::None), &mut Vec::new()).unwrap();
+        let t = Instant::now();
+        p.finish(false);
+        let waited = t.elapsed();
+        assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(3), "{waited:?}");
+        assert_eq!(*vs2.bytes.lock().unwrap(), vec![3]);
+        drop(r2);
+        assert!(vs.bytes.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn parked_replies_count_against_the_limit() {
+        let vs = VecSink::default();
+        let (mut p, _) = started(&vs);
+        let mut res = Vec::new();
+        for i in 0..MAX_HELD {
+            let (s, r) = deferred();
+            p.send_deferred(&s, None, OutMsg::new(&[(i % 251) as u8], Body::None), err(0), &mut Vec::new()).unwrap();
+            res.push(r);
+        }
+        assert!(!p.has_room());
+        let t = Instant::now();
+        let resolver = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            for r in res {
+                r.at(Instant::now());
+            }
+        });
+        p.send(Instant::now(), OutMsg::new(&[7], Body::None), &mut Vec::new()).unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(90), "the reader waits for parked replies to resolve");
+        resolver.join().unwrap();
+        p.finish(false);
+        assert_eq!(vs.bytes.lock().unwrap().len(), MAX_HELD + 1);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Any mix of immediate, paced and deferred replies, resolved in any order (some
+        /// failed), from another thread: every request gets exactly one reply, failures as
+        /// error replies, and none before its time.
+        #[test]
+        fn every_request_gets_exactly_one_reply(
+            kinds in proptest::collection::vec((0u8..4, 0u64..3), 1..40),
+            order_seed in 0u64..1000,
+        ) {
+            let vs = VecSink::default();
+            let (mut p, _) = started(&vs);
+            let t0 = Instant::now();
+            let mut pool = Vec::new();
+            let mut pending = Vec::new();
+            for (i, &(kind, ms)) in kinds.iter().enumerate() {
+                let cookie = i as u64 + 1;
+                let ok = OutMsg::new(&encode_simple_reply(0, cookie), Body::None);
+                match kind {
+                    0 => p.send(t0, ok, &mut pool).unwrap(),
+                    1 => p.send(t0 + Duration::from_millis(ms), ok, &mut pool).unwrap(),
+                    _ => {
+                        let (s, r) = deferred();
+                        p.send_deferred(&s, None, ok, err(cookie), &mut pool).unwrap();
+                        pending.push((cookie, kind == 3, ms, r));
+                    }
+                }
+            }
+            // A deterministic shuffle of the resolution order.
+            let n = pending.len();
+            for i in 0..n {
+                pending.swap(i, (order_seed as usize * 7 + i * 13) % n.max(1));
+            }
+            let failed: Vec<u64> = pending.iter().filter(|x| x.1).map(|x| x.0).collect();
+            let th = std::thread::spawn(move || {
+                for (_, fail, ms, r) in pending {
+                    if fail { r.fail(Errno::Io) } else { r.at(t0 + Duration::from_millis(ms)) }
+                }
+            });
+            th.join().unwrap();
+            p.finish(false);
+            let out = vs.bytes.lock().unwrap().clone();
+            let mut got: Vec<(u64, u32)> = out
+                .chunks(crate::proto::SIMPLE_REPLY_LEN)
+                .map(|b| (u64::from_be_bytes(b[8..16].try_into().unwrap()), u32::from_be_bytes(b[4..8].try_into().unwrap())))
+                .collect();
+            got.sort();
+            let want: Vec<(u64, u32)> = (1..=kinds.len() as u64)
+                .map(|c| (c, if failed.contains(&c) { Errno::Io.code() } else { 0 }))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+            let max_ms = kinds.iter().filter(|k| k.0 != 0 && k.0 != 3).map(|k| k.1).max().unwrap_or(0);
+            proptest::prop_assert!(t0.elapsed() >= Duration::from_millis(max_ms));
+        }
     }
 }

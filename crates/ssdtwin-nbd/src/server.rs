@@ -693,7 +693,7 @@ fn connection_main(sock: SharedSock, shared: &Shared, id: u64) {
     let ctx = ConnCtx {
         shutting_down: shared.shutting_down.clone(),
         stats: shared.stats.clone(),
-        pacing: PacerConfig { late_threshold: cfg.late_threshold, spin: cfg.pacing_spin },
+        pacing: PacerConfig { late_threshold: cfg.late_threshold, spin: cfg.pacing_spin, parked_grace: cfg.shutdown_grace },
         budget: ConnBudget::new(shared.budget.clone()),
     };
     let send_timeout = (!cfg.send_timeout.is_zero()).then_some(cfg.send_timeout);

@@ -16,7 +16,7 @@ use crate::backend::{Done, Export, Extent, ZeroFlags};
 use crate::budget::{Charge, ConnBudget};
 use crate::error::Errno;
 use crate::handshake::{Negotiated, ALLOCATION_CONTEXT_ID};
-use crate::pacer::{keep_buffer, Pacer, PacerConfig, MAX_POOLED_BUF};
+use crate::pacer::{keep_buffer, ErrReply, Pacer, PacerConfig, MAX_POOLED_BUF};
 use crate::proto::*;
 use crate::stats::{LocalStats, Stats};
 use crate::wire::{Body, InBuf, OutBatch, OutMsg, Sink, Starve};
@@ -373,9 +373,9 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             // Unspecified by the spec; answer success with no data.
             if self.p.structured {
                 let h = ChunkHeader { flags: REPLY_FLAG_DONE, typ: REPLY_TYPE_NONE, cookie: req.cookie, len: 0 };
-                self.queue(Done::NOW, OutMsg::new(&h.encode(), Body::None));
+                self.out.push(OutMsg::new(&h.encode(), Body::None));
             } else {
-                self.queue(Done::NOW, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
+                self.out.push(OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
             }
             return;
         }
@@ -393,7 +393,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 } else {
                     OutMsg::new(&encode_simple_reply(0, req.cookie), Body::Buf(buf, len))
                 };
-                self.queue(done, msg.with_charge(Some(charge)));
+                self.queue(done, msg.with_charge(Some(charge)), self.err_reply(req, "read failed"));
             }
             Err(e) => {
                 if keep_buffer(&self.pool, &buf) {
@@ -406,7 +406,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
 
     fn write(&mut self, req: &Request, offset: u64, len: usize, fua: bool) -> Result<(), TransEnd> {
         if len == 0 {
-            self.queue(Done::NOW, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
+            self.out.push(OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None));
             return Ok(());
         }
         let avail = self.inb.avail().len();
@@ -489,12 +489,12 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
         // per connection is outside the budget while it waits.
         let charge = self.charge(bytes);
         let hdr = encode_block_status_header(cookie, ALLOCATION_CONTEXT_ID, n as u32);
-        self.queue(done, OutMsg::new(&hdr, Body::Buf(buf, bytes)).with_charge(charge));
+        self.queue(done, OutMsg::new(&hdr, Body::Buf(buf, bytes)).with_charge(charge), self.err_reply(req, "block status failed"));
     }
 
     fn finish(&mut self, req: &Request, r: Result<Done, Errno>, what: &'static str) {
         match r {
-            Ok(done) => self.queue(done, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None)),
+            Ok(done) => self.queue(done, OutMsg::new(&encode_simple_reply(0, req.cookie), Body::None), self.err_reply(req, what)),
             Err(e) => self.reply_error(req, e, what),
         }
     }
@@ -509,33 +509,72 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
         self.out.push(m);
     }
 
-    /// Send now (batched) or hand to the pacer, according to `done`.
-    fn queue(&mut self, done: Done, msg: OutMsg) {
+    fn err_reply(&self, req: &Request, what: &'static str) -> ErrReply {
+        ErrReply { cookie: req.cookie, structured: self.p.structured, what }
+    }
+
+    /// Send now (batched) or hand to the pacer, according to `done`; `err` answers a
+    /// deferred reply that resolves to an error.
+    fn queue(&mut self, mut done: Done, msg: OutMsg, err: ErrReply) {
+        if let Some(slot) = done.take_deferred() {
+            return self.queue_deferred(&slot, done.not_before, msg, err);
+        }
         let due = match done.not_before {
             Some(t) if t > Instant::now() => t,
             _ => return self.out.push(msg),
         };
-        if self.pacer.is_none() {
-            match Pacer::start(self.sink.clone(), self.ctx.shutting_down.clone(), self.ctx.stats.clone(), self.ctx.pacing) {
-                Ok(p) => self.pacer = Some(p),
-                Err(_) => {
-                    // No thread to hold the reply (thread limit reached): keep the
-                    // "never early" promise by waiting here, stalling only this
-                    // connection.
-                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                    return self.out.push(msg);
-                }
-            }
+        if !self.start_pacer() {
+            // No thread to hold the reply (thread limit reached): keep the "never early"
+            // promise by waiting here, stalling only this connection.
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            return self.out.push(msg);
         }
-        let pacer = self.pacer.as_mut().expect("started above");
-        if !self.out.is_empty() && !pacer.has_room() {
-            // We may wait for room: let the ready replies go first.
-            let _ = self.flush();
-        }
+        self.make_room();
         let pacer = self.pacer.as_mut().expect("started above");
         // An error means the writer died on a socket error and closed the socket: the
         // reader sees EOF on its next read and ends the connection, so nothing to do.
         let _ = pacer.send(due, msg, &mut self.pool);
+    }
+
+    /// A deferred reply: parked in the pacer until its resolver says when (or fails it).
+    fn queue_deferred(&mut self, slot: &crate::deferred::Slot, floor: Option<Instant>, msg: OutMsg, err: ErrReply) {
+        if !self.start_pacer() {
+            // No pacer thread: wait for the resolution here (stalls only this connection).
+            match slot.wait() {
+                Ok(t) => {
+                    let due = floor.map_or(t, |f| f.max(t));
+                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    self.out.push(msg)
+                }
+                Err(e) => {
+                    self.local.error_replies += 1;
+                    self.out.push(err.encode(e))
+                }
+            }
+            return;
+        }
+        self.make_room();
+        let pacer = self.pacer.as_mut().expect("started above");
+        let _ = pacer.send_deferred(slot, floor, msg, err, &mut self.pool);
+    }
+
+    /// If the pacer may make us wait for room, let the ready replies go first.
+    fn make_room(&mut self) {
+        let pacer = self.pacer.as_mut().expect("started");
+        if !self.out.is_empty() && !pacer.has_room() {
+            let _ = self.flush();
+        }
+    }
+
+    /// Start the connection's pacer thread on first use; false if no thread could start.
+    fn start_pacer(&mut self) -> bool {
+        if self.pacer.is_none() {
+            match Pacer::start(self.sink.clone(), self.ctx.shutting_down.clone(), self.ctx.stats.clone(), self.ctx.pacing) {
+                Ok(p) => self.pacer = Some(p),
+                Err(_) => return false,
+            }
+        }
+        true
     }
 }
 

@@ -23,13 +23,16 @@
 //!   reads that count and the journal position before syncing, so everything it covers
 //!   completed before the sync began; the per-file and journal sync locks make a later
 //!   flush wait for an earlier one still in progress instead of trusting it blindly.
+//! * **Arbitration** ([`crate::arb`]): when feature 01h selects weighted round robin, a
+//!   command's controller part waits in its connection's submission queue for the
+//!   controller's fetch and its reply is deferred; with round robin nothing changes.
 
 use ssdtwin_core::nvme::{self, NsId};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
@@ -96,6 +99,9 @@ pub(crate) struct Inner {
     pub(crate) preset: String,
     pub(crate) scale: u32,
     pub(crate) iu_bytes: u32,
+    /// Wakes the arbitration dispatcher (WRR only) and its thread.
+    pub(crate) arb_cv: Condvar,
+    arb_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Inner {
@@ -146,7 +152,7 @@ impl Inner {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Io {
+pub(crate) enum Io {
     Read,
     Write,
     Dealloc,
@@ -257,6 +263,12 @@ impl TwinBackend {
             let info = export_info(&img, *nsid)?;
             infos.push((*nsid, img.ctrl.namespace(NsId(*nsid))?.lba_bytes as u64, info));
         }
+        // Feature 01h selects WRR: each connection is a submission queue (crate::arb). The
+        // image is locked while serving, so the setting cannot change until it stops.
+        let arb = timing.as_ref().and_then(|t| {
+            let class = paths.iter().map(|(n, _)| (*n, img.ctrl.sq_priority(NsId(*n)))).collect();
+            crate::arb::ArbState::new(img.ctrl.arbitration(), class, t.ctrl_service_ps())
+        });
         let vl = img.ctrl.vendor_log();
         let (preset, scale, iu_bytes) = (img.manifest.preset.clone(), img.manifest.scale, img.ctrl.ftl_config().iu_bytes);
         let st = State {
@@ -275,6 +287,7 @@ impl TwinBackend {
             commits: 0,
             start_host_bytes: vl.host_write_bytes,
             start_nand_bytes: vl.nand_write_bytes,
+            arb,
         };
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
@@ -296,7 +309,13 @@ impl TwinBackend {
             preset,
             scale,
             iu_bytes,
+            arb_cv: Condvar::new(),
+            arb_thread: Mutex::new(None),
         });
+        if inner.lock().as_ref().is_some_and(|st| st.arb.is_some()) {
+            let t = crate::arb::start_dispatcher(&inner).map_err(crate::error::io_err("spawn the arbitration thread"))?;
+            *inner.arb_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        }
         let exports = infos
             .into_iter()
             .map(|(nsid, lba, info)| Arc::new(NsExport { inner: inner.clone(), nsid, lba, info, data: inner.files[&nsid].clone() }))
@@ -348,7 +367,12 @@ impl TwinBackend {
                 err.get_or_insert(e);
             }
         };
-        step(st.idle(now_v, cfg));
+        // WRR: fetch what is due first; the drive is idle only with nothing queued.
+        let mut fetched = Vec::new();
+        let _ = inner.arb_fetch(st, now_v, false, &mut fetched);
+        if st.arb.as_ref().is_none_or(|a| a.is_empty()) {
+            step(st.idle(now_v, cfg));
+        }
         step(st.write_out());
         let live_due =
             !cfg.live_every.is_zero() && st.last_live_v.is_none_or(|t| now_v.saturating_sub(t) >= cfg.live_every.as_nanos() as u64);
@@ -373,6 +397,7 @@ impl TwinBackend {
             self.snapshot_locked(st, true)
         });
         drop(g); // serialise and write outside the lock every I/O takes
+        inner.resolve(fetched);
         if let Some(s) = snap {
             if let Err(e) = crate::live::write_live(&inner.dir, &s) {
                 err.get_or_insert(format!("writing live.json: {e}"));
@@ -434,9 +459,13 @@ impl TwinBackend {
     pub fn fingerprint(&self) -> Result<LiveFingerprint, String> {
         let mut g = self.inner.lock();
         let st = g.as_mut().ok_or("the backend is closed")?;
+        let fetched = self.inner.arb_drain(st).map_err(|e| format!("{e:?}"))?;
         st.write_out()?;
         let ftl = st.img.ctrl.ftl_fingerprint().map_err(|e| e.to_string())?;
-        Ok(LiveFingerprint { ftl, journal_records: st.journal.appended(), generation: st.img.generation() })
+        let fp = LiveFingerprint { ftl, journal_records: st.journal.appended(), generation: st.img.generation() };
+        drop(g);
+        self.inner.resolve(fetched);
+        Ok(fp)
     }
 
     /// Stop: commit the state (a clean shutdown leaves no journal), sync the data and
@@ -447,6 +476,10 @@ impl TwinBackend {
         let inner = &self.inner;
         let mut g = inner.lock();
         let Some(mut st) = g.take() else { return Ok(None) };
+        // WRR: every queued command is fetched and answered before the state is committed.
+        let fetched = inner.arb_drain(&mut st).unwrap_or_default();
+        inner.resolve(fetched);
+        inner.arb_cv.notify_all();
         let now_v = inner.now_v().max(st.last_v);
         // Every record into the journal file first: if the commit fails, the next open
         // replays the journal instead.
@@ -464,6 +497,9 @@ impl TwinBackend {
         journal.remove()?;
         drop(img); // releases the image lock
         drop(g);
+        if let Some(t) = inner.arb_thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = t.join();
+        }
         crate::live::write_live(&inner.dir, &snap).map_err(crate::error::io_err("write live.json"))?;
         if let Some(f) = failure.or_else(|| inner.failure().map(str::to_string)) {
             return Err(ServeError::Failed(format!("{}: the state is committed, but a write or fsync failed while serving ({f}): data acknowledged since the last successful FLUSH may be lost", inner.dir.display())));
@@ -506,6 +542,9 @@ impl Inner {
     /// completion. Journals each command that succeeded.
     fn exec(&self, nsid: u32, ops: &[(Io, u64, u64)]) -> Result<Done, Errno> {
         let mut g = self.lock();
+        if self.cfg.pace == Pace::Model && g.as_ref().is_some_and(|st| st.arb.is_some()) {
+            return self.arb_exec(g, nsid, ops);
+        }
         let st = g.as_mut().ok_or(Errno::Shutdown)?;
         if self.cfg.pace == Pace::Off {
             for &(io, slba, nlb) in ops {
@@ -526,23 +565,34 @@ impl Inner {
         st.last_v = now_v;
         st.idle(now_v, &self.cfg).map_err(|e| self.fail(e))?;
         let done_v = self.timed(st, nsid, ops, now_v)?;
-        let lat_s = (done_v - now_v) as f64 / 1e9;
-        match ops.first().map(|o| o.0) {
+        self.account(st, ops.first().map(|o| o.0), now_v, done_v);
+        Ok(self.done_at(done_v))
+    }
+
+    /// The reply time of a command completing at virtual `done_v`.
+    pub(crate) fn done_at(&self, done_v: u64) -> Done {
+        Done::at(self.start + Duration::from_nanos(done_v))
+    }
+
+    /// Latency histograms and controller busy time of a command of kind `io` that arrived
+    /// at `arrival_v` and completed at `done_v`.
+    pub(crate) fn account(&self, st: &mut State, io: Option<Io>, arrival_v: u64, done_v: u64) {
+        let lat_s = (done_v - arrival_v) as f64 / 1e9;
+        match io {
             Some(Io::Read) => self.hist_read.observe(lat_s),
             Some(Io::Write) => self.hist_write.observe(lat_s),
             _ => {}
         }
         // Controller busy time: the union of the commands' [arrival, completion] spans.
-        let from = now_v.max(st.done_v);
+        let from = arrival_v.max(st.done_v);
         if done_v > from {
             st.busy_pending_ns += done_v - from;
         }
         st.done_v = st.done_v.max(done_v);
-        Ok(Done::at(self.start + Duration::from_nanos(done_v)))
     }
 
     /// The commands through the timing model at `now_v`; returns the latest completion.
-    fn timed(&self, st: &mut State, nsid: u32, ops: &[(Io, u64, u64)], now_v: u64) -> Result<u64, Errno> {
+    pub(crate) fn timed(&self, st: &mut State, nsid: u32, ops: &[(Io, u64, u64)], now_v: u64) -> Result<u64, Errno> {
         let mut done_v = now_v;
         for &(io, slba, nlb) in ops {
             let timing = st.timing.as_mut().expect("pace model has a timing model");
@@ -576,17 +626,21 @@ impl Inner {
                 }
             }
         }
-        let ticket = {
+        let (ticket, fetched) = {
             let mut g = self.lock();
             let st = g.as_mut().ok_or(Errno::Shutdown)?;
+            // WRR: queued commands are fetched first, so their records are in the journal
+            // this flush syncs (a flush is an ordering barrier, crate::arb).
+            let fetched = self.arb_drain(st)?;
             if st.journal.appended() > st.last_check {
                 let r = check_record(&st.img.ctrl);
                 st.journal.append(&r);
                 st.last_check = st.journal.appended();
             }
             st.write_out().map_err(|e| self.fail(e))?;
-            st.journal.appended()
+            (st.journal.appended(), fetched)
         };
+        self.resolve(fetched);
         let mut synced = self.journal_synced.lock().unwrap_or_else(|e| e.into_inner());
         if *synced < ticket {
             JournalWriter::sync_file(&self.journal_file, &self.journal_path).map_err(|e| self.fail(format!("syncing the journal: {e}")))?;
@@ -731,6 +785,9 @@ impl Export for NsExport {
 
     fn connection_closed(&self) {
         self.inner.counters.connections_open.dec();
+        if let Some(arb) = self.inner.lock().as_mut().and_then(|st| st.arb.as_mut()) {
+            arb.connection_closed();
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 //!   the controller under one lock (pacing, journal, group-committed FLUSH/FUA);
 //! * `data` — the namespaces' sparse data files;
 //! * `state` — what the lock protects: image, timing model, journal, idle GC, clock;
+//! * `arb` — submission-queue arbitration (feature 01h WRR): one queue per connection;
 //! * [`clock`] — where virtual time comes from (wall clock, or a manual one in tests);
 //! * [`live`] — `live.json` and the session summary;
 //! * [`metrics`] — Prometheus metrics (`prometheus-client`) and the HTTP endpoint;
@@ -15,6 +16,7 @@
 //!
 //! docs/nbd.md ("Serving a drive image") is the user-level description.
 
+mod arb;
 pub mod backend;
 pub mod clock;
 mod config;

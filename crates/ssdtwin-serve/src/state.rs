@@ -45,6 +45,8 @@ pub(crate) struct State {
     /// FTL counters when serving started (for the WAF of this session).
     pub(crate) start_host_bytes: u64,
     pub(crate) start_nand_bytes: u64,
+    /// Submission-queue arbitration, when feature 01h selects WRR (crate::arb).
+    pub(crate) arb: Option<crate::arb::ArbState>,
 }
 
 /// What went wrong in a step that has no caller to return an error to (it makes the

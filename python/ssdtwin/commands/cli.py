@@ -598,6 +598,11 @@ def reproduce(
     placements: Optional[str] = typer.Option(
         None, "--placements", help="pblaze5 --part: doublewrite placements, of shared, dram, nand (default shared,dram)"
     ),
+    drive_state: Optional[str] = typer.Option(
+        None,
+        "--drive-state",
+        help="pblaze5 --part doublewrite: the namespace past the database, trimmed (discarded) and/or written (valid); default trimmed",
+    ),
     run_s: int = typer.Option(600, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement"),
     workdir: Optional[Path] = typer.Option(
         None, "--dir", help="pblaze5 --part mariadb: where the images and file systems go (default: a new temporary directory)"
@@ -625,8 +630,8 @@ def reproduce(
         fail(f"--plot {plot}: not a folder")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
-    if part is None and any(x is not None for x in (threads, placements, workdir)):
-        fail("--threads, --placements and --dir: only with pblaze5 --part")
+    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state)):
+        fail("--threads, --placements, --drive-state and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
@@ -634,7 +639,7 @@ def reproduce(
     if part is not None:
         if plot is not None or quick:
             fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
-        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, run_s, workdir, log)
+        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
     else:
         tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
         for tb in tbs:
@@ -710,6 +715,7 @@ def _reproduce_pblaze5(
     seed: Optional[int],
     threads: Optional[str],
     placements: Optional[str],
+    drive_state: Optional[str],
     run_s: int,
     workdir: Optional[Path],
     log: Callable[[str], None],
@@ -724,6 +730,11 @@ def _reproduce_pblaze5(
     bad = [p for p in chosen if p not in allowed]
     if bad or len(set(chosen)) != len(chosen):
         fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
+    states = tuple(drive_state.split(",")) if drive_state else ("trimmed",)
+    if any(x not in doublewrite.DRIVE_STATES for x in states) or len(set(states)) != len(states):
+        fail(f"--drive-state '{drive_state}': each of {', '.join(doublewrite.DRIVE_STATES)} at most once")
+    if drive_state is not None and part != "doublewrite":
+        fail("--drive-state: only with --part doublewrite")
     counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
     if part == "doublewrite":
         for c in counts:
@@ -734,7 +745,7 @@ def _reproduce_pblaze5(
     n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
     s = 1 if seed is None else seed
     if part == "doublewrite":
-        return n, doublewrite.doublewrite_study(scale=n, seed=s, threads=counts, log=log, placements=chosen)
+        return n, doublewrite.doublewrite_study(scale=n, seed=s, threads=counts, log=log, placements=chosen, states=states)
     why = mariadb.missing()
     if why:
         fail(f"pblaze5 --part mariadb: {why}")

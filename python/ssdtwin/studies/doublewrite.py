@@ -50,6 +50,13 @@ WINDOWS = 9
 
 PLACEMENTS = ("shared", "dram", "nand")  # nand: a control, not in the talk
 
+# What the NAND namespace's LBAs beyond the database hold when the load starts. The talk does
+# not say, and the two ends bracket it: "trimmed" (mkfs discarded the namespace and nothing
+# else wrote it: the spare the database leaves is free NAND) and "written" (every LBA was
+# written once before the load, e.g. by an earlier run on a file system without discard: the
+# 0.8 TB the database does not use stays valid, cold data GC must carry).
+DRIVE_STATES = ("trimmed", "written")
+
 # Memblaze PBlaze5 namespaces talk (docs/sources.md): TPC-C on Percona Server 8.0.15 at 64 threads.
 PUBLISHED: dict[str, dict[str, float]] = {
     "shared": {"waf": 2.478, "host_gb": 29_953, "nand_gb": 74_229, "data_write_lat_ms": 2.758},
@@ -124,16 +131,21 @@ def carve(d: Drive, second: Optional[str]) -> Optional[int]:
     return nsid
 
 
-def build_drive(placement: str, scale: int, seed: int) -> tuple[Drive, Layout]:
+def build_drive(placement: str, scale: int, seed: int, state: str = "trimmed") -> tuple[Drive, Layout]:
     """The drive of one placement, its namespaces made with the nvme-cli sequence, and the
-    database loaded (mkfs discarded the namespace; the load wrote the tablespaces in order)."""
+    database loaded (the load wrote the tablespaces in order) over a namespace in `state`
+    (DRIVE_STATES)."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement '{placement}': choose {', '.join(PLACEMENTS)}")
+    if state not in DRIVE_STATES:
+        raise ValueError(f"drive state '{state}': choose {', '.join(DRIVE_STATES)}")
     d = Drive.in_memory(MODEL, scale=scale, seed=seed)
     # Full-drive amounts shrink with TNVMCAP (docs/models.md, "Scale").
     data = int(full_fraction(d, DATA_BYTES_FULL)) // PAGE_BYTES * PAGE_BYTES
     second = carve(d, None if placement == "shared" else placement)
     layout = Layout(data, data, 1, data + REDO_BYTES) if second is None else Layout(data, data, second, 0)
+    if state == "written":
+        d.precondition(1, "seq", 131072, loops=1.0, seed=seed)
     d.precondition(1, "seq", 131072, amount_bytes=data, seed=seed)
     return d, layout
 
@@ -199,6 +211,7 @@ class Result:
     placement: str
     threads: int
     scale: int
+    state: str = "trimmed"
     windows: list[Window] = field(default_factory=list)
     wall_s: float = 0.0
 
@@ -223,6 +236,7 @@ class Result:
             "placement": self.placement,
             "threads": self.threads,
             "scale": self.scale,
+            "drive_state": self.state,
             "waf": waf,
             "waf_published": pub["waf"] if pub else None,
             "waf_error": waf / pub["waf"] - 1 if pub else None,
@@ -254,16 +268,22 @@ def windows_ms(scale: int) -> tuple[int, int]:
 
 
 def run_placement(
-    placement: str, scale: int = 64, seed: int = 1, threads: int = 64, warmup_ms: Optional[int] = None, window_ms: Optional[int] = None
+    placement: str,
+    scale: int = 64,
+    seed: int = 1,
+    threads: int = 64,
+    warmup_ms: Optional[int] = None,
+    window_ms: Optional[int] = None,
+    state: str = "trimmed",
 ) -> Result:
     """Build, load, warm up and measure one placement."""
     warm, each = windows_ms(scale)
     warm = warm if warmup_ms is None else warmup_ms
     each = each if window_ms is None else window_ms
     t = time.perf_counter()
-    d, layout = build_drive(placement, scale, seed)
+    d, layout = build_drive(placement, scale, seed, state)
     try:
-        res = Result(placement, threads, scale)
+        res = Result(placement, threads, scale, state)
         run_window(d, layout, threads, warm, run_seed=seed)
         for i in range(WINDOWS):
             res.windows.append(run_window(d, layout, threads, each, run_seed=seed + 1 + i))
@@ -282,22 +302,24 @@ def doublewrite_study(
     warmup_ms: Optional[int] = None,
     window_ms: Optional[int] = None,
     placements: tuple[str, ...] = ("shared", "dram"),
+    states: tuple[str, ...] = ("trimmed",),
 ) -> list[dict[str, Any]]:
-    """The placements at each thread count, beside the talk's figures (64 threads). Rows:
-    one per placement and thread count, then a ``gain`` row per thread count when both
-    ``shared`` and ``dram`` ran."""
+    """The placements at each drive state and thread count, beside the talk's figures (64
+    threads). Rows: one per placement, state and thread count, then a ``gain`` row per state
+    and thread count when both ``shared`` and ``dram`` ran."""
     rows: list[dict[str, Any]] = []
-    for n in threads:
-        by = {}
-        for p in placements:
-            r = run_placement(p, scale, seed, n, warmup_ms, window_ms).row()
-            by[p] = r
-            rows.append(r)
-            log(describe(r))
-        if "shared" in by and "dram" in by:
-            gain = gains(by["shared"], by["dram"])
-            rows.append(gain)
-            log(describe_gain(gain))
+    for state in states:
+        for n in threads:
+            by = {}
+            for p in placements:
+                r = run_placement(p, scale, seed, n, warmup_ms, window_ms, state).row()
+                by[p] = r
+                rows.append(r)
+                log(describe(r))
+            if "shared" in by and "dram" in by:
+                gain = gains(by["shared"], by["dram"])
+                rows.append(gain)
+                log(describe_gain(gain))
     return rows
 
 
@@ -308,6 +330,7 @@ def gains(shared: dict[str, Any], dram: dict[str, Any]) -> dict[str, Any]:
         "study": "doublewrite",
         "placement": "gain",
         "threads": n,
+        "drive_state": shared["drive_state"],
         "read_iops_gain": dram["read_iops"] / shared["read_iops"] - 1,
         "read_iops_gain_published": PUBLISHED_GAINS["read_iops"] if n == 64 else None,
         "tpmc_gain_published": PUBLISHED_GAINS.get(f"tpmc_{n}_threads"),
@@ -326,7 +349,7 @@ def _vs(value: float, published: Optional[float], fmt: str) -> str:
 
 def describe(r: dict[str, Any]) -> str:
     return (
-        f"{r['placement']:<6} {r['threads']:>2} threads  WAF {_vs(r['waf'], r['waf_published'], '.3f')}"
+        f"{r['placement']:<6} {r['threads']:>2} threads, {r['drive_state']:<7}  WAF {_vs(r['waf'], r['waf_published'], '.3f')}"
         f" [windows {r['waf_window_min']:.3f}-{r['waf_window_max']:.3f}]"
         f"  data-namespace write latency {_vs(r['data_write_lat_ms'], r['data_write_lat_published_ms'], '.3f')} ms"
         f"  reads {r['read_iops']:,.0f}/s, page writes {r['page_write_iops']:,.0f}/s"
@@ -339,7 +362,7 @@ def describe_gain(g: dict[str, Any]) -> str:
     read = f"{g['read_iops_gain']:+.1%}" + (f" (published {pub:+.0%})" if pub is not None else "")
     tpmc = g["tpmc_gain_published"]
     return (
-        f"gain   {g['threads']:>2} threads  DRAM doublewrite: read IOPS {read}"
+        f"gain   {g['threads']:>2} threads, {g['drive_state']:<7}  DRAM doublewrite: read IOPS {read}"
         + (f", tpmC published {tpmc:+.1%}" if tpmc is not None else "")
         + f"; WAF shared/dram {g['waf_ratio']:.2f} (published {g['waf_ratio_published']:.2f})"
         + f"; write latency shared/dram {g['data_write_lat_ratio']:.2f} (published {g['data_write_lat_ratio_published']:.2f})"

@@ -8,18 +8,24 @@
 //! among them), else a class by smooth weighted round robin over the high, medium and low
 //! classes with commands waiting, then a queue of that class round robin, taking up to the
 //! arbitration burst from one queue before moving on.
+//!
+//! `ssdtwin serve` uses the same arbiter (public for it): there each NBD connection is a
+//! queue, added as connections come ([`Arbiter::add_queue`]). The arbiter only chooses;
+//! running the fetched command through the controller stays with its caller.
 
 use std::collections::VecDeque;
 
 use crate::nvme::Arbitration;
 
-/// A command waiting in its submission queue: the clone's slot it completes into.
+/// A command waiting in its submission queue: the clone's slot it completes into (the
+/// caller's handle on the command).
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct Queued {
+pub struct Queued {
     pub slot: u32,
 }
 
-pub(crate) struct Arbiter {
+/// Chooses which submission queue the controller fetches from next (module docs).
+pub struct Arbiter {
     /// Per clone (= queue): its class (0 urgent .. 3 low) and waiting commands.
     class: Vec<u8>,
     queues: Vec<VecDeque<Queued>>,
@@ -40,7 +46,9 @@ pub(crate) struct Arbiter {
 }
 
 impl Arbiter {
-    pub(crate) fn new(arb: Arbitration, class: Vec<u8>, fetch_ps: u64) -> Arbiter {
+    /// Queues of `class` (0 urgent, 1 high, 2 medium, 3 low) under `arb`; the controller
+    /// fetches one command per `fetch_ps` picoseconds.
+    pub fn new(arb: Arbitration, class: Vec<u8>, fetch_ps: u64) -> Arbiter {
         let w = arb.weights.unwrap_or([1, 1, 1]);
         let n = class.len();
         Arbiter {
@@ -48,7 +56,7 @@ impl Arbiter {
             queues: vec![VecDeque::new(); n],
             weights: [w[0] as i64, w[1] as i64, w[2] as i64],
             current: [0; 3],
-            last: [n; 4],
+            last: [usize::MAX; 4],
             burst: arb.burst.unwrap_or(u32::MAX),
             taken: 0,
             next_fetch_ps: 0,
@@ -58,17 +66,44 @@ impl Arbiter {
         }
     }
 
-    pub(crate) fn submit(&mut self, queue: usize, q: Queued) {
+    /// One more queue, of `class`; returns its index.
+    pub fn add_queue(&mut self, class: u8) -> usize {
+        self.class.push(class.min(3));
+        self.queues.push(VecDeque::new());
+        self.queues.len() - 1
+    }
+
+    /// The class of queue `queue`.
+    pub fn class(&self, queue: usize) -> u8 {
+        self.class[queue]
+    }
+
+    /// Whether queue `queue` has commands waiting.
+    pub fn queue_is_empty(&self, queue: usize) -> bool {
+        self.queues[queue].is_empty()
+    }
+
+    /// The earliest time (ns) the controller can fetch its next command.
+    pub fn next_fetch_ns(&self) -> u64 {
+        self.next_fetch_ps.div_ceil(1000)
+    }
+
+    /// A command was fetched at `at_ns`: the next fetch is one command slot later.
+    pub fn fetched(&mut self, at_ns: u64) {
+        self.next_fetch_ps = (at_ns * 1000).max(self.next_fetch_ps) + self.fetch_ps;
+    }
+
+    pub fn submit(&mut self, queue: usize, q: Queued) {
         self.queues[queue].push_back(q);
         self.waiting += 1;
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.waiting == 0
     }
 
     /// The next command to fetch: (queue, command).
-    pub(crate) fn pick(&mut self) -> Option<(usize, Queued)> {
+    pub fn pick(&mut self) -> Option<(usize, Queued)> {
         if self.waiting == 0 {
             return None;
         }

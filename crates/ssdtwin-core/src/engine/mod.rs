@@ -25,7 +25,7 @@
 //! * host link bandwidth per direction;
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
-mod arbiter;
+pub mod arbiter;
 mod events;
 mod power;
 use power::PowerTokens;
@@ -377,7 +377,7 @@ impl DeviceTiming {
     }
 
     /// The controller's time per command (ps): 1 / `ctrl_max_iops`.
-    pub(crate) fn ctrl_service_ps(&self) -> u64 {
+    pub fn ctrl_service_ps(&self) -> u64 {
         self.ctrl_service_ps
     }
 

@@ -2,6 +2,7 @@
 mod clients;
 mod common;
 mod corpus;
+mod deferred;
 mod handshake;
 mod limits;
 mod load;

@@ -463,3 +463,55 @@ fn refused_writes_leave_the_data_as_it_was() {
     assert!(buf.iter().all(|&x| x == 0xA5), "the refused commands changed the data");
     b.close().unwrap();
 }
+
+/// Feature 01h over the wire (issue 12): a low-class connection pipelines reads that queue
+/// at a slow command fetch (2 ms per command here); a read arriving on a high-class
+/// connection is fetched at the next slot under WRR, and after the whole backlog under
+/// round robin (the default: arrival order).
+#[test]
+fn wrr_fetches_a_high_class_connection_first() {
+    for (feature, wrr) in [(0u32, false), (0x0f03_0000, true)] {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("img");
+        let mut spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+        spec.timing.as_mut().unwrap().ctrl_max_iops.value = 500;
+        let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+        let c = &mut img.ctrl;
+        c.detach_ns(NsId(1), &[1]).unwrap();
+        c.delete_ns(NsId(1)).unwrap();
+        for (n, class) in [(1, 1u8), (2, 3u8)] {
+            c.create_ns(1 << 17, 1 << 17, 0, 0).unwrap();
+            c.attach_ns(NsId(n), &[1]).unwrap();
+            c.set_sq_priority(NsId(n), class).unwrap();
+        }
+        c.set_feature(0x01, NsId(0), feature).unwrap();
+        img.commit().unwrap();
+        drop(img);
+        let b = TwinBackend::open(&d, cfg(Pace::Model)).unwrap();
+        let srv = ssdtwin_nbd::Server::new(b.clone()).listen_tcp("127.0.0.1:0").unwrap().start().unwrap();
+        let mut low = Client::tcp(&srv);
+        low.negotiate("ns2", false, false);
+        let mut high = Client::tcp(&srv);
+        high.negotiate("ns1", false, false);
+        const BACKLOG: u64 = 8;
+        for i in 0..BACKLOG {
+            low.request(CMD_READ, 0, i, i * 4096, 4096, &[]);
+        }
+        assert_eq!(low.reply(|_| 4096).error, 0); // the backlog is queued by now
+        std::thread::sleep(Duration::from_millis(1));
+        let reader = std::thread::spawn(move || (1..BACKLOG).map(|_| (low.reply(|_| 4096).error, Instant::now())).collect::<Vec<_>>());
+        high.request(CMD_READ, 0, 100, 0, 4096, &[]);
+        assert_eq!(high.reply(|_| 4096).error, 0);
+        let t_high = Instant::now();
+        let lows = reader.join().unwrap();
+        assert!(lows.iter().all(|l| l.0 == 0));
+        let before = lows.iter().filter(|l| l.1 < t_high).count();
+        if wrr {
+            assert!(before <= 2, "WRR: {before} low-class replies came before the high-class one");
+        } else {
+            assert_eq!(before, BACKLOG as usize - 1, "round robin: the high-class read waits for the backlog");
+        }
+        srv.shutdown();
+        b.close().unwrap();
+    }
+}
