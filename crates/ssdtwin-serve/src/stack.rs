@@ -144,6 +144,11 @@ impl StackBackend {
         let (info, lba) = {
             let g = inner.lock();
             let st = g.as_ref().ok_or_else(|| ServeError::Config("the image is closed".into()))?;
+            if st.arb.is_some() {
+                // As `ssdtwin fio` refuses it (engine/fio.rs): the stack's commands have no
+                // submission queue of their own to arbitrate.
+                return Err(ServeError::Config("weighted round robin arbitration (feature 01h) is not modelled under a host stack".into()));
+            }
             let ctrl = &st.img.ctrl;
             let ns = ctrl
                 .attached(NsId(nsid))
