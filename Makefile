@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale fio-conformance doublewrite mariadb shaping shaping-full
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -63,6 +63,10 @@ shaping: ## the write-shaping study (docs/host.md): a PMem tier in front of a 1/
 
 shaping-full: ## the same at 1/64 with 32 GiB per point (hours)
 	ssdtwin reproduce shaping --full --plot shaping-sizing-full.png
+
+STACK_SERVE_IO ?= 256m
+stack-serve: ## real fio over NBD against a served stack vs ssdtwin fio (docs/host.md "Serving a stack"), STACK_SERVE_IO per job of 4 (default 256m: 1 GiB, ~2 min; CI runs 16m)
+	SSDTWIN_STACK_SERVE_IO=$(STACK_SERVE_IO) $(PYTHON) -m pytest tests/test_stack_serve.py -k agrees -s -q -p no:cacheprovider
 
 bench: ## FTL fast-forward speed at 1/16 scale (docs/performance.md has full-scale figures)
 	ssdtwin bench ftl --scale 1/16

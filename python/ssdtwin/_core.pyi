@@ -210,6 +210,9 @@ def serve(
     tls_certificates: Optional[_Path] = None,
     tls_verify_peer: bool = False,
     unix_group: Optional[str] = None,
+    stack: Optional[str] = None,
+    stack_nsid: int = 1,
+    idle_gc: bool = True,
 ) -> dict[str, Any]: ...
 def cluster_init(options: Mapping[str, Any]) -> str: ...
 def cluster_spec(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...

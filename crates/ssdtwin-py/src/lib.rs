@@ -845,11 +845,14 @@ fn read_live_snapshot(py: Python<'_>, path: PathBuf) -> PyResult<Option<(Py<PyAn
 /// `ready(info)` is called once serving, with the URIs, the metrics address, warnings and
 /// what was recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing
 /// writer's busy-wait window; the rest are the server's limits and TLS settings
-/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default).
+/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). issue 13: with `stack` (a host
+/// stack's state as JSON, docs/host.md) the stack's volume on namespace `stack_nsid` is
+/// served instead, and the summary carries the stack's new state as `stack`. `idle_gc`
+/// false: no background GC in idle gaps (`--no-idle-gc`, as `ssdtwin fio`'s).
 #[pyfunction]
 #[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None,
     max_connections=0, max_inflight_bytes=0, handshake_timeout_s=None, send_timeout_s=None, tls="off",
-    tls_certificates=None, tls_verify_peer=false, unix_group=None))]
+    tls_certificates=None, tls_verify_peer=false, unix_group=None, stack=None, stack_nsid=1, idle_gc=true))]
 #[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
@@ -868,7 +871,12 @@ fn serve(
     tls_certificates: Option<PathBuf>,
     tls_verify_peer: bool,
     unix_group: Option<String>,
+    stack: Option<String>,
+    stack_nsid: u32,
+    idle_gc: bool,
 ) -> PyResult<Py<PyAny>> {
+    let stack: Option<Stack> =
+        stack.map(|s| serde_json::from_str(&s).map_err(|e| Failure::Value(format!("stack state: {e}")))).transpose()?;
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
     let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
         match s {
@@ -890,8 +898,14 @@ fn serve(
         unix_socket_group: unix_group,
         ..d
     };
-    let opts = ServeOptions { tcp, unix, metrics, twin: TwinConfig { pace, ..TwinConfig::default() }, server };
-    let serving = py.detach(|| Serving::start(&path, opts)).map_err(Failure::from)?;
+    let opts = ServeOptions { tcp, unix, metrics, twin: TwinConfig { pace, idle_gc, ..TwinConfig::default() }, server };
+    let serving = py
+        .detach(|| match stack {
+            Some(st) => Serving::start_stack(&path, st, stack_nsid, opts),
+            None => Serving::start(&path, opts),
+        })
+        .map_err(Failure::from)?;
+    let served_stack = serving.stack().cloned();
     let info = ServeInfo {
         dir: path,
         pace: pace.name().to_string(),
@@ -922,7 +936,12 @@ fn serve(
     if let Some(e) = stop_error {
         return Err(e);
     }
-    to_py(py, &StoppedSummary { summary, stopped_by })
+    let out = to_py(py, &StoppedSummary { summary, stopped_by })?;
+    if let Some(st) = served_stack.and_then(|s| s.stopped_stack()) {
+        let state = serde_json::to_string(&st).map_err(|e| Failure::Bridge(e.to_string()))?;
+        out.bind(py).set_item("stack", state)?;
+    }
+    Ok(out)
 }
 
 /// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).

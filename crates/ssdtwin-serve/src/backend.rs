@@ -88,7 +88,7 @@ pub(crate) struct Inner {
     /// A second descriptor of the journal, synced outside the state lock.
     journal_file: File,
     journal_path: PathBuf,
-    files: BTreeMap<u32, Arc<DataFile>>,
+    pub(crate) files: BTreeMap<u32, Arc<DataFile>>,
     pub(crate) counters: Counters,
     pub(crate) hist_read: Histogram,
     pub(crate) hist_write: Histogram,
@@ -124,7 +124,7 @@ impl Inner {
     }
 
     /// Writes are still allowed.
-    fn check_writable(&self) -> Result<(), Errno> {
+    pub(crate) fn check_writable(&self) -> Result<(), Errno> {
         if self.failed.get().is_some() {
             return Err(Errno::Io);
         }
@@ -610,7 +610,7 @@ impl Inner {
     }
 
     /// Make acknowledged writes durable: the data files (`only`, or all) and the journal.
-    fn durable(&self, only: Option<&DataFile>) -> Result<(), Errno> {
+    pub(crate) fn durable(&self, only: Option<&DataFile>) -> Result<(), Errno> {
         self.check_writable()?;
         let sync_file = |f: &DataFile| -> Result<(), Errno> {
             if f.sync().map_err(|e| self.fail(format!("syncing the data: {e}")))? {

@@ -38,6 +38,8 @@ pub struct TwinConfig {
     /// With nothing outstanding for this long the drive is idle and background GC runs
     /// (pace model only; fast-forward has no idle time).
     pub idle_after: Duration,
+    /// Background GC in idle gaps at all (`ssdtwin serve --no-idle-gc`, as `ssdtwin fio`'s).
+    pub idle_gc: bool,
     /// Housekeeping period: idle GC, journal write-out, clock, snapshots, commits.
     pub tick: Duration,
     /// How often `DIR/live.json` is rewritten (0 = never).
@@ -56,6 +58,7 @@ impl Default for TwinConfig {
         TwinConfig {
             pace: Pace::Model,
             idle_after: Duration::from_millis(1),
+            idle_gc: true,
             tick: Duration::from_millis(20),
             live_every: Duration::from_secs(1),
             commit_every: Duration::from_secs(60),

@@ -11,7 +11,8 @@
 //! * [`clock`] — where virtual time comes from (wall clock, or a manual one in tests);
 //! * [`live`] — `live.json` and the session summary;
 //! * [`metrics`] — Prometheus metrics (`prometheus-client`) and the HTTP endpoint;
-//! * [`serving`] — [`Serving`]: server, housekeeping thread and metrics together.
+//! * [`serving`] — [`Serving`]: server, housekeeping thread and metrics together;
+//! * [`stack`] — a host stack's volume over a served drive (`ssdtwin serve STACKDIR`).
 //!
 //! docs/nbd.md ("Serving a drive image") is the user-level description.
 
@@ -24,6 +25,7 @@ mod error;
 pub mod live;
 pub mod metrics;
 pub mod serving;
+pub mod stack;
 mod state;
 
 pub use backend::{LiveFingerprint, NsExport, TwinBackend};
@@ -32,4 +34,5 @@ pub use config::{Pace, TwinConfig};
 pub use error::{nbd_errno, ServeError};
 pub use live::{read_live, ExportRow, LiveSnapshot, ServeInfo, SessionSummary, StoppedSummary, LIVE, LIVE_FORMAT, LIVE_VERSION};
 pub use serving::{ServeOptions, Serving};
+pub use stack::{StackBackend, STACK_EXPORT};
 pub use state::LATENCY_BUCKETS_S;

@@ -13,6 +13,7 @@ use crate::config::TwinConfig;
 use crate::error::{io_err, ServeError};
 use crate::live::SessionSummary;
 use crate::metrics::MetricsServer;
+use crate::stack::StackBackend;
 
 /// Where and how to serve.
 #[derive(Debug, Clone, Default)]
@@ -31,16 +32,18 @@ pub struct Serving {
     housekeeper: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
     metrics: Option<MetricsServer>,
     uris: Vec<String>,
+    /// `ssdtwin serve STACKDIR`: the stack's volume is what is served (stack.rs).
+    stack: Option<Arc<StackBackend>>,
 }
 
 /// The housekeeping thread: [`TwinBackend::tick`] every `tick`, each new problem reported
 /// once on stderr.
-fn housekeeping(backend: Arc<TwinBackend>, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
+fn housekeeping(backend: Arc<TwinBackend>, stack: Option<Arc<StackBackend>>, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
     let tick = backend.config().tick;
     std::thread::Builder::new().name("ssdtwin-housekeeping".into()).spawn(move || {
         let mut last_err: Option<String> = None;
         while !stop.load(Relaxed) {
-            if let Err(e) = backend.tick() {
+            if let Err(e) = stack.as_ref().map_or_else(|| backend.tick(), |s| s.tick()) {
                 if last_err.as_ref() != Some(&e) {
                     eprintln!("ssdtwin serve: {e}");
                     last_err = Some(e);
@@ -57,7 +60,7 @@ impl Serving {
             return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
         }
         let backend = TwinBackend::open(dir, opts.twin.clone())?;
-        match Self::start_on(backend.clone(), &opts) {
+        match Self::start_on(backend.clone(), &opts, None) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // A server that cannot start closes what it opened (the journal is
@@ -68,8 +71,33 @@ impl Serving {
         }
     }
 
-    fn start_on(backend: Arc<TwinBackend>, opts: &ServeOptions) -> Result<Serving, ServeError> {
-        let mut server = Server::new(backend.clone()).with_config(opts.server.clone());
+    /// Serve the host stack `stack` on namespace `nsid` of the drive image at `dir`: one
+    /// export, the stack's volume (stack.rs, docs/host.md "Serving a stack").
+    pub fn start_stack(
+        dir: &std::path::Path,
+        stack: ssdtwin_core::engine::stack::Stack,
+        nsid: u32,
+        opts: ServeOptions,
+    ) -> Result<Serving, ServeError> {
+        if opts.tcp.is_empty() && opts.unix.is_empty() {
+            return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
+        }
+        let backend = TwinBackend::open(dir, opts.twin.clone())?;
+        match StackBackend::new(backend.clone(), stack, nsid).and_then(|s| Self::start_on(backend.clone(), &opts, Some(s))) {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                let _ = backend.close();
+                Err(e)
+            }
+        }
+    }
+
+    fn start_on(backend: Arc<TwinBackend>, opts: &ServeOptions, stack: Option<Arc<StackBackend>>) -> Result<Serving, ServeError> {
+        let nbd: Arc<dyn ssdtwin_nbd::Backend> = match &stack {
+            Some(s) => s.clone(),
+            None => backend.clone(),
+        };
+        let mut server = Server::new(nbd).with_config(opts.server.clone());
         for a in &opts.tcp {
             server = server.listen_tcp(a.as_str())?;
         }
@@ -83,18 +111,18 @@ impl Serving {
         let tls = opts.server.tls != TlsMode::Off;
         let handle = server.start()?;
         // With TLS on offer, the URIs a client should use are libnbd's nbds:// ones.
-        let uris: Vec<String> = backend
-            .export_names()
+        let names = stack.as_ref().map_or_else(|| backend.export_names(), |s| s.export_names());
+        let uris: Vec<String> = names
             .iter()
             .flat_map(|name| handle.uris(name))
             .map(|u| if tls { u.replacen("nbd://", "nbds://", 1).replacen("nbd+unix://", "nbds+unix://", 1) } else { u })
             .collect();
         backend.attach_server(handle.stopper(), uris.clone());
         let stop = Arc::new(AtomicBool::new(false));
-        let hk = housekeeping(backend.clone(), stop.clone()).map_err(io_err("spawn the housekeeping thread"))?;
+        let hk = housekeeping(backend.clone(), stack.clone(), stop.clone()).map_err(io_err("spawn the housekeeping thread"))?;
         // A first snapshot at once, so `live.json` exists as soon as clients can connect.
-        let _ = backend.tick();
-        Ok(Serving { backend, handle: Some(handle), housekeeper: Some((hk, stop)), metrics, uris })
+        let _ = stack.as_ref().map_or_else(|| backend.tick(), |s| s.tick());
+        Ok(Serving { backend, handle: Some(handle), housekeeper: Some((hk, stop)), metrics, uris, stack })
     }
 
     /// `nbd://…/nsN` (and `nbd+unix://…`) URIs of every export.
@@ -121,6 +149,11 @@ impl Serving {
         &self.backend
     }
 
+    /// The served stack, if this serves one (its final state after [`Serving::stop`]).
+    pub fn stack(&self) -> Option<&Arc<StackBackend>> {
+        self.stack.as_ref()
+    }
+
     pub fn stats(&self) -> ServerStats {
         self.handle.as_ref().map(|h| h.stats()).unwrap_or_default()
     }
@@ -140,7 +173,10 @@ impl Serving {
             t.thread().unpark();
             let _ = t.join();
         }
-        let summary = self.backend.close();
+        let summary = match &self.stack {
+            Some(s) => s.close(),
+            None => self.backend.close(),
+        };
         if let Some(m) = self.metrics.take() {
             m.stop();
         }

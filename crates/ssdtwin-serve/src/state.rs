@@ -69,7 +69,7 @@ impl State {
     /// Give background GC the idle time up to `now_v` if nothing has been outstanding
     /// for `idle_after`; journal what it did.
     pub(crate) fn idle(&mut self, now_v: u64, cfg: &TwinConfig) -> Result<(), Failure> {
-        let Some(timing) = self.timing.as_mut() else { return Ok(()) };
+        let Some(timing) = self.timing.as_mut().filter(|_| cfg.idle_gc) else { return Ok(()) };
         let quiet_from = self.done_v.max(self.idle_done_v);
         if now_v < quiet_from + cfg.idle_after.as_nanos() as u64 {
             return Ok(());

@@ -9,6 +9,7 @@ state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from typing import Any, Optional
 import typer
 
 from .. import _core
+from .. import stack as stacklib
 from ..nvmefmt import si_bytes
 from .common import Terminated, check_fmt, emit_json, fail, interrupt_note, say
 
@@ -32,7 +34,7 @@ def _check_hostport(flag: str, text: str) -> None:
 
 
 def serve_cmd(
-    path: Path = typer.Argument(..., metavar="DIR", help="drive image to serve"),
+    path: Path = typer.Argument(..., metavar="DIR", help="drive image to serve, or a stack image (its volume)"),
     listen: list[str] = typer.Option([], "--listen", "-l", help="TCP HOST:PORT (repeatable; port 0 picks one)"),
     unix: list[Path] = typer.Option([], "--unix", "-u", help="unix socket PATH (repeatable)"),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="HOST:PORT for Prometheus text on GET /metrics"),
@@ -54,8 +56,10 @@ def serve_cmd(
     unix_group: Optional[str] = typer.Option(
         None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"
     ),
+    idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps (as ssdtwin fio's)"),
 ) -> None:
-    """Serve the attached namespaces over NBD (exports ns1, ns2 …) until Ctrl-C or SIGTERM."""
+    """Serve the attached namespaces over NBD (exports ns1, ns2 …), or a stack image's volume
+    (export `stack`), until Ctrl-C or SIGTERM."""
     if not listen and not unix:
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
@@ -90,6 +94,8 @@ def serve_cmd(
     for u in unix:
         if not u.parent.is_dir():
             fail(f"--unix {u}: no such directory {u.parent}")
+    stack = _open_stack(path, pace) if stacklib.is_stack(path) else None  # issue 13 (docs/host.md)
+    served = Path(stack[0]["drive"]) if stack else path
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise Terminated()
@@ -111,7 +117,7 @@ def serve_cmd(
 
     try:
         summary = _core.serve(
-            os.fspath(path),
+            os.fspath(served),
             tcp=list(listen),
             unix=[os.fspath(u) for u in unix],
             metrics=metrics,
@@ -126,15 +132,60 @@ def serve_cmd(
             tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
             tls_verify_peer=tls_verify_peer,
             unix_group=unix_group,
+            stack=None if stack is None else json.dumps(stack[1]["stack"]),
+            stack_nsid=1 if stack is None else int(stack[0]["namespace"]),
+            idle_gc=idle_gc,
         )
     except _core.SsdtwinError as e:
         fail(_name_the_address(str(e), listen))
     finally:
         signal.signal(signal.SIGTERM, old)
     say(summary_text(summary))
+    if stack is not None:
+        say(_save_stack(path, stack[0], stack[1], summary))
     if summary.get("stopped_by") == "KeyboardInterrupt":
         # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
         interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
+
+
+def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A stack image to serve: (stack.toml, state.json), after the checks `ssdtwin fio` makes
+    (its drive is there and has not changed underneath it)."""
+    if pace != "model":
+        fail(f"--pace {pace}: a stack is served with --pace model only (its destages run on the model's time)")
+    try:
+        config, state = stacklib.load(path)
+        stacklib.open_drive(path, config, state, writable=False).close()
+    except stacklib.StackError as e:
+        fail(*[str(a) for a in e.args])
+    return config, state
+
+
+def _save_stack(path: Path, config: dict[str, Any], state: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The drive is committed (the server did it); now the stack's state, with the drive's
+    identity and this session's drive bytes (docs/host.md, "Crash semantics"). Returns the
+    summary line."""
+    from ..drive import Drive
+
+    if "stack" not in summary:
+        fail(f"{path}: the server returned no stack state; the stack keeps its last committed state")
+    totals = dict(state.get("drive_totals") or {})
+    totals["drive_host_write_bytes"] = totals.get("drive_host_write_bytes", 0) + summary["host_write_bytes"]
+    totals["drive_nand_write_bytes"] = totals.get("drive_nand_write_bytes", 0) + summary["nand_write_bytes"]
+    with Drive.open(Path(config["drive"]), writable=False) as d:
+        ident = stacklib.identity(d)
+    new = {"drive_identity": ident, "drive_totals": totals, "stack": json.loads(summary.pop("stack"))}
+    stacklib.save_state(path, new)
+    c = stacklib.counters(config, new)
+
+    def f(v: Optional[float]) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    return (
+        f"  stack {path}: {config['policy']} on {config['media']}, host {si_bytes(c['host_write_bytes'])} -> drive "
+        f"{si_bytes(c['stack_drive_write_bytes'])}; tier WAF {f(c['tier_waf'])}, drive WAF {f(c['drive_waf'])}, "
+        f"end-to-end WAF {f(c['end_to_end_waf'])} (all the stack's runs; ssdtwin stack {path} --show)"
+    )
 
 
 def _name_the_address(msg: str, listen: list[str]) -> str:

@@ -34,27 +34,31 @@ pub(super) struct Stalled {
     pub len: u64,
 }
 
-/// The stack while a run drives it.
-pub(super) struct StackSim<'a> {
-    pub tier: &'a mut Tier,
-    media: &'a MediaSpec,
+/// Submits one drive command at a time and answers with its completion time: the fio
+/// runner's [`DeviceTiming::submit`], or a server's (which also journals it).
+pub type Submit<'s> = dyn FnMut(u64, HostCmd) -> Result<u64, Error> + 's;
+
+/// The timing state of a stack between its events: the fast media's timeline and the
+/// destage lanes. Shared by the fio runner ([`StackSim`]) and `ssdtwin serve STACKDIR`
+/// (crates/ssdtwin-serve/src/stack.rs), so both time a stack by the same rules.
+pub struct StackTimeline {
     /// The fast media as one bandwidth server: when its next transfer may start.
     media_free_ns: u64,
     lanes: Vec<Option<Lane>>,
-    pub stalled: VecDeque<Stalled>,
-    pub nsid: NsId,
+    nsid: NsId,
     lba_bytes: u64,
 }
 
-impl<'a> StackSim<'a> {
-    pub fn new(stack: &'a mut Stack, nsid: NsId, lba_bytes: u64) -> StackSim<'a> {
-        let lanes = (0..stack.tier.config.destage_concurrency).map(|_| None).collect();
-        StackSim { tier: &mut stack.tier, media: &stack.media, media_free_ns: 0, lanes, stalled: VecDeque::new(), nsid, lba_bytes }
+impl StackTimeline {
+    /// Idle media and `tier.config.destage_concurrency` free lanes, on the drive's
+    /// namespace `nsid` of `lba_bytes` blocks.
+    pub fn new(tier: &Tier, nsid: NsId, lba_bytes: u64) -> StackTimeline {
+        let lanes = (0..tier.config.destage_concurrency).map(|_| None).collect();
+        StackTimeline { media_free_ns: 0, lanes, nsid, lba_bytes }
     }
 
     /// A fast-media transfer of `bytes` asked for at `now`; when it is done.
-    pub fn media(&mut self, now: u64, bytes: u64, write: bool) -> u64 {
-        let m = self.media;
+    pub fn media(&mut self, m: &MediaSpec, now: u64, bytes: u64, write: bool) -> u64 {
         let (rate, lat) =
             if write { (m.write_bytes_per_s.value, m.write_latency_ns.value) } else { (m.read_bytes_per_s.value, m.read_latency_ns.value) };
         let start = now.max(self.media_free_ns);
@@ -63,7 +67,7 @@ impl<'a> StackSim<'a> {
     }
 
     /// Drive commands at `now`; when the last completes (`now` if none).
-    pub fn drive(&self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64, ops: &[DriveOp]) -> Result<u64, Error> {
+    pub fn drive(&self, submit: &mut Submit<'_>, now: u64, ops: &[DriveOp]) -> Result<u64, Error> {
         let mut done = now;
         for &op in ops {
             let (op, offset, len) = match op {
@@ -71,34 +75,34 @@ impl<'a> StackSim<'a> {
                 DriveOp::Read { offset, len } => (HostOp::Read, offset, len),
             };
             let cmd = HostCmd { op, nsid: self.nsid, slba: offset / self.lba_bytes, nlb: len / self.lba_bytes };
-            done = done.max(timing.submit(ctrl, now, cmd)?);
+            done = done.max(submit(now, cmd)?);
         }
         Ok(done)
     }
 
     /// Trims passed to the drive (byte ranges).
-    pub fn trim(&self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64, ranges: &[(u64, u64)]) -> Result<u64, Error> {
+    pub fn trim(&self, submit: &mut Submit<'_>, now: u64, ranges: &[(u64, u64)]) -> Result<u64, Error> {
         let mut done = now;
         for &(offset, len) in ranges {
             let cmd = HostCmd { op: HostOp::Deallocate, nsid: self.nsid, slba: offset / self.lba_bytes, nlb: len / self.lba_bytes };
-            done = done.max(timing.submit(ctrl, now, cmd)?);
+            done = done.max(submit(now, cmd)?);
         }
         Ok(done)
     }
 
     /// Start destages on free lanes while the tier wants them: (lane, completion of its
     /// first step) for each started.
-    pub fn start_destages(&mut self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64) -> Result<Vec<(u32, u64)>, Error> {
+    pub fn start_destages(&mut self, tier: &mut Tier, m: &MediaSpec, submit: &mut Submit<'_>, now: u64) -> Result<Vec<(u32, u64)>, Error> {
         let mut started = Vec::new();
         while let Some(l) = self.lanes.iter().position(Option::is_none) {
-            let Some(d) = self.tier.next_destage() else { break };
+            let Some(d) = tier.next_destage() else { break };
             if d.tier_read_bytes > 0 {
                 // The fast media is read to feed the drive: its bandwidth is taken; the drive
                 // write starts at once (the media read is sub-microsecond against the drive's
                 // tens of microseconds, and commands reach the drive in time order).
-                self.media(now, d.tier_read_bytes, false);
+                self.media(m, now, d.tier_read_bytes, false);
             }
-            let done = self.drive(timing, ctrl, now, &d.steps[0])?;
+            let done = self.drive(submit, now, &d.steps[0])?;
             self.lanes[l] = Some(Lane { d, step: 0 });
             started.push((l as u32, done));
         }
@@ -107,22 +111,69 @@ impl<'a> StackSim<'a> {
 
     /// Lane `l`'s step completed at `now`: the next step's completion, or None when the
     /// destage is done (its fast-media space is free).
-    pub fn lane_step_done(&mut self, timing: &mut DeviceTiming, ctrl: &mut Controller, l: u32, now: u64) -> Result<Option<u64>, Error> {
+    pub fn lane_step_done(&mut self, tier: &mut Tier, submit: &mut Submit<'_>, l: u32, now: u64) -> Result<Option<u64>, Error> {
         let lane = self.lanes[l as usize].as_mut().expect("a busy lane");
         lane.step += 1;
         if lane.step < lane.d.steps.len() {
             let ops = lane.d.steps[lane.step].clone();
-            return self.drive(timing, ctrl, now, &ops).map(Some);
+            return self.drive(submit, now, &ops).map(Some);
         }
         let id = lane.d.id;
         self.lanes[l as usize] = None;
-        self.tier.destage_done(id);
+        tier.destage_done(id);
         Ok(None)
     }
 
     /// No destage in flight.
     pub fn idle(&self) -> bool {
         self.lanes.iter().all(Option::is_none)
+    }
+}
+
+/// The stack while a run drives it.
+pub(super) struct StackSim<'a> {
+    pub tier: &'a mut Tier,
+    media: &'a MediaSpec,
+    line: StackTimeline,
+    pub stalled: VecDeque<Stalled>,
+}
+
+impl<'a> StackSim<'a> {
+    pub fn new(stack: &'a mut Stack, nsid: NsId, lba_bytes: u64) -> StackSim<'a> {
+        let line = StackTimeline::new(&stack.tier, nsid, lba_bytes);
+        StackSim { tier: &mut stack.tier, media: &stack.media, line, stalled: VecDeque::new() }
+    }
+
+    /// A fast-media transfer of `bytes` asked for at `now`; when it is done.
+    pub fn media(&mut self, now: u64, bytes: u64, write: bool) -> u64 {
+        self.line.media(self.media, now, bytes, write)
+    }
+
+    /// Drive commands at `now`; when the last completes (`now` if none).
+    pub fn drive(&self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64, ops: &[DriveOp]) -> Result<u64, Error> {
+        self.line.drive(&mut |t, cmd| timing.submit(ctrl, t, cmd), now, ops)
+    }
+
+    /// Trims passed to the drive (byte ranges).
+    pub fn trim(&self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64, ranges: &[(u64, u64)]) -> Result<u64, Error> {
+        self.line.trim(&mut |t, cmd| timing.submit(ctrl, t, cmd), now, ranges)
+    }
+
+    /// Start destages on free lanes while the tier wants them: (lane, completion of its
+    /// first step) for each started.
+    pub fn start_destages(&mut self, timing: &mut DeviceTiming, ctrl: &mut Controller, now: u64) -> Result<Vec<(u32, u64)>, Error> {
+        self.line.start_destages(self.tier, self.media, &mut |t, cmd| timing.submit(ctrl, t, cmd), now)
+    }
+
+    /// Lane `l`'s step completed at `now`: the next step's completion, or None when the
+    /// destage is done (its fast-media space is free).
+    pub fn lane_step_done(&mut self, timing: &mut DeviceTiming, ctrl: &mut Controller, l: u32, now: u64) -> Result<Option<u64>, Error> {
+        self.line.lane_step_done(self.tier, &mut |t, cmd| timing.submit(ctrl, t, cmd), l, now)
+    }
+
+    /// No destage in flight.
+    pub fn idle(&self) -> bool {
+        self.line.idle()
     }
 }
 

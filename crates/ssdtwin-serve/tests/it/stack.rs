@@ -1,0 +1,109 @@
+//! A host stack's volume served (`ssdtwin_serve::StackBackend`, issue 13): what is written
+//! reads back, every byte the drive sees is one the tier sent, and a write the tier has no
+//! room for waits for a destage. The real fio against a served stack is
+//! tests/test_stack_serve.py.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ssdtwin_core::engine::stack::Stack;
+use ssdtwin_core::host::media;
+use ssdtwin_core::host::tier::{Policy, Tier, TierConfig};
+use ssdtwin_core::image::Image;
+use ssdtwin_core::nvme::NsId;
+use ssdtwin_core::rng::Rng;
+use ssdtwin_core::spec::DriveSpec;
+use ssdtwin_nbd::Backend;
+use ssdtwin_serve::{ManualClock, Pace, StackBackend, TwinBackend, TwinConfig, STACK_EXPORT};
+
+const P5316: &str = "intel-p5316-15.36t";
+
+fn stack(img: &Image, policy: Policy) -> Stack {
+    let drive_bytes = img.ctrl.attached(NsId(1)).unwrap().bytes();
+    let cfg = TierConfig {
+        policy,
+        capacity_bytes: 1 << 20,
+        high_watermark_pct: 80,
+        low_watermark_pct: 60,
+        destage_concurrency: 8,
+        iu_bytes: 65536,
+        drive_bytes,
+        stripe_bytes: 65536,
+        band_bytes: 16 << 20,
+        host_op_pct: 20,
+        area_bytes: 1 << 30,
+    };
+    assert_eq!(cfg.problems(), Vec::<String>::new());
+    Stack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
+}
+
+fn block(seed: u64) -> Vec<u8> {
+    (0..4096u64).map(|i| (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 57)) as u8 ^ i as u8).collect()
+}
+
+#[test]
+fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier() {
+    for policy in [Policy::IuFill, Policy::Log] {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("img");
+        let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+        let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+        img.commit().unwrap();
+        let st = stack(&img, policy);
+        let host0 = img.ctrl.vendor_log().host_write_bytes;
+        drop(img);
+        let clock = Arc::new(ManualClock::new());
+        let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+        let b = StackBackend::new(twin, st, 1).unwrap();
+        let ex = b.open(STACK_EXPORT).unwrap();
+        let info = ex.info();
+        assert_eq!(info.block_min, 4096);
+        // A log takes a whole write into the tier: no request larger than the tier.
+        assert_eq!(info.block_max, if policy == Policy::Log { 1 << 20 } else { 32 << 20 });
+        // 4 MiB of 4 KiB writes, one per microsecond, over 8 MiB of the volume (rewrites
+        // included): four times the tier, so it destages (and evicts).
+        let mut rng = Rng::new(7);
+        let mut newest = std::collections::BTreeMap::new();
+        for i in 0..1024u64 {
+            let blk = rng.below(2048);
+            ex.write(blk * 4096, &block(i), false).unwrap();
+            newest.insert(blk, i);
+            clock.advance(Duration::from_micros(1));
+            if i % 64 == 0 {
+                b.tick().unwrap();
+            }
+        }
+        let mut buf = vec![0u8; 4096];
+        for (&blk, &i) in &newest {
+            ex.read(blk * 4096, &mut buf).unwrap();
+            assert!(buf == block(i), "{policy:?}: block {blk} does not read back its newest write");
+        }
+        b.close().unwrap();
+        let after = b.stopped_stack().expect("the tier's final state");
+        after.tier.check().unwrap();
+        let c = &after.tier.counters;
+        assert_eq!(c.host_write_bytes, 1024 * 4096);
+        assert!(c.destage_bytes + c.evict_bytes > 0, "{policy:?} {c:?}");
+        // iu-fill evicts partial IUs, which the drive read-modify-writes: slower than 4 KiB
+        // writes every microsecond, so writes wait for room.
+        assert!(policy == Policy::Log || c.stalls > 0, "{policy:?} {c:?}");
+        let mut img = Image::open(&d, false).unwrap();
+        assert_eq!(img.ctrl.vendor_log().host_write_bytes - host0, c.drive_write_bytes(), "{policy:?}: the drive saw only the tier");
+        img.ctrl.check_full().unwrap();
+    }
+}
+
+#[test]
+fn a_stack_is_served_with_the_model_pace_only() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, Policy::IuFill);
+    drop(img);
+    let twin = TwinBackend::open(&d, TwinConfig { pace: Pace::Off, ..TwinConfig::default() }).unwrap();
+    let e = StackBackend::new(twin.clone(), st, 1).err().expect("refused");
+    assert!(e.to_string().contains("--pace model"), "{e}");
+    twin.close().unwrap();
+}

@@ -1,0 +1,177 @@
+"""`ssdtwin serve STACKDIR` (issue 13 part 5, docs/host.md "Serving a stack"): the real fio
+over NBD against a served stack agrees with `ssdtwin fio` on the same stack in simulated
+time (the stack's end-to-end WAF and the drive's WAF within 5 %), what a client writes it
+reads back, and bad input is refused in one line with the images untouched.
+
+The drive is the P5316 at 1/256 in the whitepaper's random state (as tests/test_serve.py);
+the tiers are small (1 MiB) so that what the served stack still destages after the client
+stops (down to its low watermark, which a simulated run's end does not start) is under 1 %
+of the bytes written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssdtwin import _core
+from test_bad_input import assert_one_line_error
+from test_serve import need, served, sh
+from twin import P5316, check_image, copy_image, image_digest, run_cli
+
+pytestmark = pytest.mark.tools
+
+# Both policies with a 1 MiB tier: iu-fill's minimum is 16 IUs; log's 4 stripes, so its
+# stripe is one 64 KiB IU (and a 1 GiB host-mapped area keeps its map small).
+POLICIES = {
+    "iu-fill": ["--shaping", "pmem:1MiB", "--policy", "iu-fill"],
+    "log": ["--shaping", "pmem:1MiB", "--policy", "log", "--stripe", "64KiB", "--area", "1GiB"],
+}
+
+
+@pytest.fixture(scope="module")
+def p5316_random(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """P5316 at 1/256 preconditioned as the whitepaper says (tests/test_serve.py)."""
+    d = tmp_path_factory.mktemp("p5316") / "p5316"
+    run_cli("create", d, "--model", P5316, "--scale", "1/256")
+    run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--rand", "1m", "--amount", "2x", "--seed", "5", "-q")
+    return d
+
+
+def make_stack(tmp_path: Path, template: Path, name: str, policy: str) -> tuple[Path, Path]:
+    drive = copy_image(template, tmp_path / f"{name}-drive")
+    stack = tmp_path / f"{name}-stack"
+    run_cli("stack", stack, "--drive", drive, *POLICIES[policy])
+    return drive, stack
+
+
+def counters(stack: Path) -> dict[str, Any]:
+    return run_cli("stack", stack, "--show", "-o", "json").json()
+
+
+# Per job of 4; `make stack-serve` runs the same test with more (SSDTWIN_STACK_SERVE_IO).
+IO_PER_JOB = os.environ.get("SSDTWIN_STACK_SERVE_IO", "16m")
+
+
+def randwrite_job(uri: str) -> str:
+    # 4 jobs x QD32 of 4 KiB random writes over the whole volume, 64 MiB in all: the
+    # whitepaper's job (tests/test_serve.py) through the tier.
+    return f"[global]\nioengine=nbd\nuri={uri}\ngroup_reporting\n[w]\nrw=randwrite\nbs=4k\niodepth=32\nnumjobs=4\nio_size={IO_PER_JOB}\n"
+
+
+@pytest.mark.parametrize("policy", ["iu-fill", "log"])
+def test_real_fio_over_a_served_stack_agrees_with_ssdtwin_fio(tmp_path: Path, p5316_random: Path, policy: str) -> None:
+    need("fio")
+    sim_drive, sim = make_stack(tmp_path, p5316_random, "sim", policy)
+    real_drive, real = make_stack(tmp_path, p5316_random, "real", policy)
+    job = tmp_path / "w.fio"
+    job.write_text(randwrite_job("nbd://unused/stack"))
+    # No background GC in idle gaps on either side: a simulated run ends with its jobs,
+    # while a server idles from the client's last request to its stop (hundreds of ms,
+    # in which the drive's GC would add NAND writes the simulated run never sees).
+    run_cli("fio", sim, job, "--no-idle-gc", "--output", tmp_path / "sim.txt")
+    c_sim = counters(sim)
+    with served(real, "--no-idle-gc") as s:
+        job.write_text(randwrite_job(s.uri("stack")))
+        t0 = time.monotonic()
+        sh("fio", job, f"--output={tmp_path / 'real.txt'}")
+        wall = time.monotonic() - t0
+        summary = s.stop()
+    c_real = counters(real)
+    assert c_real["host_write_bytes"] == c_sim["host_write_bytes"] == 4 * _core.parse_size(IO_PER_JOB)
+    assert c_real["drive_host_write_bytes"] == c_real["stack_drive_write_bytes"], "every drive write came from the stack"
+    figures = {k: (c_real[k], c_sim[k]) for k in ("tier_waf", "drive_waf", "end_to_end_waf")}
+    print(
+        f"\n{policy} pmem:1MiB over P5316 1/256 (random state), 4 KiB randwrite 4x32, io_size={IO_PER_JOB} per job: "
+        + ", ".join(f"{k} real fio over NBD {a:.3f}, ssdtwin fio {b:.3f} ({a / b - 1:+.2%})" for k, (a, b) in figures.items())
+        + f"; {wall:.1f} s\n{summary}"
+    )
+    for k in ("drive_waf", "end_to_end_waf"):
+        a, b = figures[k]
+        assert abs(a / b - 1) < 0.05, f"{k}: real {a:.3f} vs simulated {b:.3f}"
+    # The job is past the tier and through the drive's GC: a WAF only the model explains.
+    assert c_sim["end_to_end_waf"] > 2
+    check_image(real_drive)
+    check_image(sim_drive)
+
+
+def verify_job(uri: str, verify_only: bool) -> list[str]:
+    # Mixed sizes: 4 KiB writes go through the tier, 64 KiB ones are whole IUs (iu-fill
+    # sends them straight to the drive); crc32c headers in every block; end_fsync = FLUSH.
+    return [
+        "fio",
+        "--name=v",
+        "--ioengine=nbd",
+        f"--uri={uri}",
+        "--rw=randwrite",
+        "--bssplit=4k/70:64k/30",
+        "--size=64m",
+        "--iodepth=8",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+        "--randrepeat=1",
+        "--end_fsync=1",
+        *(["--verify_only=1"] if verify_only else []),
+    ]
+
+
+@pytest.mark.parametrize("policy", ["iu-fill", "log"])
+def test_what_a_client_writes_through_the_stack_it_reads_back(tmp_path: Path, p5316_random: Path, policy: str) -> None:
+    need("fio")
+    drive, stack = make_stack(tmp_path, p5316_random, "v", policy)
+    with served(stack) as s:
+        sh(*verify_job(s.uri("stack"), verify_only=False), cwd=tmp_path)  # write, then read back and verify
+        # Ctrl-C: a clean stop (drive, then stack committed) that exits 130.
+        s.p.send_signal(signal.SIGINT)
+        assert s.p.wait(timeout=120) == 130, s.stderr
+        assert "interrupted; " in s.stderr and "stack " in s.stderr, s.stderr
+    c = counters(stack)
+    assert c["host_write_bytes"] >= 64 << 20 and c["stack_drive_write_bytes"] > 0
+    assert c["host_read_bytes"] >= 64 << 20
+    # After a clean stop and a new server: the committed stack still reads back what was
+    # written (the tier's newest copies and the destaged ones alike).
+    with served(stack) as s:
+        sh(*verify_job(s.uri("stack"), verify_only=True), cwd=tmp_path)
+        info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0] if _has("nbdinfo") else None
+        s.stop()
+    if info is not None:
+        assert info["export-size"] == c["user_bytes"] and info["block_size_minimum"] == 4096
+    check_image(drive)
+
+
+def _has(tool: str) -> bool:
+    import shutil
+
+    return shutil.which(tool) is not None
+
+
+def test_bad_stacks_are_refused_in_one_line(tmp_path: Path, p5316_random: Path) -> None:
+    drive, stack = make_stack(tmp_path, p5316_random, "bad", "iu-fill")
+    before = (image_digest(drive), (stack / "state.json").read_bytes())
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", "--pace", "off", check=False)
+    assert_one_line_error(r, "--pace off", "model")
+    # The drive changed underneath the stack: refused, as `ssdtwin fio` refuses it.
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=4m\nsize=1g\n")
+    run_cli("fio", drive, job)
+    changed = (image_digest(drive), (stack / "state.json").read_bytes())
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, str(stack), "changed since the stack last ran")
+    assert (image_digest(drive), (stack / "state.json").read_bytes()) == changed != before
+    # A stack whose drive is gone.
+    gone = tmp_path / "gone"
+    drive.rename(gone)
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, "missing")
+    gone.rename(drive)
+    # Not a readable stack image.
+    (stack / "state.json").write_text("{")
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, "not a readable stack image")
