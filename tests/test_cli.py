@@ -68,6 +68,38 @@ def test_models_name_shows_every_number_with_its_source() -> None:
     assert spec["capacity"]["lba_bytes"]["value"] == [512, 4096]
 
 
+def test_create_from_an_edited_spec(tmp_path: Path) -> None:
+    """`create --spec`: a preset's text (`ssdtwin models NAME`), edited, makes the image; its
+    errors name the file, the field (or the line) and the range, and leave no image."""
+    text = run_cli("models", CM6).stdout
+    edited, n = re.subn(r"(?m)^ctrl_max_iops = \{ value = \d+,", "ctrl_max_iops = { value = 5000,", text)
+    assert n == 1
+    spec = tmp_path / "slow.toml"
+    spec.write_text(edited)
+    d = tmp_path / "slow"
+    r = run_cli("create", d, "--spec", spec, "--scale", "1/64")
+    assert r.stdout.startswith(f"created {d}: {CM6} (from {spec}) at 1/64 scale")
+    with Drive.open(d, writable=False) as drv:
+        assert drv.spec()["timing"]["ctrl_max_iops"]["value"] == 5000
+    bad = {
+        "zero.toml": (edited.replace("value = 5000,", "value = 0,"), "timing.ctrl_max_iops: must be 1..=1000000000 (got 0)"),
+        "syntax.toml": ("[drive\n", "invalid TOML at line 1"),
+    }
+    for name, (body, _) in bad.items():
+        (tmp_path / name).write_text(body)
+    cases = [
+        (["--spec", tmp_path / "zero.toml"], f"--spec {tmp_path / 'zero.toml'}: {bad['zero.toml'][1]}"),
+        (["--spec", tmp_path / "syntax.toml"], bad["syntax.toml"][1]),
+        (["--spec", tmp_path / "missing.toml"], "no such file"),
+        ([], "give one of --model PRESET"),
+        (["--model", CM6, "--spec", spec], "give one of --model PRESET"),
+    ]
+    for args, needle in cases:
+        r = run_cli("create", tmp_path / "x", *args, check=False)
+        assert r.returncode == 1 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not (tmp_path / "x").exists()
+
+
 def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
     d = tmp_path / "cm6"
     r = run_cli("create", d, "--model", CM6, "--scale", "1/64", "--seed", "9")

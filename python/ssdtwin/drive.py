@@ -281,8 +281,11 @@ class Drive:
         return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets))
 
     @classmethod
-    def create_from_spec(cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1) -> Drive:
-        return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed))
+    def create_from_spec(
+        cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1, nvm_sets: Optional[int] = None
+    ) -> Drive:
+        """`create` from a spec TOML (a preset's text, `ssdtwin models NAME`, edited) instead of a preset name."""
+        return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets))
 
     @classmethod
     def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> Drive:

@@ -9,6 +9,7 @@ when a command succeeds).
 from __future__ import annotations
 
 import math
+import re
 import signal
 import subprocess
 import sys
@@ -116,52 +117,86 @@ def models(
 @app.command()
 def create(
     path: Path = typer.Argument(..., metavar="DIR", help="new image directory"),
-    model: str = typer.Option(..., "--model", "-m", help="preset name (ssdtwin models)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="preset name (ssdtwin models)"),
+    spec: Optional[Path] = typer.Option(
+        None, "--spec", help="a drive spec TOML in place of --model: a preset's text (`ssdtwin models NAME > my.toml`), edited"
+    ),
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
     seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
     nvm_sets: Optional[int] = typer.Option(
         None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default 1: no sets)"
     ),
 ) -> None:
-    """Create a drive image from a preset (factory state: one namespace, whole capacity; with
-    --nvm-sets, one namespace filling each set)."""
+    """Create a drive image from a preset or a spec TOML (factory state: one namespace, whole
+    capacity; with --nvm-sets, one namespace filling each set)."""
+    if (model is None) == (spec is None):
+        fail("create: give one of --model PRESET (ssdtwin models) or --spec FILE.toml")
     try:
         n = parse_scale(scale)
     except ValueError as e:
         fail(f"--scale: {e}")
-    d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets)
+    if spec is None:
+        assert model is not None
+        d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets)
+        rounded, name = scale_rounding(model, n), model
+    else:
+        text = read_spec(spec)
+        try:
+            d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets)
+        except _core.SpecError as e:
+            fail(spec_error(spec, text, str(e)))
+        rounded, name = scale_rounding(None, n, spec_toml=text), f"{d.spec()['drive']['name']} (from {spec})"
     info = d.ftl_info()
     ctrl = d.nvme.id_ctrl()
     d.close()
-    rounded = scale_rounding(model, n)
     sets = f" in {info['nvm_sets']} NVM Sets" if info["nvm_sets"] > 1 else ""
     typer.echo(
-        f"created {path}: {model} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
+        f"created {path}: {name} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
         f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks{sets}, seed {seed}"
     )
 
 
-def _superblocks(model: str, n: int) -> int:
-    d = Drive.in_memory(model, scale=n)
+def read_spec(path: Path) -> str:
+    """The text of a `--spec` file, or a one-line error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"--spec {path}: no such file")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"--spec {path}: cannot read it as UTF-8 text ({e.__class__.__name__})")
+
+
+def spec_error(path: Path, text: str, msg: str) -> str:
+    """The core's spec error, naming the file (and the line, where it names a byte offset)."""
+    msg = msg.removeprefix("spec: ")
+    m = re.search(r" at byte (\d+)", msg)
+    if m:
+        line = text.encode("utf-8")[: int(m.group(1))].count(b"\n") + 1
+        msg = msg.replace(m.group(0), f" at line {line}")
+    return f"--spec {path}: {msg}"
+
+
+def _superblocks(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> int:
+    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml)
     try:
         return int(d.ftl_info()["superblocks"])
     finally:
         d.close()
 
 
-def scale_rounding(model: str, n: int) -> Optional[str]:
+def scale_rounding(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> Optional[str]:
     """What 1/N really is when whole superblocks make it the same drive as a smaller N
     (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale."""
-    blocks = _superblocks(model, n)
+    blocks = _superblocks(model, n, spec_toml)
     k = n
-    while k > 1 and _superblocks(model, k - 1) == blocks:
+    while k > 1 and _superblocks(model, k - 1, spec_toml) == blocks:
         k -= 1
     if k == n:
         return None
     pools = []
     for m in (1, n):
-        d = Drive.in_memory(model, scale=m)
+        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml)
         pools.append(d.ftl_info()["data_pool_bytes"])
         d.close()
     return (
