@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,13 @@ typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the 
 
 physics-scale: ## the scale-agreement physics test at the issue's own pair, 1/64 against 1/16 (CI runs 1/128 against 1/32; ~3 min)
 	SSDTWIN_SCALE_PAIR=issue $(PYTHON) -m pytest -q -s tests/test_physics.py -k scale_agreement
+
+AB_OUT ?= ab-out
+ab-run: ## the bit-identity suite (benchmarks/ab: fio jobs, tenants, reproduce pblaze5) with this build into AB_OUT (~3 min); SSDTWIN=path picks another build
+	benchmarks/ab/run_suite.sh $(AB_OUT)
+
+ab-diff: ## compare two ab-run folders, wall-clock fields removed: make ab-diff A=old B=new (exit 1 if any differs)
+	benchmarks/ab/jdiff.sh $(A) $(B)
 
 fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine) and ssdtwin: totals and iologs side by side
 	$(PYTHON) tests/fio/fio_conformance.py tests/fio/conformance
