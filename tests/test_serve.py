@@ -550,11 +550,11 @@ def test_format_and_delete_purge_the_served_data(tmp_path: Path, two_ns: Path) -
     assert (tmp_path / "o.raw").read_bytes()[: 4 << 20] == bytes(4 << 20)
 
 
-def test_bench_nbd_measures_both_servers() -> None:
+def test_bench_nbd_measures_the_three_servers() -> None:
     need("fio", "nbdkit")
     r = run_cli("bench", "nbd", "--seconds", "1", "--size", "64m", "-o", "json", timeout=600)
     res = r.json()
-    for k in ("ssdtwin_randread_iops", "ssdtwin_randwrite_iops", "nbdkit_memory_randread_iops", "nbdkit_memory_randwrite_iops"):
+    for k in (f"{s}_{rw}_iops" for s in ("ssdtwin", "nbdkit_memory", "nbdkit_file") for rw in ("randread", "randwrite")):
         assert res[k] > 1000, res
     print(f"\nbench nbd (1 s runs): {json.dumps({k: round(v) for k, v in res.items() if k.endswith('_iops')})}", file=sys.stderr)
 

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use ssdtwin_core::fsio::{self, FsError};
 
-/// Largest single pwrite into a data file (see [`DataFile::write`]).
-const WRITE_PIECE: usize = 64 << 10;
+/// Largest single pwrite into a data file (see [`DataFile::write`]): one 4 KiB page.
+const WRITE_PIECE: usize = 16 << 10;
 
 pub(crate) struct DataFile {
     pub(crate) file: File,
@@ -63,7 +63,10 @@ impl DataFile {
     /// sizes a folio after the write that creates it, and ext4 walks every buffer of a
     /// folio on each later write into it: after 1-2 MiB writes (a prefill, qemu-img
     /// convert), random 4 KiB overwrites measured 3x slower than with small folios
-    /// (ext4_block_write_begin at 71 % of the server's CPU, kernel 6.18).
+    /// (ext4_block_write_begin at 71 % of the server's CPU, kernel 6.18). 64 KiB pieces
+    /// (16-page folios) still left it at 24 % of the CPU of 4 KiB random overwrites;
+    /// page-sized pieces keep every folio at one page, for 16x the syscalls of a large
+    /// write (docs/performance.md, "NBD serving").
     pub(crate) fn write(&self, data: &[u8], offset: u64) -> Result<(), FsError> {
         let mut at = 0;
         for piece in data.chunks(WRITE_PIECE) {

@@ -259,7 +259,8 @@ def bench_nbd_cmd(
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
 ) -> None:
     """NBD serving speed: the real fio (nbd engine, 4 KiB random read and write) against
-    `ssdtwin serve --pace off` and `nbdkit memory`, in the same run on this machine."""
+    `ssdtwin serve --pace off`, `nbdkit memory` and `nbdkit file` (on the same disk), in the
+    same run on this machine."""
     from ..studies.nbd import bench_nbd
 
     check_fmt(fmt)

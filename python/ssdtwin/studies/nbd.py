@@ -1,5 +1,6 @@
-"""`ssdtwin bench nbd`: the real fio (nbd engine) against ``ssdtwin serve --pace off`` and
-``nbdkit memory`` on the same machine, in one run (docs/performance.md)."""
+"""`ssdtwin bench nbd`: the real fio (nbd engine) against ``ssdtwin serve --pace off``,
+``nbdkit memory`` and ``nbdkit file`` (a sparse file on the same disk as the image) on the
+same machine, in one run (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -87,10 +88,12 @@ def bench_nbd(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """4 KiB random read and write IOPS from the real fio (nbd engine) against
-    ``ssdtwin serve --pace off`` and ``nbdkit memory``, on the same machine in one run."""
+    ``ssdtwin serve --pace off``, ``nbdkit memory`` and ``nbdkit file`` (a sparse file of
+    the namespace's size next to the image, so on the same disk), on the same machine in
+    one run. Every server gets the same prefill (1 MiB writes over the region)."""
     for tool in ("fio", "nbdkit"):
         if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} is not installed; ssdtwin bench nbd runs the real fio against nbdkit memory")
+            raise RuntimeError(f"{tool} is not installed; ssdtwin bench nbd runs the real fio against nbdkit memory and nbdkit file")
     res: dict[str, Any] = {
         "seconds": seconds,
         "jobs": jobs,
@@ -106,11 +109,22 @@ def bench_nbd(
         d = Drive.create(img, model, scale=scale, seed=1)
         ns_bytes = d.namespaces()[0].bytes
         d.close()
-        p1, p2 = _free_port(), _free_port()
+        flat = Path(tmp) / "flat.img"
+        with flat.open("wb") as f:
+            f.truncate(ns_bytes)
+        p1, p2, p3 = _free_port(), _free_port(), _free_port()
         serve = [sys.executable, "-m", "ssdtwin", "serve", str(img), "--listen", f"127.0.0.1:{p1}", "--pace", "off"]
         nbdkit = ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(p2), "memory", str(ns_bytes)]
-        targets = {"ssdtwin": f"nbd://127.0.0.1:{p1}/ns1", "nbdkit-memory": f"nbd://127.0.0.1:{p2}/"}
-        with _process(serve, p1, "ssdtwin serve"), _process(nbdkit, p2, "nbdkit"):
+        nbdkit_file = ["nbdkit", "-f", "-i", "127.0.0.1", "-p", str(p3), "file", str(flat)]
+        targets = {
+            "ssdtwin": f"nbd://127.0.0.1:{p1}/ns1",
+            "nbdkit-memory": f"nbd://127.0.0.1:{p2}/",
+            "nbdkit-file": f"nbd://127.0.0.1:{p3}/",
+        }
+        with contextlib.ExitStack() as servers:
+            servers.enter_context(_process(serve, p1, "ssdtwin serve"))
+            servers.enter_context(_process(nbdkit, p2, "nbdkit memory"))
+            servers.enter_context(_process(nbdkit_file, p3, "nbdkit file"))
             for name, uri in targets.items():
                 # Prefill the region so reads read data, not holes.
                 fio_nbd(uri, "write", "1m", size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
@@ -129,12 +143,13 @@ def bench_nbd(
                         )
                 res["rounds"].append(row)
     for rw in ("randread", "randwrite"):
-        a = [row[f"ssdtwin_{rw}_iops"] for row in res["rounds"]]
-        b = [row[f"nbdkit-memory_{rw}_iops"] for row in res["rounds"]]
-        res[f"ssdtwin_{rw}_iops"] = sum(a) / len(a)
-        res[f"nbdkit_memory_{rw}_iops"] = sum(b) / len(b)
+        for name in targets:
+            iops = [row[f"{name}_{rw}_iops"] for row in res["rounds"]]
+            res[f"{name.replace('-', '_')}_{rw}_iops"] = sum(iops) / len(iops)
+        ours = res[f"ssdtwin_{rw}_iops"]
+        mem, flat_ = res[f"nbdkit_memory_{rw}_iops"], res[f"nbdkit_file_{rw}_iops"]
         log(
-            f"{rw:<9}: ssdtwin {res[f'ssdtwin_{rw}_iops']:,.0f} IOPS, nbdkit memory {res[f'nbdkit_memory_{rw}_iops']:,.0f} IOPS "
-            f"(ratio {res[f'ssdtwin_{rw}_iops'] / res[f'nbdkit_memory_{rw}_iops']:.2f})"
+            f"{rw:<9}: ssdtwin {ours:,.0f} IOPS, nbdkit memory {mem:,.0f} IOPS (ratio {ours / mem:.2f}), "
+            f"nbdkit file {flat_:,.0f} IOPS (ratio {ours / flat_:.2f})"
         )
     return res
