@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use ssdtwin_core::fsio::{self, FsError};
 
-/// Largest single pwrite into a data file (see [`DataFile::write`]): one 4 KiB page.
+/// Largest single pwrite into a data file (see [`DataFile::write`]): four 4 KiB pages.
 const WRITE_PIECE: usize = 16 << 10;
 
 pub(crate) struct DataFile {
@@ -65,8 +65,9 @@ impl DataFile {
     /// convert), random 4 KiB overwrites measured 3x slower than with small folios
     /// (ext4_block_write_begin at 71 % of the server's CPU, kernel 6.18). 64 KiB pieces
     /// (16-page folios) still left it at 24 % of the CPU of 4 KiB random overwrites;
-    /// page-sized pieces keep every folio at one page, for 16x the syscalls of a large
-    /// write (docs/performance.md, "NBD serving").
+    /// 4 KiB pieces kept every folio at one page (+19 % on those overwrites) but halved
+    /// sequential 1 MiB writes; 16 KiB pieces keep most of the gain for a quarter of the
+    /// extra syscalls (docs/performance.md, "Issue 17: where the time goes").
     pub(crate) fn write(&self, data: &[u8], offset: u64) -> Result<(), FsError> {
         let mut at = 0;
         for piece in data.chunks(WRITE_PIECE) {
