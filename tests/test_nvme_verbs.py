@@ -17,7 +17,7 @@ import pytest
 
 from ssdtwin import Drive
 from test_bad_input import fails_cleanly
-from twin import CM6, P5316, copy_image, run_cli
+from twin import P5316, copy_image, make_two_namespaces, run_cli
 
 NS_BLOCKS_512 = 64 << 11  # 64 MiB of 512 B blocks
 
@@ -57,14 +57,7 @@ SANITIZE_FIELDS = [
 def two_ns_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """CM6 at 1/454 with two 64 MiB namespaces: ns1 (512 B LBAs) and ns2 (4 KiB LBAs)."""
     d = tmp_path_factory.mktemp("verbs-two-ns") / "cm6"
-    run_cli("create", d, "--model", CM6, "--scale", "1/454")
-    run_cli("nvme", "detach-ns", d, "-n", "1")
-    run_cli("nvme", "delete-ns", d, "-n", "1")
-    run_cli("nvme", "create-ns", d, "-s", str(NS_BLOCKS_512), "-c", str(NS_BLOCKS_512), "-b", "512")
-    run_cli("nvme", "create-ns", d, "-s", str(NS_BLOCKS_512 // 8), "-c", str(NS_BLOCKS_512 // 8), "-b", "4096")
-    run_cli("nvme", "attach-ns", d, "-n", "1", "-c", "1")
-    run_cli("nvme", "attach-ns", d, "-n", "2", "-c", "1")
-    return d
+    return make_two_namespaces(d, NS_BLOCKS_512, NS_BLOCKS_512 // 8)
 
 
 @pytest.fixture

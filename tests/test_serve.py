@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import CM6, P5316, SSDTWIN, copy_image, free_port, run_cli
+from twin import P5316, SSDTWIN, copy_image, free_port, make_two_namespaces, run_cli
 
 pytestmark = pytest.mark.tools
 REPO = Path(__file__).resolve().parent.parent
@@ -137,14 +137,7 @@ def p5316_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def two_ns_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """CM6 at 1/454 with two 1 GiB namespaces: ns1 (512 B LBAs) and ns2 (4 KiB LBAs)."""
     d = tmp_path_factory.mktemp("two-ns") / "cm6"
-    run_cli("create", d, "--model", CM6, "--scale", "1/454")
-    run_cli("nvme", "detach-ns", d, "-n", "1")
-    run_cli("nvme", "delete-ns", d, "-n", "1")
-    run_cli("nvme", "create-ns", d, "-s", str(2 << 20), "-c", str(2 << 20), "-b", "512")
-    run_cli("nvme", "create-ns", d, "-s", str(1 << 18), "-c", str(1 << 18), "-b", "4096")
-    run_cli("nvme", "attach-ns", d, "-n", "1", "-c", "1")
-    run_cli("nvme", "attach-ns", d, "-n", "2", "-c", "1")
-    return d
+    return make_two_namespaces(d, 2 << 20, 1 << 18)
 
 
 @pytest.fixture

@@ -93,6 +93,19 @@ def image_digest(path: Path) -> dict[str, str]:
     return out
 
 
+def make_two_namespaces(d: Path, ns1_blocks_512: int, ns2_blocks_4k: int) -> Path:
+    """A CM6 at 1/454 whose factory namespace is replaced by two attached ones: ns1 with
+    512 B LBAs and ns2 with 4 KiB LBAs (sizes in their own blocks), through the CLI."""
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "detach-ns", d, "-n", "1")
+    run_cli("nvme", "delete-ns", d, "-n", "1")
+    run_cli("nvme", "create-ns", d, "-s", str(ns1_blocks_512), "-c", str(ns1_blocks_512), "-b", "512")
+    run_cli("nvme", "create-ns", d, "-s", str(ns2_blocks_4k), "-c", str(ns2_blocks_4k), "-b", "4096")
+    run_cli("nvme", "attach-ns", d, "-n", "1", "-c", "1")
+    run_cli("nvme", "attach-ns", d, "-n", "2", "-c", "1")
+    return d
+
+
 def copy_image(src: Path, dst: Path) -> Path:
     """Copy an image cheaply: the big map files are hard-linked (the image never rewrites a
     committed file in place: each commit writes a new generation), the rest is copied (LOCK
