@@ -3,7 +3,9 @@
 //! (4 KiB, 2x), then random 4 KiB writes at steady state (0.5x), with the bench's seeds.
 //! Prints each phase's wall time, rate and WAF, then the FTL fingerprint (map checksums and
 //! counters): two builds that leave the FTL bit-identical print the same fingerprint.
-//!     MODEL=kioxia-cm6-r-3.84t SCALE=8 target/release/examples/ff_run
+//! PARTS sets the FTL partitions per NVM Set (default: the preset's), THREADS the
+//! fast-forward threads (default 0: one per core); the fingerprint does not depend on THREADS.
+//!     MODEL=kioxia-cm6-r-3.84t SCALE=8 PARTS=2 THREADS=2 target/release/examples/ff_run
 use ssdtwin_core::nvme::{Controller, NsId, Pattern};
 use ssdtwin_core::spec::DriveSpec;
 use std::time::Instant;
@@ -11,8 +13,12 @@ use std::time::Instant;
 fn main() {
     let model = std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into());
     let scale: u32 = std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
-    let spec = DriveSpec::preset(&model).expect("preset").scaled(scale).expect("scale");
+    let mut spec = DriveSpec::preset(&model).expect("preset").scaled(scale).expect("scale");
+    if let Some(k) = std::env::var("PARTS").ok().and_then(|s| s.parse().ok()) {
+        spec = spec.with_partitions(k).expect("partitions");
+    }
     let mut c = Controller::new(spec, 1).expect("drive");
+    c.set_fast_forward_threads(std::env::var("THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0));
     let cap = c.attached(NsId(1)).expect("namespace 1").bytes();
     let mut go = |_: u64, _: u64| true;
     let phases = [

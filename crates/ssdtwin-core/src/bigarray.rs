@@ -7,26 +7,67 @@
 
 use memmap2::MmapMut;
 use std::io;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Index, IndexMut, Range};
 
+/// The entries live at `ptr` (`len` of them): in `map` when this array owns them, in
+/// another array's mapping for an alias ([`BigArray::alias`]).
 pub struct BigArray {
+    /// The mapping the entries live in, when this array owns them: held to unmap on drop.
+    #[allow(dead_code)]
     map: Option<MmapMut>,
+    ptr: *mut u32,
     len: usize,
 }
+
+// SAFETY: an owning array is a plain heap-like buffer. Aliases are made only by
+// `BigArray::alias`, whose contract (disjoint entries per thread, owner outlives alias)
+// is what makes sending them to other threads sound.
+unsafe impl Send for BigArray {}
+unsafe impl Sync for BigArray {}
 
 impl BigArray {
     /// `len` zeroed entries.
     pub fn zeroed(len: usize) -> io::Result<BigArray> {
         if len == 0 {
-            return Ok(BigArray { map: None, len: 0 });
+            return Ok(BigArray { map: None, ptr: std::ptr::NonNull::dangling().as_ptr(), len: 0 });
         }
-        let map = MmapMut::map_anon(len * 4)?;
+        let mut map = MmapMut::map_anon(len * 4)?;
         #[cfg(target_os = "linux")]
         {
             // Best effort: a kernel without THP still works, only slower.
             let _ = map.advise(memmap2::Advice::HugePage);
         }
-        Ok(BigArray { map: Some(map), len })
+        let ptr = map.as_mut_ptr() as *mut u32;
+        Ok(BigArray { map: Some(map), ptr, len })
+    }
+
+    /// A second handle on the same entries (fast-forward gives each thread one).
+    ///
+    /// # Safety
+    /// While aliases exist, every entry is read and written through one handle only (the
+    /// FTL's partitions own disjoint logical IUs and superblocks), no handle is used
+    /// through `Deref`/`DerefMut` (which would cover all entries), and `self` outlives
+    /// every alias.
+    pub unsafe fn alias(&self) -> BigArray {
+        BigArray { map: None, ptr: self.ptr, len: self.len }
+    }
+
+    /// Hint the CPU to fetch entry `idx` into cache (no-op past the end).
+    #[inline(always)]
+    pub fn prefetch(&self, idx: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if idx < self.len {
+                // SAFETY: prefetch never faults and the pointer is in bounds.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch(self.ptr.add(idx) as *const i8, core::arch::x86_64::_MM_HINT_T0);
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = idx;
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -39,18 +80,13 @@ impl BigArray {
 
     /// The entries as bytes (native endianness, as saved in an image).
     pub fn as_bytes(&self) -> &[u8] {
-        match &self.map {
-            Some(m) => &m[..self.len * 4],
-            None => &[],
-        }
+        // SAFETY: `ptr` holds `len` initialised u32s for as long as `self` lives.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len * 4) }
     }
 
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        let len = self.len;
-        match &mut self.map {
-            Some(m) => &mut m[..len * 4],
-            None => &mut [],
-        }
+        // SAFETY: as in `as_bytes`, and `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len * 4) }
     }
 
     pub fn checksum(&self) -> u64 {
@@ -61,23 +97,57 @@ impl BigArray {
 impl Deref for BigArray {
     type Target = [u32];
     fn deref(&self) -> &[u32] {
-        match &self.map {
-            // SAFETY: the mapping is page aligned (so u32 aligned), `len * 4` bytes long and
-            // lives as long as `self`.
-            Some(m) => unsafe { std::slice::from_raw_parts(m.as_ptr() as *const u32, self.len) },
-            None => &[],
-        }
+        // SAFETY: the mapping is page aligned (so u32 aligned), `len * 4` bytes long and
+        // lives as long as `self` (or, for an alias, as its owner, by `alias`'s contract).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl DerefMut for BigArray {
     fn deref_mut(&mut self) -> &mut [u32] {
-        let len = self.len;
-        match &mut self.map {
-            // SAFETY: as in `deref`, and `&mut self` gives exclusive access.
-            Some(m) => unsafe { std::slice::from_raw_parts_mut(m.as_mut_ptr() as *mut u32, len) },
-            None => &mut [],
-        }
+        // SAFETY: as in `deref`, and `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+// Element and range access without a reference to the whole array, so handles made by
+// `alias` touch only the entries they use (the FTL indexes its maps only this way).
+impl Index<usize> for BigArray {
+    type Output = u32;
+    #[inline(always)]
+    fn index(&self, i: usize) -> &u32 {
+        assert!(i < self.len, "index {i} out of range for a map of {}", self.len);
+        // SAFETY: in bounds; see `deref`.
+        unsafe { &*self.ptr.add(i) }
+    }
+}
+
+impl IndexMut<usize> for BigArray {
+    #[inline(always)]
+    fn index_mut(&mut self, i: usize) -> &mut u32 {
+        assert!(i < self.len, "index {i} out of range for a map of {}", self.len);
+        // SAFETY: in bounds; `&mut self` (and `alias`'s contract for aliases) gives exclusive
+        // access to this entry.
+        unsafe { &mut *self.ptr.add(i) }
+    }
+}
+
+impl Index<Range<usize>> for BigArray {
+    type Output = [u32];
+    #[inline]
+    fn index(&self, r: Range<usize>) -> &[u32] {
+        assert!(r.start <= r.end && r.end <= self.len, "range {r:?} out of range for a map of {}", self.len);
+        // SAFETY: in bounds; see `deref`.
+        unsafe { std::slice::from_raw_parts(self.ptr.add(r.start), r.end - r.start) }
+    }
+}
+
+impl IndexMut<Range<usize>> for BigArray {
+    #[inline]
+    fn index_mut(&mut self, r: Range<usize>) -> &mut [u32] {
+        assert!(r.start <= r.end && r.end <= self.len, "range {r:?} out of range for a map of {}", self.len);
+        // SAFETY: in bounds; see `index_mut`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(r.start), r.end - r.start) }
     }
 }
 

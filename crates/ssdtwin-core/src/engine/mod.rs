@@ -158,12 +158,18 @@ struct PuAcc {
     ready: u64,
 }
 
-/// One NVM Set's write pipeline: its host and GC frontiers' program units being filled, and
-/// its share of the write buffer (bytes handed to programs that have not ended).
+/// One die group's (FTL partition's) program pipeline: its host and GC frontiers' program
+/// units being filled.
 #[derive(Clone, Debug, Default)]
-struct SetPipe {
+struct GroupPipe {
     host_pu: PuAcc,
     gc_pu: PuAcc,
+}
+
+/// One NVM Set's share of the write buffer (bytes handed to programs that have not ended),
+/// shared by the set's partitions as the controller's DRAM is.
+#[derive(Clone, Debug, Default)]
+struct SetBuffer {
     pending: BinaryHeap<Reverse<(u64, u64)>>,
     pending_bytes: u64,
     pending_unscheduled: u64,
@@ -207,8 +213,11 @@ pub struct DeviceTiming {
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
     now: u64,
-    /// Per NVM Set (one without sets).
-    pipes: Vec<SetPipe>,
+    /// Per die group (one without NVM Sets and partitions).
+    pipes: Vec<GroupPipe>,
+    /// Per NVM Set (one without sets), and the groups per set.
+    set_buffers: Vec<SetBuffer>,
+    groups_per_set: usize,
     /// Bytes waiting for programs a set's buffer share holds.
     buffer_limit: u64,
     tokens: Option<PowerTokens>,
@@ -303,7 +312,9 @@ impl DeviceTiming {
             link_up: Calendar::default(),
             link_down: Calendar::default(),
             now: 0,
-            pipes: vec![SetPipe::default(); geo.nvm_sets as usize],
+            pipes: vec![GroupPipe::default(); geo.groups as usize],
+            set_buffers: vec![SetBuffer::default(); geo.nvm_sets as usize],
+            groups_per_set: geo.groups_per_set() as usize,
             buffer_limit: (spec.ftl.write_buffer_bytes.value / geo.nvm_sets as u64).max(geo.program_unit_bytes * 2),
             tokens: None,
             power_state: u8::MAX,
@@ -630,9 +641,9 @@ impl DeviceTiming {
     /// Erase superblock `sb`: a block on every die of its set.
     fn erase_op(&mut self, t: u64, sb: u32) {
         let t_erase = self.t.t_erase_ns.value;
-        let set = self.addr.set_of_superblock(sb);
-        for i in 0..self.addr.dies_of_set(set).len() {
-            let d = self.addr.dies_of_set(set)[i] as usize;
+        let group = self.addr.group_of_superblock(sb);
+        for i in 0..self.addr.dies_of_group(group).len() {
+            let d = self.addr.dies_of_group(group)[i] as usize;
             let want = t.max(self.die_free[d]);
             let start = self.power_slot(want, t_erase);
             self.die_push(d, start, start + t_erase, true);
@@ -652,8 +663,8 @@ impl DeviceTiming {
                     if cause == Cause::Host {
                         read_done = read_done.max(done);
                     } else {
-                        // A read-modify-write or GC read feeds a program of its own set.
-                        let pipe = &mut self.pipes[self.addr.set_of(ppa) as usize];
+                        // A read-modify-write or GC read feeds a program of its own group.
+                        let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
                         let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                         acc.ready = acc.ready.max(done);
                     }
@@ -661,8 +672,9 @@ impl DeviceTiming {
                 NandOp::Program { ppa, cause } => {
                     let pu = self.addr.program_unit(ppa);
                     let host = cause != Cause::Gc;
-                    let set = self.addr.set_of(ppa) as usize;
-                    let pipe = &mut self.pipes[set];
+                    let group = self.addr.group_of(ppa) as usize;
+                    let set = group / self.groups_per_set;
+                    let pipe = &mut self.pipes[group];
                     let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                     if acc.count > 0 && acc.pu != pu {
                         // A frontier moved on with a partial unit (never happens with
@@ -674,17 +686,17 @@ impl DeviceTiming {
                             self.release_later(set, end, a.count as u64);
                         }
                     }
-                    let pipe = &mut self.pipes[set];
+                    if host {
+                        host_ius += 1;
+                        self.set_buffers[set].pending_unscheduled += 1;
+                    }
+                    let pipe = &mut self.pipes[group];
                     let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                     if acc.count == 0 {
                         acc.pu = pu;
                         acc.ready = acc.ready.max(t);
                     }
                     acc.count += 1;
-                    if host {
-                        host_ius += 1;
-                        pipe.pending_unscheduled += 1;
-                    }
                     if acc.count == self.ius_per_pu {
                         let a = *acc;
                         *acc = PuAcc::default();
@@ -710,7 +722,7 @@ impl DeviceTiming {
     }
 
     fn release_later(&mut self, set: usize, at: u64, ius: u64) {
-        let pipe = &mut self.pipes[set];
+        let pipe = &mut self.set_buffers[set];
         pipe.pending_unscheduled -= ius;
         pipe.pending.push(Reverse((at, ius * self.iu_bytes)));
     }
@@ -719,7 +731,7 @@ impl DeviceTiming {
     /// earlier than `t`.
     fn admit(&mut self, set: usize, t: u64, new_bytes: u64) -> u64 {
         let limit = self.buffer_limit;
-        let pipe = &mut self.pipes[set];
+        let pipe = &mut self.set_buffers[set];
         pipe.pending_bytes += new_bytes;
         while let Some(&Reverse((at, b))) = pipe.pending.peek() {
             if at > t && pipe.pending_bytes <= limit {

@@ -25,12 +25,13 @@
 //!   was, bit for bit.
 
 pub mod buffer;
+pub mod shard;
 pub mod victim;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-use crate::bigarray::{prefetch, BigArray};
+use crate::bigarray::BigArray;
 use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 use crate::spec::{DriveSpec, GcPolicy};
 use crate::units::{LogicalIu, PhysicalIu};
@@ -130,12 +131,20 @@ pub struct FtlConfig {
     pub full_mask: u128,
     pub ius_per_sb: u32,
     pub sb_div: FastDiv,
-    /// Superblocks of the whole drive (`sbs_per_set` in each set).
+    /// Superblocks of the whole drive (`sbs_per_part` in each partition).
     pub superblocks: u32,
-    /// NVM Sets (FTL partitions) and the superblocks of each.
+    /// NVM Sets and the superblocks of each (`parts_per_set` partitions' worth).
     pub sets: u32,
     pub sbs_per_set: u32,
-    pub set_div: FastDiv,
+    /// FTL partitions (die groups: NVM Sets x `parts_per_set`), the superblocks of each and
+    /// log2 of the partitions per set. Partition p's superblocks are p x sbs_per_part and
+    /// the next ones; the partitions of set s are s x parts_per_set and the next ones; a
+    /// logical IU of set s lies in partition s x parts_per_set + (IU mod parts_per_set).
+    pub parts: u32,
+    pub sbs_per_part: u32,
+    pub part_div: FastDiv,
+    pub parts_per_set: u32,
+    pub part_shift: u32,
     /// Mean GC overhead in superblocks (from the spec; informational for the FTL).
     pub overhead_superblocks: f64,
     /// Size of the logical IU space (namespaces are carved from it in chunks).
@@ -170,8 +179,12 @@ impl FtlConfig {
             sb_div: FastDiv::new(g.ius_per_superblock(iu as u64)),
             superblocks: g.superblocks(),
             sets: g.nvm_sets,
-            sbs_per_set: g.blocks_per_plane,
-            set_div: FastDiv::new(g.blocks_per_plane),
+            sbs_per_set: g.blocks_per_plane * g.groups_per_set(),
+            parts: g.groups,
+            sbs_per_part: g.blocks_per_plane,
+            part_div: FastDiv::new(g.blocks_per_plane),
+            parts_per_set: g.groups_per_set(),
+            part_shift: g.groups_per_set().trailing_zeros(),
             overhead_superblocks: spec.gc_overhead(),
             logical_ius: logical as u32,
             chunk_shift,
@@ -192,14 +205,25 @@ impl FtlConfig {
         1 << self.chunk_shift
     }
 
-    /// Write-buffer slots of one set.
-    pub fn set_buffer_slots(&self) -> u32 {
-        self.buffer_slots / self.sets
+    /// Write-buffer slots of one partition.
+    pub fn part_buffer_slots(&self) -> u32 {
+        self.buffer_slots / self.parts
     }
 
-    /// The superblock ids of set `set`.
+    /// The superblock ids of set `set` (all its partitions').
     pub fn set_superblocks(&self, set: u32) -> std::ops::Range<u32> {
         set * self.sbs_per_set..(set + 1) * self.sbs_per_set
+    }
+
+    /// The superblock ids of partition `part`.
+    pub fn part_superblocks(&self, part: u32) -> std::ops::Range<u32> {
+        part * self.sbs_per_part..(part + 1) * self.sbs_per_part
+    }
+
+    /// The partitions of set `set`.
+    pub fn set_parts(&self, set: u32) -> std::ops::Range<usize> {
+        let k = self.parts_per_set as usize;
+        set as usize * k..(set as usize + 1) * k
     }
 }
 
@@ -228,6 +252,39 @@ pub struct SetCounters {
     pub host_read_bytes: u64,
     pub host_programmed_ius: u64,
     pub gc_programmed_ius: u64,
+    /// This partition's GC overhead samples (drives of several partitions; one partition
+    /// samples into the drive's [`FtlCounters`] only), every 1,024 of its host programs.
+    #[serde(default, skip_serializing_if = "is_zero_u128")]
+    pub overhead_sample_ius: u128,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub overhead_samples: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+fn is_zero_u128(v: &u128) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+impl SetCounters {
+    fn add(&mut self, o: &SetCounters) {
+        self.host_write_bytes += o.host_write_bytes;
+        self.host_read_bytes += o.host_read_bytes;
+        self.host_programmed_ius += o.host_programmed_ius;
+        self.gc_programmed_ius += o.gc_programmed_ius;
+        self.overhead_sample_ius += o.overhead_sample_ius;
+        self.overhead_samples += o.overhead_samples;
+    }
 }
 
 /// One FTL partition: an NVM Set's allocation, GC and write-buffer state.
@@ -272,12 +329,14 @@ impl GcMode {
 #[serde(from = "FtlStateWire")]
 pub struct FtlState {
     sbs: Vec<Superblock>,
-    /// One partition per NVM Set.
+    /// `parts_per_set` partitions per NVM Set.
     parts: Vec<Partition>,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    parts_per_set: u32,
     counters: FtlCounters,
     /// Mapped IUs per logical chunk (NUSE, per-namespace accounting).
     mapped_per_chunk: Vec<u32>,
-    /// The set (partition) of each logical chunk (all 0 with one set).
+    /// The NVM Set of each logical chunk (all 0 with one set).
     chunk_set: Vec<u8>,
     /// (chunk, IUs) of IUs waiting in the buffer that are not mapped yet, as of the last
     /// save: NUSE without loading the maps (the buffer cannot change while they are unloaded).
@@ -291,6 +350,8 @@ struct FtlStateWire {
     sbs: Vec<Superblock>,
     #[serde(default)]
     parts: Option<Vec<Partition>>,
+    #[serde(default = "one")]
+    parts_per_set: u32,
     counters: FtlCounters,
     mapped_per_chunk: Vec<u32>,
     #[serde(default)]
@@ -325,6 +386,7 @@ impl From<FtlStateWire> for FtlState {
                     host_read_bytes: c.host_read_bytes,
                     host_programmed_ius: c.host_programmed_ius,
                     gc_programmed_ius: c.gc_programmed_ius,
+                    ..SetCounters::default()
                 },
             }],
         };
@@ -332,6 +394,7 @@ impl From<FtlStateWire> for FtlState {
         FtlState {
             sbs: w.sbs,
             parts,
+            parts_per_set: w.parts_per_set,
             counters: w.counters,
             mapped_per_chunk: w.mapped_per_chunk,
             chunk_set,
@@ -361,39 +424,75 @@ impl FtlState {
         self.parts.iter().map(|p| p.buffer.live()).sum()
     }
 
-    /// NVM Sets (partitions) of the state.
+    /// NVM Sets of the state.
     pub fn sets(&self) -> u32 {
+        self.parts.len() as u32 / self.parts_per_set
+    }
+
+    /// FTL partitions of the state (NVM Sets x partitions per set).
+    pub fn partitions(&self) -> u32 {
         self.parts.len() as u32
     }
 
-    /// The traffic of set `set`.
-    pub fn set_counters(&self, set: u32) -> &SetCounters {
-        &self.parts[set as usize].counters
+    /// The partitions of set `set`.
+    fn set_parts(&self, set: u32) -> &[Partition] {
+        let k = self.parts_per_set as usize;
+        &self.parts[set as usize * k..(set as usize + 1) * k]
+    }
+
+    /// The traffic of set `set` (the sum of its partitions').
+    pub fn set_counters(&self, set: u32) -> SetCounters {
+        let mut c = SetCounters::default();
+        for p in self.set_parts(set) {
+            c.add(&p.counters);
+        }
+        c
     }
 
     /// Free superblocks of set `set`.
     pub fn set_free_superblocks(&self, set: u32) -> usize {
-        self.parts[set as usize].free.len()
+        self.set_parts(set).iter().map(|p| p.free.len()).sum()
     }
 
-    /// Space set `set`'s host can still write without GC: its free superblocks plus what
-    /// is left of its open one, in IUs.
+    /// Space set `set`'s host can still write without GC: its partitions' free superblocks
+    /// plus what is left of their open ones, in IUs.
     pub fn set_host_avail_ius(&self, set: u32, ius_per_sb: u32) -> u64 {
-        let part = &self.parts[set as usize];
         let per = ius_per_sb as u64;
-        let host_left = if part.host.sb == NONE { 0 } else { per - part.host.next as u64 };
-        part.free.len() as u64 * per + host_left
+        let avail = |part: &Partition| {
+            let host_left = if part.host.sb == NONE { 0 } else { per - part.host.next as u64 };
+            part.free.len() as u64 * per + host_left
+        };
+        self.set_parts(set).iter().map(avail).sum()
     }
 
-    /// The GC mode of set `set` (Predictable Latency Mode).
+    /// The GC mode of set `set` (Predictable Latency Mode): its partitions' reserves summed.
     pub fn gc_mode(&self, set: u32) -> GcMode {
-        self.parts[set as usize].gc_mode
+        let parts = self.set_parts(set);
+        GcMode { deferred: parts[0].gc_mode.deferred, reserve_ius: parts.iter().map(|p| p.gc_mode.reserve_ius).sum() }
     }
 
     /// Hold or release set `set`'s background GC and its free-space reserve (the
-    /// controller's deterministic and non-deterministic windows).
+    /// controller's deterministic and non-deterministic windows); each partition keeps an
+    /// equal share of the reserve.
     pub fn set_gc_mode(&mut self, set: u32, mode: GcMode) {
-        self.parts[set as usize].gc_mode = mode;
+        let k = self.parts_per_set;
+        let range = set as usize * k as usize..(set as usize + 1) * k as usize;
+        for (i, p) in self.parts[range].iter_mut().enumerate() {
+            let share = mode.reserve_ius / k + u32::from((i as u32) < mode.reserve_ius % k);
+            p.gc_mode = GcMode { deferred: mode.deferred, reserve_ius: share };
+        }
+    }
+
+    /// Mean GC overhead of the whole drive in superblocks: one partition's samples are the
+    /// drive's; several partitions sample their own, and their means add up.
+    pub fn overhead_superblocks(&self, ius_per_sb: u32) -> f64 {
+        if self.parts.len() == 1 || self.counters.overhead_samples == 0 {
+            return self.counters.overhead_superblocks(ius_per_sb);
+        }
+        let per = ius_per_sb as f64;
+        let mean =
+            |c: &SetCounters| if c.overhead_samples == 0 { 0.0 } else { c.overhead_sample_ius as f64 / c.overhead_samples as f64 / per };
+        self.parts.iter().map(|p| mean(&p.counters)).sum()
     }
 
     /// The set of logical chunk `chunk`.
@@ -450,11 +549,11 @@ impl Ftl {
         for p in &mut st.parts {
             p.buffer.rebuild_index();
         }
-        let mut index: Vec<VictimIndex> = (0..cfg.sets).map(|_| VictimIndex::new(cfg.sbs_per_set, cfg.ius_per_sb)).collect();
+        let mut index: Vec<VictimIndex> = (0..cfg.parts).map(|_| VictimIndex::new(cfg.sbs_per_part, cfg.ius_per_sb)).collect();
         for (i, sb) in st.sbs.iter().enumerate() {
             if sb.state == SbState::Closed {
                 let i = i as u32;
-                index[(i / cfg.sbs_per_set) as usize].insert(i % cfg.sbs_per_set, sb.valid);
+                index[(i / cfg.sbs_per_part) as usize].insert(i % cfg.sbs_per_part, sb.valid);
             }
         }
         let full_mask_bytes = cfg.full_mask.count_ones() * SECTOR_BYTES;
@@ -501,20 +600,22 @@ impl Ftl {
         (m != 0).then(|| m - 1)
     }
 
-    /// The set (partition) of logical IU `iu`.
+    /// The partition of logical IU `iu`: its chunk's set's partitions take the set's IUs in
+    /// turn.
     #[inline(always)]
-    fn part_of(&self, iu: u32) -> usize {
-        self.st.chunk_set[(iu >> self.cfg.chunk_shift) as usize] as usize
+    pub fn part_of(&self, iu: u32) -> usize {
+        let set = self.st.chunk_set[(iu >> self.cfg.chunk_shift) as usize] as u32;
+        ((set << self.cfg.part_shift) + (iu & (self.cfg.parts_per_set - 1))) as usize
     }
 
-    /// The set of superblock `sb`, and `sb`'s id inside it.
+    /// The partition of superblock `sb`, and `sb`'s id inside it.
     #[inline(always)]
     fn part_of_sb(&self, sb: u32) -> (usize, u32) {
-        if self.cfg.sets == 1 {
+        if self.cfg.parts == 1 {
             return (0, sb);
         }
-        let p = self.cfg.set_div.quotient(sb);
-        (p as usize, sb - p * self.cfg.sbs_per_set)
+        let p = self.cfg.part_div.quotient(sb);
+        (p as usize, sb - p * self.cfg.sbs_per_part)
     }
 
     /// Every buffered slot of every set.
@@ -544,7 +645,7 @@ impl Ftl {
     /// Hint that `iu` will be written or read soon.
     #[inline(always)]
     pub fn prefetch(&self, iu: LogicalIu) {
-        prefetch(&self.l2p, iu.0 as usize);
+        self.l2p.prefetch(iu.0 as usize);
     }
 
     // ------------------------------------------------------------------ host commands
@@ -564,7 +665,7 @@ impl Ftl {
         // miss overlaps other work. (Prefetching at insertion is useless: thousands of
         // writes later the line is long gone from cache.)
         if let Some(soon) = part.buffer.peek(8) {
-            prefetch(&self.l2p, soon as usize);
+            self.l2p.prefetch(soon as usize);
         }
         match part.buffer.offer(iu, mask) {
             Offer::Merged => self.st.counters.buffer_merges += 1,
@@ -732,32 +833,36 @@ impl Ftl {
         self.remap(slot.iu, old, ppa, host_sb);
         self.st.counters.host_programmed_ius += 1;
         self.st.parts[p].counters.host_programmed_ius += 1;
-        if self.st.counters.host_programmed_ius % 1024 == 0 {
-            self.sample_overhead();
+        if self.st.parts[p].counters.host_programmed_ius % 1024 == 0 {
+            self.sample_overhead(p);
         }
         sink.op(NandOp::Program { ppa, cause: Cause::Host });
         self.pace_gc(p, sink);
     }
 
-    /// Samples the GC overhead of the whole drive (every set's free pool, open pages and
-    /// relocated copies).
+    /// Samples the GC overhead of partition `p` (its free pool, open pages and relocated
+    /// copies), the whole drive's with one partition. Partitions sample apart, each on its
+    /// own programs, so none depends on another's progress (fast-forward runs them apart).
     #[cold]
-    fn sample_overhead(&mut self) {
+    fn sample_overhead(&mut self, p: usize) {
         let per = self.cfg.ius_per_sb as u128;
-        let mut o = 0u128;
-        for part in &self.st.parts {
-            o += part.free.len() as u128 * per;
-            for f in [part.host, part.gc] {
-                if f.sb != NONE {
-                    o += per - f.next as u128;
-                }
+        let part = &self.st.parts[p];
+        let mut o = part.free.len() as u128 * per;
+        for f in [part.host, part.gc] {
+            if f.sb != NONE {
+                o += per - f.next as u128;
             }
-            if let Some(v) = part.victim {
-                o += v.moved as u128;
-            }
+        }
+        if let Some(v) = part.victim {
+            o += v.moved as u128;
         }
         self.st.counters.overhead_sample_ius += o;
         self.st.counters.overhead_samples += 1;
+        if self.st.parts.len() > 1 {
+            let c = &mut self.st.parts[p].counters;
+            c.overhead_sample_ius += o;
+            c.overhead_samples += 1;
+        }
     }
 
     #[inline(always)]
@@ -888,7 +993,7 @@ impl Ftl {
 
     /// The victim the policy picks in set `p` (a global superblock id).
     fn choose_victim(&mut self, p: usize) -> Option<u32> {
-        let base = p as u32 * self.cfg.sbs_per_set;
+        let base = p as u32 * self.cfg.sbs_per_part;
         match self.cfg.policy {
             GcPolicy::Greedy => {
                 let sbs = &self.st.sbs;
@@ -974,7 +1079,7 @@ impl Ftl {
             if v.cursor + LOOKAHEAD < per {
                 let ahead = self.p2l[(ppa + LOOKAHEAD) as usize];
                 if ahead != 0 {
-                    prefetch(&self.l2p, ahead as usize - 1);
+                    self.l2p.prefetch(ahead as usize - 1);
                 }
             }
             let l = self.p2l[ppa as usize];
@@ -1048,9 +1153,9 @@ impl Ftl {
                 return Err(format!("l2p[{iu}] = {ppa} but p2l[{ppa}] = {}", self.p2l[ppa as usize] as i64 - 1));
             }
             let sb = ppa / per;
-            let (set, want) = (sb / cfg.sbs_per_set, self.st.chunk_set[iu >> cfg.chunk_shift] as u32);
-            if set != want {
-                return Err(format!("l2p[{iu}] = {ppa} lies in set {} but its chunk belongs to set {}", set + 1, want + 1));
+            let (part, want) = (sb / cfg.sbs_per_part, self.part_of(iu as u32) as u32);
+            if part != want {
+                return Err(format!("l2p[{iu}] = {ppa} lies in partition {} but the IU belongs to partition {}", part + 1, want + 1));
             }
             valid[sb as usize] += 1;
             mapped[iu >> cfg.chunk_shift] += 1;
@@ -1073,9 +1178,14 @@ impl Ftl {
         for (p, part) in self.st.parts.iter().enumerate() {
             part.buffer.check()?;
             if let Some(s) = part.buffer.slots().find(|s| self.part_of(s.iu) != p) {
-                return Err(format!("IU {} waits in set {}'s buffer but its chunk belongs to set {}", s.iu, p + 1, self.part_of(s.iu) + 1));
+                return Err(format!(
+                    "IU {} waits in partition {}'s buffer but belongs to partition {}",
+                    s.iu,
+                    p + 1,
+                    self.part_of(s.iu) + 1
+                ));
             }
-            let base = p as u32 * cfg.sbs_per_set;
+            let base = p as u32 * cfg.sbs_per_part;
             self.index[p].check(|s| self.st.sbs[(base + s) as usize].valid)?;
         }
         Ok(())
@@ -1084,12 +1194,12 @@ impl Ftl {
 
 impl FtlState {
     fn fresh(cfg: &FtlConfig) -> FtlState {
-        let part = |set: u32| Partition {
-            free: cfg.set_superblocks(set).map(|sb| (0, sb)).collect(),
+        let part = |p: u32| Partition {
+            free: cfg.part_superblocks(p).map(|sb| (0, sb)).collect(),
             host: Frontier { sb: NONE, next: 0 },
             gc: Frontier { sb: NONE, next: 0 },
             victim: None,
-            buffer: WriteBuffer::new(cfg.set_buffer_slots()),
+            buffer: WriteBuffer::new(cfg.part_buffer_slots()),
             program_seq: 0,
             counters: SetCounters::default(),
             gc_mode: GcMode::default(),
@@ -1098,7 +1208,8 @@ impl FtlState {
             sbs: (0..cfg.superblocks)
                 .map(|_| Superblock { state: SbState::Free, valid: 0, written: 0, erase_count: 0, closed_at: 0 })
                 .collect(),
-            parts: (0..cfg.sets).map(part).collect(),
+            parts: (0..cfg.parts).map(part).collect(),
+            parts_per_set: cfg.parts_per_set,
             counters: FtlCounters::default(),
             mapped_per_chunk: vec![0; cfg.chunks() as usize],
             chunk_set: vec![0; cfg.chunks() as usize],
@@ -1146,8 +1257,8 @@ impl FtlState {
         if c.gc_victims != c.erases + victims_all as u64 {
             return Err(format!("{} GC victims picked but {} erased and {victims_all} being collected", c.gc_victims, c.erases));
         }
-        if let Some((c, &s)) = self.chunk_set.iter().enumerate().find(|(_, &s)| s as usize >= self.parts.len()) {
-            return Err(format!("chunk {c} belongs to set {}, the drive has {}", s as u32 + 1, self.parts.len()));
+        if let Some((c, &s)) = self.chunk_set.iter().enumerate().find(|(_, &s)| s as u32 >= self.sets()) {
+            return Err(format!("chunk {c} belongs to set {}, the drive has {}", s as u32 + 1, self.sets()));
         }
         Ok(())
     }
@@ -1156,7 +1267,7 @@ impl FtlState {
     /// victim, and conservation of its pages. Returns (valid units, victims being collected).
     fn check_set(&self, cfg: &FtlConfig, p: usize, part: &Partition) -> Result<(u64, usize), String> {
         let per = cfg.ius_per_sb;
-        let range = cfg.set_superblocks(p as u32);
+        let range = cfg.part_superblocks(p as u32);
         let (mut host_open, mut gc_open, mut victims, mut free) = (0, 0, 0, 0usize);
         let (mut written_now, mut valid_sum, mut erased) = (0u64, 0u64, 0u64);
         for i in range.clone() {
@@ -1250,8 +1361,14 @@ impl FtlState {
         if self.sbs.len() != cfg.superblocks as usize {
             return Err(format!("{} superblocks recorded, geometry has {}", self.sbs.len(), cfg.superblocks));
         }
-        if self.parts.len() != cfg.sets as usize {
-            return Err(format!("{} NVM Sets recorded, the spec has {}", self.parts.len(), cfg.sets));
+        if self.parts.len() != cfg.parts as usize || self.parts_per_set != cfg.parts_per_set {
+            return Err(format!(
+                "{} FTL partitions ({} per NVM Set) recorded, the spec has {} ({} per set)",
+                self.parts.len(),
+                self.parts_per_set,
+                cfg.parts,
+                cfg.parts_per_set
+            ));
         }
         if self.mapped_per_chunk.len() != cfg.chunks() as usize || self.chunk_set.len() != cfg.chunks() as usize {
             return Err(format!(
@@ -1261,11 +1378,11 @@ impl FtlState {
                 cfg.chunks()
             ));
         }
-        if let Some(p) = self.parts.iter().position(|p| p.buffer.capacity() != cfg.set_buffer_slots()) {
-            return Err(format!("set {}'s write-buffer size disagrees with the spec", p + 1));
+        if let Some(p) = self.parts.iter().position(|p| p.buffer.capacity() != cfg.part_buffer_slots()) {
+            return Err(format!("partition {}'s write-buffer size disagrees with the spec", p + 1));
         }
         for (p, part) in self.parts.iter().enumerate() {
-            let range = cfg.set_superblocks(p as u32);
+            let range = cfg.part_superblocks(p as u32);
             let named = part.free.iter().map(|&(_, sb)| sb).chain([part.host.sb, part.gc.sb]).chain(part.victim.map(|v| v.sb));
             if let Some(sb) = named.filter(|&sb| sb != NONE).find(|sb| !range.contains(sb)) {
                 return Err(format!("set {} names superblock {sb}, outside its superblocks {}..{}", p + 1, range.start, range.end));

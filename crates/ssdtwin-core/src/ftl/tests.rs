@@ -282,8 +282,8 @@ fn op_sets(f: &Ftl, a: &crate::nand::Addressing, g: &crate::spec::Geometry, op: 
     match *op {
         NandOp::Read { ppa, .. } | NandOp::Program { ppa, .. } => vec![g.set_of_die(a.die_channel_plane(ppa).0)],
         NandOp::Erase { sb } => {
-            let set = sb / f.cfg.sbs_per_set;
-            a.dies_of_set(set).iter().map(|&d| g.set_of_die(d)).collect()
+            debug_assert_eq!(a.group_of_superblock(sb) / f.cfg.parts_per_set, sb / f.cfg.sbs_per_set);
+            a.dies_of_group(a.group_of_superblock(sb)).iter().map(|&d| g.set_of_die(d)).collect()
         }
     }
 }
@@ -313,7 +313,7 @@ fn a_sets_writes_and_gc_stay_on_its_dies() {
     }
     // Set 2 is untouched: every superblock free, nothing counted.
     assert_eq!(f.st.set_free_superblocks(1), f.cfg.sbs_per_set as usize);
-    assert_eq!(*f.st.set_counters(1), SetCounters::default());
+    assert_eq!(f.st.set_counters(1), SetCounters::default());
     assert_eq!(f.st.set_counters(0).host_write_bytes, f.counters().host_write_bytes);
     assert!(f.st.set_free_superblocks(0) < f.cfg.sbs_per_set as usize / 2);
 }
@@ -411,4 +411,100 @@ fn the_property_test_reaches_gc_in_every_set() {
             assert!(f.st.set_counters(s).gc_programmed_ius > 0, "{sets} sets: no GC in set {}", s + 1);
         }
     }
+}
+
+/// A tiny drive of `sets` NVM Sets x `parts` FTL partitions (4 channels x 2 dies).
+fn tiny_parts_spec(sets: u32, parts: u32, blocks: u32, tnvmcap: u64) -> DriveSpec {
+    let mut s = tiny_sets_spec(sets, blocks, tnvmcap);
+    s.ftl.partitions = Some(crate::spec::Sourced::new(parts, "test"));
+    s.validate("tiny with partitions").unwrap();
+    s
+}
+
+/// The whole FTL state: the small state as serialised, and both maps.
+fn fingerprint(f: &Ftl) -> (String, u64, u64) {
+    (serde_json::to_string(&f.st).unwrap(), f.l2p.checksum(), f.p2l.checksum())
+}
+
+/// `n` writes drawn from `seed` over the first `ius` logical IUs: mostly whole IUs, some
+/// partial (read-modify-writes), as (IU, sector mask).
+fn write_stream(seed: u64, n: u32, ius: u32, full: u128) -> Vec<(u32, u128)> {
+    let mut r = Lcg(seed);
+    (0..n).map(|_| (r.next(ius), if r.next(8) == 0 { 0b11 } else { full })).collect()
+}
+
+#[test]
+fn partitioned_fast_forward_is_the_serial_run() {
+    // The same writes one at a time on one thread, and partition by partition on 1-3
+    // threads: the same state, bit for bit, with GC and read-modify-writes in every partition.
+    for (sets, parts) in [(1, 2), (1, 4), (2, 2)] {
+        let spec = tiny_parts_spec(sets, parts, 32, 72 << 20);
+        let mut serial = Ftl::new(&spec).unwrap();
+        let chunks: Vec<u32> = (0..serial.cfg.chunks()).collect();
+        if sets == 2 {
+            serial.st.assign_chunks(&chunks[chunks.len() / 2..], 1);
+        }
+        let user = (72u32 << 20) / 4096;
+        let writes = write_stream(7, user * 4, user, serial.cfg.full_mask);
+        let fresh = Ftl::from_parts(serial.cfg.clone(), serial.st.clone(), serial.l2p.clone(), serial.p2l.clone());
+        for &(iu, mask) in &writes {
+            serial.write(LogicalIu(iu), mask, &mut NoTiming);
+        }
+        serial.check_invariants().unwrap();
+        assert!(serial.counters().erases > 0 && serial.counters().rmw_ius > 0, "the test needs GC and RMW");
+        for p in 0..serial.st.partitions() as usize {
+            assert!(serial.st.parts[p].counters.gc_programmed_ius > 0, "partition {p} ran no GC");
+        }
+        for threads in 1..=3 {
+            let mut f = Ftl::from_parts(fresh.cfg.clone(), fresh.st.clone(), fresh.l2p.clone(), fresh.p2l.clone());
+            // Two steps, as fast-forward forks and joins the threads once per step.
+            let (a, b) = writes.split_at(writes.len() / 3);
+            for step in [a, b] {
+                f.write_partitioned(threads, &mut NoTiming, |w| {
+                    for &(iu, mask) in step {
+                        w.write(LogicalIu(iu), mask);
+                    }
+                });
+            }
+            f.check_invariants().unwrap();
+            assert!(fingerprint(&f) == fingerprint(&serial), "{sets} sets x {parts} partitions, {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn a_partitions_writes_and_gc_stay_on_its_dies() {
+    // Every NAND operation a host write causes (its program, GC reads, programs and erases)
+    // lies on the dies of the written IU's partition.
+    let spec = tiny_parts_spec(1, 4, 32, 72 << 20);
+    let (g, mut f) = (spec.geometry(), Ftl::new(&spec).unwrap());
+    let a = crate::nand::Addressing::new(&g, 4096);
+    let user = (72u32 << 20) / 4096;
+    let mut rec = Recorder(Vec::new());
+    for (iu, mask) in write_stream(11, user * 3, user, f.cfg.full_mask) {
+        f.write(LogicalIu(iu), mask, &mut rec);
+        let part = f.part_of(iu) as u32;
+        for op in rec.0.drain(..) {
+            let groups: Vec<u32> = match op {
+                NandOp::Read { ppa, .. } | NandOp::Program { ppa, .. } => vec![g.group_of_die(a.die_channel_plane(ppa).0)],
+                NandOp::Erase { sb } => a.dies_of_group(a.group_of_superblock(sb)).iter().map(|&d| g.group_of_die(d)).collect(),
+            };
+            assert!(groups.iter().all(|&p| p == part), "{op:?} of a write to IU {iu} (partition {part}) left its dies");
+        }
+    }
+    assert!(f.counters().erases > 0);
+    f.check_invariants().unwrap();
+}
+
+#[test]
+fn partitions_split_the_logical_space_evenly() {
+    // IU i of set s lies in partition s x k + i mod k: a sequential range spreads evenly.
+    let spec = tiny_parts_spec(2, 2, 32, 72 << 20);
+    let mut f = Ftl::new(&spec).unwrap();
+    let chunks: Vec<u32> = (0..f.cfg.chunks()).collect();
+    f.st.assign_chunks(&chunks[1..2], 1);
+    let shift = f.cfg.chunk_shift;
+    assert_eq!((0..4).map(|i| f.part_of(i)).collect::<Vec<_>>(), [0, 1, 0, 1]);
+    assert_eq!((0..4).map(|i| f.part_of((1 << shift) + i)).collect::<Vec<_>>(), [2, 3, 2, 3]);
+    assert_eq!((f.st.sets(), f.st.partitions()), (2, 4));
 }

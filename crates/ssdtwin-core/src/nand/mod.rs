@@ -14,7 +14,7 @@
 
 mod ops;
 
-pub use ops::{Cause, MapTouch, NandOp, NandSink, NoTiming, Recorder, TouchCounter};
+pub use ops::{Cause, MapTouch, NandOp, NandSink, NoTiming, Recorder, ShardSink, TouchCounter};
 
 use crate::spec::Geometry;
 use crate::util::FastDiv;
@@ -40,13 +40,14 @@ pub struct Addressing {
     ius_per_sb: u32,
     pu_div: FastDiv,
     die_div: FastDiv,
-    /// NVM Sets (1: the decode above, unchanged), superblocks per set, dies per set.
-    sets: u32,
-    sbs_per_set: u32,
-    set_dies: u32,
-    /// Physical IUs per set, and the dies of each set in striping order (set-major).
-    set_div: FastDiv,
-    set_die_div: FastDiv,
+    /// Die groups (NVM Sets x FTL partitions; 1: the decode above, unchanged), superblocks
+    /// per group, dies per group.
+    groups: u32,
+    sbs_per_group: u32,
+    group_dies: u32,
+    /// Physical IUs per group, and the dies of each group in striping order (group-major).
+    group_div: FastDiv,
+    group_die_div: FastDiv,
     die_of: std::sync::Arc<[u32]>,
     /// IUs per plane's share of a program unit, and the channel count (the timing model
     /// decodes every NAND operation: multiplications, not divides).
@@ -57,7 +58,7 @@ pub struct Addressing {
 impl Addressing {
     pub fn new(g: &Geometry, iu_bytes: u64) -> Addressing {
         let ius_per_pu = g.ius_per_program_unit(iu_bytes).max(1);
-        let sets = g.nvm_sets.max(1);
+        let groups = g.groups.max(1);
         let ius_per_sb = g.ius_per_superblock(iu_bytes);
         Addressing {
             dies: g.dies(),
@@ -67,53 +68,53 @@ impl Addressing {
             ius_per_sb,
             pu_div: FastDiv::new(ius_per_pu),
             die_div: FastDiv::new(g.dies()),
-            sets,
-            sbs_per_set: g.blocks_per_plane,
-            set_dies: g.dies_per_set(),
-            set_div: FastDiv::new(ius_per_sb * g.blocks_per_plane),
-            set_die_div: FastDiv::new(g.dies_per_set()),
-            die_of: (0..sets).flat_map(|s| g.set_dies(s)).collect(),
+            groups,
+            sbs_per_group: g.blocks_per_plane,
+            group_dies: g.dies_per_group(),
+            group_div: FastDiv::new(ius_per_sb * g.blocks_per_plane),
+            group_die_div: FastDiv::new(g.dies_per_group()),
+            die_of: (0..groups).flat_map(|s| g.group_dies(s)).collect(),
             plane_div: FastDiv::new((ius_per_pu / g.planes_per_die).max(1)),
             chan_div: FastDiv::new(g.channels),
         }
     }
 
-    /// NVM Sets of the layout.
-    pub fn sets(&self) -> u32 {
-        self.sets
+    /// Die groups of the layout.
+    pub fn groups(&self) -> u32 {
+        self.groups
     }
 
-    /// The set (0-based) of physical IU `ppa`.
+    /// The die group (0-based) of physical IU `ppa`.
     #[inline(always)]
-    pub fn set_of(&self, ppa: u32) -> u32 {
-        if self.sets == 1 {
+    pub fn group_of(&self, ppa: u32) -> u32 {
+        if self.groups == 1 {
             return 0;
         }
-        self.set_div.quotient(ppa)
+        self.group_div.quotient(ppa)
     }
 
-    /// The set (0-based) of superblock `sb`.
+    /// The die group (0-based) of superblock `sb`.
     #[inline]
-    pub fn set_of_superblock(&self, sb: u32) -> u32 {
-        sb / self.sbs_per_set
+    pub fn group_of_superblock(&self, sb: u32) -> u32 {
+        sb / self.sbs_per_group
     }
 
-    /// The dies of set `set`, in striping order (every die, in order, with one set).
-    pub fn dies_of_set(&self, set: u32) -> &[u32] {
-        let d = self.set_dies as usize;
-        &self.die_of[set as usize * d..(set as usize + 1) * d]
+    /// The dies of group `group`, in striping order (every die, in order, with one group).
+    pub fn dies_of_group(&self, group: u32) -> &[u32] {
+        let d = self.group_dies as usize;
+        &self.die_of[group as usize * d..(group as usize + 1) * d]
     }
 
     /// The die of global program unit `pu` of physical IU `ppa`.
     #[inline(always)]
     fn die_of_pu(&self, ppa: u32, pu: u32) -> u32 {
-        if self.sets == 1 {
+        if self.groups == 1 {
             return pu - self.die_div.quotient(pu) * self.dies;
         }
-        // A set's superblocks hold whole stripes over its dies, so the local die is the
-        // global program unit modulo the set's die count.
-        let local = pu - self.set_die_div.quotient(pu) * self.set_dies;
-        self.die_of[(self.set_of(ppa) * self.set_dies + local) as usize]
+        // A group's superblocks hold whole stripes over its dies, so the local die is the
+        // global program unit modulo the group's die count.
+        let local = pu - self.group_die_div.quotient(pu) * self.group_dies;
+        self.die_of[(self.group_of(ppa) * self.group_dies + local) as usize]
     }
 
     pub fn ius_per_program_unit(&self) -> u32 {
@@ -144,8 +145,8 @@ impl Addressing {
         let superblock = ppa / per_sb;
         let off = ppa % per_sb;
         let pu = off / per_pu;
-        let die = self.die_of[(self.set_of(ppa) * self.set_dies + pu % self.set_dies) as usize];
-        let wordline = pu / self.set_dies;
+        let die = self.die_of[(self.group_of(ppa) * self.group_dies + pu % self.group_dies) as usize];
+        let wordline = pu / self.group_dies;
         let plane = (off % per_pu) / (per_pu / self.planes_per_die).max(1);
         PhysAddr { superblock, die, channel: die % self.channels, plane, wordline }
     }

@@ -44,6 +44,12 @@ pub trait NandSink {
     fn touch(&mut self, _: MapTouch) {}
 }
 
+/// A sink that fast-forward can split among threads, one per group of FTL partitions, and
+/// sum back (in any order: the result must not depend on it).
+pub trait ShardSink: NandSink + Send + Default {
+    fn absorb(&mut self, other: Self);
+}
+
 /// Fast-forward that counts the FTL's random map accesses (`ssdtwin bench ftl`): the same
 /// state changes as [`NoTiming`], in a separately monomorphised copy of the write path.
 #[derive(Default, Debug, Clone, Copy)]
@@ -65,8 +71,20 @@ impl NandSink for TouchCounter {
     }
 }
 
+impl ShardSink for TouchCounter {
+    fn absorb(&mut self, other: TouchCounter) {
+        self.host_l2p += other.host_l2p;
+        self.gc_checks += other.gc_checks;
+    }
+}
+
 /// Fast-forward: no timing, the calls compile away.
+#[derive(Default)]
 pub struct NoTiming;
+
+impl ShardSink for NoTiming {
+    fn absorb(&mut self, _: NoTiming) {}
+}
 impl NandSink for NoTiming {
     #[inline(always)]
     fn op(&mut self, _: NandOp) {}

@@ -16,6 +16,7 @@ mod identify;
 mod lbastatus;
 mod logs;
 mod plm;
+mod precondition;
 mod sanitize;
 mod sets;
 mod status;
@@ -39,7 +40,9 @@ use std::path::PathBuf;
 use crate::bigarray::BigArray;
 use crate::ftl::{Ftl, ReadSource};
 pub use crate::ftl::{FtlConfig, FtlCounters, FtlState};
-use crate::nand::{NandSink, NoTiming};
+use crate::nand::NandSink;
+#[cfg(test)]
+use crate::nand::NoTiming;
 use crate::spec::DriveSpec;
 pub use crate::units::NsId;
 use crate::units::{fmt_decimal, LogicalIu};
@@ -254,6 +257,9 @@ pub struct FtlInfo {
     /// NVM Sets (FTL partitions), each on its own dies.
     #[serde(default = "one_u32")]
     pub nvm_sets: u32,
+    /// FTL partitions of the whole drive (NVM Sets x partitions per set).
+    #[serde(default = "one_u32")]
+    pub partitions: u32,
     pub data_pool_bytes: u64,
     /// Whether the FTL maps are in memory (they load on first use).
     pub maps_loaded: bool,
@@ -472,6 +478,8 @@ pub struct Controller {
     /// The latest virtual time a timed run reported (Predictable Latency Mode windows); not
     /// saved: the clock catches up when the run ends.
     plm_now_ns: u64,
+    /// Threads fast-forward may use (0: one per core). Not saved: results do not depend on it.
+    ff_threads: usize,
 }
 
 impl Controller {
@@ -503,7 +511,7 @@ impl Controller {
             error_log: Vec::new(),
             pi_errors: BTreeMap::new(),
         };
-        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0 };
+        let mut c = Controller { spec, cfg, st, ftl: Some(Box::new(ftl)), ftl_meta: None, store: None, plm_now_ns: 0, ff_threads: 0 };
         if c.has_nvm_sets() {
             c.st.set_commands = vec![SetCommands::default(); c.cfg.sets as usize];
         }
@@ -531,7 +539,7 @@ impl Controller {
         check_controller_state(&spec, &cfg, &st).map_err(InvalidState)?;
         sets::check_chunk_sets(&st, &ftl_meta).map_err(InvalidState)?;
         plm::check_plm_state(&spec, &cfg, &st, &ftl_meta).map_err(InvalidState)?;
-        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), plm_now_ns: 0 })
+        Ok(Controller { spec, cfg, st, ftl: None, ftl_meta: Some(ftl_meta), store: Some(store), plm_now_ns: 0, ff_threads: 0 })
     }
 
     /// Every invariant, maps included (loads them; O(capacity)): `ssdtwin check`.
@@ -1442,126 +1450,6 @@ impl Controller {
 
     // ------------------------------------------------------------- preconditioning
 
-    /// Write `amount_bytes` to namespace `nsid` in blocks of `block_bytes`, sequentially
-    /// (wrapping) or at uniformly random aligned offsets, in fast-forward. `progress` is
-    /// called about every 64 MiB with (bytes done, total) and may return false to stop.
-    pub fn precondition(
-        &mut self,
-        nsid: NsId,
-        pattern: Pattern,
-        block_bytes: u64,
-        amount_bytes: u64,
-        seed: u64,
-        progress: &mut dyn FnMut(u64, u64) -> bool,
-    ) -> Result<PreconditionReport, Error> {
-        self.precondition_with(nsid, pattern, block_bytes, amount_bytes, seed, progress, &mut NoTiming)
-    }
-
-    /// [`Controller::precondition`] with the FTL's operations sent to `sink`, which sees no
-    /// time either: `ssdtwin bench ftl` passes a [`crate::nand::TouchCounter`] to count the
-    /// random map accesses per host write.
-    #[allow(clippy::too_many_arguments)]
-    pub fn precondition_with<S: NandSink>(
-        &mut self,
-        nsid: NsId,
-        pattern: Pattern,
-        block_bytes: u64,
-        amount_bytes: u64,
-        seed: u64,
-        progress: &mut dyn FnMut(u64, u64) -> bool,
-        sink: &mut S,
-    ) -> Result<PreconditionReport, Error> {
-        let nsid = nsid.0;
-        self.check_not_sanitizing()?;
-        let ns = self.attached_u32(nsid)?.clone();
-        if ns.dram {
-            return fail(Status::InvalidField, format!("namespace {nsid} is a DRAM namespace: there is no NAND state to precondition"));
-        }
-        if ns.write_protect != WP_NONE {
-            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
-        }
-        let lba = ns.lba_bytes as u64;
-        if block_bytes == 0 || block_bytes % lba != 0 {
-            return fail(
-                Status::InvalidField,
-                format!("block size {block_bytes} must be a positive multiple of the namespace's {lba}-byte LBA"),
-            );
-        }
-        let ns_bytes = ns.bytes();
-        let full_slots = ns_bytes / block_bytes;
-        if full_slots == 0 {
-            return fail(Status::InvalidField, format!("block size {block_bytes} exceeds namespace {nsid} ({ns_bytes} bytes)"));
-        }
-        // Sequential passes cover the namespace exactly: where the size is not a multiple of
-        // the block size, the last write of a pass is shortened to the namespace end (as
-        // fio's sequential jobs end; the tail is a whole number of LBAs). Random writes
-        // use whole blocks that fit.
-        let seq_slots = ns_bytes.div_ceil(block_bytes);
-        let cfg = self.cfg.clone();
-        let before = self.ftl_counters().clone();
-        let mut rng = crate::rng::Rng::new(seed);
-        let iu = cfg.iu_bytes as u64;
-        // Fast path: IU-aligned blocks of whole IUs (every 4 KiB-IU preset at 4k/128k).
-        let whole = block_bytes % iu == 0;
-        let shift = cfg.chunk_shift;
-        let report_bytes = (64u64 << 20).max(block_bytes);
-        let ftl = self.ftl()?;
-        let (mut ios, mut bytes_done) = (0u64, 0u64);
-        let mut interrupted = false;
-        let mut slot = 0u64;
-        while bytes_done < amount_bytes {
-            let batch_end = bytes_done.saturating_add(report_bytes).min(amount_bytes);
-            while bytes_done < batch_end {
-                let s = match pattern {
-                    Pattern::Sequential => {
-                        let s = slot;
-                        slot += 1;
-                        if slot == seq_slots {
-                            slot = 0;
-                        }
-                        s
-                    }
-                    Pattern::Random => rng.below(full_slots),
-                };
-                let start = s * block_bytes;
-                let len = block_bytes.min(ns_bytes - start);
-                if whole && len == block_bytes {
-                    let first = start / iu;
-                    for k in first..first + block_bytes / iu {
-                        ftl.write(ns.global_iu(k, shift).expect("slot within the namespace"), cfg.full_mask, sink);
-                    }
-                } else {
-                    Self::for_each_iu(&cfg, &ns, start / lba, len / lba, |g, mask| ftl.write(g, mask, sink));
-                }
-                ios += 1;
-                bytes_done += len;
-            }
-            if !progress(bytes_done.min(amount_bytes), amount_bytes) {
-                interrupted = true;
-                break;
-            }
-        }
-        self.st.smart.host_write_commands += ios;
-        self.st.smart.data_units_written_512 += bytes_done / 512;
-        if let Some(c) = self.st.set_commands.get_mut(ns.nvm_set as usize) {
-            c.host_write_commands += ios;
-        }
-        let after = self.ftl_counters();
-        let host = after.host_write_bytes - before.host_write_bytes;
-        let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
-        Ok(PreconditionReport {
-            nsid,
-            pattern,
-            block_bytes,
-            seed,
-            host_bytes: host,
-            ios,
-            nand_bytes: nand,
-            waf: if host > 0 { nand as f64 / host as f64 } else { 0.0 },
-            interrupted,
-        })
-    }
-
     // ------------------------------------------------------------- identify and logs
 
     pub fn id_ctrl(&self) -> IdCtrl {
@@ -1633,6 +1521,7 @@ impl Controller {
             program_unit_bytes: g.program_unit_bytes,
             dies: g.dies(),
             nvm_sets: cfg.sets,
+            partitions: cfg.parts,
             data_pool_bytes: g.data_pool_bytes(cfg.overhead_superblocks),
             maps_loaded: self.maps_loaded(),
         }
@@ -1735,7 +1624,7 @@ impl Controller {
             valid_bytes: valid * iu,
             buffered_bytes: st.buffered_ius() as u64 * iu,
             iu_bytes: self.cfg.iu_bytes,
-            gc_overhead_superblocks: c.overhead_superblocks(self.cfg.ius_per_sb),
+            gc_overhead_superblocks: st.overhead_superblocks(self.cfg.ius_per_sb),
             gc_overhead_samples: c.overhead_samples,
             gc_overhead_sample_ius: c.overhead_sample_ius as f64,
             intel_smart_add: intel,

@@ -14,9 +14,12 @@ pub struct Geometry {
     pub bits_per_cell: u32,
     /// One-shot program unit of one die: planes × page × bits per cell.
     pub program_unit_bytes: u64,
-    /// One block on every plane of every die of an NVM Set (of every die without sets).
+    /// One block on every plane of every die of a die group (of every die with one group).
     pub superblock_bytes: u64,
-    /// NVM Sets: disjoint die groups, each with `blocks_per_plane` superblocks of its own.
+    /// Die groups: NVM Sets x FTL partitions per set. Each group is a disjoint set of dies
+    /// with `blocks_per_plane` superblocks of its own, run by one FTL partition.
+    pub groups: u32,
+    /// NVM Sets (host-visible); each holds `groups / nvm_sets` consecutive groups.
     pub nvm_sets: u32,
 }
 
@@ -24,10 +27,11 @@ impl Geometry {
     pub fn from_spec(s: &DriveSpec) -> Geometry {
         let n = &s.nand;
         let sets = s.nvm_sets().max(1);
+        let groups = sets * s.ftl_partitions().max(1);
         let dies = n.channels.value as u64 * n.dies_per_channel.value as u64;
         let program_unit_bytes = n.planes_per_die.value as u64 * n.page_bytes.value as u64 * n.bits_per_cell.value as u64;
         let superblock_bytes =
-            dies / sets as u64 * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
+            dies / groups as u64 * n.planes_per_die.value as u64 * n.pages_per_block.value as u64 * n.page_bytes.value as u64;
         Geometry {
             channels: n.channels.value,
             dies_per_channel: n.dies_per_channel.value,
@@ -38,6 +42,7 @@ impl Geometry {
             bits_per_cell: n.bits_per_cell.value,
             program_unit_bytes,
             superblock_bytes,
+            groups,
             nvm_sets: sets,
         }
     }
@@ -52,38 +57,54 @@ impl Geometry {
         Ok(())
     }
 
+    /// Dies per die group.
+    pub fn dies_per_group(&self) -> u32 {
+        self.dies() / self.groups
+    }
+
     /// Dies per NVM Set.
     pub fn dies_per_set(&self) -> u32 {
         self.dies() / self.nvm_sets
     }
 
-    /// The NVM Set (0-based) die `die` belongs to: dies ranked by (channel, position on the
-    /// channel), in equal consecutive groups, so a set holds whole channels when it can.
-    pub fn set_of_die(&self, die: u32) -> u32 {
-        let rank = (die % self.channels) * self.dies_per_channel + die / self.channels;
-        rank / self.dies_per_set()
+    /// Die groups (FTL partitions) per NVM Set.
+    pub fn groups_per_set(&self) -> u32 {
+        self.groups / self.nvm_sets
     }
 
-    /// The dies of set `set` in striping order (ascending die number, which alternates
-    /// channels): with one set, every die in order.
-    pub fn set_dies(&self, set: u32) -> Vec<u32> {
-        (0..self.dies()).filter(|&d| self.set_of_die(d) == set).collect()
+    /// The die group (0-based) die `die` belongs to: dies ranked by (channel, position on
+    /// the channel), in equal consecutive groups, so a group holds whole channels when it
+    /// can. The groups of NVM Set s are s x groups_per_set and the next ones.
+    pub fn group_of_die(&self, die: u32) -> u32 {
+        let rank = (die % self.channels) * self.dies_per_channel + die / self.channels;
+        rank / self.dies_per_group()
+    }
+
+    /// The NVM Set (0-based) die `die` belongs to.
+    pub fn set_of_die(&self, die: u32) -> u32 {
+        self.group_of_die(die) / self.groups_per_set()
+    }
+
+    /// The dies of group `group` in striping order (ascending die number, which alternates
+    /// channels): with one group, every die in order.
+    pub fn group_dies(&self, group: u32) -> Vec<u32> {
+        (0..self.dies()).filter(|&d| self.group_of_die(d) == group).collect()
     }
 
     pub fn dies(&self) -> u32 {
         self.channels * self.dies_per_channel
     }
 
-    /// Superblocks of the whole drive: `blocks_per_plane` in every NVM Set.
+    /// Superblocks of the whole drive: `blocks_per_plane` in every die group.
     pub fn superblocks(&self) -> u32 {
-        self.blocks_per_plane * self.nvm_sets
+        self.blocks_per_plane * self.groups
     }
 
     /// Bytes that hold data (live or overwritten) in steady state once GC's mean overhead of
-    /// `overhead` superblocks (per set: each set's GC keeps its own) is set aside: the T of
-    /// the WAF models.
+    /// `overhead` superblocks (per group: each partition's GC keeps its own, in superblocks
+    /// of its own dies) is set aside: the T of the WAF models.
     pub fn data_pool_bytes(&self, overhead: f64) -> u64 {
-        ((self.blocks_per_plane as f64 - overhead).max(0.0) * (self.superblock_bytes * self.nvm_sets as u64) as f64) as u64
+        ((self.blocks_per_plane as f64 - overhead).max(0.0) * (self.superblock_bytes * self.groups as u64) as f64) as u64
     }
 
     /// Raw NAND bytes (every block of every plane of every die).

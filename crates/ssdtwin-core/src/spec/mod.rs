@@ -134,6 +134,12 @@ pub struct FtlSpec {
     /// `gc_overhead_superblocks + gc_overhead_finite_size / B` (greedy GC with few blocks).
     pub gc_overhead_finite_size: Sourced<f64>,
     pub gc_policy: Sourced<GcPolicy>,
+    /// FTL partitions per NVM Set (1 when absent): each owns an equal group of the set's
+    /// dies with their superblocks, its own write buffer share, frontiers and GC, and every
+    /// `partitions`-th IU of the set's logical space. Independent by construction, so
+    /// fast-forward runs them on several cores with results identical for any thread count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<Sourced<u32>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -328,6 +334,8 @@ pub struct AnaSpec {
 
 /// The most NVM Sets an NVM Set List (Identify CNS 04h) describes.
 pub const MAX_NVM_SETS: u32 = 31;
+/// Most FTL partitions per NVM Set (`[ftl] partitions`).
+pub const MAX_FTL_PARTITIONS: u32 = 16;
 
 /// Sanitize actions (NVMe SANICAP): each one the drive advertises and performs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -453,6 +461,9 @@ impl DriveSpec {
         if c.problems.is_empty() {
             self.validate_nvm_sets(&mut c);
         }
+        if c.problems.is_empty() {
+            self.validate_partitions(&mut c);
+        }
         self.validate_power_states(&mut c);
         if c.problems.is_empty() {
             Ok(())
@@ -503,6 +514,10 @@ impl DriveSpec {
         c.range("ftl.gc_overhead_superblocks", &f.gc_overhead_superblocks, 1.0, 64.0);
         c.range("ftl.gc_overhead_finite_size", &f.gc_overhead_finite_size, 0.0, 1000.0);
         c.source("ftl.gc_policy", &f.gc_policy.source);
+        if let Some(k) = &f.partitions {
+            c.range("ftl.partitions", k, 1, MAX_FTL_PARTITIONS);
+            c.pow2("ftl.partitions", k.value as u64);
+        }
     }
 
     /// [capacity] and the scale.
@@ -621,6 +636,45 @@ impl DriveSpec {
     /// The NVM Sets of this drive (1 when it has none).
     pub fn nvm_sets(&self) -> u32 {
         self.nvm_sets.as_ref().map_or(1, |s| s.sets.value)
+    }
+
+    /// FTL partitions per NVM Set (1 when the spec sets none).
+    pub fn ftl_partitions(&self) -> u32 {
+        self.ftl.partitions.as_ref().map_or(1, |k| k.value)
+    }
+
+    /// The die groups the FTL runs apart: NVM Sets x partitions per set.
+    pub fn die_groups(&self) -> u32 {
+        self.nvm_sets() * self.ftl_partitions()
+    }
+
+    /// [ftl] partitions: the die groups (NVM Sets x partitions) must split the dies evenly
+    /// and each group's share of the write buffer must hold a program unit.
+    fn validate_partitions(&self, c: &mut Checker) {
+        let Some(k) = &self.ftl.partitions else { return };
+        let groups = self.die_groups();
+        let (sets, k) = (self.nvm_sets(), k.value);
+        if let Err(why) = Geometry::check_sets(&self.nand, groups) {
+            c.fail(format!("ftl.partitions: {sets} NVM Set(s) x {k} partitions = {groups} die groups: {why} (got {k})"));
+            return;
+        }
+        let g = self.geometry();
+        let iu = self.ftl.iu_bytes.value as u64;
+        let slots = self.ftl.write_buffer_bytes.value / iu / groups as u64;
+        if slots < g.ius_per_program_unit(iu) as u64 {
+            c.fail(format!(
+                "ftl.partitions: each partition's share of the write buffer ({slots} IUs) must hold a program unit ({} IUs) (got {k})",
+                g.ius_per_program_unit(iu)
+            ));
+        }
+    }
+
+    /// The same drive with `k` FTL partitions per NVM Set (a what-if: `bench ftl --partitions`).
+    pub fn with_partitions(&self, k: u32) -> Result<DriveSpec, SpecError> {
+        let mut s = self.clone();
+        s.ftl.partitions = Some(Sourced::new(k, "chosen for this run (--partitions)"));
+        s.validate(&format!("{} with {k} FTL partitions", self.drive.name))?;
+        Ok(s)
     }
 
     /// The same drive configured with `sets` NVM Sets (`ssdtwin create --nvm-sets`).

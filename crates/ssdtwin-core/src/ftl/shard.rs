@@ -1,0 +1,152 @@
+//! Fast-forward on several cores: the FTL's partitions run apart.
+//!
+//! A partition owns its logical IUs (every `parts_per_set`-th IU of its set), its
+//! superblocks (its die group's), its write-buffer share, frontiers, victim and GC
+//! counters. A host write of one partition reads and changes only what that partition owns
+//! (its L2P entries, its superblocks' P2L entries and states) plus counters that only add
+//! up. So the partitions' writes can run on different threads, each in stream order, and
+//! the result does not depend on how the partitions are spread over threads, nor on how
+//! the threads interleave: it is the state the same writes give one at a time
+//! (`tests.rs`, `partitioned_fast_forward_is_the_serial_run`).
+//!
+//! Each thread gets a shard: a copy of the small state and handles on the same maps
+//! ([`BigArray::alias`]). Afterwards each shard's partitions, their superblocks and victim
+//! indexes are taken back, and the drive-wide counters gain each shard's increments.
+
+use super::{Ftl, FtlCounters, LogicalIu};
+use crate::nand::{NandSink, ShardSink};
+
+/// Host writes of the partitions one shard owns; writes to other partitions are skipped
+/// (another shard does them).
+pub struct PartWriter<'a, S: NandSink> {
+    ftl: &'a mut Ftl,
+    sink: &'a mut S,
+    /// The shard of each partition, and this writer's shard (`None`: one shard, it owns all).
+    owner: &'a [u16],
+    shard: Option<u16>,
+}
+
+impl<S: NandSink> PartWriter<'_, S> {
+    /// Host write of the sectors `mask` of logical IU `iu`, if its partition is this shard's.
+    #[inline(always)]
+    pub fn write(&mut self, iu: LogicalIu, mask: u128) {
+        if self.shard.is_none_or(|s| self.owner[self.ftl.part_of(iu.0)] == s) {
+            self.ftl.write(iu, mask, self.sink);
+        }
+    }
+}
+
+impl Ftl {
+    /// Runs the host writes `emit` produces, partition by partition on up to `threads`
+    /// threads. `emit` must produce the same writes in the same order each time it is called
+    /// (it is called once per shard); what it returns is returned, the first shard's first.
+    /// The drive's state is the same for every `threads`.
+    pub fn write_partitioned<S, E, R>(&mut self, threads: usize, sink: &mut S, emit: E) -> Vec<R>
+    where
+        S: ShardSink,
+        E: Fn(&mut PartWriter<'_, S>) -> R + Sync,
+        R: Send,
+    {
+        let parts = self.cfg.parts as usize;
+        let shards = threads.clamp(1, parts);
+        let owner: Vec<u16> = (0..parts).map(|p| (p % shards) as u16).collect();
+        if shards == 1 {
+            return vec![emit(&mut PartWriter { ftl: self, sink, owner: &owner, shard: None })];
+        }
+        let before_counters = self.st.counters.clone();
+        let before_mapped = self.st.mapped_per_chunk.clone();
+        let mut forks: Vec<(Ftl, S)> = (0..shards).map(|_| (self.fork(), S::default())).collect();
+        let results = std::thread::scope(|scope| {
+            let workers: Vec<_> = forks
+                .iter_mut()
+                .enumerate()
+                .map(|(shard, (ftl, sink))| {
+                    let (owner, emit) = (&owner, &emit);
+                    std::thread::Builder::new()
+                        .name(format!("ssdtwin-ftl{shard}"))
+                        .spawn_scoped(scope, move || emit(&mut PartWriter { ftl, sink, owner, shard: Some(shard as u16) }))
+                        .expect("spawn a fast-forward thread")
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+        });
+        for (shard, (fork, shard_sink)) in forks.into_iter().enumerate() {
+            let owned: Vec<usize> = (0..parts).filter(|&p| owner[p] == shard as u16).collect();
+            self.join(fork, &owned, &before_counters, &before_mapped);
+            sink.absorb(shard_sink);
+        }
+        results
+    }
+
+    /// A shard: the small state copied, the maps shared.
+    fn fork(&self) -> Ftl {
+        Ftl {
+            cfg: self.cfg.clone(),
+            st: self.st.clone(),
+            // SAFETY: shards touch only their own partitions' entries (module docs) and are
+            // joined (dropped) before `write_partitioned` returns, while `self` lives.
+            l2p: unsafe { self.l2p.alias() },
+            p2l: unsafe { self.p2l.alias() },
+            index: self.index.clone(),
+            full_mask_bytes: self.full_mask_bytes,
+        }
+    }
+
+    /// Take back partitions `owned` from `fork` and add its counter increments.
+    fn join(&mut self, mut fork: Ftl, owned: &[usize], counters0: &FtlCounters, mapped0: &[u32]) {
+        for &p in owned {
+            let sbs = self.cfg.part_superblocks(p as u32);
+            let sbs = sbs.start as usize..sbs.end as usize;
+            self.st.sbs[sbs.clone()].clone_from_slice(&fork.st.sbs[sbs]);
+            std::mem::swap(&mut self.st.parts[p], &mut fork.st.parts[p]);
+            std::mem::swap(&mut self.index[p], &mut fork.index[p]);
+        }
+        self.st.counters.add_increments(&fork.st.counters, counters0);
+        for ((m, &f), &m0) in self.st.mapped_per_chunk.iter_mut().zip(&fork.st.mapped_per_chunk).zip(mapped0) {
+            *m = m.wrapping_add(f.wrapping_sub(m0));
+        }
+    }
+}
+
+impl FtlCounters {
+    /// Add what `after` counts beyond `before` (every counter only grows).
+    fn add_increments(&mut self, after: &FtlCounters, before: &FtlCounters) {
+        // Destructured so that a new counter cannot be forgotten here.
+        let FtlCounters {
+            host_write_bytes,
+            host_read_bytes,
+            host_trim_ius,
+            host_programmed_ius,
+            gc_programmed_ius,
+            nand_read_host_bytes,
+            nand_read_rmw_bytes,
+            nand_read_gc_bytes,
+            rmw_ius,
+            buffer_merges,
+            buffer_read_hits,
+            unmapped_reads,
+            erases,
+            gc_victims,
+            foreground_gc_victims,
+            overhead_sample_ius,
+            overhead_samples,
+        } = after;
+        self.host_write_bytes += host_write_bytes - before.host_write_bytes;
+        self.host_read_bytes += host_read_bytes - before.host_read_bytes;
+        self.host_trim_ius += host_trim_ius - before.host_trim_ius;
+        self.host_programmed_ius += host_programmed_ius - before.host_programmed_ius;
+        self.gc_programmed_ius += gc_programmed_ius - before.gc_programmed_ius;
+        self.nand_read_host_bytes += nand_read_host_bytes - before.nand_read_host_bytes;
+        self.nand_read_rmw_bytes += nand_read_rmw_bytes - before.nand_read_rmw_bytes;
+        self.nand_read_gc_bytes += nand_read_gc_bytes - before.nand_read_gc_bytes;
+        self.rmw_ius += rmw_ius - before.rmw_ius;
+        self.buffer_merges += buffer_merges - before.buffer_merges;
+        self.buffer_read_hits += buffer_read_hits - before.buffer_read_hits;
+        self.unmapped_reads += unmapped_reads - before.unmapped_reads;
+        self.erases += erases - before.erases;
+        self.gc_victims += gc_victims - before.gc_victims;
+        self.foreground_gc_victims += foreground_gc_victims - before.foreground_gc_victims;
+        self.overhead_sample_ius += overhead_sample_ius - before.overhead_sample_ius;
+        self.overhead_samples += overhead_samples - before.overhead_samples;
+    }
+}
