@@ -302,10 +302,15 @@ class Drive:
         seed: int = 1,
         spec_toml: Optional[str] = None,
         nvm_sets: Optional[int] = None,
+        partitions: Optional[int] = None,
     ) -> Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit);
-        ``nvm_sets`` builds it with that many NVM Sets."""
-        return cls(_core.Drive.in_memory(preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets))
+        ``nvm_sets`` builds it with that many NVM Sets, ``partitions`` with that many FTL
+        partitions per set (a power of two, docs/models.md "FTL partitions")."""
+        core = _core.Drive.in_memory(
+            preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions
+        )
+        return cls(core)
 
     def __enter__(self) -> Drive:
         return self
@@ -441,6 +446,11 @@ class Drive:
             seed = self.next_seed()
         r = self._core.precondition(nsid, pattern, block_bytes, amount_bytes, seed, progress)
         return PreconditionReport(**r)
+
+    def set_fast_forward_threads(self, threads: int) -> None:
+        """Threads fast-forward may use on a drive of several FTL partitions (0, the default:
+        one per core). The results are the same for every count."""
+        self._core.set_fast_forward_threads(threads)
 
     def precondition_touches(
         self, nsid: int, pattern: str, block_bytes: int, amount_bytes: int, seed: int

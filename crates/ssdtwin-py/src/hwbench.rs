@@ -1,6 +1,6 @@
 //! The machine's side of `ssdtwin bench ftl` (issue 17): how many random read-modify-writes
-//! per second one core sustains over an array the size of the FTL's maps, with many misses
-//! in flight. Fast-forward at full scale is bound by exactly that (each host write costs a
+//! per second one core (or `threads` cores, each over its own part of the array) sustains
+//! over an array the size of the FTL's maps, with many misses in flight. Fast-forward at full scale is bound by exactly that (each host write costs a
 //! few random map lines, counted by `Drive.precondition_touches`), so the bench prints both
 //! and the distance between them. A benchmark, not the model: it reads the wall clock.
 
@@ -24,6 +24,9 @@ struct RmwReport {
     ops: u64,
     inflight: usize,
     seed: u64,
+    /// Threads, each doing `ops / threads` read-modify-writes on its own 1/`threads` of the
+    /// array (as fast-forward's partitions own disjoint parts of the maps).
+    threads: usize,
     /// Writing every entry once first (faults the pages in, as huge pages where the kernel
     /// gives them), so the timed loop sees no page faults.
     fill_seconds: f64,
@@ -66,8 +69,11 @@ pub fn rmw_loop(a: &mut [u32], ops: u64, inflight: usize, rng: &mut Rng) -> u32 
 /// entries): `ops` operations with `inflight` prefetches ahead, addresses from the
 /// project's seeded generator. Returns a dict (see `RmwReport`).
 #[pyfunction]
-#[pyo3(signature = (array_bytes, ops, inflight=32, seed=1))]
-pub fn rmw_rate(py: Python<'_>, array_bytes: u64, ops: u64, inflight: usize, seed: u64) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (array_bytes, ops, inflight=32, seed=1, threads=1))]
+pub fn rmw_rate(py: Python<'_>, array_bytes: u64, ops: u64, inflight: usize, seed: u64, threads: usize) -> PyResult<Py<PyAny>> {
+    if !(1..=256).contains(&threads) {
+        return Err(Failure::Value(format!("threads {threads}: must be 1..=256")).into());
+    }
     if array_bytes < MIN_ARRAY_BYTES || array_bytes / 4 > isize::MAX as u64 / 4 {
         return Err(Failure::Value(format!("array_bytes {array_bytes}: must be at least {MIN_ARRAY_BYTES} (1 MiB)")).into());
     }
@@ -86,12 +92,22 @@ pub fn rmw_rate(py: Python<'_>, array_bytes: u64, ops: u64, inflight: usize, see
             *x = i as u32;
         }
         let fill_seconds = t.elapsed().as_secs_f64();
-        let mut rng = Rng::new(seed);
+        let per_thread = ops.div_ceil(threads as u64);
+        let part = len.div_ceil(threads);
         let t = Instant::now();
-        let checksum = rmw_loop(&mut a, ops, inflight, &mut rng);
+        let checksum = std::thread::scope(|scope| {
+            let workers: Vec<_> = a
+                .chunks_mut(part)
+                .enumerate()
+                .map(|(i, chunk)| scope.spawn(move || rmw_loop(chunk, per_thread, inflight, &mut Rng::new(seed + i as u64))))
+                .collect();
+            workers.into_iter().fold(0, |x, w| x ^ w.join().expect("read-modify-write thread"))
+        });
         let seconds = t.elapsed().as_secs_f64();
+        let ops = per_thread * threads as u64;
         drop(a);
-        Ok(RmwReport { array_bytes: len as u64 * 4, ops, inflight, seed, fill_seconds, seconds, rmw_per_s: ops as f64 / seconds, checksum })
+        let rmw_per_s = ops as f64 / seconds;
+        Ok(RmwReport { array_bytes: len as u64 * 4, ops, inflight, seed, threads, fill_seconds, seconds, rmw_per_s, checksum })
     })?;
     to_py(py, &report)
 }

@@ -253,10 +253,14 @@ impl Drive {
     }
 }
 
-/// `spec` built with `sets` NVM Sets (None: as it is).
-fn with_sets(spec: DriveSpec, sets: Option<u32>) -> Result<DriveSpec, Failure> {
-    match sets {
-        Some(k) => Ok(spec.with_nvm_sets(k)?),
+/// `spec` built with `sets` NVM Sets and `partitions` FTL partitions per set (None: as it is).
+fn with_sets(spec: DriveSpec, sets: Option<u32>, partitions: Option<u32>) -> Result<DriveSpec, Failure> {
+    let spec = match sets {
+        Some(k) => spec.with_nvm_sets(k)?,
+        None => spec,
+    };
+    match partitions {
+        Some(k) => Ok(spec.with_partitions(k)?),
         None => Ok(spec),
     }
 }
@@ -278,8 +282,10 @@ impl Drive {
     /// Create a drive image at `path` from a preset (or a spec TOML) at 1/`scale`.
     #[staticmethod]
     /// `nvm_sets`: the NVM Sets to build it with (1 ..= the preset's `nvm_sets.max_sets`;
-    /// None: the preset's own, one set or none).
-    #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None))]
+    /// None: the preset's own, one set or none); `partitions`: FTL partitions per set (a
+    /// power of two; None: the preset's own).
+    #[pyo3(signature = (path, preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None, partitions=None))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: PathBuf,
@@ -288,8 +294,9 @@ impl Drive {
         seed: u64,
         spec_toml: Option<&str>,
         nvm_sets: Option<u32>,
+        partitions: Option<u32>,
     ) -> PyResult<Drive> {
-        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets)?;
+        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets, partitions)?;
         let name = preset.map(str::to_string).unwrap_or_else(|| spec.drive.name.clone());
         let img = py.detach(|| Image::create(&path, spec, &name, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Image(Box::new(img)), Some(path)))
@@ -312,7 +319,7 @@ impl Drive {
 
     /// A drive that lives only in memory (benchmarks, notebooks).
     #[staticmethod]
-    #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None))]
+    #[pyo3(signature = (preset=None, scale=1, seed=1, spec_toml=None, nvm_sets=None, partitions=None))]
     fn in_memory(
         py: Python<'_>,
         preset: Option<&str>,
@@ -320,8 +327,9 @@ impl Drive {
         seed: u64,
         spec_toml: Option<&str>,
         nvm_sets: Option<u32>,
+        partitions: Option<u32>,
     ) -> PyResult<Drive> {
-        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets)?;
+        let spec = with_sets(resolve_spec(preset, spec_toml, "spec")?.scaled(scale).map_err(Failure::from)?, nvm_sets, partitions)?;
         let c = py.detach(|| Controller::new(spec, seed)).map_err(Failure::from)?;
         Ok(Drive::new(Backing::Memory(Box::new(c)), None))
     }
@@ -606,8 +614,18 @@ impl Drive {
         self.with(py, |b| Ok(b.ctrl().deallocate(NsId(nsid), slba, nlb)?))
     }
 
+    /// Threads fast-forward may use on a drive of several FTL partitions (0: one per core).
+    /// Results are the same for every count.
+    fn set_fast_forward_threads(&self, py: Python<'_>, threads: usize) -> PyResult<()> {
+        self.with(py, |b| {
+            b.ctrl().set_fast_forward_threads(threads);
+            Ok(())
+        })
+    }
+
     /// Fast-forward writes. `pattern` is "seq" or "rand"; `progress(done, total)` is called
-    /// about every 64 MiB with the GIL held and may raise (Ctrl-C raises KeyboardInterrupt).
+    /// about every 64 MiB (1 GiB with several FTL partitions) with the GIL held and may raise
+    /// (Ctrl-C raises KeyboardInterrupt).
     #[pyo3(signature = (nsid, pattern, block_bytes, amount_bytes, seed, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn precondition(

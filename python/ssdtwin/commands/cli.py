@@ -843,11 +843,16 @@ def bench_ftl(
     count: float = typer.Option(0.1, "--count", help="capacity multiples written afterwards with random map lines counted (up to 100)"),
     inflight: int = typer.Option(32, "--inflight", min=1, max=64, help="prefetches in flight in the machine's read-modify-write loop"),
     rmw_ops: int = typer.Option(1 << 26, "--rmw-ops", min=1, max=10**11, help="random read-modify-writes per machine measurement"),
+    partitions: Optional[int] = typer.Option(
+        None, "--partitions", min=1, max=16, help="FTL partitions per NVM Set (a power of two; default: the preset's)"
+    ),
+    threads: int = typer.Option(0, "--threads", min=0, max=256, help="fast-forward threads (0: one per core; at most one per partition)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Fast-forward FTL speed against the machine's bound: precondition (seq 2x, rand 2x), steady
-    random 4 KiB writes, random map lines per write, and this core's random read-modify-write
-    rate over an array of the maps' size (issue 17). Table on stderr; -o json: JSON on stdout."""
+    random 4 KiB writes, random map lines per write, and the machine's random read-modify-write
+    rate over an array of the maps' size, on as many cores as fast-forward uses (issue 17).
+    Table on stderr; -o json: JSON on stdout."""
     from ..studies.benchmarks import maps_bytes, mem_available_bytes, run_ftl_bench
 
     check_fmt(fmt)
@@ -855,7 +860,7 @@ def bench_ftl(
         if not 0 < v <= 100:
             fail(f"{name} {v}: must be more than 0 and at most 100 (capacity multiples)")
     n = scale_arg(scale, model, "ssdtwin bench ftl")
-    probe = Drive.in_memory(model, scale=n)  # maps not yet touched: costs nothing
+    probe = Drive.in_memory(model, scale=n, partitions=partitions)  # maps not yet touched: costs nothing
     need = maps_bytes(probe.ftl_info())
     probe.close()
     avail = mem_available_bytes()
@@ -865,7 +870,7 @@ def bench_ftl(
             f"(and the read-modify-write array as much again, at another time), this machine has "
             f"{nvmefmt.si_bytes(avail)} available (MemAvailable): use a smaller scale"
         )
-    res = run_ftl_bench(model, n, steady, count, inflight, rmw_ops, log=say)
+    res = run_ftl_bench(model, n, steady, count, inflight, rmw_ops, log=say, partitions=partitions, threads=threads)
     if fmt == "json":
         emit_json(res)
 

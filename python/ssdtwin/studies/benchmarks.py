@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import resource
 import time
@@ -47,23 +48,36 @@ def run_ftl_bench(
     inflight: int = 32,
     rmw_ops: int = 1 << 26,
     log: Callable[[str], None] = print,
+    partitions: Optional[int] = None,
+    threads: int = 0,
 ) -> dict[str, Any]:
     """Precondition a whole in-memory drive (seq 128 KiB 2x, then random 4 KiB 2x) and
     measure random 4 KiB writes per second at steady state, all in fast-forward; then count
     the random map lines each host write touches (`count` capacity multiples more, through
     the counting copy of the write path), and measure this machine's random
     read-modify-write rate over an array of the maps' size, before and after. The FTL can
-    go no faster than that rate divided by its touches per write (issue 17)."""
+    go no faster than that rate divided by its touches per write (issue 17).
+
+    ``partitions`` overrides the preset's FTL partitions per NVM Set; a drive of several
+    partitions fast-forwards on ``threads`` threads (0: one per core, at most one per
+    partition), and the machine's rate is then measured on as many threads, each over its
+    own part of the array."""
     t_all = time.perf_counter()
-    d = Drive.in_memory(model, scale=scale)
+    d = Drive.in_memory(model, scale=scale, partitions=partitions)
+    d.set_fast_forward_threads(threads)
     cap = d.namespaces()[0].bytes
     info = d.ftl_info()
     mb = maps_bytes(info)
-    log(f"{model} at 1/{scale}: namespace {si_bytes(cap)}, maps {si_bytes(mb)}, {platform.processor() or platform.machine()}")
-    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap, "maps_bytes": mb}
+    parts = info["partitions"]
+    used = min(threads or (os.cpu_count() or 1), parts)
+    log(
+        f"{model} at 1/{scale}: namespace {si_bytes(cap)}, maps {si_bytes(mb)}, {parts} FTL partition(s) on {used} thread(s), "
+        f"{platform.processor() or platform.machine()}"
+    )
+    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap, "maps_bytes": mb, "partitions": parts, "threads": used}
     # The drive's maps are untouched zero pages until written: the array is measured first,
     # freed, and measured again after the drive is closed, so the two never coexist.
-    res["rmw_before"] = _core.rmw_rate(mb, rmw_ops, inflight, 1)
+    res["rmw_before"] = _core.rmw_rate(mb, rmw_ops, inflight, 1, used)
     log(_rmw_line("before", res["rmw_before"]))
     for key, pattern, bs, seed in FTL_PHASES:
         loops = steady if key == "steady_rand_4k" else 2.0
@@ -77,7 +91,7 @@ def run_ftl_bench(
     log(_phase_line("counted_rand_4k", res["counted_rand_4k"]))
     res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
     d.close()
-    res["rmw_after"] = _core.rmw_rate(mb, rmw_ops, inflight, 1)
+    res["rmw_after"] = _core.rmw_rate(mb, rmw_ops, inflight, 1, used)
     log(_rmw_line("after", res["rmw_after"]))
     res["peak_rss_bytes"] = peak_rss_bytes()
     res["bound"] = _bound(res)
