@@ -68,6 +68,25 @@ def test_models_name_shows_every_number_with_its_source() -> None:
     assert spec["capacity"]["lba_bytes"]["value"] == [512, 4096]
 
 
+def test_create_with_ftl_partitions(tmp_path: Path) -> None:
+    """`create --partitions K` (docs/models.md §13): K die groups with the same NAND and user
+    capacity; preconditioned, the image checks clean (the autouse fixture runs `check`);
+    a count that is not a power of two is one line, no image."""
+    plain, parted = tmp_path / "plain", tmp_path / "parted"
+    run_cli("create", plain, "--model", CM6, "--scale", "1/256")
+    r = run_cli("create", parted, "--model", CM6, "--scale", "1/256", "--partitions", "4")
+    assert "(4 FTL partitions per set)" in r.stdout
+    with Drive.open(plain, writable=False) as a, Drive.open(parted) as b:
+        ia, ib = a.ftl_info(), b.ftl_info()
+        assert (ib["partitions"], ib["superblocks"], ib["raw_bytes"]) == (4, 4 * ia["superblocks"], ia["raw_bytes"])
+        assert ib["data_pool_bytes"] == ia["data_pool_bytes"] and b.namespaces()[0].bytes == a.namespaces()[0].bytes
+        b.precondition(1, "rand", 4096, loops=1.5, seed=2)
+        b.commit()
+    r = run_cli("create", tmp_path / "x", "--model", CM6, "--partitions", "3", check=False)
+    assert r.returncode == 1 and "ftl.partitions: must be a power of two (got 3)" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
 def test_create_from_an_edited_spec(tmp_path: Path) -> None:
     """`create --spec`: a preset's text (`ssdtwin models NAME`), edited, makes the image; its
     errors name the file, the field (or the line) and the range, and leave no image."""

@@ -276,16 +276,34 @@ class Drive:
 
     # -- construction -------------------------------------------------------------
     @classmethod
-    def create(cls, path: PathLike, model: str, scale: Union[str, int] = 1, seed: int = 1, nvm_sets: Optional[int] = None) -> Drive:
-        """A new image; ``nvm_sets`` builds it with that many NVM Sets (presets with [nvm_sets])."""
-        return cls(_core.Drive.create(os.fspath(path), preset=model, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets))
+    def create(
+        cls,
+        path: PathLike,
+        model: str,
+        scale: Union[str, int] = 1,
+        seed: int = 1,
+        nvm_sets: Optional[int] = None,
+        partitions: Optional[int] = None,
+    ) -> Drive:
+        """A new image; ``nvm_sets`` builds it with that many NVM Sets (presets with [nvm_sets]),
+        ``partitions`` with that many FTL partitions per set (docs/models.md §13)."""
+        path_s = os.fspath(path)
+        return cls(_core.Drive.create(path_s, preset=model, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets, partitions=partitions))
 
     @classmethod
     def create_from_spec(
-        cls, path: PathLike, spec_toml: str, scale: Union[str, int] = 1, seed: int = 1, nvm_sets: Optional[int] = None
+        cls,
+        path: PathLike,
+        spec_toml: str,
+        scale: Union[str, int] = 1,
+        seed: int = 1,
+        nvm_sets: Optional[int] = None,
+        partitions: Optional[int] = None,
     ) -> Drive:
         """`create` from a spec TOML (a preset's text, `ssdtwin models NAME`, edited) instead of a preset name."""
-        return cls(_core.Drive.create(os.fspath(path), spec_toml=spec_toml, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets))
+        path_s = os.fspath(path)
+        n = parse_scale(scale)
+        return cls(_core.Drive.create(path_s, spec_toml=spec_toml, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions))
 
     @classmethod
     def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> Drive:

@@ -126,6 +126,9 @@ def create(
     nvm_sets: Optional[int] = typer.Option(
         None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default 1: no sets)"
     ),
+    partitions: Optional[int] = typer.Option(
+        None, "--partitions", min=1, max=U32, help="FTL partitions per NVM Set, each on its own dies (a power of two; default: the spec's)"
+    ),
 ) -> None:
     """Create a drive image from a preset or a spec TOML (factory state: one namespace, whole
     capacity; with --nvm-sets, one namespace filling each set)."""
@@ -137,12 +140,12 @@ def create(
         fail(f"--scale: {e}")
     if spec is None:
         assert model is not None
-        d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets)
+        d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
         rounded, name = scale_rounding(model, n), model
     else:
         text = read_spec(spec)
         try:
-            d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets)
+            d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
         rounded, name = scale_rounding(None, n, spec_toml=text), f"{d.spec()['drive']['name']} (from {spec})"
@@ -150,6 +153,8 @@ def create(
     ctrl = d.nvme.id_ctrl()
     d.close()
     sets = f" in {info['nvm_sets']} NVM Sets" if info["nvm_sets"] > 1 else ""
+    if info["partitions"] > info["nvm_sets"]:
+        sets += f" ({info['partitions'] // info['nvm_sets']} FTL partitions per set)"
     typer.echo(
         f"created {path}: {name} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
