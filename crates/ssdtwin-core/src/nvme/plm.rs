@@ -87,6 +87,8 @@ pub struct AggEntry {
 /// The window budget of a set, in IUs, from the preset and geometry.
 struct Budget {
     per_sb: u64,
+    /// FTL partitions of the set: each keeps its own free superblocks (GC target, floor).
+    parts: u64,
     reserve_ius: u64,
     floor_ius: u64,
 }
@@ -95,7 +97,9 @@ fn budget(spec: &DriveSpec, cfg: &FtlConfig, plm: &PlmSpec, set: u32) -> Budget 
     let per_sb = cfg.ius_per_sb as u64;
     let user_ius = super::sets::set_capacity(spec, cfg, set).div_ceil(cfg.iu_bytes as u64);
     let spare = (cfg.sbs_per_set as u64 * per_sb).saturating_sub(user_ius);
-    Budget { per_sb, reserve_ius: spare * plm.reserve_spare_pct.value as u64 / 100, floor_ius: DEFERRED_GC_FLOOR_SBS * per_sb }
+    let parts = cfg.parts_per_set as u64;
+    let reserve_ius = spare * plm.reserve_spare_pct.value as u64 / 100;
+    Budget { per_sb, parts, reserve_ius, floor_ius: DEFERRED_GC_FLOOR_SBS * per_sb * parts }
 }
 
 /// The FTL's GC mode for a set in `plm` state.
@@ -365,7 +369,7 @@ impl Controller {
         let iu = self.cfg.iu_bytes as u64;
         let to_ows = |ius: u64| ius * iu / ows;
         // The paced GC's target in NDWIN less the floor: what a DTWIN entered at steady state gets.
-        let typical_ius = (crate::ftl::GC_TARGET_SBS_X2 * b.per_sb / 2 + b.reserve_ius).saturating_sub(b.floor_ius);
+        let typical_ius = (crate::ftl::GC_TARGET_SBS_X2 * b.per_sb * b.parts / 2 + b.reserve_ius).saturating_sub(b.floor_ius);
         let tmax_ns = plm.dtwin_time_max_ms.value * 1_000_000;
         let read_iops = self.set_read_iops();
         let low = plm.ndwin_time_min_ms.value;
@@ -461,8 +465,13 @@ mod tests {
     /// The PBlaze5 with two NVM Sets at 1/128, set 1's namespace filled and randomly
     /// overwritten once (GC in steady state).
     fn steady_pb5() -> Controller {
+        steady_pb5_parts(1)
+    }
+
+    /// `steady_pb5` with `parts` FTL partitions per set.
+    fn steady_pb5_parts(parts: u32) -> Controller {
         let spec = DriveSpec::preset("memblaze-pblaze5-910-3.84t").unwrap().scaled(128).unwrap().with_nvm_sets(2).unwrap();
-        let mut c = Controller::new(spec, 7).unwrap();
+        let mut c = Controller::new(spec.with_partitions(parts).unwrap(), 7).unwrap();
         let bytes = c.namespace(NsId(1)).unwrap().bytes();
         c.precondition(NsId(1), Pattern::Sequential, 131072, bytes, 1, &mut |_, _| true).unwrap();
         c.precondition(NsId(1), Pattern::Random, 4096, bytes, 2, &mut |_, _| true).unwrap();
@@ -506,7 +515,19 @@ mod tests {
 
     #[test]
     fn a_deterministic_window_holds_gc_and_ends_at_the_free_space_floor() {
-        let mut c = steady_pb5();
+        deterministic_window_case(steady_pb5());
+    }
+
+    #[test]
+    fn a_deterministic_window_holds_the_gc_of_every_partition_of_its_set() {
+        // Two FTL partitions per set: the reserve is shared out, every partition's GC held,
+        // and the set's free space (summed over its partitions) ends at the floor.
+        let c = steady_pb5_parts(2);
+        assert_eq!((c.ftl_state().sets(), c.ftl_state().partitions()), (2, 4));
+        deterministic_window_case(c);
+    }
+
+    fn deterministic_window_case(mut c: Controller) {
         let mut seed = 11;
         ready_for_dtwin(&mut c, &mut seed);
         let plm = c.plm_spec().unwrap().clone();
@@ -527,7 +548,7 @@ mod tests {
         // It ended at the floor: the writes it absorbed are the space above it (the write
         // buffer holds the rest).
         let after = c.plm_avail(0);
-        assert!(after <= b.floor_ius && after + 2 * c.cfg.ius_per_sb as u64 > b.floor_ius, "{after} vs floor {}", b.floor_ius);
+        assert!(after <= b.floor_ius && after + 2 * b.parts * b.per_sb > b.floor_ius, "{after} vs floor {}", b.floor_ius);
         assert!(n >= before - b.floor_ius, "{n} 4 KiB writes absorbed, {} IUs above the floor", before - b.floor_ius);
         assert_eq!(c.pred_lat_event_agg().unwrap().list_of_entries, vec![AggEntry { entry: 1 }]);
         // The NDWIN catches up without foreground GC, and a new DTWIN must wait.
