@@ -214,7 +214,17 @@ pub struct Sim {
 
 /// The tiny drive every simulation runs on: the KIOXIA CM6 preset with 2 channels x 1 die
 /// and 96-page blocks, scaled to 16 blocks per plane (16 superblocks, ~60 MiB user).
+/// `SSDTWIN_SIM_PARTITIONS=2` runs it with two FTL partitions (one die each).
 pub fn tiny_spec() -> DriveSpec {
+    let parts = std::env::var("SSDTWIN_SIM_PARTITIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let s = tiny_spec_one_partition();
+    if parts == 1 {
+        return s;
+    }
+    s.with_partitions(parts).expect("SSDTWIN_SIM_PARTITIONS: 1 or 2 on the tiny drive")
+}
+
+fn tiny_spec_one_partition() -> DriveSpec {
     let mut s = DriveSpec::preset(PRESET).expect("preset");
     s.nand.channels.value = 2;
     s.nand.dies_per_channel.value = 1;

@@ -191,6 +191,9 @@ fn sim() {
         if steps != CI_STEPS {
             replay += &format!(" SSDTWIN_SIM_STEPS={steps}");
         }
+        if let Ok(p) = std::env::var("SSDTWIN_SIM_PARTITIONS") {
+            replay += &format!(" SSDTWIN_SIM_PARTITIONS={p}");
+        }
         panic!("simulation seed {seed} failed: {e}\nreplay: {replay} cargo test -p ssdtwin-sim --release -- sim");
     }
     let n = STEPS_RUN.load(std::sync::atomic::Ordering::Relaxed);
