@@ -30,8 +30,12 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 
 test: lint test-rust test-python typecheck ## every test: lint, cargo test, pytest, stubtest and mypy
 
+# `--tests` builds and runs the unit and integration tests but not the examples (`cargo test`
+# alone also links every example, ~1 min of CI's 2 cores; clippy --all-targets in `make lint`
+# already compiles them), then `--doc` runs the doc tests.
 test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
-	cargo test
+	cargo test --tests
+	cargo test --doc
 
 SEEDS ?= 1000
 CASES ?= 8
