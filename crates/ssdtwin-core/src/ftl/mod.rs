@@ -14,14 +14,15 @@
 //!   and GC reclamation then balance, and GC work is spread evenly between host writes
 //!   instead of arriving in multi-GB bursts; foreground GC (the host waits for a whole
 //!   victim) remains only as a safety net and is counted.
-//! * NVM Sets: the FTL is split into partitions, one per set (and its Endurance Group),
-//!   each owning the superblocks of its dies (a contiguous range of superblock ids and of
-//!   physical IUs, see [`crate::nand`]), with its own free pool, host and GC frontiers,
-//!   victim, victim index, share of the write buffer and counters. A logical chunk belongs to
-//!   one partition (`chunk_set`, set by the controller when a namespace takes the chunk), so
-//!   a namespace's writes, GC and reads touch only its set's dies. Partitions share no
-//!   mutable state but the global counters and disjoint ranges of the maps and of the
-//!   superblock table: a multi-core FTL could run them in parallel. One set is the FTL as it
+//! * Partitions: the FTL is split into `parts_per_set` (`[ftl] partitions`) partitions per
+//!   NVM Set, each owning the superblocks of its die group (a contiguous range of superblock
+//!   ids and of physical IUs, see [`crate::nand`]), with its own free pool, host and GC
+//!   frontiers, victim, victim index, share of the write buffer and counters. A logical chunk
+//!   belongs to one set (`chunk_set`, set by the controller when a namespace takes the
+//!   chunk); IU i of set s lies in partition s x parts_per_set + i mod parts_per_set. So a
+//!   namespace's writes, GC and reads touch only its set's dies. Partitions share no mutable
+//!   state but counters that add up and disjoint entries of the maps and of the superblock
+//!   table: fast-forward runs them in parallel ([`shard`]). One partition is the FTL as it
 //!   was, bit for bit.
 
 pub mod buffer;

@@ -622,15 +622,20 @@ impl DriveSpec {
             c.range("nvm_sets.plm.dtwin_time_max_ms", &p.dtwin_time_max_ms, 1, 86_400_000);
             c.range("nvm_sets.plm.ndwin_time_min_ms", &p.ndwin_time_min_ms, 1, 86_400_000);
         }
-        let g = self.geometry();
-        let iu = self.ftl.iu_bytes.value as u64;
-        let slots = self.ftl.write_buffer_bytes.value / iu / k as u64;
-        if slots < g.ius_per_program_unit(iu) as u64 {
+        if let Some((slots, unit)) = self.buffer_share_short_of_a_unit(k) {
             c.fail(format!(
-                "nvm_sets.sets: each set's share of the write buffer ({slots} IUs) must hold a program unit ({} IUs) (got {k} sets)",
-                g.ius_per_program_unit(iu)
+                "nvm_sets.sets: each set's share of the write buffer ({slots} IUs) must hold a program unit ({unit} IUs) (got {k} sets)"
             ));
         }
+    }
+
+    /// (IUs of one share, IUs of a program unit) when the write buffer split `shares` ways
+    /// leaves a share too small to fill one program unit.
+    fn buffer_share_short_of_a_unit(&self, shares: u32) -> Option<(u64, u64)> {
+        let iu = self.ftl.iu_bytes.value as u64;
+        let slots = self.ftl.write_buffer_bytes.value / iu / shares as u64;
+        let unit = self.geometry().ius_per_program_unit(iu) as u64;
+        (slots < unit).then_some((slots, unit))
     }
 
     /// The NVM Sets of this drive (1 when it has none).
@@ -658,13 +663,9 @@ impl DriveSpec {
             c.fail(format!("ftl.partitions: {sets} NVM Set(s) x {k} partitions = {groups} die groups: {why} (got {k})"));
             return;
         }
-        let g = self.geometry();
-        let iu = self.ftl.iu_bytes.value as u64;
-        let slots = self.ftl.write_buffer_bytes.value / iu / groups as u64;
-        if slots < g.ius_per_program_unit(iu) as u64 {
+        if let Some((slots, unit)) = self.buffer_share_short_of_a_unit(groups) {
             c.fail(format!(
-                "ftl.partitions: each partition's share of the write buffer ({slots} IUs) must hold a program unit ({} IUs) (got {k})",
-                g.ius_per_program_unit(iu)
+                "ftl.partitions: each partition's share of the write buffer ({slots} IUs) must hold a program unit ({unit} IUs) (got {k})"
             ));
         }
     }
