@@ -215,9 +215,9 @@ pub struct DeviceTiming {
     now: u64,
     /// Per die group (one without NVM Sets and partitions).
     pipes: Vec<GroupPipe>,
-    /// Per NVM Set (one without sets), and the groups per set.
+    /// Per NVM Set (one without sets), and log2 of the groups per set (a power of two).
     set_buffers: Vec<SetBuffer>,
-    groups_per_set: usize,
+    group_set_shift: u32,
     /// Bytes waiting for programs a set's buffer share holds.
     buffer_limit: u64,
     tokens: Option<PowerTokens>,
@@ -314,7 +314,7 @@ impl DeviceTiming {
             now: 0,
             pipes: vec![GroupPipe::default(); geo.groups as usize],
             set_buffers: vec![SetBuffer::default(); geo.nvm_sets as usize],
-            groups_per_set: geo.groups_per_set() as usize,
+            group_set_shift: geo.groups_per_set().trailing_zeros(),
             buffer_limit: (spec.ftl.write_buffer_bytes.value / geo.nvm_sets as u64).max(geo.program_unit_bytes * 2),
             tokens: None,
             power_state: u8::MAX,
@@ -638,7 +638,7 @@ impl DeviceTiming {
         self.die_free[d]
     }
 
-    /// Erase superblock `sb`: a block on every die of its set.
+    /// Erase superblock `sb`: a block on every die of its group.
     fn erase_op(&mut self, t: u64, sb: u32) {
         let t_erase = self.t.t_erase_ns.value;
         let group = self.addr.group_of_superblock(sb);
@@ -673,7 +673,7 @@ impl DeviceTiming {
                     let pu = self.addr.program_unit(ppa);
                     let host = cause != Cause::Gc;
                     let group = self.addr.group_of(ppa) as usize;
-                    let set = group / self.groups_per_set;
+                    let set = group >> self.group_set_shift;
                     let pipe = &mut self.pipes[group];
                     let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
                     if acc.count > 0 && acc.pu != pu {
