@@ -74,14 +74,26 @@ def test_create_with_ftl_partitions(tmp_path: Path) -> None:
     a count that is not a power of two is one line, no image."""
     plain, parted = tmp_path / "plain", tmp_path / "parted"
     run_cli("create", plain, "--model", CM6, "--scale", "1/256")
-    r = run_cli("create", parted, "--model", CM6, "--scale", "1/256", "--partitions", "4")
-    assert "(4 FTL partitions per set)" in r.stdout
-    with Drive.open(plain, writable=False) as a, Drive.open(parted) as b:
+    r = run_cli("create", parted, "--model", CM6, "--scale", "1/256", "--partitions", "2")
+    assert "(2 FTL partitions per set)" in r.stdout
+    with Drive.open(plain) as a, Drive.open(parted) as b:
         ia, ib = a.ftl_info(), b.ftl_info()
-        assert (ib["partitions"], ib["superblocks"], ib["raw_bytes"]) == (4, 4 * ia["superblocks"], ia["raw_bytes"])
+        assert (ib["partitions"], ib["superblocks"], ib["raw_bytes"]) == (2, 2 * ia["superblocks"], ia["raw_bytes"])
         assert ib["data_pool_bytes"] == ia["data_pool_bytes"] and b.namespaces()[0].bytes == a.namespaces()[0].bytes
-        b.precondition(1, "rand", 4096, loops=1.5, seed=2)
-        b.commit()
+        for d in (a, b):
+            d.precondition(1, "seq", 131072, loops=1.0, seed=3)
+            d.precondition(1, "rand", 4096, loops=2.0, seed=4)
+            d.commit()
+    # Timed, after a 1 s ramp: the partitions' programs and GC run on their own dies, so a
+    # NAND-bound random-write job keeps the drive's throughput (docs/models.md §13: -0.45 %
+    # at 1/64 in steady state; -1.3 % here, nearer the burst the free space absorbs).
+    job = tmp_path / "rw.fio"
+    job.write_text(
+        "[j]\nrw=randwrite\nbs=4k\nioengine=libaio\niodepth=32\nnumjobs=4\ntime_based=1\nramp_time=1s\nruntime=1s\ngroup_reporting=1\n"
+    )
+    iops = [run_cli("fio", d, job, "--output-format", "json").json()["jobs"][0]["write"]["iops"] for d in (plain, parted)]
+    assert max(iops) < 250_000, f"{iops}: bound by the controller's write ceiling, not by NAND and GC"
+    assert iops[1] == pytest.approx(iops[0], rel=0.03), iops
     r = run_cli("create", tmp_path / "x", "--model", CM6, "--partitions", "3", check=False)
     assert r.returncode == 1 and "ftl.partitions: must be a power of two (got 3)" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x").exists()
