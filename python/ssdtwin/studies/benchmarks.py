@@ -69,7 +69,8 @@ def run_ftl_bench(
     info = d.ftl_info()
     mb = maps_bytes(info)
     parts = info["partitions"]
-    used = min(threads or (os.cpu_count() or 1), parts)
+    # The core counts the CPUs this process may run on (Rust available_parallelism), not the machine's.
+    used = min(threads or len(os.sched_getaffinity(0)), parts)
     log(
         f"{model} at 1/{scale}: namespace {si_bytes(cap)}, maps {si_bytes(mb)}, {parts} FTL partition(s) on {used} thread(s), "
         f"{platform.processor() or platform.machine()}"
