@@ -19,8 +19,10 @@
 //!   ids and of physical IUs, see [`crate::nand`]), with its own free pool, host and GC
 //!   frontiers, victim, victim index, share of the write buffer and counters. A logical chunk
 //!   belongs to one set (`chunk_set`, set by the controller when a namespace takes the
-//!   chunk); IU i of set s lies in partition s x parts_per_set + i mod parts_per_set. So a
-//!   namespace's writes, GC and reads touch only its set's dies. Partitions share no mutable
+//!   chunk); the set's partitions take its IUs in stripes of [`PART_STRIPE_IUS`] (one 64-byte
+//!   line of the L2P map), so IU i of set s lies in partition
+//!   s x parts_per_set + (i / 16) mod parts_per_set. So a namespace's writes, GC and reads
+//!   touch only its set's dies. Partitions share no mutable
 //!   state but counters that add up and disjoint entries of the maps and of the superblock
 //!   table: fast-forward runs them in parallel ([`shard`]). One partition is the FTL as it
 //!   was, bit for bit.
@@ -140,7 +142,8 @@ pub struct FtlConfig {
     /// FTL partitions (die groups: NVM Sets x `parts_per_set`), the superblocks of each and
     /// log2 of the partitions per set. Partition p's superblocks are p x sbs_per_part and
     /// the next ones; the partitions of set s are s x parts_per_set and the next ones; a
-    /// logical IU of set s lies in partition s x parts_per_set + (IU mod parts_per_set).
+    /// logical IU of set s lies in partition s x parts_per_set + the IU's stripe mod
+    /// parts_per_set (`FtlState::part_stripe_shift`).
     pub parts: u32,
     pub sbs_per_part: u32,
     pub part_div: FastDiv,
@@ -261,12 +264,23 @@ pub struct SetCounters {
     pub overhead_samples: u64,
 }
 
+/// The logical IUs a partition takes in turn with the other partitions of its set: 16, one
+/// 64-byte cache line of the L2P map's 4-byte entries. Fast-forward runs partitions on
+/// different cores; with a stripe of one IU the partitions' entries shared every line of the
+/// map, and each core's writes evicted the other's lines. 16 IUs (64 KiB of 4 KiB IUs) is
+/// still far finer than any hot region a skewed workload has, so partitions stay balanced.
+pub const PART_STRIPE_IUS: u32 = 16;
+
 fn one() -> u32 {
     1
 }
 
 fn is_one(v: &u32) -> bool {
     *v == 1
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 fn is_zero_u128(v: &u128) -> bool {
@@ -334,6 +348,11 @@ pub struct FtlState {
     parts: Vec<Partition>,
     #[serde(default = "one", skip_serializing_if = "is_one")]
     parts_per_set: u32,
+    /// log2 of the IUs the partitions of a set take in turn: log2 [`PART_STRIPE_IUS`] on
+    /// partitioned drives; 0 (stripes of one IU) on one partition, where it does not matter,
+    /// and in images partitioned before the stripe was widened, which keep their layout.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    part_stripe_shift: u32,
     counters: FtlCounters,
     /// Mapped IUs per logical chunk (NUSE, per-namespace accounting).
     mapped_per_chunk: Vec<u32>,
@@ -353,6 +372,8 @@ struct FtlStateWire {
     parts: Option<Vec<Partition>>,
     #[serde(default = "one")]
     parts_per_set: u32,
+    #[serde(default)]
+    part_stripe_shift: u32,
     counters: FtlCounters,
     mapped_per_chunk: Vec<u32>,
     #[serde(default)]
@@ -396,6 +417,7 @@ impl From<FtlStateWire> for FtlState {
             sbs: w.sbs,
             parts,
             parts_per_set: w.parts_per_set,
+            part_stripe_shift: w.part_stripe_shift,
             counters: w.counters,
             mapped_per_chunk: w.mapped_per_chunk,
             chunk_set,
@@ -602,11 +624,12 @@ impl Ftl {
     }
 
     /// The partition of logical IU `iu`: its chunk's set's partitions take the set's IUs in
-    /// turn.
+    /// turn, a stripe of `1 << part_stripe_shift` IUs each.
     #[inline(always)]
     pub fn part_of(&self, iu: u32) -> usize {
         let set = self.st.chunk_set[(iu >> self.cfg.chunk_shift) as usize] as u32;
-        ((set << self.cfg.part_shift) + (iu & (self.cfg.parts_per_set - 1))) as usize
+        let stripe = iu >> self.st.part_stripe_shift;
+        ((set << self.cfg.part_shift) + (stripe & (self.cfg.parts_per_set - 1))) as usize
     }
 
     /// The partition of superblock `sb`, and `sb`'s id inside it.
@@ -1211,6 +1234,7 @@ impl FtlState {
                 .collect(),
             parts: (0..cfg.parts).map(part).collect(),
             parts_per_set: cfg.parts_per_set,
+            part_stripe_shift: if cfg.parts_per_set > 1 { PART_STRIPE_IUS.trailing_zeros() } else { 0 },
             counters: FtlCounters::default(),
             mapped_per_chunk: vec![0; cfg.chunks() as usize],
             chunk_set: vec![0; cfg.chunks() as usize],

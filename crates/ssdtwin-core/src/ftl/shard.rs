@@ -1,13 +1,13 @@
 //! Fast-forward on several cores: the FTL's partitions run apart.
 //!
-//! A partition owns its logical IUs (every `parts_per_set`-th IU of its set), its
-//! superblocks (its die group's), its write-buffer share, frontiers, victim and GC
-//! counters. A host write of one partition reads and changes only what that partition owns
-//! (its L2P entries, its superblocks' P2L entries and states) plus counters that only add
-//! up. So the partitions' writes can run on different threads, each in stream order, and
-//! the result does not depend on how the partitions are spread over threads, nor on how
-//! the threads interleave: it is the state the same writes give one at a time
-//! (`tests.rs`, `partitioned_fast_forward_is_the_serial_run`).
+//! A partition owns its logical IUs (every `parts_per_set`-th stripe of 16 IUs of its set,
+//! so no L2P cache line is written by two threads), its superblocks (its die group's), its
+//! write-buffer share, frontiers, victim and GC counters. A host write of one partition
+//! reads and changes only what that partition owns (its L2P entries, its superblocks' P2L
+//! entries and states) plus counters that only add up. So the partitions' writes can run on
+//! different threads, each in stream order, and the result does not depend on how the
+//! partitions are spread over threads, nor on how the threads interleave: it is the state
+//! the same writes give one at a time (`tests.rs`, `partitioned_fast_forward_is_the_serial_run`).
 //!
 //! Each thread gets a shard: a copy of the small state and handles on the same maps
 //! ([`BigArray::alias`]). Afterwards each shard's partitions, their superblocks and victim

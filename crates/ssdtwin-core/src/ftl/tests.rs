@@ -498,13 +498,39 @@ fn a_partitions_writes_and_gc_stay_on_its_dies() {
 
 #[test]
 fn partitions_split_the_logical_space_evenly() {
-    // IU i of set s lies in partition s x k + i mod k: a sequential range spreads evenly.
+    // A set's partitions take its IUs in stripes of 16 (one cache line of the L2P map):
+    // IU i of set s lies in partition s x k + (i / 16) mod k, and a sequential range spreads
+    // evenly.
     let spec = tiny_parts_spec(2, 2, 32, 72 << 20);
     let mut f = Ftl::new(&spec).unwrap();
     let chunks: Vec<u32> = (0..f.cfg.chunks()).collect();
     f.st.assign_chunks(&chunks[1..2], 1);
-    let shift = f.cfg.chunk_shift;
-    assert_eq!((0..4).map(|i| f.part_of(i)).collect::<Vec<_>>(), [0, 1, 0, 1]);
-    assert_eq!((0..4).map(|i| f.part_of((1 << shift) + i)).collect::<Vec<_>>(), [2, 3, 2, 3]);
+    let (shift, stripe) = (f.cfg.chunk_shift, super::PART_STRIPE_IUS);
+    let parts_of = |f: &Ftl, base: u32| [0, 1, stripe - 1, stripe, 2 * stripe, 3 * stripe].map(|i| f.part_of(base + i));
+    assert_eq!(parts_of(&f, 0), [0, 0, 0, 1, 0, 1]);
+    assert_eq!(parts_of(&f, 1 << shift), [2, 2, 2, 3, 2, 3]);
+    let per_part = (0..1u32 << shift).fold([0; 2], |mut n, i| {
+        n[f.part_of(i)] += 1;
+        n
+    });
+    assert_eq!(per_part, [1 << (shift - 1); 2]);
     assert_eq!((f.st.sets(), f.st.partitions()), (2, 4));
+}
+
+#[test]
+fn a_partitioned_image_saved_before_the_stripe_keeps_its_layout() {
+    // Images partitioned before the stripe was widened interleaved single IUs; their saved
+    // state has no `part_stripe_shift` and must keep that layout, or their maps would be read
+    // as belonging to the wrong partitions.
+    let spec = tiny_parts_spec(1, 2, 32, 72 << 20);
+    let f = Ftl::new(&spec).unwrap();
+    let mut saved = serde_json::to_value(&f.st).unwrap();
+    assert_eq!(saved["part_stripe_shift"], 4);
+    saved.as_object_mut().unwrap().remove("part_stripe_shift");
+    let mut old = Ftl::new(&spec).unwrap();
+    old.st = serde_json::from_value(saved).unwrap();
+    assert_eq!((0..4).map(|i| old.part_of(i)).collect::<Vec<_>>(), [0, 1, 0, 1]);
+    let one = Ftl::new(&tiny_parts_spec(1, 1, 32, 72 << 20)).unwrap();
+    let one_saved = serde_json::to_value(&one.st).unwrap();
+    assert!(one_saved.get("part_stripe_shift").is_none(), "one partition saves as before");
 }
