@@ -1,5 +1,6 @@
 //! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6-R 3.84 TB at
-//! 1/256 (or the preset $MODEL at 1/$SCALE) after sequential preconditioning, and print
+//! 1/256 (or the preset $MODEL at 1/$SCALE, with $PARTS FTL partitions per set) after
+//! sequential preconditioning, and print
 //! simulated I/Os per wall second. For profiling the engine without Python in the way (perf, valgrind --tool=callgrind) and
 //! for A/B runs of two builds.
 //!     MODEL=kioxia-cm6-v-3.2t SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
@@ -14,10 +15,13 @@ use std::time::Instant;
 fn main() {
     let path = std::env::args().nth(1).expect("usage: engine_run SPECS.json");
     let specs: Vec<JobSpec> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let spec = DriveSpec::preset(&std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into()))
+    let mut spec = DriveSpec::preset(&std::env::var("MODEL").unwrap_or_else(|_| "kioxia-cm6-r-3.84t".into()))
         .unwrap()
         .scaled(std::env::var("SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(256))
         .unwrap();
+    if let Some(k) = std::env::var("PARTS").ok().and_then(|s| s.parse().ok()) {
+        spec = spec.with_partitions(k).unwrap();
+    }
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(NsId(1)).unwrap().bytes();
     c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
