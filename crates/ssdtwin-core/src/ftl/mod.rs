@@ -844,7 +844,7 @@ impl Ftl {
 
     fn program_slot<S: NandSink>(&mut self, p: usize, slot: Slot, sink: &mut S) {
         // Allocate first: foreground GC may move the old copy we are about to read.
-        let ppa = self.alloc(p, false, sink);
+        let ppa = self.alloc_host(p, sink);
         sink.touch(MapTouch::HostL2p);
         let old = self.l2p[slot.iu as usize];
         if slot.mask != self.cfg.full_mask && old != 0 {
@@ -922,22 +922,17 @@ impl Ftl {
         self.st.sbs[sb as usize].valid += 1;
     }
 
-    /// Next physical IU of set `p`'s host (or GC) frontier, opening a superblock when needed.
+    /// Next physical IU of set `p`'s host frontier, opening a superblock when needed (GC
+    /// keeps its frontier in `relocate`).
     #[inline]
-    fn alloc<S: NandSink>(&mut self, p: usize, gc: bool, sink: &mut S) -> u32 {
-        let part = &self.st.parts[p];
-        let f = if gc { part.gc } else { part.host };
-        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(p, gc, f.sb, sink) } else { f };
+    fn alloc_host<S: NandSink>(&mut self, p: usize, sink: &mut S) -> u32 {
+        let f = self.st.parts[p].host;
+        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(p, false, f.sb, sink) } else { f };
         let ppa = f.sb * self.cfg.ius_per_sb + f.next;
-        let nf = Frontier { sb: f.sb, next: f.next + 1 };
         self.st.sbs[f.sb as usize].written += 1;
         let part = &mut self.st.parts[p];
         part.program_seq += 1;
-        if gc {
-            part.gc = nf;
-        } else {
-            part.host = nf;
-        }
+        part.host = Frontier { sb: f.sb, next: f.next + 1 };
         ppa
     }
 
@@ -1086,6 +1081,11 @@ impl Ftl {
 
     /// Move up to `n` valid IUs out of set `p`'s victim; returns how many moved (fewer means
     /// the victim holds no more valid data).
+    ///
+    /// The victim's cursor and valid count and the GC frontier are kept in locals and
+    /// written back once (and before a new frontier opens, which reads them): nothing else
+    /// reads them while the copies run, and the writes per copy were a large share of GC's
+    /// instructions.
     fn relocate<S: NandSink>(&mut self, p: usize, n: u64, sink: &mut S) -> u64 {
         // Far enough ahead to cover DRAM latency with several relocations in flight.
         const LOOKAHEAD: u32 = 48;
@@ -1093,11 +1093,11 @@ impl Ftl {
         let iu_bytes = self.cfg.iu_bytes;
         let mut v = self.st.parts[p].victim.expect("relocate without a victim");
         let base = v.sb * per;
+        let mut left = self.st.sbs[v.sb as usize].valid;
+        let mut f = self.st.parts[p].gc;
+        let mut taken = 0; // IUs programmed into `f` and not yet written back
         let mut moved = 0;
-        while moved < n {
-            if v.cursor >= per || self.st.sbs[v.sb as usize].valid == 0 {
-                break;
-            }
+        while moved < n && v.cursor < per && left > 0 {
             let ppa = base + v.cursor;
             v.cursor += 1;
             if v.cursor + LOOKAHEAD < per {
@@ -1114,25 +1114,43 @@ impl Ftl {
             if self.l2p[(l - 1) as usize] != ppa + 1 {
                 continue;
             }
-            self.st.parts[p].victim = Some(v);
-            let dst = self.alloc(p, true, sink);
+            if f.sb == NONE || f.next == per {
+                self.st.sbs[v.sb as usize].valid = left;
+                self.gc_frontier_took(p, f, taken);
+                taken = 0;
+                f = self.open_frontier(p, true, f.sb, sink);
+            }
+            let dst = f.sb * per + f.next;
+            f.next += 1;
+            taken += 1;
             sink.op(NandOp::Read { ppa, bytes: iu_bytes, cause: Cause::Gc });
-            // Both superblocks are known: the victim (outside the victim index, so no
-            // bucket update) and the GC frontier.
-            self.st.sbs[v.sb as usize].valid -= 1;
+            left -= 1;
             self.l2p[(l - 1) as usize] = dst + 1;
             self.p2l[dst as usize] = l;
-            let gsb = self.st.parts[p].gc.sb;
-            self.st.sbs[gsb as usize].valid += 1;
             sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
             moved += 1;
-            v.moved += 1;
         }
+        self.st.sbs[v.sb as usize].valid = left;
+        self.gc_frontier_took(p, f, taken);
+        v.moved += moved as u32;
         self.st.parts[p].victim = Some(v);
         self.st.counters.nand_read_gc_bytes += moved * iu_bytes as u64;
         self.st.counters.gc_programmed_ius += moved;
         self.st.parts[p].counters.gc_programmed_ius += moved;
         moved
+    }
+
+    /// Partition `p`'s GC frontier is `f` after `taken` more IUs were copied into it (each
+    /// written and valid, one program each).
+    #[inline(always)]
+    fn gc_frontier_took(&mut self, p: usize, f: Frontier, taken: u32) {
+        if taken > 0 {
+            let s = &mut self.st.sbs[f.sb as usize];
+            s.written += taken;
+            s.valid += taken;
+            self.st.parts[p].program_seq += taken as u64;
+        }
+        self.st.parts[p].gc = f;
     }
 
     /// Move the next valid IU out of set `p`'s victim. False when the victim has none left.
