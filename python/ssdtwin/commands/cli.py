@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,11 +20,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from .. import _core, nvmefmt
-from .. import stack as stacklib
 from ..drive import Drive, parse_amount, parse_scale
-from .cluster import cluster
 from .common import (
     U32,
     U64,
@@ -42,26 +40,122 @@ from .common import (
     read_log,
     say,
 )
-from .nvme import nvme
-from .pts import pts
-from .serve import bench_nbd_cmd, serve_cmd
-from .stack import stack_cmd
-from .sweep import advise_cmd, sweep_cmd
+
+
+class _LazyGroup(TyperGroup):
+    """A group whose sub-commands in ``LOADERS`` are built from their modules only when one
+    is asked for (run, its help, the group's help, a completion): a start of ``ssdtwin``
+    imports just the command it runs, not pts, cluster, serve, stack, sweep and nvme (each
+    of the ~560 tests that start the CLI paid for all of them; docs/performance.md, "CI
+    time"). Each sits in the group as a placeholder registered where the command was, so
+    the help lists the commands in the same order."""
+
+    LOADERS: dict[str, Callable[[], Any]] = {}
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        built: set[str] = self.__dict__.setdefault("_built", set())
+        load = self.LOADERS.get(cmd_name)
+        if load is not None and cmd_name not in built:
+            self.commands[cmd_name] = _built(cmd_name, load())
+            built.add(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def _placeholder() -> None:
+    """Stands for a lazy command until _LazyGroup.get_command builds it; never runs."""
+
+
+def _built(name: str, obj: Any) -> Any:
+    """The click command typer makes of `obj` (a Typer or a command function) added under
+    `name` to a group like ``app``: the same help, options and settings as if it had been
+    added to ``app`` itself."""
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    holder.callback()(_placeholder)
+    if isinstance(obj, typer.Typer):
+        holder.add_typer(obj, name=name)
+    else:
+        holder.command(name)(obj)
+    return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+
+
+def _later(group: typer.Typer, name: str, load: Callable[[], Any]) -> None:
+    """Register `name` in `group` (a Typer made with a _LazyGroup class) now, built from
+    ``load()`` when first asked for."""
+    cls = group.info.cls
+    assert isinstance(cls, type) and issubclass(cls, _LazyGroup), name
+    cls.LOADERS[name] = load
+    group.command(name)(_placeholder)
+
+
+def _nvme() -> typer.Typer:
+    from .nvme import nvme
+
+    return nvme
+
+
+def _pts() -> typer.Typer:
+    from .pts import pts
+
+    return pts
+
+
+def _cluster() -> typer.Typer:
+    from .cluster import cluster
+
+    return cluster
+
+
+def _serve() -> Callable[..., None]:
+    from .serve import serve_cmd
+
+    return serve_cmd
+
+
+def _bench_nbd() -> Callable[..., None]:
+    from .serve import bench_nbd_cmd
+
+    return bench_nbd_cmd
+
+
+def _stack() -> Callable[..., None]:
+    from .stack import stack_cmd
+
+    return stack_cmd
+
+
+def _sweep() -> Callable[..., None]:
+    from .sweep import sweep_cmd
+
+    return sweep_cmd
+
+
+def _advise() -> Callable[..., None]:
+    from .sweep import advise_cmd
+
+    return advise_cmd
+
+
+class _TopGroup(_LazyGroup):
+    LOADERS: dict[str, Callable[[], Any]] = {}
+
+
+class _BenchGroup(_LazyGroup):
+    LOADERS: dict[str, Callable[[], Any]] = {}
+
 
 # Plain (click) help, not typer's rich panels: they label every flag `<bool>` instead of
 # showing `--flag / --no-flag`, and a plain page is what `grep` and the README test read.
 app = typer.Typer(
+    cls=_TopGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help="ssdtwin: a calibrated digital twin of NVMe SSDs. See docs/cli.md.",
 )
-app.add_typer(nvme, name="nvme")
-bench = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md).")
-app.add_typer(bench, name="bench")
-app.add_typer(pts, name="pts")
-app.add_typer(cluster, name="cluster")
+bench = typer.Typer(
+    cls=_BenchGroup, no_args_is_help=True, rich_markup_mode=None, help="Benchmarks that print figures (docs/performance.md)."
+)
 
 
 def _print_version(value: bool) -> None:
@@ -457,6 +551,8 @@ def fio_cmd(
     def fio_note(note: str) -> None:  # fio's warnings and the ignored options, before the run
         say(f"ssdtwin fio: {note}")
 
+    from .. import stack as stacklib
+
     if stacklib.is_stack(path):  # issue 13: fio through a host stack (docs/host.md)
         run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note)
     else:
@@ -504,6 +600,7 @@ def fio_through_stack(
 ) -> tuple[Any, list[dict[str, Any]], float]:
     """The drive commits first, then the stack's state (docs/host.md, "Crash semantics")."""
     from .. import fio as fiolib
+    from .. import stack as stacklib
 
     try:
         config, state = stacklib.load(path)
@@ -554,11 +651,11 @@ def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], Non
         yield cb
 
 
-app.command("serve")(serve_cmd)
-app.command("stack")(stack_cmd)
-app.command("sweep")(sweep_cmd)
-app.command("advise")(advise_cmd)
-bench.command("nbd")(bench_nbd_cmd)
+_later(app, "serve", _serve)
+_later(app, "stack", _stack)
+_later(app, "sweep", _sweep)
+_later(app, "advise", _advise)
+_later(bench, "nbd", _bench_nbd)
 
 
 @app.command()
@@ -790,6 +887,8 @@ def _reproduce_pblaze5(
     if why:
         fail(f"pblaze5 --part mariadb: {why}")
     cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=run_s)
+    import tempfile
+
     work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
     log(f"work directory: {work}")
     try:
@@ -883,6 +982,13 @@ def bench_ftl(
 # --------------------------------------------------------------------------- entry point
 
 
+# The groups, after every command (where typer put them when they were added with add_typer).
+_later(app, "nvme", _nvme)
+_later(app, "bench", lambda: bench)
+_later(app, "pts", _pts)
+_later(app, "cluster", _cluster)
+
+
 def _command_name(args: list[str]) -> str:
     """``ssdtwin nvme create-ns`` for error messages (never a path or an option)."""
     words = ["ssdtwin"]
@@ -897,7 +1003,9 @@ def _command_name(args: list[str]) -> str:
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(usage-error types, abort types) of the click that typer runs on: typer >= 0.20
-    vendors click as ``typer._click``; older typer uses the ``click`` package."""
+    vendors click as ``typer._click``; older typer uses the ``click`` package. The ``click``
+    package only where it was imported (by typer, or a command): a start that never imported
+    it cannot have raised its exceptions, and importing it costs every start ~9 ms."""
     usage: list[type[BaseException]] = []
     aborts: list[type[BaseException]] = [typer.Abort]
     try:
@@ -906,13 +1014,10 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
         usage.append(tce.ClickException)
     except ImportError:
         pass
-    try:
-        import click
-
+    click = sys.modules.get("click")
+    if click is not None:
         usage.append(click.ClickException)
         aborts.append(click.exceptions.Abort)
-    except ImportError:
-        pass
     return tuple(usage), tuple(aborts)
 
 
@@ -926,7 +1031,6 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: one-line errors, non-zero exit (1 error, 2 usage, 130 interrupted)."""
     args = sys.argv[1:] if argv is None else argv
     prog = _command_name(args)
-    usage_errors, aborts = _click_exceptions()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, Interrupt.on_sigint)
     status = 0
@@ -949,6 +1053,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except Exception as e:
+        usage_errors, aborts = _click_exceptions()
         if isinstance(e, aborts):
             _exit_interrupted(prog)
         if type(e).__name__ == "NoArgsIsHelpError":  # `ssdtwin` or `ssdtwin nvme` alone: the help
