@@ -912,7 +912,8 @@ def bench_engine(
     if not seconds > 0 or numjobs < 1:
         fail(f"--seconds {seconds} and --numjobs {numjobs}: both must be positive")
     n = scale_arg(scale, model, "ssdtwin bench engine")
-    res = run_engine_bench(model, n, seconds, numjobs, log=typer.echo)
+    log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo  # -o json: only JSON on stdout
+    res = run_engine_bench(model, n, seconds, numjobs, log=log)
     if fmt == "json":
         emit_json(res)
 
