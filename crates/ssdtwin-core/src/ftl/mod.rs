@@ -22,10 +22,9 @@
 //!   chunk); the set's partitions take its IUs in stripes of [`PART_STRIPE_IUS`] (one 64-byte
 //!   line of the L2P map), so IU i of set s lies in partition
 //!   s x parts_per_set + (i / 16) mod parts_per_set. So a namespace's writes, GC and reads
-//!   touch only its set's dies. Partitions share no mutable
-//!   state but counters that add up and disjoint entries of the maps and of the superblock
-//!   table: fast-forward runs them in parallel ([`shard`]). One partition is the FTL as it
-//!   was, bit for bit.
+//!   touch only its set's dies. Partitions share no mutable state but counters that add up
+//!   and disjoint entries of the maps and of the superblock table: fast-forward runs them in
+//!   parallel ([`shard`]). One partition is the FTL as it was, bit for bit.
 
 pub mod buffer;
 pub mod shard;
@@ -265,9 +264,9 @@ pub struct SetCounters {
 }
 
 /// The logical IUs a partition takes in turn with the other partitions of its set: 16, one
-/// 64-byte cache line of the L2P map's 4-byte entries. Fast-forward runs partitions on
-/// different cores; with a stripe of one IU the partitions' entries shared every line of the
-/// map, and each core's writes evicted the other's lines. 16 IUs (64 KiB of 4 KiB IUs) is
+/// 64-byte cache line of the L2P map's 4-byte entries, so the cores fast-forward runs the
+/// partitions on never write the same line (with stripes of one IU every line was shared;
+/// measured, that had not cost speed: docs/performance.md). 16 IUs (64 KiB of 4 KiB IUs) is
 /// still far finer than any hot region a skewed workload has, so partitions stay balanced.
 pub const PART_STRIPE_IUS: u32 = 16;
 
