@@ -1082,9 +1082,9 @@ impl Ftl {
     /// the victim holds no more valid data).
     ///
     /// The victim's cursor and valid count and the GC frontier are kept in locals and
-    /// written back once (and before a new frontier opens, which reads them): nothing else
-    /// reads them while the copies run, and the writes per copy were a large share of GC's
-    /// instructions.
+    /// written back once, and also before a new GC frontier opens (closing the full one
+    /// reads its counters and the program sequence): nothing else reads them while the
+    /// copies run, and the writes per copy were a large share of GC's instructions.
     fn relocate<S: NandSink>(&mut self, p: usize, n: u64, sink: &mut S) -> u64 {
         // Far enough ahead to cover DRAM latency with several relocations in flight.
         const LOOKAHEAD: u32 = 48;
