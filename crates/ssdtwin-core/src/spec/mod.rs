@@ -830,6 +830,23 @@ mod tests {
         }
     }
 
+    /// φ below 1 stands for page reads shared between IUs of one page; an IU of whole pages
+    /// shares none, so a preset with such an IU must charge every page (docs/models.md §3).
+    #[test]
+    fn presets_with_whole_page_ius_read_every_page_in_gc() {
+        let mut seen = 0;
+        for name in preset_names() {
+            let s = DriveSpec::preset(name).unwrap_or_else(|e| panic!("{e}"));
+            let (iu, page) = (s.ftl.iu_bytes.value as u64, s.nand.page_bytes.value as u64);
+            let phi = s.timing.as_ref().expect("presets are timed").gc_page_reads_per_iu.value;
+            if iu >= page {
+                seen += 1;
+                assert_eq!(phi, 1.0, "{name}: a {iu} B IU is whole {page} B pages, but φ = {phi}");
+            }
+        }
+        assert!(seen >= 1, "the P5316 has a 64 KiB IU over 16 KiB pages");
+    }
+
     #[test]
     fn specs_written_before_suspend_parameters_still_load() {
         // Drive images keep the spec.toml they were created with: one without the suspend
