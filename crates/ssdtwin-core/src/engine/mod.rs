@@ -151,6 +151,65 @@ struct DieOp {
     window: Option<(u64, u64)>,
 }
 
+/// A die's programs and erases not yet ended, in start order, back to back or with gaps
+/// (each starts at or after the previous one's end).
+///
+/// Why the `slip`: every GC read on a busy die delays all of the die's queued work by its
+/// cost ([`DeviceTiming::die_slip`]), and a die can have tens of operations queued, so
+/// shifting each one per GC read was a tenth of a steady-state random write's instructions.
+/// The queue keeps one shift for all of them instead: an operation's `start` and `end` are
+/// stored minus `slip` (wrapping), so adding to `slip` moves the whole queue at once. The
+/// few operations at the front that a slip must not move (ended by then, or a running one's
+/// start) are corrected one by one. Anything that edits operations one by one first folds
+/// the slip back in ([`DieQueue::materialize`]). The times are the same either way.
+#[derive(Clone, Debug, Default)]
+struct DieQueue {
+    ops: std::collections::VecDeque<DieOp>,
+    slip: u64,
+}
+
+impl DieQueue {
+    fn front_end(&self) -> Option<u64> {
+        self.ops.front().map(|op| op.end.wrapping_add(self.slip))
+    }
+
+    fn push_back(&mut self, mut op: DieOp) {
+        op.start = op.start.wrapping_sub(self.slip);
+        op.end = op.end.wrapping_sub(self.slip);
+        self.ops.push_back(op);
+    }
+
+    /// Store every operation's true times (slip 0), for code that edits them one by one.
+    fn materialize(&mut self) -> &mut std::collections::VecDeque<DieOp> {
+        if self.slip != 0 {
+            let s = self.slip;
+            for op in self.ops.iter_mut() {
+                op.start = op.start.wrapping_add(s);
+                op.end = op.end.wrapping_add(s);
+            }
+            self.slip = 0;
+        }
+        &mut self.ops
+    }
+
+    /// Every operation still running or queued at `t` ends `delta` later; those not started
+    /// by `t` also start later. Operations ended by `t` stay.
+    fn slip(&mut self, t: u64, delta: u64) {
+        let s = self.slip;
+        for op in self.ops.iter_mut() {
+            if op.start.wrapping_add(s) >= t {
+                break; // this one and all behind it move: the shared slip below
+            }
+            // Started before `t`: its start stays; so does its end if it ended by `t`.
+            op.start = op.start.wrapping_sub(delta);
+            if op.end.wrapping_add(s) <= t {
+                op.end = op.end.wrapping_sub(delta);
+            }
+        }
+        self.slip = s.wrapping_add(delta);
+    }
+}
+
 #[derive(Copy, Clone, Debug, Default)]
 struct PuAcc {
     pu: u32,
@@ -191,8 +250,8 @@ pub struct DeviceTiming {
     /// (page key, time the page is in the register) per plane.
     plane_page: Vec<(u64, u64)>,
     die_free: Vec<u64>,
-    /// Programs and erases per die not yet ended, in start order (back-to-back or with gaps).
-    die_ops: Vec<std::collections::VecDeque<DieOp>>,
+    /// Programs and erases per die not yet ended.
+    die_ops: Vec<DieQueue>,
     channels: Vec<Calendar>,
     ctrl_free_ps: u64,
     ctrl_service_ps: u64,
@@ -237,6 +296,8 @@ pub struct DeviceTiming {
     link_xfer_memo: (u64, u64),
     /// Channel transfer of one program unit, ns.
     pu_xfer_ns: u64,
+    /// Plane time of one GC read of an IU: tR x φ x pages per IU (fixed with the timing).
+    gc_read_ns: u64,
     /// The drive clock at the run's time 0, when a run keeps the controller's Predictable
     /// Latency Mode windows in step with its commands ([`DeviceTiming::follow_clock`]).
     clock_epoch_ns: Option<u64>,
@@ -306,7 +367,7 @@ impl DeviceTiming {
             plane_free: vec![0; (dies * planes) as usize],
             plane_page: vec![(u64::MAX, 0); (dies * planes) as usize],
             die_free: vec![0; dies as usize],
-            die_ops: vec![std::collections::VecDeque::new(); dies as usize],
+            die_ops: vec![DieQueue::default(); dies as usize],
             channels: vec![Calendar::default(); geo.channels as usize],
             ctrl_free_ps: 0,
             link_up: Calendar::default(),
@@ -327,6 +388,7 @@ impl DeviceTiming {
             chan_xfer_memo: (0, 0),
             link_xfer_memo: (0, 0),
             pu_xfer_ns: Self::xfer_ns(geo.program_unit_bytes, t.channel_bytes_per_s.value),
+            gc_read_ns: (t.t_read_ns.value as f64 * t.gc_page_reads_per_iu.value * ((iu / page).max(1)) as f64) as u64,
             t,
             geo,
         })
@@ -491,7 +553,7 @@ impl DeviceTiming {
     fn gc_read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
         let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
         let plane = (die * self.planes + plane_in_die) as usize;
-        let cost = (self.t.t_read_ns.value as f64 * self.t.gc_page_reads_per_iu.value * self.pages_per_iu as f64) as u64;
+        let cost = self.gc_read_ns;
         let want = t.max(self.plane_free[plane]);
         let start = self.power_slot(want, cost);
         let end = start + cost;
@@ -507,8 +569,8 @@ impl DeviceTiming {
     fn die_prune(&mut self, d: usize) {
         let now = self.now;
         let q = &mut self.die_ops[d];
-        while q.front().is_some_and(|op| op.end <= now) {
-            q.pop_front();
+        while q.front_end().is_some_and(|end| end <= now) {
+            q.ops.pop_front();
         }
     }
 
@@ -519,19 +581,14 @@ impl DeviceTiming {
             return;
         }
         self.die_prune(d);
-        for op in self.die_ops[d].iter_mut().filter(|op| op.end > t) {
-            if op.start >= t {
-                op.start += delta;
-            }
-            op.end += delta;
-        }
+        self.die_ops[d].slip(t, delta);
         self.die_free[d] += delta;
     }
 
     /// Operation `i` of die `d` ends `delta` later; the ones queued behind it move only as
     /// far as they overlap.
     fn die_push_back(&mut self, d: usize, i: usize, delta: u64) {
-        let q = &mut self.die_ops[d];
+        let q = self.die_ops[d].materialize();
         q[i].end += delta;
         let mut prev_end = q[i].end;
         for op in q.iter_mut().skip(i + 1) {
@@ -559,19 +616,20 @@ impl DeviceTiming {
             return want;
         }
         self.die_prune(d);
+        self.die_ops[d].materialize();
         let max_suspends = self.max_suspends;
         let min_progress = self.t.suspend_min_progress_ns.value;
         let t_resume = self.t.t_resume_ns.value;
         loop {
-            let Some(i) = self.die_ops[d].iter().position(|op| op.end > want) else {
+            let Some(i) = self.die_ops[d].ops.iter().position(|op| op.end > want) else {
                 return want;
             };
-            let op = self.die_ops[d][i];
+            let op = self.die_ops[d].ops[i];
             if op.start >= want {
                 // Between operations: the read goes first.
                 let overlap = (want + dur).saturating_sub(op.start);
                 if overlap > 0 {
-                    self.die_ops[d][i].start += overlap;
+                    self.die_ops[d].ops[i].start += overlap;
                     self.die_push_back(d, i, overlap);
                 }
                 return want;
@@ -583,8 +641,8 @@ impl DeviceTiming {
                     let start = want.max(issued + t_suspend);
                     let extra = (start + dur).saturating_sub(reads_end);
                     if extra > 0 {
-                        self.die_ops[d][i].window = Some((issued, start + dur));
-                        self.die_ops[d][i].resumed_at += extra;
+                        self.die_ops[d].ops[i].window = Some((issued, start + dur));
+                        self.die_ops[d].ops[i].resumed_at += extra;
                         self.die_push_back(d, i, extra);
                     }
                     return start;
@@ -603,7 +661,7 @@ impl DeviceTiming {
             }
             let start = at + t_suspend;
             let reads_end = start + dur;
-            let o = &mut self.die_ops[d][i];
+            let o = &mut self.die_ops[d].ops[i];
             o.suspends += 1;
             o.window = Some((at, reads_end));
             o.resumed_at = reads_end + t_resume;

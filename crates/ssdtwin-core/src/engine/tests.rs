@@ -51,14 +51,14 @@ mod suspend {
         // Suspend latency, then the read; the program slips by suspend + read + resume.
         assert_eq!(dt.die_read_slot(0, 200_000, T_R), 225_000);
         let slip = 25_000 + T_R + 10_000;
-        assert_eq!(dt.die_ops[0][0].end, T_PROG + slip);
+        assert_eq!(dt.die_ops[0].materialize()[0].end, T_PROG + slip);
         // The program queued behind it moves as far as it overlapped.
-        assert_eq!(dt.die_ops[0][1].start, T_PROG + slip);
+        assert_eq!(dt.die_ops[0].materialize()[1].start, T_PROG + slip);
         assert_eq!(dt.die_free[0], 2 * T_PROG + slip);
         // A read arriving during the suspension joins it: no second suspend.
         assert_eq!(dt.die_read_slot(0, 230_000, T_R), 230_000);
-        assert_eq!(dt.die_ops[0][0].suspends, 1);
-        assert_eq!(dt.die_ops[0][0].end, T_PROG + slip + 5_000);
+        assert_eq!(dt.die_ops[0].materialize()[0].suspends, 1);
+        assert_eq!(dt.die_ops[0].materialize()[0].end, T_PROG + slip + 5_000);
     }
 
     #[test]
@@ -69,7 +69,7 @@ mod suspend {
         // Resumed at 185 µs: the next suspend is allowed 100 µs later.
         assert_eq!(dt.die_read_slot(0, 200_000, T_R), 285_000 + 25_000);
         // Two suspends used: the third read waits for the program's end.
-        let end = dt.die_ops[0][0].end;
+        let end = dt.die_ops[0].materialize()[0].end;
         assert_eq!(end, T_PROG + 2 * (25_000 + T_R + 10_000));
         assert_eq!(dt.die_read_slot(0, 600_000, T_R), end);
     }
@@ -79,8 +79,8 @@ mod suspend {
         let (mut dt, _) = timing();
         dt.die_push(0, 100_000, 100_000 + T_PROG, false);
         assert_eq!(dt.die_read_slot(0, 80_000, T_R), 80_000);
-        assert_eq!(dt.die_ops[0][0].start, 130_000);
-        assert_eq!(dt.die_ops[0][0].suspends, 0);
+        assert_eq!(dt.die_ops[0].materialize()[0].start, 130_000);
+        assert_eq!(dt.die_ops[0].materialize()[0].suspends, 0);
     }
 
     #[test]
@@ -148,5 +148,83 @@ mod protection {
         assert_eq!(e.status(), Some(Status::GuardCheck));
         t.prchk = 0;
         assert!(t.read(&mut c, 0, NsId(1), 0, 8).is_ok(), "unchecked: no error");
+    }
+}
+
+/// The die queue's shared slip gives the times that shifting every operation one by one gives
+/// (the code it replaced), through any mix of pushes, slips, prunes and one-by-one edits.
+mod die_queue {
+    use super::super::{DieOp, DieQueue};
+    use proptest::prelude::*;
+
+    fn op(start: u64, end: u64) -> DieOp {
+        DieOp { start, end, erase: false, suspends: 0, resumed_at: start, window: None }
+    }
+
+    /// The old `die_slip`: shift each operation still running or queued at `t`.
+    fn naive_slip(q: &mut [(u64, u64)], t: u64, delta: u64) {
+        for (s, e) in q.iter_mut().filter(|(_, e)| *e > t) {
+            if *s >= t {
+                *s += delta;
+            }
+            *e += delta;
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Push { gap: u64, len: u64 },
+        Slip { at: u64, delta: u64 },
+        Prune { at: u64 },
+        Stretch { delta: u64 },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0u64..50, 1u64..200).prop_map(|(gap, len)| Step::Push { gap, len }),
+            (0u64..2_000, 0u64..100).prop_map(|(at, delta)| Step::Slip { at, delta }),
+            (0u64..2_000).prop_map(|at| Step::Prune { at }),
+            (1u64..100).prop_map(|delta| Step::Stretch { delta }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn shared_slip_is_the_one_by_one_shift(steps in proptest::collection::vec(step(), 1..60)) {
+            let mut q = DieQueue::default();
+            let mut naive: Vec<(u64, u64)> = Vec::new();
+            for s in steps {
+                match s {
+                    Step::Push { gap, len } => {
+                        let start = naive.last().map_or(0, |&(_, e)| e) + gap;
+                        q.push_back(op(start, start + len));
+                        naive.push((start, start + len));
+                    }
+                    Step::Slip { at, delta } => {
+                        q.slip(at, delta);
+                        naive_slip(&mut naive, at, delta);
+                    }
+                    Step::Prune { at } => {
+                        while q.front_end().is_some_and(|e| e <= at) {
+                            q.ops.pop_front();
+                        }
+                        while naive.first().is_some_and(|&(_, e)| e <= at) {
+                            naive.remove(0);
+                        }
+                    }
+                    Step::Stretch { delta } => {
+                        // A one-by-one edit (as a suspend makes): the last operation ends later.
+                        if let Some(o) = q.materialize().back_mut() {
+                            o.end += delta;
+                            naive.last_mut().expect("same length").1 += delta;
+                        }
+                    }
+                }
+                // Read the true times without folding the slip in, so slips pile up across steps.
+                let got: Vec<(u64, u64)> =
+                    q.ops.iter().map(|o| (o.start.wrapping_add(q.slip), o.end.wrapping_add(q.slip))).collect();
+                prop_assert_eq!(&got, &naive);
+            }
+        }
     }
 }
