@@ -135,6 +135,7 @@ fn crates_depend_only_downwards() {
         ("ssdtwin-serve", &["ssdtwin-core", "ssdtwin-nbd"]),
         ("ssdtwin-sim", &["ssdtwin-core", "ssdtwin-nbd", "ssdtwin-serve"]),
         ("ssdtwin-py", &["ssdtwin-core", "ssdtwin-nbd", "ssdtwin-serve"]),
+        ("ssdtwin-bench", &["ssdtwin-core"]),
     ];
     for (name, ok) in allowed {
         let manifest = crates.join(name).join("Cargo.toml");
