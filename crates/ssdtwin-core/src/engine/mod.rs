@@ -156,7 +156,7 @@ struct DieOp {
 ///
 /// Why the `slip`: every GC read on a busy die delays all of the die's queued work by its
 /// cost ([`DeviceTiming::die_slip`]), and a die can have tens of operations queued, so
-/// shifting each one per GC read was a tenth of a steady-state random write's instructions.
+/// shifting each one per GC read was 14 % of a steady-state random write's instructions.
 /// The queue keeps one shift for all of them instead: an operation's `start` and `end` are
 /// stored minus `slip` (wrapping), so adding to `slip` moves the whole queue at once. The
 /// few operations at the front that a slip must not move (ended by then, or a running one's
