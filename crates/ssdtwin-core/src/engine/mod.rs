@@ -345,6 +345,7 @@ impl DeviceTiming {
         let page = geo.page_bytes as u64;
         let dies = geo.dies();
         let planes = geo.planes_per_die;
+        let pages_per_iu = (iu / page).max(1) as u32;
         Ok(DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             pi_check_ps: t.ctrl_pi_check_ns.as_ref().map_or(0, |p| p.value * 1000),
@@ -361,7 +362,7 @@ impl DeviceTiming {
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),
             page_div: FastDiv::new((page / iu).max(1) as u32),
-            pages_per_iu: (iu / page).max(1) as u32,
+            pages_per_iu,
             dies,
             planes,
             plane_free: vec![0; (dies * planes) as usize],
@@ -388,7 +389,7 @@ impl DeviceTiming {
             chan_xfer_memo: (0, 0),
             link_xfer_memo: (0, 0),
             pu_xfer_ns: Self::xfer_ns(geo.program_unit_bytes, t.channel_bytes_per_s.value),
-            gc_read_ns: (t.t_read_ns.value as f64 * t.gc_page_reads_per_iu.value * ((iu / page).max(1)) as f64) as u64,
+            gc_read_ns: (t.t_read_ns.value as f64 * t.gc_page_reads_per_iu.value * pages_per_iu as f64) as u64,
             t,
             geo,
         })
@@ -616,6 +617,7 @@ impl DeviceTiming {
             return want;
         }
         self.die_prune(d);
+        // Slip folded in: the loop below reads and edits `ops` one by one, in true times.
         self.die_ops[d].materialize();
         let max_suspends = self.max_suspends;
         let min_progress = self.t.suspend_min_progress_ns.value;
