@@ -67,18 +67,20 @@ def test_rmw_rate_is_deterministic_work() -> None:
 
 
 def test_partitions_run_alike_on_any_thread_count() -> None:
-    """FTL partitions (issue 17): fast-forward on one thread or two leaves the same drive, and
-    splitting the CM6 into two die groups changes its WAF by far less than 0.5 %."""
+    """FTL partitions (issue 17): fast-forward on one thread or two leaves the same drive (two
+    threads on one partition: the write buffer runs ahead of the maps), and splitting the CM6
+    into two die groups changes its WAF by far less than 0.5 %."""
     runs = []
-    for parts, threads in ((2, 1), (2, 2), (1, 1)):
+    for parts, threads in ((2, 1), (2, 2), (1, 1), (1, 2)):
         d = Drive.in_memory(CM6, scale=256, partitions=parts)
         d.set_fast_forward_threads(threads)
         assert d.ftl_info()["partitions"] == parts
         reports = [d.precondition(1, pat, bs, loops=2.0, seed=seed) for pat, bs, seed in (("seq", 131072, 3), ("rand", 4096, 4))]
         runs.append((reports, d.ftl_fingerprint(), d.vendor_log()))
         d.close()
-    (two_1, fp_1, log_1), (two_2, fp_2, log_2), (one, _, _) = runs
+    (two_1, fp_1, log_1), (two_2, fp_2, log_2), (one, one_fp, one_log), (one_2, one_fp_2, one_log_2) = runs
     assert two_1 == two_2 and fp_1 == fp_2 and log_1 == log_2
+    assert one == one_2 and one_fp == one_fp_2 and one_log == one_log_2
     assert two_1[1].waf == pytest.approx(one[1].waf, rel=0.005)
     assert two_1[1].waf > 3.5  # steady random writes: GC ran in both partitions
 

@@ -466,8 +466,9 @@ class Drive:
         return PreconditionReport(**r)
 
     def set_fast_forward_threads(self, threads: int) -> None:
-        """Threads fast-forward may use on a drive of several FTL partitions (0, the default:
-        one per core). The results are the same for every count."""
+        """Threads fast-forward may use (0, the default: one per core): one per FTL
+        partition, or on a drive of one partition, a second that runs the write buffer
+        ahead of the maps. The results are the same for every count."""
         self._core.set_fast_forward_threads(threads)
 
     def precondition_touches(

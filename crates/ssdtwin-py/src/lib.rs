@@ -614,8 +614,8 @@ impl Drive {
         self.with(py, |b| Ok(b.ctrl().deallocate(NsId(nsid), slba, nlb)?))
     }
 
-    /// Threads fast-forward may use on a drive of several FTL partitions (0: one per core).
-    /// Results are the same for every count.
+    /// Threads fast-forward may use (0: one per core): one per FTL partition, or with one
+    /// partition, a second for the write buffer. Results are the same for every count.
     fn set_fast_forward_threads(&self, py: Python<'_>, threads: usize) -> PyResult<()> {
         self.with(py, |b| {
             b.ctrl().set_fast_forward_threads(threads);

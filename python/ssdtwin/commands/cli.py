@@ -951,7 +951,13 @@ def bench_ftl(
     partitions: Optional[int] = typer.Option(
         None, "--partitions", min=1, max=16, help="FTL partitions per NVM Set (a power of two; default: the preset's)"
     ),
-    threads: int = typer.Option(0, "--threads", min=0, max=256, help="fast-forward threads (0: one per core; at most one per partition)"),
+    threads: int = typer.Option(
+        0,
+        "--threads",
+        min=0,
+        max=256,
+        help="fast-forward threads (0: one per core, at most one per partition, or 2 on one)",
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Fast-forward FTL speed against the machine's bound: precondition (seq 2x, rand 2x), steady

@@ -12,9 +12,19 @@
 //! Each thread gets a shard: a copy of the small state and handles on the same maps
 //! ([`BigArray::alias`]). Afterwards each shard's partitions, their superblocks and victim
 //! indexes are taken back, and the drive-wide counters gain each shard's increments.
+//!
+//! A drive of one partition uses a second core another way ([`Ftl::write_pipelined`]): a
+//! host write is first offered to the write buffer, which merges it or evicts the oldest
+//! slot, and only an evicted slot reaches the maps and GC. The buffer's decisions depend on
+//! the order of host writes alone, never on the maps, so one thread can run the buffer a
+//! step ahead while another programs the slots it evicted, in the same order as one thread
+//! doing both.
 
+use super::buffer::{Offer, Slot, WriteBuffer};
 use super::{Ftl, FtlCounters, LogicalIu};
 use crate::nand::{NandSink, ShardSink};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 /// Host writes of the partitions one shard owns; writes to other partitions are skipped
 /// (another shard does them).
@@ -104,6 +114,106 @@ impl Ftl {
         self.st.counters.add_increments(&fork.st.counters, counters0);
         for ((m, &f), &m0) in self.st.mapped_per_chunk.iter_mut().zip(&fork.st.mapped_per_chunk).zip(mapped0) {
             *m = m.wrapping_add(f.wrapping_sub(m0));
+        }
+    }
+}
+
+/// The host side of a one-partition FTL's writes, run ahead of the maps on its own thread
+/// ([`Ftl::write_pipelined`]): the write buffer, and the slots it evicted this step.
+pub struct BufferStage {
+    buffer: WriteBuffer,
+    full_mask: u128,
+    full_mask_bytes: u32,
+    host_bytes: u64,
+    merges: u64,
+    evicted: Vec<Slot>,
+}
+
+impl BufferStage {
+    /// Host write of the sectors `mask` of logical IU `iu`: what [`Ftl::write`] does before
+    /// an evicted slot is programmed.
+    #[inline(always)]
+    pub fn write(&mut self, iu: LogicalIu, mask: u128) {
+        self.host_bytes += if mask == self.full_mask { self.full_mask_bytes } else { mask.count_ones() * super::SECTOR_BYTES } as u64;
+        match self.buffer.offer(iu.0, mask) {
+            Offer::Merged => self.merges += 1,
+            Offer::Queued => {}
+            Offer::Evicted(slot) | Offer::WriteThrough(slot) => self.evicted.push(slot),
+        }
+    }
+}
+
+impl Ftl {
+    /// Runs host writes with the write buffer on a second thread, a step ahead of the maps
+    /// (module docs); one partition only. `produce` runs on that thread: each call writes one
+    /// step through the [`BufferStage`] and returns what the step did, or `None` when there
+    /// is nothing left. Once a step's evicted slots are programmed, on the calling thread,
+    /// `consumed` is called with what `produce` returned for it; once it returns false no
+    /// new step starts, and the steps already produced are still programmed (and passed to
+    /// `consumed`), so the state is always that of the writes produced, one at a time.
+    pub fn write_pipelined<S, P, C, R>(&mut self, sink: &mut S, mut produce: P, mut consumed: C)
+    where
+        S: NandSink,
+        P: FnMut(&mut BufferStage) -> Option<R> + Send,
+        C: FnMut(&R) -> bool,
+        R: Send,
+    {
+        assert_eq!(self.cfg.parts, 1, "a pipelined write needs an FTL of one partition");
+        let mut stage = BufferStage {
+            buffer: std::mem::replace(&mut self.st.parts[0].buffer, WriteBuffer::new(0)),
+            full_mask: self.cfg.full_mask,
+            full_mask_bytes: self.full_mask_bytes,
+            host_bytes: 0,
+            merges: 0,
+            evicted: Vec::new(),
+        };
+        let stop = AtomicBool::new(false);
+        // One step waiting while the next is produced: the buffer runs at most two ahead.
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<Slot>, R)>(1);
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<Slot>>();
+        std::thread::scope(|scope| {
+            let (stage, stop) = (&mut stage, &stop);
+            let producer = std::thread::Builder::new()
+                .name("ssdtwin-ffbuf".into())
+                .spawn_scoped(scope, move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        stage.evicted = empty_rx.try_recv().unwrap_or_default();
+                        stage.evicted.clear();
+                        let Some(r) = produce(stage) else { break };
+                        if full_tx.send((std::mem::take(&mut stage.evicted), r)).is_err() {
+                            break;
+                        }
+                    }
+                })
+                .expect("spawn a fast-forward thread");
+            // Owned here, so that a panic below drops it and the producer's send fails
+            // instead of blocking the scope's join.
+            let full_rx = full_rx;
+            for (slots, r) in full_rx.iter() {
+                self.program_evicted(&slots, sink);
+                if !consumed(&r) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                let _ = empty_tx.send(slots);
+            }
+            producer.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        });
+        let BufferStage { buffer, host_bytes, merges, .. } = stage;
+        self.st.parts[0].buffer = buffer;
+        self.st.counters.host_write_bytes += host_bytes;
+        self.st.parts[0].counters.host_write_bytes += host_bytes;
+        self.st.counters.buffer_merges += merges;
+    }
+
+    /// Program slots the write buffer evicted, in order, as [`Ftl::write`] would have.
+    fn program_evicted<S: NandSink>(&mut self, slots: &[Slot], sink: &mut S) {
+        // The same distance as `write`'s prefetch from the buffer's head.
+        const AHEAD: usize = 8;
+        for (i, &slot) in slots.iter().enumerate() {
+            if let Some(soon) = slots.get(i + AHEAD) {
+                self.l2p.prefetch(soon.iu as usize);
+            }
+            self.program_slot(0, slot, sink);
         }
     }
 }

@@ -534,3 +534,67 @@ fn a_partitioned_image_saved_before_the_stripe_keeps_its_layout() {
     let one_saved = serde_json::to_value(&one.st).unwrap();
     assert!(one_saved.get("part_stripe_shift").is_none(), "one partition saves as before");
 }
+
+#[test]
+fn pipelined_fast_forward_is_the_serial_run() {
+    // The write buffer a step ahead on its own thread leaves the state the same writes give
+    // one at a time: with GC and read-modify-writes (4 KiB IUs, some partial writes), with
+    // merges (64 KiB IUs written in 4 KiB pieces) and with no buffer at all.
+    for (iu, buffer_ius) in [(4096, 24), (65536, 8), (4096, 0)] {
+        let spec = tiny_spec(iu, 64, 40 << 20, buffer_ius);
+        let mut serial = Ftl::new(&spec).unwrap();
+        let user = (40u32 << 20) / iu;
+        let writes: Vec<(u32, u128)> = if iu == 4096 {
+            write_stream(5, user * 4, user, serial.cfg.full_mask)
+        } else {
+            // 4 KiB pieces of 64 KiB IUs, in runs of one to sixteen pieces.
+            let mut r = Lcg(9);
+            let mut w = Vec::new();
+            while w.len() < (user * 40) as usize {
+                let (at, first, n) = (r.next(user), r.next(16), 1 + r.next(16));
+                w.extend((first..(first + n).min(16)).map(|k| (at, 0xffu128 << (8 * k))));
+            }
+            w
+        };
+        let fresh = Ftl::from_parts(serial.cfg.clone(), serial.st.clone(), serial.l2p.clone(), serial.p2l.clone());
+        for &(iu, mask) in &writes {
+            serial.write(LogicalIu(iu), mask, &mut NoTiming);
+        }
+        serial.check_invariants().unwrap();
+        let c = serial.counters();
+        assert!(c.erases > 0 && c.gc_programmed_ius > 0, "the test needs GC");
+        assert!(if iu == 4096 { c.rmw_ius > 0 } else { c.buffer_merges > 0 }, "the test needs RMW or merges");
+        // Steps of 1,000 writes; stop after `stop_after` steps consumed (none: run to the end).
+        for stop_after in [None, Some(1), Some(5)] {
+            let mut f = Ftl::from_parts(fresh.cfg.clone(), fresh.st.clone(), fresh.l2p.clone(), fresh.p2l.clone());
+            let (mut next, mut consumed, mut done) = (0, 0, 0);
+            f.write_pipelined(
+                &mut NoTiming,
+                |stage| {
+                    let step = writes.get(next..(next + 1000).min(writes.len())).filter(|s| !s.is_empty())?;
+                    for &(iu, mask) in step {
+                        stage.write(LogicalIu(iu), mask);
+                    }
+                    next += step.len();
+                    Some(next)
+                },
+                |&end| {
+                    consumed += 1;
+                    done = end;
+                    stop_after.is_none_or(|k| consumed < k)
+                },
+            );
+            f.check_invariants().unwrap();
+            let mut want = Ftl::from_parts(fresh.cfg.clone(), fresh.st.clone(), fresh.l2p.clone(), fresh.p2l.clone());
+            for &(iu, mask) in &writes[..done] {
+                want.write(LogicalIu(iu), mask, &mut NoTiming);
+            }
+            match stop_after {
+                None => assert_eq!(done, writes.len()),
+                // Stopped: every step produced was programmed, at most two past the stop.
+                Some(k) => assert!(done >= k * 1000 && done <= (k + 2) * 1000, "stopped after {k} steps at {done} writes"),
+            }
+            assert!(fingerprint(&f) == fingerprint(&want), "{iu}-byte IUs, buffer of {buffer_ius}, stop after {stop_after:?}");
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! Preconditioning in fast-forward: sequential or random writes straight into the FTL.
 //!
 //! A drive of several FTL partitions (`[ftl] partitions`, or NVM Sets) runs them on several
-//! threads (`ftl/shard.rs`); the result is the same for any thread count.
+//! threads; a drive of one runs its write buffer on a second thread, ahead of the maps
+//! (`ftl/shard.rs`). The result is the same for any thread count.
 
 use super::{fail, Controller, Error, Namespace, NsId, Pattern, PreconditionReport, Status, WP_NONE};
 use crate::ftl::FtlConfig;
@@ -80,7 +81,8 @@ impl Controller {
     /// Write `amount_bytes` to namespace `nsid` in blocks of `block_bytes`, sequentially
     /// (wrapping) or at uniformly random aligned offsets, in fast-forward. `progress` is
     /// called every 64 MiB (1 GiB on a drive of several FTL partitions) with (bytes done,
-    /// total) and may return false to stop.
+    /// total) and may return false to stop (on two threads, the one or two steps the write
+    /// buffer's thread has already taken are finished first; the report counts them).
     pub fn precondition(
         &mut self,
         nsid: NsId,
@@ -93,8 +95,9 @@ impl Controller {
         self.precondition_with(nsid, pattern, block_bytes, amount_bytes, seed, progress, &mut NoTiming)
     }
 
-    /// Threads fast-forward may use (0, the default: one per core). The results are the
-    /// same for every count.
+    /// Threads fast-forward may use (0, the default: one per core): one per FTL partition,
+    /// or with one partition, a second that runs the write buffer ahead of the maps. The
+    /// results are the same for every count.
     pub fn set_fast_forward_threads(&mut self, threads: usize) {
         self.ff_threads = threads;
     }
@@ -132,7 +135,29 @@ impl Controller {
         let ftl = self.ftl()?;
         let (mut ios, mut bytes_done) = (0u64, 0u64);
         let mut interrupted = false;
-        while bytes_done < amount_bytes {
+        if !partitioned && threads > 1 {
+            // One partition on two cores: the write buffer a step ahead of the maps.
+            let mut produced = 0u64;
+            ftl.write_pipelined(
+                sink,
+                |stage| {
+                    if produced >= amount_bytes {
+                        return None;
+                    }
+                    let step_end = produced.saturating_add(step_bytes).min(amount_bytes);
+                    let (n, done) = stream.emit(&cfg, &ns, produced, step_end, &mut |iu, mask| stage.write(iu, mask));
+                    produced = done;
+                    Some((n, done))
+                },
+                |&(n, done)| {
+                    ios += n;
+                    bytes_done = done;
+                    interrupted = interrupted || !progress(done.min(amount_bytes), amount_bytes);
+                    !interrupted
+                },
+            );
+        }
+        while bytes_done < amount_bytes && !interrupted {
             let step_end = bytes_done.saturating_add(step_bytes).min(amount_bytes);
             let (n, done) = if partitioned {
                 // Each shard draws the step's writes from its own copy of the stream; the
