@@ -162,41 +162,70 @@ struct DieOp {
 /// few operations at the front that a slip must not move (ended by then, or a running one's
 /// start) are corrected one by one. Anything that edits operations one by one first folds
 /// the slip back in ([`DieQueue::materialize`]). The times are the same either way.
+///
+/// The queue is a vector read from `head` on (operations before `head` have ended), not a
+/// ring: the front check before every GC read and the walks over the front are plain
+/// slice accesses (a `VecDeque`'s two halves cost more than the walks themselves).
 #[derive(Clone, Debug, Default)]
 struct DieQueue {
-    ops: std::collections::VecDeque<DieOp>,
+    ops: Vec<DieOp>,
+    head: usize,
     slip: u64,
 }
 
 impl DieQueue {
+    /// The operations not yet ended, in start order (times stored minus `slip`).
+    #[inline]
+    fn live(&self) -> &[DieOp] {
+        &self.ops[self.head..]
+    }
+
+    #[inline]
     fn front_end(&self) -> Option<u64> {
-        self.ops.front().map(|op| op.end.wrapping_add(self.slip))
+        self.ops.get(self.head).map(|op| op.end.wrapping_add(self.slip))
+    }
+
+    /// Forget the first operation (the queue is not empty).
+    #[inline]
+    fn pop_front(&mut self) {
+        self.head += 1;
+        if self.head == self.ops.len() {
+            self.ops.clear();
+            self.head = 0;
+        }
     }
 
     fn push_back(&mut self, mut op: DieOp) {
+        if self.head > 32 && self.head * 2 > self.ops.len() {
+            self.ops.drain(..self.head);
+            self.head = 0;
+        }
         op.start = op.start.wrapping_sub(self.slip);
         op.end = op.end.wrapping_sub(self.slip);
-        self.ops.push_back(op);
+        self.ops.push(op);
     }
 
-    /// Store every operation's true times (slip 0), for code that edits them one by one.
-    fn materialize(&mut self) -> &mut std::collections::VecDeque<DieOp> {
+    /// Store every operation's true times (slip 0), for code that edits them one by one;
+    /// returns them.
+    fn materialize(&mut self) -> &mut [DieOp] {
+        let live = &mut self.ops[self.head..];
         if self.slip != 0 {
             let s = self.slip;
-            for op in self.ops.iter_mut() {
+            for op in live.iter_mut() {
                 op.start = op.start.wrapping_add(s);
                 op.end = op.end.wrapping_add(s);
             }
             self.slip = 0;
         }
-        &mut self.ops
+        live
     }
 
     /// Every operation still running or queued at `t` ends `delta` later; those not started
     /// by `t` also start later. Operations ended by `t` stay.
+    #[inline]
     fn slip(&mut self, t: u64, delta: u64) {
         let s = self.slip;
-        for op in self.ops.iter_mut() {
+        for op in self.ops[self.head..].iter_mut() {
             if op.start.wrapping_add(s) >= t {
                 break; // this one and all behind it move: the shared slip below
             }
@@ -571,7 +600,7 @@ impl DeviceTiming {
         let now = self.now;
         let q = &mut self.die_ops[d];
         while q.front_end().is_some_and(|end| end <= now) {
-            q.ops.pop_front();
+            q.pop_front();
         }
     }
 
@@ -601,7 +630,7 @@ impl DeviceTiming {
             op.end += shift;
             prev_end = op.end;
         }
-        let last = q.back().map_or(0, |op| op.end);
+        let last = q.last().map_or(0, |op| op.end);
         self.die_free[d] = self.die_free[d].max(last);
     }
 
@@ -623,15 +652,15 @@ impl DeviceTiming {
         let min_progress = self.t.suspend_min_progress_ns.value;
         let t_resume = self.t.t_resume_ns.value;
         loop {
-            let Some(i) = self.die_ops[d].ops.iter().position(|op| op.end > want) else {
+            let Some(i) = self.die_ops[d].live().iter().position(|op| op.end > want) else {
                 return want;
             };
-            let op = self.die_ops[d].ops[i];
+            let op = self.die_ops[d].live()[i];
             if op.start >= want {
                 // Between operations: the read goes first.
                 let overlap = (want + dur).saturating_sub(op.start);
                 if overlap > 0 {
-                    self.die_ops[d].ops[i].start += overlap;
+                    self.die_ops[d].materialize()[i].start += overlap;
                     self.die_push_back(d, i, overlap);
                 }
                 return want;
@@ -643,8 +672,9 @@ impl DeviceTiming {
                     let start = want.max(issued + t_suspend);
                     let extra = (start + dur).saturating_sub(reads_end);
                     if extra > 0 {
-                        self.die_ops[d].ops[i].window = Some((issued, start + dur));
-                        self.die_ops[d].ops[i].resumed_at += extra;
+                        let o = &mut self.die_ops[d].materialize()[i];
+                        o.window = Some((issued, start + dur));
+                        o.resumed_at += extra;
                         self.die_push_back(d, i, extra);
                     }
                     return start;
@@ -663,7 +693,7 @@ impl DeviceTiming {
             }
             let start = at + t_suspend;
             let reads_end = start + dur;
-            let o = &mut self.die_ops[d].ops[i];
+            let o = &mut self.die_ops[d].materialize()[i];
             o.suspends += 1;
             o.window = Some((at, reads_end));
             o.resumed_at = reads_end + t_resume;

@@ -188,6 +188,30 @@ mod die_queue {
         ]
     }
 
+    /// Operations popped from the front are dropped from the vector once they are most of
+    /// it, and the queue still holds the same operations in order, at the same times.
+    #[test]
+    fn popped_operations_are_compacted_away() {
+        let mut q = DieQueue::default();
+        let mut naive = std::collections::VecDeque::new();
+        for k in 0..400u64 {
+            q.push_back(op(10 * k, 10 * k + 10));
+            naive.push_back((10 * k, 10 * k + 10));
+            if k % 7 == 3 {
+                q.slip(10 * k + 5, 3);
+                naive_slip(naive.make_contiguous(), 10 * k + 5, 3);
+            }
+            if k % 3 != 0 {
+                q.pop_front();
+                naive.pop_front();
+            }
+            assert_eq!(q.ops.len() - q.head, naive.len());
+            assert!(q.head <= 33 || q.head * 2 <= q.ops.len() + 2, "popped operations pile up: {} of {}", q.head, q.ops.len());
+            let got: Vec<(u64, u64)> = q.live().iter().map(|o| (o.start.wrapping_add(q.slip), o.end.wrapping_add(q.slip))).collect();
+            assert_eq!(got, naive.iter().copied().collect::<Vec<_>>(), "step {k}");
+        }
+    }
+
     proptest! {
         #[test]
         fn shared_slip_is_the_one_by_one_shift(steps in proptest::collection::vec(step(), 1..60)) {
@@ -206,7 +230,7 @@ mod die_queue {
                     }
                     Step::Prune { at } => {
                         while q.front_end().is_some_and(|e| e <= at) {
-                            q.ops.pop_front();
+                            q.pop_front();
                         }
                         while naive.first().is_some_and(|&(_, e)| e <= at) {
                             naive.remove(0);
@@ -214,7 +238,7 @@ mod die_queue {
                     }
                     Step::Stretch { delta } => {
                         // A one-by-one edit (as a suspend makes): the last operation ends later.
-                        if let Some(o) = q.materialize().back_mut() {
+                        if let Some(o) = q.materialize().last_mut() {
                             o.end += delta;
                             naive.last_mut().expect("same length").1 += delta;
                         }
@@ -222,7 +246,7 @@ mod die_queue {
                 }
                 // Read the true times without folding the slip in, so slips pile up across steps.
                 let got: Vec<(u64, u64)> =
-                    q.ops.iter().map(|o| (o.start.wrapping_add(q.slip), o.end.wrapping_add(q.slip))).collect();
+                    q.live().iter().map(|o| (o.start.wrapping_add(q.slip), o.end.wrapping_add(q.slip))).collect();
                 prop_assert_eq!(&got, &naive);
             }
         }
