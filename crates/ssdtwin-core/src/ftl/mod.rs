@@ -270,6 +270,10 @@ pub struct SetCounters {
 /// still far finer than any hot region a skewed workload has, so partitions stay balanced.
 pub const PART_STRIPE_IUS: u32 = 16;
 
+/// How many buffer slots ahead of the one leaving the write path prefetches an L2P entry:
+/// far enough for the miss to overlap other work, near enough that the line is still cached.
+const BUFFER_PREFETCH_AHEAD: usize = 8;
+
 fn one() -> u32 {
     1
 }
@@ -552,8 +556,30 @@ pub struct Ftl {
     p2l: BigArray,
     /// One victim index per set, over the set's superblocks (local ids: id - first of set).
     index: Vec<VictimIndex>,
-    /// Bytes of a whole IU's sector mask (`cfg.full_mask`).
-    full_mask_bytes: u32,
+    mask_bytes: MaskBytes,
+}
+
+/// Bytes of the sectors in a sector mask. A whole IU's without counting bits: the x86-64
+/// baseline has no popcnt, and `u128::count_ones` costs ~30 instructions there.
+#[derive(Copy, Clone, Debug)]
+struct MaskBytes {
+    full_mask: u128,
+    full_bytes: u32,
+}
+
+impl MaskBytes {
+    fn new(full_mask: u128) -> MaskBytes {
+        MaskBytes { full_mask, full_bytes: full_mask.count_ones() * SECTOR_BYTES }
+    }
+
+    #[inline(always)]
+    fn of(self, mask: u128) -> u32 {
+        if mask == self.full_mask {
+            self.full_bytes
+        } else {
+            mask.count_ones() * SECTOR_BYTES
+        }
+    }
 }
 
 impl Ftl {
@@ -578,19 +604,13 @@ impl Ftl {
                 index[(i / cfg.sbs_per_part) as usize].insert(i % cfg.sbs_per_part, sb.valid);
             }
         }
-        let full_mask_bytes = cfg.full_mask.count_ones() * SECTOR_BYTES;
-        Ftl { cfg, st, l2p, p2l, index, full_mask_bytes }
+        let mask_bytes = MaskBytes::new(cfg.full_mask);
+        Ftl { cfg, st, l2p, p2l, index, mask_bytes }
     }
 
-    /// Bytes of the sectors in `mask`. A whole IU without counting bits: the x86-64
-    /// baseline has no popcnt, and `u128::count_ones` costs ~30 instructions there.
     #[inline(always)]
     fn mask_bytes(&self, mask: u128) -> u32 {
-        if mask == self.cfg.full_mask {
-            self.full_mask_bytes
-        } else {
-            mask.count_ones() * SECTOR_BYTES
-        }
+        self.mask_bytes.of(mask)
     }
 
     pub fn state(&self) -> &FtlState {
@@ -687,7 +707,7 @@ impl Ftl {
         // The slot a few places from the head leaves soon: fetch its L2P entry now so the
         // miss overlaps other work. (Prefetching at insertion is useless: thousands of
         // writes later the line is long gone from cache.)
-        if let Some(soon) = part.buffer.peek(8) {
+        if let Some(soon) = part.buffer.peek(BUFFER_PREFETCH_AHEAD) {
             self.l2p.prefetch(soon as usize);
         }
         match part.buffer.offer(iu, mask) {

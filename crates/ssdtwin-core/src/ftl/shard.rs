@@ -21,7 +21,7 @@
 //! doing both.
 
 use super::buffer::{Offer, Slot, WriteBuffer};
-use super::{Ftl, FtlCounters, LogicalIu};
+use super::{Ftl, FtlCounters, LogicalIu, MaskBytes, BUFFER_PREFETCH_AHEAD};
 use crate::nand::{NandSink, ShardSink};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -98,7 +98,7 @@ impl Ftl {
             l2p: unsafe { self.l2p.alias() },
             p2l: unsafe { self.p2l.alias() },
             index: self.index.clone(),
-            full_mask_bytes: self.full_mask_bytes,
+            mask_bytes: self.mask_bytes,
         }
     }
 
@@ -122,8 +122,7 @@ impl Ftl {
 /// ([`Ftl::write_pipelined`]): the write buffer, and the slots it evicted this step.
 pub struct BufferStage {
     buffer: WriteBuffer,
-    full_mask: u128,
-    full_mask_bytes: u32,
+    mask_bytes: MaskBytes,
     host_bytes: u64,
     merges: u64,
     evicted: Vec<Slot>,
@@ -134,7 +133,7 @@ impl BufferStage {
     /// an evicted slot is programmed.
     #[inline(always)]
     pub fn write(&mut self, iu: LogicalIu, mask: u128) {
-        self.host_bytes += if mask == self.full_mask { self.full_mask_bytes } else { mask.count_ones() * super::SECTOR_BYTES } as u64;
+        self.host_bytes += self.mask_bytes.of(mask) as u64;
         match self.buffer.offer(iu.0, mask) {
             Offer::Merged => self.merges += 1,
             Offer::Queued => {}
@@ -161,8 +160,7 @@ impl Ftl {
         assert_eq!(self.cfg.parts, 1, "a pipelined write needs an FTL of one partition");
         let mut stage = BufferStage {
             buffer: std::mem::replace(&mut self.st.parts[0].buffer, WriteBuffer::new(0)),
-            full_mask: self.cfg.full_mask,
-            full_mask_bytes: self.full_mask_bytes,
+            mask_bytes: self.mask_bytes,
             host_bytes: 0,
             merges: 0,
             evicted: Vec::new(),
@@ -207,10 +205,8 @@ impl Ftl {
 
     /// Program slots the write buffer evicted, in order, as [`Ftl::write`] would have.
     fn program_evicted<S: NandSink>(&mut self, slots: &[Slot], sink: &mut S) {
-        // The same distance as `write`'s prefetch from the buffer's head.
-        const AHEAD: usize = 8;
         for (i, &slot) in slots.iter().enumerate() {
-            if let Some(soon) = slots.get(i + AHEAD) {
+            if let Some(soon) = slots.get(i + BUFFER_PREFETCH_AHEAD) {
                 self.l2p.prefetch(soon.iu as usize);
             }
             self.program_slot(0, slot, sink);
