@@ -5,6 +5,7 @@
 //! counters): two builds that leave the FTL bit-identical print the same fingerprint.
 //! PARTS sets the FTL partitions per NVM Set (default: the preset's), THREADS the
 //! fast-forward threads (default 0: one per core); the fingerprint does not depend on THREADS.
+//! RAND_X and STEADY_X set the random phases' lengths in capacities (default 2 and 0.5).
 //!     MODEL=kioxia-cm6-r-3.84t SCALE=8 PARTS=2 THREADS=2 target/release/examples/ff_run
 use ssdtwin_core::nvme::{Controller, NsId, Pattern};
 use ssdtwin_core::spec::DriveSpec;
@@ -21,10 +22,14 @@ fn main() {
     c.set_fast_forward_threads(std::env::var("THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(0));
     let cap = c.attached(NsId(1)).expect("namespace 1").bytes();
     let mut go = |_: u64, _: u64| true;
+    // RAND_X and STEADY_X shorten the random phases for quick A/B runs (default 2 and 0.5).
+    let times = |var: &str, default: f64| std::env::var(var).ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    let rand_bytes = ((times("RAND_X", 2.0) * cap as f64) as u64) / 4096 * 4096;
+    let steady_bytes = ((times("STEADY_X", 0.5) * cap as f64) as u64) / 4096 * 4096;
     let phases = [
         ("seq_128k_2x", Pattern::Sequential, 131072, 2 * cap, 3),
-        ("rand_4k_2x", Pattern::Random, 4096, 2 * cap, 4),
-        ("steady_rand_4k", Pattern::Random, 4096, cap / 2, 5),
+        ("rand_4k", Pattern::Random, 4096, rand_bytes, 4),
+        ("steady_rand_4k", Pattern::Random, 4096, steady_bytes, 5),
     ];
     for (name, pattern, bs, amount, seed) in phases {
         let t = Instant::now();
