@@ -274,6 +274,19 @@ pub const PART_STRIPE_IUS: u32 = 16;
 /// far enough for the miss to overlap other work, near enough that the line is still cached.
 const BUFFER_PREFETCH_AHEAD: usize = 8;
 
+/// Fast-forward's L2P prefetches come in bursts: this many evicted slots' lines at once, every
+/// this many slots, one burst ahead. At full scale the maps are 8 GB and nearly every random
+/// line also misses the TLB; a prefetch then holds its place in the reorder window until its
+/// translation is done, so one prefetch per write, spread among a write's few hundred
+/// instructions, left only a few misses in flight. Back-to-back prefetches overlap their
+/// walks and misses (docs/performance.md, "prefetches in bursts").
+const HOST_PREFETCH_BURST: usize = 16;
+
+/// GC's victim scan prefetches the L2P lines of this many IUs at once (aligned: two lines of
+/// the victim's P2L), `GC_PREFETCH_AHEAD` IUs ahead of the cursor.
+const GC_PREFETCH_BURST: u32 = 32;
+const GC_PREFETCH_AHEAD: u32 = 96;
+
 fn one() -> u32 {
     1
 }
@@ -1106,8 +1119,6 @@ impl Ftl {
     /// reads its counters and the program sequence): nothing else reads them while the
     /// copies run, and the writes per copy were a large share of GC's instructions.
     fn relocate<S: NandSink>(&mut self, p: usize, n: u64, sink: &mut S) -> u64 {
-        // Far enough ahead to cover DRAM latency with several relocations in flight.
-        const LOOKAHEAD: u32 = 48;
         let per = self.cfg.ius_per_sb;
         let iu_bytes = self.cfg.iu_bytes;
         let mut v = self.st.parts[p].victim.expect("relocate without a victim");
@@ -1119,10 +1130,15 @@ impl Ftl {
         while moved < n && v.cursor < per && left > 0 {
             let ppa = base + v.cursor;
             v.cursor += 1;
-            if v.cursor + LOOKAHEAD < per {
-                let ahead = self.p2l[(ppa + LOOKAHEAD) as usize];
-                if ahead != 0 {
-                    self.l2p.prefetch(ahead as usize - 1);
+            // Each aligned burst's lines are fetched once, when the cursor enters the burst
+            // GC_PREFETCH_AHEAD IUs before it.
+            let at = v.cursor - 1;
+            if at % GC_PREFETCH_BURST == 0 && at + GC_PREFETCH_AHEAD + GC_PREFETCH_BURST <= per {
+                let from = (ppa + GC_PREFETCH_AHEAD) as usize;
+                for &ahead in &self.p2l[from..from + GC_PREFETCH_BURST as usize] {
+                    if ahead != 0 {
+                        self.l2p.prefetch(ahead as usize - 1);
+                    }
                 }
             }
             let l = self.p2l[ppa as usize];

@@ -21,7 +21,7 @@
 //! doing both.
 
 use super::buffer::{Offer, Slot, WriteBuffer};
-use super::{Ftl, FtlCounters, LogicalIu, MaskBytes, BUFFER_PREFETCH_AHEAD};
+use super::{Ftl, FtlCounters, LogicalIu, MaskBytes, HOST_PREFETCH_BURST};
 use crate::nand::{NandSink, ShardSink};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -205,9 +205,15 @@ impl Ftl {
 
     /// Program slots the write buffer evicted, in order, as [`Ftl::write`] would have.
     fn program_evicted<S: NandSink>(&mut self, slots: &[Slot], sink: &mut S) {
+        let prefetch = |ftl: &Ftl, from: usize| {
+            for soon in slots.iter().skip(from).take(HOST_PREFETCH_BURST) {
+                ftl.l2p.prefetch(soon.iu as usize);
+            }
+        };
+        prefetch(self, 0);
         for (i, &slot) in slots.iter().enumerate() {
-            if let Some(soon) = slots.get(i + BUFFER_PREFETCH_AHEAD) {
-                self.l2p.prefetch(soon.iu as usize);
+            if i % HOST_PREFETCH_BURST == 0 {
+                prefetch(self, i + HOST_PREFETCH_BURST);
             }
             self.program_slot(0, slot, sink);
         }
