@@ -270,12 +270,8 @@ pub struct SetCounters {
 /// still far finer than any hot region a skewed workload has, so partitions stay balanced.
 pub const PART_STRIPE_IUS: u32 = 16;
 
-/// How many buffer slots ahead of the one leaving the write path prefetches an L2P entry:
-/// far enough for the miss to overlap other work, near enough that the line is still cached.
-const BUFFER_PREFETCH_AHEAD: usize = 8;
-
-/// Fast-forward's L2P prefetches come in bursts: this many evicted slots' lines at once, every
-/// this many slots, one burst ahead. At full scale the maps are 8 GB and nearly every random
+/// The write paths' L2P prefetches come in bursts: this many evicted slots' lines at once,
+/// every this many slots, one burst ahead (near enough that the lines are still cached). At full scale the maps are 8 GB and nearly every random
 /// line also misses the TLB; a prefetch then holds its place in the reorder window until its
 /// translation is done, so one prefetch per write, spread among a write's few hundred
 /// instructions, left only a few misses in flight. Back-to-back prefetches overlap their
@@ -717,16 +713,23 @@ impl Ftl {
         let p = self.part_of(iu);
         let part = &mut self.st.parts[p];
         part.counters.host_write_bytes += bytes;
-        // The slot a few places from the head leaves soon: fetch its L2P entry now so the
-        // miss overlaps other work. (Prefetching at insertion is useless: thousands of
-        // writes later the line is long gone from cache.)
-        if let Some(soon) = part.buffer.peek(BUFFER_PREFETCH_AHEAD) {
-            self.l2p.prefetch(soon as usize);
-        }
         match part.buffer.offer(iu, mask) {
             Offer::Merged => self.st.counters.buffer_merges += 1,
             Offer::Queued => {}
-            Offer::Evicted(slot) => self.program_slot(p, slot, sink),
+            Offer::Evicted(slot) => {
+                // The slots that leave next: fetch their L2P lines now, a burst every
+                // HOST_PREFETCH_BURST programs, so the misses overlap other work.
+                // (Prefetching at insertion is useless: thousands of writes later the line
+                // is long gone from cache.)
+                if part.counters.host_programmed_ius % HOST_PREFETCH_BURST as u64 == 0 {
+                    for k in HOST_PREFETCH_BURST..2 * HOST_PREFETCH_BURST {
+                        if let Some(soon) = part.buffer.peek(k) {
+                            self.l2p.prefetch(soon as usize);
+                        }
+                    }
+                }
+                self.program_slot(p, slot, sink)
+            }
             Offer::WriteThrough(slot) => self.program_slot(p, slot, sink),
         }
     }
