@@ -271,11 +271,12 @@ pub struct SetCounters {
 pub const PART_STRIPE_IUS: u32 = 16;
 
 /// The write paths' L2P prefetches come in bursts: this many evicted slots' lines at once,
-/// every this many slots, one burst ahead (near enough that the lines are still cached). At full scale the maps are 8 GB and nearly every random
-/// line also misses the TLB; a prefetch then holds its place in the reorder window until its
-/// translation is done, so one prefetch per write, spread among a write's few hundred
-/// instructions, left only a few misses in flight. Back-to-back prefetches overlap their
-/// walks and misses (docs/performance.md, "prefetches in bursts").
+/// every this many slots, one burst ahead (near enough that the lines are still cached).
+/// At full scale the maps are 8 GB and nearly every random line also misses the TLB; a
+/// prefetch then holds its place in the reorder window until its translation is done, so
+/// one prefetch per write, spread among a write's few hundred instructions, left only a few
+/// misses in flight. Back-to-back prefetches overlap their walks and misses
+/// (docs/performance.md, "Speed II: prefetches in bursts").
 const HOST_PREFETCH_BURST: usize = 16;
 
 /// GC's victim scan prefetches the L2P lines of this many IUs at once (aligned: two lines of
