@@ -279,8 +279,9 @@ pub const PART_STRIPE_IUS: u32 = 16;
 /// (docs/performance.md, "Speed II: prefetches in bursts").
 const HOST_PREFETCH_BURST: usize = 16;
 
-/// GC's victim scan prefetches the L2P lines of this many IUs at once (aligned: two lines of
-/// the victim's P2L), `GC_PREFETCH_AHEAD` IUs ahead of the cursor.
+/// GC's victim scan prefetches the L2P lines of this many IUs at once (their addresses come
+/// from 32 consecutive entries of the victim's P2L, 128 bytes), `GC_PREFETCH_AHEAD` IUs
+/// ahead of the cursor.
 const GC_PREFETCH_BURST: u32 = 32;
 const GC_PREFETCH_AHEAD: u32 = 96;
 
