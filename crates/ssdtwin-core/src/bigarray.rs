@@ -47,7 +47,8 @@ impl BigArray {
     /// While aliases exist, every entry is read and written through one handle only (the
     /// FTL's partitions own disjoint logical IUs and superblocks), no handle is used
     /// through `Deref`/`DerefMut` (which would cover all entries), and `self` outlives
-    /// every alias.
+    /// every alias. [`BigArray::prefault`] reads and writes no entry, so any handle may
+    /// call it at any time.
     pub unsafe fn alias(&self) -> BigArray {
         BigArray { map: None, ptr: self.ptr, len: self.len }
     }
@@ -67,6 +68,33 @@ impl BigArray {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = idx;
+        }
+    }
+
+    /// Fault in the pages under entries `range` (clamped to the array) zeroed and writable,
+    /// as a first write to each would, without writing any entry (`MADV_POPULATE_WRITE`):
+    /// the entries' first writes then take no page fault. Entries keep their values, so this
+    /// is safe beside threads that read and write them. False when the kernel cannot
+    /// (before Linux 5.14, or not Linux), so the caller can stop asking.
+    pub fn prefault(&self, range: Range<usize>) -> bool {
+        let (start, end) = (range.start.min(self.len), range.end.min(self.len));
+        if start >= end {
+            return true;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            const PAGE: usize = 4096;
+            let addr = self.ptr as usize + start * 4;
+            let aligned = addr & !(PAGE - 1);
+            let len = self.ptr as usize + end * 4 - aligned;
+            // SAFETY: [aligned, aligned + len) lies in this array's mapping (the mapping is
+            // page aligned, so rounding down to a page stays inside it); POPULATE_WRITE
+            // changes no byte of it.
+            unsafe { libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) == 0 }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
         }
     }
 
@@ -182,5 +210,40 @@ pub fn prefetch(slice: &[u32], idx: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (slice, idx);
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::BigArray;
+
+    /// Which of the 4 KiB pages under `a` are resident (`mincore`).
+    fn resident_pages(a: &BigArray) -> Vec<bool> {
+        let pages = (a.len() * 4).div_ceil(4096);
+        let mut v = vec![0u8; pages];
+        // SAFETY: the mapping is page aligned and `pages` pages long; `v` has one byte per page.
+        let rc = unsafe { libc::mincore(a.ptr as *mut libc::c_void, a.len() * 4, v.as_mut_ptr()) };
+        assert_eq!(rc, 0, "mincore");
+        v.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    #[test]
+    fn prefault_makes_pages_resident_and_keeps_every_entry() {
+        let entries_per_page = 1024;
+        let mut a = BigArray::zeroed(64 * entries_per_page).unwrap();
+        a[5] = 7;
+        a[40 * entries_per_page + 3] = 9;
+        // Entries 10 pages in, up to the middle of page 20 (the range need not be aligned).
+        if !a.prefault(10 * entries_per_page + 100..20 * entries_per_page + 500) {
+            eprintln!("this kernel cannot prefault (MADV_POPULATE_WRITE): nothing to check");
+            return;
+        }
+        let resident = resident_pages(&a);
+        assert!(resident[10..=20].iter().all(|&r| r), "pages 10-20 resident after prefault: {resident:?}");
+        assert!(resident[0], "page 0 was written");
+        assert_eq!((a[5], a[40 * entries_per_page + 3]), (7, 9));
+        assert!(a.iter().enumerate().all(|(i, &v)| v == 0 || i == 5 || i == 40 * entries_per_page + 3));
+        // Empty and out-of-range requests are no-ops that succeed.
+        assert!(a.prefault(3..3) && a.prefault(a.len()..a.len() + 10));
     }
 }

@@ -598,3 +598,55 @@ fn pipelined_fast_forward_is_the_serial_run() {
         }
     }
 }
+
+#[test]
+fn prefaulted_fast_forward_is_the_plain_run() {
+    // The helper that faults in the maps changes no entry: writes run beside it leave the
+    // state the same writes leave without it, on one partition and on four.
+    for parts in [1, 4] {
+        let spec = tiny_parts_spec(1, parts, 32, 72 << 20);
+        let mut plain = Ftl::new(&spec).unwrap();
+        let user = (72u32 << 20) / 4096;
+        let writes = write_stream(11, user * 3, user, plain.cfg.full_mask);
+        let mut f = Ftl::from_parts(plain.cfg.clone(), plain.st.clone(), plain.l2p.clone(), plain.p2l.clone());
+        for &(iu, mask) in &writes {
+            plain.write(LogicalIu(iu), mask, &mut NoTiming);
+        }
+        let chunks: Vec<u32> = (0..f.cfg.chunks()).collect();
+        let n = f.with_maps_prefaulted(&chunks, writes.len() as u64, |f| {
+            for &(iu, mask) in &writes {
+                f.write(LogicalIu(iu), mask, &mut NoTiming);
+            }
+            writes.len()
+        });
+        assert_eq!(n, writes.len());
+        assert!(plain.counters().erases > 0, "the test needs GC");
+        f.check_invariants().unwrap();
+        assert!(fingerprint(&f) == fingerprint(&plain), "{parts} partitions");
+    }
+}
+
+#[test]
+fn prefault_plans_the_namespace_chunks_and_the_first_free_superblocks() {
+    let spec = tiny_parts_spec(1, 2, 32, 72 << 20);
+    let f = Ftl::new(&spec).unwrap();
+    let (chunk, per) = (1usize << f.cfg.chunk_shift, f.cfg.ius_per_sb as usize);
+    // Adjacent chunks merge; a gap starts a new range.
+    assert_eq!(f.chunk_ranges(&[0, 1, 2, 5]), vec![0..3 * chunk, 5 * chunk..6 * chunk]);
+    // A fresh drive opens each partition's lowest superblocks first, the partitions in turn.
+    let sbs = f.cfg.sbs_per_part as usize;
+    let want: Vec<_> = [0, sbs, 1].iter().map(|&sb| sb * per..(sb + 1) * per).collect();
+    assert_eq!(f.first_free_ranges(2 * per as u64 + 1), want);
+    // Never more than the free superblocks.
+    assert_eq!(f.first_free_ranges(u64::MAX / 2).len(), f.cfg.superblocks as usize);
+}
+
+#[test]
+fn a_panic_beside_the_prefault_helper_unwinds() {
+    let mut f = Ftl::new(&tiny_spec(4096, 64, 40 << 20, 8)).unwrap();
+    let chunks: Vec<u32> = (0..f.cfg.chunks()).collect();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f.with_maps_prefaulted(&chunks, u64::MAX / 2, |_| panic!("stop"));
+    }));
+    assert!(r.is_err());
+}

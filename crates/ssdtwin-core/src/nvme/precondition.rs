@@ -132,54 +132,62 @@ impl Controller {
         let partitioned = cfg.parts > 1;
         let step_bytes = if partitioned { STEP_BYTES_PARTITIONED } else { STEP_BYTES_SERIAL }.max(block_bytes);
         let threads = self.fast_forward_threads();
+        // A pass of at least the namespace's size touches every page of its maps: with a
+        // core to spare, a helper faults them in ahead of the writes.
+        let prefault = threads > 1 && amount_bytes >= ns.bytes();
         let ftl = self.ftl()?;
-        let (mut ios, mut bytes_done) = (0u64, 0u64);
-        let mut interrupted = false;
-        if !partitioned && threads > 1 {
-            // One partition on two cores: the write buffer a step ahead of the maps.
-            let mut produced = 0u64;
-            ftl.write_pipelined(
-                sink,
-                |stage| {
-                    if produced >= amount_bytes {
-                        return None;
-                    }
-                    let step_end = produced.saturating_add(step_bytes).min(amount_bytes);
-                    let (n, done) = stream.emit(&cfg, &ns, produced, step_end, &mut |iu, mask| stage.write(iu, mask));
-                    produced = done;
-                    Some((n, done))
-                },
-                |&(n, done)| {
-                    ios += n;
-                    bytes_done = done;
-                    interrupted = interrupted || !progress(done.min(amount_bytes), amount_bytes);
-                    !interrupted
-                },
-            );
-        }
-        while bytes_done < amount_bytes && !interrupted {
-            let step_end = bytes_done.saturating_add(step_bytes).min(amount_bytes);
-            let (n, done) = if partitioned {
-                // Each shard draws the step's writes from its own copy of the stream; the
-                // copies end alike, and the first one goes on.
-                let mut ends = ftl.write_partitioned(threads, sink, |w| {
-                    let mut s = stream.clone();
-                    let r = s.emit(&cfg, &ns, bytes_done, step_end, &mut |iu, mask| w.write(iu, mask));
-                    (s, r)
-                });
-                let (s, r) = ends.swap_remove(0);
-                stream = s;
-                r
-            } else {
-                stream.emit(&cfg, &ns, bytes_done, step_end, &mut |iu, mask| ftl.write(iu, mask, sink))
-            };
-            ios += n;
-            bytes_done = done;
-            if !progress(bytes_done.min(amount_bytes), amount_bytes) {
-                interrupted = true;
-                break;
+        let mut run = |ftl: &mut crate::ftl::Ftl| {
+            let (mut ios, mut bytes_done) = (0u64, 0u64);
+            let mut interrupted = false;
+            if !partitioned && threads > 1 {
+                // One partition on two cores: the write buffer a step ahead of the maps.
+                let mut produced = 0u64;
+                ftl.write_pipelined(
+                    sink,
+                    |stage| {
+                        if produced >= amount_bytes {
+                            return None;
+                        }
+                        let step_end = produced.saturating_add(step_bytes).min(amount_bytes);
+                        let (n, done) = stream.emit(&cfg, &ns, produced, step_end, &mut |iu, mask| stage.write(iu, mask));
+                        produced = done;
+                        Some((n, done))
+                    },
+                    |&(n, done)| {
+                        ios += n;
+                        bytes_done = done;
+                        interrupted = interrupted || !progress(done.min(amount_bytes), amount_bytes);
+                        !interrupted
+                    },
+                );
             }
-        }
+            while bytes_done < amount_bytes && !interrupted {
+                let step_end = bytes_done.saturating_add(step_bytes).min(amount_bytes);
+                let (n, done) = if partitioned {
+                    // Each shard draws the step's writes from its own copy of the stream; the
+                    // copies end alike, and the first one goes on.
+                    let mut ends = ftl.write_partitioned(threads, sink, |w| {
+                        let mut s = stream.clone();
+                        let r = s.emit(&cfg, &ns, bytes_done, step_end, &mut |iu, mask| w.write(iu, mask));
+                        (s, r)
+                    });
+                    let (s, r) = ends.swap_remove(0);
+                    stream = s;
+                    r
+                } else {
+                    stream.emit(&cfg, &ns, bytes_done, step_end, &mut |iu, mask| ftl.write(iu, mask, sink))
+                };
+                ios += n;
+                bytes_done = done;
+                if !progress(bytes_done.min(amount_bytes), amount_bytes) {
+                    interrupted = true;
+                    break;
+                }
+            }
+            (ios, bytes_done, interrupted)
+        };
+        let (ios, bytes_done, interrupted) =
+            if prefault { ftl.with_maps_prefaulted(&ns.chunks, amount_bytes / cfg.iu_bytes as u64, run) } else { run(ftl) };
         self.st.smart.host_write_commands += ios;
         self.st.smart.data_units_written_512 += bytes_done / 512;
         if let Some(c) = self.st.set_commands.get_mut(ns.nvm_set as usize) {
