@@ -22,7 +22,8 @@
 //!
 //! A long fast-forward also runs a helper thread that faults in the map pages the writes are
 //! about to touch ([`Ftl::with_maps_prefaulted`]): the kernel zeroes each new page on its
-//! first write, and on the maps' thread that took about 40 % of a sequential precondition.
+//! first write, which took about 40 % of the maps' thread's time in a sequential
+//! precondition (CM6 at 1/4, docs/performance.md).
 
 use super::buffer::{Offer, Slot, WriteBuffer};
 use super::{Ftl, FtlCounters, LogicalIu, MaskBytes, HOST_PREFETCH_BURST};
