@@ -278,7 +278,7 @@ fn save_array(a: &BigArray, path: &Path) -> Result<u64, FsError> {
         let end = (pos + CHUNK).min(bytes.len());
         let chunk = &bytes[pos..end];
         h.update(chunk);
-        if chunk.iter().all(|&b| b == 0) {
+        if all_zero(chunk) {
             f.seek(SeekFrom::Current(chunk.len() as i64)).map_err(|e| FsError::new(path, e))?;
         } else {
             fsio::write_all(&mut f, path, chunk)?;
@@ -288,6 +288,13 @@ fn save_array(a: &BigArray, path: &Path) -> Result<u64, FsError> {
     fsio::set_len(&f, path, bytes.len() as u64)?;
     fsio::sync_all(&f, path)?;
     Ok(h.digest())
+}
+
+/// Whether `bytes` are all zero. An OR over each 4 KiB compiles to vector instructions;
+/// `iter().all` stops at the first nonzero byte but tests one byte at a time, which made
+/// saving the 8 GB of all-zero maps of a fresh full-size drive take 4-5 s.
+fn all_zero(bytes: &[u8]) -> bool {
+    bytes.chunks(4096).all(|page| page.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
 /// Load `len` entries from `path`; returns the array and the checksum of what was read.
@@ -1062,6 +1069,17 @@ mod tests {
         let moved = t.idle(&mut img.ctrl, 0, 2_000_000_000).unwrap();
         assert!(moved > 0, "the test needs idle GC to move data");
         moved
+    }
+
+    #[test]
+    fn all_zero_finds_any_nonzero_byte() {
+        let mut b = vec![0u8; (1 << 20) + 13];
+        assert!(all_zero(&b) && all_zero(&[]));
+        for at in [0, 1, 4095, 4096, 517_000, b.len() - 1] {
+            b[at] = 0x80;
+            assert!(!all_zero(&b), "byte {at}");
+            b[at] = 0;
+        }
     }
 
     #[test]
