@@ -213,19 +213,23 @@ pub fn prefetch(slice: &[u32], idx: usize) {
     }
 }
 
+/// Which of the 4 KiB pages under the entries are resident (`mincore`), for tests of what
+/// touches memory.
 #[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use super::BigArray;
-
-    /// Which of the 4 KiB pages under `a` are resident (`mincore`).
-    fn resident_pages(a: &BigArray) -> Vec<bool> {
-        let pages = (a.len() * 4).div_ceil(4096);
+impl BigArray {
+    pub(crate) fn resident_pages(&self) -> Vec<bool> {
+        let pages = (self.len * 4).div_ceil(4096);
         let mut v = vec![0u8; pages];
         // SAFETY: the mapping is page aligned and `pages` pages long; `v` has one byte per page.
-        let rc = unsafe { libc::mincore(a.ptr as *mut libc::c_void, a.len() * 4, v.as_mut_ptr()) };
+        let rc = unsafe { libc::mincore(self.ptr as *mut libc::c_void, self.len * 4, v.as_mut_ptr()) };
         assert_eq!(rc, 0, "mincore");
         v.iter().map(|b| b & 1 == 1).collect()
     }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::BigArray;
 
     #[test]
     fn prefault_makes_pages_resident_and_keeps_every_entry() {
@@ -238,7 +242,7 @@ mod tests {
             eprintln!("this kernel cannot prefault (MADV_POPULATE_WRITE): nothing to check");
             return;
         }
-        let resident = resident_pages(&a);
+        let resident = a.resident_pages();
         assert!(resident[10..=20].iter().all(|&r| r), "pages 10-20 resident after prefault: {resident:?}");
         assert!(resident[0], "page 0 was written");
         assert_eq!((a[5], a[40 * entries_per_page + 3]), (7, 9));

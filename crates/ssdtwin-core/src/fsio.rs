@@ -200,6 +200,33 @@ pub fn real_dir(path: &Path) -> Result<bool> {
     }
 }
 
+/// The next run of data in `f` at or after byte `pos`, clipped to `end`: `Some((start, stop))`
+/// with `pos <= start < stop <= end`, or `None` when only holes are left before `end`
+/// (`SEEK_DATA`/`SEEK_HOLE`). Where the file system cannot say, everything is data.
+pub fn next_data(f: &File, pos: u64, end: u64) -> io::Result<Option<(u64, u64)>> {
+    use std::os::fd::AsRawFd;
+    if pos >= end {
+        return Ok(None);
+    }
+    let seek = |from: u64, whence: libc::c_int| -> io::Result<Option<u64>> {
+        // SAFETY: lseek on an open descriptor; it moves only the file offset, which every
+        // reader here sets (or passes) explicitly.
+        let r = unsafe { libc::lseek(f.as_raw_fd(), from as libc::off_t, whence) };
+        if r >= 0 {
+            return Ok(Some(r as u64));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None), // no data (or no hole) at or after `from`
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(Some(from)),
+            _ => Err(e),
+        }
+    };
+    let Some(start) = seek(pos, libc::SEEK_DATA)?.filter(|&d| d < end) else { return Ok(None) };
+    let stop = seek(start, libc::SEEK_HOLE)?.filter(|&h| h > start).unwrap_or(end).min(end);
+    Ok(Some((start, stop)))
+}
+
 /// Deallocate `[offset, offset + len)` of `f` (it reads as zeroes). `Ok(false)` when the file
 /// system cannot punch holes (the caller writes zeroes instead).
 pub fn punch_hole(f: &File, path: &Path, offset: u64, len: u64) -> Result<bool> {

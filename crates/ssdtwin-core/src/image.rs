@@ -321,7 +321,9 @@ fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
     static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (data, hole) = next_data(&f, pos, bytes.len()).map_err(|e| FsError::new(path, e))?;
+        let (data, hole) = fsio::next_data(&f, pos as u64, bytes.len() as u64)
+            .map_err(|e| FsError::new(path, e))?
+            .map_or((bytes.len(), bytes.len()), |(d, h)| (d as usize, h as usize));
         while pos < data {
             let n = (data - pos).min(ZEROS.len());
             h.update(&ZEROS[..n]);
@@ -341,37 +343,6 @@ fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
         }
     }
     Ok((a, h.digest()))
-}
-
-/// The next run of data in `f` at or after byte `pos` of its `len`: (start, end); (len, len)
-/// when only holes are left. Where the file system cannot say (`SEEK_DATA` unsupported),
-/// everything from `pos` on is data.
-fn next_data(f: &File, pos: usize, len: usize) -> io::Result<(usize, usize)> {
-    #[cfg(target_os = "linux")]
-    {
-        let seek = |from: usize, whence: libc::c_int| -> io::Result<Option<usize>> {
-            // SAFETY: lseek on an open descriptor; it moves only the file offset, which the
-            // caller sets again before reading.
-            let r = unsafe { libc::lseek(f.as_raw_fd(), from as libc::off_t, whence) };
-            if r >= 0 {
-                return Ok(Some((r as usize).min(len)));
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::ENXIO) => Ok(None),
-                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(Some(from)),
-                _ => Err(e),
-            }
-        };
-        let Some(data) = seek(pos, libc::SEEK_DATA)? else { return Ok((len, len)) };
-        let hole = seek(data, libc::SEEK_HOLE)?.unwrap_or(len);
-        Ok((data, if hole > data { hole } else { len }))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = f;
-        Ok((pos, len))
-    }
 }
 
 /// The maps of one generation, loaded when the controller first needs them.
@@ -1100,12 +1071,8 @@ mod tests {
         // The holes were not copied into memory: only the (at most 2 MiB) pages holding
         // data are resident, 3 of the 8 (checked before anything reads the holes, which
         // would map the shared zero page there).
-        let pages = len * 4 / 4096;
-        let mut resident = vec![0u8; pages];
-        // SAFETY: `b`'s mapping is page aligned and `len * 4` bytes long, one byte per page.
-        let rc = unsafe { libc::mincore(b.as_bytes().as_ptr() as *mut libc::c_void, len * 4, resident.as_mut_ptr()) };
-        assert_eq!(rc, 0);
-        let touched = resident.iter().filter(|&&r| r & 1 == 1).count();
+        let resident = b.resident_pages();
+        let (pages, touched) = (resident.len(), resident.iter().filter(|&&r| r).count());
         assert!(touched <= 3 * 512, "{touched} of {pages} pages resident after loading a map that is 13/16 holes");
         assert_eq!(loaded, saved, "the checksum covers the holes as zeros");
         assert!(b.as_bytes() == a.as_bytes(), "every entry back");

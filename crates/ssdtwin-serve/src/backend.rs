@@ -30,7 +30,6 @@
 use ssdtwin_core::nvme::{self, NsId};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -749,32 +748,19 @@ impl Export for NsExport {
     /// trimmed ranges are holes that read as zeroes.
     fn block_status(&self, offset: u64, len: u32, out: &mut Vec<Extent>) -> Result<Done, Errno> {
         self.inner.counters.block_status.inc();
-        let fd = self.data.file.as_raw_fd();
         let end = offset + len as u64;
         let mut pos = offset;
-        let seek = |at: u64, whence: libc::c_int| -> Result<Option<u64>, Errno> {
-            // SAFETY: lseek on a descriptor we own.
-            let r = unsafe { libc::lseek(fd, at as libc::off_t, whence) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::ENXIO) {
-                    return Ok(None); // no data at or after `at`
-                }
-                return Err(Errno::from(e));
-            }
-            Ok(Some(r as u64))
-        };
         while pos < end && out.len() < 4096 {
-            let data = seek(pos, libc::SEEK_DATA).map_err(|e| self.err(e))?.unwrap_or(end).min(end);
+            let (data, hole) =
+                ssdtwin_core::fsio::next_data(&self.data.file, pos, end).map_err(|e| self.err(Errno::from(e)))?.unwrap_or((end, end));
             if data > pos {
                 out.push(Extent { len: (data - pos) as u32, flags: STATE_HOLE | STATE_ZERO });
                 pos = data;
-                continue;
             }
-            let hole = seek(pos, libc::SEEK_HOLE).map_err(|e| self.err(e))?.unwrap_or(end).min(end);
-            let hole = if hole <= pos { end } else { hole };
-            out.push(Extent { len: (hole - pos) as u32, flags: 0 });
-            pos = hole;
+            if pos < hole && out.len() < 4096 {
+                out.push(Extent { len: (hole - pos) as u32, flags: 0 });
+                pos = hole;
+            }
         }
         Ok(Done::NOW)
     }
