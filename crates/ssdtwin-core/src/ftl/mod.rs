@@ -657,9 +657,15 @@ impl Ftl {
     /// turn, a stripe of `1 << part_stripe_shift` IUs each.
     #[inline(always)]
     pub fn part_of(&self, iu: u32) -> usize {
+        let stripe = (iu >> self.st.part_stripe_shift) & (self.cfg.parts_per_set - 1);
+        // One NVM Set (every drive without NVM Sets): every chunk is set 0's (the state
+        // check holds each below the set count), so skip the table: a cache miss per random
+        // write or read on a large drive, and on every shard's pass over the write stream.
+        if self.cfg.sets == 1 {
+            return stripe as usize;
+        }
         let set = self.st.chunk_set[(iu >> self.cfg.chunk_shift) as usize] as u32;
-        let stripe = iu >> self.st.part_stripe_shift;
-        ((set << self.cfg.part_shift) + (stripe & (self.cfg.parts_per_set - 1))) as usize
+        ((set << self.cfg.part_shift) + stripe) as usize
     }
 
     /// The partition of superblock `sb`, and `sb`'s id inside it.
