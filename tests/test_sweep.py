@@ -156,7 +156,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         (TINY.replace('scale = "1/454"', 'scale = "1/454"\nnamespace = 3'), "point: unknown key 'namespace'"),
         (TINY.replace("[3.84, 3.2, 5.0]", "[]"), "grid.namespace_tb: an empty list"),
         (TINY.split("[grid]")[0] + "[grid]\n", "grid: empty"),
-        (TINY.replace("[grid]", '[grid]\nstack = ["iu-fill"]'), "stack: not available in this version"),
+        (TINY.replace("[grid]", '[grid]\nstack = ["iu-fill"]'), "stack: not a sweep axis in this version (host stacks:"),
         (TINY.replace(CM6, "no-such-drive"), "preset 'no-such-drive': no such preset"),
         (TINY.replace('"cm6-rand-read"', '"missing.fio"'), "job missing.fio: No such file or directory"),
         (TINY.replace('RUNTIME = "100ms", ', ""), "uses ${RUNTIME}, which the point's vars do not set"),

@@ -42,7 +42,11 @@ PRECONDITIONS = ("none", "seq", "rand")
 NAMESPACE_KEYS = ("namespace_tb", "namespace_fraction", "extra_op")
 # Axes reserved for the host stacks (issue 13) and the cluster model (issue 14): the schema
 # names them so that a sweep written for a later version fails with a clear line today.
-RESERVED = {"stack": "host stacks, issue 13,", "cluster": "replicated volumes over a network, issue 14,"}
+# Axes a sweep file may name in a later version, with where that study runs today.
+RESERVED = {
+    "stack": "host stacks: one `ssdtwin stack` image per configuration, then `ssdtwin fio` on each (docs/host.md)",
+    "cluster": "replicated volumes are swept by `ssdtwin cluster sweep` (docs/models.md, section 11)",
+}
 AXES = (
     "preset",
     "scale",
@@ -215,7 +219,7 @@ def _no_unknown(d: Mapping[str, Any], allowed: Sequence[str], name: str, where: 
 def _axes_keys(d: Mapping[str, Any], where: str) -> None:
     for k in d:
         if k in RESERVED:
-            raise SweepConfigError(f"{where}.{k}: not available in this version ({RESERVED[k]} are not modelled yet)")
+            raise SweepConfigError(f"{where}.{k}: not a sweep axis in this version ({RESERVED[k]})")
         if k not in AXES:
             raise SweepConfigError(f"{where}: unknown key '{k}' (allowed: {', '.join(a for a in AXES if a not in RESERVED)})")
 
