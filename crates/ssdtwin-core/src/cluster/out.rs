@@ -154,7 +154,10 @@ impl JobAcc {
         if !self.stopping && self.inflight < self.iodepth {
             match self.gen.next_io() {
                 Some(io) if io.offset % self.lba == 0 && io.len % self.lba == 0 => {
-                    self.depth_levels[depth_slot(self.inflight + 1)] += 1;
+                    // Counted from the ramp's end, as fio's reset_io_stats does.
+                    if now >= self.ramp_end {
+                        self.depth_levels[depth_slot(self.inflight + 1)] += 1;
+                    }
                     self.inflight += 1;
                     self.issued += 1;
                     self.inflight_level.add(now, 1, w);

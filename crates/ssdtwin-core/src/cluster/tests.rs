@@ -270,3 +270,17 @@ proptest! {
         prop_assert_eq!(r.clones.len(), clients as usize);
     }
 }
+
+/// The depth distribution counts the I/Os issued after the ramp (fio's reset_io_stats at the
+/// ramp's end), so it sums to about the I/Os each clone reports, not to those plus the ramp's.
+#[test]
+fn depth_levels_count_from_the_ramps_end() {
+    let spec = lab("nvmeof-tcp", 3, 2, 3);
+    let r = run(&spec, jobs(&spec, "randread", 16, 10_000_000, 20_000_000), &mut |_| true).unwrap();
+    for c in &r.clones {
+        let counted: u64 = c.iodepth_level.iter().sum();
+        let reported = c.read.total_ios + c.write.total_ios;
+        assert!(reported > 100, "{reported}");
+        assert!(counted.abs_diff(reported) <= 2 * 16, "depths {counted} against {reported} I/Os reported");
+    }
+}

@@ -1307,7 +1307,11 @@ impl Sim<'_> {
         let di = io.ddir.index();
         let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
         let nsid = cl.nsid;
-        cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        // fio counts depths from the ramp's end (reset_io_stats zeroes io_u_map), so the
+        // distribution is over the I/Os the report counts, not over the ramp's too.
+        if now >= cl.ramp_end {
+            cl.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        }
         cl.inflight += 1;
         cl.ios_issued += 1;
         cl.bytes_issued[di] += io.len;
@@ -2259,6 +2263,20 @@ pub(crate) mod tests {
         assert!(p.ramp_up(8) && p.ramp_up(8));
         assert!(!p.ramp_up(8));
         assert_eq!((p.low, p.qd, p.high), (5, 6, 7));
+    }
+
+    // fio's reset at the ramp's end zeroes the depth distribution with the other statistics:
+    // the depths count the I/Os issued after the ramp, so they sum to about the I/Os reported
+    // (the I/Os in flight at the window's ends differ), never to those of the ramp as well.
+    #[test]
+    fn depth_levels_count_from_the_ramps_end() {
+        let timed = json!({"time_based": true, "runtime_ns": 50_000_000u64, "ramp_time_ns": 20_000_000u64, "iodepth": 8});
+        let (out, _) = run_one(timed).unwrap();
+        let o = &out[0];
+        let counted: u64 = o.iodepth_level.iter().sum();
+        let reported = o.read.total_ios + o.write.total_ios;
+        assert!(reported > 1000, "{reported}");
+        assert!(counted.abs_diff(reported) <= 2 * 8, "depths {counted} against {reported} I/Os reported");
     }
 
     // issue 10: latency_target
