@@ -40,9 +40,9 @@ __all__ = [
 JOBS = resources.files("ssdtwin") / "jobs"
 PRECONDITIONS = ("none", "seq", "rand")
 NAMESPACE_KEYS = ("namespace_tb", "namespace_fraction", "extra_op")
-# Axes reserved for the host stacks (issue 13) and the cluster model (issue 14): the schema
-# names them so that a sweep written for a later version fails with a clear line today.
-# Axes a sweep file may name in a later version, with where that study runs today.
+# Axes reserved for the host stacks (issue 13) and the cluster model (issue 14), which exist
+# but are not sweep axes yet: the schema names them so that a sweep written for a later
+# version fails with a clear line today, saying where that study runs now.
 RESERVED = {
     "stack": "host stacks: one `ssdtwin stack` image per configuration, then `ssdtwin fio` on each (docs/host.md)",
     "cluster": "replicated volumes are swept by `ssdtwin cluster sweep` (docs/models.md, section 11)",
