@@ -46,8 +46,9 @@ def test_the_marketed_size_is_the_whole_drive() -> None:
             experiments.namespace_fraction("kioxia-cm6-r-3.84t", bad)
 
 
-def fake_fit(errors: dict[str, float]) -> Any:
-    """A stand-in for calibrate.calibrate that reports the given relative errors."""
+def fake_fit(errors: dict[str, float], flat: tuple[str, ...] = ()) -> Any:
+    """A stand-in for calibrate.calibrate that reports the given relative errors (and the
+    parameters in `flat` as ones their figure did not respond to)."""
     from ssdtwin.studies.calibrate import CM6_TARGETS
 
     def run(model: str, scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
@@ -59,6 +60,7 @@ def fake_fit(errors: dict[str, float]) -> Any:
                 "unit": t.unit,
                 "simulated": t.value * (1 + errors.get(t.param, 0.0)),
                 "error": errors.get(t.param, 0.0),
+                "responds": t.param not in flat,
             }
             for t in CM6_TARGETS
         }
@@ -68,7 +70,7 @@ def fake_fit(errors: dict[str, float]) -> Any:
             "seed": seed,
             "tol": tol,
             "fitted": fitted,
-            "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol],
+            "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol or not v["responds"]],
             "timing": {},
         }
 
@@ -117,6 +119,39 @@ def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, cap
     assert rc == 1
     assert err.splitlines()[-1] == (
         "ssdtwin calibrate: error: outside --tol 0.00010%: rand read 4 KiB QD32 1,549,221.1 IOPS vs 1,549,202 (+0.00123%)"
+    )
+
+
+def test_a_figure_that_does_not_respond_keeps_the_start_and_says_so() -> None:
+    """A flat figure (sequential writes bound by GC on a drive of 8 superblocks) must not
+    send the secant search to an extreme parameter (it once fitted a program time of 0 ns);
+    a responding one still converges."""
+    from ssdtwin.studies.calibrate import solve
+
+    calls: list[float] = []
+
+    def flat(x: float) -> float:
+        calls.append(x)
+        return 2596.3 + (x % 7) * 1e-3  # noise far under the figures' 0.05 %
+
+    fit = solve(flat, 4246.0, 1_467_988.0, 1e-6, lambda _: None)
+    assert (fit.x, fit.responds) == (1_467_988.0, False)
+    assert fit.y == pytest.approx(2596.3, abs=0.01)
+    assert len(calls) <= 5 and min(calls) > 1_467_988.0 / 10, calls
+    # MB/s of a program-bound drive: inversely proportional to tPROG.
+    fit = solve(lambda x: 4246.0 * 1_400_000.0 / x, 4246.0, 1_467_988.0, 1e-6, lambda _: None)
+    assert fit.responds and fit.x == pytest.approx(1_400_000.0, rel=1e-5)
+
+
+def test_calibrate_names_a_figure_that_does_not_respond(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import ssdtwin.studies.calibrate as cal
+
+    monkeypatch.setattr(cal, "calibrate", fake_fit({"t_prog_ns": -0.3885}, flat=("t_prog_ns",)))
+    rc, _, err = run_main(["calibrate", "--scale", "1/407"], capsys)
+    assert rc == 1
+    assert err.splitlines()[-1] == (
+        "ssdtwin calibrate: error: outside --tol 0.30%: seq write 128 KiB QD16 2,596.4 MB/s vs 4,246 (-38.85%), "
+        "and it does not respond to t_prog_ns at this scale (docs/calibration.md)"
     )
 
 

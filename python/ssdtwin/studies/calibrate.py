@@ -55,17 +55,41 @@ CM6_TARGETS = [
 ]
 
 
-def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log: Callable[[str], None]) -> tuple[float, float]:
-    """Secant search for f(x) = target on log x (f monotone); returns (x, f(x)). A start
-    already within `tol` is kept (calibrating calibrated presets changes nothing)."""
+# A figure that moves less than this (relative) while its parameter moves by FLAT_STEP or
+# more does not respond to it: the figures' noise is under 0.05 %.
+FLAT_CHANGE = 5e-4
+FLAT_STEP = 0.05
+
+
+@dataclass(frozen=True)
+class Fit:
+    x: float
+    y: float
+    # False when the figure stopped responding to the parameter before reaching the target
+    # (something else binds it: on a drive of few superblocks, GC binds sequential writes).
+    responds: bool = True
+
+
+def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log: Callable[[str], None]) -> Fit:
+    """Secant search for f(x) = target on log x (f monotone). A start already within `tol`
+    is kept (calibrating calibrated presets changes nothing). Two steps in a row that move x
+    by FLAT_STEP or more but the figure by under FLAT_CHANGE end the search with the start
+    value and `responds` False: extrapolating a flat figure would run the parameter to an
+    extreme (a program time of 0 ns) without reaching the target."""
     xs, ys = [x0], [f(x0)]
     if abs(ys[0] / target - 1) <= tol:
-        return x0, ys[0]
+        return Fit(x0, ys[0])
     xs.append(x0 * 1.1)
     ys.append(f(xs[1]))
+    flat = 0
     for _ in range(14):
         if abs(ys[-1] / target - 1) <= tol:
             break
+        moved = abs(math.log(xs[-1] / xs[-2])) >= FLAT_STEP
+        flat = flat + 1 if moved and abs(ys[-1] / ys[-2] - 1) < FLAT_CHANGE else 0
+        if flat >= 2:
+            log(f"    the figure does not respond: {ys[0]:,.1f} at {xs[0]:,.4g}, {ys[-1]:,.1f} at {xs[-1]:,.4g}")
+            return Fit(x0, ys[0], responds=False)
         (xa, xb), (ya, yb) = xs[-2:], ys[-2:]
         if ya == yb:
             xn = xb * (target / yb)
@@ -77,7 +101,7 @@ def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log
         ys.append(f(xn))
         log(f"    {xn:,.4g} -> {ys[-1]:,.1f}")
     best = min(range(len(xs)), key=lambda i: abs(ys[i] / target - 1))
-    return xs[best], ys[best]
+    return Fit(xs[best], ys[best])
 
 
 def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], seed: int = 1) -> dict[str, Any]:
@@ -115,17 +139,25 @@ def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], se
 
             # Aim well inside --tol (the figures' noise is under 0.05 %), so that the check
             # with all four fitted values does not fail on the coupling between them.
-            x, y = solve(f, t.value, float(timing[t.param]["value"]), tol / 4, log)
-            val = x if is_float else int(round(x))
+            fit = solve(f, t.value, float(timing[t.param]["value"]), tol / 4, log)
+            val = fit.x if is_float else int(round(fit.x))
             timing[t.param]["value"] = val
-            fitted[t.param] = {"value": val, "figure": t.name, "target": t.value, "unit": t.unit, "seconds": time.perf_counter() - t0}
-            log(f"  {t.param} = {val:,} (simulated {y:,.1f}, {y / t.value - 1:+.2%})")
+            fitted[t.param] = {
+                "value": val,
+                "figure": t.name,
+                "target": t.value,
+                "unit": t.unit,
+                "responds": fit.responds,  # the last sweep's search decides
+                "seconds": time.perf_counter() - t0,
+            }
+            kept = "" if fit.responds else f"; the figure does not respond to {t.param}: the preset's value kept"
+            log(f"  {t.param} = {val:,} (simulated {fit.y:,.1f}, {fit.y / t.value - 1:+.2%}{kept})")
         log("every figure with all four fitted values:")
         for t in CM6_TARGETS:
             y = figure(t, timing)
             fitted[t.param].update(simulated=y, error=y / t.value - 1)
             log(f"  {t.name}: {y:,.1f} {t.unit} ({y / t.value - 1:+.2%})")
-    outside = [k for k, v in fitted.items() if abs(v["error"]) > tol]
+    outside = [k for k, v in fitted.items() if abs(v["error"]) > tol or not v["responds"]]
     return {
         "model": model,
         "scale": scale,
