@@ -122,7 +122,7 @@ def test_calibrate_within_tolerance_exits_0(monkeypatch: pytest.MonkeyPatch, cap
     )
 
 
-def test_a_figure_that_does_not_respond_keeps_the_start_and_says_so() -> None:
+def test_a_figure_that_stops_responding_keeps_the_start() -> None:
     """A flat figure (sequential writes bound by GC on a drive of 8 superblocks) must not
     send the secant search to an extreme parameter (it once fitted a program time of 0 ns);
     a responding one still converges."""
@@ -143,7 +143,7 @@ def test_a_figure_that_does_not_respond_keeps_the_start_and_says_so() -> None:
     assert fit.responds and fit.x == pytest.approx(1_400_000.0, rel=1e-5)
 
 
-def test_calibrate_names_a_figure_that_does_not_respond(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_calibrate_names_a_figure_that_stops_responding(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     import ssdtwin.studies.calibrate as cal
 
     monkeypatch.setattr(cal, "calibrate", fake_fit({"t_prog_ns": -0.3885}, flat=("t_prog_ns",)))
@@ -151,7 +151,7 @@ def test_calibrate_names_a_figure_that_does_not_respond(monkeypatch: pytest.Monk
     assert rc == 1
     assert err.splitlines()[-1] == (
         "ssdtwin calibrate: error: outside --tol 0.30%: seq write 128 KiB QD16 2,596.4 MB/s vs 4,246 (-38.85%), "
-        "and it does not respond to t_prog_ns at this scale (docs/calibration.md)"
+        "and it stops responding to t_prog_ns short of the target at this scale (docs/calibration.md)"
     )
 
 

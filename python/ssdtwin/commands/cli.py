@@ -692,7 +692,7 @@ def calibrate(
             )
     outside = [
         f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
-        + ("" if v["responds"] else f", and it does not respond to {k} at this scale (docs/calibration.md)")
+        + ("" if v["responds"] else f", and it stops responding to {k} short of the target at this scale (docs/calibration.md)")
         for k, v in res["fitted"].items()
         if k in res["outside_tolerance"]
     ]

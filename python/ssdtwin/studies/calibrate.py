@@ -65,7 +65,7 @@ FLAT_STEP = 0.05
 class Fit:
     x: float
     y: float
-    # False when the figure stopped responding to the parameter before reaching the target
+    # False when the figure stopped responding to the parameter short of the target
     # (something else binds it: on a drive of few superblocks, GC binds sequential writes).
     responds: bool = True
 
@@ -88,7 +88,7 @@ def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log
         moved = abs(math.log(xs[-1] / xs[-2])) >= FLAT_STEP
         flat = flat + 1 if moved and abs(ys[-1] / ys[-2] - 1) < FLAT_CHANGE else 0
         if flat >= 2:
-            log(f"    the figure does not respond: {ys[0]:,.1f} at {xs[0]:,.4g}, {ys[-1]:,.1f} at {xs[-1]:,.4g}")
+            log(f"    stopped responding short of the target: {ys[-1]:,.1f} at {xs[-1]:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
             return Fit(x0, ys[0], responds=False)
         (xa, xb), (ya, yb) = xs[-2:], ys[-2:]
         if ya == yb:
@@ -150,7 +150,7 @@ def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], se
                 "responds": fit.responds,  # the last sweep's search decides
                 "seconds": time.perf_counter() - t0,
             }
-            kept = "" if fit.responds else f"; the figure does not respond to {t.param}: the preset's value kept"
+            kept = "" if fit.responds else f"; the figure stops responding to {t.param} short of the target: the preset's value kept"
             log(f"  {t.param} = {val:,} (simulated {fit.y:,.1f}, {fit.y / t.value - 1:+.2%}{kept})")
         log("every figure with all four fitted values:")
         for t in CM6_TARGETS:
