@@ -150,7 +150,7 @@ def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], se
                 "responds": fit.responds,  # the last sweep's search decides
                 "seconds": time.perf_counter() - t0,
             }
-            kept = "" if fit.responds else f"; the figure stops responding to {t.param} short of the target: the preset's value kept"
+            kept = "" if fit.responds else f"; the figure stops responding to {t.param} short of the target: its start value kept"
             log(f"  {t.param} = {val:,} (simulated {fit.y:,.1f}, {fit.y / t.value - 1:+.2%}{kept})")
         log("every figure with all four fitted values:")
         for t in CM6_TARGETS:
