@@ -707,6 +707,45 @@ def calibrate(
 
 
 @app.command()
+def validate(
+    quick: bool = typer.Option(False, "--quick", help="smaller drives (1/256) and windows a fifth as long: a check of the machinery (CI)"),
+    scale: Optional[str] = typer.Option(None, "--scale", help="1/N of every drive (default 1/64; --quick 1/256)"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives"),
+    only: Optional[str] = typer.Option(None, "--only", help="comma-separated groups (default: all; docs/validation.md lists them)"),
+    write_doc: Optional[Path] = typer.Option(None, "--write-doc", help="also write the table as Markdown there (docs/validation.md)"),
+    check_targets: bool = typer.Option(
+        False, "--check", help="exit 1 unless every calibrated figure is within 5 % and 85 % of the predicted ones within 15 %"
+    ),
+    fmt: str = OutputFmt,
+) -> None:
+    """Every published figure beside the twin's: published, twin, error, calibrated or predicted (docs/validation.md)."""
+    from ..studies import validate as v
+
+    check_fmt(fmt)
+    groups = [g.strip() for g in only.split(",")] if only else list(v.GROUPS)
+    unknown = [g for g in groups if g not in v.GROUPS]
+    if unknown:
+        fail(f"--only: unknown group {', '.join(unknown)}; choose from {', '.join(v.GROUPS)}")
+    n = parse_scale(scale) if scale else (256 if quick else 64)
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    res = v.validate(v.Settings(scale=n, seed=seed, quick=quick), groups, log=log)
+    s = res["summary"]
+    log(
+        f"{s['figures']} figures over {s['systems']} systems: calibrated {s['calibrated_within_5pct']}/{s['calibrated']} within 5 %, "
+        f"predicted {s['predicted_within_15pct']}/{s['predicted']} within 15 % ({res['wall_s']:.0f} s, scale 1/{n})"
+    )
+    if write_doc is not None:
+        argv = " ".join(["ssdtwin validate"] + sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "ssdtwin validate"
+        write_doc.write_text(v.markdown(res, argv))
+        print(f"wrote {write_doc}", file=sys.stderr)
+    if fmt == "json":
+        emit_json(res)
+    missed = v.targets_met(res)
+    if check_targets and missed:
+        fail("accuracy targets missed: " + "; ".join(missed))
+
+
+@app.command()
 def reproduce(
     experiment: str = typer.Argument(
         ...,
