@@ -1,7 +1,7 @@
 //! The FTL's invariants: the full check against the maps (`ssdtwin check`, property tests)
 //! and the cheap one on the small state alone (every commit, every writable open).
 
-use super::*;
+use super::{Ftl, FtlConfig, FtlState, Partition, SbState, NONE};
 
 impl Ftl {
     /// Full consistency check of maps, counters and superblock states, per set and for the

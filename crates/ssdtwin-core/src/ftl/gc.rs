@@ -2,8 +2,9 @@
 //! relocation that earns credit from host programs, foreground GC as the safety net, and
 //! idle-time GC (`background_gc`) that lets an idle drive build a surplus.
 
+use super::{Ftl, SbState, NONE};
+
 use super::state::{Frontier, Victim};
-use super::*;
 use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 use crate::spec::GcPolicy;
 

@@ -2,10 +2,12 @@
 //! leaves for NAND through the host frontier, superblocks are allocated least-worn first,
 //! overwritten copies are invalidated.
 
+use super::{Ftl, ReadSource, SbState, NONE};
+use crate::units::{LogicalIu, PhysicalIu};
+
 use super::buffer::{Offer, Slot};
 use super::gc::{FREE_FLOOR, GC_START};
 use super::state::Frontier;
-use super::*;
 use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 
 /// The write paths' L2P prefetches come in bursts: this many evicted slots' lines at once,

@@ -2,8 +2,9 @@
 //! partitions with their free lists, frontiers, victims and write buffers, the counters;
 //! what an image saves, and the layouts it reads.
 
+use super::{FtlConfig, NONE, PART_STRIPE_IUS};
+
 use super::buffer::WriteBuffer;
-use super::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 

@@ -2,7 +2,13 @@
 //! paths and sizes, and dropping a namespace's data atomically with the command that drops
 //! it (renamed `.dropped`, deleted by the commit, settled at the next writable open).
 
-use super::*;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use super::{Image, ImageError, DATA};
+use crate::fsio::{self, Entry, FsError};
+use crate::nvme::{self, NsId};
 
 /// Suffix of a data file dropped by a command not yet committed (see [`Image::drop_data`]).
 const DROPPED: &str = ".dropped";

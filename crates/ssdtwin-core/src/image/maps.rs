@@ -1,7 +1,14 @@
 //! The FTL maps on disk: saved sparse (all-zero 1 MiB runs left as holes) with their xxh3
 //! checksums, loaded lazily through [`MapStore`] reading only the files' data.
 
-use super::*;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use xxhash_rust::xxh3::Xxh3;
+
+use super::MapsOnDisk;
+use crate::bigarray::BigArray;
+use crate::fsio::{self, FsError};
+use crate::nvme::{MapError, MapStore};
 
 /// Write `a` to `path`, leaving all-zero 1 MiB runs as holes; returns the xxh3 checksum of
 /// the logical contents.

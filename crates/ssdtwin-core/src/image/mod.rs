@@ -47,18 +47,14 @@ use maps::{save_array, DiskMaps};
 use state_file::{decode_state, encode_state, Generation};
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use xxhash_rust::xxh3::Xxh3;
 
-use crate::bigarray::BigArray;
 use crate::fsio::{self, Entry, FsError};
-use crate::journal::{self, Record, Tail};
-use crate::nvme::{self, Controller, ControllerState, FtlConfig, FtlState, MapError, MapStore, NsId};
+use crate::nvme::{self, Controller, FtlConfig, MapError};
 use crate::spec::{DriveSpec, SpecError};
 
 pub const FORMAT: &str = "ssdtwin-image";

@@ -2,7 +2,14 @@
 //! commit (writable), replay in memory (read-only), discard a stale one, or, with
 //! `check --repair`, replay the intact part before the damage and keep a copy.
 
-use super::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{gen_name, lock_held, Image, ImageError, OpenMode};
+use crate::fsio::{self, Entry};
+use crate::journal::{self, Record, Tail};
 
 /// What opening did with a journal a server left behind.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]

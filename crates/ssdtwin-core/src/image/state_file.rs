@@ -2,7 +2,13 @@
 //! ([`Generation`]), inside an envelope carrying an xxh3 checksum of its exact bytes
 //! (version 2); version-1 files, the bare generation, are still read.
 
-use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{ImageError, STATE_FORMAT, VERSION};
+use crate::nvme::{ControllerState, FtlState};
 
 /// What a generation's state.json holds.
 #[derive(Serialize, Deserialize)]

@@ -1,8 +1,11 @@
 use super::maps::{all_zero, load_array, save_array};
 use super::state_file::{decode_state, encode_state, Generation};
 use super::*;
+use crate::bigarray::BigArray;
 use crate::engine::DeviceTiming;
+use crate::journal::{self, Record};
 use crate::journal::{JournalWriter, HEADER_LEN};
+use crate::nvme::NsId;
 use crate::nvme::Pattern;
 
 const PRESET: &str = "kioxia-cm6-r-3.84t";

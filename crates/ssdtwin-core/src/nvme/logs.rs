@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::state::is_zero_u64;
+use super::is_zero_u64;
 use super::status::fail;
 use super::{Controller, ControllerView, Error, Status};
 

@@ -11,15 +11,17 @@
 //! knowledge of namespaces. Capacity accounting follows the NVMe rule
 //! `UNVMCAP = TNVMCAP - Σ NVMCAP`; NAND behind unallocated capacity is spare for GC.
 //!
-//! This file holds [`Controller`], its construction and clock; each other file adds the
+//! This file holds [`Controller`], its construction and clock, what persists of it
+//! ([`ControllerState`]) and what the read-only commands show ([`ControllerView`]); each other file adds the
 //! commands of one concern to it (`impl Controller` blocks):
 //! * `namespaces.rs`: the namespace table, capacity, Namespace Management and Attachment;
 //! * `protection.rs`: Format NVM, end-to-end protection information, PI error injection;
 //! * `features.rs`: Get/Set Features, queue priorities, the vendor QoS caps;
 //! * `io.rs`: Read, Write, Deallocate and their checks, idle GC;
-//! * `identify.rs`, `view.rs`: Identify data; everything the read-only commands show;
+//! * `identify.rs`: Identify data; `view.rs`: [`Controller::view`] and [`FtlInfo`];
 //! * `logs.rs`: SMART, the vendor WAF log, the Error Information log, raw log pages;
-//! * `state.rs`: what persists, its checks, the FTL maps loaded on first use;
+//! * `persist.rs`: a controller from saved parts, the checks of a saved state, the FTL
+//!   maps loaded on first use;
 //! * `precondition.rs`: fast-forward preconditioning;
 //! * `sets.rs` (NVM Sets, Endurance Groups), `plm.rs` (Predictable Latency Mode), `ana.rs`
 //!   (ANA groups), `lbastatus.rs` (Get LBA Status), `sanitize.rs` (Sanitize);
@@ -32,12 +34,12 @@ mod io;
 mod lbastatus;
 mod logs;
 mod namespaces;
+mod persist;
 mod plm;
 mod precondition;
 mod protection;
 mod sanitize;
 mod sets;
-mod state;
 mod status;
 mod view;
 
@@ -51,17 +53,18 @@ pub use sanitize::{
     SANACT_CRYPTO_ERASE, SANACT_EXIT_FAILURE, SANACT_OVERWRITE,
 };
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
-pub use status::{Error, MapError, Status};
+pub use status::{Error, InvalidState, MapError, Status};
 
 pub use features::{Arbitration, QosLimits, QosRow, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT};
 pub use io::ReadSummary;
 pub use logs::{IntelSmartAdd, SmartLog, VendorLog};
 pub use namespaces::{Namespace, NamespaceRow};
+pub use persist::{FtlFingerprint, MapStore};
 pub use precondition::{Pattern, PreconditionReport, UnknownPattern};
 pub use protection::{Protection, ProtectionRequest, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG};
-pub use state::{ControllerState, FtlFingerprint, InvalidState, MapStore, SmartCounters};
-pub use view::{ControllerView, FtlInfo};
+pub use view::FtlInfo;
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::ftl::Ftl;
@@ -81,6 +84,146 @@ pub const WP_NONE: u8 = 0;
 pub const WP_PROTECT: u8 = 1;
 pub const WP_UNTIL_POWER_CYCLE: u8 = 2;
 pub const WP_PERMANENT: u8 = 3;
+
+/// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmartCounters {
+    /// Host data read/written in 512-byte units (exact; the log reports thousands, rounded up).
+    pub data_units_read_512: u64,
+    pub data_units_written_512: u64,
+    pub host_read_commands: u64,
+    pub host_write_commands: u64,
+    pub power_cycles: u64,
+    pub unsafe_shutdowns: u64,
+    pub controller_busy_ns: u64,
+    pub media_errors: u64,
+    pub error_log_entries: u64,
+    /// Host bytes read from / written to DRAM namespaces (host traffic, never NAND traffic).
+    #[serde(default)]
+    pub dram_read_bytes: u64,
+    #[serde(default)]
+    pub dram_write_bytes: u64,
+    /// Bytes of DRAM namespaces dumped to the reserved NAND area at power-off.
+    #[serde(default)]
+    pub dram_flush_bytes: u64,
+}
+
+/// Everything about the controller that persists, except the FTL.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ControllerState {
+    pub serial: String,
+    /// The image's seed; commands that need randomness derive theirs from it.
+    pub seed: u64,
+    /// How many seeded commands have run (so each gets a distinct, replayable seed).
+    pub seeded_commands: u64,
+    pub namespaces: BTreeMap<u32, Namespace>,
+    pub power_state: u8,
+    pub arbitration: u32,
+    pub temperature_threshold_k: u32,
+    pub interrupt_coalescing: u32,
+    pub smart: SmartCounters,
+    /// Virtual time the drive has been powered and running workloads (power-on hours).
+    pub clock_ns: u64,
+    /// Per-namespace QoS caps set by the vendor QoS command, by NSID (absent: no cap).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub qos: BTreeMap<u32, QosLimits>,
+    /// Priority class of the submission queues the host creates for a namespace (NVMe
+    /// QPRIO: 0 urgent, 1 high, 2 medium, 3 low), by NSID; absent: medium.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sq_priority: BTreeMap<u32, u8>,
+    /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_commands: Vec<SetCommands>,
+    /// Predictable Latency Mode of each NVM Set (empty: never enabled), nvme/plm.rs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plm: Vec<PlmSet>,
+    /// ANA group states by ANAGRPID (= NSID; absent: optimized), nvme/ana.rs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ana: BTreeMap<u32, AnaGroup>,
+    /// The ANA log's change count.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub ana_chgcnt: u64,
+    /// LBA ranges (start, blocks) injected as unrecoverable, by NSID (nvme/lbastatus.rs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrecoverable: BTreeMap<u32, Vec<(u64, u64)>>,
+    /// The most recent sanitize and the wear of all of them.
+    #[serde(default, skip_serializing_if = "SanitizeState::is_never")]
+    pub sanitize: SanitizeState,
+    /// Media encryption key generation by NSID (absent: the factory key, generation 0).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub media_keys: BTreeMap<u32, u32>,
+    /// The Error Information log, newest first (at most [`ERROR_LOG_ENTRIES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub error_log: Vec<ErrorLogEntry>,
+    /// Injected protection-information corruption, by NSID then LBA: which tags of the
+    /// stored PI no longer match (PRCHK bits: 4 guard, 2 application tag, 1 reference tag).
+    /// A write of the LBA stores fresh PI and clears it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pi_errors: BTreeMap<u32, BTreeMap<u64, u8>>,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+/// What the read-only commands show (identify data, namespaces, logs): taken from an open
+/// controller ([`Controller::view`]) or from a running server's `live.json`, which embeds
+/// this same structure, so both paths print the same thing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ControllerView {
+    pub id_ctrl: IdCtrl,
+    /// Identify Namespace of every namespace, by NSID (as a string: JSON object keys).
+    pub id_ns: BTreeMap<String, IdNs>,
+    pub namespaces: Vec<NamespaceRow>,
+    pub smart_log: SmartLog,
+    pub vendor_log: VendorLog,
+    /// The NVM Set List (Identify CNS 04h) of a drive with NVM Sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_nvmset: Option<NvmSetList>,
+    /// The Endurance Group Information log (09h) of each group, by ENDGID (as a string).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endurance_logs: BTreeMap<String, EnduranceGroupLog>,
+    /// The Error Information log (01h), newest entry first.
+    #[serde(default)]
+    pub error_log: Vec<ErrorLogEntry>,
+    /// The Sanitize Status log (81h) at the time of the view.
+    #[serde(default)]
+    pub sanitize_log: SanitizeLogPage,
+}
+
+impl ControllerView {
+    /// The NVM Set List from `nvmsetid` on, or the status the controller returns for it.
+    pub fn id_nvmset(&self, nvmsetid: u16) -> Result<NvmSetList, Error> {
+        match &self.id_nvmset {
+            Some(l) => sets::list_from(l, nvmsetid),
+            None => sets::no_sets(&self.id_ctrl.mn),
+        }
+    }
+
+    /// The Endurance Group log of group `endgid`, or the status the controller returns.
+    pub fn endurance_log(&self, endgid: u16) -> Result<&EnduranceGroupLog, Error> {
+        match self.endurance_logs.get(&endgid.to_string()) {
+            Some(l) => Ok(l),
+            None => sets::unknown_group(endgid, self.endurance_logs.len() as u32, &self.id_ctrl.mn),
+        }
+    }
+
+    /// Identify Namespace of `nsid`, or the status the controller returns for it.
+    pub fn id_ns(&self, nsid: NsId) -> Result<&IdNs, Error> {
+        let nsid = nsid.0;
+        match self.id_ns.get(&nsid.to_string()) {
+            Some(id) => Ok(id),
+            None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
+        }
+    }
+
+    fn nsid_list(&self) -> String {
+        if self.namespaces.is_empty() {
+            return "none".into();
+        }
+        self.namespaces.iter().map(|n| n.nsid.to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
 
 /// The NVMe controller of one drive (see the module documentation).
 pub struct Controller {
@@ -203,6 +346,12 @@ impl Controller {
             }
         }
     }
+}
+
+/// The LBA formats as error messages list them (`0=512 B, 1=4096 B, 2=4096+8 B`).
+fn fmt_formats(f: &[(u32, u16)]) -> String {
+    let one = |(i, &(d, m)): (usize, &(u32, u16))| if m == 0 { format!("{i}={d} B") } else { format!("{i}={d}+{m} B") };
+    f.iter().enumerate().map(one).collect::<Vec<_>>().join(", ")
 }
 
 fn serial_for(spec: &DriveSpec, seed: u64) -> String {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::protection::Protection;
 use super::status::fail;
-use super::{Controller, Error, NsId, Status, CONTROLLER_ID, NSID_ALL, WP_NONE};
+use super::{fmt_formats, Controller, Error, NsId, Status, CONTROLLER_ID, NSID_ALL, WP_NONE};
 use crate::units::{fmt_decimal, LogicalIu};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -392,9 +392,4 @@ impl Controller {
         ns.attached = false;
         Ok(())
     }
-}
-
-pub(super) fn fmt_formats(f: &[(u32, u16)]) -> String {
-    let one = |(i, &(d, m)): (usize, &(u32, u16))| if m == 0 { format!("{i}={d} B") } else { format!("{i}={d}+{m} B") };
-    f.iter().enumerate().map(one).collect::<Vec<_>>().join(", ")
 }

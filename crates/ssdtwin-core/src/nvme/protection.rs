@@ -4,9 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::namespaces::fmt_formats;
 use super::status::fail;
-use super::{Controller, Error, NsId, Status, NSID_ALL, WP_NONE};
+use super::{fmt_formats, Controller, Error, NsId, Status, NSID_ALL, WP_NONE};
 
 /// What Format NVM asks for beyond the LBA format: nvme-cli's `--pi`, `--pil`, `--ms`
 /// (1 = extended LBA).

@@ -1,73 +1,9 @@
-//! What the read-only commands show, in one structure ([`ControllerView`]: identify data,
-//! namespaces, logs), and the FTL's geometry numbers ([`FtlInfo`]).
+//! What the read-only commands show, taken from the controller ([`Controller::view`]; the
+//! [`ControllerView`] itself is in mod.rs), and the FTL's geometry numbers ([`FtlInfo`]).
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
-use super::status::fail;
-use super::{
-    identify, sets, Controller, EnduranceGroupLog, Error, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NsId, NvmSetList, SanitizeLogPage,
-    SmartLog, Status, VendorLog,
-};
-
-/// What the read-only commands show (identify data, namespaces, logs): taken from an open
-/// controller ([`Controller::view`]) or from a running server's `live.json`, which embeds
-/// this same structure, so both paths print the same thing.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ControllerView {
-    pub id_ctrl: IdCtrl,
-    /// Identify Namespace of every namespace, by NSID (as a string: JSON object keys).
-    pub id_ns: BTreeMap<String, IdNs>,
-    pub namespaces: Vec<NamespaceRow>,
-    pub smart_log: SmartLog,
-    pub vendor_log: VendorLog,
-    /// The NVM Set List (Identify CNS 04h) of a drive with NVM Sets.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id_nvmset: Option<NvmSetList>,
-    /// The Endurance Group Information log (09h) of each group, by ENDGID (as a string).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub endurance_logs: BTreeMap<String, EnduranceGroupLog>,
-    /// The Error Information log (01h), newest entry first.
-    #[serde(default)]
-    pub error_log: Vec<ErrorLogEntry>,
-    /// The Sanitize Status log (81h) at the time of the view.
-    #[serde(default)]
-    pub sanitize_log: SanitizeLogPage,
-}
-
-impl ControllerView {
-    /// The NVM Set List from `nvmsetid` on, or the status the controller returns for it.
-    pub fn id_nvmset(&self, nvmsetid: u16) -> Result<NvmSetList, Error> {
-        match &self.id_nvmset {
-            Some(l) => sets::list_from(l, nvmsetid),
-            None => sets::no_sets(&self.id_ctrl.mn),
-        }
-    }
-
-    /// The Endurance Group log of group `endgid`, or the status the controller returns.
-    pub fn endurance_log(&self, endgid: u16) -> Result<&EnduranceGroupLog, Error> {
-        match self.endurance_logs.get(&endgid.to_string()) {
-            Some(l) => Ok(l),
-            None => sets::unknown_group(endgid, self.endurance_logs.len() as u32, &self.id_ctrl.mn),
-        }
-    }
-
-    /// Identify Namespace of `nsid`, or the status the controller returns for it.
-    pub fn id_ns(&self, nsid: NsId) -> Result<&IdNs, Error> {
-        let nsid = nsid.0;
-        match self.id_ns.get(&nsid.to_string()) {
-            Some(id) => Ok(id),
-            None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
-        }
-    }
-
-    fn nsid_list(&self) -> String {
-        if self.namespaces.is_empty() {
-            return "none".into();
-        }
-        self.namespaces.iter().map(|n| n.nsid.to_string()).collect::<Vec<_>>().join(", ")
-    }
-}
+use super::{identify, Controller, ControllerView};
 
 /// FTL geometry numbers of a drive (`Drive.ftl_info()`, `ssdtwin create`'s summary).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -40,7 +40,7 @@ use crate::workload::{JobError, JobSpec};
 use clone::{JobClone, LOOKAHEAD};
 use flow::FlowGroup;
 use latency_target::LatProbe;
-use steadystate::SS_TICK_NS;
+use steadystate::{SsState, SS_TICK_NS};
 
 pub use report::{CloneLogs, CloneOut, DirOut, HistRow, LogRow, SampleStatOut};
 pub use steadystate::SsOut;
@@ -167,8 +167,22 @@ fn clones_of(ctrl: &Controller, specs: Vec<JobSpec>, opts: &RunOptions, stack_ta
         }
         clones.push(JobClone::new(spec, NsId(nsid), ns, target)?);
     }
-    steadystate::steadystate_setup(&mut clones);
+    steadystate_setup(&mut clones);
     Ok(clones)
+}
+
+/// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
+/// each clone without group_reporting and by the last clone of each reporting group with it.
+fn steadystate_setup(clones: &mut [JobClone]) {
+    for i in 0..clones.len() {
+        let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };
+        let group = clones[i].gen.spec.group_id;
+        let later_member = clones[i + 1..]
+            .iter()
+            .any(|c| c.gen.spec.group_id == group && c.gen.spec.steadystate.as_ref().is_some_and(|s| s.group_reporting));
+        let holder = !spec.group_reporting || !later_member;
+        clones[i].ss = Some(SsState::new(spec, holder));
+    }
 }
 
 fn run_with(

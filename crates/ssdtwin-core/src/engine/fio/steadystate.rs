@@ -11,7 +11,6 @@
 
 use serde::Serialize;
 
-use super::clone::JobClone;
 use super::Runner;
 use crate::workload::{SsMetric, SteadyStateSpec};
 
@@ -219,20 +218,6 @@ impl SsState {
 
 /// fio's steady-state look interval (steadystate.h `STEADYSTATE_MSEC`).
 pub(super) const SS_TICK_NS: u64 = 1_000_000_000;
-
-/// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
-/// each clone without group_reporting and by the last clone of each reporting group with it.
-pub(super) fn steadystate_setup(clones: &mut [JobClone]) {
-    for i in 0..clones.len() {
-        let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };
-        let group = clones[i].gen.spec.group_id;
-        let later_member = clones[i + 1..]
-            .iter()
-            .any(|c| c.gen.spec.group_id == group && c.gen.spec.steadystate.as_ref().is_some_and(|s| s.group_reporting));
-        let holder = !spec.group_reporting || !later_member;
-        clones[i].ss = Some(SsState::new(spec, holder));
-    }
-}
 
 impl Runner<'_> {
     /// fio's `steadystate_check` at `now`: sample every running clone in order, sum each

@@ -1,99 +1,14 @@
-//! What persists of the controller ([`ControllerState`]; the FTL's own state is the FTL's),
-//! the checks a saved state must pass before a controller runs on it, and the FTL maps
-//! loaded from the image on first use ([`MapStore`]).
+//! A controller reassembled from what an image saved: the checks a saved state must pass
+//! before a controller runs on it ([`ControllerState`] is in mod.rs, the FTL's own state is
+//! the FTL's), and the FTL maps loaded from the image on first use ([`MapStore`]).
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::{
-    ana, lbastatus, plm, sets, AnaGroup, Controller, Error, ErrorLogEntry, MapError, Namespace, PlmSet, QosLimits, SanitizeState,
-    SetCommands, ERROR_LOG_ENTRIES, SQ_PRIORITIES,
-};
+use super::{ana, lbastatus, plm, sets, Controller, ControllerState, Error, InvalidState, MapError, ERROR_LOG_ENTRIES, SQ_PRIORITIES};
 use crate::bigarray::BigArray;
 use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState};
 use crate::spec::DriveSpec;
-
-/// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SmartCounters {
-    /// Host data read/written in 512-byte units (exact; the log reports thousands, rounded up).
-    pub data_units_read_512: u64,
-    pub data_units_written_512: u64,
-    pub host_read_commands: u64,
-    pub host_write_commands: u64,
-    pub power_cycles: u64,
-    pub unsafe_shutdowns: u64,
-    pub controller_busy_ns: u64,
-    pub media_errors: u64,
-    pub error_log_entries: u64,
-    /// Host bytes read from / written to DRAM namespaces (host traffic, never NAND traffic).
-    #[serde(default)]
-    pub dram_read_bytes: u64,
-    #[serde(default)]
-    pub dram_write_bytes: u64,
-    /// Bytes of DRAM namespaces dumped to the reserved NAND area at power-off.
-    #[serde(default)]
-    pub dram_flush_bytes: u64,
-}
-
-/// Everything about the controller that persists, except the FTL.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ControllerState {
-    pub serial: String,
-    /// The image's seed; commands that need randomness derive theirs from it.
-    pub seed: u64,
-    /// How many seeded commands have run (so each gets a distinct, replayable seed).
-    pub seeded_commands: u64,
-    pub namespaces: BTreeMap<u32, Namespace>,
-    pub power_state: u8,
-    pub arbitration: u32,
-    pub temperature_threshold_k: u32,
-    pub interrupt_coalescing: u32,
-    pub smart: SmartCounters,
-    /// Virtual time the drive has been powered and running workloads (power-on hours).
-    pub clock_ns: u64,
-    /// Per-namespace QoS caps set by the vendor QoS command, by NSID (absent: no cap).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub qos: BTreeMap<u32, QosLimits>,
-    /// Priority class of the submission queues the host creates for a namespace (NVMe
-    /// QPRIO: 0 urgent, 1 high, 2 medium, 3 low), by NSID; absent: medium.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub sq_priority: BTreeMap<u32, u8>,
-    /// Host commands per NVM Set (Endurance Group log), on drives with NVM Sets.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub set_commands: Vec<SetCommands>,
-    /// Predictable Latency Mode of each NVM Set (empty: never enabled), nvme/plm.rs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub plm: Vec<PlmSet>,
-    /// ANA group states by ANAGRPID (= NSID; absent: optimized), nvme/ana.rs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ana: BTreeMap<u32, AnaGroup>,
-    /// The ANA log's change count.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
-    pub ana_chgcnt: u64,
-    /// LBA ranges (start, blocks) injected as unrecoverable, by NSID (nvme/lbastatus.rs).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub unrecoverable: BTreeMap<u32, Vec<(u64, u64)>>,
-    /// The most recent sanitize and the wear of all of them.
-    #[serde(default, skip_serializing_if = "SanitizeState::is_never")]
-    pub sanitize: SanitizeState,
-    /// Media encryption key generation by NSID (absent: the factory key, generation 0).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub media_keys: BTreeMap<u32, u32>,
-    /// The Error Information log, newest first (at most [`ERROR_LOG_ENTRIES`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub error_log: Vec<ErrorLogEntry>,
-    /// Injected protection-information corruption, by NSID then LBA: which tags of the
-    /// stored PI no longer match (PRCHK bits: 4 guard, 2 application tag, 1 reference tag).
-    /// A write of the LBA stores fresh PI and clears it.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pi_errors: BTreeMap<u32, BTreeMap<u64, u8>>,
-}
-
-pub(super) fn is_zero_u64(v: &u64) -> bool {
-    *v == 0
-}
 
 /// Loads the FTL maps of an image on first use.
 pub trait MapStore: Send {
@@ -110,11 +25,6 @@ pub struct FtlFingerprint {
     pub p2l_xxh3: String,
     pub counters: FtlCounters,
 }
-
-/// A persisted state that does not hold together (what was wrong, in words).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidState(pub String);
 
 impl Controller {
     /// Reassemble a controller whose FTL maps stay on disk until first needed. The state is
