@@ -71,8 +71,8 @@ fn a_sparse_map_loads_its_data_and_leaves_its_holes_unmapped() {
 
 #[test]
 fn idle_gc_then_commit_saves_the_maps() {
-    // Issue 8 bug 1: idle GC moved data without any host write, and the commit linked
-    // the old maps under the new state.
+    // Idle GC moves data without any host write; a commit once linked the old maps under
+    // the new state.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("img");
     let mut img = written(&d);

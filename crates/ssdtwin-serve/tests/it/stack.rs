@@ -1,4 +1,4 @@
-//! A host stack's volume served (`ssdtwin_serve::StackBackend`, issue 13): what is written
+//! A host stack's volume served (`ssdtwin_serve::StackBackend`, docs/host.md): what is written
 //! reads back, every byte the drive sees is one the tier sent, and a write the tier has no
 //! room for waits for a destage. The real fio against a served stack is
 //! tests/test_stack_serve.py.
