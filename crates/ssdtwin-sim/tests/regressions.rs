@@ -1,10 +1,10 @@
 //! Minimal sequences the simulation found (docs/simulation.md, "Bugs found"), kept as
 //! fixed tests: each failed before its fix.
 
-use ssdtwin_sim::{End, Fault, NbdOp, Sim, Step};
+use ssdtwin_sim::{End, Fault, ImageUnderTest, NbdOp, Step};
 
 fn run(steps: &[Step]) {
-    let mut sim = Sim::new(0).unwrap();
+    let mut sim = ImageUnderTest::new(0).unwrap();
     for (i, s) in steps.iter().enumerate() {
         if let Err(e) = sim.step(s) {
             panic!("step {} ({s:?}): {e}\nlog:\n{}", i + 1, sim.log.join("\n"));

@@ -32,7 +32,7 @@ use std::collections::BinaryHeap;
 
 use super::arbiter::Arbiter;
 use super::events::{Entry, EventQueue};
-use super::stack::{Stack, StackSim};
+use super::stack::{HostStack, StackRun};
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::units::NsId;
@@ -142,7 +142,7 @@ pub fn run_stack(
     specs: Vec<JobSpec>,
     opts: &RunOptions,
     keep_going: &mut dyn FnMut(u64) -> bool,
-    stack: &mut Stack,
+    stack: &mut HostStack,
 ) -> Result<Vec<CloneOut>, RunError> {
     run_with(ctrl, timing, specs, opts, 0, keep_going, Some(stack)).map(|(out, _)| out)
 }
@@ -192,7 +192,7 @@ fn run_with(
     opts: &RunOptions,
     start_ns: u64,
     keep_going: &mut dyn FnMut(u64) -> bool,
-    stack: Option<&mut Stack>,
+    stack: Option<&mut HostStack>,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
     let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()))?;
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
@@ -223,7 +223,7 @@ fn run_with(
     // The host stack on the target namespace.
     if let Some(stack) = stack {
         let lba = run.ctrl.attached(NsId(opts.default_nsid))?.lba_bytes as u64;
-        run.stack = Some(StackSim::new(stack, NsId(opts.default_nsid), lba));
+        run.stack = Some(StackRun::new(stack, NsId(opts.default_nsid), lba));
     }
     // Weighted round robin selected (feature 01h): commands wait in their clone's
     // submission queue for the controller's fetch (engine/arbiter.rs).
@@ -279,7 +279,7 @@ struct Runner<'a> {
     /// The submission queues and their arbiter, when WRR is selected.
     arb: Option<Arbiter>,
     /// The host stack the clones write through, if any.
-    stack: Option<StackSim<'a>>,
+    stack: Option<StackRun<'a>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
