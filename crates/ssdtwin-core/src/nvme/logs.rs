@@ -1,5 +1,6 @@
-//! The Error Information log (01h), the Firmware Slot Information log (03h) and Get Log
-//! Page's raw bytes (`ssdtwin nvme get-log`), with nvme-cli's JSON field names.
+//! Log pages: SMART / Health Information (02h) and the vendor WAF log, the Error
+//! Information log (01h), the Firmware Slot Information log (03h) and Get Log Page's raw
+//! bytes (`ssdtwin nvme get-log`), with nvme-cli's JSON field names.
 //!
 //! Error log entries come from real events: I/O commands the controller completed with an
 //! error status (a read past the namespace, a write to a write-protected namespace, I/O

@@ -248,15 +248,6 @@ fn loops_in(src: &CrateSrc) -> Vec<String> {
         edges.entry(m[..common].to_vec()).or_default().entry(a).or_default().entry(b).or_insert(how);
     }
     let mut found = Vec::new();
-    if std::env::var("DEBUG_EDGES").is_ok() {
-        for (p, g) in &edges {
-            for (a, m) in g {
-                for (b, how) in m {
-                    eprintln!("{}: {:?} {a} -> {b}: {how}", src.name, p);
-                }
-            }
-        }
-    }
     for (parent, graph) in &edges {
         for (members, cycle) in cycles(graph) {
             let at = if parent.is_empty() { "the crate root".to_string() } else { parent.join("::") };
