@@ -77,11 +77,11 @@ impl FtlState {
             let (set_valid, victims) = self.check_set(cfg, p, part)?;
             valid_sum += set_valid;
             victims_all += victims;
-            set_programmed += part.counters.host_programmed_ius + part.counters.gc_programmed_ius;
+            set_programmed += part.counters.host_programmed_ius + part.counters.gc_programmed_ius + part.counters.parity_programmed_ius;
             set_host_bytes += part.counters.host_write_bytes;
         }
         let c = &self.counters;
-        let programmed = c.host_programmed_ius + c.gc_programmed_ius;
+        let programmed = c.nand_programmed_ius();
         let written_now: u64 = self.sbs.iter().map(|s| s.written as u64).sum();
         let erased: u64 = self.sbs.iter().map(|s| s.erase_count as u64).sum();
         if programmed != written_now + erased * per as u64 {
@@ -165,7 +165,7 @@ impl FtlState {
                 return Err(format!("the {name} frontier names superblock {} but {open} superblocks are open for it", f.sb as i64));
             }
         }
-        let programmed = part.counters.host_programmed_ius + part.counters.gc_programmed_ius;
+        let programmed = part.counters.host_programmed_ius + part.counters.gc_programmed_ius + part.counters.parity_programmed_ius;
         if programmed != written_now + erased * per as u64 {
             return Err(format!(
                 "conservation in set {}: {programmed} IUs programmed, {written_now} in superblocks + {} erased",

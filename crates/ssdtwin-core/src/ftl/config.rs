@@ -37,6 +37,12 @@ pub struct FtlConfig {
     /// Write-buffer slots of the whole drive; each set has an equal share.
     pub buffer_slots: u32,
     pub policy: GcPolicy,
+    /// Die parity ([`crate::spec::FtlSpec::die_parity`]): the frontiers skip each stripe's
+    /// parity program unit, programming it without data. Program units of `ius_per_pu` IUs,
+    /// stripes of `group_dies` units (one per die of a partition's group).
+    pub die_parity: bool,
+    pub ius_per_pu: u32,
+    pub group_dies: u32,
 }
 
 impl FtlConfig {
@@ -74,7 +80,20 @@ impl FtlConfig {
             chunk_shift,
             buffer_slots: (spec.ftl.write_buffer_bytes.value / iu as u64) as u32,
             policy: spec.ftl.gc_policy.value,
+            die_parity: g.die_parity,
+            ius_per_pu: g.ius_per_program_unit(iu as u64).max(1),
+            group_dies: g.dies_per_group(),
         }
+    }
+
+    /// Whether the program unit at offset `at` (IUs) of superblock `sb` holds its stripe's
+    /// parity: the unit on die (stripe + sb) mod dies, so the parity die rotates from stripe
+    /// to stripe and from superblock to superblock and no die wears faster.
+    #[inline]
+    pub fn is_parity_unit(&self, sb: u32, at: u32) -> bool {
+        let unit = at / self.ius_per_pu;
+        let (stripe, die) = (unit / self.group_dies, unit % self.group_dies);
+        die == (stripe + sb) % self.group_dies
     }
 
     pub fn physical_ius(&self) -> u32 {

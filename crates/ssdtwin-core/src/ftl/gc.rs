@@ -228,6 +228,12 @@ impl Ftl {
                 taken = 0;
                 f = self.open_frontier(p, true, f.sb, sink);
             }
+            if self.cfg.die_parity && f.next % self.cfg.ius_per_pu == 0 {
+                self.st.sbs[v.sb as usize].valid = left;
+                self.gc_frontier_took(p, f, taken);
+                taken = 0;
+                f = self.past_parity(p, f, true, sink);
+            }
             let dst = f.sb * per + f.next;
             f.next += 1;
             taken += 1;

@@ -226,14 +226,46 @@ impl Ftl {
     /// keeps its frontier in `relocate`).
     #[inline]
     fn alloc_host<S: NandSink>(&mut self, p: usize, sink: &mut S) -> u32 {
-        let f = self.st.parts[p].host;
-        let f = if f.sb == NONE || f.next == self.cfg.ius_per_sb { self.open_frontier(p, false, f.sb, sink) } else { f };
+        let mut f = self.st.parts[p].host;
+        if f.sb == NONE || f.next == self.cfg.ius_per_sb {
+            f = self.open_frontier(p, false, f.sb, sink);
+        }
+        if self.cfg.die_parity {
+            f = self.past_parity(p, f, false, sink);
+        }
         let ppa = f.sb * self.cfg.ius_per_sb + f.next;
         self.st.sbs[f.sb as usize].written += 1;
         let part = &mut self.st.parts[p];
         part.program_seq += 1;
         part.host = Frontier { sb: f.sb, next: f.next + 1 };
         ppa
+    }
+
+    /// Frontier `f` of partition `p` (the GC one with `gc`) moved past any parity program
+    /// units it has reached: each is programmed (its stripe's parity, no data) and counted
+    /// as written, and a superblock that ends with one is closed and the next opened.
+    #[cold]
+    pub(super) fn past_parity<S: NandSink>(&mut self, p: usize, mut f: Frontier, gc: bool, sink: &mut S) -> Frontier {
+        let (per, unit) = (self.cfg.ius_per_sb, self.cfg.ius_per_pu);
+        loop {
+            if f.next == per {
+                f = self.open_frontier(p, gc, f.sb, sink);
+            }
+            if f.next % unit != 0 || !self.cfg.is_parity_unit(f.sb, f.next) {
+                return f;
+            }
+            let base = f.sb * per + f.next;
+            let cause = if gc { Cause::Gc } else { Cause::Host };
+            for ppa in base..base + unit {
+                sink.op(NandOp::Program { ppa, cause });
+            }
+            self.st.sbs[f.sb as usize].written += unit;
+            self.st.counters.parity_programmed_ius += unit as u64;
+            let part = &mut self.st.parts[p];
+            part.counters.parity_programmed_ius += unit as u64;
+            part.program_seq += unit as u64;
+            f.next += unit;
+        }
     }
 
     #[cold]

@@ -222,3 +222,5 @@ impl Ftl {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod parity_tests;

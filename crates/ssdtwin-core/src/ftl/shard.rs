@@ -330,6 +330,7 @@ impl FtlCounters {
             host_trim_ius,
             host_programmed_ius,
             gc_programmed_ius,
+            parity_programmed_ius,
             nand_read_host_bytes,
             nand_read_rmw_bytes,
             nand_read_gc_bytes,
@@ -348,6 +349,7 @@ impl FtlCounters {
         self.host_trim_ius += host_trim_ius - before.host_trim_ius;
         self.host_programmed_ius += host_programmed_ius - before.host_programmed_ius;
         self.gc_programmed_ius += gc_programmed_ius - before.gc_programmed_ius;
+        self.parity_programmed_ius += parity_programmed_ius - before.parity_programmed_ius;
         self.nand_read_host_bytes += nand_read_host_bytes - before.nand_read_host_bytes;
         self.nand_read_rmw_bytes += nand_read_rmw_bytes - before.nand_read_rmw_bytes;
         self.nand_read_gc_bytes += nand_read_gc_bytes - before.nand_read_gc_bytes;

@@ -36,6 +36,9 @@ pub struct FtlCounters {
     pub host_trim_ius: u64,
     pub host_programmed_ius: u64,
     pub gc_programmed_ius: u64,
+    /// IUs' worth of die-parity programs (no data; absent when the drive keeps no parity).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub parity_programmed_ius: u64,
     pub nand_read_host_bytes: u64,
     pub nand_read_rmw_bytes: u64,
     pub nand_read_gc_bytes: u64,
@@ -62,6 +65,11 @@ impl FtlCounters {
     /// at, so no code path can change the maps without the next commit saving them.
     pub fn map_changes(&self) -> u64 {
         self.host_programmed_ius + self.gc_programmed_ius + self.erases + self.host_trim_ius
+    }
+
+    /// IUs programmed to NAND: host data, GC copies and die parity.
+    pub fn nand_programmed_ius(&self) -> u64 {
+        self.host_programmed_ius + self.gc_programmed_ius + self.parity_programmed_ius
     }
 
     /// Mean GC overhead in superblocks (see `overhead_sample_ius`).
@@ -98,6 +106,8 @@ pub struct SetCounters {
     pub host_read_bytes: u64,
     pub host_programmed_ius: u64,
     pub gc_programmed_ius: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub parity_programmed_ius: u64,
     /// This partition's GC overhead samples (drives of several partitions; one partition
     /// samples into the drive's [`FtlCounters`] only), every 1,024 of its host programs.
     #[serde(default, skip_serializing_if = "is_zero_u128")]
@@ -132,6 +142,7 @@ impl SetCounters {
         self.host_read_bytes += o.host_read_bytes;
         self.host_programmed_ius += o.host_programmed_ius;
         self.gc_programmed_ius += o.gc_programmed_ius;
+        self.parity_programmed_ius += o.parity_programmed_ius;
         self.overhead_sample_ius += o.overhead_sample_ius;
         self.overhead_samples += o.overhead_samples;
     }
@@ -243,6 +254,7 @@ impl From<FtlStateWire> for FtlState {
                     host_read_bytes: c.host_read_bytes,
                     host_programmed_ius: c.host_programmed_ius,
                     gc_programmed_ius: c.gc_programmed_ius,
+                    parity_programmed_ius: c.parity_programmed_ius,
                     ..SetCounters::default()
                 },
             }],

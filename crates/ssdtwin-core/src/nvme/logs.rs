@@ -171,6 +171,10 @@ pub struct IntelSmartAdd {
     pub host_bytes_written_sectors: u64,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// ssdtwin's vendor log: exact host and NAND traffic, GC and wear.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct VendorLog {
@@ -179,6 +183,9 @@ pub struct VendorLog {
     pub nand_write_bytes: u64,
     pub nand_write_host_bytes: u64,
     pub nand_write_gc_bytes: u64,
+    /// Die-parity programs (drives with die parity only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nand_write_parity_bytes: u64,
     pub nand_read_bytes: u64,
     pub nand_read_rmw_bytes: u64,
     pub nand_read_gc_bytes: u64,
@@ -259,8 +266,9 @@ impl Controller {
         let iu = self.cfg.iu_bytes as u64;
         let nand_write_host = c.host_programmed_ius * iu;
         let nand_write_gc = c.gc_programmed_ius * iu;
+        let nand_write_parity = c.parity_programmed_ius * iu;
         let sanitized = &self.st.sanitize;
-        let nand_write = nand_write_host + nand_write_gc + sanitized.nand_write_bytes;
+        let nand_write = nand_write_host + nand_write_gc + nand_write_parity + sanitized.nand_write_bytes;
         let sbs = st.superblocks();
         let ec: Vec<u32> = sbs.iter().map(|b| b.erase_count + sanitized.erases_per_block).collect();
         let valid: u64 = sbs.iter().map(|b| b.valid as u64).sum();
@@ -277,11 +285,12 @@ impl Controller {
             nand_write_bytes: nand_write,
             nand_write_host_bytes: nand_write_host,
             nand_write_gc_bytes: nand_write_gc,
+            nand_write_parity_bytes: nand_write_parity,
             nand_read_bytes: c.nand_read_host_bytes + c.nand_read_rmw_bytes + c.nand_read_gc_bytes,
             nand_read_rmw_bytes: c.nand_read_rmw_bytes,
             nand_read_gc_bytes: c.nand_read_gc_bytes,
             // Write amplification of host data: sanitize overwrites are no host data's copies.
-            waf: if host_write > 0 { (nand_write_host + nand_write_gc) as f64 / host_write as f64 } else { 0.0 },
+            waf: if host_write > 0 { (nand_write_host + nand_write_gc + nand_write_parity) as f64 / host_write as f64 } else { 0.0 },
             rmw_ius: c.rmw_ius,
             buffer_merges: c.buffer_merges,
             trimmed_ius: c.host_trim_ius,

@@ -198,7 +198,7 @@ impl Controller {
         let iu = cfg.iu_bytes as u64;
         let after = self.ftl_counters();
         let host = after.host_write_bytes - before.host_write_bytes;
-        let nand = (after.host_programmed_ius + after.gc_programmed_ius - before.host_programmed_ius - before.gc_programmed_ius) * iu;
+        let nand = (after.nand_programmed_ius() - before.nand_programmed_ius()) * iu;
         Ok(PreconditionReport {
             nsid,
             pattern,

@@ -278,7 +278,7 @@ impl Controller {
         let pe = self.spec.nand.pe_cycles.value as u64;
         let pct = (erases as f64 / sbs.len() as f64 / pe as f64 * 100.0).floor().min(255.0) as u8;
         let raw = self.spec.geometry().superblock_bytes * sbs.len() as u64;
-        let media = (c.host_programmed_ius + c.gc_programmed_ius) * self.cfg.iu_bytes as u64;
+        let media = (c.host_programmed_ius + c.gc_programmed_ius + c.parity_programmed_ius) * self.cfg.iu_bytes as u64;
         let cmds = self.st.set_commands.get(set as usize).cloned().unwrap_or_default();
         Ok(EnduranceGroupLog {
             critical_warning: 0,

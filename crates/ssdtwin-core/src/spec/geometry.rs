@@ -21,6 +21,8 @@ pub struct Geometry {
     pub groups: u32,
     /// NVM Sets (host-visible); each holds `groups / nvm_sets` consecutive groups.
     pub nvm_sets: u32,
+    /// Die parity: one program unit in each stripe across a group's dies holds parity.
+    pub die_parity: bool,
 }
 
 impl Geometry {
@@ -44,6 +46,7 @@ impl Geometry {
             superblock_bytes,
             groups,
             nvm_sets: sets,
+            die_parity: s.has_die_parity(),
         }
     }
 
@@ -104,7 +107,19 @@ impl Geometry {
     /// `overhead` superblocks (per group: each partition's GC keeps its own, in superblocks
     /// of its own dies) is set aside: the T of the WAF models.
     pub fn data_pool_bytes(&self, overhead: f64) -> u64 {
-        ((self.blocks_per_plane as f64 - overhead).max(0.0) * (self.superblock_bytes * self.groups as u64) as f64) as u64
+        let data_sb = self.superblock_bytes as f64 * self.data_fraction();
+        ((self.blocks_per_plane as f64 - overhead).max(0.0) * data_sb * self.groups as f64) as u64
+    }
+
+    /// The share of a superblock that can hold data: all of it, or with die parity all but
+    /// one die's share of every stripe.
+    pub fn data_fraction(&self) -> f64 {
+        if self.die_parity {
+            let d = self.dies_per_group() as f64;
+            (d - 1.0) / d
+        } else {
+            1.0
+        }
     }
 
     /// Raw NAND bytes (every block of every plane of every die).

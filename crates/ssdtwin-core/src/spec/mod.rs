@@ -146,6 +146,12 @@ pub struct FtlSpec {
     /// fast-forward runs them on several cores with results identical for any thread count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partitions: Option<Sourced<u32>>,
+    /// Die parity (absent: none): in every stripe of program units across a superblock's
+    /// dies (one unit per die), one unit holds the XOR of the others, on a die that rotates
+    /// from stripe to stripe, so the data of a failed die can be rebuilt. It takes one die's
+    /// share of every superblock from the data pool and adds one program per stripe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub die_parity: Option<Sourced<bool>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -455,6 +461,11 @@ impl DriveSpec {
         self.ftl.gc_overhead_superblocks.value + self.ftl.gc_overhead_finite_size.value / blocks.max(1.0)
     }
 
+    /// Whether the FTL keeps die parity ([`FtlSpec::die_parity`]).
+    pub fn has_die_parity(&self) -> bool {
+        self.ftl.die_parity.as_ref().is_some_and(|p| p.value)
+    }
+
     /// Effective GC overhead of this drive (see [`FtlSpec::gc_overhead_superblocks`]).
     pub fn gc_overhead(&self) -> f64 {
         self.gc_overhead_for(self.nand.blocks_per_plane.value as f64)
@@ -478,6 +489,9 @@ impl DriveSpec {
         }
         if c.problems.is_empty() {
             self.validate_partitions(&mut c);
+        }
+        if c.problems.is_empty() && self.has_die_parity() && self.geometry().dies_per_group() < 2 {
+            c.fail("ftl.die_parity: a stripe needs at least two dies per die group (parity and data)".into());
         }
         self.validate_power_states(&mut c);
         if let Some(corners) = &self.corners {
@@ -535,6 +549,9 @@ impl DriveSpec {
         if let Some(k) = &f.partitions {
             c.range("ftl.partitions", k, 1, MAX_FTL_PARTITIONS);
             c.pow2("ftl.partitions", k.value as u64);
+        }
+        if let Some(dp) = &f.die_parity {
+            c.source("ftl.die_parity", &dp.source);
         }
     }
 

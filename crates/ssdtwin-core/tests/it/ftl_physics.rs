@@ -45,3 +45,26 @@ fn greedy_matches_lambert_w_over_op() {
         assert!(err.abs() < 0.05, "OP {op}: WAF {waf} vs model {model}");
     }
 }
+
+#[test]
+fn die_parity_takes_a_die_of_every_stripe_from_the_pool() {
+    // The same 8-die geometry with die parity: one program unit in 8 holds parity, so the
+    // data pool is 7/8 of the superblocks' (data_pool_bytes says so) and every stripe of 7
+    // data units costs 8 programs. Random writes at a given OP over that smaller pool follow
+    // the Lambert-W form, and the NAND writes carry the parity on top.
+    let mut base = small_block_spec(600);
+    base.ftl.die_parity = Some(ssdtwin_core::spec::Sourced::new(true, "test"));
+    let g = base.geometry();
+    assert!((g.data_fraction() - 7.0 / 8.0).abs() < 1e-12);
+    let pool = g.data_pool_bytes(base.gc_overhead()) / 4096;
+    let op = 0.20;
+    let mut s = base.clone();
+    s.capacity.tnvmcap_bytes.value = (pool as f64 / (1.0 + op)) as u64 * 4096;
+    let mut c = Controller::new(s, 1).unwrap();
+    let waf = steady_random_waf(&mut c, 3, 3, 11);
+    c.check_full().unwrap();
+    let model = waf_fifo(1.0 + op) * 8.0 / 7.0;
+    let err = waf / model - 1.0;
+    eprintln!("die parity, OP 20%: simulated WAF {waf:.3}, Lambert-W x 8/7 {model:.3}, error {:+.2}%", err * 100.0);
+    assert!(err.abs() < 0.05, "WAF {waf} vs model {model}");
+}
