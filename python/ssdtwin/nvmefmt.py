@@ -194,6 +194,11 @@ def vendor_log(d: dict[str, Any], device: str) -> str:
         ("nand_write_bytes", f"{d['nand_write_bytes']} ({si_bytes(d['nand_write_bytes'])})"),
         ("  host programs", f"{d['nand_write_host_bytes']} ({si_bytes(d['nand_write_host_bytes'])})"),
         ("  gc relocation", f"{d['nand_write_gc_bytes']} ({si_bytes(d['nand_write_gc_bytes'])})"),
+        *(
+            [("  die parity", f"{d['nand_write_parity_bytes']} ({si_bytes(d['nand_write_parity_bytes'])})")]
+            if "nand_write_parity_bytes" in d
+            else []
+        ),
         ("nand_read_bytes", f"{d['nand_read_bytes']} ({si_bytes(d['nand_read_bytes'])})"),
         ("  read-modify-write", f"{d['nand_read_rmw_bytes']} ({si_bytes(d['nand_read_rmw_bytes'])})"),
         ("  gc relocation", f"{d['nand_read_gc_bytes']} ({si_bytes(d['nand_read_gc_bytes'])})"),

@@ -90,6 +90,7 @@ impl Collector for TwinCollector {
         let s = inner.server_stats();
         let c = &inner.counters;
         let (dh, dn) = (vl.host_write_bytes - start_host, vl.nand_write_bytes - start_nand);
+        let parity = inner.die_parity;
         let mut o = Out { enc: &mut enc };
         let scale = format!("1/{}", inner.scale);
         let iu = inner.iu_bytes.to_string();
@@ -100,7 +101,7 @@ impl Collector for TwinCollector {
         o.counters(
             "ssdtwin_nand_write_bytes",
             "Bytes programmed to NAND (drive lifetime)",
-            &[(&[("cause", "host")], vl.nand_write_host_bytes), (&[("cause", "gc")], vl.nand_write_gc_bytes)],
+            &nand_write_rows(&vl, parity),
         )?;
         o.counters(
             "ssdtwin_nand_read_bytes",
@@ -280,4 +281,15 @@ fn answer(mut c: TcpStream, backend: &TwinBackend) -> io::Result<()> {
         c.write_all(body.as_bytes())?;
     }
     c.flush()
+}
+
+/// NAND bytes written by cause: host and GC, and die parity on drives that keep it (a series
+/// of its own there from the start, none on other drives).
+fn nand_write_rows(vl: &ssdtwin_core::nvme::VendorLog, parity: bool) -> Vec<(Labels<'static>, u64)> {
+    let mut rows: Vec<(Labels<'static>, u64)> =
+        vec![(&[("cause", "host")], vl.nand_write_host_bytes), (&[("cause", "gc")], vl.nand_write_gc_bytes)];
+    if parity {
+        rows.push((&[("cause", "parity")], vl.nand_write_parity_bytes));
+    }
+    rows
 }

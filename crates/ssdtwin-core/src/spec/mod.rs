@@ -250,18 +250,18 @@ fn default_ctrl_backend_bytes() -> Sourced<u64> {
     Sourced::new(0, "[ASSUMED] default for specs written before the parameter: no back-end ceiling")
 }
 fn default_t_prog_suspend() -> Sourced<u64> {
-    Sourced::new(25_000, "[ASSUMED] default (docs/models.md §3): half an ISPP program loop of TLC; a suspend is honoured at the end of the current pulse/verify step (Wu & He 2012; Micron US 2025/0004789)")
+    Sourced::new(
+        11_000,
+        "[ASSUMED] default (docs/models.md §3): the presets' value, Wu & He 2012's inter-phase program suspension (11.09 us for MLC)",
+    )
 }
 fn default_t_erase_suspend() -> Sourced<u64> {
-    Sourced::new(
-        50_000,
-        "[ASSUMED] default (docs/models.md §3): an erase is suspended at the end of the current erase pulse segment (Wu & He 2012)",
-    )
+    Sourced::new(100_000, "[ASSUMED] default (docs/models.md §3): the presets' value, Kim et al. 2019's ~100 us erase-suspension penalty")
 }
 fn default_t_resume() -> Sourced<u64> {
     Sourced::new(
-        10_000,
-        "[ASSUMED] default (docs/models.md §3): voltages ramped again and a verify redone before the program continues (Wu & He 2012)",
+        7_000,
+        "[ASSUMED] default (docs/models.md §3): the presets' value, Wu & He 2012's page-buffer reload (3 us) and voltage reset (4 us)",
     )
 }
 fn default_max_suspends() -> Sourced<u32> {
@@ -900,6 +900,7 @@ mod tests {
                     "suspend_min_progress_ns]",
                     "suspends_scale_with_power]",
                     "ctrl_max_write_bytes_per_s]",
+                    "ctrl_backend_bytes_per_s]",
                 ]
                 .iter()
                 .any(|f| part.starts_with(f))
@@ -916,6 +917,7 @@ mod tests {
         assert_eq!(t.suspend_min_progress_ns.value, n.suspend_min_progress_ns.value);
         assert_eq!(t.suspends_scale_with_power.value, n.suspends_scale_with_power.value);
         assert_eq!(t.ctrl_max_write_bytes_per_s.value, 0);
+        assert_eq!(t.ctrl_backend_bytes_per_s.value, 0);
         assert!(t.t_prog_suspend_ns.source.starts_with("[ASSUMED] default"));
     }
 

@@ -111,6 +111,8 @@ pub(crate) struct Inner {
     pub(crate) preset: String,
     pub(crate) scale: u32,
     pub(crate) iu_bytes: u32,
+    /// The drive keeps die parity: its NAND writes have a parity series.
+    pub(crate) die_parity: bool,
     /// Wakes the arbitration dispatcher (WRR only) and its thread.
     arb_cv: Condvar,
     arb_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -234,6 +236,7 @@ impl TwinBackend {
         });
         let vl = img.ctrl.vendor_log();
         let (preset, scale, iu_bytes) = (img.manifest.preset.clone(), img.manifest.scale, img.ctrl.ftl_config().iu_bytes);
+        let die_parity = img.ctrl.spec().has_die_parity();
         let st = State {
             img,
             timing,
@@ -272,6 +275,7 @@ impl TwinBackend {
             preset,
             scale,
             iu_bytes,
+            die_parity,
             arb_cv: Condvar::new(),
             arb_thread: Mutex::new(None),
         });

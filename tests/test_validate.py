@@ -1,0 +1,69 @@
+"""`ssdtwin validate`: every published figure beside the twin's, calibrated or predicted.
+
+The quick run (1/256 drives, windows a fifth as long) is the CI check of the table's
+machinery and of its gross figures: every figure carries its source and kind, the
+calibrated ones stay within 5 % even on the small drives, and the JSON is the documented
+shape. The table of record is `make validate` (docs/validation.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ssdtwin.studies import validate as v
+from twin import run_cli
+
+
+@pytest.fixture(scope="module")
+def quick() -> dict[str, Any]:
+    return run_cli("validate", "--quick", "-o", "json", timeout=900).json()
+
+
+@pytest.mark.slow
+def test_quick_validation_covers_the_published_figures(quick: dict[str, Any]) -> None:
+    figs = quick["figures"]
+    keys = {"system", "source", "figure", "unit", "published", "twin", "error", "kind"}
+    assert all(keys <= set(f) for f in figs)
+    assert len(figs) >= 30 and len({f["system"] for f in figs}) >= 5
+    assert {f["kind"] for f in figs} == {"calibrated", "predicted"}
+    assert all(f["source"] and f["published"] > 0 and f["twin"] is not None for f in figs)
+    # The sources are docs/sources.md's documents: every figure names one.
+    docs = ("KIOXIA CM6 namespace brief", "Intel D5-P5316 IU white paper", "CM6/CD6 SNIA PTS review", "Memblaze PBlaze5")
+    assert sum(any(d in f["source"] for d in docs) for f in figs) >= 30
+    # A calibrated figure is the one its parameter was fitted to: it holds on small drives too.
+    cal = [f for f in figs if f["kind"] == "calibrated"]
+    assert len(cal) >= 8
+    outside = [(f["system"], f["figure"], f["error"]) for f in cal if abs(f["error"]) > 0.05]
+    assert outside == []
+    s = quick["summary"]
+    assert s["figures"] == len(figs) and s["calibrated_within_5pct"] == len(cal)
+    assert s["predicted_within_15pct"] == sum(f["within"] for f in figs if f["kind"] == "predicted")
+
+
+@pytest.mark.slow
+def test_the_p5316_random_writes_are_predicted_within_15_percent(quick: dict[str, Any]) -> None:
+    """The white paper's random-write bandwidth and latency, from the back end calibrated on
+    the brief's sequential write alone (docs/models.md §14)."""
+    rows = {f["figure"]: f for f in quick["figures"] if f["system"] == "intel-p5316-15.36t" and "random write" in f["figure"]}
+    for name in ("random write 4 KiB, 4 x QD32: bandwidth", "random write 64 KiB, 4 x QD32: bandwidth"):
+        assert rows[name]["kind"] == "predicted"
+        assert abs(rows[name]["error"]) < 0.15, rows[name]
+
+
+def test_targets_and_markdown_say_what_misses() -> None:
+    mk = lambda kind, pub, twin, note="": v.Figure("d", "src", "fig", "IOPS", pub, twin, kind, "g", note)  # noqa: E731
+    figs = [mk("calibrated", 100, 104), mk("predicted", 100, 110), mk("predicted", 100, 130, "the reason")]
+    res = v.summarise(figs, v.Settings(scale=256), 1.0)
+    assert res["summary"]["calibrated_within_5pct"] == 1 and res["summary"]["predicted_within_15pct"] == 1
+    assert v.targets_met(res) == ["1 of 2 predicted figures within 15 % (the target is 85 %)"]
+    md = v.markdown(res, "ssdtwin validate")
+    assert "| ! | d | fig |" in md and "the reason" in md and "+30.0%" in md
+    figs[0] = mk("calibrated", 100, 106)
+    assert "1 calibrated figure(s) outside 5 %" in v.targets_met(v.summarise(figs, v.Settings(), 1.0))
+
+
+def test_an_unknown_group_is_one_line() -> None:
+    r = run_cli("validate", "--only", "cm6-brief,nope", check=False)
+    assert r.returncode != 0
+    assert r.stderr.strip().count("\n") == 0 and "unknown group nope" in r.stderr
