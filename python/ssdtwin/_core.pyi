@@ -2,14 +2,18 @@
 
 Checked against the build by ``python -m mypy.stubtest ssdtwin._core`` (``make test``).
 Dicts are the core's serde structures converted by pythonize (structs and maps become dicts,
-sequences lists, fixed-length arrays tuples); their keys are documented in docs/cli.md (the
-JSON outputs of the CLI are exactly these dicts).
+sequences lists, fixed-length arrays tuples). Where a TypedDict names one (fio/contract.py,
+core_types.py), tests/test_binding_types.py checks it against the Rust structure; the keys of
+the rest are documented in docs/cli.md (the JSON outputs of the CLI are exactly these dicts).
 """
 
 from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Optional, Union, final
+from typing import Any, Callable, Literal, Optional, Union, final
+
+from ssdtwin.core_types import StackState, StackSummary
+from ssdtwin.fio.contract import CloneOut, FioFacts, JobSpec
 
 __all__ = [
     "__version__",
@@ -19,6 +23,11 @@ __all__ = [
     "presets",
     "parse_size",
     "stack_new",
+    "stack_summary",
+    "fio_facts",
+    "fio_first_draw",
+    "fio_latency_slot",
+    "splitmix",
     "stack_toml",
     "media_presets",
     "parse_spec",
@@ -155,20 +164,20 @@ class Drive:
     ) -> dict[str, Any]: ...
     def run_fio(
         self,
-        specs: Sequence[Mapping[str, Any]],
+        specs: Sequence[JobSpec],
         default_nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int], object]] = None,
         timing_toml: Optional[str] = None,
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[CloneOut]: ...
     def run_fio_stack(
         self,
-        specs: Sequence[Mapping[str, Any]],
+        specs: Sequence[JobSpec],
         default_nsid: int,
         idle_gc: bool,
         progress: Optional[Callable[[int], object]],
-        stack: str,
-    ) -> list[Any]: ...
+        stack: StackState,
+    ) -> tuple[list[CloneOut], StackState]: ...
     def idle(self, ns: int) -> int: ...
     def check(self) -> None: ...
     def ftl_info(self) -> dict[str, Any]: ...
@@ -190,7 +199,12 @@ class DriveView:
 
 def read_live_snapshot(path: _Path) -> Optional[tuple[dict[str, Any], DriveView]]: ...
 def parse_size(text: str) -> int: ...
-def stack_new(media: str, config: Mapping[str, Any]) -> str: ...
+def stack_new(media: str, config: Mapping[str, Any]) -> StackState: ...
+def stack_summary(stack: StackState) -> StackSummary: ...
+def fio_facts() -> FioFacts: ...
+def fio_first_draw(seed: int, use64: bool) -> tuple[int, int]: ...
+def fio_latency_slot(clat_ns: int) -> tuple[Literal["ns", "us", "ms"], int]: ...
+def splitmix(x: int) -> int: ...
 def media_presets() -> list[dict[str, Any]]: ...
 def stack_toml(text: str, origin: str) -> dict[str, Any]: ...
 def presets() -> list[tuple[str, str]]: ...
@@ -213,7 +227,7 @@ def serve(
     tls_certificates: Optional[_Path] = None,
     tls_verify_peer: bool = False,
     unix_group: Optional[str] = None,
-    stack: Optional[str] = None,
+    stack: Optional[StackState] = None,
     stack_nsid: int = 1,
     idle_gc: bool = True,
 ) -> dict[str, Any]: ...

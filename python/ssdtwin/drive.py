@@ -11,12 +11,17 @@ import builtins
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
 from ._core import ImageError, NvmeError, SpecError, SsdtwinError
+from .core_types import StackState
+
+if TYPE_CHECKING:  # the fio package is imported when a run needs it
+    from .fio.contract import CloneOut, JobSpec
 
 __all__ = [
     "Drive",
@@ -414,27 +419,31 @@ class Drive:
         return self._core.deallocate(nsid, slba, nlb)
 
     def run_fio_stack(
-        self, specs: Any, stack_json: str, nsid: int = 1, idle_gc: bool = True, progress: Optional[Callable[[int], object]] = None
-    ) -> tuple[builtins.list[dict[str, Any]], str]:
-        """issue 13: ``run_fio`` through a host stack whose state is ``stack_json``
-        (ssdtwin.stack, docs/host.md); returns (per-clone results, the stack's new state)."""
-        results, state = self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack_json)
-        return results, state
+        self,
+        specs: Sequence[JobSpec],
+        stack: StackState,
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int], object]] = None,
+    ) -> tuple[builtins.list[CloneOut], StackState]:
+        """``run_fio`` through a host stack in state ``stack`` (ssdtwin.stack, docs/host.md);
+        returns (per-clone results, the stack's new state)."""
+        return self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack)
 
     def run_fio(
         self,
-        specs: Any,
+        specs: Union[Sequence[JobSpec], str],
         nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int], object]] = None,
         timing_toml: Optional[str] = None,
-    ) -> builtins.list[dict[str, Any]]:
-        """Run engine-contract job specs (docs/fio.md §3; a list of dicts, or its JSON text) in
-        simulated time; `nsid` is the namespace of jobs that name none. Returns the per-clone
-        results (§4) as dicts (fixed-length arrays such as ``iodepth_level`` as tuples)."""
-        if isinstance(specs, str):
-            specs = json.loads(specs)
-        return self._core.run_fio(specs, nsid, idle_gc, progress, timing_toml)
+    ) -> builtins.list[CloneOut]:
+        """Run engine-contract job specs (docs/fio.md §3; a list of ``JobSpec``, or its JSON
+        text, parsed here) in simulated time; `nsid` is the namespace of jobs that name none.
+        Returns the per-clone results (§4, ``CloneOut``: fixed-length arrays such as
+        ``iodepth_level`` as tuples)."""
+        parsed: Sequence[JobSpec] = json.loads(specs) if isinstance(specs, str) else specs
+        return self._core.run_fio(parsed, nsid, idle_gc, progress, timing_toml)
 
     def idle(self, seconds: float) -> int:
         """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims

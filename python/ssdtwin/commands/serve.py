@@ -9,7 +9,6 @@ state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -132,7 +131,7 @@ def serve_cmd(
             tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
             tls_verify_peer=tls_verify_peer,
             unix_group=unix_group,
-            stack=None if stack is None else json.dumps(stack[1]["stack"]),
+            stack=None if stack is None else stack[1]["stack"],
             stack_nsid=1 if stack is None else int(stack[0]["namespace"]),
             idle_gc=idle_gc,
         )
@@ -174,7 +173,7 @@ def _save_stack(path: Path, config: dict[str, Any], state: dict[str, Any], summa
     totals["drive_nand_write_bytes"] = totals.get("drive_nand_write_bytes", 0) + summary["nand_write_bytes"]
     with Drive.open(Path(config["drive"]), writable=False) as d:
         ident = stacklib.identity(d)
-    new = {"drive_identity": ident, "drive_totals": totals, "stack": json.loads(summary.pop("stack"))}
+    new = {"drive_identity": ident, "drive_totals": totals, "stack": summary.pop("stack")}
     stacklib.save_state(path, new)
     c = stacklib.counters(config, new)
 

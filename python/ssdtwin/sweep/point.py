@@ -23,6 +23,7 @@ from typing import Any, Optional
 from .. import _core
 from ..drive import Drive
 from ..fio import parse_string
+from ..fio.contract import JobSpec
 from ..fio.hist import dense, percentiles
 from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
@@ -172,7 +173,7 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
     return row
 
 
-def adjust_specs(specs: list[dict[str, Any]], p: Mapping[str, Any]) -> None:
+def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
     """The job parameters a sweep sets on top of the job file: runtime and ramp_time (every
     job becomes time based), and rate_iops: the drive's total IOPS cap, split evenly over
     the job's clones, a clone's share split between reads and writes by its rwmixread."""
