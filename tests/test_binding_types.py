@@ -19,6 +19,7 @@ import pytest
 
 from shape import fields, mismatches
 from ssdtwin import _core, stack
+from ssdtwin import core_types as T
 from ssdtwin.core_types import StackState, StackSummary
 from ssdtwin.drive import Drive
 from ssdtwin.fio import contract as C
@@ -99,6 +100,32 @@ def test_a_run_crosses_with_the_contract_types(drive: Drive, name: str) -> None:
         assert mismatches(result, C.CloneOut, "CloneOut") == []
     if name == "every output":
         assert {"steadystate", "iolog"} <= set(out[0]), "the run must show the optional fields too"
+
+
+def test_a_drive_answers_with_the_drive_types(tmp_path: Any) -> None:
+    d = _core.Drive.create(tmp_path / "img", CM6, scale=454)
+    d.write(1, 0, 8)
+    view = d.view()
+    answers = [
+        (d.manifest(), T.Manifest),
+        (d.ftl_fingerprint(), T.FtlFingerprint),
+        (d.ftl_info(), T.FtlInfo),
+        (d.read(1, 0, 8), T.ReadSummary),
+        (d.namespace(1), T.NamespaceRow),
+        (d.precondition(1, "seq", 131072, 1 << 20, 1), T.PreconditionReport),
+        (d.qos(), list[T.QosRow]),
+    ]
+    for source in (d, view):
+        answers += [
+            (source.id_ctrl(), T.IdCtrl),
+            (source.id_ns(1), T.IdNs),
+            (source.list_ns(), list[T.NamespaceRow]),
+            (source.smart_log(), T.SmartLog),
+            (source.vendor_log(), T.VendorLog),
+        ]
+    d.close()
+    for value, tp in answers:
+        assert mismatches(value, tp, str(tp)) == []
 
 
 def test_fio_facts_have_their_type() -> None:
