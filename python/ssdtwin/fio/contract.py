@@ -42,6 +42,7 @@ class FioFacts(TypedDict):
     iolog_record: tuple[str, ...]
     replay_record: tuple[str, ...]
     replay_absolute: int
+    max_run_ns: int
 
 
 # --- engine input (workload/mod.rs) ----------------------------------------------------------

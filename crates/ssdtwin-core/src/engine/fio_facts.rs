@@ -1,12 +1,13 @@
 //! What the Python package needs to know about fio's numbers, from their one home in the
 //! core: the latency histogram's buckets (stats), the completion-latency tables and the
-//! queue-depth bins (stats), the direction order (workload) and the layouts of the packed
-//! I/O records (engine::iolog). The binding hands [`FioFacts`] to Python
+//! queue-depth bins (stats), the direction order (workload), the layouts of the packed
+//! I/O records (engine::iolog) and the longest run the engine simulates (engine::fio). The binding hands [`FioFacts`] to Python
 //! (`ssdtwin._core.fio_facts()`), which reads its copies of these from it, never writes
 //! them down itself (docs/architecture.md, "The binding").
 
 use serde::Serialize;
 
+use super::fio::MAX_RUN_NS;
 use super::iolog::{LOG_RECORD, REPLAY_ABSOLUTE, REPLAY_RECORD};
 use crate::stats::{plat_bounds, plat_value, IODEPTH_BIN_LOW, LAT_EDGES, LAT_EDGES_MS, PLAT_BITS, PLAT_GROUP_NR, PLAT_NR};
 use crate::workload::Ddir;
@@ -48,6 +49,8 @@ pub struct FioFacts {
     /// The bit of a replay record's `kind` that makes its delay absolute (since the clone's
     /// start) rather than a gap after the previous issue.
     pub replay_absolute: u64,
+    /// The longest run the engine simulates (virtual ns); the parser refuses jobs past it.
+    pub max_run_ns: u64,
 }
 
 pub fn fio_facts() -> FioFacts {
@@ -66,6 +69,7 @@ pub fn fio_facts() -> FioFacts {
         iolog_record: LOG_RECORD,
         replay_record: REPLAY_RECORD,
         replay_absolute: REPLAY_ABSOLUTE,
+        max_run_ns: MAX_RUN_NS,
     }
 }
 
