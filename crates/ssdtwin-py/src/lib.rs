@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
-use ssdtwin_core::engine::stack::Stack;
+use ssdtwin_core::engine::stack::HostStack;
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::host::{
     self,
@@ -739,7 +739,7 @@ impl Drive {
         let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
         let mut stack = stack_from_py(stack)?;
         let progress = progress.as_ref();
-        let (out, stack) = self.with(py, |b| -> Result<(Vec<CloneOut>, Stack), Failure> {
+        let (out, stack) = self.with(py, |b| -> Result<(Vec<CloneOut>, HostStack), Failure> {
             let ctrl = b.ctrl();
             let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
             let opts = RunOptions { default_nsid, idle_gc };
@@ -896,7 +896,7 @@ fn serve(
     stack_nsid: u32,
     idle_gc: bool,
 ) -> PyResult<Py<PyAny>> {
-    let stack: Option<Stack> = stack.map(|s| stack_from_py(&s)).transpose()?;
+    let stack: Option<HostStack> = stack.map(|s| stack_from_py(&s)).transpose()?;
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
     let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
         match s {
@@ -966,13 +966,13 @@ fn serve(
 /// A host stack's state as Python objects in JSON's data model (maps with string keys, as
 /// `json.loads` gives them): Python keeps it in the stack image's `state.json` and hands it
 /// back unchanged, so it must survive a trip through that file. No JSON text crosses.
-fn stack_to_py(py: Python<'_>, stack: &Stack) -> PyResult<Py<PyAny>> {
+fn stack_to_py(py: Python<'_>, stack: &HostStack) -> PyResult<Py<PyAny>> {
     let value = serde_json::to_value(stack).map_err(|e| Failure::Bridge(e.to_string()))?;
     to_py(py, &value)
 }
 
 /// The inverse of [`stack_to_py`]; a ValueError names what does not fit.
-fn stack_from_py(obj: &Bound<'_, PyAny>) -> Result<Stack, Failure> {
+fn stack_from_py(obj: &Bound<'_, PyAny>) -> Result<HostStack, Failure> {
     let value: serde_json::Value = from_py(obj, "stack state")?;
     serde_json::from_value(value).map_err(|e| Failure::Value(format!("stack state: {e}")))
 }
@@ -1019,7 +1019,7 @@ fn stack_new(py: Python<'_>, media: &str, config: &Bound<'_, PyAny>) -> PyResult
     if !problems.is_empty() {
         return Err(Failure::Value(problems.join("\n")).into());
     }
-    let stack = Stack { media: m, tier: Tier::new(config) };
+    let stack = HostStack { media: m, tier: Tier::new(config) };
     stack_to_py(py, &stack)
 }
 

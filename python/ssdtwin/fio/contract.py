@@ -252,6 +252,19 @@ class LatencyBuckets(TypedDict):
     ms: list[int]
 
 
+class CloneLogs(TypedDict):
+    """The requested logs' rows exactly as fio writes them (docs/fio.md §6.3); a log without
+    rows is left out. A row is ``[time_ms, value, ddir, bs, offset]``, a histogram row
+    ``[time_ms, ddir, 0, [[bucket, count], ...]]``."""
+
+    bw: NotRequired[list[list[int]]]
+    clat: NotRequired[list[list[int]]]
+    clat_hist: NotRequired[list[list[Any]]]
+    iops: NotRequired[list[list[int]]]
+    lat: NotRequired[list[list[int]]]
+    slat: NotRequired[list[list[int]]]
+
+
 class CloneOut(TypedDict):
     """Engine output of one clone (docs/fio.md §4)."""
 
@@ -267,8 +280,7 @@ class CloneOut(TypedDict):
     iodepth_submit: tuple[int, int, int, int, int, int, int]
     iodepth_complete: tuple[int, int, int, int, int, int, int]
     latency_buckets: LatencyBuckets
-    # Rows exactly as fio writes them (docs/fio.md §6.3), per requested log.
-    logs: dict[str, list[list[Any]]]
+    logs: CloneLogs
     iolog: NotRequired[bytes]
     latency_depth: int
     error: int

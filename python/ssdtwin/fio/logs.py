@@ -18,7 +18,7 @@ windowing rule, used by the tests and documented for the engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -109,7 +109,7 @@ def render_logs(run: Run, results: Sequence[CloneOut]) -> dict[str, str]:
         result = by_thread.get(clone.thread_number)
         if result is None:
             raise EngineResultError(f"no engine result for thread {clone.thread_number}")
-        logs = result["logs"]
+        logs: Mapping[str, Any] = result["logs"]  # by LOG_KINDS key
         st = clone.job.state
         for key, name in names.items():
             rows = logs.get(key, [])

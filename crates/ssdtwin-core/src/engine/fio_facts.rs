@@ -76,19 +76,17 @@ pub fn fio_facts() -> FioFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{edge_index, iodepth_bin, LatTable};
+    use crate::stats::{iodepth_bin, LatTable};
 
-    /// The fio runner still counts with its own copies of the bins (engine/fio.rs
-    /// `depth_slot`, `LAT_EDGES`); until it uses stats' they must be the same.
+    /// The fio runner still counts with its own copies of the bins (engine/fio/report.rs
+    /// `depth_slot`, `LAT_EDGES`, `LAT_MS_EDGES`); until it uses stats' they must be the same.
     #[test]
     fn the_runner_counts_in_the_bins_python_is_told() {
         for depth in 0..300 {
-            assert_eq!(super::super::fio::depth_slot(depth), iodepth_bin(depth), "depth {depth}");
+            assert_eq!(super::super::fio::report::depth_slot(depth), iodepth_bin(depth), "depth {depth}");
         }
-        assert_eq!(super::super::fio::LAT_EDGES, LAT_EDGES);
-        for v in [0, 1, 999, 1000, 1999, 2000, 5000] {
-            assert_eq!(super::super::fio::edge_index(v, &LAT_EDGES_MS), edge_index(v, &LAT_EDGES_MS));
-        }
+        assert_eq!(super::super::fio::report::LAT_EDGES, LAT_EDGES);
+        assert_eq!(super::super::fio::report::LAT_MS_EDGES, LAT_EDGES_MS);
         assert_eq!(crate::stats::latency_slot(2_000_000_000), (LatTable::Ms, LAT_EDGES_MS.len()));
     }
 

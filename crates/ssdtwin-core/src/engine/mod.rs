@@ -33,7 +33,6 @@ pub mod fio;
 pub mod fio_facts;
 pub mod iolog;
 pub mod stack;
-pub mod steadystate; // issue 10: ss
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -298,6 +297,10 @@ pub struct DeviceTiming {
     /// reads are done, often ahead of host writes arriving later, which use the gaps.
     wdata: Calendar,
     wdata_ps_per_byte: f64,
+    /// The back end (`ctrl_backend_bytes_per_s`): reservations (ns) and ps per byte (0 = no
+    /// ceiling). Programs and the FTL's own reads pass it; host reads do not.
+    backend: Calendar,
+    backend_ps_per_byte: f64,
     link_up: Calendar,
     link_down: Calendar,
     /// Arrival time of the command being placed (calendars forget what ended before it).
@@ -388,6 +391,11 @@ impl DeviceTiming {
                 rate => 1e12 / rate as f64,
             },
             wpath_service_ps: 1_000_000_000_000u64.checked_div(t.ctrl_max_write_iops.value).unwrap_or(0),
+            backend: Calendar::default(),
+            backend_ps_per_byte: match t.ctrl_backend_bytes_per_s.value {
+                0 => 0.0,
+                rate => 1e12 / rate as f64,
+            },
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),
@@ -542,6 +550,18 @@ impl DeviceTiming {
         let dur = ((bytes as f64 * self.wdata_ps_per_byte) / 1000.0).ceil() as u64;
         let now = self.now;
         self.wdata.reserve(now, t, dur) + dur
+    }
+
+    /// The controller's back end (`ctrl_backend_bytes_per_s`, pipelined, FIFO with gaps
+    /// reused): the data of a program before its channel transfer, or of an FTL-internal
+    /// read (GC, read-modify-write) once it has crossed the channel. Returns when it is done.
+    fn backend_stage(&mut self, t: u64, bytes: u64) -> u64 {
+        if self.backend_ps_per_byte <= 0.0 {
+            return t;
+        }
+        let dur = ((bytes as f64 * self.backend_ps_per_byte) / 1000.0).ceil() as u64;
+        let now = self.now;
+        self.backend.reserve(now, t, dur) + dur
     }
 
     fn link(&mut self, t: u64, bytes: u64, up: bool) -> u64 {
@@ -715,6 +735,7 @@ impl DeviceTiming {
         let ppa = pu * self.ius_per_pu;
         let (die, channel, _) = self.addr.die_channel_plane(ppa);
         let d = die as usize;
+        let ready = self.backend_stage(ready, self.geo.program_unit_bytes);
         let dur = self.pu_xfer_ns;
         let xe = self.channels[channel as usize].reserve(self.now, ready, dur) + dur;
         let planes_free = (0..self.planes).map(|p| self.plane_free[(die * self.planes + p) as usize]).max().unwrap_or(0);
@@ -754,6 +775,7 @@ impl DeviceTiming {
                     if cause == Cause::Host {
                         read_done = read_done.max(done);
                     } else {
+                        let done = self.backend_stage(done, bytes as u64);
                         // A read-modify-write or GC read feeds a program of its own group.
                         let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
                         let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };

@@ -9,6 +9,8 @@ mod presets;
 
 pub use presets::{preset_names, preset_toml, PRESETS};
 
+mod corners;
+pub use corners::{Corner, CornersSpec, CALIBRATABLE};
 mod geometry;
 
 pub use geometry::Geometry;
@@ -59,6 +61,10 @@ pub struct DriveSpec {
     /// none, the Sanitize command is refused). docs/cli.md, `ssdtwin nvme sanitize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sanitize: Option<SanitizeSpec>,
+    /// The drive's four published corners (spec sheet, or a brief's measured corners), with
+    /// the parameter each calibrates (absent: none published here). spec/corners.rs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corners: Option<CornersSpec>,
     /// 1/N scale of this spec (1 = the full drive). Set by [`DriveSpec::scaled`], never by a preset.
     #[serde(default = "one")]
     pub scale: u32,
@@ -185,6 +191,12 @@ pub struct TimingSpec {
     /// 0 = no separate ceiling.
     #[serde(default = "default_ctrl_max_write_bytes")]
     pub ctrl_max_write_bytes_per_s: Sourced<u64>,
+    /// Ceiling of the controller's back end in bytes per second: the data of every NAND
+    /// program (host and GC) and of every read the FTL issues for itself (GC relocation,
+    /// read-modify-write) passes one pipelined stage; host reads take the read path and do
+    /// not. 0 = no such ceiling. docs/models.md §3 ("Back end").
+    #[serde(default = "default_ctrl_backend_bytes")]
+    pub ctrl_backend_bytes_per_s: Sourced<u64>,
     /// Page reads charged per IU that GC relocates (φ of docs/models.md §3): 1 = every relocated
     /// IU costs its own page read, 1/(IUs per page) = perfect reuse of each page read.
     pub gc_page_reads_per_iu: Sourced<f64>,
@@ -227,6 +239,9 @@ pub struct TimingSpec {
 /// keep their spec.toml); the values and reasons are those of the KIOXIA presets.
 fn default_ctrl_max_write_bytes() -> Sourced<u64> {
     Sourced::new(0, "[ASSUMED] default for specs written before the parameter: no write data-path ceiling")
+}
+fn default_ctrl_backend_bytes() -> Sourced<u64> {
+    Sourced::new(0, "[ASSUMED] default for specs written before the parameter: no back-end ceiling")
 }
 fn default_t_prog_suspend() -> Sourced<u64> {
     Sourced::new(25_000, "[ASSUMED] default (docs/models.md §3): half an ISPP program loop of TLC; a suspend is honoured at the end of the current pulse/verify step (Wu & He 2012; Micron US 2025/0004789)")
@@ -465,6 +480,9 @@ impl DriveSpec {
             self.validate_partitions(&mut c);
         }
         self.validate_power_states(&mut c);
+        if let Some(corners) = &self.corners {
+            c.problems.extend(corners.problems());
+        }
         if c.problems.is_empty() {
             Ok(())
         } else {
@@ -715,6 +733,7 @@ impl DriveSpec {
             c.range("timing.ctrl_max_iops", &t.ctrl_max_iops, 1, 1_000_000_000);
             c.range("timing.ctrl_max_write_iops", &t.ctrl_max_write_iops, 0, 1_000_000_000);
             c.range("timing.ctrl_max_write_bytes_per_s", &t.ctrl_max_write_bytes_per_s, 0, 1_000_000_000_000);
+            c.range("timing.ctrl_backend_bytes_per_s", &t.ctrl_backend_bytes_per_s, 0, 1_000_000_000_000);
             c.range("timing.gc_page_reads_per_iu", &t.gc_page_reads_per_iu, 0.0, 1.0);
             c.range("timing.idle_power_mw", &t.idle_power_mw, 0, 100_000);
             c.range("timing.nand_op_power_mw", &t.nand_op_power_mw, 1, 10_000);

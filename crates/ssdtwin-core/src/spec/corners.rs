@@ -1,0 +1,163 @@
+//! `[corners]`: the four figures a drive's own documents publish for it (its spec sheet, or
+//! for the CM6-R the namespace brief's measured corners), in the datasheet convention, each
+//! with its source and, when it calibrates the twin, the one `[timing]` parameter it sets.
+//!
+//! Why they live in the spec: `ssdtwin calibrate` fits a preset on its own corners and
+//! `ssdtwin validate` checks the twin against them, so the figures need one home with their
+//! sources, beside the parameters they set. A corner without `sets` is a prediction: the
+//! twin is checked against it but nothing is fitted to it (docs/calibration.md).
+
+use serde::{Deserialize, Serialize};
+
+/// The timing parameters a corner may calibrate: each is a number no datasheet gives that
+/// one figure identifies (docs/calibration.md, "Which figure sets which parameter").
+pub const CALIBRATABLE: &[&str] = &[
+    "host_link_bytes_per_s",
+    "t_read_ns",
+    "t_prog_ns",
+    "gc_page_reads_per_iu",
+    "ctrl_max_iops",
+    "ctrl_max_write_iops",
+    "ctrl_max_write_bytes_per_s",
+    "ctrl_backend_bytes_per_s",
+];
+
+/// One published corner: the figure, where it comes from, and the job shape it was measured
+/// with when that is not the CM6 brief's (sequential 128 KiB QD16 x 1 job, random 4 KiB QD32
+/// x 8 jobs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corner {
+    /// MB/s (decimal) for sequential corners, IOPS for random ones.
+    pub value: f64,
+    pub source: String,
+    /// The `[timing]` parameter this corner calibrates (one of [`CALIBRATABLE`]); absent: the
+    /// corner is a prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<String>,
+    /// Block size of the corner's job, bytes (absent: 128 KiB sequential, 4 KiB random).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_bytes: Option<u64>,
+    /// Queue depth per job (absent: 16 sequential, 32 random).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iodepth: Option<u32>,
+    /// Jobs (absent: 1 sequential, 8 random).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numjobs: Option<u32>,
+}
+
+/// The four corners; any may be absent (not published for this drive).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CornersSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_read_mb_s: Option<Corner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rand_read_iops: Option<Corner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_write_mb_s: Option<Corner>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rand_write_iops: Option<Corner>,
+}
+
+impl CornersSpec {
+    /// The corners in calibration order (later figures depend on earlier parameters, not
+    /// the reverse: the link before reads, reads before writes, programs before GC), with
+    /// their names as `ssdtwin calibrate --datasheet` spells them.
+    pub fn in_order(&self) -> [(&'static str, Option<&Corner>); 4] {
+        [
+            ("seq-read", self.seq_read_mb_s.as_ref()),
+            ("rand-read", self.rand_read_iops.as_ref()),
+            ("seq-write", self.seq_write_mb_s.as_ref()),
+            ("rand-write", self.rand_write_iops.as_ref()),
+        ]
+    }
+
+    /// Every problem, each with its field's path.
+    pub(super) fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for (name, corner) in self.in_order() {
+            let Some(c) = corner else { continue };
+            let path = format!("corners.{}", name.replace('-', "_") + if name.starts_with("seq") { "_mb_s" } else { "_iops" });
+            if !(c.value.is_finite() && c.value > 0.0) {
+                out.push(format!("{path}.value: must be a positive number (got {})", c.value));
+            }
+            if c.source.trim().is_empty() {
+                out.push(format!("{path}.source: every corner needs a source"));
+            }
+            if let Some(p) = &c.sets {
+                if !CALIBRATABLE.contains(&p.as_str()) {
+                    out.push(format!(
+                        "{path}.sets: '{p}' is not a calibratable [timing] parameter; choose one of: {}",
+                        CALIBRATABLE.join(", ")
+                    ));
+                } else if seen.contains(&p.as_str()) {
+                    out.push(format!("{path}.sets: '{p}' is already set by an earlier corner (one parameter per figure)"));
+                } else {
+                    seen.push(p);
+                }
+            }
+            if let Some(b) = c.block_bytes {
+                if b == 0 || b % 512 != 0 || b > 16 << 20 {
+                    out.push(format!("{path}.block_bytes: must be a multiple of 512 up to 16 MiB (got {b})"));
+                }
+            }
+            for (field, v) in [("iodepth", c.iodepth), ("numjobs", c.numjobs)] {
+                if v.is_some_and(|v| v == 0 || v > 65_536) {
+                    out.push(format!("{path}.{field}: must be 1..=65536 (got {})", v.unwrap_or(0)));
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::DriveSpec;
+
+    fn with_corners(corners: &str) -> Result<DriveSpec, crate::spec::SpecError> {
+        let base = crate::spec::preset_toml("kioxia-cm6-r-3.84t").expect("preset");
+        let base: String = base
+            .lines()
+            .filter(|l| !l.starts_with("[corners]") && !l.starts_with("seq_") && !l.starts_with("rand_"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        DriveSpec::from_toml(&format!("{base}\n[corners]\n{corners}\n"), "test.toml")
+    }
+
+    #[test]
+    fn corners_parse_and_keep_their_order() {
+        let s = with_corners(
+            "seq_write_mb_s = { value = 3200.0, source = \"sheet\", sets = \"ctrl_backend_bytes_per_s\" }\n\
+             rand_write_iops = { value = 7782.0, source = \"sheet\", block_bytes = 65536, numjobs = 4 }",
+        )
+        .expect("valid corners");
+        let c = s.corners.expect("corners");
+        let names: Vec<_> = c.in_order().iter().filter(|(_, c)| c.is_some()).map(|(n, _)| *n).collect();
+        assert_eq!(names, ["seq-write", "rand-write"]);
+        assert_eq!(c.rand_write_iops.expect("rand write").block_bytes, Some(65536));
+    }
+
+    #[test]
+    fn bad_corners_name_every_field() {
+        let e = with_corners(
+            "seq_read_mb_s = { value = -1.0, source = \"\", sets = \"t_erase_ns\" }\n\
+             rand_read_iops = { value = 1.0, source = \"x\", sets = \"t_read_ns\", iodepth = 0 }\n\
+             rand_write_iops = { value = 1.0, source = \"x\", sets = \"t_read_ns\", block_bytes = 100 }",
+        )
+        .expect_err("bad corners");
+        let text = e.to_string();
+        for want in [
+            "corners.seq_read_mb_s.value: must be a positive number",
+            "corners.seq_read_mb_s.source",
+            "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",
+            "corners.rand_read_iops.iodepth: must be 1..=65536",
+            "corners.rand_write_iops.sets: 't_read_ns' is already set",
+            "corners.rand_write_iops.block_bytes",
+        ] {
+            assert!(text.contains(want), "{want} missing from: {text}");
+        }
+    }
+}
