@@ -1167,10 +1167,10 @@ fn fio_first_draw(seed: u64, use64: bool) -> (u64, u64) {
 }
 
 /// The table ("ns", "us" or "ms") and slot a completion latency counts in
-/// (stats/mod.rs `latency_slot`).
+/// (engine/fio/report.rs `latency_slot`).
 #[pyfunction]
 fn fio_latency_slot(clat_ns: u64) -> (&'static str, usize) {
-    let (table, slot) = ssdtwin_core::stats::latency_slot(clat_ns);
+    let (table, slot) = ssdtwin_core::engine::fio::report::latency_slot(clat_ns);
     (table.name(), slot)
 }
 

@@ -30,7 +30,7 @@ def splitmix(x: int) -> int:
 
 def latency_slot(clat_ns: int) -> tuple[str, int]:
     """The table (``"ns"``, ``"us"``, ``"ms"``) and slot of ``FACTS["latency_tables"]`` a
-    completion latency counts in (stats/mod.rs ``latency_slot``)."""
+    completion latency counts in (engine/fio/report.rs ``latency_slot``)."""
     return _core.fio_latency_slot(clat_ns)
 
 

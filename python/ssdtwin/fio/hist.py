@@ -135,7 +135,7 @@ def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> list[tup
 # --- the latency_ns / latency_us / latency_ms tables --------------------------------------
 #
 # io_u.c io_u_mark_latency(): completion latency (clat, not total lat) is counted in the
-# core's tables (stats/mod.rs: ns below 1 us, us below 1 ms, ms above). The label is the
+# core's tables (engine/fio/report.rs: ns below 1 us, us below 1 ms, ms above). The label is the
 # exclusive upper edge of the slot: "2" holds 0-1, "4" holds 2-3 ... "1000" holds 750-999;
 # the ms table adds "2000" (1000-1999) and ">=2000".
 
@@ -147,5 +147,5 @@ LAT_LABELS_MS = tuple(str(e) for e in _EDGES_MS) + (f">={_EDGES_MS[-1]}",)
 
 def latency_bucket(clat_ns: int) -> tuple[str, int]:
     """Which table (``"ns"``, ``"us"``, ``"ms"``) and slot one completion latency counts in
-    (stats/mod.rs ``latency_slot``)."""
+    (engine/fio/report.rs ``latency_slot``)."""
     return latency_slot(clat_ns)

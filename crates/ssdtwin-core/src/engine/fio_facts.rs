@@ -1,15 +1,17 @@
 //! What the Python package needs to know about fio's numbers, from their one home in the
 //! core: the latency histogram's buckets (stats), the completion-latency tables and the
-//! queue-depth bins (stats), the direction order (workload), the layouts of the packed
-//! I/O records (engine::iolog) and the longest run the engine simulates (engine::fio). The binding hands [`FioFacts`] to Python
+//! queue-depth bins (the fio runner's report, engine/fio/report.rs), the direction order
+//! (workload), the layouts of the packed I/O records (engine::iolog) and the longest run
+//! the engine simulates (engine::fio). The binding hands [`FioFacts`] to Python
 //! (`ssdtwin._core.fio_facts()`), which reads its copies of these from it, never writes
 //! them down itself (docs/architecture.md, "The binding").
 
 use serde::Serialize;
 
+use super::fio::report::{IODEPTH_BIN_LOW, LAT_EDGES, LAT_MS_EDGES};
 use super::fio::MAX_RUN_NS;
 use super::iolog::{LOG_RECORD, REPLAY_ABSOLUTE, REPLAY_RECORD};
-use crate::stats::{plat_bounds, plat_value, IODEPTH_BIN_LOW, LAT_EDGES, LAT_EDGES_MS, PLAT_BITS, PLAT_GROUP_NR, PLAT_NR};
+use crate::stats::{plat_bounds, plat_value, PLAT_BITS, PLAT_GROUP_NR, PLAT_NR};
 use crate::workload::Ddir;
 
 /// fio's log-linear latency histogram (stat.h `FIO_IO_U_PLAT_*`, docs/fio.md §5), bucket
@@ -29,7 +31,7 @@ pub struct Histogram {
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencyTables {
     pub edges: [u64; LAT_EDGES.len()],
-    pub ms_edges: [u64; LAT_EDGES_MS.len()],
+    pub ms_edges: [u64; LAT_MS_EDGES.len()],
 }
 
 /// Everything at once (see the module doc).
@@ -64,7 +66,7 @@ pub fn fio_facts() -> FioFacts {
             bucket_high_ns: bounds.iter().map(|b| b.1).collect(),
             bucket_value_ns: (0..PLAT_NR).map(plat_value).collect(),
         },
-        latency_tables: LatencyTables { edges: LAT_EDGES, ms_edges: LAT_EDGES_MS },
+        latency_tables: LatencyTables { edges: LAT_EDGES, ms_edges: LAT_MS_EDGES },
         iodepth_bin_low: IODEPTH_BIN_LOW,
         iolog_record: LOG_RECORD,
         replay_record: REPLAY_RECORD,
@@ -76,19 +78,6 @@ pub fn fio_facts() -> FioFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{iodepth_bin, LatTable};
-
-    /// The fio runner still counts with its own copies of the bins (engine/fio/report.rs
-    /// `depth_slot`, `LAT_EDGES`, `LAT_MS_EDGES`); until it uses stats' they must be the same.
-    #[test]
-    fn the_runner_counts_in_the_bins_python_is_told() {
-        for depth in 0..300 {
-            assert_eq!(super::super::fio::report::depth_slot(depth), iodepth_bin(depth), "depth {depth}");
-        }
-        assert_eq!(super::super::fio::report::LAT_EDGES, LAT_EDGES);
-        assert_eq!(super::super::fio::report::LAT_MS_EDGES, LAT_EDGES_MS);
-        assert_eq!(crate::stats::latency_slot(2_000_000_000), (LatTable::Ms, LAT_EDGES_MS.len()));
-    }
 
     #[test]
     fn facts_describe_every_bucket_and_record() {

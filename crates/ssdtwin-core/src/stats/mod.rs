@@ -44,58 +44,6 @@ pub fn plat_bounds(i: usize) -> (u64, u64) {
     (lo, lo + (1u64 << e) - 1)
 }
 
-/// fio's queue-depth bins (io_u.c `io_u_mark_depth`): the smallest depth of each of the
-/// seven, 1, 2-3, 4-7, 8-15, 16-31, 32-63 and 64 or more. A depth of 0 counts as 1.
-pub const IODEPTH_BIN_LOW: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
-
-/// The bin of [`IODEPTH_BIN_LOW`] a queue depth counts in.
-#[inline]
-pub fn iodepth_bin(depth: u32) -> usize {
-    ((31 - depth.max(1).leading_zeros()) as usize).min(IODEPTH_BIN_LOW.len() - 1)
-}
-
-/// fio's completion-latency tables (io_u.c `io_u_mark_latency`): the exclusive upper edge
-/// of each slot. Latencies under 1 us count in the ns table, under 1 ms in the us table (in
-/// whole us), the rest in the ms table, whose last slot takes everything from 2000 ms on.
-pub const LAT_EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
-pub const LAT_EDGES_MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
-
-/// The slot of a table with exclusive upper `edges` that `v` counts in (one past the last
-/// edge when `v` is at or above it).
-pub fn edge_index(v: u64, edges: &[u64]) -> usize {
-    edges.iter().position(|&e| v < e).unwrap_or(edges.len())
-}
-
-/// Which of fio's latency tables a completion latency counts in.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum LatTable {
-    Ns,
-    Us,
-    Ms,
-}
-
-impl LatTable {
-    /// Its key in fio's output (`latency_ns`, `latency_us`, `latency_ms` without the prefix).
-    pub fn name(self) -> &'static str {
-        match self {
-            LatTable::Ns => "ns",
-            LatTable::Us => "us",
-            LatTable::Ms => "ms",
-        }
-    }
-}
-
-/// The table and slot of a completion latency of `clat_ns` (io_u.c `io_u_mark_latency`).
-pub fn latency_slot(clat_ns: u64) -> (LatTable, usize) {
-    if clat_ns < 1000 {
-        (LatTable::Ns, edge_index(clat_ns, &LAT_EDGES))
-    } else if clat_ns < 1_000_000 {
-        (LatTable::Us, edge_index(clat_ns / 1000, &LAT_EDGES))
-    } else {
-        (LatTable::Ms, edge_index(clat_ns / 1_000_000, &LAT_EDGES_MS))
-    }
-}
-
 /// Running statistics of one latency kind (clat, slat or lat) of one direction.
 ///
 /// Sums are exact integers (u128), so the variance needs no division per sample and loses
@@ -224,23 +172,6 @@ mod tests {
                 assert_eq!(plat_bounds(i + 1).0, hi + 1, "buckets {i} and {} leave no gap", i + 1);
             }
         }
-    }
-
-    #[test]
-    fn depth_and_latency_slots_follow_fio() {
-        for (depth, bin) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (63, 5), (64, 6), (1000, 6)] {
-            assert_eq!(iodepth_bin(depth), bin, "depth {depth}");
-        }
-        for (bin, &low) in IODEPTH_BIN_LOW.iter().enumerate() {
-            assert_eq!(iodepth_bin(low), bin);
-        }
-        assert_eq!(latency_slot(1), (LatTable::Ns, 0));
-        assert_eq!(latency_slot(999), (LatTable::Ns, 9));
-        assert_eq!(latency_slot(1000), (LatTable::Us, 0));
-        assert_eq!(latency_slot(999_999), (LatTable::Us, 9));
-        assert_eq!(latency_slot(1_999_999), (LatTable::Ms, 0));
-        assert_eq!(latency_slot(1_999_999_999), (LatTable::Ms, 10));
-        assert_eq!(latency_slot(u64::MAX), (LatTable::Ms, 11));
     }
 
     #[test]
