@@ -26,6 +26,7 @@ class FtlCounters(TypedDict):
     host_trim_ius: int
     host_programmed_ius: int
     gc_programmed_ius: int
+    parity_programmed_ius: NotRequired[int]
     nand_read_host_bytes: int
     nand_read_rmw_bytes: int
     nand_read_gc_bytes: int
@@ -202,6 +203,7 @@ class VendorLog(TypedDict):
     nand_write_bytes: int
     nand_write_host_bytes: int
     nand_write_gc_bytes: int
+    nand_write_parity_bytes: NotRequired[int]
     nand_read_bytes: int
     nand_read_rmw_bytes: int
     nand_read_gc_bytes: int

@@ -98,11 +98,7 @@ impl Collector for TwinCollector {
         o.family("ssdtwin_info", "The served drive (value 1)", MetricType::Gauge, vec![(info, ConstGauge::new(1i64))])?;
         o.counter("ssdtwin_host_write_bytes", "Bytes the host wrote (drive lifetime, FTL count)", vl.host_write_bytes)?;
         o.counter("ssdtwin_host_read_bytes", "Bytes the host read (drive lifetime)", vl.host_read_bytes)?;
-        o.counters(
-            "ssdtwin_nand_write_bytes",
-            "Bytes programmed to NAND (drive lifetime)",
-            &nand_write_rows(&vl, parity),
-        )?;
+        o.counters("ssdtwin_nand_write_bytes", "Bytes programmed to NAND (drive lifetime)", &nand_write_rows(&vl, parity))?;
         o.counters(
             "ssdtwin_nand_read_bytes",
             "Bytes read from NAND (drive lifetime)",

@@ -731,7 +731,10 @@ def validate(
     if unknown:
         fail(f"--only: unknown group {', '.join(unknown)}; choose from {', '.join(v.GROUPS)}")
     n = parse_scale(scale) if scale else (256 if quick else 64)
-    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+
+    def log(m: str) -> None:
+        print(m, file=sys.stderr if fmt == "json" else sys.stdout)
+
     res = v.validate(v.Settings(scale=n, seed=seed, quick=quick), groups, log=log)
     s = res["summary"]
     log(

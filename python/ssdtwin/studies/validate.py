@@ -77,7 +77,12 @@ class Settings:
     quick: bool = False
     # (ramp, runtime) ms per corner kind; quick shortens them fivefold
     windows_ms: dict[str, tuple[int, int]] = field(
-        default_factory=lambda: {"seq-read": (1000, 3000), "seq-write": (1000, 6000), "rand-read": (1000, 3000), "rand-write": (1000, 20000)}
+        default_factory=lambda: {
+            "seq-read": (1000, 3000),
+            "seq-write": (1000, 6000),
+            "rand-read": (1000, 3000),
+            "rand-write": (1000, 20000),
+        }
     )
 
     def window(self, corner: str) -> tuple[int, int]:
@@ -226,7 +231,7 @@ def p5316_group(s: Settings, log: Log) -> list[Figure]:
     """The Intel D5-P5316 IU white paper: WAF, bandwidth and mean latency of its four jobs."""
     rows = p5316_whitepaper(scale=s.scale, seed=5, log=lambda m: None)
     out = []
-    for (name, bs, rw, jobs, qd, _, pwaf, pmib, plat), r in zip(P5316_PUBLISHED, rows):
+    for (_, bs, rw, jobs, qd, _, pwaf, pmib, plat), r in zip(P5316_PUBLISHED, rows):
         shape = f"{'random' if rw == 'randwrite' else 'sequential'} write {bs.upper().replace('K', ' KiB')}, {jobs} x QD{qd}"
         for fig, unit, pub, twin in (
             ("WAF", "", pwaf, r["waf"]),
@@ -327,7 +332,13 @@ def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
             by["dram"]["data_write_lat_ms"],
             "dw-lat",
         ),
-        ("read IOPS, DRAM placement over shared (ratio)", "", 1 + PUBLISHED_GAINS["read_iops"], 1 + by["gain"]["read_iops_gain"], "dw-gain"),
+        (
+            "read IOPS, DRAM placement over shared (ratio)",
+            "",
+            1 + PUBLISHED_GAINS["read_iops"],
+            1 + by["gain"]["read_iops_gain"],
+            "dw-gain",
+        ),
     ]
     for name, unit, pub, twin, note in figs:
         f = Figure(pblaze5.MODEL, "Memblaze PBlaze5 namespaces talk", name, unit, pub, twin, "predicted", "pblaze5", NOTES.get(note, ""))
@@ -350,7 +361,8 @@ def kumoscale_group(s: Settings, log: Log) -> list[Figure]:
             ("4 KiB random read mean latency at the study's load", "us", r["brief_read_lat_us"], rr["lat_mean_us"]),
         ):
             sysname = "KumoScale lab (3 nodes x 5 CM5)" if r["stack"] == "nvmeof-tcp" else "Ceph 14 lab (3 nodes x 5 CM5)"
-            f = Figure(sysname, "KIOXIA KumoScale vs Ceph study", name, unit, float(pub), twin, "predicted", "kumoscale", NOTES["kumoscale"])
+            src = "KIOXIA KumoScale vs Ceph study"
+            f = Figure(sysname, src, name, unit, float(pub), twin, "predicted", "kumoscale", NOTES["kumoscale"])
             out.append(f)
             log(_line(f, (time.perf_counter() - t0) / 4))
     return out
@@ -381,7 +393,8 @@ def _line(f: Figure, seconds: float) -> str:
     e = f.error
     err = f"{e:+7.1%}" if e is not None else "    n/a"
     mark = " " if f.within else "!"
-    return f"{mark} {f.kind[:4]:<4} {err}  {f.system:<26} {f.figure}: {f.twin or float('nan'):,.4g} vs {f.published:,.4g} {f.unit}  [{seconds:.1f} s]"
+    twin = f.twin if f.twin is not None else float("nan")
+    return f"{mark} {f.kind[:4]:<4} {err}  {f.system:<26} {f.figure}: {twin:,.4g} vs {f.published:,.4g} {f.unit}  [{seconds:.1f} s]"
 
 
 def validate(s: Settings, groups: Optional[Iterable[str]] = None, log: Log = print) -> dict[str, Any]:
@@ -463,5 +476,6 @@ def markdown(result: dict[str, Any], command: str) -> str:
         lines += ["", "## Outside tolerance, and why", ""]
         for f in misses:
             why = f["note"] or "no reason recorded yet"
-            lines.append(f"* **{f['system']}, {f['figure']}** ({f['error']:+.1%}): {why}" if f["error"] is not None else f"* {f['figure']}: {why}")
+            err = f" ({f['error']:+.1%})" if f["error"] is not None else ""
+            lines.append(f"* **{f['system']}, {f['figure']}**{err}: {why}")
     return "\n".join(lines) + "\n"

@@ -221,6 +221,6 @@ impl Ftl {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod parity_tests;
+#[cfg(test)]
+mod tests;
