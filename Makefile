@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo bench sim physics-scale ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-rust test-python typecheck demo validate bench sim physics-scale ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -73,6 +73,9 @@ fio-conformance: ## the tests/fio/conformance jobs through real fio (null engine
 
 demo: ## the KIOXIA CM6 namespace-size experiment at 1/64 scale (~1 min)
 	ssdtwin demo
+
+validate: ## every published figure against the twin at 1/64, written to docs/validation.md (~4 min of CPU)
+	ssdtwin validate --write-doc docs/validation.md
 
 shaping: ## the write-shaping study (docs/host.md): a PMem tier in front of a 1/256 P5316, figures 1-3 and the sizing plot (~7 min)
 	ssdtwin reproduce shaping --plot shaping-sizing.png

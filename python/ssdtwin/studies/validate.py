@@ -45,6 +45,12 @@ class Figure:
     kind: str  # "calibrated" | "predicted"
     group: str
     note: str = ""  # why the twin misses it, when it does (docs/validation.md)
+    # A figure whose setup leaves an input unpublished is predicted as a band: the twin over
+    # that input's range (`band` names it), `twin` at the default. It counts as within when the
+    # published value lies in the band or the default is within the tolerance.
+    twin_low: Optional[float] = None
+    twin_high: Optional[float] = None
+    band: str = ""
 
     @property
     def error(self) -> Optional[float]:
@@ -57,14 +63,19 @@ class Figure:
         return CALIBRATED_TOL if self.kind == "calibrated" else PREDICTED_TOL
 
     @property
+    def in_band(self) -> bool:
+        return self.twin_low is not None and self.twin_high is not None and self.twin_low <= self.published <= self.twin_high
+
+    @property
     def within(self) -> bool:
         e = self.error
-        return e is not None and abs(e) <= self.tolerance
+        return (e is not None and abs(e) <= self.tolerance) or self.in_band
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
         d["error"] = self.error
         d["within"] = self.within
+        d["in_band"] = self.in_band
         return d
 
 
@@ -311,9 +322,17 @@ def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
         out.append(f)
         log(_line(f, (time.perf_counter() - t0) / 2))
     t0 = time.perf_counter()
-    dw = pblaze5.doublewrite_study(scale, s.seed, quick=s.quick, log=lambda m: None)
-    by = {r["placement"]: r for r in dw}
+    from . import doublewrite
     from .doublewrite import PUBLISHED, PUBLISHED_GAINS
+
+    warm, each = doublewrite.windows_ms(scale)
+    if s.quick:
+        warm, each = warm // 4, each // 4
+    # The talk does not say what the namespace held beyond the database: the twin runs both
+    # ends (trimmed: discarded; written: valid, cold) and reports the band (docs/models.md §10.4).
+    dw = doublewrite.doublewrite_study(scale, s.seed, log=lambda m: None, warmup_ms=warm, window_ms=each, states=("trimmed", "written"))
+    by = {r["placement"]: r for r in dw if r["drive_state"] == "trimmed"}
+    written = {r["placement"]: r for r in dw if r["drive_state"] == "written"}
 
     figs = [
         ("NAND WAF, doublewrite file on the data namespace (64 threads)", "", PUBLISHED["shared"]["waf"], by["shared"]["waf"], "dw-waf"),
@@ -340,8 +359,15 @@ def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
             "dw-gain",
         ),
     ]
+    other = {
+        "NAND WAF, doublewrite file on the data namespace (64 threads)": written["shared"]["waf"],
+        "NAND WAF, doublewrite file on the DRAM namespace (64 threads)": written["dram"]["waf"],
+    }
     for name, unit, pub, twin, note in figs:
         f = Figure(pblaze5.MODEL, "Memblaze PBlaze5 namespaces talk", name, unit, pub, twin, "predicted", "pblaze5", NOTES.get(note, ""))
+        if name in other:
+            f.twin_low, f.twin_high = sorted((twin, other[name]))
+            f.band = "the namespace beyond the database trimmed (twin) or written (valid, cold)"
         out.append(f)
         log(_line(f, (time.perf_counter() - t0) / len(figs)))
     return out
@@ -392,7 +418,7 @@ GROUPS: dict[str, Callable[[Settings, Log], list[Figure]]] = {
 def _line(f: Figure, seconds: float) -> str:
     e = f.error
     err = f"{e:+7.1%}" if e is not None else "    n/a"
-    mark = " " if f.within else "!"
+    mark = "~" if f.in_band and not (f.error is not None and abs(f.error) <= f.tolerance) else " " if f.within else "!"
     twin = f.twin if f.twin is not None else float("nan")
     return f"{mark} {f.kind[:4]:<4} {err}  {f.system:<26} {f.figure}: {twin:,.4g} vs {f.published:,.4g} {f.unit}  [{seconds:.1f} s]"
 
@@ -425,6 +451,8 @@ def summarise(figures: list[Figure], s: Settings, wall_s: float) -> dict[str, An
             "calibrated_within_5pct": sum(f.within for f in cal),
             "predicted": len(pred),
             "predicted_within_15pct": sum(f.within for f in pred),
+            # of those, the ones only a band over an unpublished input holds
+            "predicted_in_band_only": sum(f.within and not (f.error is not None and abs(f.error) <= f.tolerance) for f in pred),
             "outside": [f"{f.system}: {f.figure}" for f in figures if not f.within],
         },
     }
@@ -452,28 +480,36 @@ def markdown(result: dict[str, Any], command: str) -> str:
         "show the table before and after in the change's note). A figure is *calibrated* when a",
         "preset parameter was fitted to it (docs/calibration.md), *predicted* otherwise; sources",
         "are docs/sources.md keys. `!` marks a figure outside its tolerance (5 % calibrated, 15 %",
-        "predicted); its reason follows the table.",
+        "predicted); its reason follows the table. `~` marks a figure whose setup leaves an input",
+        "unpublished: the twin runs that input's range and the published value lies in the band.",
         "",
         f"Scale 1/{result['scale']}, seed {result['seed']}, {result['wall_s']:.0f} s of wall time.",
         "",
         f"**{s['figures']} figures over {s['systems']} drives and systems: "
         f"{s['calibrated_within_5pct']} of {s['calibrated']} calibrated figures within 5 %, "
         f"{s['predicted_within_15pct']} of {s['predicted']} predicted figures within 15 % "
-        f"({s['predicted_within_15pct'] / max(1, s['predicted']):.0%}).**",
+        f"({s['predicted_within_15pct'] / max(1, s['predicted']):.0%}; {s['predicted_in_band_only']} of them by a band over an "
+        "unpublished input, marked ~).**",
         "",
-        "| | system | figure | unit | published | twin | error | kind | source |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| | system | figure | unit | published | twin | error | band over an unpublished input | kind | source |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in result["figures"]:
         err = "n/a" if f["error"] is None else f"{f['error']:+.1%}"
         twin = "n/a" if f["twin"] is None else f"{f['twin']:,.4g}"
+        band = f"{f['twin_low']:,.4g} to {f['twin_high']:,.4g} ({f['band']})" if f["twin_low"] is not None else ""
+        point = f["error"] is not None and abs(f["error"]) <= (CALIBRATED_TOL if f["kind"] == "calibrated" else PREDICTED_TOL)
+        mark = "" if point else "~" if f["in_band"] else "!"
         lines.append(
-            f"| {'' if f['within'] else '!'} | {f['system']} | {f['figure']} | {f['unit']} | {f['published']:,.4g} | {twin} | {err} | "
+            f"| {mark} | {f['system']} | {f['figure']} | {f['unit']} | {f['published']:,.4g} | {twin} | {err} | {band} | "
             f"{f['kind']} | {f['source']} |"
         )
-    misses = [f for f in result["figures"] if not f["within"]]
+    def point_within(f: dict[str, Any]) -> bool:
+        return f["error"] is not None and abs(f["error"]) <= (CALIBRATED_TOL if f["kind"] == "calibrated" else PREDICTED_TOL)
+
+    misses = [f for f in result["figures"] if not point_within(f)]
     if misses:
-        lines += ["", "## Outside tolerance, and why", ""]
+        lines += ["", "## Outside tolerance (and held only by a band), and why", ""]
         for f in misses:
             why = f["note"] or "no reason recorded yet"
             err = f" ({f['error']:+.1%})" if f["error"] is not None else ""
