@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Union, final
 
 __all__ = [
     "__version__",
+    "CALIBRATABLE",
     "Drive",
     "DriveView",
     "read_live_snapshot",
@@ -38,6 +39,7 @@ __all__ = [
 ]
 
 __version__: str
+CALIBRATABLE: tuple[str, ...]
 
 class SsdtwinError(Exception):
     """Base class of ssdtwin errors."""

@@ -135,6 +135,12 @@ def _advise() -> Callable[..., None]:
     return advise_cmd
 
 
+def _calibrate() -> Callable[..., None]:
+    from .calibrate import calibrate_cmd
+
+    return calibrate_cmd
+
+
 class _TopGroup(_LazyGroup):
     LOADERS: dict[str, Callable[[], Any]] = {}
 
@@ -658,52 +664,7 @@ _later(app, "advise", _advise)
 _later(bench, "nbd", _bench_nbd)
 
 
-@app.command()
-def calibrate(
-    model: str = typer.Argument("kioxia-cm6-r-3.84t", metavar="MODEL", help="preset to fit (only the CM6-R 3.84 TB has figures to fit)"),
-    scale: str = typer.Option("1/64", "--scale"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
-    tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
-    write: bool = typer.Option(False, "--write/--no-write", help="rewrite the calibrated lines of the CM6-family presets"),
-    fmt: str = OutputFmt,
-) -> None:
-    """Fit the timing parameters tied to the published figures marked "calibrate" (docs/calibration.md).
-
-    Exits 1, naming each figure and its error, when a fit ends outside --tol."""
-    from ..studies.calibrate import calibrate as run_cal
-
-    check_fmt(fmt)
-    if model != "kioxia-cm6-r-3.84t":
-        fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (KIOXIA CM6 namespace brief); got {model}")
-    if not 0 < tol < 1:
-        fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
-    n = scale_arg(scale, model, "ssdtwin calibrate")
-    res = run_cal(model, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
-    # Percentages with enough decimals to show --tol itself (2 for the default 0.3 %).
-    pct = f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
-    if fmt == "json":
-        emit_json(res)
-    else:
-        for k, v in res["fitted"].items():
-            value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
-            typer.echo(
-                f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
-                f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})"
-            )
-    outside = [
-        f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
-        + ("" if v["responds"] else f", and it stops responding to {k} short of the target at this scale (docs/calibration.md)")
-        for k, v in res["fitted"].items()
-        if k in res["outside_tolerance"]
-    ]
-    if outside:
-        not_written = "; presets not written" if write else ""
-        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
-    if write:
-        from ..studies.calibrate import write_presets
-
-        for p in write_presets(res):
-            print(f"updated {p}", file=sys.stderr)
+_later(app, "calibrate", _calibrate)
 
 
 @app.command()
