@@ -91,7 +91,7 @@ def spec_text(model: Optional[str], spec: Optional[Path]) -> tuple[str, str]:
     if spec is not None:
         text = read_spec(spec)
         try:
-            _core.parse_spec(text, str(spec))
+            _core.parse_spec(text)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
         return text, str(spec)

@@ -47,14 +47,11 @@ CM6_CORNERS = {
     )
 }
 
-# A figure that moves less than this many percent per percent of its parameter (measured
-# over the search's first 10 % step) does not identify it: the figures' noise is about
-# 0.05 %, so the parameter would be known to no better than +-1 % per 0.05 % of noise.
+# A figure that moves less than this many percent per percent of its parameter does not
+# identify it: with the figures' noise of about 0.05 %, the parameter would be known to no
+# better than +-1 % per 0.05 % of noise. Measured at the fit (`sensitivity`), and over every
+# search step of FLAT_STEP or more (smaller steps are within the noise).
 MIN_SENSITIVITY = 0.05
-
-# A figure that moves less than this (relative) while its parameter moves by FLAT_STEP or
-# more does not respond to it: the figures' noise is under 0.05 %.
-FLAT_CHANGE = 5e-4
 FLAT_STEP = 0.05
 
 
@@ -78,12 +75,14 @@ def solve(
 ) -> Fit:
     """Secant search for f(x) = target on log x (f monotone; `sign` -1 when the figure falls
     as x rises, a time, +1 when it rises, a ceiling). A start already within `tol` is kept
-    (calibrating calibrated presets changes nothing). Where the figure is flat (another limit holds it) the step is
-    the one that would reach the target were the figure proportional to x**sign. Two flat
-    steps in a row that relax the parameter (to raise the figure) end the search with the
-    start value and `responds` False: extrapolating a flat figure would run the parameter to
-    an extreme (a program time of 0 ns) without reaching the target. Tightening it (to lower
-    the figure) goes on: the parameter binds once it is tight enough."""
+    (calibrating calibrated presets changes nothing). Where the figure barely follows the
+    parameter (under MIN_SENSITIVITY over a step of FLAT_STEP or more: another limit holds
+    it) or a step's slope has the wrong sign (noise), the next step is the one that would
+    reach the target were the figure proportional to x**sign. Two such steps in a row that
+    relax the parameter (to raise the figure) end the search with the start value and
+    `responds` False: the figure stops responding short of the target, and extrapolating it
+    would run the parameter to an extreme (a program time of 0 ns). Tightening it (to lower
+    the figure) goes on: a parameter binds once it is tight enough."""
     xs, ys = [x0], [f(x0)]
     if abs(ys[0] / target - 1) <= tol:
         return Fit(x0, ys[0])
@@ -94,14 +93,16 @@ def solve(
         if abs(ys[-1] / target - 1) <= tol:
             break
         (xa, xb), (ya, yb) = xs[-2:], ys[-2:]
-        moved = abs(math.log(xb / xa)) >= FLAT_STEP
-        is_flat = ya == yb or (moved and abs(yb / ya - 1) < FLAT_CHANGE)
-        flat = flat + 1 if is_flat and moved and yb < target else 0
+        la, lb = math.log(xa), math.log(xb)
+        moved = abs(lb - la) >= FLAT_STEP
+        weak = moved and abs(math.log(yb / ya)) < MIN_SENSITIVITY * abs(lb - la)
+        flat = flat + 1 if weak and yb < target else 0
         if flat >= 2:
             log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
             return Fit(x0, ys[0], responds=False)
-        la, lb = math.log(xa), math.log(xb)
-        ln = lb + sign * math.log(target / yb) if is_flat else lb + (target - yb) * (lb - la) / (yb - ya)
+        wrong_way = moved and sign * (yb - ya) * (lb - la) < 0
+        trust_secant = not (ya == yb or weak or wrong_way)
+        ln = lb + (target - yb) * (lb - la) / (yb - ya) if trust_secant else lb + sign * math.log(target / yb)
         xn = min(max(math.exp(max(min(ln, lb + 1.0), lb - 1.0)), bounds[0]), bounds[1])  # the range the core accepts
         if xn == xb:
             log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")

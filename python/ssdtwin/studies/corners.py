@@ -197,7 +197,9 @@ def parse_pairs(text: str, flag: str) -> dict[str, str]:
         if not item.strip():
             continue
         if "=" not in item:
-            raise CornerError(f"{flag}: '{item.strip()}' is not NAME=VALUE (names: {', '.join(NAMES)})")
+            raise CornerError(
+                f"{flag}: '{item.strip()}' is not NAME=VALUE (commas separate figures: 3100, not 3,100; names: {', '.join(NAMES)})"
+            )
         k, v = (s.strip() for s in item.split("=", 1))
         if k not in NAMES:
             raise CornerError(f"{flag}: '{k}' is not a corner; choose from {', '.join(NAMES)}")
@@ -415,8 +417,9 @@ def read_measured(directory: Path, shapes: dict[str, Corner]) -> dict[str, Corne
             if _in_window(path, f.jobname):
                 found.setdefault(f.name, []).append(f)
     if not found:
+        names = f"{', '.join(NAMES[:-1])} or {NAMES[-1]}"
         raise CornerError(
-            f"--measured {directory}: no fio JSON job named {', '.join(NAMES)} (the jobs of `ssdtwin calibrate --print-jobs`) "
+            f"--measured {directory}: no fio JSON job named {names} (the jobs of `ssdtwin calibrate --print-jobs`) "
             "nor an `ssdtwin pts` report's seq-128k or rnd-4k element at 100 % reads or writes"
         )
     out = {}
