@@ -178,6 +178,13 @@ def test_the_search_stays_in_the_range_the_core_accepts() -> None:
         assert hi == core_hi and lo >= core_lo and (lo == core_lo or core_lo == 0), p
 
 
+def test_every_preset_printed_by_models_is_a_spec() -> None:
+    """`ssdtwin models NAME > mine.toml` is where a calibration starts: the text it prints
+    (the preset's own) passes the core's checks as a --spec, for every preset."""
+    for name, text in _core.presets():
+        assert _core.parse_spec(text)["drive"]["name"] == name
+
+
 # --------------------------------------------------------------------------- jobs and results
 
 

@@ -17,7 +17,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, say
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
 
 
 def calibrate_cmd(
@@ -84,8 +84,6 @@ def calibrate_cmd(
 
 def spec_text(model: Optional[str], spec: Optional[Path]) -> tuple[str, str]:
     """The spec to fit (MODEL's preset or --spec FILE), checked by the core; and its name."""
-    from .cli import read_spec, spec_error  # the command line's own helpers (cli.py loads this module)
-
     if model is not None and spec is not None:
         fail("calibrate: give MODEL or --spec FILE, not both")
     if spec is not None:
@@ -175,8 +173,6 @@ def _check_outputs(out: Optional[Path], write: bool, model: Optional[str], spec:
 
 
 def _scale(text: str, spec_toml: str) -> int:
-    from .cli import scale_rounding
-
     try:
         n = parse_scale(text)
     except ValueError as e:

@@ -101,17 +101,31 @@ def solve(
             log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
             return Fit(x0, ys[0], responds=False)
         wrong_way = moved and sign * (yb - ya) * (lb - la) < 0
-        trust_secant = not (ya == yb or weak or wrong_way)
-        ln = lb + (target - yb) * (lb - la) / (yb - ya) if trust_secant else lb + sign * math.log(target / yb)
+        if not (ya == yb or weak or wrong_way):
+            ln = lb + (target - yb) * (lb - la) / (yb - ya)
+        else:
+            ln = lb + flat_step(sign * math.log(target / yb), relaxing=weak and yb < target)
         xn = min(max(math.exp(max(min(ln, lb + 1.0), lb - 1.0)), bounds[0]), bounds[1])  # the range the core accepts
         if xn == xb:
             log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")
+            if flat:  # the figure had stopped following it on the way there
+                return Fit(x0, ys[0], responds=False)
             break
         xs.append(xn)
         ys.append(f(xn))
         log(f"    {xn:,.4g} -> {ys[-1]:,.1f}")
     best = min(range(len(xs)), key=lambda i: abs(ys[i] / target - 1))
     return Fit(xs[best], ys[best])
+
+
+def flat_step(d: float, relaxing: bool) -> float:
+    """The step (in ln x) where the secant cannot be trusted: `d` would reach the target were
+    the figure proportional to x**sign. Relaxing a parameter whose figure stopped following
+    it: a full step (e), to see at once whether anything comes of it; otherwise `d`, but at
+    least FLAT_STEP."""
+    if relaxing:
+        return math.copysign(1.0, d)
+    return math.copysign(max(abs(d), FLAT_STEP), d)
 
 
 # The range the core accepts for each calibratable parameter (spec/mod.rs, validate_timing):
