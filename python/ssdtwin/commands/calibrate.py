@@ -189,6 +189,8 @@ def _pct(tol: float) -> str:
 
 
 def _table(res: dict[str, Any]) -> None:
+    from ..studies.corners import figure_text
+
     pct = _pct(res["tol"])
     typer.echo(f"{'figure':<28} {'target':>16} {'twin':>18} {'error':>9}  {'parameter':<26} value")
     for r in res["figures"]:
@@ -199,7 +201,7 @@ def _table(res: dict[str, Any]) -> None:
         else:
             param, value = r["sets"], f"not identified (kept {_value(r['kept'])})"
         typer.echo(
-            f"{r['label']:<28} {r['target']:>11,.1f} {r['unit']:<4} {r['twin']:>13,.1f} {r['unit']:<4} "
+            f"{r['label']:<28} {figure_text(r['target']):>11} {r['unit']:<4} {r['twin']:>13,.1f} {r['unit']:<4} "
             f"{pct.format(r['error']):>9}  {param:<26} {value}"
         )
 

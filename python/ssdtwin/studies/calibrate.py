@@ -78,7 +78,8 @@ def solve(
     (calibrating calibrated presets changes nothing). Where the figure barely follows the
     parameter (under MIN_SENSITIVITY over a step of FLAT_STEP or more: another limit holds
     it) or a step's slope has the wrong sign (noise), the next step is the one that would
-    reach the target were the figure proportional to x**sign. Two such steps in a row that
+    reach the target were the figure proportional to x**sign (and, where it barely follows,
+    at least FLAT_STEP). Two such steps in a row that
     relax the parameter (to raise the figure) end the search with the start value and
     `responds` False: the figure stops responding short of the target, and extrapolating it
     would run the parameter to an extreme (a program time of 0 ns). Tightening it (to lower
@@ -100,11 +101,13 @@ def solve(
         if flat >= 2:
             log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
             return Fit(x0, ys[0], responds=False)
-        wrong_way = moved and sign * (yb - ya) * (lb - la) < 0
-        if not (ya == yb or weak or wrong_way):
-            ln = lb + (target - yb) * (lb - la) / (yb - ya)
-        else:
+        wrong_way = sign * (yb - ya) * (lb - la) < 0  # noise between close trials
+        if ya == yb or weak:
             ln = lb + flat_step(sign * math.log(target / yb), relaxing=weak and yb < target)
+        elif wrong_way:
+            ln = lb + sign * math.log(target / yb)
+        else:
+            ln = lb + (target - yb) * (lb - la) / (yb - ya)
         xn = min(max(math.exp(max(min(ln, lb + 1.0), lb - 1.0)), bounds[0]), bounds[1])  # the range the core accepts
         if xn == xb:
             log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")
@@ -315,15 +318,18 @@ def final_row(c: Corner, y: float, fitted: dict[str, dict[str, Any]], tol: float
         f.update(simulated=y, error=err)
         identified = f["responds"] and abs(f["sensitivity"] or 0.0) >= MIN_SENSITIVITY
         f["identified"] = identified
+        f["kept"] = None if identified else f["value"]
         row.update(
             value=f["value"] if identified else None,
-            kept=None if identified else f["value"],
+            kept=f["kept"],
             identified=identified,
             sensitivity=f["sensitivity"],
             responds=f["responds"],
             at_bound=f["at_bound"],
         )
         row["within_tol"] = identified and abs(err) <= tol
+        if not identified:
+            f["value"] = None  # no number for a parameter its figure does not identify
     return row
 
 
