@@ -61,11 +61,11 @@ def calibrate_cmd(
     text, origin = spec_text(model, spec)
     try:
         if print_jobs is not None:
-            return _print_jobs(print_jobs, text, origin, model, (datasheet, measured, out, sets), write)
+            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt)
         corners, legacy = _corners(text, origin, model, spec, datasheet, measured, sets)
     except CornerError as e:
         fail(str(e))
-    _check_outputs(out, write, model, spec)
+    _check_outputs(out, write, spec)
     n = _scale(scale, text)
     res = cal.calibrate(text, corners, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
     res["spec"] = origin
@@ -141,7 +141,7 @@ def _corners(
     return corners, legacy
 
 
-def _print_jobs(directory: Path, text: str, origin: str, model: Optional[str], others: tuple[Any, ...], write: bool) -> None:
+def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str) -> None:
     from ..studies import corners as C
     from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
 
@@ -156,12 +156,16 @@ def _print_jobs(directory: Path, text: str, origin: str, model: Optional[str], o
         corners = dict(CM6_CORNERS)
     for name in C.NAMES:  # the default shape for a corner the spec does not publish
         corners.setdefault(name, C.Corner(name, 0.0, ""))
-    for p in C.print_jobs(directory, corners):
-        typer.echo(str(p))
+    files = [str(p) for p in C.print_jobs(directory, corners)]
+    if fmt == "json":
+        emit_json({"files": files})
+    else:
+        for p in files:
+            typer.echo(p)
     say(f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}")
 
 
-def _check_outputs(out: Optional[Path], write: bool, model: Optional[str], spec: Optional[Path]) -> None:
+def _check_outputs(out: Optional[Path], write: bool, spec: Optional[Path]) -> None:
     """Refuse before the fit what could not be written after it."""
     if out is not None:
         if out.is_dir():

@@ -309,27 +309,24 @@ def final_row(c: Corner, y: float, fitted: dict[str, dict[str, Any]], tol: float
         "iodepth": qd,
         "numjobs": jobs,
     }
-    if c.sets:
-        f = fitted[c.sets]
-        log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}); it moves {f['sensitivity']:+.2f} % per 1 % of {c.sets}")
-    else:
+    if not c.sets:
         log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}), predicted")
-    if c.sets:
-        f.update(simulated=y, error=err)
-        identified = f["responds"] and abs(f["sensitivity"] or 0.0) >= MIN_SENSITIVITY
-        f["identified"] = identified
-        f["kept"] = None if identified else f["value"]
-        row.update(
-            value=f["value"] if identified else None,
-            kept=f["kept"],
-            identified=identified,
-            sensitivity=f["sensitivity"],
-            responds=f["responds"],
-            at_bound=f["at_bound"],
-        )
-        row["within_tol"] = identified and abs(err) <= tol
-        if not identified:
-            f["value"] = None  # no number for a parameter its figure does not identify
+        return row
+    f = fitted[c.sets]
+    log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}); it moves {f['sensitivity']:+.2f} % per 1 % of {c.sets}")
+    identified = f["responds"] and abs(f["sensitivity"] or 0.0) >= MIN_SENSITIVITY
+    f.update(simulated=y, error=err, identified=identified, kept=None if identified else f["value"])
+    if not identified:
+        f["value"] = None  # no number for a parameter its figure does not identify
+    row.update(
+        value=f["value"],
+        kept=f["kept"],
+        identified=identified,
+        sensitivity=f["sensitivity"],
+        responds=f["responds"],
+        at_bound=f["at_bound"],
+        within_tol=identified and abs(err) <= tol,
+    )
     return row
 
 
