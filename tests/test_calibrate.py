@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 ROUND_TRIP = os.environ.get("SSDTWIN_CALIBRATE_ROUNDTRIP", "fixture")
 if ROUND_TRIP == "cm6":
     START, RT_SCALE = None, 64
-    HIDDEN = {"host_link_bytes_per_s": 6_500_000_000, "t_read_ns": 56_000, "t_prog_ns": 1_650_000, "gc_page_reads_per_iu": 0.78}
-    MARGIN = {"host_link_bytes_per_s": 0.005, "t_read_ns": 0.02, "t_prog_ns": 0.005, "gc_page_reads_per_iu": 0.02}
+    HIDDEN = {"host_link_bytes_per_s": 6_500_000_000, "t_read_ns": 56_000, "t_prog_ns": 1_650_000, "gc_page_reads_per_iu": 0.80}
+    MARGIN = {"host_link_bytes_per_s": 0.005, "t_read_ns": 0.01, "t_prog_ns": 0.005, "gc_page_reads_per_iu": 0.01}
 else:
     START, RT_SCALE = SLOW, 32
     HIDDEN = {"host_link_bytes_per_s": 220_000_000, "t_read_ns": 330_000, "t_prog_ns": 2_600_000, "gc_page_reads_per_iu": 0.85}
@@ -93,9 +93,10 @@ def test_round_trip_recovers_the_hidden_parameters(tmp_path: Path, start_spec: P
     assert [row["figure"] for row in res["figures"]] == list(C.NAMES)
     for row in res["figures"]:
         assert row["kind"] == "calibrated" and row["identified"] and abs(row["error"]) <= 0.003, row
-        assert abs(row["sensitivity"]) > 0.5, row  # each figure pins its parameter
+        assert abs(row["sensitivity"]) > 0.2, row  # each figure pins its parameter
     timing = _core.parse_spec(out.read_text())["timing"]
     start = _core.parse_spec(start_spec.read_text())["timing"]
+    print(f"\nround trip ({ROUND_TRIP}):", {p: (timing[p]["value"], f"{timing[p]['value'] / v - 1:+.3%}") for p, v in HIDDEN.items()})
     for p, v in HIDDEN.items():
         assert timing[p]["value"] == pytest.approx(v, rel=MARGIN[p]), p
         assert abs(start[p]["value"] / v - 1) > 5 * MARGIN[p], f"{p}: the start is not far enough from the hidden value to show a fit"
