@@ -214,6 +214,29 @@ def spec_with_corners(tmp_path: Path, corners: str) -> Path:
     return p
 
 
+def test_the_specs_corners_choose_the_parameters(tmp_path: Path) -> None:
+    """A spec whose [corners] name their parameters: --datasheet replaces the figure, the
+    spec's `sets` stays (here a back-end ceiling the spec leaves at 0, searched from the
+    corner's own rate), a corner without `sets` is a prediction, and --out rewrites the
+    spec's own [corners] in place."""
+    spec = spec_with_corners(
+        tmp_path,
+        'seq_write_mb_s = { value = 90.0, source = "sheet", sets = "ctrl_backend_bytes_per_s" }\n'
+        'rand_write_iops = { value = 2000.0, source = "sheet" }\n',
+    )
+    out = tmp_path / "fitted.toml"
+    res = run_cli("calibrate", "--spec", spec, "--datasheet", "seq-write=100MB/s", "--scale", SCALE, "--out", out, "-o", "json").json()
+    rows = {r["figure"]: r for r in res["figures"]}
+    assert set(rows) == {"seq-write", "rand-write"}
+    assert rows["seq-write"]["sets"] == "ctrl_backend_bytes_per_s" and abs(rows["seq-write"]["error"]) <= 0.003
+    assert rows["seq-write"]["value"] == pytest.approx(100e6, rel=0.01)  # the back end binds at the figure
+    assert rows["rand-write"]["kind"] == "predicted" and "value" not in rows["rand-write"]
+    fitted = _core.parse_spec(out.read_text())
+    assert fitted["timing"]["ctrl_backend_bytes_per_s"]["value"] == rows["seq-write"]["value"]
+    assert fitted["corners"]["rand_write_iops"] == {"value": 2000.0, "source": "sheet"}
+    assert out.read_text().count("[corners]") == 1
+
+
 def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -> None:
     spec = spec_with_corners(
         tmp_path,
