@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -42,6 +42,10 @@ from .common import (
     scale_rounding,
     spec_error,
 )
+
+if TYPE_CHECKING:  # the fio package is imported by the commands that run jobs
+    from ..fio.contract import CloneOut
+    from ..fio.parser import Run
 
 
 class _LazyGroup(TyperGroup):
@@ -537,7 +541,7 @@ def fio_cmd(
 
 def fio_on_drive(
     path: Path, jobs: list[Path], namespace: int, seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
-) -> tuple[Any, list[dict[str, Any]], float]:
+) -> tuple[Run, list[CloneOut], float]:
     from .. import fio as fiolib
     from ..fio.run import run_jobs
 
@@ -558,7 +562,7 @@ def fio_on_drive(
 
 def fio_through_stack(
     path: Path, jobs: list[Path], seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
-) -> tuple[Any, list[dict[str, Any]], float]:
+) -> tuple[Run, list[CloneOut], float]:
     """The drive commits first, then the stack's state (docs/host.md, "Crash semantics")."""
     from .. import fio as fiolib
     from .. import stack as stacklib

@@ -20,7 +20,7 @@ mod tests;
 
 pub use layout::LayoutInfo;
 pub use out::{ClusterRun, DirTotals, DriveLoad, ResourceUse};
-pub use spec::{ClusterSpec, InitOptions, ReadPolicy, Stack};
+pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol};
 
 use std::collections::BTreeSet;
 
@@ -29,7 +29,7 @@ use crate::stats::LatStat;
 use crate::workload::{JobError, JobSpec};
 use layout::{build_drives, Layout};
 use out::{JobAcc, Window};
-use sim::{Ev, Sim};
+use sim::{ClusterSim, Ev};
 
 /// Why a cluster cannot be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +99,7 @@ pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(u6
         end: accs.iter().map(|a| a.window().end).min().unwrap_or(u64::MAX),
     };
     let mut drives = build_drives(spec, &layout)?;
-    let mut sim = Sim::new(spec, &layout, &mut drives, window);
+    let mut sim = ClusterSim::new(spec, &layout, &mut drives, window);
     for (acc, client) in accs.into_iter().zip(clients) {
         sim.add_job(acc, client, client);
     }
@@ -122,7 +122,7 @@ fn totals(lat: &LatStat, bytes: u64, secs: f64) -> DirTotals {
     }
 }
 
-impl Sim<'_> {
+impl ClusterSim<'_> {
     /// Close every counter at the end of the run and gather the results.
     fn finish(mut self) -> ClusterRun {
         let end = self.jobs.iter().map(|j| j.acc.end_ns).max().unwrap_or(0);

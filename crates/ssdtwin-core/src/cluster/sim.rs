@@ -8,7 +8,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::layout::{Drive, Layout};
 use super::out::{JobAcc, Level, Window};
-use super::spec::{ClusterSpec, Stack};
+use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
 use crate::engine::{HostCmd, HostOp};
 use crate::nvme::NsId;
@@ -136,7 +136,7 @@ pub(super) struct Job {
     pub msgr: u32,
 }
 
-pub(super) struct Sim<'a> {
+pub(super) struct ClusterSim<'a> {
     pub spec: &'a ClusterSpec,
     pub layout: &'a Layout,
     pub drives: &'a mut [Drive],
@@ -165,8 +165,8 @@ pub(super) struct Sim<'a> {
     hop_ns: u64,
 }
 
-impl<'a> Sim<'a> {
-    pub fn new(spec: &'a ClusterSpec, layout: &'a Layout, drives: &'a mut [Drive], window: Window) -> Sim<'a> {
+impl<'a> ClusterSim<'a> {
+    pub fn new(spec: &'a ClusterSpec, layout: &'a Layout, drives: &'a mut [Drive], window: Window) -> ClusterSim<'a> {
         let t = &spec.cluster;
         let mut hosts = Vec::new();
         let host = |name: String, cores: u32| Host {
@@ -189,7 +189,7 @@ impl<'a> Sim<'a> {
         }
         let drives_n = drives.len();
         let net = &spec.network;
-        let mut sim = Sim {
+        let mut sim = ClusterSim {
             spec,
             layout,
             drives,
@@ -229,7 +229,7 @@ impl<'a> Sim<'a> {
             let p = self.pool(format!("node{n}.target"), spec.nvmeof.target_threads.value);
             self.target.push(p);
         }
-        if t.stack != Stack::CephRbd {
+        if t.stack != StorageProtocol::CephRbd {
             return;
         }
         let c = &spec.ceph;
@@ -266,7 +266,7 @@ impl<'a> Sim<'a> {
     pub fn add_job(&mut self, acc: JobAcc, client: u32, volume: u32) {
         let i = self.jobs.len();
         let cpu = self.pool(format!("client{client}.job{i}.cpu"), 1);
-        let (librbd, msgr) = if self.spec.cluster.stack == Stack::CephRbd {
+        let (librbd, msgr) = if self.spec.cluster.stack == StorageProtocol::CephRbd {
             let c = &self.spec.ceph;
             (
                 self.pool(format!("client{client}.job{i}.librbd"), c.client_librbd_threads.value),

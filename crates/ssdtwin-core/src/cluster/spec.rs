@@ -10,7 +10,7 @@ use crate::spec::{DriveSpec, Sourced, SpecError};
 /// The storage stack of the cluster.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Stack {
+pub enum StorageProtocol {
     /// NVMe-oF over TCP, replicated by the client's md raid1 (KumoScale).
     NvmeofTcp,
     /// The same over RDMA (RoCEv2).
@@ -19,17 +19,17 @@ pub enum Stack {
     CephRbd,
 }
 
-impl Stack {
+impl StorageProtocol {
     pub fn name(self) -> &'static str {
         match self {
-            Stack::NvmeofTcp => "nvmeof-tcp",
-            Stack::NvmeofRdma => "nvmeof-rdma",
-            Stack::CephRbd => "ceph-rbd",
+            StorageProtocol::NvmeofTcp => "nvmeof-tcp",
+            StorageProtocol::NvmeofRdma => "nvmeof-rdma",
+            StorageProtocol::CephRbd => "ceph-rbd",
         }
     }
 
-    pub fn parse(text: &str) -> Option<Stack> {
-        [Stack::NvmeofTcp, Stack::NvmeofRdma, Stack::CephRbd].into_iter().find(|s| s.name() == text)
+    pub fn parse(text: &str) -> Option<StorageProtocol> {
+        [StorageProtocol::NvmeofTcp, StorageProtocol::NvmeofRdma, StorageProtocol::CephRbd].into_iter().find(|s| s.name() == text)
     }
 }
 
@@ -48,7 +48,7 @@ pub enum ReadPolicy {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Topology {
-    pub stack: Stack,
+    pub stack: StorageProtocol,
     pub nodes: u32,
     pub drives_per_node: u32,
     /// Drive preset (`ssdtwin models`); every drive is this preset's twin.
@@ -265,7 +265,7 @@ impl ClusterSpec {
     pub fn from_options(o: &InitOptions) -> Result<ClusterSpec, SpecError> {
         let origin = "cluster init";
         let mut problems = Vec::new();
-        let stack = Stack::parse(&o.stack);
+        let stack = StorageProtocol::parse(&o.stack);
         if stack.is_none() {
             problems.push(format!("--stack '{}': choose nvmeof-tcp, nvmeof-rdma or ceph-rbd", o.stack));
         }
@@ -432,7 +432,7 @@ impl ClusterSpec {
                 t.replicas,
                 t.nodes * t.drives_per_node
             ));
-        } else if t.stack != Stack::CephRbd && t.volume_bytes as u128 > drive {
+        } else if t.stack != StorageProtocol::CephRbd && t.volume_bytes as u128 > drive {
             p.push(format!(
                 "cluster.volume_bytes: {} bytes is larger than one drive ({drive}); an NVMe-oF volume replica lives on one drive",
                 t.volume_bytes

@@ -30,9 +30,9 @@ mod events;
 mod power;
 use power::PowerTokens;
 pub mod fio;
+pub mod fio_facts;
 pub mod iolog;
 pub mod stack;
-pub mod steadystate; // issue 10: ss
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
