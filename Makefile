@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo validate bench sim physics-scale ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the 
 
 physics-scale: ## the scale-agreement physics test at the issue's own pair, 1/64 against 1/16 (CI runs 1/128 against 1/32; ~3 min)
 	SSDTWIN_SCALE_PAIR=issue $(PYTHON) -m pytest -q -s tests/test_physics.py -k scale_agreement
+
+calibrate-roundtrip: ## the calibration round trip on the CM6-R at 1/64 (hidden parameters fitted back from its preset; CI runs a small fixture drive; ~3 min)
+	SSDTWIN_CALIBRATE_ROUNDTRIP=cm6 $(PYTHON) -m pytest -q -s tests/test_calibrate.py -k round_trip
 
 AB_OUT ?= ab-out
 ab-run: ## the bit-identity suite (benchmarks/ab: fio jobs, tenants, reproduce pblaze5) with this build into AB_OUT (~3 min); SSDTWIN=path picks another build

@@ -48,30 +48,26 @@ def test_the_marketed_size_is_the_whole_drive() -> None:
 
 def fake_fit(errors: dict[str, float], flat: tuple[str, ...] = ()) -> Any:
     """A stand-in for calibrate.calibrate that reports the given relative errors (and the
-    parameters in `flat` as ones their figure did not respond to)."""
-    from ssdtwin.studies.calibrate import CM6_TARGETS
+    parameters in `flat` as ones their figure did not respond to), through the same rows
+    the real fit builds (`final_row`)."""
+    from ssdtwin.studies import calibrate as cal
 
-    def run(model: str, scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
-        fitted = {
-            t.param: {
-                "value": 1.0 if t.param == "gc_page_reads_per_iu" else 1000,
-                "figure": t.name,
-                "target": t.value,
-                "unit": t.unit,
-                "simulated": t.value * (1 + errors.get(t.param, 0.0)),
-                "error": errors.get(t.param, 0.0),
-                "responds": t.param not in flat,
-            }
-            for t in CM6_TARGETS
-        }
+    def run(spec_toml: str, corners: dict[str, Any], scale: int, tol: float, log: Any, seed: int = 1) -> dict[str, Any]:
+        fitted: dict[str, dict[str, Any]] = {}
+        rows = []
+        for c in corners.values():
+            value = 1.0 if c.sets == "gc_page_reads_per_iu" else 1000
+            fitted[c.sets] = {"value": value, "responds": c.sets not in flat, "sensitivity": -0.5, "at_bound": False}
+            rows.append(cal.final_row(c, c.value * (1 + errors.get(c.sets, 0.0)), fitted, tol, log))
         return {
-            "model": model,
             "scale": scale,
             "seed": seed,
             "tol": tol,
+            "figures": rows,
             "fitted": fitted,
-            "outside_tolerance": [k for k, v in fitted.items() if abs(v["error"]) > tol or not v["responds"]],
+            "outside_tolerance": [r["sets"] for r in rows if not r["within_tol"]],
             "timing": {},
+            "corners": {},
         }
 
     return run
@@ -101,7 +97,7 @@ def test_calibrate_outside_tolerance_names_the_figure_and_exits_1(
     assert err.splitlines()[-1] == (
         "ssdtwin calibrate: error: outside --tol 0.30%: rand write 4 KiB QD32 171,457.5 IOPS vs 173,067 (-0.93%); presets not written"
     )
-    assert "gc_page_reads_per_iu" in out and "(-0.93%)" in out  # the table is still printed
+    assert "gc_page_reads_per_iu" in out and " -0.93% " in out  # the table is still printed
     assert written == [], "a fit outside its tolerance must not be written to the presets"
 
 
@@ -151,7 +147,7 @@ def test_calibrate_names_a_figure_that_stops_responding(monkeypatch: pytest.Monk
     assert rc == 1
     assert err.splitlines()[-1] == (
         "ssdtwin calibrate: error: outside --tol 0.30%: seq write 128 KiB QD16 2,596.4 MB/s vs 4,246 (-38.85%), "
-        "and it stops responding to t_prog_ns short of the target at this scale (docs/calibration.md)"
+        "and it stops responding to t_prog_ns short of the target: something else bounds the figure at this scale (docs/calibration.md)"
     )
 
 

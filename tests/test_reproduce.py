@@ -115,13 +115,18 @@ def test_calibrate_help() -> None:
 
 
 @pytest.mark.parametrize("preset", ["intel-p5316-15.36t", "kioxia-cm6-v-3.2t", "no-such-drive"])
-def test_calibrate_refuses_other_presets(preset: str) -> None:
+def test_calibrate_refuses_presets_without_figures(preset: str) -> None:
+    """Only a preset with [corners] (or the CM6-R, fitted on its brief's four figures) has
+    figures to fit; any other needs --datasheet or --measured."""
     r = run_cli("calibrate", preset, check=False)
     assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr_lines == [
-        "ssdtwin calibrate: error: calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate'"
-        f" (KIOXIA CM6 namespace brief); got {preset}"
-    ]
+    want = (
+        f"ssdtwin calibrate: error: calibrate: no preset '{preset}' (`ssdtwin models` lists them; a spec of your own: --spec FILE)"
+        if preset == "no-such-drive"
+        else f"ssdtwin calibrate: error: calibrate: {preset} has no [corners] to fit; "
+        "give the figures with --datasheet or --measured (docs/calibration.md)"
+    )
+    assert r.stderr_lines == [want]
 
 
 def test_reproduce_refuses_an_unknown_experiment() -> None:

@@ -31,6 +31,7 @@ from ssdtwin.fio.contract import CloneOut, FioFacts, JobSpec
 
 __all__ = [
     "__version__",
+    "CALIBRATABLE",
     "Drive",
     "DriveView",
     "read_live_snapshot",
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 __version__: str
+CALIBRATABLE: tuple[str, ...]
 
 class SsdtwinError(Exception):
     """Base class of ssdtwin errors."""

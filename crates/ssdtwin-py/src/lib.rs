@@ -1183,6 +1183,8 @@ fn splitmix(x: u64) -> u64 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The [timing] parameters a [corners] entry may set (`ssdtwin calibrate --sets`).
+    m.add("CALIBRATABLE", pyo3::types::PyTuple::new(m.py(), spec::CALIBRATABLE)?)?;
     m.add_class::<Drive>()?;
     m.add_class::<DriveView>()?;
     m.add_function(wrap_pyfunction!(read_live_snapshot, m)?)?;

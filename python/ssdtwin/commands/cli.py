@@ -9,7 +9,6 @@ when a command succeeds).
 from __future__ import annotations
 
 import math
-import re
 import signal
 import subprocess
 import sys
@@ -38,7 +37,10 @@ from .common import (
     interrupt_note,
     opened,
     read_log,
+    read_spec,
     say,
+    scale_rounding,
+    spec_error,
 )
 
 if TYPE_CHECKING:  # the fio package is imported by the commands that run jobs
@@ -137,6 +139,12 @@ def _advise() -> Callable[..., None]:
     from .sweep import advise_cmd
 
     return advise_cmd
+
+
+def _calibrate() -> Callable[..., None]:
+    from .calibrate import calibrate_cmd
+
+    return calibrate_cmd
 
 
 class _TopGroup(_LazyGroup):
@@ -257,53 +265,6 @@ def create(
         f"created {path}: {name} at 1/{n} scale{f' ({rounded})' if rounded else ''}, "
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
         f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks{sets}, seed {seed}"
-    )
-
-
-def read_spec(path: Path) -> str:
-    """The text of a `--spec` file, or a one-line error naming it."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        fail(f"--spec {path}: no such file")
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"--spec {path}: cannot read it as UTF-8 text ({e.__class__.__name__})")
-
-
-def spec_error(path: Path, text: str, msg: str) -> str:
-    """The core's spec error, naming the file (and the line, where it names a byte offset)."""
-    msg = msg.removeprefix("spec: ")
-    m = re.search(r" at byte (\d+)", msg)
-    if m:
-        line = text.encode("utf-8")[: int(m.group(1))].count(b"\n") + 1
-        msg = msg.replace(m.group(0), f" at line {line}")
-    return f"--spec {path}: {msg}"
-
-
-def _superblocks(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> int:
-    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml)
-    try:
-        return int(d.ftl_info()["superblocks"])
-    finally:
-        d.close()
-
-
-def scale_rounding(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> Optional[str]:
-    """What 1/N really is when whole superblocks make it the same drive as a smaller N
-    (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale."""
-    blocks = _superblocks(model, n, spec_toml)
-    k = n
-    while k > 1 and _superblocks(model, k - 1, spec_toml) == blocks:
-        k -= 1
-    if k == n:
-        return None
-    pools = []
-    for m in (1, n):
-        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml)
-        pools.append(d.ftl_info()["data_pool_bytes"])
-        d.close()
-    return (
-        f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's"
     )
 
 
@@ -662,52 +623,7 @@ _later(app, "advise", _advise)
 _later(bench, "nbd", _bench_nbd)
 
 
-@app.command()
-def calibrate(
-    model: str = typer.Argument("kioxia-cm6-r-3.84t", metavar="MODEL", help="preset to fit (only the CM6-R 3.84 TB has figures to fit)"),
-    scale: str = typer.Option("1/64", "--scale"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
-    tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
-    write: bool = typer.Option(False, "--write/--no-write", help="rewrite the calibrated lines of the CM6-family presets"),
-    fmt: str = OutputFmt,
-) -> None:
-    """Fit the timing parameters tied to the published figures marked "calibrate" (docs/calibration.md).
-
-    Exits 1, naming each figure and its error, when a fit ends outside --tol."""
-    from ..studies.calibrate import calibrate as run_cal
-
-    check_fmt(fmt)
-    if model != "kioxia-cm6-r-3.84t":
-        fail(f"calibrate: only kioxia-cm6-r-3.84t has figures marked 'calibrate' (KIOXIA CM6 namespace brief); got {model}")
-    if not 0 < tol < 1:
-        fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
-    n = scale_arg(scale, model, "ssdtwin calibrate")
-    res = run_cal(model, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
-    # Percentages with enough decimals to show --tol itself (2 for the default 0.3 %).
-    pct = f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
-    if fmt == "json":
-        emit_json(res)
-    else:
-        for k, v in res["fitted"].items():
-            value = f"{v['value']:.4g}" if isinstance(v["value"], float) else f"{v['value']:,}"
-            typer.echo(
-                f"{k:<24} {value:>14}   {v['figure']}: target {v['target']:,.0f}, "
-                f"simulated {v['simulated']:,.0f} {v['unit']} ({pct.format(v['error'])})"
-            )
-    outside = [
-        f"{v['figure']} {v['simulated']:,.1f} {v['unit']} vs {v['target']:,.0f} ({pct.format(v['error'])})"
-        + ("" if v["responds"] else f", and it stops responding to {k} short of the target at this scale (docs/calibration.md)")
-        for k, v in res["fitted"].items()
-        if k in res["outside_tolerance"]
-    ]
-    if outside:
-        not_written = "; presets not written" if write else ""
-        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
-    if write:
-        from ..studies.calibrate import write_presets
-
-        for p in write_presets(res):
-            print(f"updated {p}", file=sys.stderr)
+_later(app, "calibrate", _calibrate)
 
 
 @app.command()

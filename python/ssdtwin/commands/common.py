@@ -8,6 +8,7 @@ import cycle (commands/cli.py assembles them).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -137,3 +138,53 @@ def int_arg(flag: str, text: str, what: str, top: int) -> int:
     if not 0 <= v <= top:
         fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
     return v
+
+
+# --------------------------------------------------------------------------- specs and scales
+
+
+def read_spec(path: Path) -> str:
+    """The text of a `--spec` file, or a one-line error naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        fail(f"--spec {path}: no such file")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"--spec {path}: cannot read it as UTF-8 text ({e.__class__.__name__})")
+
+
+def spec_error(path: Path, text: str, msg: str) -> str:
+    """The core's spec error, naming the file (and the line, where it names a byte offset)."""
+    msg = msg.removeprefix("spec: ")
+    m = re.search(r" at byte (\d+)", msg)
+    if m:
+        line = text.encode("utf-8")[: int(m.group(1))].count(b"\n") + 1
+        msg = msg.replace(m.group(0), f" at line {line}")
+    return f"--spec {path}: {msg}"
+
+
+def _superblocks(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> int:
+    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml)
+    try:
+        return int(d.ftl_info()["superblocks"])
+    finally:
+        d.close()
+
+
+def scale_rounding(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> Optional[str]:
+    """What 1/N really is when whole superblocks make it the same drive as a smaller N
+    (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale."""
+    blocks = _superblocks(model, n, spec_toml)
+    k = n
+    while k > 1 and _superblocks(model, k - 1, spec_toml) == blocks:
+        k -= 1
+    if k == n:
+        return None
+    pools = []
+    for m in (1, n):
+        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml)
+        pools.append(d.ftl_info()["data_pool_bytes"])
+        d.close()
+    return (
+        f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's"
+    )

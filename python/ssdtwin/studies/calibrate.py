@@ -1,19 +1,23 @@
-"""`ssdtwin calibrate`: fit the timing parameters that docs/sources.md marks "calibrate".
+"""`ssdtwin calibrate`: fit a drive's timing parameters to its published (or measured) corners.
 
-Only the four CM6-R 3.84 TB figures marked "calibrate" in the KIOXIA CM6 namespace brief are used, each to
-fit exactly one parameter whose datasheet value is unknown:
+The targets are the four corners of crates/ssdtwin-core/src/spec/corners.rs (studies/corners.py):
+seq read MB/s, rand read IOPS, seq write MB/s, rand write IOPS, each with the one `[timing]`
+parameter it sets. A corner without one is a prediction: measured, reported, not fitted.
+With figures from a datasheet or a measurement and no `sets` in the spec, each sets the
+parameter the CM6-R's calibration fits (corners.DEFAULT_SETS):
 
-| figure (3.84 TB namespace)          | parameter               | why this one                          |
-|-------------------------------------|-------------------------|---------------------------------------|
-| seq read 128 KiB QD16, 6,971 MB/s   | host_link_bytes_per_s   | link/controller data path is the limit |
-| rand read 4 KiB QD32, 1,549,202 IOPS| t_read_ns               | 256 reads in flight: NAND read latency and link set it (Little's law) |
-| seq write 128 KiB QD16, 4,246 MB/s  | t_prog_ns               | NAND program bandwidth is the limit    |
-| rand write 4 KiB QD32, 173,067 IOPS | gc_page_reads_per_iu    | φ of docs/models.md §3: GC read cost  |
+| figure                        | parameter               | why this one                          |
+|-------------------------------|-------------------------|---------------------------------------|
+| seq read 128 KiB QD16         | host_link_bytes_per_s   | link/controller data path is the limit |
+| rand read 4 KiB QD32 x 8 jobs | t_read_ns               | 256 reads in flight: NAND read latency and link set it (Little's law) |
+| seq write 128 KiB QD16        | t_prog_ns               | NAND program bandwidth is the limit    |
+| rand write 4 KiB QD32 x 8 jobs| gc_page_reads_per_iu    | φ of docs/models.md §3: GC read cost  |
 
-Everything else (the 3.20 TB namespace, mixed workloads, other presets) is a prediction.
-Each parameter is solved by a secant search on the simulated figure, in the order above
-(later figures depend on earlier parameters, not the reverse). The figures are measured
-exactly as `ssdtwin reproduce cm6` measures them (experiments.cm6_drive, measure_cm6).
+Each parameter is solved by a secant search on the simulated figure, in that order (later
+figures depend on earlier parameters, not the reverse), and the order is swept twice. The
+figures are measured exactly as `ssdtwin reproduce cm6` measures them (experiments.cm6_drive,
+measure_cm6), with each corner's job shape. The CM6-R preset, which has no `[corners]` of its
+own, is fitted on the KIOXIA CM6 namespace brief's four 3.84 TB figures (CM6_CORNERS).
 """
 
 from __future__ import annotations
@@ -24,40 +28,30 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .. import _core
 from ..drive import Drive
-from .experiments import CM6_WINDOWS_MS, cm6_drive, cm6_figure, measure_cm6
+from .corners import DEFAULT_SETS, NAMES, Corner, figure_text, spec_key
+from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner
 
+CM6_MODEL = "kioxia-cm6-r-3.84t"
+CM6_SOURCE = "KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate"
+CM6_CORNERS = {
+    c.name: c
+    for c in (
+        Corner("seq-read", 6971.0, CM6_SOURCE, DEFAULT_SETS["seq-read"]),
+        Corner("rand-read", 1_549_202.0, CM6_SOURCE, DEFAULT_SETS["rand-read"]),
+        Corner("seq-write", 4246.0, CM6_SOURCE, DEFAULT_SETS["seq-write"]),
+        Corner("rand-write", 173_067.0, CM6_SOURCE, DEFAULT_SETS["rand-write"]),
+    )
+}
 
-@dataclass(frozen=True)
-class Target:
-    name: str
-    test: str  # the CM6 corner (experiments.CM6_TESTS): job file, drive state and window
-    value: float  # the published figure: MB/s for sequential tests, IOPS for random ones
-    param: str
-
-    @property
-    def state(self) -> str:
-        return "seq" if self.test.startswith("seq") else "rand"
-
-    @property
-    def unit(self) -> str:
-        return "MB/s" if self.test.startswith("seq") else "IOPS"
-
-
-CM6_TARGETS = [
-    Target("seq read 128 KiB QD16", "seq-read", 6971.0, "host_link_bytes_per_s"),
-    Target("rand read 4 KiB QD32", "rand-read", 1_549_202.0, "t_read_ns"),
-    Target("seq write 128 KiB QD16", "seq-write", 4246.0, "t_prog_ns"),
-    Target("rand write 4 KiB QD32", "rand-write", 173_067.0, "gc_page_reads_per_iu"),
-]
-
-
-# A figure that moves less than this (relative) while its parameter moves by FLAT_STEP or
-# more does not respond to it: the figures' noise is under 0.05 %.
-FLAT_CHANGE = 5e-4
+# A figure that moves less than this many percent per percent of its parameter does not
+# identify it: with the figures' noise of about 0.05 %, the parameter would be known to no
+# better than +-1 % per 0.05 % of noise. Measured at the fit (`sensitivity`), and over every
+# search step of FLAT_STEP or more (smaller steps are within the noise).
+MIN_SENSITIVITY = 0.05
 FLAT_STEP = 0.05
 
 
@@ -70,33 +64,56 @@ class Fit:
     responds: bool = True
 
 
-def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log: Callable[[str], None]) -> Fit:
-    """Secant search for f(x) = target on log x (f monotone). A start already within `tol`
-    is kept (calibrating calibrated presets changes nothing). Two steps in a row that move x
-    by FLAT_STEP or more but the figure by under FLAT_CHANGE end the search with the start
-    value and `responds` False: extrapolating a flat figure would run the parameter to an
-    extreme (a program time of 0 ns) without reaching the target."""
+def solve(
+    f: Callable[[float], float],
+    target: float,
+    x0: float,
+    tol: float,
+    log: Callable[[str], None],
+    bounds: tuple[float, float] = (0.0, math.inf),
+    sign: int = -1,
+) -> Fit:
+    """Secant search for f(x) = target on log x (f monotone; `sign` -1 when the figure falls
+    as x rises, a time, +1 when it rises, a ceiling). A start already within `tol` is kept
+    (calibrating calibrated presets changes nothing). Where the figure barely follows the
+    parameter (under MIN_SENSITIVITY over a step of FLAT_STEP or more: another limit holds
+    it) or a step's slope has the wrong sign (noise), the next step is the one that would
+    reach the target were the figure proportional to x**sign (and, where it barely follows,
+    at least FLAT_STEP). Two such steps in a row that
+    relax the parameter (to raise the figure) end the search with the start value and
+    `responds` False: the figure stops responding short of the target, and extrapolating it
+    would run the parameter to an extreme (a program time of 0 ns). Tightening it (to lower
+    the figure) goes on: a parameter binds once it is tight enough."""
     xs, ys = [x0], [f(x0)]
     if abs(ys[0] / target - 1) <= tol:
         return Fit(x0, ys[0])
-    xs.append(x0 * 1.1)
+    xs.append(x0 * (1.1 if x0 * 1.1 <= bounds[1] else 1 / 1.1))  # 10 %, inside the range
     ys.append(f(xs[1]))
     flat = 0
     for _ in range(14):
         if abs(ys[-1] / target - 1) <= tol:
             break
-        moved = abs(math.log(xs[-1] / xs[-2])) >= FLAT_STEP
-        flat = flat + 1 if moved and abs(ys[-1] / ys[-2] - 1) < FLAT_CHANGE else 0
-        if flat >= 2:
-            log(f"    stopped responding short of the target: {ys[-1]:,.1f} at {xs[-1]:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
-            return Fit(x0, ys[0], responds=False)
         (xa, xb), (ya, yb) = xs[-2:], ys[-2:]
-        if ya == yb:
-            xn = xb * (target / yb)
+        la, lb = math.log(xa), math.log(xb)
+        moved = abs(lb - la) >= FLAT_STEP
+        weak = moved and abs(math.log(yb / ya)) < MIN_SENSITIVITY * abs(lb - la)
+        flat = flat + 1 if weak and yb < target else 0
+        if flat >= 2:
+            log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
+            return Fit(x0, ys[0], responds=False)
+        wrong_way = sign * (yb - ya) * (lb - la) < 0  # noise between close trials
+        if ya == yb or weak:
+            ln = lb + flat_step(sign * math.log(target / yb), relaxing=weak and yb < target)
+        elif wrong_way:
+            ln = lb + sign * math.log(target / yb)
         else:
-            la, lb = math.log(xa), math.log(xb)
             ln = lb + (target - yb) * (lb - la) / (yb - ya)
-            xn = math.exp(max(min(ln, lb + 1.0), lb - 1.0))
+        xn = min(max(math.exp(max(min(ln, lb + 1.0), lb - 1.0)), bounds[0]), bounds[1])  # the range the core accepts
+        if xn == xb:
+            log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")
+            if flat:  # the figure had stopped following it on the way there
+                return Fit(x0, ys[0], responds=False)
+            break
         xs.append(xn)
         ys.append(f(xn))
         log(f"    {xn:,.4g} -> {ys[-1]:,.1f}")
@@ -104,70 +121,272 @@ def solve(f: Callable[[float], float], target: float, x0: float, tol: float, log
     return Fit(xs[best], ys[best])
 
 
-def calibrate(model: str, scale: int, tol: float, log: Callable[[str], None], seed: int = 1) -> dict[str, Any]:
-    """Fit the four parameters; every figure is then measured once more with all four fitted
-    values (the second sweep can move a figure fitted before) and checked against `tol`.
+def flat_step(d: float, relaxing: bool) -> float:
+    """The step (in ln x) where the secant cannot be trusted: `d` would reach the target were
+    the figure proportional to x**sign. Relaxing a parameter whose figure stopped following
+    it: a full step (e), to see at once whether anything comes of it; otherwise `d`, but at
+    least FLAT_STEP."""
+    if relaxing:
+        return math.copysign(1.0, d)
+    return math.copysign(max(abs(d), FLAT_STEP), d)
+
+
+# The range the core accepts for each calibratable parameter (spec/mod.rs, validate_timing):
+# the search stays inside it, and a fit that ends on a bound says so.
+# Each one's sign: -1 for a time or a cost (the figure falls as it rises), +1 for a ceiling.
+PARAM_RANGE: dict[str, tuple[float, float]] = {
+    "host_link_bytes_per_s": (1e6, 1e12),
+    "t_read_ns": (1e3, 1e7),
+    "t_prog_ns": (1e4, 1e8),
+    "gc_page_reads_per_iu": (1e-3, 1.0),
+    "ctrl_max_iops": (1.0, 1e9),
+    "ctrl_max_write_iops": (1.0, 1e9),
+    "ctrl_max_write_bytes_per_s": (1.0, 1e12),
+    "ctrl_backend_bytes_per_s": (1.0, 1e12),
+}
+PARAM_SIGN = {p: -1 if p in ("t_read_ns", "t_prog_ns", "gc_page_reads_per_iu") else 1 for p in PARAM_RANGE}
+
+
+def start_value(param: str, timing: dict[str, Any], c: Corner) -> float:
+    """Where the search for `param` starts: its value in the spec, or for a ceiling the spec
+    leaves at 0 (none) the corner's own rate, where such a ceiling would bind."""
+    v = float(timing[param]["value"])
+    if v > 0:
+        return v
+    return c.bytes_per_s if param.endswith("bytes_per_s") else c.bytes_per_s / c.shape[0]
+
+
+def prepare_images(spec_toml: str, corners: list[Corner], scale: int, seed: int, tmp: str) -> dict[str, str]:
+    """The preconditioned drive of each state the corners need, as images in `tmp`."""
+    rand_bs = next((c.shape[0] for c in corners if c.name == "rand-write"), 4096)
+    images = {}
+    for state in ("seq", "rand"):
+        if any(c.state == state for c in corners):
+            images[state] = str(Path(tmp) / state)
+            cm6_drive(None, scale, state, 1.0, seed, path=images[state], spec_toml=spec_toml, rand_block_bytes=rand_bs).drive.close()
+    return images
+
+
+def measure_figures(
+    spec_toml: str, corners: dict[str, Corner], scale: int, seed: int = 1, windows_ms: Optional[dict[str, tuple[int, int]]] = None
+) -> dict[str, float]:
+    """Each corner's figure on a twin of `spec_toml`, measured as `calibrate` measures it
+    (the round trip's "measured drive": a twin whose parameters the fit does not see)."""
+    order = [corners[n] for n in NAMES if n in corners]
+    with tempfile.TemporaryDirectory(prefix="ssdtwin-figures-") as tmp:
+        images = prepare_images(spec_toml, order, scale, seed, tmp)
+        out = {}
+        for c in order:
+            d = Drive.open(images[c.state], writable=False)
+            try:
+                out[c.name] = measure_corner(d, c, None, windows_ms)
+            finally:
+                d.close()
+    return out
+
+
+def calibrate(
+    spec_toml: str,
+    corners: dict[str, Corner],
+    scale: int,
+    tol: float,
+    log: Callable[[str], None],
+    seed: int = 1,
+    windows_ms: Optional[dict[str, tuple[int, int]]] = None,
+) -> dict[str, Any]:
+    """Fit the parameter of every corner that `sets` one; then every corner (predictions
+    too) is measured once more with all the fitted values (the second sweep can move a
+    figure fitted before) and checked against `tol`.
 
     Every trial starts from the same drive state: the preconditioned drives are images in
     a temporary directory, and each trial runs on a fresh read-only open of one (writes
     stay in memory). A trial is therefore a function of the parameters alone, not of the
     trials before it, and the figures are those `ssdtwin reproduce cm6` measures."""
-    spec = _core.preset(model)
-    timing = json.loads(json.dumps(spec["timing"]))
+    timing = json.loads(json.dumps(_core.parse_spec(spec_toml)["timing"]))
+    order = [corners[n] for n in NAMES if n in corners]
+    fitting = [c for c in order if c.sets]
     fitted: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="ssdtwin-calibrate-") as tmp:
-        images = {s: str(Path(tmp) / s) for s in ("seq", "rand")}
-        for state, path in images.items():
-            cm6_drive(model, scale, state, 1.0, seed, path=path).drive.close()
+        images = prepare_images(spec_toml, order, scale, seed, tmp)
 
-        def figure(t: Target, trial: dict[str, Any]) -> float:
-            d = Drive.open(images[t.state], writable=False)
+        def figure(c: Corner, trial: dict[str, Any]) -> float:
+            d = Drive.open(images[c.state], writable=False)
             try:
-                return cm6_figure(t.test, measure_cm6(d, t.test, trial))
+                return measure_corner(d, c, trial, windows_ms)
             finally:
                 d.close()
 
-        for t in CM6_TARGETS + CM6_TARGETS:  # two sweeps: the figures are weakly coupled
-            log(f"{t.name}: fit {t.param} to {t.value:,.0f} {t.unit}")
-            t0 = time.perf_counter()
-            is_float = isinstance(timing[t.param]["value"], float)
-
-            def f(x: float, t: Target = t, is_float: bool = is_float) -> float:
-                trial = json.loads(json.dumps(timing))
-                trial[t.param]["value"] = x if is_float else int(round(x))
-                return figure(t, trial)
-
-            # Aim well inside --tol (the figures' noise is under 0.05 %), so that the check
-            # with all four fitted values does not fail on the coupling between them.
-            fit = solve(f, t.value, float(timing[t.param]["value"]), tol / 4, log)
-            val = fit.x if is_float else int(round(fit.x))
-            timing[t.param]["value"] = val
-            fitted[t.param] = {
-                "value": val,
-                "figure": t.name,
-                "target": t.value,
-                "unit": t.unit,
-                "responds": fit.responds,  # the last sweep's search decides
-                "seconds": time.perf_counter() - t0,
-            }
-            kept = "" if fit.responds else f"; the figure stops responding to {t.param} short of the target: its start value kept"
-            log(f"  {t.param} = {val:,} (simulated {fit.y:,.1f}, {fit.y / t.value - 1:+.2%}{kept})")
-        log("every figure with all four fitted values:")
-        for t in CM6_TARGETS:
-            y = figure(t, timing)
-            fitted[t.param].update(simulated=y, error=y / t.value - 1)
-            log(f"  {t.name}: {y:,.1f} {t.unit} ({y / t.value - 1:+.2%})")
-    outside = [k for k, v in fitted.items() if abs(v["error"]) > tol or not v["responds"]]
+        for c in fitting + fitting:  # two sweeps: the figures are weakly coupled
+            fitted[str(c.sets)] = fit_one(c, timing, figure, tol, log)
+        log("every figure with the fitted values:")
+        rows = []
+        for c in order:
+            y = figure(c, timing)
+            if c.sets:
+                fitted[c.sets]["sensitivity"] = sensitivity(c, timing, y, figure)
+            rows.append(final_row(c, y, fitted, tol, log))
     return {
-        "model": model,
         "scale": scale,
         "seed": seed,
         "tol": tol,
-        "windows_ms": CM6_WINDOWS_MS,
+        "windows_ms": windows_ms or CM6_WINDOWS_MS,
+        "figures": rows,
         "fitted": fitted,
-        "outside_tolerance": outside,
+        "outside_tolerance": [r["sets"] for r in rows if r["sets"] and not r["within_tol"]],
         "timing": timing,
+        "corners": {c.name: c.toml_fields() for c in order},
     }
+
+
+def fit_one(
+    c: Corner,
+    timing: dict[str, Any],
+    figure: Callable[[Corner, dict[str, Any]], float],
+    tol: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """One sweep's search for the parameter corner `c` sets; `timing` takes the value (it
+    keeps its value when the figure stops responding)."""
+    p = str(c.sets)
+    log(f"{c.label}: fit {p} to {c.value:,.0f} {c.unit}")
+    t0 = time.perf_counter()
+    is_float = isinstance(timing[p]["value"], float)
+    lo, hi = PARAM_RANGE[p]
+
+    def f(x: float) -> float:
+        trial = json.loads(json.dumps(timing))
+        trial[p]["value"] = x if is_float else int(round(x))
+        return figure(c, trial)
+
+    # Aim well inside --tol (the figures' noise is under 0.05 %), so that the check with
+    # every fitted value does not fail on the coupling between them.
+    x0 = min(max(start_value(p, timing, c), lo), hi)
+    fit = solve(f, c.value, x0, tol / 4, log, bounds=(lo, hi), sign=PARAM_SIGN[p])
+    x = fit.x
+    if fit.responds:
+        timing[p]["value"] = x if is_float else int(round(x))
+    val = timing[p]["value"]
+    kept = "" if fit.responds else f"; the figure stops responding to {p} short of the target: its start value kept"
+    log(f"  {p} = {f'{val:.4g}' if is_float else f'{val:,}'} (simulated {fit.y:,.1f}, {fit.y / c.value - 1:+.2%}{kept})")
+    return {
+        "value": val,
+        "figure": c.label,
+        "target": c.value,
+        "unit": c.unit,
+        "responds": fit.responds,  # the last sweep's search decides
+        "at_bound": x in (lo, hi) and fit.responds,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def sensitivity(c: Corner, timing: dict[str, Any], y: float, figure: Callable[[Corner, dict[str, Any]], float]) -> float:
+    """d ln(figure) / d ln(parameter) at the fit, over a 10 % step of the parameter (down
+    at the top of its range): how well the figure pins the parameter."""
+    p = str(c.sets)
+    x = float(timing[p]["value"]) or start_value(p, timing, c)
+    step = 1.1 if x * 1.1 <= PARAM_RANGE[p][1] else 1 / 1.1
+    trial = json.loads(json.dumps(timing))
+    trial[p]["value"] = x * step if isinstance(timing[p]["value"], float) else int(round(x * step))
+    return math.log(figure(c, trial) / y) / math.log(step)
+
+
+def final_row(c: Corner, y: float, fitted: dict[str, dict[str, Any]], tol: float, log: Callable[[str], None]) -> dict[str, Any]:
+    """A corner's line of the result: target, twin, error; for a calibrated one its
+    parameter, and whether the figure identifies it."""
+    bs, qd, jobs = c.shape
+    err = y / c.value - 1
+    row: dict[str, Any] = {
+        "figure": c.name,
+        "label": c.label,
+        "unit": c.unit,
+        "target": c.value,
+        "twin": y,
+        "error": err,
+        "kind": "calibrated" if c.sets else "predicted",
+        "sets": c.sets,
+        "source": c.source,
+        "block_bytes": bs,
+        "iodepth": qd,
+        "numjobs": jobs,
+    }
+    if not c.sets:
+        log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}), predicted")
+        return row
+    f = fitted[c.sets]
+    log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}); it moves {f['sensitivity']:+.2f} % per 1 % of {c.sets}")
+    identified = f["responds"] and abs(f["sensitivity"] or 0.0) >= MIN_SENSITIVITY
+    f.update(simulated=y, error=err, identified=identified, kept=None if identified else f["value"])
+    if not identified:
+        f["value"] = None  # no number for a parameter its figure does not identify
+    row.update(
+        value=f["value"],
+        kept=f["kept"],
+        identified=identified,
+        sensitivity=f["sensitivity"],
+        responds=f["responds"],
+        at_bound=f["at_bound"],
+        within_tol=identified and abs(err) <= tol,
+    )
+    return row
+
+
+def why_not(row: dict[str, Any]) -> str:
+    """Why a calibrated figure's parameter is not identified ("" when it is)."""
+    p = row["sets"]
+    if not row["responds"]:
+        return f"it stops responding to {p} short of the target: something else bounds the figure at this scale (docs/calibration.md)"
+    if row["identified"] is False:
+        s = row["sensitivity"] or 0.0
+        return f"it moves {abs(s):.2%} per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.0%}: docs/calibration.md)"
+    if row["at_bound"]:
+        return f"{p} is at the end of the range the core accepts ({row['value']:,})"
+    return ""
+
+
+def _inline(fields: dict[str, Any]) -> Any:
+    """`{ value = 1, source = "..." }` as the presets write it (tomlkit's own inline tables
+    print without the inner spaces)."""
+    import tomlkit
+
+    body = ", ".join(f"{k} = {json.dumps(v) if isinstance(v, str) else v}" for k, v in fields.items())
+    return tomlkit.parse(f"x = {{ {body} }}")["x"]
+
+
+def fitted_spec(spec_text: str, result: dict[str, Any], origin: str) -> str:
+    """The spec text with the fitted values and `[CALIBRATED]` sources in `[timing]` and the
+    corners it was fitted on in `[corners]`; every other line and comment kept (tomlkit).
+    Checked by the core before it is returned."""
+    import tomlkit
+
+    doc = tomlkit.parse(spec_text)
+    if "timing" not in doc:
+        doc["timing"] = tomlkit.table()
+    timing: Any = doc["timing"]
+    for row in result["figures"]:
+        if row["kind"] != "calibrated":
+            continue
+        v = row["value"]
+        value = float(f"{v:.4g}") if isinstance(v, float) else int(v)
+        source = (
+            f"[CALIBRATED] ssdtwin calibrate --scale 1/{result['scale']} (docs/calibration.md): "
+            f"{row['label']} = {figure_text(row['target'])} {row['unit']} ({row['source']})"
+        )
+        if row["sets"] in timing:
+            timing[row["sets"]]["value"] = value
+            timing[row["sets"]]["source"] = source
+        else:
+            timing[row["sets"]] = _inline({"value": value, "source": source})
+    if "corners" in doc:
+        table: Any = doc["corners"]
+        for name, fields in result["corners"].items():
+            table[spec_key(name)] = _inline(fields)
+        text = tomlkit.dumps(doc)
+    else:  # a new table at the end, written as the presets write theirs
+        lines = [f"{spec_key(n)} = {_inline(f).as_string()}" for n, f in result["corners"].items()]
+        head = "# The figures this spec was calibrated on (ssdtwin calibrate; docs/calibration.md).\n[corners]\n"
+        text = tomlkit.dumps(doc).rstrip("\n") + "\n\n" + head + "\n".join(lines) + "\n"
+    _core.parse_spec(text, origin)
+    return text
 
 
 FIGURES = {
@@ -201,6 +420,11 @@ def _source_presets_dir() -> Path:
         "--write rewrites crates/ssdtwin-core/presets in a source checkout; "
         f"none found above {here.parent} (install with `pip install -e .` from a checkout)"
     )
+
+
+def preset_path(name: str) -> Path:
+    """A preset's TOML in the source checkout (`--write`)."""
+    return _source_presets_dir() / f"{name}.toml"
 
 
 def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:

@@ -23,6 +23,8 @@ from .. import _core
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, Ddir
+from .corners import Corner
+from .corners import job_text as corner_job_text
 
 JOBS = resources.files("ssdtwin") / "jobs"
 
@@ -125,14 +127,31 @@ class Prepared:
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
 
 
-def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed: int = 1, path: Optional[str] = None) -> Prepared:
+def cm6_drive(
+    model: Optional[str],
+    scale: int,
+    state: str,
+    ns_fraction: float = 1.0,
+    seed: int = 1,
+    path: Optional[str] = None,
+    spec_toml: Optional[str] = None,
+    rand_block_bytes: int = 4096,
+) -> Prepared:
     """A drive in the state a figure was measured in: SNIA WIPC (sequential 128 KiB over 2x
     the namespace, Intel D5-P5316 IU white paper and CM6/CD6 SNIA PTS review); for random figures ("rand") then 4 KiB random over
     2x, and one more namespace of 4 KiB random writes whose WAF is the steady-state WAF
     ("none": factory state, nothing written; `ssdtwin sweep` uses all three). With
     `ns_fraction` < 1 the namespace is first re-created at that fraction of the capacity.
-    With `path` the drive is an image there, committed (calibration opens copies of it)."""
-    d = Drive.in_memory(model, scale=scale, seed=seed) if path is None else Drive.create(path, model, scale=scale, seed=seed)
+    With `path` the drive is an image there, committed (calibration opens copies of it).
+    `spec_toml` in place of `model`: a drive of that spec; `rand_block_bytes`: the block
+    size of the random writes (a random-write corner of another block size, `ssdtwin calibrate`)."""
+    if path is None:
+        d = Drive.in_memory(model, scale=scale, seed=seed, spec_toml=spec_toml)
+    elif spec_toml is not None:
+        d = Drive.create_from_spec(path, spec_toml, scale=scale, seed=seed)
+    else:
+        assert model is not None
+        d = Drive.create(path, model, scale=scale, seed=seed)
     if ns_fraction < 1.0:
         cap = d.nvme.id_ctrl()["tnvmcap"]
         replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
@@ -140,8 +159,8 @@ def cm6_drive(model: str, scale: int, state: str, ns_fraction: float = 1.0, seed
         d.precondition(1, "seq", 131072, loops=2, seed=seed)
     steady = None
     if state == "rand":
-        d.precondition(1, "rand", 4096, loops=2, seed=seed + 1)
-        steady = d.precondition(1, "rand", 4096, loops=1, seed=seed + 2).waf
+        d.precondition(1, "rand", rand_block_bytes, loops=2, seed=seed + 1)
+        steady = d.precondition(1, "rand", rand_block_bytes, loops=1, seed=seed + 2).waf
     if path is not None:
         d.commit()
     return Prepared(d, d.namespaces()[0].nsze, steady)
@@ -152,6 +171,16 @@ def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None
     ramp_ms, runtime_ms = CM6_WINDOWS_MS[test]
     job = f"cm6-{test}.fio"
     return run_job(drive, job_text(job, runtime_ms, ramp_ms), job, timing=timing)
+
+
+def measure_corner(
+    drive: Drive, corner: Corner, timing: Optional[dict[str, Any]] = None, windows_ms: Optional[dict[str, tuple[int, int]]] = None
+) -> float:
+    """A corner's figure (MB/s or IOPS) on a drive from `cm6_drive` in the corner's state:
+    the CM6 measurement (`measure_cm6`, its windows) with the corner's job shape."""
+    ramp_ms, runtime_ms = (windows_ms or CM6_WINDOWS_MS)[corner.name]
+    m = run_job(drive, corner_job_text(corner, f"{ramp_ms}ms", f"{runtime_ms}ms"), f"{corner.name}.fio", timing=timing)
+    return cm6_figure(corner.name, m)
 
 
 def cm6_figure(test: str, m: Measured) -> float:

@@ -26,7 +26,18 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from ..drive import Drive
-from .experiments import CM6_PUBLISHED, P5316_PUBLISHED, cm6_drive, namespace_fraction, p5316_whitepaper, run_job
+from . import corners
+from .corners import Corner
+from .experiments import (
+    CM6_PUBLISHED,
+    CM6_WINDOWS_MS,
+    P5316_PUBLISHED,
+    cm6_drive,
+    measure_corner,
+    namespace_fraction,
+    p5316_whitepaper,
+    run_job,
+)
 
 CALIBRATED_TOL = 0.05
 PREDICTED_TOL = 0.15
@@ -86,40 +97,18 @@ class Settings:
     scale: int = 64
     seed: int = 1
     quick: bool = False
-    # (ramp, runtime) ms per corner kind; quick shortens them fivefold
-    windows_ms: dict[str, tuple[int, int]] = field(
-        default_factory=lambda: {
-            "seq-read": (1000, 3000),
-            "seq-write": (1000, 6000),
-            "rand-read": (1000, 3000),
-            "rand-write": (1000, 20000),
-        }
-    )
+    # (ramp, runtime) ms per corner kind: the CM6 windows `reproduce` and `calibrate` use;
+    # quick shortens them fivefold
+    windows_ms: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(CM6_WINDOWS_MS))
 
-    def window(self, corner: str) -> tuple[int, int]:
-        ramp, run = self.windows_ms[corner]
-        return (ramp // 5, run // 5) if self.quick else (ramp, run)
+    def windows(self) -> dict[str, tuple[int, int]]:
+        """(ramp, runtime) ms per corner kind, a fifth as long with `quick`."""
+        if not self.quick:
+            return dict(self.windows_ms)
+        return {k: (ramp // 5, run // 5) for k, (ramp, run) in self.windows_ms.items()}
 
 
 # ----------------------------------------------------------------------------- corners
-
-CORNER_FIELDS = {"seq-read": "seq_read_mb_s", "rand-read": "rand_read_iops", "seq-write": "seq_write_mb_s", "rand-write": "rand_write_iops"}
-DEFAULT_SHAPES = {"seq-read": (131072, 16, 1), "seq-write": (131072, 16, 1), "rand-read": (4096, 32, 8), "rand-write": (4096, 32, 8)}
-
-
-def corner_shape(corner: str, c: dict[str, Any]) -> tuple[int, int, int]:
-    """(block bytes, iodepth, jobs) of a corner's job: its own, or the CM6 brief's."""
-    bs, qd, jobs = DEFAULT_SHAPES[corner]
-    return int(c.get("block_bytes") or bs), int(c.get("iodepth") or qd), int(c.get("numjobs") or jobs)
-
-
-def corner_job(corner: str, bs: int, qd: int, jobs: int, ramp_ms: int, runtime_ms: int) -> str:
-    """A fio job file for one corner, in the datasheet convention's shape."""
-    rw = {"seq-read": "read", "seq-write": "write", "rand-read": "randread", "rand-write": "randwrite"}[corner]
-    return (
-        "[global]\nioengine=libaio\ndirect=1\ntime_based\ngroup_reporting\n"
-        f"runtime={runtime_ms}ms\nramp_time={ramp_ms}ms\n[{corner}]\nrw={rw}\nbs={bs}\niodepth={qd}\nnumjobs={jobs}\n"
-    )
 
 
 class Drives:
@@ -132,19 +121,15 @@ class Drives:
         self._tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
         self._images: dict[tuple[str, str, float, int], str] = {}
 
-    def open(self, model: str, state: str, ns_fraction: float = 1.0, rand_bs: int = 4096) -> Drive:
-        """A drive in the state a corner is measured in: WIPC (sequential 128 KiB over 2x)
-        for `seq`; for `rand` then random writes of the corner's own block size over 2x and
-        one more pass (SNIA: precondition with the workload that is measured)."""
-        key = (model, state, ns_fraction, rand_bs if state == "rand" else 0)
+    def open(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> Drive:
+        """A drive in the state `corner` is measured in (`experiments.cm6_drive`, the one
+        `reproduce` and `calibrate` use): WIPC for sequential corners; random writes of the
+        corner's own block size to steady state for random ones."""
+        rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
+        key = (model, corner.state, ns_fraction, rand_bs if corner.state == "rand" else 0)
         if key not in self._images:
             path = str(Path(self._tmp.name) / f"d{len(self._images)}")
-            if state == "rand" and rand_bs != 4096:
-                d = cm6_drive(model, self.s.scale, "seq", ns_fraction, self.s.seed, path=path).drive
-                d.precondition(1, "rand", rand_bs, loops=3, seed=self.s.seed + 1)
-                d.commit()
-            else:
-                d = cm6_drive(model, self.s.scale, state, ns_fraction, self.s.seed, path=path).drive
+            d = cm6_drive(model, self.s.scale, corner.state, ns_fraction, self.s.seed, path=path, rand_block_bytes=rand_bs).drive
             d.close()
             self._images[key] = path
         return Drive.open(self._images[key], writable=False)
@@ -153,27 +138,14 @@ class Drives:
         self._tmp.cleanup()
 
 
-def measure_corner(drives: Drives, model: str, corner: str, c: dict[str, Any], ns_fraction: float = 1.0) -> float:
-    """A corner's figure on the twin: MB/s (decimal) for sequential corners, IOPS for random
-    ones, in the corner's job shape and window (reads of random data after random
-    preconditioning, as `ssdtwin reproduce cm6` measures them)."""
-    bs, qd, jobs = corner_shape(corner, c)
-    state = "seq" if corner.startswith("seq") else "rand"
-    d = drives.open(model, state, ns_fraction, rand_bs=bs if corner == "rand-write" else 4096)
+def twin_corner(drives: Drives, model: str, corner: Corner, ns_fraction: float = 1.0) -> float:
+    """A corner's figure on the twin (`experiments.measure_corner`: MB/s for sequential
+    corners, IOPS for random ones), in the corner's job shape and the run's windows."""
+    d = drives.open(model, corner, ns_fraction)
     try:
-        ramp, run = drives.s.window(corner)
-        m = run_job(d, corner_job(corner, bs, qd, jobs, ramp, run), f"{model}-{corner}.fio")
+        return measure_corner(d, corner, windows_ms=drives.s.windows())
     finally:
         d.close()
-    return m.mb_s if corner.startswith("seq") else m.iops
-
-
-def corner_label(corner: str, c: dict[str, Any]) -> tuple[str, str]:
-    bs, qd, jobs = corner_shape(corner, c)
-    size = f"{bs // 1024} KiB" if bs >= 1024 else f"{bs} B"
-    kind, rw = corner.split("-")
-    name = f"{'seq' if kind == 'seq' else 'rand'} {rw} {size} QD{qd}" + (f" x {jobs}" if jobs > 1 else "")
-    return name, ("MB/s" if kind == "seq" else "IOPS")
 
 
 def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None, notes: Optional[dict[str, str]] = None) -> list[Figure]:
@@ -181,25 +153,19 @@ def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None,
     drives = Drives(s)
     out = []
     for model in models or [name for name, _ in _core.presets()]:
-        spec = _core.preset(model)
-        corners = spec.get("corners") or {}
-        for corner, key in CORNER_FIELDS.items():
-            c = corners.get(key)
-            if not c:
-                continue
+        for c in corners.from_spec(_core.preset(model), model).values():
             t0 = time.perf_counter()
-            twin = measure_corner(drives, model, corner, c)
-            name, unit = corner_label(corner, c)
+            twin = twin_corner(drives, model, c)
             f = Figure(
                 system=model,
-                source=c["source"].removeprefix("[SRC] "),
-                figure=name,
-                unit=unit,
-                published=float(c["value"]),
+                source=c.source.removeprefix("[SRC] "),
+                figure=c.label,
+                unit=c.unit,
+                published=c.value,
                 twin=twin,
-                kind="calibrated" if c.get("sets") else "predicted",
+                kind="calibrated" if c.sets else "predicted",
                 group="corners",
-                note=(notes or {}).get(f"{model}:{corner}", ""),
+                note=(notes or {}).get(f"{model}:{c.name}", ""),
             )
             out.append(f)
             log(_line(f, time.perf_counter() - t0))
@@ -218,16 +184,16 @@ def cm6_brief_group(s: Settings, log: Log) -> list[Figure]:
     for col, model, tb in (("3.20", "kioxia-cm6-r-3.84t", 3.20), ("3dwpd", "kioxia-cm6-v-3.2t", 3.20)):
         frac = namespace_fraction(model, tb)
         label = "3.20 TB namespace on the 3.84 TB drive" if col == "3.20" else "CM6-V 3.20 TB (3 DWPD) drive"
-        for corner in ("seq-read", "rand-read", "seq-write", "rand-write"):
+        for name in corners.NAMES:
+            c = Corner(name, float(CM6_PUBLISHED[(col, name)]), "KIOXIA CM6 namespace brief")
             t0 = time.perf_counter()
-            twin = measure_corner(drives, model, corner, {}, frac)
-            name, unit = corner_label(corner, {})
+            twin = twin_corner(drives, model, c, frac)
             f = Figure(
                 system=model,
                 source="KIOXIA CM6 namespace brief",
-                figure=f"{name}, {label}",
-                unit=unit,
-                published=float(CM6_PUBLISHED[(col, corner)]),
+                figure=f"{c.label}, {label}",
+                unit=c.unit,
+                published=c.value,
                 twin=twin,
                 kind="predicted",
                 group="cm6-brief",
@@ -275,13 +241,9 @@ def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
         t0 = time.perf_counter()
         drive = cm6_drive(model, s.scale, "seq", 1.0, s.seed).drive
         try:
-            ramp, run = s.window("seq-write")
-            rw = "read" if d == "read" else "write"
-            text = (
-                "[global]\nioengine=libaio\ndirect=1\ntime_based\ngroup_reporting\n"
-                f"runtime={run}ms\nramp_time={ramp}ms\n[tp]\nrw={rw}\nbs=128k\niodepth=256\nnumjobs=1\n"
-            )
-            m = run_job(drive, text, f"{model}-tp-{d}.fio")
+            ramp, run = s.windows()["seq-write"]
+            c = Corner(f"seq-{d}", pub, "CM6/CD6 SNIA PTS review", block_bytes=131072, iodepth=256, numjobs=1)
+            m = run_job(drive, corners.job_text(c, f"{ramp}ms", f"{run}ms"), f"{model}-tp-{d}.fio")
         finally:
             drive.close()
         f = Figure(
@@ -504,6 +466,7 @@ def markdown(result: dict[str, Any], command: str) -> str:
             f"| {mark} | {f['system']} | {f['figure']} | {f['unit']} | {f['published']:,.4g} | {twin} | {err} | {band} | "
             f"{f['kind']} | {f['source']} |"
         )
+
     def point_within(f: dict[str, Any]) -> bool:
         return f["error"] is not None and abs(f["error"]) <= (CALIBRATED_TOL if f["kind"] == "calibrated" else PREDICTED_TOL)
 

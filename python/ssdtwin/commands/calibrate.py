@@ -1,0 +1,249 @@
+"""``ssdtwin calibrate``: fit a spec's timing parameters to its corners (a preset's own, a
+datasheet's, or a real drive's fio JSON), print the fio jobs behind the figures, and write
+the fitted spec. docs/calibration.md; the fit is studies/calibrate.py, the corners
+studies/corners.py."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from .. import _core
+from ..drive import parse_scale
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
+
+
+def calibrate_cmd(
+    model: Optional[str] = typer.Argument(
+        None, metavar="[MODEL]", help="a preset, fitted on its [corners] (default kioxia-cm6-r-3.84t: the CM6 brief's four figures)"
+    ),
+    spec: Optional[Path] = typer.Option(
+        None, "--spec", help="a drive spec TOML in place of MODEL (`ssdtwin models NAME > mine.toml`, edited)"
+    ),
+    datasheet: Optional[str] = typer.Option(
+        None,
+        "--datasheet",
+        help="the figures to fit, datasheet units: seq-read=5200MB/s,rand-read=1100000,seq-write=3100MB/s,rand-write=120k",
+    ),
+    measured: Optional[Path] = typer.Option(
+        None, "--measured", help="a folder of fio JSON from the real drive: the --print-jobs jobs, or an `ssdtwin pts` report"
+    ),
+    sets: Optional[str] = typer.Option(
+        None, "--sets", help="the [timing] parameter a figure sets, e.g. seq-write=ctrl_backend_bytes_per_s; NAME=none: a prediction"
+    ),
+    print_jobs: Optional[Path] = typer.Option(None, "--print-jobs", help="write the fio jobs behind each figure to this folder, and exit"),
+    out: Optional[Path] = typer.Option(None, "--out", help="write the spec with the fitted values and the [corners] it was fitted on"),
+    scale: str = typer.Option("1/64", "--scale"),
+    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
+    tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
+    write: bool = typer.Option(
+        False, "--write/--no-write", help="rewrite MODEL's preset in the source checkout (the CM6-R: its family too)"
+    ),
+    fmt: str = OutputFmt,
+) -> None:
+    """Fit the timing parameters a drive's corners set (docs/calibration.md).
+
+    Exits 1, naming each figure, when a fit ends outside --tol or a figure does not
+    identify its parameter; then nothing is written."""
+    from ..studies import calibrate as cal
+    from ..studies.corners import CornerError
+
+    check_fmt(fmt)
+    if not 0 < tol < 1:
+        fail(f"--tol {tol}: a relative tolerance above 0 and below 1 (0.003 = 0.3 %)")
+    text, origin = spec_text(model, spec)
+    try:
+        if print_jobs is not None:
+            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt)
+        corners, legacy = _corners(text, origin, model, spec, datasheet, measured, sets)
+    except CornerError as e:
+        fail(str(e))
+    _check_outputs(out, write, spec)
+    n = _scale(scale, text)
+    res = cal.calibrate(text, corners, n, tol, lambda m: print(m, file=sys.stderr), seed=seed)
+    res["spec"] = origin
+    if fmt == "json":
+        emit_json(res)
+    else:
+        _table(res)
+    _fail_outside(res, tol, out, write)
+    if out is not None:
+        _write_atomically(out, cal.fitted_spec(text, res, str(out)))
+        say(f"wrote {out}")
+    if write:
+        for p in cal.write_presets(res) if legacy else [_write_preset(model or cal.CM6_MODEL, res)]:
+            say(f"updated {p}")
+
+
+def spec_text(model: Optional[str], spec: Optional[Path]) -> tuple[str, str]:
+    """The spec to fit (MODEL's preset or --spec FILE), checked by the core; and its name."""
+    if model is not None and spec is not None:
+        fail("calibrate: give MODEL or --spec FILE, not both")
+    if spec is not None:
+        text = read_spec(spec)
+        try:
+            _core.parse_spec(text)
+        except _core.SpecError as e:
+            fail(spec_error(spec, text, str(e)))
+        return text, str(spec)
+    from ..studies.calibrate import CM6_MODEL
+
+    name = model or CM6_MODEL
+    presets = dict(_core.presets())
+    if name not in presets:
+        fail(f"calibrate: no preset '{name}' (`ssdtwin models` lists them; a spec of your own: --spec FILE)")
+    return presets[name], name
+
+
+def _corners(
+    text: str,
+    origin: str,
+    model: Optional[str],
+    spec: Optional[Path],
+    datasheet: Optional[str],
+    measured: Optional[Path],
+    sets: Optional[str],
+) -> tuple[dict[str, Any], bool]:
+    """The corners to fit (figure, source, sets, shape), and whether they are the CM6-R's
+    brief figures (`--write` then rewrites the CM6 family's presets too)."""
+    from ..studies import corners as C
+    from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
+
+    parsed = _core.parse_spec(text, origin)
+    corners = C.from_spec(parsed, origin)
+    # The CM6-R fitted on the brief (its own [corners], or the built-in four when a spec has
+    # none): `--write` rewrites its family, which shares its NAND and firmware.
+    legacy = spec is None and (model or CM6_MODEL) == CM6_MODEL and datasheet is None and measured is None
+    if legacy and not corners:
+        corners = dict(CM6_CORNERS)
+    if datasheet is not None and measured is not None:
+        fail("calibrate: give --datasheet or --measured, not both")
+    spec_sets = any(c.sets for c in corners.values())
+    if datasheet is not None:
+        corners = C.apply_datasheet(corners, datasheet)
+    if measured is not None:
+        for name, m in C.read_measured(measured, corners).items():
+            base = corners.get(name)
+            corners[name] = replace(m, sets=base.sets if base else None)
+    from_outside = datasheet is not None or measured is not None
+    corners = C.apply_sets(corners, sets, _core.CALIBRATABLE, default=from_outside and not spec_sets)
+    if not corners:
+        fail(f"calibrate: {origin} has no [corners] to fit; give the figures with --datasheet or --measured (docs/calibration.md)")
+    if not any(c.sets for c in corners.values()):
+        fail(f"calibrate: no figure sets a [timing] parameter (every corner of {origin} is a prediction); name one with --sets NAME=PARAM")
+    C.check_physical(corners, parsed["timing"])
+    return corners, legacy
+
+
+def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str) -> None:
+    from ..studies import corners as C
+    from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
+
+    if any(o is not None for o in others) or write:
+        fail("--print-jobs writes the jobs and exits: give it alone (with MODEL or --spec for the corners' job shapes)")
+    if directory.exists() and not directory.is_dir():
+        fail(f"--print-jobs {directory}: exists and is not a folder")
+    if not directory.parent.is_dir():
+        fail(f"--print-jobs {directory}: no such folder {directory.parent}")
+    corners = C.from_spec(_core.parse_spec(text, origin), origin)
+    if not corners and origin == CM6_MODEL:
+        corners = dict(CM6_CORNERS)
+    for name in C.NAMES:  # the default shape for a corner the spec does not publish
+        corners.setdefault(name, C.Corner(name, 0.0, ""))
+    files = [str(p) for p in C.print_jobs(directory, corners)]
+    if fmt == "json":
+        emit_json({"files": files})
+    else:
+        for p in files:
+            typer.echo(p)
+    say(f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}")
+
+
+def _check_outputs(out: Optional[Path], write: bool, spec: Optional[Path]) -> None:
+    """Refuse before the fit what could not be written after it."""
+    if out is not None:
+        if out.is_dir():
+            fail(f"--out {out}: is a folder; give the spec file to write")
+        if not out.parent.is_dir():
+            fail(f"--out {out}: no such folder {out.parent}")
+    if write and spec is not None:
+        fail("--write rewrites a preset (MODEL); for a spec of your own use --out FILE")
+
+
+def _scale(text: str, spec_toml: str) -> int:
+    try:
+        n = parse_scale(text)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    rounded = scale_rounding(None, n, spec_toml=spec_toml)  # builds the drive: a bad scale fails here
+    if rounded:
+        say(f"ssdtwin calibrate: note: --scale 1/{n} {rounded}")
+    return n
+
+
+def _pct(tol: float) -> str:
+    """Percentages with enough decimals to show --tol itself (2 for the default 0.3 %)."""
+    return f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
+
+
+def _table(res: dict[str, Any]) -> None:
+    from ..studies.corners import figure_text
+
+    pct = _pct(res["tol"])
+    typer.echo(f"{'figure':<28} {'target':>16} {'twin':>18} {'error':>9}  {'parameter':<26} value")
+    for r in res["figures"]:
+        if r["kind"] == "predicted":
+            param, value = "(predicted)", ""
+        elif r["identified"]:
+            param, value = r["sets"], _value(r["value"])
+        else:
+            param, value = r["sets"], f"not identified (kept {_value(r['kept'])})"
+        typer.echo(
+            f"{r['label']:<28} {figure_text(r['target']):>11} {r['unit']:<4} {r['twin']:>13,.1f} {r['unit']:<4} "
+            f"{pct.format(r['error']):>9}  {param:<26} {value}"
+        )
+
+
+def _value(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else f"{v:,}"
+
+
+def _fail_outside(res: dict[str, Any], tol: float, out: Optional[Path], write: bool) -> None:
+    from ..studies.calibrate import why_not
+
+    pct = _pct(tol)
+    outside = [
+        f"{r['label']} {r['twin']:,.1f} {r['unit']} vs {r['target']:,.0f} ({pct.format(r['error'])})"
+        + (f", and {why_not(r)}" if why_not(r) else "")
+        for r in res["figures"]
+        if r["kind"] == "calibrated" and not r["within_tol"]
+    ]
+    if outside:
+        not_written = (f"; {out} not written" if out else "") + ("; presets not written" if write else "")
+        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _write_preset(model: str, res: dict[str, Any]) -> str:
+    from ..studies.calibrate import fitted_spec, preset_path
+
+    path = preset_path(model)
+    _write_atomically(path, fitted_spec(path.read_text(encoding="utf-8"), res, str(path)))
+    return str(path)

@@ -1,0 +1,571 @@
+"""A drive's four corners (seq read MB/s, rand read IOPS, seq write MB/s, rand write IOPS):
+what each is, where its figure comes from, and the fio job that measures it.
+
+A corner is a figure in the datasheet convention (MB/s = 10^6 B/s for sequential corners,
+IOPS for random ones), its source, the one `[timing]` parameter it calibrates (`sets`;
+none: a prediction) and its job shape. Figures come from the spec's `[corners]`
+(crates/ssdtwin-core/src/spec/corners.rs), from `--datasheet` text, or from the fio JSON of
+a real drive (`--measured`): `read_measured` reads both the jobs `print_jobs` writes and the
+SEQ 128 KiB / RND 4 KiB elements of an `ssdtwin pts` report. docs/calibration.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import _core
+
+NAMES = ("seq-read", "rand-read", "seq-write", "rand-write")  # also the calibration order
+
+# Which parameter each corner sets when the spec names none (the CM6-R's calibration,
+# docs/calibration.md, "Which figure sets which parameter").
+DEFAULT_SETS = {
+    "seq-read": "host_link_bytes_per_s",
+    "rand-read": "t_read_ns",
+    "seq-write": "t_prog_ns",
+    "rand-write": "gc_page_reads_per_iu",
+}
+
+# The CM6 brief's job shapes: (block bytes, queue depth per job, jobs).
+SEQ_SHAPE = (131072, 16, 1)
+RAND_SHAPE = (4096, 32, 8)
+
+FIO_RW = {"seq-read": "read", "rand-read": "randread", "seq-write": "write", "rand-write": "randwrite"}
+
+# A figure may exceed the host link by this much before it is out of physical range (the
+# link parameter is a payload rate; the CM6-R's fit puts it 0.02 % above its 6,971 MB/s).
+LINK_SLACK = 1e-3
+LINK_MAX = 1e12  # the fastest host link the core accepts (spec/mod.rs), B/s
+
+
+class CornerError(ValueError):
+    """Bad corner input; the message is one line naming the flag or file and the field."""
+
+
+def spec_key(name: str) -> str:
+    """`seq-read` -> `seq_read_mb_s`, `rand-write` -> `rand_write_iops` (the [corners] keys)."""
+    return name.replace("-", "_") + ("_mb_s" if name.startswith("seq") else "_iops")
+
+
+def human_bytes(b: int) -> str:
+    for unit, n in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b % n == 0:
+            return f"{b // n} {unit}"
+    return f"{b} B"
+
+
+def figure_text(v: float) -> str:
+    """5,200 / 1,549,202 / 219.3: a figure as a datasheet prints it."""
+    return f"{v:,.0f}" if v == round(v) or v >= 10_000 else f"{v:,.1f}"
+
+
+def fio_bs(b: int) -> str:
+    for unit, n in (("m", 1 << 20), ("k", 1 << 10)):
+        if b % n == 0:
+            return f"{b // n}{unit}"
+    return str(b)
+
+
+@dataclass(frozen=True)
+class Corner:
+    name: str  # one of NAMES
+    value: float  # MB/s (10^6 B/s) for sequential corners, IOPS for random ones
+    source: str
+    sets: Optional[str] = None  # the [timing] parameter it calibrates; None: a prediction
+    block_bytes: Optional[int] = None  # None: the CM6 brief's shape (SEQ_SHAPE, RAND_SHAPE)
+    iodepth: Optional[int] = None
+    numjobs: Optional[int] = None
+    origin: str = ""  # where the figure was read, for error messages (`--datasheet seq-read`)
+
+    @property
+    def sequential(self) -> bool:
+        return self.name.startswith("seq")
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        d = SEQ_SHAPE if self.sequential else RAND_SHAPE
+        return (self.block_bytes or d[0], self.iodepth or d[1], self.numjobs or d[2])
+
+    @property
+    def unit(self) -> str:
+        return "MB/s" if self.sequential else "IOPS"
+
+    @property
+    def state(self) -> str:
+        """The drive state it is measured in (experiments.cm6_drive): sequentially filled, or
+        random-written to steady state."""
+        return "seq" if self.sequential else "rand"
+
+    @property
+    def label(self) -> str:
+        """`seq read 128 KiB QD16`, `rand write 4 KiB QD32`; the jobs when not the default."""
+        bs, qd, jobs = self.shape
+        default_jobs = (SEQ_SHAPE if self.sequential else RAND_SHAPE)[2]
+        kind, d = self.name.split("-")
+        return f"{kind} {d} {human_bytes(bs)} QD{qd}" + (f" x {jobs} jobs" if jobs != default_jobs else "")
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.value * 1e6 if self.sequential else self.value * self.shape[0]
+
+    def toml_fields(self) -> dict[str, Any]:
+        """The corner as a `[corners]` entry: value, source, sets, and the shape where it is
+        not the default."""
+        out: dict[str, Any] = {"value": float(self.value), "source": self.source}
+        if self.sets:
+            out["sets"] = self.sets
+        d = SEQ_SHAPE if self.sequential else RAND_SHAPE
+        for k, v, dv in zip(("block_bytes", "iodepth", "numjobs"), self.shape, d):
+            if v != dv:
+                out[k] = v
+        return out
+
+
+def from_spec(spec: dict[str, Any], origin: str) -> dict[str, Corner]:
+    """The corners of a parsed spec (`_core.parse_spec`), by name."""
+    table = spec.get("corners") or {}
+    out = {}
+    for name in NAMES:
+        c = table.get(spec_key(name))
+        if c is None:
+            continue
+        out[name] = Corner(
+            name,
+            float(c["value"]),
+            c["source"],
+            c.get("sets"),
+            c.get("block_bytes"),
+            c.get("iodepth"),
+            c.get("numjobs"),
+            origin=f"{origin} corners.{spec_key(name)}",
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- --datasheet
+
+_BYTES_UNITS = {
+    "b/s": 1.0,
+    "kb/s": 1e3,
+    "kib/s": 2.0**10,
+    "mb/s": 1e6,
+    "mib/s": 2.0**20,
+    "gb/s": 1e9,
+    "gib/s": 2.0**30,
+}
+_NUMBER = re.compile(r"^[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?")
+_COUNT = re.compile(r"^([kKM])?\s*(iops|IOPS)?$")
+
+
+@dataclass(frozen=True)
+class Figure:
+    number: float
+    # "bytes": B/s; "ios": IOPS; "count": a number with k/M (IOPS for a random corner,
+    # ambiguous for a sequential one); "bare": a plain number, in the corner's unit
+    per_s: str
+    text: str
+
+
+def parse_figure(text: str, flag: str) -> Figure:
+    """`5200MB/s`, `5.2GB/s`, `4958MiB/s`, `1100000`, `1.1M`, `1100k`, `120000IOPS`, `120kIOPS`.
+    k/M multiply a count (IOPS or a bare number), never a byte unit."""
+    t = text.strip()
+    m = _NUMBER.match(t)
+    if not m:
+        raise CornerError(f"{flag}: '{text}' is not a figure (examples: 5200MB/s, 5.2GB/s, 1100000, 1.1M, 120kIOPS)")
+    number = float(m.group(0).replace("_", ""))
+    rest = t[m.end() :].strip()
+    if rest.lower() in _BYTES_UNITS:
+        return Figure(number * _BYTES_UNITS[rest.lower()], "bytes", text)
+    c = _COUNT.match(rest)
+    if c is None:
+        raise CornerError(f"{flag}: '{text}': unknown unit '{rest}' (MB/s, MiB/s, GB/s, GiB/s, KB/s, KiB/s, IOPS; k or M before IOPS)")
+    mult = {"k": 1e3, "K": 1e3, "M": 1e6, None: 1.0}[c.group(1)]
+    kind = "ios" if c.group(2) else "count" if c.group(1) else "bare"
+    return Figure(number * mult, kind, text)
+
+
+def parse_pairs(text: str, flag: str) -> dict[str, str]:
+    """`a=x,b=y` -> {a: x, b: y}, the names checked against NAMES, none twice."""
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise CornerError(
+                f"{flag}: '{item.strip()}' is not NAME=VALUE (commas separate figures: 3100, not 3,100; names: {', '.join(NAMES)})"
+            )
+        k, v = (s.strip() for s in item.split("=", 1))
+        if k not in NAMES:
+            raise CornerError(f"{flag}: '{k}' is not a corner; choose from {', '.join(NAMES)}")
+        if k in out:
+            raise CornerError(f"{flag}: {k} given twice")
+        out[k] = v
+    if not out:
+        raise CornerError(f"{flag}: no figures (example: seq-read=5200MB/s,rand-read=1100000)")
+    return out
+
+
+def corner_value(name: str, fig: Figure, block_bytes: int, flag: str) -> float:
+    """The figure in the corner's unit: MB/s for sequential corners (a bare number is MB/s,
+    IOPS are converted with the block size), IOPS for random ones (bytes/s converted)."""
+    seq = name.startswith("seq")
+    if fig.per_s == "count" and seq:
+        raise CornerError(f"{flag}: '{fig.text}': k/M on a sequential figure is ambiguous; give MB/s, MiB/s or GB/s")
+    if fig.per_s == "bare" or fig.per_s == "count":
+        v = fig.number
+    elif fig.per_s == "bytes":
+        v = fig.number / 1e6 if seq else fig.number / block_bytes
+    else:
+        v = fig.number * block_bytes / 1e6 if seq else fig.number
+    if not (math.isfinite(v) and v > 0):
+        raise CornerError(f"{flag}: '{fig.text}': a figure must be above 0")
+    return v
+
+
+def apply_datasheet(corners: dict[str, Corner], text: str) -> dict[str, Corner]:
+    """The spec's corners with `--datasheet` figures in place of theirs (shape kept), and
+    new corners for figures the spec has none for."""
+    out = dict(corners)
+    for name, fig_text in parse_pairs(text, "--datasheet").items():
+        flag = f"--datasheet {name}={fig_text}"
+        base = corners.get(name) or Corner(name, 0.0, "")
+        value = corner_value(name, parse_figure(fig_text, flag), base.shape[0], flag)
+        out[name] = replace(base, value=value, source=flag, origin=flag)
+    return out
+
+
+def apply_sets(corners: dict[str, Corner], text: Optional[str], calibratable: tuple[str, ...], default: bool) -> dict[str, Corner]:
+    """`sets` of each corner: the spec's, or with `default` (figures from --datasheet or
+    --measured and no `sets` in the spec) DEFAULT_SETS; then `--sets NAME=PARAM|none`."""
+    out = {n: replace(c, sets=DEFAULT_SETS[n]) if default else c for n, c in corners.items()}
+    if text is None:
+        return out
+    for name, param in parse_pairs(text, "--sets").items():
+        if name not in out:
+            raise CornerError(
+                f"--sets {name}={param}: there is no {name} figure (give it with --datasheet, --measured or the spec's [corners])"
+            )
+        if param != "none" and param not in calibratable:
+            raise CornerError(
+                f"--sets {name}={param}: not a calibratable [timing] parameter; choose one of: {', '.join(calibratable)}, or none"
+            )
+        out[name] = replace(out[name], sets=None if param == "none" else param)
+    taken: dict[str, str] = {}
+    for name in NAMES:
+        p = out[name].sets if name in out else None
+        if p is None:
+            continue
+        if p in taken:
+            raise CornerError(f"--sets: {p} is set by both {taken[p]} and {name} (one parameter per figure)")
+        taken[p] = name
+    return out
+
+
+def check_physical(corners: dict[str, Corner], timing: dict[str, Any]) -> None:
+    """Every figure within what the host link can carry: the spec's link, or the sequential
+    read's figure when that corner sets the link (and no link beyond the core's 1 TB/s)."""
+    link = float(timing["host_link_bytes_per_s"]["value"])
+    what = "timing.host_link_bytes_per_s"
+    sr = corners.get("seq-read")
+    if sr is not None and sr.sets == "host_link_bytes_per_s":
+        link, what = min(sr.bytes_per_s, LINK_MAX), "the seq-read figure, which sets host_link_bytes_per_s"
+    for c in corners.values():
+        if c.bytes_per_s > link * (1 + LINK_SLACK):
+            raise CornerError(
+                f"{c.origin}: {c.label} at {figure_text(c.value)} {c.unit} moves {c.bytes_per_s / 1e6:,.0f} MB/s, "
+                f"more than the host link carries ({link / 1e6:,.0f} MB/s: {what}): out of physical range"
+            )
+
+
+# --------------------------------------------------------------------------- fio jobs
+
+
+def job_section(c: Corner) -> str:
+    bs, qd, jobs = c.shape
+    return f"[{c.name}]\nrw={FIO_RW[c.name]}\nbs={fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
+
+
+def job_text(c: Corner, ramp: str, runtime: str, target: str = "") -> str:
+    """The job that measures corner `c`: the options of python/ssdtwin/jobs/cm6-*.fio with
+    the corner's shape (the same run on a twin), `target` lines added to [global]; `ramp`
+    and `runtime` as fio takes them (`1000ms`, `60s`)."""
+    return (
+        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}\nramp_time={ramp}\ngroup_reporting\n{target}\n{job_section(c)}"
+    )
+
+
+# Windows of the printed jobs on a real drive (ramp, runtime) in seconds: long enough that a
+# drive's own variation averages out (on the twin, experiments.CM6_WINDOWS_MS).
+REAL_WINDOWS_S = {"seq-read": (30, 60), "rand-read": (30, 60), "seq-write": (30, 120), "rand-write": (30, 300)}
+DEVICE = "/dev/nvme0n1"
+
+_WARNING = f"""; THE DEVICE: filename={DEVICE} is a placeholder. Change it to the namespace to measure in every
+; file (sed -i 's,{DEVICE},/dev/nvmeXnY,' *.fio). The write jobs DESTROY ALL DATA on it.
+"""
+
+
+def _precondition_seq() -> str:
+    return (
+        "; SNIA WIPC: sequential 128 KiB writes over twice the capacity (what the twin does before\n"
+        "; the sequential corners; experiments.cm6_drive).\n"
+        f"[global]\nioengine=libaio\ndirect=1\nfilename={DEVICE}\nsize=100%\n\n"
+        "[precondition-seq]\nrw=write\nbs=128k\niodepth=32\nnumjobs=1\nloops=2\n"
+    )
+
+
+def _precondition_rand(bs: int) -> str:
+    return (
+        f"; Random {human_bytes(bs)} writes over three times the capacity, after precondition-seq (the twin:\n"
+        "; 2x, then one more pass whose WAF is the steady-state WAF; experiments.cm6_drive). Each loop\n"
+        "; writes every block once in random order.\n"
+        f"[global]\nioengine=libaio\ndirect=1\nfilename={DEVICE}\nsize=100%\n\n"
+        f"[precondition-rand]\nrw=randwrite\nbs={fio_bs(bs)}\niodepth=32\nnumjobs=1\nloops=3\n"
+    )
+
+
+def print_jobs(directory: Path, corners: dict[str, Corner]) -> list[Path]:
+    """Write the fio jobs behind the figures, numbered in the order to run them, and
+    run.sh, which runs them and keeps each one's JSON in results/. Returns the files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rand_bs = corners["rand-write"].shape[0] if "rand-write" in corners else RAND_SHAPE[0]
+    files: list[tuple[str, str]] = [("1-precondition-seq", _precondition_seq())]
+    for n, name in enumerate(("seq-read", "seq-write"), 2):
+        if name in corners:
+            files.append((f"{n}-{name}", _measure_job(corners[name])))
+    files.append(("4-precondition-rand", _precondition_rand(rand_bs)))
+    for n, name in enumerate(("rand-read", "rand-write"), 5):
+        if name in corners:
+            files.append((f"{n}-{name}", _measure_job(corners[name])))
+    written = []
+    for stem, text in files:
+        p = directory / f"{stem}.fio"
+        p.write_text(_WARNING + text)
+        written.append(p)
+    run = directory / "run.sh"
+    run.write_text(_run_sh([stem for stem, _ in files]))
+    run.chmod(0o755)
+    return [*written, run]
+
+
+def _measure_job(c: Corner) -> str:
+    ramp, runtime = REAL_WINDOWS_S[c.name]
+    head = f"; {c.label}: {figure_text(c.value)} {c.unit} ({c.source})\n" if c.value else f"; {c.label}\n"
+    return head + job_text(c, f"{ramp}s", f"{runtime}s", target=f"filename={DEVICE}\n")
+
+
+def _run_sh(stems: list[str]) -> str:
+    lines = "\n".join(f"fio --output-format=json --output=results/{s}.json {s}.fio" for s in stems)
+    return (
+        "#!/bin/sh\n"
+        f"# Runs the jobs in order on the device named in them ({DEVICE} until you change it:\n"
+        "# the write jobs destroy all data on it), each one's fio JSON kept in results/, then:\n"
+        "#   ssdtwin calibrate --spec mine.toml --measured results/ --out mine-fitted.toml\n"
+        'set -e\ncd "$(dirname "$0")"\nmkdir -p results\n' + lines + "\n"
+    )
+
+
+# --------------------------------------------------------------------------- --measured
+
+# `ssdtwin pts` element names (pts/tests.py) of the corners: SEQ 128 KiB (tp) and RND 4 KiB
+# (iops) at 100 % reads or writes; any block size, matched against the corner's.
+_PTS_ELEMENT = re.compile(r"^(seq|rnd)-([0-9.]+[km]?)-(100_0|0_100)$")
+
+
+@dataclass(frozen=True)
+class _Found:
+    name: str
+    jobname: str
+    value: float
+    shape: tuple[int, int, int]
+    file: Path
+    fio: str
+
+
+def _figure_of(name: str, found: list[_Found], where: str) -> Corner:
+    """The corner from its matched jobs (several: the rounds of a PTS window, averaged)."""
+    shapes = {f.shape for f in found}
+    if len(shapes) > 1:
+        raise CornerError(f"{where}: {name} is measured with different job shapes in {', '.join(str(f.file) for f in found)}")
+    value = sum(f.value for f in found) / len(found)
+    bs, qd, jobs = found[0].shape
+    files = found[0].file.name if len(found) == 1 else f"{len(found)} rounds {found[0].file.name} .. {found[-1].file.name}"
+    c = Corner(name, value, "", None, bs, qd, jobs, origin=str(found[0].file))
+    return replace(c, source=f"measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
+
+
+def read_measured(directory: Path, shapes: dict[str, Corner]) -> dict[str, Corner]:
+    """Corners from the fio JSON files under `directory` (recursively): jobs named as a
+    corner (`print_jobs`), or an `ssdtwin pts` report's elements (SEQ/RND at 100 % reads or
+    writes with the corner's block size; the rounds of the measurement window, averaged).
+    The job shape is the one fio ran (`job options`), which the twin then repeats."""
+    if not directory.is_dir():
+        raise CornerError(f"--measured {directory}: not a directory")
+    found: dict[str, list[_Found]] = {}
+    for path in sorted(directory.rglob("*.json")):
+        if path.name in ("pts.json", "result.json", "steady.json"):
+            continue
+        report = _load_report(path)
+        if report is None:
+            continue
+        for f in _jobs_of(path, report, shapes):
+            if _in_window(path, f.jobname):
+                found.setdefault(f.name, []).append(f)
+    if not found:
+        names = f"{', '.join(NAMES[:-1])} or {NAMES[-1]}"
+        raise CornerError(
+            f"--measured {directory}: no fio JSON job named {names} (the jobs of `ssdtwin calibrate --print-jobs`) "
+            "nor an `ssdtwin pts` report's seq-128k or rnd-4k element at 100 % reads or writes"
+        )
+    out = {}
+    for name in NAMES:
+        fs = found.get(name, [])
+        if len(fs) > 1 and not all(_ROUND.match(f.file.name) for f in fs) or len({f.file.parent for f in fs}) > 1:
+            raise CornerError(f"--measured {directory}: {name} is in more than one result: {', '.join(str(f.file) for f in fs)}")
+        if fs:
+            out[name] = _figure_of(name, fs, f"--measured {directory}")
+    return out
+
+
+def _load_report(path: Path) -> Optional[dict[str, Any]]:
+    """A fio JSON report (fio's leading notes skipped), None for JSON that is not one."""
+    text = path.read_text(errors="replace")
+    start = text.find("{")
+    if start < 0:
+        raise CornerError(f"{path}: holds no JSON")
+    try:
+        report, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as e:
+        raise CornerError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(report, dict) or "fio version" not in report:
+        return None  # another program's JSON (a PTS table, a note): not ours to judge
+    if not isinstance(report.get("jobs"), list):
+        raise CornerError(f'{path}: jobs: missing or not a list (a fio report has a "jobs" list)')
+    return report
+
+
+def _corner_name(job: str, rw: str, bs: int, shapes: dict[str, Corner]) -> Optional[str]:
+    if job in NAMES:
+        return job
+    m = _PTS_ELEMENT.match(job)
+    if not m:
+        return None
+    name = f"{'seq' if m.group(1) == 'seq' else 'rand'}-{'read' if m.group(3) == '100_0' else 'write'}"
+    want = shapes[name].shape[0] if name in shapes else (SEQ_SHAPE if name.startswith("seq") else RAND_SHAPE)[0]
+    return name if bs == want else None
+
+
+def _jobs_of(path: Path, report: dict[str, Any], shapes: dict[str, Corner]) -> list[_Found]:
+    glob = report.get("global options") or {}
+    by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, job in enumerate(report["jobs"]):
+        if not isinstance(job, dict) or not isinstance(job.get("jobname"), str):
+            raise CornerError(f"{path}: jobs[{i}].jobname: missing or not a string")
+        by_name.setdefault(job["jobname"], []).append((i, job))
+    out = []
+    for jobname, jobs in by_name.items():
+        i0, j0 = jobs[0]
+        opts = {**glob, **(j0.get("job options") or {})}
+        field = f"{path}: jobs[{i0}] ({jobname})"
+        bs = _size(opts.get("bs", "4k"), f"{field}: job options.bs")
+        name = _corner_name(jobname, str(opts.get("rw", "")), bs, shapes)
+        if name is None:
+            continue
+        if not _rw_fits(name, opts):
+            rw = opts.get("rw", opts.get("readwrite"))
+            raise CornerError(f"{field}: job options.rw = {rw}: a {name} figure is measured with rw={FIO_RW[name]}")
+        qd = _int(opts.get("iodepth", 1), f"{field}: job options.iodepth")
+        njobs = _int(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+        d = "read" if name.endswith("read") else "write"
+        total = 0.0
+        for i, job in jobs:
+            if job.get("error", 0):
+                raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+            stats = job.get(d)
+            key = "bw_bytes" if name.startswith("seq") else "iops"
+            if not isinstance(stats, dict) or not isinstance(stats.get(key), (int, float)):
+                raise CornerError(f"{path}: jobs[{i}].{d}.{key}: missing or not a number")
+            if not stats[key] > 0:
+                raise CornerError(f"{path}: jobs[{i}].{d}.{key} = {stats[key]}: the job did no {d}s")
+            total += float(stats[key])
+        value = total / 1e6 if name.startswith("seq") else total
+        # Without group_reporting fio reports each of numjobs clones on its own: summed above.
+        shape = (bs, qd, njobs if len(jobs) == 1 else len(jobs))
+        out.append(_Found(name, jobname, value, shape, path, str(report["fio version"])))
+    return out
+
+
+def _rw_fits(name: str, opts: dict[str, Any]) -> bool:
+    """rw= as the corner's (`read`, `randwrite`), or the mixed form at 100 % or 0 % reads
+    (`randrw` with `rwmixread=100`: what an `ssdtwin pts` IOPS element runs)."""
+    rw = opts.get("rw", opts.get("readwrite"))
+    if rw == FIO_RW[name] or (name == "seq-read" and rw == "seqread"):
+        return True
+    mixed = {"seq": ("rw", "readwrite"), "rand": ("randrw",)}[name.split("-")[0]]
+    want = "100" if name.endswith("read") else "0"
+    return rw in mixed and str(opts.get("rwmixread", "50")) == want
+
+
+def _size(v: Any, field: str) -> int:
+    try:
+        n = _core.parse_size(str(v))
+    except ValueError:
+        raise CornerError(f"{field} = {v}: not a block size") from None
+    if n <= 0 or n % 512:
+        raise CornerError(f"{field} = {v}: not a block size (a multiple of 512 bytes; one size, not a list)")
+    return n
+
+
+def _int(v: Any, field: str) -> int:
+    try:
+        n = int(str(v))
+    except ValueError:
+        raise CornerError(f"{field} = {v}: not a whole number") from None
+    if not 1 <= n <= 65536:
+        raise CornerError(f"{field} = {n}: must be 1..65536")
+    return n
+
+
+def _pts_window(test_dir: Path, element: str) -> Optional[tuple[int, int]]:
+    """The measurement window (first and last round) of an `ssdtwin pts` test for one of
+    its elements: its pass's (steady.json `passes`: Throughput runs one pass per block
+    size, each numbering its rounds from 1), else the test's; None outside a PTS report."""
+    token = element.split("-")[1]
+    for name in ("steady.json", "result.json"):
+        path = test_dir / name
+        if not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (json.JSONDecodeError, OSError) as e:
+            raise CornerError(f"{path}: not readable as JSON ({e.__class__.__name__})") from None
+        if not isinstance(doc, dict):
+            raise CornerError(f"{path}: not a PTS {name[:-5]} document (a JSON object)")
+        for p in doc.get("passes") or []:
+            if isinstance(p, dict) and p.get("pass") == f"{test_dir.name}-{token}" and _is_window(p.get("window")):
+                return (p["window"][0], p["window"][1])
+        if _is_window(doc.get("window")):
+            return (doc["window"][0], doc["window"][1])
+    return None
+
+
+def _is_window(w: Any) -> bool:
+    return isinstance(w, list) and len(w) == 2 and all(isinstance(x, int) for x in w)
+
+
+_ROUND = re.compile(r"^r(\d+)-")
+
+
+def _in_window(path: Path, jobname: str) -> bool:
+    """A PTS round file (<test>/fio/rNN-<element>.json) counts when NN is in its window;
+    any other file always counts."""
+    m = _ROUND.match(path.name)
+    if m is None or path.parent.name != "fio":
+        return True
+    w = _pts_window(path.parent.parent, jobname)
+    return w is None or w[0] <= int(m.group(1)) <= w[1]
