@@ -246,7 +246,7 @@ def test_bad_engine_output_is_rejected(mutate: Any, message: str) -> None:
         check_result(r)
 
 
-# --- issue 10: gen (fio's generators bit for bit) -------------------------------------------
+# --- fio's generators bit for bit (docs/fio.md §3) -------------------------------------------
 
 
 def test_generator_fields_follow_fio() -> None:
