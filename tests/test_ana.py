@@ -1,4 +1,4 @@
-"""Asymmetric Namespace Access (issue 16) from the CLI and over NBD: identify fields, the
+"""Asymmetric Namespace Access (docs/cli.md `nvme ana-log`) from the CLI and over NBD: identify fields, the
 ANA log with nvme-cli's JSON names, the vendor command that sets a group's state, and I/O to
 an inaccessible group failing with its ANA status (fio) or EIO (a real NBD client).
 """

@@ -583,7 +583,7 @@ def test_no_traceback_whatever_the_input(small: Path, tmp_path: Path, template: 
     assert not (tmp_path / "n").exists(), "a failed create left a directory behind"
 
 
-# --------------------------------------------------------------------------- issue 16: predictable latency
+# --------------------------------------------------------------------------- predictable latency (IO Determinism)
 
 
 def test_predictable_latency_refusals(small: Path, tmp_path: Path) -> None:
@@ -655,7 +655,7 @@ def test_predictable_latency_refusals(small: Path, tmp_path: Path) -> None:
     fails_cleanly(pb5, "nvme", "set-feature", str(pb5), "-f", "0x14", "-V", "1", "-c", "3", needles=("INVALID_FIELD", "window select 3"))
 
 
-# --------------------------------------------------------------------------- issue 16: ANA
+# --------------------------------------------------------------------------- Asymmetric Namespace Access
 
 
 def test_ana_refusals(small: Path, tmp_path: Path) -> None:
@@ -691,7 +691,7 @@ def test_ana_refusals(small: Path, tmp_path: Path) -> None:
     fails_cleanly(pb5, "nvme", "ana-log", str(pb5), needles=("INVALID_LOG_PAGE", "log page 0x0c"))
 
 
-# --------------------------------------------------------------------------- issue 16: LBA status
+# --------------------------------------------------------------------------- LBA status (rebuild assist)
 
 
 def test_lba_status_refusals(small: Path) -> None:

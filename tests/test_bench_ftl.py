@@ -1,4 +1,4 @@
-"""`ssdtwin bench ftl` (issue 17): the FTL's steady-state rate, its random map lines per host
+"""`ssdtwin bench ftl` (docs/performance.md, Speed II): the FTL's steady-state rate, its random map lines per host
 write and the machine's random read-modify-write rate, in one run. Shapes and physics only:
 no assertion on a timing."""
 
@@ -67,7 +67,7 @@ def test_rmw_rate_is_deterministic_work() -> None:
 
 
 def test_partitions_run_alike_on_any_thread_count() -> None:
-    """FTL partitions (issue 17): fast-forward on one thread or two leaves the same drive (two
+    """FTL partitions (docs/performance.md, "FTL partitions on both cores"): fast-forward on one thread or two leaves the same drive (two
     threads on one partition: the write buffer runs ahead of the maps), and splitting the CM6
     into two die groups changes its WAF by far less than 0.5 %."""
     runs = []

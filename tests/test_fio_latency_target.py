@@ -1,4 +1,4 @@
-"""fio's latency_target queue-depth search in `ssdtwin fio` (issue 10).
+"""fio's latency_target queue-depth search in `ssdtwin fio` (docs/fio.md §2.6).
 
 fio 3.33 (io_u.c lat_target_init/lat_target_check/lat_target_success/__lat_target_failed,
 backend.c do_io) starts at depth 1, doubles the depth after every latency_window whose

@@ -1,4 +1,4 @@
-"""Scheduling between fio jobs (issue 10): exitall/exit_what and wait_for.
+"""Scheduling between fio jobs (docs/fio.md §2.6): exitall/exit_what and wait_for.
 
 The expected behaviour is fio 3.33's (backend.c run_threads / waitee_running, libfio.c
 fio_terminate_threads, init.c wait_for_ok), measured with real fio and `ioengine=null`

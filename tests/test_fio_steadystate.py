@@ -1,4 +1,4 @@
-"""fio's steady-state detection in `ssdtwin fio` (issue 10): steadystate/ss, ss_dur, ss_ramp.
+"""fio's steady-state detection in `ssdtwin fio` (docs/fio.md §2.6): steadystate/ss, ss_dur, ss_ramp.
 
 The expected behaviour is fio 3.33's (steadystate.c steadystate_check, steadystate_slope,
 steadystate_deviation; stat.c's JSON "steadystate" object and show_ss_normal): once a

@@ -1,4 +1,4 @@
-"""Rebuild assist (issue 16): an injected unrecoverable range fails reads with
+"""Rebuild assist (Get LBA Status, docs/cli.md `nvme get-lba-status`): an injected unrecoverable range fails reads with
 Unrecovered Read Error (fio) or EIO (a real NBD client), `get-lba-status` reports it with
 nvme-cli's flags and JSON names, and writing the range again repairs it.
 """

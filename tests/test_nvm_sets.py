@@ -1,4 +1,4 @@
-"""NVM Sets and Endurance Groups (issue 12) from the CLI: an image built with sets,
+"""NVM Sets and Endurance Groups (docs/models.md §9) from the CLI: an image built with sets,
 namespaces placed in them, Identify CNS 04h, log 09h, and the refusals (one line, the NVMe
 status or the allowed range, the image unchanged). The autouse fixture checks every image.
 """

@@ -1,4 +1,4 @@
-"""Issue 16: metadata formats and end-to-end protection information (docs/cli.md, docs/models.md).
+"""Metadata formats and end-to-end protection information (docs/cli.md, docs/models.md).
 
 Format NVM with PI through the CLI, the identify fields nvme-cli prints, the cost of PI in
 the timing model (a 4096+8 format's IOPS against 4096+0 on the same fio job), and a
@@ -68,7 +68,7 @@ def test_format_with_pi_shows_in_identify(cm6: Path) -> None:
 
 
 def test_pi_costs_iops_when_the_controller_binds(cm6: Path) -> None:
-    """The figure of issue 16 item 3: a format with PI type 1 against the same data size
+    """The protection-information figure (docs/models.md §12): a format with PI type 1 against the same data size
     without metadata, same jobs. PI costs a per-command check, so it shows where the
     controller's command slot binds (512 B reads of deallocated blocks: no NAND, 0.87 GB/s on
     the link) and not

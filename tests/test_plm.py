@@ -1,4 +1,4 @@
-"""Predictable Latency Mode (NVMe 1.4 IO Determinism, issue 16) from the CLI: features
+"""Predictable Latency Mode (NVMe 1.4 IO Determinism, docs/tenants.md) from the CLI: features
 0x13/0x14 per NVM Set, the Predictable Latency Per NVM Set log (0Ah) and the event
 aggregate log (0Bh) with nvme-cli's JSON names, and a deterministic window that expires in
 simulated time during a fio run. The refusals are in test_bad_input.py.

@@ -12,6 +12,8 @@ in-memory command when it has printed its first line.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -51,7 +53,8 @@ def wait_until(cond: Callable[[], bool], what: str, p: subprocess.Popen[str], ti
 
 def interrupt(argv: list[str], ready: Callable[[subprocess.Popen[str]], None], sig: int = signal.SIGINT) -> tuple[int, str, str]:
     """Start `ssdtwin ARGV`, wait until `ready`, send `sig`; (exit status, stdout, stderr)."""
-    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A session of its own, killed whole at the end: a command `waf` runs must not outlive a failed test.
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         ready(p)
         time.sleep(0.3)  # well inside the work, not at its first instruction
@@ -62,6 +65,8 @@ def interrupt(argv: list[str], ready: Callable[[subprocess.Popen[str]], None], s
         if p.poll() is None:
             p.kill()
             p.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
     return p.returncode, out, err
 
 

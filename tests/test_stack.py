@@ -1,4 +1,4 @@
-"""Host stacks end to end (issue 13, docs/host.md): a stack image over a P5316 image, fio
+"""Host stacks end to end (docs/host.md): a stack image over a P5316 image, fio
 through it, its counters against the drive's own, a drive changed underneath refused, and
 bad input refused in one line with both images untouched."""
 

@@ -1,4 +1,4 @@
-"""`ssdtwin serve STACKDIR` (issue 13 part 5, docs/host.md "Serving a stack"): the real fio
+"""`ssdtwin serve STACKDIR` (docs/host.md "Serving a stack"): the real fio
 over NBD against a served stack agrees with `ssdtwin fio` on the same stack in simulated
 time (the stack's end-to-end WAF and the drive's WAF within 5 %), what a client writes it
 reads back, and bad input is refused in one line with the images untouched.

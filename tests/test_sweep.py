@@ -194,7 +194,8 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
     f.write_text(TINY)
     t0 = time.monotonic()
-    r = run_cli("sweep", f, "--out", tmp_path / "out", "--address", f"127.0.0.1:{free_port()}", check=False)
+    # A process of its own: Ray, once imported, keeps state in the process that imported it.
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--address", f"127.0.0.1:{free_port()}", check=False, process=True)
     assert r.returncode == 1 and r.stderr_lines == [r.stderr_lines[0]], r.stderr
     assert "no Ray cluster reachable there" in r.stderr and "--address 127.0.0.1:" in r.stderr
     assert time.monotonic() - t0 < 60

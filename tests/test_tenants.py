@@ -1,4 +1,4 @@
-"""The multi-tenant drive (issue 12) end to end: DRAM namespaces on the PBlaze5, from the
+"""The multi-tenant drive (docs/tenants.md) end to end: DRAM namespaces on the PBlaze5, from the
 CLI and served over NBD to real clients.
 """
 
@@ -235,7 +235,7 @@ def test_reproduce_pblaze5_quick(tmp_path: Path) -> None:
     rows = r.json()
     quota = [x for x in rows if x["study"] == "quota"]
     assert [x["cap_mb_s"] for x in quota] == [391] * 4 + [39] * 4
-    for x in quota:  # the talk: each namespace delivers its cap (issue 12: within 2 %)
+    for x in quota:  # the talk: each namespace delivers its cap (within 2 %)
         assert abs(x["error"]) < 0.02, x
     assert sum(x["uncapped_mb_s"] for x in quota) > sum(x["mb_s"] for x in quota)
     noisy = {x["case"]: x for x in rows if x["study"] == "noisy" and x["neighbour"] == "reads"}

@@ -3,8 +3,12 @@
 A module of its own, not conftest.py: tests/fio has a conftest.py too, and `import
 conftest` would find whichever was loaded last.
 
-The CLI is run as a real subprocess of the installed console script (what a user types),
-so these tests see exactly the exit status, stdout and stderr a user sees.
+``run_cli`` runs the CLI in the test process (inprocess.py: the exit status, stdout and
+stderr exactly as a subprocess of the console script would give them, the process state put
+back after), or with ``process=True`` as a real subprocess of the installed console script
+(what a user types): for start-up, signals, servers, and commands given their own
+environment. ``SSDTWIN_TEST_CLI=process`` runs every call as a subprocess, to check that
+the two agree on the whole suite.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import inprocess
 
 CM6 = "kioxia-cm6-r-3.84t"
 P5316 = "intel-p5316-15.36t"
@@ -55,12 +61,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_cli(*args: str | os.PathLike[str], check: bool = True, timeout: float = 300, env: dict[str, str] | None = None) -> Run:
+ALWAYS_A_PROCESS = os.environ.get("SSDTWIN_TEST_CLI") == "process"
+
+
+def run_cli(
+    *args: str | os.PathLike[str],
+    check: bool = True,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    process: bool = False,
+) -> Run:
+    """``ssdtwin ARGS``: in this process, or (``process``, ``env`` or SSDTWIN_TEST_CLI=process)
+    as a subprocess of the console script with ``timeout``. ``check``: fail the test on a
+    non-zero exit."""
     argv = [os.fspath(a) for a in args]
-    p = subprocess.run(SSDTWIN + argv, check=False, capture_output=True, text=True, timeout=timeout, env=env)
-    r = Run(argv, p.returncode, p.stdout, p.stderr)
-    if check and p.returncode != 0:
-        raise AssertionError(f"ssdtwin {' '.join(argv)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    if process or env is not None or ALWAYS_A_PROCESS:
+        p = subprocess.run(SSDTWIN + argv, check=False, capture_output=True, text=True, timeout=timeout, env=env)
+        r = Run(argv, p.returncode, p.stdout, p.stderr)
+    else:
+        r = Run(argv, *inprocess.run(argv))
+    if check and r.returncode != 0:
+        raise AssertionError(f"ssdtwin {' '.join(argv)} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     return r
 
 

@@ -236,7 +236,8 @@ def test_bad_input_is_one_line_and_leaves_the_image(setup: Setup, jobfile: str, 
         (tmp_path / name).write_bytes(data)
     before = image_digest(image)
     arg = jobfile if jobfile.startswith("/") else tmp_path / jobfile
-    r = run_cli("fio", image, arg, "--output", tmp_path / "out.json", check=False, timeout=HANG_TIMEOUT_S)
+    # A process of its own: what it guards against is a hang, which the timeout turns into a failure.
+    r = run_cli("fio", image, arg, "--output", tmp_path / "out.json", check=False, timeout=HANG_TIMEOUT_S, process=True)
     assert r.returncode == 1, r
     assert "Traceback" not in r.stderr and "panicked" not in r.stderr, r.stderr
     assert len(r.stderr_lines) == 1, r.stderr
@@ -250,7 +251,7 @@ def test_bad_input_is_one_line_and_leaves_the_image(setup: Setup, jobfile: str, 
 
 def test_a_fifo_job_file_does_not_hang(image: Path, tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.fio")
-    r = run_cli("fio", image, tmp_path / "pipe.fio", check=False, timeout=HANG_TIMEOUT_S)
+    r = run_cli("fio", image, tmp_path / "pipe.fio", check=False, timeout=HANG_TIMEOUT_S, process=True)
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin fio: error: {tmp_path / 'pipe.fio'}: not a regular file (a FIFO)"], r
 
 

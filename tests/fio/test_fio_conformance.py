@@ -1,4 +1,4 @@
-"""Conformance with real fio 3.33 (issue 10, "What it must show"; docs/fio.md §8).
+"""Conformance with real fio 3.33 (docs/fio.md §8).
 
 Every job file in tests/fio/conformance runs through fio (``--ioengine=null``,
 ``--write_iolog``) and through ssdtwin's engine on an in-memory CM6; for every clone the

@@ -225,7 +225,7 @@ def test_fake_engine_output_has_the_engines_type(body: str) -> None:
     assert mismatches(result, CloneOut, "CloneOut") == []
 
 
-# --- issue 10: gen (fio's generators bit for bit) -------------------------------------------
+# --- fio's generators bit for bit (docs/fio.md §3) -------------------------------------------
 
 
 def test_generator_fields_follow_fio() -> None:

@@ -33,7 +33,7 @@ def refusal(body: str, engine: str = "libaio") -> FioJobError:
     return info.value
 
 
-# (line, engine): every option issue 10 added as ignored, at a value fio accepts.
+# (line, engine): every option of fio 3.33 that is ignored (docs/fio.md §2.6), at a value fio accepts.
 IGNORED = [
     ("gtod_reduce=1", "libaio"),
     ("disable_lat=1", "libaio"),

@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ssdtwin.pts.runner import COLUMNS
+from ssdtwin.pts.folder import COLUMNS
 from ssdtwin.pts.tests import TITLES
 
 MIXES = [100, 95, 65, 50, 35, 5, 0]  # read %

@@ -10,7 +10,7 @@ import pytest
 
 from ssdtwin import Drive
 from ssdtwin.fio.run import render, run_jobs
-from ssdtwin.pts import runner
+from ssdtwin.pts import measurements
 from ssdtwin.pts import tests as T
 from ssdtwin.pts.target import PtsError
 
@@ -65,7 +65,7 @@ def test_every_element_runs_on_the_twin(tmp_path: Path) -> None:
         notes: list[str] = []
         run, results = run_jobs(d, [str(job)], run_seed=1, notes=notes.append)
         assert not [n for n in notes if n.startswith("warning")], (el.name, notes)
-        row, hists = runner.fio_row(json.loads(render(run, results, "json+")))
+        row, hists = measurements.fio_row(json.loads(render(run, results, "json+")))
         assert row["iops"] > 0 and row["lat_mean_us"] > 0, el.name
         assert (row["read_iops"] > 0) == (el.read_pct > 0) and (row["write_iops"] > 0) == (el.read_pct < 100), el.name
         assert sum(hists["read"].values()) + sum(hists["write"].values()) > 0

@@ -4,7 +4,9 @@ image is left as it was; Ctrl-C stops every test and keeps what they did."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import time
@@ -61,7 +63,9 @@ def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
     before = image_digest(img)
     rep = tmp_path / "r"
     argv = ["pts", str(img), "--tests", "wsat,hir", "--round", "1s", "--wsat-fills", "100", "--hir-pre-fills", "100"]
-    p = subprocess.Popen([*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"], stderr=subprocess.PIPE, text=True)
+    # A session of its own: whatever happens, no test process outlives the test (finally).
+    cmd = [*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         t0 = time.monotonic()
         while not all((rep / t / "rounds.csv").is_file() for t in ("wsat", "hir")):
@@ -74,6 +78,8 @@ def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
     assert p.returncode == 130, err
     man = json.loads((rep / "pts.json").read_text())
     assert man["interrupted"] is True and man["complete"] is False

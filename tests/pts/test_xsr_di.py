@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ssdtwin.pts import report, runner
+from ssdtwin.pts import report, settings, tables
 from ssdtwin.pts import tests as T
 from ssdtwin.pts.target import PtsError
 from twin import check_image, run_cli
@@ -56,7 +56,7 @@ def test_the_histogram_points_follow_the_spec() -> None:
         {"numjobs": 1, "iodepth": 1, "oio": 1, "iops": 20e3, "lat_mean_us": 50.0},
     ]
     table[0]["lat_mean_us"] = 5100.0  # the highest IOPS, but over the limit
-    points = runner.di_points(table, 5000.0)
+    points = tables.di_points(table, 5000.0)
     assert points["max"] == (32, 8)  # the highest IOPS below 5 ms
     assert points["mid"] == (4, 4)  # nearest to (380K + 20K) / 2
     assert points["min"] == (1, 1)
@@ -68,8 +68,8 @@ def test_xsr_recovery_is_measured_against_ag1s_end() -> None:
 
     rows_ = [seg(i, "AG1", 4e9) for i in range(6)] + [seg(6 + i, "AG2", 2e9) for i in range(3)]
     rows_ += [seg(9, "AG3", 1.5e9), seg(10, "AG3", 3.5e9), seg(11, "AG3", 3.7e9)]
-    assert runner.xsr_recovery_s(rows_) == 3.0  # AG3's third segment reaches 3.6 GB/s, 90 % of AG1's 4 GB/s
-    assert runner.xsr_recovery_s(rows_[:-1]) is None
+    assert tables.xsr_recovery_s(rows_) == 3.0  # AG3's third segment reaches 3.6 GB/s, 90 % of AG1's 4 GB/s
+    assert tables.xsr_recovery_s(rows_[:-1]) is None
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_xsr_recovery_is_measured_against_ag1s_end() -> None:
 )
 def test_bad_settings_are_one_line_errors(kw: dict, message: str) -> None:
     with pytest.raises(PtsError, match=message) as e:
-        runner.Settings(**kw).validate()
+        settings.Settings(**kw).validate()
     assert "\n" not in str(e.value)
 
 

@@ -518,7 +518,7 @@ def fio_cmd(
 
     from .. import stack as stacklib
 
-    if stacklib.is_stack(path):  # issue 13: fio through a host stack (docs/host.md)
+    if stacklib.is_stack(path):  # fio through a host stack (docs/host.md)
         run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note)
     else:
         run, results, wall = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note)
@@ -530,7 +530,7 @@ def fio_cmd(
     write_logs(run, results, log_dir)
     virt = max((r["elapsed_ns"] + r.get("start_ns", 0) for r in results), default=0) / 1e9
     print(f"ssdtwin fio: {virt:.3f} s of drive time simulated in {wall:.2f} s", file=sys.stderr)
-    # --- issue 10: latency_target --- a job that ended with an error (io_u.c lat_fatal:
+    # latency_target: a job that ended with an error (io_u.c lat_fatal:
     # ETIMEDOUT) is reported on stderr like fio's "err=110/..." line, and fio exits 1.
     failed = [(c.job.name, r["error"]) for c, r in zip(run.clones, results) if r.get("error")]
     for name, errno in failed:
@@ -713,7 +713,7 @@ def reproduce(
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment == "shaping":  # issue 13
+    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
         _reproduce_shaping(full, seed, plot, scale, fmt)
         return
     if full:
@@ -769,7 +769,7 @@ def reproduce(
 
 
 def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], scale: Optional[str], fmt: str) -> None:
-    """`reproduce shaping` (issue 13): figures 1-3 of docs/host.md."""
+    """`reproduce shaping`: figures 1-3 of docs/host.md."""
     from ..studies.shaping import shaping
 
     if scale is not None:
@@ -925,7 +925,7 @@ def bench_ftl(
 ) -> None:
     """Fast-forward FTL speed against the machine's bound: precondition (seq 2x, rand 2x), steady
     random 4 KiB writes, random map lines per write, and the machine's random read-modify-write
-    rate over an array of the maps' size, on as many cores as fast-forward uses (issue 17).
+    rate over an array of the maps' size, on as many cores as fast-forward uses (docs/performance.md).
     Table on stderr; -o json: JSON on stdout."""
     from ..studies.benchmarks import maps_bytes, mem_available_bytes, run_ftl_bench
 

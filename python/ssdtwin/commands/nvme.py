@@ -16,7 +16,7 @@ import typer
 
 from .. import nvmefmt
 from ..drive import SQ_PRIORITIES, Drive
-from . import nvme14, nvme_media
+from . import nvme_ana, nvme_lba_status, nvme_media, nvme_predictable_latency
 from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, read_log
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
@@ -340,8 +340,10 @@ def nvme_set_feature(
     typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}" + (f", cdw12:{c12:#010x}" if c12 else ""))
 
 
-# NVMe 1.4 verbs (predictable latency, ANA, LBA status) live in nvme14.py.
-nvme14.register(nvme)
+# Predictable latency (IO Determinism), ANA and LBA status (rebuild assist) live in modules of their own.
+nvme_ana.register(nvme)
+nvme_lba_status.register(nvme)
+nvme_predictable_latency.register(nvme)
 
 # Lists, logs and sanitize live in nvme_media.py.
 nvme_media.register(nvme)

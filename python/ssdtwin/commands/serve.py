@@ -93,7 +93,7 @@ def serve_cmd(
     for u in unix:
         if not u.parent.is_dir():
             fail(f"--unix {u}: no such directory {u.parent}")
-    stack = _open_stack(path, pace) if stacklib.is_stack(path) else None  # issue 13 (docs/host.md)
+    stack = _open_stack(path, pace) if stacklib.is_stack(path) else None  # a host stack (docs/host.md, Serving a stack)
     served = Path(stack[0]["drive"]) if stack else path
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:

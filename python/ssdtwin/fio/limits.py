@@ -88,7 +88,7 @@ MAX_EXPR_BITS = 128
 MAX_EXPR_DEPTH = 64
 MAX_EXPR_TOKENS = 256
 
-# --- issue 10: iolog --- A read_iolog trace is read whole before the run (fio's default;
+# Replayed traces (read_iolog): a trace is read whole before the run (fio's default;
 # read_iolog_chunked only saves fio memory): ~40 bytes a line while parsing, 40 bytes an I/O
 # in the engine. fio reads a line with fgets(4096) and a file name with %256s.
 MAX_TRACE_BYTES = 512 << 20

@@ -293,11 +293,11 @@ def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: Report, plus: b
     if ts.description:
         o.append(("desc", ts.description))
     if ts.steadystate is not None:
-        o.append(("steadystate", _ss_obj(ts.steadystate)))  # issue 10: ss
+        o.append(("steadystate", _ss_obj(ts.steadystate)))  # steady-state detection (ss_dur)
     return o
 
 
-# --- issue 10: ss ---
+# --- steady-state detection (steadystate, ss_dur, ss_ramp) ---
 def _ss_float(value: Optional[float]) -> float:
     # The engine hands NaN (fio's 0/0, e.g. a slope over a 1-second window) back as null.
     return math.nan if value is None else float(value)
@@ -565,7 +565,7 @@ def _pow2(n: int) -> bool:
 def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: list[str]) -> None:
     if not ts.io_bytes() and not ts.total_ios():
         return
-    # issue 10: latency_target — stat.c prints td->verror in parentheses after a job error.
+    # latency_target: stat.c prints td->verror in parentheses after a job error.
     err = "%2d (%s)" % (ts.error, ts.verror) if ts.error and ts.verror else "%2d" % ts.error
     out.append("%s: (groupid=%d, jobs=%d): err=%s: pid=%d: %s\n" % (ts.name, ts.groupid, ts.members, err, ts.pid, when))
     if ts.description:
@@ -597,7 +597,7 @@ def _thread_normal(ts: ThreadStat, rs: Optional[GroupStat], when: str, out: list
             "     latency   : target=%d, window=%d, percentile=%.2f%%, depth=%d\n"
             % (ts.latency_target, ts.latency_window, ts.latency_percentile, ts.latency_depth)
         )
-    _ss_normal(ts, out)  # issue 10: ss
+    _ss_normal(ts, out)  # steady-state detection
 
 
 def _group_normal(rs: GroupStat, out: list[str]) -> None:

@@ -7,7 +7,10 @@ folder back. The CLI is ``ssdtwin pts``.
 
 from __future__ import annotations
 
-from .runner import Events, PtsResult, Settings, load, run
+from .folder import PtsResult, load
+from .progress import Events
+from .runner import run
+from .settings import Settings
 from .target import DeviceInfo, PtsError, PtsTarget
 
 __all__ = ["run", "load", "PtsResult", "Settings", "Events", "PtsError", "PtsTarget", "DeviceInfo"]

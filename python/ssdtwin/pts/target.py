@@ -2,8 +2,8 @@
 
 Two kinds of target implement it: a twin (a drive image, simulated time, ``ssdtwin fio`` in
 process: ``pts/twin.py``) and a real target driven by the real fio (an NBD export or a block
-device: ``pts/realfio.py``). The harness (``pts/runner.py``) only ever talks to this protocol,
-so every test element is the same fio job text on both.
+device: ``pts/realfio.py``). The harness (``pts/suite.py``, ``pts/testrun.py``) only ever
+talks to this protocol, so every test element is the same fio job text on both.
 """
 
 from __future__ import annotations

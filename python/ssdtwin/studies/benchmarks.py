@@ -57,7 +57,7 @@ def run_ftl_bench(
     the random map lines each host write touches (`count` capacity multiples more, through
     the counting copy of the write path), and measure this machine's random
     read-modify-write rate over an array of the maps' size, before and after. The FTL can
-    go no faster than that rate divided by its touches per write (issue 17).
+    go no faster than that rate divided by its touches per write (docs/performance.md).
 
     ``partitions`` overrides the preset's FTL partitions per NVM Set; a drive of several
     partitions fast-forwards on ``threads`` threads (0: one per core, at most one per
@@ -205,7 +205,7 @@ def run_rate_bench(model: str, scale: int, ios: int, rate_iops: int, log: Callab
     """The same size-terminated job (4 KiB random read, then random write, libaio QD32) with
     and without ``rate_iops``: simulated I/Os per wall second of each, and their ratio. Both
     issue exactly ``ios`` I/Os (fio's random map covers each block once), so the comparison
-    is per simulated I/O; a rate limit must cost no more wall time per I/O (issue 10)."""
+    is per simulated I/O; a rate limit must cost no more wall time per I/O."""
     from ..fio import parse_string
 
     d = Drive.in_memory(model, scale=scale)

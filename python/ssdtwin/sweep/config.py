@@ -40,7 +40,7 @@ __all__ = [
 JOBS = resources.files("ssdtwin") / "jobs"
 PRECONDITIONS = ("none", "seq", "rand")
 NAMESPACE_KEYS = ("namespace_tb", "namespace_fraction", "extra_op")
-# Axes reserved for the host stacks (issue 13) and the cluster model (issue 14), which exist
+# Axes reserved for the host stacks (docs/host.md) and the cluster model (docs/models.md §11), which exist
 # but are not sweep axes yet: the schema names them so that a sweep written for a later
 # version fails with a clear line today, saying where that study runs now.
 RESERVED = {

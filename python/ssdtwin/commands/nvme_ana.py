@@ -1,0 +1,47 @@
+"""Asymmetric Namespace Access verbs of ``ssdtwin nvme``: the ANA log (0Ch) in nvme-cli's
+form, and the vendor command that sets a group's state (what a multipath target's failover
+does; docs/tenants.md, ANA).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from .common import U32, ImageDir, OutputFmt, check_fmt, opened
+
+ANA_STATE_NAMES = ["optimized", "non-optimized", "inaccessible", "persistent-loss", "change"]
+
+
+def ana_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+    """Asymmetric Namespace Access log (0Ch): each ANA group (one per namespace) and its state."""
+    check_fmt(fmt)
+    with opened(path, writable=False) as d:
+        data = d.nvme.ana_log()
+    if fmt == "json":
+        typer.echo(json.dumps({"Asymmetric Namespace Access Log for NVMe device": str(path), **data}, indent=2))
+        return
+    lines = [f"Asymmetric Namespace Access Log for NVMe device: {path}", f"chgcnt\t:\t{data['chgcnt']}", f"ngrps\t:\t{data['ngrps']}"]
+    for g in data["ANA DESC LIST "]:
+        nsids = " ".join(str(n["nsid"]) for n in g["NSIDS"])
+        lines.append(f"grpid\t:\t{g['grpid']}\nnnsids\t:\t{g['nnsids']}\nchgcnt\t:\t{g['chgcnt']}\nstate\t:\t{g['state']}\n\t{nsids}")
+    typer.echo("\n".join(lines))
+
+
+def ana_state(
+    path: Path = ImageDir,
+    group: int = typer.Option(..., "-g", "--group", min=0, max=U32, help="ANA group (ANAGRPID = the namespace's NSID)"),
+    state: str = typer.Option(..., "-s", "--state", help="optimized, non-optimized, inaccessible, persistent-loss or change"),
+) -> None:
+    """Vendor command: set an ANA group's state (what a multipath target's failover does)."""
+    with opened(path, writable=True) as d:
+        d.nvme.set_ana_state(group, state)
+    typer.echo(f"ana-state: Success, group:{group} state:{state}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ANA verbs to the ``nvme`` app."""
+    app.command("ana-log")(ana_log)
+    app.command("ana-state")(ana_state)

@@ -1,0 +1,83 @@
+"""Rebuild assist verbs of ``ssdtwin nvme``: Get LBA Status (the LBA ranges the drive marks
+unrecoverable, in nvme-cli's form) and the vendor command that marks LBAs unrecoverable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import U16, U32, U64, ImageDir, OutputFmt, check_fmt, fail, opened
+
+CMPC = {
+    1: "Completed due to transferring the amount of data specified in the MNDW field",
+    2: "Completed due to having performed the action specified in the Action Type field over the number of logical blocks "
+    "specified in the Range Length field",
+}
+
+
+def lba_status_json(d: dict[str, Any]) -> dict[str, Any]:
+    """nvme-cli's JSON form of an LBA Status Descriptor list."""
+    out: dict[str, Any] = {
+        "Number of LBA Status Descriptors (NLSD)": d["nlsd"],
+        "Completion Condition (CMPC)": d["cmpc"],
+        "cmpc-definition": CMPC[d["cmpc"]],
+    }
+    for i, e in enumerate(d["descs"]):
+        out[f"LSD entry {i}"] = [{"DSLBA": f"0x{e['dslba']:016x}"}, {"NLB": f"0x{e['nlb']:08x}"}, {"status": "0x00"}]
+    return out
+
+
+def get_lba_status(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=1, max=U32),
+    slba: int = typer.Option(0, "-s", "--start-lba", min=0, max=U64),
+    mndw: int = typer.Option(0xFFFF, "-m", "--max-dw", min=0, max=U32, help="dwords of descriptors to return, 0's based"),
+    atype: str = typer.Option("0x11", "-a", "--action", help="0x10 scan and report, 0x11 tracked LBAs (the same here)"),
+    rl: int = typer.Option(0, "-l", "--range-len", min=0, max=U16, help="blocks to look at (0: to the end)"),
+    timeout: int = typer.Option(0, "-t", "--timeout", min=0, help="accepted (ms)"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Get LBA Status (rebuild assist): the LBA ranges the drive marks unrecoverable."""
+    check_fmt(fmt)
+    try:
+        a = int(atype, 0)
+    except ValueError:
+        a = -1
+    if not 0 <= a <= 0xFF:
+        fail(f"-a/--action '{atype}': an action type, 0x10 or 0x11")
+    with opened(path, writable=False) as d:
+        data = d.nvme.get_lba_status(nsid, slba, mndw, a, rl)
+    if fmt == "json":
+        typer.echo(json.dumps(lba_status_json(data), indent=2))
+        return
+    lines = [
+        f"Number of LBA Status Descriptors(NLSD): {data['nlsd']}",
+        f"Completion Condition(CMPC): {data['cmpc']}",
+        f"\t{CMPC[data['cmpc']]}",
+        "LBA Status Descriptor Entries",
+        f"{'DSLBA':<20} {'NLB':<12} Status",
+    ]
+    lines += [f"0x{e['dslba']:016x}   0x{e['nlb']:08x}   0x00" for e in data["descs"]]
+    typer.echo("\n".join(lines))
+
+
+def inject_media_error(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=1, max=U32),
+    slba: int = typer.Option(..., "-s", "--start-lba", min=0, max=U64),
+    nlb: int = typer.Option(..., "-c", "--block-count", min=1, max=U64, help="blocks (1's based)"),
+) -> None:
+    """Vendor command: mark LBAs unrecoverable (reads fail with READ_ERROR until rewritten)."""
+    with opened(path, writable=True) as d:
+        d.nvme.inject_media_error(nsid, slba, nlb)
+    typer.echo(f"inject-media-error: Success, nsid:{nsid} slba:{slba} blocks:{nlb}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the LBA status verbs to the ``nvme`` app."""
+    app.command("get-lba-status")(get_lba_status)
+    app.command("inject-media-error")(inject_media_error)

@@ -1,0 +1,173 @@
+"""PTS tests at once on a twin (``--jobs``): each test in a process of its own on an
+in-memory copy of the image; the parent owns pts.json and the progress display."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from .folder import PtsResult, load, render_report
+from .progress import Events
+from .settings import Settings
+from .suite import Runner
+from .target import PtsError
+
+
+def run_parallel(
+    spec: str, names: list[str], folder: Path, cfg: Settings, events: Optional[Events], jobs: int, namespace: Optional[int], render: bool
+) -> PtsResult:
+    """Tests at once on a twin: each in a process of its own (``spawn``) on an in-memory copy
+    of the image, the parent owning pts.json and the progress display. A test's results do
+    not depend on which tests run beside it or before it: every one starts from the image as
+    it was (with --jobs 1 a test starts from the state the previous one left, wear included)."""
+    import multiprocessing as mp
+    import queue as queue_mod
+    import signal
+
+    from .twin import TwinTarget
+
+    events = events or Events()
+    probe = TwinTarget(spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False)  # checks, and the header
+    try:
+        if folder.is_dir() and any(folder.iterdir()):
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        parent = Runner(probe, folder, cfg, events)
+        parent.start_manifest(names)
+    finally:
+        probe.close()
+    parent.manifest["settings"]["jobs"] = jobs
+    parent.manifest["settings"]["image"] = "unchanged: each test ran on an in-memory copy of the image (--jobs)"
+    parent.save_manifest()
+    ctx = mp.get_context("spawn")
+    messages: Any = ctx.Queue()
+    pending = list(names)
+    running: dict[str, Any] = {}
+    finished: set[str] = set()
+    interrupted = False
+    while pending or running:
+        try:
+            while pending and len(running) < jobs and not interrupted:
+                test = pending.pop(0)
+                proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages))
+                proc.start()
+                running[test] = proc
+            with contextlib.suppress(queue_mod.Empty):
+                _dispatch(messages.get(timeout=0.2), parent, events, finished)
+            for test, proc in list(running.items()):
+                if not proc.is_alive() and proc.exitcode is not None:
+                    _drain(messages, parent, events, finished)
+                    proc.join()
+                    del running[test]
+                    if test not in finished:  # the process died without a word (killed, out of memory)
+                        _mark(parent, test, "failed", f"the test's process ended with exit code {proc.exitcode}")
+                        events.test_done(test, "failed", parent.manifest["tests"][test]["message"])
+                        finished.add(test)
+        except KeyboardInterrupt:
+            interrupted = True
+            for proc in running.values():  # Ctrl-C at a terminal reached them too; a kill -INT of the parent did not
+                if proc.is_alive() and proc.pid:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(proc.pid, signal.SIGINT)
+    _drain(messages, parent, events, finished)
+    if interrupted:
+        for t in names:
+            if t not in finished:
+                parent.manifest["tests"][t]["status"] = "not run" if t in pending else "interrupted"
+        parent.manifest["interrupted"] = True
+    else:
+        parent.manifest["complete"] = True
+    parent.close_manifest()
+    if render:
+        with contextlib.suppress(PtsError) if interrupted else contextlib.nullcontext():
+            render_report(folder)
+    if interrupted:
+        raise KeyboardInterrupt
+    return load(folder)
+
+
+def _mark(parent: Runner, test: str, status: str, message: str) -> None:
+    m = parent.manifest["tests"][test]
+    m["status"], m["message"] = status, message
+    parent.save_manifest()
+
+
+def _dispatch(msg: tuple[Any, ...], parent: Runner, events: Events, finished: set[str]) -> None:
+    """One message from a test's process: a progress event, or its manifest entry."""
+    kind, test, payload = msg
+    if kind == "event":
+        method, args = payload
+        if method == "test_started":
+            events.test_started(*args)
+        elif method == "step":
+            events.step(*args)
+        elif method == "test_done":
+            events.test_done(*args)
+            finished.add(test)
+    elif kind == "manifest":
+        entry, purge = payload
+        parent.manifest["tests"][test].update(entry)
+        if purge:
+            parent.manifest["settings"]["purge"] = purge
+        parent.save_manifest()
+
+
+def _drain(messages: Any, parent: Runner, events: Events, finished: set[str]) -> None:
+    import queue as queue_mod
+
+    while True:
+        try:
+            _dispatch(messages.get(timeout=0.05), parent, events, finished)
+        except queue_mod.Empty:
+            return
+
+
+class _QueueEvents(Events):
+    """A test process's progress, sent to the parent's display."""
+
+    def __init__(self, messages: Any) -> None:
+        self.messages = messages
+
+    def test_started(self, test: str, title: str, plan: str) -> None:
+        self.messages.put(("event", test, ("test_started", (test, title, plan))))
+
+    def step(self, test: str, what: str, frac: Optional[float], status: str) -> None:
+        self.messages.put(("event", test, ("step", (test, what, frac, status))))
+
+    def test_done(self, test: str, status: str, message: str) -> None:
+        self.messages.put(("event", test, ("test_done", (test, status, message))))
+
+
+class _WorkerRunner(Runner):
+    """The runner of one test in its own process: pts.json is the parent's, so its manifest
+    updates go to the parent as messages."""
+
+    messages: Any = None
+
+    def save_manifest(self) -> None:
+        if not self.manifest:
+            return
+        for t, tr in self.tests.items():
+            m = self.manifest["tests"][t]
+            m.update(status=tr.status, wall_s=round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"])
+            m["sim_s"] = round(tr.clock_s, 6)
+            self.messages.put(("manifest", t, (dict(m), self.manifest["settings"].get("purge") if tr.purge_method else None)))
+
+
+def _parallel_worker(spec: str, namespace: Optional[int], settings: Settings, folder: str, test: str, messages: Any) -> None:
+    """A test process (``_run_parallel``): the test on an in-memory copy of the image."""
+    from .twin import TwinTarget
+
+    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False)
+    try:
+        r = _WorkerRunner(tgt, Path(folder), settings, _QueueEvents(messages))
+        r.messages = messages
+        r.run([test])
+    except KeyboardInterrupt:
+        pass  # Runner.run marked the test interrupted and told the parent
+    finally:
+        tgt.close()

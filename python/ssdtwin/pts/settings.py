@@ -1,0 +1,135 @@
+"""Everything that shapes a PTS run: the settings in pts.json and their checks (docs/pts.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from . import steady as ss
+from . import tests as T
+from .target import PtsError
+
+
+@dataclass
+class Settings:
+    """Everything that shapes a PTS run (pts.json "settings"; CLI options in docs/pts.md)."""
+
+    round_s: float = 60.0
+    min_rounds: int = 5
+    max_rounds: int = 25
+    iops_bs: tuple[int, ...] = T.IOPS_BS
+    iops_mixes: tuple[int, ...] = T.MIXES
+    tp_bs: tuple[int, ...] = T.TP_BS
+    lat_bs: tuple[int, ...] = T.LAT_BS
+    lat_mixes: tuple[int, ...] = T.LAT_MIXES
+    tc_qd: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(T.TC_QD))
+    wsat_fills: float = 4.0
+    wsat_max_time_s: float = 24 * 3600.0
+    wsat_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
+    wsat_stop_steady: bool = False
+    hir_reps: int = T.HIR_REPS
+    hir_waits_s: tuple[float, ...] = T.HIR_WAITS_S
+    hir_burst_s: float = T.HIR_BURST_S
+    hir_pre_fills: float = 2.0  # HIR's steady state is judged only after this many capacities written
+    curve_jobs: tuple[int, ...] = T.CURVE_JOBS
+    curve_qd: tuple[int, ...] = T.CURVE_QD
+    xsr_hours: tuple[float, ...] = T.XSR_HOURS  # full-drive durations of the three access groups
+    xsr_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
+    di_tc: tuple[int, ...] = T.DI_TC
+    di_qd: tuple[int, ...] = T.DI_QD
+    di_pc_intervals: int = T.DI_PC_INTERVALS
+    di_prewrite_s: float = T.DI_PREWRITE_S
+    di_rth_prewrite_s: float = T.DI_RTH_PREWRITE_S
+    di_rth_s: float = T.DI_RTH_S
+    di_art_limit_us: float = T.DI_ART_LIMIT_US
+    dirth_bs: int = T.DIRTH_BS
+    dirth_mix: int = T.DIRTH_READ_PCT
+    purge: str = "auto"
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not (self.round_s >= 1.0):
+            raise PtsError(f"--round {self.round_s:g}s: a round must be at least 1 s (PTS rounds are 1 minute)")
+        if self.round_s > 86400:
+            raise PtsError(f"--round {self.round_s:g}s: at most 1 day")
+        if not (ss.WINDOW_ROUNDS <= self.min_rounds <= self.max_rounds <= 1000):
+            raise PtsError(
+                f"--min-rounds {self.min_rounds} / --max-rounds {self.max_rounds}: need 5 <= min <= max <= 1000 (the window is 5 rounds)"
+            )
+        if not (0 < self.wsat_fills <= 1000):
+            raise PtsError(f"--wsat-fills {self.wsat_fills:g}: a number of drive fills above 0, at most 1000")
+        if not (1 <= self.wsat_max_time_s <= 200 * 86400):
+            raise PtsError(f"--wsat-max-time {self.wsat_max_time_s:g}s: from 1 s to 200 days")
+        if self.wsat_segment_s is not None and not (1.0 <= self.wsat_segment_s <= 86400):
+            raise PtsError(f"--wsat-segment {self.wsat_segment_s:g}s: from 1 s to 1 day")
+        if not (0 <= self.hir_pre_fills <= 100):
+            raise PtsError(f"--hir-pre-fills {self.hir_pre_fills:g}: drive fills from 0 to 100")
+        if not (1 <= self.hir_reps <= 100000):
+            raise PtsError(f"--hir-reps {self.hir_reps}: from 1 to 100000 (the spec's is 360)")
+        if not self.hir_waits_s or any(not 0 < w <= 86400 for w in self.hir_waits_s):
+            raise PtsError("--hir-waits: wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)")
+        if not 1.0 <= self.hir_burst_s <= 3600:
+            raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
+        self._validate_xsr_di()
+        for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
+            if not vals or any(not 1 <= v <= 1024 for v in vals):
+                raise PtsError(f"{label}: values from 1 to 1024")
+        for name, (tc, qd) in self.tc_qd.items():
+            if name not in T.TEST_IDS:
+                raise PtsError(f"--tc-qd {name}: unknown test (choose from {', '.join(T.TEST_IDS)})")
+            if not (1 <= tc <= 256 and 1 <= qd <= 65536):
+                raise PtsError(f"--tc-qd {name}={tc}x{qd}: threads 1..256, queue depth 1..65536")
+        for label, vals in (("--iops-bs", self.iops_bs), ("--tp-bs", self.tp_bs), ("--lat-bs", self.lat_bs)):
+            if not vals or any(v < 512 or v % 512 for v in vals):
+                raise PtsError(f"{label}: block sizes are multiples of 512 bytes (e.g. 4k,128k)")
+        for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
+            if not vals or any(not 0 <= v <= 100 for v in vals):
+                raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def _validate_xsr_di(self) -> None:
+        if len(self.xsr_hours) != 3 or any(not 0 < h <= 24 * 30 for h in self.xsr_hours):
+            raise PtsError("--xsr-hours: three access-group durations in hours, above 0, at most 720 (the spec's are 8,6,8)")
+        if self.xsr_segment_s is not None and not (1.0 <= self.xsr_segment_s <= 86400):
+            raise PtsError(f"--xsr-segment {self.xsr_segment_s:g}s: from 1 s to 1 day")
+        for label, vals in (("--di-tc", self.di_tc), ("--di-qd", self.di_qd)):
+            if not vals or any(not 1 <= v <= 1024 for v in vals):
+                raise PtsError(f"{label}: values from 1 to 1024 (the spec's are 32,16,8,6,4,2,1)")
+        if not 1 <= self.di_pc_intervals <= 1000:
+            raise PtsError(f"--di-pc-intervals {self.di_pc_intervals}: from 1 to 1000 (the spec's is 30)")
+        for label, v in (
+            ("--di-prewrite", self.di_prewrite_s),
+            ("--di-rth-prewrite", self.di_rth_prewrite_s),
+            ("--di-rth", self.di_rth_s),
+        ):
+            if not 1.0 <= v <= 86400:
+                raise PtsError(f"{label} {v:g}s: from 1 s to 1 day")
+        if not 1.0 <= self.di_art_limit_us <= 1e8:
+            raise PtsError(f"--di-art-limit {self.di_art_limit_us:g}us: from 1 µs to 100 s (the spec's is 5 ms)")
+        if self.dirth_bs < 512 or self.dirth_bs % 512:
+            raise PtsError(f"--dirth-bs {self.dirth_bs}: a block size, a multiple of 512 bytes (e.g. 4k)")
+        if not 0 <= self.dirth_mix <= 100:
+            raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
+
+    def scaled_s(self, seconds: float, scale: int = 1) -> float:
+        """A capacity-relative duration on a 1/N twin: ``seconds`` / N, at least 1 s (a full
+        drive and real targets: ``seconds``). Preconditioning and pre-writes bring a drive to
+        a state measured in drive fills, which a scaled drive reaches N times sooner."""
+        return seconds if scale <= 1 else max(1.0, round(seconds / scale, 3))
+
+    def xsr_segment(self, scale: int = 1) -> float:
+        """XSR's segment: --xsr-segment, else the round divided by N on a 1/N twin (as WSAT)."""
+        if self.xsr_segment_s is not None:
+            return self.xsr_segment_s
+        return self.scaled_s(self.round_s, scale)
+
+    def segment_s(self, scale: int = 1) -> float:
+        """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
+        least 1 s), so a scaled drive gets as many segments per drive fill as a full one."""
+        if self.wsat_segment_s is not None:
+            return self.wsat_segment_s
+        return max(1.0, round(self.round_s / max(1, scale), 3))
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tc_qd"] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
+        return d
