@@ -843,6 +843,14 @@ impl DriveView {
         let b = self.view.log_page(lid, length).map_err(Failure::from)?;
         Ok(pyo3::types::PyBytes::new(py, &b))
     }
+
+    /// Identify CNS `cns` (0x00 namespace `nsid`, 0x01 controller): the 4 KiB data structure
+    /// (NvmeError INVALID_NS / INVALID_FIELD otherwise).
+    #[pyo3(signature = (cns, nsid=0))]
+    fn identify<'py>(&self, py: Python<'py>, cns: u8, nsid: u32) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let b = self.view.identify(cns, nsid).map_err(Failure::from)?;
+        Ok(pyo3::types::PyBytes::new(py, &b))
+    }
 }
 
 /// The `live.json` a server keeps in the image directory, read through the core's
