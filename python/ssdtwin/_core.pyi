@@ -142,7 +142,7 @@ class Drive:
         block_bytes: int,
         amount_bytes: int,
         seed: int,
-        progress: Optional[Callable[[int, int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> dict[str, Any]: ...
     def precondition_touches(
         self,
@@ -151,14 +151,14 @@ class Drive:
         block_bytes: int,
         amount_bytes: int,
         seed: int,
-        progress: Optional[Callable[[int, int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> dict[str, Any]: ...
     def run_fio(
         self,
         specs: Sequence[Mapping[str, Any]],
         default_nsid: int = 1,
         idle_gc: bool = True,
-        progress: Optional[Callable[[int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
     ) -> list[dict[str, Any]]: ...
     def run_fio_stack(
@@ -166,7 +166,7 @@ class Drive:
         specs: Sequence[Mapping[str, Any]],
         default_nsid: int,
         idle_gc: bool,
-        progress: Optional[Callable[[int], object]],
+        progress: Optional[Callable[[int, int, str, int], object]],
         stack: str,
     ) -> list[Any]: ...
     def idle(self, ns: int) -> int: ...
@@ -224,7 +224,7 @@ def cluster_info(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...
 def cluster_run(
     text: str,
     specs: Sequence[Mapping[str, Any]],
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
     origin: str = "cluster.toml",
 ) -> dict[str, Any]: ...
 def rmw_rate(array_bytes: int, ops: int, inflight: int = 32, seed: int = 1, threads: int = 1) -> dict[str, Any]: ...

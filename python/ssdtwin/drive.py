@@ -414,7 +414,12 @@ class Drive:
         return self._core.deallocate(nsid, slba, nlb)
 
     def run_fio_stack(
-        self, specs: Any, stack_json: str, nsid: int = 1, idle_gc: bool = True, progress: Optional[Callable[[int], object]] = None
+        self,
+        specs: Any,
+        stack_json: str,
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """issue 13: ``run_fio`` through a host stack whose state is ``stack_json``
         (ssdtwin.stack, docs/host.md); returns (per-clone results, the stack's new state)."""
@@ -426,7 +431,7 @@ class Drive:
         specs: Any,
         nsid: int = 1,
         idle_gc: bool = True,
-        progress: Optional[Callable[[int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
     ) -> builtins.list[dict[str, Any]]:
         """Run engine-contract job specs (docs/fio.md §3; a list of dicts, or its JSON text) in
@@ -453,7 +458,7 @@ class Drive:
         amount_bytes: Optional[int] = None,
         loops: Optional[float] = None,
         seed: Optional[int] = None,
-        progress: Optional[Callable[[int, int], None]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> PreconditionReport:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""

@@ -20,6 +20,7 @@ from .. import _core
 from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
 from ..drive import parse_scale
 from .common import U64, check_fmt, emit_json, fail, say
+from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
     no_args_is_help=True,
@@ -177,7 +178,8 @@ def fio_cmd(
         specs = c.resolve(run)
         if dump_jobs is not None:
             dump_jobs.write_text(json.dumps(specs))
-        res = dict(_core.cluster_run(c.text, specs, None, str(path / "cluster.toml")))
+        with run_progress("cluster fio") as cb:
+            res = dict(_core.cluster_run(c.text, specs, cb, str(path / "cluster.toml")))
     except FioJobError as e:
         fail(*e.lines())
     except (_core.EngineError, _core.SpecError) as e:
@@ -223,7 +225,15 @@ def sweep_cmd(
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
-        rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=log)
+        with shown() as display:
+            steps = None if display is None else Steps(display, "cluster sweep", len(levels) * len(rws))
+
+            def point_done(line: str) -> None:
+                log(line)
+                if steps is not None:
+                    steps.next()
+
+            rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=point_done, progress=steps and steps.callback)
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:
