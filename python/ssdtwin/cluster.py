@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from . import _core
 from .fio import parse, parse_string
+from .fio.contract import JobSpec
 from .fio.parser import Run
 
 CONFIG = "cluster.toml"
@@ -104,7 +105,7 @@ class Cluster:
         """Each volume as simulated (1/scale of its size, in whole RBD objects)."""
         return int(self.info()["volume_bytes"])
 
-    def resolve(self, run: Run) -> list[dict[str, Any]]:
+    def resolve(self, run: Run) -> list[JobSpec]:
         """The engine input of a parsed run, against this cluster's volumes."""
         return run.to_engine(self.volume_bytes, LBA_BYTES)
 

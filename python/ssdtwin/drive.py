@@ -11,12 +11,17 @@ import builtins
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
 from ._core import ImageError, NvmeError, SpecError, SsdtwinError
+from .core_types import FtlFingerprint, FtlInfo, IdCtrl, IdNs, Manifest, QosRow, ReadSummary, SmartLog, StackState, VendorLog
+
+if TYPE_CHECKING:  # the fio package is imported when a run needs it
+    from .fio.contract import CloneOut, JobSpec
 
 __all__ = [
     "Drive",
@@ -112,10 +117,10 @@ class Nvme:
     def __init__(self, core: _core.Drive) -> None:
         self._core = core
 
-    def id_ctrl(self) -> dict[str, Any]:
+    def id_ctrl(self) -> IdCtrl:
         return self._core.id_ctrl()
 
-    def id_ns(self, nsid: int) -> dict[str, Any]:
+    def id_ns(self, nsid: int) -> IdNs:
         return self._core.id_ns(nsid)
 
     def list(self) -> list[Namespace]:
@@ -229,7 +234,7 @@ class Nvme:
         """The vendor QoS command: cap namespace ``nsid`` (0 = no cap; all 0 clears its caps)."""
         self._core.set_qos(nsid, read_bytes_per_s, write_bytes_per_s, iops)
 
-    def qos(self) -> builtins.list[dict[str, Any]]:
+    def qos(self) -> builtins.list[QosRow]:
         """Every namespace's QoS caps: ``{nsid, read_bytes_per_s, write_bytes_per_s, iops,
         sq_priority}``."""
         return self._core.qos()
@@ -239,10 +244,10 @@ class Nvme:
         medium or low (what weighted round robin arbitration sorts by)."""
         self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls) if cls in SQ_PRIORITIES else 255)
 
-    def smart_log(self) -> dict[str, Any]:
+    def smart_log(self) -> SmartLog:
         return self._core.smart_log()
 
-    def vendor_log(self) -> dict[str, Any]:
+    def vendor_log(self) -> VendorLog:
         return self._core.vendor_log()
 
     def sanitize(
@@ -356,11 +361,11 @@ class Drive:
         """What opening did with a journal left by a killed ``ssdtwin serve`` (None if none)."""
         return self._core.recovery()
 
-    def ftl_fingerprint(self) -> dict[str, Any]:
+    def ftl_fingerprint(self) -> FtlFingerprint:
         """Map checksums and FTL counters: equal fingerprints mean the same FTL state."""
         return self._core.ftl_fingerprint()
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> Manifest:
         return self._core.manifest()
 
     def spec(self) -> dict[str, Any]:
@@ -369,7 +374,7 @@ class Drive:
     def spec_toml(self) -> str:
         return self._core.spec_toml()
 
-    def ftl_info(self) -> dict[str, Any]:
+    def ftl_info(self) -> FtlInfo:
         return self._core.ftl_info()
 
     def check(self) -> None:
@@ -383,10 +388,10 @@ class Drive:
         self._core.power_cycle(unsafe_shutdown)
 
     # -- logs (shortcuts) -------------------------------------------------------------
-    def smart_log(self) -> dict[str, Any]:
+    def smart_log(self) -> SmartLog:
         return self.nvme.smart_log()
 
-    def vendor_log(self) -> dict[str, Any]:
+    def vendor_log(self) -> VendorLog:
         return self.nvme.vendor_log()
 
     def namespaces(self) -> list[Namespace]:
@@ -407,7 +412,7 @@ class Drive:
     def write(self, nsid: int, slba: int, nlb: int) -> None:
         self._core.write(nsid, slba, nlb)
 
-    def read(self, nsid: int, slba: int, nlb: int) -> dict[str, int]:
+    def read(self, nsid: int, slba: int, nlb: int) -> ReadSummary:
         return self._core.read(nsid, slba, nlb)
 
     def deallocate(self, nsid: int, slba: int, nlb: int) -> int:
@@ -415,31 +420,30 @@ class Drive:
 
     def run_fio_stack(
         self,
-        specs: Any,
-        stack_json: str,
+        specs: Sequence[JobSpec],
+        stack: StackState,
         nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int, int, str, int], object]] = None,
-    ) -> tuple[builtins.list[dict[str, Any]], str]:
-        """issue 13: ``run_fio`` through a host stack whose state is ``stack_json``
-        (ssdtwin.stack, docs/host.md); returns (per-clone results, the stack's new state)."""
-        results, state = self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack_json)
-        return results, state
+    ) -> tuple[builtins.list[CloneOut], StackState]:
+        """``run_fio`` through a host stack in state ``stack`` (ssdtwin.stack, docs/host.md);
+        returns (per-clone results, the stack's new state)."""
+        return self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack)
 
     def run_fio(
         self,
-        specs: Any,
+        specs: Union[Sequence[JobSpec], str],
         nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
-    ) -> builtins.list[dict[str, Any]]:
-        """Run engine-contract job specs (docs/fio.md §3; a list of dicts, or its JSON text) in
-        simulated time; `nsid` is the namespace of jobs that name none. Returns the per-clone
-        results (§4) as dicts (fixed-length arrays such as ``iodepth_level`` as tuples)."""
-        if isinstance(specs, str):
-            specs = json.loads(specs)
-        return self._core.run_fio(specs, nsid, idle_gc, progress, timing_toml)
+    ) -> builtins.list[CloneOut]:
+        """Run engine-contract job specs (docs/fio.md §3; a list of ``JobSpec``, or its JSON
+        text, parsed here) in simulated time; `nsid` is the namespace of jobs that name none.
+        Returns the per-clone results (§4, ``CloneOut``: fixed-length arrays such as
+        ``iodepth_level`` as tuples)."""
+        parsed: Sequence[JobSpec] = json.loads(specs) if isinstance(specs, str) else specs
+        return self._core.run_fio(parsed, nsid, idle_gc, progress, timing_toml)
 
     def idle(self, seconds: float) -> int:
         """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims

@@ -6,7 +6,10 @@ human form look like what storage engineers already read every day.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from .core_types import IdCtrl, NamespaceRow
 
 
 def si_bytes(n: float) -> str:
@@ -24,7 +27,7 @@ def _kv(rows: list[tuple[str, Any]], width: int) -> str:
     return "\n".join(f"{k:<{width}}: {v}" for k, v in rows)
 
 
-def id_ctrl(d: dict[str, Any]) -> str:
+def id_ctrl(d: Mapping[str, Any]) -> str:
     hexes = {"vid", "ssvid", "cmic", "cntlid", "ver", "oacs", "frmw", "lpa", "oncs", "fna", "vwc", "nwpc", "sqes", "cqes"}
     keys = [
         "vid",
@@ -86,7 +89,7 @@ def id_ctrl(d: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def id_ns(d: dict[str, Any], nsid: int) -> str:
+def id_ns(d: Mapping[str, Any], nsid: int) -> str:
     hexes = {"nsze", "ncap", "nuse"}
     keys = [
         "nsze",
@@ -141,7 +144,7 @@ CRITICAL_WARNING_ROWS = (
 )
 
 
-def smart_log(d: dict[str, Any], device: str, human: bool = False) -> str:
+def smart_log(d: Mapping[str, Any], device: str, human: bool = False) -> str:
     t = d["temperature"]
     cw = d["critical_warning"]
     bits = [(f"      {name:<31}", cw >> bit & 1) for bit, name in enumerate(CRITICAL_WARNING_ROWS)] if human else []
@@ -205,7 +208,7 @@ def endurance_log(d: dict[str, Any], device: str, endgid: int) -> str:
     return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, d[k]) for k in keys], 28)
 
 
-def vendor_log(d: dict[str, Any], device: str) -> str:
+def vendor_log(d: Mapping[str, Any], device: str) -> str:
     rows = [
         ("host_write_bytes", f"{d['host_write_bytes']} ({si_bytes(d['host_write_bytes'])})"),
         ("host_read_bytes", f"{d['host_read_bytes']} ({si_bytes(d['host_read_bytes'])})"),
@@ -243,7 +246,7 @@ def vendor_log(d: dict[str, Any], device: str) -> str:
     return out
 
 
-def nvme_list(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]]) -> str:
+def nvme_list(device: str, ctrl: IdCtrl, namespaces: list[NamespaceRow]) -> str:
     head = (
         f"{'Node':<30} {'SN':<20} {'Model':<24} {'Namespace':<9} {'Usage':<26} {'Format':<16} {'FW Rev':<8}\n"
         f"{'-' * 30} {'-' * 20} {'-' * 24} {'-' * 9} {'-' * 26} {'-' * 16} {'-' * 8}"

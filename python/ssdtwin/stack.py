@@ -14,10 +14,15 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 from . import _core
+from .core_types import FtlCounters, StackState
 from .drive import Drive
+
+if TYPE_CHECKING:  # the fio package is imported when a run needs it
+    from .fio.contract import CloneOut
+    from .fio.parser import Run
 
 FORMAT = "ssdtwin-stack"
 VERSION = 1
@@ -34,6 +39,29 @@ DEFAULTS = {
     # SPDK FTL's overprovisioning default, 20 % (lib/ftl/utils/ftl_conf.c, docs/sources.md §7).
     "host_op_pct": 20,
 }
+
+
+class DriveIdentity(TypedDict):
+    """What must not change under a stack between its runs (``identity``)."""
+
+    l2p_xxh3: str
+    p2l_xxh3: str
+    counters: FtlCounters
+
+
+class DriveTotals(TypedDict):
+    """The drive's host and NAND bytes over the stack's runs."""
+
+    drive_host_write_bytes: int
+    drive_nand_write_bytes: int
+
+
+class StackImageState(TypedDict):
+    """state.json: the stack's state and the drive it was last committed with."""
+
+    drive_identity: Optional[DriveIdentity]
+    drive_totals: DriveTotals
+    stack: StackState
 
 
 class StackError(ValueError):
@@ -62,7 +90,7 @@ def default_band_bytes(drive_bytes: int, stripe_bytes: int) -> int:
     return max(band, stripe_bytes)
 
 
-def identity(d: Drive) -> dict[str, Any]:
+def identity(d: Drive) -> DriveIdentity:
     """What must not change under a stack between its runs: the drive's map checksums and
     its FTL counters (any write, trim, GC or format moves one of them)."""
     fp = d.ftl_fingerprint()
@@ -149,19 +177,28 @@ def create(
     config = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
     path.mkdir(parents=True, exist_ok=True)
     (path / "stack.toml").write_text(_toml(config))
-    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(), "stack": json.loads(state)}))
+    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(), "stack": state}))
     return config
 
 
-def _zero_totals() -> dict[str, int]:
+def _zero_totals() -> DriveTotals:
     return {"drive_host_write_bytes": 0, "drive_nand_write_bytes": 0}
+
+
+def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: int) -> DriveTotals:
+    """The state's drive totals with a run's (or a serving session's) bytes added."""
+    old = state.get("drive_totals") or _zero_totals()
+    return {
+        "drive_host_write_bytes": old["drive_host_write_bytes"] + host_write_bytes,
+        "drive_nand_write_bytes": old["drive_nand_write_bytes"] + nand_write_bytes,
+    }
 
 
 def is_stack(path: Path) -> bool:
     return (path / "stack.toml").is_file()
 
 
-def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def load(path: Path) -> tuple[dict[str, Any], StackImageState]:
     """(stack.toml as a dict, state.json as a dict); StackError if either is unreadable."""
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
@@ -177,7 +214,7 @@ def load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, state
 
 
-def open_drive(path: Path, config: dict[str, Any], state: dict[str, Any], writable: bool) -> Drive:
+def open_drive(path: Path, config: dict[str, Any], state: StackImageState, writable: bool) -> Drive:
     """The stack's drive, opened; StackError when it is missing or changed underneath."""
     drive = Path(config["drive"])
     if not (drive / "ssdtwin.toml").is_file():
@@ -198,7 +235,7 @@ def open_drive(path: Path, config: dict[str, Any], state: dict[str, Any], writab
 def run_fio(
     d: Drive,
     config: dict[str, Any],
-    state: dict[str, Any],
+    state: StackImageState,
     files: Sequence[str],
     *,
     run_seed: int = 0,
@@ -206,7 +243,7 @@ def run_fio(
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
     notes: Optional[Callable[[str], None]] = None,
-) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[Run, list[CloneOut], StackImageState]:
     """fio job files through the stack on ``d`` (its drive, opened writable); returns (parsed
     run, results, the new state). The caller commits the drive, then saves the state."""
     from .fio.parser import parse
@@ -222,27 +259,19 @@ def run_fio(
     return run, results, new_state
 
 
-def save_state(path: Path, state: dict[str, Any]) -> None:
+def save_state(path: Path, state: StackImageState) -> None:
     _write_atomic(path / "state.json", json.dumps(state))
 
 
-def _user_bytes(stack: dict[str, Any]) -> int:
-    tier = stack["tier"]
-    st = tier["state"]
-    if "Log" in st:
-        return int(st["Log"]["user_blocks"]) * 4096
-    return int(tier["config"]["drive_bytes"])
-
-
-def counters(config: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+def counters(config: dict[str, Any], state: StackImageState) -> dict[str, Any]:
     """The stack's counters and ratios (docs/host.md, "Counters")."""
-    tier = state["stack"]["tier"]
-    c = dict(tier["counters"])
+    stack: StackState = state["stack"]
+    tier = stack["tier"]
+    c = tier["counters"]
     totals = state.get("drive_totals") or _zero_totals()
     host = c["host_write_bytes"]
-    to_drive = c["bypass_bytes"] + c["destage_bytes"] + c["evict_bytes"] + c["gc_write_bytes"] + c["pad_bytes"]
-    st = tier["state"]
-    resident = len(st["Log"]["log_pos"]) * 4096 if "Log" in st else int(st["IuFill"]["resident"]) * 4096
+    sizes = _core.stack_summary(stack)
+    to_drive = sizes["drive_write_bytes"]
     writes_to_tier = c["tier_write_bytes"]
     reads = c["host_read_bytes"]
 
@@ -253,8 +282,8 @@ def counters(config: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         "media": config["media"],
         "policy": config["policy"],
         "capacity_bytes": tier["config"]["capacity_bytes"],
-        "user_bytes": _user_bytes(state["stack"]),
-        "resident_bytes": resident,
+        "user_bytes": sizes["user_bytes"],
+        "resident_bytes": sizes["resident_bytes"],
         **c,
         "stack_drive_write_bytes": to_drive,
         "tier_write_hit_rate": ratio(c["overwrite_hit_bytes"], writes_to_tier),
@@ -270,9 +299,9 @@ def counters(config: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def new_state(media: str, tier: dict[str, Any]) -> dict[str, Any]:
+def new_state(media: str, tier: dict[str, Any]) -> StackImageState:
     """A fresh stack state (no image): for studies that run stacks in memory."""
-    return {"drive_identity": None, "drive_totals": _zero_totals(), "stack": json.loads(_core.stack_new(media, tier))}
+    return {"drive_identity": None, "drive_totals": _zero_totals(), "stack": _core.stack_new(media, tier)}
 
 
 def tier_params(d: Drive, policy: str, capacity_bytes: int, nsid: int = 1, **given: int) -> dict[str, Any]:
@@ -288,21 +317,21 @@ def tier_params(d: Drive, policy: str, capacity_bytes: int, nsid: int = 1, **giv
 
 
 def run_parsed(
-    d: Drive, state: dict[str, Any], run: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    d: Drive, state: StackImageState, run: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None
+) -> tuple[list[CloneOut], StackImageState]:
     """A parsed fio run through the stack ``state`` on ``d`` (in memory or opened); returns
     (results, new state)."""
-    stack = state["stack"]
-    user_bytes = _user_bytes(stack)
+    stack: StackState = state["stack"]
+    user_bytes = _core.stack_summary(stack)["user_bytes"]
     ns = {n.nsid: n for n in d.namespaces()}[nsid]
     link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(
         user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link
     )
     before = d.vendor_log()
-    results, new_stack = d.run_fio_stack(specs, json.dumps(stack), nsid, idle_gc, progress)
+    results, new_stack = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)
     after = d.vendor_log()
-    totals = dict(state.get("drive_totals") or _zero_totals())
-    totals["drive_host_write_bytes"] += after["host_write_bytes"] - before["host_write_bytes"]
-    totals["drive_nand_write_bytes"] += after["nand_write_bytes"] - before["nand_write_bytes"]
-    return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": json.loads(new_stack)}
+    totals = add_totals(
+        state, after["host_write_bytes"] - before["host_write_bytes"], after["nand_write_bytes"] - before["nand_write_bytes"]
+    )
+    return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": new_stack}

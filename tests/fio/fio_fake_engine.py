@@ -1,4 +1,5 @@
-"""A tiny stand-in for the Rust engine: deterministic results that follow the contract.
+"""A tiny stand-in for the Rust engine: deterministic results of the engine's own type
+(``CloneOut``, docs/fio.md §4; tests/test_binding_types.py checks them against it).
 
 It does not model a drive. Each clone issues I/O at a fixed rate with latencies drawn
 from a seeded generator, so output tests have realistic, reproducible inputs.
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from ssdtwin.fio.contract import CloneOut, DirOut, JobSpec, SampleStatOut, StatOut
+from ssdtwin.fio.facts import iodepth_bin
 from ssdtwin.fio.hist import PLAT_NR, latency_bucket, value_to_index
 from ssdtwin.fio.logs import window_rows
+from ssdtwin.fio.stats import IoStat
 
 
 class _Acc:
@@ -37,18 +40,40 @@ class _Acc:
         self.m2 += delta * (v - self.mean)
         self.hist[value_to_index(v)] += 1
 
-    def out(self) -> dict[str, Any]:
+    def out(self) -> StatOut:
         return {
             "n": self.n,
             "min_ns": self.min,
             "max_ns": self.max,
             "sum_ns": self.sum,
             "m2": self.m2,
-            "hist": [[i, c] for i, c in enumerate(self.hist) if c],
+            "hist": [(i, c) for i, c in enumerate(self.hist) if c],
         }
 
 
-def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: int = 80_000, seconds: float = 2.0) -> list[dict[str, Any]]:
+def _samples(samples: Sequence[int]) -> SampleStatOut:
+    """fio's running statistics of bw or iops samples."""
+    st = IoStat.from_samples(samples)
+    return {"n": st.n, "min": st.min, "max": st.max, "mean": st.mean, "m2": st.m2}
+
+
+def _unused_dir() -> DirOut:
+    zero: SampleStatOut = {"n": 0, "min": 0, "max": 0, "mean": 0.0, "m2": 0.0}
+    return {
+        "io_bytes": 0,
+        "total_ios": 0,
+        "runtime_ns": 0,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat": _Acc().out(),
+        "clat": _Acc().out(),
+        "lat": _Acc().out(),
+        "bw_sample_stat": zero,
+        "iops_sample_stat": zero,
+    }
+
+
+def run(specs: Sequence[JobSpec], *, iops: int = 20000, mean_lat_ns: int = 80_000, seconds: float = 2.0) -> list[CloneOut]:
     results = []
     start = 0
     batch_end: dict[int, int] = {}
@@ -119,31 +144,45 @@ def run(specs: Sequence[Mapping[str, Any]], *, iops: int = 20000, mean_lat_ns: i
                 log_rows["clat_hist"].append([runtime_ns // 1_000_000, ddir, spec["bs"][d]["min"], accs[d]["clat"].out()["hist"]])
         if spec["stonewall"] and spec["batch"] > 0:
             start = max(batch_end.values())
-        result: dict[str, Any] = {
+        total = sum(counts.values())
+        depths = [0] * 7
+        depths[iodepth_bin(spec["iodepth"])] = total
+        # One I/O per submit and complete call for async engines, nothing for sync ones.
+        calls = [0, total, 0, 0, 0, 0, 0] if spec["engine_async"] else [0] * 7
+        bw_ms, iops_ms = spec["bw_avg_ms"], spec["iops_avg_ms"]
+        dir_out = {d: _unused_dir() for d in ("read", "write", "trim")}
+        for d in dirs:
+            dir_out[d] = {
+                "io_bytes": bytes_[d],
+                "total_ios": counts[d],
+                "runtime_ns": runtime_ns,
+                "short_ios": 0,
+                "drop_ios": 0,
+                "slat": accs[d]["slat"].out(),
+                "clat": accs[d]["clat"].out(),
+                "lat": accs[d]["lat"].out(),
+                # stat.c __add_samples: a sample per window with I/O; KiB/s is
+                # floor(floor(bytes*1000/ms)/1024).
+                "bw_sample_stat": _samples([b * 1000 // bw_ms // 1024 for b in bw_windows[d] if b]),
+                "iops_sample_stat": _samples([n * 1000 // iops_ms for n in io_windows[d] if n]),
+            }
+        result: CloneOut = {
             "version": 1,
             "thread_number": spec["thread_number"],
             "start_ns": start,
             "elapsed_ns": runtime_ns + 5_000_000,
             "runtime_ns": runtime_ns,
-            "latency_buckets": lat_buckets,
+            "read": dir_out["read"],
+            "write": dir_out["write"],
+            "trim": dir_out["trim"],
+            "iodepth_level": tuple(depths),
+            "iodepth_submit": tuple(calls),
+            "iodepth_complete": tuple(calls),
+            "latency_buckets": {"ns": lat_buckets["ns"], "us": lat_buckets["us"], "ms": lat_buckets["ms"]},
             "logs": {k: v for k, v in log_rows.items() if v},
+            "latency_depth": spec["iodepth_configured"],
+            "error": 0,
         }
-        depth_slot = min(int(math.log2(spec["iodepth"])) if spec["iodepth"] > 0 else 0, 6)
-        total = sum(counts.values())
-        result["iodepth_level"] = [total if i == depth_slot else 0 for i in range(7)]
-        for d in ("read", "write", "trim"):
-            if d not in dirs:
-                continue
-            result[d] = {
-                "io_bytes": bytes_[d],
-                "total_ios": counts[d],
-                "runtime_ns": runtime_ns,
-                "slat": accs[d]["slat"].out(),
-                "clat": accs[d]["clat"].out(),
-                "lat": accs[d]["lat"].out(),
-                "bw_window_bytes": bw_windows[d],
-                "iops_window_ios": io_windows[d],
-            }
         ss = spec.get("steadystate")
         if ss:
             # Schema only: the fake engine does not judge steady state (the Rust engine

@@ -15,7 +15,6 @@ from ssdtwin.fio.hist import (
     index_bounds,
     index_to_value,
     latency_bucket,
-    latency_buckets_from_hist,
     percentiles,
     sparse,
     value_to_index,
@@ -158,19 +157,3 @@ def test_sparse_dense() -> None:
 )
 def test_latency_table_slots(clat: int, table: str, slot: int) -> None:
     assert latency_bucket(clat) == (table, slot)
-
-
-def test_latency_tables_from_hist() -> None:
-    hist = [0] * PLAT_NR
-    hist[value_to_index(300)] = 2
-    hist[value_to_index(60_000)] = 3
-    got = latency_buckets_from_hist(hist)
-    assert got["ns"][7] == 2 and got["us"][5] == 3 and sum(got["ms"]) == 0
-
-
-def test_latency_tables_from_hist_count_a_bucket_at_its_midpoint() -> None:
-    # 50_000 ns is in the bucket [49664, 50175] reported as 49920: counted below 50 us.
-    # This is the documented approximation when the engine sends no exact table.
-    hist = [0] * PLAT_NR
-    hist[value_to_index(50_000)] = 1
-    assert latency_buckets_from_hist(hist)["us"][4] == 1

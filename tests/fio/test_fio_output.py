@@ -14,8 +14,10 @@ from fio_fake_engine import run as fake_run
 from fio_realstats import pids_and_time, thread_stats_from_json
 
 from conftest import DATA, REFERENCE, golden
+from shape import mismatches
 from ssdtwin.fio import EngineResultError, parse, parse_string
 from ssdtwin.fio import output as out
+from ssdtwin.fio.contract import CloneOut, DirOut, SampleStatOut, StatOut
 from ssdtwin.fio.hist import value_to_index
 from ssdtwin.fio.stats import IoStat, ThreadStat, aggregate, from_engine
 
@@ -137,26 +139,78 @@ def test_json_value_types_follow_fio() -> None:
 # --- from engine results ------------------------------------------------------------------
 
 
-def _one_clone_result(**over: Any) -> dict[str, Any]:
-    hist = [[value_to_index(100_000), 3], [value_to_index(200_000), 1]]
-    stat = {"n": 4, "min_ns": 99_000, "max_ns": 201_000, "sum_ns": 500_000, "m2": 7.5e9, "hist": hist}
-    r: dict[str, Any] = {
+_NO_STAT: StatOut = {"n": 0, "min_ns": 0, "max_ns": 0, "sum_ns": 0, "m2": 0.0, "hist": []}
+_NO_SAMPLES: SampleStatOut = {"n": 0, "min": 0, "max": 0, "mean": 0.0, "m2": 0.0}
+_UNUSED: DirOut = {
+    "io_bytes": 0,
+    "total_ios": 0,
+    "runtime_ns": 0,
+    "short_ios": 0,
+    "drop_ios": 0,
+    "clat": _NO_STAT,
+    "slat": _NO_STAT,
+    "lat": _NO_STAT,
+    "bw_sample_stat": _NO_SAMPLES,
+    "iops_sample_stat": _NO_SAMPLES,
+}
+
+
+def _no_io_result(thread_number: int) -> CloneOut:
+    return {
+        "version": 1,
+        "thread_number": thread_number,
+        "start_ns": 0,
+        "elapsed_ns": 0,
+        "runtime_ns": 0,
+        "read": _UNUSED,
+        "write": _UNUSED,
+        "trim": _UNUSED,
+        "iodepth_level": (0,) * 7,
+        "iodepth_submit": (0,) * 7,
+        "iodepth_complete": (0,) * 7,
+        "latency_buckets": {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12},
+        "logs": {},
+        "latency_depth": 1,
+        "error": 0,
+    }
+
+
+def _one_clone_result(**over: Any) -> CloneOut:
+    hist = [(value_to_index(100_000), 3), (value_to_index(200_000), 1)]
+    stat: StatOut = {"n": 4, "min_ns": 99_000, "max_ns": 201_000, "sum_ns": 500_000, "m2": 7.5e9, "hist": hist}
+    r: CloneOut = {
+        "version": 1,
         "thread_number": 1,
+        "start_ns": 0,
         "elapsed_ns": 2_500_000_000,
         "runtime_ns": 2_000_000_000,
         "read": {
+            **_UNUSED,
             "io_bytes": 4 * 4096,
             "total_ios": 4,
             "runtime_ns": 1_999_000_001,
             "clat": stat,
-            "slat": {"n": 0, "min_ns": 0, "max_ns": 0, "sum_ns": 0, "m2": 0.0, "hist": []},
             "lat": stat,
-            "bw_window_bytes": [10_000_000, 0, 20_000_000],
-            "iops_window_ios": [2500, 0, 5000],
+            "bw_sample_stat": {"n": 2, "min": 19531, "max": 39062, "mean": 29296.5, "m2": 190738512.5},
+            "iops_sample_stat": {"n": 2, "min": 5000, "max": 10000, "mean": 7500.0, "m2": 12500000.0},
         },
+        "write": _UNUSED,
+        "trim": _UNUSED,
+        "iodepth_level": (0, 0, 4, 0, 0, 0, 0),
+        "iodepth_submit": (0, 4, 0, 0, 0, 0, 0),
+        "iodepth_complete": (0, 4, 0, 0, 0, 0, 0),
+        "latency_buckets": {"ns": [0] * 10, "us": [0, 0, 0, 0, 0, 0, 3, 1, 0, 0], "ms": [0] * 12},
+        "logs": {},
+        "latency_depth": 4,
+        "error": 0,
     }
-    r.update(over)
+    r.update(over)  # type: ignore[typeddict-item]
     return r
+
+
+def test_hand_made_results_have_the_engines_type() -> None:
+    assert mismatches(_one_clone_result(), CloneOut, "CloneOut") == []
+    assert mismatches(_no_io_result(2), CloneOut, "CloneOut") == []
 
 
 def test_from_engine_conversions() -> None:
@@ -166,15 +220,12 @@ def test_from_engine_conversions() -> None:
     assert d.runtime_ms == 1999  # ns -> us, rounded up to ms like backend.c
     assert (d.clat.n, d.clat.min, d.clat.max, d.clat.mean) == (4, 99_000, 201_000, 125_000.0)
     assert d.clat.stddev == pytest.approx((7.5e9 / 3) ** 0.5)
-    # windows of 500 ms; empty windows give no sample; KiB/s = bytes*1000/500//1024
-    assert (d.bw.n, d.bw.min, d.bw.max) == (2, 10_000_000 * 2 // 1024, 20_000_000 * 2 // 1024)
+    assert (d.bw.n, d.bw.min, d.bw.max, d.bw.mean) == (2, 19531, 39062, 29296.5)
     assert (d.iops.n, d.iops.min, d.iops.max) == (2, 5000, 10000)
     assert ts.total_run_time_ms == 2000
-    # no exact latency table sent: taken from the clat histogram, each bucket counted at
-    # its midpoint (100 us falls in the bucket reported as 99840 ns, so "100=" i.e. 50-99 us)
-    assert (ts.lat_u[5], ts.lat_u[6]) == (3, 1)
-    # no depth map sent: every I/O at the configured depth, one I/O per submit
+    assert (ts.lat_u[6], ts.lat_u[7]) == (3, 1)
     assert ts.io_u_map == [0, 0, 4, 0, 0, 0, 0] and ts.io_u_submit == [0, 4, 0, 0, 0, 0, 0]
+    assert ts.total_submit == ts.total_complete == 4 and ts.latency_depth == 4
 
 
 def test_engine_results_must_match_the_run() -> None:
@@ -265,8 +316,7 @@ def test_group_reporting_end_to_end_and_bw_agg() -> None:
 
 def test_normal_output_skips_threads_without_io() -> None:
     run = parse_string("[a]\n[b]\n", env={})
-    empty = {"thread_number": 2, "elapsed_ns": 0, "runtime_ns": 0}
-    text = out.normal_text(run, [_one_clone_result(), empty], timestamp_ms=TS_MS, header=False)
+    text = out.normal_text(run, [_one_clone_result(), _no_io_result(2)], timestamp_ms=TS_MS, header=False)
     assert "a: (groupid=0" in text and "b: (groupid=0" not in text
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ssdtwin.fio import FioJobError, parse, parse_string
-from ssdtwin.fio.engine import fio_first_rand
+from ssdtwin.fio.facts import first_draw
 from ssdtwin.fio.parser import fio_seeds
 from ssdtwin.fio.units import Percent
 
@@ -535,12 +535,12 @@ M64 = (1 << 64) - 1
 
 def _taus88_first(seed: int) -> int:
     """First draw of fio's 32-bit Tausworthe generator (taus88, fio's seeding)."""
-    return fio_first_rand(seed, use64=False)[0]
+    return first_draw(seed, use64=False)[0]
 
 
 def _taus258_first(seed: int) -> int:
     """First draw of fio's tausworthe64 (taus258, fio's seeding)."""
-    return fio_first_rand(seed, use64=True)[0]
+    return first_draw(seed, use64=True)[0]
 
 
 def test_offset_seeds_reproduce_fio_first_random_draw() -> None:

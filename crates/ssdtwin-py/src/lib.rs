@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
-use ssdtwin_core::engine::stack::Stack;
+use ssdtwin_core::engine::stack::HostStack;
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::host::{
     self,
@@ -733,8 +733,9 @@ impl Drive {
         })
     }
 
-    /// issue 13: `run_fio` through a host stack on namespace `default_nsid`. `stack` is the
-    /// stack's state as JSON (`stack_new`, docs/host.md); returns [results, new state].
+    /// `run_fio` through a host stack on namespace `default_nsid`. `stack` is the stack's
+    /// state (`stack_new`, docs/host.md, in JSON's data model: see [`stack_from_py`]);
+    /// returns (results, new state).
     fn run_fio_stack(
         &self,
         py: Python<'_>,
@@ -742,12 +743,13 @@ impl Drive {
         default_nsid: u32,
         idle_gc: bool,
         progress: Option<Py<PyAny>>,
-        stack: &str,
-    ) -> PyResult<Py<PyAny>> {
+        stack: &Bound<'_, PyAny>,
+    ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
         let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
-        let mut stack: Stack = serde_json::from_str(stack).map_err(|e| Failure::Value(format!("stack state: {e}")))?;
+        let mut stack = stack_from_py(stack)?;
         let progress = progress.as_ref();
-        self.query(py, |ctrl| -> Result<(Vec<CloneOut>, String), Failure> {
+        let (out, stack) = self.with(py, |b| -> Result<(Vec<CloneOut>, HostStack), Failure> {
+            let ctrl = b.ctrl();
             let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
             let opts = RunOptions { default_nsid, idle_gc };
             let mut pending: Option<PyErr> = None;
@@ -758,9 +760,9 @@ impl Drive {
             }
             let out = out?;
             stack.tier.check().map_err(|e| Failure::Other(format!("stack state failed its check after the run: {e}")))?;
-            let state = serde_json::to_string(&stack).map_err(|e| Failure::Bridge(e.to_string()))?;
-            Ok((out, state))
-        })
+            Ok((out, stack))
+        })?;
+        Ok((to_py(py, &out)?, stack_to_py(py, &stack)?))
     }
 
     /// The host leaves the drive idle for `ns` nanoseconds of simulated time: background GC
@@ -880,9 +882,10 @@ fn read_live_snapshot(py: Python<'_>, path: PathBuf) -> PyResult<Option<(Py<PyAn
 /// `ready(info)` is called once serving, with the URIs, the metrics address, warnings and
 /// what was recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing
 /// writer's busy-wait window; the rest are the server's limits and TLS settings
-/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). issue 13: with `stack` (a host
-/// stack's state as JSON, docs/host.md) the stack's volume on namespace `stack_nsid` is
-/// served instead, and the summary carries the stack's new state as `stack`. `idle_gc`
+/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). With `stack` (a host stack's
+/// state, docs/host.md, as `stack_new` gives it) the stack's volume on namespace
+/// `stack_nsid` is served instead, and the summary carries the stack's new state as
+/// `stack`. `idle_gc`
 /// false: no background GC in idle gaps (`--no-idle-gc`, as `ssdtwin fio`'s).
 #[pyfunction]
 #[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None,
@@ -906,12 +909,11 @@ fn serve(
     tls_certificates: Option<PathBuf>,
     tls_verify_peer: bool,
     unix_group: Option<String>,
-    stack: Option<String>,
+    stack: Option<Bound<'_, PyAny>>,
     stack_nsid: u32,
     idle_gc: bool,
 ) -> PyResult<Py<PyAny>> {
-    let stack: Option<Stack> =
-        stack.map(|s| serde_json::from_str(&s).map_err(|e| Failure::Value(format!("stack state: {e}")))).transpose()?;
+    let stack: Option<HostStack> = stack.map(|s| stack_from_py(&s)).transpose()?;
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
     let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
         match s {
@@ -973,18 +975,54 @@ fn serve(
     }
     let out = to_py(py, &StoppedSummary { summary, stopped_by })?;
     if let Some(st) = served_stack.and_then(|s| s.stopped_stack()) {
-        let state = serde_json::to_string(&st).map_err(|e| Failure::Bridge(e.to_string()))?;
-        out.bind(py).set_item("stack", state)?;
+        out.bind(py).set_item("stack", stack_to_py(py, &st)?)?;
     }
     Ok(out)
 }
 
-/// Parse a byte size: binary suffixes (k, m, g, t, KiB, MiB …) or decimal (KB, MB, GB, TB).
-/// issue 13: a new host stack's state (JSON) on fast media `media` with tier parameters
-/// `config` (host/tier.rs `TierConfig`). ValueError with one line per problem, each naming
-/// the field and its allowed range.
+/// A host stack's state as Python objects in JSON's data model (maps with string keys, as
+/// `json.loads` gives them): Python keeps it in the stack image's `state.json` and hands it
+/// back unchanged, so it must survive a trip through that file. No JSON text crosses.
+fn stack_to_py(py: Python<'_>, stack: &HostStack) -> PyResult<Py<PyAny>> {
+    let value = serde_json::to_value(stack).map_err(|e| Failure::Bridge(e.to_string()))?;
+    to_py(py, &value)
+}
+
+/// The inverse of [`stack_to_py`]; a ValueError names what does not fit.
+fn stack_from_py(obj: &Bound<'_, PyAny>) -> Result<HostStack, Failure> {
+    let value: serde_json::Value = from_py(obj, "stack state")?;
+    serde_json::from_value(value).map_err(|e| Failure::Value(format!("stack state: {e}")))
+}
+
+/// What the stack state says about its sizes and traffic, from the tier's own accounting
+/// (host/tier.rs), so Python never reads the tier's private state.
+#[derive(Serialize)]
+struct StackSummary {
+    /// The address space the stack offers the host.
+    user_bytes: u64,
+    /// Bytes in the tier not yet destaged.
+    resident_bytes: u64,
+    /// Bytes the stack wrote to the drive.
+    drive_write_bytes: u64,
+}
+
+/// The sizes and traffic of a host stack in state `stack` ([`StackSummary`]).
 #[pyfunction]
-fn stack_new(media: &str, config: &Bound<'_, PyAny>) -> PyResult<String> {
+fn stack_summary(py: Python<'_>, stack: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let tier = stack_from_py(stack)?.tier;
+    let summary = StackSummary {
+        user_bytes: tier.user_bytes(),
+        resident_bytes: tier.resident_blocks() * host::tier::BLOCK_BYTES,
+        drive_write_bytes: tier.counters.drive_write_bytes(),
+    };
+    to_py(py, &summary)
+}
+
+/// A new host stack's state (see [`stack_to_py`]) on fast media `media` with tier
+/// parameters `config` (host/tier.rs `TierConfig`). ValueError with one line per problem,
+/// each naming the field and its allowed range.
+#[pyfunction]
+fn stack_new(py: Python<'_>, media: &str, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     let config: TierConfig = from_py(config, "tier parameters")?;
     let Some(m) = host::media::preset(media) else {
         let known = host::media::PRESETS.join(", ");
@@ -998,8 +1036,8 @@ fn stack_new(media: &str, config: &Bound<'_, PyAny>) -> PyResult<String> {
     if !problems.is_empty() {
         return Err(Failure::Value(problems.join("\n")).into());
     }
-    let stack = Stack { media: m, tier: Tier::new(config) };
-    Ok(serde_json::to_string(&stack).map_err(|e| Failure::Bridge(e.to_string()))?)
+    let stack = HostStack { media: m, tier: Tier::new(config) };
+    stack_to_py(py, &stack)
 }
 
 /// issue 13: a stack image's `stack.toml` (docs/host.md): what it is made of.
@@ -1132,6 +1170,34 @@ fn cluster_run(py: Python<'_>, text: &str, specs: &Bound<'_, PyAny>, progress: O
     to_py(py, &out)
 }
 
+/// What the Python package needs to know about fio's numbers (histogram buckets, latency
+/// tables, queue-depth bins, record layouts; engine/fio_facts.rs).
+#[pyfunction]
+fn fio_facts(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    to_py(py, &ssdtwin_core::engine::fio_facts::fio_facts())
+}
+
+/// fio's first draw from a stream seeded with `seed` and the stream's maximum
+/// (workload/fiorand.rs `first_draw`): taus88, or taus258 with `use64`.
+#[pyfunction]
+fn fio_first_draw(seed: u64, use64: bool) -> (u64, u64) {
+    ssdtwin_core::workload::fiorand::first_draw(seed, use64)
+}
+
+/// The table ("ns", "us" or "ms") and slot a completion latency counts in
+/// (engine/fio/report.rs `latency_slot`).
+#[pyfunction]
+fn fio_latency_slot(clat_ns: u64) -> (&'static str, usize) {
+    let (table, slot) = ssdtwin_core::engine::fio::report::latency_slot(clat_ns);
+    (table.name(), slot)
+}
+
+/// One SplitMix64 step (util.rs), which derives a seed from another.
+#[pyfunction]
+fn splitmix(x: u64) -> u64 {
+    ssdtwin_core::util::splitmix(x)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -1141,6 +1207,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(stack_new, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_summary, m)?)?;
     m.add_function(wrap_pyfunction!(stack_toml, m)?)?;
     m.add_function(wrap_pyfunction!(media_presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
@@ -1152,6 +1219,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cluster_info, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_run, m)?)?;
     m.add_function(wrap_pyfunction!(hwbench::rmw_rate, m)?)?;
+    m.add_function(wrap_pyfunction!(fio_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(fio_first_draw, m)?)?;
+    m.add_function(wrap_pyfunction!(fio_latency_slot, m)?)?;
+    m.add_function(wrap_pyfunction!(splitmix, m)?)?;
     let py = m.py();
     m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
     m.add("NvmeError", py.get_type::<NvmeError>())?;

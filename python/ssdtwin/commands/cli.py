@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -39,6 +39,10 @@ from .common import (
     say,
 )
 from .progress import run_progress
+
+if TYPE_CHECKING:  # the fio package is imported by the commands that run jobs
+    from ..fio.contract import CloneOut
+    from ..fio.parser import Run
 
 
 class _LazyGroup(TyperGroup):
@@ -552,7 +556,7 @@ def fio_cmd(
 
 def fio_on_drive(
     path: Path, jobs: list[Path], namespace: int, seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
-) -> tuple[Any, list[dict[str, Any]], float]:
+) -> tuple[Run, list[CloneOut], float]:
     from .. import fio as fiolib
     from ..fio.run import run_jobs
 
@@ -573,7 +577,7 @@ def fio_on_drive(
 
 def fio_through_stack(
     path: Path, jobs: list[Path], seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
-) -> tuple[Any, list[dict[str, Any]], float]:
+) -> tuple[Run, list[CloneOut], float]:
     """The drive commits first, then the stack's state (docs/host.md, "Crash semantics")."""
     from .. import fio as fiolib
     from .. import stack as stacklib

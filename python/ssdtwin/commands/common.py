@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -128,7 +128,7 @@ def drive_view(path: Path, fresh: bool = False) -> _core.DriveView:
         return d.view()
 
 
-def read_log(path: Path, which: str, fresh: bool = False) -> dict[str, Any]:
+def read_log(path: Path, which: str, fresh: bool = False) -> Mapping[str, Any]:
     """The SMART or vendor log of the image or of the server holding it (``drive_view``)."""
     view = drive_view(path, fresh=fresh)
     return view.smart_log() if which == "smart" else view.vendor_log()

@@ -8,8 +8,9 @@ read-only verbs show a served image's live state through the same structure as a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -333,7 +334,9 @@ def nvme_qos(
     if n is None:
         fail("-n/--namespace-id: give the namespace to cap")
     with opened(path, writable=True) as d:
-        old = next((r for r in d.nvme.qos() if r["nsid"] == n), {"read_bytes_per_s": 0, "write_bytes_per_s": 0, "iops": 0})
+        old: Mapping[str, Any] = next(
+            (r for r in d.nvme.qos() if r["nsid"] == n), {"read_bytes_per_s": 0, "write_bytes_per_s": 0, "iops": 0}
+        )
         rw, ww, iw = (int(old[k]) if c is None else c for c, k in zip(caps, ("read_bytes_per_s", "write_bytes_per_s", "iops")))
         d.nvme.set_qos(n, rw, ww, iw)
         if sq_priority is not None:

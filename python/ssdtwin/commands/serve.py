@@ -9,7 +9,6 @@ state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -132,7 +131,7 @@ def serve_cmd(
             tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
             tls_verify_peer=tls_verify_peer,
             unix_group=unix_group,
-            stack=None if stack is None else json.dumps(stack[1]["stack"]),
+            stack=None if stack is None else stack[1]["stack"],
             stack_nsid=1 if stack is None else int(stack[0]["namespace"]),
             idle_gc=idle_gc,
         )
@@ -148,7 +147,7 @@ def serve_cmd(
         interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
 
 
-def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], stacklib.StackImageState]:
     """A stack image to serve: (stack.toml, state.json), after the checks `ssdtwin fio` makes
     (its drive is there and has not changed underneath it)."""
     if pace != "model":
@@ -161,7 +160,7 @@ def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, state
 
 
-def _save_stack(path: Path, config: dict[str, Any], state: dict[str, Any], summary: dict[str, Any]) -> str:
+def _save_stack(path: Path, config: dict[str, Any], state: stacklib.StackImageState, summary: dict[str, Any]) -> str:
     """The drive is committed (the server did it); now the stack's state, with the drive's
     identity and this session's drive bytes (docs/host.md, "Crash semantics"). Returns the
     summary line."""
@@ -169,12 +168,10 @@ def _save_stack(path: Path, config: dict[str, Any], state: dict[str, Any], summa
 
     if "stack" not in summary:
         fail(f"{path}: the server returned no stack state; the stack keeps its last committed state")
-    totals = dict(state.get("drive_totals") or {})
-    totals["drive_host_write_bytes"] = totals.get("drive_host_write_bytes", 0) + summary["host_write_bytes"]
-    totals["drive_nand_write_bytes"] = totals.get("drive_nand_write_bytes", 0) + summary["nand_write_bytes"]
+    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"])
     with Drive.open(Path(config["drive"]), writable=False) as d:
         ident = stacklib.identity(d)
-    new = {"drive_identity": ident, "drive_totals": totals, "stack": json.loads(summary.pop("stack"))}
+    new: stacklib.StackImageState = {"drive_identity": ident, "drive_totals": totals, "stack": summary.pop("stack")}
     stacklib.save_state(path, new)
     c = stacklib.counters(config, new)
 

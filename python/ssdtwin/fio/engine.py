@@ -1,29 +1,26 @@
-"""The data contract with the simulation engine (docs/fio.md §3 and §4).
-
-``engine_input`` resolves one clone of a parsed job against a concrete drive into a
-JSON-able dict with every value in explicit integer units. ``check_result`` validates
-what the engine sends back before the output module turns it into fio's formats.
+"""The engine's input (docs/fio.md §3): ``engine_input`` resolves one clone of a parsed job
+against a concrete drive into a ``JobSpec`` (fio/contract.py, the core's
+workload/mod.rs ``JobSpec``) with every value in explicit integer units.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 from . import iolog as fio_iolog
 from . import limits as L
 from . import options as O
-from .errors import EngineResultError, FioJobError
-from .hist import PLAT_NR
+from .contract import BsPerDir, BsSpec, Ddir, IntPerDir, JobSpec, SplitPerDir, Zone
+from .errors import FioJobError
+from .facts import DDIR_NAMES, first_draw
 from .units import Percent
 
-__all__ = ["engine_input", "check_result", "contract_range_error", "effective_bssplit", "DDIR_NAMES", "ENGINE_OUTPUT_VERSION"]
+__all__ = ["engine_input", "contract_range_error", "effective_bssplit", "DDIR_NAMES"]
 
-DDIR_NAMES = ("read", "write", "trim")
 ENGINE_INPUT_VERSION = 1
-ENGINE_OUTPUT_VERSION = 1
 
-_DIRECTIONS = {
+_DIRECTIONS: dict[str, tuple[Ddir, ...]] = {
     "read": ("read",),
     "randread": ("read",),
     "write": ("write",),
@@ -136,50 +133,9 @@ def _file_size(st: Mapping[str, Any], clone: Any, real_size: int, td_min_bs: int
     if low == high:
         return int(low)
     use64 = st["random_generator"] == "tausworthe64"
-    r, rand_max = fio_first_rand(clone.seeds["file_size"], use64)
+    r, rand_max = first_draw(clone.seeds["file_size"], use64)
     size = int(float(high - low) * (float(r) / (float(rand_max) + 1.0))) + low
     return int(size - size % td_min_bs)
-
-
-_M32 = 0xFFFFFFFF
-_M64 = (1 << 64) - 1
-
-
-def fio_first_rand(seed: int, use64: bool) -> tuple[int, int]:
-    """fio's first draw from a freshly seeded Tausworthe stream and the stream's maximum
-    (lib/rand.c: taus88 for 32-bit seeds, taus258 for tausworthe64; seeded by an LCG whose
-    start value fio writes (2^31)+(2^17)+(2^7), which C reads as XORs: 53; six warm-up
-    draws)."""
-
-    def at_least(x: int, m: int) -> int:
-        return x + m if x < m else x
-
-    if not use64:
-        seed &= _M32
-        s = [at_least((53 * 69069 ^ seed) & _M32, 1)]
-        for m in (7, 15):
-            s.append(at_least((s[-1] * 69069 ^ seed) & _M32, m))
-        spec = [(13, 19, 4294967294, 12), (2, 25, 4294967288, 4), (3, 11, 4294967280, 17)]
-        mask = _M32
-    else:
-        s = [at_least((53 * 6906969069 ^ seed) & _M64, 1)]
-        for m in (7, 15, 33, 49):
-            s.append(at_least((s[-1] * 6906969069 ^ seed) & _M64, m))
-        spec = [
-            (1, 53, 18446744073709551614, 10),
-            (24, 50, 18446744073709551104, 5),
-            (3, 23, 18446744073709547520, 29),
-            (5, 24, 18446744073709420544, 23),
-            (3, 33, 18446744073701163008, 8),
-        ]
-        mask = _M64
-    out = 0
-    for _ in range(7):
-        out = 0
-        for i, (a, b, c, d) in enumerate(spec):
-            s[i] = (((s[i] & c) << d) & mask) ^ ((((s[i] << a) & mask) ^ s[i]) >> b)
-            out ^= s[i]
-    return out, mask
 
 
 def engine_input(
@@ -189,8 +145,8 @@ def engine_input(
     namespace_sizes: Optional[Mapping[int, int]] = None,
     namespace_lba_bytes: Optional[Mapping[int, int]] = None,
     link_bytes_per_s: Optional[int] = None,
-) -> dict[str, Any]:
-    """Resolve one clone into the engine's input dict (docs/fio.md §3). ``link_bytes_per_s``
+) -> JobSpec:
+    """Resolve one clone into the engine's input (docs/fio.md §3). ``link_bytes_per_s``
     (the drive's host link) bounds how many bytes a job can move in a run (§2.9)."""
     job = clone.job
     st = job.state
@@ -229,19 +185,19 @@ def engine_input(
     unaligned = bool(st["bs_unaligned"])
 
     # Block sizes per direction.
-    bs_out: dict[str, Any] = {}
-    for d, name in enumerate(DDIR_NAMES):
+    bs_out: list[BsSpec] = []
+    for d in range(3):
         split = st["bssplit"][d]
         if split and min_bs[d] == max_bs[d]:
             # io_u.c get_next_buflen returns the only size without looking at the split.
-            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]}
+            bs_out.append({"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]})
         elif split:
             pairs = effective_bssplit(split, min_bs[d], max_bs[d], unaligned)
-            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": pairs}
+            bs_out.append({"min": min_bs[d], "max": max_bs[d], "split": pairs})
         elif st["bsrange"][d]:
-            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": None}
+            bs_out.append({"min": min_bs[d], "max": max_bs[d], "split": None})
         else:
-            bs_out[name] = {"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]}
+            bs_out.append({"min": min_bs[d], "max": max_bs[d], "split": [[min_bs[d], 100]]})
 
     # Block alignment: set only matters for random I/O (init.c fixup_options).
     ba = [st["ba"][d] if (st["ba"][d] and is_random) else min_bs[d] for d in range(3)]
@@ -309,8 +265,9 @@ def engine_input(
         if name not in _DIRECTIONS[st["rw"]]:
             continue
         sizes = [min_bs[d], max_bs[d]]
-        if bs_out[name]["split"]:
-            sizes += [s for s, _ in bs_out[name]["split"]]
+        split_sizes = bs_out[d]["split"]
+        if split_sizes:
+            sizes += [s for s, _ in split_sizes]
         if not unaligned and any(s % lba_bytes for s in sizes):
             fail(f"{name} block sizes {sorted(set(sizes))} are not multiples of the {lba_bytes}-byte LBA", "bs")
         if unaligned and min_bs[d] % lba_bytes:
@@ -319,12 +276,13 @@ def engine_input(
             fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
     if offset % lba_bytes:
         fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
-    gen_fields = _fio_generator_fields(st, fail)
+    gen = _fio_generator_fields(st, fail)
+    prinfo = _prinfo_fields(st)
     if errors:
         raise FioJobError.collect(errors)
 
     dist = st["random_distribution"]
-    zones = None
+    zones: Optional[dict[str, Optional[list[Zone]]]] = None
     if dist["kind"] in ("zoned", "zoned_abs"):
         zones = {name: dist["zones"][d] for d, name in enumerate(DDIR_NAMES)}
 
@@ -332,7 +290,7 @@ def engine_input(
     bw_avg, iops_avg = averaging_windows(st)
 
     runtime_ns = st["runtime_us"] * 1000
-    spec: dict[str, Any] = {
+    spec: JobSpec = {
         "version": ENGINE_INPUT_VERSION,
         "name": job.name,
         "job_index": job.index,
@@ -352,9 +310,9 @@ def engine_input(
         "rw_seq_add_bytes": max(st["rw_seq_add"], 0),
         "rwmixread": st["rwmix"][0],
         "rwmixwrite": st["rwmix"][1],
-        "bs": bs_out,
+        "bs": _per_dir_bs(bs_out),
         "bs_unaligned": unaligned,
-        "blockalign": dict(zip(DDIR_NAMES, ba)),
+        "blockalign": _per_dir(ba),
         "offset_bytes": offset,
         "size_bytes": region,
         "io_size_bytes": per_loop,
@@ -362,7 +320,8 @@ def engine_input(
         "fill_device": bool(st["fill_device"]),
         "number_ios": st["number_ios"],
         "ioengine": st["ioengine"],
-        **_prinfo_fields(st),
+        "pi_act": prinfo["pi_act"],
+        "pi_chk": prinfo["pi_chk"],
         "engine_async": job.engine_async,
         "iodepth": job.effective_iodepth,
         "iodepth_configured": st["iodepth"],
@@ -381,9 +340,9 @@ def engine_input(
             "center": dist["center"],
             "zones": zones,
         },
-        "percentage_random": dict(zip(DDIR_NAMES, st["percentage_random"])),
-        "rate_bytes_per_s": dict(zip(DDIR_NAMES, st["rate"])),
-        "rate_iops": dict(zip(DDIR_NAMES, st["rate_iops"])),
+        "percentage_random": _per_dir(st["percentage_random"]),
+        "rate_bytes_per_s": _per_dir(st["rate"]),
+        "rate_iops": _per_dir(st["rate_iops"]),
         "rate_process": st["rate_process"],
         "thinktime_ns": st["thinktime_us"] * 1000,
         "thinktime_spin_ns": st["thinktime_spin_us"] * 1000,
@@ -401,8 +360,14 @@ def engine_input(
             "max_value": bool(st["log_max_value"]),
             "offset": bool(st["log_offset"]),
         },
-        # --- issue 10: gen (fio's generators bit for bit, docs/fio.md §3) ---
-        **gen_fields,
+        # fio's generators bit for bit (docs/fio.md §3)
+        "bssplit_fio": gen["bssplit_fio"],
+        "randrepeat": gen["randrepeat"],
+        "io_size_set": gen["io_size_set"],
+        "rw_seq_add_signed": gen["rw_seq_add_signed"],
+        "zone_size_bytes": gen["zone_size_bytes"],
+        "zone_range_bytes": gen["zone_range_bytes"],
+        "zone_skip_bytes": gen["zone_skip_bytes"],
     }
     # --- issue 10: iolog (docs/fio.md §2.10) ---
     spec["iolog"] = bool(st.get("write_iolog"))
@@ -415,7 +380,33 @@ def engine_input(
     return spec
 
 
-def _prinfo_fields(st: Mapping[str, Any]) -> dict[str, Any]:
+def _per_dir(values: Sequence[int]) -> IntPerDir:
+    read, write, trim = values
+    return {"read": read, "write": write, "trim": trim}
+
+
+def _per_dir_bs(values: Sequence[BsSpec]) -> BsPerDir:
+    read, write, trim = values
+    return {"read": read, "write": write, "trim": trim}
+
+
+# Parts of a JobSpec that helpers below fill in (its fields with serde defaults).
+class _PrinfoFields(TypedDict):
+    pi_act: bool
+    pi_chk: int
+
+
+class _GeneratorFields(TypedDict):
+    bssplit_fio: SplitPerDir
+    randrepeat: bool
+    io_size_set: bool
+    rw_seq_add_signed: int
+    zone_size_bytes: int
+    zone_range_bytes: int
+    zone_skip_bytes: int
+
+
+def _prinfo_fields(st: Mapping[str, Any]) -> _PrinfoFields:
     """PRINFO of the job's commands (docs/fio.md, Protection information): io_uring_cmd
     takes pi_act (default 1) and pi_chk; the kernel's block layer, behind every other engine,
     generates the PI itself (PRACT 0, the host moves it) and has the guard and reference tag
@@ -425,30 +416,28 @@ def _prinfo_fields(st: Mapping[str, Any]) -> dict[str, Any]:
     return {"pi_act": False, "pi_chk": 4 | 1}
 
 
-# --- issue 10: sched ---
-def sched_fields(clone: Any, run_exitall: bool) -> dict[str, Any]:
+def add_sched_fields(spec: JobSpec, clone: Any, run_exitall: bool) -> None:
     """Engine fields for scheduling between jobs (docs/fio.md §3): ``exit_what`` is the
     clone's own setting when any job of the run set ``exitall`` (fio's flag is global to the
     run), else "none"; ``wait_for`` names the job whose clones must all finish first."""
     st = clone.job.state
-    return {
-        "exit_what": st.get("exit_what", "group") if run_exitall else "none",
-        "wait_for": st.get("wait_for"),
-        "flow": st.get("flow", 0),
-        "flow_id": st.get("flow_id", 0),
-        "flow_sleep_ns": st.get("flow_sleep", 0) * 1000,
-        # --- issue 10: latency_target (fio's queue-depth search; docs/fio.md §3) ---
-        "latency_target_ns": st.get("latency_target", 0) * 1000,
-        "latency_window_ns": st.get("latency_window", 0) * 1000,
-        "latency_percentile": float(st.get("latency_percentile", 100.0)),
-        "latency_run": bool(st.get("latency_run", 0)),
-    }
+    spec["exit_what"] = st.get("exit_what", "group") if run_exitall else "none"
+    spec["wait_for"] = st.get("wait_for")
+    spec["flow"] = st.get("flow", 0)
+    spec["flow_id"] = st.get("flow_id", 0)
+    spec["flow_sleep_ns"] = st.get("flow_sleep", 0) * 1000
+    # latency_target: fio's queue-depth search (docs/fio.md §3)
+    spec["latency_target_ns"] = st.get("latency_target", 0) * 1000
+    spec["latency_window_ns"] = st.get("latency_window", 0) * 1000
+    spec["latency_percentile"] = float(st.get("latency_percentile", 100.0))
+    spec["latency_run"] = bool(st.get("latency_run", 0))
 
 
-def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> dict[str, Any]:
+def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> _GeneratorFields:
     """Engine fields that let the generator reproduce fio's I/O sequence exactly."""
     # options.c bssplit_ddir keeps the entries sorted by percentage (a stable sort).
-    split = {name: sorted(([bs, pct] for bs, pct in (st["bssplit"][d] or [])), key=lambda e: e[1]) for d, name in enumerate(DDIR_NAMES)}
+    read, write, trim = (sorted(([bs, pct] for bs, pct in (st["bssplit"][d] or [])), key=lambda e: e[1]) for d in range(3))
+    split: SplitPerDir = {"read": read, "write": write, "trim": trim}
     # init.c fixup_options: zonesize needs zonemode=strided (fio 3.33's default is none);
     # zonerange defaults to zonesize.
     zone_size = zone_range = zone_skip = 0
@@ -487,24 +476,23 @@ def ss_key(st: Mapping[str, Any]) -> Optional[tuple[Any, ...]]:
     return (st["ss_dur_us"] // 1_000_000, crit["criterion"], crit["percent"], crit["limit"], st.get("ss_ramp_us", 0))
 
 
-def ss_fields(clone: Any) -> dict[str, Any]:
+def add_ss_fields(spec: JobSpec, clone: Any) -> None:
     """Engine field ``steadystate`` (docs/fio.md §3): fio's ss/ss_dur/ss_ramp, or None when
     ss_dur is 0 or under a second (fio truncates it to whole seconds, and 0 turns it off)."""
     st = clone.job.state
     key = ss_key(st)
     if key is None or key[0] == 0:
-        return {"steadystate": None}
+        spec["steadystate"] = None
+        return
     dur_s, criterion, percent, limit, ramp_us = key
-    return {
-        "steadystate": {
-            "metric": "iops" if criterion.startswith("iops") else "bw",
-            "slope": criterion.endswith("_slope"),
-            "percent": percent,
-            "limit": float(limit),
-            "duration_s": dur_s,
-            "ramp_ns": ramp_us * 1000,
-            "group_reporting": bool(st["group_reporting"]),
-        }
+    spec["steadystate"] = {
+        "metric": "iops" if criterion.startswith("iops") else "bw",
+        "slope": criterion.endswith("_slope"),
+        "percent": percent,
+        "limit": float(limit),
+        "duration_s": dur_s,
+        "ramp_ns": ramp_us * 1000,
+        "group_reporting": bool(st["group_reporting"]),
     }
 
 
@@ -583,153 +571,3 @@ def contract_range_error(spec: Mapping[str, Any]) -> Optional[str]:
         return None
 
     return walk(spec, "", "")
-
-
-# --- engine output ------------------------------------------------------------------------
-
-_STAT_KEYS = ("n", "min_ns", "max_ns", "sum_ns", "m2", "hist")
-
-
-def _err(thread: Any, path: str, msg: str) -> EngineResultError:
-    return EngineResultError(f"engine result for thread {thread}: {path}: {msg}")
-
-
-def _int(value: Any, thread: Any, path: str, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _err(thread, path, f"expected an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise _err(thread, path, f"must be >= {minimum}")
-    return value
-
-
-def _check_stat(stat: Any, thread: Any, path: str) -> None:
-    if not isinstance(stat, Mapping):
-        raise _err(thread, path, "expected an object")
-    missing = [k for k in _STAT_KEYS if k not in stat]
-    if missing:
-        raise _err(thread, path, f"missing {', '.join(missing)}")
-    n = _int(stat["n"], thread, path + ".n")
-    if n:
-        lo = _int(stat["min_ns"], thread, path + ".min_ns")
-        hi = _int(stat["max_ns"], thread, path + ".max_ns")
-        if lo > hi:
-            raise _err(thread, path, "min_ns > max_ns")
-        total = _int(stat["sum_ns"], thread, path + ".sum_ns")
-        if not lo * n <= total <= hi * n:
-            raise _err(thread, path, "sum_ns is outside [n*min_ns, n*max_ns]")
-    if not isinstance(stat["m2"], (int, float)) or stat["m2"] < 0:
-        raise _err(thread, path + ".m2", "expected a number >= 0")
-    hist = stat["hist"]
-    if not isinstance(hist, list):
-        raise _err(thread, path + ".hist", "expected a list of [index, count]")
-    total_count = 0
-    for item in hist:
-        if not (isinstance(item, (list, tuple)) and len(item) == 2):
-            raise _err(thread, path + ".hist", "expected [index, count] pairs")
-        index = _int(item[0], thread, path + ".hist index")
-        if index >= PLAT_NR:
-            raise _err(thread, path + ".hist", f"bucket index {index} >= {PLAT_NR}")
-        total_count += _int(item[1], thread, path + ".hist count")
-    if hist and total_count != n:
-        raise _err(thread, path + ".hist", f"counts add to {total_count}, n is {n}")
-
-
-def _check_sample_stat(stat: Any, thread: Any, path: str) -> None:
-    if not isinstance(stat, Mapping):
-        raise _err(thread, path, "expected an object")
-    missing = [k for k in ("n", "min", "max", "mean", "m2") if k not in stat]
-    if missing:
-        raise _err(thread, path, f"missing {', '.join(missing)}")
-    n = _int(stat["n"], thread, path + ".n")
-    lo = _int(stat["min"], thread, path + ".min")
-    hi = _int(stat["max"], thread, path + ".max")
-    for key in ("mean", "m2"):
-        v = stat[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            raise _err(thread, f"{path}.{key}", "expected a number >= 0")
-    if n and not lo * (1 - 1e-9) <= stat["mean"] <= hi * (1 + 1e-9):
-        raise _err(thread, path, "mean is outside [min, max]")
-
-
-def check_result(result: Any, spec: Optional[Mapping[str, Any]] = None) -> None:
-    """Raise EngineResultError unless ``result`` follows the engine output contract."""
-    if not isinstance(result, Mapping):
-        raise EngineResultError("engine result must be an object")
-    thread = result.get("thread_number", "?")
-    _int(result.get("thread_number"), thread, "thread_number", minimum=1)
-    if spec is not None and result["thread_number"] != spec["thread_number"]:
-        raise _err(thread, "thread_number", f"does not match the input ({spec['thread_number']})")
-    for key in ("elapsed_ns", "runtime_ns"):
-        _int(result.get(key), thread, key)
-    if "start_ns" in result:
-        _int(result["start_ns"], thread, "start_ns")
-    for name in DDIR_NAMES:
-        d = result.get(name)
-        if d is None:
-            continue
-        if not isinstance(d, Mapping):
-            raise _err(thread, name, "expected an object")
-        for key in ("io_bytes", "total_ios", "runtime_ns"):
-            _int(d.get(key), thread, f"{name}.{key}")
-        for key in ("short_ios", "drop_ios"):
-            if key in d:
-                _int(d[key], thread, f"{name}.{key}")
-        for lat in ("clat", "slat", "lat"):
-            if lat in d:
-                _check_stat(d[lat], thread, f"{name}.{lat}")
-        for key in ("bw_window_bytes", "iops_window_ios"):
-            values = d.get(key, [])
-            if not isinstance(values, list):
-                raise _err(thread, f"{name}.{key}", "expected a list")
-            for v in values:
-                _int(v, thread, f"{name}.{key}[]")
-        for key in ("bw_sample_stat", "iops_sample_stat"):
-            if key in d:
-                _check_sample_stat(d[key], thread, f"{name}.{key}")
-    for key, length in (("iodepth_level", 7), ("iodepth_submit", 7), ("iodepth_complete", 7)):
-        if key in result:
-            values = result[key]
-            # A list from JSON; a tuple from the binding (a fixed-length array in Rust).
-            if not isinstance(values, (list, tuple)) or len(values) != length:
-                raise _err(thread, key, f"expected a list of {length} counts")
-            for v in values:
-                _int(v, thread, key + "[]")
-    # --- issue 10: latency_target ---
-    for key in ("latency_depth", "error"):
-        if key in result:
-            _int(result[key], thread, key)
-    if "latency_buckets" in result:
-        lb = result["latency_buckets"]
-        for key, length in (("ns", 10), ("us", 10), ("ms", 12)):
-            values = lb.get(key) if isinstance(lb, Mapping) else None
-            if not isinstance(values, list) or len(values) != length:
-                raise _err(thread, f"latency_buckets.{key}", f"expected a list of {length} counts")
-            for v in values:
-                _int(v, thread, f"latency_buckets.{key}[]")
-    if result.get("steadystate") is not None:
-        _check_steadystate(result["steadystate"], thread)  # issue 10: ss
-
-
-# --- issue 10: ss ---
-def _check_steadystate(ss: Any, thread: Any) -> None:
-    """The engine's steady-state record (docs/fio.md §4)."""
-    if not isinstance(ss, Mapping):
-        raise _err(thread, "steadystate", "expected an object")
-    if ss.get("metric") not in ("iops", "bw"):
-        raise _err(thread, "steadystate.metric", "expected iops or bw")
-    for key in ("is_slope", "percent", "attained"):
-        if not isinstance(ss.get(key), bool):
-            raise _err(thread, f"steadystate.{key}", "expected true or false")
-    _int(ss.get("duration_s"), thread, "steadystate.duration_s", minimum=1)
-    for key in ("limit", "criterion", "max_deviation", "slope"):
-        v = ss.get(key)
-        # null stands for NaN (JSON has none).
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise _err(thread, f"steadystate.{key}", "expected a number or null")
-    for key in ("iops", "bw"):
-        values = ss.get(key)
-        # Empty for a clone whose group's window another clone keeps.
-        if not isinstance(values, list) or len(values) not in (0, ss["duration_s"]):
-            raise _err(thread, f"steadystate.{key}", f"expected a list of {ss['duration_s']} samples or none")
-        for v in values:
-            _int(v, thread, f"steadystate.{key}[]")

@@ -1,33 +1,26 @@
-"""fio's log-linear latency histogram (stat.h FIO_IO_U_PLAT_*), both directions.
+"""fio's log-linear latency histogram (stat.h FIO_IO_U_PLAT_*), both directions, and its
+completion-latency tables.
 
-A value ``v`` (ns) below 128 has its own bucket. Above, with ``msb`` the index of the
-highest set bit, the bucket keeps the msb and the next 6 bits::
-
-    error_bits = msb - 6
-    index      = (error_bits + 1) * 64 + ((v >> error_bits) & 63)      (capped at 1855)
-
-and reports the midpoint of its range::
-
-    value(index) = 2**(e + 6) + (index % 64 + 0.5) * 2**e,   e = index // 64 - 1
-
-so a reported value is within 1/128 of every value in its bucket. 29 groups of 64 give
-1856 buckets; values above 2**34 ns (~17 s) all land in the last one. Percentiles are
-the value of the first bucket where the running count reaches p/100 * N
-(stat.c calc_clat_percentiles); JSON and normal output, the ``latency_*`` tables'
-cousins and the histogram log all use these buckets.
+The buckets are the core's (stats/mod.rs, handed over as ``FACTS["histogram"]``): a value
+``v`` (ns) below 128 has its own bucket; above, a bucket keeps the highest set bit and the
+next 6 bits, and reports the midpoint of its range, so a reported value is within 1/128 of
+every value in its bucket. 29 groups of 64 give 1856 buckets; values above 2**34 ns (~17 s)
+all land in the last one (docs/fio.md §5). Percentiles are the value of the first bucket
+where the running count reaches p/100 * N (stat.c calc_clat_percentiles); JSON and normal
+output, the ``latency_*`` tables' cousins and the histogram log all use these buckets.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Union
 
+from .facts import FACTS, latency_slot
+
 __all__ = [
-    "PLAT_BITS",
-    "PLAT_VAL",
-    "PLAT_GROUP_NR",
     "PLAT_NR",
     "value_to_index",
     "index_to_value",
@@ -37,13 +30,15 @@ __all__ = [
     "percentiles",
     "DEFAULT_PERCENTILES",
     "latency_bucket",
-    "latency_buckets_from_hist",
+    "LAT_LABELS",
+    "LAT_LABELS_MS",
 ]
 
-PLAT_BITS = 6
-PLAT_VAL = 1 << PLAT_BITS
-PLAT_GROUP_NR = 29
-PLAT_NR = PLAT_GROUP_NR * PLAT_VAL  # 1856
+_H = FACTS["histogram"]
+_LOW = _H["bucket_low_ns"]
+_HIGH = _H["bucket_high_ns"]
+_VALUE = _H["bucket_value_ns"]
+PLAT_NR = len(_VALUE)  # 1856
 
 DEFAULT_PERCENTILES = (1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99)
 
@@ -54,29 +49,19 @@ def value_to_index(value: int) -> int:
     """Bucket index of a latency in ns (fio's ``plat_val_to_idx``)."""
     if value < 0:
         raise ValueError("latency must be >= 0")
-    msb = value.bit_length() - 1 if value else 0
-    if msb <= PLAT_BITS:
-        return value
-    error_bits = msb - PLAT_BITS
-    base = (error_bits + 1) << PLAT_BITS
-    offset = (PLAT_VAL - 1) & (value >> error_bits)
-    return min(base + offset, PLAT_NR - 1)
+    return bisect_right(_LOW, value) - 1
+
+
+def _check_index(index: int) -> None:
+    if not 0 <= index < PLAT_NR:
+        raise ValueError(f"bucket index {index} out of range 0..{PLAT_NR - 1}")
 
 
 def index_to_value(index: int) -> int:
-    """The value fio reports for a bucket (``plat_idx_to_val``): its midpoint.
-
-    For every bucket above 127 the midpoint is an integer, because ``(k + 0.5) * 2**e``
-    with ``e >= 1`` is exact; fio's double arithmetic therefore loses nothing.
-    """
-    if not 0 <= index < PLAT_NR:
-        raise ValueError(f"bucket index {index} out of range 0..{PLAT_NR - 1}")
-    if index < (PLAT_VAL << 1):
-        return index
-    error_bits = (index >> PLAT_BITS) - 1
-    base = 1 << (error_bits + PLAT_BITS)
-    k = index % PLAT_VAL
-    return base + (2 * k + 1) * (1 << (error_bits - 1))
+    """The value fio reports for a bucket (``plat_idx_to_val``): its midpoint, an integer
+    for every bucket (fio's double arithmetic loses nothing)."""
+    _check_index(index)
+    return _VALUE[index]
 
 
 def index_bounds(index: int) -> tuple[int, int]:
@@ -84,13 +69,8 @@ def index_bounds(index: int) -> tuple[int, int]:
 
     The last bucket also takes every larger value; its bound is its nominal range.
     """
-    if not 0 <= index < PLAT_NR:
-        raise ValueError(f"bucket index {index} out of range 0..{PLAT_NR - 1}")
-    if index < (PLAT_VAL << 1):
-        return index, index
-    error_bits = (index >> PLAT_BITS) - 1
-    lo = (1 << (error_bits + PLAT_BITS)) + (index % PLAT_VAL) * (1 << error_bits)
-    return lo, lo + (1 << error_bits) - 1
+    _check_index(index)
+    return _LOW[index], _HIGH[index]
 
 
 def dense(hist: Hist) -> list[int]:
@@ -154,42 +134,18 @@ def percentiles(hist: Sequence[int], n: int, plist: Sequence[float]) -> list[tup
 
 # --- the latency_ns / latency_us / latency_ms tables --------------------------------------
 #
-# io_u.c io_u_mark_latency(): completion latency (clat, not total lat) is counted in
-# 10 ns buckets, 10 us buckets or 12 ms buckets. The label is the exclusive upper bound of
-# the range: "2" holds 0-1, "4" holds 2-3, "10" holds 4-9 ... "1000" holds 750-999;
+# io_u.c io_u_mark_latency(): completion latency (clat, not total lat) is counted in the
+# core's tables (engine/fio/report.rs: ns below 1 us, us below 1 ms, ms above). The label is the
+# exclusive upper edge of the slot: "2" holds 0-1, "4" holds 2-3 ... "1000" holds 750-999;
 # the ms table adds "2000" (1000-1999) and ">=2000".
 
-LAT_LABELS_NS = ("2", "4", "10", "20", "50", "100", "250", "500", "750", "1000")
-LAT_LABELS_US = LAT_LABELS_NS
-LAT_LABELS_MS = LAT_LABELS_NS + ("2000", ">=2000")
-_LAT_EDGES = (2, 4, 10, 20, 50, 100, 250, 500, 750, 1000)
-
-
-def _edge_index(value: int, edges: Sequence[int]) -> int:
-    for i, edge in enumerate(edges):
-        if value < edge:
-            return i
-    return len(edges)
+_EDGES = FACTS["latency_tables"]["edges"]
+_EDGES_MS = FACTS["latency_tables"]["ms_edges"]
+LAT_LABELS = tuple(str(e) for e in _EDGES)
+LAT_LABELS_MS = tuple(str(e) for e in _EDGES_MS) + (f">={_EDGES_MS[-1]}",)
 
 
 def latency_bucket(clat_ns: int) -> tuple[str, int]:
-    """Which table (``"ns"``, ``"us"``, ``"ms"``) and slot one completion latency counts in."""
-    if clat_ns < 1000:
-        return "ns", _edge_index(clat_ns, _LAT_EDGES)
-    if clat_ns < 1_000_000:
-        return "us", _edge_index(clat_ns // 1000, _LAT_EDGES)
-    return "ms", min(_edge_index(clat_ns // 1_000_000, _LAT_EDGES + (2000,)), 11)
-
-
-def latency_buckets_from_hist(hist: Sequence[int]) -> dict[str, list[int]]:
-    """Approximate the latency tables from a clat histogram, counting each bucket at the
-    value fio would report for it. Exact for buckets below 128 ns; elsewhere a bucket that
-    straddles a table edge (750 ns, 10 us, 20 us ...) is counted on one side. The engine
-    contract lets the engine send exact counts instead (docs/fio.md).
-    """
-    out = {"ns": [0] * 10, "us": [0] * 10, "ms": [0] * 12}
-    for index, count in enumerate(hist):
-        if count:
-            table, slot = latency_bucket(index_to_value(index))
-            out[table][slot] += count
-    return out
+    """Which table (``"ns"``, ``"us"``, ``"ms"``) and slot one completion latency counts in
+    (engine/fio/report.rs ``latency_slot``)."""
+    return latency_slot(clat_ns)

@@ -19,6 +19,7 @@ The engine applies it (crates/ssdtwin-core/src/engine/iolog.rs).
 from __future__ import annotations
 
 import array
+import operator
 import os
 import stat
 import struct
@@ -29,7 +30,9 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import limits as L
+from .contract import CloneOut, Ddir
 from .errors import FioJobError
+from .facts import DDIR_NAMES, FACTS
 
 __all__ = [
     "MAX_TRACE_BYTES",
@@ -47,7 +50,6 @@ __all__ = [
 
 HEADER_V2 = "fio version 2 iolog"
 HEADER_V3 = "fio version 3 iolog"
-DDIR_NAMES = ("read", "write", "trim")
 FILE_ACTIONS = ("add", "open", "close")
 IO_ACTIONS = ("read", "write", "trim", "sync", "datasync", "wait")
 
@@ -62,12 +64,19 @@ MAX_U64 = (1 << 64) - 1
 # blktrace's magic (blktrace_api.h BLK_IO_TRACE_MAGIC), either byte order, low byte = version.
 _BLKTRACE_MAGIC = 0x65617400
 
-# Packed records the engine reads (engine/iolog.rs): kind, offset, len, delay_ns, extra_ns.
-_REPLAY_ABSOLUTE = 1 << 8
-_RECORD = struct.Struct("<4Q")  # the engine's write_iolog records: issue_ns, ddir, offset, len
+# The packed records of engine/iolog.rs, little-endian u64 fields in the order the core
+# names them: the replay records the engine reads, and the write_iolog records it writes.
+# Python names the fields it fills or reads; a field the core adds or drops fails here.
+_REPLAY_FIELDS = ("kind", "offset_bytes", "len_bytes", "delay_ns", "extra_ns")
+_replay_record = operator.itemgetter(*(_REPLAY_FIELDS.index(f) for f in FACTS["replay_record"]))
+_REPLAY_ABSOLUTE = FACTS["replay_absolute"]
+_LOG_FIELDS = FACTS["iolog_record"]
+_LOG_RECORD = struct.Struct(f"<{len(_LOG_FIELDS)}Q")
+_LOG_ISSUE, _LOG_DDIR, _LOG_OFFSET, _LOG_LEN = (_LOG_FIELDS.index(f) for f in ("issue_ns", "ddir", "offset_bytes", "len_bytes"))
 
 
-ACTIONS = ("read", "write", "trim", "sync", "datasync", "wait", "add", "open", "close")
+# A replay record's kind is its direction's index: the directions come first.
+ACTIONS = (*DDIR_NAMES, "sync", "datasync", "wait", "add", "open", "close")
 _CODE = {name: code for code, name in enumerate(ACTIONS)}
 _FIRST_FILE_ACTION = _CODE["add"]
 
@@ -225,7 +234,7 @@ class Replay:
     bytes_by_dir: list[int]
 
     @property
-    def directions(self) -> list[str]:
+    def directions(self) -> list[Ddir]:
         return [n for d, n in enumerate(DDIR_NAMES) if self.bytes_by_dir[d]]
 
 
@@ -323,11 +332,11 @@ def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_byte
         if len(errors) >= 20:
             break
         if wait_ms is not None:
-            out.extend((code | _REPLAY_ABSOLUTE, offset, length, _ns(wait_ms * 1000), 0))
+            out.extend(_replay_record((code | _REPLAY_ABSOLUTE, offset, length, _ns(wait_ms * 1000), 0)))
         elif specials:
-            out.extend((code, offset, length, _ns(specials[0]), _ns(sum(specials[1:]) + delay)))
+            out.extend(_replay_record((code, offset, length, _ns(specials[0]), _ns(sum(specials[1:]) + delay))))
         else:
-            out.extend((code, offset, length, _ns(delay), 0))
+            out.extend(_replay_record((code, offset, length, _ns(delay), 0)))
         specials = []
         wait_ms = None
         ios += 1
@@ -347,28 +356,23 @@ def iolog_name(clone: Any) -> str:
     return st["filename"] if st.get("filename") else f"{clone.job.name}.{clone.subjob}.0"
 
 
-def _records(blob: Any) -> Any:
-    data = bytes(blob) if not isinstance(blob, (bytes, bytearray)) else blob
-    return _RECORD.iter_unpack(data)
-
-
-def render_iolog(clone: Any, result: Mapping[str, Any]) -> str:
+def render_iolog(clone: Any, result: CloneOut) -> str:
     """One clone's iolog as fio 3.33 writes it (iolog.c init_iolog_write, log_io_u,
     log_file): header, add and open at the start, one line per issued I/O with its issue
     time in microseconds since the clone started, close at its end."""
     name = iolog_name(clone)
-    start = int(result.get("start_ns", 0))
-    end_us = int(result.get("elapsed_ns", 0)) // 1000
+    start = result["start_ns"]
+    end_us = result["elapsed_ns"] // 1000
     out = [HEADER_V3, f"0 {name} add", f"0 {name} open"]
-    for issue_ns, ddir, offset, length in _records(result.get("iolog") or b""):
-        out.append(f"{(issue_ns - start) // 1000} {name} {DDIR_NAMES[ddir]} {offset} {length}")
+    for r in _LOG_RECORD.iter_unpack(result.get("iolog", b"")):
+        out.append(f"{(r[_LOG_ISSUE] - start) // 1000} {name} {DDIR_NAMES[r[_LOG_DDIR]]} {r[_LOG_OFFSET]} {r[_LOG_LEN]}")
     out.append(f"{end_us} {name} close")
     return "\n".join(out) + "\n"
 
 
-def render_iologs(run: Any, results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def render_iologs(run: Any, results: Sequence[CloneOut]) -> dict[str, str]:
     """write_iolog file → text, the clones sharing a file in thread order (fio appends)."""
-    by_thread = {r.get("thread_number"): r for r in results}
+    by_thread = {r["thread_number"]: r for r in results}
     files: dict[str, list[str]] = {}
     for clone in run.clones:
         target = clone.job.state.get("write_iolog")
@@ -378,7 +382,7 @@ def render_iologs(run: Any, results: Sequence[Mapping[str, Any]]) -> dict[str, s
     return {name: "".join(parts) for name, parts in files.items()}
 
 
-def write_iologs(run: Any, results: Sequence[Mapping[str, Any]], directory: Union[str, Path]) -> list[Path]:
+def write_iologs(run: Any, results: Sequence[CloneOut], directory: Union[str, Path]) -> list[Path]:
     """Append each write_iolog file (relative names under ``directory``), as fio does."""
     written = []
     for name, text in render_iologs(run, results).items():

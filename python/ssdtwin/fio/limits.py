@@ -9,6 +9,8 @@ grows memory with what it asks for, and never reaches the engine.
 
 from __future__ import annotations
 
+from .facts import FACTS
+
 __all__ = [
     "MAX_JOB_TEXT_BYTES",
     "MAX_INCLUDE_DEPTH",
@@ -72,10 +74,10 @@ FIO_NUMBER_MAX = (1 << 63) - 1
 MAX_BS = 2_147_479_552
 
 # The engine simulates at most 200 days per run (its device timing counts picoseconds in
-# 64 bits: crates/ssdtwin-core/src/engine/fio.rs MAX_RUN_NS). Times and byte counts that
-# cannot fit in that are refused before the run starts.
-MAX_RUN_DAYS = 200
-MAX_RUN_NS = MAX_RUN_DAYS * 86_400 * 1_000_000_000
+# 64 bits: the core's MAX_RUN_NS, FioFacts.max_run_ns). Times and byte counts that cannot
+# fit in that are refused before the run starts.
+MAX_RUN_NS = FACTS["max_run_ns"]
+MAX_RUN_DAYS = MAX_RUN_NS // (86_400 * 1_000_000_000)
 MAX_RUN_US = MAX_RUN_NS // 1000
 
 # Numbers and expressions: characters of one number (fio's largest has 19 digits), bits of

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from .engine import check_result
+from .contract import CloneOut
 from .errors import EngineResultError
 from .hist import PLAT_NR, dense
 from .parser import Clone, Run
@@ -98,9 +98,9 @@ def format_hist_rows(rows: Iterable[Sequence[Any]], coarseness: int) -> str:
     return "".join(out)
 
 
-def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def render_logs(run: Run, results: Sequence[CloneOut]) -> dict[str, str]:
     """Every log file of the run: name → content, in thread order."""
-    by_thread = {r.get("thread_number"): r for r in results}
+    by_thread = {r["thread_number"]: r for r in results}
     files: dict[str, list[str]] = {}
     for clone in run.clones:
         names = log_names(clone)
@@ -109,8 +109,7 @@ def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> dict[str, str
         result = by_thread.get(clone.thread_number)
         if result is None:
             raise EngineResultError(f"no engine result for thread {clone.thread_number}")
-        check_result(result)
-        logs = result.get("logs", {}) or {}
+        logs: Mapping[str, Any] = result["logs"]  # by LOG_KINDS key
         st = clone.job.state
         for key, name in names.items():
             rows = logs.get(key, [])
@@ -119,7 +118,7 @@ def render_logs(run: Run, results: Sequence[Mapping[str, Any]]) -> dict[str, str
     return {name: "".join(parts) for name, parts in files.items()}
 
 
-def write_logs(run: Run, results: Sequence[Mapping[str, Any]], directory: Union[str, Path]) -> list[Path]:
+def write_logs(run: Run, results: Sequence[CloneOut], directory: Union[str, Path]) -> list[Path]:
     """Write the log files into ``directory``; return their paths."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

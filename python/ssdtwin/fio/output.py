@@ -11,13 +11,14 @@ import json
 import math
 import struct
 import time as _time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
-from .engine import DDIR_NAMES
+from .contract import CloneOut, SsOut
 from .errors import EngineResultError
-from .hist import index_to_value, percentiles
+from .facts import DDIR_NAMES, IODEPTH_LABELS
+from .hist import LAT_LABELS, LAT_LABELS_MS, index_to_value, percentiles
 from .parser import Run
 from .stats import GroupStat, IoStat, ThreadStat, aggregate, from_engine, group_stats
 from .units import N2S_BYTE, N2S_BYTEPERSEC, N2S_NONE, num2str
@@ -52,13 +53,11 @@ def _default_version() -> str:
 # --- building the report ------------------------------------------------------------------
 
 
-def thread_stats(run: Run, results: Sequence[Mapping[str, Any]]) -> list[ThreadStat]:
-    """Per-thread stats in thread order; ``results`` are the engine's dicts, any order."""
-    by_thread: dict[int, Mapping[str, Any]] = {}
+def thread_stats(run: Run, results: Sequence[CloneOut]) -> list[ThreadStat]:
+    """Per-thread stats in thread order; ``results`` are the engine's, in any order."""
+    by_thread: dict[int, CloneOut] = {}
     for r in results:
-        tn = r.get("thread_number") if isinstance(r, Mapping) else None
-        if not isinstance(tn, int):
-            raise EngineResultError("engine result without an integer thread_number")
+        tn = r["thread_number"]
         if tn in by_thread:
             raise EngineResultError(f"two engine results for thread {tn}")
         by_thread[tn] = r
@@ -83,17 +82,17 @@ class Report:
     eta_s: int = 0
 
 
-def build_report(run: Run, results: Sequence[Mapping[str, Any]]) -> Report:
+def build_report(run: Run, results: Sequence[CloneOut]) -> Report:
     threads = thread_stats(run, results)
     return report_from_threads(run, threads, results)
 
 
-def report_from_threads(run: Run, threads: Sequence[ThreadStat], results: Sequence[Mapping[str, Any]] = ()) -> Report:
+def report_from_threads(run: Run, threads: Sequence[ThreadStat], results: Sequence[CloneOut] = ()) -> Report:
     pairs = [(ts, c.job.group_reporting) for ts, c in zip(threads, run.clones)]
     entries = aggregate(pairs)
     end_ns = 0
     for r in results:
-        end_ns = max(end_ns, int(r.get("start_ns", 0)) + int(r.get("elapsed_ns", 0)))
+        end_ns = max(end_ns, r["start_ns"] + r["elapsed_ns"])
     n_groups = (max(c.group_id for c in run.clones) + 1) if run.clones else 0
     return Report(
         entries=entries,
@@ -261,10 +260,6 @@ def _lat_pct(counts: Sequence[int], total: int) -> list[float]:
     return out
 
 
-_LAT_LABELS = ("2", "4", "10", "20", "50", "100", "250", "500", "750", "1000")
-_LAT_LABELS_MS = _LAT_LABELS + ("2000", ">=2000")
-
-
 def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: Report, plus: bool) -> Obj:
     o = Obj([("jobname", ts.name), ("groupid", ts.groupid), ("error", ts.error), ("eta", report.eta_s), ("elapsed", report.elapsed_s)])
     if ts.options:
@@ -279,15 +274,15 @@ def _thread_obj(ts: ThreadStat, rs: Optional[GroupStat], report: Report, plus: b
     o += [("job_runtime", runt), ("usr_cpu", float(usr)), ("sys_cpu", float(sys_)), ("ctx", ts.ctx), ("majf", ts.majf), ("minf", ts.minf)]
     total = ts.total_ios()
     depth = _dist(ts.io_u_map, total)
-    o.append(("iodepth_level", Obj([(str(1 << i) if i < 6 else ">=64", depth[i]) for i in range(7)])))
+    o.append(("iodepth_level", Obj(list(zip(IODEPTH_LABELS, depth)))))
     names = ("0", "4", "8", "16", "32", "64", ">=64")
     submit = _dist(ts.io_u_submit, ts.total_submit)
     o.append(("iodepth_submit", Obj(list(zip(names, submit)))))
     complete = _dist(ts.io_u_complete, ts.total_complete)
     o.append(("iodepth_complete", Obj(list(zip(names, complete)))))
-    o.append(("latency_ns", Obj(list(zip(_LAT_LABELS, _lat_pct(ts.lat_n, total))))))
-    o.append(("latency_us", Obj(list(zip(_LAT_LABELS, _lat_pct(ts.lat_u, total))))))
-    o.append(("latency_ms", Obj(list(zip(_LAT_LABELS_MS, _lat_pct(ts.lat_m, total))))))
+    o.append(("latency_ns", Obj(list(zip(LAT_LABELS, _lat_pct(ts.lat_n, total))))))
+    o.append(("latency_us", Obj(list(zip(LAT_LABELS, _lat_pct(ts.lat_u, total))))))
+    o.append(("latency_ms", Obj(list(zip(LAT_LABELS_MS, _lat_pct(ts.lat_m, total))))))
     if ts.latency_depth:
         o += [
             ("latency_depth", ts.latency_depth),
@@ -308,22 +303,22 @@ def _ss_float(value: Optional[float]) -> float:
     return math.nan if value is None else float(value)
 
 
-def _ss_name(ss: Mapping[str, Any]) -> str:
+def _ss_name(ss: SsOut) -> str:
     return str(ss["metric"]) + ("_slope" if ss["is_slope"] else "")
 
 
-def _ss_window(ss: Mapping[str, Any], key: str) -> list[int]:
+def _ss_window(ss: SsOut, key: Literal["iops", "bw"]) -> list[int]:
     # A clone that does not keep its group's window has none: fio's would be unset.
     return list(ss[key]) or [0] * int(ss["duration_s"])
 
 
-def _ss_means(ss: Mapping[str, Any]) -> tuple[int, int]:
+def _ss_means(ss: SsOut) -> tuple[int, int]:
     # steadystate.c steadystate_bw_mean/iops_mean: integer means over the whole window.
     n = int(ss["duration_s"])
     return sum(ss["bw"]) // n, sum(ss["iops"]) // n
 
 
-def _ss_obj(ss: Mapping[str, Any]) -> Obj:
+def _ss_obj(ss: SsOut) -> Obj:
     """fio's JSON "steadystate" object (stat.c show_thread_status_json): limit and
     criterion are printed from C floats (single precision) with %f."""
     pct = "%" if ss["percent"] else ""
@@ -385,7 +380,7 @@ def _ctime(seconds: float) -> str:
 
 def json_text(
     run: Run,
-    results: Optional[Sequence[Mapping[str, Any]]] = None,
+    results: Optional[Sequence[CloneOut]] = None,
     *,
     report: Optional[Report] = None,
     plus: bool = False,
@@ -430,7 +425,7 @@ def _ssdtwin_obj(run: Run) -> Obj:
     return Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
 
 
-def json_dict(run: Run, results: Optional[Sequence[Mapping[str, Any]]] = None, **kw: Any) -> dict[str, Any]:
+def json_dict(run: Run, results: Optional[Sequence[CloneOut]] = None, **kw: Any) -> dict[str, Any]:
     """The JSON report as Python objects (a repeated key keeps its last value)."""
     out: dict[str, Any] = json.loads(json_text(run, results, **kw))
     return out
@@ -633,7 +628,7 @@ def _group_normal(rs: GroupStat, out: list[str]) -> None:
 
 def normal_text(
     run: Run,
-    results: Optional[Sequence[Mapping[str, Any]]] = None,
+    results: Optional[Sequence[CloneOut]] = None,
     *,
     report: Optional[Report] = None,
     timestamp_ms: Optional[int] = None,

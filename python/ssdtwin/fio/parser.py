@@ -32,7 +32,9 @@ from typing import Any, Callable, Optional, Union
 
 from . import limits as L
 from . import options as O
+from .contract import JobSpec
 from .errors import FioJobError
+from .facts import splitmix
 from .units import N2S_BYTE, num2str
 
 __all__ = ["parse", "parse_string", "Run", "Job", "Clone", "ENGINE_INPUT_VERSION"]
@@ -244,11 +246,11 @@ class Run:
         namespace_sizes: Optional[Mapping[int, int]] = None,
         namespace_lba_bytes: Optional[Mapping[int, int]] = None,
         link_bytes_per_s: Optional[int] = None,
-    ) -> list[dict[str, Any]]:
-        """One JSON-able dict per clone, in thread order (docs/fio.md §3). A clone whose
+    ) -> list[JobSpec]:
+        """One engine input per clone, in thread order (docs/fio.md §3). A clone whose
         filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
         ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
-        from .engine import contract_range_error, engine_input, sched_fields, ss_fields  # local: keeps the parser importable alone
+        from .engine import add_sched_fields, add_ss_fields, contract_range_error, engine_input  # local: keeps the parser importable alone
 
         errors: list[FioJobError] = []
         out = []
@@ -259,8 +261,8 @@ class Run:
             except FioJobError as e:
                 errors.extend(e.errors)
                 continue
-            spec.update(sched_fields(clone, run_exitall))  # issue 10: sched
-            spec.update(ss_fields(clone))  # issue 10: ss
+            add_sched_fields(spec, clone, run_exitall)
+            add_ss_fields(spec, clone)
             bad = contract_range_error(spec)
             if bad:
                 errors.append(
@@ -289,14 +291,6 @@ def _bs_range(st: dict[str, Any], d: int) -> tuple[int, int]:
         lo, hi = rng
         return int(lo), int(hi)
     return int(st["bs"][d]), int(st["bs"][d])
-
-
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    z = x
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
 
 
 def fio_seeds(
@@ -1029,7 +1023,7 @@ def _parse_sources(
                 lo, hi = st["startdelay_us"]
                 delay = lo
                 if hi > lo:
-                    delay = lo + _splitmix64(named["start_delay"]) % (hi - lo + 1)
+                    delay = lo + splitmix(named["start_delay"]) % (hi - lo + 1)
                 clones.append(
                     Clone(
                         job=job,

@@ -19,7 +19,8 @@ from ..drive import Drive
 from . import iolog as fio_iolog
 from . import logs as fio_logs
 from . import output as fio_output
-from .parser import file_kind, parse
+from .contract import CloneOut, JobSpec
+from .parser import Run, file_kind, parse
 
 
 def run_jobs(
@@ -32,7 +33,7 @@ def run_jobs(
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
     notes: Optional[Callable[[str], None]] = None,
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Run, list[CloneOut]]:
     """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
     ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
@@ -43,7 +44,7 @@ def run_jobs(
     return run, drive.run_fio(specs, namespace, idle_gc, progress)
 
 
-def engine_specs(drive: Drive, run: Any, namespace: int = 1) -> list[dict[str, Any]]:
+def engine_specs(drive: Drive, run: Run, namespace: int = 1) -> list[JobSpec]:
     """The engine input of a parsed run on ``drive``: jobs that name no namespace go to
     ``namespace``; every attached namespace's size and LBA size, and the host link's rate."""
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
@@ -53,9 +54,7 @@ def engine_specs(drive: Drive, run: Any, namespace: int = 1) -> list[dict[str, A
     sizes = {nsid: ns.bytes for nsid, ns in nss.items()}
     lbas = {nsid: ns.lba_bytes for nsid, ns in nss.items()}
     link = int(drive.spec()["timing"]["host_link_bytes_per_s"]["value"])
-    specs: list[dict[str, Any]] = run.to_engine(
-        target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link
-    )
+    specs = run.to_engine(target.bytes, target.lba_bytes, namespace_sizes=sizes, namespace_lba_bytes=lbas, link_bytes_per_s=link)
     return specs
 
 
@@ -72,7 +71,7 @@ def job_file_problem(path: Path) -> Optional[str]:
     return None
 
 
-def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Optional[int] = None) -> str:
+def render(run: Run, results: list[CloneOut], fmt: str, timestamp_ms: Optional[int] = None) -> str:
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     if fmt == "json":
         return fio_output.json_text(run, results, timestamp_ms=ts)
@@ -81,7 +80,7 @@ def render(run: Any, results: list[dict[str, Any]], fmt: str, timestamp_ms: Opti
     return fio_output.normal_text(run, results, timestamp_ms=ts)
 
 
-def write_logs(run: Any, results: list[dict[str, Any]], directory: Path) -> list[Path]:
+def write_logs(run: Run, results: list[CloneOut], directory: Path) -> list[Path]:
     """The write_*_log files, then the write_iolog files (appended, as fio does)."""
     return list(fio_logs.write_logs(run, results, directory)) + fio_iolog.write_iologs(run, results, directory)
 

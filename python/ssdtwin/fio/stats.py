@@ -9,13 +9,14 @@ formulas and print the same digits.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .engine import DDIR_NAMES, averaging_windows, check_result
+from .contract import CloneOut, SampleStatOut, SsOut, StatOut
 from .errors import EngineResultError
-from .hist import PLAT_NR, dense, latency_buckets_from_hist
+from .facts import DDIR_NAMES
+from .hist import PLAT_NR, dense
 
 __all__ = ["IoStat", "DdirStat", "ThreadStat", "GroupStat", "from_engine", "aggregate", "group_stats"]
 
@@ -138,7 +139,7 @@ class ThreadStat:
     # issue 10: latency_target — fio's td->verror, printed after err= in the normal output.
     verror: str = ""
     # issue 10: ss — the engine's steady-state record (docs/fio.md §4), None without ss_dur.
-    steadystate: Optional[dict[str, Any]] = None
+    steadystate: Optional[SsOut] = None
 
     def total_ios(self) -> int:
         return sum(d.total_ios for d in self.ddir)
@@ -167,21 +168,20 @@ def _runtime_ms(ns: int) -> int:
     return (ns // 1000 + 999) // 1000
 
 
-def _sample_stat(stat: Mapping[str, Any]) -> IoStat:
-    return IoStat(int(stat["n"]), int(stat["min"]), int(stat["max"]), float(stat["mean"]), float(stat["m2"]))
+def _sample_stat(stat: SampleStatOut) -> IoStat:
+    return IoStat(stat["n"], stat["min"], stat["max"], stat["mean"], stat["m2"])
 
 
-def _stat(d: Mapping[str, Any]) -> tuple[IoStat, list[int]]:
+def _stat(d: StatOut) -> tuple[IoStat, list[int]]:
     n = d["n"]
     if n == 0:
         return IoStat(), [0] * PLAT_NR
     mean = d["sum_ns"] / n
-    return IoStat(n, d["min_ns"], d["max_ns"], mean, float(d["m2"])), dense(d["hist"])
+    return IoStat(n, d["min_ns"], d["max_ns"], mean, d["m2"]), dense(d["hist"])
 
 
-def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
+def from_engine(result: CloneOut, clone: Any) -> ThreadStat:
     """Turn one engine result (docs/fio.md §4) into fio's per-thread statistics."""
-    check_result(result)
     if result["thread_number"] != clone.thread_number:
         raise EngineResultError(f"engine result for thread {result['thread_number']} given for thread {clone.thread_number}")
     job = clone.job
@@ -191,9 +191,8 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         groupid=clone.group_id,
         thread_number=clone.thread_number,
         description=st["description"],
-        pid=int(result.get("pid", 0)),
         members=1,
-        error=int(result.get("error", 0)),
+        error=result["error"],
         clat_percentiles=st["clat_percentiles"],
         lat_percentiles=st["lat_percentiles"],
         slat_percentiles=st["slat_percentiles"],
@@ -202,71 +201,40 @@ def from_engine(result: Mapping[str, Any], clone: Any) -> ThreadStat:
         kb_base=st["kb_base"],
         sig_figs=st["significant_figures"],
         options=list(job.options),
-        # --- issue 10: latency_target --- the depth fio's search ended at (stat.c
-        # latency_depth = td->latency_qd); fio reports the target in ns, the window in us.
-        latency_depth=int(result.get("latency_depth", st["iodepth"])),
+        # latency_target: the depth fio's search ended at (stat.c latency_depth =
+        # td->latency_qd); fio reports the target in ns, the window in us.
+        latency_depth=result["latency_depth"],
         latency_target=int(st.get("latency_target", 0)) * 1000,
         latency_percentile=float(st.get("latency_percentile", 100.0)),
         latency_window=int(st.get("latency_window", 0)),
         # io_u.c lat_fatal -> td_verror(ETIMEDOUT, "max latency exceeded") at io_u.c:1432.
-        verror="file:io_u.c:1432, func=max latency exceeded, error=Connection timed out" if result.get("error") == 110 else "",
-        steadystate=result.get("steadystate"),  # issue 10: ss
+        verror="file:io_u.c:1432, func=max latency exceeded, error=Connection timed out" if result["error"] == 110 else "",
+        steadystate=result.get("steadystate"),
     )
-    bw_avg_ms, iops_avg_ms = averaging_windows(st)
-    clat_all = [0] * PLAT_NR
     for i, name in enumerate(DDIR_NAMES):
-        d = result.get(name)
-        if not d:
-            continue
+        d = result[name]
         ds = ts.ddir[i]
         ds.io_bytes = d["io_bytes"]
         ds.total_ios = d["total_ios"]
-        ds.short_ios = d.get("short_ios", 0)
-        ds.drop_ios = d.get("drop_ios", 0)
+        ds.short_ios = d["short_ios"]
+        ds.drop_ios = d["drop_ios"]
         ds.runtime_ms = _runtime_ms(d["runtime_ns"])
-        for lat in ("slat", "clat", "lat"):
-            if lat in d:
-                stat, hist = _stat(d[lat])
-                setattr(ds, lat, stat)
-                setattr(ds, lat + "_hist", hist)
-        clat_all = [a + b for a, b in zip(clat_all, ds.clat_hist)]
-        # stat.c __add_samples: one sample per window with I/O; windows without any
-        # I/O in this direction add no sample. KiB/s is floor(floor(bytes*1000/ms)/1024).
-        # The Rust engine sends the samples' running statistics (fixed size however long
-        # the run); the per-window lists are the contract's alternative (docs/fio.md §4).
-        if "bw_sample_stat" in d:
-            ds.bw = _sample_stat(d["bw_sample_stat"])
-        else:
-            ds.bw = IoStat.from_samples([b * 1000 // bw_avg_ms // 1024 for b in d.get("bw_window_bytes", []) if b])
-        if "iops_sample_stat" in d:
-            ds.iops = _sample_stat(d["iops_sample_stat"])
-        else:
-            ds.iops = IoStat.from_samples([n * 1000 // iops_avg_ms for n in d.get("iops_window_ios", []) if n])
-    total = ts.total_ios()
-    if "latency_buckets" in result:
-        lb = result["latency_buckets"]
-        ts.lat_n, ts.lat_u, ts.lat_m = list(lb["ns"]), list(lb["us"]), list(lb["ms"])
-    else:
-        approx = latency_buckets_from_hist(clat_all)
-        ts.lat_n, ts.lat_u, ts.lat_m = approx["ns"], approx["us"], approx["ms"]
-    depth_default = [0] * 7
-    depth_default[_depth_slot(job.effective_iodepth)] = total
-    ts.io_u_map = list(result.get("iodepth_level", depth_default))
-    batch_default = [0, total, 0, 0, 0, 0, 0] if job.engine_async else [0] * 7
-    ts.io_u_submit = list(result.get("iodepth_submit", batch_default))
-    ts.io_u_complete = list(result.get("iodepth_complete", batch_default))
+        ds.slat, ds.slat_hist = _stat(d["slat"])
+        ds.clat, ds.clat_hist = _stat(d["clat"])
+        ds.lat, ds.lat_hist = _stat(d["lat"])
+        # stat.c __add_samples: one sample per window with I/O, KiB/s or IOPS; the engine
+        # sends the samples' running statistics (fixed size however long the run).
+        ds.bw = _sample_stat(d["bw_sample_stat"])
+        ds.iops = _sample_stat(d["iops_sample_stat"])
+    lb = result["latency_buckets"]
+    ts.lat_n, ts.lat_u, ts.lat_m = list(lb["ns"]), list(lb["us"]), list(lb["ms"])
+    ts.io_u_map = list(result["iodepth_level"])
+    ts.io_u_submit = list(result["iodepth_submit"])
+    ts.io_u_complete = list(result["iodepth_complete"])
     ts.total_submit = sum(ts.io_u_submit)
     ts.total_complete = sum(ts.io_u_complete)
     ts.total_run_time_ms = result["runtime_ns"] // 1_000_000
     return ts
-
-
-def _depth_slot(depth: int) -> int:
-    # io_u.c io_u_mark_depth: 1, 2-3, 4-7, 8-15, 16-31, 32-63, >=64
-    for slot, edge in enumerate((2, 4, 8, 16, 32, 64)):
-        if depth < edge:
-            return slot
-    return 6
 
 
 def sum_into(dst: ThreadStat, src: ThreadStat) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
+from ..core_types import FtlInfo
 from ..drive import Drive
 from ..nvmefmt import si_bytes
 
@@ -19,7 +20,7 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def maps_bytes(info: dict[str, Any]) -> int:
+def maps_bytes(info: FtlInfo) -> int:
     """Bytes of the FTL's two maps (4-byte L2P entries per logical IU, P2L per physical IU)."""
     return 4 * (int(info["logical_ius"]) + int(info["superblocks"]) * int(info["ius_per_superblock"]))
 
@@ -105,12 +106,12 @@ def run_ftl_bench(
     return res
 
 
-def _phase(r: Any, seconds: float, info: dict[str, Any]) -> dict[str, Any]:
+def _phase(r: Any, seconds: float, info: FtlInfo) -> dict[str, Any]:
     ius = r.host_bytes / info["iu_bytes"]
     return {"seconds": seconds, "ios": r.ios, "ios_per_s": r.ios / seconds, "host_ius_per_s": ius / seconds, "waf": r.waf}
 
 
-def _touches(r: Any, touches: dict[str, int], info: dict[str, Any]) -> dict[str, Any]:
+def _touches(r: Any, touches: dict[str, int], info: FtlInfo) -> dict[str, Any]:
     """Random map lines per host write of the counted phase, by kind."""
     relocated = r.nand_bytes // info["iu_bytes"] - touches["host_l2p"]
     per = max(r.ios, 1)

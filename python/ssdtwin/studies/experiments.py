@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 from .. import _core
 from ..drive import Drive
 from ..fio import parse_string
+from ..fio.contract import CloneOut, Ddir
 
 JOBS = resources.files("ssdtwin") / "jobs"
 
@@ -62,7 +63,7 @@ def timing_toml(timing: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) -> list[CloneOut]:
     """Simulate a parsed fio run on namespace 1, without idle-time GC between batches;
     `timing` replaces the drive's `[timing]` table for this run (what-if, calibration)."""
     ns = drive.namespaces()[0]
@@ -71,7 +72,7 @@ def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) 
     )
 
 
-def direction_totals(out: list[dict[str, Any]], d: str) -> tuple[int, int, float]:
+def direction_totals(out: list[CloneOut], d: Ddir) -> tuple[int, int, float]:
     """I/Os and bytes of direction `d` over all clones, and the longest clone runtime (s)."""
     ios = sum(r[d]["total_ios"] for r in out)
     byts = sum(r[d]["io_bytes"] for r in out)
@@ -87,7 +88,7 @@ def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optio
     out = run_on_ns1(drive, run, timing)
     wall = time.perf_counter() - t
     v1 = drive.vendor_log()
-    d = "write" if any(r["write"]["total_ios"] for r in out) else "read"
+    d: Ddir = "write" if any(r["write"]["total_ios"] for r in out) else "read"
     ios, byts, secs = direction_totals(out, d)
     lat = sum(r[d]["lat"]["sum_ns"] for r in out) / max(1, sum(r[d]["lat"]["n"] for r in out)) / 1e3
     dh = v1["host_write_bytes"] - v0["host_write_bytes"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..core_types import VendorLog
 from ..drive import Drive
 from ..live import live_state
 from .doublewrite import MODEL, carve
@@ -258,7 +259,7 @@ def prepare_image(image: Path, placement: str, cfg: Config) -> int:
         d.close()
 
 
-def _vendor(image: Path, after: float) -> dict[str, Any]:
+def _vendor(image: Path, after: float) -> VendorLog:
     st = live_state(image, newer_than=after, wait_s=5.0)
     if st is None:
         raise StackError(f"{image}: no fresh live.json from the server")

@@ -21,6 +21,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -92,7 +93,7 @@ def mix(amount: int) -> str:
     )
 
 
-def measure(d: Drive, text: str, state: Optional[dict[str, Any]], seed: int, warmup: Optional[str] = None) -> dict[str, Any]:
+def measure(d: Drive, text: str, state: Optional[stacklib.StackImageState], seed: int, warmup: Optional[str] = None) -> dict[str, Any]:
     """One run on ``d`` (through ``state``'s stack when given): bandwidth, mean latency,
     WAFs over the run. ``warmup`` runs first, unmeasured, so the tier is full and destaging
     (its steady state) when the measured run starts. End-to-end WAF = NAND bytes / host
@@ -102,8 +103,8 @@ def measure(d: Drive, text: str, state: Optional[dict[str, Any]], seed: int, war
     run = parse_string(text, name="shaping.fio", run_seed=seed)
     v0 = d.vendor_log()
     t = time.perf_counter()
-    c0: dict[str, Any] = {}
-    c1: dict[str, Any] = {}
+    c0: Mapping[str, Any] = {}
+    c1: Mapping[str, Any] = {}
     if state is None:
         out = d.run_fio(run.to_engine(*_target(d)), 1, idle_gc=False)
     else:

@@ -23,7 +23,8 @@ from typing import Any, Optional
 from .. import _core
 from ..drive import Drive
 from ..fio import parse_string
-from ..fio.hist import dense, percentiles
+from ..fio.contract import JobSpec
+from ..fio.hist import PLAT_NR, dense, percentiles
 from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
 from ..studies.experiments import cm6_drive
@@ -172,7 +173,7 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
     return row
 
 
-def adjust_specs(specs: list[dict[str, Any]], p: Mapping[str, Any]) -> None:
+def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
     """The job parameters a sweep sets on top of the job file: runtime and ramp_time (every
     job becomes time based), and rate_iops: the drive's total IOPS cap, split evenly over
     the job's clones, a clone's share split between reads and writes by its rwmixread."""
@@ -202,7 +203,7 @@ def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping
     """Figures of a run (every clone together): rates over the longest clone's runtime of
     each direction, fio's completion-latency (clat) percentiles, WAF from the vendor log."""
     row: dict[str, Any] = {}
-    merged = [0] * 1856
+    merged = [0] * PLAT_NR
     n_all = 0
     iops = 0.0
     secs_all = 0.0
@@ -217,7 +218,7 @@ def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping
         iops += row[f"{d}_iops"]
         n = sum(int(r[d]["lat"]["n"]) for r in out)
         row[f"{d}_lat_mean_us"] = sum(int(r[d]["lat"]["sum_ns"]) for r in out) / n / 1e3 if n else None
-        hist = [0] * 1856
+        hist = [0] * PLAT_NR
         for r in out:
             for i, c in enumerate(dense(r[d]["clat"]["hist"])):
                 hist[i] += c

@@ -8,11 +8,15 @@
 pub use crate::workload::trace::{Packed, ReplayTrace};
 use crate::workload::{Ddir, Io};
 
-/// Fields of one recorded I/O: issue time (ns, virtual), ddir (0 read, 1 write, 2 trim),
-/// offset and length in bytes.
-pub const LOG_FIELDS: usize = 4;
-/// Fields of one replayed I/O: kind, offset, length, delay, extra delay (below).
-pub const REPLAY_FIELDS: usize = 5;
+/// Fields of one recorded I/O, in record order: issue time (ns, virtual), ddir (0 read,
+/// 1 write, 2 trim), offset and length in bytes.
+pub const LOG_RECORD: [&str; 4] = ["issue_ns", "ddir", "offset_bytes", "len_bytes"];
+pub const LOG_FIELDS: usize = LOG_RECORD.len();
+/// Fields of one replayed I/O, in record order: kind (the ddir, with [`REPLAY_ABSOLUTE`]),
+/// offset and length in bytes, the delay before it and an extra delay after that (fio's
+/// waits for the lines between two I/Os that issue nothing), see [`Replay::hold_until`].
+pub const REPLAY_RECORD: [&str; 5] = ["kind", "offset_bytes", "len_bytes", "delay_ns", "extra_ns"];
+pub const REPLAY_FIELDS: usize = REPLAY_RECORD.len();
 /// Bit of a replay record's kind: its delay is a time since the clone's start (a version 2
 /// `wait`), not a gap after the previous issue.
 pub const REPLAY_ABSOLUTE: u64 = 1 << 8;

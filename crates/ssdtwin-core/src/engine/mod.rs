@@ -30,6 +30,7 @@ mod events;
 mod power;
 use power::PowerTokens;
 pub mod fio;
+pub mod fio_facts;
 pub mod iolog;
 pub mod stack;
 

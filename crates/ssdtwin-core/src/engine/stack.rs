@@ -19,10 +19,6 @@ pub struct HostStack {
     pub tier: Tier,
 }
 
-/// The name the Python binding still uses for [`HostStack`] (crates/ssdtwin-py); remove once
-/// it names `HostStack`.
-pub type Stack = HostStack;
-
 /// A destage in progress on one lane.
 struct Lane {
     d: Destage,

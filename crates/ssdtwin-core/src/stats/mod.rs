@@ -33,6 +33,17 @@ pub fn plat_value(i: usize) -> u64 {
     (1u64 << (e + PLAT_BITS)) + ((i as u64 % PLAT_VAL) << e) + (1u64 << e) / 2
 }
 
+/// The smallest and largest latency (ns) fio counts in bucket `i`. The last bucket also
+/// takes every larger value; its upper bound here is its nominal range.
+pub fn plat_bounds(i: usize) -> (u64, u64) {
+    if i < 2 * PLAT_VAL as usize {
+        return (i as u64, i as u64);
+    }
+    let e = (i / PLAT_VAL as usize - 1) as u32;
+    let lo = (1u64 << (e + PLAT_BITS)) + ((i as u64 % PLAT_VAL) << e);
+    (lo, lo + (1u64 << e) - 1)
+}
+
 /// Running statistics of one latency kind (clat, slat or lat) of one direction.
 ///
 /// Sums are exact integers (u128), so the variance needs no division per sample and loses
@@ -148,6 +159,19 @@ mod tests {
         assert_eq!(plat_index(88064), 726);
         assert_eq!(plat_value(726), 88576);
         assert_eq!(plat_index(u64::MAX), PLAT_NR - 1);
+    }
+
+    #[test]
+    fn bounds_hold_exactly_the_values_of_their_bucket() {
+        for i in 0..PLAT_NR {
+            let (lo, hi) = plat_bounds(i);
+            assert_eq!(plat_index(lo), i);
+            assert_eq!(plat_index(hi), i);
+            assert!(lo <= plat_value(i) && plat_value(i) <= hi);
+            if i + 1 < PLAT_NR {
+                assert_eq!(plat_bounds(i + 1).0, hi + 1, "buckets {i} and {} leave no gap", i + 1);
+            }
+        }
     }
 
     #[test]

@@ -173,6 +173,14 @@ impl FioRand {
     }
 }
 
+/// The first draw of a freshly seeded stream and the stream's maximum (`init_rand_seed`
+/// then `__rand`): what fio's one-off draws use, e.g. the size of a `filesize=` range
+/// (filesetup.c `get_rand_file_size`).
+pub fn first_draw(seed: u64, use64: bool) -> (u64, u64) {
+    let mut r = FioRand::new(seed, use64);
+    (r.draw(), r.rand_max())
+}
+
 /// hash.h `__hash_u64`: multiplication by the 64-bit golden ratio.
 #[inline(always)]
 pub fn hash_u64(v: u64) -> u64 {

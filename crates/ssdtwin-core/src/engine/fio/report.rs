@@ -305,10 +305,14 @@ impl Serialize for HistRow {
     }
 }
 
-/// fio's io_u_depth buckets: 1, 2, 4, 8, 16, 32, 64+ (0 counts as 1).
+/// fio's queue-depth bins (io_u.c `io_u_mark_depth`): the smallest depth of each of the
+/// seven, 1, 2-3, 4-7, 8-15, 16-31, 32-63 and 64 or more.
+pub const IODEPTH_BIN_LOW: [u32; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The bin of [`IODEPTH_BIN_LOW`] a queue depth counts in (0 counts as 1).
 #[inline]
 pub fn depth_slot(d: u32) -> usize {
-    ((31 - d.max(1).leading_zeros()) as usize).min(6)
+    ((31 - d.max(1).leading_zeros()) as usize).min(IODEPTH_BIN_LOW.len() - 1)
 }
 
 /// fio's latency bucket edges (stat.c `io_u_lat_n`, `_u`): the ns and µs buckets end below
@@ -337,6 +341,39 @@ const LAT_INDEX: [u8; 1000] = {
     t
 };
 
+/// Which of fio's latency tables a completion latency counts in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LatTable {
+    Ns,
+    Us,
+    Ms,
+}
+
+impl LatTable {
+    /// Its key in the output (`latency_ns`, `latency_us`, `latency_ms` without the prefix).
+    pub fn name(self) -> &'static str {
+        match self {
+            LatTable::Ns => "ns",
+            LatTable::Us => "us",
+            LatTable::Ms => "ms",
+        }
+    }
+}
+
+/// The table and slot a completion latency of `lat_ns` counts in (io_u.c
+/// `io_u_mark_latency`): under 1 us the ns table, under 1 ms the us table (whole us), the
+/// ms table above, whose last slot takes 2000 ms and more.
+#[inline]
+pub fn latency_slot(lat_ns: u64) -> (LatTable, usize) {
+    if lat_ns < 1000 {
+        (LatTable::Ns, LAT_INDEX[lat_ns as usize] as usize)
+    } else if lat_ns < 1_000_000 {
+        (LatTable::Us, LAT_INDEX[(lat_ns / 1000) as usize] as usize)
+    } else {
+        (LatTable::Ms, edge_index(lat_ns / 1_000_000, &LAT_MS_EDGES))
+    }
+}
+
 /// fio's `latency_ns`, `latency_us` and `latency_ms` buckets of a clone's completions.
 #[derive(Clone, Default)]
 pub(crate) struct LatencyBuckets {
@@ -349,13 +386,13 @@ impl LatencyBuckets {
     /// Count one completion of `lat_ns`.
     #[inline]
     pub(crate) fn add(&mut self, lat_ns: u64) {
-        if lat_ns < 1000 {
-            self.ns[LAT_INDEX[lat_ns as usize] as usize] += 1;
-        } else if lat_ns < 1_000_000 {
-            self.us[LAT_INDEX[(lat_ns / 1000) as usize] as usize] += 1;
-        } else {
-            self.ms[edge_index(lat_ns / 1_000_000, &LAT_MS_EDGES).min(11)] += 1;
-        }
+        let (table, slot) = latency_slot(lat_ns);
+        let counts: &mut [u64] = match table {
+            LatTable::Ns => &mut self.ns,
+            LatTable::Us => &mut self.us,
+            LatTable::Ms => &mut self.ms,
+        };
+        counts[slot] += 1;
     }
 
     /// The buckets keyed by unit, as the output holds them.
@@ -450,6 +487,23 @@ mod tests {
         for v in 0..1000u64 {
             assert_eq!(LAT_INDEX[v as usize] as usize, edge_index(v, &LAT_EDGES), "{v}");
         }
+    }
+
+    #[test]
+    fn depth_and_latency_slots_follow_fio() {
+        for (depth, bin) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (63, 5), (64, 6), (1000, 6)] {
+            assert_eq!(depth_slot(depth), bin, "depth {depth}");
+        }
+        for (bin, &low) in IODEPTH_BIN_LOW.iter().enumerate() {
+            assert_eq!(depth_slot(low), bin);
+        }
+        assert_eq!(latency_slot(1), (LatTable::Ns, 0));
+        assert_eq!(latency_slot(999), (LatTable::Ns, 9));
+        assert_eq!(latency_slot(1000), (LatTable::Us, 0));
+        assert_eq!(latency_slot(999_999), (LatTable::Us, 9));
+        assert_eq!(latency_slot(1_999_999), (LatTable::Ms, 0));
+        assert_eq!(latency_slot(1_999_999_999), (LatTable::Ms, 10));
+        assert_eq!(latency_slot(u64::MAX), (LatTable::Ms, 11));
     }
 
     #[test]

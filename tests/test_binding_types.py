@@ -1,0 +1,174 @@
+"""The binding's types against the Rust structures (docs/architecture.md, "The binding").
+
+Python's TypedDicts (fio/contract.py, core_types.py) are written by hand; these tests fail
+when a Rust structure gains or loses a field, or an enum a variant, that its TypedDict
+does not follow:
+
+* inputs (serde `deny_unknown_fields`): the binding is handed an unknown field, and serde's
+  error names every field the Rust structure has; they must be the TypedDict's keys;
+* outputs: the values a real run returns must have the TypedDict's shape, key for key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, NotRequired, Optional, TypedDict, get_args
+
+import pytest
+
+from shape import fields, mismatches
+from ssdtwin import _core, stack
+from ssdtwin import core_types as T
+from ssdtwin.core_types import StackState, StackSummary
+from ssdtwin.drive import Drive
+from ssdtwin.fio import contract as C
+from ssdtwin.fio import parse_string
+from twin import CM6
+
+PROBE = "zz_probe"
+
+
+@pytest.fixture(scope="module")
+def drive() -> Drive:
+    return Drive.in_memory(CM6, scale=454)
+
+
+def rust_names(d: Drive, spec: dict[str, Any]) -> set[str]:
+    """The field (or variant) names serde expected where ``spec`` put PROBE."""
+    with pytest.raises(ValueError) as e:
+        d.run_fio([spec])
+    message = str(e.value)
+    assert f"`{PROBE}`" in message, message
+    return set(re.findall(r"`([^`]+)`", message.split("expected", 1)[1]))
+
+
+# Where each input structure sits in a JobSpec, as a JobSpec with PROBE there.
+STRUCTS = [
+    (C.JobSpec, {PROBE: 0}),
+    (C.BsPerDir, {"bs": {PROBE: 0}}),
+    (C.BsSpec, {"bs": {"read": {PROBE: 0}}}),
+    (C.IntPerDir, {"blockalign": {PROBE: 0}}),
+    (C.SplitPerDir, {"bssplit_fio": {PROBE: 0}}),
+    (C.RandomDistribution, {"random_distribution": {PROBE: 0}}),
+    (C.Zone, {"random_distribution": {"kind": "zoned", "param": None, "center": None, "zones": {"read": [{PROBE: 0}]}}}),
+    (C.LogSpec, {"logs": {PROBE: 0}}),
+    (C.ReplayTrace, {"replay": {PROBE: 0}}),
+    (C.SteadyStateSpec, {"steadystate": {PROBE: 0}}),
+]
+
+
+@pytest.mark.parametrize("td,spec", STRUCTS, ids=[td.__name__ for td, _ in STRUCTS])
+def test_input_typeddicts_have_the_rust_fields(drive: Drive, td: Any, spec: dict[str, Any]) -> None:
+    assert set(fields(td)[0]) == rust_names(drive, spec)
+
+
+# Literal-typed fields, and a JobSpec with PROBE as their value.
+VARIANTS = [
+    (C.JobSpec, "rate_process", {"rate_process": PROBE}),
+    (C.JobSpec, "thinktime_blocks_type", {"thinktime_blocks_type": PROBE}),
+    (C.JobSpec, "exit_what", {"exit_what": PROBE}),
+    (C.SteadyStateSpec, "metric", {"steadystate": {"metric": PROBE}}),
+]
+
+
+@pytest.mark.parametrize("td,field,spec", VARIANTS, ids=[f for _, f, _ in VARIANTS])
+def test_literals_have_the_rust_variants(drive: Drive, td: Any, field: str, spec: dict[str, Any]) -> None:
+    (literal,) = [a for a in [fields(td)[0][field]] + list(get_args(fields(td)[0][field])) if getattr(a, "__origin__", None) is Literal]
+    assert set(get_args(literal)) == rust_names(drive, spec)
+    assert set(get_args(C.Ddir)) == rust_names(drive, {"directions": [PROBE]})
+
+
+JOBS = {
+    "plain": "[w]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=300\n",
+    "mixed": "[m]\nrw=randrw\nbssplit=4k/50:8k/50\nsize=16m\nnumber_ios=300\nrandom_distribution=zoned:50/10:50/90\n",
+    "every output": (
+        "[s]\nrw=randread\nbs=4k\nsize=16m\ntime_based\nruntime=2\nss=iops:10%\nss_dur=1\nwrite_iolog=s.log\n"
+        "write_bw_log=s\nwrite_lat_log=s\nwrite_hist_log=s\nlog_avg_msec=100\nexitall\nflow=1\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JOBS))
+def test_a_run_crosses_with_the_contract_types(drive: Drive, name: str) -> None:
+    ns = drive.namespaces()[0]
+    specs = parse_string(JOBS[name], name=f"{name}.fio").to_engine(ns.bytes, ns.lba_bytes)
+    for spec in specs:
+        assert mismatches(spec, C.JobSpec, "JobSpec") == []
+    out = drive.run_fio(specs)
+    for result in out:
+        assert mismatches(result, C.CloneOut, "CloneOut") == []
+    if name == "every output":
+        assert {"steadystate", "iolog"} <= set(out[0]), "the run must show the optional fields too"
+
+
+def test_a_drive_answers_with_the_drive_types(tmp_path: Any) -> None:
+    d = _core.Drive.create(tmp_path / "img", CM6, scale=454)
+    d.write(1, 0, 8)
+    view = d.view()
+    answers = [
+        (d.manifest(), T.Manifest),
+        (d.ftl_fingerprint(), T.FtlFingerprint),
+        (d.ftl_info(), T.FtlInfo),
+        (d.read(1, 0, 8), T.ReadSummary),
+        (d.namespace(1), T.NamespaceRow),
+        (d.precondition(1, "seq", 131072, 1 << 20, 1), T.PreconditionReport),
+        (d.qos(), list[T.QosRow]),
+    ]
+    for source in (d, view):
+        answers += [
+            (source.id_ctrl(), T.IdCtrl),
+            (source.id_ns(1), T.IdNs),
+            (source.list_ns(), list[T.NamespaceRow]),
+            (source.smart_log(), T.SmartLog),
+            (source.vendor_log(), T.VendorLog),
+        ]
+    d.close()
+    for value, tp in answers:
+        assert mismatches(value, tp, str(tp)) == []
+
+
+def test_fio_facts_have_their_type() -> None:
+    assert mismatches(_core.fio_facts(), C.FioFacts, "FioFacts") == []
+
+
+def test_stack_state_has_its_type_and_survives_a_json_file(drive: Drive) -> None:
+    state = stack.new_state("pmem", stack.tier_params(drive, "log", 64 << 20))
+    assert mismatches(state["stack"], StackState, "StackState") == []
+    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=32m\nnumber_ios=2000\n", name="w.fio")
+    _, state = stack.run_parsed(drive, state, run, idle_gc=False)
+    summary = _core.stack_summary(state["stack"])
+    assert mismatches(summary, StackSummary, "StackSummary") == []
+    assert summary["resident_bytes"] > 0, "the log tier holds the writes"
+    # state.json: map keys become strings; the core reads them back as they were.
+    reread = json.loads(json.dumps(state["stack"]))
+    assert _core.stack_summary(reread) == summary
+    _, again = stack.run_parsed(drive, {**state, "stack": reread}, run, idle_gc=False)
+    assert mismatches(again["stack"], StackState, "StackState") == []
+
+
+class _Probe(TypedDict):
+    n: int
+    ratio: float
+    kind: Literal["a", "b"]
+    pairs: list[tuple[int, int]]
+    note: NotRequired[Optional[str]]
+
+
+@pytest.mark.parametrize(
+    "value,found",
+    [
+        ({"n": 1, "ratio": 2, "kind": "a", "pairs": [(1, 2)]}, []),
+        ({"n": 1, "ratio": 2.0, "kind": "a", "pairs": [], "note": None}, []),
+        ({"ratio": 2.0, "kind": "a", "pairs": []}, ["v: missing n (_Probe)"]),
+        ({"n": 1, "ratio": 2.0, "kind": "a", "pairs": [], "extra": 0}, ["v: extra is not a field of _Probe"]),
+        (
+            {"n": True, "ratio": 2.0, "kind": "c", "pairs": [[1, 2]]},
+            ["v.kind: 'c' is not one of ('a', 'b')", "v.n: expected an int, got True"],
+        ),
+    ],
+)
+def test_the_shape_check_finds_missing_unknown_and_wrong_fields(value: dict[str, Any], found: list[str]) -> None:
+    got = mismatches(value, _Probe, "v")
+    assert [g for g in got if not g.startswith("v.pairs")] == found
+    assert any(g.startswith("v.pairs[0]: expected a tuple") for g in got) == (value["pairs"] == [[1, 2]])
