@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .core_types import IdCtrl, NamespaceRow
+from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
 
 
 def si_bytes(n: float) -> str:
@@ -264,11 +265,9 @@ def nvme_list(device: str, ctrl: IdCtrl, namespaces: list[NamespaceRow]) -> str:
     return "\n".join(lines)
 
 
-def nvme_list_detailed(device: str, ctrl: dict[str, Any], namespaces: list[dict[str, Any]]) -> str:
+def nvme_list_detailed(device: str, ctrl: IdCtrl, namespaces: list[NamespaceRow]) -> str:
     """``nvme list -v``: the subsystem, its controller, its namespaces (names as in the JSON
     tree: the kernel's names of a first controller)."""
-    from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
-
     attached = [ns for ns in namespaces if ns["attached"]]
     names = [f"{CONTROLLER_NAME}n{ns['nsid']}" for ns in attached]
     out = [

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -222,7 +222,7 @@ def sweep_cmd(
     c = _open(path)
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
-    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
         with shown() as display:
@@ -233,7 +233,7 @@ def sweep_cmd(
                 if steps is not None:
                     steps.next()
 
-            rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=point_done, progress=steps and steps.callback)
+            rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=point_done, progress=None if steps is None else steps.callback)
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:

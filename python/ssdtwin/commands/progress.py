@@ -86,7 +86,7 @@ class Display:
             redirect_stdout=False,  # what the command prints on stdout stays on stdout
         )
 
-    def task(self, label: str, total: Optional[float] = None, completed: float = 0, detail: str = "") -> Any:
+    def task(self, label: str, total: Optional[float] = None, completed: int = 0, detail: str = "") -> Any:
         return self.progress.add_task(label, total=total or None, completed=completed, detail=detail)
 
     def update(self, task: Any, **kw: Any) -> None:
