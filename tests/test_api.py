@@ -304,7 +304,8 @@ def test_precondition_progress_callback_can_stop_it() -> None:
     d = Drive.in_memory(CM6, scale=454)
     calls: list[tuple[int, int]] = []
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: int, total: int, unit: str, now_ns: int) -> None:
+        assert (unit, now_ns) == ("bytes", 0), "bytes of the amount, no simulated time (fast-forward)"
         calls.append((done, total))
         if len(calls) == 3:
             raise KeyboardInterrupt

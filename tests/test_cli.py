@@ -17,7 +17,7 @@ import pytest
 
 from ssdtwin import _core
 from ssdtwin.drive import Drive
-from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, run_cli
+from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, namespace_rows, run_cli
 
 # The KIOXIA experiment's namespace sizes (KIOXIA CM6 namespace brief), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
@@ -37,7 +37,7 @@ def smart(d: Path) -> dict:
 
 
 def namespaces(d: Path) -> list[dict]:
-    return run_cli("nvme", "list", d, "-o", "json").json()["Devices"][0]["Namespaces"]
+    return namespace_rows(d)
 
 
 # --------------------------------------------------------------------------- models, create

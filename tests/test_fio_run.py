@@ -27,6 +27,7 @@ from twin import (
     FioRun,
     copy_image,
     image_digest,
+    namespace_rows,
     run_cli,
     run_fio,
     without_timestamps,
@@ -42,8 +43,7 @@ def vendor(d: Path) -> dict[str, Any]:
 
 
 def namespaces(d: Path) -> dict[int, dict[str, Any]]:
-    rows = run_cli("nvme", "list", d, "-o", "json").json()["Devices"][0]["Namespaces"]
-    return {ns["nsid"]: ns for ns in rows}
+    return {ns["nsid"]: ns for ns in namespace_rows(d)}
 
 
 def resize(d: Path, *sizes: tuple[int, int]) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from test_bad_input import assert_one_line_error
 from test_serve import need, served, sh
-from twin import copy_image, image_digest, run_cli
+from twin import copy_image, image_digest, namespace_rows, run_cli
 
 PB5 = "memblaze-pblaze5-910-3.84t"
 
@@ -39,8 +39,8 @@ def test_sets_are_identified_listed_and_logged(pb5: Path) -> None:
     sets = run_cli("nvme", "id-nvmset", pb5, "-o", "json").json()
     assert sets["nid"] == 2 and [e["nvmset_id"] for e in sets["NVMSet"]] == [1, 2]
     assert sum(e["total_nvmset_cap"] for e in sets["NVMSet"]) == ctrl["tnvmcap"]
-    rows = run_cli("nvme", "list", pb5, "-o", "json").json()["Devices"][0]["Namespaces"]
-    assert [(r["nsid"], r["nvmsetid"]) for r in rows] == [(1, 1), (2, 2)]
+    ids = [(n, run_cli("nvme", "id-ns", pb5, "-n", str(n), "-o", "json").json()["nvmsetid"]) for n in (1, 2)]
+    assert ids == [(1, 1), (2, 2)]
     ns2 = run_cli("nvme", "id-ns", pb5, "-n", "2", "-o", "json").json()
     assert (ns2["nvmsetid"], ns2["endgid"]) == (2, 2)
     # Writes to ns2 show in Endurance Group 2's log only.
@@ -68,8 +68,7 @@ def test_namespaces_are_created_in_the_set_asked_for_within_its_capacity(pb5: Pa
     for flag in ("-i", "--nvm-set"):
         r = run_cli("nvme", "create-ns", pb5, "-s", str(half), "-c", str(half), flag, "2")
         assert r.stdout.startswith("create-ns: Success")
-    rows = run_cli("nvme", "list", pb5, "-o", "json").json()["Devices"][0]["Namespaces"]
-    assert [r["nvmsetid"] for r in rows] == [1, 2, 2]
+    assert [r["nvmsetid"] for r in namespace_rows(pb5)] == [1, 2, 2]
     assert run_cli("nvme", "id-nvmset", pb5, "-i", "2", "-o", "json").json()["NVMSet"][0]["unalloc_nvmset_cap"] == free - 2 * half * 512
 
 
@@ -121,7 +120,7 @@ def test_a_drive_without_sets_refuses_set_commands(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("nvme", "endurance-log", cm6, "-g", "1", check=False), "INVALID_LOG_PAGE")
     assert_one_line_error(run_cli("nvme", "create-ns", cm6, "-s", "8", "-c", "8", "-i", "1", check=False), "without NVM Sets")
     assert image_digest(cm6) == before
-    assert run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]["nvmsetid"] == 0
+    assert run_cli("nvme", "id-ns", cm6, "-n", "1", "-o", "json").json()["nvmsetid"] == 0
 
 
 def live_group(image: Path, endgid: int, done: Callable[[dict[str, Any]], bool], timeout: float = 60) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from ssdtwin import Drive
+from ssdtwin.commands.common import drive_view
 from test_bad_input import fails_cleanly
-from twin import P5316, copy_image, make_two_namespaces, run_cli
+from twin import P5316, copy_image, make_two_namespaces, namespace_rows, run_cli
 
 NS_BLOCKS_512 = 64 << 11  # 64 MiB of 512 B blocks
 
@@ -32,11 +33,8 @@ ERROR_FIELDS = [
     "nsid",
     "vs",
     "trtype",
-    "csi",
-    "opcode",
     "cs",
     "trtype_spec_info",
-    "log_page_version",
 ]
 SANITIZE_FIELDS = [
     "sprog",
@@ -48,8 +46,6 @@ SANITIZE_FIELDS = [
     "time_over_write_no_dealloc",
     "time_block_erase_no_dealloc",
     "time_crypto_erase_no_dealloc",
-    "time_post_verification_dealloc",
-    "sanitize_state_information",
 ]
 
 
@@ -91,7 +87,7 @@ def test_fw_log_and_get_log(fresh: Path) -> None:
     fr = run_cli("nvme", "id-ctrl", fresh, "-o", "json").json()["fr"]
     fw = run_cli("nvme", "fw-log", fresh, "-o", "json").json()[str(fresh)]
     assert fw["Active Firmware Slot (afi)"] == 1
-    assert fw["Firmware Rev Slot 1"].endswith(f"({fr})")
+    assert fw["Firmware Rev Slot 1"].endswith(f"({fr.replace(' ', '.')})"), "nvme-cli shows the padding as dots"
     raw = run_cli("nvme", "fw-log", fresh, "-b").stdout
     assert raw.startswith("\x01") and fr in raw
     dump = run_cli("nvme", "get-log", fresh, "--log-id", "0x81", "--log-len", "40").stdout.splitlines()
@@ -113,7 +109,8 @@ def test_error_log_holds_failed_commands_only(two_ns: Path) -> None:
     d.commit()
     d.close()
     log = run_cli("nvme", "error-log", two_ns, "-e", "2", "-o", "json").json()["errors"]
-    assert [(e["error_count"], e["lba"], e["nsid"], e["opcode"], e["status_field"]) for e in log] == [
+    opcodes = [e["opcode"] for e in drive_view(two_ns).error_log()]  # not in nvme-cli 2.4's JSON
+    assert [(e["error_count"], e["lba"], e["nsid"], op, e["status_field"]) for e, op in zip(log, opcodes)] == [
         (2, nsze + 7, 2, 0x02, 0x4080),
         (1, nsze, 2, 0x02, 0x4080),
     ]
@@ -129,7 +126,7 @@ def test_sanitize_block_erase_runs_on_the_drive_clock(small: Path) -> None:
     run_cli("nvme", "sanitize", small, "--sanact", "start-block-erase")
     log = sanitize_log(small)
     assert (log["sprog"], log["cdw10_info"], log["sstat"]["status"]) == (0, 2, "(2) Sanitize in Progress.")
-    assert log["sanitize_state_information"]["sanitize_state"] == "(1) Restricted Processing State"
+    assert "(1) Restricted Processing State" in run_cli("nvme", "sanitize-log", small).stdout
     after = vendor(small)
     assert after["valid_bytes"] == 0, "every mapping went when the command was accepted"
     assert after["superblock_erases"] == before["superblock_erases"] + after["superblocks"]
@@ -175,7 +172,7 @@ def test_sanitize_unsupported_by_the_preset(tmp_path: Path) -> None:
 
 
 def test_crypto_erase_of_one_namespace_keeps_the_others(two_ns: Path) -> None:
-    keys = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
+    keys = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-v", "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
     d = Drive.open(two_ns)
     d.write(1, 0, 2048)
     d.write(2, 0, 256)
@@ -183,9 +180,9 @@ def test_crypto_erase_of_one_namespace_keeps_the_others(two_ns: Path) -> None:
     d.close()
     nand = vendor(two_ns)["nand_write_bytes"]
     run_cli("nvme", "format", two_ns, "-n", "2", "--ses", "2")
-    rows = {r["nsid"]: r for r in run_cli("nvme", "list", two_ns, "-o", "json").json()["Devices"][0]["Namespaces"]}
+    rows = {r["nsid"]: r for r in namespace_rows(two_ns)}
     assert (rows[1]["nuse"], rows[2]["nuse"]) == (2048, 0)
-    new = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
+    new = {n: run_cli("nvme", "id-ns", two_ns, "-n", str(n), "-v", "-o", "json").json()["vs_mek_id"] for n in (1, 2)}
     assert new[1] == keys[1] and new[2] != keys[2]
     assert vendor(two_ns)["nand_write_bytes"] == nand, "no NAND operation: a key change"
 
@@ -242,7 +239,7 @@ def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: 
         p = subprocess.run(["nbdcopy", str(data), s.uri("ns1")], capture_output=True, text=True, timeout=120)
         assert p.returncode != 0, "a write during the sanitize must fail"
         s.stop()
-    refused = run_cli("nvme", "error-log", two_ns, "-o", "json").json()["errors"]
+    refused = drive_view(two_ns).error_log()  # with the opcode, which nvme-cli 2.4's JSON leaves out
     opcodes = {e["opcode"] for e in refused if e["status_field"] == 0x401D}
     assert opcodes == {0x01, 0x02}, f"the refused reads and writes are in the Error Information log: {refused[:3]}"
     assert sanitize_log(two_ns)["sstat"]["status"] == "(2) Sanitize in Progress."

@@ -63,8 +63,8 @@ def test_format_with_pi_shows_in_identify(cm6: Path) -> None:
     ns = run_cli("nvme", "id-ns", cm6, "-n", "1", "-o", "json").json()
     assert ns["flbas"] == 0x14 and ns["dps"] == 0x09 and ns["dpc"] == 0x1F and ns["mc"] == 3
     assert [(f["ms"], 1 << f["ds"]) for f in ns["lbafs"]] == [(0, 512), (0, 4096), (8, 512), (64, 512), (8, 4096), (64, 4096)]
-    row = run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]["Namespaces"][0]
-    assert (row["lba_bytes"], row["ms"], row["pi"]) == (4096, 8, 1)
+    row = run_cli("nvme", "list", cm6, "-o", "json").json()["Devices"][0]
+    assert row["SectorSize"] == 4096 and "4096   B +  8 B" in run_cli("nvme", "list", cm6).stdout
 
 
 def test_pi_costs_iops_when_the_controller_binds(cm6: Path) -> None:

@@ -51,8 +51,8 @@ def test_cm6_power_state_descriptors(small: Path) -> None:
     psds = c["psds"]
     assert c["npss"] == 6 and len(psds) == 7  # NPSS is 0's based
     assert [p["max_power"] for p in psds] == CM6_MAX_POWER_CW
-    assert all(p["max_power_scale"] == 0 for p in psds)  # MP in units of 0.01 W
-    assert [p["non-operational_state"] for p in psds] == [0, 0, 0, 0, 0, 0, 1]
+    # flags: bit 0 MXPS clear (MP in units of 0.01 W), bit 1 NOPS on the last state only.
+    assert [p["flags"] for p in psds] == [0, 0, 0, 0, 0, 0, 2]
     # Active power is reported where the review gives it: 25 W in ps0, 9 W in ps5 (APS 2 = 0.01 W).
     assert (psds[0]["active_power"], psds[0]["active_scale"]) == (2500, 2)
     assert (psds[5]["active_power"], psds[5]["active_scale"]) == (900, 2)

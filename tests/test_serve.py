@@ -474,7 +474,7 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
         v = run_cli("nvme", "vendor-log", two_ns, "-o", "json").json()
         assert v["host_write_bytes"] == 32 << 20
         lst = run_cli("nvme", "list", two_ns, "-o", "json").json()
-        assert [n["nsid"] for n in lst["Devices"][0]["Namespaces"]] == [1, 2]
+        assert [n["NameSpace"] for n in lst["Devices"]] == [1, 2]
         assert run_cli("nvme", "id-ns", two_ns, "-n", "2", "-o", "json").json()["nsze"] == 1 << 18
         assert run_cli("nvme", "id-ns", two_ns, "-n", "7", check=False).returncode == 1
         assert "being served" in run_cli("nvme", "id-ctrl", two_ns).stderr

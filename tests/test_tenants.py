@@ -12,7 +12,7 @@ import pytest
 
 from ssdtwin import Drive
 from test_serve import need, served, sh, vendor
-from twin import copy_image, image_digest, run_cli
+from twin import copy_image, image_digest, namespace_rows, run_cli
 
 PB5 = "memblaze-pblaze5-910-3.84t"
 MIB = 1 << 20
@@ -39,11 +39,11 @@ def pb5(tmp_path: Path, pb5_template: Path) -> Path:
 
 
 def test_dram_namespace_is_identified_and_listed(pb5: Path) -> None:
-    ctrl = run_cli("nvme", "id-ctrl", pb5, "-o", "json").json()
+    ctrl = run_cli("nvme", "id-ctrl", pb5, "-v", "-o", "json").json()
     assert ctrl["vs_dram_ns"] == {"budget_bytes": 64 * MIB, "unallocated_bytes": 32 * MIB}
-    assert run_cli("nvme", "id-ns", pb5, "-n", "2", "-o", "json").json()["vs_dram"] == 1
-    assert "vs_dram" not in run_cli("nvme", "id-ns", pb5, "-n", "1", "-o", "json").json()
-    rows = run_cli("nvme", "list", pb5, "-o", "json").json()["Devices"][0]["Namespaces"]
+    assert run_cli("nvme", "id-ns", pb5, "-n", "2", "-v", "-o", "json").json()["vs_dram"] == 1
+    assert "vs_dram" not in run_cli("nvme", "id-ns", pb5, "-n", "1", "-v", "-o", "json").json()
+    rows = namespace_rows(pb5)
     assert [(r["nsid"], r["dram"], r["nuse"]) for r in rows] == [(1, False, 0), (2, True, 32 * MIB // 512)]
 
 

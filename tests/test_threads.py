@@ -30,14 +30,14 @@ HAMMER = textwrap.dedent(
     progress_calls = [0]
     writes = [0]
 
-    def progress(done, total):
+    def progress(done, total, unit, now_ns):
         progress_calls[0] += 1
 
     def long_calls():
         try:
             for i in range(6):
                 d.precondition(1, "rand", 4096, amount_bytes=256 << 20, seed=i + 1, progress=progress)
-                out = d.run_fio(specs, progress=lambda now: None)
+                out = d.run_fio(specs, progress=lambda done, total, unit, now: None)
                 assert out[0]["write"]["total_ios"] == 3000, out[0]["write"]["total_ios"]
         except BaseException as e:
             errors.append(repr(e))

@@ -85,6 +85,15 @@ def run_cli(
     return r
 
 
+def namespace_rows(path: Path) -> list[dict[str, Any]]:
+    """The drive's namespace table (nsid, attached, nuse, lba_bytes, ms, pi, dram,
+    nvmsetid …), read in process as the read-only verbs read it (a served image's live
+    state included); `nvme list -o json` prints nvme-cli's shape, which has none of these."""
+    from ssdtwin.commands.common import drive_view
+
+    return [dict(r) for r in drive_view(path).list_ns()]
+
+
 def check_image(path: Path) -> None:
     """What `ssdtwin check PATH` does, in process (0.1 s for a 1/64 CM6): open read-only
     (replaying a crashed server's journal in memory) and run the full FTL check; a failure

@@ -167,7 +167,7 @@ class Drive:
         block_bytes: int,
         amount_bytes: int,
         seed: int,
-        progress: Optional[Callable[[int, int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> PreconditionReport: ...
     def precondition_touches(
         self,
@@ -176,14 +176,14 @@ class Drive:
         block_bytes: int,
         amount_bytes: int,
         seed: int,
-        progress: Optional[Callable[[int, int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> dict[str, Any]: ...
     def run_fio(
         self,
         specs: Sequence[JobSpec],
         default_nsid: int = 1,
         idle_gc: bool = True,
-        progress: Optional[Callable[[int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
     ) -> list[CloneOut]: ...
     def run_fio_stack(
@@ -191,7 +191,7 @@ class Drive:
         specs: Sequence[JobSpec],
         default_nsid: int,
         idle_gc: bool,
-        progress: Optional[Callable[[int], object]],
+        progress: Optional[Callable[[int, int, str, int], object]],
         stack: StackState,
     ) -> tuple[list[CloneOut], StackState]: ...
     def idle(self, ns: int) -> int: ...
@@ -212,6 +212,7 @@ class DriveView:
     def error_log(self) -> list[dict[str, Any]]: ...
     def sanitize_log(self) -> dict[str, Any]: ...
     def log_page(self, lid: int, length: int) -> bytes: ...
+    def identify(self, cns: int, nsid: int = 0) -> bytes: ...
 
 def read_live_snapshot(path: _Path) -> Optional[tuple[dict[str, Any], DriveView]]: ...
 def parse_size(text: str) -> int: ...
@@ -253,7 +254,7 @@ def cluster_info(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...
 def cluster_run(
     text: str,
     specs: Sequence[Mapping[str, Any]],
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
     origin: str = "cluster.toml",
 ) -> dict[str, Any]: ...
 def rmw_rate(array_bytes: int, ops: int, inflight: int = 32, seed: int = 1, threads: int = 1) -> dict[str, Any]: ...

@@ -109,19 +109,19 @@ class Cluster:
         """The engine input of a parsed run, against this cluster's volumes."""
         return run.to_engine(self.volume_bytes, LBA_BYTES)
 
-    def run(self, run: Run, progress: Optional[Callable[[int], object]] = None) -> dict[str, Any]:
+    def run(self, run: Run, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
         """Simulate a parsed fio run; returns the ClusterRun dict (``clones`` is fio's engine
         output, one per clone, for ``ssdtwin.fio.output``)."""
         return dict(_core.cluster_run(self.text, self.resolve(run), progress))
 
     def run_files(
-        self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int], object]] = None
+        self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int, int, str, int], object]] = None
     ) -> tuple[Run, dict[str, Any]]:
         run = parse(list(files), run_seed=run_seed)
         return run, self.run(run, progress)
 
     def run_text(
-        self, text: str, name: str = "<cluster>", progress: Optional[Callable[[int], object]] = None
+        self, text: str, name: str = "<cluster>", progress: Optional[Callable[[int, int, str, int], object]] = None
     ) -> tuple[Run, dict[str, Any]]:
         run = parse_string(text, name=name)
         return run, self.run(run, progress)
@@ -196,7 +196,7 @@ def sweep(
     ramp_ms: Optional[int] = None,
     runtime_ms: Optional[int] = None,
     log: Callable[[str], None] = lambda _: None,
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
 ) -> list[dict[str, Any]]:
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
     per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on

@@ -47,29 +47,27 @@ class FtlFingerprint(TypedDict):
     counters: FtlCounters
 
 
-# A key of nvme-cli's ("non-operational_state") is no identifier: the functional form.
-PowerStateDesc = TypedDict(
-    "PowerStateDesc",
-    {
-        "max_power": int,
-        "max_power_scale": int,
-        "non-operational_state": int,
-        "entry_lat": int,
-        "exit_lat": int,
-        "read_tput": int,
-        "read_lat": int,
-        "write_tput": int,
-        "write_lat": int,
-        "idle_power": int,
-        "idle_scale": int,
-        "active_power": int,
-        "active_power_work": int,
-        "active_scale": int,
-    },
-)
+class PowerStateDesc(TypedDict):
+    """One power state descriptor as nvme-cli 2.4 prints it (flags: bit 0 MXPS, bit 1 NOPS)."""
+
+    max_power: int
+    flags: int
+    entry_lat: int
+    exit_lat: int
+    read_tput: int
+    read_lat: int
+    write_tput: int
+    write_lat: int
+    idle_power: int
+    idle_scale: int
+    active_power: int
+    active_power_work: int
+    active_scale: int
 
 
 class IdCtrl(TypedDict):
+    """Identify Controller: every field nvme-cli 2.4 prints, in its order (nvme/identify.rs)."""
+
     vid: int
     ssvid: int
     sn: str
@@ -81,7 +79,19 @@ class IdCtrl(TypedDict):
     mdts: int
     cntlid: int
     ver: int
+    rtd3r: int
+    rtd3e: int
+    oaes: int
     ctratt: int
+    rrls: int
+    cntrltype: int
+    fguid: str
+    crdt1: int
+    crdt2: int
+    crdt3: int
+    nvmsr: int
+    vwci: int
+    mec: int
     oacs: int
     acl: int
     aerl: int
@@ -89,28 +99,60 @@ class IdCtrl(TypedDict):
     lpa: int
     elpe: int
     npss: int
+    avscc: int
+    apsta: int
     wctemp: int
     cctemp: int
+    mtfa: int
+    hmpre: int
+    hmmin: int
     tnvmcap: int
     unvmcap: int
+    rpmbs: int
+    edstt: int
+    dsto: int
+    fwug: int
+    kas: int
+    hctma: int
+    mntmt: int
+    mxtmt: int
+    sanicap: int
+    hmminds: int
+    hmmaxd: int
+    nsetidmax: int
+    endgidmax: int
+    anatt: int
+    anacap: int
+    anagrpmax: int
+    nanagrpid: int
+    pels: int
+    domainid: int
+    megcap: int
     sqes: int
     cqes: int
+    maxcmd: int
     nn: int
     oncs: int
+    fuses: int
     fna: int
     vwc: int
     awun: int
     awupf: int
+    icsvscc: int
     nwpc: int
+    acwu: int
+    ocfs: int
+    sgls: int
     mnan: int
-    sanicap: int
-    nsetidmax: int
-    endgidmax: int
-    anatt: NotRequired[int]
-    anacap: NotRequired[int]
-    anagrpmax: NotRequired[int]
-    nanagrpid: NotRequired[int]
+    maxdna: int
+    maxcna: int
     subnqn: str
+    ioccsz: int
+    iorcsz: int
+    icdoff: int
+    fcatt: int
+    msdbd: int
+    ofcs: int
     psds: list[PowerStateDesc]
     vs_dram_ns: NotRequired[dict[str, int]]
 
@@ -122,6 +164,8 @@ class LbaFormatDesc(TypedDict):
 
 
 class IdNs(TypedDict):
+    """Identify Namespace: every field nvme-cli 2.4 prints, in its order, then the twin's vs_ fields."""
+
     nsze: int
     ncap: int
     nuse: int
@@ -143,17 +187,21 @@ class IdNs(TypedDict):
     nabspf: int
     noiob: int
     nvmcap: int
+    nsattr: int
+    nvmsetid: int
     npwg: int
     npwa: int
     npdg: int
     npda: int
     nows: int
+    mssrl: int
+    mcl: int
+    msrc: int
+    nulbaf: int
     anagrpid: int
-    nsattr: int
-    nvmsetid: int
     endgid: int
-    nguid: str
     eui64: str
+    nguid: str
     lbafs: list[LbaFormatDesc]
     vs_dram: NotRequired[int]
     vs_mek_id: str
@@ -195,6 +243,10 @@ class SmartLog(TypedDict):
     num_err_log_entries: int
     warning_temp_time: int
     critical_comp_time: int
+    thm_temp1_trans_count: int
+    thm_temp2_trans_count: int
+    thm_temp1_total_time: int
+    thm_temp2_total_time: int
 
 
 class VendorLog(TypedDict):

@@ -424,7 +424,7 @@ class Drive:
         stack: StackState,
         nsid: int = 1,
         idle_gc: bool = True,
-        progress: Optional[Callable[[int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> tuple[builtins.list[CloneOut], StackState]:
         """``run_fio`` through a host stack in state ``stack`` (ssdtwin.stack, docs/host.md);
         returns (per-clone results, the stack's new state)."""
@@ -435,7 +435,7 @@ class Drive:
         specs: Union[Sequence[JobSpec], str],
         nsid: int = 1,
         idle_gc: bool = True,
-        progress: Optional[Callable[[int], object]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
     ) -> builtins.list[CloneOut]:
         """Run engine-contract job specs (docs/fio.md §3; a list of ``JobSpec``, or its JSON
@@ -462,7 +462,7 @@ class Drive:
         amount_bytes: Optional[int] = None,
         loops: Optional[float] = None,
         seed: Optional[int] = None,
-        progress: Optional[Callable[[int, int], None]] = None,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> PreconditionReport:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""

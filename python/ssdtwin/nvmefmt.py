@@ -1,6 +1,6 @@
 """Text renderings in the style of nvme-cli (``-o normal``).
 
-JSON output (``-o json``) is the core's dicts as they are; these functions only make the
+JSON output (``-o json``) is nvme-cli 2.4's (nvmejson.py); these functions only make the
 human form look like what storage engineers already read every day.
 """
 
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .core_types import IdCtrl, NamespaceRow
+from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
 
 
 def si_bytes(n: float) -> str:
@@ -79,7 +80,7 @@ def id_ctrl(d: Mapping[str, Any]) -> str:
     out = ["NVME Identify Controller:", _kv(rows, 10)]
     for i, p in enumerate(d["psds"]):
         mp = p["max_power"] / 100
-        op = "non-operational" if p["non-operational_state"] else "operational"
+        op = "non-operational" if p["flags"] & 0x2 else "operational"  # NOPS
         ap = f"{p['active_power'] / 100:.2f}W" if p["active_power"] else "-"
         out.append(
             f"ps {i:5} : mp:{mp:.2f}W {op} enlat:{p['entry_lat']} exlat:{p['exit_lat']} "
@@ -133,10 +134,24 @@ def id_ns(d: Mapping[str, Any], nsid: int) -> str:
     return "\n".join(out)
 
 
-def smart_log(d: Mapping[str, Any], device: str) -> str:
+#: nvme-cli's names of the critical warning bits (smart-log -H).
+CRITICAL_WARNING_ROWS = (
+    "Available Spare[0]",
+    "Temp. Threshold[1]",
+    "NVM subsystem Reliability[2]",
+    "Read-only[3]",
+    "Volatile mem. backup failed[4]",
+    "Persistent Mem. RO[5]",
+)
+
+
+def smart_log(d: Mapping[str, Any], device: str, human: bool = False) -> str:
     t = d["temperature"]
+    cw = d["critical_warning"]
+    bits = [(f"      {name:<31}", cw >> bit & 1) for bit, name in enumerate(CRITICAL_WARNING_ROWS)] if human else []
     rows = [
-        ("critical_warning", d["critical_warning"]),
+        ("critical_warning", hex(cw) if human else cw),
+        *bits,
         ("temperature", f"{t - 273} °C ({t} K)"),
         ("available_spare", f"{d['avail_spare']}%"),
         ("available_spare_threshold", f"{d['spare_thresh']}%"),
@@ -154,6 +169,10 @@ def smart_log(d: Mapping[str, Any], device: str) -> str:
         ("num_err_log_entries", d["num_err_log_entries"]),
         ("Warning Temperature Time", d["warning_temp_time"]),
         ("Critical Composite Temperature Time", d["critical_comp_time"]),
+        ("Thermal Management T1 Trans Count", d["thm_temp1_trans_count"]),
+        ("Thermal Management T2 Trans Count", d["thm_temp2_trans_count"]),
+        ("Thermal Management T1 Total Time", d["thm_temp1_total_time"]),
+        ("Thermal Management T2 Total Time", d["thm_temp2_total_time"]),
     ]
     return f"Smart Log for NVME device:{device} namespace-id:ffffffff\n" + _kv(rows, 40)
 
@@ -249,6 +268,31 @@ def nvme_list(device: str, ctrl: IdCtrl, namespaces: list[NamespaceRow]) -> str:
             f"{ns['nsid']:<9} {usage:<26} {fmt:<16} {ctrl['fr']:<8}"
         )
     return "\n".join(lines)
+
+
+def nvme_list_detailed(device: str, ctrl: IdCtrl, namespaces: list[NamespaceRow]) -> str:
+    """``nvme list -v``: the subsystem, its controller, its namespaces (names as in the JSON
+    tree: the kernel's names of a first controller)."""
+    attached = [ns for ns in namespaces if ns["attached"]]
+    names = [f"{CONTROLLER_NAME}n{ns['nsid']}" for ns in attached]
+    out = [
+        f"{'Subsystem':<16} {'Subsystem-NQN':<96} Controllers",
+        f"{'-' * 16} {'-' * 96} {'-' * 16}",
+        f"{SUBSYSTEM_NAME:<16} {ctrl['subnqn']:<96} {CONTROLLER_NAME}",
+        "",
+        f"{'Device':<8} {'SN':<20} {'MN':<40} {'FR':<8} {'TxPort':<6} {'Address':<14} {'Subsystem':<12} Namespaces",
+        f"{'-' * 8} {'-' * 20} {'-' * 40} {'-' * 8} {'-' * 6} {'-' * 14} {'-' * 12} {'-' * 16}",
+        f"{CONTROLLER_NAME:<8} {ctrl['sn']:<20} {ctrl['mn']:<40} {ctrl['fr']:<8} {'pcie':<6} {PCI_ADDRESS:<14} "
+        f"{SUBSYSTEM_NAME:<12} {', '.join(names)}",
+        "",
+        f"{'Device':<12} {'Generic':<12} {'NSID':<10} {'Usage':<26} {'Format':<16} Controllers",
+        f"{'-' * 12} {'-' * 12} {'-' * 10} {'-' * 26} {'-' * 16} {'-' * 16}",
+    ]
+    for name, ns in zip(names, attached):
+        usage = f"{si_bytes(ns['nuse'] * ns['lba_bytes']):>9} / {si_bytes(ns['bytes']):>9}"
+        fmt = f"{ns['lba_bytes']:>4}   B + {ns.get('ms', 0):>2} B"
+        out.append(f"{name:<12} {'ng0n' + str(ns['nsid']):<12} {ns['nsid']:<#10x} {usage:<26} {fmt:<16} {CONTROLLER_NAME}")
+    return "\n".join(out)
 
 
 def hex_lines(data: bytes, width: int = 16) -> list[str]:

@@ -23,6 +23,7 @@ pub mod image;
 pub mod journal;
 pub mod nand;
 pub mod nvme;
+pub mod progress;
 pub mod rng;
 pub mod spec;
 pub mod stats;

@@ -26,6 +26,7 @@ use ssdtwin_core::host::{
 use ssdtwin_core::image::{Image, ImageError as CoreImageError, Manifest, OpenMode};
 use ssdtwin_core::nand::{NoTiming, TouchCounter};
 use ssdtwin_core::nvme::{self, Controller, ControllerView, Pattern};
+use ssdtwin_core::progress::Progress;
 use ssdtwin_core::spec::{self, DriveSpec, SpecError as CoreSpecError, TimingSpec};
 use ssdtwin_core::theory;
 use ssdtwin_core::workload::JobSpec;
@@ -191,6 +192,13 @@ fn keep_going(
             }
         }
     })
+}
+
+/// [`keep_going`] for a long run's progress callback: `progress(done, total, unit, now_ns)`,
+/// `done` of `total` (0: unknown) in `unit` ("bytes", "ios", "ns" or "millionths"), at
+/// simulated time `now_ns` (the core's [`Progress`]; python/ssdtwin/progress.py shows it).
+fn report(progress: Option<&Py<PyAny>>, pending: &mut Option<PyErr>, p: &Progress) -> bool {
+    keep_going(progress, pending, |py, f| f.call1(py, (p.done, p.total, p.unit.name(), p.now_ns)))
 }
 
 // ------------------------------------------------------------------------------ Drive
@@ -623,9 +631,9 @@ impl Drive {
         })
     }
 
-    /// Fast-forward writes. `pattern` is "seq" or "rand"; `progress(done, total)` is called
-    /// about every 64 MiB (1 GiB with several FTL partitions) with the GIL held and may raise
-    /// (Ctrl-C raises KeyboardInterrupt).
+    /// Fast-forward writes. `pattern` is "seq" or "rand"; `progress(done, total, "bytes",
+    /// 0)` is called about every 64 MiB (1 GiB with several FTL partitions) with the GIL held
+    /// and may raise (Ctrl-C raises KeyboardInterrupt).
     #[pyo3(signature = (nsid, pattern, block_bytes, amount_bytes, seed, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn precondition(
@@ -642,7 +650,7 @@ impl Drive {
         let progress = progress.as_ref();
         self.query(py, |c| {
             let mut pending: Option<PyErr> = None;
-            let mut cb = |done: u64, total: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)));
+            let mut cb = |done: u64, total: u64| report(progress, &mut pending, &Progress::bytes(done, total));
             let report = c.precondition(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb)?;
             match pending {
                 Some(e) => Err(Failure::Python(e)),
@@ -677,7 +685,7 @@ impl Drive {
         let progress = progress.as_ref();
         self.query(py, |c| {
             let mut pending: Option<PyErr> = None;
-            let mut cb = |done: u64, total: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (done, total)));
+            let mut cb = |done: u64, total: u64| report(progress, &mut pending, &Progress::bytes(done, total));
             let mut sink = TouchCounter::default();
             let report = c.precondition_with(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb, &mut sink)?;
             match pending {
@@ -688,8 +696,9 @@ impl Drive {
     }
 
     /// Run fio job clones (engine contract v1, docs/fio.md §3: a list of dicts) in virtual
-    /// time; returns the engine output (§4) as a list of dicts. `progress(now_ns)` is called
-    /// now and then and may raise (Ctrl-C raises KeyboardInterrupt); the drive keeps what the
+    /// time; returns the engine output (§4) as a list of dicts. `progress(done, total, unit,
+    /// now_ns)` is called now and then ([`report`]) and may raise (Ctrl-C raises
+    /// KeyboardInterrupt); the drive keeps what the
     /// run did up to then. `timing_toml` replaces the drive's `[timing]` table for this run
     /// (what-if, calibration).
     #[pyo3(signature = (specs, default_nsid=1, idle_gc=true, progress=None, timing_toml=None))]
@@ -715,7 +724,7 @@ impl Drive {
             };
             let opts = RunOptions { default_nsid, idle_gc };
             let mut pending: Option<PyErr> = None;
-            let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
+            let mut cb = |p: &Progress| report(progress, &mut pending, p);
             let out = fio::run(ctrl, &mut timing, specs, &opts, 0, &mut cb);
             if let Some(e) = pending {
                 return Err(Failure::Python(e));
@@ -744,7 +753,7 @@ impl Drive {
             let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
             let opts = RunOptions { default_nsid, idle_gc };
             let mut pending: Option<PyErr> = None;
-            let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
+            let mut cb = |p: &Progress| report(progress, &mut pending, p);
             let out = fio::run_stack(ctrl, &mut timing, specs, &opts, &mut cb, &mut stack);
             if let Some(e) = pending {
                 return Err(Failure::Python(e));
@@ -843,6 +852,14 @@ impl DriveView {
     /// the twin does not keep).
     fn log_page<'py>(&self, py: Python<'py>, lid: u8, length: u32) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         let b = self.view.log_page(lid, length).map_err(Failure::from)?;
+        Ok(pyo3::types::PyBytes::new(py, &b))
+    }
+
+    /// Identify CNS `cns` (0x00 namespace `nsid`, 0x01 controller): the 4 KiB data structure
+    /// (NvmeError INVALID_NS / INVALID_FIELD otherwise).
+    #[pyo3(signature = (cns, nsid=0))]
+    fn identify<'py>(&self, py: Python<'py>, cns: u8, nsid: u32) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        let b = self.view.identify(cns, nsid).map_err(Failure::from)?;
         Ok(pyo3::types::PyBytes::new(py, &b))
     }
 }
@@ -1132,8 +1149,9 @@ fn cluster_info(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>>
 }
 
 /// Build the cluster of `text` afresh and run `specs` (engine contract v1, one section per
-/// client volume) on it, the GIL released; `progress(now_ns)` is called now and then and
-/// may raise (Ctrl-C raises KeyboardInterrupt). Returns the ClusterRun as a dict.
+/// client volume) on it, the GIL released; `progress(done, total, unit, now_ns)` is called
+/// now and then ([`report`]) and may raise (Ctrl-C raises KeyboardInterrupt). Returns the
+/// ClusterRun as a dict.
 #[pyfunction]
 #[pyo3(signature = (text, specs, progress=None, origin="cluster.toml"))]
 fn cluster_run(py: Python<'_>, text: &str, specs: &Bound<'_, PyAny>, progress: Option<Py<PyAny>>, origin: &str) -> PyResult<Py<PyAny>> {
@@ -1142,7 +1160,7 @@ fn cluster_run(py: Python<'_>, text: &str, specs: &Bound<'_, PyAny>, progress: O
     let out = py.detach(|| -> Result<_, Failure> {
         let spec = ClusterSpec::from_toml(text, origin)?;
         let mut pending: Option<PyErr> = None;
-        let mut cb = |now: u64| keep_going(progress, &mut pending, |py, p| p.call1(py, (now,)));
+        let mut cb = |p: &Progress| report(progress, &mut pending, p);
         let out = cluster::run(&spec, specs, &mut cb);
         if let Some(e) = pending {
             return Err(Failure::Python(e));

@@ -13,8 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -42,6 +40,7 @@ from .common import (
     scale_rounding,
     spec_error,
 )
+from .progress import run_progress
 
 if TYPE_CHECKING:  # the fio package is imported by the commands that run jobs
     from ..fio.contract import CloneOut
@@ -351,7 +350,7 @@ def precondition(
         for pattern, bs, total in steps:
             s = d.next_seed() if seed is None else seed
             t0 = time.perf_counter()
-            with progress_bar(f"{pattern} {bs // 1024}k", quiet) as cb:
+            with run_progress(f"precondition {pattern} {human_bs(bs)}", quiet) as cb:
                 r = d.precondition(nsid, pattern, bs, total, seed=s, progress=cb)
             dt = time.perf_counter() - t0
             done.append(
@@ -378,29 +377,6 @@ def human_bs(b: int) -> str:
         if b % n == 0:
             return f"{b // n}{unit}"
     return str(b)
-
-
-@contextmanager
-def progress_bar(label: str, quiet: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(binary_units=False),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-    ) as p:
-        task = p.add_task(label, total=None)
-
-        def cb(done: int, total: int) -> None:
-            p.update(task, completed=done, total=total)
-
-        yield cb
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -548,7 +524,7 @@ def fio_on_drive(
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
-            with progress_bar_virtual(sys.stderr.isatty()) as cb:
+            with run_progress("fio") as cb:
                 run, results = run_jobs(
                     d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
                 )
@@ -578,7 +554,7 @@ def fio_through_stack(
             interrupt_note(f"{path} and {drive_path} keep their last committed state")
         t0 = time.perf_counter()
         try:
-            with progress_bar_virtual(sys.stderr.isatty()) as cb:
+            with run_progress("fio") as cb:
                 run, results, new_state = stacklib.run_fio(
                     d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
                 )
@@ -598,22 +574,6 @@ def fio_through_stack(
     finally:
         d.close()
     return run, results, wall
-
-
-@contextmanager
-def progress_bar_virtual(enabled: bool) -> Iterator[Optional[Callable[[int], None]]]:
-    if not enabled:
-        yield None
-        return
-    from rich.progress import Progress, TextColumn
-
-    with Progress(TextColumn("simulated {task.fields[t]:.3f} s"), transient=True) as p:
-        task = p.add_task("fio", t=0.0)
-
-        def cb(now_ns: int) -> None:
-            p.update(task, t=now_ns / 1e9)
-
-        yield cb
 
 
 _later(app, "serve", _serve)

@@ -12,7 +12,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
@@ -20,6 +20,7 @@ from .. import _core
 from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
 from ..drive import parse_scale
 from .common import U64, check_fmt, emit_json, fail, say
+from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
     no_args_is_help=True,
@@ -177,7 +178,8 @@ def fio_cmd(
         specs = c.resolve(run)
         if dump_jobs is not None:
             dump_jobs.write_text(json.dumps(specs))
-        res = dict(_core.cluster_run(c.text, specs, None, str(path / "cluster.toml")))
+        with run_progress("cluster fio") as cb:
+            res = dict(_core.cluster_run(c.text, specs, cb, str(path / "cluster.toml")))
     except FioJobError as e:
         fail(*e.lines())
     except (_core.EngineError, _core.SpecError) as e:
@@ -220,10 +222,18 @@ def sweep_cmd(
     c = _open(path)
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
-    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
-        rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=log)
+        with shown() as display:
+            steps = None if display is None else Steps(display, "cluster sweep", len(levels) * len(rws))
+
+            def point_done(line: str) -> None:
+                log(line)
+                if steps is not None:
+                    steps.next()
+
+            rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=point_done, progress=None if steps is None else steps.callback)
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:

@@ -55,6 +55,12 @@ def emit_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2))
 
 
+def write_binary(data: bytes) -> None:
+    """Raw bytes on stdout (nvme-cli's -b/--raw-binary)."""
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
 def check_fmt(fmt: str) -> str:
     if fmt not in ("normal", "json"):
         fail(f"-o/--output-format '{fmt}': must be normal or json")

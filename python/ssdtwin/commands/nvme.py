@@ -14,52 +14,68 @@ from typing import Any, Optional
 
 import typer
 
-from .. import nvmefmt
+from .. import nvmefmt, nvmejson
 from ..drive import SQ_PRIORITIES, Drive
-from . import nvme_ana, nvme_lba_status, nvme_media, nvme_predictable_latency
-from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, read_log
+from . import nvme_ana, nvme_intel, nvme_lba_status, nvme_media, nvme_predictable_latency
+from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, read_log, write_binary
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
 
 @nvme.command("list")
-def nvme_list(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """Namespaces of the drive (like `nvme list`)."""
+def nvme_list(
+    path: Path = ImageDir,
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="subsystem, controller and namespace tables (JSON: the tree)"),
+    fmt: str = OutputFmt,
+) -> None:
+    """Namespaces of the drive (like `nvme list`; -v: the subsystem and controller too)."""
     check_fmt(fmt)
     view = drive_view(path)
     ctrl, rows = view.id_ctrl(), view.list_ns()
     if fmt == "json":
-        emit_json(
-            {
-                "Devices": [
-                    {
-                        "DevicePath": str(path),
-                        "SerialNumber": ctrl["sn"],
-                        "ModelNumber": ctrl["mn"],
-                        "Firmware": ctrl["fr"],
-                        "Namespaces": rows,
-                    }
-                ]
-            }
-        )
+        emit_json((nvmejson.list_detail if verbose else nvmejson.list_simple)(str(path), ctrl, rows))
     else:
-        typer.echo(nvmefmt.nvme_list(str(path), ctrl, rows))
+        typer.echo((nvmefmt.nvme_list_detailed if verbose else nvmefmt.nvme_list)(str(path), ctrl, rows))
+
+
+VendorSpecific = typer.Option(False, "-v", "--vendor-specific", help="the twin's vendor-specific fields too (vs_*)")
+RawBinary = typer.Option(False, "-b", "--raw-binary", help="the raw 4096-byte structure on stdout")
 
 
 @nvme.command("id-ctrl")
-def nvme_id_ctrl(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+def nvme_id_ctrl(path: Path = ImageDir, vendor: bool = VendorSpecific, raw: bool = RawBinary, fmt: str = OutputFmt) -> None:
     """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
     check_fmt(fmt)
-    data = drive_view(path).id_ctrl()
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ctrl(data))
+    view = drive_view(path)
+    if raw:
+        write_binary(view.identify(0x01))
+        return
+    data = view.id_ctrl()
+    if fmt == "json":
+        emit_json(nvmejson.id_ctrl(data, vendor))
+    else:
+        typer.echo(nvmefmt.id_ctrl(data))
 
 
 @nvme.command("id-ns")
-def nvme_id_ns(path: Path = ImageDir, nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32), fmt: str = OutputFmt) -> None:
+def nvme_id_ns(
+    path: Path = ImageDir,
+    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    vendor: bool = VendorSpecific,
+    raw: bool = RawBinary,
+    fmt: str = OutputFmt,
+) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
     check_fmt(fmt)
-    data = drive_view(path).id_ns(nsid)  # NvmeError INVALID_NS from the core if there is none
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.id_ns(data, nsid))
+    view = drive_view(path)
+    if raw:
+        write_binary(view.identify(0x00, nsid))  # NvmeError INVALID_NS from the core if there is none
+        return
+    data = view.id_ns(nsid)
+    if fmt == "json":
+        emit_json(nvmejson.id_ns(data, vendor))
+    else:
+        typer.echo(nvmefmt.id_ns(data, nsid))
 
 
 @nvme.command("create-ns")
@@ -193,11 +209,18 @@ def nvme_inject_pi_error(
 
 
 @nvme.command("smart-log")
-def nvme_smart_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
+def nvme_smart_log(
+    path: Path = ImageDir,
+    human: bool = typer.Option(False, "-H", "--human-readable", help="the critical warning's bits one by one"),
+    fmt: str = OutputFmt,
+) -> None:
     """SMART / Health log (data units in thousands of 512 B, rounded up)."""
     check_fmt(fmt)
     data = read_log(path, "smart")
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.smart_log(data, str(path)))
+    if fmt == "json":
+        emit_json(nvmejson.smart_log(data, human))
+    else:
+        typer.echo(nvmefmt.smart_log(data, str(path), human))
 
 
 @nvme.command("id-nvmset")
@@ -221,7 +244,10 @@ def nvme_endurance_log(
     """Endurance Group Information log (09h): one group's wear, traffic and capacity."""
     check_fmt(fmt)
     data = drive_view(path).endurance_log(endgid)
-    typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.endurance_log(data, str(path), endgid))
+    if fmt == "json":
+        emit_json(nvmejson.endurance_log(data))
+    else:
+        typer.echo(nvmefmt.endurance_log(data, str(path), endgid))
 
 
 @nvme.command("vendor-log")
@@ -347,3 +373,6 @@ nvme_predictable_latency.register(nvme)
 
 # Lists, logs and sanitize live in nvme_media.py.
 nvme_media.register(nvme)
+
+# `nvme intel …`: the Intel plugin's verbs (nvme_intel.py).
+nvme.add_typer(nvme_intel.intel, name="intel")

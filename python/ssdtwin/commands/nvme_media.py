@@ -8,14 +8,13 @@ state like the other read-only verbs (``common.drive_view``).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Callable, Optional
 
 import typer
 
-from .. import nvmefmt
-from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened
+from .. import nvmefmt, nvmejson
+from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
 
 #: The drive's one controller (its Identify Controller CNTLID).
 CONTROLLER_ID = 1
@@ -93,13 +92,13 @@ def nvme_error_log(
     check_fmt(fmt)
     view = drive_view(path)
     if raw:
-        _binary(view.log_page(0x01, 64 * log_entries))
+        write_binary(view.log_page(0x01, 64 * log_entries))
         return
     entries = view.error_log()
     empty = {k: 0 for k in entries[0]} if entries else _empty_error_entry()
     rows = (entries + [dict(empty) for _ in range(log_entries)])[:log_entries]  # as nvme-cli: every entry asked for
     if fmt == "json":
-        emit_json({"errors": rows})
+        emit_json(nvmejson.error_log(rows))
     else:
         typer.echo(nvmefmt.error_log(rows, str(path)))
 
@@ -119,14 +118,18 @@ def nvme_fw_log(
     check_fmt(fmt)
     view = drive_view(path)
     if raw:
-        _binary(view.log_page(0x03, 512))
+        write_binary(view.log_page(0x03, 512))
         return
-    fr = view.id_ctrl()["fr"]
-    frs = int.from_bytes(view.log_page(0x03, 16)[8:16], "little")
+    page = view.log_page(0x03, 64)
     if fmt == "json":
-        emit_json({str(path): {"Active Firmware Slot (afi)": 1, "Firmware Rev Slot 1": f"{frs} ({fr})"}})
-    else:
-        typer.echo(f"Firmware Log for device:{path}\nafi  : 0x1\nfrs1 : {frs:#018x} ({fr})")
+        emit_json(nvmejson.fw_log(str(path), page))
+        return
+    lines = [f"Firmware Log for device:{path}", f"afi  : {page[0]:#x}"]
+    for n in range(1, 8):
+        slot = page[8 * n : 8 * n + 8]
+        if slot[0]:
+            lines.append(f"frs{n} : {int.from_bytes(slot, 'little'):#018x} ({nvmejson.fw_rev(slot)})")
+    typer.echo("\n".join(lines))
 
 
 @verb("get-log")
@@ -148,17 +151,12 @@ def nvme_get_log(
         fail("-l/--log-len 0: give the number of bytes to read (1..1048576)")
     data = drive_view(path).log_page(lid, length)  # NvmeError INVALID_LOG_PAGE for others
     if raw:
-        _binary(data)
+        write_binary(data)
     elif fmt == "json":
         emit_json({"log_id": lid, "namespace_id": nsid, "log_len": length, "data": nvmefmt.hex_lines(data)})
     else:
         typer.echo(f"Device:{path} log-id:{lid} namespace-id:{nsid:#x}")
         typer.echo(nvmefmt.hexdump(data))
-
-
-def _binary(data: bytes) -> None:
-    sys.stdout.buffer.write(data)
-    sys.stdout.flush()
 
 
 def sanact_arg(text: str) -> int:
@@ -210,10 +208,10 @@ def nvme_sanitize_log(
             d.nvme.wait_sanitize()
     view = drive_view(path)
     if raw:
-        _binary(view.log_page(0x81, 512))
+        write_binary(view.log_page(0x81, 512))
         return
     log = view.sanitize_log()
     if fmt == "json":
-        emit_json({str(path): log})
+        emit_json(nvmejson.sanitize_log(str(path), log))
     else:
         typer.echo(nvmefmt.sanitize_log(log, human))

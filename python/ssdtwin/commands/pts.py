@@ -247,20 +247,10 @@ def _progress(quiet: bool) -> Iterator[Any]:
     if not sys.stderr.isatty():
         yield _LineEvents()
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from .progress import shown
 
-    with Progress(
-        TextColumn("{task.fields[test]:<5}"),
-        BarColumn(bar_width=20),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-        TextColumn("[dim]{task.fields[status]}"),
-        console=Console(stderr=True),
-    ) as p:
-        yield _RichEvents(p)
+    with shown() as display:
+        yield _RichEvents(display)
 
 
 class _LineEvents:
@@ -275,26 +265,29 @@ class _LineEvents:
 
 
 class _RichEvents:
-    def __init__(self, progress: Any) -> None:
-        self.p = progress
+    """Each test a line of the shared progress display (commands/progress.py): the test and its
+    step, the fraction of its rounds done, its status."""
+
+    def __init__(self, display: Any) -> None:
+        self.d = display
         self.tasks: dict[str, Any] = {}
 
     def test_started(self, test: str, title: str, plan: str) -> None:
-        self.tasks[test] = self.p.add_task(plan, total=1000, test=test, status="")
+        self.tasks[test] = self.d.task(f"{test:<5} {plan}", total=1000)
 
     def step(self, test: str, what: str, frac: Optional[float], status: str) -> None:
         task = self.tasks.get(test)
         if task is None:
             return
-        kw: dict[str, Any] = {"description": what, "status": status}
+        kw: dict[str, Any] = {"description": f"{test:<5} {what}", "detail": status}
         if frac is not None:
             kw["completed"] = int(frac * 1000)
-        self.p.update(task, **kw)
+        self.d.update(task, **kw)
 
     def test_done(self, test: str, status: str, message: str) -> None:
         task = self.tasks.get(test)
         if task is not None:
-            self.p.update(task, completed=1000, description=message, status=status)
+            self.d.update(task, completed=1000, description=f"{test:<5} {message}", detail=status)
 
 
 @pts.command("compare")

@@ -46,23 +46,27 @@ def _executor(address: Optional[str], in_process: bool, num_cpus: Optional[int])
 
 
 class _Progress:
-    """Points done, failed and the ETA: a rich bar on a terminal, else a line per point."""
+    """Points done, failed and the ETA: the shared progress display (commands/progress.py) on a
+    terminal, else a line per point."""
 
     def __init__(self, quiet: bool, prog: str) -> None:
         self.quiet, self.prog = quiet, prog
         self.tty = sys.stderr.isatty()
-        self.bar: Any = None
+        self.display: Any = None
         self.task: Any = None
         self.total = self.done = self.failed = 0
         self.t0 = time.perf_counter()
+
+    def _detail(self) -> str:
+        return f"{self.done}/{self.total} points, {self.failed} failed"
 
     def start(self, total: int, kept: int, where: str) -> None:
         self.total, self.done, self.t0 = total, kept, time.perf_counter()
         if self.quiet:
             return
         say(f"{self.prog}: {total} points ({kept} done before) on {where}")
-        if self.tty and self.bar is not None:
-            self.task = self.bar.add_task("points", total=total, completed=kept, failed=0)
+        if self.display is not None:
+            self.task = self.display.task("points", total=total, completed=kept, detail=self._detail())
 
     def point(self, p: Any, res: dict[str, Any]) -> None:
         self.done += 1
@@ -71,7 +75,7 @@ class _Progress:
         if self.quiet:
             return
         if self.task is not None:
-            self.bar.update(self.task, advance=1, failed=self.failed)
+            self.display.update(self.task, completed=self.done, detail=self._detail())
         elif not self.tty:
             wall = res.get("wall_s")
             status = "ok" if ok else f"failed: {res['row']['error']}"
@@ -79,24 +83,12 @@ class _Progress:
 
     @contextmanager
     def shown(self) -> Iterator[_Progress]:
-        if self.quiet or not self.tty:
-            yield self
-            return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from .progress import shown
 
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[failed]} failed"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            transient=True,
-        ) as bar:
-            self.bar = bar
+        with shown(self.quiet) as display:
+            self.display = display
             yield self
-            self.bar = None
+            self.display = None
 
 
 def sweep_cmd(

@@ -62,7 +62,7 @@ class TwinTarget:
         self.path = path
         self.seed = seed
         self.runs = 0  # fio runs so far
-        self.progress: Optional[Callable[[int], object]] = None
+        self.progress: Optional[Callable[[int, int, str, int], object]] = None
         try:
             self.ns = self.drive.nvme.namespace(self.namespace)
         except _core.NvmeError:
@@ -182,6 +182,6 @@ class TwinTarget:
             self.drive.close()
 
 
-def _tick(now_ns: int) -> None:
+def _tick(done: int, total: int, unit: str, now_ns: int) -> None:
     """A progress callback that does nothing: with one, Ctrl-C interrupts a long fio run
     promptly (the core calls back now and then, and Python raises KeyboardInterrupt there)."""

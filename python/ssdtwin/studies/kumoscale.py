@@ -50,7 +50,7 @@ def lab(scale: int = 64, seed: int = 1) -> dict[str, Cluster]:
 
 
 def brief_points(
-    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None
+    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> list[dict[str, Any]]:
     """Each stack at the brief's implied load: random read (IOPS, read latency, the two
     figures of the brief) and random write (its write latency, which the brief only
@@ -100,7 +100,7 @@ def kumoscale(
     seed: int = 1,
     curves: bool = True,
     log: Callable[[str], None] = print,
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
 ) -> dict[str, Any]:
     """The brief's comparison: both stacks at the brief's load, then (with ``curves``) IOPS
     against mean and 99 % latency from 1 to 256 outstanding I/O per client, both

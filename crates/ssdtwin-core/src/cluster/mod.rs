@@ -24,6 +24,7 @@ pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol};
 
 use std::collections::BTreeSet;
 
+use crate::progress::Progress;
 use crate::spec::SpecError;
 use crate::stats::LatStat;
 use crate::workload::{JobError, JobSpec};
@@ -78,9 +79,9 @@ fn clients_of(spec: &ClusterSpec, jobs: &[JobSpec]) -> Result<Vec<u32>, ClusterE
 
 /// Run `jobs` (fio's engine contract, docs/fio.md §3, one section per client volume, each
 /// resolved against a volume of [`ClusterSpec::volume_bytes_simulated`] bytes) on a cluster
-/// built afresh from `spec`. `keep_going(now_ns)` is asked every 65,536 events; false stops
-/// the run (Ctrl-C).
-pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<ClusterRun, ClusterError> {
+/// built afresh from `spec`. `keep_going(progress)` is asked every 65,536 events with how far
+/// the run is ([`Progress`]); false stops the run (Ctrl-C).
+pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<ClusterRun, ClusterError> {
     let bytes = drive_bytes(spec)?;
     let layout = Layout::new(spec, bytes)?;
     let clients = clients_of(spec, &jobs)?;

@@ -8,6 +8,7 @@ use super::ClusterError;
 use crate::engine::fio::report::{
     depth_slot, ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneLogs, CloneOut, DirCounters, DirOut, LatencyBuckets,
 };
+use crate::progress::Spent;
 use crate::workload::{Ddir, ExitWhat, Generator, JobSpec};
 
 /// The measurement window: from the end of the ramp until the runtime ends (or the run).
@@ -65,6 +66,8 @@ pub(super) struct JobAcc {
     stop_at: u64,
     pub end_ns: u64,
     issued: u64,
+    /// Bytes issued (the job's progress against its io_size × loops).
+    bytes_issued: u64,
     dirs: [DirCounters; 2],
     depth_levels: [u64; 7],
     lat_buckets: LatencyBuckets,
@@ -112,12 +115,18 @@ impl JobAcc {
             stop_at,
             end_ns: 0,
             issued: 0,
+            bytes_issued: 0,
             dirs: Default::default(),
             depth_levels: [0; 7],
             lat_buckets: LatencyBuckets::default(),
             inflight_level: Level::default(),
             lba,
         })
+    }
+
+    /// What this job has spent of its budget at `now` (every job starts at 0).
+    pub fn spent(&self, now: u64) -> Spent {
+        Spent { bytes: self.bytes_issued, ios: self.issued, ns: now, finished: self.finished }
     }
 
     /// The run's measurement window as far as this clone sets it (fio starts every clone
@@ -145,6 +154,7 @@ impl JobAcc {
                     }
                     self.inflight += 1;
                     self.issued += 1;
+                    self.bytes_issued += io.len;
                     self.inflight_level.add(now, 1, w);
                     return Some((io.offset, io.ddir == Ddir::Write, io.len));
                 }

@@ -12,6 +12,7 @@ use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
 use crate::engine::{HostCmd, HostOp};
 use crate::nvme::NsId;
+use crate::progress::{self, Budget, Progress};
 use crate::stats::LatStat;
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -289,12 +290,16 @@ impl<'a> ClusterSim<'a> {
         self.heap.push(Reverse((t, self.seq, ev)));
     }
 
-    /// Run until no event is left. `keep_going(now)` is asked every 65,536 events.
-    pub fn run(&mut self, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<(), ClusterError> {
+    /// Run until no event is left. `keep_going(progress)` is asked every 65,536 events.
+    pub fn run(&mut self, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), ClusterError> {
+        let budgets: Vec<Budget> = self.jobs.iter().map(|j| j.acc.gen.spec.budget(None)).collect();
+        let unit = progress::unit_of(&budgets);
         while let Some(Reverse((t, _, ev))) = self.heap.pop() {
             self.now = t;
             self.events += 1;
-            if self.events % 65_536 == 0 && !keep_going(t) {
+            if self.events % 65_536 == 0
+                && !keep_going(&progress::tally(t, unit, budgets.iter().zip(self.jobs.iter().map(|j| j.acc.spent(t)))))
+            {
                 return Err(ClusterError::Interrupted(t));
             }
             match ev {

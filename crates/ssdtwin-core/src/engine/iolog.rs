@@ -84,6 +84,11 @@ impl Replay {
         Ok(Replay { trace: trace.records, len, drawn: 0, issued: 0, start_ns: None, last_issue_ns: 0, ready_at: None })
     }
 
+    /// The trace's records: the I/Os the replay issues (its progress total).
+    pub fn records(&self) -> u64 {
+        self.len as u64
+    }
+
     /// The next I/O of the trace, None at its end.
     pub fn draw(&mut self) -> Option<Io> {
         if self.drawn >= self.len {

@@ -126,6 +126,10 @@ fn smart_bytes(s: &super::SmartLog) -> Vec<u8> {
     }
     b[192..196].copy_from_slice(&s.warning_temp_time.to_le_bytes());
     b[196..200].copy_from_slice(&s.critical_comp_time.to_le_bytes());
+    let thermal = [s.thm_temp1_trans_count, s.thm_temp2_trans_count, s.thm_temp1_total_time, s.thm_temp2_total_time];
+    for (i, v) in thermal.iter().enumerate() {
+        b[216 + 4 * i..220 + 4 * i].copy_from_slice(&v.to_le_bytes());
+    }
     b
 }
 
@@ -160,8 +164,21 @@ pub struct SmartLog {
     pub unsafe_shutdowns: u64,
     pub media_errors: u64,
     pub num_err_log_entries: u64,
+    /// Minutes at or above WCTEMP and at or above CCTEMP.
     pub warning_temp_time: u32,
     pub critical_comp_time: u32,
+    /// Host controlled thermal management: transitions to lower power for thermal
+    /// management temperature 1 and 2, and seconds spent there (no HCTM: 0). Bytes 216-231
+    /// of the page; temperature sensors 1-8 (bytes 200-215) are not reported, so nvme-cli
+    /// prints no temperature_sensor_N key.
+    #[serde(default)]
+    pub thm_temp1_trans_count: u32,
+    #[serde(default)]
+    pub thm_temp2_trans_count: u32,
+    #[serde(default)]
+    pub thm_temp1_total_time: u32,
+    #[serde(default)]
+    pub thm_temp2_total_time: u32,
 }
 
 /// Intel additional SMART attributes 0xF4/0xF5: sectors written / 65,536 (32 MiB units).
@@ -257,6 +274,10 @@ impl Controller {
             num_err_log_entries: s.error_log_entries,
             warning_temp_time: 0,
             critical_comp_time: 0,
+            thm_temp1_trans_count: 0,
+            thm_temp2_trans_count: 0,
+            thm_temp1_total_time: 0,
+            thm_temp2_total_time: 0,
         }
     }
 

@@ -18,7 +18,8 @@
 //! * `protection.rs`: Format NVM, end-to-end protection information, PI error injection;
 //! * `features.rs`: Get/Set Features, queue priorities, the vendor QoS caps;
 //! * `io.rs`: Read, Write, Deallocate and their checks, idle GC;
-//! * `identify.rs`: Identify data; `view.rs`: [`Controller::view`] and [`FtlInfo`];
+//! * `identify.rs`: Identify data; `identify_bytes.rs`: the same as the spec's 4 KiB
+//!   structures (Identify CNS 00h/01h raw); `view.rs`: [`Controller::view`] and [`FtlInfo`];
 //! * `logs.rs`: SMART, the vendor WAF log, the Error Information log, raw log pages;
 //! * `persist.rs`: a controller from saved parts, the checks of a saved state, the FTL
 //!   maps loaded on first use;
@@ -30,6 +31,7 @@
 mod ana;
 mod features;
 mod identify;
+mod identify_bytes;
 mod io;
 mod lbastatus;
 mod logs;
@@ -44,7 +46,8 @@ mod status;
 mod view;
 
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
-pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc};
+pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
+pub use identify_bytes::{CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
 pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};

@@ -11,6 +11,7 @@ pub mod dist;
 pub mod fiorand;
 pub mod trace;
 
+use crate::progress::Budget;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -225,6 +226,26 @@ pub struct JobSpec {
     /// once the per-second IOPS or bandwidth settles; None without `ss_dur`.
     #[serde(default)]
     pub steadystate: Option<SteadyStateSpec>,
+}
+
+impl JobSpec {
+    /// What ends this job ([`Budget`]): `records` I/Os when it replays a trace of that
+    /// many, else its runtime when time_based, else io_size × loops bytes of its kind and
+    /// number_ios; a runtime ends any of them early (counted from the start, ramp included).
+    pub fn budget(&self, records: Option<u64>) -> Budget {
+        let ns = (self.runtime_ns > 0).then(|| self.ramp_time_ns.saturating_add(self.runtime_ns));
+        if let Some(records) = records {
+            return Budget { ios: Some(records), ns, ..Budget::default() };
+        }
+        if self.time_based {
+            return Budget { ns, ..Budget::default() };
+        }
+        Budget {
+            bytes: Some(self.io_size_bytes.max(1).saturating_mul(self.loops.max(1))),
+            ios: (self.number_ios > 0).then_some(self.number_ios),
+            ns,
+        }
+    }
 }
 
 // --- steady state, ss ---

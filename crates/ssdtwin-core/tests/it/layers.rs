@@ -13,6 +13,8 @@ const RULES: &[(&str, &[&str])] = &[
     ("theory", &[]),
     ("stats", &[]),
     ("bigarray", &[]),
+    // How far a long run is (units and totals); the engine and the cluster report it.
+    ("progress", &[]),
     ("faults", &[]),
     ("fsio", &["faults"]),
     ("spec", &["units"]),
@@ -21,16 +23,16 @@ const RULES: &[(&str, &[&str])] = &[
     ("ftl", &["bigarray", "nand", "spec", "units", "util"]),
     // The controller is the only module that names the FTL.
     ("nvme", &["bigarray", "fsio", "ftl", "nand", "rng", "spec", "units", "util"]),
-    ("workload", &["rng", "units", "util"]),
+    ("workload", &["progress", "rng", "units", "util"]),
     // Host stacks (write-shaping tiers) are time-free state machines: no controller, no FTL,
     // no engine; the engine times what they return.
     ("host", &["spec"]),
-    ("engine", &["host", "nand", "nvme", "rng", "spec", "stats", "units", "util", "workload"]),
+    ("engine", &["host", "nand", "nvme", "progress", "rng", "spec", "stats", "units", "util", "workload"]),
     ("journal", &["fsio", "nand", "nvme"]),
     ("image", &["bigarray", "fsio", "journal", "nvme", "spec"]),
     // Replicated volumes over a network model: drives only through the controller and the
     // engine's DeviceTiming::submit, never the FTL or the NAND layer.
-    ("cluster", &["engine", "nvme", "rng", "spec", "stats", "util", "workload"]),
+    ("cluster", &["engine", "nvme", "progress", "rng", "spec", "stats", "util", "workload"]),
 ];
 
 fn src() -> PathBuf {

@@ -35,6 +35,7 @@ use super::events::{Entry, EventQueue};
 use super::stack::{HostStack, StackRun};
 use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
+use crate::progress::{self, Budget, Progress, ProgressUnit, Spent};
 use crate::units::NsId;
 use crate::workload::{JobError, JobSpec};
 use clone::{JobClone, LOOKAHEAD};
@@ -82,15 +83,16 @@ pub struct RunOptions {
 /// Run `specs` (one per clone, in thread order) on `ctrl`. Virtual time starts at
 /// `start_ns` and the controller's clock advances by the run's length.
 ///
-/// `keep_going(now_ns)` is called every 65,536 events; returning false stops the run with
-/// [`RunError::Interrupted`] (Ctrl-C in the CLI).
+/// `keep_going(progress)` is called every 65,536 events with how far the run is
+/// ([`Progress`]: bytes, I/Os or simulated time of the jobs' known totals); returning false
+/// stops the run with [`RunError::Interrupted`] (Ctrl-C in the CLI).
 pub fn run(
     ctrl: &mut Controller,
     timing: &mut DeviceTiming,
     specs: Vec<JobSpec>,
     opts: &RunOptions,
     start_ns: u64,
-    keep_going: &mut dyn FnMut(u64) -> bool,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<Vec<CloneOut>, RunError> {
     run_measured(ctrl, timing, specs, opts, start_ns, keep_going).map(|(out, _)| out)
 }
@@ -129,7 +131,7 @@ pub fn run_measured(
     specs: Vec<JobSpec>,
     opts: &RunOptions,
     start_ns: u64,
-    keep_going: &mut dyn FnMut(u64) -> bool,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
     run_with(ctrl, timing, specs, opts, start_ns, keep_going, None)
 }
@@ -141,7 +143,7 @@ pub fn run_stack(
     timing: &mut DeviceTiming,
     specs: Vec<JobSpec>,
     opts: &RunOptions,
-    keep_going: &mut dyn FnMut(u64) -> bool,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: &mut HostStack,
 ) -> Result<Vec<CloneOut>, RunError> {
     run_with(ctrl, timing, specs, opts, 0, keep_going, Some(stack)).map(|(out, _)| out)
@@ -191,7 +193,7 @@ fn run_with(
     specs: Vec<JobSpec>,
     opts: &RunOptions,
     start_ns: u64,
-    keep_going: &mut dyn FnMut(u64) -> bool,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: Option<&mut HostStack>,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
     let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()))?;
@@ -202,6 +204,8 @@ fn run_with(
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
     let waitees = batches::wait_lists(&clones)?;
     let flows = flow::flow_groups(&mut clones);
+    let budgets: Vec<Budget> = clones.iter().map(|c| c.gen.spec.budget(c.replay.as_ref().map(|r| r.records()))).collect();
+    let progress_unit = progress::unit_of(&budgets);
     let mut run = Runner {
         ctrl,
         timing,
@@ -219,6 +223,8 @@ fn run_with(
         ss_resets: BinaryHeap::new(),
         arb: None,
         stack: None,
+        budgets,
+        progress_unit,
     };
     // The host stack on the target namespace.
     if let Some(stack) = stack {
@@ -280,6 +286,9 @@ struct Runner<'a> {
     arb: Option<Arbiter>,
     /// The host stack the clones write through, if any.
     stack: Option<StackRun<'a>>,
+    /// What ends each clone, and the unit the run's progress is counted in.
+    budgets: Vec<Budget>,
+    progress_unit: Option<ProgressUnit>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -333,7 +342,7 @@ impl Runner<'_> {
     }
 
     /// Handle events until none is left or the last batch is done.
-    fn event_loop(&mut self, start_ns: u64, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<(), RunError> {
+    fn event_loop(&mut self, start_ns: u64, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), RunError> {
         let end_limit = self.end_limit;
         let mut events = 0u64;
         while let Some(Entry { t, .. }) = self.events.peek() {
@@ -358,7 +367,7 @@ impl Runner<'_> {
             }
             self.now = t;
             events += 1;
-            if events % 65_536 == 0 && !keep_going(t) {
+            if events % 65_536 == 0 && !keep_going(&self.progress(t)) {
                 return Err(RunError::Interrupted(t));
             }
             match ev {
@@ -375,6 +384,18 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+
+    /// How far the run is at `now`: each clone's issued bytes and I/Os and time since its
+    /// start against its budget (reading only: the run goes on the same).
+    fn progress(&self, now: u64) -> Progress {
+        let spent = self.clones.iter().map(|c| Spent {
+            bytes: c.bytes_issued.iter().sum(),
+            ios: c.ios_issued,
+            ns: if c.started { now.saturating_sub(c.start_ns) } else { 0 },
+            finished: c.finished,
+        });
+        progress::tally(now, self.progress_unit, self.budgets.iter().zip(spent))
     }
 
     /// Clone `c` starts at `t`.
