@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from . import blktrace as fio_blktrace
 from . import limits as L
 from .errors import FioJobError
 
@@ -59,8 +60,6 @@ MAX_FILENAME_CHARS = L.MAX_TRACE_NAME_CHARS
 # fio scans LENGTH with %u (32 bits) and OFFSET, timestamps with %llu.
 MAX_LENGTH = (1 << 32) - 1
 MAX_U64 = (1 << 64) - 1
-# blktrace's magic (blktrace_api.h BLK_IO_TRACE_MAGIC), either byte order, low byte = version.
-_BLKTRACE_MAGIC = 0x65617400
 
 # Packed records the engine reads (engine/iolog.rs): kind, offset, len, delay_ns, extra_ns.
 _REPLAY_ABSOLUTE = 1 << 8
@@ -122,10 +121,8 @@ def _number(path: str, line: int, name: str, text: str, hi: int) -> int:
     return value
 
 
-def load_trace(path: str, shown: Optional[str] = None) -> Trace:
-    """Parse a version 2 or 3 trace. Raises FioJobError naming the file, line and field
-    (the file alone, without a line, when it cannot be read at all)."""
-    shown = shown or path
+def _check_file(path: str, shown: str) -> os.stat_result:
+    """A trace is a regular file within the size limit (docs/fio.md §2.9)."""
     try:
         info = os.stat(path)
     except OSError as e:
@@ -134,6 +131,14 @@ def load_trace(path: str, shown: Optional[str] = None) -> Trace:
         raise _fail(shown, None, "not a regular file (a trace is read whole before the run)")
     if info.st_size > MAX_TRACE_BYTES:
         raise _fail(shown, None, f"trace of {info.st_size} bytes; at most {MAX_TRACE_BYTES} ({MAX_TRACE_BYTES >> 20} MiB) are read")
+    return info
+
+
+def load_trace(path: str, shown: Optional[str] = None) -> Trace:
+    """Parse a version 2 or 3 trace. Raises FioJobError naming the file, line and field
+    (the file alone, without a line, when it cannot be read at all)."""
+    shown = shown or path
+    info = _check_file(path, shown)
     try:
         return _load_cached(path, shown, info.st_mtime_ns, info.st_size)
     except OSError as e:  # unreadable (permissions, I/O error)
@@ -144,12 +149,6 @@ def load_trace(path: str, shown: Optional[str] = None) -> Trace:
 def _load_cached(path: str, shown: str, mtime_ns: int, size: int) -> Trace:
     del mtime_ns, size  # cache keys only: a changed file is read again
     with open(path, "rb") as f:
-        head = f.read(4)
-        if len(head) == 4:
-            for order in ("<I", ">I"):
-                if struct.unpack(order, head)[0] & 0xFFFFFF00 == _BLKTRACE_MAGIC:
-                    raise _fail(shown, None, "a blktrace binary trace: not supported by ssdtwin (replay fio iologs, version 2 or 3)")
-        f.seek(0)
         first = f.readline(MAX_LINE_CHARS + 1).decode("utf-8", "replace")
         if first.startswith(HEADER_V3):
             version = 3
@@ -229,20 +228,31 @@ class Replay:
         return [n for d, n in enumerate(DDIR_NAMES) if self.bytes_by_dir[d]]
 
 
-def replay_target(st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Mapping[str, Any], namespace_of: Any) -> tuple[Trace, str]:
+def replay_target(
+    st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Mapping[str, Any], namespace_of: Any
+) -> tuple[Union[Trace, fio_blktrace.BlkTrace], Optional[str]]:
     """Load the clone's trace (``read_iolog`` list entry subjob % count, fio's
-    get_name_by_idx) and find its target: ``replay_redirect``, else the one file its I/O
-    lines name. Returns (trace, target name); the caller maps the name like ``filename=``."""
+    get_name_by_idx, or the ``merge_blktrace_file`` of them all) and find its target:
+    ``replay_redirect``, else the one file its I/O lines name (a blktrace's: None, the
+    job's default target). Returns (trace, target name); the caller maps the name like
+    ``filename=``."""
     names = split_names(st["read_iolog"])
     name = names[subjob % len(names)]
     if name == "-":
         raise FioJobError("reading a trace from stdin is not supported by ssdtwin; give a file", **where)
+    if st.get("merge_blktrace_file"):
+        name = _merged(st, names, cwd, where)
     path = name if os.path.isabs(name) or cwd is None else os.path.join(cwd, name)
     try:
+        _check_file(path, name)
+        if fio_blktrace.is_blktrace(path):
+            blk = fio_blktrace.load(path, name, st)
+            return blk, fio_blktrace.target_name(blk, st, where)
         trace = load_trace(path, name)
     except FioJobError as e:
-        if e.line is None:  # the file itself: say which option named it
-            raise FioJobError(f"{name}: {e.reason}", **where) from None
+        if e.line is None and e.file == name:  # the file itself: say which option named it
+            what = e.reason if e.option is None else f"{e.option}={e.value}: {e.reason}"
+            raise FioJobError(f"{name}: {what}", **where) from None
         raise
     redirect = st.get("replay_redirect")
     if redirect:
@@ -258,14 +268,44 @@ def replay_target(st: Mapping[str, Any], subjob: int, cwd: Optional[str], where:
     return trace, target
 
 
+def _merged(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Mapping[str, Any]) -> str:
+    """The ``merge_blktrace_file`` every clone of the job replays, merged once per run of
+    unchanged inputs (fio merges once per job, before its clones exist)."""
+    key = (
+        tuple(names),
+        cwd,
+        st["merge_blktrace_file"],
+        tuple(st.get("merge_blktrace_scalars") or ()),
+        tuple(st.get("merge_blktrace_iters") or ()),
+        tuple(_mtime(n if os.path.isabs(n) or cwd is None else os.path.join(cwd, n)) for n in names),
+    )
+    if key not in _MERGED:
+        _MERGED[key] = fio_blktrace.merge(st, names, cwd, where)
+    merged: str = st["merge_blktrace_file"]
+    return merged
+
+
+_MERGED: dict[tuple[Any, ...], str] = {}
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
 def _ns(us: int) -> int:
     # A delay past 2^64 ns (584 years) ends the run at the engine's 200-day limit anyway.
     return min(us * 1000, MAX_U64)
 
 
-def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_bytes: int) -> Replay:
+def pack_replay(trace: Union[Trace, fio_blktrace.BlkTrace], st: Mapping[str, Any], target_bytes: int, lba_bytes: int) -> Replay:
     """The engine's records for ``trace`` under the job's replay options; every I/O line is
     checked against the target (errors name the trace's file, line and field)."""
+    if isinstance(trace, fio_blktrace.BlkTrace):
+        records, summary = fio_blktrace.pack(trace, st, target_bytes, lba_bytes, MAX_TRACE_IOS)
+        return Replay(records, sum(summary["ios"]), list(summary["bytes"]))
     no_stall = bool(st.get("replay_no_stall"))
     time_scale = st.get("replay_time_scale") or 100
     scale = st.get("replay_scale", 1)

@@ -616,6 +616,18 @@ def _h_percentile_list(st: dict[str, Any], value: Optional[str]) -> None:
     st["percentile_precision"] = precision
 
 
+def _h_float_list(key: str) -> Handler:
+    """fio's FIO_OPT_FLOAT_LIST: up to 20 numbers separated by ':' (parse.c)."""
+
+    def handler(st: dict[str, Any], value: Optional[str]) -> None:
+        items = _req(value).split(":")
+        if len(items) > 20:
+            raise ValueError("the list exceeds max length 20")
+        st[key] = [_float(item) for item in items]
+
+    return handler
+
+
 def _h_log(kind: str) -> Handler:
     def handler(st: dict[str, Any], value: Optional[str]) -> None:
         # Without a value fio names the log after the job (init.c make_log_name).
@@ -794,6 +806,9 @@ _SIM_OPTIONS: list[OptionDef] = [
     _opt("replay_align", _h_replay_align),
     _opt("replay_scale", _h_uint("replay_scale")),
     _opt("replay_skip", _h_replay_skip),
+    _opt("merge_blktrace_file", _h_str("merge_blktrace_file"), help="merge the read_iolog blktrace traces by time into this file, then replay it"),
+    _opt("merge_blktrace_scalars", _h_float_list("merge_blktrace_scalars")),
+    _opt("merge_blktrace_iters", _h_float_list("merge_blktrace_iters")),
 ]
 
 # --- issue 10: sched ---
@@ -1372,9 +1387,6 @@ _WHY_REFUSED: dict[str, str] = {
     "exec_prerun": "ssdtwin does not run host commands from job files",
     "exec_postrun": "ssdtwin does not run host commands from job files",
     "sync_file_range": _WHY_FLUSH,
-    "merge_blktrace_file": "merges blktrace traces for read_iolog; blktrace input is not supported",
-    "merge_blktrace_scalars": "merges blktrace traces for read_iolog; blktrace input is not supported",
-    "merge_blktrace_iters": "merges blktrace traces for read_iolog; blktrace input is not supported",
     "percentage_sequential": "deprecated: fio 3.33 refuses it too (use percentage_random)",
     "rwmixcycle": "deprecated: fio 3.33 refuses it too",
     "zonecapacity": "zoned block devices (zonemode=zbd): the twin's namespaces are conventional",

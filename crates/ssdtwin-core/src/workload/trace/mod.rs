@@ -128,7 +128,8 @@ pub trait TraceReader: Send {
 }
 
 /// fio's replay options as the readers of fio's formats apply them (docs/fio.md §2.10).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct FioReplay {
     /// `replay_scale`: offsets divided by it (0: none).
     pub replay_scale: u64,

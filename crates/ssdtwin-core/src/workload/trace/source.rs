@@ -11,6 +11,8 @@
 //! actions) fold their delays into the next I/O's, as fio waits them in turn.
 
 use std::io::BufRead;
+
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -83,6 +85,42 @@ impl Format {
     }
 }
 
+/// How to read a trace file onto a target: everything a scan, a load or a replay needs
+/// besides the file (the binding opens it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// A name of [`Format::NAMES`], or `auto`.
+    pub format: String,
+    #[serde(default)]
+    pub fio: FioReplay,
+    /// The CSV formats: keep this volume's lines only.
+    #[serde(default)]
+    pub volume: Option<String>,
+    pub target: Target,
+    #[serde(default)]
+    pub limits: Limits,
+    /// `Beyond::Fit`: the trace's largest offset + length (a scan's `end_bytes`).
+    #[serde(default)]
+    pub trace_end: u64,
+}
+
+impl Plan {
+    /// The format to read a file that starts with `head` with.
+    pub fn format_of(&self, head: &[u8]) -> Result<Format, String> {
+        match self.format.as_str() {
+            "auto" => Format::sniff(head),
+            name => Format::parse(name).ok_or_else(|| format!("unknown trace format '{name}' (one of {}, or auto)", Format::NAMES.join(", "))),
+        }
+    }
+
+    /// The lines of `r` (a file in `format`) under this plan.
+    pub fn lines<R: BufRead + Send + 'static>(&self, format: Format, r: R) -> Result<Lines, TraceError> {
+        let reader = open(format, r, &self.fio, self.volume.as_deref())?;
+        Ok(Lines::new(reader, Mapper::new(self.target, self.trace_end), self.limits))
+    }
+}
+
 /// The reader of `format` over `r`. fio's formats take fio's replay options; the CSVs take
 /// its time scale and no-stall, and keep `volume`'s lines only when it is given.
 pub fn open<R: BufRead + Send + 'static>(format: Format, r: R, fio: &FioReplay, volume: Option<&str>) -> Result<Box<dyn TraceReader>, TraceError> {
@@ -97,7 +135,8 @@ pub fn open<R: BufRead + Send + 'static>(format: Format, r: R, fio: &FioReplay, 
 }
 
 /// What happens to an I/O past the target's end.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Beyond {
     Refuse,
     /// The offset modulo the target's size.
@@ -107,7 +146,8 @@ pub enum Beyond {
 }
 
 /// The namespace a trace lands on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Target {
     pub bytes: u64,
     pub lba: u64,
@@ -206,7 +246,8 @@ impl Mapper {
 }
 
 /// Limits of a replay: the first `max_ios` I/Os; bad lines skipped (counted) or refused.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Limits {
     pub max_ios: u64,
     pub skip_bad: bool,
@@ -265,7 +306,7 @@ impl Lines {
 }
 
 /// A whole trace summed up (docs/traces.md): what it asks for, before any placing.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub format: String,
     /// I/Os and bytes per direction (read, write, trim) as the trace gives them.
