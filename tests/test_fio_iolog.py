@@ -266,7 +266,7 @@ def test_trace_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many = tmp_path / "many.log"
     many.write_text("fio version 2 iolog\nf add\n" + "f read 0 4096\n" * 4)
     monkeypatch.setattr(iolog, "MAX_TRACE_IOS", 3)
-    refused(many, r"many\.log:6: more than 3 I/O lines in one trace")
+    refused(many, r"many\.log:6: more than 3 I/Os in one trace")
 
 
 def test_real_fio_replays_the_twins_iolog(tmp_path: Path, image: Path) -> None:

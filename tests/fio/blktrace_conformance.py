@@ -121,10 +121,10 @@ def twin(trace: Path, options: dict[str, str]) -> Replayed:
     issued = [(DDIRS[dd], off, n) for _, dd, off, n in struct.iter_unpack("<4Q", bytes(result["iolog"]))]
     paced = [(DDIRS[k & 0xFF], off, n, delay, extra) for k, off, n, delay, extra in struct.iter_unpack("<5Q", bytes(spec["replay"]["records"]))]
     totals = {d: (int(result[d]["total_ios"]), int(result[d]["io_bytes"])) for d in DDIRS}
-    from ssdtwin.fio import blktrace as fio_blktrace
+    from ssdtwin.fio import iolog
 
     replayed = trace.parent / options["merge_blktrace_file"] if "merge_blktrace_file" in options else trace
-    summary = fio_blktrace.load(str(replayed), str(replayed), run.jobs[0].state).summary
+    summary = iolog.load_trace(str(replayed), str(replayed), run.jobs[0].state).summary
     return Replayed(issued, paced, totals, int(summary["syncs"]), int(spec["iodepth"]), list(summary["notes"]))
 
 

@@ -12,7 +12,7 @@ use pyo3::types::PyBytes;
 use ssdtwin_core::engine::fio::{self, RunOptions};
 use ssdtwin_core::engine::iolog::pack;
 use ssdtwin_core::engine::DeviceTiming;
-use ssdtwin_core::workload::trace::source::{scan, Format, Lines, Plan, Stream, Summary};
+use ssdtwin_core::workload::trace::source::{collect, scan, Format, Lines, Plan, Stream, Summary};
 use ssdtwin_core::workload::trace::{blktrace, At, Packed, TraceError as CoreTraceError};
 use ssdtwin_core::workload::JobSpec;
 
@@ -112,27 +112,16 @@ pub fn trace_scan(py: Python<'_>, path: PathBuf, shown: &str, plan: &Bound<'_, P
 }
 
 /// The whole trace at `path` packed as a job's `replay` records (docs/fio.md §3), with its
-/// summary: (records, summary). At most `max_ios` I/Os (the engine holds 40 bytes each).
+/// summary: (records, summary). At most `max_ios` I/Os (the engine holds 40 bytes each):
+/// one more is an error naming its line.
 #[pyfunction]
 pub fn trace_load(py: Python<'_>, path: PathBuf, shown: &str, plan: &Bound<'_, PyAny>, max_ios: u64) -> PyResult<(Py<PyBytes>, Py<PyAny>)> {
     let plan: Plan = from_py(plan, "trace plan")?;
     let (packed, summary) = py
         .detach(|| -> Result<(Packed, Summary), Problem> {
-            // Sum it up first (every line checked), then pack: a trace too long is refused
-            // before its records take memory.
             let (format, lines) = lines_of(&path, &plan)?;
-            let summary = scan(lines, format, &mut |_| true)?.expect("never stopped");
-            if summary.total_ios() > max_ios {
-                let why = format!("{} I/Os; at most {max_ios} are replayed from one trace (the engine holds 40 bytes each)", summary.total_ios());
-                return Err(CoreTraceError::new(At::File, why).into());
-            }
-            let (_, mut lines) = lines_of(&path, &plan)?;
             let mut packed = Packed::default();
-            while let Some((_, io)) = lines.next_line()? {
-                if let Some(io) = io {
-                    pack(&mut packed, &io);
-                }
-            }
+            let summary = collect(lines, format, max_ios, |io| pack(&mut packed, io))?;
             Ok((packed, summary))
         })
         .map_err(|p| p.into_py(shown))?;

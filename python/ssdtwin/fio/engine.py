@@ -413,9 +413,9 @@ def engine_input(
             raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
         spec["replay"] = {"records": replay.records}
         spec["directions"] = replay.directions
-        if isinstance(trace, fio_blktrace.BlkTrace) and "iodepth" not in st["set"]:
+        if trace.format == "blktrace" and "iodepth" not in st["set"]:
             # fio probes a blktrace's queue depth when the job sets none (blktrace.c).
-            depth = fio_blktrace.probed_depth(trace)
+            depth = fio_blktrace.probed_depth(trace.summary)
             spec["iodepth_configured"] = depth
             if st["ioengine"] not in O.SYNC_ENGINES:
                 spec["iodepth"] = depth

@@ -324,9 +324,9 @@ pub struct Summary {
     /// I/Os grown to whole LBAs, moved to fit the target.
     pub realigned: u64,
     pub moved: u64,
-    /// Devices or volumes, in order of first appearance; how many of them had I/O.
+    /// Devices, files or volumes, in order of first appearance; those with I/O.
     pub volumes: Vec<String>,
-    pub volumes_with_io: u64,
+    pub volumes_with_io: Vec<String>,
     /// The queue depth the trace implies (blktrace), and what the reader noticed.
     pub depth: Option<u32>,
     pub notes: Vec<String>,
@@ -338,17 +338,20 @@ impl Summary {
     }
 }
 
-/// Read every line of `lines` (the checks a replay would make, before it runs) and sum the
-/// trace up; `keep_going(ios)` is asked every 65,536 lines (false: stop with None).
-pub fn scan(mut lines: Lines, format: Format, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<Option<Summary>, TraceError> {
-    let mut s = Summary { format: format.name().to_string(), ..Summary::default() };
-    let mut with_io: Vec<bool> = Vec::new();
-    let mut n = 0u64;
-    while let Some((io, replay)) = lines.next_line()? {
-        n += 1;
-        if n % 65_536 == 0 && !keep_going(lines.ios) {
-            return Ok(None);
-        }
+/// A summary built line by line.
+pub struct Tally {
+    s: Summary,
+    with_io: Vec<bool>,
+}
+
+impl Tally {
+    pub fn new(format: Format) -> Tally {
+        Tally { s: Summary { format: format.name().to_string(), ..Summary::default() }, with_io: Vec::new() }
+    }
+
+    /// Count a line and the I/O it became (if any).
+    pub fn add(&mut self, io: &TraceIo, replay: Option<&ReplayIo>) {
+        let s = &mut self.s;
         s.span_ns = s.span_ns.saturating_add(io.delay_ns);
         match io.op {
             TraceOp::Io(d) if replay.is_some() => {
@@ -356,24 +359,60 @@ pub fn scan(mut lines: Lines, format: Format, keep_going: &mut dyn FnMut(u64) ->
                 s.bytes[d.index()] += io.len;
                 s.end_bytes = s.end_bytes.max(io.offset.saturating_add(io.len));
                 let v = io.volume as usize;
-                if with_io.len() <= v {
-                    with_io.resize(v + 1, false);
+                if self.with_io.len() <= v {
+                    self.with_io.resize(v + 1, false);
                 }
-                with_io[v] = true;
+                self.with_io[v] = true;
             }
             TraceOp::Sync => s.syncs += 1,
             _ => {}
         }
     }
-    s.skipped_lines = lines.skipped;
-    s.first_skipped = lines.first_skipped.as_ref().map(|e| e.render(""));
-    s.realigned = lines.mapper.realigned;
-    s.moved = lines.mapper.moved;
-    s.volumes = lines.reader().volume_names();
-    s.volumes_with_io = with_io.iter().filter(|&&b| b).count() as u64;
-    s.depth = lines.reader().depth();
-    s.notes = lines.reader().notes();
-    Ok(Some(s))
+
+    /// The summary, once `lines` has been read to its end.
+    pub fn finish(mut self, lines: &Lines) -> Summary {
+        let s = &mut self.s;
+        s.skipped_lines = lines.skipped;
+        s.first_skipped = lines.first_skipped.as_ref().map(|e| e.render(""));
+        s.realigned = lines.mapper.realigned;
+        s.moved = lines.mapper.moved;
+        s.volumes = lines.reader().volume_names();
+        s.volumes_with_io = s.volumes.iter().zip(&self.with_io).filter(|(_, &io)| io).map(|(v, _)| v.clone()).collect();
+        s.depth = lines.reader().depth();
+        s.notes = lines.reader().notes();
+        self.s
+    }
+}
+
+/// Read every line of `lines` (the checks a replay would make, before it runs) and sum the
+/// trace up; `keep_going(ios)` is asked every 65,536 lines (false: stop with None).
+pub fn scan(mut lines: Lines, format: Format, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<Option<Summary>, TraceError> {
+    let mut tally = Tally::new(format);
+    let mut n = 0u64;
+    while let Some((io, replay)) = lines.next_line()? {
+        n += 1;
+        if n % 65_536 == 0 && !keep_going(lines.ios) {
+            return Ok(None);
+        }
+        tally.add(&io, replay.as_ref());
+    }
+    Ok(Some(tally.finish(&lines)))
+}
+
+/// Every I/O of `lines` (at most `max_ios`: the next is an error naming its line), and the
+/// trace's summary.
+pub fn collect(mut lines: Lines, format: Format, max_ios: u64, mut each: impl FnMut(&ReplayIo)) -> Result<Summary, TraceError> {
+    let mut tally = Tally::new(format);
+    while let Some((io, replay)) = lines.next_line()? {
+        if let Some(r) = &replay {
+            if lines.ios > max_ios {
+                return Err(TraceError::new(io.at, format!("more than {max_ios} I/Os in one trace (the engine holds 40 bytes each)")));
+            }
+            each(r);
+        }
+        tally.add(&io, replay.as_ref());
+    }
+    Ok(tally.finish(&lines))
 }
 
 /// A trace streamed to the engine; `progress` counts the I/Os handed out.
@@ -495,7 +534,7 @@ mod tests {
         assert_eq!(e.render("t.csv"), "t.csv:3: expected 5 fields (device_id,opcode,offset,length,timestamp), got 1");
         let s = scan(lines(Limits { skip_bad: true, ..Limits::default() }), Format::Csv(CsvFormat::Alibaba), &mut |_| true).unwrap().unwrap();
         assert_eq!((s.ios, s.bytes, s.end_bytes, s.span_ns), ([1, 2, 0], [8192, 8192, 0], 1052672, 30_000));
-        assert_eq!((s.skipped_lines, s.volumes.len() as u64, s.volumes_with_io), (1, 2, 2));
+        assert_eq!((s.skipped_lines, s.volumes.len(), s.volumes_with_io.len()), (1, 2, 2));
         assert_eq!(s.first_skipped.as_deref(), Some(":3: expected 5 fields (device_id,opcode,offset,length,timestamp), got 1"));
         let two = scan(lines(Limits { max_ios: 2, skip_bad: true }), Format::Csv(CsvFormat::Alibaba), &mut |_| true).unwrap().unwrap();
         assert_eq!(two.total_ios(), 2);
