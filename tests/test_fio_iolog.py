@@ -191,7 +191,11 @@ BAD_TRACES = {
     "missing field": ("fio version 3 iolog\n0 f add\n1 f read 0\n", r"t\.log:3: expected 'TIMESTAMP FILE ACTION \[OFFSET LENGTH\]'"),
     "file never added": ("fio version 2 iolog\nf write 0 4096\n", r"t\.log:2: file=f: file not added"),
     "no header": ("0 f add\n", r"t\.log:1: not a fio iolog"),
-    "blktrace": (b"\x07\x74\x61\x65" + bytes(44), r"t\.log: a blktrace binary trace: not supported"),
+    "blktrace without I/O": (b"\x07\x74\x61\x65" + bytes(44), r"t\.log: found no ios in blktrace data"),
+    "truncated blktrace": (
+        b"\x07\x74\x61\x65" + bytes(24) + b"\x01\x00\x12\x00" + bytes(16) + b"\x07\x74\x61\x65" + bytes(16),
+        r"t\.log: record 1 \(byte 48\): truncated: the file ends 20 bytes into a 48-byte record",
+    ),
     "no I/O": ("fio version 2 iolog\nf add\nf open\nf close\n", r"read_iolog=.*t\.log: no I/O to replay"),
 }
 
@@ -214,7 +218,7 @@ def test_bad_traces_are_refused_naming_file_line_and_field(tmp_path: Path, case:
     assert re.search(pattern, str(e.value)), str(e.value)
 
 
-@pytest.mark.parametrize("case", ["unknown action", "beyond the namespace", "blktrace"])
+@pytest.mark.parametrize("case", ["unknown action", "beyond the namespace", "truncated blktrace"])
 def test_bad_traces_through_the_cli_are_one_line_and_leave_the_image_untouched(tmp_path: Path, image: Path, case: str) -> None:
     content, pattern = BAD_TRACES[case]
     trace = _write_trace(tmp_path / "t.log", content)
@@ -262,7 +266,7 @@ def test_trace_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     many = tmp_path / "many.log"
     many.write_text("fio version 2 iolog\nf add\n" + "f read 0 4096\n" * 4)
     monkeypatch.setattr(iolog, "MAX_TRACE_IOS", 3)
-    refused(many, r"many\.log:6: more than 3 I/O lines in one trace")
+    refused(many, r"many\.log:6: more than 3 I/Os in one trace")
 
 
 def test_real_fio_replays_the_twins_iolog(tmp_path: Path, image: Path) -> None:

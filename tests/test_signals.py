@@ -103,13 +103,17 @@ def assert_interrupted(rc: int, err: str, prog: str, note: Optional[str], progre
         (["precondition", "{d}", "--rand", "4k", "--amount", "100x", "-q"], "ssdtwin precondition"),
         (["precondition", "{d}", "--seq", "128k", "--loops", "100"], "ssdtwin precondition"),
         (["fio", "{d}", "{job}", "--output-format=json"], "ssdtwin fio"),
+        (["replay", "{d}", "{trace}", "-o", "json"], "ssdtwin replay"),
     ],
 )
 def test_ctrl_c_on_an_image_command_keeps_the_committed_state(small: Path, tmp_path: Path, argv: list[str], prog: str) -> None:
     job = tmp_path / "long.fio"
     job.write_text(LONG_FIO_JOB)
+    # A Tencent CBS trace of 2.4 M writes (50 MB): long enough to be interrupted in its check or its replay.
+    trace = tmp_path / "long.csv"
+    trace.write_text("".join(f"{1538323200 + s},{(s * 8) % 2_000_000},8,1,7\n" for s in range(1200)) * 2000)
     before = image_digest(small)
-    rc, out, err = interrupt([a.format(d=small, job=job) for a in argv], holds_lock(small))
+    rc, out, err = interrupt([a.format(d=small, job=job, trace=trace) for a in argv], holds_lock(small))
     assert_interrupted(rc, err, prog, f"{small} keeps its last committed state")
     assert out == ""
     assert image_digest(small) == before

@@ -445,6 +445,24 @@ class Drive:
         parsed: Sequence[JobSpec] = json.loads(specs) if isinstance(specs, str) else specs
         return self._core.run_fio(parsed, nsid, idle_gc, progress, timing_toml)
 
+    def replay_trace(
+        self,
+        path: str,
+        shown: str,
+        plan: dict[str, Any],
+        spec: dict[str, Any],
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int, int], object]] = None,
+    ) -> dict[str, Any]:
+        """Replay the trace file at ``path`` streamed, as the clone ``spec`` (an engine-contract
+        job, its generator unused), under ``plan`` (the core's trace plan: format, target,
+        limits; docs/traces.md). ``progress(ios_done, now_ns)`` is called now and then and
+        may raise. Returns the clone's result (docs/fio.md §4). ``ssdtwin.replay`` builds
+        the plan and the spec."""
+        result: dict[str, Any] = _core.replay_trace(self._core, path, shown, plan, spec, nsid, idle_gc, progress)
+        return result
+
     def idle(self, seconds: float) -> int:
         """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims
         space while its NAND work fits, and the power-on clock advances. Returns how many

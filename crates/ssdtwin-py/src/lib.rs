@@ -34,6 +34,7 @@ use ssdtwin_nbd::ServerConfig;
 use ssdtwin_serve::{read_live, Pace, ServeError, ServeInfo, ServeOptions, Serving, StoppedSummary, TwinConfig};
 
 mod hwbench;
+mod traces;
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
@@ -1225,11 +1226,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fio_first_draw, m)?)?;
     m.add_function(wrap_pyfunction!(fio_latency_slot, m)?)?;
     m.add_function(wrap_pyfunction!(splitmix, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::trace_scan, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::trace_load, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::blktrace_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(traces::replay_trace, m)?)?;
     let py = m.py();
     m.add("SsdtwinError", py.get_type::<SsdtwinError>())?;
     m.add("NvmeError", py.get_type::<NvmeError>())?;
     m.add("ImageError", py.get_type::<ImageError>())?;
     m.add("SpecError", py.get_type::<SpecError>())?;
     m.add("EngineError", py.get_type::<EngineError>())?;
+    m.add("TraceError", py.get_type::<traces::TraceError>())?;
     Ok(())
 }

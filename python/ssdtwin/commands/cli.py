@@ -134,6 +134,12 @@ def _sweep() -> Callable[..., None]:
     return sweep_cmd
 
 
+def _replay() -> Callable[..., None]:
+    from .replay import replay_cmd
+
+    return replay_cmd
+
+
 def _advise() -> Callable[..., None]:
     from .sweep import advise_cmd
 
@@ -579,6 +585,7 @@ def fio_through_stack(
 _later(app, "serve", _serve)
 _later(app, "stack", _stack)
 _later(app, "sweep", _sweep)
+_later(app, "replay", _replay)
 _later(app, "advise", _advise)
 _later(bench, "nbd", _bench_nbd)
 

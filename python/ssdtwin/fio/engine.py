@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TypedDict
 
+from . import blktrace as fio_blktrace
 from . import iolog as fio_iolog
 from . import limits as L
 from . import options as O
@@ -377,6 +378,13 @@ def engine_input(
             raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
         spec["replay"] = {"records": replay.records}
         spec["directions"] = replay.directions
+        if trace.format == "blktrace" and "iodepth" not in st["set"]:
+            # fio probes a blktrace's queue depth when the job sets none (blktrace.c).
+            depth = fio_blktrace.probed_depth(trace.summary)
+            spec["iodepth_configured"] = depth
+            if st["ioengine"] not in O.SYNC_ENGINES:
+                spec["iodepth"] = depth
+                spec["engine_async"] = spec["engine_async"] or (st["ioengine"] == "null" and depth > 1)
     return spec
 
 

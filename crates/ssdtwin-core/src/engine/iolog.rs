@@ -5,7 +5,9 @@
 //! through the binding, 8 bytes per field): a list of Python ints per I/O would take ~10x
 //! the memory of the trace itself.
 
-pub use crate::workload::trace::{Packed, ReplayTrace};
+use std::collections::VecDeque;
+
+pub use crate::workload::trace::{Packed, ReplayIo, ReplaySource, ReplayTrace};
 use crate::workload::{Ddir, Io};
 
 /// Fields of one recorded I/O, in record order: issue time (ns, virtual), ddir (0 read,
@@ -46,14 +48,68 @@ impl IoLog {
     }
 }
 
+/// A record of a packed trace as the engine's I/O.
+pub fn unpack(trace: &Packed, i: usize) -> ReplayIo {
+    let f = |k| trace.field(i, REPLAY_FIELDS, k);
+    let kind = f(0);
+    ReplayIo {
+        ddir: Ddir::ALL[(kind & 0xff) as usize % 3],
+        offset: f(1),
+        len: f(2),
+        delay_ns: f(3),
+        extra_ns: f(4),
+        absolute: kind & REPLAY_ABSOLUTE != 0,
+    }
+}
+
+/// Append `io` to a packed trace.
+pub fn pack(trace: &mut Packed, io: &ReplayIo) {
+    let kind = io.ddir.index() as u64 | if io.absolute { REPLAY_ABSOLUTE } else { 0 };
+    trace.push(&[kind, io.offset, io.len, io.delay_ns, io.extra_ns]);
+}
+
+/// A trace held in memory (the job's `replay` records), read in order.
+struct InMemory {
+    trace: Packed,
+    next: usize,
+    len: usize,
+}
+
+impl ReplaySource for InMemory {
+    fn next_io(&mut self) -> Result<Option<ReplayIo>, String> {
+        if self.next >= self.len {
+            return Ok(None);
+        }
+        self.next += 1;
+        Ok(Some(unpack(&self.trace, self.next - 1)))
+    }
+}
+
+/// Why record `i` cannot go to a target of `target_bytes` with `lba`-byte blocks.
+fn misfit(i: u64, io: &ReplayIo, target_bytes: u64, lba: u64) -> Option<String> {
+    let (offset, n) = (io.offset, io.len);
+    (n == 0 || offset % lba != 0 || n % lba != 0 || offset.checked_add(n).is_none_or(|end| end > target_bytes))
+        .then(|| format!("replay record {i}: {n} bytes at {offset} do not fit the target ({target_bytes} bytes of {lba}-byte blocks)"))
+}
+
+/// When a drawn I/O may go: its delay, the extra after it, whether the delay counts from
+/// the clone's start.
+#[derive(Copy, Clone)]
+struct Pace {
+    delay_ns: u64,
+    extra_ns: u64,
+    absolute: bool,
+}
+
 /// Replay state of one clone.
 pub struct Replay {
-    trace: Packed,
-    len: usize,
-    /// Next record to draw (the engine draws a few I/Os ahead of issuing them).
-    drawn: usize,
-    /// Next record to issue: the front of the clone's drawn-ahead queue.
-    issued: usize,
+    source: Box<dyn ReplaySource>,
+    target_bytes: u64,
+    lba: u64,
+    /// Records drawn so far (the engine draws a few I/Os ahead of issuing them).
+    drawn: u64,
+    /// The pacing of the drawn I/Os not issued yet, oldest (the next to issue) first.
+    ahead: VecDeque<Pace>,
     start_ns: Option<u64>,
     last_issue_ns: u64,
     /// When the front record may go, once computed (it depends on when it was first asked).
@@ -61,7 +117,8 @@ pub struct Replay {
 }
 
 impl Replay {
-    /// Check every record against a target of `target_bytes` with `lba` -byte blocks.
+    /// A trace in memory, every record checked against a target of `target_bytes` with
+    /// `lba`-byte blocks before the run.
     pub fn new(trace: ReplayTrace, target_bytes: u64, lba: u64) -> Result<Replay, String> {
         let bytes = trace.records.0.len();
         if bytes % (REPLAY_FIELDS * 8) != 0 {
@@ -70,18 +127,20 @@ impl Replay {
         let len = trace.records.records(REPLAY_FIELDS);
         for i in 0..len {
             let kind = trace.records.field(i, REPLAY_FIELDS, 0);
-            let offset = trace.records.field(i, REPLAY_FIELDS, 1);
-            let n = trace.records.field(i, REPLAY_FIELDS, 2);
             if kind & !REPLAY_ABSOLUTE > 2 {
                 return Err(format!("replay record {i}: kind {kind} is not a direction"));
             }
-            if n == 0 || offset % lba != 0 || n % lba != 0 || offset.checked_add(n).is_none_or(|end| end > target_bytes) {
-                return Err(format!(
-                    "replay record {i}: {n} bytes at {offset} do not fit the target ({target_bytes} bytes of {lba}-byte blocks)"
-                ));
+            if let Some(why) = misfit(i as u64, &unpack(&trace.records, i), target_bytes, lba) {
+                return Err(why);
             }
         }
-        Ok(Replay { trace: trace.records, len, drawn: 0, issued: 0, start_ns: None, last_issue_ns: 0, ready_at: None })
+        Ok(Replay::streamed(Box::new(InMemory { trace: trace.records, next: 0, len }), target_bytes, lba))
+    }
+
+    /// A trace read as the run goes (a file streamed in bounded memory); each record is
+    /// checked as it is drawn.
+    pub fn streamed(source: Box<dyn ReplaySource>, target_bytes: u64, lba: u64) -> Replay {
+        Replay { source, target_bytes, lba, drawn: 0, ahead: VecDeque::new(), start_ns: None, last_issue_ns: 0, ready_at: None }
     }
 
     /// The trace's records: the I/Os the replay issues (its progress total).
@@ -90,14 +149,14 @@ impl Replay {
     }
 
     /// The next I/O of the trace, None at its end.
-    pub fn draw(&mut self) -> Option<Io> {
-        if self.drawn >= self.len {
-            return None;
+    pub fn draw(&mut self) -> Result<Option<Io>, String> {
+        let Some(io) = self.source.next_io()? else { return Ok(None) };
+        if let Some(why) = misfit(self.drawn, &io, self.target_bytes, self.lba) {
+            return Err(why);
         }
-        let i = self.drawn;
         self.drawn += 1;
-        let ddir = Ddir::ALL[(self.trace.field(i, REPLAY_FIELDS, 0) & 0xff) as usize];
-        Some(Io { ddir, offset: self.trace.field(i, REPLAY_FIELDS, 1), len: self.trace.field(i, REPLAY_FIELDS, 2) })
+        self.ahead.push_back(Pace { delay_ns: io.delay_ns, extra_ns: io.extra_ns, absolute: io.absolute });
+        Ok(Some(Io { ddir: io.ddir, offset: io.offset, len: io.len }))
     }
 
     /// When the next I/O to issue is held back by the trace's timing: the time it may go,
@@ -114,16 +173,12 @@ impl Replay {
         };
         let at = match self.ready_at {
             Some(at) => at,
-            None if self.issued >= self.len => return None,
             None => {
-                let i = self.issued;
-                let kind = self.trace.field(i, REPLAY_FIELDS, 0);
-                let delay = self.trace.field(i, REPLAY_FIELDS, 3);
-                let extra = self.trace.field(i, REPLAY_FIELDS, 4);
-                let at = if kind & REPLAY_ABSOLUTE != 0 {
-                    now.max(start.saturating_add(delay))
+                let p = *self.ahead.front()?;
+                let at = if p.absolute {
+                    now.max(start.saturating_add(p.delay_ns))
                 } else {
-                    now.max(self.last_issue_ns.saturating_add(delay)).saturating_add(extra)
+                    now.max(self.last_issue_ns.saturating_add(p.delay_ns)).saturating_add(p.extra_ns)
                 };
                 self.ready_at = Some(at);
                 at
@@ -134,7 +189,7 @@ impl Replay {
 
     /// The front I/O was issued at `now`.
     pub fn issued(&mut self, now: u64) {
-        self.issued += 1;
+        self.ahead.pop_front();
         self.last_issue_ns = now;
         self.ready_at = None;
     }
@@ -177,7 +232,7 @@ mod tests {
         let mut r = Replay::new(t, 1 << 20, 512).unwrap();
         let mut times = Vec::new();
         let mut now = 1000;
-        while r.draw().is_some() {
+        while r.draw().unwrap().is_some() {
             if let Some(at) = r.hold_until(now) {
                 assert_eq!(r.hold_until(at), None, "the wake-up time stays fixed");
                 now = at;

@@ -353,6 +353,14 @@ def set_log(kind: str) -> Handler:
 # --- replay (read_iolog) ----------------------------------------------------------------
 
 
+def float_list(st: State, text: str) -> Any:
+    """fio's FIO_OPT_FLOAT_LIST: up to 20 numbers separated by ':' (parse.c)."""
+    items = text.split(":")
+    if len(items) > 20:
+        raise ValueError("the list exceeds max length 20")
+    return [number(item) for item in items]
+
+
 def replay_align(st: State, text: str) -> Any:
     align = uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT)
     if align == 0 or align & (align - 1):

@@ -173,6 +173,9 @@ _IOLOG = [
     sim("replay_align", S.replay_align),
     sim("replay_scale", uint()),
     sim("replay_skip", handler=S.add_replay_skip),
+    sim("merge_blktrace_file", text_value, help="merge the read_iolog blktrace traces by time into this file, then replay it"),
+    sim("merge_blktrace_scalars", S.float_list),
+    sim("merge_blktrace_iters", S.float_list),
 ]
 
 # fio's queue-depth search (io_u.c lat_target_*; docs/fio.md §2.6): latency_target and
@@ -401,7 +404,6 @@ _OFF_ONLY = [
 # --- refused: known to fio, not to ssdtwin -----------------------------------------------
 
 _ZBD = "zoned block devices (zonemode=zbd): the twin's namespaces are conventional"
-_BLKTRACE = "merges blktrace traces for read_iolog; blktrace input is not supported"
 
 _REFUSED = [
     refused("verify", "data verification is not simulated"),
@@ -410,9 +412,6 @@ _REFUSED = [
     refused("exec_prerun", "ssdtwin does not run host commands from job files"),
     refused("exec_postrun", "ssdtwin does not run host commands from job files"),
     refused("sync_file_range", _WHY_FLUSH),
-    refused("merge_blktrace_file", _BLKTRACE),
-    refused("merge_blktrace_scalars", _BLKTRACE),
-    refused("merge_blktrace_iters", _BLKTRACE),
     refused("percentage_sequential", "deprecated: fio 3.33 refuses it too (use percentage_random)"),
     refused("rwmixcycle", "deprecated: fio 3.33 refuses it too"),
     refused("zonecapacity", _ZBD),

@@ -6,7 +6,7 @@
 use super::latency_target::{LatProbe, LatQuiesce};
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
-use crate::engine::iolog::{IoLog, Replay};
+use crate::engine::iolog::{IoLog, Replay, ReplaySource};
 use crate::nvme::Namespace;
 use crate::rng::Rng;
 use crate::units::NsId;
@@ -143,15 +143,18 @@ pub(super) struct Slot {
 impl JobClone {
     /// A clone of `spec` on namespace `ns` (`nsid`) whose jobs address `target` bytes
     /// (the namespace, or a host stack's address space).
-    pub fn new(mut spec: JobSpec, nsid: NsId, ns: &Namespace, target: u64) -> Result<JobClone, RunError> {
+    /// `source`, when given, replays a trace streamed from a file instead of the spec's.
+    pub fn new(mut spec: JobSpec, nsid: NsId, ns: &Namespace, target: u64, source: Option<Box<dyn ReplaySource>>) -> Result<JobClone, RunError> {
         // Taken out of the spec: the spec is cloned for the output, the trace need not be.
         let trace = spec.replay.take();
         let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
         let rate_seed = spec.seeds.get("poisson_write").copied().unwrap_or(spec.seed);
         let iolog = spec.iolog.then(IoLog::default);
-        let replay = match trace {
-            Some(trace) => Some(Replay::new(trace, target, ns.lba_bytes as u64).map_err(err)?),
-            None => None,
+        let lba = ns.lba_bytes as u64;
+        let replay = match (source, trace) {
+            (Some(source), _) => Some(Replay::streamed(source, target, lba)),
+            (None, Some(trace)) => Some(Replay::new(trace, target, lba).map_err(err)?),
+            (None, None) => None,
         };
         let (bw_window_ns, iops_window_ns) = (window_ns(spec.bw_avg_ms), window_ns(spec.iops_avg_ms));
         let logging = spec.logs.bw || spec.logs.iops || spec.logs.lat || spec.logs.hist;
@@ -295,7 +298,8 @@ impl JobClone {
     pub fn next_io(&mut self) -> Result<Option<Io>, RunError> {
         // read_iolog: the trace, once, instead of the generator.
         if let Some(r) = &mut self.replay {
-            return Ok(r.draw());
+            let spec = &self.gen.spec;
+            return Ok(r.draw().map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?);
         }
         // Passes, loops, io_size and the end of the region follow fio inside the generator
         // (backend.c do_io / keep_running).

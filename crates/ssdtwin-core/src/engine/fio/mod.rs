@@ -37,6 +37,7 @@ use super::DeviceTiming;
 use crate::nvme::{Controller, Error};
 use crate::progress::{self, Budget, Progress, ProgressUnit, Spent};
 use crate::units::NsId;
+use crate::workload::trace::ReplaySource;
 use crate::workload::{JobError, JobSpec};
 use clone::{JobClone, LOOKAHEAD};
 use flow::FlowGroup;
@@ -133,7 +134,7 @@ pub fn run_measured(
     start_ns: u64,
     keep_going: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
-    run_with(ctrl, timing, specs, opts, start_ns, keep_going, None)
+    run_with(ctrl, timing, Run { specs, sources: Vec::new(), start_ns }, opts, keep_going, None)
 }
 
 /// [`run`] through a host stack on the drive's namespace `opts.default_nsid`: every job
@@ -146,14 +147,21 @@ pub fn run_stack(
     keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: &mut HostStack,
 ) -> Result<Vec<CloneOut>, RunError> {
-    run_with(ctrl, timing, specs, opts, 0, keep_going, Some(stack)).map(|(out, _)| out)
+    run_with(ctrl, timing, Run { specs, sources: Vec::new(), start_ns: 0 }, opts, keep_going, Some(stack)).map(|(out, _)| out)
 }
 
 /// The clones of `specs`, each checked against the namespace it runs on (or the stack's
 /// address space, `stack_target` bytes).
-fn clones_of(ctrl: &Controller, specs: Vec<JobSpec>, opts: &RunOptions, stack_target: Option<u64>) -> Result<Vec<JobClone>, RunError> {
+fn clones_of(
+    ctrl: &Controller,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    stack_target: Option<u64>,
+    mut sources: Vec<Option<Box<dyn ReplaySource>>>,
+) -> Result<Vec<JobClone>, RunError> {
     let mut clones = Vec::with_capacity(specs.len());
-    for spec in specs {
+    sources.resize_with(specs.len(), || None);
+    for (spec, source) in specs.into_iter().zip(sources) {
         let nsid = spec.namespace.unwrap_or(opts.default_nsid);
         let ns = ctrl.attached(NsId(nsid))?;
         let target = stack_target.unwrap_or(ns.bytes());
@@ -167,7 +175,7 @@ fn clones_of(ctrl: &Controller, specs: Vec<JobSpec>, opts: &RunOptions, stack_ta
         if spec.target_size_bytes != target {
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
-        clones.push(JobClone::new(spec, NsId(nsid), ns, target)?);
+        clones.push(JobClone::new(spec, NsId(nsid), ns, target, source)?);
     }
     steadystate_setup(&mut clones);
     Ok(clones)
@@ -187,16 +195,38 @@ fn steadystate_setup(clones: &mut [JobClone]) {
     }
 }
 
+/// [`run`] of one clone that replays `source` (a trace streamed from a file, docs/traces.md)
+/// in place of its spec's generator.
+pub fn run_replay(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    spec: JobSpec,
+    source: Box<dyn ReplaySource>,
+    opts: &RunOptions,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<CloneOut, RunError> {
+    let run = Run { specs: vec![spec], sources: vec![Some(source)], start_ns: 0 };
+    run_with(ctrl, timing, run, opts, keep_going, None).map(|(mut out, _)| out.remove(0))
+}
+
+/// What a run runs: one spec per clone, the streamed traces some of them replay, and the
+/// virtual time it starts at.
+struct Run {
+    specs: Vec<JobSpec>,
+    sources: Vec<Option<Box<dyn ReplaySource>>>,
+    start_ns: u64,
+}
+
 fn run_with(
     ctrl: &mut Controller,
     timing: &mut DeviceTiming,
-    specs: Vec<JobSpec>,
+    run: Run,
     opts: &RunOptions,
-    start_ns: u64,
     keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: Option<&mut HostStack>,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
-    let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()))?;
+    let Run { specs, sources, start_ns } = run;
+    let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()), sources)?;
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
     let st = ctrl.state();
     let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);

@@ -1,0 +1,186 @@
+"""Replay a production block trace on a drive (``ssdtwin replay``, docs/traces.md).
+
+The core reads the trace (crates/ssdtwin-core/src/workload/trace/): blktrace binaries as
+fio 3.33 reads them, fio's iologs, and the public CSVs of MSR Cambridge, Alibaba Cloud and
+Tencent CBS. A first pass checks every line and sums the trace up before the drive is
+touched; the replay then streams the file through the fio engine in bounded memory, paced
+by the trace's timestamps as fio paces an iolog, and reports in fio's JSON shape with the
+drive's write amplification and counters added. Python never sees an I/O.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import _core
+from .drive import Drive, Namespace
+
+__all__ = ["FORMATS", "DEFAULT_IODEPTH", "Options", "Replayed", "scan", "replay", "report"]
+
+# What --format takes; "auto" sniffs the file's first bytes.
+FORMATS = ("auto", "blktrace", "msr", "alibaba", "tencent", "fio-iolog")
+# Queue depth of a replay whose trace records none (only blktrace's does, as fio probes it):
+# the I/Os a host keeps in flight at most, when the drive falls behind the trace.
+DEFAULT_IODEPTH = 32
+DDIRS = ("read", "write", "trim")
+# What an I/O past the namespace's end becomes.
+BEYOND = ("refuse", "wrap", "fit")
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class Options:
+    """How to replay: the trace's format, the namespace it lands on, its pacing and limits."""
+
+    format: str = "auto"
+    namespace: int = 1
+    # The trace's gaps times this (0.5: twice the trace's I/O rate; 0: no waits at all).
+    time_scale: float = 1.0
+    max_ios: Optional[int] = None
+    beyond: str = "refuse"
+    skip_bad: bool = False
+    iodepth: Optional[int] = None
+    volume: Optional[str] = None
+    idle_gc: bool = True
+
+
+@dataclass
+class Replayed:
+    """A replay's outcome: the fio job it ran as, the engine's result, the trace's summary,
+    and the drive's logs before and after."""
+
+    run: Any
+    result: dict[str, Any]
+    summary: dict[str, Any]
+    vendor_before: dict[str, Any]
+    vendor_after: dict[str, Any]
+    smart_after: dict[str, Any]
+    trace: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _plan(opts: Options, ns: Namespace, trace_end: int = 0, format: Optional[str] = None) -> dict[str, Any]:
+    return {
+        "format": format or opts.format,
+        "fio": {"time_scale": opts.time_scale, "no_stall": opts.time_scale == 0},
+        "volume": opts.volume,
+        "target": {"bytes": ns.bytes, "lba": ns.lba_bytes, "beyond": opts.beyond, "widen": True},
+        "limits": {"max_ios": (1 << 64) - 1 if opts.max_ios is None else opts.max_ios, "skip_bad": opts.skip_bad},
+        "trace_end": trace_end,
+    }
+
+
+def check(opts: Options) -> None:
+    """The options' own problems (ValueError, one line)."""
+    if opts.format not in FORMATS:
+        raise ValueError(f"--format {opts.format}: one of {', '.join(FORMATS)}")
+    if opts.beyond not in BEYOND:
+        raise ValueError(f"offsets past the namespace: one of {', '.join(BEYOND)}")
+    if not (opts.time_scale >= 0 and opts.time_scale < float("inf")):
+        raise ValueError(f"--time-scale {opts.time_scale}: a factor of 0 (no waits) or more")
+    if opts.max_ios is not None and opts.max_ios < 1:
+        raise ValueError(f"--max-ios {opts.max_ios}: at least 1")
+    if opts.iodepth is not None and not 1 <= opts.iodepth <= 65536:
+        raise ValueError(f"--iodepth {opts.iodepth}: from 1 to 65536 (an NVMe queue's depth)")
+
+
+def _namespace(drive: Drive, nsid: int) -> Namespace:
+    nss = {n.nsid: n for n in drive.namespaces() if n.attached}
+    if nsid not in nss:
+        raise ValueError(f"--namespace {nsid}: not an attached namespace (attached: {', '.join(map(str, nss)) or 'none'})")
+    return nss[nsid]
+
+
+def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+    """Check every line of ``trace`` for namespace ``opts.namespace`` and sum it up (the
+    core's ``Summary``). A bad line, an I/O past the namespace (with ``beyond="refuse"``) or
+    a trace of no I/O raises ``_core.TraceError`` naming the file and line."""
+    check(opts)
+    ns = _namespace(drive, opts.namespace)
+    summary: dict[str, Any] = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
+    if not sum(summary["ios"]):
+        raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
+    return summary
+
+
+def _job(opts: Options, ns: Namespace, summary: dict[str, Any], drive: Drive) -> tuple[Any, dict[str, Any]]:
+    """The fio job the replay runs as (its depth, its namespace), resolved for the engine."""
+    from .fio import parse_string
+
+    depth = opts.iodepth or summary.get("depth") or DEFAULT_IODEPTH
+    text = f"[replay]\nioengine=libaio\niodepth={depth}\nfilename=ns{ns.nsid}\nrw=randrw\n"
+    run = parse_string(text, name="<replay>")
+    nss = [n for n in drive.namespaces() if n.attached]
+    (spec,) = run.to_engine(
+        ns.bytes,
+        ns.lba_bytes,
+        namespace_sizes={n.nsid: n.bytes for n in nss},
+        namespace_lba_bytes={n.nsid: n.lba_bytes for n in nss},
+    )
+    spec["directions"] = [d for d, n in zip(DDIRS, summary["ios"]) if n]
+    return run, spec
+
+
+def replay(
+    drive: Drive,
+    trace: os.PathLike[str] | str,
+    opts: Options,
+    progress: Optional[Progress] = None,
+    summary: Optional[dict[str, Any]] = None,
+) -> Replayed:
+    """Replay ``trace`` on ``drive`` (changed as a real drive changes; the caller commits).
+    ``progress(done, total)`` gets the I/Os issued and the trace's I/O count now and then,
+    and may raise to stop (Ctrl-C). ``summary`` is a ``scan`` of the same trace, if done."""
+    if summary is None:
+        summary = scan(drive, trace, opts)
+    ns = _namespace(drive, opts.namespace)
+    run, spec = _job(opts, ns, summary, drive)
+    total = sum(summary["ios"])
+    if opts.max_ios is not None:
+        total = min(total, opts.max_ios)
+    plan = _plan(opts, ns, trace_end=summary["end_bytes"], format=summary["format"])
+    cb = None if progress is None else (lambda done, now_ns: progress(done, total))
+    before = drive.vendor_log()
+    result = drive.replay_trace(os.fspath(trace), str(trace), plan, spec, opts.namespace, opts.idle_gc, cb)
+    notes = [f"warning: {n}" for n in summary["notes"]]
+    if summary["skipped_lines"]:
+        notes.append(f"skipped {summary['skipped_lines']} bad line(s), the first: {trace}{summary['first_skipped']}")
+    if summary["realigned"]:
+        notes.append(f"{summary['realigned']} I/O(s) grown to whole {ns.lba_bytes}-byte LBAs of namespace {ns.nsid}")
+    if summary["moved"]:
+        how = "folded onto" if opts.beyond == "wrap" else "scaled onto"
+        notes.append(f"{summary['moved']} I/O(s) {how} namespace {ns.nsid} ({ns.bytes} bytes; the trace spans {summary['end_bytes']})")
+    return Replayed(run, result, summary, before, drive.vendor_log(), drive.smart_log(), str(trace), notes)
+
+
+def report(r: Replayed) -> dict[str, Any]:
+    """What ``-o json`` adds to fio's JSON under ``replay``: the trace as read, the drive's
+    write amplification over the replay and its counters after it."""
+    host = r.vendor_after["host_write_bytes"] - r.vendor_before["host_write_bytes"]
+    nand = r.vendor_after["nand_write_bytes"] - r.vendor_before["nand_write_bytes"]
+    s = r.summary
+    return {
+        "trace": r.trace,
+        "format": s["format"],
+        "trace_ios": dict(zip(DDIRS, s["ios"])),
+        "trace_bytes": dict(zip(DDIRS, s["bytes"])),
+        "trace_syncs": s["syncs"],
+        "trace_span_ns": s["span_ns"],
+        "trace_end_bytes": s["end_bytes"],
+        "volumes": len(s["volumes"]),
+        "skipped_lines": s["skipped_lines"],
+        "realigned_ios": s["realigned"],
+        "moved_ios": s["moved"],
+        "iodepth": r.run.jobs[0].state["iodepth"],
+        "drive": {
+            "host_write_bytes": host,
+            "nand_write_bytes": nand,
+            "waf": nand / host if host else None,
+            "smart_log": r.smart_after,
+            "vendor_log": r.vendor_after,
+        },
+    }
