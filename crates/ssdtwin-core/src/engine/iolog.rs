@@ -83,6 +83,10 @@ impl ReplaySource for InMemory {
         self.next += 1;
         Ok(Some(unpack(&self.trace, self.next - 1)))
     }
+
+    fn total_ios(&self) -> Option<u64> {
+        Some(self.len as u64)
+    }
 }
 
 /// Why record `i` cannot go to a target of `target_bytes` with `lba`-byte blocks.
@@ -143,9 +147,10 @@ impl Replay {
         Replay { source, target_bytes, lba, drawn: 0, ahead: VecDeque::new(), start_ns: None, last_issue_ns: 0, ready_at: None }
     }
 
-    /// The trace's records: the I/Os the replay issues (its progress total).
-    pub fn records(&self) -> u64 {
-        self.len as u64
+    /// The trace's records: the I/Os the replay issues (its progress total), when known
+    /// before the run.
+    pub fn records(&self) -> Option<u64> {
+        self.source.total_ios()
     }
 
     /// The next I/O of the trace, None at its end.

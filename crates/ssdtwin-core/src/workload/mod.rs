@@ -234,8 +234,9 @@ impl JobSpec {
     /// number_ios; a runtime ends any of them early (counted from the start, ramp included).
     pub fn budget(&self, records: Option<u64>) -> Budget {
         let ns = (self.runtime_ns > 0).then(|| self.ramp_time_ns.saturating_add(self.runtime_ns));
+        // A replay ends with its trace: its records when known (0: a stream, unknown).
         if let Some(records) = records {
-            return Budget { ios: Some(records), ns, ..Budget::default() };
+            return Budget { ios: (records > 0).then_some(records), ns, ..Budget::default() };
         }
         if self.time_based {
             return Budget { ns, ..Budget::default() };

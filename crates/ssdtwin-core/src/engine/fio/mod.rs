@@ -234,7 +234,7 @@ fn run_with(
     let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
     let waitees = batches::wait_lists(&clones)?;
     let flows = flow::flow_groups(&mut clones);
-    let budgets: Vec<Budget> = clones.iter().map(|c| c.gen.spec.budget(c.replay.as_ref().map(|r| r.records()))).collect();
+    let budgets: Vec<Budget> = clones.iter().map(|c| c.gen.spec.budget(c.replay.as_ref().map(|r| r.records().unwrap_or(0)))).collect();
     let progress_unit = progress::unit_of(&budgets);
     let mut run = Runner {
         ctrl,

@@ -109,6 +109,11 @@ pub struct ReplayIo {
 /// An error is one line naming the trace's line or record.
 pub trait ReplaySource: Send {
     fn next_io(&mut self) -> Result<Option<ReplayIo>, String>;
+    /// The I/Os it holds, when known before the run (a trace in memory); a stream read as
+    /// the run goes does not know.
+    fn total_ios(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A trace format's reader: the lines (or records) that ask for something, in trace order.
