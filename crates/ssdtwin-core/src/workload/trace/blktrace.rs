@@ -287,10 +287,9 @@ impl<R: Read> BlktraceReader<R> {
     /// fio's `store_ipo` offset: sectors to bytes, divided by `replay_scale`, aligned down
     /// to `replay_align`.
     fn offset(&self, sector: u64) -> u64 {
-        let mut off = sector.wrapping_mul(512);
-        if self.opts.replay_scale != 0 {
-            off /= self.opts.replay_scale;
-        }
+        // replay_scale 0 leaves offsets as they are (fio divides only by a non-zero scale).
+        let raw = sector.wrapping_mul(512);
+        let mut off = raw.checked_div(self.opts.replay_scale).unwrap_or(raw);
         if self.opts.replay_align != 0 {
             off &= !(self.opts.replay_align - 1);
         }

@@ -181,7 +181,7 @@ impl<R: BufRead> IologReader<R> {
         }
         let offset = match op {
             TraceOp::Io(_) => {
-                let mut off = if self.opts.replay_scale != 0 { offset / self.opts.replay_scale } else { offset };
+                let mut off = offset.checked_div(self.opts.replay_scale).unwrap_or(offset);
                 if self.opts.replay_align != 0 {
                     off &= !(self.opts.replay_align - 1);
                 }

@@ -235,7 +235,7 @@ impl Mapper {
         } else if off % lba != 0 {
             return Err(TraceError::field(at, "offset", &num(off), format!("not a multiple of the target's {lba}-byte LBA")));
         }
-        let end = off.checked_add(len).unwrap_or(u64::MAX);
+        let end = off.saturating_add(len);
         if end > bytes {
             if beyond == Beyond::Refuse {
                 let why = format!("I/O ends at {}, past the end of the target ({bytes} bytes)", off as u128 + len as u128);
