@@ -59,6 +59,11 @@ __all__ = [
     "ImageError",
     "SpecError",
     "EngineError",
+    "TraceError",
+    "trace_scan",
+    "trace_load",
+    "blktrace_merge",
+    "replay_trace",
 ]
 
 __version__: str
@@ -83,6 +88,14 @@ class SpecError(SsdtwinError):
 
 class EngineError(SsdtwinError):
     """A workload cannot run on this drive."""
+
+class TraceError(SsdtwinError):
+    """A trace file that cannot be replayed.
+
+    Instances carry ``line`` (or None), ``place`` (a binary record, or ''), ``field``,
+    ``value`` and ``reason``; they are set when the error is raised, so read them with
+    ``getattr``.
+    """
 
 _Path = Union[str, PathLike[str]]
 
@@ -222,6 +235,19 @@ def fio_facts() -> FioFacts: ...
 def fio_first_draw(seed: int, use64: bool) -> tuple[int, int]: ...
 def fio_latency_slot(clat_ns: int) -> tuple[Literal["ns", "us", "ms"], int]: ...
 def splitmix(x: int) -> int: ...
+def trace_scan(path: _Path, shown: str, plan: Mapping[str, Any], progress: Optional[Callable[[int], object]] = None) -> dict[str, Any]: ...
+def trace_load(path: _Path, shown: str, plan: Mapping[str, Any], max_ios: int) -> tuple[bytes, dict[str, Any]]: ...
+def blktrace_merge(inputs: Sequence[tuple[_Path, str]], scalars: Sequence[int], iters: Sequence[int], out: _Path) -> int: ...
+def replay_trace(
+    drive: Drive,
+    path: _Path,
+    shown: str,
+    plan: Mapping[str, Any],
+    spec: JobSpec,
+    default_nsid: int = 1,
+    idle_gc: bool = True,
+    progress: Optional[Callable[[int, int], object]] = None,
+) -> CloneOut: ...
 def media_presets() -> list[dict[str, Any]]: ...
 def stack_toml(text: str, origin: str) -> dict[str, Any]: ...
 def presets() -> list[tuple[str, str]]: ...

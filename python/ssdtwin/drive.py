@@ -450,18 +450,17 @@ class Drive:
         path: str,
         shown: str,
         plan: dict[str, Any],
-        spec: dict[str, Any],
+        spec: JobSpec,
         nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int, int], object]] = None,
-    ) -> dict[str, Any]:
+    ) -> CloneOut:
         """Replay the trace file at ``path`` streamed, as the clone ``spec`` (an engine-contract
         job, its generator unused), under ``plan`` (the core's trace plan: format, target,
         limits; docs/traces.md). ``progress(ios_done, now_ns)`` is called now and then and
         may raise. Returns the clone's result (docs/fio.md §4). ``ssdtwin.replay`` builds
         the plan and the spec."""
-        result: dict[str, Any] = _core.replay_trace(self._core, path, shown, plan, spec, nsid, idle_gc, progress)
-        return result
+        return _core.replay_trace(self._core, path, shown, plan, spec, nsid, idle_gc, progress)
 
     def idle(self, seconds: float) -> int:
         """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import _core
+from .core_types import SmartLog, VendorLog
 from .drive import Drive, Namespace
+from .fio.contract import CloneOut, JobSpec
+from .fio.facts import DDIR_NAMES
 
 __all__ = ["FORMATS", "DEFAULT_IODEPTH", "Options", "Replayed", "scan", "replay", "report"]
 
@@ -25,7 +28,7 @@ FORMATS = ("auto", "blktrace", "msr", "alibaba", "tencent", "fio-iolog")
 # Queue depth of a replay whose trace records none (only blktrace's does, as fio probes it):
 # the I/Os a host keeps in flight at most, when the drive falls behind the trace.
 DEFAULT_IODEPTH = 32
-DDIRS = ("read", "write", "trim")
+DDIRS = DDIR_NAMES  # the core's order of directions
 # What an I/O past the namespace's end becomes.
 BEYOND = ("refuse", "wrap", "fit")
 
@@ -54,11 +57,11 @@ class Replayed:
     and the drive's logs before and after."""
 
     run: Any
-    result: dict[str, Any]
+    result: CloneOut
     summary: dict[str, Any]
-    vendor_before: dict[str, Any]
-    vendor_after: dict[str, Any]
-    smart_after: dict[str, Any]
+    vendor_before: VendorLog
+    vendor_after: VendorLog
+    smart_after: SmartLog
     trace: str
     notes: list[str] = field(default_factory=list)
 
@@ -107,7 +110,7 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
     return summary
 
 
-def _job(opts: Options, ns: Namespace, summary: dict[str, Any], drive: Drive) -> tuple[Any, dict[str, Any]]:
+def _job(opts: Options, ns: Namespace, summary: dict[str, Any], drive: Drive) -> tuple[Any, JobSpec]:
     """The fio job the replay runs as (its depth, its namespace), resolved for the engine."""
     from .fio import parse_string
 

@@ -32,7 +32,7 @@ from typing import Any, Optional, Union
 from .. import _core
 from . import blktrace as fio_blktrace
 from . import limits as L
-from .contract import CloneOut
+from .contract import CloneOut, Ddir
 from .errors import FioJobError
 from .facts import DDIR_NAMES, FACTS
 
@@ -175,7 +175,7 @@ class Replay:
     bytes_by_dir: list[int]
 
     @property
-    def directions(self) -> list[str]:
+    def directions(self) -> list[Ddir]:
         return [n for d, n in enumerate(DDIR_NAMES) if self.bytes_by_dir[d]]
 
 
