@@ -438,7 +438,7 @@ def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
             "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",
         ),
         (["--spec", SLOW], "has no [corners] to fit; give the figures with --datasheet or --measured"),
-        (["intel-p5316-15.36t"], "calibrate: intel-p5316-15.36t has no [corners] to fit"),
+        (["memblaze-pblaze5-910-3.84t"], "calibrate: memblaze-pblaze5-910-3.84t has no [corners] to fit"),
         (["no-such-drive"], "calibrate: no preset 'no-such-drive'"),
         (["kioxia-cm6-r-3.84t", "--spec", SLOW], "give MODEL or --spec FILE, not both"),
         (["--spec", SLOW, "--datasheet", "seq-read=100", "--write"], "--write rewrites a preset (MODEL)"),

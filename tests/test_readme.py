@@ -118,7 +118,17 @@ def test_every_readme_command_and_flag_exists(words: list[str]) -> None:
             )
 
 
-LONG = ("pip install", "make ", "ssdtwin demo", "ssdtwin reproduce", "ssdtwin calibrate", "ssdtwin pts", "ssdtwin sweep", "ssdtwin advise")
+LONG = (
+    "pip install",
+    "make ",
+    "ssdtwin demo",
+    "ssdtwin reproduce",
+    "ssdtwin calibrate",
+    "ssdtwin validate",
+    "ssdtwin pts",
+    "ssdtwin sweep",
+    "ssdtwin advise",
+)
 
 
 def runnable(text: str) -> bool:

@@ -114,7 +114,7 @@ def test_calibrate_help() -> None:
     assert "calibrate" in r.stdout and "--write" in r.stdout and "--scale" in r.stdout
 
 
-@pytest.mark.parametrize("preset", ["intel-p5316-15.36t", "kioxia-cm6-v-3.2t", "no-such-drive"])
+@pytest.mark.parametrize("preset", ["memblaze-pblaze5-910-3.84t", "no-such-drive"])
 def test_calibrate_refuses_presets_without_figures(preset: str) -> None:
     """Only a preset with [corners] (or the CM6-R, fitted on its brief's four figures) has
     figures to fit; any other needs --datasheet or --measured."""
