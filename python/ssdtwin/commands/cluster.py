@@ -76,7 +76,20 @@ def init_cmd(
     network: Optional[str] = typer.Option(None, "--network", help="10GbE, 25GbE, 40GbE, 100GbE or 200GbE (default 100GbE)"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="copies of every volume, one per node at most (default 3)"),
     volume_size: Optional[str] = typer.Option(None, "--volume-size", help="each client's volume at full scale (default 200GiB)"),
-    ceph_version: Optional[int] = typer.Option(None, "--ceph-version", help="Ceph release of the cost table (14)"),
+    ceph_version: Optional[int] = typer.Option(None, "--ceph-version", help="Ceph release of the cost table: 14 (Nautilus) or 18 (Reef)"),
+    osds_per_nvme: Optional[int] = typer.Option(None, "--osds-per-nvme", help="Ceph OSDs per drive, each on its own partition (default 1)"),
+    fio_procs: Optional[int] = typer.Option(None, "--fio-procs", help="fio processes per client, each with its own volume (default 1)"),
+    clients_on_nodes: Optional[bool] = typer.Option(
+        None, "--clients-on-nodes/--separate-clients", help="run client i's fio on storage node i (default: separate client hosts)"
+    ),
+    rbd_client: Optional[str] = typer.Option(None, "--rbd-client", help="librbd (fio's rbd engine) or krbd (the kernel client); default librbd"),
+    msgr: Optional[int] = typer.Option(None, "--msgr", help="Ceph messenger protocol, 1 or 2 (default 2)"),
+    node_cores: Optional[int] = typer.Option(None, "--node-cores", help="cores (logical CPUs) of each storage node (default 32)"),
+    client_cores: Optional[int] = typer.Option(None, "--client-cores", help="cores (logical CPUs) of each client (default 32)"),
+    osd_threads: Optional[int] = typer.Option(
+        None, "--osd-threads", help="CPU threads per OSD: a node's OSDs pinned together to this many per OSD (numactl); 0 = not pinned"
+    ),
+    pg_num: Optional[int] = typer.Option(None, "--pg-num", help="PGs of the RBD pool, a power of two (default 512)"),
     scale: Optional[str] = typer.Option(None, "--scale", help="1/N: drives and volumes at 1/N (default 1/64)"),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the cluster (default 1)"),
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
@@ -95,11 +108,33 @@ def init_cmd(
         "ceph_version": ceph_version,
         "seed": seed,
     }
-    for flag, key in (("--nodes", "nodes"), ("--drives-per-node", "drives_per_node"), ("--clients", "clients"), ("--replicas", "replicas")):
+    given.update(
+        osds_per_drive=osds_per_nvme, fio_procs_per_client=fio_procs, clients_on_nodes=clients_on_nodes, rbd_client=rbd_client, msgr_version=msgr
+    )
+    counts = (
+        ("--nodes", "nodes"),
+        ("--drives-per-node", "drives_per_node"),
+        ("--clients", "clients"),
+        ("--replicas", "replicas"),
+        ("--osds-per-nvme", "osds_per_drive"),
+        ("--fio-procs", "fio_procs_per_client"),
+        ("--msgr", "msgr_version"),
+    )
+    for flag, key in counts:
         v = given[key]
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    for flag, key, v in (("--node-cores", "node_cores", node_cores), ("--client-cores", "client_cores", client_cores), ("--pg-num", "pg_num", pg_num)):
+        if v is not None:
+            if not 0 <= v <= 0xFFFF_FFFF:
+                fail(f"{flag} {v}: must be 0..4294967295")
+            opts[key] = {"value": v, "source": f"[ASSUMED] the lab's, given to cluster init {flag} {v}"}
+    if osd_threads is not None:
+        if not 0 <= osd_threads <= 4096:
+            fail(f"--osd-threads {osd_threads}: must be 0..4096")
+        opts.pop("osd_cpus", None)
+        opts["osd_threads"] = osd_threads
     if volume_size is not None:
         opts["volume_bytes"] = _size("--volume-size", volume_size)
     if scale is not None:
