@@ -39,7 +39,7 @@ def test_the_reef_table_has_a_source_for_every_cost(tmp_path: Path) -> None:
     # The inputs the table is derived from, and not the posts it predicts.
     assert "Ceph OSD CPU scaling 2022" in c["osd_op_ns"]["source"]
     assert "37,209" in c["osd_kv_commit_ns"]["source"]
-    assert "122K" in c["osd_msgr_ns"]["source"]
+    assert "Ceph QEMU librbd 2022" in c["osd_msgr_ns"]["source"] and "122K" in c["client_msgr_read_ns"]["source"]
     # Reef's OSD costs less per op than the 14 table's guidance; its kv_sync commit too.
     nautilus = run_cli("cluster", "init", tmp_path / "n", *SMALL, "--stack", "ceph-rbd", "-o", "json").json()["ceph"]
     per_read = lambda t: 2 * t["osd_msgr_ns"]["value"] + t["osd_op_ns"]["value"] + t["osd_bluestore_read_ns"]["value"]  # noqa: E731
@@ -88,7 +88,9 @@ def test_a_job_naming_a_client_the_lab_lacks(tmp_path: Path) -> None:
     run_cli("cluster", "init", tmp_path / "lab", *SMALL, "--stack", "ceph-rbd", "--ceph-version", "18")
     job = tmp_path / "j.fio"
     job.write_text("[global]\nrw=randread\nbs=4k\ntime_based=1\nruntime=5ms\n[a]\nfilename=client0\n[b]\nfilename=client9\n")
-    assert_one_line_error(run_cli("cluster", "fio", tmp_path / "lab", job, check=False), "job 'b'", "filename=client9", "client0 to client1")
+    assert_one_line_error(
+        run_cli("cluster", "fio", tmp_path / "lab", job, check=False), "job 'b'", "filename=client9", "client0 to client1"
+    )
 
 
 def test_the_reef_freeze_qd1_write_end_to_end(tmp_path: Path) -> None:

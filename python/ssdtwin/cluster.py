@@ -315,10 +315,11 @@ def draw_band(ax1: Any, ax2: Any, ends: Sequence[Mapping[str, Any]], colour: str
     """Shade between the two end curves: IOPS against outstanding I/O, and the mean latency
     against IOPS (the polygon between the two curves)."""
     lo, hi = (sorted(e["curve"], key=lambda r: r["outstanding_per_client"]) for e in ends)
-    q = [r["outstanding_per_client"] for r in lo]
-    ax1.fill_between(q, [r["iops"] for r in lo], [r["iops"] for r in hi], color=colour, alpha=0.15, label=f"{ends[0]['label']} .. {ends[1]['label']}")
+    # Each end at its own outstanding I/O (with n jobs a level rounds to a multiple of n).
+    qs = [r["outstanding_per_client"] for r in lo] + [r["outstanding_per_client"] for r in reversed(hi)]
     xs = [r["iops"] for r in lo] + [r["iops"] for r in reversed(hi)]
     ys = [r["lat_mean_us"] for r in lo] + [r["lat_mean_us"] for r in reversed(hi)]
+    ax1.fill(qs, xs, color=colour, alpha=0.15, label=f"{ends[0]['label']} .. {ends[1]['label']}")
     ax2.fill(xs, ys, color=colour, alpha=0.15)
 
 

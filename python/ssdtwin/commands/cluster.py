@@ -82,7 +82,9 @@ def init_cmd(
     clients_on_nodes: Optional[bool] = typer.Option(
         None, "--clients-on-nodes/--separate-clients", help="run client i's fio on storage node i (default: separate client hosts)"
     ),
-    rbd_client: Optional[str] = typer.Option(None, "--rbd-client", help="librbd (fio's rbd engine) or krbd (the kernel client); default librbd"),
+    rbd_client: Optional[str] = typer.Option(
+        None, "--rbd-client", help="librbd (fio's rbd engine) or krbd (the kernel client); default librbd"
+    ),
     msgr: Optional[int] = typer.Option(None, "--msgr", help="Ceph messenger protocol, 1 or 2 (default 2)"),
     node_cores: Optional[int] = typer.Option(None, "--node-cores", help="cores (logical CPUs) of each storage node (default 32)"),
     client_cores: Optional[int] = typer.Option(None, "--client-cores", help="cores (logical CPUs) of each client (default 32)"),
@@ -109,7 +111,11 @@ def init_cmd(
         "seed": seed,
     }
     given.update(
-        osds_per_drive=osds_per_nvme, fio_procs_per_client=fio_procs, clients_on_nodes=clients_on_nodes, rbd_client=rbd_client, msgr_version=msgr
+        osds_per_drive=osds_per_nvme,
+        fio_procs_per_client=fio_procs,
+        clients_on_nodes=clients_on_nodes,
+        rbd_client=rbd_client,
+        msgr_version=msgr,
     )
     counts = (
         ("--nodes", "nodes"),
@@ -125,7 +131,11 @@ def init_cmd(
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
-    for flag, key, v in (("--node-cores", "node_cores", node_cores), ("--client-cores", "client_cores", client_cores), ("--pg-num", "pg_num", pg_num)):
+    for flag, key, v in (
+        ("--node-cores", "node_cores", node_cores),
+        ("--client-cores", "client_cores", client_cores),
+        ("--pg-num", "pg_num", pg_num),
+    ):
         if v is not None:
             if not 0 <= v <= 0xFFFF_FFFF:
                 fail(f"{flag} {v}: must be 0..4294967295")

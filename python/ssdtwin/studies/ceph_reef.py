@@ -25,10 +25,10 @@ from .. import _core
 from ..cluster import Cluster
 
 DRIVE = "samsung-pm983-3.84t"
-SCALE = 256  # the drives at 1/256: 15 GB each, 64 MiB volumes (docs/models.md §11, "Ceph Reef")
+SCALE = 256  # the drives at 1/256: 15 GB each, 256 MiB volumes (docs/models.md §11.8)
 VOLUME_BYTES = 64 << 30  # [ASSUMED] CBT librbdfio's default vol_size, 65536 MB per fio process
 THREADS = (2, 8, 14, 20)
-WINDOW_MS = (200, 300)  # ramp, runtime (simulated): the saturated points settle within 0.1 s
+WINDOW_MS = (1000, 1000)  # ramp, runtime (simulated): the Ceph default of `cluster sweep` (docs/models.md §11.5)
 QD1_WINDOW_MS = (50, 500)
 
 
@@ -168,7 +168,9 @@ def settled_run(
         ramp, runtime = max(ramp, math.ceil(10 * lat_ms)), max(runtime, math.ceil(50 * lat_ms))
 
 
-def measure(c: Cluster, rw: str, iodepth: int, window_ms: tuple[int, int], progress: Optional[Callable[[int], object]] = None) -> dict[str, Any]:
+def measure(
+    c: Cluster, rw: str, iodepth: int, window_ms: tuple[int, int], progress: Optional[Callable[[int], object]] = None
+) -> dict[str, Any]:
     """Run one point (window: settled_run; the posts ran 60 s and 300 s); the figures, the
     saturating resource and what the run cost."""
     t = c.spec["cluster"]
@@ -200,10 +202,10 @@ def measure(c: Cluster, rw: str, iodepth: int, window_ms: tuple[int, int], progr
 
 
 def saturating(resources: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The resource that bounds a point: a CPU set if one is full (a thread pool's or the
-    kv_sync thread's utilisation counts the time its threads wait for a core, so they read
-    100 % behind full cores), otherwise the busiest resource."""
-    full = [u for u in resources if u["kind"] == "cores" and u["utilisation"] >= 0.99]
+    """The resource that bounds a point: the busiest CPU set if it is 95 % busy or more (a
+    thread pool's or the kv_sync thread's utilisation counts the time its threads wait for a
+    core, so they read 100 % behind nearly full cores), otherwise the busiest resource."""
+    full = [u for u in resources if u["kind"] == "cores" and u["utilisation"] >= 0.95]
     return full[0] if full else resources[0]
 
 
@@ -288,17 +290,20 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     hi = max(max(r["iops"], r["published_iops"]) for r in rows) * 1.6
     ax2.fill_between([lo, hi], [lo * 0.75, hi * 0.75], [lo * 1.25, hi * 1.25], color="0.9", label="±25 %")
     ax2.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-    for r in rows:
+    for i, r in enumerate(rows):
         marker = {"randread": "o", "randwrite": "s", "write-qd1": "^"}[r["rw"]]
         colour = "C0" if r["experiment"] == "osds-per-nvme" else "C3"
         ax2.plot([r["published_iops"]], [r["iops"]], marker, color=colour)
-        tag = f"{r['threads_per_osd']}t" if r["threads_per_osd"] else ("QD1" if r["rw"] == "write-qd1" else "60 OSD")
-        ax2.annotate(f"{r['rw'][:6]} {tag}", (r["published_iops"], r["iops"]), fontsize=7, xytext=(4, -3), textcoords="offset points")
+        what = {"randread": "read", "randwrite": "write", "write-qd1": "QD1 write"}[r["rw"]]
+        tag = f"{r['threads_per_osd']} thr" if r["threads_per_osd"] else ("" if r["rw"] == "write-qd1" else "60 OSDs")
+        # Alternate the labels above and below: neighbouring points would overlap.
+        ax2.annotate(f"{what} {tag}", (r["published_iops"], r["iops"]), fontsize=7, xytext=(5, -9 if i % 2 else 3), textcoords="offset points")
     ax2.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="published IOPS", ylabel="predicted IOPS")
     ax2.set_title("every point: blue 30 OSDs (threads per NVMe), red 60 OSDs")
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     fig.suptitle(f"ssdtwin cluster, Ceph 18 cost table, PM983 at 1/{result['scale']}: predicted against published")
     fig.tight_layout()
     p = out / "ceph-reef.png"

@@ -120,7 +120,7 @@ def band(
 ) -> list[dict[str, Any]]:
     """Random reads at each end of each stack's band: the curve over CURVE_LEVELS plus the
     study's own load, and where the study's figure falls between the ends."""
-    out = []
+    out: list[dict[str, Any]] = []
     for stack, label, c, jobs in band_labs(clusters):
         clients = int(c.spec["cluster"]["clients"])
         load = implied_outstanding(stack, clients)

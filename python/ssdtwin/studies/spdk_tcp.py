@@ -61,7 +61,9 @@ def job_text(window_ms: tuple[int, int] = WINDOW_MS) -> str:
     return head + "".join(f"[initiator{c}]\nfilename=client{c}\n" for c in range(CLIENTS))
 
 
-def run(scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None) -> dict[str, Any]:
+def run(
+    scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None
+) -> dict[str, Any]:
     rows = []
     t0 = time.perf_counter()
     for cores in CORES:
@@ -130,7 +132,13 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     ax.plot(x, [r["iops"] for r in rows], "o-", label="model (ReFlex's 850K IOPS per target core)")
     ax.plot(x, [r["published_iops"] for r in rows], "s--", mfc="none", label="SPDK 24.05 report (second-hand)")
     ax.fill_between(x, [0.75 * r["published_iops"] for r in rows], [1.25 * r["published_iops"] for r in rows], color="0.9", label="±25 %")
-    ax.set(xscale="log", yscale="log", xlabel="SPDK target cores", ylabel="4 KiB random read IOPS", title="NVMe-oF/TCP target, 14 CM6-V, 4 x 100 GbE")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="SPDK target cores",
+        ylabel="4 KiB random read IOPS",
+        title="NVMe-oF/TCP target, 14 CM6-V, 4 x 100 GbE",
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
