@@ -1,8 +1,16 @@
 //! ssdtwin-core: a deterministic model of an NVMe SSD.
 //!
-//! No threads, no sockets, no wall clock. The [`nvme::Controller`] is the only door into
-//! a drive; it owns the namespaces, logs and features and drives the [`ftl::Ftl`], which
-//! emits NAND operations that the engine (or nothing, in fast-forward) times.
+//! No sockets, no wall clock. The [`nvme::Controller`] is the only door into a drive; it
+//! owns the namespaces, logs and features and drives the [`ftl::Ftl`], which emits NAND
+//! operations that the engine (or nothing, in fast-forward) times.
+//!
+//! Threads only where they cannot change a result: everything timed (the engine, the fio
+//! runner, the cluster) runs on one thread in virtual time; fast-forward preconditioning
+//! (`nvme/precondition.rs`, `ftl/shard.rs`) runs the FTL's partitions on scoped threads,
+//! each applying in stream order the writes of partitions that share no mutable state but
+//! counters that add up, or runs the write buffer a step ahead of the maps, whose evictions
+//! depend on the order of host writes alone. The state is the one the same writes give one
+//! at a time, for any thread count (docs/architecture.md, "Determinism").
 
 pub mod bigarray;
 pub mod cluster;

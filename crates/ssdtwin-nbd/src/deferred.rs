@@ -6,22 +6,23 @@
 //!
 //! A resolver dropped without resolving resolves with `ESHUTDOWN`, so a backend that
 //! discards its queue never leaves a connection waiting.
+//!
+//! This is the cell between the two sides only: the pacer that parks a reply hands the
+//! slot a callback ([`Wake`]) and the resolution goes through it, so the slot knows nothing
+//! of the pacer.
 
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use crate::error::Errno;
-use crate::pacer;
 
-/// Where a resolution goes once the pacer has parked the reply.
-pub(crate) struct Waker {
-    pub shared: Weak<pacer::Shared>,
-    pub seq: u64,
-}
+/// What becomes of the resolution of a parked reply: the pacer that parked it gives this
+/// callback, called once, from the resolving thread, with no lock of the slot held.
+pub(crate) type Wake = Box<dyn FnOnce(Result<Instant, Errno>) + Send>;
 
 enum State {
-    /// Not resolved; the pacer's waker once the reply is parked.
-    Waiting(Option<Waker>),
+    /// Not resolved; the pacer's callback once the reply is parked.
+    Waiting(Option<Wake>),
     Resolved(Result<Instant, Errno>),
     /// The result has been taken.
     Taken,
@@ -44,13 +45,13 @@ impl Slot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The result if already resolved (taking it), else register `waker` for it.
-    pub(crate) fn take_or_park(&self, waker: Waker) -> Option<Result<Instant, Errno>> {
+    /// The result if already resolved (taking it), else register `wake` for it.
+    pub(crate) fn take_or_park(&self, wake: Wake) -> Option<Result<Instant, Errno>> {
         let mut s = self.lock();
         match std::mem::replace(&mut *s, State::Taken) {
             State::Resolved(r) => Some(r),
             State::Waiting(_) => {
-                *s = State::Waiting(Some(waker));
+                *s = State::Waiting(Some(wake));
                 None
             }
             State::Taken => Some(Err(Errno::Io)),
@@ -84,11 +85,10 @@ impl Slot {
         };
         self.cv.notify_all();
         // Outside the slot's lock: the pacer takes its own lock (lock order: pacer, slot).
-        if let Some(w) = waker {
-            if let Some(sh) = w.shared.upgrade() {
-                if let State::Resolved(r) = std::mem::replace(&mut *self.lock(), State::Taken) {
-                    pacer::resolved(&sh, w.seq, r);
-                }
+        if let Some(wake) = waker {
+            let taken = std::mem::replace(&mut *self.lock(), State::Taken);
+            if let State::Resolved(r) = taken {
+                wake(r);
             }
         }
     }

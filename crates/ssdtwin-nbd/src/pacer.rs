@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::deferred::{Slot, Waker};
+use crate::deferred::{Slot, Wake};
 use crate::error::Errno;
 use crate::proto::{encode_error_chunk_header, encode_simple_reply};
 use crate::stats::Stats;
@@ -129,7 +129,7 @@ struct Queue {
     dead: bool,
 }
 
-pub(crate) struct Shared {
+struct Shared {
     q: Mutex<Queue>,
     stats: Arc<Stats>,
     /// Wakes the writer (earlier due time, close).
@@ -201,7 +201,7 @@ fn room<'a>(shared: &'a Shared, pool: &mut Vec<Vec<u8>>) -> Result<MutexGuard<'a
 }
 
 /// A resolver resolved parked reply `seq` (called from the resolving thread).
-pub(crate) fn resolved(shared: &Shared, seq: u64, r: Result<Instant, Errno>) {
+fn resolved(shared: &Shared, seq: u64, r: Result<Instant, Errno>) {
     let mut q = shared.lock();
     if q.dead {
         return;
@@ -270,7 +270,13 @@ impl Pacer {
         let mut q = room(&self.shared, pool)?;
         let p = Parked { floor, msg, err };
         // Lock order: this queue, then the slot (a resolver never holds both).
-        match slot.take_or_park(Waker { shared: Arc::downgrade(&self.shared), seq }) {
+        let shared = Arc::downgrade(&self.shared);
+        let wake: Wake = Box::new(move |r| {
+            if let Some(sh) = shared.upgrade() {
+                resolved(&sh, seq, r);
+            }
+        });
+        match slot.take_or_park(wake) {
             Some(r) => release(&self.shared, &mut q, seq, p, r),
             None => {
                 q.parked.insert(seq, p);

@@ -1,57 +1,28 @@
-//! Submission-queue arbitration while serving (issue 12; NVMe feature 01h with weighted
-//! round robin). Only in use when the image's feature 01h selects WRR and replies are
-//! paced; with round robin (the default) every command runs through the controller at
-//! its arrival, as before.
-//!
-//! Each NBD connection is one submission queue of its namespace's priority class
-//! (`ssdtwin nvme qos --sq-priority`). A command's data effect is applied at its arrival
-//! (the `Export` contract); its controller command waits in the connection's queue until
-//! the controller fetches it, one per command slot (1 / `ctrl_max_iops`), the queue
-//! chosen by the engine's [`Arbiter`] among the commands that have *arrived by the fetch
-//! instant* (virtual time). The fetched command runs through the timing model at its
-//! fetch time and its deferred NBD reply ([`Done::deferred`]) is resolved with the
-//! completion time.
-//!
-//! Fetches are decided as soon as they can be: an arriving command first fetches every
-//! command due before its own arrival, then joins its queue (and is fetched at once if
-//! the controller is free); a dispatcher thread fetches the rest when virtual time
-//! reaches them; the housekeeping tick catches up before idle GC. A FLUSH or FUA write
-//! (and close, and the debug fingerprint) fetches every queued command first, so what it
-//! makes durable includes their journal records: a flush is an ordering barrier.
+//! The submission queues of weighted round robin arbitration while serving (NVMe feature
+//! 01h): one queue per NBD connection, of its namespace's priority class (`ssdtwin nvme qos
+//! --sq-priority`), the commands waiting in them, and the engine's [`Arbiter`] that picks
+//! which is fetched next and when. A pure queue: it runs nothing; the dispatcher
+//! (backend/dispatch.rs) takes what is due and runs it through the controller.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
-use std::thread::{JoinHandle, ThreadId};
-use std::time::Duration;
+use std::thread::ThreadId;
 
 use ssdtwin_core::engine::arbiter::{Arbiter, Queued};
 use ssdtwin_core::nvme::Arbitration;
-use ssdtwin_nbd::{Done, Errno, Resolver};
+use ssdtwin_nbd::Resolver;
 
-use crate::backend::{Inner, Io};
-use crate::state::State;
-
-/// Longest dispatcher sleep (it re-checks shutdown), and the shortest while commands wait.
-const MAX_SLEEP: Duration = Duration::from_millis(50);
-const MIN_SLEEP: Duration = Duration::from_micros(20);
+use crate::command::Io;
 
 /// A command waiting in a connection's queue.
-struct Pending {
-    nsid: u32,
-    ops: Vec<(Io, u64, u64)>,
-    arrival_v: u64,
+pub(crate) struct Pending {
+    pub(crate) nsid: u32,
+    pub(crate) ops: Vec<(Io, u64, u64)>,
+    pub(crate) arrival_v: u64,
     /// Set once its arrival call has returned a deferred reply.
-    resolver: Option<Resolver>,
+    pub(crate) resolver: Option<Resolver>,
 }
 
-/// A fetched command's outcome, to hand to its resolver outside the lock.
-pub(crate) struct Fetched {
-    slot: u32,
-    resolver: Option<Resolver>,
-    result: Result<u64, Errno>,
-}
-
-/// The arbitration state (under the backend's lock, in [`State`]).
+/// The arbitration state (under the backend's lock, in `State`).
 pub(crate) struct ArbState {
     arb: Arbiter,
     /// Priority class of each served namespace.
@@ -108,7 +79,9 @@ impl ArbState {
         }
     }
 
-    fn enqueue(&mut self, nsid: u32, ops: &[(Io, u64, u64)], arrival_v: u64) -> u32 {
+    /// Queue a command of `ops` on `nsid` arriving at `arrival_v` in the calling connection's
+    /// queue; its slot number.
+    pub(crate) fn enqueue(&mut self, nsid: u32, ops: &[(Io, u64, u64)], arrival_v: u64) -> u32 {
         let q = self.queue(nsid);
         let p = Pending { nsid, ops: ops.to_vec(), arrival_v, resolver: None };
         let slot = match self.free_slots.pop() {
@@ -127,124 +100,21 @@ impl ArbState {
         }
         slot
     }
-}
 
-impl Inner {
-    /// A command's arrival under WRR (the lock held, pace model): fetch what is due before
-    /// it, queue it, fetch it at once if the controller is free; else a deferred reply.
-    pub(crate) fn arb_exec(
-        &self,
-        mut g: std::sync::MutexGuard<'_, Option<State>>,
-        nsid: u32,
-        ops: &[(Io, u64, u64)],
-    ) -> Result<Done, Errno> {
-        let st = g.as_mut().ok_or(Errno::Shutdown)?;
-        let now_v = self.now_v().max(st.last_v);
-        st.last_v = now_v;
-        let mut out = Vec::new();
-        // Only commands that arrived before `now_v` compete for the fetches before it.
-        self.arb_fetch(st, now_v, false, &mut out)?;
-        let arb = st.arb.as_mut().expect("arbitration in use");
-        if arb.is_empty() {
-            st.idle(now_v, &self.cfg).map_err(|e| self.fail(e))?;
-        }
-        let arb = st.arb.as_mut().expect("arbitration in use");
-        let was_waiting = arb.fetch_at.is_some();
-        let slot = arb.enqueue(nsid, ops, now_v);
-        // Slots are reused: only what this second round fetched can be the new command.
-        let mark = out.len();
-        self.arb_fetch(st, now_v, true, &mut out)?;
-        let own = out[mark..].iter().position(|f| f.slot == slot).map(|i| out.swap_remove(mark + i));
-        let done = match own {
-            Some(f) => f.result.map(|done_v| self.done_at(done_v)),
-            None => {
-                let arb = st.arb.as_mut().expect("arbitration in use");
-                let (done, r) = Done::deferred();
-                arb.slots[slot as usize].as_mut().expect("queued").resolver = Some(r);
-                if !was_waiting {
-                    self.arb_cv.notify_one();
-                }
-                Ok(done)
-            }
-        };
-        drop(g);
-        self.resolve(out);
-        done
+    /// The reply of the command in `slot` is deferred: resolve it through `r` once fetched.
+    pub(crate) fn defer(&mut self, slot: u32, r: Resolver) {
+        self.slots[slot as usize].as_mut().expect("queued").resolver = Some(r);
     }
 
-    /// Fetch and run every queued command whose fetch instant is before `limit_v` (or at
-    /// it, with `inclusive`); `u64::MAX` drains the queues.
-    pub(crate) fn arb_fetch(&self, st: &mut State, limit_v: u64, inclusive: bool, out: &mut Vec<Fetched>) -> Result<(), Errno> {
-        loop {
-            let Some(arb) = st.arb.as_mut() else { return Ok(()) };
-            let Some(f) = arb.fetch_at.filter(|&f| f < limit_v || (inclusive && f == limit_v)) else { return Ok(()) };
-            let (_, q) = arb.arb.pick().expect("commands wait");
-            arb.arb.fetched(f);
-            arb.fetch_at = (!arb.arb.is_empty()).then(|| arb.arb.next_fetch_ns().max(f));
-            let p = arb.slots[q.slot as usize].take().expect("queued command");
-            arb.free_slots.push(q.slot);
-            st.last_v = st.last_v.max(f);
-            let result = self.timed(st, p.nsid, &p.ops, f);
-            if let Ok(done_v) = result {
-                self.account(st, p.ops.first().map(|o| o.0), p.arrival_v, done_v);
-            }
-            out.push(Fetched { slot: q.slot, resolver: p.resolver, result });
-        }
+    /// The next command the controller fetches, if its fetch instant is before `limit_v`
+    /// (or at it, with `inclusive`): (fetch instant, slot, command), taken off its queue.
+    pub(crate) fn fetch_due(&mut self, limit_v: u64, inclusive: bool) -> Option<(u64, u32, Pending)> {
+        let f = self.fetch_at.filter(|&f| f < limit_v || (inclusive && f == limit_v))?;
+        let (_, q) = self.arb.pick().expect("commands wait");
+        self.arb.fetched(f);
+        self.fetch_at = (!self.arb.is_empty()).then(|| self.arb.next_fetch_ns().max(f));
+        let p = self.slots[q.slot as usize].take().expect("queued command");
+        self.free_slots.push(q.slot);
+        Some((f, q.slot, p))
     }
-
-    /// Hand fetched commands' outcomes to their connections (outside the lock).
-    pub(crate) fn resolve(&self, out: Vec<Fetched>) {
-        for f in out {
-            if let Some(r) = f.resolver {
-                match f.result {
-                    Ok(done_v) => r.at(self.start + Duration::from_nanos(done_v)),
-                    Err(e) => {
-                        self.counters.errors.inc();
-                        r.fail(e)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Fetch everything queued (a flush, close, the fingerprint): returns the outcomes.
-    pub(crate) fn arb_drain(&self, st: &mut State) -> Result<Vec<Fetched>, Errno> {
-        let mut out = Vec::new();
-        self.arb_fetch(st, u64::MAX, true, &mut out)?;
-        Ok(out)
-    }
-}
-
-/// The dispatcher thread: fetches queued commands as virtual time reaches them. It holds
-/// the backend weakly and ends when the backend is closed or dropped.
-pub(crate) fn start_dispatcher(inner: &Arc<Inner>) -> std::io::Result<JoinHandle<()>> {
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    std::thread::Builder::new().name("ssdtwin-arbiter".into()).spawn(move || {
-        // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only this thread.
-        unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
-        }
-        let mut last_now = u64::MAX;
-        while let Some(inner) = weak.upgrade() {
-            let mut g = inner.lock();
-            let Some(st) = g.as_mut() else { return };
-            let now_v = inner.now_v();
-            let mut out = Vec::new();
-            // A failure is sticky in the backend (writes fail); the command's reply carries it.
-            let _ = inner.arb_fetch(st, now_v, false, &mut out);
-            let next = st.arb.as_ref().and_then(|a| a.fetch_at);
-            // A clock that does not move (the simulation harness) gets no busy loop.
-            let sleep = match next {
-                Some(f) if now_v != last_now => Duration::from_nanos(f.saturating_sub(now_v)).clamp(MIN_SLEEP, MAX_SLEEP),
-                _ => MAX_SLEEP,
-            };
-            last_now = now_v;
-            if out.is_empty() {
-                let _ = inner.arb_cv.wait_timeout(g, sleep).unwrap_or_else(|e| e.into_inner());
-            } else {
-                drop(g);
-                inner.resolve(out);
-            }
-        }
-    })
 }

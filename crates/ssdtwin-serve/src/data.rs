@@ -67,7 +67,7 @@ impl DataFile {
     /// (16-page folios) still left it at 24 % of the CPU of 4 KiB random overwrites;
     /// 4 KiB pieces kept every folio at one page (+19 % on those overwrites) but halved
     /// sequential 1 MiB writes; 16 KiB pieces keep most of the gain for a quarter of the
-    /// extra syscalls (docs/performance.md, "Issue 17: where the time goes").
+    /// extra syscalls (docs/performance.md, "where the time goes, 16 KiB write pieces").
     pub(crate) fn write(&self, data: &[u8], offset: u64) -> Result<(), FsError> {
         let mut at = 0;
         for piece in data.chunks(WRITE_PIECE) {

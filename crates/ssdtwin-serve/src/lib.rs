@@ -7,7 +7,9 @@
 //!   the controller under one lock (pacing, journal, group-committed FLUSH/FUA);
 //! * `data` — the namespaces' sparse data files;
 //! * `state` — what the lock protects: image, timing model, journal, idle GC, clock;
-//! * `arb` — submission-queue arbitration (feature 01h WRR): one queue per connection;
+//! * `arb` — the submission queues of WRR arbitration (feature 01h): one per connection
+//!   (the dispatcher that fetches from them is backend/dispatch.rs);
+//! * `command` — a controller command's kind and journal record;
 //! * [`clock`] — where virtual time comes from (wall clock, or a manual one in tests);
 //! * [`live`] — `live.json` and the session summary;
 //! * [`metrics`] — Prometheus metrics (`prometheus-client`) and the HTTP endpoint;
@@ -19,6 +21,7 @@
 mod arb;
 pub mod backend;
 pub mod clock;
+mod command;
 mod config;
 mod data;
 mod error;

@@ -8,10 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use ssdtwin_core::image::Recovery;
-use ssdtwin_core::nvme::{ControllerView, VendorLog};
-
-use crate::backend::TwinBackend;
-use crate::state::State;
+use ssdtwin_core::nvme::ControllerView;
 
 /// File name of the live snapshot in the image directory.
 pub const LIVE: &str = "live.json";
@@ -124,74 +121,4 @@ pub(crate) fn write_live(dir: &Path, snap: &LiveSnapshot) -> io::Result<()> {
     let mut f = ssdtwin_core::fsio::create(&tmp).map_err(|e| e.source)?;
     io::Write::write_all(&mut f, &bytes)?;
     std::fs::rename(&tmp, &path)
-}
-
-impl TwinBackend {
-    /// Counters of this session (also part of `live.json` and the summary at exit).
-    pub fn summary(&self) -> Option<SessionSummary> {
-        let mut g = self.inner.lock();
-        g.as_mut().map(|st| self.summary_locked(st, &st.img.ctrl.vendor_log()))
-    }
-
-    pub(crate) fn summary_locked(&self, st: &State, vl: &VendorLog) -> SessionSummary {
-        let inner = &self.inner;
-        let c = &inner.counters;
-        let s = inner.server_stats();
-        let dh = vl.host_write_bytes - st.start_host_bytes;
-        let dn = vl.nand_write_bytes - st.start_nand_bytes;
-        SessionSummary {
-            seconds: inner.clock.elapsed().as_secs_f64(),
-            pace: inner.cfg.pace.name().to_string(),
-            reads: c.reads.get(),
-            writes: c.writes.get(),
-            trims: c.trims.get(),
-            write_zeroes: c.write_zeroes.get(),
-            flushes: c.flushes.get(),
-            read_bytes: c.read_bytes.get(),
-            write_bytes: c.write_bytes.get(),
-            errors: c.errors.get(),
-            syncs: c.syncs.get(),
-            connections: s.connections_accepted,
-            requests: s.requests,
-            error_replies: s.error_replies,
-            protocol_errors: s.protocol_errors,
-            replies_paced: s.replies_paced,
-            replies_late: s.replies_late,
-            late_ns_max: s.late_ns_max,
-            late_ns_mean: s.late_ns_sum.checked_div(s.replies_paced).unwrap_or(0),
-            host_write_bytes: dh,
-            nand_write_bytes: dn,
-            waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
-            idle_gc_moved_ius: st.idle_gc_moved,
-            commits: st.commits,
-            journal_records: st.journal.appended(),
-            generation: st.img.generation(),
-            failure: inner.failure().map(str::to_string),
-        }
-    }
-
-    /// The `live.json` document (serialise it after releasing the lock).
-    pub(crate) fn snapshot_locked(&self, st: &mut State, serving: bool) -> LiveSnapshot {
-        let inner = &self.inner;
-        let ctrl = &st.img.ctrl;
-        let view = ctrl.view();
-        LiveSnapshot {
-            format: LIVE_FORMAT.to_string(),
-            version: LIVE_VERSION,
-            pid: std::process::id(),
-            serving,
-            time_unix_ms: inner.clock.unix_ms(),
-            started_unix_ms: inner.start_unix_ms,
-            generation: st.img.generation(),
-            pace: inner.cfg.pace.name().to_string(),
-            exports: self
-                .exports
-                .iter()
-                .map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only })
-                .collect(),
-            uris: inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default(),
-            stats: self.summary_locked(st, &view.vendor_log),
-            view,
-        }
-    }
 }

@@ -29,12 +29,6 @@ struct TwinCollector {
     inner: Weak<Inner>,
 }
 
-impl std::fmt::Debug for Inner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner").field("dir", &self.dir).finish()
-    }
-}
-
 /// Writes metric families into a scrape: integer counters and gauges where the value is a
 /// count, floating-point gauges for ratios; no label braces on unlabelled series.
 struct Out<'a, 'b> {

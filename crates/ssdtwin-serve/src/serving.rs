@@ -75,7 +75,7 @@ impl Serving {
     /// export, the stack's volume (stack.rs, docs/host.md "Serving a stack").
     pub fn start_stack(
         dir: &std::path::Path,
-        stack: ssdtwin_core::engine::stack::Stack,
+        stack: ssdtwin_core::engine::stack::HostStack,
         nsid: u32,
         opts: ServeOptions,
     ) -> Result<Serving, ServeError> {

@@ -26,7 +26,7 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use ssdtwin_core::engine::stack::{Stack, StackTimeline, Submit};
+use ssdtwin_core::engine::stack::{HostStack, StackTimeline, Submit};
 use ssdtwin_core::engine::{HostCmd, HostOp};
 use ssdtwin_core::host::tier::{Policy, WriteOutcome, BLOCK_BYTES};
 use ssdtwin_core::journal::Record;
@@ -45,7 +45,7 @@ pub const STACK_EXPORT: &str = "stack";
 
 /// The stack while it is served: the tier, its timeline, and the lanes' pending events.
 struct StackRun {
-    stack: Stack,
+    stack: HostStack,
     line: StackTimeline,
     /// (virtual ns, lane): a lane's current step completes then. Earliest first.
     events: BinaryHeap<Reverse<(u64, u32)>>,
@@ -64,7 +64,7 @@ pub struct StackExport {
     /// once closed.
     run: Mutex<Option<StackRun>>,
     /// What the tier looked like when serving stopped.
-    stopped: Mutex<Option<Stack>>,
+    stopped: Mutex<Option<HostStack>>,
     data: Arc<DataFile>,
     nsid: u32,
     info: ExportInfo,
@@ -133,7 +133,7 @@ impl StackRun {
 impl StackBackend {
     /// Serve `stack` on namespace `nsid` of the image `twin` opened (pace model only: the
     /// destages run on the model's time).
-    pub fn new(twin: Arc<TwinBackend>, stack: Stack, nsid: u32) -> Result<Arc<StackBackend>, ServeError> {
+    pub fn new(twin: Arc<TwinBackend>, stack: HostStack, nsid: u32) -> Result<Arc<StackBackend>, ServeError> {
         if twin.config().pace != Pace::Model {
             return Err(ServeError::Config("a stack is served with --pace model only (its destages run on the model's time)".into()));
         }
@@ -253,7 +253,7 @@ impl StackBackend {
     }
 
     /// The stack as serving left it (after [`StackBackend::close`]).
-    pub fn stopped_stack(&self) -> Option<Stack> {
+    pub fn stopped_stack(&self) -> Option<HostStack> {
         self.export.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

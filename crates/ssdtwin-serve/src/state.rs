@@ -7,6 +7,7 @@ use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::Image;
 use ssdtwin_core::journal::{JournalWriter, Record};
 
+use crate::arb::ArbState;
 use crate::config::TwinConfig;
 
 /// Bucket upper bounds of the model latency histograms, in seconds (10 µs to 1 s: TLC reads
@@ -45,8 +46,8 @@ pub(crate) struct State {
     /// FTL counters when serving started (for the WAF of this session).
     pub(crate) start_host_bytes: u64,
     pub(crate) start_nand_bytes: u64,
-    /// Submission-queue arbitration, when feature 01h selects WRR (crate::arb).
-    pub(crate) arb: Option<crate::arb::ArbState>,
+    /// The submission queues of WRR arbitration, when feature 01h selects it (crate::arb).
+    pub(crate) arb: Option<ArbState>,
 }
 
 /// What went wrong in a step that has no caller to return an error to (it makes the

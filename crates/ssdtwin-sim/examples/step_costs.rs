@@ -10,7 +10,7 @@ fn main() {
         "superblocks {} ius/sb {} logical {} tnvmcap {} buffer {}",
         c.superblocks, c.ius_per_sb, c.logical_ius, s.capacity.tnvmcap_bytes.value, c.buffer_slots
     );
-    let mut sim = Sim::new(1).unwrap();
+    let mut sim = ImageUnderTest::new(1).unwrap();
     let steps = vec![
         Step::Commit { fault: None },
         Step::Precondition { ns: 0, random: false, pct: 100 },

@@ -1,6 +1,6 @@
 //! Deterministic simulation harness for ssdtwin (docs/simulation.md).
 //!
-//! A [`Sim`] owns one drive image in a temporary directory and applies [`Step`]s to it: the
+//! An [`ImageUnderTest`] owns one drive image in a temporary directory and applies [`Step`]s to it: the
 //! admin commands, preconditioning, fio engine runs, idle GC, commits, reopens, crashes and
 //! served NBD sessions — each optionally with an injected file-system fault
 //! ([`ssdtwin_core::faults`]). After every step it checks the invariants and returns the
@@ -191,8 +191,8 @@ impl BlockModel {
 
 pub type Fail = String;
 
-/// The simulation: one image and what the harness knows about it.
-pub struct Sim {
+/// The drive image under test and what the harness knows it must hold.
+pub struct ImageUnderTest {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
     img: Option<Image>,
@@ -284,15 +284,15 @@ fn plan_outcome() -> (bool, bool) {
     faults::with(|p| (!p.fired.is_empty(), p.crashed)).unwrap_or((false, false))
 }
 
-impl Sim {
-    pub fn new(seed: u64) -> Result<Sim, Fail> {
+impl ImageUnderTest {
+    pub fn new(seed: u64) -> Result<ImageUnderTest, Fail> {
         let tmp = scratch_dir().map_err(|e| e.to_string())?;
         let dir = tmp.path().join("img");
         faults::install(vec![]);
         let mut img = Image::create(&dir, tiny_spec(), PRESET, seed).map_err(|e| format!("create: {e}"))?;
         let committed = img.ctrl.ftl_fingerprint().map_err(|e| e.to_string())?;
         let smart = img.ctrl.state().smart.clone();
-        Ok(Sim {
+        Ok(ImageUnderTest {
             _tmp: tmp,
             dir,
             prev_counters: committed.counters.clone(),

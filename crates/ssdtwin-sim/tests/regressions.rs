@@ -1,10 +1,10 @@
 //! Minimal sequences the simulation found (docs/simulation.md, "Bugs found"), kept as
 //! fixed tests: each failed before its fix.
 
-use ssdtwin_sim::{End, Fault, NbdOp, Sim, Step};
+use ssdtwin_sim::{End, Fault, ImageUnderTest, NbdOp, Step};
 
 fn run(steps: &[Step]) {
-    let mut sim = Sim::new(0).unwrap();
+    let mut sim = ImageUnderTest::new(0).unwrap();
     for (i, s) in steps.iter().enumerate() {
         if let Err(e) = sim.step(s) {
             panic!("step {} ({s:?}): {e}\nlog:\n{}", i + 1, sim.log.join("\n"));
@@ -48,7 +48,8 @@ fn a_failed_journal_reset_leaves_an_image_that_opens_after_a_crash() {
     ]);
 }
 
-/// Issue 8 bug 1: idle GC moves data without a host write; a commit must save the maps.
+/// Idle GC moves data without a host write: a commit must save the maps (it once linked the
+/// previous generation's maps under the new state).
 #[test]
 fn idle_gc_then_commit_then_reopen_keeps_the_ftl() {
     run(&[
@@ -74,7 +75,7 @@ fn format_of_a_tiny_namespace_to_4k_blocks_is_refused() {
     ]);
 }
 
-/// Not a bug found but a fixed path through the DRAM namespace (issue 12): created beside
+/// Not a bug found but a fixed path through the DRAM namespace (the multi-tenant drive): created beside
 /// the factory namespace, served, crashed after a flush, reopened; the data and the counters
 /// (host writes that are never NAND writes) hold at every step.
 #[test]

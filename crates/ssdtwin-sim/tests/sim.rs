@@ -10,7 +10,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
-use ssdtwin_sim::{End, Fault, FioKind, NbdOp, Sim, Step};
+use ssdtwin_sim::{End, Fault, FioKind, ImageUnderTest, NbdOp, Step};
 
 /// The CI seed set, 1..=CI_SEEDS: fixed so a CI failure replays (~5 s in release mode).
 const CI_SEEDS: u64 = 32;
@@ -103,14 +103,14 @@ struct Harness;
 static STEPS_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl StateMachineTest for Harness {
-    type SystemUnderTest = Sim;
+    type SystemUnderTest = ImageUnderTest;
     type Reference = Model;
 
-    fn init_test(seed: &u64) -> Sim {
-        Sim::new(*seed).unwrap_or_else(|e| panic!("{e}"))
+    fn init_test(seed: &u64) -> ImageUnderTest {
+        ImageUnderTest::new(*seed).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn apply(mut sim: Sim, _: &u64, step: Step) -> Sim {
+    fn apply(mut sim: ImageUnderTest, _: &u64, step: Step) -> ImageUnderTest {
         STEPS_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = sim.step(&step) {
             panic!("step {} ({step:?}) broke an invariant: {e}", sim.steps_run);

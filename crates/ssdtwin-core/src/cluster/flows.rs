@@ -9,8 +9,8 @@
 //! forwarded to the other OSDs of the PG, and acknowledged once all have committed
 //! (data write, then the RocksDB WAL commit of the kv_sync thread, then the finisher).
 
-use super::sim::{Ev, Flow, Sim, Task, NONE};
-use super::spec::{RbdClient, ReadPolicy, Stack};
+use super::sim::{ClusterSim, Ev, Flow, Task, NONE};
+use super::spec::{RbdClient, ReadPolicy, StorageProtocol};
 use super::ClusterError;
 
 /// What a step did: the task continues at once, or something will resume it.
@@ -30,10 +30,10 @@ struct Transport {
     target_tx: u64,
 }
 
-impl Sim<'_> {
+impl ClusterSim<'_> {
     fn transport(&self) -> Transport {
         let n = &self.spec.nvmeof;
-        if self.spec.cluster.stack == Stack::NvmeofRdma {
+        if self.spec.cluster.stack == StorageProtocol::NvmeofRdma {
             Transport {
                 rdma: true,
                 host_tx: n.rdma_host_tx_ns.value,
@@ -62,7 +62,7 @@ impl Sim<'_> {
                 return Ok(());
             };
             let obj = self.spec.ceph.object_bytes.value;
-            if self.spec.cluster.stack == Stack::CephRbd && io.0 % obj + io.2 > obj {
+            if self.spec.cluster.stack == StorageProtocol::CephRbd && io.0 % obj + io.2 > obj {
                 // librbd would split it into one op per object; the model sends one op.
                 let name = &self.jobs[c as usize].acc.gen.spec.name;
                 return Err(ClusterError::Unsupported(format!(
@@ -71,8 +71,8 @@ impl Sim<'_> {
                 )));
             }
             let flow = match (self.spec.cluster.stack, io.1) {
-                (Stack::CephRbd, false) => Flow::CephRead,
-                (Stack::CephRbd, true) => Flow::CephWrite,
+                (StorageProtocol::CephRbd, false) => Flow::CephRead,
+                (StorageProtocol::CephRbd, true) => Flow::CephWrite,
                 (_, false) => Flow::NvRead,
                 (_, true) => Flow::NvWrite,
             };

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::spec::{ClusterSpec, Stack};
+use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
 use crate::engine::DeviceTiming;
 use crate::nvme::{Controller, NsId, Pattern};
@@ -75,7 +75,7 @@ impl Layout {
             used_bytes: vec![0; drives],
         };
         match t.stack {
-            Stack::CephRbd => layout.place_objects(spec),
+            StorageProtocol::CephRbd => layout.place_objects(spec),
             _ => layout.place_volumes(spec),
         }
         for (d, &used) in layout.used_bytes.iter().enumerate() {
@@ -161,7 +161,7 @@ impl Layout {
         let drives = self.used_bytes.len();
         let mut placements = vec![0u32; drives];
         match spec.cluster.stack {
-            Stack::CephRbd => self.pgs.iter().for_each(|a| placements[(a[0] / self.osds_per_drive) as usize] += 1),
+            StorageProtocol::CephRbd => self.pgs.iter().for_each(|a| placements[(a[0] / self.osds_per_drive) as usize] += 1),
             _ => self.replicas.iter().flatten().for_each(|&(d, _)| placements[d as usize] += 1),
         }
         LayoutInfo {

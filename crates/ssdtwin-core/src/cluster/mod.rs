@@ -22,7 +22,7 @@ mod tests;
 pub use costs::CEPH_VERSIONS;
 pub use layout::LayoutInfo;
 pub use out::{ClusterRun, DirTotals, DriveLoad, ResourceUse};
-pub use spec::{ClusterSpec, InitOptions, RbdClient, ReadPolicy, Stack};
+pub use spec::{ClusterSpec, InitOptions, RbdClient, ReadPolicy, StorageProtocol};
 
 use std::collections::BTreeSet;
 
@@ -31,7 +31,7 @@ use crate::stats::LatStat;
 use crate::workload::{JobError, JobSpec};
 use layout::{build_drives, Layout};
 use out::{JobAcc, Window};
-use sim::{Ev, Sim};
+use sim::{ClusterSim, Ev};
 
 /// Why a cluster cannot be built or run.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +132,7 @@ pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(u6
         end: accs.iter().map(|a| a.window().end).min().unwrap_or(u64::MAX),
     };
     let mut drives = build_drives(spec, &layout)?;
-    let mut sim = Sim::new(spec, &layout, &mut drives, window);
+    let mut sim = ClusterSim::new(spec, &layout, &mut drives, window);
     // The k-th clone on a client is its k-th fio process and uses that process's volume.
     let procs = spec.cluster.fio_procs_per_client;
     let mut seen = vec![0u32; spec.cluster.clients as usize];
@@ -160,7 +160,7 @@ fn totals(lat: &LatStat, bytes: u64, secs: f64) -> DirTotals {
     }
 }
 
-impl Sim<'_> {
+impl ClusterSim<'_> {
     /// Close every counter at the end of the run and gather the results.
     fn finish(mut self) -> ClusterRun {
         let end = self.jobs.iter().map(|j| j.acc.end_ns).max().unwrap_or(0);

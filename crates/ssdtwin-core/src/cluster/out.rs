@@ -3,13 +3,11 @@
 //! and the time-average I/Os in flight, measured over the same window as the I/Os.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 use super::ClusterError;
-use crate::engine::fio::{
-    self, depth_slot, edge_index, ios_per_s, kib_per_s, window_ns, zero_stat, CloneOut, DirOut, WindowAcc, LAT_EDGES,
+use crate::engine::fio::report::{
+    depth_slot, ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneLogs, CloneOut, DirCounters, DirOut, LatencyBuckets,
 };
-use crate::stats::LatStat;
 use crate::workload::{Ddir, ExitWhat, Generator, JobSpec};
 
 /// The measurement window: from the end of the ramp until the runtime ends (or the run).
@@ -56,15 +54,6 @@ impl Level {
     }
 }
 
-#[derive(Default)]
-struct DirAcc {
-    ios: u64,
-    bytes: u64,
-    lat: LatStat,
-    bw: WindowAcc,
-    iops: WindowAcc,
-}
-
 /// A clone's generator, state and fio accounting.
 pub(super) struct JobAcc {
     pub gen: Generator,
@@ -76,11 +65,9 @@ pub(super) struct JobAcc {
     stop_at: u64,
     pub end_ns: u64,
     issued: u64,
-    dirs: [DirAcc; 2],
+    dirs: [DirCounters; 2],
     depth_levels: [u64; 7],
-    lat_ns: [u64; 10],
-    lat_us: [u64; 10],
-    lat_ms: [u64; 12],
+    lat_buckets: LatencyBuckets,
     pub inflight_level: Level,
     lba: u64,
 }
@@ -127,9 +114,7 @@ impl JobAcc {
             issued: 0,
             dirs: Default::default(),
             depth_levels: [0; 7],
-            lat_ns: [0; 10],
-            lat_us: [0; 10],
-            lat_ms: [0; 12],
+            lat_buckets: LatencyBuckets::default(),
             inflight_level: Level::default(),
             lba,
         })
@@ -189,17 +174,11 @@ impl JobAcc {
         let rel = now - self.ramp_end;
         let d = &mut self.dirs[write as usize];
         d.ios += 1;
-        d.bytes += len;
-        d.lat.add(lat);
-        d.bw.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
-        d.iops.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
-        if lat < 1000 {
-            self.lat_ns[edge_index(lat, &LAT_EDGES)] += 1;
-        } else if lat < 1_000_000 {
-            self.lat_us[edge_index(lat / 1000, &LAT_EDGES)] += 1;
-        } else {
-            self.lat_ms[edge_index(lat / 1_000_000, &[2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000]).min(11)] += 1;
-        }
+        d.io_bytes += len;
+        d.clat.add(lat);
+        d.bw_window.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
+        d.iops_window.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
+        self.lat_buckets.add(lat);
         Some(lat)
     }
 
@@ -208,25 +187,10 @@ impl JobAcc {
     pub fn out(self) -> CloneOut {
         let runtime = self.end_ns.max(self.ramp_end).saturating_sub(self.ramp_end);
         let spec = self.gen.spec;
-        let mut dirs = self.dirs.into_iter().enumerate().map(|(i, d)| {
-            let ddir = if i == 0 { Ddir::Read } else { Ddir::Write };
-            let has = spec.directions.contains(&ddir);
-            DirOut {
-                io_bytes: d.bytes,
-                total_ios: d.ios,
-                runtime_ns: if d.ios > 0 && has { runtime } else { 0 },
-                short_ios: 0,
-                drop_ios: 0,
-                clat: d.lat.out(),
-                slat: if spec.engine_async { zero_stat(d.ios) } else { zero_stat(0) },
-                lat: d.lat.out(),
-                bw_sample_stat: d.bw.finish(spec.bw_avg_ms, runtime, kib_per_s),
-                iops_sample_stat: d.iops.finish(spec.iops_avg_ms, runtime, ios_per_s),
-            }
-        });
+        let mut dirs =
+            self.dirs.into_iter().zip([Ddir::Read, Ddir::Write]).map(|(d, ddir)| d.out(&spec, spec.directions.contains(&ddir), runtime));
         let (read, write) = (dirs.next().expect("2"), dirs.next().expect("2"));
-        let (submit, complete) = fio::submit_complete_levels(spec.engine_async, self.depth_levels.iter().sum());
-        let lb = fio::latency_bucket_map(&self.lat_ns, &self.lat_us, &self.lat_ms);
+        let (submit, complete) = submit_complete_levels(spec.engine_async, self.depth_levels.iter().sum());
         CloneOut {
             version: 1,
             thread_number: spec.thread_number,
@@ -235,23 +199,12 @@ impl JobAcc {
             runtime_ns: runtime,
             read,
             write,
-            trim: DirOut {
-                io_bytes: 0,
-                total_ios: 0,
-                runtime_ns: 0,
-                short_ios: 0,
-                drop_ios: 0,
-                clat: zero_stat(0),
-                slat: zero_stat(0),
-                lat: zero_stat(0),
-                bw_sample_stat: Default::default(),
-                iops_sample_stat: Default::default(),
-            },
+            trim: DirOut::idle(),
             iodepth_level: self.depth_levels,
             iodepth_submit: submit,
             iodepth_complete: complete,
-            latency_buckets: lb,
-            logs: BTreeMap::new(),
+            latency_buckets: self.lat_buckets.map(),
+            logs: CloneLogs::default(),
             iolog: None,
             latency_depth: spec.iodepth.max(1),
             error: 0,

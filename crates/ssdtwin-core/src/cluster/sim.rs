@@ -8,7 +8,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::layout::{Drive, Layout};
 use super::out::{JobAcc, Level, Window};
-use super::spec::{ClusterSpec, RbdClient, Stack};
+use super::spec::{ClusterSpec, RbdClient, StorageProtocol};
 use super::ClusterError;
 use crate::engine::{HostCmd, HostOp};
 use crate::nvme::NsId;
@@ -145,7 +145,7 @@ pub(super) struct Job {
     pub msgr: u32,
 }
 
-pub(super) struct Sim<'a> {
+pub(super) struct ClusterSim<'a> {
     pub spec: &'a ClusterSpec,
     pub layout: &'a Layout,
     pub drives: &'a mut [Drive],
@@ -178,8 +178,8 @@ pub(super) struct Sim<'a> {
     hop_ns: u64,
 }
 
-impl<'a> Sim<'a> {
-    pub fn new(spec: &'a ClusterSpec, layout: &'a Layout, drives: &'a mut [Drive], window: Window) -> Sim<'a> {
+impl<'a> ClusterSim<'a> {
+    pub fn new(spec: &'a ClusterSpec, layout: &'a Layout, drives: &'a mut [Drive], window: Window) -> ClusterSim<'a> {
         let t = &spec.cluster;
         let client_hosts = if t.clients_on_nodes { 0 } else { t.clients };
         let names = (0..client_hosts)
@@ -193,7 +193,7 @@ impl<'a> Sim<'a> {
         let first_node = client_hosts;
         let drives_n = drives.len();
         let net = &spec.network;
-        let mut sim = Sim {
+        let mut sim = ClusterSim {
             spec,
             layout,
             drives,
@@ -235,7 +235,7 @@ impl<'a> Sim<'a> {
             let p = self.pool(format!("node{n}.target"), spec.nvmeof.target_threads.value);
             self.target.push(p);
         }
-        if t.stack != Stack::CephRbd {
+        if t.stack != StorageProtocol::CephRbd {
             return;
         }
         let c = &spec.ceph;
@@ -289,7 +289,7 @@ impl<'a> Sim<'a> {
         let i = self.jobs.len();
         let host = if self.spec.cluster.clients_on_nodes { self.node_host(client) } else { client };
         let cpu = self.pool(format!("client{client}.job{i}.cpu"), 1);
-        let (librbd, msgr) = if self.spec.cluster.stack == Stack::CephRbd && self.spec.ceph.rbd_client == RbdClient::Librbd {
+        let (librbd, msgr) = if self.spec.cluster.stack == StorageProtocol::CephRbd && self.spec.ceph.rbd_client == RbdClient::Librbd {
             let c = &self.spec.ceph;
             (
                 self.pool(format!("client{client}.job{i}.librbd"), c.client_librbd_threads.value),

@@ -11,7 +11,7 @@ use crate::spec::{DriveSpec, Sourced, SpecError};
 /// The storage stack of the cluster.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Stack {
+pub enum StorageProtocol {
     /// NVMe-oF over TCP, replicated by the client's md raid1 (KumoScale).
     NvmeofTcp,
     /// The same over RDMA (RoCEv2).
@@ -20,17 +20,17 @@ pub enum Stack {
     CephRbd,
 }
 
-impl Stack {
+impl StorageProtocol {
     pub fn name(self) -> &'static str {
         match self {
-            Stack::NvmeofTcp => "nvmeof-tcp",
-            Stack::NvmeofRdma => "nvmeof-rdma",
-            Stack::CephRbd => "ceph-rbd",
+            StorageProtocol::NvmeofTcp => "nvmeof-tcp",
+            StorageProtocol::NvmeofRdma => "nvmeof-rdma",
+            StorageProtocol::CephRbd => "ceph-rbd",
         }
     }
 
-    pub fn parse(text: &str) -> Option<Stack> {
-        [Stack::NvmeofTcp, Stack::NvmeofRdma, Stack::CephRbd].into_iter().find(|s| s.name() == text)
+    pub fn parse(text: &str) -> Option<StorageProtocol> {
+        [StorageProtocol::NvmeofTcp, StorageProtocol::NvmeofRdma, StorageProtocol::CephRbd].into_iter().find(|s| s.name() == text)
     }
 }
 
@@ -97,7 +97,7 @@ fn pinned(threads: u32, o: &InitOptions) -> Sourced<u32> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Topology {
-    pub stack: Stack,
+    pub stack: StorageProtocol,
     pub nodes: u32,
     pub drives_per_node: u32,
     /// Drive preset (`ssdtwin models`); every drive is this preset's twin.
@@ -363,7 +363,7 @@ impl ClusterSpec {
     pub fn from_options(o: &InitOptions) -> Result<ClusterSpec, SpecError> {
         let origin = "cluster init";
         let mut problems = Vec::new();
-        let stack = Stack::parse(&o.stack);
+        let stack = StorageProtocol::parse(&o.stack);
         if stack.is_none() {
             problems.push(format!("--stack '{}': choose nvmeof-tcp, nvmeof-rdma or ceph-rbd", o.stack));
         }
@@ -511,7 +511,7 @@ impl ClusterSpec {
         if t.clients_on_nodes && t.clients > t.nodes {
             p.push(format!("cluster.clients_on_nodes: {} clients on {} storage nodes (client i runs on node i)", t.clients, t.nodes));
         }
-        if t.osds_per_drive > 1 && t.stack != Stack::CephRbd {
+        if t.osds_per_drive > 1 && t.stack != StorageProtocol::CephRbd {
             p.push(format!(
                 "cluster.osds_per_drive: {} OSDs per drive on a {} cluster: only Ceph has OSDs",
                 t.osds_per_drive,
@@ -565,7 +565,7 @@ impl ClusterSpec {
         }
         let drive = d.capacity.tnvmcap_bytes.value as u128;
         let osd_min = self.ceph.osd_min_bytes.value as u128;
-        if t.stack == Stack::CephRbd && t.osds_per_drive > 0 && drive / (t.osds_per_drive as u128) < osd_min {
+        if t.stack == StorageProtocol::CephRbd && t.osds_per_drive > 0 && drive / (t.osds_per_drive as u128) < osd_min {
             p.push(format!(
                 "cluster.osds_per_drive: {} OSDs on a {drive}-byte drive leave {} bytes each, less than an OSD's {osd_min} (ceph.osd_min_bytes); at most {}",
                 t.osds_per_drive,
@@ -583,7 +583,7 @@ impl ClusterSpec {
                 t.replicas,
                 t.nodes * t.drives_per_node
             ));
-        } else if t.stack != Stack::CephRbd && t.volume_bytes as u128 > drive {
+        } else if t.stack != StorageProtocol::CephRbd && t.volume_bytes as u128 > drive {
             p.push(format!(
                 "cluster.volume_bytes: {} bytes is larger than one drive ({drive}); an NVMe-oF volume replica lives on one drive",
                 t.volume_bytes

@@ -1,4 +1,4 @@
-//! Submission-queue arbitration at the controller's command fetch (issue 12, NVMe 1.4
+//! Submission-queue arbitration at the controller's command fetch (NVMe 1.4
 //! §4.13): weighted round robin with an urgent class. Only in use when feature 01h selects
 //! WRR; with round robin (the default) the engine keeps its arrival-order command slot.
 //!

@@ -32,7 +32,6 @@ use power::PowerTokens;
 pub mod fio;
 pub mod iolog;
 pub mod stack;
-pub mod steadystate; // issue 10: ss
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

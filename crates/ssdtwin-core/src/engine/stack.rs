@@ -14,10 +14,14 @@ use crate::units::NsId;
 
 /// What a stack image holds besides its drive: the fast media and the tier on it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Stack {
+pub struct HostStack {
     pub media: MediaSpec,
     pub tier: Tier,
 }
+
+/// The name the Python binding still uses for [`HostStack`] (crates/ssdtwin-py); remove once
+/// it names `HostStack`.
+pub type Stack = HostStack;
 
 /// A destage in progress on one lane.
 struct Lane {
@@ -39,7 +43,7 @@ pub(super) struct Stalled {
 pub type Submit<'s> = dyn FnMut(u64, HostCmd) -> Result<u64, Error> + 's;
 
 /// The timing state of a stack between its events: the fast media's timeline and the
-/// destage lanes. Shared by the fio runner ([`StackSim`]) and `ssdtwin serve STACKDIR`
+/// destage lanes. Shared by the fio runner ([`StackRun`]) and `ssdtwin serve STACKDIR`
 /// (crates/ssdtwin-serve/src/stack.rs), so both time a stack by the same rules.
 pub struct StackTimeline {
     /// The fast media as one bandwidth server: when its next transfer may start.
@@ -130,18 +134,18 @@ impl StackTimeline {
     }
 }
 
-/// The stack while a run drives it.
-pub(super) struct StackSim<'a> {
+/// The stack while a fio run drives it.
+pub(super) struct StackRun<'a> {
     pub tier: &'a mut Tier,
     media: &'a MediaSpec,
     line: StackTimeline,
     pub stalled: VecDeque<Stalled>,
 }
 
-impl<'a> StackSim<'a> {
-    pub fn new(stack: &'a mut Stack, nsid: NsId, lba_bytes: u64) -> StackSim<'a> {
+impl<'a> StackRun<'a> {
+    pub fn new(stack: &'a mut HostStack, nsid: NsId, lba_bytes: u64) -> StackRun<'a> {
         let line = StackTimeline::new(&stack.tier, nsid, lba_bytes);
-        StackSim { tier: &mut stack.tier, media: &stack.media, line, stalled: VecDeque::new() }
+        StackRun { tier: &mut stack.tier, media: &stack.media, line, stalled: VecDeque::new() }
     }
 
     /// A fast-media transfer of `bytes` asked for at `now`; when it is done.
@@ -195,7 +199,7 @@ mod tests {
         (ctrl, timing)
     }
 
-    fn stack(ctrl: &Controller, policy: Policy, capacity_bytes: u64) -> Stack {
+    fn stack(ctrl: &Controller, policy: Policy, capacity_bytes: u64) -> HostStack {
         let cfg = TierConfig {
             policy,
             capacity_bytes,
@@ -210,7 +214,7 @@ mod tests {
             area_bytes: 0,
         };
         assert_eq!(cfg.problems(), Vec::<String>::new());
-        Stack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
+        HostStack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
     }
 
     fn opts() -> RunOptions {

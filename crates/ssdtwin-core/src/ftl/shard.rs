@@ -26,7 +26,8 @@
 //! precondition (CM6 at 1/4, docs/performance.md).
 
 use super::buffer::{Offer, Slot, WriteBuffer};
-use super::{Ftl, FtlCounters, LogicalIu, MaskBytes, HOST_PREFETCH_BURST};
+use super::host::HOST_PREFETCH_BURST;
+use super::{Ftl, FtlCounters, LogicalIu, MaskBytes};
 use crate::bigarray::BigArray;
 use crate::nand::{NandSink, ShardSink};
 use std::ops::Range;

@@ -1,7 +1,10 @@
+use super::gc::GC_START;
+use super::state::SetCounters;
 use super::*;
-use crate::nand::{NoTiming, Recorder};
+use crate::nand::{NandOp, NoTiming, Recorder};
 use crate::spec::DriveSpec;
 use crate::units::LogicalIu;
+use crate::util::FastDiv;
 use proptest::prelude::*;
 use std::collections::HashSet;
 

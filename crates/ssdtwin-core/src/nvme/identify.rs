@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Controller, Namespace, WP_NONE};
+use super::{Controller, Error, Namespace, NsId, WP_NONE};
 
 /// Identify Controller (CNS 01h) fields the twin fills in.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -301,5 +301,17 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         lbafs,
         vs_dram: ns.dram as u8,
         vs_mek_id: format!("{:016x}", c.media_key_id(ns.nsid)),
+    }
+}
+
+impl Controller {
+    pub fn id_ctrl(&self) -> IdCtrl {
+        id_ctrl(self)
+    }
+
+    pub fn id_ns(&self, nsid: NsId) -> Result<IdNs, Error> {
+        let nsid = nsid.0;
+        let ns = self.namespace_u32(nsid)?;
+        Ok(id_ns(self, ns))
     }
 }

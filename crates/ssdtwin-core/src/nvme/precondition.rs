@@ -4,7 +4,9 @@
 //! threads; a drive of one runs its write buffer on a second thread, ahead of the maps
 //! (`ftl/shard.rs`). The result is the same for any thread count.
 
-use super::{fail, Controller, Error, Namespace, NsId, Pattern, PreconditionReport, Status, WP_NONE};
+use serde::{Deserialize, Serialize};
+
+use super::{fail, Controller, Error, Namespace, NsId, Status, WP_NONE};
 use crate::ftl::FtlConfig;
 use crate::nand::{NoTiming, ShardSink};
 use crate::rng::Rng;
@@ -233,4 +235,43 @@ impl Controller {
         }
         Ok(Stream { pattern, rng: Rng::new(seed), slot: 0, seq_slots: ns_bytes.div_ceil(block_bytes), full_slots, block_bytes, ns_bytes })
     }
+}
+
+/// The access pattern of a preconditioning run (reports spell it "sequential"/"random").
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+/// A pattern name that is not one of "seq", "sequential", "rand", "random".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("pattern '{0}': use 'seq' or 'rand'")]
+pub struct UnknownPattern(pub String);
+
+impl std::str::FromStr for Pattern {
+    type Err = UnknownPattern;
+
+    fn from_str(s: &str) -> Result<Pattern, UnknownPattern> {
+        match s {
+            "seq" | "sequential" => Ok(Pattern::Sequential),
+            "rand" | "random" => Ok(Pattern::Random),
+            other => Err(UnknownPattern(other.to_string())),
+        }
+    }
+}
+
+/// What a preconditioning run did.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PreconditionReport {
+    pub nsid: u32,
+    pub pattern: Pattern,
+    pub block_bytes: u64,
+    pub seed: u64,
+    pub host_bytes: u64,
+    pub ios: u64,
+    pub nand_bytes: u64,
+    pub waf: f64,
+    pub interrupted: bool,
 }

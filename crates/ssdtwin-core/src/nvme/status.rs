@@ -177,7 +177,7 @@ pub enum Error {
     Memory(#[source] std::io::Error),
     /// A full consistency check found a violated invariant.
     #[error("FTL invariant violated: {0}")]
-    Inconsistent(#[from] super::InvalidState),
+    Inconsistent(#[from] InvalidState),
 }
 
 impl Error {
@@ -192,6 +192,11 @@ impl Error {
 pub(crate) fn fail<T>(status: Status, detail: impl Into<String>) -> Result<T, Error> {
     Err(Error::Status { status, detail: detail.into() })
 }
+
+/// A persisted state that does not hold together (what was wrong, in words).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidState(pub String);
 
 #[cfg(test)]
 mod tests {

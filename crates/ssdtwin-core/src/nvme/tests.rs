@@ -1,4 +1,5 @@
 use super::*;
+use crate::nand::NoTiming;
 
 fn cm6(scale: u32) -> Controller {
     let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(scale).unwrap();

@@ -154,7 +154,7 @@ pub struct JobSpec {
     /// read_iolog: issue these I/Os, paced by their timestamps, instead of the generator's.
     #[serde(default)]
     pub replay: Option<trace::ReplayTrace>,
-    // --- issue 10: sched (docs/fio.md §3) ---
+    // --- scheduling: wait_for, exit_what, flow (docs/fio.md §3) ---
     /// fio's exitall/exit_what: which other clones this one terminates when it finishes;
     /// `none` unless some job of the run set `exitall` (fio's flag is global to the run).
     #[serde(default)]
@@ -171,7 +171,7 @@ pub struct JobSpec {
     /// fio's flow_sleep: after being held back, wait for the I/Os in flight, then this long.
     #[serde(default)]
     pub flow_sleep_ns: u64,
-    // --- issue 10: gen (fio's generators bit for bit; docs/fio.md §3) ---
+    // --- generators: fio's, bit for bit (docs/fio.md §3) ---
     /// bssplit entries per direction as fio keeps them (options.c `bssplit_ddir`: missing
     /// percentages filled in, stably sorted by percentage); empty = no split. Without it
     /// the split is taken from `bs.*.split`.
@@ -205,7 +205,7 @@ pub struct JobSpec {
     /// zonemode=strided: bytes skipped after each zone (`zoneskip`).
     #[serde(default)]
     pub zone_skip_bytes: u64,
-    // --- issue 10: latency_target (docs/fio.md §3) ---
+    // --- latency_target (docs/fio.md §3) ---
     /// fio's latency_target in ns (0 = off): probe for the highest queue depth whose
     /// completions meet it (io_u.c lat_target_*).
     #[serde(default)]
@@ -220,14 +220,14 @@ pub struct JobSpec {
     /// fio's latency_run: keep adjusting the depth instead of ending at the depth found.
     #[serde(default)]
     pub latency_run: bool,
-    // --- issue 10: ss (docs/fio.md §3) ---
+    // --- steady state, ss (docs/fio.md §3) ---
     /// fio's steadystate/ss_dur/ss_ramp: end the clone (its group, with group_reporting)
     /// once the per-second IOPS or bandwidth settles; None without `ss_dur`.
     #[serde(default)]
     pub steadystate: Option<SteadyStateSpec>,
 }
 
-// --- issue 10: ss ---
+// --- steady state, ss ---
 /// fio's steady-state criterion (options.c `str_steadystate_cb`, steadystate.c).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -256,7 +256,7 @@ pub enum SsMetric {
     Bw,
 }
 
-// issue 10: latency_target — fio's default latency_percentile (options.c: "100").
+// latency_target: fio's default latency_percentile (options.c: "100").
 fn percent_100() -> f64 {
     100.0
 }
@@ -1064,7 +1064,7 @@ impl Generator {
     }
 }
 
-// --- issue 10: sched ---
+// --- scheduling ---
 /// fio's `exit_what` (with `exitall`): which clones a clone terminates when it finishes
 /// (libfio.c `fio_terminate_threads`, called at the end of backend.c `thread_main`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,4 +1,4 @@
-//! NVM Sets and Endurance Groups (issue 12): namespaces on disjoint dies.
+//! NVM Sets and Endurance Groups (NVMe 1.4 IO Determinism): namespaces on disjoint dies.
 
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nand::NoTiming;

@@ -1,4 +1,4 @@
-//! The multi-tenant drive (issue 12): DRAM namespaces.
+//! The multi-tenant drive: DRAM namespaces.
 
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::nand::NoTiming;

@@ -1,4 +1,4 @@
-//! A host stack's volume served (`ssdtwin_serve::StackBackend`, issue 13): what is written
+//! A host stack's volume served (`ssdtwin_serve::StackBackend`, docs/host.md): what is written
 //! reads back, every byte the drive sees is one the tier sent, and a write the tier has no
 //! room for waits for a destage. The real fio against a served stack is
 //! tests/test_stack_serve.py.
@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ssdtwin_core::engine::stack::Stack;
+use ssdtwin_core::engine::stack::HostStack;
 use ssdtwin_core::host::media;
 use ssdtwin_core::host::tier::{Policy, Tier, TierConfig};
 use ssdtwin_core::image::Image;
@@ -18,7 +18,7 @@ use ssdtwin_serve::{ManualClock, Pace, StackBackend, TwinBackend, TwinConfig, ST
 
 const P5316: &str = "intel-p5316-15.36t";
 
-fn stack(img: &Image, policy: Policy) -> Stack {
+fn stack(img: &Image, policy: Policy) -> HostStack {
     let drive_bytes = img.ctrl.attached(NsId(1)).unwrap().bytes();
     let cfg = TierConfig {
         policy,
@@ -34,7 +34,7 @@ fn stack(img: &Image, policy: Policy) -> Stack {
         area_bytes: 1 << 30,
     };
     assert_eq!(cfg.problems(), Vec::<String>::new());
-    Stack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
+    HostStack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
 }
 
 fn block(seed: u64) -> Vec<u8> {

@@ -469,7 +469,7 @@ fn refused_writes_leave_the_data_as_it_was() {
     b.close().unwrap();
 }
 
-/// Feature 01h over the wire (issue 12): a low-class connection pipelines reads that queue
+/// Feature 01h over the wire (weighted round robin, docs/nbd.md): a low-class connection pipelines reads that queue
 /// at a slow command fetch (10 ms per command here); a read arriving on a high-class
 /// connection is fetched at the next slot under WRR, and after the whole backlog under
 /// round robin (the default: arrival order). The order is read from client-side clocks in

@@ -23,11 +23,23 @@
 //!   reads that count and the journal position before syncing, so everything it covers
 //!   completed before the sync began; the per-file and journal sync locks make a later
 //!   flush wait for an earlier one still in progress instead of trusting it blindly.
-//! * **Arbitration** ([`crate::arb`]): when feature 01h selects weighted round robin, a
-//!   command's controller part waits in its connection's submission queue for the
-//!   controller's fetch and its reply is deferred; with round robin nothing changes.
+//! * **Arbitration** (`dispatch.rs` over the queues of crate::arb): when feature 01h selects
+//!   weighted round robin, a command's controller part waits in its connection's
+//!   submission queue for the controller's fetch and its reply is deferred; with round
+//!   robin nothing changes.
+//!
+//! This file holds [`TwinBackend`] and the [`Inner`] state its exports and threads share;
+//! `export.rs` is one namespace as an export, `dispatch.rs` the WRR dispatcher,
+//! `report.rs` the session summary and `live.json` document.
 
-use ssdtwin_core::nvme::{self, NsId};
+mod dispatch;
+mod export;
+mod report;
+
+use export::export_info;
+pub use export::NsExport;
+
+use ssdtwin_core::nvme::NsId;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -41,13 +53,14 @@ use serde::Serialize;
 
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::{Image, Recovery};
-use ssdtwin_core::journal::{check_record, JournalWriter, Record};
+use ssdtwin_core::journal::{check_record, JournalWriter};
 use ssdtwin_core::nand::NoTiming;
-use ssdtwin_core::nvme::{FtlFingerprint, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG, WP_NONE};
-use ssdtwin_nbd::proto::{STATE_HOLE, STATE_ZERO};
-use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo, Extent, ServerStats, Stopper, ZeroFlags};
+use ssdtwin_core::nvme::{FtlFingerprint, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG};
+use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo, ServerStats, Stopper};
 
+use crate::arb::ArbState;
 use crate::clock::{Clock, WallClock};
+use crate::command::{record, Io};
 use crate::config::{Pace, TwinConfig};
 use crate::data::DataFile;
 use crate::error::{nbd_errno, ServeError};
@@ -75,12 +88,12 @@ pub(crate) struct Counters {
 
 /// What a backend runs on (shared by the backend, its exports and its threads).
 pub(crate) struct Inner {
-    pub(crate) dir: PathBuf,
+    dir: PathBuf,
     pub(crate) cfg: TwinConfig,
-    pub(crate) clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// The real instant virtual time 0 corresponds to (for `Done::at`).
     pub(crate) start: Instant,
-    pub(crate) start_unix_ms: u64,
+    start_unix_ms: u64,
     state: Mutex<Option<State>>,
     /// Journal records known to be on stable storage (appended-count units).
     journal_synced: Mutex<u64>,
@@ -91,7 +104,7 @@ pub(crate) struct Inner {
     pub(crate) counters: Counters,
     pub(crate) hist_read: Histogram,
     pub(crate) hist_write: Histogram,
-    pub(crate) server: OnceLock<(Stopper, Vec<String>)>,
+    server: OnceLock<(Stopper, Vec<String>)>,
     /// Set by the first failed write or fsync: writes fail from then on.
     failed: OnceLock<String>,
     recovery: Option<Recovery>,
@@ -99,8 +112,14 @@ pub(crate) struct Inner {
     pub(crate) scale: u32,
     pub(crate) iu_bytes: u32,
     /// Wakes the arbitration dispatcher (WRR only) and its thread.
-    pub(crate) arb_cv: Condvar,
+    arb_cv: Condvar,
     arb_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("dir", &self.dir).finish()
+    }
 }
 
 impl Inner {
@@ -150,21 +169,6 @@ impl Inner {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Io {
-    Read,
-    Write,
-    Dealloc,
-}
-
-fn record(io: Io, nsid: u32, slba: u64, nlb: u64) -> Record {
-    match io {
-        Io::Read => Record::Read { nsid, slba, nlb },
-        Io::Write => Record::Write { nsid, slba, nlb },
-        Io::Dealloc => Record::Deallocate { nsid, slba, nlb },
-    }
-}
-
 /// The live FTL fingerprint (`GET /debug/ftl`).
 #[derive(Clone, Debug, Serialize)]
 pub struct LiveFingerprint {
@@ -178,46 +182,6 @@ pub struct LiveFingerprint {
 pub struct TwinBackend {
     pub(crate) inner: Arc<Inner>,
     pub(crate) exports: Vec<Arc<NsExport>>,
-}
-
-/// One namespace as an export.
-pub struct NsExport {
-    inner: Arc<Inner>,
-    pub(crate) nsid: u32,
-    lba: u64,
-    pub(crate) info: ExportInfo,
-    data: Arc<DataFile>,
-}
-
-/// The export description and block sizes of namespace `nsid`.
-fn export_info(img: &Image, nsid: u32) -> Result<ExportInfo, ServeError> {
-    let ctrl = &img.ctrl;
-    let ns = ctrl.namespace(NsId(nsid))?;
-    let iu = ctrl.ftl_config().iu_bytes;
-    let mut i = ExportInfo::new(format!("ns{nsid}"), ns.bytes());
-    i.description = format!(
-        "namespace {nsid} of {} at 1/{}: {} blocks of {} B, IU {} KiB{}",
-        img.manifest.preset,
-        img.manifest.scale,
-        ns.nsze,
-        ns.lba_bytes,
-        iu / 1024,
-        if ns.write_protect != WP_NONE { ", write protected" } else { "" }
-    );
-    i.read_only = ns.write_protect != WP_NONE;
-    // 512 B (or the 4 KiB LBA): the smallest IO the namespace can address;
-    // preferred = the indirection unit (smaller writes cost a read-modify-write).
-    i.block_min = ns.lba_bytes;
-    i.block_preferred = iu.max(ns.lba_bytes).max(512);
-    i.block_max = 32 << 20;
-    i.can_flush = true;
-    i.can_fua = true;
-    i.can_trim = true;
-    i.can_write_zeroes = true;
-    i.can_fast_zero = true;
-    // One controller, one data store: a flush on any connection covers all.
-    i.can_multi_conn = true;
-    Ok(i)
 }
 
 impl TwinBackend {
@@ -262,11 +226,11 @@ impl TwinBackend {
             let info = export_info(&img, *nsid)?;
             infos.push((*nsid, img.ctrl.namespace(NsId(*nsid))?.lba_bytes as u64, info));
         }
-        // Feature 01h selects WRR: each connection is a submission queue (crate::arb). The
+        // Feature 01h selects WRR: each connection is a submission queue (dispatch.rs). The
         // image is locked while serving, so the setting cannot change until it stops.
         let arb = timing.as_ref().and_then(|t| {
             let class = paths.iter().map(|(n, _)| (*n, img.ctrl.sq_priority(NsId(*n)))).collect();
-            crate::arb::ArbState::new(img.ctrl.arbitration(), class, t.ctrl_service_ps())
+            ArbState::new(img.ctrl.arbitration(), class, t.ctrl_service_ps())
         });
         let vl = img.ctrl.vendor_log();
         let (preset, scale, iu_bytes) = (img.manifest.preset.clone(), img.manifest.scale, img.ctrl.ftl_config().iu_bytes);
@@ -312,7 +276,7 @@ impl TwinBackend {
             arb_thread: Mutex::new(None),
         });
         if inner.lock().as_ref().is_some_and(|st| st.arb.is_some()) {
-            let t = crate::arb::start_dispatcher(&inner).map_err(crate::error::io_err("spawn the arbitration thread"))?;
+            let t = dispatch::start_dispatcher(&inner).map_err(crate::error::io_err("spawn the arbitration thread"))?;
             *inner.arb_thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
         }
         let exports = infos
@@ -569,13 +533,13 @@ impl Inner {
     }
 
     /// The reply time of a command completing at virtual `done_v`.
-    pub(crate) fn done_at(&self, done_v: u64) -> Done {
+    fn done_at(&self, done_v: u64) -> Done {
         Done::at(self.start + Duration::from_nanos(done_v))
     }
 
     /// Latency histograms and controller busy time of a command of kind `io` that arrived
     /// at `arrival_v` and completed at `done_v`.
-    pub(crate) fn account(&self, st: &mut State, io: Option<Io>, arrival_v: u64, done_v: u64) {
+    fn account(&self, st: &mut State, io: Option<Io>, arrival_v: u64, done_v: u64) {
         let lat_s = (done_v - arrival_v) as f64 / 1e9;
         match io {
             Some(Io::Read) => self.hist_read.observe(lat_s),
@@ -591,7 +555,7 @@ impl Inner {
     }
 
     /// The commands through the timing model at `now_v`; returns the latest completion.
-    pub(crate) fn timed(&self, st: &mut State, nsid: u32, ops: &[(Io, u64, u64)], now_v: u64) -> Result<u64, Errno> {
+    fn timed(&self, st: &mut State, nsid: u32, ops: &[(Io, u64, u64)], now_v: u64) -> Result<u64, Errno> {
         let mut done_v = now_v;
         for &(io, slba, nlb) in ops {
             let timing = st.timing.as_mut().expect("pace model has a timing model");
@@ -647,153 +611,5 @@ impl Inner {
             *synced = (*synced).max(ticket);
         }
         Ok(())
-    }
-}
-
-impl NsExport {
-    fn err(&self, e: Errno) -> Errno {
-        self.inner.counters.errors.inc();
-        e
-    }
-
-    /// A failed write to the data file: writes fail from now on.
-    fn data_failed(&self, e: ssdtwin_core::fsio::FsError) -> Errno {
-        self.err(self.inner.fail(format!("writing the data: {e}")))
-    }
-
-    /// The bytes of [`offset`, `offset + len`) that are whole IUs of the namespace.
-    fn whole_ius(&self, offset: u64, len: u64) -> (u64, u64) {
-        let iu = self.inner.iu_bytes as u64;
-        let a = offset.div_ceil(iu) * iu;
-        let b = (offset + len) / iu * iu;
-        (a, b.max(a))
-    }
-
-    fn after_write(&self, fua: bool) -> Result<(), Errno> {
-        self.data.written.fetch_add(1, std::sync::atomic::Ordering::Release);
-        if fua {
-            self.inner.durable(Some(&self.data)).map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-}
-
-impl Export for NsExport {
-    fn info(&self) -> ExportInfo {
-        self.info.clone()
-    }
-
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<Done, Errno> {
-        let c = &self.inner.counters;
-        c.reads.inc();
-        self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
-        c.read_bytes.inc_by(buf.len() as u64);
-        self.inner.exec(self.nsid, &[(Io::Read, offset / self.lba, buf.len() as u64 / self.lba)]).map_err(|e| self.err(e))
-    }
-
-    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
-        let c = &self.inner.counters;
-        c.writes.inc();
-        self.inner.admit_write(nvme::OPC_WRITE, self.nsid, offset / self.lba, data.len() as u64 / self.lba).map_err(|e| self.err(e))?;
-        // Data first, then the controller and journal, then the write count a FLUSH reads
-        // (see the module docs: a flush must only count writes that are in the file).
-        self.data.write(data, offset).map_err(|e| self.data_failed(e))?;
-        let done = self.inner.exec(self.nsid, &[(Io::Write, offset / self.lba, data.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
-        c.write_bytes.inc_by(data.len() as u64);
-        self.after_write(fua)?;
-        Ok(done)
-    }
-
-    fn flush(&self) -> Result<Done, Errno> {
-        self.inner.counters.flushes.inc();
-        self.inner.durable(None).map_err(|e| self.err(e))?;
-        Ok(Done::NOW)
-    }
-
-    /// TRIM deallocates the whole IUs of the range in the FTL and punches the same bytes
-    /// out of the data file, so data and mapping agree (partial IUs keep their data, as
-    /// NVMe's advisory deallocate allows).
-    fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
-        self.inner.counters.trims.inc();
-        self.inner.admit_write(nvme::OPC_DSM, self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
-        let (a, b) = self.whole_ius(offset, len as u64);
-        self.data.punch(a, b - a).map_err(|e| self.data_failed(e))?;
-        let done = self.inner.exec(self.nsid, &[(Io::Dealloc, offset / self.lba, len as u64 / self.lba)]).map_err(|e| self.err(e))?;
-        self.after_write(fua)?;
-        Ok(done)
-    }
-
-    /// WRITE_ZEROES: punch the range (it reads as zeroes) and deallocate its whole IUs; the
-    /// partial IUs at its edges are written (the drive has to store those zeroes). With
-    /// NO_HOLE the range stays allocated and the FTL writes it all.
-    fn write_zeroes(&self, offset: u64, len: u32, f: ZeroFlags) -> Result<Done, Errno> {
-        self.inner.counters.write_zeroes.inc();
-        if f.no_hole && f.fast {
-            return Err(Errno::NotSup); // writing zeroes is all the drive can do here
-        }
-        self.inner.admit_write(nvme::OPC_WRITE_ZEROES, self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
-        let ops = if f.no_hole {
-            self.data.zero_allocated(offset, len as u64).map_err(|e| self.data_failed(e))?;
-            vec![(Io::Write, offset / self.lba, len as u64 / self.lba)]
-        } else {
-            self.data.punch(offset, len as u64).map_err(|e| self.data_failed(e))?;
-            self.zero_ops(offset, len as u64)
-        };
-        let done = self.inner.exec(self.nsid, &ops).map_err(|e| self.err(e))?;
-        self.after_write(f.fua)?;
-        Ok(done)
-    }
-
-    /// Allocation from the data file's holes (SEEK_DATA/SEEK_HOLE): never-written and
-    /// trimmed ranges are holes that read as zeroes.
-    fn block_status(&self, offset: u64, len: u32, out: &mut Vec<Extent>) -> Result<Done, Errno> {
-        self.inner.counters.block_status.inc();
-        let end = offset + len as u64;
-        let mut pos = offset;
-        while pos < end && out.len() < 4096 {
-            let (data, hole) =
-                ssdtwin_core::fsio::next_data(&self.data.file, pos, end).map_err(|e| self.err(Errno::from(e)))?.unwrap_or((end, end));
-            if data > pos {
-                out.push(Extent { len: (data - pos) as u32, flags: STATE_HOLE | STATE_ZERO });
-                pos = data;
-            }
-            if pos < hole && out.len() < 4096 {
-                out.push(Extent { len: (hole - pos) as u32, flags: 0 });
-                pos = hole;
-            }
-        }
-        Ok(Done::NOW)
-    }
-
-    fn connection_opened(&self) {
-        self.inner.counters.connections_open.inc();
-    }
-
-    fn connection_closed(&self) {
-        self.inner.counters.connections_open.dec();
-        if let Some(arb) = self.inner.lock().as_mut().and_then(|st| st.arb.as_mut()) {
-            arb.connection_closed();
-        }
-    }
-}
-
-impl NsExport {
-    /// The controller commands of a hole-punching WRITE_ZEROES of [`offset`, `+len`): the
-    /// whole IUs deallocated, the partial IUs at its edges written.
-    fn zero_ops(&self, offset: u64, len: u64) -> Vec<(Io, u64, u64)> {
-        let lba = self.lba;
-        let end = offset + len;
-        let (a, b) = self.whole_ius(offset, len);
-        if a >= b {
-            return vec![(Io::Write, offset / lba, len / lba)];
-        }
-        let mut ops = vec![(Io::Dealloc, a / lba, (b - a) / lba)];
-        if offset < a {
-            ops.push((Io::Write, offset / lba, (a - offset) / lba));
-        }
-        if b < end {
-            ops.push((Io::Write, b / lba, (end - b) / lba));
-        }
-        ops
     }
 }

@@ -1,4 +1,4 @@
-//! fio's steady-state detection (`steadystate`/`ss`, `ss_dur`, `ss_ramp`; issue 10: ss).
+//! fio's steady-state detection (`steadystate`/`ss`, `ss_dur`, `ss_ramp`).
 //!
 //! Reimplemented from the behaviour of fio 3.33's steadystate.c (not its code): once a
 //! second (fio's helper thread runs `steadystate_check` every `STEADYSTATE_MSEC`) each
@@ -6,10 +6,12 @@
 //! the clones of a reporting group are summed and judged as one. After `ss_ramp` plus one
 //! second, the measurements fill a window of `ss_dur` samples; every sample after the window
 //! is full, the criterion is evaluated and, when it is under the limit, the clone (or the
-//! whole group) is terminated. The engine (fio.rs) owns the clock and calls [`SsState`].
+//! whole group) is terminated. [`SsState`] is one clone's record; the runner owns the
+//! clock and looks once a second ([`Runner::steadystate_tick`], at the end of this file).
 
 use serde::Serialize;
 
+use super::Runner;
 use crate::workload::{SsMetric, SteadyStateSpec};
 
 const SECOND_NS: u64 = 1_000_000_000;
@@ -211,6 +213,56 @@ impl SsState {
             iops: order(&self.iops),
             bw: order(&self.bw),
         }
+    }
+}
+
+/// fio's steady-state look interval (steadystate.h `STEADYSTATE_MSEC`).
+pub(super) const SS_TICK_NS: u64 = 1_000_000_000;
+
+impl Runner<'_> {
+    /// fio's `steadystate_check` at `now`: sample every running clone in order, sum each
+    /// reporting group's samples (group_reporting) into the clone that keeps its window,
+    /// judge, and terminate the clone or its whole group when steady state is attained.
+    pub(super) fn steadystate_tick(&mut self, now: u64) {
+        self.now = now;
+        let (mut group_iops, mut group_bw, mut group_over) = (0u64, 0u64, 0u32);
+        let mut prev_group: Option<u32> = None;
+        for i in 0..self.clones.len() {
+            let cl = &mut self.clones[i];
+            let (gid, ramp_end) = (cl.gen.spec.group_id, cl.ramp_end);
+            // A clone starting at this very instant has its epoch after fio's look; one in
+            // its ramp_time is skipped (fio's steadystate_check skips TD_RAMP), also at the
+            // very end of it (the look comes before the reset that re-arms the looks).
+            let running = cl.started && !cl.finished && cl.start_ns < now && now > ramp_end;
+            let Some(ss) = cl.ss.as_mut().filter(|s| running && !s.attained) else { continue };
+            if !ss.group_reporting() || prev_group != Some(gid) {
+                (group_iops, group_bw, group_over) = (0, 0, 0);
+            }
+            prev_group = Some(gid);
+            if let Some((iops, bw)) = ss.sample(now, ramp_end) {
+                group_iops = group_iops.saturating_add(iops);
+                group_bw = group_bw.saturating_add(bw);
+                group_over += 1;
+            }
+            if !ss.holder || group_over == 0 || !ss.judge(group_iops, group_bw) {
+                continue;
+            }
+            let whole_group = ss.group_reporting();
+            for k in 0..self.clones.len() {
+                let hit = if whole_group { self.clones[k].gen.spec.group_id == gid } else { k == i };
+                if !hit {
+                    continue;
+                }
+                if let Some(s) = &mut self.clones[k].ss {
+                    s.attained = true;
+                }
+                if !self.clones[k].finished {
+                    self.terminate(k, now);
+                }
+            }
+        }
+        let more = self.clones.iter().any(|c| !c.finished && c.ss.as_ref().is_some_and(|s| !s.attained));
+        self.ss_next_ns = if more { now.saturating_add(SS_TICK_NS) } else { u64::MAX };
     }
 }
 

@@ -1,0 +1,181 @@
+//! What a completion counts (fio's stat.c): per-direction totals and latency histograms,
+//! bw/iops sample windows, latency buckets, the bw/iops/lat/hist logs; and the clone's
+//! report at the end of the run.
+
+use super::clone::JobClone;
+use super::report::{ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneOut, HistRow, LogRow};
+use super::steadystate::SsState;
+use super::Runner;
+use crate::engine::iolog::IoLog;
+use crate::stats::{plat_index, PLAT_NR};
+
+impl Runner<'_> {
+    /// Clone `c`'s I/O (`ddir`, `len` bytes at `offset`, issued at `issued`) completed now.
+    pub(super) fn complete(&mut self, c: usize, ddir: u8, len: u64, offset: u64, issued: u64) {
+        let now = self.now;
+        let cl = &mut self.clones[c];
+        cl.inflight -= 1;
+        if let Some(ss) = &mut cl.ss {
+            ss.count(now, cl.ramp_end, len);
+        }
+        if now < cl.ramp_end || issued < cl.ramp_end {
+            return;
+        }
+        let clat = now - issued;
+        let d = &mut cl.stats.dirs[ddir as usize];
+        d.counters.io_bytes += len;
+        d.counters.ios += 1;
+        // The twin does not model host submission, so slat is 0 and lat = clat: one
+        // histogram, reported for both.
+        d.counters.clat.add(clat);
+        if cl.gen.spec.logs.hist {
+            if d.hist_since.is_empty() {
+                d.hist_since = vec![0; PLAT_NR];
+            }
+            d.hist_since[plat_index(clat)] += 1;
+        }
+        let rel = now - cl.ramp_end;
+        let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
+        d.counters.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
+        d.counters.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
+        cl.stats.lat_buckets.add(clat);
+        if cl.logging {
+            log_sample(cl, ddir, len, offset, clat, now);
+        }
+    }
+}
+
+// `avg_ms == 0` selects per-I/O logging (fio's log_avg_msec), it is not a guard for the division.
+#[allow(clippy::manual_checked_ops)]
+fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now: u64) {
+    let spec = &cl.gen.spec.logs;
+    if !(spec.bw || spec.iops || spec.lat || spec.hist) {
+        return;
+    }
+    let t_ms = (now - cl.ramp_end) / 1_000_000;
+    let off = if spec.offset { offset } else { 0 };
+    if spec.avg_ms == 0 {
+        let row = |value: u64| LogRow { t_ms, value, ddir, bs: len, offset: off };
+        let logs = &mut cl.logs;
+        if spec.lat {
+            logs.lat.push(row(clat));
+            logs.clat.push(row(clat));
+            logs.slat.push(row(0));
+        }
+        if spec.bw {
+            logs.bw.push(row(len * 1_000_000 / clat.max(1)));
+        }
+        if spec.iops {
+            logs.iops.push(row(1));
+        }
+    } else {
+        if spec.bw || spec.iops {
+            let k = t_ms / spec.avg_ms;
+            let windows = &mut cl.stats.dirs[ddir as usize].log_windows;
+            match windows.last_mut() {
+                Some(w) if w.0 == k => {
+                    w.1 += len;
+                    w.2 += 1;
+                }
+                _ => windows.push((k, len, 1)),
+            }
+        }
+        if !spec.lat {
+            return log_hist(cl, t_ms);
+        }
+        // fio's windowed latency logs (docs/fio.md §4): a row when a sample arrives at least
+        // avg_ms after the window start; the window restarts at that time rounded down.
+        let avg = spec.avg_ms;
+        let max_value = spec.max_value;
+        let d = &mut cl.stats.dirs[ddir as usize];
+        let logs = &mut cl.logs;
+        for (k, (rows, v)) in [(&mut logs.lat, clat), (&mut logs.clat, clat), (&mut logs.slat, 0u64)].into_iter().enumerate() {
+            let w = &mut d.lat_window[k];
+            w.1 += v as u128;
+            w.2 += 1;
+            w.3 = w.3.max(v);
+            if t_ms >= w.0 + avg {
+                let value = if max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
+                rows.push(LogRow { t_ms, value, ddir, bs: 0, offset: 0 });
+                *w = (t_ms / avg * avg, 0, 0, 0);
+            }
+        }
+    }
+    log_hist(cl, t_ms);
+}
+
+fn log_hist(cl: &mut JobClone, t_ms: u64) {
+    let spec = &cl.gen.spec.logs;
+    if spec.hist && spec.hist_ms > 0 && t_ms >= cl.stats.last_hist_ms + spec.hist_ms {
+        for (di, d) in cl.stats.dirs.iter_mut().enumerate() {
+            if d.hist_since.iter().any(|&x| x > 0) {
+                let buckets = d.hist_since.iter().enumerate().filter(|(_, &x)| x > 0).map(|(i, &x)| (i as u64, x)).collect();
+                cl.logs.clat_hist.push(HistRow { t_ms, ddir: di as u8, buckets });
+                d.hist_since.iter_mut().for_each(|x| *x = 0);
+            }
+        }
+        cl.stats.last_hist_ms = t_ms / spec.hist_ms * spec.hist_ms;
+    }
+}
+
+/// The clone's report (docs/fio.md §4) once the run is over.
+pub(super) fn finish(cl: JobClone) -> CloneOut {
+    let run_end = cl.end_ns.max(cl.ramp_end);
+    let runtime = run_end.saturating_sub(cl.ramp_end);
+    let spec = cl.gen.spec.clone();
+    let mut logs = cl.logs;
+    // Windowed bw/iops logs and the open latency windows are written at the end.
+    let avg = spec.logs.avg_ms;
+    let mut dirs_out = Vec::new();
+    for (di, d) in cl.stats.dirs.into_iter().enumerate() {
+        let ddir = di as u8;
+        if avg > 0 && (spec.logs.bw || spec.logs.iops) {
+            // One row per full window of avg_ms per direction with I/O in it.
+            let nwin = runtime / window_ns(avg);
+            for &(k, bytes, ios) in d.log_windows.iter().take_while(|w| w.0 < nwin) {
+                let t_ms = (k + 1) * avg;
+                if spec.logs.bw {
+                    logs.bw.push(LogRow { t_ms, value: kib_per_s(bytes, avg), ddir, bs: 0, offset: 0 });
+                }
+                if spec.logs.iops {
+                    logs.iops.push(LogRow { t_ms, value: ios_per_s(ios, avg), ddir, bs: 0, offset: 0 });
+                }
+            }
+        }
+        if avg > 0 && spec.logs.lat {
+            let end_ms = runtime / 1_000_000;
+            for (k, rows) in [&mut logs.lat, &mut logs.clat, &mut logs.slat].into_iter().enumerate() {
+                let w = d.lat_window[k];
+                if w.2 > 0 {
+                    let value = if spec.logs.max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
+                    rows.push(LogRow { t_ms: end_ms, value, ddir, bs: 0, offset: 0 });
+                }
+            }
+        }
+        let has_dir = spec.directions.iter().any(|x| x.index() == di);
+        dirs_out.push(d.counters.out(&spec, has_dir, runtime));
+    }
+    logs.sort();
+    let mut it = dirs_out.into_iter();
+    let (read, write, trim) = (it.next().expect("3"), it.next().expect("3"), it.next().expect("3"));
+    let (submit, complete) = submit_complete_levels(spec.engine_async, cl.stats.depth_levels.iter().sum());
+    CloneOut {
+        version: 1,
+        thread_number: spec.thread_number,
+        start_ns: cl.start_ns,
+        elapsed_ns: cl.end_ns.saturating_sub(cl.start_ns),
+        runtime_ns: runtime,
+        read,
+        write,
+        trim,
+        iodepth_level: cl.stats.depth_levels,
+        iodepth_submit: submit,
+        iodepth_complete: complete,
+        latency_buckets: cl.stats.lat_buckets.map(),
+        logs,
+        iolog: cl.iolog.map(IoLog::into_packed),
+        latency_depth: cl.lat.as_ref().map_or(spec.iodepth.max(1), |p| p.qd),
+        error: cl.error,
+        steadystate: cl.ss.as_ref().map(SsState::out),
+    }
+}

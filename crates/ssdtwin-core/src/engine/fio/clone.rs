@@ -1,0 +1,355 @@
+//! One fio job clone while it runs: what it targets, where it is in its life (started,
+//! stopping, finished), its queue of slots, its rate limiter, think time and flow state, and
+//! the counters its report is built from. The runner's files change these; this one holds
+//! the state and the rules that need nothing but the clone.
+
+use super::latency_target::{LatProbe, LatQuiesce};
+use super::report::{CloneLogs, DirCounters, LatencyBuckets};
+use super::steadystate::SsState;
+use crate::engine::iolog::{IoLog, Replay};
+use crate::nvme::Namespace;
+use crate::rng::Rng;
+use crate::units::NsId;
+use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
+
+use super::report::window_ns;
+use super::RunError;
+
+/// One direction's counters, and the open windows of its logs.
+#[derive(Default)]
+pub(super) struct DirStats {
+    pub counters: DirCounters,
+    /// Open log window per log kind: (window start ns, sum, count, max).
+    pub lat_window: [(u64, u128, u64, u64); 3],
+    pub hist_since: Vec<u64>,
+    /// (window index, bytes, I/Os) of each `log_avg_msec` window with I/O, in time order
+    /// (bw/iops logs): one entry per row the log will have, none for idle windows.
+    pub log_windows: Vec<(u64, u64, u64)>,
+}
+
+/// What the report counts: everything a latency_target's final window starts again
+/// (libfio.c reset_all_stats).
+#[derive(Default)]
+pub(super) struct CloneStats {
+    pub dirs: [DirStats; 3],
+    pub depth_levels: [u64; 7],
+    pub lat_buckets: LatencyBuckets,
+    pub last_hist_ms: u64,
+}
+
+/// fio's think time (backend.c handle_thinktime).
+#[derive(Default)]
+pub(super) struct Think {
+    /// fio's `last_thinktime_blocks`: the counter's value at the last stall.
+    pub last_blocks: u64,
+    /// The last issue filled the queue: fio reaps at least one completion before it checks
+    /// for think time, so the check waits for this clone's next completion.
+    pub check_on_completion: bool,
+    /// `thinktime_blocks` I/Os were issued or completed since the last stall: stall once the
+    /// ones in flight have completed.
+    pub due: bool,
+    pub until: u64,
+}
+
+/// fio's rate limiter (`rate`, `rate_iops`, `rate_process`).
+pub(super) struct Rate {
+    pub start: u64,
+    /// Time of the last rate wake-up pushed for this clone. While the front I/O waits for
+    /// its rate slot, every completion would otherwise push another wake-up for the same
+    /// time, and each of those would push one more: the heap grew with the I/Os issued and
+    /// a rate-limited run slowed down quadratically.
+    pub wake_ns: u64,
+    pub poisson: Rng,
+    pub next_at: [u64; 3],
+}
+
+/// fio's flow control (flow.c): the clone's flow group (index into `Runner::flows`), its
+/// own counter, whether the front I/O already passed the check (it may then wait for its
+/// rate slot without counting twice), a stall waiting for the I/Os in flight
+/// (`flow_sleep`), the end of the sleep after it, and whether it waits for another member
+/// to move (no `flow_sleep`: fio retries at once, so any progress may free it).
+#[derive(Default)]
+pub(super) struct FlowMember {
+    pub group: Option<usize>,
+    pub count: u64,
+    pub passed: bool,
+    pub quiesce: bool,
+    pub until: u64,
+    pub blocked: bool,
+}
+
+pub(super) struct JobClone {
+    pub gen: Generator,
+    pub nsid: NsId,
+    /// PRINFO of the job's commands (pi_act, pi_chk).
+    pub pract: bool,
+    pub prchk: u8,
+    pub lba: u64,
+    /// log2(lba) when a power of two (always, for the LBA formats NVMe drives offer).
+    pub lba_shift: Option<u32>,
+    /// `window_ns` of the job's bw_avg_ms and iops_avg_ms.
+    pub bw_window_ns: u64,
+    pub iops_window_ns: u64,
+    /// Some log (bw, iops, lat, hist) is written.
+    pub logging: bool,
+    pub started: bool,
+    pub finished: bool,
+    pub stopping: bool,
+    /// Its start event is queued (a `wait_for` clone gets it when its waitees are done).
+    pub scheduled: bool,
+    pub start_ns: u64,
+    pub ramp_end: u64,
+    pub stop_at: u64,
+    pub end_ns: u64,
+    pub inflight: u32,
+    pub ios_issued: u64,
+    pub bytes_issued: [u64; 3],
+    /// I/Os completed (all directions), for `thinktime_blocks_type=complete`.
+    pub ios_completed: u64,
+    pub think: Think,
+    pub rate: Rate,
+    pub flow: FlowMember,
+    /// The next I/Os, drawn ahead in generation order (the front is issued next; it stays
+    /// here while a rate limit holds it back). Drawing ahead lets their L2P lines be
+    /// prefetched [`LOOKAHEAD`] issues before they are needed; the sequence of I/Os issued
+    /// is the generator's, whatever the depth.
+    pub pending: Ahead,
+    pub stats: CloneStats,
+    pub logs: CloneLogs,
+    /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
+    pub slots: Vec<Slot>,
+    pub free_slots: Vec<u32>,
+    /// write_iolog: the I/Os issued so far.
+    pub iolog: Option<IoLog>,
+    /// read_iolog: the trace that replaces the generator.
+    pub replay: Option<Replay>,
+    /// Steady-state detection (steadystate.rs).
+    pub ss: Option<SsState>,
+    /// latency_target probing state; None without a target.
+    pub lat: Option<LatProbe>,
+    /// fio's job error (errno), 0 if none.
+    pub error: i32,
+}
+
+/// An I/O in flight.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct Slot {
+    pub ddir: u8,
+    pub len: u64,
+    pub offset: u64,
+    pub issued: u64,
+}
+
+impl JobClone {
+    /// A clone of `spec` on namespace `ns` (`nsid`) whose jobs address `target` bytes
+    /// (the namespace, or a host stack's address space).
+    pub fn new(mut spec: JobSpec, nsid: NsId, ns: &Namespace, target: u64) -> Result<JobClone, RunError> {
+        // Taken out of the spec: the spec is cloned for the output, the trace need not be.
+        let trace = spec.replay.take();
+        let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        let rate_seed = spec.seeds.get("poisson_write").copied().unwrap_or(spec.seed);
+        let iolog = spec.iolog.then(IoLog::default);
+        let replay = match trace {
+            Some(trace) => Some(Replay::new(trace, target, ns.lba_bytes as u64).map_err(err)?),
+            None => None,
+        };
+        let (bw_window_ns, iops_window_ns) = (window_ns(spec.bw_avg_ms), window_ns(spec.iops_avg_ms));
+        let logging = spec.logs.bw || spec.logs.iops || spec.logs.lat || spec.logs.hist;
+        let (pract, prchk) = (spec.pi_act, spec.pi_chk);
+        let gen = Generator::new(spec, target)?;
+        Ok(JobClone {
+            gen,
+            nsid,
+            pract,
+            prchk,
+            lba: ns.lba_bytes as u64,
+            lba_shift: ns.lba_bytes.is_power_of_two().then(|| ns.lba_bytes.trailing_zeros()),
+            bw_window_ns,
+            iops_window_ns,
+            logging,
+            started: false,
+            finished: false,
+            stopping: false,
+            scheduled: false,
+            start_ns: 0,
+            ramp_end: 0,
+            stop_at: u64::MAX,
+            end_ns: 0,
+            inflight: 0,
+            ios_issued: 0,
+            bytes_issued: [0; 3],
+            ios_completed: 0,
+            think: Think::default(),
+            rate: Rate { start: 0, wake_ns: u64::MAX, poisson: Rng::new(rate_seed), next_at: [0; 3] },
+            flow: FlowMember::default(),
+            pending: Ahead::default(),
+            stats: CloneStats::default(),
+            logs: CloneLogs::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            iolog,
+            replay,
+            ss: None,
+            lat: None,
+            error: 0,
+        })
+    }
+
+    /// A free slot for an I/O in flight.
+    #[inline]
+    pub fn take_slot(&mut self, slot: Slot) -> u32 {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// `bytes / lba`, by a shift when it can.
+    #[inline]
+    pub fn lbas(&self, bytes: u64) -> u64 {
+        match self.lba_shift {
+            Some(s) => bytes >> s,
+            None => bytes / self.lba,
+        }
+    }
+
+    /// How many I/Os the clone may have in flight now: `iodepth`, or the depth a
+    /// latency_target probe allows (none while it drains the queue).
+    pub fn depth_limit(&self) -> u32 {
+        match &self.lat {
+            None => self.gen.spec.iodepth.max(1),
+            Some(p) if p.quiesce != LatQuiesce::None => 0,
+            Some(p) => p.qd,
+        }
+    }
+
+    /// libfio.c reset_all_stats at `now` (the final window of a latency_target search):
+    /// the statistics, the runtime clock and the rate limiter start again.
+    pub fn reset_stats(&mut self, now: u64) {
+        self.ramp_end = now;
+        self.stats = CloneStats::default();
+        self.rate.start = now;
+        self.rate.next_at = [0; 3];
+        if self.gen.spec.runtime_ns > 0 {
+            self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
+        }
+    }
+
+    /// Under a rate limit: the time `io` may be issued if that is later than `now`;
+    /// otherwise None, with the next I/O's earliest time advanced by this one's gap.
+    pub fn rate_admit(&mut self, io: Io, now: u64) -> Option<u64> {
+        let di = io.ddir.index();
+        let rate = self.gen.spec.rate_bytes_per_s.get(io.ddir);
+        let rate_iops = self.gen.spec.rate_iops.get(io.ddir);
+        if rate == 0 && rate_iops == 0 {
+            return None;
+        }
+        let at = self.rate.next_at[di].max(self.rate.start);
+        if at > now {
+            return Some(at);
+        }
+        let gap = 1_000_000_000u64
+            .checked_div(rate_iops)
+            .unwrap_or_else(|| (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64);
+        let gap = match self.gen.spec.rate_process {
+            // `as` saturates: a huge exponential draw stays a huge gap.
+            RateProcess::Poisson => (-(1.0 - self.rate.poisson.unit()).ln() * gap as f64) as u64,
+            RateProcess::Linear => gap,
+        };
+        self.rate.next_at[di] = at.saturating_add(gap);
+        None
+    }
+
+    /// The front I/O waits for a rate wake-up after `now` and nothing else can change
+    /// before it: the gate would only say wait, so a completion need not look (it halves
+    /// the gate calls of a rate-limited clone, whose completions come between its issues).
+    /// A wake-up pending in the future means the front I/O was held back and is still
+    /// there, so neither `number_ios` nor the region's end can stop the clone early.
+    pub fn waits_for_rate(&self, now: u64) -> bool {
+        self.rate.wake_ns > now && self.rate.wake_ns != u64::MAX && !self.stopping && now < self.stop_at && !self.think.due
+    }
+
+    /// fio's handle_thinktime test: stall once the counter (completed I/Os by default,
+    /// issued ones with `thinktime_blocks_type=issue`) has moved `thinktime_blocks` past its
+    /// value at the last stall. The value is taken before the quiesce, so I/Os completing
+    /// during it count toward the next stall.
+    pub fn think_check(&mut self) {
+        let spec = &self.gen.spec;
+        let counted = match spec.thinktime_blocks_type {
+            ThinktimeBlocksType::Issue => self.ios_issued,
+            ThinktimeBlocksType::Complete => self.ios_completed,
+        };
+        if counted >= self.think.last_blocks.saturating_add(spec.thinktime_blocks.max(1)) {
+            self.think.last_blocks = counted;
+            self.think.due = true;
+        }
+    }
+
+    /// The clone's next I/O in fio's order; None when it is done.
+    pub fn next_io(&mut self) -> Result<Option<Io>, RunError> {
+        // read_iolog: the trace, once, instead of the generator.
+        if let Some(r) = &mut self.replay {
+            return Ok(r.draw());
+        }
+        // Passes, loops, io_size and the end of the region follow fio inside the generator
+        // (backend.c do_io / keep_running).
+        Ok(self.gen.next_io())
+    }
+}
+
+/// How many I/Os a clone draws ahead of issuing them (see `JobClone::pending`).
+pub(super) const LOOKAHEAD: usize = 8;
+
+/// A clone's drawn-ahead I/Os, oldest first: a ring of [`LOOKAHEAD`] (a `VecDeque` did
+/// the same with more bookkeeping per I/O).
+#[derive(Copy, Clone)]
+pub(super) struct Ahead {
+    ios: [Io; LOOKAHEAD],
+    head: usize,
+    len: usize,
+}
+
+impl Default for Ahead {
+    fn default() -> Self {
+        Ahead { ios: [Io { ddir: Ddir::Read, offset: 0, len: 0 }; LOOKAHEAD], head: 0, len: 0 }
+    }
+}
+
+impl Ahead {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The oldest I/O (the ring is not empty).
+    #[inline]
+    pub fn front(&self) -> Io {
+        debug_assert!(self.len > 0);
+        self.ios[self.head]
+    }
+
+    #[inline]
+    pub fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        self.head = (self.head + 1) % LOOKAHEAD;
+        self.len -= 1;
+    }
+
+    #[inline(always)]
+    pub fn push_back(&mut self, io: Io) {
+        assert!(self.len < LOOKAHEAD, "at most LOOKAHEAD I/Os are drawn ahead");
+        self.ios[(self.head + self.len) % LOOKAHEAD] = io;
+        self.len += 1;
+    }
+}

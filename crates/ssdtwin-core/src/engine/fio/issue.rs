@@ -1,0 +1,252 @@
+//! Issuing: whether a clone may issue its next I/O now (queue depth, think time, rate
+//! limits, flow, a replayed trace's pacing, the namespace's QoS caps), sending it to the
+//! drive (directly, through the WRR arbiter's submission queues, or through a host
+//! stack), and idle time for background GC when nothing is outstanding.
+
+use super::clone::{Slot, LOOKAHEAD};
+use super::report::depth_slot;
+use super::{Ev, RunError, Runner};
+use crate::engine::arbiter::Queued;
+use crate::engine::events::Entry;
+use crate::engine::{HostCmd, HostOp};
+use crate::workload::{Ddir, Io, JobError, ThinktimeBlocksType};
+
+/// What a clone does next (see `Runner::gate`).
+enum Gate {
+    /// Nothing to issue now: a completion, a wake-up or the end of the run comes first.
+    Wait,
+    /// The clone's state changed (it is stopping); look again.
+    Again,
+    Issue(Io),
+}
+
+impl Runner<'_> {
+    /// Issue as much as the clone may now; finish it when it is done.
+    pub(super) fn pump(&mut self, c: usize) -> Result<(), RunError> {
+        let now = self.now;
+        loop {
+            let io = match self.gate(c, now)? {
+                Gate::Wait => return Ok(()),
+                Gate::Again => continue,
+                Gate::Issue(io) => io,
+            };
+            self.issue(c, now, io)?;
+            if self.after_issue(c, now, io)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether the clone may issue its next I/O now (and which), and what it waits for if not:
+    /// the end of its run, a full queue, think time, or its rate limit.
+    fn gate(&mut self, c: usize, now: u64) -> Result<Gate, RunError> {
+        let cl = &mut self.clones[c];
+        if cl.finished {
+            return Ok(Gate::Wait);
+        }
+        if cl.stopping || now >= cl.stop_at {
+            cl.stopping = true;
+            if cl.inflight == 0 {
+                cl.finished = true;
+                cl.end_ns = now;
+                self.batch_live -= 1;
+                self.flow_exit(c, now);
+                self.on_finish(c, now);
+                self.maybe_idle(now)?;
+            }
+            return Ok(Gate::Wait);
+        }
+        // latency_target: fio's queue_full compares with latency_qd.
+        if cl.inflight >= cl.depth_limit() {
+            return Ok(Gate::Wait);
+        }
+        if cl.think.due {
+            // fio (backend.c handle_thinktime) quiesces first: the stall starts when the
+            // last I/O in flight completes, not when the last one was issued.
+            if cl.inflight > 0 {
+                return Ok(Gate::Wait);
+            }
+            let until = now.saturating_add(cl.gen.spec.thinktime_ns);
+            cl.think.due = false;
+            cl.think.until = until;
+            self.push(until, Ev::Wake(c as u32));
+            // If no clone has I/O in flight, the drive is idle until the next event.
+            self.maybe_idle(now)?;
+            return Ok(Gate::Wait);
+        }
+        if cl.think.until > now {
+            return Ok(Gate::Wait);
+        }
+        let spec = &cl.gen.spec;
+        if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
+            cl.stopping = true;
+            return Ok(Gate::Again);
+        }
+        // Next I/O (kept if a rate limit makes us wait for it).
+        if cl.pending.is_empty() {
+            match cl.next_io()? {
+                Some(io) => cl.pending.push_back(io),
+                None => {
+                    cl.stopping = true;
+                    return Ok(Gate::Again);
+                }
+            }
+        }
+        if cl.flow.group.is_some() && !cl.flow.passed && self.flow_held(c, now)? {
+            return Ok(Gate::Wait);
+        }
+        let cl = &mut self.clones[c];
+        let io = cl.pending.front();
+        // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
+        if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
+            self.push(at, Ev::Wake(c as u32));
+            // A trace's idle gap is idle time for the drive too (background GC).
+            self.maybe_idle(now)?;
+            return Ok(Gate::Wait);
+        }
+        if let Some(at) = cl.rate_admit(io, now) {
+            // The front I/O waits until `at`, the same time for every look until it is issued
+            // (its direction's next slot does not move while it waits), and an I/O issued
+            // after that wake-up fired waits for a later one: one wake-up per wait suffices.
+            if cl.rate.wake_ns != at {
+                cl.rate.wake_ns = at;
+                self.push(at, Ev::Wake(c as u32));
+            }
+            return Ok(Gate::Wait);
+        }
+        // The controller's QoS caps on the namespace (`ssdtwin nvme qos`): held until the
+        // command conforms, one wake-up per wait as for the rate limit above.
+        if io.ddir != Ddir::Trim {
+            let at = self.timing.qos_ready(self.ctrl, cl.nsid, io.ddir == Ddir::Write, io.len, now);
+            if at > now {
+                if cl.rate.wake_ns != at {
+                    cl.rate.wake_ns = at;
+                    self.push(at, Ev::Wake(c as u32));
+                }
+                return Ok(Gate::Wait);
+            }
+        }
+        if let Some(r) = &mut cl.replay {
+            r.issued(now);
+        }
+        cl.pending.pop_front();
+        cl.flow.passed = false;
+        Ok(Gate::Issue(io))
+    }
+
+    /// Send `io` to the drive and schedule its completion.
+    fn issue(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        let di = io.ddir.index();
+        let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
+        let nsid = cl.nsid;
+        // fio counts depths from the ramp's end (reset_io_stats zeroes io_u_map), so the
+        // distribution is over the I/Os the report counts, not over the ramp's too.
+        if now >= cl.ramp_end {
+            cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        }
+        cl.inflight += 1;
+        cl.ios_issued += 1;
+        cl.bytes_issued[di] += io.len;
+        if let Some(log) = &mut cl.iolog {
+            let spec = &cl.gen.spec;
+            log.record(now, io).map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?;
+        }
+        if self.stack.is_some() {
+            return self.issue_stack(c, now, io);
+        }
+        if self.arb.is_some() {
+            // Weighted round robin: into the clone's submission queue; the controller fetches it.
+            let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+            self.arb.as_mut().expect("checked").submit(c, Queued { slot: si });
+            self.schedule_fetch(now);
+            return Ok(());
+        }
+        let op = match io.ddir {
+            Ddir::Read => HostOp::Read,
+            Ddir::Write => HostOp::Write,
+            Ddir::Trim => HostOp::Deallocate,
+        };
+        (self.timing.pract, self.timing.prchk) = (self.clones[c].pract, self.clones[c].prchk);
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
+        let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        Ok(())
+    }
+
+    /// Weighted round robin: queue a fetch at the controller's next command slot, if none is queued.
+    fn schedule_fetch(&mut self, now: u64) {
+        let arb = self.arb.as_mut().expect("arbitration in use");
+        if !arb.scheduled && !arb.is_empty() {
+            arb.scheduled = true;
+            let at = now.max(arb.next_fetch_ps.div_ceil(1000));
+            self.push(at, Ev::Fetch);
+        }
+    }
+
+    /// Weighted round robin: the controller fetches the command the arbiter picks and runs it.
+    pub(super) fn fetch(&mut self) -> Result<(), RunError> {
+        let now = self.now;
+        let arb = self.arb.as_mut().expect("arbitration in use");
+        arb.scheduled = false;
+        let Some((c, q)) = arb.pick() else { return Ok(()) };
+        arb.next_fetch_ps = (now * 1000).max(arb.next_fetch_ps) + arb.fetch_ps;
+        let cl = &self.clones[c];
+        let s = cl.slots[q.slot as usize];
+        let (nsid, nlb, slba) = (cl.nsid, s.len / cl.lba, s.offset / cl.lba);
+        let op = match s.ddir {
+            0 => HostOp::Read,
+            1 => HostOp::Write,
+            _ => HostOp::Deallocate,
+        };
+        (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
+        self.schedule_fetch(now);
+        Ok(())
+    }
+
+    /// After issuing `io`: draw ahead and prefetch, then fio's think-time check. True when
+    /// the clone must stop issuing (think time is due).
+    fn after_issue(&mut self, c: usize, now: u64, io: Io) -> Result<bool, RunError> {
+        let cl = &mut self.clones[c];
+        // Draw the clone's next I/Os now and prefetch their mappings: by the time they
+        // are issued the DRAM misses are over.
+        while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
+            match cl.next_io()? {
+                Some(n) => {
+                    self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                    cl.pending.push_back(n);
+                }
+                None => break,
+            }
+        }
+        // fio's handle_thinktime runs after every read or write it issues (and, if that
+        // issue filled the queue, after reaping the next completion).
+        if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
+            if cl.inflight >= cl.depth_limit() && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
+                cl.think.check_on_completion = true;
+            } else {
+                cl.think_check();
+            }
+        }
+        Ok(cl.think.due)
+    }
+
+    /// When nothing is outstanding anywhere, let background GC use the gap before the next
+    /// event (between batches, during think time or start delays).
+    pub(super) fn maybe_idle(&mut self, now: u64) -> Result<(), RunError> {
+        if !self.opts.idle_gc || self.clones.iter().any(|c| c.inflight > 0) {
+            return Ok(());
+        }
+        if let Some(Entry { t: next, .. }) = self.events.peek() {
+            // A wake-up past the run's time limit ends the run with an error: no idle work
+            // beyond it.
+            let until = next.min(self.end_limit);
+            if until > now {
+                self.timing.idle(self.ctrl, now, until)?;
+            }
+        }
+        Ok(())
+    }
+}

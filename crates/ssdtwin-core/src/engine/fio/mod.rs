@@ -1,0 +1,425 @@
+//! Runs fio job clones against a drive in virtual time (docs/fio.md §3-§4).
+//!
+//! Each clone is a closed loop of `iodepth` slots. Events (clone start, I/O completion,
+//! wake-ups for rate limits and think time) sit in one heap ordered by (time, sequence),
+//! sized by the outstanding I/Os. Completion times come from [`DeviceTiming`] at the moment
+//! an I/O is issued, so the NAND timelines need no events of their own.
+//!
+//! This file holds the entry points, the [`Runner`] state and its event loop; the rest, one
+//! concern a file:
+//! * `clone.rs`: one clone's state, its rate limiter and think-time rules;
+//! * `issue.rs`: whether a clone may issue now, and sending the I/O to the drive;
+//! * `accounting.rs`: what a completion counts, the logs, the clone's report at the end;
+//! * `report.rs`: the output types and the accounting the cluster shares ([`CloneOut`]);
+//! * `batches.rs`: batches (stonewall), startdelay, wait_for, exit_what;
+//! * `flow.rs`: flow groups; `latency_target.rs`: the queue-depth search;
+//! * `steadystate.rs`: steady-state detection; `host_stack.rs`: runs through a host stack.
+
+mod accounting;
+mod batches;
+mod clone;
+mod flow;
+mod host_stack;
+mod issue;
+mod latency_target;
+pub mod report;
+mod steadystate;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::arbiter::Arbiter;
+use super::events::{Entry, EventQueue};
+use super::stack::{HostStack, StackRun};
+use super::DeviceTiming;
+use crate::nvme::{Controller, Error};
+use crate::units::NsId;
+use crate::workload::{JobError, JobSpec};
+use clone::{JobClone, LOOKAHEAD};
+use flow::FlowGroup;
+use latency_target::LatProbe;
+use steadystate::{SsState, SS_TICK_NS};
+
+pub use report::{CloneLogs, CloneOut, DirOut, HistRow, LogRow, SampleStatOut};
+pub use steadystate::SsOut;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error(transparent)]
+    Nvme(#[from] Error),
+    #[error(transparent)]
+    Timing(#[from] super::TimingError),
+    #[error("interrupted at {0} ns of virtual time")]
+    Interrupted(u64),
+    /// A job a host stack cannot run.
+    #[error("stack: {0}")]
+    Stack(String),
+    /// The run would take the simulated clock past [`MAX_RUN_NS`] (or past what the drive's
+    /// own clock can still count).
+    #[error("simulated time would pass {} days, the longest a run may simulate (the device timing counts picoseconds in 64 bits)", .0 / NS_PER_DAY)]
+    TimeLimit(u64),
+}
+
+/// The longest a run may simulate: 200 days. [`DeviceTiming`] keeps the controller's queues
+/// in picoseconds, which a u64 holds for 213 days; the rest is margin for device latencies
+/// past the last event. docs/fio.md lists the job-file limits derived from it.
+pub const MAX_RUN_NS: u64 = 200 * NS_PER_DAY;
+const NS_PER_DAY: u64 = 86_400 * 1_000_000_000;
+
+/// Options of a run that are not part of any job.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Namespace for jobs that do not name one.
+    pub default_nsid: u32,
+    /// Let GC work in idle gaps (between batches, think time).
+    pub idle_gc: bool,
+}
+
+/// Run `specs` (one per clone, in thread order) on `ctrl`. Virtual time starts at
+/// `start_ns` and the controller's clock advances by the run's length.
+///
+/// `keep_going(now_ns)` is called every 65,536 events; returning false stops the run with
+/// [`RunError::Interrupted`] (Ctrl-C in the CLI).
+pub fn run(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+) -> Result<Vec<CloneOut>, RunError> {
+    run_measured(ctrl, timing, specs, opts, start_ns, keep_going).map(|(out, _)| out)
+}
+
+/// How many entries the run's growable structures held at the end (their peak: none of them
+/// shrinks), for tests that check memory does not grow with simulated time.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// The most events queued at once.
+    pub events: usize,
+    /// Per-clone state: in-flight slots, drawn-ahead I/Os, histogram-log buckets.
+    pub clone_state: usize,
+    /// bw/iops log windows held until the end: one per log row.
+    pub log_windows: usize,
+    /// Log rows (only when logs are asked for: the output itself).
+    pub log_rows: usize,
+}
+
+fn footprint(events_peak: usize, clones: &[JobClone]) -> Footprint {
+    let mut f = Footprint { events: events_peak, ..Footprint::default() };
+    for c in clones {
+        f.clone_state += c.slots.capacity() + c.free_slots.capacity() + LOOKAHEAD;
+        for d in &c.stats.dirs {
+            f.clone_state += d.hist_since.capacity();
+            f.log_windows += d.log_windows.capacity();
+        }
+        f.log_rows += c.logs.capacity();
+    }
+    f
+}
+
+/// [`run`], also returning the [`Footprint`] of the run.
+pub fn run_measured(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+    run_with(ctrl, timing, specs, opts, start_ns, keep_going, None)
+}
+
+/// [`run`] through a host stack on the drive's namespace `opts.default_nsid`: every job
+/// targets the stack's address space; the stack's tier changes with the run.
+pub fn run_stack(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+    stack: &mut HostStack,
+) -> Result<Vec<CloneOut>, RunError> {
+    run_with(ctrl, timing, specs, opts, 0, keep_going, Some(stack)).map(|(out, _)| out)
+}
+
+/// The clones of `specs`, each checked against the namespace it runs on (or the stack's
+/// address space, `stack_target` bytes).
+fn clones_of(ctrl: &Controller, specs: Vec<JobSpec>, opts: &RunOptions, stack_target: Option<u64>) -> Result<Vec<JobClone>, RunError> {
+    let mut clones = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let nsid = spec.namespace.unwrap_or(opts.default_nsid);
+        let ns = ctrl.attached(NsId(nsid))?;
+        let target = stack_target.unwrap_or(ns.bytes());
+        let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };
+        if stack_target.is_some() && (nsid != opts.default_nsid || ns.dram) {
+            return Err(err(format!("a stack runs on namespace {} only (this job names namespace {nsid})", opts.default_nsid)).into());
+        }
+        if spec.lba_bytes != ns.lba_bytes {
+            return Err(err(format!("job resolved for {}-byte LBAs, namespace {nsid} uses {}", spec.lba_bytes, ns.lba_bytes)).into());
+        }
+        if spec.target_size_bytes != target {
+            return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
+        }
+        clones.push(JobClone::new(spec, NsId(nsid), ns, target)?);
+    }
+    steadystate_setup(&mut clones);
+    Ok(clones)
+}
+
+/// fio's `steadystate_setup`: every clone with `ss_dur` gets a record; the window is kept by
+/// each clone without group_reporting and by the last clone of each reporting group with it.
+fn steadystate_setup(clones: &mut [JobClone]) {
+    for i in 0..clones.len() {
+        let Some(spec) = clones[i].gen.spec.steadystate.clone() else { continue };
+        let group = clones[i].gen.spec.group_id;
+        let later_member = clones[i + 1..]
+            .iter()
+            .any(|c| c.gen.spec.group_id == group && c.gen.spec.steadystate.as_ref().is_some_and(|s| s.group_reporting));
+        let holder = !spec.group_reporting || !later_member;
+        clones[i].ss = Some(SsState::new(spec, holder));
+    }
+}
+
+fn run_with(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    start_ns: u64,
+    keep_going: &mut dyn FnMut(u64) -> bool,
+    stack: Option<&mut HostStack>,
+) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+    let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()))?;
+    // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
+    let st = ctrl.state();
+    let headroom = u64::MAX - st.clock_ns.max(st.smart.controller_busy_ns);
+    timing.follow_clock(st.clock_ns.saturating_sub(start_ns));
+    let end_limit = start_ns.saturating_add(MAX_RUN_NS.min(headroom));
+    let waitees = batches::wait_lists(&clones)?;
+    let flows = flow::flow_groups(&mut clones);
+    let mut run = Runner {
+        ctrl,
+        timing,
+        clones,
+        events: EventQueue::default(),
+        now: start_ns,
+        opts: opts.clone(),
+        batch: 0,
+        batch_live: 0,
+        end_limit,
+        waitees,
+        batch_start_ns: start_ns,
+        flows,
+        ss_next_ns: u64::MAX,
+        ss_resets: BinaryHeap::new(),
+        arb: None,
+        stack: None,
+    };
+    // The host stack on the target namespace.
+    if let Some(stack) = stack {
+        let lba = run.ctrl.attached(NsId(opts.default_nsid))?.lba_bytes as u64;
+        run.stack = Some(StackRun::new(stack, NsId(opts.default_nsid), lba));
+    }
+    // Weighted round robin selected (feature 01h): commands wait in their clone's
+    // submission queue for the controller's fetch (engine/arbiter.rs).
+    let arbitration = run.ctrl.arbitration();
+    if arbitration.weights.is_some() && run.stack.is_some() {
+        return Err(RunError::Stack("weighted round robin arbitration (feature 01h) is not modelled under a host stack".into()));
+    }
+    if arbitration.weights.is_some() {
+        let class = run.clones.iter().map(|c| run.ctrl.sq_priority(c.nsid)).collect();
+        run.arb = Some(Arbiter::new(arbitration, class, run.timing.ctrl_service_ps()));
+    }
+    run.start_batch(start_ns);
+    // Steady state: the first look one second into the run (fio's helper thread ticks
+    // every STEADYSTATE_MSEC from the run's start, not per job).
+    // The look is kept out of the heap so that idle GC (which runs until the next event)
+    // sees the same events with or without it.
+    if run.clones.iter().any(|c| c.ss.is_some()) {
+        run.ss_next_ns = start_ns.saturating_add(SS_TICK_NS);
+    }
+    run.event_loop(start_ns, keep_going)?;
+    run.drain_stack()?;
+    let end = run.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
+    let busy = end.saturating_sub(start_ns);
+    run.ctrl.advance_clock(busy, busy);
+    let used = footprint(run.events.peak(), &run.clones);
+    Ok((run.clones.into_iter().map(accounting::finish).collect(), used))
+}
+
+/// The fio runner's state while it runs: the drive, the clones, the event queue and the
+/// shared state of batches, flow groups, steady-state looks, arbitration and a host stack.
+struct Runner<'a> {
+    ctrl: &'a mut Controller,
+    timing: &'a mut DeviceTiming,
+    clones: Vec<JobClone>,
+    events: EventQueue,
+    now: u64,
+    opts: RunOptions,
+    batch: u32,
+    /// Clones of the current batch that have not finished: the loop asks after every event
+    /// whether the batch is done, and counting beats scanning every clone each time.
+    batch_live: usize,
+    /// Events after this virtual time end the run with [`RunError::TimeLimit`].
+    end_limit: u64,
+    /// Per clone, the clones its `wait_for` waits for (empty without one).
+    waitees: Vec<Vec<u32>>,
+    /// When the current batch started (a `wait_for` clone's start delay counts from it).
+    batch_start_ns: u64,
+    flows: Vec<FlowGroup>,
+    /// When fio's helper thread next looks at steady state (u64::MAX: never).
+    ss_next_ns: u64,
+    /// Ends of ramp_time still to come, each re-arming the steady-state looks.
+    ss_resets: BinaryHeap<Reverse<u64>>,
+    /// The submission queues and their arbiter, when WRR is selected.
+    arb: Option<Arbiter>,
+    /// The host stack the clones write through, if any.
+    stack: Option<StackRun<'a>>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Ev {
+    Start(u32),
+    /// An I/O completes; its details wait in the clone's slot table.
+    Done {
+        clone: u32,
+        slot: u32,
+    },
+    Wake(u32),
+    /// The controller fetches a command from the submission queues (WRR arbitration).
+    Fetch,
+    /// A step of the destage on this lane of the host stack completed.
+    Lane(u32),
+}
+
+impl Ev {
+    /// The event in one word for the queue: kind in bits 62-63, clone in 32-61, slot in
+    /// 0-31 (a run cannot hold 2^30 clones: each keeps tens of KiB of histograms).
+    #[inline(always)]
+    fn pack(self) -> u64 {
+        let (kind, clone, slot) = match self {
+            Ev::Start(c) => (0u64, c, 0),
+            Ev::Done { clone, slot } => (1, clone, slot),
+            Ev::Wake(c) => (2, c, 0),
+            Ev::Fetch => (3, 0, 0),
+            Ev::Lane(l) => (3, 1, l),
+        };
+        debug_assert!(clone < 1 << 30);
+        kind << 62 | (clone as u64) << 32 | slot as u64
+    }
+
+    #[inline(always)]
+    fn unpack(w: u64) -> Ev {
+        let clone = ((w >> 32) & ((1 << 30) - 1)) as u32;
+        match w >> 62 {
+            0 => Ev::Start(clone),
+            1 => Ev::Done { clone, slot: w as u32 },
+            2 => Ev::Wake(clone),
+            _ if clone == 1 => Ev::Lane(w as u32),
+            _ => Ev::Fetch,
+        }
+    }
+}
+
+impl Runner<'_> {
+    #[inline]
+    fn push(&mut self, t: u64, ev: Ev) {
+        self.events.push(t, ev.pack());
+    }
+
+    /// Handle events until none is left or the last batch is done.
+    fn event_loop(&mut self, start_ns: u64, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<(), RunError> {
+        let end_limit = self.end_limit;
+        let mut events = 0u64;
+        while let Some(Entry { t, .. }) = self.events.peek() {
+            // A steady-state look due before (or with) the next event comes first; the end
+            // of a clone's ramp_time before the next look re-arms the looks (fio's
+            // reset_all_stats calls helper_reset).
+            if let Some(&Reverse(ramp_end)) = self.ss_resets.peek().filter(|r| r.0 < self.ss_next_ns && r.0 <= t) {
+                self.ss_resets.pop();
+                self.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
+                continue;
+            }
+            if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
+                self.steadystate_tick(self.ss_next_ns);
+                continue;
+            }
+            let Entry { t, ev, .. } = self.events.pop().expect("peeked");
+            let ev = Ev::unpack(ev);
+            // Event times are computed with saturating additions, so a run that would overflow
+            // the clock arrives here past the limit instead of wrapping around.
+            if t > end_limit {
+                return Err(RunError::TimeLimit(end_limit - start_ns));
+            }
+            self.now = t;
+            events += 1;
+            if events % 65_536 == 0 && !keep_going(t) {
+                return Err(RunError::Interrupted(t));
+            }
+            match ev {
+                // A clone terminated before it started (exit_what) ignores its start.
+                Ev::Start(c) if self.clones[c as usize].finished => {}
+                Ev::Start(c) => self.start_clone(c as usize, t)?,
+                Ev::Done { clone, slot } => self.done(clone as usize, slot, t)?,
+                Ev::Wake(c) => self.pump(c as usize)?,
+                Ev::Fetch => self.fetch()?,
+                Ev::Lane(l) => self.lane_done(l)?,
+            }
+            if (self.events.is_empty() || self.batch_done()) && !self.next_batch()? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Clone `c` starts at `t`.
+    fn start_clone(&mut self, c: usize, t: u64) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        cl.started = true;
+        cl.start_ns = t;
+        cl.ramp_end = t.saturating_add(cl.gen.spec.ramp_time_ns);
+        cl.rate.start = cl.ramp_end.min(t);
+        if cl.gen.spec.runtime_ns > 0 {
+            cl.stop_at = cl.ramp_end.saturating_add(cl.gen.spec.runtime_ns);
+        }
+        // latency_target: backend.c do_io calls lat_target_init.
+        if cl.gen.spec.latency_target_ns > 0 {
+            cl.lat = Some(LatProbe::new(cl.gen.spec.iodepth.max(1), t, cl.ios_completed));
+        }
+        if let Some(ss) = &mut cl.ss {
+            ss.start(t);
+        }
+        // Steady state: fio resets its stats, and re-arms the looks, at the end of any
+        // job's ramp_time while steady state is being detected.
+        if cl.ramp_end > t && self.ss_next_ns != u64::MAX {
+            let at = cl.ramp_end;
+            self.ss_resets.push(Reverse(at));
+        }
+        self.pump(c)
+    }
+
+    /// The I/O in clone `c`'s `slot` completed at `t`.
+    fn done(&mut self, c: usize, slot: u32, t: u64) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        let s = cl.slots[slot as usize];
+        cl.free_slots.push(slot);
+        cl.ios_completed += 1;
+        if cl.think.check_on_completion {
+            cl.think.check_on_completion = false;
+            cl.think_check();
+        }
+        self.complete(c, s.ddir, s.len, s.offset, s.issued);
+        if self.clones[c].lat.is_some() {
+            self.lat_completion(c, t - s.issued)?;
+        }
+        if !self.clones[c].waits_for_rate(t) {
+            self.pump(c)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,305 @@
+//! The fio runner's tests, and the drive and job spec other tests of the engine build on
+//! (`drive`, `spec`).
+
+use super::report::depth_slot;
+use super::*;
+use crate::nvme::Controller;
+use crate::spec::DriveSpec;
+use serde_json::{json, Value};
+
+pub(crate) fn drive() -> (Controller, DeviceTiming) {
+    let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+    let ctrl = Controller::new(spec, 1).unwrap();
+    let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
+    (ctrl, timing)
+}
+
+/// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
+/// replaced (engine contract, docs/fio.md §3).
+pub(crate) fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
+    let ns = ctrl.attached(NsId(1)).unwrap();
+    let mut v: Value = serde_json::from_str(
+        r#"{
+        "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
+        "batch": 0, "stonewall": false, "filename": null, "namespace": null,
+        "target_size_bytes": 0, "lba_bytes": 0, "rw": "randwrite",
+        "directions": ["write"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
+        "rwmixread": 50, "rwmixwrite": 50,
+        "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+               "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
+               "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
+        "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
+        "offset_bytes": 0, "size_bytes": 1048576, "io_size_bytes": 1048576, "loops": 1,
+        "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
+        "iodepth": 4, "iodepth_configured": 4, "time_based": false, "runtime_ns": 0,
+        "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": false,
+        "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
+        "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
+        "percentage_random": {"read": 100, "write": 100, "trim": 100},
+        "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
+        "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
+        "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
+        "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
+        "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
+                 "hist_ms": 0, "max_value": false, "offset": false}
+        }"#,
+    )
+    .unwrap();
+    v["target_size_bytes"] = json!(ns.bytes());
+    v["lba_bytes"] = json!(ns.lba_bytes);
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+const SECOND: u64 = 1_000_000_000;
+
+fn run_one(extra: Value) -> Result<(Vec<CloneOut>, Footprint), RunError> {
+    let (mut ctrl, mut timing) = drive();
+    let s = spec(&ctrl, extra);
+    run_measured(&mut ctrl, &mut timing, vec![s], &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true)
+}
+
+#[test]
+fn memory_does_not_grow_with_simulated_time() {
+    // 10 s of think time after every I/O: a day simulates 8,640 stalls, ten days 86,400.
+    // Before, the bw/iops sample windows grew by one entry per 500 ms of simulated time.
+    let think = |runtime_s: u64| json!({"time_based": true, "runtime_ns": runtime_s * SECOND, "thinktime_ns": 10 * SECOND, "iodepth": 1});
+    let (short, f_short) = run_one(think(86_400)).unwrap();
+    let (long, f_long) = run_one(think(864_000)).unwrap();
+    assert!(long[0].write.total_ios >= 9 * short[0].write.total_ios, "the long run really ran longer");
+    assert_eq!(f_short, f_long, "nothing the engine holds grows with simulated time");
+    assert_eq!(f_long.log_rows + f_long.log_windows, 0, "no logs asked for, none kept");
+    // One bw sample per window with I/O: 10 s think time leaves one write per window, and
+    // the run ends after the last stall, so every window is full.
+    assert_eq!(long[0].write.bw_sample_stat.n, long[0].write.total_ios);
+    assert_eq!(long[0].write.iops_sample_stat.n, long[0].write.total_ios);
+}
+
+/// Run several clones (each `extra` applied to the base spec; thread numbers and job
+/// indexes in order).
+fn run_many(extras: &[Value]) -> Result<Vec<CloneOut>, RunError> {
+    let (mut ctrl, mut timing) = drive();
+    let specs = extras
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let mut e = e.clone();
+            e["thread_number"] = json!(i + 1);
+            if e.get("job_index").is_none() {
+                e["job_index"] = json!(i);
+            }
+            spec(&ctrl, e)
+        })
+        .collect();
+    run(&mut ctrl, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true)
+}
+
+fn rated(iops: u64, ios: u64) -> Value {
+    json!({"rate_iops": {"read": 0, "write": iops, "trim": 0}, "size_bytes": ios * 4096, "io_size_bytes": ios * 4096})
+}
+
+fn with(mut v: Value, extra: Value) -> Value {
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+#[test]
+fn steady_state_ends_a_clone_without_changing_what_it_did_before() {
+    let timed = |runtime_s: u64| with(rated(1000, 1 << 20), json!({"time_based": true, "runtime_ns": runtime_s * SECOND}));
+    let ss =
+        json!({"metric": "iops", "slope": false, "percent": true, "limit": 10.0, "duration_s": 3, "ramp_ns": 0, "group_reporting": false});
+    let out = run_many(&[with(timed(30), json!({"steadystate": ss}))]).unwrap();
+    let st = out[0].steadystate.as_ref().expect("a steady-state record");
+    // Looks at 1, 2, 3 s: the third fills the window of 1000s and ends the clone.
+    assert!(st.attained && st.iops == vec![1000; 3] && st.bw == vec![4_096_000; 3]);
+    assert_eq!((out[0].write.total_ios, out[0].runtime_ns), (3000, 3 * SECOND));
+    // The looks are no events of the drive: the same clone cut by its runtime at 3 s did
+    // exactly the same I/O.
+    let plain = run_many(&[timed(3)]).unwrap();
+    assert!(plain[0].steadystate.is_none());
+    assert_eq!(serde_json::to_value(&plain[0].write).unwrap(), serde_json::to_value(&out[0].write).unwrap());
+}
+
+#[test]
+fn exit_what_terminates_the_clones_fio_terminates() {
+    // "short": 100 writes at 1,000 IOPS (~99 ms); "long": 1,000 IOPS for 10 s in the
+    // same group; "other": 500 IOPS in group 1; "after": a later stonewall batch.
+    let jobs = |what: &str| {
+        let w = json!({"exit_what": what});
+        vec![
+            with(with(rated(1000, 100), json!({"name": "short"})), w.clone()),
+            with(with(rated(1000, 10_000), json!({"name": "long"})), w.clone()),
+            with(with(rated(500, 200), json!({"name": "other", "group_id": 1})), w.clone()),
+            with(with(rated(0, 64), json!({"name": "after", "group_id": 2, "batch": 1, "stonewall": true})), w),
+        ]
+    };
+    let ios = |out: &[CloneOut]| out.iter().map(|o| o.write.total_ios).collect::<Vec<_>>();
+    let short_end = |out: &[CloneOut]| out[0].start_ns + out[0].elapsed_ns;
+    // none: every job runs to its end.
+    let out = run_many(&jobs("none")).unwrap();
+    assert_eq!(ios(&out), vec![100, 10_000, 200, 64]);
+    // group: "long" ends with "short" (it issued about as many), "other" runs on.
+    let out = run_many(&jobs("group")).unwrap();
+    let (end, long_end) = (short_end(&out), out[1].start_ns + out[1].elapsed_ns);
+    assert!((99..=101).contains(&out[1].write.total_ios), "{:?}", ios(&out));
+    assert!(long_end >= end && long_end < end + 1_000_000, "long ended at {long_end}, short at {end}");
+    assert_eq!((out[2].write.total_ios, out[3].write.total_ios), (200, 64));
+    // stonewall: every running clone ends, the next batch still runs.
+    let out = run_many(&jobs("stonewall")).unwrap();
+    assert!((99..=101).contains(&out[1].write.total_ios) && (49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+    assert_eq!(out[3].write.total_ios, 64);
+    assert!(out[3].start_ns >= short_end(&out));
+    // all: the later batch never runs and reports no I/O.
+    let out = run_many(&jobs("all")).unwrap();
+    assert!((49..=51).contains(&out[2].write.total_ios), "{:?}", ios(&out));
+    assert_eq!((out[3].write.total_ios, out[3].runtime_ns), (0, 0));
+}
+
+#[test]
+fn wait_for_starts_a_clone_when_its_waitee_has_finished() {
+    let first = with(rated(1000, 100), json!({"name": "first"}));
+    let other = with(rated(1000, 50), json!({"name": "other"}));
+    let second = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 20_000_000}));
+    let out = run_many(&[first.clone(), other.clone(), second]).unwrap();
+    let first_end = out[0].start_ns + out[0].elapsed_ns;
+    assert_eq!(out[1].start_ns, 0, "a job without wait_for starts at once");
+    assert_eq!(out[2].start_ns, first_end, "the waiter starts when its waitee ends");
+    assert_eq!(out[2].write.total_ios, 50);
+    // A start delay longer than the waitee's run still counts from the batch's start.
+    let late = with(rated(1000, 50), json!({"name": "second", "wait_for": "first", "startdelay_ns": 500_000_000}));
+    let out = run_many(&[first.clone(), other.clone(), late]).unwrap();
+    assert_eq!(out[2].start_ns, 500_000_000);
+    // Unknown and forward references are refused, not run forever.
+    let bad = with(rated(1000, 50), json!({"name": "x", "wait_for": "nosuch"}));
+    let err = run_many(&[first.clone(), bad]).unwrap_err();
+    assert!(err.to_string().contains("wait_for=nosuch"), "{err}");
+    let fwd = with(rated(1000, 50), json!({"name": "x", "wait_for": "first"}));
+    let err = run_many(&[fwd, first]).unwrap_err();
+    assert!(err.to_string().contains("defined before"), "{err}");
+}
+
+#[test]
+fn flow_keeps_members_in_proportion_to_their_weights() {
+    let timed = json!({"time_based": true, "runtime_ns": 50_000_000, "iodepth": 4});
+    let member = |weight: u32, id: u32, sleep_ns: u64| {
+        with(timed.clone(), json!({"flow": weight, "flow_id": id, "flow_sleep_ns": sleep_ns, "rw": "randread", "directions": ["read"]}))
+    };
+    let reads = |out: &[CloneOut]| out.iter().map(|o| o.read.total_ios).collect::<Vec<_>>();
+    // Weights 3:2:1 in one group (fio's HOWTO example); a fourth job in group 7 alone.
+    let out = run_many(&[member(3, 0, 0), member(2, 0, 0), member(1, 0, 0), member(1, 7, 0)]).unwrap();
+    let n = reads(&out);
+    let total = (n[0] + n[1] + n[2]) as f64;
+    for (i, share) in [(0, 3.0 / 6.0), (1, 2.0 / 6.0), (2, 1.0 / 6.0)] {
+        assert!((n[i] as f64 / total - share).abs() < 0.001, "{n:?}");
+    }
+    // A group of one is never held back: it keeps pace with the leader, which is not held
+    // either (the drive, not the flow, limits them).
+    assert!(n[3] + 50 >= n[0], "{n:?}");
+    // With flow_sleep the member over its share drains and sleeps 1 ms; still 2:1 overall.
+    let out = run_many(&[member(2, 0, 1_000_000), member(1, 0, 1_000_000)]).unwrap();
+    let n = reads(&out);
+    assert!((n[0] as f64 / n[1] as f64 - 2.0).abs() < 0.05, "{n:?}");
+    // A member whose partners cannot run before it ends is an error, not a hang.
+    let later = with(member(1, 0, 0), json!({"batch": 1, "stonewall": true}));
+    let err = run_many(&[member(1, 0, 0), later]).unwrap_err();
+    assert!(err.to_string().contains("flow_id=0"), "{err}");
+}
+
+#[test]
+fn a_rate_limited_queue_keeps_one_wake_up_per_clone() {
+    // QD32 at 20,000 IOPS: every completion finds the next I/O held back. Each used to
+    // push another wake-up for the same time, so the heap (and the work per I/O) grew
+    // with the I/Os issued. Now the heap holds the in-flight I/Os and one wake-up.
+    let rated = |ios: u64| {
+        let rate = json!({"read": 0, "write": 20_000, "trim": 0});
+        run_one(json!({"iodepth": 32, "rate_iops": rate, "size_bytes": ios * 4096, "io_size_bytes": ios * 4096})).unwrap()
+    };
+    let (short, f_short) = rated(256);
+    let (long, f_long) = rated(4096);
+    assert_eq!((short[0].write.total_ios, long[0].write.total_ios), (256, 4096));
+    // The limit holds: 4,096 I/Os at 20,000 IOPS take 4,095 gaps of 50 us.
+    assert!(long[0].elapsed_ns >= 4095 * 50_000, "{}", long[0].elapsed_ns);
+    assert_eq!(f_short.events, f_long.events, "the event heap does not grow with the I/Os issued");
+    assert!(f_long.events <= 64, "{} events", f_long.events);
+}
+
+#[test]
+fn windowed_logs_hold_one_entry_per_row() {
+    // bw/iops logs averaged over 1 s: state grows with the rows the log will have (the
+    // output), not with the idle windows between them.
+    let logs = json!({"bw": true, "iops": false, "lat": false, "hist": false, "avg_ms": 1000,
+                      "hist_ms": 0, "max_value": false, "offset": false});
+    let (out, f) = run_one(json!({"time_based": true, "runtime_ns": 86_400 * SECOND, "thinktime_ns": 60 * SECOND, "logs": logs})).unwrap();
+    let rows = out[0].logs.bw.len();
+    assert!(rows >= 1400, "{rows} rows");
+    assert!(f.log_windows <= 2 * rows + 4, "{} windows held for {rows} rows", f.log_windows);
+}
+
+#[test]
+fn a_run_past_the_clock_limit_is_an_error_not_an_overflow() {
+    // 90 days of think time between I/Os: the third stall passes the 200-day limit.
+    let err = run_one(json!({"thinktime_ns": 90 * NS_PER_DAY, "iodepth": 1})).unwrap_err();
+    assert!(matches!(err, RunError::TimeLimit(MAX_RUN_NS)), "{err}");
+    assert!(err.to_string().contains("pass 200 days"), "{err}");
+    // Up to the limit the device timing works: 16 writes in the run's last second.
+    let (out, _) = run_one(json!({"startdelay_ns": MAX_RUN_NS - SECOND, "number_ios": 16})).unwrap();
+    assert_eq!(out[0].write.total_ios, 16);
+    assert!(out[0].write.clat.max_ns < SECOND / 100, "{:?}", out[0].write.clat);
+    let err = run_one(json!({"startdelay_ns": MAX_RUN_NS + 1})).unwrap_err();
+    assert!(matches!(err, RunError::TimeLimit(MAX_RUN_NS)), "{err}");
+    // Start delays and runtimes that would overflow u64 saturate, then hit the limit.
+    let err = run_one(json!({"startdelay_ns": u64::MAX})).unwrap_err();
+    assert!(matches!(err, RunError::TimeLimit(_)), "{err}");
+    let far = json!({"ramp_time_ns": u64::MAX - 5, "runtime_ns": u64::MAX, "time_based": true, "thinktime_ns": 60 * NS_PER_DAY});
+    let err = run_one(far).unwrap_err();
+    assert!(matches!(err, RunError::TimeLimit(_)), "{err}");
+}
+
+#[test]
+fn huge_rates_and_gaps_do_not_overflow() {
+    // A 1 GiB I/O at 1 byte/s: the gap (1e18 s) does not fit in u64 ns and saturates.
+    let (out, _) = run_one(json!({"rate_bytes_per_s": {"read": 0, "write": 1, "trim": 0}, "number_ios": 1})).unwrap();
+    assert_eq!(out[0].write.total_ios, 1);
+    // A sequential gap past the region: every I/O of a pass wraps back to the start.
+    let (out, _) = run_one(json!({"rw": "write", "random": false, "rw_seq_add_bytes": u64::MAX, "loops": 2})).unwrap();
+    assert_eq!(out[0].write.total_ios, 2 * 256);
+}
+
+// (the I/Os in flight at the window's ends differ), never to those of the ramp as well.
+#[test]
+fn depth_levels_count_from_the_ramps_end() {
+    let timed = json!({"time_based": true, "runtime_ns": 50_000_000u64, "ramp_time_ns": 20_000_000u64, "iodepth": 8});
+    let (out, _) = run_one(timed).unwrap();
+    let o = &out[0];
+    let counted: u64 = o.iodepth_level.iter().sum();
+    let reported = o.read.total_ios + o.write.total_ios;
+    assert!(reported > 1000, "{reported}");
+    assert!(counted.abs_diff(reported) <= 2 * 8, "depths {counted} against {reported} I/Os reported");
+}
+
+#[test]
+fn a_met_latency_target_climbs_to_iodepth_and_reports_one_window() {
+    let window_ns = 2_000_000;
+    let job = |target_ns: u64| {
+        let timed = json!({"time_based": true, "runtime_ns": 1_000_000_000u64, "iodepth": 16});
+        let (out, _) = run_one(with(timed, json!({"latency_target_ns": target_ns, "latency_window_ns": window_ns}))).unwrap();
+        out.into_iter().next().unwrap()
+    };
+    let loose = job(1_000_000_000);
+    assert_eq!((loose.latency_depth, loose.error), (16, 0));
+    // Windows at depths 1, 2, 4, 8, 16, 16, then the final window after the statistics
+    // reset: the job ends long before its runtime and reports one window.
+    assert!(loose.runtime_ns >= window_ns && loose.runtime_ns < 2 * window_ns, "{}", loose.runtime_ns);
+    assert!(loose.elapsed_ns >= 6 * window_ns && loose.elapsed_ns < 7 * window_ns, "{}", loose.elapsed_ns);
+    assert!(loose.iodepth_level[depth_slot(16)] > 0);
+    // A target no I/O can meet at depth 1 ends the job with ETIMEDOUT (io_u.c lat_fatal).
+    let impossible = job(1);
+    assert_eq!((impossible.latency_depth, impossible.error), (1, 110));
+    // Without a target, latency_depth is iodepth (lat_target_init).
+    let (plain, _) = run_one(json!({"iodepth": 16})).unwrap();
+    assert_eq!((plain[0].latency_depth, plain[0].error), (16, 0));
+}

@@ -1,0 +1,246 @@
+//! The I/O commands (Read, Write, Dataset Management deallocate) and the checks before them:
+//! a namespace's LBAs become IUs of the FTL's logical space with a sector mask, one FTL call
+//! per IU; failed commands enter the Error Information log. Idle-time GC is here too: it is
+//! what the drive does between commands.
+
+use serde::{Deserialize, Serialize};
+
+use super::logs;
+use super::status::fail;
+use super::{Controller, Error, Namespace, NsId, Status, CONTROLLER_ID, ERROR_LOG_ENTRIES, WP_NONE};
+use crate::ftl::{Ftl, FtlConfig, ReadSource};
+use crate::nand::NandSink;
+use crate::units::LogicalIu;
+
+/// Summary of a host read for callers that time it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadSummary {
+    pub nand_ius: u32,
+    pub buffer_ius: u32,
+    pub unmapped_ius: u32,
+}
+
+impl Controller {
+    /// The namespace, if it exists and is attached (I/O needs both).
+    pub fn attached(&self, nsid: NsId) -> Result<&Namespace, Error> {
+        self.attached_u32(nsid.0)
+    }
+
+    #[inline]
+    pub(super) fn attached_u32(&self, nsid: u32) -> Result<&Namespace, Error> {
+        let ns = self.namespace_u32(nsid)?;
+        if !ns.attached {
+            return Self::not_attached(nsid);
+        }
+        Ok(ns)
+    }
+
+    #[cold]
+    fn not_attached<T>(nsid: u32) -> Result<T, Error> {
+        fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} is not attached to controller {CONTROLLER_ID}"))
+    }
+
+    /// Whether a Write or a Deallocate of `[slba, slba+nlb)` on `nsid` would be accepted
+    /// (attached, not write protected, in range), without doing it: the server asks before
+    /// it touches a namespace's data file, so a refused command leaves the data as it was.
+    pub fn check_write(&self, nsid: NsId, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_write_u32(nsid.0, slba, nlb)
+    }
+
+    fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
+        let ns = self.attached_u32(nsid)?;
+        if ns.write_protect != WP_NONE {
+            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
+        }
+        Self::check_range(ns, slba, nlb)?;
+        Ok(ns)
+    }
+
+    pub(super) fn check_range(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
+        if nlb == 0 || slba.checked_add(nlb).is_none_or(|e| e > ns.nsze) {
+            return fail(Status::LbaOutOfRange, format!("LBAs {slba}+{nlb} outside namespace {} (0..{})", ns.nsid, ns.nsze));
+        }
+        Ok(())
+    }
+
+    /// A Read of `[slba, slba+nlb)` on `nsid` would be accepted (no sanitize running,
+    /// attached, in range).
+    #[inline]
+    fn check_read(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
+        self.check_not_sanitizing()?;
+        let ns = self.attached_u32(nsid)?;
+        Self::check_range(ns, slba, nlb)?;
+        Ok(ns)
+    }
+
+    /// Record an I/O command that completed with an error status in the Error Information
+    /// log (and SMART's error count), and hand the error back.
+    #[cold]
+    pub fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
+        if let Some(status) = e.status() {
+            let smart = &mut self.st.smart;
+            smart.error_log_entries += 1;
+            let n = smart.error_log_entries;
+            let cmdid = (smart.host_read_commands + smart.host_write_commands) as u16;
+            self.st.error_log.insert(0, logs::entry(n, status, opcode, nsid, slba, cmdid));
+            self.st.error_log.truncate(ERROR_LOG_ENTRIES);
+        }
+        e
+    }
+
+    /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.
+    #[inline]
+    pub(super) fn for_each_iu(cfg: &FtlConfig, ns: &Namespace, slba: u64, nlb: u64, mut f: impl FnMut(LogicalIu, u128)) {
+        // IU and sector sizes are powers of two (the spec validates it): shifts, not divides.
+        let iu_shift = cfg.iu_bytes.trailing_zeros();
+        let iu = 1u64 << iu_shift;
+        let b0 = slba * ns.lba_bytes as u64;
+        let b1 = b0 + nlb * ns.lba_bytes as u64;
+        let shift = cfg.chunk_shift;
+        let mut ns_iu = b0 >> iu_shift;
+        let last = (b1 - 1) >> iu_shift;
+        while ns_iu <= last {
+            let start = ns_iu << iu_shift;
+            let s0 = (b0.max(start) - start) >> 9;
+            let s1 = (b1.min(start + iu) - start) >> 9;
+            let mask = sector_mask(s0 as u32, s1 as u32, cfg.full_mask);
+            f(ns.global_iu(ns_iu, shift).expect("range checked by the caller"), mask);
+            ns_iu += 1;
+        }
+    }
+
+    /// The namespace and the loaded FTL, borrowed together (no copy of the chunk list on
+    /// the I/O path).
+    #[inline]
+    fn ns_and_ftl(&mut self, nsid: u32) -> Result<(&Namespace, &mut Ftl, &FtlConfig), Error> {
+        self.ftl()?;
+        let ns = self.st.namespaces.get(&nsid).expect("checked by the caller");
+        Ok((ns, self.ftl.as_mut().expect("loaded"), &self.cfg))
+    }
+
+    /// Hint that the I/O at `slba` of `nsid` comes soon: fetch its first L2P entry into cache.
+    /// (Only when the maps are loaded; a no-op for bad arguments, which the I/O reports.)
+    #[inline]
+    pub fn prefetch(&self, nsid: NsId, slba: u64) {
+        let nsid = nsid.0;
+        let (Some(ftl), Some(ns)) = (self.ftl.as_ref(), self.st.namespaces.get(&nsid)) else { return };
+        let ns_iu = (slba * ns.lba_bytes as u64) >> self.cfg.iu_bytes.trailing_zeros();
+        if let Some(g) = ns.global_iu(ns_iu, self.cfg.chunk_shift) {
+            ftl.prefetch(g);
+        }
+    }
+
+    /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
+    pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
+        let nsid = nsid.0;
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_WRITE, nsid, slba));
+        }
+        let ns = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_WRITE, nsid, slba)),
+        };
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            self.st.smart.dram_write_bytes += bytes;
+            self.st.smart.host_write_commands += 1;
+            self.st.smart.data_units_written_512 += bytes / 512;
+            return Ok(());
+        }
+        let set = ns.nvm_set as usize;
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
+        self.st.smart.host_write_commands += 1;
+        if let Some(c) = self.st.set_commands.get_mut(set) {
+            c.host_write_commands += 1;
+        }
+        self.st.smart.data_units_written_512 += bytes / 512;
+        self.repair_media(nsid, Some((slba, nlb)));
+        if !self.st.plm.is_empty() {
+            self.plm_after_write(set as u32);
+        }
+        Ok(())
+    }
+
+    /// Read command.
+    pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
+        let nsid = nsid.0;
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba));
+        }
+        let ns = match self.check_read(nsid, slba, nlb) {
+            Ok(ns) => ns,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba)),
+        };
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            self.st.smart.dram_read_bytes += bytes;
+            self.st.smart.host_read_commands += 1;
+            self.st.smart.data_units_read_512 += bytes / 512;
+            return Ok(ReadSummary::default());
+        }
+        let set = ns.nvm_set as usize;
+        if let Err(e) = self.check_media(nsid, slba, nlb) {
+            return Err(self.log_io_error(e, logs::OPC_READ, nsid, slba));
+        }
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
+        let mut sum = ReadSummary::default();
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
+            ReadSource::Nand { .. } => sum.nand_ius += 1,
+            ReadSource::Buffer => sum.buffer_ius += 1,
+            ReadSource::Unmapped => sum.unmapped_ius += 1,
+        });
+        self.st.smart.host_read_commands += 1;
+        self.st.smart.data_units_read_512 += bytes / 512;
+        if let Some(c) = self.st.set_commands.get_mut(set) {
+            c.host_read_commands += 1;
+        }
+        Ok(sum)
+    }
+
+    /// Dataset Management - deallocate. Whole IUs inside the range are deallocated; the
+    /// partial IUs at its edges keep their data (deallocation is advisory in NVMe).
+    /// Returns the number of IUs deallocated.
+    pub fn deallocate(&mut self, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
+        let nsid = nsid.0;
+        if let Err(e) = self.check_ana_io(nsid) {
+            return Err(self.log_io_error(e, logs::OPC_DSM, nsid, slba));
+        }
+        let dram = match self.check_write_u32(nsid, slba, nlb) {
+            Ok(ns) => ns.dram,
+            Err(e) => return Err(self.log_io_error(e, logs::OPC_DSM, nsid, slba)),
+        };
+        if dram {
+            return Ok(0); // nothing on NAND to deallocate
+        }
+        let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
+        let mut n = 0;
+        let full = cfg.full_mask;
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| {
+            if mask == full {
+                ftl.deallocate(iu);
+                n += 1;
+            }
+        });
+        self.repair_media(nsid, Some((slba, nlb)));
+        Ok(n)
+    }
+
+    /// Background GC while the host is idle: collect victims until the free pool reaches its
+    /// idle target, moving at most `max_moves` valid IUs (the engine asks for one program
+    /// unit at a time so it can time each). Returns how many IUs moved; 0 with no NAND
+    /// operation emitted means there is nothing left to do.
+    pub fn idle_gc<S: NandSink>(&mut self, max_moves: u64, sink: &mut S) -> Result<u64, Error> {
+        Ok(self.ftl()?.background_gc(Ftl::BACKGROUND_FREE_TARGET, max_moves, sink))
+    }
+}
+
+#[inline]
+fn sector_mask(s0: u32, s1: u32, full: u128) -> u128 {
+    let n = s1 - s0;
+    if n >= 128 {
+        return full;
+    }
+    ((1u128 << n) - 1) << s0
+}
