@@ -242,7 +242,9 @@ def sweep_cmd(
     path: Path = ClusterDir,
     outstanding: str = typer.Option("1..256", "--outstanding", help="outstanding I/O per client: 1..256 (powers of two) or a list 1,8,64"),
     rw: str = typer.Option("randread,randwrite", "--rw", help="fio rw of each curve (4 KiB): randread, randwrite, read, write"),
-    numjobs: int = typer.Option(1, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O"),
+    numjobs: Optional[int] = typer.Option(
+        None, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O (default: the lab's fio processes)"
+    ),
     runtime: str = typer.Option("auto", "--runtime", help="measured simulated time per point (auto: 100ms NVMe-oF, 1s Ceph)"),
     ramp: str = typer.Option("auto", "--ramp", help="simulated warm-up per point (auto: 20ms NVMe-oF, 1s Ceph)"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="write one PNG per rw into this folder"),
@@ -263,12 +265,13 @@ def sweep_cmd(
     if plot is not None and plot.exists() and not plot.is_dir():
         fail(f"--plot {plot}: not a folder")
     c = _open(path)
+    jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
-        rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=log)
+        rows = sweep(c, levels, rws, jobs, ramp_ms, runtime_ms, log=log)
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:

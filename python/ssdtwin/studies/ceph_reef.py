@@ -297,7 +297,8 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
         what = {"randread": "read", "randwrite": "write", "write-qd1": "QD1 write"}[r["rw"]]
         tag = f"{r['threads_per_osd']} thr" if r["threads_per_osd"] else ("" if r["rw"] == "write-qd1" else "60 OSDs")
         # Alternate the labels above and below: neighbouring points would overlap.
-        ax2.annotate(f"{what} {tag}", (r["published_iops"], r["iops"]), fontsize=7, xytext=(5, -9 if i % 2 else 3), textcoords="offset points")
+        at = (r["published_iops"], r["iops"])
+        ax2.annotate(f"{what} {tag}", at, fontsize=7, xytext=(5, -9 if i % 2 else 3), textcoords="offset points")
     ax2.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="published IOPS", ylabel="predicted IOPS")
     ax2.set_title("every point: blue 30 OSDs (threads per NVMe), red 60 OSDs")
     for ax in (ax1, ax2):
