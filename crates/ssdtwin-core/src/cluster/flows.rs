@@ -9,8 +9,9 @@
 //! forwarded to the other OSDs of the PG, and acknowledged once all have committed
 //! (data write, then the RocksDB WAL commit of the kv_sync thread, then the finisher).
 
+use super::ceph::RbdClient;
 use super::sim::{ClusterSim, Ev, Flow, Task, NONE};
-use super::spec::{RbdClient, ReadPolicy, StorageProtocol};
+use super::spec::{ReadPolicy, StorageProtocol};
 use super::ClusterError;
 
 /// What a step did: the task continues at once, or something will resume it.

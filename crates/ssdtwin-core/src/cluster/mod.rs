@@ -10,7 +10,7 @@
 //! module never names the FTL. docs/models.md ("Replicated block storage") has the model,
 //! its parameters and their sources.
 
-mod costs;
+mod ceph;
 mod flows;
 mod layout;
 mod out;
@@ -19,10 +19,10 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 
-pub use costs::CEPH_VERSIONS;
+pub use ceph::{Ceph, RbdClient, CEPH_VERSIONS};
 pub use layout::LayoutInfo;
 pub use out::{ClusterRun, DirTotals, DriveLoad, ResourceUse};
-pub use spec::{ClusterSpec, InitOptions, RbdClient, ReadPolicy, StorageProtocol};
+pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol};
 
 use std::collections::BTreeSet;
 

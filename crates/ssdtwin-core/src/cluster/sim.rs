@@ -6,9 +6,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::ceph::RbdClient;
 use super::layout::{Drive, Layout};
 use super::out::{JobAcc, Level, Window};
-use super::spec::{ClusterSpec, RbdClient, StorageProtocol};
+use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
 use crate::engine::{HostCmd, HostOp};
 use crate::nvme::NsId;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::costs::{ceph_table, CephChoice, CEPH_VERSIONS};
+use super::ceph::{ceph_table, Ceph, CephChoice, RbdClient, CEPH_VERSIONS};
 use crate::spec::{DriveSpec, Sourced, SpecError};
 
 /// The storage stack of the cluster.
@@ -45,39 +45,8 @@ pub enum ReadPolicy {
     First,
 }
 
-/// How the Ceph clients reach RBD.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RbdClient {
-    /// fio's librbd engine: librbd's op thread and the client's own messenger threads.
-    Librbd,
-    /// The kernel RBD client (krbd): the kernel messenger, on the submitting job's core.
-    Krbd,
-}
-
-impl RbdClient {
-    pub fn name(self) -> &'static str {
-        match self {
-            RbdClient::Librbd => "librbd",
-            RbdClient::Krbd => "krbd",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<RbdClient> {
-        [RbdClient::Librbd, RbdClient::Krbd].into_iter().find(|c| c.name() == text)
-    }
-}
-
 fn one() -> u32 {
     1
-}
-
-fn msgr_v2() -> u32 {
-    2
-}
-
-fn librbd() -> RbdClient {
-    RbdClient::Librbd
 }
 
 fn unpinned() -> Sourced<u32> {
@@ -191,61 +160,6 @@ pub struct Nvmeof {
     pub data_header_bytes: Sourced<u32>,
     /// Response capsule of a write (PDU header + CQE).
     pub response_bytes: Sourced<u32>,
-}
-
-/// Ceph RBD over the async messenger, primary-copy replication, BlueStore.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ceph {
-    /// Ceph major version the costs describe (14 = Nautilus, the brief's 14.2.11; 18 = Reef).
-    pub version: u32,
-    /// librbd (fio's rbd engine) or the kernel client.
-    #[serde(default = "librbd")]
-    pub rbd_client: RbdClient,
-    /// Messenger protocol: 1 or 2 (its frames' size; the CPU is the same, docs/models.md).
-    #[serde(default = "msgr_v2")]
-    pub msgr_version: u32,
-    pub object_bytes: Sourced<u64>,
-    pub pg_num: Sourced<u32>,
-    pub op_shards: Sourced<u32>,
-    pub op_threads_per_shard: Sourced<u32>,
-    pub osd_msgr_threads: Sourced<u32>,
-    pub client_librbd_threads: Sourced<u32>,
-    pub client_msgr_threads: Sourced<u32>,
-    /// librbd per read on its op thread (image request, object map, objecter).
-    pub client_librbd_read_ns: Sourced<u64>,
-    pub client_librbd_write_ns: Sourced<u64>,
-    /// Client messenger per message (encode and send, or receive and decode), reads.
-    pub client_msgr_read_ns: Sourced<u64>,
-    pub client_msgr_write_ns: Sourced<u64>,
-    /// Kernel RBD client per I/O sent (libceph), on the submitting job's core.
-    #[serde(default = "super::costs::krbd_tx")]
-    pub krbd_tx_ns: Sourced<u64>,
-    /// Kernel RBD client per reply received.
-    #[serde(default = "super::costs::krbd_rx")]
-    pub krbd_rx_ns: Sourced<u64>,
-    /// OSD messenger per message received or sent.
-    pub osd_msgr_ns: Sourced<u64>,
-    /// OSD op path on an op thread with the PG lock held: dequeue, PG checks, do_op.
-    pub osd_op_ns: Sourced<u64>,
-    /// BlueStore read on the op thread (onode lookup, checksum), before the device read.
-    pub osd_bluestore_read_ns: Sourced<u64>,
-    /// BlueStore write transaction prepared and its data write submitted, on the op thread.
-    pub osd_bluestore_write_ns: Sourced<u64>,
-    /// kv_sync thread per transaction committed to RocksDB.
-    pub osd_kv_commit_ns: Sourced<u64>,
-    /// Completion callbacks per transaction on the finisher thread.
-    pub osd_finisher_ns: Sourced<u64>,
-    pub osd_finisher_threads: Sourced<u32>,
-    /// Header of every messenger message (MOSDOp, MOSDRepOp, replies).
-    pub message_header_bytes: Sourced<u32>,
-    /// RocksDB WAL bytes per transaction (metadata; a commit is padded to 4 KiB).
-    pub wal_bytes_per_txn: Sourced<u32>,
-    /// Size of the WAL ring on each OSD's drive, at full scale.
-    pub wal_ring_bytes: Sourced<u64>,
-    /// The smallest partition an OSD may have, at full scale (how many OSDs a drive holds).
-    #[serde(default = "super::costs::osd_min_bytes")]
-    pub osd_min_bytes: Sourced<u64>,
 }
 
 /// The whole cluster: `cluster.toml`.

@@ -1,15 +1,102 @@
-//! The Ceph cost tables `ssdtwin cluster init --ceph-version` writes: one per release with a
-//! source for every number. 14 (Nautilus) prices the OSD from the upstream CPU guidance; 18
+//! The `[ceph]` table of `cluster.toml`: the Ceph client, messenger and every per-op cost, and
+//! the cost table `ssdtwin cluster init --ceph-version` writes for each release, with a source
+//! for every number. 14 (Nautilus) prices the OSD from the upstream CPU guidance; 18
 //! (Reef) from per-op CPU measured on a 60-OSD cluster of the Ceph project's lab, with the
 //! kv_sync thread, the client and the messenger priced from the lab's other posts.
 //! docs/models.md ("Replicated block storage") has the tables and what changed between them.
 
-use crate::spec::Sourced;
+use serde::{Deserialize, Serialize};
 
-use super::spec::{Ceph, RbdClient};
+use crate::spec::Sourced;
 
 fn s<T>(value: T, source: &str) -> Sourced<T> {
     Sourced::new(value, source)
+}
+
+/// How the Ceph clients reach RBD.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RbdClient {
+    /// fio's librbd engine: librbd's op thread and the client's own messenger threads.
+    Librbd,
+    /// The kernel RBD client (krbd): the kernel messenger, on the submitting job's core.
+    Krbd,
+}
+
+impl RbdClient {
+    pub fn name(self) -> &'static str {
+        match self {
+            RbdClient::Librbd => "librbd",
+            RbdClient::Krbd => "krbd",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RbdClient> {
+        [RbdClient::Librbd, RbdClient::Krbd].into_iter().find(|c| c.name() == text)
+    }
+}
+
+fn msgr_v2() -> u32 {
+    2
+}
+
+fn librbd() -> RbdClient {
+    RbdClient::Librbd
+}
+
+/// Ceph RBD over the async messenger, primary-copy replication, BlueStore.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceph {
+    /// Ceph major version the costs describe (14 = Nautilus, the brief's 14.2.11; 18 = Reef).
+    pub version: u32,
+    /// librbd (fio's rbd engine) or the kernel client.
+    #[serde(default = "librbd")]
+    pub rbd_client: RbdClient,
+    /// Messenger protocol: 1 or 2 (its frames' size; the CPU is the same, docs/models.md).
+    #[serde(default = "msgr_v2")]
+    pub msgr_version: u32,
+    pub object_bytes: Sourced<u64>,
+    pub pg_num: Sourced<u32>,
+    pub op_shards: Sourced<u32>,
+    pub op_threads_per_shard: Sourced<u32>,
+    pub osd_msgr_threads: Sourced<u32>,
+    pub client_librbd_threads: Sourced<u32>,
+    pub client_msgr_threads: Sourced<u32>,
+    /// librbd per read on its op thread (image request, object map, objecter).
+    pub client_librbd_read_ns: Sourced<u64>,
+    pub client_librbd_write_ns: Sourced<u64>,
+    /// Client messenger per message (encode and send, or receive and decode), reads.
+    pub client_msgr_read_ns: Sourced<u64>,
+    pub client_msgr_write_ns: Sourced<u64>,
+    /// Kernel RBD client per I/O sent (libceph), on the submitting job's core.
+    #[serde(default = "krbd_tx")]
+    pub krbd_tx_ns: Sourced<u64>,
+    /// Kernel RBD client per reply received.
+    #[serde(default = "krbd_rx")]
+    pub krbd_rx_ns: Sourced<u64>,
+    /// OSD messenger per message received or sent.
+    pub osd_msgr_ns: Sourced<u64>,
+    /// OSD op path on an op thread with the PG lock held: dequeue, PG checks, do_op.
+    pub osd_op_ns: Sourced<u64>,
+    /// BlueStore read on the op thread (onode lookup, checksum), before the device read.
+    pub osd_bluestore_read_ns: Sourced<u64>,
+    /// BlueStore write transaction prepared and its data write submitted, on the op thread.
+    pub osd_bluestore_write_ns: Sourced<u64>,
+    /// kv_sync thread per transaction committed to RocksDB.
+    pub osd_kv_commit_ns: Sourced<u64>,
+    /// Completion callbacks per transaction on the finisher thread.
+    pub osd_finisher_ns: Sourced<u64>,
+    pub osd_finisher_threads: Sourced<u32>,
+    /// Header of every messenger message (MOSDOp, MOSDRepOp, replies).
+    pub message_header_bytes: Sourced<u32>,
+    /// RocksDB WAL bytes per transaction (metadata; a commit is padded to 4 KiB).
+    pub wal_bytes_per_txn: Sourced<u32>,
+    /// Size of the WAL ring on each OSD's drive, at full scale.
+    pub wal_ring_bytes: Sourced<u64>,
+    /// The smallest partition an OSD may have, at full scale (how many OSDs a drive holds).
+    #[serde(default = "osd_min_bytes")]
+    pub osd_min_bytes: Sourced<u64>,
 }
 
 /// Ceph versions with a cost table.
@@ -142,14 +229,14 @@ fn reef(c: CephChoice) -> Ceph {
     }
 }
 
-pub(super) fn krbd_tx() -> Sourced<u64> {
+fn krbd_tx() -> Sourced<u64> {
     s(3_500, "[DERIVED] half of 7.0 us: one krbd client read 115.8K 16 KiB blocks/s from 5 OSDs (Ceph QEMU librbd 2022), taken as one submitting core's bound ([ASSUMED]: the kernel client's CPU per I/O is not published), less fio's 1.645 us")
 }
 
-pub(super) fn krbd_rx() -> Sourced<u64> {
+fn krbd_rx() -> Sourced<u64> {
     s(3_500, "[DERIVED] the other half of 7.0 us (see krbd_tx_ns)")
 }
 
-pub(super) fn osd_min_bytes() -> Sourced<u64> {
+fn osd_min_bytes() -> Sourced<u64> {
     s(5 << 30, "[SRC] ceph-volume device checks: a device or partition smaller than 5 GiB is rejected for an OSD")
 }
