@@ -25,6 +25,20 @@ from .fio.contract import JobSpec
 from .fio.parser import Run
 
 CONFIG = "cluster.toml"
+TOPOLOGY_KEYS = (
+    "stack",
+    "nodes",
+    "drives_per_node",
+    "drive",
+    "scale",
+    "clients",
+    "replicas",
+    "volume_bytes",
+    "seed",
+    "osds_per_drive",
+    "fio_procs_per_client",
+    "clients_on_nodes",
+)
 LBA_BYTES = 512  # the block size both stacks present to the client (RBD, KumoScale volumes)
 
 # A point's window in simulated time (ramp, runtime), per stack: long enough that the figures
@@ -58,7 +72,9 @@ class Cluster:
     def create(path: os.PathLike[str] | str, **options: Any) -> Cluster:
         """Write a new cluster folder from ``cluster init`` options (``InitOptions``: stack,
         nodes, drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,
-        ceph_version; defaults are the brief's lab)."""
+        ceph_version, osds_per_drive, fio_procs_per_client, clients_on_nodes, rbd_client,
+        msgr_version, and node_cores, client_cores, osd_cpus, pg_num as ``{value, source}``;
+        defaults are the brief's lab)."""
         p = Path(path)
         if (p / CONFIG).exists():
             raise ClusterError(f"{p}: already a cluster folder ({CONFIG} exists)")
@@ -84,12 +100,17 @@ class Cluster:
         return Cluster.from_text(text, str(f), p)
 
     def options(self) -> dict[str, Any]:
-        """The topology as ``cluster init`` options (what ``--like`` copies)."""
+        """The lab as ``cluster init`` options (what ``--like`` copies): the topology, the
+        Ceph release, client and messenger, and the lab's cores, OSD pinning and PGs with
+        their sources."""
         t = self.spec["cluster"]
-        keys = ("stack", "nodes", "drives_per_node", "drive", "scale", "clients", "replicas", "volume_bytes", "seed")
+        keys = TOPOLOGY_KEYS
         out = {k: t[k] for k in keys}
         out["network"] = self.spec["network"]["name"]
-        out["ceph_version"] = self.spec["ceph"]["version"]
+        c = self.spec["ceph"]
+        out.update(ceph_version=c["version"], rbd_client=c["rbd_client"], msgr_version=c["msgr_version"], pg_num=c["pg_num"])
+        h = self.spec["hosts"]
+        out.update(node_cores=h["node_cores"], client_cores=h["client_cores"], osd_cpus=h["osd_cpus"])
         return out
 
     @property
@@ -241,10 +262,13 @@ def plot_sweep(
     out_dir: os.PathLike[str] | str,
     title: str = "",
     marks: Sequence[tuple[str, str, float, float]] = (),
+    bands: Sequence[Mapping[str, Any]] = (),
 ) -> list[Path]:
     """One PNG per direction: IOPS against outstanding I/O, and mean (solid) and 99 %
     (dashed) latency against IOPS, one colour per stack. ``marks`` are (rw, label, IOPS,
-    latency in µs) points drawn as stars on the latency plot (published figures)."""
+    latency in µs) points drawn as stars on the latency plot (published figures); ``bands``
+    are curves (``{"stack", "label", "curve": sweep rows}``) at the two ends of a parameter
+    range, drawn as a shaded band in their stack's colour."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,6 +288,11 @@ def plot_sweep(
             ax1.plot(q, x, "o-", color=colour, label=stack)
             ax2.plot(x, [r["lat_mean_us"] for r in pts], "o-", color=colour, label=f"{stack} mean")
             ax2.plot(x, [r["lat_p99_us"] for r in pts], "s--", color=colour, label=f"{stack} 99 %")
+        stacks = sorted({str(r["stack"]) for r in rows if r["rw"] == rw})
+        for stack in stacks:
+            ends = [b for b in bands if b["stack"] == stack and all(r["rw"] == rw for r in b["curve"])]
+            if len(ends) == 2:
+                draw_band(ax1, ax2, ends, f"C{stacks.index(stack)}")
         for i, (_, label, iops, lat_us) in enumerate(m for m in marks if m[0] == rw):
             ax2.plot([iops], [lat_us], "*", markersize=14, color=f"C{i + 2}", label=label)
         ax1.set(xscale="log", yscale="log", xlabel="outstanding I/O per client", ylabel="IOPS", title=f"{rw}: throughput")
@@ -281,6 +310,18 @@ def plot_sweep(
         plt.close(fig)
         paths.append(p)
     return paths
+
+
+def draw_band(ax1: Any, ax2: Any, ends: Sequence[Mapping[str, Any]], colour: str) -> None:
+    """Shade between the two end curves: IOPS against outstanding I/O, and the mean latency
+    against IOPS (the polygon between the two curves)."""
+    lo, hi = (sorted(e["curve"], key=lambda r: r["outstanding_per_client"]) for e in ends)
+    # Each end at its own outstanding I/O (with n jobs a level rounds to a multiple of n).
+    qs = [r["outstanding_per_client"] for r in lo] + [r["outstanding_per_client"] for r in reversed(hi)]
+    xs = [r["iops"] for r in lo] + [r["iops"] for r in reversed(hi)]
+    ys = [r["lat_mean_us"] for r in lo] + [r["lat_mean_us"] for r in reversed(hi)]
+    ax1.fill(qs, xs, color=colour, alpha=0.15, label=f"{ends[0]['label']} .. {ends[1]['label']}")
+    ax2.fill(xs, ys, color=colour, alpha=0.15)
 
 
 def littles_law_gap(res: Mapping[str, Any]) -> float:

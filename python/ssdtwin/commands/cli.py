@@ -640,7 +640,8 @@ def reproduce(
     experiment: str = typer.Argument(
         ...,
         metavar="EXPERIMENT",
-        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk), kumoscale (KumoScale vs Ceph) "
+        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk), kumoscale (KumoScale vs Ceph), "
+        "ceph-reef (the Ceph lab's Reef posts), spdk-tcp (SPDK's NVMe-oF/TCP target report) "
         "or shaping (a write-shaping tier in front of the P5316, docs/host.md)",
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
@@ -649,7 +650,10 @@ def reproduce(
     ),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     plot: Optional[Path] = typer.Option(
-        None, "--plot", help="pblaze5: the noisy-neighbour figure (a PNG); kumoscale: a folder for the curves (a PNG per direction)"
+        None,
+        "--plot",
+        help="pblaze5: the noisy-neighbour figure (a PNG); kumoscale: a folder for the curves (a PNG per direction); "
+        "ceph-reef, spdk-tcp: a folder for the predicted-against-published figure",
     ),
     curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
     quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
@@ -685,12 +689,12 @@ def reproduce(
         return
     if full:
         fail("--full: only the shaping experiment has it")
-    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale"):
-        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale or shaping")
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp"):
+        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp or shaping")
     if quick and experiment != "pblaze5":
         fail("--quick: only the pblaze5 experiment has it")
-    if plot is not None and experiment not in ("pblaze5", "kumoscale"):
-        fail("--plot: only the pblaze5 and kumoscale experiments draw figures")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp"):
+        fail("--plot: only the pblaze5, kumoscale, ceph-reef and spdk-tcp experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
     if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
@@ -701,6 +705,9 @@ def reproduce(
         fail("--threads, --placements, --drive-state and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
+    if experiment in ("ceph-reef", "spdk-tcp"):
+        _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
+        return
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     if part is not None:
@@ -752,6 +759,28 @@ def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], sc
         typer.echo(f"({time.perf_counter() - t0:.0f} s wall)")
 
 
+def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional[int], plot: Optional[Path], fmt: str) -> None:
+    """`reproduce ceph-reef` and `reproduce spdk-tcp`: published lab figures beside the cluster
+    model's predictions (docs/models.md §11), and with --plot the predicted-against-published
+    figure."""
+    from ..studies import ceph_reef, spdk_tcp
+
+    study = ceph_reef if experiment == "ceph-reef" else spdk_tcp
+    if plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
+    n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    res = study.run(scale=n, seed=1 if seed is None else seed, log=log)
+    if plot is not None:
+        for p in study.plot(res, plot):
+            print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
+    if fmt == "json":
+        emit_json(res)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, drives at 1/{n})")
+
+
 def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], log: Callable[[str], None]) -> Any:
     """`reproduce kumoscale`: both stacks at the study's load, then (curves) their sweeps."""
     from ..cluster import plot_sweep
@@ -761,7 +790,7 @@ def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], 
     if plot is not None and curves:
         marks = [("randread", f"brief: {b.system}", float(b.iops), b.read_lat_us) for b in BRIEF.values()]
         title = "KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
-        for p in plot_sweep(rows["curves"], plot, title=title, marks=marks):
+        for p in plot_sweep(rows["curves"], plot, title=title, marks=marks, bands=rows["band"]):
             print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
     return rows
 

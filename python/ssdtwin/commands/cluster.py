@@ -77,7 +77,22 @@ def init_cmd(
     network: Optional[str] = typer.Option(None, "--network", help="10GbE, 25GbE, 40GbE, 100GbE or 200GbE (default 100GbE)"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="copies of every volume, one per node at most (default 3)"),
     volume_size: Optional[str] = typer.Option(None, "--volume-size", help="each client's volume at full scale (default 200GiB)"),
-    ceph_version: Optional[int] = typer.Option(None, "--ceph-version", help="Ceph release of the cost table (14)"),
+    ceph_version: Optional[int] = typer.Option(None, "--ceph-version", help="Ceph release of the cost table: 14 (Nautilus) or 18 (Reef)"),
+    osds_per_nvme: Optional[int] = typer.Option(None, "--osds-per-nvme", help="Ceph OSDs per drive, each on its own partition (default 1)"),
+    fio_procs: Optional[int] = typer.Option(None, "--fio-procs", help="fio processes per client, each with its own volume (default 1)"),
+    clients_on_nodes: Optional[bool] = typer.Option(
+        None, "--clients-on-nodes/--separate-clients", help="run client i's fio on storage node i (default: separate client hosts)"
+    ),
+    rbd_client: Optional[str] = typer.Option(
+        None, "--rbd-client", help="librbd (fio's rbd engine) or krbd (the kernel client); default librbd"
+    ),
+    msgr: Optional[int] = typer.Option(None, "--msgr", help="Ceph messenger protocol, 1 or 2 (default 2)"),
+    node_cores: Optional[int] = typer.Option(None, "--node-cores", help="cores (logical CPUs) of each storage node (default 32)"),
+    client_cores: Optional[int] = typer.Option(None, "--client-cores", help="cores (logical CPUs) of each client (default 32)"),
+    osd_threads: Optional[int] = typer.Option(
+        None, "--osd-threads", help="CPU threads per OSD: a node's OSDs pinned together to this many per OSD (numactl); 0 = not pinned"
+    ),
+    pg_num: Optional[int] = typer.Option(None, "--pg-num", help="PGs of the RBD pool, a power of two (default 512)"),
     scale: Optional[str] = typer.Option(None, "--scale", help="1/N: drives and volumes at 1/N (default 1/64)"),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the cluster (default 1)"),
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
@@ -96,11 +111,41 @@ def init_cmd(
         "ceph_version": ceph_version,
         "seed": seed,
     }
-    for flag, key in (("--nodes", "nodes"), ("--drives-per-node", "drives_per_node"), ("--clients", "clients"), ("--replicas", "replicas")):
+    given.update(
+        osds_per_drive=osds_per_nvme,
+        fio_procs_per_client=fio_procs,
+        clients_on_nodes=clients_on_nodes,
+        rbd_client=rbd_client,
+        msgr_version=msgr,
+    )
+    counts = (
+        ("--nodes", "nodes"),
+        ("--drives-per-node", "drives_per_node"),
+        ("--clients", "clients"),
+        ("--replicas", "replicas"),
+        ("--osds-per-nvme", "osds_per_drive"),
+        ("--fio-procs", "fio_procs_per_client"),
+        ("--msgr", "msgr_version"),
+    )
+    for flag, key in counts:
         v = given[key]
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    for flag, key, v in (
+        ("--node-cores", "node_cores", node_cores),
+        ("--client-cores", "client_cores", client_cores),
+        ("--pg-num", "pg_num", pg_num),
+    ):
+        if v is not None:
+            if not 0 <= v <= 0xFFFF_FFFF:
+                fail(f"{flag} {v}: must be 0..4294967295")
+            opts[key] = {"value": v, "source": f"[ASSUMED] the lab's, given to cluster init {flag} {v}"}
+    if osd_threads is not None:
+        if not 0 <= osd_threads <= 4096:
+            fail(f"--osd-threads {osd_threads}: must be 0..4096")
+        opts.pop("osd_cpus", None)
+        opts["osd_threads"] = osd_threads
     if volume_size is not None:
         opts["volume_bytes"] = _size("--volume-size", volume_size)
     if scale is not None:
@@ -199,7 +244,9 @@ def sweep_cmd(
     path: Path = ClusterDir,
     outstanding: str = typer.Option("1..256", "--outstanding", help="outstanding I/O per client: 1..256 (powers of two) or a list 1,8,64"),
     rw: str = typer.Option("randread,randwrite", "--rw", help="fio rw of each curve (4 KiB): randread, randwrite, read, write"),
-    numjobs: int = typer.Option(1, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O"),
+    numjobs: Optional[int] = typer.Option(
+        None, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O (default: the lab's fio processes)"
+    ),
     runtime: str = typer.Option("auto", "--runtime", help="measured simulated time per point (auto: 100ms NVMe-oF, 1s Ceph)"),
     ramp: str = typer.Option("auto", "--ramp", help="simulated warm-up per point (auto: 20ms NVMe-oF, 1s Ceph)"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="write one PNG per rw into this folder"),
@@ -220,6 +267,7 @@ def sweep_cmd(
     if plot is not None and plot.exists() and not plot.is_dir():
         fail(f"--plot {plot}: not a folder")
     c = _open(path)
+    jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
     log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
@@ -233,7 +281,7 @@ def sweep_cmd(
                 if steps is not None:
                     steps.next()
 
-            rows = sweep(c, levels, rws, numjobs, ramp_ms, runtime_ms, log=point_done, progress=None if steps is None else steps.callback)
+            rows = sweep(c, levels, rws, jobs, ramp_ms, runtime_ms, log=point_done, progress=None if steps is None else steps.callback)
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:

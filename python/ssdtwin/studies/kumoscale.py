@@ -95,6 +95,49 @@ def brief_points(
     return rows
 
 
+# The parameters the study does not publish, over their plausible ranges: the band of each
+# stack's curve (docs/models.md §11, "The band"). NVMe-oF: fio jobs per client; Ceph: the
+# storage nodes' cores and the pool's PGs, taken at both ends together (fewer cores and PGs
+# give fewer IOPS, more give more).
+NVMEOF_JOBS = (1, 8)
+CEPH_ENDS = ({"node_cores": 16, "pg_num": 128}, {"node_cores": 64, "pg_num": 2048})
+
+
+def band_labs(clusters: dict[str, Cluster]) -> list[tuple[str, str, Cluster, int]]:
+    """(stack, label, cluster, fio jobs per client) at each end of each stack's band."""
+    out = [("nvmeof-tcp", f"{n} fio job(s) per client", clusters["nvmeof-tcp"], n) for n in NVMEOF_JOBS]
+    for end in CEPH_ENDS:
+        opts = clusters["ceph-rbd"].options()
+        src = "[ASSUMED] an end of the band over the study's unpublished Ceph parameters (docs/models.md §11)"
+        opts.update({k: {"value": v, "source": src} for k, v in end.items()})
+        c = Cluster.from_text(_core.cluster_init(opts))
+        out.append(("ceph-rbd", f"{end['node_cores']} cores per node, {end['pg_num']} PGs", c, 1))
+    return out
+
+
+def band(
+    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None
+) -> list[dict[str, Any]]:
+    """Random reads at each end of each stack's band: the curve over CURVE_LEVELS plus the
+    study's own load, and where the study's figure falls between the ends."""
+    out: list[dict[str, Any]] = []
+    for stack, label, c, jobs in band_labs(clusters):
+        clients = int(c.spec["cluster"]["clients"])
+        load = implied_outstanding(stack, clients)
+        levels = sorted(set(CURVE_LEVELS) | {load})
+        rows = sweep(c, levels, ("randread",), jobs, log=log, progress=progress)
+        at = rows[levels.index(load)]  # jobs x (load // jobs) outstanding per client
+        out.append({"stack": stack, "label": label, "numjobs": jobs, "curve": rows, "at_study_load": at})
+    for stack, b in BRIEF.items():
+        ends = [x for x in out if x["stack"] == stack]
+        lo, hi = sorted(x["at_study_load"]["iops"] for x in ends)
+        where = "inside" if lo <= b.iops <= hi else ("below" if b.iops < lo else "above")
+        log(f"{b.system}: the study's {b.iops:,} IOPS lie {where} the model's band of {lo:,.0f} to {hi:,.0f} at its load")
+        for x in ends:
+            x["study_iops"], x["study_position"], x["band_iops"] = b.iops, where, [lo, hi]
+    return out
+
+
 def kumoscale(
     scale: int = 64,
     seed: int = 1,
@@ -104,7 +147,8 @@ def kumoscale(
 ) -> dict[str, Any]:
     """The brief's comparison: both stacks at the brief's load, then (with ``curves``) IOPS
     against mean and 99 % latency from 1 to 256 outstanding I/O per client, both
-    directions, each point on a cluster built afresh."""
+    directions, each point on a cluster built afresh, and the band of each stack's read
+    curve over the study's unpublished parameters."""
     clusters = lab(scale, seed)
     t0 = time.perf_counter()
     out: dict[str, Any] = {"scale": scale, "seed": seed, "brief": brief_points(clusters, log, progress)}
@@ -113,5 +157,6 @@ def kumoscale(
         for c in clusters.values():
             rows += sweep(c, CURVE_LEVELS, ("randread", "randwrite"), 1, log=log, progress=progress)
         out["curves"] = rows
+        out["band"] = band(clusters, log, progress)
     out["wall_s"] = time.perf_counter() - t0
     return out

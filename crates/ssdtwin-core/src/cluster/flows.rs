@@ -9,6 +9,7 @@
 //! forwarded to the other OSDs of the PG, and acknowledged once all have committed
 //! (data write, then the RocksDB WAL commit of the kv_sync thread, then the finisher).
 
+use super::ceph::RbdClient;
 use super::sim::{ClusterSim, Ev, Flow, Task, NONE};
 use super::spec::{ReadPolicy, StorageProtocol};
 use super::ClusterError;
@@ -157,7 +158,7 @@ impl ClusterSim<'_> {
         let cpu = self.jobs[self.tasks[id as usize].clone as usize].cpu;
         let c = &self.spec.client;
         let t = &self.tasks[id as usize];
-        let (node, target) = (t.node, self.target.get(t.node.wrapping_sub(self.spec.cluster.clients) as usize).copied());
+        let (node, target) = (t.node, self.target.get(self.host_node(t.node) as usize).copied());
         match step {
             0 => self.work(id, client, cpu, c.fio_submit_ns.value + self.spec.nvmeof.md_ns.value + tr.host_tx),
             1 => {
@@ -219,7 +220,7 @@ impl ClusterSim<'_> {
         let cpu = self.jobs[self.tasks[id as usize].clone as usize].cpu;
         let t = &self.tasks[id as usize];
         let (node, r, drive, byte, len) = (t.node, t.replica, t.drive, t.byte, t.len);
-        let target = self.target[(node - self.spec.cluster.clients) as usize];
+        let target = self.target[self.host_node(node) as usize];
         match step {
             0 => {
                 self.md_pending_add(volume, r, 1);
@@ -240,19 +241,21 @@ impl ClusterSim<'_> {
 
     // ------------------------------------------------------------------ Ceph
 
-    /// Point task `id` at acting-set position `k` of the PG holding its offset.
+    /// Point task `id` at acting-set position `k` of the PG holding its offset (the object
+    /// grain it falls in: each object holds 1/scale of its bytes as simulated).
     fn at_osd(&mut self, id: u32, k: u32) {
         let (_, volume) = self.client_of(id);
-        let obj_bytes = self.spec.ceph.object_bytes.value;
+        let grain = self.layout.grain_bytes;
         let r = self.spec.cluster.replicas;
         let t = &self.tasks[id as usize];
-        let obj = volume as u64 * self.layout.objects_per_volume + t.offset / obj_bytes;
+        let obj = volume as u64 * self.layout.objects_per_volume + t.offset / grain;
         let pg = self.layout.object_pg[obj as usize];
         let osd = self.layout.pgs[pg as usize][k as usize];
-        let byte = self.layout.object_base[(obj * r as u64 + k as u64) as usize] + t.offset % obj_bytes;
-        let node = self.node_host(self.drives[osd as usize].node);
+        let byte = self.layout.object_base[(obj * r as u64 + k as u64) as usize] + t.offset % grain;
+        let o = &self.osds[osd as usize];
+        let (drive, node) = (o.drive, o.host);
         let t = &mut self.tasks[id as usize];
-        (t.pg, t.osd, t.drive, t.byte, t.node, t.replica) = (pg, osd, osd, byte, node, k);
+        (t.pg, t.osd, t.drive, t.byte, t.node, t.replica) = (pg, osd, drive, byte, node, k);
     }
 
     /// The op-shard pool of the task's OSD and PG, and the PG instance's lock.
@@ -264,28 +267,67 @@ impl ClusterSim<'_> {
         (shard, lock)
     }
 
-    fn ceph_read(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
+    /// The OSD's CPU set and messenger pool (NONE before the task has an OSD).
+    fn osd_cpu_msgr(&self, osd: u32) -> (u32, u32) {
+        self.osds.get(osd as usize).map_or((NONE, NONE), |o| (o.cpu, o.msgr))
+    }
+
+    /// The client's side of an op leaving: librbd's op thread, then its messenger (or the
+    /// kernel client on the job's core). `step` 0 is librbd, 1 the send.
+    fn client_send(&mut self, id: u32, step: u8, write: bool) -> Next {
         let (client, _) = self.client_of(id);
         let j = &self.jobs[self.tasks[id as usize].clone as usize];
         let (cpu, librbd, cmsgr) = (j.cpu, j.librbd, j.msgr);
         let c = &self.spec.ceph;
+        let krbd = c.rbd_client == RbdClient::Krbd;
+        let (lib, msgr) = if write {
+            (c.client_librbd_write_ns.value, c.client_msgr_write_ns.value)
+        } else {
+            (c.client_librbd_read_ns.value, c.client_msgr_read_ns.value)
+        };
+        match (step, krbd) {
+            (0, true) => return Go,
+            (0, false) => self.work(id, client, librbd, lib),
+            (_, true) => self.work(id, client, cpu, c.krbd_tx_ns.value),
+            (_, false) => self.work(id, client, cmsgr, msgr),
+        }
+        Wait
+    }
+
+    /// The client's side of the reply arriving: its messenger (or the kernel client).
+    fn client_receive(&mut self, id: u32, write: bool) {
+        let (client, _) = self.client_of(id);
+        let j = &self.jobs[self.tasks[id as usize].clone as usize];
+        let (cpu, cmsgr) = (j.cpu, j.msgr);
+        let c = &self.spec.ceph;
+        if c.rbd_client == RbdClient::Krbd {
+            self.work(id, client, cpu, c.krbd_rx_ns.value);
+        } else {
+            self.work(id, client, cmsgr, if write { c.client_msgr_write_ns.value } else { c.client_msgr_read_ns.value });
+        }
+    }
+
+    fn ceph_read(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
+        let (client, _) = self.client_of(id);
+        let cpu = self.jobs[self.tasks[id as usize].clone as usize].cpu;
+        let c = &self.spec.ceph;
         let hdr = c.message_header_bytes.value as u64;
         let t = &self.tasks[id as usize];
         let (node, osd, len) = (t.node, t.osd, t.len);
-        let osd_msgr = self.osds.get(osd as usize).map_or(NONE, |o| o.msgr);
+        let (ocpu, osd_msgr) = self.osd_cpu_msgr(osd);
         match step {
             0 => self.work(id, client, cpu, self.spec.client.fio_submit_ns.value),
-            1 => self.work(id, client, librbd, c.client_librbd_read_ns.value),
+            1 => return Ok(self.client_send(id, 0, false)),
             2 => {
                 self.at_osd(id, 0);
-                self.work(id, client, cmsgr, c.client_msgr_read_ns.value);
+                return Ok(self.client_send(id, 1, false));
             }
             3 => self.send(id, client, node, hdr, false),
-            4 => self.work(id, node, osd_msgr, c.osd_msgr_ns.value),
+            4 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             5 => return Ok(self.hold_shard(id)),
             6 => return Ok(self.hold_lock(id)),
-            7 => self.work(id, node, NONE, c.osd_op_ns.value),
-            8 => self.work(id, node, NONE, c.osd_bluestore_read_ns.value),
+            7 => self.work(id, ocpu, NONE, c.osd_op_ns.value),
+            8 => self.work(id, ocpu, NONE, c.osd_bluestore_read_ns.value),
             9 => {
                 // The classic OSD reads synchronously in its op thread, PG lock held.
                 let t = &self.tasks[id as usize];
@@ -298,9 +340,9 @@ impl ClusterSim<'_> {
                 self.release(shard);
                 return Ok(Go);
             }
-            11 => self.work(id, node, osd_msgr, c.osd_msgr_ns.value),
+            11 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             12 => self.send(id, node, client, hdr + len, false),
-            13 => self.work(id, client, cmsgr, c.client_msgr_read_ns.value),
+            13 => self.client_receive(id, false),
             14 => self.work(id, client, cpu, self.spec.client.fio_complete_ns.value),
             _ => self.finish_io(id)?,
         }
@@ -327,26 +369,25 @@ impl ClusterSim<'_> {
 
     fn ceph_write(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
         let (client, _) = self.client_of(id);
-        let j = &self.jobs[self.tasks[id as usize].clone as usize];
-        let (cpu, librbd, cmsgr) = (j.cpu, j.librbd, j.msgr);
+        let cpu = self.jobs[self.tasks[id as usize].clone as usize].cpu;
         let c = &self.spec.ceph;
         let hdr = c.message_header_bytes.value as u64;
         let t = &self.tasks[id as usize];
         let (node, osd, len) = (t.node, t.osd, t.len);
-        let osd_msgr = self.osds.get(osd as usize).map_or(NONE, |o| o.msgr);
+        let (ocpu, osd_msgr) = self.osd_cpu_msgr(osd);
         match step {
             0 => self.work(id, client, cpu, self.spec.client.fio_submit_ns.value),
-            1 => self.work(id, client, librbd, c.client_librbd_write_ns.value),
+            1 => return Ok(self.client_send(id, 0, true)),
             2 => {
                 self.at_osd(id, 0);
-                self.work(id, client, cmsgr, c.client_msgr_write_ns.value);
+                return Ok(self.client_send(id, 1, true));
             }
             3 => self.send(id, client, node, hdr + len, false),
-            4 => self.work(id, node, osd_msgr, c.osd_msgr_ns.value),
+            4 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             5 => return Ok(self.hold_shard(id)),
             6 => return Ok(self.hold_lock(id)),
-            7 => self.work(id, node, NONE, c.osd_op_ns.value),
-            8 => self.work(id, node, NONE, c.osd_bluestore_write_ns.value),
+            7 => self.work(id, ocpu, NONE, c.osd_op_ns.value),
+            8 => self.work(id, ocpu, NONE, c.osd_bluestore_write_ns.value),
             9 => {
                 // The transaction is queued and the replica ops sent: the op thread and the
                 // PG lock are free again; the reply waits for every copy to commit.
@@ -366,9 +407,9 @@ impl ClusterSim<'_> {
                     self.advance(child)?;
                 }
             }
-            10 => self.work(id, node, osd_msgr, c.osd_msgr_ns.value),
+            10 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             11 => self.send(id, node, client, hdr, false),
-            12 => self.work(id, client, cmsgr, c.client_msgr_write_ns.value),
+            12 => self.client_receive(id, true),
             13 => self.work(id, client, cpu, self.spec.client.fio_complete_ns.value),
             _ => self.finish_io(id)?,
         }
@@ -378,13 +419,14 @@ impl ClusterSim<'_> {
     /// The primary's own copy: data write, kv commit, finisher.
     fn ceph_local(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
         let t = &self.tasks[id as usize];
-        let (node, osd, drive, byte, len) = (t.node, t.osd, t.drive, t.byte, t.len);
+        let (osd, drive, byte, len) = (t.osd, t.drive, t.byte, t.len);
         match step {
             0 => self.drive_io(id, drive, true, byte, len)?,
             1 => self.kv_enqueue(osd, id)?,
             2 => {
-                let fin = self.osds[osd as usize].finisher;
-                self.work(id, node, fin, self.spec.ceph.osd_finisher_ns.value);
+                let o = &self.osds[osd as usize];
+                let (cpu, fin) = (o.cpu, o.finisher);
+                self.work(id, cpu, fin, self.spec.ceph.osd_finisher_ns.value);
             }
             _ => self.join(id),
         }
@@ -400,15 +442,16 @@ impl ClusterSim<'_> {
         let hdr = c.message_header_bytes.value as u64;
         let t = &self.tasks[id as usize];
         let (node, osd, drive, byte, len) = (t.node, t.osd, t.drive, t.byte, t.len);
-        let (pmsgr, msgr, fin) = (self.osds[posd as usize].msgr, self.osds[osd as usize].msgr, self.osds[osd as usize].finisher);
+        let (p, o) = (&self.osds[posd as usize], &self.osds[osd as usize]);
+        let (pcpu, pmsgr, cpu, msgr, fin) = (p.cpu, p.msgr, o.cpu, o.msgr, o.finisher);
         match step {
-            0 => self.work(id, pnode, pmsgr, c.osd_msgr_ns.value),
+            0 => self.work(id, pcpu, pmsgr, c.osd_msgr_ns.value),
             1 => self.send(id, pnode, node, hdr + len, false),
-            2 => self.work(id, node, msgr, c.osd_msgr_ns.value),
+            2 => self.work(id, cpu, msgr, c.osd_msgr_ns.value),
             3 => return Ok(self.hold_shard(id)),
             4 => return Ok(self.hold_lock(id)),
-            5 => self.work(id, node, NONE, c.osd_op_ns.value),
-            6 => self.work(id, node, NONE, c.osd_bluestore_write_ns.value),
+            5 => self.work(id, cpu, NONE, c.osd_op_ns.value),
+            6 => self.work(id, cpu, NONE, c.osd_bluestore_write_ns.value),
             7 => {
                 let (shard, lock) = self.shard_and_lock(id);
                 self.release(lock);
@@ -416,10 +459,10 @@ impl ClusterSim<'_> {
                 self.drive_io(id, drive, true, byte, len)?;
             }
             8 => self.kv_enqueue(osd, id)?,
-            9 => self.work(id, node, fin, c.osd_finisher_ns.value),
-            10 => self.work(id, node, msgr, c.osd_msgr_ns.value),
+            9 => self.work(id, cpu, fin, c.osd_finisher_ns.value),
+            10 => self.work(id, cpu, msgr, c.osd_msgr_ns.value),
             11 => self.send(id, node, pnode, hdr, false),
-            12 => self.work(id, pnode, pmsgr, c.osd_msgr_ns.value),
+            12 => self.work(id, pcpu, pmsgr, c.osd_msgr_ns.value),
             _ => self.join(id),
         }
         Ok(Wait)
@@ -434,8 +477,8 @@ impl ClusterSim<'_> {
             return Ok(());
         }
         o.kv_busy = true;
-        let node = self.node_host(self.drives[osd as usize].node);
-        let batch = self.new_task(Task { flow: Flow::KvBatch, osd, node, drive: osd, parent: NONE, ..Task::default() });
+        let (node, drive) = (o.host, o.drive);
+        let batch = self.new_task(Task { flow: Flow::KvBatch, osd, node, drive, parent: NONE, ..Task::default() });
         self.advance(batch)
     }
 
@@ -443,7 +486,7 @@ impl ClusterSim<'_> {
     /// one write batch (one WAL write, padded to 4 KiB), wake them, repeat while any wait.
     fn kv_batch(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
         let t = &self.tasks[id as usize];
-        let (node, osd) = (t.node, t.osd);
+        let (osd, drive) = (t.osd, t.drive);
         let (now, w) = (self.now, self.window);
         let c = &self.spec.ceph;
         match step {
@@ -452,7 +495,8 @@ impl ClusterSim<'_> {
                 o.kv_batch = std::mem::take(&mut o.kv_queue);
                 o.kv_level.add(now, 1, w);
                 let n = o.kv_batch.len() as u64;
-                self.work(id, node, NONE, n * c.osd_kv_commit_ns.value);
+                let cpu = o.cpu;
+                self.work(id, cpu, NONE, n * c.osd_kv_commit_ns.value);
             }
             1 => {
                 let (base, ring) = self.layout.wal[osd as usize];
@@ -468,7 +512,7 @@ impl ClusterSim<'_> {
                     o.kv_batches += 1;
                     o.kv_txns += o.kv_batch.len() as u64;
                 }
-                self.drive_io(id, osd, true, at, bytes)?;
+                self.drive_io(id, drive, true, at, bytes)?;
             }
             _ => {
                 let o = &mut self.osds[osd as usize];

@@ -24,16 +24,20 @@ pub(super) struct Layout {
     pub volume_bytes: u64,
     /// NVMe-oF: per volume, its replicas as (drive, byte offset of the volume on it).
     pub replicas: Vec<Vec<(u32, u64)>>,
+    /// Ceph: bytes of a volume each object holds as simulated (the object at 1/scale).
+    pub grain_bytes: u64,
     /// Ceph: objects per volume.
     pub objects_per_volume: u64,
-    /// Ceph: per PG, its acting set of OSDs (= drives), primary first.
+    /// Ceph: per PG, its acting set of OSDs, primary first.
     pub pgs: Vec<Vec<u32>>,
     /// Ceph: per object (volume-major), its PG.
     pub object_pg: Vec<u32>,
-    /// Ceph: per object and acting-set position, the object's offset on that OSD.
+    /// Ceph: per object and acting-set position, the object's byte offset on that OSD's drive.
     pub object_base: Vec<u64>,
-    /// Ceph: per OSD, the start of its RocksDB WAL ring and the ring's size.
+    /// Ceph: per OSD, the start of its RocksDB WAL ring on its drive and the ring's size.
     pub wal: Vec<(u64, u64)>,
+    /// Ceph: OSDs on each drive (OSD o is on drive o / osds_per_drive).
+    pub osds_per_drive: u32,
     /// Bytes written on each drive before the run (the volumes' data).
     pub used_bytes: Vec<u64>,
 }
@@ -48,7 +52,8 @@ pub struct LayoutInfo {
     pub volumes: u32,
     pub used_bytes: Vec<u64>,
     pub pgs: u32,
-    /// Primary PGs per OSD (Ceph), or volume replicas per drive (NVMe-oF).
+    pub osds_per_drive: u32,
+    /// Primary PGs on each drive's OSDs (Ceph), or volume replicas per drive (NVMe-oF).
     pub placements: Vec<u32>,
 }
 
@@ -60,11 +65,13 @@ impl Layout {
         let mut layout = Layout {
             volume_bytes: vol,
             replicas: Vec::new(),
+            grain_bytes: spec.object_grain_bytes(),
             objects_per_volume: 0,
             pgs: Vec::new(),
             object_pg: Vec::new(),
             object_base: Vec::new(),
             wal: Vec::new(),
+            osds_per_drive: t.osds_per_drive.max(1),
             used_bytes: vec![0; drives],
         };
         match t.stack {
@@ -89,7 +96,7 @@ impl Layout {
     fn place_volumes(&mut self, spec: &ClusterSpec) {
         let t = &spec.cluster;
         let mut count = vec![0u32; self.used_bytes.len()];
-        for v in 0..t.clients {
+        for v in 0..spec.volumes() {
             let mut reps = Vec::new();
             for r in 0..t.replicas {
                 let node = (v + r) % t.nodes;
@@ -105,11 +112,13 @@ impl Layout {
 
     /// RBD objects hashed to PGs, each PG on `replicas` OSDs of distinct nodes chosen
     /// pseudo-randomly (what CRUSH's straw2 buckets give with a host failure domain, without
-    /// its exact mapping), primary first; each OSD stores its objects in first-touch order,
-    /// then its WAL ring.
+    /// its exact mapping), primary first. Each OSD stores its objects in first-touch order,
+    /// then its WAL ring, on its own partition of its drive (the OSDs of a drive one after
+    /// another).
     fn place_objects(&mut self, spec: &ClusterSpec) {
         let t = &spec.cluster;
         let c = &spec.ceph;
+        let per_node = t.drives_per_node * self.osds_per_drive;
         let mut rng = Rng::new(splitmix(t.seed ^ 0xC0FF_EE00));
         for _ in 0..c.pg_num.value {
             let mut nodes: Vec<u32> = (0..t.nodes).collect();
@@ -117,25 +126,34 @@ impl Layout {
                 let j = i + rng.below((nodes.len() - i) as u64) as usize;
                 nodes.swap(i, j);
             }
-            let acting =
-                nodes[..t.replicas as usize].iter().map(|&n| n * t.drives_per_node + rng.below(t.drives_per_node as u64) as u32).collect();
+            let acting = nodes[..t.replicas as usize].iter().map(|&n| n * per_node + rng.below(per_node as u64) as u32).collect();
             self.pgs.push(acting);
         }
-        self.objects_per_volume = self.volume_bytes / c.object_bytes.value;
-        for v in 0..t.clients as u64 {
+        self.objects_per_volume = self.volume_bytes / self.grain_bytes;
+        let mut osd_used = vec![0u64; spec.osds() as usize];
+        for v in 0..spec.volumes() as u64 {
             for o in 0..self.objects_per_volume {
                 let pg = (splitmix(t.seed ^ (v << 40) ^ o) % c.pg_num.value as u64) as u32;
                 self.object_pg.push(pg);
                 for &osd in &self.pgs[pg as usize] {
-                    self.object_base.push(self.used_bytes[osd as usize]);
-                    self.used_bytes[osd as usize] += c.object_bytes.value;
+                    self.object_base.push(osd_used[osd as usize]);
+                    osd_used[osd as usize] += self.grain_bytes;
                 }
             }
         }
         let ring = (c.wal_ring_bytes.value / t.scale as u64).max(1 << 20) / 4096 * 4096;
-        for used in self.used_bytes.iter_mut() {
-            self.wal.push((*used, ring));
-            *used += ring;
+        let mut partition = Vec::with_capacity(osd_used.len());
+        for (osd, used) in osd_used.iter().enumerate() {
+            let drive = &mut self.used_bytes[osd / self.osds_per_drive as usize];
+            partition.push(*drive);
+            self.wal.push((*drive + used, ring));
+            *drive += used + ring;
+        }
+        let r = t.replicas as usize;
+        for (i, base) in self.object_base.iter_mut().enumerate() {
+            let obj = i / r;
+            let osd = self.pgs[self.object_pg[obj] as usize][i % r];
+            *base += partition[osd as usize];
         }
     }
 
@@ -143,7 +161,7 @@ impl Layout {
         let drives = self.used_bytes.len();
         let mut placements = vec![0u32; drives];
         match spec.cluster.stack {
-            StorageProtocol::CephRbd => self.pgs.iter().for_each(|a| placements[a[0] as usize] += 1),
+            StorageProtocol::CephRbd => self.pgs.iter().for_each(|a| placements[(a[0] / self.osds_per_drive) as usize] += 1),
             _ => self.replicas.iter().flatten().for_each(|&(d, _)| placements[d as usize] += 1),
         }
         LayoutInfo {
@@ -151,9 +169,10 @@ impl Layout {
             drives: drives as u32,
             drive_bytes,
             volume_bytes: self.volume_bytes,
-            volumes: spec.cluster.clients,
+            volumes: spec.volumes(),
             used_bytes: self.used_bytes.clone(),
             pgs: self.pgs.len() as u32,
+            osds_per_drive: self.osds_per_drive,
             placements,
         }
     }

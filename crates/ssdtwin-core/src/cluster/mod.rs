@@ -10,6 +10,7 @@
 //! module never names the FTL. docs/models.md ("Replicated block storage") has the model,
 //! its parameters and their sources.
 
+mod ceph;
 mod flows;
 mod layout;
 mod out;
@@ -18,6 +19,7 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use ceph::{Ceph, RbdClient, CEPH_VERSIONS};
 pub use layout::LayoutInfo;
 pub use out::{ClusterRun, DirTotals, DriveLoad, ResourceUse};
 pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol};
@@ -62,19 +64,50 @@ pub fn layout_info(spec: &ClusterSpec) -> Result<LayoutInfo, ClusterError> {
     Ok(Layout::new(spec, bytes)?.info(spec, bytes))
 }
 
-/// Client and volume of each clone: the n-th job section (fio's `job_index`, in order of
-/// appearance) runs on client n against its volume. There must be one section per client.
+/// The client a job section names with `filename=clientN` (fio's target: that client's
+/// volumes), if it names one.
+fn named_client(job: &JobSpec) -> Option<Result<u32, String>> {
+    let n = job.filename.as_deref()?.strip_prefix("client")?;
+    Some(n.parse::<u32>().map_err(|_| format!("filename=client{n}")))
+}
+
+/// Client of each clone: a job section runs on the client its `filename=clientN` names, or
+/// else the n-th section (fio's `job_index`, in order of appearance) on client n. There must
+/// be one section per client.
 fn clients_of(spec: &ClusterSpec, jobs: &[JobSpec]) -> Result<Vec<u32>, ClusterError> {
+    let clients = spec.cluster.clients;
     let sections: BTreeSet<u32> = jobs.iter().map(|j| j.job_index).collect();
-    let clients = spec.cluster.clients as usize;
-    if sections.len() != clients {
+    if sections.len() != clients as usize {
         return Err(ClusterError::Unsupported(format!(
-            "{} job section(s) for {clients} client volume(s): write one job section per client volume (numjobs for more jobs on a client)",
+            "{} job section(s) for {clients} client(s): write one job section per client (numjobs for its fio processes)",
             sections.len()
         )));
     }
     let order: Vec<u32> = sections.into_iter().collect();
-    Ok(jobs.iter().map(|j| order.iter().position(|&s| s == j.job_index).expect("collected") as u32).collect())
+    let mut out = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        let client = match named_client(j) {
+            Some(Ok(c)) if c < clients => c,
+            Some(Ok(c)) => {
+                return Err(ClusterError::Unsupported(format!(
+                    "job '{}': filename=client{c}: the lab has {clients} client(s), client0 to client{}",
+                    j.name,
+                    clients - 1
+                )))
+            }
+            Some(Err(what)) => {
+                return Err(ClusterError::Unsupported(format!("job '{}': {what}: not a client (client0 to client{})", j.name, clients - 1)))
+            }
+            None => order.iter().position(|&s| s == j.job_index).expect("collected") as u32,
+        };
+        out.push(client);
+    }
+    let named: BTreeSet<u32> = out.iter().copied().collect();
+    if named.len() != clients as usize {
+        let missing: Vec<String> = (0..clients).filter(|c| !named.contains(c)).map(|c| format!("client{c}")).collect();
+        return Err(ClusterError::Unsupported(format!("no job section runs on {} (one section per client)", missing.join(", "))));
+    }
+    Ok(out)
 }
 
 /// Run `jobs` (fio's engine contract, docs/fio.md §3, one section per client volume, each
@@ -101,8 +134,13 @@ pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(&P
     };
     let mut drives = build_drives(spec, &layout)?;
     let mut sim = ClusterSim::new(spec, &layout, &mut drives, window);
+    // The k-th clone on a client is its k-th fio process and uses that process's volume.
+    let procs = spec.cluster.fio_procs_per_client;
+    let mut seen = vec![0u32; spec.cluster.clients as usize];
     for (acc, client) in accs.into_iter().zip(clients) {
-        sim.add_job(acc, client, client);
+        let k = seen[client as usize];
+        seen[client as usize] += 1;
+        sim.add_job(acc, client, client * procs + k % procs);
     }
     for c in 0..sim.jobs.len() as u32 {
         sim.push(0, Ev::Start(c));
@@ -131,16 +169,19 @@ impl ClusterSim<'_> {
         let secs = (w.end.saturating_sub(w.start)).max(1) as f64;
         let per = |area: u128| area as f64 / secs;
         let mut res = Vec::new();
-        for h in &mut self.hosts {
-            h.busy.settle(end, w);
-            let cores = h.cores as f64;
+        for c in &mut self.cpus {
+            c.busy.settle(end, w);
+            let cores = c.cores as f64;
+            let name = if c.name.ends_with("osd-cpus") { c.name.clone() } else { format!("{}.cores", c.name) };
             res.push(ResourceUse {
-                name: format!("{}.cores", h.name),
+                name,
                 kind: "cores".into(),
-                servers: h.cores,
-                utilisation: per(h.busy.area) / cores,
-                mean_in_use: per(h.busy.area),
+                servers: c.cores,
+                utilisation: per(c.busy.area) / cores,
+                mean_in_use: per(c.busy.area),
             });
+        }
+        for h in &self.hosts {
             for (kind, busy) in [("nic-tx", h.tx_busy_ns), ("nic-rx", h.rx_busy_ns)] {
                 let u = busy as f64 / secs;
                 res.push(ResourceUse { name: format!("{}.{kind}", h.name), kind: kind.into(), servers: 1, utilisation: u, mean_in_use: u });

@@ -6,6 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::ceph::RbdClient;
 use super::layout::{Drive, Layout};
 use super::out::{JobAcc, Level, Window};
 use super::spec::{ClusterSpec, StorageProtocol};
@@ -71,14 +72,19 @@ pub(super) struct Task {
     pub ser_ns: u64,
 }
 
-/// A host: its cores (one FIFO multi-server), its NIC's transmit side, and the switch port
-/// that transmits to it.
-pub(super) struct Host {
+/// A set of cores (one FIFO multi-server): a host's, or the CPUs its OSDs are pinned to.
+pub(super) struct Cpu {
     pub name: String,
     pub cores: u32,
     pub free: u32,
     pub queue: VecDeque<(u32, u32, u64)>,
     pub busy: Level,
+}
+
+/// A host: its NIC's transmit side and the switch port that transmits to it (its cores are
+/// the CPU set of the same index).
+pub(super) struct Host {
+    pub name: String,
     pub tx_free: u64,
     pub rx_free: u64,
     pub tx_busy_ns: u64,
@@ -104,8 +110,12 @@ pub(super) struct Pool {
     pub level: Level,
 }
 
-/// Per OSD: its pools and its kv_sync batching.
+/// Per OSD: where it runs, its pools and its kv_sync batching.
 pub(super) struct Osd {
+    /// Its drive, its node's host and the CPU set its threads run on.
+    pub drive: u32,
+    pub host: u32,
+    pub cpu: u32,
     pub msgr: u32,
     pub finisher: u32,
     /// First of its `op_shards` shard pools.
@@ -125,7 +135,7 @@ pub(super) struct DriveUse {
     pub writes: u64,
 }
 
-/// A clone of a job: its generator and accounting, its client and volume, its pools.
+/// A clone of a job: its generator and accounting, its client's host and volume, its pools.
 pub(super) struct Job {
     pub acc: JobAcc,
     pub client: u32,
@@ -147,7 +157,11 @@ pub(super) struct ClusterSim<'a> {
     pub events: u64,
     pub tasks: Vec<Task>,
     free_tasks: Vec<u32>,
+    pub cpus: Vec<Cpu>,
     pub hosts: Vec<Host>,
+    /// Host index of storage node 0 (the clients' hosts come first unless they are the
+    /// nodes themselves).
+    first_node: u32,
     pub pools: Vec<Pool>,
     pub osds: Vec<Osd>,
     pub drive_use: Vec<DriveUse>,
@@ -169,25 +183,16 @@ pub(super) struct ClusterSim<'a> {
 impl<'a> ClusterSim<'a> {
     pub fn new(spec: &'a ClusterSpec, layout: &'a Layout, drives: &'a mut [Drive], window: Window) -> ClusterSim<'a> {
         let t = &spec.cluster;
-        let mut hosts = Vec::new();
-        let host = |name: String, cores: u32| Host {
-            name,
-            cores,
-            free: cores,
-            queue: VecDeque::new(),
-            busy: Level::default(),
-            tx_free: 0,
-            rx_free: 0,
-            tx_busy_ns: 0,
-            rx_busy_ns: 0,
-            messages: 0,
-        };
-        for c in 0..t.clients {
-            hosts.push(host(format!("client{c}"), spec.hosts.client_cores.value));
+        let client_hosts = if t.clients_on_nodes { 0 } else { t.clients };
+        let names = (0..client_hosts)
+            .map(|c| (format!("client{c}"), spec.hosts.client_cores.value))
+            .chain((0..t.nodes).map(|n| (format!("node{n}"), spec.hosts.node_cores.value)));
+        let (mut hosts, mut cpus) = (Vec::new(), Vec::new());
+        for (name, cores) in names {
+            cpus.push(Cpu { name: name.clone(), cores, free: cores, queue: VecDeque::new(), busy: Level::default() });
+            hosts.push(Host { name, tx_free: 0, rx_free: 0, tx_busy_ns: 0, rx_busy_ns: 0, messages: 0 });
         }
-        for n in 0..t.nodes {
-            hosts.push(host(format!("node{n}"), spec.hosts.node_cores.value));
-        }
+        let first_node = client_hosts;
         let drives_n = drives.len();
         let net = &spec.network;
         let mut sim = ClusterSim {
@@ -200,13 +205,15 @@ impl<'a> ClusterSim<'a> {
             events: 0,
             tasks: Vec::new(),
             free_tasks: Vec::new(),
+            cpus,
             hosts,
+            first_node,
             pools: Vec::new(),
             osds: Vec::new(),
             drive_use: (0..drives_n).map(|_| DriveUse { level: Level::default(), reads: 0, writes: 0 }).collect(),
             jobs: Vec::new(),
             target: Vec::new(),
-            md_pending: vec![0; (t.clients * t.replicas) as usize],
+            md_pending: vec![0; (spec.volumes() * t.replicas) as usize],
             pg_locks: 0,
             window,
             totals: Default::default(),
@@ -234,7 +241,20 @@ impl<'a> ClusterSim<'a> {
             return;
         }
         let c = &spec.ceph;
-        for osd in 0..self.drives.len() as u32 {
+        let pinned = spec.hosts.osd_cpus.value;
+        let node_cpus: Vec<u32> = (0..t.nodes)
+            .map(|n| {
+                if pinned == 0 {
+                    return self.node_host(n);
+                }
+                let busy = Level::default();
+                self.cpus.push(Cpu { name: format!("node{n}.osd-cpus"), cores: pinned, free: pinned, queue: VecDeque::new(), busy });
+                (self.cpus.len() - 1) as u32
+            })
+            .collect();
+        for osd in 0..spec.osds() {
+            let drive = osd / t.osds_per_drive.max(1);
+            let node = self.drives[drive as usize].node;
             let msgr = self.pool(format!("osd{osd}.msgr"), c.osd_msgr_threads.value);
             let finisher = self.pool(format!("osd{osd}.finisher"), c.osd_finisher_threads.value);
             let shards = self.pools.len() as u32;
@@ -243,6 +263,9 @@ impl<'a> ClusterSim<'a> {
             }
             let (wal, _) = self.layout.wal[osd as usize];
             self.osds.push(Osd {
+                drive,
+                host: self.node_host(node),
+                cpu: node_cpus[node as usize],
                 msgr,
                 finisher,
                 shards,
@@ -263,11 +286,12 @@ impl<'a> ClusterSim<'a> {
         }
     }
 
-    /// The pools of a clone running on `client` against `volume`.
+    /// The pools of a clone running on client `client` against `volume`.
     pub fn add_job(&mut self, acc: JobAcc, client: u32, volume: u32) {
         let i = self.jobs.len();
+        let host = if self.spec.cluster.clients_on_nodes { self.node_host(client) } else { client };
         let cpu = self.pool(format!("client{client}.job{i}.cpu"), 1);
-        let (librbd, msgr) = if self.spec.cluster.stack == StorageProtocol::CephRbd {
+        let (librbd, msgr) = if self.spec.cluster.stack == StorageProtocol::CephRbd && self.spec.ceph.rbd_client == RbdClient::Librbd {
             let c = &self.spec.ceph;
             (
                 self.pool(format!("client{client}.job{i}.librbd"), c.client_librbd_threads.value),
@@ -276,11 +300,16 @@ impl<'a> ClusterSim<'a> {
         } else {
             (NONE, NONE)
         };
-        self.jobs.push(Job { acc, client, volume, cpu, librbd, msgr });
+        self.jobs.push(Job { acc, client: host, volume, cpu, librbd, msgr });
     }
 
     pub fn node_host(&self, node: u32) -> u32 {
-        self.spec.cluster.clients + node
+        self.first_node + node
+    }
+
+    /// Storage node index of a node's host (wraps for a client's host: no node).
+    pub fn host_node(&self, host: u32) -> u32 {
+        host.wrapping_sub(self.first_node)
     }
 
     // ------------------------------------------------------------------ events
@@ -367,8 +396,9 @@ impl<'a> ClusterSim<'a> {
 
     // ------------------------------------------------------------------ CPU
 
-    /// A CPU burst of `cost` ns for `task` on `host`, in thread pool `pool` (NONE: any core).
-    /// The task resumes when it ends.
+    /// A CPU burst of `cost` ns for `task` on CPU set `host` (a host's cores, or the CPUs
+    /// its OSDs are pinned to), in thread pool `pool` (NONE: any core). The task resumes when
+    /// it ends.
     pub fn work(&mut self, task: u32, host: u32, pool: u32, cost: u64) {
         if pool != NONE {
             let (now, w) = (self.now, self.window);
@@ -385,7 +415,7 @@ impl<'a> ClusterSim<'a> {
 
     fn core(&mut self, task: u32, host: u32, pool: u32, cost: u64) {
         let (now, w) = (self.now, self.window);
-        let h = &mut self.hosts[host as usize];
+        let h = &mut self.cpus[host as usize];
         if h.free == 0 {
             h.queue.push_back((task, pool, cost));
             return;
@@ -397,7 +427,7 @@ impl<'a> ClusterSim<'a> {
 
     fn core_done(&mut self, host: u32) {
         let (now, w) = (self.now, self.window);
-        let h = &mut self.hosts[host as usize];
+        let h = &mut self.cpus[host as usize];
         match h.queue.pop_front() {
             Some((task, pool, cost)) => self.push(now + cost, Ev::CoreDone { host, task, pool }),
             None => {
@@ -455,6 +485,12 @@ impl<'a> ClusterSim<'a> {
     /// Send a message of `bytes` from host `from` to host `to` through the switch; the task
     /// resumes when its last bit has arrived.
     pub fn send(&mut self, task: u32, from: u32, to: u32, bytes: u64, rdma: bool) {
+        if from == to {
+            // Loopback (a client on the OSD's own node): no NIC; the messengers' CPU is paid.
+            let now = self.now;
+            self.push(now, Ev::Step(task));
+            return;
+        }
         let wire = self.wire_bytes(bytes, rdma);
         let ser = (wire as u128 * self.ps_per_byte).div_ceil(1000) as u64;
         let (now, w) = (self.now, self.window);

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::ceph::{ceph_table, Ceph, CephChoice, RbdClient, CEPH_VERSIONS};
 use crate::spec::{DriveSpec, Sourced, SpecError};
 
 /// The storage stack of the cluster.
@@ -44,6 +45,23 @@ pub enum ReadPolicy {
     First,
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn unpinned() -> Sourced<u32> {
+    Sourced::new(0, "[ASSUMED] the OSDs are not pinned: they run on every core of their node")
+}
+
+/// `threads` CPU threads per OSD, a node's OSDs pinned together (`cluster init --osd-threads`).
+fn pinned(threads: u32, o: &InitOptions) -> Sourced<u32> {
+    let osds = o.drives_per_node.saturating_mul(o.osds_per_drive);
+    Sourced::new(
+        threads.saturating_mul(osds),
+        format!("[ASSUMED] the lab's: {threads} threads per OSD x {osds} OSDs per node, pinned together (cluster init --osd-threads)"),
+    )
+}
+
 /// What the lab is: counts and sizes the user chose (no sources: they are the question).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +79,17 @@ pub struct Topology {
     pub volume_bytes: u64,
     /// Seed of every random choice of the cluster (drive seeds, placement).
     pub seed: u64,
+    /// OSDs sharing each drive (Ceph), each on its own partition of the namespace.
+    #[serde(default = "one")]
+    pub osds_per_drive: u32,
+    /// fio processes on each client, each with its own volume (an RBD image per fio process,
+    /// or an NVMe-oF volume): `clients x fio_procs_per_client` volumes.
+    #[serde(default = "one")]
+    pub fio_procs_per_client: u32,
+    /// The clients run on the storage nodes themselves (client i on node i), as in a lab
+    /// that colocates fio with the OSDs.
+    #[serde(default)]
+    pub clients_on_nodes: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,6 +97,10 @@ pub struct Topology {
 pub struct Hosts {
     pub node_cores: Sourced<u32>,
     pub client_cores: Sourced<u32>,
+    /// Logical CPUs a node's OSDs are pinned to, all of them together (numactl
+    /// --physcpubind on every ceph-osd); 0: not pinned, the node's cores.
+    #[serde(default = "unpinned")]
+    pub osd_cpus: Sourced<u32>,
 }
 
 /// One Ethernet port per host on one switch, and the framing of each transport.
@@ -129,46 +162,6 @@ pub struct Nvmeof {
     pub response_bytes: Sourced<u32>,
 }
 
-/// Ceph RBD over the async messenger, primary-copy replication, BlueStore.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ceph {
-    /// Ceph major version the costs describe (14 = Nautilus, the brief's 14.2.11).
-    pub version: u32,
-    pub object_bytes: Sourced<u64>,
-    pub pg_num: Sourced<u32>,
-    pub op_shards: Sourced<u32>,
-    pub op_threads_per_shard: Sourced<u32>,
-    pub osd_msgr_threads: Sourced<u32>,
-    pub client_librbd_threads: Sourced<u32>,
-    pub client_msgr_threads: Sourced<u32>,
-    /// librbd per read on its op thread (image request, object map, objecter).
-    pub client_librbd_read_ns: Sourced<u64>,
-    pub client_librbd_write_ns: Sourced<u64>,
-    /// Client messenger per message (encode and send, or receive and decode), reads.
-    pub client_msgr_read_ns: Sourced<u64>,
-    pub client_msgr_write_ns: Sourced<u64>,
-    /// OSD messenger per message received or sent.
-    pub osd_msgr_ns: Sourced<u64>,
-    /// OSD op path on an op thread with the PG lock held: dequeue, PG checks, do_op.
-    pub osd_op_ns: Sourced<u64>,
-    /// BlueStore read on the op thread (onode lookup, checksum), before the device read.
-    pub osd_bluestore_read_ns: Sourced<u64>,
-    /// BlueStore write transaction prepared and its data write submitted, on the op thread.
-    pub osd_bluestore_write_ns: Sourced<u64>,
-    /// kv_sync thread per transaction committed to RocksDB.
-    pub osd_kv_commit_ns: Sourced<u64>,
-    /// Completion callbacks per transaction on the finisher thread.
-    pub osd_finisher_ns: Sourced<u64>,
-    pub osd_finisher_threads: Sourced<u32>,
-    /// Header of every messenger message (MOSDOp, MOSDRepOp, replies).
-    pub message_header_bytes: Sourced<u32>,
-    /// RocksDB WAL bytes per transaction (metadata; a commit is padded to 4 KiB).
-    pub wal_bytes_per_txn: Sourced<u32>,
-    /// Size of the WAL ring on each OSD's drive, at full scale.
-    pub wal_ring_bytes: Sourced<u64>,
-}
-
 /// The whole cluster: `cluster.toml`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -196,6 +189,21 @@ pub struct InitOptions {
     pub volume_bytes: u64,
     pub seed: u64,
     pub ceph_version: u32,
+    pub osds_per_drive: u32,
+    pub fio_procs_per_client: u32,
+    pub clients_on_nodes: bool,
+    /// librbd or krbd.
+    pub rbd_client: String,
+    pub msgr_version: u32,
+    /// Costs the lab sets instead of the defaults, each with its source (absent: the default;
+    /// `--like` copies a lab's with theirs).
+    pub node_cores: Option<Sourced<u32>>,
+    pub client_cores: Option<Sourced<u32>>,
+    pub osd_cpus: Option<Sourced<u32>>,
+    /// CPU threads per OSD: the node's OSDs pinned together to this many each (sets
+    /// `osd_cpus` when that is absent).
+    pub osd_threads: Option<u32>,
+    pub pg_num: Option<Sourced<u32>>,
 }
 
 impl Default for InitOptions {
@@ -214,6 +222,16 @@ impl Default for InitOptions {
             volume_bytes: 200 << 30,
             seed: 1,
             ceph_version: 14,
+            osds_per_drive: 1,
+            fio_procs_per_client: 1,
+            clients_on_nodes: false,
+            rbd_client: "librbd".into(),
+            msgr_version: 2,
+            node_cores: None,
+            client_cores: None,
+            osd_cpus: None,
+            osd_threads: None,
+            pg_num: None,
         }
     }
 }
@@ -227,15 +245,9 @@ pub const NETWORKS: &[(&str, u64)] = &[
     ("200GbE", 200_000_000_000),
 ];
 
-/// Ceph versions with a cost table.
-pub const CEPH_VERSIONS: &[u32] = &[14];
-
 fn s<T>(value: T, source: &str) -> Sourced<T> {
     Sourced::new(value, source)
 }
-
-// The OSD op cost the split below divides: 500 us of core time per OSD op.
-const OSD_OP_SRC: &str = "of 500 us of core time per OSD op: 2,000 IOPS per core, the middle of the 1,000-3,000 IOPS per core (before replication) of the Ceph OSD CPU guidance (Ceph OSD CPU scaling 2022; Ceph hardware recommendations); the split between stages is [ASSUMED]";
 
 impl Network {
     pub fn preset(name: &str) -> Option<Network> {
@@ -276,9 +288,16 @@ impl ClusterSpec {
         }
         if !CEPH_VERSIONS.contains(&o.ceph_version) {
             problems.push(format!(
-                "--ceph-version {}: only 14 (Nautilus, the brief's) has a cost table; edit the [ceph] costs of cluster.toml for another",
+                "--ceph-version {}: choose 14 (Nautilus) or 18 (Reef), the releases with a cost table; edit the [ceph] costs of cluster.toml for another",
                 o.ceph_version
             ));
+        }
+        let rbd_client = RbdClient::parse(&o.rbd_client);
+        if rbd_client.is_none() {
+            problems.push(format!("--rbd-client '{}': choose librbd or krbd", o.rbd_client));
+        }
+        if !(1..=2).contains(&o.msgr_version) {
+            problems.push(format!("--msgr {}: choose 1 or 2 (the messenger protocol)", o.msgr_version));
         }
         if !problems.is_empty() {
             return Err(SpecError { origin: origin.into(), problems });
@@ -294,10 +313,14 @@ impl ClusterSpec {
                 replicas: o.replicas,
                 volume_bytes: o.volume_bytes,
                 seed: o.seed,
+                osds_per_drive: o.osds_per_drive,
+                fio_procs_per_client: o.fio_procs_per_client,
+                clients_on_nodes: o.clients_on_nodes,
             },
             hosts: Hosts {
-                node_cores: s(32, "[ASSUMED] a two-socket server of 2 x 16 cores: KumoScale storage nodes are standard one- or two-socket servers (KumoScale data plane page); the KIOXIA KumoScale vs Ceph study gives no CPU"),
-                client_cores: s(32, "[ASSUMED] as the storage nodes; the KIOXIA KumoScale vs Ceph study gives no CPU"),
+                node_cores: o.node_cores.clone().unwrap_or_else(|| s(32, "[ASSUMED] a two-socket server of 2 x 16 cores: KumoScale storage nodes are standard one- or two-socket servers (KumoScale data plane page); the KIOXIA KumoScale vs Ceph study gives no CPU")),
+                client_cores: o.client_cores.clone().unwrap_or_else(|| s(32, "[ASSUMED] as the storage nodes; the KIOXIA KumoScale vs Ceph study gives no CPU")),
+                osd_cpus: o.osd_cpus.clone().unwrap_or_else(|| o.osd_threads.map_or_else(unpinned, |n| pinned(n, o))),
             },
             network: network.expect("checked"),
             client: Client {
@@ -320,29 +343,13 @@ impl ClusterSpec {
                 data_header_bytes: s(24, "[SRC] NVMe/TCP transport specification: C2HData PDU header; with its SUCCESS flag no response capsule follows"),
                 response_bytes: s(24, "[SRC] NVMe/TCP transport specification: response capsule of an 8-byte common header and a 16-byte CQE"),
             },
-            ceph: Ceph {
-                version: o.ceph_version,
-                object_bytes: s(4 << 20, "[SRC] Ceph 14 options: rbd_default_order 22, 4 MiB RBD objects"),
-                pg_num: s(512, "[SRC] Ceph placement groups: about 100 PGs per OSD over the pool size, 15 x 100 / 3 = 500, rounded up to a power of two"),
-                op_shards: s(8, "[SRC] Ceph 14 options: osd_op_num_shards_ssd = 8"),
-                op_threads_per_shard: s(2, "[SRC] Ceph 14 options: osd_op_num_threads_per_shard_ssd = 2"),
-                osd_msgr_threads: s(3, "[SRC] Ceph 14 options: ms_async_op_threads = 3"),
-                client_librbd_threads: s(1, "[SRC] Ceph 14 options: rbd_op_threads = 1"),
-                client_msgr_threads: s(3, "[SRC] Ceph 14 options: ms_async_op_threads = 3, in the client too"),
-                client_librbd_read_ns: s(17_480, "[DERIVED] 1/57.2K s: librbd reached 57.2K 4 KiB random-read IOPS from one client at 308 % CPU while krbd reached 97.8K on the same cluster (Ceph librbd PR 28044), so its one op thread was the saturated stage"),
-                client_librbd_write_ns: s(20_450, "[DERIVED] 1/48.9K s: the same for random writes (48.9K IOPS at 318 % CPU, Ceph librbd PR 28044)"),
-                client_msgr_read_ns: s(17_450, "[DERIVED] half of the rest of the client's 54.05 us per read (185 IOPS per %CPU, Ceph librbd PR 28044) after librbd's 17.48 us and fio's 1.645 us: one message out, one in"),
-                client_msgr_write_ns: s(21_700, "[DERIVED] half of the rest of the client's 65.36 us per write (153 IOPS per %CPU, Ceph librbd PR 28044) after librbd's 20.45 us and fio's 1.645 us"),
-                osd_msgr_ns: s(75_000, &format!("[DERIVED] 15 % {OSD_OP_SRC}; paid for every message an OSD receives or sends")),
-                osd_op_ns: s(150_000, &format!("[DERIVED] 30 % {OSD_OP_SRC}")),
-                osd_bluestore_read_ns: s(200_000, &format!("[DERIVED] 40 % {OSD_OP_SRC}")),
-                osd_bluestore_write_ns: s(100_000, &format!("[DERIVED] 20 % {OSD_OP_SRC}; with kv commit and finisher 40 % as for a read")),
-                osd_kv_commit_ns: s(50_000, &format!("[DERIVED] 10 % {OSD_OP_SRC}")),
-                osd_finisher_ns: s(50_000, &format!("[DERIVED] 10 % {OSD_OP_SRC}")),
-                osd_finisher_threads: s(1, "[SRC] Ceph 14 options: bluestore_shard_finishers = false, one finisher thread"),
-                message_header_bytes: s(256, "[ASSUMED] messenger v2 frame and MOSDOp/MOSDRepOp encoding of a single-extent op"),
-                wal_bytes_per_txn: s(1024, "[ASSUMED] onode, extent map and PG log entry of a 4 KiB write in the RocksDB write batch"),
-                wal_ring_bytes: s(1 << 30, "[ASSUMED] RocksDB WAL space on the OSD's device (BlueFS), 1 GiB"),
+            ceph: {
+                let choice = CephChoice { version: o.ceph_version, rbd_client: rbd_client.expect("checked"), msgr_version: o.msgr_version };
+                let mut c = ceph_table(choice);
+                if let Some(pg) = &o.pg_num {
+                    c.pg_num = pg.clone();
+                }
+                c
             },
         };
         spec.validate(origin)?;
@@ -374,11 +381,24 @@ impl ClusterSpec {
         DriveSpec::preset(&self.cluster.drive)?.scaled(self.cluster.scale)
     }
 
-    /// Each volume as simulated: 1/scale of its size, in whole RBD objects (and so whole 4 KiB
-    /// blocks), at least one object.
+    /// What an RBD object holds of a volume as simulated: 1/scale of the object, so that a
+    /// volume keeps its full-scale number of objects (and its PGs their full-scale load
+    /// spread), in whole 4 KiB blocks.
+    pub fn object_grain_bytes(&self) -> u64 {
+        let obj = self.ceph.object_bytes.value.max(4096);
+        (obj / self.cluster.scale.max(1) as u64 / 4096).max(1) * 4096
+    }
+
+    /// Each volume as simulated: 1/scale of its size, in whole object grains (and so whole
+    /// 4 KiB blocks), at least one.
     pub fn volume_bytes_simulated(&self) -> u64 {
-        let grain = self.ceph.object_bytes.value.max(4096);
+        let grain = self.object_grain_bytes();
         (self.cluster.volume_bytes / self.cluster.scale.max(1) as u64 / grain).max(1) * grain
+    }
+
+    /// OSDs in the lab (Ceph): every drive's `osds_per_drive`.
+    pub fn osds(&self) -> u32 {
+        self.cluster.nodes * self.cluster.drives_per_node * self.cluster.osds_per_drive
     }
 
     /// Check every field; report all problems at once.
@@ -394,16 +414,26 @@ impl ClusterSpec {
         count("drives_per_node", t.drives_per_node, 1, 64);
         count("clients", t.clients, 1, 256);
         count("scale", t.scale, 1, 1 << 16);
+        count("osds_per_drive", t.osds_per_drive, 1, 1024);
+        count("fio_procs_per_client", t.fio_procs_per_client, 1, 256);
         if t.replicas < 1 || t.replicas > t.nodes.max(1) {
             p.push(format!("cluster.replicas: must be 1..={} (one replica per storage node at most; got {})", t.nodes, t.replicas));
         }
         if t.volume_bytes == 0 || t.volume_bytes % 4096 != 0 {
             p.push(format!("cluster.volume_bytes: must be a positive multiple of 4096 (got {})", t.volume_bytes));
         }
-        self.check_costs(&mut p);
-        if self.ceph.version != 14 {
-            p.push(format!("ceph.version: only 14 has a cost table (got {})", self.ceph.version));
+        if t.clients_on_nodes && t.clients > t.nodes {
+            p.push(format!("cluster.clients_on_nodes: {} clients on {} storage nodes (client i runs on node i)", t.clients, t.nodes));
         }
+        if t.osds_per_drive > 1 && t.stack != StorageProtocol::CephRbd {
+            p.push(format!(
+                "cluster.osds_per_drive: {} OSDs per drive on a {} cluster: only Ceph has OSDs",
+                t.osds_per_drive,
+                t.stack.name()
+            ));
+        }
+        self.check_costs(&mut p);
+        self.check_ceph(&mut p);
         match DriveSpec::preset(&t.drive) {
             Err(e) => p.push(format!("cluster.drive '{}': {}", t.drive, e.problems.join("; "))),
             Ok(d) if d.timing.is_none() => p.push(format!("cluster.drive '{}': the preset has no [timing] section", t.drive)),
@@ -416,18 +446,53 @@ impl ClusterSpec {
         }
     }
 
+    /// The Ceph choices that are not costs: a version with a table, the messenger, PGs.
+    fn check_ceph(&self, p: &mut Vec<String>) {
+        let c = &self.ceph;
+        if !CEPH_VERSIONS.contains(&c.version) {
+            p.push(format!("ceph.version: 14 or 18, the releases with a cost table (got {})", c.version));
+        }
+        if !(1..=2).contains(&c.msgr_version) {
+            p.push(format!("ceph.msgr_version: 1 or 2 (got {})", c.msgr_version));
+        }
+        if !c.pg_num.value.is_power_of_two() {
+            p.push(format!("ceph.pg_num: must be a power of two (got {})", c.pg_num.value));
+        }
+        let h = &self.hosts;
+        if h.osd_cpus.value > h.node_cores.value {
+            p.push(format!(
+                "hosts.osd_cpus: {} CPUs for the OSDs of a node of {} cores (hosts.node_cores)",
+                h.osd_cpus.value, h.node_cores.value
+            ));
+        }
+    }
+
+    /// Volumes in the lab: one per fio process.
+    pub fn volumes(&self) -> u32 {
+        self.cluster.clients * self.cluster.fio_procs_per_client
+    }
+
     fn check_capacity(&self, d: &DriveSpec, p: &mut Vec<String>) {
         let t = &self.cluster;
         if t.nodes == 0 || t.drives_per_node == 0 || t.replicas == 0 || t.replicas > t.nodes || t.volume_bytes == 0 {
             return;
         }
         let drive = d.capacity.tnvmcap_bytes.value as u128;
+        let osd_min = self.ceph.osd_min_bytes.value as u128;
+        if t.stack == StorageProtocol::CephRbd && t.osds_per_drive > 0 && drive / (t.osds_per_drive as u128) < osd_min {
+            p.push(format!(
+                "cluster.osds_per_drive: {} OSDs on a {drive}-byte drive leave {} bytes each, less than an OSD's {osd_min} (ceph.osd_min_bytes); at most {}",
+                t.osds_per_drive,
+                drive / t.osds_per_drive as u128,
+                drive / osd_min.max(1)
+            ));
+        }
         let pool = drive * t.nodes as u128 * t.drives_per_node as u128;
-        let need = t.volume_bytes as u128 * t.clients as u128 * t.replicas as u128;
+        let need = t.volume_bytes as u128 * self.volumes() as u128 * t.replicas as u128;
         if need > pool {
             p.push(format!(
                 "cluster.volume_bytes: {} volumes of {} bytes x {} replicas need {need} bytes, more than the pool's {pool} ({} drives of {drive})",
-                t.clients,
+                self.volumes(),
                 t.volume_bytes,
                 t.replicas,
                 t.nodes * t.drives_per_node
@@ -471,6 +536,8 @@ impl ClusterSpec {
             ("ceph.client_librbd_write_ns", &c.client_librbd_write_ns),
             ("ceph.client_msgr_read_ns", &c.client_msgr_read_ns),
             ("ceph.client_msgr_write_ns", &c.client_msgr_write_ns),
+            ("ceph.krbd_tx_ns", &c.krbd_tx_ns),
+            ("ceph.krbd_rx_ns", &c.krbd_rx_ns),
             ("ceph.osd_msgr_ns", &c.osd_msgr_ns),
             ("ceph.osd_op_ns", &c.osd_op_ns),
             ("ceph.osd_bluestore_read_ns", &c.osd_bluestore_read_ns),
@@ -492,6 +559,7 @@ impl ClusterSpec {
         };
         count("hosts.node_cores", &self.hosts.node_cores, 1, 4096);
         count("hosts.client_cores", &self.hosts.client_cores, 1, 4096);
+        count("hosts.osd_cpus", &self.hosts.osd_cpus, 0, 4096);
         count("nvmeof.target_threads", &n.target_threads, 1, 4096);
         count("ceph.pg_num", &c.pg_num, 1, 1 << 20);
         count("ceph.op_shards", &c.op_shards, 1, 256);

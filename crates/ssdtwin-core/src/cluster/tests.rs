@@ -284,3 +284,135 @@ fn depth_levels_count_from_the_ramps_end() {
         assert!(counted.abs_diff(reported) <= 2 * 16, "depths {counted} against {reported} I/Os reported");
     }
 }
+
+/// A Reef lab: `nodes` x 2 PM983 at 1/512, 2 clients, 16 GiB volumes.
+fn reef(nodes: u32, o: InitOptions) -> ClusterSpec {
+    let base = InitOptions {
+        stack: "ceph-rbd".into(),
+        ceph_version: 18,
+        nodes,
+        drives_per_node: 2,
+        drive: "samsung-pm983-3.84t".into(),
+        scale: 512,
+        clients: 2,
+        replicas: nodes.min(3),
+        volume_bytes: 16 << 30,
+        ..o
+    };
+    ClusterSpec::from_options(&base).unwrap()
+}
+
+#[test]
+fn the_reef_table_adds_up_to_its_sources_per_op_cpu() {
+    let c = reef(3, InitOptions::default()).ceph;
+    let ns = |v: &crate::spec::Sourced<u64>| v.value as f64;
+    // 1/7,500 s per read and 1/3,500 s per replica write (60-OSD Pacific), x 664/687.
+    let read = 2.0 * ns(&c.osd_msgr_ns) + ns(&c.osd_op_ns) + ns(&c.osd_bluestore_read_ns);
+    let write = 10.0 / 3.0 * ns(&c.osd_msgr_ns)
+        + ns(&c.osd_op_ns)
+        + ns(&c.osd_bluestore_write_ns)
+        + ns(&c.osd_kv_commit_ns)
+        + ns(&c.osd_finisher_ns);
+    assert!((read - 1e9 / 7_500.0 * 664.0 / 687.0).abs() < 1_000.0, "{read}");
+    assert!((write - 1e9 / 3_500.0 * 664.0 / 687.0).abs() < 1_000.0, "{write}");
+    assert!(c.osd_kv_commit_ns.source.contains("37,209") && c.version == 18);
+}
+
+/// OSDs pinned to few CPUs: random reads are bound by those CPUs at the OSD's core time per
+/// read (2 messages, the op, BlueStore), nodes x CPUs / cost.
+#[test]
+fn pinned_osds_are_bound_by_their_cpus() {
+    let o = InitOptions { osd_cpus: Some(crate::spec::Sourced::new(2, "test")), ..InitOptions::default() };
+    let spec = reef(3, o);
+    let r = run(&spec, jobs(&spec, "randread", 64, 20_000_000, 400_000_000), &mut |_| true).unwrap();
+    let c = &spec.ceph;
+    let per_read = (2 * c.osd_msgr_ns.value + c.osd_op_ns.value + c.osd_bluestore_read_ns.value) as f64 / 1e9;
+    let bound = 3.0 * 2.0 / per_read;
+    // At most the bound; below it by the nodes the closed loop leaves idler than the hottest.
+    assert!(r.read.iops <= bound && r.read.iops > 0.9 * bound, "{} IOPS against the CPU bound {bound:.0}", r.read.iops);
+    let top = &r.resources[0];
+    assert!(top.name.ends_with("osd-cpus") && top.utilisation > 0.99, "{} {}", top.name, top.utilisation);
+    // Nothing else on the node uses its cores: the clients have hosts of their own.
+    assert!(r.resources.iter().filter(|u| u.name.starts_with("node") && u.name.ends_with(".cores")).all(|u| u.utilisation == 0.0));
+}
+
+#[test]
+fn two_osds_share_each_drive_on_their_own_partitions() {
+    let spec = reef(3, InitOptions { osds_per_drive: 2, ..InitOptions::default() });
+    let layout = Layout::new(&spec, drive_bytes(&spec).unwrap()).unwrap();
+    assert_eq!((layout.wal.len(), spec.osds()), (12, 12));
+    // The two OSDs of drive 0 one after another: the second's WAL ring after the first's.
+    assert!(layout.wal[1].0 >= layout.wal[0].0 + layout.wal[0].1);
+    let primaries: std::collections::BTreeSet<u32> = layout.pgs.iter().map(|a| a[0]).collect();
+    assert!(primaries.len() == 12, "every OSD is a primary: {primaries:?}");
+    let r = go(&spec, "randwrite", 8);
+    assert!(r.resources.iter().any(|u| u.name == "osd11.kv-sync"));
+    assert!(r.drives.iter().all(|d| d.writes > 0));
+}
+
+/// A client on the storage node itself: its messages to that node's OSDs never touch a NIC.
+#[test]
+fn a_client_on_its_node_talks_over_loopback() {
+    let o = InitOptions { clients_on_nodes: true, clients: 1, ..InitOptions::default() };
+    let spec = ClusterSpec::from_options(&InitOptions {
+        stack: "ceph-rbd".into(),
+        nodes: 1,
+        drives_per_node: 2,
+        scale: 512,
+        replicas: 1,
+        volume_bytes: 8 << 30,
+        ..o
+    })
+    .unwrap();
+    let r = go(&spec, "randread", 4);
+    assert!(r.read.ios > 100);
+    for u in r.resources.iter().filter(|u| u.kind.starts_with("nic")) {
+        assert_eq!(u.utilisation, 0.0, "{}", u.name);
+    }
+    assert!(!r.resources.iter().any(|u| u.name == "client0.cores"), "no client host of its own");
+    assert!(r.resources.iter().any(|u| u.name == "node0.cores" && u.utilisation > 0.0));
+}
+
+/// The kernel client pays its send and receive on the job's core and has no librbd or
+/// messenger threads; at QD1 it answers sooner than librbd by their difference.
+#[test]
+fn krbd_runs_on_the_jobs_core() {
+    let lib = reef(3, InitOptions::default());
+    let k = reef(3, InitOptions { rbd_client: "krbd".into(), ..InitOptions::default() });
+    let (a, b) = (go(&lib, "randread", 1), go(&k, "randread", 1));
+    assert!(!b.resources.iter().any(|u| u.name.contains(".librbd") || u.name.contains("job0.msgr")));
+    let c = &lib.ceph;
+    let saved = (c.client_librbd_read_ns.value + 2 * c.client_msgr_read_ns.value) as f64 - (c.krbd_tx_ns.value + c.krbd_rx_ns.value) as f64;
+    let gap = a.read.lat_mean_ns - b.read.lat_mean_ns;
+    assert!((gap - saved).abs() < 0.15 * saved, "librbd - krbd = {gap:.0} ns, the costs say {saved:.0}");
+}
+
+#[test]
+fn a_job_naming_a_client_the_lab_lacks_is_refused() {
+    let spec = lab("ceph-rbd", 3, 2, 3);
+    let mut js = jobs(&spec, "randread", 1, 0, 1_000_000);
+    js[1].filename = Some("client7".into());
+    let e = run(&spec, js, &mut |_| true).unwrap_err().to_string();
+    assert!(e.contains("filename=client7") && e.contains("client0 to client1"), "{e}");
+    // Named the other way round, each section on the client it names.
+    let mut js = jobs(&spec, "randread", 1, 0, 1_000_000);
+    js[0].filename = Some("client1".into());
+    js[1].filename = Some("client0".into());
+    assert!(run(&spec, js, &mut |_| true).is_ok());
+}
+
+#[test]
+fn bad_reef_labs_name_the_field() {
+    let bad = |o: InitOptions| {
+        let o = InitOptions { stack: "ceph-rbd".into(), drive: "samsung-pm983-3.84t".into(), ..o };
+        ClusterSpec::from_options(&o).unwrap_err().to_string()
+    };
+    let e = bad(InitOptions { pg_num: Some(crate::spec::Sourced::new(1000, "t")), ..InitOptions::default() });
+    assert!(e.contains("ceph.pg_num: must be a power of two (got 1000)"), "{e}");
+    let e = bad(InitOptions { osds_per_drive: 1000, volume_bytes: 8 << 30, ..InitOptions::default() });
+    assert!(e.contains("cluster.osds_per_drive") && e.contains("at most"), "{e}");
+    let e = bad(InitOptions { ceph_version: 15, ..InitOptions::default() });
+    assert!(e.contains("--ceph-version 15"), "{e}");
+    let e = bad(InitOptions { clients_on_nodes: true, clients: 4, ..InitOptions::default() });
+    assert!(e.contains("cluster.clients_on_nodes"), "{e}");
+}

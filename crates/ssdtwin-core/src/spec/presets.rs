@@ -18,6 +18,7 @@ presets!(
     "kioxia-cm5-r-3.84t",
     "intel-p5316-15.36t",
     "memblaze-pblaze5-910-3.84t",
+    "samsung-pm983-3.84t",
 );
 
 pub fn preset_names() -> Vec<&'static str> {

@@ -1,0 +1,135 @@
+"""The Ceph Reef cost table, the lab's knobs (``cluster init`` flags, ``--like`` copies), the
+published-lab studies (``reproduce ceph-reef``, ``reproduce spdk-tcp``) on small pieces, the
+KumoScale band, and bad input (docs/models.md §11, docs/cli.md).
+
+The full studies take minutes (docs/models.md §11): here one point of each runs, the QD1
+write of the Reef freeze lab and one target core of the SPDK report, each under 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ssdtwin.cluster import Cluster
+from ssdtwin.studies import ceph_reef, kumoscale, spdk_tcp
+from test_bad_input import assert_one_line_error
+from test_sources import MARKS, source_keys
+from twin import run_cli
+
+SMALL = ("--nodes", "3", "--drives-per-node", "2", "--clients", "2", "--scale", "1/512", "--volume-size", "8GiB")
+KNOBS = (
+    "--node-cores", "128", "--client-cores", "64", "--osd-threads", "4", "--pg-num", "4096", "--osds-per-nvme", "2",
+    "--fio-procs", "3", "--rbd-client", "krbd", "--msgr", "1",
+)  # fmt: skip
+
+
+def test_the_reef_table_has_a_source_for_every_cost(tmp_path: Path) -> None:
+    spec = run_cli("cluster", "init", tmp_path / "reef", *SMALL, "--stack", "ceph-rbd", "--ceph-version", "18", "-o", "json").json()
+    c = spec["ceph"]
+    assert c["version"] == 18 and c["rbd_client"] == "librbd" and c["msgr_version"] == 2
+    keys = source_keys()
+    for name, entry in c.items():
+        if isinstance(entry, dict):
+            assert entry["source"].startswith(MARKS), f"ceph.{name}: {entry['source']}"
+            if entry["source"].startswith("[SRC]"):
+                assert any(k in entry["source"] for k in keys), f"ceph.{name}: names no document of docs/sources.md"
+    # The inputs the table is derived from, and not the posts it predicts.
+    assert "Ceph OSD CPU scaling 2022" in c["osd_op_ns"]["source"]
+    assert "37,209" in c["osd_kv_commit_ns"]["source"]
+    assert "Ceph QEMU librbd 2022" in c["osd_msgr_ns"]["source"] and "122K" in c["client_msgr_read_ns"]["source"]
+    # Reef's OSD costs less per op than the 14 table's guidance; its kv_sync commit too.
+    nautilus = run_cli("cluster", "init", tmp_path / "n", *SMALL, "--stack", "ceph-rbd", "-o", "json").json()["ceph"]
+    per_read = lambda t: 2 * t["osd_msgr_ns"]["value"] + t["osd_op_ns"]["value"] + t["osd_bluestore_read_ns"]["value"]  # noqa: E731
+    assert per_read(nautilus) == 500_000 and 125_000 < per_read(c) < 133_000
+    assert c["osd_kv_commit_ns"]["value"] < nautilus["osd_kv_commit_ns"]["value"]
+
+
+def test_the_labs_knobs_are_written_and_like_copies_them(tmp_path: Path) -> None:
+    run_cli("cluster", "init", tmp_path / "a", *SMALL, "--stack", "ceph-rbd", "--ceph-version", "18", *KNOBS, "--clients-on-nodes")
+    a = Cluster.open(tmp_path / "a")
+    t, h, c = a.spec["cluster"], a.spec["hosts"], a.spec["ceph"]
+    assert (t["osds_per_drive"], t["fio_procs_per_client"], t["clients_on_nodes"]) == (2, 3, True)
+    assert (h["node_cores"]["value"], h["client_cores"]["value"], c["pg_num"]["value"]) == (128, 64, 4096)
+    # 4 threads per OSD x 2 drives x 2 OSDs per drive, pinned together on each node.
+    assert h["osd_cpus"]["value"] == 16 and "--osd-threads" in h["osd_cpus"]["source"]
+    assert (c["rbd_client"], c["msgr_version"]) == ("krbd", 1)
+    text = (tmp_path / "a" / "cluster.toml").read_text()
+    assert "osds_per_drive = 2" in text and 'rbd_client = "krbd"' in text
+    run_cli("cluster", "init", tmp_path / "b", "--like", tmp_path / "a")
+    b = Cluster.open(tmp_path / "b")
+    assert b.options() == a.options()
+    assert b.spec["hosts"]["node_cores"]["source"] == h["node_cores"]["source"]
+    info = run_cli("cluster", "info", tmp_path / "b", "-o", "json").json()["layout"]
+    assert (info["drives"], info["osds_per_drive"], info["volumes"], info["pgs"]) == (6, 2, 6, 4096)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--ceph-version", "15"), ("--ceph-version 15",)),
+        (("--drive", "no-such-drive"), ("cluster.drive 'no-such-drive'", "unknown preset")),
+        (("--pg-num", "1000"), ("ceph.pg_num: must be a power of two (got 1000)",)),
+        (("--osds-per-nvme", "1000", "--drive", "samsung-pm983-3.84t"), ("cluster.osds_per_drive", "at most 715")),
+        (("--rbd-client", "nfs"), ("--rbd-client 'nfs'",)),
+        (("--msgr", "3"), ("--msgr 3",)),
+        (("--clients-on-nodes", "--clients", "4"), ("cluster.clients_on_nodes",)),
+    ],
+)
+def test_init_refuses_a_bad_ceph_lab(tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    base = ("--stack", "ceph-rbd", "--nodes", "3", "--drives-per-node", "2", "--scale", "1/512", "--volume-size", "8GiB")
+    assert_one_line_error(run_cli("cluster", "init", tmp_path / "lab", *base, *args, check=False), *needles)
+    assert not (tmp_path / "lab" / "cluster.toml").exists()
+
+
+def test_a_job_naming_a_client_the_lab_lacks(tmp_path: Path) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL, "--stack", "ceph-rbd", "--ceph-version", "18")
+    job = tmp_path / "j.fio"
+    job.write_text("[global]\nrw=randread\nbs=4k\ntime_based=1\nruntime=5ms\n[a]\nfilename=client0\n[b]\nfilename=client9\n")
+    assert_one_line_error(
+        run_cli("cluster", "fio", tmp_path / "lab", job, check=False), "job 'b'", "filename=client9", "client0 to client1"
+    )
+
+
+def test_the_reef_freeze_qd1_write_end_to_end(tmp_path: Path) -> None:
+    """One client writing 4 KiB synchronously at QD1 on the 60-OSD lab: a replicated write's
+    whole path (client, primary, two replicas in parallel, data and WAL writes, replies)."""
+    res = ceph_reef.run(points=("reef-freeze",), rws=("write-qd1",), log=lambda _: None)
+    (row,) = res["rows"]
+    assert (row["experiment"], row["rw"], row["published_lat_mean_ms"]) == ("reef-freeze", "write-qd1", 0.421)
+    # QD1: one I/O in flight, so IOPS x latency = 1 (Little's law), and the path is at least
+    # two OSD write paths (primary, then a replica) of the table's costs.
+    assert row["iops"] * row["lat_mean_ms"] / 1e3 == pytest.approx(1.0, rel=0.02)
+    c = ceph_reef.freeze_lab(1, 1).spec["ceph"]
+    op_path_ms = 2 * (c["osd_op_ns"]["value"] + c["osd_bluestore_write_ns"]["value"]) / 1e6
+    assert op_path_ms < row["lat_mean_ms"] < 2 * op_path_ms
+    assert set(row) >= {"iops", "published_iops", "iops_error", "lat_mean_ms", "saturating", "within_25pct", "threads_per_osd"}
+    paths = ceph_reef.plot(res, tmp_path)
+    assert paths[0].stat().st_size > 10_000
+
+
+def test_one_spdk_target_core_is_bound_by_its_cost() -> None:
+    """A target pinned to one core serves 1 / (its receive + send cost) IOPS."""
+    c = spdk_tcp.lab(1)
+    n = c.spec["nvmeof"]
+    bound = 1e9 / (n["tcp_target_rx_ns"]["value"] + n["tcp_target_tx_ns"]["value"])
+    res, _ = ceph_reef.settled_run(c, spdk_tcp.job_text, (5, 20), "read", "spdk-1")
+    assert res["read"]["iops"] == pytest.approx(bound, rel=0.03)
+    assert res["resources"][0]["name"] == "node0.target"
+
+
+def test_the_kumoscale_band_spans_its_unpublished_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kumoscale, "CURVE_LEVELS", (16,))
+    monkeypatch.setattr("ssdtwin.cluster.WINDOWS_MS", {"nvmeof-tcp": (5, 20), "ceph-rbd": (20, 60), "nvmeof-rdma": (5, 20)})
+    rows = kumoscale.band(kumoscale.lab(scale=256), log=lambda _: None)
+    ends = {(r["stack"], r["label"]): r for r in rows}
+    assert len(ends) == 4
+    one, eight = (ends[("nvmeof-tcp", f"{n} fio job(s) per client")]["at_study_load"]["iops"] for n in (1, 8))
+    assert eight > 3 * one  # the client's fio job CPUs bound NVMe-oF: more jobs, more IOPS
+    for r in rows:
+        lo, hi = r["band_iops"]
+        where = r["study_position"]
+        assert where == ("inside" if lo <= r["study_iops"] <= hi else "below" if r["study_iops"] < lo else "above")
+    assert json.dumps(rows)  # plain data for -o json
