@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .. import waf as wafm
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, Ddir
@@ -125,6 +126,8 @@ class Prepared:
     drive: Drive
     blocks: int  # namespace 1, in 512 B blocks
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
+    # The same pass as a WAF measurement (basis fast_forward, its amount and verdict).
+    steady_measurement: Optional[dict[str, Any]] = None
 
 
 def cm6_drive(
@@ -157,13 +160,15 @@ def cm6_drive(
         replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
     if state != "none":
         d.precondition(1, "seq", 131072, loops=2, seed=seed)
-    steady = None
+    steady = measured = None
     if state == "rand":
         d.precondition(1, "rand", rand_block_bytes, loops=2, seed=seed + 1)
+        before = d.vendor_log()
         steady = d.precondition(1, "rand", rand_block_bytes, loops=1, seed=seed + 2).waf
+        measured = wafm.measure(before, d.vendor_log(), "fast_forward", d.namespaces()[0].bytes)
     if path is not None:
         d.commit()
-    return Prepared(d, d.namespaces()[0].nsze, steady)
+    return Prepared(d, d.namespaces()[0].nsze, steady, measured)
 
 
 def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None) -> Measured:
