@@ -9,16 +9,18 @@ drive's WAF. This module adds the one text form of a measurement."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from . import _core
+from .core_types import VendorLog
 
 BASIS_TEXT = {"timed": "timed window", "fast_forward": "fast-forward pass at steady state"}
 
 
 def measure(before: Mapping[str, Any], after: Mapping[str, Any], basis: str, namespace_bytes: int) -> dict[str, Any]:
     """The WAF of the window between two vendor logs of one drive (keys: nvme/waf.rs)."""
-    return _core.waf_measurement(dict(before), dict(after), basis, namespace_bytes)
+    m = _core.waf_measurement(cast(VendorLog, dict(before)), cast(VendorLog, dict(after)), basis, namespace_bytes)
+    return dict(m)
 
 
 def amount(m: Mapping[str, Any]) -> str:
