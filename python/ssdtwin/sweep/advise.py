@@ -204,7 +204,7 @@ def advise(
         if not c.iops_max:
             c.reason = "the job did no I/O"
             continue
-        c.drives, c.why_drives = _needed(c, targets, c.waf_used and c.waf_used["waf"])
+        c.drives, c.why_drives = _needed(c, targets, None if c.waf_used is None else c.waf_used["waf"])
     open_ = [c for c in cands if c.drives]
     done_rounds = 1
     for k in range(2, 2 + rounds):
@@ -356,8 +356,8 @@ def report(a: Advice) -> list[str]:
         iops = "-" if c.iops_max is None else f"{c.iops_max:,.0f}"
         dwpd = "-" if c.dwpd is None else f"{c.dwpd:.2f}"
         verdict = "meets" if c.meets else (c.reason or "not measured")
-        used = c.waf_used
-        waf, basis = ("-", "-") if used is None else (_f(used["waf"]), BASIS_SHORT[used["basis"]])
+        m = c.waf_used
+        waf, basis = ("-", "-") if m is None else (_f(m["waf"]), BASIS_SHORT[m["basis"]])
         figures = f"{iops:>10} {waf:>6} {basis:>5} {c.drives or '-':>6} {_us(c.p99_us):>10} {yrs:>6} {dwpd:>5} {cost:>9}"
         lines.append(f"{c.label:<44} {figures}  {verdict}")
     lines.append("")
