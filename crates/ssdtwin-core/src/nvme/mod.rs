@@ -63,12 +63,12 @@ pub use status::{Error, InvalidState, MapError, Status};
 pub use features::{Arbitration, QosLimits, QosRow, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT};
 pub use io::ReadSummary;
 pub use logs::{IntelSmartAdd, SmartLog, VendorLog};
-pub use waf::{WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES};
 pub use namespaces::{Namespace, NamespaceRow};
 pub use persist::{FtlFingerprint, MapStore};
 pub use precondition::{Pattern, PreconditionReport, UnknownPattern};
 pub use protection::{Protection, ProtectionRequest, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG};
 pub use view::FtlInfo;
+pub use waf::{WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
