@@ -156,7 +156,7 @@ def test_advise_takes_the_p5316_waf_from_a_steady_state_pass(tmp_path: Path) -> 
     # one and its ratio is noise (the advisor once printed 93.6 / 53.3 / 51.6 from such
     # windows at 1/64). The lifetime's WAF is the image's fast-forward namespace pass at
     # steady state; two more passes on a drive of the same namespace, measured here apart
-    # from advise, give the same within 10 % (30.9 at 1/64 in the measurement).
+    # from advise, give the same within 10 % (33.8 at 1/64, 34.3 at 1/256 in docs/sweep.md).
     (tmp_path / "ingest.fio").write_text(INGEST)
     args = [
         *("advise", tmp_path / "ingest.fio", "--target-iops", "20k", "--lifetime-years", "5", "--drives", P5316),
