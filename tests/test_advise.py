@@ -187,3 +187,22 @@ def _p5316_steady_waf(scale: int, ns_fraction: float, passes: int) -> float:
     m = waf.measure(before, d.vendor_log(), "fast_forward", d.namespaces()[0].bytes)
     assert m["verdict"] == "steady" and m["namespace_passes"] == pytest.approx(passes, rel=1e-3), m
     return float(m["waf"])
+
+
+def test_advise_without_a_steady_waf_does_not_judge_the_lifetime(tmp_path: Path) -> None:
+    # Sequentially preconditioned images have no fast-forward random pass, and 300 ms windows
+    # span no GC cycle: no WAF is the drive's, so no lifetime, and no more drives are tried
+    # for it (more drives would not measure it).
+    (tmp_path / "oltp.fio").write_text(JOB)
+    args = [
+        *("advise", tmp_path / "oltp.fio", "--target-iops", "100k", "--lifetime-years", "5", "--drives", CM6),
+        *("--extra-op", "0", "--scale", "1/454", "--runtime", "300ms", "--ramp", "50ms", "--precondition", "seq", "--in-process"),
+    ]
+    r = run_cli(*args, "-q", check=False, timeout=600)
+    assert r.returncode == 1, r.stderr
+    assert "lifetime not judged: WAF: not measured (window wrote " in r.stdout and "GC cycles" in r.stdout, r.stdout
+    assert "no candidate meets the targets" in r.stdout
+    js = run_cli(*args, "-o", "json", "--out", tmp_path / "j", check=False, timeout=600).json()
+    (c,) = js["candidates"]
+    assert c["waf"] is None and c["waf_basis"] is None and c["years"] is None and not c["meets"], c
+    assert len(c["rounds"]) == 1, c  # one load round: no retry for an unmeasured WAF

@@ -317,6 +317,8 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
         c.meets, c.reason = True, ""
         return None
     c.reason = "; ".join(misses)
+    if not slow and c.waf is None:
+        return None  # more drives would not measure the WAF: the candidate stays unjudged
     # A lifetime miss alone needs exactly the drives whose NAND writes fit (at this WAF).
     return max(n + 1, math.ceil(n * 1.25) if slow else 0, life_n)
 
