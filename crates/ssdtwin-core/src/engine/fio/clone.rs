@@ -144,7 +144,13 @@ impl JobClone {
     /// A clone of `spec` on namespace `ns` (`nsid`) whose jobs address `target` bytes
     /// (the namespace, or a host stack's address space).
     /// `source`, when given, replays a trace streamed from a file instead of the spec's.
-    pub fn new(mut spec: JobSpec, nsid: NsId, ns: &Namespace, target: u64, source: Option<Box<dyn ReplaySource>>) -> Result<JobClone, RunError> {
+    pub fn new(
+        mut spec: JobSpec,
+        nsid: NsId,
+        ns: &Namespace,
+        target: u64,
+        source: Option<Box<dyn ReplaySource>>,
+    ) -> Result<JobClone, RunError> {
         // Taken out of the spec: the spec is cloned for the output, the trace need not be.
         let trace = spec.replay.take();
         let err = |reason: String| JobError { job: spec.name.clone(), thread: spec.thread_number, reason };

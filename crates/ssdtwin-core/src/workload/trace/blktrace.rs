@@ -287,10 +287,9 @@ impl<R: Read> BlktraceReader<R> {
     /// fio's `store_ipo` offset: sectors to bytes, divided by `replay_scale`, aligned down
     /// to `replay_align`.
     fn offset(&self, sector: u64) -> u64 {
-        let mut off = sector.wrapping_mul(512);
-        if self.opts.replay_scale != 0 {
-            off /= self.opts.replay_scale;
-        }
+        // replay_scale 0 leaves offsets as they are (fio divides only by a non-zero scale).
+        let raw = sector.wrapping_mul(512);
+        let mut off = raw.checked_div(self.opts.replay_scale).unwrap_or(raw);
         if self.opts.replay_align != 0 {
             off &= !(self.opts.replay_align - 1);
         }
@@ -533,7 +532,7 @@ mod tests {
             rec(11_500, 16, 8192, Q | TC_WRITE),
             rec(12_000, 99, 0, Q | TC_WRITE), // zero bytes: dropped, but the clock moves
             rec(20_000, 100, 4096, Q | TC_WRITE | TC_DISCARD),
-            rec(25_000, 0, 0, Q | TC_WRITE | TC_FLUSH), // a flushing write is a sync only
+            rec(25_000, 0, 0, Q | TC_WRITE | TC_FLUSH),        // a flushing write is a sync only
             rec(25_100, 0, 0, TA_QUEUE | 1 << 16 | TC_NOTIFY), // a timestamp notification: ignored
         ];
         let (ios, r) = read_all(file(&recs), FioReplay::default());
@@ -555,7 +554,13 @@ mod tests {
     #[test]
     fn the_replay_options_scale_align_skip_and_pace() {
         let recs = [rec(1_000, 9, 1000, Q | TC_READ), rec(3_000, 17, 4096, Q | TC_WRITE), rec(7_000, 25, 512, Q | TC_READ)];
-        let opts = FioReplay { replay_scale: 2, replay_align: 1024, time_scale: 100.0 / 200.0, skip: [false, true, false, false], ..FioReplay::default() };
+        let opts = FioReplay {
+            replay_scale: 2,
+            replay_align: 1024,
+            time_scale: 100.0 / 200.0,
+            skip: [false, true, false, false],
+            ..FioReplay::default()
+        };
         let (ios, _) = read_all(file(&recs), opts);
         // 9 * 512 / 2 = 2304 -> 2048; lengths rounded up to 1024; the skipped write still
         // moved the clock: 4000 ns after it, at 200 % -> 2 us.
@@ -627,11 +632,13 @@ mod tests {
 
     #[test]
     fn merging_orders_by_scaled_time_and_repeats_passes() {
-        let a = file(&[rec(100, 0, 512, Q | TC_READ), rec(150, 0, 512, TA_COMPLETE | TC_COMPLETE | TC_READ), rec(300, 8, 512, Q | TC_READ)]);
+        let a =
+            file(&[rec(100, 0, 512, Q | TC_READ), rec(150, 0, 512, TA_COMPLETE | TC_COMPLETE | TC_READ), rec(300, 8, 512, Q | TC_READ)]);
         let b = file(&[rec(100, 16, 512, Q | TC_WRITE), rec(400, 24, 512, Q | TC_FLUSH)]);
         let mut out = Vec::new();
         let n = merge(vec![Mem::new(a), Mem::new(b)], &[50, 100], &[2, 1], &mut out).unwrap();
-        let merged: Vec<(u64, u64)> = out.chunks(RECORD_BYTES).map(|c| Record::parse(c.try_into().unwrap(), false)).map(|r| (r.time, r.sector)).collect();
+        let merged: Vec<(u64, u64)> =
+            out.chunks(RECORD_BYTES).map(|c| Record::parse(c.try_into().unwrap(), false)).map(|r| (r.time, r.sector)).collect();
         // a at half speed, twice (the second pass shifted by a's end, 300): 50, 150, 200, 300;
         // b's write at 100; b's flush has no direction and is dropped.
         assert_eq!(merged, vec![(50, 0), (100, 16), (150, 8), (200, 0), (300, 8)]);

@@ -198,7 +198,11 @@ impl<R: BufRead> CsvReader<R> {
                 num(4)?;
                 self.key.clear();
                 self.key.extend_from_slice(fields[4]);
-                let sectors = |i: usize| num(i)?.checked_mul(512).ok_or_else(|| TraceError::field(at, cols[i], fields[i], "too many sectors for 64 bits of bytes"));
+                let sectors = |i: usize| {
+                    num(i)?
+                        .checked_mul(512)
+                        .ok_or_else(|| TraceError::field(at, cols[i], fields[i], "too many sectors for 64 bits of bytes"))
+                };
                 (ddir, sectors(1)?, sectors(2)?, num(0)?)
             }
         };
@@ -211,8 +215,9 @@ impl<R: BufRead> CsvReader<R> {
         if len == 0 {
             return Err(TraceError::field(at, cols[len_col], fields[len_col], "a zero-length I/O"));
         }
-        let time_ns =
-            time.checked_mul(format.time_unit_ns()).ok_or_else(|| TraceError::field(at, cols[time_col], fields[time_col], "past 2^64 ns"))?;
+        let time_ns = time
+            .checked_mul(format.time_unit_ns())
+            .ok_or_else(|| TraceError::field(at, cols[time_col], fields[time_col], "past 2^64 ns"))?;
         Ok(Some((ddir, offset, len, time_ns)))
     }
 
@@ -295,7 +300,10 @@ mod tests {
         let a = "device_id,opcode,offset,length,timestamp\n0,R,126703644672,4096,1577808000000009\n0,W,4096,8192,1577808000000109\n";
         assert_eq!(ios(&read(a, CsvFormat::Alibaba, 0.5, None).unwrap()), vec![(R, 126703644672, 4096, 0, 0), (W, 4096, 8192, 50_000, 0)]);
         let t = "1538323200,12606408,16,1,1283\n1538323201,0,8,0,7\n";
-        assert_eq!(ios(&read(t, CsvFormat::Tencent, 1.0, None).unwrap()), vec![(W, 12606408 * 512, 8192, 0, 0), (R, 0, 4096, 1_000_000_000, 1)]);
+        assert_eq!(
+            ios(&read(t, CsvFormat::Tencent, 1.0, None).unwrap()),
+            vec![(W, 12606408 * 512, 8192, 0, 0), (R, 0, 4096, 1_000_000_000, 1)]
+        );
         assert!(read(t, CsvFormat::Tencent, 0.0, None).unwrap().iter().all(|i| i.delay_ns == 0));
     }
 
@@ -325,7 +333,9 @@ mod tests {
         let msr = fields("128166372003061629,wdev,0,Write,3589464064,4096,2698");
         let ali = fields("0,R,126703644672,4096,1577808000000009");
         let ten = fields("1538323200,12606408,16,1,1283");
-        for (f, want) in [(CsvFormat::Msr, [true, false, false]), (CsvFormat::Alibaba, [false, true, false]), (CsvFormat::Tencent, [false, false, true])] {
+        for (f, want) in
+            [(CsvFormat::Msr, [true, false, false]), (CsvFormat::Alibaba, [false, true, false]), (CsvFormat::Tencent, [false, false, true])]
+        {
             assert_eq!([f.matches(&msr), f.matches(&ali), f.matches(&ten)], want, "{f:?}");
         }
     }

@@ -134,7 +134,12 @@ impl<R: BufRead> IologReader<R> {
         let (name, action) = (words[0], words[1]);
         if name.chars().count() > MAX_FILENAME_CHARS {
             let short: String = name.chars().take(40).collect::<String>() + "...";
-            return Err(TraceError { at, field: Some("file"), value: Some(short), reason: format!("file name longer than {MAX_FILENAME_CHARS} characters") });
+            return Err(TraceError {
+                at,
+                field: Some("file"),
+                value: Some(short),
+                reason: format!("file name longer than {MAX_FILENAME_CHARS} characters"),
+            });
         }
         let delay_ns = delay_us.saturating_mul(1000);
         if words.len() == 2 {
@@ -176,7 +181,7 @@ impl<R: BufRead> IologReader<R> {
         }
         let offset = match op {
             TraceOp::Io(_) => {
-                let mut off = if self.opts.replay_scale != 0 { offset / self.opts.replay_scale } else { offset };
+                let mut off = offset.checked_div(self.opts.replay_scale).unwrap_or(offset);
                 if self.opts.replay_align != 0 {
                     off &= !(self.opts.replay_align - 1);
                 }
@@ -265,11 +270,17 @@ mod tests {
     #[test]
     fn bad_lines_are_named_as_the_python_reader_names_them() {
         let cases = [
-            ("fio version 3 iolog\n0 f add\n5 f reed 0 4096\n", "t.log:3: action=reed: unknown I/O action (valid: read, write, trim, sync, datasync, wait)"),
+            (
+                "fio version 3 iolog\n0 f add\n5 f reed 0 4096\n",
+                "t.log:3: action=reed: unknown I/O action (valid: read, write, trim, sync, datasync, wait)",
+            ),
             ("fio version 3 iolog\n0 f add\nhello world\n", "t.log:3: timestamp=hello: not a decimal number"),
             ("fio version 3 iolog\n0 f add\n1 f read 0\n", "t.log:3: expected 'TIMESTAMP FILE ACTION [OFFSET LENGTH]', got '1 f read 0'"),
             ("fio version 2 iolog\nf write 0 4096\n", "t.log:2: file=f: file not added to the trace first (a 'FILE add' line)"),
-            ("0 f add\n", "t.log:1: not a fio iolog: the first line must be 'fio version 2 iolog' or 'fio version 3 iolog' (fio dropped version 1)"),
+            (
+                "0 f add\n",
+                "t.log:1: not a fio iolog: the first line must be 'fio version 2 iolog' or 'fio version 3 iolog' (fio dropped version 1)",
+            ),
             ("fio version 2 iolog\nf add\nf read 0 4294967296\n", "t.log:3: length=4294967296: out of range (0..4294967295)"),
             ("fio version 2 iolog\nf shut\n", "t.log:2: action=shut: unknown file action (valid: add, open, close)"),
         ];

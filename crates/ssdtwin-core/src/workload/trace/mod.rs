@@ -309,7 +309,10 @@ mod tests {
     #[test]
     fn errors_name_the_file_place_and_field() {
         assert_eq!(TraceError::field(At::Line(12), "offset", b"x", "not a number").render("t.csv"), "t.csv:12: offset=x: not a number");
-        assert_eq!(TraceError::new(At::Record { index: 3, byte: 144 }, "truncated").render("t.bin"), "t.bin: record 3 (byte 144): truncated");
+        assert_eq!(
+            TraceError::new(At::Record { index: 3, byte: 144 }, "truncated").render("t.bin"),
+            "t.bin: record 3 (byte 144): truncated"
+        );
         assert_eq!(TraceError::new(At::File, "no I/O").render("t"), "t: no I/O");
     }
 }

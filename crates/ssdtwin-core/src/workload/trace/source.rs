@@ -110,7 +110,9 @@ impl Plan {
     pub fn format_of(&self, head: &[u8]) -> Result<Format, String> {
         match self.format.as_str() {
             "auto" => Format::sniff(head),
-            name => Format::parse(name).ok_or_else(|| format!("unknown trace format '{name}' (one of {}, or auto)", Format::NAMES.join(", "))),
+            name => {
+                Format::parse(name).ok_or_else(|| format!("unknown trace format '{name}' (one of {}, or auto)", Format::NAMES.join(", ")))
+            }
         }
     }
 
@@ -123,7 +125,12 @@ impl Plan {
 
 /// The reader of `format` over `r`. fio's formats take fio's replay options; the CSVs take
 /// its time scale and no-stall, and keep `volume`'s lines only when it is given.
-pub fn open<R: BufRead + Send + 'static>(format: Format, r: R, fio: &FioReplay, volume: Option<&str>) -> Result<Box<dyn TraceReader>, TraceError> {
+pub fn open<R: BufRead + Send + 'static>(
+    format: Format,
+    r: R,
+    fio: &FioReplay,
+    volume: Option<&str>,
+) -> Result<Box<dyn TraceReader>, TraceError> {
     if volume.is_some() && !matches!(format, Format::Csv(_)) {
         return Err(TraceError::new(At::File, format!("a volume filter applies to the CSV formats, not to {}", format.name())));
     }
@@ -228,7 +235,7 @@ impl Mapper {
         } else if off % lba != 0 {
             return Err(TraceError::field(at, "offset", &num(off), format!("not a multiple of the target's {lba}-byte LBA")));
         }
-        let end = off.checked_add(len).unwrap_or(u64::MAX);
+        let end = off.saturating_add(len);
         if end > bytes {
             if beyond == Beyond::Refuse {
                 let why = format!("I/O ends at {}, past the end of the target ({bytes} bytes)", off as u128 + len as u128);
@@ -484,7 +491,11 @@ mod tests {
         assert_eq!(e.render("t.csv"), "t.csv:9: offset=1056768: I/O ends at 1060864, past the end of the target (1048576 bytes)");
         let mut wrap = Mapper::new(target(Beyond::Wrap, false), 0);
         assert_eq!(wrap.map(&past).unwrap().unwrap().offset, 8192);
-        assert_eq!(wrap.map(&io(W, (2 << 20) - 4096, 8192, 0, 1)).unwrap().unwrap().offset, (1 << 20) - 8192, "moved back to end at the end");
+        assert_eq!(
+            wrap.map(&io(W, (2 << 20) - 4096, 8192, 0, 1)).unwrap().unwrap().offset,
+            (1 << 20) - 8192,
+            "moved back to end at the end"
+        );
         assert_eq!(wrap.moved, 2);
         let mut fit = Mapper::new(target(Beyond::Fit, false), 4 << 20);
         assert_eq!(fit.map(&io(W, 2 << 20, 4096, 0, 1)).unwrap().unwrap().offset, 512 << 10);
@@ -532,7 +543,8 @@ mod tests {
         };
         let e = scan(lines(Limits::default()), Format::Csv(CsvFormat::Alibaba), &mut |_| true).unwrap_err();
         assert_eq!(e.render("t.csv"), "t.csv:3: expected 5 fields (device_id,opcode,offset,length,timestamp), got 1");
-        let s = scan(lines(Limits { skip_bad: true, ..Limits::default() }), Format::Csv(CsvFormat::Alibaba), &mut |_| true).unwrap().unwrap();
+        let s =
+            scan(lines(Limits { skip_bad: true, ..Limits::default() }), Format::Csv(CsvFormat::Alibaba), &mut |_| true).unwrap().unwrap();
         assert_eq!((s.ios, s.bytes, s.end_bytes, s.span_ns), ([1, 2, 0], [8192, 8192, 0], 1052672, 30_000));
         assert_eq!((s.skipped_lines, s.volumes.len(), s.volumes_with_io.len()), (1, 2, 2));
         assert_eq!(s.first_skipped.as_deref(), Some(":3: expected 5 fields (device_id,opcode,offset,length,timestamp), got 1"));
