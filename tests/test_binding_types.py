@@ -114,6 +114,7 @@ def test_a_drive_answers_with_the_drive_types(tmp_path: Any) -> None:
         (d.namespace(1), T.NamespaceRow),
         (d.precondition(1, "seq", 131072, 1 << 20, 1), T.PreconditionReport),
         (d.qos(), list[T.QosRow]),
+        (_core.waf_measurement(d.vendor_log(), d.vendor_log(), "timed", 1 << 20), T.WafMeasurement),
     ]
     for source in (d, view):
         answers += [

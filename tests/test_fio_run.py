@@ -898,3 +898,18 @@ def test_bench_tree_latency_grows_with_queue_depth(bench_tree: Path) -> None:
     docs = {d: json.loads((bench_tree / f"randread-{d}-1.json").read_text())["jobs"][0]["read"] for d in (1, 8, 32)}
     assert docs[1]["iops"] < docs[8]["iops"] < docs[32]["iops"]
     assert docs[1]["lat_ns"]["mean"] < docs[32]["lat_ns"]["mean"]
+
+
+def test_the_json_waf_is_the_drives_only_over_a_gc_cycle_or_a_namespace_pass(small: Path, tmp_path: Path) -> None:
+    """fio's JSON carries the drive's WAF measurement over the run (docs/models.md,
+    "Measuring WAF"): 64 MiB of random writes on an 8-superblock drive reclaim a fraction of
+    its superblocks, so there is no WAF, only the window's raw ratio; a sequential pass over
+    the whole namespace is enough to report one."""
+    short = run_fio(small, HEAD + "[w]\nrw=randwrite\nbs=4k\niodepth=32\nio_size=64m\n", tmp_path / "short").doc["ssdtwin"]["waf"]
+    assert short["basis"] == "timed" and short["verdict"] == "insufficient", short
+    assert short["waf"] is None and short["waf_window_raw"] > 1.0 and short["host_bytes"] == 64 * MiB
+    assert short["gc_cycles"] < 1 and short["namespace_passes"] < 0.01 and short["superblocks"] == 8
+    whole = run_fio(small, HEAD + "[w]\nrw=write\nbs=128k\niodepth=8\n", tmp_path / "whole").doc["ssdtwin"]["waf"]
+    assert whole["verdict"] == "steady" and whole["namespace_passes"] == pytest.approx(1.0, rel=1e-3), whole
+    # The pass follows random writes: GC still copies what they scattered, so WAF > 1.
+    assert whole["waf"] == whole["waf_window_raw"] > 1.0, whole

@@ -26,6 +26,7 @@ from ssdtwin.core_types import (
     StackState,
     StackSummary,
     VendorLog,
+    WafMeasurement,
 )
 from ssdtwin.fio.contract import CloneOut, FioFacts, JobSpec
 
@@ -48,6 +49,7 @@ __all__ = [
     "parse_spec",
     "preset",
     "waf_greedy",
+    "waf_measurement",
     "serve",
     "cluster_init",
     "cluster_spec",
@@ -254,6 +256,7 @@ def presets() -> list[tuple[str, str]]: ...
 def parse_spec(text: str, origin: str = "spec") -> dict[str, Any]: ...
 def preset(name: str) -> dict[str, Any]: ...
 def waf_greedy(alpha: float, units_per_block: Optional[float] = None) -> float: ...
+def waf_measurement(before: VendorLog, after: VendorLog, basis: str, namespace_bytes: int) -> WafMeasurement: ...
 def serve(
     path: _Path,
     tcp: list[str] = ...,

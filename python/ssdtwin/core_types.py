@@ -7,7 +7,7 @@ binding against them, so a field added to or dropped from a Rust structure fails
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, Optional, TypedDict
 
 # --- a drive (image.rs, nvme/identify.rs, nvme/mod.rs, ftl) --------------------------------------
 
@@ -316,6 +316,22 @@ class ReadSummary(TypedDict):
     nand_ius: int
     buffer_ius: int
     unmapped_ius: int
+
+
+class WafMeasurement(TypedDict):
+    """nvme/waf.rs: a WAF over a window between two vendor logs (docs/models.md, "Measuring WAF")."""
+
+    basis: Literal["timed", "fast_forward"]
+    verdict: Literal["steady", "insufficient", "no_writes"]
+    waf: Optional[float]
+    waf_window_raw: Optional[float]
+    host_bytes: int
+    nand_bytes: int
+    gc_victims: int
+    superblocks: int
+    gc_cycles: float
+    namespace_bytes: int
+    namespace_passes: float
 
 
 class PreconditionReport(TypedDict):

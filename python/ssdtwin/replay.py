@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import _core
+from . import waf as wafm
 from .core_types import SmartLog, VendorLog
 from .drive import Drive, Namespace
 from .fio.contract import CloneOut, JobSpec
@@ -64,6 +65,12 @@ class Replayed:
     smart_after: SmartLog
     trace: str
     notes: list[str] = field(default_factory=list)
+    namespace_bytes: int = 0  # of the namespace replayed onto
+
+    @property
+    def waf(self) -> dict[str, Any]:
+        """The drive's WAF measurement over the replay (waf.py)."""
+        return wafm.measure(self.vendor_before, self.vendor_after, "timed", self.namespace_bytes)
 
 
 def _plan(opts: Options, ns: Namespace, trace_end: int = 0, format: Optional[str] = None) -> dict[str, Any]:
@@ -157,7 +164,7 @@ def replay(
     if summary["moved"]:
         how = "folded onto" if opts.beyond == "wrap" else "scaled onto"
         notes.append(f"{summary['moved']} I/O(s) {how} namespace {ns.nsid} ({ns.bytes} bytes; the trace spans {summary['end_bytes']})")
-    return Replayed(run, result, summary, before, drive.vendor_log(), drive.smart_log(), str(trace), notes)
+    return Replayed(run, result, summary, before, drive.vendor_log(), drive.smart_log(), str(trace), notes, ns.bytes)
 
 
 def report(r: Replayed) -> dict[str, Any]:
@@ -165,6 +172,7 @@ def report(r: Replayed) -> dict[str, Any]:
     write amplification over the replay and its counters after it."""
     host = r.vendor_after["host_write_bytes"] - r.vendor_before["host_write_bytes"]
     nand = r.vendor_after["nand_write_bytes"] - r.vendor_before["nand_write_bytes"]
+    m = r.waf
     s = r.summary
     return {
         "trace": r.trace,
@@ -182,7 +190,13 @@ def report(r: Replayed) -> dict[str, Any]:
         "drive": {
             "host_write_bytes": host,
             "nand_write_bytes": nand,
-            "waf": nand / host if host else None,
+            # The drive's WAF only over a GC cycle or a namespace pass (docs/models.md,
+            # "Measuring WAF"); the replay's ratio whatever it spans is waf_window_raw.
+            "waf": m["waf"],
+            "waf_window_raw": m["waf_window_raw"],
+            "waf_verdict": m["verdict"],
+            "waf_gc_cycles": m["gc_cycles"],
+            "waf_namespace_passes": m["namespace_passes"],
             "smart_log": r.smart_after,
             "vendor_log": r.vendor_after,
         },

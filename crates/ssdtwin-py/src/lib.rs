@@ -1121,6 +1121,26 @@ fn waf_greedy(alpha: f64, units_per_block: Option<f64>) -> PyResult<f64> {
     })
 }
 
+/// The WAF measured between two vendor logs of one drive (`nvme::WafMeasurement`): basis
+/// "timed" or "fast_forward", over namespaces of `namespace_bytes` in all.
+#[pyfunction]
+fn waf_measurement(
+    py: Python<'_>,
+    before: &Bound<'_, PyAny>,
+    after: &Bound<'_, PyAny>,
+    basis: &str,
+    namespace_bytes: u64,
+) -> PyResult<Py<PyAny>> {
+    let basis = match basis {
+        "timed" => nvme::WafBasis::Timed,
+        "fast_forward" => nvme::WafBasis::FastForward,
+        other => return Err(Failure::Value(format!("basis '{other}': use 'timed' or 'fast_forward'")).into()),
+    };
+    let before: nvme::VendorLog = from_py(before, "before")?;
+    let after: nvme::VendorLog = from_py(after, "after")?;
+    to_py(py, &nvme::WafMeasurement::between(&before, &after, basis, namespace_bytes))
+}
+
 // ------------------------------------------------------------------------------ cluster
 
 /// The `cluster.toml` text of a new lab: `options` are `cluster init`'s (stack, nodes,
@@ -1216,6 +1236,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_spec, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;
+    m.add_function(wrap_pyfunction!(waf_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_init, m)?)?;
     m.add_function(wrap_pyfunction!(cluster_spec, m)?)?;

@@ -120,10 +120,12 @@ def _print(r: Any, fmt: str) -> None:
         return
     typer.echo(fio_output.normal_text(r.run, [r.result]).rstrip("\n"))
     s, dr = r.summary, extra["drive"]
-    waf = f"{dr['waf']:.3f}" if dr["waf"] is not None else "- (nothing written)"
+    from .. import waf as wafm
+
+    waf = wafm.text(r.waf)
     typer.echo(
         f"\nreplay: {r.trace} ({s['format']}): {sum(s['ios'])} I/Os in the trace "
         f"({', '.join(f'{d} {n}' for d, n in zip(rp.DDIRS, s['ios']) if n)}), {len(s['volumes'])} volume(s), "
         f"iodepth {extra['iodepth']}"
     )
-    typer.echo(f"drive: host wrote {dr['host_write_bytes']} bytes, NAND {dr['nand_write_bytes']} bytes, WAF {waf}")
+    typer.echo(f"drive: host wrote {dr['host_write_bytes']} bytes, NAND {dr['nand_write_bytes']} bytes, {waf}")

@@ -110,7 +110,12 @@ class Obj(list[tuple[str, Any]]):
     """An ordered JSON object that may repeat keys, as fio's does for repeated options."""
 
 
-Value = Union[str, int, float, "Obj", list[Any], None]
+class RawJson(str):
+    """A value already in JSON (written as is): ssdtwin's own keys, which keep null and
+    full float precision where fio's writer would drop the one and round the other."""
+
+
+Value = Union[str, int, float, "Obj", list[Any], None, RawJson]
 
 
 def _escape(text: str) -> str:
@@ -148,6 +153,8 @@ def _dump(value: Value, level: int, out: list[str]) -> None:
             out.append("  " * (level + 1))
             _dump(v, level + 1, out)
         out.append("\n" + "  " * level + "]")
+    elif isinstance(value, RawJson):
+        out.append(str(value))
     elif isinstance(value, bool):
         out.append("1" if value else "0")
     elif isinstance(value, int):
@@ -420,9 +427,15 @@ def _ssdtwin_obj(run: Run) -> Obj:
     """ssdtwin's own top-level object, after fio's keys (docs/fio.md §6.1): the options
     accepted with no effect on a simulated drive, per job (an option of a [global] section
     is listed for every job under it). A flag written alone has no "value"; where each
-    option was written (file:line) is in the CLI's notes on stderr."""
+    option was written (file:line) is in the CLI's notes on stderr. Then the drive's WAF
+    over the run when it ran on a drive (docs/models.md, "Measuring WAF"): "waf" is null
+    unless the run spans a GC cycle or a namespace pass ("verdict" "steady"); the ratio
+    whatever the run spans is "waf_window_raw"."""
     keys = ("job", "option", "value", "reason")
-    return Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
+    obj = Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
+    if run.waf is not None:
+        obj.append(("waf", Obj([(k, RawJson(json.dumps(v))) for k, v in run.waf.items()])))
+    return obj
 
 
 def json_dict(run: Run, results: Optional[Sequence[CloneOut]] = None, **kw: Any) -> dict[str, Any]:

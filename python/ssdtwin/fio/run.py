@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
+from .. import waf as wafm
 from ..drive import Drive
 from . import iolog as fio_iolog
 from . import logs as fio_logs
@@ -41,7 +42,11 @@ def run_jobs(
     if notes is not None:
         for note in fio_notes(run):
             notes(note)
-    return run, drive.run_fio(specs, namespace, idle_gc, progress)
+    before = drive.vendor_log()
+    results = drive.run_fio(specs, namespace, idle_gc, progress)
+    ns_bytes = sum(n.bytes for n in drive.namespaces() if n.attached)
+    run.waf = wafm.measure(before, drive.vendor_log(), "timed", ns_bytes)
+    return run, results
 
 
 def engine_specs(drive: Drive, run: Run, namespace: int = 1) -> list[JobSpec]:

@@ -154,7 +154,7 @@ def settled_run(
     window_ms: tuple[int, int],
     direction: str,
     name: str,
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
 ) -> tuple[dict[str, Any], tuple[int, int]]:
     """Run the job `text(window)` until its window is long against its own mean latency R
     (ramp >= 10 R, runtime >= 50 R): fio counts only I/Os issued after the ramp, so a
@@ -169,7 +169,7 @@ def settled_run(
 
 
 def measure(
-    c: Cluster, rw: str, iodepth: int, window_ms: tuple[int, int], progress: Optional[Callable[[int], object]] = None
+    c: Cluster, rw: str, iodepth: int, window_ms: tuple[int, int], progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> dict[str, Any]:
     """Run one point (window: settled_run; the posts ran 60 s and 300 s); the figures, the
     saturating resource and what the run cost."""
@@ -241,7 +241,7 @@ def run(
     rws: Sequence[str] = ("randread", "randwrite", "write-qd1"),
     window_ms: tuple[int, int] = WINDOW_MS,
     log: Callable[[str], None] = print,
-    progress: Optional[Callable[[int], object]] = None,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
 ) -> dict[str, Any]:
     """Every published point of the two posts (or those of `points`, `threads` and `rws`)
     beside the model's prediction."""

@@ -20,6 +20,7 @@ from importlib import resources
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .. import waf as wafm
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, Ddir
@@ -44,8 +45,11 @@ class Measured:
     mb_s: float
     mib_s: float
     lat_mean_us: float
-    waf: Optional[float]
+    waf: Optional[float]  # the window's NAND / host ratio (compared with published windows)
     wall_s: float
+    # The same window as a WAF measurement: basis, amount, verdict (waf.py); its "waf" is
+    # set only when the window spans a GC cycle or a namespace pass.
+    waf_measurement: Optional[dict[str, Any]] = None
 
 
 def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
@@ -95,7 +99,25 @@ def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optio
     lat = sum(r[d]["lat"]["sum_ns"] for r in out) / max(1, sum(r[d]["lat"]["n"] for r in out)) / 1e3
     dh = v1["host_write_bytes"] - v0["host_write_bytes"]
     dn = v1["nand_write_bytes"] - v0["nand_write_bytes"]
-    return Measured(ios / secs, byts / secs / 1e6, byts / secs / 2**20, lat, (dn / dh) if dh else None, wall)
+    m = wafm.measure(v0, v1, "timed", drive.namespaces()[0].bytes)
+    return Measured(ios / secs, byts / secs / 1e6, byts / secs / 2**20, lat, (dn / dh) if dh else None, wall, m)
+
+
+def window_keys(m: Measured) -> dict[str, Any]:
+    """A row's keys for what its WAF window spans: the figure a row compares with a published
+    one is the window's ratio (``waf``), as the source measured it over its own amount; these
+    say whether that window is also the drive's steady-state WAF (docs/models.md, "Measuring WAF")."""
+    w = m.waf_measurement
+    if w is None:
+        return {"waf_verdict": None, "waf_gc_cycles": None, "waf_namespace_passes": None}
+    return {"waf_verdict": w["verdict"], "waf_gc_cycles": w["gc_cycles"], "waf_namespace_passes": w["namespace_passes"]}
+
+
+def window_text(m: Measured) -> str:
+    w = m.waf_measurement
+    if w is None:
+        return "window not measured"
+    return f"window {w['gc_cycles']:.1f} GC cycles, {w['namespace_passes']:.2f} passes: {w['verdict']}"
 
 
 def replace_namespace(d: Drive, blocks: int) -> int:
@@ -125,6 +147,8 @@ class Prepared:
     drive: Drive
     blocks: int  # namespace 1, in 512 B blocks
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
+    # The same pass as a WAF measurement (basis fast_forward, its amount and verdict).
+    steady_measurement: Optional[dict[str, Any]] = None
 
 
 def cm6_drive(
@@ -157,13 +181,15 @@ def cm6_drive(
         replace_namespace(d, int(ns_fraction * cap) // 4096 * 4096 // 512)
     if state != "none":
         d.precondition(1, "seq", 131072, loops=2, seed=seed)
-    steady = None
+    steady = measured = None
     if state == "rand":
         d.precondition(1, "rand", rand_block_bytes, loops=2, seed=seed + 1)
+        before = d.vendor_log()
         steady = d.precondition(1, "rand", rand_block_bytes, loops=1, seed=seed + 2).waf
+        measured = wafm.measure(before, d.vendor_log(), "fast_forward", d.namespaces()[0].bytes)
     if path is not None:
         d.commit()
-    return Prepared(d, d.namespaces()[0].nsze, steady)
+    return Prepared(d, d.namespaces()[0].nsze, steady, measured)
 
 
 def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None) -> Measured:
@@ -230,6 +256,7 @@ def cm6_brief(
                 "error": (value / pub - 1) if pub else None,
                 "lat_mean_us": m.lat_mean_us,
                 "waf": m.waf,
+                **window_keys(m),
                 "steady_waf": p.steady_waf if test == "rand-write" else None,
                 "blocks": p.blocks,
                 "role": "calibration" if col == "3.84" else "prediction",
@@ -237,7 +264,7 @@ def cm6_brief(
             rows.append(row)
             unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
-            waf_s = f"WAF {m.waf:.2f}" if m.waf else ""
+            waf_s = f"WAF {m.waf:.2f} ({window_text(m)})" if m.waf else ""
             log(f"{col:>6} {test:<11} {value:>12,.0f} {unit:<5} published {pub_s}  {row['role']:<11} {waf_s}")
         for p in drives.values():
             p.drive.close()
@@ -279,6 +306,7 @@ def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] 
         row = {
             "job": name,
             "waf": m.waf,
+            **window_keys(m),
             "waf_published": pwaf,
             "mib_s": m.mib_s,
             "mib_s_published": pmib,
@@ -293,6 +321,6 @@ def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] 
             f"{name:<14} WAF {waf:6.2f} (published {pwaf:6.2f}, {waf / pwaf - 1:+6.1%})  "
             f"{m.mib_s:8.1f} MiB/s ({pmib:7.1f}, {m.mib_s / pmib - 1:+6.1%})  "
             f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  "
-            f"[{amount / 2**30:.0f} GiB, {m.wall_s:.1f} s wall]"
+            f"[{amount / 2**30:.0f} GiB, {window_text(m)}, {m.wall_s:.1f} s wall]"
         )
     return rows

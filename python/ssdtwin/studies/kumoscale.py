@@ -116,7 +116,7 @@ def band_labs(clusters: dict[str, Cluster]) -> list[tuple[str, str, Cluster, int
 
 
 def band(
-    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None
+    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> list[dict[str, Any]]:
     """Random reads at each end of each stack's band: the curve over CURVE_LEVELS plus the
     study's own load, and where the study's figure falls between the ends."""

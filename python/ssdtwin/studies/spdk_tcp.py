@@ -62,7 +62,7 @@ def job_text(window_ms: tuple[int, int] = WINDOW_MS) -> str:
 
 
 def run(
-    scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int], object]] = None
+    scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> dict[str, Any]:
     rows = []
     t0 = time.perf_counter()

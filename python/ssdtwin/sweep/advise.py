@@ -5,7 +5,7 @@ The method, in rounds of sweeps (each round one sweep over the candidates still 
 
 1. Candidates: every drive x every extra OP (namespace = capacity / (1 + extra OP)).
    Round 1 runs the job unthrottled on each, preconditioned to steady state: the most IOPS
-   one drive gives (``iops_max``), the job's mix (written bytes per I/O) and its WAF.
+   one drive gives (``iops_max``), the job's mix (written bytes per I/O) and its WAF (4.).
 2. Drives needed: N = the most of ceil(target IOPS / iops_max), ceil(capacity / namespace)
    (with --capacity), and the N whose NAND writes over the lifetime fit the endurance.
 3. Load rounds: the job again on each candidate, capped at target / N IOPS (fio rate_iops,
@@ -15,8 +15,13 @@ The method, in rounds of sweeps (each round one sweep over the candidates still 
    too soon, the N its NAND writes need at the WAF measured at load (at least N + 1); then
    another round, up to ``rounds`` load rounds.
 4. Lifetime: years = raw NAND bytes x rated P/E cycles / (host write rate per drive x WAF x
-   365.25 days), with perfect wear levelling, and WAF the larger of round 1's and the load
-   round's (short windows of a long GC cycle); DWPD = host bytes written per day / namespace.
+   365.25 days), with perfect wear levelling; DWPD = host bytes written per day / namespace.
+   The WAF is the largest of the measurements that are the drive's (waf.py): the image's
+   fast-forward pass at steady state when the job writes like it (uniform random writes of
+   its block size), and each timed window (round 1, the load round) that spans a whole GC
+   cycle. A window of a few seconds of a drive with few large superblocks spans a fraction
+   of one: its ratio is noise and is never used; with no measurement the lifetime is not
+   judged and the candidate does not meet a lifetime target.
    Raw NAND bytes and P/E cycles are the preset's (`ssdtwin models NAME` gives their
    sources); the host write rate is the target IOPS / N times the written bytes per I/O.
 5. Cost: N x the drive's marketed TB x its price per TB (``cost_per_tb``, the user's
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .. import waf as wafm
 from .config import Sweep, from_dict
 from .runner import Executor, Shared, run_sweep
 
@@ -86,7 +92,10 @@ class Candidate:
     namespace_bytes: int = 0  # full scale
     iops_max: Optional[float] = None
     write_bytes_per_io: float = 0.0
-    waf_max: Optional[float] = None
+    waf_max: Optional[float] = None  # round 1's timed window, when it spans a GC cycle
+    waf_first: Optional[dict[str, Any]] = None  # round 1's timed window (waf.py's keys)
+    waf_ff: Optional[dict[str, Any]] = None  # the image's fast-forward pass, when the job writes like it
+    waf_used: Optional[dict[str, Any]] = None  # the measurement the lifetime uses
     drives: Optional[int] = None
     why_drives: str = ""
     load_iops: Optional[float] = None  # achieved per drive at the cap
@@ -188,11 +197,14 @@ def advise(
         c.iops_max = r["iops"]
         ios = r["read_ios"] + r["write_ios"]
         c.write_bytes_per_io = r["write_bytes"] / ios if ios else 0.0
-        c.waf_max = r["waf"]
+        c.waf_first = row_measurement(r)
+        c.waf_max = c.waf_first["waf"]
+        c.waf_ff = row_steady_measurement(r)
+        c.waf_used = _largest([c.waf_ff, c.waf_first])
         if not c.iops_max:
             c.reason = "the job did no I/O"
             continue
-        c.drives, c.why_drives = _needed(c, targets, c.waf_max)
+        c.drives, c.why_drives = _needed(c, targets, None if c.waf_used is None else c.waf_used["waf"])
     open_ = [c for c in cands if c.drives]
     done_rounds = 1
     for k in range(2, 2 + rounds):
@@ -218,6 +230,46 @@ def advise(
     return Advice(targets, cands, cost_per_tb is not None, done_rounds, job.name, scale)
 
 
+def row_measurement(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A sweep row's timed window as a WAF measurement (the keys waf.text reads)."""
+    ns = r["namespace_bytes"] or 0
+    host = r["host_write_bytes"] or 0
+    return {
+        "basis": "timed",
+        "verdict": r["waf_verdict"],
+        "waf": r["waf"],
+        "waf_window_raw": r["waf_window_raw"],
+        "host_bytes": host,
+        "gc_cycles": r["waf_gc_cycles"],
+        "namespace_passes": host / ns if ns else 0.0,
+    }
+
+
+def row_steady_measurement(r: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """The image's fast-forward steady-state pass as a WAF measurement, when the job writes
+    like it (sweep/point.py, writes_like_steady_pass) and the pass is steady; else None."""
+    if not r.get("steady_waf_is_jobs") or r.get("steady_waf_verdict") != "steady":
+        return None
+    ns = r["namespace_bytes"] or 0
+    host = r["steady_waf_host_bytes"] or 0
+    return {
+        "basis": "fast_forward",
+        "verdict": "steady",
+        "waf": r["steady_waf"],
+        "waf_window_raw": r["steady_waf"],
+        "host_bytes": host,
+        "gc_cycles": r["steady_waf_gc_cycles"],
+        "namespace_passes": host / ns if ns else 0.0,
+    }
+
+
+def _largest(ms: Sequence[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
+    """The steady measurement with the largest WAF (never a drive longer-lived than any
+    well-measured window says), or None when none is steady."""
+    ok = [m for m in ms if m is not None and m["verdict"] == "steady" and m["waf"] is not None]
+    return max(ok, key=lambda m: float(m["waf"])) if ok else None
+
+
 def _needed(c: Candidate, t: Targets, waf: Optional[float]) -> tuple[int, str]:
     """Drives needed and which target set the number."""
     assert c.iops_max
@@ -233,11 +285,11 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     """Figures at the load: None when they meet the targets, else the drives to try next."""
     n = c.drives or 1
     c.load_iops, c.p99_us = r["iops"], r["p99_us"]
-    # The lifetime's WAF: the larger of the two windows' (unthrottled and at load). Each is a
-    # few seconds of a GC cycle that runs over a namespace's worth of writes; taking the
-    # larger never makes a drive last longer than either window says.
-    wafs = [w for w in (r["waf"], c.waf_max) if w is not None]
-    c.waf = max(wafs) if wafs else None
+    # The lifetime's WAF: the largest of the measurements that are the drive's (module
+    # docstring); a window too short for a GC cycle is never one of them.
+    at_load = row_measurement(r)
+    c.waf_used = _largest([c.waf_ff, c.waf_first, at_load])
+    c.waf = c.waf_used["waf"] if c.waf_used else None
     host_rate = t.iops / n * c.write_bytes_per_io
     c.years = years(c.drive, host_rate, c.waf)
     c.dwpd = host_rate * 86400 / c.namespace_bytes
@@ -252,18 +304,30 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
         misses.append(f"p99 {c.p99_us:,.0f} us > {t.p99_us:,.0f} us" if c.p99_us is not None else "no latency measured")
     slow = bool(misses)  # more drives, by a margin: latency does not fall in proportion
     life_n = drives_for_life(c.drive, t.iops * c.write_bytes_per_io, c.waf, t.lifetime_years)
-    if t.lifetime_years and c.years < t.lifetime_years:
+    if t.lifetime_years and c.write_bytes_per_io and c.waf is None:
+        misses.append(f"lifetime not judged: {wafm.text(at_load)}")
+    elif t.lifetime_years and c.years < t.lifetime_years:
         misses.append(f"lasts {c.years:.2f} years < {t.lifetime_years:g} at WAF {c.waf:.3f}")
     c.history.append(
-        f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, WAF {_f(c.waf)}, {c.years:.1f} years"
+        f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, "
+        f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {c.years:.1f} years"
         + (f" -> {'; '.join(misses)}" if misses else " -> meets the targets")
     )
     if not misses:
         c.meets, c.reason = True, ""
         return None
     c.reason = "; ".join(misses)
+    if not slow and c.waf is None:
+        return None  # more drives would not measure the WAF: the candidate stays unjudged
     # A lifetime miss alone needs exactly the drives whose NAND writes fit (at this WAF).
     return max(n + 1, math.ceil(n * 1.25) if slow else 0, life_n)
+
+
+BASIS_SHORT = {"fast_forward": "ff", "timed": "timed"}
+
+
+def _timed(m: Optional[Mapping[str, Any]]) -> str:
+    return wafm.text(m).replace("WAF", "timed WAF", 1)
 
 
 def _us(v: Optional[float]) -> str:
@@ -285,7 +349,8 @@ def report(a: Advice) -> list[str]:
         + (f", {t.capacity_bytes / 1e12:,.2f} TB" if t.capacity_bytes else "")
         + f" (simulated at 1/{a.scale} scale: 1 round unthrottled, {a.rounds - 1} at load)",
         "",
-        f"{'candidate':<44} {'IOPS/drive':>10} {'WAF':>5} {'drives':>6} {'p99@load':>10} {'years':>6} {'DWPD':>5} {'cost':>9}  verdict",
+        f"{'candidate':<44} {'IOPS/drive':>10} {'WAF':>6} {'from':>5} {'drives':>6} "
+        f"{'p99@load':>10} {'years':>6} {'DWPD':>5} {'cost':>9}  verdict",
     ]
     for c in a.candidates:
         cost = "-" if c.cost is None else f"{c.cost:,.1f}"
@@ -293,7 +358,9 @@ def report(a: Advice) -> list[str]:
         iops = "-" if c.iops_max is None else f"{c.iops_max:,.0f}"
         dwpd = "-" if c.dwpd is None else f"{c.dwpd:.2f}"
         verdict = "meets" if c.meets else (c.reason or "not measured")
-        figures = f"{iops:>10} {_f(c.waf or c.waf_max):>5} {c.drives or '-':>6} {_us(c.p99_us):>10} {yrs:>6} {dwpd:>5} {cost:>9}"
+        m = c.waf_used
+        waf, basis = ("-", "-") if m is None else (_f(m["waf"]), BASIS_SHORT[m["basis"]])
+        figures = f"{iops:>10} {waf:>6} {basis:>5} {c.drives or '-':>6} {_us(c.p99_us):>10} {yrs:>6} {dwpd:>5} {cost:>9}"
         lines.append(f"{c.label:<44} {figures}  {verdict}")
     lines.append("")
     best = a.ranked
@@ -307,8 +374,9 @@ def report(a: Advice) -> list[str]:
         lines.append(f"{i}. {c.label}: {c.drives} drives, {used}, cost {c.cost:,.1f}")
         lines.append(
             f"   why {c.drives} drives ({c.why_drives}): one drive gives {c.iops_max:,.0f} IOPS of this job unthrottled "
-            f"(WAF {_f(c.waf_max)}); at {c.cap_iops:,} IOPS each, p99 {_us(c.p99_us)}"
+            f"({_timed(c.waf_first)}); at {c.cap_iops:,} IOPS each, p99 {_us(c.p99_us)}"
         )
+        lines.append(f"   lifetime {wafm.text(c.waf_used)}")
         lines.extend(_wear_lines(a, c))
         for h in c.history:
             lines.append(f"   round: {h}")
@@ -318,6 +386,11 @@ def report(a: Advice) -> list[str]:
         "years = raw x P/E / (host write rate x WAF), perfect wear levelling;"
     )
     lines.append("rated DWPD is shown for comparison only (vendors rate it under JEDEC's workload, not this one).")
+    lines.append(
+        "WAF from: ff = a fast-forward pass of the job's writes over the whole namespace at steady state; timed = a timed window "
+        "that spans >= 1 GC cycle (superblocks reclaimed >= the drive's) or namespace pass; the largest of those is used, "
+        'a shorter window never (docs/models.md, "Measuring WAF").'
+    )
     for d in {c.drive.name: c.drive for c in a.candidates}.values():
         lines.append(f"  {d.name}: P/E {d.pe_cycles:,.0f} ({d.pe_source}); rated {d.rated_dwpd:g} DWPD ({d.dwpd_source})")
     return lines
@@ -354,6 +427,12 @@ def to_json(a: Advice) -> dict[str, Any]:
             "iops_at_load": c.load_iops,
             "p99_us_at_load": c.p99_us,
             "waf": c.waf,
+            "waf_basis": c.waf_used and c.waf_used["basis"],
+            "waf_host_bytes": c.waf_used and c.waf_used["host_bytes"],
+            "waf_gc_cycles": c.waf_used and c.waf_used["gc_cycles"],
+            "waf_fast_forward": c.waf_ff and c.waf_ff["waf"],
+            "waf_unthrottled_window_raw": c.waf_first and c.waf_first["waf_window_raw"],
+            "waf_unthrottled_gc_cycles": c.waf_first and c.waf_first["gc_cycles"],
             "years": None if c.years is None or math.isinf(c.years) else c.years,
             "dwpd": c.dwpd,
             "endurance_dwpd": c.endurance_dwpd,

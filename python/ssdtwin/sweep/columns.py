@@ -8,7 +8,11 @@ OUTPUT_COLUMNS: dict[str, str] = {
     "namespace_tb_full": "float64",  # the same fraction of the full-scale drive, in TB
     "op": "float64",  # data pool / namespace - 1 (NAND not in the namespace is spare)
     "model_waf": "float64",  # greedy GC closed form (Lambert W) at that OP
-    "steady_waf": "float64",  # precondition "rand": WAF of its last 4 KiB random pass
+    "steady_waf": "float64",  # precondition "rand": WAF of its last 4 KiB random pass (fast-forward)
+    "steady_waf_host_bytes": "int64",  # what that pass wrote (one namespace)
+    "steady_waf_gc_cycles": "float64",  # superblocks GC reclaimed in it / superblocks
+    "steady_waf_verdict": "string",  # steady or insufficient (docs/models.md, "Measuring WAF")
+    "steady_waf_is_jobs": "bool_",  # the job writes like that pass (uniform random, same block)
     "iops": "float64",
     "read_iops": "float64",
     "write_iops": "float64",
@@ -28,7 +32,10 @@ OUTPUT_COLUMNS: dict[str, str] = {
     "write_ios": "int64",
     "read_bytes": "int64",
     "write_bytes": "int64",
-    "waf": "float64",  # NAND / host bytes written during the job (vendor log deltas)
+    "waf": "float64",  # NAND / host bytes written during the job, when the window is steady; else null
+    "waf_window_raw": "float64",  # the same ratio whatever the window spans
+    "waf_verdict": "string",  # steady, insufficient or no_writes (docs/models.md, "Measuring WAF")
+    "waf_gc_cycles": "float64",  # superblocks GC reclaimed in the window / superblocks
     "host_write_bytes": "int64",
     "nand_write_bytes": "int64",
     "simulated_s": "float64",

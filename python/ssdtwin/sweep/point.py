@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import _core
+from .. import waf as wafm
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import JobSpec
@@ -107,6 +108,7 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
             "namespace_bytes": ns.bytes,
             "data_pool_bytes": info["data_pool_bytes"],
             "steady_waf": prepared.steady_waf,
+            "steady_waf_measurement": prepared.steady_measurement,
             "seed": point.image_seed,
             "build_wall_s": round(time.perf_counter() - t0, 3),
         }
@@ -153,8 +155,9 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
     finally:
         d.close()
     row = input_columns(point)
-    row.update(outputs(out, v0, v1))
     pool, ns_bytes = meta["data_pool_bytes"], meta["namespace_bytes"]
+    row.update(outputs(out, v0, v1, ns_bytes))
+    row.update(steady_columns(meta, specs))
     full = int(_core.preset(p["preset"])["capacity"]["tnvmcap_bytes"]["value"])
     frac = meta["namespace_fraction"]
     row.update(
@@ -199,9 +202,49 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
             }
 
 
-def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping[str, Any]) -> dict[str, Any]:
+def steady_columns(meta: Mapping[str, Any], specs: Sequence[JobSpec]) -> dict[str, Any]:
+    """The image's fast-forward steady-state WAF measurement (precondition "rand": one pass
+    of 4 KiB random writes over the namespace) and whether the job writes the same way, so
+    that this WAF is the job's (reads do not change where GC finds valid data)."""
+    m = meta.get("steady_waf_measurement")  # images built before it was kept have none
+    return {
+        "steady_waf_host_bytes": None if m is None else m["host_bytes"],
+        "steady_waf_gc_cycles": None if m is None else m["gc_cycles"],
+        "steady_waf_verdict": None if m is None else m["verdict"],
+        "steady_waf_is_jobs": m is not None and writes_like_steady_pass(specs, STEADY_PASS_BLOCK_BYTES),
+    }
+
+
+STEADY_PASS_BLOCK_BYTES = 4096  # the block of precondition "rand"'s passes (cm6_drive's default)
+
+
+def writes_like_steady_pass(specs: Sequence[JobSpec], block_bytes: int) -> bool:
+    """Every clone that writes does so uniformly at random over its whole namespace in
+    blocks of ``block_bytes`` (no trims, no skew, no mixed sizes): the write stream of a
+    precondition "rand" pass, whose steady-state WAF is then this job's."""
+    writers = [s for s in specs if "write" in s["directions"]]
+    if not writers or any("trim" in s["directions"] for s in specs):
+        return False
+
+    def uniform(s: JobSpec) -> bool:
+        bs = s["bs"]["write"]
+        whole = s["offset_bytes"] == 0 and s["size_bytes"] in (0, s["target_size_bytes"])
+        return (
+            s["random"]
+            and s["percentage_random"]["write"] == 100
+            and s["random_distribution"]["kind"] == "random"
+            and bs["min"] == bs["max"] == block_bytes
+            and bs["split"] in (None, [], [[block_bytes, 100]])
+            and whole
+        )
+
+    return all(uniform(s) for s in writers)
+
+
+def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping[str, Any], namespace_bytes: int) -> dict[str, Any]:
     """Figures of a run (every clone together): rates over the longest clone's runtime of
-    each direction, fio's completion-latency (clat) percentiles, WAF from the vendor log."""
+    each direction, fio's completion-latency (clat) percentiles, the WAF measurement of the
+    window from the vendor log (``waf`` only when the window is steady, waf.py)."""
     row: dict[str, Any] = {}
     merged = [0] * PLAT_NR
     n_all = 0
@@ -234,5 +277,7 @@ def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping
     row["iops"] = iops
     dh = int(v1["host_write_bytes"]) - int(v0["host_write_bytes"])
     dn = int(v1["nand_write_bytes"]) - int(v0["nand_write_bytes"])
-    row.update(host_write_bytes=dh, nand_write_bytes=dn, waf=dn / dh if dh else None, simulated_s=secs_all)
+    m = wafm.measure(v0, v1, "timed", namespace_bytes)
+    row.update(host_write_bytes=dh, nand_write_bytes=dn, simulated_s=secs_all)
+    row.update(waf=m["waf"], waf_window_raw=m["waf_window_raw"], waf_verdict=m["verdict"], waf_gc_cycles=m["gc_cycles"])
     return row

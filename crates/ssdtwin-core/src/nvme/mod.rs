@@ -21,6 +21,7 @@
 //! * `identify.rs`: Identify data; `identify_bytes.rs`: the same as the spec's 4 KiB
 //!   structures (Identify CNS 00h/01h raw); `view.rs`: [`Controller::view`] and [`FtlInfo`];
 //! * `logs.rs`: SMART, the vendor WAF log, the Error Information log, raw log pages;
+//!   `waf.rs`: a WAF measured between two vendor logs, and whether it is the drive's;
 //! * `persist.rs`: a controller from saved parts, the checks of a saved state, the FTL
 //!   maps loaded on first use;
 //! * `precondition.rs`: fast-forward preconditioning;
@@ -44,6 +45,7 @@ mod sanitize;
 mod sets;
 mod status;
 mod view;
+mod waf;
 
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
@@ -66,6 +68,7 @@ pub use persist::{FtlFingerprint, MapStore};
 pub use precondition::{Pattern, PreconditionReport, UnknownPattern};
 pub use protection::{Protection, ProtectionRequest, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG};
 pub use view::FtlInfo;
+pub use waf::{WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

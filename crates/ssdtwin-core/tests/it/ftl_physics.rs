@@ -2,7 +2,7 @@
 //! greedy model.
 
 use ssdtwin_core::nvme::NsId;
-use ssdtwin_core::nvme::{Controller, Pattern};
+use ssdtwin_core::nvme::{Controller, Pattern, WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::theory::waf_fifo;
 
@@ -67,4 +67,52 @@ fn die_parity_takes_a_die_of_every_stripe_from_the_pool() {
     let err = waf / model - 1.0;
     eprintln!("die parity, OP 20%: simulated WAF {waf:.3}, Lambert-W x 8/7 {model:.3}, error {:+.2}%", err * 100.0);
     assert!(err.abs() < 0.05, "WAF {waf} vs model {model}");
+}
+
+/// A drive at 20 % OP in random-write steady state (fill, then 3 namespaces of random writes).
+fn steady_drive_at_20_percent_op() -> (Controller, u64) {
+    let base = small_block_spec(600);
+    let pool = base.geometry().data_pool_bytes(base.gc_overhead()) / 4096;
+    let mut s = base.clone();
+    s.capacity.tnvmcap_bytes.value = (pool as f64 / 1.2) as u64 * 4096;
+    let mut c = Controller::new(s, 1).unwrap();
+    let bytes = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 4096, bytes, 3, &mut |_, _| true).unwrap();
+    c.precondition(NsId(1), Pattern::Random, 4096, 3 * bytes, 4, &mut |_, _| true).unwrap();
+    (c, bytes)
+}
+
+#[test]
+fn a_waf_over_a_namespace_pass_is_the_drives_and_near_the_theory() {
+    let (mut c, bytes) = steady_drive_at_20_percent_op();
+    let before = c.vendor_log();
+    c.precondition(NsId(1), Pattern::Random, 4096, bytes, 5, &mut |_, _| true).unwrap();
+    let m = WafMeasurement::between(&before, &c.vendor_log(), WafBasis::FastForward, bytes);
+    assert_eq!(m.verdict, WafVerdict::Steady, "{m:?}");
+    assert_eq!(m.host_bytes, bytes);
+    // At WAF ~3.3, one namespace pass programs ~2.7 x the pool: GC turns it over 2-3 times.
+    assert!(m.gc_cycles > 2.0, "{m:?}");
+    let waf = m.waf.expect("a steady window reports its WAF");
+    assert_eq!(Some(waf), m.waf_window_raw);
+    let model = waf_fifo(1.2);
+    assert!((waf / model - 1.0).abs() < 0.05, "WAF {waf} vs Lambert-W {model}");
+}
+
+#[test]
+fn a_waf_over_a_few_mib_is_insufficient_and_no_figure() {
+    let (mut c, bytes) = steady_drive_at_20_percent_op();
+    let before = c.vendor_log();
+    // 32 MiB of a 6 GiB namespace: ~8 of 600 superblocks reclaimed.
+    c.precondition(NsId(1), Pattern::Random, 4096, 32 << 20, 5, &mut |_, _| true).unwrap();
+    let m = WafMeasurement::between(&before, &c.vendor_log(), WafBasis::Timed, bytes);
+    assert_eq!(m.verdict, WafVerdict::Insufficient, "{m:?}");
+    assert_eq!(m.waf, None, "an insufficient window reports no WAF as the drive's");
+    let raw = m.waf_window_raw.expect("the raw ratio is kept");
+    assert!(raw > 1.0, "{raw}");
+    assert!(m.gc_cycles > 0.0 && m.gc_cycles < WAF_MIN_GC_CYCLES, "{m:?}");
+    assert!(m.namespace_passes < 0.01, "{m:?}");
+    // Nothing written: no ratio at all.
+    let v = c.vendor_log();
+    let none = WafMeasurement::between(&v, &v, WafBasis::Timed, bytes);
+    assert_eq!((none.verdict, none.waf, none.waf_window_raw), (WafVerdict::NoWrites, None, None));
 }
