@@ -3,6 +3,7 @@
 //! the counters its report is built from. The runner's files change these; this one holds
 //! the state and the rules that need nothing but the clone.
 
+use super::fast_forward::FfTally;
 use super::latency_target::{LatProbe, LatQuiesce};
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
@@ -49,6 +50,23 @@ pub(super) struct Think {
     /// ones in flight have completed.
     pub due: bool,
     pub until: u64,
+}
+
+/// What a converging run carried past the timed engine for this clone (converge.rs), and
+/// what fast-forward issued (fast_forward.rs). All zero in a run timed in full.
+#[derive(Default)]
+pub(super) struct Carried {
+    /// I/Os issued in fast-forward.
+    pub ff: FfTally,
+    /// Timed I/Os the statistics leave out: in flight when a sample ended, or completed
+    /// while the queue refilled after fast-forward.
+    pub uncounted: FfTally,
+    /// The round's time the fast-forwarded I/Os stand for, added to the clone's runtime.
+    pub ff_ns: u64,
+    /// Completions still to leave out of the statistics after fast-forward.
+    pub warmup_left: u32,
+    /// The generator ended in fast-forward.
+    pub ended: bool,
 }
 
 /// fio's rate limiter (`rate`, `rate_iops`, `rate_process`).
@@ -129,6 +147,7 @@ pub(super) struct JobClone {
     pub lat: Option<LatProbe>,
     /// fio's job error (errno), 0 if none.
     pub error: i32,
+    pub carried: Carried,
 }
 
 /// An I/O in flight.
@@ -192,6 +211,7 @@ impl JobClone {
             ss: None,
             lat: None,
             error: 0,
+            carried: Carried::default(),
         })
     }
 
