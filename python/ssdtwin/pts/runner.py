@@ -71,6 +71,10 @@ COLUMNS = [
     "drive_fills",
     "wait_s",
     "phase",
+    "timed_s",
+    "timed_share",
+    "iops_ci_rel",
+    "lat_mean_ci_rel",
 ]
 PCTS = (99.0, 99.9, 99.99)
 PCT_COLS = ("p99", "p99_9", "p99_99")
@@ -115,6 +119,7 @@ class Settings:
     dirth_mix: int = T.DIRTH_READ_PCT
     purge: str = "auto"
     seed: int = 0
+    converge: bool = True  # twin: time each round until its figures converge, the rest in fast-forward
 
     def validate(self) -> None:
         if not (self.round_s >= 1.0):
@@ -288,12 +293,33 @@ def fio_row(j: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[int, int]
             mean_sum += mean * n
             max_all = mx if max_all is None else max(max_all, mx)
     row["iops"] = row["read_iops"] + row["write_iops"]
+    row.update(timing_columns(j))
     if n_total:
         row["lat_mean_us"] = mean_sum / n_total
         row["lat_max_us"] = max_all
         for col, v in zip(PCT_COLS, _pcts(_merge(hists["read"], hists["write"]))):
             row[f"lat_{col}_us"] = v
     return row, hists
+
+
+def timing_columns(j: dict[str, Any]) -> dict[str, Optional[float]]:
+    """How much of the element was timed, and the widest relative confidence half-width of
+    its IOPS and mean latency (over directions and samples), from the fio JSON's
+    ``ssdtwin.timing`` (docs/pts.md, "Converging rounds"); empty for a run without it."""
+    timing = (j.get("ssdtwin") or {}).get("timing")
+    if not timing:
+        return {}
+
+    def widest(name: str) -> Optional[float]:
+        vals = [f["rel_half_width"] for f in timing["figures"] if f["figure"] == name]
+        return max((v if v is not None else float("inf") for v in vals), default=None)
+
+    return {
+        "timed_s": timing["timed_ns"] / 1e9,
+        "timed_share": timing["timed_share"],
+        "iops_ci_rel": widest("iops"),
+        "lat_mean_ci_rel": widest("lat_mean"),
+    }
 
 
 def fio_runtime_s(j: dict[str, Any]) -> float:
@@ -1259,7 +1285,7 @@ def _write_hist(path: Path, h: dict[str, dict[int, int]]) -> None:
 
 
 def open_target(
-    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0
+    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0, converge: bool = True
 ) -> PtsTarget:
     """A target from what the user typed: a drive image directory (``./cm6``, ``./cm6:ns2``)
     is a twin; an NBD URI, a block device or a regular file is a real target run by fio."""
@@ -1269,7 +1295,7 @@ def open_target(
     if path.is_dir():
         if not is_image(path):
             raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
-        return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge)
+        return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge, converge=converge)
     if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
         raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
     try:
@@ -1326,7 +1352,7 @@ def run(
         return _run_parallel(target, names, folder, cfg, events, jobs, namespace, render)
     own = isinstance(target, str)
     tgt: PtsTarget = (
-        open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed)
+        open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed, converge=cfg.converge)
         if isinstance(target, str)
         else target
     )
@@ -1371,7 +1397,9 @@ def _run_parallel(
     from .twin import TwinTarget
 
     events = events or Events()
-    probe = TwinTarget(spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False)  # checks, and the header
+    probe = TwinTarget(
+        spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False, converge=cfg.converge
+    )  # checks, and the header
     try:
         if folder.is_dir() and any(folder.iterdir()):
             shutil.rmtree(folder)
@@ -1498,7 +1526,7 @@ def _parallel_worker(spec: str, namespace: Optional[int], settings: Settings, fo
     """A test process (``_run_parallel``): the test on an in-memory copy of the image."""
     from .twin import TwinTarget
 
-    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False)
+    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False, converge=settings.converge)
     try:
         r = _WorkerRunner(tgt, Path(folder), settings, _QueueEvents(messages))
         r.messages = messages
