@@ -94,4 +94,4 @@ def test_pts_rows_carry_the_timed_share_and_the_widest_interval() -> None:
     cols = timing_columns(doc)
     assert cols == {"timed_s": 3.0, "timed_share": 0.05, "iops_ci_rel": 0.004, "lat_mean_ci_rel": float("inf")}
     assert timing_columns({"ssdtwin": {"ignored_options": []}}) == {}
-    assert converge_rule("lat") == {"percentiles": [99.0, 99.9, 99.99]} and converge_rule("iops") == {}
+    assert converge_rule("lat") == {"percentiles": [99.0, 99.9, 99.99]} and converge_rule("iops") == {"latency": False}

@@ -298,6 +298,7 @@ class ConvergeRule(TypedDict, total=False):
     rel_half_width: float  # 0.005
     percentiles: list[float]  # []
     min_batches: int  # 20
+    latency: bool  # True: mean latency and percentiles must converge too
     first_chunk_fill: float  # 0.02
     max_chunk_fill: float  # 0.25
 

@@ -45,6 +45,10 @@ pub struct ConvergeRule {
     pub percentiles: Vec<f64>,
     /// Batches a sample needs after its warm-up (at least 15).
     pub min_batches: u32,
+    /// Whether the mean latency (and the percentiles) must converge too; false: only IOPS
+    /// and bandwidth must (a test that reports those alone), the latencies are still
+    /// reported with their intervals.
+    pub latency: bool,
     /// Share of the namespace written between two timed samples at first; doubles while
     /// successive samples agree, halves when they do not, never above `max_chunk_fill`.
     pub first_chunk_fill: f64,
@@ -58,6 +62,7 @@ impl Default for ConvergeRule {
             rel_half_width: 0.005,
             percentiles: Vec::new(),
             min_batches: 20,
+            latency: true,
             first_chunk_fill: 0.02,
             max_chunk_fill: 0.25,
         }
@@ -228,6 +233,9 @@ pub(super) struct Converger {
     last_chunk: Option<(u64, f64)>,
     ff_ios: u64,
     problem: Option<String>,
+    /// The FTL's GC victims when the sample started: a sample without GC carries its rates
+    /// only until GC starts.
+    gc_victims_at_start: u64,
 }
 
 impl Converger {
@@ -265,6 +273,7 @@ impl Converger {
             last_chunk: None,
             ff_ios: 0,
             problem: converge_problem(run),
+            gc_victims_at_start: run.ctrl.ftl_counters().gc_victims,
         }
     }
 
@@ -332,7 +341,8 @@ impl Converger {
             let col = |f: fn(&Acc) -> f64| kept.iter().map(|b| f(&b.acc[k])).collect::<Vec<f64>>();
             let (ios, bytes, clat) = (col(|a| a.ios as f64), col(|a| a.bytes as f64), col(|a| a.clat.sum_ns as f64));
             let ones = vec![1.0; kept.len()];
-            ok &= lag1_autocorrelation(&ios) <= limit && lag1_autocorrelation(&clat) <= limit;
+            let lat_free = !self.rule.latency;
+            ok &= lag1_autocorrelation(&ios) <= limit && (lat_free || lag1_autocorrelation(&clat) <= limit);
             let mut push = |name: String, est: f64, rel: f64, ok: &mut bool, tol: bool| {
                 *ok &= tol || rel <= self.rule.rel_half_width;
                 figures.push(FigureOut { group, ddir, figure: name, estimate: est, rel_half_width: rel });
@@ -342,10 +352,10 @@ impl Converger {
             let iv = ratio_interval(&bytes, &ones, t);
             push("bw".into(), iv.estimate * per_s, iv.relative(), &mut ok, false);
             let iv = ratio_interval(&clat, &ios, t);
-            push("lat_mean".into(), iv.estimate, iv.relative(), &mut ok, false);
+            push("lat_mean".into(), iv.estimate, iv.relative(), &mut ok, lat_free);
             for &p in &self.rule.percentiles {
                 let (est, rel, within_two_buckets) = percentile_interval(kept, k, p, t);
-                push(format!("lat_p{}", fmt_pct(p)), est, rel, &mut ok, within_two_buckets);
+                push(format!("lat_p{}", fmt_pct(p)), est, rel, &mut ok, lat_free || within_two_buckets);
             }
         }
         let clone_ios: Vec<u64> = (0..self.cur.clone_ios.len()).map(|c| kept.iter().map(|b| b.clone_ios[c]).sum()).collect();
@@ -374,8 +384,9 @@ impl Converger {
         }
     }
 
-    /// Start a new sample at `t`.
-    fn restart(&mut self, t: u64) {
+    /// Start a new sample at `t`, the FTL having collected `gc_victims` victims.
+    fn restart(&mut self, t: u64, gc_victims: u64) {
+        self.gc_victims_at_start = gc_victims;
         self.start_ns = t;
         self.batch_ns = FIRST_BATCH_NS;
         self.batch_end_ns = t.saturating_add(FIRST_BATCH_NS);
@@ -488,14 +499,19 @@ impl Runner<'_> {
             return Ok(());
         }
         self.discard_in_flight();
-        let (ios, written) = self.fast_forward_chunk(&v, tau, keep_going)?;
+        let (ios, written, share) = self.fast_forward_chunk(&v, tau, keep_going)?;
+        // Stopped at GC's onset: the chunk stands for the share of its time it issued.
+        let tau = if share < 1.0 { (tau as f64 * share) as u64 } else { tau };
         sample.fast_forward = Some(ChunkOut { ios, write_bytes: written, ns: tau });
         let total_rate = v.clone_ios.iter().sum::<u64>() as f64 / v.span_ns as f64;
         let cv = self.conv.as_deref_mut().expect("converging");
         cv.samples.push(sample);
         cv.ff_ios += ios;
-        cv.last_chunk = Some((tau, total_rate));
-        cv.restart(at);
+        // A chunk stopped at GC's onset ran at the sample's rate throughout: no correction.
+        cv.last_chunk = (share >= 1.0).then_some((tau, total_rate));
+        let gc_victims = self.ctrl.ftl_counters().gc_victims;
+        let cv = self.conv.as_deref_mut().expect("converging");
+        cv.restart(at, gc_victims);
         for c in 0..self.clones.len() {
             let cl = &mut self.clones[c];
             cl.stop_at = cl.stop_at.saturating_sub(tau);
@@ -580,9 +596,9 @@ impl Runner<'_> {
         debug_assert!(self.clones.iter().all(|c| c.inflight == 0));
     }
 
-    /// Carry `tau` ns of the round in fast-forward at the sample's rates. Returns (I/Os,
-    /// bytes written).
-    fn fast_forward_chunk(&mut self, v: &Verdict, tau: u64, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<(u64, u64), RunError> {
+    /// Carry `tau` ns of the round in fast-forward at the sample's rates; if the sample saw
+    /// no GC, only until GC starts. Returns (I/Os, bytes written, share of `tau` carried).
+    fn fast_forward_chunk(&mut self, v: &Verdict, tau: u64, keep_going: &mut dyn FnMut(u64) -> bool) -> Result<(u64, u64, f64), RunError> {
         let n = self.clones.len();
         let mut quotas = Vec::with_capacity(n);
         let mut counted = Vec::with_capacity(n);
@@ -595,8 +611,10 @@ impl Runner<'_> {
             bytes_per_io.push(if r.ios > 0 { r.io_bytes.div_ceil(r.ios) } else { cl.gen.spec.bs.read.min });
         }
         let before: Vec<[u64; 3]> = self.clones.iter().map(|c| c.carried.ff.ios).collect();
+        let gc_now = self.ctrl.ftl_counters().gc_victims;
+        let no_gc_yet = (gc_now == self.conv.as_deref().expect("converging").gc_victims_at_start).then_some(gc_now);
         let mut ff = Untimed { ctrl: &mut *self.ctrl, clones: &mut self.clones, now: self.now };
-        let written = ff.step(&quotas, &counted, &bytes_per_io, ReadMode::Exact, None, keep_going)?;
+        let (written, share) = ff.step(&quotas, &counted, &bytes_per_io, ReadMode::Exact, no_gc_yet, keep_going)?;
         let mut ios = 0;
         let key_of_clone = &self.conv.as_deref().expect("converging").key_of_clone;
         for (c, cl) in self.clones.iter_mut().enumerate() {
@@ -611,7 +629,7 @@ impl Runner<'_> {
             }
             ios += cl.carried.ff.ios[2] - before[c][2];
         }
-        Ok((ios, written))
+        Ok((ios, written, share))
     }
 }
 

@@ -115,28 +115,29 @@ impl Untimed<'_> {
 
     /// Issue up to `quotas[c].ios` I/Os of each clone untimed, interleaved on the virtual
     /// clock (see the module). Clones marked in `counted_only` are tallied without drawing
-    /// their I/Os (they only read; `bytes_per_io[c]` each). `stop_after_write_bytes` ends the
-    /// step once that many bytes were written. Returns the bytes written.
+    /// their I/Os (they only read; `bytes_per_io[c]` each). `stop_at_gc_victims` ends the
+    /// step once the FTL has collected more victims than that (GC starting: the rates the
+    /// step was given no longer hold). Returns the bytes written and the share of the
+    /// quotas issued (1 unless stopped).
     pub(super) fn step(
         &mut self,
         quotas: &[Option<Quota>],
         counted_only: &[bool],
         bytes_per_io: &[u64],
         reads: ReadMode,
-        stop_after_write_bytes: Option<u64>,
+        stop_at_gc_victims: Option<u64>,
         keep_going: &mut dyn FnMut(u64) -> bool,
-    ) -> Result<u64, RunError> {
+    ) -> Result<(u64, f64), RunError> {
         let n = self.clones.len();
         let mut issued = vec![0u64; n];
         let mut live: Vec<usize> = Vec::with_capacity(n);
         for c in 0..n {
-            let Some(q) = quotas[c] else { continue };
-            if counted_only[c] {
-                self.count_reads(c, q.ios, bytes_per_io[c])?;
-            } else if q.ios > 0 {
+            if quotas[c].is_some_and(|q| !counted_only[c] && q.ios > 0) {
                 live.push(c);
             }
         }
+        let drawn: Vec<usize> = live.clone();
+        let mut stopped = false;
         let (mut written, mut steps) = (0u64, 0u64);
         while !live.is_empty() {
             // The earliest next I/O on the virtual clock: (k+1)·ns/ios, compared exactly.
@@ -170,11 +171,24 @@ impl Untimed<'_> {
             if steps % 65_536 == 0 && !keep_going(self.now) {
                 return Err(RunError::Interrupted(self.now));
             }
-            if stop_after_write_bytes.is_some_and(|b| written >= b) {
+            if stop_at_gc_victims.is_some_and(|g| self.ctrl.ftl_counters().gc_victims > g) {
+                stopped = true;
                 break;
             }
         }
-        Ok(written)
+        let share = if stopped {
+            let want: u64 = drawn.iter().map(|&c| quotas[c].expect("drawn").ios).sum();
+            drawn.iter().map(|&c| issued[c]).sum::<u64>() as f64 / want.max(1) as f64
+        } else {
+            1.0
+        };
+        // Clones that only read are counted for the same share of their quota.
+        for c in 0..n {
+            if let Some(q) = quotas[c].filter(|_| counted_only[c]) {
+                self.count_reads(c, (q.ios as f64 * share) as u64, bytes_per_io[c])?;
+            }
+        }
+        Ok((written, share))
     }
 
     /// A reading clone's `ios` I/Os of `bytes_per_io` each, counted without drawing them.
