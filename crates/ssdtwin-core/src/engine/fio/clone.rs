@@ -3,7 +3,6 @@
 //! the counters its report is built from. The runner's files change these; this one holds
 //! the state and the rules that need nothing but the clone.
 
-use super::fast_forward::FfTally;
 use super::latency_target::{LatProbe, LatQuiesce};
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
@@ -50,6 +49,21 @@ pub(super) struct Think {
     /// ones in flight have completed.
     pub due: bool,
     pub until: u64,
+}
+
+/// What a clone issued in fast-forward (fast_forward.rs), or left out of its statistics:
+/// per direction, I/Os and bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct FfTally {
+    pub ios: [u64; 3],
+    pub bytes: [u64; 3],
+}
+
+impl FfTally {
+    pub fn add(&mut self, ddir: Ddir, len: u64) {
+        self.ios[ddir.index()] += 1;
+        self.bytes[ddir.index()] += len;
+    }
 }
 
 /// What a converging run carried past the timed engine for this clone (converge.rs), and

@@ -8,8 +8,6 @@
 //! per clone in turn. The user: the converging timed run (`converge.rs`), which carries the
 //! I/Os of a round between its timed samples this way.
 
-use serde::Serialize;
-
 use super::clone::{JobClone, LOOKAHEAD};
 use super::RunError;
 use crate::nand::NoTiming;
@@ -24,24 +22,6 @@ pub(super) enum ReadMode {
     /// Counted in bulk (SMART and the FTL's read counters, as NAND reads), not looked up:
     /// a read changes no mapping, so a clone that only reads need not draw its I/Os.
     Counted,
-}
-
-/// What the clones issued in fast-forward: per clone and direction, I/Os and bytes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct FfTally {
-    pub ios: [u64; 3],
-    pub bytes: [u64; 3],
-}
-
-impl FfTally {
-    fn add(&mut self, ddir: Ddir, len: u64) {
-        self.ios[ddir.index()] += 1;
-        self.bytes[ddir.index()] += len;
-    }
-
-    pub fn total_ios(&self) -> u64 {
-        self.ios.iter().sum()
-    }
 }
 
 /// One clone's share of a fast-forward step: how many I/Os (at most; the clone may end
