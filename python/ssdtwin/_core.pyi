@@ -28,7 +28,7 @@ from ssdtwin.core_types import (
     VendorLog,
     WafMeasurement,
 )
-from ssdtwin.fio.contract import CloneOut, FioFacts, JobSpec
+from ssdtwin.fio.contract import CloneOut, ConvergeOut, ConvergeRule, FioFacts, JobSpec
 
 __all__ = [
     "__version__",
@@ -201,6 +201,14 @@ class Drive:
         progress: Optional[Callable[[int, int, str, int], object]] = None,
         timing_toml: Optional[str] = None,
     ) -> list[CloneOut]: ...
+    def run_fio_converging(
+        self,
+        specs: Sequence[JobSpec],
+        rule: ConvergeRule,
+        default_nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
+    ) -> tuple[list[CloneOut], ConvergeOut]: ...
     def run_fio_stack(
         self,
         specs: Sequence[JobSpec],

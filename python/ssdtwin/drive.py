@@ -21,7 +21,7 @@ from ._core import ImageError, NvmeError, SpecError, SsdtwinError
 from .core_types import FtlFingerprint, FtlInfo, IdCtrl, IdNs, Manifest, QosRow, ReadSummary, SmartLog, StackState, VendorLog
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
-    from .fio.contract import CloneOut, JobSpec
+    from .fio.contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec
 
 __all__ = [
     "Drive",
@@ -461,6 +461,21 @@ class Drive:
         may raise. Returns the clone's result (docs/fio.md §4). ``ssdtwin.replay`` builds
         the plan and the spec."""
         return _core.replay_trace(self._core, path, shown, plan, spec, nsid, idle_gc, progress)
+
+    def run_fio_converging(
+        self,
+        specs: Sequence[JobSpec],
+        rule: Optional[ConvergeRule] = None,
+        nsid: int = 1,
+        idle_gc: bool = True,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
+    ) -> tuple[builtins.list[CloneOut], ConvergeOut]:
+        """``run_fio``, timing each round only until its figures converge under ``rule``
+        (default: the core's, 95 % confidence, intervals within 0.5 %) and carrying the rest
+        through the FTL in fast-forward (docs/fio.md, "Converging rounds"). Returns the
+        per-clone results and how the run converged (how much was timed, each figure's
+        interval); a run the rule does not apply to is timed in full and says why."""
+        return self._core.run_fio_converging(specs, rule or {}, nsid, idle_gc, progress)
 
     def idle(self, seconds: float) -> int:
         """Leave the drive idle for ``seconds`` of simulated time: background GC reclaims

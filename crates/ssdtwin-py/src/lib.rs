@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
+use ssdtwin_core::engine::fio::converge::{ConvergeOut, ConvergeRule};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::stack::HostStack;
 use ssdtwin_core::engine::DeviceTiming;
@@ -732,6 +733,38 @@ impl Drive {
             }
             Ok(out?)
         })
+    }
+
+    /// `run_fio`, timing each round only until its figures converge under `rule` (a dict of
+    /// the core's `ConvergeRule`; missing fields take their defaults) and carrying the rest
+    /// of it through the FTL in fast-forward (docs/fio.md, "Converging rounds"). Returns (the
+    /// per-clone results, how the run converged).
+    #[pyo3(signature = (specs, rule, default_nsid=1, idle_gc=true, progress=None))]
+    fn run_fio_converging(
+        &self,
+        py: Python<'_>,
+        specs: &Bound<'_, PyAny>,
+        rule: &Bound<'_, PyAny>,
+        default_nsid: u32,
+        idle_gc: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+        let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
+        let rule: ConvergeRule = from_py(rule, "convergence rule")?;
+        let progress = progress.as_ref();
+        let (clones, how) = self.with(py, |b| -> Result<(Vec<CloneOut>, ConvergeOut), Failure> {
+            let ctrl = b.ctrl();
+            let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
+            let opts = RunOptions { default_nsid, idle_gc };
+            let mut pending: Option<PyErr> = None;
+            let mut cb = |p: &Progress| report(progress, &mut pending, p);
+            let out = fio::run_converging(ctrl, &mut timing, specs, &opts, rule, &mut cb);
+            if let Some(e) = pending {
+                return Err(Failure::Python(e));
+            }
+            Ok(out?)
+        })?;
+        Ok((to_py(py, &clones)?, to_py(py, &how)?))
     }
 
     /// `run_fio` through a host stack on namespace `default_nsid`. `stack` is the stack's

@@ -43,7 +43,7 @@ from .common import (
 from .progress import run_progress
 
 if TYPE_CHECKING:  # the fio package is imported by the commands that run jobs
-    from ..fio.contract import CloneOut
+    from ..fio.contract import CloneOut, ConvergeOut
     from ..fio.parser import Run
 
 
@@ -480,6 +480,12 @@ def fio_cmd(
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log and relative write_iolog files go"),
+    converge: bool = typer.Option(
+        False,
+        "--converge/--no-converge",
+        help="time each round only until its figures converge (95 %% confidence, within 0.5 %%), the rest in fast-forward "
+        "(docs/fio.md, Converging rounds); the JSON's ssdtwin.timing says how much was timed",
+    ),
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from ..fio.run import job_file_problem, render, write_logs
@@ -500,11 +506,17 @@ def fio_cmd(
 
     from .. import stack as stacklib
 
+    extra: dict[str, Any] = {}
     if stacklib.is_stack(path):  # fio through a host stack (docs/host.md)
+        if converge:
+            fail("--converge: not through a host stack (its runs are timed in full)")
         run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note)
     else:
-        run, results, wall = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note)
-    text = render(run, results, output_format)
+        run, results, wall, timing = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note, converge)
+        if timing is not None:
+            extra["timing"] = timing
+            say(f"ssdtwin fio: {timing_note(timing)}")
+    text = render(run, results, output_format, ssdtwin_extra=extra)
     if output is not None:
         output.write_text(text)
     else:
@@ -522,24 +534,49 @@ def fio_cmd(
 
 
 def fio_on_drive(
-    path: Path, jobs: list[Path], namespace: int, seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
-) -> tuple[Run, list[CloneOut], float]:
+    path: Path,
+    jobs: list[Path],
+    namespace: int,
+    seed: int,
+    scratch: bool,
+    idle_gc: bool,
+    fio_note: Callable[[str], None],
+    converge: bool = False,
+) -> tuple[Run, list[CloneOut], float, Optional[ConvergeOut]]:
+    """The run on a drive image; with ``converge``, also how its rounds converged."""
     from .. import fio as fiolib
-    from ..fio.run import run_jobs
+    from ..fio.run import run_jobs, run_jobs_converging
 
+    timing: Optional[ConvergeOut] = None
+    files = [str(j) for j in jobs]
     with opened(path, writable=not scratch) as d:
         try:
             t0 = time.perf_counter()
             with run_progress("fio") as cb:
-                run, results = run_jobs(
-                    d, [str(j) for j in jobs], namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
-                )
+                kw: dict[str, Any] = dict(namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note)
+                if converge:
+                    run, results, timing = run_jobs_converging(d, files, **kw)
+                else:
+                    run, results = run_jobs(d, files, **kw)
             wall = time.perf_counter() - t0
         except fiolib.FioJobError as e:
             fail(*e.lines())  # every problem, one per line (docs/fio.md §2.9)
         except ValueError as e:
             fail(str(e))
-    return run, results, wall
+    return run, results, wall, timing
+
+
+def timing_note(timing: ConvergeOut) -> str:
+    """One line on how a converging run went: how much was timed, or why all of it."""
+    if timing["timed_in_full"]:
+        return f"timed in full: {timing['timed_in_full']}"
+    # An interval with too few I/Os is infinite (null in JSON).
+    widest = max((math.inf if f["rel_half_width"] is None else f["rel_half_width"] for f in timing["figures"]), default=0.0)
+    return (
+        f"timed {timing['timed_ns'] / 1e9:.3f} s of {(timing['timed_ns'] + timing['fast_forward_ns']) / 1e9:.3f} s "
+        f"({100 * timing['timed_share']:.1f} %), the rest in fast-forward; widest interval ±{100 * widest:.2f} % "
+        f"at {100 * timing['rule']['confidence']:.0f} % confidence"
+    )
 
 
 def fio_through_stack(

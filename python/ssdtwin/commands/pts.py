@@ -140,6 +140,11 @@ def run_cmd(
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=U64, help="twin: seed of the fio runs' random streams (randrepeat=0)"),
     force: bool = typer.Option(False, "--force", help="replace a previous report in --report"),
+    converge: bool = typer.Option(
+        True,
+        "--converge/--no-converge",
+        help="twin: time each round until its figures converge, the rest in fast-forward (docs/pts.md, Converging rounds)",
+    ),
     jobs: int = typer.Option(
         1, "--jobs", "-j", help="twin: run this many tests at once, each on an in-memory copy of the image (the image stays unchanged)"
     ),
@@ -168,6 +173,7 @@ def run_cmd(
         "dirth_mix": dirth_mix,
         "purge": purge,
         "seed": seed,
+        "converge": converge,
     }
     if wsat_segment is not None:
         settings["wsat_segment_s"] = parse_duration("--wsat-segment", wsat_segment)

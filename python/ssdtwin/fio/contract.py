@@ -285,3 +285,60 @@ class CloneOut(TypedDict):
     latency_depth: int
     error: int
     steadystate: NotRequired[SsOut]
+
+
+# --- converging rounds (engine/fio/converge.rs) ---
+
+
+class ConvergeRule(TypedDict, total=False):
+    """When a timed run may stop timing (docs/fio.md, "Converging rounds"); a field left out
+    takes the core's default (shown)."""
+
+    confidence: float  # 0.95
+    rel_half_width: float  # 0.005
+    percentiles: list[float]  # []
+    min_batches: int  # 20
+    latency: bool  # True: mean latency and percentiles must converge too
+    first_chunk_fill: float  # 0.02
+    max_chunk_fill: float  # 0.25
+
+
+class FigureOut(TypedDict):
+    """One tracked figure of a group and direction: ``iops`` (per s), ``bw`` (bytes/s),
+    ``lat_mean`` and ``lat_pNN`` (ns), and its interval's half-width relative to it."""
+
+    group: int
+    ddir: Ddir
+    figure: str
+    estimate: float
+    rel_half_width: float
+
+
+class ChunkOut(TypedDict):
+    ios: int
+    write_bytes: int
+    ns: int
+
+
+class SampleOut(TypedDict):
+    start_ns: int
+    timed_ns: int
+    batches: int
+    batch_ns: int
+    warmup_batches: int
+    converged: bool
+    figures: list[FigureOut]
+    fast_forward: Optional[ChunkOut]
+
+
+class ConvergeOut(TypedDict):
+    """How a converging run went: the fio JSON's ``ssdtwin.timing``."""
+
+    rule: ConvergeRule
+    timed_in_full: Optional[str]
+    timed_ns: int
+    fast_forward_ns: int
+    timed_share: float
+    fast_forward_ios: int
+    samples: list[SampleOut]
+    figures: list[FigureOut]

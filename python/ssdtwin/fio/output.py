@@ -110,12 +110,30 @@ class Obj(list[tuple[str, Any]]):
     """An ordered JSON object that may repeat keys, as fio's does for repeated options."""
 
 
-class RawJson(str):
-    """A value already in JSON (written as is): ssdtwin's own keys, which keep null and
-    full float precision where fio's writer would drop the one and round the other."""
+class Raw(str):
+    """A JSON token written as it is (``null``, ``true``, a float at full precision):
+    ssdtwin's own keys, which keep null and full float precision where fio's writer would
+    drop the one and round the other."""
 
 
-Value = Union[str, int, float, "Obj", list[Any], None, RawJson]
+Value = Union[str, int, float, "Obj", list[Any], None, Raw]
+
+
+def plain(value: Any) -> Any:
+    """ssdtwin's own data (dicts, lists, numbers, None) for ``_dump``: objects keep their keys
+    (a None is ``null``, not left out), booleans are ``true``/``false``, floats keep full
+    precision and a non-finite float is ``null``."""
+    if isinstance(value, dict):
+        return Obj([(str(k), plain(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if value is None:
+        return Raw("null")
+    if isinstance(value, bool):
+        return Raw("true" if value else "false")
+    if isinstance(value, float):
+        return Raw(json.dumps(value)) if math.isfinite(value) else Raw("null")
+    return value
 
 
 def _escape(text: str) -> str:
@@ -153,7 +171,7 @@ def _dump(value: Value, level: int, out: list[str]) -> None:
             out.append("  " * (level + 1))
             _dump(v, level + 1, out)
         out.append("\n" + "  " * level + "]")
-    elif isinstance(value, RawJson):
+    elif isinstance(value, Raw):
         out.append(str(value))
     elif isinstance(value, bool):
         out.append("1" if value else "0")
@@ -393,12 +411,14 @@ def json_text(
     plus: bool = False,
     timestamp_ms: Optional[int] = None,
     fio_version: Optional[str] = None,
+    ssdtwin_extra: Optional[dict[str, Any]] = None,
 ) -> str:
     """fio's ``--output-format=json`` (``json+`` with ``plus=True``) as text.
 
     Give either the engine ``results`` or a prepared ``report``. ``timestamp_ms`` is the
     run's end time (default: now). The text keeps fio's layout, including repeated keys
-    when an option was written twice.
+    when an option was written twice. ``ssdtwin_extra``: more keys of the ``ssdtwin``
+    object (docs/fio.md §6.1: ``timing``, ``waf``).
     """
     if report is None:
         if results is None:
@@ -417,13 +437,13 @@ def json_text(
     if report.global_options:
         root.append(("global options", Obj(report.global_options)))
     root.append(("jobs", [_thread_obj(ts, report.groups.get(ts.groupid), report, plus) for ts in report.entries]))
-    root.append(("ssdtwin", _ssdtwin_obj(run)))  # after fio's keys, which stay as fio writes them
+    root.append(("ssdtwin", _ssdtwin_obj(run, ssdtwin_extra)))  # after fio's keys, which stay as fio writes them
     out: list[str] = []
     _dump(root, 0, out)
     return "".join(out) + "\n"
 
 
-def _ssdtwin_obj(run: Run) -> Obj:
+def _ssdtwin_obj(run: Run, extra: Optional[dict[str, Any]] = None) -> Obj:
     """ssdtwin's own top-level object, after fio's keys (docs/fio.md §6.1): the options
     accepted with no effect on a simulated drive, per job (an option of a [global] section
     is listed for every job under it). A flag written alone has no "value"; where each
@@ -434,7 +454,8 @@ def _ssdtwin_obj(run: Run) -> Obj:
     keys = ("job", "option", "value", "reason")
     obj = Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
     if run.waf is not None:
-        obj.append(("waf", Obj([(k, RawJson(json.dumps(v))) for k, v in run.waf.items()])))
+        obj.append(("waf", plain(run.waf)))
+    obj += [(k, plain(v)) for k, v in (extra or {}).items()]
     return obj
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import waf as wafm
+from ..core_types import VendorLog
 from ..drive import Drive
 from . import iolog as fio_iolog
 from . import logs as fio_logs
 from . import output as fio_output
-from .contract import CloneOut, JobSpec
+from .contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec
 from .parser import Run, file_kind, parse
 
 
@@ -37,16 +38,49 @@ def run_jobs(
 ) -> tuple[Run, list[CloneOut]]:
     """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
     ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
+    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes)
+    before = drive.vendor_log()
+    results = drive.run_fio(specs, namespace, idle_gc, progress)
+    _measure_waf(drive, run, before)
+    return run, results
+
+
+def run_jobs_converging(
+    drive: Drive,
+    files: Sequence[str],
+    *,
+    rule: Optional[ConvergeRule] = None,
+    namespace: int = 1,
+    run_seed: int = 0,
+    idle_gc: bool = True,
+    progress: Optional[Any] = None,
+    cmdline: Sequence[str] = (),
+    notes: Optional[Callable[[str], None]] = None,
+) -> tuple[Run, list[CloneOut], ConvergeOut]:
+    """``run_jobs``, timing each round until its figures converge under ``rule`` and the rest
+    of it in fast-forward (docs/fio.md, "Converging rounds"); also returns how that went."""
+    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes)
+    before = drive.vendor_log()
+    results, timing = drive.run_fio_converging(specs, rule, namespace, idle_gc, progress)
+    _measure_waf(drive, run, before)  # the fast-forwarded I/Os went through the FTL too
+    return run, results, timing
+
+
+def _measure_waf(drive: Drive, run: Run, before: VendorLog) -> None:
+    """The drive's WAF over the run (waf.py), kept on the run for fio's ``ssdtwin`` block."""
+    ns_bytes = sum(n.bytes for n in drive.namespaces() if n.attached)
+    run.waf = wafm.measure(before, drive.vendor_log(), "timed", ns_bytes)
+
+
+def _prepare(
+    drive: Drive, files: Sequence[str], namespace: int, run_seed: int, cmdline: Sequence[str], notes: Optional[Callable[[str], None]]
+) -> tuple[Run, list[JobSpec]]:
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
     specs = engine_specs(drive, run, namespace)
     if notes is not None:
         for note in fio_notes(run):
             notes(note)
-    before = drive.vendor_log()
-    results = drive.run_fio(specs, namespace, idle_gc, progress)
-    ns_bytes = sum(n.bytes for n in drive.namespaces() if n.attached)
-    run.waf = wafm.measure(before, drive.vendor_log(), "timed", ns_bytes)
-    return run, results
+    return run, specs
 
 
 def engine_specs(drive: Drive, run: Run, namespace: int = 1) -> list[JobSpec]:
@@ -76,12 +110,16 @@ def job_file_problem(path: Path) -> Optional[str]:
     return None
 
 
-def render(run: Run, results: list[CloneOut], fmt: str, timestamp_ms: Optional[int] = None) -> str:
+def render(
+    run: Run, results: list[CloneOut], fmt: str, timestamp_ms: Optional[int] = None, ssdtwin_extra: Optional[dict[str, Any]] = None
+) -> str:
+    """The report in fio's ``fmt``; ``ssdtwin_extra`` adds keys to the JSON's ``ssdtwin``
+    object (docs/fio.md §6.1)."""
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     if fmt == "json":
-        return fio_output.json_text(run, results, timestamp_ms=ts)
+        return fio_output.json_text(run, results, timestamp_ms=ts, ssdtwin_extra=ssdtwin_extra)
     if fmt == "json+":
-        return fio_output.json_text(run, results, plus=True, timestamp_ms=ts)
+        return fio_output.json_text(run, results, plus=True, timestamp_ms=ts, ssdtwin_extra=ssdtwin_extra)
     return fio_output.normal_text(run, results, timestamp_ms=ts)
 
 

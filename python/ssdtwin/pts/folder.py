@@ -58,6 +58,10 @@ COLUMNS = [
     "drive_fills",
     "wait_s",
     "phase",
+    "timed_s",
+    "timed_share",
+    "iops_ci_rel",
+    "lat_mean_ci_rel",
 ]
 
 

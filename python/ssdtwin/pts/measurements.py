@@ -47,6 +47,26 @@ def _job(j: dict[str, Any]) -> dict[str, Any]:
     return dict(jobs[0])
 
 
+def timing_columns(j: dict[str, Any]) -> dict[str, Optional[float]]:
+    """How much of the element was timed, and the widest relative confidence half-width of
+    its IOPS and mean latency (over directions and samples), from the fio JSON's
+    ``ssdtwin.timing`` (docs/pts.md, "Converging rounds"); empty for a run without it."""
+    timing = (j.get("ssdtwin") or {}).get("timing")
+    if not timing:
+        return {}
+
+    def widest(name: str) -> Optional[float]:
+        vals = [f["rel_half_width"] for f in timing["figures"] if f["figure"] == name]
+        return max((v if v is not None else float("inf") for v in vals), default=None)
+
+    return {
+        "timed_s": timing["timed_ns"] / 1e9,
+        "timed_share": timing["timed_share"],
+        "iops_ci_rel": widest("iops"),
+        "lat_mean_ci_rel": widest("lat_mean"),
+    }
+
+
 def fio_row(j: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[int, int]]]:
     """One element's measurements from fio's json+ (group_reporting: jobs[0] is the group):
     the rounds.csv columns and the read/write clat histograms."""
@@ -75,6 +95,7 @@ def fio_row(j: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[int, int]
             mean_sum += mean * n
             max_all = mx if max_all is None else max(max_all, mx)
     row["iops"] = row["read_iops"] + row["write_iops"]
+    row.update(timing_columns(j))
     if n_total:
         row["lat_mean_us"] = mean_sum / n_total
         row["lat_max_us"] = max_all

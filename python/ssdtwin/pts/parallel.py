@@ -31,7 +31,9 @@ def run_parallel(
     from .twin import TwinTarget
 
     events = events or Events()
-    probe = TwinTarget(spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False)  # checks, and the header
+    probe = TwinTarget(
+        spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False, converge=cfg.converge
+    )  # checks, and the header
     try:
         if folder.is_dir() and any(folder.iterdir()):
             shutil.rmtree(folder)
@@ -162,7 +164,7 @@ def _parallel_worker(spec: str, namespace: Optional[int], settings: Settings, fo
     """A test process (``_run_parallel``): the test on an in-memory copy of the image."""
     from .twin import TwinTarget
 
-    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False)
+    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False, converge=settings.converge)
     try:
         r = _WorkerRunner(tgt, Path(folder), settings, _QueueEvents(messages))
         r.messages = messages

@@ -35,7 +35,7 @@ __all__ = ["run", "open_target", "render_report", "Settings", "Events", "PtsResu
 
 
 def open_target(
-    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0
+    spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0, converge: bool = True
 ) -> PtsTarget:
     """A target from what the user typed: a drive image directory (``./cm6``, ``./cm6:ns2``)
     is a twin; an NBD URI, a block device or a regular file is a real target run by fio."""
@@ -45,7 +45,7 @@ def open_target(
     if path.is_dir():
         if not is_image(path):
             raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
-        return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge)
+        return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge, converge=converge)
     if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
         raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
     try:
@@ -111,7 +111,7 @@ def run(
         )
     own = isinstance(target, str)
     tgt: PtsTarget = (
-        open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed)
+        open_target(target, namespace=namespace, purge=cfg.purge, allow_destroy=allow_destroy, seed=cfg.seed, converge=cfg.converge)
         if isinstance(target, str)
         else target
     )

@@ -46,6 +46,7 @@ class Settings:
     dirth_mix: int = T.DIRTH_READ_PCT
     purge: str = "auto"
     seed: int = 0
+    converge: bool = True  # twin: time each round until its figures converge, the rest in fast-forward
 
     def validate(self) -> None:
         if not (self.round_s >= 1.0):

@@ -14,11 +14,14 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import _core
 from ..drive import Drive
 from .target import DeviceInfo, PtsError
+
+if TYPE_CHECKING:
+    from ..fio.contract import ConvergeRule
 
 # auto and nvme-format: Format NVM with SES=1 (a secure erase); trim: deallocate the whole
 # namespace (the documented fallback on real devices); none: no purge (not PTS-conformant).
@@ -44,7 +47,9 @@ class TwinTarget:
     default (the run changes the image and is committed); ``writable=False`` runs on an
     in-memory copy and leaves the image as it was (``run(..., jobs=N)``: one per test)."""
 
-    def __init__(self, spec: str, namespace: Optional[int] = None, seed: int = 0, purge: str = "auto", writable: bool = True) -> None:
+    def __init__(
+        self, spec: str, namespace: Optional[int] = None, seed: int = 0, purge: str = "auto", writable: bool = True, converge: bool = True
+    ) -> None:
         if purge not in PURGE_METHODS:
             raise PtsError(f"--purge {purge}: a twin purges with one of {', '.join(PURGE_METHODS)}")
         self.purge_method = purge
@@ -55,6 +60,9 @@ class TwinTarget:
         if not path.is_dir():
             raise PtsError(f"{path}: no such drive image directory (create one with `ssdtwin create`)")
         self.writable = writable
+        # Time each round only until its figures converge, the rest in fast-forward
+        # (docs/pts.md, "Converging rounds"); off: every round timed in full.
+        self.converge = converge
         try:
             self.drive = Drive.open(path, writable=writable)
         except _core.SsdtwinError as e:
@@ -136,19 +144,26 @@ class TwinTarget:
 
     def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
         from .. import fio as fiolib
-        from ..fio.run import render, run_jobs
+        from ..fio.run import render, run_jobs, run_jobs_converging
 
         self.runs += 1
         run_seed = self.run_seed(json_path)
         cb = self.progress or _tick
+        extra: dict[str, Any] = {}
         try:
-            run, results = run_jobs(self.drive, [str(job_path)], namespace=self.namespace, run_seed=run_seed, progress=cb)
+            if self.converge:
+                rule = converge_rule(json_path.parent.parent.name)
+                run, results, extra["timing"] = run_jobs_converging(
+                    self.drive, [str(job_path)], rule=rule, namespace=self.namespace, run_seed=run_seed, progress=cb
+                )
+            else:
+                run, results = run_jobs(self.drive, [str(job_path)], namespace=self.namespace, run_seed=run_seed, progress=cb)
         except fiolib.FioJobError as e:
             raise PtsError(f"{job_path}: {e.lines()[0]}") from None
         except ValueError as e:
             raise PtsError(f"{job_path}: {e}") from None
         failed = [r.get("error") for r in results if r.get("error")]
-        text = render(run, results, "json+")
+        text = render(run, results, "json+", ssdtwin_extra=extra)
         json_path.write_text(text)
         if failed:
             raise PtsError(f"{job_path}: fio job ended with error {failed[0]}")
@@ -180,6 +195,18 @@ class TwinTarget:
             self.commit()
         finally:
             self.drive.close()
+
+
+def converge_rule(test: str) -> ConvergeRule:
+    """The convergence rule of a test's rounds: the core's (IOPS, bandwidth and mean latency
+    within 0.5 % at 95 % confidence); the IOPS and Throughput tests report IOPS and bandwidth
+    alone, so only those must converge; the Latency test also tracks the percentiles its
+    report shows."""
+    if test == "lat":
+        return {"percentiles": [99.0, 99.9, 99.99]}
+    if test in ("iops", "tp"):
+        return {"latency": False}
+    return {}
 
 
 def _tick(done: int, total: int, unit: str, now_ns: int) -> None:

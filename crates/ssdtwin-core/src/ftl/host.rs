@@ -80,6 +80,21 @@ impl Ftl {
         }
     }
 
+    /// Count `bytes` of host reads of NVM Set `set` served from NAND without looking them
+    /// up (a read changes no mapping): the fast-forward of a converging timed run carries the
+    /// reads of clones that only read this way. The set's partitions share them evenly, as
+    /// uniformly spread reads do (the partitions take the IUs in turn).
+    pub fn count_host_reads(&mut self, set: usize, bytes: u64) {
+        self.st.counters.host_read_bytes += bytes;
+        self.st.counters.nand_read_host_bytes += bytes;
+        let k = self.cfg.parts_per_set as usize;
+        let first = set << self.cfg.part_shift;
+        let share = bytes / k as u64;
+        for (i, part) in self.st.parts[first..first + k].iter_mut().enumerate() {
+            part.counters.host_read_bytes += share + if i == 0 { bytes - share * k as u64 } else { 0 };
+        }
+    }
+
     /// Deallocate a whole logical IU (TRIM, format, namespace delete).
     /// Counted in `host_trim_ius` when the IU was mapped or waiting in the buffer.
     pub fn deallocate(&mut self, iu: LogicalIu) {

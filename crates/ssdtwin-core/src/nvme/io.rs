@@ -199,6 +199,29 @@ impl Controller {
         Ok(sum)
     }
 
+    /// `commands` Read commands of `nlb` blocks in all on `nsid`, counted as reads served
+    /// from NAND (SMART, the set's and the FTL's read counters) without being carried out:
+    /// a read changes no mapping, so the fast-forward of a converging timed run
+    /// (engine/fio/converge.rs) counts the reads of clones that only read instead of drawing
+    /// and looking up each one.
+    pub fn count_reads(&mut self, nsid: NsId, commands: u64, nlb: u64) -> Result<(), Error> {
+        let nsid = nsid.0;
+        let ns = self.check_read(nsid, 0, 1)?;
+        let bytes = nlb * ns.lba_bytes as u64;
+        let (dram, set) = (ns.dram, ns.nvm_set as usize);
+        if dram {
+            self.st.smart.dram_read_bytes += bytes;
+        } else {
+            self.ftl()?.count_host_reads(set, bytes);
+        }
+        self.st.smart.host_read_commands += commands;
+        self.st.smart.data_units_read_512 += bytes / 512;
+        if let Some(c) = self.st.set_commands.get_mut(set) {
+            c.host_read_commands += commands;
+        }
+        Ok(())
+    }
+
     /// Dataset Management - deallocate. Whole IUs inside the range are deallocated; the
     /// partial IUs at its edges keep their data (deallocation is advisory in NVMe).
     /// Returns the number of IUs deallocated.

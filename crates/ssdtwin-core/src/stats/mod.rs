@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod batch;
+
 pub const PLAT_BITS: u32 = 6;
 pub const PLAT_VAL: u64 = 1 << PLAT_BITS;
 pub const PLAT_GROUP_NR: u32 = 29;
@@ -84,6 +86,51 @@ impl LatStat {
         self.sum_ns += v as u128;
         self.sum_sq += v as u128 * v as u128;
         self.hist[plat_index(v)] += 1;
+    }
+
+    /// Add what `o` counted.
+    pub fn merge(&mut self, o: &LatStat) {
+        self.n += o.n;
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.sum_ns += o.sum_ns;
+        self.sum_sq += o.sum_sq;
+        self.hist.iter_mut().zip(&o.hist).for_each(|(a, b)| *a += b);
+    }
+
+    /// fio's latency histogram (counts per [`plat_index`] bucket).
+    pub fn hist(&self) -> &[u64] {
+        &self.hist
+    }
+
+    /// Count `ios` more latencies distributed as `like`'s: its sums and histogram scaled by
+    /// `ios / like.n` (the histogram by cumulative rounding, so its counts add up to `ios`);
+    /// min and max stay. The I/Os a converging run carries in fast-forward take the
+    /// distribution its converged sample measured (engine/fio/converge.rs). Returns the
+    /// counts added per histogram bucket (bucket, count), for tables kept beside this one.
+    pub fn add_like(&mut self, like: &LatStat, ios: u64) -> Vec<(usize, u64)> {
+        let mut added = Vec::new();
+        if ios == 0 || like.n == 0 {
+            return added;
+        }
+        let (k, n) = (ios as u128, like.n as u128);
+        self.n += ios;
+        self.sum_ns += like.sum_ns * k / n;
+        self.sum_sq += like.sum_sq / n * k + like.sum_sq % n * k / n;
+        let (mut cum, mut given) = (0u128, 0u64);
+        for (i, &c) in like.hist.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            cum += c as u128;
+            let upto = (cum * k / n) as u64;
+            if upto > given {
+                self.hist[i] += upto - given;
+                added.push((i, upto - given));
+                given = upto;
+            }
+        }
+        added
     }
 
     pub fn mean(&self) -> f64 {

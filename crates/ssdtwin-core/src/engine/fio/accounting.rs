@@ -2,8 +2,8 @@
 //! bw/iops sample windows, latency buckets, the bw/iops/lat/hist logs; and the clone's
 //! report at the end of the run.
 
-use super::clone::JobClone;
-use super::report::{ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneOut, HistRow, LogRow};
+use super::clone::{Carried, JobClone};
+use super::report::{ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneOut, DirOut, HistRow, LogRow};
 use super::steadystate::SsState;
 use super::Runner;
 use crate::engine::iolog::IoLog;
@@ -19,6 +19,13 @@ impl Runner<'_> {
             ss.count(now, cl.ramp_end, len);
         }
         if now < cl.ramp_end || issued < cl.ramp_end {
+            return;
+        }
+        // A converging run's clone refilling its queue after fast-forward (converge.rs).
+        if cl.carried.warmup_left > 0 {
+            cl.carried.warmup_left -= 1;
+            cl.carried.uncounted.ios[ddir as usize] += 1;
+            cl.carried.uncounted.bytes[ddir as usize] += len;
             return;
         }
         let clat = now - issued;
@@ -41,6 +48,9 @@ impl Runner<'_> {
         cl.stats.lat_buckets.add(clat);
         if cl.logging {
             log_sample(cl, ddir, len, offset, clat, now);
+        }
+        if let Some(cv) = self.conv.as_deref_mut() {
+            cv.record(c, ddir as usize, len, clat);
         }
     }
 }
@@ -118,6 +128,19 @@ fn log_hist(cl: &mut JobClone, t_ms: u64) {
     }
 }
 
+/// A converging run's direction `di`: its totals count every I/O the clone issued, timed or
+/// carried in fast-forward, over the round's whole time (the latencies and the bw/iops
+/// samples are the timed samples'). Nothing changes in a run timed in full.
+fn carry_into(out: &mut DirOut, carried: &Carried, di: usize, has_dir: bool, runtime: u64) {
+    let (ios, bytes) = (carried.ff.ios[di] + carried.uncounted.ios[di], carried.ff.bytes[di] + carried.uncounted.bytes[di]);
+    if ios == 0 && carried.ff_ns == 0 {
+        return;
+    }
+    out.total_ios += ios;
+    out.io_bytes += bytes;
+    out.runtime_ns = if out.total_ios > 0 && has_dir { runtime + carried.ff_ns } else { 0 };
+}
+
 /// The clone's report (docs/fio.md §4) once the run is over.
 pub(super) fn finish(cl: JobClone) -> CloneOut {
     let run_end = cl.end_ns.max(cl.ramp_end);
@@ -153,7 +176,9 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
             }
         }
         let has_dir = spec.directions.iter().any(|x| x.index() == di);
-        dirs_out.push(d.counters.out(&spec, has_dir, runtime));
+        let mut out = d.counters.out(&spec, has_dir, runtime);
+        carry_into(&mut out, &cl.carried, di, has_dir, runtime);
+        dirs_out.push(out);
     }
     logs.sort();
     let mut it = dirs_out.into_iter();
@@ -163,8 +188,8 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
         version: 1,
         thread_number: spec.thread_number,
         start_ns: cl.start_ns,
-        elapsed_ns: cl.end_ns.saturating_sub(cl.start_ns),
-        runtime_ns: runtime,
+        elapsed_ns: cl.end_ns.saturating_sub(cl.start_ns) + cl.carried.ff_ns,
+        runtime_ns: runtime + cl.carried.ff_ns,
         read,
         write,
         trim,

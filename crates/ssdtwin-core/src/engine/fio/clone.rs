@@ -51,6 +51,38 @@ pub(super) struct Think {
     pub until: u64,
 }
 
+/// What a clone issued in fast-forward (fast_forward.rs), or left out of its statistics:
+/// per direction, I/Os and bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct FfTally {
+    pub ios: [u64; 3],
+    pub bytes: [u64; 3],
+}
+
+impl FfTally {
+    pub fn add(&mut self, ddir: Ddir, len: u64) {
+        self.ios[ddir.index()] += 1;
+        self.bytes[ddir.index()] += len;
+    }
+}
+
+/// What a converging run carried past the timed engine for this clone (converge.rs), and
+/// what fast-forward issued (fast_forward.rs). All zero in a run timed in full.
+#[derive(Default)]
+pub(super) struct Carried {
+    /// I/Os issued in fast-forward.
+    pub ff: FfTally,
+    /// Timed I/Os the statistics leave out: in flight when a sample ended, or completed
+    /// while the queue refilled after fast-forward.
+    pub uncounted: FfTally,
+    /// The round's time the fast-forwarded I/Os stand for, added to the clone's runtime.
+    pub ff_ns: u64,
+    /// Completions still to leave out of the statistics after fast-forward.
+    pub warmup_left: u32,
+    /// The generator ended in fast-forward.
+    pub ended: bool,
+}
+
 /// fio's rate limiter (`rate`, `rate_iops`, `rate_process`).
 pub(super) struct Rate {
     pub start: u64,
@@ -129,6 +161,7 @@ pub(super) struct JobClone {
     pub lat: Option<LatProbe>,
     /// fio's job error (errno), 0 if none.
     pub error: i32,
+    pub carried: Carried,
 }
 
 /// An I/O in flight.
@@ -201,6 +234,7 @@ impl JobClone {
             ss: None,
             lat: None,
             error: 0,
+            carried: Carried::default(),
         })
     }
 

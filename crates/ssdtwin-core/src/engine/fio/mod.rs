@@ -13,11 +13,15 @@
 //! * `report.rs`: the output types and the accounting the cluster shares ([`CloneOut`]);
 //! * `batches.rs`: batches (stonewall), startdelay, wait_for, exit_what;
 //! * `flow.rs`: flow groups; `latency_target.rs`: the queue-depth search;
-//! * `steadystate.rs`: steady-state detection; `host_stack.rs`: runs through a host stack.
+//! * `steadystate.rs`: steady-state detection; `host_stack.rs`: runs through a host stack;
+//! * `fast_forward.rs`: a run's I/Os through the FTL untimed; `converge.rs`: timing a round
+//!   until its figures converge, and the rest of it in fast-forward.
 
 mod accounting;
 mod batches;
 mod clone;
+pub mod converge;
+pub mod fast_forward;
 mod flow;
 mod host_stack;
 mod issue;
@@ -40,6 +44,7 @@ use crate::units::NsId;
 use crate::workload::trace::ReplaySource;
 use crate::workload::{JobError, JobSpec};
 use clone::{JobClone, LOOKAHEAD};
+use converge::{ConvergeOut, ConvergeRule, Converger};
 use flow::FlowGroup;
 use latency_target::LatProbe;
 use steadystate::{SsState, SS_TICK_NS};
@@ -60,6 +65,9 @@ pub enum RunError {
     /// A job a host stack cannot run.
     #[error("stack: {0}")]
     Stack(String),
+    /// Options of the run itself (not of a job) that cannot be used.
+    #[error("{0}")]
+    Options(String),
     /// The run would take the simulated clock past [`MAX_RUN_NS`] (or past what the drive's
     /// own clock can still count).
     #[error("simulated time would pass {} days, the longest a run may simulate (the device timing counts picoseconds in 64 bits)", .0 / NS_PER_DAY)]
@@ -134,7 +142,32 @@ pub fn run_measured(
     start_ns: u64,
     keep_going: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<(Vec<CloneOut>, Footprint), RunError> {
-    run_with(ctrl, timing, Run { specs, sources: Vec::new(), start_ns }, opts, keep_going, None)
+    run_with(ctrl, timing, Run { specs, sources: Vec::new(), start_ns, converge: None }, opts, keep_going, None)
+        .map(|r| (r.clones, r.footprint))
+}
+
+/// [`run`], timing each round only until its figures converge under `rule` and carrying the
+/// rest of it through the FTL in fast-forward (converge.rs); also returns how that went. A run
+/// the rule does not apply to is timed in full, as [`run`] would, and says why.
+pub fn run_converging(
+    ctrl: &mut Controller,
+    timing: &mut DeviceTiming,
+    specs: Vec<JobSpec>,
+    opts: &RunOptions,
+    rule: ConvergeRule,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<(Vec<CloneOut>, ConvergeOut), RunError> {
+    rule.check().map_err(|e| RunError::Options(format!("convergence rule: {e}")))?;
+    let run = Run { specs, sources: Vec::new(), start_ns: 0, converge: Some(rule) };
+    let r = run_with(ctrl, timing, run, opts, keep_going, None)?;
+    Ok((r.clones, r.converge.expect("a converging run reports")))
+}
+
+/// What [`run_with`] hands back.
+struct RunResult {
+    clones: Vec<CloneOut>,
+    footprint: Footprint,
+    converge: Option<ConvergeOut>,
 }
 
 /// [`run`] through a host stack on the drive's namespace `opts.default_nsid`: every job
@@ -147,7 +180,8 @@ pub fn run_stack(
     keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: &mut HostStack,
 ) -> Result<Vec<CloneOut>, RunError> {
-    run_with(ctrl, timing, Run { specs, sources: Vec::new(), start_ns: 0 }, opts, keep_going, Some(stack)).map(|(out, _)| out)
+    let run = Run { specs, sources: Vec::new(), start_ns: 0, converge: None };
+    run_with(ctrl, timing, run, opts, keep_going, Some(stack)).map(|r| r.clones)
 }
 
 /// The clones of `specs`, each checked against the namespace it runs on (or the stack's
@@ -205,16 +239,17 @@ pub fn run_replay(
     opts: &RunOptions,
     keep_going: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<CloneOut, RunError> {
-    let run = Run { specs: vec![spec], sources: vec![Some(source)], start_ns: 0 };
-    run_with(ctrl, timing, run, opts, keep_going, None).map(|(mut out, _)| out.remove(0))
+    let run = Run { specs: vec![spec], sources: vec![Some(source)], start_ns: 0, converge: None };
+    run_with(ctrl, timing, run, opts, keep_going, None).map(|mut r| r.clones.remove(0))
 }
 
-/// What a run runs: one spec per clone, the streamed traces some of them replay, and the
-/// virtual time it starts at.
+/// What a run runs: one spec per clone, the streamed traces some of them replay, the virtual
+/// time it starts at, and the rule of a converging run (converge.rs).
 struct Run {
     specs: Vec<JobSpec>,
     sources: Vec<Option<Box<dyn ReplaySource>>>,
     start_ns: u64,
+    converge: Option<ConvergeRule>,
 }
 
 fn run_with(
@@ -224,8 +259,8 @@ fn run_with(
     opts: &RunOptions,
     keep_going: &mut dyn FnMut(&Progress) -> bool,
     stack: Option<&mut HostStack>,
-) -> Result<(Vec<CloneOut>, Footprint), RunError> {
-    let Run { specs, sources, start_ns } = run;
+) -> Result<RunResult, RunError> {
+    let Run { specs, sources, start_ns, converge } = run;
     let mut clones = clones_of(ctrl, specs, opts, stack.as_ref().map(|s| s.tier.user_bytes()), sources)?;
     // The drive's own clock (power-on time) grows by the run's length: keep both in u64.
     let st = ctrl.state();
@@ -255,6 +290,7 @@ fn run_with(
         stack: None,
         budgets,
         progress_unit,
+        conv: None,
     };
     // The host stack on the target namespace.
     if let Some(stack) = stack {
@@ -272,6 +308,9 @@ fn run_with(
         run.arb = Some(Arbiter::new(arbitration, class, run.timing.ctrl_service_ps()));
     }
     run.start_batch(start_ns);
+    if let Some(rule) = converge {
+        run.conv = Some(Box::new(Converger::new(&run, rule, start_ns)));
+    }
     // Steady state: the first look one second into the run (fio's helper thread ticks
     // every STEADYSTATE_MSEC from the run's start, not per job).
     // The look is kept out of the heap so that idle GC (which runs until the next event)
@@ -282,10 +321,13 @@ fn run_with(
     run.event_loop(start_ns, keep_going)?;
     run.drain_stack()?;
     let end = run.clones.iter().map(|c| c.end_ns).max().unwrap_or(start_ns);
-    let busy = end.saturating_sub(start_ns);
+    // The fast-forwarded I/Os stand for time the drive was busy too.
+    let ff_ns = run.clones.iter().map(|c| c.carried.ff_ns).max().unwrap_or(0);
+    let busy = end.saturating_sub(start_ns).saturating_add(ff_ns);
     run.ctrl.advance_clock(busy, busy);
     let used = footprint(run.events.peak(), &run.clones);
-    Ok((run.clones.into_iter().map(accounting::finish).collect(), used))
+    let converge = run.conv.take().map(|cv| cv.out(start_ns, end, ff_ns));
+    Ok(RunResult { clones: run.clones.into_iter().map(accounting::finish).collect(), footprint: used, converge })
 }
 
 /// The fio runner's state while it runs: the drive, the clones, the event queue and the
@@ -319,6 +361,8 @@ struct Runner<'a> {
     /// What ends each clone, and the unit the run's progress is counted in.
     budgets: Vec<Budget>,
     progress_unit: Option<ProgressUnit>,
+    /// A converging run's samples and rule (converge.rs).
+    conv: Option<Box<Converger>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -386,6 +430,12 @@ impl Runner<'_> {
             }
             if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
                 self.steadystate_tick(self.ss_next_ns);
+                continue;
+            }
+            if self.conv.as_ref().is_some_and(|cv| cv.batch_end_ns <= t) {
+                // The fast-forward stretch reports the run's progress at its start, its clock moving.
+                let at = self.progress(t);
+                self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
                 continue;
             }
             let Entry { t, ev, .. } = self.events.pop().expect("peeked");

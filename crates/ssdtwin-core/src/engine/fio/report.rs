@@ -395,6 +395,17 @@ impl LatencyBuckets {
         counts[slot] += 1;
     }
 
+    /// Count `n` completions of `lat_ns`.
+    pub(crate) fn add_n(&mut self, lat_ns: u64, n: u64) {
+        let (table, slot) = latency_slot(lat_ns);
+        let counts: &mut [u64] = match table {
+            LatTable::Ns => &mut self.ns,
+            LatTable::Us => &mut self.us,
+            LatTable::Ms => &mut self.ms,
+        };
+        counts[slot] += n;
+    }
+
     /// The buckets keyed by unit, as the output holds them.
     pub(crate) fn map(&self) -> BTreeMap<String, Vec<u64>> {
         BTreeMap::from([("ns".to_string(), self.ns.to_vec()), ("us".to_string(), self.us.to_vec()), ("ms".to_string(), self.ms.to_vec())])
