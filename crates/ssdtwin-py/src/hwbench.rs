@@ -1,4 +1,4 @@
-//! The machine's side of `ssdtwin bench ftl` (issue 17): how many random read-modify-writes
+//! The machine's side of `ssdtwin bench ftl`: how many random read-modify-writes
 //! per second one core (or `threads` cores, each over its own part of the array) sustains
 //! over an array the size of the FTL's maps, with many misses in flight. Fast-forward at full scale is bound by exactly that (each host write costs a
 //! few random map lines, counted by `Drive.precondition_touches`), so the bench prints both

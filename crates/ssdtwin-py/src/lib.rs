@@ -661,8 +661,8 @@ impl Drive {
         })
     }
 
-    /// `precondition` with the FTL's random map accesses counted (`ssdtwin bench ftl`,
-    /// issue 17): {"report": the precondition report, "host_l2p": programmed host IUs'
+    /// `precondition` with the FTL's random map accesses counted (`ssdtwin bench ftl`):
+    /// {"report": the precondition report, "host_l2p": programmed host IUs'
     /// L2P lines, "gc_checks": victim IUs checked through the L2P}. The drive ends in the
     /// state `precondition` leaves.
     #[pyo3(signature = (nsid, pattern, block_bytes, amount_bytes, seed, progress=None))]
@@ -1074,7 +1074,7 @@ fn stack_new(py: Python<'_>, media: &str, config: &Bound<'_, PyAny>) -> PyResult
     stack_to_py(py, &stack)
 }
 
-/// issue 13: a stack image's `stack.toml` (docs/host.md): what it is made of.
+/// A stack image's `stack.toml` (docs/host.md): what it is made of.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StackFile {
@@ -1101,14 +1101,14 @@ struct StackFileTier {
     area_bytes: u64,
 }
 
-/// issue 13: parse a stack.toml (ValueError naming the file and the problem).
+/// Parse a stack.toml (ValueError naming the file and the problem).
 #[pyfunction]
 fn stack_toml(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
     let f: StackFile = toml::from_str(text).map_err(|e| Failure::Value(format!("{origin}: {}", e.message().replace('\n', " "))))?;
     to_py(py, &f)
 }
 
-/// issue 13: the fast-media presets (name, spec with sources).
+/// The fast-media presets (name, spec with sources).
 #[pyfunction]
 fn media_presets(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let all: Vec<_> = host::media::PRESETS.iter().filter_map(|n| host::media::preset(n)).collect();

@@ -118,7 +118,7 @@ def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     return out[0], out[1]
 
 
-# --- issue 10: opts (filesize) ---
+# --- opts (filesize) ---
 def _file_size(st: Mapping[str, Any], clone: Any, real_size: int, td_min_bs: int) -> Optional[int]:
     """The target size filesize= sets, or None (filesetup.c setup_files).
 
@@ -160,7 +160,7 @@ def engine_input(
         raise ValueError("device_size_bytes and lba_bytes must be positive")
 
     namespace = st["namespace"]
-    # --- issue 10: iolog --- read_iolog: the trace's file (or replay_redirect) is the target.
+    # --- iolog --- read_iolog: the trace's file (or replay_redirect) is the target.
     trace = None
     if st.get("read_iolog"):
         where = _where(st, "read_iolog", job)
@@ -370,7 +370,7 @@ def engine_input(
         "zone_range_bytes": gen["zone_range_bytes"],
         "zone_skip_bytes": gen["zone_skip_bytes"],
     }
-    # --- issue 10: iolog (docs/fio.md §2.10) ---
+    # --- iolog (docs/fio.md §2.10) ---
     spec["iolog"] = bool(st.get("write_iolog"))
     if trace is not None:
         replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
@@ -470,7 +470,7 @@ def _fio_generator_fields(st: Mapping[str, Any], fail: Any) -> _GeneratorFields:
     }
 
 
-# --- issue 10: ss ---
+# --- ss ---
 # fio's default criterion when only ss_dur is given (options.c: steadystate .def).
 SS_DEFAULT = {"criterion": "iops_slope", "percent": True, "limit": 0.01}
 

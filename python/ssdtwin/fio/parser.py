@@ -838,7 +838,7 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]
     is_random = st["rw"] in O.RANDOM_MODES
     if is_random and any(st["ba"][d] and st["ba"][d] != _bs_range(st, d)[0] for d in range(3)) and not st["norandommap"]:
         reader.warnings.append(f"{section.file}:{section.line}: {job_name}: any use of blockalign= turns off randommap (as in fio)")
-    # --- issue 10: iolog --- a trace path is relative to fio's working directory.
+    # --- iolog --- a trace path is relative to fio's working directory.
     if st.get("read_iolog"):
         st["iolog_cwd"] = str(reader.cwd)
         if st.get("write_iolog"):
@@ -1047,7 +1047,7 @@ def _parse_sources(
     if reader.errors:
         raise FioJobError.collect(reader.errors)
     _check_group_percentiles(jobs)
-    _check_group_steadystate(jobs)  # issue 10: ss
+    _check_group_steadystate(jobs)  # ss
     return Run(
         jobs=jobs,
         clones=clones,
@@ -1073,7 +1073,7 @@ def _ignored_options(jobs: Iterable[Job]) -> list[dict[str, Any]]:
 
 def _check_wait_for(reader: _Reader, jobs: Sequence[Job]) -> None:
     """fio's init.c wait_for_ok: the waitee is another job, defined earlier, with a name no
-    other earlier job has (issue 10: sched)."""
+    other earlier job has (sched)."""
     for job in jobs:
         waitee = job.state.get("wait_for")
         if waitee is None:
@@ -1146,7 +1146,7 @@ def _check_group_percentiles(jobs: Iterable[Job]) -> None:
         raise FioJobError.collect(errors)
 
 
-# --- issue 10: ss ---
+# --- ss ---
 def _check_group_steadystate(jobs: Iterable[Job]) -> None:
     """steadystate.c td_steadystate_init: every job of a group (stonewall/new_group, with or
     without group_reporting) must have the same ss, ss_dur and ss_ramp, or none."""

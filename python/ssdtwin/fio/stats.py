@@ -136,9 +136,9 @@ class ThreadStat:
     latency_target: int = 0
     latency_percentile: float = 100.0
     latency_window: int = 0
-    # issue 10: latency_target — fio's td->verror, printed after err= in the normal output.
+    # latency_target: fio's td->verror, printed after err= in the normal output.
     verror: str = ""
-    # issue 10: ss — the engine's steady-state record (docs/fio.md §4), None without ss_dur.
+    # ss — the engine's steady-state record (docs/fio.md §4), None without ss_dur.
     steadystate: Optional[SsOut] = None
 
     def total_ios(self) -> int:
@@ -299,12 +299,12 @@ def aggregate(threads: Sequence[tuple[ThreadStat, bool]]) -> list[ThreadStat]:
         entry.latency_target = ts.latency_target
         entry.latency_percentile = ts.latency_percentile
         entry.latency_window = ts.latency_window
-        # issue 10: ss — stat.c takes each member's record in turn (the last member keeps
+        # ss — stat.c takes each member's record in turn (the last member keeps
         # the group's window); a member without ss_dur clears it.
         entry.steadystate = ts.steadystate
         if not entry.error and ts.error:
             entry.error = ts.error
-            entry.verror = ts.verror  # issue 10: latency_target (stat.c keeps the first error's text)
+            entry.verror = ts.verror  # latency_target (stat.c keeps the first error's text)
         sum_into(entry, ts)
         entry.members += ts.members
         last_gid = ts.groupid
