@@ -377,7 +377,7 @@ def ceph_reef_group(s: Settings, log: Log) -> list[Figure]:
         if r["published_lat_mean_ms"] is not None:
             figs.append((f"{rw} mean latency, {who}", "ms", r["published_lat_mean_ms"], r["lat_mean_ms"]))
         for name, unit, pub, twin in figs:
-            note = CEPH_NOTES.get((r["rw"], r["threads_per_osd"] or 0), "")
+            note = CEPH_NOTES.get((r["rw"], r["threads_per_osd"] or 0), NOTES["lab-25"])
             f = Figure(lab, src, name, unit, float(pub), twin, "predicted", "ceph-reef", note)
             out.append(f)
             log(_line(f, r["wall_s"]))
@@ -392,7 +392,7 @@ def spdk_tcp_group(s: Settings, log: Log) -> list[Figure]:
     out = []
     for r in res["rows"]:
         name = f"4 KiB random read IOPS, {r['target_cores']} target core(s)"
-        note = NOTES["spdk-1core"] if r["target_cores"] == 1 else ""
+        note = NOTES["spdk-1core"] if r["target_cores"] == 1 else NOTES["lab-25"]
         f = Figure(
             "SPDK NVMe-oF/TCP target (14 CM6-V)",
             "SPDK NVMe-oF TCP performance report",
@@ -418,6 +418,8 @@ NOTES = {
     "dw-gain": "the twin's DRAM placement has less GC than the talk's (the drive state above), so more NAND is left for reads",
     "kumoscale": "the study publishes neither its fio jobs per client nor its Ceph cores and PGs; the model over their ranges "
     "brackets the study (docs/models.md §11)",
+    "lab-25": "within the 25 % the cluster model is held to on a lab it was not fitted to: its per-op CPU costs come "
+    "from other posts and reports, each with its source (docs/models.md §11.8, §11.9)",
     "spdk-1core": "the model's NVMe-oF target costs 1.18 us of CPU per I/O (ReFlex on IX, a kernel-bypass stack); SPDK's TCP "
     "transport runs over kernel sockets, which cost more per I/O, a cost the model does not have a source for "
     "(docs/models.md §11.9)",
@@ -447,6 +449,11 @@ CORNER_NOTES = {
     "kioxia-cd6-v-3.2t:rand-write": "the CD6's GC (page reads per relocated IU) is the CM6's calibrated one: KIOXIA publishes "
     "nothing about the CD6 firmware's GC, and its back end, calibrated on the sequential write, does not bind random "
     "writes (docs/models.md §8)",
+    "samsung-pm983-3.84t:seq-write": "the PM983's tPROG (2 ms per 96 KiB) is [ASSUMED]: Samsung publishes no program time for "
+    "its NAND, and the 2,100 MB/s is the family's maximum read third-hand, not this SKU's datasheet figure (docs/models.md "
+    "§11.10); the Ceph lab rows it serves are bound by OSD CPU, not by the drive's writes",
+    "samsung-pm983-3.84t:rand-write": "the 50K IOPS is a sustained figure of a 1 DWPD drive whose OP and GC the datasheet does "
+    "not give; with the [ASSUMED] tPROG and the CM6's GC the twin writes 2.7x it (docs/models.md §11.10)",
     "intel-p5316-15.36t:rand-write": "the brief's 510 MB/s is 17 % above what the Intel D5-P5316 IU white paper measured on the "
     "same drive (424 MiB/s), which the twin predicts within 6 % (group p5316-whitepaper)",
 }
