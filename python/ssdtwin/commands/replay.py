@@ -23,6 +23,7 @@ def _progress(enabled: bool) -> Iterator[tuple[Optional[Callable[[int], None]], 
     if not enabled:
         yield None, None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TimeRemainingColumn
 
     with Progress(
@@ -31,6 +32,7 @@ def _progress(enabled: bool) -> Iterator[tuple[Optional[Callable[[int], None]], 
         MofNCompleteColumn(),
         TaskProgressColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         transient=True,
     ) as p:
         task = p.add_task("reading the trace", total=None)

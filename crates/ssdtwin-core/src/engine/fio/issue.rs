@@ -99,7 +99,13 @@ impl Runner<'_> {
         let io = cl.pending.front();
         // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
         if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
-            self.push(at, Ev::Wake(c as u32));
+            // One wake-up per wait, as for the rate limit below: every completion looks at
+            // the gate, and a wake-up pushed per look would multiply with each held I/O (the
+            // run's memory and time grew with the square of a paced trace's length).
+            if cl.rate.wake_ns != at {
+                cl.rate.wake_ns = at;
+                self.push(at, Ev::Wake(c as u32));
+            }
             // A trace's idle gap is idle time for the drive too (background GC).
             self.maybe_idle(now)?;
             return Ok(Gate::Wait);
