@@ -58,7 +58,6 @@ IGNORED = [
     ("ignore_error=EIO", "libaio"),
     ("write_hint=short", "libaio"),
     ("log_compression=1m", "libaio"),
-    ("ratecycle=500", "libaio"),
     ("threads=4", "libaio"),
     ("test-duration=10s", "libaio"),
     ("prep", "libaio"),
@@ -73,6 +72,7 @@ IGNORED = [
     ("cmdprio_class=1", "io_uring"),
     ("cmdprio=3", "io_uring_cmd"),
     ("cmdprio_bssplit=4k/50:8k/50,16k/100", "libaio"),
+    ("cmdprio_bssplit=4k/50/1/3/2:8k/50/2/0,16k/", "io_uring"),
     ("mem=mmaphuge:/hugetlbfs/f", "libaio"),
 ]
 
@@ -119,7 +119,9 @@ OUT_OF_RANGE = [
     ("gtod_reduce=2", "max value out of range: 2 (1 max)"),
     ("file_service_type=bogus", "not one of random, zipf"),
     ("cmdprio_class=4", "max value out of range: 4 (3 max)"),
-    ("cmdprio_bssplit=garbage", "'garbage' is not bs/percentage[/class/level]"),
+    ("cmdprio_bssplit=garbage", "not a size"),
+    ("cmdprio_bssplit=4k/50/1", "'4k/50/1' is not bs[/percentage[/class/level[/hint]]]"),
+    ("cmdprio_bssplit=4k/50/1/3/2/9", "'4k/50/1/3/2/9' is not bs[/percentage[/class/level[/hint]]]"),
     ("threads", "requires a value"),
     ("filesize=0", "min value out of range: 0 (1 min)"),
     ("log_entries=1048577", "max value out of range: 1048577 (1048576 max)"),
@@ -142,11 +144,8 @@ OFF_ONLY = [
     ("pre_read=1", "page cache"),
     ("create_only=1", "do no I/O"),
     ("verify_only", "verification is not simulated"),
-    ("serialize_overlap=1", "overlap"),
     ("rw_sequencer=identical", "repeating one offset"),
     ("bs_is_seq_rand=1", "sequential/random"),
-    ("ratemin=1m", "minimum rates"),
-    ("rate_iops_min=10", "minimum rates"),
     ("max_latency=10ms", "fio ends a job"),
     ("trim_percentage=10", "verify's trim phase"),
     ("stats=0", "always collects statistics"),
@@ -375,7 +374,11 @@ def test_fio_accepts_what_we_accept_and_refuses_the_values_we_refuse(fio_binary:
 
     assert [line for line, engine in IGNORED if not fio_accepts(line, engine)] == []
     assert [line for line, _ in OFF_ONLY if not fio_accepts(line, "libaio")] == []
-    assert [line for line, _ in OUT_OF_RANGE if fio_accepts(line, "libaio")] == ["cmdprio_bssplit=garbage"]
+    assert [line for line, _ in OUT_OF_RANGE if fio_accepts(line, "libaio")] == [
+        "cmdprio_bssplit=garbage",
+        "cmdprio_bssplit=4k/50/1",
+        "cmdprio_bssplit=4k/50/1/3/2/9",
+    ]
 
 
 NOT_SIMULATED = sorted({d.name for d in O.OPTIONS.values() if d.kind == O.NOOP} | set(O.ENGINE_OPTIONS) | {"filesize"})

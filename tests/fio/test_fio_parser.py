@@ -160,7 +160,7 @@ def test_all_errors_are_collected() -> None:
 
 def test_unknown_vs_unsupported() -> None:
     assert "unknown option" in err("[a]\nbsize=4k\n").reason
-    assert err("[a]\nserialize_overlap=1\n").reason.startswith("not supported by ssdtwin")
+    assert err("[a]\nrw_sequencer=identical\n").reason.startswith("not supported by ssdtwin")
     assert "zonemode=zbd" in err("[a]\nzonemode=zbd\n").reason
 
 

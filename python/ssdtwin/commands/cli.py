@@ -489,6 +489,7 @@ def fio_cmd(
 ) -> None:
     """Run fio job files unchanged against a drive image, in simulated time."""
     from ..fio.run import job_file_problem, render, write_logs
+    from ..fio.stats import job_verror
 
     if output_format not in ("normal", "json", "json+"):
         fail(f"--output-format '{output_format}': must be normal, json or json+")
@@ -524,11 +525,13 @@ def fio_cmd(
     write_logs(run, results, log_dir)
     virt = max((r["elapsed_ns"] + r.get("start_ns", 0) for r in results), default=0) / 1e9
     print(f"ssdtwin fio: {virt:.3f} s of drive time simulated in {wall:.2f} s", file=sys.stderr)
-    # latency_target: a job that ended with an error (io_u.c lat_fatal:
-    # ETIMEDOUT) is reported on stderr like fio's "err=110/..." line, and fio exits 1.
-    failed = [(c.job.name, r["error"]) for c, r in zip(run.clones, results) if r.get("error")]
-    for name, errno in failed:
-        say(f"ssdtwin fio: job '{name}': err={errno}/file:io_u.c:1432, func=max latency exceeded, error=Connection timed out")
+    # A job that ended with an error (latency_target's ETIMEDOUT, a minimum rate's EIO) is
+    # reported on stderr like fio's "err=N/..." line, after fio's own log line, and fio exits 1.
+    failed = [(c.job.name, r) for c, r in zip(run.clones, results) if r.get("error")]
+    for name, r in failed:
+        if r.get("error_text"):
+            say(r["error_text"])
+        say(f"ssdtwin fio: job '{name}': err={r['error']}/{job_verror(r['error'])}")
     if failed:
         raise typer.Exit(1)
 

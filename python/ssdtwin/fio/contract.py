@@ -160,6 +160,10 @@ class JobSpec(TypedDict):
     rate_bytes_per_s: IntPerDir
     rate_iops: IntPerDir
     rate_process: Literal["linear", "poisson"]
+    rate_min_bytes_per_s: NotRequired[IntPerDir]
+    rate_iops_min: NotRequired[IntPerDir]
+    rate_cycle_ms: NotRequired[int]
+    serialize_overlap: NotRequired[bool]
     thinktime_ns: int
     thinktime_spin_ns: int
     thinktime_blocks: int
@@ -284,6 +288,7 @@ class CloneOut(TypedDict):
     iolog: NotRequired[bytes]
     latency_depth: int
     error: int
+    error_text: NotRequired[str]
     steadystate: NotRequired[SsOut]
 
 

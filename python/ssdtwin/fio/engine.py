@@ -345,6 +345,10 @@ def engine_input(
         "rate_bytes_per_s": _per_dir(st["rate"]),
         "rate_iops": _per_dir(st["rate_iops"]),
         "rate_process": st["rate_process"],
+        "rate_min_bytes_per_s": _per_dir(st["rate_min"]),
+        "rate_iops_min": _per_dir(st["rate_iops_min"]),
+        "rate_cycle_ms": st["rate_cycle"],
+        "serialize_overlap": _serializes_overlap(st, trace is not None),
         "thinktime_ns": st["thinktime_us"] * 1000,
         "thinktime_spin_ns": st["thinktime_spin_us"] * 1000,
         "thinktime_blocks": st["thinktime_blocks"],
@@ -386,6 +390,15 @@ def engine_input(
                 spec["iodepth"] = depth
                 spec["engine_async"] = spec["engine_async"] or (st["ioengine"] == "null" and depth > 1)
     return spec
+
+
+def _serializes_overlap(st: Mapping[str, Any], replays: bool) -> bool:
+    """serialize_overlap as fio keeps it (init.c fixup_options): off for a job that
+    neither writes nor trims, or whose depth is 1, unless it replays an iolog."""
+    if not st["serialize_overlap"]:
+        return False
+    changes_data = st["rw"] not in ("read", "randread")
+    return replays or (changes_data and st["iodepth"] > 1)
 
 
 def _per_dir(values: Sequence[int]) -> IntPerDir:

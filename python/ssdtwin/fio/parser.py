@@ -819,6 +819,13 @@ def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]
         st["time_based"] = 0
     if sum(st["rate"]) and sum(st["rate_iops"]):
         reader.error("rate and rate_iops are mutually exclusive", **loc("rate_iops"))
+    # init.c fixup_options: the minimums are exclusive too, and none may exceed its limit.
+    if sum(st["rate_min"]) and sum(st["rate_iops_min"]):
+        reader.error("rate and rate_iops are mutually exclusive", **loc("rate_iops_min"))
+    for ddir in range(3):
+        if (0 < st["rate"][ddir] < st["rate_min"][ddir]) or (0 < st["rate_iops"][ddir] < st["rate_iops_min"][ddir]):
+            option = "rate_min" if 0 < st["rate"][ddir] < st["rate_min"][ddir] else "rate_iops_min"
+            reader.error(f"minimum rate exceeds rate, ddir {ddir}", **loc(option))
     if st["thinktime_spin_us"] > st["thinktime_us"]:
         st["thinktime_spin_us"] = st["thinktime_us"]
     if st["ioengine"] in O.SYNC_ENGINES and st["iodepth"] > 1:

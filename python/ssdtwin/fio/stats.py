@@ -180,6 +180,20 @@ def _stat(d: StatOut) -> tuple[IoStat, list[int]]:
     return IoStat(n, d["min_ns"], d["max_ns"], mean, d["m2"]), dense(d["hist"])
 
 
+# fio's td->verror for the job errors the engine reports: io_u.c lat_fatal ->
+# td_verror(ETIMEDOUT, "max latency exceeded") at io_u.c:1432 (latency_target), and
+# td_verror(EIO, "check_min_rate") at backend.c:1131 (rate_min, rate_iops_min).
+_VERRORS = {
+    110: "file:io_u.c:1432, func=max latency exceeded, error=Connection timed out",
+    5: "file:backend.c:1131, func=check_min_rate, error=Input/output error",
+}
+
+
+def job_verror(errno: int) -> str:
+    """fio's text for a job error (what follows ``err=N/``), "" for none."""
+    return _VERRORS.get(errno, "")
+
+
 def from_engine(result: CloneOut, clone: Any) -> ThreadStat:
     """Turn one engine result (docs/fio.md §4) into fio's per-thread statistics."""
     if result["thread_number"] != clone.thread_number:
@@ -207,8 +221,7 @@ def from_engine(result: CloneOut, clone: Any) -> ThreadStat:
         latency_target=int(st.get("latency_target", 0)) * 1000,
         latency_percentile=float(st.get("latency_percentile", 100.0)),
         latency_window=int(st.get("latency_window", 0)),
-        # io_u.c lat_fatal -> td_verror(ETIMEDOUT, "max latency exceeded") at io_u.c:1432.
-        verror="file:io_u.c:1432, func=max latency exceeded, error=Connection timed out" if result["error"] == 110 else "",
+        verror=job_verror(result["error"]),
         steadystate=result.get("steadystate"),
     )
     for i, name in enumerate(DDIR_NAMES):

@@ -79,9 +79,12 @@ pub(super) struct JobAcc {
 fn unsupported(spec: &JobSpec) -> Option<String> {
     let rate = spec.rate_iops.read | spec.rate_iops.write | spec.rate_bytes_per_s.read | spec.rate_bytes_per_s.write;
     let logs = &spec.logs;
-    let checks: [(bool, &str); 12] = [
+    let rate_min = spec.rate_iops_min.read | spec.rate_iops_min.write | spec.rate_min_bytes_per_s.read | spec.rate_min_bytes_per_s.write;
+    let checks: [(bool, &str); 14] = [
         (spec.directions.contains(&Ddir::Trim), "trim I/O (rw=trim, randtrim, trimwrite)"),
         (rate > 0, "rate, rate_iops"),
+        (rate_min > 0, "rate_min, rate_iops_min"),
+        (spec.serialize_overlap, "serialize_overlap"),
         (spec.thinktime_ns > 0, "thinktime"),
         (spec.flow != 0, "flow"),
         (spec.wait_for.is_some(), "wait_for"),
@@ -218,6 +221,7 @@ impl JobAcc {
             iolog: None,
             latency_depth: spec.iodepth.max(1),
             error: 0,
+            error_text: String::new(),
             steadystate: None,
         }
     }

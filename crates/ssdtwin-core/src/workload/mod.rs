@@ -33,7 +33,7 @@ impl Ddir {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PerDir<T> {
     pub read: T,
@@ -221,6 +221,22 @@ pub struct JobSpec {
     /// fio's latency_run: keep adjusting the depth instead of ending at the depth found.
     #[serde(default)]
     pub latency_run: bool,
+    // --- minimum rates and overlap serialisation (docs/fio.md §3) ---
+    /// fio's rate_min in bytes/s per direction (0 = none): the job ends with EIO when a
+    /// `rate_cycle_ms` window after the first 2 s completes less (backend.c check_min_rate).
+    #[serde(default)]
+    pub rate_min_bytes_per_s: PerDir<u64>,
+    /// fio's rate_iops_min per direction, checked as `rate_min_bytes_per_s` (and only when
+    /// that direction has no byte minimum).
+    #[serde(default)]
+    pub rate_iops_min: PerDir<u64>,
+    /// fio's ratecycle: the window (ms) over which a minimum rate is measured.
+    #[serde(default = "rate_cycle_1000")]
+    pub rate_cycle_ms: u64,
+    /// fio's serialize_overlap: an I/O whose range overlaps one in flight waits until no
+    /// I/O in flight overlaps it (backend.c io_u_submit, in_flight_overlap).
+    #[serde(default)]
+    pub serialize_overlap: bool,
     // --- steady state, ss (docs/fio.md §3) ---
     /// fio's steadystate/ss_dur/ss_ramp: end the clone (its group, with group_reporting)
     /// once the per-second IOPS or bandwidth settles; None without `ss_dur`.
@@ -281,6 +297,10 @@ pub enum SsMetric {
 // latency_target: fio's default latency_percentile (options.c: "100").
 fn percent_100() -> f64 {
     100.0
+}
+
+fn rate_cycle_1000() -> u64 {
+    1000
 }
 
 /// fio's `rate_process`: how the gaps between rate-limited I/Os are drawn.

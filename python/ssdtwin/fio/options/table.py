@@ -84,6 +84,13 @@ _TIME_AND_RATE = [
     sim("rate", uint(hi=FIO_NUMBER_MAX, why=WHY_NUMBER), directions=PER_DIRECTION, default=[0, 0, 0]),
     sim("rate_iops", uint(hi=FIO_UINT_MAX, why=WHY_UINT), directions=PER_DIRECTION, default=[0, 0, 0]),
     sim("rate_process", choice("linear", "poisson"), default="linear"),
+    # Minimum rates: the job ends with EIO when a rate_cycle window falls below one
+    # (backend.c check_min_rate; engine/fio/min_rate.rs).
+    sim("rate_min", uint(hi=FIO_NUMBER_MAX, why=WHY_NUMBER), directions=PER_DIRECTION, default=[0, 0, 0], aliases=("ratemin",)),
+    sim("rate_iops_min", uint(hi=FIO_UINT_MAX, why=WHY_UINT), directions=PER_DIRECTION, default=[0, 0, 0]),
+    sim("rate_cycle", uint(hi=FIO_UINT_MAX, why=WHY_UINT), default=1000, aliases=("ratecycle",)),
+    # Hold back an I/O that overlaps one in flight (backend.c io_u_submit).
+    sim("serialize_overlap", boolean, default=0),
     sim("thinktime", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_us", default=0),
     sim("thinktime_spin", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_spin_us", default=0),
     sim("thinktime_blocks", uint(lo=1), default=1),
@@ -339,7 +346,6 @@ _VERIFY_ERRORS_AND_LOGS = [
     ignored("log_compression", uint(1024, 512 * 1024 * 1024), "compresses logs in memory; the log files written are the same"),
     ignored("log_compression_cpus", text_value, "compresses logs in memory; the log files written are the same"),
     ignored("log_alternate_epoch_clock_id", uint(), "acts only with log_unix_epoch/log_alternate_epoch, which ssdtwin refuses"),
-    ignored("rate_cycle", uint(), "the window of rate_min/rate_iops_min, which ssdtwin refuses", aliases=("ratecycle",)),
 ]
 
 # Options of fio's built-in profiles (profiles/tiobench.c, act.c): fio registers them for
@@ -364,7 +370,6 @@ _PROFILES = [
 
 _WHY_FLUSH = "flushes and FUA writes are not part of the engine contract yet"
 _WHY_VERIFY_TRIM = "verify's trim phase (trims of verified blocks) is not simulated"
-_WHY_MIN_RATE = "minimum rates (fio ends a job that falls below one) are not checked"
 _WHY_NO_WALL_CLOCK = "a simulated run has no wall-clock times for log rows"
 
 _OFF_ONLY = [
@@ -378,7 +383,6 @@ _OFF_ONLY = [
     off_only("pre_read", boolean, is_zero, "reads the region into the page cache before the job; a simulated drive has none"),
     off_only("create_only", boolean, is_zero, "the job would only lay out files and do no I/O"),
     off_only("verify_only", flag, is_zero, "a verification pass; data verification is not simulated", flag=True),
-    off_only("serialize_overlap", boolean, is_zero, "holding back I/Os that overlap ones in flight is not simulated"),
     off_only(
         "rw_sequencer",
         choice("sequential", "identical"),
@@ -387,8 +391,6 @@ _OFF_ONLY = [
     ),
     off_only("bs_is_seq_rand", boolean, is_zero, "block sizes by sequential/random instead of by direction are not simulated"),
     off_only("thinktime_iotime", duration("s"), is_zero, "think time after each interval of I/O time is not simulated"),
-    off_only("rate_min", per_direction(size), is_zero, _WHY_MIN_RATE, aliases=("ratemin",)),
-    off_only("rate_iops_min", per_direction(uint()), is_zero, _WHY_MIN_RATE),
     off_only("max_latency", per_direction(duration("us")), is_zero, "fio ends a job whose I/O exceeds it; not checked"),
     off_only("rate_ignore_thinktime", boolean, is_zero, "rate limits that ignore think time are not simulated"),
     off_only("trim_percentage", uint(0, 100), is_zero, _WHY_VERIFY_TRIM),

@@ -252,17 +252,18 @@ def file_service_type(st: State, text: str) -> Any:
 
 
 def cmdprio_bssplit(st: State, text: str) -> Any:
-    # engines/cmdprio.c: per direction (comma-separated) a ':' list of bs/pct, each
-    # optionally followed by /class/level; fio refuses anything else at engine init.
+    # options.c parse_cmdprio_bssplit_entry: per direction (comma-separated) a ':' list of
+    # bs[/percentage[/class/level[/hint]]]. fio 3.33 scans the first four fields and ignores
+    # a fifth (fio 3.36 passes it as the I/O priority hint); bs/percentage/class alone is
+    # refused at engine init.
     for part in text.split(","):
         for item in filter(None, part.split(":")):
             fields = item.split("/")
-            if not 2 <= len(fields) <= 4:
-                raise ValueError(f"'{item}' is not bs/percentage[/class/level]")
+            if fields[-1] == "" and len(fields) == 2:
+                fields = fields[:1]  # "bs/": percentage 0, the entry is skipped
+            if len(fields) not in (1, 2, 4, 5) or not all(re.fullmatch(r"[0-9]+", f) for f in fields[1:]):
+                raise ValueError(f"'{item}' is not bs[/percentage[/class/level[/hint]]]")
             uint_in(st, fields[0], lo=1, hi=MAX_BS, why=WHY_BS)
-            for field in fields[1:]:
-                if not re.fullmatch(r"[0-9]+", field):
-                    raise ValueError(f"'{item}' is not bs/percentage[/class/level]")
     return text
 
 

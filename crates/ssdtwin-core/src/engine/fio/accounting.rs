@@ -201,6 +201,7 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
         iolog: cl.iolog.map(IoLog::into_packed),
         latency_depth: cl.lat.as_ref().map_or(spec.iodepth.max(1), |p| p.qd),
         error: cl.error,
+        error_text: cl.error_text,
         steadystate: cl.ss.as_ref().map(SsState::out),
     }
 }

@@ -4,6 +4,7 @@
 //! the state and the rules that need nothing but the clone.
 
 use super::latency_target::{LatProbe, LatQuiesce};
+use super::min_rate::MinRate;
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
 use crate::engine::iolog::{IoLog, Replay, ReplaySource};
@@ -159,8 +160,12 @@ pub(super) struct JobClone {
     pub ss: Option<SsState>,
     /// latency_target probing state; None without a target.
     pub lat: Option<LatProbe>,
+    /// rate_min/rate_iops_min bookkeeping; None without a minimum rate.
+    pub min_rate: Option<MinRate>,
     /// fio's job error (errno), 0 if none.
     pub error: i32,
+    /// What fio logs when the job ends with `error` (empty if it logs nothing of its own).
+    pub error_text: String,
     pub carried: Carried,
 }
 
@@ -233,7 +238,9 @@ impl JobClone {
             replay,
             ss: None,
             lat: None,
+            min_rate: None,
             error: 0,
+            error_text: String::new(),
             carried: Carried::default(),
         })
     }
@@ -279,9 +286,24 @@ impl JobClone {
         self.stats = CloneStats::default();
         self.rate.start = now;
         self.rate.next_at = [0; 3];
+        if self.min_rate.is_some() {
+            self.min_rate = Some(MinRate::new(now));
+        }
         if self.gen.spec.runtime_ns > 0 {
             self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
         }
+    }
+
+    /// rate_min or rate_iops_min is set for some direction.
+    pub fn min_rate_set(&self) -> bool {
+        MinRate::for_spec(&self.gen.spec, 0).is_some()
+    }
+
+    /// serialize_overlap: whether `io`'s byte range overlaps an I/O in flight (backend.c
+    /// in_flight_overlap). A scan of the slots: only jobs with the option pay for it.
+    pub fn overlaps_in_flight(&self, io: Io) -> bool {
+        let end = io.offset + io.len;
+        self.slots.iter().enumerate().any(|(i, s)| io.offset < s.offset + s.len && s.offset < end && !self.free_slots.contains(&(i as u32)))
     }
 
     /// Under a rate limit: the time `io` may be issued if that is later than `now`;

@@ -159,6 +159,8 @@ pub(super) fn converge_problem(run: &Runner<'_>) -> Option<String> {
             "jobs that start or end at different times (stonewall, startdelay, wait_for, exitall)"
         } else if s.steadystate.is_some() || s.latency_target_ns > 0 || s.flow > 0 {
             "steady-state detection, latency_target or flow"
+        } else if s.serialize_overlap || cl.min_rate_set() {
+            "serialize_overlap or a minimum rate (they act on single I/Os and windows of the round)"
         } else if cl.logging || s.iolog || cl.replay.is_some() {
             "logs, write_iolog or read_iolog (they need every moment of the round)"
         } else if s.thinktime_ns > 0 || s.rate_iops.read + s.rate_iops.write + s.rate_bytes_per_s.read + s.rate_bytes_per_s.write > 0 {

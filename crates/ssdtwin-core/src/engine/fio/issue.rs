@@ -110,6 +110,12 @@ impl Runner<'_> {
             self.maybe_idle(now)?;
             return Ok(Gate::Wait);
         }
+        // serialize_overlap: fio requeues an I/O that overlaps one in flight and retries it
+        // after reaping a completion; nothing is issued ahead of it. Checked before the rate
+        // limit, which counts an I/O once it admits it.
+        if cl.gen.spec.serialize_overlap && cl.overlaps_in_flight(io) {
+            return Ok(Gate::Wait);
+        }
         if let Some(at) = cl.rate_admit(io, now) {
             // The front I/O waits until `at`, the same time for every look until it is issued
             // (its direction's next slot does not move while it waits), and an I/O issued

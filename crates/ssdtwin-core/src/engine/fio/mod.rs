@@ -26,6 +26,7 @@ mod flow;
 mod host_stack;
 mod issue;
 mod latency_target;
+mod min_rate;
 pub mod report;
 mod steadystate;
 #[cfg(test)]
@@ -47,6 +48,7 @@ use clone::{JobClone, LOOKAHEAD};
 use converge::{ConvergeOut, ConvergeRule, Converger};
 use flow::FlowGroup;
 use latency_target::LatProbe;
+use min_rate::MinRate;
 use steadystate::{SsState, SS_TICK_NS};
 
 pub use report::{CloneLogs, CloneOut, DirOut, HistRow, LogRow, SampleStatOut};
@@ -492,6 +494,7 @@ impl Runner<'_> {
         if cl.gen.spec.latency_target_ns > 0 {
             cl.lat = Some(LatProbe::new(cl.gen.spec.iodepth.max(1), t, cl.ios_completed));
         }
+        cl.min_rate = MinRate::for_spec(&cl.gen.spec, cl.ramp_end);
         if let Some(ss) = &mut cl.ss {
             ss.start(t);
         }
@@ -517,6 +520,9 @@ impl Runner<'_> {
         self.complete(c, s.ddir, s.len, s.offset, s.issued);
         if self.clones[c].lat.is_some() {
             self.lat_completion(c, t - s.issued)?;
+        }
+        if self.clones[c].min_rate.is_some() {
+            self.min_rate_completion(c, s.ddir as usize, s.len)?;
         }
         if !self.clones[c].waits_for_rate(t) {
             self.pump(c)?;

@@ -202,8 +202,13 @@ pub struct CloneOut {
     /// ended at, or `iodepth` without a target.
     pub latency_depth: u32,
     /// fio's job error (errno): 110 (ETIMEDOUT) when an I/O at depth 1 missed a
-    /// latency_target with latency_percentile=100 (io_u.c lat_fatal).
+    /// latency_target with latency_percentile=100 (io_u.c lat_fatal); 5 (EIO) when a
+    /// minimum rate was missed (backend.c check_min_rate).
     pub error: i32,
+    /// fio's own log line(s) for the error, e.g. "job: rate_min=…B/s not met, got …B/s";
+    /// left out when empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error_text: String,
     /// fio's steady-state record (docs/fio.md §4); None without `ss_dur`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steadystate: Option<SsOut>,

@@ -303,3 +303,36 @@ fn a_met_latency_target_climbs_to_iodepth_and_reports_one_window() {
     let (plain, _) = run_one(json!({"iodepth": 16})).unwrap();
     assert_eq!((plain[0].latency_depth, plain[0].error), (16, 0));
 }
+
+#[test]
+fn serialize_overlap_keeps_one_io_per_block_in_flight() {
+    // Two 4 KiB blocks, depth 32: with serialize_overlap at most two I/Os are in flight,
+    // each on its own block; without it the queue fills.
+    let job = |on: bool| {
+        let tiny = json!({"size_bytes": 8192, "io_size_bytes": 1 << 20, "iodepth": 32, "serialize_overlap": on});
+        run_one(tiny).unwrap().0.into_iter().next().unwrap()
+    };
+    let (held, plain) = (job(true), job(false));
+    assert_eq!((held.write.total_ios, plain.write.total_ios), (256, 256));
+    assert_eq!(held.iodepth_level.iter().skip(depth_slot(2) + 1).sum::<u64>(), 0, "{:?}", held.iodepth_level);
+    assert!(plain.iodepth_level[depth_slot(32)] > 200, "{:?}", plain.iodepth_level);
+    assert!(held.runtime_ns > plain.runtime_ns);
+}
+
+#[test]
+fn a_missed_minimum_rate_ends_the_clone_with_eio_after_one_window() {
+    // 1 ms of think time after each 4 KiB write: about 4 MB/s against a 100 MB/s minimum.
+    let job = |min: u64| {
+        let slow = json!({"time_based": true, "runtime_ns": 5 * SECOND, "iodepth": 1, "thinktime_ns": 1_000_000u64,
+            "rate_min_bytes_per_s": {"read": 0, "write": min, "trim": 0}, "rate_cycle_ms": 1000});
+        run_one(slow).unwrap().0.into_iter().next().unwrap()
+    };
+    let missed = job(100_000_000);
+    assert_eq!(missed.error, 5);
+    assert!(missed.error_text.starts_with("j: rate_min=100000000B/s not met, got "), "{}", missed.error_text);
+    // 2 s to settle, then one 1 s window (the clone ends when its I/O in flight completes).
+    assert!((3 * SECOND..3 * SECOND + 2_000_000).contains(&missed.runtime_ns), "{}", missed.runtime_ns);
+    let met = job(1_000_000);
+    assert_eq!((met.error, met.error_text.as_str()), (0, ""));
+    assert!(met.runtime_ns >= 5 * SECOND);
+}
