@@ -52,7 +52,7 @@ PYTEST_WORKERS ?= auto
 # of CPU instead of 0.28 s; a pytest run of tests/fio/test_fio_bad_input.py, 148 s -> 75 s).
 test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
 	$(PYTHON) -m compileall -q python/ssdtwin
-	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --durations=25
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core
