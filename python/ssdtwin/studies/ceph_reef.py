@@ -80,60 +80,37 @@ def osd_cpus(threads_per_nvme: int) -> dict[str, Any]:
     )
 
 
+def _reef_lab(scale: int, seed: int, **lab: Any) -> Cluster:
+    """A Ceph 18 RBD lab of the posts' hardware (PM983 drives, 100 GbE, 128-thread EPYC nodes
+    and clients, 3 replicas, librbd, msgr v2, 16,384 PGs) with `lab`'s own fields."""
+    options: dict[str, Any] = {
+        "stack": "ceph-rbd",
+        "ceph_version": 18,
+        "drives_per_node": 6,
+        "drive": DRIVE,
+        "replicas": 3,
+        "network": "100GbE",
+        "volume_bytes": VOLUME_BYTES,
+        "scale": scale,
+        "seed": seed,
+        "rbd_client": "librbd",
+        "msgr_version": 2,
+        "node_cores": sourced(128, EPYC),
+        "client_cores": sourced(128, EPYC),
+        "pg_num": sourced(16384, PGS),
+        **lab,
+    }
+    return Cluster.from_text(_core.cluster_init(options))
+
+
 def osds_per_nvme_lab(threads_per_nvme: int, scale: int = SCALE, seed: int = 1) -> Cluster:
     """Ceph Reef OSDs per NVMe 2023, 1 OSD per NVMe, N CPU threads per NVMe."""
-    return Cluster.from_text(
-        _core.cluster_init(
-            {
-                "stack": "ceph-rbd",
-                "ceph_version": 18,
-                "nodes": 5,
-                "drives_per_node": 6,
-                "drive": DRIVE,
-                "clients": 5,
-                "fio_procs_per_client": 10,
-                "replicas": 3,
-                "network": "100GbE",
-                "volume_bytes": VOLUME_BYTES,
-                "scale": scale,
-                "seed": seed,
-                "rbd_client": "librbd",
-                "msgr_version": 2,
-                "node_cores": sourced(128, EPYC),
-                "client_cores": sourced(128, EPYC),
-                "osd_cpus": osd_cpus(threads_per_nvme),
-                "pg_num": sourced(16384, PGS),
-            }
-        )
-    )
+    return _reef_lab(scale, seed, nodes=5, clients=5, fio_procs_per_client=10, osd_cpus=osd_cpus(threads_per_nvme))
 
 
 def freeze_lab(clients: int = 10, procs: int = 6, scale: int = SCALE, seed: int = 1) -> Cluster:
     """Ceph Reef freeze 2023: 10 nodes x 6 OSDs, fio colocated on the nodes, OSDs unpinned."""
-    return Cluster.from_text(
-        _core.cluster_init(
-            {
-                "stack": "ceph-rbd",
-                "ceph_version": 18,
-                "nodes": 10,
-                "drives_per_node": 6,
-                "drive": DRIVE,
-                "clients": clients,
-                "fio_procs_per_client": procs,
-                "clients_on_nodes": True,
-                "replicas": 3,
-                "network": "100GbE",
-                "volume_bytes": VOLUME_BYTES,
-                "scale": scale,
-                "seed": seed,
-                "rbd_client": "librbd",
-                "msgr_version": 2,
-                "node_cores": sourced(128, EPYC),
-                "client_cores": sourced(128, EPYC),
-                "pg_num": sourced(16384, PGS),
-            }
-        )
-    )
+    return _reef_lab(scale, seed, nodes=10, clients=clients, fio_procs_per_client=procs, clients_on_nodes=True)
 
 
 def job_text(clients: int, procs: int, rw: str, iodepth: int, window_ms: tuple[int, int]) -> str:
