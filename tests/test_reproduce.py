@@ -20,9 +20,6 @@ import pytest
 from ssdtwin.studies import experiments
 from twin import run_cli
 
-# pytest-xdist (`--dist loadgroup`, the Makefile's): the CM6 and P5316 tables, module
-# fixtures of 20-25 s each, are computed once: the module's tests run on one worker.
-pytestmark = pytest.mark.xdist_group("test_reproduce")
 
 CM6_3_20_RANDWRITE_IOPS = 337_920  # KIOXIA CM6 namespace brief: 3.20 TB namespace, 4 KiB random write
 

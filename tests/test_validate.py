@@ -14,9 +14,6 @@ import pytest
 from ssdtwin.studies import validate as v
 from twin import run_cli
 
-# pytest-xdist (`--dist loadgroup`, the Makefile's): the quick validation, a module fixture
-# of about a minute, is computed once: the module's tests run on one worker.
-pytestmark = pytest.mark.xdist_group("test_validate")
 
 
 @pytest.fixture(scope="module")
