@@ -20,7 +20,6 @@ import pytest
 from ssdtwin.studies import experiments
 from twin import run_cli
 
-
 CM6_3_20_RANDWRITE_IOPS = 337_920  # KIOXIA CM6 namespace brief: 3.20 TB namespace, 4 KiB random write
 
 

@@ -15,7 +15,6 @@ from ssdtwin.studies import validate as v
 from twin import run_cli
 
 
-
 @pytest.fixture(scope="module")
 def quick() -> dict[str, Any]:
     return run_cli("validate", "--quick", "-o", "json", timeout=900).json()
