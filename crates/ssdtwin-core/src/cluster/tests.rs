@@ -19,30 +19,15 @@ pub(crate) fn lab(stack: &str, nodes: u32, clients: u32, replicas: u32) -> Clust
     ClusterSpec::from_options(&o).unwrap()
 }
 
-const TEMPLATE: &str = r#"{
-    "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
-    "batch": 0, "stonewall": false, "filename": null, "namespace": null,
-    "target_size_bytes": 0, "lba_bytes": 512, "rw": "randread",
-    "directions": ["read"], "random": true, "rw_nr": 1, "rw_seq_add_bytes": 0,
-    "rwmixread": 50, "rwmixwrite": 50,
-    "bs": {"read": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
-           "write": {"min": 4096, "max": 4096, "split": [[4096, 100]]},
-           "trim": {"min": 4096, "max": 4096, "split": [[4096, 100]]}},
-    "bs_unaligned": false, "blockalign": {"read": 4096, "write": 4096, "trim": 4096},
-    "offset_bytes": 0, "size_bytes": 0, "io_size_bytes": 0, "loops": 1,
-    "fill_device": false, "number_ios": 0, "ioengine": "libaio", "engine_async": true,
-    "iodepth": 1, "iodepth_configured": 1, "time_based": true, "runtime_ns": 0,
-    "ramp_time_ns": 0, "startdelay_ns": 0, "norandommap": true,
-    "random_generator": "tausworthe", "seed": 7, "seeds": {}, "seed_source": "randrepeat",
-    "random_distribution": {"kind": "random", "param": null, "center": null, "zones": null},
-    "percentage_random": {"read": 100, "write": 100, "trim": 100},
-    "rate_bytes_per_s": {"read": 0, "write": 0, "trim": 0},
-    "rate_iops": {"read": 0, "write": 0, "trim": 0}, "rate_process": "linear",
-    "thinktime_ns": 0, "thinktime_spin_ns": 0, "thinktime_blocks": 1,
-    "thinktime_blocks_type": "complete", "bw_avg_ms": 500, "iops_avg_ms": 500,
-    "logs": {"bw": false, "iops": false, "lat": false, "hist": false, "avg_ms": 0,
-             "hist_ms": 0, "max_value": false, "offset": false}
-}"#;
+/// The engine's test job with what the cluster's jobs share: time-based 4 KiB random reads
+/// on 512-byte LBAs, no random map (the fields each job sets are in [`region_jobs`]).
+fn template() -> Value {
+    let mut v = crate::engine::fio::tests::job_template();
+    for (k, x) in [("lba_bytes", json!(512)), ("time_based", json!(true)), ("norandommap", json!(true))] {
+        v[k] = x;
+    }
+    v
+}
 
 /// One job section per client: 4 KiB `rw` at `iodepth`, time based (engine contract v1).
 pub(crate) fn jobs(spec: &ClusterSpec, rw: &str, iodepth: u32, ramp_ns: u64, runtime_ns: u64) -> Vec<JobSpec> {
@@ -55,7 +40,7 @@ pub(crate) fn region_jobs(spec: &ClusterSpec, rw: &str, iodepth: u32, ramp_ns: u
     let write = rw.contains("write");
     (0..spec.cluster.clients)
         .map(|c| {
-            let mut v: Value = serde_json::from_str(TEMPLATE).unwrap();
+            let mut v = template();
             for (k, x) in [
                 ("name", json!(format!("client{c}"))),
                 ("job_index", json!(c)),

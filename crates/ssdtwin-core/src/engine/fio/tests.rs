@@ -14,11 +14,11 @@ pub(crate) fn drive() -> (Controller, DeviceTiming) {
     (ctrl, timing)
 }
 
-/// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
-/// replaced (engine contract, docs/fio.md §3).
-pub(crate) fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
-    let ns = ctrl.attached(NsId(1)).unwrap();
-    let mut v: Value = serde_json::from_str(
+/// The engine contract's fields (docs/fio.md §3) of a 4 KiB random-write clone over the
+/// first MiB, target and LBA size unset: the base every test job here and in the cluster's
+/// tests changes.
+pub(crate) fn job_template() -> Value {
+    serde_json::from_str(
         r#"{
         "version": 1, "name": "j", "job_index": 0, "thread_number": 1, "subjob": 0, "group_id": 0,
         "batch": 0, "stonewall": false, "filename": null, "namespace": null,
@@ -44,7 +44,14 @@ pub(crate) fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
                  "hist_ms": 0, "max_value": false, "offset": false}
         }"#,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// A 4 KiB random-write clone over the first MiB of namespace 1, with `extra` fields
+/// replaced (engine contract, docs/fio.md §3).
+pub(crate) fn spec(ctrl: &Controller, extra: Value) -> JobSpec {
+    let ns = ctrl.attached(NsId(1)).unwrap();
+    let mut v = job_template();
     v["target_size_bytes"] = json!(ns.bytes());
     v["lba_bytes"] = json!(ns.lba_bytes);
     for (k, x) in extra.as_object().unwrap() {
