@@ -14,13 +14,35 @@ from typing import Any, Optional, cast
 from . import _core
 from .core_types import VendorLog
 
-BASIS_TEXT = {"timed": "timed window", "fast_forward": "fast-forward pass at steady state"}
+BASIS_TEXT = {
+    "timed": "timed window",
+    "fast_forward": "fast-forward pass at steady state",
+    "window": "window of timed or fast-forward writes",
+}
+KEYS = ("basis", "verdict", "host_bytes", "gc_cycles", "namespace_passes")
+# What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES).
+NEED = "1 GC cycle or 1 namespace pass"
 
 
 def measure(before: Mapping[str, Any], after: Mapping[str, Any], basis: str, namespace_bytes: int) -> dict[str, Any]:
     """The WAF of the window between two vendor logs of one drive (keys: nvme/waf.rs)."""
     m = _core.waf_measurement(cast(VendorLog, dict(before)), cast(VendorLog, dict(after)), basis, namespace_bytes)
     return dict(m)
+
+
+def keys(m: Optional[Mapping[str, Any]], prefix: str = "waf") -> dict[str, Any]:
+    """A row's flat keys for what a WAF window spans (as sweep and replay rows name them):
+    ``{prefix}_basis``, ``_verdict``, ``_host_bytes``, ``_gc_cycles``, ``_namespace_passes``
+    (all None without a measurement)."""
+    return {f"{prefix}_{k}": None if m is None else m[k] for k in KEYS}
+
+
+def from_keys(row: Mapping[str, Any], prefix: str = "waf") -> Optional[dict[str, Any]]:
+    """The measurement's span back from a row's ``keys``, with the row's ``{prefix}`` figure
+    as its ``waf`` (None when the row has no measurement)."""
+    if row.get(f"{prefix}_verdict") is None:
+        return None
+    return {"waf": row.get(prefix), **{k: row[f"{prefix}_{k}"] for k in KEYS}}
 
 
 def amount(m: Mapping[str, Any]) -> str:
@@ -40,6 +62,17 @@ def text(m: Optional[Mapping[str, Any]]) -> str:
             f"{m['namespace_passes']:.2f} namespace passes; need >= 1 of either)"
         )
     return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
+
+
+def window_label(m: Optional[Mapping[str, Any]]) -> str:
+    """What a window ratio compared with a published window ratio was measured over: its
+    basis, amount and whether it is also the drive's WAF (reproduce rows)."""
+    if m is None:
+        return "window not measured"
+    if m["verdict"] == "no_writes":
+        return "the host wrote nothing"
+    what = "steady" if m["verdict"] == "steady" else f"under {NEED}: a window ratio, not the drive's WAF"
+    return f"{BASIS_TEXT[m['basis']]}: {amount(m)}; {what}"
 
 
 def _bytes(n: int) -> str:
