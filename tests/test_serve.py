@@ -495,7 +495,11 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
             f"--output={tmp_path / 'g.txt'}",
         )
         assert r.json()["host_bytes_written"] == 16 << 20
-        s.stop()
+        assert r.json()["waf"] is None and r.json()["measurement"]["verdict"] == "insufficient"
+        summary = s.stop()
+    # 48 MiB of a drive of gigabytes: the session's ratio is no WAF of the drive's, and says so.
+    want = r"host \S+ MB -> NAND \S+ [kMG]B written, WAF: not measured \(window wrote 48\.0 MiB, 0\.0 GC cycles"
+    assert re.search(want, summary), summary
     r = run_cli("nvme", "smart-log", two_ns, "-o", "json")
     assert "being served" not in r.stderr, "after the server stops, the committed state is read"
     assert r.json()["host_write_commands"] == 512 + 128
