@@ -335,6 +335,15 @@ def test_precondition_too_short_a_pass_prints_no_waf(small: Path) -> None:
     assert not re.search(r"WAF \d", out)
 
 
+def test_precondition_just_short_of_a_pass_is_not_printed_as_one(fresh: Path) -> None:
+    """A pass 1 MiB short of the namespace on a fresh drive (no GC yet) is under the rule by
+    a hair: it says "not measured", and its passes are not rounded up to the 1.00 it misses."""
+    ns_bytes = namespaces(fresh)[0]["bytes"]
+    out = run_cli("precondition", fresh, "--rand", "4k", "--amount", str(ns_bytes - (1 << 20)), "--seed", "4", "-q").stdout
+    want = r", WAF: not measured \(window wrote [\d.]+ GiB, 0\.\d GC cycles, 0\.99 namespace passes; need >= 1 of either\)"
+    assert re.search(want, out), out
+
+
 def test_precondition_amount_as_size_and_seed_is_replayable(cm6: Path, tmp_path: Path) -> None:
     other = copy_image(cm6, tmp_path / "other")
     a = run_cli("precondition", cm6, "--rand", "16k", "--amount", "1GiB", "--seed", "42", "-q").stdout

@@ -8,6 +8,7 @@ drive's WAF. This module adds the one text form of a measurement."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Optional, cast
 
@@ -47,7 +48,19 @@ def from_keys(row: Mapping[str, Any], prefix: str = "waf") -> Optional[dict[str,
 
 def amount(m: Mapping[str, Any]) -> str:
     """What the window spans: host bytes, namespace passes and GC cycles."""
-    return f"{_bytes(int(m['host_bytes']))} written, {m['namespace_passes']:.2f} namespace passes, {m['gc_cycles']:.1f} GC cycles"
+    return (
+        f"{_bytes(int(m['host_bytes']))} written, {_span(m['namespace_passes'], 2)} namespace passes, {_span(m['gc_cycles'], 1)} GC cycles"
+    )
+
+
+def _span(v: float, digits: int) -> str:
+    """``v`` to ``digits`` places, never rounded up to the threshold of 1 it is below: a
+    window of 0.9999 namespace passes (a sequential job that stops short of the end) is not
+    printed as the 1.00 it does not reach."""
+    text = f"{v:.{digits}f}"
+    if v < 1.0 <= float(text):
+        text = f"{math.floor(v * 10**digits) / 10**digits:.{digits}f}"
+    return text
 
 
 def text(m: Optional[Mapping[str, Any]]) -> str:
@@ -58,8 +71,8 @@ def text(m: Optional[Mapping[str, Any]]) -> str:
         return "WAF: none (the host wrote nothing)"
     if m["verdict"] != "steady":
         return (
-            f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {m['gc_cycles']:.1f} GC cycles, "
-            f"{m['namespace_passes']:.2f} namespace passes; need >= 1 of either)"
+            f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {_span(m['gc_cycles'], 1)} GC cycles, "
+            f"{_span(m['namespace_passes'], 2)} namespace passes; need >= 1 of either)"
         )
     return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
 
