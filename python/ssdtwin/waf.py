@@ -1,10 +1,13 @@
 """WAF measurements as every command reports them (docs/models.md, "Measuring WAF").
 
 The measurement itself is the core's (``_core.waf_measurement``, nvme/waf.rs): NAND / host
-bytes between two vendor logs, its basis (``timed`` or ``fast_forward``), the host bytes and
-GC cycles it spans and its verdict. ``waf`` is set only when the verdict is ``steady``; the
-ratio of a window too short to say anything is kept as ``waf_window_raw``, never as the
-drive's WAF. This module adds the one text form of a measurement."""
+bytes between two vendor logs, its basis (``timed``, ``fast_forward``, or ``window`` when
+the measurer did not run the writes itself), the host bytes and GC cycles it spans and its
+verdict. ``waf`` is set only when the verdict is ``steady``; the ratio of a window too short
+to say anything is kept as ``waf_window_raw``, never as the drive's WAF. This module adds
+the text forms of a measurement (``text``: the drive's WAF or why there is none;
+``window_label``: what a window ratio compared with a published one spans) and a row's
+flat keys for it (``keys``, ``from_keys``)."""
 
 from __future__ import annotations
 
