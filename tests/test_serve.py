@@ -505,6 +505,29 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
     assert r.json()["host_write_commands"] == 512 + 128
 
 
+def test_a_session_over_every_namespace_once_reports_its_waf(tmp_path: Path, two_ns: Path) -> None:
+    """One sequential pass over both 1 GiB namespaces: a namespace pass, so the summary
+    prints the session's WAF with its basis and amount (docs/models.md, "Measuring WAF")."""
+    need("fio")
+    with served(two_ns, "--pace", "off") as s:
+        for ns in ("ns1", "ns2"):
+            out = tmp_path / f"{ns}.txt"
+            sh(
+                "fio",
+                "--name=w",
+                "--ioengine=nbd",
+                f"--uri={s.uri(ns)}",
+                "--rw=write",
+                "--bs=1m",
+                "--iodepth=8",
+                "--size=100%",
+                f"--output={out}",
+            )
+        summary = s.stop()
+    m = re.search(r"written, WAF (\d+\.\d+) \(timed window: 2\.0 GiB written, 1\.00 namespace passes, [\d.]+ GC cycles\);", summary)
+    assert m and 0.9 < float(m[1]) < 1.2, summary
+
+
 # --------------------------------------------------------------------------- bad input, bookkeeping
 
 
