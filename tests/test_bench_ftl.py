@@ -41,6 +41,16 @@ def test_bench_ftl_json_and_table() -> None:
     assert b["host_writes_per_s_bound"] == pytest.approx(b["rmw_per_s"] / b["touches_per_write"])
     assert b["fraction_of_bound"] == pytest.approx(b["host_writes_per_s"] / b["host_writes_per_s_bound"])
     assert res["steady_rand_4k"]["waf"] > 2
+    # Each phase's ratio says what it spans: two namespace passes are the drive's WAF; a
+    # tenth of one (0.4 GC cycles at WAF ~4) is a ratio of the window only.
+    seq, steady = res["seq_128k_2x"], res["steady_rand_4k"]
+    assert (seq["waf_basis"], seq["waf_verdict"], seq["waf_namespace_passes"]) == ("fast_forward", "steady", pytest.approx(2.0))
+    assert steady["waf_namespace_passes"] == pytest.approx(0.1, rel=0.01) and steady["waf_gc_cycles"] < 1
+    assert steady["waf_verdict"] == "insufficient"
+    assert c["waf_verdict"] == ("steady" if c["waf_gc_cycles"] >= 1 else "insufficient")
+    lines = {line.split()[0]: line for line in r.stderr.splitlines() if line.split()[:1] in (["seq_128k_2x"], ["steady_rand_4k"])}
+    assert lines["seq_128k_2x"].endswith("2.00 namespace passes, " + f"{seq['waf_gc_cycles']:.1f} GC cycles; steady]")
+    assert lines["steady_rand_4k"].endswith("GC cycles; under 1 GC cycle or 1 namespace pass: a window ratio, not the drive's WAF]")
 
 
 def test_counting_leaves_the_drive_precondition_leaves() -> None:

@@ -140,3 +140,17 @@ def test_a_written_namespace_leaves_gc_less_spare(rows: dict[str, dict[str, Any]
     assert written["waf"] > 1.3 * rows["dram"]["waf"], (written["waf"], rows["dram"]["waf"])
     with pytest.raises(ValueError, match="drive state 'full'"):
         dw.build_drive("dram", SCALE, 1, state="full")
+
+
+@pytest.mark.slow
+def test_the_waf_says_what_its_windows_span(rows: dict[str, dict[str, Any]]) -> None:
+    """The row's WAF (compared with the talk's ratio over its run) is the ratio over the
+    measurement windows; its waf_* keys and the text say what they span and whether that is
+    also the drive's WAF (docs/models.md, "Measuring WAF")."""
+    for placement, r in rows.items():
+        assert r["waf_basis"] == "timed" and r["waf_host_bytes"] == r["host_bytes"], placement
+        steady = r["waf_gc_cycles"] >= 1 or r["waf_namespace_passes"] >= 1
+        assert r["waf_verdict"] == ("steady" if steady else "insufficient"), r
+        text = dw.describe(r)
+        assert f"[timed window: {r['host_bytes'] / 2**30:,.1f} GiB written, {r['waf_namespace_passes']:.2f} namespace passes" in text
+        assert ("GC cycles; steady; its 9 windows" if steady else "not the drive's WAF; its 9 windows") in text, text

@@ -10,6 +10,7 @@ outside its tolerance (exit 1) instead of printing it like a success. Runs at 1/
 from __future__ import annotations
 
 import json
+import re
 import signal
 from typing import Any
 
@@ -30,11 +31,49 @@ def test_demo_and_reproduce_report_the_same_figure() -> None:
     assert iops == f"{rw['simulated']:,.0f}"
     assert waf == f"{rw['steady_waf']:.3f}"
     assert int(blocks) == rw["blocks"]
+    # Both say what their WAF spans: demo's is the fast-forward pass (one namespace), the row's
+    # the timed window, the drive's WAF only because it spans a GC cycle or a namespace pass.
+    assert rw["steady_waf_basis"] == "fast_forward" and rw["steady_waf_verdict"] == "steady"
+    assert rw["steady_waf_namespace_passes"] == pytest.approx(1.0)
+    span = f"{rw['steady_waf_gc_cycles']:.1f}-{rw['steady_waf_gc_cycles']:.1f} GC cycles"
+    assert f"WAF: fast-forward pass at steady state, one namespace pass of 4 KiB random writes per size (1.00 passes, {span};" in demo
+    assert (rw["waf_basis"], rw["waf_verdict"], rw["waf"]) == ("timed", "steady", rw["waf_window_raw"])
+    assert rw["waf_gc_cycles"] >= 1 or rw["waf_namespace_passes"] >= 1
+    reads = [r for r in rows if r["test"].endswith("read")]
+    assert reads and all((r["waf"], r["waf_verdict"]) == (None, "no_writes") for r in reads)
     # A different seed is a different experiment: same physics, not the same bits.
     other = run_cli("demo", "--scale", "1/454", "--sizes", "3.20", "--seed", "2", "-q").stdout
     other_iops = next(line for line in other.splitlines() if line.strip().startswith("3.20TB")).split()[-1]
     assert other_iops != iops
     assert float(other_iops.replace(",", "")) == pytest.approx(rw["simulated"], rel=0.01)
+
+
+def test_a_window_under_a_gc_cycle_is_labelled_a_window_ratio() -> None:
+    """`run_job` (every reproduce row's measurement) on a written 10 GB drive: 64 MiB of
+    random writes reclaim part of a GC cycle, so the row keys keep the ratio as
+    ``waf_window_raw`` with verdict ``insufficient``, and the text says it is no WAF of the
+    drive's; a CM6 row (no published window to compare with) prints no figure."""
+    from ssdtwin import waf as wafm
+    from ssdtwin.drive import Drive
+
+    d = Drive.in_memory("kioxia-cm6-r-3.84t", scale=454, seed=1)
+    d.precondition(1, "seq", 131072, loops=1, seed=1)
+    d.precondition(1, "rand", 4096, loops=1, seed=2)
+    job = "[w]\nioengine=libaio\ndirect=1\nrw=randwrite\nbs=4k\niodepth=32\nio_size=64m\n"
+    m = experiments.run_job(d, job, "short.fio")
+    keys = experiments.window_keys(m)
+    assert keys["waf_verdict"] == "insufficient" and keys["waf_basis"] == "timed" and keys["waf_host_bytes"] == 64 << 20
+    assert keys["waf_gc_cycles"] < 1 and keys["waf_namespace_passes"] < 0.01
+    assert m.waf is not None and keys["waf_window_raw"] == pytest.approx(m.waf) and m.waf > 1
+    assert m.waf_measurement is not None and m.waf_measurement["waf"] is None
+    label = wafm.window_label(m.waf_measurement)
+    want = (
+        r"timed window: 64\.0 MiB written, 0\.0\d namespace passes, 0\.\d GC cycles; "
+        r"under 1 GC cycle or 1 namespace pass: a window ratio, not the drive's WAF"
+    )
+    assert re.fullmatch(want, label), label
+    assert wafm.text(m.waf_measurement).startswith("WAF: not measured (window wrote 64.0 MiB")
+    d.close()
 
 
 def test_the_marketed_size_is_the_whole_drive() -> None:

@@ -69,3 +69,12 @@ def test_the_doublewrite_bytes_never_reach_nand(dram: dict[str, Any]) -> None:
     dblwr = dram["innodb_dblwr_pages_written"] * 16384
     assert dram["host_bytes"] > dblwr
     assert dram["host_program_bytes"] <= dram["host_bytes"] - dblwr + WRITE_BUFFER_BYTES, dram
+
+
+def test_the_runs_waf_is_the_drives_only_over_a_gc_cycle(dram: dict[str, Any]) -> None:
+    """Five seconds of sysbench write a few MiB of a 15 GB namespace: no WAF of the drive's,
+    only the run's ratio (waf_window_raw), and the text says why (docs/models.md, "Measuring WAF")."""
+    assert dram["waf_basis"] == "timed" and dram["waf_host_bytes"] == dram["host_bytes"] > 0
+    assert dram["waf_verdict"] == "insufficient" and dram["waf"] is None, dram
+    assert dram["waf_window_raw"] == pytest.approx(dram["nand_bytes"] / dram["host_bytes"])
+    assert mariadb.describe(dram).startswith("dram   WAF: not measured (window wrote ")

@@ -32,9 +32,16 @@ def cm6() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def p5316() -> dict[str, dict[str, Any]]:
-    rows = experiments.p5316_whitepaper(scale=128, log=lambda _: None)
-    return {r["job"]: r for r in rows}
+def p5316_lines() -> dict[str, Any]:
+    lines: list[str] = []
+    rows = experiments.p5316_whitepaper(scale=128, log=lines.append)
+    return {"rows": {r["job"]: r for r in rows}, "lines": {line.split()[0]: line for line in lines}}
+
+
+@pytest.fixture(scope="module")
+def p5316(p5316_lines: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = p5316_lines["rows"]
+    return rows
 
 
 CORNERS = ("seq-read", "seq-write", "rand-read", "rand-write")
@@ -134,3 +141,21 @@ def test_reproduce_refuses_an_unknown_experiment() -> None:
     want = "ssdtwin reproduce: error: experiment 'cm7': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp or shaping"
     assert r.returncode == 1 and r.stderr_lines == [want]
     assert "cm6" in run_cli("reproduce", "--help").stdout
+
+
+@pytest.mark.slow
+def test_p5316_wafs_say_what_their_window_spans(p5316_lines: dict[str, Any]) -> None:
+    """The white paper's WAFs are ratios over its jobs' amounts, and the twin's are over the
+    same amounts (scaled): compared like with like, each labelled with its basis and span.
+    The random jobs span GC cycles (the drive's WAF); a sequential job writes a fraction of
+    a namespace pass, so its ratio is labelled a window's, not the drive's."""
+    for job, r in p5316_lines["rows"].items():
+        line = p5316_lines["lines"][job]
+        assert r["waf_basis"] == "timed" and r["waf_host_bytes"] == r["written_bytes"], r
+        assert r["waf_window_raw"] == r["waf"]
+        steady = r["waf_gc_cycles"] >= 1 or r["waf_namespace_passes"] >= 1
+        assert r["waf_verdict"] == ("steady" if steady else "insufficient"), r
+        assert "[WAF over the white paper's amount, scaled: timed window: " in line, line
+        assert line.endswith("s wall]") and ("; steady;" if steady else "not the drive's WAF;") in line, line
+    assert p5316_lines["rows"]["4k-randwrite"]["waf_verdict"] == "steady"
+    assert p5316_lines["rows"]["4k-seqwrite"]["waf_verdict"] == "insufficient"

@@ -495,10 +495,37 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
             f"--output={tmp_path / 'g.txt'}",
         )
         assert r.json()["host_bytes_written"] == 16 << 20
-        s.stop()
+        assert r.json()["waf"] is None and r.json()["measurement"]["verdict"] == "insufficient"
+        summary = s.stop()
+    # 48 MiB of a drive of gigabytes: the session's ratio is no WAF of the drive's, and says so.
+    want = r"host \S+ MB -> NAND \S+ [kMG]B written, WAF: not measured \(window wrote 48\.0 MiB, 0\.0 GC cycles"
+    assert re.search(want, summary), summary
     r = run_cli("nvme", "smart-log", two_ns, "-o", "json")
     assert "being served" not in r.stderr, "after the server stops, the committed state is read"
     assert r.json()["host_write_commands"] == 512 + 128
+
+
+def test_a_session_over_every_namespace_once_reports_its_waf(tmp_path: Path, two_ns: Path) -> None:
+    """One sequential pass over both 1 GiB namespaces: a namespace pass, so the summary
+    prints the session's WAF with its basis and amount (docs/models.md, "Measuring WAF")."""
+    need("fio")
+    with served(two_ns, "--pace", "off") as s:
+        for ns in ("ns1", "ns2"):
+            out = tmp_path / f"{ns}.txt"
+            sh(
+                "fio",
+                "--name=w",
+                "--ioengine=nbd",
+                f"--uri={s.uri(ns)}",
+                "--rw=write",
+                "--bs=1m",
+                "--iodepth=8",
+                "--size=100%",
+                f"--output={out}",
+            )
+        summary = s.stop()
+    m = re.search(r"written, WAF (\d+\.\d+) \(timed window: 2\.0 GiB written, 1\.00 namespace passes, [\d.]+ GC cycles\);", summary)
+    assert m and 0.9 < float(m[1]) < 1.2, summary
 
 
 # --------------------------------------------------------------------------- bad input, bookkeeping

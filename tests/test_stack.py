@@ -137,9 +137,15 @@ def test_the_shaping_study_shows_the_physics() -> None:
     """`reproduce shaping` at smoke size: the structural predictions, not fitted figures."""
     from ssdtwin.studies.shaping import SMOKE, shaping
 
-    out = shaping(size=SMOKE, log=lambda m: None)
+    lines: list[str] = []
+    out = shaping(size=SMOKE, log=lines.append)
     rows = {(r["workload"], r["policy"]): r for r in out["random_4k"]}
     base, iu, log = (rows["4k-randwrite", p] for p in ("none", "iu-fill", "log"))
+    # Each run's drive WAF says what its window spans (docs/models.md, "Measuring WAF").
+    steady = base["drive_waf_gc_cycles"] >= 1 or base["drive_waf_namespace_passes"] >= 1
+    assert base["drive_waf_basis"] == "timed" and base["drive_waf_verdict"] == ("steady" if steady else "insufficient")
+    assert base["drive_waf_host_bytes"] == base["host_bytes"]
+    assert sum("[drive timed window: " in line for line in lines) >= len(out["random_4k"]), lines
     # 4 KiB writes on a 64 KiB IU: the drive alone read-modify-writes each one.
     assert base["drive_waf"] > 8
     # The log policy hands the drive only whole, sequential stripes: no read-modify-write.

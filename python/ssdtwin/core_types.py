@@ -321,7 +321,7 @@ class ReadSummary(TypedDict):
 class WafMeasurement(TypedDict):
     """nvme/waf.rs: a WAF over a window between two vendor logs (docs/models.md, "Measuring WAF")."""
 
-    basis: Literal["timed", "fast_forward"]
+    basis: Literal["timed", "fast_forward", "window"]
     verdict: Literal["steady", "insufficient", "no_writes"]
     waf: Optional[float]
     waf_window_raw: Optional[float]

@@ -1,20 +1,31 @@
 """WAF measurements as every command reports them (docs/models.md, "Measuring WAF").
 
 The measurement itself is the core's (``_core.waf_measurement``, nvme/waf.rs): NAND / host
-bytes between two vendor logs, its basis (``timed`` or ``fast_forward``), the host bytes and
-GC cycles it spans and its verdict. ``waf`` is set only when the verdict is ``steady``; the
-ratio of a window too short to say anything is kept as ``waf_window_raw``, never as the
-drive's WAF. This module adds the one text form of a measurement."""
+bytes between two vendor logs, its basis (``timed``, ``fast_forward``, or ``window`` when
+the measurer did not run the writes itself), the host bytes and GC cycles it spans and its
+verdict. ``waf`` is set only when the verdict is ``steady``; the ratio of a window too short
+to say anything is kept as ``waf_window_raw``, never as the drive's WAF. This module adds
+the text forms of a measurement (``text``: the drive's WAF or why there is none;
+``window_label``: what a window ratio compared with a published one spans) and a row's
+flat keys for it (``keys``, ``from_keys``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Optional, cast
 
 from . import _core
 from .core_types import VendorLog
 
-BASIS_TEXT = {"timed": "timed window", "fast_forward": "fast-forward pass at steady state"}
+BASIS_TEXT = {
+    "timed": "timed window",
+    "fast_forward": "fast-forward pass at steady state",
+    "window": "window of timed or fast-forward writes",
+}
+KEYS = ("basis", "verdict", "host_bytes", "gc_cycles", "namespace_passes")
+# What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES).
+NEED = "1 GC cycle or 1 namespace pass"
 
 
 def measure(before: Mapping[str, Any], after: Mapping[str, Any], basis: str, namespace_bytes: int) -> dict[str, Any]:
@@ -23,9 +34,36 @@ def measure(before: Mapping[str, Any], after: Mapping[str, Any], basis: str, nam
     return dict(m)
 
 
+def keys(m: Optional[Mapping[str, Any]], prefix: str = "waf") -> dict[str, Any]:
+    """A row's flat keys for what a WAF window spans (as sweep and replay rows name them):
+    ``{prefix}_basis``, ``_verdict``, ``_host_bytes``, ``_gc_cycles``, ``_namespace_passes``
+    (all None without a measurement)."""
+    return {f"{prefix}_{k}": None if m is None else m[k] for k in KEYS}
+
+
+def from_keys(row: Mapping[str, Any], prefix: str = "waf") -> Optional[dict[str, Any]]:
+    """The measurement's span back from a row's ``keys``, with the row's ``{prefix}`` figure
+    as its ``waf`` (None when the row has no measurement)."""
+    if row.get(f"{prefix}_verdict") is None:
+        return None
+    return {"waf": row.get(prefix), **{k: row[f"{prefix}_{k}"] for k in KEYS}}
+
+
 def amount(m: Mapping[str, Any]) -> str:
     """What the window spans: host bytes, namespace passes and GC cycles."""
-    return f"{_bytes(int(m['host_bytes']))} written, {m['namespace_passes']:.2f} namespace passes, {m['gc_cycles']:.1f} GC cycles"
+    return (
+        f"{_bytes(int(m['host_bytes']))} written, {_span(m['namespace_passes'], 2)} namespace passes, {_span(m['gc_cycles'], 1)} GC cycles"
+    )
+
+
+def _span(v: float, digits: int) -> str:
+    """``v`` to ``digits`` places, never rounded up to the threshold of 1 it is below: a
+    window of 0.9999 namespace passes (a sequential job that stops short of the end) is not
+    printed as the 1.00 it does not reach."""
+    text = f"{v:.{digits}f}"
+    if v < 1.0 <= float(text):
+        text = f"{math.floor(v * 10**digits) / 10**digits:.{digits}f}"
+    return text
 
 
 def text(m: Optional[Mapping[str, Any]]) -> str:
@@ -36,10 +74,21 @@ def text(m: Optional[Mapping[str, Any]]) -> str:
         return "WAF: none (the host wrote nothing)"
     if m["verdict"] != "steady":
         return (
-            f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {m['gc_cycles']:.1f} GC cycles, "
-            f"{m['namespace_passes']:.2f} namespace passes; need >= 1 of either)"
+            f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {_span(m['gc_cycles'], 1)} GC cycles, "
+            f"{_span(m['namespace_passes'], 2)} namespace passes; need >= 1 of either)"
         )
     return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
+
+
+def window_label(m: Optional[Mapping[str, Any]]) -> str:
+    """What a window ratio compared with a published window ratio was measured over: its
+    basis, amount and whether it is also the drive's WAF (reproduce rows)."""
+    if m is None:
+        return "window not measured"
+    if m["verdict"] == "no_writes":
+        return "the host wrote nothing"
+    what = "steady" if m["verdict"] == "steady" else f"under {NEED}: a window ratio, not the drive's WAF"
+    return f"{BASIS_TEXT[m['basis']]}: {amount(m)}; {what}"
 
 
 def _bytes(n: int) -> str:

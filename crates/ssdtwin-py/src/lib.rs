@@ -1053,7 +1053,8 @@ fn waf_greedy(alpha: f64, units_per_block: Option<f64>) -> PyResult<f64> {
 }
 
 /// The WAF measured between two vendor logs of one drive (`nvme::WafMeasurement`): basis
-/// "timed" or "fast_forward", over namespaces of `namespace_bytes` in all.
+/// "timed", "fast_forward" or "window" (writes of unknown kind), over namespaces of
+/// `namespace_bytes` in all.
 #[pyfunction]
 fn waf_measurement(
     py: Python<'_>,
@@ -1065,7 +1066,8 @@ fn waf_measurement(
     let basis = match basis {
         "timed" => nvme::WafBasis::Timed,
         "fast_forward" => nvme::WafBasis::FastForward,
-        other => return Err(Failure::Value(format!("basis '{other}': use 'timed' or 'fast_forward'")).into()),
+        "window" => nvme::WafBasis::Window,
+        other => return Err(Failure::Value(format!("basis '{other}': use 'timed', 'fast_forward' or 'window'")).into()),
     };
     let before: nvme::VendorLog = from_py(before, "before")?;
     let after: nvme::VendorLog = from_py(after, "after")?;

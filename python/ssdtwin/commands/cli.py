@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -20,6 +21,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import _core, nvmefmt
+from .. import waf as wafm
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
     U32,
@@ -30,11 +32,11 @@ from .common import (
     OutputFmt,
     Terminated,
     check_fmt,
+    drive_view,
     emit_json,
     fail,
     interrupt_note,
     opened,
-    read_log,
     read_spec,
     say,
     scale_rounding,
@@ -356,12 +358,15 @@ def precondition(
         for pattern, bs, total in steps:
             s = d.next_seed() if seed is None else seed
             t0 = time.perf_counter()
+            before = d.vendor_log()
             with run_progress(f"precondition {pattern} {human_bs(bs)}", quiet) as cb:
                 r = d.precondition(nsid, pattern, bs, total, seed=s, progress=cb)
             dt = time.perf_counter() - t0
+            # The pass's WAF only when it spans a GC cycle or a namespace pass (docs/models.md).
+            m = wafm.measure(before, d.vendor_log(), "fast_forward", ns.bytes)
             done.append(
                 f"{pattern:>4} {human_bs(bs)}: wrote {nvmefmt.si_bytes(r.host_bytes)} in {r.ios} IOs, "
-                f"NAND {nvmefmt.si_bytes(r.nand_bytes)}, WAF {r.waf:.3f}, seed {r.seed}, {dt:.1f} s"
+                f"NAND {nvmefmt.si_bytes(r.nand_bytes)}, {wafm.text(m)}, seed {r.seed}, {dt:.1f} s"
             )
     # Only now is it committed: a failure above (a later step, a full disk) printed nothing.
     for line in done:
@@ -399,7 +404,7 @@ def waf(
     cmd = list(ctx.args)
     if not cmd:
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
-    before = read_log(path, "vendor", fresh=True)
+    before = drive_view(path, fresh=True).vendor_log()
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
     try:
         rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
@@ -407,30 +412,50 @@ def waf(
         fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
-    after = read_log(path, "vendor", fresh=True)
+    view = drive_view(path, fresh=True)
+    after = view.vendor_log()
+    # The command may have run timed (fio) or fast-forward (precondition) writes, or both:
+    # this flow cannot tell, so the basis is "window"; the sufficiency rule is the same.
+    ns_bytes = sum(n["bytes"] for n in view.list_ns() if n["attached"])
+    m = wafm.measure(before, after, "window", ns_bytes)
+    steady = m["verdict"] == "steady"
     dh = after["host_write_bytes"] - before["host_write_bytes"]
     dn = after["nand_write_bytes"] - before["nand_write_bytes"]
-    out: dict[str, Any] = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": (dn / dh) if dh else None}
+    # waf (and intel_waf) only when the window spans a GC cycle or a namespace pass.
+    out: dict[str, Any] = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": m["waf"]}
     ia, ib = after.get("intel_smart_add"), before.get("intel_smart_add")
     if ia and ib:
         hs = ia["host_bytes_written_sectors"] - ib["host_bytes_written_sectors"]
         ns = ia["nand_bytes_written_sectors"] - ib["nand_bytes_written_sectors"]
         out["intel_0xf5_host_units"] = hs
         out["intel_0xf4_nand_units"] = ns
-        out["intel_waf"] = (ns / hs) if hs else None
+        out["intel_waf"] = (ns / hs) if hs and steady else None
+    out["measurement"] = m
     if fmt == "json":
         emit_json(out)
         return
     typer.echo(f"host bytes written : {dh} ({nvmefmt.si_bytes(dh)})")
     typer.echo(f"NAND bytes written : {dn} ({nvmefmt.si_bytes(dn)})")
-    typer.echo(f"WAF                : {out['waf']:.4f}" if dh else "WAF                : - (nothing written)")
+    typer.echo(f"window             : {wafm.amount(m)} (basis: window, timed or fast-forward not known)")
+    typer.echo(f"WAF                : {waf_window_text(m)}")
     if "intel_waf" in out:
-        iw = out["intel_waf"]
+        iw, hs = out["intel_waf"], out["intel_0xf5_host_units"]
         typer.echo(
-            f"WAF from 0xF4/0xF5 : {iw:.4f} ({out['intel_0xf4_nand_units']} / {out['intel_0xf5_host_units']} units of 32 MiB)"
+            f"WAF from 0xF4/0xF5 : {iw:.4f} ({out['intel_0xf4_nand_units']} / {hs} units of 32 MiB)"
             if iw is not None
             else "WAF from 0xF4/0xF5 : - (less than 32 MiB written)"
+            if not hs
+            else "WAF from 0xF4/0xF5 : not measured (the same window)"
         )
+
+
+def waf_window_text(m: Mapping[str, Any]) -> str:
+    """``ssdtwin waf``'s WAF line: the figure when the window spans enough, else why not."""
+    if m["verdict"] == "no_writes":
+        return "- (nothing written)"
+    if m["verdict"] != "steady":
+        return f"not measured (the window spans less than {wafm.NEED}: its ratio is not the drive's WAF)"
+    return f"{m['waf']:.4f} (steady: the window spans at least {wafm.NEED})"
 
 
 @app.command()

@@ -252,7 +252,7 @@ def nvme_endurance_log(
 
 @nvme.command("vendor-log")
 def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
-    """Host and NAND bytes written, WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
+    """Host and NAND bytes written, lifetime WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
     check_fmt(fmt)
     data = read_log(path, "vendor")
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))

@@ -22,6 +22,9 @@ import typer
 
 from .. import _core
 from .. import stack as stacklib
+from .. import waf as wafm
+from ..core_types import VendorLog
+from ..drive import Drive
 from ..nvmefmt import si_bytes
 from .common import Terminated, check_fmt, emit_json, fail, interrupt_note, say
 
@@ -114,6 +117,7 @@ def serve_cmd(
             say(f"  metrics: http://{info['metrics']}/metrics")
         say("Ctrl-C or SIGTERM stops it (the state is committed on the way out).")
 
+    before = _vendor_log(served)  # the session's WAF is measured from here
     try:
         summary = _core.serve(
             os.fspath(served),
@@ -139,7 +143,7 @@ def serve_cmd(
         fail(_name_the_address(str(e), listen))
     finally:
         signal.signal(signal.SIGTERM, old)
-    say(summary_text(summary))
+    say(summary_text(summary, _session_waf(served, before)))
     if stack is not None:
         say(_save_stack(path, stack[0], stack[1], summary))
     if summary.get("stopped_by") == "KeyboardInterrupt":
@@ -164,8 +168,6 @@ def _save_stack(path: Path, config: dict[str, Any], state: stacklib.StackImageSt
     """The drive is committed (the server did it); now the stack's state, with the drive's
     identity and this session's drive bytes (docs/host.md, "Crash semantics"). Returns the
     summary line."""
-    from ..drive import Drive
-
     if "stack" not in summary:
         fail(f"{path}: the server returned no stack state; the stack keeps its last committed state")
     totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"])
@@ -215,15 +217,41 @@ def _bind_error(hostport: str) -> Optional[str]:
     return None
 
 
-def summary_text(s: dict[str, Any]) -> str:
+def _vendor_log(path: Path) -> Optional[VendorLog]:
+    """The image's committed vendor log (read-only), or None when it cannot be read (the
+    server then says why it cannot serve it)."""
+    try:
+        with Drive.open(path, writable=False) as d:
+            return d.vendor_log()
+    except (_core.SsdtwinError, OSError, ValueError):
+        return None
+
+
+def _session_waf(path: Path, before: Optional[VendorLog]) -> Optional[dict[str, Any]]:
+    """The drive's WAF over the session (waf.py), from the committed logs either side of it:
+    timed writes (the server runs the model); None when a log cannot be read."""
+    if before is None:
+        return None
+    try:
+        with Drive.open(path, writable=False) as d:
+            after = d.vendor_log()
+            ns_bytes = sum(n.bytes for n in d.namespaces() if n.attached)
+    except (_core.SsdtwinError, OSError, ValueError):
+        return None
+    return wafm.measure(before, after, "timed", ns_bytes)
+
+
+def summary_text(s: dict[str, Any], waf: Optional[dict[str, Any]] = None) -> str:
+    """The session summary; ``waf``, the session's WAF measurement, says whether its ratio is
+    the drive's WAF (without it the ratio is printed as the session's ratio only)."""
     why = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM"}.get(s.get("stopped_by", ""), s.get("stopped_by", "?"))
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
         f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
         f"{s['connections']} connections",
-        f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, WAF "
-        + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-")
+        f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, "
+        + (wafm.text(waf) if waf is not None else "session ratio " + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-"))
         + f"; background GC moved {s['idle_gc_moved_ius']} IUs",
     ]
     if s["pace"] == "model":

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .. import waf as wafm
 from ..core_types import FtlInfo
 from ..drive import Drive
 from ..nvmefmt import si_bytes
@@ -86,13 +87,19 @@ def run_ftl_bench(
     log(_rmw_line("before", res["rmw_before"]))
     for key, pattern, bs, seed in FTL_PHASES:
         loops = steady if key == "steady_rand_4k" else 2.0
+        v0 = d.vendor_log()
         t0 = time.perf_counter()
         r = d.precondition(1, pattern, bs, loops=loops, seed=seed)
-        res[key] = _phase(r, time.perf_counter() - t0, info)
+        res[key] = _phase(r, time.perf_counter() - t0, info) | wafm.keys(wafm.measure(v0, d.vendor_log(), "fast_forward", cap))
         log(_phase_line(key, res[key]))
+    v0 = d.vendor_log()
     t0 = time.perf_counter()
     r, touches = d.precondition_touches(1, "rand", 4096, int(round(count * cap)), 6)
-    res["counted_rand_4k"] = _phase(r, time.perf_counter() - t0, info) | _touches(r, touches, info)
+    res["counted_rand_4k"] = (
+        _phase(r, time.perf_counter() - t0, info)
+        | _touches(r, touches, info)
+        | wafm.keys(wafm.measure(v0, d.vendor_log(), "fast_forward", cap))
+    )
     log(_phase_line("counted_rand_4k", res["counted_rand_4k"]))
     res["precondition_seconds"] = res["seq_128k_2x"]["seconds"] + res["rand_4k_2x"]["seconds"]
     d.close()
@@ -151,7 +158,8 @@ def _rmw_line(when: str, r: dict[str, Any]) -> str:
 
 def _phase_line(key: str, p: dict[str, Any]) -> str:
     rates = f"{p['ios_per_s'] / 1e6:7.2f} M IOs/s  {p['host_ius_per_s'] / 1e6:7.2f} M IU writes/s"
-    return f"{key:<16} {p['seconds']:8.1f} s  {rates}  WAF {p['waf']:.3f}"
+    # The phase's NAND / host ratio (the FTL's work per host write), with what it spans.
+    return f"{key:<16} {p['seconds']:8.1f} s  {rates}  WAF {p['waf']:.3f} [{wafm.window_label(wafm.from_keys(p))}]"
 
 
 def _bound_lines(res: dict[str, Any]) -> list[str]:

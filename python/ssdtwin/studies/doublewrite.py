@@ -27,6 +27,7 @@ from importlib import resources
 from typing import Any, Callable, Optional
 
 from .. import _core
+from .. import waf as wafm
 from ..drive import Drive
 from ..fio import parse_string
 
@@ -214,6 +215,8 @@ class Result:
     state: str = "trimmed"
     windows: list[Window] = field(default_factory=list)
     wall_s: float = 0.0
+    # The measurement windows together as a WAF measurement (waf.py): basis, amount, verdict.
+    measurement: Optional[dict[str, Any]] = None
 
     def total(self, key: str) -> int:
         return sum(getattr(w, key) for w in self.windows)
@@ -237,9 +240,13 @@ class Result:
             "threads": self.threads,
             "scale": self.scale,
             "drive_state": self.state,
+            # The ratio over the measurement windows, compared with the talk's ratio over its
+            # benchmark run; the waf_* keys say what the windows span and whether that is also
+            # the drive's WAF (docs/models.md, "Measuring WAF").
             "waf": waf,
             "waf_published": pub["waf"] if pub else None,
             "waf_error": waf / pub["waf"] - 1 if pub else None,
+            **wafm.keys(self.measurement),
             "waf_window_min": min(w.waf for w in self.windows),
             "waf_window_max": max(w.waf for w in self.windows),
             "host_bytes": host,
@@ -285,8 +292,11 @@ def run_placement(
     try:
         res = Result(placement, threads, scale, state)
         run_window(d, layout, threads, warm, run_seed=seed)
+        v0 = d.vendor_log()
         for i in range(WINDOWS):
             res.windows.append(run_window(d, layout, threads, each, run_seed=seed + 1 + i))
+        ns_bytes = sum(n.bytes for n in d.namespaces() if n.attached)
+        res.measurement = wafm.measure(v0, d.vendor_log(), "timed", ns_bytes)
         d.check()
     finally:
         d.close()
@@ -350,7 +360,7 @@ def _vs(value: float, published: Optional[float], fmt: str) -> str:
 def describe(r: dict[str, Any]) -> str:
     return (
         f"{r['placement']:<6} {r['threads']:>2} threads, {r['drive_state']:<7}  WAF {_vs(r['waf'], r['waf_published'], '.3f')}"
-        f" [windows {r['waf_window_min']:.3f}-{r['waf_window_max']:.3f}]"
+        f" [{wafm.window_label(wafm.from_keys(r))}; its {WINDOWS} windows {r['waf_window_min']:.3f}-{r['waf_window_max']:.3f}]"
         f"  data-namespace write latency {_vs(r['data_write_lat_ms'], r['data_write_lat_published_ms'], '.3f')} ms"
         f"  reads {r['read_iops']:,.0f}/s, page writes {r['page_write_iops']:,.0f}/s"
         f"  [{r['simulated_s']:.0f} s simulated, {r['wall_s']:.0f} s wall]"

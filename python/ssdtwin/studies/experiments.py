@@ -104,20 +104,11 @@ def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optio
 
 
 def window_keys(m: Measured) -> dict[str, Any]:
-    """A row's keys for what its WAF window spans: the figure a row compares with a published
-    one is the window's ratio (``waf``), as the source measured it over its own amount; these
-    say whether that window is also the drive's steady-state WAF (docs/models.md, "Measuring WAF")."""
+    """A row's keys for what its WAF window spans (``waf.keys``: basis, verdict, host bytes,
+    GC cycles, namespace passes) and the window's ratio whatever it spans (docs/models.md,
+    "Measuring WAF")."""
     w = m.waf_measurement
-    if w is None:
-        return {"waf_verdict": None, "waf_gc_cycles": None, "waf_namespace_passes": None}
-    return {"waf_verdict": w["verdict"], "waf_gc_cycles": w["gc_cycles"], "waf_namespace_passes": w["namespace_passes"]}
-
-
-def window_text(m: Measured) -> str:
-    w = m.waf_measurement
-    if w is None:
-        return "window not measured"
-    return f"window {w['gc_cycles']:.1f} GC cycles, {w['namespace_passes']:.2f} passes: {w['verdict']}"
+    return {"waf_window_raw": None if w is None else w["waf_window_raw"], **wafm.keys(w)}
 
 
 def replace_namespace(d: Drive, blocks: int) -> int:
@@ -255,16 +246,19 @@ def cm6_brief(
                 "published": pub,
                 "error": (value / pub - 1) if pub else None,
                 "lat_mean_us": m.lat_mean_us,
-                "waf": m.waf,
+                # No published WAF to compare with: the window's WAF is the drive's only
+                # when it spans a GC cycle or a namespace pass (waf_window_raw: the ratio).
+                "waf": None if m.waf_measurement is None else m.waf_measurement["waf"],
                 **window_keys(m),
                 "steady_waf": p.steady_waf if test == "rand-write" else None,
+                **wafm.keys(p.steady_measurement if test == "rand-write" else None, "steady_waf"),
                 "blocks": p.blocks,
                 "role": "calibration" if col == "3.84" else "prediction",
             }
             rows.append(row)
             unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
-            waf_s = f"WAF {m.waf:.2f} ({window_text(m)})" if m.waf else ""
+            waf_s = wafm.text(m.waf_measurement) if test.endswith("write") else ""
             log(f"{col:>6} {test:<11} {value:>12,.0f} {unit:<5} published {pub_s}  {row['role']:<11} {waf_s}")
         for p in drives.values():
             p.drive.close()
@@ -305,6 +299,9 @@ def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] 
         m = run_job(d, p5316_job(bs, rw, jobs, qd, amount), f"p5316-{name}.fio")
         row = {
             "job": name,
+            # The white paper's WAF is the ratio over its own job (300 GiB or 5 TiB): the
+            # twin's is the ratio over the same amount, scaled; waf_verdict says whether that
+            # window is also the drive's WAF (docs/models.md, "Measuring WAF").
             "waf": m.waf,
             **window_keys(m),
             "waf_published": pwaf,
@@ -321,6 +318,6 @@ def p5316_whitepaper(scale: int = 64, seed: int = 5, log: Callable[[str], None] 
             f"{name:<14} WAF {waf:6.2f} (published {pwaf:6.2f}, {waf / pwaf - 1:+6.1%})  "
             f"{m.mib_s:8.1f} MiB/s ({pmib:7.1f}, {m.mib_s / pmib - 1:+6.1%})  "
             f"lat {m.lat_mean_us / 1e3:7.3f} ms ({plat:6.3f}, {m.lat_mean_us / 1e3 / plat - 1:+6.1%})  "
-            f"[{amount / 2**30:.0f} GiB, {window_text(m)}, {m.wall_s:.1f} s wall]"
+            f"[WAF over the white paper's amount, scaled: {wafm.window_label(m.waf_measurement)}; {m.wall_s:.1f} s wall]"
         )
     return rows

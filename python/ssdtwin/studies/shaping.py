@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import stack as stacklib
+from .. import waf as wafm
 from ..drive import Drive
 from ..fio import parse_string
 
@@ -123,6 +124,10 @@ def measure(d: Drive, text: str, state: Optional[stacklib.StackImageState], seed
     def delta(k: str) -> Optional[int]:
         return c1[k] - c0[k] if c1 else None
 
+    # What the run's drive window spans (waf.py): its WAFs are the run's ratios, compared
+    # between policies over the same run; the verdict says whether the drive's is also its
+    # WAF (docs/models.md, "Measuring WAF").
+    m = wafm.measure(v0, v1, "timed", _target(d)[0])
     tier_writes = delta("tier_write_bytes")
     hits = delta("overwrite_hit_bytes")
     return {
@@ -138,6 +143,7 @@ def measure(d: Drive, text: str, state: Optional[stacklib.StackImageState], seed
         "stalls": delta("stalls"),
         "host_gc_bytes": delta("gc_write_bytes"),
         "host_bytes": host,
+        **wafm.keys(m, "drive_waf"),
         "wall_s": wall,
     }
 
@@ -174,7 +180,8 @@ def line(tag: str, r: dict[str, Any]) -> str:
     return (
         f"{tag:<28} {r['mib_s']:9.1f} MiB/s  lat {r['lat_mean_us']:10.1f} us  "
         f"end-to-end WAF {_fmt(r['end_to_end_waf'], '7.2f')}  drive WAF {_fmt(r['drive_waf'], '6.2f')}  "
-        f"tier WAF {_fmt(r['tier_waf'], '5.2f')}  hit {_fmt(r['tier_write_hit_rate'], '5.3f')}  [{r['wall_s']:.1f} s]"
+        f"tier WAF {_fmt(r['tier_waf'], '5.2f')}  hit {_fmt(r['tier_write_hit_rate'], '5.3f')}  "
+        f"[drive {wafm.window_label(wafm.from_keys(r, 'drive_waf'))}; {r['wall_s']:.1f} s]"
     )
 
 

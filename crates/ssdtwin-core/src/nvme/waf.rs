@@ -31,6 +31,10 @@ pub enum WafBasis {
     Timed,
     /// A fast-forward pass (preconditioning writes straight into the FTL).
     FastForward,
+    /// A window between two logs whose writes the measurer did not run itself, so it cannot
+    /// say whether they were timed or fast-forward (`ssdtwin waf DIR -- COMMAND`). The
+    /// sufficiency rule is the same.
+    Window,
 }
 
 /// Whether the window's ratio may be reported as the drive's WAF.

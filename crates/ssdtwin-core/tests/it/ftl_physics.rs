@@ -104,8 +104,12 @@ fn a_waf_over_a_few_mib_is_insufficient_and_no_figure() {
     let before = c.vendor_log();
     // 32 MiB of a 6 GiB namespace: ~8 of 600 superblocks reclaimed.
     c.precondition(NsId(1), Pattern::Random, 4096, 32 << 20, 5, &mut |_, _| true).unwrap();
-    let m = WafMeasurement::between(&before, &c.vendor_log(), WafBasis::Timed, bytes);
+    let after = c.vendor_log();
+    let m = WafMeasurement::between(&before, &after, WafBasis::Timed, bytes);
     assert_eq!(m.verdict, WafVerdict::Insufficient, "{m:?}");
+    // Writes of unknown kind (basis Window) follow the same rule: the basis is only a label.
+    let w = WafMeasurement::between(&before, &after, WafBasis::Window, bytes);
+    assert_eq!(w, WafMeasurement { basis: WafBasis::Window, ..m.clone() });
     assert_eq!(m.waf, None, "an insufficient window reports no WAF as the drive's");
     let raw = m.waf_window_raw.expect("the raw ratio is kept");
     assert!(raw > 1.0, "{raw}");
