@@ -146,6 +146,16 @@ def test_the_kernel_target_waits_then_costs_its_own_cpu_at_qd1(stack: str) -> No
     assert row["published"] == pytest.approx(spdk_rdma.QD1_US[stack][0] - spdk_rdma.QD1_US[stack][1])
 
 
+def test_tcp_and_rdma_differ_at_qd1_by_their_cpu_and_frames() -> None:
+    """SPDK's target over TCP and over RDMA at QD1: the difference is the initiator's and the
+    target's CPU; the frames' serialisation at 400 Gb/s differs by nanoseconds."""
+    row = spdk_rdma.transport_qd1_point(scale=256, seed=1)
+    n = spdk_rdma.lab("nvmeof-tcp", "spdk", 1).spec["nvmeof"]
+    cpu_ns = sum(n[f"tcp_{k}_ns"]["value"] - n[f"rdma_{k}_ns"]["value"] for k in ("host_tx", "host_rx", "target_rx", "target_tx"))
+    assert row["model"] == pytest.approx(cpu_ns / 1e3, abs=0.05)
+    assert row["published"] == pytest.approx(20.43 - 9.39)
+
+
 def test_the_kernel_target_runs_its_cost_on_the_nodes_cores() -> None:
     """The kernel target's cores in use per I/O are its receive and send cost: nothing else
     runs on the target node."""

@@ -16,6 +16,8 @@ report's latency and CPU tests, [ASSUMED] for its core scaling):
   behind the kernel initiator (the report measured both against a null bdev: RDMA 12.10 and
   9.39 us, TCP 21.39 and 20.43 us). The model runs both targets on the same drive and seed, so
   the drive's own time cancels in the difference.
+* ``transport-qd1``: the same read over TCP less over RDMA, SPDK's target on both (20.43 and
+  9.39 us).
 """
 
 from __future__ import annotations
@@ -171,6 +173,30 @@ def kernel_qd1_point(
     )
 
 
+def transport_qd1_point(scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
+    """QD1 read latency over TCP less over RDMA, SPDK's target and the kernel initiator on both."""
+    t0 = time.perf_counter()
+    lat = {}
+    for stack in ("nvmeof-tcp", "nvmeof-rdma"):
+        c = lab(stack, "spdk", 1, scale, seed, clients=1)
+        _, res = c.run_text(qd1_job(), name=f"qd1-{stack}", progress=progress)
+        lat[stack] = res["read"]["lat_mean_ns"] / 1e3
+    tcp_pub, rdma_pub = QD1_US["nvmeof-tcp"][1], QD1_US["nvmeof-rdma"][1]
+    return _row(
+        "transport-qd1",
+        "nvmeof-tcp",
+        "QD1 4 KiB read latency, TCP less RDMA (SPDK target)",
+        "us",
+        lat["nvmeof-tcp"] - lat["nvmeof-rdma"],
+        tcp_pub - rdma_pub,
+        {
+            "model_lat_us": lat,
+            "published_lat_us": {"nvmeof-tcp": tcp_pub, "nvmeof-rdma": rdma_pub, "device": "null bdev"},
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
 def run(
     scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> dict[str, Any]:
@@ -180,6 +206,7 @@ def run(
         rows.append(kernel_cpu_point(stack, scale, seed, progress))
     for stack in ("nvmeof-rdma", "nvmeof-tcp"):
         rows.append(kernel_qd1_point(stack, scale, seed, progress))
+    rows.append(transport_qd1_point(scale, seed, progress))
     for r in rows:
         sat = f"  saturating {r['saturating']} {r['saturating_utilisation']:.0%}" if "saturating" in r else ""
         log(
@@ -198,7 +225,9 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     rows = result["rows"]
-    labels = [f"{r['experiment']}\n{r['stack'].removeprefix('nvmeof-')}" for r in rows]
+    labels = [
+        f"{r['experiment']}\n{'tcp - rdma' if r['experiment'] == 'transport-qd1' else r['stack'].removeprefix('nvmeof-')}" for r in rows
+    ]
     ratios = [r["model"] / r["published"] for r in rows]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     x = list(range(len(rows)))

@@ -417,7 +417,9 @@ def spdk_rdma_group(s: Settings, log: Log) -> list[Figure]:
     res = spdk_rdma.run(scale=spdk_rdma.SCALE, seed=s.seed, log=lambda m: None)
     out = []
     for r in res["rows"]:
-        system = {"spdk-rdma": "SPDK NVMe-oF/RDMA target (14 CM6-V)"}.get(r["experiment"], "Linux kernel NVMe-oF target (14 CM6-V)")
+        system = {"spdk-rdma": "SPDK NVMe-oF/RDMA target (14 CM6-V)", "transport-qd1": "SPDK NVMe-oF target (14 CM6-V)"}.get(
+            r["experiment"], "Linux kernel NVMe-oF target (14 CM6-V)"
+        )
         name = f"{r['figure']} ({r['stack'].removeprefix('nvmeof-').upper()})"
         note = NOTES.get(f"{r['experiment']}-{r['stack']}", NOTES["lab-25"])
         f = Figure(system, "SPDK NVMe-oF reports", name, r["unit"], float(r["published"]), r["model"], "predicted", "spdk-rdma", note)
@@ -446,6 +448,9 @@ NOTES = {
     "kernel-cpu-nvmeof-tcp": "the kernel target's CPU per I/O is i10's Linux NVMe/TCP host (kernel 4.20, 96K IOPS per core), "
     "mirrored; a 6.0 target with aRFS and GRO batching costs less per I/O, a figure only the report itself gives "
     "(docs/models.md §11.9)",
+    "transport-qd1-nvmeof-tcp": "the model's TCP path costs only CPU (the Linux initiator's 3.4 us, [ASSUMED] 200K IOPS per "
+    "core, and the target's); the kernel's TCP latency off the CPU (softirq, the io_work item, socket wake-ups) is not "
+    "in it, and no source apart from these reports sizes it for NVMe/TCP (docs/models.md §11.9)",
     "kernel-qd1-nvmeof-tcp": "SPDK's TCP target runs over the kernel's sockets, so most of the kernel TCP path's latency is on "
     "both targets' paths; the model's SPDK TCP target costs a dataplane's 1.18 us, its kernel target i10's 8.8 us "
     "(docs/models.md §11.9)",
