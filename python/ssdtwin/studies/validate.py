@@ -420,7 +420,7 @@ def spdk_rdma_group(s: Settings, log: Log) -> list[Figure]:
         system = {"spdk-rdma": "SPDK NVMe-oF/RDMA target (14 CM6-V)", "transport-qd1": "SPDK NVMe-oF target (14 CM6-V)"}.get(
             r["experiment"], "Linux kernel NVMe-oF target (14 CM6-V)"
         )
-        name = f"{r['figure']} ({r['stack'].removeprefix('nvmeof-').upper()})"
+        name = r["figure"] if r["experiment"] == "transport-qd1" else f"{r['figure']} ({r['stack'].removeprefix('nvmeof-').upper()})"
         note = NOTES.get(f"{r['experiment']}-{r['stack']}", NOTES["lab-25"])
         f = Figure(system, "SPDK NVMe-oF reports", name, r["unit"], float(r["published"]), r["model"], "predicted", "spdk-rdma", note)
         out.append(f)
