@@ -1,5 +1,5 @@
 """The Ceph Reef cost table, the lab's knobs (``cluster init`` flags, ``--like`` copies), the
-published-lab studies (``reproduce ceph-reef``, ``reproduce spdk-tcp``) on small pieces, the
+published-lab studies (``reproduce ceph-reef``, ``reproduce spdk-tcp``, ``reproduce spdk-rdma``) on small pieces, the
 KumoScale band, and bad input (docs/models.md §11, docs/cli.md).
 
 The full studies take minutes (docs/models.md §11): here one point of each runs, the QD1
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ssdtwin.cluster import Cluster
-from ssdtwin.studies import ceph_reef, kumoscale, spdk_tcp
+from ssdtwin.studies import ceph_reef, kumoscale, spdk_rdma, spdk_tcp
 from test_bad_input import assert_one_line_error
 from test_sources import MARKS, source_keys
 from twin import run_cli
@@ -118,6 +118,72 @@ def test_one_spdk_target_core_is_bound_by_its_cost() -> None:
     res, _ = ceph_reef.settled_run(c, spdk_tcp.job_text, (5, 20), "read", "spdk-1")
     assert res["read"]["iops"] == pytest.approx(bound, rel=0.03)
     assert res["resources"][0]["name"] == "node0.target"
+
+
+def test_one_spdk_rdma_target_core_is_bound_by_its_rdma_cost() -> None:
+    """Over RDMA the target's cost is the RDMA one, not the TCP one."""
+    c = spdk_rdma.lab("nvmeof-rdma", "spdk", 1)
+    n = c.spec["nvmeof"]
+    assert n["target_stack"]["value"] == "spdk"
+    bound = 1e9 / (n["rdma_target_rx_ns"]["value"] + n["rdma_target_tx_ns"]["value"])
+    res, _ = ceph_reef.settled_run(c, spdk_tcp.job_text, (5, 20), "read", "rdma-1")
+    assert res["read"]["iops"] == pytest.approx(bound, rel=0.03)
+    assert res["resources"][0]["name"] == "node0.target"
+
+
+@pytest.mark.parametrize("stack", ["nvmeof-rdma", "nvmeof-tcp"])
+def test_the_kernel_target_waits_then_costs_its_own_cpu_at_qd1(stack: str) -> None:
+    """At QD1 nothing queues: the kernel target's read is its wake-up plus its own receive and
+    send longer than SPDK's, on the same drive and seed."""
+    row = spdk_rdma.kernel_qd1_point(stack, scale=256, seed=1)
+    n = spdk_rdma.lab(stack, "kernel", 1).spec["nvmeof"]
+    kind = "rdma" if stack == "nvmeof-rdma" else "tcp"
+    kernel = n[f"kernel_{kind}_target_rx_ns"]["value"] + n[f"kernel_{kind}_target_tx_ns"]["value"]
+    spdk = n[f"{kind}_target_rx_ns"]["value"] + n[f"{kind}_target_tx_ns"]["value"]
+    want_us = (n["kernel_target_wake_ns"]["value"] + kernel - spdk) / 1e3
+    assert row["model"] == pytest.approx(want_us, abs=0.05)
+    assert row["model_lat_us"]["spdk"] > 50  # the CM6-V's own read is in both; the difference cancels it
+    assert row["published"] == pytest.approx(spdk_rdma.QD1_US[stack][0] - spdk_rdma.QD1_US[stack][1])
+
+
+def test_tcp_and_rdma_differ_at_qd1_by_their_cpu_and_frames() -> None:
+    """SPDK's target over TCP and over RDMA at QD1: the difference is the initiator's and the
+    target's CPU; the frames' serialisation at 400 Gb/s differs by nanoseconds."""
+    row = spdk_rdma.transport_qd1_point(scale=256, seed=1)
+    n = spdk_rdma.lab("nvmeof-tcp", "spdk", 1).spec["nvmeof"]
+    cpu_ns = sum(n[f"tcp_{k}_ns"]["value"] - n[f"rdma_{k}_ns"]["value"] for k in ("host_tx", "host_rx", "target_rx", "target_tx"))
+    assert row["model"] == pytest.approx(cpu_ns / 1e3, abs=0.05)
+    assert row["published"] == pytest.approx(20.43 - 9.39)
+
+
+def test_the_kernel_target_runs_its_cost_on_the_nodes_cores() -> None:
+    """The kernel target's cores in use per I/O are its receive and send cost: nothing else
+    runs on the target node."""
+    c = spdk_rdma.lab("nvmeof-tcp", "kernel", spdk_rdma.NODE_CPUS)
+    n = c.spec["nvmeof"]
+    res, _ = ceph_reef.settled_run(c, spdk_tcp.job_text, (5, 20), "read", "kernel-tcp")
+    (node,) = [u for u in res["resources"] if u["name"] == "node0.cores"]
+    per_io_ns = node["mean_in_use"] / res["read"]["iops"] * 1e9
+    assert per_io_ns == pytest.approx(n["kernel_tcp_target_rx_ns"]["value"] + n["kernel_tcp_target_tx_ns"]["value"], rel=0.03)
+
+
+def test_a_cluster_toml_without_the_target_fields_is_an_spdk_target() -> None:
+    """cluster.toml files written before the kernel target keep their meaning."""
+    text = spdk_tcp.lab(1).text
+    old = "\n".join(line for line in text.splitlines() if not line.startswith(("target_stack", "kernel_"))) + "\n"
+    assert old != text
+    n = Cluster.from_text(old).spec["nvmeof"]
+    assert n["target_stack"]["value"] == "spdk"
+    assert n["kernel_target_wake_ns"]["value"] == spdk_rdma.lab("nvmeof-tcp", "kernel", 1).spec["nvmeof"]["kernel_target_wake_ns"]["value"]
+
+
+def test_an_unknown_target_stack_is_one_line(tmp_path: Path) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    f.write_text(spdk_rdma.set_line(f.read_text(), "target_stack", '"dpdk"', "[ASSUMED] a what-if"))
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "cluster.toml", "dpdk", "spdk", "kernel")
+    f.write_text(spdk_rdma.set_line(f.read_text(), "target_stack", '"kernel"', ""))
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "nvmeof.target_stack", "source")
 
 
 def test_the_kumoscale_band_spans_its_unpublished_parameters(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -138,7 +138,7 @@ def test_calibrate_refuses_presets_without_figures(preset: str) -> None:
 
 def test_reproduce_refuses_an_unknown_experiment() -> None:
     r = run_cli("reproduce", "cm7", check=False)
-    want = "ssdtwin reproduce: error: experiment 'cm7': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp or shaping"
+    want = "ssdtwin reproduce: error: experiment 'cm7': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma or shaping"
     assert r.returncode == 1 and r.stderr_lines == [want]
     assert "cm6" in run_cli("reproduce", "--help").stdout
 

@@ -706,7 +706,8 @@ def reproduce(
         ...,
         metavar="EXPERIMENT",
         help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk), kumoscale (KumoScale vs Ceph), "
-        "ceph-reef (the Ceph lab's Reef posts), spdk-tcp (SPDK's NVMe-oF/TCP target report) "
+        "ceph-reef (the Ceph lab's Reef posts), spdk-tcp (SPDK's NVMe-oF/TCP target report), spdk-rdma (SPDK's RDMA target and "
+        "the kernel target in SPDK's reports) "
         "or shaping (a write-shaping tier in front of the P5316, docs/host.md)",
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
@@ -718,7 +719,7 @@ def reproduce(
         None,
         "--plot",
         help="pblaze5: the noisy-neighbour figure (a PNG); kumoscale: a folder for the curves (a PNG per direction); "
-        "ceph-reef, spdk-tcp: a folder for the predicted-against-published figure",
+        "ceph-reef, spdk-tcp, spdk-rdma: a folder for the predicted-against-published figure",
     ),
     curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
     quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
@@ -754,12 +755,12 @@ def reproduce(
         return
     if full:
         fail("--full: only the shaping experiment has it")
-    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp"):
-        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp or shaping")
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
+        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma or shaping")
     if quick and experiment != "pblaze5":
         fail("--quick: only the pblaze5 experiment has it")
-    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp"):
-        fail("--plot: only the pblaze5, kumoscale, ceph-reef and spdk-tcp experiments draw figures")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
+        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp and spdk-rdma experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
     if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
@@ -770,7 +771,7 @@ def reproduce(
         fail("--threads, --placements, --drive-state and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
-    if experiment in ("ceph-reef", "spdk-tcp"):
+    if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
         _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
         return
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
@@ -825,12 +826,12 @@ def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], sc
 
 
 def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional[int], plot: Optional[Path], fmt: str) -> None:
-    """`reproduce ceph-reef` and `reproduce spdk-tcp`: published lab figures beside the cluster
+    """`reproduce ceph-reef`, `reproduce spdk-tcp` and `reproduce spdk-rdma`: published lab figures beside the cluster
     model's predictions (docs/models.md §11), and with --plot the predicted-against-published
     figure."""
-    from ..studies import ceph_reef, spdk_tcp
+    from ..studies import ceph_reef, spdk_rdma, spdk_tcp
 
-    study = ceph_reef if experiment == "ceph-reef" else spdk_tcp
+    study = {"ceph-reef": ceph_reef, "spdk-tcp": spdk_tcp, "spdk-rdma": spdk_rdma}[experiment]
     if plot is not None and plot.exists() and not plot.is_dir():
         fail(f"--plot {plot}: not a folder")
     n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")

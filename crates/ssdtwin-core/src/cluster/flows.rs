@@ -11,7 +11,7 @@
 
 use super::ceph::RbdClient;
 use super::sim::{ClusterSim, Ev, Flow, Task, NONE};
-use super::spec::{ReadPolicy, StorageProtocol};
+use super::spec::{ReadPolicy, StorageProtocol, TargetStack};
 use super::ClusterError;
 
 /// What a step did: the task continues at once, or something will resume it.
@@ -29,28 +29,27 @@ struct Transport {
     host_rx: u64,
     target_rx: u64,
     target_tx: u64,
+    /// Latency before the target's receive that is not on a CPU (the kernel target's wake-up).
+    target_wake: u64,
 }
 
 impl ClusterSim<'_> {
     fn transport(&self) -> Transport {
         let n = &self.spec.nvmeof;
-        if self.spec.cluster.stack == StorageProtocol::NvmeofRdma {
-            Transport {
-                rdma: true,
-                host_tx: n.rdma_host_tx_ns.value,
-                host_rx: n.rdma_host_rx_ns.value,
-                target_rx: n.rdma_target_rx_ns.value,
-                target_tx: n.rdma_target_tx_ns.value,
+        let rdma = self.spec.cluster.stack == StorageProtocol::NvmeofRdma;
+        let (host_tx, host_rx) =
+            if rdma { (n.rdma_host_tx_ns.value, n.rdma_host_rx_ns.value) } else { (n.tcp_host_tx_ns.value, n.tcp_host_rx_ns.value) };
+        let (target_rx, target_tx, target_wake) = match (n.target_stack.value, rdma) {
+            (TargetStack::Spdk, true) => (n.rdma_target_rx_ns.value, n.rdma_target_tx_ns.value, 0),
+            (TargetStack::Spdk, false) => (n.tcp_target_rx_ns.value, n.tcp_target_tx_ns.value, 0),
+            (TargetStack::Kernel, true) => {
+                (n.kernel_rdma_target_rx_ns.value, n.kernel_rdma_target_tx_ns.value, n.kernel_target_wake_ns.value)
             }
-        } else {
-            Transport {
-                rdma: false,
-                host_tx: n.tcp_host_tx_ns.value,
-                host_rx: n.tcp_host_rx_ns.value,
-                target_rx: n.tcp_target_rx_ns.value,
-                target_tx: n.tcp_target_tx_ns.value,
+            (TargetStack::Kernel, false) => {
+                (n.kernel_tcp_target_rx_ns.value, n.kernel_tcp_target_tx_ns.value, n.kernel_target_wake_ns.value)
             }
-        }
+        };
+        Transport { rdma, host_tx, host_rx, target_rx, target_tx, target_wake }
     }
 
     /// Issue what clone `c` may issue now; finish it when it is done.
@@ -127,6 +126,17 @@ impl ClusterSim<'_> {
 
     // ------------------------------------------------------------------ NVMe-oF
 
+    /// The kernel target's wake-up: the task resumes `ns` later without holding a CPU (at
+    /// once when there is none, as for a polling target).
+    fn wake(&mut self, id: u32, ns: u64) -> Next {
+        if ns == 0 {
+            return Go;
+        }
+        let now = self.now;
+        self.push(now + ns, Ev::Step(id));
+        Wait
+    }
+
     /// md raid1's choice of mirror for a read of `volume`.
     fn pick_mirror(&self, volume: u32) -> u32 {
         let r = self.spec.cluster.replicas;
@@ -168,18 +178,19 @@ impl ClusterSim<'_> {
                 let node = self.tasks[id as usize].node;
                 self.send(id, client, node, self.spec.nvmeof.capsule_bytes.value as u64, tr.rdma);
             }
-            2 => self.work(id, node, target.expect("a node"), tr.target_rx),
-            3 => {
+            2 => return Ok(self.wake(id, tr.target_wake)),
+            3 => self.work(id, node, target.expect("a node"), tr.target_rx),
+            4 => {
                 let t = &self.tasks[id as usize];
                 let (drive, byte, len) = (t.drive, t.byte, t.len);
                 self.drive_io(id, drive, false, byte, len)?;
             }
-            4 => self.work(id, node, target.expect("a node"), tr.target_tx),
-            5 => {
+            5 => self.work(id, node, target.expect("a node"), tr.target_tx),
+            6 => {
                 let bytes = self.spec.nvmeof.data_header_bytes.value as u64 + self.tasks[id as usize].len;
                 self.send(id, node, client, bytes, tr.rdma);
             }
-            6 => {
+            7 => {
                 let r = self.tasks[id as usize].replica;
                 self.md_pending_add(volume, r, -1);
                 self.work(id, client, cpu, tr.host_rx + c.fio_complete_ns.value);
@@ -226,11 +237,12 @@ impl ClusterSim<'_> {
                 self.md_pending_add(volume, r, 1);
                 self.send(id, client, node, self.spec.nvmeof.capsule_bytes.value as u64 + len, tr.rdma);
             }
-            1 => self.work(id, node, target, tr.target_rx),
-            2 => self.drive_io(id, drive, true, byte, len)?,
-            3 => self.work(id, node, target, tr.target_tx),
-            4 => self.send(id, node, client, self.spec.nvmeof.response_bytes.value as u64, tr.rdma),
-            5 => {
+            1 => return Ok(self.wake(id, tr.target_wake)),
+            2 => self.work(id, node, target, tr.target_rx),
+            3 => self.drive_io(id, drive, true, byte, len)?,
+            4 => self.work(id, node, target, tr.target_tx),
+            5 => self.send(id, node, client, self.spec.nvmeof.response_bytes.value as u64, tr.rdma),
+            6 => {
                 self.md_pending_add(volume, r, -1);
                 self.work(id, client, cpu, tr.host_rx);
             }

@@ -45,8 +45,47 @@ pub enum ReadPolicy {
     First,
 }
 
+/// Which NVMe-oF target software serves a node's drives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetStack {
+    /// A polling user-space target (SPDK's nvmf_tgt; KumoScale's data path): its poll groups
+    /// spin on `target_threads` cores, so a command is picked up as soon as it arrives.
+    Spdk,
+    /// The Linux kernel target (nvmet-tcp, nvmet-rdma): interrupt driven; a command waits
+    /// `kernel_target_wake_ns` for its interrupt and work item before the target's CPU runs.
+    Kernel,
+}
+
 fn one() -> u32 {
     1
+}
+
+fn spdk_target() -> Sourced<TargetStack> {
+    Sourced::new(
+        TargetStack::Spdk,
+        "[SRC] a polling user-space target, as KumoScale's data path is (KumoScale data plane page) and SPDK's nvmf_tgt is",
+    )
+}
+
+fn kernel_tcp_target_rx() -> Sourced<u64> {
+    Sourced::new(4385, "[DERIVED] half of 8,770 ns: the Linux NVMe/TCP host serves 96K 4 KiB IOPS per core (i10 2020, kernel 4.20), 10,417 ns per I/O, less fio's 1,645 ns (client.fio_*); the kernel target does the host's transport work mirrored ([ASSUMED] the same cost)")
+}
+
+fn kernel_tcp_target_tx() -> Sourced<u64> {
+    Sourced::new(4385, "[DERIVED] the other half of 8,770 ns (see kernel_tcp_target_rx_ns)")
+}
+
+fn kernel_rdma_target_rx() -> Sourced<u64> {
+    Sourced::new(1261, "[DERIVED] half of 2,522 ns: the Linux NVMe/RDMA host saturates an SSD with 2.5x fewer cores than NVMe/TCP (i10 2020), 4,167 ns per I/O, less fio's 1,645 ns; the kernel target does the host's transport work mirrored ([ASSUMED] the same cost)")
+}
+
+fn kernel_rdma_target_tx() -> Sourced<u64> {
+    Sourced::new(1261, "[DERIVED] the other half of 2,522 ns (see kernel_rdma_target_rx_ns)")
+}
+
+fn kernel_target_wake() -> Sourced<u64> {
+    Sourced::new(1111, "[DERIVED] the kernel NVMe/RDMA target adds 2.8 us more than SPDK's to an unloaded 4 KiB read (11.7 against 8.9 us over local flash, NVMe-oF characterization 2017); less the difference of their CPU (2,522 - 833 ns) leaves 1,111 ns not on a CPU: interrupt delivery and the wake-up of the target's work. [ASSUMED] the same for TCP")
 }
 
 fn unpinned() -> Sourced<u32> {
@@ -138,6 +177,10 @@ pub struct Client {
 #[serde(deny_unknown_fields)]
 pub struct Nvmeof {
     pub read_policy: Sourced<ReadPolicy>,
+    /// The target software: SPDK-like polling (the `*_target_*_ns` costs) or the Linux
+    /// kernel target (the `kernel_*` costs and a wake-up per command).
+    #[serde(default = "spdk_target")]
+    pub target_stack: Sourced<TargetStack>,
     /// md raid1 per I/O (mapping, choosing a mirror, cloning bios for writes).
     pub md_ns: Sourced<u64>,
     /// Host (initiator) transport per command sent, TCP.
@@ -152,7 +195,22 @@ pub struct Nvmeof {
     pub tcp_target_tx_ns: Sourced<u64>,
     pub rdma_target_rx_ns: Sourced<u64>,
     pub rdma_target_tx_ns: Sourced<u64>,
-    /// Threads of the target on each storage node (its poll groups).
+    /// The Linux kernel target's CPU per command received and per completion sent, TCP.
+    #[serde(default = "kernel_tcp_target_rx")]
+    pub kernel_tcp_target_rx_ns: Sourced<u64>,
+    #[serde(default = "kernel_tcp_target_tx")]
+    pub kernel_tcp_target_tx_ns: Sourced<u64>,
+    /// The same over RDMA.
+    #[serde(default = "kernel_rdma_target_rx")]
+    pub kernel_rdma_target_rx_ns: Sourced<u64>,
+    #[serde(default = "kernel_rdma_target_tx")]
+    pub kernel_rdma_target_tx_ns: Sourced<u64>,
+    /// The kernel target's latency per command not spent on a CPU (the interrupt and the
+    /// wake-up of its work), before its receive runs.
+    #[serde(default = "kernel_target_wake")]
+    pub kernel_target_wake_ns: Sourced<u64>,
+    /// Threads of the target on each storage node (its poll groups; for the kernel target,
+    /// the cores its interrupts and work items run on).
     pub target_threads: Sourced<u32>,
     /// Command capsule (PDU header + SQE), without in-capsule data.
     pub capsule_bytes: Sourced<u32>,
@@ -329,6 +387,7 @@ impl ClusterSpec {
             },
             nvmeof: Nvmeof {
                 read_policy: s(ReadPolicy::LeastPending, "[SRC] KumoScale replicates with the Linux md layer in the client (KumoScale data protection page); md raid1 sends a read to the non-rotational mirror with the fewest I/Os pending (Linux md raid1)"),
+                target_stack: spdk_target(),
                 md_ns: s(300, "[ASSUMED] md raid1 per I/O: map, pick a mirror, clone bios; small against the transport"),
                 tcp_host_tx_ns: s(1678, "[DERIVED] half of 3,355 ns: the Linux NVMe/TCP initiator at 200K IOPS per core ([ASSUMED] the middle of 100-300K, bounded by the 70K per core of iSCSI (i10 2020) and the 850K of a dataplane (ReFlex 2017)) is 5,000 ns per I/O, less fio's 1,645 ns (client.fio_*)"),
                 tcp_host_rx_ns: s(1677, "[DERIVED] the other half of 3,355 ns (see tcp_host_tx_ns)"),
@@ -336,8 +395,13 @@ impl ClusterSpec {
                 rdma_host_rx_ns: s(500, "[ASSUMED] as rdma_host_tx_ns"),
                 tcp_target_rx_ns: s(588, "[DERIVED] half of 1/850K s: ReFlex serves 850K IOPS per core over TCP/IP (ReFlex 2017), a polling user-space target as KumoScale's data path is (KumoScale data plane page)"),
                 tcp_target_tx_ns: s(588, "[DERIVED] the other half of 1/850K s (see tcp_target_rx_ns)"),
-                rdma_target_rx_ns: s(366, "[DERIVED] half of 8/10.94M s: the SPDK NVMe-oF RDMA target serves 10.94M 4 KiB read IOPS with 8 cores (SPDK NVMe-oF reports)"),
-                rdma_target_tx_ns: s(365, "[DERIVED] the other half of 8/10.94M s"),
+                rdma_target_rx_ns: s(417, "[DERIVED] half of 1/1.2M s: SPDK's NVMe-oF RDMA target served almost 1.2M 4 KiB random-read IOPS on one core (SPDK RDMA per-core thread 2018)"),
+                rdma_target_tx_ns: s(416, "[DERIVED] the other half of 1/1.2M s (see rdma_target_rx_ns)"),
+                kernel_tcp_target_rx_ns: kernel_tcp_target_rx(),
+                kernel_tcp_target_tx_ns: kernel_tcp_target_tx(),
+                kernel_rdma_target_rx_ns: kernel_rdma_target_rx(),
+                kernel_rdma_target_tx_ns: kernel_rdma_target_tx(),
+                kernel_target_wake_ns: kernel_target_wake(),
                 target_threads: s(32, "[ASSUMED] the target's poll groups use every core of the node; KumoScale's core allocation is not published"),
                 capsule_bytes: s(72, "[SRC] NVMe/TCP transport specification: command capsule PDU of an 8-byte common header and a 64-byte SQE; 4 KiB writes travel in the capsule (SPDK's default in-capsule data size is 4096, SPDK NVMe-oF reports)"),
                 data_header_bytes: s(24, "[SRC] NVMe/TCP transport specification: C2HData PDU header; with its SUCCESS flag no response capsule follows"),
@@ -532,6 +596,11 @@ impl ClusterSpec {
             ("nvmeof.tcp_target_tx_ns", &n.tcp_target_tx_ns),
             ("nvmeof.rdma_target_rx_ns", &n.rdma_target_rx_ns),
             ("nvmeof.rdma_target_tx_ns", &n.rdma_target_tx_ns),
+            ("nvmeof.kernel_tcp_target_rx_ns", &n.kernel_tcp_target_rx_ns),
+            ("nvmeof.kernel_tcp_target_tx_ns", &n.kernel_tcp_target_tx_ns),
+            ("nvmeof.kernel_rdma_target_rx_ns", &n.kernel_rdma_target_rx_ns),
+            ("nvmeof.kernel_rdma_target_tx_ns", &n.kernel_rdma_target_tx_ns),
+            ("nvmeof.kernel_target_wake_ns", &n.kernel_target_wake_ns),
             ("ceph.client_librbd_read_ns", &c.client_librbd_read_ns),
             ("ceph.client_librbd_write_ns", &c.client_librbd_write_ns),
             ("ceph.client_msgr_read_ns", &c.client_msgr_read_ns),
@@ -578,6 +647,11 @@ impl ClusterSpec {
         count("nvmeof.response_bytes", &n.response_bytes, 0, 1 << 20);
         count("ceph.message_header_bytes", &c.message_header_bytes, 0, 1 << 20);
         count("ceph.wal_bytes_per_txn", &c.wal_bytes_per_txn, 0, 1 << 20);
+        for (path, source) in [("nvmeof.read_policy", &n.read_policy.source), ("nvmeof.target_stack", &n.target_stack.source)] {
+            if source.trim().is_empty() {
+                p.push(format!("{path}.source: every parameter needs a source"));
+            }
+        }
         if net.link_bits_per_s.value < 1_000_000 || net.link_bits_per_s.value > 10_000_000_000_000 {
             p.push(format!("network.link_bits_per_s: must be 1000000..=10000000000000 (got {})", net.link_bits_per_s.value));
         }

@@ -224,6 +224,7 @@ fn the_toml_round_trips_and_refuses_unknown_fields() {
     assert!(ClusterSpec::from_toml(&bad, "t").unwrap_err().to_string().contains("cores_per_socket"));
     let v: Value = toml::from_str(&text).unwrap();
     assert!(v["ceph"]["osd_op_ns"]["source"].as_str().unwrap().contains("Ceph OSD CPU scaling 2022"));
+    assert!(text.contains("\ntarget_stack = { value = \"spdk\", source = "), "{text}");
 }
 
 proptest! {
@@ -234,11 +235,15 @@ proptest! {
     /// about R/W), and no resource is busier than it can be.
     #[test]
     fn queueing_invariants_hold_on_random_labs(
-        stack in 0usize..3, nodes in 1u32..=3, clients in 1u32..=3, rep in 0u32..3, qd in 1u32..=24, write in any::<bool>(), seed in 0u64..1000
+        stack in 0usize..3, nodes in 1u32..=3, clients in 1u32..=3, rep in 0u32..3, qd in 1u32..=24, write in any::<bool>(), seed in 0u64..1000,
+        kernel in any::<bool>()
     ) {
         let stack = ["nvmeof-tcp", "nvmeof-rdma", "ceph-rbd"][stack];
         let mut spec = lab(stack, nodes, clients, 1 + rep % nodes);
         spec.cluster.seed = seed;
+        if kernel {
+            spec.nvmeof.target_stack.value = spec::TargetStack::Kernel;
+        }
         let rw = if write { "randwrite" } else { "randread" };
         let window = 60_000_000;
         let r = run(&spec, jobs(&spec, rw, qd, 5_000_000, window), &mut |_| true).unwrap();

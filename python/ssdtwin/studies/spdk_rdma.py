@@ -1,0 +1,251 @@
+"""``ssdtwin reproduce spdk-rdma``: the SPDK 24.05 NVMe-oF performance reports beyond the TCP
+target's core scaling (docs/sources.md, "SPDK NVMe-oF reports"; read second-hand, the PDFs
+were not reachable), predicted by the cluster model with costs taken from other documents.
+Nothing is fitted to the reports' figures.
+
+Three kinds of figure, on the lab of ``spdk-tcp`` (one target of 2 x Xeon Gold 6348 with 14
+KIOXIA CM6-V and 4 ConnectX-5 100 GbE ports; the digests give the same hosts for the RDMA
+report's latency and CPU tests, [ASSUMED] for its core scaling):
+
+* ``spdk-rdma``: 4 KiB random reads through SPDK's RDMA target on 8 cores (10.94M IOPS).
+* ``kernel-cpu``: the Linux kernel target's (nvmet-rdma, nvmet-tcp) CPU at the IOPS the report
+  measured: 10.2 cores at 6,174K IOPS over RDMA, 20.5 cores at 4,018K over TCP. The model's
+  figure is its own target cores in use per I/O (the node's ``cores`` counter over its IOPS)
+  at the published IOPS.
+* ``kernel-qd1``: a 4 KiB read at QD1 through the kernel target less through SPDK's, both
+  behind the kernel initiator (the report measured both against a null bdev: RDMA 12.10 and
+  9.39 us, TCP 21.39 and 20.43 us). The model runs both targets on the same drive and seed, so
+  the drive's own time cancels in the difference.
+* ``transport-qd1``: the same read over TCP less over RDMA, SPDK's target on both (20.43 and
+  9.39 us).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .. import _core
+from ..cluster import Cluster
+from . import spdk_tcp
+from .ceph_reef import saturating, settled_run
+
+DRIVE = spdk_tcp.DRIVE
+SCALE = spdk_tcp.SCALE
+REPORT = "SPDK NVMe-oF reports (24.05 RDMA and TCP, second-hand)"
+NODE_CPUS = 112  # 2 x Xeon Gold 6348, 28 cores / 56 threads each
+SPDK_RDMA_CORES = 8
+SPDK_RDMA_IOPS = 10_940_000
+# The kernel target's CPU (the reports' CPU-efficiency test): cores busy at the IOPS measured.
+KERNEL_CPU = {"nvmeof-rdma": (6_174_000, 10.2), "nvmeof-tcp": (4_018_000, 20.5)}
+# QD1 4 KiB random read against a null bdev, kernel initiator: (kernel target, SPDK target) us.
+QD1_US = {"nvmeof-rdma": (12.10, 9.39), "nvmeof-tcp": (21.39, 20.43)}
+WINDOW_MS = (10, 40)
+QD1_IOS = 2000
+
+
+def set_line(text: str, key: str, value: str, source: str) -> str:
+    """`text` with the `{ value, source }` line of `key` replaced (it must be there once)."""
+    lines = text.splitlines()
+    hits = [i for i, line in enumerate(lines) if line.startswith(f"{key} = ")]
+    if len(hits) != 1:
+        raise ValueError(f"cluster.toml: expected one '{key}' line, found {len(hits)}")
+    lines[hits[0]] = f'{key} = {{ value = {value}, source = "{source}" }}'
+    return "\n".join(lines) + "\n"
+
+
+def lab(stack: str, target: str, cores: int, scale: int = SCALE, seed: int = 1, clients: int = spdk_tcp.CLIENTS) -> Cluster:
+    """The report's lab over `stack` with the SPDK (`spdk`, pinned to `cores`) or the kernel
+    (`kernel`, on `cores` logical CPUs) target, and `clients` initiators."""
+    opts = dict(spdk_tcp.lab_options(scale, seed), stack=stack, clients=clients)
+    text = spdk_tcp.retoml(_core.cluster_init(opts), cores)
+    if target == "kernel":
+        text = set_line(
+            text,
+            "target_threads",
+            str(cores),
+            f"[ASSUMED] {REPORT}: the kernel target is not pinned; its interrupts and work items run on any of "
+            f"the node's {cores} logical CPUs",
+        )
+    src = f"[SRC] {REPORT}: the {'Linux kernel target (nvmet)' if target == 'kernel' else 'SPDK target'} under test"
+    return Cluster.from_text(set_line(text, "target_stack", f'"{target}"', src))
+
+
+def qd1_job(ios: int = QD1_IOS) -> str:
+    """One fio job at QD1 from the one initiator (the report's latency test): `ios` reads, the
+    same offsets whatever the target, so the drive's own time cancels in a difference."""
+    return f"[global]\nioengine=io_uring\ndirect=1\nrw=randread\nbs=4k\niodepth=1\nnumjobs=1\nio_size={ios * 4}k\n[qd1]\nfilename=client0\n"
+
+
+def _row(experiment: str, stack: str, figure: str, unit: str, model: float, published: float, extra: dict[str, Any]) -> dict[str, Any]:
+    err = model / published - 1
+    return {
+        "experiment": experiment,
+        "stack": stack,
+        "figure": figure,
+        "unit": unit,
+        "model": model,
+        "published": published,
+        "error": err,
+        "within_25pct": abs(err) <= 0.25,
+        **extra,
+    }
+
+
+def spdk_rdma_point(scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    c = lab("nvmeof-rdma", "spdk", SPDK_RDMA_CORES, scale, seed)
+    res, window = settled_run(c, spdk_tcp.job_text, WINDOW_MS, "read", "spdk-rdma-8", progress)
+    sat = saturating(res["resources"])
+    return _row(
+        "spdk-rdma",
+        "nvmeof-rdma",
+        f"4 KiB random read IOPS, SPDK target on {SPDK_RDMA_CORES} cores",
+        "IOPS",
+        res["read"]["iops"],
+        SPDK_RDMA_IOPS,
+        {
+            "saturating": sat["name"],
+            "saturating_utilisation": sat["utilisation"],
+            "window_ms": list(window),
+            "events": res["events"],
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def kernel_cpu_point(
+    stack: str, scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None
+) -> dict[str, Any]:
+    """The kernel target's cores in use per I/O under the report's load, at its IOPS."""
+    t0 = time.perf_counter()
+    iops_pub, cores_pub = KERNEL_CPU[stack]
+    c = lab(stack, "kernel", NODE_CPUS, scale, seed)
+    res, window = settled_run(c, spdk_tcp.job_text, WINDOW_MS, "read", f"kernel-{stack}", progress)
+    (node,) = [u for u in res["resources"] if u["name"] == "node0.cores"]
+    per_io_us = node["mean_in_use"] / res["read"]["iops"] * 1e6
+    sat = saturating(res["resources"])
+    return _row(
+        "kernel-cpu",
+        stack,
+        f"kernel target cores in use at {iops_pub / 1e6:.3f}M 4 KiB read IOPS",
+        "cores",
+        per_io_us * iops_pub / 1e6,
+        cores_pub,
+        {
+            "model_iops": res["read"]["iops"],
+            "model_cores": node["mean_in_use"],
+            "model_cpu_per_io_us": per_io_us,
+            "published_cpu_per_io_us": cores_pub / iops_pub * 1e6,
+            "saturating": sat["name"],
+            "saturating_utilisation": sat["utilisation"],
+            "window_ms": list(window),
+            "events": res["events"],
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def kernel_qd1_point(
+    stack: str, scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None
+) -> dict[str, Any]:
+    """QD1 read latency through the kernel target less through SPDK's (same drive, seed)."""
+    t0 = time.perf_counter()
+    lat = {}
+    for target in ("kernel", "spdk"):
+        c = lab(stack, target, 1, scale, seed, clients=1)
+        _, res = c.run_text(qd1_job(), name=f"qd1-{target}", progress=progress)
+        lat[target] = res["read"]["lat_mean_ns"] / 1e3
+    kernel_pub, spdk_pub = QD1_US[stack]
+    return _row(
+        "kernel-qd1",
+        stack,
+        "QD1 4 KiB read latency, kernel target less SPDK target",
+        "us",
+        lat["kernel"] - lat["spdk"],
+        kernel_pub - spdk_pub,
+        {
+            "model_lat_us": lat,
+            "published_lat_us": {"kernel": kernel_pub, "spdk": spdk_pub, "device": "null bdev"},
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def transport_qd1_point(scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
+    """QD1 read latency over TCP less over RDMA, SPDK's target and the kernel initiator on both."""
+    t0 = time.perf_counter()
+    lat = {}
+    for stack in ("nvmeof-tcp", "nvmeof-rdma"):
+        c = lab(stack, "spdk", 1, scale, seed, clients=1)
+        _, res = c.run_text(qd1_job(), name=f"qd1-{stack}", progress=progress)
+        lat[stack] = res["read"]["lat_mean_ns"] / 1e3
+    tcp_pub, rdma_pub = QD1_US["nvmeof-tcp"][1], QD1_US["nvmeof-rdma"][1]
+    return _row(
+        "transport-qd1",
+        "nvmeof-tcp",
+        "QD1 4 KiB read latency, TCP less RDMA (SPDK target)",
+        "us",
+        lat["nvmeof-tcp"] - lat["nvmeof-rdma"],
+        tcp_pub - rdma_pub,
+        {
+            "model_lat_us": lat,
+            "published_lat_us": {"nvmeof-tcp": tcp_pub, "nvmeof-rdma": rdma_pub, "device": "null bdev"},
+            "wall_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def run(
+    scale: int = SCALE, seed: int = 1, log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    rows = [spdk_rdma_point(scale, seed, progress)]
+    for stack in ("nvmeof-rdma", "nvmeof-tcp"):
+        rows.append(kernel_cpu_point(stack, scale, seed, progress))
+    for stack in ("nvmeof-rdma", "nvmeof-tcp"):
+        rows.append(kernel_qd1_point(stack, scale, seed, progress))
+    rows.append(transport_qd1_point(scale, seed, progress))
+    for r in rows:
+        sat = f"  saturating {r['saturating']} {r['saturating_utilisation']:.0%}" if "saturating" in r else ""
+        log(
+            f"{r['experiment']:<10} {r['stack']:<11} {r['figure']}: {r['model']:,.4g} {r['unit']} "
+            f"(published {r['published']:,.4g}, {r['error']:+.1%}){sat}  [{r['wall_s']:.0f} s wall]"
+        )
+    return {"scale": scale, "seed": seed, "drive": DRIVE, "rows": rows, "wall_s": time.perf_counter() - t0}
+
+
+def plot(result: dict[str, Any], out: Path) -> list[Path]:
+    """Model against published, each figure as a ratio (model / published), with the ±25 % band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    rows = result["rows"]
+    labels = [
+        f"{r['experiment']}\n{'tcp - rdma' if r['experiment'] == 'transport-qd1' else r['stack'].removeprefix('nvmeof-')}" for r in rows
+    ]
+    ratios = [r["model"] / r["published"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    x = list(range(len(rows)))
+    ax.axhspan(0.75, 1.25, color="0.9", label="±25 %")
+    ax.axhline(1.0, color="0.5", lw=0.8)
+    ax.bar(x, ratios, color=["C0" if r["within_25pct"] else "C3" for r in rows])
+
+    def short(v: float) -> str:
+        return f"{v / 1e6:.2f}M" if v >= 1e6 else f"{v:.3g}"
+
+    for i, r in enumerate(rows):
+        ax.annotate(f"{short(r['model'])} / {short(r['published'])} {r['unit']}", (i, ratios[i]), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set(ylabel="model / published", title="SPDK 24.05 reports: RDMA target, kernel target (14 CM6-V)")
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    p = out / "spdk-rdma.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return [p]
