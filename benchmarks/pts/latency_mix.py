@@ -9,7 +9,7 @@ preconditioning stay the preset's.
 
 usage: python3 benchmarks/pts/latency_mix.py [--models kioxia-cm6-v-1.6t,kioxia-cd6-v-3.2t]
            [--scale 1/64] [--runtime 20] [--qd 1,4] [--bs 4k,8k] [--mixes 100,65,0]
-           [--state wipc|rand] [--set max_suspends_per_op=0 ...] [--ps 0] [--work DIR] [--json]
+           [--state wipc|rand] [--rand-passes 2] [--set max_suspends_per_op=0 ...] [--ps 0] [--work DIR] [--json]
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ def main() -> int:
     ap.add_argument("--mixes", default="100,65,0")
     ap.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE")
     ap.add_argument("--state", choices=("wipc", "rand"), default="wipc", help="rand: then 4 KiB random writes over 2x (steady state)")
+    ap.add_argument("--rand-passes", type=float, default=2.0, help="with --state rand: namespaces of 4 KiB random writes")
     ap.add_argument("--ps", type=int, default=0, help="power state (Set Features 02h)")
     ap.add_argument("--work", default=None, help="directory for the preconditioned images (kept; reused)")
     ap.add_argument("--json", action="store_true")
@@ -102,17 +103,18 @@ def main() -> int:
             return 2
     rows = []
     if not a.json:
-        state = "WIPC" if a.state == "wipc" else "WIPC + 2x 4 KiB random"
+        state = "WIPC" if a.state == "wipc" else f"WIPC + {a.rand_passes:g}x 4 KiB random"
         print(f"TC1, {a.runtime:g} s per element after {state}, {a.scale}, ps{a.ps}, overrides {overrides or 'none'}; latencies in us")
         print("| drive | bs | QD | R/W mix | read mean | read 99.99 % | write mean | write 99.99 % | all mean | die programming | WAF |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
     for model in a.models.split(","):
-        base = work / f"{model}-{a.scale.replace('/', '_')}-{a.state}"
+        tag = a.state if a.state == "wipc" or a.rand_passes == 2.0 else f"rand{a.rand_passes:g}"
+        base = work / f"{model}-{a.scale.replace('/', '_')}-{tag}"
         if not (base / "spec.toml").exists():
             with Drive.create(base, model, scale=a.scale) as d:
                 d.precondition(1, "seq", 131072, loops=2, seed=1)
                 if a.state == "rand":
-                    d.precondition(1, "rand", 4096, loops=2, seed=1)
+                    d.precondition(1, "rand", 4096, loops=a.rand_passes, seed=1)
                 d.commit()
         timing: Any = None
         for bs in a.bs.split(","):
