@@ -7,7 +7,7 @@ read, write and overall mean latency and the 99.99th percentiles (docs/models.md
 docs/models.md §8, "Why the QD1 mix is not slower than both"); the drive and its
 preconditioning stay the preset's.
 
-usage: python3 benchmarks/pts/latency_mix.py [--models kioxia-cm6-v-1.6t,kioxia-cd6-v-3.2t]
+usage: python3 benchmarks/pts/latency_mix.py [--models kioxia-cm6-v-1.6t,kioxia-cm6-v-3.2t,kioxia-cd6-v-3.2t]
            [--scale 1/64] [--runtime 20] [--qd 1,4] [--bs 4k,8k] [--mixes 100,65,0]
            [--state wipc|rand] [--rand-passes 2] [--set max_suspends_per_op=0 ...] [--ps 0] [--work DIR] [--json]
 """
@@ -28,7 +28,7 @@ from ssdtwin.fio import parse_string
 from ssdtwin.fio.hist import dense, percentiles
 from ssdtwin.studies.experiments import run_on_ns1
 
-DEFAULT_MODELS = "kioxia-cm6-v-1.6t,kioxia-cd6-v-3.2t"
+DEFAULT_MODELS = "kioxia-cm6-v-1.6t,kioxia-cm6-v-3.2t,kioxia-cd6-v-3.2t"
 
 
 def job(bs: str, qd: int, read_pct: int, runtime_s: float) -> str:
@@ -148,8 +148,8 @@ def main() -> int:
                                      die_program_busy=busy, waf=waf))  # fmt: skip
                     if not a.json:
                         r = rows[-1]
-                        cells = [model, bs, qd, r["mix"]] + [f"{x:,.1f}" for x in (rm, r99, wm, w99, allm)]
-                        cells += [f"{100 * busy:.2f} %", f"{waf:.2f}"]
+                        cells = [model, bs, qd, r["mix"]] + [f"{x:,.1f}" if x == x else "–" for x in (rm, r99, wm, w99, allm)]
+                        cells += [f"{100 * busy:.2f} %", f"{waf:.2f}" if waf == waf else "–"]
                         print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     if a.json:
         print(json.dumps({"overrides": overrides, "runtime_s": a.runtime, "scale": a.scale, "ps": a.ps, "rows": rows}, indent=1))
