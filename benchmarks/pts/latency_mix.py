@@ -25,9 +25,12 @@ from typing import Any
 
 from ssdtwin.drive import Drive
 from ssdtwin.fio import parse_string
-from ssdtwin.fio.hist import dense, percentiles
+from ssdtwin.fio.hist import dense, index_to_value, percentiles
 from ssdtwin.studies.experiments import run_on_ns1
 
+# A read slower than this met a program it could not suspend (or an erase): the share of such
+# reads tells die contention without suspend from a controller-side delay (docs/models.md §8).
+SLOW_NS = 500_000
 DEFAULT_MODELS = "kioxia-cm6-v-1.6t,kioxia-cm6-v-3.2t,kioxia-cd6-v-3.2t"
 
 
@@ -40,18 +43,19 @@ def job(bs: str, qd: int, read_pct: int, runtime_s: float) -> str:
     )
 
 
-def stats(out: list[Any], d: str) -> tuple[int, float, float]:
-    """(I/Os, mean µs, 99.99th percentile µs) of direction `d` over the clones."""
+def stats(out: list[Any], d: str) -> tuple[int, float, float, float]:
+    """(I/Os, mean µs, 99.99th percentile µs, share above SLOW_NS) of direction `d` over the clones."""
     n = sum(r[d]["clat"]["n"] for r in out)
     if n == 0:
-        return 0, float("nan"), float("nan")
+        return 0, float("nan"), float("nan"), float("nan")
     mean = sum(r[d]["clat"]["sum_ns"] for r in out) / n / 1e3
     hist: list[int] = []
     for r in out:
         h = dense(r[d]["clat"]["hist"])
         hist = [a + b for a, b in zip(hist, h)] + (h[len(hist) :] if len(h) > len(hist) else hist[len(h) :])
     p = percentiles(hist, n, [99.99])
-    return n, mean, (p[0][1] / 1e3 if p else float("nan"))
+    slow = sum(c for i, c in enumerate(hist) if index_to_value(i) > SLOW_NS) / n
+    return n, mean, (p[0][1] / 1e3 if p else float("nan")), slow
 
 
 def die_busy(spec: dict[str, Any], timing: Any, nand_bytes: int, seconds: float) -> float:
@@ -105,8 +109,10 @@ def main() -> int:
     if not a.json:
         state = "WIPC" if a.state == "wipc" else f"WIPC + {a.rand_passes:g}x 4 KiB random"
         print(f"TC1, {a.runtime:g} s per element after {state}, {a.scale}, ps{a.ps}, overrides {overrides or 'none'}; latencies in us")
-        print("| drive | bs | QD | R/W mix | read mean | read 99.99 % | write mean | write 99.99 % | all mean | die programming | WAF |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        cols = ["drive", "bs", "QD", "R/W mix", "read mean", "read 99.99 %", "write mean", "write 99.99 %", "all mean"]
+        cols += ["die programming", "WAF", "reads > 0.5 ms"]
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
     for model in a.models.split(","):
         tag = a.state if a.state == "wipc" or a.rand_passes == 2.0 else f"rand{a.rand_passes:g}"
         base = work / f"{model}-{a.scale.replace('/', '_')}-{tag}"
@@ -140,16 +146,16 @@ def main() -> int:
                         dh = v1["host_write_bytes"] - v0["host_write_bytes"]
                         waf = (v1["nand_write_bytes"] - v0["nand_write_bytes"]) / dh if dh else float("nan")
                     shutil.rmtree(run_dir)
-                    nr, rm, r99 = stats(out, "read")
-                    nw, wm, w99 = stats(out, "write")
+                    nr, rm, r99, rslow = stats(out, "read")
+                    nw, wm, w99, _ = stats(out, "write")
                     allm = ((rm * nr if nr else 0) + (wm * nw if nw else 0)) / (nr + nw)
                     rows.append(dict(model=model, bs=bs, qd=qd, mix=f"{mix}/{100 - mix}", reads=nr, writes=nw,
                                      read_mean_us=rm, read_p9999_us=r99, write_mean_us=wm, write_p9999_us=w99, all_mean_us=allm,
-                                     die_program_busy=busy, waf=waf))  # fmt: skip
+                                     die_program_busy=busy, waf=waf, reads_over_500us=rslow))  # fmt: skip
                     if not a.json:
                         r = rows[-1]
                         cells = [model, bs, qd, r["mix"]] + [f"{x:,.1f}" if x == x else "–" for x in (rm, r99, wm, w99, allm)]
-                        cells += [f"{100 * busy:.2f} %", f"{waf:.2f}" if waf == waf else "–"]
+                        cells += [f"{100 * busy:.2f} %", f"{waf:.2f}" if waf == waf else "–", f"{100 * rslow:.2f} %" if nr else "–"]
                         print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     if a.json:
         print(json.dumps({"overrides": overrides, "runtime_s": a.runtime, "scale": a.scale, "ps": a.ps, "rows": rows}, indent=1))
