@@ -168,3 +168,68 @@ fn mixed_reads_pay_program_suspends_more_at_a_higher_write_share() {
     // A read that meets a program waits at least the suspend latency.
     assert!(m65_worst >= pure_worst + t.t_prog_suspend_ns.value, "worst read {pure_worst} vs {m65_worst} ns");
 }
+
+/// A QD1 random 4 KiB mix with `read_pct` % reads on a drive randomly written once after
+/// WIPC (GC running), with `max_suspends` per program/erase: (mean read latency ns, mean
+/// latency of all commands ns, the share of the time an average die spends programming).
+fn qd1_mix_with_suspends(read_pct: u64, max_suspends: u32) -> (f64, f64, f64) {
+    let mut c = cm6(256);
+    let cap = c.attached(NsId(1)).unwrap().bytes();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 2, &mut |_, _| true).unwrap();
+    c.precondition(NsId(1), Pattern::Random, 4096, cap, 3, &mut |_, _| true).unwrap();
+    let spec = c.spec().clone();
+    let mut t = spec.timing.clone().unwrap();
+    t.max_suspends_per_op.value = max_suspends;
+    let mut timing = DeviceTiming::with_timing(&spec, c.ftl_config(), t.clone()).unwrap();
+    let nsze = c.attached(NsId(1)).unwrap().nsze;
+    let nand0 = c.vendor_log().nand_write_bytes;
+    let mut r = Rng::new(11);
+    let mut now = 0;
+    let (mut reads, mut n_reads, mut all) = (0u64, 0u64, 0u64);
+    let n = 200_000u64;
+    for _ in 0..n {
+        let slba = r.below(nsze / 8) * 8;
+        let done = if r.below(100) < read_pct {
+            let done = timing.read(&mut c, now, NsId(1), slba, 8).unwrap();
+            reads += done - now;
+            n_reads += 1;
+            done
+        } else {
+            timing.write(&mut c, now, NsId(1), slba, 8).unwrap()
+        };
+        all += done - now;
+        now = done;
+    }
+    let g = spec.geometry();
+    let programs = (c.vendor_log().nand_write_bytes - nand0) as f64 / g.program_unit_bytes as f64;
+    let busy = programs * t.t_prog_ns.value as f64 / (g.dies() as f64 * now as f64);
+    (reads as f64 / n_reads.max(1) as f64, all as f64 / n as f64, busy)
+}
+
+/// Why a QD1 mix is not slower than pure reads (docs/models.md §8, "Why the QD1 mix is not
+/// slower than both"): a read meets a program with the probability that its die is
+/// programming, f; with suspend it pays about the suspend latency, without it waits for the
+/// rest of the program, tPROG / 2 on average. So the mixed reads' excess is about f x tPROG / 2
+/// without suspend and a small fraction of it with, and the mix's mean exceeds the pure reads'
+/// only when that excess passes (writes / reads) x (pure read - write).
+#[test]
+fn qd1_mixed_reads_wait_for_the_rest_of_a_program_only_without_suspend() {
+    let t = cm6(256).spec().timing.clone().unwrap();
+    let (pure, _, _) = qd1_mix_with_suspends(100, 4);
+    let (with_suspend, all_with, _) = qd1_mix_with_suspends(65, 4);
+    let (without, all_without, f) = qd1_mix_with_suspends(65, 0);
+    let residual = f * t.t_prog_ns.value as f64 / 2.0;
+    let excess = without - pure;
+    assert!(f > 0.005 && f < 0.1, "die programming share {f:.4} at QD1");
+    assert!(
+        (excess - residual).abs() < 0.25 * residual,
+        "without suspend: read excess {excess:.0} ns, f x tPROG/2 = {residual:.0} ns (f = {f:.4})"
+    );
+    // With suspend a read that meets a program pays tens of microseconds, not a program.
+    let excess_with = with_suspend - pure;
+    assert!(excess_with > 0.0 && excess_with < 0.2 * excess, "read excess {excess_with:.0} ns with, {excess:.0} ns without suspend");
+    // Either way this mix stays below the pure reads: its reads would need an excess of
+    // 35/65 x (pure read - write mean) for that, and f x tPROG / 2 is short of it here.
+    assert!(all_with < pure && all_without < pure, "mix means {all_with:.0} / {all_without:.0} ns vs pure reads {pure:.0} ns");
+    eprintln!("pure {pure:.0} ns; 65/35 reads {with_suspend:.0} ns with suspend, {without:.0} without; f {f:.4}, f x tPROG/2 {residual:.0} ns; mix {all_with:.0} / {all_without:.0} ns");
+}
