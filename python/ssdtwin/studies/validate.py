@@ -382,7 +382,7 @@ def _kumoscale_note(f: Figure, kumo: bool) -> str:
         else "the study publishes neither its Ceph cores nor its PGs"
     )
     if f.in_band:
-        return f"{what}; the twin over their range brackets the study's figure (docs/models.md §11.4)"
+        return f"{what}; the twin over that range brackets the study's figure (docs/models.md §11.4)"
     below = f.published < f.twin_low
     off = 1 - f.published / f.twin_low if below else f.published / f.twin_high - 1
     where = "below the band's low end" if below else "above the band's high end"
