@@ -482,8 +482,8 @@ CORNER_NOTES = {
     "kioxia-cd6-v-3.2t:rand-write": "the CD6's GC (page reads per relocated IU) is the CM6's calibrated one: KIOXIA publishes "
     "nothing about the CD6 firmware's GC, and its back end, calibrated on the sequential write, does not bind random "
     "writes (docs/models.md §8)",
-    "samsung-pm983-3.84t:seq-write": "the PM983's tPROG (2 ms per 96 KiB) is [ASSUMED]: no paper gives its 64-layer NAND's "
-    "program time, and Samsung's press figures (500-710 us) would let its 64 dies write 8.8-12.6 GB/s, so what sets the "
+    "samsung-pm983-3.84t:seq-write": "the PM983's tPROG (2 ms per 96 KiB) is [ASSUMED]: no paper's figure for its 64-layer NAND's "
+    "program time could be read here, and Samsung's press figures (500-710 us) would let its 64 dies write 8.8-12.6 GB/s, so what sets the "
     "drive's write is unpublished; the 2,100 MB/s is the family's maximum, third-hand, and this SKU's own figure was not "
     "found (docs/models.md §11.10); the Ceph lab rows it serves are bound by OSD CPU, not by the drive's writes",
     "samsung-pm983-3.84t:rand-write": "the 50K IOPS is a sustained figure of a 1 DWPD drive whose OP and GC the datasheet does "
