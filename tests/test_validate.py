@@ -51,6 +51,30 @@ def test_the_p5316_random_writes_are_predicted_within_15_percent(quick: dict[str
         assert abs(rows[name]["error"]) < 0.15, rows[name]
 
 
+@pytest.mark.slow
+def test_the_kumoscale_rows_carry_the_band_the_model_spans() -> None:
+    """The study publishes neither its fio jobs per client nor its Ceph cores and PGs: each of
+    its figures carries the band the twin spans over their ranges at the study's load, from
+    runs at both ends (docs/models.md §11.4). KumoScale's figures lie in theirs; Ceph's lie
+    outside theirs and stay misses."""
+    r = run_cli("validate", "--only", "kumoscale", "--quick", "-o", "json", timeout=900).json()
+    rows = {(f["system"].split()[0], f["unit"]): f for f in r["figures"]}
+    assert set(rows) == {("KumoScale", "IOPS"), ("KumoScale", "us"), ("Ceph", "IOPS"), ("Ceph", "us")}
+    for f in rows.values():
+        assert f["twin_low"] < f["twin_high"] and "unpublished" in f["band"]
+        # the default configuration lies within the range the band runs
+        assert f["twin_low"] * 0.99 <= f["twin"] <= f["twin_high"] * 1.01
+    for unit in ("IOPS", "us"):
+        kumo = rows[("KumoScale", unit)]
+        assert kumo["twin_high"] / kumo["twin_low"] > 4  # 1 to 8 jobs per client, client-CPU bound
+        assert kumo["in_band"] and kumo["within"] and abs(kumo["error"]) > 0.15
+    ceph_iops, ceph_lat = rows[("Ceph", "IOPS")], rows[("Ceph", "us")]
+    assert ceph_iops["published"] < ceph_iops["twin_low"] and ceph_lat["published"] > ceph_lat["twin_high"]
+    assert not ceph_iops["within"] and "below the band's low end" in ceph_iops["note"]
+    assert not ceph_lat["within"] and "above the band's high end" in ceph_lat["note"]
+    assert r["summary"]["predicted_in_band_only"] == 2
+
+
 def test_targets_and_markdown_say_what_misses() -> None:
     mk = lambda kind, pub, twin, note="": v.Figure("d", "src", "fig", "IOPS", pub, twin, kind, "g", note)  # noqa: E731
     figs = [mk("calibrated", 100, 104), mk("predicted", 100, 110), mk("predicted", 100, 130, "the reason")]

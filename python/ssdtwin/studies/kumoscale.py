@@ -13,6 +13,7 @@ client volume); docs/models.md says why.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -116,26 +117,38 @@ def band_labs(clusters: dict[str, Cluster]) -> list[tuple[str, str, Cluster, int
 
 
 def band(
-    clusters: dict[str, Cluster], log: Callable[[str], None] = print, progress: Optional[Callable[[int, int, str, int], object]] = None
+    clusters: dict[str, Cluster],
+    log: Callable[[str], None] = print,
+    progress: Optional[Callable[[int, int, str, int], object]] = None,
+    levels: Sequence[int] = CURVE_LEVELS,
 ) -> list[dict[str, Any]]:
-    """Random reads at each end of each stack's band: the curve over CURVE_LEVELS plus the
-    study's own load, and where the study's figure falls between the ends."""
+    """Random reads at each end of each stack's band: the curve over ``levels`` (none: the
+    study's load alone) plus the study's own load, and where the study's figures (IOPS and
+    mean read latency) fall between the ends."""
     out: list[dict[str, Any]] = []
     for stack, label, c, jobs in band_labs(clusters):
         clients = int(c.spec["cluster"]["clients"])
         load = implied_outstanding(stack, clients)
-        levels = sorted(set(CURVE_LEVELS) | {load})
-        rows = sweep(c, levels, ("randread",), jobs, log=log, progress=progress)
-        at = rows[levels.index(load)]  # jobs x (load // jobs) outstanding per client
+        at_levels = sorted(set(levels) | {load})
+        rows = sweep(c, at_levels, ("randread",), jobs, log=log, progress=progress)
+        at = rows[at_levels.index(load)]  # jobs x (load // jobs) outstanding per client
         out.append({"stack": stack, "label": label, "numjobs": jobs, "curve": rows, "at_study_load": at})
     for stack, b in BRIEF.items():
         ends = [x for x in out if x["stack"] == stack]
         lo, hi = sorted(x["at_study_load"]["iops"] for x in ends)
-        where = "inside" if lo <= b.iops <= hi else ("below" if b.iops < lo else "above")
+        lat_lo, lat_hi = sorted(x["at_study_load"]["lat_mean_us"] for x in ends)
+        where = _position(b.iops, lo, hi)
+        lat_where = _position(b.read_lat_us, lat_lo, lat_hi)
         log(f"{b.system}: the study's {b.iops:,} IOPS lie {where} the model's band of {lo:,.0f} to {hi:,.0f} at its load")
+        log(f"{b.system}: the study's {b.read_lat_us:,.0f} us lie {lat_where} the model's band of {lat_lo:,.0f} to {lat_hi:,.0f} us")
         for x in ends:
             x["study_iops"], x["study_position"], x["band_iops"] = b.iops, where, [lo, hi]
+            x["study_lat_us"], x["study_lat_position"], x["band_lat_us"] = b.read_lat_us, lat_where, [lat_lo, lat_hi]
     return out
+
+
+def _position(value: float, lo: float, hi: float) -> str:
+    return "inside" if lo <= value <= hi else ("below" if value < lo else "above")
 
 
 def kumoscale(
@@ -144,11 +157,13 @@ def kumoscale(
     curves: bool = True,
     log: Callable[[str], None] = print,
     progress: Optional[Callable[[int, int, str, int], object]] = None,
+    band_at_load: bool = False,
 ) -> dict[str, Any]:
     """The brief's comparison: both stacks at the brief's load, then (with ``curves``) IOPS
     against mean and 99 % latency from 1 to 256 outstanding I/O per client, both
     directions, each point on a cluster built afresh, and the band of each stack's read
-    curve over the study's unpublished parameters."""
+    curve over the study's unpublished parameters. Without ``curves``, ``band_at_load``
+    runs the band's ends at the study's load alone (`ssdtwin validate`)."""
     clusters = lab(scale, seed)
     t0 = time.perf_counter()
     out: dict[str, Any] = {"scale": scale, "seed": seed, "brief": brief_points(clusters, log, progress)}
@@ -158,5 +173,7 @@ def kumoscale(
             rows += sweep(c, CURVE_LEVELS, ("randread", "randwrite"), 1, log=log, progress=progress)
         out["curves"] = rows
         out["band"] = band(clusters, log, progress)
+    elif band_at_load:
+        out["band"] = band(clusters, log, progress, levels=())
     out["wall_s"] = time.perf_counter() - t0
     return out
