@@ -9,6 +9,7 @@ The core's reports change nothing: a run gives the same results watched or not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -36,31 +37,61 @@ ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def on_pty(argv: list[str], seconds: float, interrupt: bool) -> tuple[int, str, str]:
     """Run ssdtwin with stderr on a pseudo-terminal and stdout on a pipe; what the terminal
     showed after `seconds` (then SIGINT, as Ctrl-C, if `interrupt`; colours and cursor moves
-    taken out), the exit status and stdout."""
+    taken out), the exit status and stdout.
+
+    The terminal is read until the process exits: a pty nobody reads fills, and a command
+    blocked writing its progress (or its "interrupted" line) to it would never exit. A
+    process still running 120 s after the signal is killed, so a failing test leaves none
+    behind."""
     master, slave = pty.openpty()
     p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
-    shown = b""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds and p.poll() is None:
-        if select.select([master], [], [], 0.1)[0]:
-            try:
-                shown += os.read(master, 65536)
-            except OSError:
-                break
-    if interrupt:
-        p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=120)
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
+    shown = bytearray()
+    out = bytearray()
+    stdout_fd = p.stdout.fileno() if p.stdout else -1
+    try:
+        shown += _read_while_running(p, master, stdout_fd, out, seconds)
+        if interrupt and p.poll() is None:
+            p.send_signal(signal.SIGINT)
+        shown += _read_while_running(p, master, stdout_fd, out, 120)
+        if p.poll() is None:
+            raise AssertionError(f"ssdtwin {' '.join(argv)} still running 120 s after the signal: {bytes(shown[-2000:])!r}")
+        shown += _read_while_running(p, master, stdout_fd, out, 0.2)  # what it wrote last
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        if p.stdout:
+            p.stdout.close()
+        os.close(master)
     return p.returncode, ESCAPES.sub("", shown.decode("utf-8", "replace")), out.decode()
+
+
+def _read_while_running(p: subprocess.Popen[bytes], master: int, stdout_fd: int, out: bytearray, seconds: float) -> bytes:
+    """Read the terminal and stdout for up to `seconds`, or until the process has exited and
+    both are drained; what the terminal showed (stdout is appended to `out`)."""
+    shown = bytearray()
+    fds = [master, stdout_fd]
+    t0 = time.monotonic()
+    while fds and time.monotonic() - t0 < seconds:
+        ready = select.select(fds, [], [], 0.1)[0]
+        if not ready and p.poll() is not None:
+            break
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the terminal's last writer has gone
+                chunk = b""
+            if not chunk:
+                fds.remove(fd)
+            elif fd == master:
+                shown += chunk
+            else:
+                out += chunk
+    if not fds:  # both closed: the process is exiting
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=max(0.0, seconds - (time.monotonic() - t0)))
+    return bytes(shown)
 
 
 @pytest.fixture
