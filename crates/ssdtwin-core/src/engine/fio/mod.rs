@@ -211,7 +211,9 @@ fn clones_of(
         if spec.target_size_bytes != target {
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
-        clones.push(JobClone::new(spec, NsId(nsid), ns, target, source)?);
+        let mut clone = JobClone::new(spec, NsId(nsid), ns, target, source)?;
+        clone.qos_capped = ctrl.qos_limits(NsId(nsid)).is_some();
+        clones.push(clone);
     }
     steadystate_setup(&mut clones);
     Ok(clones)
