@@ -374,6 +374,7 @@ impl JobClone {
     }
 
     /// The clone's next I/O in fio's order; None when it is done.
+    #[inline]
     pub fn next_io(&mut self) -> Result<Option<Io>, RunError> {
         // read_iolog: the trace, once, instead of the generator.
         if let Some(r) = &mut self.replay {
