@@ -958,10 +958,7 @@ impl DeviceTiming {
             let done = self.dram_xfer(t1, bytes);
             return Ok(self.link(done, wire, false));
         }
-        let mut ops = std::mem::take(&mut self.ops);
-        let r = ctrl.read(nsid, slba, nlb, &mut ops);
-        self.ops = ops;
-        r?;
+        ctrl.read(nsid, slba, nlb, &mut self.ops)?;
         let (done, _) = self.run_ops(t1);
         if self.prchk != 0 && prot.pi != 0 {
             ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
@@ -992,10 +989,7 @@ impl DeviceTiming {
         }
         let t2 = self.link(t1, wire, true);
         let t2 = self.write_path(t2, bytes);
-        let mut ops = std::mem::take(&mut self.ops);
-        let r = ctrl.write(nsid, slba, nlb, &mut ops);
-        self.ops = ops;
-        r?;
+        ctrl.write(nsid, slba, nlb, &mut self.ops)?;
         let (_, host_ius) = self.run_ops(t2);
         let ack = self.admit(set, t2, host_ius * self.iu_bytes);
         Ok(ack + self.t.ctrl_write_ns.value)

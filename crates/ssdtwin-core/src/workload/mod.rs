@@ -450,6 +450,8 @@ pub struct Generator {
     pub passes_done: u64,
     /// The job is a plain uniform random one ([`Generator::fill_uniform`] applies).
     uniform: bool,
+    /// The same with fio's random map ([`Generator::fill_uniform_map`] applies).
+    uniform_map: bool,
 }
 
 impl Generator {
@@ -637,6 +639,7 @@ impl Generator {
             loops_left: spec.loops.max(1),
             passes_done: 0,
             uniform: false,
+            uniform_map: false,
             spec,
         };
         // do_io's per-pass byte budget (backend.c): `size`, or io_size for random writes
@@ -651,14 +654,15 @@ impl Generator {
         g.pass_limit = limit;
         g.lastb = [0, 1, 2].map(|d| g.last_block(d));
         g.reset_ahead();
-        g.uniform = g.random
+        let plain = g.random
             && matches!(g.offsets, OffsetSource::Uniform)
-            && g.map.is_none()
             && g.seq_nr_opt == 1
             && g.spec.zone_size_bytes == 0
             && !g.randtrimwrite
             && !g.trimwrite
             && (0..3).all(|d| g.perc_rand[d] >= 100 && g.min_bs[d] == g.max_bs[d] && g.lastb[d] > 0);
+        g.uniform = plain && g.map.is_none();
+        g.uniform_map = plain && g.map.is_some();
         Ok(g)
     }
 
@@ -761,7 +765,13 @@ impl Generator {
                 self.end_pass();
                 continue;
             }
-            let io = if self.uniform { self.fill_uniform() } else { self.fill() };
+            let io = if self.uniform {
+                self.fill_uniform()
+            } else if self.uniform_map {
+                self.fill_uniform_map()
+            } else {
+                self.fill()
+            };
             match io {
                 Some(io) => {
                     let d = io.ddir.index();
@@ -864,6 +874,55 @@ impl Generator {
         }
         let buflen = self.min_bs[d];
         if buflen == 0 || offset + buflen > self.real_size {
+            return None;
+        }
+        self.zone_bytes += buflen;
+        self.last_start[d] = offset;
+        self.last_pos[d] = offset + buflen;
+        Some(Io { ddir, offset, len: buflen })
+    }
+
+    /// [`Generator::fill`] for the jobs [`Generator::fill_uniform`] is for, with fio's random
+    /// map (fio's default, `norandommap=0`): the same steps in `fill`'s order plus the map's.
+    /// A taken block moves to the next free one, a full map starts over on a time-based job
+    /// (`rand_block`), and the I/O marks its blocks, shrinking to the free ones it starts on
+    /// (`mark_random_map`).
+    #[inline]
+    fn fill_uniform_map(&mut self) -> Option<Io> {
+        let ddir = self.next_ddir();
+        let d = ddir.index();
+        let lastb = self.lastb[d];
+        let b = match self.uniform_block(lastb) {
+            Some(b) => b,
+            None if self.spec.time_based => {
+                self.file_reset();
+                self.uniform_block(lastb)?
+            }
+            None => return None,
+        };
+        let rel = b * self.ba[d];
+        if rel >= self.io_size {
+            return None;
+        }
+        let offset = rel.wrapping_add(self.file_offset);
+        if offset >= self.real_size {
+            return None;
+        }
+        let mut buflen = self.min_bs[d];
+        if buflen == 0 || offset + buflen > self.real_size {
+            return None;
+        }
+        let min_bs = buflen;
+        let rel = offset - self.file_offset;
+        let (block, nr) = match self.min_bs_shift[d] {
+            Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
+            None => (rel / min_bs, buflen.div_ceil(min_bs)),
+        };
+        let set = self.map.as_mut().expect("a job with a random map").set_nr(block, nr);
+        if set * min_bs < buflen {
+            buflen = set * min_bs;
+        }
+        if buflen == 0 {
             return None;
         }
         self.zone_bytes += buflen;
@@ -1134,44 +1193,55 @@ const PREFETCH_AHEAD: usize = 8;
 mod tests {
     use super::*;
 
-    /// `fill_uniform` issues exactly what `fill` issues, for every job it applies to: the
-    /// fio golden jobs without their random map (norandommap), size- and time-based, two
-    /// seeds each, with regions that end off the block grid.
+    /// `fill_uniform` and `fill_uniform_map` issue exactly what `fill` issues, for every job
+    /// they apply to: the fio golden jobs without their random map (norandommap) and with it,
+    /// size- and time-based, two seeds each, with regions that end off the block grid. The
+    /// time-based map runs fill the map and start it over many times (a run's I/Os are many
+    /// times the region's blocks).
     #[test]
-    fn the_uniform_fast_path_issues_what_the_general_path_issues() {
+    fn the_uniform_fast_paths_issue_what_the_general_path_issues() {
         #[derive(serde::Deserialize)]
         struct Golden {
             spec: JobSpec,
         }
         let goldens: Vec<Golden> = serde_json::from_str(include_str!("../../tests/data/fio_goldens.json")).unwrap();
-        let mut applied = 0;
+        let (mut applied, mut applied_map, mut map_full) = (0, 0, 0);
         for g in goldens {
-            for (time_based, seed, trim_bytes) in [(false, 1u64, 0u64), (true, 7, 0), (false, 3, 1536), (true, 11, 512)] {
-                let mut spec = g.spec.clone();
-                spec.norandommap = true;
-                spec.seed ^= seed;
-                spec.time_based = time_based;
-                if time_based {
-                    spec.runtime_ns = 1;
-                }
-                spec.size_bytes -= trim_bytes.min(spec.size_bytes / 2);
-                let target = spec.target_size_bytes;
-                let Ok(mut fast) = Generator::new(spec.clone(), target) else { continue };
-                let mut general = Generator::new(spec, target).unwrap();
-                if !fast.uniform {
-                    continue;
-                }
-                applied += 1;
-                general.uniform = false;
-                for i in 0..50_000 {
-                    let (a, b) = (fast.next_io(), general.next_io());
-                    assert_eq!(a, b, "I/O {i}");
-                    if a.is_none() {
-                        break;
+            for norandommap in [true, false] {
+                for (time_based, seed, trim_bytes) in [(false, 1u64, 0u64), (true, 7, 0), (false, 3, 1536), (true, 11, 512)] {
+                    let mut spec = g.spec.clone();
+                    spec.norandommap = norandommap;
+                    spec.seed ^= seed;
+                    spec.time_based = time_based;
+                    if time_based {
+                        spec.runtime_ns = 1;
+                    }
+                    spec.size_bytes -= trim_bytes.min(spec.size_bytes / 2);
+                    let target = spec.target_size_bytes;
+                    let Ok(mut fast) = Generator::new(spec.clone(), target) else { continue };
+                    let mut general = Generator::new(spec, target).unwrap();
+                    match (fast.uniform, fast.uniform_map) {
+                        (true, _) => applied += 1,
+                        (_, true) => applied_map += 1,
+                        _ => continue,
+                    }
+                    (general.uniform, general.uniform_map) = (false, false);
+                    let blocks = fast.lastb.iter().copied().max().unwrap_or(0);
+                    for i in 0..50_000u64 {
+                        let (a, b) = (fast.next_io(), general.next_io());
+                        assert_eq!(a, b, "I/O {i} (random map: {})", !norandommap);
+                        if a.is_none() {
+                            break;
+                        }
+                        if fast.uniform_map && time_based && i == blocks + 1 {
+                            map_full += 1;
+                        }
                     }
                 }
             }
         }
         assert!(applied >= 20, "{applied} jobs took the fast path");
+        assert!(applied_map >= 20, "{applied_map} jobs took the fast path with a map");
+        assert!(map_full >= 10, "{map_full} time-based map runs went past a full map");
     }
 }

@@ -125,6 +125,11 @@ pub(super) struct JobClone {
     pub iops_window_ns: u64,
     /// Some log (bw, iops, lat, hist) is written.
     pub logging: bool,
+    /// Some direction has `rate` or `rate_iops` (the rate limiter has work to do).
+    pub rate_limited: bool,
+    /// The namespace has QoS caps (`ssdtwin nvme qos`; set before the run, which holds the
+    /// controller for its whole length, so they cannot change during it).
+    pub qos_capped: bool,
     pub started: bool,
     pub finished: bool,
     pub stopping: bool,
@@ -203,6 +208,8 @@ impl JobClone {
         let (bw_window_ns, iops_window_ns) = (window_ns(spec.bw_avg_ms), window_ns(spec.iops_avg_ms));
         let logging = spec.logs.bw || spec.logs.iops || spec.logs.lat || spec.logs.hist;
         let (pract, prchk) = (spec.pi_act, spec.pi_chk);
+        let rate_limited =
+            [Ddir::Read, Ddir::Write, Ddir::Trim].into_iter().any(|d| spec.rate_bytes_per_s.get(d) > 0 || spec.rate_iops.get(d) > 0);
         let gen = Generator::new(spec, target)?;
         Ok(JobClone {
             gen,
@@ -214,6 +221,8 @@ impl JobClone {
             bw_window_ns,
             iops_window_ns,
             logging,
+            rate_limited,
+            qos_capped: false,
             started: false,
             finished: false,
             stopping: false,
@@ -308,7 +317,15 @@ impl JobClone {
 
     /// Under a rate limit: the time `io` may be issued if that is later than `now`;
     /// otherwise None, with the next I/O's earliest time advanced by this one's gap.
+    #[inline]
     pub fn rate_admit(&mut self, io: Io, now: u64) -> Option<u64> {
+        if !self.rate_limited {
+            return None;
+        }
+        self.rate_admit_limited(io, now)
+    }
+
+    fn rate_admit_limited(&mut self, io: Io, now: u64) -> Option<u64> {
         let di = io.ddir.index();
         let rate = self.gen.spec.rate_bytes_per_s.get(io.ddir);
         let rate_iops = self.gen.spec.rate_iops.get(io.ddir);
@@ -357,6 +374,7 @@ impl JobClone {
     }
 
     /// The clone's next I/O in fio's order; None when it is done.
+    #[inline]
     pub fn next_io(&mut self) -> Result<Option<Io>, RunError> {
         // read_iolog: the trace, once, instead of the generator.
         if let Some(r) = &mut self.replay {

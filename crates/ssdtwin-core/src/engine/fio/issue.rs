@@ -34,6 +34,11 @@ impl Runner<'_> {
             if self.after_issue(c, now, io)? {
                 return Ok(());
             }
+            // A full queue: the gate's first checks would say wait, and change nothing.
+            let cl = &self.clones[c];
+            if !cl.stopping && now < cl.stop_at && cl.inflight >= cl.depth_limit() {
+                return Ok(());
+            }
         }
     }
 
@@ -128,7 +133,7 @@ impl Runner<'_> {
         }
         // The controller's QoS caps on the namespace (`ssdtwin nvme qos`): held until the
         // command conforms, one wake-up per wait as for the rate limit above.
-        if io.ddir != Ddir::Trim {
+        if cl.qos_capped && io.ddir != Ddir::Trim {
             let at = self.timing.qos_ready(self.ctrl, cl.nsid, io.ddir == Ddir::Write, io.len, now);
             if at > now {
                 if cl.rate.wake_ns != at {

@@ -211,7 +211,9 @@ fn clones_of(
         if spec.target_size_bytes != target {
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
-        clones.push(JobClone::new(spec, NsId(nsid), ns, target, source)?);
+        let mut clone = JobClone::new(spec, NsId(nsid), ns, target, source)?;
+        clone.qos_capped = ctrl.qos_limits(NsId(nsid)).is_some();
+        clones.push(clone);
     }
     steadystate_setup(&mut clones);
     Ok(clones)
@@ -421,26 +423,39 @@ impl Runner<'_> {
     fn event_loop(&mut self, start_ns: u64, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), RunError> {
         let end_limit = self.end_limit;
         let mut events = 0u64;
-        while let Some(Entry { t, .. }) = self.events.peek() {
-            // A steady-state look due before (or with) the next event comes first; the end
-            // of a clone's ramp_time before the next look re-arms the looks (fio's
-            // reset_all_stats calls helper_reset).
-            if let Some(&Reverse(ramp_end)) = self.ss_resets.peek().filter(|r| r.0 < self.ss_next_ns && r.0 <= t) {
-                self.ss_resets.pop();
-                self.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
-                continue;
-            }
-            if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
-                self.steadystate_tick(self.ss_next_ns);
-                continue;
-            }
-            if self.conv.as_ref().is_some_and(|cv| cv.batch_end_ns <= t) {
-                // The fast-forward stretch reports the run's progress at its start, its clock moving.
-                let at = self.progress(t);
-                self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
-                continue;
-            }
-            let Entry { t, ev, .. } = self.events.pop().expect("peeked");
+        loop {
+            // Without steady-state looks and convergence samples nothing but the queue
+            // decides what comes next: pop without looking first (a peek finds the first
+            // bucket, and the pop found it again).
+            let quiet = self.ss_next_ns == u64::MAX && self.ss_resets.is_empty() && self.conv.is_none();
+            let entry = if quiet {
+                match self.events.pop() {
+                    Some(e) => e,
+                    None => break,
+                }
+            } else {
+                let Some(Entry { t, .. }) = self.events.peek() else { break };
+                // A steady-state look due before (or with) the next event comes first; the end
+                // of a clone's ramp_time before the next look re-arms the looks (fio's
+                // reset_all_stats calls helper_reset).
+                if let Some(&Reverse(ramp_end)) = self.ss_resets.peek().filter(|r| r.0 < self.ss_next_ns && r.0 <= t) {
+                    self.ss_resets.pop();
+                    self.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
+                    continue;
+                }
+                if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
+                    self.steadystate_tick(self.ss_next_ns);
+                    continue;
+                }
+                if self.conv.as_ref().is_some_and(|cv| cv.batch_end_ns <= t) {
+                    // The fast-forward stretch reports the run's progress at its start, its clock moving.
+                    let at = self.progress(t);
+                    self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
+                    continue;
+                }
+                self.events.pop().expect("peeked")
+            };
+            let Entry { t, ev, .. } = entry;
             let ev = Ev::unpack(ev);
             // Event times are computed with saturating additions, so a run that would overflow
             // the clock arrives here past the limit instead of wrapping around.
