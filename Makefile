@@ -45,6 +45,10 @@ sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, S
 
 # pytest-xdist spreads the tests over the cores (CI has 2): the suite is CPU-bound (each test
 # drives the Rust core), and every test keeps its own tmp_path and free ports, so they run apart.
+# `--dist loadfile`: a file's tests on one worker, so a module- or session-scoped fixture of a
+# test file (`validate --quick`, the reproduce tables, MariaDB's server) is computed once, not
+# once per worker. (`--dist loadgroup` with xdist_group marks does nothing under pytest 9 with
+# xdist 3.8: xdist renames `item._nodeid`, which pytest 9 no longer reads.)
 PYTEST_WORKERS ?= auto
 # compileall first: 563 of the tests start the `ssdtwin` CLI, many of them several times, and where
 # PYTHONDONTWRITEBYTECODE is set (this machine's environment sets it) no start writes the
@@ -52,7 +56,7 @@ PYTEST_WORKERS ?= auto
 # of CPU instead of 0.28 s; a pytest run of tests/fio/test_fio_bad_input.py, 148 s -> 75 s).
 test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
 	$(PYTHON) -m compileall -q python/ssdtwin
-	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core

@@ -16,34 +16,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the tests that share a test module's own module- or session-scoped fixture on one
-    xdist worker (`--dist loadgroup`, the Makefile's test-python).
-
-    xdist schedules unmarked tests one by one, and a fixture's scope is per worker: two tests
-    of `ssdtwin validate --quick`'s fixture on two workers ran the whole quick validation
-    twice. Grouping them by module computes each such fixture once; conftest's session
-    templates (cheap, used everywhere) stay per worker, and an explicit xdist_group wins."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") or not _uses_a_module_fixture(item):
-            continue
-        item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::", 1)[0]))
-
-
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
-    """True when the item uses a module- or session-scoped fixture defined in its own test
-    module (not in a conftest.py, whose fixtures every module shares)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return False
-    module = item.nodeid.split("::", 1)[0]
-    for defs in info.name2fixturedefs.values():
-        for d in defs:
-            if d.scope in ("module", "session") and d.baseid == module:
-                return True
-    return False
-
-
 @pytest.fixture(autouse=True)
 def _check_images_left_behind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
     """`ssdtwin check` (the same open and full FTL check) on every drive image a test leaves

@@ -18,10 +18,10 @@ import pytest
 
 from ssdtwin.studies import mariadb
 
-# pytest-xdist (`--dist loadgroup`): the module's tests on one worker, so its MariaDB server
-# (the module fixture, ~16 s) starts once, and two `mariadb-install-db` never run at once (a
-# CI run had one fail while the other worker's succeeded).
-pytestmark = [pytest.mark.tools, pytest.mark.xdist_group("test_mariadb")]
+# pytest-xdist (`--dist loadfile`, the Makefile's): the module's tests on one worker, so its
+# MariaDB server (the module fixture, ~16 s) starts once, and two `mariadb-install-db` never
+# run at once (a CI run had one fail while the other worker's succeeded).
+pytestmark = [pytest.mark.tools]
 
 TINY = mariadb.Config(scale=256, threads=4, tables=1, table_size=30_000, run_s=5, buffer_pool="6M", pace="off", fill=False)
 WRITE_BUFFER_BYTES = 12 << 20  # the preset's write buffer: data written before a window may be programmed in it
