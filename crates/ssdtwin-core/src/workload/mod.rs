@@ -829,17 +829,7 @@ impl Generator {
         }
         if self.random && !is_random_busy_ok {
             if let Some(map) = &mut self.map {
-                // io_u.c mark_random_map: the I/O shrinks to the free blocks it starts on.
-                let min_bs = self.min_bs[d];
-                let rel = offset - self.file_offset;
-                let (block, nr) = match self.min_bs_shift[d] {
-                    Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
-                    None => (rel / min_bs, buflen.div_ceil(min_bs)),
-                };
-                let set = map.set_nr(block, nr);
-                if set * min_bs < buflen {
-                    buflen = set * min_bs;
-                }
+                buflen = mark_random_map(map, self.min_bs[d], self.min_bs_shift[d], offset - self.file_offset, buflen);
                 if buflen == 0 {
                     // fio asserts here; a job that gets here has nothing left to do.
                     return None;
@@ -908,20 +898,12 @@ impl Generator {
         if offset >= self.real_size {
             return None;
         }
-        let mut buflen = self.min_bs[d];
-        if buflen == 0 || offset + buflen > self.real_size {
+        let min_bs = self.min_bs[d];
+        if min_bs == 0 || offset + min_bs > self.real_size {
             return None;
         }
-        let min_bs = buflen;
-        let rel = offset - self.file_offset;
-        let (block, nr) = match self.min_bs_shift[d] {
-            Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
-            None => (rel / min_bs, buflen.div_ceil(min_bs)),
-        };
-        let set = self.map.as_mut().expect("a job with a random map").set_nr(block, nr);
-        if set * min_bs < buflen {
-            buflen = set * min_bs;
-        }
+        let map = self.map.as_mut().expect("a job with a random map");
+        let buflen = mark_random_map(map, min_bs, self.min_bs_shift[d], offset - self.file_offset, min_bs);
         if buflen == 0 {
             return None;
         }
@@ -1186,6 +1168,21 @@ pub enum ExitWhat {
 const PREFETCH_MAP_BLOCKS: u64 = 1 << 20;
 /// Block-size draws before a job whose sizes cannot fit is treated as done.
 const MAX_BUFLEN_DRAWS: u32 = 1 << 16;
+
+/// io_u.c `mark_random_map`: mark the blocks of an I/O of `buflen` bytes at `rel` (from the
+/// file's start) taken in `map`, whose blocks are `min_bs` bytes (`shift`: its log2 when a
+/// power of two); the I/O shrinks to the free blocks it starts on. The new length (0: its
+/// first block was taken).
+#[inline]
+fn mark_random_map(map: &mut AxMap, min_bs: u64, shift: Option<u32>, rel: u64, buflen: u64) -> u64 {
+    let (block, nr) = match shift {
+        Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
+        None => (rel / min_bs, buflen.div_ceil(min_bs)),
+    };
+    let set = map.set_nr(block, nr);
+    buflen.min(set * min_bs)
+}
+
 /// How many random draws ahead the map word is prefetched.
 const PREFETCH_AHEAD: usize = 8;
 
