@@ -836,10 +836,7 @@ impl Generator {
                 }
             }
         }
-        self.zone_bytes += buflen;
-        self.last_start[d] = offset;
-        self.last_pos[d] = offset + buflen;
-        Some(Io { ddir, offset, len: buflen })
+        self.issue(ddir, offset, buflen)
     }
 
     /// [`Generator::fill`] for a plain uniform random job (no random map, every block size
@@ -855,21 +852,8 @@ impl Generator {
         // draw, no map to consult.
         let r = self.streams.random.draw();
         let rel = self.streams.random.scale(self.lastb[d], r) * self.ba[d];
-        if rel >= self.io_size {
-            return None;
-        }
-        let offset = rel.wrapping_add(self.file_offset);
-        if offset >= self.real_size {
-            return None;
-        }
-        let buflen = self.min_bs[d];
-        if buflen == 0 || offset + buflen > self.real_size {
-            return None;
-        }
-        self.zone_bytes += buflen;
-        self.last_start[d] = offset;
-        self.last_pos[d] = offset + buflen;
-        Some(Io { ddir, offset, len: buflen })
+        let (offset, buflen) = self.fixed_block_at(d, rel)?;
+        self.issue(ddir, offset, buflen)
     }
 
     /// [`Generator::fill`] for the jobs [`Generator::fill_uniform`] is for, with fio's random
@@ -890,7 +874,20 @@ impl Generator {
             }
             None => return None,
         };
-        let rel = b * self.ba[d];
+        let (offset, min_bs) = self.fixed_block_at(d, b * self.ba[d])?;
+        let map = self.map.as_mut().expect("a job with a random map");
+        let buflen = mark_random_map(map, min_bs, self.min_bs_shift[d], offset - self.file_offset, min_bs);
+        if buflen == 0 {
+            return None;
+        }
+        self.issue(ddir, offset, buflen)
+    }
+
+    /// The fast paths' checks of `fill` (next_offset's and the size check): the offset of
+    /// `rel` and direction `d`'s one block size, or None where `fill` would end the pass (past
+    /// io_size, past the file, or a block that does not fit in it).
+    #[inline]
+    fn fixed_block_at(&self, d: usize, rel: u64) -> Option<(u64, u64)> {
         if rel >= self.io_size {
             return None;
         }
@@ -898,19 +895,21 @@ impl Generator {
         if offset >= self.real_size {
             return None;
         }
-        let min_bs = self.min_bs[d];
-        if min_bs == 0 || offset + min_bs > self.real_size {
+        let bs = self.min_bs[d];
+        if bs == 0 || offset + bs > self.real_size {
             return None;
         }
-        let map = self.map.as_mut().expect("a job with a random map");
-        let buflen = mark_random_map(map, min_bs, self.min_bs_shift[d], offset - self.file_offset, min_bs);
-        if buflen == 0 {
-            return None;
-        }
-        self.zone_bytes += buflen;
+        Some((offset, bs))
+    }
+
+    /// An I/O leaves `fill`: its zone bytes and its direction's last start and end recorded.
+    #[inline]
+    fn issue(&mut self, ddir: Ddir, offset: u64, len: u64) -> Option<Io> {
+        let d = ddir.index();
+        self.zone_bytes += len;
         self.last_start[d] = offset;
-        self.last_pos[d] = offset + buflen;
-        Some(Io { ddir, offset, len: buflen })
+        self.last_pos[d] = offset + len;
+        Some(Io { ddir, offset, len })
     }
 
     /// io_u.c `setup_strided_zone_mode`.
