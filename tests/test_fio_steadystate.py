@@ -24,7 +24,7 @@ from ssdtwin.drive import Drive
 from ssdtwin.fio import parse_string
 from ssdtwin.fio.errors import FioJobError
 from ssdtwin.fio.run import run_jobs
-from twin import CM6, run_cli, run_fio
+from twin import CM6, job_file_error, run_cli, run_fio
 
 SECOND_NS = 1_000_000_000
 
@@ -179,10 +179,8 @@ def test_random_writes_settle_after_gc_and_end_at_the_expected_second(tmp_path: 
     ],
 )
 def test_bad_values_are_one_line_errors(line: str, message: str) -> None:
-    with pytest.raises(FioJobError) as e:
-        parse_string(f"[global]\nsize=1m\n[a]\n{line}\n", name="job.fio")
-    text = str(e.value)
-    assert message in text and "\n" not in text.strip()
+    text = job_file_error(f"[global]\nsize=1m\n[a]\n{line}\n")
+    assert message in text
     assert text.startswith(f"job.fio:4: {line}")
 
 

@@ -202,3 +202,18 @@ def without_timestamps(doc: Any) -> Any:
     if isinstance(doc, list):
         return [without_timestamps(v) for v in doc]
     return doc
+
+
+def job_file_error(text: str) -> str:
+    """The error a fio job file of `text` (named `job.fio`) is refused with: a FioJobError
+    whose message is one line naming the file (the parser's bad-input contract)."""
+    import pytest
+
+    from ssdtwin.fio import parse_string
+    from ssdtwin.fio.errors import FioJobError
+
+    with pytest.raises(FioJobError) as e:
+        parse_string(text, name="job.fio")
+    message = str(e.value)
+    assert "\n" not in message.strip() and "job.fio:" in message, message
+    return message
