@@ -97,7 +97,6 @@ def spdk_rdma_point(scale: int, seed: int, progress: Optional[Callable[[int, int
     t0 = time.perf_counter()
     c = lab("nvmeof-rdma", "spdk", SPDK_RDMA_CORES, scale, seed)
     res, window = settled_run(c, spdk_tcp.job_text, WINDOW_MS, "read", "spdk-rdma-8", progress)
-    sat = saturating(res["resources"])
     return _row(
         "spdk-rdma",
         "nvmeof-rdma",
@@ -105,14 +104,21 @@ def spdk_rdma_point(scale: int, seed: int, progress: Optional[Callable[[int, int
         "IOPS",
         res["read"]["iops"],
         SPDK_RDMA_IOPS,
-        {
-            "saturating": sat["name"],
-            "saturating_utilisation": sat["utilisation"],
-            "window_ms": list(window),
-            "events": res["events"],
-            "wall_s": time.perf_counter() - t0,
-        },
+        _loaded_run(res, window, t0),
     )
+
+
+def _loaded_run(res: dict[str, Any], window: tuple[int, int], t0: float) -> dict[str, Any]:
+    """What a loaded point reports of its run: the saturating resource, the settled window,
+    the events simulated and the wall time since `t0`."""
+    sat = saturating(res["resources"])
+    return {
+        "saturating": sat["name"],
+        "saturating_utilisation": sat["utilisation"],
+        "window_ms": list(window),
+        "events": res["events"],
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def kernel_cpu_point(
@@ -125,7 +131,6 @@ def kernel_cpu_point(
     res, window = settled_run(c, spdk_tcp.job_text, WINDOW_MS, "read", f"kernel-{stack}", progress)
     (node,) = [u for u in res["resources"] if u["name"] == "node0.cores"]
     per_io_us = node["mean_in_use"] / res["read"]["iops"] * 1e6
-    sat = saturating(res["resources"])
     return _row(
         "kernel-cpu",
         stack,
@@ -138,11 +143,7 @@ def kernel_cpu_point(
             "model_cores": node["mean_in_use"],
             "model_cpu_per_io_us": per_io_us,
             "published_cpu_per_io_us": cores_pub / iops_pub * 1e6,
-            "saturating": sat["name"],
-            "saturating_utilisation": sat["utilisation"],
-            "window_ms": list(window),
-            "events": res["events"],
-            "wall_s": time.perf_counter() - t0,
+            **_loaded_run(res, window, t0),
         },
     )
 
