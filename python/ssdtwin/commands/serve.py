@@ -117,7 +117,7 @@ def serve_cmd(
             say(f"  metrics: http://{info['metrics']}/metrics")
         say("Ctrl-C or SIGTERM stops it (the state is committed on the way out).")
 
-    before = _vendor_log(served)  # the session's WAF is measured from here
+    before = _committed_log(served)  # the session's WAF is measured from here
     try:
         summary = _core.serve(
             os.fspath(served),
@@ -217,28 +217,23 @@ def _bind_error(hostport: str) -> Optional[str]:
     return None
 
 
-def _vendor_log(path: Path) -> Optional[VendorLog]:
-    """The image's committed vendor log (read-only), or None when it cannot be read (the
-    server then says why it cannot serve it)."""
+def _committed_log(path: Path) -> Optional[tuple[VendorLog, int]]:
+    """The image's committed vendor log and the bytes of its attached namespaces (read-only),
+    or None when it cannot be read (the server then says why it cannot serve it)."""
     try:
         with Drive.open(path, writable=False) as d:
-            return d.vendor_log()
+            return d.vendor_log(), sum(n.bytes for n in d.namespaces() if n.attached)
     except (_core.SsdtwinError, OSError, ValueError):
         return None
 
 
-def _session_waf(path: Path, before: Optional[VendorLog]) -> Optional[dict[str, Any]]:
+def _session_waf(path: Path, before: Optional[tuple[VendorLog, int]]) -> Optional[dict[str, Any]]:
     """The drive's WAF over the session (waf.py), from the committed logs either side of it:
     timed writes (the server runs the model); None when a log cannot be read."""
-    if before is None:
+    after = _committed_log(path)
+    if before is None or after is None:
         return None
-    try:
-        with Drive.open(path, writable=False) as d:
-            after = d.vendor_log()
-            ns_bytes = sum(n.bytes for n in d.namespaces() if n.attached)
-    except (_core.SsdtwinError, OSError, ValueError):
-        return None
-    return wafm.measure(before, after, "timed", ns_bytes)
+    return wafm.measure(before[0], after[0], "timed", after[1])
 
 
 def summary_text(s: dict[str, Any], waf: Optional[dict[str, Any]] = None) -> str:
