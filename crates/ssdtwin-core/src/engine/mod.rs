@@ -76,7 +76,13 @@ impl Calendar {
         while self.head < self.busy.len() && self.busy[self.head].1 <= now {
             self.head += 1;
         }
-        if self.head > 64 && self.head * 2 > self.busy.len() {
+        if self.head == self.busy.len() {
+            // Everything reserved has ended. Start over, so that the last entry below is
+            // always live: extending a dead one (ended at `now`, `ready == now`) would hide
+            // the transfer from every later search, which would then overlap it.
+            self.busy.clear();
+            self.head = 0;
+        } else if self.head > 64 && self.head * 2 > self.busy.len() {
             self.busy.drain(..self.head);
             self.head = 0;
         }

@@ -15,6 +15,59 @@ fn calendar_fills_gaps_in_time_order() {
     assert_eq!(c.busy.len() - c.head, 1);
 }
 
+/// A transfer ready the moment the last reservation ends, arriving then, follows it; the
+/// next one arriving at the same time queues behind both and must not share their time.
+#[test]
+fn calendar_never_reuses_an_interval_that_ended_at_arrival() {
+    let mut c = Calendar::default();
+    assert_eq!(c.reserve(0, 0, 10), 0);
+    // Arrives when [0, 10) ends, ready then: starts at 10.
+    assert_eq!(c.reserve(10, 10, 5), 10);
+    // Same arrival, same readiness: the channel is busy until 15.
+    assert_eq!(c.reserve(10, 10, 5), 15);
+    assert_eq!(c.reserve(10, 12, 1), 20);
+}
+
+/// Any sequence of reservations with arrivals in time order and data ready no earlier than
+/// arrival: each starts no earlier than its data is ready, no two transfers share the
+/// resource at any instant, and the live intervals stay sorted and disjoint.
+mod calendar_props {
+    use super::Calendar;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+        #[test]
+        fn reservations_are_disjoint_and_start_when_ready(
+            steps in proptest::collection::vec((0u64..12, 0u64..12, 1u64..8), 1..120)
+        ) {
+            let mut c = Calendar::default();
+            let mut now = 0u64;
+            let mut given: Vec<(u64, u64)> = Vec::new();
+            for (advance, wait, dur) in steps {
+                // Small steps make ties (ready == now == an interval's end) common.
+                now += advance / 4;
+                let ready = now + wait / 3;
+                let start = c.reserve(now, ready, dur);
+                prop_assert!(start >= ready, "start {} before ready {}", start, ready);
+                for &(s, e) in &given {
+                    prop_assert!(start + dur <= s || start >= e,
+                        "[{}, {}) overlaps [{}, {}) (now {}, ready {})", start, start + dur, s, e, now, ready);
+                }
+                given.push((start, start + dur));
+                let live = &c.busy[c.head..];
+                prop_assert!(live.iter().all(|&(s, e)| s < e));
+                prop_assert!(live.windows(2).all(|w| w[0].1 <= w[1].0), "live list not sorted and disjoint: {:?}", live);
+                // What the calendar holds as busy covers every transfer not yet over.
+                for &(s, e) in given.iter().filter(|&&(_, e)| e > now) {
+                    prop_assert!(live.iter().any(|&(ls, le)| ls <= s && e <= le),
+                        "[{}, {}) is not in the live list {:?}", s, e, live);
+                }
+            }
+        }
+    }
+}
+
 mod suspend {
     use super::super::DeviceTiming;
     use crate::nvme::Controller;
