@@ -1,6 +1,6 @@
 """``python -m ssdtwin``: the ``ssdtwin`` command."""
 
-from .commands.cli import main
+from .commands.entry import main
 
 if __name__ == "__main__":
     main()
