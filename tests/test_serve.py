@@ -450,9 +450,52 @@ def test_metrics_scrape_has_every_documented_name(tmp_path: Path, two_ns: Path) 
         s.stop()
     present = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
     present |= {n.rsplit("_", 1)[0] for n in present if n.endswith(("_bucket", "_sum", "_count"))}
-    missing = [n for n in documented_metrics() if n not in present]
+    # Present only while the session's WAF is measured (steady): 16 MiB of 2 GiB is not.
+    conditional = {"ssdtwin_waf_session_measured"}
+    missing = [n for n in documented_metrics() if n not in present and n not in conditional]
     assert not missing, f"documented but not exported: {missing}"
+    assert not conditional & present
     assert re.search(r"^ssdtwin_nbd_connections_accepted_total [1-9]", text, re.M)
+
+
+def test_session_waf_metrics_carry_the_measurements_span_and_verdict(tmp_path: Path) -> None:
+    """``ssdtwin_waf_session`` stays the session's window ratio; beside it the session's GC
+    cycles and namespace passes, a 0/1 ``_steady``, and ``_measured`` (the drive's WAF)
+    only once the session spans a namespace pass (docs/models.md, "Measuring WAF")."""
+    need("fio")
+    d = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)  # 32 MiB each, 64 MiB attached
+
+    def write(s: Served, size: str, loops: int) -> None:
+        sh(
+            "fio",
+            "--name=w",
+            "--ioengine=nbd",
+            f"--uri={s.uri('ns1')}",
+            "--rw=write",
+            "--bs=64k",
+            f"--size={size}",
+            f"--loops={loops}",
+            f"--output={tmp_path / 'f.txt'}",
+        )
+
+    with served(d, "--pace", "off", metrics=True) as s:
+        m = scrape(s)
+        assert (m["ssdtwin_waf_session_steady"], m["ssdtwin_waf_session_namespace_passes"]) == (0, 0)
+        write(s, "16m", 1)
+        short = scrape(s)
+        write(s, "32m", 2)
+        long = scrape(s)
+        s.stop()
+    # A quarter of the attached bytes: a window ratio only, no measured WAF.
+    assert short["ssdtwin_waf_session_namespace_passes"] == 0.25
+    assert short["ssdtwin_waf_session_steady"] == 0
+    assert short["ssdtwin_waf_session"] > 0
+    assert "ssdtwin_waf_session_measured" not in short
+    # 80 MiB of 64: steady, and the measured WAF is the window's ratio.
+    assert long["ssdtwin_waf_session_namespace_passes"] == 1.25
+    assert long["ssdtwin_waf_session_steady"] == 1
+    assert long["ssdtwin_waf_session_measured"] == pytest.approx(long["ssdtwin_waf_session"], rel=1e-9)
+    assert long["ssdtwin_waf_session_gc_cycles"] >= 0
 
 
 def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from test_bad_input import assert_one_line_error
-from twin import P5316, check_image, copy_image, image_digest, run_cli
+from twin import P5316, check_image, copy_image, image_digest, make_two_namespaces, run_cli
 
 JOB = """
 [global]
@@ -59,7 +59,10 @@ def test_fio_through_a_stack_commits_tier_and_drive(tmp_path: Path, p5316: Path,
     assert c["host_write_bytes"] == 256 << 20
     # Every byte the drive's vendor log counts as host-written came from the stack.
     assert c["drive_host_write_bytes"] == c["stack_drive_write_bytes"] > 0
-    assert c["end_to_end_waf"] == pytest.approx(c["tier_waf"] * c["drive_waf"])
+    assert c["end_to_end_waf_window_raw"] == pytest.approx(c["tier_waf"] * c["drive_waf_window_raw"])
+    # 256 MiB of a 60 GB namespace, no GC cycle: the drive's ratio is a window's, not its WAF.
+    assert c["drive_waf_verdict"] == "insufficient" and c["drive_waf"] is None and c["end_to_end_waf"] is None
+    assert c["drive_waf_host_bytes"] == c["drive_host_write_bytes"]
     assert c["resident_bytes"] <= 128 << 20
     vendor = run_cli("nvme", "vendor-log", p5316, "-o", "json").json()
     assert vendor["host_write_bytes"] == c["drive_host_write_bytes"]
@@ -131,6 +134,35 @@ def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
     c = counters(stack)
     assert c["host_write_bytes"] == 0 and c["tier_waf"] is None
     assert json.loads((stack / "state.json").read_text())["stack"]["media"]["name"] == "optane-ssd"
+
+
+def test_show_prints_the_drives_waf_as_a_measurement(tmp_path: Path) -> None:
+    """``stack --show`` measures the drive's WAF over the stack's runs (docs/models.md,
+    "Measuring WAF"): under a namespace pass and a GC cycle, no WAF, the window said; past
+    one pass of the stack's namespace, the WAF with its span."""
+    drive = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)  # ns1: 32 MiB
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:8MiB")
+    job = tmp_path / "seq.fio"
+
+    def run(size: str, loops: int) -> None:
+        job.write_text(f"[w]\nioengine=libaio\ndirect=1\nrw=write\nbs=128k\nsize={size}\nloops={loops}\n")
+        run_cli("fio", stack, job, "--output-format", "json")
+
+    run("8m", 1)
+    c = counters(stack)
+    assert c["drive_waf_basis"] == "timed" and c["drive_waf_verdict"] == "insufficient"
+    assert c["drive_waf"] is None and c["end_to_end_waf"] is None and c["drive_waf_window_raw"] is not None
+    assert c["drive_waf_namespace_passes"] == pytest.approx(c["drive_host_write_bytes"] / (32 << 20))
+    text = run_cli("stack", stack, "--show").stdout
+    assert "drive WAF                  not measured (the window spans less than 1 GC cycle or 1 namespace pass" in text
+    assert "namespace passes" in text and "(basis: timed, the stack's runs)" in text
+    run("32m", 2)
+    c = counters(stack)
+    assert c["drive_waf_verdict"] == "steady" and c["drive_waf_namespace_passes"] >= 1
+    assert c["drive_waf"] == c["drive_waf_window_raw"] > 0
+    assert c["end_to_end_waf"] == c["end_to_end_waf_window_raw"]
+    assert f"drive WAF                  {c['drive_waf']:.4f} (steady" in run_cli("stack", stack, "--show").stdout
 
 
 def test_the_shaping_study_shows_the_physics() -> None:

@@ -14,10 +14,11 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, Optional, TypedDict
 
 from . import _core
-from .core_types import FtlCounters, StackState
+from . import waf as wafm
+from .core_types import FtlCounters, StackState, VendorLog
 from .drive import Drive
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
@@ -50,10 +51,16 @@ class DriveIdentity(TypedDict):
 
 
 class DriveTotals(TypedDict):
-    """The drive's host and NAND bytes over the stack's runs."""
+    """The drive's host and NAND bytes over the stack's runs, and its vendor logs when the
+    stack was made and after its last run: the window of the drive's WAF measurement
+    (``drive_waf``). Nothing else writes the drive in between (``open_drive`` refuses a drive
+    changed underneath), so that window is the stack's runs. Stack images made before the
+    logs were kept have none, and no measurement."""
 
     drive_host_write_bytes: int
     drive_nand_write_bytes: int
+    drive_log_first: NotRequired[VendorLog]
+    drive_log_last: NotRequired[VendorLog]
 
 
 class StackImageState(TypedDict):
@@ -153,7 +160,8 @@ def create(
                 f"--namespace {namespace}: not an attached namespace of {drive} (attached: {', '.join(map(str, nss)) or 'none'})"
             )
         ns = nss[namespace]
-        iu = int(d.vendor_log()["iu_bytes"])
+        log = d.vendor_log()
+        iu = int(log["iu_bytes"])
         ident = identity(d)
     given = {
         "high_watermark_pct": high_watermark_pct,
@@ -177,21 +185,39 @@ def create(
     config = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
     path.mkdir(parents=True, exist_ok=True)
     (path / "stack.toml").write_text(_toml(config))
-    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(), "stack": state}))
+    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(log), "stack": state}))
     return config
 
 
-def _zero_totals() -> DriveTotals:
-    return {"drive_host_write_bytes": 0, "drive_nand_write_bytes": 0}
+def _zero_totals(log: Optional[VendorLog] = None) -> DriveTotals:
+    totals: DriveTotals = {"drive_host_write_bytes": 0, "drive_nand_write_bytes": 0}
+    if log is not None:
+        totals["drive_log_first"] = totals["drive_log_last"] = log
+    return totals
 
 
-def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: int) -> DriveTotals:
-    """The state's drive totals with a run's (or a serving session's) bytes added."""
+def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: int, after: VendorLog) -> DriveTotals:
+    """The state's drive totals with a run's (or a serving session's) bytes added; ``after``
+    is the drive's vendor log at the end of it."""
     old = state.get("drive_totals") or _zero_totals()
-    return {
+    new: DriveTotals = {
         "drive_host_write_bytes": old["drive_host_write_bytes"] + host_write_bytes,
         "drive_nand_write_bytes": old["drive_nand_write_bytes"] + nand_write_bytes,
     }
+    if "drive_log_first" in old:
+        new["drive_log_first"] = old["drive_log_first"]
+        new["drive_log_last"] = after
+    return new
+
+
+def drive_waf(config: dict[str, Any], state: StackImageState) -> Optional[dict[str, Any]]:
+    """The drive's WAF measurement over the stack's runs (waf.py: timed writes, the stack's
+    namespace); None for a stack image without the drive's logs."""
+    totals = state.get("drive_totals") or _zero_totals()
+    if "drive_log_first" not in totals or "drive_log_last" not in totals:
+        return None
+    ns_bytes = int(state["stack"]["tier"]["config"]["drive_bytes"])  # the stack's namespace
+    return wafm.measure(totals["drive_log_first"], totals["drive_log_last"], "timed", ns_bytes)
 
 
 def is_stack(path: Path) -> bool:
@@ -278,6 +304,13 @@ def counters(config: dict[str, Any], state: StackImageState) -> dict[str, Any]:
     def ratio(a: float, b: float) -> Optional[float]:
         return a / b if b else None
 
+    # The drive's ratio over the stack's runs is its WAF only when they span a GC cycle or a
+    # namespace pass (docs/models.md, "Measuring WAF"); so is the end-to-end one, which
+    # carries it. Otherwise both are null and their window ratios are kept beside them.
+    m = drive_waf(config, state)
+    steady = m is not None and m["verdict"] == "steady"
+    drive_raw = ratio(totals["drive_nand_write_bytes"], totals["drive_host_write_bytes"])
+    end_to_end_raw = ratio(totals["drive_nand_write_bytes"], host)
     return {
         "media": config["media"],
         "policy": config["policy"],
@@ -293,9 +326,12 @@ def counters(config: dict[str, Any], state: StackImageState) -> dict[str, Any]:
         "tier_waf": ratio(to_drive, host),
         "drive_host_write_bytes": totals["drive_host_write_bytes"],
         "drive_nand_write_bytes": totals["drive_nand_write_bytes"],
-        "drive_waf": ratio(totals["drive_nand_write_bytes"], totals["drive_host_write_bytes"]),
+        "drive_waf": drive_raw if steady else None,
+        "drive_waf_window_raw": drive_raw,
+        **wafm.keys(m, "drive_waf"),
         # NAND bytes per host byte, over the stack's runs (the drive's vendor-log counter).
-        "end_to_end_waf": ratio(totals["drive_nand_write_bytes"], host),
+        "end_to_end_waf": end_to_end_raw if steady else None,
+        "end_to_end_waf_window_raw": end_to_end_raw,
     }
 
 
@@ -332,6 +368,6 @@ def run_parsed(
     results, new_stack = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)
     after = d.vendor_log()
     totals = add_totals(
-        state, after["host_write_bytes"] - before["host_write_bytes"], after["nand_write_bytes"] - before["nand_write_bytes"]
+        state, after["host_write_bytes"] - before["host_write_bytes"], after["nand_write_bytes"] - before["nand_write_bytes"], after
     )
     return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": new_stack}

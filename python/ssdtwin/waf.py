@@ -80,6 +80,16 @@ def text(m: Optional[Mapping[str, Any]]) -> str:
     return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
 
 
+def verdict_text(m: Mapping[str, Any]) -> str:
+    """The WAF figure of ``ssdtwin waf`` and ``ssdtwin stack --show``: the ratio when the
+    window spans enough, else why there is none."""
+    if m["verdict"] == "no_writes":
+        return "- (nothing written)"
+    if m["verdict"] != "steady":
+        return f"not measured (the window spans less than {NEED}: its ratio is not the drive's WAF)"
+    return f"{m['waf']:.4f} (steady: the window spans at least {NEED})"
+
+
 def window_label(m: Optional[Mapping[str, Any]]) -> str:
     """What a window ratio compared with a published window ratio was measured over: its
     basis, amount and whether it is also the drive's WAF (reproduce rows)."""

@@ -21,6 +21,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use ssdtwin_core::nvme::{WafBasis, WafMeasurement, WafVerdict};
+
 use crate::backend::{Inner, TwinBackend};
 
 /// Scrape-time metrics of one backend.
@@ -74,18 +76,16 @@ const NONE: Labels = &[];
 impl Collector for TwinCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let Some(inner) = self.inner.upgrade() else { return Ok(()) };
-        let (vl, smart, journal_bytes, commits, idle_moved, start_host, start_nand) = {
+        let (vl, smart, journal_bytes, commits, idle_moved, start_host, start_nand, session) = {
             let g = inner.lock();
             let Some(st) = g.as_ref() else { return Ok(()) };
-            (
-                st.img.ctrl.vendor_log(),
-                st.img.ctrl.smart_log(),
-                st.journal.len_bytes(),
-                st.commits,
-                st.idle_gc_moved,
-                st.start_host_bytes,
-                st.start_nand_bytes,
-            )
+            let vl = st.img.ctrl.vendor_log();
+            // The session's WAF measurement (docs/models.md, "Measuring WAF"): timed writes
+            // over the attached namespaces, as the summary at exit measures it.
+            let ns_bytes = st.img.ctrl.namespaces().filter(|n| n.attached).map(|n| n.bytes()).sum();
+            let session = WafMeasurement::between(&st.start_log, &vl, WafBasis::Timed, ns_bytes);
+            let (h0, n0) = (st.start_log.host_write_bytes, st.start_log.nand_write_bytes);
+            (vl, st.img.ctrl.smart_log(), st.journal.len_bytes(), st.commits, st.idle_gc_moved, h0, n0, session)
         };
         let s = inner.server_stats();
         let c = &inner.counters;
@@ -111,9 +111,30 @@ impl Collector for TwinCollector {
         o.gauge_f("ssdtwin_waf", "Write amplification over the drive's life (NAND / host bytes written)", vl.waf)?;
         o.gauge_f(
             "ssdtwin_waf_session",
-            "Write amplification since this server started",
+            "NAND / host bytes written since this server started: a window ratio whatever the window spans \
+             (the drive's WAF only where ssdtwin_waf_session_steady is 1; 0 before any write)",
             if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
         )?;
+        o.gauge_f(
+            "ssdtwin_waf_session_gc_cycles",
+            "Superblocks GC reclaimed since this server started / superblocks in the drive",
+            session.gc_cycles,
+        )?;
+        o.gauge_f(
+            "ssdtwin_waf_session_namespace_passes",
+            "Host bytes written since this server started / bytes of the attached namespaces",
+            session.namespace_passes,
+        )?;
+        o.gauge(
+            "ssdtwin_waf_session_steady",
+            "1 when the session spans at least 1 GC cycle or 1 namespace pass (its WAF is the drive's), else 0",
+            i64::from(session.verdict == WafVerdict::Steady),
+        )?;
+        // Only while the session's ratio is the drive's WAF: an absent series, not a NaN or a
+        // 0, is what a Prometheus query and an alert treat as "no value".
+        if let Some(waf) = session.waf {
+            o.gauge_f("ssdtwin_waf_session_measured", "The drive's WAF over this session (present only when steady)", waf)?;
+        }
         o.counter("ssdtwin_gc_victims", "Superblocks chosen for garbage collection", vl.gc_victims)?;
         o.counter("ssdtwin_gc_foreground_victims", "GC victims collected while the host waited", vl.foreground_gc_victims)?;
         o.counter("ssdtwin_background_gc_moved_ius", "IUs relocated by idle-time GC in this session", idle_moved)?;

@@ -6,6 +6,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::Image;
 use ssdtwin_core::journal::{JournalWriter, Record};
+use ssdtwin_core::nvme::VendorLog;
 
 use crate::arb::ArbState;
 use crate::config::TwinConfig;
@@ -43,9 +44,8 @@ pub(crate) struct State {
     pub(crate) last_commit_v: u64,
     pub(crate) last_live_v: Option<u64>,
     pub(crate) commits: u64,
-    /// FTL counters when serving started (for the WAF of this session).
-    pub(crate) start_host_bytes: u64,
-    pub(crate) start_nand_bytes: u64,
+    /// The vendor log when serving started (the session's WAF window opens here).
+    pub(crate) start_log: VendorLog,
     /// The submission queues of WRR arbitration, when feature 01h selects it (crate::arb).
     pub(crate) arb: Option<ArbState>,
 }

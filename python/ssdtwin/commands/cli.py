@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -437,7 +436,7 @@ def waf(
     typer.echo(f"host bytes written : {dh} ({nvmefmt.si_bytes(dh)})")
     typer.echo(f"NAND bytes written : {dn} ({nvmefmt.si_bytes(dn)})")
     typer.echo(f"window             : {wafm.amount(m)} (basis: window, timed or fast-forward not known)")
-    typer.echo(f"WAF                : {waf_window_text(m)}")
+    typer.echo(f"WAF                : {wafm.verdict_text(m)}")
     if "intel_waf" in out:
         iw, hs = out["intel_waf"], out["intel_0xf5_host_units"]
         typer.echo(
@@ -447,15 +446,6 @@ def waf(
             if not hs
             else "WAF from 0xF4/0xF5 : not measured (the same window)"
         )
-
-
-def waf_window_text(m: Mapping[str, Any]) -> str:
-    """``ssdtwin waf``'s WAF line: the figure when the window spans enough, else why not."""
-    if m["verdict"] == "no_writes":
-        return "- (nothing written)"
-    if m["verdict"] != "steady":
-        return f"not measured (the window spans less than {wafm.NEED}: its ratio is not the drive's WAF)"
-    return f"{m['waf']:.4f} (steady: the window spans at least {wafm.NEED})"
 
 
 @app.command()

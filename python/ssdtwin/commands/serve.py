@@ -170,9 +170,10 @@ def _save_stack(path: Path, config: dict[str, Any], state: stacklib.StackImageSt
     summary line."""
     if "stack" not in summary:
         fail(f"{path}: the server returned no stack state; the stack keeps its last committed state")
-    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"])
     with Drive.open(Path(config["drive"]), writable=False) as d:
         ident = stacklib.identity(d)
+        after = d.vendor_log()
+    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"], after)
     new: stacklib.StackImageState = {"drive_identity": ident, "drive_totals": totals, "stack": summary.pop("stack")}
     stacklib.save_state(path, new)
     c = stacklib.counters(config, new)
@@ -182,7 +183,7 @@ def _save_stack(path: Path, config: dict[str, Any], state: stacklib.StackImageSt
 
     return (
         f"  stack {path}: {config['policy']} on {config['media']}, host {si_bytes(c['host_write_bytes'])} -> drive "
-        f"{si_bytes(c['stack_drive_write_bytes'])}; tier WAF {f(c['tier_waf'])}, drive WAF {f(c['drive_waf'])}, "
+        f"{si_bytes(c['stack_drive_write_bytes'])}; tier WAF {f(c['tier_waf'])}, drive {wafm.text(wafm.from_keys(c, 'drive_waf'))}, "
         f"end-to-end WAF {f(c['end_to_end_waf'])} (all the stack's runs; ssdtwin stack {path} --show)"
     )
 

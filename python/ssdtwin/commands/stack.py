@@ -9,6 +9,7 @@ from typing import Any, Optional
 import typer
 
 from .. import stack as stacklib
+from .. import waf as wafm
 from .common import U32, OutputFmt, check_fmt, emit_json, fail
 
 
@@ -88,8 +89,20 @@ def _fmt(v: Any) -> str:
 
 
 def show_counters(c: dict[str, Any], fmt: str) -> None:
+    """The counters, one a line; the drive's WAF as ``ssdtwin waf`` prints one: what the
+    stack's runs span, then the figure or why there is none (docs/models.md, "Measuring
+    WAF")."""
     if fmt == "json":
         emit_json(c)
         return
+    span = tuple(f"drive_waf_{k}" for k in wafm.KEYS)
     for k, v in c.items():
-        typer.echo(f"{k:<26} {_fmt(v)}")
+        if k not in span:
+            typer.echo(f"{k:<26} {_fmt(v)}")
+    m = wafm.from_keys(c, "drive_waf")
+    if m is None:
+        typer.echo(f"{'drive window':<26} not known (a stack image made before the drive's logs were kept)")
+        typer.echo(f"{'drive WAF':<26} not measured")
+        return
+    typer.echo(f"{'drive window':<26} {wafm.amount(m)} (basis: timed, the stack's runs)")
+    typer.echo(f"{'drive WAF':<26} {wafm.verdict_text(m)}")

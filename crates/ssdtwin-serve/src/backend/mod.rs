@@ -251,8 +251,7 @@ impl TwinBackend {
             last_commit_v: 0,
             last_live_v: None,
             commits: 0,
-            start_host_bytes: vl.host_write_bytes,
-            start_nand_bytes: vl.nand_write_bytes,
+            start_log: vl,
             arb,
         };
         let inner = Arc::new(Inner {

@@ -18,8 +18,8 @@ impl TwinBackend {
         let inner = &self.inner;
         let c = &inner.counters;
         let s = inner.server_stats();
-        let dh = vl.host_write_bytes - st.start_host_bytes;
-        let dn = vl.nand_write_bytes - st.start_nand_bytes;
+        let dh = vl.host_write_bytes - st.start_log.host_write_bytes;
+        let dn = vl.nand_write_bytes - st.start_log.nand_write_bytes;
         SessionSummary {
             seconds: inner.clock.elapsed().as_secs_f64(),
             pace: inner.cfg.pace.name().to_string(),
