@@ -146,14 +146,48 @@ def test_the_kernel_target_waits_then_costs_its_own_cpu_at_qd1(stack: str) -> No
     assert row["published"] == pytest.approx(spdk_rdma.QD1_US[stack][0] - spdk_rdma.QD1_US[stack][1])
 
 
-def test_tcp_and_rdma_differ_at_qd1_by_their_cpu_and_frames() -> None:
+def test_tcp_and_rdma_differ_at_qd1_by_their_cpu_and_the_kernel_tcp_receives() -> None:
     """SPDK's target over TCP and over RDMA at QD1: the difference is the initiator's and the
-    target's CPU; the frames' serialisation at 400 Gb/s differs by nanoseconds."""
+    target's CPU plus the kernel TCP stack's wait off the CPU on each of the two receives (the
+    target's command, the initiator's data); the frames' serialisation at 400 Gb/s differs by
+    nanoseconds."""
     row = spdk_rdma.transport_qd1_point(scale=256, seed=1)
     n = spdk_rdma.lab("nvmeof-tcp", "spdk", 1).spec["nvmeof"]
     cpu_ns = sum(n[f"tcp_{k}_ns"]["value"] - n[f"rdma_{k}_ns"]["value"] for k in ("host_tx", "host_rx", "target_rx", "target_tx"))
-    assert row["model"] == pytest.approx(cpu_ns / 1e3, abs=0.05)
+    assert n["tcp_rx_delay_ns"]["value"] > 0
+    assert row["model"] == pytest.approx((cpu_ns + 2 * n["tcp_rx_delay_ns"]["value"]) / 1e3, abs=0.05)
     assert row["published"] == pytest.approx(20.43 - 9.39)
+
+
+def _qd1_with_tcp_rx_delay(stack: str, delay_ns: int | None) -> float:
+    """Mean QD1 read latency (us) through SPDK's target over `stack`, with the kernel TCP
+    receive delay set to `delay_ns` (None: the default)."""
+    c = spdk_rdma.lab(stack, "spdk", 1, scale=256, seed=1, clients=1)
+    if delay_ns is not None:
+        c = Cluster.from_text(spdk_rdma.set_line(c.text, "tcp_rx_delay_ns", str(delay_ns), "[ASSUMED] a what-if"))
+    _, res = c.run_text(spdk_rdma.qd1_job(200), name=f"qd1-{stack}-{delay_ns}")
+    return float(res["read"]["lat_mean_ns"]) / 1e3
+
+
+def test_the_kernel_tcp_receive_delay_is_latency_over_tcp_only() -> None:
+    """The delay is waited twice per read over TCP (the target's receive and the initiator's)
+    and never over RDMA, whose completions bypass the kernel's stack."""
+    tcp_default, tcp_none, tcp_more = (_qd1_with_tcp_rx_delay("nvmeof-tcp", d) for d in (None, 0, 10_000))
+    n = spdk_rdma.lab("nvmeof-tcp", "spdk", 1).spec["nvmeof"]
+    assert tcp_default - tcp_none == pytest.approx(2 * n["tcp_rx_delay_ns"]["value"] / 1e3, abs=0.05)
+    assert tcp_more - tcp_none == pytest.approx(20.0, abs=0.05)
+    assert _qd1_with_tcp_rx_delay("nvmeof-rdma", 10_000) == pytest.approx(_qd1_with_tcp_rx_delay("nvmeof-rdma", 0), abs=0.01)
+
+
+def test_the_kernel_tcp_receive_delay_holds_no_cpu() -> None:
+    """One SPDK TCP target core at 2,048 outstanding stays bound by its CPU cost alone: the
+    receive delay is a wait, not a burst, so a longer one leaves the IOPS where they were."""
+    text = spdk_tcp.lab(1).text
+    c = Cluster.from_text(spdk_rdma.set_line(text, "tcp_rx_delay_ns", "20000", "[ASSUMED] a what-if"))
+    n = c.spec["nvmeof"]
+    bound = 1e9 / (n["tcp_target_rx_ns"]["value"] + n["tcp_target_tx_ns"]["value"])
+    res, _ = ceph_reef.settled_run(c, spdk_tcp.job_text, (5, 20), "read", "tcp-1-delay")
+    assert res["read"]["iops"] == pytest.approx(bound, rel=0.03)
 
 
 def test_the_kernel_target_runs_its_cost_on_the_nodes_cores() -> None:
@@ -170,11 +204,19 @@ def test_the_kernel_target_runs_its_cost_on_the_nodes_cores() -> None:
 def test_a_cluster_toml_without_the_target_fields_is_an_spdk_target() -> None:
     """cluster.toml files written before the kernel target keep their meaning."""
     text = spdk_tcp.lab(1).text
-    old = "\n".join(line for line in text.splitlines() if not line.startswith(("target_stack", "kernel_"))) + "\n"
+    old = "\n".join(line for line in text.splitlines() if not line.startswith(("target_stack", "kernel_", "tcp_rx_delay"))) + "\n"
     assert old != text
     n = Cluster.from_text(old).spec["nvmeof"]
     assert n["target_stack"]["value"] == "spdk"
+    assert n["tcp_rx_delay_ns"] == spdk_tcp.lab(1).spec["nvmeof"]["tcp_rx_delay_ns"]
     assert n["kernel_target_wake_ns"]["value"] == spdk_rdma.lab("nvmeof-tcp", "kernel", 1).spec["nvmeof"]["kernel_target_wake_ns"]["value"]
+
+
+def test_a_kernel_tcp_receive_delay_out_of_range_is_one_line(tmp_path: Path) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    f.write_text(spdk_rdma.set_line(f.read_text(), "tcp_rx_delay_ns", "2000000000", "[ASSUMED] a what-if"))
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "nvmeof.tcp_rx_delay_ns", "1000000000")
 
 
 def test_an_unknown_target_stack_is_one_line(tmp_path: Path) -> None:

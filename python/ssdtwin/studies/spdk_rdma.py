@@ -148,16 +148,20 @@ def kernel_cpu_point(
     )
 
 
+def _qd1_us(stack: str, target: str, scale: int, seed: int, name: str, progress: Optional[Callable[[int, int, str, int], object]]) -> float:
+    """Mean latency (us) of the QD1 job from one initiator through `target` over `stack`, on one
+    target core."""
+    c = lab(stack, target, 1, scale, seed, clients=1)
+    _, res = c.run_text(qd1_job(), name=name, progress=progress)
+    return float(res["read"]["lat_mean_ns"]) / 1e3
+
+
 def kernel_qd1_point(
     stack: str, scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None
 ) -> dict[str, Any]:
     """QD1 read latency through the kernel target less through SPDK's (same drive, seed)."""
     t0 = time.perf_counter()
-    lat = {}
-    for target in ("kernel", "spdk"):
-        c = lab(stack, target, 1, scale, seed, clients=1)
-        _, res = c.run_text(qd1_job(), name=f"qd1-{target}", progress=progress)
-        lat[target] = res["read"]["lat_mean_ns"] / 1e3
+    lat = {target: _qd1_us(stack, target, scale, seed, f"qd1-{target}", progress) for target in ("kernel", "spdk")}
     kernel_pub, spdk_pub = QD1_US[stack]
     return _row(
         "kernel-qd1",
@@ -177,11 +181,7 @@ def kernel_qd1_point(
 def transport_qd1_point(scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
     """QD1 read latency over TCP less over RDMA, SPDK's target and the kernel initiator on both."""
     t0 = time.perf_counter()
-    lat = {}
-    for stack in ("nvmeof-tcp", "nvmeof-rdma"):
-        c = lab(stack, "spdk", 1, scale, seed, clients=1)
-        _, res = c.run_text(qd1_job(), name=f"qd1-{stack}", progress=progress)
-        lat[stack] = res["read"]["lat_mean_ns"] / 1e3
+    lat = {stack: _qd1_us(stack, "spdk", scale, seed, f"qd1-{stack}", progress) for stack in ("nvmeof-tcp", "nvmeof-rdma")}
     tcp_pub, rdma_pub = QD1_US["nvmeof-tcp"][1], QD1_US["nvmeof-rdma"][1]
     return _row(
         "transport-qd1",

@@ -481,9 +481,10 @@ NOTES = {
     "kernel-cpu-nvmeof-tcp": "the kernel target's CPU per I/O is i10's Linux NVMe/TCP host (kernel 4.20, 96K IOPS per core), "
     "mirrored; a 6.0 target with aRFS and GRO batching costs less per I/O, a figure only the report itself gives "
     "(docs/models.md §11.9)",
-    "transport-qd1-nvmeof-tcp": "the model's TCP path costs only CPU (the Linux initiator's 3.4 us, [ASSUMED] 200K IOPS per "
-    "core, and the target's); the kernel's TCP latency off the CPU (softirq, the io_work item, socket wake-ups) is not "
-    "in it, and no source apart from these reports sizes it for NVMe/TCP (docs/models.md §11.9)",
+    "transport-qd1-nvmeof-tcp": "TCP's extra CPU (the Linux initiator's 3.4 us, [ASSUMED] 200K IOPS per core, and the "
+    "target's) plus the kernel TCP stack's two receives off the CPU, 3.75 us each: the middle of the 7-8 us a kernel "
+    "round trip loses to bypass by not polling and by its SoftIRQ hand-off (Homa/Linux 2021); 9.7-10.7 us over the "
+    "bracket (docs/models.md §11.9)",
     "kernel-qd1-nvmeof-tcp": "SPDK's TCP target runs over the kernel's sockets, so most of the kernel TCP path's latency is on "
     "both targets' paths; the model's SPDK TCP target costs a dataplane's 1.18 us, its kernel target i10's 8.8 us "
     "(docs/models.md §11.9)",

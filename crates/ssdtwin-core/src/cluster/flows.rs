@@ -29,8 +29,11 @@ struct Transport {
     host_rx: u64,
     target_rx: u64,
     target_tx: u64,
-    /// Latency before the target's receive that is not on a CPU (the kernel target's wake-up).
+    /// Latency before the target's receive that is not on a CPU (the kernel target's wake-up,
+    /// the kernel TCP stack's receive).
     target_wake: u64,
+    /// Latency before the initiator's receive that is not on a CPU (the kernel TCP stack's).
+    host_wake: u64,
 }
 
 impl ClusterSim<'_> {
@@ -49,7 +52,10 @@ impl ClusterSim<'_> {
                 (n.kernel_tcp_target_rx_ns.value, n.kernel_tcp_target_tx_ns.value, n.kernel_target_wake_ns.value)
             }
         };
-        Transport { rdma, host_tx, host_rx, target_rx, target_tx, target_wake }
+        // Over TCP both ends receive through the kernel's stack (SPDK's target through its
+        // sockets); an RDMA completion does not.
+        let tcp_rx = if rdma { 0 } else { n.tcp_rx_delay_ns.value };
+        Transport { rdma, host_tx, host_rx, target_rx, target_tx, target_wake: target_wake + tcp_rx, host_wake: tcp_rx }
     }
 
     /// Issue what clone `c` may issue now; finish it when it is done.
@@ -126,8 +132,9 @@ impl ClusterSim<'_> {
 
     // ------------------------------------------------------------------ NVMe-oF
 
-    /// The kernel target's wake-up: the task resumes `ns` later without holding a CPU (at
-    /// once when there is none, as for a polling target).
+    /// A wait off the CPU (the kernel target's wake-up, the kernel TCP stack's receive): the
+    /// task resumes `ns` later without holding a CPU (at once when there is none, as for a
+    /// polling target over RDMA).
     fn wake(&mut self, id: u32, ns: u64) -> Next {
         if ns == 0 {
             return Go;
@@ -190,7 +197,8 @@ impl ClusterSim<'_> {
                 let bytes = self.spec.nvmeof.data_header_bytes.value as u64 + self.tasks[id as usize].len;
                 self.send(id, node, client, bytes, tr.rdma);
             }
-            7 => {
+            7 => return Ok(self.wake(id, tr.host_wake)),
+            8 => {
                 let r = self.tasks[id as usize].replica;
                 self.md_pending_add(volume, r, -1);
                 self.work(id, client, cpu, tr.host_rx + c.fio_complete_ns.value);
@@ -242,7 +250,8 @@ impl ClusterSim<'_> {
             3 => self.drive_io(id, drive, true, byte, len)?,
             4 => self.work(id, node, target, tr.target_tx),
             5 => self.send(id, node, client, self.spec.nvmeof.response_bytes.value as u64, tr.rdma),
-            6 => {
+            6 => return Ok(self.wake(id, tr.host_wake)),
+            7 => {
                 self.md_pending_add(volume, r, -1);
                 self.work(id, client, cpu, tr.host_rx);
             }

@@ -84,6 +84,10 @@ fn kernel_rdma_target_tx() -> Sourced<u64> {
     Sourced::new(1261, "[DERIVED] the other half of 2,522 ns (see kernel_rdma_target_rx_ns)")
 }
 
+fn tcp_rx_delay() -> Sourced<u64> {
+    Sourced::new(3750, "[DERIVED] the middle of 3.5-4 us: the Linux kernel's network stack keeps a 100-byte round trip 7-8 us longer than kernel bypass on the same hardware by not polling (4 us: the interrupt and the wake-up of the receiver) and by handing each packet to another core for SoftIRQ (3-4 us), besides 1 us of epoll on a CPU (Homa/Linux 2021, Linux 5.4, TCP's round trip 23.4 us against 3.7 us); [ASSUMED] half of it on each of a round trip's two receives, the same over TCP and for SPDK's target polling its sockets (its NIC interrupt and SoftIRQ are the kernel's)")
+}
+
 fn kernel_target_wake() -> Sourced<u64> {
     Sourced::new(1111, "[DERIVED] the kernel NVMe/RDMA target adds 2.8 us more than SPDK's to an unloaded 4 KiB read (11.7 against 8.9 us over local flash, NVMe-oF characterization 2017); less the difference of their CPU (2,522 - 833 ns) leaves 1,111 ns not on a CPU: interrupt delivery and the wake-up of the target's work. [ASSUMED] the same for TCP")
 }
@@ -209,6 +213,12 @@ pub struct Nvmeof {
     /// wake-up of its work), before its receive runs.
     #[serde(default = "kernel_target_wake")]
     pub kernel_target_wake_ns: Sourced<u64>,
+    /// Latency of a message received through the kernel's TCP stack that is not spent on a
+    /// CPU (the NIC's interrupt, the hand-off to the SoftIRQ's core, the receiver's wake-up):
+    /// before the target's receive of a command and the initiator's receive of its answer,
+    /// over TCP only (RDMA completions bypass the kernel's stack).
+    #[serde(default = "tcp_rx_delay")]
+    pub tcp_rx_delay_ns: Sourced<u64>,
     /// Threads of the target on each storage node (its poll groups; for the kernel target,
     /// the cores its interrupts and work items run on).
     pub target_threads: Sourced<u32>,
@@ -402,6 +412,7 @@ impl ClusterSpec {
                 kernel_rdma_target_rx_ns: kernel_rdma_target_rx(),
                 kernel_rdma_target_tx_ns: kernel_rdma_target_tx(),
                 kernel_target_wake_ns: kernel_target_wake(),
+                tcp_rx_delay_ns: tcp_rx_delay(),
                 target_threads: s(32, "[ASSUMED] the target's poll groups use every core of the node; KumoScale's core allocation is not published"),
                 capsule_bytes: s(72, "[SRC] NVMe/TCP transport specification: command capsule PDU of an 8-byte common header and a 64-byte SQE; 4 KiB writes travel in the capsule (SPDK's default in-capsule data size is 4096, SPDK NVMe-oF reports)"),
                 data_header_bytes: s(24, "[SRC] NVMe/TCP transport specification: C2HData PDU header; with its SUCCESS flag no response capsule follows"),
@@ -601,6 +612,7 @@ impl ClusterSpec {
             ("nvmeof.kernel_rdma_target_rx_ns", &n.kernel_rdma_target_rx_ns),
             ("nvmeof.kernel_rdma_target_tx_ns", &n.kernel_rdma_target_tx_ns),
             ("nvmeof.kernel_target_wake_ns", &n.kernel_target_wake_ns),
+            ("nvmeof.tcp_rx_delay_ns", &n.tcp_rx_delay_ns),
             ("ceph.client_librbd_read_ns", &c.client_librbd_read_ns),
             ("ceph.client_librbd_write_ns", &c.client_librbd_write_ns),
             ("ceph.client_msgr_read_ns", &c.client_msgr_read_ns),
