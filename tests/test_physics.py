@@ -9,15 +9,20 @@ cost 16x the NAND writes of 64 KiB random writes, sequential writes cost the sam
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import tempfile
 
 import pytest
 from scipy.special import lambertw
 
 from ssdtwin import _core
 from ssdtwin.drive import Drive
+from ssdtwin.studies.calibrate import measure_figures, prepare_images
+from ssdtwin.studies.corners import Corner
+from ssdtwin.studies.experiments import measure_corner
 from twin import CM6, P5316
 
 # --------------------------------------------------------------------------- oracles
@@ -199,3 +204,79 @@ def test_p5316_sequential_4k_costs_the_same_as_64k() -> None:
         wafs[bs] = second.waf
         d.check()
     assert wafs[4096] / wafs[65536] <= 1.05, wafs
+
+
+# --------------------------------------------------------------------------- CM6/CD6 family (docs/models.md §15)
+
+CM6_V16, CM6_V32, CD6 = "kioxia-cm6-v-1.6t", "kioxia-cm6-v-3.2t", "kioxia-cd6-v-3.2t"
+
+
+def program_bandwidth(model: str) -> tuple[int, float]:
+    """(dies, bytes per second the dies program together): one unit of planes x page x bits
+    per tPROG on each die, from the preset."""
+    p = _core.preset(model)
+    n, t = p["nand"], p["timing"]
+    dies = n["channels"]["value"] * n["dies_per_channel"]["value"]
+    unit = n["planes_per_die"]["value"] * n["page_bytes"]["value"] * n["bits_per_cell"]["value"]
+    return dies, dies * unit / (t["t_prog_ns"]["value"] * 1e-9)
+
+
+def test_cm6_sequential_writes_are_bound_by_their_dies() -> None:
+    """The CM6-V 1.6 TB and 3.2 TB write sequentially at what their dies program: no stage
+    above the dies (back end, write data path, link) binds either, so half the dies write
+    half as fast. A back end at the large SKUs' 4.2 GB/s over faster dies would make the
+    1.6 TB write two thirds as fast instead."""
+    seq_write = {"seq-write": Corner("seq-write", 1.0, "")}
+    written = {}
+    for model in (CM6_V16, CM6_V32):
+        dies, bandwidth = program_bandwidth(model)
+        written[model] = measure_figures(dict(_core.presets())[model], seq_write, 64)["seq-write"] * 1e6
+        print(f"{model}: {dies} dies program {bandwidth / 1e6:,.0f} MB/s, the twin writes {written[model] / 1e6:,.0f} MB/s")
+        assert written[model] == pytest.approx(bandwidth, rel=0.03), model
+    dies_ratio = program_bandwidth(CM6_V32)[0] / program_bandwidth(CM6_V16)[0]
+    assert dies_ratio == 2
+    assert written[CM6_V32] / written[CM6_V16] == pytest.approx(dies_ratio, rel=0.03)
+
+
+@pytest.mark.slow
+def test_a_back_end_at_the_cm6_sequential_write_would_starve_its_random_write() -> None:
+    """Why the CM6 presets have no back end (docs/models.md §15): a stage that programs and GC
+    reads share, just fast enough for the CM6-R's sequential write, also carries every
+    relocation of its random writes (WAF about 4), and cuts them by more than 10 %; the same
+    stage with room for that traffic leaves them as they are."""
+    toml = dict(_core.presets())[CM6]
+    timing = _core.parse_spec(toml)["timing"]
+    assert timing["ctrl_backend_bytes_per_s"]["value"] == 0
+    rand_write = Corner("rand-write", 1.0, "")
+    seq_mb_s = measure_figures(toml, {"seq-write": Corner("seq-write", 1.0, "")}, 128)["seq-write"]
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="ssdtwin-backend-") as tmp:
+        image = prepare_images(toml, [rand_write], 128, 1, tmp)["rand"]
+        for label, backend in (("none", 0), ("at the seq write", int(seq_mb_s * 1e6 * 1.01)), ("roomy", int(seq_mb_s * 1e6 * 1.5))):
+            trial = json.loads(json.dumps(timing))
+            trial["ctrl_backend_bytes_per_s"]["value"] = backend
+            d = Drive.open(image, writable=False)
+            try:
+                figures[label] = measure_corner(d, rand_write, trial)
+            finally:
+                d.close()
+    print(f"CM6-R 1/128: seq write {seq_mb_s:,.0f} MB/s; random write IOPS by back end: {figures}")
+    assert figures["at the seq write"] < 0.9 * figures["none"]
+    assert figures["roomy"] == pytest.approx(figures["none"], rel=0.01)
+
+
+def test_cd6_parity_takes_one_die_in_64_of_the_cm6_v_pool() -> None:
+    """The CD6-V 3.2 TB has the CM6-V 3.2 TB's NAND and user capacity but keeps die parity in
+    its own 64 dies (16 channels, where the CM6 has 18): its data pool is 63/64 of the CM6-V's,
+    and its sequential writes program 64/63 of their data."""
+    pools = {}
+    for model in (CM6_V32, CD6):
+        d = Drive.in_memory(model, scale=64)
+        pools[model] = d.ftl_info()["data_pool_bytes"]
+        if model == CD6:
+            r = d.precondition(1, "seq", 131072, loops=1.0, seed=1)
+            assert r.waf == pytest.approx(64 / 63, rel=0.005)
+        d.close()
+    dies = program_bandwidth(CD6)[0]
+    assert dies == 64
+    assert pools[CD6] / pools[CM6_V32] == pytest.approx((dies - 1) / dies, rel=0.002)

@@ -488,9 +488,10 @@ NOTES = {
     "kernel-qd1-nvmeof-tcp": "SPDK's TCP target runs over the kernel's sockets, so most of the kernel TCP path's latency is on "
     "both targets' paths; the model's SPDK TCP target costs a dataplane's 1.18 us, its kernel target i10's 8.8 us "
     "(docs/models.md §11.9)",
-    "cm6-small-write": "the CM6 line writes the same ~4.2 GB/s from 3.2 to 30.72 TB, a plateau set by something other than its "
-    "dies, while the twin's tPROG (calibrated on the 3.84 TB's 64 dies) leaves the 1.6 TB's 32 dies die-bound; a plateau "
-    "model fits this drive but moves the CM6 brief's 3.20 TB figures by 7-12 % (docs/models.md §8)",
+    "cm6-small-write": "the 1.6 TB's 32 dies program 2.1 GB/s at BiCS4's rate (the twin's tPROG, calibrated on the "
+    "3.84 TB, is 67 MB/s a die; the next generation's published 33 MB/s per plane gives 66); the 2,800 MB/s takes about 42 "
+    "such dies and this SKU's die count is not published, while a back end at the large SKUs' 4.2 GB/s would cap the "
+    "CM6-R's calibrated random write 17 % low (docs/models.md §15)",
 }
 
 # Why a Ceph Reef point misses, by (rw, threads per NVMe; 0 unpinned).
@@ -511,9 +512,9 @@ CORNER_NOTES = {
     "kioxia-cm6-v-3.2t:rand-read": "the spec sheet's 1.3M is the CM6 line's figure for every capacity; the KIOXIA CM6 namespace "
     "brief measured this drive at 1,548,940 IOPS, which the twin matches (group cm6-brief)",
     "kioxia-cm6-v-1.6t:seq-write": NOTES["cm6-small-write"],
-    "kioxia-cd6-v-3.2t:rand-write": "the CD6's GC (page reads per relocated IU) is the CM6's calibrated one: KIOXIA publishes "
-    "nothing about the CD6 firmware's GC, and its back end, calibrated on the sequential write, does not bind random "
-    "writes (docs/models.md §8)",
+    "kioxia-cd6-v-3.2t:rand-write": "the CD6's GC (page reads per relocated IU) is the CM6's calibrated one and its back end, "
+    "calibrated on the sequential write, carries programs, die parity and GC reads; KIOXIA publishes nothing about the CD6 "
+    "firmware's GC or its smaller SLC-mode cache (docs/models.md §8, §15)",
     "samsung-pm983-3.84t:seq-write": "the PM983's tPROG (2 ms per 96 KiB) is [ASSUMED]: no paper's figure for its 64-layer NAND's "
     "program time could be read here, and Samsung's press figures (500-710 us) would let its 64 dies write 8.8-12.6 GB/s, so what sets the "
     "drive's write is unpublished; the 2,100 MB/s is the family's maximum, third-hand, and this SKU's own figure was not "
