@@ -515,12 +515,12 @@ CORNER_NOTES = {
     "kioxia-cd6-v-3.2t:rand-write": "the CD6's GC (page reads per relocated IU) is the CM6's calibrated one and its back end, "
     "calibrated on the sequential write, carries programs, die parity and GC reads; KIOXIA publishes nothing about the CD6 "
     "firmware's GC or its smaller SLC-mode cache (docs/models.md §8, §15)",
-    "samsung-pm983-3.84t:seq-write": "the PM983's tPROG (2 ms per 96 KiB) is [ASSUMED]: no paper's figure for its 64-layer NAND's "
-    "program time could be read here, and Samsung's press figures (500-710 us) would let its 64 dies write 8.8-12.6 GB/s, so what sets the "
-    "drive's write is unpublished; the 2,100 MB/s is the family's maximum, third-hand, and this SKU's own figure was not "
-    "found (docs/models.md §11.10); the Ceph lab rows it serves are bound by OSD CPU, not by the drive's writes",
-    "samsung-pm983-3.84t:rand-write": "the 50K IOPS is a sustained figure of a 1 DWPD drive whose OP and GC the datasheet does "
-    "not give; with the [ASSUMED] tPROG and the CM6's GC the twin writes 2.7x it (docs/models.md §11.10)",
+    "samsung-pm983-3.84t:seq-write": "the PM983's back end is [ASSUMED] at the NF1 PM983's 2,000 MB/s (same controller and die, "
+    "another form factor: no figure of this SKU's was found), so this row is not independent of it: the 2,100 MB/s is the "
+    "family's maximum, third-hand (docs/models.md §11.10); the Ceph lab rows it serves are bound by OSD CPU, not by the drive's writes",
+    "samsung-pm983-3.84t:rand-write": "the datasheet gives the 1.92 and 3.84 TB the same 50K on 64 and 128 dies, so the drive's "
+    "random write is bound by its back end, not its dies; at the nominal 14.5 % OP the twin's GC moves about 7.3 back-end bytes "
+    "per host byte, where the 50K asks for about 10 (an effective OP near 10 %: a reserve Samsung does not publish; docs/models.md §11.10)",
     "intel-p5316-15.36t:rand-write": "the brief's 510 MB/s is 17 % above what the Intel D5-P5316 IU white paper measured on the "
     "same drive (424 MiB/s), which the twin predicts within 6 % (group p5316-whitepaper)",
 }

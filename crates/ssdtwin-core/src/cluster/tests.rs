@@ -280,7 +280,8 @@ fn depth_levels_count_from_the_ramps_end() {
     }
 }
 
-/// A Reef lab: `nodes` x 2 PM983 at 1/512, 2 clients, 16 GiB volumes.
+/// A Reef lab: `nodes` x 2 PM983 at 1/256 (its 1,365 blocks per plane are too few for 1/512),
+/// 2 clients, 16 GiB volumes.
 fn reef(nodes: u32, o: InitOptions) -> ClusterSpec {
     let base = InitOptions {
         stack: "ceph-rbd".into(),
@@ -288,7 +289,7 @@ fn reef(nodes: u32, o: InitOptions) -> ClusterSpec {
         nodes,
         drives_per_node: 2,
         drive: "samsung-pm983-3.84t".into(),
-        scale: 512,
+        scale: 256,
         clients: 2,
         replicas: nodes.min(3),
         volume_bytes: 16 << 30,
