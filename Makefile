@@ -49,14 +49,18 @@ sim: ## the deterministic simulation over seeds 1..SEEDS (default 1000; CASES, S
 # test file (`validate --quick`, the reproduce tables, MariaDB's server) is computed once, not
 # once per worker. (`--dist loadgroup` with xdist_group marks does nothing under pytest 9 with
 # xdist 3.8: xdist renames `item._nodeid`, which pytest 9 no longer reads.)
-PYTEST_WORKERS ?= auto
+# One worker more than the cores: the suite also waits (real-time NBD serving, real fio,
+# MariaDB and chromium in their own processes), and a third worker on 2 cores fills those
+# waits: a quiet 2-core machine ran the suite in 287.6 s with 2 workers, 265.7 s with 3 and
+# 264.9 s with 4 (docs/performance.md, "CI time").
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # compileall first: 563 of the tests start the `ssdtwin` CLI, many of them several times, and where
 # PYTHONDONTWRITEBYTECODE is set (this machine's environment sets it) no start writes the
 # package's bytecode, so each one compiled every module again (`ssdtwin --version`: 0.47 s
 # of CPU instead of 0.28 s; a pytest run of tests/fio/test_fio_bad_input.py, 148 s -> 75 s).
-test-python: ## pytest on PYTEST_WORKERS processes (default: one per core): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
+test-python: ## pytest on PYTEST_WORKERS processes (default: one more than the cores): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
 	$(PYTHON) -m compileall -q python/ssdtwin
-	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 typecheck: ## mypy.stubtest of ssdtwin._core against the build, and mypy of the package
 	$(PYTHON) -m mypy.stubtest ssdtwin._core

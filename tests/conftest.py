@@ -16,6 +16,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
 
 
+# The costliest test files, heaviest first: seconds of one worker each, from `pytest -n 2
+# --dist loadfile --durations=0` on a quiet 2-core machine (docs/performance.md, "CI time").
+# Under `--dist loadfile` a file runs whole on one worker, and xdist hands files out in
+# collection order (the Makefile passes --no-loadscope-reorder: xdist's own reorder puts the
+# files with the most tests first, which sent the two-test, 60 s validate file last), so the
+# long ones start first and a long file never runs alone at the end (longest processing
+# time first). Files not listed follow in the usual order.
+COSTLIEST_FILES = (
+    "tests/test_serve.py",  # 76 s: real clients over NBD in real time
+    "tests/test_validate.py",  # 60 s: validate --quick
+    "tests/test_reproduce.py",  # 38 s
+    "tests/test_calibrate.py",  # 23 s
+    "tests/test_physics.py",  # 19 s
+    "tests/test_tenants.py",  # 19 s
+    "tests/test_cli.py",  # 18 s
+    "tests/test_mariadb.py",  # 17 s: a real MariaDB
+    "tests/test_bad_input.py",  # 15 s
+    "tests/test_sweep.py",  # 15 s
+    "tests/test_doublewrite.py",  # 15 s
+    "tests/pts/test_pts_scale.py",  # 15 s
+    "tests/test_advise.py",  # 14 s
+    "tests/test_crash.py",  # 12 s
+    "tests/test_experiments.py",  # 12 s
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(COSTLIEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _check_images_left_behind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
     """`ssdtwin check` (the same open and full FTL check) on every drive image a test leaves
