@@ -201,13 +201,7 @@ def interpreter_start_s() -> float:
     return max(times)
 
 
-@pytest.mark.parametrize("delay_ms", [0, 20, 50, 100, 200])
-def test_ctrl_c_while_starting_exits_130_without_a_traceback(delay_ms: int) -> None:
-    """A Ctrl-C at any moment of ssdtwin's start-up (its imports take ~0.15 s before the
-    CLI's own handler is installed) ends the command with exit 130 and one line, never a
-    traceback. The moments are counted from the end of the interpreter's own start-up: an
-    interrupt before that is Python's (commands/entry.py)."""
-    start = interpreter_start_s()
+def _interrupt_starting(delay_s: float) -> tuple[int, str]:
     p = subprocess.Popen(
         [*SSDTWIN, "bench", "engine", "--scale", "1/407", "--seconds", "600"],
         stdout=subprocess.PIPE,
@@ -216,17 +210,43 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(delay_ms: int) -> N
         start_new_session=True,
     )
     try:
-        time.sleep(start + delay_ms / 1000)
+        time.sleep(delay_s)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+    return p.returncode, err
+
+
+def _before_ssdtwin(rc: int, err: str) -> bool:
+    """The interrupt landed in the interpreter's own start-up, before any code of ssdtwin's
+    ran: the process died by SIGINT with nothing said, or Python's traceback names no file
+    of ours (site and the .pth files of site-packages)."""
+    return (rc == -signal.SIGINT and not err) or ("Traceback" in err and "ssdtwin" not in err)
+
+
+@pytest.mark.parametrize("delay_ms", [0, 20, 50, 100, 200])
+def test_ctrl_c_while_starting_exits_130_without_a_traceback(delay_ms: int) -> None:
+    """A Ctrl-C at any moment of ssdtwin's start-up (its imports take ~0.15 s before the
+    CLI's own handler is installed) ends the command with exit 130 and one line, never a
+    traceback. The moments are counted from the end of the interpreter's own start-up: an
+    interrupt before that is Python's (commands/entry.py). On a loaded machine a start can
+    take longer than the measured one, so a sample that landed before any code of ours ran
+    is taken again 50 ms later (at most three times); a traceback through our code fails."""
+    delay_s = interpreter_start_s() + delay_ms / 1000
+    for _ in range(4):
+        rc, err = _interrupt_starting(delay_s)
+        if not _before_ssdtwin(rc, err):
+            break
+        delay_s += 0.05
+    else:
+        pytest.fail(f"every interrupt landed before ssdtwin's code ran (last: exit {rc}, {err!r})")
     assert "Traceback" not in err and "Error" not in err, err
     lines = err.splitlines()
     assert lines in (["ssdtwin: interrupted while starting; nothing was changed"], ["ssdtwin bench engine: interrupted"]), err
     # Once the CLI's handler runs, CPython sometimes ends an interrupted process by SIGINT
     # after its exit(130) (an interrupt inside an import's exec() sets that): a shell shows
     # 130 for both. The start-up path exits 130 itself.
-    assert p.returncode == 130 or (p.returncode == -signal.SIGINT and lines[0].startswith("ssdtwin bench")), p.returncode
+    assert rc == 130 or (rc == -signal.SIGINT and lines[0].startswith("ssdtwin bench")), rc
