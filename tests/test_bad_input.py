@@ -1,5 +1,5 @@
 """Bad input: every failure is one line on stderr naming what was wrong, a non-zero exit,
-and an image left exactly as it was (issue (6)).
+and an image left exactly as it was.
 
 "Unchanged" is checked byte for byte: a sha256 of every file in the image directory
 before and after (LOCK excluded: it is the advisory lock file, rewritten with the pid of
@@ -44,7 +44,7 @@ def fails_cleanly(image: Path, *args: str, needles: tuple[str, ...], status: int
     return line
 
 
-# --------------------------------------------------------------------------- issue (6)
+# --------------------------------------------------------------------------- namespaces and images
 
 
 def test_create_ns_larger_than_unvmcap(small: Path) -> None:

@@ -118,8 +118,9 @@ def cm6_toml_with_tnvmcap(fraction_of_pool: float) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("op", [0.07, 0.20, 0.28, 0.50])
 def test_random_write_waf_matches_lambert_w(op: float) -> None:
-    """Issue (1): steady-state WAF within 5 % of the model at OP 7/20/28/50 % (CM6 geometry,
-    1/64 scale). OP is set the NVMe way: a smaller namespace leaves the rest as spare."""
+    """Steady-state WAF within 5 % of the greedy-GC model (docs/models.md §2, Lambert W) at
+    OP 7/20/28/50 % (CM6 geometry, 1/64 scale). OP is set the NVMe way: a smaller namespace
+    leaves the rest as spare."""
     toml = cm6_toml_with_tnvmcap(0.98)
     d = Drive.in_memory(spec_toml=toml, scale=64, seed=11)
     pool = d.ftl_info()["data_pool_bytes"]
@@ -147,8 +148,9 @@ SCALE_PAIR = (64, 16) if os.environ.get("SSDTWIN_SCALE_PAIR") == "issue" else (1
 
 @pytest.mark.slow
 def test_scale_agreement_over_a_factor_of_4() -> None:
-    """Issue (4): the CM6 preset as shipped, uniform 4 KiB random writes, same steady-state
-    WAF at two scales a factor of 4 apart (1/64 and 1/16 in the issue) within 2 %."""
+    """Scale agreement: the CM6 preset as shipped, uniform 4 KiB random writes, same
+    steady-state WAF at two scales a factor of 4 apart (1/64 and 1/16 with `make
+    physics-scale`) within 2 %."""
     small, large = SCALE_PAIR
     wafs = {}
     for scale in SCALE_PAIR:
