@@ -496,6 +496,12 @@ def test_session_waf_metrics_carry_the_measurements_span_and_verdict(tmp_path: P
     assert long["ssdtwin_waf_session_steady"] == 1
     assert long["ssdtwin_waf_session_measured"] == pytest.approx(long["ssdtwin_waf_session"], rel=1e-9)
     assert long["ssdtwin_waf_session_gc_cycles"] >= 0
+    # live.json's session summary, rewritten at exit, carries the same measurement beside its ratio.
+    stats = json.loads((d / "live.json").read_text())["stats"]
+    m = stats["waf_measurement"]
+    assert (m["basis"], m["verdict"], m["namespace_passes"]) == ("timed", "steady", 1.25)
+    assert m["waf"] == pytest.approx(stats["waf"], rel=1e-9) and m["waf"] == pytest.approx(long["ssdtwin_waf_session"], rel=1e-9)
+    assert m["gc_cycles"] == pytest.approx(long["ssdtwin_waf_session_gc_cycles"], rel=1e-9)
 
 
 def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) -> None:

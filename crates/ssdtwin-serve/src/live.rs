@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use ssdtwin_core::image::Recovery;
-use ssdtwin_core::nvme::ControllerView;
+use ssdtwin_core::nvme::{ControllerView, WafMeasurement};
 
 /// File name of the live snapshot in the image directory.
 pub const LIVE: &str = "live.json";
@@ -39,7 +39,14 @@ pub struct SessionSummary {
     pub late_ns_mean: u64,
     pub host_write_bytes: u64,
     pub nand_write_bytes: u64,
+    /// NAND / host bytes of the session: a window ratio whatever the session spans (0 before
+    /// any write). The drive's WAF is `waf_measurement.waf`, set only when the session is steady.
     pub waf: f64,
+    /// The session's WAF measurement (docs/models.md, "Measuring WAF"): timed writes over the
+    /// attached namespaces, their span (GC cycles, namespace passes) and verdict, as the
+    /// metrics' `ssdtwin_waf_session_*` gauges report it. None in a live.json written before it.
+    #[serde(default)]
+    pub waf_measurement: Option<WafMeasurement>,
     pub idle_gc_moved_ius: u64,
     pub commits: u64,
     pub journal_records: u64,

@@ -239,7 +239,11 @@ def _session_waf(path: Path, before: Optional[tuple[VendorLog, int]]) -> Optiona
 
 def summary_text(s: dict[str, Any], waf: Optional[dict[str, Any]] = None) -> str:
     """The session summary; ``waf``, the session's WAF measurement, says whether its ratio is
-    the drive's WAF (without it the ratio is printed as the session's ratio only)."""
+    the drive's WAF. Without it, the summary's own measurement (the server's, over the attached
+    namespaces) is used; a summary from before that has only its ratio, printed as the
+    session's ratio."""
+    if waf is None:
+        waf = s.get("waf_measurement")
     why = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM"}.get(s.get("stopped_by", ""), s.get("stopped_by", "?"))
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
