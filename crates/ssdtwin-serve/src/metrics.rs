@@ -21,7 +21,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use ssdtwin_core::nvme::{WafBasis, WafMeasurement, WafVerdict};
+use ssdtwin_core::nvme::WafVerdict;
 
 use crate::backend::{Inner, TwinBackend};
 
@@ -80,10 +80,7 @@ impl Collector for TwinCollector {
             let g = inner.lock();
             let Some(st) = g.as_ref() else { return Ok(()) };
             let vl = st.img.ctrl.vendor_log();
-            // The session's WAF measurement (docs/models.md, "Measuring WAF"): timed writes
-            // over the attached namespaces, as the summary at exit measures it.
-            let ns_bytes = st.img.ctrl.namespaces().filter(|n| n.attached).map(|n| n.bytes()).sum();
-            let session = WafMeasurement::between(&st.start_log, &vl, WafBasis::Timed, ns_bytes);
+            let session = st.session_waf(&vl);
             let (h0, n0) = (st.start_log.host_write_bytes, st.start_log.nand_write_bytes);
             (vl, st.img.ctrl.smart_log(), st.journal.len_bytes(), st.commits, st.idle_gc_moved, h0, n0, session)
         };

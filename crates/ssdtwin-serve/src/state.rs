@@ -6,7 +6,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::Image;
 use ssdtwin_core::journal::{JournalWriter, Record};
-use ssdtwin_core::nvme::VendorLog;
+use ssdtwin_core::nvme::{VendorLog, WafBasis, WafMeasurement};
 
 use crate::arb::ArbState;
 use crate::config::TwinConfig;
@@ -55,6 +55,14 @@ pub(crate) struct State {
 pub(crate) type Failure = String;
 
 impl State {
+    /// The session's WAF measurement up to `now` (the vendor log's present): timed writes over
+    /// the attached namespaces since the server started (docs/models.md, "Measuring WAF").
+    /// The session summary and the metrics both report it.
+    pub(crate) fn session_waf(&self, now: &VendorLog) -> WafMeasurement {
+        let attached_bytes = self.img.ctrl.namespaces().filter(|n| n.attached).map(|n| n.bytes()).sum();
+        WafMeasurement::between(&self.start_log, now, WafBasis::Timed, attached_bytes)
+    }
+
     pub(crate) fn append(&mut self, r: Record, cfg: &TwinConfig) -> Result<(), Failure> {
         self.journal.append(&r);
         if self.journal.buffered_bytes() >= cfg.journal_buffer_bytes {

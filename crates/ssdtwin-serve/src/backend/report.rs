@@ -1,7 +1,7 @@
 //! The session's counters ([`SessionSummary`]) and the `live.json` document
 //! ([`LiveSnapshot`]) as the backend builds them; crate::live holds their types.
 
-use ssdtwin_core::nvme::{VendorLog, WafBasis, WafMeasurement};
+use ssdtwin_core::nvme::VendorLog;
 
 use super::TwinBackend;
 use crate::live::{ExportRow, LiveSnapshot, SessionSummary, LIVE_FORMAT, LIVE_VERSION};
@@ -20,8 +20,6 @@ impl TwinBackend {
         let s = inner.server_stats();
         let dh = vl.host_write_bytes - st.start_log.host_write_bytes;
         let dn = vl.nand_write_bytes - st.start_log.nand_write_bytes;
-        let attached_bytes = st.img.ctrl.namespaces().filter(|n| n.attached).map(|n| n.bytes()).sum();
-        let measurement = WafMeasurement::between(&st.start_log, vl, WafBasis::Timed, attached_bytes);
         SessionSummary {
             seconds: inner.clock.elapsed().as_secs_f64(),
             pace: inner.cfg.pace.name().to_string(),
@@ -45,7 +43,7 @@ impl TwinBackend {
             host_write_bytes: dh,
             nand_write_bytes: dn,
             waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
-            waf_measurement: Some(measurement),
+            waf_measurement: Some(st.session_waf(vl)),
             idle_gc_moved_ius: st.idle_gc_moved,
             commits: st.commits,
             journal_records: st.journal.appended(),
