@@ -257,6 +257,16 @@ def sweep(
     return rows
 
 
+def save_figure(fig: Any, path: Path) -> Path:
+    """Lay out, write (PNG at 110 dpi, as the docs' plots are) and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_sweep(
     rows: Sequence[Mapping[str, Any]],
     out_dir: os.PathLike[str] | str,
@@ -304,11 +314,7 @@ def plot_sweep(
             ax.legend(fontsize=8)
         if title:
             fig.suptitle(title)
-        fig.tight_layout()
-        p = out / f"{rw}.png"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        paths.append(p)
+        paths.append(save_figure(fig, out / f"{rw}.png"))
     return paths
 
 

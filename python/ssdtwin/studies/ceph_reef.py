@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster
+from ..cluster import Cluster, save_figure
 
 DRIVE = "samsung-pm983-3.84t"
 SCALE = 256  # the drives at 1/256: 15 GB each, 256 MiB volumes (docs/models.md §11.8)
@@ -283,8 +283,4 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
     fig.suptitle(f"ssdtwin cluster, Ceph 18 cost table, PM983 at 1/{result['scale']}: predicted against published")
-    fig.tight_layout()
-    p = out / "ceph-reef.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return [p]
+    return [save_figure(fig, out / "ceph-reef.png")]

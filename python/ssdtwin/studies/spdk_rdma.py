@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster
+from ..cluster import Cluster, save_figure
 from . import spdk_tcp
 from .ceph_reef import saturating, settled_run
 
@@ -163,39 +163,26 @@ def kernel_qd1_point(
     t0 = time.perf_counter()
     lat = {target: _qd1_us(stack, target, scale, seed, f"qd1-{target}", progress) for target in ("kernel", "spdk")}
     kernel_pub, spdk_pub = QD1_US[stack]
-    return _row(
-        "kernel-qd1",
-        stack,
-        "QD1 4 KiB read latency, kernel target less SPDK target",
-        "us",
-        lat["kernel"] - lat["spdk"],
-        kernel_pub - spdk_pub,
-        {
-            "model_lat_us": lat,
-            "published_lat_us": {"kernel": kernel_pub, "spdk": spdk_pub, "device": "null bdev"},
-            "wall_s": time.perf_counter() - t0,
-        },
-    )
+    published = {"kernel": kernel_pub, "spdk": spdk_pub}
+    return _qd1_difference_row("kernel-qd1", stack, "QD1 4 KiB read latency, kernel target less SPDK target", lat, published, t0)
 
 
 def transport_qd1_point(scale: int, seed: int, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
     """QD1 read latency over TCP less over RDMA, SPDK's target and the kernel initiator on both."""
     t0 = time.perf_counter()
     lat = {stack: _qd1_us(stack, "spdk", scale, seed, f"qd1-{stack}", progress) for stack in ("nvmeof-tcp", "nvmeof-rdma")}
-    tcp_pub, rdma_pub = QD1_US["nvmeof-tcp"][1], QD1_US["nvmeof-rdma"][1]
-    return _row(
-        "transport-qd1",
-        "nvmeof-tcp",
-        "QD1 4 KiB read latency, TCP less RDMA (SPDK target)",
-        "us",
-        lat["nvmeof-tcp"] - lat["nvmeof-rdma"],
-        tcp_pub - rdma_pub,
-        {
-            "model_lat_us": lat,
-            "published_lat_us": {"nvmeof-tcp": tcp_pub, "nvmeof-rdma": rdma_pub, "device": "null bdev"},
-            "wall_s": time.perf_counter() - t0,
-        },
-    )
+    published = {stack: QD1_US[stack][1] for stack in lat}
+    return _qd1_difference_row("transport-qd1", "nvmeof-tcp", "QD1 4 KiB read latency, TCP less RDMA (SPDK target)", lat, published, t0)
+
+
+def _qd1_difference_row(
+    point: str, stack: str, figure: str, lat: dict[str, float], published: dict[str, float], t0: float
+) -> dict[str, Any]:
+    """A row whose figure is the first QD1 latency less the second, in the model and in the
+    report (which measured against a null bdev, so the drive's time cancels in both)."""
+    first, second = lat
+    extra = {"model_lat_us": lat, "published_lat_us": {**published, "device": "null bdev"}, "wall_s": time.perf_counter() - t0}
+    return _row(point, stack, figure, "us", lat[first] - lat[second], published[first] - published[second], extra)
 
 
 def run(
@@ -245,8 +232,4 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     ax.set(ylabel="model / published", title="SPDK 24.05 reports: RDMA target, kernel target (14 CM6-V)")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = out / "spdk-rdma.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return [p]
+    return [save_figure(fig, out / "spdk-rdma.png")]

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster
+from ..cluster import Cluster, save_figure
 from .ceph_reef import saturating, settled_run, sourced
 
 DRIVE = "kioxia-cm6-v-3.2t"
@@ -141,8 +141,4 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    p = out / "spdk-tcp.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    return [p]
+    return [save_figure(fig, out / "spdk-tcp.png")]
