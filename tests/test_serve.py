@@ -103,6 +103,11 @@ def sh(*argv: str | os.PathLike[str], timeout: float = 600, **kw: Any) -> subpro
     return p
 
 
+def fio_nbd_write(uri: str, out: Path, size: str, *opts: str) -> None:
+    """The real fio writes `size` sequentially in 64 KiB blocks to an NBD export."""
+    sh("fio", "--name=w", "--ioengine=nbd", f"--uri={uri}", "--rw=write", "--bs=64k", f"--size={size}", *opts, f"--output={out}")
+
+
 def vendor(image: Path) -> dict[str, Any]:
     return run_cli("nvme", "vendor-log", image, "-o", "json").json()
 
@@ -465,25 +470,12 @@ def test_session_waf_metrics_carry_the_measurements_span_and_verdict(tmp_path: P
     need("fio")
     d = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)  # 32 MiB each, 64 MiB attached
 
-    def write(s: Served, size: str, loops: int) -> None:
-        sh(
-            "fio",
-            "--name=w",
-            "--ioengine=nbd",
-            f"--uri={s.uri('ns1')}",
-            "--rw=write",
-            "--bs=64k",
-            f"--size={size}",
-            f"--loops={loops}",
-            f"--output={tmp_path / 'f.txt'}",
-        )
-
     with served(d, "--pace", "off", metrics=True) as s:
         m = scrape(s)
         assert (m["ssdtwin_waf_session_steady"], m["ssdtwin_waf_session_namespace_passes"]) == (0, 0)
-        write(s, "16m", 1)
+        fio_nbd_write(s.uri("ns1"), tmp_path / "f.txt", "16m")
         short = scrape(s)
-        write(s, "32m", 2)
+        fio_nbd_write(s.uri("ns1"), tmp_path / "f.txt", "32m", "--loops=2")
         long = scrape(s)
         s.stop()
     # A quarter of the attached bytes: a window ratio only, no measured WAF.
@@ -507,16 +499,7 @@ def test_session_waf_metrics_carry_the_measurements_span_and_verdict(tmp_path: P
 def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) -> None:
     need("fio")
     with served(two_ns) as s:
-        sh(
-            "fio",
-            "--name=w",
-            "--ioengine=nbd",
-            f"--uri={s.uri('ns1')}",
-            "--rw=write",
-            "--bs=64k",
-            "--size=32m",
-            f"--output={tmp_path / 'f.txt'}",
-        )
+        fio_nbd_write(s.uri("ns1"), tmp_path / "f.txt", "32m")
         r = live_until(two_ns, "smart-log", lambda v: v["host_write_commands"] >= 512)
         assert "live state" in r.stderr
         assert r.json()["host_write_commands"] == 512

@@ -52,13 +52,16 @@ def wait_until(cond: Callable[[], bool], what: str, p: subprocess.Popen[str], ti
     raise AssertionError(f"no {what} within {timeout} s")
 
 
-def interrupt(argv: list[str], ready: Callable[[subprocess.Popen[str]], None], sig: int = signal.SIGINT) -> tuple[int, str, str]:
-    """Start `ssdtwin ARGV`, wait until `ready`, send `sig`; (exit status, stdout, stderr)."""
+def interrupt(
+    argv: list[str], ready: Callable[[subprocess.Popen[str]], None], sig: int = signal.SIGINT, settle_s: float = 0.3
+) -> tuple[int, str, str]:
+    """Start `ssdtwin ARGV`, wait until `ready` and then `settle_s` more, send `sig`; (exit
+    status, stdout, stderr)."""
     # A session of its own, killed whole at the end: a command `waf` runs must not outlive a failed test.
     p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         ready(p)
-        time.sleep(0.3)  # well inside the work, not at its first instruction
+        time.sleep(settle_s)  # by default well inside the work, not at its first instruction
         assert p.poll() is None, "the command finished before it could be interrupted"
         p.send_signal(sig)
         out, err = p.communicate(timeout=120)
@@ -202,22 +205,9 @@ def interpreter_start_s() -> float:
 
 
 def _interrupt_starting(delay_s: float) -> tuple[int, str]:
-    p = subprocess.Popen(
-        [*SSDTWIN, "bench", "engine", "--scale", "1/407", "--seconds", "600"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        time.sleep(delay_s)
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    return p.returncode, err
+    """SIGINT `delay_s` after spawning a long `bench engine`: (exit status, stderr)."""
+    rc, _, err = interrupt(["bench", "engine", "--scale", "1/407", "--seconds", "600"], lambda p: time.sleep(delay_s), settle_s=0)
+    return rc, err
 
 
 def _before_ssdtwin(rc: int, err: str) -> bool:
