@@ -49,13 +49,14 @@ def write_iops(doc: dict[str, Any]) -> float:
 
 
 def test_a_burst_on_a_fresh_drive_is_carried_until_gc_copies_then_timed_to_its_end(images: dict[str, Path], tmp_path: Path) -> None:
-    # 10 s of 4 KiB writes fill the fresh drive's free space: no GC at first (a stationary
+    # 20 s of 4 KiB writes fill the fresh drive's free space: no GC at first (a stationary
     # rate, carried in fast-forward), then GC copying data in cycles (timed to the end).
-    full = burst(images["fresh"], tmp_path / "full", 10.0, 0, converge=False)
-    conv = burst(images["fresh"], tmp_path / "conv", 10.0, 0, converge=True)
+    # Carrying the whole burst at the first sample's rate gave 400.0 K IOPS against 390.8 K.
+    full = burst(images["fresh"], tmp_path / "full", 20.0, 0, converge=False)
+    conv = burst(images["fresh"], tmp_path / "conv", 20.0, 0, converge=True)
     timing = conv["ssdtwin"]["timing"]
     assert "timing" not in full["ssdtwin"]
-    assert timing["timed_in_full"] is None and 0.2 < timing["timed_share"] < 0.95, timing["timed_share"]
+    assert timing["timed_in_full"] is None and 0.1 < timing["timed_share"] < 0.95, timing["timed_share"]
     assert "garbage collection" in timing["timed_to_end"]
     assert not timing["samples"][-1]["converged"] and timing["samples"][-1]["fast_forward"] is None
     assert abs(write_iops(conv) - write_iops(full)) <= 0.01 * write_iops(full), (write_iops(conv), write_iops(full))
