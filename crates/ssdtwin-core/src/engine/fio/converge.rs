@@ -24,8 +24,9 @@
 //! (400 K IOPS) with 0.4 s of copying (250-360 K IOPS). A sample of milliseconds sees one
 //! phase only, and the batches of one phase are stationary, so the intervals cannot tell; a
 //! chunk carried at that phase's rate then does the next victims' copying untimed, and the
-//! next sample starts in the fast phase again (a 60 s round measured 400 K IOPS, +10.6 %
-//! against the full round's 361.7 K). A sound estimate would need batches of whole GC cycles
+//! next sample starts in the fast phase again (a 60 s round at GC steady state measured
+//! 400 K IOPS where the rounds timed in full before it gave 361-362 K; HIR bursts and WSAT
+//! segments came out up to 13 % high). A sound estimate would need batches of whole GC cycles
 //! (regenerative batches, about 20 cycles: most of a 60 s round at that scale), so once the
 //! FTL has copied data for GC during a round that writes, the round is timed to its end.
 //! Before that (a fresh or idle-recovered drive filling its free pool) the rates are
