@@ -40,8 +40,19 @@ def test_a_converged_read_round_reports_what_the_full_round_does(small: Path, tm
     full = run_fio(small, READS, tmp_path / "full")
     conv = run_fio(other, READS, tmp_path / "conv", "--converge")
     timing = conv.doc["ssdtwin"]["timing"]
-    assert set(timing) == {"rule", "timed_in_full", "timed_ns", "fast_forward_ns", "timed_share", "fast_forward_ios", "samples", "figures"}
+    assert set(timing) == {
+        "rule",
+        "timed_in_full",
+        "timed_ns",
+        "fast_forward_ns",
+        "timed_share",
+        "fast_forward_ios",
+        "timed_to_end",
+        "samples",
+        "figures",
+    }
     assert timing["timed_in_full"] is None and 0 < timing["timed_share"] < 0.5 and timing["fast_forward_ios"] > 0
+    assert timing["timed_to_end"] is None  # reads: no GC
     assert {f["figure"] for f in timing["figures"]} == {"iops", "bw", "lat_mean"}
     assert all(f["rel_half_width"] <= timing["rule"]["rel_half_width"] for f in timing["figures"])
     assert "in fast-forward" in conv.cli.stderr and "95 % confidence" in conv.cli.stderr
@@ -95,3 +106,4 @@ def test_pts_rows_carry_the_timed_share_and_the_widest_interval() -> None:
     assert cols == {"timed_s": 3.0, "timed_share": 0.05, "iops_ci_rel": 0.004, "lat_mean_ci_rel": float("inf")}
     assert timing_columns({"ssdtwin": {"ignored_options": []}}) == {}
     assert converge_rule("lat") == {"percentiles": [99.0, 99.9, 99.99]} and converge_rule("iops") == {"latency": False}
+    assert converge_rule("hir") == {"latency": False}  # HIR reports IOPS only

@@ -87,3 +87,12 @@ def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
         assert man["tests"][test]["status"] == "interrupted", man["tests"][test]
         assert json.loads((rep / test / "result.json").read_text())["status"] == "interrupted"
     assert image_digest(img) == before
+
+
+def test_the_costliest_tests_start_first() -> None:
+    """With --jobs 2 the suite ends with its longest test (HIR's timed bursts, then the IOPS
+    test's mixes) only if that one starts at once, not after the short tests."""
+    from ssdtwin.pts.parallel import costliest_first
+
+    assert costliest_first(["iops", "tp", "lat", "wsat", "hir"]) == ["hir", "iops", "tp", "lat", "wsat"]
+    assert costliest_first(["lat", "curve", "xsr"]) == ["xsr", "curve", "lat"]

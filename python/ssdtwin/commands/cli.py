@@ -593,7 +593,7 @@ def timing_note(timing: ConvergeOut) -> str:
     return (
         f"timed {timing['timed_ns'] / 1e9:.3f} s of {(timing['timed_ns'] + timing['fast_forward_ns']) / 1e9:.3f} s "
         f"({100 * timing['timed_share']:.1f} %), the rest in fast-forward; widest interval ±{100 * widest:.2f} % "
-        f"at {100 * timing['rule']['confidence']:.0f} % confidence"
+        f"at {100 * timing['rule']['confidence']:.0f} % confidence" + (f"; {timing['timed_to_end']}" if timing["timed_to_end"] else "")
     )
 
 

@@ -345,5 +345,6 @@ class ConvergeOut(TypedDict):
     fast_forward_ns: int
     timed_share: float
     fast_forward_ios: int
+    timed_to_end: Optional[str]
     samples: list[SampleOut]
     figures: list[FigureOut]

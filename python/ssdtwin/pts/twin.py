@@ -199,12 +199,12 @@ class TwinTarget:
 
 def converge_rule(test: str) -> ConvergeRule:
     """The convergence rule of a test's rounds: the core's (IOPS, bandwidth and mean latency
-    within 0.5 % at 95 % confidence); the IOPS and Throughput tests report IOPS and bandwidth
-    alone, so only those must converge; the Latency test also tracks the percentiles its
-    report shows."""
+    within 0.5 % at 95 % confidence); the IOPS, Throughput and Host Idle Recovery tests
+    report IOPS and bandwidth alone, so only those must converge; the Latency test also
+    tracks the percentiles its report shows."""
     if test == "lat":
         return {"percentiles": [99.0, 99.9, 99.99]}
-    if test in ("iops", "tp"):
+    if test in ("iops", "tp", "hir"):
         return {"latency": False}
     return {}
 

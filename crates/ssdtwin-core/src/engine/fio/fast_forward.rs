@@ -95,9 +95,9 @@ impl Untimed<'_> {
 
     /// Issue up to `quotas[c].ios` I/Os of each clone untimed, interleaved on the virtual
     /// clock (see the module). Clones marked in `counted_only` are tallied without drawing
-    /// their I/Os (they only read; `bytes_per_io[c]` each). `stop_at_gc_victims` ends the
-    /// step once the FTL has collected more victims than that (GC starting: the rates the
-    /// step was given no longer hold). Returns the bytes written and the share of the
+    /// their I/Os (they only read; `bytes_per_io[c]` each). `stop_at_gc_copies` ends the
+    /// step once the FTL has copied more IUs for GC than that (GC starting to relocate data:
+    /// the rates the step was given no longer hold). Returns the bytes written and the share of the
     /// quotas issued (1 unless stopped).
     pub(super) fn step(
         &mut self,
@@ -105,7 +105,7 @@ impl Untimed<'_> {
         counted_only: &[bool],
         bytes_per_io: &[u64],
         reads: ReadMode,
-        stop_at_gc_victims: Option<u64>,
+        stop_at_gc_copies: Option<u64>,
         keep_going: &mut dyn FnMut(u64) -> bool,
     ) -> Result<(u64, f64), RunError> {
         let n = self.clones.len();
@@ -151,7 +151,7 @@ impl Untimed<'_> {
             if steps % 65_536 == 0 && !keep_going(self.now) {
                 return Err(RunError::Interrupted(self.now));
             }
-            if stop_at_gc_victims.is_some_and(|g| self.ctrl.ftl_counters().gc_victims > g) {
+            if stop_at_gc_copies.is_some_and(|g| self.ctrl.ftl_counters().gc_programmed_ius > g) {
                 stopped = true;
                 break;
             }
