@@ -32,7 +32,7 @@ from typing import Any, Optional, Union
 from .. import _core
 from . import blktrace as fio_blktrace
 from . import limits as L
-from .contract import CloneOut, Ddir
+from .contract import CloneOut, Ddir, TraceFioReplay, TracePlan, TraceSummary
 from .errors import FioJobError
 from .facts import DDIR_NAMES, FACTS
 
@@ -72,7 +72,7 @@ class Trace:
     path: str  # to open
     shown: str  # as the job wrote it (for messages)
     format: str
-    summary: dict[str, Any]
+    summary: TraceSummary
 
     @property
     def ios(self) -> int:
@@ -119,7 +119,7 @@ def _check_file(path: str, shown: str) -> os.stat_result:
     return info
 
 
-def fio_options(st: Mapping[str, Any]) -> dict[str, Any]:
+def fio_options(st: Mapping[str, Any]) -> TraceFioReplay:
     """The core's FioReplay of the job's replay options (docs/fio.md §2.10)."""
     skip = set(st.get("replay_skip") or ())
     return {
@@ -128,12 +128,12 @@ def fio_options(st: Mapping[str, Any]) -> dict[str, Any]:
         "time_scale": 100.0 / int(st.get("replay_time_scale") or 100),
         "no_stall": bool(st.get("replay_no_stall")),
         # replay_skip=sync drops datasync lines too (ff6131af).
-        "skip": [name in skip for name in _SKIP],
+        "skip": (_SKIP[0] in skip, _SKIP[1] in skip, _SKIP[2] in skip, _SKIP[3] in skip),
     }
 
 
-def _plan(fmt: str, st: Mapping[str, Any], target_bytes: int, lba_bytes: int, max_ios: Optional[int] = None) -> dict[str, Any]:
-    plan: dict[str, Any] = {
+def _plan(fmt: str, st: Mapping[str, Any], target_bytes: int, lba_bytes: int, max_ios: Optional[int] = None) -> TracePlan:
+    plan: TracePlan = {
         "format": fmt,
         "fio": fio_options(st),
         "target": {"bytes": target_bytes, "lba": lba_bytes, "beyond": "refuse", "widen": False},

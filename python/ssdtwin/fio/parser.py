@@ -201,8 +201,9 @@ class Run:
     # reason, file, line (where it was written: a [global] line for inherited ones).
     ignored: list[dict[str, Any]] = field(default_factory=list)
     # The drive's WAF measurement over the run (keys of nvme/waf.rs), set by whoever ran it
-    # on a drive (fio.run.run_jobs); the JSON's "ssdtwin" object carries it.
-    waf: Optional[dict[str, Any]] = None
+    # on a drive (fio.run.run_jobs); the JSON's "ssdtwin" object carries it. The parser only
+    # carries it (its type, core_types.WafMeasurement, is the library's).
+    waf: Optional[Mapping[str, object]] = None
 
     def showcmd(self) -> str:
         """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):

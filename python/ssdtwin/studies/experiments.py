@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from .. import waf as wafm
+from ..core_types import WafMeasurement
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, Ddir
@@ -49,7 +50,7 @@ class Measured:
     wall_s: float
     # The same window as a WAF measurement: basis, amount, verdict (waf.py); its "waf" is
     # set only when the window spans a GC cycle or a namespace pass.
-    waf_measurement: Optional[dict[str, Any]] = None
+    waf_measurement: Optional[WafMeasurement] = None
 
 
 def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
@@ -139,7 +140,7 @@ class Prepared:
     blocks: int  # namespace 1, in 512 B blocks
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
     # The same pass as a WAF measurement (basis fast_forward, its amount and verdict).
-    steady_measurement: Optional[dict[str, Any]] = None
+    steady_measurement: Optional[WafMeasurement] = None
 
 
 def cm6_drive(

@@ -110,7 +110,8 @@ def band_labs(clusters: dict[str, Cluster]) -> list[tuple[str, str, Cluster, int
     for end in CEPH_ENDS:
         opts = clusters["ceph-rbd"].options()
         src = "[ASSUMED] an end of the band over the study's unpublished Ceph parameters (docs/models.md §11)"
-        opts.update({k: {"value": v, "source": src} for k, v in end.items()})
+        opts["node_cores"] = {"value": end["node_cores"], "source": src}
+        opts["pg_num"] = {"value": end["pg_num"], "source": src}
         c = Cluster.from_text(_core.cluster_init(opts))
         out.append(("ceph-rbd", f"{end['node_cores']} cores per node, {end['pg_num']} PGs", c, 1))
     return out
