@@ -562,6 +562,19 @@ class LbaStatus(TypedDict):
     descs: list[LbaStatusDesc]
 
 
+class SourcedValue(TypedDict):
+    """spec/mod.rs ``Sourced<T>`` of a ``[timing]`` parameter: a number (or a flag) and where
+    it comes from."""
+
+    value: int | float | bool
+    source: str
+
+
+# A drive spec's [timing] table (spec/mod.rs ``TimingSpec``) by parameter name: what
+# calibration and what-if runs vary, one named parameter at a time.
+TimingTable = dict[str, SourcedValue]
+
+
 # --- host stacks (host/tier.rs, host/media.rs, engine/stack.rs) -------------------------------
 
 
