@@ -33,7 +33,7 @@ from .. import _core
 from . import blktrace as fio_blktrace
 from . import limits as L
 from .contract import CloneOut, Ddir, TraceFioReplay, TracePlan, TraceSummary
-from .errors import FioJobError
+from .errors import FioJobError, Where
 from .facts import DDIR_NAMES, FACTS
 
 __all__ = [
@@ -179,9 +179,7 @@ class Replay:
         return [n for d, n in enumerate(DDIR_NAMES) if self.bytes_by_dir[d]]
 
 
-def replay_target(
-    st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Mapping[str, Any], namespace_of: Any
-) -> tuple[Trace, Optional[str]]:
+def replay_target(st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Where, namespace_of: Any) -> tuple[Trace, Optional[str]]:
     """Load the clone's trace (``read_iolog`` list entry subjob % count, fio's
     get_name_by_idx, or the ``merge_blktrace_file`` of them all) and find its target:
     ``replay_redirect``, else the one file its I/O lines name (a blktrace's device: None,
@@ -217,7 +215,7 @@ def replay_target(
     return trace, used[0] if used else (names_added[0] if names_added else "")
 
 
-def _merged(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Mapping[str, Any]) -> str:
+def _merged(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Where) -> str:
     """The ``merge_blktrace_file`` every clone of the job replays, merged once per run of
     unchanged inputs (fio merges once per job, before its clones exist)."""
     key = (
