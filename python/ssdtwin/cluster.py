@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional, Unpack
+from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Unpack
 
 from . import _core
 from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
@@ -197,19 +197,60 @@ def parse_outstanding(text: str) -> list[int]:
     return vals
 
 
-def summary(res: ClusterRun) -> dict[str, Any]:
+class DirFigures(TypedDict):
+    iops: float
+    lat_mean_us: float
+    lat_p99_us: float
+
+
+class Busy(TypedDict):
+    name: str
+    utilisation: float
+
+
+class RunSummary(TypedDict):
+    """``summary``: a direction's figures when it did I/O, the model's mean I/Os in flight
+    beside Little's law, the five busiest resources, the events simulated."""
+
+    read: NotRequired[DirFigures]
+    write: NotRequired[DirFigures]
+    outstanding_mean: float
+    little_x_r: float
+    busiest: list[Busy]
+    events: int
+
+
+class SweepRow(TypedDict):
+    """One point of ``sweep``: a direction's figures at one level of outstanding I/O."""
+
+    stack: str
+    rw: str
+    outstanding_per_client: int
+    outstanding_total: int
+    iops: float
+    lat_mean_us: float
+    lat_p99_us: float
+    outstanding_mean: float
+    busiest: str
+    busiest_utilisation: float
+    events: int
+    wall_s: float
+
+
+def summary(res: ClusterRun) -> RunSummary:
     """The figures of a run: per direction IOPS, mean and 99 % latency (µs); the model's own
     time-average I/Os in flight beside Little's law; the busiest resources."""
-    out: dict[str, Any] = {}
+    little = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in DIRECTIONS)
+    out: RunSummary = {
+        "outstanding_mean": res["outstanding_mean"],
+        "little_x_r": little,
+        "busiest": [{"name": r["name"], "utilisation": r["utilisation"]} for r in res["resources"][:5]],
+        "events": res["events"],
+    }
     for d in DIRECTIONS:
         t = res[d]
         if t["ios"]:
             out[d] = {"iops": t["iops"], "lat_mean_us": t["lat_mean_ns"] / 1e3, "lat_p99_us": t["lat_p99_ns"] / 1e3}
-    little = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in DIRECTIONS)
-    out["outstanding_mean"] = res["outstanding_mean"]
-    out["little_x_r"] = little
-    out["busiest"] = [{"name": r["name"], "utilisation": r["utilisation"]} for r in res["resources"][:5]]
-    out["events"] = res["events"]
     return out
 
 
@@ -222,7 +263,7 @@ def sweep(
     runtime_ms: Optional[int] = None,
     log: Callable[[str], None] = lambda _: None,
     progress: Optional[Callable[[int, int, str, int], object]] = None,
-) -> list[dict[str, Any]]:
+) -> list[SweepRow]:
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
     per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
     a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
@@ -239,7 +280,7 @@ def sweep(
             wall = time.perf_counter() - t0
             top = res["resources"][0]
             t = res[d]
-            row = {
+            row: SweepRow = {
                 "stack": res["stack"],
                 "rw": rw,
                 "outstanding_per_client": qd * numjobs,

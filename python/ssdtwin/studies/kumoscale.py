@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster, summary, sweep, sweep_job, windows_ms, with_stack
+from ..cluster import Cluster, Direction, summary, sweep, sweep_job, windows_ms, with_stack
 
 
 # The brief's figures at its largest load (KIOXIA KumoScale vs Ceph study): IOPS and mean
@@ -68,9 +68,9 @@ def brief_points(
             _, res = c.run_text(sweep_job(clients, rw, qd, 1, ramp_ms, runtime_ms), name=f"brief-{stack}-{rw}", progress=progress)
             wall = time.perf_counter() - t0
             s = summary(res)
-            d = "write" if rw == "randwrite" else "read"
+            direction: Direction = "write" if rw == "randwrite" else "read"
             row[rw] = {
-                **s[d],
+                **s[direction],
                 "busiest": s["busiest"],
                 "outstanding_mean": s["outstanding_mean"],
                 "little_x_r": s["little_x_r"],
