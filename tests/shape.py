@@ -10,14 +10,21 @@ Any, Optional/Union, Literal, list[X], tuple[X, ...], tuple[X, Y, ...], dict[K, 
 from __future__ import annotations
 
 import types
-from typing import Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+from ssdtwin.fio import contract
 
 
 def fields(td: Any) -> tuple[dict[str, Any], set[str]]:
     """A TypedDict's (field → type, required field names)."""
-    hints = get_type_hints(td, include_extras=True)
-    required = {k for k, t in hints.items() if get_origin(t) is not NotRequired}
-    return {k: (get_args(t)[0] if get_origin(t) is NotRequired else t) for k, t in hints.items()}, required
+    # core_types.py names fio's CloneOut only for the type checker (the fio package is
+    # imported where a run needs it), so its names are resolved here too.
+    hints = get_type_hints(td, localns=vars(contract), include_extras=True)
+    # A key is required as the class's totality says (``__required_keys__``) unless marked;
+    # the marks are read from the hints, as string annotations hide them from the class.
+    marked = {k: get_origin(t) for k, t in hints.items() if get_origin(t) in (NotRequired, Required)}
+    required = {k for k in hints if marked.get(k) is Required or (k not in marked and k in td.__required_keys__)}
+    return {k: (get_args(t)[0] if k in marked else t) for k, t in hints.items()}, required
 
 
 def mismatches(value: Any, tp: Any, path: str = "value") -> list[str]:

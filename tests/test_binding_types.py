@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from typing import Any, Literal, NotRequired, Optional, TypedDict, get_args
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from shape import fields, mismatches
 from ssdtwin import _core, stack
 from ssdtwin import core_types as T
+from ssdtwin.cluster import Cluster
 from ssdtwin.core_types import StackState, StackSummary
 from ssdtwin.drive import Drive
 from ssdtwin.fio import contract as C
@@ -173,3 +175,147 @@ def test_the_shape_check_finds_missing_unknown_and_wrong_fields(value: dict[str,
     got = mismatches(value, _Probe, "v")
     assert [g for g in got if not g.startswith("v.pairs")] == found
     assert any(g.startswith("v.pairs[0]: expected a tuple") for g in got) == (value["pairs"] == [[1, 2]])
+
+
+# --- the rest of the binding: logs, stacks, traces, serving, clusters, the host's memory --------
+
+PB5 = "memblaze-pblaze5-910-3.84t"  # NVM Sets, Endurance Groups, Predictable Latency Mode
+
+
+def probed(call: Any, what: str) -> set[str]:
+    """The field (or variant) names serde expected where a call's input held PROBE."""
+    with pytest.raises(ValueError) as e:
+        call()
+    message = str(e.value)
+    assert message.startswith(what) and f"`{PROBE}`" in message, message
+    return set(re.findall(r"`([^`]+)`", message.split("expected", 1)[1]))
+
+
+def a_plan(**changes: Any) -> dict[str, Any]:
+    """A trace plan with ``changes`` (dotted keys reach into its parts)."""
+    plan: dict[str, Any] = {"format": "fio-iolog", "target": {"bytes": 1 << 30, "lba": 512, "beyond": "refuse", "widen": False}}
+    for key, value in changes.items():
+        part, _, field = key.partition("__")
+        if field:
+            plan[part] = {**plan.get(part, {}), field: value}
+        else:
+            plan[part] = value
+    return plan
+
+
+INPUTS = [
+    (T.TierConfig, "tier parameters", lambda: _core.stack_new("pmem", {PROBE: 0})),
+    (T.ClusterInitOptions, "cluster options", lambda: _core.cluster_init({PROBE: 0})),
+    (C.TracePlan, "trace plan", lambda: _core.trace_scan("-", "-", {PROBE: 0})),
+    (C.TraceFioReplay, "trace plan", lambda: _core.trace_scan("-", "-", a_plan(fio__zz_probe=0))),
+    (C.TraceTarget, "trace plan", lambda: _core.trace_scan("-", "-", a_plan(target={PROBE: 0}))),
+    (C.TraceLimits, "trace plan", lambda: _core.trace_scan("-", "-", a_plan(limits__zz_probe=0))),
+]
+
+
+@pytest.mark.parametrize("td,what,call", INPUTS, ids=[td.__name__ for td, _, _ in INPUTS])
+def test_more_input_typeddicts_have_the_rust_fields(td: Any, what: str, call: Any) -> None:
+    assert set(fields(td)[0]) == probed(call, what)
+
+
+def test_input_literals_have_the_rust_variants() -> None:
+    tier = {"policy": PROBE, "capacity_bytes": 0}
+    assert set(get_args(fields(T.TierConfig)[0]["policy"])) == probed(lambda: _core.stack_new("pmem", tier), "tier parameters")
+    target = {"bytes": 1, "lba": 512, "beyond": PROBE, "widen": False}
+    assert set(get_args(C.Beyond)) == probed(lambda: _core.trace_scan("-", "-", a_plan(target=target)), "trace plan")
+
+
+def test_the_logs_have_their_types(tmp_path: Any) -> None:
+    d = _core.Drive.in_memory(PB5, scale=256, nvm_sets=2)
+    d.set_feature(0x13, 1, cdw12=1)  # Predictable Latency Mode on in set 1
+    d.inject_media_error(1, 0, 8)
+    with pytest.raises(_core.NvmeError):
+        d.read(1, 0, 8)
+    view = d.view()
+    answers = [
+        (d.id_nvmset(), T.NvmSetList),
+        (view.id_nvmset(), T.NvmSetList),
+        (d.endurance_log(1), T.EnduranceGroupLog),
+        (view.endurance_log(1), T.EnduranceGroupLog),
+        (d.pred_lat_log(1), T.PredLatLog),
+        (d.pred_lat_event_agg(), T.PredLatEventAgg),
+        (d.plm_state(), list[T.PlmSet]),
+        (d.get_lba_status(1, 0, 0xFFFF, 0x11, 0), T.LbaStatus),
+        (view.error_log(), list[T.ErrorLogEntry]),
+        (view.sanitize_log(), T.SanitizeLog),
+        (d.sanitize_times(0), Optional[T.SanitizeTimes]),
+        (d.recovery(), Optional[T.Recovery]),
+        (d.precondition_touches(1, "rand", 4096, 1 << 20, 1), T.PreconditionTouches),
+    ]
+    assert d.plm_state() and view.error_log() and d.get_lba_status(1, 0, 0xFFFF, 0x11, 0)["descs"], "the lists are not empty"
+    assert d.sanitize_times(0) is not None
+    cm6 = _core.Drive.in_memory(CM6, scale=454)
+    answers.append((cm6.ana_log(), T.AnaLog))
+    vendor = _core.Drive.in_memory("intel-p5316-15.36t", scale=256).vendor_log()
+    assert "intel_smart_add" in vendor, "a preset with Intel's additional SMART log shows its fields"
+    answers.append((vendor, T.VendorLog))
+    for value, tp in answers:
+        assert mismatches(value, tp, str(tp)) == []
+
+
+def test_a_stack_a_trace_and_the_host_memory_have_their_types(tmp_path: Any, drive: Drive) -> None:
+    assert mismatches(_core.media_presets(), list[T.MediaSpec], "media_presets") == []
+    img = tmp_path / "img"
+    _core.Drive.create(img, CM6, scale=454).close()
+    created = stack.create(tmp_path / "stk", img, "pmem:64MiB", "log")
+    assert mismatches(created["tier"], T.TierConfig, "StackConfig.tier") == []
+    config, state = stack.load(tmp_path / "stk")
+    assert mismatches(config, T.StackFile, "StackFile") == []
+    assert mismatches(state["stack"], StackState, "StackState") == []
+    trace = tmp_path / "t.log"
+    trace.write_text("fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x write 0 4096\n/dev/x read 4096 4096\n/dev/x close\n")
+    plan = a_plan(limits={"max_ios": 100, "skip_bad": False})
+    summary = _core.trace_scan(trace, str(trace), plan)
+    assert mismatches(summary, C.TraceSummary, "TraceSummary") == []
+    records, loaded = _core.trace_load(trace, str(trace), plan, 100)
+    assert mismatches(loaded, C.TraceSummary, "TraceSummary") == [] and records
+    assert mismatches(_core.rmw_rate(1 << 20, 1000), T.RmwReport, "RmwReport") == []
+
+
+def test_a_served_session_has_its_types(tmp_path: Any) -> None:
+    """``serve`` in this process, stopped by an alarm once ready: what it tells ``ready``, what
+    it returns, and the live.json it kept."""
+    img = tmp_path / "img"
+    _core.Drive.create(img, CM6, scale=454).close()
+    infos: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise Stop()
+
+    def ready(info: Any) -> None:
+        infos.append(info)
+        signal.setitimer(signal.ITIMER_REAL, 1.5)  # live.json is written once a second
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    try:
+        summary = _core.serve(img, unix=[tmp_path / "s.sock"], ready=ready)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert summary["stopped_by"] == "Stop" and "seconds" in summary, summary
+    assert mismatches(infos[0], T.ServeInfo, "ServeInfo") == []
+    assert mismatches(summary, T.StoppedSummary, "StoppedSummary") == []
+    found = _core.read_live_snapshot(img)
+    assert found is not None, "the server kept its live.json"
+    assert mismatches(found[0], T.LiveSnapshot, "LiveSnapshot") == []
+
+
+def test_a_cluster_has_its_types() -> None:
+    opts: T.ClusterInitOptions = {"nodes": 3, "drives_per_node": 2, "clients": 2, "scale": 512, "volume_bytes": 8 << 30}
+    text = _core.cluster_init(opts)
+    assert mismatches(_core.cluster_info(text), T.LayoutInfo, "LayoutInfo") == []
+    run = parse_string("[global]\nrw=randread\nbs=4k\niodepth=4\ntime_based=1\nruntime=5ms\n[c0]\n[c1]\n", name="c.fio")
+    volume = _core.cluster_info(text)["volume_bytes"]
+    res = _core.cluster_run(text, run.to_engine(volume, 512))
+    assert mismatches(res, T.ClusterRun, "ClusterRun") == []
+    like = Cluster.from_text(text).options()  # what `cluster init --like` copies
+    assert mismatches(like, T.ClusterInitOptions, "options()") == []
+    assert _core.cluster_init(like) == text

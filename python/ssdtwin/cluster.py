@@ -17,28 +17,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Unpack
 
 from . import _core
+from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
 from .fio import parse, parse_string
 from .fio.contract import JobSpec
 from .fio.parser import Run
 
 CONFIG = "cluster.toml"
-TOPOLOGY_KEYS = (
-    "stack",
-    "nodes",
-    "drives_per_node",
-    "drive",
-    "scale",
-    "clients",
-    "replicas",
-    "volume_bytes",
-    "seed",
-    "osds_per_drive",
-    "fio_procs_per_client",
-    "clients_on_nodes",
-)
+# The directions a cluster run totals (ClusterRun's ``read`` and ``write``).
+Direction = Literal["read", "write"]
+DIRECTIONS: tuple[Direction, ...] = ("read", "write")
 LBA_BYTES = 512  # the block size both stacks present to the client (RBD, KumoScale volumes)
 
 # A point's window in simulated time (ramp, runtime), per stack: long enough that the figures
@@ -69,7 +59,7 @@ class Cluster:
         return Cluster(text, _core.cluster_spec(text, origin), path)
 
     @staticmethod
-    def create(path: os.PathLike[str] | str, **options: Any) -> Cluster:
+    def create(path: os.PathLike[str] | str, **options: Unpack[ClusterInitOptions]) -> Cluster:
         """Write a new cluster folder from ``cluster init`` options (``InitOptions``: stack,
         nodes, drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,
         ceph_version, osds_per_drive, fio_procs_per_client, clients_on_nodes, rbd_client,
@@ -99,27 +89,41 @@ class Cluster:
             raise ClusterError(f"{f}: {e}") from None
         return Cluster.from_text(text, str(f), p)
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> ClusterInitOptions:
         """The lab as ``cluster init`` options (what ``--like`` copies): the topology, the
         Ceph release, client and messenger, and the lab's cores, OSD pinning and PGs with
         their sources."""
-        t = self.spec["cluster"]
-        keys = TOPOLOGY_KEYS
-        out = {k: t[k] for k in keys}
-        out["network"] = self.spec["network"]["name"]
-        c = self.spec["ceph"]
-        out.update(ceph_version=c["version"], rbd_client=c["rbd_client"], msgr_version=c["msgr_version"], pg_num=c["pg_num"])
-        h = self.spec["hosts"]
-        out.update(node_cores=h["node_cores"], client_cores=h["client_cores"], osd_cpus=h["osd_cpus"])
-        return out
+        t, c, h = self.spec["cluster"], self.spec["ceph"], self.spec["hosts"]
+        return {
+            "stack": t["stack"],
+            "nodes": t["nodes"],
+            "drives_per_node": t["drives_per_node"],
+            "drive": t["drive"],
+            "scale": t["scale"],
+            "clients": t["clients"],
+            "replicas": t["replicas"],
+            "volume_bytes": t["volume_bytes"],
+            "seed": t["seed"],
+            "osds_per_drive": t["osds_per_drive"],
+            "fio_procs_per_client": t["fio_procs_per_client"],
+            "clients_on_nodes": t["clients_on_nodes"],
+            "network": self.spec["network"]["name"],
+            "ceph_version": c["version"],
+            "rbd_client": c["rbd_client"],
+            "msgr_version": c["msgr_version"],
+            "pg_num": c["pg_num"],
+            "node_cores": h["node_cores"],
+            "client_cores": h["client_cores"],
+            "osd_cpus": h["osd_cpus"],
+        }
 
     @property
     def stack(self) -> str:
         return str(self.spec["cluster"]["stack"])
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> LayoutInfo:
         """Where the data lives (drives, volumes, PGs), without running anything."""
-        return dict(_core.cluster_info(self.text))
+        return _core.cluster_info(self.text)
 
     @property
     def volume_bytes(self) -> int:
@@ -130,29 +134,29 @@ class Cluster:
         """The engine input of a parsed run, against this cluster's volumes."""
         return run.to_engine(self.volume_bytes, LBA_BYTES)
 
-    def run(self, run: Run, progress: Optional[Callable[[int, int, str, int], object]] = None) -> dict[str, Any]:
-        """Simulate a parsed fio run; returns the ClusterRun dict (``clones`` is fio's engine
-        output, one per clone, for ``ssdtwin.fio.output``)."""
-        return dict(_core.cluster_run(self.text, self.resolve(run), progress))
+    def run(self, run: Run, progress: Optional[Callable[[int, int, str, int], object]] = None) -> ClusterRun:
+        """Simulate a parsed fio run (``clones`` is fio's engine output, one per clone, for
+        ``ssdtwin.fio.output``)."""
+        return _core.cluster_run(self.text, self.resolve(run), progress)
 
     def run_files(
         self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int, int, str, int], object]] = None
-    ) -> tuple[Run, dict[str, Any]]:
+    ) -> tuple[Run, ClusterRun]:
         run = parse(list(files), run_seed=run_seed)
         return run, self.run(run, progress)
 
     def run_text(
         self, text: str, name: str = "<cluster>", progress: Optional[Callable[[int, int, str, int], object]] = None
-    ) -> tuple[Run, dict[str, Any]]:
+    ) -> tuple[Run, ClusterRun]:
         run = parse_string(text, name=name)
         return run, self.run(run, progress)
 
 
-def with_stack(base: Cluster, stack: str, **changes: Any) -> Cluster:
-    """A cluster of ``base``'s lab with another stack (and any other init option changed),
-    costs at their defaults: what ``cluster init --like`` writes."""
+def with_stack(base: Cluster, stack: str) -> Cluster:
+    """A cluster of ``base``'s lab with another stack, costs at their defaults: what
+    ``cluster init --like`` writes."""
     opts = base.options()
-    opts.update(changes, stack=stack)
+    opts["stack"] = stack
     return Cluster.from_text(_core.cluster_init(opts))
 
 
@@ -193,19 +197,60 @@ def parse_outstanding(text: str) -> list[int]:
     return vals
 
 
-def summary(res: Mapping[str, Any]) -> dict[str, Any]:
+class DirFigures(TypedDict):
+    iops: float
+    lat_mean_us: float
+    lat_p99_us: float
+
+
+class Busy(TypedDict):
+    name: str
+    utilisation: float
+
+
+class RunSummary(TypedDict):
+    """``summary``: a direction's figures when it did I/O, the model's mean I/Os in flight
+    beside Little's law, the five busiest resources, the events simulated."""
+
+    read: NotRequired[DirFigures]
+    write: NotRequired[DirFigures]
+    outstanding_mean: float
+    little_x_r: float
+    busiest: list[Busy]
+    events: int
+
+
+class SweepRow(TypedDict):
+    """One point of ``sweep``: a direction's figures at one level of outstanding I/O."""
+
+    stack: str
+    rw: str
+    outstanding_per_client: int
+    outstanding_total: int
+    iops: float
+    lat_mean_us: float
+    lat_p99_us: float
+    outstanding_mean: float
+    busiest: str
+    busiest_utilisation: float
+    events: int
+    wall_s: float
+
+
+def summary(res: ClusterRun) -> RunSummary:
     """The figures of a run: per direction IOPS, mean and 99 % latency (µs); the model's own
     time-average I/Os in flight beside Little's law; the busiest resources."""
-    out: dict[str, Any] = {}
-    for d in ("read", "write"):
+    little = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in DIRECTIONS)
+    out: RunSummary = {
+        "outstanding_mean": res["outstanding_mean"],
+        "little_x_r": little,
+        "busiest": [{"name": r["name"], "utilisation": r["utilisation"]} for r in res["resources"][:5]],
+        "events": res["events"],
+    }
+    for d in DIRECTIONS:
         t = res[d]
         if t["ios"]:
             out[d] = {"iops": t["iops"], "lat_mean_us": t["lat_mean_ns"] / 1e3, "lat_p99_us": t["lat_p99_ns"] / 1e3}
-    little = sum(res[d]["iops"] * res[d]["lat_mean_ns"] / 1e9 for d in ("read", "write"))
-    out["outstanding_mean"] = res["outstanding_mean"]
-    out["little_x_r"] = little
-    out["busiest"] = [{"name": r["name"], "utilisation": r["utilisation"]} for r in res["resources"][:5]]
-    out["events"] = res["events"]
     return out
 
 
@@ -218,7 +263,7 @@ def sweep(
     runtime_ms: Optional[int] = None,
     log: Callable[[str], None] = lambda _: None,
     progress: Optional[Callable[[int, int, str, int], object]] = None,
-) -> list[dict[str, Any]]:
+) -> list[SweepRow]:
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
     per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
     a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
@@ -227,7 +272,7 @@ def sweep(
     runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms
     rows = []
     for rw in rws:
-        d = "write" if "write" in rw else "read"
+        d: Direction = "write" if "write" in rw else "read"
         for level in outstanding:
             qd = max(1, level // numjobs)
             t0 = time.perf_counter()
@@ -235,7 +280,7 @@ def sweep(
             wall = time.perf_counter() - t0
             top = res["resources"][0]
             t = res[d]
-            row = {
+            row: SweepRow = {
                 "stack": res["stack"],
                 "rw": rw,
                 "outstanding_per_client": qd * numjobs,

@@ -7,7 +7,10 @@ binding against them, so a field added to or dropped from a Rust structure fails
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, Required, TypedDict
+
+if TYPE_CHECKING:  # the fio package is imported only where a run needs it (drive.py)
+    from ssdtwin.fio.contract import CloneOut
 
 # --- a drive (image.rs, nvme/identify.rs, nvme/mod.rs, ftl) --------------------------------------
 
@@ -249,6 +252,13 @@ class SmartLog(TypedDict):
     thm_temp2_total_time: int
 
 
+class IntelSmartAdd(TypedDict):
+    """nvme/logs.rs: what Intel's additional SMART log (0xCA) counts, in 32 MiB units."""
+
+    nand_bytes_written_sectors: int
+    host_bytes_written_sectors: int
+
+
 class VendorLog(TypedDict):
     host_write_bytes: int
     host_read_bytes: int
@@ -279,7 +289,7 @@ class VendorLog(TypedDict):
     gc_overhead_superblocks: float
     gc_overhead_samples: int
     gc_overhead_sample_ius: float
-    intel_smart_add: NotRequired[dict[str, Any]]
+    intel_smart_add: NotRequired[IntelSmartAdd]
     dram_write_bytes: int
     dram_read_bytes: int
     dram_flush_bytes: int
@@ -346,7 +356,273 @@ class PreconditionReport(TypedDict):
     interrupted: bool
 
 
+class Recovery(TypedDict):
+    """image/recovery.rs: what opening did with a journal a killed server left."""
+
+    action: Literal["replayed", "replayed_in_memory", "discarded", "repaired"]
+    journal_generation: Optional[int]
+    image_generation: int
+    records: int
+    ignored_bytes: int
+    dropped_records: int
+    kept_copy: Optional[str]
+    detail: str
+
+
+class PreconditionTouches(TypedDict):
+    """The binding's ``Touches``: a precondition's report and the FTL's random map accesses."""
+
+    report: PreconditionReport
+    host_l2p: int
+    gc_checks: int
+
+
+# --- log pages and vendor views (nvme/*.rs; nvme-cli's JSON names where it has them) ----------
+
+
+class NvmSetEntry(TypedDict):
+    nvmset_id: int
+    endurance_group_id: int
+    random_4k_read_typical: int
+    optimal_write_size: int
+    total_nvmset_cap: int
+    unalloc_nvmset_cap: int
+
+
+# nvme/sets.rs NvmSetList: Identify CNS 04h (the list's key is nvme-cli's "NVMSet").
+class NvmSetList(TypedDict):
+    nid: int
+    NVMSet: list[NvmSetEntry]
+
+
+class EnduranceGroupLog(TypedDict):
+    """nvme/sets.rs: log page 09h."""
+
+    critical_warning: int
+    endurance_group_features: int
+    avl_spare: int
+    avl_spare_threshold: int
+    percent_used: int
+    domain_identifier: int
+    endurance_estimate: int
+    data_units_read: int
+    data_units_written: int
+    media_units_written: int
+    host_read_cmds: int
+    host_write_cmds: int
+    media_data_integrity_err: int
+    num_err_info_log_entries: int
+    total_end_grp_cap: int
+    unalloc_end_grp_cap: int
+
+
+class ErrorLogEntry(TypedDict):
+    """nvme/logs.rs: one entry of log page 01h."""
+
+    error_count: int
+    sqid: int
+    cmdid: int
+    status_field: int
+    phase_tag: int
+    parm_error_location: int
+    lba: int
+    nsid: int
+    vs: int
+    trtype: int
+    csi: int
+    opcode: int
+    cs: int
+    trtype_spec_info: int
+    log_page_version: int
+
+
+class SanitizeLogPage(TypedDict):
+    """nvme/sanitize.rs: log page 81h as the drive keeps it (a live.json's ``sanitize_log``)."""
+
+    sprog: int
+    sstat: int
+    scdw10: int
+    eto: int
+    etbe: int
+    etce: int
+    etond: int
+    etbend: int
+    etcend: int
+    etpvds: int
+    ssi: int
+
+
+class SanitizeStatus(TypedDict):
+    """nvme/sanitize.rs ``SstatJson``."""
+
+    media_verification_canceled: int
+    global_erased: int
+    no_cmplted_passes: int
+    status: str
+
+
+class SanitizeStateInformation(TypedDict):
+    """nvme/sanitize.rs ``SsiJson``."""
+
+    sanitize_state: str
+
+
+class SanitizeLog(TypedDict):
+    """nvme/sanitize.rs ``SanitizeLogJson``: log page 81h with nvme-cli's JSON names."""
+
+    sprog: int
+    sstat: SanitizeStatus
+    cdw10_info: int
+    time_over_write: int
+    time_block_erase: int
+    time_crypto_erase: int
+    time_over_write_no_dealloc: int
+    time_block_erase_no_dealloc: int
+    time_crypto_erase_no_dealloc: int
+    time_post_verification_dealloc: int
+    sanitize_state_information: SanitizeStateInformation
+
+
+class SanitizeTimes(TypedDict):
+    """nvme/sanitize.rs: how long each sanitize action takes in one power state."""
+
+    crypto_erase_ns: int
+    block_erase_ns: int
+    overwrite_pass_ns: int
+    parallel_planes: int
+
+
+class PlmSet(TypedDict):
+    """nvme/plm.rs: one NVM Set's Predictable Latency Mode state (the vendor view)."""
+
+    enabled: bool
+    window: int
+    since_ns: int
+    event_type: int
+    start_avail_ius: int
+    start_host_write_bytes: int
+    consumed_ius: int
+    ended_by: NotRequired[str]
+    last_dtwin_ns: int
+
+
+class PredLatLog(TypedDict):
+    """nvme/plm.rs: log page 0Ah of one NVM Set."""
+
+    nvmset_id: int
+    status: int
+    event_type: int
+    dtwin_reads_typical: int
+    dtwin_writes_typical: int
+    dtwin_time_maximum: int
+    ndwin_time_minimum_high: int
+    ndwin_time_minimum_low: int
+    dtwin_reads_estimate: int
+    dtwin_writes_estimate: int
+    dtwin_time_estimate: int
+
+
+class PredLatAggEntry(TypedDict):
+    entry: int
+
+
+class PredLatEventAgg(TypedDict):
+    """nvme/plm.rs: log page 0Bh."""
+
+    num_entries_avail: int
+    list_of_entries: list[PredLatAggEntry]
+
+
+class AnaNsid(TypedDict):
+    nsid: int
+
+
+# nvme/ana.rs AnaDesc and AnaLog: log page 0Ch with nvme-cli's JSON names.
+class AnaDesc(TypedDict):
+    grpid: int
+    nnsids: int
+    chgcnt: int
+    state: str
+    NSIDS: list[AnaNsid]
+
+
+AnaLog = TypedDict("AnaLog", {"chgcnt": int, "ngrps": int, "ANA DESC LIST ": list[AnaDesc]})
+
+
+class LbaStatusDesc(TypedDict):
+    dslba: int
+    nlb: int
+
+
+class LbaStatus(TypedDict):
+    """nvme/lbastatus.rs: Get LBA Status."""
+
+    nlsd: int
+    cmpc: int
+    descs: list[LbaStatusDesc]
+
+
+class SourcedValue(TypedDict):
+    """spec/mod.rs ``Sourced<T>`` of a ``[timing]`` parameter: a number (or a flag) and where
+    it comes from."""
+
+    value: int | float | bool
+    source: str
+
+
+# A drive spec's [timing] table (spec/mod.rs ``TimingSpec``) by parameter name: what
+# calibration and what-if runs vary, one named parameter at a time.
+TimingTable = dict[str, SourcedValue]
+
+
 # --- host stacks (host/tier.rs, host/media.rs, engine/stack.rs) -------------------------------
+
+
+class SourcedInt(TypedDict):
+    """spec/mod.rs ``Sourced<u64>``: a number with where it comes from."""
+
+    value: int
+    source: str
+
+
+class SourcedBool(TypedDict):
+    value: bool
+    source: str
+
+
+class MediaSpec(TypedDict):
+    """host/media.rs: a fast medium a host stack's tier lives on (``media_presets``)."""
+
+    name: str
+    capacity_bytes_max: SourcedInt
+    write_bytes_per_s: SourcedInt
+    read_bytes_per_s: SourcedInt
+    write_latency_ns: SourcedInt
+    read_latency_ns: SourcedInt
+    durable: SourcedBool
+
+
+class StackFileTier(TypedDict):
+    capacity_bytes: int
+    high_watermark_pct: int
+    low_watermark_pct: int
+    destage_concurrency: int
+    stripe_bytes: int
+    band_bytes: int
+    host_op_pct: int
+    area_bytes: int
+
+
+class StackFile(TypedDict):
+    """A stack image's stack.toml as ``stack_toml`` reads it (the binding's ``StackFile``)."""
+
+    format: str
+    version: int
+    drive: str
+    namespace: int
+    media: str
+    policy: str
+    tier: StackFileTier
 
 
 class TierCounters(TypedDict):
@@ -367,7 +643,9 @@ class TierCounters(TypedDict):
 
 
 class TierConfig(TypedDict):
-    policy: str
+    """host/tier.rs: a tier's parameters (``stack_new``'s input; ``area_bytes`` defaults to 0)."""
+
+    policy: Literal["iu-fill", "log"]
     capacity_bytes: int
     high_watermark_pct: int
     low_watermark_pct: int
@@ -377,7 +655,7 @@ class TierConfig(TypedDict):
     stripe_bytes: int
     band_bytes: int
     host_op_pct: int
-    area_bytes: int
+    area_bytes: NotRequired[int]
 
 
 class Tier(TypedDict):
@@ -392,7 +670,7 @@ class StackState(TypedDict):
     """A host stack's state (engine/stack.rs ``Stack``) in JSON's data model (map keys are
     strings): Python keeps it in the stack image's state.json and hands it back."""
 
-    media: dict[str, Any]
+    media: MediaSpec
     tier: Tier
 
 
@@ -403,3 +681,238 @@ class StackSummary(TypedDict):
     user_bytes: int
     resident_bytes: int
     drive_write_bytes: int
+
+
+# --- a served drive (ssdtwin-serve live.rs) ----------------------------------------------------
+
+
+class ExportRow(TypedDict):
+    name: str
+    nsid: int
+    size: int
+    read_only: bool
+
+
+class SessionSummary(TypedDict):
+    """live.rs: what a serving session did (live.json's ``stats``)."""
+
+    seconds: float
+    pace: str
+    reads: int
+    writes: int
+    trims: int
+    write_zeroes: int
+    flushes: int
+    read_bytes: int
+    write_bytes: int
+    errors: int
+    syncs: int
+    connections: int
+    requests: int
+    error_replies: int
+    protocol_errors: int
+    replies_paced: int
+    replies_late: int
+    late_ns_max: int
+    late_ns_mean: int
+    host_write_bytes: int
+    nand_write_bytes: int
+    waf: float
+    waf_measurement: Optional[WafMeasurement]
+    idle_gc_moved_ius: int
+    commits: int
+    journal_records: int
+    generation: int
+    failure: Optional[str]
+
+
+class StoppedSummary(TypedDict, total=False):
+    """live.rs ``StoppedSummary``, what ``serve`` returns: the session's summary (absent when
+    the server stopped before it had one), how it stopped, and a served stack's new state."""
+
+    seconds: float
+    pace: str
+    reads: int
+    writes: int
+    trims: int
+    write_zeroes: int
+    flushes: int
+    read_bytes: int
+    write_bytes: int
+    errors: int
+    syncs: int
+    connections: int
+    requests: int
+    error_replies: int
+    protocol_errors: int
+    replies_paced: int
+    replies_late: int
+    late_ns_max: int
+    late_ns_mean: int
+    host_write_bytes: int
+    nand_write_bytes: int
+    waf: float
+    waf_measurement: Optional[WafMeasurement]
+    idle_gc_moved_ius: int
+    commits: int
+    journal_records: int
+    generation: int
+    failure: Optional[str]
+    stopped_by: Required[str]
+    stack: StackState
+
+
+class ServeInfo(TypedDict):
+    """live.rs: what ``serve`` hands its ``ready`` callback once serving."""
+
+    dir: str
+    pace: str
+    uris: list[str]
+    exports: list[str]
+    metrics: Optional[str]
+    recovery: Optional[Recovery]
+    pid: int
+    warnings: list[str]
+
+
+class LiveSnapshot(TypedDict):
+    """live.rs: a server's live.json; the drive's view (nvme/mod.rs ``ControllerView``) is
+    flattened into it."""
+
+    format: str
+    version: int
+    pid: int
+    serving: bool
+    time_unix_ms: int
+    started_unix_ms: int
+    generation: int
+    pace: str
+    exports: list[ExportRow]
+    uris: list[str]
+    id_ctrl: IdCtrl
+    id_ns: dict[str, IdNs]
+    namespaces: list[NamespaceRow]
+    smart_log: SmartLog
+    vendor_log: VendorLog
+    id_nvmset: NotRequired[NvmSetList]
+    endurance_logs: NotRequired[dict[str, EnduranceGroupLog]]
+    error_log: list[ErrorLogEntry]
+    sanitize_log: SanitizeLogPage
+    stats: SessionSummary
+
+
+# --- clusters (cluster/spec.rs, layout.rs, out.rs) ----------------------------------------------
+
+
+class SourcedCount(TypedDict):
+    """spec/mod.rs ``Sourced<u32>``."""
+
+    value: int
+    source: str
+
+
+class ClusterInitOptions(TypedDict, total=False):
+    """cluster/spec.rs ``InitOptions`` (``cluster_init``'s input): a missing key takes the
+    brief's lab."""
+
+    stack: str
+    nodes: int
+    drives_per_node: int
+    drive: str
+    scale: int
+    clients: int
+    replicas: int
+    network: str
+    volume_bytes: int
+    seed: int
+    ceph_version: int
+    osds_per_drive: int
+    fio_procs_per_client: int
+    clients_on_nodes: bool
+    rbd_client: str
+    msgr_version: int
+    node_cores: Optional[SourcedCount]
+    client_cores: Optional[SourcedCount]
+    osd_cpus: Optional[SourcedCount]
+    osd_threads: Optional[int]
+    pg_num: Optional[SourcedCount]
+
+
+class LayoutInfo(TypedDict):
+    """cluster/layout.rs: where a cluster's data lives (``cluster_info``)."""
+
+    stack: str
+    drives: int
+    drive_bytes: int
+    volume_bytes: int
+    volumes: int
+    used_bytes: list[int]
+    pgs: int
+    osds_per_drive: int
+    placements: list[int]
+
+
+class DirTotals(TypedDict):
+    ios: int
+    bytes: int
+    iops: float
+    lat_mean_ns: float
+    lat_p50_ns: int
+    lat_p99_ns: int
+    lat_max_ns: int
+
+
+class ResourceUse(TypedDict):
+    name: str
+    kind: str
+    servers: int
+    utilisation: float
+    mean_in_use: float
+
+
+class DriveLoad(TypedDict):
+    drive: int
+    node: int
+    reads: int
+    writes: int
+    commands_per_s: float
+    ctrl_load: float
+    busy: float
+    mean_outstanding: float
+
+
+class ClusterRun(TypedDict):
+    """cluster/out.rs: a cluster run (``cluster_run``): the clients' fio results and the
+    cluster's totals, resources and drives over the measured window."""
+
+    stack: str
+    seed: int
+    scale: int
+    clones: list[CloneOut]
+    window_ns: tuple[int, int]
+    read: DirTotals
+    write: DirTotals
+    outstanding_mean: float
+    resources: list[ResourceUse]
+    drives: list[DriveLoad]
+    kv_batches: int
+    kv_txns: int
+    events: int
+    simulated_ns: int
+
+
+# --- the host's memory (ssdtwin-py hwbench.rs) --------------------------------------------------
+
+
+class RmwReport(TypedDict):
+    """hwbench.rs: the random read-modify-write rate of this machine's memory (wall clock)."""
+
+    array_bytes: int
+    ops: int
+    inflight: int
+    seed: int
+    threads: int
+    fill_seconds: float
+    seconds: float
+    rmw_per_s: float
+    checksum: int

@@ -18,10 +18,30 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
 from ._core import ImageError, NvmeError, SpecError, SsdtwinError
-from .core_types import FtlFingerprint, FtlInfo, IdCtrl, IdNs, Manifest, QosRow, ReadSummary, SmartLog, StackState, VendorLog
+from .core_types import (
+    AnaLog,
+    EnduranceGroupLog,
+    FtlFingerprint,
+    FtlInfo,
+    IdCtrl,
+    IdNs,
+    LbaStatus,
+    Manifest,
+    NvmSetList,
+    PlmSet,
+    PredLatEventAgg,
+    PredLatLog,
+    QosRow,
+    ReadSummary,
+    Recovery,
+    SanitizeTimes,
+    SmartLog,
+    StackState,
+    VendorLog,
+)
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
-    from .fio.contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec
+    from .fio.contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec, TracePlan
 
 __all__ = [
     "Drive",
@@ -143,11 +163,11 @@ class Nvme:
             flbas = self.lba_format_index(block_size)
         return self._core.create_ns(nsze, nsze if ncap is None else ncap, flbas, nmic, dram, nvmsetid)
 
-    def id_nvmset(self, nvmsetid: int = 0) -> dict[str, Any]:
+    def id_nvmset(self, nvmsetid: int = 0) -> NvmSetList:
         """Identify CNS 04h: the NVM Set List from ``nvmsetid`` on (0: every set)."""
         return self._core.id_nvmset(nvmsetid)
 
-    def endurance_log(self, endgid: int) -> dict[str, Any]:
+    def endurance_log(self, endgid: int) -> EnduranceGroupLog:
         """Log page 09h: the Endurance Group Information log of group ``endgid``."""
         return self._core.endurance_log(endgid)
 
@@ -198,11 +218,11 @@ class Nvme:
         of 0x13 (1: enable Predictable Latency Mode) and 0x14 (1 DTWIN, 2 NDWIN)."""
         self._core.set_feature(fid, value, nsid, cdw12)
 
-    def pred_lat_log(self, nvmsetid: int) -> dict[str, Any]:
+    def pred_lat_log(self, nvmsetid: int) -> PredLatLog:
         """Log page 0Ah: Predictable Latency Per NVM Set (nvme-cli's JSON names)."""
         return self._core.pred_lat_log(nvmsetid)
 
-    def plm_state(self) -> builtins.list[dict[str, Any]]:
+    def plm_state(self) -> builtins.list[PlmSet]:
         """Every NVM Set's Predictable Latency Mode state (vendor view: window, since_ns,
         last_dtwin_ns, ended_by …; empty if never enabled)."""
         return self._core.plm_state()
@@ -213,7 +233,7 @@ class Nvme:
         number); NvmeError INVALID_FIELD for any other."""
         self._core.set_ana_state(grpid, state)
 
-    def ana_log(self) -> dict[str, Any]:
+    def ana_log(self) -> AnaLog:
         """Log page 0Ch: every ANA group's state and namespaces (nvme-cli's JSON names)."""
         return self._core.ana_log()
 
@@ -222,11 +242,11 @@ class Nvme:
         unrecoverable (reads fail with READ_ERROR until they are written again)."""
         self._core.inject_media_error(nsid, slba, nlb)
 
-    def get_lba_status(self, nsid: int, slba: int = 0, mndw: int = 0xFFFF, atype: int = 0x11, rl: int = 0) -> dict[str, Any]:
+    def get_lba_status(self, nsid: int, slba: int = 0, mndw: int = 0xFFFF, atype: int = 0x11, rl: int = 0) -> LbaStatus:
         """Get LBA Status (rebuild assist): ``{nlsd, cmpc, descs: [{dslba, nlb}]}``."""
         return self._core.get_lba_status(nsid, slba, mndw, atype, rl)
 
-    def pred_lat_event_agg(self) -> dict[str, Any]:
+    def pred_lat_event_agg(self) -> PredLatEventAgg:
         """Log page 0Bh: the NVM Sets with Predictable Latency events."""
         return self._core.pred_lat_event_agg()
 
@@ -262,7 +282,7 @@ class Nvme:
         """Run the drive (idle) until the sanitize in progress ends; nanoseconds waited."""
         return self._core.wait_sanitize()
 
-    def sanitize_times(self, ps: int = 0) -> Optional[dict[str, int]]:
+    def sanitize_times(self, ps: int = 0) -> Optional[SanitizeTimes]:
         """Sanitize durations (ns) of this drive in power state ``ps``; None without timing."""
         return self._core.sanitize_times(ps)
 
@@ -357,7 +377,7 @@ class Drive:
     def close(self) -> None:
         self._core.close()
 
-    def recovery(self) -> Optional[dict[str, Any]]:
+    def recovery(self) -> Optional[Recovery]:
         """What opening did with a journal left by a killed ``ssdtwin serve`` (None if none)."""
         return self._core.recovery()
 
@@ -449,7 +469,7 @@ class Drive:
         self,
         path: str,
         shown: str,
-        plan: dict[str, Any],
+        plan: TracePlan,
         spec: JobSpec,
         nsid: int = 1,
         idle_gc: bool = True,

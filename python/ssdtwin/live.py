@@ -13,9 +13,10 @@ import fcntl
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from . import _core
+from .core_types import LiveSnapshot
 
 __all__ = ["LiveState", "live_state", "lock_holder"]
 
@@ -24,7 +25,7 @@ __all__ = ["LiveState", "live_state", "lock_holder"]
 class LiveState:
     """A current ``live.json``: the whole document and the drive view inside it."""
 
-    doc: dict[str, Any]
+    doc: LiveSnapshot
     view: _core.DriveView
 
     @property

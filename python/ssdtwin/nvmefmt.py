@@ -7,9 +7,9 @@ human form look like what storage engineers already read every day.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from .core_types import IdCtrl, NamespaceRow
+from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SanitizeLog, SmartLog, VendorLog
 from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
 
 
@@ -28,7 +28,7 @@ def _kv(rows: list[tuple[str, Any]], width: int) -> str:
     return "\n".join(f"{k:<{width}}: {v}" for k, v in rows)
 
 
-def id_ctrl(d: Mapping[str, Any]) -> str:
+def id_ctrl(d: IdCtrl) -> str:
     hexes = {"vid", "ssvid", "cmic", "cntlid", "ver", "oacs", "frmw", "lpa", "oncs", "fna", "vwc", "nwpc", "sqes", "cqes"}
     keys = [
         "vid",
@@ -69,9 +69,10 @@ def id_ctrl(d: Mapping[str, Any]) -> str:
         keys[keys.index("ver") + 1 : keys.index("ver") + 1] = ["ctratt"]
         keys += ["nsetidmax", "endgidmax"]
         hexes = hexes | {"ctratt"}
+    fields: Mapping[str, object] = d  # read by name from the list above
     rows: list[tuple[str, Any]] = []
     for k in keys:
-        v = d[k]
+        v = fields[k]
         if k == "ieee":
             v = f"{v:06x}"
         elif k in hexes and isinstance(v, int):
@@ -90,7 +91,7 @@ def id_ctrl(d: Mapping[str, Any]) -> str:
     return "\n".join(out)
 
 
-def id_ns(d: Mapping[str, Any], nsid: int) -> str:
+def id_ns(d: IdNs, nsid: int) -> str:
     hexes = {"nsze", "ncap", "nuse"}
     keys = [
         "nsze",
@@ -126,7 +127,11 @@ def id_ns(d: Mapping[str, Any], nsid: int) -> str:
         "nguid",
         "eui64",
     ]
-    rows = [(k, hex(d[k]) if k in hexes else (f"{d[k]:#x}" if k in {"nsfeat", "fpi", "dlfeat"} else d[k])) for k in keys]
+    fields: Mapping[str, object] = d  # read by name from the list above
+    rows = [
+        (k, hex(cast(int, v)) if k in hexes else (f"{v:#x}" if k in {"nsfeat", "fpi", "dlfeat"} else v))
+        for k, v in ((k, fields[k]) for k in keys)
+    ]
     out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8)]
     for i, f in enumerate(d["lbafs"]):
         use = " (in use)" if i == d["flbas"] & 0xF else ""
@@ -145,7 +150,7 @@ CRITICAL_WARNING_ROWS = (
 )
 
 
-def smart_log(d: Mapping[str, Any], device: str, human: bool = False) -> str:
+def smart_log(d: SmartLog, device: str, human: bool = False) -> str:
     t = d["temperature"]
     cw = d["critical_warning"]
     bits = [(f"      {name:<31}", cw >> bit & 1) for bit, name in enumerate(CRITICAL_WARNING_ROWS)] if human else []
@@ -177,16 +182,17 @@ def smart_log(d: Mapping[str, Any], device: str, human: bool = False) -> str:
     return f"Smart Log for NVME device:{device} namespace-id:ffffffff\n" + _kv(rows, 40)
 
 
-def id_nvmset(d: dict[str, Any], nvmsetid: int) -> str:
+def id_nvmset(d: NvmSetList, nvmsetid: int) -> str:
     """Identify NVM Set List (CNS 04h) as nvme-cli prints it."""
     keys = ["nvmset_id", "endurance_group_id", "random_4k_read_typical", "optimal_write_size", "total_nvmset_cap", "unalloc_nvmset_cap"]
     out = [f"NVME Identify NVM Set List {nvmsetid}:", f"nid     : {d['nid']}", "." * 17]
-    for i, e in enumerate(d["NVMSet"]):
+    for i, entry in enumerate(d["NVMSet"]):
+        e: Mapping[str, object] = entry  # read by name from the list above
         out += [f" NVM Set Attribute Entry[{i:2}]", "." * 17, _kv([(k, e[k]) for k in keys], 24), "." * 17]
     return "\n".join(out)
 
 
-def endurance_log(d: dict[str, Any], device: str, endgid: int) -> str:
+def endurance_log(d: EnduranceGroupLog, device: str, endgid: int) -> str:
     """Endurance Group Information log (09h) as nvme-cli prints it."""
     keys = [
         "critical_warning",
@@ -206,10 +212,11 @@ def endurance_log(d: dict[str, Any], device: str, endgid: int) -> str:
         "total_end_grp_cap",
         "unalloc_end_grp_cap",
     ]
-    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, d[k]) for k in keys], 28)
+    fields: Mapping[str, object] = d  # read by name from the list above
+    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, fields[k]) for k in keys], 28)
 
 
-def vendor_log(d: Mapping[str, Any], device: str) -> str:
+def vendor_log(d: VendorLog, device: str) -> str:
     rows = [
         ("host_write_bytes", f"{d['host_write_bytes']} ({si_bytes(d['host_write_bytes'])})"),
         ("host_read_bytes", f"{d['host_read_bytes']} ({si_bytes(d['host_read_bytes'])})"),
@@ -311,7 +318,7 @@ def hexdump(data: bytes, width: int = 16) -> str:
     return "\n".join(out)
 
 
-def error_log(rows: list[dict[str, Any]], dev: str) -> str:
+def error_log(rows: list[ErrorLogEntry], dev: str) -> str:
     """``nvme error-log``: one block per entry."""
     out = [f"Error Log Entries for device:{dev} entries:{len(rows)}", "................."]
     for i, e in enumerate(rows):
@@ -342,7 +349,7 @@ def _estimate(s: int) -> str:
     return f"{s} (No time period reported)" if s == 0xFFFFFFFF else str(s)
 
 
-def sanitize_log(d: dict[str, Any], human: bool) -> str:
+def sanitize_log(d: SanitizeLog, human: bool) -> str:
     """``nvme sanitize-log``: progress, status and the estimated times in seconds."""
     st = d["sstat"]
     rows = [

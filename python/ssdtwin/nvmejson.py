@@ -16,7 +16,9 @@ the ``vs_`` keys, which are the twin's vendor-specific fields, printed with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
+
+from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, SanitizeLog, SmartLog, VendorLog
 
 #: The fixed-width ASCII fields of Identify Controller (bytes): nvme-cli prints all of each.
 PADDED_FIELDS = {"sn": 20, "mn": 40, "fr": 8}
@@ -73,15 +75,15 @@ SSTAT_KEYS = ("global_erased", "no_cmplted_passes", "status")
 CRITICAL_WARNING_BITS = ("available_spare", "temp_threshold", "reliability_degraded", "ro", "vmbu_failed", "pmr_ro")
 
 
-def _pick(d: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+def _pick(d: Mapping[str, object], keys: Sequence[str]) -> dict[str, object]:
     return {k: d[k] for k in keys}
 
 
-def _without_vendor(d: Mapping[str, Any], vendor: bool) -> dict[str, Any]:
+def _without_vendor(d: Mapping[str, object], vendor: bool) -> dict[str, object]:
     return {k: v for k, v in d.items() if vendor or not k.startswith("vs_")}
 
 
-def id_ctrl(d: Mapping[str, Any], vendor: bool = False) -> dict[str, Any]:
+def id_ctrl(d: IdCtrl, vendor: bool = False) -> dict[str, object]:
     """``nvme id-ctrl -o json``: sn, mn and fr as their whole fixed-width fields."""
     out = _without_vendor(d, vendor)
     for k, width in PADDED_FIELDS.items():
@@ -89,21 +91,21 @@ def id_ctrl(d: Mapping[str, Any], vendor: bool = False) -> dict[str, Any]:
     return out
 
 
-def id_ns(d: Mapping[str, Any], vendor: bool = False) -> dict[str, Any]:
+def id_ns(d: IdNs, vendor: bool = False) -> dict[str, object]:
     """``nvme id-ns -o json``."""
     return _without_vendor(d, vendor)
 
 
-def smart_log(d: Mapping[str, Any], human: bool = False) -> dict[str, Any]:
+def smart_log(d: SmartLog, human: bool = False) -> dict[str, object]:
     """``nvme smart-log -o json``; with ``-H`` the critical warning as an object of its bits."""
-    out = dict(d)
+    out: dict[str, object] = dict(d)
     if human:
-        cw = int(d["critical_warning"])
+        cw = d["critical_warning"]
         out["critical_warning"] = {"value": cw, **{name: cw >> bit & 1 for bit, name in enumerate(CRITICAL_WARNING_BITS)}}
     return out
 
 
-def error_log(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def error_log(entries: Sequence[ErrorLogEntry]) -> dict[str, object]:
     """``nvme error-log -o json``: every entry asked for."""
     return {"errors": [_pick(e, ERROR_ENTRY_KEYS) for e in entries]}
 
@@ -114,10 +116,10 @@ def fw_rev(slot: bytes) -> str:
     return "".join(chr(b) if 0x21 <= b <= 0x7E else "." for b in slot)
 
 
-def fw_log(device: str, page: bytes) -> dict[str, Any]:
+def fw_log(device: str, page: bytes) -> dict[str, object]:
     """``nvme fw-log -o json`` from the Firmware Slot Information page: the active slot and
     each slot holding a revision, as its 64-bit value and its text."""
-    fwsi: dict[str, Any] = {"Active Firmware Slot (afi)": page[0]}
+    fwsi: dict[str, object] = {"Active Firmware Slot (afi)": page[0]}
     for n in range(1, 8):
         slot = page[8 * n : 8 * n + 8]
         if slot[0]:
@@ -125,24 +127,24 @@ def fw_log(device: str, page: bytes) -> dict[str, Any]:
     return {device: fwsi}
 
 
-def endurance_log(d: Mapping[str, Any]) -> dict[str, Any]:
+def endurance_log(d: EnduranceGroupLog) -> dict[str, object]:
     """``nvme endurance-log -o json``."""
     return _pick(d, ENDURANCE_KEYS)
 
 
-def sanitize_log(device: str, d: Mapping[str, Any]) -> dict[str, Any]:
+def sanitize_log(device: str, d: SanitizeLog) -> dict[str, object]:
     """``nvme sanitize-log -o json``: the log under the device's name."""
     out = _pick(d, SANITIZE_KEYS)
     out["sstat"] = _pick(d["sstat"], SSTAT_KEYS)
     return {device: out}
 
 
-def _ns_sizes(ns: Mapping[str, Any]) -> dict[str, int]:
-    lba = int(ns["lba_bytes"])
-    return {"UsedBytes": int(ns["nuse"]) * lba, "MaximumLBA": int(ns["nsze"]), "PhysicalSize": int(ns["nsze"]) * lba, "SectorSize": lba}
+def _ns_sizes(ns: NamespaceRow) -> dict[str, int]:
+    lba = ns["lba_bytes"]
+    return {"UsedBytes": ns["nuse"] * lba, "MaximumLBA": ns["nsze"], "PhysicalSize": ns["nsze"] * lba, "SectorSize": lba}
 
 
-def list_simple(device: str, ctrl: Mapping[str, Any], namespaces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def list_simple(device: str, ctrl: IdCtrl, namespaces: Sequence[NamespaceRow]) -> dict[str, object]:
     """``nvme list -o json``: one entry per namespace the host sees (the attached ones); the
     drive image stands where nvme-cli names the block and generic devices."""
     rows = []
@@ -172,7 +174,7 @@ HOST_ID = "00000000-0000-0000-0000-000000000000"
 PCI_ADDRESS = "0000:01:00.0"
 
 
-def list_detail(device: str, ctrl: Mapping[str, Any], namespaces: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def list_detail(device: str, ctrl: IdCtrl, namespaces: Sequence[NamespaceRow]) -> dict[str, object]:
     """``nvme list -v -o json``: host, subsystem, controller, its namespaces. A drive with
     one PCIe controller and no multipath: the namespaces sit under the controller, its
     ``Paths`` and the subsystem's ``Namespaces`` are empty."""
@@ -221,17 +223,26 @@ INTEL_SMART_ADD = (
 )
 
 
-def intel_smart_log_add(device: str, vendor: Mapping[str, Any], smart: Mapping[str, Any]) -> dict[str, Any]:
+class IntelStat(TypedDict):
+    normalized: int
+    raw: object  # a count, a string, or the plugin's object ({min, max, avg}; {pct, cnt})
+
+
+# The Intel plugin's smart-log-add JSON: the device, and its attributes by name.
+IntelSmartAddJson = TypedDict("IntelSmartAddJson", {"Intel Smart log": str, "Device stats": dict[str, IntelStat]})
+
+
+def intel_smart_log_add(device: str, vendor: VendorLog, smart: SmartLog) -> IntelSmartAddJson:
     """``nvme intel smart-log-add --json``: every attribute normalized 100 (none degrades),
     raw from the model where it keeps the count: NAND and host writes (0xF4/0xF5, 32 MiB
     units), erase counts (wear leveling), unsafe shutdowns; the timed media wear is a
     string, as the plugin prints that one with "%Lf"."""
-    raw: dict[str, Any] = {
+    raw: dict[str, object] = {
         **vendor["intel_smart_add"],
         "wear": {"min": vendor["erase_count_min"], "max": vendor["erase_count_max"], "avg": int(vendor["erase_count_avg"])},
         "media_wear": f"{0:f}",
         "throttle": {"pct": 0, "cnt": 0},
         "unsafe_shutdowns": smart["unsafe_shutdowns"],
     }
-    stats = {name: {"normalized": 100, "raw": raw[src] if src else 0} for name, src in INTEL_SMART_ADD}
+    stats: dict[str, IntelStat] = {name: {"normalized": 100, "raw": raw[src] if src else 0} for name, src in INTEL_SMART_ADD}
     return {"Intel Smart log": device, "Device stats": stats}

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict, cast
 
 from . import _core
 from . import waf as wafm
-from .core_types import SmartLog, VendorLog
+from .core_types import SmartLog, VendorLog, WafMeasurement
 from .drive import Drive, Namespace
-from .fio.contract import CloneOut, JobSpec
+from .fio.contract import Beyond, CloneOut, JobSpec, TracePlan, TraceSummary
 from .fio.facts import DDIR_NAMES
 
 __all__ = ["FORMATS", "DEFAULT_IODEPTH", "Options", "Replayed", "scan", "replay", "report"]
@@ -52,6 +52,39 @@ class Options:
     idle_gc: bool = True
 
 
+class ReplayDrive(TypedDict):
+    """The drive over a replay: its writes, its WAF measurement (waf.py) and its logs after."""
+
+    host_write_bytes: int
+    nand_write_bytes: int
+    waf: Optional[float]
+    waf_window_raw: Optional[float]
+    waf_verdict: str
+    waf_gc_cycles: float
+    waf_namespace_passes: float
+    smart_log: SmartLog
+    vendor_log: VendorLog
+
+
+class ReplayReport(TypedDict):
+    """``-o json``'s ``replay`` object (docs/cli.md): the trace as read, by direction where
+    it counts I/Os or bytes, and the drive over the replay."""
+
+    trace: str
+    format: str
+    trace_ios: dict[str, int]
+    trace_bytes: dict[str, int]
+    trace_syncs: int
+    trace_span_ns: int
+    trace_end_bytes: int
+    volumes: int
+    skipped_lines: int
+    realigned_ios: int
+    moved_ios: int
+    iodepth: int
+    drive: ReplayDrive
+
+
 @dataclass
 class Replayed:
     """A replay's outcome: the fio job it ran as, the engine's result, the trace's summary,
@@ -59,7 +92,7 @@ class Replayed:
 
     run: Any
     result: CloneOut
-    summary: dict[str, Any]
+    summary: TraceSummary
     vendor_before: VendorLog
     vendor_after: VendorLog
     smart_after: SmartLog
@@ -68,17 +101,17 @@ class Replayed:
     namespace_bytes: int = 0  # of the namespace replayed onto
 
     @property
-    def waf(self) -> dict[str, Any]:
+    def waf(self) -> WafMeasurement:
         """The drive's WAF measurement over the replay (waf.py)."""
         return wafm.measure(self.vendor_before, self.vendor_after, "timed", self.namespace_bytes)
 
 
-def _plan(opts: Options, ns: Namespace, trace_end: int = 0, format: Optional[str] = None) -> dict[str, Any]:
+def _plan(opts: Options, ns: Namespace, trace_end: int = 0, format: Optional[str] = None) -> TracePlan:
     return {
         "format": format or opts.format,
         "fio": {"time_scale": opts.time_scale, "no_stall": opts.time_scale == 0},
         "volume": opts.volume,
-        "target": {"bytes": ns.bytes, "lba": ns.lba_bytes, "beyond": opts.beyond, "widen": True},
+        "target": {"bytes": ns.bytes, "lba": ns.lba_bytes, "beyond": cast(Beyond, opts.beyond), "widen": True},  # check()ed
         "limits": {"max_ios": (1 << 64) - 1 if opts.max_ios is None else opts.max_ios, "skip_bad": opts.skip_bad},
         "trace_end": trace_end,
     }
@@ -105,19 +138,19 @@ def _namespace(drive: Drive, nsid: int) -> Namespace:
     return nss[nsid]
 
 
-def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: Optional[Callable[[int], None]] = None) -> dict[str, Any]:
+def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: Optional[Callable[[int], None]] = None) -> TraceSummary:
     """Check every line of ``trace`` for namespace ``opts.namespace`` and sum it up (the
     core's ``Summary``). A bad line, an I/O past the namespace (with ``beyond="refuse"``) or
     a trace of no I/O raises ``_core.TraceError`` naming the file and line."""
     check(opts)
     ns = _namespace(drive, opts.namespace)
-    summary: dict[str, Any] = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
+    summary = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
     if not sum(summary["ios"]):
         raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
     return summary
 
 
-def _job(opts: Options, ns: Namespace, summary: dict[str, Any], drive: Drive) -> tuple[Any, JobSpec]:
+def _job(opts: Options, ns: Namespace, summary: TraceSummary, drive: Drive) -> tuple[Any, JobSpec]:
     """The fio job the replay runs as (its depth, its namespace), resolved for the engine."""
     from .fio import parse_string
 
@@ -140,7 +173,7 @@ def replay(
     trace: os.PathLike[str] | str,
     opts: Options,
     progress: Optional[Progress] = None,
-    summary: Optional[dict[str, Any]] = None,
+    summary: Optional[TraceSummary] = None,
 ) -> Replayed:
     """Replay ``trace`` on ``drive`` (changed as a real drive changes; the caller commits).
     ``progress(done, total)`` gets the I/Os issued and the trace's I/O count now and then,
@@ -167,7 +200,7 @@ def replay(
     return Replayed(run, result, summary, before, drive.vendor_log(), drive.smart_log(), str(trace), notes, ns.bytes)
 
 
-def report(r: Replayed) -> dict[str, Any]:
+def report(r: Replayed) -> ReplayReport:
     """What ``-o json`` adds to fio's JSON under ``replay``: the trace as read, the drive's
     write amplification over the replay and its counters after it."""
     host = r.vendor_after["host_write_bytes"] - r.vendor_before["host_write_bytes"]

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict, cast
 
 from . import _core
 from . import waf as wafm
-from .core_types import FtlCounters, StackState, VendorLog
+from .core_types import FtlCounters, StackFile, StackState, TierConfig, VendorLog, WafMeasurement
 from .drive import Drive
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the fio package is imported when a run needs it
 FORMAT = "ssdtwin-stack"
 VERSION = 1
 POLICIES = ("iu-fill", "log")
+Policy = Literal["iu-fill", "log"]
 DEFAULTS = {
     # [ASSUMED] start evicting/compacting at 80 % full, stop at 60 % (dm-writecache's
     # defaults are 50/45 %, docs/sources.md §7; DAOS aggregates continuously).
@@ -69,6 +70,17 @@ class StackImageState(TypedDict):
     drive_identity: Optional[DriveIdentity]
     drive_totals: DriveTotals
     stack: StackState
+
+
+class StackConfig(TypedDict):
+    """What ``create`` made: the drive, its namespace, the media and the tier's parameters
+    (stack.toml holds them without the ones the drive gives: ``StackFile``)."""
+
+    drive: str
+    namespace: int
+    media: str
+    policy: str
+    tier: TierConfig
 
 
 class StackError(ValueError):
@@ -117,11 +129,11 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def _toml(config: dict[str, Any]) -> str:
+def _toml(config: StackConfig) -> str:
     lines = [f'format = "{FORMAT}"', f"version = {VERSION}"]
+    head: Mapping[str, object] = config
     for k in ("drive", "namespace", "media", "policy"):
-        v = config[k]
-        lines.append(f"{k} = {json.dumps(v)}")
+        lines.append(f"{k} = {json.dumps(head[k])}")
     lines.append("\n[tier]")
     for k, v in config["tier"].items():
         if k not in ("policy", "iu_bytes", "drive_bytes"):
@@ -143,7 +155,7 @@ def create(
     band_bytes: Optional[int] = None,
     host_op_pct: Optional[int] = None,
     area_bytes: int = 0,
-) -> dict[str, Any]:
+) -> StackConfig:
     """Make the stack image ``path`` over the drive image ``drive``; returns its config.
     Every check runs before anything is written."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -170,19 +182,30 @@ def create(
         "stripe_bytes": stripe_bytes,
         "host_op_pct": host_op_pct,
     }
-    tier: dict[str, Any] = {k: (DEFAULTS[k] if v is None else v) for k, v in given.items()}
-    tier["stripe_bytes"] = max(tier["stripe_bytes"], iu) if stripe_bytes is None else tier["stripe_bytes"]
+    p = {k: (DEFAULTS[k] if v is None else v) for k, v in given.items()}
+    stripe = max(p["stripe_bytes"], iu) if stripe_bytes is None else p["stripe_bytes"]
     area = area_bytes or ns.bytes
-    tier["band_bytes"] = default_band_bytes(area, tier["stripe_bytes"]) if band_bytes is None else band_bytes
-    tier["area_bytes"] = area_bytes
-    tier.update(policy=policy, capacity_bytes=capacity, iu_bytes=iu, drive_bytes=ns.bytes)
+    # In stack.toml's order: the parameters given or defaulted, then what follows from them.
+    tier: TierConfig = {
+        "high_watermark_pct": p["high_watermark_pct"],
+        "low_watermark_pct": p["low_watermark_pct"],
+        "destage_concurrency": p["destage_concurrency"],
+        "stripe_bytes": stripe,
+        "host_op_pct": p["host_op_pct"],
+        "band_bytes": default_band_bytes(area, stripe) if band_bytes is None else band_bytes,
+        "area_bytes": area_bytes,
+        "policy": cast(Policy, policy),  # one of POLICIES, checked above
+        "capacity_bytes": capacity,
+        "iu_bytes": iu,
+        "drive_bytes": ns.bytes,
+    }
     try:
         state = _core.stack_new(media, tier)
     except ValueError as e:
         raise StackError(
             *[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]
         ) from None
-    config = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
+    config: StackConfig = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
     path.mkdir(parents=True, exist_ok=True)
     (path / "stack.toml").write_text(_toml(config))
     _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(log), "stack": state}))
@@ -210,7 +233,7 @@ def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: 
     return new
 
 
-def drive_waf(config: dict[str, Any], state: StackImageState) -> Optional[dict[str, Any]]:
+def drive_waf(config: StackFile, state: StackImageState) -> Optional[WafMeasurement]:
     """The drive's WAF measurement over the stack's runs (waf.py: timed writes, the stack's
     namespace); None for a stack image without the drive's logs."""
     totals = state.get("drive_totals") or _zero_totals()
@@ -224,8 +247,8 @@ def is_stack(path: Path) -> bool:
     return (path / "stack.toml").is_file()
 
 
-def load(path: Path) -> tuple[dict[str, Any], StackImageState]:
-    """(stack.toml as a dict, state.json as a dict); StackError if either is unreadable."""
+def load(path: Path) -> tuple[StackFile, StackImageState]:
+    """(stack.toml, state.json); StackError if either is unreadable."""
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
         state = json.loads((path / "state.json").read_text())
@@ -240,7 +263,7 @@ def load(path: Path) -> tuple[dict[str, Any], StackImageState]:
     return config, state
 
 
-def open_drive(path: Path, config: dict[str, Any], state: StackImageState, writable: bool) -> Drive:
+def open_drive(path: Path, config: StackFile, state: StackImageState, writable: bool) -> Drive:
     """The stack's drive, opened; StackError when it is missing or changed underneath."""
     drive = Path(config["drive"])
     if not (drive / "ssdtwin.toml").is_file():
@@ -260,7 +283,7 @@ def open_drive(path: Path, config: dict[str, Any], state: StackImageState, writa
 
 def run_fio(
     d: Drive,
-    config: dict[str, Any],
+    config: StackFile,
     state: StackImageState,
     files: Sequence[str],
     *,
@@ -289,8 +312,9 @@ def save_state(path: Path, state: StackImageState) -> None:
     _write_atomic(path / "state.json", json.dumps(state))
 
 
-def counters(config: dict[str, Any], state: StackImageState) -> dict[str, Any]:
-    """The stack's counters and ratios (docs/host.md, "Counters")."""
+def counters(config: StackFile, state: StackImageState) -> dict[str, Any]:
+    """The stack's counters and ratios (docs/host.md, "Counters"): one flat row, the tier's
+    counters and the drive's WAF keys (``waf.keys``) among them."""
     stack: StackState = state["stack"]
     tier = stack["tier"]
     c = tier["counters"]
@@ -335,21 +359,28 @@ def counters(config: dict[str, Any], state: StackImageState) -> dict[str, Any]:
     }
 
 
-def new_state(media: str, tier: dict[str, Any]) -> StackImageState:
+def new_state(media: str, tier: TierConfig) -> StackImageState:
     """A fresh stack state (no image): for studies that run stacks in memory."""
     return {"drive_identity": None, "drive_totals": _zero_totals(), "stack": _core.stack_new(media, tier)}
 
 
-def tier_params(d: Drive, policy: str, capacity_bytes: int, nsid: int = 1, **given: int) -> dict[str, Any]:
-    """The tier parameters `create` would choose for ``d``'s namespace ``nsid`` (defaults
-    for anything not ``given``)."""
+def tier_params(d: Drive, policy: Policy, capacity_bytes: int, nsid: int = 1) -> TierConfig:
+    """The tier parameters `create` would choose for ``d``'s namespace ``nsid``."""
     ns = {n.nsid: n for n in d.namespaces()}[nsid]
-    iu = int(d.vendor_log()["iu_bytes"])
-    tier: dict[str, Any] = {**DEFAULTS, **given}
-    tier["stripe_bytes"] = max(tier["stripe_bytes"], iu)
-    tier.setdefault("band_bytes", default_band_bytes(ns.bytes, tier["stripe_bytes"]))
-    tier.update(policy=policy, capacity_bytes=capacity_bytes, iu_bytes=iu, drive_bytes=ns.bytes)
-    return tier
+    iu = d.vendor_log()["iu_bytes"]
+    stripe = max(DEFAULTS["stripe_bytes"], iu)
+    return {
+        "high_watermark_pct": DEFAULTS["high_watermark_pct"],
+        "low_watermark_pct": DEFAULTS["low_watermark_pct"],
+        "destage_concurrency": DEFAULTS["destage_concurrency"],
+        "stripe_bytes": stripe,
+        "host_op_pct": DEFAULTS["host_op_pct"],
+        "band_bytes": default_band_bytes(ns.bytes, stripe),
+        "policy": policy,
+        "capacity_bytes": capacity_bytes,
+        "iu_bytes": iu,
+        "drive_bytes": ns.bytes,
+    }
 
 
 def run_parsed(

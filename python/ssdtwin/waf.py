@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Optional, cast
+from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
 
 from . import _core
-from .core_types import VendorLog
+from .core_types import VendorLog, WafMeasurement
 
 BASIS_TEXT = {
     "timed": "timed window",
@@ -24,32 +24,57 @@ BASIS_TEXT = {
     "window": "window of timed or fast-forward writes",
 }
 KEYS = ("basis", "verdict", "host_bytes", "gc_cycles", "namespace_passes")
+
+
+class WafSpan(TypedDict):
+    """What a row keeps of a measurement (``keys``, read back by ``from_keys``): the row's WAF
+    figure and what its window spanned; a sweep row keeps the window's ratio too."""
+
+    waf: Optional[float]
+    waf_window_raw: NotRequired[Optional[float]]
+    basis: Literal["timed", "fast_forward", "window"]
+    verdict: Literal["steady", "insufficient", "no_writes"]
+    host_bytes: int
+    gc_cycles: float
+    namespace_passes: float
+
+
+# A measurement, or what a row keeps of one: what the text forms read.
+Measured = Union[WafMeasurement, WafSpan]
+
 # What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES).
 NEED = "1 GC cycle or 1 namespace pass"
 
 
-def measure(before: Mapping[str, Any], after: Mapping[str, Any], basis: str, namespace_bytes: int) -> dict[str, Any]:
+def measure(before: VendorLog, after: VendorLog, basis: str, namespace_bytes: int) -> WafMeasurement:
     """The WAF of the window between two vendor logs of one drive (keys: nvme/waf.rs)."""
-    m = _core.waf_measurement(cast(VendorLog, dict(before)), cast(VendorLog, dict(after)), basis, namespace_bytes)
-    return dict(m)
+    return _core.waf_measurement(before, after, basis, namespace_bytes)
 
 
-def keys(m: Optional[Mapping[str, Any]], prefix: str = "waf") -> dict[str, Any]:
+def keys(m: Optional[Measured], prefix: str = "waf") -> dict[str, Any]:
     """A row's flat keys for what a WAF window spans (as sweep and replay rows name them):
     ``{prefix}_basis``, ``_verdict``, ``_host_bytes``, ``_gc_cycles``, ``_namespace_passes``
-    (all None without a measurement)."""
-    return {f"{prefix}_{k}": None if m is None else m[k] for k in KEYS}
+    (all None without a measurement). The keys are named by ``prefix``: a row's open columns."""
+    span: Optional[Mapping[str, object]] = m
+    return {f"{prefix}_{k}": None if span is None else span[k] for k in KEYS}
 
 
-def from_keys(row: Mapping[str, Any], prefix: str = "waf") -> Optional[dict[str, Any]]:
+def from_keys(row: Mapping[str, Any], prefix: str = "waf") -> Optional[WafSpan]:
     """The measurement's span back from a row's ``keys``, with the row's ``{prefix}`` figure
     as its ``waf`` (None when the row has no measurement)."""
     if row.get(f"{prefix}_verdict") is None:
         return None
-    return {"waf": row.get(prefix), **{k: row[f"{prefix}_{k}"] for k in KEYS}}
+    return {
+        "waf": row.get(prefix),
+        "basis": row[f"{prefix}_basis"],
+        "verdict": row[f"{prefix}_verdict"],
+        "host_bytes": row[f"{prefix}_host_bytes"],
+        "gc_cycles": row[f"{prefix}_gc_cycles"],
+        "namespace_passes": row[f"{prefix}_namespace_passes"],
+    }
 
 
-def amount(m: Mapping[str, Any]) -> str:
+def amount(m: Measured) -> str:
     """What the window spans: host bytes, namespace passes and GC cycles."""
     return (
         f"{_bytes(int(m['host_bytes']))} written, {_span(m['namespace_passes'], 2)} namespace passes, {_span(m['gc_cycles'], 1)} GC cycles"
@@ -66,7 +91,7 @@ def _span(v: float, digits: int) -> str:
     return text
 
 
-def text(m: Optional[Mapping[str, Any]]) -> str:
+def text(m: Optional[Measured]) -> str:
     """One line: the WAF with its basis and amount, or why there is none."""
     if m is None:
         return "WAF: not measured"
@@ -80,7 +105,7 @@ def text(m: Optional[Mapping[str, Any]]) -> str:
     return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
 
 
-def verdict_text(m: Mapping[str, Any]) -> str:
+def verdict_text(m: Measured) -> str:
     """The WAF figure of ``ssdtwin waf`` and ``ssdtwin stack --show``: the ratio when the
     window spans enough, else why there is none."""
     if m["verdict"] == "no_writes":
@@ -90,7 +115,7 @@ def verdict_text(m: Mapping[str, Any]) -> str:
     return f"{m['waf']:.4f} (steady: the window spans at least {NEED})"
 
 
-def window_label(m: Optional[Mapping[str, Any]]) -> str:
+def window_label(m: Optional[Measured]) -> str:
     """What a window ratio compared with a published window ratio was measured over: its
     basis, amount and whether it is also the drive's WAF (reproduce rows)."""
     if m is None:

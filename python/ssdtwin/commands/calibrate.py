@@ -11,13 +11,16 @@ import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .. import _core
 from ..drive import parse_scale
 from .common import U64, OutputFmt, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
+
+if TYPE_CHECKING:  # the studies are imported when the command runs
+    from ..studies.calibrate import Calibration
 
 
 def calibrate_cmd(
@@ -193,7 +196,7 @@ def _pct(tol: float) -> str:
     return f"{{:+.{max(2, 1 - math.floor(math.log10(tol * 100)))}%}}"
 
 
-def _table(res: dict[str, Any]) -> None:
+def _table(res: Calibration) -> None:
     from ..studies.corners import figure_text
 
     pct = _pct(res["tol"])
@@ -202,9 +205,9 @@ def _table(res: dict[str, Any]) -> None:
         if r["kind"] == "predicted":
             param, value = "(predicted)", ""
         elif r["identified"]:
-            param, value = r["sets"], _value(r["value"])
+            param, value = str(r["sets"]), _value(r["value"])
         else:
-            param, value = r["sets"], f"not identified (kept {_value(r['kept'])})"
+            param, value = str(r["sets"]), f"not identified (kept {_value(r['kept'])})"
         typer.echo(
             f"{r['label']:<28} {figure_text(r['target']):>11} {r['unit']:<4} {r['twin']:>13,.1f} {r['unit']:<4} "
             f"{pct.format(r['error']):>9}  {param:<26} {value}"
@@ -215,7 +218,7 @@ def _value(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else f"{v:,}"
 
 
-def _fail_outside(res: dict[str, Any], tol: float, out: Optional[Path], write: bool) -> None:
+def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool) -> None:
     from ..studies.calibrate import why_not
 
     pct = _pct(tol)
@@ -241,7 +244,7 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _write_preset(model: str, res: dict[str, Any]) -> str:
+def _write_preset(model: str, res: Calibration) -> str:
     from ..studies.calibrate import fitted_spec, preset_path
 
     path = preset_path(model)

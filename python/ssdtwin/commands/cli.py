@@ -14,13 +14,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NotRequired, Optional, TypedDict
 
 import typer
 from typer.core import TyperGroup
 
 from .. import _core, nvmefmt
 from .. import waf as wafm
+from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
     U32,
@@ -389,6 +390,20 @@ def human_bs(b: int) -> str:
     return str(b)
 
 
+class WafReport(TypedDict):
+    """``ssdtwin waf -o json``: the window's bytes, the drive's WAF (when the window spans a
+    GC cycle or a namespace pass), Intel's 0xF4/0xF5 counters where the drive keeps them, and
+    the measurement."""
+
+    host_bytes_written: int
+    nand_bytes_written: int
+    waf: Optional[float]
+    intel_0xf5_host_units: NotRequired[int]
+    intel_0xf4_nand_units: NotRequired[int]
+    intel_waf: NotRequired[Optional[float]]
+    measurement: NotRequired[WafMeasurement]  # always: set last, the JSON's order
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def waf(
     ctx: typer.Context,
@@ -421,7 +436,7 @@ def waf(
     dh = after["host_write_bytes"] - before["host_write_bytes"]
     dn = after["nand_write_bytes"] - before["nand_write_bytes"]
     # waf (and intel_waf) only when the window spans a GC cycle or a namespace pass.
-    out: dict[str, Any] = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": m["waf"]}
+    out: WafReport = {"host_bytes_written": dh, "nand_bytes_written": dn, "waf": m["waf"]}
     ia, ib = after.get("intel_smart_add"), before.get("intel_smart_add")
     if ia and ib:
         hs = ia["host_bytes_written_sectors"] - ib["host_bytes_written_sectors"]

@@ -99,7 +99,8 @@ def init_cmd(
 ) -> None:
     """Write a cluster folder: cluster.toml with the topology and every cost, each with its source."""
     check_fmt(fmt)
-    opts: dict[str, Any] = _open(like).options() if like is not None else {}
+    # Built from the flags given (by name), then checked by the core as ClusterInitOptions.
+    opts: dict[str, Any] = dict(_open(like).options()) if like is not None else {}
     given: dict[str, Any] = {
         "stack": stack,
         "nodes": nodes,
@@ -224,7 +225,7 @@ def fio_cmd(
         if dump_jobs is not None:
             dump_jobs.write_text(json.dumps(specs))
         with run_progress("cluster fio") as cb:
-            res = dict(_core.cluster_run(c.text, specs, cb, str(path / "cluster.toml")))
+            res = _core.cluster_run(c.text, specs, cb, str(path / "cluster.toml"))
     except FioJobError as e:
         fail(*e.lines())
     except (_core.EngineError, _core.SpecError) as e:

@@ -11,7 +11,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -127,12 +127,6 @@ def drive_view(path: Path, fresh: bool = False) -> _core.DriveView:
         return live.view
     with opened(path, writable=False) as d:
         return d.view()
-
-
-def read_log(path: Path, which: str, fresh: bool = False) -> Mapping[str, Any]:
-    """The SMART or vendor log of the image or of the server holding it (``drive_view``)."""
-    view = drive_view(path, fresh=fresh)
-    return view.smart_log() if which == "smart" else view.vendor_log()
 
 
 def int_arg(flag: str, text: str, what: str, top: int) -> int:

@@ -17,7 +17,7 @@ import typer
 from .. import nvmefmt, nvmejson
 from ..drive import SQ_PRIORITIES, Drive
 from . import nvme_ana, nvme_intel, nvme_lba_status, nvme_media, nvme_predictable_latency
-from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, read_log, write_binary
+from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
@@ -216,7 +216,7 @@ def nvme_smart_log(
 ) -> None:
     """SMART / Health log (data units in thousands of 512 B, rounded up)."""
     check_fmt(fmt)
-    data = read_log(path, "smart")
+    data = drive_view(path).smart_log()
     if fmt == "json":
         emit_json(nvmejson.smart_log(data, human))
     else:
@@ -254,7 +254,7 @@ def nvme_endurance_log(
 def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     """Host and NAND bytes written, lifetime WAF, GC and wear (Intel 0xF4/0xF5 where the preset has them)."""
     check_fmt(fmt)
-    data = read_log(path, "vendor")
+    data = drive_view(path).vendor_log()
     typer.echo(json.dumps(data, indent=2) if fmt == "json" else nvmefmt.vendor_log(data, str(path)))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from .. import nvmejson
-from .common import ImageDir, OutputFmt, check_fmt, emit_json, fail, read_log
+from .common import ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail
 
 intel = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli's Intel plugin verbs.")
 
@@ -59,10 +59,10 @@ def smart_log_add(
 ) -> None:
     """Intel additional SMART log (0xCA): NAND and host bytes written (0xF4/0xF5), wear leveling, …"""
     check_fmt(fmt)
-    vendor = read_log(path, "vendor")
+    vendor = drive_view(path).vendor_log()
     if not vendor.get("intel_smart_add"):
         fail(f"{path}: log page 0xca is not kept by this drive (INVALID_LOG_PAGE): only presets with Intel's additional SMART log have it")
-    data = nvmejson.intel_smart_log_add(str(path), vendor, read_log(path, "smart"))
+    data = nvmejson.intel_smart_log_add(str(path), vendor, drive_view(path).smart_log())
     if json_out or fmt == "json":
         emit_json(data)
         return

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
+from ..core_types import LbaStatus
 from .common import U16, U32, U64, ImageDir, OutputFmt, check_fmt, fail, opened
 
 CMPC = {
@@ -19,9 +19,9 @@ CMPC = {
 }
 
 
-def lba_status_json(d: dict[str, Any]) -> dict[str, Any]:
-    """nvme-cli's JSON form of an LBA Status Descriptor list."""
-    out: dict[str, Any] = {
+def lba_status_json(d: LbaStatus) -> dict[str, object]:
+    """nvme-cli's JSON form of an LBA Status Descriptor list (one key per descriptor)."""
+    out: dict[str, object] = {
         "Number of LBA Status Descriptors (NLSD)": d["nlsd"],
         "Completion Condition (CMPC)": d["cmpc"],
         "cmpc-definition": CMPC[d["cmpc"]],

@@ -9,11 +9,12 @@ state like the other read-only verbs (``common.drive_view``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 import typer
 
 from .. import nvmefmt, nvmejson
+from ..core_types import ErrorLogEntry
 from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
 
 #: The drive's one controller (its Identify Controller CNTLID).
@@ -95,17 +96,16 @@ def nvme_error_log(
         write_binary(view.log_page(0x01, 64 * log_entries))
         return
     entries = view.error_log()
-    empty = {k: 0 for k in entries[0]} if entries else _empty_error_entry()
-    rows = (entries + [dict(empty) for _ in range(log_entries)])[:log_entries]  # as nvme-cli: every entry asked for
+    rows = (entries + [_empty_error_entry() for _ in range(log_entries)])[:log_entries]  # as nvme-cli: every entry asked for
     if fmt == "json":
         emit_json(nvmejson.error_log(rows))
     else:
         typer.echo(nvmefmt.error_log(rows, str(path)))
 
 
-def _empty_error_entry() -> dict[str, int]:
-    keys = "error_count sqid cmdid status_field phase_tag parm_error_location lba nsid vs trtype csi opcode cs"
-    return {k: 0 for k in [*keys.split(), "trtype_spec_info", "log_page_version"]}
+def _empty_error_entry() -> ErrorLogEntry:
+    """An unused entry: every field of the core's entry 0."""
+    return cast(ErrorLogEntry, dict.fromkeys(ErrorLogEntry.__annotations__, 0))
 
 
 @verb("fw-log")

@@ -7,10 +7,13 @@ feature itself is set with ``set-feature -f 0x13/0x14`` (nvme.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import cast
 
 import typer
 
+from ..core_types import PredLatLog
 from .common import U16, ImageDir, OutputFmt, check_fmt, opened
 
 PLM_STATUS = {0: "not enabled", 1: "deterministic window (DTWIN)", 2: "non-deterministic window (NDWIN)"}
@@ -30,7 +33,8 @@ PRED_LAT_ROWS = [
 ]
 
 
-def pred_lat_text(d: dict[str, int], device: str) -> str:
+def pred_lat_text(log: PredLatLog, device: str) -> str:
+    d = cast(Mapping[str, int], log)  # every field a number, read by name from PRED_LAT_ROWS
     lines = [f"Predictable Latency Per NVM Set Log for device: {device}"]
     for label, key in PRED_LAT_ROWS:
         v = d[key]

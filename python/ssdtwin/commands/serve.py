@@ -16,14 +16,14 @@ import subprocess
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
 from .. import _core
 from .. import stack as stacklib
 from .. import waf as wafm
-from ..core_types import VendorLog
+from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
 from .common import Terminated, check_fmt, emit_json, fail, interrupt_note, say
@@ -104,7 +104,7 @@ def serve_cmd(
 
     old = signal.signal(signal.SIGTERM, on_term)
 
-    def ready(info: dict[str, Any]) -> None:
+    def ready(info: ServeInfo) -> None:
         rec = info.get("recovery")
         if rec:
             say(f"ssdtwin serve: {path}: {rec['detail']}")
@@ -151,7 +151,7 @@ def serve_cmd(
         interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
 
 
-def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], stacklib.StackImageState]:
+def _open_stack(path: Path, pace: str) -> tuple[StackFile, stacklib.StackImageState]:
     """A stack image to serve: (stack.toml, state.json), after the checks `ssdtwin fio` makes
     (its drive is there and has not changed underneath it)."""
     if pace != "model":
@@ -164,7 +164,7 @@ def _open_stack(path: Path, pace: str) -> tuple[dict[str, Any], stacklib.StackIm
     return config, state
 
 
-def _save_stack(path: Path, config: dict[str, Any], state: stacklib.StackImageState, summary: dict[str, Any]) -> str:
+def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, summary: StoppedSummary) -> str:
     """The drive is committed (the server did it); now the stack's state, with the drive's
     identity and this session's drive bytes (docs/host.md, "Crash semantics"). Returns the
     summary line."""
@@ -228,7 +228,7 @@ def _committed_log(path: Path) -> Optional[tuple[VendorLog, int]]:
         return None
 
 
-def _session_waf(path: Path, before: Optional[tuple[VendorLog, int]]) -> Optional[dict[str, Any]]:
+def _session_waf(path: Path, before: Optional[tuple[VendorLog, int]]) -> Optional[WafMeasurement]:
     """The drive's WAF over the session (waf.py), from the committed logs either side of it:
     timed writes (the server runs the model); None when a log cannot be read."""
     after = _committed_log(path)
@@ -237,7 +237,7 @@ def _session_waf(path: Path, before: Optional[tuple[VendorLog, int]]) -> Optiona
     return wafm.measure(before[0], after[0], "timed", after[1])
 
 
-def summary_text(s: dict[str, Any], waf: Optional[dict[str, Any]] = None) -> str:
+def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str:
     """The session summary; ``waf``, the session's WAF measurement, says whether its ratio is
     the drive's WAF. Without it, the summary's own measurement (the server's, over the attached
     namespaces) is used; a summary from before that has only its ratio, printed as the
@@ -265,7 +265,7 @@ def summary_text(s: dict[str, Any], waf: Optional[dict[str, Any]] = None) -> str
     return "\n".join(lines)
 
 
-def errors_text(s: dict[str, Any]) -> str:
+def errors_text(s: StoppedSummary) -> str:
     """Every reply that carried an error: the server's own refusals (a write to a read-only
     export, a request past the end) as well as the drive's (a write-protected namespace)."""
     n = int(s.get("error_replies", s["errors"]))

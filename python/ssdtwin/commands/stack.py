@@ -51,7 +51,7 @@ def stack_cmd(
                     sizes[name] = _core.parse_size(text)
                 except ValueError as e:
                     fail(f"{name} {text}: {e}")
-        config = stacklib.create(
+        created = stacklib.create(
             path,
             drive,
             shaping,
@@ -68,12 +68,12 @@ def stack_cmd(
     except stacklib.StackError as e:
         fail(*[str(a) for a in e.args])
     if fmt == "json":
-        emit_json(config)
+        emit_json(created)
     else:
-        t = config["tier"]
+        t = created["tier"]
         typer.echo(
-            f"{path}: {config['policy']} tier of {t['capacity_bytes']:,} bytes on {config['media']} over {config['drive']} "
-            f"(namespace {config['namespace']}, watermarks {t['high_watermark_pct']}/{t['low_watermark_pct']} %, "
+            f"{path}: {created['policy']} tier of {t['capacity_bytes']:,} bytes on {created['media']} over {created['drive']} "
+            f"(namespace {created['namespace']}, watermarks {t['high_watermark_pct']}/{t['low_watermark_pct']} %, "
             f"{t['destage_concurrency']} destages in flight)"
         )
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from .. import _core
-from .errors import FioJobError
+from .errors import FioJobError, Where
 
 __all__ = ["is_blktrace", "probed_depth", "merge"]
 
@@ -48,7 +48,7 @@ def probed_depth(summary: Mapping[str, Any]) -> int:
     return int(summary["depth"] or 1)
 
 
-def merge(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Mapping[str, Any]) -> str:
+def merge(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Where) -> str:
     """``merge_blktrace_file``: merge the ``read_iolog`` traces ``names`` into it (relative to
     ``cwd``, as fio's working directory) and return its path."""
     out = st["merge_blktrace_file"]

@@ -5,6 +5,8 @@ Rust structure, named as in Rust:
 * engine output, one ``CloneOut`` per clone (engine/fio.rs, engine/steadystate.rs,
   stats/mod.rs);
 * ``FioFacts``: fio's numbers the core owns and Python reads (engine/fio_facts.rs).
+* a replayed trace's ``TracePlan`` (how it is read and placed) and ``TraceSummary`` (what
+  it holds): workload/trace/source.rs, for ``read_iolog=`` and ``ssdtwin replay``.
 
 pythonize converts them (structs and maps become dicts, sequences lists, fixed-length
 arrays tuples, bytes bytes). tests/test_binding_types.py fails when a Rust structure gains or
@@ -348,3 +350,65 @@ class ConvergeOut(TypedDict):
     timed_to_end: Optional[str]
     samples: list[SampleOut]
     figures: list[FigureOut]
+
+
+# --- a trace replayed (workload/trace/source.rs: read_iolog=, ``ssdtwin replay``) ---------------
+
+
+class TraceFioReplay(TypedDict, total=False):
+    """workload/trace/mod.rs ``FioReplay``: fio's replay options (every field has a default).
+    ``skip``: read, write, trim, sync."""
+
+    replay_scale: int
+    replay_align: int
+    time_scale: float
+    no_stall: bool
+    skip: tuple[bool, bool, bool, bool]
+
+
+# What an I/O past the target's end becomes (source.rs ``Beyond``).
+Beyond = Literal["refuse", "wrap", "fit"]
+
+
+class TraceTarget(TypedDict):
+    bytes: int
+    lba: int
+    beyond: Beyond
+    widen: bool
+
+
+class TraceLimits(TypedDict):
+    max_ios: int
+    skip_bad: bool
+
+
+class TracePlan(TypedDict):
+    """source.rs ``Plan``: how a trace is read and placed (``trace_scan``'s, ``trace_load``'s
+    and ``replay_trace``'s input)."""
+
+    format: str
+    fio: NotRequired[TraceFioReplay]
+    volume: NotRequired[Optional[str]]
+    target: TraceTarget
+    limits: NotRequired[TraceLimits]
+    trace_end: NotRequired[int]
+
+
+class TraceSummary(TypedDict):
+    """source.rs ``Summary``: what a trace holds; ``ios`` and ``bytes`` by direction (read,
+    write, trim)."""
+
+    format: str
+    ios: tuple[int, int, int]
+    bytes: tuple[int, int, int]
+    syncs: int
+    end_bytes: int
+    span_ns: int
+    skipped_lines: int
+    first_skipped: Optional[str]
+    realigned: int
+    moved: int
+    volumes: list[str]
+    volumes_with_io: list[str]
+    depth: Optional[int]
+    notes: list[str]

@@ -14,6 +14,7 @@ from . import limits as L
 from . import options as O
 from .contract import BsPerDir, BsSpec, Ddir, IntPerDir, JobSpec, SplitPerDir, Zone
 from .errors import FioJobError
+from .errors import where as _where
 from .facts import DDIR_NAMES, first_draw
 from .units import Percent
 
@@ -80,14 +81,6 @@ def effective_bssplit(entries: Sequence[Sequence[int]], min_bs: int, max_bs: int
         else:
             out.append([size, share])
     return out
-
-
-def _where(st: dict[str, Any], option: str, job: Any) -> dict[str, Any]:
-    where = st.get("where", {})
-    if option in where:
-        file, line, written, value = where[option]
-        return {"file": file, "line": line, "option": written, "value": value}
-    return {"file": job.file, "line": job.line}
 
 
 def _bs_range(st: dict[str, Any], d: int) -> tuple[int, int]:

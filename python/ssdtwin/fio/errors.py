@@ -11,10 +11,30 @@ stays one line: the first error and how many more there are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Optional
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, Optional, TypedDict
 
 from .limits import MAX_ERROR_LINES
+
+
+class Where(TypedDict):
+    """Where a problem of a job file was written: ``FioJobError``'s location, passed to it as
+    ``**where``."""
+
+    file: Optional[str]
+    line: Optional[int]
+    option: NotRequired[Optional[str]]
+    value: NotRequired[Optional[str]]
+
+
+def where(state: Mapping[str, Any], option: str, section: Any) -> Where:
+    """Where ``option`` was written in a job's option state (file, line, the option and its
+    value as written), else where its section (``file``, ``line``) starts."""
+    written = state.get("where", {})
+    if option in written:
+        file, line, name, value = written[option]
+        return {"file": file, "line": line, "option": name, "value": value}
+    return {"file": section.file, "line": section.line}
 
 
 class FioJobError(ValueError):

@@ -32,8 +32,8 @@ from typing import Any, Optional, Union
 from .. import _core
 from . import blktrace as fio_blktrace
 from . import limits as L
-from .contract import CloneOut, Ddir
-from .errors import FioJobError
+from .contract import CloneOut, Ddir, TraceFioReplay, TracePlan, TraceSummary
+from .errors import FioJobError, Where
 from .facts import DDIR_NAMES, FACTS
 
 __all__ = [
@@ -72,7 +72,7 @@ class Trace:
     path: str  # to open
     shown: str  # as the job wrote it (for messages)
     format: str
-    summary: dict[str, Any]
+    summary: TraceSummary
 
     @property
     def ios(self) -> int:
@@ -119,7 +119,7 @@ def _check_file(path: str, shown: str) -> os.stat_result:
     return info
 
 
-def fio_options(st: Mapping[str, Any]) -> dict[str, Any]:
+def fio_options(st: Mapping[str, Any]) -> TraceFioReplay:
     """The core's FioReplay of the job's replay options (docs/fio.md §2.10)."""
     skip = set(st.get("replay_skip") or ())
     return {
@@ -128,12 +128,12 @@ def fio_options(st: Mapping[str, Any]) -> dict[str, Any]:
         "time_scale": 100.0 / int(st.get("replay_time_scale") or 100),
         "no_stall": bool(st.get("replay_no_stall")),
         # replay_skip=sync drops datasync lines too (ff6131af).
-        "skip": [name in skip for name in _SKIP],
+        "skip": (_SKIP[0] in skip, _SKIP[1] in skip, _SKIP[2] in skip, _SKIP[3] in skip),
     }
 
 
-def _plan(fmt: str, st: Mapping[str, Any], target_bytes: int, lba_bytes: int, max_ios: Optional[int] = None) -> dict[str, Any]:
-    plan: dict[str, Any] = {
+def _plan(fmt: str, st: Mapping[str, Any], target_bytes: int, lba_bytes: int, max_ios: Optional[int] = None) -> TracePlan:
+    plan: TracePlan = {
         "format": fmt,
         "fio": fio_options(st),
         "target": {"bytes": target_bytes, "lba": lba_bytes, "beyond": "refuse", "widen": False},
@@ -179,9 +179,7 @@ class Replay:
         return [n for d, n in enumerate(DDIR_NAMES) if self.bytes_by_dir[d]]
 
 
-def replay_target(
-    st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Mapping[str, Any], namespace_of: Any
-) -> tuple[Trace, Optional[str]]:
+def replay_target(st: Mapping[str, Any], subjob: int, cwd: Optional[str], where: Where, namespace_of: Any) -> tuple[Trace, Optional[str]]:
     """Load the clone's trace (``read_iolog`` list entry subjob % count, fio's
     get_name_by_idx, or the ``merge_blktrace_file`` of them all) and find its target:
     ``replay_redirect``, else the one file its I/O lines name (a blktrace's device: None,
@@ -217,7 +215,7 @@ def replay_target(
     return trace, used[0] if used else (names_added[0] if names_added else "")
 
 
-def _merged(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Mapping[str, Any]) -> str:
+def _merged(st: Mapping[str, Any], names: list[str], cwd: Optional[str], where: Where) -> str:
     """The ``merge_blktrace_file`` every clone of the job replays, merged once per run of
     unchanged inputs (fio merges once per job, before its clones exist)."""
     key = (

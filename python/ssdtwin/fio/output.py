@@ -451,8 +451,8 @@ def _ssdtwin_obj(run: Run, extra: Optional[dict[str, Any]] = None) -> Obj:
     over the run when it ran on a drive (docs/models.md, "Measuring WAF"): "waf" is null
     unless the run spans a GC cycle or a namespace pass ("verdict" "steady"); the ratio
     whatever the run spans is "waf_window_raw"."""
-    keys = ("job", "option", "value", "reason")
-    obj = Obj([("ignored_options", [Obj([(k, e[k]) for k in keys]) for e in run.ignored])])
+    ignored = [Obj([("job", e["job"]), ("option", e["option"]), ("value", e["value"]), ("reason", e["reason"])]) for e in run.ignored]
+    obj = Obj([("ignored_options", ignored)])
     if run.waf is not None:
         obj.append(("waf", plain(run.waf)))
     obj += [(k, plain(v)) for k, v in (extra or {}).items()]

@@ -28,12 +28,13 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, TypedDict, Union
 
 from . import limits as L
 from . import options as O
 from .contract import JobSpec
-from .errors import FioJobError
+from .errors import FioJobError, Where
+from .errors import where as _where
 from .facts import splitmix
 from .units import N2S_BYTE, num2str
 
@@ -182,6 +183,19 @@ class Job:
         return f"{self.name}: (g={self.group_id}): rw={self.rw}, bs={', '.join(parts)}, ioengine={st['ioengine']}, iodepth={st['iodepth']}"
 
 
+class IgnoredOption(TypedDict):
+    """An option accepted with no effect on a simulated drive (docs/fio.md §2.6), once per job:
+    its canonical name, its value as written (None for a flag), why, and where it was
+    written (a [global] line for inherited ones)."""
+
+    job: str
+    option: str
+    value: Optional[str]
+    reason: str
+    file: Optional[str]
+    line: Optional[int]
+
+
 @dataclass
 class Run:
     """Everything parsed from the job files of one fio invocation."""
@@ -199,10 +213,11 @@ class Run:
     # Options accepted with no effect on a simulated drive (docs/fio.md §2.6), one dict per
     # job and option: job, option (canonical name), value (as written, None for a flag),
     # reason, file, line (where it was written: a [global] line for inherited ones).
-    ignored: list[dict[str, Any]] = field(default_factory=list)
+    ignored: list[IgnoredOption] = field(default_factory=list)
     # The drive's WAF measurement over the run (keys of nvme/waf.rs), set by whoever ran it
-    # on a drive (fio.run.run_jobs); the JSON's "ssdtwin" object carries it.
-    waf: Optional[dict[str, Any]] = None
+    # on a drive (fio.run.run_jobs); the JSON's "ssdtwin" object carries it. The parser only
+    # carries it (its type, core_types.WafMeasurement, is the library's).
+    waf: Optional[Mapping[str, object]] = None
 
     def showcmd(self) -> str:
         """What ``fio --showcmd`` prints for these job files (init.c dump_opt_list):
@@ -796,13 +811,9 @@ def _run_handler(reader: _Reader, state: dict[str, Any], d: O.OptionDef, line: _
 
 def _fixup(reader: _Reader, job_name: str, section: _Section, st: dict[str, Any]) -> None:
     """Checks and adjustments fio makes after parsing a job (init.c fixup_options)."""
-    where = st.get("where", {})
 
-    def loc(option: str) -> dict[str, Any]:
-        if option in where:
-            file, line, written, value = where[option]
-            return {"file": file, "line": line, "option": written, "value": value}
-        return {"file": section.file, "line": section.line}
+    def loc(option: str) -> Where:
+        return _where(st, option, section)
 
     directory = st["noop"].get("directory")
     if directory is not None and st["filename"] is not None and st["namespace"] is None and not st["filename"].startswith("/"):
@@ -1067,9 +1078,9 @@ def _parse_sources(
     )
 
 
-def _ignored_options(jobs: Iterable[Job]) -> list[dict[str, Any]]:
+def _ignored_options(jobs: Iterable[Job]) -> list[IgnoredOption]:
     """Every accepted option of every job that has no effect on a simulated drive."""
-    out = []
+    out: list[IgnoredOption] = []
     for job in jobs:
         where = job.state.get("where", {})
         for name in job.state["noop"]:
@@ -1096,15 +1107,6 @@ def _check_wait_for(reader: _Reader, jobs: Sequence[Job]) -> None:
             reader.error(f"job {job.name}: waitee job {waitee} unknown: {why}", **where)
         elif earlier > 1:
             reader.error(f"job {job.name}: multiple waitees {waitee} found; wait_for needs a unique job name", **where)
-
-
-def _where(st: Mapping[str, Any], option: str, section: Any) -> dict[str, Any]:
-    """Location of ``option`` as written (file, line, name, value), else of the section."""
-    where = st.get("where", {})
-    if option in where:
-        file, line, written, value = where[option]
-        return {"file": file, "line": line, "option": written, "value": value}
-    return {"file": section.file, "line": section.line}
 
 
 def _check_run_limits(reader: _Reader, jobs: Sequence[Job]) -> None:

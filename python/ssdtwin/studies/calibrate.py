@@ -26,13 +26,15 @@ import json
 import math
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, cast
 
 from .. import _core
+from ..core_types import TimingTable
 from ..drive import Drive
-from .corners import DEFAULT_SETS, NAMES, Corner, figure_text, spec_key
+from .corners import DEFAULT_SETS, NAMES, Corner, CornerFields, figure_text, spec_key
 from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner
 
 CM6_MODEL = "kioxia-cm6-r-3.84t"
@@ -147,7 +149,68 @@ PARAM_RANGE: dict[str, tuple[float, float]] = {
 PARAM_SIGN = {p: -1 if p in ("t_read_ns", "t_prog_ns", "gc_page_reads_per_iu") else 1 for p in PARAM_RANGE}
 
 
-def start_value(param: str, timing: dict[str, Any], c: Corner) -> float:
+# A fitted parameter's value: a count, a float, or None when its figure does not identify it.
+Value = int | float | bool | None
+
+
+class FittedParameter(TypedDict):
+    """How one parameter was fitted (``fit_one``), then judged with every fitted value
+    (``final_row`` adds the figure it gives, its error and whether it identifies the value)."""
+
+    value: Value
+    figure: str
+    target: float
+    unit: str
+    responds: bool
+    at_bound: bool
+    seconds: float
+    sensitivity: NotRequired[float]
+    simulated: NotRequired[float]
+    error: NotRequired[float]
+    identified: NotRequired[bool]
+    kept: NotRequired[Value]
+
+
+class FigureRow(TypedDict):
+    """A corner's line of the result; a calibrated one's also names its parameter's fit."""
+
+    figure: str
+    label: str
+    unit: str
+    target: float
+    twin: float
+    error: float
+    kind: Literal["calibrated", "predicted"]
+    sets: Optional[str]
+    source: str
+    block_bytes: int
+    iodepth: int
+    numjobs: int
+    value: NotRequired[Value]
+    kept: NotRequired[Value]
+    identified: NotRequired[bool]
+    sensitivity: NotRequired[float]
+    responds: NotRequired[bool]
+    at_bound: NotRequired[bool]
+    within_tol: NotRequired[bool]
+
+
+class Calibration(TypedDict):
+    """What ``calibrate`` returns (``ssdtwin calibrate -o json``, docs/calibration.md)."""
+
+    scale: int
+    seed: int
+    tol: float
+    windows_ms: dict[str, tuple[int, int]]
+    figures: list[FigureRow]
+    fitted: dict[str, FittedParameter]
+    outside_tolerance: list[Optional[str]]
+    timing: TimingTable
+    corners: dict[str, CornerFields]
+    spec: NotRequired[str]  # the spec fitted, as the command names it
+
+
+def start_value(param: str, timing: TimingTable, c: Corner) -> float:
     """Where the search for `param` starts: its value in the spec, or for a ceiling the spec
     leaves at 0 (none) the corner's own rate, where such a ceiling would bind."""
     v = float(timing[param]["value"])
@@ -193,7 +256,7 @@ def calibrate(
     log: Callable[[str], None],
     seed: int = 1,
     windows_ms: Optional[dict[str, tuple[int, int]]] = None,
-) -> dict[str, Any]:
+) -> Calibration:
     """Fit the parameter of every corner that `sets` one; then every corner (predictions
     too) is measured once more with all the fitted values (the second sweep can move a
     figure fitted before) and checked against `tol`.
@@ -202,14 +265,14 @@ def calibrate(
     a temporary directory, and each trial runs on a fresh read-only open of one (writes
     stay in memory). A trial is therefore a function of the parameters alone, not of the
     trials before it, and the figures are those `ssdtwin reproduce cm6` measures."""
-    timing = json.loads(json.dumps(_core.parse_spec(spec_toml)["timing"]))
+    timing: TimingTable = json.loads(json.dumps(_core.parse_spec(spec_toml)["timing"]))
     order = [corners[n] for n in NAMES if n in corners]
     fitting = [c for c in order if c.sets]
-    fitted: dict[str, dict[str, Any]] = {}
+    fitted: dict[str, FittedParameter] = {}
     with tempfile.TemporaryDirectory(prefix="ssdtwin-calibrate-") as tmp:
         images = prepare_images(spec_toml, order, scale, seed, tmp)
 
-        def figure(c: Corner, trial: dict[str, Any]) -> float:
+        def figure(c: Corner, trial: TimingTable) -> float:
             d = Drive.open(images[c.state], writable=False)
             try:
                 return measure_corner(d, c, trial, windows_ms)
@@ -240,11 +303,11 @@ def calibrate(
 
 def fit_one(
     c: Corner,
-    timing: dict[str, Any],
-    figure: Callable[[Corner, dict[str, Any]], float],
+    timing: TimingTable,
+    figure: Callable[[Corner, TimingTable], float],
     tol: float,
     log: Callable[[str], None],
-) -> dict[str, Any]:
+) -> FittedParameter:
     """One sweep's search for the parameter corner `c` sets; `timing` takes the value (it
     keeps its value when the figure stops responding)."""
     p = str(c.sets)
@@ -279,7 +342,7 @@ def fit_one(
     }
 
 
-def sensitivity(c: Corner, timing: dict[str, Any], y: float, figure: Callable[[Corner, dict[str, Any]], float]) -> float:
+def sensitivity(c: Corner, timing: TimingTable, y: float, figure: Callable[[Corner, TimingTable], float]) -> float:
     """d ln(figure) / d ln(parameter) at the fit, over a 10 % step of the parameter (down
     at the top of its range): how well the figure pins the parameter."""
     p = str(c.sets)
@@ -290,12 +353,12 @@ def sensitivity(c: Corner, timing: dict[str, Any], y: float, figure: Callable[[C
     return math.log(figure(c, trial) / y) / math.log(step)
 
 
-def final_row(c: Corner, y: float, fitted: dict[str, dict[str, Any]], tol: float, log: Callable[[str], None]) -> dict[str, Any]:
+def final_row(c: Corner, y: float, fitted: dict[str, FittedParameter], tol: float, log: Callable[[str], None]) -> FigureRow:
     """A corner's line of the result: target, twin, error; for a calibrated one its
     parameter, and whether the figure identifies it."""
     bs, qd, jobs = c.shape
     err = y / c.value - 1
-    row: dict[str, Any] = {
+    row: FigureRow = {
         "figure": c.name,
         "label": c.label,
         "unit": c.unit,
@@ -315,22 +378,17 @@ def final_row(c: Corner, y: float, fitted: dict[str, dict[str, Any]], tol: float
     f = fitted[c.sets]
     log(f"  {c.label}: {y:,.1f} {c.unit} ({err:+.2%}); it moves {f['sensitivity']:+.2f} % per 1 % of {c.sets}")
     identified = f["responds"] and abs(f["sensitivity"] or 0.0) >= MIN_SENSITIVITY
-    f.update(simulated=y, error=err, identified=identified, kept=None if identified else f["value"])
+    f["simulated"], f["error"], f["identified"] = y, err, identified
+    f["kept"] = None if identified else f["value"]
     if not identified:
         f["value"] = None  # no number for a parameter its figure does not identify
-    row.update(
-        value=f["value"],
-        kept=f["kept"],
-        identified=identified,
-        sensitivity=f["sensitivity"],
-        responds=f["responds"],
-        at_bound=f["at_bound"],
-        within_tol=identified and abs(err) <= tol,
-    )
+    row["value"], row["kept"], row["identified"] = f["value"], f["kept"], identified
+    row["sensitivity"], row["responds"], row["at_bound"] = f["sensitivity"], f["responds"], f["at_bound"]
+    row["within_tol"] = identified and abs(err) <= tol
     return row
 
 
-def why_not(row: dict[str, Any]) -> str:
+def why_not(row: FigureRow) -> str:
     """Why a calibrated figure's parameter is not identified ("" when it is)."""
     p = row["sets"]
     if not row["responds"]:
@@ -343,7 +401,7 @@ def why_not(row: dict[str, Any]) -> str:
     return ""
 
 
-def _inline(fields: dict[str, Any]) -> Any:
+def _inline(fields: Mapping[str, object]) -> Any:
     """`{ value = 1, source = "..." }` as the presets write it (tomlkit's own inline tables
     print without the inner spaces)."""
     import tomlkit
@@ -352,7 +410,7 @@ def _inline(fields: dict[str, Any]) -> Any:
     return tomlkit.parse(f"x = {{ {body} }}")["x"]
 
 
-def fitted_spec(spec_text: str, result: dict[str, Any], origin: str) -> str:
+def fitted_spec(spec_text: str, result: Calibration, origin: str) -> str:
     """The spec text with the fitted values and `[CALIBRATED]` sources in `[timing]` and the
     corners it was fitted on in `[corners]`; every other line and comment kept (tomlkit).
     Checked by the core before it is returned."""
@@ -365,8 +423,8 @@ def fitted_spec(spec_text: str, result: dict[str, Any], origin: str) -> str:
     for row in result["figures"]:
         if row["kind"] != "calibrated":
             continue
-        v = row["value"]
-        value = float(f"{v:.4g}") if isinstance(v, float) else int(v)
+        v = row["value"]  # a number: a parameter not identified is refused before (within_tol)
+        value = float(f"{v:.4g}") if isinstance(v, float) else int(cast(int, v))
         source = (
             f"[CALIBRATED] ssdtwin calibrate --scale 1/{result['scale']} (docs/calibration.md): "
             f"{row['label']} = {figure_text(row['target'])} {row['unit']} ({row['source']})"
@@ -427,7 +485,7 @@ def preset_path(name: str) -> Path:
     return _source_presets_dir() / f"{name}.toml"
 
 
-def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:
+def write_presets(result: Calibration, directory: Any = None) -> list[str]:
     """Rewrite the calibrated parameters of the CM6-family presets with `result["fitted"]`.
 
     The TOML is edited with tomlkit, so every other line, comment and source stays as it was."""
@@ -439,8 +497,8 @@ def write_presets(result: dict[str, Any], directory: Any = None) -> list[str]:
         path = base / f"{name}.toml"
         doc = tomlkit.parse(path.read_text())
         for k in sorted(params):
-            v = result["fitted"][k]["value"]
-            value = float(f"{v:.4g}") if isinstance(v, float) else int(v)
+            v = result["fitted"][k]["value"]  # a number: the fit was within --tol
+            value = float(f"{v:.4g}") if isinstance(v, float) else int(cast(int, v))
             src = (
                 f"[CALIBRATED] ssdtwin calibrate kioxia-cm6-r-3.84t --scale 1/{result['scale']} (docs/calibration.md): "
                 f"{FIGURES[k]} (KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate)"

@@ -19,10 +19,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Unpack
 
 from .. import _core
-from ..cluster import Cluster, save_figure
+from ..cluster import Cluster, Direction, save_figure
+from ..core_types import ClusterInitOptions, ClusterRun, ResourceUse, SourcedCount
 
 DRIVE = "samsung-pm983-3.84t"
 SCALE = 256  # the drives at 1/256: 15 GB each, 256 MiB volumes (docs/models.md §11.8)
@@ -61,7 +62,7 @@ PUBLISHED: tuple[Published, ...] = (
 )
 
 
-def sourced(value: int, source: str) -> dict[str, Any]:
+def sourced(value: int, source: str) -> SourcedCount:
     return {"value": value, "source": source}
 
 
@@ -69,7 +70,7 @@ EPYC = "[SRC] Ceph Reef OSDs per NVMe 2023 and Ceph Reef freeze 2023: 1 x AMD EP
 PGS = "[SRC] Ceph Reef OSDs per NVMe 2023 and Ceph Reef freeze 2023: an RBD pool with a static 16,384 PGs, 3x replication"
 
 
-def osd_cpus(threads_per_nvme: int) -> dict[str, Any]:
+def osd_cpus(threads_per_nvme: int) -> SourcedCount:
     """The CPUs a node's 6 OSDs were pinned to for N threads per NVMe: the post's numactl
     example binds processors 0-12 and 64-76 (26) for 4 threads per NVMe (24): 6N + 2."""
     return sourced(
@@ -80,10 +81,10 @@ def osd_cpus(threads_per_nvme: int) -> dict[str, Any]:
     )
 
 
-def _reef_lab(scale: int, seed: int, **lab: Any) -> Cluster:
+def _reef_lab(scale: int, seed: int, /, **lab: Unpack[ClusterInitOptions]) -> Cluster:
     """A Ceph 18 RBD lab of the posts' hardware (PM983 drives, 100 GbE, 128-thread EPYC nodes
     and clients, 3 replicas, librbd, msgr v2, 16,384 PGs) with `lab`'s own fields."""
-    options: dict[str, Any] = {
+    options: ClusterInitOptions = {
         "stack": "ceph-rbd",
         "ceph_version": 18,
         "drives_per_node": 6,
@@ -129,10 +130,10 @@ def settled_run(
     c: Cluster,
     text: Callable[[tuple[int, int]], str],
     window_ms: tuple[int, int],
-    direction: str,
+    direction: Direction,
     name: str,
     progress: Optional[Callable[[int, int, str, int], object]] = None,
-) -> tuple[dict[str, Any], tuple[int, int]]:
+) -> tuple[ClusterRun, tuple[int, int]]:
     """Run the job `text(window)` until its window is long against its own mean latency R
     (ramp >= 10 R, runtime >= 50 R): fio counts only I/Os issued after the ramp, so a
     runtime W undercounts IOPS by about R/W. Returns the run and the window used."""
@@ -178,7 +179,7 @@ def measure(
     }
 
 
-def saturating(resources: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def saturating(resources: Sequence[ResourceUse]) -> ResourceUse:
     """The resource that bounds a point: the busiest CPU set if it is 95 % busy or more (a
     thread pool's or the kv_sync thread's utilisation counts the time its threads wait for a
     core, so they read 100 % behind nearly full cores), otherwise the busiest resource."""

@@ -16,9 +16,10 @@ import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NotRequired, Optional, TypedDict
 
 from .. import _core
+from ..core_types import TimingTable
 
 NAMES = ("seq-read", "rand-read", "seq-write", "rand-write")  # also the calibration order
 
@@ -71,6 +72,17 @@ def fio_bs(b: int) -> str:
     return str(b)
 
 
+class CornerFields(TypedDict):
+    """A spec's ``[corners]`` entry as calibration writes it (spec/mod.rs ``CornersSpec``)."""
+
+    value: float
+    source: str
+    sets: NotRequired[str]
+    block_bytes: NotRequired[int]
+    iodepth: NotRequired[int]
+    numjobs: NotRequired[int]
+
+
 @dataclass(frozen=True)
 class Corner:
     name: str  # one of NAMES
@@ -113,16 +125,19 @@ class Corner:
     def bytes_per_s(self) -> float:
         return self.value * 1e6 if self.sequential else self.value * self.shape[0]
 
-    def toml_fields(self) -> dict[str, Any]:
+    def toml_fields(self) -> CornerFields:
         """The corner as a `[corners]` entry: value, source, sets, and the shape where it is
         not the default."""
-        out: dict[str, Any] = {"value": float(self.value), "source": self.source}
+        out: CornerFields = {"value": float(self.value), "source": self.source}
         if self.sets:
             out["sets"] = self.sets
-        d = SEQ_SHAPE if self.sequential else RAND_SHAPE
-        for k, v, dv in zip(("block_bytes", "iodepth", "numjobs"), self.shape, d):
-            if v != dv:
-                out[k] = v
+        (bs, qd, jobs), (bs0, qd0, jobs0) = self.shape, SEQ_SHAPE if self.sequential else RAND_SHAPE
+        if bs != bs0:
+            out["block_bytes"] = bs
+        if qd != qd0:
+            out["iodepth"] = qd
+        if jobs != jobs0:
+            out["numjobs"] = jobs
         return out
 
 
@@ -267,7 +282,7 @@ def apply_sets(corners: dict[str, Corner], text: Optional[str], calibratable: tu
     return out
 
 
-def check_physical(corners: dict[str, Corner], timing: dict[str, Any]) -> None:
+def check_physical(corners: dict[str, Corner], timing: TimingTable) -> None:
     """Every figure within what the host link can carry: the spec's link, or the sequential
     read's figure when that corner sets the link (and no link beyond the core's 1 TB/s)."""
     link = float(timing["host_link_bytes_per_s"]["value"])

@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from .. import waf as wafm
+from ..core_types import WafMeasurement
 from ..drive import Drive
 from ..fio import parse_string
 
@@ -216,7 +217,7 @@ class Result:
     windows: list[Window] = field(default_factory=list)
     wall_s: float = 0.0
     # The measurement windows together as a WAF measurement (waf.py): basis, amount, verdict.
-    measurement: Optional[dict[str, Any]] = None
+    measurement: Optional[WafMeasurement] = None
 
     def total(self, key: str) -> int:
         return sum(getattr(w, key) for w in self.windows)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from .. import waf as wafm
+from ..core_types import TimingTable, WafMeasurement
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, Ddir
@@ -49,7 +50,7 @@ class Measured:
     wall_s: float
     # The same window as a WAF measurement: basis, amount, verdict (waf.py); its "waf" is
     # set only when the window spans a GC cycle or a namespace pass.
-    waf_measurement: Optional[dict[str, Any]] = None
+    waf_measurement: Optional[WafMeasurement] = None
 
 
 def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
@@ -57,7 +58,7 @@ def job_text(job: str, runtime_ms: int, ramp_ms: int) -> str:
     return (JOBS / job).read_text().replace("${RUNTIME}", f"{runtime_ms}ms").replace("${RAMP}", f"{ramp_ms}ms")
 
 
-def timing_toml(timing: dict[str, Any]) -> str:
+def timing_toml(timing: TimingTable) -> str:
     """The `[timing]` table (without header) as TOML, values and sources."""
     lines = []
     for k, v in timing.items():
@@ -69,7 +70,7 @@ def timing_toml(timing: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_on_ns1(drive: Drive, run: Any, timing: Optional[dict[str, Any]] = None) -> list[CloneOut]:
+def run_on_ns1(drive: Drive, run: Any, timing: Optional[TimingTable] = None) -> list[CloneOut]:
     """Simulate a parsed fio run on namespace 1, without idle-time GC between batches;
     `timing` replaces the drive's `[timing]` table for this run (what-if, calibration)."""
     ns = drive.namespaces()[0]
@@ -86,7 +87,7 @@ def direction_totals(out: list[CloneOut], d: Ddir) -> tuple[int, int, float]:
     return ios, byts, secs
 
 
-def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optional[dict[str, Any]] = None) -> Measured:
+def run_job(drive: Drive, text: str, name: str, run_seed: int = 0, timing: Optional[TimingTable] = None) -> Measured:
     """Run one job file text on `drive`; figures of its only direction (read or write)."""
     run = parse_string(text, name=name, run_seed=run_seed)
     v0 = drive.vendor_log()
@@ -139,7 +140,7 @@ class Prepared:
     blocks: int  # namespace 1, in 512 B blocks
     steady_waf: Optional[float]  # WAF of the last random pass ("rand" state only)
     # The same pass as a WAF measurement (basis fast_forward, its amount and verdict).
-    steady_measurement: Optional[dict[str, Any]] = None
+    steady_measurement: Optional[WafMeasurement] = None
 
 
 def cm6_drive(
@@ -183,7 +184,7 @@ def cm6_drive(
     return Prepared(d, d.namespaces()[0].nsze, steady, measured)
 
 
-def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None) -> Measured:
+def measure_cm6(drive: Drive, test: str, timing: Optional[TimingTable] = None) -> Measured:
     """One CM6 corner (`CM6_TESTS`) on a drive from `cm6_drive`, in its window."""
     ramp_ms, runtime_ms = CM6_WINDOWS_MS[test]
     job = f"cm6-{test}.fio"
@@ -191,7 +192,7 @@ def measure_cm6(drive: Drive, test: str, timing: Optional[dict[str, Any]] = None
 
 
 def measure_corner(
-    drive: Drive, corner: Corner, timing: Optional[dict[str, Any]] = None, windows_ms: Optional[dict[str, tuple[int, int]]] = None
+    drive: Drive, corner: Corner, timing: Optional[TimingTable] = None, windows_ms: Optional[dict[str, tuple[int, int]]] = None
 ) -> float:
     """A corner's figure (MB/s or IOPS) on a drive from `cm6_drive` in the corner's state:
     the CM6 measurement (`measure_cm6`, its windows) with the corner's job shape."""

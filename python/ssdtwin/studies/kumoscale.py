@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster, summary, sweep, sweep_job, windows_ms, with_stack
+from ..cluster import Cluster, Direction, summary, sweep, sweep_job, windows_ms, with_stack
 
 
 # The brief's figures at its largest load (KIOXIA KumoScale vs Ceph study): IOPS and mean
@@ -68,9 +68,9 @@ def brief_points(
             _, res = c.run_text(sweep_job(clients, rw, qd, 1, ramp_ms, runtime_ms), name=f"brief-{stack}-{rw}", progress=progress)
             wall = time.perf_counter() - t0
             s = summary(res)
-            d = "write" if rw == "randwrite" else "read"
+            direction: Direction = "write" if rw == "randwrite" else "read"
             row[rw] = {
-                **s[d],
+                **s[direction],
                 "busiest": s["busiest"],
                 "outstanding_mean": s["outstanding_mean"],
                 "little_x_r": s["little_x_r"],
@@ -110,7 +110,8 @@ def band_labs(clusters: dict[str, Cluster]) -> list[tuple[str, str, Cluster, int
     for end in CEPH_ENDS:
         opts = clusters["ceph-rbd"].options()
         src = "[ASSUMED] an end of the band over the study's unpublished Ceph parameters (docs/models.md §11)"
-        opts.update({k: {"value": v, "source": src} for k, v in end.items()})
+        opts["node_cores"] = {"value": end["node_cores"], "source": src}
+        opts["pg_num"] = {"value": end["pg_num"], "source": src}
         c = Cluster.from_text(_core.cluster_init(opts))
         out.append(("ceph-rbd", f"{end['node_cores']} cores per node, {end['pg_num']} PGs", c, 1))
     return out

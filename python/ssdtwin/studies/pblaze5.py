@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional
 
 from ..drive import Drive
 from ..fio import parse_string
+from ..fio.contract import CloneOut, DirOut
 from ..fio.hist import PLAT_NR, percentiles
 
 MODEL = "memblaze-pblaze5-910-3.84t"
@@ -43,7 +44,14 @@ def carve(d: Drive, parts: int) -> list[int]:
     return ids
 
 
-def run_text(d: Drive, text: str, name: str, idle_gc: bool = False) -> list[dict[str, Any]]:
+class NamedClone(CloneOut):
+    """A clone's result with its job's name and namespace (every job here names its own)."""
+
+    name: str
+    nsid: Optional[int]
+
+
+def run_text(d: Drive, text: str, name: str, idle_gc: bool = False) -> list[NamedClone]:
     """Simulate a job file whose jobs name their namespaces (filename=nsN); each clone's
     result carries its job's ``name`` and ``nsid``."""
     run = parse_string(text, name=name)
@@ -58,10 +66,10 @@ def run_text(d: Drive, text: str, name: str, idle_gc: bool = False) -> list[dict
         link_bytes_per_s=link,
     )
     out = d.run_fio(specs, min(nss), idle_gc)
-    return [dict(r, name=s["name"], nsid=s["namespace"]) for s, r in zip(specs, out)]
+    return [{**r, "name": s["name"], "nsid": s["namespace"]} for s, r in zip(specs, out)]
 
 
-def _lat(dirout: dict[str, Any]) -> tuple[float, float]:
+def _lat(dirout: DirOut) -> tuple[float, float]:
     """Mean and 99.9th percentile completion latency (us) of one direction of one clone."""
     clat = dirout["clat"]
     n = clat["n"]
@@ -192,17 +200,18 @@ def noisy_study(
         mean, p999 = _lat(v["read"])
         secs = v["read"]["runtime_ns"] / 1e9
         n2 = sum(r["read"]["total_ios"] + r["write"]["total_ios"] for r in out if _job_name(r) == "greedy") / secs
+        n1 = v["read"]["total_ios"] / secs
         row = {
             "study": "noisy",
             "neighbour": greedy,
             "case": name,
             "ns1_mean_us": mean,
             "ns1_p999_us": p999,
-            "ns1_iops": v["read"]["total_ios"] / secs,
+            "ns1_iops": n1,
             "ns2_iops": n2,
         }
         rows.append(row)
-        log(f"{name:<36} {mean:>12.1f} {p999:>13.1f} {row['ns1_iops'] / 1e3:>10.1f} {n2 / 1e3:>10.1f}")
+        log(f"{name:<36} {mean:>12.1f} {p999:>13.1f} {n1 / 1e3:>10.1f} {n2 / 1e3:>10.1f}")
     for x in drives:
         x.close()
     return rows
@@ -223,8 +232,8 @@ def _wrr(d: Drive) -> Drive:
     return d
 
 
-def _job_name(r: dict[str, Any]) -> str:
-    return str(r["name"])
+def _job_name(r: NamedClone) -> str:
+    return r["name"]
 
 
 def noisy_plot(rows: Sequence[dict[str, Any]], path: str) -> None:

@@ -148,12 +148,17 @@ def measure(d: Drive, text: str, state: Optional[stacklib.StackImageState], seed
     }
 
 
+# The tier policies compared, and with them the drive without a tier (None).
+POLICIES: tuple[stacklib.Policy, ...] = ("iu-fill", "log")
+WITH_AND_WITHOUT: tuple[Optional[stacklib.Policy], ...] = (None, *POLICIES)
+
+
 def _target(d: Drive) -> tuple[int, int]:
     ns = {n.nsid: n for n in d.namespaces()}[1]
     return ns.bytes, ns.lba_bytes
 
 
-def point(size: Size, seed: int, text: str, policy: Optional[str], fraction: float, warmup_extra: str = "") -> dict[str, Any]:
+def point(size: Size, seed: int, text: str, policy: Optional[stacklib.Policy], fraction: float, warmup_extra: str = "") -> dict[str, Any]:
     """A fresh prepared drive; with a policy, a tier of ``fraction`` of the namespace, filled by
     a warm-up of twice its size in 4 KiB random writes (``warmup_extra``: the same
     distribution as the measured run) before the measured run."""
@@ -194,21 +199,21 @@ def shaping(
     log(f"P5316 at 1/{size.scale}, PMem tier; baseline random-write bandwidth is high vs the whitepaper (docs/models.md §14)")
     log("figure 1: 4 KiB random writes, 4 jobs x QD32, and the 95 % 64 KiB / 5 % 4 KiB mix")
     amount = size.amount_bytes
-    for policy in (None, "iu-fill", "log"):
+    for policy in WITH_AND_WITHOUT:
         for f in size.tier_fractions if policy else (0.0,):
             r = point(size, seed, randwrite("4k", 32, 4, amount), policy, f)
             r["workload"] = "4k-randwrite"
             out["random_4k"].append(r)
             log(line(f"4k {r['policy']} {f:.2%}", r))
     mid = size.tier_fractions[len(size.tier_fractions) // 2]
-    for policy in (None, "iu-fill", "log") if size.mix else ():
+    for policy in WITH_AND_WITHOUT if size.mix else ():
         r = point(size, seed, mix(amount), policy, mid if policy else 0.0)
         r["workload"] = "mix-95-64k-5-4k"
         out["random_4k"].append(r)
         log(line(f"mix {r['policy']}", r))
     log("figure 2: 4 KiB random writes, 1 job, QD1-QD8, the tier's size after a warm-up of twice it")
     for qd in size.qds:
-        for policy in (None, "iu-fill", "log"):
+        for policy in WITH_AND_WITHOUT:
             d = prepared(size.scale, seed)
             tier_bytes = int(_target(d)[0] * mid)
             d.close()
@@ -218,7 +223,7 @@ def shaping(
             log(line(f"QD{qd} {r['policy']}", r))
     log("figure 3: sizing, 4 KiB random writes, uniform and zipf:1.2")
     for dist in ("random", "zipf:1.2"):
-        for policy in ("iu-fill", "log"):
+        for policy in POLICIES:
             for f in size.sizing_fractions:
                 extra = "" if dist == "random" else f"random_distribution={dist}\n"
                 r = point(size, seed, randwrite("4k", 32, 4, amount, extra), policy, f, extra)

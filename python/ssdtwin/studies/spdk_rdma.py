@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from ..cluster import Cluster, save_figure
+from ..core_types import ClusterRun
 from . import spdk_tcp
 from .ceph_reef import saturating, settled_run
 
@@ -58,7 +59,8 @@ def set_line(text: str, key: str, value: str, source: str) -> str:
 def lab(stack: str, target: str, cores: int, scale: int = SCALE, seed: int = 1, clients: int = spdk_tcp.CLIENTS) -> Cluster:
     """The report's lab over `stack` with the SPDK (`spdk`, pinned to `cores`) or the kernel
     (`kernel`, on `cores` logical CPUs) target, and `clients` initiators."""
-    opts = dict(spdk_tcp.lab_options(scale, seed), stack=stack, clients=clients)
+    opts = spdk_tcp.lab_options(scale, seed)
+    opts["stack"], opts["clients"] = stack, clients
     text = spdk_tcp.retoml(_core.cluster_init(opts), cores)
     if target == "kernel":
         text = set_line(
@@ -108,7 +110,7 @@ def spdk_rdma_point(scale: int, seed: int, progress: Optional[Callable[[int, int
     )
 
 
-def _loaded_run(res: dict[str, Any], window: tuple[int, int], t0: float) -> dict[str, Any]:
+def _loaded_run(res: ClusterRun, window: tuple[int, int], t0: float) -> dict[str, Any]:
     """What a loaded point reports of its run: the saturating resource, the settled window,
     the events simulated and the wall time since `t0`."""
     sat = saturating(res["resources"])

@@ -39,6 +39,7 @@ from typing import Any, Callable, Optional
 
 from .. import _core
 from .. import waf as wafm
+from ..waf import WafSpan
 from .config import Sweep, from_dict
 from .runner import Executor, Shared, run_sweep
 
@@ -93,9 +94,9 @@ class Candidate:
     iops_max: Optional[float] = None
     write_bytes_per_io: float = 0.0
     waf_max: Optional[float] = None  # round 1's timed window, when it spans a GC cycle
-    waf_first: Optional[dict[str, Any]] = None  # round 1's timed window (waf.py's keys)
-    waf_ff: Optional[dict[str, Any]] = None  # the image's fast-forward pass, when the job writes like it
-    waf_used: Optional[dict[str, Any]] = None  # the measurement the lifetime uses
+    waf_first: Optional[WafSpan] = None  # round 1's timed window (waf.py's keys)
+    waf_ff: Optional[WafSpan] = None  # the image's fast-forward pass, when the job writes like it
+    waf_used: Optional[WafSpan] = None  # the measurement the lifetime uses
     drives: Optional[int] = None
     why_drives: str = ""
     load_iops: Optional[float] = None  # achieved per drive at the cap
@@ -230,7 +231,7 @@ def advise(
     return Advice(targets, cands, cost_per_tb is not None, done_rounds, job.name, scale)
 
 
-def row_measurement(r: Mapping[str, Any]) -> dict[str, Any]:
+def row_measurement(r: Mapping[str, Any]) -> WafSpan:
     """A sweep row's timed window as a WAF measurement (the keys waf.text reads)."""
     ns = r["namespace_bytes"] or 0
     host = r["host_write_bytes"] or 0
@@ -245,7 +246,7 @@ def row_measurement(r: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def row_steady_measurement(r: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+def row_steady_measurement(r: Mapping[str, Any]) -> Optional[WafSpan]:
     """The image's fast-forward steady-state pass as a WAF measurement, when the job writes
     like it (sweep/point.py, writes_like_steady_pass) and the pass is steady; else None."""
     if not r.get("steady_waf_is_jobs") or r.get("steady_waf_verdict") != "steady":
@@ -263,11 +264,11 @@ def row_steady_measurement(r: Mapping[str, Any]) -> Optional[dict[str, Any]]:
     }
 
 
-def _largest(ms: Sequence[Optional[dict[str, Any]]]) -> Optional[dict[str, Any]]:
+def _largest(ms: Sequence[Optional[WafSpan]]) -> Optional[WafSpan]:
     """The steady measurement with the largest WAF (never a drive longer-lived than any
     well-measured window says), or None when none is steady."""
-    ok = [m for m in ms if m is not None and m["verdict"] == "steady" and m["waf"] is not None]
-    return max(ok, key=lambda m: float(m["waf"])) if ok else None
+    ok = [(waf, m) for m in ms if m is not None and m["verdict"] == "steady" and (waf := m["waf"]) is not None]
+    return max(ok, key=lambda wm: wm[0])[1] if ok else None
 
 
 def _needed(c: Candidate, t: Targets, waf: Optional[float]) -> tuple[int, str]:
@@ -326,7 +327,7 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
 BASIS_SHORT = {"fast_forward": "ff", "timed": "timed"}
 
 
-def _timed(m: Optional[Mapping[str, Any]]) -> str:
+def _timed(m: Optional[WafSpan]) -> str:
     return wafm.text(m).replace("WAF", "timed WAF", 1)
 
 

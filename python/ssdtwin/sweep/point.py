@@ -22,9 +22,10 @@ from typing import Any, Optional
 
 from .. import _core
 from .. import waf as wafm
+from ..core_types import VendorLog
 from ..drive import Drive
 from ..fio import parse_string
-from ..fio.contract import JobSpec
+from ..fio.contract import CloneOut, Ddir, JobSpec
 from ..fio.hist import PLAT_NR, dense, percentiles
 from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
@@ -241,7 +242,7 @@ def writes_like_steady_pass(specs: Sequence[JobSpec], block_bytes: int) -> bool:
     return all(uniform(s) for s in writers)
 
 
-def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping[str, Any], namespace_bytes: int) -> dict[str, Any]:
+def outputs(out: Sequence[CloneOut], v0: VendorLog, v1: VendorLog, namespace_bytes: int) -> dict[str, Any]:
     """Figures of a run (every clone together): rates over the longest clone's runtime of
     each direction, fio's completion-latency (clat) percentiles, the WAF measurement of the
     window from the vendor log (``waf`` only when the window is steady, waf.py)."""
@@ -250,7 +251,8 @@ def outputs(out: Sequence[Mapping[str, Any]], v0: Mapping[str, Any], v1: Mapping
     n_all = 0
     iops = 0.0
     secs_all = 0.0
-    for d in ("read", "write"):
+    directions: tuple[Ddir, ...] = ("read", "write")
+    for d in directions:
         ios = sum(int(r[d]["total_ios"]) for r in out)
         byts = sum(int(r[d]["io_bytes"]) for r in out)
         secs = max((int(r[d]["runtime_ns"]) for r in out), default=0) / 1e9
