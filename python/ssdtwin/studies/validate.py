@@ -495,16 +495,16 @@ NOTES = {
 }
 
 # Why a Ceph Reef point misses, by (rw, threads per NVMe; 0 unpinned).
-_REEF_READ = (
-    "the model prices Reef's read path with Pacific's CPU per read (x 664/687); a cheaper Reef read path is sourced only by "
-    "these targets themselves, so it is not added (docs/models.md §11.8)"
+_REEF_PINNED_WRITE = (
+    "the 18 table's CPU per replica write is the Reef lab's own with its OSDs unpinned and their nodes 40 % busy "
+    "(192.8 us, Ceph Reef encryption 2023); pinned to 2 or 8 CPUs per NVMe and saturated, the lab's OSDs spent more: 88.8K "
+    "writes on 14 CPUs a node is at least 263 us each. The Pacific cluster's pinned, saturated figure (Ceph OSD CPU "
+    "scaling 2022, 276 us scaled to Reef) agrees; a cost per op that rises when the OSDs are squeezed is what the model "
+    "lacks, and nothing outside the targets sizes it (docs/models.md §11.8)"
 )
 CEPH_NOTES = {
-    ("randread", 14): _REEF_READ,
-    ("randread", 20): _REEF_READ,
-    ("randread", 0): _REEF_READ,
-    ("write-qd1", 0): "the per-op costs are a loaded cluster's CPU per op; an unloaded OSD's cost per op is lower by an amount "
-    "no source gives (docs/models.md §11.8)",
+    ("randwrite", 2): _REEF_PINNED_WRITE,
+    ("randwrite", 8): _REEF_PINNED_WRITE,
 }
 
 # Why a preset's corner misses, by "model:corner".

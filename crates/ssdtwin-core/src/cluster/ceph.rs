@@ -157,18 +157,21 @@ fn nautilus(c: CephChoice) -> Ceph {
     }
 }
 
-// Reef's OSD per-op CPU: the 60-OSD Pacific cluster's (Ceph OSD CPU scaling 2022: about 7,500
-// random-read IOPS and 3,500 replica-write IOPS per core used, 3x replication) times the
-// change in cycles per op from 16.2.13 to 18.1.0 on the same lab (Ceph 10K IOPS challenge
-// 2023: 664K / 687K cycles per op with 16 clients).
-const PACIFIC_TO_REEF: f64 = 664.0 / 687.0;
-const REEF_READ_NS: f64 = 1e9 / 7_500.0 * PACIFIC_TO_REEF; // 128.9 us per read
-const REEF_REPLICA_WRITE_NS: f64 = 1e9 / 3_500.0 * PACIFIC_TO_REEF; // 276.1 us per replica write
-                                                                    // One librbd client's 3 messenger threads were saturated at 122K 16 KiB random reads per
-                                                                    // second (Ceph QEMU librbd 2022): 3/122K s for a request out and a reply in.
+// Reef's OSD CPU per op, measured on the lab of the posts the Reef table predicts, in another of
+// its posts (Ceph Reef encryption 2023): Reef 18.2.0, 5 OSD nodes of 128 logical CPUs serving 5
+// client nodes (3x, 16,384 PGs, OSDs unpinned); unencrypted 4 KiB random reads ran at 2.786M IOPS
+// with the OSD nodes 42.94 % busy, random writes at 448.1K IOPS with them 40.49 % busy (chart
+// readings). The OSD nodes' busy CPU time over the ops they served, 3 replica writes a write.
+const REEF_LAB_CPUS: f64 = 5.0 * 128.0;
+const REEF_READ_NS: f64 = 0.4294 * REEF_LAB_CPUS / 2.786e6 * 1e9; // 98.6 us per read
+const REEF_REPLICA_WRITE_NS: f64 = 0.4049 * REEF_LAB_CPUS / (3.0 * 0.4481e6) * 1e9; // 192.8 us per replica write
+
+// One librbd client's 3 messenger threads were saturated at 122K 16 KiB random reads per
+// second (Ceph QEMU librbd 2022): 3/122K s for a request out and a reply in.
 const MSGR_NS: f64 = 3e9 / 122_000.0 / 2.0; // 12.3 us per message
-                                            // Messages an OSD handles per replica write: the primary receives the op, sends 2 sub-ops,
-                                            // receives 2 acks and replies (6); each replica receives and acks (2 + 2): 10 per 3 copies.
+
+// Messages an OSD handles per replica write: the primary receives the op, sends 2 sub-ops,
+// receives 2 acks and replies (6); each replica receives and acks (2 + 2): 10 per 3 copies.
 const MSGS_PER_REPLICA_WRITE: f64 = 10.0 / 3.0;
 // The kv_sync thread bounds small writes when CPU is not limited (Ceph RocksDB tuning 2022):
 // 37,209 replica writes/s per NVMe with the RocksDB tuning Reef made its default (Quincy +
@@ -188,11 +191,11 @@ fn reef(c: CephChoice) -> Ceph {
     let bluestore_write = REEF_REPLICA_WRITE_NS - MSGS_PER_REPLICA_WRITE * MSGR_NS - KV_COMMIT_NS - op - finisher;
     let ns = |v: f64| v.round() as u64;
     let per_read = format!(
-        "{:.1} us of OSD core time per read: 1/7,500 s per read on a 60-OSD cluster (Ceph OSD CPU scaling 2022) x 664/687, the change in cycles per op from 16.2.13 to 18.1.0 (Ceph 10K IOPS challenge 2023)",
+        "{:.1} us of OSD node core time per read: the 5 OSD nodes' 640 CPUs 42.94 % busy at 2.786M 4 KiB random reads/s, Reef 18.2.0 on the posts' lab (Ceph Reef encryption 2023, unencrypted, chart readings)",
         REEF_READ_NS / 1e3
     );
     let per_write = format!(
-        "{:.1} us per replica write: 1/3,500 s (Ceph OSD CPU scaling 2022) x 664/687 (Ceph 10K IOPS challenge 2023), less 10/3 messages ({:.1} us), the kv commit and the finisher ({:.1} us each) and osd_op_ns ({:.1} us)",
+        "{:.1} us per replica write: the same 640 CPUs 40.49 % busy at 448.1K 4 KiB random writes/s, 3 replica writes each (Ceph Reef encryption 2023), less 10/3 messages ({:.1} us), the kv commit and the finisher ({:.1} us each) and osd_op_ns ({:.1} us)",
         REEF_REPLICA_WRITE_NS / 1e3,
         MSGS_PER_REPLICA_WRITE * MSGR_NS / 1e3,
         KV_COMMIT_NS / 1e3,
