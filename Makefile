@@ -28,7 +28,14 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 	$(PYTHON) -m ruff check python tests
 	$(PYTHON) -m ruff format --check python tests
 
-test: lint test-rust test-python typecheck ## every test: lint, cargo test, pytest, stubtest and mypy
+# Every test. The Rust tests' run leaves a core idle for much of its ~25 s (one test binary
+# after another, many tests waiting on sockets and timers), and stubtest and mypy need one
+# core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
+# target's output whole when it ends). docs/performance.md, "CI time".
+test: lint ## every test: lint, cargo test beside stubtest and mypy, then pytest
+	cargo test --tests --no-run
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
+	$(MAKE) --no-print-directory test-python
 
 # `--tests` builds and runs the unit and integration tests but not the examples (`cargo test`
 # alone also links every example, ~1 min of CI's 2 cores; clippy --all-targets in `make lint`
