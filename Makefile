@@ -28,14 +28,23 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 	$(PYTHON) -m ruff check python tests
 	$(PYTHON) -m ruff format --check python tests
 
-test: lint test-rust test-python typecheck ## every test: lint, cargo test, pytest, stubtest and mypy
+# Every test. The Rust tests' run leaves a core idle for much of its ~25 s (one test binary
+# after another, many tests waiting on sockets and timers), and stubtest and mypy need one
+# core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
+# target's output whole when it ends). docs/performance.md, "CI time".
+test: lint ## every test: lint, cargo test beside stubtest and mypy, then pytest
+	cargo test --tests --no-run
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
+	$(MAKE) --no-print-directory test-python
 
 # `--tests` builds and runs the unit and integration tests but not the examples (`cargo test`
 # alone also links every example, ~1 min of CI's 2 cores; clippy --all-targets in `make lint`
 # already compiles them), then `--doc` runs the doc tests.
+# Without make's MAKEFLAGS: run by `make -j2` (`make test`), cargo and rustdoc would find a
+# jobserver there whose descriptors make does not pass them, and warn on every doc test.
 test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
-	cargo test --tests
-	cargo test --doc
+	env -u MAKEFLAGS cargo test --tests
+	env -u MAKEFLAGS cargo test --doc
 
 SEEDS ?= 1000
 CASES ?= 8

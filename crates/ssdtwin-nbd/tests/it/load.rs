@@ -1,4 +1,4 @@
-//! A short run of the load generator (`examples/nbdload.rs`, compiled in here): many
+//! A short run of the load generator (`examples/nbdload/`, compiled in here): many
 //! connections mixing reads, writes, flushes and reconnects, with stalling clients
 //! alongside, and every acknowledged write read back at the end.
 
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ssdtwin_nbd::{MemBackend, MemExport, Server, ServerConfig};
 
-#[path = "../../examples/nbdload.rs"]
-#[allow(dead_code)]
+#[path = "../../examples/nbdload/main.rs"]
+#[allow(dead_code, unused_imports)] // the test uses part of the example; its binary uses the rest
 mod nbdload;
 
 #[test]
