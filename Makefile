@@ -40,11 +40,11 @@ test: lint ## every test: lint, cargo test beside stubtest and mypy, then pytest
 # `--tests` builds and runs the unit and integration tests but not the examples (`cargo test`
 # alone also links every example, ~1 min of CI's 2 cores; clippy --all-targets in `make lint`
 # already compiles them), then `--doc` runs the doc tests.
-# Without make's MAKEFLAGS: run by `make -j2` (`make test`), cargo and rustdoc would find a
+# Without make's MAKEFLAGS and MFLAGS: run by `make -j2` (`make test`), cargo and rustdoc would find a
 # jobserver there whose descriptors make does not pass them, and warn on every doc test.
 test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
-	env -u MAKEFLAGS cargo test --tests
-	env -u MAKEFLAGS cargo test --doc
+	env -u MAKEFLAGS -u MFLAGS cargo test --tests
+	env -u MAKEFLAGS -u MFLAGS cargo test --doc
 
 SEEDS ?= 1000
 CASES ?= 8

@@ -3,6 +3,7 @@ session and copied cheaply for each test (helpers live in twin.py)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
@@ -14,6 +15,12 @@ from twin import CM6, Run, check_image, copy_image, run_cli
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
+    # A shell without job control starts a background job (`cmd &` in a script, a CI runner's
+    # nohup) with SIGINT ignored, every child inherits that, and Python leaves an ignored SIGINT
+    # ignored: the Ctrl-C tests' `ssdtwin` would never see their signal. The tests need the
+    # terminal's default; a handler here (in each xdist worker) is reset to it at exec.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The costliest test files, heaviest first: seconds of one worker each, from `pytest -n 2
