@@ -728,7 +728,11 @@ class SessionSummary(TypedDict):
 
 class StoppedSummary(TypedDict, total=False):
     """live.rs ``StoppedSummary``, what ``serve`` returns: the session's summary (absent when
-    the server stopped before it had one), how it stopped, and a served stack's new state."""
+    the server stopped before it had one), how it stopped, and a served stack's new state.
+
+    The fields repeat ``SessionSummary``'s on purpose: Rust flattens an ``Option`` of it, so
+    here they are all optional, and a TypedDict cannot inherit keys with another totality.
+    Both are checked against the binding's real values (tests/test_binding_types.py)."""
 
     seconds: float
     pace: str
