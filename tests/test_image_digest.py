@@ -1,0 +1,89 @@
+"""The tests' image digest (twin.image_digest): equal exactly when the bytes are equal.
+
+Tests that say a command left an image unchanged compare digests before and after; the digest
+skips the holes of the sparse map files, so it must still see every byte that differs and
+must not see how the file system stores equal bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin import file_digest, image_digest, run_cli
+
+SIZE = 3 << 20
+
+
+def sparse(path: Path, writes: dict[int, bytes], size: int = SIZE) -> Path:
+    """A file of `size` bytes holding `writes` (offset: bytes) and holes elsewhere."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+        for offset, data in writes.items():
+            f.seek(offset)
+            f.write(data)
+    return path
+
+
+def dense(path: Path, writes: dict[int, bytes], size: int = SIZE) -> Path:
+    """The same bytes as `sparse`, every one of them written (a write past `size` extends it,
+    as it does the sparse file)."""
+    size = max([size, *(offset + len(chunk) for offset, chunk in writes.items())])
+    data = bytearray(size)
+    for offset, chunk in writes.items():
+        data[offset : offset + len(chunk)] = chunk
+    path.write_bytes(bytes(data))
+    return path
+
+
+writes_st = st.dictionaries(st.integers(0, SIZE - 1), st.binary(min_size=1, max_size=9000), max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(writes=writes_st)
+def test_a_sparse_file_and_its_bytes_written_out_digest_alike(tmp_path_factory: pytest.TempPathFactory, writes: dict[int, bytes]) -> None:
+    d = tmp_path_factory.mktemp("digest")
+    # Overlapping writes: the later one wins in both files, in the same order.
+    assert file_digest(sparse(d / "a", writes)) == file_digest(dense(d / "b", writes))
+
+
+@settings(max_examples=40, deadline=None)
+@given(writes=writes_st, at=st.integers(0, SIZE - 1), value=st.integers(1, 255))
+def test_one_changed_byte_changes_the_digest(
+    tmp_path_factory: pytest.TempPathFactory, writes: dict[int, bytes], at: int, value: int
+) -> None:
+    d = tmp_path_factory.mktemp("digest")
+    a = sparse(d / "a", writes)
+    before = file_digest(a)
+    with open(a, "r+b") as f:
+        f.seek(at)
+        old = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([old ^ value]))
+    assert file_digest(a) != before
+
+
+def test_the_length_is_part_of_the_digest(tmp_path: Path) -> None:
+    a = sparse(tmp_path / "a", {10: b"x"})
+    b = sparse(tmp_path / "b", {10: b"x"}, size=SIZE + 1)  # one more zero byte at the end
+    assert file_digest(a) != file_digest(b)
+
+
+def test_a_fresh_image_digests_without_reading_its_holes(tmp_path: Path) -> None:
+    """A fresh image's maps are holes; a one-byte change in one is still seen."""
+    img = tmp_path / "img"
+    run_cli("create", img, "--model", "kioxia-cm6-r-3.84t", "--scale", "1/454")
+    before = image_digest(img)
+    maps = [p for p in img.rglob("*.bin") if p.stat().st_size > 0]
+    assert maps and all(p.stat().st_blocks * 512 < p.stat().st_size for p in maps)  # sparse
+    target = maps[0]
+    with open(target, "r+b") as f:
+        f.seek(target.stat().st_size // 2)
+        f.write(b"\x01")
+    assert image_digest(img) != before
+    with open(target, "r+b") as f:
+        f.seek(target.stat().st_size // 2)
+        f.write(b"\x00")  # the same bytes again, now written rather than a hole
+    assert image_digest(img) == before
