@@ -5,6 +5,7 @@ a TypedDict lacks or does not know (NotRequired keys may be absent), a value of 
 kind. It understands what pythonize produces and the types fio/contract.py and
 core_types.py use: TypedDict, int, float (an int is a float), bool, str, bytes, None,
 Any, Optional/Union, Literal, list[X], tuple[X, ...], tuple[X, Y, ...], dict[K, V].
+With ``from_json``, the value was read back from JSON, where a tuple is a list.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def fields(td: Any) -> tuple[dict[str, Any], set[str]]:
     return {k: (get_args(t)[0] if k in marked else t) for k, t in hints.items()}, required
 
 
-def mismatches(value: Any, tp: Any, path: str = "value") -> list[str]:
+def mismatches(value: Any, tp: Any, path: str = "value", from_json: bool = False) -> list[str]:
     if tp is Any:
         return []
     if is_typeddict(tp):
@@ -37,11 +38,11 @@ def mismatches(value: Any, tp: Any, path: str = "value") -> list[str]:
         out = [f"{path}: missing {k} ({tp.__name__})" for k in sorted(required - set(value))]
         out += [f"{path}: {k} is not a field of {tp.__name__}" for k in sorted(set(value) - set(hints))]
         for k in sorted(set(value) & set(hints)):
-            out += mismatches(value[k], hints[k], f"{path}.{k}")
+            out += mismatches(value[k], hints[k], f"{path}.{k}", from_json)
         return out
     origin, args = get_origin(tp), get_args(tp)
     if origin in (Union, types.UnionType):
-        found = [mismatches(value, a, path) for a in args]
+        found = [mismatches(value, a, path, from_json) for a in args]
         return [] if any(not f for f in found) else [f"{path}: {value!r} is none of {tp}"]
     if origin is Literal:
         return [] if value in args else [f"{path}: {value!r} is not one of {args}"]
@@ -58,20 +59,22 @@ def mismatches(value: Any, tp: Any, path: str = "value") -> list[str]:
     if origin is list:
         if not isinstance(value, list):
             return [f"{path}: expected a list, got {type(value).__name__}"]
-        return [m for i, v in enumerate(value) for m in mismatches(v, args[0], f"{path}[{i}]")]
+        return [m for i, v in enumerate(value) for m in mismatches(v, args[0], f"{path}[{i}]", from_json)]
     if origin is tuple:
+        if from_json and isinstance(value, list):
+            value = tuple(value)
         if not isinstance(value, tuple):
             return [f"{path}: expected a tuple, got {type(value).__name__}"]
         if len(args) == 2 and args[1] is Ellipsis:
             args = (args[0],) * len(value)
         elif len(value) != len(args):
             return [f"{path}: expected {len(args)} items, got {len(value)}"]
-        return [m for i, (v, a) in enumerate(zip(value, args)) for m in mismatches(v, a, f"{path}[{i}]")]
+        return [m for i, (v, a) in enumerate(zip(value, args)) for m in mismatches(v, a, f"{path}[{i}]", from_json)]
     if origin is dict:
         if not isinstance(value, dict):
             return [f"{path}: expected a dict, got {type(value).__name__}"]
         out = []
         for k, v in value.items():
-            out += mismatches(k, args[0], f"{path} key {k!r}") + mismatches(v, args[1], f"{path}[{k!r}]")
+            out += mismatches(k, args[0], f"{path} key {k!r}", from_json) + mismatches(v, args[1], f"{path}[{k!r}]", from_json)
         return out
     raise TypeError(f"{path}: shape.py does not understand {tp!r}")

@@ -4,16 +4,17 @@ state or segments, and what the test concludes. ``FLOWS`` maps a test id to its 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Callable
 
 from . import steady as ss
 from . import tests as T
 from .folder import write_hist
-from .tables import RTH_COLUMNS, di_points, di_table, xsr_recovery_s, xsr_summary
+from .records import RoundRow, RthPoint, SteadyState
+from .tables import di_points, di_table, xsr_recovery_s, xsr_summary
 from .testrun import Suite, TestRun
 
 
-def _purged_pass(runner: Suite, tr: TestRun, p: T.Pass, prev: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def _purged_pass(runner: Suite, tr: TestRun, p: T.Pass, prev: Sequence[SteadyState] = ()) -> SteadyState:
     tr.purge()
     if p.wipc is not None:
         tr.wipc(p.wipc)
@@ -21,12 +22,12 @@ def _purged_pass(runner: Suite, tr: TestRun, p: T.Pass, prev: Sequence[dict[str,
 
 
 def _conclude(tr: TestRun) -> None:
-    doc = tr.steady_doc or {}
-    tr.window = doc.get("window")
-    if doc.get("steady"):
+    doc = tr.steady_doc
+    tr.window = doc["window"] if doc else None
+    if doc and doc["steady"]:
         tr.status, tr.message = "steady", f"steady state in rounds {tr.window[0]}-{tr.window[1]}" if tr.window else "steady"
     else:
-        bad = [v["name"] for v in doc.get("variables", []) if not v.get("steady")]
+        bad = [v["name"] for v in (doc["variables"] if doc else []) if not v["steady"]]
         tr.status = "not steady"
         tr.message = f"not in steady state after {tr.rounds_run} rounds ({', '.join(bad)}); window {tr.window} reported as measured"
 
@@ -42,7 +43,7 @@ def iops(runner: Suite, tr: TestRun) -> None:
 def tp(runner: Suite, tr: TestRun) -> None:
     st = runner.settings
     tc, qd = st.tc_qd["tp"]
-    states: list[dict[str, Any]] = []
+    states: list[SteadyState] = []
     for p in T.tp_passes(st.tp_bs, tc, qd, st.round_s):
         tr.rounds_run = 0
         states.append(_purged_pass(runner, tr, p, states))
@@ -83,7 +84,7 @@ def wsat(runner: Suite, tr: TestRun) -> None:
         elif tr.clock_s >= st.wsat_max_time_s:
             reason = f"time limit {st.wsat_max_time_s:g} s reached"
         elif st.wsat_stop_steady:
-            check = ss.last_window([(int(r["segment"]), float(r["iops"])) for r in tr.rows])
+            check = ss.last_window([(_segment(r), r["iops"]) for r in tr.rows])
             if check is not None and check.steady:
                 reason = f"steady state in segments {check.rounds[0]}-{check.rounds[-1]}"
                 tr.extra["steady"] = check.to_dict()
@@ -99,11 +100,11 @@ def hir(runner: Suite, tr: TestRun) -> None:
     p = T.Pass("hir-pre", None, (pre,), (T.Tracking("RND 4KiB 100% W IOPS (pre-HIR)", pre.name, "iops", "IOPS"),))
     tr.purge()
     state = tr.rounds(p, min_fills=st.hir_pre_fills)
-    tr.extra["pre_steady"] = bool(state.get("steady"))
-    tr.extra["pre_window"] = state.get("window")
+    tr.extra["pre_steady"] = state["steady"]
+    tr.extra["pre_window"] = state["window"]
     tr.extra["pre_fills"] = tr.written / runner.target.info.capacity_bytes if runner.target.info.capacity_bytes else None
-    var = (state.get("variables") or [{}])[0]
-    tr.extra["baseline_iops"] = var.get("avg")  # the pre-HIR window's average: what A and C are set against
+    var = state["variables"][0] if state["variables"] else None
+    tr.extra["baseline_iops"] = var.get("avg") if var else None  # the pre-HIR window's average: what A and C are set against
     if not tr.extra["pre_steady"]:
         note = "the pre-HIR write phase did not reach steady state; its last 5 rounds are the baseline"
         tr.extra.setdefault("notes", []).append(note)
@@ -135,7 +136,7 @@ def curve(runner: Suite, tr: TestRun) -> None:
     pre = T.rnd(4 * T.KIB, T.CURVE_READ_PCT, tc, qd, st.round_s, suffix=f"-j{tc}-qd{qd}-pre")
     p = T.Pass("curve-pre", T.wipc(), (pre,), (T.Tracking("RND 4KiB 70/30 IOPS (preconditioning)", pre.name, "iops", "IOPS"),))
     state = _purged_pass(runner, tr, p)
-    tr.extra["pre_steady"] = bool(state.get("steady"))
+    tr.extra["pre_steady"] = state["steady"]
     pts = T.curve_elements(st.curve_jobs, st.curve_qd, st.round_s)
     for i, el in enumerate(pts, 1):
         what = f"point {i}/{len(pts)}: {el.numjobs} jobs x QD{el.iodepth}"
@@ -198,13 +199,13 @@ def _demand_intensity(runner: Suite, tr: TestRun, wl: T.DiWorkload) -> None:
     phases = {e.name: "di" for e in di.elements}
     phases[di.elements[0].name] = "prewrite"
     di_state = tr.rounds(di, [pc_state], phase_of=phases)
-    tr.window = di_state.get("window")
+    tr.window = di_state["window"]
     table = di_table(tr.rows, di.elements[1:], tr.window)
     points = di_points(table, st.di_art_limit_us)
-    tr.extra["pc_steady"] = bool(pc_state.get("steady"))
-    tr.extra["di_steady"] = bool(di_state.get("steady"))
+    tr.extra["pc_steady"] = pc_state["steady"]
+    tr.extra["di_steady"] = di_state["steady"]
     tr.extra["points"] = points
-    rth = []
+    rth: list[RthPoint] = []
     seg = 0
     for k, (kind, (ptc, pqd)) in enumerate(points.items()):
         pre = wl.element(0, ptc, pqd, st.scaled_s(st.di_rth_prewrite_s, runner.scale), f"-{kind}-prewrite")
@@ -213,18 +214,42 @@ def _demand_intensity(runner: Suite, tr: TestRun, wl: T.DiWorkload) -> None:
             seg += 1
             row = tr.run(el, segment=seg, phase=phase, what=f"{kind} IOPS point TC{ptc}/QD{pqd}: {el.label}", frac=(2 * k + 1) / 6)
         write_hist(tr.dir / f"hist-{meas.name}.csv", tr.last_hists)
-        rth.append({"point": kind, "tc": ptc, "qd": pqd, "element": meas.name, **{c: row.get(c) for c in RTH_COLUMNS}})
+        rth.append(_rth_point(kind, ptc, pqd, meas.name, row))
         tr.save_rows()
         runner.save_manifest()
     tr.extra["rth"] = rth
-    if pc_state.get("steady") and di_state.get("steady"):
+    if pc_state["steady"] and di_state["steady"]:
         tr.status = "steady"
         where = f"rounds {tr.window[0]}-{tr.window[1]}" if tr.window else "steady"
         tr.message = f"preconditioning and demand intensity steady ({where}); histograms at {', '.join(points)}"
     else:
-        bad = [n for n, stt in (("preconditioning", pc_state), ("demand intensity", di_state)) if not stt.get("steady")]
+        bad = [n for n, stt in (("preconditioning", pc_state), ("demand intensity", di_state)) if not stt["steady"]]
         tr.status = "not steady"
         tr.message = f"{' and '.join(bad)} not in steady state after {st.max_rounds} rounds; window {tr.window} reported as measured"
+
+
+def _segment(row: RoundRow) -> int:
+    """The segment of a row run in segments (WSAT, HIR, XSR ...)."""
+    seg = row["segment"]
+    if seg is None:
+        raise ValueError(f"{row['element']}: a row without a segment where segments are compared")
+    return seg
+
+
+def _rth_point(kind: str, tc: int, qd: int, element: str, row: RoundRow) -> RthPoint:
+    """A response-time histogram point of CBW/DIRTH: which one, where, and its run's figures."""
+    return {
+        "point": kind,
+        "tc": tc,
+        "qd": qd,
+        "element": element,
+        "iops": row["iops"],
+        "lat_mean_us": row.get("lat_mean_us"),
+        "lat_max_us": row.get("lat_max_us"),
+        "lat_p99_us": row.get("lat_p99_us"),
+        "lat_p99_9_us": row.get("lat_p99_9_us"),
+        "lat_p99_99_us": row.get("lat_p99_99_us"),
+    }
 
 
 FLOWS: dict[str, Callable[[Suite, TestRun], None]] = {

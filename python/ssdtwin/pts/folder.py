@@ -9,14 +9,18 @@ import importlib
 import io
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Optional, Union, cast
 
 from ..fio.hist import index_bounds
 from .measurements import merge
+from .records import FolderJson, Manifest, NoResult, RunOutput, SteadyState, TableRecord, TestOutput, TestResult
 from .target import PtsError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT = "ssdtwin-pts"
 VERSION = 1
@@ -71,32 +75,29 @@ class PtsResult:
     (``tables``), the steady-state evaluation (``steady``) and the status (``status``)."""
 
     folder: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     status: dict[str, str]
-    frames: dict[str, Any]
-    tables: dict[str, Any]
-    steady: dict[str, Optional[dict[str, Any]]]
-    results: dict[str, dict[str, Any]]
+    frames: dict[str, pd.DataFrame]
+    tables: dict[str, Optional[pd.DataFrame]]
+    steady: dict[str, Optional[SteadyState]]
+    results: dict[str, Union[TestResult, NoResult]]  # {}: the test wrote no result.json
 
     @property
     def interrupted(self) -> bool:
         return bool(self.manifest.get("interrupted"))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunOutput:
         """The CLI's ``-o json``: the manifest, and per test its result and table."""
-        return {
-            "folder": str(self.folder),
-            "manifest": self.manifest,
-            "tests": {
-                t: {"status": self.status[t], "result": self.results.get(t), "table": _records(self.tables.get(t))} for t in self.status
-            },
+        tests: dict[str, TestOutput] = {
+            t: {"status": self.status[t], "result": self.results.get(t), "table": _records(self.tables.get(t))} for t in self.status
         }
+        return {"folder": str(self.folder), "manifest": self.manifest, "tests": tests}
 
 
-def _records(df: Any) -> Optional[list[dict[str, Any]]]:
+def _records(df: Optional[pd.DataFrame]) -> Optional[list[TableRecord]]:
     if df is None:
         return None
-    recs: list[dict[str, Any]] = json.loads(df.to_json(orient="records"))
+    recs: list[TableRecord] = json.loads(df.to_json(orient="records"))
     return recs
 
 
@@ -108,7 +109,11 @@ def load(folder: Union[str, Path]) -> PtsResult:
     man = read_manifest(folder)
     if man is None:
         raise PtsError(f"{folder}: not an ssdtwin PTS report (no pts.json of format {FORMAT})")
-    frames, tables, steadies, results, status = {}, {}, {}, {}, {}
+    frames: dict[str, pd.DataFrame] = {}
+    tables: dict[str, Optional[pd.DataFrame]] = {}
+    steadies: dict[str, Optional[SteadyState]] = {}
+    results: dict[str, Union[TestResult, NoResult]] = {}
+    status: dict[str, str] = {}
     for test, meta in (man.get("tests") or {}).items():
         d = folder / meta.get("dir", test)
         status[test] = meta.get("status", "")
@@ -116,10 +121,11 @@ def load(folder: Union[str, Path]) -> PtsResult:
         tables[test] = pd.read_csv(d / "table.csv") if (d / "table.csv").is_file() else None
         steadies[test] = json.loads((d / "steady.json").read_text()) if (d / "steady.json").is_file() else None
         results[test] = json.loads((d / "result.json").read_text()) if (d / "result.json").is_file() else {}
-    return PtsResult(folder, man, status, frames, tables, steadies, results)
+    # The files are taken as this version writes them (records.py); only pts.json's format is checked.
+    return PtsResult(folder, cast(Manifest, man), status, frames, tables, steadies, results)
 
 
-def read_manifest(folder: Path) -> Optional[dict[str, Any]]:
+def read_manifest(folder: Path) -> Optional[FolderJson]:
     """pts.json of a previous report, or None when ``folder`` holds none."""
     try:
         man = json.loads((folder / "pts.json").read_text())
@@ -145,7 +151,7 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+def csv_text(rows: Iterable[Mapping[str, object]], columns: Sequence[str]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
     w.writeheader()

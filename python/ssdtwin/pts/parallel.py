@@ -8,13 +8,17 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from .folder import PtsResult, load, render_report
 from .progress import Events
+from .records import TestStatus
 from .settings import Settings
 from .suite import Runner
 from .target import PtsError
+
+if TYPE_CHECKING:
+    from multiprocessing.context import SpawnProcess
 
 
 def run_parallel(
@@ -48,7 +52,7 @@ def run_parallel(
     ctx = mp.get_context("spawn")
     messages: Any = ctx.Queue()
     pending = costliest_first(names)
-    running: dict[str, Any] = {}
+    running: dict[str, SpawnProcess] = {}
     finished: set[str] = set()
     interrupted = False
     while pending or running:
@@ -105,7 +109,7 @@ def costliest_first(names: list[str]) -> list[str]:
     return sorted(names, key=lambda t: _COST_RANK.index(t) if t in _COST_RANK else len(_COST_RANK))
 
 
-def _mark(parent: Runner, test: str, status: str, message: str) -> None:
+def _mark(parent: Runner, test: str, status: TestStatus, message: str) -> None:
     m = parent.manifest["tests"][test]
     m["status"], m["message"] = status, message
     parent.save_manifest()
@@ -164,11 +168,11 @@ class _WorkerRunner(Runner):
     messages: Any = None
 
     def save_manifest(self) -> None:
-        if not self.manifest:
+        if self._manifest is None:
             return
         for t, tr in self.tests.items():
             m = self.manifest["tests"][t]
-            m.update(status=tr.status, wall_s=round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"])
+            m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
             m["sim_s"] = round(tr.clock_s, 6)
             self.messages.put(("manifest", t, (dict(m), self.manifest["settings"].get("purge") if tr.purge_method else None)))
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogFormatter, LogLocator, MaxNLocator, NullLocator
+
+from .records import FolderJson
 
 DPI = 96
 WIDTH_IN = 9.0
@@ -44,7 +47,7 @@ class Plot:
     caption: str
     data: pd.DataFrame  # what the figure shows, one row per plotted point/bar
     png: bytes
-    meta: dict[str, Any] = field(default_factory=dict)  # the figure's other numbers (averages, limits)
+    meta: dict[str, Any] = field(default_factory=dict)  # open: the figure's other numbers (averages, limits), its own keys
 
 
 def bs_text(bs_bytes: float) -> str:
@@ -130,7 +133,7 @@ def _shared_legend(fig: Figure, axes: Any, series: list[Series], spare: Optional
     """One legend for a figure of panels: in the spare (empty) panel if there is one; to
     the right of the panels when two reports are compared (long labels); else in the first
     panel."""
-    entries: dict[str, Any] = {}
+    entries: dict[str, Artist] = {}
     for ax in np.ravel(axes):
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
@@ -229,7 +232,7 @@ def _colors(keys: list[Any]) -> dict[Any, Any]:
     return {k: cmap(i) for i, k in enumerate(keys)}
 
 
-def window(name: str, variable: dict[str, Any], scale: float = 1.0, unit: str = "") -> Plot:
+def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") -> Plot:
     """The SNIA measurement-window plot of one tracking variable: every round, the 5-round
     window with its average, the ±10 % and ±20 % bands and the least-squares line, and the
     two excursions against their limits (steady.json's numbers, not recomputed)."""
@@ -240,7 +243,7 @@ def window(name: str, variable: dict[str, Any], scale: float = 1.0, unit: str = 
     fig = _new(4.2, top_in=0.6)
     ax = fig.add_subplot()
     ax.plot(rounds, values, marker="o", color="tab:blue", label=variable.get("name", "value"))
-    meta: dict[str, Any] = {k: variable.get(k) for k in ("name", "element", "column", "unit", "steady", "window")}
+    meta: dict[str, Any] = {k: variable.get(k) for k in ("name", "element", "column", "unit", "steady", "window")}  # Plot.meta
     avg = variable.get("avg")
     if avg is not None:
         avg_s = float(avg) * scale
@@ -443,8 +446,11 @@ def _contiguous(lo: np.ndarray, hi: np.ndarray, values: np.ndarray) -> tuple[np.
 
 PERCENTILES = (50.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
 
+# A direction's percentiles: ddir, ios, and p<q>_us (µs; None where the I/O count cannot resolve it) per PERCENTILES.
+PercentileRow = dict[str, Union[str, int, Optional[float]]]
 
-def hist_percentiles(frame: pd.DataFrame) -> list[dict[str, Any]]:
+
+def hist_percentiles(frame: pd.DataFrame) -> list[PercentileRow]:
     """Completion-latency percentiles from histogram bins, per direction: the upper edge of
     the bin where the cumulative count reaches the percentile (fio's json+ bins are ~1.6 %
     wide, so this is within a bin of fio's own percentile). A percentile the I/O count
@@ -458,7 +464,7 @@ def hist_percentiles(frame: pd.DataFrame) -> list[dict[str, Any]]:
         if total <= 0:
             continue
         cum = np.cumsum(counts) / total
-        row: dict[str, Any] = {"ddir": d or "all", "ios": int(total)}
+        row: PercentileRow = {"ddir": d or "all", "ios": int(total)}
         for q in PERCENTILES:
             resolvable = total * (1 - q / 100) >= 1 - 1e-9
             idx = int(np.searchsorted(cum, q / 100 - 1e-12))

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ssdtwin.pts.records import FioJson
 from ssdtwin.pts.target import DeviceInfo, PtsError
 
 DESTROY_FLAG = "--yes-destroy-data"
@@ -150,7 +151,7 @@ class RealFioTarget:
             return "none (not purged: --purge none)"
         return self._kind.purge(self.purge_method, self._run_purge_job)
 
-    def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
+    def run_fio(self, job_path: Path, json_path: Path) -> FioJson:
         """``fio --output-format=json+ --output=JSON JOB``; returns the parsed report and leaves
         ``json_path`` holding only the JSON (fio's leading notes are dropped from the file)."""
         # Absolute paths: fio runs in the job's folder (where a job's relative log files go).
@@ -215,7 +216,7 @@ class RealFioTarget:
                 proc.kill()
                 proc.communicate()
 
-    def _run_purge_job(self, job_text: str) -> dict[str, Any]:
+    def _run_purge_job(self, job_text: str) -> FioJson:
         with tempfile.TemporaryDirectory(prefix="ssdtwin-pts-purge-") as d:
             job = Path(d) / "purge.fio"
             job.write_text(job_text)
@@ -255,7 +256,7 @@ def _clean_report(json_path: Path) -> None:
         _read_report(json_path, "", str(json_path))
 
 
-def _read_report(json_path: Path, stderr: str, job: str) -> dict[str, Any]:
+def _read_report(json_path: Path, stderr: str, job: str) -> FioJson:
     """Parse fio's JSON report; fio may put notes before it (and warnings after it)."""
     try:
         text = json_path.read_text(errors="replace")
@@ -283,7 +284,7 @@ def _read_report(json_path: Path, stderr: str, job: str) -> dict[str, Any]:
 
 # -- the three kinds of target ------------------------------------------------------------------
 
-_RunJob = Callable[[str], dict[str, Any]]
+_RunJob = Callable[[str], FioJson]
 
 
 class _Kind(ABC):
@@ -382,7 +383,7 @@ def nbd_trim_job(uri: str, capacity_bytes: int) -> str:
     return text
 
 
-def _nbdinfo(uri: str) -> dict[str, Any]:
+def _nbdinfo(uri: str) -> dict[str, Any]:  # open: nbdinfo's JSON, whose fields vary by server and version
     """The export's facts from ``nbdinfo --json --no-content`` (reads no data)."""
     nbdinfo = shutil.which("nbdinfo")
     if nbdinfo is None:
@@ -640,7 +641,7 @@ def _read_int(path: Path) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def _nvme_id_ctrl(path: str) -> Optional[dict[str, Any]]:
+def _nvme_id_ctrl(path: str) -> Optional[dict[str, Any]]:  # open: nvme-cli's JSON, as the installed version prints it
     if shutil.which("nvme") is None:
         return None
     try:

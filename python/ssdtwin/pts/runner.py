@@ -9,7 +9,8 @@ Ctrl-C (or a crash) keeps every round done so far.
 
 Where the rest lives: settings.py (what shapes a run), flows.py (each test's flow),
 testrun.py (one test: element runs, rounds to steady state), measurements.py (fio's json+
-to a row), tables.py (table.csv and the histograms), progress.py (the display's events).
+to a row), tables.py (table.csv and the histograms), records.py (the records written, typed),
+progress.py (the display's events).
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Optional, cast
 
 from . import steady as ss
 from . import tests as T
+from .records import SettingsDoc, TcQd
 from .target import PtsError
 
 
@@ -130,7 +131,9 @@ class Settings:
             return self.wsat_segment_s
         return max(1.0, round(self.round_s / max(1, scale), 3))
 
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tc_qd"] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
-        return d
+    def to_json(self) -> SettingsDoc:
+        """Every setting (pts.json ``settings.all``): the fields as they are, TC/QD per test
+        with its outstanding I/Os. SettingsDoc names the fields (tests/pts/test_records.py
+        checks it against this dataclass's)."""
+        tc_qd: dict[str, TcQd] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
+        return cast(SettingsDoc, {**asdict(self), "tc_qd": tc_qd})

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Optional
+
+from .records import SteadyState, SteadyVariable, WindowCheckDoc
 
 RULE = "SNIA PTS 2.0.2: 5-round window, data excursion <= 20 %, slope excursion <= 10 %"
 WINDOW_ROUNDS = 5
@@ -45,8 +47,21 @@ class WindowCheck:
     slope_excursion: float  # |slope| * (window rounds - 1): the fitted line's rise across the window
     slope_limit: float  # 0.10 * avg
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> WindowCheckDoc:
+        return {
+            "rounds": list(self.rounds),
+            "values": list(self.values),
+            "steady": self.steady,
+            "avg": self.avg,
+            "min": self.min,
+            "max": self.max,
+            "data_excursion": self.data_excursion,
+            "data_limit": self.data_limit,
+            "slope": self.slope,
+            "intercept": self.intercept,
+            "slope_excursion": self.slope_excursion,
+            "slope_limit": self.slope_limit,
+        }
 
 
 def fit_line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
@@ -120,7 +135,7 @@ def evaluate(
     series: Sequence[Sequence[tuple[int, float]]],
     min_rounds: int = WINDOW_ROUNDS,
     max_rounds: int = 25,
-) -> dict[str, Any]:
+) -> SteadyState:
     """steady.json (docs/pts.md, Report folder): every variable judged on its last 5 rounds.
 
     ``series[i]`` are the ``(round, value)`` pairs of ``variables[i]`` so far. The test is
@@ -132,20 +147,7 @@ def evaluate(
     window: Optional[list[int]] = None
     if checks and all(c is not None for c in checks):
         window = [min(c.rounds[0] for c in checks if c), max(c.rounds[-1] for c in checks if c)]
-    out_vars = []
-    for var, s, c in zip(variables, series, checks):
-        row: dict[str, Any] = {"name": var.name, "element": var.element, "column": var.column, "unit": var.unit}
-        row["rounds"] = [int(r) for r, _ in s]
-        row["values"] = [float(v) for _, v in s]
-        if c is None:
-            row.update(steady=False, window=None)
-        else:
-            d = c.to_dict()
-            d.pop("rounds")
-            d.pop("values")
-            row.update(d)
-            row["window"] = [c.rounds[0], c.rounds[-1]]
-        out_vars.append(row)
+    out_vars = [_variable(var, s, c) for var, s, c in zip(variables, series, checks)]
     return {
         "rule": RULE,
         "min_rounds": min_rounds,
@@ -157,6 +159,42 @@ def evaluate(
     }
 
 
-def is_done(state: dict[str, Any], rounds_done: int) -> bool:
+def _variable(var: Variable, series: Sequence[tuple[int, float]], c: Optional[WindowCheck]) -> SteadyVariable:
+    """One tracking variable in steady.json: its rounds, and the check of its last window."""
+    rounds = [int(r) for r, _ in series]
+    values = [float(v) for _, v in series]
+    if c is None:
+        return {
+            "name": var.name,
+            "element": var.element,
+            "column": var.column,
+            "unit": var.unit,
+            "rounds": rounds,
+            "values": values,
+            "steady": False,
+            "window": None,
+        }
+    return {
+        "name": var.name,
+        "element": var.element,
+        "column": var.column,
+        "unit": var.unit,
+        "rounds": rounds,
+        "values": values,
+        "steady": c.steady,
+        "avg": c.avg,
+        "min": c.min,
+        "max": c.max,
+        "data_excursion": c.data_excursion,
+        "data_limit": c.data_limit,
+        "slope": c.slope,
+        "intercept": c.intercept,
+        "slope_excursion": c.slope_excursion,
+        "slope_limit": c.slope_limit,
+        "window": [c.rounds[0], c.rounds[-1]],
+    }
+
+
+def is_done(state: SteadyState, rounds_done: int) -> bool:
     """Whether a test stops after ``rounds_done`` rounds: steady, or at ``max_rounds``."""
     return bool(state["steady"]) or rounds_done >= int(state["max_rounds"])

@@ -9,16 +9,16 @@ import platform
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from .. import _core
 from . import tests as T
 from .flows import FLOWS
 from .folder import FORMAT, VERSION, write_atomic
 from .progress import Events
+from .records import Manifest, ManifestTest, TestSettings
 from .settings import Settings
 from .tables import write_tables
 from .target import PtsError, PtsTarget
@@ -32,17 +32,24 @@ class Runner:
         self.settings = settings
         self.events = events or Events()
         self.tests: dict[str, TestRun] = {}
-        self.manifest: dict[str, Any] = {}
+        self._manifest: Optional[Manifest] = None
         self.wall0 = time.perf_counter()
         scale = target.info.scale if target.info.simulated else ""
         self.scale = int(scale[2:]) if scale.startswith("1/") and scale[2:].isdigit() else 1
 
     # -- manifest -------------------------------------------------------------------------
+    @property
+    def manifest(self) -> Manifest:
+        """pts.json as it stands (start_manifest writes it first)."""
+        if self._manifest is None:
+            raise RuntimeError("the manifest is written by start_manifest, not called yet")
+        return self._manifest
+
     def start_manifest(self, tests: Sequence[str]) -> None:
         info = self.target.info
         st = self.settings
         fio = info.extra.get("fio") if not info.simulated else "ssdtwin fio (simulated time)"
-        self.manifest = {
+        self._manifest = {
             "format": FORMAT,
             "version": VERSION,
             "complete": False,
@@ -50,7 +57,7 @@ class Runner:
             "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "finished": None,
             "wall_s": 0.0,
-            "device": asdict(info),
+            "device": info.to_json(),
             "platform": {
                 "host": socket.gethostname(),
                 "os": f"{platform.system()} {platform.release()}",
@@ -74,7 +81,7 @@ class Runner:
                 "seed": st.seed,
                 "all": st.to_json(),
             },
-            "tests": {t: {"status": "pending", "dir": t, "title": T.TITLES[t], "wall_s": 0.0, "sim_s": 0.0} for t in tests},
+            "tests": {t: _pending(t) for t in tests},
         }
         self.save_manifest()
 
@@ -82,63 +89,77 @@ class Runner:
         self.manifest["wall_s"] = round(time.perf_counter() - self.wall0, 3)
         for t, tr in self.tests.items():
             m = self.manifest["tests"][t]
-            m.update(status=tr.status, wall_s=round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"])
+            m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
             m["sim_s"] = round(tr.clock_s, 6)
         write_atomic(self.folder / "pts.json", json.dumps(self.manifest, indent=1) + "\n")
 
-    def test_settings(self, test: str) -> dict[str, Any]:
+    def test_settings(self, test: str) -> TestSettings:
         st = self.settings
         tc, qd = st.tc_qd[test]
-        base: dict[str, Any] = {"tc": tc, "qd": qd, "round_s": st.round_s, "min_rounds": st.min_rounds, "max_rounds": st.max_rounds}
-        base["purge"] = st.purge
+        base: TestSettings = {
+            "tc": tc,
+            "qd": qd,
+            "round_s": st.round_s,
+            "min_rounds": st.min_rounds,
+            "max_rounds": st.max_rounds,
+            "purge": st.purge,
+        }
         if test == "iops":
-            base.update(bs_bytes=list(st.iops_bs), mixes=[T.mix_label(m) for m in st.iops_mixes], wipc="SEQ 128KiB 2x")
+            base.update({"bs_bytes": list(st.iops_bs), "mixes": [T.mix_label(m) for m in st.iops_mixes], "wipc": "SEQ 128KiB 2x"})
         elif test == "tp":
-            base.update(bs_bytes=list(st.tp_bs), wipc="SEQ at the pass's block size, 2x")
+            base.update({"bs_bytes": list(st.tp_bs), "wipc": "SEQ at the pass's block size, 2x"})
         elif test == "lat":
-            base.update(bs_bytes=list(st.lat_bs), mixes=[T.mix_label(m) for m in st.lat_mixes], wipc="SEQ 128KiB 2x")
+            base.update({"bs_bytes": list(st.lat_bs), "mixes": [T.mix_label(m) for m in st.lat_mixes], "wipc": "SEQ 128KiB 2x"})
         elif test == "wsat":
             base.update(
-                segment_s=st.segment_s(self.scale),
-                stop_fills=st.wsat_fills,
-                stop_time_s=st.wsat_max_time_s,
-                stop_steady=st.wsat_stop_steady,
-                wipc="none (starts FOB)",
+                {
+                    "segment_s": st.segment_s(self.scale),
+                    "stop_fills": st.wsat_fills,
+                    "stop_time_s": st.wsat_max_time_s,
+                    "stop_steady": st.wsat_stop_steady,
+                    "wipc": "none (starts FOB)",
+                }
             )
         elif test == "hir":
             base.update(
-                reps=st.hir_reps,
-                waits_s=list(st.hir_waits_s),
-                burst_s=st.hir_burst_s,
-                pre_fills=st.hir_pre_fills,
-                wipc=f"none (RND 4KiB W: {st.hir_pre_fills:g} drive fills, then to steady state)",
+                {
+                    "reps": st.hir_reps,
+                    "waits_s": list(st.hir_waits_s),
+                    "burst_s": st.hir_burst_s,
+                    "pre_fills": st.hir_pre_fills,
+                    "wipc": f"none (RND 4KiB W: {st.hir_pre_fills:g} drive fills, then to steady state)",
+                }
             )
         elif test == "curve":
-            base.update(jobs=list(st.curve_jobs), qd_list=list(st.curve_qd), read_pct=T.CURVE_READ_PCT, wipc="SEQ 128KiB 2x")
+            base.update({"jobs": list(st.curve_jobs), "qd_list": list(st.curve_qd), "read_pct": T.CURVE_READ_PCT, "wipc": "SEQ 128KiB 2x"})
         elif test == "xsr":
             hours = [h / self.scale if self.scale > 1 else h for h in st.xsr_hours]
             base.update(
-                access_groups=["SEQ 1024KiB W", "RND 8KiB W", "SEQ 1024KiB W"],
-                hours_full_drive=list(st.xsr_hours),
-                hours_run=hours,
-                segment_s=st.xsr_segment(self.scale),
-                wipc="none (starts FOB)",
+                {
+                    "access_groups": ["SEQ 1024KiB W", "RND 8KiB W", "SEQ 1024KiB W"],
+                    "hours_full_drive": list(st.xsr_hours),
+                    "hours_run": hours,
+                    "segment_s": st.xsr_segment(self.scale),
+                    "wipc": "none (starts FOB)",
+                }
             )
         elif test in ("cbw", "dirth"):
             wl = self.di_workload(test)
             base.update(
-                pattern=wl.bssplit or T.bs_title(wl.bs_bytes),
-                distribution=wl.distribution or "uniform",
-                mix=T.mix_label(wl.read_pct),
-                tc_list=list(st.di_tc),
-                qd_list=list(st.di_qd),
-                pc_intervals=st.di_pc_intervals,
-                pc_interval_s=st.scaled_s(st.round_s, self.scale),
-                prewrite_s=st.scaled_s(st.di_prewrite_s, self.scale),
-                rth_prewrite_s=st.scaled_s(st.di_rth_prewrite_s, self.scale),
-                rth_s=st.di_rth_s,
-                art_limit_us=st.di_art_limit_us,
-                wipc=f"none (100% W of the pattern at TC{tc}/QD{qd} in rounds of {st.di_pc_intervals} intervals until steady)",
+                {
+                    "pattern": wl.bssplit or T.bs_title(wl.bs_bytes),
+                    "distribution": wl.distribution or "uniform",
+                    "mix": T.mix_label(wl.read_pct),
+                    "tc_list": list(st.di_tc),
+                    "qd_list": list(st.di_qd),
+                    "pc_intervals": st.di_pc_intervals,
+                    "pc_interval_s": st.scaled_s(st.round_s, self.scale),
+                    "prewrite_s": st.scaled_s(st.di_prewrite_s, self.scale),
+                    "rth_prewrite_s": st.scaled_s(st.di_rth_prewrite_s, self.scale),
+                    "rth_s": st.di_rth_s,
+                    "art_limit_us": st.di_art_limit_us,
+                    "wipc": f"none (100% W of the pattern at TC{tc}/QD{qd} in rounds of {st.di_pc_intervals} intervals until steady)",
+                }
             )
         return base
 
@@ -169,7 +190,7 @@ class Runner:
             running = [tr for tr in self.tests.values() if tr.status == "running"]
             for tr in running:
                 tr.status, tr.message = "interrupted", "stopped by Ctrl-C; the rounds done so far are kept"
-                tr.window = tr.window or (tr.steady_doc or {}).get("window")
+                tr.window = tr.window or (tr.steady_doc["window"] if tr.steady_doc else None)
                 self.finish_test(tr)
             for t in tests:
                 if t not in self.tests:
@@ -226,3 +247,8 @@ class Runner:
             f"then {st.min_rounds}-{st.max_rounds} rounds of pre-write + {n} TC x QD points at {T.mix_label(wl.read_pct)}, "
             "then histograms at the max, mid and min IOPS points"
         )
+
+
+def _pending(test: str) -> ManifestTest:
+    """A test's entry in pts.json before it starts."""
+    return {"status": "pending", "dir": test, "title": T.TITLES[test], "wall_s": 0.0, "sim_s": 0.0}

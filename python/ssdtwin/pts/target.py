@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
+
+from .records import DeviceDoc, DeviceExtra, FioJson
 
 
 @dataclass
@@ -30,7 +32,26 @@ class DeviceInfo:
     preset: str = ""  # twin only
     scale: str = ""  # twin only: "1/64"
     simulated: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: DeviceExtra = field(default_factory=lambda: DeviceExtra())
+
+    def to_json(self) -> DeviceDoc:
+        """The block as pts.json holds it (``device``)."""
+        return {
+            "kind": self.kind,
+            "uri": self.uri,
+            "vendor": self.vendor,
+            "model": self.model,
+            "serial": self.serial,
+            "firmware": self.firmware,
+            "capacity_bytes": self.capacity_bytes,
+            "lba_bytes": self.lba_bytes,
+            "nand": self.nand,
+            "interface": self.interface,
+            "preset": self.preset,
+            "scale": self.scale,
+            "simulated": self.simulated,
+            "extra": self.extra.copy(),
+        }
 
 
 class PtsTarget(Protocol):
@@ -51,7 +72,7 @@ class PtsTarget(Protocol):
         "TRIM of the whole range (fallback)")."""
         ...
 
-    def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
+    def run_fio(self, job_path: Path, json_path: Path) -> FioJson:
         """Run the fio job file ``job_path`` to completion; write fio's ``json+`` output to
         ``json_path`` and return it parsed. Raises PtsError with a one-line message on
         failure."""

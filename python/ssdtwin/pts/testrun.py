@@ -7,13 +7,14 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Optional, Protocol
 
 from . import steady as ss
 from . import tests as T
 from .folder import COLUMNS, csv_text, write_atomic
 from .measurements import fio_row, fio_runtime_s, fio_written
 from .progress import Events
+from .records import PassVerdict, RoundRow, SteadyState, TestExtra, TestResult, TestSettings, TestStatus, cell
 from .settings import Settings
 from .target import PtsError, PtsTarget
 
@@ -27,7 +28,7 @@ class Suite(Protocol):
     events: Events
     scale: int  # N of a 1/N twin, 1 for a full-size twin or a real target
 
-    def test_settings(self, test: str) -> dict[str, Any]: ...
+    def test_settings(self, test: str) -> TestSettings: ...
 
     def di_workload(self, test: str) -> T.DiWorkload: ...
 
@@ -45,16 +46,16 @@ class TestRun:
         self.dir = runner.folder / test
         for sub in ("jobs", "fio"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[RoundRow] = []
         self.hists: dict[tuple[int, str], dict[str, dict[int, int]]] = {}
         self.clock_s = 0.0  # since the test's start: simulated on a twin, fio's runtimes on a real target
         self.written = 0
         self.wall0 = time.perf_counter()
-        self.status = "running"
+        self.status: TestStatus = "running"
         self.message = ""
         self.window: Optional[list[int]] = None
-        self.steady_doc: Optional[dict[str, Any]] = None
-        self.extra: dict[str, Any] = {}
+        self.steady_doc: Optional[SteadyState] = None
+        self.extra: TestExtra = {}
         self.rounds_run = 0
         self.purge_method = ""
         self.ss_status = ""
@@ -71,11 +72,14 @@ class TestRun:
     def save_rows(self) -> None:
         write_atomic(self.dir / "rounds.csv", csv_text(self.rows, COLUMNS))
 
-    def save_steady(self, doc: dict[str, Any]) -> None:
+    def save_steady(self, doc: SteadyState) -> None:
         self.steady_doc = doc
         write_atomic(self.dir / "steady.json", json.dumps(doc, indent=1) + "\n")
 
-    def result_doc(self) -> dict[str, Any]:
+    def result_doc(self) -> TestResult:
+        settings = self.runner.test_settings(self.test)
+        if self.purge_method:
+            settings["purge"] = self.purge_method
         return {
             "test": self.test,
             "title": T.TITLES[self.test],
@@ -84,7 +88,7 @@ class TestRun:
             "rounds_run": self.rounds_run,
             "window": self.window,
             "purge": self.purge_method,
-            "settings": {**self.runner.test_settings(self.test), **({"purge": self.purge_method} if self.purge_method else {})},
+            "settings": settings,
             "wall_s": round(time.perf_counter() - self.wall0, 3),
             "sim_s": round(self.clock_s, 6),
             "bytes_written_total": self.written,
@@ -112,7 +116,7 @@ class TestRun:
         record: bool = True,
         what: str = "",
         frac: Optional[float] = None,
-    ) -> dict[str, Any]:
+    ) -> RoundRow:
         """Run one element: its job file, its fio JSON, and (``record``) its rounds.csv row."""
         job = self.write_job(el)
         if json_name is None:
@@ -126,7 +130,7 @@ class TestRun:
         vals, hists = fio_row(j)
         self.last_hists = hists
         cap = self.runner.target.info.capacity_bytes or 1
-        row: dict[str, Any] = {
+        row: RoundRow = {
             "round": round_no,
             "segment": segment,
             "element": el.name,
@@ -167,14 +171,14 @@ class TestRun:
         )
 
     def rounds(
-        self, p: T.Pass, eval_prefix: Sequence[dict[str, Any]] = (), min_fills: float = 0.0, phase_of: Optional[dict[str, str]] = None
-    ) -> dict[str, Any]:
+        self, p: T.Pass, eval_prefix: Sequence[SteadyState] = (), min_fills: float = 0.0, phase_of: Optional[dict[str, str]] = None
+    ) -> SteadyState:
         """WDPC: rounds of ``p.elements`` until every tracking variable is steady (or max rounds).
         With ``min_fills``, rounds first run until that many capacities are written since the
         purge (saturation rounds: recorded, but neither judged nor counted against
         --max-rounds). Returns this pass's steady-state evaluation."""
         st = self.runner.settings
-        state: dict[str, Any] = {}
+        state: Optional[SteadyState] = None
         n = len(p.elements)
         cap = self.runner.target.info.capacity_bytes
         first: Optional[int] = None  # the first round judged
@@ -207,7 +211,7 @@ class TestRun:
             series = []
             for v in p.tracking:
                 rows = [x for x in self.rows if x["element"] == v.element and x["round"] and x["round"] >= first]
-                series.append([(int(x["round"]), float(x[v.column] or 0.0)) for x in rows])
+                series.append([(x["round"], cell(x, v.column) or 0.0) for x in rows if x["round"]])
             variables = [ss.Variable(v.name, v.element, v.column, v.unit) for v in p.tracking]
             state = ss.evaluate(variables, series, st.min_rounds, st.max_rounds)
             state["pass"] = p.name
@@ -217,13 +221,17 @@ class TestRun:
             self.runner.save_manifest()
             if r - first + 1 >= st.min_rounds and state["steady"]:
                 break
+        assert state is not None  # the loop judges at least one round: max_rounds >= 5
         return state
 
-    def _combine(self, passes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def _combine(self, passes: Sequence[SteadyState]) -> SteadyState:
         """steady.json of a test with one or more passes (Throughput: one per block size)."""
         if len(passes) == 1:
-            return dict(passes[0])
-        wins = [p["window"] for p in passes if p.get("window")]
+            return passes[0].copy()
+        wins = [w for p in passes if (w := p["window"])]
+        verdicts: list[PassVerdict] = [
+            {"pass": p["pass"], "steady": p["steady"], "steady_round": p["steady_round"], "window": p["window"]} for p in passes
+        ]
         return {
             "rule": ss.RULE,
             "min_rounds": passes[0]["min_rounds"],
@@ -232,19 +240,20 @@ class TestRun:
             "steady_round": max((p["steady_round"] or 0) for p in passes) if all(p["steady"] for p in passes) else None,
             "window": [min(w[0] for w in wins), max(w[1] for w in wins)] if wins else None,
             "variables": [v for p in passes for v in p["variables"]],
-            "passes": [{k: p[k] for k in ("pass", "steady", "steady_round", "window")} for p in passes],
+            "passes": verdicts,
         }
 
 
-def _ss_text(state: dict[str, Any], r: int, min_rounds: int) -> str:
+def _ss_text(state: SteadyState, r: int, min_rounds: int) -> str:
     """The progress display's steady-state column after round ``r``."""
-    if state.get("steady") and r >= min_rounds:
-        return f"steady (rounds {state['window'][0]}-{state['window'][1]})"
+    window = state["window"]
+    if state["steady"] and r >= min_rounds and window:  # steady: every variable has a window
+        return f"steady (rounds {window[0]}-{window[1]})"
     if r < ss.WINDOW_ROUNDS:
         return f"steady state: {r}/{ss.WINDOW_ROUNDS} rounds for a window"
     worst = []
     for v in state["variables"]:
-        if v.get("window") and not v["steady"]:
+        if v["window"] and not v["steady"]:
             d = v["data_excursion"] / v["avg"] if v["avg"] else float("inf")
             sl = v["slope_excursion"] / v["avg"] if v["avg"] else float("inf")
             worst.append(f"data {d:.0%}/20%, slope {sl:.0%}/10%")

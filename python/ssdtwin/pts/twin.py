@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import _core
 from ..drive import Drive
+from .records import FioJson
 from .target import DeviceInfo, PtsError
 
 if TYPE_CHECKING:
-    from ..fio.contract import ConvergeRule
+    from ..fio.contract import ConvergeOut, ConvergeRule
 
 # auto and nvme-format: Format NVM with SES=1 (a secure erase); trim: deallocate the whole
 # namespace (the documented fallback on real devices); none: no purge (not PTS-conformant).
@@ -142,14 +143,14 @@ class TwinTarget:
             raise PtsError(f"{self.path}: purge ({self.purge_method}) of namespace {self.namespace} failed: {e}") from None
         return "twin: nvme format --ses=1 (FTL reset: all LBAs unmapped, blocks erased, wear kept)"
 
-    def run_fio(self, job_path: Path, json_path: Path) -> dict[str, Any]:
+    def run_fio(self, job_path: Path, json_path: Path) -> FioJson:
         from .. import fio as fiolib
         from ..fio.run import render, run_jobs, run_jobs_converging
 
         self.runs += 1
         run_seed = self.run_seed(json_path)
         cb = self.progress or _tick
-        extra: dict[str, Any] = {}
+        extra: dict[str, ConvergeOut] = {}  # the JSON's "ssdtwin" keys: "timing"
         try:
             if self.converge:
                 rule = converge_rule(json_path.parent.parent.name)
@@ -167,7 +168,7 @@ class TwinTarget:
         json_path.write_text(text)
         if failed:
             raise PtsError(f"{job_path}: fio job ended with error {failed[0]}")
-        out: dict[str, Any] = json.loads(text)
+        out: FioJson = json.loads(text)
         return out
 
     def run_seed(self, json_path: Path) -> int:

@@ -25,8 +25,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
+from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TITLES
 from .compare import compare
@@ -72,7 +73,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
     return index
 
 
-def _tc_qd_items(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+def _tc_qd_items(manifest: FolderJson) -> list[tuple[str, str]]:
     tc = (manifest.get("settings") or {}).get("tc_qd")
     if isinstance(tc, dict):
         return [(f"TC/QD {TITLES.get(t, t)}", tc_qd_text(v)) for t, v in tc.items()]

@@ -8,12 +8,13 @@ import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import pandas as pd
 
 from .. import plots
 from ..plots import MIX_ORDER, Series, bs_text
+from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TEST_IDS as TESTS
 from ..tests import TITLES
@@ -38,7 +39,7 @@ from .parts import (
 class Side:
     label: str
     folder: Path
-    manifest: dict[str, Any]
+    manifest: FolderJson
 
     def test(self, test: str) -> Optional[TestFolder]:
         entry = (self.manifest.get("tests") or {}).get(test)
@@ -48,7 +49,7 @@ class Side:
         return tf if tf.dir.is_dir() else None
 
 
-def _side_label(tag: str, folder: Path, manifest: dict[str, Any]) -> str:
+def _side_label(tag: str, folder: Path, manifest: FolderJson) -> str:
     model = (manifest.get("device") or {}).get("model") or ""
     return f"{tag}: {model} ({folder.name})" if model else f"{tag}: {folder.name}"
 

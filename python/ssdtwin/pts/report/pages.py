@@ -7,17 +7,18 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import pandas as pd
 
 from .. import plots
 from ..plots import MIX_ORDER, Series, bs_text
+from ..records import FolderJson
 from ..tests import TITLES
 from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
 
 
-def _tracking_blocks(sink: Sink, steady: Optional[dict[str, Any]], scale: float, unit: str) -> list[Block]:
+def _tracking_blocks(sink: Sink, steady: Optional[FolderJson], scale: float, unit: str) -> list[Block]:
     if steady is None:
         return []
     blocks = []
@@ -30,19 +31,19 @@ def _tracking_blocks(sink: Sink, steady: Optional[dict[str, Any]], scale: float,
     return blocks
 
 
-def _steady_sentence(steady: dict[str, Any]) -> str:
+def _steady_sentence(steady: FolderJson) -> str:
     if steady.get("steady"):
         return f"All tracking variables are steady at round {steady.get('steady_round')}."
     bad = [str(v.get("name")) for v in steady.get("variables") or [] if not v.get("steady")]
     return "Not in steady state: " + ", ".join(bad) + "." if bad else "Not in steady state."
 
 
-def _window_of(steady: Optional[dict[str, Any]], result: Optional[dict[str, Any]]) -> Optional[tuple[int, int]]:
+def _window_of(steady: Optional[FolderJson], result: Optional[FolderJson]) -> Optional[tuple[int, int]]:
     w = (steady or {}).get("window") or (result or {}).get("window")
     return (int(w[0]), int(w[1])) if isinstance(w, list) and len(w) == 2 and None not in w else None
 
 
-def page_iops(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_iops(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("round", "read_pct", "bs_bytes", "iops"))
     steady = tf.json("steady.json")
@@ -78,7 +79,7 @@ def page_iops(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> l
     return blocks
 
 
-def page_tp(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_tp(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("round", "element", "read_bw_bytes_s", "write_bw_bytes_s"))
     steady = tf.json("steady.json")
@@ -115,7 +116,7 @@ def page_tp(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> lis
     return blocks
 
 
-def page_lat(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_lat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("round", "read_pct", "bs_bytes", "lat_mean_us"))
     steady = tf.json("steady.json")
@@ -167,7 +168,7 @@ def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
     ]
 
 
-def page_wsat(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_wsat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     table = tf.csv("table.csv", ("segment", "t_s", "drive_fills", "iops"))
     if table is None:
@@ -197,7 +198,7 @@ def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def hir_baseline(result: Optional[dict[str, Any]], rounds: Optional[pd.DataFrame]) -> Optional[float]:
+def hir_baseline(result: Optional[FolderJson], rounds: Optional[pd.DataFrame]) -> Optional[float]:
     """The pre-HIR steady-state IOPS: result.json extra.baseline_iops, else the mean of the last 5 "pre" rounds."""
     base = as_object((result or {}).get("extra")).get("baseline_iops")
     if isinstance(base, (int, float)):
@@ -226,7 +227,7 @@ def hir_summary(table: pd.DataFrame, baseline: Optional[float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def page_hir(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("iops",))
     table = tf.csv("table.csv", ("wait_s", "phase", "t_s", "iops"))
@@ -259,7 +260,7 @@ def page_hir(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> li
     return blocks
 
 
-def page_curve(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_curve(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     table = tf.csv("table.csv", ("numjobs", "iodepth", "iops", "lat_mean_us", "lat_p99_us", "lat_p99_9_us"))
     if table is not None:
@@ -268,7 +269,7 @@ def page_curve(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> 
     return blocks
 
 
-def page_xsr(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_xsr(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     blocks: list[Block] = []
     rounds = tf.csv("rounds.csv", ("segment", "phase", "element", "t_start_s", "t_end_s", "iops", "write_bw_bytes_s"))
     table = tf.csv("table.csv", ("access_group", "tp_end_mb_s"))
@@ -302,7 +303,7 @@ def with_mb_s(rounds: pd.DataFrame) -> pd.DataFrame:
     return rounds.assign(mb_s=(read + rounds["write_bw_bytes_s"].fillna(0)) / 1e6)
 
 
-def page_di(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> list[Block]:
+def page_di(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
     """CBW and DIRTH: preconditioning, the demand-intensity rounds, DV and DI curves, and
     the response-time histograms at the max, mid and min IOPS points."""
     blocks: list[Block] = []
@@ -334,7 +335,7 @@ def page_di(tf: TestFolder, sink: Sink, result: Optional[dict[str, Any]]) -> lis
     return blocks
 
 
-PAGES: dict[str, Callable[[TestFolder, Sink, Optional[dict[str, Any]]], list[Block]]] = {
+PAGES: dict[str, Callable[[TestFolder, Sink, Optional[FolderJson]], list[Block]]] = {
     "iops": page_iops,
     "tp": page_tp,
     "lat": page_lat,
@@ -347,13 +348,13 @@ PAGES: dict[str, Callable[[TestFolder, Sink, Optional[dict[str, Any]]], list[Blo
 }
 
 
-def test_ids(manifest: dict[str, Any]) -> list[str]:
+def test_ids(manifest: FolderJson) -> list[str]:
     tests = manifest.get("tests") if isinstance(manifest.get("tests"), dict) else {}
     assert isinstance(tests, dict)
     return list(tests) if tests else []
 
 
-def build_page(folder: Path, manifest: dict[str, Any], test: str) -> Page:
+def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     entry = (manifest.get("tests") or {}).get(test) or {}
     entry = entry if isinstance(entry, dict) else {}
     title = str(entry.get("title") or TITLES.get(test, test))

@@ -19,6 +19,7 @@ import jinja2
 import pandas as pd
 
 from ..plots import Plot
+from ..records import FolderJson
 from ..target import PtsError
 
 FORMAT = "ssdtwin-pts"
@@ -82,7 +83,7 @@ class Page:
 # Reading a folder
 
 
-def load_manifest(folder: Path) -> dict[str, Any]:
+def load_manifest(folder: Path) -> FolderJson:
     """pts.json of a report folder; PtsError (one line) when the folder is not a report."""
     path = folder / "pts.json"
     if not folder.is_dir():
@@ -109,7 +110,7 @@ def load_manifest(folder: Path) -> dict[str, Any]:
     return doc
 
 
-def as_object(value: Any) -> dict[str, Any]:
+def as_object(value: Any) -> FolderJson:
     """A JSON object from a document the harness wrote, or {} when it is anything else."""
     return value if isinstance(value, dict) else {}
 
@@ -122,7 +123,7 @@ def one_line(e: BaseException) -> str:
 class TestFolder:
     """The files of one test; every read notes what is missing or unreadable."""
 
-    def __init__(self, root: Path, test: str, entry: dict[str, Any]) -> None:
+    def __init__(self, root: Path, test: str, entry: FolderJson) -> None:
         self.root = root
         self.test = test
         self.rel = str(entry.get("dir") or test)
@@ -152,7 +153,7 @@ class TestFolder:
             return None
         return frame
 
-    def json(self, name: str, quiet: bool = False) -> Optional[dict[str, Any]]:
+    def json(self, name: str, quiet: bool = False) -> Optional[FolderJson]:
         path = self.dir / name
         if not path.is_file():
             if not quiet:
@@ -221,7 +222,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:  # open: a figure's data rows, its own columns
     return [_jsonable(r) for r in frame.astype(object).where(frame.notna(), None).to_dict(orient="records")]
 
 
@@ -305,7 +306,7 @@ def note(text: str, level: str = "info") -> Block:
 # Status and header
 
 
-def status_text(test: str, entry: dict[str, Any], result: Optional[dict[str, Any]], steady: Optional[dict[str, Any]]) -> tuple[str, str]:
+def status_text(test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson]) -> tuple[str, str]:
     """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ..."""
     status = str((result or {}).get("status") or entry.get("status") or "missing")
     rounds = (result or {}).get("rounds_run")
@@ -332,7 +333,7 @@ def status_text(test: str, entry: dict[str, Any], result: Optional[dict[str, Any
     return status, str((result or {}).get("message") or status)
 
 
-def _items(doc: dict[str, Any], keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _items(doc: FolderJson, keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
     out = []
     for key, label in keys:
         v = doc.get(key)
@@ -377,7 +378,7 @@ def _value_text(key: str, v: Any) -> str:
     return str(v)
 
 
-def header(manifest: dict[str, Any], test: str, result: Optional[dict[str, Any]]) -> list[tuple[str, list[tuple[str, str]]]]:
+def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The SNIA report header: device under test, test platform, test settings."""
     device = manifest.get("device") or {}
     dev = _items(
