@@ -23,29 +23,35 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# The costliest test files, heaviest first: seconds of one worker each, from `pytest -n 2
-# --dist loadfile --durations=0` on a quiet 2-core machine (docs/performance.md, "CI time").
+# The costliest test files, heaviest first: seconds of one worker each, from `pytest -n 3
+# --dist loadfile --durations=0` on a quiet 2-core machine, summed per file (three workers
+# share two cores, so each figure is ~1.5x the file's CPU; docs/performance.md, "CI time").
 # Under `--dist loadfile` a file runs whole on one worker, and xdist hands files out in
 # collection order (the Makefile passes --no-loadscope-reorder: xdist's own reorder puts the
 # files with the most tests first, which sent the two-test, 60 s validate file last), so the
 # long ones start first and a long file never runs alone at the end (longest processing
 # time first). Files not listed follow in the usual order.
 COSTLIEST_FILES = (
-    "tests/test_serve.py",  # 76 s: real clients over NBD in real time
-    "tests/test_validate.py",  # 60 s: validate --quick
-    "tests/test_reproduce.py",  # 38 s
-    "tests/test_calibrate.py",  # 23 s
-    "tests/test_physics.py",  # 19 s
-    "tests/test_tenants.py",  # 19 s
-    "tests/test_cli.py",  # 18 s
-    "tests/test_mariadb.py",  # 17 s: a real MariaDB
-    "tests/test_bad_input.py",  # 15 s
-    "tests/test_sweep.py",  # 15 s
-    "tests/test_doublewrite.py",  # 15 s
-    "tests/pts/test_pts_scale.py",  # 15 s
-    "tests/test_advise.py",  # 14 s
-    "tests/test_crash.py",  # 12 s
-    "tests/test_experiments.py",  # 12 s
+    "tests/test_validate.py",  # 79 s: validate --quick
+    "tests/test_serve.py",  # 71 s: real clients over NBD in real time
+    "tests/test_reproduce.py",  # 51 s
+    "tests/test_physics.py",  # 41 s
+    "tests/test_calibrate.py",  # 29 s
+    "tests/test_sweep.py",  # 29 s
+    "tests/pts/test_records.py",  # ~27 s: every PTS test on a small twin
+    "tests/test_readme.py",  # 26 s
+    "tests/test_tenants.py",  # 25 s
+    "tests/test_bad_input.py",  # 24 s
+    "tests/test_cli.py",  # 22 s
+    "tests/test_mariadb.py",  # 21 s: a real MariaDB
+    "tests/test_stack.py",  # 21 s
+    "tests/pts/test_pts_scale.py",  # 21 s
+    "tests/pts/test_xsr_di.py",  # 20 s
+    "tests/test_experiments.py",  # 18 s
+    "tests/test_doublewrite.py",  # 18 s
+    "tests/test_advise.py",  # 16 s
+    "tests/test_crash.py",  # 16 s
+    "tests/pts/test_report.py",  # 15 s
 )
 
 
