@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from typing import Callable, Optional
 
 import pytest
 
+import ssdtwin
 from ssdtwin.live import lock_holder
 from twin import SSDTWIN, image_digest, run_cli
 
@@ -210,11 +212,21 @@ def _interrupt_starting(delay_s: float) -> tuple[int, str]:
     return rc, err
 
 
+PACKAGE_DIR = Path(ssdtwin.__file__).resolve().parent
+
+
+def _frames_of_ours(err: str) -> list[str]:
+    """The files of a Python traceback that are inside the ssdtwin package."""
+    return [f for f in re.findall(r'File "([^"]+)"', err) if Path(f).resolve().is_relative_to(PACKAGE_DIR)]
+
+
 def _before_ssdtwin(rc: int, err: str) -> bool:
     """The interrupt landed in the interpreter's own start-up, before any code of ssdtwin's
-    ran: the process died by SIGINT with nothing said, or Python's traceback names no file
-    of ours (site and the .pth files of site-packages)."""
-    return (rc == -signal.SIGINT and not err) or ("Traceback" in err and "ssdtwin" not in err)
+    ran: the process died by SIGINT with nothing said, or Python's traceback has no frame in
+    the package (site, the .pth files of site-packages, and the console script pip wrote,
+    whose `import re` comes before it imports commands/entry.py; its path ends in
+    `bin/ssdtwin`, so the package's directory decides, not the name)."""
+    return (rc == -signal.SIGINT and not err) or ("Traceback" in err and not _frames_of_ours(err))
 
 
 @pytest.mark.parametrize("delay_ms", [0, 20, 50, 100, 200])
