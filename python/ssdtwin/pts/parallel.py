@@ -55,24 +55,22 @@ def run_parallel(
     running: dict[str, SpawnProcess] = {}
     finished: set[str] = set()
     interrupted = False
-    while pending or running:
+    # The loop runs inside the try, not the try inside the loop: CPython raises a pending
+    # KeyboardInterrupt where it checks for signals, and the loop's own jump back is such a
+    # place, so an interrupt landing there escaped a try inside the loop and left pts.json
+    # without "interrupted". After one, the loop goes on waiting for the tests' processes.
+    while True:
         try:
-            while pending and len(running) < jobs and not interrupted:
-                test = pending.pop(0)
-                proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages))
-                proc.start()
-                running[test] = proc
-            with contextlib.suppress(queue_mod.Empty):
-                _dispatch(messages.get(timeout=0.2), parent, events, finished)
-            for test, proc in list(running.items()):
-                if not proc.is_alive() and proc.exitcode is not None:
-                    _drain(messages, parent, events, finished)
-                    proc.join()
-                    del running[test]
-                    if test not in finished:  # the process died without a word (killed, out of memory)
-                        _mark(parent, test, "failed", f"the test's process ended with exit code {proc.exitcode}")
-                        events.test_done(test, "failed", parent.manifest["tests"][test]["message"])
-                        finished.add(test)
+            while pending or running:
+                while pending and len(running) < jobs and not interrupted:
+                    test = pending.pop(0)
+                    proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages))
+                    proc.start()
+                    running[test] = proc
+                with contextlib.suppress(queue_mod.Empty):
+                    _dispatch(messages.get(timeout=0.2), parent, events, finished)
+                _reap(running, messages, parent, events, finished)
+            break
         except KeyboardInterrupt:
             interrupted = True
             for proc in running.values():  # Ctrl-C at a terminal reached them too; a kill -INT of the parent did not
@@ -94,6 +92,20 @@ def run_parallel(
     if interrupted:
         raise KeyboardInterrupt
     return load(folder)
+
+
+def _reap(running: dict[str, SpawnProcess], messages: Any, parent: Runner, events: Events, finished: set[str]) -> None:
+    """Join the tests' processes that have ended; a test whose process died without a word
+    (killed, out of memory) is marked failed."""
+    for test, proc in list(running.items()):
+        if not proc.is_alive() and proc.exitcode is not None:
+            _drain(messages, parent, events, finished)
+            proc.join()
+            del running[test]
+            if test not in finished:
+                _mark(parent, test, "failed", f"the test's process ended with exit code {proc.exitcode}")
+                events.test_done(test, "failed", parent.manifest["tests"][test]["message"])
+                finished.add(test)
 
 
 # The tests by what they cost on a twin with converging rounds, the costliest first
