@@ -191,22 +191,7 @@ impl Client {
         if p.error != 0 {
             *st.counts.errors.entry(p.error).or_default() += 1;
         }
-        for u in p.unit0..p.unit0 + p.units {
-            let s = &mut st.units[u as usize];
-            match p.kind {
-                Kind::Read => s.readers -= 1,
-                Kind::Write => {
-                    s.writing = false;
-                    if p.error == 0 {
-                        s.gen = p.generation;
-                        s.maybe.clear();
-                    } else {
-                        s.maybe.push(p.generation);
-                    }
-                }
-                Kind::Flush => {}
-            }
-        }
+        release_units(&mut st.units, &p, Release::Replied { ok: p.error == 0 });
         match p.kind {
             Kind::Read if p.error == 0 => st.counts.bytes_read += p.units * UNIT,
             Kind::Write if p.error == 0 => st.counts.bytes_written += p.units * UNIT,
@@ -222,20 +207,44 @@ impl Client {
         let now = Instant::now();
         let pending: Vec<Pending> = st.inflight.drain().map(|(_, p)| p).collect();
         for p in pending {
-            for u in p.unit0..p.unit0 + p.units {
-                let s = &mut st.units[u as usize];
-                match p.kind {
-                    Kind::Read => s.readers -= 1,
-                    Kind::Write => {
-                        s.writing = false;
-                        s.maybe.push(p.generation);
-                        s.fenced_until = Some(now + FENCE);
-                    }
-                    Kind::Flush => {}
-                }
-            }
+            release_units(&mut st.units, &p, Release::Abandoned { fenced_until: now + FENCE });
         }
         drop(st);
         self.cv.notify_all();
+    }
+}
+
+/// How a request hands its units back.
+enum Release {
+    /// Its reply came: a write that succeeded is now the unit's data; one that failed may or
+    /// may not have landed.
+    Replied { ok: bool },
+    /// Its connection died first: a write may or may not have landed, and the unit is fenced
+    /// until the server has surely finished with it.
+    Abandoned { fenced_until: Instant },
+}
+
+/// The end of a request on its units: a read stops reading them, a write stops writing them
+/// and records what each unit may now hold.
+fn release_units(units: &mut [UnitState], p: &Pending, how: Release) {
+    for s in &mut units[p.unit0 as usize..(p.unit0 + p.units) as usize] {
+        match p.kind {
+            Kind::Read => s.readers -= 1,
+            Kind::Write => {
+                s.writing = false;
+                match how {
+                    Release::Replied { ok: true } => {
+                        s.gen = p.generation;
+                        s.maybe.clear();
+                    }
+                    Release::Replied { ok: false } => s.maybe.push(p.generation),
+                    Release::Abandoned { fenced_until } => {
+                        s.maybe.push(p.generation);
+                        s.fenced_until = Some(fenced_until);
+                    }
+                }
+            }
+            Kind::Flush => {}
+        }
     }
 }
