@@ -608,9 +608,10 @@ def test_bench_nbd_measures_the_three_servers() -> None:
     res = r.json()
     for k in (f"{s}_{rw}_iops" for s in ("ssdtwin", "nbdkit_memory", "nbdkit_file") for rw in ("randread", "randwrite")):
         assert res[k] > 1000, res
-    # fio ran each for the 0.25 s asked (a fractional --runtime in seconds it reads as 30 ms)
+    # fio ran each for at least the 0.25 s asked (it read a fractional --runtime in seconds as
+    # 30 ms); a loaded machine stretches a run, so the upper bound is loose
     runtimes = [v for k, v in res["rounds"][0].items() if k.endswith("_runtime_ms")]
-    assert len(runtimes) == 6 and all(240 <= ms <= 300 for ms in runtimes), res["rounds"]
+    assert len(runtimes) == 6 and all(240 <= ms <= 5000 for ms in runtimes), res["rounds"]
     print(f"\nbench nbd (0.25 s runs): {json.dumps({k: round(v) for k, v in res.items() if k.endswith('_iops')})}", file=sys.stderr)
 
 
