@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-build test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -23,25 +23,31 @@ install: ## pip install -e '.[test]': the package, its test tools, the extension
 	print(f'fast-forward check: {r.ios / (time.perf_counter() - t) / 1e6:.1f} M random 4 KiB writes/s')"
 
 lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI enforces
-	cargo fmt --all --check
-	cargo clippy --workspace --all-targets --release -- -D warnings
+	env -u MAKEFLAGS -u MFLAGS cargo fmt --all --check
+	env -u MAKEFLAGS -u MFLAGS cargo clippy --workspace --all-targets --release -- -D warnings
 	$(PYTHON) -m ruff check python tests
 	$(PYTHON) -m ruff format --check python tests
 
-# Every test. The Rust tests' run leaves a core idle for much of its ~25 s (one test binary
-# after another, many tests waiting on sockets and timers), and stubtest and mypy need one
-# core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
-# target's output whole when it ends). docs/performance.md, "CI time".
-test: lint ## every test: lint, cargo test beside stubtest and mypy, then pytest
-	cargo test --tests --no-run
+# Every test. Lint runs beside the Rust test build: clippy checks in the release profile's
+# directory and the tests build in the test profile's, so neither waits on the other's lock,
+# and clippy's idle moments (its serial front end, ruff) go to the build. The Rust tests' run
+# leaves a core idle for much of its ~25 s (one test binary after another, many tests waiting
+# on sockets and timers), and stubtest and mypy need one core for ~12 s: they run beside it.
+# `--output-sync` prints each target's output whole when it ends. docs/performance.md, "CI time".
+test: ## every test: lint beside the Rust test build, cargo test beside stubtest and mypy, then pytest
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint test-build
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
 	$(MAKE) --no-print-directory test-python
+
+test-build: ## build the Rust tests of the workspace's default members (the test profile) without running them
+	env -u MAKEFLAGS -u MFLAGS cargo test --tests --no-run
 
 # `--tests` builds and runs the unit and integration tests but not the examples (`cargo test`
 # alone also links every example, ~1 min of CI's 2 cores; clippy --all-targets in `make lint`
 # already compiles them), then `--doc` runs the doc tests.
-# Without make's MAKEFLAGS and MFLAGS: run by `make -j2` (`make test`), cargo and rustdoc would find a
-# jobserver there whose descriptors make does not pass them, and warn on every doc test.
+# Every cargo here runs without make's MAKEFLAGS and MFLAGS: run by `make -j2` (`make test`),
+# cargo and rustdoc would find a jobserver there whose descriptors make does not pass them, and
+# warn (on every doc test); each cargo keeps its own jobserver, one job per core.
 test-rust: ## cargo test of the workspace's default members (core, nbd, serve, sim: its CI seed set) with the workspace's test profile
 	env -u MAKEFLAGS -u MFLAGS cargo test --tests
 	env -u MAKEFLAGS -u MFLAGS cargo test --doc

@@ -604,11 +604,31 @@ def test_format_and_delete_purge_the_served_data(tmp_path: Path, two_ns: Path) -
 
 def test_bench_nbd_measures_the_three_servers() -> None:
     need("fio", "nbdkit")
-    r = run_cli("bench", "nbd", "--seconds", "1", "--size", "64m", "-o", "json", timeout=600)
+    r = run_cli("bench", "nbd", "--seconds", "0.25", "--size", "64m", "-o", "json", timeout=600)
     res = r.json()
     for k in (f"{s}_{rw}_iops" for s in ("ssdtwin", "nbdkit_memory", "nbdkit_file") for rw in ("randread", "randwrite")):
         assert res[k] > 1000, res
-    print(f"\nbench nbd (1 s runs): {json.dumps({k: round(v) for k, v in res.items() if k.endswith('_iops')})}", file=sys.stderr)
+    # fio ran each for at least the 0.25 s asked (it read a fractional --runtime in seconds as
+    # 30 ms); a loaded machine stretches a run, so the upper bound is loose
+    runtimes = [v for k, v in res["rounds"][0].items() if k.endswith("_runtime_ms")]
+    assert len(runtimes) == 6 and all(240 <= ms <= 5000 for ms in runtimes), res["rounds"]
+    print(f"\nbench nbd (0.25 s runs): {json.dumps({k: round(v) for k, v in res.items() if k.endswith('_iops')})}", file=sys.stderr)
+
+
+def test_bench_nbd_says_so_when_fio_leaves_no_result(tmp_path: Path) -> None:
+    """A fio that exits 0 without writing its JSON (an option it misread, a full disk): one
+    line naming the run and what fio said, exit 1, no traceback."""
+    need("nbdkit")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "fio"
+    fake.write_text("#!/bin/sh\necho 'fio: an option it did not take' >&2\nexit 0\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    r = run_cli("bench", "nbd", "--seconds", "0.1", "--size", "4m", env=env, check=False)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert "fio (write on nbd://127.0.0.1:" in line and "left no JSON result" in line and "an option it did not take" in line
 
 
 def scrape(s: Served) -> dict[str, float]:

@@ -71,9 +71,14 @@ def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seco
         f"--output={out}",
     ]
     if seconds > 0:
-        argv += ["--time_based", f"--runtime={seconds}"]
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
-    result: dict[str, Any] = json.loads(out.read_text())
+        # In milliseconds: fio reads a fractional "--runtime=0.3" as 30 ms ("1.0" as 1 s).
+        argv += ["--time_based", f"--runtime={max(1, round(seconds * 1000))}ms"]
+    p = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
+    try:
+        result: dict[str, Any] = json.loads(out.read_text())
+    except (OSError, ValueError) as e:
+        said = p.stderr.decode(errors="replace").strip().splitlines()
+        raise RuntimeError(f"fio ({rw} on {uri}) left no JSON result in {out.name}" + (f": {said[-1]}" if said else f" ({e})")) from None
     return result
 
 
@@ -137,6 +142,7 @@ def bench_nbd(
                         st = j["jobs"][0][d_]
                         row[f"{name}_{rw}_iops"] = st["iops"]
                         row[f"{name}_{rw}_lat_us"] = st["lat_ns"]["mean"] / 1000
+                        row[f"{name}_{rw}_runtime_ms"] = st["runtime"]  # fio's own, to check the run's length
                         log(
                             f"round {r + 1}: {name:<14} {rw:<9} {st['iops']:>10,.0f} IOPS  "
                             f"mean latency {st['lat_ns']['mean'] / 1000:7.1f} us"
