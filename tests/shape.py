@@ -4,7 +4,8 @@
 a TypedDict lacks or does not know (NotRequired keys may be absent), a value of the wrong
 kind. It understands what pythonize produces and the types fio/contract.py and
 core_types.py use: TypedDict, int, float (an int is a float), bool, str, bytes, None,
-Any, Optional/Union, Literal, list[X], tuple[X, ...], tuple[X, Y, ...], dict[K, V].
+Any, Optional/Union, Literal, list[X], tuple[X, ...], tuple[X, Y, ...], dict[K, V], and the
+binding's own classes (an instance of it).
 With ``from_json``, the value was read back from JSON, where a tuple is a list.
 """
 
@@ -77,4 +78,6 @@ def mismatches(value: Any, tp: Any, path: str = "value", from_json: bool = False
         for k, v in value.items():
             out += mismatches(k, args[0], f"{path} key {k!r}", from_json) + mismatches(v, args[1], f"{path}[{k!r}]", from_json)
         return out
+    if isinstance(tp, type) and not is_typeddict(tp):  # a class the binding defines (``_core.HostStack``)
+        return [] if isinstance(value, tp) else [f"{path}: expected {tp.__name__}, got {type(value).__name__}"]
     raise TypeError(f"{path}: shape.py does not understand {tp!r}")

@@ -137,17 +137,65 @@ def test_fio_facts_have_their_type() -> None:
 
 def test_stack_state_has_its_type_and_survives_a_json_file(drive: Drive) -> None:
     state = stack.new_state("pmem", stack.tier_params(drive, "log", 64 << 20))
-    assert mismatches(state["stack"], StackState, "StackState") == []
+    host = state["stack"]
+    assert mismatches(host.to_state(), StackState, "StackState") == []
     run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=32m\nnumber_ios=2000\n", name="w.fio")
+    before = host.counters()
     _, state = stack.run_parsed(drive, state, run, idle_gc=False)
-    summary = _core.stack_summary(state["stack"])
+    assert state["stack"] is host, "a run advances the stack in place"
+    assert host.counters()["host_write_bytes"] == before["host_write_bytes"] + 2000 * 4096
+    summary = host.summary()
     assert mismatches(summary, StackSummary, "StackSummary") == []
     assert summary["resident_bytes"] > 0, "the log tier holds the writes"
+    # The readers give what state.json holds, key for key and in its order.
+    saved = host.to_state()
+    assert mismatches(saved, StackState, "StackState") == []
+    for part, tp in [(host.counters(), T.TierCounters), (host.config(), T.TierConfig), (host.media(), T.MediaSpec)]:
+        assert mismatches(part, tp, tp.__name__) == []
+    assert json.dumps(host.counters()) == json.dumps(saved["tier"]["counters"])
+    assert json.dumps(host.config()) == json.dumps(saved["tier"]["config"])
+    assert json.dumps(host.media()) == json.dumps(saved["media"])
     # state.json: map keys become strings; the core reads them back as they were.
-    reread = json.loads(json.dumps(state["stack"]))
-    assert _core.stack_summary(reread) == summary
+    text = json.dumps(saved)
+    reread = _core.HostStack.from_state(json.loads(text))
+    assert json.dumps(reread.to_state()) == text
+    assert reread.summary() == summary
     _, again = stack.run_parsed(drive, {**state, "stack": reread}, run, idle_gc=False)
-    assert mismatches(again["stack"], StackState, "StackState") == []
+    assert mismatches(again["stack"].to_state(), StackState, "StackState") == []
+
+
+def test_a_stack_state_that_does_not_fit_is_one_line_naming_it(drive: Drive) -> None:
+    saved = stack.new_state("pmem", stack.tier_params(drive, "log", 64 << 20))["stack"].to_state()
+    log = saved["tier"]["state"]["Log"]
+    maps = [k for k, v in log.items() if isinstance(v, str)]
+    assert maps, "the log tier's maps are hex strings"
+    bad_digit = json.loads(json.dumps(saved))
+    bad_digit["tier"]["state"]["Log"][maps[0]] = "zz" + log[maps[0]][2:]
+    no_counters = json.loads(json.dumps(saved))
+    del no_counters["tier"]["counters"]
+    wrong_type = json.loads(json.dumps(saved))
+    wrong_type["tier"]["config"]["capacity_bytes"] = "64MiB"
+    for bad, needle in [
+        (bad_digit, "non-hex digit"),
+        (no_counters, "missing field `counters`"),
+        (wrong_type, "invalid type: string"),
+        ([1, 2], "stack state"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            _core.HostStack.from_state(bad)
+        msg = str(e.value)
+        assert msg.startswith("stack state: ") and needle in msg and "\n" not in msg, msg
+
+
+def test_a_failed_run_leaves_the_stack_unusable(drive: Drive) -> None:
+    host = stack.new_state("pmem", stack.tier_params(drive, "log", 64 << 20))["stack"]
+    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=32m\nnumber_ios=100\n", name="w.fio")
+    specs = run.to_engine(host.summary()["user_bytes"], 4096)
+    with pytest.raises(_core.NvmeError, match="namespace 7 does not exist"):
+        drive.run_fio_stack(specs, host, nsid=7)
+    # Half a run's state is never used again, nor saved.
+    with pytest.raises(_core.SsdtwinError, match="host stack: in use by a run, or left unusable by a run that failed"):
+        host.summary()
 
 
 class _Probe(TypedDict):
@@ -266,7 +314,7 @@ def test_a_stack_a_trace_and_the_host_memory_have_their_types(tmp_path: Any, dri
     assert mismatches(created["tier"], T.TierConfig, "StackConfig.tier") == []
     config, state = stack.load(tmp_path / "stk")
     assert mismatches(config, T.StackFile, "StackFile") == []
-    assert mismatches(state["stack"], StackState, "StackState") == []
+    assert mismatches(state["stack"].to_state(), StackState, "StackState") == []
     trace = tmp_path / "t.log"
     trace.write_text("fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x write 0 4096\n/dev/x read 4096 4096\n/dev/x close\n")
     plan = a_plan(limits={"max_ios": 100, "skip_bad": False})

@@ -125,6 +125,35 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
     assert not stack.exists()
 
 
+@pytest.mark.parametrize(
+    "damage, needle",
+    [
+        ("hex", "stack state: a hex map holds a non-hex digit"),
+        ("field", "stack state: missing field `counters`"),
+        ("shape", "not a stack image's state"),
+    ],
+)
+def test_a_damaged_stack_state_is_one_line_and_touches_nothing(tmp_path: Path, p5316: Path, damage: str, needle: str) -> None:
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB", "--policy", "log", "--area", "1GiB")
+    state = stack / "state.json"
+    saved = json.loads(state.read_text())
+    if damage == "hex":
+        log = saved["stack"]["tier"]["state"]["Log"]
+        log["l2p"] = "zz" + log["l2p"][2:]
+    elif damage == "field":
+        del saved["stack"]["tier"]["counters"]
+    else:
+        saved = [saved]
+    state.write_text(json.dumps(saved))
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    before = (image_digest(p5316), state.read_bytes())
+    for args in (["fio", stack, job], ["stack", stack, "--show"]):
+        assert_one_line_error(run_cli(*args, check=False), f"{state}: ", needle)
+    assert (image_digest(p5316), state.read_bytes()) == before
+
+
 def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
     stack = tmp_path / "tier"
     cfg = run_cli(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, Required, TypedDict
 
+from ._core import HostStack
+
 if TYPE_CHECKING:  # the fio package is imported only where a run needs it (drive.py)
     from ssdtwin.fio.contract import CloneOut
 
@@ -667,8 +669,9 @@ class Tier(TypedDict):
 
 
 class StackState(TypedDict):
-    """A host stack's state (engine/stack.rs ``Stack``) in JSON's data model (map keys are
-    strings): Python keeps it in the stack image's state.json and hands it back."""
+    """A host stack's state (engine/stack.rs ``HostStack``) in JSON's data model (map keys
+    are strings): ``HostStack.to_state()``, what a stack image's state.json holds under
+    ``stack`` (``HostStack.from_state`` reads it back)."""
 
     media: MediaSpec
     tier: Tier
@@ -728,7 +731,7 @@ class SessionSummary(TypedDict):
 
 class StoppedSummary(TypedDict, total=False):
     """live.rs ``StoppedSummary``, what ``serve`` returns: the session's summary (absent when
-    the server stopped before it had one), how it stopped, and a served stack's new state.
+    the server stopped before it had one), how it stopped, and a served stack as it stopped.
 
     The fields repeat ``SessionSummary``'s on purpose: Rust flattens an ``Option`` of it, so
     here they are all optional, and a TypedDict cannot inherit keys with another totality.
@@ -763,7 +766,7 @@ class StoppedSummary(TypedDict, total=False):
     generation: int
     failure: Optional[str]
     stopped_by: Required[str]
-    stack: StackState
+    stack: HostStack
 
 
 class ServeInfo(TypedDict):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
-from ._core import ImageError, NvmeError, SpecError, SsdtwinError
+from ._core import HostStack, ImageError, NvmeError, SpecError, SsdtwinError
 from .core_types import (
     AnaLog,
     EnduranceGroupLog,
@@ -36,7 +36,6 @@ from .core_types import (
     Recovery,
     SanitizeTimes,
     SmartLog,
-    StackState,
     VendorLog,
 )
 
@@ -441,13 +440,14 @@ class Drive:
     def run_fio_stack(
         self,
         specs: Sequence[JobSpec],
-        stack: StackState,
+        stack: HostStack,
         nsid: int = 1,
         idle_gc: bool = True,
         progress: Optional[Callable[[int, int, str, int], object]] = None,
-    ) -> tuple[builtins.list[CloneOut], StackState]:
-        """``run_fio`` through a host stack in state ``stack`` (ssdtwin.stack, docs/host.md);
-        returns (per-clone results, the stack's new state)."""
+    ) -> builtins.list[CloneOut]:
+        """``run_fio`` through the host stack ``stack`` (ssdtwin.stack, docs/host.md), which
+        advances in place with the drive; returns the per-clone results. A run that stops
+        on an error leaves ``stack`` unusable (reload it from its state.json)."""
         return self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack)
 
     def run_fio(

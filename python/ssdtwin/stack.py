@@ -5,6 +5,10 @@ its parameters; written once) and ``state.json`` (the tier's state and counters,
 identity of the drive state it was last committed with). Running fio through a stack
 changes the tier and the drive together; a drive changed underneath the stack (by a run on
 the drive alone, a format, another stack) is refused, never silently used.
+
+In memory the stack is a ``_core.HostStack``, kept in Rust between runs (the log tier's maps
+hold an entry per 4 KiB of the drive); it becomes JSON's data model only when state.json is
+read (``load``) or written (``save_state``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict
 
 from . import _core
 from . import waf as wafm
+from ._core import HostStack
 from .core_types import FtlCounters, StackFile, StackState, TierConfig, VendorLog, WafMeasurement
 from .drive import Drive
 
@@ -65,7 +70,17 @@ class DriveTotals(TypedDict):
 
 
 class StackImageState(TypedDict):
-    """state.json: the stack's state and the drive it was last committed with."""
+    """A stack image's state in memory: the stack, the drive it was last committed with, the
+    drive's totals over the stack's runs. state.json holds it with the stack as
+    ``HostStack.to_state()`` gives it (``StackImageFile``)."""
+
+    drive_identity: Optional[DriveIdentity]
+    drive_totals: DriveTotals
+    stack: HostStack
+
+
+class StackImageFile(TypedDict):
+    """state.json, as ``json.loads`` reads it."""
 
     drive_identity: Optional[DriveIdentity]
     drive_totals: DriveTotals
@@ -200,7 +215,7 @@ def create(
         "drive_bytes": ns.bytes,
     }
     try:
-        state = _core.stack_new(media, tier)
+        stack = _core.stack_new(media, tier)
     except ValueError as e:
         raise StackError(
             *[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]
@@ -208,7 +223,7 @@ def create(
     config: StackConfig = {"drive": str(drive.resolve()), "namespace": namespace, "media": media, "policy": policy, "tier": tier}
     path.mkdir(parents=True, exist_ok=True)
     (path / "stack.toml").write_text(_toml(config))
-    _write_atomic(path / "state.json", json.dumps({"drive_identity": ident, "drive_totals": _zero_totals(log), "stack": state}))
+    save_state(path, {"drive_identity": ident, "drive_totals": _zero_totals(log), "stack": stack})
     return config
 
 
@@ -239,7 +254,7 @@ def drive_waf(config: StackFile, state: StackImageState) -> Optional[WafMeasurem
     totals = state.get("drive_totals") or _zero_totals()
     if "drive_log_first" not in totals or "drive_log_last" not in totals:
         return None
-    ns_bytes = int(state["stack"]["tier"]["config"]["drive_bytes"])  # the stack's namespace
+    ns_bytes = int(state["stack"].config()["drive_bytes"])  # the stack's namespace
     return wafm.measure(totals["drive_log_first"], totals["drive_log_last"], "timed", ns_bytes)
 
 
@@ -248,10 +263,11 @@ def is_stack(path: Path) -> bool:
 
 
 def load(path: Path) -> tuple[StackFile, StackImageState]:
-    """(stack.toml, state.json); StackError if either is unreadable."""
+    """(stack.toml, state.json with its stack read into a ``HostStack``); StackError if either
+    is unreadable."""
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
-        state = json.loads((path / "state.json").read_text())
+        saved = json.loads((path / "state.json").read_text())
     except OSError as e:
         raise StackError(f"{path}: not a readable stack image ({e.strerror}: {e.filename})") from None
     except ValueError as e:
@@ -260,7 +276,19 @@ def load(path: Path) -> tuple[StackFile, StackImageState]:
         raise StackError(
             f"{path}/stack.toml: format {config.get('format')!r} version {config.get('version')!r}, expected {FORMAT!r} {VERSION}"
         )
-    return config, state
+    return config, _state_from_file(path / "state.json", saved)
+
+
+def _state_from_file(where: Path, saved: object) -> StackImageState:
+    """state.json's parsed JSON, its stack read into a ``HostStack``; its other keys, in their
+    order, as they were (what ``save_state`` writes back)."""
+    if not isinstance(saved, dict) or "stack" not in saved or "drive_identity" not in saved:
+        raise StackError(f"{where}: not a stack image's state (an object with drive_identity and stack)")
+    try:
+        stack = HostStack.from_state(saved["stack"])
+    except ValueError as e:
+        raise StackError(f"{where}: {e}") from None
+    return cast(StackImageState, {**saved, "stack": stack})
 
 
 def open_drive(path: Path, config: StackFile, state: StackImageState, writable: bool) -> Drive:
@@ -309,18 +337,19 @@ def run_fio(
 
 
 def save_state(path: Path, state: StackImageState) -> None:
-    _write_atomic(path / "state.json", json.dumps(state))
+    """The stack image's state.json: ``state`` with the stack in JSON's data model."""
+    saved: StackImageFile = {**state, "stack": state["stack"].to_state()}
+    _write_atomic(path / "state.json", json.dumps(saved))
 
 
 def counters(config: StackFile, state: StackImageState) -> dict[str, Any]:
     """The stack's counters and ratios (docs/host.md, "Counters"): one flat row, the tier's
     counters and the drive's WAF keys (``waf.keys``) among them."""
-    stack: StackState = state["stack"]
-    tier = stack["tier"]
-    c = tier["counters"]
+    stack = state["stack"]
+    c = stack.counters()
     totals = state.get("drive_totals") or _zero_totals()
     host = c["host_write_bytes"]
-    sizes = _core.stack_summary(stack)
+    sizes = stack.summary()
     to_drive = sizes["drive_write_bytes"]
     writes_to_tier = c["tier_write_bytes"]
     reads = c["host_read_bytes"]
@@ -338,7 +367,7 @@ def counters(config: StackFile, state: StackImageState) -> dict[str, Any]:
     return {
         "media": config["media"],
         "policy": config["policy"],
-        "capacity_bytes": tier["config"]["capacity_bytes"],
+        "capacity_bytes": stack.config()["capacity_bytes"],
         "user_bytes": sizes["user_bytes"],
         "resident_bytes": sizes["resident_bytes"],
         **c,
@@ -387,18 +416,19 @@ def run_parsed(
     d: Drive, state: StackImageState, run: Any, nsid: int = 1, idle_gc: bool = True, progress: Optional[Any] = None
 ) -> tuple[list[CloneOut], StackImageState]:
     """A parsed fio run through the stack ``state`` on ``d`` (in memory or opened); returns
-    (results, new state)."""
-    stack: StackState = state["stack"]
-    user_bytes = _core.stack_summary(stack)["user_bytes"]
+    (results, the new state: the same stack, advanced in place, and the drive's new totals).
+    A run that stops on an error leaves the stack unusable."""
+    stack = state["stack"]
+    user_bytes = stack.summary()["user_bytes"]
     ns = {n.nsid: n for n in d.namespaces()}[nsid]
     link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(
         user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link
     )
     before = d.vendor_log()
-    results, new_stack = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)
+    results = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)
     after = d.vendor_log()
     totals = add_totals(
         state, after["host_write_bytes"] - before["host_write_bytes"], after["nand_write_bytes"] - before["nand_write_bytes"], after
     )
-    return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": new_stack}
+    return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": stack}

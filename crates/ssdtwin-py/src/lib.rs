@@ -34,7 +34,7 @@ mod hwbench;
 mod stack;
 mod traces;
 
-use stack::{stack_from_py, stack_to_py};
+use stack::PyHostStack;
 
 pyo3::create_exception!(_core, SsdtwinError, PyException, "Base class of ssdtwin errors.");
 pyo3::create_exception!(_core, NvmeError, SsdtwinError, "A command completed with an NVMe error status.");
@@ -766,9 +766,10 @@ impl Drive {
         Ok((to_py(py, &clones)?, to_py(py, &how)?))
     }
 
-    /// `run_fio` through a host stack on namespace `default_nsid`. `stack` is the stack's
-    /// state (`stack_new`, docs/host.md, in JSON's data model: see [`stack::stack_from_py`]);
-    /// returns (results, new state).
+    /// `run_fio` through a host stack on namespace `default_nsid`: the stack advances in
+    /// place, as the drive does. Returns the per-clone results. A run that stops on an
+    /// error (a bad job, Ctrl-C, an NVMe error) or leaves a state that fails the tier's
+    /// check leaves the stack unusable: it would hold a run's half, destages in flight.
     fn run_fio_stack(
         &self,
         py: Python<'_>,
@@ -776,26 +777,28 @@ impl Drive {
         default_nsid: u32,
         idle_gc: bool,
         progress: Option<Py<PyAny>>,
-        stack: &Bound<'_, PyAny>,
-    ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+        stack: &PyHostStack,
+    ) -> PyResult<Py<PyAny>> {
         let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
-        let mut stack = stack_from_py(stack)?;
         let progress = progress.as_ref();
-        let (out, stack) = self.with(py, |b| -> Result<(Vec<CloneOut>, HostStack), Failure> {
+        let out = self.with(py, |b| -> Result<Vec<CloneOut>, Failure> {
             let ctrl = b.ctrl();
             let mut timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(RunError::from)?;
+            // Taken once nothing but the run can fail: a closed drive leaves it as it was.
+            let mut host = stack.take()?;
             let opts = RunOptions { default_nsid, idle_gc };
             let mut pending: Option<PyErr> = None;
             let mut cb = |p: &Progress| report(progress, &mut pending, p);
-            let out = fio::run_stack(ctrl, &mut timing, specs, &opts, &mut cb, &mut stack);
+            let out = fio::run_stack(ctrl, &mut timing, specs, &opts, &mut cb, &mut host);
             if let Some(e) = pending {
                 return Err(Failure::Python(e));
             }
             let out = out?;
-            stack.tier.check().map_err(|e| Failure::Other(format!("stack state failed its check after the run: {e}")))?;
-            Ok((out, stack))
+            host.tier.check().map_err(|e| Failure::Other(format!("stack state failed its check after the run: {e}")))?;
+            stack.put(host);
+            Ok(out)
         })?;
-        Ok((to_py(py, &out)?, stack_to_py(py, &stack)?))
+        to_py(py, &out)
     }
 
     /// The host leaves the drive idle for `ns` nanoseconds of simulated time: background GC
@@ -915,11 +918,10 @@ fn read_live_snapshot(py: Python<'_>, path: PathBuf) -> PyResult<Option<(Py<PyAn
 /// `ready(info)` is called once serving, with the URIs, the metrics address, warnings and
 /// what was recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing
 /// writer's busy-wait window; the rest are the server's limits and TLS settings
-/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). With `stack` (a host stack's
-/// state, docs/host.md, as `stack_new` gives it) the stack's volume on namespace
-/// `stack_nsid` is served instead, and the summary carries the stack's new state as
-/// `stack`. `idle_gc`
-/// false: no background GC in idle gaps (`--no-idle-gc`, as `ssdtwin fio`'s).
+/// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). With `stack` (a host stack,
+/// docs/host.md) the stack's volume on namespace `stack_nsid` is served instead, from a
+/// copy (`stack` is left as it was), and the summary carries the served stack as `stack`.
+/// `idle_gc` false: no background GC in idle gaps (`--no-idle-gc`, as `ssdtwin fio`'s).
 #[pyfunction]
 #[pyo3(signature = (path, tcp=Vec::new(), unix=Vec::new(), metrics=None, pace="model", spin_us=0, ready=None,
     max_connections=0, max_inflight_bytes=0, handshake_timeout_s=None, send_timeout_s=None, tls="off",
@@ -942,11 +944,12 @@ fn serve(
     tls_certificates: Option<PathBuf>,
     tls_verify_peer: bool,
     unix_group: Option<String>,
-    stack: Option<Bound<'_, PyAny>>,
+    stack: Option<PyRef<'_, PyHostStack>>,
     stack_nsid: u32,
     idle_gc: bool,
 ) -> PyResult<Py<PyAny>> {
-    let stack: Option<HostStack> = stack.map(|s| stack_from_py(&s)).transpose()?;
+    // The server runs its own copy on its threads; `stack` stays the committed state.
+    let stack: Option<HostStack> = stack.map(|s| s.read(HostStack::clone)).transpose()?;
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
     let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
         match s {
@@ -1008,7 +1011,7 @@ fn serve(
     }
     let out = to_py(py, &StoppedSummary { summary, stopped_by })?;
     if let Some(st) = served_stack.and_then(|s| s.stopped_stack()) {
-        out.bind(py).set_item("stack", stack_to_py(py, &st)?)?;
+        out.bind(py).set_item("stack", PyHostStack::new(st))?;
     }
     Ok(out)
 }
@@ -1159,11 +1162,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CALIBRATABLE", pyo3::types::PyTuple::new(m.py(), spec::CALIBRATABLE)?)?;
     m.add_class::<Drive>()?;
     m.add_class::<DriveView>()?;
+    m.add_class::<PyHostStack>()?;
     m.add_function(wrap_pyfunction!(read_live_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     m.add_function(wrap_pyfunction!(stack::stack_new, m)?)?;
-    m.add_function(wrap_pyfunction!(stack::stack_summary, m)?)?;
     m.add_function(wrap_pyfunction!(stack::stack_toml, m)?)?;
     m.add_function(wrap_pyfunction!(stack::media_presets, m)?)?;
     m.add_function(wrap_pyfunction!(parse_spec, m)?)?;

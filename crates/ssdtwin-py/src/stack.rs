@@ -1,5 +1,8 @@
-//! Host stacks across the binding (docs/host.md): a stack's state as Python objects, its
-//! summary, a new stack, a stack image's stack.toml, the fast-media presets.
+//! Host stacks across the binding (docs/host.md): a stack held in Rust between runs
+//! ([`PyHostStack`]), its state in JSON's data model for state.json, a new stack, a stack
+//! image's stack.toml, the fast-media presets.
+
+use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -8,18 +11,57 @@ use ssdtwin_core::host::{self, tier::Tier, tier::TierConfig};
 
 use crate::{from_py, to_py, Failure};
 
-/// A host stack's state as Python objects in JSON's data model (maps with string keys, as
-/// `json.loads` gives them): Python keeps it in the stack image's `state.json` and hands it
-/// back unchanged, so it must survive a trip through that file. No JSON text crosses.
-pub(crate) fn stack_to_py(py: Python<'_>, stack: &HostStack) -> PyResult<Py<PyAny>> {
-    let value = serde_json::to_value(stack).map_err(|e| Failure::Bridge(e.to_string()))?;
-    to_py(py, &value)
+/// A host stack (engine/stack.rs `HostStack`: the fast media and the tier on it), kept in
+/// Rust between runs: the log tier's maps hold an entry per 4 KiB of the drive, too much to
+/// turn into Python objects on every run. `Drive.run_fio_stack` advances it in place, as it
+/// advances the drive; Python reads what it needs through the methods and turns it into
+/// JSON's data model only for state.json (`to_state`, `from_state`).
+///
+/// The slot is empty while a run has the stack, and for good after a run that failed (it
+/// stopped part way, destages in flight, or left a state failing the tier's check). The
+/// mutex is only held for a take, a put back or a read, never while waiting for the GIL,
+/// so it cannot deadlock with it.
+#[pyclass(module = "ssdtwin._core", name = "HostStack", frozen)]
+pub struct PyHostStack {
+    slot: Mutex<Option<HostStack>>,
 }
 
-/// The inverse of [`stack_to_py`]; a ValueError names what does not fit.
-pub(crate) fn stack_from_py(obj: &Bound<'_, PyAny>) -> Result<HostStack, Failure> {
-    let value: serde_json::Value = from_py(obj, "stack state")?;
-    serde_json::from_value(value).map_err(|e| Failure::Value(format!("stack state: {e}")))
+impl PyHostStack {
+    pub(crate) fn new(stack: HostStack) -> PyHostStack {
+        PyHostStack { slot: Mutex::new(Some(stack)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<HostStack>> {
+        // Nothing panics while holding it (a take, a put, a read): a poisoned lock's value
+        // is whole.
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn unavailable() -> Failure {
+        Failure::Other("host stack: in use by a run, or left unusable by a run that failed (read it again from its state.json)".into())
+    }
+
+    /// `f` on the stack, where it is.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&HostStack) -> R) -> Result<R, Failure> {
+        self.lock().as_ref().map(f).ok_or_else(Self::unavailable)
+    }
+
+    /// The stack, out of its slot for a run ([`PyHostStack::put`] gives it back).
+    pub(crate) fn take(&self) -> Result<HostStack, Failure> {
+        self.lock().take().ok_or_else(Self::unavailable)
+    }
+
+    pub(crate) fn put(&self, stack: HostStack) {
+        *self.lock() = Some(stack);
+    }
+
+    /// A part of the stack as Python objects, through serde_json's map (keys in sorted
+    /// order): the same dict `to_state` holds there, so what Python prints from it keeps
+    /// the order state.json has always had.
+    fn part_to_py<T: Serialize>(&self, py: Python<'_>, part: impl FnOnce(&HostStack) -> &T) -> PyResult<Py<PyAny>> {
+        let value = self.read(|s| serde_json::to_value(part(s)))?.map_err(|e| Failure::Bridge(e.to_string()))?;
+        to_py(py, &value)
+    }
 }
 
 /// What the stack state says about its sizes and traffic, from the tier's own accounting
@@ -34,23 +76,57 @@ struct StackSummary {
     drive_write_bytes: u64,
 }
 
-/// The sizes and traffic of a host stack in state `stack` ([`StackSummary`]).
-#[pyfunction]
-pub fn stack_summary(py: Python<'_>, stack: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let tier = stack_from_py(stack)?.tier;
-    let summary = StackSummary {
-        user_bytes: tier.user_bytes(),
-        resident_bytes: tier.resident_blocks() * host::tier::BLOCK_BYTES,
-        drive_write_bytes: tier.counters.drive_write_bytes(),
-    };
-    to_py(py, &summary)
+#[pymethods]
+impl PyHostStack {
+    /// The stack's state in JSON's data model (maps with string keys, as `json.loads`
+    /// gives them): what a stack image's state.json holds under `stack`. The log tier's
+    /// maps are one hex string each. No JSON text crosses.
+    fn to_state(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        // The conversion to serde_json's tree (hex-encoding the maps) needs no GIL.
+        let value = py.detach(|| self.read(|s| serde_json::to_value(s)))?.map_err(|e| Failure::Bridge(e.to_string()))?;
+        to_py(py, &value)
+    }
+
+    /// The inverse of `to_state` (a state.json's `stack`, old images' included); a
+    /// one-line ValueError names what does not fit.
+    #[staticmethod]
+    fn from_state(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<PyHostStack> {
+        let value: serde_json::Value = from_py(state, "stack state")?;
+        let stack: HostStack = py.detach(|| serde_json::from_value(value)).map_err(|e| Failure::Value(format!("stack state: {e}")))?;
+        Ok(PyHostStack::new(stack))
+    }
+
+    /// The sizes and traffic of the stack ([`StackSummary`]).
+    fn summary(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let summary = self.read(|s| StackSummary {
+            user_bytes: s.tier.user_bytes(),
+            resident_bytes: s.tier.resident_blocks() * host::tier::BLOCK_BYTES,
+            drive_write_bytes: s.tier.counters.drive_write_bytes(),
+        })?;
+        to_py(py, &summary)
+    }
+
+    /// The tier's counters (host/tier.rs `TierCounters`), as `to_state` holds them.
+    fn counters(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_to_py(py, |s| &s.tier.counters)
+    }
+
+    /// The tier's parameters (host/tier.rs `TierConfig`), as `to_state` holds them.
+    fn config(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_to_py(py, |s| &s.tier.config)
+    }
+
+    /// The fast media (host/media.rs `MediaSpec`), as `to_state` holds it.
+    fn media(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.part_to_py(py, |s| &s.media)
+    }
 }
 
-/// A new host stack's state (see [`stack_to_py`]) on fast media `media` with tier
-/// parameters `config` (host/tier.rs `TierConfig`). ValueError with one line per problem,
-/// each naming the field and its allowed range.
+/// A new host stack on fast media `media` with tier parameters `config` (host/tier.rs
+/// `TierConfig`). ValueError with one line per problem, each naming the field and its
+/// allowed range.
 #[pyfunction]
-pub fn stack_new(py: Python<'_>, media: &str, config: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+pub fn stack_new(media: &str, config: &Bound<'_, PyAny>) -> PyResult<PyHostStack> {
     let config: TierConfig = from_py(config, "tier parameters")?;
     let Some(m) = host::media::preset(media) else {
         let known = host::media::PRESETS.join(", ");
@@ -64,8 +140,7 @@ pub fn stack_new(py: Python<'_>, media: &str, config: &Bound<'_, PyAny>) -> PyRe
     if !problems.is_empty() {
         return Err(Failure::Value(problems.join("\n")).into());
     }
-    let stack = HostStack { media: m, tier: Tier::new(config) };
-    stack_to_py(py, &stack)
+    Ok(PyHostStack::new(HostStack { media: m, tier: Tier::new(config) }))
 }
 
 /// A stack image's `stack.toml` (docs/host.md): what it is made of.

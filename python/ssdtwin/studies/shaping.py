@@ -109,9 +109,9 @@ def measure(d: Drive, text: str, state: Optional[stacklib.StackImageState], seed
     if state is None:
         out = d.run_fio(run.to_engine(*_target(d)), 1, idle_gc=False)
     else:
-        c0 = state["stack"]["tier"]["counters"]
+        c0 = state["stack"].counters()  # a copy: the stack advances in place
         out, state = stacklib.run_parsed(d, state, run, idle_gc=False)
-        c1 = state["stack"]["tier"]["counters"]
+        c1 = state["stack"].counters()
     wall = time.perf_counter() - t
     v1 = d.vendor_log()
     host = sum(r["write"]["io_bytes"] for r in out)
