@@ -28,14 +28,13 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 	$(PYTHON) -m ruff check python tests
 	$(PYTHON) -m ruff format --check python tests
 
-# Every test. Lint runs beside the Rust test build: clippy checks in the release profile's
-# directory and the tests build in the test profile's, so neither waits on the other's lock,
-# and clippy's idle moments (its serial front end, ruff) go to the build. The Rust tests' run
-# leaves a core idle for much of its ~25 s (one test binary after another, many tests waiting
-# on sockets and timers), and stubtest and mypy need one core for ~12 s: they run beside it.
-# `--output-sync` prints each target's output whole when it ends. docs/performance.md, "CI time".
-test: ## every test: lint beside the Rust test build, cargo test beside stubtest and mypy, then pytest
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint test-build
+# Every test. The Rust tests' run leaves a core idle for much of its ~25 s (one test binary
+# after another, many tests waiting on sockets and timers), and stubtest and mypy need one
+# core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
+# target's output whole when it ends). Lint beside the test build was slower (130 s against
+# 26 + 97 one after the other): docs/performance.md, "CI time".
+test: lint ## every test: lint, the Rust test build, cargo test beside stubtest and mypy, then pytest
+	$(MAKE) --no-print-directory test-build
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
 	$(MAKE) --no-print-directory test-python
 
