@@ -6,7 +6,13 @@ the fio job parser (``ssdtwin.fio``) can be used and tested on their own.
 
 from __future__ import annotations
 
-from typing import Any
+# Nothing imported at run time: the `ssdtwin` console script imports this package before
+# commands/entry.py can catch a Ctrl-C, and `typing` (not loaded by the interpreter's own
+# start-up without site-packages that load it) took ~14 ms there. Type checkers treat any
+# name TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Drive", "__version__"]
 

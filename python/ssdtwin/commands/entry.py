@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # as in ssdtwin/__init__.py: no `typing` before main's `try`
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def _interrupted() -> NoReturn:
