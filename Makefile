@@ -33,8 +33,7 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 # core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
 # target's output whole when it ends). Lint beside the test build was slower (130 s against
 # 26 + 97 one after the other): docs/performance.md, "CI time".
-test: lint ## every test: lint, the Rust test build, cargo test beside stubtest and mypy, then pytest
-	$(MAKE) --no-print-directory test-build
+test: lint test-build ## every test: lint, the Rust test build, cargo test beside stubtest and mypy, then pytest
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
 	$(MAKE) --no-print-directory test-python
 
