@@ -216,8 +216,10 @@ def test_wrr_arbitration_holds_over_nbd_for_real_fio(tmp_path: Path) -> None:
     with Drive.open(d) as drive:
         drive.nvme.set_feature(0x01, 0x0F030000)  # WRR: high 16, medium 4, low 1, burst 1
     wrr = _ns1_latency_over_nbd(tmp_path, d, neighbour=True)
-    # Round robin: NS1 waits behind NS2's 32 commands at 200 us per fetch (about 6 ms).
-    assert rr["mean_us"] > 3000, (alone, rr, wrr)
+    # Round robin: NS1 waits behind NS2's queued commands at 200 us per fetch (about 6 ms with
+    # all 32 queued). Against NS1 alone, not an absolute figure: on a loaded machine NS2's fio
+    # keeps fewer than 32 in flight (seen: 4,339 IOPS and 2.9 ms in a CI run), a weaker flood.
+    assert rr["mean_us"] > 4 * alone["mean_us"], (alone, rr, wrr)
     # WRR: NS1 waits for the next fetch only (measured 6-11x less than round robin,
     # docs/tenants.md; the rest of its latency is the host's, which a loaded machine adds).
     assert wrr["mean_us"] < rr["mean_us"] / 3, (alone, rr, wrr)
