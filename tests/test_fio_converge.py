@@ -105,5 +105,8 @@ def test_pts_rows_carry_the_timed_share_and_the_widest_interval() -> None:
     cols = timing_columns(doc)
     assert cols == {"timed_s": 3.0, "timed_share": 0.05, "iops_ci_rel": 0.004, "lat_mean_ci_rel": float("inf")}
     assert timing_columns({"ssdtwin": {"ignored_options": []}}) == {}
-    assert converge_rule("lat") == {"percentiles": [99.0, 99.9, 99.99]} and converge_rule("iops") == {"latency": False}
-    assert converge_rule("hir") == {"latency": False}  # HIR reports IOPS only
+    # IOPS and bandwidth only; rounds that write are timed in full (the drive's state exact)
+    assert converge_rule("iops") == converge_rule("tp") == converge_rule("hir") == {"latency": False, "writes": False}
+    assert converge_rule("curve") == {"percentiles": [99.0, 99.9], "writes": False}  # its table's latencies
+    for test in ("lat", "wsat", "xsr", "cbw", "dirth"):  # their reports show the maximum latency
+        assert converge_rule(test) is None, test

@@ -306,6 +306,7 @@ class ConvergeRule(TypedDict, total=False):
     percentiles: list[float]  # []
     min_batches: int  # 20
     latency: bool  # True: mean latency and percentiles must converge too
+    writes: bool  # True: rounds that write may converge too (False: timed in full, the drive's state exact)
     first_chunk_fill: float  # 0.02
     max_chunk_fill: float  # 0.25
 
