@@ -270,6 +270,11 @@ pub(super) struct Converger {
 }
 
 impl Converger {
+    /// Whether the rule applies to the run (otherwise it is timed in full, and says why).
+    pub(super) fn applies(&self) -> bool {
+        self.problem.is_none()
+    }
+
     pub(super) fn new(run: &Runner<'_>, rule: ConvergeRule, start_ns: u64) -> Converger {
         let mut groups: Vec<u32> = Vec::new();
         let key_of_clone = run
@@ -520,10 +525,6 @@ impl Runner<'_> {
         let cv = self.conv.as_deref_mut().expect("converging");
         let at = cv.batch_end_ns;
         cv.close_batches(t);
-        if cv.problem.is_some() {
-            cv.batch_end_ns = u64::MAX;
-            return Ok(());
-        }
         // GC copying in a round that writes: the batches go on (the report's intervals are
         // the rest of the round's), no sample converges.
         cv.gc_copying |= cv.can_write && gc_copies > cv.gc_copies_at_run_start;

@@ -312,8 +312,16 @@ fn run_with(
         run.arb = Some(Arbiter::new(arbitration, class, run.timing.ctrl_service_ps()));
     }
     run.start_batch(start_ns);
+    // A run the rule does not apply to runs exactly as the plain run does (no batches, the
+    // plain clones' short paths); its converger is kept aside to say why.
+    let mut timed_in_full = None;
     if let Some(rule) = converge {
-        run.conv = Some(Box::new(Converger::new(&run, rule, start_ns)));
+        let cv = Box::new(Converger::new(&run, rule, start_ns));
+        if cv.applies() {
+            run.conv = Some(cv);
+        } else {
+            timed_in_full = Some(cv);
+        }
     }
     // Steady state: the first look one second into the run (fio's helper thread ticks
     // every STEADYSTATE_MSEC from the run's start, not per job).
@@ -330,7 +338,7 @@ fn run_with(
     let busy = end.saturating_sub(start_ns).saturating_add(ff_ns);
     run.ctrl.advance_clock(busy, busy);
     let used = footprint(run.events.peak(), &run.clones);
-    let converge = run.conv.take().map(|cv| cv.out(start_ns, end, ff_ns));
+    let converge = run.conv.take().or(timed_in_full).map(|cv| cv.out(start_ns, end, ff_ns));
     Ok(RunResult { clones: run.clones.into_iter().map(accounting::finish).collect(), footprint: used, converge })
 }
 
