@@ -403,10 +403,11 @@ pub struct Generator {
     streams: Streams,
     offsets: OffsetSource,
     map: Option<AxMap>,
-    /// A copy of the offset stream `PREFETCH_AHEAD` draws ahead: its block is the one the
-    /// map will be asked about that many random I/Os later, so its word is prefetched now
-    /// (a hint only; the sequence does not depend on it).
-    ahead: Option<FioRand>,
+    /// The offset stream's next `PREFETCH_AHEAD` draws, taken ahead of their use: the
+    /// block of each is the one the map will be asked about that many random I/Os later,
+    /// so its word is prefetched when it is drawn (a hint only; the draws are used in
+    /// the stream's order, so the sequence does not depend on it).
+    ahead: Option<DrawsAhead>,
     /// io_u.c `last_block` per direction (constant for the job).
     lastb: [u64; 3],
     /// log2 of each direction's min bs when a power of two (the map's block arithmetic).
@@ -1004,17 +1005,24 @@ impl Generator {
         Some(pos)
     }
 
-    /// Start the prefetch stream `PREFETCH_AHEAD` draws ahead of the offset stream (only
-    /// for maps too large for the cache).
+    /// Take the offset stream's next `PREFETCH_AHEAD` draws ahead (only for maps too large
+    /// for the cache), prefetching their words.
     fn reset_ahead(&mut self) {
         self.ahead = None;
-        if self.map.as_ref().is_some_and(|m| m.len() > PREFETCH_MAP_BLOCKS) {
-            let mut a = self.streams.random.clone();
-            for _ in 0..PREFETCH_AHEAD {
-                a.draw();
-            }
-            self.ahead = Some(a);
+        #[cfg(test)]
+        if tests::NO_DRAWS_AHEAD.get() {
+            return;
         }
+        let Some(map) = self.map.as_ref().filter(|m| m.len() > PREFETCH_MAP_BLOCKS) else { return };
+        let lastb = self.lastb.iter().copied().max().unwrap_or(0);
+        let mut a = DrawsAhead { draws: [(0, 0, 0); PREFETCH_AHEAD], next: 0 };
+        for d in &mut a.draws {
+            let r = self.streams.random.draw();
+            let b = self.streams.random.scale(lastb, r);
+            map.prefetch(b);
+            *d = (r, lastb, b);
+        }
+        self.ahead = Some(a);
     }
 
     /// io_u.c `last_block`.
@@ -1084,13 +1092,27 @@ impl Generator {
         let b = if let OffsetSource::Lfsr(l) = &mut self.offsets {
             l.next_block()?
         } else {
-            let r = self.streams.random.draw();
-            let b = self.streams.random.scale(lastb, r);
-            if let (Some(map), Some(ahead)) = (&self.map, &mut self.ahead) {
-                let r = ahead.draw();
-                map.prefetch(ahead.scale(lastb, r));
+            match (&self.map, &mut self.ahead) {
+                (Some(map), Some(ahead)) => {
+                    // The oldest draw taken ahead is this one; the stream's next draw
+                    // takes its place and its word is prefetched.
+                    let (r, scaled_for, b) = ahead.draws[ahead.next];
+                    let next = self.streams.random.draw();
+                    let next_b = self.streams.random.scale(lastb, next);
+                    map.prefetch(next_b);
+                    ahead.draws[ahead.next] = (next, lastb, next_b);
+                    ahead.next = (ahead.next + 1) % PREFETCH_AHEAD;
+                    if scaled_for == lastb {
+                        b
+                    } else {
+                        self.streams.random.scale(lastb, r)
+                    }
+                }
+                _ => {
+                    let r = self.streams.random.draw();
+                    self.streams.random.scale(lastb, r)
+                }
             }
-            b
         };
         match &self.map {
             Some(map) if map.is_set(b) => map.next_free(b),
@@ -1184,6 +1206,14 @@ fn mark_random_map(map: &mut AxMap, min_bs: u64, shift: Option<u32>, rel: u64, b
 
 /// How many random draws ahead the map word is prefetched.
 const PREFETCH_AHEAD: usize = 8;
+
+/// The offset stream's draws taken ahead of their use ([`Generator::reset_ahead`]), oldest
+/// at `next`: (draw, the block count it was scaled for, the block it scaled to).
+#[derive(Clone, Debug)]
+struct DrawsAhead {
+    draws: [(u64, u64, u64); PREFETCH_AHEAD],
+    next: usize,
+}
 
 #[cfg(test)]
 mod tests;
