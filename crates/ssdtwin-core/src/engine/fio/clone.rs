@@ -461,6 +461,14 @@ impl Ahead {
         self.len -= 1;
     }
 
+    /// Replace the oldest I/O of a full ring by a new newest one (a pop and a push).
+    #[inline]
+    pub fn replace_front(&mut self, io: Io) {
+        debug_assert!(self.len == LOOKAHEAD);
+        self.ios[self.head] = io;
+        self.head = (self.head + 1) % LOOKAHEAD;
+    }
+
     #[inline(always)]
     pub fn push_back(&mut self, io: Io) {
         assert!(self.len < LOOKAHEAD, "at most LOOKAHEAD I/Os are drawn ahead");

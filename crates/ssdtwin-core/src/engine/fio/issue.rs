@@ -53,24 +53,45 @@ impl Runner<'_> {
             if cl.finished {
                 return Ok(());
             }
-            if cl.stopping || now >= cl.stop_at || (cl.inflight < cl.depth && cl.pending.is_empty()) {
+            // (With a full queue and nothing drawn ahead the general gate also waits.)
+            if cl.stopping || now >= cl.stop_at || cl.pending.is_empty() {
                 return self.pump(c);
             }
             if cl.inflight >= cl.depth {
                 return Ok(());
             }
+            // Drawn ahead in full (the usual case): the issued I/O's place in the ring
+            // takes the next one drawn, as a pop and a push would.
+            let full = cl.pending.len() == LOOKAHEAD;
             let io = cl.pending.front();
-            cl.pending.pop_front();
+            if !full {
+                cl.pending.pop_front();
+            }
             self.issue_plain(c, now, io)?;
+            // Neither the issue nor the draws below change `stopping` or `stop_at`: the
+            // general path's draw-ahead and its full-queue check need only these.
             let cl = &mut self.clones[c];
-            while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
+            if full {
                 match cl.gen.next_io() {
                     Some(n) => {
                         self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
-                        cl.pending.push_back(n);
+                        cl.pending.replace_front(n);
                     }
-                    None => break,
+                    None => cl.pending.pop_front(),
                 }
+            } else {
+                while cl.pending.len() < LOOKAHEAD {
+                    match cl.gen.next_io() {
+                        Some(n) => {
+                            self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                            cl.pending.push_back(n);
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if cl.inflight >= cl.depth {
+                return Ok(());
             }
         }
     }
