@@ -1098,11 +1098,11 @@ impl Generator {
                 (Some(map), Some(ahead)) => {
                     // The oldest draw taken ahead is this one; the stream's next draw
                     // takes its place and its word is prefetched.
-                    let (r, scaled_for, b) = ahead.draws[ahead.next];
+                    let (r, scaled_for, b) = ahead.draws[ahead.next % PREFETCH_AHEAD];
                     let next = self.streams.random.draw();
                     let next_b = self.streams.random.scale(lastb, next);
                     map.prefetch(next_b);
-                    ahead.draws[ahead.next] = (next, lastb, next_b);
+                    ahead.draws[ahead.next % PREFETCH_AHEAD] = (next, lastb, next_b);
                     ahead.next = (ahead.next + 1) % PREFETCH_AHEAD;
                     if scaled_for == lastb {
                         b

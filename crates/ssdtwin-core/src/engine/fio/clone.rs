@@ -451,7 +451,8 @@ impl Ahead {
     #[inline]
     pub fn front(&self) -> Io {
         debug_assert!(self.len > 0);
-        self.ios[self.head]
+        // `head` is below LOOKAHEAD; the mask lets the compiler see it (no bounds check).
+        self.ios[self.head % LOOKAHEAD]
     }
 
     #[inline]
@@ -465,7 +466,7 @@ impl Ahead {
     #[inline]
     pub fn replace_front(&mut self, io: Io) {
         debug_assert!(self.len == LOOKAHEAD);
-        self.ios[self.head] = io;
+        self.ios[self.head % LOOKAHEAD] = io;
         self.head = (self.head + 1) % LOOKAHEAD;
     }
 
