@@ -753,7 +753,38 @@ impl Generator {
     }
 
     /// The next I/O in fio's order, or None when the job has issued everything.
+    ///
+    /// A time-based uniform random job with fio's map in the middle of a pass (the common
+    /// case) takes `fill_uniform_map` here, inlined into the caller; the first turn of
+    /// [`Generator::next_io_passes`]'s loop takes the same steps (no pass to start, no
+    /// pass budget on a time-based job).
+    #[inline]
     pub fn next_io(&mut self) -> Option<Io> {
+        if self.uniform_map && self.in_pass && self.spec.time_based {
+            match self.fill_uniform_map() {
+                Some(io) => return Some(self.count_issued(io)),
+                None => {
+                    self.file_done = true;
+                    self.end_pass();
+                }
+            }
+        }
+        self.next_io_passes()
+    }
+
+    /// What an I/O leaving `next_io` counts.
+    #[inline(always)]
+    fn count_issued(&mut self, io: Io) -> Io {
+        let d = io.ddir.index();
+        self.io_issues[d] += 1;
+        self.issue_bytes[d] += io.len;
+        self.pass_bytes += io.len;
+        io
+    }
+
+    /// [`Generator::next_io`] with the passes: starting one, its budget, the end of the file.
+    #[inline(never)]
+    fn next_io_passes(&mut self) -> Option<Io> {
         loop {
             if !self.in_pass {
                 if !self.keep_running() {
@@ -774,13 +805,7 @@ impl Generator {
                 self.fill()
             };
             match io {
-                Some(io) => {
-                    let d = io.ddir.index();
-                    self.io_issues[d] += 1;
-                    self.issue_bytes[d] += io.len;
-                    self.pass_bytes += io.len;
-                    return Some(io);
-                }
+                Some(io) => return Some(self.count_issued(io)),
                 None => {
                     self.file_done = true;
                     self.end_pass();
