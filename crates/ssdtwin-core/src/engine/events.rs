@@ -113,7 +113,8 @@ pub(crate) struct EventQueue {
     /// [base, base + SPAN_NS), every event in `far` one at or past base + SPAN_NS.
     base: u64,
     cursor: usize,
-    slots: Vec<Bucket>,
+    /// A fixed array: a slot index is masked to `SLOTS`, so indexing needs no bounds check.
+    slots: Box<[Bucket; SLOTS]>,
     /// One bit per non-empty bucket.
     occupied: [u64; WORDS],
     on_wheel: usize,
@@ -128,7 +129,7 @@ impl Default for EventQueue {
             seq: 0,
             base: 0,
             cursor: 0,
-            slots: (0..SLOTS).map(|_| Bucket::default()).collect(),
+            slots: Box::new(std::array::from_fn(|_| Bucket::default())),
             occupied: [0; WORDS],
             on_wheel: 0,
             far: BinaryHeap::new(),

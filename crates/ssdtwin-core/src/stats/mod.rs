@@ -57,12 +57,13 @@ pub struct LatStat {
     pub max_ns: u64,
     pub sum_ns: u128,
     sum_sq: u128,
-    hist: Vec<u64>,
+    /// A fixed array: [`plat_index`] is below `PLAT_NR`, so counting needs no bounds check.
+    hist: Box<[u64; PLAT_NR]>,
 }
 
 impl Default for LatStat {
     fn default() -> Self {
-        LatStat { n: 0, min_ns: u64::MAX, max_ns: 0, sum_ns: 0, sum_sq: 0, hist: vec![0; PLAT_NR] }
+        LatStat { n: 0, min_ns: u64::MAX, max_ns: 0, sum_ns: 0, sum_sq: 0, hist: Box::new([0; PLAT_NR]) }
     }
 }
 
@@ -95,12 +96,12 @@ impl LatStat {
         self.max_ns = self.max_ns.max(o.max_ns);
         self.sum_ns += o.sum_ns;
         self.sum_sq += o.sum_sq;
-        self.hist.iter_mut().zip(&o.hist).for_each(|(a, b)| *a += b);
+        self.hist.iter_mut().zip(o.hist.iter()).for_each(|(a, b)| *a += b);
     }
 
     /// fio's latency histogram (counts per [`plat_index`] bucket).
     pub fn hist(&self) -> &[u64] {
-        &self.hist
+        &self.hist[..]
     }
 
     /// Count `ios` more latencies distributed as `like`'s: its sums and histogram scaled by
@@ -185,7 +186,7 @@ impl LatStat {
 
     /// Sparse histogram (for histogram-log rows) and reset of the sparse state.
     pub fn hist_dense(&self) -> &[u64] {
-        &self.hist
+        &self.hist[..]
     }
 }
 

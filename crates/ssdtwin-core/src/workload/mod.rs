@@ -403,10 +403,11 @@ pub struct Generator {
     streams: Streams,
     offsets: OffsetSource,
     map: Option<AxMap>,
-    /// A copy of the offset stream `PREFETCH_AHEAD` draws ahead: its block is the one the
-    /// map will be asked about that many random I/Os later, so its word is prefetched now
-    /// (a hint only; the sequence does not depend on it).
-    ahead: Option<FioRand>,
+    /// The offset stream's next `PREFETCH_AHEAD` draws, taken ahead of their use: the
+    /// block of each is the one the map will be asked about that many random I/Os later,
+    /// so its word is prefetched when it is drawn (a hint only; the draws are used in
+    /// the stream's order, so the sequence does not depend on it).
+    ahead: Option<DrawsAhead>,
     /// io_u.c `last_block` per direction (constant for the job).
     lastb: [u64; 3],
     /// log2 of each direction's min bs when a power of two (the map's block arithmetic).
@@ -752,7 +753,38 @@ impl Generator {
     }
 
     /// The next I/O in fio's order, or None when the job has issued everything.
+    ///
+    /// A time-based uniform random job with fio's map in the middle of a pass (the common
+    /// case) takes `fill_uniform_map` here, inlined into the caller; the first turn of
+    /// [`Generator::next_io_passes`]'s loop takes the same steps (no pass to start, no
+    /// pass budget on a time-based job).
+    #[inline]
     pub fn next_io(&mut self) -> Option<Io> {
+        if self.uniform_map && self.in_pass && self.spec.time_based {
+            match self.fill_uniform_map() {
+                Some(io) => return Some(self.count_issued(io)),
+                None => {
+                    self.file_done = true;
+                    self.end_pass();
+                }
+            }
+        }
+        self.next_io_passes()
+    }
+
+    /// What an I/O leaving `next_io` counts.
+    #[inline(always)]
+    fn count_issued(&mut self, io: Io) -> Io {
+        let d = io.ddir.index();
+        self.io_issues[d] += 1;
+        self.issue_bytes[d] += io.len;
+        self.pass_bytes += io.len;
+        io
+    }
+
+    /// [`Generator::next_io`] with the passes: starting one, its budget, the end of the file.
+    #[inline(never)]
+    fn next_io_passes(&mut self) -> Option<Io> {
         loop {
             if !self.in_pass {
                 if !self.keep_running() {
@@ -773,13 +805,7 @@ impl Generator {
                 self.fill()
             };
             match io {
-                Some(io) => {
-                    let d = io.ddir.index();
-                    self.io_issues[d] += 1;
-                    self.issue_bytes[d] += io.len;
-                    self.pass_bytes += io.len;
-                    return Some(io);
-                }
+                Some(io) => return Some(self.count_issued(io)),
                 None => {
                     self.file_done = true;
                     self.end_pass();
@@ -1004,17 +1030,24 @@ impl Generator {
         Some(pos)
     }
 
-    /// Start the prefetch stream `PREFETCH_AHEAD` draws ahead of the offset stream (only
-    /// for maps too large for the cache).
+    /// Take the offset stream's next `PREFETCH_AHEAD` draws ahead (only for maps too large
+    /// for the cache), prefetching their words.
     fn reset_ahead(&mut self) {
         self.ahead = None;
-        if self.map.as_ref().is_some_and(|m| m.len() > PREFETCH_MAP_BLOCKS) {
-            let mut a = self.streams.random.clone();
-            for _ in 0..PREFETCH_AHEAD {
-                a.draw();
-            }
-            self.ahead = Some(a);
+        #[cfg(test)]
+        if tests::NO_DRAWS_AHEAD.get() {
+            return;
         }
+        let Some(map) = self.map.as_ref().filter(|m| m.len() > PREFETCH_MAP_BLOCKS) else { return };
+        let lastb = self.lastb.iter().copied().max().unwrap_or(0);
+        let mut a = DrawsAhead { draws: [(0, 0, 0); PREFETCH_AHEAD], next: 0 };
+        for d in &mut a.draws {
+            let r = self.streams.random.draw();
+            let b = self.streams.random.scale(lastb, r);
+            map.prefetch(b);
+            *d = (r, lastb, b);
+        }
+        self.ahead = Some(a);
     }
 
     /// io_u.c `last_block`.
@@ -1079,18 +1112,34 @@ impl Generator {
     }
 
     /// io_u.c `__get_next_rand_offset`: a block below `lastb` (or the LFSR's next), moved
-    /// to the next free block of the random map when it is taken.
+    /// to the next free block of the random map when it is taken. Inlined: it is most of
+    /// a random I/O's draw, and the call's frame cost a tenth of it.
+    #[inline(always)]
     fn uniform_block(&mut self, lastb: u64) -> Option<u64> {
         let b = if let OffsetSource::Lfsr(l) = &mut self.offsets {
             l.next_block()?
         } else {
-            let r = self.streams.random.draw();
-            let b = self.streams.random.scale(lastb, r);
-            if let (Some(map), Some(ahead)) = (&self.map, &mut self.ahead) {
-                let r = ahead.draw();
-                map.prefetch(ahead.scale(lastb, r));
+            match (&self.map, &mut self.ahead) {
+                (Some(map), Some(ahead)) => {
+                    // The oldest draw taken ahead is this one; the stream's next draw
+                    // takes its place and its word is prefetched.
+                    let (r, scaled_for, b) = ahead.draws[ahead.next % PREFETCH_AHEAD];
+                    let next = self.streams.random.draw();
+                    let next_b = self.streams.random.scale(lastb, next);
+                    map.prefetch(next_b);
+                    ahead.draws[ahead.next % PREFETCH_AHEAD] = (next, lastb, next_b);
+                    ahead.next = (ahead.next + 1) % PREFETCH_AHEAD;
+                    if scaled_for == lastb {
+                        b
+                    } else {
+                        self.streams.random.scale(lastb, r)
+                    }
+                }
+                _ => {
+                    let r = self.streams.random.draw();
+                    self.streams.random.scale(lastb, r)
+                }
             }
-            b
         };
         match &self.map {
             Some(map) if map.is_set(b) => map.next_free(b),
@@ -1172,7 +1221,7 @@ const MAX_BUFLEN_DRAWS: u32 = 1 << 16;
 /// file's start) taken in `map`, whose blocks are `min_bs` bytes (`shift`: its log2 when a
 /// power of two); the I/O shrinks to the free blocks it starts on. The new length (0: its
 /// first block was taken).
-#[inline]
+#[inline(always)]
 fn mark_random_map(map: &mut AxMap, min_bs: u64, shift: Option<u32>, rel: u64, buflen: u64) -> u64 {
     let (block, nr) = match shift {
         Some(sh) => (rel >> sh, (buflen + min_bs - 1) >> sh),
@@ -1184,6 +1233,14 @@ fn mark_random_map(map: &mut AxMap, min_bs: u64, shift: Option<u32>, rel: u64, b
 
 /// How many random draws ahead the map word is prefetched.
 const PREFETCH_AHEAD: usize = 8;
+
+/// The offset stream's draws taken ahead of their use ([`Generator::reset_ahead`]), oldest
+/// at `next`: (draw, the block count it was scaled for, the block it scaled to).
+#[derive(Clone, Debug)]
+struct DrawsAhead {
+    draws: [(u64, u64, u64); PREFETCH_AHEAD],
+    next: usize,
+}
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,11 @@
 use super::*;
+use std::cell::Cell;
+
+thread_local! {
+    /// Generators made on this thread draw nothing ahead (the reference for the draws
+    /// taken ahead to prefetch the random map).
+    pub(super) static NO_DRAWS_AHEAD: Cell<bool> = const { Cell::new(false) };
+}
 
 /// `fill_uniform` and `fill_uniform_map` issue exactly what `fill` issues, for every job
 /// they apply to: the fio golden jobs without their random map (norandommap) and with it,
@@ -50,4 +57,59 @@ fn the_uniform_fast_paths_issue_what_the_general_path_issues() {
     assert!(applied >= 20, "{applied} jobs took the fast path");
     assert!(applied_map >= 20, "{applied_map} jobs took the fast path with a map");
     assert!(map_full >= 10, "{map_full} time-based map runs went past a full map");
+}
+
+/// The offset stream's draws taken ahead to prefetch a large random map's words
+/// (`DrawsAhead`) leave the I/Os as they are without them: a map past
+/// `PREFETCH_MAP_BLOCKS`, one direction and two with different block sizes (draws scaled
+/// for one block count used for the other), passes that re-seed the streams, a
+/// time-based run past a full map.
+#[test]
+fn draws_taken_ahead_leave_the_ios_as_they_are() {
+    use crate::engine::fio::tests::job_template;
+    use serde_json::json;
+    let gib = 1u64 << 30;
+    let base = |extra: serde_json::Value| {
+        let mut v = job_template();
+        v["target_size_bytes"] = json!(8 * gib);
+        v["lba_bytes"] = json!(512);
+        v["size_bytes"] = json!(5 * gib);
+        v["io_size_bytes"] = json!(5 * gib);
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value::<JobSpec>(v).unwrap()
+    };
+    let bs = |b: u64| json!({"min": b, "max": b, "split": null});
+    let mixed = json!({"rw": "randrw", "directions": ["read", "write"], "rwmixread": 60,
+        "bs": {"read": bs(4096), "write": bs(16384), "trim": bs(4096)},
+        "blockalign": {"read": 4096, "write": 16384, "trim": 4096}});
+    let cases: Vec<(JobSpec, u64)> = vec![
+        (base(json!({"size_bytes": 4200u64 << 20, "io_size_bytes": 4200u64 << 20, "loops": 2})), 2_200_000),
+        (base(mixed.clone()), 100_000),
+        (base(json!({"time_based": true, "runtime_ns": 1, "size_bytes": 4200u64 << 20, "io_size_bytes": 4200u64 << 20})), 1_200_000),
+    ];
+    for (k, (spec, ios)) in cases.into_iter().enumerate() {
+        let target = spec.target_size_bytes;
+        NO_DRAWS_AHEAD.set(true);
+        let mut plain = Generator::new(spec.clone(), target).unwrap();
+        NO_DRAWS_AHEAD.set(false);
+        let mut ahead = Generator::new(spec, target).unwrap();
+        assert!(ahead.ahead.is_some() && plain.ahead.is_none(), "case {k}");
+        let mut passes_reseeded = 0;
+        assert!(ahead.randrepeat);
+        for i in 0..ios {
+            NO_DRAWS_AHEAD.set(true);
+            let want = plain.next_io();
+            NO_DRAWS_AHEAD.set(false);
+            assert_eq!(ahead.next_io(), want, "case {k}, I/O {i}");
+            if want.is_none() {
+                break;
+            }
+            passes_reseeded = ahead.passes_done;
+        }
+        if k == 0 {
+            assert_eq!(passes_reseeded, 1, "the second pass re-seeds the streams");
+        }
+    }
 }

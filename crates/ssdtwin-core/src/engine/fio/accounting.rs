@@ -29,23 +29,14 @@ impl Runner<'_> {
             return;
         }
         let clat = now - issued;
-        let d = &mut cl.stats.dirs[ddir as usize];
-        d.counters.io_bytes += len;
-        d.counters.ios += 1;
-        // The twin does not model host submission, so slat is 0 and lat = clat: one
-        // histogram, reported for both.
-        d.counters.clat.add(clat);
+        count(cl, ddir, len, clat, now);
         if cl.gen.spec.logs.hist {
+            let d = &mut cl.stats.dirs[ddir as usize];
             if d.hist_since.is_empty() {
                 d.hist_since = vec![0; PLAT_NR];
             }
             d.hist_since[plat_index(clat)] += 1;
         }
-        let rel = now - cl.ramp_end;
-        let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
-        d.counters.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
-        d.counters.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
-        cl.stats.lat_buckets.add(clat);
         if cl.logging {
             log_sample(cl, ddir, len, offset, clat, now);
         }
@@ -53,6 +44,24 @@ impl Runner<'_> {
             cv.record(c, ddir as usize, len, clat);
         }
     }
+}
+
+/// What every counted completion adds to the report (an I/O of `ddir`, `len` bytes,
+/// `clat_ns`, completed at `now`, after the ramp): the direction's totals, its latency
+/// histogram, its bw/iops sample windows and the latency buckets.
+#[inline(always)]
+pub(super) fn count(cl: &mut JobClone, ddir: u8, len: u64, clat_ns: u64, now: u64) {
+    let d = &mut cl.stats.dirs[ddir as usize];
+    d.counters.io_bytes += len;
+    d.counters.ios += 1;
+    // The twin does not model host submission, so slat is 0 and lat = clat: one
+    // histogram, reported for both.
+    d.counters.clat.add(clat_ns);
+    let rel = now - cl.ramp_end;
+    let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
+    d.counters.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
+    d.counters.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
+    cl.stats.lat_buckets.add(clat_ns);
 }
 
 // `avg_ms == 0` selects per-I/O logging (fio's log_avg_msec), it is not a guard for the division.

@@ -130,6 +130,13 @@ pub(super) struct JobClone {
     /// The namespace has QoS caps (`ssdtwin nvme qos`; set before the run, which holds the
     /// controller for its whole length, so they cannot change during it).
     pub qos_capped: bool,
+    /// Nothing but the queue depth and the run's length decides when the clone issues, and
+    /// a completion counts only in the report's totals, latencies and bw/iops samples (see
+    /// `JobClone::plain_options`; the runner adds its own conditions): the runner takes the
+    /// short path for its completions (`Runner::done_plain`).
+    pub plain: bool,
+    /// `iodepth` as the queue holds it (at least 1).
+    pub depth: u32,
     pub started: bool,
     pub finished: bool,
     pub stopping: bool,
@@ -210,6 +217,7 @@ impl JobClone {
         let (pract, prchk) = (spec.pi_act, spec.pi_chk);
         let rate_limited =
             [Ddir::Read, Ddir::Write, Ddir::Trim].into_iter().any(|d| spec.rate_bytes_per_s.get(d) > 0 || spec.rate_iops.get(d) > 0);
+        let depth = spec.iodepth.max(1);
         let gen = Generator::new(spec, target)?;
         Ok(JobClone {
             gen,
@@ -223,6 +231,8 @@ impl JobClone {
             logging,
             rate_limited,
             qos_capped: false,
+            plain: false,
+            depth,
             started: false,
             finished: false,
             stopping: false,
@@ -282,7 +292,7 @@ impl JobClone {
     /// latency_target probe allows (none while it drains the queue).
     pub fn depth_limit(&self) -> u32 {
         match &self.lat {
-            None => self.gen.spec.iodepth.max(1),
+            None => self.depth,
             Some(p) if p.quiesce != LatQuiesce::None => 0,
             Some(p) => p.qd,
         }
@@ -301,6 +311,27 @@ impl JobClone {
         if self.gen.spec.runtime_ns > 0 {
             self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
         }
+    }
+
+    /// None of the options the issue and completion paths look for is in use: think time,
+    /// number_ios, flow, a replayed trace, serialize_overlap, a rate limit, QoS caps, a
+    /// latency target, a minimum rate, write_iolog, steady state, any log. Their state then
+    /// stays at its start values for the whole run (nothing else sets it), so skipping the
+    /// checks changes nothing.
+    pub fn plain_options(&self) -> bool {
+        let spec = &self.gen.spec;
+        spec.thinktime_ns == 0
+            && spec.number_ios == 0
+            && self.flow.group.is_none()
+            && self.replay.is_none()
+            && !spec.serialize_overlap
+            && !self.rate_limited
+            && !self.qos_capped
+            && spec.latency_target_ns == 0
+            && !self.min_rate_set()
+            && self.iolog.is_none()
+            && self.ss.is_none()
+            && !self.logging
     }
 
     /// rate_min or rate_iops_min is set for some direction.
@@ -420,7 +451,8 @@ impl Ahead {
     #[inline]
     pub fn front(&self) -> Io {
         debug_assert!(self.len > 0);
-        self.ios[self.head]
+        // `head` is below LOOKAHEAD; the mask lets the compiler see it (no bounds check).
+        self.ios[self.head % LOOKAHEAD]
     }
 
     #[inline]
@@ -428,6 +460,14 @@ impl Ahead {
         debug_assert!(self.len > 0);
         self.head = (self.head + 1) % LOOKAHEAD;
         self.len -= 1;
+    }
+
+    /// Replace the oldest I/O of a full ring by a new newest one (a pop and a push).
+    #[inline]
+    pub fn replace_front(&mut self, io: Io) {
+        debug_assert!(self.len == LOOKAHEAD);
+        self.ios[self.head % LOOKAHEAD] = io;
+        self.head = (self.head + 1) % LOOKAHEAD;
     }
 
     #[inline(always)]

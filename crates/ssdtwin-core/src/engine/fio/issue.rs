@@ -42,6 +42,84 @@ impl Runner<'_> {
         }
     }
 
+    /// [`Runner::pump`] for a plain clone (`JobClone::plain`) sent straight to the drive:
+    /// while its queue has room it issues its drawn-ahead I/Os and draws more, the gate's
+    /// and the issue's steps for the options it does not use left out. Anything else (the
+    /// run's end, nothing drawn ahead) goes to the general path, which takes the same step.
+    pub(super) fn pump_plain(&mut self, c: usize) -> Result<(), RunError> {
+        let now = self.now;
+        loop {
+            let cl = &mut self.clones[c];
+            if cl.finished {
+                return Ok(());
+            }
+            // (With a full queue and nothing drawn ahead the general gate also waits.)
+            if cl.stopping || now >= cl.stop_at || cl.pending.is_empty() {
+                return self.pump(c);
+            }
+            if cl.inflight >= cl.depth {
+                return Ok(());
+            }
+            // Drawn ahead in full (the usual case): the issued I/O's place in the ring
+            // takes the next one drawn, as a pop and a push would.
+            let full = cl.pending.len() == LOOKAHEAD;
+            let io = cl.pending.front();
+            if !full {
+                cl.pending.pop_front();
+            }
+            self.issue_plain(c, now, io)?;
+            // Neither the issue nor the draws below change `stopping` or `stop_at`: the
+            // general path's draw-ahead and its full-queue check need only these.
+            let cl = &mut self.clones[c];
+            if full {
+                match cl.gen.next_io() {
+                    Some(n) => {
+                        self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                        cl.pending.replace_front(n);
+                    }
+                    None => cl.pending.pop_front(),
+                }
+            } else {
+                while cl.pending.len() < LOOKAHEAD {
+                    match cl.gen.next_io() {
+                        Some(n) => {
+                            self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                            cl.pending.push_back(n);
+                        }
+                        None => break,
+                    }
+                }
+            }
+            if cl.inflight >= cl.depth {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`Runner::issue`] for a plain clone sent straight to the drive.
+    #[inline]
+    fn issue_plain(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        let di = io.ddir.index();
+        let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
+        if now >= cl.ramp_end {
+            cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        }
+        cl.inflight += 1;
+        cl.ios_issued += 1;
+        cl.bytes_issued[di] += io.len;
+        let op = match io.ddir {
+            Ddir::Read => HostOp::Read,
+            Ddir::Write => HostOp::Write,
+            Ddir::Trim => HostOp::Deallocate,
+        };
+        (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid: cl.nsid, slba, nlb })?;
+        let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
+        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        Ok(())
+    }
+
     /// Whether the clone may issue its next I/O now (and which), and what it waits for if not:
     /// the end of its run, a full queue, think time, or its rate limit.
     fn gate(&mut self, c: usize, now: u64) -> Result<Gate, RunError> {

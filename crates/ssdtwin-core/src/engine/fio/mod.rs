@@ -323,6 +323,14 @@ fn run_with(
             timed_in_full = Some(cv);
         }
     }
+    // The short completion path: a plain clone, sent straight to the drive, in a run
+    // without convergence samples.
+    let direct = run.stack.is_none() && run.arb.is_none() && run.conv.is_none();
+    #[cfg(test)]
+    let direct = direct && !tests::GENERAL_PATH_ONLY.get();
+    for cl in &mut run.clones {
+        cl.plain = direct && cl.plain_options();
+    }
     // Steady state: the first look one second into the run (fio's helper thread ticks
     // every STEADYSTATE_MSEC from the run's start, not per job).
     // The look is kept out of the heap so that idle GC (which runs until the next event)
@@ -479,6 +487,7 @@ impl Runner<'_> {
                 // A clone terminated before it started (exit_what) ignores its start.
                 Ev::Start(c) if self.clones[c as usize].finished => {}
                 Ev::Start(c) => self.start_clone(c as usize, t)?,
+                Ev::Done { clone, slot } if self.clones[clone as usize].plain => self.done_plain(clone as usize, slot, t)?,
                 Ev::Done { clone, slot } => self.done(clone as usize, slot, t)?,
                 Ev::Wake(c) => self.pump(c as usize)?,
                 Ev::Fetch => self.fetch()?,
@@ -528,6 +537,22 @@ impl Runner<'_> {
             self.ss_resets.push(Reverse(at));
         }
         self.pump(c)
+    }
+
+    /// [`Runner::done`] for a plain clone (`JobClone::plain`): of its steps only those a
+    /// plain clone's state can take (no think time, latency target, minimum rate, rate
+    /// wake-up, steady state, logs or convergence samples).
+    #[inline]
+    fn done_plain(&mut self, c: usize, slot: u32, t: u64) -> Result<(), RunError> {
+        let cl = &mut self.clones[c];
+        let s = cl.slots[slot as usize];
+        cl.free_slots.push(slot);
+        cl.ios_completed += 1;
+        cl.inflight -= 1;
+        if t >= cl.ramp_end && s.issued >= cl.ramp_end {
+            accounting::count(cl, s.ddir, s.len, t - s.issued, t);
+        }
+        self.pump_plain(c)
     }
 
     /// The I/O in clone `c`'s `slot` completed at `t`.

@@ -6,6 +6,13 @@ use super::*;
 use crate::nvme::Controller;
 use crate::spec::DriveSpec;
 use serde_json::{json, Value};
+use std::cell::Cell;
+
+thread_local! {
+    /// Runs on this thread take the general completion path for every clone (the
+    /// reference the plain clones' short path is compared with).
+    pub(super) static GENERAL_PATH_ONLY: Cell<bool> = const { Cell::new(false) };
+}
 
 pub(crate) fn drive() -> (Controller, DeviceTiming) {
     let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
@@ -342,4 +349,48 @@ fn a_missed_minimum_rate_ends_the_clone_with_eio_after_one_window() {
     let met = job(1_000_000);
     assert_eq!((met.error, met.error_text.as_str()), (0, ""));
     assert!(met.runtime_ns >= 5 * SECOND);
+}
+
+/// The plain clones' short completion path (`Runner::done_plain`, `pump_plain`) against
+/// the general path it skips steps of: the same reports and the same drive state for jobs
+/// that take it (reads, writes, mixes, ramps, depths 1 to 64, runs that end on time, on
+/// their size and when the generator ends, several clones) and for jobs beside ones that
+/// do not (think time).
+#[test]
+fn plain_clones_short_path_reports_what_the_general_path_does() {
+    let timed = |ms: u64| json!({"time_based": true, "runtime_ns": ms * 1_000_000});
+    let jobs: Vec<Vec<Value>> = vec![
+        vec![with(
+            timed(20),
+            json!({"rw": "randread", "directions": ["read"], "iodepth": 32, "size_bytes": 64 << 20, "io_size_bytes": 64 << 20}),
+        )],
+        vec![with(timed(20), json!({"iodepth": 32, "size_bytes": 1 << 20, "io_size_bytes": 1 << 20}))],
+        vec![json!({"iodepth": 1})],
+        vec![json!({"iodepth": 64, "size_bytes": 8 << 20, "io_size_bytes": 8 << 20, "norandommap": true})],
+        vec![
+            with(timed(15), json!({"rw": "randrw", "directions": ["read", "write"], "iodepth": 8, "ramp_time_ns": 3_000_000u64})),
+            with(
+                timed(15),
+                json!({"rw": "write", "random": false, "iodepth": 4, "bs": {"read": {"min": 4096, "max": 4096, "split": null}, "write": {"min": 131072, "max": 131072, "split": null}, "trim": {"min": 4096, "max": 4096, "split": null}}, "blockalign": {"read": 4096, "write": 131072, "trim": 4096}}),
+            ),
+            with(timed(15), json!({"iodepth": 2, "thinktime_ns": 50_000u64, "thinktime_blocks": 3})),
+        ],
+    ];
+    for (i, job) in jobs.iter().enumerate() {
+        let outputs = [false, true].map(|general| {
+            GENERAL_PATH_ONLY.set(general);
+            let (mut ctrl, mut timing) = drive();
+            let specs = job
+                .iter()
+                .enumerate()
+                .map(|(k, e)| spec(&ctrl, with(e.clone(), json!({"thread_number": k + 1, "job_index": k}))))
+                .collect();
+            let out = run(&mut ctrl, &mut timing, specs, &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap();
+            GENERAL_PATH_ONLY.set(false);
+            let f = ctrl.ftl_fingerprint().unwrap();
+            (serde_json::to_string(&out).unwrap(), f.l2p_xxh3, f.p2l_xxh3, format!("{:?}", f.counters))
+        });
+        assert!(outputs[0].0.contains("\"total_ios\":"), "job {i} ran");
+        assert_eq!(outputs[0], outputs[1], "job {i}");
+    }
 }
