@@ -43,17 +43,45 @@ use crate::spec::{DriveSpec, Geometry, TimingSpec};
 use crate::units::NsId;
 use crate::util::FastDiv;
 
-/// Collects the operations the FTL emits for one command.
 #[cfg(test)]
 mod tests;
 
-#[derive(Default)]
-pub struct OpLog(pub Vec<NandOp>);
+/// Places each NAND operation on the drive's timelines as the controller emits it, as of
+/// time `t` (the command's arrival at the NAND stage). No list of operations in between:
+/// the FTL's call sites know each operation's kind and cause, so the placement inlined
+/// there needs no decode of a stored operation, and nothing is pushed and walked again.
+struct Placer<'a> {
+    timing: &'a mut DeviceTiming,
+    t: u64,
+    /// Latest host-read completion so far (`t` before any).
+    read_done: u64,
+    /// Host IUs handed to the program pipeline.
+    host_ius: u64,
+    /// Operations placed (idle GC stops when a chunk emits none).
+    placed: u64,
+}
 
-impl NandSink for OpLog {
+impl<'a> Placer<'a> {
     #[inline]
+    fn new(timing: &'a mut DeviceTiming, t: u64) -> Placer<'a> {
+        Placer { timing, t, read_done: t, host_ius: 0, placed: 0 }
+    }
+}
+
+impl NandSink for Placer<'_> {
+    #[inline(always)]
     fn op(&mut self, op: NandOp) {
-        self.0.push(op);
+        self.placed += 1;
+        match op {
+            NandOp::Read { ppa, bytes, cause } => {
+                let done = self.timing.place_read(self.t, ppa, bytes, cause);
+                self.read_done = self.read_done.max(done);
+            }
+            NandOp::Program { ppa, cause } => {
+                self.host_ius += self.timing.place_program(self.t, ppa, cause);
+            }
+            NandOp::Erase { sb } => self.timing.erase_op(self.t, sb),
+        }
     }
 }
 
@@ -322,7 +350,6 @@ pub struct DeviceTiming {
     power_state: u8,
     /// Suspends allowed per program/erase in the current power state.
     max_suspends: u32,
-    ops: OpLog,
     /// DRAM namespaces: (latency ns, bandwidth bytes/s) and when the DRAM is next free.
     dram: Option<(u64, u64)>,
     dram_free: u64,
@@ -425,7 +452,6 @@ impl DeviceTiming {
             tokens: None,
             power_state: u8::MAX,
             max_suspends: t.max_suspends_per_op.value,
-            ops: OpLog::default(),
             dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
             dram_free: 0,
             clock_epoch_ns: None,
@@ -768,76 +794,69 @@ impl DeviceTiming {
         }
     }
 
-    /// Place the operations in `self.ops` on the timelines, as of time `t`.
-    /// Returns (latest host-read completion, host IUs handed to the program pipeline).
-    fn run_ops(&mut self, t: u64) -> (u64, u64) {
-        let ops = std::mem::take(&mut self.ops.0);
-        let mut read_done = t;
-        let mut host_ius = 0;
-        for op in &ops {
-            match *op {
-                NandOp::Read { ppa, bytes, cause } => {
-                    let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
-                    if cause == Cause::Host {
-                        read_done = read_done.max(done);
-                    } else {
-                        let done = self.backend_stage(done, bytes as u64);
-                        // A read-modify-write or GC read feeds a program of its own group.
-                        let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
-                        let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                        acc.ready = acc.ready.max(done);
-                    }
-                }
-                NandOp::Program { ppa, cause } => {
-                    let pu = self.addr.program_unit(ppa);
-                    let host = cause != Cause::Gc;
-                    let group = self.addr.group_of(ppa) as usize;
-                    let set = group >> self.group_set_shift;
-                    let pipe = &mut self.pipes[group];
-                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                    if acc.count > 0 && acc.pu != pu {
-                        // A frontier moved on with a partial unit (never happens with
-                        // superblocks made of whole units, kept for safety): program it.
-                        let a = *acc;
-                        *acc = PuAcc { pu, count: 0, ready: 0 };
-                        let end = self.program_op(a.ready.max(t), a.pu);
-                        if host {
-                            self.release_later(set, end, a.count as u64);
-                        }
-                    }
-                    if host {
-                        host_ius += 1;
-                        self.set_buffers[set].pending_unscheduled += 1;
-                    }
-                    let pipe = &mut self.pipes[group];
-                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                    if acc.count == 0 {
-                        acc.pu = pu;
-                        acc.ready = acc.ready.max(t);
-                    }
-                    acc.count += 1;
-                    if acc.count == self.ius_per_pu {
-                        let a = *acc;
-                        *acc = PuAcc::default();
-                        let mut ready = a.ready.max(t);
-                        if !host {
-                            // Relocated data is encoded and sent to NAND by the same write
-                            // data path as host data (which paid for it on admission).
-                            ready = self.write_data_stage(ready, a.count as u64 * self.iu_bytes);
-                        }
-                        let end = self.program_op(ready, a.pu);
-                        if host {
-                            self.release_later(set, end, a.count as u64);
-                        }
-                    }
-                }
-                NandOp::Erase { sb } => self.erase_op(t, sb),
+    /// Place a read of the IU at `ppa` (`bytes`) for a command at `t`; returns when a host
+    /// read's data has crossed the channel (`t` for the FTL's own reads, which feed a
+    /// program instead).
+    #[inline(always)]
+    fn place_read(&mut self, t: u64, ppa: u32, bytes: u32, cause: Cause) -> u64 {
+        if cause == Cause::Host {
+            return self.read_op(t, ppa, bytes);
+        }
+        let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
+        let done = self.backend_stage(done, bytes as u64);
+        // A read-modify-write or GC read feeds a program of its own group.
+        let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
+        let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        acc.ready = acc.ready.max(done);
+        t
+    }
+
+    /// Place a program of the IU at `ppa` for a command at `t`: it joins its frontier's
+    /// program unit, which is programmed once full. Returns 1 for a host IU (handed to the
+    /// program pipeline), 0 for a GC one.
+    #[inline(always)]
+    fn place_program(&mut self, t: u64, ppa: u32, cause: Cause) -> u64 {
+        let pu = self.addr.program_unit(ppa);
+        let host = cause != Cause::Gc;
+        let group = self.addr.group_of(ppa) as usize;
+        let set = group >> self.group_set_shift;
+        let pipe = &mut self.pipes[group];
+        let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        if acc.count > 0 && acc.pu != pu {
+            // A frontier moved on with a partial unit (never happens with
+            // superblocks made of whole units, kept for safety): program it.
+            let a = *acc;
+            *acc = PuAcc { pu, count: 0, ready: 0 };
+            let end = self.program_op(a.ready.max(t), a.pu);
+            if host {
+                self.release_later(set, end, a.count as u64);
             }
         }
-        let mut ops = ops;
-        ops.clear();
-        self.ops.0 = ops;
-        (read_done, host_ius)
+        if host {
+            self.set_buffers[set].pending_unscheduled += 1;
+        }
+        let pipe = &mut self.pipes[group];
+        let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        if acc.count == 0 {
+            acc.pu = pu;
+            acc.ready = acc.ready.max(t);
+        }
+        acc.count += 1;
+        if acc.count == self.ius_per_pu {
+            let a = *acc;
+            *acc = PuAcc::default();
+            let mut ready = a.ready.max(t);
+            if !host {
+                // Relocated data is encoded and sent to NAND by the same write
+                // data path as host data (which paid for it on admission).
+                ready = self.write_data_stage(ready, a.count as u64 * self.iu_bytes);
+            }
+            let end = self.program_op(ready, a.pu);
+            if host {
+                self.release_later(set, end, a.count as u64);
+            }
+        }
+        host as u64
     }
 
     fn release_later(&mut self, set: usize, at: u64, ius: u64) {
@@ -956,16 +975,16 @@ impl DeviceTiming {
         let ns = ctrl.attached(nsid)?;
         let prot = ns.protection;
         let t1 = self.ctrl_cmd_for(now, prot);
-        let bytes = nlb * ns.lba_bytes as u64;
+        let (bytes, dram) = (nlb * ns.lba_bytes as u64, ns.dram);
         let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        if ns.dram {
+        let mut placer = Placer::new(self, t1);
+        ctrl.read(nsid, slba, nlb, &mut placer)?;
+        let done = placer.read_done;
+        if dram {
             // No NAND: the DRAM, then the link.
-            ctrl.read(nsid, slba, nlb, &mut self.ops)?;
             let done = self.dram_xfer(t1, bytes);
             return Ok(self.link(done, wire, false));
         }
-        ctrl.read(nsid, slba, nlb, &mut self.ops)?;
-        let (done, _) = self.run_ops(t1);
         if self.prchk != 0 && prot.pi != 0 {
             ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
         }
@@ -989,14 +1008,15 @@ impl DeviceTiming {
         let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
         if ns.dram {
             // No NAND and no NAND-bound write path: the link, then the DRAM.
-            ctrl.write(nsid, slba, nlb, &mut self.ops)?;
+            ctrl.write(nsid, slba, nlb, &mut Placer::new(self, t1))?;
             let t2 = self.link(t1, wire, true);
             return Ok(self.dram_xfer(t2, bytes));
         }
         let t2 = self.link(t1, wire, true);
         let t2 = self.write_path(t2, bytes);
-        ctrl.write(nsid, slba, nlb, &mut self.ops)?;
-        let (_, host_ius) = self.run_ops(t2);
+        let mut placer = Placer::new(self, t2);
+        ctrl.write(nsid, slba, nlb, &mut placer)?;
+        let host_ius = placer.host_ius;
         let ack = self.admit(set, t2, host_ius * self.iu_bytes);
         Ok(ack + self.t.ctrl_write_ns.value)
     }
@@ -1018,15 +1038,12 @@ impl DeviceTiming {
         let mut moved = 0;
         while t < until {
             self.tick(ctrl, t);
-            let mut ops = std::mem::take(&mut self.ops);
-            let n = ctrl.idle_gc(chunk, &mut ops);
-            self.ops = ops;
-            let n = n?;
-            if n == 0 && self.ops.0.is_empty() {
+            let mut placer = Placer::new(self, t);
+            let n = ctrl.idle_gc(chunk, &mut placer)?;
+            if n == 0 && placer.placed == 0 {
                 break;
             }
             moved += n;
-            self.run_ops(t);
             // Next chunk once the dies this one used are free again.
             t = self.die_free.iter().copied().max().unwrap_or(t).max(t + 1);
         }
