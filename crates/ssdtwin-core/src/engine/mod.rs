@@ -130,10 +130,9 @@ impl Calendar {
             }
             _ => {}
         }
-        let live = &self.busy[self.head..];
         let mut t = ready;
         // Start at the last interval beginning before `ready`.
-        let mut i = self.head + live.partition_point(|&(s, _)| s < ready).saturating_sub(1);
+        let mut i = self.head + Self::starts_before(&self.busy[self.head..], ready).saturating_sub(1);
         // Look for a gap among a few intervals only: under heavy load the list is long and
         // a gap far back is rare; past the bound the transfer queues at the end.
         let mut budget = 8;
@@ -168,6 +167,24 @@ impl Calendar {
             self.busy.insert(i, (t, t + dur));
         }
         t
+    }
+}
+
+impl Calendar {
+    /// How many of the sorted intervals `live` start before `t` (a `partition_point`).
+    /// A transfer that misses the fast path lands a few intervals before the last (GC
+    /// reads: 1-4 back, rarely 10), so the count is found from the end, in a few steps
+    /// rather than a binary search's; far back, the binary search takes over.
+    #[inline]
+    fn starts_before(live: &[(u64, u64)], t: u64) -> usize {
+        let mut n = live.len();
+        for _ in 0..8 {
+            if n == 0 || live[n - 1].0 < t {
+                return n;
+            }
+            n -= 1;
+        }
+        live[..n].partition_point(|&(s, _)| s < t)
     }
 }
 

@@ -65,6 +65,23 @@ mod calendar_props {
                 }
             }
         }
+
+        /// The count from the end is the binary search it replaced (`partition_point`), near
+        /// the end, far back (the binary search's fallback) and with ties at `t`.
+        #[test]
+        fn starts_before_is_the_partition_point(
+            gaps in proptest::collection::vec((0u64..4, 1u64..4), 0..40),
+            t in 0u64..120,
+        ) {
+            let mut live = Vec::new();
+            let mut at = 0;
+            for (gap, len) in gaps {
+                live.push((at + gap, at + gap + len));
+                at += gap + len;
+            }
+            let want = live.partition_point(|&(s, _)| s < t);
+            prop_assert_eq!(Calendar::starts_before(&live, t), want, "{:?} before {}", live, t);
+        }
     }
 }
 
