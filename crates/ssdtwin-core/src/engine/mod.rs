@@ -290,6 +290,68 @@ impl DieQueue {
     }
 }
 
+/// Where a physical IU lives, for the timelines: its die, its plane (an index over every
+/// die's planes) and its channel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Loc {
+    die: u16,
+    channel: u16,
+    plane: u32,
+}
+
+/// [`Loc`] of every IU, from a table of one stripe per die group: a stripe is a program
+/// unit on each of the group's dies, every group and superblock starts on a stripe
+/// boundary, so IU `ppa` of group `g` sits where IU `ppa mod stripe` of the group's first
+/// stripe does. A lookup is a multiplication and a load, where the decode is four (and
+/// the timing decodes every NAND operation it places).
+#[derive(Clone, Debug)]
+struct LocTable {
+    /// `stripe` entries per group, group-major; empty when too large to stay cached (the
+    /// decode is used then).
+    locs: Vec<Loc>,
+    stripe: u32,
+    stripe_div: FastDiv,
+}
+
+impl LocTable {
+    /// At most this many entries (8 bytes each).
+    const MAX_ENTRIES: usize = 8192;
+
+    fn new(geo: &Geometry, iu_bytes: u64, addr: &Addressing) -> LocTable {
+        let stripe = geo.ius_per_program_unit(iu_bytes).max(1) * geo.dies_per_group();
+        let group_ius = geo.ius_per_superblock(iu_bytes) as u64 * geo.blocks_per_plane as u64;
+        let groups = addr.groups();
+        let fits = (stripe as usize) * (groups as usize) <= Self::MAX_ENTRIES
+            && group_ius % stripe as u64 == 0
+            && group_ius * groups as u64 <= u32::MAX as u64
+            && geo.dies() * geo.planes_per_die <= u16::MAX as u32 + 1;
+        let locs = if fits {
+            (0..groups)
+                .flat_map(|g| (0..stripe).map(move |r| g as u64 * group_ius + r as u64))
+                .map(|ppa| Self::decode(addr, geo.planes_per_die, ppa as u32))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        LocTable { locs, stripe, stripe_div: FastDiv::new(stripe) }
+    }
+
+    #[inline(always)]
+    fn decode(addr: &Addressing, planes: u32, ppa: u32) -> Loc {
+        let (die, channel, plane_in_die) = addr.die_channel_plane(ppa);
+        Loc { die: die as u16, channel: channel as u16, plane: die * planes + plane_in_die }
+    }
+
+    #[inline(always)]
+    fn get(&self, addr: &Addressing, planes: u32, ppa: u32) -> Loc {
+        let r = ppa - self.stripe_div.quotient(ppa) * self.stripe;
+        match self.locs.get((addr.group_of(ppa) * self.stripe + r) as usize) {
+            Some(&loc) => loc,
+            None => Self::decode(addr, planes, ppa),
+        }
+    }
+}
+
 #[derive(Copy, Clone, Debug, Default)]
 struct PuAcc {
     pu: u32,
@@ -321,6 +383,7 @@ pub struct DeviceTiming {
     iu_bytes: u64,
     ius_per_pu: u32,
     addr: Addressing,
+    locs: LocTable,
     /// Divides by the IUs per page (a read's page in its plane's register).
     page_div: FastDiv,
     pages_per_iu: u32,
@@ -449,6 +512,7 @@ impl DeviceTiming {
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),
+            locs: LocTable::new(&geo, iu, &Addressing::new(&geo, iu)),
             page_div: FastDiv::new((page / iu).max(1) as u32),
             pages_per_iu,
             dies,
@@ -620,11 +684,17 @@ impl DeviceTiming {
         cal.reserve(now, t, dur) + dur
     }
 
+    /// Where the IU at `ppa` lives.
+    #[inline(always)]
+    fn loc(&self, ppa: u32) -> Loc {
+        self.locs.get(&self.addr, self.planes, ppa)
+    }
+
     /// Page read of the IU at `ppa` (`bytes` wanted), ready no earlier than `t`; returns when
     /// the data has crossed the channel.
     fn read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
-        let plane = (die * self.planes + plane_in_die) as usize;
+        let loc = self.loc(ppa);
+        let (die, channel, plane) = (loc.die as u32, loc.channel, loc.plane as usize);
         let t_read = self.t.t_read_ns.value;
         let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
         let key = self.page_div.quotient(ppa) as u64;
@@ -651,8 +721,8 @@ impl DeviceTiming {
     /// GC read of one relocated IU: a share φ of a page read on its plane (firmware reads
     /// several IUs of a page at once only part of the time), then its channel transfer.
     fn gc_read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
-        let plane = (die * self.planes + plane_in_die) as usize;
+        let loc = self.loc(ppa);
+        let (die, channel, plane) = (loc.die as u32, loc.channel, loc.plane as usize);
         let cost = self.gc_read_ns;
         let want = t.max(self.plane_free[plane]);
         let start = self.power_slot(want, cost);
@@ -782,7 +852,8 @@ impl DeviceTiming {
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
         let ppa = pu * self.ius_per_pu;
-        let (die, channel, _) = self.addr.die_channel_plane(ppa);
+        let loc = self.loc(ppa);
+        let (die, channel) = (loc.die as u32, loc.channel);
         let d = die as usize;
         let ready = self.backend_stage(ready, self.geo.program_unit_bytes);
         let dur = self.pu_xfer_ns;
