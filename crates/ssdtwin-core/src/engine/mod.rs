@@ -43,17 +43,45 @@ use crate::spec::{DriveSpec, Geometry, TimingSpec};
 use crate::units::NsId;
 use crate::util::FastDiv;
 
-/// Collects the operations the FTL emits for one command.
 #[cfg(test)]
 mod tests;
 
-#[derive(Default)]
-pub struct OpLog(pub Vec<NandOp>);
+/// Places each NAND operation on the drive's timelines as the controller emits it, as of
+/// time `t` (the command's arrival at the NAND stage). No list of operations in between:
+/// the FTL's call sites know each operation's kind and cause, so the placement inlined
+/// there needs no decode of a stored operation, and nothing is pushed and walked again.
+struct Placer<'a> {
+    timing: &'a mut DeviceTiming,
+    t: u64,
+    /// Latest host-read completion so far (`t` before any).
+    read_done: u64,
+    /// Host IUs handed to the program pipeline.
+    host_ius: u64,
+    /// Operations placed (idle GC stops when a chunk emits none).
+    placed: u64,
+}
 
-impl NandSink for OpLog {
+impl<'a> Placer<'a> {
     #[inline]
+    fn new(timing: &'a mut DeviceTiming, t: u64) -> Placer<'a> {
+        Placer { timing, t, read_done: t, host_ius: 0, placed: 0 }
+    }
+}
+
+impl NandSink for Placer<'_> {
+    #[inline(always)]
     fn op(&mut self, op: NandOp) {
-        self.0.push(op);
+        self.placed += 1;
+        match op {
+            NandOp::Read { ppa, bytes, cause } => {
+                let done = self.timing.place_read(self.t, ppa, bytes, cause);
+                self.read_done = self.read_done.max(done);
+            }
+            NandOp::Program { ppa, cause } => {
+                self.host_ius += self.timing.place_program(self.t, ppa, cause);
+            }
+            NandOp::Erase { sb } => self.timing.erase_op(self.t, sb),
+        }
     }
 }
 
@@ -73,6 +101,16 @@ impl Calendar {
     /// Reserve `dur` at the earliest start ≥ `ready`; intervals ending by `now` are dropped
     /// (commands arrive in time order, so nothing can start before `now` again).
     fn reserve(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
+        self.reserve_inline(now, ready, dur)
+    }
+
+    /// [`Calendar::reserve`] inlined at the call sites of the NAND reads, the most
+    /// frequent (GC reads: 2.7 per random write at steady state): a call's register
+    /// saves and restores were a sixth of a reservation's instructions. The other sites
+    /// (host link, programs, controller stages) call the shared copy; inlining the link's
+    /// too cost instructions.
+    #[inline(always)]
+    fn reserve_inline(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
         while self.head < self.busy.len() && self.busy[self.head].1 <= now {
             self.head += 1;
         }
@@ -102,10 +140,9 @@ impl Calendar {
             }
             _ => {}
         }
-        let live = &self.busy[self.head..];
         let mut t = ready;
         // Start at the last interval beginning before `ready`.
-        let mut i = self.head + live.partition_point(|&(s, _)| s < ready).saturating_sub(1);
+        let mut i = self.head + Self::starts_before(&self.busy[self.head..], ready).saturating_sub(1);
         // Look for a gap among a few intervals only: under heavy load the list is long and
         // a gap far back is rare; past the bound the transfer queues at the end.
         let mut budget = 8;
@@ -140,6 +177,24 @@ impl Calendar {
             self.busy.insert(i, (t, t + dur));
         }
         t
+    }
+}
+
+impl Calendar {
+    /// How many of the sorted intervals `live` start before `t` (a `partition_point`).
+    /// A transfer that misses the fast path lands a few intervals before the last (GC
+    /// reads: 1-4 back, rarely 10), so the count is found from the end, in a few steps
+    /// rather than a binary search's; far back, the binary search takes over.
+    #[inline]
+    fn starts_before(live: &[(u64, u64)], t: u64) -> usize {
+        let mut n = live.len();
+        for _ in 0..8 {
+            if n == 0 || live[n - 1].0 < t {
+                return n;
+            }
+            n -= 1;
+        }
+        live[..n].partition_point(|&(s, _)| s < t)
     }
 }
 
@@ -245,6 +300,68 @@ impl DieQueue {
     }
 }
 
+/// Where a physical IU lives, for the timelines: its die, its plane (an index over every
+/// die's planes) and its channel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct Loc {
+    die: u16,
+    channel: u16,
+    plane: u32,
+}
+
+/// [`Loc`] of every IU, from a table of one stripe per die group: a stripe is a program
+/// unit on each of the group's dies, every group and superblock starts on a stripe
+/// boundary, so IU `ppa` of group `g` sits where IU `ppa mod stripe` of the group's first
+/// stripe does. A lookup is a multiplication and a load, where the decode is four (and
+/// the timing decodes every NAND operation it places).
+#[derive(Clone, Debug)]
+struct LocTable {
+    /// `stripe` entries per group, group-major; empty when too large to stay cached (the
+    /// decode is used then).
+    locs: Vec<Loc>,
+    stripe: u32,
+    stripe_div: FastDiv,
+}
+
+impl LocTable {
+    /// At most this many entries (8 bytes each).
+    const MAX_ENTRIES: usize = 8192;
+
+    fn new(geo: &Geometry, iu_bytes: u64, addr: &Addressing) -> LocTable {
+        let stripe = geo.ius_per_program_unit(iu_bytes).max(1) * geo.dies_per_group();
+        let group_ius = geo.ius_per_superblock(iu_bytes) as u64 * geo.blocks_per_plane as u64;
+        let groups = addr.groups();
+        let fits = (stripe as usize) * (groups as usize) <= Self::MAX_ENTRIES
+            && group_ius % stripe as u64 == 0
+            && group_ius * groups as u64 <= u32::MAX as u64
+            && geo.dies() * geo.planes_per_die <= u16::MAX as u32 + 1;
+        let locs = if fits {
+            (0..groups)
+                .flat_map(|g| (0..stripe).map(move |r| g as u64 * group_ius + r as u64))
+                .map(|ppa| Self::decode(addr, geo.planes_per_die, ppa as u32))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        LocTable { locs, stripe, stripe_div: FastDiv::new(stripe) }
+    }
+
+    #[inline(always)]
+    fn decode(addr: &Addressing, planes: u32, ppa: u32) -> Loc {
+        let (die, channel, plane_in_die) = addr.die_channel_plane(ppa);
+        Loc { die: die as u16, channel: channel as u16, plane: die * planes + plane_in_die }
+    }
+
+    #[inline(always)]
+    fn get(&self, addr: &Addressing, planes: u32, ppa: u32) -> Loc {
+        let r = ppa - self.stripe_div.quotient(ppa) * self.stripe;
+        match self.locs.get((addr.group_of(ppa) * self.stripe + r) as usize) {
+            Some(&loc) => loc,
+            None => Self::decode(addr, planes, ppa),
+        }
+    }
+}
+
 #[derive(Copy, Clone, Debug, Default)]
 struct PuAcc {
     pu: u32,
@@ -276,6 +393,7 @@ pub struct DeviceTiming {
     iu_bytes: u64,
     ius_per_pu: u32,
     addr: Addressing,
+    locs: LocTable,
     /// Divides by the IUs per page (a read's page in its plane's register).
     page_div: FastDiv,
     pages_per_iu: u32,
@@ -322,7 +440,6 @@ pub struct DeviceTiming {
     power_state: u8,
     /// Suspends allowed per program/erase in the current power state.
     max_suspends: u32,
-    ops: OpLog,
     /// DRAM namespaces: (latency ns, bandwidth bytes/s) and when the DRAM is next free.
     dram: Option<(u64, u64)>,
     dram_free: u64,
@@ -405,6 +522,7 @@ impl DeviceTiming {
             iu_bytes: iu,
             ius_per_pu: geo.ius_per_program_unit(iu),
             addr: Addressing::new(&geo, iu),
+            locs: LocTable::new(&geo, iu, &Addressing::new(&geo, iu)),
             page_div: FastDiv::new((page / iu).max(1) as u32),
             pages_per_iu,
             dies,
@@ -425,7 +543,6 @@ impl DeviceTiming {
             tokens: None,
             power_state: u8::MAX,
             max_suspends: t.max_suspends_per_op.value,
-            ops: OpLog::default(),
             dram: spec.dram_namespace.as_ref().map(|d| (d.latency_ns.value, d.bytes_per_s.value)),
             dram_free: 0,
             clock_epoch_ns: None,
@@ -577,11 +694,17 @@ impl DeviceTiming {
         cal.reserve(now, t, dur) + dur
     }
 
+    /// Where the IU at `ppa` lives.
+    #[inline(always)]
+    fn loc(&self, ppa: u32) -> Loc {
+        self.locs.get(&self.addr, self.planes, ppa)
+    }
+
     /// Page read of the IU at `ppa` (`bytes` wanted), ready no earlier than `t`; returns when
     /// the data has crossed the channel.
     fn read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
-        let plane = (die * self.planes + plane_in_die) as usize;
+        let loc = self.loc(ppa);
+        let (die, channel, plane) = (loc.die as u32, loc.channel, loc.plane as usize);
         let t_read = self.t.t_read_ns.value;
         let pages = if self.pages_per_iu > 1 { (bytes as u64).div_ceil(self.geo.page_bytes as u64).max(1) as u32 } else { 1 };
         let key = self.page_div.quotient(ppa) as u64;
@@ -602,14 +725,14 @@ impl DeviceTiming {
             self.plane_page[plane] = (key, ready);
         }
         let dur = self.chan_xfer_ns(bytes as u64);
-        self.channels[channel as usize].reserve(self.now, ready, dur) + dur
+        self.channels[channel as usize].reserve_inline(self.now, ready, dur) + dur
     }
 
     /// GC read of one relocated IU: a share φ of a page read on its plane (firmware reads
     /// several IUs of a page at once only part of the time), then its channel transfer.
     fn gc_read_op(&mut self, t: u64, ppa: u32, bytes: u32) -> u64 {
-        let (die, channel, plane_in_die) = self.addr.die_channel_plane(ppa);
-        let plane = (die * self.planes + plane_in_die) as usize;
+        let loc = self.loc(ppa);
+        let (die, channel, plane) = (loc.die as u32, loc.channel, loc.plane as usize);
         let cost = self.gc_read_ns;
         let want = t.max(self.plane_free[plane]);
         let start = self.power_slot(want, cost);
@@ -619,7 +742,7 @@ impl DeviceTiming {
         // GC reads are scheduled between the die's programs (no suspend): its work slips.
         self.die_slip(die as usize, start, cost);
         let dur = self.chan_xfer_ns(bytes as u64);
-        self.channels[channel as usize].reserve(self.now, end, dur) + dur
+        self.channels[channel as usize].reserve_inline(self.now, end, dur) + dur
     }
 
     /// Forget the die's operations that ended before the current command arrived.
@@ -739,7 +862,8 @@ impl DeviceTiming {
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
         let ppa = pu * self.ius_per_pu;
-        let (die, channel, _) = self.addr.die_channel_plane(ppa);
+        let loc = self.loc(ppa);
+        let (die, channel) = (loc.die as u32, loc.channel);
         let d = die as usize;
         let ready = self.backend_stage(ready, self.geo.program_unit_bytes);
         let dur = self.pu_xfer_ns;
@@ -768,76 +892,69 @@ impl DeviceTiming {
         }
     }
 
-    /// Place the operations in `self.ops` on the timelines, as of time `t`.
-    /// Returns (latest host-read completion, host IUs handed to the program pipeline).
-    fn run_ops(&mut self, t: u64) -> (u64, u64) {
-        let ops = std::mem::take(&mut self.ops.0);
-        let mut read_done = t;
-        let mut host_ius = 0;
-        for op in &ops {
-            match *op {
-                NandOp::Read { ppa, bytes, cause } => {
-                    let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
-                    if cause == Cause::Host {
-                        read_done = read_done.max(done);
-                    } else {
-                        let done = self.backend_stage(done, bytes as u64);
-                        // A read-modify-write or GC read feeds a program of its own group.
-                        let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
-                        let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                        acc.ready = acc.ready.max(done);
-                    }
-                }
-                NandOp::Program { ppa, cause } => {
-                    let pu = self.addr.program_unit(ppa);
-                    let host = cause != Cause::Gc;
-                    let group = self.addr.group_of(ppa) as usize;
-                    let set = group >> self.group_set_shift;
-                    let pipe = &mut self.pipes[group];
-                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                    if acc.count > 0 && acc.pu != pu {
-                        // A frontier moved on with a partial unit (never happens with
-                        // superblocks made of whole units, kept for safety): program it.
-                        let a = *acc;
-                        *acc = PuAcc { pu, count: 0, ready: 0 };
-                        let end = self.program_op(a.ready.max(t), a.pu);
-                        if host {
-                            self.release_later(set, end, a.count as u64);
-                        }
-                    }
-                    if host {
-                        host_ius += 1;
-                        self.set_buffers[set].pending_unscheduled += 1;
-                    }
-                    let pipe = &mut self.pipes[group];
-                    let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
-                    if acc.count == 0 {
-                        acc.pu = pu;
-                        acc.ready = acc.ready.max(t);
-                    }
-                    acc.count += 1;
-                    if acc.count == self.ius_per_pu {
-                        let a = *acc;
-                        *acc = PuAcc::default();
-                        let mut ready = a.ready.max(t);
-                        if !host {
-                            // Relocated data is encoded and sent to NAND by the same write
-                            // data path as host data (which paid for it on admission).
-                            ready = self.write_data_stage(ready, a.count as u64 * self.iu_bytes);
-                        }
-                        let end = self.program_op(ready, a.pu);
-                        if host {
-                            self.release_later(set, end, a.count as u64);
-                        }
-                    }
-                }
-                NandOp::Erase { sb } => self.erase_op(t, sb),
+    /// Place a read of the IU at `ppa` (`bytes`) for a command at `t`; returns when a host
+    /// read's data has crossed the channel (`t` for the FTL's own reads, which feed a
+    /// program instead).
+    #[inline(always)]
+    fn place_read(&mut self, t: u64, ppa: u32, bytes: u32, cause: Cause) -> u64 {
+        if cause == Cause::Host {
+            return self.read_op(t, ppa, bytes);
+        }
+        let done = if cause == Cause::Gc { self.gc_read_op(t, ppa, bytes) } else { self.read_op(t, ppa, bytes) };
+        let done = self.backend_stage(done, bytes as u64);
+        // A read-modify-write or GC read feeds a program of its own group.
+        let pipe = &mut self.pipes[self.addr.group_of(ppa) as usize];
+        let acc = if cause == Cause::Rmw { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        acc.ready = acc.ready.max(done);
+        t
+    }
+
+    /// Place a program of the IU at `ppa` for a command at `t`: it joins its frontier's
+    /// program unit, which is programmed once full. Returns 1 for a host IU (handed to the
+    /// program pipeline), 0 for a GC one.
+    #[inline(always)]
+    fn place_program(&mut self, t: u64, ppa: u32, cause: Cause) -> u64 {
+        let pu = self.addr.program_unit(ppa);
+        let host = cause != Cause::Gc;
+        let group = self.addr.group_of(ppa) as usize;
+        let set = group >> self.group_set_shift;
+        let pipe = &mut self.pipes[group];
+        let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        if acc.count > 0 && acc.pu != pu {
+            // A frontier moved on with a partial unit (never happens with
+            // superblocks made of whole units, kept for safety): program it.
+            let a = *acc;
+            *acc = PuAcc { pu, count: 0, ready: 0 };
+            let end = self.program_op(a.ready.max(t), a.pu);
+            if host {
+                self.release_later(set, end, a.count as u64);
             }
         }
-        let mut ops = ops;
-        ops.clear();
-        self.ops.0 = ops;
-        (read_done, host_ius)
+        if host {
+            self.set_buffers[set].pending_unscheduled += 1;
+        }
+        let pipe = &mut self.pipes[group];
+        let acc = if host { &mut pipe.host_pu } else { &mut pipe.gc_pu };
+        if acc.count == 0 {
+            acc.pu = pu;
+            acc.ready = acc.ready.max(t);
+        }
+        acc.count += 1;
+        if acc.count == self.ius_per_pu {
+            let a = *acc;
+            *acc = PuAcc::default();
+            let mut ready = a.ready.max(t);
+            if !host {
+                // Relocated data is encoded and sent to NAND by the same write
+                // data path as host data (which paid for it on admission).
+                ready = self.write_data_stage(ready, a.count as u64 * self.iu_bytes);
+            }
+            let end = self.program_op(ready, a.pu);
+            if host {
+                self.release_later(set, end, a.count as u64);
+            }
+        }
+        host as u64
     }
 
     fn release_later(&mut self, set: usize, at: u64, ius: u64) {
@@ -956,16 +1073,16 @@ impl DeviceTiming {
         let ns = ctrl.attached(nsid)?;
         let prot = ns.protection;
         let t1 = self.ctrl_cmd_for(now, prot);
-        let bytes = nlb * ns.lba_bytes as u64;
+        let (bytes, dram) = (nlb * ns.lba_bytes as u64, ns.dram);
         let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        if ns.dram {
+        let mut placer = Placer::new(self, t1);
+        ctrl.read(nsid, slba, nlb, &mut placer)?;
+        let done = placer.read_done;
+        if dram {
             // No NAND: the DRAM, then the link.
-            ctrl.read(nsid, slba, nlb, &mut self.ops)?;
             let done = self.dram_xfer(t1, bytes);
             return Ok(self.link(done, wire, false));
         }
-        ctrl.read(nsid, slba, nlb, &mut self.ops)?;
-        let (done, _) = self.run_ops(t1);
         if self.prchk != 0 && prot.pi != 0 {
             ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
         }
@@ -989,14 +1106,15 @@ impl DeviceTiming {
         let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
         if ns.dram {
             // No NAND and no NAND-bound write path: the link, then the DRAM.
-            ctrl.write(nsid, slba, nlb, &mut self.ops)?;
+            ctrl.write(nsid, slba, nlb, &mut Placer::new(self, t1))?;
             let t2 = self.link(t1, wire, true);
             return Ok(self.dram_xfer(t2, bytes));
         }
         let t2 = self.link(t1, wire, true);
         let t2 = self.write_path(t2, bytes);
-        ctrl.write(nsid, slba, nlb, &mut self.ops)?;
-        let (_, host_ius) = self.run_ops(t2);
+        let mut placer = Placer::new(self, t2);
+        ctrl.write(nsid, slba, nlb, &mut placer)?;
+        let host_ius = placer.host_ius;
         let ack = self.admit(set, t2, host_ius * self.iu_bytes);
         Ok(ack + self.t.ctrl_write_ns.value)
     }
@@ -1018,15 +1136,12 @@ impl DeviceTiming {
         let mut moved = 0;
         while t < until {
             self.tick(ctrl, t);
-            let mut ops = std::mem::take(&mut self.ops);
-            let n = ctrl.idle_gc(chunk, &mut ops);
-            self.ops = ops;
-            let n = n?;
-            if n == 0 && self.ops.0.is_empty() {
+            let mut placer = Placer::new(self, t);
+            let n = ctrl.idle_gc(chunk, &mut placer)?;
+            if n == 0 && placer.placed == 0 {
                 break;
             }
             moved += n;
-            self.run_ops(t);
             // Next chunk once the dies this one used are free again.
             t = self.die_free.iter().copied().max().unwrap_or(t).max(t + 1);
         }

@@ -65,6 +65,23 @@ mod calendar_props {
                 }
             }
         }
+
+        /// The count from the end is the binary search it replaced (`partition_point`), near
+        /// the end, far back (the binary search's fallback) and with ties at `t`.
+        #[test]
+        fn starts_before_is_the_partition_point(
+            gaps in proptest::collection::vec((0u64..4, 1u64..4), 0..40),
+            t in 0u64..120,
+        ) {
+            let mut live = Vec::new();
+            let mut at = 0;
+            for (gap, len) in gaps {
+                live.push((at + gap, at + gap + len));
+                at += gap + len;
+            }
+            let want = live.partition_point(|&(s, _)| s < t);
+            prop_assert_eq!(Calendar::starts_before(&live, t), want, "{:?} before {}", live, t);
+        }
     }
 }
 
@@ -303,5 +320,56 @@ mod die_queue {
                 prop_assert_eq!(&got, &naive);
             }
         }
+    }
+}
+
+/// The timing's table of IU locations gives the decode's (die, channel, plane) for every
+/// IU, with one die group and with several (NVM Sets, FTL partitions), and a geometry too
+/// large for the table falls back to the decode.
+mod loc_table {
+    use super::super::{DeviceTiming, LocTable};
+    use crate::nand::Addressing;
+    use crate::nvme::FtlConfig;
+    use crate::spec::DriveSpec;
+
+    fn check(spec: &DriveSpec, want_table: bool) {
+        let cfg = FtlConfig::from_spec(spec);
+        let geo = spec.geometry();
+        let addr = Addressing::new(&geo, cfg.iu_bytes as u64);
+        let table = LocTable::new(&geo, cfg.iu_bytes as u64, &addr);
+        assert_eq!(!table.locs.is_empty(), want_table, "{}: table built", spec.drive.name);
+        let n = cfg.physical_ius();
+        // Every IU of the first and last few stripes of each group, and a stride through all.
+        let step = (n / 200_003).max(1);
+        let ppas = (0..n.min(100_000)).chain((n.saturating_sub(100_000)..n).rev()).chain((0..n).step_by(step as usize));
+        for ppa in ppas {
+            let want = LocTable::decode(&addr, geo.planes_per_die, ppa);
+            assert_eq!(table.get(&addr, geo.planes_per_die, ppa), want, "{} IU {ppa}", spec.drive.name);
+        }
+        // The timing uses the same table.
+        let dt = DeviceTiming::new(spec, &cfg).unwrap();
+        assert_eq!(dt.locs.locs.len(), table.locs.len());
+    }
+
+    #[test]
+    fn table_is_the_decode() {
+        let cm6 = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+        check(&cm6, true);
+        check(&cm6.with_partitions(4).unwrap(), true);
+        let pb5 = DriveSpec::preset("memblaze-pblaze5-910-3.84t").unwrap().scaled(256).unwrap();
+        let sets = pb5.with_nvm_sets(4).unwrap();
+        assert_eq!(sets.geometry().groups, 4);
+        check(&sets, true);
+        let both = sets.with_partitions(2).unwrap();
+        assert_eq!(both.geometry().groups, 8);
+        check(&both, true);
+    }
+
+    #[test]
+    fn a_large_stripe_uses_the_decode() {
+        let mut spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+        // 16 KiB pages x 2 planes x 3 bits / 512 B IUs: 192 IUs per program unit x 64 dies.
+        spec.ftl.iu_bytes.value = 512;
+        check(&spec, false);
     }
 }

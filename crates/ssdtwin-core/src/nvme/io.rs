@@ -47,6 +47,7 @@ impl Controller {
         self.check_write_u32(nsid.0, slba, nlb)
     }
 
+    #[inline]
     fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
         self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?;

@@ -116,8 +116,16 @@ impl Controller {
     /// A write or deallocation of `[slba, slba + nlb)` (or a whole namespace with `None`:
     /// format, delete, sanitize) replaces what was injected there: unrecoverable blocks and
     /// corrupted protection information.
-    #[inline]
+    #[inline(always)]
     pub(super) fn repair_media(&mut self, nsid: u32, range: Option<(u64, u64)>) {
+        // Nothing injected (every write of a normal run): two checks at the call site.
+        if !self.st.pi_errors.is_empty() || !self.st.unrecoverable.is_empty() {
+            self.repair_injected(nsid, range);
+        }
+    }
+
+    #[cold]
+    fn repair_injected(&mut self, nsid: u32, range: Option<(u64, u64)>) {
         if !self.st.pi_errors.is_empty() {
             self.repair_pi(nsid, range);
         }
