@@ -106,20 +106,13 @@ impl AxMap {
 
     /// Set the bit and propagate full words upwards.
     fn set_bits_in_word(&mut self, b: u64, mask: u64) {
-        let mut w = (b / 64) as usize;
+        let w = (b / 64) as usize;
         self.levels[0][w] |= mask;
-        for l in 1..self.levels.len() {
-            if self.levels[l - 1][w] != u64::MAX {
-                break;
-            }
-            let (pw, bit) = (w / 64, w % 64);
-            self.levels[l][pw] |= 1 << bit;
-            w = pw;
-        }
+        self.propagate_full(w);
     }
 
-    /// Word `w` of level 0 is full: set its bit in the level above, and so on up while
-    /// the words fill (`set_bits_in_word`'s loop).
+    /// If word `w` of level 0 is full, set its bit in the level above, and so on up while
+    /// the words fill.
     fn propagate_full(&mut self, mut w: usize) {
         for l in 1..self.levels.len() {
             if self.levels[l - 1][w] != u64::MAX {
