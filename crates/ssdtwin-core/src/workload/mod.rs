@@ -14,11 +14,29 @@ pub mod trace;
 
 use dist::{zone_index, AxMap, GaussState, ZipfState, ZoneIndex};
 use fiorand::{jhash, FioRand, Lfsr};
+use serde::{Deserialize, Serialize};
 
 pub use spec::{
-    BsSpec, Ddir, ExitWhat, JobError, JobSpec, LogSpec, PerDir, RandomDistribution, RateProcess, SsMetric, SteadyStateSpec,
-    ThinktimeBlocksType, Zone,
+    BsSpec, ExitWhat, JobError, JobSpec, LogSpec, PerDir, RandomDistribution, RateProcess, SsMetric, SteadyStateSpec, ThinktimeBlocksType,
+    Zone,
 };
+
+/// An I/O's direction (fio's `ddir`); the job contract (spec.rs) and the trace readers
+/// (trace/) both name it, so it lives here, above both.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ddir {
+    Read,
+    Write,
+    Trim,
+}
+
+impl Ddir {
+    pub const ALL: [Ddir; 3] = [Ddir::Read, Ddir::Write, Ddir::Trim];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
 
 /// One I/O to issue.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -5,22 +5,7 @@ use crate::progress::Budget;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use super::trace;
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Ddir {
-    Read,
-    Write,
-    Trim,
-}
-
-impl Ddir {
-    pub const ALL: [Ddir; 3] = [Ddir::Read, Ddir::Write, Ddir::Trim];
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
+use super::{trace, Ddir};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
