@@ -23,7 +23,7 @@ def test_bench_ftl_json_and_table() -> None:
     assert res["maps_bytes"] == benchmarks.maps_bytes(Drive.in_memory(CM6, scale=256).ftl_info())
     for when in ("rmw_before", "rmw_after"):
         m = res[when]
-        assert m["array_bytes"] == res["maps_bytes"] and m["ops"] == 200_000 and m["inflight"] == 32 and m["rmw_per_s"] > 0
+        assert m["array_bytes"] == res["l2p_bytes"] and m["ops"] == 200_000 and m["inflight"] == 32 and m["rmw_per_s"] > 0
     # The same seed, size and count: the same addresses and values, whatever the timing.
     assert res["rmw_before"]["checksum"] == res["rmw_after"]["checksum"]
     c = res["counted_rand_4k"]

@@ -1,8 +1,9 @@
 //! The machine's side of `ssdtwin bench ftl`: how many random read-modify-writes
 //! per second one core (or `threads` cores, each over its own part of the array) sustains
-//! over an array the size of the FTL's maps, with many misses in flight. Fast-forward at full scale is bound by exactly that (each host write costs a
-//! few random map lines, counted by `Drive.precondition_touches`), so the bench prints both
-//! and the distance between them. A benchmark, not the model: it reads the wall clock.
+//! over an array the size of the FTL's L2P (where every random map line of a host write
+//! is), with many misses in flight. Fast-forward at full scale is bound by exactly that
+//! (each host write costs a few random map lines, counted by `Drive.precondition_touches`),
+//! so the bench prints both and the distance between them. A benchmark, not the model: it reads the wall clock.
 
 use pyo3::prelude::*;
 use serde::Serialize;

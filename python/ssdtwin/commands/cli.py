@@ -992,7 +992,7 @@ def bench_ftl(
 ) -> None:
     """Fast-forward FTL speed against the machine's bound: precondition (seq 2x, rand 2x), steady
     random 4 KiB writes, random map lines per write, and the machine's random read-modify-write
-    rate over an array of the maps' size, on as many cores as fast-forward uses (docs/performance.md).
+    rate over an array of the L2P's size, on as many cores as fast-forward uses (docs/performance.md).
     Table on stderr; -o json: JSON on stdout."""
     from ..studies.benchmarks import maps_bytes, mem_available_bytes, run_ftl_bench
 
