@@ -1169,24 +1169,35 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let ns = ctrl.attached(nsid)?;
-        let prot = ns.protection;
-        let t1 = self.ctrl_cmd_for(now, prot);
-        let (bytes, set) = (nlb * ns.lba_bytes as u64, ns.nvm_set as usize);
-        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        if ns.dram {
-            // No NAND and no NAND-bound write path: the link, then the DRAM.
-            ctrl.write(nsid, slba, nlb, &mut Placer::new(self, t1))?;
+        // The controller looks the namespace up once and asks for the sink in between (after
+        // the command processor, the link and the write path are reserved, as before).
+        let (mut t1, mut seen) = (0, None);
+        let (t1_out, seen_out) = (&mut t1, &mut seen);
+        let placer = ctrl.write_timed(nsid, slba, nlb, move |ns| {
+            *seen_out = Some(ns);
+            let t1 = self.ctrl_cmd_for(now, ns.protection);
+            *t1_out = t1;
+            if ns.dram {
+                // No NAND and no NAND-bound write path: the link, then the DRAM (below).
+                return Placer::new(self, t1);
+            }
+            let bytes = nlb * ns.lba_bytes as u64;
+            let wire = bytes + ns.protection.host_metadata_bytes(nlb, self.pract);
             let t2 = self.link(t1, wire, true);
-            return Ok(self.dram_xfer(t2, bytes));
+            let t2 = self.write_path(t2, bytes);
+            Placer::new(self, t2)
+        })?;
+        let (t2, host_ius) = (placer.t, placer.host_ius);
+        let timing = placer.timing;
+        let ns = seen.expect("the sink was asked for");
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            let wire = bytes + ns.protection.host_metadata_bytes(nlb, timing.pract);
+            let t2 = timing.link(t1, wire, true);
+            return Ok(timing.dram_xfer(t2, bytes));
         }
-        let t2 = self.link(t1, wire, true);
-        let t2 = self.write_path(t2, bytes);
-        let mut placer = Placer::new(self, t2);
-        ctrl.write(nsid, slba, nlb, &mut placer)?;
-        let host_ius = placer.host_ius;
-        let ack = self.admit(set, t2, host_ius * self.iu_bytes);
-        Ok(ack + self.t.ctrl_write_ns.value)
+        let ack = timing.admit(ns.nvm_set as usize, t2, host_ius * timing.iu_bytes);
+        Ok(ack + timing.t.ctrl_write_ns.value)
     }
 
     /// Dataset Management (deallocate) arriving at `now`.
