@@ -1140,24 +1140,30 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let ns = ctrl.attached(nsid)?;
+        // One look-up of the namespace; the command processor is reserved in between, as before.
+        let mut seen = None;
+        let seen_out = &mut seen;
+        let (placer, _) = ctrl.read_timed(nsid, slba, nlb, move |ns| {
+            *seen_out = Some(ns);
+            let t1 = self.ctrl_cmd_for(now, ns.protection);
+            Placer::new(self, t1)
+        })?;
+        let (t1, done) = (placer.t, placer.read_done);
+        let timing = placer.timing;
+        let ns = seen.expect("the sink was asked for");
         let prot = ns.protection;
-        let t1 = self.ctrl_cmd_for(now, prot);
-        let (bytes, dram) = (nlb * ns.lba_bytes as u64, ns.dram);
-        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        let mut placer = Placer::new(self, t1);
-        ctrl.read(nsid, slba, nlb, &mut placer)?;
-        let done = placer.read_done;
-        if dram {
+        let bytes = nlb * ns.lba_bytes as u64;
+        let wire = bytes + prot.host_metadata_bytes(nlb, timing.pract);
+        if ns.dram {
             // No NAND: the DRAM, then the link.
-            let done = self.dram_xfer(t1, bytes);
-            return Ok(self.link(done, wire, false));
+            let done = timing.dram_xfer(t1, bytes);
+            return Ok(timing.link(done, wire, false));
         }
-        if self.prchk != 0 && prot.pi != 0 {
-            ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
+        if timing.prchk != 0 && prot.pi != 0 {
+            ctrl.check_pi(nsid, slba, nlb, timing.prchk)?;
         }
-        let t3 = self.link(done, wire, false);
-        Ok(t3 + self.t.ctrl_read_ns.value)
+        let t3 = timing.link(done, wire, false);
+        Ok(t3 + timing.t.ctrl_read_ns.value)
     }
 
     /// A write command arriving at `now`; returns when it is acknowledged.

@@ -30,6 +30,17 @@ pub struct ReadSummary {
     pub unmapped_ius: u32,
 }
 
+impl ReadSummary {
+    #[inline(always)]
+    fn count(&mut self, source: ReadSource) {
+        match source {
+            ReadSource::Nand { .. } => self.nand_ius += 1,
+            ReadSource::Buffer => self.buffer_ius += 1,
+            ReadSource::Unmapped => self.unmapped_ius += 1,
+        }
+    }
+}
+
 impl Controller {
     /// The namespace, if it exists and is attached (I/O needs both).
     pub fn attached(&self, nsid: NsId) -> Result<&Namespace, Error> {
@@ -232,6 +243,41 @@ impl Controller {
         }
     }
 
+    /// A Read command as the timed engine issues it, with one look-up of the namespace:
+    /// [`Controller::attached`] then [`Controller::read`], with `place` called in between
+    /// (see [`Controller::write_timed`]); returns the sink and the read's summary.
+    #[inline]
+    pub fn read_timed<S: NandSink>(
+        &mut self,
+        nsid: NsId,
+        slba: u64,
+        nlb: u64,
+        place: impl FnOnce(NsTiming) -> S,
+    ) -> Result<(S, ReadSummary), Error> {
+        let id = nsid.0;
+        let ns = match self.st.namespaces.get(&id) {
+            Some(ns) if ns.attached => ns,
+            _ => return Err(self.not_attached_error(id)),
+        };
+        let info = NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram };
+        let mut sink = place(info);
+        if info.dram || self.ftl.is_none() || !self.st.unrecoverable.is_empty() {
+            // The general path (checks again, in the same order; media errors; loads the maps).
+            let sum = self.read(nsid, slba, nlb, &mut sink)?;
+            return Ok((sink, sum));
+        }
+        // `read`'s checks but the namespace's: it exists and is attached (above).
+        let checked = self.check_ana_io(id).and_then(|_| self.check_not_sanitizing()).and_then(|_| Self::check_range(ns, slba, nlb));
+        if let Err(e) = checked {
+            return Err(self.log_io_error(e, logs::OPC_READ, id, slba));
+        }
+        let ftl = self.ftl.as_mut().expect("loaded");
+        let mut sum = ReadSummary::default();
+        Self::for_each_iu(&self.cfg, ns, slba, nlb, |iu, mask| sum.count(ftl.read(iu, mask, &mut sink)));
+        self.after_read(info.nvm_set as usize, nlb * info.lba_bytes as u64);
+        Ok((sink, sum))
+    }
+
     /// Read command.
     pub fn read<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<ReadSummary, Error> {
         let nsid = nsid.0;
@@ -255,17 +301,19 @@ impl Controller {
         }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
-        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
-            ReadSource::Nand { .. } => sum.nand_ius += 1,
-            ReadSource::Buffer => sum.buffer_ius += 1,
-            ReadSource::Unmapped => sum.unmapped_ius += 1,
-        });
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| sum.count(ftl.read(iu, mask, sink)));
+        self.after_read(set, bytes);
+        Ok(sum)
+    }
+
+    /// The counters of a Read of `bytes` the FTL has served.
+    #[inline]
+    fn after_read(&mut self, set: usize, bytes: u64) {
         self.st.smart.host_read_commands += 1;
         self.st.smart.data_units_read_512 += bytes / 512;
         if let Some(c) = self.st.set_commands.get_mut(set) {
             c.host_read_commands += 1;
         }
-        Ok(sum)
     }
 
     /// `commands` Read commands of `nlb` blocks in all on `nsid`, counted as reads served
