@@ -425,8 +425,11 @@ mod merged_slips {
         dt
     }
 
-    /// Every die's queue (true times) and next free time, and every plane's.
-    fn state(dt: &mut DeviceTiming) -> (Vec<Vec<(u64, u64, u32)>>, Vec<u64>, Vec<u64>) {
+    /// Every die's queue (start, end, suspends: true times), every die's next free time and
+    /// every plane's.
+    type State = (Vec<Vec<(u64, u64, u32)>>, Vec<u64>, Vec<u64>);
+
+    fn state(dt: &mut DeviceTiming) -> State {
         dt.settle_slip();
         let queues = dt.die_ops.iter_mut().map(|q| q.materialize().iter().map(|o| (o.start, o.end, o.suspends)).collect()).collect();
         (queues, dt.die_free.clone(), dt.plane_free.clone())
