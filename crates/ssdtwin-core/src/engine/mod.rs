@@ -83,6 +83,15 @@ impl NandSink for Placer<'_> {
             NandOp::Erase { sb } => self.timing.erase_op(self.t, sb),
         }
     }
+
+    /// A GC copy's read and program, placed as `op` places them (a GC read's completion is
+    /// `t`, which `read_done` already is at least).
+    #[inline(always)]
+    fn gc_copy(&mut self, from: u32, to: u32, bytes: u32) {
+        self.placed += 2;
+        self.timing.place_read(self.t, from, bytes, Cause::Gc);
+        self.timing.place_program(self.t, to, Cause::Gc);
+    }
 }
 
 /// Reservations on a shared transfer resource (a NAND channel, a direction of the host

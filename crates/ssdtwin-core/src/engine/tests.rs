@@ -470,5 +470,26 @@ mod merged_slips {
             }
             prop_assert_eq!(state(&mut a), state(&mut b));
         }
+
+        /// The placer's one-call GC copy places what its read then its program placed one
+        /// by one place: the same operations counted, the same completion, the same
+        /// timelines (programs of full units included).
+        #[test]
+        fn a_gc_copy_is_its_read_then_its_program(copies in proptest::collection::vec((0u32..4096, 0u32..4096, 0u64..200_000), 1..120)) {
+            use super::super::Placer;
+            use crate::nand::{Cause, NandOp, NandSink};
+            let (mut a, mut b) = (timing(true), timing(true));
+            for (from, to, t) in copies {
+                let mut pa = Placer::new(&mut a, t);
+                pa.gc_copy(from, to, 4096);
+                let got = (pa.placed, pa.read_done, pa.host_ius);
+                let mut pb = Placer::new(&mut b, t);
+                pb.op(NandOp::Read { ppa: from, bytes: 4096, cause: Cause::Gc });
+                pb.op(NandOp::Program { ppa: to, cause: Cause::Gc });
+                prop_assert_eq!(got, (pb.placed, pb.read_done, pb.host_ius));
+            }
+            prop_assert_eq!(state(&mut a), state(&mut b));
+            prop_assert_eq!(format!("{:?}", a.pipes), format!("{:?}", b.pipes));
+        }
     }
 }
