@@ -83,6 +83,15 @@ impl NandSink for Placer<'_> {
             NandOp::Erase { sb } => self.timing.erase_op(self.t, sb),
         }
     }
+
+    /// A GC copy's read and program, placed as `op` places them (a GC read's completion is
+    /// `t`, which `read_done` already is at least).
+    #[inline(always)]
+    fn gc_copy(&mut self, from: u32, to: u32, bytes: u32) {
+        self.placed += 2;
+        self.timing.place_read(self.t, from, bytes, Cause::Gc);
+        self.timing.place_program(self.t, to, Cause::Gc);
+    }
 }
 
 /// Reservations on a shared transfer resource (a NAND channel, a direction of the host
@@ -387,6 +396,26 @@ struct SetBuffer {
     admit_at: u64,
 }
 
+/// The slip GC reads put on one die's work, not applied to its queue yet: `delta` ns from
+/// `at`, as of arrival `now` (0 = nothing pending).
+///
+/// Why: a victim's valid IUs are read in order, so a relocation's reads mostly follow each
+/// other on one plane, each starting where the one before ended. Two slips back to back,
+/// at `t` by `a` and at `t + a` by `b`, move every operation exactly as one slip at `t` by
+/// `a + b` does: an operation starting at or after `t` moves by both; one running at `t`
+/// runs past `t + a` after the first, so its end moves by both; one ended by `t` stays.
+/// (The die cannot be free by `t + a` after the first: it was busy past `t`, and the
+/// first moved that end by `a`.) So consecutive reads add to one slip, applied before
+/// anything else looks at the die, which saves the prune and the walk over the queue
+/// per read.
+#[derive(Copy, Clone, Debug, Default)]
+struct PendingSlip {
+    die: usize,
+    at: u64,
+    delta: u64,
+    now: u64,
+}
+
 pub struct DeviceTiming {
     t: TimingSpec,
     geo: Geometry,
@@ -405,6 +434,11 @@ pub struct DeviceTiming {
     die_free: Vec<u64>,
     /// Programs and erases per die not yet ended.
     die_ops: Vec<DieQueue>,
+    /// GC reads' slips of one die not applied yet ([`DeviceTiming::slip_for_gc_read`]).
+    pending_slip: PendingSlip,
+    /// Tests: apply every GC read's slip at once (the reference the merged slips must match).
+    #[cfg(test)]
+    merge_slips: bool,
     channels: Vec<Calendar>,
     ctrl_free_ps: u64,
     ctrl_service_ps: u64,
@@ -531,6 +565,9 @@ impl DeviceTiming {
             plane_page: vec![(u64::MAX, 0); (dies * planes) as usize],
             die_free: vec![0; dies as usize],
             die_ops: vec![DieQueue::default(); dies as usize],
+            pending_slip: PendingSlip::default(),
+            #[cfg(test)]
+            merge_slips: true,
             channels: vec![Calendar::default(); geo.channels as usize],
             ctrl_free_ps: 0,
             link_up: Calendar::default(),
@@ -740,9 +777,47 @@ impl DeviceTiming {
         self.plane_free[plane] = end;
         self.plane_page[plane].0 = u64::MAX;
         // GC reads are scheduled between the die's programs (no suspend): its work slips.
-        self.die_slip(die as usize, start, cost);
+        self.slip_for_gc_read(die as usize, start, cost);
         let dur = self.chan_xfer_ns(bytes as u64);
         self.channels[channel as usize].reserve_inline(self.now, end, dur) + dur
+    }
+
+    /// A GC read on die `d` from `t` for `delta` ns: the die's work slips, merged with the
+    /// slip pending on the die when this read starts where that one ends ([`PendingSlip`]).
+    #[inline(always)]
+    fn slip_for_gc_read(&mut self, d: usize, t: u64, delta: u64) {
+        let p = &mut self.pending_slip;
+        if p.delta != 0 {
+            #[cfg(test)]
+            let merge = self.merge_slips;
+            #[cfg(not(test))]
+            let merge = true;
+            if merge && p.die == d && p.at + p.delta == t {
+                p.delta += delta;
+                return;
+            }
+            self.apply_slip();
+        }
+        if self.die_free[d] > t {
+            self.pending_slip = PendingSlip { die: d, at: t, delta, now: self.now };
+        }
+    }
+
+    /// Apply the pending GC reads' slip, if any: before anything else reads or changes a
+    /// die's queue or next free time.
+    #[inline(always)]
+    fn settle_slip(&mut self) {
+        if self.pending_slip.delta != 0 {
+            self.apply_slip();
+        }
+    }
+
+    #[inline(never)]
+    fn apply_slip(&mut self) {
+        let p = std::mem::take(&mut self.pending_slip);
+        let now = std::mem::replace(&mut self.now, p.now);
+        self.die_slip(p.die, p.at, p.delta);
+        self.now = now;
     }
 
     /// Forget the die's operations that ended before the current command arrived.
@@ -792,6 +867,7 @@ impl DeviceTiming {
     /// suspended join that suspension. A read arriving between operations goes first and
     /// the next one starts after it.
     fn die_read_slot(&mut self, d: usize, mut want: u64, dur: u64) -> u64 {
+        self.settle_slip();
         if self.die_free[d] <= want {
             return want;
         }
@@ -854,6 +930,7 @@ impl DeviceTiming {
 
     /// Queue a program or erase on die `d` from `start` to `end`.
     fn die_push(&mut self, d: usize, start: u64, end: u64, erase: bool) {
+        self.settle_slip();
         self.die_prune(d);
         self.die_ops[d].push_back(DieOp { start, end, erase, suspends: 0, resumed_at: start, window: None });
         self.die_free[d] = self.die_free[d].max(end);
@@ -861,6 +938,7 @@ impl DeviceTiming {
 
     /// Program one whole program unit whose IUs are ready at `ready`; returns its end.
     fn program_op(&mut self, ready: u64, pu: u32) -> u64 {
+        self.settle_slip();
         let ppa = pu * self.ius_per_pu;
         let loc = self.loc(ppa);
         let (die, channel) = (loc.die as u32, loc.channel);
@@ -882,6 +960,7 @@ impl DeviceTiming {
 
     /// Erase superblock `sb`: a block on every die of its group.
     fn erase_op(&mut self, t: u64, sb: u32) {
+        self.settle_slip();
         let t_erase = self.t.t_erase_ns.value;
         let group = self.addr.group_of_superblock(sb);
         for i in 0..self.addr.dies_of_group(group).len() {
@@ -1070,24 +1149,30 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let ns = ctrl.attached(nsid)?;
+        // One look-up of the namespace; the command processor is reserved in between, as before.
+        let mut seen = None;
+        let seen_out = &mut seen;
+        let (placer, _) = ctrl.read_timed(nsid, slba, nlb, move |ns| {
+            *seen_out = Some(ns);
+            let t1 = self.ctrl_cmd_for(now, ns.protection);
+            Placer::new(self, t1)
+        })?;
+        let (t1, done) = (placer.t, placer.read_done);
+        let timing = placer.timing;
+        let ns = seen.expect("the sink was asked for");
         let prot = ns.protection;
-        let t1 = self.ctrl_cmd_for(now, prot);
-        let (bytes, dram) = (nlb * ns.lba_bytes as u64, ns.dram);
-        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        let mut placer = Placer::new(self, t1);
-        ctrl.read(nsid, slba, nlb, &mut placer)?;
-        let done = placer.read_done;
-        if dram {
+        let bytes = nlb * ns.lba_bytes as u64;
+        let wire = bytes + prot.host_metadata_bytes(nlb, timing.pract);
+        if ns.dram {
             // No NAND: the DRAM, then the link.
-            let done = self.dram_xfer(t1, bytes);
-            return Ok(self.link(done, wire, false));
+            let done = timing.dram_xfer(t1, bytes);
+            return Ok(timing.link(done, wire, false));
         }
-        if self.prchk != 0 && prot.pi != 0 {
-            ctrl.check_pi(nsid, slba, nlb, self.prchk)?;
+        if timing.prchk != 0 && prot.pi != 0 {
+            ctrl.check_pi(nsid, slba, nlb, timing.prchk)?;
         }
-        let t3 = self.link(done, wire, false);
-        Ok(t3 + self.t.ctrl_read_ns.value)
+        let t3 = timing.link(done, wire, false);
+        Ok(t3 + timing.t.ctrl_read_ns.value)
     }
 
     /// A write command arriving at `now`; returns when it is acknowledged.
@@ -1099,24 +1184,35 @@ impl DeviceTiming {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
-        let ns = ctrl.attached(nsid)?;
-        let prot = ns.protection;
-        let t1 = self.ctrl_cmd_for(now, prot);
-        let (bytes, set) = (nlb * ns.lba_bytes as u64, ns.nvm_set as usize);
-        let wire = bytes + prot.host_metadata_bytes(nlb, self.pract);
-        if ns.dram {
-            // No NAND and no NAND-bound write path: the link, then the DRAM.
-            ctrl.write(nsid, slba, nlb, &mut Placer::new(self, t1))?;
+        // The controller looks the namespace up once and asks for the sink in between (after
+        // the command processor, the link and the write path are reserved, as before).
+        let (mut t1, mut seen) = (0, None);
+        let (t1_out, seen_out) = (&mut t1, &mut seen);
+        let placer = ctrl.write_timed(nsid, slba, nlb, move |ns| {
+            *seen_out = Some(ns);
+            let t1 = self.ctrl_cmd_for(now, ns.protection);
+            *t1_out = t1;
+            if ns.dram {
+                // No NAND and no NAND-bound write path: the link, then the DRAM (below).
+                return Placer::new(self, t1);
+            }
+            let bytes = nlb * ns.lba_bytes as u64;
+            let wire = bytes + ns.protection.host_metadata_bytes(nlb, self.pract);
             let t2 = self.link(t1, wire, true);
-            return Ok(self.dram_xfer(t2, bytes));
+            let t2 = self.write_path(t2, bytes);
+            Placer::new(self, t2)
+        })?;
+        let (t2, host_ius) = (placer.t, placer.host_ius);
+        let timing = placer.timing;
+        let ns = seen.expect("the sink was asked for");
+        let bytes = nlb * ns.lba_bytes as u64;
+        if ns.dram {
+            let wire = bytes + ns.protection.host_metadata_bytes(nlb, timing.pract);
+            let t2 = timing.link(t1, wire, true);
+            return Ok(timing.dram_xfer(t2, bytes));
         }
-        let t2 = self.link(t1, wire, true);
-        let t2 = self.write_path(t2, bytes);
-        let mut placer = Placer::new(self, t2);
-        ctrl.write(nsid, slba, nlb, &mut placer)?;
-        let host_ius = placer.host_ius;
-        let ack = self.admit(set, t2, host_ius * self.iu_bytes);
-        Ok(ack + self.t.ctrl_write_ns.value)
+        let ack = timing.admit(ns.nvm_set as usize, t2, host_ius * timing.iu_bytes);
+        Ok(ack + timing.t.ctrl_write_ns.value)
     }
 
     /// Dataset Management (deallocate) arriving at `now`.
@@ -1131,6 +1227,7 @@ impl DeviceTiming {
     /// while its NAND work fits. Returns how many IUs it moved.
     pub fn idle(&mut self, ctrl: &mut Controller, from: u64, until: u64) -> Result<u64, Error> {
         self.now = self.now.max(from);
+        self.settle_slip();
         let mut t = from.max(self.die_free.iter().copied().max().unwrap_or(0).min(until));
         let chunk = self.ius_per_pu as u64;
         let mut moved = 0;
@@ -1142,6 +1239,7 @@ impl DeviceTiming {
                 break;
             }
             moved += n;
+            self.settle_slip();
             // Next chunk once the dies this one used are free again.
             t = self.die_free.iter().copied().max().unwrap_or(t).max(t + 1);
         }

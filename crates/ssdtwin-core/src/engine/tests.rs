@@ -373,3 +373,123 @@ mod loc_table {
         check(&spec, false);
     }
 }
+
+/// GC reads' slips merged while they follow each other on a die ([`super::PendingSlip`])
+/// give the times that applying each read's slip at once gives (a test-only switch turns
+/// the merging off), through random mixes of GC reads (runs on one plane, jumps between
+/// dies), programs, erases and host reads that suspend programs, with arrivals moving on.
+mod merged_slips {
+    use super::super::DeviceTiming;
+    use crate::nvme::Controller;
+    use crate::spec::DriveSpec;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// `n` GC reads of consecutive IUs from `ppa` (the IUs of a program unit share a die).
+        GcReads {
+            ppa: u32,
+            n: u32,
+        },
+        Program {
+            ready: u64,
+            pu: u32,
+        },
+        Erase {
+            sb: u32,
+        },
+        HostRead {
+            ppa: u32,
+        },
+        Arrive {
+            advance: u64,
+        },
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0u32..4096, 1u32..30).prop_map(|(ppa, n)| Step::GcReads { ppa, n }),
+            2 => (0u64..3_000_000, 0u32..160).prop_map(|(ready, pu)| Step::Program { ready, pu }),
+            1 => (0u32..4).prop_map(|sb| Step::Erase { sb }),
+            2 => (0u32..4096).prop_map(|ppa| Step::HostRead { ppa }),
+            2 => (0u64..400_000).prop_map(|advance| Step::Arrive { advance }),
+        ]
+    }
+
+    fn timing(merge: bool) -> DeviceTiming {
+        // Few dies, so that reads, programs and erases meet on them often.
+        let spec = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(256).unwrap();
+        let ctrl = Controller::new(spec, 1).unwrap();
+        let mut dt = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).unwrap();
+        dt.merge_slips = merge;
+        dt
+    }
+
+    /// Every die's queue (start, end, suspends: true times), every die's next free time and
+    /// every plane's.
+    type State = (Vec<Vec<(u64, u64, u32)>>, Vec<u64>, Vec<u64>);
+
+    fn state(dt: &mut DeviceTiming) -> State {
+        dt.settle_slip();
+        let queues = dt.die_ops.iter_mut().map(|q| q.materialize().iter().map(|o| (o.start, o.end, o.suspends)).collect()).collect();
+        (queues, dt.die_free.clone(), dt.plane_free.clone())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        #[test]
+        fn merged_slips_are_the_slips_one_by_one(steps in proptest::collection::vec(step(), 1..80)) {
+            let (mut a, mut b) = (timing(true), timing(false));
+            let mut now = 0u64;
+            for s in steps {
+                for dt in [&mut a, &mut b] {
+                    dt.now = now;
+                }
+                let (x, y) = match s {
+                    Step::GcReads { ppa, n } => {
+                        let mut times = (Vec::new(), Vec::new());
+                        for k in 0..n {
+                            times.0.push(a.gc_read_op(now, ppa + k, 4096));
+                            times.1.push(b.gc_read_op(now, ppa + k, 4096));
+                        }
+                        (times.0, times.1)
+                    }
+                    Step::Program { ready, pu } => (vec![a.program_op(now + ready, pu)], vec![b.program_op(now + ready, pu)]),
+                    Step::Erase { sb } => {
+                        a.erase_op(now, sb);
+                        b.erase_op(now, sb);
+                        (vec![], vec![])
+                    }
+                    Step::HostRead { ppa } => (vec![a.read_op(now, ppa, 4096)], vec![b.read_op(now, ppa, 4096)]),
+                    Step::Arrive { advance } => {
+                        now += advance;
+                        (vec![], vec![])
+                    }
+                };
+                prop_assert_eq!(x, y);
+            }
+            prop_assert_eq!(state(&mut a), state(&mut b));
+        }
+
+        /// The placer's one-call GC copy places what its read then its program placed one
+        /// by one place: the same operations counted, the same completion, the same
+        /// timelines (programs of full units included).
+        #[test]
+        fn a_gc_copy_is_its_read_then_its_program(copies in proptest::collection::vec((0u32..4096, 0u32..4096, 0u64..200_000), 1..120)) {
+            use super::super::Placer;
+            use crate::nand::{Cause, NandOp, NandSink};
+            let (mut a, mut b) = (timing(true), timing(true));
+            for (from, to, t) in copies {
+                let mut pa = Placer::new(&mut a, t);
+                pa.gc_copy(from, to, 4096);
+                let got = (pa.placed, pa.read_done, pa.host_ius);
+                let mut pb = Placer::new(&mut b, t);
+                pb.op(NandOp::Read { ppa: from, bytes: 4096, cause: Cause::Gc });
+                pb.op(NandOp::Program { ppa: to, cause: Cause::Gc });
+                prop_assert_eq!(got, (pb.placed, pb.read_done, pb.host_ius));
+            }
+            prop_assert_eq!(state(&mut a), state(&mut b));
+            prop_assert_eq!(format!("{:?}", a.pipes), format!("{:?}", b.pipes));
+        }
+    }
+}

@@ -5,7 +5,7 @@
 use super::{Ftl, SbState, NONE};
 
 use super::state::{Frontier, Victim};
-use crate::nand::{Cause, MapTouch, NandOp, NandSink};
+use crate::nand::{MapTouch, NandOp, NandSink};
 use crate::spec::GcPolicy;
 
 /// Host allocation never takes the last free superblock: it is kept for the GC frontier.
@@ -237,11 +237,10 @@ impl Ftl {
             let dst = f.sb * per + f.next;
             f.next += 1;
             taken += 1;
-            sink.op(NandOp::Read { ppa, bytes: iu_bytes, cause: Cause::Gc });
             left -= 1;
             self.l2p[(l - 1) as usize] = dst + 1;
             self.p2l[dst as usize] = l;
-            sink.op(NandOp::Program { ppa: dst, cause: Cause::Gc });
+            sink.gc_copy(ppa, dst, iu_bytes);
             moved += 1;
         }
         self.st.sbs[v.sb as usize].valid = left;

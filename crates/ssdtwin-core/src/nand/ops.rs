@@ -42,6 +42,14 @@ pub trait NandSink {
     /// counting copy of the hot functions.
     #[inline(always)]
     fn touch(&mut self, _: MapTouch) {}
+
+    /// GC copies the IU at `from` (`bytes`) to `to`: its read, then its program. One call,
+    /// so a timing sink can place the pair without dispatching on each operation.
+    #[inline(always)]
+    fn gc_copy(&mut self, from: u32, to: u32, bytes: u32) {
+        self.op(NandOp::Read { ppa: from, bytes, cause: Cause::Gc });
+        self.op(NandOp::Program { ppa: to, cause: Cause::Gc });
+    }
 }
 
 /// A sink that fast-forward can split among threads, one per group of FTL partitions, and

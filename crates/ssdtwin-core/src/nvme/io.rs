@@ -7,10 +7,20 @@ use serde::{Deserialize, Serialize};
 
 use super::logs;
 use super::status::fail;
-use super::{Controller, Error, Namespace, NsId, Status, CONTROLLER_ID, ERROR_LOG_ENTRIES, WP_NONE};
+use super::{Controller, Error, Namespace, NsId, Protection, Status, CONTROLLER_ID, ERROR_LOG_ENTRIES, WP_NONE};
 use crate::ftl::{Ftl, FtlConfig, ReadSource};
 use crate::nand::NandSink;
 use crate::units::LogicalIu;
+
+/// What the timing needs of a namespace before a command reaches the FTL: the command
+/// processor's time (protection), the bytes on the link, the buffer share (set), the DRAM path.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct NsTiming {
+    pub lba_bytes: u32,
+    pub protection: Protection,
+    pub nvm_set: u32,
+    pub dram: bool,
+}
 
 /// Summary of a host read for callers that time it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +28,17 @@ pub struct ReadSummary {
     pub nand_ius: u32,
     pub buffer_ius: u32,
     pub unmapped_ius: u32,
+}
+
+impl ReadSummary {
+    #[inline(always)]
+    fn count(&mut self, source: ReadSource) {
+        match source {
+            ReadSource::Nand { .. } => self.nand_ius += 1,
+            ReadSource::Buffer => self.buffer_ius += 1,
+            ReadSource::Unmapped => self.unmapped_ius += 1,
+        }
+    }
 }
 
 impl Controller {
@@ -51,11 +72,32 @@ impl Controller {
     fn check_write_u32(&self, nsid: u32, slba: u64, nlb: u64) -> Result<&Namespace, Error> {
         self.check_not_sanitizing()?;
         let ns = self.attached_u32(nsid)?;
-        if ns.write_protect != WP_NONE {
-            return fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"));
-        }
-        Self::check_range(ns, slba, nlb)?;
+        Self::check_writable(ns, slba, nlb)?;
         Ok(ns)
+    }
+
+    /// The checks of a Write or a Deallocate on an attached namespace: not write protected,
+    /// in range.
+    #[inline]
+    fn check_writable(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
+        if ns.write_protect != WP_NONE {
+            return Self::write_protected(ns.nsid);
+        }
+        Self::check_range(ns, slba, nlb)
+    }
+
+    #[cold]
+    fn write_protected<T>(nsid: u32) -> Result<T, Error> {
+        fail(Status::NamespaceWriteProtected, format!("namespace {nsid} is write protected"))
+    }
+
+    /// The error [`Controller::attached`] gives for `nsid` (absent or not attached).
+    #[cold]
+    fn not_attached_error(&self, nsid: u32) -> Error {
+        match self.attached_u32(nsid) {
+            Err(e) => e,
+            Ok(_) => unreachable!("namespace {nsid} is attached"),
+        }
     }
 
     pub(super) fn check_range(ns: &Namespace, slba: u64, nlb: u64) -> Result<(), Error> {
@@ -132,6 +174,37 @@ impl Controller {
         }
     }
 
+    /// A Write command as the timed engine issues it, with one look-up of the namespace:
+    /// what [`Controller::attached`] then [`Controller::write`] do, in that order, with
+    /// `place` called in between to time the command's way to the FTL from the namespace's
+    /// [`NsTiming`] and to give the sink its NAND operations go to (returned). A namespace
+    /// that does not exist or is not attached fails before `place`, unlogged, as
+    /// `attached` does; every later check fails as `write` does, logged.
+    #[inline]
+    pub fn write_timed<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, place: impl FnOnce(NsTiming) -> S) -> Result<S, Error> {
+        let id = nsid.0;
+        let ns = match self.st.namespaces.get(&id) {
+            Some(ns) if ns.attached => ns,
+            _ => return Err(self.not_attached_error(id)),
+        };
+        let info = NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram };
+        let mut sink = place(info);
+        if info.dram || self.ftl.is_none() {
+            // The general path (checks again, in the same order; loads the maps).
+            self.write(nsid, slba, nlb, &mut sink)?;
+            return Ok(sink);
+        }
+        // `write`'s checks but the namespace's: it exists and is attached (above).
+        let checked = self.check_ana_io(id).and_then(|_| self.check_not_sanitizing()).and_then(|_| Self::check_writable(ns, slba, nlb));
+        if let Err(e) = checked {
+            return Err(self.log_io_error(e, logs::OPC_WRITE, id, slba));
+        }
+        let ftl = self.ftl.as_mut().expect("loaded");
+        Self::for_each_iu(&self.cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, &mut sink));
+        self.after_write(id, info.nvm_set as usize, slba, nlb, nlb * info.lba_bytes as u64);
+        Ok(sink)
+    }
+
     /// Write command: `nlb` blocks at `slba` of namespace `nsid`.
     pub fn write<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, sink: &mut S) -> Result<(), Error> {
         let nsid = nsid.0;
@@ -152,6 +225,13 @@ impl Controller {
         let set = ns.nvm_set as usize;
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| ftl.write(iu, mask, sink));
+        self.after_write(nsid, set, slba, nlb, bytes);
+        Ok(())
+    }
+
+    /// The counters and follow-ups of a Write of `bytes` to NAND that the FTL has taken.
+    #[inline]
+    fn after_write(&mut self, nsid: u32, set: usize, slba: u64, nlb: u64, bytes: u64) {
         self.st.smart.host_write_commands += 1;
         if let Some(c) = self.st.set_commands.get_mut(set) {
             c.host_write_commands += 1;
@@ -161,7 +241,41 @@ impl Controller {
         if !self.st.plm.is_empty() {
             self.plm_after_write(set as u32);
         }
-        Ok(())
+    }
+
+    /// A Read command as the timed engine issues it, with one look-up of the namespace:
+    /// [`Controller::attached`] then [`Controller::read`], with `place` called in between
+    /// (see [`Controller::write_timed`]); returns the sink and the read's summary.
+    #[inline]
+    pub fn read_timed<S: NandSink>(
+        &mut self,
+        nsid: NsId,
+        slba: u64,
+        nlb: u64,
+        place: impl FnOnce(NsTiming) -> S,
+    ) -> Result<(S, ReadSummary), Error> {
+        let id = nsid.0;
+        let ns = match self.st.namespaces.get(&id) {
+            Some(ns) if ns.attached => ns,
+            _ => return Err(self.not_attached_error(id)),
+        };
+        let info = NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram };
+        let mut sink = place(info);
+        if info.dram || self.ftl.is_none() || !self.st.unrecoverable.is_empty() {
+            // The general path (checks again, in the same order; media errors; loads the maps).
+            let sum = self.read(nsid, slba, nlb, &mut sink)?;
+            return Ok((sink, sum));
+        }
+        // `read`'s checks but the namespace's: it exists and is attached (above).
+        let checked = self.check_ana_io(id).and_then(|_| self.check_not_sanitizing()).and_then(|_| Self::check_range(ns, slba, nlb));
+        if let Err(e) = checked {
+            return Err(self.log_io_error(e, logs::OPC_READ, id, slba));
+        }
+        let ftl = self.ftl.as_mut().expect("loaded");
+        let mut sum = ReadSummary::default();
+        Self::for_each_iu(&self.cfg, ns, slba, nlb, |iu, mask| sum.count(ftl.read(iu, mask, &mut sink)));
+        self.after_read(info.nvm_set as usize, nlb * info.lba_bytes as u64);
+        Ok((sink, sum))
     }
 
     /// Read command.
@@ -187,17 +301,19 @@ impl Controller {
         }
         let (ns, ftl, cfg) = self.ns_and_ftl(nsid)?;
         let mut sum = ReadSummary::default();
-        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| match ftl.read(iu, mask, sink) {
-            ReadSource::Nand { .. } => sum.nand_ius += 1,
-            ReadSource::Buffer => sum.buffer_ius += 1,
-            ReadSource::Unmapped => sum.unmapped_ius += 1,
-        });
+        Self::for_each_iu(cfg, ns, slba, nlb, |iu, mask| sum.count(ftl.read(iu, mask, sink)));
+        self.after_read(set, bytes);
+        Ok(sum)
+    }
+
+    /// The counters of a Read of `bytes` the FTL has served.
+    #[inline]
+    fn after_read(&mut self, set: usize, bytes: u64) {
         self.st.smart.host_read_commands += 1;
         self.st.smart.data_units_read_512 += bytes / 512;
         if let Some(c) = self.st.set_commands.get_mut(set) {
             c.host_read_commands += 1;
         }
-        Ok(sum)
     }
 
     /// `commands` Read commands of `nlb` blocks in all on `nsid`, counted as reads served
