@@ -10,8 +10,10 @@
 //! largest so far, and events that share an instant, such as writes acknowledged together
 //! when the buffer drains, arrive in time order), so a push appends and a pop reads the
 //! front, where a per-bucket heap paid log k on every pop of a full bucket (a steady-state
-//! random write acknowledges a QD32 job's writes together, in one bucket). The order is
-//! exactly the single heap's of (time, sequence).
+//! random write acknowledges a QD32 job's writes together, in one bucket). A bucket is a
+//! list through nodes the whole wheel shares (the nodes are as many as the events queued
+//! at once), not a vector of its own that grew bucket by bucket. The order is exactly the
+//! single heap's of (time, sequence).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -40,63 +42,35 @@ impl PartialOrd for Entry {
     }
 }
 
-/// One bucket's events in (time, sequence) order, ascending, from `head` on (the ones
-/// before `head` were popped; their room is reused once the bucket is empty, which it is
-/// before the wheel turns past it).
-#[derive(Default)]
+/// No node: the end of a bucket's list, or of the free list.
+const NIL: u32 = u32::MAX;
+
+/// An event on the wheel and the next one of its bucket (or of the free list).
+#[derive(Copy, Clone)]
+struct Node {
+    e: Entry,
+    next: u32,
+}
+
+/// One bucket's events: a list through the shared nodes, in (time, sequence) order from
+/// `head` to `tail` (`head` is [`NIL`] when the bucket is empty). A bucket of its own
+/// vector grew its room bucket by bucket (2,048 allocations to start, more where a QD32
+/// job's writes are acknowledged together); the nodes are only as many as the events
+/// queued at once.
+#[derive(Copy, Clone)]
 struct Bucket {
-    v: Vec<Entry>,
-    head: usize,
+    head: u32,
+    tail: u32,
 }
 
 impl Bucket {
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.head == self.v.len()
-    }
+    const EMPTY: Bucket = Bucket { head: NIL, tail: NIL };
+}
 
-    #[inline]
-    fn len(&self) -> usize {
-        self.v.len() - self.head
-    }
-
-    /// Insert `e` in order. `Entry`'s order is reversed for the heap: "greater" is earlier.
-    #[inline]
-    fn push(&mut self, e: Entry) {
-        match self.v.last() {
-            Some(last) if *last < e => {
-                // Before the last event: an earlier time within the bucket, or an event
-                // moved from `far` (an older sequence).
-                let i = self.head + self.v[self.head..].partition_point(|x| *x > e);
-                self.v.insert(i, e);
-            }
-            _ => self.v.push(e),
-        }
-    }
-
-    /// The first event (the bucket is not empty).
-    #[inline]
-    fn first(&self) -> Entry {
-        self.v[self.head]
-    }
-
-    /// Remove and return the first event (the bucket is not empty).
-    #[inline]
-    fn pop_first(&mut self) -> Entry {
-        let e = self.v[self.head];
-        self.head += 1;
-        if self.head == self.v.len() {
-            self.v.clear();
-            self.head = 0;
-        }
-        e
-    }
-
-    /// Drop the popped events' room.
-    fn compact(&mut self) {
-        self.v.drain(..self.head);
-        self.head = 0;
-    }
+/// Whether `a` comes after `b` in (time, sequence) order.
+#[inline(always)]
+fn after(a: &Entry, b: &Entry) -> bool {
+    a.t > b.t || (a.t == b.t && a.seq > b.seq)
 }
 
 const BUCKET_SHIFT: u32 = 10;
@@ -115,6 +89,9 @@ pub(crate) struct EventQueue {
     cursor: usize,
     /// A fixed array: a slot index is masked to `SLOTS`, so indexing needs no bounds check.
     slots: Box<[Bucket; SLOTS]>,
+    /// The wheel's events, linked per bucket; the unused ones linked from `free`.
+    nodes: Vec<Node>,
+    free: u32,
     /// One bit per non-empty bucket.
     occupied: [u64; WORDS],
     on_wheel: usize,
@@ -129,7 +106,9 @@ impl Default for EventQueue {
             seq: 0,
             base: 0,
             cursor: 0,
-            slots: Box::new(std::array::from_fn(|_| Bucket::default())),
+            slots: Box::new([Bucket::EMPTY; SLOTS]),
+            nodes: Vec::new(),
+            free: NIL,
             occupied: [0; WORDS],
             on_wheel: 0,
             far: BinaryHeap::new(),
@@ -146,7 +125,7 @@ fn slot_of(t: u64) -> usize {
 
 impl EventQueue {
     /// Queue `ev` at time `t`, after every event already queued for `t`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: u64, ev: u64) {
         self.seq += 1;
         self.len += 1;
@@ -157,46 +136,98 @@ impl EventQueue {
         self.place(Entry { t, seq: self.seq, ev });
     }
 
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, e: Entry) {
         // A difference, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
         // checked on the events as they are popped).
         if e.t - self.base >= SPAN_NS {
-            self.far.push(e);
+            self.push_far(e);
             return;
         }
         let s = slot_of(e.t);
-        self.slots[s].push(e);
-        self.occupied[s / 64] |= 1 << (s % 64);
+        let n = self.new_node(e);
+        let b = self.slots[s];
+        if b.head == NIL {
+            self.slots[s] = Bucket { head: n, tail: n };
+            self.occupied[s / 64] |= 1 << (s % 64);
+        } else if after(&self.nodes[b.tail as usize].e, &e) {
+            // Before the bucket's last event: an earlier time within the bucket, or an
+            // event moved from `far` (an older sequence).
+            self.insert(s, n);
+        } else {
+            self.nodes[b.tail as usize].next = n;
+            self.slots[s].tail = n;
+        }
         self.on_wheel += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, e: Entry) {
+        self.far.push(e);
+    }
+
+    /// A node holding `e`, at the end of no list.
+    #[inline(always)]
+    fn new_node(&mut self, e: Entry) -> u32 {
+        let node = Node { e, next: NIL };
+        if self.free == NIL {
+            self.nodes.push(node);
+            return (self.nodes.len() - 1) as u32;
+        }
+        let n = self.free;
+        let slot = &mut self.nodes[n as usize];
+        self.free = slot.next;
+        *slot = node;
+        n
+    }
+
+    /// Link node `n` into the non-empty bucket `s` in order (it goes before the last event).
+    #[cold]
+    #[inline(never)]
+    fn insert(&mut self, s: usize, n: u32) {
+        let e = self.nodes[n as usize].e;
+        let head = self.slots[s].head;
+        if after(&self.nodes[head as usize].e, &e) {
+            self.nodes[n as usize].next = head;
+            self.slots[s].head = n;
+            return;
+        }
+        let mut prev = head;
+        loop {
+            let next = self.nodes[prev as usize].next;
+            // The last event comes after `e`, so the walk stops before the end.
+            if after(&self.nodes[next as usize].e, &e) {
+                self.nodes[n as usize].next = next;
+                self.nodes[prev as usize].next = n;
+                return;
+            }
+            prev = next;
+        }
     }
 
     /// An event earlier than the wheel's start (a push after `peek` turned the wheel on to
     /// a later first event): start the wheel at it; events now past its span go to `far`.
     #[cold]
     fn rewind(&mut self, t: u64) {
+        let mut on_wheel = Vec::with_capacity(self.on_wheel);
+        for s in 0..SLOTS {
+            let mut n = self.slots[s].head;
+            while n != NIL {
+                let node = self.nodes[n as usize];
+                on_wheel.push(node.e);
+                n = node.next;
+            }
+        }
+        *self.slots = [Bucket::EMPTY; SLOTS];
+        self.occupied = [0; WORDS];
+        self.nodes.clear();
+        self.free = NIL;
+        self.on_wheel = 0;
         self.base = t & !(BUCKET_NS - 1);
         self.cursor = slot_of(self.base);
-        let base = self.base;
-        for s in 0..SLOTS {
-            let bucket = &mut self.slots[s];
-            if bucket.is_empty() {
-                continue;
-            }
-            bucket.compact();
-            let before = bucket.len();
-            let far = &mut self.far;
-            bucket.v.retain(|e| {
-                let stays = e.t - base < SPAN_NS;
-                if !stays {
-                    far.push(*e);
-                }
-                stays
-            });
-            self.on_wheel -= before - bucket.len();
-            if bucket.is_empty() {
-                self.occupied[s / 64] &= !(1 << (s % 64));
-            }
+        for e in on_wheel {
+            self.place(e);
         }
     }
 
@@ -259,16 +290,20 @@ impl EventQueue {
     #[inline]
     pub fn peek(&mut self) -> Option<Entry> {
         let s = self.first_bucket()?;
-        Some(self.slots[s].first())
+        Some(self.nodes[self.slots[s].head as usize].e)
     }
 
     /// Remove and return the first event.
     #[inline]
     pub fn pop(&mut self) -> Option<Entry> {
         let s = self.first_bucket()?;
-        let bucket = &mut self.slots[s];
-        let e = bucket.pop_first();
-        if bucket.is_empty() {
+        let n = self.slots[s].head;
+        let node = &mut self.nodes[n as usize];
+        let (e, next) = (node.e, node.next);
+        node.next = self.free;
+        self.free = n;
+        self.slots[s].head = next;
+        if next == NIL {
             self.occupied[s / 64] &= !(1 << (s % 64));
         }
         self.on_wheel -= 1;
@@ -289,7 +324,57 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::cmp::Reverse;
+
+    proptest! {
+        /// Random pushes, peeks and pops against the binary heap of (time, sequence) the
+        /// wheel stands for: every popped and peeked event, emptiness and the peak agree.
+        /// The pushes mix events at the same instant (writes acknowledged together), events
+        /// earlier than others in their bucket (the out-of-order insertion), events beyond
+        /// the wheel's span (`far` and its refills) and pushes after a peek turned the wheel
+        /// past them (the rewind).
+        #[test]
+        fn pops_and_peeks_as_the_heap_of_time_and_sequence(
+            ops in proptest::collection::vec((0u8..10, 0u8..5, any::<u64>()), 1..600),
+        ) {
+            let mut q = EventQueue::default();
+            let mut reference = BinaryHeap::new();
+            let (mut seq, mut now, mut peak) = (0u64, 0u64, 0usize);
+            for (i, (op, range, r)) in ops.into_iter().enumerate() {
+                if op < 5 || reference.is_empty() {
+                    let ahead = match range {
+                        0 => r % 4,
+                        1 => r % BUCKET_NS,
+                        2 => r % (SPAN_NS / 4),
+                        3 => r % (3 * SPAN_NS),
+                        _ => r % (u64::MAX / 2),
+                    };
+                    let t = now.saturating_add(ahead);
+                    seq += 1;
+                    q.push(t, i as u64);
+                    reference.push(Reverse((t, seq, i as u64)));
+                    peak = peak.max(reference.len());
+                } else if op < 7 {
+                    let Reverse((t, _, ev)) = *reference.peek().expect("not empty");
+                    let e = q.peek().expect("the same events");
+                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                } else {
+                    let Reverse((t, _, ev)) = reference.pop().expect("not empty");
+                    let e = q.pop().expect("the same events");
+                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                    now = t;
+                }
+                prop_assert_eq!(q.is_empty(), reference.is_empty());
+            }
+            while let Some(Reverse((t, _, ev))) = reference.pop() {
+                let e = q.pop().expect("the same events");
+                prop_assert_eq!((e.t, e.ev), (t, ev));
+            }
+            prop_assert!(q.pop().is_none() && q.is_empty());
+            prop_assert_eq!(q.peak(), peak);
+        }
+    }
 
     /// Pops come out in exactly the order of the tuple heap the queue replaced, ties in
     /// time included, whatever the mix of pushes, peeks and pops, for events a few

@@ -157,6 +157,9 @@ pub struct Generator {
     uniform: bool,
     /// The same with fio's random map ([`Generator::fill_uniform_map`] applies).
     uniform_map: bool,
+    /// The job's one direction, when it has one and no trimwrite rule (`next_ddir` needs
+    /// no look at the mix then).
+    one_ddir: Option<Ddir>,
 }
 
 impl Generator {
@@ -345,6 +348,7 @@ impl Generator {
             passes_done: 0,
             uniform: false,
             uniform_map: false,
+            one_ddir: None,
             spec,
         };
         // do_io's per-pass byte budget (backend.c): `size`, or io_size for random writes
@@ -368,6 +372,13 @@ impl Generator {
             && (0..3).all(|d| g.perc_rand[d] >= 100 && g.min_bs[d] == g.max_bs[d] && g.lastb[d] > 0);
         g.uniform = plain && g.map.is_none();
         g.uniform_map = plain && g.map.is_some();
+        g.one_ddir = match g.has {
+            _ if g.trimwrite => None,
+            [true, false, _] => Some(Ddir::Read),
+            [false, true, _] => Some(Ddir::Write),
+            [false, false, _] => Some(Ddir::Trim),
+            [true, true, _] => None,
+        };
         Ok(g)
     }
 
@@ -519,7 +530,12 @@ impl Generator {
     }
 
     /// io_u.c `get_rw_ddir` (without rate limits) and `set_rw_ddir`'s trimwrite rule.
+    #[inline]
     fn next_ddir(&mut self) -> Ddir {
+        if let Some(d) = self.one_ddir {
+            self.rwmix_ddir = d;
+            return d;
+        }
         let ddir = if self.has[0] && self.has[1] {
             if self.io_issues[self.rwmix_ddir.index()] >= self.rwmix_issues {
                 let v = self.streams.rwmix.between(1, 100);
