@@ -92,7 +92,8 @@ def run_ftl_bench(
         f"{model} at 1/{scale}: namespace {si_bytes(cap)}, maps {si_bytes(mb)}, {parts} FTL partition(s) on {used} thread(s){apart}, "
         f"{platform.processor() or platform.machine()}"
     )
-    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap, "maps_bytes": mb, "l2p_bytes": lb, "partitions": parts, "threads": used}
+    res: dict[str, Any] = {"model": model, "scale": scale, "namespace_bytes": cap, "maps_bytes": mb, "l2p_bytes": lb}
+    res |= {"partitions": parts, "threads": used}
     # The drive's maps are untouched zero pages until written: the array is measured first,
     # freed, and measured again after the drive is closed, so the two never coexist.
     res["rmw_before"] = _core.rmw_rate(lb, rmw_ops, inflight, 1, used)
