@@ -22,6 +22,13 @@ pub struct NsTiming {
     pub dram: bool,
 }
 
+impl NsTiming {
+    #[inline(always)]
+    fn of(ns: &Namespace) -> NsTiming {
+        NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram }
+    }
+}
+
 /// Summary of a host read for callers that time it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadSummary {
@@ -183,11 +190,8 @@ impl Controller {
     #[inline]
     pub fn write_timed<S: NandSink>(&mut self, nsid: NsId, slba: u64, nlb: u64, place: impl FnOnce(NsTiming) -> S) -> Result<S, Error> {
         let id = nsid.0;
-        let ns = match self.st.namespaces.get(&id) {
-            Some(ns) if ns.attached => ns,
-            _ => return Err(self.not_attached_error(id)),
-        };
-        let info = NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram };
+        let Some(ns) = self.st.namespaces.get(&id).filter(|ns| ns.attached) else { return Err(self.not_attached_error(id)) };
+        let info = NsTiming::of(ns);
         let mut sink = place(info);
         if info.dram || self.ftl.is_none() {
             // The general path (checks again, in the same order; loads the maps).
@@ -255,11 +259,8 @@ impl Controller {
         place: impl FnOnce(NsTiming) -> S,
     ) -> Result<(S, ReadSummary), Error> {
         let id = nsid.0;
-        let ns = match self.st.namespaces.get(&id) {
-            Some(ns) if ns.attached => ns,
-            _ => return Err(self.not_attached_error(id)),
-        };
-        let info = NsTiming { lba_bytes: ns.lba_bytes, protection: ns.protection, nvm_set: ns.nvm_set, dram: ns.dram };
+        let Some(ns) = self.st.namespaces.get(&id).filter(|ns| ns.attached) else { return Err(self.not_attached_error(id)) };
+        let info = NsTiming::of(ns);
         let mut sink = place(info);
         if info.dram || self.ftl.is_none() || !self.st.unrecoverable.is_empty() {
             // The general path (checks again, in the same order; media errors; loads the maps).

@@ -264,28 +264,45 @@ fn injected_pi_error_fails_only_the_checked_tags_until_rewritten() {
     assert!(c.state().pi_errors.is_empty());
 }
 
-/// `write_timed` (one namespace look-up, the timing's `place` in between) does what
-/// `attached` then `write` do: the same result, the same error log and SMART counters, the
-/// same FTL state, and `place` called exactly when `attached` succeeds; through a plain
-/// write, one out of range, an absent, a write-protected, a detached and an ANA-inaccessible
-/// namespace.
-#[test]
-fn write_timed_is_attached_then_write() {
-    type Setup = fn(&mut Controller);
-    let cases: [(&str, u32, u64, Setup); 6] = [
-        ("plain", 1, 0, |_| {}),
+type TimedCase = (&'static str, u32, u64, fn(&mut Controller));
+
+/// The cases a timed command is compared in: a plain command at `slba`, one out of range,
+/// an absent, a write-protected, a detached and an ANA-inaccessible namespace.
+fn timed_cases(slba: u64) -> [TimedCase; 6] {
+    [
+        ("plain", 1, slba, |_| {}),
         ("out of range", 1, u64::MAX / 2, |_| {}),
         ("absent", 2, 0, |_| {}),
-        ("write protected", 1, 0, |c| c.set_feature(0x84, NsId(1), WP_PROTECT as u32).map(|_| ()).unwrap()),
+        ("write protected", 1, slba, |c| c.set_feature(0x84, NsId(1), WP_PROTECT as u32).map(|_| ()).unwrap()),
         ("detached", 1, 0, |c| c.detach_ns(NsId(1), &[1]).unwrap()),
         ("ANA inaccessible", 1, 0, |c| c.set_ana_state(1, ana::ANA_INACCESSIBLE).unwrap()),
-    ];
-    for (what, nsid, slba, setup) in cases {
-        let (mut a, mut b) = (cm6(256), cm6(256));
-        for c in [&mut a, &mut b] {
-            c.write(NsId(1), 64, 8, &mut NoTiming).unwrap();
-            setup(c);
-        }
+    ]
+}
+
+/// Two like drives with 8 blocks written at LBA 64, then `setup` on each.
+fn timed_pair(setup: fn(&mut Controller)) -> (Controller, Controller) {
+    let (mut a, mut b) = (cm6(256), cm6(256));
+    for c in [&mut a, &mut b] {
+        c.write(NsId(1), 64, 8, &mut NoTiming).unwrap();
+        setup(c);
+    }
+    (a, b)
+}
+
+/// The same error log, SMART counters and FTL state on both drives.
+fn assert_same_drive(a: &mut Controller, b: &mut Controller, what: &str) {
+    assert_eq!(format!("{:?}", b.st.error_log), format!("{:?}", a.st.error_log), "{what}: error log");
+    assert_eq!(format!("{:?}", b.smart_log()), format!("{:?}", a.smart_log()), "{what}: SMART");
+    assert_eq!(b.ftl_fingerprint().unwrap(), a.ftl_fingerprint().unwrap(), "{what}: FTL");
+}
+
+/// `write_timed` (one namespace look-up, the timing's `place` in between) does what
+/// `attached` then `write` do: the same result, the same error log and SMART counters, the
+/// same FTL state, and `place` called exactly when `attached` succeeds ([`timed_cases`]).
+#[test]
+fn write_timed_is_attached_then_write() {
+    for (what, nsid, slba, setup) in timed_cases(0) {
+        let (mut a, mut b) = timed_pair(setup);
         let want = a.attached(NsId(nsid)).map(|ns| ns.lba_bytes).and_then(|_| a.write(NsId(nsid), slba, 8, &mut NoTiming));
         let mut placed = false;
         let got = b.write_timed(NsId(nsid), slba, 8, |ns| {
@@ -295,30 +312,15 @@ fn write_timed_is_attached_then_write() {
         });
         assert_eq!(format!("{:?}", got.map(|_| ())), format!("{want:?}"), "{what}");
         assert_eq!(placed, a.attached(NsId(nsid)).is_ok(), "{what}: place called");
-        assert_eq!(format!("{:?}", b.st.error_log), format!("{:?}", a.st.error_log), "{what}: error log");
-        assert_eq!(format!("{:?}", b.smart_log()), format!("{:?}", a.smart_log()), "{what}: SMART");
-        assert_eq!(b.ftl_fingerprint().unwrap(), a.ftl_fingerprint().unwrap(), "{what}: FTL");
+        assert_same_drive(&mut a, &mut b, what);
     }
 }
 
 /// `read_timed` does what `attached` then `read` do (see `write_timed_is_attached_then_write`).
 #[test]
 fn read_timed_is_attached_then_read() {
-    type Setup = fn(&mut Controller);
-    let cases: [(&str, u32, u64, Setup); 6] = [
-        ("plain", 1, 60, |_| {}),
-        ("out of range", 1, u64::MAX / 2, |_| {}),
-        ("absent", 2, 0, |_| {}),
-        ("write protected", 1, 60, |c| c.set_feature(0x84, NsId(1), WP_PROTECT as u32).map(|_| ()).unwrap()),
-        ("detached", 1, 0, |c| c.detach_ns(NsId(1), &[1]).unwrap()),
-        ("ANA inaccessible", 1, 0, |c| c.set_ana_state(1, ana::ANA_INACCESSIBLE).unwrap()),
-    ];
-    for (what, nsid, slba, setup) in cases {
-        let (mut a, mut b) = (cm6(256), cm6(256));
-        for c in [&mut a, &mut b] {
-            c.write(NsId(1), 64, 8, &mut NoTiming).unwrap();
-            setup(c);
-        }
+    for (what, nsid, slba, setup) in timed_cases(60) {
+        let (mut a, mut b) = timed_pair(setup);
         let want = a.attached(NsId(nsid)).map(|ns| ns.lba_bytes).and_then(|_| a.read(NsId(nsid), slba, 16, &mut NoTiming));
         let mut placed = false;
         let got = b.read_timed(NsId(nsid), slba, 16, |ns| {
@@ -328,8 +330,6 @@ fn read_timed_is_attached_then_read() {
         });
         assert_eq!(format!("{:?}", got.map(|(_, sum)| sum)), format!("{want:?}"), "{what}");
         assert_eq!(placed, a.attached(NsId(nsid)).is_ok(), "{what}: place called");
-        assert_eq!(format!("{:?}", b.st.error_log), format!("{:?}", a.st.error_log), "{what}: error log");
-        assert_eq!(format!("{:?}", b.smart_log()), format!("{:?}", a.smart_log()), "{what}: SMART");
-        assert_eq!(b.ftl_fingerprint().unwrap(), a.ftl_fingerprint().unwrap(), "{what}: FTL");
+        assert_same_drive(&mut a, &mut b, what);
     }
 }
