@@ -493,3 +493,107 @@ mod merged_slips {
         }
     }
 }
+
+/// The calendar as it was before the check of its first live interval (which skips the
+/// start-over and compaction checks when nothing ended): the reference the new one must
+/// match, reservation by reservation, in the start it returns and the live intervals it
+/// keeps.
+mod calendar_reference {
+    use super::Calendar;
+    use proptest::prelude::*;
+
+    #[derive(Default)]
+    struct Reference {
+        busy: Vec<(u64, u64)>,
+        head: usize,
+    }
+
+    impl Reference {
+        fn reserve(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
+            while self.head < self.busy.len() && self.busy[self.head].1 <= now {
+                self.head += 1;
+            }
+            if self.head == self.busy.len() {
+                self.busy.clear();
+                self.head = 0;
+            } else if self.head > 64 && self.head * 2 > self.busy.len() {
+                self.busy.drain(..self.head);
+                self.head = 0;
+            }
+            match self.busy.last_mut() {
+                None => {
+                    self.busy.push((ready, ready + dur));
+                    return ready;
+                }
+                Some(last) if last.1 <= ready => {
+                    if last.1 == ready {
+                        last.1 = ready + dur;
+                    } else {
+                        self.busy.push((ready, ready + dur));
+                    }
+                    return ready;
+                }
+                _ => {}
+            }
+            let mut t = ready;
+            let mut i = self.head + self.busy[self.head..].partition_point(|&(s, _)| s < ready).saturating_sub(1);
+            let mut budget = 8;
+            while i < self.busy.len() {
+                budget -= 1;
+                if budget == 0 {
+                    t = t.max(self.busy[self.busy.len() - 1].1);
+                    i = self.busy.len();
+                    break;
+                }
+                let (s, e) = self.busy[i];
+                if e <= t {
+                    i += 1;
+                    continue;
+                }
+                if s >= t + dur {
+                    break;
+                }
+                t = e;
+                i += 1;
+            }
+            if i > self.head && self.busy[i - 1].1 == t {
+                self.busy[i - 1].1 = t + dur;
+                if i < self.busy.len() && self.busy[i].0 == t + dur {
+                    self.busy[i - 1].1 = self.busy[i].1;
+                    self.busy.remove(i);
+                }
+            } else if i < self.busy.len() && self.busy[i].0 == t + dur {
+                self.busy[i].0 = t;
+            } else {
+                self.busy.insert(i, (t, t + dur));
+            }
+            t
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+        /// Arrivals in time order; data ready at arrival, a little later or much later (long
+        /// lists, gaps far back, the search's bound), sometimes before arrival; durations
+        /// that make touching neighbours (merges) common. The inlined copy is checked too.
+        #[test]
+        fn the_calendar_reserves_as_the_reference_does(
+            steps in proptest::collection::vec((0u64..16, 0u64..4, 0u64..40, 1u64..9, any::<bool>()), 1..400)
+        ) {
+            let (mut c, mut r) = (Calendar::default(), Reference::default());
+            let mut now = 0u64;
+            for (advance, kind, wait, dur, inline) in steps {
+                now += advance / 5;
+                let ready = match kind {
+                    0 => now,
+                    1 => now + wait / 8,
+                    2 => now + wait,
+                    _ => now.saturating_sub(wait / 8),
+                };
+                let got = if inline { c.reserve_inline(now, ready, dur) } else { c.reserve(now, ready, dur) };
+                prop_assert_eq!(got, r.reserve(now, ready, dur), "now {} ready {} dur {}", now, ready, dur);
+                prop_assert_eq!(&c.busy[c.head..], &r.busy[r.head..]);
+            }
+        }
+    }
+}

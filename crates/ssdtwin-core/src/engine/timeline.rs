@@ -28,18 +28,32 @@ impl Calendar {
     /// too cost instructions.
     #[inline(always)]
     pub(super) fn reserve_inline(&mut self, now: u64, ready: u64, dur: u64) -> u64 {
-        while self.head < self.busy.len() && self.busy[self.head].1 <= now {
-            self.head += 1;
-        }
-        if self.head == self.busy.len() {
-            // Everything reserved has ended. Start over, so that the last entry below is
-            // always live: extending a dead one (ended at `now`, `ready == now`) would hide
-            // the transfer from every later search, which would then overlap it.
-            self.busy.clear();
-            self.head = 0;
-        } else if self.head > 64 && self.head * 2 > self.busy.len() {
-            self.busy.drain(..self.head);
-            self.head = 0;
+        // Forget the intervals ended by `now`. Usually none has: then the first live one's
+        // check is all, and the start-over and compaction checks are skipped (the
+        // compaction's condition cannot have turned true without `head` moving).
+        match self.busy.get(self.head) {
+            Some(&(_, end)) if end > now => {}
+            Some(_) => {
+                self.head += 1;
+                while self.head < self.busy.len() && self.busy[self.head].1 <= now {
+                    self.head += 1;
+                }
+                if self.head == self.busy.len() {
+                    // Everything reserved has ended. Start over, so that the last entry
+                    // below is always live: extending a dead one (ended at `now`, `ready ==
+                    // now`) would hide the transfer from every later search, which would
+                    // then overlap it.
+                    self.busy.clear();
+                    self.head = 0;
+                } else if self.head > 64 && self.head * 2 > self.busy.len() {
+                    self.busy.drain(..self.head);
+                    self.head = 0;
+                }
+            }
+            None => {
+                self.busy.clear();
+                self.head = 0;
+            }
         }
         // Fast path: the transfer goes after everything reserved (the common case).
         match self.busy.last_mut() {

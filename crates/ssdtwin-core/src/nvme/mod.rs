@@ -61,7 +61,7 @@ pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, InvalidState, MapError, Status};
 
 pub use features::{Arbitration, QosLimits, QosRow, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT};
-pub use io::{NsTiming, ReadSummary};
+pub use io::{NsPrefetch, NsTiming, ReadSummary};
 pub use logs::{IntelSmartAdd, SmartLog, VendorLog};
 pub use namespaces::{Namespace, NamespaceRow};
 pub use persist::{FtlFingerprint, MapStore};

@@ -52,7 +52,13 @@ impl Namespace {
     /// `None` past the namespace's chunks.
     #[inline(always)]
     pub(super) fn global_iu(&self, ns_iu: u64, shift: u32) -> Option<LogicalIu> {
-        let c = *self.chunks.get((ns_iu >> shift) as usize)?;
+        Self::chunk_iu(&self.chunks, ns_iu, shift)
+    }
+
+    /// [`Namespace::global_iu`] of a namespace whose chunks are `chunks`.
+    #[inline(always)]
+    pub(super) fn chunk_iu(chunks: &[u32], ns_iu: u64, shift: u32) -> Option<LogicalIu> {
+        let c = *chunks.get((ns_iu >> shift) as usize)?;
         Some(LogicalIu(((c as u64) << shift | (ns_iu & ((1u64 << shift) - 1))) as u32))
     }
 }

@@ -333,3 +333,32 @@ fn read_timed_is_attached_then_read() {
         assert_same_drive(&mut a, &mut b, what);
     }
 }
+
+/// A prefetch handle finds the IU the namespace's own look-up finds, on namespaces whose
+/// chunks are not in order (created, one deleted, another created in its place) and of both
+/// LBA sizes; an absent namespace's handle finds none.
+#[test]
+fn a_prefetch_handle_finds_the_namespaces_ius() {
+    let mut c = cm6(64);
+    c.delete_ns(NsId(1)).unwrap();
+    let chunk_lbas = ((c.cfg.iu_bytes as u64) << c.cfg.chunk_shift) / 512;
+    let a = c.create_ns(3 * chunk_lbas, 3 * chunk_lbas, 0, 0).unwrap();
+    let b = c.create_ns(2 * chunk_lbas, 2 * chunk_lbas, 0, 0).unwrap();
+    let d = c.create_ns(2 * chunk_lbas / 8, 2 * chunk_lbas / 8, 1, 0).unwrap();
+    c.delete_ns(b).unwrap();
+    let e = c.create_ns(5 * chunk_lbas, 5 * chunk_lbas, 0, 0).unwrap();
+    assert!(c.st.namespaces[&e.0].chunks.windows(2).any(|w| w[1] != w[0] + 1), "chunks in order: the test needs a gap");
+    let iu_shift = c.cfg.iu_bytes.trailing_zeros();
+    for nsid in [a, d, e] {
+        let h = c.prefetch_handle(nsid);
+        let ns = &c.st.namespaces[&nsid.0];
+        let mut checked = 0;
+        for offset in (0..ns.bytes() + (8 << 20)).step_by(1 << 20).chain([1, 4095, 4096, ns.bytes() - 1, ns.bytes()]) {
+            let want = ns.global_iu(offset >> iu_shift, c.cfg.chunk_shift);
+            assert_eq!(h.iu(offset), want, "namespace {} byte {offset}", nsid.0);
+            checked += want.is_some() as u32;
+        }
+        assert!(checked > 8, "{checked}");
+    }
+    assert_eq!(c.prefetch_handle(NsId(9)).iu(0), None);
+}

@@ -8,7 +8,7 @@ use super::min_rate::MinRate;
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
 use crate::engine::iolog::{IoLog, Replay, ReplaySource};
-use crate::nvme::Namespace;
+use crate::nvme::{Namespace, NsPrefetch};
 use crate::rng::Rng;
 use crate::units::NsId;
 use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
@@ -114,6 +114,8 @@ pub(super) struct FlowMember {
 pub(super) struct JobClone {
     pub gen: Generator,
     pub nsid: NsId,
+    /// What the namespace's prefetches need (set by the run from the controller).
+    pub prefetch: NsPrefetch,
     /// PRINFO of the job's commands (pi_act, pi_chk).
     pub pract: bool,
     pub prchk: u8,
@@ -222,6 +224,7 @@ impl JobClone {
         Ok(JobClone {
             gen,
             nsid,
+            prefetch: NsPrefetch::default(),
             pract,
             prchk,
             lba: ns.lba_bytes as u64,

@@ -60,7 +60,7 @@ impl Untimed<'_> {
         while cl.pending.len() < LOOKAHEAD {
             match cl.next_io()? {
                 Some(n) => {
-                    self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                    self.ctrl.prefetch_at(&cl.prefetch, n.offset);
                     cl.pending.push_back(n);
                 }
                 None => break,

@@ -74,7 +74,7 @@ impl Runner<'_> {
             if full {
                 match cl.gen.next_io() {
                     Some(n) => {
-                        self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                        self.ctrl.prefetch_at(&cl.prefetch, n.offset);
                         cl.pending.replace_front(n);
                     }
                     None => cl.pending.pop_front(),
@@ -83,7 +83,7 @@ impl Runner<'_> {
                 while cl.pending.len() < LOOKAHEAD {
                     match cl.gen.next_io() {
                         Some(n) => {
-                            self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                            self.ctrl.prefetch_at(&cl.prefetch, n.offset);
                             cl.pending.push_back(n);
                         }
                         None => break,
@@ -310,7 +310,7 @@ impl Runner<'_> {
         while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
             match cl.next_io()? {
                 Some(n) => {
-                    self.ctrl.prefetch(cl.nsid, cl.lbas(n.offset));
+                    self.ctrl.prefetch_at(&cl.prefetch, n.offset);
                     cl.pending.push_back(n);
                 }
                 None => break,

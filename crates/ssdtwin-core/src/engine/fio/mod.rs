@@ -213,6 +213,7 @@ fn clones_of(
         }
         let mut clone = JobClone::new(spec, NsId(nsid), ns, target, source)?;
         clone.qos_capped = ctrl.qos_limits(NsId(nsid)).is_some();
+        clone.prefetch = ctrl.prefetch_handle(NsId(nsid));
         clones.push(clone);
     }
     steadystate_setup(&mut clones);
