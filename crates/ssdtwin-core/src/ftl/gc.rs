@@ -28,12 +28,13 @@ pub const GC_TARGET_SBS_X2: u64 = 2 * GC_START as u64 + 1;
 /// invalid, so it never binds there.
 const IDLE_MIN_INVALID_DEN: u64 = 8;
 
-/// GC's victim scan prefetches the L2P lines of this many IUs at once (their addresses come
-/// from 32 consecutive entries of the victim's P2L, 128 bytes), `GC_PREFETCH_AHEAD` IUs
-/// ahead of the cursor.
-const GC_PREFETCH_BURST: u32 = 32;
-
-const GC_PREFETCH_AHEAD: u32 = 96;
+/// GC's victim scan prefetches the L2P line of the IU this many places ahead of its cursor,
+/// one IU per step. One prefetch per step keeps a steady number of misses in flight. Bursts
+/// of 24 or 32 prefetches at once (the scan's earlier form, chosen on a VM whose page walks
+/// were slow) overran the core's outstanding misses on this machine (AMD EPYC, 2 vCPUs): the
+/// scan then stalled on the L2P check as if a third of them were dropped, and fast-forward's
+/// steady state ran 30-50 % slower (docs/performance.md, "GC's prefetches one IU at a time").
+const GC_PREFETCH_AHEAD: u32 = 24;
 
 impl Ftl {
     /// Idle-time GC: in each set in turn, collect victims until `target_free` superblocks
@@ -203,15 +204,10 @@ impl Ftl {
         while moved < n && v.cursor < per && left > 0 {
             let ppa = base + v.cursor;
             v.cursor += 1;
-            // Each aligned burst's lines are fetched once, when the cursor enters the burst
-            // GC_PREFETCH_AHEAD IUs before it.
-            let at = v.cursor - 1;
-            if at % GC_PREFETCH_BURST == 0 && at + GC_PREFETCH_AHEAD + GC_PREFETCH_BURST <= per {
-                let from = (ppa + GC_PREFETCH_AHEAD) as usize;
-                for &ahead in &self.p2l[from..from + GC_PREFETCH_BURST as usize] {
-                    if ahead != 0 {
-                        self.l2p.prefetch(ahead as usize - 1);
-                    }
+            if v.cursor + GC_PREFETCH_AHEAD <= per {
+                let ahead = self.p2l[(ppa + GC_PREFETCH_AHEAD) as usize];
+                if ahead != 0 {
+                    self.l2p.prefetch(ahead as usize - 1);
                 }
             }
             let l = self.p2l[ppa as usize];

@@ -216,15 +216,12 @@ impl Ftl {
 
     /// Program slots the write buffer evicted, in order, as [`Ftl::write`] would have.
     fn program_evicted<S: NandSink>(&mut self, slots: &[Slot], sink: &mut S) {
-        let prefetch = |ftl: &Ftl, from: usize| {
-            for soon in slots.iter().skip(from).take(HOST_PREFETCH_BURST) {
-                ftl.l2p.prefetch(soon.iu as usize);
-            }
-        };
-        prefetch(self, 0);
+        for soon in slots.iter().take(HOST_PREFETCH_BURST) {
+            self.l2p.prefetch(soon.iu as usize);
+        }
         for (i, &slot) in slots.iter().enumerate() {
-            if i % HOST_PREFETCH_BURST == 0 {
-                prefetch(self, i + HOST_PREFETCH_BURST);
+            if let Some(soon) = slots.get(i + HOST_PREFETCH_BURST) {
+                self.l2p.prefetch(soon.iu as usize);
             }
             self.program_slot(0, slot, sink);
         }
