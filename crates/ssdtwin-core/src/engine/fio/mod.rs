@@ -549,7 +549,8 @@ impl Runner<'_> {
         cl.free_slots.push(slot);
         cl.ios_completed += 1;
         cl.inflight -= 1;
-        if t >= cl.ramp_end && s.issued >= cl.ramp_end {
+        // (`t` is after `s.issued`, so an I/O issued after the ramp completes after it.)
+        if s.issued >= cl.ramp_end {
             accounting::count(cl, s.ddir, s.len, t - s.issued, t);
         }
         self.pump_plain(c)
