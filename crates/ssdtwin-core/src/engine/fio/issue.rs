@@ -49,6 +49,7 @@ impl Runner<'_> {
     /// run's end, nothing drawn ahead) goes to the general path, which takes the same step.
     /// The clone, the drive and the queue are borrowed apart once for the whole loop (a
     /// look-up of the clone per step cost a bounds check and its address each time).
+    #[inline(always)]
     pub(super) fn pump_plain(&mut self, c: usize) -> Result<(), RunError> {
         let now = self.now;
         let Runner { clones, ctrl, timing, events, .. } = self;
