@@ -18,12 +18,14 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// An event as the queue stores it: the run's `Ev`, packed by the caller.
+/// An event as the queue stores it: the run's `Ev`, packed by the caller, and a word the
+/// caller gives it to carry (a plain clone's completion: when it was issued).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub t: u64,
     seq: u64,
     pub ev: u64,
+    pub aux: u64,
 }
 
 /// Heap order: the earliest (time, sequence) is the greatest, so it is on top of a
@@ -127,13 +129,21 @@ impl EventQueue {
     /// Queue `ev` at time `t`, after every event already queued for `t`.
     #[inline(always)]
     pub fn push(&mut self, t: u64, ev: u64) {
+        self.push_with(t, ev, 0);
+    }
+
+    /// [`EventQueue::push`], `aux` carried with the event.
+    #[inline(always)]
+    pub fn push_with(&mut self, t: u64, ev: u64, aux: u64) {
         self.seq += 1;
         self.len += 1;
-        self.peak = self.peak.max(self.len);
+        if self.len > self.peak {
+            self.peak = self.len;
+        }
         if t < self.base {
             self.rewind(t);
         }
-        self.place(Entry { t, seq: self.seq, ev });
+        self.place(Entry { t, seq: self.seq, ev, aux });
     }
 
     #[inline(always)]
@@ -170,15 +180,15 @@ impl EventQueue {
     /// A node holding `e`, at the end of no list.
     #[inline(always)]
     fn new_node(&mut self, e: Entry) -> u32 {
-        let node = Node { e, next: NIL };
         if self.free == NIL {
-            self.nodes.push(node);
+            self.nodes.push(Node { e, next: NIL });
             return (self.nodes.len() - 1) as u32;
         }
         let n = self.free;
         let slot = &mut self.nodes[n as usize];
         self.free = slot.next;
-        *slot = node;
+        // Field by field: a whole node was built on the stack and copied.
+        (slot.e.t, slot.e.seq, slot.e.ev, slot.e.aux, slot.next) = (e.t, e.seq, e.ev, e.aux, NIL);
         n
     }
 

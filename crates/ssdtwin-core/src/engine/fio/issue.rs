@@ -62,9 +62,8 @@ impl Runner<'_> {
             if cl.stopping || now >= cl.stop_at || cl.pending.is_empty() {
                 return self.pump(c);
             }
-            if cl.inflight >= cl.depth {
-                return Ok(());
-            }
+            // The queue has room: a completion made it, or the check at the loop's end.
+            debug_assert!(cl.inflight < cl.depth);
             // Drawn ahead in full (the usual case): the issued I/O's place in the ring
             // takes the next one drawn, as a pop and a push would.
             let full = cl.pending.len() == LOOKAHEAD;
@@ -73,8 +72,8 @@ impl Runner<'_> {
                 cl.pending.pop_front();
             }
             let done = Self::issue_plain(cl, ctrl, timing, now, io)?;
-            let si = cl.take_slot(Slot { ddir: io.ddir.index() as u8, len: io.len, offset: io.offset, issued: now });
-            events.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si }.pack());
+            let ev = Ev::Done { clone: c as u32, slot: Ev::plain_io(io.ddir.index() as u8, io.len) };
+            events.push_with(done.max(now.saturating_add(1)), ev.pack(), now);
             // Neither the issue nor the draws below change `stopping` or `stop_at`: the
             // general path's draw-ahead and its full-queue check need only these.
             if full {
@@ -267,8 +266,15 @@ impl Runner<'_> {
         };
         (self.timing.pract, self.timing.prchk) = (self.clones[c].pract, self.clones[c].prchk);
         let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
+        let at = done.max(now.saturating_add(1));
+        if self.clones[c].plain {
+            // Its completion takes `Runner::done_plain`: the I/O in the event, no slot.
+            let ev = Ev::Done { clone: c as u32, slot: Ev::plain_io(di as u8, io.len) };
+            self.events.push_with(at, ev.pack(), now);
+            return Ok(());
+        }
         let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
-        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        self.push(at, Ev::Done { clone: c as u32, slot: si });
         Ok(())
     }
 

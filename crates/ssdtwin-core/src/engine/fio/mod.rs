@@ -422,6 +422,21 @@ impl Ev {
         w >> 62 == 1
     }
 
+    /// A plain clone's completion carries its I/O in the event (`Done`'s slot: the direction
+    /// in bits 30-31, the length below, `JobClone::plain` keeps it under 2^30), and when it
+    /// was issued in the entry's word: no slot to fill and read back.
+    #[inline(always)]
+    fn plain_io(ddir: u8, len: u64) -> u32 {
+        debug_assert!(len < 1 << 30);
+        (ddir as u32) << 30 | len as u32
+    }
+
+    /// The direction and length of a plain clone's completion ([`Ev::plain_io`]).
+    #[inline(always)]
+    fn plain_io_of(slot: u32) -> (u8, u64) {
+        ((slot >> 30) as u8, (slot & ((1 << 30) - 1)) as u64)
+    }
+
     /// The clone of packed event `w` (of a `Start`, `Done` or `Wake`).
     #[inline(always)]
     fn clone_of(w: u64) -> u32 {
@@ -477,10 +492,10 @@ impl Runner<'_> {
                 self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
                 continue;
             }
-            let Entry { t, ev, .. } = self.events.pop().expect("peeked");
+            let Entry { t, ev, aux, .. } = self.events.pop().expect("peeked");
             events += 1;
             self.arrive(t, events, start_ns, keep_going)?;
-            self.dispatch(Ev::unpack(ev), t)?;
+            self.dispatch(Ev::unpack(ev), t, aux)?;
             if (self.events.is_empty() || self.batch_done()) && !self.next_batch()? {
                 break;
             }
@@ -496,15 +511,15 @@ impl Runner<'_> {
     /// same events).
     #[inline(never)]
     fn quiet_loop(&mut self, start_ns: u64, mut events: u64, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), RunError> {
-        while let Some(Entry { t, ev, .. }) = self.events.pop() {
+        while let Some(Entry { t, ev, aux, .. }) = self.events.pop() {
             events += 1;
             self.arrive(t, events, start_ns, keep_going)?;
             // A completion told apart before the event is unpacked (two jump tables else).
             let clone = Ev::clone_of(ev) as usize;
             if Ev::is_done(ev) && self.clones[clone].plain {
-                self.done_plain(clone, ev as u32, t)?;
+                self.done_plain(clone, ev as u32, aux, t)?;
             } else {
-                self.dispatch(Ev::unpack(ev), t)?;
+                self.dispatch(Ev::unpack(ev), t, aux)?;
             }
             if (self.events.is_empty() || self.batch_done()) && !self.next_batch()? {
                 break;
@@ -528,14 +543,14 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Handle event `ev` at `t`.
+    /// Handle event `ev` at `t` (`aux`: the word its entry carried).
     #[inline(never)]
-    fn dispatch(&mut self, ev: Ev, t: u64) -> Result<(), RunError> {
+    fn dispatch(&mut self, ev: Ev, t: u64, aux: u64) -> Result<(), RunError> {
         match ev {
             // A clone terminated before it started (exit_what) ignores its start.
             Ev::Start(c) if self.clones[c as usize].finished => Ok(()),
             Ev::Start(c) => self.start_clone(c as usize, t),
-            Ev::Done { clone, slot } if self.clones[clone as usize].plain => self.done_plain(clone as usize, slot, t),
+            Ev::Done { clone, slot } if self.clones[clone as usize].plain => self.done_plain(clone as usize, slot, aux, t),
             Ev::Done { clone, slot } => self.done(clone as usize, slot, t),
             Ev::Wake(c) => self.pump(c as usize),
             Ev::Fetch => self.fetch(),
@@ -586,15 +601,14 @@ impl Runner<'_> {
     /// plain clone's state can take (no think time, latency target, minimum rate, rate
     /// wake-up, steady state, logs or convergence samples).
     #[inline(always)]
-    fn done_plain(&mut self, c: usize, slot: u32, t: u64) -> Result<(), RunError> {
+    fn done_plain(&mut self, c: usize, io: u32, issued: u64, t: u64) -> Result<(), RunError> {
         let cl = &mut self.clones[c];
-        let s = cl.slots[slot as usize];
-        cl.free_slots.push(slot);
+        let (ddir, len) = Ev::plain_io_of(io);
         cl.ios_completed += 1;
         cl.inflight -= 1;
-        // (`t` is after `s.issued`, so an I/O issued after the ramp completes after it.)
-        if s.issued >= cl.ramp_end {
-            accounting::count(cl, s.ddir, s.len, t - s.issued, t);
+        // (`t` is after `issued`, so an I/O issued after the ramp completes after it.)
+        if issued >= cl.ramp_end {
+            accounting::count(cl, ddir, len, t - issued, t);
         }
         self.pump_plain(c)
     }
