@@ -151,7 +151,7 @@ impl EventQueue {
         // A difference, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
         // checked on the events as they are popped).
         if e.t - self.base >= SPAN_NS {
-            self.push_far(e);
+            self.push_far(e.t, e.seq, e.ev, e.aux);
             return;
         }
         let s = slot_of(e.t);
@@ -171,18 +171,19 @@ impl EventQueue {
         self.on_wheel += 1;
     }
 
+    /// (Its fields one by one: an entry passed whole was stored on the stack on every
+    /// push, the common path's too.)
     #[cold]
     #[inline(never)]
-    fn push_far(&mut self, e: Entry) {
-        self.far.push(e);
+    fn push_far(&mut self, t: u64, seq: u64, ev: u64, aux: u64) {
+        self.far.push(Entry { t, seq, ev, aux });
     }
 
     /// A node holding `e`, at the end of no list.
     #[inline(always)]
     fn new_node(&mut self, e: Entry) -> u32 {
         if self.free == NIL {
-            self.nodes.push(Node { e, next: NIL });
-            return (self.nodes.len() - 1) as u32;
+            return self.grow_nodes(e.t, e.seq, e.ev, e.aux);
         }
         let n = self.free;
         let slot = &mut self.nodes[n as usize];
@@ -190,6 +191,14 @@ impl EventQueue {
         // Field by field: a whole node was built on the stack and copied.
         (slot.e.t, slot.e.seq, slot.e.ev, slot.e.aux, slot.next) = (e.t, e.seq, e.ev, e.aux, NIL);
         n
+    }
+
+    /// A new node holding the entry of these fields (none is free).
+    #[cold]
+    #[inline(never)]
+    fn grow_nodes(&mut self, t: u64, seq: u64, ev: u64, aux: u64) -> u32 {
+        self.nodes.push(Node { e: Entry { t, seq, ev, aux }, next: NIL });
+        (self.nodes.len() - 1) as u32
     }
 
     /// Link node `n` into the non-empty bucket `s` in order (it goes before the last event).

@@ -55,10 +55,10 @@ impl Runner<'_> {
         let Runner { clones, ctrl, timing, events, .. } = self;
         let cl = &mut clones[c];
         loop {
-            if cl.finished {
-                return Ok(());
-            }
+            // A finished clone is stopping (the gate finishes only stopping clones, and a
+            // clone terminated before its start has no I/O): the general path waits.
             // (With a full queue and nothing drawn ahead the general gate also waits.)
+            debug_assert!(!cl.finished || cl.stopping);
             if cl.stopping || now >= cl.stop_at || cl.pending.is_empty() {
                 return self.pump(c);
             }
