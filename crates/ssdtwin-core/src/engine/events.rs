@@ -355,7 +355,8 @@ mod tests {
         /// The pushes mix events at the same instant (writes acknowledged together), events
         /// earlier than others in their bucket (the out-of-order insertion), events beyond
         /// the wheel's span (`far` and its refills) and pushes after a peek turned the wheel
-        /// past them (the rewind).
+        /// past them (the rewind). Every event carries a word of its own (`push_with`),
+        /// which comes back with it.
         #[test]
         fn pops_and_peeks_as_the_heap_of_time_and_sequence(
             ops in proptest::collection::vec((0u8..10, 0u8..5, any::<u64>()), 1..600),
@@ -374,24 +375,24 @@ mod tests {
                     };
                     let t = now.saturating_add(ahead);
                     seq += 1;
-                    q.push(t, i as u64);
-                    reference.push(Reverse((t, seq, i as u64)));
+                    q.push_with(t, i as u64, r);
+                    reference.push(Reverse((t, seq, i as u64, r)));
                     peak = peak.max(reference.len());
                 } else if op < 7 {
-                    let Reverse((t, _, ev)) = *reference.peek().expect("not empty");
+                    let Reverse((t, _, ev, aux)) = *reference.peek().expect("not empty");
                     let e = q.peek().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
                 } else {
-                    let Reverse((t, _, ev)) = reference.pop().expect("not empty");
+                    let Reverse((t, _, ev, aux)) = reference.pop().expect("not empty");
                     let e = q.pop().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
                     now = t;
                 }
                 prop_assert_eq!(q.is_empty(), reference.is_empty());
             }
-            while let Some(Reverse((t, _, ev))) = reference.pop() {
+            while let Some(Reverse((t, _, ev, aux))) = reference.pop() {
                 let e = q.pop().expect("the same events");
-                prop_assert_eq!((e.t, e.ev), (t, ev));
+                prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
             }
             prop_assert!(q.pop().is_none() && q.is_empty());
             prop_assert_eq!(q.peak(), peak);
