@@ -18,12 +18,14 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// An event as the queue stores it: the run's `Ev`, packed by the caller.
+/// An event as the queue stores it: the run's `Ev`, packed by the caller, and a word the
+/// caller gives it to carry (a plain clone's completion: when it was issued).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub t: u64,
     seq: u64,
     pub ev: u64,
+    pub aux: u64,
 }
 
 /// Heap order: the earliest (time, sequence) is the greatest, so it is on top of a
@@ -127,13 +129,21 @@ impl EventQueue {
     /// Queue `ev` at time `t`, after every event already queued for `t`.
     #[inline(always)]
     pub fn push(&mut self, t: u64, ev: u64) {
+        self.push_with(t, ev, 0);
+    }
+
+    /// [`EventQueue::push`], `aux` carried with the event.
+    #[inline(always)]
+    pub fn push_with(&mut self, t: u64, ev: u64, aux: u64) {
         self.seq += 1;
         self.len += 1;
-        self.peak = self.peak.max(self.len);
+        if self.len > self.peak {
+            self.peak = self.len;
+        }
         if t < self.base {
             self.rewind(t);
         }
-        self.place(Entry { t, seq: self.seq, ev });
+        self.place(Entry { t, seq: self.seq, ev, aux });
     }
 
     #[inline(always)]
@@ -141,7 +151,7 @@ impl EventQueue {
         // A difference, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
         // checked on the events as they are popped).
         if e.t - self.base >= SPAN_NS {
-            self.push_far(e);
+            self.push_far(e.t, e.seq, e.ev, e.aux);
             return;
         }
         let s = slot_of(e.t);
@@ -161,25 +171,34 @@ impl EventQueue {
         self.on_wheel += 1;
     }
 
+    /// (Its fields one by one: an entry passed whole was stored on the stack on every
+    /// push, the common path's too.)
     #[cold]
     #[inline(never)]
-    fn push_far(&mut self, e: Entry) {
-        self.far.push(e);
+    fn push_far(&mut self, t: u64, seq: u64, ev: u64, aux: u64) {
+        self.far.push(Entry { t, seq, ev, aux });
     }
 
     /// A node holding `e`, at the end of no list.
     #[inline(always)]
     fn new_node(&mut self, e: Entry) -> u32 {
-        let node = Node { e, next: NIL };
         if self.free == NIL {
-            self.nodes.push(node);
-            return (self.nodes.len() - 1) as u32;
+            return self.grow_nodes(e.t, e.seq, e.ev, e.aux);
         }
         let n = self.free;
         let slot = &mut self.nodes[n as usize];
         self.free = slot.next;
-        *slot = node;
+        // Field by field: a whole node was built on the stack and copied.
+        (slot.e.t, slot.e.seq, slot.e.ev, slot.e.aux, slot.next) = (e.t, e.seq, e.ev, e.aux, NIL);
         n
+    }
+
+    /// A new node holding the entry of these fields (none is free).
+    #[cold]
+    #[inline(never)]
+    fn grow_nodes(&mut self, t: u64, seq: u64, ev: u64, aux: u64) -> u32 {
+        self.nodes.push(Node { e: Entry { t, seq, ev, aux }, next: NIL });
+        (self.nodes.len() - 1) as u32
     }
 
     /// Link node `n` into the non-empty bucket `s` in order (it goes before the last event).
@@ -296,7 +315,10 @@ impl EventQueue {
     /// Remove and return the first event.
     #[inline]
     pub fn pop(&mut self) -> Option<Entry> {
-        let s = self.first_bucket()?;
+        // The cursor's bucket, when it holds events, is the first one (every event on the
+        // wheel is at or after its start): no search of the occupied bits, no turn.
+        let at_cursor = self.cursor % SLOTS;
+        let s = if self.slots[at_cursor].head != NIL { at_cursor } else { self.first_bucket()? };
         let n = self.slots[s].head;
         let node = &mut self.nodes[n as usize];
         let (e, next) = (node.e, node.next);
@@ -333,7 +355,8 @@ mod tests {
         /// The pushes mix events at the same instant (writes acknowledged together), events
         /// earlier than others in their bucket (the out-of-order insertion), events beyond
         /// the wheel's span (`far` and its refills) and pushes after a peek turned the wheel
-        /// past them (the rewind).
+        /// past them (the rewind). Every event carries a word of its own (`push_with`),
+        /// which comes back with it.
         #[test]
         fn pops_and_peeks_as_the_heap_of_time_and_sequence(
             ops in proptest::collection::vec((0u8..10, 0u8..5, any::<u64>()), 1..600),
@@ -352,24 +375,24 @@ mod tests {
                     };
                     let t = now.saturating_add(ahead);
                     seq += 1;
-                    q.push(t, i as u64);
-                    reference.push(Reverse((t, seq, i as u64)));
+                    q.push_with(t, i as u64, r);
+                    reference.push(Reverse((t, seq, i as u64, r)));
                     peak = peak.max(reference.len());
                 } else if op < 7 {
-                    let Reverse((t, _, ev)) = *reference.peek().expect("not empty");
+                    let Reverse((t, _, ev, aux)) = *reference.peek().expect("not empty");
                     let e = q.peek().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
                 } else {
-                    let Reverse((t, _, ev)) = reference.pop().expect("not empty");
+                    let Reverse((t, _, ev, aux)) = reference.pop().expect("not empty");
                     let e = q.pop().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev), (t, ev));
+                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
                     now = t;
                 }
                 prop_assert_eq!(q.is_empty(), reference.is_empty());
             }
-            while let Some(Reverse((t, _, ev))) = reference.pop() {
+            while let Some(Reverse((t, _, ev, aux))) = reference.pop() {
                 let e = q.pop().expect("the same events");
-                prop_assert_eq!((e.t, e.ev), (t, ev));
+                prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
             }
             prop_assert!(q.pop().is_none() && q.is_empty());
             prop_assert_eq!(q.peak(), peak);

@@ -3,12 +3,13 @@
 //! drive (directly, through the WRR arbiter's submission queues, or through a host
 //! stack), and idle time for background GC when nothing is outstanding.
 
-use super::clone::{Slot, LOOKAHEAD};
+use super::clone::{JobClone, Slot, LOOKAHEAD};
 use super::report::depth_slot;
 use super::{Ev, RunError, Runner};
 use crate::engine::arbiter::Queued;
 use crate::engine::events::Entry;
-use crate::engine::{HostCmd, HostOp};
+use crate::engine::{DeviceTiming, HostCmd, HostOp};
+use crate::nvme::Controller;
 use crate::workload::{Ddir, Io, JobError, ThinktimeBlocksType};
 
 /// What a clone does next (see `Runner::gate`).
@@ -46,20 +47,23 @@ impl Runner<'_> {
     /// while its queue has room it issues its drawn-ahead I/Os and draws more, the gate's
     /// and the issue's steps for the options it does not use left out. Anything else (the
     /// run's end, nothing drawn ahead) goes to the general path, which takes the same step.
+    /// The clone, the drive and the queue are borrowed apart once for the whole loop (a
+    /// look-up of the clone per step cost a bounds check and its address each time).
+    #[inline(always)]
     pub(super) fn pump_plain(&mut self, c: usize) -> Result<(), RunError> {
         let now = self.now;
+        let Runner { clones, ctrl, timing, events, .. } = self;
+        let cl = &mut clones[c];
         loop {
-            let cl = &mut self.clones[c];
-            if cl.finished {
-                return Ok(());
-            }
+            // A finished clone is stopping (the gate finishes only stopping clones, and a
+            // clone terminated before its start has no I/O): the general path waits.
             // (With a full queue and nothing drawn ahead the general gate also waits.)
+            debug_assert!(!cl.finished || cl.stopping);
             if cl.stopping || now >= cl.stop_at || cl.pending.is_empty() {
                 return self.pump(c);
             }
-            if cl.inflight >= cl.depth {
-                return Ok(());
-            }
+            // The queue has room: a completion made it, or the check at the loop's end.
+            debug_assert!(cl.inflight < cl.depth);
             // Drawn ahead in full (the usual case): the issued I/O's place in the ring
             // takes the next one drawn, as a pop and a push would.
             let full = cl.pending.len() == LOOKAHEAD;
@@ -67,14 +71,15 @@ impl Runner<'_> {
             if !full {
                 cl.pending.pop_front();
             }
-            self.issue_plain(c, now, io)?;
+            let done = Self::issue_plain(cl, ctrl, timing, now, io)?;
+            let ev = Ev::Done { clone: c as u32, slot: Ev::plain_io(io.ddir.index() as u8, io.len) };
+            events.push_with(done.max(now.saturating_add(1)), ev.pack(), now);
             // Neither the issue nor the draws below change `stopping` or `stop_at`: the
             // general path's draw-ahead and its full-queue check need only these.
-            let cl = &mut self.clones[c];
             if full {
                 match cl.gen.next_io() {
                     Some(n) => {
-                        self.ctrl.prefetch_at(&cl.prefetch, n.offset);
+                        ctrl.prefetch_at(&cl.prefetch, n.offset);
                         cl.pending.replace_front(n);
                     }
                     None => cl.pending.pop_front(),
@@ -83,7 +88,7 @@ impl Runner<'_> {
                 while cl.pending.len() < LOOKAHEAD {
                     match cl.gen.next_io() {
                         Some(n) => {
-                            self.ctrl.prefetch_at(&cl.prefetch, n.offset);
+                            ctrl.prefetch_at(&cl.prefetch, n.offset);
                             cl.pending.push_back(n);
                         }
                         None => break,
@@ -96,10 +101,10 @@ impl Runner<'_> {
         }
     }
 
-    /// [`Runner::issue`] for a plain clone sent straight to the drive.
-    #[inline]
-    fn issue_plain(&mut self, c: usize, now: u64, io: Io) -> Result<(), RunError> {
-        let cl = &mut self.clones[c];
+    /// [`Runner::issue`] for a plain clone sent straight to the drive: its counts, and the
+    /// command's completion time.
+    #[inline(always)]
+    fn issue_plain(cl: &mut JobClone, ctrl: &mut Controller, timing: &mut DeviceTiming, now: u64, io: Io) -> Result<u64, RunError> {
         let di = io.ddir.index();
         let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
         if now >= cl.ramp_end {
@@ -113,11 +118,8 @@ impl Runner<'_> {
             Ddir::Write => HostOp::Write,
             Ddir::Trim => HostOp::Deallocate,
         };
-        (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
-        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid: cl.nsid, slba, nlb })?;
-        let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
-        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
-        Ok(())
+        (timing.pract, timing.prchk) = (cl.pract, cl.prchk);
+        Ok(timing.submit(ctrl, now, HostCmd { op, nsid: cl.nsid, slba, nlb })?)
     }
 
     /// Whether the clone may issue its next I/O now (and which), and what it waits for if not:
@@ -264,8 +266,15 @@ impl Runner<'_> {
         };
         (self.timing.pract, self.timing.prchk) = (self.clones[c].pract, self.clones[c].prchk);
         let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
+        let at = done.max(now.saturating_add(1));
+        if self.clones[c].plain {
+            // Its completion takes `Runner::done_plain`: the I/O in the event, no slot.
+            let ev = Ev::Done { clone: c as u32, slot: Ev::plain_io(di as u8, io.len) };
+            self.events.push_with(at, ev.pack(), now);
+            return Ok(());
+        }
         let si = self.clones[c].take_slot(Slot { ddir: di as u8, len: io.len, offset: io.offset, issued: now });
-        self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: si });
+        self.push(at, Ev::Done { clone: c as u32, slot: si });
         Ok(())
     }
 

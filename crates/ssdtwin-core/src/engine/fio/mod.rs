@@ -417,9 +417,36 @@ impl Ev {
         kind << 62 | (clone as u64) << 32 | slot as u64
     }
 
+    /// Whether packed event `w` is a completion ([`Ev::Done`]).
+    #[inline(always)]
+    fn is_done(w: u64) -> bool {
+        w >> 62 == 1
+    }
+
+    /// A plain clone's completion carries its I/O in the event (`Done`'s slot: the direction
+    /// in bits 30-31, the length below, `JobClone::plain` keeps it under 2^30), and when it
+    /// was issued in the entry's word: no slot to fill and read back.
+    #[inline(always)]
+    fn plain_io(ddir: u8, len: u64) -> u32 {
+        debug_assert!(len < 1 << 30);
+        (ddir as u32) << 30 | len as u32
+    }
+
+    /// The direction and length of a plain clone's completion ([`Ev::plain_io`]).
+    #[inline(always)]
+    fn plain_io_of(slot: u32) -> (u8, u64) {
+        ((slot >> 30) as u8, (slot & ((1 << 30) - 1)) as u64)
+    }
+
+    /// The clone of packed event `w` (of a `Start`, `Done` or `Wake`).
+    #[inline(always)]
+    fn clone_of(w: u64) -> u32 {
+        ((w >> 32) & ((1 << 30) - 1)) as u32
+    }
+
     #[inline(always)]
     fn unpack(w: u64) -> Ev {
-        let clone = ((w >> 32) & ((1 << 30) - 1)) as u32;
+        let clone = Ev::clone_of(w);
         match w >> 62 {
             0 => Ev::Start(clone),
             1 => Ev::Done { clone, slot: w as u32 },
@@ -442,63 +469,94 @@ impl Runner<'_> {
         let mut events = 0u64;
         loop {
             // Without steady-state looks and convergence samples nothing but the queue
-            // decides what comes next: pop without looking first (a peek finds the first
-            // bucket, and the pop found it again).
-            let quiet = self.ss_next_ns == u64::MAX && self.ss_resets.is_empty() && self.conv.is_none();
-            let entry = if quiet {
-                match self.events.pop() {
-                    Some(e) => e,
-                    None => break,
-                }
-            } else {
-                let Some(Entry { t, .. }) = self.events.peek() else { break };
-                // A steady-state look due before (or with) the next event comes first; the end
-                // of a clone's ramp_time before the next look re-arms the looks (fio's
-                // reset_all_stats calls helper_reset).
-                if let Some(&Reverse(ramp_end)) = self.ss_resets.peek().filter(|r| r.0 < self.ss_next_ns && r.0 <= t) {
-                    self.ss_resets.pop();
-                    self.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
-                    continue;
-                }
-                if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
-                    self.steadystate_tick(self.ss_next_ns);
-                    continue;
-                }
-                if self.conv.as_ref().is_some_and(|cv| cv.batch_end_ns <= t) {
-                    // The fast-forward stretch reports the run's progress at its start, its clock moving.
-                    let at = self.progress(t);
-                    self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
-                    continue;
-                }
-                self.events.pop().expect("peeked")
-            };
-            let Entry { t, ev, .. } = entry;
-            let ev = Ev::unpack(ev);
-            // Event times are computed with saturating additions, so a run that would overflow
-            // the clock arrives here past the limit instead of wrapping around.
-            if t > end_limit {
-                return Err(RunError::TimeLimit(end_limit - start_ns));
+            // decides what comes next, and a run never gains them: the quiet loop takes it
+            // from here.
+            if self.ss_next_ns == u64::MAX && self.ss_resets.is_empty() && self.conv.is_none() {
+                return self.quiet_loop(start_ns, events, keep_going);
             }
-            self.now = t;
+            let Some(Entry { t, .. }) = self.events.peek() else { break };
+            // A steady-state look due before (or with) the next event comes first; the end
+            // of a clone's ramp_time before the next look re-arms the looks (fio's
+            // reset_all_stats calls helper_reset).
+            if let Some(&Reverse(ramp_end)) = self.ss_resets.peek().filter(|r| r.0 < self.ss_next_ns && r.0 <= t) {
+                self.ss_resets.pop();
+                self.ss_next_ns = ramp_end.saturating_add(SS_TICK_NS);
+                continue;
+            }
+            if self.ss_next_ns <= t && self.ss_next_ns <= end_limit {
+                self.steadystate_tick(self.ss_next_ns);
+                continue;
+            }
+            if self.conv.as_ref().is_some_and(|cv| cv.batch_end_ns <= t) {
+                // The fast-forward stretch reports the run's progress at its start, its clock moving.
+                let at = self.progress(t);
+                self.converge_tick(t, &mut |now| keep_going(&Progress { now_ns: now, ..at }))?;
+                continue;
+            }
+            let Entry { t, ev, aux, .. } = self.events.pop().expect("peeked");
             events += 1;
-            if events % 65_536 == 0 && !keep_going(&self.progress(t)) {
-                return Err(RunError::Interrupted(t));
+            self.arrive(t, events, start_ns, keep_going)?;
+            self.dispatch(Ev::unpack(ev), t, aux)?;
+            if (self.events.is_empty() || self.batch_done()) && !self.next_batch()? {
+                break;
             }
-            match ev {
-                // A clone terminated before it started (exit_what) ignores its start.
-                Ev::Start(c) if self.clones[c as usize].finished => {}
-                Ev::Start(c) => self.start_clone(c as usize, t)?,
-                Ev::Done { clone, slot } if self.clones[clone as usize].plain => self.done_plain(clone as usize, slot, t)?,
-                Ev::Done { clone, slot } => self.done(clone as usize, slot, t)?,
-                Ev::Wake(c) => self.pump(c as usize)?,
-                Ev::Fetch => self.fetch()?,
-                Ev::Lane(l) => self.lane_done(l)?,
+        }
+        Ok(())
+    }
+
+    /// [`Runner::event_loop`] once the run is quiet (no steady-state looks, no convergence
+    /// samples): pop without looking first (a peek finds the first bucket, and the pop
+    /// found it again), and a plain clone's completion handled here, the other events in
+    /// [`Runner::dispatch`]. A loop of its own: the general loop's registers and spills
+    /// were this one's too. `events` is the count so far (the progress calls go on at the
+    /// same events).
+    #[inline(never)]
+    fn quiet_loop(&mut self, start_ns: u64, mut events: u64, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), RunError> {
+        while let Some(Entry { t, ev, aux, .. }) = self.events.pop() {
+            events += 1;
+            self.arrive(t, events, start_ns, keep_going)?;
+            // A completion told apart before the event is unpacked (two jump tables else).
+            let clone = Ev::clone_of(ev) as usize;
+            if Ev::is_done(ev) && self.clones[clone].plain {
+                self.done_plain(clone, ev as u32, aux, t)?;
+            } else {
+                self.dispatch(Ev::unpack(ev), t, aux)?;
             }
             if (self.events.is_empty() || self.batch_done()) && !self.next_batch()? {
                 break;
             }
         }
         Ok(())
+    }
+
+    /// The run's clock moves to event number `events`, at `t`.
+    #[inline(always)]
+    fn arrive(&mut self, t: u64, events: u64, start_ns: u64, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), RunError> {
+        // Event times are computed with saturating additions, so a run that would overflow
+        // the clock arrives here past the limit instead of wrapping around.
+        if t > self.end_limit {
+            return Err(RunError::TimeLimit(self.end_limit - start_ns));
+        }
+        self.now = t;
+        if events % 65_536 == 0 && !keep_going(&self.progress(t)) {
+            return Err(RunError::Interrupted(t));
+        }
+        Ok(())
+    }
+
+    /// Handle event `ev` at `t` (`aux`: the word its entry carried).
+    #[inline(never)]
+    fn dispatch(&mut self, ev: Ev, t: u64, aux: u64) -> Result<(), RunError> {
+        match ev {
+            // A clone terminated before it started (exit_what) ignores its start.
+            Ev::Start(c) if self.clones[c as usize].finished => Ok(()),
+            Ev::Start(c) => self.start_clone(c as usize, t),
+            Ev::Done { clone, slot } if self.clones[clone as usize].plain => self.done_plain(clone as usize, slot, aux, t),
+            Ev::Done { clone, slot } => self.done(clone as usize, slot, t),
+            Ev::Wake(c) => self.pump(c as usize),
+            Ev::Fetch => self.fetch(),
+            Ev::Lane(l) => self.lane_done(l),
+        }
     }
 
     /// How far the run is at `now`: each clone's issued bytes and I/Os and time since its
@@ -543,15 +601,15 @@ impl Runner<'_> {
     /// [`Runner::done`] for a plain clone (`JobClone::plain`): of its steps only those a
     /// plain clone's state can take (no think time, latency target, minimum rate, rate
     /// wake-up, steady state, logs or convergence samples).
-    #[inline]
-    fn done_plain(&mut self, c: usize, slot: u32, t: u64) -> Result<(), RunError> {
+    #[inline(always)]
+    fn done_plain(&mut self, c: usize, io: u32, issued: u64, t: u64) -> Result<(), RunError> {
         let cl = &mut self.clones[c];
-        let s = cl.slots[slot as usize];
-        cl.free_slots.push(slot);
+        let (ddir, len) = Ev::plain_io_of(io);
         cl.ios_completed += 1;
         cl.inflight -= 1;
-        if t >= cl.ramp_end && s.issued >= cl.ramp_end {
-            accounting::count(cl, s.ddir, s.len, t - s.issued, t);
+        // (`t` is after `issued`, so an I/O issued after the ramp completes after it.)
+        if issued >= cl.ramp_end {
+            accounting::count(cl, ddir, len, t - issued, t);
         }
         self.pump_plain(c)
     }
