@@ -10,13 +10,13 @@ use super::gc::{FREE_FLOOR, GC_START};
 use super::state::Frontier;
 use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 
-/// The write paths' L2P prefetches come in bursts: this many evicted slots' lines at once,
-/// every this many slots, one burst ahead (near enough that the lines are still cached).
-/// At full scale the maps are 8 GB and nearly every random line also misses the TLB; a
-/// prefetch then holds its place in the reorder window until its translation is done, so
-/// one prefetch per write, spread among a write's few hundred instructions, left only a few
-/// misses in flight. Back-to-back prefetches overlap their walks and misses
-/// (docs/performance.md, "Speed II: prefetches in bursts").
+/// How far ahead the write paths fetch an evicted slot's L2P line, in slots. The pipelined
+/// maps thread fetches one line per program, this many slots ahead; the serial path
+/// (`Ftl::write`) fetches this many lines at once every this many programs. Bursts were
+/// chosen on a VM whose page walks were slow ("Speed II: prefetches in bursts"). On a later
+/// machine, bursts overran the core's outstanding misses on the maps thread, and one line
+/// per program ran 15-20 % faster there. The serial path measured the same either way
+/// (docs/performance.md, "GC's prefetches one IU at a time").
 pub(super) const HOST_PREFETCH_BURST: usize = 16;
 
 impl Ftl {
