@@ -15,7 +15,7 @@ use crate::nand::{Cause, MapTouch, NandOp, NandSink};
 /// (`Ftl::write`) fetches this many lines at once every this many programs. Bursts were
 /// chosen on a VM whose page walks were slow ("Speed II: prefetches in bursts"). On a later
 /// machine, bursts overran the core's outstanding misses on the maps thread, and one line
-/// per program ran 15-20 % faster there. The serial path measured the same either way
+/// per program ran 14-19 % faster there. The serial path measured the same either way
 /// (docs/performance.md, "GC's prefetches one IU at a time").
 pub(super) const HOST_PREFETCH_BURST: usize = 16;
 
