@@ -299,8 +299,20 @@ def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
                 )
             s.stop()
 
+    def mb_s(stem: str) -> float:
+        job = json.loads((results / f"{stem}.json").read_text())["jobs"][0]
+        return float(job["read" if "read" in stem else "write"]["bw_bytes"]) / 1e6
+
     run_cli("precondition", img, "--seq", "128k", "--loops", "2", "--seed", "1", "-q")
-    run_jobs("2-seq-read", "3-seq-write")
+    # A real-time server that a loaded machine starves serves below its link: a run of the
+    # suite beside two compilers once read at 36 MB/s through the 50 MB/s link, and wrote at
+    # 39, which calibrate rightly refuses (a write faster than the link). Such a window says
+    # nothing of the drive, so the sequential pair is measured again, at most three times in
+    # all; a twin that serves below its link every time still fails the fit's checks below.
+    for _ in range(3):
+        run_jobs("2-seq-read", "3-seq-write")
+        if mb_s("2-seq-read") >= 0.85 * hidden["host_link_bytes_per_s"] / 1e6 and mb_s("3-seq-write") <= mb_s("2-seq-read"):
+            break
     run_cli("precondition", img, "--rand", "4k", "--amount", "3x", "--seed", "2", "-q")
     run_jobs("5-rand-read", "6-rand-write")
     out = tmp_path / "fitted.toml"
