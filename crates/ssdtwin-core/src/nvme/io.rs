@@ -276,7 +276,7 @@ impl Controller {
     }
 
     /// The counters and follow-ups of a Write of `bytes` to NAND that the FTL has taken.
-    #[inline]
+    #[inline(always)]
     fn after_write(&mut self, nsid: u32, set: usize, slba: u64, nlb: u64, bytes: u64) {
         self.st.smart.host_write_commands += 1;
         if let Some(c) = self.st.set_commands.get_mut(set) {
