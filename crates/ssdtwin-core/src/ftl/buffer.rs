@@ -61,17 +61,46 @@ impl Index {
     /// The low 32 bits of the slot's sequence number, if `iu` is present.
     #[inline]
     fn get(&self, iu: u32) -> Option<u32> {
+        self.find(iu).ok()
+    }
+
+    /// The low 32 bits of the slot's sequence number if `iu` is present, else the empty
+    /// cell that ends its probe (where [`Index::insert`] would put it).
+    #[inline(always)]
+    fn find(&self, iu: u32) -> Result<u32, usize> {
         let key = iu + 1;
         let mut i = self.home(key);
         loop {
             let c = self.cells[i];
             if (c >> 32) as u32 == key {
-                return Some(c as u32);
+                return Ok(c as u32);
             }
             if c == 0 {
-                return None;
+                return Err(i);
             }
             i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Put absent `iu` at `seq` in cell `at`: the empty cell its probe ends at (a miss of
+    /// [`Index::find`], or that cell moved back by a removal since: [`Index::probe_end`]).
+    #[inline(always)]
+    fn insert_at(&mut self, at: usize, iu: u32, seq: u64) {
+        debug_assert_eq!(self.cells[at], 0);
+        self.cells[at] = ((iu + 1) as u64) << 32 | (seq as u32) as u64;
+    }
+
+    /// Where absent `iu`'s probe ends after a removal left cell `hole` empty, the probe
+    /// having ended at `end` before it: a removal empties one cell (its last hole) and
+    /// fills none that was empty, so the probe now stops at the hole if the hole lies on
+    /// it (cyclically in [home, end)), else where it stopped before.
+    #[inline(always)]
+    fn probe_end(&self, iu: u32, end: usize, hole: usize) -> usize {
+        let home = self.home(iu + 1);
+        if (hole.wrapping_sub(home) & self.mask) < (end.wrapping_sub(home) & self.mask) {
+            hole
+        } else {
+            end
         }
     }
 
@@ -90,14 +119,15 @@ impl Index {
         }
     }
 
-    #[inline]
-    fn remove(&mut self, iu: u32) {
+    /// Remove `iu`; returns the cell left empty (None if `iu` was absent).
+    #[inline(always)]
+    fn remove(&mut self, iu: u32) -> Option<usize> {
         let key = iu + 1;
         let mut i = self.home(key);
         loop {
             let c = self.cells[i];
             if c == 0 {
-                return;
+                return None;
             }
             if (c >> 32) as u32 == key {
                 break;
@@ -121,6 +151,7 @@ impl Index {
             j = (j + 1) & self.mask;
         }
         self.cells[hole] = 0;
+        Some(hole)
     }
 }
 
@@ -191,18 +222,26 @@ impl WriteBuffer {
         if self.capacity == 0 {
             return Offer::WriteThrough(Slot { iu, mask });
         }
-        if self.live > 0 {
-            if let Some(seq) = self.index.get(iu) {
+        // One probe of the index for the miss and the insert (a merge ends it).
+        let mut at = match self.index.find(iu) {
+            Ok(seq) => {
                 let off = self.offset(seq);
                 let s = &mut self.ring[off];
                 s.mask |= mask;
                 return Offer::Merged;
             }
+            Err(at) => at,
+        };
+        let mut evicted = None;
+        if self.live == self.capacity {
+            if let Some((s, hole)) = self.pop_oldest_cell() {
+                at = self.index.probe_end(iu, at, hole);
+                evicted = Some(s);
+            }
         }
-        let evicted = if self.live == self.capacity { self.pop_oldest() } else { None };
         let seq = self.head_seq + self.ring.len() as u64;
         self.ring.push_back(Slot { iu, mask });
-        self.index.insert(iu, seq);
+        self.index.insert_at(at, iu, seq);
         self.live += 1;
         match evicted {
             Some(s) => Offer::Evicted(s),
@@ -211,13 +250,20 @@ impl WriteBuffer {
     }
 
     /// Remove and return the oldest live slot.
+    #[cfg(test)]
     pub fn pop_oldest(&mut self) -> Option<Slot> {
+        self.pop_oldest_cell().map(|(s, _)| s)
+    }
+
+    /// [`WriteBuffer::pop_oldest`], with the index cell its removal left empty.
+    #[inline(always)]
+    fn pop_oldest_cell(&mut self) -> Option<(Slot, usize)> {
         while let Some(s) = self.ring.pop_front() {
             self.head_seq += 1;
             if s.iu != DEAD {
-                self.index.remove(s.iu);
+                let hole = self.index.remove(s.iu).expect("a live slot is indexed");
                 self.live -= 1;
-                return Some(s);
+                return Some((s, hole));
             }
         }
         None
@@ -308,6 +354,36 @@ mod tests {
         b.check().unwrap();
         assert_eq!(b.pop_oldest(), Some(Slot { iu: 12, mask: 1 }));
         assert_eq!(b.pop_oldest(), None);
+    }
+
+    /// `offer`'s one probe (the miss's empty cell, moved to the eviction's hole when that
+    /// lies on the probe) leaves the index exactly as a removal and a fresh insert do, in a
+    /// table crowded enough that probes cross runs and removals shift them.
+    #[test]
+    fn one_probe_offer_leaves_the_index_of_remove_then_insert() {
+        for cap in [1u32, 3, 8, 13] {
+            let mut b = WriteBuffer::new(cap);
+            let mut reference = b.index.clone();
+            let mut x: u64 = cap as u64;
+            for step in 0..20_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let iu = ((x >> 33) % (6 * cap as u64 + 5)) as u32;
+                let seq = b.head_seq + b.ring.len() as u64;
+                let present = reference.get(iu).is_some();
+                match b.offer(iu, 1 << (x % 8)) {
+                    Offer::Evicted(s) => {
+                        assert!(!present);
+                        reference.remove(s.iu);
+                        reference.insert(iu, seq);
+                    }
+                    Offer::Queued => reference.insert(iu, seq),
+                    Offer::Merged => assert!(present),
+                    Offer::WriteThrough(_) => unreachable!(),
+                }
+                assert_eq!(b.index.cells, reference.cells, "capacity {cap}, step {step}, IU {iu}");
+            }
+            b.check().unwrap();
+        }
     }
 
     #[test]

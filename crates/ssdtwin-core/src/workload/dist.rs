@@ -137,7 +137,7 @@ impl AxMap {
     /// [`AxMap::set_nr`] of one block (an I/O of the map's block size, the common case):
     /// the same checks without the loop over words and the masks of a run.
     #[inline]
-    fn set_one(&mut self, b: u64) -> u64 {
+    pub(crate) fn set_one(&mut self, b: u64) -> u64 {
         let w = (b / 64) as usize;
         let words = &mut self.levels[0];
         if b > self.n || w >= words.len() {

@@ -10,6 +10,9 @@
 const TWO_POW_32: f64 = 4_294_967_296.0;
 /// 2^64 as fio's `FRAND64_MAX_PLUS_ONE`.
 const TWO_POW_64: f64 = TWO_POW_32 * TWO_POW_32;
+/// [`FioRand::scale`] of a 32-bit draw: below this fraction (of 2^32) the integer part of
+/// value × r / 2^32 is fio's truncated double (2^32 − 2^12, a margin over the 2^11 needed).
+const SCALE_EXACT_FRACTION: u32 = u32::MAX - (1 << 12) + 1;
 
 /// fio's seed fix-up (lib/rand.c `__seed`): each component must exceed its lower limit.
 #[inline]
@@ -142,6 +145,16 @@ impl FioRand {
             // A 32-bit draw converts exactly through i64, and dividing by 2^32 is exact:
             // the same double as fio's, without the unsigned-conversion branches.
             FioRand::T32(_) => {
+                // In integers when that is exact: fio's double is value × r / 2^32 rounded
+                // once (both factors are exact), off by under 2^-21 for a value below 2^32,
+                // so it truncates to the integer part unless the fraction is within 2^-21
+                // of 1. About 14 instructions fewer per random I/O.
+                if value <= u32::MAX as u64 {
+                    let n = value * (r as u32 as u64);
+                    if (n as u32) < SCALE_EXACT_FRACTION {
+                        return n >> 32;
+                    }
+                }
                 let p = value as f64 * ((r as u32 as i64 as f64) * (1.0 / TWO_POW_32));
                 if p < TWO_POW_32 * TWO_POW_32 / 2.0 {
                     p as i64 as u64
@@ -467,6 +480,33 @@ mod tests {
         let t = FioRand::new(1, true);
         for (value, r) in [(256u64, u64::MAX), (1 << 40, 1 << 63), (7, 0)] {
             assert_eq!(t.scale(value, r), (value as f64 * (r as f64 / (u64::MAX as f64 + 1.0))) as u64);
+        }
+    }
+
+    /// The integer path of a 32-bit scale against fio's double, where they could part: a
+    /// product whose fraction is within a hair of 1 (the double rounds up to the next
+    /// integer there for large values), and random values and draws.
+    #[test]
+    fn scale_in_integers_is_fios_double() {
+        let t = FioRand::new(1, false);
+        let fio = |value: u64, r: u64| (value as f64 * (r as f64 / (u32::MAX as f64 + 1.0))) as u64;
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..200_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let value = match i % 3 {
+                0 => (x >> 32) | 1,
+                1 => ((x >> 40) | 1).max(3),
+                _ => (x >> 33) | (1 << 31) | 1,
+            };
+            // r with value × r ≡ -k (mod 2^32), k small: the fraction just under 1.
+            let mut inv = value as u32;
+            for _ in 0..5 {
+                inv = inv.wrapping_mul(2u32.wrapping_sub((value as u32).wrapping_mul(inv)));
+            }
+            let k = (x & 0x1fff) as u32 + 1;
+            for r in [(k.wrapping_neg()).wrapping_mul(inv) as u64, x as u32 as u64] {
+                assert_eq!(t.scale(value, r), fio(value, r), "{value} {r}");
+            }
         }
     }
 

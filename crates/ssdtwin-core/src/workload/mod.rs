@@ -160,6 +160,21 @@ pub struct Generator {
     /// The job's one direction, when it has one and no trimwrite rule (`next_ddir` needs
     /// no look at the mix then).
     one_ddir: Option<Ddir>,
+    /// [`Generator::fill_plain_map`] applies (a time-based `uniform_map` job in one
+    /// direction, one map block per I/O).
+    plain_map: Option<PlainMap>,
+}
+
+/// What [`Generator::fill_plain_map`] needs of a job, fixed for its whole run: the one
+/// direction, log2 of its block size (a power of two, also its alignment and the map's
+/// block), and how many blocks pass `fixed_block_at` (the block's offset from the file's
+/// start, `file_offset`, is below `io_size` and the block ends within `real_size`; both
+/// and `file_offset` are the job's constants).
+#[derive(Clone, Copy, Debug)]
+struct PlainMap {
+    ddir: Ddir,
+    shift: u32,
+    blocks: u64,
 }
 
 impl Generator {
@@ -349,6 +364,7 @@ impl Generator {
             uniform: false,
             uniform_map: false,
             one_ddir: None,
+            plain_map: None,
             spec,
         };
         // do_io's per-pass byte budget (backend.c): `size`, or io_size for random writes
@@ -379,7 +395,24 @@ impl Generator {
             [false, false, _] => Some(Ddir::Trim),
             [true, true, _] => None,
         };
+        g.plain_map = g.plain_map_of();
         Ok(g)
+    }
+
+    /// The [`PlainMap`] of a job `fill_plain_map` applies to (see there), or None.
+    fn plain_map_of(&self) -> Option<PlainMap> {
+        let ddir = self.one_ddir?;
+        let d = ddir.index();
+        let bs = self.min_bs[d];
+        if !(self.uniform_map && self.spec.time_based && bs.is_power_of_two() && self.ba[d] == bs && self.min_bs_shift[d].is_some()) {
+            return None;
+        }
+        let shift = bs.trailing_zeros();
+        // fixed_block_at: rel < io_size, rel + file_offset < real_size and rel + file_offset
+        // + bs <= real_size (the last implies the second, bs > 0), rel = block << shift.
+        let fits = self.real_size.checked_sub(self.file_offset).and_then(|r| r.checked_sub(bs)).map_or(0, |r| r + 1);
+        let rel_limit = self.io_size.min(fits);
+        Some(PlainMap { ddir, shift, blocks: rel_limit.div_ceil(bs) })
     }
 
     pub fn region(&self) -> (u64, u64) {
@@ -475,7 +508,17 @@ impl Generator {
     /// pass budget on a time-based job).
     #[inline]
     pub fn next_io(&mut self) -> Option<Io> {
-        if self.uniform_map && self.in_pass && self.spec.time_based {
+        if let Some(p) = self.plain_map {
+            if self.in_pass {
+                match self.fill_plain_map(p) {
+                    Some(io) => return Some(self.count_issued(io)),
+                    None => {
+                        self.file_done = true;
+                        self.end_pass();
+                    }
+                }
+            }
+        } else if self.uniform_map && self.in_pass && self.spec.time_based {
             match self.fill_uniform_map() {
                 Some(io) => return Some(self.count_issued(io)),
                 None => {
@@ -627,6 +670,32 @@ impl Generator {
             return None;
         }
         self.issue(ddir, offset, buflen)
+    }
+
+    /// [`Generator::fill_uniform_map`] for a time-based job in one direction whose block
+    /// size is a power of two and its alignment ([`PlainMap`]): the same draws, map look-ups
+    /// and marks, without the look at the direction, `fixed_block_at`'s four checks (one
+    /// limit on the block instead: the file's offset and sizes are the job's constants) and
+    /// `mark_random_map`'s arithmetic (the block is the map's, one per I/O).
+    #[inline(always)]
+    fn fill_plain_map(&mut self, p: PlainMap) -> Option<Io> {
+        let d = p.ddir.index();
+        let lastb = self.lastb[d];
+        let b = match self.uniform_block(lastb) {
+            Some(b) => b,
+            None => {
+                self.file_reset();
+                self.uniform_block(lastb)?
+            }
+        };
+        if b >= p.blocks {
+            return None;
+        }
+        let map = self.map.as_mut().expect("a job with a random map");
+        if map.set_one(b) == 0 {
+            return None;
+        }
+        self.issue(p.ddir, (b << p.shift) + self.file_offset, 1 << p.shift)
     }
 
     /// The fast paths' checks of `fill` (next_offset's and the size check): the offset of

@@ -7,8 +7,8 @@ thread_local! {
     pub(super) static NO_DRAWS_AHEAD: Cell<bool> = const { Cell::new(false) };
 }
 
-/// `fill_uniform` and `fill_uniform_map` issue exactly what `fill` issues, for every job
-/// they apply to: the fio golden jobs without their random map (norandommap) and with it,
+/// `fill_uniform`, `fill_uniform_map` and `fill_plain_map` issue exactly what `fill`
+/// issues, for every job they apply to: the fio golden jobs without their random map (norandommap) and with it,
 /// size- and time-based, two seeds each, with regions that end off the block grid. The
 /// time-based map runs fill the map and start it over many times (a run's I/Os are many
 /// times the region's blocks).
@@ -19,11 +19,26 @@ fn the_uniform_fast_paths_issue_what_the_general_path_issues() {
         spec: JobSpec,
     }
     let goldens: Vec<Golden> = serde_json::from_str(include_str!("../../tests/data/fio_goldens.json")).unwrap();
-    let (mut applied, mut applied_map, mut map_full) = (0, 0, 0);
+    let (mut applied, mut applied_map, mut applied_plain, mut map_full) = (0, 0, 0, 0);
     for g in goldens {
-        for norandommap in [true, false] {
+        // `small_other`: the directions a one-direction job does not use get half its block
+        // size, so fio's map counts smaller blocks than the job's, and the job's blocks
+        // past the map's next free one can lie beyond its region (`fixed_block_at`).
+        for (norandommap, small_other) in [(true, false), (false, false), (false, true)] {
+            if small_other && g.spec.directions.len() != 1 {
+                continue;
+            }
             for (time_based, seed, trim_bytes) in [(false, 1u64, 0u64), (true, 7, 0), (false, 3, 1536), (true, 11, 512)] {
                 let mut spec = g.spec.clone();
+                if small_other {
+                    let used = spec.directions[0];
+                    for (d, bs) in [(Ddir::Read, &mut spec.bs.read), (Ddir::Write, &mut spec.bs.write), (Ddir::Trim, &mut spec.bs.trim)] {
+                        if d != used && bs.min >= 1024 {
+                            (bs.min, bs.max, bs.split) = (bs.min / 2, bs.min / 2, None);
+                        }
+                    }
+                    spec.bssplit_fio = None;
+                }
                 spec.norandommap = norandommap;
                 spec.seed ^= seed;
                 spec.time_based = time_based;
@@ -39,7 +54,8 @@ fn the_uniform_fast_paths_issue_what_the_general_path_issues() {
                     (_, true) => applied_map += 1,
                     _ => continue,
                 }
-                (general.uniform, general.uniform_map) = (false, false);
+                applied_plain += fast.plain_map.is_some() as u32;
+                (general.uniform, general.uniform_map, general.plain_map) = (false, false, None);
                 let blocks = fast.lastb.iter().copied().max().unwrap_or(0);
                 for i in 0..50_000u64 {
                     let (a, b) = (fast.next_io(), general.next_io());
@@ -57,6 +73,7 @@ fn the_uniform_fast_paths_issue_what_the_general_path_issues() {
     assert!(applied >= 20, "{applied} jobs took the fast path");
     assert!(applied_map >= 20, "{applied_map} jobs took the fast path with a map");
     assert!(map_full >= 10, "{map_full} time-based map runs went past a full map");
+    assert!(applied_plain >= 8, "{applied_plain} jobs took the plain map path");
 }
 
 /// The offset stream's draws taken ahead to prefetch a large random map's words
