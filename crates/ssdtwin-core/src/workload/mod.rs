@@ -404,10 +404,10 @@ impl Generator {
         let ddir = self.one_ddir?;
         let d = ddir.index();
         let bs = self.min_bs[d];
-        if !(self.uniform_map && self.spec.time_based && bs.is_power_of_two() && self.ba[d] == bs && self.min_bs_shift[d].is_some()) {
+        let shift = self.min_bs_shift[d]?; // a power of two
+        if !(self.uniform_map && self.spec.time_based && self.ba[d] == bs) {
             return None;
         }
-        let shift = bs.trailing_zeros();
         // fixed_block_at: rel < io_size, rel + file_offset < real_size and rel + file_offset
         // + bs <= real_size (the last implies the second, bs > 0), rel = block << shift.
         let fits = self.real_size.checked_sub(self.file_offset).and_then(|r| r.checked_sub(bs)).map_or(0, |r| r + 1);
