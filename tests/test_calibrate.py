@@ -299,9 +299,13 @@ def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
                 )
             s.stop()
 
+    def measured(stem: str) -> dict[str, Any]:
+        """fio's figures of job `stem` in its one direction."""
+        job: dict[str, Any] = json.loads((results / f"{stem}.json").read_text())["jobs"][0]
+        return job["read" if "read" in stem else "write"]
+
     def mb_s(stem: str) -> float:
-        job = json.loads((results / f"{stem}.json").read_text())["jobs"][0]
-        return float(job["read" if "read" in stem else "write"]["bw_bytes"]) / 1e6
+        return float(measured(stem)["bw_bytes"]) / 1e6
 
     run_cli("precondition", img, "--seq", "128k", "--loops", "2", "--seed", "1", "-q")
     # A real-time server that a loaded machine starves serves below its link: a run of the
@@ -319,9 +323,7 @@ def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
     res = run_cli("calibrate", "--spec", SLOW, "--measured", results, "--scale", SCALE, "--out", out, "-o", "json").json()
     fio_figures = {}
     for stem in ("2-seq-read", "3-seq-write", "5-rand-read", "6-rand-write"):
-        job = json.loads((results / f"{stem}.json").read_text())["jobs"][0]
-        d = "read" if "read" in stem else "write"
-        fio_figures[stem[2:]] = job[d]["bw_bytes"] / 1e6 if "seq" in stem else job[d]["iops"]
+        fio_figures[stem[2:]] = mb_s(stem) if "seq" in stem else measured(stem)["iops"]
     timing = _core.parse_spec(out.read_text())["timing"]
     print("\nfio over NBD:", {k: round(v, 1) for k, v in fio_figures.items()})
     print("fitted:", {p: timing[p]["value"] for p in hidden}, "hidden:", hidden)
