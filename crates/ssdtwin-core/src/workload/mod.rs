@@ -508,18 +508,13 @@ impl Generator {
     /// pass budget on a time-based job).
     #[inline]
     pub fn next_io(&mut self) -> Option<Io> {
-        if let Some(p) = self.plain_map {
-            if self.in_pass {
-                match self.fill_plain_map(p) {
-                    Some(io) => return Some(self.count_issued(io)),
-                    None => {
-                        self.file_done = true;
-                        self.end_pass();
-                    }
-                }
-            }
-        } else if self.uniform_map && self.in_pass && self.spec.time_based {
-            match self.fill_uniform_map() {
+        // A plain map (`plain_map`) is a time-based uniform map job's special case.
+        if self.in_pass && self.uniform_map && self.spec.time_based {
+            let io = match self.plain_map {
+                Some(p) => self.fill_plain_map(p),
+                None => self.fill_uniform_map(),
+            };
+            match io {
                 Some(io) => return Some(self.count_issued(io)),
                 None => {
                     self.file_done = true;
