@@ -8,7 +8,7 @@ use super::min_rate::MinRate;
 use super::report::{CloneLogs, DirCounters, LatencyBuckets};
 use super::steadystate::SsState;
 use crate::engine::iolog::{IoLog, Replay, ReplaySource};
-use crate::nvme::{Namespace, NsPrefetch};
+use crate::nvme::{Controller, Namespace, NsPrefetch};
 use crate::rng::Rng;
 use crate::units::NsId;
 use crate::workload::{Ddir, Generator, Io, JobError, JobSpec, RateProcess, ThinktimeBlocksType};
@@ -193,6 +193,19 @@ pub(super) struct Slot {
 }
 
 impl JobClone {
+    /// Fetch the L2P line of `n`, an I/O just drawn ahead, if the command will look it up
+    /// when it arrives: a read or a trim does. A write does not: its IU waits in the write
+    /// buffer, and the FTL fetches the line a few slots before the slot leaves
+    /// (`Ftl::write`), thousands of writes later, when this fetch is long gone from cache.
+    /// Fetching it anyway cost a timed random write 5 % of its CPU (docs/performance.md,
+    /// "Timed writes fetch no L2P line").
+    #[inline(always)]
+    pub fn prefetch_drawn(&self, ctrl: &Controller, n: Io) {
+        if n.ddir != Ddir::Write {
+            ctrl.prefetch_at(&self.prefetch, n.offset);
+        }
+    }
+
     /// A clone of `spec` on namespace `ns` (`nsid`) whose jobs address `target` bytes
     /// (the namespace, or a host stack's address space).
     /// `source`, when given, replays a trace streamed from a file instead of the spec's.

@@ -43,7 +43,7 @@ pub(super) struct Untimed<'r> {
 
 impl Untimed<'_> {
     /// The clone's next I/O in its own order: the drawn-ahead ones first; the ring is kept
-    /// full and the new one's mapping prefetched, as the timed runner does.
+    /// full and the new one's mapping prefetched if it looks it up, as the timed runner does.
     fn next(&mut self, c: usize) -> Result<Option<Io>, RunError> {
         let cl = &mut self.clones[c];
         let spec = &cl.gen.spec;
@@ -60,7 +60,7 @@ impl Untimed<'_> {
         while cl.pending.len() < LOOKAHEAD {
             match cl.next_io()? {
                 Some(n) => {
-                    self.ctrl.prefetch_at(&cl.prefetch, n.offset);
+                    cl.prefetch_drawn(self.ctrl, n);
                     cl.pending.push_back(n);
                 }
                 None => break,

@@ -79,7 +79,7 @@ impl Runner<'_> {
             if full {
                 match cl.gen.next_io() {
                     Some(n) => {
-                        ctrl.prefetch_at(&cl.prefetch, n.offset);
+                        cl.prefetch_drawn(ctrl, n);
                         cl.pending.replace_front(n);
                     }
                     None => cl.pending.pop_front(),
@@ -88,7 +88,7 @@ impl Runner<'_> {
                 while cl.pending.len() < LOOKAHEAD {
                     match cl.gen.next_io() {
                         Some(n) => {
-                            ctrl.prefetch_at(&cl.prefetch, n.offset);
+                            cl.prefetch_drawn(ctrl, n);
                             cl.pending.push_back(n);
                         }
                         None => break,
@@ -314,12 +314,12 @@ impl Runner<'_> {
     /// the clone must stop issuing (think time is due).
     fn after_issue(&mut self, c: usize, now: u64, io: Io) -> Result<bool, RunError> {
         let cl = &mut self.clones[c];
-        // Draw the clone's next I/Os now and prefetch their mappings: by the time they
-        // are issued the DRAM misses are over.
+        // Draw the clone's next I/Os now and prefetch the mappings they look up on
+        // arrival: by the time they are issued the DRAM misses are over.
         while cl.pending.len() < LOOKAHEAD && !cl.stopping && now < cl.stop_at {
             match cl.next_io()? {
                 Some(n) => {
-                    self.ctrl.prefetch_at(&cl.prefetch, n.offset);
+                    cl.prefetch_drawn(self.ctrl, n);
                     cl.pending.push_back(n);
                 }
                 None => break,
