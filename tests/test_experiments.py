@@ -76,6 +76,34 @@ def test_a_window_under_a_gc_cycle_is_labelled_a_window_ratio() -> None:
     d.close()
 
 
+def test_a_pass_that_fills_the_empty_write_buffer_is_no_waf_of_the_drives() -> None:
+    """One sequential pass of a 64 MiB namespace through the PBlaze5's 12 MiB write buffer
+    leaves 12 MiB unprogrammed: a namespace pass, but its ratio (0.81) is the buffer's, so
+    it is not reported as the drive's WAF, and the text says why; the next pass, with the
+    buffer full at both ends, is."""
+    from ssdtwin import waf as wafm
+    from ssdtwin.drive import Drive
+
+    d = Drive.in_memory("memblaze-pblaze5-910-3.84t", scale=256, seed=1)
+    d.nvme.detach_ns(1)
+    d.nvme.delete_ns(1)
+    nsid = d.nvme.create_ns(131072, block_size=512)
+    d.nvme.attach_ns(nsid)
+    logs = [d.vendor_log()]
+    for seed in (1, 2):
+        d.precondition(nsid, "seq", 131072, loops=1, seed=seed)
+        logs.append(d.vendor_log())
+    first = wafm.measure(logs[0], logs[1], "fast_forward", 64 << 20)
+    assert (first["verdict"], first["namespace_passes"], first["buffered_change_bytes"]) == ("insufficient", 1.0, 12 << 20)
+    assert first["waf"] is None and first["waf_window_raw"] == pytest.approx(52 / 64)
+    want = "WAF: not measured (window wrote 64.0 MiB, but the write buffer filled by 12.0 MiB, 19% of the bytes written (need <= 1%))"
+    assert wafm.text(first) == want
+    assert wafm.window_label(first).endswith("19% of the bytes written (need <= 1%): a window ratio, not the drive's WAF")
+    second = wafm.measure(logs[1], logs[2], "fast_forward", 64 << 20)
+    assert (second["verdict"], second["waf"], second["buffered_change_bytes"]) == ("steady", 1.0, 0)
+    d.close()
+
+
 def test_the_marketed_size_is_the_whole_drive() -> None:
     assert experiments.namespace_fraction("kioxia-cm6-r-3.84t", 3.84) == 1.0
     assert experiments.namespace_fraction("kioxia-cm6-v-3.2t", 3.20) == 1.0

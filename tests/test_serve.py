@@ -466,9 +466,12 @@ def test_metrics_scrape_has_every_documented_name(tmp_path: Path, two_ns: Path) 
 def test_session_waf_metrics_carry_the_measurements_span_and_verdict(tmp_path: Path) -> None:
     """``ssdtwin_waf_session`` stays the session's window ratio; beside it the session's GC
     cycles and namespace passes, a 0/1 ``_steady``, and ``_measured`` (the drive's WAF)
-    only once the session spans a namespace pass (docs/models.md, "Measuring WAF")."""
+    only once the session spans a namespace pass (docs/models.md, "Measuring WAF"). ns1 is
+    written once first, so the 12 MiB write buffer is full when the session starts: a
+    session that filled an empty one would be no WAF of the drive's, however long."""
     need("fio")
     d = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)  # 32 MiB each, 64 MiB attached
+    run_cli("precondition", d, "-n", "1", "--seq", "128k", "--loops", "1")
 
     with served(d, "--pace", "off", metrics=True) as s:
         m = scrape(s)

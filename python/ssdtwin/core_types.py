@@ -344,6 +344,7 @@ class WafMeasurement(TypedDict):
     gc_cycles: float
     namespace_bytes: int
     namespace_passes: float
+    buffered_change_bytes: int
 
 
 class PreconditionReport(TypedDict):

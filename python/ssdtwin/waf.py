@@ -37,13 +37,16 @@ class WafSpan(TypedDict):
     host_bytes: int
     gc_cycles: float
     namespace_passes: float
+    buffered_change_bytes: NotRequired[int]
 
 
 # A measurement, or what a row keeps of one: what the text forms read.
 Measured = Union[WafMeasurement, WafSpan]
 
-# What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES).
+# What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES),
+# with the write buffer's net change at most 1 % of the host bytes (WAF_MAX_BUFFER_SHARE).
 NEED = "1 GC cycle or 1 namespace pass"
+BUFFER_SHARE = 0.01
 
 
 def measure(before: VendorLog, after: VendorLog, basis: str, namespace_bytes: int) -> WafMeasurement:
@@ -91,12 +94,32 @@ def _span(v: float, digits: int) -> str:
     return text
 
 
+def spans_enough(m: Measured) -> bool:
+    """Whether the window spans 1 GC cycle or 1 namespace pass (an insufficient window that
+    does was refused for its write buffer: ``buffer_text``)."""
+    return m["gc_cycles"] >= 1.0 or m["namespace_passes"] >= 1.0
+
+
+def buffer_text(m: Measured) -> str:
+    """Why a window that spans enough is still not the drive's: its write buffer filled or
+    drained by more than 1 % of the bytes written (those bytes are written and not programmed,
+    or programmed and not written, in the window)."""
+    change = m.get("buffered_change_bytes")
+    if change is None:  # a row's span keeps no buffer figure
+        return f"the write buffer's fill changed by more than {BUFFER_SHARE:.0%} of the bytes written"
+    verb = "filled" if change > 0 else "drained"
+    share = abs(change) / max(1, int(m["host_bytes"]))
+    return f"the write buffer {verb} by {_bytes(abs(change))}, {share:.0%} of the bytes written (need <= {BUFFER_SHARE:.0%})"
+
+
 def text(m: Optional[Measured]) -> str:
     """One line: the WAF with its basis and amount, or why there is none."""
     if m is None:
         return "WAF: not measured"
     if m["verdict"] == "no_writes":
         return "WAF: none (the host wrote nothing)"
+    if m["verdict"] != "steady" and spans_enough(m):
+        return f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, but {buffer_text(m)})"
     if m["verdict"] != "steady":
         return (
             f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {_span(m['gc_cycles'], 1)} GC cycles, "
@@ -110,6 +133,8 @@ def verdict_text(m: Measured) -> str:
     window spans enough, else why there is none."""
     if m["verdict"] == "no_writes":
         return "- (nothing written)"
+    if m["verdict"] != "steady" and spans_enough(m):
+        return f"not measured ({buffer_text(m)}: its ratio is not the drive's WAF)"
     if m["verdict"] != "steady":
         return f"not measured (the window spans less than {NEED}: its ratio is not the drive's WAF)"
     return f"{m['waf']:.4f} (steady: the window spans at least {NEED})"
@@ -122,7 +147,12 @@ def window_label(m: Optional[Measured]) -> str:
         return "window not measured"
     if m["verdict"] == "no_writes":
         return "the host wrote nothing"
-    what = "steady" if m["verdict"] == "steady" else f"under {NEED}: a window ratio, not the drive's WAF"
+    if m["verdict"] == "steady":
+        what = "steady"
+    elif spans_enough(m):
+        what = f"{buffer_text(m)}: a window ratio, not the drive's WAF"
+    else:
+        what = f"under {NEED}: a window ratio, not the drive's WAF"
     return f"{BASIS_TEXT[m['basis']]}: {amount(m)}; {what}"
 
 

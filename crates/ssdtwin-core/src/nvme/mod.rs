@@ -68,7 +68,7 @@ pub use persist::{FtlFingerprint, MapStore};
 pub use precondition::{Pattern, PreconditionReport, UnknownPattern};
 pub use protection::{Protection, ProtectionRequest, PRCHK_APPTAG, PRCHK_GUARD, PRCHK_REFTAG};
 pub use view::FtlInfo;
-pub use waf::{WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES};
+pub use waf::{WafBasis, WafMeasurement, WafVerdict, WAF_MAX_BUFFER_SHARE, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -2,7 +2,9 @@
 //! greedy model.
 
 use ssdtwin_core::nvme::NsId;
-use ssdtwin_core::nvme::{Controller, Pattern, WafBasis, WafMeasurement, WafVerdict, WAF_MIN_GC_CYCLES};
+use ssdtwin_core::nvme::{
+    Controller, Pattern, WafBasis, WafMeasurement, WafVerdict, WAF_MAX_BUFFER_SHARE, WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES,
+};
 use ssdtwin_core::spec::DriveSpec;
 use ssdtwin_core::theory::waf_fifo;
 
@@ -96,6 +98,32 @@ fn a_waf_over_a_namespace_pass_is_the_drives_and_near_the_theory() {
     assert_eq!(Some(waf), m.waf_window_raw);
     let model = waf_fifo(1.2);
     assert!((waf / model - 1.0).abs() < 0.05, "WAF {waf} vs Lambert-W {model}");
+}
+
+#[test]
+fn a_pass_that_fills_an_empty_write_buffer_is_no_waf_and_the_next_pass_is() {
+    // A 64 MiB namespace behind a 12 MiB write buffer: the first sequential pass leaves
+    // 12 MiB of it unprogrammed, so its ratio reads about 0.81 although it is one namespace
+    // pass; the second pass starts and ends with the buffer full.
+    let mut s = small_block_spec(600);
+    s.ftl.write_buffer_bytes.value = 12 << 20;
+    s.capacity.tnvmcap_bytes.value = 64 << 20;
+    let mut c = Controller::new(s, 1).unwrap();
+    let bytes = c.attached(NsId(1)).unwrap().bytes();
+    let fresh = c.vendor_log();
+    c.precondition(NsId(1), Pattern::Sequential, 131072, bytes, 1, &mut |_, _| true).unwrap();
+    let filled = c.vendor_log();
+    let first = WafMeasurement::between(&fresh, &filled, WafBasis::FastForward, bytes);
+    assert!(first.namespace_passes >= WAF_MIN_NAMESPACE_PASSES, "{first:?}");
+    assert_eq!(first.buffered_change_bytes, 12 << 20, "{first:?}");
+    assert_eq!((first.verdict, first.waf), (WafVerdict::Insufficient, None), "{first:?}");
+    assert!(first.waf_window_raw.unwrap() < 0.85, "{first:?}");
+    c.precondition(NsId(1), Pattern::Sequential, 131072, bytes, 2, &mut |_, _| true).unwrap();
+    let second = WafMeasurement::between(&filled, &c.vendor_log(), WafBasis::FastForward, bytes);
+    assert!(second.buffered_change_bytes.unsigned_abs() as f64 <= WAF_MAX_BUFFER_SHARE * bytes as f64, "{second:?}");
+    assert_eq!(second.verdict, WafVerdict::Steady, "{second:?}");
+    assert!((second.waf.unwrap() - 1.0).abs() < 0.01, "{second:?}");
+    c.check_full().unwrap();
 }
 
 #[test]
