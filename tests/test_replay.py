@@ -173,5 +173,8 @@ def test_options_are_checked_before_the_trace_is_read(tmp_path: Path, fresh: Pat
     ):
         r = run_cli("replay", fresh, trace, *args, check=False)
         assert r.returncode == 1 and len(r.stderr_lines) == 1 and message in r.stderr, (args, r.stderr)
+    # A count past 64 bits is the parser's range error, not the core's OverflowError.
+    r = run_cli("replay", fresh, trace, "--max-ios", str(1 << 64), check=False)
+    assert r.returncode == 2 and len(r.stderr_lines) == 1 and "'--max-ios'" in r.stderr and "Overflow" not in r.stderr, r.stderr
     r = run_cli("replay", fresh, tmp_path / "nothere.csv", check=False)
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {tmp_path / 'nothere.csv'}: no such trace file"]

@@ -125,8 +125,8 @@ def check(opts: Options) -> None:
         raise ValueError(f"offsets past the namespace: one of {', '.join(BEYOND)}")
     if not (opts.time_scale >= 0 and opts.time_scale < float("inf")):
         raise ValueError(f"--time-scale {opts.time_scale}: a factor of 0 (no waits) or more")
-    if opts.max_ios is not None and opts.max_ios < 1:
-        raise ValueError(f"--max-ios {opts.max_ios}: at least 1")
+    if opts.max_ios is not None and not 1 <= opts.max_ios < 1 << 64:
+        raise ValueError(f"--max-ios {opts.max_ios}: from 1 to {(1 << 64) - 1}")
     if opts.iodepth is not None and not 1 <= opts.iodepth <= 65536:
         raise ValueError(f"--iodepth {opts.iodepth}: from 1 to 65536 (an NVMe queue's depth)")
 

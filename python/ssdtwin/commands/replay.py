@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import U32, OutputFmt, check_fmt, fail, opened, say
+from .common import U32, U64, OutputFmt, check_fmt, fail, opened, say
 
 
 @contextmanager
@@ -52,7 +52,7 @@ def replay_cmd(
     trace_format: str = typer.Option("auto", "--format", help="blktrace, msr, alibaba, tencent, fio-iolog, or auto (sniffed)"),
     namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="the namespace the trace lands on"),
     time_scale: float = typer.Option(1.0, "--time-scale", help="the trace's gaps times X (0.5: twice its I/O rate; 0: no waits)"),
-    max_ios: Optional[int] = typer.Option(None, "--max-ios", min=1, help="replay the trace's first N I/Os"),
+    max_ios: Optional[int] = typer.Option(None, "--max-ios", min=1, max=U64, help="replay the trace's first N I/Os"),
     wrap: bool = typer.Option(False, "--wrap", help="fold offsets past the namespace's end (modulo its size)"),
     fit: bool = typer.Option(False, "--fit", help="scale the trace's offsets onto the namespace"),
     skip_bad: bool = typer.Option(False, "--skip-bad", help="skip lines that cannot be read (counted) instead of refusing the trace"),
