@@ -239,6 +239,10 @@ def random_distribution(st: State, text: str) -> Any:
         # Range checks from options.c str_random_distribution_cb.
         if kind == "zipf" and param == 1.0:
             raise ValueError("zipf theta must be different than 1.0")
+        # fio takes any theta; the engine's Zipf needs a finite one above 0 (checked here to
+        # name the line, not in the engine).
+        if kind == "zipf" and not 0.0 < param < float("inf"):
+            raise ValueError("zipf theta out of range (0 < theta, finite, not 1.0)")
         if kind == "pareto" and not 0.0 < param < 1.0:
             raise ValueError("pareto input out of range (0 < input < 1.0)")
         if kind == "normal" and not 0.0 <= param < 100.0:
