@@ -320,14 +320,18 @@ def run_fio(
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
     notes: Optional[Callable[[str], None]] = None,
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[CloneOut], StackImageState]:
     """fio job files through the stack on ``d`` (its drive, opened writable); returns (parsed
-    run, results, the new state). The caller commits the drive, then saves the state."""
+    run, results, the new state). The caller commits the drive, then saves the state. With
+    ``log_dir``, the run's log files are checked to be writable there first."""
     from .fio.parser import parse
-    from .fio.run import fio_notes
+    from .fio.run import fio_notes, log_file_problems
 
     nsid = int(config["namespace"])
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    if log_dir is not None:
+        log_file_problems(run, log_dir)
     if notes is not None:
         for note in fio_notes(run):
             notes(note)

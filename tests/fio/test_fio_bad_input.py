@@ -255,6 +255,23 @@ def test_a_fifo_job_file_does_not_hang(image: Path, tmp_path: Path) -> None:
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin fio: error: {tmp_path / 'pipe.fio'}: not a regular file (a FIFO)"], r
 
 
+def test_a_log_file_that_cannot_be_written_is_refused_before_the_run(image: Path, tmp_path: Path) -> None:
+    # These used to run (and commit to the image), print the report, then fail writing the log.
+    (tmp_path / "plain").write_text("x")
+    jobf = tmp_path / "job.fio"
+    jobf.write_bytes(job(f"size=1m\nwrite_iolog={tmp_path}/plain/io.log\n[k]\nrw=read\nsize=1m\nwrite_bw_log={tmp_path}/nodir/bw\n"))
+    before = image_digest(image)
+    r = run_cli("fio", image, jobf, check=False)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr_lines == [
+        f"ssdtwin fio: error: {jobf}:6: write_iolog={tmp_path}/plain/io.log: cannot write the log file {tmp_path}/plain/io.log: "
+        f"{tmp_path}/plain is not a directory",
+        f"ssdtwin fio: error: {jobf}:10: write_bw_log={tmp_path}/nodir/bw: cannot write the log file {tmp_path}/nodir/bw_bw.2.log: "
+        f"no such directory {tmp_path}/nodir",
+    ]
+    assert image_digest(image) == before and not (tmp_path / "nodir").exists()
+
+
 # --- every option, extreme values: a one-line FioJobError or an engine input that fits --
 
 EXTREMES = [

@@ -541,9 +541,9 @@ def fio_cmd(
     if stacklib.is_stack(path):  # fio through a host stack (docs/host.md)
         if converge:
             fail("--converge: not through a host stack (its runs are timed in full)")
-        run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note)
+        run, results, wall = fio_through_stack(path, jobs, seed, scratch, idle_gc, fio_note, log_dir)
     else:
-        run, results, wall, timing = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note, converge)
+        run, results, wall, timing = fio_on_drive(path, jobs, namespace, seed, scratch, idle_gc, fio_note, converge, log_dir)
         if timing is not None:
             extra["timing"] = timing
             say(f"ssdtwin fio: {timing_note(timing)}")
@@ -575,8 +575,10 @@ def fio_on_drive(
     idle_gc: bool,
     fio_note: Callable[[str], None],
     converge: bool = False,
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[CloneOut], float, Optional[ConvergeOut]]:
-    """The run on a drive image; with ``converge``, also how its rounds converged."""
+    """The run on a drive image; with ``converge``, also how its rounds converged; with
+    ``log_dir``, its log files are checked to be writable there before it runs."""
     from .. import fio as fiolib
     from ..fio.run import run_jobs, run_jobs_converging
 
@@ -586,7 +588,7 @@ def fio_on_drive(
         try:
             t0 = time.perf_counter()
             with run_progress("fio") as cb:
-                kw: dict[str, Any] = dict(namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note)
+                kw: dict[str, Any] = dict(namespace=namespace, run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note, log_dir=log_dir)
                 if converge:
                     run, results, timing = run_jobs_converging(d, files, **kw)
                 else:
@@ -613,7 +615,13 @@ def timing_note(timing: ConvergeOut) -> str:
 
 
 def fio_through_stack(
-    path: Path, jobs: list[Path], seed: int, scratch: bool, idle_gc: bool, fio_note: Callable[[str], None]
+    path: Path,
+    jobs: list[Path],
+    seed: int,
+    scratch: bool,
+    idle_gc: bool,
+    fio_note: Callable[[str], None],
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[CloneOut], float]:
     """The drive commits first, then the stack's state (docs/host.md, "Crash semantics")."""
     from .. import fio as fiolib
@@ -632,7 +640,7 @@ def fio_through_stack(
         try:
             with run_progress("fio") as cb:
                 run, results, new_state = stacklib.run_fio(
-                    d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note
+                    d, config, state, [str(j) for j in jobs], run_seed=seed, idle_gc=idle_gc, progress=cb, notes=fio_note, log_dir=log_dir
                 )
         except fiolib.FioJobError as e:
             fail(*e.lines())

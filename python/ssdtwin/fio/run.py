@@ -22,6 +22,7 @@ from . import iolog as fio_iolog
 from . import logs as fio_logs
 from . import output as fio_output
 from .contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec
+from .errors import FioJobError, where
 from .parser import Run, file_kind, parse
 
 
@@ -35,10 +36,12 @@ def run_jobs(
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
     notes: Optional[Callable[[str], None]] = None,
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[CloneOut]]:
     """Parse ``files`` and simulate them on ``drive``; returns (parsed run, engine results).
-    ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run."""
-    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes)
+    ``notes`` gets each line of ``fio_notes`` once the jobs are resolved, before the run;
+    with ``log_dir``, the run's log files are checked to be writable there first."""
+    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes, log_dir)
     before = drive.vendor_log()
     results = drive.run_fio(specs, namespace, idle_gc, progress)
     _measure_waf(drive, run, before)
@@ -56,10 +59,11 @@ def run_jobs_converging(
     progress: Optional[Any] = None,
     cmdline: Sequence[str] = (),
     notes: Optional[Callable[[str], None]] = None,
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[CloneOut], ConvergeOut]:
     """``run_jobs``, timing each round until its figures converge under ``rule`` and the rest
     of it in fast-forward (docs/fio.md, "Converging rounds"); also returns how that went."""
-    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes)
+    run, specs = _prepare(drive, files, namespace, run_seed, cmdline, notes, log_dir)
     before = drive.vendor_log()
     results, timing = drive.run_fio_converging(specs, rule, namespace, idle_gc, progress)
     _measure_waf(drive, run, before)  # the fast-forwarded I/Os went through the FTL too
@@ -73,10 +77,18 @@ def _measure_waf(drive: Drive, run: Run, before: VendorLog) -> None:
 
 
 def _prepare(
-    drive: Drive, files: Sequence[str], namespace: int, run_seed: int, cmdline: Sequence[str], notes: Optional[Callable[[str], None]]
+    drive: Drive,
+    files: Sequence[str],
+    namespace: int,
+    run_seed: int,
+    cmdline: Sequence[str],
+    notes: Optional[Callable[[str], None]],
+    log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[JobSpec]]:
     run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
     specs = engine_specs(drive, run, namespace)
+    if log_dir is not None:
+        log_file_problems(run, log_dir)
     if notes is not None:
         for note in fio_notes(run):
             notes(note)
@@ -126,6 +138,48 @@ def render(
 def write_logs(run: Run, results: list[CloneOut], directory: Path) -> list[Path]:
     """The write_*_log files, then the write_iolog files (appended, as fio does)."""
     return list(fio_logs.write_logs(run, results, directory)) + fio_iolog.write_iologs(run, results, directory)
+
+
+def log_file_problems(run: Run, directory: Path) -> None:
+    """Raise FioJobError (every problem, located at its option) when a write_*_log or
+    write_iolog file of ``run`` could not be written under ``directory`` (the --log-dir):
+    checked before the run, so that a log that cannot be written never follows a run
+    committed to the image. ``write_logs`` makes ``directory``, and each write_iolog
+    file's folder."""
+    errors: list[FioJobError] = []
+    seen: set[tuple[str, Path]] = set()
+    for clone in run.clones:
+        st = clone.job.state
+        targets = [(f"write_{fio_logs.LOG_KINDS[key][0]}_log", name, directory) for key, name in fio_logs.log_names(clone).items()]
+        if st.get("write_iolog"):
+            targets.append(("write_iolog", st["write_iolog"], (directory / st["write_iolog"]).parent))
+        for option, name, made in targets:
+            path = directory / name
+            if (option, path) in seen:
+                continue
+            seen.add((option, path))
+            problem = _write_problem(path, made)
+            if problem:
+                errors.append(FioJobError(f"cannot write the log file {path}: {problem}", **where(st, option, clone.job)))
+    if errors:
+        raise FioJobError.collect(errors)
+
+
+def _write_problem(path: Path, made: Path) -> Optional[str]:
+    """Why ``path`` could not be written once the folder ``made`` and its parents exist."""
+    if path.is_dir():
+        return "it is a directory"
+    parent = path.parent
+    if not parent.is_dir() and parent != made and parent not in made.parents:
+        return f"no such directory {parent}"
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "no permission to write it"
+    return None
 
 
 def fio_notes(run: Any) -> list[str]:
