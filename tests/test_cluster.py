@@ -177,6 +177,16 @@ def test_init_refuses_an_existing_cluster_and_a_bad_like(labs: dict[str, Path], 
     assert_one_line_error(run_cli("cluster", "init", tmp_path / "x", "--like", tmp_path, check=False), "not a cluster folder")
 
 
+@pytest.mark.parametrize("marker", ["ssdtwin.toml", "stack.toml"])
+def test_init_refuses_an_image_folder(tmp_path: Path, marker: str) -> None:
+    img = tmp_path / "img"
+    img.mkdir()
+    (img / marker).write_text('format = "ssdtwin-image"\n')
+    assert_one_line_error(run_cli("cluster", "init", img, *SMALL, check=False), f"{img}: a ", f"({marker} exists)")
+    assert sorted(p.name for p in img.iterdir()) == [marker]
+    (img / marker).unlink()  # a stand-in, not an image the suite's after-test check could open
+
+
 def test_an_edited_toml_with_a_bad_value_names_the_field(tmp_path: Path) -> None:
     run_cli("cluster", "init", tmp_path / "lab", *SMALL)
     f = tmp_path / "lab" / "cluster.toml"

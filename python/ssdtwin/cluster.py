@@ -70,6 +70,10 @@ class Cluster:
             raise ClusterError(f"{p}: already a cluster folder ({CONFIG} exists)")
         if p.exists() and not p.is_dir():
             raise ClusterError(f"{p}: not a folder")
+        # An image's folder is its own: a cluster.toml written into it is not the user's intent.
+        for marker, what in (("ssdtwin.toml", "a drive image"), ("stack.toml", "a stack image")):
+            if (p / marker).is_file():
+                raise ClusterError(f"{p}: {what} ({marker} exists); give the cluster a folder of its own")
         text = _core.cluster_init(options)
         p.mkdir(parents=True, exist_ok=True)
         (p / CONFIG).write_text(text)
