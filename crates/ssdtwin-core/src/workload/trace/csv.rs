@@ -106,8 +106,14 @@ pub(crate) fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, at: At, max: us
             Some(i) => (i + 1, true),
             None => (chunk.len(), false),
         };
-        // Content and a \r\n end at most: stop reading a line that can only be too long.
+        // Content and a \r\n end at most: stop reading a line that can only be too long,
+        // and pass over the rest of it, so that the next read starts on the next line (a
+        // reader skipping bad lines would otherwise meet the same bytes forever).
         if buf.len() + take > max + 2 {
+            r.consume(take);
+            if !done {
+                skip_line(r)?;
+            }
             return Err(TraceError::new(at, too_long.to_string()));
         }
         buf.extend_from_slice(&chunk[..take]);
@@ -124,6 +130,26 @@ pub(crate) fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>, at: At, max: us
         return Err(TraceError::new(at, too_long.to_string()));
     }
     Ok(any)
+}
+
+/// Consume the input through the end of the current line (or to the end of the input).
+fn skip_line(r: &mut impl BufRead) -> Result<(), TraceError> {
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        match memchr(b'\n', chunk) {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = chunk.len();
+                r.consume(n);
+            }
+        }
+    }
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
@@ -325,6 +351,21 @@ mod tests {
         }
         let long = format!("{}\n", "1".repeat(MAX_LINE_BYTES + 1));
         assert!(read(&long, CsvFormat::Tencent, 1.0, None).unwrap_err().contains("t.csv:1: line longer than 4096 bytes"));
+    }
+
+    #[test]
+    fn a_too_long_line_is_passed_over_whole() {
+        // Longer than the reader's buffer too, so the line ends in a later chunk: the next
+        // read must start on the line after it, whatever chunk the error was found in.
+        let text = format!("0,W,0,4096,1\n{}\n0,R,8192,4096,2\n", "9".repeat(3 * MAX_LINE_BYTES));
+        let mut r = std::io::BufReader::with_capacity(1024, text.as_bytes());
+        let mut buf = Vec::new();
+        let mut line =
+            |r: &mut std::io::BufReader<&[u8]>, n| read_line(r, &mut buf, At::Line(n), MAX_LINE_BYTES, TOO_LONG).map(|_| buf.clone());
+        assert_eq!(line(&mut r, 1).unwrap(), b"0,W,0,4096,1");
+        assert!(line(&mut r, 2).unwrap_err().render("t.csv").contains("t.csv:2: line longer than 4096 bytes"));
+        assert_eq!(line(&mut r, 3).unwrap(), b"0,R,8192,4096,2");
+        assert_eq!(line(&mut r, 4).unwrap(), b"", "then the end of the input");
     }
 
     #[test]
