@@ -409,7 +409,8 @@ struct Checker {
 impl Checker {
     fn range<T: PartialOrd + fmt::Display + Copy>(&mut self, path: &str, v: &Sourced<T>, lo: T, hi: T) {
         self.source(path, &v.source);
-        if v.value < lo || v.value > hi {
+        // Written so that NaN, which compares false with everything, is out of range.
+        if !(v.value >= lo && v.value <= hi) {
             self.problems.push(format!("{path}: must be {lo}..={hi} (got {})", v.value));
         }
     }
@@ -760,6 +761,11 @@ impl DriveSpec {
             c.range("timing.max_suspends_per_op", &t.max_suspends_per_op, 0, 1_000);
             c.range("timing.suspend_min_progress_ns", &t.suspend_min_progress_ns, 0, 100_000_000);
             c.source("timing.suspends_scale_with_power", &t.suspends_scale_with_power.source);
+            if let Some(pi) = &t.ctrl_pi_check_ns {
+                // The same bound as the other per-command controller times (and far from
+                // the engine's picoseconds overflowing u64).
+                c.range("timing.ctrl_pi_check_ns", pi, 0, 10_000_000);
+            }
         }
     }
 
@@ -881,6 +887,29 @@ mod tests {
             }
         }
         assert!(seen >= 1, "the P5316 has a 64 KiB IU over 16 KiB pages");
+    }
+
+    #[test]
+    fn nan_and_a_pi_check_time_past_its_range_are_refused() {
+        let base = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        let refused = |s: &DriveSpec, field: &str| {
+            let e = s.validate("x.toml").expect_err(field).to_string();
+            assert!(e.contains(field), "{field}: {e}");
+        };
+        let mut s = base.clone();
+        s.drive.dwpd.value = f64::NAN;
+        refused(&s, "drive.dwpd: must be 0..=100 (got NaN)");
+        let mut s = base.clone();
+        s.timing.as_mut().unwrap().gc_page_reads_per_iu.value = f64::NAN;
+        refused(&s, "timing.gc_page_reads_per_iu: must be 0..=1 (got NaN)");
+        let mut s = base.clone();
+        s.ftl.gc_overhead_superblocks.value = f64::NAN;
+        refused(&s, "ftl.gc_overhead_superblocks: must be");
+        let mut s = base.clone();
+        s.timing.as_mut().unwrap().ctrl_pi_check_ns = Some(Sourced { value: u64::MAX, source: "x".into() });
+        refused(&s, "timing.ctrl_pi_check_ns: must be 0..=10000000");
+        s.timing.as_mut().unwrap().ctrl_pi_check_ns = Some(Sourced { value: 10_000_000, source: "x".into() });
+        s.validate("x.toml").unwrap();
     }
 
     #[test]
