@@ -165,6 +165,8 @@ def test_attach_detach_state_errors(small: Path) -> None:
     "args, needles, status",
     [
         (["nvme", "list", "{d}", "-o", "xml"], ("-o/--output-format 'xml'", "normal or json"), 1),
+        (["nvme", "id-ctrl", "{d}", "-b", "-o", "json"], ("-b/--raw-binary and -o json: choose one",), 1),
+        (["nvme", "sanitize-log", "{d}", "-b", "-o", "json"], ("-b/--raw-binary and -o json: choose one",), 1),
         (["nvme", "id-ctrl", "{d}", "--bogus"], ("No such option: --bogus",), 2),
         (["nvme", "id-ns", "{d}"], ("Missing option", "--namespace-id"), 2),
         (["nvme", "id-ns", "{d}", "-n", "one"], ("'-n'", "'one' is not a valid int"), 2),

@@ -203,6 +203,9 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
     assert_one_line_error(run_cli("cluster", "fio", lab, tmp_path / "missing.fio", check=False), "missing.fio")
     big = job_file(tmp_path, extra="bs=8m\n")
     assert_one_line_error(run_cli("cluster", "fio", lab, big, check=False), "crosses an RBD object boundary")
+    dump = tmp_path / "missing" / "jobs.json"
+    ok = job_file(tmp_path)
+    assert_one_line_error(run_cli("cluster", "fio", lab, ok, "--dump-jobs", dump, check=False), f"--dump-jobs {dump}: no such directory")
 
 
 @pytest.mark.parametrize(

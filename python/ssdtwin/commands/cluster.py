@@ -213,8 +213,9 @@ def fio_cmd(
     problems = [p for p in map(job_file_problem, jobs) if p]
     if problems:
         fail(*problems)
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):
-        fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
+    for flag, out in (("--output", output), ("--dump-jobs", dump_jobs)):
+        if out is not None and (out.is_dir() or not out.parent.is_dir()):
+            fail(f"{flag} {out}: " + ("a directory" if out.is_dir() else f"no such directory {out.parent}"))
     c = _open(path)
     t0 = time.perf_counter()
     try:

@@ -61,9 +61,13 @@ def write_binary(data: bytes) -> None:
     sys.stdout.flush()
 
 
-def check_fmt(fmt: str) -> str:
+def check_fmt(fmt: str, raw: bool = False) -> str:
+    """The -o/--output-format value; with ``raw`` (-b/--raw-binary), refuse ``json``: raw
+    bytes on stdout are not the JSON that -o json promises (nvme-cli prints the bytes)."""
     if fmt not in ("normal", "json"):
         fail(f"-o/--output-format '{fmt}': must be normal or json")
+    if raw and fmt == "json":
+        fail("-b/--raw-binary and -o json: choose one (raw bytes on stdout are not JSON)")
     return fmt
 
 

@@ -45,7 +45,7 @@ RawBinary = typer.Option(False, "-b", "--raw-binary", help="the raw 4096-byte st
 @nvme.command("id-ctrl")
 def nvme_id_ctrl(path: Path = ImageDir, vendor: bool = VendorSpecific, raw: bool = RawBinary, fmt: str = OutputFmt) -> None:
     """Identify Controller (tnvmcap, unvmcap, nn, oacs …)."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     view = drive_view(path)
     if raw:
         write_binary(view.identify(0x01))
@@ -66,7 +66,7 @@ def nvme_id_ns(
     fmt: str = OutputFmt,
 ) -> None:
     """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     view = drive_view(path)
     if raw:
         write_binary(view.identify(0x00, nsid))  # NvmeError INVALID_NS from the core if there is none

@@ -90,7 +90,7 @@ def nvme_error_log(
     fmt: str = OutputFmt,
 ) -> None:
     """Error Information log (01h): I/O commands the drive failed, newest first."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     view = drive_view(path)
     if raw:
         write_binary(view.log_page(0x01, 64 * log_entries))
@@ -115,7 +115,7 @@ def nvme_fw_log(
     fmt: str = OutputFmt,
 ) -> None:
     """Firmware Slot Information log (03h): slot 1 active with the preset's firmware."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     view = drive_view(path)
     if raw:
         write_binary(view.log_page(0x03, 512))
@@ -144,7 +144,7 @@ def nvme_get_log(
     fmt: str = OutputFmt,
 ) -> None:
     """Get Log Page: the raw bytes, as nvme-cli's hex dump (or -b binary, -o json)."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     lid = int_arg("-i/--log-id", log_id, "a log page identifier", U8)
     length = int_arg("-l/--log-len", log_len, "a length in bytes", 1 << 20)
     if length == 0:
@@ -202,7 +202,7 @@ def nvme_sanitize_log(
     fmt: str = OutputFmt,
 ) -> None:
     """Sanitize Status log (81h): progress, status, CDW10 and the estimated times (s)."""
-    check_fmt(fmt)
+    check_fmt(fmt, raw)
     if wait:
         with opened(path, writable=True) as d:
             d.nvme.wait_sanitize()

@@ -239,7 +239,7 @@ def corner_value(name: str, fig: Figure, block_bytes: int, flag: str) -> float:
     else:
         v = fig.number * block_bytes / 1e6 if seq else fig.number
     if not (math.isfinite(v) and v > 0):
-        raise CornerError(f"{flag}: '{fig.text}': a figure must be above 0")
+        raise CornerError(f"{flag}: '{fig.text}': a figure must be finite and above 0")
     return v
 
 
