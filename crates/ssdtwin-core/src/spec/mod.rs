@@ -771,6 +771,10 @@ impl DriveSpec {
 
     /// [[power_states]]: sourced, with a power budget.
     fn validate_power_states(&self, c: &mut Checker) {
+        // Identify Controller describes PSD0-PSD31 (NPSS is 0's based): 32 at most.
+        if self.power_states.len() > 32 {
+            c.fail(format!("power_states: at most 32 (NVMe's PSD0-PSD31) (got {})", self.power_states.len()));
+        }
         for (i, ps) in self.power_states.iter().enumerate() {
             c.source(&format!("power_states[{i}]"), &ps.source);
             if ps.max_power_mw == 0 {
@@ -910,6 +914,17 @@ mod tests {
         refused(&s, "timing.ctrl_pi_check_ns: must be 0..=10000000");
         s.timing.as_mut().unwrap().ctrl_pi_check_ns = Some(Sourced { value: 10_000_000, source: "x".into() });
         s.validate("x.toml").unwrap();
+    }
+
+    #[test]
+    fn more_than_32_power_states_are_refused() {
+        let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        let ps = s.power_states[0].clone();
+        s.power_states = vec![ps; 32];
+        s.validate("x.toml").unwrap();
+        s.power_states.push(s.power_states[0].clone());
+        let e = s.validate("x.toml").unwrap_err().to_string();
+        assert!(e.contains("power_states: at most 32 (NVMe's PSD0-PSD31) (got 33)"), "{e}");
     }
 
     #[test]
