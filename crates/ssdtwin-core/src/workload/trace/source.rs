@@ -225,7 +225,9 @@ impl Mapper {
         if widen {
             let start = off / lba * lba;
             let end = off.checked_add(len).and_then(|e| e.checked_next_multiple_of(lba));
-            let end = end.ok_or_else(|| TraceError::field(at, "offset", &num(io.offset), "past 2^64 bytes"))?;
+            // The I/O's end is what overflows: name its length, with the offset it starts at.
+            let past = || TraceError::field(at, "length", &num(len), format!("at offset {off}: ends past 2^64 bytes"));
+            let end = end.ok_or_else(past)?;
             if start != off || end - start != len {
                 self.realigned += 1;
             }
@@ -516,6 +518,9 @@ mod tests {
         assert_eq!((r.offset, r.len, m.realigned), (4096, 4096, 1));
         let zero = io(W, 0, 0, 0, 2);
         assert_eq!(m.map(&zero).unwrap_err().render("t"), "t:2: length=0: zero-length I/O");
+        // An I/O whose end overflows is its length's fault, not its offset's.
+        let huge = io(W, 4096, u64::MAX, 0, 3);
+        assert_eq!(m.map(&huge).unwrap_err().render("t"), format!("t:3: length={}: at offset 4096: ends past 2^64 bytes", u64::MAX));
     }
 
     #[test]
