@@ -674,8 +674,11 @@ impl ClusterSpec {
         if obj < 4096 || !obj.is_power_of_two() || obj > 1 << 30 {
             p.push(format!("ceph.object_bytes: must be a power of two in 4096..=1073741824 (got {obj})"));
         }
-        if c.wal_ring_bytes.value < 1 << 20 {
-            p.push(format!("ceph.wal_ring_bytes: must be at least 1048576 (got {})", c.wal_ring_bytes.value));
+        // Up to 1 TiB: a WAL ring is RocksDB's write-ahead log space on the OSD's device
+        // (1 GiB in both tables); the bound keeps the layout's byte sums far from overflowing.
+        let wal = c.wal_ring_bytes.value;
+        if !(1 << 20..=1 << 40).contains(&wal) {
+            p.push(format!("ceph.wal_ring_bytes: must be 1048576..=1099511627776 (got {wal})"));
         }
     }
 }

@@ -232,6 +232,16 @@ fn the_toml_round_trips_and_refuses_unknown_fields() {
     assert!(text.contains("\ntarget_stack = { value = \"spdk\", source = "), "{text}");
 }
 
+#[test]
+fn a_wal_ring_past_a_tib_is_refused_by_name() {
+    let mut spec = lab("ceph-rbd", 3, 4, 3);
+    spec.ceph.wal_ring_bytes.value = 1 << 40;
+    spec.validate("t").unwrap();
+    spec.ceph.wal_ring_bytes.value = u64::MAX;
+    let e = spec.validate("t").unwrap_err().to_string();
+    assert!(e.contains("ceph.wal_ring_bytes: must be 1048576..=1099511627776 (got 18446744073709551615)"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, failure_persistence: None, ..ProptestConfig::default() })]
 
