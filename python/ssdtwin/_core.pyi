@@ -56,6 +56,9 @@ from ssdtwin.fio.contract import CloneOut, ConvergeOut, ConvergeRule, FioFacts, 
 __all__ = [
     "__version__",
     "CALIBRATABLE",
+    "WAF_MIN_GC_CYCLES",
+    "WAF_MIN_NAMESPACE_PASSES",
+    "WAF_MAX_BUFFER_SHARE",
     "Drive",
     "DriveView",
     "HostStack",
@@ -93,6 +96,9 @@ __all__ = [
 
 __version__: str
 CALIBRATABLE: tuple[str, ...]
+WAF_MIN_GC_CYCLES: float
+WAF_MIN_NAMESPACE_PASSES: float
+WAF_MAX_BUFFER_SHARE: float
 
 class SsdtwinError(Exception):
     """Base class of ssdtwin errors."""

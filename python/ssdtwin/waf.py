@@ -43,10 +43,10 @@ class WafSpan(TypedDict):
 # A measurement, or what a row keeps of one: what the text forms read.
 Measured = Union[WafMeasurement, WafSpan]
 
-# What a window must span to be the drive's (nvme/waf.rs: WAF_MIN_GC_CYCLES, WAF_MIN_NAMESPACE_PASSES),
-# with the write buffer's net change at most 1 % of the host bytes (WAF_MAX_BUFFER_SHARE).
-NEED = "1 GC cycle or 1 namespace pass"
-BUFFER_SHARE = 0.01
+# What a window must span to be the drive's, and how little its write buffer may change
+# (nvme/waf.rs, exported by the core).
+MIN_GC_CYCLES, MIN_PASSES, BUFFER_SHARE = _core.WAF_MIN_GC_CYCLES, _core.WAF_MIN_NAMESPACE_PASSES, _core.WAF_MAX_BUFFER_SHARE
+NEED = f"{MIN_GC_CYCLES:g} GC cycle or {MIN_PASSES:g} namespace pass"
 
 
 def measure(before: VendorLog, after: VendorLog, basis: str, namespace_bytes: int) -> WafMeasurement:
@@ -97,7 +97,7 @@ def _span(v: float, digits: int) -> str:
 def spans_enough(m: Measured) -> bool:
     """Whether the window spans 1 GC cycle or 1 namespace pass (an insufficient window that
     does was refused for its write buffer: ``buffer_text``)."""
-    return m["gc_cycles"] >= 1.0 or m["namespace_passes"] >= 1.0
+    return m["gc_cycles"] >= MIN_GC_CYCLES or m["namespace_passes"] >= MIN_PASSES
 
 
 def buffer_text(m: Measured) -> str:

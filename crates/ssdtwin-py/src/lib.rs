@@ -1160,6 +1160,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The [timing] parameters a [corners] entry may set (`ssdtwin calibrate --sets`).
     m.add("CALIBRATABLE", pyo3::types::PyTuple::new(m.py(), spec::CALIBRATABLE)?)?;
+    // What a WAF window must span, and how little its write buffer may change, to be the
+    // drive's WAF (nvme/waf.rs): the text forms in ssdtwin.waf read them from here.
+    m.add("WAF_MIN_GC_CYCLES", nvme::WAF_MIN_GC_CYCLES)?;
+    m.add("WAF_MIN_NAMESPACE_PASSES", nvme::WAF_MIN_NAMESPACE_PASSES)?;
+    m.add("WAF_MAX_BUFFER_SHARE", nvme::WAF_MAX_BUFFER_SHARE)?;
     m.add_class::<Drive>()?;
     m.add_class::<DriveView>()?;
     m.add_class::<PyHostStack>()?;
