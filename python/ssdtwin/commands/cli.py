@@ -32,6 +32,7 @@ from .common import (
     OutputFmt,
     Terminated,
     check_fmt,
+    check_output_file,
     drive_view,
     emit_json,
     fail,
@@ -528,9 +529,7 @@ def fio_cmd(
         fail(*problems)
     if log_dir.exists() and not log_dir.is_dir():
         fail(f"--log-dir {log_dir}: not a directory")
-    # Checked before the run: a report that cannot be written must not follow a committed run.
-    if output is not None and (output.is_dir() or not output.parent.is_dir()):
-        fail(f"--output {output}: " + ("a directory" if output.is_dir() else f"no such directory {output.parent}"))
+    check_output_file("--output", output)
 
     def fio_note(note: str) -> None:  # fio's warnings and the ignored options, before the run
         say(f"ssdtwin fio: {note}")

@@ -19,7 +19,7 @@ import typer
 from .. import _core
 from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
 from ..drive import parse_scale
-from .common import U64, check_fmt, emit_json, fail, say
+from .common import U64, check_fmt, check_output_file, emit_json, fail, say
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -213,9 +213,8 @@ def fio_cmd(
     problems = [p for p in map(job_file_problem, jobs) if p]
     if problems:
         fail(*problems)
-    for flag, out in (("--output", output), ("--dump-jobs", dump_jobs)):
-        if out is not None and (out.is_dir() or not out.parent.is_dir()):
-            fail(f"{flag} {out}: " + ("a directory" if out.is_dir() else f"no such directory {out.parent}"))
+    check_output_file("--output", output)
+    check_output_file("--dump-jobs", dump_jobs)
     c = _open(path)
     t0 = time.perf_counter()
     try:

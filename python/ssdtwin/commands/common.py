@@ -61,6 +61,14 @@ def write_binary(data: bytes) -> None:
     sys.stdout.flush()
 
 
+def check_output_file(flag: str, path: Optional[Path]) -> None:
+    """Refuse an output file that could not be written (a directory, or in a missing folder):
+    checked before a run, so that a report that cannot be written never follows a committed
+    run."""
+    if path is not None and (path.is_dir() or not path.parent.is_dir()):
+        fail(f"{flag} {path}: " + ("a directory" if path.is_dir() else f"no such directory {path.parent}"))
+
+
 def check_fmt(fmt: str, raw: bool = False) -> str:
     """The -o/--output-format value; with ``raw`` (-b/--raw-binary), refuse ``json``: raw
     bytes on stdout are not the JSON that -o json promises (nvme-cli prints the bytes)."""
