@@ -15,7 +15,7 @@ use ssdtwin_core::nvme::{NsId, ProtectionRequest};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use ssdtwin_core::cluster::{self, ClusterError, ClusterSpec, InitOptions};
+use ssdtwin_core::cluster::ClusterError;
 use ssdtwin_core::engine::fio::converge::{ConvergeOut, ConvergeRule};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::stack::HostStack;
@@ -30,6 +30,7 @@ use ssdtwin_core::workload::JobSpec;
 use ssdtwin_nbd::ServerConfig;
 use ssdtwin_serve::{read_live, Pace, ServeError, ServeInfo, ServeOptions, Serving, StoppedSummary, TwinConfig};
 
+mod cluster;
 mod hwbench;
 mod stack;
 mod traces;
@@ -1077,56 +1078,6 @@ fn waf_measurement(
     to_py(py, &nvme::WafMeasurement::between(&before, &after, basis, namespace_bytes))
 }
 
-// ------------------------------------------------------------------------------ cluster
-
-/// The `cluster.toml` text of a new lab: `options` are `cluster init`'s (stack, nodes,
-/// drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,
-/// ceph_version; missing keys take the brief's lab), every cost at its default.
-#[pyfunction]
-fn cluster_init(py: Python<'_>, options: &Bound<'_, PyAny>) -> PyResult<String> {
-    let o: InitOptions = from_py(options, "cluster options")?;
-    let spec = py.detach(|| ClusterSpec::from_options(&o)).map_err(Failure::from)?;
-    Ok(spec.to_toml())
-}
-
-/// Parse and validate a `cluster.toml` (every problem at once); returns it as a dict.
-#[pyfunction]
-#[pyo3(signature = (text, origin="cluster.toml"))]
-fn cluster_spec(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
-    let spec = py.detach(|| ClusterSpec::from_toml(text, origin)).map_err(Failure::from)?;
-    to_py(py, &spec)
-}
-
-/// Where a cluster's data lives (drives, volume size as simulated, PGs), without running.
-#[pyfunction]
-#[pyo3(signature = (text, origin="cluster.toml"))]
-fn cluster_info(py: Python<'_>, text: &str, origin: &str) -> PyResult<Py<PyAny>> {
-    let info = py.detach(|| -> Result<_, Failure> { Ok(cluster::layout_info(&ClusterSpec::from_toml(text, origin)?)?) })?;
-    to_py(py, &info)
-}
-
-/// Build the cluster of `text` afresh and run `specs` (engine contract v1, one section per
-/// client volume) on it, the GIL released; `progress(done, total, unit, now_ns)` is called
-/// now and then ([`report`]) and may raise (Ctrl-C raises KeyboardInterrupt). Returns the
-/// ClusterRun as a dict.
-#[pyfunction]
-#[pyo3(signature = (text, specs, progress=None, origin="cluster.toml"))]
-fn cluster_run(py: Python<'_>, text: &str, specs: &Bound<'_, PyAny>, progress: Option<Py<PyAny>>, origin: &str) -> PyResult<Py<PyAny>> {
-    let specs: Vec<JobSpec> = from_py(specs, "engine input does not follow contract v1")?;
-    let progress = progress.as_ref();
-    let out = py.detach(|| -> Result<_, Failure> {
-        let spec = ClusterSpec::from_toml(text, origin)?;
-        let mut pending: Option<PyErr> = None;
-        let mut cb = |p: &Progress| report(progress, &mut pending, p);
-        let out = cluster::run(&spec, specs, &mut cb);
-        if let Some(e) = pending {
-            return Err(Failure::Python(e));
-        }
-        Ok(out?)
-    })?;
-    to_py(py, &out)
-}
-
 /// What the Python package needs to know about fio's numbers (histogram buckets, latency
 /// tables, queue-depth bins, record layouts; engine/fio_facts.rs).
 #[pyfunction]
@@ -1179,10 +1130,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(waf_greedy, m)?)?;
     m.add_function(wrap_pyfunction!(waf_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_init, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_spec, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_info, m)?)?;
-    m.add_function(wrap_pyfunction!(cluster_run, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_init, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_spec, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_info, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_run, m)?)?;
     m.add_function(wrap_pyfunction!(hwbench::rmw_rate, m)?)?;
     m.add_function(wrap_pyfunction!(fio_facts, m)?)?;
     m.add_function(wrap_pyfunction!(fio_first_draw, m)?)?;
