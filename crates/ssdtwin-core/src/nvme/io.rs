@@ -189,18 +189,6 @@ impl Controller {
         Ok((ns, self.ftl.as_mut().expect("loaded"), &self.cfg))
     }
 
-    /// Hint that the I/O at `slba` of `nsid` comes soon: fetch its first L2P entry into cache.
-    /// (Only when the maps are loaded; a no-op for bad arguments, which the I/O reports.)
-    #[inline]
-    pub fn prefetch(&self, nsid: NsId, slba: u64) {
-        let nsid = nsid.0;
-        let (Some(ftl), Some(ns)) = (self.ftl.as_ref(), self.st.namespaces.get(&nsid)) else { return };
-        let ns_iu = (slba * ns.lba_bytes as u64) >> self.cfg.iu_bytes.trailing_zeros();
-        if let Some(g) = ns.global_iu(ns_iu, self.cfg.chunk_shift) {
-            ftl.prefetch(g);
-        }
-    }
-
     /// What [`Controller::prefetch_at`] needs to prefetch the L2P lines of namespace
     /// `nsid`'s I/Os (nothing, for a namespace that does not exist or has no chunks).
     pub fn prefetch_handle(&self, nsid: NsId) -> NsPrefetch {
@@ -214,8 +202,10 @@ impl Controller {
         }
     }
 
-    /// Hint that the I/O at byte `offset` of the namespace `h` was made for comes soon:
-    /// [`Controller::prefetch`] without the namespace look-up.
+    /// Hint that the I/O at byte `offset` of the namespace `h` was made for comes soon: fetch
+    /// its first L2P entry into cache (only when the maps are loaded; a no-op past the
+    /// namespace's chunks, whose I/O reports the error). The handle spares the namespace
+    /// look-up per I/O.
     #[inline(always)]
     pub fn prefetch_at(&self, h: &NsPrefetch, offset: u64) {
         if let (Some(ftl), Some(iu)) = (self.ftl.as_ref(), h.iu(offset)) {
