@@ -272,6 +272,21 @@ def test_a_log_file_that_cannot_be_written_is_refused_before_the_run(image: Path
     assert image_digest(image) == before and not (tmp_path / "nodir").exists()
 
 
+def test_a_log_folder_that_refuses_new_files_is_refused_before_the_run(image: Path, tmp_path: Path) -> None:
+    # /proc's permission bits let root write (os.access says yes), but no file can be made
+    # there: this used to run, commit, print the report, then fail writing the log.
+    jobf = tmp_path / "job.fio"
+    jobf.write_bytes(job("size=1m\nwrite_bw_log=/proc/bw\n"))
+    before = image_digest(image)
+    r = run_cli("fio", image, jobf, check=False)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr_lines == [
+        f"ssdtwin fio: error: {jobf}:6: write_bw_log=/proc/bw: cannot write the log file /proc/bw_bw.1.log: "
+        "cannot create a file in /proc (No such file or directory)"
+    ], r.stderr_lines
+    assert image_digest(image) == before
+
+
 # --- every option, extreme values: a one-line FioJobError or an engine input that fits --
 
 EXTREMES = [

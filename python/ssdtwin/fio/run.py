@@ -179,6 +179,23 @@ def _write_problem(path: Path, made: Path) -> Optional[str]:
         return f"{existing} is not a directory"
     if not os.access(existing, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return "no permission to write it"
+    # os.access answers for the permission bits only: as root it says yes to a read-only file
+    # system or to /proc, where the write itself then fails after the run. So try it: open an
+    # existing log for appending (nothing written), or create and remove a scratch entry
+    # where the log or its folder would go.
+    if path.exists():
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as e:
+            return e.strerror or str(e)
+        return None
+    probe = existing / f".ssdtwin-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as e:
+        return f"cannot create a file in {existing} ({e.strerror or e})"
     return None
 
 
