@@ -781,6 +781,12 @@ impl DriveSpec {
                 c.fail(format!("power_states[{i}].max_power_mw: must be above 0"));
             }
         }
+        // The twin starts every drive in power state 0 (the Power Management feature's
+        // default), and a non-operational state processes no I/O (NVMe 1.4 §8.4.1): a drive
+        // whose first state were one could not do its first I/O.
+        if self.power_states.first().is_some_and(|ps| ps.non_operational) {
+            c.fail("power_states[0].non_operational: must be false (a drive starts in power state 0 and must do I/O there)".into());
+        }
     }
 
     /// The same drive at 1/`n` scale: fewer blocks per plane, everything else kept.
@@ -925,6 +931,18 @@ mod tests {
         s.power_states.push(s.power_states[0].clone());
         let e = s.validate("x.toml").unwrap_err().to_string();
         assert!(e.contains("power_states: at most 32 (NVMe's PSD0-PSD31) (got 33)"), "{e}");
+    }
+
+    #[test]
+    fn a_non_operational_power_state_0_is_refused() {
+        let mut s = DriveSpec::preset("kioxia-cm6-v-1.6t").unwrap();
+        s.power_states[0].non_operational = true;
+        let e = s.validate("x.toml").unwrap_err().to_string();
+        assert!(e.contains("power_states[0].non_operational: must be false"), "{e}");
+        s.power_states[0].non_operational = false;
+        let last = s.power_states.len() - 1;
+        s.power_states[last].non_operational = true;
+        s.validate("x.toml").unwrap();
     }
 
     #[test]
