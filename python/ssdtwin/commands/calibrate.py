@@ -222,15 +222,19 @@ def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool
     from ..studies.calibrate import why_not
 
     pct = _pct(tol)
+    failed = [r for r in res["figures"] if r["kind"] == "calibrated" and not r["within_tol"]]
     outside = [
         f"{r['label']} {r['twin']:,.1f} {r['unit']} vs {r['target']:,.0f} ({pct.format(r['error'])})"
+        + ("" if abs(r["error"]) > tol else ", within --tol")
         + (f", and {why_not(r)}" if why_not(r) else "")
-        for r in res["figures"]
-        if r["kind"] == "calibrated" and not r["within_tol"]
+        for r in failed
     ]
     if outside:
+        # "outside --tol" when a figure is; a figure within it that does not identify its
+        # parameter fails as well, and says so (the line must not contradict its numbers).
+        lead = f"outside --tol {pct.format(tol).lstrip('+')}" if any(abs(r["error"]) > tol for r in failed) else "not identified"
         not_written = (f"; {out} not written" if out else "") + ("; presets not written" if write else "")
-        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
+        fail(f"{lead}: {'; '.join(outside)}{not_written}")
 
 
 def _write_atomically(path: Path, text: str) -> None:

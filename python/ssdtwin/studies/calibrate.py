@@ -395,7 +395,7 @@ def why_not(row: FigureRow) -> str:
         return f"it stops responding to {p} short of the target: something else bounds the figure at this scale (docs/calibration.md)"
     if row["identified"] is False:
         s = row["sensitivity"] or 0.0
-        return f"it moves {abs(s):.2%} per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.0%}: docs/calibration.md)"
+        return f"it moves {abs(s):.2f} % per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.2f}: docs/calibration.md)"
     if row["at_bound"]:
         return f"{p} is at the end of the range the core accepts ({row['value']:,})"
     return ""
