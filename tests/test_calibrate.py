@@ -140,6 +140,41 @@ def test_a_drive_too_small_does_not_identify_tprog() -> None:
     assert "not identified (kept 3,000,000)" in r.stdout
 
 
+def test_a_ceiling_of_the_spec_that_binds_is_named(tmp_path: Path) -> None:
+    """A back-end ceiling left in the spec (100 MB/s; a PM983-derived spec keeps the PM983's
+    2 GB/s) holds the sequential write below its figure: shorter programs cannot reach it,
+    and the error names the ceiling (twice it lets the figure rise), not the scale."""
+    spec = tmp_path / "mine.toml"
+    text = SLOW.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("ctrl_max_write_bytes_per_s = "))
+    spec.write_text(text.replace(line, line + '\nctrl_backend_bytes_per_s = { value = 100000000, source = "test" }'))
+    args = ["calibrate", "--spec", spec, "--datasheet", "seq-write=148MB/s", "--scale", SCALE]
+    one_line_error(
+        run_cli(*args, check=False),
+        "seq write 128 KiB QD16 99.7 MB/s vs 148",
+        "stops responding to t_prog_ns short of the target: timing.ctrl_backend_bytes_per_s (100,000,000) binds it (at twice that, ",
+    )
+    (row,) = json.loads(run_cli(*args, "-o", "json", check=False).stdout)["figures"]
+    b = row["bound_by"]
+    assert (b["param"], b["kind"], b["value"], b["relaxed"]) == ("ctrl_backend_bytes_per_s", "ceiling", 100e6, 200e6)
+    assert b["figure"] > row["twin"] * 1.2
+
+
+def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
+    """The sequential read reaches its figure in the first sweep; then the random read asks
+    for a read time 6 times longer (what a drive whose random reads the controller bounds
+    does to t_read_ns), and the sequential read falls to a quarter. The error says which
+    fit took it away and what it gives without it, rather than blaming the scale."""
+    args = ["calibrate", "--spec", SLOW, "--datasheet", "seq-read=219MB/s,rand-read=3000", "--scale", SCALE]
+    r = run_cli(*args, check=False)
+    one_line_error(
+        r,
+        "seq read 128 KiB QD16 51.9 MB/s vs 219",
+        "it reached it before t_read_ns was fitted to rand read 4 KiB QD32 (400,000 -> 2,493,635), which binds it (at 400,000, 219.0 MB/s)",
+    )
+    assert "at this scale" not in r.stderr.splitlines()[-1]
+
+
 def test_a_figure_within_tol_that_does_not_identify_its_parameter_says_so() -> None:
     """A random write fitted 0.14 % short of its figure (within --tol) with phi barely moving
     it (0.02 % per %; seen on a PCIe 4.0 TLC spec at 200K IOPS): the error gives the

@@ -164,11 +164,25 @@ class FittedParameter(TypedDict):
     responds: bool
     at_bound: bool
     seconds: float
+    reached: NotRequired[bool]  # the search ended within --tol of the figure
     sensitivity: NotRequired[float]
     simulated: NotRequired[float]
     error: NotRequired[float]
     identified: NotRequired[bool]
     kept: NotRequired[Value]
+
+
+class BoundBy(TypedDict):
+    """What holds a figure that stopped responding to its parameter (``bound_by``): a
+    ceiling of the spec (`relaxed` is twice it), or a parameter fitted to another figure
+    after this one had reached its target (`relaxed` is its value then)."""
+
+    param: str
+    kind: Literal["ceiling", "fitted"]
+    value: float
+    relaxed: float
+    figure: float  # this figure with `param` at `relaxed`
+    fitted_to: NotRequired[str]  # kind "fitted": the figure that set it
 
 
 class FigureRow(TypedDict):
@@ -193,6 +207,7 @@ class FigureRow(TypedDict):
     responds: NotRequired[bool]
     at_bound: NotRequired[bool]
     within_tol: NotRequired[bool]
+    bound_by: NotRequired[Optional[BoundBy]]
 
 
 class Calibration(TypedDict):
@@ -279,8 +294,13 @@ def calibrate(
             finally:
                 d.close()
 
-        for c in fitting + fitting:  # two sweeps: the figures are weakly coupled
+        # The values after the first sweep's fit of each parameter whose figure reached its
+        # target then: if a later fit takes the figure away, `bound_by` finds which.
+        reached: dict[str, dict[str, float]] = {}
+        for i, c in enumerate(fitting + fitting):  # two sweeps: the figures are weakly coupled
             fitted[str(c.sets)] = fit_one(c, timing, figure, tol, log)
+            if i < len(fitting) and fitted[str(c.sets)].get("reached"):
+                reached[str(c.sets)] = {p: float(timing[p]["value"]) for p in PARAM_RANGE if p in timing}
         log("every figure with the fitted values:")
         rows = []
         for c in order:
@@ -288,6 +308,8 @@ def calibrate(
             if c.sets:
                 fitted[c.sets]["sensitivity"] = sensitivity(c, timing, y, figure)
             rows.append(final_row(c, y, fitted, tol, log))
+            if c.sets and not rows[-1].get("responds", True):
+                rows[-1]["bound_by"] = bound_by(c, timing, y, figure, reached.get(c.sets), fitting, log)
     return {
         "scale": scale,
         "seed": seed,
@@ -339,6 +361,7 @@ def fit_one(
         "responds": fit.responds,  # the last sweep's search decides
         "at_bound": x in (lo, hi) and fit.responds,
         "seconds": time.perf_counter() - t0,
+        "reached": fit.responds and abs(fit.y / c.value - 1) <= tol,
     }
 
 
@@ -351,6 +374,48 @@ def sensitivity(c: Corner, timing: TimingTable, y: float, figure: Callable[[Corn
     trial = json.loads(json.dumps(timing))
     trial[p]["value"] = x * step if isinstance(timing[p]["value"], float) else int(round(x * step))
     return math.log(figure(c, trial) / y) / math.log(step)
+
+
+# Ceilings of the controller and link: a figure held by one rises when it is relaxed.
+CEILINGS = ("host_link_bytes_per_s", "ctrl_max_iops", "ctrl_max_write_iops", "ctrl_max_write_bytes_per_s", "ctrl_backend_bytes_per_s")
+BOUND_GAIN = 0.01  # a relaxed parameter that raises the figure by less does not hold it
+
+
+def bound_by(
+    c: Corner,
+    timing: TimingTable,
+    y: float,
+    figure: Callable[[Corner, TimingTable], float],
+    earlier: Optional[dict[str, float]],
+    fitting: list[Corner],
+    log: Callable[[str], None],
+) -> Optional[BoundBy]:
+    """What holds a figure that stopped responding to its parameter short of the target:
+    each ceiling the spec sets (not 0) other than its own parameter, at twice its value; and,
+    when the figure had reached its target in the first sweep (`earlier`: the values then),
+    each parameter fitted since, back at its value then. The one that raises the figure most,
+    by at least BOUND_GAIN; None when none does (then something the fit does not vary binds
+    it: on a drive of few superblocks, GC)."""
+    own = str(c.sets)
+    trials: list[BoundBy] = []
+    for p in CEILINGS:
+        v = float(timing[p]["value"]) if p in timing else 0.0
+        if p != own and v > 0:
+            trials.append({"param": p, "kind": "ceiling", "value": v, "relaxed": min(2 * v, PARAM_RANGE[p][1]), "figure": y})
+    for p, then in (earlier or {}).items():
+        now = float(timing[p]["value"])
+        if p != own and now != then:
+            by = next((o.label for o in fitting if o.sets == p), "")
+            trials.append({"param": p, "kind": "fitted", "value": now, "relaxed": then, "figure": y, "fitted_to": by})
+    best: Optional[BoundBy] = None
+    for b in trials:
+        trial = json.loads(json.dumps(timing))
+        trial[b["param"]]["value"] = b["relaxed"] if isinstance(timing[b["param"]]["value"], float) else int(round(b["relaxed"]))
+        b["figure"] = figure(c, trial)
+        log(f"  {c.label}: {b['param']} at {_num(b['relaxed'])} gives {b['figure']:,.1f} {c.unit}")
+        if b["figure"] > y * (1 + BOUND_GAIN) and (best is None or b["figure"] > best["figure"]):
+            best = b
+    return best
 
 
 def final_row(c: Corner, y: float, fitted: dict[str, FittedParameter], tol: float, log: Callable[[str], None]) -> FigureRow:
@@ -392,13 +457,32 @@ def why_not(row: FigureRow) -> str:
     """Why a calibrated figure's parameter is not identified ("" when it is)."""
     p = row["sets"]
     if not row["responds"]:
-        return f"it stops responding to {p} short of the target: something else bounds the figure at this scale (docs/calibration.md)"
+        b = row.get("bound_by")
+        stops = f"it stops responding to {p} short of the target"
+        if b and b["kind"] == "ceiling":
+            return (
+                f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it (at twice that, {b['figure']:,.1f} {row['unit']}; "
+                "raise or fit that ceiling: docs/calibration.md)"
+            )
+        if b:
+            then, now = _num(b["relaxed"]), _num(b["value"])
+            return (
+                f"{stops}: it reached it before {b['param']} was fitted to {b.get('fitted_to', '')} ({then} -> {now}), which "
+                f"binds it (at {then}, {b['figure']:,.1f} {row['unit']}): the two figures ask for conflicting values under this "
+                "spec; fit one with another parameter (--sets) or edit the spec (docs/calibration.md)"
+            )
+        return f"{stops}: something else bounds the figure at this scale (docs/calibration.md)"
     if row["identified"] is False:
         s = row["sensitivity"] or 0.0
         return f"it moves {abs(s):.2f} % per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.2f}: docs/calibration.md)"
     if row["at_bound"]:
         return f"{p} is at the end of the range the core accepts ({row['value']:,})"
     return ""
+
+
+def _num(v: float) -> str:
+    """A parameter as the table prints it: 49,163 or 0.7136."""
+    return f"{v:,.0f}" if v == round(v) else f"{v:.4g}"
 
 
 def _inline(fields: Mapping[str, object]) -> Any:
