@@ -291,6 +291,26 @@ def test_the_specs_corners_choose_the_parameters(tmp_path: Path) -> None:
     assert out.read_text().count("[corners]") == 1
 
 
+def test_datasheet_figures_the_specs_sets_leave_unfitted_are_noted(tmp_path: Path) -> None:
+    """A spec whose [corners] name the parameter of one corner only (the PM983 preset: its
+    random read sets ctrl_max_iops): the figures --datasheet gives for the others are
+    predictions, and the command says so on stderr with the --sets that would fit them,
+    rather than exit 0 with a written spec far off figures the user gave."""
+    spec = spec_with_corners(tmp_path, 'rand_read_iops = { value = 20000.0, source = "sheet", sets = "t_read_ns" }\n')
+    args = ["calibrate", "--spec", spec, "--datasheet", "rand-read=20k,seq-write=148MB/s", "--scale", SCALE]
+    r = run_cli(*args, "-o", "json")
+    rows = {row["figure"]: row for row in r.json()["figures"]}
+    assert rows["seq-write"]["kind"] == "predicted" and rows["rand-read"]["sets"] == "t_read_ns"
+    (note,) = [line for line in r.stderr.splitlines() if "predictions, not fitted" in line]
+    assert note == (
+        f"ssdtwin calibrate: note: seq-write: predictions, not fitted: the [corners] of {spec} name the parameter of rand-read only, "
+        "and a spec's `sets` replace the defaults (docs/calibration.md); to fit them: --sets seq-write=t_prog_ns"
+    )
+    # Named in --sets (a parameter or none): no note.
+    r = run_cli(*args, "--sets", "seq-write=none", "-o", "json")
+    assert "predictions, not fitted" not in r.stderr
+
+
 def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -> None:
     spec = spec_with_corners(
         tmp_path,

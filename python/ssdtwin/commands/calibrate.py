@@ -128,15 +128,28 @@ def _corners(
         corners = dict(CM6_CORNERS)
     if datasheet is not None and measured is not None:
         fail("calibrate: give --datasheet or --measured, not both")
-    spec_sets = any(c.sets for c in corners.values())
+    spec_sets = [n for n, c in corners.items() if c.sets]
+    given: list[str] = []  # the figures from --datasheet or --measured
     if datasheet is not None:
+        given = list(C.parse_pairs(datasheet, "--datasheet"))
         corners = C.apply_datasheet(corners, datasheet)
     if measured is not None:
         for name, m in C.read_measured(measured, corners).items():
             base = corners.get(name)
             corners[name] = replace(m, sets=base.sets if base else None)
+            given.append(name)
     from_outside = datasheet is not None or measured is not None
     corners = C.apply_sets(corners, sets, _core.CALIBRATABLE, default=from_outside and not spec_sets)
+    named = C.parse_pairs(sets, "--sets") if sets is not None else {}
+    unfitted = [n for n in C.NAMES if n in given and corners[n].sets is None and n not in named]
+    if spec_sets and unfitted:
+        # The spec's `sets` replace the defaults for every corner: a figure given on the
+        # command line for a corner the spec does not fit is a prediction. Say so.
+        fit = ",".join(f"{n}={C.DEFAULT_SETS[n]}" for n in unfitted)
+        say(
+            f"ssdtwin calibrate: note: {', '.join(unfitted)}: predictions, not fitted: the [corners] of {origin} name the parameter "
+            f"of {', '.join(spec_sets)} only, and a spec's `sets` replace the defaults (docs/calibration.md); to fit them: --sets {fit}"
+        )
     if not corners:
         fail(f"calibrate: {origin} has no [corners] to fit; give the figures with --datasheet or --measured (docs/calibration.md)")
     if not any(c.sets for c in corners.values()):
