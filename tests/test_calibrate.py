@@ -311,6 +311,22 @@ def test_datasheet_figures_the_specs_sets_leave_unfitted_are_noted(tmp_path: Pat
     assert "predictions, not fitted" not in r.stderr
 
 
+def test_calibrated_sources_the_fit_did_not_make_are_noted(tmp_path: Path) -> None:
+    """`ssdtwin models kioxia-cm6-r-3.84t > mine.toml` carries the CM6-R's [CALIBRATED]
+    sources; a fit of mine.toml that does not set one of those parameters (its random read
+    fitted to ctrl_max_iops) writes a spec whose t_read_ns still claims the CM6 brief's figure.
+    --out says which parameters keep such a source; the ones it fitted it rewrites."""
+    spec = tmp_path / "mine.toml"
+    text = SLOW.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("t_read_ns = "))
+    spec.write_text(text.replace(line, 't_read_ns = { value = 400000, source = "[CALIBRATED] another drive: rand read = 1 IOPS" }'))
+    out = tmp_path / "fitted.toml"
+    r = run_cli("calibrate", "--spec", spec, "--datasheet", "seq-write=148MB/s", "--scale", SCALE, "--out", out)
+    (note,) = [line for line in r.stderr.splitlines() if "a [CALIBRATED] source this fit did not make" in line]
+    assert note.startswith(f"ssdtwin calibrate: note: {out}: timing.t_read_ns keeps a [CALIBRATED] source this fit did not make")
+    assert _core.parse_spec(out.read_text())["timing"]["t_prog_ns"]["source"].startswith("[CALIBRATED] ssdtwin calibrate ")
+
+
 def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -> None:
     spec = spec_with_corners(
         tmp_path,

@@ -80,6 +80,7 @@ def calibrate_cmd(
     if out is not None:
         _write_atomically(out, cal.fitted_spec(text, res, str(out)))
         say(f"wrote {out}")
+        _note_stale_sources(out, res)
     if write:
         for p in cal.write_presets(res) if legacy else [_write_preset(model or cal.CM6_MODEL, res)]:
             say(f"updated {p}")
@@ -248,6 +249,19 @@ def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool
         lead = f"outside --tol {pct.format(tol).lstrip('+')}" if any(abs(r["error"]) > tol for r in failed) else "not identified"
         not_written = (f"; {out} not written" if out else "") + ("; presets not written" if write else "")
         fail(f"{lead}: {'; '.join(outside)}{not_written}")
+
+
+def _note_stale_sources(out: Path, res: Calibration) -> None:
+    """A spec derived from a preset keeps the preset's [CALIBRATED] sources on the parameters
+    this fit did not make (the CM6-R's t_read_ns in a spec whose random read now fits
+    ctrl_max_iops): they name another drive's figure. Say which."""
+    stale = [p for p, e in res["timing"].items() if e["source"].startswith("[CALIBRATED]") and p not in res["fitted"]]
+    if stale:
+        say(
+            f"ssdtwin calibrate: note: {out}: {', '.join(f'timing.{p}' for p in stale)} {'keeps' if len(stale) == 1 else 'keep'} "
+            "a [CALIBRATED] source this fit did not make (the spec's, naming the figure it was fitted to then): give it a source "
+            "of its own, or fit it (--sets)"
+        )
 
 
 def _write_atomically(path: Path, text: str) -> None:
