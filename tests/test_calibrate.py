@@ -358,6 +358,23 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
 
 
 @pytest.mark.tools
+def test_the_docs_make_the_hidden_spec_they_measure(tmp_path: Path) -> None:
+    """docs/calibration.md, "A twin measured as a real drive is": its first command writes
+    hidden.toml, the spec every later command of the block uses: the round trip's drive."""
+    doc = (REPO / "docs" / "calibration.md").read_text()
+    block = doc.split("**A twin measured as a real drive is.**", 1)[1].split("```", 2)[1]
+    command = (
+        block.split("$ ssdtwin ", 1)[0]
+        .replace("\n>", "\n")
+        .replace("$ sed", "sed", 1)
+        .replace("hidden.toml", str(tmp_path / "hidden.toml"))
+    )
+    subprocess.run(["bash", "-c", command], cwd=REPO, check=True)
+    hidden = {"host_link_bytes_per_s": 220_000_000, "t_read_ns": 330_000, "t_prog_ns": 2_600_000, "gc_page_reads_per_iu": 0.85}
+    assert (tmp_path / "hidden.toml").read_text() == with_timing(SLOW.read_text(), hidden)
+    assert "--spec hidden.toml --print-jobs jobs" in block and "--spec hidden.toml --scale 1/32" in block
+
+
 def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
     """The printed jobs, run by the real fio (nbd engine) against `ssdtwin serve` as the
     measured drive, a few seconds each; the fit takes fio's figures and lands on the served
