@@ -10,6 +10,7 @@ and whose figures fio's nbd engine reaches against `ssdtwin serve` on a busy mac
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from typing import Any, cast
 import pytest
 
 from ssdtwin import _core
+from ssdtwin.commands.calibrate import calibrate_cmd
 from ssdtwin.studies import calibrate as cal
 from ssdtwin.studies import corners as C
 from twin import Run, run_cli
@@ -358,6 +360,17 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
 
 
 @pytest.mark.tools
+def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:
+    """docs/calibration.md's first block: the twin of the fitted spec is created at the scale
+    `calibrate` fitted it at (its default), the jobs printed in the spec's own shapes, and the
+    check is a second calibration of the fitted spec (validate has no --spec)."""
+    block = (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
+    scale = inspect.signature(calibrate_cmd).parameters["scale"].default.default  # typer.Option("1/64", ...)
+    assert f"ssdtwin create ./mine --spec mine-fitted.toml --scale {scale}" in block
+    assert "ssdtwin calibrate --spec mine.toml --print-jobs jobs/" in block
+    assert "ssdtwin calibrate --spec mine-fitted.toml " in block and "ssdtwin validate" not in block
+
+
 def test_the_docs_make_the_hidden_spec_they_measure(tmp_path: Path) -> None:
     """docs/calibration.md, "A twin measured as a real drive is": its first command writes
     hidden.toml, the spec every later command of the block uses: the round trip's drive."""
