@@ -359,7 +359,6 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     assert "fio --output-format=json --output=results/6-rand-write.json 6-rand-write.fio" in run
 
 
-@pytest.mark.tools
 def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:
     """docs/calibration.md's first block: the twin of the fitted spec is created at the scale
     `calibrate` fitted it at (its default), the jobs printed in the spec's own shapes, and the
@@ -388,6 +387,7 @@ def test_the_docs_make_the_hidden_spec_they_measure(tmp_path: Path) -> None:
     assert "--spec hidden.toml --print-jobs jobs" in block and "--spec hidden.toml --scale 1/32" in block
 
 
+@pytest.mark.tools
 def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
     """The printed jobs, run by the real fio (nbd engine) against `ssdtwin serve` as the
     measured drive, a few seconds each; the fit takes fio's figures and lands on the served
