@@ -357,6 +357,11 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     assert "[rand-read]\nrw=randread\nbs=4k\niodepth=32\nnumjobs=8\n" in (jobs / "5-rand-read.fio").read_text()
     run = (jobs / "run.sh").read_text()
     assert "fio --output-format=json --output=results/6-rand-write.json 6-rand-write.fio" in run
+    # run.sh cds to its folder: the JSON lands in jobs/results/, which is what both it and the
+    # command's note tell --measured (the docs' opening block once said results/).
+    assert f"--measured {jobs / 'results'}/ " in run
+    assert r.stderr.rstrip().endswith(f"then: ssdtwin calibrate --spec {spec} --measured {jobs / 'results'}/ --out FILE")
+    assert "--measured jobs/results/ " in (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
 
 
 def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:

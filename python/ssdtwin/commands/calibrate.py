@@ -64,7 +64,8 @@ def calibrate_cmd(
     text, origin = spec_text(model, spec)
     try:
         if print_jobs is not None:
-            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt)
+            again = f"--spec {spec} " if spec is not None else f"{model} " if model is not None else ""
+            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt, again)
         corners, legacy = _corners(text, origin, model, spec, datasheet, measured, sets)
     except CornerError as e:
         fail(str(e))
@@ -159,7 +160,9 @@ def _corners(
     return corners, legacy
 
 
-def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str) -> None:
+def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str, again: str) -> None:
+    """Write the jobs; `again` is how the command named the spec (`--spec mine.toml `, MODEL),
+    for the --measured command the note ends with."""
     from ..studies import corners as C
     from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
 
@@ -180,7 +183,10 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
     else:
         for p in files:
             typer.echo(p)
-    say(f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}")
+    say(
+        f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}; "
+        f"then: ssdtwin calibrate {again}--measured {directory / 'results'}/ --out FILE"
+    )
 
 
 def _check_outputs(out: Optional[Path], write: bool, spec: Optional[Path]) -> None:
