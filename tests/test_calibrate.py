@@ -289,6 +289,12 @@ def test_the_specs_corners_choose_the_parameters(tmp_path: Path) -> None:
     assert rows["rand-write"]["kind"] == "predicted" and "value" not in rows["rand-write"]
     fitted = _core.parse_spec(out.read_text())
     assert fitted["timing"]["ctrl_backend_bytes_per_s"]["value"] == rows["seq-write"]["value"]
+    backend = fitted["timing"]["ctrl_backend_bytes_per_s"]["source"]
+    assert backend.endswith("seq write 128 KiB QD16 = 100 MB/s (--datasheet seq-write=100MB/s)")
+    # Without --datasheet the spec's own corner, and its source, is what the parameter cites.
+    run_cli("calibrate", "--spec", spec, "--scale", SCALE, "--out", tmp_path / "own.toml")
+    own = _core.parse_spec((tmp_path / "own.toml").read_text())
+    assert own["timing"]["ctrl_backend_bytes_per_s"]["source"].endswith("seq write 128 KiB QD16 = 90 MB/s (sheet)")
     assert fitted["corners"]["rand_write_iops"] == {"value": 2000.0, "source": "sheet"}
     assert out.read_text().count("[corners]") == 1
 
