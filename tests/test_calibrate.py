@@ -125,13 +125,32 @@ def test_a_ceiling_that_does_not_bind_is_not_identified(tmp_path: Path) -> None:
     args = ["calibrate", "--spec", SLOW, "--datasheet", "rand-read=22k", "--sets", "rand-read=ctrl_max_iops", "--scale", SCALE]
     r = run_cli(*args, "--out", out, check=False)
     one_line_error(
-        r, "rand read 4 KiB QD32 19,557.2 IOPS vs 22,000", "stops responding to ctrl_max_iops short of the target", "not written"
+        r,
+        "rand read 4 KiB QD32 19,557.2 IOPS vs 22,000",
+        "stops responding to ctrl_max_iops short of the target: timing.t_read_ns (400,000) binds it (at half that, ",
+        "the spec's NAND is too slow for this figure",
+        "not written",
     )
     assert "not identified (kept 1,700,000)" in r.stdout
     assert not out.exists()
     res = json.loads(run_cli(*args, "-o", "json", check=False).stdout)
     (row,) = res["figures"]
     assert row["value"] is None and row["identified"] is False and row["kept"] == 1_700_000
+    assert (row["bound_by"]["param"], row["bound_by"]["kind"]) == ("t_read_ns", "time")
+
+
+def test_a_ceiling_fitted_to_another_figure_is_named_as_a_conflict() -> None:
+    """The sequential write fits a back end of 60 MB/s; GC's copies go through the same back
+    end, so the random write cannot reach 2,800 IOPS whatever phi: the error names the
+    ceiling and the figure it was fitted to (probed where phi stopped helping)."""
+    args = ["--datasheet", "seq-write=60MB/s,rand-write=2800", "--sets", "seq-write=ctrl_backend_bytes_per_s", "--scale", SCALE]
+    one_line_error(
+        run_cli("calibrate", "--spec", SLOW, *args, check=False),
+        "rand write 4 KiB QD32 1,949.8 IOPS vs 2,800",
+        "stops responding to gc_page_reads_per_iu short of the target: timing.ctrl_backend_bytes_per_s (60,335,115), "
+        "fitted to seq write 128 KiB QD16, binds it (at twice that, ",
+        "the two figures ask for conflicting values under this spec",
+    )
 
 
 def test_a_drive_too_small_does_not_identify_tprog() -> None:

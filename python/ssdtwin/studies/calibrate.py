@@ -64,6 +64,8 @@ class Fit:
     # False when the figure stopped responding to the parameter short of the target
     # (something else binds it: on a drive of few superblocks, GC binds sequential writes).
     responds: bool = True
+    # Where it stopped responding (the most relaxed value tried): what binds it binds there.
+    stuck: Optional[float] = None
 
 
 def solve(
@@ -102,7 +104,7 @@ def solve(
         flat = flat + 1 if weak and yb < target else 0
         if flat >= 2:
             log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
-            return Fit(x0, ys[0], responds=False)
+            return Fit(x0, ys[0], responds=False, stuck=xb)
         wrong_way = sign * (yb - ya) * (lb - la) < 0  # noise between close trials
         if ya == yb or weak:
             ln = lb + flat_step(sign * math.log(target / yb), relaxing=weak and yb < target)
@@ -114,7 +116,7 @@ def solve(
         if xn == xb:
             log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")
             if flat:  # the figure had stopped following it on the way there
-                return Fit(x0, ys[0], responds=False)
+                return Fit(x0, ys[0], responds=False, stuck=xb)
             break
         xs.append(xn)
         ys.append(f(xn))
@@ -165,6 +167,7 @@ class FittedParameter(TypedDict):
     at_bound: bool
     seconds: float
     reached: NotRequired[bool]  # the search ended within --tol of the figure
+    stuck: NotRequired[Optional[float]]  # where the figure stopped responding (not kept)
     sensitivity: NotRequired[float]
     simulated: NotRequired[float]
     error: NotRequired[float]
@@ -174,15 +177,16 @@ class FittedParameter(TypedDict):
 
 class BoundBy(TypedDict):
     """What holds a figure that stopped responding to its parameter (``bound_by``): a
-    ceiling of the spec (`relaxed` is twice it), or a parameter fitted to another figure
-    after this one had reached its target (`relaxed` is its value then)."""
+    ceiling of the spec (`relaxed` is twice it), a NAND time (`relaxed` is half it), or a
+    parameter fitted to another figure after this one had reached its target (`relaxed` is
+    its value then)."""
 
     param: str
-    kind: Literal["ceiling", "fitted"]
+    kind: Literal["ceiling", "time", "fitted"]
     value: float
     relaxed: float
     figure: float  # this figure with `param` at `relaxed`
-    fitted_to: NotRequired[str]  # kind "fitted": the figure that set it
+    fitted_to: NotRequired[str]  # the figure that set it (kind "fitted"; a ceiling when another figure was fitted to it)
 
 
 class FigureRow(TypedDict):
@@ -309,7 +313,8 @@ def calibrate(
                 fitted[c.sets]["sensitivity"] = sensitivity(c, timing, y, figure)
             rows.append(final_row(c, y, fitted, tol, log))
             if c.sets and not rows[-1].get("responds", True):
-                rows[-1]["bound_by"] = bound_by(c, timing, y, figure, reached.get(c.sets), fitting, log)
+                stuck = fitted[c.sets].get("stuck")
+                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log)
     return {
         "scale": scale,
         "seed": seed,
@@ -362,6 +367,7 @@ def fit_one(
         "at_bound": x in (lo, hi) and fit.responds,
         "seconds": time.perf_counter() - t0,
         "reached": fit.responds and abs(fit.y / c.value - 1) <= tol,
+        "stuck": fit.stuck,
     }
 
 
@@ -378,6 +384,15 @@ def sensitivity(c: Corner, timing: TimingTable, y: float, figure: Callable[[Corn
 
 # Ceilings of the controller and link: a figure held by one rises when it is relaxed.
 CEILINGS = ("host_link_bytes_per_s", "ctrl_max_iops", "ctrl_max_write_iops", "ctrl_max_write_bytes_per_s", "ctrl_backend_bytes_per_s")
+# The NAND times each corner's own I/O waits on (halved: a figure the dies hold rises).
+# A sequential write reads NAND only when GC copies, which on a large enough drive it does
+# not (a small one: "at this scale"), so its reads are not probed.
+TIMES_OF = {
+    "seq-read": ("t_read_ns",),
+    "rand-read": ("t_read_ns",),
+    "seq-write": ("t_prog_ns",),
+    "rand-write": ("t_read_ns", "t_prog_ns"),
+}
 BOUND_GAIN = 0.01  # a relaxed parameter that raises the figure by less does not hold it
 
 
@@ -385,36 +400,53 @@ def bound_by(
     c: Corner,
     timing: TimingTable,
     y: float,
+    stuck: Optional[float],
     figure: Callable[[Corner, TimingTable], float],
     earlier: Optional[dict[str, float]],
     fitting: list[Corner],
     log: Callable[[str], None],
 ) -> Optional[BoundBy]:
-    """What holds a figure that stopped responding to its parameter short of the target:
-    each ceiling the spec sets (not 0) other than its own parameter, at twice its value; and,
-    when the figure had reached its target in the first sweep (`earlier`: the values then),
-    each parameter fitted since, back at its value then. The one that raises the figure most,
-    by at least BOUND_GAIN; None when none does (then something the fit does not vary binds
-    it: on a drive of few superblocks, GC)."""
+    """What holds a figure that stopped responding to its parameter short of the target.
+
+    When the figure had reached its target in the first sweep (`earlier`: the values then),
+    each parameter fitted since, back at its value then, with every other value as fitted
+    (`y` is the figure with them). Then, where the figure stopped responding (its parameter
+    at `stuck`, the most relaxed value the search tried), each ceiling the spec sets (not 0)
+    at twice its value and each NAND time the corner's I/O waits on (TIMES_OF) at half. The
+    first that raises its figure by BOUND_GAIN, unless a later one raises it by as much
+    again; None when none does (then something the fit does not vary binds it: on a drive of
+    few superblocks, GC copying during sequential writes)."""
     own = str(c.sets)
-    trials: list[BoundBy] = []
-    for p in CEILINGS:
-        v = float(timing[p]["value"]) if p in timing else 0.0
-        if p != own and v > 0:
-            trials.append({"param": p, "kind": "ceiling", "value": v, "relaxed": min(2 * v, PARAM_RANGE[p][1]), "figure": y})
+    fitted_to = {str(o.sets): o.label for o in fitting}
+    trials: list[tuple[BoundBy, TimingTable, float]] = []
     for p, then in (earlier or {}).items():
         now = float(timing[p]["value"])
         if p != own and now != then:
-            by = next((o.label for o in fitting if o.sets == p), "")
-            trials.append({"param": p, "kind": "fitted", "value": now, "relaxed": then, "figure": y, "fitted_to": by})
+            b: BoundBy = {"param": p, "kind": "fitted", "value": now, "relaxed": then, "figure": y, "fitted_to": fitted_to.get(p, "")}
+            trials.append((b, timing, y))
+    base = json.loads(json.dumps(timing))
+    if stuck is not None:
+        base[own]["value"] = stuck if isinstance(timing[own]["value"], float) else int(round(stuck))
+    y_stuck = figure(c, base)
+    log(f"  {c.label}: {own} at {_num(float(base[own]['value']))} (where it stopped responding) gives {y_stuck:,.1f} {c.unit}")
+    probed = {b["param"] for b, _, _ in trials}
+    for p, kind, factor in [(q, "ceiling", 2.0) for q in CEILINGS] + [(q, "time", 0.5) for q in TIMES_OF[c.name]]:
+        v = float(timing[p]["value"]) if p in timing else 0.0
+        if p != own and p not in probed and v > 0:
+            lo, hi = PARAM_RANGE[p]
+            b = {"param": p, "kind": cast(Any, kind), "value": v, "relaxed": min(max(v * factor, lo), hi), "figure": y_stuck}
+            if p in fitted_to:  # a parameter another figure set: the two conflict
+                b["fitted_to"] = fitted_to[p]
+            trials.append((b, base, y_stuck))
     best: Optional[BoundBy] = None
-    for b in trials:
-        trial = json.loads(json.dumps(timing))
+    best_gain = 1 + BOUND_GAIN
+    for b, at, ref in trials:
+        trial = json.loads(json.dumps(at))
         trial[b["param"]]["value"] = b["relaxed"] if isinstance(timing[b["param"]]["value"], float) else int(round(b["relaxed"]))
         b["figure"] = figure(c, trial)
         log(f"  {c.label}: {b['param']} at {_num(b['relaxed'])} gives {b['figure']:,.1f} {c.unit}")
-        if b["figure"] > y * (1 + BOUND_GAIN) and (best is None or b["figure"] > best["figure"]):
-            best = b
+        if b["figure"] / ref > best_gain:
+            best, best_gain = b, b["figure"] / ref * (1 + BOUND_GAIN)
     return best
 
 
@@ -459,17 +491,25 @@ def why_not(row: FigureRow) -> str:
     if not row["responds"]:
         b = row.get("bound_by")
         stops = f"it stops responding to {p} short of the target"
-        if b and b["kind"] == "ceiling":
+        conflict = (
+            "the two figures ask for conflicting values under this spec; fit one with another parameter (--sets) or edit the spec "
+            "(docs/calibration.md)"
+        )
+        if b and b["kind"] != "fitted":
+            at = f"at {'twice' if b['kind'] == 'ceiling' else 'half'} that, {b['figure']:,.1f} {row['unit']}"
+            if b.get("fitted_to"):
+                return f"{stops}: timing.{b['param']} ({_num(b['value'])}), fitted to {b.get('fitted_to')}, binds it ({at}): {conflict}"
+            if b["kind"] == "ceiling":
+                return f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it ({at}; raise or fit that ceiling: docs/calibration.md)"
             return (
-                f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it (at twice that, {b['figure']:,.1f} {row['unit']}; "
-                "raise or fit that ceiling: docs/calibration.md)"
+                f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it ({at}): the spec's NAND is too slow for this figure "
+                "(docs/calibration.md)"
             )
         if b:
             then, now = _num(b["relaxed"]), _num(b["value"])
             return (
                 f"{stops}: it reached it before {b['param']} was fitted to {b.get('fitted_to', '')} ({then} -> {now}), which "
-                f"binds it (at {then}, {b['figure']:,.1f} {row['unit']}): the two figures ask for conflicting values under this "
-                "spec; fit one with another parameter (--sets) or edit the spec (docs/calibration.md)"
+                f"binds it (at {then}, {b['figure']:,.1f} {row['unit']}): {conflict}"
             )
         return f"{stops}: something else bounds the figure at this scale (docs/calibration.md)"
     if row["identified"] is False:
