@@ -157,7 +157,13 @@ def test_a_drive_too_small_does_not_identify_tprog() -> None:
     """At 1/128 (12 superblocks) GC copies data during a sequential overwrite: shorter
     programs raise the figure only to about 130 MB/s, and the search stops there."""
     r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-write=200MB/s", "--scale", "1/128", check=False)
-    one_line_error(r, "seq write 128 KiB QD16", "vs 200", "stops responding to t_prog_ns short of the target")
+    one_line_error(
+        r,
+        "seq write 128 KiB QD16",
+        "vs 200",
+        "stops responding to t_prog_ns short of the target: GC copies data during the sequential write (WAF ",
+        "the drive at this --scale has too few superblocks",
+    )
     assert "not identified (kept 3,000,000)" in r.stdout
 
 

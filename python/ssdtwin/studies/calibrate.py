@@ -35,7 +35,7 @@ from .. import _core
 from ..core_types import TimingTable
 from ..drive import Drive
 from .corners import DEFAULT_SETS, NAMES, Corner, CornerFields, figure_text, spec_key
-from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner
+from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner, run_corner
 
 CM6_MODEL = "kioxia-cm6-r-3.84t"
 CM6_SOURCE = "KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate"
@@ -177,12 +177,12 @@ class FittedParameter(TypedDict):
 
 class BoundBy(TypedDict):
     """What holds a figure that stopped responding to its parameter (``bound_by``): a
-    ceiling of the spec (`relaxed` is twice it), a NAND time (`relaxed` is half it), or a
+    ceiling of the spec (`relaxed` is twice it), a NAND time (`relaxed` is half it), a
     parameter fitted to another figure after this one had reached its target (`relaxed` is
-    its value then)."""
+    its value then), or GC during a sequential write (`param` "waf", `value` the WAF)."""
 
     param: str
-    kind: Literal["ceiling", "time", "fitted"]
+    kind: Literal["ceiling", "time", "fitted", "gc"]
     value: float
     relaxed: float
     figure: float  # this figure with `param` at `relaxed`
@@ -298,6 +298,13 @@ def calibrate(
             finally:
                 d.close()
 
+        def waf(c: Corner, trial: TimingTable) -> Optional[float]:
+            d = Drive.open(images[c.state], writable=False)
+            try:
+                return run_corner(d, c, trial, windows_ms).waf
+            finally:
+                d.close()
+
         # The values after the first sweep's fit of each parameter whose figure reached its
         # target then: if a later fit takes the figure away, `bound_by` finds which.
         reached: dict[str, dict[str, float]] = {}
@@ -314,7 +321,7 @@ def calibrate(
             rows.append(final_row(c, y, fitted, tol, log))
             if c.sets and not rows[-1].get("responds", True):
                 stuck = fitted[c.sets].get("stuck")
-                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log)
+                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log, waf)
     return {
         "scale": scale,
         "seed": seed,
@@ -394,6 +401,7 @@ TIMES_OF = {
     "rand-write": ("t_read_ns", "t_prog_ns"),
 }
 BOUND_GAIN = 0.01  # a relaxed parameter that raises the figure by less does not hold it
+SEQ_WAF_GC = 1.02  # a sequential overwrite above this WAF: GC copies data (too few superblocks)
 
 
 def bound_by(
@@ -405,6 +413,7 @@ def bound_by(
     earlier: Optional[dict[str, float]],
     fitting: list[Corner],
     log: Callable[[str], None],
+    waf: Optional[Callable[[Corner, TimingTable], Optional[float]]] = None,
 ) -> Optional[BoundBy]:
     """What holds a figure that stopped responding to its parameter short of the target.
 
@@ -414,8 +423,11 @@ def bound_by(
     at `stuck`, the most relaxed value the search tried), each ceiling the spec sets (not 0)
     at twice its value and each NAND time the corner's I/O waits on (TIMES_OF) at half. The
     first that raises its figure by BOUND_GAIN, unless a later one raises it by as much
-    again; None when none does (then something the fit does not vary binds it: on a drive of
-    few superblocks, GC copying during sequential writes)."""
+    again; None when none does (then something the fit does not vary binds it).
+
+    A sequential write that runs at WAF above SEQ_WAF_GC where it stopped is held by GC
+    copying data, on a drive of too few superblocks (docs/calibration.md): that is named
+    first, since with GC on, ceilings the copies pass through bind too."""
     own = str(c.sets)
     fitted_to = {str(o.sets): o.label for o in fitting}
     trials: list[tuple[BoundBy, TimingTable, float]] = []
@@ -429,6 +441,11 @@ def bound_by(
         base[own]["value"] = stuck if isinstance(timing[own]["value"], float) else int(round(stuck))
     y_stuck = figure(c, base)
     log(f"  {c.label}: {own} at {_num(float(base[own]['value']))} (where it stopped responding) gives {y_stuck:,.1f} {c.unit}")
+    if c.name == "seq-write" and waf is not None:
+        w = waf(c, base)
+        log(f"  {c.label}: WAF {w or 0:.2f} there")
+        if w is not None and w > SEQ_WAF_GC:
+            return {"param": "waf", "kind": "gc", "value": w, "relaxed": w, "figure": y_stuck}
     probed = {b["param"] for b, _, _ in trials}
     for p, kind, factor in [(q, "ceiling", 2.0) for q in CEILINGS] + [(q, "time", 0.5) for q in TIMES_OF[c.name]]:
         v = float(timing[p]["value"]) if p in timing else 0.0
@@ -495,6 +512,11 @@ def why_not(row: FigureRow) -> str:
             "the two figures ask for conflicting values under this spec; fit one with another parameter (--sets) or edit the spec "
             "(docs/calibration.md)"
         )
+        if b and b["kind"] == "gc":
+            return (
+                f"{stops}: GC copies data during the sequential write (WAF {b['value']:.2f} where it stopped): the drive at this "
+                "--scale has too few superblocks; calibrate a larger one (docs/calibration.md)"
+            )
         if b and b["kind"] != "fitted":
             at = f"at {'twice' if b['kind'] == 'ceiling' else 'half'} that, {b['figure']:,.1f} {row['unit']}"
             if b.get("fitted_to"):
@@ -511,7 +533,7 @@ def why_not(row: FigureRow) -> str:
                 f"{stops}: it reached it before {b['param']} was fitted to {b.get('fitted_to', '')} ({then} -> {now}), which "
                 f"binds it (at {then}, {b['figure']:,.1f} {row['unit']}): {conflict}"
             )
-        return f"{stops}: something else bounds the figure at this scale (docs/calibration.md)"
+        return f"{stops}: something the fit does not vary bounds the figure (docs/calibration.md)"
     if row["identified"] is False:
         s = row["sensitivity"] or 0.0
         return f"it moves {abs(s):.2f} % per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.2f}: docs/calibration.md)"
