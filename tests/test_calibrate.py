@@ -164,6 +164,8 @@ def test_a_drive_too_small_does_not_identify_tprog() -> None:
         "stops responding to t_prog_ns short of the target: GC copies data during the sequential write (WAF ",
         "the drive at this --scale has too few superblocks",
     )
+    # Preparing the drives (minutes at large scales) is announced before it starts.
+    assert "\npreconditioning 1 drive of the spec at 1/128 (sequential 2x of the capacity, fast-forward)\n" in "\n" + r.stderr
     assert "not identified (kept 3,000,000)" in r.stdout
 
 

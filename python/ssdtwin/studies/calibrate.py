@@ -289,7 +289,16 @@ def calibrate(
     fitting = [c for c in order if c.sets]
     fitted: dict[str, FittedParameter] = {}
     with tempfile.TemporaryDirectory(prefix="ssdtwin-calibrate-") as tmp:
+        # Preparing the drives writes 2x (and 3x) their capacity, seconds at 1/64 and
+        # minutes at larger scales, before the first search prints anything: say so.
+        states = sorted({c.state for c in order}, key=("seq", "rand").index)
+        log(
+            f"preconditioning {len(states)} drive{'s' if len(states) > 1 else ''} of the spec at 1/{scale} "
+            f"({', '.join('sequential 2x' if s == 'seq' else 'sequential 2x + random 3x' for s in states)} of the capacity, fast-forward)"
+        )
+        t_prep = time.perf_counter()
         images = prepare_images(spec_toml, order, scale, seed, tmp)
+        log(f"  done in {time.perf_counter() - t_prep:.1f} s")
 
         def figure(c: Corner, trial: TimingTable) -> float:
             d = Drive.open(images[c.state], writable=False)
