@@ -214,7 +214,7 @@ def test_calibrate_names_a_figure_that_stops_responding(monkeypatch: pytest.Monk
     assert rc == 1
     assert err.splitlines()[-1] == (
         "ssdtwin calibrate: error: outside --tol 0.30%: seq write 128 KiB QD16 2,596.4 MB/s vs 4,246 (-38.85%), "
-        "and it stops responding to t_prog_ns short of the target: something else bounds the figure at this scale (docs/calibration.md)"
+        "and it stops responding to t_prog_ns short of the target: something the fit does not vary bounds the figure (docs/calibration.md)"
     )
 
 

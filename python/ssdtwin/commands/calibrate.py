@@ -64,7 +64,8 @@ def calibrate_cmd(
     text, origin = spec_text(model, spec)
     try:
         if print_jobs is not None:
-            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt)
+            again = f"--spec {spec} " if spec is not None else f"{model} " if model is not None else ""
+            return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt, again)
         corners, legacy = _corners(text, origin, model, spec, datasheet, measured, sets)
     except CornerError as e:
         fail(str(e))
@@ -80,6 +81,7 @@ def calibrate_cmd(
     if out is not None:
         _write_atomically(out, cal.fitted_spec(text, res, str(out)))
         say(f"wrote {out}")
+        _note_stale_sources(out, res)
     if write:
         for p in cal.write_presets(res) if legacy else [_write_preset(model or cal.CM6_MODEL, res)]:
             say(f"updated {p}")
@@ -128,15 +130,28 @@ def _corners(
         corners = dict(CM6_CORNERS)
     if datasheet is not None and measured is not None:
         fail("calibrate: give --datasheet or --measured, not both")
-    spec_sets = any(c.sets for c in corners.values())
+    spec_sets = [n for n, c in corners.items() if c.sets]
+    given: list[str] = []  # the figures from --datasheet or --measured
     if datasheet is not None:
+        given = list(C.parse_pairs(datasheet, "--datasheet"))
         corners = C.apply_datasheet(corners, datasheet)
     if measured is not None:
         for name, m in C.read_measured(measured, corners).items():
             base = corners.get(name)
             corners[name] = replace(m, sets=base.sets if base else None)
+            given.append(name)
     from_outside = datasheet is not None or measured is not None
     corners = C.apply_sets(corners, sets, _core.CALIBRATABLE, default=from_outside and not spec_sets)
+    named = C.parse_pairs(sets, "--sets") if sets is not None else {}
+    unfitted = [n for n in C.NAMES if n in given and corners[n].sets is None and n not in named]
+    if spec_sets and unfitted:
+        # The spec's `sets` replace the defaults for every corner: a figure given on the
+        # command line for a corner the spec does not fit is a prediction. Say so.
+        fit = ",".join(f"{n}={C.DEFAULT_SETS[n]}" for n in unfitted)
+        say(
+            f"ssdtwin calibrate: note: {', '.join(unfitted)}: predictions, not fitted: the [corners] of {origin} name the parameter "
+            f"of {', '.join(spec_sets)} only, and a spec's `sets` replace the defaults (docs/calibration.md); to fit them: --sets {fit}"
+        )
     if not corners:
         fail(f"calibrate: {origin} has no [corners] to fit; give the figures with --datasheet or --measured (docs/calibration.md)")
     if not any(c.sets for c in corners.values()):
@@ -145,7 +160,9 @@ def _corners(
     return corners, legacy
 
 
-def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str) -> None:
+def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...], write: bool, fmt: str, again: str) -> None:
+    """Write the jobs; `again` is how the command named the spec (`--spec mine.toml `, MODEL),
+    for the --measured command the note ends with."""
     from ..studies import corners as C
     from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
 
@@ -166,7 +183,10 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
     else:
         for p in files:
             typer.echo(p)
-    say(f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}")
+    say(
+        f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}; "
+        f"then: ssdtwin calibrate {again}--measured {directory / 'results'}/ --out FILE"
+    )
 
 
 def _check_outputs(out: Optional[Path], write: bool, spec: Optional[Path]) -> None:
@@ -222,15 +242,32 @@ def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool
     from ..studies.calibrate import why_not
 
     pct = _pct(tol)
+    failed = [r for r in res["figures"] if r["kind"] == "calibrated" and not r["within_tol"]]
     outside = [
         f"{r['label']} {r['twin']:,.1f} {r['unit']} vs {r['target']:,.0f} ({pct.format(r['error'])})"
+        + ("" if abs(r["error"]) > tol else ", within --tol")
         + (f", and {why_not(r)}" if why_not(r) else "")
-        for r in res["figures"]
-        if r["kind"] == "calibrated" and not r["within_tol"]
+        for r in failed
     ]
     if outside:
+        # "outside --tol" when a figure is; a figure within it that does not identify its
+        # parameter fails as well, and says so (the line must not contradict its numbers).
+        lead = f"outside --tol {pct.format(tol).lstrip('+')}" if any(abs(r["error"]) > tol for r in failed) else "not identified"
         not_written = (f"; {out} not written" if out else "") + ("; presets not written" if write else "")
-        fail(f"outside --tol {pct.format(tol).lstrip('+')}: {'; '.join(outside)}{not_written}")
+        fail(f"{lead}: {'; '.join(outside)}{not_written}")
+
+
+def _note_stale_sources(out: Path, res: Calibration) -> None:
+    """A spec derived from a preset keeps the preset's [CALIBRATED] sources on the parameters
+    this fit did not make (the CM6-R's t_read_ns in a spec whose random read now fits
+    ctrl_max_iops): they name another drive's figure. Say which."""
+    stale = [p for p, e in res["timing"].items() if e["source"].startswith("[CALIBRATED]") and p not in res["fitted"]]
+    if stale:
+        say(
+            f"ssdtwin calibrate: note: {out}: {', '.join(f'timing.{p}' for p in stale)} {'keeps' if len(stale) == 1 else 'keep'} "
+            "a [CALIBRATED] source this fit did not make (the spec's, naming the figure it was fitted to then): give it a source "
+            "of its own, or fit it (--sets)"
+        )
 
 
 def _write_atomically(path: Path, text: str) -> None:

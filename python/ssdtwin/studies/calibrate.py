@@ -35,7 +35,7 @@ from .. import _core
 from ..core_types import TimingTable
 from ..drive import Drive
 from .corners import DEFAULT_SETS, NAMES, Corner, CornerFields, figure_text, spec_key
-from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner
+from .experiments import CM6_WINDOWS_MS, cm6_drive, measure_corner, run_corner
 
 CM6_MODEL = "kioxia-cm6-r-3.84t"
 CM6_SOURCE = "KIOXIA CM6 namespace brief, 3.84 TB namespace, marked calibrate"
@@ -64,6 +64,8 @@ class Fit:
     # False when the figure stopped responding to the parameter short of the target
     # (something else binds it: on a drive of few superblocks, GC binds sequential writes).
     responds: bool = True
+    # Where it stopped responding (the most relaxed value tried): what binds it binds there.
+    stuck: Optional[float] = None
 
 
 def solve(
@@ -102,7 +104,7 @@ def solve(
         flat = flat + 1 if weak and yb < target else 0
         if flat >= 2:
             log(f"    stopped responding short of the target: {yb:,.1f} at {xb:,.4g} (from {ys[0]:,.1f} at {xs[0]:,.4g})")
-            return Fit(x0, ys[0], responds=False)
+            return Fit(x0, ys[0], responds=False, stuck=xb)
         wrong_way = sign * (yb - ya) * (lb - la) < 0  # noise between close trials
         if ya == yb or weak:
             ln = lb + flat_step(sign * math.log(target / yb), relaxing=weak and yb < target)
@@ -114,7 +116,7 @@ def solve(
         if xn == xb:
             log(f"    at the end of its range: {yb:,.1f} at {xb:,.4g}")
             if flat:  # the figure had stopped following it on the way there
-                return Fit(x0, ys[0], responds=False)
+                return Fit(x0, ys[0], responds=False, stuck=xb)
             break
         xs.append(xn)
         ys.append(f(xn))
@@ -164,11 +166,27 @@ class FittedParameter(TypedDict):
     responds: bool
     at_bound: bool
     seconds: float
+    reached: NotRequired[bool]  # the search ended within --tol of the figure
+    stuck: NotRequired[Optional[float]]  # where the figure stopped responding (not kept)
     sensitivity: NotRequired[float]
     simulated: NotRequired[float]
     error: NotRequired[float]
     identified: NotRequired[bool]
     kept: NotRequired[Value]
+
+
+class BoundBy(TypedDict):
+    """What holds a figure that stopped responding to its parameter (``bound_by``): a
+    ceiling of the spec (`relaxed` is twice it), a NAND time (`relaxed` is half it), a
+    parameter fitted to another figure after this one had reached its target (`relaxed` is
+    its value then), or GC during a sequential write (`param` "waf", `value` the WAF)."""
+
+    param: str
+    kind: Literal["ceiling", "time", "fitted", "gc"]
+    value: float
+    relaxed: float
+    figure: float  # this figure with `param` at `relaxed`
+    fitted_to: NotRequired[str]  # the figure that set it (kind "fitted"; a ceiling when another figure was fitted to it)
 
 
 class FigureRow(TypedDict):
@@ -193,6 +211,7 @@ class FigureRow(TypedDict):
     responds: NotRequired[bool]
     at_bound: NotRequired[bool]
     within_tol: NotRequired[bool]
+    bound_by: NotRequired[Optional[BoundBy]]
 
 
 class Calibration(TypedDict):
@@ -270,7 +289,16 @@ def calibrate(
     fitting = [c for c in order if c.sets]
     fitted: dict[str, FittedParameter] = {}
     with tempfile.TemporaryDirectory(prefix="ssdtwin-calibrate-") as tmp:
+        # Preparing the drives writes 2x (and 3x) their capacity, seconds at 1/64 and
+        # minutes at larger scales, before the first search prints anything: say so.
+        states = sorted({c.state for c in order}, key=("seq", "rand").index)
+        log(
+            f"preconditioning {len(states)} drive{'s' if len(states) > 1 else ''} of the spec at 1/{scale} "
+            f"({', '.join('sequential 2x' if s == 'seq' else 'sequential 2x + random 3x' for s in states)} of the capacity, fast-forward)"
+        )
+        t_prep = time.perf_counter()
         images = prepare_images(spec_toml, order, scale, seed, tmp)
+        log(f"  done in {time.perf_counter() - t_prep:.1f} s")
 
         def figure(c: Corner, trial: TimingTable) -> float:
             d = Drive.open(images[c.state], writable=False)
@@ -279,8 +307,20 @@ def calibrate(
             finally:
                 d.close()
 
-        for c in fitting + fitting:  # two sweeps: the figures are weakly coupled
+        def waf(c: Corner, trial: TimingTable) -> Optional[float]:
+            d = Drive.open(images[c.state], writable=False)
+            try:
+                return run_corner(d, c, trial, windows_ms).waf
+            finally:
+                d.close()
+
+        # The values after the first sweep's fit of each parameter whose figure reached its
+        # target then: if a later fit takes the figure away, `bound_by` finds which.
+        reached: dict[str, dict[str, float]] = {}
+        for i, c in enumerate(fitting + fitting):  # two sweeps: the figures are weakly coupled
             fitted[str(c.sets)] = fit_one(c, timing, figure, tol, log)
+            if i < len(fitting) and fitted[str(c.sets)].get("reached"):
+                reached[str(c.sets)] = {p: float(timing[p]["value"]) for p in PARAM_RANGE if p in timing}
         log("every figure with the fitted values:")
         rows = []
         for c in order:
@@ -288,6 +328,9 @@ def calibrate(
             if c.sets:
                 fitted[c.sets]["sensitivity"] = sensitivity(c, timing, y, figure)
             rows.append(final_row(c, y, fitted, tol, log))
+            if c.sets and not rows[-1].get("responds", True):
+                stuck = fitted[c.sets].get("stuck")
+                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log, waf)
     return {
         "scale": scale,
         "seed": seed,
@@ -339,6 +382,8 @@ def fit_one(
         "responds": fit.responds,  # the last sweep's search decides
         "at_bound": x in (lo, hi) and fit.responds,
         "seconds": time.perf_counter() - t0,
+        "reached": fit.responds and abs(fit.y / c.value - 1) <= tol,
+        "stuck": fit.stuck,
     }
 
 
@@ -351,6 +396,84 @@ def sensitivity(c: Corner, timing: TimingTable, y: float, figure: Callable[[Corn
     trial = json.loads(json.dumps(timing))
     trial[p]["value"] = x * step if isinstance(timing[p]["value"], float) else int(round(x * step))
     return math.log(figure(c, trial) / y) / math.log(step)
+
+
+# Ceilings of the controller and link: a figure held by one rises when it is relaxed.
+CEILINGS = ("host_link_bytes_per_s", "ctrl_max_iops", "ctrl_max_write_iops", "ctrl_max_write_bytes_per_s", "ctrl_backend_bytes_per_s")
+# The NAND times each corner's own I/O waits on (halved: a figure the dies hold rises).
+# A sequential write reads NAND only when GC copies, which on a large enough drive it does
+# not (a small one: "at this scale"), so its reads are not probed.
+TIMES_OF = {
+    "seq-read": ("t_read_ns",),
+    "rand-read": ("t_read_ns",),
+    "seq-write": ("t_prog_ns",),
+    "rand-write": ("t_read_ns", "t_prog_ns"),
+}
+BOUND_GAIN = 0.01  # a relaxed parameter that raises the figure by less does not hold it
+SEQ_WAF_GC = 1.02  # a sequential overwrite above this WAF: GC copies data (too few superblocks)
+
+
+def bound_by(
+    c: Corner,
+    timing: TimingTable,
+    y: float,
+    stuck: Optional[float],
+    figure: Callable[[Corner, TimingTable], float],
+    earlier: Optional[dict[str, float]],
+    fitting: list[Corner],
+    log: Callable[[str], None],
+    waf: Optional[Callable[[Corner, TimingTable], Optional[float]]] = None,
+) -> Optional[BoundBy]:
+    """What holds a figure that stopped responding to its parameter short of the target.
+
+    When the figure had reached its target in the first sweep (`earlier`: the values then),
+    each parameter fitted since, back at its value then, with every other value as fitted
+    (`y` is the figure with them). Then, where the figure stopped responding (its parameter
+    at `stuck`, the most relaxed value the search tried), each ceiling the spec sets (not 0)
+    at twice its value and each NAND time the corner's I/O waits on (TIMES_OF) at half. The
+    first that raises its figure by BOUND_GAIN, unless a later one raises it by as much
+    again; None when none does (then something the fit does not vary binds it).
+
+    A sequential write that runs at WAF above SEQ_WAF_GC where it stopped is held by GC
+    copying data, on a drive of too few superblocks (docs/calibration.md): that is named
+    first, since with GC on, ceilings the copies pass through bind too."""
+    own = str(c.sets)
+    fitted_to = {str(o.sets): o.label for o in fitting}
+    trials: list[tuple[BoundBy, TimingTable, float]] = []
+    for p, then in (earlier or {}).items():
+        now = float(timing[p]["value"])
+        if p != own and now != then:
+            b: BoundBy = {"param": p, "kind": "fitted", "value": now, "relaxed": then, "figure": y, "fitted_to": fitted_to.get(p, "")}
+            trials.append((b, timing, y))
+    base = json.loads(json.dumps(timing))
+    if stuck is not None:
+        base[own]["value"] = stuck if isinstance(timing[own]["value"], float) else int(round(stuck))
+    y_stuck = figure(c, base)
+    log(f"  {c.label}: {own} at {_num(float(base[own]['value']))} (where it stopped responding) gives {y_stuck:,.1f} {c.unit}")
+    if c.name == "seq-write" and waf is not None:
+        w = waf(c, base)
+        log(f"  {c.label}: WAF {w or 0:.2f} there")
+        if w is not None and w > SEQ_WAF_GC:
+            return {"param": "waf", "kind": "gc", "value": w, "relaxed": w, "figure": y_stuck}
+    probed = {b["param"] for b, _, _ in trials}
+    for p, kind, factor in [(q, "ceiling", 2.0) for q in CEILINGS] + [(q, "time", 0.5) for q in TIMES_OF[c.name]]:
+        v = float(timing[p]["value"]) if p in timing else 0.0
+        if p != own and p not in probed and v > 0:
+            lo, hi = PARAM_RANGE[p]
+            b = {"param": p, "kind": cast(Any, kind), "value": v, "relaxed": min(max(v * factor, lo), hi), "figure": y_stuck}
+            if p in fitted_to:  # a parameter another figure set: the two conflict
+                b["fitted_to"] = fitted_to[p]
+            trials.append((b, base, y_stuck))
+    best: Optional[BoundBy] = None
+    best_gain = 1 + BOUND_GAIN
+    for b, at, ref in trials:
+        trial = json.loads(json.dumps(at))
+        trial[b["param"]]["value"] = b["relaxed"] if isinstance(timing[b["param"]]["value"], float) else int(round(b["relaxed"]))
+        b["figure"] = figure(c, trial)
+        log(f"  {c.label}: {b['param']} at {_num(b['relaxed'])} gives {b['figure']:,.1f} {c.unit}")
+        if b["figure"] / ref > best_gain:
+            best, best_gain = b, b["figure"] / ref * (1 + BOUND_GAIN)
+    return best
 
 
 def final_row(c: Corner, y: float, fitted: dict[str, FittedParameter], tol: float, log: Callable[[str], None]) -> FigureRow:
@@ -392,13 +515,45 @@ def why_not(row: FigureRow) -> str:
     """Why a calibrated figure's parameter is not identified ("" when it is)."""
     p = row["sets"]
     if not row["responds"]:
-        return f"it stops responding to {p} short of the target: something else bounds the figure at this scale (docs/calibration.md)"
+        b = row.get("bound_by")
+        stops = f"it stops responding to {p} short of the target"
+        conflict = (
+            "the two figures ask for conflicting values under this spec; fit one with another parameter (--sets) or edit the spec "
+            "(docs/calibration.md)"
+        )
+        if b and b["kind"] == "gc":
+            return (
+                f"{stops}: GC copies data during the sequential write (WAF {b['value']:.2f} where it stopped): the drive at this "
+                "--scale has too few superblocks; calibrate a larger one (docs/calibration.md)"
+            )
+        if b and b["kind"] != "fitted":
+            at = f"at {'twice' if b['kind'] == 'ceiling' else 'half'} that, {b['figure']:,.1f} {row['unit']}"
+            if b.get("fitted_to"):
+                return f"{stops}: timing.{b['param']} ({_num(b['value'])}), fitted to {b.get('fitted_to')}, binds it ({at}): {conflict}"
+            if b["kind"] == "ceiling":
+                return f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it ({at}; raise or fit that ceiling: docs/calibration.md)"
+            return (
+                f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it ({at}): the spec's NAND is too slow for this figure "
+                "(docs/calibration.md)"
+            )
+        if b:
+            then, now = _num(b["relaxed"]), _num(b["value"])
+            return (
+                f"{stops}: it reached it before {b['param']} was fitted to {b.get('fitted_to', '')} ({then} -> {now}), which "
+                f"binds it (at {then}, {b['figure']:,.1f} {row['unit']}): {conflict}"
+            )
+        return f"{stops}: something the fit does not vary bounds the figure (docs/calibration.md)"
     if row["identified"] is False:
         s = row["sensitivity"] or 0.0
-        return f"it moves {abs(s):.2%} per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.0%}: docs/calibration.md)"
+        return f"it moves {abs(s):.2f} % per 1 % of {p}, too little to identify it (at least {MIN_SENSITIVITY:.2f}: docs/calibration.md)"
     if row["at_bound"]:
         return f"{p} is at the end of the range the core accepts ({row['value']:,})"
     return ""
+
+
+def _num(v: float) -> str:
+    """A parameter as the table prints it: 49,163 or 0.7136."""
+    return f"{v:,.0f}" if v == round(v) else f"{v:.4g}"
 
 
 def _inline(fields: Mapping[str, object]) -> Any:

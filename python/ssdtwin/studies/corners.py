@@ -363,7 +363,7 @@ def print_jobs(directory: Path, corners: dict[str, Corner]) -> list[Path]:
         p.write_text(_WARNING + text)
         written.append(p)
     run = directory / "run.sh"
-    run.write_text(_run_sh([stem for stem, _ in files]))
+    run.write_text(_run_sh([stem for stem, _ in files], directory))
     run.chmod(0o755)
     return [*written, run]
 
@@ -374,13 +374,15 @@ def _measure_job(c: Corner) -> str:
     return head + job_text(c, f"{ramp}s", f"{runtime}s", target=f"filename={DEVICE}\n")
 
 
-def _run_sh(stems: list[str]) -> str:
+def _run_sh(stems: list[str], directory: Path) -> str:
+    """run.sh: the jobs in order, each one's JSON in results/ beside them (it cds there), so
+    the folder to give --measured is `directory`/results/ from where --print-jobs ran."""
     lines = "\n".join(f"fio --output-format=json --output=results/{s}.json {s}.fio" for s in stems)
     return (
         "#!/bin/sh\n"
         f"# Runs the jobs in order on the device named in them ({DEVICE} until you change it:\n"
-        "# the write jobs destroy all data on it), each one's fio JSON kept in results/, then:\n"
-        "#   ssdtwin calibrate --spec mine.toml --measured results/ --out mine-fitted.toml\n"
+        "# the write jobs destroy all data on it), each one's fio JSON kept in results/ here, then:\n"
+        f"#   ssdtwin calibrate --spec mine.toml --measured {directory / 'results'}/ --out mine-fitted.toml\n"
         'set -e\ncd "$(dirname "$0")"\nmkdir -p results\n' + lines + "\n"
     )
 

@@ -196,9 +196,15 @@ def measure_corner(
 ) -> float:
     """A corner's figure (MB/s or IOPS) on a drive from `cm6_drive` in the corner's state:
     the CM6 measurement (`measure_cm6`, its windows) with the corner's job shape."""
+    return cm6_figure(corner.name, run_corner(drive, corner, timing, windows_ms))
+
+
+def run_corner(
+    drive: Drive, corner: Corner, timing: Optional[TimingTable] = None, windows_ms: Optional[dict[str, tuple[int, int]]] = None
+) -> Measured:
+    """The run `measure_corner` takes its figure from (its WAF too)."""
     ramp_ms, runtime_ms = (windows_ms or CM6_WINDOWS_MS)[corner.name]
-    m = run_job(drive, corner_job_text(corner, f"{ramp_ms}ms", f"{runtime_ms}ms"), f"{corner.name}.fio", timing=timing)
-    return cm6_figure(corner.name, m)
+    return run_job(drive, corner_job_text(corner, f"{ramp_ms}ms", f"{runtime_ms}ms"), f"{corner.name}.fio", timing=timing)
 
 
 def cm6_figure(test: str, m: Measured) -> float:
