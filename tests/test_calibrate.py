@@ -627,3 +627,28 @@ def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
         one_line_error(r, needle)
         assert r.stdout == ""
     assert not (tmp_path / "j").exists()
+
+
+def _fit_result(timing: dict[str, int], fitted: list[str]) -> Any:
+    return {"timing": {p: {"value": v, "source": "x"} for p, v in timing.items()}, "fitted": dict.fromkeys(fitted, {})}
+
+
+def test_a_fitted_nand_time_outside_what_published_dies_do_is_noted() -> None:
+    # The walkthrough's Micron 7450 spec (from the CM6-R) fitted its 1M random reads with
+    # t_read_ns: 144 us, a read no TLC die takes; its controller capped them.
+    cm6 = subprocess.run(["ssdtwin", "models", "kioxia-cm6-r-3.84t"], capture_output=True, text=True, check=True).stdout
+    assert cal.implausible(cm6, _fit_result({"t_read_ns": 49_163, "t_prog_ns": 1_467_988}, ["t_read_ns", "t_prog_ns"])) == []
+    notes = cal.implausible(cm6, _fit_result({"t_read_ns": 144_305, "t_prog_ns": 1_467_988}, ["t_read_ns", "t_prog_ns"]))
+    assert notes == [
+        "timing.t_read_ns fitted to 144,305 ns is a page read of 144.3 µs, where published TLC dies take 30-100 µs "
+        '(docs/calibration.md, "Plausible values"): the figure may be held by something the fit does not vary '
+        "(for a random read, the controller's command rate: --sets rand-read=ctrl_max_iops)"
+    ]
+    # 96 KiB per program (2 planes x 16 KiB x 3 bits) in 9.8 ms: 10 MB/s a die.
+    (note,) = cal.implausible(cm6, _fit_result({"t_read_ns": 49_163, "t_prog_ns": 9_830_400}, ["t_prog_ns"]))
+    assert "a die programming 10.0 MB/s (96 KiB per program), where published TLC dies program 20-200 MB/s" in note
+    assert note.endswith("(for a sequential write, the controller's back end: --sets seq-write=ctrl_backend_bytes_per_s)")
+    # A value the fit did not make is the spec's own business; and SLC/MLC have no range.
+    assert cal.implausible(cm6, _fit_result({"t_read_ns": 144_305}, [])) == []
+    mlc = cm6.replace("bits_per_cell = { value = 3", "bits_per_cell = { value = 2")
+    assert cal.implausible(mlc, _fit_result({"t_read_ns": 144_305}, ["t_read_ns"])) == []

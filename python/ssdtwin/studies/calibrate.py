@@ -227,6 +227,7 @@ class Calibration(TypedDict):
     timing: TimingTable
     corners: dict[str, CornerFields]
     spec: NotRequired[str]  # the spec fitted, as the command names it
+    implausible: NotRequired[list[str]]  # fitted NAND times outside what published dies do (`implausible`)
 
 
 def start_value(param: str, timing: TimingTable, c: Corner) -> float:
@@ -509,6 +510,62 @@ def final_row(c: Corner, y: float, fitted: dict[str, FittedParameter], tol: floa
     row["sensitivity"], row["responds"], row["at_bound"] = f["sensitivity"], f["responds"], f["at_bound"]
     row["within_tol"] = identified and abs(err) <= tol
     return row
+
+
+# What published NAND dies do, by bits per cell (docs/calibration.md, "Plausible values"):
+# a page read with ECC in µs, and one die's program throughput in MB/s (a program unit,
+# planes x page x bits, over t_prog). A fitted value outside its range more likely stands
+# for a limit the fit does not vary, a controller cap, than for the dies.
+NAND_RANGES: dict[int, dict[str, tuple[float, float]]] = {
+    3: {"t_read_us": (30.0, 100.0), "die_program_mb_s": (20.0, 200.0)},
+    4: {"t_read_us": (60.0, 170.0), "die_program_mb_s": (10.0, 80.0)},
+}
+CELL_NAMES = {3: "TLC", 4: "QLC"}
+# What else may hold a figure whose NAND time fits outside the range.
+OTHER_LIMIT = {
+    "t_read_ns": "for a random read, the controller's command rate: --sets rand-read=ctrl_max_iops",
+    "t_prog_ns": "for a sequential write, the controller's back end: --sets seq-write=ctrl_backend_bytes_per_s",
+}
+
+
+def implausible(spec_text: str, result: Calibration) -> list[str]:
+    """One line per fitted NAND time outside what published dies of the spec's cell type do
+    (NAND_RANGES); empty for cell types without a range."""
+    import tomlkit
+
+    nand = tomlkit.parse(spec_text).get("nand", {})
+
+    def value(key: str) -> float:
+        v = nand.get(key, {})
+        return float(v.get("value", 0) if isinstance(v, Mapping) else v)
+
+    bits = int(value("bits_per_cell"))
+    ranges = NAND_RANGES.get(bits)
+    if ranges is None:
+        return []
+    cell = CELL_NAMES[bits]
+    notes = []
+    for param in ("t_read_ns", "t_prog_ns"):
+        if param not in result["fitted"]:
+            continue
+        ns = float(result["timing"][param]["value"])
+        if param == "t_read_ns":
+            lo, hi = ranges["t_read_us"]
+            got, what = ns / 1e3, f"a page read of {ns / 1e3:,.1f} µs, where published {cell} dies take {lo:g}-{hi:g} µs"
+        else:
+            unit_bytes = value("planes_per_die") * value("page_bytes") * bits
+            lo, hi = ranges["die_program_mb_s"]
+            got = unit_bytes / ns * 1e3 if ns > 0 else 0.0
+            what = (
+                f"a die programming {got:,.1f} MB/s ({unit_bytes / 1024:g} KiB per program), "
+                f"where published {cell} dies program {lo:g}-{hi:g} MB/s"
+            )
+        if not lo <= got <= hi:
+            notes.append(
+                f'timing.{param} fitted to {ns:,.0f} ns is {what} (docs/calibration.md, "Plausible values"): '
+                f"the figure may be held by something the fit does not vary ({OTHER_LIMIT[param]})"
+            )
+    return notes
 
 
 def why_not(row: FigureRow) -> str:
