@@ -157,6 +157,36 @@ def test_ctrl_c_on_an_in_memory_command(argv: list[str], ready: str) -> None:
     assert_interrupted(rc, err, prog, None, progress_on_stderr=argv[0] == "calibrate")
 
 
+def live_processes_of_group(pgid: int) -> list[str]:
+    """Processes of group `pgid` that have not exited (a zombie waits for init, not for us)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            if d.name.isdigit() and int(fields[2]) == pgid and fields[0] != "Z":
+                out.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+    return out
+
+
+def test_ctrl_c_on_validate_stops_the_groups_it_runs_at_once() -> None:
+    # Groups run in processes of their own (--jobs 2): the interrupt stops them all, and the
+    # command says it was interrupted once, not once per process with their tracebacks.
+    argv = ["validate", "--quick", "--jobs", "2", "--only", "cm6-brief,pts-throughput,spdk-tcp"]
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        first_line("stdout")(p)  # a group has ended; the others are running
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        assert_interrupted(p.returncode or 0, err, "ssdtwin validate", None)
+        t0 = time.monotonic()
+        while live_processes_of_group(p.pid) and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        assert live_processes_of_group(p.pid) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 def serving(image: Path) -> Callable[[subprocess.Popen[str]], None]:
     def ready(p: subprocess.Popen[str]) -> None:
         assert p.stderr is not None

@@ -17,7 +17,18 @@ from twin import run_cli
 
 @pytest.fixture(scope="module")
 def quick() -> dict[str, Any]:
-    return run_cli("validate", "--quick", "-o", "json", timeout=900).json()
+    # Two groups at a time (--jobs 2), as on CI's 2 cores by default: the groups' processes.
+    return run_cli("validate", "--quick", "--jobs", "2", "-o", "json", timeout=900).json()
+
+
+@pytest.mark.slow
+def test_groups_run_at_once_give_the_figures_one_at_a_time_gives(quick: dict[str, Any]) -> None:
+    # Each group builds its own drives from the seed: running them in processes side by side
+    # changes neither a figure nor the order. Two of the cheaper groups again, one at a time.
+    groups = ("spdk-tcp", "pts-throughput")
+    one = run_cli("validate", "--quick", "--jobs", "1", "--only", ",".join(groups), "-o", "json").json()
+    at_once = sorted((f for f in quick["figures"] if f["group"] in groups), key=lambda f: groups.index(f["group"]))
+    assert len(one["figures"]) == 10 and one["figures"] == at_once
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from .common import (
     Interrupt,
     OutputFmt,
     Terminated,
+    available_cpus,
     check_fmt,
     check_output_file,
     drive_view,
@@ -680,6 +681,9 @@ def validate(
     check_targets: bool = typer.Option(
         False, "--check", help="exit 1 unless every calibrated figure is within 5 % and 85 % of the predicted ones within 15 %"
     ),
+    jobs: int = typer.Option(
+        0, "--jobs", "-j", min=0, max=256, help="groups at once, each in a process of its own (0: one per CPU); the figures are the same"
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Every published figure beside the twin's: published, twin, error, calibrated or predicted (docs/validation.md)."""
@@ -695,7 +699,7 @@ def validate(
     def log(m: str) -> None:
         print(m, file=sys.stderr if fmt == "json" else sys.stdout)
 
-    res = v.validate(v.Settings(scale=n, seed=seed, quick=quick), groups, log=log)
+    res = v.validate(v.Settings(scale=n, seed=seed, quick=quick), groups, log=log, jobs=jobs or available_cpus())
     s = res["summary"]
     log(
         f"{s['figures']} figures over {s['systems']} systems: calibrated {s['calibrated_within_5pct']}/{s['calibrated']} within 5 %, "

@@ -8,6 +8,7 @@ import cycle (commands/cli.py assembles them).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -59,6 +60,13 @@ def write_binary(data: bytes) -> None:
     """Raw bytes on stdout (nvme-cli's -b/--raw-binary)."""
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, as `nproc` counts them)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def check_output_file(flag: str, path: Optional[Path]) -> None:
