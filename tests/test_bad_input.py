@@ -474,6 +474,7 @@ NO_TRACEBACK = [
     "serve {missing} --listen 127.0.0.1:0",
     "serve {d} --listen 127.0.0.1:0 --spin-us 99999999999",
     "serve {d} --listen 127.0.0.1:0 --pace fast",
+    "serve {d} --listen 127.0.0.1:0 --tls-verify-peer",
     "serve {d} --listen 127.0.0.1:0 --send-timeout inf",
     "serve {d} --listen 127.0.0.1:0 --send-timeout 1e300",
     "serve {d} --listen 127.0.0.1:0 --handshake-timeout nan",

@@ -576,6 +576,11 @@ def test_serve_refuses_bad_input_in_one_line(tmp_path: Path, two_ns: Path) -> No
     assert "--listen" in err(str(two_ns))
     assert "--pace" in err(str(two_ns), "--listen", "127.0.0.1:0", "--pace", "fast")
     assert "HOST:PORT" in err(str(two_ns), "--listen", "nowhere")
+    # Client certificates are only asked for over TLS: without it, every client got in.
+    assert "--tls-verify-peer needs --tls on or require" in err(str(two_ns), "--listen", "127.0.0.1:0", "--tls-verify-peer")
+    assert "--send-timeout inf: must be 0 (no limit) to 86400 seconds" in err(
+        str(two_ns), "--listen", "127.0.0.1:0", "--send-timeout", "inf"
+    )
     assert "not an ssdtwin drive image" in err(str(tmp_path / "nope"), "--listen", "127.0.0.1:0")
     with served(two_ns) as s:
         assert "in use by another ssdtwin process" in err(str(two_ns), "--listen", "127.0.0.1:0")

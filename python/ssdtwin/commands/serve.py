@@ -90,6 +90,9 @@ def serve_cmd(
         fail(f"--tls '{tls}': must be off, on or require")
     if tls != "off" and tls_certificates is None:
         fail(f"--tls {tls} needs --tls-certificates DIR (server-cert.pem, server-key.pem)")
+    if tls_verify_peer and tls == "off":
+        # It served every client in plain text, certificate or not.
+        fail("--tls-verify-peer needs --tls on or require (with --tls off no client certificate is asked for)")
     # Every address is tried before the image is opened: a server that cannot start must
     # leave the image exactly as it was (no journal, no data files).
     for flag, addr in [("--listen", a) for a in listen] + ([("--metrics", metrics)] if metrics else []):
