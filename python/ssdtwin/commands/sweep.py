@@ -207,6 +207,7 @@ def advise_cmd(
 ) -> None:
     """Which drive, namespace size and OP meet a workload's targets at the lowest cost and wear."""
     from ..fio import FioJobError, parse_string
+    from ..fio.run import job_file_problem
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
     from ..sweep.config import PRECONDITIONS, SweepConfigError
@@ -248,11 +249,19 @@ def advise_cmd(
         fail(f"--scale: {e}")
     if precondition not in PRECONDITIONS:
         fail(f"--precondition '{precondition}': one of {', '.join(PRECONDITIONS)}")
+    # As `ssdtwin fio` checks its job files: a directory, a FIFO (it blocked) or a binary
+    # file (a UnicodeDecodeError traceback) is one line.
+    problem = job_file_problem(job)
+    if problem:
+        fail(problem)
     try:
-        text = job.read_text()
+        data = job.read_bytes()
+        text = data.decode("utf-8")
         parse_string(text, name=str(job), env={}, cwd=job.parent)
     except OSError as e:
         fail(f"{job}: {e.strerror or e}")
+    except UnicodeDecodeError as e:
+        fail(f"{job}: not a text file (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8)")
     except FioJobError as e:
         fail(*e.lines())
     for flag, value in (("--runtime", runtime), ("--ramp", ramp)):
