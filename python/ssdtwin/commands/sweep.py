@@ -207,6 +207,7 @@ def advise_cmd(
 ) -> None:
     """Which drive, namespace size and OP meet a workload's targets at the lowest cost and wear."""
     from ..fio import FioJobError, parse_string
+    from ..fio.limits import MAX_RUN_DAYS, MAX_RUN_US
     from ..fio.run import job_file_problem
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
@@ -271,6 +272,9 @@ def advise_cmd(
             fail(f"{flag} '{value}': {e} (e.g. 10s, 500ms)")
         if flag == "--runtime" and us <= 0:
             fail(f"--runtime {value}: above 0")
+    if sum(parse_time_us(v, default_unit="s") for v in (runtime, ramp)) > MAX_RUN_US:
+        # A point past it simulated 200 days (hours of CPU) before the engine refused it.
+        fail(f"--ramp {ramp} + --runtime {runtime}: at most {MAX_RUN_DAYS} days together (the engine's run limit)")
     make = _executor(address, in_process, num_cpus)
     keep = out is not None
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-advise-"))
