@@ -342,6 +342,36 @@ def test_missing_map_file(small: Path) -> None:
     fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", str(path), "missing"), listable=False)
 
 
+# Without root's CAP_DAC_OVERRIDE (root ignores a directory's mode bits otherwise).
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-dac_override,-dac_read_search,-fowner"]
+
+
+def test_image_folder_without_write_permission_is_refused_before_the_run(small: Path, tmp_path: Path) -> None:
+    """A folder the user may not write in, though its LOCK file is writable: the run was
+    simulated in full and then its commit failed. Refused at open now, like a LOCK the
+    user may not write."""
+    from twin import SSDTWIN
+
+    prefix = NO_OVERRIDE if os.geteuid() == 0 else []
+    if prefix and subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs setpriv")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+    before = image_digest(small)
+    small.chmod(0o555)
+    try:
+        for args in (["fio", small, job], ["power-cycle", small], ["precondition", small, "--rand", "4k", "--amount", "1MiB"]):
+            p = subprocess.run([*prefix, *SSDTWIN, *map(str, args)], capture_output=True, text=True, timeout=120)
+            r = Run([str(a) for a in args], p.returncode, p.stdout, p.stderr)
+            assert_one_line_error(r, f"{small} cannot be opened for writing: no permission to write in it (read-only commands still work)")
+            assert r.stdout == "", "the run went ahead"
+        p = subprocess.run([*prefix, *SSDTWIN, "check", str(small)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+    finally:
+        small.chmod(0o755)
+    assert image_digest(small) == before
+
+
 @pytest.mark.damages_image
 def test_current_names_no_generation(small: Path) -> None:
     (small / "CURRENT").write_text("nonsense\n")
