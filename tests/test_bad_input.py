@@ -342,6 +342,14 @@ def test_missing_map_file(small: Path) -> None:
     fails_cleanly(small, "nvme", "list", str(small), needles=("drive image damaged", str(path), "missing"), listable=False)
 
 
+@pytest.mark.damages_image
+def test_missing_spec_toml(small: Path) -> None:
+    # Was "<dir>/spec.toml: No such file or directory (os error 2)", not saying the image is damaged.
+    (small / "spec.toml").unlink()
+    for args in (["nvme", "list", small], ["check", small]):
+        fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: missing"), listable=False)
+
+
 # Without root's CAP_DAC_OVERRIDE (root ignores a directory's mode bits otherwise).
 NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-dac_override,-dac_read_search,-fowner"]
 

@@ -234,7 +234,11 @@ impl Image {
     pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Image, ImageError> {
         let manifest = read_manifest(dir)?;
         let spath = dir.join(SPEC);
-        let spec_text = fsio::read_to_string(&spath)?;
+        let spec_text = match fsio::read_to_string(&spath) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ImageError::Damaged { path: spath, reason: "missing".into() }),
+            Err(e) => return Err(e.into()),
+        };
         // A spec this build cannot read (e.g. written before a parameter was added) is an
         // incompatible image, not a damaged one: say so.
         let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string()).map_err(|e| ImageError::Foreign {
