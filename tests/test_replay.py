@@ -133,6 +133,8 @@ BAD = {
         r"{t}: record 15 \(byte 720\): truncated: the file ends 28 bytes into a 48-byte record",
     ),
     "no I/O": (b"device_id,opcode,offset,length,timestamp\n", ["--format", "alibaba"], r"{t}: no I/O to replay \(alibaba trace\)"),
+    # It was "unknown trace format: it starts with binary data".
+    "an empty file": (b"", [], r"{t}: an empty file: no I/O to replay"),
 }
 
 
