@@ -133,6 +133,22 @@ def init_cmd(
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    # Ceph's own knobs on an NVMe-oF cluster were written to cluster.toml and never used (the
+    # core already refuses --osds-per-nvme there: "only Ceph has OSDs").
+    kind = opts.get("stack") or "nvmeof-tcp"
+    ceph_only = [
+        f
+        for f, v in (
+            ("--ceph-version", ceph_version),
+            ("--rbd-client", rbd_client),
+            ("--msgr", msgr),
+            ("--pg-num", pg_num),
+            ("--osd-threads", osd_threads),
+        )
+        if v is not None
+    ]
+    if ceph_only and kind in ("nvmeof-tcp", "nvmeof-rdma"):
+        fail(f"{', '.join(ceph_only)}: Ceph settings, and this is a {kind} cluster (give --stack ceph-rbd)")
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),
