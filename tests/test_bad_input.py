@@ -397,6 +397,21 @@ def test_invalid_spec_toml(small: Path) -> None:
     fails_cleanly(small, "nvme", "list", str(small), needles=(str(spec), "bogus_field"), listable=False)
 
 
+def test_a_report_that_cannot_be_written_names_the_file(small: Path, tmp_path: Path) -> None:
+    # A full disk after the run: it was "[Errno 28] No space left on device", naming no file
+    # and not saying that the run itself was committed.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+    before = image_digest(small)
+    r = run_cli("fio", small, job, "--output", "/dev/full", "--scratch", check=False)
+    line = assert_one_line_error(r, "--output /dev/full: No space left on device")
+    assert "committed" not in line and image_digest(small) == before
+    r = run_cli("fio", small, job, "--output", "/dev/full", check=False)
+    assert_one_line_error(r, f"--output /dev/full: No space left on device; the run is committed to {small}; only its report is lost")
+
+
 # --------------------------------------------------------------------------- locked image
 
 

@@ -19,7 +19,7 @@ import typer
 from .. import _core
 from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
 from ..drive import parse_scale
-from .common import U64, check_fmt, check_output_file, emit_json, fail, say
+from .common import U64, check_fmt, check_output_file, emit_json, fail, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -249,7 +249,7 @@ def fio_cmd(
     wall = time.perf_counter() - t0
     text = render(run, res["clones"], output_format)
     if output is not None:
-        output.write_text(text)
+        write_output_file("--output", output, text)
     else:
         typer.echo(text, nl=not text.endswith("\n"))
     top = ", ".join(f"{r['name']} {r['utilisation']:.0%}" for r in res["resources"][:3])
