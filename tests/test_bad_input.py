@@ -391,6 +391,26 @@ def test_current_names_no_generation(small: Path) -> None:
 
 
 @pytest.mark.damages_image
+def test_a_journal_whose_header_does_not_check_is_dropped_by_repair(small: Path) -> None:
+    # The error names `check --repair`, which refused the same journal: the user went round in a circle.
+    journal = small / "journal.bin"
+    garbage = bytes(range(256)) * 4
+    journal.write_bytes(garbage)
+    for args in (["check", small], ["nvme", "list", small], ["precondition", small, "--rand", "4k"]):
+        fails_cleanly(
+            small,
+            *map(str, args),
+            needles=(f"{journal}: damaged at byte 0: its header does not check", f"`ssdtwin check --repair {small}`"),
+            listable=False,
+        )
+    r = run_cli("check", small, "--repair")
+    assert "dropped whole (1024 bytes, none replayed)" in r.stderr, r.stderr
+    (kept,) = small.glob("journal.damaged-gen-*.bin")
+    assert kept.read_bytes() == garbage and not journal.exists()
+    run_cli("check", small)
+
+
+@pytest.mark.damages_image
 def test_invalid_spec_toml(small: Path) -> None:
     spec = small / "spec.toml"
     spec.write_text(spec.read_text().replace("[nand.channels]", "[nand.channels]\nbogus_field = 1"))
