@@ -124,12 +124,20 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         (["--drives", CM6, "--extra-op", "0,-1"], "--extra-op -1.0: from 0 to 10"),
         (["--drives", CM6, "--runtime", "1 hour"], "--runtime '1 hour'"),
         (["--drives", CM6, "--address", "127.0.0.1:1", "--in-process"], "--in-process runs without Ray"),
+        # Past the engine's run limit: each point simulated 200 days before the engine refused it.
+        (["--drives", CM6, "--runtime", "300d"], "--ramp 1s + --runtime 300d: at most 200 days together"),
+        # A binary job file was a UnicodeDecodeError traceback; a directory or a FIFO is named as fio names it.
+        (["--drives", CM6, "JOB=bin.fio"], "bin.fio: not a text file (byte 0x87 at offset 2 is not UTF-8)"),
+        (["--drives", CM6, "JOB=."], ": not a regular file (a directory)"),
     ],
-    ids=["drive", "price", "iops", "op", "runtime", "address"],
+    ids=["drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job"],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
     (tmp_path / "j.fio").write_text(JOB)
-    base = ["advise", tmp_path / "j.fio", "--target-iops", "100k"]
+    (tmp_path / "bin.fio").write_bytes(b"[j\x87\xff]\n")
+    job = next((tmp_path / a[4:] for a in args if a.startswith("JOB=")), tmp_path / "j.fio")
+    args = [a for a in args if not a.startswith("JOB=")]
+    base = ["advise", job, "--target-iops", "100k"]
     if "--target-iops" in args:
         base = base[:2]
     r = run_cli(*base, *args, check=False)

@@ -343,6 +343,44 @@ def test_missing_map_file(small: Path) -> None:
 
 
 @pytest.mark.damages_image
+def test_missing_spec_toml(small: Path) -> None:
+    # Was "<dir>/spec.toml: No such file or directory (os error 2)", not saying the image is damaged.
+    (small / "spec.toml").unlink()
+    for args in (["nvme", "list", small], ["check", small]):
+        fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: missing"), listable=False)
+
+
+# Without root's CAP_DAC_OVERRIDE (root ignores a directory's mode bits otherwise).
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-dac_override,-dac_read_search,-fowner"]
+
+
+def test_image_folder_without_write_permission_is_refused_before_the_run(small: Path, tmp_path: Path) -> None:
+    """A folder the user may not write in, though its LOCK file is writable: the run was
+    simulated in full and then its commit failed. Refused at open now, like a LOCK the
+    user may not write."""
+    from twin import SSDTWIN
+
+    prefix = NO_OVERRIDE if os.geteuid() == 0 else []
+    if prefix and subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs setpriv")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+    before = image_digest(small)
+    small.chmod(0o555)
+    try:
+        for args in (["fio", small, job], ["power-cycle", small], ["precondition", small, "--rand", "4k", "--amount", "1MiB"]):
+            p = subprocess.run([*prefix, *SSDTWIN, *map(str, args)], capture_output=True, text=True, timeout=120)
+            r = Run([str(a) for a in args], p.returncode, p.stdout, p.stderr)
+            assert_one_line_error(r, f"{small} cannot be opened for writing: no permission to write in it (read-only commands still work)")
+            assert r.stdout == "", "the run went ahead"
+        p = subprocess.run([*prefix, *SSDTWIN, "check", str(small)], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+    finally:
+        small.chmod(0o755)
+    assert image_digest(small) == before
+
+
+@pytest.mark.damages_image
 def test_current_names_no_generation(small: Path) -> None:
     (small / "CURRENT").write_text("nonsense\n")
     fails_cleanly(
@@ -353,10 +391,45 @@ def test_current_names_no_generation(small: Path) -> None:
 
 
 @pytest.mark.damages_image
+def test_a_journal_whose_header_does_not_check_is_dropped_by_repair(small: Path) -> None:
+    # The error names `check --repair`, which refused the same journal: the user went round in a circle.
+    journal = small / "journal.bin"
+    garbage = bytes(range(256)) * 4
+    journal.write_bytes(garbage)
+    for args in (["check", small], ["nvme", "list", small], ["precondition", small, "--rand", "4k"]):
+        fails_cleanly(
+            small,
+            *map(str, args),
+            needles=(f"{journal}: damaged at byte 0: its header does not check", f"`ssdtwin check --repair {small}`"),
+            listable=False,
+        )
+    r = run_cli("check", small, "--repair")
+    assert "dropped whole (1024 bytes, none replayed)" in r.stderr, r.stderr
+    (kept,) = small.glob("journal.damaged-gen-*.bin")
+    assert kept.read_bytes() == garbage and not journal.exists()
+    run_cli("check", small)
+
+
+@pytest.mark.damages_image
 def test_invalid_spec_toml(small: Path) -> None:
     spec = small / "spec.toml"
     spec.write_text(spec.read_text().replace("[nand.channels]", "[nand.channels]\nbogus_field = 1"))
     fails_cleanly(small, "nvme", "list", str(small), needles=(str(spec), "bogus_field"), listable=False)
+
+
+def test_a_report_that_cannot_be_written_names_the_file(small: Path, tmp_path: Path) -> None:
+    # A full disk after the run: it was "[Errno 28] No space left on device", naming no file
+    # and not saying that the run itself was committed.
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+    before = image_digest(small)
+    r = run_cli("fio", small, job, "--output", "/dev/full", "--scratch", check=False)
+    line = assert_one_line_error(r, "--output /dev/full: No space left on device")
+    assert "committed" not in line and image_digest(small) == before
+    r = run_cli("fio", small, job, "--output", "/dev/full", check=False)
+    assert_one_line_error(r, f"--output /dev/full: No space left on device; the run is committed to {small}; only its report is lost")
 
 
 # --------------------------------------------------------------------------- locked image
@@ -474,6 +547,11 @@ NO_TRACEBACK = [
     "serve {missing} --listen 127.0.0.1:0",
     "serve {d} --listen 127.0.0.1:0 --spin-us 99999999999",
     "serve {d} --listen 127.0.0.1:0 --pace fast",
+    "serve {d} --listen 127.0.0.1:0 --tls-verify-peer",
+    "serve {d} --listen 127.0.0.1:0 --send-timeout inf",
+    "serve {d} --listen 127.0.0.1:0 --send-timeout 1e300",
+    "serve {d} --listen 127.0.0.1:0 --handshake-timeout nan",
+    "serve {d} --listen 127.0.0.1:0 --handshake-timeout 1e300",
     "calibrate --tol 0",
     "calibrate --tol nan",
     "calibrate --scale abc",

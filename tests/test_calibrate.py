@@ -549,6 +549,7 @@ BAD = [
     (["--datasheet", "rand-read=100000"], ("rand read 4 KiB QD32 at 100,000 IOPS moves 410 MB/s", "timing.host_link_bytes_per_s")),
     (["--datasheet", "rand-write=0"], ("--datasheet rand-write=0: '0': a figure must be finite and above 0",)),
     (["--datasheet", "seq-read=1e400MB/s"], ("--datasheet seq-read=1e400MB/s: '1e400MB/s': a figure must be finite and above 0",)),
+    (["--datasheet", "rand-read=1e300"], ("--datasheet rand-read=1e300: '1e300': at most 1e+09 IOPS (no drive comes near it)",)),
     (["--datasheet", "seq-raed=100"], ("--datasheet: 'seq-raed' is not a corner",)),
     (["--datasheet", "seq-read=100,seq-read=120"], ("--datasheet: seq-read given twice",)),
     (

@@ -86,6 +86,17 @@ def test_init_refuses_a_bad_ceph_lab(tmp_path: Path, args: tuple[str, ...], need
     assert not (tmp_path / "lab" / "cluster.toml").exists()
 
 
+@pytest.mark.parametrize("stack", ["nvmeof-tcp", "nvmeof-rdma"])
+def test_init_refuses_ceph_settings_on_an_nvmeof_lab(tmp_path: Path, stack: str) -> None:
+    # They were written to cluster.toml and never used, where --osds-per-nvme is refused.
+    args = ("--stack", stack, *SMALL, "--pg-num", "64", "--osd-threads", "4")
+    assert_one_line_error(
+        run_cli("cluster", "init", tmp_path / "lab", *args, check=False),
+        f"--pg-num, --osd-threads: Ceph settings, and this is a {stack} cluster (give --stack ceph-rbd)",
+    )
+    assert not (tmp_path / "lab").exists()
+
+
 def test_a_job_naming_a_client_the_lab_lacks(tmp_path: Path) -> None:
     run_cli("cluster", "init", tmp_path / "lab", *SMALL, "--stack", "ceph-rbd", "--ceph-version", "18")
     job = tmp_path / "j.fio"

@@ -133,6 +133,14 @@ BAD = {
         r"{t}: record 15 \(byte 720\): truncated: the file ends 28 bytes into a 48-byte record",
     ),
     "no I/O": (b"device_id,opcode,offset,length,timestamp\n", ["--format", "alibaba"], r"{t}: no I/O to replay \(alibaba trace\)"),
+    # It was "unknown trace format: it starts with binary data".
+    "an empty file": (b"", [], r"{t}: an empty file: no I/O to replay"),
+    # The gap times 1e300 saturated at u64::MAX ("never"): the second I/O was dropped without a word, exit 0.
+    "a time scale past the run limit": (
+        b"0,R,0,4096,1\n0,W,4096,4096,2\n",
+        ["--time-scale", "1e300"],
+        r"simulated time would pass 200 days",
+    ),
 }
 
 

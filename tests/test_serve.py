@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import P5316, SSDTWIN, copy_image, free_port, make_two_namespaces, run_cli
+from twin import P5316, SSDTWIN, copy_image, free_port, image_digest, make_two_namespaces, run_cli
 
 pytestmark = pytest.mark.tools
 REPO = Path(__file__).resolve().parent.parent
@@ -576,6 +576,11 @@ def test_serve_refuses_bad_input_in_one_line(tmp_path: Path, two_ns: Path) -> No
     assert "--listen" in err(str(two_ns))
     assert "--pace" in err(str(two_ns), "--listen", "127.0.0.1:0", "--pace", "fast")
     assert "HOST:PORT" in err(str(two_ns), "--listen", "nowhere")
+    # Client certificates are only asked for over TLS: without it, every client got in.
+    assert "--tls-verify-peer needs --tls on or require" in err(str(two_ns), "--listen", "127.0.0.1:0", "--tls-verify-peer")
+    assert "--send-timeout inf: must be 0 (no limit) to 86400 seconds" in err(
+        str(two_ns), "--listen", "127.0.0.1:0", "--send-timeout", "inf"
+    )
     assert "not an ssdtwin drive image" in err(str(tmp_path / "nope"), "--listen", "127.0.0.1:0")
     with served(two_ns) as s:
         assert "in use by another ssdtwin process" in err(str(two_ns), "--listen", "127.0.0.1:0")
@@ -583,6 +588,18 @@ def test_serve_refuses_bad_input_in_one_line(tmp_path: Path, two_ns: Path) -> No
     run_cli("nvme", "detach-ns", two_ns, "-n", "1")
     run_cli("nvme", "detach-ns", two_ns, "-n", "2")
     assert "no attached namespace" in err(str(two_ns), "--listen", "127.0.0.1:0")
+
+
+@pytest.mark.parametrize("timeout", [1e300, float("inf"), -1.0, 1e12])
+def test_the_binding_refuses_a_timeout_no_deadline_holds(two_ns: Path, timeout: float) -> None:
+    # 1e300 s was a panic (Duration::from_secs_f64); 1e12 s a deadline that overflows an Instant.
+    from ssdtwin import _core
+
+    before = image_digest(two_ns)
+    for kw in ("send_timeout_s", "handshake_timeout_s"):
+        with pytest.raises(ValueError, match=r"must be a number of seconds from 0 to 3153600000 \(100 years\)"):
+            _core.serve(str(two_ns), tcp=["127.0.0.1:0"], **{kw: timeout})
+    assert image_digest(two_ns) == before
 
 
 def test_format_and_delete_purge_the_served_data(tmp_path: Path, two_ns: Path) -> None:

@@ -112,6 +112,9 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("destage_concurrency 0: 1 to 1024",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
+        # Accepted and silently unused: an area of 0 (all of it) and the log's options under iu-fill.
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "0"], ("--area 0: above 0 (leave --area out for the whole namespace)",)),
+        (["--shaping", "pmem:64MiB", "--area", "1GiB", "--stripe", "64KiB"], ("--stripe, --area: only with --policy log",)),
     ],
 )
 def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, args: list[str], needles: tuple[str, ...]) -> None:

@@ -164,6 +164,11 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         (TINY.replace("[[plot]]", "[[plot]]\nz = 1"), "unknown key 'plot[0].z'"),
         (TINY.replace('y = "iops"', 'y = "speed"'), "plot[0].y 'speed': an output column"),
         ("[point\n", "not valid TOML"),
+        # Past the engine's run limit: it simulated 200 days (hours of CPU) before refusing.
+        (
+            TINY.replace('scale = "1/454"', 'scale = "1/454"\nruntime = "150d"\nramp_time = "60d"'),
+            "ramp_time 60d, runtime 150d: ramp_time + runtime at most 200 days",
+        ),
     ],
     ids=[
         "unknown-top",
@@ -178,6 +183,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "plot-key",
         "plot-y",
         "toml",
+        "run-length",
     ],
 )
 def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, expected: str) -> None:

@@ -130,6 +130,9 @@ def test_qos_caps_are_set_read_back_and_persisted(pb5: Path) -> None:
         (("-n", "1", "--read-mbps", "-1"), "must be 0 (no cap) or up to"),
         (("-n", "1", "--write-mbps", "nan"), "must be 0 (no cap) or up to"),
         (("-n", "1", "--iops", "lots"), "must be a number"),
+        # A positive cap that rounds to 0 would be no cap at all.
+        (("-n", "1", "--iops", "0.4"), "--iops 0.4: must be 0 (no cap) or from 1 up to"),
+        (("-n", "1", "--read-mbps", "1e-9"), "--read-mbps 1e-9: must be 0 (no cap) or from 1e-06 up to"),
         (("-n", "1", "--read-mbps", "1e12"), "must be 0 (no cap) or up to"),
         (("-n", "1", "--read-mbps", "3401"), "the host link's rate"),
         (("-n", "1", "--iops", "900000"), "the controller's command ceiling"),

@@ -227,6 +227,10 @@ CASES: list[tuple[str, Setup, str, str]] = [
     ("/dev/zero as the job file", text({}), "/dev/zero", "/dev/zero: not a regular file (a character device)"),
     ("a directory as the job file", directory_job, "jobs", "jobs: not a regular file (a directory)"),
     ("a job file name too long for the OS", text({}), "b" * 5000, "bbbb: File name too long"),
+    # fio: "No job(s) defined", exit 1; these ran nothing, printed an empty report and exited 0.
+    ("an empty job file", text({"job.fio": b""}), "job.fio", "job.fio: no job defined (no [section] other than [global])"),
+    ("only [global]", text({"job.fio": b"[global]\nrw=read\nsize=1m\n"}), "job.fio", "job.fio: no job defined"),
+    ("only comments", text({"job.fio": b"; nothing\n# here\n"}), "job.fio", "job.fio: no job defined"),
 ]
 
 

@@ -169,6 +169,9 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         (["--max-rounds", "3"], "--max-rounds 3"),
         (["--tc-qd", "lat=1"], "--tc-qd 'lat=1'"),
         (["--purge", "shred"], "--purge shred"),
+        # Past fio's largest block size: refused here, not by fio after the drive was purged.
+        (["--iops-bs", "1t"], "--iops-bs: block sizes are multiples of 512 bytes, at most 2147479552"),
+        (["--tests", "dirth", "--dirth-bs", "3g"], "--dirth-bs 3221225472: a block size, a multiple of 512 bytes, at most 2147479552"),
     ],
 )
 def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:

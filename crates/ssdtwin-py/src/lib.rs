@@ -952,11 +952,14 @@ fn serve(
     // The server runs its own copy on its threads; `stack` stays the committed state.
     let stack: Option<HostStack> = stack.map(|s| s.read(HostStack::clone)).transpose()?;
     let pace: Pace = pace.parse().map_err(Failure::Value)?;
+    const MAX_TIMEOUT_S: f64 = 100.0 * 365.0 * 86_400.0;
     let secs = |s: Option<f64>, default: std::time::Duration| -> Result<std::time::Duration, Failure> {
         match s {
             None => Ok(default),
-            Some(x) if x.is_finite() && x >= 0.0 => Ok(std::time::Duration::from_secs_f64(x)),
-            Some(x) => Err(Failure::Value(format!("timeout {x}: must be a number of seconds ≥ 0"))),
+            // 1e300 s is finite, but no Duration holds it (from_secs_f64 panicked), and a
+            // deadline of now + 1e18 s overflows an Instant (a panic at the first client).
+            Some(x) if (0.0..=MAX_TIMEOUT_S).contains(&x) => Ok(std::time::Duration::from_secs_f64(x)),
+            Some(x) => Err(Failure::Value(format!("timeout {x:?}: must be a number of seconds from 0 to {MAX_TIMEOUT_S} (100 years)"))),
         }
     };
     let d = ServerConfig::default();

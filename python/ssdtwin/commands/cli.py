@@ -43,6 +43,7 @@ from .common import (
     say,
     scale_rounding,
     spec_error,
+    write_output_file,
 )
 from .progress import run_progress
 
@@ -549,7 +550,7 @@ def fio_cmd(
             say(f"ssdtwin fio: {timing_note(timing)}")
     text = render(run, results, output_format, ssdtwin_extra=extra)
     if output is not None:
-        output.write_text(text)
+        write_output_file("--output", output, text, "" if scratch else f"the run is committed to {path}; only its report is lost")
     else:
         typer.echo(text, nl=not text.endswith("\n"))
     write_logs(run, results, log_dir)

@@ -19,7 +19,7 @@ import typer
 from .. import _core
 from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
 from ..drive import parse_scale
-from .common import U64, check_fmt, check_output_file, emit_json, fail, say
+from .common import U64, check_fmt, check_output_file, emit_json, fail, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -133,6 +133,22 @@ def init_cmd(
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    # Ceph's own knobs on an NVMe-oF cluster were written to cluster.toml and never used (the
+    # core already refuses --osds-per-nvme there: "only Ceph has OSDs").
+    kind = opts.get("stack") or "nvmeof-tcp"
+    ceph_only = [
+        f
+        for f, v in (
+            ("--ceph-version", ceph_version),
+            ("--rbd-client", rbd_client),
+            ("--msgr", msgr),
+            ("--pg-num", pg_num),
+            ("--osd-threads", osd_threads),
+        )
+        if v is not None
+    ]
+    if ceph_only and kind in ("nvmeof-tcp", "nvmeof-rdma"):
+        fail(f"{', '.join(ceph_only)}: Ceph settings, and this is a {kind} cluster (give --stack ceph-rbd)")
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),
@@ -233,7 +249,7 @@ def fio_cmd(
     wall = time.perf_counter() - t0
     text = render(run, res["clones"], output_format)
     if output is not None:
-        output.write_text(text)
+        write_output_file("--output", output, text)
     else:
         typer.echo(text, nl=not text.endswith("\n"))
     top = ", ".join(f"{r['name']} {r['utilisation']:.0%}" for r in res["resources"][:3])

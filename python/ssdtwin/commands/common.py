@@ -77,6 +77,16 @@ def check_output_file(flag: str, path: Optional[Path]) -> None:
         fail(f"{flag} {path}: " + ("a directory" if path.is_dir() else f"no such directory {path.parent}"))
 
 
+def write_output_file(flag: str, path: Path, text: str, note: str = "") -> None:
+    """Write a report to the file ``check_output_file`` let through. A failure now (a full
+    disk, /dev/full) is one line naming the file and, in ``note``, what was done already; it
+    was "[Errno 28] No space left on device", naming neither."""
+    try:
+        path.write_text(text)
+    except OSError as e:
+        fail(f"{flag} {path}: {e.strerror or e}" + (f"; {note}" if note else ""))
+
+
 def check_fmt(fmt: str, raw: bool = False) -> str:
     """The -o/--output-format value; with ``raw`` (-b/--raw-binary), refuse ``json``: raw
     bytes on stdout are not the JSON that -o json promises (nvme-cli prints the bytes)."""

@@ -288,6 +288,9 @@ def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) 
         fail(f"{flag} '{text}': must be a number (0 = no cap)")
     if not 0 <= v < float("inf") or round(v * scale) > top:
         fail(f"{flag} {text}: must be 0 (no cap) or up to {top / scale:g} {unit}")
+    if v > 0 and round(v * scale) == 0:
+        # It would round to 0, which is no cap at all: the opposite of a tiny cap.
+        fail(f"{flag} {text}: must be 0 (no cap) or from {1 / scale:g} up to {top / scale:g} {unit}")
     return round(v * scale)
 
 

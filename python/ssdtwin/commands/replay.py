@@ -93,6 +93,8 @@ def replay_cmd(
         fail(f"{trace}: no such trace file")
     if not trace.is_file():
         fail(f"{trace}: not a regular file")
+    if trace.stat().st_size == 0:  # the format sniffer called it "binary data"
+        fail(f"{trace}: an empty file: no I/O to replay")
     t0 = time.perf_counter()
     with opened(path, writable=not scratch) as d:
         try:

@@ -46,9 +46,11 @@ def serve_cmd(
     max_inflight: str = typer.Option(
         "256MiB", "--max-inflight", help="request and reply bytes in flight over all connections (backpressure beyond)"
     ),
-    handshake_timeout: float = typer.Option(10.0, "--handshake-timeout", help="seconds a client has to finish the handshake (0: no limit)"),
+    handshake_timeout: float = typer.Option(
+        10.0, "--handshake-timeout", help="seconds a client has to finish the handshake (0: no limit; at most 86400)"
+    ),
     send_timeout: float = typer.Option(
-        60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never)"
+        60.0, "--send-timeout", help="seconds a client may leave a reply unread before it is disconnected (0: never; at most 86400)"
     ),
     tls: str = typer.Option("off", "--tls", help="off, on (offered) or require (NBD STARTTLS, as nbdkit --tls)"),
     tls_certificates: Optional[Path] = typer.Option(
@@ -81,12 +83,16 @@ def serve_cmd(
     if inflight < 1 << 20:
         fail(f"--max-inflight {max_inflight}: must be at least 1 MiB")
     for flag, v in (("--handshake-timeout", handshake_timeout), ("--send-timeout", send_timeout)):
-        if not v >= 0:
-            fail(f"{flag} {v}: must be a number of seconds, 0 or more")
+        # inf was a traceback (the core's ValueError) and 1e300 a panic (no Duration holds it).
+        if not 0 <= v <= 86400:
+            fail(f"{flag} {v}: must be 0 (no limit) to 86400 seconds (a day)")
     if tls not in ("off", "on", "require"):
         fail(f"--tls '{tls}': must be off, on or require")
     if tls != "off" and tls_certificates is None:
         fail(f"--tls {tls} needs --tls-certificates DIR (server-cert.pem, server-key.pem)")
+    if tls_verify_peer and tls == "off":
+        # It served every client in plain text, certificate or not.
+        fail("--tls-verify-peer needs --tls on or require (with --tls off no client certificate is asked for)")
     # Every address is tried before the image is opened: a server that cannot start must
     # leave the image exactly as it was (no journal, no data files).
     for flag, addr in [("--listen", a) for a in listen] + ([("--metrics", metrics)] if metrics else []):

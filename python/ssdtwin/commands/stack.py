@@ -44,6 +44,10 @@ def stack_cmd(
             return
         if drive is None or shaping is None:
             fail("ssdtwin stack: --drive and --shaping are needed to create a stack (or --show to read one)")
+        # The log policy's own options: with iu-fill they were stored and silently unused.
+        log_only = [n for n, v in (("--stripe", stripe), ("--band", band), ("--host-op", host_op), ("--area", area)) if v is not None]
+        if log_only and policy != "log":
+            fail(f"{', '.join(log_only)}: only with --policy log (the {policy} policy has no host log)")
         sizes = {}
         for name, text in (("--stripe", stripe), ("--band", band), ("--area", area)):
             if text is not None:
@@ -51,6 +55,8 @@ def stack_cmd(
                     sizes[name] = _core.parse_size(text)
                 except ValueError as e:
                     fail(f"{name} {text}: {e}")
+        if sizes.get("--area") == 0:  # 0 is how stack.toml says "all of it"; given, it is a mistake
+            fail(f"--area {area}: above 0 (leave --area out for the whole namespace)")
         created = stacklib.create(
             path,
             drive,

@@ -207,6 +207,8 @@ def advise_cmd(
 ) -> None:
     """Which drive, namespace size and OP meet a workload's targets at the lowest cost and wear."""
     from ..fio import FioJobError, parse_string
+    from ..fio.limits import MAX_RUN_DAYS, MAX_RUN_US
+    from ..fio.run import job_file_problem
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
     from ..sweep.config import PRECONDITIONS, SweepConfigError
@@ -248,11 +250,19 @@ def advise_cmd(
         fail(f"--scale: {e}")
     if precondition not in PRECONDITIONS:
         fail(f"--precondition '{precondition}': one of {', '.join(PRECONDITIONS)}")
+    # As `ssdtwin fio` checks its job files: a directory, a FIFO (it blocked) or a binary
+    # file (a UnicodeDecodeError traceback) is one line.
+    problem = job_file_problem(job)
+    if problem:
+        fail(problem)
     try:
-        text = job.read_text()
+        data = job.read_bytes()
+        text = data.decode("utf-8")
         parse_string(text, name=str(job), env={}, cwd=job.parent)
     except OSError as e:
         fail(f"{job}: {e.strerror or e}")
+    except UnicodeDecodeError as e:
+        fail(f"{job}: not a text file (byte 0x{data[e.start]:02x} at offset {e.start} is not UTF-8)")
     except FioJobError as e:
         fail(*e.lines())
     for flag, value in (("--runtime", runtime), ("--ramp", ramp)):
@@ -262,6 +272,9 @@ def advise_cmd(
             fail(f"{flag} '{value}': {e} (e.g. 10s, 500ms)")
         if flag == "--runtime" and us <= 0:
             fail(f"--runtime {value}: above 0")
+    if sum(parse_time_us(v, default_unit="s") for v in (runtime, ramp)) > MAX_RUN_US:
+        # A point past it simulated 200 days (hours of CPU) before the engine refused it.
+        fail(f"--ramp {ramp} + --runtime {runtime}: at most {MAX_RUN_DAYS} days together (the engine's run limit)")
     make = _executor(address, in_process, num_cpus)
     keep = out is not None
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-advise-"))

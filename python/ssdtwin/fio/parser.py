@@ -1064,6 +1064,10 @@ def _parse_sources(
         _check_wait_for(reader, jobs)
     if reader.errors:
         raise FioJobError.collect(reader.errors)
+    if not jobs:
+        # fio: "No job(s) defined", exit 1. An empty file, or one of only [global] sections
+        # and comments, must not pass for a run that did nothing.
+        raise FioJobError("no job defined (no [section] other than [global])", file=", ".join(s[0] for s in sources))
     _check_group_percentiles(jobs)
     _check_group_steadystate(jobs)  # ss
     return Run(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional, cast
 
+from ..fio.limits import MAX_BS
 from . import steady as ss
 from . import tests as T
 from .records import SettingsDoc, TcQd
@@ -82,8 +83,8 @@ class Settings:
             if not (1 <= tc <= 256 and 1 <= qd <= 65536):
                 raise PtsError(f"--tc-qd {name}={tc}x{qd}: threads 1..256, queue depth 1..65536")
         for label, vals in (("--iops-bs", self.iops_bs), ("--tp-bs", self.tp_bs), ("--lat-bs", self.lat_bs)):
-            if not vals or any(v < 512 or v % 512 for v in vals):
-                raise PtsError(f"{label}: block sizes are multiples of 512 bytes (e.g. 4k,128k)")
+            if not vals or any(v < 512 or v % 512 or v > MAX_BS for v in vals):
+                raise PtsError(f"{label}: block sizes are multiples of 512 bytes, at most {MAX_BS} (fio's limit; e.g. 4k,128k)")
         for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
@@ -107,8 +108,8 @@ class Settings:
                 raise PtsError(f"{label} {v:g}s: from 1 s to 1 day")
         if not 1.0 <= self.di_art_limit_us <= 1e8:
             raise PtsError(f"--di-art-limit {self.di_art_limit_us:g}us: from 1 µs to 100 s (the spec's is 5 ms)")
-        if self.dirth_bs < 512 or self.dirth_bs % 512:
-            raise PtsError(f"--dirth-bs {self.dirth_bs}: a block size, a multiple of 512 bytes (e.g. 4k)")
+        if self.dirth_bs < 512 or self.dirth_bs % 512 or self.dirth_bs > MAX_BS:
+            raise PtsError(f"--dirth-bs {self.dirth_bs}: a block size, a multiple of 512 bytes, at most {MAX_BS} (fio's limit; e.g. 4k)")
         if not 0 <= self.dirth_mix <= 100:
             raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
 

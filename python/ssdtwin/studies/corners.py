@@ -226,6 +226,10 @@ def parse_pairs(text: str, flag: str) -> dict[str, str]:
     return out
 
 
+# A figure past this (MB/s or IOPS) is a typo: a PCIe 6.0 x16 link moves ~128,000 MB/s.
+MAX_FIGURE = 1e9
+
+
 def corner_value(name: str, fig: Figure, block_bytes: int, flag: str) -> float:
     """The figure in the corner's unit: MB/s for sequential corners (a bare number is MB/s,
     IOPS are converted with the block size), IOPS for random ones (bytes/s converted)."""
@@ -240,6 +244,9 @@ def corner_value(name: str, fig: Figure, block_bytes: int, flag: str) -> float:
         v = fig.number * block_bytes / 1e6 if seq else fig.number
     if not (math.isfinite(v) and v > 0):
         raise CornerError(f"{flag}: '{fig.text}': a figure must be finite and above 0")
+    if v > MAX_FIGURE:  # 1e300 was refused later by the link check, in a 1,000-character line of digits
+        unit = "MB/s" if seq else "IOPS"
+        raise CornerError(f"{flag}: '{fig.text}': at most {MAX_FIGURE:.0e} {unit} (no drive comes near it)")
     return v
 
 

@@ -357,6 +357,7 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     params["vars"] = _vars(raw.get("vars", {}), where)
     for k in ("runtime", "ramp_time"):
         params[k] = _duration(raw.get(k), where, k)
+    _check_run_length(params["runtime"], params["ramp_time"], where)
     rate = raw.get("rate_iops")
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 0xFFFF_FFFF):
         raise SweepConfigError(f"{where}: rate_iops: an integer from 1 to 4294967295 (the drive's total IOPS cap)")
@@ -375,6 +376,18 @@ def _vars(v: Any, where: str) -> dict[str, str]:
             raise SweepConfigError(f"{where}: vars.{n}: a string or a number (got {x!r})")
         out[n] = x if isinstance(x, str) else repr(x) if isinstance(x, float) else str(x)
     return dict(sorted(out.items()))
+
+
+def _check_run_length(runtime: Optional[str], ramp_time: Optional[str], where: str) -> None:
+    """ramp_time + runtime within the engine's run limit (200 days): a point past it
+    simulated 200 days (hours of CPU) before the engine refused it."""
+    from ..fio.limits import MAX_RUN_DAYS, MAX_RUN_US
+    from ..fio.units import parse_time_us
+
+    us = sum(parse_time_us(t, default_unit="s") for t in (runtime, ramp_time) if t is not None)
+    if us > MAX_RUN_US:
+        given = ", ".join(f"{k} {t}" for k, t in (("ramp_time", ramp_time), ("runtime", runtime)) if t is not None)
+        raise SweepConfigError(f"{where}: {given}: ramp_time + runtime at most {MAX_RUN_DAYS} days (the engine's run limit)")
 
 
 def _duration(v: Any, where: str, key: str) -> Optional[str]:

@@ -22,6 +22,9 @@ pub const REPLAY_FIELDS: usize = REPLAY_RECORD.len();
 /// Bit of a replay record's kind: its delay is a time since the clone's start (a version 2
 /// `wait`), not a gap after the previous issue.
 pub const REPLAY_ABSOLUTE: u64 = 1 << 8;
+/// The longest wait a replayed record holds its I/O for (2^62 ns, 146 years: far past the
+/// run limit, and far from u64::MAX, which reads as "never").
+pub const MAX_REPLAY_WAIT_NS: u64 = 1 << 62;
 /// I/Os one clone may record for `write_iolog`: 32 bytes each, 1 GiB in all.
 pub const MAX_LOG_IOS: usize = 1 << 25;
 
@@ -180,10 +183,14 @@ impl Replay {
             Some(at) => at,
             None => {
                 let p = *self.ahead.front()?;
+                // A trace's gaps times a huge --time-scale saturate at u64::MAX, which the
+                // event loop reads as "never": the rest of the trace was dropped without a
+                // word. Held below it, such a wait passes the run's time limit, an error.
+                let (delay, extra) = (p.delay_ns.min(MAX_REPLAY_WAIT_NS), p.extra_ns.min(MAX_REPLAY_WAIT_NS));
                 let at = if p.absolute {
-                    now.max(start.saturating_add(p.delay_ns))
+                    now.max(start.saturating_add(delay))
                 } else {
-                    now.max(self.last_issue_ns.saturating_add(p.delay_ns)).saturating_add(p.extra_ns)
+                    now.max(self.last_issue_ns.saturating_add(delay)).saturating_add(extra)
                 };
                 self.ready_at = Some(at);
                 at

@@ -234,7 +234,11 @@ impl Image {
     pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Image, ImageError> {
         let manifest = read_manifest(dir)?;
         let spath = dir.join(SPEC);
-        let spec_text = fsio::read_to_string(&spath)?;
+        let spec_text = match fsio::read_to_string(&spath) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ImageError::Damaged { path: spath, reason: "missing".into() }),
+            Err(e) => return Err(e.into()),
+        };
         // A spec this build cannot read (e.g. written before a parameter was added) is an
         // incompatible image, not a damaged one: say so.
         let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string()).map_err(|e| ImageError::Foreign {
@@ -502,6 +506,17 @@ fn lock_dir(dir: &Path) -> Result<File, ImageError> {
     if rc != 0 {
         let pid = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
         return Err(ImageError::Locked { path: dir.to_path_buf(), pid: if pid.is_empty() { "unknown".into() } else { pid } });
+    }
+    // The lock file can be writable in a directory that is not (`chmod a-w DIR`, `chattr +i
+    // DIR`): the first commit failed then, after the whole run. Ask the kernel now, for this
+    // process's effective ids (mode bits, ACLs, immutable, a read-only mount).
+    let cdir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| FsError::new(dir, io::Error::from(io::ErrorKind::InvalidInput)))?;
+    // SAFETY: a NUL-terminated path that lives across the call.
+    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, cdir.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    if rc != 0 {
+        let e = FsError::new(dir, io::Error::last_os_error());
+        return Err(not_writable(dir, &e).unwrap_or_else(|| e.into()));
     }
     fsio::set_len(&f, &path, 0)?;
     fsio::write_all_at(&f, &path, std::process::id().to_string().as_bytes(), 0)?;

@@ -91,7 +91,18 @@ impl Image {
                     bytes.len()
                 );
             }
+            // A header that does not check, or names a generation the image never had: no
+            // record can be trusted to belong to this image. The error says `check --repair`
+            // drops the journal from byte 0; a repair that refused it too sent the user round
+            // in a circle. It drops all of it, keeping a copy, and opens the committed state.
+            Err(why) if mode == OpenMode::Repair => {
+                self.drop_whole_journal(&path, &mut rec, &format!("its header does not check ({why})"))?
+            }
             Err(why) => return Err(journal_damaged(0, format!("its header does not check ({why})"))),
+            Ok(g) if g > image_generation && mode == OpenMode::Repair => {
+                let why = format!("it names generation {g}, newer than the image's {image_generation}");
+                self.drop_whole_journal(&path, &mut rec, &why)?
+            }
             Ok(g) if g < image_generation => {
                 rec.journal_generation = Some(g);
                 rec.detail = format!(
@@ -158,6 +169,22 @@ impl Image {
             fsio::sync_dir(&self.dir)?;
         }
         self.recovery = Some(rec);
+        Ok(())
+    }
+
+    /// `check --repair` of a journal whose header cannot be trusted: keep a copy, replay
+    /// nothing (the caller removes the file).
+    fn drop_whole_journal(&self, path: &Path, rec: &mut Recovery, why: &str) -> Result<(), ImageError> {
+        let copy = self.keep_copy(path, self.generation)?;
+        rec.action = RecoveryAction::Repaired;
+        rec.ignored_bytes = fsio::read(path)?.len() as u64;
+        rec.detail = format!(
+            "{}: {why}; dropped whole ({} bytes, none replayed); the data files keep what the server stored; the damaged journal is kept as {}",
+            path.display(),
+            rec.ignored_bytes,
+            copy.display()
+        );
+        rec.kept_copy = Some(copy);
         Ok(())
     }
 

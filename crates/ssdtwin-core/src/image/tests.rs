@@ -209,6 +209,37 @@ fn a_damaged_journal_is_refused_then_repaired_with_a_copy_kept() {
 }
 
 #[test]
+fn a_journal_whose_header_does_not_check_is_dropped_whole_by_repair() {
+    // The error names `check --repair`; the repair refused the same journal.
+    for damage in ["magic", "generation"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("img");
+        let mut img = written(&d);
+        let path = journal_of_writes(&mut img, 10);
+        let committed = img.generation();
+        drop(img);
+        let mut b = std::fs::read(&path).unwrap();
+        if damage == "magic" {
+            b[0] ^= 0xFF;
+            std::fs::write(&path, &b).unwrap();
+        } else {
+            drop(JournalWriter::create(&d, committed + 5).unwrap()); // a header of a later generation
+            b = std::fs::read(&path).unwrap();
+        }
+        let e = Image::open(&d, true).unwrap_err().to_string();
+        assert!(e.contains("journal.bin: damaged at byte 0") && e.contains("check --repair"), "{e}");
+        let img = Image::open_with(&d, OpenMode::Repair).unwrap();
+        let rec = img.recovery().unwrap().clone();
+        assert_eq!((rec.action, rec.records), (RecoveryAction::Repaired, 0), "{damage}");
+        assert!(rec.detail.contains("dropped whole"), "{}", rec.detail);
+        assert_eq!(std::fs::read(rec.kept_copy.unwrap()).unwrap(), b, "the damaged journal is kept");
+        assert!(!path.exists());
+        drop(img);
+        Image::open(&d, true).unwrap();
+    }
+}
+
+#[test]
 fn a_long_garbage_tail_is_damage_a_short_one_is_a_torn_append() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().join("img");
