@@ -546,9 +546,10 @@ def implausible(spec_text: str, result: Calibration) -> list[str]:
     cell = CELL_NAMES[bits]
     notes = []
     for param in ("t_read_ns", "t_prog_ns"):
-        if param not in result["fitted"]:
+        entry = result["timing"].get(param)
+        if param not in result["fitted"] or entry is None:
             continue
-        ns = float(result["timing"][param]["value"])
+        ns = float(entry["value"])
         if param == "t_read_ns":
             lo, hi = ranges["t_read_us"]
             got, what = ns / 1e3, f"a page read of {ns / 1e3:,.1f} µs, where published {cell} dies take {lo:g}-{hi:g} µs"
