@@ -111,7 +111,10 @@ def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
         assert _fio_parsed(fio_binary, tmp_path, line) == [parse_string(f"[x]\nbs=1\n{line}\n", env={}).jobs[0].state["size"]]
 
 
-@pytest.mark.parametrize("line,fio_reads", [("size=4q", 4), ("size=1.5k", 1), ("runtime=10sec", 10), ("runtime=10x", 16), ("size= 4k", 4)])
+@pytest.mark.parametrize(
+    "line,fio_reads",
+    [("size=4q", 4), ("size=1.5k", 1), ("runtime=10sec", 10), ("runtime=10x", 16), ("size= 4k", 4), ("runtime=0x10", 16)],
+)
 def test_values_fio_misreads_are_refused_here(fio_binary: str, tmp_path: Path, line: str, fio_reads: int) -> None:
     # The documented reason for refusing: fio really does read these as something else.
     assert _fio_parsed(fio_binary, tmp_path, line) == [fio_reads]

@@ -83,7 +83,6 @@ MEASURED_TIMES_S = {
     "500msec": 500_000,
     "100us": 100,
     "100usec": 100,
-    "0x10": 16_000_000,
 }
 
 
@@ -97,11 +96,19 @@ def test_thinktime_defaults_to_microseconds(text: str, expected: int) -> None:
     assert parse_time_us(text, default_unit="us") == expected
 
 
-@pytest.mark.parametrize("text", ["10sec", "10min", "1.5", "10x", "5 s"])
+@pytest.mark.parametrize("text", ["10sec", "10min", "1.5", "10x", "5 s", "0x10"])
 def test_time_misreads_are_errors(text: str) -> None:
-    # fio-3.33: 10sec = 10 us, 1.5 = 1 s, 10x = 16 us (hex because of "0x"), "5 s" = 5 s.
+    # fio-3.33: 10sec = 10 us, 1.5 = 1 s, 10x = 16 us (hex because of "0x"), "5 s" = 5 s,
+    # 0x10 = 16 us (a hex number skips the time multiplier: runtime=0x10 is not 16 s).
     with pytest.raises(ValueError):
         parse_time_us(text, default_unit="s")
+
+
+def test_hex_time_is_microseconds_as_in_fio() -> None:
+    # fio 3.33 --debug=parse: thinktime=0x10 -> 16, runtime=0x10 -> 16 (us, both).
+    assert parse_time_us("0x10", default_unit="us") == 16
+    with pytest.raises(ValueError, match="16 microseconds"):
+        parse_time_us("0x10", default_unit="s")
 
 
 def test_unknown_time_unit_message_explains_fio() -> None:

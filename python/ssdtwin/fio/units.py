@@ -142,6 +142,10 @@ def parse_time_us(text: str, *, default_unit: str) -> int:
         number = int(digits, 16)
         if suffix:
             raise ValueError("not a time: no unit suffix allowed after a hex number")
+        if default_unit != "us":
+            # parse.c str_to_decimal skips the time multiplier for hex numbers: fio 3.33 reads
+            # runtime=0x10 as 16 us, not 16 s (measured with --debug=parse).
+            raise ValueError(f"not a time: a hex number (fio 3.33 would read it as {number} microseconds, not {number} {default_unit})")
     else:
         number = int(digits)
     if suffix == "":
