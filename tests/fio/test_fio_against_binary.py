@@ -105,6 +105,20 @@ def test_numbers_match_fio_debug_parse(fio_binary: str, tmp_path: Path, line: st
     assert _fio_parsed(fio_binary, tmp_path, line) == [ours(parse_string("[x]\nbs=1\n" + line + "\n", env={}).jobs[0].state)]
 
 
+@pytest.mark.parametrize("value", ["1-2", "2-3ms", "1-2m", "500ms-1s", "2us-3", "2:3ms", "7"])
+def test_startdelay_ranges_match_fio(fio_binary: str, tmp_path: Path, value: str) -> None:
+    # fio takes the low end's unit from the rest of the value: 2-3ms starts at 2 ms, not 2 s
+    lo, hi = parse_string(f"[x]\nstartdelay={value}\n", env={}).jobs[0].state["startdelay_us"]
+    assert _fio_parsed(fio_binary, tmp_path, f"startdelay={value}") == ([lo, hi] if lo != hi else [lo])
+
+
+@pytest.mark.parametrize("value,fio_low", [("2s-3s", 2), ("1m-2m", 1), ("1h:2h", 1)])
+def test_startdelay_low_ends_fio_misreads_are_refused(fio_binary: str, tmp_path: Path, value: str, fio_low: int) -> None:
+    assert _fio_parsed(fio_binary, tmp_path, f"startdelay={value}")[0] == fio_low
+    with pytest.raises(FioJobError, match="microseconds"):
+        parse_string(f"[x]\nstartdelay={value}\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"

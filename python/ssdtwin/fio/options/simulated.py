@@ -194,6 +194,20 @@ def startdelay(st: State, text: str) -> Any:
         raise ValueError("expected a time or a time range low-high")
     lo = values[0]
     hi = values[1] if len(values) == 2 else lo
+    if len(values) == 2 and segments[0][0] != "":
+        low_text, high_text = segments[0][0], segments[1][0]
+        low = re.fullmatch(r"([0-9]+)([A-Za-z]*)", low_text)
+        high = re.fullmatch(r"[0-9]+([A-Za-z]*)", high_text)
+        # fio's get_mult_time reads the low end's unit from the whole value: it skips digits
+        # and '+'/'-', then needs "s", "m", "h" or "d" to end the string ("us"/"ms" need only
+        # start it). Measured with fio 3.33 --debug=parse: 2-3ms = 2 ms..3 ms, 2s-3s = 2 us..3 s.
+        if low and low.group(2) == "" and high and text[len(low_text)] == "-":
+            lo = time_us(low_text + high.group(1), "s", MAX_RUN_US, WHY_RUN)
+        elif low and low.group(2).lower() in ("s", "m", "h", "d"):
+            raise ValueError(
+                f"the low end '{low_text}' of a range: fio 3.33 would read it as {low.group(1)} microseconds "
+                f"(write the unit once, after the high end: {low.group(1)}-{high_text})"
+            )
     return (lo, hi)
 
 
