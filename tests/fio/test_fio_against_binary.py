@@ -98,6 +98,9 @@ def _fio_parsed(fio: str, tmp_path: Path, line: str) -> list[int]:
         ("ramp_time=2h", lambda st: st["ramp_time_us"]),
         ("thinktime=10", lambda st: st["thinktime_us"]),
         ("thinktime=1s", lambda st: st["thinktime_us"]),
+        ("iodepth=+3", lambda st: st["iodepth"]),
+        ("size=+4k", lambda st: st["size"]),
+        ("runtime=+3", lambda st: st["runtime_us"]),
     ],
 )
 def test_numbers_match_fio_debug_parse(fio_binary: str, tmp_path: Path, line: str, ours) -> None:
