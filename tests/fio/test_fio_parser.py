@@ -142,6 +142,19 @@ def test_include_errors(tmp_path: Path) -> None:
     assert any(m.startswith("bad.inc:1: bs=4q: not a size") for m in msgs)
 
 
+def test_include_takes_the_name_after_one_blank_as_fio(tmp_path: Path) -> None:
+    # fio 3.33 (init.c): "include\tinc.fio" and "include inc.fio  " include inc.fio, while
+    # "include  inc.fio" looks for " inc.fio" and fails the run ("unable to open ' inc.fio'").
+    (tmp_path / "inc.fio").write_text("bs=8k\n")
+    for line in ("include\tinc.fio", "include inc.fio  "):
+        (tmp_path / "m.fio").write_text(f"[a]\n{line}\n")
+        assert parse(tmp_path / "m.fio", env={}, cwd=tmp_path).jobs[0].state["bs"] == [8192] * 3
+    for line in ("include  inc.fio", "include \tinc.fio"):
+        (tmp_path / "m.fio").write_text(f"[a]\n{line}\n")
+        with pytest.raises(FioJobError, match="m.fio:2: include: more than one blank"):
+            parse(tmp_path / "m.fio", env={}, cwd=tmp_path)
+
+
 def test_error_format_and_attributes() -> None:
     e = err("[global]\nioengine=libaio\n\n\n\n[a]\nbs=4q\n")
     assert str(e) == "job.fio:7: bs=4q: not a size: unknown size suffix 'q'"

@@ -528,9 +528,18 @@ class _Reader:
     ) -> None:
         m = re.match(r"include(\s+(.*))?$", p)
         if m and (m.group(1) or p == "include"):
-            target = (m.group(2) or "").strip()
-            if not target:
+            # init.c __parse_jobs_ini: the name is everything after "include" and one blank
+            target = p[len("include") + 1 :]
+            if not target.strip():
                 self.error("include needs a file name", file=display, line=lineno)
+                return
+            if target[0].isspace():
+                self.error(
+                    f"include: more than one blank before the file name (fio 3.33 takes the name after one blank as it "
+                    f"is and would look for {target!r})",
+                    file=display,
+                    line=lineno,
+                )
                 return
             self._include(section, target, display, lineno, path, stack, depth + 1)
             return
