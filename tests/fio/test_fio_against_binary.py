@@ -154,6 +154,7 @@ BOTH_REFUSE = [
     "io_size=200%",
     "percentile_list=50:101",
     "bogus=1",
+    "randseed=9223372036854775808",  # strtoll saturates: "failed parsing"
     "bs=(1+2)*4k",  # fio 3.33 here: no expression support; we evaluate it (§2.2), see below
     # fio 3.33 matches the choice up to the first ',' (parse.c opt_len), so per-direction
     # zones fail to parse there; newer fio reads them, and so do we (§2.3), see below

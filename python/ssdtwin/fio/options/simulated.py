@@ -19,6 +19,7 @@ from .values import (
     WHY_UINT,
     Handler,
     State,
+    check_max,
     number,
     per_direction_segments,
     require,
@@ -212,10 +213,8 @@ def startdelay(st: State, text: str) -> Any:
 
 
 def randseed(st: State, text: str) -> Any:
-    v = uint_in(st, text)
-    if v >= 1 << 64:
-        raise ValueError("does not fit in 64 bits")
-    return v
+    # fio 3.33 reads it with strtoll like every number: 2^63 and above fail to parse there
+    return check_max(uint_in(st, text), FIO_NUMBER_MAX, WHY_NUMBER)
 
 
 # --- random distributions and zones -----------------------------------------------------
