@@ -7,6 +7,7 @@ lines, the same accept/refuse decisions where we agree with fio, and the same I/
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -120,6 +121,16 @@ def test_startdelay_low_ends_fio_misreads_are_refused(fio_binary: str, tmp_path:
     assert _fio_parsed(fio_binary, tmp_path, f"startdelay={value}")[0] == fio_low
     with pytest.raises(FioJobError, match="microseconds"):
         parse_string(f"[x]\nstartdelay={value}\n", env={})
+
+
+def test_loops_0_is_one_pass_as_in_fio(fio_binary: str, tmp_path: Path) -> None:
+    moved = {}
+    for n in (0, 1):
+        (tmp_path / "l.fio").write_text(f"[x]\nioengine=null\nfilename=/dev/null\nsize=1m\nrw=randread\nloops={n}\n")
+        out = _fio(fio_binary, "--output-format=json", "l.fio", cwd=tmp_path).stdout
+        moved[n] = json.loads(out[out.index("{") :])["jobs"][0]["read"]["io_bytes"]
+    assert moved[0] == moved[1] == 1 << 20
+    assert parse_string("[x]\nloops=0\n", env={}).jobs[0].state["loops"] == 1
 
 
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:

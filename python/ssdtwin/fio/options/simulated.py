@@ -212,6 +212,12 @@ def startdelay(st: State, text: str) -> Any:
     return (lo, hi)
 
 
+def loops(st: State, text: str) -> Any:
+    """fio 3.33's loops has no minimum, and loops=0 runs one pass like loops=1 (measured with
+    ioengine=null: the same bytes and I/Os, with io_size and number_ios too)."""
+    return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
+
+
 def randseed(st: State, text: str) -> Any:
     # fio 3.33 reads it with strtoll like every number: 2^63 and above fail to parse there
     return check_max(uint_in(st, text), FIO_NUMBER_MAX, WHY_NUMBER)

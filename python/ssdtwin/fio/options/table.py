@@ -68,7 +68,7 @@ _TARGET_AND_WORKLOAD = [
     # filesize is simulated: the size fio gives the target file (filesetup.c setup_files).
     sim("filesize", byte_range),
     sim("fill_device", boolean, default=False, aliases=("fill_fs",)),
-    sim("loops", uint(lo=1), default=1),
+    sim("loops", S.loops, default=1),
     sim("number_ios", uint(hi=FIO_NUMBER_MAX, why=WHY_NUMBER), default=0),
     sim("iodepth", uint(lo=1, hi=MAX_IODEPTH, why="an NVMe queue holds at most 65536 commands"), default=1),
     sim("numjobs", uint(lo=1, hi=MAX_THREADS, why="fio's REAL_MAX_JOBS threads in a run"), default=1),
