@@ -133,6 +133,14 @@ def test_loops_0_is_one_pass_as_in_fio(fio_binary: str, tmp_path: Path) -> None:
     assert parse_string("[x]\nloops=0\n", env={}).jobs[0].state["loops"] == 1
 
 
+@pytest.mark.parametrize("line,fio_write", [("bs=4k--8k", -8192), ("bs=4k,-8k", -8192), ("rate_iops=100--5", -5)])
+def test_negative_fields_fio_reads_are_refused(fio_binary: str, tmp_path: Path, line: str, fio_write: int) -> None:
+    # fio passes the rest of the value, '-' included, to the next direction: a negative number
+    assert _fio_parsed(fio_binary, tmp_path, line)[1] == fio_write % (1 << 64)
+    with pytest.raises(FioJobError, match="negative number"):
+        parse_string(f"[x]\n{line}\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"

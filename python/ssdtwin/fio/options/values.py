@@ -104,6 +104,10 @@ def per_direction_segments(text: str, separators: str = ",:-") -> list[tuple[str
         if cut is None:
             out.append((rest, index, False))
             return out
+        if sep == "-" and cut == 0 and rest[1:] not in ("", "-"):
+            # fio hands the rest of the value, '-' included, to the next direction: bs=4k--8k
+            # gives writes -8k and rate_iops=100--5 a write rate of 2^64-5 (measured)
+            raise ValueError(f"'-' where a value should be: fio 3.33 would read '{rest.split(',')[0]}' as a negative number")
         out.append((rest[:cut], index, True))
         rest = rest[cut + 1 :]
         index += 1
