@@ -224,6 +224,7 @@ OPTION_CASES: list[Any] = [
     ("offset_increment=2m", {"offset_increment": 2 << 20}),
     ("offset_increment=10%", {"offset_increment": Percent(10)}),
     ("offset_align=1m", {"offset_align": 1 << 20}),
+    ("offset_align=0", {"offset_align": 0}),  # fio's default (HOWTO): align to the smallest block size
     ("size=64m", {"size": 64 << 20}),
     ("size=50%", {"size": Percent(50)}),
     ("io_size=200m", {"io_size": 200 << 20}),

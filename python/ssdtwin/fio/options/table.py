@@ -61,7 +61,7 @@ _TARGET_AND_WORKLOAD = [
     sim("bssplit", handler=S.set_bssplit, defaults={"bssplit": [None, None, None]}),
     sim("bs_unaligned", flag, default=False, flag=True, aliases=("blocksize_unaligned",)),
     sim("offset", size_or_percent, default=0, aliases=("fileoffset",)),
-    sim("offset_align", uint(lo=1), default=None),
+    sim("offset_align", uint(), default=None),  # 0 is fio's default: the smallest block size
     sim("offset_increment", size_or_percent, default=0),
     sim("size", size_or_percent, default=None),
     sim("io_size", size_or_percent, default=None, aliases=("io_limit",)),
