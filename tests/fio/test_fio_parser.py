@@ -232,6 +232,7 @@ OPTION_CASES: list[Any] = [
     ("fill_device=1", {"fill_device": True}),
     ("fill_fs=1", {"fill_device": True}),
     ("loops=2", {"loops": 2}),
+    ("thinktime_blocks=0", {"thinktime_blocks": 1}),  # fio 3.33: thinks after every block, as 1 (measured)
     ("loops=0", {"loops": 1}),  # fio 3.33: no minimum, and 0 runs one pass like 1 (measured)
     ("number_ios=1k", {"number_ios": 1024}),
     ("iodepth=32", {"iodepth": 32}),

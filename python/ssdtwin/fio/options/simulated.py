@@ -218,6 +218,12 @@ def loops(st: State, text: str) -> Any:
     return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
 
 
+def thinktime_blocks(st: State, text: str) -> Any:
+    """fio 3.33 accepts thinktime_blocks=0 and thinks after every block, as with 1 (measured:
+    number_ios=6 thinktime=50ms runs 304 ms with 0 and with 1, 154 ms with 2)."""
+    return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
+
+
 def randseed(st: State, text: str) -> Any:
     # fio 3.33 reads it with strtoll like every number: 2^63 and above fail to parse there
     return check_max(uint_in(st, text), FIO_NUMBER_MAX, WHY_NUMBER)

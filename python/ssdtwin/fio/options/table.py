@@ -93,7 +93,7 @@ _TIME_AND_RATE = [
     sim("serialize_overlap", boolean, default=0),
     sim("thinktime", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_us", default=0),
     sim("thinktime_spin", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_spin_us", default=0),
-    sim("thinktime_blocks", uint(lo=1), default=1),
+    sim("thinktime_blocks", S.thinktime_blocks, default=1),
     sim("thinktime_blocks_type", choice("complete", "issue"), default="complete"),
 ]
 
