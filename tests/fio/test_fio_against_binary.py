@@ -141,6 +141,23 @@ def test_negative_fields_fio_reads_are_refused(fio_binary: str, tmp_path: Path, 
         parse_string(f"[x]\n{line}\n", env={})
 
 
+def test_random_rw_count_suffix_is_atoi_in_fio(fio_binary: str, tmp_path: Path) -> None:
+    # options.c str_rw_cb reads randread:N with atoi: randread:4k issues like randread:4
+    # (1 random + 3 sequential), not like 1 random + 4095 sequential
+    offsets = {}
+    for mode in ("randread:4", "randread:4k"):
+        log = tmp_path / "io.log"
+        log.unlink(missing_ok=True)
+        (tmp_path / "r.fio").write_text(f"[x]\nioengine=null\nfilename=/dev/null\nsize=1m\nnumber_ios=12\nwrite_iolog=io.log\nrw={mode}\n")
+        _fio(fio_binary, "--output=/dev/null", "r.fio", cwd=tmp_path)
+        offsets[mode] = [int(t.split()[-2]) for t in log.read_text().splitlines() if " read " in t]
+    assert offsets["randread:4"] == offsets["randread:4k"]
+    assert offsets["randread:4"][4] != offsets["randread:4"][3] + 4096  # a new random offset after 4
+    assert parse_string("[x]\nrw=randread:4\n", env={}).jobs[0].state["rw_nr"] == 4
+    with pytest.raises(FioJobError, match="atoi, as 4"):
+        parse_string("[x]\nrw=randread:4k\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"
