@@ -158,6 +158,15 @@ def test_random_rw_count_suffix_is_atoi_in_fio(fio_binary: str, tmp_path: Path) 
         parse_string("[x]\nrw=randread:4k\n", env={})
 
 
+def test_long_line_is_cut_by_fio(fio_binary: str, tmp_path: Path) -> None:
+    line = "description=" + "a" * (8191 - 12) + "bs=16k"
+    (tmp_path / "p.fio").write_text(f"[x]\nioengine=null\nfilename=/dev/null\n{line}\n")
+    out = _fio(fio_binary, "--parse-only", "--debug=parse", "p.fio", cwd=tmp_path).stdout
+    assert "__handle_option=bs, type=OPT_ULL, ptr=16k" in out  # the cut-off rest, parsed as bs=16k
+    with pytest.raises(FioJobError, match="longer than 8191"):
+        parse_string(f"[x]\n{line}\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"

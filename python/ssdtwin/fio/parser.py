@@ -491,6 +491,13 @@ class _Reader:
         for lineno, raw in enumerate(text.splitlines(), start=1):
             if self.budget.exhausted:
                 break
+            if len(raw) > _FIO_LINE_MAX and raw.encode("utf-8", "surrogateescape")[_FIO_LINE_MAX:].strip():
+                self.error(
+                    f"line longer than {_FIO_LINE_MAX} bytes (fio 3.33 reads {_FIO_LINE_MAX} and takes the rest as a line of its own)",
+                    file=display,
+                    line=lineno,
+                )
+                continue
             p = _strip_line(raw)
             if p == "":
                 continue
@@ -618,6 +625,12 @@ class _Reader:
                 self.error(f"cannot evaluate keyword arithmetic: {e}", file=line.file, line=line.line, option=name.rstrip(), value=value)
                 return None
         return _Line(name.rstrip(), new_value, line.file, line.line)
+
+
+# init.c __parse_jobs_ini reads job files with fgets(string, OPT_LEN_MAX = 8192): a longer
+# line is cut after 8191 bytes and its rest parsed as the next line (measured: a description
+# of 8179 characters plus "bs=16k" set bs=16k).
+_FIO_LINE_MAX = 8191
 
 
 def _strip_line(raw: str) -> str:
