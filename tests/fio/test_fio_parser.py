@@ -155,13 +155,18 @@ def test_include_takes_the_name_after_one_blank_as_fio(tmp_path: Path) -> None:
             parse(tmp_path / "m.fio", env={}, cwd=tmp_path)
 
 
-def test_lines_longer_than_fios_buffer_are_refused() -> None:
+def test_lines_longer_than_fios_buffer_are_refused(tmp_path: Path) -> None:
     # fio 3.33 reads lines with fgets(8192): the rest of a longer line becomes a line of its
     # own (a description of 8179 characters followed by "bs=16k" sets bs=16k there)
     long = "description=" + "a" * (8191 - 12)
     assert len(parse_string(f"[x]\n{long}\n", env={}).jobs[0].state["description"]) == 8179
     with pytest.raises(FioJobError, match="x.fio:2: line longer than 8191 bytes"):
         parse_string(f"[x]\n{long}bs=16k\n", env={}, name="x.fio")
+    # included files are read the same way
+    inc = tmp_path / "inc.fio"
+    inc.write_text(f"{long}bs=16k\n")
+    with pytest.raises(FioJobError, match="inc.fio:1: line longer than 8191 bytes"):
+        parse_string(f"[x]\ninclude {inc}\n", env={})
     # a blank rest is a blank line to fio too
     assert parse_string("[x]\nbs=8k" + " " * 9000 + "\n", env={}).jobs[0].state["bs"] == [8192] * 3
 

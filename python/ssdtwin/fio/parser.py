@@ -491,12 +491,8 @@ class _Reader:
         for lineno, raw in enumerate(text.splitlines(), start=1):
             if self.budget.exhausted:
                 break
-            if len(raw) > _FIO_LINE_MAX and raw.encode("utf-8", "surrogateescape")[_FIO_LINE_MAX:].strip():
-                self.error(
-                    f"line longer than {_FIO_LINE_MAX} bytes (fio 3.33 reads {_FIO_LINE_MAX} and takes the rest as a line of its own)",
-                    file=display,
-                    line=lineno,
-                )
+            if _cut_by_fio(raw):
+                self.error(_LONG_LINE, file=display, line=lineno)
                 continue
             p = _strip_line(raw)
             if p == "":
@@ -599,6 +595,9 @@ class _Reader:
         for inc_lineno, raw in enumerate(text.splitlines(), start=1):
             if self.budget.exhausted:
                 return
+            if _cut_by_fio(raw):
+                self.error(_LONG_LINE, file=inc_display, line=inc_lineno)
+                continue
             p = _strip_line(raw)
             if p == "":
                 continue
@@ -631,6 +630,12 @@ class _Reader:
 # line is cut after 8191 bytes and its rest parsed as the next line (measured: a description
 # of 8179 characters plus "bs=16k" set bs=16k).
 _FIO_LINE_MAX = 8191
+_LONG_LINE = f"line longer than {_FIO_LINE_MAX} bytes (fio 3.33 reads {_FIO_LINE_MAX} and takes the rest as a line of its own)"
+
+
+def _cut_by_fio(raw: str) -> bool:
+    """Whether fio would split this line into two that are not blank after the first."""
+    return len(raw) > _FIO_LINE_MAX and bool(raw.encode("utf-8", "surrogateescape")[_FIO_LINE_MAX:].strip())
 
 
 def _strip_line(raw: str) -> str:
