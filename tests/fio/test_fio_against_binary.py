@@ -167,6 +167,12 @@ def test_long_line_is_cut_by_fio(fio_binary: str, tmp_path: Path) -> None:
         parse_string(f"[x]\n{line}\n", env={})
 
 
+def test_carriage_return_does_not_end_a_line_in_fio(fio_binary: str, tmp_path: Path) -> None:
+    assert _fio_parsed(fio_binary, tmp_path, "bs=8k\rbs=16k") == [8192]
+    with pytest.raises(FioJobError):
+        parse_string("[x]\nbs=8k\rbs=16k\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"

@@ -171,6 +171,20 @@ def test_lines_longer_than_fios_buffer_are_refused(tmp_path: Path) -> None:
     assert parse_string("[x]\nbs=8k" + " " * 9000 + "\n", env={}).jobs[0].state["bs"] == [8192] * 3
 
 
+@pytest.mark.parametrize("sep", ["\r", "\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_lines_end_at_newline_only(tmp_path: Path, sep: str) -> None:
+    # fio 3.33 reads "bs=8k<sep>bs=16k" as one line: bs=8k (the rest is ignored garbage);
+    # splitting there as str.splitlines does would silently give bs=16k
+    with pytest.raises(FioJobError, match="t.fio:2: bs="):
+        parse_string(f"[x]\nbs=8k{sep}bs=16k\n", env={}, name="t.fio")
+    (tmp_path / "inc.fio").write_text(f"bs=8k{sep}bs=16k\n", newline="")
+    (tmp_path / "m.fio").write_text("[x]\ninclude inc.fio\n")
+    with pytest.raises(FioJobError, match="inc.fio:1: bs="):
+        parse(tmp_path / "m.fio", env={}, cwd=tmp_path)
+    # CRLF files still read as fio reads them
+    assert parse_string("[x]\r\nbs=8k\r\n", env={}).jobs[0].state["bs"] == [8192] * 3
+
+
 def test_error_format_and_attributes() -> None:
     e = err("[global]\nioengine=libaio\n\n\n\n[a]\nbs=4q\n")
     assert str(e) == "job.fio:7: bs=4q: not a size: unknown size suffix 'q'"
