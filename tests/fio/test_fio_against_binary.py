@@ -173,6 +173,14 @@ def test_carriage_return_does_not_end_a_line_in_fio(fio_binary: str, tmp_path: P
         parse_string("[x]\nbs=8k\rbs=16k\n", env={})
 
 
+@pytest.mark.parametrize("line,fio_first", [("rate_iops=8612-0x8", 0x8612), ("bs=4096:0x2000", 0x4096), ("startdelay=1-0x10", 1)])
+def test_hex_later_field_fio_reads_are_refused(fio_binary: str, tmp_path: Path, line: str, fio_first: int) -> None:
+    # after ':' or '-' fio parses the rest of the value too, and any "0x" there means hex
+    assert _fio_parsed(fio_binary, tmp_path, line)[0] == fio_first
+    with pytest.raises(FioJobError, match="as hex too"):
+        parse_string(f"[x]\n{line}\n", env={})
+
+
 def test_kb_base_1000_matches_fio(fio_binary: str, tmp_path: Path) -> None:
     for value in ("4k", "4KiB", "1m", "1MiB"):
         line = f"kb_base=1000\nsize={value}"

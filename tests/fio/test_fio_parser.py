@@ -272,6 +272,7 @@ OPTION_CASES: list[Any] = [
     ("ramp_time=5", {"ramp_time_us": 5_000_000}),
     ("startdelay=2", {"startdelay_us": (2_000_000, 2_000_000)}),
     ("startdelay=1-5", {"startdelay_us": (1_000_000, 5_000_000)}),
+    ("bs=4k,0x2000", {"bs": [4096, 8192, 8192]}),  # ',' ends the field for fio: no hex leak
     # a bare low end takes the unit written after the high end, as fio's get_mult_time reads it
     ("startdelay=2-3ms", {"startdelay_us": (2_000, 3_000)}),
     ("startdelay=1-2m", {"startdelay_us": (60_000_000, 120_000_000)}),
@@ -391,6 +392,8 @@ BAD_VALUES = [
     ("randseed=0xffffffffffffffff", "9223372036854775807 max"),
     ("rw=randread:4k", "reads '4k' with atoi, as 4"),
     ("rw=randrw:x", "reads 'x' with atoi, as 0"),
+    ("rate_iops=8612-0x8", "would read '8612' as hex too"),
+    ("startdelay=1-0x10", "would read '1' as hex too"),
     ("bs=4k--8k", "would read '-8k' as a negative number"),
     ("bs=4k:-8k", "would read '-8k' as a negative number"),
     ("rate_iops=100--5", "would read '-5' as a negative number"),
