@@ -201,11 +201,12 @@ CASES: list[tuple[str, Setup, str, str]] = [
     ),
     (
         "nested parentheses",
-        text({"job.fio": job("size=" + "(" * 5000 + "1" + ")" * 5000 + "\n")}),
+        text({"job.fio": job("size=" + "(" * 4000 + "1" + ")" * 4000 + "\n")}),  # fits fio's 8191-byte line
         "job.fio",
         "expression of more than 256 numbers, units and operators",
     ),
-    ("a 100,000-digit number", text({"job.fio": job("size=1" + "0" * 100_000 + "\n")}), "job.fio", "not a size: longer than 40 characters"),
+    ("an 8,000-digit number", text({"job.fio": job("size=1" + "0" * 8_000 + "\n")}), "job.fio", "not a size: longer than 40 characters"),
+    ("a 100,000-byte line", text({"job.fio": job("size=1" + "0" * 100_000 + "\n")}), "job.fio", "job.fio:5: line longer than 8191 bytes"),
     (
         "keyword arithmetic bomb",
         text({"job.fio": job("size=$pagesize*9^999999999\n")}),

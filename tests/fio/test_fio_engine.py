@@ -40,6 +40,7 @@ def one(body: str, **kw: Any) -> dict[str, Any]:
         ("size=30%\noffset=10%\nbs=64k", 851968, 2490368, 2490368),
         ("offset=25%\nbs=64k,16k\nsize=1m", 2 * MiB, MiB, MiB),
         ("offset=10%\noffset_align=1m\nsize=1m", MiB, MiB, MiB),
+        ("size=30%\noffset=10%\nbs=64k\noffset_align=0", 851968, 2490368, 2490368),  # 0: fio's default
         ("io_size=50%\nsize=2m", 0, 2 * MiB, MiB),
         ("size=2m\nio_size=3m", 0, 2 * MiB, 3 * MiB),
         ("offset=1m", MiB, 7 * MiB, 7 * MiB),

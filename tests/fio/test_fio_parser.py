@@ -142,6 +142,49 @@ def test_include_errors(tmp_path: Path) -> None:
     assert any(m.startswith("bad.inc:1: bs=4q: not a size") for m in msgs)
 
 
+def test_include_takes_the_name_after_one_blank_as_fio(tmp_path: Path) -> None:
+    # fio 3.33 (init.c): "include\tinc.fio" and "include inc.fio  " include inc.fio, while
+    # "include  inc.fio" looks for " inc.fio" and fails the run ("unable to open ' inc.fio'").
+    (tmp_path / "inc.fio").write_text("bs=8k\n")
+    for line in ("include\tinc.fio", "include inc.fio  "):
+        (tmp_path / "m.fio").write_text(f"[a]\n{line}\n")
+        assert parse(tmp_path / "m.fio", env={}, cwd=tmp_path).jobs[0].state["bs"] == [8192] * 3
+    for line in ("include  inc.fio", "include \tinc.fio"):
+        (tmp_path / "m.fio").write_text(f"[a]\n{line}\n")
+        with pytest.raises(FioJobError, match="m.fio:2: include: more than one blank"):
+            parse(tmp_path / "m.fio", env={}, cwd=tmp_path)
+
+
+def test_lines_longer_than_fios_buffer_are_refused(tmp_path: Path) -> None:
+    # fio 3.33 reads lines with fgets(8192): the rest of a longer line becomes a line of its
+    # own (a description of 8179 characters followed by "bs=16k" sets bs=16k there)
+    long = "description=" + "a" * (8191 - 12)
+    assert len(parse_string(f"[x]\n{long}\n", env={}).jobs[0].state["description"]) == 8179
+    with pytest.raises(FioJobError, match="x.fio:2: line longer than 8191 bytes"):
+        parse_string(f"[x]\n{long}bs=16k\n", env={}, name="x.fio")
+    # included files are read the same way
+    inc = tmp_path / "inc.fio"
+    inc.write_text(f"{long}bs=16k\n")
+    with pytest.raises(FioJobError, match="inc.fio:1: line longer than 8191 bytes"):
+        parse_string(f"[x]\ninclude {inc}\n", env={})
+    # a blank rest is a blank line to fio too
+    assert parse_string("[x]\nbs=8k" + " " * 9000 + "\n", env={}).jobs[0].state["bs"] == [8192] * 3
+
+
+@pytest.mark.parametrize("sep", ["\r", "\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_lines_end_at_newline_only(tmp_path: Path, sep: str) -> None:
+    # fio 3.33 reads "bs=8k<sep>bs=16k" as one line: bs=8k (the rest is ignored garbage);
+    # splitting there as str.splitlines does would silently give bs=16k
+    with pytest.raises(FioJobError, match="t.fio:2: bs="):
+        parse_string(f"[x]\nbs=8k{sep}bs=16k\n", env={}, name="t.fio")
+    (tmp_path / "inc.fio").write_text(f"bs=8k{sep}bs=16k\n", newline="")
+    (tmp_path / "m.fio").write_text("[x]\ninclude inc.fio\n")
+    with pytest.raises(FioJobError, match="inc.fio:1: bs="):
+        parse(tmp_path / "m.fio", env={}, cwd=tmp_path)
+    # CRLF files still read as fio reads them
+    assert parse_string("[x]\r\nbs=8k\r\n", env={}).jobs[0].state["bs"] == [8192] * 3
+
+
 def test_error_format_and_attributes() -> None:
     e = err("[global]\nioengine=libaio\n\n\n\n[a]\nbs=4q\n")
     assert str(e) == "job.fio:7: bs=4q: not a size: unknown size suffix 'q'"
@@ -211,6 +254,7 @@ OPTION_CASES: list[Any] = [
     ("offset_increment=2m", {"offset_increment": 2 << 20}),
     ("offset_increment=10%", {"offset_increment": Percent(10)}),
     ("offset_align=1m", {"offset_align": 1 << 20}),
+    ("offset_align=0", {"offset_align": 0}),  # fio's default (HOWTO): align to the smallest block size
     ("size=64m", {"size": 64 << 20}),
     ("size=50%", {"size": Percent(50)}),
     ("io_size=200m", {"io_size": 200 << 20}),
@@ -218,6 +262,8 @@ OPTION_CASES: list[Any] = [
     ("fill_device=1", {"fill_device": True}),
     ("fill_fs=1", {"fill_device": True}),
     ("loops=2", {"loops": 2}),
+    ("thinktime_blocks=0", {"thinktime_blocks": 1}),  # fio 3.33: thinks after every block, as 1 (measured)
+    ("loops=0", {"loops": 1}),  # fio 3.33: no minimum, and 0 runs one pass like 1 (measured)
     ("number_ios=1k", {"number_ios": 1024}),
     ("iodepth=32", {"iodepth": 32}),
     ("numjobs=4", {"numjobs": 4}),
@@ -226,6 +272,11 @@ OPTION_CASES: list[Any] = [
     ("ramp_time=5", {"ramp_time_us": 5_000_000}),
     ("startdelay=2", {"startdelay_us": (2_000_000, 2_000_000)}),
     ("startdelay=1-5", {"startdelay_us": (1_000_000, 5_000_000)}),
+    ("bs=4k,0x2000", {"bs": [4096, 8192, 8192]}),  # ',' ends the field for fio: no hex leak
+    # a bare low end takes the unit written after the high end, as fio's get_mult_time reads it
+    ("startdelay=2-3ms", {"startdelay_us": (2_000, 3_000)}),
+    ("startdelay=1-2m", {"startdelay_us": (60_000_000, 120_000_000)}),
+    ("startdelay=500ms-1s", {"startdelay_us": (500_000, 1_000_000)}),
     ("norandommap", {"norandommap": 1}),
     ("randrepeat=0", {"randrepeat": False}),
     ("randseed=1234", {"randseed": 1234}),
@@ -337,6 +388,19 @@ BAD_VALUES = [
     ("io_size=200%", "above 100%"),
     ("size=10z", "zone"),
     ("runtime=10sec", "unknown unit"),
+    ("randseed=9223372036854775808", "9223372036854775807 max: fio reads numbers as signed 64-bit"),
+    ("randseed=0xffffffffffffffff", "9223372036854775807 max"),
+    ("rw=randread:4k", "reads '4k' with atoi, as 4"),
+    ("rw=randrw:x", "reads 'x' with atoi, as 0"),
+    ("rate_iops=8612-0x8", "would read '8612' as hex too"),
+    ("startdelay=1-0x10", "would read '1' as hex too"),
+    ("bs=4k--8k", "would read '-8k' as a negative number"),
+    ("bs=4k:-8k", "would read '-8k' as a negative number"),
+    ("rate_iops=100--5", "would read '-5' as a negative number"),
+    ("startdelay=1--2", "would read '-2' as a negative number"),
+    ("startdelay=2s-3s", "would read it as 2 microseconds"),
+    ("startdelay=1h:2h", "would read it as 1 microseconds"),
+    ("runtime=0x10", "would read it as 16 microseconds"),
     ("random_distribution=zipf:1", "zipf theta"),
     ("random_distribution=zipf:0", "zipf theta out of range"),
     ("random_distribution=zipf:1e309", "zipf theta out of range"),

@@ -64,6 +64,20 @@ def test_sizes_fio_misreads_are_errors(text: str, fio_reads: object) -> None:
         parse_size(text)
 
 
+@pytest.mark.parametrize("text,expected", [("+3", 3), ("+4k", 4096), ("+0x10", 16)])
+def test_leading_plus_is_accepted_as_fio_does(text: str, expected: int) -> None:
+    # fio 3.33 --debug=parse: iodepth=+3 -> 3, size=+4k -> 4096, size=+0x10 -> 16 (strtoll)
+    assert parse_size(text) == expected
+
+
+def test_leading_plus_percentage_is_refused() -> None:
+    # fio 3.33 reads size=+50% as 50 bytes
+    with pytest.raises(ValueError, match="50 bytes"):
+        parse_size("+50%", allow_percent=True)
+    with pytest.raises(ValueError):
+        parse_size("++4k")
+
+
 def test_percent_only_where_allowed() -> None:
     assert parse_size("50%", allow_percent=True) == Percent(50)
     with pytest.raises(ValueError, match="percentage is not allowed"):
@@ -83,7 +97,6 @@ MEASURED_TIMES_S = {
     "500msec": 500_000,
     "100us": 100,
     "100usec": 100,
-    "0x10": 16_000_000,
 }
 
 
@@ -97,11 +110,25 @@ def test_thinktime_defaults_to_microseconds(text: str, expected: int) -> None:
     assert parse_time_us(text, default_unit="us") == expected
 
 
-@pytest.mark.parametrize("text", ["10sec", "10min", "1.5", "10x", "5 s"])
+@pytest.mark.parametrize("text", ["10sec", "10min", "1.5", "10x", "5 s", "0x10"])
 def test_time_misreads_are_errors(text: str) -> None:
-    # fio-3.33: 10sec = 10 us, 1.5 = 1 s, 10x = 16 us (hex because of "0x"), "5 s" = 5 s.
+    # fio-3.33: 10sec = 10 us, 1.5 = 1 s, 10x = 16 us (hex because of "0x"), "5 s" = 5 s,
+    # 0x10 = 16 us (a hex number skips the time multiplier: runtime=0x10 is not 16 s).
     with pytest.raises(ValueError):
         parse_time_us(text, default_unit="s")
+
+
+def test_leading_plus_time() -> None:
+    # fio 3.33 --debug=parse: runtime=+3 -> 3000000, thinktime=+3ms -> 3000
+    assert parse_time_us("+3", default_unit="s") == 3_000_000
+    assert parse_time_us("+3ms", default_unit="us") == 3_000
+
+
+def test_hex_time_is_microseconds_as_in_fio() -> None:
+    # fio 3.33 --debug=parse: thinktime=0x10 -> 16, runtime=0x10 -> 16 (us, both).
+    assert parse_time_us("0x10", default_unit="us") == 16
+    with pytest.raises(ValueError, match="16 microseconds"):
+        parse_time_us("0x10", default_unit="s")
 
 
 def test_unknown_time_unit_message_explains_fio() -> None:

@@ -488,9 +488,12 @@ class _Reader:
         sections: list[_Section] = []
         current: Optional[_Section] = None
         stack = [_file_key(path)] if path else []  # path was just read: it exists
-        for lineno, raw in enumerate(text.splitlines(), start=1):
+        for lineno, raw in enumerate(_fio_lines(text), start=1):
             if self.budget.exhausted:
                 break
+            if _cut_by_fio(raw):
+                self.error(_LONG_LINE, file=display, line=lineno)
+                continue
             p = _strip_line(raw)
             if p == "":
                 continue
@@ -528,9 +531,18 @@ class _Reader:
     ) -> None:
         m = re.match(r"include(\s+(.*))?$", p)
         if m and (m.group(1) or p == "include"):
-            target = (m.group(2) or "").strip()
-            if not target:
+            # init.c __parse_jobs_ini: the name is everything after "include" and one blank
+            target = p[len("include") + 1 :]
+            if not target.strip():
                 self.error("include needs a file name", file=display, line=lineno)
+                return
+            if target[0].isspace():
+                self.error(
+                    f"include: more than one blank before the file name (fio 3.33 takes the name after one blank as it "
+                    f"is and would look for {target!r})",
+                    file=display,
+                    line=lineno,
+                )
                 return
             self._include(section, target, display, lineno, path, stack, depth + 1)
             return
@@ -580,9 +592,12 @@ class _Reader:
         except ValueError as e:
             self.error(f"include {target}: {e}", file=display, line=lineno)
             return
-        for inc_lineno, raw in enumerate(text.splitlines(), start=1):
+        for inc_lineno, raw in enumerate(_fio_lines(text), start=1):
             if self.budget.exhausted:
                 return
+            if _cut_by_fio(raw):
+                self.error(_LONG_LINE, file=inc_display, line=inc_lineno)
+                continue
             p = _strip_line(raw)
             if p == "":
                 continue
@@ -609,6 +624,28 @@ class _Reader:
                 self.error(f"cannot evaluate keyword arithmetic: {e}", file=line.file, line=line.line, option=name.rstrip(), value=value)
                 return None
         return _Line(name.rstrip(), new_value, line.file, line.line)
+
+
+# init.c __parse_jobs_ini reads job files with fgets(string, OPT_LEN_MAX = 8192): a longer
+# line is cut after 8191 bytes and its rest parsed as the next line (measured: a description
+# of 8179 characters plus "bs=16k" set bs=16k).
+_FIO_LINE_MAX = 8191
+_LONG_LINE = f"line longer than {_FIO_LINE_MAX} bytes (fio 3.33 reads {_FIO_LINE_MAX} and takes the rest as a line of its own)"
+
+
+def _fio_lines(text: str) -> list[str]:
+    """The lines as fgets gives them to fio: split at '\n' only. str.splitlines would also
+    split at '\r', '\f', '\v', '\x1c'-'\x1e', NEL and U+2028/9, where fio 3.33 keeps one line
+    (measured: "bs=8k\rbs=16k" is bs=8k there, not 16k)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _cut_by_fio(raw: str) -> bool:
+    """Whether fio would split this line into two that are not blank after the first."""
+    return len(raw) > _FIO_LINE_MAX and bool(raw.encode("utf-8", "surrogateescape")[_FIO_LINE_MAX:].strip())
 
 
 def _strip_line(raw: str) -> str:

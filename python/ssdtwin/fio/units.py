@@ -61,7 +61,8 @@ _TIME_SUFFIXES = {
     "d": 86_400_000_000,
 }
 
-_NUMBER_RE = re.compile(r"^(0[xX][0-9a-fA-F]+|[0-9]+)([A-Za-z%]*)$")
+# fio reads numbers with strtoll, which takes a leading "+" (iodepth=+3 is 3, size=+4k is 4096)
+_NUMBER_RE = re.compile(r"^\+?(0[xX][0-9a-fA-F]+|[0-9]+)([A-Za-z%]*)$")
 
 
 def _size_multiplier(suffix: str, kb_base: int) -> int:
@@ -104,6 +105,9 @@ def parse_size(text: str, *, kb_base: int = 1024, allow_percent: bool = False) -
     is_hex = digits[:2].lower() == "0x"
     number = int(digits, 16 if is_hex else 10)
     if suffix == "%":
+        if text.startswith("+"):
+            # parse.c takes a value as a percentage only when it starts with a digit
+            raise ValueError(f"not a size: fio 3.33 would read {text} as {number} bytes, not a percentage")
         if not allow_percent:
             raise ValueError("not a size: a percentage is not allowed here")
         return Percent(number)
@@ -142,6 +146,10 @@ def parse_time_us(text: str, *, default_unit: str) -> int:
         number = int(digits, 16)
         if suffix:
             raise ValueError("not a time: no unit suffix allowed after a hex number")
+        if default_unit != "us":
+            # parse.c str_to_decimal skips the time multiplier for hex numbers: fio 3.33 reads
+            # runtime=0x10 as 16 us, not 16 s (measured with --debug=parse).
+            raise ValueError(f"not a time: a hex number (fio 3.33 would read it as {number} microseconds, not {number} {default_unit})")
     else:
         number = int(digits)
     if suffix == "":

@@ -19,6 +19,7 @@ from .values import (
     WHY_UINT,
     Handler,
     State,
+    check_max,
     number,
     per_direction_segments,
     require,
@@ -91,7 +92,13 @@ def set_rw(st: State, value: Optional[str]) -> None:
         if postfix == "":
             raise ValueError("empty ':<nr>' suffix")
         if mode in RANDOM_MODES:
-            # options.c str_rw_cb: for random I/O the suffix counts I/Os per new offset.
+            # options.c str_rw_cb: for random I/O the suffix counts I/Os per new offset, read
+            # with atoi: fio 3.33 takes randread:4k as 4, randread:x and :0 as 0 (then every
+            # I/O is sequential), measured with write_iolog.
+            if not re.fullmatch(r"\+?[0-9]+", postfix):
+                digits = re.match(r"[-+]?[0-9]*", postfix).group(0)
+                read = int(digits) if digits.strip("+-") else 0
+                raise ValueError(f"the I/O count after ':' must be a plain number (fio 3.33 reads '{postfix}' with atoi, as {read})")
             nr = uint_in(st, postfix, lo=1, hi=FIO_UINT_MAX, why=WHY_UINT)
             st["rw_nr"] = nr
         else:
@@ -194,14 +201,38 @@ def startdelay(st: State, text: str) -> Any:
         raise ValueError("expected a time or a time range low-high")
     lo = values[0]
     hi = values[1] if len(values) == 2 else lo
+    if len(values) == 2 and segments[0][0] != "":
+        low_text, high_text = segments[0][0], segments[1][0]
+        low = re.fullmatch(r"([0-9]+)([A-Za-z]*)", low_text)
+        high = re.fullmatch(r"[0-9]+([A-Za-z]*)", high_text)
+        # fio's get_mult_time reads the low end's unit from the whole value: it skips digits
+        # and '+'/'-', then needs "s", "m", "h" or "d" to end the string ("us"/"ms" need only
+        # start it). Measured with fio 3.33 --debug=parse: 2-3ms = 2 ms..3 ms, 2s-3s = 2 us..3 s.
+        if low and low.group(2) == "" and high and text[len(low_text)] == "-":
+            lo = time_us(low_text + high.group(1), "s", MAX_RUN_US, WHY_RUN)
+        elif low and low.group(2).lower() in ("s", "m", "h", "d"):
+            raise ValueError(
+                f"the low end '{low_text}' of a range: fio 3.33 would read it as {low.group(1)} microseconds "
+                f"(write the unit once, after the high end: {low.group(1)}-{high_text})"
+            )
     return (lo, hi)
 
 
+def loops(st: State, text: str) -> Any:
+    """fio 3.33's loops has no minimum, and loops=0 runs one pass like loops=1 (measured with
+    ioengine=null: the same bytes and I/Os, with io_size and number_ios too)."""
+    return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
+
+
+def thinktime_blocks(st: State, text: str) -> Any:
+    """fio 3.33 accepts thinktime_blocks=0 and thinks after every block, as with 1 (measured:
+    number_ios=6 thinktime=50ms runs 304 ms with 0 and with 1, 154 ms with 2)."""
+    return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
+
+
 def randseed(st: State, text: str) -> Any:
-    v = uint_in(st, text)
-    if v >= 1 << 64:
-        raise ValueError("does not fit in 64 bits")
-    return v
+    # fio 3.33 reads it with strtoll like every number: 2^63 and above fail to parse there
+    return check_max(uint_in(st, text), FIO_NUMBER_MAX, WHY_NUMBER)
 
 
 # --- random distributions and zones -----------------------------------------------------

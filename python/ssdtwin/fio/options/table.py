@@ -61,14 +61,14 @@ _TARGET_AND_WORKLOAD = [
     sim("bssplit", handler=S.set_bssplit, defaults={"bssplit": [None, None, None]}),
     sim("bs_unaligned", flag, default=False, flag=True, aliases=("blocksize_unaligned",)),
     sim("offset", size_or_percent, default=0, aliases=("fileoffset",)),
-    sim("offset_align", uint(lo=1), default=None),
+    sim("offset_align", uint(), default=None),  # 0 is fio's default: the smallest block size
     sim("offset_increment", size_or_percent, default=0),
     sim("size", size_or_percent, default=None),
     sim("io_size", size_or_percent, default=None, aliases=("io_limit",)),
     # filesize is simulated: the size fio gives the target file (filesetup.c setup_files).
     sim("filesize", byte_range),
     sim("fill_device", boolean, default=False, aliases=("fill_fs",)),
-    sim("loops", uint(lo=1), default=1),
+    sim("loops", S.loops, default=1),
     sim("number_ios", uint(hi=FIO_NUMBER_MAX, why=WHY_NUMBER), default=0),
     sim("iodepth", uint(lo=1, hi=MAX_IODEPTH, why="an NVMe queue holds at most 65536 commands"), default=1),
     sim("numjobs", uint(lo=1, hi=MAX_THREADS, why="fio's REAL_MAX_JOBS threads in a run"), default=1),
@@ -93,7 +93,7 @@ _TIME_AND_RATE = [
     sim("serialize_overlap", boolean, default=0),
     sim("thinktime", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_us", default=0),
     sim("thinktime_spin", duration("us", FIO_UINT_MAX, WHY_THINK), key="thinktime_spin_us", default=0),
-    sim("thinktime_blocks", uint(lo=1), default=1),
+    sim("thinktime_blocks", S.thinktime_blocks, default=1),
     sim("thinktime_blocks_type", choice("complete", "issue"), default="complete"),
 ]
 

@@ -104,7 +104,17 @@ def per_direction_segments(text: str, separators: str = ",:-") -> list[tuple[str
         if cut is None:
             out.append((rest, index, False))
             return out
-        out.append((rest[:cut], index, True))
+        if sep == "-" and cut == 0 and rest[1:] not in ("", "-"):
+            # fio hands the rest of the value, '-' included, to the next direction: bs=4k--8k
+            # gives writes -8k and rate_iops=100--5 a write rate of 2^64-5 (measured)
+            raise ValueError(f"'-' where a value should be: fio 3.33 would read '{rest.split(',')[0]}' as a negative number")
+        segment = rest[:cut]
+        if sep != "," and "0x" in rest.lower() and not segment.lower().lstrip("+").startswith(("0x", "(")):
+            # only ',' ends the string fio parses; after ':' or '-' it sees the rest too, and
+            # a "0x" anywhere there makes it read this field as hex: rate_iops=8612-0x8 is
+            # 34322 reads (0x8612), startdelay=1-0x10 starts at 1 us (measured)
+            raise ValueError(f"'{segment}' before a hex field: fio 3.33 would read '{segment}' as hex too (put a ',' after it)")
+        out.append((segment, index, True))
         rest = rest[cut + 1 :]
         index += 1
         if rest == "":
