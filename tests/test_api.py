@@ -259,6 +259,15 @@ def test_run_fio_takes_and_returns_python_objects() -> None:
         d.run_fio(bad)
 
 
+def test_log_page_length_is_bounded() -> None:
+    v = Drive.in_memory(CM6, scale=454).view()
+    assert len(v.log_page(0x02, 1 << 20)) == 1 << 20 and v.log_page(0x02, 0) == b""
+    # Was a zero-filled allocation of up to 4 GiB (an abort where memory is short).
+    for length in ((1 << 20) + 1, 2**32 - 1):
+        with pytest.raises(NvmeError, match=f"INVALID_FIELD.*log page length {length}: must be 0..=1048576"):
+            v.log_page(0x02, length)
+
+
 def test_io_commands() -> None:
     d = Drive.in_memory(spec_toml=tiny_spec(write_buffer_bytes=16 * IU))
     d.write(1, 0, 16)  # two 4 KiB IUs of 512 B blocks
