@@ -259,6 +259,23 @@ def test_run_fio_takes_and_returns_python_objects() -> None:
         d.run_fio(bad)
 
 
+def test_run_fio_refuses_percentages_fio_cannot_express() -> None:
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    text = "[w]\nrw=randrw\nbs=4k\nsize=16m\nnumber_ios=100\nlatency_target=1ms\n"
+    spec = parse_string(text, name="w.fio").to_engine(ns.bytes, ns.lba_bytes)[0]
+    for field, value in (("rwmixread", 513), ("rwmixwrite", 101), ("latency_percentile", float("nan")), ("latency_percentile", -1.0)):
+        # Ran before: rwmixread 513 read only, a NaN percentile judged no latency window.
+        with pytest.raises(ssdtwin._core.EngineError, match=f"{field} .*: must be 0..=100"):
+            d.run_fio([dict(spec, **{field: value})])
+    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random 101: must be 0..=100"):
+        d.run_fio([dict(spec, percentage_random={"read": 100, "write": 101, "trim": 100})])
+    assert d.run_fio([spec])[0]["read"]["total_ios"] > 0
+    d.check()
+
+
 def test_log_page_length_is_bounded() -> None:
     v = Drive.in_memory(CM6, scale=454).view()
     assert len(v.log_page(0x02, 1 << 20)) == 1 << 20 and v.log_page(0x02, 0) == b""
