@@ -285,6 +285,31 @@ def test_log_page_length_is_bounded() -> None:
             v.log_page(0x02, length)
 
 
+def test_host_stack_parameters_and_saved_states_that_do_not_fit_are_refused() -> None:
+    from ssdtwin import stack
+
+    d = Drive.in_memory(CM6, scale=454)
+    tier = stack.tier_params(d, "log", 64 << 20)
+    # Aborted the interpreter: "memory allocation of 7205759403792792 bytes failed".
+    with pytest.raises(ValueError, match="drive_bytes 9223372036854775808: the log tier maps at most"):
+        _core.stack_new("pmem", dict(tier, drive_bytes=2**63))
+    with pytest.raises(NvmeError, match="INVALID_NS"):  # was a bare KeyError
+        stack.tier_params(d, "log", 64 << 20, nsid=9)
+    saved = _core.stack_new("pmem", tier).to_state()
+    assert _core.HostStack.from_state(saved).config() == tier | {"area_bytes": 0}
+    log = saved["tier"]["state"]["Log"]
+    # Each of these loaded, then panicked on an index at the first destage.
+    for key, value, needle in (
+        ("p2l", log["p2l"][:16], "p2l entries 2, but the parameters make"),
+        ("band_state", [0], "band_state entries 1, but the parameters make"),
+        ("free_bands", [10**6], "free band 1000000 is beyond"),
+    ):
+        damaged = json.loads(json.dumps(saved))
+        damaged["tier"]["state"]["Log"][key] = value
+        with pytest.raises(ValueError, match=f"stack state: log: {needle}"):
+            _core.HostStack.from_state(damaged)
+
+
 def test_io_commands() -> None:
     d = Drive.in_memory(spec_toml=tiny_spec(write_buffer_bytes=16 * IU))
     d.write(1, 0, 16)  # two 4 KiB IUs of 512 B blocks
