@@ -442,6 +442,9 @@ def test_parse_scale_and_amount() -> None:
     for bad in ("1/0", "0", "x", "1/2.5", -3):
         with pytest.raises(ValueError):
             parse_scale(bad)  # type: ignore[arg-type]
+    for wrong in (1.5, None, True):
+        with pytest.raises(TypeError, match="scale .*: use 1/N"):  # was AttributeError: 'float' object has no attribute 'strip'
+            parse_scale(wrong)  # type: ignore[arg-type]
     assert parse_amount("2x", 1000) == 2000 and parse_amount("0.5x", 1000) == 500
     assert parse_amount("1MiB", 1) == 1 << 20
     with pytest.raises(ValueError):

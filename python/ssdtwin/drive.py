@@ -61,6 +61,8 @@ IDLE_MAX_S = 200 * 86400  # the engine's longest run (engine/fio.rs MAX_RUN_NS)
 
 def parse_scale(text: Union[str, int]) -> int:
     """``"1/64"`` or ``64`` → 64; ``"1"`` → 1."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise TypeError(f"scale {text!r}: use 1/N (a string such as '1/64') or the int N")
     if isinstance(text, int):
         n = text
     else:
