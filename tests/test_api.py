@@ -310,6 +310,33 @@ def test_host_stack_parameters_and_saved_states_that_do_not_fit_are_refused() ->
             _core.HostStack.from_state(damaged)
 
 
+def test_trace_plans_that_cannot_place_an_io_are_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("".join(f"{128166372000000000 + i * 1000},h,0,Write,{i * 4096},4096,100\n" for i in range(20)))
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    plan = {"format": "msr", "target": {"bytes": ns.bytes, "lba": ns.lba_bytes, "beyond": "wrap", "widen": True}}
+    assert _core.trace_scan(trace, "t.csv", plan)["ios"] == (0, 20, 0)
+    for part, key, value, needle in (
+        # target.bytes 0 and target.lba 0 panicked dividing by zero at the first I/O
+        # (PanicException); a replay_trace that did left the drive's lock poisoned.
+        ("target", "bytes", 0, "target.bytes 0: at least one 512-byte LBA"),
+        ("target", "lba", 0, "target.lba 0: at least 1 byte"),
+        ("target", "bytes", 256, "target.bytes 256: at least one 512-byte LBA"),
+        ("fio", "time_scale", float("nan"), "fio.time_scale NaN: a finite number of at least 0"),
+        ("fio", "replay_align", 3, "fio.replay_align 3: 0 or a power of two"),
+    ):
+        bad = json.loads(json.dumps(plan))
+        bad.setdefault(part, {})[key] = value
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.trace_scan(trace, "t.csv", bad)
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.trace_load(trace, "t.csv", bad, 10)
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.replay_trace(d._core, trace, "t.csv", bad, {})  # the plan is checked before the job
+    d.check()
+
+
 def test_io_commands() -> None:
     d = Drive.in_memory(spec_toml=tiny_spec(write_buffer_bytes=16 * IU))
     d.write(1, 0, 16)  # two 4 KiB IUs of 512 B blocks
