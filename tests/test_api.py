@@ -4,6 +4,7 @@ against a small reference model of NVMe namespace management and I/O."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -375,6 +376,15 @@ def test_precondition_report_and_logs() -> None:
         d.precondition(1, "zigzag", 4096, amount_bytes=4096)
     with pytest.raises(NvmeError, match="INVALID_FIELD.*block size 1000"):
         d.precondition(1, "rand", 1000, amount_bytes=4096)
+    # Were "cannot convert float NaN to integer" and OverflowError "can't convert negative
+    # int to unsigned", naming neither the argument nor its range.
+    for loops in (math.nan, -1.0, math.inf):
+        with pytest.raises(ValueError, match=f"loops {loops}: a finite number of namespace passes, at least 0"):
+            d.precondition(1, "seq", 131072, loops=loops)
+    with pytest.raises(ValueError, match="loops 1e\\+30: .* is more than 2\\^64 bytes"):
+        d.precondition(1, "seq", 131072, loops=1e30)
+    with pytest.raises(ValueError, match="amount_bytes -5: from 0 to 2\\^64 - 1 bytes"):
+        d.precondition(1, "seq", 131072, amount_bytes=-5)
     d.check()
 
 
