@@ -4,6 +4,7 @@ against a small reference model of NVMe namespace management and I/O."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -259,6 +260,84 @@ def test_run_fio_takes_and_returns_python_objects() -> None:
         d.run_fio(bad)
 
 
+def test_run_fio_refuses_percentages_fio_cannot_express() -> None:
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    text = "[w]\nrw=randrw\nbs=4k\nsize=16m\nnumber_ios=100\nlatency_target=1ms\n"
+    spec = parse_string(text, name="w.fio").to_engine(ns.bytes, ns.lba_bytes)[0]
+    for field, value in (("rwmixread", 513), ("rwmixwrite", 101), ("latency_percentile", float("nan")), ("latency_percentile", -1.0)):
+        # Ran before: rwmixread 513 read only, a NaN percentile judged no latency window.
+        with pytest.raises(ssdtwin._core.EngineError, match=f"{field} .*: must be 0..=100"):
+            d.run_fio([dict(spec, **{field: value})])
+    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random 101: must be 0..=100"):
+        d.run_fio([dict(spec, percentage_random={"read": 100, "write": 101, "trim": 100})])
+    assert d.run_fio([spec])[0]["read"]["total_ios"] > 0
+    d.check()
+
+
+def test_log_page_length_is_bounded() -> None:
+    v = Drive.in_memory(CM6, scale=454).view()
+    assert len(v.log_page(0x02, 1 << 20)) == 1 << 20 and v.log_page(0x02, 0) == b""
+    # Was a zero-filled allocation of up to 4 GiB (an abort where memory is short).
+    for length in ((1 << 20) + 1, 2**32 - 1):
+        with pytest.raises(NvmeError, match=f"INVALID_FIELD.*log page length {length}: must be 0..=1048576"):
+            v.log_page(0x02, length)
+
+
+def test_host_stack_parameters_and_saved_states_that_do_not_fit_are_refused() -> None:
+    from ssdtwin import stack
+
+    d = Drive.in_memory(CM6, scale=454)
+    tier = stack.tier_params(d, "log", 64 << 20)
+    # Aborted the interpreter: "memory allocation of 7205759403792792 bytes failed".
+    with pytest.raises(ValueError, match="drive_bytes 9223372036854775808: the log tier maps at most"):
+        _core.stack_new("pmem", dict(tier, drive_bytes=2**63))
+    with pytest.raises(NvmeError, match="INVALID_NS"):  # was a bare KeyError
+        stack.tier_params(d, "log", 64 << 20, nsid=9)
+    saved = _core.stack_new("pmem", tier).to_state()
+    assert _core.HostStack.from_state(saved).config() == tier | {"area_bytes": 0}
+    log = saved["tier"]["state"]["Log"]
+    # Each of these loaded, then panicked on an index at the first destage.
+    for key, value, needle in (
+        ("p2l", log["p2l"][:16], "p2l entries 2, but the parameters make"),
+        ("band_state", [0], "band_state entries 1, but the parameters make"),
+        ("free_bands", [10**6], "free band 1000000 is beyond"),
+    ):
+        damaged = json.loads(json.dumps(saved))
+        damaged["tier"]["state"]["Log"][key] = value
+        with pytest.raises(ValueError, match=f"stack state: log: {needle}"):
+            _core.HostStack.from_state(damaged)
+
+
+def test_trace_plans_that_cannot_place_an_io_are_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("".join(f"{128166372000000000 + i * 1000},h,0,Write,{i * 4096},4096,100\n" for i in range(20)))
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    plan = {"format": "msr", "target": {"bytes": ns.bytes, "lba": ns.lba_bytes, "beyond": "wrap", "widen": True}}
+    assert _core.trace_scan(trace, "t.csv", plan)["ios"] == (0, 20, 0)
+    for part, key, value, needle in (
+        # target.bytes 0 and target.lba 0 panicked dividing by zero at the first I/O
+        # (PanicException); a replay_trace that did left the drive's lock poisoned.
+        ("target", "bytes", 0, "target.bytes 0: at least one 512-byte LBA"),
+        ("target", "lba", 0, "target.lba 0: at least 1 byte"),
+        ("target", "bytes", 256, "target.bytes 256: at least one 512-byte LBA"),
+        ("fio", "time_scale", float("nan"), "fio.time_scale NaN: a finite number of at least 0"),
+        ("fio", "replay_align", 3, "fio.replay_align 3: 0 or a power of two"),
+    ):
+        bad = json.loads(json.dumps(plan))
+        bad.setdefault(part, {})[key] = value
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.trace_scan(trace, "t.csv", bad)
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.trace_load(trace, "t.csv", bad, 10)
+        with pytest.raises(ValueError, match=f"trace plan: {re.escape(needle)}"):
+            _core.replay_trace(d._core, trace, "t.csv", bad, {})  # the plan is checked before the job
+    d.check()
+
+
 def test_io_commands() -> None:
     d = Drive.in_memory(spec_toml=tiny_spec(write_buffer_bytes=16 * IU))
     d.write(1, 0, 16)  # two 4 KiB IUs of 512 B blocks
@@ -297,6 +376,15 @@ def test_precondition_report_and_logs() -> None:
         d.precondition(1, "zigzag", 4096, amount_bytes=4096)
     with pytest.raises(NvmeError, match="INVALID_FIELD.*block size 1000"):
         d.precondition(1, "rand", 1000, amount_bytes=4096)
+    # Were "cannot convert float NaN to integer" and OverflowError "can't convert negative
+    # int to unsigned", naming neither the argument nor its range.
+    for loops in (math.nan, -1.0, math.inf):
+        with pytest.raises(ValueError, match=f"loops {loops}: a finite number of namespace passes, at least 0"):
+            d.precondition(1, "seq", 131072, loops=loops)
+    with pytest.raises(ValueError, match="loops 1e\\+30: .* is more than 2\\^64 bytes"):
+        d.precondition(1, "seq", 131072, loops=1e30)
+    with pytest.raises(ValueError, match="amount_bytes -5: from 0 to 2\\^64 - 1 bytes"):
+        d.precondition(1, "seq", 131072, amount_bytes=-5)
     d.check()
 
 
@@ -391,6 +479,9 @@ def test_parse_scale_and_amount() -> None:
     for bad in ("1/0", "0", "x", "1/2.5", -3):
         with pytest.raises(ValueError):
             parse_scale(bad)  # type: ignore[arg-type]
+    for wrong in (1.5, None, True):
+        with pytest.raises(TypeError, match="scale .*: use 1/N"):  # was AttributeError: 'float' object has no attribute 'strip'
+            parse_scale(wrong)  # type: ignore[arg-type]
     assert parse_amount("2x", 1000) == 2000 and parse_amount("0.5x", 1000) == 500
     assert parse_amount("1MiB", 1) == 1 << 20
     with pytest.raises(ValueError):

@@ -72,6 +72,16 @@ def test_waf_greedy_rejects_alpha_at_or_below_one() -> None:
             _core.waf_greedy(bad)
 
 
+def test_waf_greedy_rejects_non_finite_alpha_and_units_per_block() -> None:
+    # Each of these reached lambert_w0(NaN) and panicked (PanicException, not an Exception).
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        _core.waf_greedy(math.inf)
+    for bad in (0.0, math.nan, 0.5, -1.0, -0.5, math.inf, -math.inf):
+        with pytest.raises(ValueError, match="units_per_block must be a finite number of at least 1"):
+            _core.waf_greedy(2.0, bad)
+    assert math.isfinite(_core.waf_greedy(2.0, 1.0)) and _core.waf_greedy(1.07, 64.0) == pytest.approx(7.00, abs=0.01)
+
+
 # --------------------------------------------------------------------------- helpers
 
 

@@ -61,6 +61,8 @@ IDLE_MAX_S = 200 * 86400  # the engine's longest run (engine/fio.rs MAX_RUN_NS)
 
 def parse_scale(text: Union[str, int]) -> int:
     """``"1/64"`` or ``64`` → 64; ``"1"`` → 1."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise TypeError(f"scale {text!r}: use 1/N (a string such as '1/64') or the int N")
     if isinstance(text, int):
         n = text
     else:
@@ -519,8 +521,14 @@ class Drive:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""
         ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS from the core if there is none
+        if loops is not None and not (loops >= 0 and math.isfinite(loops)):
+            raise ValueError(f"loops {loops}: a finite number of namespace passes, at least 0")
         if amount_bytes is None:
             amount_bytes = int(round((1.0 if loops is None else loops) * ns.bytes))
+            if amount_bytes >= 1 << 64:
+                raise ValueError(f"loops {loops}: {loops} x {ns.bytes} bytes is more than 2^64 bytes")
+        if not 0 <= amount_bytes < 1 << 64:
+            raise ValueError(f"amount_bytes {amount_bytes}: from 0 to 2^64 - 1 bytes")
         if seed is None:
             seed = self.next_seed()
         r = self._core.precondition(nsid, pattern, block_bytes, amount_bytes, seed, progress)

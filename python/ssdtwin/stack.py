@@ -398,8 +398,9 @@ def new_state(media: str, tier: TierConfig) -> StackImageState:
 
 
 def tier_params(d: Drive, policy: Policy, capacity_bytes: int, nsid: int = 1) -> TierConfig:
-    """The tier parameters `create` would choose for ``d``'s namespace ``nsid``."""
-    ns = {n.nsid: n for n in d.namespaces()}[nsid]
+    """The tier parameters `create` would choose for ``d``'s namespace ``nsid`` (NvmeError
+    INVALID_NS if there is none)."""
+    ns = d.nvme.namespace(nsid)
     iu = d.vendor_log()["iu_bytes"]
     stripe = max(DEFAULTS["stripe_bytes"], iu)
     return {
@@ -424,7 +425,7 @@ def run_parsed(
     A run that stops on an error leaves the stack unusable."""
     stack = state["stack"]
     user_bytes = stack.summary()["user_bytes"]
-    ns = {n.nsid: n for n in d.namespaces()}[nsid]
+    ns = d.nvme.namespace(nsid)  # NvmeError INVALID_NS if there is none
     link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
     specs = run.to_engine(
         user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link

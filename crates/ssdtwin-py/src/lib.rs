@@ -1053,6 +1053,16 @@ fn waf_greedy(alpha: f64, units_per_block: Option<f64>) -> PyResult<f64> {
     if alpha.is_nan() || alpha <= 1.0 {
         return Err(Failure::Value(format!("alpha must exceed 1 (got {alpha})")).into());
     }
+    if !alpha.is_finite() {
+        return Err(Failure::Value(format!("alpha must be finite (got {alpha})")).into());
+    }
+    if let Some(np) = units_per_block {
+        // Fewer than one unit per block (or none, or NaN) has no meaning; the closed form
+        // then takes W0 of NaN (a panic) or returns nonsense.
+        if !(np.is_finite() && np >= 1.0) {
+            return Err(Failure::Value(format!("units_per_block must be a finite number of at least 1 (got {np})")).into());
+        }
+    }
     Ok(match units_per_block {
         Some(np) => theory::waf_greedy(alpha, np),
         None => theory::waf_fifo(alpha),

@@ -93,6 +93,8 @@ impl PyHostStack {
     fn from_state(py: Python<'_>, state: &Bound<'_, PyAny>) -> PyResult<PyHostStack> {
         let value: serde_json::Value = from_py(state, "stack state")?;
         let stack: HostStack = py.detach(|| serde_json::from_value(value)).map_err(|e| Failure::Value(format!("stack state: {e}")))?;
+        // A state that does not fit its own parameters would panic on an index mid-run.
+        py.detach(|| stack.tier.check_loaded()).map_err(|e| Failure::Value(format!("stack state: {e}")))?;
         Ok(PyHostStack::new(stack))
     }
 

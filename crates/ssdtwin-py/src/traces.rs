@@ -75,6 +75,14 @@ impl Problem {
     }
 }
 
+/// The trace plan `obj` (ValueError for one that does not parse, or that `Plan::check`
+/// refuses: a zero target size or LBA divided by zero placing the first I/O).
+fn plan_of(obj: &Bound<'_, PyAny>) -> Result<Plan, Failure> {
+    let plan: Plan = from_py(obj, "trace plan")?;
+    plan.check().map_err(|why| Failure::Value(format!("trace plan: {why}")))?;
+    Ok(plan)
+}
+
 /// `path` opened for reading and the format it is read in (named, or sniffed from its start).
 fn open(path: &Path, plan: &Plan) -> Result<(Format, BufReader<File>), Problem> {
     let file = File::open(path).map_err(|e| CoreTraceError::new(At::File, e.to_string()))?;
@@ -95,7 +103,7 @@ fn lines_of(path: &Path, plan: &Plan) -> Result<(Format, Lines), Problem> {
 #[pyfunction]
 #[pyo3(signature = (path, shown, plan, progress=None))]
 pub fn trace_scan(py: Python<'_>, path: PathBuf, shown: &str, plan: &Bound<'_, PyAny>, progress: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-    let plan: Plan = from_py(plan, "trace plan")?;
+    let plan = plan_of(plan)?;
     let progress = progress.as_ref();
     let summary = py
         .detach(|| -> Result<Summary, Problem> {
@@ -117,7 +125,7 @@ pub fn trace_scan(py: Python<'_>, path: PathBuf, shown: &str, plan: &Bound<'_, P
 /// one more is an error naming its line.
 #[pyfunction]
 pub fn trace_load(py: Python<'_>, path: PathBuf, shown: &str, plan: &Bound<'_, PyAny>, max_ios: u64) -> PyResult<(Py<PyBytes>, Py<PyAny>)> {
-    let plan: Plan = from_py(plan, "trace plan")?;
+    let plan = plan_of(plan)?;
     let (packed, summary) = py
         .detach(|| -> Result<(Packed, Summary), Problem> {
             let (format, lines) = lines_of(&path, &plan)?;
@@ -172,7 +180,7 @@ pub fn replay_trace(
     idle_gc: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let plan: Plan = from_py(plan, "trace plan")?;
+    let plan = plan_of(plan)?;
     let spec: JobSpec = from_py(spec, "engine input does not follow contract v1")?;
     let progress = progress.as_ref();
     // The file is opened (and its format sniffed) before the drive is taken.

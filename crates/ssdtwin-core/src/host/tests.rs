@@ -262,6 +262,69 @@ fn bad_parameters_name_the_field_and_range() {
     assert!(p.iter().any(|l| l.starts_with("stripe_bytes 5000")), "{p:?}");
 }
 
+/// A log tier's area past 2^32 - 2 blocks is refused: its maps hold 32-bit block numbers
+/// (a 2^63-byte drive_bytes aborted the process allocating them); at the limit it is fine.
+#[test]
+fn a_log_area_beyond_32_bit_blocks_is_refused() {
+    let max = (u32::MAX as u64 - 1) * BLOCK_BYTES;
+    for (drive, area, field) in
+        [(1u64 << 63, 0u64, "drive_bytes"), (max + BLOCK_BYTES, 0, "drive_bytes"), (1 << 63, max + BLOCK_BYTES, "area_bytes")]
+    {
+        let mut cfg = config(Policy::Log, 64);
+        (cfg.drive_bytes, cfg.area_bytes) = (drive, area);
+        let p = cfg.problems();
+        let want = format!("{field} {}: the log tier maps at most {max} bytes", cfg.area());
+        assert!(p.iter().any(|l| l.starts_with(&want)), "{p:?}");
+    }
+    let mut cfg = config(Policy::Log, 64);
+    cfg.drive_bytes = max;
+    assert!(!cfg.problems().iter().any(|l| l.contains("maps at most")), "{:?}", cfg.problems());
+    cfg.policy = Policy::IuFill; // keeps no per-block map
+    cfg.drive_bytes = 1 << 63;
+    assert_eq!(cfg.problems(), Vec::<String>::new());
+}
+
+/// A saved tier whose state does not fit its parameters is refused on load, naming what
+/// does not fit, instead of panicking on an index at the first destage or check.
+#[test]
+fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
+    let mut t = Tier::new(config(Policy::Log, 64));
+    for b in [3u64, 99, 7, 3, 500] {
+        t.write(b * BLOCK_BYTES, BLOCK_BYTES);
+    }
+    while let Some(d) = t.next_destage() {
+        t.destage_done(d.id);
+    }
+    let saved = serde_json::to_value(&t).unwrap();
+    let load = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = saved.clone();
+        edit(&mut v);
+        serde_json::from_value::<Tier>(v).unwrap().check_loaded()
+    };
+    assert_eq!(load(&|_| ()), Ok(()));
+    fn log(v: &mut serde_json::Value) -> &mut serde_json::Value {
+        &mut v["state"]["Log"]
+    }
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+        ("log: p2l entries 2, but the parameters make", &|v| log(v)["p2l"] = "0000000100000002".into()),
+        ("log: l2p entries 2, but the parameters make", &|v| log(v)["l2p"] = "ffffffffffffffff".into()),
+        ("log: band_state entries 1, but the parameters make", &|v| log(v)["band_state"] = serde_json::json!([0])),
+        ("log: free band 1000000 is beyond the", &|v| log(v)["free_bands"] = serde_json::json!([1000000])),
+        ("log: user_blocks 1099511627776", &|v| log(v)["user_blocks"] = (1u64 << 40).into()),
+        ("log: band_blocks 0", &|v| log(v)["band_blocks"] = 0.into()),
+        ("log: log entry's user block 1099511627776 is beyond", &|v| log(v)["log"] = serde_json::json!([[1u64 << 40, 0]])),
+        ("destage_concurrency 0: 1 to 1024", &|v| v["config"]["destage_concurrency"] = 0.into()),
+        ("the tier's state is not that of its policy IuFill", &|v| v["config"]["policy"] = "iu-fill".into()),
+    ];
+    for (want, edit) in cases {
+        let e = load(edit).unwrap_err();
+        assert!(e.starts_with(want), "{want}: {e}");
+    }
+    let iu = Tier::new(config(Policy::IuFill, 64));
+    let back: Tier = serde_json::from_value(serde_json::to_value(&iu).unwrap()).unwrap();
+    assert_eq!(back.check_loaded(), Ok(()));
+}
+
 #[test]
 fn a_saved_tier_loads_back_identical() {
     let mut t = Tier::new(config(Policy::Log, 64));

@@ -104,6 +104,13 @@ impl TierConfig {
             if self.area_bytes > self.drive_bytes {
                 p.push(format!("area_bytes {}: at most the namespace's {} bytes (0: all of it)", self.area_bytes, self.drive_bytes));
             }
+            // The maps hold 32-bit block numbers (NONE = u32::MAX marks an empty entry): a
+            // larger area would wrap them (and its maps could not be allocated anyway).
+            if self.area() / BLOCK_BYTES >= NONE as u64 {
+                let field = if self.area_bytes == 0 { "drive_bytes" } else { "area_bytes" };
+                let max = (NONE as u64 - 1) * BLOCK_BYTES;
+                p.push(format!("{field} {}: the log tier maps at most {max} bytes (2^32 - 2 blocks of 4096)", self.area()));
+            }
             if !(5..=50).contains(&self.host_op_pct) {
                 p.push(format!("host_op {}: 5 to 50 (percent of the drive area)", self.host_op_pct));
             }
@@ -347,6 +354,32 @@ impl Tier {
             State::IuFill(s) => s.check(&self.config),
             State::Log(l) => l.check(&self.config),
         }
+    }
+
+    /// Checks a tier read back from a saved state (state.json's `stack`) before it runs:
+    /// its parameters (`TierConfig::problems`), that its state fits them (the policy, map
+    /// and band sizes, every index in range: a hand-edited or damaged state otherwise
+    /// panics on an index at the first destage), then [`Tier::check`].
+    pub fn check_loaded(&self) -> Result<(), String> {
+        let problems = self.config.problems();
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        match (&self.state, self.config.policy) {
+            (State::IuFill(s), Policy::IuFill) => {
+                if s.per_iu != IuFill::per_iu(&self.config) {
+                    return Err(format!(
+                        "iu-fill: {} blocks per IU, but iu_bytes {} makes {}",
+                        s.per_iu,
+                        self.config.iu_bytes,
+                        IuFill::per_iu(&self.config)
+                    ));
+                }
+            }
+            (State::Log(l), Policy::Log) => l.check_shape(&self.config)?,
+            (_, policy) => return Err(format!("the tier's state is not that of its policy {policy:?}")),
+        }
+        self.check()
     }
 }
 
@@ -635,17 +668,39 @@ struct LogTier {
     compacting: bool,
 }
 
+/// The sizes of a log tier of given parameters.
+struct LogShape {
+    user_blocks: u64,
+    band_blocks: u64,
+    stripe_blocks: u64,
+    iu_blocks: u64,
+    bands: u64,
+    drive_blocks: u64,
+}
+
 impl LogTier {
-    fn new(cfg: &TierConfig) -> LogTier {
+    fn new_shape(cfg: &TierConfig) -> LogShape {
         let band_blocks = cfg.band_bytes / BLOCK_BYTES;
         let bands = cfg.area() / cfg.band_bytes;
         let drive_blocks = bands * band_blocks;
         let user_blocks = drive_blocks * (100 - cfg.host_op_pct as u64) / 100;
-        LogTier {
+        LogShape {
             user_blocks,
             band_blocks,
             stripe_blocks: cfg.stripe_bytes / BLOCK_BYTES,
             iu_blocks: cfg.iu_bytes / BLOCK_BYTES,
+            bands,
+            drive_blocks,
+        }
+    }
+
+    fn new(cfg: &TierConfig) -> LogTier {
+        let LogShape { user_blocks, band_blocks, stripe_blocks, iu_blocks, bands, drive_blocks } = LogTier::new_shape(cfg);
+        LogTier {
+            user_blocks,
+            band_blocks,
+            stripe_blocks,
+            iu_blocks,
             log: VecDeque::new(),
             log_pos: BTreeMap::new(),
             next_seq: 0,
@@ -853,6 +908,57 @@ impl LogTier {
         if let Some(n) = self.inflight.remove(&id) {
             self.inflight_blocks -= n;
         }
+    }
+
+    /// The sizes and indices [`LogTier::new`] gives a tier of `cfg`, and every stored
+    /// index within them (what `check` and a run index by).
+    fn check_shape(&self, cfg: &TierConfig) -> Result<(), String> {
+        let want = LogTier::new_shape(cfg);
+        let shape = |what: &str, got: u64, want: u64| {
+            if got == want {
+                Ok(())
+            } else {
+                Err(format!("log: {what} {got}, but the parameters make {want}"))
+            }
+        };
+        shape("band_blocks", self.band_blocks, want.band_blocks)?;
+        shape("stripe_blocks", self.stripe_blocks, want.stripe_blocks)?;
+        shape("iu_blocks", self.iu_blocks, want.iu_blocks)?;
+        shape("user_blocks", self.user_blocks, want.user_blocks)?;
+        shape("l2p entries", self.l2p.len() as u64, want.user_blocks)?;
+        shape("p2l entries", self.p2l.len() as u64, want.drive_blocks)?;
+        shape("band_valid entries", self.band_valid.len() as u64, want.bands)?;
+        shape("band_state entries", self.band_state.len() as u64, want.bands)?;
+        let (users, drives, bands) = (want.user_blocks, want.drive_blocks, want.bands);
+        let bad = |what: &str, v: u64, n: u64| Err(format!("log: {what} {v} is beyond the {n} there are"));
+        if let Some(&p) = self.l2p.iter().find(|&&p| p != NONE && p as u64 >= drives) {
+            return bad("l2p drive block", p as u64, drives);
+        }
+        if let Some(&b) = self.p2l.iter().find(|&&b| b != NONE && b as u64 >= users) {
+            return bad("p2l user block", b as u64, users);
+        }
+        if let Some(&i) = self.free_bands.iter().find(|&&i| i as u64 >= bands) {
+            return bad("free band", i as u64, bands);
+        }
+        if let Some(&st) = self.band_state.iter().find(|&&st| st > CLOSED) {
+            return Err(format!("log: band state {st} is none of FREE, OPEN, CLOSED"));
+        }
+        if let Some(&(b, _)) = self.log.iter().find(|&&(b, _)| b >= users) {
+            return bad("log entry's user block", b, users);
+        }
+        if let Some((&b, _)) = self.log_pos.iter().find(|&(&b, _)| b >= users) {
+            return bad("log_pos user block", b, users);
+        }
+        let inflight: u64 = self.inflight.values().sum();
+        if inflight != self.inflight_blocks {
+            return Err(format!("log: in-flight count {} but destages hold {inflight}", self.inflight_blocks));
+        }
+        for front in [self.user_front, self.gc_front].into_iter().flatten() {
+            if front >= drives {
+                return bad("frontier drive block", front, drives);
+            }
+        }
+        Ok(())
     }
 
     fn check(&self, cfg: &TierConfig) -> Result<(), String> {

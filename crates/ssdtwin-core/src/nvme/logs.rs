@@ -82,10 +82,21 @@ pub fn entry(count: u64, status: Status, opcode: u8, nsid: u32, lba: u64, cmdid:
 /// Log pages Get Log Page returns raw: 01h, 02h, 03h, 81h.
 pub const RAW_LOG_IDS: [u8; 4] = [0x01, 0x02, 0x03, 0x81];
 
+/// The longest Get Log Page transfer the twin returns (1 MiB, the CLI's `--log-len` limit):
+/// every page it keeps is far shorter, and a longer one is only zeros to allocate.
+pub const MAX_LOG_PAGE_BYTES: u32 = 1 << 20;
+
 impl ControllerView {
     /// Get Log Page `lid`: the page's first `len` bytes (zero past its end, as a transfer
-    /// longer than the page reads). INVALID_LOG_PAGE for a page the twin does not keep.
+    /// longer than the page reads). INVALID_LOG_PAGE for a page the twin does not keep;
+    /// INVALID_FIELD for a length above [`MAX_LOG_PAGE_BYTES`].
     pub fn log_page(&self, lid: u8, len: u32) -> Result<Vec<u8>, Error> {
+        if len > MAX_LOG_PAGE_BYTES {
+            return fail(
+                Status::InvalidField,
+                format!("log page length {len}: must be 0..={MAX_LOG_PAGE_BYTES} bytes (1 MiB; the pages kept are at most a few KiB)"),
+            );
+        }
         let mut b = match lid {
             0x01 => self.error_log.iter().flat_map(|e| e.to_bytes()).collect(),
             0x02 => smart_bytes(&self.smart_log),

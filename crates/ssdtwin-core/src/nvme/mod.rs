@@ -51,7 +51,7 @@ pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
 pub use identify_bytes::{CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
-pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
+pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, MAX_LOG_PAGE_BYTES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
 pub use sanitize::{
     sanicap, sanitize_times, SanitizeLogJson, SanitizeLogPage, SanitizeRequest, SanitizeState, SanitizeTimes, SANACT_BLOCK_ERASE,

@@ -165,6 +165,10 @@ fn error_log_records_failed_io_and_raw_pages_have_their_layout() {
     let san = v.log_page(0x81, 40).unwrap();
     assert_eq!(u16::from_le_bytes([san[0], san[1]]), 0xFFFF);
     assert_eq!(status(v.log_page(0x42, 16).unwrap_err()), Status::InvalidLogPage);
+    // A length beyond 1 MiB is refused, not a zero-filled allocation of up to 4 GiB.
+    assert_eq!(v.log_page(0x02, logs::MAX_LOG_PAGE_BYTES).unwrap().len(), 1 << 20);
+    assert_eq!(status(v.log_page(0x02, logs::MAX_LOG_PAGE_BYTES + 1).unwrap_err()), Status::InvalidField);
+    assert_eq!(status(v.log_page(0x02, u32::MAX).unwrap_err()), Status::InvalidField);
     for _ in 0..100 {
         let _ = c.read(NsId(1), nsze, 1, &mut NoTiming);
     }

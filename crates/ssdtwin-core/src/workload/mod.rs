@@ -189,6 +189,20 @@ impl Generator {
         if spec.directions.is_empty() {
             return Err(err("no I/O direction".into()));
         }
+        // Percentages fio's parser keeps to 0..=100 (options.c maxval/maxfp): a contract
+        // input from elsewhere must not run with a share fio cannot express.
+        for (name, v) in [("rwmixread", spec.rwmixread), ("rwmixwrite", spec.rwmixwrite)]
+            .into_iter()
+            .chain(Ddir::ALL.map(|d| ("percentage_random", spec.percentage_random.get(d))))
+        {
+            if v > 100 {
+                return Err(err(format!("{name} {v}: must be 0..=100 (a percentage)")));
+            }
+        }
+        let pct = spec.latency_percentile;
+        if !(0.0..=100.0).contains(&pct) {
+            return Err(err(format!("latency_percentile {pct}: must be 0..=100 (a percentage)")));
+        }
         let region_start = spec.offset_bytes;
         let region_len = if spec.fill_device { target_bytes.saturating_sub(region_start) } else { spec.size_bytes };
         if region_start >= target_bytes || region_len == 0 {

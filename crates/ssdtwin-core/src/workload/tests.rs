@@ -130,3 +130,35 @@ fn draws_taken_ahead_leave_the_ios_as_they_are() {
         }
     }
 }
+
+/// Percentages fio keeps to 0..=100 are refused outside it (a contract input built by hand
+/// ran with them: rwmixread 513 read only, latency_percentile NaN ran a latency target no
+/// window could judge); the golden jobs' own values still build.
+#[test]
+fn out_of_range_percentages_are_refused() {
+    #[derive(serde::Deserialize)]
+    struct Golden {
+        spec: JobSpec,
+    }
+    let goldens: Vec<Golden> = serde_json::from_str(include_str!("../../tests/data/fio_goldens.json")).unwrap();
+    let spec = goldens.into_iter().map(|g| g.spec).find(|s| Generator::new(s.clone(), s.target_size_bytes).is_ok()).unwrap();
+    let target = spec.target_size_bytes;
+    let reason = |s: JobSpec| Generator::new(s, target).err().map(|e| e.reason).unwrap_or_default();
+    for (field, set) in [
+        ("rwmixread 101", Box::new(|s: &mut JobSpec| s.rwmixread = 101) as Box<dyn Fn(&mut JobSpec)>),
+        ("rwmixwrite 513", Box::new(|s: &mut JobSpec| s.rwmixwrite = 513)),
+        ("percentage_random 101", Box::new(|s: &mut JobSpec| s.percentage_random.write = 101)),
+        ("latency_percentile NaN", Box::new(|s: &mut JobSpec| s.latency_percentile = f64::NAN)),
+        ("latency_percentile inf", Box::new(|s: &mut JobSpec| s.latency_percentile = f64::INFINITY)),
+        ("latency_percentile -1", Box::new(|s: &mut JobSpec| s.latency_percentile = -1.0)),
+        ("latency_percentile 100.5", Box::new(|s: &mut JobSpec| s.latency_percentile = 100.5)),
+    ] {
+        let mut s = spec.clone();
+        set(&mut s);
+        let r = reason(s);
+        assert!(r.starts_with(field) && r.contains("must be 0..=100"), "{field}: {r}");
+    }
+    let mut s = spec.clone();
+    (s.rwmixread, s.rwmixwrite, s.percentage_random.read, s.latency_percentile) = (100, 0, 100, 0.0);
+    assert!(Generator::new(s, target).is_ok());
+}

@@ -116,8 +116,35 @@ impl Plan {
         }
     }
 
-    /// The lines of `r` (a file in `format`) under this plan.
+    /// What is wrong with the plan itself, naming the field and its range: a target of a
+    /// non-zero LBA size holding at least one LBA (a zero size or LBA divided by zero
+    /// placing the first I/O), a finite time scale of at least 0, and `replay_align` 0
+    /// or a power of two (fio's rule; the offsets are masked with it).
+    pub fn check(&self) -> Result<(), String> {
+        let Target { bytes, lba, .. } = self.target;
+        if lba == 0 {
+            return Err(format!(
+                "target.lba {lba}: at least 1 byte (the namespace's LBA size; fio's read_iolog places I/Os at any byte with 1)"
+            ));
+        }
+        if bytes < lba {
+            return Err(format!("target.bytes {bytes}: at least one {lba}-byte LBA (the namespace's size)"));
+        }
+        let t = self.fio.time_scale;
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(format!("fio.time_scale {t}: a finite number of at least 0 (what the trace's gaps are multiplied by)"));
+        }
+        let a = self.fio.replay_align;
+        if a != 0 && !a.is_power_of_two() {
+            return Err(format!("fio.replay_align {a}: 0 or a power of two"));
+        }
+        Ok(())
+    }
+
+    /// The lines of `r` (a file in `format`) under this plan (an error for a plan
+    /// [`Plan::check`] refuses).
     pub fn lines<R: BufRead + Send + 'static>(&self, format: Format, r: R) -> Result<Lines, TraceError> {
+        self.check().map_err(|why| TraceError::new(At::File, format!("trace plan: {why}")))?;
         let reader = open(format, r, &self.fio, self.volume.as_deref())?;
         Ok(Lines::new(reader, Mapper::new(self.target, self.trace_end), self.limits))
     }
@@ -465,6 +492,49 @@ mod tests {
 
     fn target(beyond: Beyond, widen: bool) -> Target {
         Target { bytes: 1 << 20, lba: 4096, beyond, widen }
+    }
+
+    /// A plan whose target has no bytes or a zero LBA panicked dividing by zero at the
+    /// first I/O; it, and a time scale or alignment fio cannot take, is refused up front.
+    #[test]
+    fn a_plan_that_cannot_place_an_io_is_refused() {
+        let plan = |f: &dyn Fn(&mut Plan)| {
+            let mut p = Plan {
+                format: "msr".into(),
+                fio: FioReplay::default(),
+                volume: None,
+                target: target(Beyond::Wrap, true),
+                limits: Limits::default(),
+                trace_end: 0,
+            };
+            f(&mut p);
+            p.check()
+        };
+        assert_eq!(plan(&|_| ()), Ok(()));
+        let cases: [(&str, &dyn Fn(&mut Plan)); 7] = [
+            ("target.bytes 0:", &|p: &mut Plan| p.target.bytes = 0),
+            ("target.bytes 2048:", &|p: &mut Plan| p.target.bytes = 2048),
+            ("target.lba 0:", &|p: &mut Plan| p.target.lba = 0),
+            ("fio.time_scale NaN:", &|p: &mut Plan| p.fio.time_scale = f64::NAN),
+            ("fio.time_scale -1:", &|p: &mut Plan| p.fio.time_scale = -1.0),
+            ("fio.time_scale inf:", &|p: &mut Plan| p.fio.time_scale = f64::INFINITY),
+            ("fio.replay_align 3:", &|p: &mut Plan| p.fio.replay_align = 3),
+        ];
+        for (want, f) in cases {
+            let e = plan(f).unwrap_err();
+            assert!(e.starts_with(want), "{want} {e}");
+        }
+        let mut p = Plan {
+            format: "msr".into(),
+            fio: FioReplay::default(),
+            volume: None,
+            target: target(Beyond::Wrap, true),
+            limits: Limits::default(),
+            trace_end: 0,
+        };
+        p.target.bytes = 0;
+        let e = p.lines(Format::Csv(CsvFormat::Msr), std::io::Cursor::new(b"1,h,0,Write,0,4096,0\n".to_vec())).err().unwrap();
+        assert!(e.reason.starts_with("trace plan: target.bytes 0:"), "{}", e.reason);
     }
 
     #[test]
