@@ -305,7 +305,8 @@ fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
     fn log(v: &mut serde_json::Value) -> &mut serde_json::Value {
         &mut v["state"]["Log"]
     }
-    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+    type Edit<'a> = &'a dyn Fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 9] = [
         ("log: p2l entries 2, but the parameters make", &|v| log(v)["p2l"] = "0000000100000002".into()),
         ("log: l2p entries 2, but the parameters make", &|v| log(v)["l2p"] = "ffffffffffffffff".into()),
         ("log: band_state entries 1, but the parameters make", &|v| log(v)["band_state"] = serde_json::json!([0])),

@@ -511,7 +511,8 @@ mod tests {
             p.check()
         };
         assert_eq!(plan(&|_| ()), Ok(()));
-        let cases: [(&str, &dyn Fn(&mut Plan)); 7] = [
+        type Edit<'a> = &'a dyn Fn(&mut Plan);
+        let cases: [(&str, Edit); 7] = [
             ("target.bytes 0:", &|p: &mut Plan| p.target.bytes = 0),
             ("target.bytes 2048:", &|p: &mut Plan| p.target.bytes = 2048),
             ("target.lba 0:", &|p: &mut Plan| p.target.lba = 0),
