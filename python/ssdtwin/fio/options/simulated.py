@@ -96,7 +96,8 @@ def set_rw(st: State, value: Optional[str]) -> None:
             # with atoi: fio 3.33 takes randread:4k as 4, randread:x and :0 as 0 (then every
             # I/O is sequential), measured with write_iolog.
             if not re.fullmatch(r"\+?[0-9]+", postfix):
-                digits = re.match(r"[-+]?[0-9]*", postfix).group(0)
+                m = re.match(r"[-+]?[0-9]*", postfix)  # matches every string (possibly empty)
+                digits = m.group(0) if m else ""
                 read = int(digits) if digits.strip("+-") else 0
                 raise ValueError(f"the I/O count after ':' must be a plain number (fio 3.33 reads '{postfix}' with atoi, as {read})")
             nr = uint_in(st, postfix, lo=1, hi=FIO_UINT_MAX, why=WHY_UINT)
