@@ -284,10 +284,8 @@ fn a_log_area_beyond_32_bit_blocks_is_refused() {
     assert_eq!(cfg.problems(), Vec::<String>::new());
 }
 
-/// A saved tier whose state does not fit its parameters is refused on load, naming what
-/// does not fit, instead of panicking on an index at the first destage or check.
-#[test]
-fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
+/// A log tier after five writes (one overwritten) and every destage they caused.
+fn destaged_log_tier() -> Tier {
     let mut t = Tier::new(config(Policy::Log, 64));
     for b in [3u64, 99, 7, 3, 500] {
         t.write(b * BLOCK_BYTES, BLOCK_BYTES);
@@ -295,6 +293,14 @@ fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
     while let Some(d) = t.next_destage() {
         t.destage_done(d.id);
     }
+    t
+}
+
+/// A saved tier whose state does not fit its parameters is refused on load, naming what
+/// does not fit, instead of panicking on an index at the first destage or check.
+#[test]
+fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
+    let t = destaged_log_tier();
     let saved = serde_json::to_value(&t).unwrap();
     let load = |edit: &dyn Fn(&mut serde_json::Value)| {
         let mut v = saved.clone();
@@ -328,13 +334,7 @@ fn a_loaded_tier_that_does_not_fit_its_parameters_is_refused() {
 
 #[test]
 fn a_saved_tier_loads_back_identical() {
-    let mut t = Tier::new(config(Policy::Log, 64));
-    for b in [3u64, 99, 7, 3, 500] {
-        t.write(b * BLOCK_BYTES, BLOCK_BYTES);
-    }
-    while let Some(d) = t.next_destage() {
-        t.destage_done(d.id);
-    }
+    let t = destaged_log_tier();
     let text = serde_json::to_string(&t).unwrap();
     let back: Tier = serde_json::from_str(&text).unwrap();
     assert_eq!(serde_json::to_string(&back).unwrap(), text);

@@ -498,15 +498,16 @@ mod tests {
     /// first I/O; it, and a time scale or alignment fio cannot take, is refused up front.
     #[test]
     fn a_plan_that_cannot_place_an_io_is_refused() {
+        let msr_plan = || Plan {
+            format: "msr".into(),
+            fio: FioReplay::default(),
+            volume: None,
+            target: target(Beyond::Wrap, true),
+            limits: Limits::default(),
+            trace_end: 0,
+        };
         let plan = |f: &dyn Fn(&mut Plan)| {
-            let mut p = Plan {
-                format: "msr".into(),
-                fio: FioReplay::default(),
-                volume: None,
-                target: target(Beyond::Wrap, true),
-                limits: Limits::default(),
-                trace_end: 0,
-            };
+            let mut p = msr_plan();
             f(&mut p);
             p.check()
         };
@@ -525,14 +526,7 @@ mod tests {
             let e = plan(f).unwrap_err();
             assert!(e.starts_with(want), "{want} {e}");
         }
-        let mut p = Plan {
-            format: "msr".into(),
-            fio: FioReplay::default(),
-            volume: None,
-            target: target(Beyond::Wrap, true),
-            limits: Limits::default(),
-            trace_end: 0,
-        };
+        let mut p = msr_plan();
         p.target.bytes = 0;
         let e = p.lines(Format::Csv(CsvFormat::Msr), std::io::Cursor::new(b"1,h,0,Write,0,4096,0\n".to_vec())).err().unwrap();
         assert!(e.reason.starts_with("trace plan: target.bytes 0:"), "{}", e.reason);
