@@ -226,12 +226,13 @@ def test_a_flow_member_that_can_never_run_is_an_error(tmp_path: Path) -> None:
 def _real_flow_run(job: Path) -> dict[str, int]:
     """Real fio's I/Os per job of the flow group in `job`. fio's flow control keeps its 3:2:1
     only while all three threads get CPU: a CI run on a loaded machine once gave 26,128 /
-    3,498 / 1,750 (a/c 14.9). Such a run says nothing of fio's rule, so fio runs again, at
-    most three times in all, until a/c and b/c are within 10 % of 3 and 2."""
-    for _ in range(3):
+    3,498 / 1,750 (a/c 14.9), and another 4,751 / 3,265 / 1,634 (a/c 2.908, 3.1 % under 3).
+    Such a run says nothing of fio's rule, so fio runs again, at most five times in all, until
+    a/c and b/c are within 2 % of 3 and 2: inside the 3 % the test then holds the twin to."""
+    for _ in range(5):
         out = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60, check=True)
         real = {j["jobname"]: j["read"]["total_ios"] for j in json.loads(out.stdout)["jobs"]}
-        if real["c"] and all(abs(real[k] / real["c"] / w - 1) < 0.1 for k, w in (("a", 3), ("b", 2))):
+        if real["c"] and all(abs(real[k] / real["c"] / w - 1) < 0.02 for k, w in (("a", 3), ("b", 2))):
             break
     return real
 
