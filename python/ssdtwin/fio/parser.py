@@ -21,17 +21,17 @@ listed in docs/fio.md. In short:
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TypedDict, Union
+from typing import Any, Optional, TypedDict, Union
 
 from . import limits as L
 from . import options as O
+from .bc import bc_integer
 from .contract import JobSpec
 from .errors import FioJobError, Where
 from .errors import where as _where
@@ -484,19 +484,25 @@ class _Reader:
             self.error(reason, file=file, line=line, option=option, value=value)
 
     # -- text level --
-    def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> list[_Section]:
-        sections: list[_Section] = []
-        current: Optional[_Section] = None
-        stack = [_file_key(path)] if path else []  # path was just read: it exists
+    def _statements(self, display: str, text: str) -> Iterator[tuple[int, str]]:
+        """(line number, statement) of every line of a job or include file that holds one,
+        read as fio reads it (`_fio_lines`, comments stripped); a line fio would cut is an
+        error. Stops when a run-wide limit has been reached."""
         for lineno, raw in enumerate(_fio_lines(text), start=1):
             if self.budget.exhausted:
-                break
+                return
             if _cut_by_fio(raw):
                 self.error(_LONG_LINE, file=display, line=lineno)
                 continue
             p = _strip_line(raw)
-            if p == "":
-                continue
+            if p:
+                yield lineno, p
+
+    def read_sections(self, display: str, text: str, path: Optional[Path], file_index: int) -> list[_Section]:
+        sections: list[_Section] = []
+        current: Optional[_Section] = None
+        stack = [_file_key(path)] if path else []  # path was just read: it exists
+        for lineno, p in self._statements(display, text):
             if p.startswith("["):
                 m = re.fullmatch(r"\[(.+)\]", p)
                 if not m:
@@ -592,15 +598,7 @@ class _Reader:
         except ValueError as e:
             self.error(f"include {target}: {e}", file=display, line=lineno)
             return
-        for inc_lineno, raw in enumerate(_fio_lines(text), start=1):
-            if self.budget.exhausted:
-                return
-            if _cut_by_fio(raw):
-                self.error(_LONG_LINE, file=inc_display, line=inc_lineno)
-                continue
-            p = _strip_line(raw)
-            if p == "":
-                continue
+        for inc_lineno, p in self._statements(inc_display, text):
             if p.startswith("["):
                 self.error("no new sections in included files", file=inc_display, line=inc_lineno)
                 continue
@@ -619,7 +617,7 @@ class _Reader:
         new_value: Optional[str] = value if eq else None
         if replaced and new_value is not None and re.search(r"[-+*/]", text) and "'" not in text:
             try:
-                new_value = str(_bc(new_value))
+                new_value = str(bc_integer(new_value))
             except ValueError as e:
                 self.error(f"cannot evaluate keyword arithmetic: {e}", file=line.file, line=line.line, option=name.rstrip(), value=value)
                 return None
@@ -669,101 +667,6 @@ def _display_path(path: Path, cwd: Path) -> str:
 def _expand_env(text: str, env: Mapping[str, str]) -> str:
     # options.c fio_option_dup_subs: every ${NAME} is replaced, unset names by nothing.
     return re.sub(r"\$\{([^}]*)\}", lambda m: env.get(m.group(1), "") if m.group(1) else "", text)
-
-
-def _bc(text: str) -> int:
-    """Integer arithmetic the way ``bc`` (scale=0) evaluates fio's keyword values, within
-    the expression limits of ``units`` (digits, bits, nesting)."""
-    tokens = re.findall(r"\s*(\d+|[-+*/%^()])", text)
-    if "".join(tokens).replace(" ", "") != re.sub(r"\s", "", text):
-        raise ValueError(f"'{text}' is not integer arithmetic")
-    if len(tokens) > L.MAX_EXPR_TOKENS:
-        raise ValueError(f"more than {L.MAX_EXPR_TOKENS} numbers and operators")
-    pos = 0
-    depth = 0
-
-    def bounded(v: int) -> int:
-        if v.bit_length() > L.MAX_EXPR_BITS:
-            raise ValueError(f"value out of range (more than {L.MAX_EXPR_BITS} bits)")
-        return v
-
-    def nested(inner: Callable[[], int]) -> int:
-        nonlocal depth
-        depth += 1
-        if depth > L.MAX_EXPR_DEPTH:
-            raise ValueError(f"nested more than {L.MAX_EXPR_DEPTH} deep")
-        try:
-            return inner()
-        finally:
-            depth -= 1
-
-    def peek() -> str:
-        return tokens[pos].strip() if pos < len(tokens) else ""
-
-    def take() -> str:
-        nonlocal pos
-        tok = peek()
-        pos += 1
-        return tok
-
-    def expr() -> int:
-        v = term()
-        while peek() in ("+", "-"):
-            op = take()
-            r = term()
-            v = bounded(v + r if op == "+" else v - r)
-        return v
-
-    def term() -> int:
-        v = power()
-        while peek() in ("*", "/", "%"):
-            op = take()
-            r = power()
-            if op != "*" and r == 0:
-                raise ValueError("divide by zero")
-            if op == "*":
-                v = bounded(v * r)
-            elif op == "/":
-                q = abs(v) // abs(r)
-                v = q if (v >= 0) == (r >= 0) else -q
-            else:
-                v = v - r * (abs(v) // abs(r) * (1 if (v >= 0) == (r >= 0) else -1))
-        return v
-
-    def power() -> int:
-        v = unary()
-        if peek() == "^":
-            take()
-            e = power()
-            if e < 0:
-                raise ValueError("negative exponent")
-            if abs(v) > 1 and e * math.log2(abs(v)) > L.MAX_EXPR_BITS + 1:
-                raise ValueError(f"value out of range (more than {L.MAX_EXPR_BITS} bits)")
-            v = v**e
-        return v
-
-    def parenthesised() -> int:
-        v = expr()
-        if take() != ")":
-            raise ValueError("missing ')'")
-        return v
-
-    def unary() -> int:
-        tok = take()
-        if tok == "-":
-            return -nested(unary)
-        if tok == "(":
-            return nested(parenthesised)
-        if tok.isdigit():
-            if len(tok) > L.MAX_NUMBER_CHARS:
-                raise ValueError(f"number longer than {L.MAX_NUMBER_CHARS} characters")
-            return int(tok)
-        raise ValueError(f"unexpected '{tok}'")
-
-    value = expr()
-    if pos != len(tokens):
-        raise ValueError(f"'{text}' is not integer arithmetic")
-    return value
 
 
 def _default_keywords() -> dict[str, str]:
