@@ -285,7 +285,8 @@ def calibrate(
     a temporary directory, and each trial runs on a fresh read-only open of one (writes
     stay in memory). A trial is therefore a function of the parameters alone, not of the
     trials before it, and the figures are those `ssdtwin reproduce cm6` measures."""
-    timing: TimingTable = json.loads(json.dumps(_core.parse_spec(spec_toml)["timing"]))
+    spec = _core.parse_spec(spec_toml)
+    timing: TimingTable = json.loads(json.dumps(spec["timing"]))
     order = [corners[n] for n in NAMES if n in corners]
     fitting = [c for c in order if c.sets]
     fitted: dict[str, FittedParameter] = {}
@@ -332,7 +333,7 @@ def calibrate(
             if c.sets and not rows[-1].get("responds", True):
                 stuck = fitted[c.sets].get("stuck")
                 rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log, waf)
-    return {
+    result: Calibration = {
         "scale": scale,
         "seed": seed,
         "tol": tol,
@@ -343,6 +344,8 @@ def calibrate(
         "timing": timing,
         "corners": {c.name: c.toml_fields() for c in order},
     }
+    result["implausible"] = implausible(spec["nand"], result)
+    return result
 
 
 def fit_one(
@@ -528,16 +531,13 @@ OTHER_LIMIT = {
 }
 
 
-def implausible(spec_text: str, result: Calibration) -> list[str]:
+def implausible(nand: Mapping[str, Any], result: Calibration) -> list[str]:
     """One line per fitted NAND time outside what published dies of the spec's cell type do
-    (NAND_RANGES); empty for cell types without a range."""
-    import tomlkit
-
-    nand = tomlkit.parse(spec_text).get("nand", {})
+    (NAND_RANGES); empty for cell types without a range. `nand`: the spec's [nand] as the
+    core parses it (`_core.parse_spec`)."""
 
     def value(key: str) -> float:
-        v = nand.get(key, {})
-        return float(v.get("value", 0) if isinstance(v, Mapping) else v)
+        return float(nand[key]["value"])
 
     bits = int(value("bits_per_cell"))
     ranges = NAND_RANGES.get(bits)
