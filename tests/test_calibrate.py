@@ -377,6 +377,10 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
         "4-precondition-rand.fio",
         "5-rand-read.fio",
         "6-rand-write.fio",
+        "7-qd1-rand-read.fio",
+        "8-qd1-rand-write.fio",
+        "9-qd1-rand-rw-65.fio",
+        "10-rand-rw-70.fio",
         "run.sh",
     ]
     for p in jobs.glob("*.fio"):
@@ -393,19 +397,27 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     # run.sh cds to its folder: the JSON lands in jobs/results/, which is what both it and the
     # command's note tell --measured (the docs' opening block once said results/).
     assert f"--measured {jobs / 'results'}/ " in run
-    assert r.stderr.rstrip().endswith(f"then: ssdtwin calibrate --spec {spec} --measured {jobs / 'results'}/ --out FILE")
+    assert f"then: ssdtwin calibrate --spec {spec} --measured {jobs / 'results'}/ --out FILE; " in r.stderr
+    assert r.stderr.rstrip().endswith(f"ssdtwin validate --spec FILE --measured {jobs / 'results'}/")
+    # Each job its own seed: fio seeds a run's first job alike whatever the file, so a random
+    # read would replay the random precondition's write order (corners._seed_lines).
+    seeds = [re.search(r"(?m)^randseed=(\d+)$", p.read_text()) for p in sorted(jobs.glob("*.fio"))]
+    assert all(s is not None for s in seeds) and len({s.group(1) for s in seeds if s}) == len(seeds)
+    assert all("randrepeat=0\n" in p.read_text() for p in jobs.glob("*.fio"))
     assert "--measured jobs/results/ " in (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
 
 
 def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:
     """docs/calibration.md's first block: the twin of the fitted spec is created at the scale
     `calibrate` fitted it at (its default), the jobs printed in the spec's own shapes, and the
-    check is a second calibration of the fitted spec (validate has no --spec)."""
+    check is a second calibration of the fitted spec, then validate holds it to the jobs it
+    was not fitted to."""
     block = (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
     scale = inspect.signature(calibrate_cmd).parameters["scale"].default.default  # typer.Option("1/64", ...)
     assert f"ssdtwin create ./mine --spec mine-fitted.toml --scale {scale}" in block
     assert "ssdtwin calibrate --spec mine.toml --print-jobs jobs/" in block
-    assert "ssdtwin calibrate --spec mine-fitted.toml " in block and "ssdtwin validate" not in block
+    assert "ssdtwin calibrate --spec mine-fitted.toml " in block
+    assert "ssdtwin validate --spec mine-fitted.toml --measured jobs/results/" in block
 
 
 def test_the_docs_make_the_hidden_spec_they_measure(tmp_path: Path) -> None:

@@ -167,6 +167,7 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
     for the --measured command the note ends with."""
     from ..studies import corners as C
     from ..studies.calibrate import CM6_CORNERS, CM6_MODEL
+    from ..studies.measured import printed_jobs
 
     if any(o is not None for o in others) or write:
         fail("--print-jobs writes the jobs and exits: give it alone (with MODEL or --spec for the corners' job shapes)")
@@ -179,7 +180,7 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
         corners = dict(CM6_CORNERS)
     for name in C.NAMES:  # the default shape for a corner the spec does not publish
         corners.setdefault(name, C.Corner(name, 0.0, ""))
-    files = [str(p) for p in C.print_jobs(directory, corners)]
+    files = [str(p) for p in C.print_jobs(directory, corners, after=printed_jobs(7))]
     if fmt == "json":
         emit_json({"files": files})
     else:
@@ -187,7 +188,8 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
             typer.echo(p)
     say(
         f"run them on the drive (edit filename={C.DEVICE} first: the write jobs destroy its data): sh {directory / 'run.sh'}; "
-        f"then: ssdtwin calibrate {again}--measured {directory / 'results'}/ --out FILE"
+        f"then: ssdtwin calibrate {again}--measured {directory / 'results'}/ --out FILE; "
+        f"and to check the fitted twin on the jobs it was not fitted to: ssdtwin validate --spec FILE --measured {directory / 'results'}/"
     )
 
 

@@ -31,7 +31,6 @@ from .common import (
     Interrupt,
     OutputFmt,
     Terminated,
-    available_cpus,
     check_fmt,
     check_output_file,
     drive_view,
@@ -155,6 +154,12 @@ def _calibrate() -> Callable[..., None]:
     from .calibrate import calibrate_cmd
 
     return calibrate_cmd
+
+
+def _validate() -> Callable[..., None]:
+    from .validate import validate_cmd
+
+    return validate_cmd
 
 
 class _TopGroup(_LazyGroup):
@@ -670,51 +675,7 @@ _later(bench, "nbd", _bench_nbd)
 
 
 _later(app, "calibrate", _calibrate)
-
-
-@app.command()
-def validate(
-    quick: bool = typer.Option(False, "--quick", help="smaller drives (1/256) and windows a fifth as long: a check of the machinery (CI)"),
-    scale: Optional[str] = typer.Option(None, "--scale", help="1/N of every drive (default 1/64; --quick 1/256)"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives"),
-    only: Optional[str] = typer.Option(None, "--only", help="comma-separated groups (default: all; docs/validation.md lists them)"),
-    write_doc: Optional[Path] = typer.Option(None, "--write-doc", help="also write the table as Markdown there (docs/validation.md)"),
-    check_targets: bool = typer.Option(
-        False, "--check", help="exit 1 unless every calibrated figure is within 5 % and 85 % of the predicted ones within 15 %"
-    ),
-    jobs: int = typer.Option(
-        0, "--jobs", "-j", min=0, max=256, help="groups at once, each in a process of its own (0: one per CPU); the figures are the same"
-    ),
-    fmt: str = OutputFmt,
-) -> None:
-    """Every published figure beside the twin's: published, twin, error, calibrated or predicted (docs/validation.md)."""
-    from ..studies import validate as v
-
-    check_fmt(fmt)
-    groups = [g.strip() for g in only.split(",")] if only else list(v.GROUPS)
-    unknown = [g for g in groups if g not in v.GROUPS]
-    if unknown:
-        fail(f"--only: unknown group {', '.join(unknown)}; choose from {', '.join(v.GROUPS)}")
-    n = parse_scale(scale) if scale else (256 if quick else 64)
-
-    def log(m: str) -> None:
-        print(m, file=sys.stderr if fmt == "json" else sys.stdout)
-
-    res = v.validate(v.Settings(scale=n, seed=seed, quick=quick), groups, log=log, jobs=jobs or available_cpus())
-    s = res["summary"]
-    log(
-        f"{s['figures']} figures over {s['systems']} systems: calibrated {s['calibrated_within_5pct']}/{s['calibrated']} within 5 %, "
-        f"predicted {s['predicted_within_15pct']}/{s['predicted']} within 15 % ({res['wall_s']:.0f} s, scale 1/{n})"
-    )
-    if write_doc is not None:
-        argv = " ".join(["ssdtwin validate"] + sys.argv[2:]) if sys.argv[1:2] == ["validate"] else "ssdtwin validate"
-        write_doc.write_text(v.markdown(res, argv))
-        print(f"wrote {write_doc}", file=sys.stderr)
-    if fmt == "json":
-        emit_json(res)
-    missed = v.targets_met(res)
-    if check_targets and missed:
-        fail("accuracy targets missed: " + "; ".join(missed))
+_later(app, "validate", _validate)
 
 
 @app.command()

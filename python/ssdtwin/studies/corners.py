@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired, Optional, TypedDict
@@ -351,8 +352,9 @@ def _precondition_rand(bs: int) -> str:
     )
 
 
-def print_jobs(directory: Path, corners: dict[str, Corner]) -> list[Path]:
-    """Write the fio jobs behind the figures, numbered in the order to run them, and
+def print_jobs(directory: Path, corners: dict[str, Corner], after: Sequence[tuple[str, str]] = ()) -> list[Path]:
+    """Write the fio jobs behind the figures, numbered in the order to run them, then the
+    jobs `after` ((stem, text): `measured.printed_jobs`, in random steady state), and
     run.sh, which runs them and keeps each one's JSON in results/. Returns the files."""
     directory.mkdir(parents=True, exist_ok=True)
     rand_bs = corners["rand-write"].shape[0] if "rand-write" in corners else RAND_SHAPE[0]
@@ -364,15 +366,26 @@ def print_jobs(directory: Path, corners: dict[str, Corner]) -> list[Path]:
     for n, name in enumerate(("rand-read", "rand-write"), 5):
         if name in corners:
             files.append((f"{n}-{name}", _measure_job(corners[name])))
+    files += after
     written = []
-    for stem, text in files:
+    for n, (stem, text) in enumerate(files, 1):
         p = directory / f"{stem}.fio"
-        p.write_text(_WARNING + text)
+        p.write_text(_WARNING + text.replace("[global]\n", f"[global]\n{_seed_lines(n)}", 1))
         written.append(p)
     run = directory / "run.sh"
     run.write_text(_run_sh([stem for stem, _ in files], directory))
     run.chmod(0o755)
     return [*written, run]
+
+
+def _seed_lines(n: int) -> str:
+    """A seed of its own for each printed job. fio seeds every job of a run alike
+    (randrepeat=1, thread 1: each file here is a run of one job), so without this a random
+    read job reads the blocks in the very order the random precondition wrote them, and
+    reads meet the pages they share in the NAND's page registers: a replay, not random
+    reads (measured on a twin: 4 KiB QD1 reads 119 us against 366 us with their own seed).
+    fio 3.33 takes randseed only with randrepeat=0 (init.c), and stays reproducible."""
+    return f"randrepeat=0\nrandseed={n}\n"
 
 
 def _measure_job(c: Corner) -> str:
@@ -390,6 +403,7 @@ def _run_sh(stems: list[str], directory: Path) -> str:
         f"# Runs the jobs in order on the device named in them ({DEVICE} until you change it:\n"
         "# the write jobs destroy all data on it), each one's fio JSON kept in results/ here, then:\n"
         f"#   ssdtwin calibrate --spec mine.toml --measured {directory / 'results'}/ --out mine-fitted.toml\n"
+        f"#   ssdtwin validate --spec mine-fitted.toml --measured {directory / 'results'}/\n"
         'set -e\ncd "$(dirname "$0")"\nmkdir -p results\n' + lines + "\n"
     )
 
@@ -423,24 +437,25 @@ def _figure_of(name: str, found: list[_Found], where: str) -> Corner:
     return replace(c, source=f"measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
 
 
-def read_measured(directory: Path, shapes: dict[str, Corner]) -> dict[str, Corner]:
+def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = True) -> dict[str, Corner]:
     """Corners from the fio JSON files under `directory` (recursively): jobs named as a
     corner (`print_jobs`), or an `ssdtwin pts` report's elements (SEQ/RND at 100 % reads or
     writes with the corner's block size; the rounds of the measurement window, averaged).
-    The job shape is the one fio ran (`job options`), which the twin then repeats."""
+    The job shape is the one fio ran (`job options`), which the twin then repeats. Finding
+    none is an error when `required` (calibration), an empty result otherwise."""
     if not directory.is_dir():
         raise CornerError(f"--measured {directory}: not a directory")
     found: dict[str, list[_Found]] = {}
     for path in sorted(directory.rglob("*.json")):
         if path.name in ("pts.json", "result.json", "steady.json"):
             continue
-        report = _load_report(path)
+        report = load_report(path)
         if report is None:
             continue
         for f in _jobs_of(path, report, shapes):
             if _in_window(path, f.jobname):
                 found.setdefault(f.name, []).append(f)
-    if not found:
+    if not found and required:
         names = f"{', '.join(NAMES[:-1])} or {NAMES[-1]}"
         raise CornerError(
             f"--measured {directory}: no fio JSON job named {names} (the jobs of `ssdtwin calibrate --print-jobs`) "
@@ -456,7 +471,7 @@ def read_measured(directory: Path, shapes: dict[str, Corner]) -> dict[str, Corne
     return out
 
 
-def _load_report(path: Path) -> Optional[dict[str, Any]]:
+def load_report(path: Path) -> Optional[dict[str, Any]]:
     """A fio JSON report (fio's leading notes skipped), None for JSON that is not one."""
     text = path.read_text(errors="replace")
     start = text.find("{")
@@ -496,15 +511,15 @@ def _jobs_of(path: Path, report: dict[str, Any], shapes: dict[str, Corner]) -> l
         i0, j0 = jobs[0]
         opts = {**glob, **(j0.get("job options") or {})}
         field = f"{path}: jobs[{i0}] ({jobname})"
-        bs = _size(opts.get("bs", "4k"), f"{field}: job options.bs")
+        bs = block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
         name = _corner_name(jobname, str(opts.get("rw", "")), bs, shapes)
         if name is None:
             continue
         if not _rw_fits(name, opts):
             rw = opts.get("rw", opts.get("readwrite"))
             raise CornerError(f"{field}: job options.rw = {rw}: a {name} figure is measured with rw={FIO_RW[name]}")
-        qd = _int(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-        njobs = _int(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+        qd = whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
+        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
         d = "read" if name.endswith("read") else "write"
         total = 0.0
         for i, job in jobs:
@@ -535,7 +550,7 @@ def _rw_fits(name: str, opts: dict[str, Any]) -> bool:
     return rw in mixed and str(opts.get("rwmixread", "50")) == want
 
 
-def _size(v: Any, field: str) -> int:
+def block_size(v: Any, field: str) -> int:
     try:
         n = _core.parse_size(str(v))
     except ValueError:
@@ -545,7 +560,7 @@ def _size(v: Any, field: str) -> int:
     return n
 
 
-def _int(v: Any, field: str) -> int:
+def whole(v: Any, field: str) -> int:
     try:
         n = int(str(v))
     except ValueError:

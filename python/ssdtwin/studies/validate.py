@@ -116,8 +116,11 @@ class Drives:
     read-only for every figure measured in it, so each figure starts from the same state
     whatever ran before it (writes of a read-only open stay in memory)."""
 
-    def __init__(self, s: Settings) -> None:
+    def __init__(self, s: Settings, spec_toml: Optional[str] = None) -> None:
         self.s = s
+        # A spec of the user's own (`validate --spec`): every drive is of it, and `model`
+        # below only names it.
+        self.spec_toml = spec_toml
         self._tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
         self._images: dict[tuple[str, str, float, int], str] = {}
 
@@ -126,26 +129,39 @@ class Drives:
         `reproduce` and `calibrate` use): WIPC for sequential corners; random writes of the
         corner's own block size to steady state for random ones."""
         rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
-        key = (model, corner.state, ns_fraction, rand_bs if corner.state == "rand" else 0)
+        return self.open_state(model, corner.state, rand_bs, ns_fraction)
+
+    def open_state(self, model: str, state: str, rand_bs: int = 4096, ns_fraction: float = 1.0) -> Drive:
+        """A drive in `state` ("seq": WIPC; "rand": then random writes of `rand_bs` to
+        steady state), made once and opened read-only."""
+        key = (model, state, ns_fraction, rand_bs if state == "rand" else 0)
         if key not in self._images:
             path = str(Path(self._tmp.name) / f"d{len(self._images)}")
-            d = cm6_drive(model, self.s.scale, corner.state, ns_fraction, self.s.seed, path=path, rand_block_bytes=rand_bs).drive
+            d = cm6_drive(
+                None if self.spec_toml else model,
+                self.s.scale,
+                state,
+                ns_fraction,
+                self.s.seed,
+                path=path,
+                spec_toml=self.spec_toml,
+                rand_block_bytes=rand_bs,
+            ).drive
             d.close()
             self._images[key] = path
         return Drive.open(self._images[key], writable=False)
 
+    def corner(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> float:
+        """A corner's figure on the twin (`experiments.measure_corner`: MB/s for sequential
+        corners, IOPS for random ones), in the corner's job shape and the run's windows."""
+        d = self.open(model, corner, ns_fraction)
+        try:
+            return measure_corner(d, corner, windows_ms=self.s.windows())
+        finally:
+            d.close()
+
     def close(self) -> None:
         self._tmp.cleanup()
-
-
-def twin_corner(drives: Drives, model: str, corner: Corner, ns_fraction: float = 1.0) -> float:
-    """A corner's figure on the twin (`experiments.measure_corner`: MB/s for sequential
-    corners, IOPS for random ones), in the corner's job shape and the run's windows."""
-    d = drives.open(model, corner, ns_fraction)
-    try:
-        return measure_corner(d, corner, windows_ms=drives.s.windows())
-    finally:
-        d.close()
 
 
 def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None, notes: Optional[dict[str, str]] = None) -> list[Figure]:
@@ -155,7 +171,7 @@ def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None,
     for model in models or [name for name, _ in _core.presets()]:
         for c in corners.from_spec(_core.preset(model), model).values():
             t0 = time.perf_counter()
-            twin = twin_corner(drives, model, c)
+            twin = drives.corner(model, c)
             f = Figure(
                 system=model,
                 source=c.source.removeprefix("[SRC] "),
@@ -168,7 +184,7 @@ def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None,
                 note=(CORNER_NOTES if notes is None else notes).get(f"{model}:{c.name}", ""),
             )
             out.append(f)
-            log(_line(f, time.perf_counter() - t0))
+            log(line(f, time.perf_counter() - t0))
     drives.close()
     return out
 
@@ -187,7 +203,7 @@ def cm6_brief_group(s: Settings, log: Log) -> list[Figure]:
         for name in corners.NAMES:
             c = Corner(name, float(CM6_PUBLISHED[(col, name)]), "KIOXIA CM6 namespace brief")
             t0 = time.perf_counter()
-            twin = twin_corner(drives, model, c, frac)
+            twin = drives.corner(model, c, frac)
             f = Figure(
                 system=model,
                 source="KIOXIA CM6 namespace brief",
@@ -199,7 +215,7 @@ def cm6_brief_group(s: Settings, log: Log) -> list[Figure]:
                 group="cm6-brief",
             )
             out.append(f)
-            log(_line(f, time.perf_counter() - t0))
+            log(line(f, time.perf_counter() - t0))
     drives.close()
     return out
 
@@ -219,7 +235,7 @@ def p5316_group(s: Settings, log: Log) -> list[Figure]:
                 "intel-p5316-15.36t", "Intel D5-P5316 IU white paper", f"{shape}: {fig}", unit, pub, twin, "predicted", "p5316-whitepaper"
             )
             out.append(f)
-            log(_line(f, r["wall_s"] / 3))
+            log(line(f, r["wall_s"] / 3))
     return out
 
 
@@ -258,7 +274,7 @@ def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
             NOTES["cm6-small-write"] if (model, d) == ("kioxia-cm6-v-1.6t", "write") else "",
         )
         out.append(f)
-        log(_line(f, time.perf_counter() - t0))
+        log(line(f, time.perf_counter() - t0))
     return out
 
 
@@ -283,7 +299,7 @@ def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
             "pblaze5",
         )
         out.append(f)
-        log(_line(f, (time.perf_counter() - t0) / 2))
+        log(line(f, (time.perf_counter() - t0) / 2))
     t0 = time.perf_counter()
     from . import doublewrite
     from .doublewrite import PUBLISHED, PUBLISHED_GAINS
@@ -332,7 +348,7 @@ def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
             f.twin_low, f.twin_high = sorted((twin, other[name]))
             f.band = "the namespace beyond the database trimmed (twin) or written (valid, cold)"
         out.append(f)
-        log(_line(f, (time.perf_counter() - t0) / len(figs)))
+        log(line(f, (time.perf_counter() - t0) / len(figs)))
     return out
 
 
@@ -367,7 +383,7 @@ def kumoscale_group(s: Settings, log: Log) -> list[Figure]:
             f.band = what
             f.note = _kumoscale_note(f, kumo)
             out.append(f)
-            log(_line(f, (time.perf_counter() - t0) / 4))
+            log(line(f, (time.perf_counter() - t0) / 4))
     return out
 
 
@@ -415,7 +431,7 @@ def ceph_reef_group(s: Settings, log: Log) -> list[Figure]:
             note = CEPH_NOTES.get((r["rw"], r["threads_per_osd"] or 0), NOTES["lab-25"])
             f = Figure(lab, src, name, unit, float(pub), twin, "predicted", "ceph-reef", note)
             out.append(f)
-            log(_line(f, r["wall_s"]))
+            log(line(f, r["wall_s"]))
     return out
 
 
@@ -440,7 +456,7 @@ def spdk_tcp_group(s: Settings, log: Log) -> list[Figure]:
             note,
         )
         out.append(f)
-        log(_line(f, r["wall_s"]))
+        log(line(f, r["wall_s"]))
     return out
 
 
@@ -459,7 +475,7 @@ def spdk_rdma_group(s: Settings, log: Log) -> list[Figure]:
         note = NOTES.get(f"{r['experiment']}-{r['stack']}", NOTES["lab-25"])
         f = Figure(system, "SPDK NVMe-oF reports", name, r["unit"], float(r["published"]), r["model"], "predicted", "spdk-rdma", note)
         out.append(f)
-        log(_line(f, r["wall_s"]))
+        log(line(f, r["wall_s"]))
     return out
 
 
@@ -538,7 +554,7 @@ GROUPS: dict[str, Callable[[Settings, Log], list[Figure]]] = {
 }
 
 
-def _line(f: Figure, seconds: float) -> str:
+def line(f: Figure, seconds: float) -> str:
     e = f.error
     err = f"{e:+7.1%}" if e is not None else "    n/a"
     mark = "~" if f.in_band and not (f.error is not None and abs(f.error) <= f.tolerance) else " " if f.within else "!"

@@ -1,0 +1,237 @@
+"""`ssdtwin validate --spec FILE --measured DIR`: a twin of your own drive held to your own
+drive's measurements (docs/calibration.md, "Is the twin right for my drive?").
+
+`ssdtwin calibrate` fits four parameters to four figures, so those four agree by
+construction. What a user needs to know next is whether the twin predicts what it was *not*
+fitted to. `calibrate --print-jobs` therefore also prints the jobs of PREDICTIONS, run on the
+real drive in random steady state after the corners; here each measured job (and each
+corner) is run on a twin of the spec in the same state, and the table is validate's:
+measured, twin, error, calibrated (a corner whose parameter the spec fitted) or predicted.
+
+The job shape the twin runs is the one fio ran (`job options`), as for the corners.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from .. import _core
+from ..fio.parser import parse_string
+from . import corners
+from .corners import CornerError, human_bytes
+from .experiments import run_on_ns1
+from .validate import Drives, Figure, Log, Settings, line
+
+Metric = Literal["lat", "iops"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A job the twin is checked on beside the corners, in random steady state."""
+
+    name: str  # the fio job name; the measured JSON is matched by it
+    rw: str  # randread | randwrite | randrw
+    rwmixread: int  # % reads, for randrw
+    bs: int
+    iodepth: int
+    numjobs: int
+    metric: Metric  # "lat": mean completion latency (us); "iops": reads and writes together
+    real_s: tuple[int, int]  # (ramp, runtime) on a real drive
+    twin_ms: tuple[int, int]  # (ramp, runtime) on the twin (a fifth with --quick)
+
+    def label(self, bs: int, qd: int, jobs: int, mix: int) -> str:
+        kind = {"randread": "rand read", "randwrite": "rand write"}.get(self.rw, f"rand {mix}/{100 - mix} read/write")
+        what = "mean latency" if self.metric == "lat" else "IOPS"
+        return f"{kind} {human_bytes(bs)} QD{qd}" + (f" x {jobs} jobs" if jobs > 1 else "") + f": {what}"
+
+    @property
+    def unit(self) -> str:
+        return "us" if self.metric == "lat" else "IOPS"
+
+
+# What a storage engineer asks of a drive beside its four corners: the latency a single
+# thread sees (reads, writes, and the mix of the SNIA PTS latency test), and a loaded mix.
+# Windows: the twin's QD1 runs see about 10,000 I/Os a second, so 3 s is ~30,000 of them;
+# the loaded mix runs under GC, whose cycle the window must span (as the rand-write corner's).
+PREDICTIONS = (
+    Prediction("qd1-rand-read", "randread", 100, 4096, 1, 1, "lat", (30, 60), (1000, 3000)),
+    Prediction("qd1-rand-write", "randwrite", 0, 4096, 1, 1, "lat", (30, 60), (1000, 3000)),
+    Prediction("qd1-rand-rw-65", "randrw", 65, 4096, 1, 1, "lat", (30, 60), (1000, 3000)),
+    Prediction("rand-rw-70", "randrw", 70, 4096, 32, 4, "iops", (30, 120), (1000, 10000)),
+)
+BY_NAME = {p.name: p for p in PREDICTIONS}
+
+
+def job_text(p: Prediction, bs: int, qd: int, jobs: int, mix: int, ramp: str, runtime: str, target: str = "") -> str:
+    """The job of prediction `p` in the shape given (`ramp` and `runtime` as fio takes them)."""
+    mix_line = f"rwmixread={mix}\n" if p.rw == "randrw" else ""
+    return (
+        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}\nramp_time={ramp}\ngroup_reporting\n{target}\n"
+        f"[{p.name}]\nrw={p.rw}\n{mix_line}bs={corners.fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
+    )
+
+
+def printed_jobs(first: int) -> list[tuple[str, str]]:
+    """(stem, text) of every prediction's job for a real drive, numbered from `first`."""
+    out = []
+    for n, p in enumerate(PREDICTIONS, first):
+        ramp, runtime = p.real_s
+        head = f"; {p.label(p.bs, p.iodepth, p.numjobs, p.rwmixread)}: a prediction (`ssdtwin validate --measured`)\n"
+        text = job_text(p, p.bs, p.iodepth, p.numjobs, p.rwmixread, f"{ramp}s", f"{runtime}s", f"filename={corners.DEVICE}\n")
+        out.append((f"{n}-{p.name}", head + text))
+    return out
+
+
+# --------------------------------------------------------------------------- the measured jobs
+
+
+@dataclass(frozen=True)
+class MeasuredJob:
+    p: Prediction
+    value: float
+    shape: tuple[int, int, int, int]  # bs, iodepth, numjobs, rwmixread
+    file: Path
+    fio: str
+
+
+def read_predictions(directory: Path) -> list[MeasuredJob]:
+    """The PREDICTIONS jobs in the fio JSON under `directory` (recursively), by job name."""
+    found: dict[str, MeasuredJob] = {}
+    for path in sorted(directory.rglob("*.json")):
+        report = corners.load_report(path)
+        if report is None:
+            continue
+        for m in _jobs_of(path, report):
+            if m.p.name in found:
+                raise CornerError(f"--measured {directory}: {m.p.name} is in more than one result: {found[m.p.name].file}, {path}")
+            found[m.p.name] = m
+    return [found[p.name] for p in PREDICTIONS if p.name in found]
+
+
+def _jobs_of(path: Path, report: dict[str, Any]) -> list[MeasuredJob]:
+    glob = report.get("global options") or {}
+    clones: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, job in enumerate(report["jobs"]):
+        if isinstance(job, dict) and job.get("jobname") in BY_NAME:
+            clones.setdefault(job["jobname"], []).append((i, job))
+    out = []
+    for name, jobs in clones.items():
+        p = BY_NAME[name]
+        i0, j0 = jobs[0]
+        opts = {**glob, **(j0.get("job options") or {})}
+        field = f"{path}: jobs[{i0}] ({name})"
+        rw = opts.get("rw", opts.get("readwrite"))
+        if rw != p.rw:
+            raise CornerError(f"{field}: job options.rw = {rw}: the {name} job runs rw={p.rw}")
+        bs = corners.block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
+        qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
+        njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+        mix = _mix(opts, p, field)
+        value = _value(path, p, jobs)
+        shape = (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
+        out.append(MeasuredJob(p, value, shape, path, str(report["fio version"])))
+    return out
+
+
+def _mix(opts: dict[str, Any], p: Prediction, field: str) -> int:
+    if p.rw != "randrw":
+        return p.rwmixread
+    v = opts.get("rwmixread", "50")
+    try:
+        mix = int(str(v))
+    except ValueError:
+        raise CornerError(f"{field}: job options.rwmixread = {v}: not a whole number") from None
+    if not 0 <= mix <= 100:
+        raise CornerError(f"{field}: job options.rwmixread = {mix}: must be 0..100")
+    return mix
+
+
+def _value(path: Path, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) -> float:
+    """IOPS over both directions (summed over the clones of a job run without
+    group_reporting), or the mean completion latency in us (fio's clat: the twin's latency
+    is the device's, and it models no submission time)."""
+    iops = 0.0
+    lat_ns = 0.0
+    ios = 0
+    dirs = ("read", "write") if p.rw == "randrw" else ("read",) if p.rw == "randread" else ("write",)
+    for i, job in jobs:
+        if job.get("error", 0):
+            raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+        for d in dirs:
+            st = job.get(d)
+            where = f"{path}: jobs[{i}].{d}"
+            if not isinstance(st, dict):
+                raise CornerError(f"{where}: missing or not an object")
+            n, rate, clat = st.get("total_ios"), st.get("iops"), (st.get("clat_ns") or {}).get("mean")
+            for key, v in (("total_ios", n), ("iops", rate), ("clat_ns.mean", clat)):
+                if not isinstance(v, (int, float)) or v < 0:
+                    raise CornerError(f"{where}.{key}: missing or not a number of 0 or more")
+            assert isinstance(n, (int, float)) and isinstance(rate, (int, float)) and isinstance(clat, (int, float))
+            iops += rate
+            lat_ns += clat * n
+            ios += int(n)
+    if ios == 0:
+        raise CornerError(f"{path}: {p.name}: the job did no I/O")
+    return iops if p.metric == "iops" else lat_ns / ios / 1e3
+
+
+# --------------------------------------------------------------------------- on the twin
+
+
+def twin_value(drives: Drives, system: str, m: MeasuredJob) -> float:
+    """The prediction's figure on the twin: the measured job's shape, from random steady state."""
+    bs, qd, jobs, mix = m.shape
+    ramp, runtime = m.p.twin_ms if not drives.s.quick else (m.p.twin_ms[0] // 5, m.p.twin_ms[1] // 5)
+    text = job_text(m.p, bs, qd, jobs, mix, f"{ramp}ms", f"{runtime}ms")
+    d = drives.open_state(system, "rand", 4096)
+    try:
+        out = run_on_ns1(d, parse_string(text, name=f"{m.p.name}.fio"))
+    finally:
+        d.close()
+    ios = sum(r[x]["total_ios"] for r in out for x in ("read", "write"))
+    if m.p.metric == "iops":
+        secs = max(r[x]["runtime_ns"] for r in out for x in ("read", "write")) / 1e9
+        return ios / secs
+    return sum(r[x]["lat"]["sum_ns"] for r in out for x in ("read", "write")) / max(1, ios) / 1e3
+
+
+def measured_group(s: Settings, spec_toml: str, system: str, directory: Path, log: Log) -> list[Figure]:
+    """Every corner and prediction measured under `directory`, beside a twin of the spec.
+    A corner is calibrated when the spec's `[corners]` entry of that name sets a parameter."""
+    if not directory.is_dir():
+        raise CornerError(f"--measured {directory}: not a directory")
+    spec = _core.parse_spec(spec_toml)
+    fitted = corners.from_spec(spec, system)
+    found = corners.read_measured(directory, fitted, required=False)
+    preds = read_predictions(directory)
+    if not found and not preds:
+        raise CornerError(
+            f"--measured {directory}: no fio JSON job named as a corner ({', '.join(corners.NAMES)}) or a prediction "
+            f"({', '.join(BY_NAME)}): the jobs of `ssdtwin calibrate --print-jobs`"
+        )
+    drives = Drives(s, spec_toml=spec_toml)
+    out = []
+    try:
+        for c in found.values():
+            t0 = time.perf_counter()
+            twin = drives.corner(system, c)
+            f = Figure(system, c.source, c.label, c.unit, c.value, twin, _kind(fitted.get(c.name)), "measured")
+            out.append(f)
+            log(line(f, time.perf_counter() - t0))
+        for m in preds:
+            t0 = time.perf_counter()
+            bs, qd, jobs, mix = m.shape
+            label, twin = m.p.label(bs, qd, jobs, mix), twin_value(drives, system, m)
+            f = Figure(system, f"measured: {m.fio} JSON {m.file.name}", label, m.p.unit, m.value, twin, "predicted", "measured")
+            out.append(f)
+            log(line(f, time.perf_counter() - t0))
+    finally:
+        drives.close()
+    return out
+
+
+def _kind(c: Optional[corners.Corner]) -> str:
+    return "calibrated" if c is not None and c.sets else "predicted"

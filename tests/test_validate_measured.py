@@ -1,0 +1,139 @@
+"""`ssdtwin validate --spec FILE --measured DIR`: a twin of your own drive beside your drive's
+fio JSON, corners and predictions alike (studies/measured.py, docs/calibration.md).
+
+The "real drive" is a twin of the calibration fixture that runs the printed jobs unchanged
+through `ssdtwin fio`, with each window cut to seconds (as the served-twin test of
+test_calibrate.py does). Its reads are in a state the validating twin reproduces, so their
+figures must agree; a spec with another read time must not."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssdtwin.studies import measured as M
+from test_calibrate import SCALE, SLOW, with_timing
+from twin import Run, run_cli
+
+WINDOWS = {"10-rand-rw-70": "10s", "6-rand-write": "20s"}  # the others 3 s, each after 1 s
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The printed jobs' fio JSON from a twin of the fixture (every window 1 s + 3-20 s)."""
+    tmp = tmp_path_factory.mktemp("measured")
+    jobs, img, results = tmp / "jobs", tmp / "img", tmp / "results"
+    printed = run_cli("calibrate", "--spec", SLOW, "--print-jobs", jobs).stdout.split()
+    run_cli("create", img, "--spec", SLOW, "--scale", SCALE)
+    results.mkdir()
+    for path in sorted((Path(p) for p in printed if p.endswith(".fio")), key=lambda p: int(p.name.split("-")[0])):
+        text = re.sub(r"(?m)^ramp_time=.*$", "ramp_time=1s", path.read_text())
+        text = re.sub(r"(?m)^runtime=.*$", f"runtime={WINDOWS.get(path.stem, '3s')}", text)
+        job = tmp / path.name
+        job.write_text(text)
+        run_cli("fio", img, job, "--output-format", "json", "--output", results / f"{path.stem}.json")
+    run_cli("check", img)
+    return results
+
+
+def validate(spec: Path, results: Path) -> dict[str, Any]:
+    out: dict[str, Any] = run_cli("validate", "--spec", spec, "--measured", results, "--scale", SCALE, "-o", "json").json()
+    return out
+
+
+def by_figure(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["figure"]: f for f in res["figures"]}
+
+
+def test_the_twin_of_the_same_spec_reads_what_the_measured_drive_read(results: Path) -> None:
+    figs = by_figure(validate(SLOW, results))
+    assert len(figs) == 8 and {f["group"] for f in figs.values()} == {"measured"}
+    assert all(f["kind"] == "predicted" for f in figs.values())  # the fixture fitted none of its corners
+    qd1_read = figs["rand read 4 KiB QD1: mean latency"]
+    assert qd1_read["unit"] == "us" and qd1_read["source"].startswith("measured: fio-") and "7-qd1-rand-read.json" in qd1_read["source"]
+    # A 4 KiB read of the fixture: its 400 us page read, the controller and the link.
+    assert 400 < qd1_read["published"] < 460
+    for name in ("rand read 4 KiB QD1: mean latency", "seq read 128 KiB QD16"):
+        assert abs(figs[name]["error"]) < 0.03, figs[name]
+    # The mix's writes meet GC in the state each drive was written to: the measured drive by
+    # fio's timed permutations, the twin in fast-forward (docs/calibration.md): 4.5 % apart.
+    assert abs(figs["rand 65/35 read/write 4 KiB QD1: mean latency"]["error"]) < 0.1
+    mix = figs["rand 70/30 read/write 4 KiB QD32 x 4 jobs: IOPS"]
+    assert mix["unit"] == "IOPS" and mix["twin"] > 0
+
+
+def test_a_twin_with_another_read_time_is_told_apart(results: Path, tmp_path: Path) -> None:
+    spec = tmp_path / "slow-reads.toml"
+    spec.write_text(with_timing(SLOW.read_text(), {"t_read_ns": 800_000}))
+    figs = by_figure(validate(spec, results))
+    assert figs["rand read 4 KiB QD1: mean latency"]["error"] > 0.6
+    assert not figs["rand read 4 KiB QD1: mean latency"]["within"]
+
+
+def test_a_fitted_spec_calls_its_fitted_corners_calibrated(results: Path, tmp_path: Path) -> None:
+    fitted = tmp_path / "fitted.toml"
+    run_cli("calibrate", "--spec", SLOW, "--measured", results, "--scale", SCALE, "--out", fitted, "--tol", "0.01")
+    res = validate(fitted, results)
+    kinds = {f["figure"]: f["kind"] for f in res["figures"]}
+    assert sum(k == "calibrated" for k in kinds.values()) == 4
+    assert all(f["within"] for f in res["figures"] if f["kind"] == "calibrated")
+
+
+def error_line(r: Run, *needles: str) -> str:
+    assert r.returncode == 1, f"exit {r.returncode}: {r.stderr}"
+    lines = [line for line in r.stderr.splitlines() if line.startswith("ssdtwin validate: error: ")]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    for n in needles:
+        assert n in lines[0], f"{n!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def fio_json(jobname: str, options: dict[str, str], **dirs: dict[str, Any]) -> str:
+    job = {"jobname": jobname, "error": 0, "job options": options}
+    for d in ("read", "write"):
+        job[d] = dirs.get(d, {"total_ios": 0, "iops": 0.0, "clat_ns": {"mean": 0.0}})
+    return json.dumps({"fio version": "fio-3.33", "global options": {}, "jobs": [job]})
+
+
+def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tmp_path: Path) -> None:
+    (tmp_path / "9.json").write_text(
+        fio_json(
+            "qd1-rand-rw-65",
+            {"rw": "randrw", "rwmixread": "65", "bs": "4k", "iodepth": "1"},
+            read={"total_ios": 650, "iops": 65.0, "clat_ns": {"mean": 100_000.0}},
+            write={"total_ios": 350, "iops": 35.0, "clat_ns": {"mean": 20_000.0}},
+        )
+    )
+    (m,) = M.read_predictions(tmp_path)
+    assert m.value == pytest.approx((650 * 100 + 350 * 20) / 1000) and m.shape == (4096, 1, 1, 65)
+
+
+@pytest.mark.parametrize(
+    "args, files, needles",
+    [
+        (["--spec", SLOW], {}, ["--spec needs --measured DIR"]),
+        (["--measured", "."], {}, ["--measured needs --spec FILE"]),
+        (["--spec", SLOW, "--measured", "{d}", "--only", "corners"], {}, ["--only: not with --spec"]),
+        (["--spec", SLOW, "--measured", "{d}"], {"x.json": '{"fio version": "fio-3.33", "jobs": []}'}, ["{d}", "no fio JSON job named"]),
+        (
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randwrite", "bs": "4k"})},
+            ["7.json: jobs[0] (qd1-rand-read): job options.rw = randwrite", "rw=randread"],
+        ),
+        (
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k"}, read={"total_ios": 5, "iops": 1.0})},
+            ["7.json: jobs[0].read.clat_ns.mean: missing"],
+        ),
+        (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: list[Any], files: dict[str, str], needles: list[str]) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    argv = [str(a).replace("{d}", str(tmp_path)) for a in args]
+    error_line(run_cli("validate", *argv, check=False), *(n.replace("{d}", str(tmp_path)) for n in needles))
