@@ -488,12 +488,20 @@ def load_report(path: Path) -> Optional[dict[str, Any]]:
     return report
 
 
-def _corner_name(job: str, rw: str, bs: int, shapes: dict[str, Corner]) -> Optional[str]:
+# The PTS test whose elements are a corner's figure: IOPS (TC4/QD32) for the random corners,
+# Throughput for the sequential ones. The LAT test's RND 4KiB 100/0 and 0/100 are QD1 runs of
+# the same names: not corners.
+_PTS_TEST_OF = {"rnd": "iops", "seq": "tp"}
+
+
+def _corner_name(path: Path, job: str, bs: int, shapes: dict[str, Corner]) -> Optional[str]:
     if job in NAMES:
         return job
     m = _PTS_ELEMENT.match(job)
     if not m:
         return None
+    if path.parent.name == "fio" and path.parent.parent.name != _PTS_TEST_OF[m.group(1)]:
+        return None  # a PTS report's round of another test
     name = f"{'seq' if m.group(1) == 'seq' else 'rand'}-{'read' if m.group(3) == '100_0' else 'write'}"
     want = shapes[name].shape[0] if name in shapes else (SEQ_SHAPE if name.startswith("seq") else RAND_SHAPE)[0]
     return name if bs == want else None
@@ -512,7 +520,7 @@ def _jobs_of(path: Path, report: dict[str, Any], shapes: dict[str, Corner]) -> l
         opts = {**glob, **(j0.get("job options") or {})}
         field = f"{path}: jobs[{i0}] ({jobname})"
         bs = block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
-        name = _corner_name(jobname, str(opts.get("rw", "")), bs, shapes)
+        name = _corner_name(path, jobname, bs, shapes)
         if name is None:
             continue
         if not _rw_fits(name, opts):
