@@ -90,73 +90,89 @@ def printed_jobs(first: int) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class MeasuredJob:
-    p: Prediction
+    """A figure of the drive the twin repeats."""
+
+    label: str
+    metric: Metric
+    rw: str
+    shape: tuple[int, int, int, int]  # bs, iodepth, numjobs, rwmixread: as fio ran it
+    state: str  # the twin's starting state: "rand" (random steady state) or "seq" (WIPC)
+    twin_ms: tuple[int, int]  # (ramp, runtime) on the twin
     value: float
-    shape: tuple[int, int, int, int]  # bs, iodepth, numjobs, rwmixread
-    file: Path
-    fio: str
+    source: str
+
+    @property
+    def unit(self) -> str:
+        return "us" if self.metric == "lat" else "IOPS"
 
 
 def read_predictions(directory: Path) -> list[MeasuredJob]:
     """The PREDICTIONS jobs in the fio JSON under `directory` (recursively), by job name."""
-    found: dict[str, MeasuredJob] = {}
+    found: dict[str, tuple[Path, MeasuredJob]] = {}
     for path in sorted(directory.rglob("*.json")):
         report = corners.load_report(path)
         if report is None:
             continue
-        for m in _jobs_of(path, report):
-            if m.p.name in found:
-                raise CornerError(f"--measured {directory}: {m.p.name} is in more than one result: {found[m.p.name].file}, {path}")
-            found[m.p.name] = m
-    return [found[p.name] for p in PREDICTIONS if p.name in found]
+        for name, m in _predictions_of(path, report):
+            if name in found:
+                raise CornerError(f"--measured {directory}: {name} is in more than one result: {found[name][0]}, {path}")
+            found[name] = (path, m)
+    return [found[p.name][1] for p in PREDICTIONS if p.name in found]
 
 
-def _jobs_of(path: Path, report: dict[str, Any]) -> list[MeasuredJob]:
-    glob = report.get("global options") or {}
-    clones: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for i, job in enumerate(report["jobs"]):
-        if isinstance(job, dict) and job.get("jobname") in BY_NAME:
-            clones.setdefault(job["jobname"], []).append((i, job))
+def _predictions_of(path: Path, report: dict[str, Any]) -> list[tuple[str, MeasuredJob]]:
     out = []
-    for name, jobs in clones.items():
+    for name, jobs in _clones(report, lambda n: n in BY_NAME).items():
         p = BY_NAME[name]
-        i0, j0 = jobs[0]
-        opts = {**glob, **(j0.get("job options") or {})}
-        field = f"{path}: jobs[{i0}] ({name})"
-        rw = opts.get("rw", opts.get("readwrite"))
+        rw, shape = _shape(path, report, name, jobs)
         if rw != p.rw:
-            raise CornerError(f"{field}: job options.rw = {rw}: the {name} job runs rw={p.rw}")
-        bs = corners.block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
-        qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-        njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
-        mix = _mix(opts, p, field)
-        value = _value(path, p, jobs)
-        shape = (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
-        out.append(MeasuredJob(p, value, shape, path, str(report["fio version"])))
+            raise CornerError(f"{path}: jobs[{jobs[0][0]}] ({name}): job options.rw = {rw}: the {name} job runs rw={p.rw}")
+        value = _value(path, name, rw, p.metric, jobs)
+        label = p.label(shape[0], shape[1], shape[2], shape[3])
+        source = f"measured: {report['fio version']} JSON {path.name}"
+        out.append((name, MeasuredJob(label, p.metric, rw, shape, "rand", p.twin_ms, value, source)))
     return out
 
 
-def _mix(opts: dict[str, Any], p: Prediction, field: str) -> int:
-    if p.rw != "randrw":
-        return p.rwmixread
-    v = opts.get("rwmixread", "50")
-    try:
-        mix = int(str(v))
-    except ValueError:
-        raise CornerError(f"{field}: job options.rwmixread = {v}: not a whole number") from None
-    if not 0 <= mix <= 100:
-        raise CornerError(f"{field}: job options.rwmixread = {mix}: must be 0..100")
-    return mix
+def _clones(report: dict[str, Any], wanted: Any) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """The jobs of a fio report by name (the clones of a job run without group_reporting
+    are several entries of one name), those `wanted(name)` only."""
+    out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, job in enumerate(report["jobs"]):
+        if isinstance(job, dict) and isinstance(job.get("jobname"), str) and wanted(job["jobname"]):
+            out.setdefault(job["jobname"], []).append((i, job))
+    return out
 
 
-def _value(path: Path, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) -> float:
+def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, tuple[int, int, int, int]]:
+    """rw and (bs, iodepth, numjobs, rwmixread) as fio ran the job."""
+    i0, j0 = jobs[0]
+    opts = {**(report.get("global options") or {}), **(j0.get("job options") or {})}
+    field = f"{path}: jobs[{i0}] ({name})"
+    rw = str(opts.get("rw", opts.get("readwrite")))
+    bs = corners.block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
+    qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
+    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+    mix = {"randread": 100, "randwrite": 0}.get(rw)
+    if mix is None:
+        v = opts.get("rwmixread", "50")
+        try:
+            mix = int(str(v))
+        except ValueError:
+            raise CornerError(f"{field}: job options.rwmixread = {v}: not a whole number") from None
+        if not 0 <= mix <= 100:
+            raise CornerError(f"{field}: job options.rwmixread = {mix}: must be 0..100")
+    return rw, (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
+
+
+def _value(path: Path, name: str, rw: str, metric: Metric, jobs: list[tuple[int, dict[str, Any]]]) -> float:
     """IOPS over both directions (summed over the clones of a job run without
     group_reporting), or the mean completion latency in us (fio's clat: the twin's latency
     is the device's, and it models no submission time)."""
     iops = 0.0
     lat_ns = 0.0
     ios = 0
-    dirs = ("read", "write") if p.rw == "randrw" else ("read",) if p.rw == "randread" else ("write",)
+    dirs = {"randread": ("read",), "randwrite": ("write",)}.get(rw, ("read", "write"))
     for i, job in jobs:
         if job.get("error", 0):
             raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
@@ -174,40 +190,46 @@ def _value(path: Path, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) ->
             lat_ns += clat * n
             ios += int(n)
     if ios == 0:
-        raise CornerError(f"{path}: {p.name}: the job did no I/O")
-    return iops if p.metric == "iops" else lat_ns / ios / 1e3
+        raise CornerError(f"{path}: {name}: the job did no I/O")
+    return iops if metric == "iops" else lat_ns / ios / 1e3
 
 
 # --------------------------------------------------------------------------- on the twin
 
 
 def twin_value(drives: Drives, system: str, m: MeasuredJob) -> float:
-    """The prediction's figure on the twin: the measured job's shape, from random steady state."""
+    """The figure on the twin: the measured job's shape, from the job's starting state."""
     bs, qd, jobs, mix = m.shape
-    ramp, runtime = m.p.twin_ms if not drives.s.quick else (m.p.twin_ms[0] // 5, m.p.twin_ms[1] // 5)
-    text = job_text(m.p, bs, qd, jobs, mix, f"{ramp}ms", f"{runtime}ms")
-    d = drives.open_state(system, "rand", 4096)
+    ramp, runtime = m.twin_ms if not drives.s.quick else (m.twin_ms[0] // 5, m.twin_ms[1] // 5)
+    mix_line = f"rwmixread={mix}\n" if m.rw == "randrw" else ""
+    text = (
+        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}ms\nramp_time={ramp}ms\ngroup_reporting\n\n"
+        f"[measured]\nrw={m.rw}\n{mix_line}bs={corners.fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
+    )
+    d = drives.open_state(system, m.state, 4096)
     try:
-        out = run_on_ns1(d, parse_string(text, name=f"{m.p.name}.fio"))
+        out = run_on_ns1(d, parse_string(text, name="measured.fio"))
     finally:
         d.close()
     ios = sum(r[x]["total_ios"] for r in out for x in ("read", "write"))
-    if m.p.metric == "iops":
+    if m.metric == "iops":
         secs = max(r[x]["runtime_ns"] for r in out for x in ("read", "write")) / 1e9
         return ios / secs
     return sum(r[x]["lat"]["sum_ns"] for r in out for x in ("read", "write")) / max(1, ios) / 1e3
 
 
 def measured_group(s: Settings, spec_toml: str, system: str, directory: Path, log: Log) -> list[Figure]:
-    """Every corner and prediction measured under `directory`, beside a twin of the spec.
-    A corner is calibrated when the spec's `[corners]` entry of that name sets a parameter."""
+    """Every corner and prediction measured under `directory`, beside a twin of the spec. A
+    corner is calibrated when the spec's `[corners]` entry of that name sets a parameter.
+    (An `ssdtwin pts` report's other elements are held to a twin by running the same tests on
+    it and `ssdtwin pts compare`: the same sequence of rounds leaves the same drive states.)"""
     if not directory.is_dir():
         raise CornerError(f"--measured {directory}: not a directory")
     spec = _core.parse_spec(spec_toml)
     fitted = corners.from_spec(spec, system)
     found = corners.read_measured(directory, fitted, required=False)
-    preds = read_predictions(directory)
-    if not found and not preds:
+    jobs = read_predictions(directory)
+    if not found and not jobs:
         raise CornerError(
             f"--measured {directory}: no fio JSON job named as a corner ({', '.join(corners.NAMES)}) or a prediction "
             f"({', '.join(BY_NAME)}): the jobs of `ssdtwin calibrate --print-jobs`"
@@ -221,11 +243,9 @@ def measured_group(s: Settings, spec_toml: str, system: str, directory: Path, lo
             f = Figure(system, c.source, c.label, c.unit, c.value, twin, _kind(fitted.get(c.name)), "measured")
             out.append(f)
             log(line(f, time.perf_counter() - t0))
-        for m in preds:
+        for m in jobs:
             t0 = time.perf_counter()
-            bs, qd, jobs, mix = m.shape
-            label, twin = m.p.label(bs, qd, jobs, mix), twin_value(drives, system, m)
-            f = Figure(system, f"measured: {m.fio} JSON {m.file.name}", label, m.p.unit, m.value, twin, "predicted", "measured")
+            f = Figure(system, m.source, m.label, m.unit, m.value, twin_value(drives, system, m), "predicted", "measured")
             out.append(f)
             log(line(f, time.perf_counter() - t0))
     finally:
