@@ -214,11 +214,30 @@ def test_bad_option_values(small: Path, args: list[str], needles: tuple[str, ...
         ("abc", ("--scale", "scale 'abc': use 1/N")),
         ("1/64.5", ("--scale", "use 1/N")),
         ("1/100000", ("--scale 1/100000: too small", "need at least 4")),
+        # the core takes N as a u32: a larger one was pyo3's OverflowError, a traceback
+        ("1/99999999999999999999999", ("--scale", "N must be at most 4294967295")),
     ],
 )
 def test_bad_scale(tmp_path: Path, scale: str, needles: tuple[str, ...]) -> None:
     d = tmp_path / "new"
     assert_one_line_error(run_cli("create", d, "--model", CM6, "--scale", scale, check=False), *needles)
+    assert not d.exists()
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["validate", "--scale", "1/0"], ("--scale", "N must be at least 1")),  # was a traceback
+        (["validate", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
+        (["calibrate", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
+        (["cluster", "init", "{d}", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
+        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", "-1"], ("--ceph-version -1: must be 0..4294967295",)),
+        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", str(2**70)], ("--ceph-version", "must be 0..4294967295")),
+    ],
+)
+def test_scales_and_releases_out_of_the_core_s_range(tmp_path: Path, args: list[str], needles: tuple[str, ...]) -> None:
+    d = tmp_path / "new"
+    assert_one_line_error(run_cli(*[a.format(d=d) for a in args], check=False), *needles)
     assert not d.exists()
 
 

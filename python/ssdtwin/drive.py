@@ -59,6 +59,11 @@ PathLike = Union[str, "os.PathLike[str]"]
 IDLE_MAX_S = 200 * 86400  # the engine's longest run (engine/fio.rs MAX_RUN_NS)
 
 
+# The core takes the scale as a u32 (a larger N leaves no drive: the core's own check then
+# says how few superblocks it would have).
+MAX_SCALE = 0xFFFF_FFFF
+
+
 def parse_scale(text: Union[str, int]) -> int:
     """``"1/64"`` or ``64`` → 64; ``"1"`` → 1."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
@@ -75,6 +80,8 @@ def parse_scale(text: Union[str, int]) -> int:
             raise ValueError(f"scale '{text}': use 1/N with N a positive integer (e.g. 1/64)") from None
     if n < 1:
         raise ValueError(f"scale '{text}': N must be at least 1")
+    if n > MAX_SCALE:
+        raise ValueError(f"scale '{text}': N must be at most {MAX_SCALE}")
     return n
 
 

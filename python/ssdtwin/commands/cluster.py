@@ -127,6 +127,7 @@ def init_cmd(
         ("--osds-per-nvme", "osds_per_drive"),
         ("--fio-procs", "fio_procs_per_client"),
         ("--msgr", "msgr_version"),
+        ("--ceph-version", "ceph_version"),
     )
     for flag, key in counts:
         v = given[key]

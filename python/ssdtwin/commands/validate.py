@@ -41,7 +41,10 @@ def validate_cmd(
     from ..studies import validate as v
 
     check_fmt(fmt)
-    n = parse_scale(scale) if scale else (256 if quick else 64)
+    try:
+        n = parse_scale(scale) if scale else (256 if quick else 64)
+    except ValueError as e:
+        fail(f"--scale: {e}")
     settings = v.Settings(scale=n, seed=seed, quick=quick)
 
     def log(m: str) -> None:
