@@ -3,8 +3,8 @@ fio JSON, corners and predictions alike (studies/measured.py, docs/calibration.m
 
 The "real drive" is a twin of the calibration fixture that runs the printed jobs unchanged
 through `ssdtwin fio`, with each window cut to seconds (as the served-twin test of
-test_calibrate.py does). Its reads are in a state the validating twin reproduces, so their
-figures must agree; a spec with another read time must not."""
+test_calibrate.py does). Of the same spec, the validating twin must agree with it on every
+figure; a spec with another read time must not."""
 
 from __future__ import annotations
 
@@ -57,11 +57,12 @@ def test_the_twin_of_the_same_spec_reads_what_the_measured_drive_read(results: P
     assert qd1_read["unit"] == "us" and qd1_read["source"].startswith("measured: fio-") and "7-qd1-rand-read.json" in qd1_read["source"]
     # A 4 KiB read of the fixture: its 400 us page read, the controller and the link.
     assert 400 < qd1_read["published"] < 460
-    for name in ("rand read 4 KiB QD1: mean latency", "seq read 128 KiB QD16"):
-        assert abs(figs[name]["error"]) < 0.03, figs[name]
-    # The mix's writes meet GC in the state each drive was written to: the measured drive by
-    # fio's timed permutations, the twin in fast-forward (docs/calibration.md): 4.5 % apart.
-    assert abs(figs["rand 65/35 read/write 4 KiB QD1: mean latency"]["error"]) < 0.1
+    # The same spec on both sides: every figure agrees, writes too, now that the printed
+    # random jobs draw with replacement as the twin does (with fio's random map the QD1
+    # writes were +106 % apart; docs/calibration.md, "Uniform random, as the twin's").
+    # Measured: all within 3.4 %; reads within 0.2 %.
+    for name, f in figs.items():
+        assert abs(f["error"]) < (0.01 if "read" in name and "/" not in name else 0.05), f
     mix = figs["rand 70/30 read/write 4 KiB QD32 x 4 jobs: IOPS"]
     assert mix["unit"] == "IOPS" and mix["twin"] > 0
 

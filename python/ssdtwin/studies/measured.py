@@ -80,7 +80,7 @@ def printed_jobs(first: int) -> list[tuple[str, str]]:
     for n, p in enumerate(PREDICTIONS, first):
         ramp, runtime = p.real_s
         head = f"; {p.label(p.bs, p.iodepth, p.numjobs, p.rwmixread)}: a prediction (`ssdtwin validate --measured`)\n"
-        text = job_text(p, p.bs, p.iodepth, p.numjobs, p.rwmixread, f"{ramp}s", f"{runtime}s", f"filename={corners.DEVICE}\n")
+        text = job_text(p, p.bs, p.iodepth, p.numjobs, p.rwmixread, f"{ramp}s", f"{runtime}s", f"filename={corners.DEVICE}\nnorandommap\n")
         out.append((f"{n}-{p.name}", head + text))
     return out
 
@@ -203,7 +203,7 @@ def twin_value(drives: Drives, system: str, m: MeasuredJob) -> float:
     ramp, runtime = m.twin_ms if not drives.s.quick else (m.twin_ms[0] // 5, m.twin_ms[1] // 5)
     mix_line = f"rwmixread={mix}\n" if m.rw == "randrw" else ""
     text = (
-        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}ms\nramp_time={ramp}ms\ngroup_reporting\n\n"
+        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}ms\nramp_time={ramp}ms\ngroup_reporting\nnorandommap\n\n"
         f"[measured]\nrw={m.rw}\n{mix_line}bs={corners.fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
     )
     d = drives.open_state(system, m.state, 4096)
