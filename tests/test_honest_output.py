@@ -140,6 +140,13 @@ def test_scale_that_rounds_to_another_scale_says_so(tmp_path: Path) -> None:
     assert spec[0] == spec[1]
 
 
+def test_a_drive_of_few_superblocks_says_its_gc_is_coarse(tmp_path: Path) -> None:
+    small = run_cli("create", tmp_path / "a", "--model", "samsung-pm983-3.84t", "--scale", "1/256")
+    (note,) = small.stderr.splitlines()
+    assert note.startswith("ssdtwin create: note: 9 superblocks: GC reclaims whole superblocks") and "16 or more" in note
+    assert run_cli("create", tmp_path / "b", "--model", "samsung-pm983-3.84t", "--scale", "1/64").stderr == ""
+
+
 def test_commands_that_build_their_own_drives_note_the_rounding(capsys: pytest.CaptureFixture[str]) -> None:
     from ssdtwin.commands.cli import scale_arg
 

@@ -281,6 +281,19 @@ def create(
         f"{nvmefmt.si_bytes(ctrl['tnvmcap'])} user, "
         f"{nvmefmt.si_bytes(info['raw_bytes'])} NAND in {info['superblocks']} superblocks{sets}, seed {seed}"
     )
+    if info["superblocks"] < FEW_SUPERBLOCKS:
+        say(
+            f"ssdtwin create: note: {info['superblocks']} superblocks: GC reclaims whole superblocks, so on a drive this small a "
+            "window of seconds can fall inside one victim's copying and its WAF and write IOPS swing from one "
+            'window to the next (docs/models.md, "Scale"); for figures use a scale that leaves '
+            f"{FEW_SUPERBLOCKS} or more"
+        )
+
+
+# Below this many superblocks a scaled drive's GC is coarse (docs/models.md, "Scale"): a
+# PM983 at 1/256 (9 superblocks) wrote consecutive 2 s windows of 4 KiB random writes at WAF
+# 4.2 up to 107 and back to 1.4 (2K to 273K IOPS), at 1/64 (25) between 1.0 and 5.3.
+FEW_SUPERBLOCKS = 16
 
 
 def scale_arg(text: str, model: str, prog: str) -> int:
