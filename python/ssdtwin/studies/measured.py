@@ -47,14 +47,10 @@ class Prediction:
         what = "mean latency" if self.metric == "lat" else "IOPS"
         return f"{kind} {human_bytes(bs)} QD{qd}" + (f" x {jobs} jobs" if jobs > 1 else "") + f": {what}"
 
-    @property
-    def unit(self) -> str:
-        return "us" if self.metric == "lat" else "IOPS"
-
 
 # What a storage engineer asks of a drive beside its four corners: the latency a single
 # thread sees (reads, writes, and the mix of the SNIA PTS latency test), and a loaded mix.
-# Windows: the twin's QD1 runs see about 10,000 I/Os a second, so 3 s is ~30,000 of them;
+# Windows: the twin's QD1 runs see 10,000 I/Os a second or more, so 3 s is 30,000 or more;
 # the loaded mix runs under GC, whose cycle the window must span (as the rand-write corner's).
 PREDICTIONS = (
     Prediction("qd1-rand-read", "randread", 100, 4096, 1, 1, "lat", (30, 60), (1000, 3000)),
