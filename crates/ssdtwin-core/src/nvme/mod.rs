@@ -125,7 +125,12 @@ pub struct ControllerState {
     pub namespaces: BTreeMap<u32, Namespace>,
     pub power_state: u8,
     pub arbitration: u32,
+    /// Over Temperature Threshold of the Composite Temperature (feature 04h, THSEL 0), K.
     pub temperature_threshold_k: u32,
+    /// Under Temperature Threshold of the Composite Temperature (feature 04h, THSEL 1), K;
+    /// 0 (the default): none.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub temperature_under_threshold_k: u32,
     pub interrupt_coalescing: u32,
     pub smart: SmartCounters,
     /// Virtual time the drive has been powered and running workloads (power-on hours).
@@ -169,6 +174,10 @@ pub struct ControllerState {
 }
 
 fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -261,6 +270,7 @@ impl Controller {
             power_state: 0,
             arbitration: 0,
             temperature_threshold_k: 343,
+            temperature_under_threshold_k: 0,
             interrupt_coalescing: 0,
             smart: SmartCounters::default(),
             clock_ns: 0,
