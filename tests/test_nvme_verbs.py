@@ -249,3 +249,72 @@ def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: 
         s.stop()
     got = (tmp_path / "out.raw").read_bytes()
     assert len(got) == 64 << 20 and got.count(0) == len(got)
+
+
+# --------------------------------------------------------------------------- numbers, features
+
+
+#: One call per verb with every NVMe number it takes written in 0x hex (and what it prints).
+HEX_CALLS = [
+    ("id-ns", "-n", "0x1"),
+    ("list-ns", "-n", "0x0", "-c", "0x0"),
+    ("list-ctrl", "-c", "0x0", "-n", "0x1"),
+    ("error-log", "-e", "0x2"),
+    ("get-log", "-i", "0x2", "-l", "0x200", "-n", "0xffffffff"),
+    ("get-feature", "-f", "0x2", "-n", "0x0", "-c", "0x0"),
+    ("get-feature", "-f", "0x84", "-n", "0x1"),
+    ("set-feature", "-f", "0x2", "-v", "0x1", "-n", "0x0", "-c", "0x0"),
+    ("get-lba-status", "-n", "0x1", "-s", "0x0", "-m", "0xff", "-a", "0x10", "-l", "0x0", "-t", "0x0"),
+    ("inject-pi-error", "-n", "0x1", "-s", "0x10"),
+    ("inject-media-error", "-n", "0x1", "-s", "0x10", "-c", "0x1"),
+    ("qos", "-n", "0x1"),
+    ("detach-ns", "-n", "0x2", "-c", "0x1"),
+    ("attach-ns", "-n", "0x2", "-c", "0x1"),
+    ("format", "-n", "0x2", "-l", "0x1", "--ses", "0x1", "-i", "0x0", "-p", "0x0", "-m", "0x0"),
+    ("ana-state", "-g", "0x2", "-s", "optimized"),
+    ("create-ns", "-s", "0x800", "-c", "0x800", "-f", "0x0", "-m", "0x0", "-i", "0x0"),
+    ("delete-ns", "-n", "0x3"),
+    ("intel", "smart-log-add", "-n", "0xffffffff"),
+]
+
+
+@pytest.mark.parametrize("call", HEX_CALLS, ids=lambda c: " ".join(c[:2]))
+def test_every_nvme_number_takes_decimal_and_hex(two_ns: Path, call: tuple[str, ...]) -> None:
+    """nvme-cli takes every number in decimal or 0x hex; so does each verb (id-ns -n 0x1 was
+    refused: "'0x1' is not a valid int range"), and the decimal form does the same."""
+    verb, *args = call
+    if verb == "intel":
+        fails_cleanly(two_ns, "nvme", verb, args[0], str(two_ns), *args[1:], needles=("log page 0xca",))
+        return
+    if verb == "delete-ns":
+        run_cli("nvme", "create-ns", two_ns, "-s", "2048", "-c", "2048")
+    if verb == "attach-ns":
+        run_cli("nvme", "detach-ns", two_ns, "-n", "2")
+    if verb == "inject-pi-error":
+        run_cli("nvme", "format", two_ns, "-n", "1", "-l", "2", "-i", "1")  # 512+8 B with PI type 1
+    hexed = run_cli("nvme", verb, two_ns, *args, check=False)
+    assert hexed.returncode == 0, hexed.stderr
+    if verb in ("id-ns", "list-ns", "list-ctrl", "get-log", "get-feature", "get-lba-status", "qos"):
+        decimal = [str(int(a, 0)) if a.startswith("0x") else a for a in args]
+        assert run_cli("nvme", verb, two_ns, *decimal).stdout == hexed.stdout
+    run_cli("check", two_ns)
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (("id-ns", "-n", "one"), ("-n/--namespace-id 'one'", "decimal or 0x hex", "0..0xffffffff")),
+        (("id-ns", "-n", "0x100000000"), ("-n/--namespace-id 0x100000000", "0..0xffffffff")),
+        (("format", "-n", "1", "-l", "0x100"), ("-l/--lbaf 0x100", "an LBA format index in 0..255")),
+        (("format", "-n", "1", "--ses", "0x8"), ("-s/--ses 0x8", "0..7")),
+        (("create-ns", "-s", "8", "-c", "8", "-i", "0x10000"), ("-i/--nvmset-id 0x10000", "0..65535")),
+        (("get-log", "-i", "2", "-l", "0"), ("-l/--log-len 0", "1..0x100000")),
+        (("get-lba-status", "-n", "1", "-a", "zz"), ("-a/--action 'zz'", "0..255")),
+        (("error-log", "-e", "0x41"), ("-e/--log-entries 0x41", "1..64")),
+        (("precondition", "-n", "0"), ("-n/--namespace-id 0", "1..0xffffffff")),
+    ],
+)
+def test_a_bad_number_names_the_option_and_its_range(small: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    verb, *rest = args
+    cmd = ("precondition", str(small), *rest, "--rand", "4k") if verb == "precondition" else ("nvme", verb, str(small), *rest)
+    fails_cleanly(small, *cmd, needles=needles)

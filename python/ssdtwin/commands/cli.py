@@ -29,6 +29,7 @@ from .common import (
     CliError,
     ImageDir,
     Interrupt,
+    NvmeInt,
     OutputFmt,
     Terminated,
     available_cpus,
@@ -326,7 +327,7 @@ def power_cycle(path: Path = ImageDir) -> None:
 @app.command()
 def precondition(
     path: Path = ImageDir,
-    nsid: int = typer.Option(1, "-n", "--namespace-id", min=1, max=U32),
+    nsid: int = NvmeInt(1, "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
     loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
