@@ -318,3 +318,55 @@ def test_a_bad_number_names_the_option_and_its_range(small: Path, args: tuple[st
     verb, *rest = args
     cmd = ("precondition", str(small), *rest, "--rand", "4k") if verb == "precondition" else ("nvme", verb, str(small), *rest)
     fails_cleanly(small, *cmd, needles=needles)
+
+
+def test_feature_lines_are_nvme_cli_s(small: Path) -> None:
+    """nvme-cli 2.4 names the feature and prints C's %#0*x (no 0x on a zero); the twin
+    printed "(nsid 0)" and 0x00000000."""
+    get = run_cli("nvme", "get-feature", small, "-f", "0x84", "-n", "1").stdout.strip()
+    assert get == "get-feature:0x84 (Namespace Write Protect), Current value:00000000"
+    out = run_cli("nvme", "set-feature", small, "-f", "4", "-v", "0x15e").stdout.strip()
+    assert out == "set-feature:0x04 (Temperature Threshold), value:0x0000015e, cdw12:00000000, save:0"
+    get = run_cli("nvme", "get-feature", small, "-f", "4").stdout.strip()
+    assert get == "get-feature:0x04 (Temperature Threshold), Current value:0x0000015e"
+
+
+def test_write_protect_until_power_cycle_holds_until_the_power_cycle(small: Path) -> None:
+    """NVMe 1.4 §8.12: no Set Features leaves Write Protect Until Power Cycle (the twin let
+    -v 0 clear it, so a "until power cycle" protection did not hold)."""
+    run_cli("nvme", "set-feature", small, "-f", "0x84", "-n", "1", "-v", "2")
+    for v in ("0", "1", "3"):
+        fails_cleanly(
+            small,
+            "nvme",
+            "set-feature",
+            str(small),
+            "-f",
+            "0x84",
+            "-n",
+            "1",
+            "-v",
+            v,
+            needles=("FEATURE_NOT_CHANGEABLE(0x410e)", "power cycle"),
+        )
+    fails_cleanly(small, "precondition", str(small), "--rand", "4k", "--amount", "1MiB", needles=("NS_WRITE_PROTECTED(0x4020)",))
+    run_cli("power-cycle", small)
+    assert run_cli("nvme", "get-feature", small, "-f", "0x84", "-n", "1", "-o", "json").json()["value"] == 0
+    run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
+    run_cli("check", small)
+
+
+def test_temperature_thresholds_and_the_smart_warning(small: Path) -> None:
+    """Feature 04h keeps the over (THSEL 0) and under (THSEL 1) thresholds apart (setting the
+    under one overwrote the over one), refuses sensors the drive lacks, and the SMART
+    critical warning's bit 1 follows them (it was always 0)."""
+    run_cli("nvme", "set-feature", small, "-f", "4", "-v", "0x100111")  # under: 273 K
+    assert run_cli("nvme", "get-feature", small, "-f", "4", "-o", "json").json()["value"] == 343
+    assert run_cli("nvme", "get-feature", small, "-f", "4", "-c", "0x100000", "-o", "json").json()["value"] == 0x100111
+    fails_cleanly(small, "nvme", "set-feature", str(small), "-f", "4", "-v", "0x10150", needles=("INVALID_FIELD(0x4002)", "TMPSEL 1"))
+    fails_cleanly(small, "nvme", "get-feature", str(small), "-f", "4", "-c", "0x200000", needles=("INVALID_FIELD(0x4002)", "THSEL 2"))
+    assert run_cli("nvme", "smart-log", small, "-o", "json").json()["critical_warning"] == 0
+    run_cli("nvme", "set-feature", small, "-f", "4", "-v", "300")  # over: 300 K, under the drive's 313 K
+    assert run_cli("nvme", "smart-log", small, "-o", "json").json()["critical_warning"] == 2
+    human = run_cli("nvme", "smart-log", small, "-H").stdout.splitlines()
+    assert [line.split(":")[-1].strip() for line in human if "Temp. Threshold[1]" in line] == ["1"]

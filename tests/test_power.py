@@ -27,7 +27,8 @@ CM6_MAX_POWER_CW = [2750, 1980, 1760, 1540, 1210, 990, 500]
 
 def set_ps(d: Path, ps: int) -> None:
     r = run_cli("nvme", "set-feature", d, "-f", "2", "-v", str(ps))
-    assert r.stdout.strip() == f"set-feature:0x02 (nsid 0), value:{ps:#010x}"
+    value = f"{ps:#010x}" if ps else "00000000"  # nvme-cli's %#0*x: no 0x on a zero
+    assert r.stdout.strip() == f"set-feature:0x02 (Power Management), value:{value}, cdw12:00000000, save:0"
 
 
 def get_ps(d: Path) -> int:
@@ -38,7 +39,10 @@ def test_set_feature_selects_power_state_5(small: Path) -> None:
     assert get_ps(small) == 0
     set_ps(small, 5)
     assert get_ps(small) == 5
-    assert run_cli("nvme", "get-feature", small, "-f", "0x02").stdout.strip() == "get-feature:0x02 (nsid 0), Current value:0x00000005"
+    assert (
+        run_cli("nvme", "get-feature", small, "-f", "0x02").stdout.strip()
+        == "get-feature:0x02 (Power Management), Current value:0x00000005"
+    )
     # A feature is state of the drive: a power cycle keeps the state selected (saved: -s).
     run_cli("power-cycle", small)
     assert get_ps(small) == 5

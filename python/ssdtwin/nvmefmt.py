@@ -368,3 +368,38 @@ def sanitize_log(d: SanitizeLog, human: bool) -> str:
         ("Sanitize State Information               (SSI)", d["sanitize_state_information"]["sanitize_state"]),
     ]
     return "\n".join(f"{k}:  {v}" for k, v in rows)
+
+
+#: nvme-cli's names of the features (nvme_feature_to_string, nvme-print.c at v2.4) the twin has.
+FEATURE_NAMES = {
+    0x01: "Arbitration",
+    0x02: "Power Management",
+    0x04: "Temperature Threshold",
+    0x06: "Volatile Write Cache",
+    0x07: "Number of Queues",
+    0x08: "Interrupt Coalescing",
+    0x13: "Predictable Latency Mode Config",
+    0x14: "Predictable Latency Mode Window",
+    0x84: "Namespace Write Protect",
+}
+
+
+def c_hex(v: int, width: int) -> str:
+    """C's ``%#0*x``: 0x and zero padding to ``width`` characters, but 0 is plain zeros
+    (``#`` adds no 0x to zero), as nvme-cli prints it."""
+    return "0" * max(width, 1) if v == 0 else f"{v:#0{width}x}"
+
+
+def get_feature(fid: int, value: int) -> str:
+    """nvme-cli 2.4's line for a Get Features result (get_feature_id_print, sel 0)."""
+    return (
+        f"get-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), Current value:{c_hex(value, 10 if value else 8)}"
+    )
+
+
+def set_feature(fid: int, value: int, cdw12: int, save: bool) -> str:
+    """nvme-cli 2.4's line for a successful Set Features."""
+    return (
+        f"set-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), "
+        f"value:{c_hex(value, 10 if value else 8)}, cdw12:{c_hex(cdw12, 10 if cdw12 else 8)}, save:{c_hex(int(save), 0)}"
+    )

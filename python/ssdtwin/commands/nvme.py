@@ -280,7 +280,7 @@ def nvme_get_feature(
     if fmt == "json":
         emit_json({"feature_id": f, "value": v})
     else:
-        typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
+        typer.echo(nvmefmt.get_feature(f, v))
 
 
 def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) -> Optional[int]:
@@ -371,7 +371,7 @@ def nvme_set_feature(
     """Set Features (e.g. -f 2 -v 5 selects power state 5; -f 0x14 -V 1 -c 1: NVM Set 1 deterministic)."""
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid, c12)
-    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}" + (f", cdw12:{c12:#010x}" if c12 else ""))
+    typer.echo(nvmefmt.set_feature(f, v, c12, save))
 
 
 # Predictable latency (IO Determinism), ANA and LBA status (rebuild assist) live in modules of their own.
