@@ -370,3 +370,13 @@ def test_temperature_thresholds_and_the_smart_warning(small: Path) -> None:
     assert run_cli("nvme", "smart-log", small, "-o", "json").json()["critical_warning"] == 2
     human = run_cli("nvme", "smart-log", small, "-H").stdout.splitlines()
     assert [line.split(":")[-1].strip() for line in human if "Temp. Threshold[1]" in line] == ["1"]
+
+
+def test_delete_all_prints_nvme_cli_s_nsid(two_ns: Path) -> None:
+    """nvme-cli prints the NSID with %d: deleting every namespace says nsid:-1 (the twin said
+    4294967295)."""
+    for n in ("1", "2"):
+        run_cli("nvme", "detach-ns", two_ns, "-n", n)
+    assert run_cli("nvme", "delete-ns", two_ns, "-n", "0xffffffff").stdout == "delete-ns: Success, deleted nsid:-1\n"
+    assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json() == {"nsid_list": []}
+    run_cli("check", two_ns)

@@ -390,6 +390,11 @@ def c_hex(v: int, width: int) -> str:
     return "0" * max(width, 1) if v == 0 else f"{v:#0{width}x}"
 
 
+def c_int(v: int) -> int:
+    """A 32-bit field through C's ``%d``, as nvme-cli prints an NSID (0xffffffff is -1)."""
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
 def get_feature(fid: int, value: int) -> str:
     """nvme-cli 2.4's line for a Get Features result (get_feature_id_print, sel 0)."""
     return (

@@ -131,7 +131,7 @@ def nvme_delete_ns(path: Path = ImageDir, n: int = NvmeInt(..., "-n", "--namespa
     """Namespace Management: delete (-n 0xffffffff deletes all)."""
     with opened(path, writable=True) as d:
         d.nvme.delete_ns(n)
-    typer.echo(f"delete-ns: Success, deleted nsid:{n}")
+    typer.echo(f"delete-ns: Success, deleted nsid:{nvmefmt.c_int(n)}")  # nvme-cli's %d: -n 0xffffffff is -1
 
 
 def ctrl_list(text: str) -> list[int]:
@@ -153,7 +153,7 @@ def nvme_attach_ns(
     """Namespace Attachment: attach to controllers (this drive has controller 1)."""
     with opened(path, writable=True) as d:
         d.nvme.attach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"attach-ns: Success, nsid:{nsid}")
+    typer.echo(f"attach-ns: Success, nsid:{nvmefmt.c_int(nsid)}")
 
 
 @nvme.command("detach-ns")
@@ -165,7 +165,7 @@ def nvme_detach_ns(
     """Namespace Attachment: detach from controllers."""
     with opened(path, writable=True) as d:
         d.nvme.detach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"detach-ns: Success, nsid:{nsid}")
+    typer.echo(f"detach-ns: Success, nsid:{nvmefmt.c_int(nsid)}")
 
 
 @nvme.command("format")
