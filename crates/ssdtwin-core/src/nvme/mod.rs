@@ -49,7 +49,7 @@ mod waf;
 
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
-pub use identify_bytes::{CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
+pub use identify_bytes::{CNS_ALLOCATED_NAMESPACE, CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
 pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, MAX_LOG_PAGE_BYTES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
@@ -229,6 +229,28 @@ impl ControllerView {
         match self.id_ns.get(&nsid.to_string()) {
             Some(id) => Ok(id),
             None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist (namespaces: {})", self.nsid_list())),
+        }
+    }
+
+    /// Identify Namespace as the controller answers it: CNS 00h (`allocated` false) gives an
+    /// active (attached) namespace's structure and a zero-filled one for an inactive NSID
+    /// (1..=NN, allocated but detached or not allocated at all; NVMe 1.4 Figure 245); CNS
+    /// 11h (`allocated`) an allocated namespace's whether attached or not. NSID 0 and NSIDs
+    /// past NN are INVALID_NS (FFFFFFFFh, the common capabilities, is not kept).
+    pub fn identify_ns(&self, nsid: NsId, allocated: bool) -> Result<IdNs, Error> {
+        let nsid = nsid.0;
+        let nn = self.id_ctrl.nn;
+        if nsid == 0 || nsid > nn {
+            let why =
+                if nsid == NSID_ALL { "the common namespace capabilities (NSID FFFFFFFFh) are not returned" } else { "not a valid NSID" };
+            return fail(
+                Status::InvalidNamespaceOrFormat,
+                format!("namespace {nsid}: {why}; this drive's NSIDs are 1..={nn} (namespaces: {})", self.nsid_list()),
+            );
+        }
+        match self.namespaces.iter().find(|n| n.nsid == nsid) {
+            Some(row) if row.attached || allocated => self.id_ns(NsId(nsid)).cloned(),
+            _ => Ok(IdNs::zeroed()),
         }
     }
 
