@@ -138,7 +138,7 @@ def test_attach_missing_namespace(small: Path) -> None:
 @pytest.mark.parametrize(
     "args, needles",
     [
-        (["nvme", "id-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9 does not exist")),
+        (["nvme", "id-ns", "{d}", "-n", "65"], ("INVALID_NS(0x400b)", "namespace 65: not a valid NSID", "1..=64")),
         (["nvme", "detach-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
         (["nvme", "delete-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
         (["nvme", "format", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),

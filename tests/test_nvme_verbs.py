@@ -18,7 +18,7 @@ import pytest
 from ssdtwin import Drive
 from ssdtwin.commands.common import drive_view
 from test_bad_input import fails_cleanly
-from twin import P5316, copy_image, make_two_namespaces, namespace_rows, run_cli
+from twin import P5316, SSDTWIN, copy_image, make_two_namespaces, namespace_rows, run_cli
 
 NS_BLOCKS_512 = 64 << 11  # 64 MiB of 512 B blocks
 
@@ -380,3 +380,29 @@ def test_delete_all_prints_nvme_cli_s_nsid(two_ns: Path) -> None:
     assert run_cli("nvme", "delete-ns", two_ns, "-n", "0xffffffff").stdout == "delete-ns: Success, deleted nsid:-1\n"
     assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json() == {"nsid_list": []}
     run_cli("check", two_ns)
+
+
+def test_id_ns_of_an_inactive_nsid_is_zeros(two_ns: Path) -> None:
+    """NVMe 1.4 Identify CNS 00h: a detached namespace or an unallocated NSID in 1..NN gives a
+    zero-filled structure (the twin showed a detached namespace's data and refused an
+    unallocated NSID); --force (CNS 11h) shows the detached one; 0 and past NN are INVALID_NS."""
+    attached = run_cli("nvme", "id-ns", two_ns, "-n", "2", "-o", "json").json()
+
+    def raw(*force: str) -> bytes:
+        return subprocess.run([*SSDTWIN, "nvme", "id-ns", str(two_ns), "-n", "2", "-b", *force], check=True, capture_output=True).stdout
+
+    attached_raw = raw()
+    run_cli("nvme", "detach-ns", two_ns, "-n", "2")
+    for nsid, note in (("2", "namespace 2 is not attached"), ("9", "namespace 9 does not exist")):
+        r = run_cli("nvme", "id-ns", two_ns, "-n", nsid, "-o", "json")
+        ns = r.json()
+        assert (ns["nsze"], ns["ncap"], ns["nuse"], ns["nvmcap"], ns["flbas"], ns["nlbaf"]) == (0, 0, 0, 0, 0, 0)
+        assert ns["lbafs"] == [{"ms": 0, "ds": 0, "rp": 0}]
+        assert note in r.stderr and "returns zeros" in r.stderr
+        assert run_cli("nvme", "id-ns", two_ns, "-n", nsid, "-b").stdout == "\x00" * 4096
+        assert run_cli("nvme", "id-ns", two_ns, "-n", nsid).stdout.startswith(f"NVME Identify Namespace {nsid}:\nnsze    : 0\n")
+    r = run_cli("nvme", "id-ns", two_ns, "-n", "2", "--force", "-o", "json")
+    assert r.json() == attached and r.stderr == ""
+    assert raw("--force") == attached_raw and raw() == bytes(4096)
+    for bad in ("0", "65", "0xffffffff"):
+        fails_cleanly(two_ns, "nvme", "id-ns", str(two_ns), "-n", bad, needles=("INVALID_NS(0x400b)", "1..=64"))

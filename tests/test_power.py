@@ -61,8 +61,8 @@ def test_cm6_power_state_descriptors(small: Path) -> None:
     assert (psds[0]["active_power"], psds[0]["active_scale"]) == (2500, 2)
     assert (psds[5]["active_power"], psds[5]["active_scale"]) == (900, 2)
     text = run_cli("nvme", "id-ctrl", small).stdout
-    assert "ps     0 : mp:27.50W operational" in text and "ps     5 : mp:9.90W operational" in text
-    assert "ps     6 : mp:5.00W non-operational" in text
+    assert "ps      0 : mp:27.50W operational" in text and "ps      5 : mp:9.90W operational" in text
+    assert "ps      6 : mp:5.00W non-operational" in text
 
 
 @pytest.mark.parametrize("ps,why", [(6, "non-operational"), (9, "power states 0..=6")])

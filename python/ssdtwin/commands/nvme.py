@@ -17,7 +17,23 @@ import typer
 from .. import nvmefmt, nvmejson
 from ..drive import SQ_PRIORITIES, Drive
 from . import nvme_ana, nvme_intel, nvme_lba_status, nvme_media, nvme_predictable_latency
-from .common import U8, U16, U32, U64, ImageDir, NvmeInt, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
+from .common import (
+    U8,
+    U16,
+    U32,
+    U64,
+    ImageDir,
+    NvmeInt,
+    OutputFmt,
+    check_fmt,
+    drive_view,
+    emit_json,
+    fail,
+    int_arg,
+    opened,
+    say,
+    write_binary,
+)
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
@@ -61,17 +77,24 @@ def nvme_id_ctrl(path: Path = ImageDir, vendor: bool = VendorSpecific, raw: bool
 def nvme_id_ns(
     path: Path = ImageDir,
     nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
+    force: bool = typer.Option(False, "--force", help="the namespace even if not attached (Identify CNS 11h)"),
     vendor: bool = VendorSpecific,
     raw: bool = RawBinary,
     fmt: str = OutputFmt,
 ) -> None:
-    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
+    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …); an
+    inactive NSID (not attached, or not allocated) gives zeros, as a drive does."""
     check_fmt(fmt, raw)
     view = drive_view(path)
+    data = view.identify_ns(nsid, force)  # NvmeError INVALID_NS for 0 and NSIDs past NN
+    row = next((r for r in view.list_ns() if r["nsid"] == nsid), None)
+    if row is None or not (row["attached"] or force):
+        what = "is not attached" if row else "does not exist"
+        hint = ": --force shows it (CNS 11h)" if row else ""
+        say(f"ssdtwin: namespace {nsid} {what}, an inactive NSID: Identify Namespace returns zeros{hint}")
     if raw:
-        write_binary(view.identify(0x00, nsid))  # NvmeError INVALID_NS from the core if there is none
+        write_binary(view.identify(0x11 if force else 0x00, nsid))
         return
-    data = view.id_ns(nsid)
     if fmt == "json":
         emit_json(nvmejson.id_ns(data, vendor))
     else:
