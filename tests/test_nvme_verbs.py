@@ -284,7 +284,8 @@ def test_every_nvme_number_takes_decimal_and_hex(two_ns: Path, call: tuple[str, 
     refused: "'0x1' is not a valid int range"), and the decimal form does the same."""
     verb, *args = call
     if verb == "intel":
-        fails_cleanly(two_ns, "nvme", verb, args[0], str(two_ns), *args[1:], needles=("log page 0xca",))
+        line = fails_cleanly(two_ns, "nvme", verb, args[0], str(two_ns), *args[1:], needles=("log page 0xca",))
+        assert line.startswith("ssdtwin nvme intel smart-log-add: error: "), line  # the plugin verb named
         return
     if verb == "delete-ns":
         run_cli("nvme", "create-ns", two_ns, "-s", "2048", "-c", "2048")

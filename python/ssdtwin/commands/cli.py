@@ -1048,6 +1048,9 @@ def _command_name(args: list[str]) -> str:
         sub = len(args) > 1 and (args[0] in ("nvme", "bench") and not args[1].startswith("-") or args[0] == "pts" and args[1] == "compare")
         if sub:
             words.append(args[1])
+            # `ssdtwin nvme intel smart-log-add`: the plugin's verb is the command.
+            if args[:2] == ["nvme", "intel"] and len(args) > 2 and not args[2].startswith("-"):
+                words.append(args[2])
     return " ".join(words)
 
 
