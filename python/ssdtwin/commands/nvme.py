@@ -334,7 +334,9 @@ def nvme_qos(
     ),
     read_mbps: Optional[str] = typer.Option(None, "--read-mbps", help="read bandwidth cap, MB/s (10^6 B/s); 0 = no cap"),
     write_mbps: Optional[str] = typer.Option(None, "--write-mbps", help="write bandwidth cap, MB/s; 0 = no cap"),
-    iops: Optional[str] = typer.Option(None, "--iops", help="commands per second cap; 0 = no cap"),
+    iops: Optional[int] = NvmeInt(
+        None, "--iops", what="a whole number of commands per second (0 = no cap)", top=1 << 50, help="commands per second cap; 0 = no cap"
+    ),
     sq_priority: Optional[str] = typer.Option(None, "--sq-priority", help="class of its queues under WRR: urgent, high, medium, low"),
     fmt: str = OutputFmt,
 ) -> None:
@@ -345,7 +347,7 @@ def nvme_qos(
     caps = (
         rate_arg("--read-mbps", read_mbps, 1e6, top, "MB/s"),
         rate_arg("--write-mbps", write_mbps, 1e6, top, "MB/s"),
-        rate_arg("--iops", iops, 1, top, "IOPS"),
+        iops,  # a whole number (NvmeInt): 1.5 was rounded to 2 and 0.4 refused as rounding to 0
     )
     if sq_priority is not None and sq_priority not in SQ_PRIORITIES:
         fail(f"--sq-priority '{sq_priority}': must be one of {', '.join(SQ_PRIORITIES)}")
