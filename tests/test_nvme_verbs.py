@@ -77,7 +77,12 @@ def test_list_ns_and_list_ctrl(two_ns: Path) -> None:
     run_cli("nvme", "detach-ns", two_ns, "-n", "2")
     assert run_cli("nvme", "list-ns", two_ns, "-o", "json").json() == {"nsid_list": [{"nsid": 1}]}, "active only"
     assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json()["nsid_list"] == [{"nsid": 1}, {"nsid": 2}]
-    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "1", "-o", "json").json()["nsid_list"] == [{"nsid": 2}]
+    # nvme-cli 2.x: -n is the first NSID listed (it was the NSID to list above: -n 1 left 1 out).
+    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "2", "-o", "json").json()["nsid_list"] == [{"nsid": 2}]
+    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "1", "-o", "json").json()["nsid_list"] == [{"nsid": 1}, {"nsid": 2}]
+    assert run_cli("nvme", "list-ns", two_ns, "-n", "2").stdout == ""  # nothing active from 2 on: no line
+    fails_cleanly(two_ns, "nvme", "list-ns", str(two_ns), "-n", "0", needles=("-n/--namespace-id 0", "1..0xffffffff"))
+    fails_cleanly(two_ns, "nvme", "list-ns", str(two_ns), "-n", "0xffffffff", needles=("INVALID_NS(0x400b)",))
     assert run_cli("nvme", "list-ctrl", two_ns, "-o", "json").json() == {"num_ctrl": 1, "ctrl_list": [{"ctrl_id": 1}]}
     assert run_cli("nvme", "list-ctrl", two_ns, "-n", "2", "-o", "json").json() == {"num_ctrl": 0, "ctrl_list": []}
     assert run_cli("nvme", "list-ctrl", two_ns).stdout.splitlines() == ["num of ctrls present: 1", "[   0]:0x1"]
@@ -257,7 +262,7 @@ def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: 
 #: One call per verb with every NVMe number it takes written in 0x hex (and what it prints).
 HEX_CALLS = [
     ("id-ns", "-n", "0x1"),
-    ("list-ns", "-n", "0x0", "-c", "0x0"),
+    ("list-ns", "-n", "0x1", "-c", "0x0"),
     ("list-ctrl", "-c", "0x0", "-n", "0x1"),
     ("error-log", "-e", "0x2"),
     ("get-log", "-i", "0x2", "-l", "0x200", "-n", "0xffffffff"),

@@ -44,18 +44,24 @@ SANACT_NAMES = {"exit-failure": 1, "start-block-erase": 2, "start-overwrite": 3,
 @verb("list-ns")
 def nvme_list_ns(
     path: Path = ImageDir,
-    nsid: int = NvmeInt(0, "-n", "--namespace-id", what="a namespace ID", top=U32, help="list NSIDs greater than this one"),
+    nsid: int = NvmeInt(
+        1, "-n", "--namespace-id", what="the first NSID to list", low=1, top=U32, help="the first NSID to list (nvme-cli 2.x)"
+    ),
     cntid: int = NvmeInt(0, "-c", "--cntid", what="a controller ID", top=U16, help="accepted; the drive has one controller"),
     all_ns: bool = typer.Option(False, "-a", "--all", help="every allocated namespace, attached or not (CNS 10h)"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Identify Active (or, with --all, Allocated) Namespace ID list."""
+    """Identify Active (or, with --all, Allocated) Namespace ID list from -n on."""
     check_fmt(fmt)
-    ids = [r["nsid"] for r in drive_view(path).list_ns() if (all_ns or r["attached"]) and r["nsid"] > nsid]
+    # nvme-cli 2.x sends CNS 02h/10h with NSID n - 1: the NSIDs greater than it, n included.
+    # The controller refuses FFFFFFFEh and FFFFFFFFh there (NVMe 1.4 Figure 245).
+    if nsid - 1 >= 0xFFFFFFFE:
+        fail(f"INVALID_NS(0x400b): a namespace list from NSID {nsid:#x}: Identify CNS 02h/10h refuses NSID {nsid - 1:#x}")
+    ids = [r["nsid"] for r in drive_view(path).list_ns() if (all_ns or r["attached"]) and r["nsid"] >= nsid]
     if fmt == "json":
         emit_json({"nsid_list": [{"nsid": i} for i in ids]})
-    else:
-        typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)) or "No namespaces")
+    elif ids:  # as nvme-cli: no line at all for an empty list
+        typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)))
 
 
 @verb("list-ctrl")
