@@ -138,7 +138,7 @@ def test_attach_missing_namespace(small: Path) -> None:
 @pytest.mark.parametrize(
     "args, needles",
     [
-        (["nvme", "id-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9 does not exist")),
+        (["nvme", "id-ns", "{d}", "-n", "65"], ("INVALID_NS(0x400b)", "namespace 65: not a valid NSID", "1..=64")),
         (["nvme", "detach-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
         (["nvme", "delete-ns", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
         (["nvme", "format", "{d}", "-n", "9"], ("INVALID_NS(0x400b)", "namespace 9")),
@@ -169,7 +169,7 @@ def test_attach_detach_state_errors(small: Path) -> None:
         (["nvme", "sanitize-log", "{d}", "-b", "-o", "json"], ("-b/--raw-binary and -o json: choose one",), 1),
         (["nvme", "id-ctrl", "{d}", "--bogus"], ("No such option: --bogus",), 2),
         (["nvme", "id-ns", "{d}"], ("Missing option", "--namespace-id"), 2),
-        (["nvme", "id-ns", "{d}", "-n", "one"], ("'-n'", "'one' is not a valid int"), 2),
+        (["nvme", "id-ns", "{d}", "-n", "one"], ("-n/--namespace-id 'one'", "decimal or 0x hex integer in 0..0xffffffff"), 1),
         (["nvme", "create-ns", "{d}", "-s", "0", "-c", "0"], ("-s/--nsze 0", "at least 1 block"), 1),
         (["nvme", "create-ns", "{d}", "-s", "1T", "-c", "1T"], ("-s/--nsze '1T'", "whole number of logical blocks"), 1),
         (["nvme", "create-ns", "{d}", "-s", "10", "-c", "5"], ("THIN_PROVISIONING_NOT_SUPPORTED(0x411b)",), 1),

@@ -553,7 +553,7 @@ def test_write_protect_feature_blocks_writes_until_cleared(cm6: Path) -> None:
 
 
 def test_power_state_feature(cm6: Path) -> None:
-    assert run_cli("nvme", "get-feature", cm6, "-f", "2").stdout.strip() == "get-feature:0x02 (nsid 0), Current value:0x00000000"
+    assert run_cli("nvme", "get-feature", cm6, "-f", "2").stdout.strip() == "get-feature:0x02 (Power Management), Current value:00000000"
     r = run_cli("nvme", "set-feature", cm6, "-f", "2", "-v", "9", check=False)
     assert r.returncode == 1 and "INVALID_FIELD" in r.stderr and "power state 9" in r.stderr
 

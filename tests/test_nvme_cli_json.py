@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import CM6, P5316, SSDTWIN, run_cli
+from twin import CM6, P5316, SSDTWIN, copy_image, run_cli
 
 DATA = Path(__file__).parent / "data" / "nvme-cli-2.4"
 KEYS: dict[str, Any] = json.loads((DATA / "keys.json").read_text())
@@ -325,3 +325,82 @@ def test_debian_nvme_cli_prints_the_same_json(drives: dict[str, Path], fake_devi
     real = subprocess.run([nvme, *words, "/dev/null", *options, "-o", "json"], check=True, capture_output=True, text=True, env=env)
     ours, device = twin_json(drives, verb)
     assert same(normalise(json.loads(real.stdout), "null"), normalise(ours, device)) == []
+
+
+def test_debian_nvme_cli_prints_the_same_id_ns_text(drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path) -> None:
+    """`id-ns` without -o json is nvme-cli's text, byte for byte: of an attached namespace in
+    a PI format, and the zeros of an inactive NSID (the twin printed ``nuse : 0x0``, ``mc : 3``,
+    ``dlfeat : 0x9``, ``rp:0x0``, no mssrl/mcl/msrc/nulbaf, ``nsattr`` without nvme-cli's tab)."""
+    nvme, lib, _ = fake_device
+    img = copy_image(drives["cm6"], tmp_path / "cm6")
+    run_cli("nvme", "detach-ns", img, "-n", "1")
+    run_cli("nvme", "delete-ns", img, "-n", "1")
+    run_cli("nvme", "create-ns", img, "-s", "0x10000", "-c", "0x10000", "-b", "4096")
+    run_cli("nvme", "attach-ns", img, "-n", "1", "-c", "1")
+    run_cli("nvme", "format", img, "-n", "1", "-l", "4", "-i", "1")  # 4096+8 B, PI type 1
+    run_cli("nvme", "create-ns", img, "-s", "8", "-c", "8")  # nsid 2, never attached
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for nsid in (1, 2, 9):
+        raw = subprocess.run([*SSDTWIN, "nvme", "id-ns", str(img), "-n", str(nsid), "-b"], check=True, capture_output=True).stdout
+        (pages / f"identify-0-{nsid}.bin").write_bytes(raw)
+        env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(pages)}
+        real = subprocess.run([nvme, "id-ns", "/dev/null", "-n", str(nsid)], check=True, capture_output=True, text=True, env=env)
+        assert run_cli("nvme", "id-ns", img, "-n", str(nsid)).stdout == real.stdout, nsid
+
+
+@pytest.mark.parametrize("drive", ["cm6", "pb5", "p5316"])
+def test_debian_nvme_cli_prints_the_same_id_ctrl_text(
+    drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path, drive: str
+) -> None:
+    """`id-ctrl` without -o json is nvme-cli's text, every line (it was 33 of nvme-cli's 86
+    fields, ``vwc : 0x0`` for nvme-cli's ``0``, ``nwpc : 0x7`` for ``7``, the power states
+    indented otherwise and without their workload line)."""
+    nvme, lib, _ = fake_device
+    raw = subprocess.run([*SSDTWIN, "nvme", "id-ctrl", str(drives[drive]), "-b"], check=True, capture_output=True).stdout
+    (tmp_path / "identify-1-0.bin").write_bytes(raw)
+    env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(tmp_path)}
+    real = subprocess.run([nvme, "id-ctrl", "/dev/null"], check=True, capture_output=True, text=True, env=env)
+    assert run_cli("nvme", "id-ctrl", drives[drive]).stdout == real.stdout
+
+
+def test_smart_log_text_is_nvme_cli_2_4s(tmp_path: Path) -> None:
+    """nvme-cli 2.4's nvme_show_smart_log, its format strings as they are (tabs, %#x); the twin
+    padded with spaces and printed the critical warning in decimal (Debian's 2.3 binary prints
+    another temperature line, so this compares with 2.4's source, not a binary)."""
+    d = tmp_path / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "set-feature", d, "-f", "4", "-v", "300")  # over threshold under 313 K: warning bit 1
+    expected = [
+        f"Smart Log for NVME device:{d} namespace-id:ffffffff",
+        "critical_warning\t\t\t: 0x2",
+        "      Available Spare[0]             : 0",
+        "      Temp. Threshold[1]             : 1",
+        "      NVM subsystem Reliability[2]   : 0",
+        "      Read-only[3]                   : 0",
+        "      Volatile mem. backup failed[4] : 0",
+        "      Persistent Mem. RO[5]          : 0",
+        "temperature\t\t\t\t: 40 °C (313 K)",
+        "available_spare\t\t\t\t: 100%",
+        "available_spare_threshold\t\t: 10%",
+        "percentage_used\t\t\t\t: 0%",
+        "endurance group critical warning summary: 0",
+        "Data Units Read\t\t\t\t: 0 (0.00 B)",
+        "Data Units Written\t\t\t: 0 (0.00 B)",
+        "host_read_commands\t\t\t: 0",
+        "host_write_commands\t\t\t: 0",
+        "controller_busy_time\t\t\t: 0",
+        "power_cycles\t\t\t\t: 0",
+        "power_on_hours\t\t\t\t: 0",
+        "unsafe_shutdowns\t\t\t: 0",
+        "media_errors\t\t\t\t: 0",
+        "num_err_log_entries\t\t\t: 0",
+        "Warning Temperature Time\t\t: 0",
+        "Critical Composite Temperature Time\t: 0",
+        "Thermal Management T1 Trans Count\t: 0",
+        "Thermal Management T2 Trans Count\t: 0",
+        "Thermal Management T1 Total Time\t: 0",
+        "Thermal Management T2 Total Time\t: 0",
+    ]
+    assert run_cli("nvme", "smart-log", d, "-H").stdout.splitlines() == expected
+    assert run_cli("nvme", "smart-log", d).stdout.splitlines() == expected[:2] + expected[8:]

@@ -18,7 +18,7 @@ import pytest
 from ssdtwin import Drive
 from ssdtwin.commands.common import drive_view
 from test_bad_input import fails_cleanly
-from twin import P5316, copy_image, make_two_namespaces, namespace_rows, run_cli
+from twin import P5316, SSDTWIN, copy_image, make_two_namespaces, namespace_rows, run_cli
 
 NS_BLOCKS_512 = 64 << 11  # 64 MiB of 512 B blocks
 
@@ -77,7 +77,12 @@ def test_list_ns_and_list_ctrl(two_ns: Path) -> None:
     run_cli("nvme", "detach-ns", two_ns, "-n", "2")
     assert run_cli("nvme", "list-ns", two_ns, "-o", "json").json() == {"nsid_list": [{"nsid": 1}]}, "active only"
     assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json()["nsid_list"] == [{"nsid": 1}, {"nsid": 2}]
-    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "1", "-o", "json").json()["nsid_list"] == [{"nsid": 2}]
+    # nvme-cli 2.x: -n is the first NSID listed (it was the NSID to list above: -n 1 left 1 out).
+    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "2", "-o", "json").json()["nsid_list"] == [{"nsid": 2}]
+    assert run_cli("nvme", "list-ns", two_ns, "-a", "-n", "1", "-o", "json").json()["nsid_list"] == [{"nsid": 1}, {"nsid": 2}]
+    assert run_cli("nvme", "list-ns", two_ns, "-n", "2").stdout == ""  # nothing active from 2 on: no line
+    fails_cleanly(two_ns, "nvme", "list-ns", str(two_ns), "-n", "0", needles=("-n/--namespace-id 0", "1..0xffffffff"))
+    fails_cleanly(two_ns, "nvme", "list-ns", str(two_ns), "-n", "0xffffffff", needles=("INVALID_NS(0x400b)",))
     assert run_cli("nvme", "list-ctrl", two_ns, "-o", "json").json() == {"num_ctrl": 1, "ctrl_list": [{"ctrl_id": 1}]}
     assert run_cli("nvme", "list-ctrl", two_ns, "-n", "2", "-o", "json").json() == {"num_ctrl": 0, "ctrl_list": []}
     assert run_cli("nvme", "list-ctrl", two_ns).stdout.splitlines() == ["num of ctrls present: 1", "[   0]:0x1"]
@@ -249,3 +254,161 @@ def test_sanitize_over_nbd_refuses_io_then_reads_zeroes(two_ns: Path, tmp_path: 
         s.stop()
     got = (tmp_path / "out.raw").read_bytes()
     assert len(got) == 64 << 20 and got.count(0) == len(got)
+
+
+# --------------------------------------------------------------------------- numbers, features
+
+
+#: One call per verb with every NVMe number it takes written in 0x hex (and what it prints).
+HEX_CALLS = [
+    ("id-ns", "-n", "0x1"),
+    ("list-ns", "-n", "0x1", "-c", "0x0"),
+    ("list-ctrl", "-c", "0x0", "-n", "0x1"),
+    ("error-log", "-e", "0x2"),
+    ("get-log", "-i", "0x2", "-l", "0x200", "-n", "0xffffffff"),
+    ("get-feature", "-f", "0x2", "-n", "0x0", "-c", "0x0"),
+    ("get-feature", "-f", "0x84", "-n", "0x1"),
+    ("set-feature", "-f", "0x2", "-v", "0x1", "-n", "0x0", "-c", "0x0"),
+    ("get-lba-status", "-n", "0x1", "-s", "0x0", "-m", "0xff", "-a", "0x10", "-l", "0x0", "-t", "0x0"),
+    ("inject-pi-error", "-n", "0x1", "-s", "0x10"),
+    ("inject-media-error", "-n", "0x1", "-s", "0x10", "-c", "0x1"),
+    ("qos", "-n", "0x1"),
+    ("detach-ns", "-n", "0x2", "-c", "0x1"),
+    ("attach-ns", "-n", "0x2", "-c", "0x1"),
+    ("format", "-n", "0x2", "-l", "0x1", "--ses", "0x1", "-i", "0x0", "-p", "0x0", "-m", "0x0"),
+    ("ana-state", "-g", "0x2", "-s", "optimized"),
+    ("create-ns", "-s", "0x800", "-c", "0x800", "-f", "0x0", "-m", "0x0", "-i", "0x0"),
+    ("delete-ns", "-n", "0x3"),
+    ("intel", "smart-log-add", "-n", "0xffffffff"),
+]
+
+
+@pytest.mark.parametrize("call", HEX_CALLS, ids=lambda c: " ".join(c[:2]))
+def test_every_nvme_number_takes_decimal_and_hex(two_ns: Path, call: tuple[str, ...]) -> None:
+    """nvme-cli takes every number in decimal or 0x hex; so does each verb (id-ns -n 0x1 was
+    refused: "'0x1' is not a valid int range"), and the decimal form does the same."""
+    verb, *args = call
+    if verb == "intel":
+        line = fails_cleanly(two_ns, "nvme", verb, args[0], str(two_ns), *args[1:], needles=("log page 0xca",))
+        assert line.startswith("ssdtwin nvme intel smart-log-add: error: "), line  # the plugin verb named
+        return
+    if verb == "delete-ns":
+        run_cli("nvme", "create-ns", two_ns, "-s", "2048", "-c", "2048")
+    if verb == "attach-ns":
+        run_cli("nvme", "detach-ns", two_ns, "-n", "2")
+    if verb == "inject-pi-error":
+        run_cli("nvme", "format", two_ns, "-n", "1", "-l", "2", "-i", "1")  # 512+8 B with PI type 1
+    hexed = run_cli("nvme", verb, two_ns, *args, check=False)
+    assert hexed.returncode == 0, hexed.stderr
+    if verb in ("id-ns", "list-ns", "list-ctrl", "get-log", "get-feature", "get-lba-status", "qos"):
+        decimal = [str(int(a, 0)) if a.startswith("0x") else a for a in args]
+        assert run_cli("nvme", verb, two_ns, *decimal).stdout == hexed.stdout
+    run_cli("check", two_ns)
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (("id-ns", "-n", "one"), ("-n/--namespace-id 'one'", "decimal or 0x hex", "0..0xffffffff")),
+        (("id-ns", "-n", "0x100000000"), ("-n/--namespace-id 0x100000000", "0..0xffffffff")),
+        (("format", "-n", "1", "-l", "0x100"), ("-l/--lbaf 0x100", "an LBA format index in 0..255")),
+        (("format", "-n", "1", "--ses", "0x8"), ("-s/--ses 0x8", "0..7")),
+        (("create-ns", "-s", "8", "-c", "8", "-i", "0x10000"), ("-i/--nvmset-id 0x10000", "0..65535")),
+        (("get-log", "-i", "2", "-l", "0"), ("-l/--log-len 0", "1..0x100000")),
+        (("get-lba-status", "-n", "1", "-a", "zz"), ("-a/--action 'zz'", "0..255")),
+        (("error-log", "-e", "0x41"), ("-e/--log-entries 0x41", "1..64")),
+        (("precondition", "-n", "0"), ("-n/--namespace-id 0", "1..0xffffffff")),
+    ],
+)
+def test_a_bad_number_names_the_option_and_its_range(small: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    verb, *rest = args
+    cmd = ("precondition", str(small), *rest, "--rand", "4k") if verb == "precondition" else ("nvme", verb, str(small), *rest)
+    fails_cleanly(small, *cmd, needles=needles)
+
+
+def test_feature_lines_are_nvme_cli_s(small: Path) -> None:
+    """nvme-cli 2.4 names the feature and prints C's %#0*x (no 0x on a zero); the twin
+    printed "(nsid 0)" and 0x00000000."""
+    get = run_cli("nvme", "get-feature", small, "-f", "0x84", "-n", "1").stdout.strip()
+    assert get == "get-feature:0x84 (Namespace Write Protect), Current value:00000000"
+    out = run_cli("nvme", "set-feature", small, "-f", "4", "-v", "0x15e").stdout.strip()
+    assert out == "set-feature:0x04 (Temperature Threshold), value:0x0000015e, cdw12:00000000, save:0"
+    get = run_cli("nvme", "get-feature", small, "-f", "4").stdout.strip()
+    assert get == "get-feature:0x04 (Temperature Threshold), Current value:0x0000015e"
+
+
+def test_write_protect_until_power_cycle_holds_until_the_power_cycle(small: Path) -> None:
+    """NVMe 1.4 §8.12: no Set Features leaves Write Protect Until Power Cycle (the twin let
+    -v 0 clear it, so a "until power cycle" protection did not hold)."""
+    run_cli("nvme", "set-feature", small, "-f", "0x84", "-n", "1", "-v", "2")
+    for v in ("0", "1", "3"):
+        fails_cleanly(
+            small,
+            "nvme",
+            "set-feature",
+            str(small),
+            "-f",
+            "0x84",
+            "-n",
+            "1",
+            "-v",
+            v,
+            needles=("FEATURE_NOT_CHANGEABLE(0x410e)", "power cycle"),
+        )
+    fails_cleanly(small, "precondition", str(small), "--rand", "4k", "--amount", "1MiB", needles=("NS_WRITE_PROTECTED(0x4020)",))
+    run_cli("power-cycle", small)
+    assert run_cli("nvme", "get-feature", small, "-f", "0x84", "-n", "1", "-o", "json").json()["value"] == 0
+    run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
+    run_cli("check", small)
+
+
+def test_temperature_thresholds_and_the_smart_warning(small: Path) -> None:
+    """Feature 04h keeps the over (THSEL 0) and under (THSEL 1) thresholds apart (setting the
+    under one overwrote the over one), refuses sensors the drive lacks, and the SMART
+    critical warning's bit 1 follows them (it was always 0)."""
+    run_cli("nvme", "set-feature", small, "-f", "4", "-v", "0x100111")  # under: 273 K
+    assert run_cli("nvme", "get-feature", small, "-f", "4", "-o", "json").json()["value"] == 343
+    assert run_cli("nvme", "get-feature", small, "-f", "4", "-c", "0x100000", "-o", "json").json()["value"] == 0x100111
+    fails_cleanly(small, "nvme", "set-feature", str(small), "-f", "4", "-v", "0x10150", needles=("INVALID_FIELD(0x4002)", "TMPSEL 1"))
+    fails_cleanly(small, "nvme", "get-feature", str(small), "-f", "4", "-c", "0x200000", needles=("INVALID_FIELD(0x4002)", "THSEL 2"))
+    assert run_cli("nvme", "smart-log", small, "-o", "json").json()["critical_warning"] == 0
+    run_cli("nvme", "set-feature", small, "-f", "4", "-v", "300")  # over: 300 K, under the drive's 313 K
+    assert run_cli("nvme", "smart-log", small, "-o", "json").json()["critical_warning"] == 2
+    human = run_cli("nvme", "smart-log", small, "-H").stdout.splitlines()
+    assert [line.split(":")[-1].strip() for line in human if "Temp. Threshold[1]" in line] == ["1"]
+
+
+def test_delete_all_prints_nvme_cli_s_nsid(two_ns: Path) -> None:
+    """nvme-cli prints the NSID with %d: deleting every namespace says nsid:-1 (the twin said
+    4294967295)."""
+    for n in ("1", "2"):
+        run_cli("nvme", "detach-ns", two_ns, "-n", n)
+    assert run_cli("nvme", "delete-ns", two_ns, "-n", "0xffffffff").stdout == "delete-ns: Success, deleted nsid:-1\n"
+    assert run_cli("nvme", "list-ns", two_ns, "--all", "-o", "json").json() == {"nsid_list": []}
+    run_cli("check", two_ns)
+
+
+def test_id_ns_of_an_inactive_nsid_is_zeros(two_ns: Path) -> None:
+    """NVMe 1.4 Identify CNS 00h: a detached namespace or an unallocated NSID in 1..NN gives a
+    zero-filled structure (the twin showed a detached namespace's data and refused an
+    unallocated NSID); --force (CNS 11h) shows the detached one; 0 and past NN are INVALID_NS."""
+    attached = run_cli("nvme", "id-ns", two_ns, "-n", "2", "-o", "json").json()
+
+    def raw(*force: str) -> bytes:
+        return subprocess.run([*SSDTWIN, "nvme", "id-ns", str(two_ns), "-n", "2", "-b", *force], check=True, capture_output=True).stdout
+
+    attached_raw = raw()
+    run_cli("nvme", "detach-ns", two_ns, "-n", "2")
+    for nsid, note in (("2", "namespace 2 is not attached"), ("9", "namespace 9 does not exist")):
+        r = run_cli("nvme", "id-ns", two_ns, "-n", nsid, "-o", "json")
+        ns = r.json()
+        assert (ns["nsze"], ns["ncap"], ns["nuse"], ns["nvmcap"], ns["flbas"], ns["nlbaf"]) == (0, 0, 0, 0, 0, 0)
+        assert ns["lbafs"] == [{"ms": 0, "ds": 0, "rp": 0}]
+        assert note in r.stderr and "returns zeros" in r.stderr
+        assert run_cli("nvme", "id-ns", two_ns, "-n", nsid, "-b").stdout == "\x00" * 4096
+        assert run_cli("nvme", "id-ns", two_ns, "-n", nsid).stdout.startswith(f"NVME Identify Namespace {nsid}:\nnsze    : 0\n")
+    r = run_cli("nvme", "id-ns", two_ns, "-n", "2", "--force", "-o", "json")
+    assert r.json() == attached and r.stderr == ""
+    assert raw("--force") == attached_raw and raw() == bytes(4096)
+    for bad in ("0", "65", "0xffffffff"):
+        fails_cleanly(two_ns, "nvme", "id-ns", str(two_ns), "-n", bad, needles=("INVALID_NS(0x400b)", "1..=64"))

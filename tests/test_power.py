@@ -27,7 +27,8 @@ CM6_MAX_POWER_CW = [2750, 1980, 1760, 1540, 1210, 990, 500]
 
 def set_ps(d: Path, ps: int) -> None:
     r = run_cli("nvme", "set-feature", d, "-f", "2", "-v", str(ps))
-    assert r.stdout.strip() == f"set-feature:0x02 (nsid 0), value:{ps:#010x}"
+    value = f"{ps:#010x}" if ps else "00000000"  # nvme-cli's %#0*x: no 0x on a zero
+    assert r.stdout.strip() == f"set-feature:0x02 (Power Management), value:{value}, cdw12:00000000, save:0"
 
 
 def get_ps(d: Path) -> int:
@@ -38,7 +39,10 @@ def test_set_feature_selects_power_state_5(small: Path) -> None:
     assert get_ps(small) == 0
     set_ps(small, 5)
     assert get_ps(small) == 5
-    assert run_cli("nvme", "get-feature", small, "-f", "0x02").stdout.strip() == "get-feature:0x02 (nsid 0), Current value:0x00000005"
+    assert (
+        run_cli("nvme", "get-feature", small, "-f", "0x02").stdout.strip()
+        == "get-feature:0x02 (Power Management), Current value:0x00000005"
+    )
     # A feature is state of the drive: a power cycle keeps the state selected (saved: -s).
     run_cli("power-cycle", small)
     assert get_ps(small) == 5
@@ -57,8 +61,8 @@ def test_cm6_power_state_descriptors(small: Path) -> None:
     assert (psds[0]["active_power"], psds[0]["active_scale"]) == (2500, 2)
     assert (psds[5]["active_power"], psds[5]["active_scale"]) == (900, 2)
     text = run_cli("nvme", "id-ctrl", small).stdout
-    assert "ps     0 : mp:27.50W operational" in text and "ps     5 : mp:9.90W operational" in text
-    assert "ps     6 : mp:5.00W non-operational" in text
+    assert "ps      0 : mp:27.50W operational" in text and "ps      5 : mp:9.90W operational" in text
+    assert "ps      6 : mp:5.00W non-operational" in text
 
 
 @pytest.mark.parametrize("ps,why", [(6, "non-operational"), (9, "power states 0..=6")])

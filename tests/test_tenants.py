@@ -129,9 +129,10 @@ def test_qos_caps_are_set_read_back_and_persisted(pb5: Path) -> None:
         (("-n", "9", "--read-mbps", "391"), "INVALID_NS"),
         (("-n", "1", "--read-mbps", "-1"), "must be 0 (no cap) or up to"),
         (("-n", "1", "--write-mbps", "nan"), "must be 0 (no cap) or up to"),
-        (("-n", "1", "--iops", "lots"), "must be a number"),
-        # A positive cap that rounds to 0 would be no cap at all.
-        (("-n", "1", "--iops", "0.4"), "--iops 0.4: must be 0 (no cap) or from 1 up to"),
+        (("-n", "1", "--iops", "lots"), "--iops 'lots': must be a whole number of commands per second"),
+        # A command count is whole: 1.5 was rounded to 2 (and 0.4 to no cap at all).
+        (("-n", "1", "--iops", "0.4"), "--iops '0.4': must be a whole number of commands per second (0 = no cap), a decimal or 0x hex"),
+        (("-n", "1", "--iops", "1.5"), "--iops '1.5': must be a whole number"),
         (("-n", "1", "--read-mbps", "1e-9"), "--read-mbps 1e-9: must be 0 (no cap) or from 1e-06 up to"),
         (("-n", "1", "--read-mbps", "1e12"), "must be 0 (no cap) or up to"),
         (("-n", "1", "--read-mbps", "3401"), "the host link's rate"),
@@ -151,6 +152,13 @@ def test_bad_qos_commands_are_refused_in_one_line(pb5: Path, args: tuple[str, ..
     r = run_cli("nvme", "qos", pb5, *args, check=False)
     assert r.returncode != 0 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert image_digest(pb5) == before
+
+
+def test_qos_iops_is_a_whole_number_in_decimal_or_hex(pb5: Path) -> None:
+    """--iops takes 0x hex like every NVMe number ('0x10' was "must be a number")."""
+    assert run_cli("nvme", "qos", pb5, "-n", "0x1", "--iops", "0x10", "-o", "json").json()["iops"] == 16
+    assert run_cli("nvme", "qos", pb5, "-n", "1", "--iops", "20", "-o", "json").json()["iops"] == 20
+    run_cli("check", pb5)
 
 
 def test_quotas_hold_over_nbd_for_a_real_fio(tmp_path: Path, pb5: Path) -> None:

@@ -7,10 +7,11 @@ human form look like what storage engineers already read every day.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SanitizeLog, SmartLog, VendorLog
 from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
+from .nvmejson import id_ctrl as json_id_ctrl
 
 
 def si_bytes(n: float) -> str:
@@ -28,114 +29,81 @@ def _kv(rows: list[tuple[str, Any]], width: int) -> str:
     return "\n".join(f"{k:<{width}}: {v}" for k, v in rows)
 
 
+#: Identify Controller's lines as nvme-cli 2.4 prints them (nvme_show_id_ctrl): each key with
+#: its C format, "x" for %#x, "d" for a number, "s" for text, in nvme-cli's order.
+ID_CTRL_TEXT = (
+    ("vid", "x"), ("ssvid", "x"), ("sn", "s"), ("mn", "s"), ("fr", "s"), ("rab", "d"), ("ieee", "ieee"), ("cmic", "x"),
+    ("mdts", "d"), ("cntlid", "x"), ("ver", "x"), ("rtd3r", "x"), ("rtd3e", "x"), ("oaes", "x"), ("ctratt", "x"), ("rrls", "x"),
+    ("cntrltype", "d"), ("fguid", "s"), ("crdt1", "d"), ("crdt2", "d"), ("crdt3", "d"), ("nvmsr", "d"), ("vwci", "d"),
+    ("mec", "d"), ("oacs", "x"), ("acl", "d"), ("aerl", "d"), ("frmw", "x"), ("lpa", "x"), ("elpe", "d"), ("npss", "d"),
+    ("avscc", "x"), ("apsta", "x"), ("wctemp", "d"), ("cctemp", "d"), ("mtfa", "d"), ("hmpre", "d"), ("hmmin", "d"),
+    ("tnvmcap", "d"), ("unvmcap", "d"), ("rpmbs", "x"), ("edstt", "d"), ("dsto", "d"), ("fwug", "d"), ("kas", "d"),
+    ("hctma", "x"), ("mntmt", "d"), ("mxtmt", "d"), ("sanicap", "x"), ("hmminds", "d"), ("hmmaxd", "d"), ("nsetidmax", "d"),
+    ("endgidmax", "d"), ("anatt", "d"), ("anacap", "d"), ("anagrpmax", "d"), ("nanagrpid", "d"), ("pels", "d"),
+    ("domainid", "d"), ("megcap", "d"), ("sqes", "x"), ("cqes", "x"), ("maxcmd", "d"), ("nn", "d"), ("oncs", "x"),
+    ("fuses", "x"), ("fna", "x"), ("vwc", "x"), ("awun", "d"), ("awupf", "d"), ("icsvscc", "d"), ("nwpc", "d"), ("acwu", "d"),
+    ("ocfs", "x"), ("sgls", "x"), ("mnan", "d"), ("maxdna", "d"), ("maxcna", "d"), ("subnqn", "s"), ("ioccsz", "d"),
+    ("iorcsz", "d"), ("icdoff", "d"), ("fcatt", "x"), ("msdbd", "d"), ("ofcs", "d"),
+)  # fmt: skip
+
+#: print_psd_workload: the Active Power Workload hint.
+PSD_WORKLOADS = {0: "-", 1: "1MiB 32 RW, 30s idle", 2: "80K 128KiB SW"}
+
+
+def _psd_power(power: int, scale: int) -> str:
+    """print_ps_power_and_scale: "-" when not reported, else in the scale's unit."""
+    if scale == 1:
+        return f"{power // 10000}.{power % 10000:04}W"
+    if scale == 2:
+        return f"{power // 100}.{power % 100:02}W"
+    return "-" if scale == 0 else "reserved"
+
+
 def id_ctrl(d: IdCtrl) -> str:
-    hexes = {"vid", "ssvid", "cmic", "cntlid", "ver", "oacs", "frmw", "lpa", "oncs", "fna", "vwc", "nwpc", "sqes", "cqes"}
-    keys = [
-        "vid",
-        "ssvid",
-        "sn",
-        "mn",
-        "fr",
-        "rab",
-        "ieee",
-        "cmic",
-        "mdts",
-        "cntlid",
-        "ver",
-        "oacs",
-        "acl",
-        "aerl",
-        "frmw",
-        "lpa",
-        "elpe",
-        "npss",
-        "wctemp",
-        "cctemp",
-        "tnvmcap",
-        "unvmcap",
-        "sqes",
-        "cqes",
-        "nn",
-        "oncs",
-        "fna",
-        "vwc",
-        "awun",
-        "awupf",
-        "nwpc",
-        "mnan",
-        "subnqn",
-    ]
-    if d.get("ctratt"):  # NVM Sets and Endurance Groups (shown by drives that have them)
-        keys[keys.index("ver") + 1 : keys.index("ver") + 1] = ["ctratt"]
-        keys += ["nsetidmax", "endgidmax"]
-        hexes = hexes | {"ctratt"}
-    fields: Mapping[str, object] = d  # read by name from the list above
+    """nvme-cli 2.4's text of Identify Controller, line for line (nvme_show_id_ctrl and
+    nvme_show_id_ctrl_power); the fields are read from the twin's nvme-cli JSON."""
+    j: Mapping[str, Any] = json_id_ctrl(d, False)  # read by name from ID_CTRL_TEXT
     rows: list[tuple[str, Any]] = []
-    for k in keys:
-        v = fields[k]
-        if k == "ieee":
-            v = f"{v:06x}"
-        elif k in hexes and isinstance(v, int):
-            v = hex(v)
-        rows.append((k, v))
+    for k, how in ID_CTRL_TEXT:
+        v = j[k]
+        rows.append((k, f"{v:06x}" if how == "ieee" else c_x(v) if how == "x" else v))
     out = ["NVME Identify Controller:", _kv(rows, 10)]
-    for i, p in enumerate(d["psds"]):
-        mp = p["max_power"] / 100
+    for i, p in enumerate(j["psds"]):
+        mp = p["max_power"]
+        mp_text = f"{mp // 10000}.{mp % 10000:04}W" if p["flags"] & 0x1 else f"{mp // 100}.{mp % 100:02}W"  # MXPS
         op = "non-operational" if p["flags"] & 0x2 else "operational"  # NOPS
-        ap = f"{p['active_power'] / 100:.2f}W" if p["active_power"] else "-"
         out.append(
-            f"ps {i:5} : mp:{mp:.2f}W {op} enlat:{p['entry_lat']} exlat:{p['exit_lat']} "
-            f"rrt:{p['read_tput']} rrl:{p['read_lat']}\n"
-            f"{'':10}rwt:{p['write_tput']} rwl:{p['write_lat']} idle_power:- active_power:{ap}"
+            f"ps   {i:4} : mp:{mp_text} {op} enlat:{p['entry_lat']} exlat:{p['exit_lat']} rrt:{p['read_tput']} rrl:{p['read_lat']}\n"
+            f"{'':12}rwt:{p['write_tput']} rwl:{p['write_lat']} idle_power:{_psd_power(p['idle_power'], p['idle_scale'])}"
+            f" active_power:{_psd_power(p['active_power'], p['active_scale'])}\n"
+            f"{'':12}active_power_workload:{PSD_WORKLOADS.get(p['active_power_work'] & 0x7, 'reserved')}"
         )
     return "\n".join(out)
 
 
+def c_x(v: int) -> str:
+    """C's ``%#x``: 0x and the hex digits, but a zero is plain ``0``, as nvme-cli prints."""
+    return f"{v:#x}" if v else "0"
+
+
 def id_ns(d: IdNs, nsid: int) -> str:
-    hexes = {"nsze", "ncap", "nuse"}
-    keys = [
-        "nsze",
-        "ncap",
-        "nuse",
-        "nsfeat",
-        "nlbaf",
-        "flbas",
-        "mc",
-        "dpc",
-        "dps",
-        "nmic",
-        "rescap",
-        "fpi",
-        "dlfeat",
-        "nawun",
-        "nawupf",
-        "nacwu",
-        "nabsn",
-        "nabo",
-        "nabspf",
-        "noiob",
-        "nvmcap",
-        "npwg",
-        "npwa",
-        "npdg",
-        "npda",
-        "nows",
-        "anagrpid",
-        "nsattr",
-        "nvmsetid",
-        "endgid",
-        "nguid",
-        "eui64",
-    ]
-    fields: Mapping[str, object] = d  # read by name from the list above
-    rows = [
-        (k, hex(cast(int, v)) if k in hexes else (f"{v:#x}" if k in {"nsfeat", "fpi", "dlfeat"} else v))
-        for k, v in ((k, fields[k]) for k in keys)
-    ]
-    out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8)]
-    for i, f in enumerate(d["lbafs"]):
-        use = " (in use)" if i == d["flbas"] & 0xF else ""
-        out.append(f"lbaf {i:2} : ms:{f['ms']:<3} lbads:{f['ds']:<2} rp:{f['rp']:#x}{use}")
+    """nvme-cli 2.4's text of Identify Namespace (nvme_show_id_ns), line for line: %#x
+    fields (a zero without 0x), the npwg..nows hints only while nsfeat bit 4 says they are
+    valid, ``nsattr`` with its tab, and each LBA format line ending in " (in use)" or " "."""
+    f: Mapping[str, Any] = d  # read by name
+    rows: list[tuple[str, Any]] = [(k, c_x(f[k])) for k in ("nsze", "ncap", "nuse", "nsfeat")]
+    rows += [("nlbaf", f["nlbaf"])]
+    rows += [(k, c_x(f[k])) for k in ("flbas", "mc", "dpc", "dps", "nmic", "rescap", "fpi")]
+    rows += [(k, f[k]) for k in ("dlfeat", "nawun", "nawupf", "nacwu", "nabsn", "nabo", "nabspf", "noiob", "nvmcap")]
+    if f["nsfeat"] & 0x10:
+        rows += [(k, f[k]) for k in ("npwg", "npwa", "npdg", "npda", "nows")]
+    rows += [(k, f[k]) for k in ("mssrl", "mcl", "msrc", "nulbaf", "anagrpid")]
+    out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8), f"nsattr\t: {f['nsattr']}"]
+    out.append(_kv([(k, f[k]) for k in ("nvmsetid", "endgid", "nguid", "eui64")], 8))
+    in_use = f["flbas"] & 0xF
+    for i, lbaf in enumerate(d["lbafs"][: f["nlbaf"] + f["nulbaf"] + 1]):
+        use = "(in use)" if i == in_use else ""
+        out.append(f"lbaf {i:2} : ms:{lbaf['ms']:<3} lbads:{lbaf['ds']:<2} rp:{c_x(lbaf['rp'])} {use}")
     return "\n".join(out)
 
 
@@ -151,35 +119,38 @@ CRITICAL_WARNING_ROWS = (
 
 
 def smart_log(d: SmartLog, device: str, human: bool = False) -> str:
+    """nvme-cli 2.4's text of the SMART / Health log (nvme_show_smart_log), tabs and all; no
+    temperature sensor reports, so no ``Temperature Sensor N`` line."""
     t = d["temperature"]
     cw = d["critical_warning"]
-    bits = [(f"      {name:<31}", cw >> bit & 1) for bit, name in enumerate(CRITICAL_WARNING_ROWS)] if human else []
-    rows = [
-        ("critical_warning", hex(cw) if human else cw),
-        *bits,
-        ("temperature", f"{t - 273} °C ({t} K)"),
-        ("available_spare", f"{d['avail_spare']}%"),
-        ("available_spare_threshold", f"{d['spare_thresh']}%"),
-        ("percentage_used", f"{d['percent_used']}%"),
-        ("endurance group critical warning summary", d["endurance_grp_critical_warning_summary"]),
-        ("Data Units Read", f"{d['data_units_read']} ({si_bytes(d['data_units_read'] * 512000)})"),
-        ("Data Units Written", f"{d['data_units_written']} ({si_bytes(d['data_units_written'] * 512000)})"),
-        ("host_read_commands", d["host_read_commands"]),
-        ("host_write_commands", d["host_write_commands"]),
-        ("controller_busy_time", d["controller_busy_time"]),
-        ("power_cycles", d["power_cycles"]),
-        ("power_on_hours", d["power_on_hours"]),
-        ("unsafe_shutdowns", d["unsafe_shutdowns"]),
-        ("media_errors", d["media_errors"]),
-        ("num_err_log_entries", d["num_err_log_entries"]),
-        ("Warning Temperature Time", d["warning_temp_time"]),
-        ("Critical Composite Temperature Time", d["critical_comp_time"]),
-        ("Thermal Management T1 Trans Count", d["thm_temp1_trans_count"]),
-        ("Thermal Management T2 Trans Count", d["thm_temp2_trans_count"]),
-        ("Thermal Management T1 Total Time", d["thm_temp1_total_time"]),
-        ("Thermal Management T2 Total Time", d["thm_temp2_total_time"]),
+    lines = [f"Smart Log for NVME device:{device} namespace-id:ffffffff", f"critical_warning\t\t\t: {c_x(cw)}"]
+    if human:
+        lines += [f"      {name:<31}: {cw >> bit & 1}" for bit, name in enumerate(CRITICAL_WARNING_ROWS)]
+    dur, duw = d["data_units_read"], d["data_units_written"]
+    lines += [
+        f"temperature\t\t\t\t: {t - 273} °C ({t} K)",
+        f"available_spare\t\t\t\t: {d['avail_spare']}%",
+        f"available_spare_threshold\t\t: {d['spare_thresh']}%",
+        f"percentage_used\t\t\t\t: {d['percent_used']}%",
+        f"endurance group critical warning summary: {c_x(d['endurance_grp_critical_warning_summary'])}",
+        f"Data Units Read\t\t\t\t: {dur} ({si_bytes(dur * 512000)})",
+        f"Data Units Written\t\t\t: {duw} ({si_bytes(duw * 512000)})",
+        f"host_read_commands\t\t\t: {d['host_read_commands']}",
+        f"host_write_commands\t\t\t: {d['host_write_commands']}",
+        f"controller_busy_time\t\t\t: {d['controller_busy_time']}",
+        f"power_cycles\t\t\t\t: {d['power_cycles']}",
+        f"power_on_hours\t\t\t\t: {d['power_on_hours']}",
+        f"unsafe_shutdowns\t\t\t: {d['unsafe_shutdowns']}",
+        f"media_errors\t\t\t\t: {d['media_errors']}",
+        f"num_err_log_entries\t\t\t: {d['num_err_log_entries']}",
+        f"Warning Temperature Time\t\t: {d['warning_temp_time']}",
+        f"Critical Composite Temperature Time\t: {d['critical_comp_time']}",
+        f"Thermal Management T1 Trans Count\t: {d['thm_temp1_trans_count']}",
+        f"Thermal Management T2 Trans Count\t: {d['thm_temp2_trans_count']}",
+        f"Thermal Management T1 Total Time\t: {d['thm_temp1_total_time']}",
+        f"Thermal Management T2 Total Time\t: {d['thm_temp2_total_time']}",
     ]
-    return f"Smart Log for NVME device:{device} namespace-id:ffffffff\n" + _kv(rows, 40)
+    return "\n".join(lines)
 
 
 def id_nvmset(d: NvmSetList, nvmsetid: int) -> str:
@@ -368,3 +339,43 @@ def sanitize_log(d: SanitizeLog, human: bool) -> str:
         ("Sanitize State Information               (SSI)", d["sanitize_state_information"]["sanitize_state"]),
     ]
     return "\n".join(f"{k}:  {v}" for k, v in rows)
+
+
+#: nvme-cli's names of the features (nvme_feature_to_string, nvme-print.c at v2.4) the twin has.
+FEATURE_NAMES = {
+    0x01: "Arbitration",
+    0x02: "Power Management",
+    0x04: "Temperature Threshold",
+    0x06: "Volatile Write Cache",
+    0x07: "Number of Queues",
+    0x08: "Interrupt Coalescing",
+    0x13: "Predictable Latency Mode Config",
+    0x14: "Predictable Latency Mode Window",
+    0x84: "Namespace Write Protect",
+}
+
+
+def c_hex(v: int, width: int) -> str:
+    """C's ``%#0*x``: 0x and zero padding to ``width`` characters, but 0 is plain zeros
+    (``#`` adds no 0x to zero), as nvme-cli prints it."""
+    return "0" * max(width, 1) if v == 0 else f"{v:#0{width}x}"
+
+
+def c_int(v: int) -> int:
+    """A 32-bit field through C's ``%d``, as nvme-cli prints an NSID (0xffffffff is -1)."""
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def get_feature(fid: int, value: int) -> str:
+    """nvme-cli 2.4's line for a Get Features result (get_feature_id_print, sel 0)."""
+    return (
+        f"get-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), Current value:{c_hex(value, 10 if value else 8)}"
+    )
+
+
+def set_feature(fid: int, value: int, cdw12: int, save: bool) -> str:
+    """nvme-cli 2.4's line for a successful Set Features."""
+    return (
+        f"set-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), "
+        f"value:{c_hex(value, 10 if value else 8)}, cdw12:{c_hex(cdw12, 10 if cdw12 else 8)}, save:{c_hex(int(save), 0)}"
+    )

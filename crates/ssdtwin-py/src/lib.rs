@@ -850,6 +850,15 @@ impl DriveView {
         to_py(py, id)
     }
 
+    /// Identify Namespace as the controller answers it (`nvme id-ns`): CNS 00h, or with
+    /// `allocated` CNS 11h (`--force`); an inactive NSID gives the zero-filled structure,
+    /// an invalid one NvmeError INVALID_NS.
+    #[pyo3(signature = (nsid, allocated=false))]
+    fn identify_ns(&self, py: Python<'_>, nsid: u32, allocated: bool) -> PyResult<Py<PyAny>> {
+        let id = self.view.identify_ns(NsId(nsid), allocated).map_err(Failure::from)?;
+        to_py(py, &id)
+    }
+
     fn list_ns(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         to_py(py, &self.view.namespaces)
     }

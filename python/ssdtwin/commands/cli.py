@@ -29,6 +29,7 @@ from .common import (
     CliError,
     ImageDir,
     Interrupt,
+    NvmeInt,
     OutputFmt,
     Terminated,
     check_fmt,
@@ -344,7 +345,7 @@ def power_cycle(path: Path = ImageDir) -> None:
 @app.command()
 def precondition(
     path: Path = ImageDir,
-    nsid: int = typer.Option(1, "-n", "--namespace-id", min=1, max=U32),
+    nsid: int = NvmeInt(1, "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
     loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
@@ -1021,6 +1022,9 @@ def _command_name(args: list[str]) -> str:
         sub = len(args) > 1 and (args[0] in ("nvme", "bench") and not args[1].startswith("-") or args[0] == "pts" and args[1] == "compare")
         if sub:
             words.append(args[1])
+            # `ssdtwin nvme intel smart-log-add`: the plugin's verb is the command.
+            if args[:2] == ["nvme", "intel"] and len(args) > 2 and not args[2].startswith("-"):
+                words.append(args[2])
     return " ".join(words)
 
 

@@ -159,15 +159,34 @@ def drive_view(path: Path, fresh: bool = False) -> _core.DriveView:
         return d.view()
 
 
-def int_arg(flag: str, text: str, what: str, top: int) -> int:
-    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values)."""
+def int_range(low: int, top: int) -> str:
+    """``0..255``, or ``0..0xffffffff`` for the wide fields."""
+    return f"{low}..{top}" if top <= 0xFFFF else f"{low}..{top:#x}"
+
+
+def int_arg(flag: str, text: str, what: str, top: int, low: int = 0) -> int:
+    """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values),
+    or a one-line error naming the flag and the allowed range."""
     try:
         v = int(text, 0)
     except ValueError:
-        fail(f"{flag} '{text}': must be {what}")
-    if not 0 <= v <= top:
-        fail(f"{flag} {text}: must be {what} in 0..{top:#x}")
+        fail(f"{flag} '{text}': must be {what}, a decimal or 0x hex integer in {int_range(low, top)}")
+    if not low <= v <= top:
+        fail(f"{flag} {text}: must be {what} in {int_range(low, top)}")
     return v
+
+
+def NvmeInt(default: Any, *flags: str, what: str, top: int, low: int = 0, help: Optional[str] = None) -> Any:
+    """A typer option for an integer NVMe field: decimal or 0x hex, as nvme-cli takes every
+    number (``-n 0x1``, ``-f 0x84``), in ``low..top``; anything else is :func:`int_arg`'s
+    one-line error naming the flag and the range (exit 1), before the image is opened."""
+    # How errors name it: its first short and first long flag (-v/--value of -v, -V, --value).
+    flag = "/".join([f for f in flags if not f.startswith("--")][:1] + [f for f in flags if f.startswith("--")][:1])
+
+    def parse(text: Any) -> int:
+        return text if isinstance(text, int) and low <= text <= top else int_arg(flag, str(text), what, top, low)
+
+    return typer.Option(default, *flags, parser=parse, metavar="NUM", help=f"{help + '; ' if help else ''}{int_range(low, top)}")
 
 
 # --------------------------------------------------------------------------- specs and scales

@@ -17,7 +17,23 @@ import typer
 from .. import nvmefmt, nvmejson
 from ..drive import SQ_PRIORITIES, Drive
 from . import nvme_ana, nvme_intel, nvme_lba_status, nvme_media, nvme_predictable_latency
-from .common import U8, U16, U32, U64, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
+from .common import (
+    U8,
+    U16,
+    U32,
+    U64,
+    ImageDir,
+    NvmeInt,
+    OutputFmt,
+    check_fmt,
+    drive_view,
+    emit_json,
+    fail,
+    int_arg,
+    opened,
+    say,
+    write_binary,
+)
 
 nvme = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli verbs against a drive image.")
 
@@ -60,18 +76,25 @@ def nvme_id_ctrl(path: Path = ImageDir, vendor: bool = VendorSpecific, raw: bool
 @nvme.command("id-ns")
 def nvme_id_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
+    force: bool = typer.Option(False, "--force", help="the namespace even if not attached (Identify CNS 11h)"),
     vendor: bool = VendorSpecific,
     raw: bool = RawBinary,
     fmt: str = OutputFmt,
 ) -> None:
-    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …)."""
+    """Identify Namespace (nsze, ncap, nuse, flbas, lbaf, npwg/npwa/npdg/npda/nows …); an
+    inactive NSID (not attached, or not allocated) gives zeros, as a drive does."""
     check_fmt(fmt, raw)
     view = drive_view(path)
+    data = view.identify_ns(nsid, force)  # NvmeError INVALID_NS for 0 and NSIDs past NN
+    row = next((r for r in view.list_ns() if r["nsid"] == nsid), None)
+    if row is None or not (row["attached"] or force):
+        what = "is not attached" if row else "does not exist"
+        hint = ": --force shows it (CNS 11h)" if row else ""
+        say(f"ssdtwin: namespace {nsid} {what}, an inactive NSID: Identify Namespace returns zeros{hint}")
     if raw:
-        write_binary(view.identify(0x00, nsid))  # NvmeError INVALID_NS from the core if there is none
+        write_binary(view.identify(0x11 if force else 0x00, nsid))
         return
-    data = view.id_ns(nsid)
     if fmt == "json":
         emit_json(nvmejson.id_ns(data, vendor))
     else:
@@ -83,12 +106,20 @@ def nvme_create_ns(
     path: Path = ImageDir,
     nsze: str = typer.Option(..., "-s", "--nsze", help="size in logical blocks"),
     ncap: str = typer.Option(..., "-c", "--ncap", help="capacity in logical blocks (= nsze: no thin provisioning)"),
-    flbas: Optional[int] = typer.Option(None, "-f", "--flbas", min=0, max=U8, help="LBA format index"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32, help="LBA size in bytes (picks the format)"),
-    nmic: int = typer.Option(0, "-m", "--nmic", min=0, max=U8),
+    flbas: Optional[int] = NvmeInt(None, "-f", "--flbas", what="an LBA format index", top=U8, help="LBA format index"),
+    block_size: Optional[int] = NvmeInt(
+        None, "-b", "--block-size", what="an LBA size", low=1, top=U32, help="LBA size in bytes (picks the format)"
+    ),
+    nmic: int = NvmeInt(0, "-m", "--nmic", what="a multi-path I/O and sharing field", top=U8),
     dram: bool = typer.Option(False, "--dram", help="a DRAM namespace (vendor extension): within the DRAM budget, no NAND behind it"),
-    nvmsetid: int = typer.Option(
-        0, "-i", "--nvmset-id", "--nvm-set", min=0, max=U16, help="NVM Set to place it in (0: the first with room; ssdtwin nvme id-nvmset)"
+    nvmsetid: int = NvmeInt(
+        0,
+        "-i",
+        "--nvmset-id",
+        "--nvm-set",
+        what="an NVM Set ID",
+        top=U16,
+        help="NVM Set to place it in (0: the first with room; ssdtwin nvme id-nvmset)",
     ),
 ) -> None:
     """Namespace Management: create (nvme-cli flags; --dram for a DRAM namespace, -i for its NVM Set)."""
@@ -119,12 +150,11 @@ def blocks_arg(flag: str, text: str) -> int:
 
 
 @nvme.command("delete-ns")
-def nvme_delete_ns(path: Path = ImageDir, nsid: str = typer.Option(..., "-n", "--namespace-id")) -> None:
+def nvme_delete_ns(path: Path = ImageDir, n: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32)) -> None:
     """Namespace Management: delete (-n 0xffffffff deletes all)."""
-    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         d.nvme.delete_ns(n)
-    typer.echo(f"delete-ns: Success, deleted nsid:{n}")
+    typer.echo(f"delete-ns: Success, deleted nsid:{nvmefmt.c_int(n)}")  # nvme-cli's %d: -n 0xffffffff is -1
 
 
 def ctrl_list(text: str) -> list[int]:
@@ -140,40 +170,41 @@ def ctrl_list(text: str) -> list[int]:
 @nvme.command("attach-ns")
 def nvme_attach_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
     controllers: str = typer.Option(..., "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: attach to controllers (this drive has controller 1)."""
     with opened(path, writable=True) as d:
         d.nvme.attach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"attach-ns: Success, nsid:{nsid}")
+    typer.echo(f"attach-ns: Success, nsid:{nvmefmt.c_int(nsid)}")
 
 
 @nvme.command("detach-ns")
 def nvme_detach_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=0, max=U32),
+    nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
     controllers: str = typer.Option("1", "-c", "--controllers"),
 ) -> None:
     """Namespace Attachment: detach from controllers."""
     with opened(path, writable=True) as d:
         d.nvme.detach_ns(nsid, ctrl_list(controllers))
-    typer.echo(f"detach-ns: Success, nsid:{nsid}")
+    typer.echo(f"detach-ns: Success, nsid:{nvmefmt.c_int(nsid)}")
 
 
 @nvme.command("format")
 def nvme_format(
     path: Path = ImageDir,
-    nsid: str = typer.Option(..., "-n", "--namespace-id"),
-    lbaf: Optional[int] = typer.Option(None, "-l", "--lbaf", min=0, max=U8),
-    ses: int = typer.Option(0, "-s", "--ses", min=0, max=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
-    block_size: Optional[int] = typer.Option(None, "-b", "--block-size", min=1, max=U32),
-    pi: int = typer.Option(0, "-i", "--pi", min=0, max=7, help="protection information type: 0 none, 1, 2 or 3"),
-    pil: int = typer.Option(0, "-p", "--pil", min=0, max=1, help="PI location: 1 first, 0 last 8 bytes of the metadata"),
-    ms: int = typer.Option(0, "-m", "--ms", min=0, max=1, help="1: extended LBA (metadata after each block's data), 0: separate buffer"),
+    n: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
+    lbaf: Optional[int] = NvmeInt(None, "-l", "--lbaf", what="an LBA format index", top=U8),
+    ses: int = NvmeInt(0, "-s", "--ses", what="a secure erase setting", top=7, help="0 none, 1 user data erase, 2 cryptographic erase"),
+    block_size: Optional[int] = NvmeInt(None, "-b", "--block-size", what="an LBA size", low=1, top=U32),
+    pi: int = NvmeInt(0, "-i", "--pi", what="a protection information type", top=7, help="protection information type: 0 none, 1, 2 or 3"),
+    pil: int = NvmeInt(0, "-p", "--pil", what="a PI location", top=1, help="PI location: 1 first, 0 last 8 bytes of the metadata"),
+    ms: int = NvmeInt(
+        0, "-m", "--ms", what="a metadata setting", top=1, help="1: extended LBA (metadata after each block's data), 0: separate buffer"
+    ),
 ) -> None:
     """Format NVM: change the LBA format (metadata, protection information) and erase (every ses deallocates: a purge)."""
-    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     with opened(path, writable=True) as d:
         if block_size is not None:
             lbaf = lba_format_arg(d, block_size)
@@ -190,12 +221,11 @@ PI_TAGS = {"guard": 4, "apptag": 2, "reftag": 1}
 @nvme.command("inject-pi-error")
 def nvme_inject_pi_error(
     path: Path = ImageDir,
-    nsid: str = typer.Option(..., "-n", "--namespace-id"),
-    lba: int = typer.Option(..., "-s", "--start-block", min=0, max=U64, help="the LBA whose stored PI goes bad"),
+    n: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", top=U32),
+    lba: int = NvmeInt(..., "-s", "--start-block", what="an LBA", top=U64, help="the LBA whose stored PI goes bad"),
     tags: str = typer.Option("guard", "--tags", help="comma-separated: guard, apptag, reftag"),
 ) -> None:
     """Vendor error injection: the stored protection information of one LBA fails the given tag checks until it is written again."""
-    n = int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     names = [t.strip().lower() for t in tags.split(",") if t.strip()]
     bad = [t for t in names if t not in PI_TAGS]
     if bad or not names:
@@ -226,7 +256,7 @@ def nvme_smart_log(
 @nvme.command("id-nvmset")
 def nvme_id_nvmset(
     path: Path = ImageDir,
-    nvmsetid: int = typer.Option(0, "-i", "--nvmset-id", min=0, max=U16, help="list the sets from this one on (0: every set)"),
+    nvmsetid: int = NvmeInt(0, "-i", "--nvmset-id", what="an NVM Set ID", top=U16, help="list the sets from this one on (0: every set)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Identify NVM Set List (CNS 04h): each set's capacity, Endurance Group, typical 4 KiB read."""
@@ -238,7 +268,7 @@ def nvme_id_nvmset(
 @nvme.command("endurance-log")
 def nvme_endurance_log(
     path: Path = ImageDir,
-    endgid: int = typer.Option(..., "-g", "--group-id", min=0, max=U16, help="Endurance Group (ENDGID: one per NVM Set)"),
+    endgid: int = NvmeInt(..., "-g", "--group-id", what="an Endurance Group ID", top=U16, help="Endurance Group (ENDGID: one per NVM Set)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Endurance Group Information log (09h): one group's wear, traffic and capacity."""
@@ -261,21 +291,19 @@ def nvme_vendor_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
 @nvme.command("get-feature")
 def nvme_get_feature(
     path: Path = ImageDir,
-    fid: str = typer.Option(..., "-f", "--feature-id"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
-    cdw11: str = typer.Option("0", "-c", "--cdw11", help="the NVM Set of 0x13/0x14"),
+    f: int = NvmeInt(..., "-f", "--feature-id", what="a feature ID", top=U8),
+    nsid: int = NvmeInt(0, "-n", "--namespace-id", what="a namespace ID", top=U32),
+    c11: int = NvmeInt(0, "-c", "--cdw11", what="a command dword", top=U32, help="the NVM Set of 0x13/0x14, the threshold of 0x04"),
     fmt: str = OutputFmt,
 ) -> None:
     """Get Features (0x02 power management, 0x13/0x14 predictable latency, 0x84 write protect, …)."""
     check_fmt(fmt)
-    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
-    c11 = int_arg("-c/--cdw11", cdw11, "an integer", U32)
     with opened(path, writable=False) as d:
         v = d.nvme.get_feature(f, nsid, c11)
     if fmt == "json":
         emit_json({"feature_id": f, "value": v})
     else:
-        typer.echo(f"get-feature:{f:#04x} (nsid {nsid}), Current value:{v:#010x}")
+        typer.echo(nvmefmt.get_feature(f, v))
 
 
 def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) -> Optional[int]:
@@ -301,22 +329,25 @@ def _mbps(bytes_per_s: int) -> str:
 @nvme.command("qos")
 def nvme_qos(
     path: Path = ImageDir,
-    nsid: Optional[str] = typer.Option(None, "-n", "--namespace-id", help="the namespace to cap (all namespaces when reading back)"),
+    n: Optional[int] = NvmeInt(
+        None, "-n", "--namespace-id", what="a namespace ID", top=U32, help="the namespace to cap (all namespaces when reading back)"
+    ),
     read_mbps: Optional[str] = typer.Option(None, "--read-mbps", help="read bandwidth cap, MB/s (10^6 B/s); 0 = no cap"),
     write_mbps: Optional[str] = typer.Option(None, "--write-mbps", help="write bandwidth cap, MB/s; 0 = no cap"),
-    iops: Optional[str] = typer.Option(None, "--iops", help="commands per second cap; 0 = no cap"),
+    iops: Optional[int] = NvmeInt(
+        None, "--iops", what="a whole number of commands per second (0 = no cap)", top=1 << 50, help="commands per second cap; 0 = no cap"
+    ),
     sq_priority: Optional[str] = typer.Option(None, "--sq-priority", help="class of its queues under WRR: urgent, high, medium, low"),
     fmt: str = OutputFmt,
 ) -> None:
     """Vendor QoS command: per-namespace bandwidth and IOPS caps, enforced by the controller
     (docs/cli.md). Without a cap flag it reads the caps back."""
     check_fmt(fmt)
-    n = None if nsid is None else int_arg("-n/--namespace-id", nsid, "a namespace ID", U32)
     top = 1 << 50  # the core checks the drive's own bounds (link rate, command ceiling)
     caps = (
         rate_arg("--read-mbps", read_mbps, 1e6, top, "MB/s"),
         rate_arg("--write-mbps", write_mbps, 1e6, top, "MB/s"),
-        rate_arg("--iops", iops, 1, top, "IOPS"),
+        iops,  # a whole number (NvmeInt): 1.5 was rounded to 2 and 0.4 refused as rounding to 0
     )
     if sq_priority is not None and sq_priority not in SQ_PRIORITIES:
         fail(f"--sq-priority '{sq_priority}': must be one of {', '.join(SQ_PRIORITIES)}")
@@ -354,19 +385,18 @@ def nvme_qos(
 @nvme.command("set-feature")
 def nvme_set_feature(
     path: Path = ImageDir,
-    fid: str = typer.Option(..., "-f", "--feature-id"),
-    value: str = typer.Option(..., "-v", "-V", "--value", help="CDW11 (the NVM Set of 0x13/0x14)"),
-    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32),
-    cdw12: str = typer.Option("0", "-c", "--cdw12", help="0x13: 1 enables predictable latency; 0x14: 1 DTWIN, 2 NDWIN"),
+    f: int = NvmeInt(..., "-f", "--feature-id", what="a feature ID", top=U8),
+    v: int = NvmeInt(..., "-v", "-V", "--value", what="a command dword", top=U32, help="CDW11 (the NVM Set of 0x13/0x14)"),
+    nsid: int = NvmeInt(0, "-n", "--namespace-id", what="a namespace ID", top=U32),
+    c12: int = NvmeInt(
+        0, "-c", "--cdw12", what="a command dword", top=U32, help="0x13: 1 enables predictable latency; 0x14: 1 DTWIN, 2 NDWIN"
+    ),
     save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
 ) -> None:
     """Set Features (e.g. -f 2 -v 5 selects power state 5; -f 0x14 -V 1 -c 1: NVM Set 1 deterministic)."""
-    f = int_arg("-f/--feature-id", fid, "a feature ID", U8)
-    v = int_arg("-v/--value", value, "an integer", U32)
-    c12 = int_arg("-c/--cdw12", cdw12, "an integer", U32)
     with opened(path, writable=True) as d:
         d.nvme.set_feature(f, v, nsid, c12)
-    typer.echo(f"set-feature:{f:#04x} (nsid {nsid}), value:{v:#010x}" + (f", cdw12:{c12:#010x}" if c12 else ""))
+    typer.echo(nvmefmt.set_feature(f, v, c12, save))
 
 
 # Predictable latency (IO Determinism), ANA and LBA status (rebuild assist) live in modules of their own.

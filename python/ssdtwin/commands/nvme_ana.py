@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from .common import U32, ImageDir, OutputFmt, check_fmt, opened
+from .common import U32, ImageDir, NvmeInt, OutputFmt, check_fmt, opened
 
 ANA_STATE_NAMES = ["optimized", "non-optimized", "inaccessible", "persistent-loss", "change"]
 
@@ -32,7 +32,7 @@ def ana_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
 
 def ana_state(
     path: Path = ImageDir,
-    group: int = typer.Option(..., "-g", "--group", min=0, max=U32, help="ANA group (ANAGRPID = the namespace's NSID)"),
+    group: int = NvmeInt(..., "-g", "--group", what="an ANA group ID", top=U32, help="ANA group (ANAGRPID = the namespace's NSID)"),
     state: str = typer.Option(..., "-s", "--state", help="optimized, non-optimized, inaccessible, persistent-loss or change"),
 ) -> None:
     """Vendor command: set an ANA group's state (what a multipath target's failover does)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from .. import nvmejson
-from .common import ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail
+from .common import U32, ImageDir, NvmeInt, OutputFmt, check_fmt, drive_view, emit_json, fail
 
 intel = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="nvme-cli's Intel plugin verbs.")
 
@@ -53,7 +53,7 @@ def _raw_number(raw: object) -> int:
 @intel.command("smart-log-add")
 def smart_log_add(
     path: Path = ImageDir,
-    nsid: int = typer.Option(0xFFFFFFFF, "-n", "--namespace-id", help="accepted; the log is controller-wide"),
+    nsid: int = NvmeInt(0xFFFFFFFF, "-n", "--namespace-id", what="a namespace ID", top=U32, help="accepted; the log is controller-wide"),
     json_out: bool = typer.Option(False, "-j", "--json", help="JSON (the plugin's flag; -o json does the same)"),
     fmt: str = OutputFmt,
 ) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from ..core_types import LbaStatus
-from .common import U16, U32, U64, ImageDir, OutputFmt, check_fmt, fail, opened
+from .common import U8, U16, U32, U64, ImageDir, NvmeInt, OutputFmt, check_fmt, opened
 
 CMPC = {
     1: "Completed due to transferring the amount of data specified in the MNDW field",
@@ -33,22 +33,16 @@ def lba_status_json(d: LbaStatus) -> dict[str, object]:
 
 def get_lba_status(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=1, max=U32),
-    slba: int = typer.Option(0, "-s", "--start-lba", min=0, max=U64),
-    mndw: int = typer.Option(0xFFFF, "-m", "--max-dw", min=0, max=U32, help="dwords of descriptors to return, 0's based"),
-    atype: str = typer.Option("0x11", "-a", "--action", help="0x10 scan and report, 0x11 tracked LBAs (the same here)"),
-    rl: int = typer.Option(0, "-l", "--range-len", min=0, max=U16, help="blocks to look at (0: to the end)"),
-    timeout: int = typer.Option(0, "-t", "--timeout", min=0, help="accepted (ms)"),
+    nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
+    slba: int = NvmeInt(0, "-s", "--start-lba", what="an LBA", top=U64),
+    mndw: int = NvmeInt(0xFFFF, "-m", "--max-dw", what="a number of dwords", top=U32, help="dwords of descriptors to return, 0's based"),
+    a: int = NvmeInt(0x11, "-a", "--action", what="an action type", top=U8, help="0x10 scan and report, 0x11 tracked LBAs (the same here)"),
+    rl: int = NvmeInt(0, "-l", "--range-len", what="a number of blocks", top=U16, help="blocks to look at (0: to the end)"),
+    timeout: int = NvmeInt(0, "-t", "--timeout", what="a timeout in ms", top=U32, help="accepted (ms)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Get LBA Status (rebuild assist): the LBA ranges the drive marks unrecoverable."""
     check_fmt(fmt)
-    try:
-        a = int(atype, 0)
-    except ValueError:
-        a = -1
-    if not 0 <= a <= 0xFF:
-        fail(f"-a/--action '{atype}': an action type, 0x10 or 0x11")
     with opened(path, writable=False) as d:
         data = d.nvme.get_lba_status(nsid, slba, mndw, a, rl)
     if fmt == "json":
@@ -67,9 +61,9 @@ def get_lba_status(
 
 def inject_media_error(
     path: Path = ImageDir,
-    nsid: int = typer.Option(..., "-n", "--namespace-id", min=1, max=U32),
-    slba: int = typer.Option(..., "-s", "--start-lba", min=0, max=U64),
-    nlb: int = typer.Option(..., "-c", "--block-count", min=1, max=U64, help="blocks (1's based)"),
+    nsid: int = NvmeInt(..., "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
+    slba: int = NvmeInt(..., "-s", "--start-lba", what="an LBA", top=U64),
+    nlb: int = NvmeInt(..., "-c", "--block-count", what="a number of blocks", low=1, top=U64, help="blocks (1's based)"),
 ) -> None:
     """Vendor command: mark LBAs unrecoverable (reads fail with READ_ERROR until rewritten)."""
     with opened(path, writable=True) as d:

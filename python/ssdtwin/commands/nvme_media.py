@@ -15,7 +15,7 @@ import typer
 
 from .. import nvmefmt, nvmejson
 from ..core_types import ErrorLogEntry
-from .common import U8, U16, U32, ImageDir, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
+from .common import U8, U16, U32, ImageDir, NvmeInt, OutputFmt, check_fmt, drive_view, emit_json, fail, int_arg, opened, write_binary
 
 #: The drive's one controller (its Identify Controller CNTLID).
 CONTROLLER_ID = 1
@@ -44,25 +44,33 @@ SANACT_NAMES = {"exit-failure": 1, "start-block-erase": 2, "start-overwrite": 3,
 @verb("list-ns")
 def nvme_list_ns(
     path: Path = ImageDir,
-    nsid: int = typer.Option(0, "-n", "--namespace-id", min=0, max=U32, help="list NSIDs greater than this one"),
-    cntid: int = typer.Option(0, "-c", "--cntid", min=0, max=U16, help="accepted; the drive has one controller"),
+    nsid: int = NvmeInt(
+        1, "-n", "--namespace-id", what="the first NSID to list", low=1, top=U32, help="the first NSID to list (nvme-cli 2.x)"
+    ),
+    cntid: int = NvmeInt(0, "-c", "--cntid", what="a controller ID", top=U16, help="accepted; the drive has one controller"),
     all_ns: bool = typer.Option(False, "-a", "--all", help="every allocated namespace, attached or not (CNS 10h)"),
     fmt: str = OutputFmt,
 ) -> None:
-    """Identify Active (or, with --all, Allocated) Namespace ID list."""
+    """Identify Active (or, with --all, Allocated) Namespace ID list from -n on."""
     check_fmt(fmt)
-    ids = [r["nsid"] for r in drive_view(path).list_ns() if (all_ns or r["attached"]) and r["nsid"] > nsid]
+    # nvme-cli 2.x sends CNS 02h/10h with NSID n - 1: the NSIDs greater than it, n included.
+    # The controller refuses FFFFFFFEh and FFFFFFFFh there (NVMe 1.4 Figure 245).
+    if nsid - 1 >= 0xFFFFFFFE:
+        fail(f"INVALID_NS(0x400b): a namespace list from NSID {nsid:#x}: Identify CNS 02h/10h refuses NSID {nsid - 1:#x}")
+    ids = [r["nsid"] for r in drive_view(path).list_ns() if (all_ns or r["attached"]) and r["nsid"] >= nsid]
     if fmt == "json":
         emit_json({"nsid_list": [{"nsid": i} for i in ids]})
-    else:
-        typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)) or "No namespaces")
+    elif ids:  # as nvme-cli: no line at all for an empty list
+        typer.echo("\n".join(f"[{k:4}]:{i:#x}" for k, i in enumerate(ids)))
 
 
 @verb("list-ctrl")
 def nvme_list_ctrl(
     path: Path = ImageDir,
-    cntid: int = typer.Option(0, "-c", "--cntid", min=0, max=U16, help="list controller IDs from this one on"),
-    nsid: Optional[int] = typer.Option(None, "-n", "--namespace-id", min=1, max=U32, help="controllers attached to this namespace"),
+    cntid: int = NvmeInt(0, "-c", "--cntid", what="a controller ID", top=U16, help="list controller IDs from this one on"),
+    nsid: Optional[int] = NvmeInt(
+        None, "-n", "--namespace-id", what="a namespace ID", low=1, top=U32, help="controllers attached to this namespace"
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Identify Controller List: the subsystem's controllers, or those attached to -n."""
@@ -85,7 +93,9 @@ def nvme_list_ctrl(
 @verb("error-log")
 def nvme_error_log(
     path: Path = ImageDir,
-    log_entries: int = typer.Option(64, "-e", "--log-entries", min=1, max=64, help="entries to show (the log keeps 64)"),
+    log_entries: int = NvmeInt(
+        64, "-e", "--log-entries", what="a number of entries", low=1, top=64, help="entries to show (the log keeps 64)"
+    ),
     raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
     fmt: str = OutputFmt,
 ) -> None:
@@ -135,20 +145,23 @@ def nvme_fw_log(
 @verb("get-log")
 def nvme_get_log(
     path: Path = ImageDir,
-    log_id: str = typer.Option(
-        ..., "-i", "--log-id", help="log page identifier (0x01 error, 0x02 SMART, 0x03 firmware slot, 0x81 sanitize)"
+    lid: int = NvmeInt(
+        ...,
+        "-i",
+        "--log-id",
+        what="a log page identifier",
+        top=U8,
+        help="log page identifier (0x01 error, 0x02 SMART, 0x03 firmware slot, 0x81 sanitize)",
     ),
-    log_len: str = typer.Option(..., "-l", "--log-len", help="bytes to read"),
-    nsid: int = typer.Option(0xFFFFFFFF, "-n", "--namespace-id", min=0, max=U32, help="accepted; the pages kept are controller-wide"),
+    length: int = NvmeInt(..., "-l", "--log-len", what="a length in bytes", low=1, top=1 << 20, help="bytes to read"),
+    nsid: int = NvmeInt(
+        0xFFFFFFFF, "-n", "--namespace-id", what="a namespace ID", top=U32, help="accepted; the pages kept are controller-wide"
+    ),
     raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw bytes on stdout"),
     fmt: str = OutputFmt,
 ) -> None:
     """Get Log Page: the raw bytes, as nvme-cli's hex dump (or -b binary, -o json)."""
     check_fmt(fmt, raw)
-    lid = int_arg("-i/--log-id", log_id, "a log page identifier", U8)
-    length = int_arg("-l/--log-len", log_len, "a length in bytes", 1 << 20)
-    if length == 0:
-        fail("-l/--log-len 0: give the number of bytes to read (1..1048576)")
     data = drive_view(path).log_page(lid, length)  # NvmeError INVALID_LOG_PAGE for others
     if raw:
         write_binary(data)
@@ -170,8 +183,8 @@ def sanact_arg(text: str) -> int:
 def nvme_sanitize(
     path: Path = ImageDir,
     sanact: str = typer.Option(..., "-a", "--sanact", help="1 exit failure mode, 2 block erase, 3 overwrite, 4 crypto erase"),
-    ovrpat: str = typer.Option("0", "-p", "--ovrpat", help="overwrite pattern (32 bits)"),
-    owpass: int = typer.Option(0, "-n", "--owpass", min=0, max=15, help="overwrite passes (0 = 16)"),
+    pattern: int = NvmeInt(0, "-p", "--ovrpat", what="a 32-bit pattern", top=U32, help="overwrite pattern (32 bits)"),
+    owpass: int = NvmeInt(0, "-n", "--owpass", what="a number of overwrite passes", top=15, help="overwrite passes (0 = 16)"),
     oipbp: bool = typer.Option(False, "-i", "--oipbp", help="invert the pattern between passes"),
     no_dealloc: bool = typer.Option(False, "-d", "--no-dealloc", help="refused: the drive deallocates after sanitize"),
     ause: bool = typer.Option(False, "-u", "--ause", help="allow unrestricted sanitize exit"),
@@ -181,7 +194,6 @@ def nvme_sanitize(
     """Sanitize the whole drive. Every mapping (and served data) goes at once; the drive then
     refuses I/O until its clock passes the action's duration (docs/cli.md)."""
     act = sanact_arg(sanact)
-    pattern = int_arg("-p/--ovrpat", ovrpat, "a 32-bit pattern", U32)
     if emvs:
         fail("-e/--emvs: this drive has no media verification state (NVMe status INVALID_FIELD)")
     with opened(path, writable=True) as d:

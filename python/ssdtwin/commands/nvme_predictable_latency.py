@@ -14,7 +14,7 @@ from typing import cast
 import typer
 
 from ..core_types import PredLatLog
-from .common import U16, ImageDir, OutputFmt, check_fmt, opened
+from .common import U16, ImageDir, NvmeInt, OutputFmt, check_fmt, opened
 
 PLM_STATUS = {0: "not enabled", 1: "deterministic window (DTWIN)", 2: "non-deterministic window (NDWIN)"}
 
@@ -51,7 +51,7 @@ def pred_lat_text(log: PredLatLog, device: str) -> str:
 
 def pred_lat_log(
     path: Path = ImageDir,
-    nvmsetid: int = typer.Option(..., "-i", "--nvmset-id", min=0, max=U16, help="the NVM Set"),
+    nvmsetid: int = NvmeInt(..., "-i", "--nvmset-id", what="an NVM Set ID", top=U16, help="the NVM Set"),
     fmt: str = OutputFmt,
 ) -> None:
     """Predictable Latency Per NVM Set log (0Ah): window, events, DTWIN limits and estimates."""

@@ -6,10 +6,37 @@
 use serde::{Deserialize, Serialize};
 
 use super::status::fail;
-use super::{Controller, Error, NsId, Status, WP_PERMANENT};
+use super::{Controller, Error, NsId, Status, WP_PERMANENT, WP_UNTIL_POWER_CYCLE};
 
 /// The NVMe queue priority classes (QPRIO), by value.
 pub const SQ_PRIORITIES: [&str; 4] = ["urgent", "high", "medium", "low"];
+
+/// The Composite Temperature the SMART log reports (K): the twin models no heat.
+pub const COMPOSITE_TEMPERATURE_K: u16 = 313;
+
+/// The features Get/Set Features know, as errors list them.
+const SUPPORTED_FEATURES: &str = "0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84; 0x13, 0x14 with NVM Sets";
+
+/// Feature 04h's CDW11 without its threshold: (TMPSEL, THSEL), checked. This drive reports
+/// the Composite Temperature only (no sensors 1-8), so TMPSEL is 0 (composite) or Fh (all
+/// sensors: the composite); THSEL 0 is the over, 1 the under temperature threshold.
+fn temperature_select(cdw11: u32) -> Result<(u32, u32), Error> {
+    let tmpsel = (cdw11 >> 16) & 0xf;
+    let thsel = (cdw11 >> 20) & 0x3;
+    if tmpsel != 0 && tmpsel != 0xf {
+        return fail(
+            Status::InvalidField,
+            format!("temperature threshold TMPSEL {tmpsel} (CDW11 bits 19:16): this drive has no temperature sensor {tmpsel}; 0 (composite) or 15 (all)"),
+        );
+    }
+    if thsel > 1 {
+        return fail(
+            Status::InvalidField,
+            format!("temperature threshold THSEL {thsel} (CDW11 bits 21:20): 0 (over temperature) or 1 (under temperature)"),
+        );
+    }
+    Ok((tmpsel, thsel))
+}
 
 /// The class of a namespace's queues when none was set.
 pub const SQ_PRIORITY_DEFAULT: u8 = 2;
@@ -65,16 +92,28 @@ impl Controller {
         match fid {
             0x01 => Ok(self.st.arbitration),
             0x02 => Ok(self.st.power_state as u32),
-            0x04 => Ok(self.st.temperature_threshold_k),
+            0x04 => self.temperature_threshold(0),
             0x06 => Ok(0), // no volatile write cache: the buffer is power-loss protected
             0x07 => Ok((63 << 16) | 63),
             0x08 => Ok(self.st.interrupt_coalescing),
             0x84 => Ok(self.attached_u32(nsid)?.write_protect as u32),
-            _ => fail(
-                Status::InvalidField,
-                format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)"),
-            ),
+            _ => fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: {SUPPORTED_FEATURES})")),
         }
+    }
+
+    /// Get Features 04h: the threshold CDW11's TMPSEL and THSEL select, in CDW11's layout.
+    pub(super) fn temperature_threshold(&self, cdw11: u32) -> Result<u32, Error> {
+        let (tmpsel, thsel) = temperature_select(cdw11)?;
+        let k = if thsel == 0 { self.st.temperature_threshold_k } else { self.st.temperature_under_threshold_k };
+        Ok(thsel << 20 | tmpsel << 16 | (k & 0xffff))
+    }
+
+    /// SMART critical warning bit 1: the Composite Temperature is at or over the over
+    /// temperature threshold, or at or under a (non-zero) under temperature threshold.
+    pub(super) fn temperature_warning(&self) -> bool {
+        let t = COMPOSITE_TEMPERATURE_K as u32;
+        let under = self.st.temperature_under_threshold_k;
+        t >= self.st.temperature_threshold_k || (under != 0 && t <= under)
     }
 
     /// Set Features.
@@ -96,7 +135,14 @@ impl Controller {
                 }
                 self.st.power_state = ps as u8;
             }
-            0x04 => self.st.temperature_threshold_k = value & 0xffff,
+            0x04 => {
+                let (_, thsel) = temperature_select(value)?;
+                if thsel == 0 {
+                    self.st.temperature_threshold_k = value & 0xffff;
+                } else {
+                    self.st.temperature_under_threshold_k = value & 0xffff;
+                }
+            }
             0x06 => {
                 if value & 1 != 0 {
                     return fail(
@@ -116,14 +162,16 @@ impl Controller {
                 if ns.write_protect == WP_PERMANENT {
                     return fail(Status::FeatureNotChangeable, format!("namespace {nsid} is permanently write protected"));
                 }
+                // NVMe 1.4 §8.12: only a power cycle leaves Write Protect Until Power Cycle.
+                if ns.write_protect == WP_UNTIL_POWER_CYCLE {
+                    return fail(
+                        Status::FeatureNotChangeable,
+                        format!("namespace {nsid} is write protected until the next power cycle (ssdtwin power-cycle)"),
+                    );
+                }
                 self.st.namespaces.get_mut(&nsid).expect("checked").write_protect = wp;
             }
-            _ => {
-                return fail(
-                    Status::InvalidField,
-                    format!("feature {fid:#04x} is not supported (supported: 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84)"),
-                )
-            }
+            _ => return fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: {SUPPORTED_FEATURES})")),
         }
         Ok(())
     }

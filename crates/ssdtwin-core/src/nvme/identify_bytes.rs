@@ -4,7 +4,7 @@
 //! field is little-endian, strings are ASCII padded with spaces (sn, mn, fr) or NULs (subnqn).
 
 use super::status::fail;
-use super::{ControllerView, Error, IdCtrl, IdNs, PowerStateDesc, Status};
+use super::{ControllerView, Error, IdCtrl, IdNs, NsId, PowerStateDesc, Status};
 
 /// Bytes of an Identify data structure.
 pub const IDENTIFY_BYTES: usize = 4096;
@@ -12,6 +12,8 @@ pub const IDENTIFY_BYTES: usize = 4096;
 /// Identify CNS values the twin returns raw.
 pub const CNS_NAMESPACE: u8 = 0x00;
 pub const CNS_CONTROLLER: u8 = 0x01;
+/// Identify Namespace of an allocated NSID, attached or not (nvme-cli's `id-ns --force`).
+pub const CNS_ALLOCATED_NAMESPACE: u8 = 0x11;
 
 /// A little-endian writer over one structure.
 struct Fields<'a>(&'a mut [u8]);
@@ -204,11 +206,9 @@ impl ControllerView {
     pub fn identify(&self, cns: u8, nsid: u32) -> Result<Vec<u8>, Error> {
         match cns {
             CNS_CONTROLLER => Ok(self.id_ctrl.to_bytes()),
-            CNS_NAMESPACE => match self.id_ns.get(&nsid.to_string()) {
-                Some(ns) => Ok(ns.to_bytes()),
-                None => fail(Status::InvalidNamespaceOrFormat, format!("namespace {nsid} does not exist")),
-            },
-            _ => fail(Status::InvalidField, format!("Identify CNS {cns:#04x} is not returned raw by the twin (raw: 00h, 01h)")),
+            CNS_NAMESPACE => Ok(self.identify_ns(NsId(nsid), false)?.to_bytes()),
+            CNS_ALLOCATED_NAMESPACE => Ok(self.identify_ns(NsId(nsid), true)?.to_bytes()),
+            _ => fail(Status::InvalidField, format!("Identify CNS {cns:#04x} is not returned raw by the twin (raw: 00h, 01h, 11h)")),
         }
     }
 }
@@ -252,5 +252,27 @@ mod tests {
         assert_eq!(nguid, ns.nguid);
         assert!(view.identify(CNS_NAMESPACE, 99).is_err());
         assert!(view.identify(0x02, 0).is_err());
+    }
+
+    #[test]
+    fn an_inactive_nsid_identifies_as_zeros_and_cns_11h_shows_an_allocated_one() {
+        // NVMe 1.4 Figure 245: CNS 00h of an inactive NSID (allocated but detached, or not
+        // allocated at all) is a zero-filled structure; only an invalid NSID is an error.
+        let mut c = cm6_controller();
+        let attached = c.view().identify(CNS_NAMESPACE, 1).unwrap();
+        c.detach_ns(NsId(1), &[1]).unwrap();
+        let view = c.view();
+        assert_eq!(view.identify(CNS_NAMESPACE, 1).unwrap(), vec![0u8; IDENTIFY_BYTES]);
+        assert_eq!(view.identify(CNS_ALLOCATED_NAMESPACE, 1).unwrap(), attached);
+        let nn = view.id_ctrl.nn;
+        for cns in [CNS_NAMESPACE, CNS_ALLOCATED_NAMESPACE] {
+            assert_eq!(view.identify(cns, 2).unwrap(), vec![0u8; IDENTIFY_BYTES], "an unallocated NSID");
+            assert_eq!(view.identify(cns, nn).unwrap(), vec![0u8; IDENTIFY_BYTES]);
+            for bad in [0, nn + 1, u32::MAX] {
+                let e = view.identify(cns, bad).unwrap_err();
+                assert_eq!(e.status(), Some(Status::InvalidNamespaceOrFormat), "{bad}: {e}");
+            }
+        }
+        assert_eq!(view.identify_ns(NsId(1), false).unwrap(), IdNs::zeroed());
     }
 }

@@ -267,8 +267,8 @@ impl Controller {
         let pe = self.spec.nand.pe_cycles.value as f64;
         let pct = ((avg / pe) * 100.0).floor().min(255.0) as u8;
         SmartLog {
-            critical_warning: 0,
-            temperature_k: 313,
+            critical_warning: (self.temperature_warning() as u8) << 1,
+            temperature_k: super::features::COMPOSITE_TEMPERATURE_K,
             avail_spare: 100,
             spare_thresh: 10,
             percent_used: pct,

@@ -49,7 +49,7 @@ mod waf;
 
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
-pub use identify_bytes::{CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
+pub use identify_bytes::{CNS_ALLOCATED_NAMESPACE, CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};
 pub use lbastatus::{LbaStatus, LbaStatusDesc, ATYPE_SCAN, ATYPE_TRACKED};
 pub use logs::{ErrorLogEntry, ERROR_LOG_ENTRIES, MAX_LOG_PAGE_BYTES, OPC_DSM, OPC_READ, OPC_WRITE, OPC_WRITE_ZEROES, RAW_LOG_IDS};
 pub use plm::{PlmSet, PredLatEventAgg, PredLatLog, DTWIN, NDWIN};
@@ -125,7 +125,12 @@ pub struct ControllerState {
     pub namespaces: BTreeMap<u32, Namespace>,
     pub power_state: u8,
     pub arbitration: u32,
+    /// Over Temperature Threshold of the Composite Temperature (feature 04h, THSEL 0), K.
     pub temperature_threshold_k: u32,
+    /// Under Temperature Threshold of the Composite Temperature (feature 04h, THSEL 1), K;
+    /// 0 (the default): none.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub temperature_under_threshold_k: u32,
     pub interrupt_coalescing: u32,
     pub smart: SmartCounters,
     /// Virtual time the drive has been powered and running workloads (power-on hours).
@@ -169,6 +174,10 @@ pub struct ControllerState {
 }
 
 fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -223,6 +232,28 @@ impl ControllerView {
         }
     }
 
+    /// Identify Namespace as the controller answers it: CNS 00h (`allocated` false) gives an
+    /// active (attached) namespace's structure and a zero-filled one for an inactive NSID
+    /// (1..=NN, allocated but detached or not allocated at all; NVMe 1.4 Figure 245); CNS
+    /// 11h (`allocated`) an allocated namespace's whether attached or not. NSID 0 and NSIDs
+    /// past NN are INVALID_NS (FFFFFFFFh, the common capabilities, is not kept).
+    pub fn identify_ns(&self, nsid: NsId, allocated: bool) -> Result<IdNs, Error> {
+        let nsid = nsid.0;
+        let nn = self.id_ctrl.nn;
+        if nsid == 0 || nsid > nn {
+            let why =
+                if nsid == NSID_ALL { "the common namespace capabilities (NSID FFFFFFFFh) are not returned" } else { "not a valid NSID" };
+            return fail(
+                Status::InvalidNamespaceOrFormat,
+                format!("namespace {nsid}: {why}; this drive's NSIDs are 1..={nn} (namespaces: {})", self.nsid_list()),
+            );
+        }
+        match self.namespaces.iter().find(|n| n.nsid == nsid) {
+            Some(row) if row.attached || allocated => self.id_ns(NsId(nsid)).cloned(),
+            _ => Ok(IdNs::zeroed()),
+        }
+    }
+
     fn nsid_list(&self) -> String {
         if self.namespaces.is_empty() {
             return "none".into();
@@ -261,6 +292,7 @@ impl Controller {
             power_state: 0,
             arbitration: 0,
             temperature_threshold_k: 343,
+            temperature_under_threshold_k: 0,
             interrupt_coalescing: 0,
             smart: SmartCounters::default(),
             clock_ns: 0,

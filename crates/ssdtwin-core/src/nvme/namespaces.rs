@@ -252,7 +252,20 @@ impl Controller {
         if nmic > 1 {
             return fail(Status::InvalidField, format!("nmic {nmic}: only 0 (private) and 1 (shared) exist"));
         }
-        let bytes = nsze.saturating_mul(lba as u64);
+        let Some(bytes) = nsze.checked_mul(lba as u64) else {
+            // Past 2^64 bytes: no drive's capacity; the message names the exact product.
+            let free = if dram { self.dram_budget_bytes() - self.dram_allocated_bytes() } else { self.unvmcap() };
+            return fail(
+                Status::NsInsufficientCapacity,
+                format!(
+                    "{nsze} blocks x {lba} B = {} bytes requested, {free} bytes ({}) {} (at most {} blocks of {lba} B)",
+                    nsze as u128 * lba as u128,
+                    fmt_decimal(free),
+                    if dram { "of the DRAM budget free" } else { "unallocated" },
+                    free / lba as u64
+                ),
+            );
+        };
         if dram {
             if nvmsetid != 0 {
                 return fail(Status::InvalidField, format!("NVM Set {nvmsetid}: a DRAM namespace lies in no NVM Set (use 0)"));

@@ -437,10 +437,11 @@ impl Controller {
         }
     }
 
-    /// Get Features with CDW11 (the NVM Set of 13h and 14h).
+    /// Get Features with CDW11 (the NVM Set of 13h and 14h, the threshold 04h selects).
     pub fn get_feature_dw(&self, fid: u8, nsid: super::NsId, cdw11: u32) -> Result<u32, Error> {
         match fid {
             0x13 | 0x14 => self.get_plm_feature(fid, nvmsetid_of_cdw11(cdw11)?),
+            0x04 => self.temperature_threshold(cdw11),
             _ => self.get_feature(fid, nsid),
         }
     }

@@ -156,6 +156,55 @@ fn features_round_trip_and_reject_unknown() {
 }
 
 #[test]
+fn write_protect_until_power_cycle_is_left_only_by_a_power_cycle() {
+    // NVMe 1.4 §8.12: no Set Features leaves Write Protect Until Power Cycle.
+    let mut c = cm6(64);
+    c.set_feature(0x84, NsId(1), WP_UNTIL_POWER_CYCLE as u32).unwrap();
+    for wp in [WP_NONE, WP_PROTECT, WP_UNTIL_POWER_CYCLE, WP_PERMANENT] {
+        let e = c.set_feature(0x84, NsId(1), wp as u32).unwrap_err();
+        assert_eq!(status(e), Status::FeatureNotChangeable, "to {wp}");
+    }
+    assert_eq!(c.get_feature(0x84, NsId(1)).unwrap(), WP_UNTIL_POWER_CYCLE as u32);
+    c.power_cycle(false);
+    assert_eq!(c.get_feature(0x84, NsId(1)).unwrap(), WP_NONE as u32);
+    // Write Protect itself is left by Set Features.
+    c.set_feature(0x84, NsId(1), WP_PROTECT as u32).unwrap();
+    c.set_feature(0x84, NsId(1), WP_NONE as u32).unwrap();
+}
+
+#[test]
+fn temperature_thresholds_over_and_under_are_kept_apart() {
+    let mut c = cm6(64);
+    let under = 1 << 20;
+    c.set_feature(0x04, NsId(0), under | 273).unwrap();
+    assert_eq!(c.get_feature_dw(0x04, NsId(0), 0).unwrap(), 343, "the over threshold is unchanged");
+    assert_eq!(c.get_feature_dw(0x04, NsId(0), under).unwrap(), under | 273);
+    assert_eq!(c.get_feature_dw(0x04, NsId(0), 0xf << 16).unwrap(), 0xf << 16 | 343, "TMPSEL Fh: all sensors");
+    for bad in [1 << 16, 8 << 16, 2 << 20, 3 << 20] {
+        assert_eq!(status(c.set_feature(0x04, NsId(0), bad | 300).unwrap_err()), Status::InvalidField, "{bad:#x}");
+        assert_eq!(status(c.get_feature_dw(0x04, NsId(0), bad).unwrap_err()), Status::InvalidField, "{bad:#x}");
+    }
+    // SMART critical warning bit 1 follows the composite temperature (313 K) against both.
+    assert_eq!(c.smart_log().critical_warning, 0);
+    c.set_feature(0x04, NsId(0), 313).unwrap();
+    assert_eq!(c.smart_log().critical_warning, 0x02, "at the over threshold");
+    c.set_feature(0x04, NsId(0), 343).unwrap();
+    c.set_feature(0x04, NsId(0), under | 320).unwrap();
+    assert_eq!(c.smart_log().critical_warning, 0x02, "under the under threshold");
+    c.set_feature(0x04, NsId(0), under).unwrap();
+    assert_eq!(c.smart_log().critical_warning, 0);
+}
+
+#[test]
+fn a_size_past_2_pow_64_bytes_is_named_exactly() {
+    let mut c = cm6(64);
+    let e = c.create_ns(u64::MAX, u64::MAX, 0, 0).unwrap_err();
+    let msg = e.to_string();
+    assert_eq!(status(e), Status::NsInsufficientCapacity);
+    assert!(msg.contains(&format!("= {} bytes requested", u64::MAX as u128 * 512)), "{msg}");
+}
+
+#[test]
 fn format_to_a_block_bigger_than_the_namespace_is_refused_unchanged() {
     // Found by the simulation (docs/simulation.md): a 1-block 512 B namespace formatted to
     // 4 KiB LBAs was left with 0 blocks, a state every later check refuses.
