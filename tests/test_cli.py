@@ -9,6 +9,7 @@ check, power-cycle and waf.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -355,6 +356,25 @@ def test_precondition_amount_as_size_and_seed_is_replayable(cm6: Path, tmp_path:
 
     assert strip_time(a) == strip_time(b)
     assert vendor(cm6) == vendor(other)
+
+
+def test_the_seeds_example_of_docs_cli_prints_what_it_shows(cm6: Path, tmp_path: Path) -> None:
+    """docs/cli.md, "Seeds and determinism", as written on a fresh 1/64 CM6-R: the first
+    command prints the line the page shows (its wall time aside), and the second, given the
+    seed it printed, makes the same choices on a copy (the page once showed a WAF that a
+    1 GiB window no longer reports)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    first, shown, second = doc.split("### Seeds and determinism", 1)[1].split("```", 2)[1].strip().splitlines()
+    copy = copy_image(cm6, tmp_path / "copy")
+
+    def run(line: str) -> str:
+        words = [{"./cm6": str(cm6), "./copy": str(copy)}.get(w, w) for w in shlex.split(line.removeprefix("$ "), comments=True)]
+        assert words[0] == "ssdtwin", line
+        return re.sub(r", [\d.]+ s$", "", run_cli(*words[1:]).stdout.strip())
+
+    a = run(first)
+    assert a == re.sub(r", [\d.]+ s$", "", shown.strip())
+    assert run(second) == a
 
 
 def test_default_seeds_follow_the_image_seed(tmp_path: Path) -> None:

@@ -49,6 +49,9 @@ job = ["cm6-rand-write", "cm6-rand-read"]
 [[plot]]
 x = "namespace_tb"
 y = "iops"
+[[plot]]
+x = "namespace_tb"
+y = "waf"
 """
 
 
@@ -227,7 +230,20 @@ def tiny_in_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert "6 points: 6 run, 0 kept from before, 2 failed" in r.stdout, r.stdout
             failures = [line for line in r.stderr_lines if ": failed: " in line]  # the progress line of each
             assert len(failures) == 2 and all("namespace 5.0 TB: larger than the drive" in line for line in failures), r.stderr
+            # 100 ms windows span no GC cycle: `waf` is null in every row, and the figure of it says so.
+            assert f"plot: {d / 'out' / 'plots' / 'waf-vs-namespace_tb.png'} (empty: waf is null in every row" in r.stdout, r.stdout
     return d / "out"
+
+
+def test_the_docs_sweep_plots_columns_short_windows_fill(tiny_in_process: Path) -> None:
+    """docs/sweeps/cm6-namespaces.toml (the README's and docs/sweep.md's sweep) measures 1 s
+    windows, too short for a GC cycle, as the tiny sweep's are: each of its figures is of a
+    column the tiny sweep's random-write rows fill (it once plotted `waf`, drawn empty)."""
+    docs = config.load(Path(__file__).resolve().parents[1] / "docs" / "sweeps" / "cm6-namespaces.toml")
+    df = read(tiny_in_process).to_pandas()
+    written = df[(df.job == "cm6-rand-write") & (df.status == "ok")]
+    for plot in docs.plots:
+        assert written[plot.y].notna().all(), f"docs/sweeps/cm6-namespaces.toml plots {plot.y}, null over short windows"
 
 
 def read(out: Path) -> Any:

@@ -198,6 +198,22 @@ def test_engine_input_is_json_and_matches_the_documented_keys() -> None:
     assert sorted(documented) == sorted([*e.keys(), "replay"])
 
 
+def test_the_api_block_imports_every_module_it_calls() -> None:
+    """docs/fio.md §1: its `from ssdtwin.fio import ...` lines run, and every `module.function(`
+    the block calls on a name it does not assign itself is imported and exists (the block once
+    called iolog.* without importing iolog)."""
+    block = DOCS.read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    names: dict[str, Any] = {}
+    exec("\n".join(line for line in block.splitlines() if line.startswith("from ")), names)
+    assigned = set(re.findall(r"^(\w+)(?:, \w+)* = ", block, re.M))
+    calls = re.findall(r"(?:^|;\s+)([a-z_]+)\.([a-z_]+)\(", block, re.M)
+    assert {m for m, _ in calls} >= {"output", "logs", "iolog", "hist"}
+    for module, function in calls:
+        if module not in assigned:
+            assert module in names, f"docs/fio.md §1 calls {module}.{function} without importing {module}"
+            assert callable(getattr(names[module], function, None)), f"{module}.{function}"
+
+
 def test_seed_is_exposed_per_clone() -> None:
     out = specs("[j]\nrw=randread\nnumjobs=2\n")
     assert out[0]["seed"] == 0xB1899BED and out[1]["seed"] == 2 * 0xB1899BED

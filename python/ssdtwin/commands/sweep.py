@@ -145,8 +145,11 @@ def sweep_cmd(
         f"{res.wall_s:.1f} s wall on {res.where}"
     )
     typer.echo(f"results: {res.parquet} ({len(res.rows)} rows)")
-    for plot in res.plots:
-        typer.echo(f"plot: {plot}")
+    for plot, path in zip(sweep.plots, res.plots):
+        # A figure of a column no point filled (`waf` over windows too short to measure it) is
+        # drawn empty: say so, and why, rather than leave an empty PNG to be found.
+        empty = not any(r.get("status") == "ok" and r.get(plot.y) is not None for r in res.rows)
+        typer.echo(f"plot: {path}" + (f" (empty: {plot.y} is null in every row; docs/sweep.md, Columns)" if empty else ""))
 
 
 def _iops(text: str) -> float:

@@ -10,8 +10,7 @@ Intel D5-P5316 (64 KiB IU, QLC), against the drive alone.
    uniform and zipf:1.2, both policies (a PNG).
 
 Every figure is a prediction: nothing here is fitted. The drive is the P5316 preset as it is;
-its baseline random-write bandwidth is known to be high against the whitepaper (docs/models.md
-§14, the P5316 baseline), which the tables say beside the figures.
+its baseline against the whitepaper is docs/models.md §14 (the P5316).
 """
 
 from __future__ import annotations
@@ -196,7 +195,7 @@ def shaping(
     """Figures 1-3; ``size`` overrides the amounts (the tests' smoke size)."""
     size = size or (FULL if full else QUICK)
     out: dict[str, list[dict[str, Any]]] = {"random_4k": [], "qd": [], "sizing": []}
-    log(f"P5316 at 1/{size.scale}, PMem tier; baseline random-write bandwidth is high vs the whitepaper (docs/models.md §14)")
+    log(f"P5316 at 1/{size.scale}, PMem tier; the baseline against the whitepaper: docs/models.md §14")
     log("figure 1: 4 KiB random writes, 4 jobs x QD32, and the 95 % 64 KiB / 5 % 4 KiB mix")
     amount = size.amount_bytes
     for policy in WITH_AND_WITHOUT:
