@@ -581,6 +581,10 @@ def test_serve_refuses_bad_input_in_one_line(tmp_path: Path, two_ns: Path) -> No
     assert "--send-timeout inf: must be 0 (no limit) to 86400 seconds" in err(
         str(two_ns), "--listen", "127.0.0.1:0", "--send-timeout", "inf"
     )
+    # Past 2**64 it was a traceback (OverflowError from the binding).
+    assert "--max-connections 99999999999999999999: must be 1 to 1048576" in err(
+        str(two_ns), "--listen", "127.0.0.1:0", "--max-connections", "99999999999999999999"
+    )
     assert "not an ssdtwin drive image" in err(str(tmp_path / "nope"), "--listen", "127.0.0.1:0")
     with served(two_ns) as s:
         assert "in use by another ssdtwin process" in err(str(two_ns), "--listen", "127.0.0.1:0")

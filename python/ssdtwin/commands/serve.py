@@ -74,8 +74,10 @@ def serve_cmd(
         _check_hostport("--listen", a)
     if metrics is not None:
         _check_hostport("--metrics", metrics)
-    if max_connections < 1:
-        fail(f"--max-connections {max_connections}: must be at least 1")
+    if not 1 <= max_connections <= 1 << 20:
+        # Past 2**64 it was a traceback (OverflowError). Each connection holds a descriptor,
+        # and Linux caps a process's at fs.nr_open (1048576 by default).
+        fail(f"--max-connections {max_connections}: must be 1 to 1048576 (each connection holds a file descriptor)")
     try:
         inflight = _core.parse_size(max_inflight)
     except ValueError as e:
