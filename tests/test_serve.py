@@ -581,6 +581,12 @@ def test_serve_refuses_bad_input_in_one_line(tmp_path: Path, two_ns: Path) -> No
     assert "--send-timeout inf: must be 0 (no limit) to 86400 seconds" in err(
         str(two_ns), "--listen", "127.0.0.1:0", "--send-timeout", "inf"
     )
+    # Addresses given twice (they failed as "already in use (another server?)"; a unix
+    # socket twice was served once with an orphaned second listener).
+    assert "--listen 127.0.0.1:1 given twice" in err(str(two_ns), "--listen", "127.0.0.1:1", "-l", "127.0.0.1:1")
+    assert "--metrics 127.0.0.1:1 is also a --listen address" in err(str(two_ns), "-l", "127.0.0.1:1", "--metrics", "127.0.0.1:1")
+    sock = tmp_path / "s.sock"
+    assert f"--unix {sock} given twice" in err(str(two_ns), "--unix", str(sock), "-u", str(tmp_path / "." / "s.sock"))
     # Past 2**64 it was a traceback (OverflowError from the binding).
     assert "--max-connections 99999999999999999999: must be 1 to 1048576" in err(
         str(two_ns), "--listen", "127.0.0.1:0", "--max-connections", "99999999999999999999"

@@ -74,6 +74,14 @@ def serve_cmd(
         _check_hostport("--listen", a)
     if metrics is not None:
         _check_hostport("--metrics", metrics)
+    # The same address twice failed as "address already in use (another server?)", and the
+    # same unix socket twice served on one of them and left the other orphaned.
+    for flag, given in (("--listen", list(listen)), ("--unix", [os.path.abspath(u) for u in unix])):
+        twice = next((a for i, a in enumerate(given) if a in given[:i] and not a.endswith(":0")), None)
+        if twice is not None:
+            fail(f"{flag} {twice} given twice")
+    if metrics is not None and metrics in listen and not metrics.endswith(":0"):
+        fail(f"--metrics {metrics} is also a --listen address: give the metrics a port of their own")
     if not 1 <= max_connections <= 1 << 20:
         # Past 2**64 it was a traceback (OverflowError). Each connection holds a descriptor,
         # and Linux caps a process's at fs.nr_open (1048576 by default).
