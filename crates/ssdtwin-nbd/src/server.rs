@@ -343,6 +343,11 @@ struct BoundUnix {
 }
 
 /// Builder for an NBD server over a [`Backend`].
+///
+/// A server that cannot start (an address in use, bad TLS material, an unknown socket
+/// group) should fail before its backend opens anything: bind the listeners and call
+/// [`Server::prepare`] first, then give it the backend with [`Server::with_backend`]. A
+/// builder dropped without starting removes the unix socket files it created.
 pub struct Server {
     backend: Arc<dyn Backend>,
     config: ServerConfig,
@@ -350,6 +355,22 @@ pub struct Server {
     unix_bound: Vec<BoundUnix>,
     tcp_addrs: Vec<SocketAddr>,
     unix_paths: Vec<PathBuf>,
+    /// `prepare` has run: TLS material loaded (if any), unix sockets listening.
+    prepared: Option<Option<Arc<rustls::ServerConfig>>>,
+}
+
+impl Drop for Server {
+    /// Not started (`start` takes the listeners): the unix socket files go.
+    fn drop(&mut self) {
+        for b in &self.unix_bound {
+            let _ = std::fs::remove_file(&b.path);
+        }
+        for l in &self.listeners {
+            if let Listener::Unix(_, path) = l {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
 }
 
 fn sockaddr_un(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
@@ -397,11 +418,19 @@ impl Server {
             unix_bound: Vec::new(),
             tcp_addrs: Vec::new(),
             unix_paths: Vec::new(),
+            prepared: None,
         }
     }
 
     pub fn with_config(mut self, config: ServerConfig) -> Server {
         self.config = config;
+        self
+    }
+
+    /// Serve `backend` instead of the one given to [`Server::new`]: lets a caller bind
+    /// and [`prepare`](Server::prepare) with a placeholder before opening the real one.
+    pub fn with_backend(mut self, backend: Arc<dyn Backend>) -> Server {
+        self.backend = backend;
         self
     }
 
@@ -497,30 +526,73 @@ impl Server {
         Ok(())
     }
 
-    /// Check the exports and TLS material and start serving in background threads.
-    pub fn start(mut self) -> Result<ServerHandle, Error> {
+    /// Everything [`start`](Server::start) checks that does not involve the backend: a
+    /// listener is configured, the TLS material loads, the unix socket group exists (then
+    /// the unix sockets get their mode and listen). `start` runs it if it has not run.
+    pub fn prepare(mut self) -> Result<Server, Error> {
+        if self.prepared.is_some() {
+            return Ok(self);
+        }
         if self.listeners.is_empty() && self.unix_bound.is_empty() {
             return Err(Error::NoListener);
         }
-        for e in self.backend.exports() {
-            e.validate().map_err(|reason| Error::InvalidExport { name: e.name.clone(), reason })?;
-        }
-        let mut warnings = Vec::new();
         let tls = match (self.config.tls, &self.config.tls_certificates) {
-            (TlsMode::Off, None) => None,
-            (TlsMode::Off, Some(d)) => {
-                warnings.push(format!("TLS certificates in {} are not used: TLS is off", d.display()));
-                None
-            }
+            (TlsMode::Off, _) => None,
             (mode, None) => {
                 return Err(Error::Tls(format!("TLS {mode} needs a certificate directory (server-cert.pem, server-key.pem, ca-cert.pem)")))
             }
             (_, Some(d)) => Some(tls::load(d, self.config.tls_verify_peer)?),
         };
         self.open_unix()?;
-        for a in &self.tcp_addrs {
+        self.prepared = Some(tls);
+        Ok(self)
+    }
+
+    /// Check the exports and TLS material and start serving in background threads.
+    pub fn start(self) -> Result<ServerHandle, Error> {
+        let mut this = self.prepare()?;
+        for e in this.backend.exports() {
+            e.validate().map_err(|reason| Error::InvalidExport { name: e.name.clone(), reason })?;
+        }
+        let mut warnings = Vec::new();
+        if let (TlsMode::Off, Some(d)) = (this.config.tls, &this.config.tls_certificates) {
+            warnings.push(format!("TLS certificates in {} are not used: TLS is off", d.display()));
+        }
+        let tls = this.prepared.take().flatten();
+        // From here on the listeners belong to the acceptor (Drop must leave them alone).
+        let listeners = std::mem::take(&mut this.listeners);
+        let tcp_addrs = std::mem::take(&mut this.tcp_addrs);
+        let unix_paths = std::mem::take(&mut this.unix_paths);
+        let backend = this.backend.clone();
+        let config = this.config.clone();
+        drop(this);
+        Self::run(backend, config, tls, listeners, tcp_addrs, unix_paths, warnings)
+    }
+
+    fn run(
+        backend: Arc<dyn Backend>,
+        mut config: ServerConfig,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        listeners: Vec<Listener>,
+        tcp_addrs: Vec<SocketAddr>,
+        unix_paths: Vec<PathBuf>,
+        mut warnings: Vec<String>,
+    ) -> Result<ServerHandle, Error> {
+        // Whatever fails now, the unix socket files go (as a dropped builder's do).
+        struct Unlink(Vec<PathBuf>, bool);
+        impl Drop for Unlink {
+            fn drop(&mut self) {
+                if !self.1 {
+                    for p in &self.0 {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
+            }
+        }
+        let mut unlink = Unlink(unix_paths.clone(), false);
+        for a in &tcp_addrs {
             if !a.ip().is_loopback() {
-                match self.config.tls {
+                match config.tls {
                     TlsMode::Off => warnings.push(format!(
                         "listening on {a} without TLS: anyone who can reach it can read and write the exports (require TLS, or listen on 127.0.0.1)"
                     )),
@@ -531,7 +603,6 @@ impl Server {
                 }
             }
         }
-        let mut config = self.config;
         if let Some(w) = fit_connections_to_fd_limit(&mut config.max_connections) {
             warnings.push(w);
         }
@@ -542,7 +613,7 @@ impl Server {
         }
         // SAFETY: `wake` is a fresh, valid descriptor owned by nothing else.
         let wake = unsafe { OwnedFd::from_raw_fd(wake) };
-        for l in &self.listeners {
+        for l in &listeners {
             match l {
                 Listener::Tcp(t) => t.set_nonblocking(true),
                 Listener::Unix(u, _) => u.set_nonblocking(true),
@@ -552,7 +623,7 @@ impl Server {
         let stats = Arc::new(Stats::default());
         let budget = Budget::new(config.max_inflight_bytes, config.max_inflight_bytes / 4, stats.clone());
         let shared = Arc::new(Shared {
-            backend: self.backend,
+            backend,
             config,
             tls,
             shutting_down: Arc::new(AtomicBool::new(false)),
@@ -565,12 +636,12 @@ impl Server {
         });
         let refuser = Refuser::start(shared.clone())?;
         let sh = shared.clone();
-        let listeners = self.listeners;
         let acceptor = std::thread::Builder::new()
             .name("nbd-accept".into())
             .spawn(move || accept_loop(listeners, sh, refuser))
             .map_err(|e| Error::io("spawn acceptor thread", e))?;
-        Ok(ServerHandle { shared, acceptor: Some(acceptor), tcp_addrs: self.tcp_addrs, unix_paths: self.unix_paths, warnings })
+        unlink.1 = true; // the acceptor removes them at shutdown
+        Ok(ServerHandle { shared, acceptor: Some(acceptor), tcp_addrs, unix_paths, warnings })
     }
 }
 

@@ -926,7 +926,8 @@ fn read_live_snapshot(py: Python<'_>, path: PathBuf) -> PyResult<Option<(Py<PyAn
 /// another signal the interpreter turns into an exception (checked every 100 ms with the
 /// GIL released in between); then stop, commit and return the session summary.
 /// `ready(info)` is called once serving, with the URIs, the metrics address, warnings and
-/// what was recovered from a journal. `pace` is "model" or "off"; `spin_us` is the pacing
+/// what was recovered from a journal; a KeyboardInterrupt or another BaseException that is
+/// not an Exception (a signal handler's) raised in it stops the server as in the loop. `pace` is "model" or "off"; `spin_us` is the pacing
 /// writer's busy-wait window; the rest are the server's limits and TLS settings
 /// (docs/nbd.md, "Limits" and "TLS"; 0 keeps a default). With `stack` (a host stack,
 /// docs/host.md) the stack's volume on namespace `stack_nsid` is served instead, from a
@@ -1003,17 +1004,28 @@ fn serve(
         warnings: serving.warnings(),
     };
     let mut stop_error: Option<PyErr> = None;
+    let mut stopped_by = String::from("error");
+    let signal_name = |e: &PyErr| e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "signal".into());
+    let mut signalled = false;
     if let Some(cb) = ready {
         if let Err(e) = to_py(py, &info).and_then(|i| cb.call1(py, (i,))) {
-            stop_error = Some(e);
+            if e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                stop_error = Some(e);
+            } else {
+                // Ctrl-C or SIGTERM (a BaseException: KeyboardInterrupt, the CLI's
+                // Terminated) while `ready` ran, e.g. one sent as serving started: the
+                // server has served, so it stops as on a signal in the loop below and its
+                // summary is returned (it was an error saying nothing had been served).
+                stopped_by = signal_name(&e);
+                signalled = true;
+            }
         }
     }
-    let mut stopped_by = String::from("error");
-    if stop_error.is_none() {
+    if stop_error.is_none() && !signalled {
         loop {
             py.detach(|| std::thread::sleep(std::time::Duration::from_millis(100)));
             if let Err(e) = py.check_signals() {
-                stopped_by = e.get_type(py).name().map(|n| n.to_string()).unwrap_or_else(|_| "signal".into());
+                stopped_by = signal_name(&e);
                 break;
             }
         }

@@ -216,7 +216,11 @@ pub struct MetricsServer {
 
 impl MetricsServer {
     pub fn start(addr: &str, backend: Arc<TwinBackend>) -> io::Result<MetricsServer> {
-        let l = TcpListener::bind(addr)?;
+        Self::start_on(TcpListener::bind(addr)?, backend)
+    }
+
+    /// Serve on a listener bound beforehand (so a busy address fails before the image opens).
+    pub fn start_on(l: TcpListener, backend: Arc<TwinBackend>) -> io::Result<MetricsServer> {
         let addr = l.local_addr()?;
         // Non-blocking accept polled every 50 ms, so `stop` needs no wake-up machinery.
         l.set_nonblocking(true)?;

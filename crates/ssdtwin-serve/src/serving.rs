@@ -1,6 +1,7 @@
 //! A running `ssdtwin serve`: the NBD server, the housekeeping thread and the metrics
 //! endpoint around one [`TwinBackend`].
 
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -54,13 +55,55 @@ fn housekeeping(backend: Arc<TwinBackend>, stack: Option<Arc<StackBackend>>, sto
     })
 }
 
+/// The exports of a server whose image is not open yet: none (never served: the real
+/// backend replaces it before the server starts).
+struct Opening;
+
+impl ssdtwin_nbd::Backend for Opening {
+    fn exports(&self) -> Vec<ssdtwin_nbd::ExportInfo> {
+        Vec::new()
+    }
+    fn default_export(&self) -> Option<String> {
+        None
+    }
+    fn open(&self, _name: &str) -> Option<Arc<dyn ssdtwin_nbd::Export>> {
+        None
+    }
+}
+
+/// What can fail on a bad setting or a busy address, done before the image is opened, so
+/// that a server that cannot start leaves the image exactly as it was (no commit, no
+/// journal, no data files): the listeners bound, the TLS material and the socket group
+/// checked, the metrics address bound.
+struct Listening {
+    server: Server,
+    metrics: Option<TcpListener>,
+}
+
+fn listen(opts: &ServeOptions) -> Result<Listening, ServeError> {
+    if opts.tcp.is_empty() && opts.unix.is_empty() {
+        return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
+    }
+    let mut server = Server::new(Arc::new(Opening)).with_config(opts.server.clone());
+    for a in &opts.tcp {
+        server = server.listen_tcp(a.as_str())?;
+    }
+    for p in &opts.unix {
+        server = server.listen_unix(p)?;
+    }
+    let server = server.prepare()?;
+    let metrics = match &opts.metrics {
+        Some(a) => Some(TcpListener::bind(a.as_str()).map_err(io_err(format!("metrics listener {a}")))?),
+        None => None,
+    };
+    Ok(Listening { server, metrics })
+}
+
 impl Serving {
     pub fn start(dir: &std::path::Path, opts: ServeOptions) -> Result<Serving, ServeError> {
-        if opts.tcp.is_empty() && opts.unix.is_empty() {
-            return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
-        }
+        let listening = listen(&opts)?;
         let backend = TwinBackend::open(dir, opts.twin.clone())?;
-        match Self::start_on(backend.clone(), &opts, None) {
+        match Self::start_on(listening, backend.clone(), &opts, None) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // A server that cannot start closes what it opened (the journal is
@@ -79,11 +122,9 @@ impl Serving {
         nsid: u32,
         opts: ServeOptions,
     ) -> Result<Serving, ServeError> {
-        if opts.tcp.is_empty() && opts.unix.is_empty() {
-            return Err(ServeError::Config("give --listen HOST:PORT and/or --unix PATH".into()));
-        }
+        let listening = listen(&opts)?;
         let backend = TwinBackend::open(dir, opts.twin.clone())?;
-        match StackBackend::new(backend.clone(), stack, nsid).and_then(|s| Self::start_on(backend.clone(), &opts, Some(s))) {
+        match StackBackend::new(backend.clone(), stack, nsid).and_then(|s| Self::start_on(listening, backend.clone(), &opts, Some(s))) {
             Ok(s) => Ok(s),
             Err(e) => {
                 let _ = backend.close();
@@ -92,21 +133,20 @@ impl Serving {
         }
     }
 
-    fn start_on(backend: Arc<TwinBackend>, opts: &ServeOptions, stack: Option<Arc<StackBackend>>) -> Result<Serving, ServeError> {
+    fn start_on(
+        listening: Listening,
+        backend: Arc<TwinBackend>,
+        opts: &ServeOptions,
+        stack: Option<Arc<StackBackend>>,
+    ) -> Result<Serving, ServeError> {
         let nbd: Arc<dyn ssdtwin_nbd::Backend> = match &stack {
             Some(s) => s.clone(),
             None => backend.clone(),
         };
-        let mut server = Server::new(nbd).with_config(opts.server.clone());
-        for a in &opts.tcp {
-            server = server.listen_tcp(a.as_str())?;
-        }
-        for p in &opts.unix {
-            server = server.listen_unix(p)?;
-        }
-        let metrics = match &opts.metrics {
-            Some(a) => Some(MetricsServer::start(a, backend.clone()).map_err(io_err(format!("metrics listener {a}")))?),
-            None => None,
+        let server = listening.server.with_backend(nbd);
+        let metrics = match (listening.metrics, &opts.metrics) {
+            (Some(l), Some(a)) => Some(MetricsServer::start_on(l, backend.clone()).map_err(io_err(format!("metrics listener {a}")))?),
+            _ => None,
         };
         let tls = opts.server.tls != TlsMode::Off;
         let handle = server.start()?;

@@ -26,7 +26,7 @@ from .. import waf as wafm
 from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
-from .common import Terminated, check_fmt, emit_json, fail, interrupt_note, say
+from .common import Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
 
 
 def _check_hostport(flag: str, text: str) -> None:
@@ -74,8 +74,18 @@ def serve_cmd(
         _check_hostport("--listen", a)
     if metrics is not None:
         _check_hostport("--metrics", metrics)
-    if max_connections < 1:
-        fail(f"--max-connections {max_connections}: must be at least 1")
+    # The same address twice failed as "address already in use (another server?)", and the
+    # same unix socket twice served on one of them and left the other orphaned.
+    for flag, given in (("--listen", list(listen)), ("--unix", [os.path.abspath(u) for u in unix])):
+        twice = next((a for i, a in enumerate(given) if a in given[:i] and not a.endswith(":0")), None)
+        if twice is not None:
+            fail(f"{flag} {twice} given twice")
+    if metrics is not None and metrics in listen and not metrics.endswith(":0"):
+        fail(f"--metrics {metrics} is also a --listen address: give the metrics a port of their own")
+    if not 1 <= max_connections <= 1 << 20:
+        # Past 2**64 it was a traceback (OverflowError). Each connection holds a descriptor,
+        # and Linux caps a process's at fs.nr_open (1048576 by default).
+        fail(f"--max-connections {max_connections}: must be 1 to 1048576 (each connection holds a file descriptor)")
     try:
         inflight = _core.parse_size(max_inflight)
     except ValueError as e:
@@ -105,10 +115,26 @@ def serve_cmd(
     stack = _open_stack(path, pace) if stacklib.is_stack(path) else None  # a host stack (docs/host.md, Serving a stack)
     served = Path(stack[0]["drive"]) if stack else path
 
-    def on_term(signum: int, frame: Optional[FrameType]) -> None:
+    stopping = False
+
+    def on_signal(signum: int, frame: Optional[FrameType]) -> None:
+        # The first SIGTERM or Ctrl-C stops the server; later ones are ignored until the
+        # summary is out. A second SIGTERM during the stop used to make the CLI say it was
+        # "stopped by SIGTERM before serving; the image is unchanged" after a committed
+        # session, and one after it killed the process before it printed its summary.
+        nonlocal stopping
+        if stopping:
+            return
+        stopping = True
+        if signum == signal.SIGINT:
+            Interrupt.on_sigint(signum, frame)  # records the Ctrl-C (exit 130) and raises
         raise Terminated()
 
-    old = signal.signal(signal.SIGTERM, on_term)
+    old_term = signal.signal(signal.SIGTERM, on_signal)
+    # An ignored SIGINT (a background job of a shell without job control) stays ignored.
+    old_int = signal.getsignal(signal.SIGINT)
+    if old_int is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, on_signal)
 
     def ready(info: ServeInfo) -> None:
         rec = info.get("recovery")
@@ -123,38 +149,42 @@ def serve_cmd(
             say(f"  metrics: http://{info['metrics']}/metrics")
         say("Ctrl-C or SIGTERM stops it (the state is committed on the way out).")
 
-    before = _committed_log(served)  # the session's WAF is measured from here
     try:
-        summary = _core.serve(
-            os.fspath(served),
-            tcp=list(listen),
-            unix=[os.fspath(u) for u in unix],
-            metrics=metrics,
-            pace=pace,
-            spin_us=spin_us,
-            ready=ready,
-            max_connections=max_connections,
-            max_inflight_bytes=inflight,
-            handshake_timeout_s=handshake_timeout,
-            send_timeout_s=send_timeout,
-            tls=tls,
-            tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
-            tls_verify_peer=tls_verify_peer,
-            unix_group=unix_group,
-            stack=None if stack is None else stack[1]["stack"],
-            stack_nsid=1 if stack is None else int(stack[0]["namespace"]),
-            idle_gc=idle_gc,
-        )
-    except _core.SsdtwinError as e:
-        fail(_name_the_address(str(e), listen))
+        before = _committed_log(served)  # the session's WAF is measured from here
+        try:
+            summary = _core.serve(
+                os.fspath(served),
+                tcp=list(listen),
+                unix=[os.fspath(u) for u in unix],
+                metrics=metrics,
+                pace=pace,
+                spin_us=spin_us,
+                ready=ready,
+                max_connections=max_connections,
+                max_inflight_bytes=inflight,
+                handshake_timeout_s=handshake_timeout,
+                send_timeout_s=send_timeout,
+                tls=tls,
+                tls_certificates=None if tls_certificates is None else os.fspath(tls_certificates),
+                tls_verify_peer=tls_verify_peer,
+                unix_group=unix_group,
+                stack=None if stack is None else stack[1]["stack"],
+                stack_nsid=1 if stack is None else int(stack[0]["namespace"]),
+                idle_gc=idle_gc,
+            )
+        except _core.SsdtwinError as e:
+            fail(_name_the_address(str(e), listen))
+        stopping = True  # the server has stopped (on a signal): later ones wait for the summary
+        say(summary_text(summary, _session_waf(served, before)))
+        if stack is not None:
+            say(_save_stack(path, stack[0], stack[1], summary))
+        if summary.get("stopped_by") == "KeyboardInterrupt":
+            # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
+            interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
     finally:
-        signal.signal(signal.SIGTERM, old)
-    say(summary_text(summary, _session_waf(served, before)))
-    if stack is not None:
-        say(_save_stack(path, stack[0], stack[1], summary))
-    if summary.get("stopped_by") == "KeyboardInterrupt":
-        # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
-        interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
+        signal.signal(signal.SIGTERM, old_term)
+        if old_int is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, old_int)
 
 
 def _open_stack(path: Path, pace: str) -> tuple[StackFile, stacklib.StackImageState]:

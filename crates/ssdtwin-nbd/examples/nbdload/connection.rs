@@ -15,6 +15,7 @@ use super::handshake::{handshake, Session};
 use super::receiver::receiver;
 use super::sender::{drain, register, run_ops, send_request, Plan, Rng};
 use super::transport::Stream;
+use super::UNIT;
 
 fn connect(cfg: &LoadConfig, c: &Client, until: Instant) -> Option<(Stream, Session)> {
     let mut backoff = Duration::from_millis(20);
@@ -103,6 +104,10 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
                 return false;
             }
         }
+        // Reads of up to 1 MiB, and no longer than the export takes (a longer READ is
+        // EOVERFLOW: the read-back then checked almost nothing on a server whose
+        // block_max is under 1 MiB, a served log stack's 128 KiB).
+        let most = (sess.block_max as u64 / UNIT).clamp(1, 256);
         let runs: Vec<(u64, u64)> = {
             let st = c.lock();
             let mut runs = Vec::new();
@@ -115,7 +120,7 @@ fn final_verify(cfg: &LoadConfig, c: &Arc<Client>) {
                     continue;
                 }
                 let start = u;
-                while u < n && known(u) && u - start < 256 {
+                while u < n && known(u) && u - start < most {
                     u += 1;
                 }
                 runs.push((start, u - start));

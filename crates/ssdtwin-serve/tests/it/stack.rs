@@ -58,8 +58,9 @@ fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier()
         let ex = b.open(STACK_EXPORT).unwrap();
         let info = ex.info();
         assert_eq!(info.block_min, 4096);
-        // A log takes a whole write into the tier: no request larger than the tier.
-        assert_eq!(info.block_max, if policy == Policy::Log { 1 << 20 } else { 32 << 20 });
+        // A log takes a whole write into the tier: no request larger than the room it
+        // always gets back (above its high watermark, 80 % of 1 MiB): 128 KiB.
+        assert_eq!(info.block_max, if policy == Policy::Log { 128 << 10 } else { 32 << 20 });
         // 4 MiB of 4 KiB writes, one per microsecond, over 8 MiB of the volume (rewrites
         // included): four times the tier, so it destages (and evicts).
         let mut rng = Rng::new(7);
@@ -91,6 +92,42 @@ fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier()
         assert_eq!(img.ctrl.vendor_log().host_write_bytes - host0, c.drive_write_bytes(), "{policy:?}: the drive saw only the tier");
         img.ctrl.check_full().unwrap();
     }
+}
+
+#[test]
+fn a_log_takes_a_write_of_its_largest_block_whatever_it_holds() {
+    // The log advertised its whole capacity (1 MiB) as the largest request, but it keeps
+    // what it holds below its low watermark (and up to its high one when that is stale)
+    // without destaging: a 1 MiB write then found no room and nothing to wait for, and
+    // `qemu-img convert` into a served log stack failed at its first write with ENOSPC.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, Policy::Log);
+    drop(img);
+    let clock = Arc::new(ManualClock::new());
+    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+    let b = StackBackend::new(twin, st, 1).unwrap();
+    let ex = b.open(STACK_EXPORT).unwrap();
+    let max = ex.info().block_max as usize;
+    let big = vec![0xA5u8; max];
+    // 700 KiB of 4 KiB writes, then the log settles (destages down to its low watermark).
+    for i in 0..175u64 {
+        ex.write(i * 4096, &block(i), false).unwrap();
+    }
+    for _ in 0..100 {
+        clock.advance(Duration::from_millis(1));
+        b.tick().unwrap();
+    }
+    for k in 0..8u64 {
+        let at = (64 << 20) + k * max as u64;
+        assert!(ex.write(at, &big, false).is_ok(), "a {max} byte write (the advertised maximum) was refused");
+        clock.advance(Duration::from_millis(1));
+        b.tick().unwrap();
+    }
+    b.close().unwrap();
 }
 
 #[test]

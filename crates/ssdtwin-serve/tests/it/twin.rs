@@ -328,6 +328,71 @@ fn a_killed_server_leaves_no_file_of_the_image_open() {
     }
 }
 
+/// Every file of an image but LOCK (which a writable open rewrites), with its length and
+/// modification time.
+fn files_of(dir: &std::path::Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let (p, md) = (e.as_ref().unwrap().path(), e.unwrap().metadata().unwrap());
+            if md.is_dir() {
+                todo.push(p);
+            } else if p.file_name() != Some("LOCK".as_ref()) {
+                out.push((p, md.len(), md.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_server_that_cannot_start_leaves_the_image_as_it_was() {
+    // A busy --metrics address, a duplicated --listen, a file where the unix socket goes,
+    // missing TLS certificates or an unknown socket group were found after the image was
+    // opened: the failed start committed a generation, made the data files and wrote
+    // live.json, although docs/cli.md promises a server that cannot start changes nothing.
+    use ssdtwin_nbd::{ServerConfig, TlsMode};
+    let (t, d) = image(CM6, 454, |_| {});
+    let before = files_of(&d);
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let file = t.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let sock = t.path().join("s.sock");
+    let base = || ServeOptions { tcp: vec!["127.0.0.1:0".into()], twin: cfg(Pace::Off), ..ServeOptions::default() };
+    let cases = [
+        (ServeOptions { metrics: Some(busy.clone()), ..base() }, "metrics listener"),
+        (ServeOptions { tcp: vec![busy.clone()], ..base() }, "address already in use"),
+        (ServeOptions { unix: vec![file.clone()], ..base() }, "not a socket"),
+        (
+            ServeOptions {
+                server: ServerConfig { tls: TlsMode::Require, tls_certificates: Some(t.path().join("pki")), ..ServerConfig::default() },
+                ..base()
+            },
+            "server-cert.pem",
+        ),
+        (
+            ServeOptions {
+                unix: vec![sock.clone()],
+                server: ServerConfig { unix_socket_group: Some("no-such-group-s52".into()), ..ServerConfig::default() },
+                ..base()
+            },
+            "no such group",
+        ),
+    ];
+    for (opts, why) in cases {
+        let e = Serving::start(&d, opts).err().expect("the server must not start").to_string();
+        assert!(e.contains(why), "{e}");
+        assert_eq!(files_of(&d), before, "a server that could not start ({e}) changed the image");
+        assert!(!sock.exists(), "the unix socket file outlived the failed start ({e})");
+    }
+    // Nothing was opened: the image is not locked, and a good start still works.
+    let s = Serving::start(&d, base()).unwrap();
+    s.stop().unwrap();
+}
+
 #[test]
 fn serving_exposes_metrics_and_live_state_and_stops_cleanly() {
     let (_t, d) = image(CM6, 454, |_| {});
