@@ -350,6 +350,19 @@ def test_missing_spec_toml(small: Path) -> None:
         fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: missing"), listable=False)
 
 
+@pytest.mark.damages_image
+@pytest.mark.parametrize(
+    ("content", "reason"), [(b"", "empty (0 bytes)"), (b"\n \n", "empty (3 bytes)"), (b"[drive\n\x00", "not valid TOML")]
+)
+def test_empty_or_garbled_spec_toml_is_damage(small: Path, content: bytes, reason: str) -> None:
+    # Was "<dir> is not an ssdtwin drive image (its spec.toml does not match this ssdtwin's
+    # drive model (... missing field `drive`)": an image of ours with its spec lost.
+    (small / "spec.toml").write_bytes(content)
+    for args in (["nvme", "list", small], ["check", small]):
+        line = fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: {reason}"), listable=False)
+        assert "not an ssdtwin drive image" not in line
+
+
 # Without root's CAP_DAC_OVERRIDE (root ignores a directory's mode bits otherwise).
 NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-dac_override,-dac_read_search,-fowner"]
 
