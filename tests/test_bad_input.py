@@ -222,6 +222,18 @@ def test_bad_scale(tmp_path: Path, scale: str, needles: tuple[str, ...]) -> None
     assert not d.exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_spec_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
+    # Was: `create --spec FIFO` opened the FIFO and waited for a writer forever.
+    spec = tmp_path / "spec.toml"
+    os.mkfifo(spec) if kind == "fifo" else spec.mkdir()
+    what = "a FIFO" if kind == "fifo" else "a directory"
+    for args in (["create", tmp_path / "new", "--spec", spec], ["calibrate", "--spec", spec]):
+        r = run_cli(*args, check=False, process=True, timeout=30)
+        assert_one_line_error(r, f"--spec {spec}: not a regular file ({what})")
+    assert not (tmp_path / "new").exists()
+
+
 def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
     plain = tmp_path / "plain"
     plain.write_text("not an image\n")
