@@ -234,6 +234,12 @@ def test_spec_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -
     assert not (tmp_path / "new").exists()
 
 
+def test_scale_beyond_u32_is_one_line(tmp_path: Path) -> None:
+    # Was pyo3's OverflowError ("out of range integral type conversion attempted"), a traceback.
+    r = run_cli("create", tmp_path / "x", "--model", CM6, "--scale", f"1/{2**40}", check=False)
+    assert_one_line_error(r, "--scale", "N must be at most 4294967295")
+
+
 def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
     plain = tmp_path / "plain"
     plain.write_text("not an image\n")

@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from .. import _core, nvmefmt
+from .. import drive as drivemod
 from .. import waf as wafm
 from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
@@ -1078,6 +1079,14 @@ def _exit_interrupted(prog: str) -> typer.Exit:
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: one-line errors, non-zero exit (1 error, 2 usage, 130 interrupted)."""
+    api_name, drivemod.SCALE_NAME = drivemod.SCALE_NAME, "--scale"  # errors name the option
+    try:
+        _main(argv)
+    finally:
+        drivemod.SCALE_NAME = api_name  # a CLI run inside a Python process (tests) leaves the API's
+
+
+def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
     prog = _command_name(args)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
