@@ -172,6 +172,8 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         # Past fio's largest block size: refused here, not by fio after the drive was purged.
         (["--iops-bs", "1t"], "--iops-bs: block sizes are multiples of 512 bytes, at most 2147479552"),
         (["--tests", "dirth", "--dirth-bs", "3g"], "--dirth-bs 3221225472: a block size, a multiple of 512 bytes, at most 2147479552"),
+        # Was: a list taken silently as its first size.
+        (["--tests", "dirth", "--dirth-bs", "4k,8k"], "--dirth-bs '4k,8k': one block size (e.g. 4k)"),
     ],
 )
 def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:

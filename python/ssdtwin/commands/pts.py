@@ -66,6 +66,13 @@ def _sizes(flag: str, text: Optional[str]) -> Optional[tuple[int, ...]]:
     return tuple(out)
 
 
+def _size(flag: str, text: str) -> int:
+    sizes = _sizes(flag, text) or ()
+    if len(sizes) != 1:
+        fail(f"{flag} '{text}': one block size (e.g. 4k)")
+    return sizes[0]
+
+
 def _ints(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
     if text is None:
         return None
@@ -169,7 +176,7 @@ def run_cmd(
         "di_rth_prewrite_s": parse_duration("--di-rth-prewrite", di_rth_prewrite),
         "di_rth_s": parse_duration("--di-rth", di_rth),
         "di_art_limit_us": parse_duration("--di-art-limit", di_art_limit) * 1e6,
-        "dirth_bs": (_sizes("--dirth-bs", dirth_bs) or (0,))[0],
+        "dirth_bs": _size("--dirth-bs", dirth_bs),
         "dirth_mix": dirth_mix,
         "purge": purge,
         "seed": seed,
