@@ -195,6 +195,17 @@ def test_report_folder_that_is_not_a_report_is_refused(fresh: Path, tmp_path: Pa
     assert image_digest(img) == before and (tmp_path / "r" / "notes.txt").read_text() == "mine"
 
 
+def test_report_folder_that_cannot_be_created_is_refused_before_the_run(fresh: Path, tmp_path: Path) -> None:
+    # Was "ssdtwin pts: error: /proc/...: No such file or directory", naming no option, once
+    # the target had been opened.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    r = run_cli("pts", img, "--tests", "lat", "--report", "/proc/ssdtwin-pts-report", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert "--report /proc/ssdtwin-pts-report: cannot create a folder in /proc" in r.stderr
+    assert image_digest(img) == before
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr

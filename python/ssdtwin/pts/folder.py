@@ -9,6 +9,7 @@ import importlib
 import io
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,23 @@ def prepare_folder(folder: Path, force: bool) -> None:
             raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report (no pts.json); choose a new folder")
         if not force:
             raise PtsError(f"--report {folder}: holds a previous PTS report; pass --force to replace it")
+    _check_writable(folder)
+
+
+def _check_writable(folder: Path) -> None:
+    """A folder the run can create and write in (or the run would fail after the target was
+    opened, with an OSError naming no option): a probe directory made and removed in
+    ``folder`` or its nearest existing ancestor."""
+    base = folder
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise PtsError(f"--report {folder}: {base} is not a directory")
+    try:
+        probe = tempfile.mkdtemp(prefix=".ssdtwin-pts-probe-", dir=base)
+    except OSError as e:
+        raise PtsError(f"--report {folder}: cannot create a folder in {base} ({e.strerror or e})") from None
+    os.rmdir(probe)
 
 
 def write_atomic(path: Path, text: str) -> None:
