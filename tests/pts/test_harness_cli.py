@@ -206,6 +206,22 @@ def test_report_folder_that_cannot_be_created_is_refused_before_the_run(fresh: P
     assert image_digest(img) == before
 
 
+def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:
+    # Were ignored: a lab run with --namespace 2 ran on the whole file, --seed 5 on fio's seeds.
+    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (CI installs it)")
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * (1 << 20))
+    for args, message in (
+        (["--namespace", "2"], "--namespace 2: only for a twin (a drive image)"),
+        (["--seed", "5"], "--seed 5: only for a twin (a drive image)"),
+    ):
+        r = run_cli("pts", dev, "--tests", "lat", "--yes-destroy-data", "--report", tmp_path / "r", *args, check=False)
+        assert r.returncode == 1 and len(r.stderr_lines) == 1 and message in r.stderr, r.stderr
+    assert dev.read_bytes() == b"\x5a" * (1 << 20) and not (tmp_path / "r").exists()
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr
