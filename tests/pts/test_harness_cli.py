@@ -222,6 +222,22 @@ def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:
     assert dev.read_bytes() == b"\x5a" * (1 << 20) and not (tmp_path / "r").exists()
 
 
+def test_a_damaged_pts_json_is_named(tmp_path: Path) -> None:
+    # Was "not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)" for a pts.json
+    # that is there but damaged.
+    rep = tmp_path / "r"
+    rep.mkdir()
+    damage = (("", "pts.json is empty"), ('{"format": "ssdtwin-pts", "tes', "pts.json is not JSON"), ('{"format": "fio"}', "format 'fio'"))
+    for text, why in damage:
+        (rep / "pts.json").write_text(text)
+        for args in (["pts", "report", rep], ["pts", "compare", rep, rep, "--report", tmp_path / "c"], ["pts", "x", "--report", rep]):
+            r = run_cli(*args, check=False)
+            assert r.returncode == 1 and len(r.stderr_lines) == 1 and f"{rep / 'pts.json'}" in r.stderr and why in r.stderr, r.stderr
+    (rep / "pts.json").unlink()
+    r = run_cli("pts", "report", rep, check=False)
+    assert r.returncode == 1 and "(no pts.json)" in r.stderr
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr

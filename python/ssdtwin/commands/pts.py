@@ -312,11 +312,12 @@ def compare_cmd(
 ) -> None:
     """Set two PTS reports side by side, figure by figure (docs/pts-report.md, Comparing)."""
     from ..pts import report as rep
+    from ..pts.folder import manifest_problem
     from ..pts.runner import read_manifest
 
     for p in (a, b):
         if read_manifest(p) is None:
-            fail(f"{p}: not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)")
+            fail(f"{p}: not an ssdtwin PTS report ({manifest_problem(p)})")
     if report.exists() and not report.is_dir():
         fail(f"--report {report}: exists and is not a directory")
     if report.is_dir() and any(report.iterdir()) and not force:
@@ -335,10 +336,11 @@ def report_cmd(
 ) -> None:
     """Render a report folder's index.html again (after an interrupted run, or to add a PDF)."""
     from ..pts import report as rep
+    from ..pts.folder import manifest_problem
     from ..pts.runner import read_manifest
 
     if read_manifest(folder) is None:
-        fail(f"{folder}: not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)")
+        fail(f"{folder}: not an ssdtwin PTS report ({manifest_problem(folder)})")
     try:
         out = rep.render(folder, pdf=pdf)
     except PtsError as e:

@@ -109,7 +109,7 @@ def load(folder: Union[str, Path]) -> PtsResult:
     folder = Path(folder)
     man = read_manifest(folder)
     if man is None:
-        raise PtsError(f"{folder}: not an ssdtwin PTS report (no pts.json of format {FORMAT})")
+        raise PtsError(f"{folder}: not an ssdtwin PTS report ({manifest_problem(folder)})")
     frames: dict[str, pd.DataFrame] = {}
     tables: dict[str, Optional[pd.DataFrame]] = {}
     steadies: dict[str, Optional[SteadyState]] = {}
@@ -135,13 +135,34 @@ def read_manifest(folder: Path) -> Optional[FolderJson]:
     return man if isinstance(man, dict) and man.get("format") == FORMAT else None
 
 
+def manifest_problem(folder: Path) -> str:
+    """Why ``folder`` holds no report (read_manifest gave None), naming pts.json's fault: none,
+    not JSON (a damaged report), or another format."""
+    path = folder / "pts.json"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return "no pts.json"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{path} cannot be read ({getattr(e, 'strerror', None) or e.__class__.__name__})"
+    if not text.strip():
+        return f"{path} is empty (a damaged report)"
+    try:
+        man = json.loads(text)
+    except ValueError as e:
+        return f"{path} is not JSON ({str(e).split(':')[0]}: a damaged report)"
+    found = man.get("format") if isinstance(man, dict) else None
+    return f"{path} is not of format {FORMAT} (format {found!r})"
+
+
 def prepare_folder(folder: Path, force: bool) -> None:
     """Check (before anything touches the target) that ``folder`` may hold the report."""
     if folder.exists() and not folder.is_dir():
         raise PtsError(f"--report {folder}: exists and is not a directory")
     if folder.is_dir() and any(folder.iterdir()):
         if read_manifest(folder) is None:
-            raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report (no pts.json); choose a new folder")
+            why = manifest_problem(folder)
+            raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report ({why}); choose a new folder")
         if not force:
             raise PtsError(f"--report {folder}: holds a previous PTS report; pass --force to replace it")
     _check_writable(folder)
