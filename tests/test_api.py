@@ -324,10 +324,34 @@ def test_run_fio_refuses_percentages_fio_cannot_express() -> None:
         # Ran before: rwmixread 513 read only, a NaN percentile judged no latency window.
         with pytest.raises(ssdtwin._core.EngineError, match=f"{field} .*: must be 0..=100"):
             d.run_fio([dict(spec, **{field: value})])
-    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random 101: must be 0..=100"):
+    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random.write 101: must be 0..=100"):
         d.run_fio([dict(spec, percentage_random={"read": 100, "write": 101, "trim": 100})])
     assert d.run_fio([spec])[0]["read"]["total_ios"] > 0
     d.check()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("iodepth", 0, "iodepth 0: must be 1..=65536"),
+        ("iodepth", 70000, "iodepth 70000: must be 1..=65536"),
+        ("loops", 0, "loops 0: must be 1..=4294967295"),
+        ("rw_nr", 0, "rw_nr 0: must be 1..=4294967295"),
+        ("bw_avg_ms", 0, "bw_avg_ms 0: must be 1..=4294967295"),
+        ("flow", 5000, "flow 5000: must be 0..=1000"),
+        ("pi_chk", 9, "pi_chk 9: must be 0..=7"),
+    ],
+)
+def test_run_fio_checks_every_field_range(field: str, value: int, message: str) -> None:
+    # Ran before: iodepth 0 at depth 1, loops 0 as one loop (the table: workload/spec.rs check_ranges).
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    spec = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=10\n", name="w.fio").to_engine(ns.bytes, ns.lba_bytes)[0]
+    with pytest.raises(ssdtwin._core.EngineError) as e:
+        d.run_fio([dict(spec, **{field: value})])
+    assert str(e.value) == f"job 'w' (thread 1): {message}"
 
 
 def test_log_page_length_is_bounded() -> None:
