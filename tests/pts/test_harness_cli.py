@@ -204,6 +204,14 @@ def test_report_folder_that_cannot_be_created_is_refused_before_the_run(fresh: P
     assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
     assert "--report /proc/ssdtwin-pts-report: cannot create a folder in /proc" in r.stderr
     assert image_digest(img) == before
+    # The same for compare's --report (the reports compared are not looked at first: the
+    # refusal comes before any work).
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "pts.json").write_text(json.dumps({"format": "ssdtwin-pts"}))
+    r = run_cli("pts", "compare", rep, rep, "--report", "/proc/ssdtwin-pts-compare", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert "--report /proc/ssdtwin-pts-compare: cannot create a folder in /proc" in r.stderr
 
 
 def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:

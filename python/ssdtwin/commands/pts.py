@@ -312,7 +312,7 @@ def compare_cmd(
 ) -> None:
     """Set two PTS reports side by side, figure by figure (docs/pts-report.md, Comparing)."""
     from ..pts import report as rep
-    from ..pts.folder import manifest_problem
+    from ..pts.folder import check_writable, manifest_problem
     from ..pts.runner import read_manifest
 
     for p in (a, b):
@@ -323,6 +323,7 @@ def compare_cmd(
     if report.is_dir() and any(report.iterdir()) and not force:
         fail(f"--report {report}: exists and is not empty; pass --force to replace a previous comparison")
     try:
+        check_writable(report)
         out = rep.compare(a, b, report)
     except PtsError as e:
         fail(str(e))

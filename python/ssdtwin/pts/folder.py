@@ -165,10 +165,10 @@ def prepare_folder(folder: Path, force: bool) -> None:
             raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report ({why}); choose a new folder")
         if not force:
             raise PtsError(f"--report {folder}: holds a previous PTS report; pass --force to replace it")
-    _check_writable(folder)
+    check_writable(folder)
 
 
-def _check_writable(folder: Path) -> None:
+def check_writable(folder: Path) -> None:
     """A folder the run can create and write in (or the run would fail after the target was
     opened, with an OSError naming no option): a probe directory made and removed in
     ``folder`` or its nearest existing ancestor."""
