@@ -246,6 +246,20 @@ def test_a_damaged_pts_json_is_named(tmp_path: Path) -> None:
     assert r.returncode == 1 and "(no pts.json)" in r.stderr
 
 
+def test_namespace_numbers_outside_nvme_nsids_are_refused(fresh: Path, tmp_path: Path) -> None:
+    # Were: IMAGE:ns0 ran on namespace 1; IMAGE:ns99999999999999999999 was a traceback.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    for target, args, message in (
+        (f"{img}:ns0", [], f"{img}:ns0: namespace 0: an NSID from 1 to 4294967294"),
+        (f"{img}:ns{2**70}", [], f"{img}:ns{2**70}: namespace {2**70}: an NSID from 1 to 4294967294"),
+        (str(img), ["--namespace", "4294967295"], "--namespace 4294967295: an NSID from 1 to 4294967294"),
+    ):
+        r = run_cli("pts", target, "--tests", "lat", "--report", tmp_path / "r", *args, check=False)
+        assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin pts: error: {message}"], r.stderr
+    assert image_digest(img) == before
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr

@@ -30,6 +30,9 @@ PURGE_METHODS = ("auto", "nvme-format", "trim", "none")
 _NS_SUFFIX = re.compile(r"^(?P<path>.+?):ns(?P<ns>[0-9]+)$")
 
 
+MAX_NSID = 0xFFFF_FFFE
+
+
 def split_spec(spec: str) -> tuple[Path, Optional[int]]:
     """``./cm6:ns2`` → (./cm6, 2); ``./cm6`` → (./cm6, None)."""
     m = _NS_SUFFIX.match(spec)
@@ -55,6 +58,12 @@ class TwinTarget:
             raise PtsError(f"--purge {purge}: a twin purges with one of {', '.join(PURGE_METHODS)}")
         self.purge_method = purge
         path, ns_from_spec = split_spec(spec)
+        # NVMe NSIDs run from 1 to FFFFFFFEh (0 is none, FFFFFFFFh every namespace): ns0 ran
+        # on namespace 1, and a number past 32 bits was a traceback.
+        if ns_from_spec is not None and not 1 <= ns_from_spec <= MAX_NSID:
+            raise PtsError(f"{spec}: namespace {ns_from_spec}: an NSID from 1 to {MAX_NSID}")
+        if namespace is not None and not 1 <= namespace <= MAX_NSID:
+            raise PtsError(f"--namespace {namespace}: an NSID from 1 to {MAX_NSID}")
         if namespace is not None and ns_from_spec is not None and namespace != ns_from_spec:
             raise PtsError(f"{spec}: names namespace {ns_from_spec} but --namespace is {namespace}")
         self.namespace = namespace or ns_from_spec or 1
