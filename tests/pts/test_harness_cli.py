@@ -260,6 +260,21 @@ def test_namespace_numbers_outside_nvme_nsids_are_refused(fresh: Path, tmp_path:
     assert image_digest(img) == before
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_block_sizes_that_are_not_whole_lbas_are_refused_before_the_purge(fresh: Path, tmp_path: Path, jobs: str) -> None:
+    # Was: on a 4096-byte-LBA namespace the default --lat-bs 8k,4k,512 purged and wrote the
+    # drive (WIPC), then failed the test on its 512-byte element.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    run_cli("nvme", "format", img, "-n", "1", "--lbaf", "1")
+    before = image_digest(img)
+    r = run_cli("pts", img, "--tests", "lat,tp", "-j", jobs, "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert (
+        f"--lat-bs: 512 is not a multiple of {img}'s 4096-byte LBA (nothing was written); give whole LBAs, e.g. --lat-bs 8k,4k" in r.stderr
+    )
+    assert image_digest(img) == before and not (tmp_path / "r").exists()
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr

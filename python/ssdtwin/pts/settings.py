@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Optional, cast
 
@@ -112,6 +113,24 @@ class Settings:
             raise PtsError(f"--dirth-bs {self.dirth_bs}: a block size, a multiple of 512 bytes, at most {MAX_BS} (fio's limit; e.g. 4k)")
         if not 0 <= self.dirth_mix <= 100:
             raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
+
+    def check_block_sizes(self, tests: Sequence[str], lba_bytes: int, target: str) -> None:
+        """The block sizes of ``tests`` are whole LBAs of the target (checked once it is open,
+        before anything is written): a 512-byte size on a 4096-byte-LBA namespace failed
+        its test only after the purge and WIPC had written the drive."""
+        for test, label, vals in (
+            ("iops", "--iops-bs", self.iops_bs),
+            ("tp", "--tp-bs", self.tp_bs),
+            ("lat", "--lat-bs", self.lat_bs),
+            ("dirth", "--dirth-bs", (self.dirth_bs,)),
+        ):
+            bad = [v for v in vals if v % lba_bytes] if test in tests and lba_bytes > 0 else []
+            if bad:
+                ok = ",".join(T.bs_label(v) for v in vals if not v % lba_bytes) or T.bs_label(lba_bytes)
+                raise PtsError(
+                    f"{label}: {','.join(T.bs_label(v) for v in bad)} is not a multiple of {target}'s {lba_bytes}-byte LBA "
+                    f"(nothing was written); give whole LBAs, e.g. {label} {ok}"
+                )
 
     def scaled_s(self, seconds: float, scale: int = 1) -> float:
         """A capacity-relative duration on a 1/N twin: ``seconds`` / N, at least 1 s (a full

@@ -80,6 +80,9 @@ class TwinTarget:
         self.path = path
         self.seed = seed
         self.runs = 0  # fio runs so far
+        # Whether anything ran on the drive: a run refused after the image was opened (a
+        # check that needs the namespace) leaves the image byte for byte as it was.
+        self.changed = False
         self.progress: Optional[Callable[[int, int, str, int], object]] = None
         try:
             self.ns = self.drive.nvme.namespace(self.namespace)
@@ -143,6 +146,7 @@ class TwinTarget:
     def purge(self) -> str:
         if self.purge_method == "none":
             return "none (not purged: --purge none)"
+        self.changed = True
         try:
             if self.purge_method == "trim":
                 self.drive.deallocate(self.namespace, 0, self.ns.nsze)
@@ -157,6 +161,7 @@ class TwinTarget:
         from ..fio.run import render, run_jobs, run_jobs_converging
 
         self.runs += 1
+        self.changed = True
         run_seed = self.run_seed(json_path)
         cb = self.progress or _tick
         extra: dict[str, ConvergeOut] = {}  # the JSON's "ssdtwin" keys: "timing"
@@ -188,13 +193,14 @@ class TwinTarget:
         return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
 
     def idle(self, seconds: float) -> None:
+        self.changed = True
         try:
             self.drive.idle(seconds)
         except (ValueError, _core.SsdtwinError) as e:
             raise PtsError(f"{self.path}: idle {seconds} s: {e}") from None
 
     def commit(self) -> None:
-        if self.writable:
+        if self.writable and self.changed:
             self.drive.commit()
 
     def check(self) -> None:
