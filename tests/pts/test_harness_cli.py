@@ -273,6 +273,23 @@ def test_block_sizes_that_are_not_whole_lbas_are_refused_before_the_purge(fresh:
         f"--lat-bs: 512 is not a multiple of {img}'s 4096-byte LBA (nothing was written); give whole LBAs, e.g. --lat-bs 8k,4k" in r.stderr
     )
     assert image_digest(img) == before and not (tmp_path / "r").exists()
+    # CBW's composite sizes (512 B to 3.5 KiB among them) are the spec's: no option to fix.
+    r = run_cli("pts", img, "--tests", "cbw", "-j", jobs, "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and "CBW needs 512-byte LBAs" in r.stderr, r.stderr
+    assert image_digest(img) == before and not (tmp_path / "r").exists()
+
+
+def test_a_target_smaller_than_a_block_is_refused_before_its_purge(tmp_path: Path) -> None:
+    # Was: the file was purged (zeroed), then fio refused WIPC's 128 KiB block.
+    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (CI installs it)")
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * 100_000)
+    r = run_cli("pts", dev, "--tests", "lat", "--yes-destroy-data", "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert f"{dev}: 100000 bytes hold no 128k block of the tests asked for (nothing was written)" in r.stderr
+    assert dev.read_bytes() == b"\x5a" * 100_000 and not (tmp_path / "r").exists()
 
 
 def test_missing_target_is_one_line(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def run(
         else target
     )
     try:
-        cfg.check_block_sizes(names, tgt.info.lba_bytes, tgt.info.uri)
+        cfg.check_block_sizes(names, tgt.info.lba_bytes, tgt.info.capacity_bytes, tgt.info.uri)
         if folder.is_dir() and any(folder.iterdir()):
             shutil.rmtree(folder)  # a previous report, and --force (prepare_folder checked)
         folder.mkdir(parents=True, exist_ok=True)

@@ -114,16 +114,18 @@ class Settings:
         if not 0 <= self.dirth_mix <= 100:
             raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
 
-    def check_block_sizes(self, tests: Sequence[str], lba_bytes: int, target: str) -> None:
-        """The block sizes of ``tests`` are whole LBAs of the target (checked once it is open,
-        before anything is written): a 512-byte size on a 4096-byte-LBA namespace failed
-        its test only after the purge and WIPC had written the drive."""
-        for test, label, vals in (
+    def check_block_sizes(self, tests: Sequence[str], lba_bytes: int, capacity_bytes: int, target: str) -> None:
+        """The block sizes of ``tests`` are whole LBAs of the target and fit in it (checked once
+        it is open, before anything is written): a 512-byte size on a 4096-byte-LBA namespace
+        failed its test only after the purge and WIPC had written the drive, and a target
+        smaller than a block was purged before fio refused it."""
+        chosen = (
             ("iops", "--iops-bs", self.iops_bs),
             ("tp", "--tp-bs", self.tp_bs),
             ("lat", "--lat-bs", self.lat_bs),
             ("dirth", "--dirth-bs", (self.dirth_bs,)),
-        ):
+        )
+        for test, label, vals in chosen:
             bad = [v for v in vals if v % lba_bytes] if test in tests and lba_bytes > 0 else []
             if bad:
                 ok = ",".join(T.bs_label(v) for v in vals if not v % lba_bytes) or T.bs_label(lba_bytes)
@@ -131,6 +133,22 @@ class Settings:
                     f"{label}: {','.join(T.bs_label(v) for v in bad)} is not a multiple of {target}'s {lba_bytes}-byte LBA "
                     f"(nothing was written); give whole LBAs, e.g. {label} {ok}"
                 )
+        sizes = [item.split("/")[0] for item in T.CBW_BSSPLIT.split(":")]
+        cbw = [int(v[:-1]) * T.KIB if v.endswith("k") else int(v) for v in sizes]
+        if "cbw" in tests and lba_bytes > 0 and any(v % lba_bytes for v in cbw):
+            raise PtsError(
+                f"cbw: the PTS's composite block sizes ({T.CBW_BSSPLIT.split('/')[0]} bytes and up) are not whole "
+                f"{lba_bytes}-byte LBAs of {target} (nothing was written); CBW needs 512-byte LBAs"
+            )
+        # The largest block each test writes or reads, at least WIPC's 128 KiB (the
+        # Throughput test's at its block size); XSR's sequential segments are 1 MiB.
+        largest = {"iops": max(self.iops_bs), "tp": max(self.tp_bs), "lat": max(self.lat_bs), "dirth": self.dirth_bs, "xsr": 1024 * T.KIB}
+        need = max((max(largest.get(t, 0), 128 * T.KIB) for t in tests), default=0)
+        if capacity_bytes and need > capacity_bytes:
+            raise PtsError(
+                f"{target}: {capacity_bytes} bytes hold no {T.bs_label(need)} block of the tests asked for (nothing was written); "
+                f"the PTS needs a target of at least {T.bs_label(need)}"
+            )
 
     def scaled_s(self, seconds: float, scale: int = 1) -> float:
         """A capacity-relative duration on a 1/N twin: ``seconds`` / N, at least 1 s (a full
