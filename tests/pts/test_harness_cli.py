@@ -292,6 +292,16 @@ def test_a_target_smaller_than_a_block_is_refused_before_its_purge(tmp_path: Pat
     assert dev.read_bytes() == b"\x5a" * 100_000 and not (tmp_path / "r").exists()
 
 
+def test_wsat_segment_is_held_to_the_time_limit(fresh: Path, tmp_path: Path) -> None:
+    # Was: a segment longer than --wsat-max-time ran whole (60 s of stimulus for a 2 s limit).
+    img = copy_image(fresh, tmp_path / "cm6v")
+    args = ["--tests", "wsat", "--round", "1s", "--wsat-segment", "60s", "--wsat-max-time", "2s", "-o", "json", "--no-render"]
+    out = run_cli("pts", img, *args, "--report", tmp_path / "r").json()
+    wsat = out["manifest"]["tests"]["wsat"]
+    assert wsat["status"] == "complete" and wsat["sim_s"] <= 2.5, wsat
+    assert "time limit 2 s reached" in wsat["message"], wsat
+
+
 def test_missing_target_is_one_line(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path / "nope", "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "no such drive image" in r.stderr

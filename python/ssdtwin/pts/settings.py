@@ -164,10 +164,11 @@ class Settings:
 
     def segment_s(self, scale: int = 1) -> float:
         """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
-        least 1 s), so a scaled drive gets as many segments per drive fill as a full one."""
-        if self.wsat_segment_s is not None:
-            return self.wsat_segment_s
-        return max(1.0, round(self.round_s / max(1, scale), 3))
+        least 1 s), so a scaled drive gets as many segments per drive fill as a full one; at
+        most --wsat-max-time (a longer segment ran whole past the time limit: a 1-day
+        segment with a 2 s limit ran a day of stimulus)."""
+        seg = self.wsat_segment_s if self.wsat_segment_s is not None else max(1.0, round(self.round_s / max(1, scale), 3))
+        return min(seg, self.wsat_max_time_s)
 
     def to_json(self) -> SettingsDoc:
         """Every setting (pts.json ``settings.all``): the fields as they are, TC/QD per test
