@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import twin
 from twin import CM6, Run, image_digest, own_copy, run_cli
 
 
@@ -238,6 +239,20 @@ def test_scale_beyond_u32_is_one_line(tmp_path: Path) -> None:
     # Was pyo3's OverflowError ("out of range integral type conversion attempted"), a traceback.
     r = run_cli("create", tmp_path / "x", "--model", CM6, "--scale", f"1/{2**40}", check=False)
     assert_one_line_error(r, "--scale", "N must be at most 4294967295")
+
+
+@pytest.mark.skipif(twin.ALWAYS_A_PROCESS, reason="patches the drive in this process")
+def test_an_out_of_range_integer_past_the_options_is_one_line(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The options bound their integers; should one reach the core out of range anyway, the
+    # error names it on one line (the CLI re-raised it before: a traceback).
+    from ssdtwin._bounds import ArgumentRangeError
+    from ssdtwin.drive import Drive
+
+    def check(self: Drive) -> None:
+        raise ArgumentRangeError("nsid=-1: out of range; must be an integer in 0..=4294967295 (u32)")
+
+    monkeypatch.setattr(Drive, "check", check)
+    fails_cleanly(small, "check", str(small), needles=("ssdtwin check: error: nsid=-1: out of range",), listable=False)
 
 
 def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:

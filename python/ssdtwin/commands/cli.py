@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 from .. import _core, nvmefmt
 from .. import drive as drivemod
 from .. import waf as wafm
+from .._bounds import ArgumentRangeError
 from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
@@ -1100,7 +1101,9 @@ def _main(argv: Optional[list[str]]) -> None:
         for line in e.lines:
             print(f"{prog}: error: {line}", file=sys.stderr)
         sys.exit(1)
-    except _core.SsdtwinError as e:
+    except (_core.SsdtwinError, ArgumentRangeError) as e:
+        # ArgumentRangeError: an integer past a core parameter's range that no option bounded
+        # (it names the parameter and its range: one line, not a traceback).
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
