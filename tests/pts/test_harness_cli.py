@@ -174,6 +174,10 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         (["--tests", "dirth", "--dirth-bs", "3g"], "--dirth-bs 3221225472: a block size, a multiple of 512 bytes, at most 2147479552"),
         # Was: a list taken silently as its first size.
         (["--tests", "dirth", "--dirth-bs", "4k,8k"], "--dirth-bs '4k,8k': one block size (e.g. 4k)"),
+        # Were run twice under one name (files replaced, rows doubled).
+        (["--lat-bs", "4k,8k,4k"], "--lat-bs: 4k given more than once"),
+        (["--iops-mixes", "100,0,100"], "--iops-mixes: 100 given more than once"),
+        (["--hir-waits", "5s,5s"], "--hir-waits: 5 given more than once"),
     ],
 )
 def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:

@@ -75,6 +75,7 @@ class Settings:
         if not 1.0 <= self.hir_burst_s <= 3600:
             raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
         self._validate_xsr_di()
+        self._validate_duplicates()
         for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
             if not vals or any(not 1 <= v <= 1024 for v in vals):
                 raise PtsError(f"{label}: values from 1 to 1024")
@@ -89,6 +90,27 @@ class Settings:
         for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def _validate_duplicates(self) -> None:
+        """A value given twice in a list runs its element twice under one name (the second
+        run's files replace the first's, the table has the row twice, the rounds double)."""
+        lists: tuple[tuple[str, tuple[float, ...]], ...] = (
+            ("--iops-bs", self.iops_bs),
+            ("--tp-bs", self.tp_bs),
+            ("--lat-bs", self.lat_bs),
+            ("--iops-mixes", self.iops_mixes),
+            ("--lat-mixes", self.lat_mixes),
+            ("--curve-jobs", self.curve_jobs),
+            ("--curve-qd", self.curve_qd),
+            ("--di-tc", self.di_tc),
+            ("--di-qd", self.di_qd),
+            ("--hir-waits", self.hir_waits_s),
+        )
+        for label, vals in lists:
+            twice = sorted({v for v in vals if vals.count(v) > 1})
+            if twice:
+                shown = ", ".join(T.bs_label(int(v)) if label.endswith("-bs") else f"{v:g}" for v in twice)
+                raise PtsError(f"{label}: {shown} given more than once (each value is one element of the test)")
 
     def _validate_xsr_di(self) -> None:
         if len(self.xsr_hours) != 3 or any(not 0 < h <= 24 * 30 for h in self.xsr_hours):
