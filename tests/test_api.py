@@ -146,6 +146,59 @@ def test_in_memory_has_no_image() -> None:
         Drive.in_memory(CM6, scale=100000)
 
 
+def test_scale_errors_name_the_keyword_the_caller_gave() -> None:
+    # Were "--scale 1/100000: too small ..." from the Python API, which has no --scale.
+    for call in (lambda: Drive.in_memory(CM6, scale=100000), lambda: Drive.in_memory(CM6, scale="1/100000")):
+        with pytest.raises(SpecError) as e:
+            call()
+        assert re.match(r"scale=(100000|'1/100000'): too small", str(e.value)), str(e.value)
+        assert "--scale" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"seed": -1}, "seed=-1: out of range; must be an integer in 0..=18446744073709551615 (u64)"),
+        ({"seed": 2**70}, f"seed={2**70}: out of range; must be an integer in 0..=18446744073709551615 (u64)"),
+        ({"nvm_sets": 2**40}, f"nvm_sets={2**40}: out of range; must be an integer in 0..=4294967295 (u32)"),
+        ({"partitions": -2}, "partitions=-2: out of range; must be an integer in 0..=4294967295 (u32)"),
+    ],
+)
+def test_out_of_range_integers_name_the_parameter(kwargs: dict[str, int], needle: str) -> None:
+    # Was pyo3's OverflowError naming nothing ("can't convert negative int to unsigned").
+    with pytest.raises(ValueError) as e:
+        Drive.in_memory(CM6, scale=454, **kwargs)
+    assert str(e.value) == needle
+    assert isinstance(e.value, OverflowError)  # still what it was, for callers catching that
+
+
+def test_out_of_range_integers_of_nvme_verbs_name_the_parameter() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    for call, needle in (
+        (lambda: d.nvme.id_ns(-1), "nsid=-1: out of range; must be an integer in 0..=4294967295 (u32)"),
+        (lambda: d.nvme.format(1, lbaf=256), "lbaf=256: out of range; must be an integer in 0..=255 (u8)"),
+        (lambda: d.nvme.id_nvmset(70000), "nvmsetid=70000: out of range; must be an integer in 0..=65535 (u16)"),
+        (lambda: d.write(1, -5, 1), "slba=-5: out of range; must be an integer in 0..=18446744073709551615 (u64)"),
+    ):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == needle
+
+
+def test_the_narrow_parameter_table_matches_the_bindings() -> None:
+    """_bounds.NARROW_BITS names every u8/u16 parameter of the pyo3 methods, with its width."""
+    from ssdtwin._bounds import NARROW_BITS
+
+    src = Path(__file__).resolve().parents[1] / "crates" / "ssdtwin-py" / "src"
+    found: dict[str, set[int]] = {}
+    for f in src.glob("*.rs"):
+        for sig in re.findall(r"\bfn \w+(?:<[^>]*>)?\(([^)]*)\)", f.read_text(), re.S):
+            for name, bits in re.findall(r"\b(\w+): (?:Option<)?[ui](8|16)\b", sig):
+                found.setdefault(name, set()).add(int(bits))
+    assert found and all(len(b) == 1 for b in found.values()), found
+    assert {n: b.pop() for n, b in found.items()} == NARROW_BITS
+
+
 def test_spec_errors_name_every_bad_field() -> None:
     bad = TINY.replace("channels = { value = 2,", "channels = { value = 0,").replace(
         "iu_bytes = { value = 4096,", "iu_bytes = { value = 5000,"
@@ -271,10 +324,34 @@ def test_run_fio_refuses_percentages_fio_cannot_express() -> None:
         # Ran before: rwmixread 513 read only, a NaN percentile judged no latency window.
         with pytest.raises(ssdtwin._core.EngineError, match=f"{field} .*: must be 0..=100"):
             d.run_fio([dict(spec, **{field: value})])
-    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random 101: must be 0..=100"):
+    with pytest.raises(ssdtwin._core.EngineError, match="percentage_random.write 101: must be 0..=100"):
         d.run_fio([dict(spec, percentage_random={"read": 100, "write": 101, "trim": 100})])
     assert d.run_fio([spec])[0]["read"]["total_ios"] > 0
     d.check()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("iodepth", 0, "iodepth 0: must be 1..=65536"),
+        ("iodepth", 70000, "iodepth 70000: must be 1..=65536"),
+        ("loops", 0, "loops 0: must be 1..=4294967295"),
+        ("rw_nr", 0, "rw_nr 0: must be 1..=4294967295"),
+        ("bw_avg_ms", 0, "bw_avg_ms 0: must be 1..=4294967295"),
+        ("flow", 5000, "flow 5000: must be 0..=1000"),
+        ("pi_chk", 9, "pi_chk 9: must be 0..=7"),
+    ],
+)
+def test_run_fio_checks_every_field_range(field: str, value: int, message: str) -> None:
+    # Ran before: iodepth 0 at depth 1, loops 0 as one loop (the table: workload/spec.rs check_ranges).
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    spec = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=10\n", name="w.fio").to_engine(ns.bytes, ns.lba_bytes)[0]
+    with pytest.raises(ssdtwin._core.EngineError) as e:
+        d.run_fio([dict(spec, **{field: value})])
+    assert str(e.value) == f"job 'w' (thread 1): {message}"
 
 
 def test_log_page_length_is_bounded() -> None:

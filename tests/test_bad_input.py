@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import twin
 from twin import CM6, Run, image_digest, own_copy, run_cli
 
 
@@ -241,6 +242,38 @@ def test_scales_and_releases_out_of_the_core_s_range(tmp_path: Path, args: list[
     assert not d.exists()
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_spec_that_is_not_a_regular_file_is_refused(tmp_path: Path, kind: str) -> None:
+    # Was: `create --spec FIFO` opened the FIFO and waited for a writer forever.
+    spec = tmp_path / "spec.toml"
+    os.mkfifo(spec) if kind == "fifo" else spec.mkdir()
+    what = "a FIFO" if kind == "fifo" else "a directory"
+    for args in (["create", tmp_path / "new", "--spec", spec], ["calibrate", "--spec", spec]):
+        r = run_cli(*args, check=False, process=True, timeout=30)
+        assert_one_line_error(r, f"--spec {spec}: not a regular file ({what})")
+    assert not (tmp_path / "new").exists()
+
+
+def test_scale_beyond_u32_is_one_line(tmp_path: Path) -> None:
+    # Was pyo3's OverflowError ("out of range integral type conversion attempted"), a traceback.
+    r = run_cli("create", tmp_path / "x", "--model", CM6, "--scale", f"1/{2**40}", check=False)
+    assert_one_line_error(r, "--scale", "N must be at most 4294967295")
+
+
+@pytest.mark.skipif(twin.ALWAYS_A_PROCESS, reason="patches the drive in this process")
+def test_an_out_of_range_integer_past_the_options_is_one_line(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The options bound their integers; should one reach the core out of range anyway, the
+    # error names it on one line (the CLI re-raised it before: a traceback).
+    from ssdtwin._bounds import ArgumentRangeError
+    from ssdtwin.drive import Drive
+
+    def check(self: Drive) -> None:
+        raise ArgumentRangeError("nsid=-1: out of range; must be an integer in 0..=4294967295 (u32)")
+
+    monkeypatch.setattr(Drive, "check", check)
+    fails_cleanly(small, "check", str(small), needles=("ssdtwin check: error: nsid=-1: out of range",), listable=False)
+
+
 def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
     plain = tmp_path / "plain"
     plain.write_text("not an image\n")
@@ -367,6 +400,19 @@ def test_missing_spec_toml(small: Path) -> None:
     (small / "spec.toml").unlink()
     for args in (["nvme", "list", small], ["check", small]):
         fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: missing"), listable=False)
+
+
+@pytest.mark.damages_image
+@pytest.mark.parametrize(
+    ("content", "reason"), [(b"", "empty (0 bytes)"), (b"\n \n", "empty (3 bytes)"), (b"[drive\n\x00", "not valid TOML")]
+)
+def test_empty_or_garbled_spec_toml_is_damage(small: Path, content: bytes, reason: str) -> None:
+    # Was "<dir> is not an ssdtwin drive image (its spec.toml does not match this ssdtwin's
+    # drive model (... missing field `drive`)": an image of ours with its spec lost.
+    (small / "spec.toml").write_bytes(content)
+    for args in (["nvme", "list", small], ["check", small]):
+        line = fails_cleanly(small, *map(str, args), needles=("drive image damaged", f"{small / 'spec.toml'}: {reason}"), listable=False)
+        assert "not an ssdtwin drive image" not in line
 
 
 # Without root's CAP_DAC_OVERRIDE (root ignores a directory's mode bits otherwise).

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from . import _core
+from ._bounds import ArgumentRangeError, names_out_of_range
 from ._core import HostStack, ImageError, NvmeError, SpecError, SsdtwinError
 from .core_types import (
     AnaLog,
@@ -51,6 +52,7 @@ __all__ = [
     "NvmeError",
     "ImageError",
     "SpecError",
+    "ArgumentRangeError",
     "parse_scale",
     "parse_amount",
 ]
@@ -83,6 +85,22 @@ def parse_scale(text: Union[str, int]) -> int:
     if n > MAX_SCALE:
         raise ValueError(f"scale '{text}': N must be at most {MAX_SCALE}")
     return n
+
+
+#: How errors name the scale: the Python API's keyword (``scale=64``); the CLI sets
+#: ``"--scale"`` (``--scale 1/64``).
+SCALE_NAME = "scale"
+
+
+def _scale_named(e: SpecError, given: Union[str, int], n: int) -> SpecError:
+    """The core's error on a scale it cannot build (``scale 1/N: too small ...``), naming the
+    scale as the caller gave it."""
+    msg = str(e)
+    for prefix in (f"scale 1/{n}: ", f"--scale 1/{n}: "):
+        if msg.startswith(prefix):
+            name = f"--scale 1/{n}" if SCALE_NAME == "--scale" else f"{SCALE_NAME}={given!r}"
+            return SpecError(f"{name}: {msg[len(prefix) :]}")
+    return e
 
 
 def parse_amount(text: str, capacity_bytes: int) -> int:
@@ -139,6 +157,7 @@ class PreconditionReport:
     interrupted: bool
 
 
+@names_out_of_range
 class Nvme:
     """nvme-cli verbs against one drive (admin commands)."""
 
@@ -295,6 +314,7 @@ class Nvme:
         return self._core.sanitize_times(ps)
 
 
+@names_out_of_range
 class Drive:
     """A drive image (or an in-memory drive).
 
@@ -321,7 +341,12 @@ class Drive:
         """A new image; ``nvm_sets`` builds it with that many NVM Sets (presets with [nvm_sets]),
         ``partitions`` with that many FTL partitions per set (docs/models.md §13)."""
         path_s = os.fspath(path)
-        return cls(_core.Drive.create(path_s, preset=model, scale=parse_scale(scale), seed=seed, nvm_sets=nvm_sets, partitions=partitions))
+        n = parse_scale(scale)
+        try:
+            core = _core.Drive.create(path_s, preset=model, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
+        except SpecError as e:
+            raise _scale_named(e, scale, n) from None
+        return cls(core)
 
     @classmethod
     def create_from_spec(
@@ -336,7 +361,11 @@ class Drive:
         """`create` from a spec TOML (a preset's text, `ssdtwin models NAME`, edited) instead of a preset name."""
         path_s = os.fspath(path)
         n = parse_scale(scale)
-        return cls(_core.Drive.create(path_s, spec_toml=spec_toml, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions))
+        try:
+            core = _core.Drive.create(path_s, spec_toml=spec_toml, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
+        except SpecError as e:
+            raise _scale_named(e, scale, n) from None
+        return cls(core)
 
     @classmethod
     def open(cls, path: PathLike, writable: bool = True, repair: bool = False) -> Drive:
@@ -358,9 +387,11 @@ class Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit);
         ``nvm_sets`` builds it with that many NVM Sets, ``partitions`` with that many FTL
         partitions per set (a power of two, docs/models.md "FTL partitions")."""
-        core = _core.Drive.in_memory(
-            preset=model, scale=parse_scale(scale), seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions
-        )
+        n = parse_scale(scale)
+        try:
+            core = _core.Drive.in_memory(preset=model, scale=n, seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
+        except SpecError as e:
+            raise _scale_named(e, scale, n) from None
         return cls(core)
 
     def __enter__(self) -> Drive:

@@ -188,6 +188,9 @@ def test_log_requests_and_averaging_windows() -> None:
     assert e["bw_avg_ms"] == 250  # the smaller one when bwavgtime is given (init.c)
     e = one("write_iops_log=x\n")
     assert e["iops_avg_ms"] == 500  # per-I/O log: we keep the default window (documented)
+    # fio-3.33 accepts 0 (was refused here): a sample each 250 ms helper-thread tick.
+    e = one("bwavgtime=0\niopsavgtime=0\n")
+    assert (e["bw_avg_ms"], e["iops_avg_ms"]) == (250, 250)
 
 
 def test_engine_input_is_json_and_matches_the_documented_keys() -> None:

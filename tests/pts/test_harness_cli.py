@@ -172,6 +172,12 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         # Past fio's largest block size: refused here, not by fio after the drive was purged.
         (["--iops-bs", "1t"], "--iops-bs: block sizes are multiples of 512 bytes, at most 2147479552"),
         (["--tests", "dirth", "--dirth-bs", "3g"], "--dirth-bs 3221225472: a block size, a multiple of 512 bytes, at most 2147479552"),
+        # Was: a list taken silently as its first size.
+        (["--tests", "dirth", "--dirth-bs", "4k,8k"], "--dirth-bs '4k,8k': one block size (e.g. 4k)"),
+        # Were run twice under one name (files replaced, rows doubled).
+        (["--lat-bs", "4k,8k,4k"], "--lat-bs: 4k given more than once"),
+        (["--iops-mixes", "100,0,100"], "--iops-mixes: 100 given more than once"),
+        (["--hir-waits", "5s,5s"], "--hir-waits: 5 given more than once"),
     ],
 )
 def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:
@@ -191,6 +197,113 @@ def test_report_folder_that_is_not_a_report_is_refused(fresh: Path, tmp_path: Pa
     r = run_cli("pts", img, "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and "is not a previous ssdtwin PTS report" in r.stderr
     assert image_digest(img) == before and (tmp_path / "r" / "notes.txt").read_text() == "mine"
+
+
+def test_report_folder_that_cannot_be_created_is_refused_before_the_run(fresh: Path, tmp_path: Path) -> None:
+    # Was "ssdtwin pts: error: /proc/...: No such file or directory", naming no option, once
+    # the target had been opened.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    r = run_cli("pts", img, "--tests", "lat", "--report", "/proc/ssdtwin-pts-report", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert "--report /proc/ssdtwin-pts-report: cannot create a folder in /proc" in r.stderr
+    assert image_digest(img) == before
+    # The same for compare's --report (the reports compared are not looked at first: the
+    # refusal comes before any work).
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "pts.json").write_text(json.dumps({"format": "ssdtwin-pts"}))
+    r = run_cli("pts", "compare", rep, rep, "--report", "/proc/ssdtwin-pts-compare", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert "--report /proc/ssdtwin-pts-compare: cannot create a folder in /proc" in r.stderr
+
+
+def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:
+    # Were ignored: a lab run with --namespace 2 ran on the whole file, --seed 5 on fio's seeds.
+    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (CI installs it)")
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * (1 << 20))
+    for args, message in (
+        (["--namespace", "2"], "--namespace 2: only for a twin (a drive image)"),
+        (["--seed", "5"], "--seed 5: only for a twin (a drive image)"),
+    ):
+        r = run_cli("pts", dev, "--tests", "lat", "--yes-destroy-data", "--report", tmp_path / "r", *args, check=False)
+        assert r.returncode == 1 and len(r.stderr_lines) == 1 and message in r.stderr, r.stderr
+    assert dev.read_bytes() == b"\x5a" * (1 << 20) and not (tmp_path / "r").exists()
+
+
+def test_a_damaged_pts_json_is_named(tmp_path: Path) -> None:
+    # Was "not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)" for a pts.json
+    # that is there but damaged.
+    rep = tmp_path / "r"
+    rep.mkdir()
+    damage = (("", "pts.json is empty"), ('{"format": "ssdtwin-pts", "tes', "pts.json is not JSON"), ('{"format": "fio"}', "format 'fio'"))
+    for text, why in damage:
+        (rep / "pts.json").write_text(text)
+        for args in (["pts", "report", rep], ["pts", "compare", rep, rep, "--report", tmp_path / "c"], ["pts", "x", "--report", rep]):
+            r = run_cli(*args, check=False)
+            assert r.returncode == 1 and len(r.stderr_lines) == 1 and f"{rep / 'pts.json'}" in r.stderr and why in r.stderr, r.stderr
+    (rep / "pts.json").unlink()
+    r = run_cli("pts", "report", rep, check=False)
+    assert r.returncode == 1 and "(no pts.json)" in r.stderr
+
+
+def test_namespace_numbers_outside_nvme_nsids_are_refused(fresh: Path, tmp_path: Path) -> None:
+    # Were: IMAGE:ns0 ran on namespace 1; IMAGE:ns99999999999999999999 was a traceback.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    before = image_digest(img)
+    for target, args, message in (
+        (f"{img}:ns0", [], f"{img}:ns0: namespace 0: an NSID from 1 to 4294967294"),
+        (f"{img}:ns{2**70}", [], f"{img}:ns{2**70}: namespace {2**70}: an NSID from 1 to 4294967294"),
+        (str(img), ["--namespace", "4294967295"], "--namespace 4294967295: an NSID from 1 to 4294967294"),
+    ):
+        r = run_cli("pts", target, "--tests", "lat", "--report", tmp_path / "r", *args, check=False)
+        assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin pts: error: {message}"], r.stderr
+    assert image_digest(img) == before
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_block_sizes_that_are_not_whole_lbas_are_refused_before_the_purge(fresh: Path, tmp_path: Path, jobs: str) -> None:
+    # Was: on a 4096-byte-LBA namespace the default --lat-bs 8k,4k,512 purged and wrote the
+    # drive (WIPC), then failed the test on its 512-byte element.
+    img = copy_image(fresh, tmp_path / "cm6v")
+    run_cli("nvme", "format", img, "-n", "1", "--lbaf", "1")
+    before = image_digest(img)
+    r = run_cli("pts", img, "--tests", "lat,tp", "-j", jobs, "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert (
+        f"--lat-bs: 512 is not a multiple of {img}'s 4096-byte LBA (nothing was written); give whole LBAs, e.g. --lat-bs 8k,4k" in r.stderr
+    )
+    assert image_digest(img) == before and not (tmp_path / "r").exists()
+    # CBW's composite sizes (512 B to 3.5 KiB among them) are the spec's: no option to fix.
+    r = run_cli("pts", img, "--tests", "cbw", "-j", jobs, "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and "CBW needs 512-byte LBAs" in r.stderr, r.stderr
+    assert image_digest(img) == before and not (tmp_path / "r").exists()
+
+
+def test_a_target_smaller_than_a_block_is_refused_before_its_purge(tmp_path: Path) -> None:
+    # Was: the file was purged (zeroed), then fio refused WIPC's 128 KiB block.
+    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (CI installs it)")
+    dev = tmp_path / "disk.img"
+    dev.write_bytes(b"\x5a" * 100_000)
+    r = run_cli("pts", dev, "--tests", "lat", "--yes-destroy-data", "--report", tmp_path / "r", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert f"{dev}: 100000 bytes hold no 128k block of the tests asked for (nothing was written)" in r.stderr
+    assert dev.read_bytes() == b"\x5a" * 100_000 and not (tmp_path / "r").exists()
+
+
+def test_wsat_segment_is_held_to_the_time_limit(fresh: Path, tmp_path: Path) -> None:
+    # Was: a segment longer than --wsat-max-time ran whole (60 s of stimulus for a 2 s limit).
+    img = copy_image(fresh, tmp_path / "cm6v")
+    args = ["--tests", "wsat", "--round", "1s", "--wsat-segment", "60s", "--wsat-max-time", "2s", "-o", "json", "--no-render"]
+    out = run_cli("pts", img, *args, "--report", tmp_path / "r").json()
+    wsat = out["manifest"]["tests"]["wsat"]
+    assert wsat["status"] == "complete" and wsat["sim_s"] <= 2.5, wsat
+    assert "time limit 2 s reached" in wsat["message"], wsat
 
 
 def test_missing_target_is_one_line(tmp_path: Path) -> None:

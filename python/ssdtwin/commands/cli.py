@@ -20,7 +20,9 @@ import typer
 from typer.core import TyperGroup
 
 from .. import _core, nvmefmt
+from .. import drive as drivemod
 from .. import waf as wafm
+from .._bounds import ArgumentRangeError
 from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
@@ -1056,6 +1058,14 @@ def _exit_interrupted(prog: str) -> typer.Exit:
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Console entry point: one-line errors, non-zero exit (1 error, 2 usage, 130 interrupted)."""
+    api_name, drivemod.SCALE_NAME = drivemod.SCALE_NAME, "--scale"  # errors name the option
+    try:
+        _main(argv)
+    finally:
+        drivemod.SCALE_NAME = api_name  # a CLI run inside a Python process (tests) leaves the API's
+
+
+def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
     prog = _command_name(args)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -1069,7 +1079,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         for line in e.lines:
             print(f"{prog}: error: {line}", file=sys.stderr)
         sys.exit(1)
-    except _core.SsdtwinError as e:
+    except (_core.SsdtwinError, ArgumentRangeError) as e:
+        # ArgumentRangeError: an integer past a core parameter's range that no option bounded
+        # (it names the parameter and its range: one line, not a traceback).
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -193,13 +194,35 @@ def NvmeInt(default: Any, *flags: str, what: str, top: int, low: int = 0, help: 
 
 
 def read_spec(path: Path) -> str:
-    """The text of a `--spec` file, or a one-line error naming it."""
+    """The text of a `--spec` file, or a one-line error naming it. Only a regular file:
+    opening a FIFO would wait for a writer forever, and a device is no spec."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        fail(f"--spec {path}: no such file")
+    except OSError as e:
+        fail(f"--spec {path}: cannot read it ({e.strerror or e.__class__.__name__})")
+    if not stat.S_ISREG(mode):
+        fail(f"--spec {path}: not a regular file ({_file_kind(mode)}); give a spec TOML file")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         fail(f"--spec {path}: no such file")
     except (OSError, UnicodeDecodeError) as e:
         fail(f"--spec {path}: cannot read it as UTF-8 text ({e.__class__.__name__})")
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
 
 
 def spec_error(path: Path, text: str, msg: str) -> str:

@@ -66,6 +66,13 @@ def _sizes(flag: str, text: Optional[str]) -> Optional[tuple[int, ...]]:
     return tuple(out)
 
 
+def _size(flag: str, text: str) -> int:
+    sizes = _sizes(flag, text) or ()
+    if len(sizes) != 1:
+        fail(f"{flag} '{text}': one block size (e.g. 4k)")
+    return sizes[0]
+
+
 def _ints(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
     if text is None:
         return None
@@ -169,7 +176,7 @@ def run_cmd(
         "di_rth_prewrite_s": parse_duration("--di-rth-prewrite", di_rth_prewrite),
         "di_rth_s": parse_duration("--di-rth", di_rth),
         "di_art_limit_us": parse_duration("--di-art-limit", di_art_limit) * 1e6,
-        "dirth_bs": (_sizes("--dirth-bs", dirth_bs) or (0,))[0],
+        "dirth_bs": _size("--dirth-bs", dirth_bs),
         "dirth_mix": dirth_mix,
         "purge": purge,
         "seed": seed,
@@ -305,16 +312,18 @@ def compare_cmd(
 ) -> None:
     """Set two PTS reports side by side, figure by figure (docs/pts-report.md, Comparing)."""
     from ..pts import report as rep
+    from ..pts.folder import check_writable, manifest_problem
     from ..pts.runner import read_manifest
 
     for p in (a, b):
         if read_manifest(p) is None:
-            fail(f"{p}: not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)")
+            fail(f"{p}: not an ssdtwin PTS report ({manifest_problem(p)})")
     if report.exists() and not report.is_dir():
         fail(f"--report {report}: exists and is not a directory")
     if report.is_dir() and any(report.iterdir()) and not force:
         fail(f"--report {report}: exists and is not empty; pass --force to replace a previous comparison")
     try:
+        check_writable(report)
         out = rep.compare(a, b, report)
     except PtsError as e:
         fail(str(e))
@@ -328,10 +337,11 @@ def report_cmd(
 ) -> None:
     """Render a report folder's index.html again (after an interrupted run, or to add a PDF)."""
     from ..pts import report as rep
+    from ..pts.folder import manifest_problem
     from ..pts.runner import read_manifest
 
     if read_manifest(folder) is None:
-        fail(f"{folder}: not an ssdtwin PTS report (no pts.json of format ssdtwin-pts)")
+        fail(f"{folder}: not an ssdtwin PTS report ({manifest_problem(folder)})")
     try:
         out = rep.render(folder, pdf=pdf)
     except PtsError as e:

@@ -94,6 +94,10 @@ def _bs_range(st: dict[str, Any], d: int) -> tuple[int, int]:
     return st["bs"][d], st["bs"][d]
 
 
+#: fio's helper thread wakes at least this often (helper_thread.c, DISK_UTIL_MSEC).
+HELPER_TICK_MS = 250
+
+
 def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     """Window lengths (ms) of the bw and iops samples behind the JSON bw_*/iops_* stats.
 
@@ -101,13 +105,18 @@ def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     smaller of the two when bwavgtime (iopsavgtime) was given. With log_avg_msec=0 fio
     switches those statistics to one sample per I/O; we keep windows of bwavgtime there
     (docs/fio.md lists this difference).
+
+    bwavgtime=0 (iopsavgtime=0) is accepted, as fio does: its helper thread then takes a
+    sample at each wake-up, every 250 ms (DISK_UTIL_MSEC) when nothing else wakes it
+    (fio-3.33, both 0, runtime=3: 12 samples each). We keep 250 ms windows; fio also
+    samples at the other statistic's window ends (docs/fio.md lists this difference).
     """
     out = []
     for kind, key in (("bw", "bwavgtime"), ("iops", "iopsavgtime")):
         window = st[key]
         if st["logs"][kind] is not None and st["log_avg_msec"]:
             window = min(st["log_avg_msec"], window) if key in st["set"] else st["log_avg_msec"]
-        out.append(window)
+        out.append(window or HELPER_TICK_MS)
     return out[0], out[1]
 
 

@@ -9,6 +9,7 @@ import importlib
 import io
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,7 +109,7 @@ def load(folder: Union[str, Path]) -> PtsResult:
     folder = Path(folder)
     man = read_manifest(folder)
     if man is None:
-        raise PtsError(f"{folder}: not an ssdtwin PTS report (no pts.json of format {FORMAT})")
+        raise PtsError(f"{folder}: not an ssdtwin PTS report ({manifest_problem(folder)})")
     frames: dict[str, pd.DataFrame] = {}
     tables: dict[str, Optional[pd.DataFrame]] = {}
     steadies: dict[str, Optional[SteadyState]] = {}
@@ -134,15 +135,53 @@ def read_manifest(folder: Path) -> Optional[FolderJson]:
     return man if isinstance(man, dict) and man.get("format") == FORMAT else None
 
 
+def manifest_problem(folder: Path) -> str:
+    """Why ``folder`` holds no report (read_manifest gave None), naming pts.json's fault: none,
+    not JSON (a damaged report), or another format."""
+    path = folder / "pts.json"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return "no pts.json"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{path} cannot be read ({getattr(e, 'strerror', None) or e.__class__.__name__})"
+    if not text.strip():
+        return f"{path} is empty (a damaged report)"
+    try:
+        man = json.loads(text)
+    except ValueError as e:
+        return f"{path} is not JSON ({str(e).split(':')[0]}: a damaged report)"
+    found = man.get("format") if isinstance(man, dict) else None
+    return f"{path} is not of format {FORMAT} (format {found!r})"
+
+
 def prepare_folder(folder: Path, force: bool) -> None:
     """Check (before anything touches the target) that ``folder`` may hold the report."""
     if folder.exists() and not folder.is_dir():
         raise PtsError(f"--report {folder}: exists and is not a directory")
     if folder.is_dir() and any(folder.iterdir()):
         if read_manifest(folder) is None:
-            raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report (no pts.json); choose a new folder")
+            why = manifest_problem(folder)
+            raise PtsError(f"--report {folder}: exists and is not a previous ssdtwin PTS report ({why}); choose a new folder")
         if not force:
             raise PtsError(f"--report {folder}: holds a previous PTS report; pass --force to replace it")
+    check_writable(folder)
+
+
+def check_writable(folder: Path) -> None:
+    """A folder the run can create and write in (or the run would fail after the target was
+    opened, with an OSError naming no option): a probe directory made and removed in
+    ``folder`` or its nearest existing ancestor."""
+    base = folder
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise PtsError(f"--report {folder}: {base} is not a directory")
+    try:
+        probe = tempfile.mkdtemp(prefix=".ssdtwin-pts-probe-", dir=base)
+    except OSError as e:
+        raise PtsError(f"--report {folder}: cannot create a folder in {base} ({e.strerror or e})") from None
+    os.rmdir(probe)
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -39,6 +39,7 @@ def run_parallel(
         spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False, converge=cfg.converge
     )  # checks, and the header
     try:
+        cfg.check_block_sizes(names, probe.info.lba_bytes, probe.info.capacity_bytes, probe.info.uri)
         if folder.is_dir() and any(folder.iterdir()):
             shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,15 @@ def open_target(
         raise PtsError(f"{spec}: real targets (NBD, block devices, files) need ssdtwin.pts.realfio, not in this build") from None
     if not realfio.is_real_target(spec):
         raise PtsError(f"{spec}: no such drive image, block device, file or nbd:// URI")
+    # Twin-only settings a real target would silently ignore: refused, so a lab run is not
+    # taken for what it is not (the whole device, not namespace N; fio's own random seeds).
+    if namespace is not None:
+        raise PtsError(
+            f"--namespace {namespace}: only for a twin (a drive image); {spec} is a real target: "
+            "give the namespace's own block device (e.g. /dev/nvme0n2)"
+        )
+    if seed != 0:
+        raise PtsError(f"--seed {seed}: only for a twin (a drive image); on {spec} fio draws its own seeds (randrepeat=0)")
     # A path made absolute: fio may run in another directory (the job's) than the user's.
     where = spec if "://" in spec else os.path.abspath(spec)
     target: PtsTarget = realfio.RealFioTarget(where, allow_destroy=allow_destroy, purge=purge)
@@ -117,6 +126,7 @@ def run(
         else target
     )
     try:
+        cfg.check_block_sizes(names, tgt.info.lba_bytes, tgt.info.capacity_bytes, tgt.info.uri)
         if folder.is_dir() and any(folder.iterdir()):
             shutil.rmtree(folder)  # a previous report, and --force (prepare_folder checked)
         folder.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Optional, cast
 
@@ -74,6 +75,7 @@ class Settings:
         if not 1.0 <= self.hir_burst_s <= 3600:
             raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
         self._validate_xsr_di()
+        self._validate_duplicates()
         for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
             if not vals or any(not 1 <= v <= 1024 for v in vals):
                 raise PtsError(f"{label}: values from 1 to 1024")
@@ -88,6 +90,27 @@ class Settings:
         for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def _validate_duplicates(self) -> None:
+        """A value given twice in a list runs its element twice under one name (the second
+        run's files replace the first's, the table has the row twice, the rounds double)."""
+        lists: tuple[tuple[str, tuple[float, ...]], ...] = (
+            ("--iops-bs", self.iops_bs),
+            ("--tp-bs", self.tp_bs),
+            ("--lat-bs", self.lat_bs),
+            ("--iops-mixes", self.iops_mixes),
+            ("--lat-mixes", self.lat_mixes),
+            ("--curve-jobs", self.curve_jobs),
+            ("--curve-qd", self.curve_qd),
+            ("--di-tc", self.di_tc),
+            ("--di-qd", self.di_qd),
+            ("--hir-waits", self.hir_waits_s),
+        )
+        for label, vals in lists:
+            twice = sorted({v for v in vals if vals.count(v) > 1})
+            if twice:
+                shown = ", ".join(T.bs_label(int(v)) if label.endswith("-bs") else f"{v:g}" for v in twice)
+                raise PtsError(f"{label}: {shown} given more than once (each value is one element of the test)")
 
     def _validate_xsr_di(self) -> None:
         if len(self.xsr_hours) != 3 or any(not 0 < h <= 24 * 30 for h in self.xsr_hours):
@@ -113,6 +136,42 @@ class Settings:
         if not 0 <= self.dirth_mix <= 100:
             raise PtsError(f"--dirth-mix {self.dirth_mix}: a read percentage from 0 to 100")
 
+    def check_block_sizes(self, tests: Sequence[str], lba_bytes: int, capacity_bytes: int, target: str) -> None:
+        """The block sizes of ``tests`` are whole LBAs of the target and fit in it (checked once
+        it is open, before anything is written): a 512-byte size on a 4096-byte-LBA namespace
+        failed its test only after the purge and WIPC had written the drive, and a target
+        smaller than a block was purged before fio refused it."""
+        chosen = (
+            ("iops", "--iops-bs", self.iops_bs),
+            ("tp", "--tp-bs", self.tp_bs),
+            ("lat", "--lat-bs", self.lat_bs),
+            ("dirth", "--dirth-bs", (self.dirth_bs,)),
+        )
+        for test, label, vals in chosen:
+            bad = [v for v in vals if v % lba_bytes] if test in tests and lba_bytes > 0 else []
+            if bad:
+                ok = ",".join(T.bs_label(v) for v in vals if not v % lba_bytes) or T.bs_label(lba_bytes)
+                raise PtsError(
+                    f"{label}: {','.join(T.bs_label(v) for v in bad)} is not a multiple of {target}'s {lba_bytes}-byte LBA "
+                    f"(nothing was written); give whole LBAs, e.g. {label} {ok}"
+                )
+        sizes = [item.split("/")[0] for item in T.CBW_BSSPLIT.split(":")]
+        cbw = [int(v[:-1]) * T.KIB if v.endswith("k") else int(v) for v in sizes]
+        if "cbw" in tests and lba_bytes > 0 and any(v % lba_bytes for v in cbw):
+            raise PtsError(
+                f"cbw: the PTS's composite block sizes ({T.CBW_BSSPLIT.split('/')[0]} bytes and up) are not whole "
+                f"{lba_bytes}-byte LBAs of {target} (nothing was written); CBW needs 512-byte LBAs"
+            )
+        # The largest block each test writes or reads, at least WIPC's 128 KiB (the
+        # Throughput test's at its block size); XSR's sequential segments are 1 MiB.
+        largest = {"iops": max(self.iops_bs), "tp": max(self.tp_bs), "lat": max(self.lat_bs), "dirth": self.dirth_bs, "xsr": 1024 * T.KIB}
+        need = max((max(largest.get(t, 0), 128 * T.KIB) for t in tests), default=0)
+        if capacity_bytes and need > capacity_bytes:
+            raise PtsError(
+                f"{target}: {capacity_bytes} bytes hold no {T.bs_label(need)} block of the tests asked for (nothing was written); "
+                f"the PTS needs a target of at least {T.bs_label(need)}"
+            )
+
     def scaled_s(self, seconds: float, scale: int = 1) -> float:
         """A capacity-relative duration on a 1/N twin: ``seconds`` / N, at least 1 s (a full
         drive and real targets: ``seconds``). Preconditioning and pre-writes bring a drive to
@@ -127,10 +186,11 @@ class Settings:
 
     def segment_s(self, scale: int = 1) -> float:
         """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at
-        least 1 s), so a scaled drive gets as many segments per drive fill as a full one."""
-        if self.wsat_segment_s is not None:
-            return self.wsat_segment_s
-        return max(1.0, round(self.round_s / max(1, scale), 3))
+        least 1 s), so a scaled drive gets as many segments per drive fill as a full one; at
+        most --wsat-max-time (a longer segment ran whole past the time limit: a 1-day
+        segment with a 2 s limit ran a day of stimulus)."""
+        seg = self.wsat_segment_s if self.wsat_segment_s is not None else max(1.0, round(self.round_s / max(1, scale), 3))
+        return min(seg, self.wsat_max_time_s)
 
     def to_json(self) -> SettingsDoc:
         """Every setting (pts.json ``settings.all``): the fields as they are, TC/QD per test

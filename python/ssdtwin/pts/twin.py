@@ -30,6 +30,9 @@ PURGE_METHODS = ("auto", "nvme-format", "trim", "none")
 _NS_SUFFIX = re.compile(r"^(?P<path>.+?):ns(?P<ns>[0-9]+)$")
 
 
+MAX_NSID = 0xFFFF_FFFE
+
+
 def split_spec(spec: str) -> tuple[Path, Optional[int]]:
     """``./cm6:ns2`` → (./cm6, 2); ``./cm6`` → (./cm6, None)."""
     m = _NS_SUFFIX.match(spec)
@@ -55,6 +58,12 @@ class TwinTarget:
             raise PtsError(f"--purge {purge}: a twin purges with one of {', '.join(PURGE_METHODS)}")
         self.purge_method = purge
         path, ns_from_spec = split_spec(spec)
+        # NVMe NSIDs run from 1 to FFFFFFFEh (0 is none, FFFFFFFFh every namespace): ns0 ran
+        # on namespace 1, and a number past 32 bits was a traceback.
+        if ns_from_spec is not None and not 1 <= ns_from_spec <= MAX_NSID:
+            raise PtsError(f"{spec}: namespace {ns_from_spec}: an NSID from 1 to {MAX_NSID}")
+        if namespace is not None and not 1 <= namespace <= MAX_NSID:
+            raise PtsError(f"--namespace {namespace}: an NSID from 1 to {MAX_NSID}")
         if namespace is not None and ns_from_spec is not None and namespace != ns_from_spec:
             raise PtsError(f"{spec}: names namespace {ns_from_spec} but --namespace is {namespace}")
         self.namespace = namespace or ns_from_spec or 1
@@ -71,6 +80,9 @@ class TwinTarget:
         self.path = path
         self.seed = seed
         self.runs = 0  # fio runs so far
+        # Whether anything ran on the drive: a run refused after the image was opened (a
+        # check that needs the namespace) leaves the image byte for byte as it was.
+        self.changed = False
         self.progress: Optional[Callable[[int, int, str, int], object]] = None
         try:
             self.ns = self.drive.nvme.namespace(self.namespace)
@@ -134,6 +146,7 @@ class TwinTarget:
     def purge(self) -> str:
         if self.purge_method == "none":
             return "none (not purged: --purge none)"
+        self.changed = True
         try:
             if self.purge_method == "trim":
                 self.drive.deallocate(self.namespace, 0, self.ns.nsze)
@@ -148,6 +161,7 @@ class TwinTarget:
         from ..fio.run import render, run_jobs, run_jobs_converging
 
         self.runs += 1
+        self.changed = True
         run_seed = self.run_seed(json_path)
         cb = self.progress or _tick
         extra: dict[str, ConvergeOut] = {}  # the JSON's "ssdtwin" keys: "timing"
@@ -179,13 +193,14 @@ class TwinTarget:
         return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
 
     def idle(self, seconds: float) -> None:
+        self.changed = True
         try:
             self.drive.idle(seconds)
         except (ValueError, _core.SsdtwinError) as e:
             raise PtsError(f"{self.path}: idle {seconds} s: {e}") from None
 
     def commit(self) -> None:
-        if self.writable:
+        if self.writable and self.changed:
             self.drive.commit()
 
     def check(self) -> None:

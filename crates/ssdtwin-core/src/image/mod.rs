@@ -239,6 +239,16 @@ impl Image {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ImageError::Damaged { path: spath, reason: "missing".into() }),
             Err(e) => return Err(e.into()),
         };
+        // ssdtwin writes spec.toml whole (synced) before the manifest: an empty file, or
+        // one that is not TOML at all, is damage to this image, not a foreign directory.
+        if spec_text.trim().is_empty() {
+            let reason = format!("empty ({} bytes): the drive's spec is lost", spec_text.len());
+            return Err(ImageError::Damaged { path: spath, reason });
+        }
+        if let Err(e) = spec_text.parse::<toml::Table>() {
+            let reason = format!("not valid TOML ({})", e.message().trim());
+            return Err(ImageError::Damaged { path: spath, reason });
+        }
         // A spec this build cannot read (e.g. written before a parameter was added) is an
         // incompatible image, not a damaged one: say so.
         let spec = DriveSpec::from_toml(&spec_text, &spath.display().to_string()).map_err(|e| ImageError::Foreign {

@@ -796,7 +796,7 @@ impl DriveSpec {
     /// only the rest keeps (data pool)/(user capacity), i.e. the effective OP, the same as at
     /// full scale, so WAF and steady-state performance match (docs/models.md, "Scale").
     pub fn scaled(&self, n: u32) -> Result<DriveSpec, SpecError> {
-        let err = |m: String| SpecError { origin: format!("--scale 1/{n}"), problems: vec![m] };
+        let err = |m: String| SpecError { origin: format!("scale 1/{n}"), problems: vec![m] };
         if n == 0 {
             return Err(err("scale denominator must be at least 1".into()));
         }

@@ -183,25 +183,12 @@ impl Generator {
         if spec.version != 1 {
             return Err(err(format!("engine contract version {} (this engine reads 1)", spec.version)));
         }
+        spec.check_ranges().map_err(err)?;
         if spec.time_based && spec.runtime_ns == 0 {
             return Err(err("time_based needs a runtime".into()));
         }
         if spec.directions.is_empty() {
             return Err(err("no I/O direction".into()));
-        }
-        // Percentages fio's parser keeps to 0..=100 (options.c maxval/maxfp): a contract
-        // input from elsewhere must not run with a share fio cannot express.
-        for (name, v) in [("rwmixread", spec.rwmixread), ("rwmixwrite", spec.rwmixwrite)]
-            .into_iter()
-            .chain(Ddir::ALL.map(|d| ("percentage_random", spec.percentage_random.get(d))))
-        {
-            if v > 100 {
-                return Err(err(format!("{name} {v}: must be 0..=100 (a percentage)")));
-            }
-        }
-        let pct = spec.latency_percentile;
-        if !(0.0..=100.0).contains(&pct) {
-            return Err(err(format!("latency_percentile {pct}: must be 0..=100 (a percentage)")));
         }
         let region_start = spec.offset_bytes;
         let region_len = if spec.fill_device { target_bytes.saturating_sub(region_start) } else { spec.size_bytes };

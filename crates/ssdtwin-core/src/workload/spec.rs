@@ -218,7 +218,73 @@ pub struct JobSpec {
     pub steadystate: Option<SteadyStateSpec>,
 }
 
+/// The allowed range of every numeric field of the contract that has one (docs/fio.md §3):
+/// fio's own limits (options.c minval/maxval, its 32-bit fields) and the twin's (an NVMe
+/// queue holds 65536 commands). `(field, value, lo, hi)`; checked where a job enters the
+/// core ([`JobSpec::check_ranges`]).
+pub const MAX_IODEPTH: u64 = 65_536;
+/// fio's largest block size (options.c `bs` maxval, 2 GiB less a 4 KiB page).
+pub const MAX_BS: u64 = 2_147_479_552;
+const U32_MAX: u64 = u32::MAX as u64;
+
 impl JobSpec {
+    /// Every numeric field of the contract within its range, or one message naming the
+    /// field, its value and the allowed range (a hand-built job, e.g. `iodepth: 0`). The
+    /// percentages are those fio's parser keeps to 0..=100 (options.c maxval/maxfp): a
+    /// contract input from elsewhere must not run with a share fio cannot express.
+    pub fn check_ranges(&self) -> Result<(), String> {
+        let mut fields: Vec<(String, u64, u64, u64)> = vec![
+            ("version".into(), self.version as u64, 1, 1),
+            ("thread_number".into(), self.thread_number as u64, 1, U32_MAX),
+            ("lba_bytes".into(), self.lba_bytes as u64, 1, U32_MAX),
+            ("rw_nr".into(), self.rw_nr, 1, U32_MAX),
+            ("rwmixread".into(), self.rwmixread as u64, 0, 100),
+            ("rwmixwrite".into(), self.rwmixwrite as u64, 0, 100),
+            ("loops".into(), self.loops, 1, U32_MAX),
+            ("iodepth".into(), self.iodepth as u64, 1, MAX_IODEPTH),
+            ("iodepth_configured".into(), self.iodepth_configured as u64, 1, MAX_IODEPTH),
+            ("thinktime_blocks".into(), self.thinktime_blocks, 1, U32_MAX),
+            ("bw_avg_ms".into(), self.bw_avg_ms, 1, U32_MAX),
+            ("iops_avg_ms".into(), self.iops_avg_ms, 1, U32_MAX),
+            ("logs.avg_ms".into(), self.logs.avg_ms, 0, U32_MAX),
+            ("logs.hist_ms".into(), self.logs.hist_ms, 0, U32_MAX),
+            ("flow".into(), self.flow as u64, 0, 1000),
+            ("rate_cycle_ms".into(), self.rate_cycle_ms, 0, U32_MAX),
+            ("pi_chk".into(), self.pi_chk as u64, 0, 7),
+        ];
+        for d in Ddir::ALL {
+            let n = ["read", "write", "trim"][d.index()];
+            let bs = match d {
+                Ddir::Read => &self.bs.read,
+                Ddir::Write => &self.bs.write,
+                Ddir::Trim => &self.bs.trim,
+            };
+            fields.push((format!("bs.{n}.min"), bs.min, 1, MAX_BS));
+            fields.push((format!("bs.{n}.max"), bs.max, bs.min.max(1), MAX_BS));
+            fields.push((format!("percentage_random.{n}"), self.percentage_random.get(d) as u64, 0, 100));
+            fields.push((format!("rate_iops.{n}"), self.rate_iops.get(d), 0, U32_MAX));
+            fields.push((format!("rate_iops_min.{n}"), self.rate_iops_min.get(d), 0, U32_MAX));
+        }
+        if let Some(ss) = &self.steadystate {
+            fields.push(("steadystate.duration_s".into(), ss.duration_s, 1, U32_MAX));
+        }
+        for (name, v, lo, hi) in fields {
+            if !(lo..=hi).contains(&v) {
+                return Err(format!("{name} {v}: must be {lo}..={hi}"));
+            }
+        }
+        let finite = [
+            ("latency_percentile", self.latency_percentile, 100.0),
+            ("steadystate.limit", self.steadystate.as_ref().map_or(0.0, |s| s.limit), f64::MAX),
+        ];
+        for (name, v, hi) in finite {
+            if !(0.0..=hi).contains(&v) {
+                return Err(format!("{name} {v}: must be 0..={hi} (a finite number)"));
+            }
+        }
+        Ok(())
+    }
+
     /// What ends this job ([`Budget`]): `records` I/Os when it replays a trace of that
     /// many, else its runtime when time_based, else io_size × loops bytes of its kind and
     /// number_ios; a runtime ends any of them early (counted from the start, ramp included).

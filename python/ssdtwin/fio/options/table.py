@@ -165,8 +165,8 @@ _REPORT_AND_LOGS = [
     sim("per_job_logs", boolean, default=True),
     sim("log_offset", boolean, default=False),
     sim("log_max_value", boolean, default=False),
-    sim("bwavgtime", uint(lo=1), default=500),
-    sim("iopsavgtime", uint(lo=1), default=500),
+    sim("bwavgtime", uint(), default=500),
+    sim("iopsavgtime", uint(), default=500),
 ]
 
 # write_iolog, read_iolog and fio's replay options (docs/fio.md §2.10).

@@ -394,3 +394,55 @@ fn plain_clones_short_path_reports_what_the_general_path_does() {
         assert_eq!(outputs[0], outputs[1], "job {i}");
     }
 }
+
+/// Every range-checked field of a hand-built job (docs/fio.md §3): one value out of range
+/// is refused before the run with one message naming the field and the allowed range.
+/// Before, `iodepth: 0` ran at depth 1 and `loops: 0`, `bw_avg_ms: 0` ran as well.
+#[test]
+fn hand_built_jobs_out_of_range_are_refused_naming_the_field() {
+    let bs = |min: u64, max: u64| json!({"read": {"min": 4096, "max": 4096, "split": null}, "write": {"min": min, "max": max, "split": null}, "trim": {"min": 4096, "max": 4096, "split": null}});
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"iodepth": 0}), "iodepth 0: must be 1..=65536"),
+        (json!({"iodepth": 65_537}), "iodepth 65537: must be 1..=65536"),
+        (json!({"iodepth_configured": 0}), "iodepth_configured 0: must be 1..=65536"),
+        (json!({"thread_number": 0}), "thread_number 0: must be 1..=4294967295"),
+        (json!({"rw_nr": 0}), "rw_nr 0: must be 1..=4294967295"),
+        (json!({"rwmixread": 101}), "rwmixread 101: must be 0..=100"),
+        (json!({"rwmixwrite": 101}), "rwmixwrite 101: must be 0..=100"),
+        (json!({"loops": 0}), "loops 0: must be 1..=4294967295"),
+        (json!({"thinktime_blocks": 0}), "thinktime_blocks 0: must be 1..=4294967295"),
+        (json!({"bw_avg_ms": 0}), "bw_avg_ms 0: must be 1..=4294967295"),
+        (json!({"iops_avg_ms": 0}), "iops_avg_ms 0: must be 1..=4294967295"),
+        (json!({"flow": 1001}), "flow 1001: must be 0..=1000"),
+        (json!({"rate_cycle_ms": 1u64 << 32}), "rate_cycle_ms 4294967296: must be 0..=4294967295"),
+        (json!({"pi_chk": 8}), "pi_chk 8: must be 0..=7"),
+        (json!({"bs": bs(0, 4096)}), "bs.write.min 0: must be 1..=2147479552"),
+        (json!({"bs": bs(8192, 4096)}), "bs.write.max 4096: must be 8192..=2147479552"),
+        (json!({"bs": bs(4096, 1u64 << 32)}), "bs.write.max 4294967296: must be 4096..=2147479552"),
+        (json!({"latency_percentile": 100.5}), "latency_percentile 100.5: must be 0..=100"),
+        (json!({"latency_percentile": -1.0}), "latency_percentile -1: must be 0..=100"),
+    ];
+    let mut cases = cases;
+    for (k, v, want) in [
+        ("percentage_random", 101, "percentage_random.write 101: must be 0..=100"),
+        ("rate_iops", 1u64 << 32, "rate_iops.write 4294967296: must be 0..=4294967295"),
+        ("rate_iops_min", 1u64 << 32, "rate_iops_min.write 4294967296: must be 0..=4294967295"),
+    ] {
+        cases.push((json!({ k: {"read": 0, "write": v, "trim": 0} }), want));
+    }
+    let mut logs = job_template()["logs"].clone();
+    logs["avg_ms"] = json!(1u64 << 32);
+    cases.push((json!({ "logs": logs }), "logs.avg_ms 4294967296: must be 0..=4294967295"));
+    let ss =
+        json!({"metric": "iops", "slope": false, "percent": true, "limit": 1.0, "duration_s": 0, "ramp_ns": 0, "group_reporting": false});
+    cases.push((json!({ "steadystate": ss }), "steadystate.duration_s 0: must be 1..=4294967295"));
+    for (extra, want) in cases {
+        match run_one(extra.clone()) {
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains(want) && e.starts_with("job 'j' (thread "), "{extra}: {e}");
+            }
+            Ok(_) => panic!("{extra} ran; wanted: {want}"),
+        }
+    }
+}
