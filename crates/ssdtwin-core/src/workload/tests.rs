@@ -147,7 +147,7 @@ fn out_of_range_percentages_are_refused() {
     for (field, set) in [
         ("rwmixread 101", Box::new(|s: &mut JobSpec| s.rwmixread = 101) as Box<dyn Fn(&mut JobSpec)>),
         ("rwmixwrite 513", Box::new(|s: &mut JobSpec| s.rwmixwrite = 513)),
-        ("percentage_random 101", Box::new(|s: &mut JobSpec| s.percentage_random.write = 101)),
+        ("percentage_random.write 101", Box::new(|s: &mut JobSpec| s.percentage_random.write = 101)),
         ("latency_percentile NaN", Box::new(|s: &mut JobSpec| s.latency_percentile = f64::NAN)),
         ("latency_percentile inf", Box::new(|s: &mut JobSpec| s.latency_percentile = f64::INFINITY)),
         ("latency_percentile -1", Box::new(|s: &mut JobSpec| s.latency_percentile = -1.0)),
