@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from ssdtwin.studies import measured as M
+from test_bad_input import assert_one_line_error
 from test_calibrate import SCALE, SLOW, with_timing
-from twin import Run, run_cli
+from twin import run_cli
 
 WINDOWS = {"10-rand-rw-70": "10s", "6-rand-write": "20s"}  # the others 3 s, each after 1 s
 
@@ -84,15 +85,6 @@ def test_a_fitted_spec_calls_its_fitted_corners_calibrated(results: Path, tmp_pa
     assert all(f["within"] for f in res["figures"] if f["kind"] == "calibrated")
 
 
-def error_line(r: Run, *needles: str) -> str:
-    assert r.returncode == 1, f"exit {r.returncode}: {r.stderr}"
-    lines = [line for line in r.stderr.splitlines() if line.startswith("ssdtwin validate: error: ")]
-    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
-    for n in needles:
-        assert n in lines[0], f"{n!r} not in {lines[0]!r}"
-    return lines[0]
-
-
 def fio_json(jobname: str, options: dict[str, str], **dirs: dict[str, Any]) -> str:
     job = {"jobname": jobname, "error": 0, "job options": options}
     for d in ("read", "write"):
@@ -137,4 +129,4 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[Any], files: dict[str,
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     argv = [str(a).replace("{d}", str(tmp_path)) for a in args]
-    error_line(run_cli("validate", *argv, check=False), *(n.replace("{d}", str(tmp_path)) for n in needles))
+    assert_one_line_error(run_cli("validate", *argv, check=False), *(n.replace("{d}", str(tmp_path)) for n in needles))

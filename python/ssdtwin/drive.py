@@ -340,13 +340,7 @@ class Drive:
     ) -> Drive:
         """A new image; ``nvm_sets`` builds it with that many NVM Sets (presets with [nvm_sets]),
         ``partitions`` with that many FTL partitions per set (docs/models.md §13)."""
-        path_s = os.fspath(path)
-        n = parse_scale(scale)
-        try:
-            core = _core.Drive.create(path_s, preset=model, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
-        except SpecError as e:
-            raise _scale_named(e, scale, n) from None
-        return cls(core)
+        return cls._create(path, scale, dict(preset=model, seed=seed, nvm_sets=nvm_sets, partitions=partitions))
 
     @classmethod
     def create_from_spec(
@@ -359,10 +353,15 @@ class Drive:
         partitions: Optional[int] = None,
     ) -> Drive:
         """`create` from a spec TOML (a preset's text, `ssdtwin models NAME`, edited) instead of a preset name."""
-        path_s = os.fspath(path)
+        return cls._create(path, scale, dict(spec_toml=spec_toml, seed=seed, nvm_sets=nvm_sets, partitions=partitions))
+
+    @classmethod
+    def _create(cls, path: PathLike, scale: Union[str, int], source: dict[str, Any]) -> Drive:
+        """`_core.Drive.create` of a preset or spec (`source`), a scale error naming the
+        scale as the caller gave it."""
         n = parse_scale(scale)
         try:
-            core = _core.Drive.create(path_s, spec_toml=spec_toml, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
+            core = _core.Drive.create(os.fspath(path), scale=n, **source)
         except SpecError as e:
             raise _scale_named(e, scale, n) from None
         return cls(core)

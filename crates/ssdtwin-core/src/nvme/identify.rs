@@ -272,7 +272,7 @@ pub struct LbaFormatDesc {
 /// Identify Namespace (CNS 00h), every field nvme-cli 2.4 prints, in its order (NVMe 1.4
 /// Figure 249). Performance hints (npwg …) are 0's based, in logical blocks, valid because
 /// nsfeat bit 4 is set. The raw 4 KiB structure is [`IdNs::to_bytes`].
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct IdNs {
     /// Namespace size, capacity and utilization, logical blocks.
     pub nsze: u64,
@@ -346,45 +346,11 @@ impl IdNs {
     /// Figure 245): every field 0, one LBA format of zeros (NLBAF is 0's based).
     pub fn zeroed() -> IdNs {
         IdNs {
-            nsze: 0,
-            ncap: 0,
-            nuse: 0,
-            nsfeat: 0,
-            nlbaf: 0,
-            flbas: 0,
-            mc: 0,
-            dpc: 0,
-            dps: 0,
-            nmic: 0,
-            rescap: 0,
-            fpi: 0,
-            dlfeat: 0,
-            nawun: 0,
-            nawupf: 0,
-            nacwu: 0,
-            nabsn: 0,
-            nabo: 0,
-            nabspf: 0,
-            noiob: 0,
-            nvmcap: 0,
-            nsattr: 0,
-            nvmsetid: 0,
-            npwg: 0,
-            npwa: 0,
-            npdg: 0,
-            npda: 0,
-            nows: 0,
-            mssrl: 0,
-            mcl: 0,
-            msrc: 0,
-            nulbaf: 0,
-            anagrpid: 0,
-            endgid: 0,
             eui64: "0".repeat(16),
             nguid: "0".repeat(32),
             lbafs: vec![LbaFormatDesc { ms: 0, ds: 0, rp: 0 }],
-            vs_dram: 0,
             vs_mek_id: "0".repeat(16),
+            ..IdNs::default()
         }
     }
 }
