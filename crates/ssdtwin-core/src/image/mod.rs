@@ -232,6 +232,30 @@ impl Image {
     }
 
     pub fn open_with(dir: &Path, mode: OpenMode) -> Result<Image, ImageError> {
+        if mode != OpenMode::ReadOnly {
+            return Self::open_once(dir, mode);
+        }
+        // A read-only view of an image another process writes (a served one) can read
+        // CURRENT just before that writer commits: the writer points CURRENT at the next
+        // generation and removes the one this open is reading, whose files then go missing.
+        // A generation gone while CURRENT moved on is that race, not damage: open again.
+        let mut tries = 0;
+        loop {
+            let before = read_current(dir).ok().map(|(g, _)| g);
+            match Self::open_once(dir, mode) {
+                Err(ImageError::Damaged { path, reason }) if tries < READ_ONLY_RETRIES && reason.starts_with("missing") => {
+                    let now = read_current(dir).ok().map(|(g, _)| g);
+                    if now.is_none() || now == before {
+                        return Err(ImageError::Damaged { path, reason });
+                    }
+                    tries += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn open_once(dir: &Path, mode: OpenMode) -> Result<Image, ImageError> {
         let manifest = read_manifest(dir)?;
         let spath = dir.join(SPEC);
         let spec_text = match fsio::read_to_string(&spath) {
@@ -471,6 +495,11 @@ fn read_manifest(dir: &Path) -> Result<Manifest, ImageError> {
 }
 
 /// The committed generation: its number and directory.
+/// How many times a read-only open starts again after a commit of another process moved
+/// CURRENT under it (`Image::open_with`); each commit writes a whole generation, so a reader
+/// that loses more races than this in a row is watching a writer that commits continuously.
+const READ_ONLY_RETRIES: u32 = 16;
+
 fn read_current(dir: &Path) -> Result<(u64, PathBuf), ImageError> {
     let cpath = dir.join(CURRENT);
     let cur = fsio::read_to_string(&cpath).map_err(|e| ImageError::Damaged { path: cpath.clone(), reason: describe_fs(&e) })?;

@@ -353,3 +353,32 @@ fn dropping_data_is_durable_with_the_command_that_drops_it() {
     assert!(first_block(&p).iter().all(|&b| b == 0));
     assert_eq!(std::fs::metadata(&p).unwrap().len(), size);
 }
+
+#[test]
+fn a_read_only_open_beside_a_committing_writer_is_never_damage() {
+    // A served image commits while `nvme vendor-log` opens it read-only: the writer points
+    // CURRENT at the next generation and removes the one the reader was opening (a CI run
+    // read "gen-000002/l2p.bin: missing"). The reader opens again instead.
+    let dir = tempfile::tempdir().unwrap();
+    let mut img = Image::create(dir.path(), DriveSpec::preset(PRESET).unwrap().scaled(454).unwrap(), PRESET, 1).unwrap();
+    img.commit().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let opens = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut commits = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                img.commit().unwrap();
+                commits += 1;
+            }
+            commits
+        });
+        // Every open is tried before anything is asserted, so a failure stops the writer
+        // and the scope ends instead of waiting on it.
+        let failed: Vec<String> = (0..300).filter_map(|_| Image::open(dir.path(), false).err().map(|e| e.to_string())).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (failed, writer.join().unwrap())
+    });
+    let (failed, commits) = opens;
+    assert!(commits > 10, "the writer must commit during the opens ({commits} commits)");
+    assert!(failed.is_empty(), "{} of 300 read-only opens failed, e.g. {}", failed.len(), failed[0]);
+}
