@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from .. import _core
 from ..drive import parse_scale
 from .common import U64, OutputFmt, available_cpus, check_fmt, emit_json, fail, read_spec, spec_error
+
+if TYPE_CHECKING:  # the studies are imported when the command runs
+    from ..studies.validate import Log, Settings
 
 
 def validate_cmd(
@@ -75,8 +78,8 @@ def validate_cmd(
 
 
 def _own_drive(
-    settings: Any, spec: Optional[Path], measured: Optional[Path], only: Optional[str], write_doc: Optional[Path], log: Any
-) -> Any:
+    settings: Settings, spec: Optional[Path], measured: Optional[Path], only: Optional[str], write_doc: Optional[Path], log: Log
+) -> dict[str, Any]:
     """`--spec FILE --measured DIR`: the figures of DIR beside a twin of FILE."""
     import time
 

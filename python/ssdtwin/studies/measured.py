@@ -61,11 +61,16 @@ PREDICTIONS = (
 BY_NAME = {p.name: p for p in PREDICTIONS}
 
 
-def job_text(p: Prediction, bs: int, qd: int, jobs: int, mix: int, ramp: str, runtime: str, target: str = "") -> str:
-    """The job of prediction `p` in the shape given (`ramp` and `runtime` as fio takes them)."""
+Shape = tuple[int, int, int, int]  # bs, iodepth, numjobs, rwmixread
+
+
+def job_text(p: Prediction, shape: Shape, ramp: str, runtime: str, target: str = "") -> str:
+    """The job of prediction `p` in `shape` (`ramp` and `runtime` as fio takes them); its
+    offsets drawn with replacement (`norandommap`), as the twin's random writes are."""
+    bs, qd, jobs, mix = shape
     mix_line = f"rwmixread={mix}\n" if p.rw == "randrw" else ""
     return (
-        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}\nramp_time={ramp}\ngroup_reporting\n{target}\n"
+        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}\nramp_time={ramp}\ngroup_reporting\nnorandommap\n{target}\n"
         f"[{p.name}]\nrw={p.rw}\n{mix_line}bs={corners.fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
     )
 
@@ -75,8 +80,9 @@ def printed_jobs(first: int) -> list[tuple[str, str]]:
     out = []
     for n, p in enumerate(PREDICTIONS, first):
         ramp, runtime = p.real_s
-        head = f"; {p.label(p.bs, p.iodepth, p.numjobs, p.rwmixread)}: a prediction (`ssdtwin validate --measured`)\n"
-        text = job_text(p, p.bs, p.iodepth, p.numjobs, p.rwmixread, f"{ramp}s", f"{runtime}s", f"filename={corners.DEVICE}\nnorandommap\n")
+        shape = (p.bs, p.iodepth, p.numjobs, p.rwmixread)
+        head = f"; {p.label(*shape)}: a prediction (`ssdtwin validate --measured`)\n"
+        text = job_text(p, shape, f"{ramp}s", f"{runtime}s", f"filename={corners.DEVICE}\n")
         out.append((f"{n}-{p.name}", head + text))
     return out
 
@@ -86,20 +92,20 @@ def printed_jobs(first: int) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class MeasuredJob:
-    """A figure of the drive the twin repeats."""
+    """A prediction's figure on the drive, in the shape fio ran it."""
 
-    label: str
-    metric: Metric
-    rw: str
-    shape: tuple[int, int, int, int]  # bs, iodepth, numjobs, rwmixread: as fio ran it
-    state: str  # the twin's starting state: "rand" (random steady state) or "seq" (WIPC)
-    twin_ms: tuple[int, int]  # (ramp, runtime) on the twin
+    p: Prediction
+    shape: Shape
     value: float
     source: str
 
     @property
+    def label(self) -> str:
+        return self.p.label(*self.shape)
+
+    @property
     def unit(self) -> str:
-        return "us" if self.metric == "lat" else "IOPS"
+        return "us" if self.p.metric == "lat" else "IOPS"
 
 
 def read_predictions(directory: Path) -> list[MeasuredJob]:
@@ -118,29 +124,27 @@ def read_predictions(directory: Path) -> list[MeasuredJob]:
 
 def _predictions_of(path: Path, report: dict[str, Any]) -> list[tuple[str, MeasuredJob]]:
     out = []
-    for name, jobs in _clones(report, lambda n: n in BY_NAME).items():
+    for name, jobs in _clones(report).items():
         p = BY_NAME[name]
         rw, shape = _shape(path, report, name, jobs)
         if rw != p.rw:
             raise CornerError(f"{path}: jobs[{jobs[0][0]}] ({name}): job options.rw = {rw}: the {name} job runs rw={p.rw}")
-        value = _value(path, name, rw, p.metric, jobs)
-        label = p.label(shape[0], shape[1], shape[2], shape[3])
         source = f"measured: {report['fio version']} JSON {path.name}"
-        out.append((name, MeasuredJob(label, p.metric, rw, shape, "rand", p.twin_ms, value, source)))
+        out.append((name, MeasuredJob(p, shape, _value(path, p, jobs), source)))
     return out
 
 
-def _clones(report: dict[str, Any], wanted: Any) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    """The jobs of a fio report by name (the clones of a job run without group_reporting
-    are several entries of one name), those `wanted(name)` only."""
+def _clones(report: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """The prediction jobs of a fio report by name (the clones of a job run without
+    group_reporting are several entries of one name)."""
     out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(report["jobs"]):
-        if isinstance(job, dict) and isinstance(job.get("jobname"), str) and wanted(job["jobname"]):
+        if isinstance(job, dict) and job.get("jobname") in BY_NAME:
             out.setdefault(job["jobname"], []).append((i, job))
     return out
 
 
-def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, tuple[int, int, int, int]]:
+def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, Shape]:
     """rw and (bs, iodepth, numjobs, rwmixread) as fio ran the job."""
     i0, j0 = jobs[0]
     opts = {**(report.get("global options") or {}), **(j0.get("job options") or {})}
@@ -161,14 +165,14 @@ def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, 
     return rw, (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
 
 
-def _value(path: Path, name: str, rw: str, metric: Metric, jobs: list[tuple[int, dict[str, Any]]]) -> float:
+def _value(path: Path, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) -> float:
     """IOPS over both directions (summed over the clones of a job run without
     group_reporting), or the mean completion latency in us (fio's clat: the twin's latency
     is the device's, and it models no submission time)."""
     iops = 0.0
     lat_ns = 0.0
     ios = 0
-    dirs = {"randread": ("read",), "randwrite": ("write",)}.get(rw, ("read", "write"))
+    dirs = {"randread": ("read",), "randwrite": ("write",)}.get(p.rw, ("read", "write"))
     for i, job in jobs:
         if job.get("error", 0):
             raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
@@ -186,29 +190,23 @@ def _value(path: Path, name: str, rw: str, metric: Metric, jobs: list[tuple[int,
             lat_ns += clat * n
             ios += int(n)
     if ios == 0:
-        raise CornerError(f"{path}: {name}: the job did no I/O")
-    return iops if metric == "iops" else lat_ns / ios / 1e3
+        raise CornerError(f"{path}: {p.name}: the job did no I/O")
+    return iops if p.metric == "iops" else lat_ns / ios / 1e3
 
 
 # --------------------------------------------------------------------------- on the twin
 
 
 def twin_value(drives: Drives, system: str, m: MeasuredJob) -> float:
-    """The figure on the twin: the measured job's shape, from the job's starting state."""
-    bs, qd, jobs, mix = m.shape
-    ramp, runtime = m.twin_ms if not drives.s.quick else (m.twin_ms[0] // 5, m.twin_ms[1] // 5)
-    mix_line = f"rwmixread={mix}\n" if m.rw == "randrw" else ""
-    text = (
-        f"[global]\nioengine=libaio\ndirect=1\ntime_based\nruntime={runtime}ms\nramp_time={ramp}ms\ngroup_reporting\nnorandommap\n\n"
-        f"[measured]\nrw={m.rw}\n{mix_line}bs={corners.fio_bs(bs)}\niodepth={qd}\nnumjobs={jobs}\n"
-    )
-    d = drives.open_state(system, m.state, 4096)
+    """The figure on the twin: the measured job's shape, from random steady state."""
+    ramp, runtime = m.p.twin_ms if not drives.s.quick else (m.p.twin_ms[0] // 5, m.p.twin_ms[1] // 5)
+    d = drives.open_state(system, "rand", 4096)
     try:
-        out = run_on_ns1(d, parse_string(text, name="measured.fio"))
+        out = run_on_ns1(d, parse_string(job_text(m.p, m.shape, f"{ramp}ms", f"{runtime}ms"), name=f"{m.p.name}.fio"))
     finally:
         d.close()
     ios = sum(r[x]["total_ios"] for r in out for x in ("read", "write"))
-    if m.metric == "iops":
+    if m.p.metric == "iops":
         secs = max(r[x]["runtime_ns"] for r in out for x in ("read", "write")) / 1e9
         return ios / secs
     return sum(r[x]["lat"]["sum_ns"] for r in out for x in ("read", "write")) / max(1, ios) / 1e3
