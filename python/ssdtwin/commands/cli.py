@@ -9,6 +9,7 @@ when a command succeeds).
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -444,10 +445,11 @@ def waf(
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
     before = drive_view(path, fresh=True).vendor_log()
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
-    try:
-        rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
-    except OSError as e:
-        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
+    rc = run_watched(cmd, stdout=sys.stderr if fmt == "json" else None)
+    if rc in (130, -signal.SIGINT):  # the command was interrupted (its own Ctrl-C, or a kill -INT)
+        interrupt_note(f"the command ended with status {rc}; WAF not computed")
+        Interrupt.seen = True  # typer turns the KeyboardInterrupt into a bare status 130
+        raise KeyboardInterrupt
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
     view = drive_view(path, fresh=True)
@@ -485,6 +487,45 @@ def waf(
             if not hs
             else "WAF from 0xF4/0xF5 : not measured (the same window)"
         )
+
+
+def run_watched(cmd: list[str], stdout: Any) -> int:
+    """Run `cmd` to its end and return its exit status (negative: the signal that ended it).
+
+    A Ctrl-C does not cut it short: the terminal sends SIGINT to its whole foreground process
+    group, the command included, and an ``ssdtwin`` command then stops as it does alone
+    (exit 130, its image at the last commit); killing it instead (what ``subprocess.call``
+    does 0.25 s after an interrupt) would cut its clean-up short, a commit included. A
+    SIGINT that did not come from the terminal (``kill -INT`` of this process alone) is
+    passed on to the command. Either way the command's status says what became of it."""
+    try:
+        p = subprocess.Popen(cmd, stdout=stdout)
+    except OSError as e:
+        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
+    try:
+        return p.wait()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # further Ctrl-Cs are the command's to act on
+        if not _terminal_signals_our_group():
+            p.send_signal(signal.SIGINT)
+        rc = p.wait()
+        interrupt_note(f"the command ended with status {rc}; WAF not computed")
+        raise
+
+
+def _terminal_signals_our_group() -> bool:
+    """Whether this process's group is its terminal's foreground group: a Ctrl-C there
+    reaches every process of the group, a command this one started included."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:  # no controlling terminal: the signal was sent to this process
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 @app.command()
