@@ -378,7 +378,17 @@ def precondition(
                 fail(f"--amount: {e}")
             if amt > U64:
                 fail(f"--amount {amount}: more than 2^64 bytes")
+            if amt == 0:  # as --amount 0x and --loops 0 are
+                fail(f"--amount {amount}: must be positive")
             steps.append(("rand", size_arg("--rand", rand), amt))
+        # Every step's block size before any work: a bad --rand used to fail only after the
+        # --seq step had run (minutes at full scale), with the core's message naming no option.
+        for pattern, bs, _ in steps:
+            flag = f"--{pattern} {rand if pattern == 'rand' else seq}"
+            if bs % ns.lba_bytes:
+                fail(f"{flag}: the block size ({bs} bytes) must be a multiple of namespace {nsid}'s {ns.lba_bytes}-byte LBA")
+            if bs > ns.bytes:
+                fail(f"{flag}: the block size ({bs} bytes) is larger than namespace {nsid} ({ns.bytes} bytes)")
         done: list[str] = []
         for pattern, bs, total in steps:
             s = d.next_seed() if seed is None else seed
