@@ -65,7 +65,7 @@ def run_demo(
     if spans:
         cycles = [r["waf_gc_cycles"] for r in spans]
         log(
-            f"WAF: {wafm.BASIS_TEXT['fast_forward']}, one namespace pass of 4 KiB random writes per size "
+            f"WAF: {wafm.BASIS_TEXT['fast_forward']}{wafm.AT_STEADY_STATE}, one namespace pass of 4 KiB random writes per size "
             f"({min(r['waf_namespace_passes'] for r in spans):.2f} passes, {min(cycles):.1f}-{max(cycles):.1f} GC cycles; "
             f"'-': less than {wafm.NEED})"
         )
