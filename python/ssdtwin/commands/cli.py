@@ -266,14 +266,15 @@ def create(
     if spec is None:
         assert model is not None
         d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
-        rounded, name = scale_rounding(model, n), model
+        rounded, name = scale_rounding(model, n, nvm_sets=nvm_sets, partitions=partitions), model
     else:
         text = read_spec(spec)
         try:
             d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
-        rounded, name = scale_rounding(None, n, spec_toml=text), f"{d.spec()['drive']['name']} (from {spec})"
+        rounded = scale_rounding(None, n, spec_toml=text, nvm_sets=nvm_sets, partitions=partitions)
+        name = f"{d.spec()['drive']['name']} (from {spec})"
     info = d.ftl_info()
     ctrl = d.nvme.id_ctrl()
     d.close()
