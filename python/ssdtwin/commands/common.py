@@ -235,8 +235,10 @@ def spec_error(path: Path, text: str, msg: str) -> str:
     return f"--spec {path}: {msg}"
 
 
-def _superblocks(model: Optional[str], n: int, spec_toml: Optional[str] = None, **layout: Optional[int]) -> int:
-    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml, **layout)
+def _superblocks(
+    model: Optional[str], n: int, spec_toml: Optional[str] = None, nvm_sets: Optional[int] = None, partitions: Optional[int] = None
+) -> int:
+    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
     try:
         return int(d.ftl_info()["superblocks"])
     finally:
@@ -250,16 +252,15 @@ def scale_rounding(
     (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale. With
     ``nvm_sets`` or ``partitions``, of the drive built with them: its superblocks are the
     ones `create` then reports (each set and partition has its own)."""
-    layout = {"nvm_sets": nvm_sets, "partitions": partitions}
-    blocks = _superblocks(model, n, spec_toml, **layout)
+    blocks = _superblocks(model, n, spec_toml, nvm_sets, partitions)
     k = n
-    while k > 1 and _superblocks(model, k - 1, spec_toml, **layout) == blocks:
+    while k > 1 and _superblocks(model, k - 1, spec_toml, nvm_sets, partitions) == blocks:
         k -= 1
     if k == n:
         return None
     pools = []
     for m in (1, n):
-        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml, **layout)
+        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
         pools.append(d.ftl_info()["data_pool_bytes"])
         d.close()
     return (
