@@ -786,7 +786,9 @@ def reproduce(
         "--drive-state",
         help="pblaze5 --part doublewrite: the namespace past the database, trimmed (discarded) and/or written (valid); default trimmed",
     ),
-    run_s: int = typer.Option(600, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement"),
+    run_s: Optional[int] = typer.Option(
+        None, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement (default 600)"
+    ),
     workdir: Optional[Path] = typer.Option(
         None, "--dir", help="pblaze5 --part mariadb: where the images and file systems go (default: a new temporary directory)"
     ),
@@ -796,27 +798,31 @@ def reproduce(
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
-        _reproduce_shaping(full, seed, plot, scale, fmt)
-        return
-    if full:
-        fail("--full: only the shaping experiment has it")
-    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
+    # Every option is checked against the experiment before any runs (shaping's too: it ran
+    # the whole study with a --quick, --sizes or --part it did not have).
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
         fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma or shaping")
+    if full and experiment != "shaping":
+        fail("--full: only the shaping experiment has it")
     if quick and experiment != "pblaze5":
         fail("--quick: only the pblaze5 experiment has it")
-    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
-        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp and spdk-rdma experiments draw figures")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
+        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma and shaping experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
     if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
         fail(f"--plot {plot}: not a folder")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
-    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state)):
-        fail("--threads, --placements, --drive-state and --dir: only with pblaze5 --part")
+    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state, run_s)):
+        fail("--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
+    if part == "doublewrite" and (run_s is not None or workdir is not None):
+        fail("--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)")
+    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
+        _reproduce_shaping(full, seed, plot, scale, fmt)
+        return
     if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
         _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
         return
@@ -924,7 +930,7 @@ def _reproduce_pblaze5(
     threads: Optional[str],
     placements: Optional[str],
     drive_state: Optional[str],
-    run_s: int,
+    run_s: Optional[int],
     workdir: Optional[Path],
     log: Callable[[str], None],
 ) -> tuple[int, list[dict[str, Any]]]:
@@ -957,7 +963,7 @@ def _reproduce_pblaze5(
     why = mariadb.missing()
     if why:
         fail(f"pblaze5 --part mariadb: {why}")
-    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=run_s)
+    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=600 if run_s is None else run_s)
     import tempfile
 
     work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
