@@ -200,6 +200,9 @@ def test_attach_detach_state_errors(small: Path) -> None:
         (["precondition", "{d}", "--seq", "1T"], ("--seq 1T: the block size (1099511627776 bytes) is larger than namespace 1",), 1),
         (["precondition", "{d}", "--rand", "4k", "--amount", "0x"], ("--amount", "'0x': must be positive"), 1),
         (["precondition", "{d}", "--rand", "4k", "--amount", "0"], ("--amount 0: must be positive",), 1),
+        # each sizes its own step: without it, it was ignored and the step wrote its default (2 passes)
+        (["precondition", "{d}", "--seq", "128k", "--amount", "1GiB"], ("--amount 1GiB: sizes the --rand step, and there is none",), 1),
+        (["precondition", "{d}", "--rand", "4k", "--loops", "0.01"], ("--loops 0.01: sizes the --seq step, and there is none",), 1),
         (["precondition", "{d}", "--rand", "4k", "--amount", "lots"], ("--amount", "'lots' is not a size"), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "0"], ("--loops 0.0: must be positive",), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "-1"], ("--loops -1.0: must be positive",), 1),

@@ -351,15 +351,23 @@ def precondition(
     path: Path = ImageDir,
     nsid: int = NvmeInt(1, "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
-    loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
+    loops_arg: Optional[float] = typer.Option(None, "--loops", help="passes over the namespace for --seq (default 2)"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
-    amount: str = typer.Option("2x", "--amount", help="for --rand: Nx the namespace, or a size (300GiB)"),
+    amount_arg: Optional[str] = typer.Option(None, "--amount", help="for --rand: Nx the namespace, or a size (300GiB; default 2x)"),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="default: the image's next seed"),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress bar"),
 ) -> None:
     """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
     if seq is None and rand is None:
         fail("give --seq BS and/or --rand BS")
+    # Each sizes its own step: taken without it, one was ignored and the step wrote its
+    # default (--seq 128k --amount 1GiB wrote two whole passes).
+    if loops_arg is not None and seq is None:
+        fail(f"--loops {loops_arg}: sizes the --seq step, and there is none (--rand's amount is --amount)")
+    if amount_arg is not None and rand is None:
+        fail(f"--amount {amount_arg}: sizes the --rand step, and there is none (--seq's amount is --loops)")
+    loops = 2.0 if loops_arg is None else loops_arg
+    amount = "2x" if amount_arg is None else amount_arg
     if not (loops > 0 and math.isfinite(loops)):
         fail(f"--loops {loops}: must be positive and finite")
     with opened(path, writable=True) as d:
