@@ -589,6 +589,18 @@ def test_nuse_counts_buffered_writes(cm6_written: Path) -> None:
     assert ns["nuse"] == ns["nsze"]
 
 
+def test_nuse_counts_a_buffered_write_by_its_iu(tmp_path: Path) -> None:
+    # docs/cli.md said buffered data was not counted; it is, IU by IU: one 4 KiB write that
+    # is still in the buffer of a drive of 64 KiB IUs and 512 B LBAs uses 128 blocks.
+    d = tmp_path / "p5316"
+    run_cli("create", d, "--model", "intel-p5316-15.36t", "--scale", "1/256")
+    run_cli("precondition", d, "--rand", "4k", "--amount", "4k", "-q")
+    v = vendor(d)
+    assert (v["nand_write_bytes"], v["buffered_bytes"], v["iu_bytes"]) == (0, 65536, 65536)
+    assert namespaces(d)[0]["nuse"] == 65536 // 512
+    run_cli("check", d)
+
+
 def test_check_reports_consistent_image(cm6_written: Path) -> None:
     assert run_cli("check", cm6_written).stdout.strip() == f"{cm6_written}: FTL consistent"
 
