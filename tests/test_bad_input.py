@@ -672,6 +672,11 @@ NO_TRACEBACK = [
     "bench rate --ios 100000000000",
     "bench engine --seconds 0",
     "bench engine --seconds nan",
+    # the fio job's runtime: inf was an OverflowError, 1e300 a FioJobError, both tracebacks
+    "bench engine --scale 1/407 --seconds inf",
+    "bench engine --scale 1/407 --seconds 1e300",
+    # fio keeps rate_iops in 32 bits: the unlimited runs went first, then the job failed
+    "bench rate --scale 1/407 --ios 1000 --rate-iops 99999999999999999999",
     "bench engine --numjobs 0",
     "bench engine --model nosuch",
     "bench engine --scale x",
@@ -688,6 +693,7 @@ NO_TRACEBACK = [
     "bench ftl --partitions 32",
     "bench ftl --threads -1",
     "bench nbd --seconds 0",
+    "bench nbd --seconds inf",
     "bench nbd --size junk",
     "bench nosuch",
     "nosuch",

@@ -27,6 +27,7 @@ from .._bounds import ArgumentRangeError
 from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
+    MAX_BENCH_SECONDS,
     U32,
     U64,
     CliError,
@@ -996,6 +997,8 @@ def bench_engine(
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1:
         fail(f"--seconds {seconds} and --numjobs {numjobs}: both must be positive")
+    if not seconds <= MAX_BENCH_SECONDS:  # inf and 1e300 were tracebacks (the fio job's runtime)
+        fail(f"--seconds {seconds}: at most {MAX_BENCH_SECONDS} simulated seconds per workload")
     n = scale_arg(scale, model, "ssdtwin bench engine")
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo  # -o json: only JSON on stdout
     res = run_engine_bench(model, n, seconds, numjobs, log=log)
@@ -1008,7 +1011,7 @@ def bench_rate(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     ios: int = typer.Option(500_000, "--ios", min=1, help="4 KiB I/Os per job (its size)"),
-    rate_iops: int = typer.Option(20_000, "--rate-iops", min=1, help="the limited run's rate_iops"),
+    rate_iops: int = typer.Option(20_000, "--rate-iops", min=1, max=U32, help="the limited run's rate_iops (fio keeps it in 32 bits)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Rate-limit cost: the same job with and without rate_iops, simulated I/Os per wall second."""

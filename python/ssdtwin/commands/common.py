@@ -27,6 +27,8 @@ from ..live import LiveState, live_state
 
 # Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
 U8, U16, U32, U64 = 0xFF, 0xFFFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
+# The longest run a benchmark's --seconds may ask for: a day.
+MAX_BENCH_SECONDS = 86_400
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 
