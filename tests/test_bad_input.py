@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,8 +196,13 @@ def test_attach_detach_state_errors(small: Path) -> None:
         (["precondition", "{d}"], ("give --seq BS and/or --rand BS",), 1),
         (["precondition", "{d}", "--seq", "12q"], ("--seq", "'12q' is not a size", "128k"), 1),
         (["precondition", "{d}", "--rand", "0"], ("--rand 0: must be positive",), 1),
-        (["precondition", "{d}", "--rand", "1000"], ("INVALID_FIELD(0x4002)", "block size 1000", "512-byte LBA"), 1),
+        (["precondition", "{d}", "--rand", "1000"], ("--rand 1000: the block size (1000 bytes)", "namespace 1's 512-byte LBA"), 1),
+        (["precondition", "{d}", "--seq", "1T"], ("--seq 1T: the block size (1099511627776 bytes) is larger than namespace 1",), 1),
         (["precondition", "{d}", "--rand", "4k", "--amount", "0x"], ("--amount", "'0x': must be positive"), 1),
+        (["precondition", "{d}", "--rand", "4k", "--amount", "0"], ("--amount 0: must be positive",), 1),
+        # each sizes its own step: without it, it was ignored and the step wrote its default (2 passes)
+        (["precondition", "{d}", "--seq", "128k", "--amount", "1GiB"], ("--amount 1GiB: sizes the --rand step, and there is none",), 1),
+        (["precondition", "{d}", "--rand", "4k", "--loops", "0.01"], ("--loops 0.01: sizes the --seq step, and there is none",), 1),
         (["precondition", "{d}", "--rand", "4k", "--amount", "lots"], ("--amount", "'lots' is not a size"), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "0"], ("--loops 0.0: must be positive",), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "-1"], ("--loops -1.0: must be positive",), 1),
@@ -205,6 +211,24 @@ def test_attach_detach_state_errors(small: Path) -> None:
 )
 def test_bad_option_values(small: Path, args: list[str], needles: tuple[str, ...], status: int) -> None:
     fails_cleanly(small, *[a.format(d=small) for a in args], needles=needles, status=status)
+
+
+def test_precondition_checks_every_step_before_writing(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A --rand block size the namespace cannot take failed only after the --seq step had
+    run (minutes at full scale), with the core's message naming no option."""
+    from ssdtwin.drive import Drive
+
+    steps: list[str] = []
+    real = Drive.precondition
+
+    def counted(self: Drive, *args: Any, **kwargs: Any) -> Any:
+        steps.append(str(args))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Drive, "precondition", counted)
+    args = ["precondition", str(small), "--seq", "128k", "--loops", "0.01", "--rand", "1000"]
+    fails_cleanly(small, *args, needles=("--rand 1000: the block size (1000 bytes) must be a multiple of namespace 1's 512-byte LBA",))
+    assert steps == []
 
 
 @pytest.mark.parametrize(
@@ -648,6 +672,11 @@ NO_TRACEBACK = [
     "bench rate --ios 100000000000",
     "bench engine --seconds 0",
     "bench engine --seconds nan",
+    # the fio job's runtime: inf was an OverflowError, 1e300 a FioJobError, both tracebacks
+    "bench engine --scale 1/407 --seconds inf",
+    "bench engine --scale 1/407 --seconds 1e300",
+    # fio keeps rate_iops in 32 bits: the unlimited runs went first, then the job failed
+    "bench rate --scale 1/407 --ios 1000 --rate-iops 99999999999999999999",
     "bench engine --numjobs 0",
     "bench engine --model nosuch",
     "bench engine --scale x",
@@ -664,6 +693,7 @@ NO_TRACEBACK = [
     "bench ftl --partitions 32",
     "bench ftl --threads -1",
     "bench nbd --seconds 0",
+    "bench nbd --seconds inf",
     "bench nbd --size junk",
     "bench nosuch",
     "nosuch",

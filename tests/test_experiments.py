@@ -21,6 +21,21 @@ from ssdtwin.studies import experiments
 from twin import run_cli
 
 
+def test_demo_model_counts_the_ius_a_4k_write_programs() -> None:
+    """On the P5316 (64 KiB IUs) each 4 KiB random write programs a whole IU: the greedy
+    model alone (it counts IUs) was printed beside a WAF 16x its size, "diff +1532.2%"."""
+    from ssdtwin import _core
+
+    out = run_cli("demo", "--model", "intel-p5316-15.36t", "--scale", "1/256", "--sizes", "2", "-q").stdout
+    row = next(line for line in out.splitlines() if line.strip().startswith("2.00TB"))
+    _, _, op, waf, model, diff, _ = row.split()
+    alpha = 1 + float(op.rstrip("%")) / 100
+    assert float(model) == pytest.approx(16 * _core.waf_greedy(alpha), rel=1e-3), row
+    assert abs(float(diff.rstrip("%"))) < 10, row
+    assert "model = greedy GC, Lambert-W form x 16 (4 KiB writes into 64 KiB IUs)" in out
+    assert "KIOXIA measured" not in out
+
+
 @pytest.mark.slow
 def test_demo_and_reproduce_report_the_same_figure() -> None:
     demo = run_cli("demo", "--scale", "1/454", "--sizes", "3.20", "-q").stdout

@@ -140,6 +140,22 @@ def test_scale_that_rounds_to_another_scale_says_so(tmp_path: Path) -> None:
     assert spec[0] == spec[1]
 
 
+def test_the_rounding_note_counts_the_superblocks_create_reports(tmp_path: Path) -> None:
+    """With NVM Sets or FTL partitions each set and partition has superblocks of its own: the
+    note counted the drive without them (9), the same line then said 36."""
+    layout = ("--model", "memblaze-pblaze5-910-3.84t", "--nvm-sets", "2", "--partitions", "2")
+    out = run_cli("create", tmp_path / "a", *layout, "--scale", "1/256").stdout
+    noted = re.search(r"rounded to whole superblocks: (\d+), the same drive as 1/(\d+);", out)
+    made = re.search(r" in (\d+) superblocks in 2 NVM Sets \(2 FTL partitions per set\)", out)
+    assert noted and made, out
+    assert noted[1] == made[1] == "36", out
+    # ... and the scale it names is that drive, built the same way.
+    same = run_cli("create", tmp_path / "b", *layout, "--scale", f"1/{noted[2]}").stdout
+    assert "rounded" not in same and " in 36 superblocks " in same, same
+    for d in ("a", "b"):
+        run_cli("check", tmp_path / d)
+
+
 def test_a_drive_of_few_superblocks_says_its_gc_is_coarse(tmp_path: Path) -> None:
     small = run_cli("create", tmp_path / "a", "--model", "samsung-pm983-3.84t", "--scale", "1/256")
     (note,) = small.stderr.splitlines()

@@ -143,6 +143,33 @@ def test_reproduce_refuses_an_unknown_experiment() -> None:
     assert "cm6" in run_cli("reproduce", "--help").stdout
 
 
+@pytest.mark.parametrize(
+    "args, want",
+    [
+        # shaping ran its whole study (a minute) with options it does not have
+        (["shaping", "--quick"], "--quick: only the pblaze5 experiment has it"),
+        (["shaping", "--sizes", "3.84"], "--sizes: only the cm6 experiment has namespace sizes"),
+        (["shaping", "--part", "doublewrite"], "--part: only the pblaze5 experiment has parts"),
+        (["shaping", "--no-curves"], "--no-curves: only the kumoscale experiment has curves"),
+        # --run-s (default 600) was taken and ignored by every experiment but --part mariadb
+        (["cm6", "--run-s", "5"], "--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part"),
+        (
+            ["pblaze5", "--part", "doublewrite", "--dir", "/tmp"],
+            "--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)",
+        ),
+    ],
+)
+def test_reproduce_refuses_options_its_experiment_does_not_have(monkeypatch: pytest.MonkeyPatch, args: list[str], want: str) -> None:
+    from ssdtwin.studies import doublewrite, shaping
+
+    ran: list[str] = []
+    monkeypatch.setattr(shaping, "shaping", lambda **kw: ran.append("shaping") or [])
+    monkeypatch.setattr(doublewrite, "doublewrite_study", lambda **kw: ran.append("doublewrite") or [])
+    r = run_cli("reproduce", *args, check=False)
+    assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want}"]), r.stderr
+    assert ran == []
+
+
 @pytest.mark.slow
 def test_p5316_wafs_say_what_their_window_spans(p5316_lines: dict[str, Any]) -> None:
     """The white paper's WAFs are ratios over its jobs' amounts, and the twin's are over the

@@ -127,16 +127,95 @@ def test_ctrl_c_on_an_image_command_keeps_the_committed_state(small: Path, tmp_p
     assert lock_holder(small) is None
 
 
+WAF_NOTE = "the command ended with status 130; WAF not computed"
+
+
+def assert_waf_interrupted(rc: int, err: str, image: Path) -> None:
+    """Exit 130, the command's own line, then waf's."""
+    assert rc == 130, f"exit {rc}; stderr:\n{err}"
+    assert err.splitlines() == [
+        f"ssdtwin precondition: interrupted; {image} keeps its last committed state",
+        f"ssdtwin waf: interrupted; {WAF_NOTE}",
+    ], err
+
+
 def test_ctrl_c_on_waf_stops_the_command_it_runs(small: Path) -> None:
     before = image_digest(small)
+    # The signal to waf alone (kill -INT, no terminal): waf passes it on and the command
+    # stops as it does alone, its line first.
     rc, out, err = interrupt(
         ["waf", str(small), "--", *SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "100x", "-q"], holds_lock(small)
     )
-    assert_interrupted(rc, err, "ssdtwin waf", None)
+    assert_waf_interrupted(rc, err, small)
     assert image_digest(small) == before
     run_cli("check", small)
     # The command waf ran is gone with it: the image is writable again.
     run_cli("precondition", small, "--rand", "4k", "--amount", "1MiB", "-q")
+
+
+def test_waf_exits_130_when_the_command_it_runs_is_interrupted(small: Path) -> None:
+    """The command's own Ctrl-C (a kill -INT of it alone): waf said "exited with status 130;
+    WAF not computed" and exited 1, as for a command that failed."""
+    before = image_digest(small)
+    p = subprocess.Popen(
+        [*SSDTWIN, "waf", str(small), "--", *SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "100x", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: lock_holder(small) is not None, "the image lock", p)
+        time.sleep(0.3)
+        holder = lock_holder(small)
+        assert holder is not None and holder != p.pid
+        os.kill(holder, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    assert_waf_interrupted(p.returncode, err, small)
+    assert out == ""
+    assert image_digest(small) == before
+    run_cli("check", small)
+
+
+def test_ctrl_c_at_a_terminal_lets_the_command_waf_runs_finish_stopping(small: Path, tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches waf and its command alike. waf waits for the command to
+    stop (an ssdtwin command's commit or clean-up may take a while); it used to kill it
+    0.25 s later (what subprocess.call does), so this command's clean-up never ran."""
+    import pty
+
+    marker = tmp_path / "cleaned-up"
+    script = f'trap "sleep 1; echo done > {marker}; exit 130" INT; echo ready; sleep 30 & wait'
+    pid, fd = pty.fork()
+    if pid == 0:  # a session of its own whose controlling terminal is the pty
+        try:
+            os.execvp(SSDTWIN[0], [*SSDTWIN, "waf", str(small), "--", "sh", "-c", script])
+        finally:
+            os._exit(127)
+    out = b""
+    try:
+        while b"ready" not in out:
+            chunk = os.read(fd, 4096)
+            assert chunk, out
+            out += chunk
+        os.write(fd, b"\x03")  # the terminal's interrupt character: SIGINT to its foreground group
+        with contextlib.suppress(OSError):  # EIO once the session has ended
+            while chunk := os.read(fd, 4096):
+                out += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    text = out.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 130, text
+    assert marker.exists(), f"the command was killed before its clean-up:\n{text}"
+    assert f"ssdtwin waf: interrupted; {WAF_NOTE}" in text, text
+    assert "Traceback" not in text, text
+    run_cli("check", small)
 
 
 # 1/407 is the smallest CM6 (8 superblocks) under its own name: 1/454 would add a note that it

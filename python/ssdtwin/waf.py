@@ -18,11 +18,14 @@ from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
 from . import _core
 from .core_types import VendorLog, WafMeasurement
 
+# A fast-forward pass is not at steady state by being one (the first fill of an empty drive
+# is a pass too): the callers that measure one after preconditioning say so (``text``).
 BASIS_TEXT = {
     "timed": "timed window",
-    "fast_forward": "fast-forward pass at steady state",
+    "fast_forward": "fast-forward pass",
     "window": "window of timed or fast-forward writes",
 }
+AT_STEADY_STATE = " at steady state"
 KEYS = ("basis", "verdict", "host_bytes", "gc_cycles", "namespace_passes")
 
 
@@ -112,8 +115,9 @@ def buffer_text(m: Measured) -> str:
     return f"the write buffer {verb} by {_bytes(abs(change))}, {share:.0%} of the bytes written (need <= {BUFFER_SHARE:.0%})"
 
 
-def text(m: Optional[Measured]) -> str:
-    """One line: the WAF with its basis and amount, or why there is none."""
+def text(m: Optional[Measured], at_steady_state: bool = False) -> str:
+    """One line: the WAF with its basis and amount, or why there is none; ``at_steady_state``
+    when the caller preconditioned the drive into steady state before a fast-forward pass."""
     if m is None:
         return "WAF: not measured"
     if m["verdict"] == "no_writes":
@@ -125,7 +129,8 @@ def text(m: Optional[Measured]) -> str:
             f"WAF: not measured (window wrote {_bytes(int(m['host_bytes']))}, {_span(m['gc_cycles'], 1)} GC cycles, "
             f"{_span(m['namespace_passes'], 2)} namespace passes; need >= 1 of either)"
         )
-    return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}: {amount(m)})"
+    state = AT_STEADY_STATE if at_steady_state and m["basis"] == "fast_forward" else ""
+    return f"WAF {m['waf']:.2f} ({BASIS_TEXT[m['basis']]}{state}: {amount(m)})"
 
 
 def verdict_text(m: Measured) -> str:

@@ -9,6 +9,7 @@ when a command succeeds).
 from __future__ import annotations
 
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from .._bounds import ArgumentRangeError
 from ..core_types import WafMeasurement
 from ..drive import Drive, parse_amount, parse_scale
 from .common import (
+    MAX_BENCH_SECONDS,
     U32,
     U64,
     CliError,
@@ -265,14 +267,15 @@ def create(
     if spec is None:
         assert model is not None
         d = Drive.create(path, model, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
-        rounded, name = scale_rounding(model, n), model
+        rounded, name = scale_rounding(model, n, nvm_sets=nvm_sets, partitions=partitions), model
     else:
         text = read_spec(spec)
         try:
             d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
-        rounded, name = scale_rounding(None, n, spec_toml=text), f"{d.spec()['drive']['name']} (from {spec})"
+        rounded = scale_rounding(None, n, spec_toml=text, nvm_sets=nvm_sets, partitions=partitions)
+        name = f"{d.spec()['drive']['name']} (from {spec})"
     info = d.ftl_info()
     ctrl = d.nvme.id_ctrl()
     d.close()
@@ -349,15 +352,23 @@ def precondition(
     path: Path = ImageDir,
     nsid: int = NvmeInt(1, "-n", "--namespace-id", what="a namespace ID", low=1, top=U32),
     seq: Optional[str] = typer.Option(None, "--seq", help="sequential block size, e.g. 128k (SNIA WIPC)"),
-    loops: float = typer.Option(2.0, "--loops", help="passes over the namespace for --seq"),
+    loops_arg: Optional[float] = typer.Option(None, "--loops", help="passes over the namespace for --seq (default 2)"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
-    amount: str = typer.Option("2x", "--amount", help="for --rand: Nx the namespace, or a size (300GiB)"),
+    amount_arg: Optional[str] = typer.Option(None, "--amount", help="for --rand: Nx the namespace, or a size (300GiB; default 2x)"),
     seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="default: the image's next seed"),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress bar"),
 ) -> None:
     """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
     if seq is None and rand is None:
         fail("give --seq BS and/or --rand BS")
+    # Each sizes its own step: taken without it, one was ignored and the step wrote its
+    # default (--seq 128k --amount 1GiB wrote two whole passes).
+    if loops_arg is not None and seq is None:
+        fail(f"--loops {loops_arg}: sizes the --seq step, and there is none (--rand's amount is --amount)")
+    if amount_arg is not None and rand is None:
+        fail(f"--amount {amount_arg}: sizes the --rand step, and there is none (--seq's amount is --loops)")
+    loops = 2.0 if loops_arg is None else loops_arg
+    amount = "2x" if amount_arg is None else amount_arg
     if not (loops > 0 and math.isfinite(loops)):
         fail(f"--loops {loops}: must be positive and finite")
     with opened(path, writable=True) as d:
@@ -377,7 +388,17 @@ def precondition(
                 fail(f"--amount: {e}")
             if amt > U64:
                 fail(f"--amount {amount}: more than 2^64 bytes")
+            if amt == 0:  # as --amount 0x and --loops 0 are
+                fail(f"--amount {amount}: must be positive")
             steps.append(("rand", size_arg("--rand", rand), amt))
+        # Every step's block size before any work: a bad --rand used to fail only after the
+        # --seq step had run (minutes at full scale), with the core's message naming no option.
+        for pattern, bs, _ in steps:
+            flag = f"--{pattern} {rand if pattern == 'rand' else seq}"
+            if bs % ns.lba_bytes:
+                fail(f"{flag}: the block size ({bs} bytes) must be a multiple of namespace {nsid}'s {ns.lba_bytes}-byte LBA")
+            if bs > ns.bytes:
+                fail(f"{flag}: the block size ({bs} bytes) is larger than namespace {nsid} ({ns.bytes} bytes)")
         done: list[str] = []
         for pattern, bs, total in steps:
             s = d.next_seed() if seed is None else seed
@@ -444,10 +465,11 @@ def waf(
         fail("give the command to run after --, e.g. ssdtwin waf ./cm6 -- ssdtwin precondition ./cm6 --rand 4k --amount 1x")
     before = drive_view(path, fresh=True).vendor_log()
     # With -o json our stdout is one JSON document: the command's own output goes to stderr.
-    try:
-        rc = subprocess.call(cmd, stdout=sys.stderr if fmt == "json" else None)
-    except OSError as e:
-        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
+    rc = run_watched(cmd, stdout=sys.stderr if fmt == "json" else None)
+    if rc in (130, -signal.SIGINT):  # the command was interrupted (its own Ctrl-C, or a kill -INT)
+        interrupt_note(f"the command ended with status {rc}; WAF not computed")
+        Interrupt.seen = True  # typer turns the KeyboardInterrupt into a bare status 130
+        raise KeyboardInterrupt
     if rc != 0:
         fail(f"the command exited with status {rc}; WAF not computed")
     view = drive_view(path, fresh=True)
@@ -485,6 +507,45 @@ def waf(
             if not hs
             else "WAF from 0xF4/0xF5 : not measured (the same window)"
         )
+
+
+def run_watched(cmd: list[str], stdout: Any) -> int:
+    """Run `cmd` to its end and return its exit status (negative: the signal that ended it).
+
+    A Ctrl-C does not cut it short: the terminal sends SIGINT to its whole foreground process
+    group, the command included, and an ``ssdtwin`` command then stops as it does alone
+    (exit 130, its image at the last commit); killing it instead (what ``subprocess.call``
+    does 0.25 s after an interrupt) would cut its clean-up short, a commit included. A
+    SIGINT that did not come from the terminal (``kill -INT`` of this process alone) is
+    passed on to the command. Either way the command's status says what became of it."""
+    try:
+        p = subprocess.Popen(cmd, stdout=stdout)
+    except OSError as e:
+        fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
+    try:
+        return p.wait()
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # further Ctrl-Cs are the command's to act on
+        if not _terminal_signals_our_group():
+            p.send_signal(signal.SIGINT)
+        rc = p.wait()
+        interrupt_note(f"the command ended with status {rc}; WAF not computed")
+        raise
+
+
+def _terminal_signals_our_group() -> bool:
+    """Whether this process's group is its terminal's foreground group: a Ctrl-C there
+    reaches every process of the group, a command this one started included."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:  # no controlling terminal: the signal was sent to this process
+        return False
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 @app.command()
@@ -734,7 +795,9 @@ def reproduce(
         "--drive-state",
         help="pblaze5 --part doublewrite: the namespace past the database, trimmed (discarded) and/or written (valid); default trimmed",
     ),
-    run_s: int = typer.Option(600, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement"),
+    run_s: Optional[int] = typer.Option(
+        None, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement (default 600)"
+    ),
     workdir: Optional[Path] = typer.Option(
         None, "--dir", help="pblaze5 --part mariadb: where the images and file systems go (default: a new temporary directory)"
     ),
@@ -744,27 +807,31 @@ def reproduce(
     from ..studies import experiments
 
     check_fmt(fmt)
-    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
-        _reproduce_shaping(full, seed, plot, scale, fmt)
-        return
-    if full:
-        fail("--full: only the shaping experiment has it")
-    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
+    # Every option is checked against the experiment before any runs (shaping's too: it ran
+    # the whole study with a --quick, --sizes or --part it did not have).
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
         fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma or shaping")
+    if full and experiment != "shaping":
+        fail("--full: only the shaping experiment has it")
     if quick and experiment != "pblaze5":
         fail("--quick: only the pblaze5 experiment has it")
-    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma"):
-        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp and spdk-rdma experiments draw figures")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
+        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma and shaping experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
     if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
         fail(f"--plot {plot}: not a folder")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
-    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state)):
-        fail("--threads, --placements, --drive-state and --dir: only with pblaze5 --part")
+    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state, run_s)):
+        fail("--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
+    if part == "doublewrite" and (run_s is not None or workdir is not None):
+        fail("--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)")
+    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
+        _reproduce_shaping(full, seed, plot, scale, fmt)
+        return
     if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
         _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
         return
@@ -872,7 +939,7 @@ def _reproduce_pblaze5(
     threads: Optional[str],
     placements: Optional[str],
     drive_state: Optional[str],
-    run_s: int,
+    run_s: Optional[int],
     workdir: Optional[Path],
     log: Callable[[str], None],
 ) -> tuple[int, list[dict[str, Any]]]:
@@ -905,7 +972,7 @@ def _reproduce_pblaze5(
     why = mariadb.missing()
     if why:
         fail(f"pblaze5 --part mariadb: {why}")
-    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=run_s)
+    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=600 if run_s is None else run_s)
     import tempfile
 
     work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
@@ -930,6 +997,8 @@ def bench_engine(
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1:
         fail(f"--seconds {seconds} and --numjobs {numjobs}: both must be positive")
+    if not seconds <= MAX_BENCH_SECONDS:  # inf and 1e300 were tracebacks (the fio job's runtime)
+        fail(f"--seconds {seconds}: at most {MAX_BENCH_SECONDS} simulated seconds per workload")
     n = scale_arg(scale, model, "ssdtwin bench engine")
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo  # -o json: only JSON on stdout
     res = run_engine_bench(model, n, seconds, numjobs, log=log)
@@ -942,7 +1011,7 @@ def bench_rate(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     ios: int = typer.Option(500_000, "--ios", min=1, help="4 KiB I/Os per job (its size)"),
-    rate_iops: int = typer.Option(20_000, "--rate-iops", min=1, help="the limited run's rate_iops"),
+    rate_iops: int = typer.Option(20_000, "--rate-iops", min=1, max=U32, help="the limited run's rate_iops (fio keeps it in 32 bits)"),
     fmt: str = OutputFmt,
 ) -> None:
     """Rate-limit cost: the same job with and without rate_iops, simulated I/Os per wall second."""

@@ -27,6 +27,8 @@ from ..live import LiveState, live_state
 
 # Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
 U8, U16, U32, U64 = 0xFF, 0xFFFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
+# The longest run a benchmark's --seconds may ask for: a day.
+MAX_BENCH_SECONDS = 86_400
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 
@@ -235,26 +237,32 @@ def spec_error(path: Path, text: str, msg: str) -> str:
     return f"--spec {path}: {msg}"
 
 
-def _superblocks(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> int:
-    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml)
+def _superblocks(
+    model: Optional[str], n: int, spec_toml: Optional[str] = None, nvm_sets: Optional[int] = None, partitions: Optional[int] = None
+) -> int:
+    d = Drive.in_memory(model, scale=n, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
     try:
         return int(d.ftl_info()["superblocks"])
     finally:
         d.close()
 
 
-def scale_rounding(model: Optional[str], n: int, spec_toml: Optional[str] = None) -> Optional[str]:
+def scale_rounding(
+    model: Optional[str], n: int, spec_toml: Optional[str] = None, nvm_sets: Optional[int] = None, partitions: Optional[int] = None
+) -> Optional[str]:
     """What 1/N really is when whole superblocks make it the same drive as a smaller N
-    (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale."""
-    blocks = _superblocks(model, n, spec_toml)
+    (1/65 of a CM6 has the 32 superblocks of 1/64), else None. docs/cli.md, --scale. With
+    ``nvm_sets`` or ``partitions``, of the drive built with them: its superblocks are the
+    ones `create` then reports (each set and partition has its own)."""
+    blocks = _superblocks(model, n, spec_toml, nvm_sets, partitions)
     k = n
-    while k > 1 and _superblocks(model, k - 1, spec_toml) == blocks:
+    while k > 1 and _superblocks(model, k - 1, spec_toml, nvm_sets, partitions) == blocks:
         k -= 1
     if k == n:
         return None
     pools = []
     for m in (1, n):
-        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml)
+        d = Drive.in_memory(model, scale=m, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
         pools.append(d.ftl_info()["data_pool_bytes"])
         d.close()
     return (

@@ -26,7 +26,7 @@ from .. import waf as wafm
 from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
-from .common import Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
+from .common import MAX_BENCH_SECONDS, Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
 
 
 def _check_hostport(flag: str, text: str) -> None:
@@ -327,6 +327,8 @@ def bench_nbd_cmd(
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
         fail("--seconds, --numjobs, --iodepth and --rounds must be positive")
+    if not seconds <= MAX_BENCH_SECONDS:  # inf was a traceback (a timestamp too large)
+        fail(f"--seconds {seconds}: at most {MAX_BENCH_SECONDS} (a day per run)")
     try:
         _core.parse_size(size)
     except ValueError as e:

@@ -377,7 +377,8 @@ def report(a: Advice) -> list[str]:
             f"   why {c.drives} drives ({c.why_drives}): one drive gives {c.iops_max:,.0f} IOPS of this job unthrottled "
             f"({_timed(c.waf_first)}); at {c.cap_iops:,} IOPS each, p99 {_us(c.p99_us)}"
         )
-        lines.append(f"   lifetime {wafm.text(c.waf_used)}")
+        # Its fast-forward pass follows the image's preconditioning (seq 2x, rand 2x).
+        lines.append(f"   lifetime {wafm.text(c.waf_used, at_steady_state=True)}")
         lines.extend(_wear_lines(a, c))
         for h in c.history:
             lines.append(f"   round: {h}")
