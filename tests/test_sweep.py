@@ -139,6 +139,35 @@ def test_any_sweep_file_is_a_sweep_or_one_config_error(doc: dict[str, Any]) -> N
         assert sweep.points
 
 
+def test_loading_a_sweep_takes_time_in_proportion_to_its_points() -> None:
+    """10,000 points took a minute to load (a set over every point rebuilt for each point):
+    eight times the points must cost about eight times the CPU, not sixty-four."""
+
+    def cpu_s(n: int) -> float:
+        doc = sweep_doc({"namespace_tb": {"from": 1.0, "to": 3.84, "count": n}})
+        t0 = time.process_time()
+        assert len(config.from_dict(doc).points) == n
+        return time.process_time() - t0
+
+    cpu_s(50)  # imports and caches
+    small, large = min(cpu_s(500) for _ in range(2)), cpu_s(4000)
+    assert large < 20 * small, (small, large)
+
+
+def test_a_grid_past_the_points_limit_is_one_line_before_any_point_is_made(tmp_path: Path) -> None:
+    # Two 100,000-value ranges are 10^10 points: expanding them alone ran for hours.
+    f = tmp_path / "sweep.toml"
+    huge = TINY.replace("[3.84, 3.2, 5.0]", "{ from = 1.0, to = 3.84, count = 100000 }")
+    f.write_text(huge.replace("[grid]", '[grid]\nruntime = ["1s", "2s"]'))
+    t0 = time.monotonic()
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--in-process", check=False, process=True, timeout=60)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert r.stderr_lines[0] == (
+        f"ssdtwin sweep: error: {f}: grid: 400,000 points (2 runtime x 100000 namespace_tb x 2 job); a sweep holds at most 100,000"
+    )
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "out").exists()
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -197,6 +226,69 @@ def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, 
     else:
         assert expected in line, line
     assert "sweep.toml" in line
+
+
+@pytest.mark.parametrize(
+    "file, folder",
+    [("points", False), ("plots", False), ("cache", False), ("cache/images", False), ("results.parquet", True)],
+)
+def test_an_out_folder_whose_names_the_sweep_needs_hold_something_else_is_refused_first(tmp_path: Path, file: str, folder: bool) -> None:
+    """A file where the sweep keeps a folder (or a folder where it writes its table): a file
+    `cache` failed every point and exited 0; `points`, `plots` or a folder `results.parquet`
+    stopped the sweep after every point had run."""
+    out = tmp_path / "out"
+    (out / file).parent.mkdir(parents=True, exist_ok=True)
+    if folder:
+        (out / file).mkdir()
+        (out / file / "mine").write_text("kept")
+    else:
+        (out / file).write_text("kept")
+    f = tmp_path / "sweep.toml"
+    f.write_text(TINY)
+    r = run_cli("sweep", f, "--out", out, "--in-process", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    what = "is a folder (the sweep writes its table there)" if folder else "is not a folder (the sweep keeps its "
+    assert r.stderr_lines[0].startswith(f"ssdtwin sweep: error: --out {out}: {out / file} {what}"), r.stderr
+    assert "points:" not in r.stderr and not list(out.glob("points/*.json"))  # nothing ran
+    assert (out / file / "mine" if folder else out / file).read_text() == "kept"
+
+
+def test_the_images_go_to_the_out_folder_whatever_the_workers_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative --out was handed to the workers as it was: on a Ray cluster they built the
+    images under the folder `ray start` ran in, not in OUT/cache."""
+    from ssdtwin.sweep.runner import Executor, run_sweep
+
+    seen: list[Path] = []
+
+    class Recording(Executor):
+        def run(self, points: Any, cache: Path, finished: Any) -> None:
+            seen.append(cache)
+
+    monkeypatch.chdir(tmp_path)
+    sweep = config.from_dict(sweep_doc({"namespace_tb": [3.2]}))
+    run_sweep(sweep, Path("out"), Recording)
+    assert seen == [tmp_path / "out" / "cache"]
+    run_sweep(sweep, Path("again"), Recording, cache=Path("images"))
+    assert seen[1] == tmp_path / "images"
+
+
+def test_a_failed_point_has_the_same_row_in_this_process_and_on_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scale too small for the drive is the point's failure; its message named the scale
+    `--scale 1/1024` when the point ran in the CLI's process (which names the option so)
+    and `scale=1024` on a Ray worker: the same point, two rows."""
+    from ssdtwin import drive
+    from ssdtwin.sweep.point import run_point
+
+    doc = sweep_doc({"scale": ["1/1024"]})
+    doc["point"]["precondition"] = "none"
+    (p,) = config.from_dict(doc).points
+    rows = []
+    for name in ("--scale", "scale"):  # the CLI's process, a worker's
+        monkeypatch.setattr(drive, "SCALE_NAME", name)
+        rows.append(run_point(p, str(tmp_path / name))["row"])
+        assert name == drive.SCALE_NAME
+    assert rows[0] == rows[1], rows
+    assert rows[0]["status"] == "failed" and rows[0]["error"].startswith("scale=1024: too small: "), rows[0]
 
 
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:

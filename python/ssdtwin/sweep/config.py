@@ -10,6 +10,7 @@ sweep leaves the existing ones (and their rows) as they were.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -62,6 +63,10 @@ AXES = (
 TOP_KEYS = ("title", "seed", "point", "grid", "cases", "plot")
 PLOT_KEYS = ("x", "y", "title")
 DEFAULT_SCALE = 64
+# The most points a sweep holds (cases x the grid's combinations), counted before they are
+# made: a grid of two 100,000-value ranges is 10^10 points, which expanding alone would
+# take hours and all the memory to find out.
+MAX_POINTS = 100_000
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VAR_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -167,6 +172,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     for i, c in enumerate(cases):
         _axes_keys(c, f"{name}: cases[{i}]")
     axes = _grid_axes(grid, name) if grid is not None else {}
+    _check_size(axes, len(cases), name)
     for i, c in enumerate(cases):
         case_vars = c.get("vars")
         clash = sorted(set(c) & set(axes) - {"vars"}) or sorted(
@@ -269,6 +275,16 @@ def _range(v: Mapping[str, Any], where: str) -> list[float]:
     return [float(f"{a + (b - a) * i / (n - 1):.10g}") for i in range(n)]
 
 
+def _check_size(axes: Mapping[str, Any], cases: int, name: str) -> None:
+    lengths = {k: len(v) for k, v in axes.items() if k != "vars"}
+    lengths.update({f"vars.{n}": len(xs) for n, xs in axes.get("vars", {}).items()})
+    total = cases * math.prod(lengths.values())
+    if total > MAX_POINTS:
+        sizes = " x ".join(f"{n} {k}" for k, n in lengths.items())
+        of = f"{cases} cases x {sizes}" if cases > 1 else sizes
+        raise SweepConfigError(f"{name}: grid: {total:,} points ({of}); a sweep holds at most {MAX_POINTS:,}")
+
+
 def expand(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the axes (a vars table counts one axis per name), the first
     axis varying slowest, each axis in the order its values were written."""
@@ -324,7 +340,7 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     preset = raw.get("preset")
     if preset is None:
         raise SweepConfigError(f"{where}: no preset (set preset in [point], [grid] or [[cases]])")
-    names = [n for n, _ in _core.presets()]
+    names = preset_names()
     if preset not in names:
         raise SweepConfigError(f"{where}: preset '{preset}': no such preset (ssdtwin models lists: {', '.join(names)})")
     scale_v = raw.get("scale", DEFAULT_SCALE)
@@ -479,6 +495,17 @@ def namespace_key(params: Mapping[str, Any]) -> str:
     return "whole" if frac is None else f"{frac:.12g}"
 
 
+@functools.cache
+def capacity_bytes(preset: str) -> int:
+    """The preset's user capacity at full scale (a point's namespace is a fraction of it)."""
+    return int(_core.preset(preset)["capacity"]["tnvmcap_bytes"]["value"])
+
+
+@functools.lru_cache(maxsize=1)
+def preset_names() -> tuple[str, ...]:
+    return tuple(n for n, _ in _core.presets())
+
+
 def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
     """The fraction of the capacity the point's namespace takes; None: the factory namespace.
     Above 1 when the drive cannot hold it (refused when the point runs: a recorded failure)."""
@@ -491,7 +518,7 @@ def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
     tb = params.get("namespace_tb")
     if tb is None:
         return None
-    full = int(_core.preset(params["preset"])["capacity"]["tnvmcap_bytes"]["value"])
+    full = capacity_bytes(params["preset"])
     # The drive's marketed size (3.84 for a 3.84 TB drive) is its whole capacity.
     if round(full / 1e10) == round(tb * 100):
         return None
@@ -501,12 +528,12 @@ def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
 def _swept(points: Sequence[Point]) -> list[str]:
     """Table columns whose value differs between points (vars as var_NAME)."""
     cols: dict[str, set[str]] = {}
+    names = {n for q in points for n in q.params["vars"]}  # once: per point it made loading quadratic
     for p in points:
         for k, v in p.params.items():
             if k == "vars":
                 continue
             cols.setdefault(k, set()).add(canonical(v))
-        names = {n for q in points for n in q.params["vars"]}
         for n in names:
             cols.setdefault(f"var_{n}", set()).add(canonical(p.params["vars"].get(n)))
     return [k for k, vs in cols.items() if len(vs) > 1]

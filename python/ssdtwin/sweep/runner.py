@@ -219,6 +219,21 @@ def _out_lock(out: Path) -> Iterator[None]:
         yield
 
 
+def _check_layout(out: Path, cache: Optional[Path]) -> None:
+    """What a sweep writes in OUT (and the image cache) must be free for it, or of the right
+    kind, before any point runs: a file named ``cache`` once failed every point (exit 0), one
+    named ``points`` or ``plots`` stopped the sweep after every point had run."""
+    option, root = ("--cache", cache) if cache else ("--out", out / "cache")
+    folders = [("--out", out, out / "points", "finished points"), ("--out", out, out / "plots", "figures")]
+    folders += [(option, cache or out, root, "images"), (option, cache or out, root / "images", "images")]
+    for opt, given, path, what in folders:
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise SweepError(f"{opt} {given}: {path} is not a folder (the sweep keeps its {what} there)")
+    table = out / "results.parquet"
+    if table.is_dir():
+        raise SweepError(f"--out {out}: {table} is a folder (the sweep writes its table there)")
+
+
 def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
     """Rows of points finished by an earlier run (failed ones are run again)."""
     ids = {p.point_id for p in points}
@@ -259,6 +274,7 @@ def run_sweep(
     closed at the end (a :class:`Shared` one stays open for the next sweep)."""
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
+        _check_layout(out, cache)
         has_points = (out / "points").is_dir() and any((out / "points").iterdir())
         if has_points and not resume:
             raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
@@ -282,9 +298,12 @@ def run_sweep(
             if on_point:
                 on_point(p, res)
 
+        # Absolute: a Ray worker resolves a relative path from its own working directory
+        # (on a cluster, where `ray start` ran), not from this process's.
+        images = (cache or out / "cache").absolute()
         try:
             if ex is not None:
-                ex.run(todo, cache or out / "cache", finished)
+                ex.run(todo, images, finished)
         finally:
             result.wall_s = time.perf_counter() - t0
             if ex is not None:
