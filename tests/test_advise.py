@@ -129,8 +129,11 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A binary job file was a UnicodeDecodeError traceback; a directory or a FIFO is named as fio names it.
         (["--drives", CM6, "JOB=bin.fio"], "bin.fio: not a text file (byte 0x87 at offset 2 is not UTF-8)"),
         (["--drives", CM6, "JOB=."], ": not a regular file (a directory)"),
+        # A candidate given twice was "point 1 ...: the same point as point 0 (the sweep lists it twice)", naming the job file.
+        (["--drives", f"{CM6},{CM6V},{CM6}"], f"--drives: {CM6} given twice"),
+        (["--drives", CM6, "--extra-op", "0,0.2,0.0"], "--extra-op '0,0.2,0.0': 0 given twice"),
     ],
-    ids=["drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job"],
+    ids=["drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
     (tmp_path / "j.fio").write_text(JOB)
@@ -210,7 +213,24 @@ def test_advise_without_a_steady_waf_does_not_judge_the_lifetime(tmp_path: Path)
     assert r.returncode == 1, r.stderr
     assert "lifetime not judged: WAF: not measured (window wrote " in r.stdout and "GC cycles" in r.stdout, r.stdout
     assert "no candidate meets the targets" in r.stdout
+    # No lifetime either in the table (it said "inf" years, as for a job that writes nothing).
+    assert years_column(r.stdout, CM6) == "-", r.stdout
     js = run_cli(*args, "-o", "json", "--out", tmp_path / "j", check=False, timeout=600).json()
     (c,) = js["candidates"]
     assert c["waf"] is None and c["waf_basis"] is None and c["years"] is None and not c["meets"], c
     assert len(c["rounds"]) == 1, c  # one load round: no retry for an unmeasured WAF
+    # Without a lifetime target it meets the others, and the reasoning says the lifetime was
+    # not judged (it said "x WAF - ... = inf years").
+    lifeless = [a for i, a in enumerate(args) if a != "--lifetime-years" and (i == 0 or args[i - 1] != "--lifetime-years")]
+    text = run_cli(*lifeless, "-q", timeout=600).stdout
+    assert years_column(text, CM6) == "-" and " inf " not in text, text
+    assert "DWPD of the namespace; lifetime not judged (no WAF measured that is the drive's)" in text, text
+    assert "lifetime WAF -, - years -> meets the targets" in text, text
+
+
+def years_column(report: str, drive: str) -> str:
+    """The `years` figure of the report's table row of ``drive`` (the first)."""
+    header = next(line for line in report.splitlines() if line.startswith("candidate "))
+    row = next(line for line in report.splitlines() if line.startswith(f"{drive} @ "))
+    end = header.index("years") + len("years")
+    return row[end - 6 : end].strip()

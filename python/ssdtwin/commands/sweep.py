@@ -226,6 +226,9 @@ def advise_cmd(
             fail(f"--drives: no preset '{n}' (ssdtwin models lists: {', '.join(known)})")
     if not names:
         fail("--drives: give at least one preset")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        fail(f"--drives: {twice[0]} given twice (each candidate drive once)")
     if p99_us is not None and not (p99_us > 0 and math.isfinite(p99_us)):
         fail(f"--p99-us {p99_us}: above 0")
     if lifetime_years is not None and not (0 < lifetime_years <= 100):
@@ -246,6 +249,8 @@ def advise_cmd(
             fail(f"--extra-op '{extra_op}': '{x.strip()}' is not a number (e.g. 0,0.2,0.5)")
         if not (0 <= ops[-1] <= 10):
             fail(f"--extra-op {ops[-1]}: from 0 to 10 (namespace = capacity / (1 + x))")
+        if ops.count(ops[-1]) > 1:
+            fail(f"--extra-op '{extra_op}': {ops[-1]:g} given twice (each OP level once)")
     costs = _costs(cost_per_tb, names)
     try:
         scale_n = parse_scale(scale)

@@ -292,7 +292,9 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     c.waf_used = _largest([c.waf_ff, c.waf_first, at_load])
     c.waf = c.waf_used["waf"] if c.waf_used else None
     host_rate = t.iops / n * c.write_bytes_per_io
-    c.years = years(c.drive, host_rate, c.waf)
+    # A job that writes, on a drive whose WAF was not measured, has no lifetime (None), not
+    # an endless one: the years are judged only from a WAF that is the drive's.
+    c.years = None if host_rate > 0 and c.waf is None else years(c.drive, host_rate, c.waf)
     c.dwpd = host_rate * 86400 / c.namespace_bytes
     if c.waf and t.lifetime_years:
         c.endurance_dwpd = c.drive.raw_bytes * c.drive.pe_cycles / (c.waf * c.namespace_bytes * 365.25 * t.lifetime_years)
@@ -307,11 +309,11 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     life_n = drives_for_life(c.drive, t.iops * c.write_bytes_per_io, c.waf, t.lifetime_years)
     if t.lifetime_years and c.write_bytes_per_io and c.waf is None:
         misses.append(f"lifetime not judged: {wafm.text(at_load)}")
-    elif t.lifetime_years and c.years < t.lifetime_years:
+    elif t.lifetime_years and c.years is not None and c.years < t.lifetime_years:
         misses.append(f"lasts {c.years:.2f} years < {t.lifetime_years:g} at WAF {c.waf:.3f}")
     c.history.append(
         f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, "
-        f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {c.years:.1f} years"
+        f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {_years(c.years)} years"
         + (f" -> {'; '.join(misses)}" if misses else " -> meets the targets")
     )
     if not misses:
@@ -335,6 +337,10 @@ def _us(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:,.0f} us"
 
 
+def _years(v: Optional[float]) -> str:
+    return "-" if v is None else "inf" if math.isinf(v) else f"{v:.1f}"
+
+
 def _f(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.2f}"
 
@@ -355,7 +361,7 @@ def report(a: Advice) -> list[str]:
     ]
     for c in a.candidates:
         cost = "-" if c.cost is None else f"{c.cost:,.1f}"
-        yrs = "-" if c.years is None else ("inf" if math.isinf(c.years) else f"{c.years:.1f}")
+        yrs = _years(c.years)
         iops = "-" if c.iops_max is None else f"{c.iops_max:,.0f}"
         dwpd = "-" if c.dwpd is None else f"{c.dwpd:.2f}"
         verdict = "meets" if c.meets else (c.reason or "not measured")
@@ -402,9 +408,12 @@ def _wear_lines(a: Advice, c: Candidate) -> list[str]:
         return ["   wear: the job writes nothing"]
     t = a.targets
     rate = t.iops / (c.drives or 1) * c.write_bytes_per_io
+    written = f"   wear: {rate / 1e6:,.1f} MB/s written per drive = {c.dwpd:.2f} DWPD of the namespace"
+    if c.years is None:
+        return [f"{written}; lifetime not judged (no WAF measured that is the drive's)"]
     line = (
-        f"   wear: {rate / 1e6:,.1f} MB/s written per drive = {c.dwpd:.2f} DWPD of the namespace; x WAF {_f(c.waf)} "
-        f"against {c.drive.raw_bytes / 1e12:.2f} TB raw x {c.drive.pe_cycles:,.0f} P/E = {c.years:.1f} years"
+        f"{written}; x WAF {_f(c.waf)} "
+        f"against {c.drive.raw_bytes / 1e12:.2f} TB raw x {c.drive.pe_cycles:,.0f} P/E = {_years(c.years)} years"
     )
     if not c.endurance_dwpd:
         return [line]
