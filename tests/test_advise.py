@@ -132,14 +132,20 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A candidate given twice was "point 1 ...: the same point as point 0 (the sweep lists it twice)", naming the job file.
         (["--drives", f"{CM6},{CM6V},{CM6}"], f"--drives: {CM6} given twice"),
         (["--drives", CM6, "--extra-op", "0,0.2,0.0"], "--extra-op '0,0.2,0.0': 0 given twice"),
+        # A price for a drive not advised on was ignored (a typo in its name went unnoticed).
+        (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
+        (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
     ],
-    ids=["drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"],
+    ids=[
+        *("drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"),
+        *("price-unknown", "out-file"),
+    ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
     (tmp_path / "j.fio").write_text(JOB)
     (tmp_path / "bin.fio").write_bytes(b"[j\x87\xff]\n")
     job = next((tmp_path / a[4:] for a in args if a.startswith("JOB=")), tmp_path / "j.fio")
-    args = [a for a in args if not a.startswith("JOB=")]
+    args = [str(tmp_path / "j.fio") if a == "JOBFILE" else a for a in args if not a.startswith("JOB=")]
     base = ["advise", job, "--target-iops", "100k"]
     if "--target-iops" in args:
         base = base[:2]

@@ -177,6 +177,10 @@ def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]
         if not eq or not (v >= 0 and math.isfinite(v)):
             fail(f"--cost-per-tb '{item.strip()}': NAME=PRICE with PRICE a number >= 0 (e.g. kioxia-cm6-r-3.84t=95)")
         out[name] = v
+    others = [n for n in out if n not in drives]
+    if others:
+        # A price for a drive not advised on is a typo of one that is (or a forgotten --drives).
+        fail(f"--cost-per-tb: {others[0]} is not one of --drives ({', '.join(drives)})")
     missing = [d for d in drives if d not in out]
     if missing:
         fail(f"--cost-per-tb: no price for {', '.join(missing)} (give one for every drive of --drives)")
@@ -286,6 +290,8 @@ def advise_cmd(
     make = _executor(address, in_process, num_cpus)
     keep = out is not None
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-advise-"))
+    if keep and folder.exists() and not folder.is_dir():
+        fail(f"--out {folder}: not a directory (advise keeps its sweeps there: give a new folder)")
     if keep and folder.exists() and any(folder.iterdir()):
         fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
     prog = _Progress(quiet, "ssdtwin advise")
