@@ -302,6 +302,32 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 60
 
 
+def test_a_cluster_that_wants_a_token_is_one_line_saying_so(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """`ray start` (Ray 2.5x on) asks drivers for a token: without RAY_AUTH_MODE=token the
+    sweep printed Ray's core warning once a second for 20 s, then "Failed to connect to Ray
+    cluster", which does not say why. A stand-in for Ray that refuses as Ray does (the
+    warning on file descriptor 2, then ConnectionError) keeps the test to a second."""
+    import types
+
+    from ssdtwin.sweep.runner import RayExecutor, SweepError
+
+    def init(**kwargs: Any) -> None:
+        warning = "[W gcs_client.cc:210] Failed to get cluster ID from GCS server: Unauthenticated: RPC error: InvalidAuthToken\n"
+        os.write(2, warning.encode())
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6391")
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=init))
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        with pytest.raises(SweepError) as e:
+            RayExecutor(address=address)
+    assert str(e.value).startswith(f"--address {address}: the cluster wants Ray's token authentication (Failed to connect"), e.value
+    assert "RAY_AUTH_MODE=token" in str(e.value)
+    assert "gcs_client" not in capfd.readouterr().err  # kept aside, not printed
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"  # file descriptor 2 is the terminal's again
+
+
 # --------------------------------------------------------------------------- end to end
 
 

@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -126,12 +127,22 @@ class RayExecutor(Executor):
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = num_cpus
+        said = ""
         try:
             # "local": always a new Ray for this sweep, never one that `ray start` left
             # running on the machine (ray.init's default when RAY_ADDRESS is unset).
-            ray.init(address=address or "local", **kwargs)
+            with _stderr_kept(address is not None) as kept:
+                try:
+                    ray.init(address=address or "local", **kwargs)
+                finally:
+                    said = kept()
         except Exception as e:  # Ray raises several types (ConnectionError, RuntimeError ...)
             msg = " ".join(str(e).split())[:300]
+            if address is not None and ("InvalidAuthToken" in said or "Unauthenticated" in said):
+                raise SweepError(
+                    f"--address {address}: the cluster wants Ray's token authentication ({msg}): run with RAY_AUTH_MODE=token "
+                    "and its token (RAY_AUTH_TOKEN or ~/.ray/auth_token) in the environment (docs/sweep.md, Ray)"
+                ) from None
             raise SweepError(f"Ray: {'--address ' + address + ': ' if address else ''}{msg}") from None
         self.ray = ray
         cpus = int(ray.cluster_resources().get("CPU", 0))
@@ -178,6 +189,33 @@ class RayExecutor(Executor):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.ray.shutdown()
+
+
+@contextlib.contextmanager
+def _stderr_kept(keep: bool) -> Iterator[Callable[[], str]]:
+    """While connecting to a cluster, what Ray's core writes to file descriptor 2 (a warning
+    a second for 20 s when the cluster refuses the connection, say for want of its token) is
+    kept aside instead of printed: the sweep's error is one line, and says why from it."""
+    if not keep:
+        yield lambda: ""
+        return
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+
+            def text() -> str:
+                f.seek(0)
+                return f.read().decode(errors="replace")
+
+            yield text
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 class Shared(Executor):
