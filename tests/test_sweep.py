@@ -303,7 +303,7 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_cluster_that_wants_a_token_is_one_line_saying_so(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
-    """`ray start` (Ray 2.5x on) asks drivers for a token: without RAY_AUTH_MODE=token the
+    """`ray start` (Ray 2.60) asks drivers for a token: without RAY_AUTH_MODE=token the
     sweep printed Ray's core warning once a second for 20 s, then "Failed to connect to Ray
     cluster", which does not say why. A stand-in for Ray that refuses as Ray does (the
     warning on file descriptor 2, then ConnectionError) keeps the test to a second."""
