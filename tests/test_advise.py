@@ -240,3 +240,19 @@ def years_column(report: str, drive: str) -> str:
     row = next(line for line in report.splitlines() if line.startswith(f"{drive} @ "))
     end = header.index("years") + len("years")
     return row[end - 6 : end].strip()
+
+
+def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path) -> None:
+    # A scale too small for the drive fails the candidate's run (a recorded failure): its
+    # row was labelled "@ 0.00 TB" and its namespace_bytes was 0.
+    (tmp_path / "j.fio").write_text(JOB)
+    args = [
+        *("advise", tmp_path / "j.fio", "--target-iops", "100k", "--drives", CM6V, "--extra-op", "0.2"),
+        *("--scale", "1/100000", "--in-process", "-q"),
+    ]
+    r = run_cli(*args, check=False)
+    assert r.returncode == 1, r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith(f"{CM6V} @ "))
+    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and "the run failed: scale=100000: too small: " in row, row
+    (c,) = run_cli(*args, "-o", "json", check=False).json()["candidates"]
+    assert c["namespace_bytes"] == round(Drive.of(CM6V).capacity_bytes / 1.2) and c["iops_max"] is None, c

@@ -175,7 +175,9 @@ def advise(
     sweeps' folders go under ``out`` (round-1, load-2 ...), the images to ``cache`` (default
     OUT/cache; another advise of the same drives and seed reuses them)."""
     infos = {n: Drive.of(n) for n in drives}
-    cands = [Candidate(infos[n], x) for n in drives for x in extra_ops]
+    # The namespace each candidate asks for (round 1 gives the one the drive made, on the
+    # 64 KiB grid): a candidate whose run failed is still labelled with its size.
+    cands = [Candidate(infos[n], x, namespace_bytes=round(infos[n].capacity_bytes / (1 + x))) for n in drives for x in extra_ops]
     shared = Shared(executor)
     base = {
         "seed": seed,
