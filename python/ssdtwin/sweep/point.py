@@ -204,17 +204,29 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
             s["ramp_time_ns"] = parse_time_us(p["ramp_time"], default_unit="s") * 1000
     rate = p.get("rate_iops")
     if rate:
-        share = rate / len(specs)
-        for s in specs:
+        # Whole I/Os per second that add up to the cap: the remainder of an uneven split
+        # goes one each to the first clones (1001 over 8 clones capped at 1000 in all, and 3
+        # at 8: every clone got at least 1). fio's rate_iops=0 is no cap, so a clone's
+        # direction that does I/O needs at least 1 of its own.
+        base, extra = divmod(rate, len(specs))
+        for i, s in enumerate(specs):
+            share = base + (i < extra)
             dirs = set(s["directions"])
             read_pct = s["rwmixread"] if {"read", "write"} <= dirs else 100 if "read" in dirs else 0
-            r = share * read_pct / 100
+            both = 0 < read_pct < 100
+            if share < 1 + both:
+                need = sum(1 + (0 < (x["rwmixread"] if {"read", "write"} <= set(x["directions"]) else 0) < 100) for x in specs)
+                raise ValueError(
+                    f"rate_iops {rate}: below {need}, one I/O per second for each direction of each of the job's {len(specs)} clones "
+                    "(fio's rate_iops=0 is no cap)"
+                )
+            r = min(max(round(share * read_pct / 100), 1), share - 1) if both else share if read_pct else 0
             w = share - r
             s["rate_bytes_per_s"] = {"read": 0, "write": 0, "trim": 0}
             s["rate_iops"] = {
-                "read": max(1, round(r)) if r > 0 else 0,
-                "write": max(1, round(w)) if w > 0 and "write" in dirs else 0,
-                "trim": max(1, round(share)) if "trim" in dirs else 0,
+                "read": r,
+                "write": w if "write" in dirs else 0,
+                "trim": share if "trim" in dirs else 0,
             }
 
 
