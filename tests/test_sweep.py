@@ -322,6 +322,28 @@ def test_a_failed_point_has_the_same_row_in_this_process_and_on_a_worker(tmp_pat
     assert rows[0]["status"] == "failed" and rows[0]["error"].startswith("scale=1024: too small: "), rows[0]
 
 
+@pytest.mark.parametrize("kind", ["sweep", "job"])
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory"])
+def test_a_sweep_or_job_file_that_is_not_a_regular_file_is_one_line(tmp_path: Path, kind: str, special: str) -> None:
+    """A FIFO blocked the sweep before it began (and /dev/zero would have been read until
+    memory ran out): only a regular file is read, as `ssdtwin fio` and `advise` read theirs."""
+    path = Path(special) if special.startswith("/") else tmp_path / special
+    if special == "fifo":
+        os.mkfifo(path)
+    elif special == "directory":
+        path.mkdir()
+    f = tmp_path / "sweep.toml"
+    if kind == "sweep":
+        f = path
+    else:
+        f.write_text(TINY.replace('"cm6-rand-read"', f'"{path}"'))
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--in-process", check=False, process=True, timeout=60)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    what = {"fifo": "a FIFO", "/dev/zero": "a character device", "directory": "a directory"}[special]
+    line = r.stderr_lines[0]
+    assert line.startswith("ssdtwin sweep: error: ") and line.endswith(f"{path}: not a regular file ({what})"), line
+
+
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
     f.write_text(TINY)

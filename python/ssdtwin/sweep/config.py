@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -132,12 +133,24 @@ def load(path: Union[str, Path]) -> Sweep:
     """Read and expand a sweep.toml; job files are relative to its folder."""
     p = Path(path)
     try:
+        _regular(p)
         text = p.read_text()
     except OSError as e:
         raise SweepConfigError(f"{p}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise SweepConfigError(f"{p}: not a text file") from None
     return loads(text, name=str(p), base=p.parent)
+
+
+def _regular(path: Path) -> None:
+    """Only a regular file is read: a FIFO blocked the sweep before it began, and a device
+    such as /dev/zero would be read until memory ran out (as `ssdtwin fio` checks its job
+    files). An OSError whose strerror says what the file is."""
+    from ..fio.parser import file_kind
+
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise OSError(0, f"not a regular file ({file_kind(mode)})")
 
 
 def loads(text: str, name: str = "<sweep>", base: Optional[Path] = None) -> Sweep:
@@ -433,10 +446,12 @@ def _job(job: str, base: Path, where: str, cache: dict[str, tuple[str, str]]) ->
         text = builtin.read_text()
     else:
         try:
+            _regular(path)
             text = path.read_text()
         except OSError as e:
             builtins = ", ".join(sorted(p.name[:-4] for p in JOBS.iterdir() if p.name.endswith(".fio")))
-            raise SweepConfigError(f"{where}: job {job}: {e.strerror or e} (nor a built-in job: {builtins})") from None
+            nor = f" (nor a built-in job: {builtins})" if isinstance(e, FileNotFoundError) else ""
+            raise SweepConfigError(f"{where}: job {job}: {e.strerror or e}{nor}") from None
         except UnicodeDecodeError:
             raise SweepConfigError(f"{where}: job {job}: not a text file") from None
     cache[job] = (job, text)
