@@ -344,6 +344,16 @@ def test_a_sweep_or_job_file_that_is_not_a_regular_file_is_one_line(tmp_path: Pa
     assert line.startswith("ssdtwin sweep: error: ") and line.endswith(f"{path}: not a regular file ({what})"), line
 
 
+def test_a_sweep_without_pyarrow_is_one_line_before_any_point_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow comes with ssdtwin[sweep], not with ssdtwin: without it every point ran, then
+    # writing the table was a ModuleNotFoundError traceback.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    line = bad(tmp_path, TINY)
+    assert line == "ssdtwin sweep: error: pyarrow is not installed (the table is Parquet): pip install 'ssdtwin[sweep]'"
+    assert not (tmp_path / "out" / "cache").exists()
+
+
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
     f.write_text(TINY)

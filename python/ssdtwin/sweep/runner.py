@@ -310,6 +310,10 @@ def run_sweep(
     before it is raised again; ``resume`` continues from the points kept in ``out``. The
     images go to ``cache`` (default OUT/cache). ``executor`` makes the executor, which is
     closed at the end (a :class:`Shared` one stays open for the next sweep)."""
+    try:
+        import pyarrow.parquet  # noqa: F401  (the table: checked before any point runs, not after the last)
+    except ImportError:
+        raise SweepError("pyarrow is not installed (the table is Parquet): pip install 'ssdtwin[sweep]'") from None
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
         _check_layout(out, cache)
