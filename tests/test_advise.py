@@ -256,3 +256,18 @@ def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: P
     assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and "the run failed: scale=100000: too small: " in row, row
     (c,) = run_cli(*args, "-o", "json", check=False).json()["candidates"]
     assert c["namespace_bytes"] == round(Drive.of(CM6V).capacity_bytes / 1.2) and c["iops_max"] is None, c
+
+
+def test_a_small_target_over_many_drives_is_capped_at_one_io_per_clone(tmp_path: Path) -> None:
+    # 1,000 IOPS over the 10 drives 30 TB needs is 100 per drive; JOB has 2 clones of mixed
+    # reads and writes, so a drive's cap can be no lower than 4 (fio's rate_iops=0 is no
+    # cap). 10 IOPS in all would be 1 per drive: the cap is that floor, not a failed run
+    # (whether a drive keeps up with 1 I/O per second per clone in 5 s is another matter).
+    (tmp_path / "j.fio").write_text(JOB)
+    args = [
+        *("advise", tmp_path / "j.fio", "--target-iops", "10", "--capacity", "30TB", "--drives", CM6V, "--extra-op", "0"),
+        *("--scale", "1/454", "--runtime", "5s", "--ramp", "50ms", "--in-process", "--rounds", "1", "-o", "json"),
+    ]
+    (c,) = run_cli(*args, check=False, timeout=600).json()["candidates"]
+    assert c["drives"] == 10 and c["cap_iops_per_drive"] == 4, c
+    assert c["iops_at_load"] > 0 and "failed" not in (c["reason"] or ""), c

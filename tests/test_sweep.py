@@ -232,6 +232,8 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
             TINY.replace('scale = "1/454"', 'scale = "1/454"\nruntime = "150d"\nramp_time = "60d"'),
             "ramp_time 60d, runtime 150d: ramp_time + runtime at most 200 days",
         ),
+        # 8 clones cannot share a cap of 3 (each ran at least 1 I/O per second: 8 in all).
+        (TINY.replace('scale = "1/454"', 'scale = "1/454"\nrate_iops = 3'), "rate_iops 3: below 8, one I/O per second for each direction"),
     ],
     ids=[
         "unknown-top",
@@ -247,6 +249,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "plot-y",
         "toml",
         "run-length",
+        "rate-below-clones",
     ],
 )
 def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, expected: str) -> None:

@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional
 from .. import _core
 from .. import waf as wafm
 from ..waf import WafSpan
-from .config import Sweep, from_dict
+from .config import Sweep, from_dict, min_rate_iops_of
 from .runner import Executor, Shared, run_sweep
 
 YEAR_S = 365.25 * 86400
@@ -189,6 +189,7 @@ def advise(
         res = run_sweep(sw, out / name, lambda: shared, cache=cache or out / "cache", on_start=on_start, on_point=on_point)
         return {(p.params["preset"], p.params["extra_op"]): r for p, r in zip(sw.points, res.rows)}
 
+    least = min_rate_iops_of(job.read_text(), {}, job.name, job.parent)
     log(f"round 1: {len(cands)} candidates, the job unthrottled (the most IOPS one drive gives)")
     first = sweep("round-1", [{"preset": c.drive.name, "extra_op": c.extra_op} for c in cands])
     for c in cands:
@@ -215,7 +216,9 @@ def advise(
             break
         log(f"round {k}: {len(open_)} candidate{'s' * (len(open_) != 1)} at the load each drive would carry (target / drives)")
         for c in open_:
-            c.cap_iops = math.ceil(targets.iops / (c.drives or 1))
+            # fio cannot cap a clone's direction below 1 I/O per second (0 is no cap): a
+            # drive's share of a small target is then that floor, a load above its share.
+            c.cap_iops = max(math.ceil(targets.iops / (c.drives or 1)), least or 1)
         res = sweep(f"load-{k}", [{"preset": c.drive.name, "extra_op": c.extra_op, "rate_iops": c.cap_iops} for c in open_])
         done_rounds = k
         still = []

@@ -197,7 +197,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     points: list[Point] = []
     seen: dict[str, int] = {}
     jobs: dict[str, tuple[str, str]] = {}
-    parsed: set[str] = set()
+    parsed: dict[str, Optional[int]] = {}
     for case in cases:
         for combo in combos:
             try:
@@ -208,7 +208,10 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
             params = _normalize(raw, where)
             job_name, job_text = _job(params["job"], base, where, jobs)
             _check_vars(job_text, params["vars"], job_name, where)
-            _check_job(job_text, params["vars"], job_name, where, parsed, base)
+            least = _check_job(job_text, params["vars"], job_name, where, parsed, base)
+            rate = params["rate_iops"]
+            if rate is not None and least is not None and rate < least:
+                raise SweepConfigError(f"{where}: rate_iops {rate}: {rate_too_low(least)}")
             p = _point(params, seed, job_name, job_text)
             if p.point_id in seen:
                 raise SweepConfigError(f"{where}: the same point as point {seen[p.point_id]} (the sweep lists it twice)")
@@ -468,21 +471,38 @@ def _check_vars(text: str, vars: Mapping[str, str], job: str, where: str) -> Non
                 raise SweepConfigError(f"{where}: job {job} uses ${{{n}}}, which the point's vars do not set")
 
 
-def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: set[str], base: Path) -> None:
+def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: dict[str, Optional[int]], base: Path) -> Optional[int]:
     """Parse each job (with each set of vars) once, before any point runs: a job file fio
-    would refuse is the sweep's error, not a failure recorded for every point."""
+    would refuse is the sweep's error, not a failure recorded for every point. Returns the
+    smallest rate_iops the job can be capped at (None when its clones are not known before
+    a drive is: point.py refuses such a cap when the point runs)."""
     from ..fio import FioJobError, parse_string
 
     key = canonical([text, vars])
     if key in done:
-        return
-    done.add(key)
+        return done[key]
     try:
-        parse_string(text, name=job, env=vars, cwd=base)
+        run = parse_string(text, name=job, env=vars, cwd=base)
     except FioJobError as e:
         raise SweepConfigError(f"{where}: {e.lines()[0]}") from None
     except ValueError as e:
         raise SweepConfigError(f"{where}: job {job}: {e}") from None
+    from .point import min_rate_iops
+
+    try:  # any namespace large enough for the job: the directions and mixes do not depend on it
+        done[key] = min_rate_iops(run.to_engine(1 << 50, 4096))
+    except (FioJobError, ValueError):
+        done[key] = None
+    return done[key]
+
+
+def rate_too_low(least: int) -> str:
+    return f"below {least}, one I/O per second for each direction of each of the job's clones (fio's rate_iops=0 is no cap)"
+
+
+def min_rate_iops_of(job_text: str, vars: Mapping[str, str], job: str, base: Path) -> Optional[int]:
+    """The smallest rate_iops a job file can be capped at (`ssdtwin advise` sizes its caps)."""
+    return _check_job(job_text, vars, job, job, {}, base)
 
 
 def _point(params: dict[str, Any], seed: int, job_name: str, job_text: str) -> Point:

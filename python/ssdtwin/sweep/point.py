@@ -32,7 +32,7 @@ from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
 from ..studies.experiments import cm6_drive
 from .columns import OUTPUT_COLUMNS
-from .config import Point, capacity_bytes, namespace_fraction
+from .config import Point, capacity_bytes, namespace_fraction, rate_too_low
 
 PERCENTILES = (50.0, 99.0, 99.9)
 
@@ -208,18 +208,15 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
         # goes one each to the first clones (1001 over 8 clones capped at 1000 in all, and 3
         # at 8: every clone got at least 1). fio's rate_iops=0 is no cap, so a clone's
         # direction that does I/O needs at least 1 of its own.
+        least = min_rate_iops(specs)
+        if rate < least:
+            raise ValueError(f"rate_iops {rate}: {rate_too_low(least)}")
         base, extra = divmod(rate, len(specs))
         for i, s in enumerate(specs):
             share = base + (i < extra)
             dirs = set(s["directions"])
             read_pct = s["rwmixread"] if {"read", "write"} <= dirs else 100 if "read" in dirs else 0
             both = 0 < read_pct < 100
-            if share < 1 + both:
-                need = sum(1 + (0 < (x["rwmixread"] if {"read", "write"} <= set(x["directions"]) else 0) < 100) for x in specs)
-                raise ValueError(
-                    f"rate_iops {rate}: below {need}, one I/O per second for each direction of each of the job's {len(specs)} clones "
-                    "(fio's rate_iops=0 is no cap)"
-                )
             r = min(max(round(share * read_pct / 100), 1), share - 1) if both else share if read_pct else 0
             w = share - r
             s["rate_bytes_per_s"] = {"read": 0, "write": 0, "trim": 0}
@@ -228,6 +225,17 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
                 "write": w if "write" in dirs else 0,
                 "trim": share if "trim" in dirs else 0,
             }
+
+
+def _mixed(s: JobSpec) -> bool:
+    """The clone both reads and writes (a cap of its own for each direction)."""
+    return {"read", "write"} <= set(s["directions"]) and 0 < s["rwmixread"] < 100
+
+
+def min_rate_iops(specs: Sequence[JobSpec]) -> int:
+    """The smallest total rate_iops the clones can share: one I/O per second for each
+    direction of each clone (fio's rate_iops=0 is no cap)."""
+    return sum(1 + _mixed(s) for s in specs)
 
 
 def steady_columns(meta: Mapping[str, Any], specs: Sequence[JobSpec]) -> dict[str, Any]:
