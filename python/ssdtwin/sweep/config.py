@@ -25,6 +25,7 @@ from typing import Any, Optional, Union
 
 from .. import _core
 from ..drive import parse_scale
+from ..fio.contract import JobSpec
 from .columns import OUTPUT_COLUMNS
 
 __all__ = [
@@ -487,13 +488,22 @@ def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: d
         raise SweepConfigError(f"{where}: {e.lines()[0]}") from None
     except ValueError as e:
         raise SweepConfigError(f"{where}: job {job}: {e}") from None
-    from .point import min_rate_iops
-
     try:  # any namespace large enough for the job: the directions and mixes do not depend on it
         done[key] = min_rate_iops(run.to_engine(1 << 50, 4096))
     except (FioJobError, ValueError):
         done[key] = None
     return done[key]
+
+
+def _mixed(s: JobSpec) -> bool:
+    """The clone both reads and writes (a cap of its own for each direction)."""
+    return {"read", "write"} <= set(s["directions"]) and 0 < s["rwmixread"] < 100
+
+
+def min_rate_iops(specs: Sequence[JobSpec]) -> int:
+    """The smallest total rate_iops the clones can share: one I/O per second for each
+    direction of each clone (fio's rate_iops=0 is no cap)."""
+    return sum(1 + _mixed(s) for s in specs)
 
 
 def rate_too_low(least: int) -> str:

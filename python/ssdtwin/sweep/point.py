@@ -32,7 +32,7 @@ from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
 from ..studies.experiments import cm6_drive
 from .columns import OUTPUT_COLUMNS
-from .config import Point, capacity_bytes, namespace_fraction, rate_too_low
+from .config import Point, capacity_bytes, min_rate_iops, namespace_fraction, rate_too_low
 
 PERCENTILES = (50.0, 99.0, 99.9)
 
@@ -225,17 +225,6 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
                 "write": w if "write" in dirs else 0,
                 "trim": share if "trim" in dirs else 0,
             }
-
-
-def _mixed(s: JobSpec) -> bool:
-    """The clone both reads and writes (a cap of its own for each direction)."""
-    return {"read", "write"} <= set(s["directions"]) and 0 < s["rwmixread"] < 100
-
-
-def min_rate_iops(specs: Sequence[JobSpec]) -> int:
-    """The smallest total rate_iops the clones can share: one I/O per second for each
-    direction of each clone (fio's rate_iops=0 is no cap)."""
-    return sum(1 + _mixed(s) for s in specs)
 
 
 def steady_columns(meta: Mapping[str, Any], specs: Sequence[JobSpec]) -> dict[str, Any]:
