@@ -103,6 +103,16 @@ def test_a_point_is_its_parameters_not_its_position(sizes: list[float], runtimes
     assert len({k for _, k in keys}) == len({s for s, _ in keys})
 
 
+def test_only_the_marketed_size_is_the_whole_drive() -> None:
+    """namespace_tb = 3.84 on a 3.84 TB drive (3,840,755,982,336 B) is the whole drive; a
+    size near it was taken for it too: 3.845 TB, larger than the drive, ran on all of it."""
+    full = 3840755982336
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.84}) is None
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.836}) == 3.836e12 / full
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.845}) == 3.845e12 / full > 1
+    assert config.namespace_fraction({"preset": "intel-p5316-15.36t", "namespace_tb": 15.36}) is None
+
+
 def test_the_same_drive_state_written_two_ways_shares_one_image() -> None:
     by_tb = config.from_dict(sweep_doc({"namespace_tb": [3.2]}))
     by_op = config.from_dict(sweep_doc({"namespace_fraction": [3.2e12 / 3840755982336]}))

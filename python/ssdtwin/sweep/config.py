@@ -564,8 +564,9 @@ def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
     if tb is None:
         return None
     full = capacity_bytes(params["preset"])
-    # The drive's marketed size (3.84 for a 3.84 TB drive) is its whole capacity.
-    if round(full / 1e10) == round(tb * 100):
+    # The drive's marketed size (3.84 for a 3.84 TB drive) is its whole capacity; only that
+    # size (3.836 and 3.845 TB were taken for it too: 3.845 is larger than the drive).
+    if tb == round(full / 1e10) / 100:
         return None
     return float(tb * 1e12 / full)
 
