@@ -367,6 +367,13 @@ def test_a_sweep_without_pyarrow_is_one_line_before_any_point_runs(tmp_path: Pat
     assert not (tmp_path / "out" / "cache").exists()
 
 
+def test_a_local_ray_of_more_cpus_than_cores_is_refused_before_it_starts(tmp_path: Path) -> None:
+    # A point per CPU: --num-cpus 4096 on a 2-core machine ran thousands of points at once.
+    cores = os.cpu_count() or 1
+    line = bad(tmp_path, TINY, "--ray", "--num-cpus", str(cores + 1))
+    assert line == f"ssdtwin sweep: error: --num-cpus {cores + 1}: at most this machine's {cores} cores (a local Ray runs a point per CPU)"
+
+
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
     f.write_text(TINY)

@@ -8,6 +8,7 @@ terminal) and prints the summary.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -40,6 +41,11 @@ def _executor(address: Optional[str], in_process: bool, num_cpus: Optional[int])
         fail("--in-process runs without Ray: leave out --address and --num-cpus")
     if address is not None and num_cpus is not None:
         fail("--num-cpus sizes a local Ray: a cluster given by --address has its own CPUs")
+    cores = os.cpu_count() or 1
+    if num_cpus is not None and num_cpus > cores:
+        # A point per CPU, each a process with its drive in memory: more than the cores
+        # only makes them share the cores (and the memory) at once.
+        fail(f"--num-cpus {num_cpus}: at most this machine's {cores} cores (a local Ray runs a point per CPU)")
     if in_process:
         return InProcess
     return lambda: RayExecutor(address=address, num_cpus=num_cpus)
