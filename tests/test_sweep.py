@@ -368,7 +368,8 @@ def test_a_sweep_without_pyarrow_is_one_line_before_any_point_runs(tmp_path: Pat
 
 
 def test_a_local_ray_of_more_cpus_than_cores_is_refused_before_it_starts(tmp_path: Path) -> None:
-    # A point per CPU: --num-cpus 4096 on a 2-core machine ran thousands of points at once.
+    # A point per CPU: --num-cpus 4096 on a 2-core machine started a Ray that would run up to
+    # 4096 points at once, each a process with its drive in memory.
     cores = os.cpu_count() or 1
     line = bad(tmp_path, TINY, "--ray", "--num-cpus", str(cores + 1))
     assert line == f"ssdtwin sweep: error: --num-cpus {cores + 1}: at most this machine's {cores} cores (a local Ray runs a point per CPU)"
