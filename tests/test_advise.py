@@ -129,14 +129,23 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A binary job file was a UnicodeDecodeError traceback; a directory or a FIFO is named as fio names it.
         (["--drives", CM6, "JOB=bin.fio"], "bin.fio: not a text file (byte 0x87 at offset 2 is not UTF-8)"),
         (["--drives", CM6, "JOB=."], ": not a regular file (a directory)"),
+        # A candidate given twice was "point 1 ...: the same point as point 0 (the sweep lists it twice)", naming the job file.
+        (["--drives", f"{CM6},{CM6V},{CM6}"], f"--drives: {CM6} given twice"),
+        (["--drives", CM6, "--extra-op", "0,0.2,0.0"], "--extra-op '0,0.2,0.0': 0 given twice"),
+        # A price for a drive not advised on was ignored (a typo in its name went unnoticed).
+        (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
+        (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
     ],
-    ids=["drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job"],
+    ids=[
+        *("drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"),
+        *("price-unknown", "out-file"),
+    ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
     (tmp_path / "j.fio").write_text(JOB)
     (tmp_path / "bin.fio").write_bytes(b"[j\x87\xff]\n")
     job = next((tmp_path / a[4:] for a in args if a.startswith("JOB=")), tmp_path / "j.fio")
-    args = [a for a in args if not a.startswith("JOB=")]
+    args = [str(tmp_path / "j.fio") if a == "JOBFILE" else a for a in args if not a.startswith("JOB=")]
     base = ["advise", job, "--target-iops", "100k"]
     if "--target-iops" in args:
         base = base[:2]
@@ -210,7 +219,55 @@ def test_advise_without_a_steady_waf_does_not_judge_the_lifetime(tmp_path: Path)
     assert r.returncode == 1, r.stderr
     assert "lifetime not judged: WAF: not measured (window wrote " in r.stdout and "GC cycles" in r.stdout, r.stdout
     assert "no candidate meets the targets" in r.stdout
+    # No lifetime either in the table (it said "inf" years, as for a job that writes nothing).
+    assert years_column(r.stdout, CM6) == "-", r.stdout
     js = run_cli(*args, "-o", "json", "--out", tmp_path / "j", check=False, timeout=600).json()
     (c,) = js["candidates"]
     assert c["waf"] is None and c["waf_basis"] is None and c["years"] is None and not c["meets"], c
     assert len(c["rounds"]) == 1, c  # one load round: no retry for an unmeasured WAF
+    # Without a lifetime target it meets the others, and the reasoning says the lifetime was
+    # not judged (it said "x WAF - ... = inf years").
+    lifeless = [a for i, a in enumerate(args) if a != "--lifetime-years" and (i == 0 or args[i - 1] != "--lifetime-years")]
+    text = run_cli(*lifeless, "-q", timeout=600).stdout
+    assert years_column(text, CM6) == "-" and " inf " not in text, text
+    assert "DWPD of the namespace; lifetime not judged (no WAF measured that is the drive's)" in text, text
+    assert "lifetime WAF -, - years -> meets the targets" in text, text
+
+
+def years_column(report: str, drive: str) -> str:
+    """The `years` figure of the report's table row of ``drive`` (the first)."""
+    header = next(line for line in report.splitlines() if line.startswith("candidate "))
+    row = next(line for line in report.splitlines() if line.startswith(f"{drive} @ "))
+    end = header.index("years") + len("years")
+    return row[end - 6 : end].strip()
+
+
+def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path) -> None:
+    # A scale too small for the drive fails the candidate's run (a recorded failure): its
+    # row was labelled "@ 0.00 TB" and its namespace_bytes was 0.
+    (tmp_path / "j.fio").write_text(JOB)
+    args = [
+        *("advise", tmp_path / "j.fio", "--target-iops", "100k", "--drives", CM6V, "--extra-op", "0.2"),
+        *("--scale", "1/100000", "--in-process", "-q"),
+    ]
+    r = run_cli(*args, check=False)
+    assert r.returncode == 1, r.stderr
+    row = next(line for line in r.stdout.splitlines() if line.startswith(f"{CM6V} @ "))
+    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and "the run failed: scale=100000: too small: " in row, row
+    (c,) = run_cli(*args, "-o", "json", check=False).json()["candidates"]
+    assert c["namespace_bytes"] == round(Drive.of(CM6V).capacity_bytes / 1.2) and c["iops_max"] is None, c
+
+
+def test_a_small_target_over_many_drives_is_capped_at_one_io_per_clone(tmp_path: Path) -> None:
+    # 1,000 IOPS over the 10 drives 30 TB needs is 100 per drive; JOB has 2 clones of mixed
+    # reads and writes, so a drive's cap can be no lower than 4 (fio's rate_iops=0 is no
+    # cap). 10 IOPS in all would be 1 per drive: the cap is that floor, not a failed run
+    # (whether a drive keeps up with 1 I/O per second per clone in 5 s is another matter).
+    (tmp_path / "j.fio").write_text(JOB)
+    args = [
+        *("advise", tmp_path / "j.fio", "--target-iops", "10", "--capacity", "30TB", "--drives", CM6V, "--extra-op", "0"),
+        *("--scale", "1/454", "--runtime", "5s", "--ramp", "50ms", "--in-process", "--rounds", "1", "-o", "json"),
+    ]
+    (c,) = run_cli(*args, check=False, timeout=600).json()["candidates"]
+    assert c["drives"] == 10 and c["cap_iops_per_drive"] == 4, c
+    assert c["iops_at_load"] > 0 and "failed" not in (c["reason"] or ""), c

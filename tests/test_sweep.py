@@ -103,6 +103,16 @@ def test_a_point_is_its_parameters_not_its_position(sizes: list[float], runtimes
     assert len({k for _, k in keys}) == len({s for s, _ in keys})
 
 
+def test_only_the_marketed_size_is_the_whole_drive() -> None:
+    """namespace_tb = 3.84 on a 3.84 TB drive (3,840,755,982,336 B) is the whole drive; a
+    size near it was taken for it too: 3.845 TB, larger than the drive, ran on all of it."""
+    full = 3840755982336
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.84}) is None
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.836}) == 3.836e12 / full
+    assert config.namespace_fraction({"preset": CM6, "namespace_tb": 3.845}) == 3.845e12 / full > 1
+    assert config.namespace_fraction({"preset": "intel-p5316-15.36t", "namespace_tb": 15.36}) is None
+
+
 def test_the_same_drive_state_written_two_ways_shares_one_image() -> None:
     by_tb = config.from_dict(sweep_doc({"namespace_tb": [3.2]}))
     by_op = config.from_dict(sweep_doc({"namespace_fraction": [3.2e12 / 3840755982336]}))
@@ -139,6 +149,66 @@ def test_any_sweep_file_is_a_sweep_or_one_config_error(doc: dict[str, Any]) -> N
         assert sweep.points
 
 
+def test_loading_a_sweep_takes_time_in_proportion_to_its_points() -> None:
+    """10,000 points took a minute to load (a set over every point rebuilt for each point):
+    eight times the points must cost about eight times the CPU, not sixty-four."""
+
+    def cpu_s(n: int) -> float:
+        doc = sweep_doc({"namespace_tb": {"from": 1.0, "to": 3.84, "count": n}})
+        t0 = time.process_time()
+        assert len(config.from_dict(doc).points) == n
+        return time.process_time() - t0
+
+    cpu_s(50)  # imports and caches
+    small, large = min(cpu_s(500) for _ in range(2)), cpu_s(4000)
+    assert large < 20 * small, (small, large)
+
+
+def test_a_grid_past_the_points_limit_is_one_line_before_any_point_is_made(tmp_path: Path) -> None:
+    # Two 100,000-value ranges are 10^10 points: expanding them alone ran for hours.
+    f = tmp_path / "sweep.toml"
+    huge = TINY.replace("[3.84, 3.2, 5.0]", "{ from = 1.0, to = 3.84, count = 100000 }")
+    f.write_text(huge.replace("[grid]", '[grid]\nruntime = ["1s", "2s"]'))
+    t0 = time.monotonic()
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--in-process", check=False, process=True, timeout=60)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert r.stderr_lines[0] == (
+        f"ssdtwin sweep: error: {f}: grid: 400,000 points (2 runtime x 100000 namespace_tb x 2 job); a sweep holds at most 100,000"
+    )
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "out").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 16),  # clones
+    st.sampled_from([["read"], ["write"], ["read", "write"]]),
+    st.integers(0, 100),  # rwmixread
+    st.integers(1, 10**7),  # rate_iops
+)
+def test_rate_iops_is_split_into_caps_that_add_up_to_it(clones: int, dirs: list[str], mix: int, rate: int) -> None:
+    """The clones' caps added up to more than rate_iops (3 over 8 clones ran 8 IOPS: each
+    got at least 1) or less (1001 over 8: 1000). fio's rate_iops=0 is no cap: a rate too
+    small to give each direction of each clone 1 is the point's failure, said so."""
+    from ssdtwin.sweep.point import adjust_specs
+
+    specs: Any = [{"directions": dirs, "rwmixread": mix} for _ in range(clones)]
+    mixed = dirs == ["read", "write"] and 0 < mix < 100
+    if rate < clones * (1 + mixed):
+        with pytest.raises(ValueError, match=f"rate_iops {rate}: below {clones * (1 + mixed)}, one I/O per second"):
+            adjust_specs(specs, {"rate_iops": rate})
+        return
+    adjust_specs(specs, {"rate_iops": rate})
+    caps = [s["rate_iops"] for s in specs]
+    assert sum(c["read"] + c["write"] for c in caps) == rate
+    assert max(c["read"] + c["write"] for c in caps) - min(c["read"] + c["write"] for c in caps) <= 1  # evenly
+    for c in caps:
+        both = dirs == ["read", "write"]
+        assert (c["read"] >= 1) == ("read" in dirs and (mix > 0 or not both))
+        assert (c["write"] >= 1) == ("write" in dirs and (mix < 100 or not both))
+        if mixed:
+            assert abs(c["read"] - (c["read"] + c["write"]) * mix / 100) <= 1  # the share split by rwmixread
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -172,6 +242,8 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
             TINY.replace('scale = "1/454"', 'scale = "1/454"\nruntime = "150d"\nramp_time = "60d"'),
             "ramp_time 60d, runtime 150d: ramp_time + runtime at most 200 days",
         ),
+        # 8 clones cannot share a cap of 3 (each ran at least 1 I/O per second: 8 in all).
+        (TINY.replace('scale = "1/454"', 'scale = "1/454"\nrate_iops = 3'), "rate_iops 3: below 8, one I/O per second for each direction"),
     ],
     ids=[
         "unknown-top",
@@ -187,6 +259,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "plot-y",
         "toml",
         "run-length",
+        "rate-below-clones",
     ],
 )
 def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, expected: str) -> None:
@@ -199,6 +272,109 @@ def test_a_bad_sweep_file_is_one_line_naming_the_key(tmp_path: Path, text: str, 
     assert "sweep.toml" in line
 
 
+@pytest.mark.parametrize(
+    "file, folder",
+    [("points", False), ("plots", False), ("cache", False), ("cache/images", False), ("results.parquet", True)],
+)
+def test_an_out_folder_whose_names_the_sweep_needs_hold_something_else_is_refused_first(tmp_path: Path, file: str, folder: bool) -> None:
+    """A file where the sweep keeps a folder (or a folder where it writes its table): a file
+    `cache` failed every point and exited 0; `points`, `plots` or a folder `results.parquet`
+    stopped the sweep after every point had run."""
+    out = tmp_path / "out"
+    (out / file).parent.mkdir(parents=True, exist_ok=True)
+    if folder:
+        (out / file).mkdir()
+        (out / file / "mine").write_text("kept")
+    else:
+        (out / file).write_text("kept")
+    f = tmp_path / "sweep.toml"
+    f.write_text(TINY)
+    r = run_cli("sweep", f, "--out", out, "--in-process", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    what = "is a folder (the sweep writes its table there)" if folder else "is not a folder (the sweep keeps its "
+    assert r.stderr_lines[0].startswith(f"ssdtwin sweep: error: --out {out}: {out / file} {what}"), r.stderr
+    assert "points:" not in r.stderr and not list(out.glob("points/*.json"))  # nothing ran
+    assert (out / file / "mine" if folder else out / file).read_text() == "kept"
+
+
+def test_the_images_go_to_the_out_folder_whatever_the_workers_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative --out was handed to the workers as it was: on a Ray cluster they built the
+    images under the folder `ray start` ran in, not in OUT/cache."""
+    from ssdtwin.sweep.runner import Executor, run_sweep
+
+    seen: list[Path] = []
+
+    class Recording(Executor):
+        def run(self, points: Any, cache: Path, finished: Any) -> None:
+            seen.append(cache)
+
+    monkeypatch.chdir(tmp_path)
+    sweep = config.from_dict(sweep_doc({"namespace_tb": [3.2]}))
+    run_sweep(sweep, Path("out"), Recording)
+    assert seen == [tmp_path / "out" / "cache"]
+    run_sweep(sweep, Path("again"), Recording, cache=Path("images"))
+    assert seen[1] == tmp_path / "images"
+
+
+def test_a_failed_point_has_the_same_row_in_this_process_and_on_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scale too small for the drive is the point's failure; its message named the scale
+    `--scale 1/1024` when the point ran in the CLI's process (which names the option so)
+    and `scale=1024` on a Ray worker: the same point, two rows."""
+    from ssdtwin import drive
+    from ssdtwin.sweep.point import run_point
+
+    doc = sweep_doc({"scale": ["1/1024"]})
+    doc["point"]["precondition"] = "none"
+    (p,) = config.from_dict(doc).points
+    rows = []
+    for name in ("--scale", "scale"):  # the CLI's process, a worker's
+        monkeypatch.setattr(drive, "SCALE_NAME", name)
+        rows.append(run_point(p, str(tmp_path / name))["row"])
+        assert name == drive.SCALE_NAME
+    assert rows[0] == rows[1], rows
+    assert rows[0]["status"] == "failed" and rows[0]["error"].startswith("scale=1024: too small: "), rows[0]
+
+
+@pytest.mark.parametrize("kind", ["sweep", "job"])
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory"])
+def test_a_sweep_or_job_file_that_is_not_a_regular_file_is_one_line(tmp_path: Path, kind: str, special: str) -> None:
+    """A FIFO blocked the sweep before it began (and /dev/zero would have been read until
+    memory ran out): only a regular file is read, as `ssdtwin fio` and `advise` read theirs."""
+    path = Path(special) if special.startswith("/") else tmp_path / special
+    if special == "fifo":
+        os.mkfifo(path)
+    elif special == "directory":
+        path.mkdir()
+    f = tmp_path / "sweep.toml"
+    if kind == "sweep":
+        f = path
+    else:
+        f.write_text(TINY.replace('"cm6-rand-read"', f'"{path}"'))
+    r = run_cli("sweep", f, "--out", tmp_path / "out", "--in-process", check=False, process=True, timeout=60)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    what = {"fifo": "a FIFO", "/dev/zero": "a character device", "directory": "a directory"}[special]
+    line = r.stderr_lines[0]
+    assert line.startswith("ssdtwin sweep: error: ") and line.endswith(f"{path}: not a regular file ({what})"), line
+
+
+def test_a_sweep_without_pyarrow_is_one_line_before_any_point_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyarrow comes with ssdtwin[sweep], not with ssdtwin: without it every point ran, then
+    # writing the table was a ModuleNotFoundError traceback.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    line = bad(tmp_path, TINY)
+    assert line == "ssdtwin sweep: error: pyarrow is not installed (the table is Parquet): pip install 'ssdtwin[sweep]'"
+    assert not (tmp_path / "out" / "cache").exists()
+
+
+def test_a_local_ray_of_more_cpus_than_cores_is_refused_before_it_starts(tmp_path: Path) -> None:
+    # A point per CPU: --num-cpus 4096 on a 2-core machine started a Ray that would run up to
+    # 4096 points at once, each a process with its drive in memory.
+    cores = os.cpu_count() or 1
+    line = bad(tmp_path, TINY, "--ray", "--num-cpus", str(cores + 1))
+    assert line == f"ssdtwin sweep: error: --num-cpus {cores + 1}: at most this machine's {cores} cores (a local Ray runs a point per CPU)"
+
+
 def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     f = tmp_path / "sweep.toml"
     f.write_text(TINY)
@@ -208,6 +384,32 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 1 and r.stderr_lines == [r.stderr_lines[0]], r.stderr
     assert "no Ray cluster reachable there" in r.stderr and "--address 127.0.0.1:" in r.stderr
     assert time.monotonic() - t0 < 60
+
+
+def test_a_cluster_that_wants_a_token_is_one_line_saying_so(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    """`ray start` (Ray 2.60) asks drivers for a token: without RAY_AUTH_MODE=token the
+    sweep printed Ray's core warning once a second for 20 s, then "Failed to connect to Ray
+    cluster", which does not say why. A stand-in for Ray that refuses as Ray does (the
+    warning on file descriptor 2, then ConnectionError) keeps the test to a second."""
+    import types
+
+    from ssdtwin.sweep.runner import RayExecutor, SweepError
+
+    def init(**kwargs: Any) -> None:
+        warning = "[W gcs_client.cc:210] Failed to get cluster ID from GCS server: Unauthenticated: RPC error: InvalidAuthToken\n"
+        os.write(2, warning.encode())
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6391")
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=init))
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        with pytest.raises(SweepError) as e:
+            RayExecutor(address=address)
+    assert str(e.value).startswith(f"--address {address}: the cluster wants Ray's token authentication (Failed to connect"), e.value
+    assert "RAY_AUTH_MODE=token" in str(e.value)
+    assert "gcs_client" not in capfd.readouterr().err  # kept aside, not printed
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"  # file descriptor 2 is the terminal's again
 
 
 # --------------------------------------------------------------------------- end to end

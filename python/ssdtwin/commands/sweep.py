@@ -8,6 +8,7 @@ terminal) and prints the summary.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -40,6 +41,11 @@ def _executor(address: Optional[str], in_process: bool, num_cpus: Optional[int])
         fail("--in-process runs without Ray: leave out --address and --num-cpus")
     if address is not None and num_cpus is not None:
         fail("--num-cpus sizes a local Ray: a cluster given by --address has its own CPUs")
+    cores = os.cpu_count() or 1
+    if num_cpus is not None and num_cpus > cores:
+        # A point per CPU, each a process with its drive in memory: more than the cores
+        # only makes them share the cores (and the memory) at once.
+        fail(f"--num-cpus {num_cpus}: at most this machine's {cores} cores (a local Ray runs a point per CPU)")
     if in_process:
         return InProcess
     return lambda: RayExecutor(address=address, num_cpus=num_cpus)
@@ -177,6 +183,10 @@ def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]
         if not eq or not (v >= 0 and math.isfinite(v)):
             fail(f"--cost-per-tb '{item.strip()}': NAME=PRICE with PRICE a number >= 0 (e.g. kioxia-cm6-r-3.84t=95)")
         out[name] = v
+    others = [n for n in out if n not in drives]
+    if others:
+        # A price for a drive not advised on is a typo of one that is (or a forgotten --drives).
+        fail(f"--cost-per-tb: {others[0]} is not one of --drives ({', '.join(drives)})")
     missing = [d for d in drives if d not in out]
     if missing:
         fail(f"--cost-per-tb: no price for {', '.join(missing)} (give one for every drive of --drives)")
@@ -226,6 +236,9 @@ def advise_cmd(
             fail(f"--drives: no preset '{n}' (ssdtwin models lists: {', '.join(known)})")
     if not names:
         fail("--drives: give at least one preset")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        fail(f"--drives: {twice[0]} given twice (each candidate drive once)")
     if p99_us is not None and not (p99_us > 0 and math.isfinite(p99_us)):
         fail(f"--p99-us {p99_us}: above 0")
     if lifetime_years is not None and not (0 < lifetime_years <= 100):
@@ -246,6 +259,8 @@ def advise_cmd(
             fail(f"--extra-op '{extra_op}': '{x.strip()}' is not a number (e.g. 0,0.2,0.5)")
         if not (0 <= ops[-1] <= 10):
             fail(f"--extra-op {ops[-1]}: from 0 to 10 (namespace = capacity / (1 + x))")
+        if ops.count(ops[-1]) > 1:
+            fail(f"--extra-op '{extra_op}': {ops[-1]:g} given twice (each OP level once)")
     costs = _costs(cost_per_tb, names)
     try:
         scale_n = parse_scale(scale)
@@ -281,6 +296,8 @@ def advise_cmd(
     make = _executor(address, in_process, num_cpus)
     keep = out is not None
     folder = out if out is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-advise-"))
+    if keep and folder.exists() and not folder.is_dir():
+        fail(f"--out {folder}: not a directory (advise keeps its sweeps there: give a new folder)")
     if keep and folder.exists() and any(folder.iterdir()):
         fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
     prog = _Progress(quiet, "ssdtwin advise")

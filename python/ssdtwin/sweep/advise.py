@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional
 from .. import _core
 from .. import waf as wafm
 from ..waf import WafSpan
-from .config import Sweep, from_dict
+from .config import Sweep, from_dict, min_rate_iops_of
 from .runner import Executor, Shared, run_sweep
 
 YEAR_S = 365.25 * 86400
@@ -175,7 +175,9 @@ def advise(
     sweeps' folders go under ``out`` (round-1, load-2 ...), the images to ``cache`` (default
     OUT/cache; another advise of the same drives and seed reuses them)."""
     infos = {n: Drive.of(n) for n in drives}
-    cands = [Candidate(infos[n], x) for n in drives for x in extra_ops]
+    # The namespace each candidate asks for (round 1 gives the one the drive made, on the
+    # 64 KiB grid): a candidate whose run failed is still labelled with its size.
+    cands = [Candidate(infos[n], x, namespace_bytes=round(infos[n].capacity_bytes / (1 + x))) for n in drives for x in extra_ops]
     shared = Shared(executor)
     base = {
         "seed": seed,
@@ -187,6 +189,7 @@ def advise(
         res = run_sweep(sw, out / name, lambda: shared, cache=cache or out / "cache", on_start=on_start, on_point=on_point)
         return {(p.params["preset"], p.params["extra_op"]): r for p, r in zip(sw.points, res.rows)}
 
+    least = min_rate_iops_of(job.read_text(), {}, job.name, job.parent)
     log(f"round 1: {len(cands)} candidates, the job unthrottled (the most IOPS one drive gives)")
     first = sweep("round-1", [{"preset": c.drive.name, "extra_op": c.extra_op} for c in cands])
     for c in cands:
@@ -213,7 +216,9 @@ def advise(
             break
         log(f"round {k}: {len(open_)} candidate{'s' * (len(open_) != 1)} at the load each drive would carry (target / drives)")
         for c in open_:
-            c.cap_iops = math.ceil(targets.iops / (c.drives or 1))
+            # fio cannot cap a clone's direction below 1 I/O per second (0 is no cap): a
+            # drive's share of a small target is then that floor, a load above its share.
+            c.cap_iops = max(math.ceil(targets.iops / (c.drives or 1)), least or 1)
         res = sweep(f"load-{k}", [{"preset": c.drive.name, "extra_op": c.extra_op, "rate_iops": c.cap_iops} for c in open_])
         done_rounds = k
         still = []
@@ -292,7 +297,9 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     c.waf_used = _largest([c.waf_ff, c.waf_first, at_load])
     c.waf = c.waf_used["waf"] if c.waf_used else None
     host_rate = t.iops / n * c.write_bytes_per_io
-    c.years = years(c.drive, host_rate, c.waf)
+    # A job that writes, on a drive whose WAF was not measured, has no lifetime (None), not
+    # an endless one: the years are judged only from a WAF that is the drive's.
+    c.years = None if host_rate > 0 and c.waf is None else years(c.drive, host_rate, c.waf)
     c.dwpd = host_rate * 86400 / c.namespace_bytes
     if c.waf and t.lifetime_years:
         c.endurance_dwpd = c.drive.raw_bytes * c.drive.pe_cycles / (c.waf * c.namespace_bytes * 365.25 * t.lifetime_years)
@@ -307,11 +314,11 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     life_n = drives_for_life(c.drive, t.iops * c.write_bytes_per_io, c.waf, t.lifetime_years)
     if t.lifetime_years and c.write_bytes_per_io and c.waf is None:
         misses.append(f"lifetime not judged: {wafm.text(at_load)}")
-    elif t.lifetime_years and c.years < t.lifetime_years:
+    elif t.lifetime_years and c.years is not None and c.years < t.lifetime_years:
         misses.append(f"lasts {c.years:.2f} years < {t.lifetime_years:g} at WAF {c.waf:.3f}")
     c.history.append(
         f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, "
-        f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {c.years:.1f} years"
+        f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {_years(c.years)} years"
         + (f" -> {'; '.join(misses)}" if misses else " -> meets the targets")
     )
     if not misses:
@@ -335,6 +342,10 @@ def _us(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:,.0f} us"
 
 
+def _years(v: Optional[float]) -> str:
+    return "-" if v is None else "inf" if math.isinf(v) else f"{v:.1f}"
+
+
 def _f(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.2f}"
 
@@ -355,7 +366,7 @@ def report(a: Advice) -> list[str]:
     ]
     for c in a.candidates:
         cost = "-" if c.cost is None else f"{c.cost:,.1f}"
-        yrs = "-" if c.years is None else ("inf" if math.isinf(c.years) else f"{c.years:.1f}")
+        yrs = _years(c.years)
         iops = "-" if c.iops_max is None else f"{c.iops_max:,.0f}"
         dwpd = "-" if c.dwpd is None else f"{c.dwpd:.2f}"
         verdict = "meets" if c.meets else (c.reason or "not measured")
@@ -403,9 +414,12 @@ def _wear_lines(a: Advice, c: Candidate) -> list[str]:
         return ["   wear: the job writes nothing"]
     t = a.targets
     rate = t.iops / (c.drives or 1) * c.write_bytes_per_io
+    written = f"   wear: {rate / 1e6:,.1f} MB/s written per drive = {c.dwpd:.2f} DWPD of the namespace"
+    if c.years is None:
+        return [f"{written}; lifetime not judged (no WAF measured that is the drive's)"]
     line = (
-        f"   wear: {rate / 1e6:,.1f} MB/s written per drive = {c.dwpd:.2f} DWPD of the namespace; x WAF {_f(c.waf)} "
-        f"against {c.drive.raw_bytes / 1e12:.2f} TB raw x {c.drive.pe_cycles:,.0f} P/E = {c.years:.1f} years"
+        f"{written}; x WAF {_f(c.waf)} "
+        f"against {c.drive.raw_bytes / 1e12:.2f} TB raw x {c.drive.pe_cycles:,.0f} P/E = {_years(c.years)} years"
     )
     if not c.endurance_dwpd:
         return [line]

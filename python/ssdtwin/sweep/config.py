@@ -10,11 +10,13 @@ sweep leaves the existing ones (and their rows) as they were.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import math
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +25,7 @@ from typing import Any, Optional, Union
 
 from .. import _core
 from ..drive import parse_scale
+from ..fio.contract import JobSpec
 from .columns import OUTPUT_COLUMNS
 
 __all__ = [
@@ -62,6 +65,10 @@ AXES = (
 TOP_KEYS = ("title", "seed", "point", "grid", "cases", "plot")
 PLOT_KEYS = ("x", "y", "title")
 DEFAULT_SCALE = 64
+# The most points a sweep holds (cases x the grid's combinations), counted before they are
+# made: a grid of two 100,000-value ranges is 10^10 points, which expanding alone would
+# take hours and all the memory to find out.
+MAX_POINTS = 100_000
 VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 VAR_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -127,12 +134,24 @@ def load(path: Union[str, Path]) -> Sweep:
     """Read and expand a sweep.toml; job files are relative to its folder."""
     p = Path(path)
     try:
+        _regular(p)
         text = p.read_text()
     except OSError as e:
         raise SweepConfigError(f"{p}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise SweepConfigError(f"{p}: not a text file") from None
     return loads(text, name=str(p), base=p.parent)
+
+
+def _regular(path: Path) -> None:
+    """Only a regular file is read: a FIFO blocked the sweep before it began, and a device
+    such as /dev/zero would be read until memory ran out (as `ssdtwin fio` checks its job
+    files). An OSError whose strerror says what the file is."""
+    from ..fio.parser import file_kind
+
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise OSError(0, f"not a regular file ({file_kind(mode)})")
 
 
 def loads(text: str, name: str = "<sweep>", base: Optional[Path] = None) -> Sweep:
@@ -167,6 +186,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     for i, c in enumerate(cases):
         _axes_keys(c, f"{name}: cases[{i}]")
     axes = _grid_axes(grid, name) if grid is not None else {}
+    _check_size(axes, len(cases), name)
     for i, c in enumerate(cases):
         case_vars = c.get("vars")
         clash = sorted(set(c) & set(axes) - {"vars"}) or sorted(
@@ -178,7 +198,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     points: list[Point] = []
     seen: dict[str, int] = {}
     jobs: dict[str, tuple[str, str]] = {}
-    parsed: set[str] = set()
+    parsed: dict[str, Optional[int]] = {}
     for case in cases:
         for combo in combos:
             try:
@@ -189,7 +209,10 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
             params = _normalize(raw, where)
             job_name, job_text = _job(params["job"], base, where, jobs)
             _check_vars(job_text, params["vars"], job_name, where)
-            _check_job(job_text, params["vars"], job_name, where, parsed, base)
+            least = _check_job(job_text, params["vars"], job_name, where, parsed, base)
+            rate = params["rate_iops"]
+            if rate is not None and least is not None and rate < least:
+                raise SweepConfigError(f"{where}: rate_iops {rate}: {rate_too_low(least)}")
             p = _point(params, seed, job_name, job_text)
             if p.point_id in seen:
                 raise SweepConfigError(f"{where}: the same point as point {seen[p.point_id]} (the sweep lists it twice)")
@@ -269,6 +292,16 @@ def _range(v: Mapping[str, Any], where: str) -> list[float]:
     return [float(f"{a + (b - a) * i / (n - 1):.10g}") for i in range(n)]
 
 
+def _check_size(axes: Mapping[str, Any], cases: int, name: str) -> None:
+    lengths = {k: len(v) for k, v in axes.items() if k != "vars"}
+    lengths.update({f"vars.{n}": len(xs) for n, xs in axes.get("vars", {}).items()})
+    total = cases * math.prod(lengths.values())
+    if total > MAX_POINTS:
+        sizes = " x ".join(f"{n} {k}" for k, n in lengths.items())
+        of = f"{cases} cases x {sizes}" if cases > 1 else sizes
+        raise SweepConfigError(f"{name}: grid: {total:,} points ({of}); a sweep holds at most {MAX_POINTS:,}")
+
+
 def expand(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the axes (a vars table counts one axis per name), the first
     axis varying slowest, each axis in the order its values were written."""
@@ -324,7 +357,7 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     preset = raw.get("preset")
     if preset is None:
         raise SweepConfigError(f"{where}: no preset (set preset in [point], [grid] or [[cases]])")
-    names = [n for n, _ in _core.presets()]
+    names = preset_names()
     if preset not in names:
         raise SweepConfigError(f"{where}: preset '{preset}': no such preset (ssdtwin models lists: {', '.join(names)})")
     scale_v = raw.get("scale", DEFAULT_SCALE)
@@ -417,10 +450,12 @@ def _job(job: str, base: Path, where: str, cache: dict[str, tuple[str, str]]) ->
         text = builtin.read_text()
     else:
         try:
+            _regular(path)
             text = path.read_text()
         except OSError as e:
             builtins = ", ".join(sorted(p.name[:-4] for p in JOBS.iterdir() if p.name.endswith(".fio")))
-            raise SweepConfigError(f"{where}: job {job}: {e.strerror or e} (nor a built-in job: {builtins})") from None
+            nor = f" (nor a built-in job: {builtins})" if isinstance(e, FileNotFoundError) else ""
+            raise SweepConfigError(f"{where}: job {job}: {e.strerror or e}{nor}") from None
         except UnicodeDecodeError:
             raise SweepConfigError(f"{where}: job {job}: not a text file") from None
     cache[job] = (job, text)
@@ -437,21 +472,47 @@ def _check_vars(text: str, vars: Mapping[str, str], job: str, where: str) -> Non
                 raise SweepConfigError(f"{where}: job {job} uses ${{{n}}}, which the point's vars do not set")
 
 
-def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: set[str], base: Path) -> None:
+def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: dict[str, Optional[int]], base: Path) -> Optional[int]:
     """Parse each job (with each set of vars) once, before any point runs: a job file fio
-    would refuse is the sweep's error, not a failure recorded for every point."""
+    would refuse is the sweep's error, not a failure recorded for every point. Returns the
+    smallest rate_iops the job can be capped at (None when its clones are not known before
+    a drive is: point.py refuses such a cap when the point runs)."""
     from ..fio import FioJobError, parse_string
 
     key = canonical([text, vars])
     if key in done:
-        return
-    done.add(key)
+        return done[key]
     try:
-        parse_string(text, name=job, env=vars, cwd=base)
+        run = parse_string(text, name=job, env=vars, cwd=base)
     except FioJobError as e:
         raise SweepConfigError(f"{where}: {e.lines()[0]}") from None
     except ValueError as e:
         raise SweepConfigError(f"{where}: job {job}: {e}") from None
+    try:  # any namespace large enough for the job: the directions and mixes do not depend on it
+        done[key] = min_rate_iops(run.to_engine(1 << 50, 4096))
+    except (FioJobError, ValueError):
+        done[key] = None
+    return done[key]
+
+
+def _mixed(s: JobSpec) -> bool:
+    """The clone both reads and writes (a cap of its own for each direction)."""
+    return {"read", "write"} <= set(s["directions"]) and 0 < s["rwmixread"] < 100
+
+
+def min_rate_iops(specs: Sequence[JobSpec]) -> int:
+    """The smallest total rate_iops the clones can share: one I/O per second for each
+    direction of each clone (fio's rate_iops=0 is no cap)."""
+    return sum(1 + _mixed(s) for s in specs)
+
+
+def rate_too_low(least: int) -> str:
+    return f"below {least}, one I/O per second for each direction of each of the job's clones (fio's rate_iops=0 is no cap)"
+
+
+def min_rate_iops_of(job_text: str, vars: Mapping[str, str], job: str, base: Path) -> Optional[int]:
+    """The smallest rate_iops a job file can be capped at (`ssdtwin advise` sizes its caps)."""
+    return _check_job(job_text, vars, job, job, {}, base)
 
 
 def _point(params: dict[str, Any], seed: int, job_name: str, job_text: str) -> Point:
@@ -479,6 +540,17 @@ def namespace_key(params: Mapping[str, Any]) -> str:
     return "whole" if frac is None else f"{frac:.12g}"
 
 
+@functools.cache
+def capacity_bytes(preset: str) -> int:
+    """The preset's user capacity at full scale (a point's namespace is a fraction of it)."""
+    return int(_core.preset(preset)["capacity"]["tnvmcap_bytes"]["value"])
+
+
+@functools.lru_cache(maxsize=1)
+def preset_names() -> tuple[str, ...]:
+    return tuple(n for n, _ in _core.presets())
+
+
 def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
     """The fraction of the capacity the point's namespace takes; None: the factory namespace.
     Above 1 when the drive cannot hold it (refused when the point runs: a recorded failure)."""
@@ -491,9 +563,10 @@ def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
     tb = params.get("namespace_tb")
     if tb is None:
         return None
-    full = int(_core.preset(params["preset"])["capacity"]["tnvmcap_bytes"]["value"])
-    # The drive's marketed size (3.84 for a 3.84 TB drive) is its whole capacity.
-    if round(full / 1e10) == round(tb * 100):
+    full = capacity_bytes(params["preset"])
+    # The drive's marketed size (3.84 for a 3.84 TB drive) is its whole capacity; only that
+    # size (3.836 and 3.845 TB were taken for it too: 3.845 is larger than the drive).
+    if tb == round(full / 1e10) / 100:
         return None
     return float(tb * 1e12 / full)
 
@@ -501,12 +574,12 @@ def namespace_fraction(params: Mapping[str, Any]) -> Optional[float]:
 def _swept(points: Sequence[Point]) -> list[str]:
     """Table columns whose value differs between points (vars as var_NAME)."""
     cols: dict[str, set[str]] = {}
+    names = {n for q in points for n in q.params["vars"]}  # once: per point it made loading quadratic
     for p in points:
         for k, v in p.params.items():
             if k == "vars":
                 continue
             cols.setdefault(k, set()).add(canonical(v))
-        names = {n for q in points for n in q.params["vars"]}
         for n in names:
             cols.setdefault(f"var_{n}", set()).add(canonical(p.params["vars"].get(n)))
     return [k for k, vs in cols.items() if len(vs) > 1]

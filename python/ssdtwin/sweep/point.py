@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import _core
+from .. import drive as drivemod
 from .. import waf as wafm
 from ..core_types import VendorLog
 from ..drive import Drive
@@ -31,7 +32,7 @@ from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
 from ..studies.experiments import cm6_drive
 from .columns import OUTPUT_COLUMNS
-from .config import Point, namespace_fraction
+from .config import Point, capacity_bytes, min_rate_iops, namespace_fraction, rate_too_low
 
 PERCENTILES = (50.0, 99.0, 99.9)
 
@@ -72,6 +73,19 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _scale_named_as_in_sweeps() -> Iterator[None]:
+    """A scale the drive cannot be built at is named as the sweep file names it
+    (``scale=1024: too small ...``), in whichever process builds the image: the CLI names it
+    ``--scale 1/1024`` in its own process (points run with --in-process) but a Ray worker
+    does not, and a failed row must not depend on where it ran."""
+    was, drivemod.SCALE_NAME = drivemod.SCALE_NAME, "scale"
+    try:
+        yield
+    finally:
+        drivemod.SCALE_NAME = was
+
+
 def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
     """The point's preconditioned image in ``cache``, built unless another point (in any
     process sharing the folder) built it already; returns its metadata. The image is
@@ -87,14 +101,15 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
         p = point.params
         frac = namespace_fraction(p)
         if frac is not None and frac > 1:
-            full = int(_core.preset(p["preset"])["capacity"]["tnvmcap_bytes"]["value"])
+            full = capacity_bytes(p["preset"])
             raise ValueError(f"namespace {p['namespace_tb']} TB: larger than the drive ({p['preset']}: {full / 1e12:.2f} TB)")
         tmp = final.with_name(final.name + ".tmp")
         for stale in (tmp, final):
             if stale.exists():
                 shutil.rmtree(stale)
         t0 = time.perf_counter()
-        prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], 1.0 if frac is None else frac, point.image_seed, path=str(tmp))
+        with _scale_named_as_in_sweeps():
+            prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], 1.0 if frac is None else frac, point.image_seed, path=str(tmp))
         d = prepared.drive
         info = d.ftl_info()
         ns = d.namespaces()[0]
@@ -159,7 +174,7 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
     pool, ns_bytes = meta["data_pool_bytes"], meta["namespace_bytes"]
     row.update(outputs(out, v0, v1, ns_bytes))
     row.update(steady_columns(meta, specs))
-    full = int(_core.preset(p["preset"])["capacity"]["tnvmcap_bytes"]["value"])
+    full = capacity_bytes(p["preset"])
     frac = meta["namespace_fraction"]
     row.update(
         namespace_bytes=ns_bytes,
@@ -189,17 +204,26 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
             s["ramp_time_ns"] = parse_time_us(p["ramp_time"], default_unit="s") * 1000
     rate = p.get("rate_iops")
     if rate:
-        share = rate / len(specs)
-        for s in specs:
+        # Whole I/Os per second that add up to the cap: the remainder of an uneven split
+        # goes one each to the first clones (1001 over 8 clones capped at 1000 in all, and 3
+        # at 8: every clone got at least 1). fio's rate_iops=0 is no cap, so a clone's
+        # direction that does I/O needs at least 1 of its own.
+        least = min_rate_iops(specs)
+        if rate < least:
+            raise ValueError(f"rate_iops {rate}: {rate_too_low(least)}")
+        base, extra = divmod(rate, len(specs))
+        for i, s in enumerate(specs):
+            share = base + (i < extra)
             dirs = set(s["directions"])
             read_pct = s["rwmixread"] if {"read", "write"} <= dirs else 100 if "read" in dirs else 0
-            r = share * read_pct / 100
+            both = 0 < read_pct < 100
+            r = min(max(round(share * read_pct / 100), 1), share - 1) if both else share if read_pct else 0
             w = share - r
             s["rate_bytes_per_s"] = {"read": 0, "write": 0, "trim": 0}
             s["rate_iops"] = {
-                "read": max(1, round(r)) if r > 0 else 0,
-                "write": max(1, round(w)) if w > 0 and "write" in dirs else 0,
-                "trim": max(1, round(share)) if "trim" in dirs else 0,
+                "read": r,
+                "write": w if "write" in dirs else 0,
+                "trim": share if "trim" in dirs else 0,
             }
 
 

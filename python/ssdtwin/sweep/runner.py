@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -126,12 +127,22 @@ class RayExecutor(Executor):
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = num_cpus
+        said = ""
         try:
             # "local": always a new Ray for this sweep, never one that `ray start` left
             # running on the machine (ray.init's default when RAY_ADDRESS is unset).
-            ray.init(address=address or "local", **kwargs)
+            with _stderr_kept(address is not None) as kept:
+                try:
+                    ray.init(address=address or "local", **kwargs)
+                finally:
+                    said = kept()
         except Exception as e:  # Ray raises several types (ConnectionError, RuntimeError ...)
             msg = " ".join(str(e).split())[:300]
+            if address is not None and ("InvalidAuthToken" in said or "Unauthenticated" in said):
+                raise SweepError(
+                    f"--address {address}: the cluster wants Ray's token authentication ({msg}): run with RAY_AUTH_MODE=token "
+                    "and its token (RAY_AUTH_TOKEN or ~/.ray/auth_token) in the environment (docs/sweep.md, Ray)"
+                ) from None
             raise SweepError(f"Ray: {'--address ' + address + ': ' if address else ''}{msg}") from None
         self.ray = ray
         cpus = int(ray.cluster_resources().get("CPU", 0))
@@ -180,6 +191,33 @@ class RayExecutor(Executor):
             self.ray.shutdown()
 
 
+@contextlib.contextmanager
+def _stderr_kept(keep: bool) -> Iterator[Callable[[], str]]:
+    """While connecting to a cluster, what Ray's core writes to file descriptor 2 (a warning
+    a second for 20 s when the cluster refuses the connection, say for want of its token) is
+    kept aside instead of printed: the sweep's error is one line, and says why from it."""
+    if not keep:
+        yield lambda: ""
+        return
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+
+            def text() -> str:
+                f.seek(0)
+                return f.read().decode(errors="replace")
+
+            yield text
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 class Shared(Executor):
     """An executor used by several sweeps in a row (advise's rounds): closed by its owner."""
 
@@ -217,6 +255,21 @@ def _out_lock(out: Path) -> Iterator[None]:
         f.write(str(os.getpid()))
         f.flush()
         yield
+
+
+def _check_layout(out: Path, cache: Optional[Path]) -> None:
+    """What a sweep writes in OUT (and the image cache) must be free for it, or of the right
+    kind, before any point runs: a file named ``cache`` once failed every point (exit 0), one
+    named ``points`` or ``plots`` stopped the sweep after every point had run."""
+    option, root = ("--cache", cache) if cache else ("--out", out / "cache")
+    folders = [("--out", out, out / "points", "finished points"), ("--out", out, out / "plots", "figures")]
+    folders += [(option, cache or out, root, "images"), (option, cache or out, root / "images", "images")]
+    for opt, given, path, what in folders:
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            raise SweepError(f"{opt} {given}: {path} is not a folder (the sweep keeps its {what} there)")
+    table = out / "results.parquet"
+    if table.is_dir():
+        raise SweepError(f"--out {out}: {table} is a folder (the sweep writes its table there)")
 
 
 def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
@@ -257,8 +310,13 @@ def run_sweep(
     before it is raised again; ``resume`` continues from the points kept in ``out``. The
     images go to ``cache`` (default OUT/cache). ``executor`` makes the executor, which is
     closed at the end (a :class:`Shared` one stays open for the next sweep)."""
+    try:
+        import pyarrow.parquet  # noqa: F401  (the table: checked before any point runs, not after the last)
+    except ImportError:
+        raise SweepError("pyarrow is not installed (the table is Parquet): pip install 'ssdtwin[sweep]'") from None
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
+        _check_layout(out, cache)
         has_points = (out / "points").is_dir() and any((out / "points").iterdir())
         if has_points and not resume:
             raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
@@ -282,9 +340,12 @@ def run_sweep(
             if on_point:
                 on_point(p, res)
 
+        # Absolute: a Ray worker resolves a relative path from its own working directory
+        # (on a cluster, where `ray start` ran), not from this process's.
+        images = (cache or out / "cache").absolute()
         try:
             if ex is not None:
-                ex.run(todo, cache or out / "cache", finished)
+                ex.run(todo, images, finished)
         finally:
             result.wall_s = time.perf_counter() - t0
             if ex is not None:
