@@ -435,8 +435,9 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         cqes: 0x44,
         maxcmd: 0,
         nn: spec.capacity.max_namespaces.value,
-        // Dataset Management (bit 2) and Write Zeroes (bit 3).
-        oncs: 0x000c,
+        // Dataset Management (bit 2), Write Zeroes (bit 3), the Save field of Set Features
+        // and the Select field of Get Features (bit 4).
+        oncs: 0x001c,
         fuses: 0,
         // Format per namespace; cryptographic erase supported (bit 2).
         fna: 0x04,

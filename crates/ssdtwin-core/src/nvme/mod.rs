@@ -60,7 +60,10 @@ pub use sanitize::{
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, InvalidState, MapError, Status};
 
-pub use features::{Arbitration, QosLimits, QosRow, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT};
+pub use features::{
+    Arbitration, QosLimits, QosRow, SavedFeatures, FEATURE_CHANGEABLE, FEATURE_NAMESPACE_SPECIFIC, FEATURE_SAVEABLE, SEL_CURRENT,
+    SEL_DEFAULT, SEL_SAVED, SEL_SUPPORTED_CAPABILITIES, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT,
+};
 pub use io::{NsPrefetch, NsTiming, ReadSummary};
 pub use logs::{IntelSmartAdd, SmartLog, VendorLog};
 pub use namespaces::{Namespace, NamespaceRow};
@@ -132,6 +135,10 @@ pub struct ControllerState {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub temperature_under_threshold_k: u32,
     pub interrupt_coalescing: u32,
+    /// What Set Features with Save stored of the saveable features (None: never saved, the
+    /// defaults); a power cycle restores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_features: Option<SavedFeatures>,
     pub smart: SmartCounters,
     /// Virtual time the drive has been powered and running workloads (power-on hours).
     pub clock_ns: u64,
@@ -289,11 +296,12 @@ impl Controller {
             seed,
             seeded_commands: 0,
             namespaces: BTreeMap::new(),
-            power_state: 0,
-            arbitration: 0,
-            temperature_threshold_k: 343,
-            temperature_under_threshold_k: 0,
-            interrupt_coalescing: 0,
+            power_state: SavedFeatures::default().power_state,
+            arbitration: SavedFeatures::default().arbitration,
+            temperature_threshold_k: SavedFeatures::default().temperature_threshold_k,
+            temperature_under_threshold_k: SavedFeatures::default().temperature_under_threshold_k,
+            interrupt_coalescing: SavedFeatures::default().interrupt_coalescing,
+            saved_features: None,
             smart: SmartCounters::default(),
             clock_ns: 0,
             qos: BTreeMap::new(),
@@ -369,7 +377,8 @@ impl Controller {
         }
     }
 
-    /// Simulated power off/on: clears "write protect until power cycle".
+    /// Simulated power off/on: clears "write protect until power cycle"; the saveable
+    /// features take their saved values (or defaults).
     /// DRAM namespaces are dumped to their reserved NAND area at every power-off (the
     /// capacitors carry an unsafe one through): their whole size is counted.
     pub fn power_cycle(&mut self, unsafe_shutdown: bool) {
@@ -378,6 +387,7 @@ impl Controller {
         if unsafe_shutdown {
             self.st.smart.unsafe_shutdowns += 1;
         }
+        self.restore_saved_features();
         for ns in self.st.namespaces.values_mut() {
             if ns.write_protect == WP_UNTIL_POWER_CYCLE {
                 ns.write_protect = WP_NONE;
