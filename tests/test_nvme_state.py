@@ -68,6 +68,8 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
     @rule(nsid=nsids)
     def delete_ns(self, nsid: int) -> None:
         want = None if nsid == NSID_ALL or nsid in self.ns else "INVALID_NS"
+        if want is None and any(self.ns[k]["wp"] for k in (list(self.ns) if nsid == NSID_ALL else [nsid])):
+            want = "NS_WRITE_PROTECTED"  # deleting would destroy protected data: nothing is deleted
         assert status_of(lambda: self.d.nvme.delete_ns(nsid)) == want
         if want is None:
             for k in list(self.ns) if nsid == NSID_ALL else [nsid]:

@@ -146,6 +146,22 @@ def test_sanitize_block_erase_runs_on_the_drive_clock(small: Path) -> None:
     assert done["time_block_erase"] >= 1 and done["time_crypto_erase"] == 0
 
 
+def test_write_protected_namespace_survives_sanitize_and_delete(small: Path) -> None:
+    """NVMe 1.4 §8.12 keeps a write protected namespace's data: a sanitize (which erases every
+    namespace) and a delete of it are refused, whether it is attached or not."""
+    run_cli("nvme", "set-feature", small, "-f", "0x84", "-n", "1", "-v", "3")  # permanent
+    for sanact in ("2", "3", "4"):
+        fails_cleanly(small, "nvme", "sanitize", str(small), "-a", sanact, needles=("NS_WRITE_PROTECTED(0x4020)", "namespace 1"))
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    for nsid in ("1", "0xffffffff"):
+        fails_cleanly(
+            small, "nvme", "delete-ns", str(small), "-n", nsid, needles=("NS_WRITE_PROTECTED(0x4020)", "namespace 1", "permanently")
+        )
+    fails_cleanly(small, "nvme", "sanitize", str(small), "-a", "2", needles=("NS_WRITE_PROTECTED(0x4020)",))
+    run_cli("nvme", "attach-ns", small, "-n", "1", "-c", "1")
+    assert run_cli("nvme", "id-ns", small, "-n", "1", "-o", "json").json()["nuse"] > 0
+
+
 def test_sanitize_overwrite_counts_its_nand_writes(fresh: Path) -> None:
     raw = run_cli("nvme", "vendor-log", fresh, "-o", "json").json()["superblocks"]
     out = run_cli("nvme", "sanitize", fresh, "-a", "3", "--owpass", "2", "--ovrpat", "0xdeadbeef", "--wait").stdout

@@ -94,6 +94,15 @@ pub const WP_PROTECT: u8 = 1;
 pub const WP_UNTIL_POWER_CYCLE: u8 = 2;
 pub const WP_PERMANENT: u8 = 3;
 
+/// How a namespace leaves write protect state `wp`, as errors that it blocks tell it.
+pub(crate) fn wp_state_clears(wp: u8) -> &'static str {
+    match wp {
+        WP_PROTECT => "set-feature -f 0x84 -v 0 on the attached namespace clears it",
+        WP_UNTIL_POWER_CYCLE => "until the next power cycle: ssdtwin power-cycle",
+        _ => "permanently",
+    }
+}
+
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmartCounters {
