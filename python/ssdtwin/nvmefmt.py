@@ -98,7 +98,7 @@ def id_ns(d: IdNs, nsid: int) -> str:
     if f["nsfeat"] & 0x10:
         rows += [(k, f[k]) for k in ("npwg", "npwa", "npdg", "npda", "nows")]
     rows += [(k, f[k]) for k in ("mssrl", "mcl", "msrc", "nulbaf", "anagrpid")]
-    out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8), f"nsattr\t: {f['nsattr']}"]
+    out = [f"NVME Identify Namespace {c_int(nsid)}:", _kv(rows, 8), f"nsattr\t: {f['nsattr']}"]
     out.append(_kv([(k, f[k]) for k in ("nvmsetid", "endgid", "nguid", "eui64")], 8))
     in_use = f["flbas"] & 0xF
     for i, lbaf in enumerate(d["lbafs"][: f["nlbaf"] + f["nulbaf"] + 1]):

@@ -88,7 +88,9 @@ def nvme_id_ns(
     view = drive_view(path)
     data = view.identify_ns(nsid, force)  # NvmeError INVALID_NS for 0 and NSIDs past NN
     row = next((r for r in view.list_ns() if r["nsid"] == nsid), None)
-    if row is None or not (row["attached"] or force):
+    if nsid == 0xFFFFFFFF:
+        pass  # the capabilities common to all namespaces (NVMe 1.4 §5.15.2.1), no one namespace's
+    elif row is None or not (row["attached"] or force):
         what = "is not attached" if row else "does not exist"
         hint = ": --force shows it (CNS 11h)" if row else ""
         say(f"ssdtwin: namespace {nsid} {what}, an inactive NSID: Identify Namespace returns zeros{hint}")

@@ -205,6 +205,10 @@ pub struct ControllerView {
     pub id_ctrl: IdCtrl,
     /// Identify Namespace of every namespace, by NSID (as a string: JSON object keys).
     pub id_ns: BTreeMap<String, IdNs>,
+    /// Identify Namespace with NSID FFFFFFFFh: the capabilities common to all namespaces, on
+    /// a controller with Namespace Management (None: without it, or a view from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_ns_common: Option<IdNs>,
     pub namespaces: Vec<NamespaceRow>,
     pub smart_log: SmartLog,
     pub vendor_log: VendorLog,
@@ -251,14 +255,24 @@ impl ControllerView {
     /// Identify Namespace as the controller answers it: CNS 00h (`allocated` false) gives an
     /// active (attached) namespace's structure and a zero-filled one for an inactive NSID
     /// (1..=NN, allocated but detached or not allocated at all; NVMe 1.4 Figure 245); CNS
-    /// 11h (`allocated`) an allocated namespace's whether attached or not. NSID 0 and NSIDs
-    /// past NN are INVALID_NS (FFFFFFFFh, the common capabilities, is not kept).
+    /// 11h (`allocated`) an allocated namespace's whether attached or not. CNS 00h with NSID
+    /// FFFFFFFFh gives the capabilities common to all namespaces (NVMe 1.4 §5.15.2.1, with
+    /// Namespace Management). NSID 0, NSIDs past NN and FFFFFFFFh with CNS 11h (its NSID is
+    /// one namespace's) are INVALID_NS.
     pub fn identify_ns(&self, nsid: NsId, allocated: bool) -> Result<IdNs, Error> {
         let nsid = nsid.0;
         let nn = self.id_ctrl.nn;
+        if let (NSID_ALL, false, Some(common)) = (nsid, allocated, &self.id_ns_common) {
+            return Ok(common.clone());
+        }
         if nsid == 0 || nsid > nn {
-            let why =
-                if nsid == NSID_ALL { "the common namespace capabilities (NSID FFFFFFFFh) are not returned" } else { "not a valid NSID" };
+            let why = match (nsid, allocated) {
+                (NSID_ALL, true) => {
+                    "Identify CNS 11h takes one namespace's NSID; the common capabilities (NSID FFFFFFFFh) are CNS 00h's (no --force)"
+                }
+                (NSID_ALL, false) => "the common namespace capabilities (NSID FFFFFFFFh) need Namespace Management",
+                _ => "not a valid NSID",
+            };
             return fail(
                 Status::InvalidNamespaceOrFormat,
                 format!("namespace {nsid}: {why}; this drive's NSIDs are 1..={nn} (namespaces: {})", self.nsid_list()),
