@@ -558,7 +558,7 @@ def test_waf_fails_when_the_command_fails(cm6: Path) -> None:
 
 
 def test_write_protect_feature_blocks_writes_until_cleared(cm6: Path) -> None:
-    assert run_cli("nvme", "get-feature", cm6, "-f", "0x84", "-n", "1", "-o", "json").json() == {"feature_id": 0x84, "value": 0}
+    assert run_cli("nvme", "get-feature", cm6, "-f", "0x84", "-n", "1", "-o", "json").json() == {"feature_id": 0x84, "sel": 0, "value": 0}
     run_cli("nvme", "set-feature", cm6, "-f", "0x84", "-n", "1", "-v", "1")
     r = run_cli("precondition", cm6, "--rand", "4k", "--amount", "1MiB", check=False)
     assert r.returncode == 1 and r.stderr_lines == [
@@ -572,6 +572,33 @@ def test_write_protect_feature_blocks_writes_until_cleared(cm6: Path) -> None:
     assert run_cli("power-cycle", cm6).stdout.strip() == f"{cm6}: power cycled"
     assert smart(cm6)["power_cycles"] == 1
     run_cli("precondition", cm6, "--rand", "4k", "--amount", "1MiB", "-q")
+
+
+def test_saved_feature_is_what_a_power_cycle_restores(cm6: Path) -> None:
+    def get(*args: str) -> str:
+        return run_cli("nvme", "get-feature", cm6, *args).stdout
+
+    run_cli("nvme", "set-feature", cm6, "-f", "8", "-v", "5", "-s")
+    run_cli("nvme", "set-feature", cm6, "-f", "8", "-v", "7")
+    assert get("-f", "8", "--sel", "2").strip() == "get-feature:0x08 (Interrupt Coalescing), Saved value:0x00000005"
+    assert get("-f", "8", "-s", "1", "-o", "json") == '{\n  "feature_id": 8,\n  "sel": 1,\n  "value": 0\n}\n'
+    assert get("-f", "8", "-s", "3").splitlines() == [
+        "get-feature:0x08 (Interrupt Coalescing), Supported capabilities value:0x00000005",
+        "  Feature is saveable",
+        "  Feature is changeable",
+    ]
+    run_cli("power-cycle", cm6)
+    assert get("-f", "8").strip() == "get-feature:0x08 (Interrupt Coalescing), Current value:0x00000005"
+    # 84h is not saveable: SV fails with the spec's status and changes nothing.
+    before = image_digest(cm6)
+    r = run_cli("nvme", "set-feature", cm6, "-f", "0x84", "-n", "1", "-v", "1", "--save", check=False)
+    assert r.returncode == 1 and r.stderr_lines == [
+        "ssdtwin nvme set-feature: error: FEATURE_NOT_SAVEABLE(0x410d): feature 0x84 is not saveable "
+        "(saveable: 0x01, 0x02, 0x04, 0x08); set it without -s/--save"
+    ]
+    assert image_digest(cm6) == before
+    assert "Feature is saveable" not in get("-f", "0x84", "-n", "1", "-s", "3")
+    assert run_cli("check", cm6).returncode == 0
 
 
 def test_power_state_feature(cm6: Path) -> None:

@@ -50,6 +50,8 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
         # nsid -> {"attached", "wp", "iops"}
         self.ns: dict[int, dict[str, int]] = {}
         self.ps, self.over, self.under = 0, 343, 0
+        # What Set Features with Save stored: a power cycle restores it (NVMe 1.4 §7.3).
+        self.saved_ps, self.saved_over, self.saved_under = 0, 343, 0
 
     # -- namespace management --------------------------------------------------------------
     @rule(blocks=st.integers(1, 1000))
@@ -66,6 +68,8 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
     @rule(nsid=nsids)
     def delete_ns(self, nsid: int) -> None:
         want = None if nsid == NSID_ALL or nsid in self.ns else "INVALID_NS"
+        if want is None and any(self.ns[k]["wp"] for k in (list(self.ns) if nsid == NSID_ALL else [nsid])):
+            want = "NS_WRITE_PROTECTED"  # deleting would destroy protected data: nothing is deleted
         assert status_of(lambda: self.d.nvme.delete_ns(nsid)) == want
         if want is None:
             for k in list(self.ns) if nsid == NSID_ALL else [nsid]:
@@ -104,6 +108,7 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
     @rule(unsafe=st.booleans())
     def power_cycle(self, unsafe: bool) -> None:
         self.d.power_cycle(unsafe)
+        self.ps, self.over, self.under = self.saved_ps, self.saved_over, self.saved_under
         for n in self.ns.values():
             if n["wp"] == WP_UNTIL_POWER_CYCLE:
                 n["wp"] = WP_NONE
@@ -133,21 +138,25 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
         if want is None:
             self.ns[nsid]["iops"] = iops
 
-    @rule(ps=st.integers(0, POWER_STATES))
-    def set_power_state(self, ps: int) -> None:
+    @rule(ps=st.integers(0, POWER_STATES), save=st.booleans())
+    def set_power_state(self, ps: int, save: bool) -> None:
         want = None if ps < POWER_STATES - 1 else "INVALID_FIELD"
-        assert status_of(lambda: self.d.nvme.set_feature(0x02, ps)) == want
+        assert status_of(lambda: self.d.nvme.set_feature(0x02, ps, save=save)) == want
         if want is None:
             self.ps = ps
+            if save:
+                self.saved_ps = ps
 
-    @rule(thsel=st.sampled_from([0, 1, 2]), tmpsel=st.sampled_from([0, 1, 0xF]), kelvin=st.integers(250, 400))
-    def set_temperature_threshold(self, thsel: int, tmpsel: int, kelvin: int) -> None:
+    @rule(thsel=st.sampled_from([0, 1, 2]), tmpsel=st.sampled_from([0, 1, 0xF]), kelvin=st.integers(250, 400), save=st.booleans())
+    def set_temperature_threshold(self, thsel: int, tmpsel: int, kelvin: int, save: bool) -> None:
         want = None if thsel < 2 and tmpsel in (0, 0xF) else "INVALID_FIELD"
-        assert status_of(lambda: self.d.nvme.set_feature(0x04, thsel << 20 | tmpsel << 16 | kelvin)) == want
+        assert status_of(lambda: self.d.nvme.set_feature(0x04, thsel << 20 | tmpsel << 16 | kelvin, save=save)) == want
         if want is None and thsel == 0:
             self.over = kelvin
+            self.saved_over = kelvin if save else self.saved_over
         elif want is None:
             self.under = kelvin
+            self.saved_under = kelvin if save else self.saved_under
 
     # -- what must hold after every step ---------------------------------------------------
     @invariant()
@@ -163,6 +172,8 @@ class NvmeFeatureMachine(RuleBasedStateMachine):
         # QoS caps belong to the namespace: a deleted one's never reach a new one of its NSID.
         assert {r["nsid"]: r["iops"] for r in self.d.nvme.qos()} == {k: v["iops"] for k, v in self.ns.items()}
         assert self.d.nvme.get_feature(0x02) == self.ps
+        assert self.d.nvme.get_feature(0x02, sel=2) == self.saved_ps
+        assert self.d.nvme.get_feature(0x04, sel=2) == self.saved_over
         assert self.d.nvme.get_feature(0x04) == self.over
         assert self.d.nvme.get_feature(0x04, cdw11=UNDER) == UNDER | self.under
         hot = self.over <= TEMPERATURE_K or self.under > 0 and self.under >= TEMPERATURE_K

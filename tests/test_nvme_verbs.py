@@ -146,6 +146,36 @@ def test_sanitize_block_erase_runs_on_the_drive_clock(small: Path) -> None:
     assert done["time_block_erase"] >= 1 and done["time_crypto_erase"] == 0
 
 
+def test_write_protected_namespace_survives_sanitize_and_delete(small: Path) -> None:
+    """NVMe 1.4 §8.12 keeps a write protected namespace's data: a sanitize (which erases every
+    namespace) and a delete of it are refused, whether it is attached or not."""
+    run_cli("nvme", "set-feature", small, "-f", "0x84", "-n", "1", "-v", "3")  # permanent
+    for sanact in ("2", "3", "4"):
+        fails_cleanly(small, "nvme", "sanitize", str(small), "-a", sanact, needles=("NS_WRITE_PROTECTED(0x4020)", "namespace 1"))
+    run_cli("nvme", "detach-ns", small, "-n", "1")
+    for nsid in ("1", "0xffffffff"):
+        fails_cleanly(
+            small, "nvme", "delete-ns", str(small), "-n", nsid, needles=("NS_WRITE_PROTECTED(0x4020)", "namespace 1", "permanently")
+        )
+    fails_cleanly(small, "nvme", "sanitize", str(small), "-a", "2", needles=("NS_WRITE_PROTECTED(0x4020)",))
+    run_cli("nvme", "attach-ns", small, "-n", "1", "-c", "1")
+    assert run_cli("nvme", "id-ns", small, "-n", "1", "-o", "json").json()["nuse"] > 0
+
+
+def test_identify_the_broadcast_nsid_gives_the_common_capabilities(two_ns: Path) -> None:
+    """Identify CNS 00h with NSID FFFFFFFFh on a drive with Namespace Management: the LBA
+    formats every namespace can take (nvme-cli's create-ns -b reads them), no one's sizes."""
+    one = run_cli("nvme", "id-ns", two_ns, "-n", "1", "-o", "json").json()
+    r = run_cli("nvme", "id-ns", two_ns, "-n", "0xffffffff", "-o", "json")
+    common = r.json()
+    assert r.stderr == ""
+    assert (common["nlbaf"], common["lbafs"], common["mc"], common["dpc"]) == (one["nlbaf"], one["lbafs"], one["mc"], one["dpc"])
+    assert (common["nsze"], common["ncap"], common["nuse"], common["nvmcap"]) == (0, 0, 0, 0)
+    text = run_cli("nvme", "id-ns", two_ns, "-n", "0xffffffff").stdout
+    assert text.startswith("NVME Identify Namespace -1:\nnsze    : 0\n")  # nvme-cli's %d
+    fails_cleanly(two_ns, "nvme", "id-ns", str(two_ns), "-n", "0xffffffff", "--force", needles=("INVALID_NS(0x400b)", "CNS 11h"))
+
+
 def test_sanitize_overwrite_counts_its_nand_writes(fresh: Path) -> None:
     raw = run_cli("nvme", "vendor-log", fresh, "-o", "json").json()["superblocks"]
     out = run_cli("nvme", "sanitize", fresh, "-a", "3", "--owpass", "2", "--ovrpat", "0xdeadbeef", "--wait").stdout
@@ -391,7 +421,8 @@ def test_delete_all_prints_nvme_cli_s_nsid(two_ns: Path) -> None:
 def test_id_ns_of_an_inactive_nsid_is_zeros(two_ns: Path) -> None:
     """NVMe 1.4 Identify CNS 00h: a detached namespace or an unallocated NSID in 1..NN gives a
     zero-filled structure (the twin showed a detached namespace's data and refused an
-    unallocated NSID); --force (CNS 11h) shows the detached one; 0 and past NN are INVALID_NS."""
+    unallocated NSID); --force (CNS 11h) shows the detached one; 0 and past NN (but FFFFFFFFh)
+    are INVALID_NS."""
     attached = run_cli("nvme", "id-ns", two_ns, "-n", "2", "-o", "json").json()
 
     def raw(*force: str) -> bytes:
@@ -410,5 +441,5 @@ def test_id_ns_of_an_inactive_nsid_is_zeros(two_ns: Path) -> None:
     r = run_cli("nvme", "id-ns", two_ns, "-n", "2", "--force", "-o", "json")
     assert r.json() == attached and r.stderr == ""
     assert raw("--force") == attached_raw and raw() == bytes(4096)
-    for bad in ("0", "65", "0xffffffff"):
+    for bad in ("0", "65"):  # 0xffffffff is the common capabilities (test below)
         fails_cleanly(two_ns, "nvme", "id-ns", str(two_ns), "-n", bad, needles=("INVALID_NS(0x400b)", "1..=64"))

@@ -43,7 +43,12 @@ def test_set_feature_selects_power_state_5(small: Path) -> None:
         run_cli("nvme", "get-feature", small, "-f", "0x02").stdout.strip()
         == "get-feature:0x02 (Power Management), Current value:0x00000005"
     )
-    # A feature is state of the drive: a power cycle keeps the state selected (saved: -s).
+    # Not saved: a power cycle gives the default, power state 0 (NVMe 1.4 §7.3).
+    run_cli("power-cycle", small)
+    assert get_ps(small) == 0
+    # Saved (-s, SV): the power cycle restores it.
+    assert run_cli("nvme", "set-feature", small, "-f", "2", "-v", "5", "-s").stdout.strip().endswith("save:0x1")
+    set_ps(small, 3)
     run_cli("power-cycle", small)
     assert get_ps(small) == 5
     set_ps(small, 0)

@@ -21,7 +21,7 @@ from typing import Any, Optional, TypeVar
 #: this table against the Rust signatures.
 NARROW_BITS: dict[str, int] = {
     **dict.fromkeys(
-        ("flbas", "nmic", "lbaf", "ses", "pi", "sanact", "owpass", "tags", "prchk", "ps", "fid", "atype", "class", "lid", "cns"), 8
+        ("flbas", "nmic", "lbaf", "ses", "pi", "sanact", "owpass", "tags", "prchk", "ps", "fid", "sel", "atype", "class", "lid", "cns"), 8
     ),
     **dict.fromkeys(("nvmsetid", "endgid", "rl"), 16),
 }

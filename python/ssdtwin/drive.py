@@ -236,14 +236,17 @@ class Nvme:
         raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA."""
         self._core.check_pi(nsid, slba, nlb, prchk)
 
-    def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0) -> int:
-        """Get Features; ``cdw11`` is the NVM Set of 0x13/0x14 (Predictable Latency Mode)."""
-        return self._core.get_feature(fid, nsid, cdw11)
+    def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0, sel: int = 0) -> int:
+        """Get Features; ``cdw11`` is the NVM Set of 0x13/0x14 (Predictable Latency Mode),
+        ``sel`` the Select field: 0 current, 1 default, 2 saved, 3 supported capabilities."""
+        return self._core.get_feature(fid, nsid, cdw11, sel)
 
-    def set_feature(self, fid: int, value: int, nsid: int = 0, cdw12: int = 0) -> None:
+    def set_feature(self, fid: int, value: int, nsid: int = 0, cdw12: int = 0, save: bool = False) -> None:
         """Set Features: ``value`` is CDW11 (the NVM Set of 0x13/0x14), ``cdw12`` the value
-        of 0x13 (1: enable Predictable Latency Mode) and 0x14 (1 DTWIN, 2 NDWIN)."""
-        self._core.set_feature(fid, value, nsid, cdw12)
+        of 0x13 (1: enable Predictable Latency Mode) and 0x14 (1 DTWIN, 2 NDWIN); ``save``
+        is SV: the value is also saved, and a power cycle restores it (FEATURE_NOT_SAVEABLE
+        for a feature that is not saveable)."""
+        self._core.set_feature(fid, value, nsid, cdw12, save)
 
     def pred_lat_log(self, nvmsetid: int) -> PredLatLog:
         """Log page 0Ah: Predictable Latency Per NVM Set (nvme-cli's JSON names)."""

@@ -98,7 +98,7 @@ def id_ns(d: IdNs, nsid: int) -> str:
     if f["nsfeat"] & 0x10:
         rows += [(k, f[k]) for k in ("npwg", "npwa", "npdg", "npda", "nows")]
     rows += [(k, f[k]) for k in ("mssrl", "mcl", "msrc", "nulbaf", "anagrpid")]
-    out = [f"NVME Identify Namespace {nsid}:", _kv(rows, 8), f"nsattr\t: {f['nsattr']}"]
+    out = [f"NVME Identify Namespace {c_int(nsid)}:", _kv(rows, 8), f"nsattr\t: {f['nsattr']}"]
     out.append(_kv([(k, f[k]) for k in ("nvmsetid", "endgid", "nguid", "eui64")], 8))
     in_use = f["flbas"] & 0xF
     for i, lbaf in enumerate(d["lbafs"][: f["nlbaf"] + f["nulbaf"] + 1]):
@@ -366,11 +366,20 @@ def c_int(v: int) -> int:
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
-def get_feature(fid: int, value: int) -> str:
-    """nvme-cli 2.4's line for a Get Features result (get_feature_id_print, sel 0)."""
-    return (
-        f"get-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), Current value:{c_hex(value, 10 if value else 8)}"
+SELECT_NAMES = ("Current", "Default", "Saved", "Supported capabilities")
+
+
+def get_feature(fid: int, value: int, sel: int = 0) -> str:
+    """nvme-cli 2.4's lines for a Get Features result (get_feature_id_print): with SEL 3 the
+    capabilities follow, one a line (nvme_show_select_result)."""
+    line = (
+        f"get-feature:{c_hex(fid, 4 if fid else 2)} ({FEATURE_NAMES.get(fid, 'Unknown')}), "
+        f"{SELECT_NAMES[sel]} value:{c_hex(value, 10 if value else 8)}"
     )
+    if sel != 3:
+        return line
+    caps = [text for bit, text in ((1, "saveable"), (2, "per-namespace"), (4, "changeable")) if value & bit]
+    return "\n".join([line, *(f"  Feature is {c}" for c in caps)])
 
 
 def set_feature(fid: int, value: int, cdw12: int, save: bool) -> str:

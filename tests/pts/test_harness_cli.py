@@ -168,6 +168,9 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         (["--round", "0.5s"], "--round 0.5s: a round must be at least 1 s"),
         (["--max-rounds", "3"], "--max-rounds 3"),
         (["--tc-qd", "lat=1"], "--tc-qd 'lat=1'"),
+        # Was: the last one taken silently, in a list or across repeated options.
+        (["--tc-qd", "tp=1x256,tp=1x32"], "--tc-qd: tp given more than once (tp=1x256, tp=1x32); give each test once"),
+        (["--tc-qd", "iops=4x32", "--tc-qd", "IOPS=16x32"], "--tc-qd: iops given more than once (iops=4x32, IOPS=16x32)"),
         (["--purge", "shred"], "--purge shred"),
         # Past fio's largest block size: refused here, not by fio after the drive was purged.
         (["--iops-bs", "1t"], "--iops-bs: block sizes are multiples of 512 bytes, at most 2147479552"),

@@ -48,6 +48,32 @@ def test_parallel_tests_give_what_each_gives_alone(fresh: Path, tmp_path: Path) 
         assert man["tests"][test]["sim_s"] > 0 and man["tests"][test]["wall_s"] > 0
 
 
+def test_jobs_refuses_an_image_another_process_is_writing(fresh: Path, tmp_path: Path) -> None:
+    """Each test's process opens the image when it starts: beside a writer (ssdtwin serve)
+    each would start from another state. Refused at once, one line, nothing written; and
+    while a parallel run goes on, no writer can take the image."""
+    from ssdtwin import Drive
+    from ssdtwin.pts import parallel
+
+    img = copy_image(fresh, tmp_path / "img")
+    writer = Drive.open(img, writable=True)  # holds the image's lock, as a server does
+    try:
+        before = image_digest(img)
+        r = run_cli("pts", img, "--tests", "lat,tp", *QUICK, "--jobs", "2", "--report", tmp_path / "r", check=False)
+        assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+        assert f"in use by another ssdtwin process (pid {os.getpid()}" in r.stderr and "--jobs 2" in r.stderr
+        assert not (tmp_path / "r").exists() and image_digest(img) == before
+    finally:
+        writer.close()
+    with parallel._no_writer(img, 2):
+        r = run_cli("nvme", "set-feature", img, "-f", "8", "-v", "1", check=False)
+        assert r.returncode == 1 and "in use by another ssdtwin process" in r.stderr
+        with parallel._no_writer(img, 2):  # two parallel runs read the same image: fine
+            pass
+    assert image_digest(img) == before
+    run_cli("check", img)
+
+
 def test_jobs_needs_a_twin(tmp_path: Path) -> None:
     dev = tmp_path / "disk.img"
     dev.write_bytes(b"\x5a" * (1 << 20))

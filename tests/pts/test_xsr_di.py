@@ -72,6 +72,21 @@ def test_xsr_recovery_is_measured_against_ag1s_end() -> None:
     assert tables.xsr_recovery_s(rows_[:-1]) is None
 
 
+def test_xsr_access_groups_run_their_duration_whatever_the_segment() -> None:
+    """Each access group is the fewest equal segments of at most --xsr-segment that make up
+    its duration: a segment longer than the group no longer runs whole (a 10 s segment made
+    a 1 s group ten times too long), and 2.5 segments' worth is not rounded down to 2."""
+    st = settings.Settings(xsr_hours=(0.01, 0.5, 8.0), xsr_segment_s=10.0)
+    plan = st.xsr_group_segments(256)
+    assert st.xsr_group_seconds(256) == [1.0, 7.031, 112.5]  # 36 s / 256 is below 1 s: 1 s
+    assert plan == [(1, 1.0), (1, 7.031), (12, 9.375)]
+    for (n, seg_s), group_s in zip(plan, st.xsr_group_seconds(256)):
+        assert seg_s <= 10.0 and n * seg_s == pytest.approx(group_s, abs=0.002)
+    assert settings.Settings(xsr_hours=(1.0, 1.0, 1.0), xsr_segment_s=1440.0).xsr_group_segments(1) == [(3, 1200.0)] * 3
+    # The full drive's defaults divide evenly: 8 h in 60 s segments.
+    assert settings.Settings().xsr_group_segments(1) == [(480, 60.0), (360, 60.0), (480, 60.0)]
+
+
 @pytest.mark.parametrize(
     ("kw", "message"),
     [

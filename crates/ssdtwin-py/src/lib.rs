@@ -514,16 +514,17 @@ impl Drive {
         self.query(py, |c| Ok(nvme::sanitize_times(c.spec(), ps)))
     }
 
-    /// `cdw11`: the NVM Set of features 13h and 14h.
-    #[pyo3(signature = (fid, nsid=0, cdw11=0))]
-    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32, cdw11: u32) -> PyResult<u32> {
-        self.with(py, |b| Ok(b.ctrl().get_feature_dw(fid, NsId(nsid), cdw11)?))
+    /// `cdw11`: the NVM Set of features 13h and 14h; `sel`: 0 current, 1 default, 2 saved,
+    /// 3 supported capabilities.
+    #[pyo3(signature = (fid, nsid=0, cdw11=0, sel=0))]
+    fn get_feature(&self, py: Python<'_>, fid: u8, nsid: u32, cdw11: u32, sel: u8) -> PyResult<u32> {
+        self.with(py, |b| Ok(b.ctrl().get_feature_sel(fid, NsId(nsid), cdw11, sel)?))
     }
 
-    /// `value` is CDW11; `cdw12` carries the value of features 13h and 14h.
-    #[pyo3(signature = (fid, value, nsid=0, cdw12=0))]
-    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32, cdw12: u32) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().set_feature_dw(fid, NsId(nsid), value, cdw12)?))
+    /// `value` is CDW11; `cdw12` carries the value of features 13h and 14h; `save` is SV.
+    #[pyo3(signature = (fid, value, nsid=0, cdw12=0, save=false))]
+    fn set_feature(&self, py: Python<'_>, fid: u8, value: u32, nsid: u32, cdw12: u32, save: bool) -> PyResult<()> {
+        self.with(py, |b| Ok(b.ctrl().set_feature_save(fid, NsId(nsid), value, cdw12, save)?))
     }
 
     /// Log page 0Ah: Predictable Latency Per NVM Set of `nvmsetid`.

@@ -88,7 +88,9 @@ def nvme_id_ns(
     view = drive_view(path)
     data = view.identify_ns(nsid, force)  # NvmeError INVALID_NS for 0 and NSIDs past NN
     row = next((r for r in view.list_ns() if r["nsid"] == nsid), None)
-    if row is None or not (row["attached"] or force):
+    if nsid == 0xFFFFFFFF:
+        pass  # the capabilities common to all namespaces (NVMe 1.4 §5.15.2.1), no one namespace's
+    elif row is None or not (row["attached"] or force):
         what = "is not attached" if row else "does not exist"
         hint = ": --force shows it (CNS 11h)" if row else ""
         say(f"ssdtwin: namespace {nsid} {what}, an inactive NSID: Identify Namespace returns zeros{hint}")
@@ -294,16 +296,17 @@ def nvme_get_feature(
     f: int = NvmeInt(..., "-f", "--feature-id", what="a feature ID", top=U8),
     nsid: int = NvmeInt(0, "-n", "--namespace-id", what="a namespace ID", top=U32),
     c11: int = NvmeInt(0, "-c", "--cdw11", what="a command dword", top=U32, help="the NVM Set of 0x13/0x14, the threshold of 0x04"),
+    sel: int = NvmeInt(0, "-s", "--sel", what="a Select value", top=3, help="0 current, 1 default, 2 saved, 3 supported capabilities"),
     fmt: str = OutputFmt,
 ) -> None:
     """Get Features (0x02 power management, 0x13/0x14 predictable latency, 0x84 write protect, …)."""
     check_fmt(fmt)
     with opened(path, writable=False) as d:
-        v = d.nvme.get_feature(f, nsid, c11)
+        v = d.nvme.get_feature(f, nsid, c11, sel)
     if fmt == "json":
-        emit_json({"feature_id": f, "value": v})
+        emit_json({"feature_id": f, "sel": sel, "value": v})
     else:
-        typer.echo(nvmefmt.get_feature(f, v))
+        typer.echo(nvmefmt.get_feature(f, v, sel))
 
 
 def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) -> Optional[int]:
@@ -391,11 +394,13 @@ def nvme_set_feature(
     c12: int = NvmeInt(
         0, "-c", "--cdw12", what="a command dword", top=U32, help="0x13: 1 enables predictable latency; 0x14: 1 DTWIN, 2 NDWIN"
     ),
-    save: bool = typer.Option(False, "--save/--no-save", "-s", help="accepted; the twin always persists features"),
+    save: bool = typer.Option(
+        False, "--save/--no-save", "-s", help="SV: also save the value (a power cycle restores it); 0x01, 0x02, 0x04, 0x08 are saveable"
+    ),
 ) -> None:
     """Set Features (e.g. -f 2 -v 5 selects power state 5; -f 0x14 -V 1 -c 1: NVM Set 1 deterministic)."""
     with opened(path, writable=True) as d:
-        d.nvme.set_feature(f, v, nsid, c12)
+        d.nvme.set_feature(f, v, nsid, c12, save)
     typer.echo(nvmefmt.set_feature(f, v, c12, save))
 
 

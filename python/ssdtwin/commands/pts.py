@@ -92,13 +92,20 @@ def _floats(flag: str, text: Optional[str], what: str) -> Optional[tuple[float, 
 
 
 def _tc_qd(values: list[str]) -> dict[str, tuple[int, int]]:
+    """Each --tc-qd item, by test; a test named twice is an error (as any list option's value
+    given twice): which of two settings was meant cannot be guessed."""
     out: dict[str, tuple[int, int]] = {}
+    given: dict[str, str] = {}
     for text in values:
         for item in text.split(","):
             m = re.match(r"^\s*([a-z]+)\s*=\s*([0-9]+)\s*x\s*([0-9]+)\s*$", item, re.IGNORECASE)
             if not m:
                 fail(f"--tc-qd '{item}': write TEST=THREADSxDEPTH, e.g. tp=1x256")
-            out[m.group(1).lower()] = (int(m.group(2)), int(m.group(3)))
+            test = m.group(1).lower()
+            if test in given:
+                fail(f"--tc-qd: {test} given more than once ({given[test]}, {item.strip()}); give each test once")
+            given[test] = item.strip()
+            out[test] = (int(m.group(2)), int(m.group(3)))
     return out
 
 

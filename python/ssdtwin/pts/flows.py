@@ -152,9 +152,9 @@ def xsr(runner: Suite, tr: TestRun) -> None:
     1024 KiB W again, each for its duration (divided by N on a 1/N twin), in segments."""
     st = runner.settings
     tc, qd = st.tc_qd["xsr"]
-    seg_s = st.xsr_segment(runner.scale)
-    groups = T.xsr_groups(tc, qd, seg_s)
-    counts = [max(1, round(h * 3600.0 / max(1, runner.scale) / seg_s)) for h in st.xsr_hours]
+    plan = st.xsr_group_segments(runner.scale)  # each group in equal segments, its duration exact
+    groups = [T.xsr_groups(tc, qd, seg_s)[ag] for ag, (_, seg_s) in enumerate(plan)]
+    counts = [n for n, _ in plan]
     tr.purge()
     seg = 0
     total = sum(counts)

@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -21,13 +22,50 @@ if TYPE_CHECKING:
     from multiprocessing.context import SpawnProcess
 
 
+@contextlib.contextmanager
+def _no_writer(path: Path, jobs: int) -> Iterator[None]:
+    """A shared lock on the image's LOCK for the whole run: refused at once (a one-line
+    PtsError) while a writer (``ssdtwin serve``, a CLI command) holds it, and no writer can
+    take it until the run ends. Each test opens the image when its process starts: beside a
+    writer every test would start from a different state, and the image would change under
+    the report that says it stayed unchanged."""
+    import fcntl
+
+    try:
+        f = open(path / "LOCK")  # noqa: SIM115 (held for the with block)
+    except FileNotFoundError:
+        yield  # never opened for writing: nobody is writing it
+        return
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = f.read().strip() or "unknown"
+            raise PtsError(
+                f"{path}: in use by another ssdtwin process (pid {pid}, e.g. ssdtwin serve): --jobs {jobs} runs each test on "
+                "a copy of the image taken when the test starts, and that process is changing it; stop it first "
+                "(or run one test at a time against its NBD export)"
+            ) from None
+        yield
+
+
 def run_parallel(
     spec: str, names: list[str], folder: Path, cfg: Settings, events: Optional[Events], jobs: int, namespace: Optional[int], render: bool
 ) -> PtsResult:
     """Tests at once on a twin: each in a process of its own (``spawn``) on an in-memory copy
     of the image, the parent owning pts.json and the progress display. A test's results do
     not depend on which tests run beside it or before it: every one starts from the image as
-    it was (with --jobs 1 a test starts from the state the previous one left, wear included)."""
+    it was (with --jobs 1 a test starts from the state the previous one left, wear included).
+    The image is held against writers for the whole run (:func:`_no_writer`)."""
+    from .twin import split_spec
+
+    with _no_writer(split_spec(spec)[0], jobs):
+        return _run_parallel(spec, names, folder, cfg, events, jobs, namespace, render)
+
+
+def _run_parallel(
+    spec: str, names: list[str], folder: Path, cfg: Settings, events: Optional[Events], jobs: int, namespace: Optional[int], render: bool
+) -> PtsResult:
     import multiprocessing as mp
     import queue as queue_mod
     import signal
@@ -191,7 +229,7 @@ class _WorkerRunner(Runner):
 
 
 def _parallel_worker(spec: str, namespace: Optional[int], settings: Settings, folder: str, test: str, messages: Any) -> None:
-    """A test process (``_run_parallel``): the test on an in-memory copy of the image."""
+    """A test process (:func:`run_parallel`): the test on an in-memory copy of the image."""
     from .twin import TwinTarget
 
     tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False, converge=settings.converge)

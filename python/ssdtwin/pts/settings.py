@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Optional, cast
@@ -183,6 +184,24 @@ class Settings:
         if self.xsr_segment_s is not None:
             return self.xsr_segment_s
         return self.scaled_s(self.round_s, scale)
+
+    def xsr_group_seconds(self, scale: int = 1) -> list[float]:
+        """XSR's access-group durations as run: --xsr-hours, divided by N on a 1/N twin (at
+        least 1 s, as every scaled duration)."""
+        return [self.scaled_s(h * 3600.0, scale) for h in self.xsr_hours]
+
+    def xsr_group_segments(self, scale: int = 1) -> list[tuple[int, float]]:
+        """Each access group as (segments, segment length in s): the fewest equal segments of
+        at most :meth:`xsr_segment` that make up the group's duration exactly. A segment
+        longer than its group is cut to the group (it ran whole: a 60 s segment made a
+        1 s group 60 s long), and a group of 2.5 segments runs 3 of 5/6 of the length
+        instead of 2 (round() gave 2: 20 % of the stimulus missing)."""
+        seg = self.xsr_segment(scale)
+        out = []
+        for group_s in self.xsr_group_seconds(scale):
+            n = max(1, math.ceil(round(group_s / seg, 9)))
+            out.append((n, round(group_s / n, 3)))
+        return out
 
     def segment_s(self, scale: int = 1) -> float:
         """WSAT's segment: --wsat-segment, else the round divided by the twin's scale N (at

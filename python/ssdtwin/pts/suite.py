@@ -133,7 +133,7 @@ class Runner:
         elif test == "curve":
             base.update({"jobs": list(st.curve_jobs), "qd_list": list(st.curve_qd), "read_pct": T.CURVE_READ_PCT, "wipc": "SEQ 128KiB 2x"})
         elif test == "xsr":
-            hours = [h / self.scale if self.scale > 1 else h for h in st.xsr_hours]
+            hours = [round(s / 3600.0, 9) for s in st.xsr_group_seconds(self.scale)]
             base.update(
                 {
                     "access_groups": ["SEQ 1024KiB W", "RND 8KiB W", "SEQ 1024KiB W"],

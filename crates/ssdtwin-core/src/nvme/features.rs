@@ -17,6 +17,62 @@ pub const COMPOSITE_TEMPERATURE_K: u16 = 313;
 /// The features Get/Set Features know, as errors list them.
 const SUPPORTED_FEATURES: &str = "0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x84; 0x13, 0x14 with NVM Sets";
 
+/// Get Features' Select field (CDW10 bits 10:08), NVMe 1.4 §5.14.
+pub const SEL_CURRENT: u8 = 0;
+pub const SEL_DEFAULT: u8 = 1;
+pub const SEL_SAVED: u8 = 2;
+pub const SEL_SUPPORTED_CAPABILITIES: u8 = 3;
+
+/// The supported capabilities Get Features with SEL 011b returns in Dword 0.
+pub const FEATURE_SAVEABLE: u32 = 1 << 0;
+pub const FEATURE_NAMESPACE_SPECIFIC: u32 = 1 << 1;
+pub const FEATURE_CHANGEABLE: u32 = 1 << 2;
+
+/// The values of the saveable features (01h, 02h, 04h, 08h): the factory defaults, or what
+/// Set Features with Save (SV) last stored. A power cycle restores them (NVMe 1.4 §7.3: after
+/// a reset a feature takes its saved value, or its default if none was saved).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedFeatures {
+    pub arbitration: u32,
+    pub power_state: u8,
+    pub temperature_threshold_k: u32,
+    pub temperature_under_threshold_k: u32,
+    pub interrupt_coalescing: u32,
+}
+
+impl Default for SavedFeatures {
+    /// The factory defaults: round robin, power state 0, over temperature threshold 343 K
+    /// (70 °C), no under temperature threshold, no interrupt coalescing.
+    fn default() -> SavedFeatures {
+        SavedFeatures {
+            arbitration: 0,
+            power_state: 0,
+            temperature_threshold_k: 343,
+            temperature_under_threshold_k: 0,
+            interrupt_coalescing: 0,
+        }
+    }
+}
+
+/// The supported capabilities of feature `fid` (None: not a feature this drive knows).
+/// Namespace write protection (84h) is not saveable: its persistence is §8.12's (Write
+/// Protect and Permanent Write Protect survive a power cycle, Write Protect Until Power
+/// Cycle does not), not a saved value's. Predictable latency (13h, 14h) is a state of each
+/// NVM Set, not saved either.
+fn feature_capabilities(fid: u8) -> Option<u32> {
+    match fid {
+        0x01 | 0x02 | 0x04 | 0x08 => Some(FEATURE_SAVEABLE | FEATURE_CHANGEABLE),
+        0x06 | 0x07 => Some(0),
+        0x13 | 0x14 => Some(FEATURE_CHANGEABLE),
+        0x84 => Some(FEATURE_NAMESPACE_SPECIFIC | FEATURE_CHANGEABLE),
+        _ => None,
+    }
+}
+
+fn unsupported_feature<T>(fid: u8) -> Result<T, Error> {
+    fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: {SUPPORTED_FEATURES})"))
+}
+
 /// Feature 04h's CDW11 without its threshold: (TMPSEL, THSEL), checked. This drive reports
 /// the Composite Temperature only (no sensors 1-8), so TMPSEL is 0 (composite) or Fh (all
 /// sensors: the composite); THSEL 0 is the over, 1 the under temperature threshold.
@@ -36,6 +92,10 @@ fn temperature_select(cdw11: u32) -> Result<(u32, u32), Error> {
         );
     }
     Ok((tmpsel, thsel))
+}
+
+fn select_out_of_range<T>(sel: u8) -> Result<T, Error> {
+    fail(Status::InvalidField, format!("Select (SEL) {sel} (CDW10 bits 10:08): 0 current, 1 default, 2 saved or 3 supported capabilities"))
 }
 
 /// The class of a namespace's queues when none was set.
@@ -86,26 +146,121 @@ pub struct QosRow {
 }
 
 impl Controller {
-    /// Get Features. `nsid` matters for namespace-scoped features (84h).
+    /// Get Features (current value). `nsid` matters for namespace-scoped features (84h).
     pub fn get_feature(&self, fid: u8, nsid: NsId) -> Result<u32, Error> {
         let nsid = nsid.0;
         match fid {
             0x01 => Ok(self.st.arbitration),
             0x02 => Ok(self.st.power_state as u32),
-            0x04 => self.temperature_threshold(0),
+            0x04 => self.temperature_threshold(0, SEL_CURRENT),
             0x06 => Ok(0), // no volatile write cache: the buffer is power-loss protected
             0x07 => Ok((63 << 16) | 63),
             0x08 => Ok(self.st.interrupt_coalescing),
             0x84 => Ok(self.attached_u32(nsid)?.write_protect as u32),
-            _ => fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: {SUPPORTED_FEATURES})")),
+            _ => unsupported_feature(fid),
         }
     }
 
-    /// Get Features 04h: the threshold CDW11's TMPSEL and THSEL select, in CDW11's layout.
-    pub(super) fn temperature_threshold(&self, cdw11: u32) -> Result<u32, Error> {
+    /// The saved values of the saveable features (the defaults where none was saved).
+    pub fn saved_features(&self) -> SavedFeatures {
+        self.st.saved_features.unwrap_or_default()
+    }
+
+    /// Get Features with SEL 001b (default), 010b (saved) or 011b (supported capabilities)
+    /// of a feature other than 04h, 13h and 14h. A feature that is not saveable reports its
+    /// default as its saved value (NVMe 1.4 §5.14: SEL 010b acts as 001b then).
+    pub(super) fn get_feature_selected(&self, fid: u8, nsid: NsId, sel: u8) -> Result<u32, Error> {
+        let Some(caps) = feature_capabilities(fid) else { return unsupported_feature(fid) };
+        if fid == 0x84 {
+            // Namespace-specific: the namespace must exist and be attached, whatever SEL.
+            self.attached_u32(nsid.0)?;
+        }
+        let values = match sel {
+            SEL_CURRENT => return self.get_feature(fid, nsid),
+            SEL_SUPPORTED_CAPABILITIES => return Ok(caps),
+            SEL_DEFAULT => SavedFeatures::default(),
+            SEL_SAVED => self.saved_features(),
+            _ => return select_out_of_range(sel),
+        };
+        Ok(match fid {
+            0x01 => values.arbitration,
+            0x02 => values.power_state as u32,
+            0x06 | 0x07 | 0x84 => {
+                // Not saveable: the default. 84h's default is No Write Protect; 06h and 07h
+                // never change.
+                if fid == 0x84 {
+                    0
+                } else {
+                    self.get_feature(fid, nsid)?
+                }
+            }
+            0x08 => values.interrupt_coalescing,
+            // 04h with CDW11 0 (the over temperature threshold); 13h and 14h: not saveable,
+            // default disabled / no window. get_feature_sel answers them with their CDW11.
+            0x04 => return self.temperature_threshold(0, sel),
+            _ => 0,
+        })
+    }
+
+    /// Get Features 04h: the threshold CDW11's TMPSEL and THSEL select, in CDW11's layout,
+    /// as SEL selects it (current, default or saved; 011b is answered before).
+    pub(super) fn temperature_threshold(&self, cdw11: u32, sel: u8) -> Result<u32, Error> {
         let (tmpsel, thsel) = temperature_select(cdw11)?;
-        let k = if thsel == 0 { self.st.temperature_threshold_k } else { self.st.temperature_under_threshold_k };
+        let values = match sel {
+            SEL_DEFAULT => SavedFeatures::default(),
+            SEL_SAVED => self.saved_features(),
+            _ => SavedFeatures {
+                temperature_threshold_k: self.st.temperature_threshold_k,
+                temperature_under_threshold_k: self.st.temperature_under_threshold_k,
+                ..SavedFeatures::default()
+            },
+        };
+        let k = if thsel == 0 { values.temperature_threshold_k } else { values.temperature_under_threshold_k };
         Ok(thsel << 20 | tmpsel << 16 | (k & 0xffff))
+    }
+
+    /// Set Features with Save (SV, CDW10 bit 31) set, after the Set itself succeeded: the
+    /// new current value becomes the saved one. A feature that is not saveable was refused
+    /// before anything changed ([`Controller::check_saveable`]).
+    pub(super) fn save_feature(&mut self, fid: u8, cdw11: u32) {
+        let mut saved = self.saved_features();
+        match fid {
+            0x01 => saved.arbitration = self.st.arbitration,
+            0x02 => saved.power_state = self.st.power_state,
+            0x04 => {
+                if (cdw11 >> 20) & 0x3 == 0 {
+                    saved.temperature_threshold_k = self.st.temperature_threshold_k;
+                } else {
+                    saved.temperature_under_threshold_k = self.st.temperature_under_threshold_k;
+                }
+            }
+            0x08 => saved.interrupt_coalescing = self.st.interrupt_coalescing,
+            _ => unreachable!("check_saveable refused feature {fid:#04x}"),
+        }
+        self.st.saved_features = Some(saved);
+    }
+
+    /// Set Features with SV set: FEATURE_NOT_SAVEABLE unless `fid` is saveable.
+    pub(super) fn check_saveable(&self, fid: u8) -> Result<(), Error> {
+        match feature_capabilities(fid) {
+            None => unsupported_feature(fid),
+            Some(caps) if caps & FEATURE_SAVEABLE == 0 => fail(
+                Status::FeatureNotSaveable,
+                format!("feature {fid:#04x} is not saveable (saveable: 0x01, 0x02, 0x04, 0x08); set it without -s/--save"),
+            ),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// A power cycle: the saveable features take their saved values (their defaults where
+    /// none was saved).
+    pub(super) fn restore_saved_features(&mut self) {
+        let saved = self.saved_features();
+        self.st.arbitration = saved.arbitration;
+        self.st.power_state = saved.power_state;
+        self.st.temperature_threshold_k = saved.temperature_threshold_k;
+        self.st.temperature_under_threshold_k = saved.temperature_under_threshold_k;
+        self.st.interrupt_coalescing = saved.interrupt_coalescing;
     }
 
     /// SMART critical warning bit 1: the Composite Temperature is at or over the over
@@ -171,7 +326,7 @@ impl Controller {
                 }
                 self.st.namespaces.get_mut(&nsid).expect("checked").write_protect = wp;
             }
-            _ => return fail(Status::InvalidField, format!("feature {fid:#04x} is not supported (supported: {SUPPORTED_FEATURES})")),
+            _ => return unsupported_feature(fid),
         }
         Ok(())
     }

@@ -435,8 +435,9 @@ pub(super) fn id_ctrl(c: &Controller) -> IdCtrl {
         cqes: 0x44,
         maxcmd: 0,
         nn: spec.capacity.max_namespaces.value,
-        // Dataset Management (bit 2) and Write Zeroes (bit 3).
-        oncs: 0x000c,
+        // Dataset Management (bit 2), Write Zeroes (bit 3), the Save field of Set Features
+        // and the Select field of Get Features (bit 4).
+        oncs: 0x001c,
         fuses: 0,
         // Format per namespace; cryptographic erase supported (bit 2).
         fna: 0x04,
@@ -486,13 +487,10 @@ fn psd(max_mw: u32, active_mw: Option<u32>, non_op: bool) -> PowerStateDesc {
     }
 }
 
-pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
+/// What every namespace of the drive can be: the LBA formats, the metadata capabilities
+/// (MC) and the end-to-end protection capabilities (DPC).
+fn namespace_capabilities(c: &Controller) -> (Vec<LbaFormatDesc>, u8, u8) {
     let spec = c.spec();
-    let iu = c.ftl_config().iu_bytes as u64;
-    let lba = ns.lba_bytes as u64;
-    let pu = spec.geometry().program_unit_bytes;
-    // 0's based counts of logical blocks, saturating at the 16-bit field.
-    let blocks = |bytes: u64| ((bytes / lba).max(1) - 1).min(u16::MAX as u64) as u16;
     let lbafs = spec
         .lba_formats()
         .iter()
@@ -503,9 +501,38 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
             rp: if b as u64 >= 4096 { 0 } else { 2 },
         })
         .collect::<Vec<_>>();
-    let has_md = lbafs.iter().any(|f| f.ms != 0);
+    // MC: metadata as part of an extended LBA (bit 0) or in a separate buffer (bit 1).
+    let mc = if lbafs.iter().any(|f| f.ms != 0) { 3 } else { 0 };
     // DPC: the PI types supported (bits 0-2) and PI in the first or last 8 bytes (bits 3-4).
     let dpc = spec.pi_types().iter().fold(0u8, |m, &t| m | 1 << (t - 1)) | if spec.pi_types().is_empty() { 0 } else { 0x18 };
+    (lbafs, mc, dpc)
+}
+
+/// Identify CNS 00h with NSID FFFFFFFFh on a controller with Namespace Management (NVMe 1.4
+/// §5.15.2.1): the capabilities common to all namespaces, what a host reads before Create
+/// Namespace (nvme-cli's `create-ns -b` picks FLBAS from it). The fields of one namespace
+/// (sizes, FLBAS, DPS, NMIC, NSATTR, identifiers, the write hints of NSFEAT bit 4) are 0.
+pub(super) fn id_ns_common(c: &Controller) -> IdNs {
+    let (lbafs, mc, dpc) = namespace_capabilities(c);
+    IdNs {
+        nlbaf: (lbafs.len() - 1) as u8,
+        mc,
+        dpc,
+        // Deallocated blocks read as zeroes; Write Zeroes may deallocate.
+        dlfeat: 0x09,
+        lbafs,
+        ..IdNs::zeroed()
+    }
+}
+
+pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
+    let spec = c.spec();
+    let iu = c.ftl_config().iu_bytes as u64;
+    let lba = ns.lba_bytes as u64;
+    let pu = spec.geometry().program_unit_bytes;
+    // 0's based counts of logical blocks, saturating at the 16-bit field.
+    let blocks = |bytes: u64| ((bytes / lba).max(1) - 1).min(u16::MAX as u64) as u16;
+    let (lbafs, mc, dpc) = namespace_capabilities(c);
     let prot = ns.protection;
     IdNs {
         nsze: ns.nsze,
@@ -516,8 +543,7 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         nlbaf: (lbafs.len() - 1) as u8,
         // FLBAS bits 3:0 the format, bit 4 metadata at the end of each LBA (extended).
         flbas: ns.flbas | (prot.extended as u8) << 4,
-        // MC: metadata as part of an extended LBA (bit 0) or in a separate buffer (bit 1).
-        mc: if has_md { 3 } else { 0 },
+        mc,
         dpc,
         dps: prot.dps(),
         nmic: ns.nmic,

@@ -268,11 +268,38 @@ mod tests {
         for cns in [CNS_NAMESPACE, CNS_ALLOCATED_NAMESPACE] {
             assert_eq!(view.identify(cns, 2).unwrap(), vec![0u8; IDENTIFY_BYTES], "an unallocated NSID");
             assert_eq!(view.identify(cns, nn).unwrap(), vec![0u8; IDENTIFY_BYTES]);
-            for bad in [0, nn + 1, u32::MAX] {
+            // FFFFFFFFh is the common capabilities for CNS 00h, one namespace's NSID for 11h.
+            let broadcast = if cns == CNS_ALLOCATED_NAMESPACE { Some(u32::MAX) } else { None };
+            for bad in [0, nn + 1].into_iter().chain(broadcast) {
                 let e = view.identify(cns, bad).unwrap_err();
                 assert_eq!(e.status(), Some(Status::InvalidNamespaceOrFormat), "{bad}: {e}");
             }
         }
         assert_eq!(view.identify_ns(NsId(1), false).unwrap(), IdNs::zeroed());
+    }
+
+    #[test]
+    fn the_broadcast_nsid_identifies_the_capabilities_common_to_all_namespaces() {
+        // NVMe 1.4 §5.15.2.1: with Namespace Management (OACS bit 3), CNS 00h and NSID
+        // FFFFFFFFh return what every namespace can be, with or without namespaces.
+        let mut c = cm6_controller();
+        assert_eq!(c.id_ctrl().oacs & 0x8, 0x8);
+        let one = c.view().id_ns["1"].clone();
+        c.detach_ns(NsId(1), &[1]).unwrap();
+        c.delete_ns(NsId(1)).unwrap();
+        let view = c.view();
+        let common = view.identify_ns(NsId(u32::MAX), false).unwrap();
+        assert_eq!(
+            (common.nlbaf, &common.lbafs, common.mc, common.dpc, common.dlfeat),
+            (one.nlbaf, &one.lbafs, one.mc, one.dpc, one.dlfeat)
+        );
+        assert!(common.lbafs.len() >= 2, "the formats a Create Namespace can pick");
+        // Nothing of one namespace: sizes, format in use, identifiers.
+        assert_eq!((common.nsze, common.ncap, common.nuse, common.nvmcap, common.flbas, common.nsfeat), (0, 0, 0, 0, 0, 0));
+        assert_eq!(common.nguid, "0".repeat(32));
+        let b = view.identify(CNS_NAMESPACE, u32::MAX).unwrap();
+        assert_eq!(b, common.to_bytes());
+        assert_eq!(b[25], common.nlbaf);
+        assert_eq!(b[128 + 4 + 2], common.lbafs[1].ds, "LBA format 1's data size");
     }
 }

@@ -60,7 +60,10 @@ pub use sanitize::{
 pub use sets::{EnduranceGroupLog, NvmSetEntry, NvmSetList, SetCommands};
 pub use status::{Error, InvalidState, MapError, Status};
 
-pub use features::{Arbitration, QosLimits, QosRow, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT};
+pub use features::{
+    Arbitration, QosLimits, QosRow, SavedFeatures, FEATURE_CHANGEABLE, FEATURE_NAMESPACE_SPECIFIC, FEATURE_SAVEABLE, SEL_CURRENT,
+    SEL_DEFAULT, SEL_SAVED, SEL_SUPPORTED_CAPABILITIES, SQ_PRIORITIES, SQ_PRIORITY_DEFAULT,
+};
 pub use io::{NsPrefetch, NsTiming, ReadSummary};
 pub use logs::{IntelSmartAdd, SmartLog, VendorLog};
 pub use namespaces::{Namespace, NamespaceRow};
@@ -90,6 +93,15 @@ pub const WP_NONE: u8 = 0;
 pub const WP_PROTECT: u8 = 1;
 pub const WP_UNTIL_POWER_CYCLE: u8 = 2;
 pub const WP_PERMANENT: u8 = 3;
+
+/// How a namespace leaves write protect state `wp`, as errors that it blocks tell it.
+pub(crate) fn wp_state_clears(wp: u8) -> &'static str {
+    match wp {
+        WP_PROTECT => "set-feature -f 0x84 -v 0 on the attached namespace clears it",
+        WP_UNTIL_POWER_CYCLE => "until the next power cycle: ssdtwin power-cycle",
+        _ => "permanently",
+    }
+}
 
 /// SMART / Health counters kept exactly; the log rounds them the NVMe way on output.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,6 +144,10 @@ pub struct ControllerState {
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub temperature_under_threshold_k: u32,
     pub interrupt_coalescing: u32,
+    /// What Set Features with Save stored of the saveable features (None: never saved, the
+    /// defaults); a power cycle restores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_features: Option<SavedFeatures>,
     pub smart: SmartCounters,
     /// Virtual time the drive has been powered and running workloads (power-on hours).
     pub clock_ns: u64,
@@ -189,6 +205,10 @@ pub struct ControllerView {
     pub id_ctrl: IdCtrl,
     /// Identify Namespace of every namespace, by NSID (as a string: JSON object keys).
     pub id_ns: BTreeMap<String, IdNs>,
+    /// Identify Namespace with NSID FFFFFFFFh: the capabilities common to all namespaces, on
+    /// a controller with Namespace Management (None: without it, or a view from before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_ns_common: Option<IdNs>,
     pub namespaces: Vec<NamespaceRow>,
     pub smart_log: SmartLog,
     pub vendor_log: VendorLog,
@@ -235,14 +255,24 @@ impl ControllerView {
     /// Identify Namespace as the controller answers it: CNS 00h (`allocated` false) gives an
     /// active (attached) namespace's structure and a zero-filled one for an inactive NSID
     /// (1..=NN, allocated but detached or not allocated at all; NVMe 1.4 Figure 245); CNS
-    /// 11h (`allocated`) an allocated namespace's whether attached or not. NSID 0 and NSIDs
-    /// past NN are INVALID_NS (FFFFFFFFh, the common capabilities, is not kept).
+    /// 11h (`allocated`) an allocated namespace's whether attached or not. CNS 00h with NSID
+    /// FFFFFFFFh gives the capabilities common to all namespaces (NVMe 1.4 §5.15.2.1, with
+    /// Namespace Management). NSID 0, NSIDs past NN and FFFFFFFFh with CNS 11h (its NSID is
+    /// one namespace's) are INVALID_NS.
     pub fn identify_ns(&self, nsid: NsId, allocated: bool) -> Result<IdNs, Error> {
         let nsid = nsid.0;
         let nn = self.id_ctrl.nn;
+        if let (NSID_ALL, false, Some(common)) = (nsid, allocated, &self.id_ns_common) {
+            return Ok(common.clone());
+        }
         if nsid == 0 || nsid > nn {
-            let why =
-                if nsid == NSID_ALL { "the common namespace capabilities (NSID FFFFFFFFh) are not returned" } else { "not a valid NSID" };
+            let why = match (nsid, allocated) {
+                (NSID_ALL, true) => {
+                    "Identify CNS 11h takes one namespace's NSID; the common capabilities (NSID FFFFFFFFh) are CNS 00h's (no --force)"
+                }
+                (NSID_ALL, false) => "the common namespace capabilities (NSID FFFFFFFFh) need Namespace Management",
+                _ => "not a valid NSID",
+            };
             return fail(
                 Status::InvalidNamespaceOrFormat,
                 format!("namespace {nsid}: {why}; this drive's NSIDs are 1..={nn} (namespaces: {})", self.nsid_list()),
@@ -289,11 +319,12 @@ impl Controller {
             seed,
             seeded_commands: 0,
             namespaces: BTreeMap::new(),
-            power_state: 0,
-            arbitration: 0,
-            temperature_threshold_k: 343,
-            temperature_under_threshold_k: 0,
-            interrupt_coalescing: 0,
+            power_state: SavedFeatures::default().power_state,
+            arbitration: SavedFeatures::default().arbitration,
+            temperature_threshold_k: SavedFeatures::default().temperature_threshold_k,
+            temperature_under_threshold_k: SavedFeatures::default().temperature_under_threshold_k,
+            interrupt_coalescing: SavedFeatures::default().interrupt_coalescing,
+            saved_features: None,
             smart: SmartCounters::default(),
             clock_ns: 0,
             qos: BTreeMap::new(),
@@ -369,7 +400,8 @@ impl Controller {
         }
     }
 
-    /// Simulated power off/on: clears "write protect until power cycle".
+    /// Simulated power off/on: clears "write protect until power cycle"; the saveable
+    /// features take their saved values (or defaults).
     /// DRAM namespaces are dumped to their reserved NAND area at every power-off (the
     /// capacitors carry an unsafe one through): their whole size is counted.
     pub fn power_cycle(&mut self, unsafe_shutdown: bool) {
@@ -378,6 +410,7 @@ impl Controller {
         if unsafe_shutdown {
             self.st.smart.unsafe_shutdowns += 1;
         }
+        self.restore_saved_features();
         for ns in self.st.namespaces.values_mut() {
             if ns.write_protect == WP_UNTIL_POWER_CYCLE {
                 ns.write_protect = WP_NONE;

@@ -347,6 +347,14 @@ impl Controller {
         let nsid = nsid.0;
         let ids: Vec<u32> =
             if nsid == NSID_ALL { self.st.namespaces.keys().copied().collect() } else { vec![self.namespace_u32(nsid)?.nsid] };
+        // Deleting destroys the data NVMe 1.4 §8.12 protects: refused, and with NSID
+        // FFFFFFFFh nothing is deleted when any namespace is protected.
+        if let Some(ns) = ids.iter().map(|id| &self.st.namespaces[id]).find(|n| n.write_protect != WP_NONE) {
+            return fail(
+                Status::NamespaceWriteProtected,
+                format!("namespace {} is write protected ({}): it cannot be deleted", ns.nsid, super::wp_state_clears(ns.write_protect)),
+            );
+        }
         for id in ids {
             let chunks = self.st.namespaces[&id].chunks.clone();
             self.deallocate_chunks(&chunks)?;

@@ -437,12 +437,41 @@ impl Controller {
         }
     }
 
+    /// Set Features with Save (SV, CDW10 bit 31): with `save`, a feature that is not
+    /// saveable is refused with FEATURE_NOT_SAVEABLE and nothing changes; a saveable one is
+    /// set, then its new value saved (a power cycle restores it).
+    pub fn set_feature_save(&mut self, fid: u8, nsid: super::NsId, cdw11: u32, cdw12: u32, save: bool) -> Result<(), Error> {
+        if save {
+            self.check_saveable(fid)?;
+        }
+        self.set_feature_dw(fid, nsid, cdw11, cdw12)?;
+        if save {
+            self.save_feature(fid, cdw11);
+        }
+        Ok(())
+    }
+
     /// Get Features with CDW11 (the NVM Set of 13h and 14h, the threshold 04h selects).
     pub fn get_feature_dw(&self, fid: u8, nsid: super::NsId, cdw11: u32) -> Result<u32, Error> {
+        self.get_feature_sel(fid, nsid, cdw11, super::features::SEL_CURRENT)
+    }
+
+    /// Get Features with CDW11 and the Select field (`sel`: 0 current, 1 default, 2 saved,
+    /// 3 supported capabilities).
+    pub fn get_feature_sel(&self, fid: u8, nsid: super::NsId, cdw11: u32, sel: u8) -> Result<u32, Error> {
+        use super::features::{SEL_CURRENT, SEL_SUPPORTED_CAPABILITIES};
         match fid {
-            0x13 | 0x14 => self.get_plm_feature(fid, nvmsetid_of_cdw11(cdw11)?),
-            0x04 => self.temperature_threshold(cdw11),
-            _ => self.get_feature(fid, nsid),
+            0x13 | 0x14 => {
+                let current = self.get_plm_feature(fid, nvmsetid_of_cdw11(cdw11)?)?;
+                match sel {
+                    SEL_CURRENT => Ok(current),
+                    // Not saveable: saved reads as the default, PLM disabled / no window.
+                    1 | 2 => Ok(0),
+                    _ => self.get_feature_selected(fid, nsid, sel),
+                }
+            }
+            0x04 if sel != SEL_SUPPORTED_CAPABILITIES && sel <= 3 => self.temperature_threshold(cdw11, sel),
+            _ => self.get_feature_selected(fid, nsid, sel),
         }
     }
 }

@@ -316,6 +316,18 @@ impl Controller {
         if req.no_dealloc {
             return fail(Status::InvalidField, "no-dealloc: No-Deallocate After Sanitize is inhibited on this drive (SANICAP.NDI)");
         }
+        // A sanitize alters every namespace's data; NVMe 1.4 §8.12 prohibits that on a write
+        // protected one, attached or not (the Write Protect state belongs to the namespace).
+        if let Some(ns) = self.st.namespaces.values().find(|n| n.write_protect != super::WP_NONE) {
+            return fail(
+                Status::NamespaceWriteProtected,
+                format!(
+                    "namespace {} is write protected ({}): a sanitize would erase it",
+                    ns.nsid,
+                    super::wp_state_clears(ns.write_protect)
+                ),
+            );
+        }
         if req.sanact != SANACT_OVERWRITE && (req.owpass != 0 || req.oipbp || req.ovrpat != 0) {
             return fail(Status::InvalidField, "owpass, oipbp and ovrpat apply to overwrite (sanact 3) only");
         }

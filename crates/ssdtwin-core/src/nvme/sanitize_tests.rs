@@ -175,3 +175,40 @@ fn error_log_records_failed_io_and_raw_pages_have_their_layout() {
     assert_eq!(c.view().error_log.len(), ERROR_LOG_ENTRIES);
     assert_eq!(c.view().error_log[0].error_count, 101);
 }
+
+#[test]
+fn a_write_protected_namespace_blocks_sanitize_and_delete() {
+    let written = || {
+        let mut c = drive("kioxia-cm6-v-3.2t", 256);
+        let nsze = c.namespace(NsId(1)).unwrap().nsze;
+        c.write(NsId(1), 0, nsze / 4, &mut NoTiming).unwrap();
+        c
+    };
+    for wp in [WP_PROTECT, WP_UNTIL_POWER_CYCLE, WP_PERMANENT] {
+        let mut c = written();
+        let nuse = c.nuse(c.namespace(NsId(1)).unwrap());
+        c.set_feature(0x84, NsId(1), wp as u32).unwrap();
+        // Detached, the namespace is still protected: its data is what §8.12 keeps.
+        c.detach_ns(NsId(1), &[CONTROLLER_ID]).unwrap();
+        let before = state_json(&c);
+        for sanact in [SANACT_BLOCK_ERASE, SANACT_OVERWRITE, SANACT_CRYPTO_ERASE] {
+            let e = c.sanitize(SanitizeRequest { sanact, ..Default::default() }).unwrap_err();
+            assert_eq!(status(e), Status::NamespaceWriteProtected, "wp {wp}, sanact {sanact}");
+        }
+        for nsid in [1, NSID_ALL] {
+            let e = c.delete_ns(NsId(nsid)).unwrap_err();
+            assert!(e.to_string().contains("namespace 1 is write protected"), "{e}");
+            assert_eq!(status(e), Status::NamespaceWriteProtected, "wp {wp}, delete {nsid:#x}");
+        }
+        assert_eq!(state_json(&c), before, "a refused command changes nothing");
+        assert_eq!(c.nuse(c.namespace(NsId(1)).unwrap()), nuse);
+        // Exit Failure Mode alters no data.
+        c.sanitize(SanitizeRequest { sanact: SANACT_EXIT_FAILURE, ..Default::default() }).unwrap();
+        c.check_full().unwrap();
+    }
+    // Unprotected, both go ahead.
+    written().sanitize(SanitizeRequest { sanact: SANACT_BLOCK_ERASE, ..Default::default() }).unwrap();
+    let mut c = written();
+    c.detach_ns(NsId(1), &[CONTROLLER_ID]).unwrap();
+    c.delete_ns(NsId(1)).unwrap();
+}

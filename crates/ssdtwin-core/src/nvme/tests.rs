@@ -411,3 +411,56 @@ fn a_prefetch_handle_finds_the_namespaces_ius() {
     }
     assert_eq!(c.prefetch_handle(NsId(9)).iu(0), None);
 }
+
+#[test]
+fn saved_features_survive_a_power_cycle_and_unsaved_ones_revert() {
+    let mut c = cm6(256);
+    assert_eq!(c.id_ctrl().oncs & 0x10, 0x10, "ONCS bit 4: Save and Select supported");
+    // Saved: interrupt coalescing 5 and the under temperature threshold 250 K; then the
+    // current values move on without SV.
+    c.set_feature_save(0x08, NsId(0), 5, 0, true).unwrap();
+    c.set_feature_save(0x04, NsId(0), 1 << 20 | 250, 0, true).unwrap();
+    c.set_feature_save(0x08, NsId(0), 7, 0, false).unwrap();
+    c.set_feature_save(0x01, NsId(0), 0x0f03_0000, 0, false).unwrap();
+    assert_eq!(c.get_feature_sel(0x08, NsId(0), 0, SEL_CURRENT).unwrap(), 7);
+    assert_eq!(c.get_feature_sel(0x08, NsId(0), 0, SEL_SAVED).unwrap(), 5);
+    assert_eq!(c.get_feature_sel(0x08, NsId(0), 0, SEL_DEFAULT).unwrap(), 0);
+    assert_eq!(c.get_feature_sel(0x04, NsId(0), 1 << 20, SEL_SAVED).unwrap(), 1 << 20 | 250);
+    assert_eq!(c.get_feature_sel(0x04, NsId(0), 0, SEL_SAVED).unwrap(), 343, "the over threshold was not saved");
+    // Saved and current survive serialization (the image) unchanged.
+    let st: ControllerState = serde_json::from_str(&serde_json::to_string(c.state()).unwrap()).unwrap();
+    assert_eq!(st.saved_features, c.state().saved_features);
+    c.power_cycle(false);
+    assert_eq!(c.get_feature(0x08, NsId(0)).unwrap(), 5, "the saved value");
+    assert_eq!(c.get_feature_dw(0x04, NsId(0), 1 << 20).unwrap(), 1 << 20 | 250);
+    assert_eq!(c.get_feature(0x01, NsId(0)).unwrap(), 0, "arbitration was never saved: its default");
+}
+
+#[test]
+fn a_feature_that_is_not_saveable_says_so_and_refuses_sv() {
+    let mut c = cm6(256);
+    for (fid, caps) in [
+        (0x01, FEATURE_SAVEABLE | FEATURE_CHANGEABLE),
+        (0x02, FEATURE_SAVEABLE | FEATURE_CHANGEABLE),
+        (0x04, FEATURE_SAVEABLE | FEATURE_CHANGEABLE),
+        (0x06, 0),
+        (0x07, 0),
+        (0x08, FEATURE_SAVEABLE | FEATURE_CHANGEABLE),
+        (0x84, FEATURE_NAMESPACE_SPECIFIC | FEATURE_CHANGEABLE),
+    ] {
+        assert_eq!(c.get_feature_sel(fid, NsId(1), 0, SEL_SUPPORTED_CAPABILITIES).unwrap(), caps, "feature {fid:#x}");
+    }
+    let e = c.set_feature_save(0x84, NsId(1), WP_PROTECT as u32, 0, true).unwrap_err();
+    assert_eq!(status(e), Status::FeatureNotSaveable);
+    assert_eq!(c.get_feature(0x84, NsId(1)).unwrap(), WP_NONE as u32, "a refused Set changes nothing");
+    assert_eq!(status(c.set_feature_save(0x06, NsId(0), 0, 0, true).unwrap_err()), Status::FeatureNotSaveable);
+    // Saved of a feature that is not saveable reads as its default (NVMe 1.4: SEL 010b
+    // acts as 001b).
+    c.set_feature(0x84, NsId(1), WP_PROTECT as u32).unwrap();
+    assert_eq!(c.get_feature_sel(0x84, NsId(1), 0, SEL_SAVED).unwrap(), 0);
+    assert_eq!(status(c.get_feature_sel(0x08, NsId(0), 0, 4).unwrap_err()), Status::InvalidField);
+    assert_eq!(status(c.get_feature_sel(0x99, NsId(0), 0, SEL_SUPPORTED_CAPABILITIES).unwrap_err()), Status::InvalidField);
+    // Write Protect (not Until Power Cycle) persists by §8.12, with no saved value.
+    c.power_cycle(false);
+    assert_eq!(c.get_feature(0x84, NsId(1)).unwrap(), WP_PROTECT as u32);
+}

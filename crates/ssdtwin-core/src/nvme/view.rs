@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{identify, Controller, ControllerView};
 
+/// OACS bit 3: Namespace Management and Attachment supported.
+const OACS_NAMESPACE_MANAGEMENT: u16 = 1 << 3;
+
 /// FTL geometry numbers of a drive (`Drive.ftl_info()`, `ssdtwin create`'s summary).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FtlInfo {
@@ -41,6 +44,7 @@ impl Controller {
         ControllerView {
             id_ctrl: self.id_ctrl(),
             id_ns,
+            id_ns_common: (self.id_ctrl().oacs & OACS_NAMESPACE_MANAGEMENT != 0).then(|| identify::id_ns_common(self)),
             namespaces: self.namespace_rows(),
             smart_log: self.smart_log(),
             vendor_log: self.vendor_log(),
