@@ -33,7 +33,7 @@ mod steadystate;
 pub(crate) mod tests;
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::arbiter::Arbiter;
 use super::events::{Entry, EventQueue};
@@ -296,6 +296,7 @@ fn run_with(
         budgets,
         progress_unit,
         conv: None,
+        qos_lines: BTreeMap::new(),
     };
     // The host stack on the target namespace.
     if let Some(stack) = stack {
@@ -384,6 +385,9 @@ struct Runner<'a> {
     progress_unit: Option<ProgressUnit>,
     /// A converging run's samples and rule (converge.rs).
     conv: Option<Box<Converger>>,
+    /// Per QoS-capped namespace, the clones (submission queues) whose next command waits
+    /// for the namespace's caps, in the order they began to wait (issue.rs, `Runner::gate`).
+    qos_lines: BTreeMap<u32, VecDeque<u32>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
