@@ -48,6 +48,16 @@ def stack_cmd(
         log_only = [n for n, v in (("--stripe", stripe), ("--band", band), ("--host-op", host_op), ("--area", area)) if v is not None]
         if log_only and policy != "log":
             fail(f"{', '.join(log_only)}: only with --policy log (the {policy} policy has no host log)")
+        # Negative or huge values failed in the binding's conversion: "tier parameters:
+        # OverflowError: out of range integral type conversion attempted", naming no option.
+        for flag, v, allowed in (
+            ("--high-watermark", high, "1 to 100 (percent of the tier)"),
+            ("--low-watermark", low, "0 to the high watermark - 1 (percent of the tier)"),
+            ("--destage-concurrency", concurrency, "1 to 1024"),
+            ("--host-op", host_op, "5 to 50 (percent of the drive area)"),
+        ):
+            if v is not None and not 0 <= v <= 1024:
+                fail(f"{flag} {v}: {allowed}")
         sizes = {}
         for name, text in (("--stripe", stripe), ("--band", band), ("--area", area)):
             if text is not None:
