@@ -210,6 +210,40 @@ def test_a_job_on_another_namespace_is_one_line(tmp_path: Path) -> None:
     check_image(drive)
 
 
+def test_a_drive_qos_cap_binds_the_stacks_drive_commands_not_its_tier(tmp_path: Path, p5316: Path) -> None:
+    """The namespace's QoS cap is the drive controller's: writes the tier has room for land
+    at the fast media's speed (they were held to the drive's 10 MB/s write cap); the drive
+    commands the stack sends pass the cap in `DeviceTiming::submit`, as when served."""
+    run_cli("nvme", "qos", p5316, "-n", "1", "--write-mbps", "10")
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:256MiB")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=32\nsize=16m\n")
+    bw = run_cli("fio", stack, job, "--output-format", "json").json()["jobs"][0]["write"]["bw_bytes"]
+    assert bw > 100 * 10e6, bw  # PMem speed, not the drive's cap
+    c = counters(stack)
+    # Every IU filled; those destaged went to the capped drive, the rest wait in the tier.
+    assert c["destage_bytes"] > 0 and c["destage_bytes"] + c["resident_bytes"] == 16 << 20, c
+    check_image(p5316)
+
+
+def test_show_and_create_options_are_not_mixed(tmp_path: Path, p5316: Path) -> None:
+    """--show beside creation options ignored them (`--show --policy log` showed the iu-fill
+    stack), and a missing --drive said "ssdtwin stack: error: ssdtwin stack: ..."."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    before = (stack / "state.json").read_bytes()
+    for extra, needle in (
+        (["--policy", "log"], "--policy: not with --show"),
+        (["--drive", str(p5316), "--shaping", "pmem:1GiB"], "--drive, --shaping: not with --show"),
+    ):
+        assert_one_line_error(run_cli("stack", stack, "--show", *extra, check=False), needle)
+    assert (stack / "state.json").read_bytes() == before
+    line = assert_one_line_error(run_cli("stack", tmp_path / "new", check=False), "--drive and --shaping are needed")
+    assert line.count("ssdtwin stack") == 1, line
+    assert not (tmp_path / "new").exists()
+
+
 def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
     stack = tmp_path / "tier"
     cfg = run_cli(

@@ -212,7 +212,11 @@ fn clones_of(
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
         let mut clone = JobClone::new(spec, NsId(nsid), ns, target, source)?;
-        clone.qos_capped = ctrl.qos_limits(NsId(nsid)).is_some();
+        // Through a stack the host's I/Os go to the tier, not the drive: the namespace's
+        // caps bind the drive commands the stack sends (`DeviceTiming::submit`), as when it
+        // is served. Gating the host's I/Os too held writes the tier had room for to the
+        // drive's cap.
+        clone.qos_capped = stack_target.is_none() && ctrl.qos_limits(NsId(nsid)).is_some();
         clone.prefetch = ctrl.prefetch_handle(NsId(nsid));
         clones.push(clone);
     }
