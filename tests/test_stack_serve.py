@@ -175,4 +175,4 @@ def test_bad_stacks_are_refused_in_one_line(tmp_path: Path, p5316_random: Path) 
     # Not a readable stack image.
     (stack / "state.json").write_text("{")
     r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
-    assert_one_line_error(r, "not a readable stack image")
+    assert_one_line_error(r, f"{stack / 'state.json'}: not JSON (", "a damaged stack image")
