@@ -326,7 +326,8 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         if identity(d) != state["drive_identity"]:
             raise StackError(
                 f"{path}: its drive {drive} changed since the stack last ran on it (written, trimmed or formatted "
-                "without the stack); the tier's copies would be stale: make a new stack"
+                "without the stack, or by a server of the stack that did not stop cleanly); the tier's copies would be "
+                "stale: make a new stack"
             )
         nsid = int(config["namespace"])
         size = int(state["stack"].config()["drive_bytes"])
