@@ -110,6 +110,11 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "pmem:64MiB", "--high-watermark", "120"], ("high_watermark 120: 1 to 100",)),
         (["--shaping", "pmem:64KiB"], ("capacity 65536: a multiple of 4096 from 1048576",)),
         (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("destage_concurrency 0: 1 to 1024",)),
+        # A negative value was "tier parameters: OverflowError: out of range integral type conversion".
+        (["--shaping", "pmem:64MiB", "--high-watermark", "-5"], ("--high-watermark -5: 1 to 100",)),
+        (["--shaping", "pmem:64MiB", "--destage-concurrency", "-1"], ("--destage-concurrency -1: 1 to 1024",)),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "-20"], ("--host-op -20: 5 to 50",)),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "100"], ("the host-mapped area (100 bytes) must hold at least 8 bands",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
         # Accepted and silently unused: an area of 0 (all of it) and the log's options under iu-fill.
@@ -134,6 +139,8 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
         ("hex", "stack state: a hex map holds a non-hex digit"),
         ("field", "stack state: missing field `counters`"),
         ("shape", "not a stack image's state"),
+        # A truncated state.json was "tier: not a readable stack image (Expecting value: ...)".
+        ("truncated", "not JSON ("),
     ],
 )
 def test_a_damaged_stack_state_is_one_line_and_touches_nothing(tmp_path: Path, p5316: Path, damage: str, needle: str) -> None:
@@ -146,15 +153,95 @@ def test_a_damaged_stack_state_is_one_line_and_touches_nothing(tmp_path: Path, p
         log["l2p"] = "zz" + log["l2p"][2:]
     elif damage == "field":
         del saved["stack"]["tier"]["counters"]
-    else:
+    elif damage == "shape":
         saved = [saved]
-    state.write_text(json.dumps(saved))
+    state.write_text(json.dumps(saved)[: 300 if damage == "truncated" else None])
     job = tmp_path / "w.fio"
     job.write_text(JOB)
     before = (image_digest(p5316), state.read_bytes())
     for args in (["fio", stack, job], ["stack", stack, "--show"]):
         assert_one_line_error(run_cli(*args, check=False), f"{state}: ", needle)
     assert (image_digest(p5316), state.read_bytes()) == before
+
+
+@pytest.mark.parametrize(
+    "edit, needle",
+    [
+        (
+            ("capacity_bytes = 67108864", "capacity_bytes = 134217728"),
+            "[tier] capacity_bytes = 134217728, but the stack was made with 67108864",
+        ),
+        (('policy = "iu-fill"', 'policy = "log"'), 'policy = "log", but the stack was made with "iu-fill"'),
+        (('media = "pmem"', 'media = "optane-ssd"'), 'media = "optane-ssd", but the stack was made with "pmem"'),
+        (("high_watermark_pct = 80", "high_watermark_pct = 95"), "[tier] high_watermark_pct = 95, but the stack was made with 80"),
+        (("namespace = 1", "namespace = 2"), "namespace = 2, but the stack was made on a 75,231,657,984-byte NAND namespace"),
+    ],
+)
+def test_an_edited_stack_toml_is_refused_not_ignored(tmp_path: Path, p5316: Path, edit: tuple[str, str], needle: str) -> None:
+    """Runs use the tier state.json holds: an edited stack.toml (a larger tier, another policy)
+    was silently ignored by every run, and --show printed its media and policy as the stack's."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    toml = stack / "stack.toml"
+    assert edit[0] in toml.read_text()
+    toml.write_text(toml.read_text().replace(edit[0], edit[1]))
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    before = (image_digest(p5316), (stack / "state.json").read_bytes())
+    runs = [["fio", stack, job]] + ([] if edit[0].startswith("namespace") else [["stack", stack, "--show"]])
+    for args in runs:
+        assert_one_line_error(run_cli(*args, check=False), f"{toml}: ", needle)
+    assert (image_digest(p5316), (stack / "state.json").read_bytes()) == before
+
+
+def test_a_job_on_another_namespace_is_one_line(tmp_path: Path) -> None:
+    """A job naming a namespace the stack is not on is told the stack is on namespace 1 only
+    (it was told that namespace 2, attached, "does not exist"; the engine's own refusal of a
+    stack run came out as "ssdtwin fio: error: ssdtwin fio: STACK: ...")."""
+    drive = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:4MiB")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nfilename=ns2\nrw=randwrite\nbs=4k\nsize=1m\n")
+    before = (image_digest(drive), (stack / "state.json").read_bytes())
+    line = assert_one_line_error(run_cli("fio", stack, job, check=False), f"ssdtwin fio: error: {stack}: job 'w'", "namespace 1 only")
+    assert line.count("ssdtwin fio") == 1, line
+    assert (image_digest(drive), (stack / "state.json").read_bytes()) == before
+    check_image(drive)
+
+
+def test_a_drive_qos_cap_binds_the_stacks_drive_commands_not_its_tier(tmp_path: Path, p5316: Path) -> None:
+    """The namespace's QoS cap is the drive controller's: writes the tier has room for land
+    at the fast media's speed (they were held to the drive's 10 MB/s write cap); the drive
+    commands the stack sends pass the cap in `DeviceTiming::submit`, as when served."""
+    run_cli("nvme", "qos", p5316, "-n", "1", "--write-mbps", "10")
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:256MiB")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=32\nsize=16m\n")
+    bw = run_cli("fio", stack, job, "--output-format", "json").json()["jobs"][0]["write"]["bw_bytes"]
+    assert bw > 100 * 10e6, bw  # PMem speed, not the drive's cap
+    c = counters(stack)
+    # Every IU filled; those destaged went to the capped drive, the rest wait in the tier.
+    assert c["destage_bytes"] > 0 and c["destage_bytes"] + c["resident_bytes"] == 16 << 20, c
+    check_image(p5316)
+
+
+def test_show_and_create_options_are_not_mixed(tmp_path: Path, p5316: Path) -> None:
+    """--show beside creation options ignored them (`--show --policy log` showed the iu-fill
+    stack), and a missing --drive said "ssdtwin stack: error: ssdtwin stack: ..."."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    before = (stack / "state.json").read_bytes()
+    for extra, needle in (
+        (["--policy", "log"], "--policy: not with --show"),
+        (["--drive", str(p5316), "--shaping", "pmem:1GiB"], "--drive, --shaping: not with --show"),
+    ):
+        assert_one_line_error(run_cli("stack", stack, "--show", *extra, check=False), needle)
+    assert (stack / "state.json").read_bytes() == before
+    line = assert_one_line_error(run_cli("stack", tmp_path / "new", check=False), "--drive and --shaping are needed")
+    assert line.count("ssdtwin stack") == 1, line
+    assert not (tmp_path / "new").exists()
 
 
 def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:

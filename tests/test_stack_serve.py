@@ -22,7 +22,7 @@ import pytest
 
 from ssdtwin import _core
 from test_bad_input import assert_one_line_error
-from test_serve import need, served, sh
+from test_serve import fio_nbd_write, need, served, sh
 from twin import P5316, check_image, copy_image, image_digest, run_cli
 
 pytestmark = pytest.mark.tools
@@ -175,4 +175,23 @@ def test_bad_stacks_are_refused_in_one_line(tmp_path: Path, p5316_random: Path) 
     # Not a readable stack image.
     (stack / "state.json").write_text("{")
     r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
-    assert_one_line_error(r, "not a readable stack image")
+    assert_one_line_error(r, f"{stack / 'state.json'}: not JSON (", "a damaged stack image")
+
+
+def test_a_killed_stack_server_leaves_a_recoverable_drive_and_a_refused_stack(tmp_path: Path, p5316_random: Path) -> None:
+    """docs/host.md, Stopping: a killed server's drive recovers from its journal; the stack,
+    whose state.json is older than its drive, is refused in one line that says why (it
+    named only writes, trims and formats "without the stack"), and keeps its counters."""
+    need("fio")
+    drive, stack = make_stack(tmp_path, p5316_random, "killed", "log")
+    before = (counters(stack), (stack / "state.json").read_bytes())
+    with served(stack) as s:
+        fio_nbd_write(s.uri("stack"), tmp_path / "w.txt", "4m")
+        s.p.kill()
+        s.p.wait()
+    check_image(drive)
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=1m\nsize=64m\n")
+    r = run_cli("fio", stack, job, check=False)
+    assert_one_line_error(r, "changed since the stack last ran", "a server of the stack that did not stop cleanly")
+    assert (counters(stack), (stack / "state.json").read_bytes()) == before

@@ -127,16 +127,19 @@ def test_qos_caps_are_set_read_back_and_persisted(pb5: Path) -> None:
     ("args", "message"),
     [
         (("-n", "9", "--read-mbps", "391"), "INVALID_NS"),
-        (("-n", "1", "--read-mbps", "-1"), "must be 0 (no cap) or up to"),
-        (("-n", "1", "--write-mbps", "nan"), "must be 0 (no cap) or up to"),
+        (("-n", "1", "--read-mbps", "-1"), "--read-mbps -1: must be 0 (no cap) or a positive number of MB/s"),
+        (("-n", "1", "--write-mbps", "nan"), "--write-mbps nan: must be 0 (no cap) or a positive number of MB/s"),
+        (("-n", "1", "--read-mbps", "391MB/s"), "--read-mbps '391MB/s': must be a number of MB/s (0 = no cap)"),
         (("-n", "1", "--iops", "lots"), "--iops 'lots': must be a whole number of commands per second"),
         # A command count is whole: 1.5 was rounded to 2 (and 0.4 to no cap at all).
         (("-n", "1", "--iops", "0.4"), "--iops '0.4': must be a whole number of commands per second (0 = no cap), a decimal or 0x hex"),
         (("-n", "1", "--iops", "1.5"), "--iops '1.5': must be a whole number"),
-        (("-n", "1", "--read-mbps", "1e-9"), "--read-mbps 1e-9: must be 0 (no cap) or from 1e-06 up to"),
-        (("-n", "1", "--read-mbps", "1e12"), "must be 0 (no cap) or up to"),
-        (("-n", "1", "--read-mbps", "3401"), "the host link's rate"),
-        (("-n", "1", "--iops", "900000"), "the controller's command ceiling"),
+        (("-n", "1", "--read-mbps", "1e-9"), "--read-mbps 1e-9: must be 0 (no cap) or from 1e-06 up to 3400 MB/s"),
+        # The range in the flag's unit and the drive's: it was "up to 1.1259e+09 MB/s" (no
+        # drive's bound), or the core's "read bandwidth cap 3401000000 B/s" for --read-mbps.
+        (("-n", "1", "--read-mbps", "1e12"), "--read-mbps 1e12: must be 0 (no cap) or from 1e-06 up to 3400 MB/s (the host link's rate)"),
+        (("-n", "1", "--write-mbps", "3401"), "--write-mbps 3401: must be 0 (no cap) or from 1e-06 up to 3400 MB/s (the host link's rate)"),
+        (("-n", "1", "--iops", "900000"), "--iops 900000: must be 0 (no cap) or 1 up to 800000 (the controller's command ceiling)"),
         (("-n", "1", "--sq-priority", "vip"), "must be one of urgent, high, medium, low"),
         (
             (
@@ -158,6 +161,29 @@ def test_qos_iops_is_a_whole_number_in_decimal_or_hex(pb5: Path) -> None:
     """--iops takes 0x hex like every NVMe number ('0x10' was "must be a number")."""
     assert run_cli("nvme", "qos", pb5, "-n", "0x1", "--iops", "0x10", "-o", "json").json()["iops"] == 16
     assert run_cli("nvme", "qos", pb5, "-n", "1", "--iops", "20", "-o", "json").json()["iops"] == 20
+    run_cli("check", pb5)
+
+
+def test_queues_of_a_capped_namespace_share_its_cap(tmp_path: Path, pb5: Path) -> None:
+    """Two jobs (two submission queues) on one namespace capped at 20K IOPS: each gets a
+    share. The queue that happened to wake first took every token and the other issued
+    nothing for the whole run (a reader beside a 128 KiB writer: 20,000 writes, 0 reads)."""
+    run_cli("nvme", "qos", pb5, "-n", "1", "--iops", "20000")
+    job = tmp_path / "two.fio"
+    job.write_text(
+        "[global]\nfilename=ns1\nioengine=libaio\ntime_based=1\nruntime=200ms\niodepth=32\n"
+        "[w]\nrw=write\nbs=128k\n[r]\nrw=randread\nbs=4k\n"
+    )
+    jobs = run_cli("fio", pb5, job, "--output-format", "json").json()["jobs"]
+    iops = {j["jobname"]: j["read"]["iops"] + j["write"]["iops"] for j in jobs}
+    assert 0.98 * 20_000 < sum(iops.values()) < 1.02 * 20_000, iops  # the cap holds for the namespace
+    for name, v in iops.items():  # round robin between the two queues: about half each
+        assert 0.4 * 20_000 < v < 0.6 * 20_000, (name, iops)
+    # A queue held by its own direction's cap does not hold the other queue back.
+    run_cli("nvme", "qos", pb5, "-n", "1", "--write-mbps", "100")
+    jobs = {j["jobname"]: j for j in run_cli("fio", pb5, job, "--output-format", "json").json()["jobs"]}
+    assert 0.97 * 100e6 < jobs["w"]["write"]["bw_bytes"] < 1.03 * 100e6, jobs["w"]["write"]["bw_bytes"]
+    assert jobs["r"]["read"]["iops"] > 0.95 * (20_000 - 100e6 / (128 << 10)), jobs["r"]["read"]["iops"]
     run_cli("check", pb5)
 
 

@@ -267,16 +267,41 @@ def load(path: Path) -> tuple[StackFile, StackImageState]:
     is unreadable."""
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
-        saved = json.loads((path / "state.json").read_text())
+        state_text = (path / "state.json").read_text()
     except OSError as e:
         raise StackError(f"{path}: not a readable stack image ({e.strerror}: {e.filename})") from None
     except ValueError as e:
         raise StackError(f"{path}: not a readable stack image ({e})") from None
+    try:
+        saved = json.loads(state_text)
+    except ValueError as e:  # it named neither the file nor that it is JSON
+        raise StackError(f"{path / 'state.json'}: not JSON ({e}): a damaged stack image") from None
     if config.get("format") != FORMAT or config.get("version") != VERSION:
         raise StackError(
             f"{path}/stack.toml: format {config.get('format')!r} version {config.get('version')!r}, expected {FORMAT!r} {VERSION}"
         )
-    return config, _state_from_file(path / "state.json", saved)
+    state = _state_from_file(path / "state.json", saved)
+    _check_agrees(path, config, state["stack"])
+    return config, state
+
+
+def _check_agrees(path: Path, config: StackFile, stack: HostStack) -> None:
+    """StackError unless stack.toml says what the stack in state.json was made with: runs use
+    the state's tier, so an edited stack.toml (a larger capacity, another policy or media)
+    was ignored by every run while ``--show`` printed its media and policy."""
+    made = stack.config()
+    fields: list[tuple[str, object, object]] = [
+        ("media", config["media"], stack.media()["name"]),
+        ("policy", config["policy"], made["policy"]),
+    ]
+    tier: Mapping[str, object] = config["tier"]
+    fields += [(f"[tier] {k}", v, made.get(k, 0)) for k, v in tier.items()]
+    for field, says, was in fields:
+        if says != was:
+            raise StackError(
+                f"{path}/stack.toml: {field} = {json.dumps(says)}, but the stack was made with {json.dumps(was)} "
+                "(its parameters are fixed when it is made: make a new stack with `ssdtwin stack` to change them)"
+            )
 
 
 def _state_from_file(where: Path, saved: object) -> StackImageState:
@@ -301,7 +326,17 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         if identity(d) != state["drive_identity"]:
             raise StackError(
                 f"{path}: its drive {drive} changed since the stack last ran on it (written, trimmed or formatted "
-                "without the stack); the tier's copies would be stale: make a new stack"
+                "without the stack, or by a server of the stack that did not stop cleanly); the tier's copies would be "
+                "stale: make a new stack"
+            )
+        nsid = int(config["namespace"])
+        size = int(state["stack"].config()["drive_bytes"])
+        ns = next((n for n in d.namespaces() if n.nsid == nsid), None)
+        if ns is None or not ns.attached or ns.dram or ns.bytes != size:
+            raise StackError(
+                f"{path}/stack.toml: namespace = {nsid}, but the stack was made on a {size:,}-byte NAND namespace "
+                f"and {drive}'s namespace {nsid} is "
+                + ("missing" if ns is None else "detached" if not ns.attached else "in DRAM" if ns.dram else f"{ns.bytes:,} bytes")
             )
     except BaseException:
         d.close()
@@ -427,8 +462,15 @@ def run_parsed(
     user_bytes = stack.summary()["user_bytes"]
     ns = d.nvme.namespace(nsid)  # NvmeError INVALID_NS if there is none
     link = int(d.spec()["timing"]["host_link_bytes_per_s"]["value"])
+    # Every attached namespace, so that a job naming another one is told the stack is on
+    # `nsid` only (the engine's check), not that the namespace "does not exist".
+    others = [n for n in d.namespaces() if n.attached and n.nsid != nsid]
     specs = run.to_engine(
-        user_bytes, ns.lba_bytes, namespace_sizes={nsid: user_bytes}, namespace_lba_bytes={nsid: ns.lba_bytes}, link_bytes_per_s=link
+        user_bytes,
+        ns.lba_bytes,
+        namespace_sizes={nsid: user_bytes, **{n.nsid: n.bytes for n in others}},
+        namespace_lba_bytes={nsid: ns.lba_bytes, **{n.nsid: n.lba_bytes for n in others}},
+        link_bytes_per_s=link,
     )
     before = d.vendor_log()
     results = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)

@@ -730,7 +730,7 @@ def fio_through_stack(
         except ValueError as e:
             fail(str(e))
         except _core.EngineError as e:
-            fail(f"ssdtwin fio: {path}: {e}")
+            fail(f"{path}: {e}")  # fail() prefixes "ssdtwin fio: error:"
         wall = time.perf_counter() - t0
         if not scratch:
             try:

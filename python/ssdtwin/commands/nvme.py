@@ -309,20 +309,28 @@ def nvme_get_feature(
         typer.echo(nvmefmt.get_feature(f, v, sel))
 
 
-def rate_arg(flag: str, text: Optional[str], scale: float, top: int, unit: str) -> Optional[int]:
-    """A QoS cap: a number >= 0 (0 = no cap) times ``scale``, at most ``top`` (in the result's unit)."""
+def mbps_arg(flag: str, text: Optional[str]) -> Optional[float]:
+    """A bandwidth cap in MB/s as given: a finite number >= 0 (0 = no cap); its upper bound
+    is the drive's (``mbps_cap``)."""
     if text is None:
         return None
     try:
         v = float(text)
     except ValueError:
-        fail(f"{flag} '{text}': must be a number (0 = no cap)")
-    if not 0 <= v < float("inf") or round(v * scale) > top:
-        fail(f"{flag} {text}: must be 0 (no cap) or up to {top / scale:g} {unit}")
-    if v > 0 and round(v * scale) == 0:
-        # It would round to 0, which is no cap at all: the opposite of a tiny cap.
-        fail(f"{flag} {text}: must be 0 (no cap) or from {1 / scale:g} up to {top / scale:g} {unit}")
-    return round(v * scale)
+        fail(f"{flag} '{text}': must be a number of MB/s (0 = no cap)")
+    if not 0 <= v < float("inf"):
+        fail(f"{flag} {text}: must be 0 (no cap) or a positive number of MB/s")
+    return v
+
+
+def mbps_cap(flag: str, text: str, mbps: float, link_bytes_per_s: int) -> int:
+    """``mbps`` in bytes/s, at most the host link's rate (above it a cap never binds): the
+    range in the flag's own unit (the core's check said B/s, and the parse's allowed "up to
+    1.1259e+09 MB/s")."""
+    b = round(mbps * 1e6)
+    if b > link_bytes_per_s or (mbps > 0 and b == 0):  # a cap rounding to 0 would be no cap at all
+        fail(f"{flag} {text}: must be 0 (no cap) or from 1e-06 up to {link_bytes_per_s / 1e6:g} MB/s (the host link's rate)")
+    return b
 
 
 def _mbps(bytes_per_s: int) -> str:
@@ -346,15 +354,10 @@ def nvme_qos(
     """Vendor QoS command: per-namespace bandwidth and IOPS caps, enforced by the controller
     (docs/cli.md). Without a cap flag it reads the caps back."""
     check_fmt(fmt)
-    top = 1 << 50  # the core checks the drive's own bounds (link rate, command ceiling)
-    caps = (
-        rate_arg("--read-mbps", read_mbps, 1e6, top, "MB/s"),
-        rate_arg("--write-mbps", write_mbps, 1e6, top, "MB/s"),
-        iops,  # a whole number (NvmeInt): 1.5 was rounded to 2 and 0.4 refused as rounding to 0
-    )
+    given = (mbps_arg("--read-mbps", read_mbps), mbps_arg("--write-mbps", write_mbps))
     if sq_priority is not None and sq_priority not in SQ_PRIORITIES:
         fail(f"--sq-priority '{sq_priority}': must be one of {', '.join(SQ_PRIORITIES)}")
-    if all(c is None for c in caps) and sq_priority is None:
+    if all(c is None for c in (*given, iops)) and sq_priority is None:
         with opened(path, writable=False) as d:
             rows = [r for r in d.nvme.qos() if n is None or r["nsid"] == n]
             if n is not None and not rows:
@@ -371,6 +374,15 @@ def nvme_qos(
     if n is None:
         fail("-n/--namespace-id: give the namespace to cap")
     with opened(path, writable=True) as d:
+        timing = d.spec()["timing"]
+        link, ceiling = int(timing["host_link_bytes_per_s"]["value"]), int(timing["ctrl_max_iops"]["value"])
+        flags = zip(("--read-mbps", "--write-mbps"), (read_mbps, write_mbps), given)
+        caps = (
+            *(None if v is None else mbps_cap(f, str(t), v, link) for f, t, v in flags),
+            iops,  # a whole number (NvmeInt): 1.5 was rounded to 2 and 0.4 refused as rounding to 0
+        )
+        if iops is not None and iops > ceiling:
+            fail(f"--iops {iops}: must be 0 (no cap) or 1 up to {ceiling} (the controller's command ceiling)")
         old: Mapping[str, Any] = next(
             (r for r in d.nvme.qos() if r["nsid"] == n), {"read_bytes_per_s": 0, "write_bytes_per_s": 0, "iops": 0}
         )

@@ -19,8 +19,10 @@ def stack_cmd(
     shaping: Optional[str] = typer.Option(
         None, "--shaping", help="fast media and tier size, MEDIA:SIZE (pmem:64GiB, optane-ssd:400GB, dram:64MiB)"
     ),
-    policy: str = typer.Option("iu-fill", "--policy", help="iu-fill (DAOS-like) or log (CSAL/SPDK-FTL-like)"),
-    namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="the drive's namespace the stack sits on"),
+    policy_given: Optional[str] = typer.Option(None, "--policy", help="iu-fill (DAOS-like, the default) or log (CSAL/SPDK-FTL-like)"),
+    namespace_given: Optional[int] = typer.Option(
+        None, "--namespace", min=1, max=U32, help="the drive's namespace the stack sits on (default 1)"
+    ),
     high: Optional[int] = typer.Option(
         None, "--high-watermark", help="percent full at which the tier starts evicting/compacting (default 80)"
     ),
@@ -39,15 +41,44 @@ def stack_cmd(
     check_fmt(fmt)
     try:
         if show:
+            # A stack is shown as it was made: creation options beside --show were ignored.
+            given = (
+                ("--drive", drive),
+                ("--shaping", shaping),
+                ("--policy", policy_given),
+                ("--namespace", namespace_given),
+                ("--high-watermark", high),
+                ("--low-watermark", low),
+                ("--destage-concurrency", concurrency),
+                ("--stripe", stripe),
+                ("--band", band),
+                ("--host-op", host_op),
+                ("--area", area),
+            )
+            making = [n for n, v in given if v is not None]
+            if making:
+                fail(f"{', '.join(making)}: not with --show (they make a stack; --show reads {path} as it was made)")
             config, state = stacklib.load(path)
             show_counters(stacklib.counters(config, state), fmt)
             return
         if drive is None or shaping is None:
-            fail("ssdtwin stack: --drive and --shaping are needed to create a stack (or --show to read one)")
+            fail("--drive and --shaping are needed to create a stack (or --show to read one)")
+        policy = "iu-fill" if policy_given is None else policy_given
+        namespace = 1 if namespace_given is None else namespace_given
         # The log policy's own options: with iu-fill they were stored and silently unused.
         log_only = [n for n, v in (("--stripe", stripe), ("--band", band), ("--host-op", host_op), ("--area", area)) if v is not None]
         if log_only and policy != "log":
             fail(f"{', '.join(log_only)}: only with --policy log (the {policy} policy has no host log)")
+        # Negative or huge values failed in the binding's conversion: "tier parameters:
+        # OverflowError: out of range integral type conversion attempted", naming no option.
+        for flag, v, allowed in (
+            ("--high-watermark", high, "1 to 100 (percent of the tier)"),
+            ("--low-watermark", low, "0 to the high watermark - 1 (percent of the tier)"),
+            ("--destage-concurrency", concurrency, "1 to 1024"),
+            ("--host-op", host_op, "5 to 50 (percent of the drive area)"),
+        ):
+            if v is not None and not 0 <= v <= 1024:
+                fail(f"{flag} {v}: {allowed}")
         sizes = {}
         for name, text in (("--stripe", stripe), ("--band", band), ("--area", area)):
             if text is not None:

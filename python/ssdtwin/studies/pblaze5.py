@@ -18,6 +18,7 @@ PBlaze5 preset and the controller's QoS, arbitration and DRAM-namespace mechanis
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
@@ -252,7 +253,8 @@ def noisy_plot(rows: Sequence[dict[str, Any]], path: str) -> None:
         ax.bar([x + 0.2 for x in xs], [r["ns1_p999_us"] for r in got], 0.4, label="99.9 %")
         ax.set_yscale("log")
         ax.set_ylabel("NS1 read latency (us)")
-        ax.set_xticks(list(xs), [r["case"].replace(": ", ":\n") for r in got], fontsize=7)
+        # Wrapped: "with neighbour" and "neighbour capped at 100K IOPS" ran into each other.
+        ax.set_xticks(list(xs), [textwrap.fill(r["case"], 16) for r in got], fontsize=7)
         ax.set_title(f"NS1 4 KiB random reads at 50K IOPS, NS2 greedy {kind}", fontsize=9)
         ax.legend()
     fig.suptitle("PBlaze5 twin: a polite tenant beside a greedy one")

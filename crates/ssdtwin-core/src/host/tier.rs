@@ -99,7 +99,7 @@ impl TierConfig {
             } else if self.band_bytes == 0 || self.band_bytes % self.stripe_bytes != 0 {
                 p.push(format!("band_bytes {}: a multiple of stripe_bytes ({})", self.band_bytes, self.stripe_bytes));
             } else if self.area() / self.band_bytes.max(1) < 8 {
-                p.push(format!("band_bytes {}: the host-mapped area must hold at least 8 bands", self.band_bytes));
+                p.push(format!("band_bytes {}: the host-mapped area ({} bytes) must hold at least 8 bands", self.band_bytes, self.area()));
             }
             if self.area_bytes > self.drive_bytes {
                 p.push(format!("area_bytes {}: at most the namespace's {} bytes (0: all of it)", self.area_bytes, self.drive_bytes));

@@ -132,6 +132,10 @@ pub(super) struct JobClone {
     /// The namespace has QoS caps (`ssdtwin nvme qos`; set before the run, which holds the
     /// controller for its whole length, so they cannot change during it).
     pub qos_capped: bool,
+    /// Its front I/O waits in its namespace's QoS line (`Runner::qos_lines`).
+    pub qos_in_line: bool,
+    /// It waits in that line for a clone that waited longer to take the tokens first.
+    pub qos_deferred: bool,
     /// Nothing but the queue depth and the run's length decides when the clone issues, and
     /// a completion counts only in the report's totals, latencies and bw/iops samples (see
     /// `JobClone::plain_options`; the runner adds its own conditions): the runner takes the
@@ -247,6 +251,8 @@ impl JobClone {
             logging,
             rate_limited,
             qos_capped: false,
+            qos_in_line: false,
+            qos_deferred: false,
             plain: false,
             depth,
             started: false,

@@ -131,6 +131,10 @@ impl Runner<'_> {
         }
         if cl.stopping || now >= cl.stop_at {
             cl.stopping = true;
+            if cl.qos_in_line {
+                self.qos_leave_line(c, now);
+            }
+            let cl = &mut self.clones[c];
             if cl.inflight == 0 {
                 cl.finished = true;
                 cl.end_ns = now;
@@ -212,23 +216,66 @@ impl Runner<'_> {
             return Ok(Gate::Wait);
         }
         // The controller's QoS caps on the namespace (`ssdtwin nvme qos`): held until the
-        // command conforms, one wake-up per wait as for the rate limit above.
+        // command conforms, one wake-up per wait as for the rate limit above. The queues
+        // of one namespace waiting for its tokens are served in the order they began to
+        // wait: a conforming command defers to a queue that waited longer and conforms too
+        // (without this the queue whose wake-up came first took every token of a shared
+        // IOPS cap and the namespace's other queues none), not to one still held by a cap
+        // of its own direction.
         if cl.qos_capped && io.ddir != Ddir::Trim {
-            let at = self.timing.qos_ready(self.ctrl, cl.nsid, io.ddir == Ddir::Write, io.len, now);
-            if at > now {
-                if cl.rate.wake_ns != at {
+            let nsid = cl.nsid;
+            let at = self.timing.qos_ready(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now);
+            let earlier = if at > now { None } else { self.qos_earlier_conforming(c, now) };
+            if at > now || earlier.is_some() {
+                let cl = &mut self.clones[c];
+                if !cl.qos_in_line {
+                    cl.qos_in_line = true;
+                    self.qos_lines.entry(nsid.0).or_default().push_back(c as u32);
+                }
+                if let Some(w) = earlier {
+                    // Woken again when `w` (or whoever takes the tokens first) has taken them.
+                    cl.qos_deferred = true;
+                    self.push(now, Ev::Wake(w as u32));
+                } else if cl.rate.wake_ns != at {
                     cl.rate.wake_ns = at;
                     self.push(at, Ev::Wake(c as u32));
                 }
                 return Ok(Gate::Wait);
             }
+            self.qos_leave_line(c, now);
         }
+        let cl = &mut self.clones[c];
         if let Some(r) = &mut cl.replay {
             r.issued(now);
         }
         cl.pending.pop_front();
         cl.flow.passed = false;
         Ok(Gate::Issue(io))
+    }
+
+    /// The clone that waited longest for clone `c`'s namespace's QoS tokens and whose
+    /// command conforms at `now`, if it waited longer than `c`.
+    fn qos_earlier_conforming(&self, c: usize, now: u64) -> Option<usize> {
+        let nsid = self.clones[c].nsid;
+        let line = self.qos_lines.get(&nsid.0)?;
+        line.iter().map(|&w| w as usize).take_while(|&w| w != c).find(|&w| {
+            let io = self.clones[w].pending.front();
+            self.timing.qos_ready(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now) <= now
+        })
+    }
+
+    /// Clone `c` takes its namespace's QoS tokens, or stops: it leaves the line, and the
+    /// clones that deferred to an earlier one look at the tokens again.
+    fn qos_leave_line(&mut self, c: usize, now: u64) {
+        let nsid = self.clones[c].nsid;
+        self.clones[c].qos_in_line = false;
+        let Some(line) = self.qos_lines.get_mut(&nsid.0) else { return };
+        line.retain(|&w| w as usize != c);
+        let deferred: Vec<u32> = line.iter().copied().filter(|&w| self.clones[w as usize].qos_deferred).collect();
+        for w in deferred {
+            self.clones[w as usize].qos_deferred = false;
+            self.push(now, Ev::Wake(w));
+        }
     }
 
     /// Send `io` to the drive and schedule its completion.
