@@ -413,13 +413,31 @@ fn a_read_only_view_loads_the_maps_of_its_generation_after_a_writer_moved_on() {
         writer.ctrl.precondition(NsId(1), Pattern::Random, 4096, 1 << 20, seed, &mut |_, _| true).unwrap();
         writer.commit().unwrap();
     }
-    assert!(!d.join(gen_name(reader.generation())).exists(), "the writer removed the reader's generation");
+    let gone = d.join(gen_name(reader.generation()));
+    assert!(!gone.exists(), "the writer removed the reader's generation");
+    assert_eq!(removed_files_held(&gone), 2, "the reader holds its generation's two maps");
     // The reader sees the generation it opened, whole: its maps, not the writer's newer ones.
     reader.ctrl.check_full().unwrap();
     assert_eq!(reader.ctrl.ftl_fingerprint().unwrap(), committed);
+    // Loaded, the maps are not read again: the removed files are let go (their disk freed).
+    assert_eq!(removed_files_held(&gone), 0, "the reader let its loaded maps' files go");
     assert_ne!(writer.ctrl.ftl_fingerprint().unwrap(), committed);
     drop(writer);
     Image::open(&d, false).unwrap().ctrl.check_full().unwrap();
+}
+
+/// How many files under `dir`, removed since, this process holds open.
+fn removed_files_held(dir: &Path) -> usize {
+    let prefix = dir.to_string_lossy().to_string();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|t| {
+            let t = t.to_string_lossy();
+            t.starts_with(&*prefix) && t.ends_with(" (deleted)")
+        })
+        .count()
 }
 
 #[test]
