@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -131,6 +133,54 @@ def test_writable_open_is_exclusive(tmp_path: Path) -> None:
     Drive.open(d, writable=False).close()  # readers are fine
     a.close()
     Drive.open(d).close()
+
+
+def test_a_read_only_drive_reads_its_generation_while_a_writer_commits(tmp_path: Path) -> None:
+    # The maps of a read-only Drive load at the first call that needs them; a writer that
+    # committed meanwhile had removed that generation: "drive image damaged: .../p2l.bin:
+    # missing" from check() on a sound image (also `ssdtwin check` beside a committing writer).
+    d = tmp_path / "img"
+    with Drive.create(d, CM6, scale=454) as w:
+        w.precondition(1, "rand", 4096, amount_bytes=1 << 20, seed=1)
+    ro = Drive.open(d, writable=False)
+    with Drive.open(d) as w:
+        committed = w.ftl_fingerprint()
+        for seed in (2, 3):
+            w.precondition(1, "rand", 4096, amount_bytes=1 << 20, seed=seed)
+            w.commit()
+        assert w.ftl_fingerprint() != committed
+    with ro:
+        ro.check()
+        assert ro.ftl_fingerprint() == committed  # the generation it opened, whole
+
+    # The same in a loop: a thread writes and commits (the core releases the GIL) while
+    # read-only Drives open and check their maps.
+    stop = threading.Event()
+    commits = [0]
+
+    def writer() -> None:
+        with Drive.open(d) as w:
+            while not stop.is_set():
+                w.precondition(1, "rand", 4096, amount_bytes=64 << 10, seed=4 + commits[0])
+                w.commit()
+                commits[0] += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    failed = []
+    try:
+        for _ in range(20):
+            try:
+                with Drive.open(d, writable=False) as r:
+                    time.sleep(0.03)  # a commit or two: the writer moves past this generation
+                    r.check()
+            except ImageError as e:
+                failed.append(str(e))
+    finally:
+        stop.set()
+        t.join()
+    assert commits[0] >= 5, f"the writer must commit during the reads ({commits[0]} commits)"
+    assert not failed, f"{len(failed)} of 20 read-only drives failed to check, e.g. {failed[0]}"
 
 
 def test_in_memory_has_no_image() -> None:

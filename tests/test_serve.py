@@ -135,14 +135,16 @@ def p5316_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("p5316") / "p5316"
     run_cli("create", d, "--model", P5316, "--scale", "1/256")
     run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--rand", "1m", "--amount", "2x", "--seed", "5", "-q")
+    check_image(d)
     return d
 
 
 @pytest.fixture(scope="session")
 def two_ns_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """CM6 at 1/454 with two 1 GiB namespaces: ns1 (512 B LBAs) and ns2 (4 KiB LBAs)."""
-    d = tmp_path_factory.mktemp("two-ns") / "cm6"
-    return make_two_namespaces(d, 2 << 20, 1 << 18)
+    d = make_two_namespaces(tmp_path_factory.mktemp("two-ns") / "cm6", 2 << 20, 1 << 18)
+    check_image(d)
+    return d
 
 
 @pytest.fixture

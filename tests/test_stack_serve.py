@@ -41,6 +41,7 @@ def p5316_random(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("p5316") / "p5316"
     run_cli("create", d, "--model", P5316, "--scale", "1/256")
     run_cli("precondition", d, "--seq", "128k", "--loops", "1", "--rand", "1m", "--amount", "2x", "--seed", "5", "-q")
+    check_image(d)
     return d
 
 

@@ -429,6 +429,10 @@ class Drive:
     def manifest(self) -> Manifest:
         return self._core.manifest()
 
+    def generation(self) -> int:
+        """The committed generation this drive was opened at (or last committed); 0 in memory."""
+        return self._core.generation()
+
     def spec(self) -> dict[str, Any]:
         return _core.parse_spec(self._core.spec_toml())
 

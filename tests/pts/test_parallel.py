@@ -7,13 +7,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ssdtwin.drive import Drive
+from ssdtwin.pts.parallel import _parallel_worker
+from ssdtwin.pts.settings import Settings
 from twin import SSDTWIN, copy_image, image_digest, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
@@ -72,6 +77,26 @@ def test_jobs_refuses_an_image_another_process_is_writing(fresh: Path, tmp_path:
             pass
     assert image_digest(img) == before
     run_cli("check", img)
+
+
+def test_a_test_that_would_start_from_a_later_generation_is_refused(fresh: Path, tmp_path: Path) -> None:
+    # With --jobs each test opens the image read-only when it starts, the later ones when a
+    # slot frees up: beside a writer committing the image (a served one) they started from
+    # different states, while the report said "each on a copy of the image as it was".
+    img = copy_image(fresh, tmp_path / "img")
+    with Drive.open(img, writable=False) as d:
+        started = d.generation()
+    with Drive.open(img) as d:  # the writer commits after the run started
+        d.precondition(1, "rand", 4096, amount_bytes=1 << 20, seed=9)
+    messages: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    t0 = time.monotonic()
+    _parallel_worker(str(img), None, Settings(), str(tmp_path / "rep"), "lat", messages, started)
+    assert time.monotonic() - t0 < 10, "refused before running anything"
+    (_, test, (entry, _)), (_, _, (method, (_, status, message))) = messages.get_nowait(), messages.get_nowait()
+    assert messages.empty() and test == "lat" and entry == {"status": "failed", "message": message}
+    assert (method, status) == ("test_done", "failed")
+    assert f"moved from generation {started} (when the run started) to {started + 1}" in message and str(img) in message
+    # (At the generation the run started from, the tests run: the test above.)
 
 
 def test_jobs_needs_a_twin(tmp_path: Path) -> None:

@@ -76,6 +76,9 @@ def _run_parallel(
     probe = TwinTarget(
         spec, namespace=namespace, seed=cfg.seed, purge=cfg.purge, writable=False, converge=cfg.converge
     )  # checks, and the header
+    # The state every test starts from: a writer in another process (a served image) may
+    # commit while the tests start, and a test that opened a later generation would not.
+    generation = probe.drive.generation()
     try:
         cfg.check_block_sizes(names, probe.info.lba_bytes, probe.info.capacity_bytes, probe.info.uri)
         if folder.is_dir() and any(folder.iterdir()):
@@ -103,7 +106,7 @@ def _run_parallel(
             while pending or running:
                 while pending and len(running) < jobs and not interrupted:
                     test = pending.pop(0)
-                    proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages))
+                    proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages, generation))
                     proc.start()
                     running[test] = proc
                 with contextlib.suppress(queue_mod.Empty):
@@ -228,11 +231,28 @@ class _WorkerRunner(Runner):
             self.messages.put(("manifest", t, (dict(m), self.manifest["settings"].get("purge") if tr.purge_method else None)))
 
 
-def _parallel_worker(spec: str, namespace: Optional[int], settings: Settings, folder: str, test: str, messages: Any) -> None:
-    """A test process (:func:`run_parallel`): the test on an in-memory copy of the image."""
+def _parallel_worker(
+    spec: str, namespace: Optional[int], settings: Settings, folder: str, test: str, messages: Any, generation: int
+) -> None:
+    """A test process (``_run_parallel``): the test on an in-memory copy of the image, which
+    must be at ``generation``, the one the run started from."""
     from .twin import TwinTarget
 
-    tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False, converge=settings.converge)
+    def refuse(message: str) -> None:
+        messages.put(("manifest", test, ({"status": "failed", "message": message}, None)))
+        messages.put(("event", test, ("test_done", (test, "failed", message))))
+
+    try:
+        tgt = TwinTarget(spec, namespace=namespace, seed=settings.seed, purge=settings.purge, writable=False, converge=settings.converge)
+    except PtsError as e:
+        return refuse(str(e))
+    now = tgt.drive.generation()
+    if now != generation:
+        tgt.drive.close()
+        return refuse(
+            f"{tgt.path}: the image moved from generation {generation} (when the run started) to {now}: another process"
+            " commits it (a served image?), and every test must start from the same state; run on a copy, or stop the writer"
+        )
     try:
         r = _WorkerRunner(tgt, Path(folder), settings, _QueueEvents(messages))
         r.messages = messages

@@ -1,13 +1,15 @@
 //! The FTL maps on disk: saved sparse (all-zero 1 MiB runs left as holes) with their xxh3
-//! checksums, loaded lazily through [`MapStore`] reading only the files' data.
+//! checksums, loaded lazily through [`MapStore`] reading only the files' data, from files
+//! held open since the image was opened (see [`DiskMaps`]).
 
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::Xxh3;
 
-use super::MapsOnDisk;
+use super::{ImageError, MapsOnDisk};
 use crate::bigarray::BigArray;
-use crate::fsio::{self, FsError};
+use crate::fsio::{self, Entry, FsError};
 use crate::nvme::{MapError, MapStore};
 
 /// Write `a` to `path`, leaving all-zero 1 MiB runs as holes; returns the xxh3 checksum of
@@ -41,19 +43,45 @@ pub(super) fn all_zero(bytes: &[u8]) -> bool {
     bytes.chunks(4096).all(|page| page.iter().fold(0u8, |acc, &b| acc | b) == 0)
 }
 
-/// Load `len` entries from `path`; returns the array and the checksum of what was read.
+/// Open a map file of a generation: it must be a regular file (never a link).
+pub(super) fn open_map(path: &Path) -> Result<File, ImageError> {
+    let damaged = |reason: &str| ImageError::Damaged { path: path.to_path_buf(), reason: reason.into() };
+    match fsio::entry(path)? {
+        Entry::File { .. } => {}
+        Entry::Missing => return Err(damaged("missing")),
+        _ => return Err(damaged("not a regular file")),
+    }
+    let f = match fsio::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(damaged("missing")),
+        Err(e) => return Err(e.into()),
+    };
+    // Replaced by something else between the look and the open.
+    if !f.metadata().map_err(|e| FsError::new(path, e))?.is_file() {
+        return Err(damaged("not a regular file"));
+    }
+    Ok(f)
+}
+
+/// Load `len` entries from `path` (a test's shorthand for [`load_open_array`]).
+#[cfg(test)]
+pub(super) fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
+    let f = fsio::open_read(path)?;
+    load_open_array(&f, path, len)
+}
+
+/// Load `len` entries from `f`, the open file `path`; returns the array and the checksum of
+/// what was read.
 ///
 /// Only the file's data is read: its holes (all-zero runs `save_array` left unwritten) stay
 /// untouched zero pages of the array and are hashed from a zero buffer, so a sparse map
 /// costs neither the time to copy its zeros nor the memory to hold them (a fresh full-size
 /// CM6 has 8 GB of maps, all holes).
-pub(super) fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
+pub(super) fn load_open_array(file: &File, path: &Path, len: usize) -> Result<(BigArray, u64), MapError> {
     let damaged = |reason: String| MapError::Damaged { path: path.to_path_buf(), reason };
-    let mut f = match fsio::open_read(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(damaged("missing".into())),
-        Err(e) => return Err(e.into()),
-    };
+    // Reads through `&File` (its offset is set before every read, so a second load of the
+    // same file starts over correctly).
+    let mut f = file;
     let flen = f.metadata().map_err(|e| FsError::new(path, e))?.len();
     if flen != (len * 4) as u64 {
         return Err(damaged(format!("{flen} bytes, expected {}", len * 4)));
@@ -65,7 +93,7 @@ pub(super) fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), Map
     static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let (data, hole) = fsio::next_data(&f, pos as u64, bytes.len() as u64)
+        let (data, hole) = fsio::next_data(f, pos as u64, bytes.len() as u64)
             .map_err(|e| FsError::new(path, e))?
             .map_or((bytes.len(), bytes.len()), |(d, h)| (d as usize, h as usize));
         while pos < data {
@@ -90,20 +118,41 @@ pub(super) fn load_array(path: &Path, len: usize) -> Result<(BigArray, u64), Map
 }
 
 /// The maps of one generation, loaded when the controller first needs them.
+///
+/// The files are opened when the image is opened and held open until the maps are loaded:
+/// a writer in another process (a served image) removes a generation once its next commit
+/// is durable, and a read-only view opened at that generation loads the maps later, maybe
+/// much later (`ssdtwin check`, a scratch run, a Python `Drive` kept open). Removing a
+/// generation only unlinks names; the open files keep their contents, so the view loads the
+/// maps of the generation it opened, never a missing file or another generation's maps.
+/// A generation's map files are never rewritten in place (each commit writes new files or
+/// hard-links unchanged ones), so what is held is what was committed.
 pub(super) struct DiskMaps {
-    pub(super) l2p: PathBuf,
-    pub(super) p2l: PathBuf,
-    pub(super) sums: MapsOnDisk,
+    l2p: (PathBuf, File),
+    p2l: (PathBuf, File),
+    sums: MapsOnDisk,
+}
+
+impl DiskMaps {
+    /// Open the maps of the generation in `gdir`, committed with checksums `sums`.
+    pub(super) fn open(gdir: &Path, sums: MapsOnDisk) -> Result<DiskMaps, ImageError> {
+        let pin = |name: &str| -> Result<(PathBuf, File), ImageError> {
+            let p = gdir.join(name);
+            let f = open_map(&p)?;
+            Ok((p, f))
+        };
+        Ok(DiskMaps { l2p: pin("l2p.bin")?, p2l: pin("p2l.bin")?, sums })
+    }
 }
 
 impl MapStore for DiskMaps {
     fn location(&self) -> PathBuf {
-        self.l2p.parent().unwrap_or(&self.l2p).to_path_buf()
+        self.l2p.0.parent().unwrap_or(&self.l2p.0).to_path_buf()
     }
 
     fn load_maps(&self, l2p_len: usize, p2l_len: usize) -> Result<(BigArray, BigArray), MapError> {
-        let load = |path: &Path, len: usize, want: &str| -> Result<BigArray, MapError> {
-            let (a, sum) = load_array(path, len)?;
+        let load = |(path, file): &(PathBuf, File), len: usize, want: &str| -> Result<BigArray, MapError> {
+            let (a, sum) = load_open_array(file, path, len)?;
             if format!("{sum:016x}") != want {
                 return Err(MapError::Damaged {
                     path: path.to_path_buf(),

@@ -28,10 +28,13 @@
 //! * nothing inside the directory is reached through a symbolic link ([`crate::fsio`]);
 //! * after a failed write or fsync the image is poisoned: this process never writes to it
 //!   again (a retried fsync can report success for data the kernel already dropped).
+//! * a read-only open is a snapshot of one generation: it holds the generation's map files
+//!   open until the maps load (`maps.rs`, `DiskMaps`), so a writer in another process that
+//!   commits and removes that generation meanwhile takes nothing from it.
 //!
 //! This file holds [`Image`]: create, open, commit, the lock and the manifest; the rest,
 //! one concern a file: `state_file.rs` (state.json and its checksum), `maps.rs` (the maps
-//! on disk, sparse, loaded lazily), `recovery.rs` (a dead server's journal), `data.rs` (the
+//! on disk, sparse, loaded lazily from files held open), `recovery.rs` (a dead server's journal), `data.rs` (the
 //! namespaces' data files).
 
 mod data;
@@ -304,14 +307,9 @@ impl Image {
             )));
         }
         let sums = MapsOnDisk { l2p_xxh3: g.l2p_xxh3, p2l_xxh3: g.p2l_xxh3, changes: changes_now };
-        let store = DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), sums: sums.clone() };
-        for p in [&store.l2p, &store.p2l] {
-            match fsio::entry(p)? {
-                Entry::File { .. } => {}
-                Entry::Missing => return Err(ImageError::Damaged { path: p.clone(), reason: "missing".into() }),
-                _ => return Err(ImageError::Damaged { path: p.clone(), reason: "not a regular file".into() }),
-            }
-        }
+        // The maps load later (when first needed), from these files opened now: a writer in
+        // another process may remove this generation meanwhile (see `DiskMaps`).
+        let store = DiskMaps::open(&gdir, sums.clone())?;
         let ctrl =
             Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| damaged(format!("inconsistent state: {e}")))?;
         let mut img = Image {
@@ -399,9 +397,14 @@ impl Image {
         let (next, sums) = self.guard(r)?;
         self.generation = next;
         self.maps_on_disk = sums.clone();
-        // Future map loads read the new generation's files (the old ones are removed next).
-        let gdir = self.dir.join(gen_name(next));
-        self.ctrl.set_map_store(Box::new(DiskMaps { l2p: gdir.join("l2p.bin"), p2l: gdir.join("p2l.bin"), sums }));
+        if !self.ctrl.maps_loaded() {
+            // The maps were linked (unchanged): the store's open files are the new
+            // generation's too. Open them by their new names, so that errors name the
+            // generation that exists; should that fail, the files held serve as well.
+            if let Ok(store) = DiskMaps::open(&self.dir.join(gen_name(next)), sums) {
+                self.ctrl.set_map_store(Box::new(store));
+            }
+        }
         self.remove_stale_generations();
         self.delete_dropped();
         Ok(())

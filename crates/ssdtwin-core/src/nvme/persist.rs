@@ -104,6 +104,9 @@ impl Controller {
         })?;
         let meta = self.ftl_meta.take().expect("FTL state present");
         self.ftl = Some(Box::new(Ftl::from_parts(self.cfg.clone(), meta, l2p, p2l)));
+        // Loaded maps are never loaded again: let the store go, and with it the files it
+        // holds open (a removed generation's maps stop taking disk space).
+        self.store = None;
         Ok(())
     }
 
@@ -115,7 +118,7 @@ impl Controller {
         }
     }
 
-    /// Where to load the maps from when they are first needed.
+    /// Where to load the maps from when they are first needed (ignored once they are loaded).
     pub fn set_map_store(&mut self, store: Box<dyn MapStore>) {
         self.store = Some(store);
     }
