@@ -799,6 +799,7 @@ class LiveSnapshot(TypedDict):
     uris: list[str]
     id_ctrl: IdCtrl
     id_ns: dict[str, IdNs]
+    id_ns_common: NotRequired[IdNs]  # Identify with NSID FFFFFFFFh (Namespace Management)
     namespaces: list[NamespaceRow]
     smart_log: SmartLog
     vendor_log: VendorLog
