@@ -16,6 +16,7 @@ from twin import CM6, Run, check_image, check_shared_images, copy_image, run_cli
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # (A module/session fixture's shared image damaged on purpose opts out with a file DAMAGED in it.)
     config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
     # A shell without job control starts a background job (`cmd &` in a script, a CI runner's
     # nohup) with SIGINT ignored, every child inherits that, and Python leaves an ignored SIGINT
