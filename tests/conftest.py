@@ -12,10 +12,11 @@ from typing import Callable
 
 import pytest
 
-from twin import CM6, Run, check_image, copy_image, run_cli
+from twin import CM6, Run, check_image, check_shared_images, copy_image, run_cli
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # (A module/session fixture's shared image damaged on purpose opts out with a file DAMAGED in it.)
     config.addinivalue_line("markers", "damages_image: the test leaves a deliberately damaged image behind (not checked)")
     # A shell without job control starts a background job (`cmd &` in a script, a CI runner's
     # nohup) with SIGINT ignored, every child inherits that, and Python leaves an ignored SIGINT
@@ -77,10 +78,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
+# The folders (direct children of the base temp) that are some test's own tmp_path: their
+# images are checked when that test ends, so the check of the shared images skips them.
+_TEST_TMP_FOLDERS: set[str] = set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_shared_images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`ssdtwin check` on every drive image under the base temp that is no test's own
+    tmp_path: the templates and module/session fixtures' images (tmp_path_factory.mktemp),
+    which tests share and often write. Each is checked once, when the session (an xdist
+    worker's) ends: after its last user and after every other fixture's teardown (this one
+    is set up first, so it is torn down last). A failure shows as an error at the teardown
+    of the last test, naming the image; its folder is the name the fixture gave mktemp.
+    A fixture whose image is damaged on purpose puts a file named DAMAGED in it."""
+    yield
+    check_shared_images(tmp_path_factory.getbasetemp(), _TEST_TMP_FOLDERS)
+
+
 @pytest.fixture(autouse=True)
 def _check_images_left_behind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
     """`ssdtwin check` (the same open and full FTL check) on every drive image a test leaves
     in its tmp_path: a test that passes must not leave an inconsistent image behind."""
+    _TEST_TMP_FOLDERS.add(tmp_path.name)  # pytest makes each tmp_path right under the base temp
     yield
     if request.node.get_closest_marker("damages_image"):
         return
@@ -133,6 +153,7 @@ def fresh_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A factory-fresh CM6 at 1/454: nothing written, one namespace of 9.39 GB."""
     d = tmp_path_factory.mktemp("fio-fresh") / "cm6"
     run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    check_image(d)
     return d
 
 

@@ -233,21 +233,18 @@ def test_calibrate_names_a_figure_that_stops_responding(monkeypatch: pytest.Monk
     )
 
 
-def test_calibrate_trials_do_not_depend_on_what_ran_before() -> None:
+def test_calibrate_trials_do_not_depend_on_what_ran_before(tmp_path: Any) -> None:
     """A trial is a function of the parameters alone: the same figure from a fresh read-only
     open of the same preconditioned image, whatever ran on it before."""
-    import tempfile
-
     from ssdtwin.drive import Drive
 
-    with tempfile.TemporaryDirectory() as tmp:
-        experiments.cm6_drive("kioxia-cm6-r-3.84t", 454, "rand", 1.0, 1, path=f"{tmp}/rand").drive.close()
-        figures = []
-        for _ in range(2):
-            d = Drive.open(f"{tmp}/rand", writable=False)
-            figures.append(experiments.measure_cm6(d, "seq-write").mb_s)  # writes, in memory only
-            d.close()
-        assert figures[0] == figures[1]
+    experiments.cm6_drive("kioxia-cm6-r-3.84t", 454, "rand", 1.0, 1, path=f"{tmp_path}/rand").drive.close()
+    figures = []
+    for _ in range(2):
+        d = Drive.open(f"{tmp_path}/rand", writable=False)
+        figures.append(experiments.measure_cm6(d, "seq-write").mb_s)  # writes, in memory only
+        d.close()
+    assert figures[0] == figures[1]
 
 
 def test_calibrate_write_with_the_presets_own_values_changes_no_byte(tmp_path: Any) -> None:

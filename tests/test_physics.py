@@ -13,7 +13,7 @@ import json
 import math
 import os
 import re
-import tempfile
+from pathlib import Path
 
 import pytest
 from scipy.special import lambertw
@@ -251,7 +251,7 @@ def test_cm6_sequential_writes_are_bound_by_their_dies() -> None:
 
 
 @pytest.mark.slow
-def test_a_back_end_at_the_cm6_sequential_write_would_starve_its_random_write() -> None:
+def test_a_back_end_at_the_cm6_sequential_write_would_starve_its_random_write(tmp_path: Path) -> None:
     """Why the CM6 presets have no back end (docs/models.md §15): a stage that programs and GC
     reads share, just fast enough for the CM6-R's sequential write, also carries every
     relocation of its random writes (WAF about 4), and cuts them by more than 10 %; the same
@@ -262,16 +262,15 @@ def test_a_back_end_at_the_cm6_sequential_write_would_starve_its_random_write() 
     rand_write = Corner("rand-write", 1.0, "")
     seq_mb_s = measure_figures(toml, {"seq-write": Corner("seq-write", 1.0, "")}, 128)["seq-write"]
     figures = {}
-    with tempfile.TemporaryDirectory(prefix="ssdtwin-backend-") as tmp:
-        image = prepare_images(toml, [rand_write], 128, 1, tmp)["rand"]
-        for label, backend in (("none", 0), ("at the seq write", int(seq_mb_s * 1e6 * 1.01)), ("roomy", int(seq_mb_s * 1e6 * 1.5))):
-            trial = json.loads(json.dumps(timing))
-            trial["ctrl_backend_bytes_per_s"]["value"] = backend
-            d = Drive.open(image, writable=False)
-            try:
-                figures[label] = measure_corner(d, rand_write, trial)
-            finally:
-                d.close()
+    image = prepare_images(toml, [rand_write], 128, 1, str(tmp_path))["rand"]  # checked as the test ends
+    for label, backend in (("none", 0), ("at the seq write", int(seq_mb_s * 1e6 * 1.01)), ("roomy", int(seq_mb_s * 1e6 * 1.5))):
+        trial = json.loads(json.dumps(timing))
+        trial["ctrl_backend_bytes_per_s"]["value"] = backend
+        d = Drive.open(image, writable=False)
+        try:
+            figures[label] = measure_corner(d, rand_write, trial)
+        finally:
+            d.close()
     print(f"CM6-R 1/128: seq write {seq_mb_s:,.0f} MB/s; random write IOPS by back end: {figures}")
     assert figures["at the seq write"] < 0.9 * figures["none"]
     assert figures["roomy"] == pytest.approx(figures["none"], rel=0.01)

@@ -34,7 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssdtwin.sweep import config
-from twin import CM6, free_port, run_cli
+from twin import CM6, check_image, free_port, run_cli
 
 TINY = f"""\
 title = "tiny"
@@ -434,6 +434,10 @@ def tiny_in_process(tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert len(failures) == 2 and all("namespace 5.0 TB: larger than the drive" in line for line in failures), r.stderr
             # 100 ms windows span no GC cycle: `waf` is null in every row, and the figure of it says so.
             assert f"plot: {d / 'out' / 'plots' / 'waf-vs-namespace_tb.png'} (empty: waf is null in every row" in r.stdout, r.stdout
+            # The run's folder is shared by the workers, out of reach of conftest's check of
+            # each worker's shared images: the cached images are checked here, once, as made.
+            for manifest in sorted((d / "out" / "cache").rglob("ssdtwin.toml")):
+                check_image(manifest.parent)
     return d / "out"
 
 

@@ -21,7 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,32 @@ def check_image(path: Path) -> None:
             d.close()
     except (_core.SsdtwinError, OSError) as e:
         raise AssertionError(f"ssdtwin check {path}: {e}") from e
+
+
+def check_shared_images(base: Path, tests_own: Collection[str]) -> list[Path]:
+    """`check_image` on every drive image under ``base`` (pytest's base temp) outside the
+    folders named in ``tests_own`` (the tests' own tmp_paths, checked as each test ends):
+    the images of templates and of module/session fixtures. Skips pytest's NAMEcurrent
+    links (the same folder as NAMEn) and an image with a file named DAMAGED in it (a
+    fixture's image damaged on purpose). Returns the images checked; every failure is
+    reported at once, one line each."""
+    checked: list[Path] = []
+    failures: list[str] = []
+    for folder in sorted(base.iterdir()):
+        if folder.name in tests_own or folder.is_symlink() or not folder.is_dir():
+            continue
+        for manifest in sorted(folder.rglob("ssdtwin.toml")):
+            image = manifest.parent
+            if (image / "DAMAGED").exists():
+                continue
+            try:
+                check_image(image)
+            except AssertionError as e:
+                failures.append(str(e))
+            checked.append(image)
+    if failures:
+        raise AssertionError("shared images left inconsistent:\n" + "\n".join(failures))
+    return checked
 
 
 def image_digest(path: Path) -> dict[str, str]:
