@@ -1121,6 +1121,10 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
 
 def _exit_interrupted(prog: str) -> typer.Exit:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
+    if Interrupt.by_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(f"{prog}: stopped by SIGTERM; {Interrupt.note.removeprefix('interrupted; ')}", file=sys.stderr, flush=True)
+        sys.exit(143)
     print(f"{prog}: {Interrupt.note}", file=sys.stderr, flush=True)
     sys.exit(130)
 

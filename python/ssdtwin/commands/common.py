@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import time
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 import typer
 
@@ -108,12 +109,38 @@ class Interrupt:
     command's own; ``ssdtwin serve`` stops cleanly on Ctrl-C without raising at all."""
 
     seen = False
+    by_sigterm = False  # SIGTERM to a command that takes it as Ctrl-C (sigterm_cleans_up)
     note = "interrupted"
 
     @classmethod
     def on_sigint(cls, signum: int, frame: Optional[FrameType]) -> None:
         cls.seen = True
         raise KeyboardInterrupt
+
+    @classmethod
+    def on_sigterm(cls, signum: int, frame: Optional[FrameType]) -> None:
+        # A KeyboardInterrupt, not an exception of our own: it is what Ray's waits and the
+        # core's signal checks pass through (Ray turns any other into a SystemError).
+        cls.by_sigterm = True
+        cls.on_sigint(signum, frame)
+
+
+@contextmanager
+def sigterm_cleans_up() -> Iterator[Callable[..., None]]:
+    """SIGTERM stops the block as Ctrl-C does (its ``finally`` blocks run; the CLI says
+    "stopped by SIGTERM" and exits 143, 128 + SIGTERM); the old handler is back after it.
+    Yields a function that installs a handler again: this one after code that replaces it
+    (``ray.init`` sets its own, which exits with status 15), or SIG_IGN while cleaning up."""
+
+    def install(handler: Any = Interrupt.on_sigterm) -> None:
+        signal.signal(signal.SIGTERM, handler)
+
+    old = signal.getsignal(signal.SIGTERM)
+    install()
+    try:
+        yield install
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def interrupt_note(note: str) -> None:

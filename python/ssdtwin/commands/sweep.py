@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -22,7 +23,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say, sigterm_cleans_up
 
 Address = typer.Option(
     None,
@@ -304,35 +305,40 @@ def advise_cmd(
     log = (lambda s: None) if quiet else (lambda s: say(f"ssdtwin advise: {s}"))
     interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
     ex = None
-    try:
-        ex = make()
-        with prog.shown():
-            a = advise(
-                job.resolve(),
-                Targets(iops, p99_us, lifetime_years, cap),
-                names,
-                ops,
-                ex,
-                folder,
-                cost_per_tb=costs,
-                scale=scale_n,
-                runtime=runtime,
-                ramp_time=ramp,
-                precondition=precondition,
-                seed=seed,
-                rounds=rounds,
-                cache=cache,
-                log=log,
-                on_start=prog.start,
-                on_point=prog.point,
-            )
-    except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
-        fail(str(e))
-    finally:
-        if ex is not None:
-            ex.close()
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+    # SIGTERM removes the temporary folder as Ctrl-C does (it used to kill the process and
+    # leave it behind, or, once ray.init had set its handler, exit 15).
+    with sigterm_cleans_up() as reinstall:
+        try:
+            ex = make()
+            reinstall()
+            with prog.shown():
+                a = advise(
+                    job.resolve(),
+                    Targets(iops, p99_us, lifetime_years, cap),
+                    names,
+                    ops,
+                    ex,
+                    folder,
+                    cost_per_tb=costs,
+                    scale=scale_n,
+                    runtime=runtime,
+                    ramp_time=ramp,
+                    precondition=precondition,
+                    seed=seed,
+                    rounds=rounds,
+                    cache=cache,
+                    log=log,
+                    on_start=prog.start,
+                    on_point=prog.point,
+                )
+        except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
+            fail(str(e))
+        finally:
+            reinstall(signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+            if ex is not None:
+                ex.close()
+            if not keep:
+                shutil.rmtree(folder, ignore_errors=True)
     if fmt == "json":
         emit_json(to_json(a))
     else:
