@@ -388,7 +388,9 @@ def test_a_signal_on_advise_removes_its_temporary_folder(tmp_path: Path, sig: in
     )
     try:
         wait_until(lambda: bool(advise_tmp_folders(tmp)), "the temporary folder", p)
-        first_line("stderr")(p)  # a round has begun
+        assert p.stderr is not None
+        while "points (0 done before)" not in p.stderr.readline():  # the first sweep has begun
+            assert p.poll() is None, "advise ended before its first sweep began"
         time.sleep(0.3)
         assert p.poll() is None, "advise finished before it could be interrupted"
         p.send_signal(sig)

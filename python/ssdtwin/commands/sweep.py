@@ -125,10 +125,15 @@ def sweep_cmd(
         prog.point(p, res)
         interrupt_note(f"{prog.done} of {prog.total} points done and kept in {out}; --resume continues")
 
-    interrupt_note(f"the points done are kept in {out}; --resume continues")
+    def on_start(total: int, kept: int, where: str) -> None:
+        prog.start(total, kept, where)
+        interrupt_note(f"the points done are kept in {out}; --resume continues")
+
+    # Until the executor has started (Ray: seconds) a stop leaves --out as it was.
+    interrupt_note(f"no point run; {out} is as it was")
     try:
         with prog.shown():
-            res = run_sweep(sweep, out, make, resume=resume, on_start=prog.start, on_point=on_point)
+            res = run_sweep(sweep, out, make, resume=resume, on_start=on_start, on_point=on_point)
     except SweepError as e:
         fail(str(e))
     if quiet or sys.stderr.isatty():  # else the progress lines named them already
@@ -303,7 +308,13 @@ def advise_cmd(
         fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
     prog = _Progress(quiet, "ssdtwin advise")
     log = (lambda s: None) if quiet else (lambda s: say(f"ssdtwin advise: {s}"))
-    interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
+    # Until the first sweep has started (Ray: seconds) --out does not exist yet.
+    interrupt_note("no sweep run; nothing kept")
+
+    def on_start(total: int, kept: int, where: str) -> None:
+        prog.start(total, kept, where)
+        interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
+
     ex = None
     # SIGTERM removes the temporary folder as Ctrl-C does (it used to kill the process and
     # leave it behind, or, once ray.init had set its handler, exit 15).
@@ -328,7 +339,7 @@ def advise_cmd(
                     rounds=rounds,
                     cache=cache,
                     log=log,
-                    on_start=prog.start,
+                    on_start=on_start,
                     on_point=prog.point,
                 )
         except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
