@@ -635,3 +635,26 @@ def test_ctrl_c_while_ray_starts_says_only_what_is_true(tmp_path: Path, monkeypa
         note = "no sweep run; nothing kept"
     assert (r.returncode, r.stderr_lines) == (130, [f"ssdtwin {cmd}: interrupted; {note}"])
     assert not out.exists()
+
+
+@pytest.mark.parametrize("other", ["./jobs/w.fio", "jobs/../jobs/w.fio", "link.fio", "ABS"])
+def test_one_job_file_named_two_ways_is_one_point(tmp_path: Path, other: str) -> None:
+    """`jobs/w.fio` and `./jobs/w.fio` (or a symlink to it, or its absolute path) are the
+    same file: the sweep lists the point twice, as with the same name twice. They were two
+    points, run twice, with two ids."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "w.fio").write_text("[w]\nrw=randwrite\nbs=4k\n")
+    (tmp_path / "link.fio").symlink_to(tmp_path / "jobs" / "w.fio")
+    other = str(tmp_path / "jobs" / "w.fio") if other == "ABS" else other
+    f = tmp_path / "sweep.toml"
+    f.write_text(f'[point]\npreset = "{CM6}"\nscale = "1/454"\n[[cases]]\njob = "jobs/w.fio"\n[[cases]]\njob = "{other}"\n')
+    with pytest.raises(config.SweepConfigError, match=r"point 1 \(.*\): the same point as point 0 \(the sweep lists it twice\)$"):
+        config.load(f)
+
+
+def test_a_built_in_job_named_two_ways_is_one_point(tmp_path: Path) -> None:
+    f = tmp_path / "sweep.toml"
+    point = f'[point]\npreset = "{CM6}"\nscale = "1/454"\nvars = {{ RUNTIME = "1s", RAMP = "0s" }}\n'
+    f.write_text(point + '[grid]\njob = ["cm6-rand-write", "cm6-rand-write.fio"]\n')
+    with pytest.raises(config.SweepConfigError, match=r"the same point as point 0 \(the sweep lists it twice\)$"):
+        config.load(f)
