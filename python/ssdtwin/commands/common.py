@@ -194,12 +194,22 @@ def int_range(low: int, top: int) -> str:
     return f"{low}..{top}" if top <= 0xFFFF else f"{low}..{top:#x}"
 
 
+def parse_whole(text: str) -> Optional[int]:
+    """A decimal or 0x hex integer as nvme-cli reads one (strtoul), or None: Python's digit
+    separators (``1_000``, ``0x_10``), which ``int(text, 0)`` takes, are not a number there."""
+    if "_" in text:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
 def int_arg(flag: str, text: str, what: str, top: int, low: int = 0) -> int:
     """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values),
     or a one-line error naming the flag and the allowed range."""
-    try:
-        v = int(text, 0)
-    except ValueError:
+    v = parse_whole(text)
+    if v is None:
         fail(f"{flag} '{text}': must be {what}, a decimal or 0x hex integer in {int_range(low, top)}")
     if not low <= v <= top:
         fail(f"{flag} {text}: must be {what} in {int_range(low, top)}")
