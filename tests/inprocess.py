@@ -102,6 +102,7 @@ def _reset_package_state() -> None:
     common = sys.modules.get("ssdtwin.commands.common")
     if common is not None:
         common.Interrupt.seen = False
+        common.Interrupt.by_sigterm = False
         common.Interrupt.note = "interrupted"
     iolog = sys.modules.get("ssdtwin.fio.iolog")
     cached = getattr(iolog, "_load_cached", None)

@@ -8,6 +8,7 @@ check, power-cycle and waf.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -523,6 +524,19 @@ def test_waf_of_too_short_a_window_is_not_measured(cm6_written: Path) -> None:
     # A command that writes nothing: no ratio at all.
     j = run_cli("waf", cm6_written, "-o", "json", "--", *SSDTWIN, "nvme", "list", str(cm6_written)).json()
     assert (j["waf"], j["measurement"]["verdict"], j["measurement"]["waf_window_raw"]) == (None, "no_writes", None)
+
+
+def test_waf_options_after_the_command_are_the_commands_without_a_double_dash(small: Path) -> None:
+    """`waf DIR cmd ... -o json` gave the -o to waf (click reads options anywhere): waf
+    printed JSON and the command its text. From the command's first word on, every
+    argument is the command's, as after `--`; waf's own -o goes before the command."""
+    inner = [*SSDTWIN, "nvme", "smart-log", str(small), "-o", "json"]
+    with_dashes = run_cli("waf", small, "--", *inner)
+    without = run_cli("waf", small, *inner)
+    assert without.stdout == with_dashes.stdout
+    assert json.loads(without.stdout.split("\n}\n")[0] + "\n}")["critical_warning"] == 0  # the command's JSON, then waf's text
+    assert run_cli("waf", small, "-o", "json", *inner[:-2]).json()["measurement"]["verdict"] == "no_writes"
+    assert run_cli("waf", small, "--output-format=json", *inner[:-2]).json()["waf"] is None
 
 
 def test_waf_p5316_reports_the_intel_attribute_ratio(tmp_path: Path) -> None:

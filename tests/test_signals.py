@@ -26,7 +26,7 @@ import pytest
 
 import ssdtwin
 from ssdtwin.live import lock_holder
-from twin import SSDTWIN, image_digest, run_cli
+from twin import CM6, SSDTWIN, image_digest, run_cli
 
 # No option without an effect (direct=1 ...): its note would come on stderr before the run.
 LONG_FIO_JOB = """\
@@ -361,3 +361,45 @@ def test_ctrl_c_while_starting_exits_130_without_a_traceback(delay_ms: int) -> N
     # after its exit(130) (an interrupt inside an import's exec() sets that): a shell shows
     # 130 for both. The start-up path exits 130 itself.
     assert rc == 130 or (rc == -signal.SIGINT and lines[0].startswith("ssdtwin bench")), rc
+
+
+def advise_tmp_folders(tmp: Path) -> list[Path]:
+    return sorted(tmp.glob("ssdtwin-advise-*"))
+
+
+@pytest.mark.parametrize(("sig", "rc", "line"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")])
+def test_a_signal_on_advise_removes_its_temporary_folder(tmp_path: Path, sig: int, rc: int, line: str) -> None:
+    """Without --out advise keeps its sweeps in a temporary folder: Ctrl-C and SIGTERM remove
+    it (SIGTERM used to kill the process and leave it behind) and say so in one line."""
+    (tmp_path / "w.fio").write_text("[w]\nrw=randwrite\nbs=4k\niodepth=8\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [
+        *("advise", str(tmp_path / "w.fio"), "--target-iops", "100k", "--drives", CM6, "--scale", "1/454"),
+        *("--runtime", "600s", "--extra-op", "0", "--in-process"),
+    ]
+    p = subprocess.Popen(
+        [*SSDTWIN, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
+    try:
+        wait_until(lambda: bool(advise_tmp_folders(tmp)), "the temporary folder", p)
+        assert p.stderr is not None
+        while "points (0 done before)" not in p.stderr.readline():  # the first sweep has begun
+            assert p.poll() is None, "advise ended before its first sweep began"
+        time.sleep(0.3)
+        assert p.poll() is None, "advise finished before it could be interrupted"
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "Traceback" not in err, err
+    assert p.returncode == rc, f"exit {p.returncode}; stderr:\n{err}"
+    assert err.splitlines()[-1] == f"ssdtwin advise: {line}; nothing kept"
+    assert advise_tmp_folders(tmp) == []

@@ -384,6 +384,32 @@ def test_an_unreachable_ray_address_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 1 and r.stderr_lines == [r.stderr_lines[0]], r.stderr
     assert "no Ray cluster reachable there" in r.stderr and "--address 127.0.0.1:" in r.stderr
     assert time.monotonic() - t0 < 60
+    assert not (tmp_path / "out").exists()  # it used to be left with points/ and .lock
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError])
+@pytest.mark.parametrize("before", ["nothing", "empty", "points"])
+def test_an_executor_that_cannot_start_leaves_out_as_it_was(tmp_path: Path, failure: type[BaseException], before: str) -> None:
+    """Ray refused (or Ctrl-C while it starts): OUT, its parents, points/ and .lock are
+    removed if this run made them, and what was there before is kept."""
+    from ssdtwin.sweep.runner import run_sweep
+
+    f = tmp_path / "sweep.toml"
+    f.write_text(TINY)
+    out = tmp_path / "a" / "out"
+    if before != "nothing":
+        out.mkdir(parents=True)
+    if before == "points":
+        (out / "points").mkdir()
+        (out / "points" / "old.json").write_text("{}")
+    snapshot = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+
+    def refuse() -> Any:
+        raise failure("no Ray")
+
+    with pytest.raises(failure):
+        run_sweep(config.load(f), out, refuse, resume=before == "points")
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == snapshot
 
 
 def test_a_cluster_that_wants_a_token_is_one_line_saying_so(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
@@ -588,3 +614,51 @@ def test_a_ray_cluster_gives_the_same_table_as_this_process(tiny_in_process: Pat
     host, port = ray_cluster.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5):
         pass  # the cluster outlives the sweep (the sweep only disconnects)
+
+
+@pytest.mark.parametrize("cmd", ["sweep", "advise"])
+def test_ctrl_c_while_ray_starts_says_only_what_is_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cmd: str) -> None:
+    """A Ctrl-C while Ray starts: advise said "the sweeps done so far are in DIR" of a DIR
+    that did not exist, sweep that the points done were kept in an OUT it then left with
+    points/ and .lock. Ray's start is replaced by the Ctrl-C."""
+    from ssdtwin.commands.common import Interrupt
+    from ssdtwin.sweep import runner
+
+    def ctrl_c(**kwargs: Any) -> Any:
+        Interrupt.on_sigint(signal.SIGINT, None)  # what the CLI's handler does on Ctrl-C
+
+    monkeypatch.setattr(runner, "RayExecutor", ctrl_c)
+    out = tmp_path / "out"
+    if cmd == "sweep":
+        (tmp_path / "sweep.toml").write_text(TINY)
+        r = run_cli("sweep", tmp_path / "sweep.toml", "--out", out, check=False)
+        note = f"no point run; {out} is as it was"
+    else:
+        (tmp_path / "w.fio").write_text("[w]\nrw=randwrite\nbs=4k\n")
+        r = run_cli("advise", tmp_path / "w.fio", "--target-iops", "1k", "--drives", CM6, "--out", out, check=False)
+        note = "no sweep run; nothing kept"
+    assert (r.returncode, r.stderr_lines) == (130, [f"ssdtwin {cmd}: interrupted; {note}"])
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("other", ["./jobs/w.fio", "jobs/../jobs/w.fio", "link.fio", "ABS"])
+def test_one_job_file_named_two_ways_is_one_point(tmp_path: Path, other: str) -> None:
+    """`jobs/w.fio` and `./jobs/w.fio` (or a symlink to it, or its absolute path) are the
+    same file: the sweep lists the point twice, as with the same name twice. They were two
+    points, run twice, with two ids."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "w.fio").write_text("[w]\nrw=randwrite\nbs=4k\n")
+    (tmp_path / "link.fio").symlink_to(tmp_path / "jobs" / "w.fio")
+    other = str(tmp_path / "jobs" / "w.fio") if other == "ABS" else other
+    f = tmp_path / "sweep.toml"
+    f.write_text(f'[point]\npreset = "{CM6}"\nscale = "1/454"\n[[cases]]\njob = "jobs/w.fio"\n[[cases]]\njob = "{other}"\n')
+    with pytest.raises(config.SweepConfigError, match=r"point 1 \(.*\): the same point as point 0 \(the sweep lists it twice\)$"):
+        config.load(f)
+
+
+def test_a_built_in_job_named_two_ways_is_one_point(tmp_path: Path) -> None:
+    f = tmp_path / "sweep.toml"
+    point = f'[point]\npreset = "{CM6}"\nscale = "1/454"\nvars = {{ RUNTIME = "1s", RAMP = "0s" }}\n'
+    f.write_text(point + '[grid]\njob = ["cm6-rand-write", "cm6-rand-write.fio"]\n')
+    with pytest.raises(config.SweepConfigError, match=r"the same point as point 0 \(the sweep lists it twice\)$"):
+        config.load(f)

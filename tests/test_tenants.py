@@ -140,6 +140,13 @@ def test_qos_caps_are_set_read_back_and_persisted(pb5: Path) -> None:
         (("-n", "1", "--read-mbps", "1e12"), "--read-mbps 1e12: must be 0 (no cap) or from 1e-06 up to 3400 MB/s (the host link's rate)"),
         (("-n", "1", "--write-mbps", "3401"), "--write-mbps 3401: must be 0 (no cap) or from 1e-06 up to 3400 MB/s (the host link's rate)"),
         (("-n", "1", "--iops", "900000"), "--iops 900000: must be 0 (no cap) or 1 up to 800000 (the controller's command ceiling)"),
+        # The drive's range, not the option's own "in 0..0x4000000000000" (no drive's bound).
+        (("-n", "1", "--iops", "0x4000000000001"), "--iops 0x4000000000001: must be 0 (no cap) or 1 up to 800000 (the controller's"),
+        (("-n", "1", "--iops", "-1"), "--iops -1: must be 0 (no cap) or 1 up to 800000 (the controller's command ceiling)"),
+        # Python's digit separators are no number for nvme-cli: 1_000 was taken as 1000.
+        (("-n", "1", "--read-mbps", "1_000"), "--read-mbps '1_000': must be a number of MB/s (0 = no cap)"),
+        (("-n", "1", "--iops", "1_000"), "--iops '1_000': must be a whole number of commands per second"),
+        (("-n", "1_0", "--iops", "1000"), "-n/--namespace-id '1_0': must be a namespace ID, a decimal or 0x hex integer"),
         (("-n", "1", "--sq-priority", "vip"), "must be one of urgent, high, medium, low"),
         (
             (

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, NotRequired, Optional, TypedDict
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from .. import _core, nvmefmt
 from .. import drive as drivemod
@@ -449,7 +449,31 @@ class WafReport(TypedDict):
     measurement: NotRequired[WafMeasurement]  # always: set last, the JSON's order
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+class _CommandAfterDir(TyperCommand):
+    """``ssdtwin waf``'s parsing: everything from the command on is the command's, with or
+    without ``--``. Click reads options anywhere, so ``waf DIR cmd ... -o json`` gave the
+    ``-o json`` to waf (its JSON, the command's text); a ``--`` is put before the command's
+    first word when the line has none, as ``time``, ``nice`` and ``env`` read theirs."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" not in args:
+            positionals, i = 0, 0
+            while i < len(args):
+                a = args[i]
+                if a in ("-o", "--output-format") or a.startswith(("-o", "--output-format=")):
+                    i += 2 if a in ("-o", "--output-format") else 1
+                    continue
+                if a.startswith("-"):
+                    break  # --help or an unknown option: click's to refuse
+                positionals += 1
+                if positionals == 2:  # DIR, then the command's first word
+                    args = [*args[:i], "--", *args[i:]]
+                    break
+                i += 1
+        return list(super().parse_args(ctx, args))
+
+
+@app.command(cls=_CommandAfterDir, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def waf(
     ctx: typer.Context,
     path: Path = typer.Argument(..., metavar="DIR", help="drive image to watch"),
@@ -457,7 +481,10 @@ def waf(
 ) -> None:
     """WAF of whatever a command writes: telemetry before, run the command, telemetry after.
 
-    Usage: ssdtwin waf DIR -- COMMAND [ARGS...]   (the endurance-profiler flow)
+    Usage: ssdtwin waf DIR [-o json] [--] COMMAND [ARGS...]   (the endurance-profiler flow)
+
+    Everything from COMMAND on is the command's: `waf DIR cmd ... -o json` gives the -o to
+    the command; waf's own -o goes before COMMAND.
     """
     check_fmt(fmt)
     cmd = list(ctx.args)
@@ -1121,6 +1148,10 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
 
 def _exit_interrupted(prog: str) -> typer.Exit:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
+    if Interrupt.by_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(f"{prog}: stopped by SIGTERM; {Interrupt.note.removeprefix('interrupted; ')}", file=sys.stderr, flush=True)
+        sys.exit(143)
     print(f"{prog}: {Interrupt.note}", file=sys.stderr, flush=True)
     sys.exit(130)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import time
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 import typer
 
@@ -108,12 +109,38 @@ class Interrupt:
     command's own; ``ssdtwin serve`` stops cleanly on Ctrl-C without raising at all."""
 
     seen = False
+    by_sigterm = False  # SIGTERM to a command that takes it as Ctrl-C (sigterm_cleans_up)
     note = "interrupted"
 
     @classmethod
     def on_sigint(cls, signum: int, frame: Optional[FrameType]) -> None:
         cls.seen = True
         raise KeyboardInterrupt
+
+    @classmethod
+    def on_sigterm(cls, signum: int, frame: Optional[FrameType]) -> None:
+        # A KeyboardInterrupt, not an exception of our own: it is what Ray's waits and the
+        # core's signal checks pass through (Ray turns any other into a SystemError).
+        cls.by_sigterm = True
+        cls.on_sigint(signum, frame)
+
+
+@contextmanager
+def sigterm_cleans_up() -> Iterator[Callable[..., None]]:
+    """SIGTERM stops the block as Ctrl-C does (its ``finally`` blocks run; the CLI says
+    "stopped by SIGTERM" and exits 143, 128 + SIGTERM); the old handler is back after it.
+    Yields a function that installs a handler again: this one after code that replaces it
+    (``ray.init`` sets its own, which exits with status 15), or SIG_IGN while cleaning up."""
+
+    def install(handler: Any = Interrupt.on_sigterm) -> None:
+        signal.signal(signal.SIGTERM, handler)
+
+    old = signal.getsignal(signal.SIGTERM)
+    install()
+    try:
+        yield install
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def interrupt_note(note: str) -> None:
@@ -167,12 +194,22 @@ def int_range(low: int, top: int) -> str:
     return f"{low}..{top}" if top <= 0xFFFF else f"{low}..{top:#x}"
 
 
+def parse_whole(text: str) -> Optional[int]:
+    """A decimal or 0x hex integer as nvme-cli reads one (strtoul), or None: Python's digit
+    separators (``1_000``, ``0x_10``), which ``int(text, 0)`` takes, are not a number there."""
+    if "_" in text:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None
+
+
 def int_arg(flag: str, text: str, what: str, top: int, low: int = 0) -> int:
     """An integer option nvme-cli takes in decimal or 0x hex (NSIDs, feature IDs, values),
     or a one-line error naming the flag and the allowed range."""
-    try:
-        v = int(text, 0)
-    except ValueError:
+    v = parse_whole(text)
+    if v is None:
         fail(f"{flag} '{text}': must be {what}, a decimal or 0x hex integer in {int_range(low, top)}")
     if not low <= v <= top:
         fail(f"{flag} {text}: must be {what} in {int_range(low, top)}")

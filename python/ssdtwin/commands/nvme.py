@@ -31,6 +31,7 @@ from .common import (
     fail,
     int_arg,
     opened,
+    parse_whole,
     say,
     write_binary,
 )
@@ -315,6 +316,8 @@ def mbps_arg(flag: str, text: Optional[str]) -> Optional[float]:
     if text is None:
         return None
     try:
+        if "_" in text:  # Python's digit separator (float takes 1_000), no number elsewhere
+            raise ValueError(text)
         v = float(text)
     except ValueError:
         fail(f"{flag} '{text}': must be a number of MB/s (0 = no cap)")
@@ -345,8 +348,11 @@ def nvme_qos(
     ),
     read_mbps: Optional[str] = typer.Option(None, "--read-mbps", help="read bandwidth cap, MB/s (10^6 B/s); 0 = no cap"),
     write_mbps: Optional[str] = typer.Option(None, "--write-mbps", help="write bandwidth cap, MB/s; 0 = no cap"),
-    iops: Optional[int] = NvmeInt(
-        None, "--iops", what="a whole number of commands per second (0 = no cap)", top=1 << 50, help="commands per second cap; 0 = no cap"
+    iops_text: Optional[str] = typer.Option(
+        None,
+        "--iops",
+        metavar="NUM",
+        help="commands per second cap, decimal or 0x hex; 0 = no cap; at most the drive's command ceiling (timing.ctrl_max_iops)",
     ),
     sq_priority: Optional[str] = typer.Option(None, "--sq-priority", help="class of its queues under WRR: urgent, high, medium, low"),
     fmt: str = OutputFmt,
@@ -355,6 +361,11 @@ def nvme_qos(
     (docs/cli.md). Without a cap flag it reads the caps back."""
     check_fmt(fmt)
     given = (mbps_arg("--read-mbps", read_mbps), mbps_arg("--write-mbps", write_mbps))
+    # Its range is the drive's (checked once the image is open): a bound of the option's own
+    # (it was 0..0x4000000000000) named a range no drive has.
+    iops = None if iops_text is None else parse_whole(iops_text)
+    if iops_text is not None and iops is None:
+        fail(f"--iops '{iops_text}': must be a whole number of commands per second (0 = no cap), a decimal or 0x hex integer")
     if sq_priority is not None and sq_priority not in SQ_PRIORITIES:
         fail(f"--sq-priority '{sq_priority}': must be one of {', '.join(SQ_PRIORITIES)}")
     if all(c is None for c in (*given, iops)) and sq_priority is None:
@@ -381,8 +392,8 @@ def nvme_qos(
             *(None if v is None else mbps_cap(f, str(t), v, link) for f, t, v in flags),
             iops,  # a whole number (NvmeInt): 1.5 was rounded to 2 and 0.4 refused as rounding to 0
         )
-        if iops is not None and iops > ceiling:
-            fail(f"--iops {iops}: must be 0 (no cap) or 1 up to {ceiling} (the controller's command ceiling)")
+        if iops is not None and not 0 <= iops <= ceiling:
+            fail(f"--iops {iops_text}: must be 0 (no cap) or 1 up to {ceiling} (the controller's command ceiling)")
         old: Mapping[str, Any] = next(
             (r for r in d.nvme.qos() if r["nsid"] == n), {"read_bytes_per_s": 0, "write_bytes_per_s": 0, "iops": 0}
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -22,7 +23,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say, sigterm_cleans_up
 
 Address = typer.Option(
     None,
@@ -124,10 +125,15 @@ def sweep_cmd(
         prog.point(p, res)
         interrupt_note(f"{prog.done} of {prog.total} points done and kept in {out}; --resume continues")
 
-    interrupt_note(f"the points done are kept in {out}; --resume continues")
+    def on_start(total: int, kept: int, where: str) -> None:
+        prog.start(total, kept, where)
+        interrupt_note(f"the points done are kept in {out}; --resume continues")
+
+    # Until the executor has started (Ray: seconds) a stop leaves --out as it was.
+    interrupt_note(f"no point run; {out} is as it was")
     try:
         with prog.shown():
-            res = run_sweep(sweep, out, make, resume=resume, on_start=prog.start, on_point=on_point)
+            res = run_sweep(sweep, out, make, resume=resume, on_start=on_start, on_point=on_point)
     except SweepError as e:
         fail(str(e))
     if quiet or sys.stderr.isatty():  # else the progress lines named them already
@@ -302,37 +308,48 @@ def advise_cmd(
         fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
     prog = _Progress(quiet, "ssdtwin advise")
     log = (lambda s: None) if quiet else (lambda s: say(f"ssdtwin advise: {s}"))
-    interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
+    # Until the first sweep has started (Ray: seconds) --out does not exist yet.
+    interrupt_note("no sweep run; nothing kept")
+
+    def on_start(total: int, kept: int, where: str) -> None:
+        prog.start(total, kept, where)
+        interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
+
     ex = None
-    try:
-        ex = make()
-        with prog.shown():
-            a = advise(
-                job.resolve(),
-                Targets(iops, p99_us, lifetime_years, cap),
-                names,
-                ops,
-                ex,
-                folder,
-                cost_per_tb=costs,
-                scale=scale_n,
-                runtime=runtime,
-                ramp_time=ramp,
-                precondition=precondition,
-                seed=seed,
-                rounds=rounds,
-                cache=cache,
-                log=log,
-                on_start=prog.start,
-                on_point=prog.point,
-            )
-    except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
-        fail(str(e))
-    finally:
-        if ex is not None:
-            ex.close()
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+    # SIGTERM removes the temporary folder as Ctrl-C does (it used to kill the process and
+    # leave it behind, or, once ray.init had set its handler, exit 15).
+    with sigterm_cleans_up() as reinstall:
+        try:
+            ex = make()
+            reinstall()
+            with prog.shown():
+                a = advise(
+                    job.resolve(),
+                    Targets(iops, p99_us, lifetime_years, cap),
+                    names,
+                    ops,
+                    ex,
+                    folder,
+                    cost_per_tb=costs,
+                    scale=scale_n,
+                    runtime=runtime,
+                    ramp_time=ramp,
+                    precondition=precondition,
+                    seed=seed,
+                    rounds=rounds,
+                    cache=cache,
+                    log=log,
+                    on_start=on_start,
+                    on_point=prog.point,
+                )
+        except (SweepError, SweepConfigError) as e:  # e.g. a ${NAME} the job file uses
+            fail(str(e))
+        finally:
+            reinstall(signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+            if ex is not None:
+                ex.close()
+            if not keep:
+                shutil.rmtree(folder, ignore_errors=True)
     if fmt == "json":
         emit_json(to_json(a))
     else:

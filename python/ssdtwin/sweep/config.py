@@ -198,6 +198,7 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
     points: list[Point] = []
     seen: dict[str, int] = {}
     jobs: dict[str, tuple[str, str]] = {}
+    job_ids: dict[str, str] = {}  # job as written -> the built-in's name or the file's resolved path
     parsed: dict[str, Optional[int]] = {}
     for case in cases:
         for combo in combos:
@@ -207,16 +208,19 @@ def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path
                 raise SweepConfigError(f"{name}: {e}") from None
             where = f"{name}: point {len(points)} ({_describe(raw)})"
             params = _normalize(raw, where)
-            job_name, job_text = _job(params["job"], base, where, jobs)
+            job_name, job_text = _job(params["job"], base, where, jobs, job_ids)
             _check_vars(job_text, params["vars"], job_name, where)
             least = _check_job(job_text, params["vars"], job_name, where, parsed, base)
             rate = params["rate_iops"]
             if rate is not None and least is not None and rate < least:
                 raise SweepConfigError(f"{where}: rate_iops {rate}: {rate_too_low(least)}")
             p = _point(params, seed, job_name, job_text)
-            if p.point_id in seen:
-                raise SweepConfigError(f"{where}: the same point as point {seen[p.point_id]} (the sweep lists it twice)")
-            seen[p.point_id] = len(points)
+            # The job as the file it names: `jobs/x.fio` and `./jobs/x.fio` are one job (the
+            # point id keeps the name as written, so the ids of existing sweeps stay).
+            same = canonical({**params, "job": job_ids[params["job"]]})
+            if same in seen:
+                raise SweepConfigError(f"{where}: the same point as point {seen[same]} (the sweep lists it twice)")
+            seen[same] = len(points)
             points.append(p)
     swept = _swept(points)
     plots = _plots(doc.get("plot", []), name, swept)
@@ -440,15 +444,20 @@ def _duration(v: Any, where: str, key: str) -> Optional[str]:
     return text
 
 
-def _job(job: str, base: Path, where: str, cache: dict[str, tuple[str, str]]) -> tuple[str, str]:
-    """(name, text) of a job: a built-in (python/ssdtwin/jobs/NAME.fio) or a file."""
+def _job(job: str, base: Path, where: str, cache: dict[str, tuple[str, str]], ids: Optional[dict[str, str]] = None) -> tuple[str, str]:
+    """(name, text) of a job: a built-in (python/ssdtwin/jobs/NAME.fio) or a file. ``ids``
+    gets what the job is: ``builtin:NAME`` or the file's resolved path."""
     if job in cache:
         return cache[job]
     builtin = JOBS / (job if job.endswith(".fio") else f"{job}.fio")
     path = base / job
     if "/" not in job and builtin.is_file() and not path.is_file():
         text = builtin.read_text()
+        if ids is not None:
+            ids[job] = f"builtin:{builtin.name}"
     else:
+        if ids is not None:
+            ids[job] = str(path.resolve())
         try:
             _regular(path)
             text = path.read_text()

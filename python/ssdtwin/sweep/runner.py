@@ -295,6 +295,13 @@ def _keep(out: Path, point: Point, result: dict[str, Any]) -> None:
     os.replace(tmp, d / f"{point.point_id}.json")
 
 
+def _remove_made(made: Sequence[Path]) -> None:
+    """Remove what a run created (files, and folders it left empty), newest first."""
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
 def run_sweep(
     sweep: Sweep,
     out: Path,
@@ -314,19 +321,27 @@ def run_sweep(
         import pyarrow.parquet  # noqa: F401  (the table: checked before any point runs, not after the last)
     except ImportError:
         raise SweepError("pyarrow is not installed (the table is Parquet): pip install 'ssdtwin[sweep]'") from None
+    # What this run creates before its executor starts, removed again if it cannot start
+    # (Ray refused, or Ctrl-C while Ray starts): a failed start leaves OUT as it was.
+    made = [d for d in (*reversed(out.absolute().parents), out.absolute()) if not d.exists()]
+    made += [p for p in (out / ".lock", out / "points") if not p.exists()]
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
-        _check_layout(out, cache)
-        has_points = (out / "points").is_dir() and any((out / "points").iterdir())
-        if has_points and not resume:
-            raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
-        (out / "points").mkdir(exist_ok=True)
-        kept = _kept(out, sweep.points) if resume else {}
-        todo = [p for p in sweep.points if p.point_id not in kept]
-        rows: dict[str, dict[str, Any]] = dict(kept)
-        result = SweepResult(rows=[], done=0, resumed=len(kept))
-        t0 = time.perf_counter()
-        ex = executor() if todo else None
+        try:
+            _check_layout(out, cache)
+            has_points = (out / "points").is_dir() and any((out / "points").iterdir())
+            if has_points and not resume:
+                raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
+            (out / "points").mkdir(exist_ok=True)
+            kept = _kept(out, sweep.points) if resume else {}
+            todo = [p for p in sweep.points if p.point_id not in kept]
+            rows: dict[str, dict[str, Any]] = dict(kept)
+            result = SweepResult(rows=[], done=0, resumed=len(kept))
+            t0 = time.perf_counter()
+            ex = executor() if todo else None
+        except BaseException:
+            _remove_made(made)
+            raise
         result.where = ex.where if ex else "nothing to run"
         if on_start:
             on_start(len(sweep.points), len(kept), result.where)

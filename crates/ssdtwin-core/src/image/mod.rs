@@ -242,19 +242,26 @@ impl Image {
         // CURRENT just before that writer commits: the writer points CURRENT at the next
         // generation and removes the one this open is reading, whose files then go missing.
         // A generation gone while CURRENT moved on is that race, not damage: open again.
+        // So is a journal newer than the generation read: the writer committed and started
+        // the next generation's journal (a server that then stopped no longer holds the
+        // lock that makes a reader ignore its journal).
         let mut tries = 0;
         loop {
             let before = read_current(dir).ok().map(|(g, _)| g);
-            match Self::open_once(dir, mode) {
-                Err(ImageError::Damaged { path, reason }) if tries < READ_ONLY_RETRIES && reason.starts_with("missing") => {
-                    let now = read_current(dir).ok().map(|(g, _)| g);
-                    if now.is_none() || now == before {
-                        return Err(ImageError::Damaged { path, reason });
-                    }
-                    tries += 1;
-                }
-                r => return r,
+            let r = Self::open_once(dir, mode);
+            let raced = match &r {
+                Err(ImageError::Damaged { reason, .. }) => reason.starts_with("missing"),
+                Err(ImageError::JournalDamaged { .. }) => true,
+                _ => false,
+            };
+            if !raced || tries >= READ_ONLY_RETRIES {
+                return r;
             }
+            let now = read_current(dir).ok().map(|(g, _)| g);
+            if now.is_none() || now == before {
+                return r;
+            }
+            tries += 1;
         }
     }
 
@@ -331,6 +338,8 @@ impl Image {
                 img.write_manifest()?;
             }
         }
+        #[cfg(test)]
+        tests::BEFORE_JOURNAL.with(|h| h.take().map(|f| f()));
         img.recover_journal(mode)?;
         Ok(img)
     }

@@ -10,6 +10,12 @@ use crate::nvme::Pattern;
 
 const PRESET: &str = "kioxia-cm6-r-3.84t";
 
+thread_local! {
+    /// Run once by the next `open_once` of this thread between reading CURRENT and reading
+    /// the journal: another process's commit landing in that instant.
+    pub(super) static BEFORE_JOURNAL: std::cell::Cell<Option<Box<dyn FnOnce()>>> = const { std::cell::Cell::new(None) };
+}
+
 /// A small written image: sequential fill, then random writes (GC has work to do).
 fn written(dir: &Path) -> Image {
     let spec = DriveSpec::preset(PRESET).unwrap().scaled(256).unwrap();
@@ -481,4 +487,34 @@ fn read_only_views_load_their_maps_while_a_writer_commits_continuously() {
     assert!(commits >= 10, "the writer must commit during the reads ({commits} commits)");
     assert!(failed.is_empty(), "{} of {reads} read-only views failed to load their maps, e.g. {}", failed.len(), failed[0]);
     Image::open(&d, false).unwrap().ctrl.check_full().unwrap();
+}
+
+#[test]
+fn a_read_only_open_that_reads_a_journal_newer_than_its_current_opens_again() {
+    // A reader reads CURRENT (generation g); a server commits g+1, starts g+1's journal and
+    // stops (killed: the journal stays, the lock goes); the reader then reads that journal,
+    // "newer than the image's", and called the image damaged. CURRENT moved: open again.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_path_buf();
+    let img = lightly_written(&d);
+    let g = img.generation();
+    drop(img);
+    let server = d.clone();
+    BEFORE_JOURNAL.with(|h| {
+        h.set(Some(Box::new(move || {
+            let mut w = Image::open(&server, true).unwrap();
+            w.commit().unwrap();
+            journal_of_writes(&mut w, 10);
+        })))
+    });
+    let view = Image::open(&d, false).unwrap();
+    assert_eq!(view.generation(), g + 1, "the reader opened the generation CURRENT moved to");
+    let rec = view.recovery().expect("the journal was read");
+    assert_eq!((rec.action, rec.records), (RecoveryAction::ReplayedInMemory, 10));
+    drop(view);
+    // A journal newer than a CURRENT that did not move is still damage, said at once.
+    let mut j = JournalWriter::create(&d, g + 5).unwrap();
+    j.write_out().unwrap();
+    let e = Image::open(&d, false).unwrap_err().to_string();
+    assert!(e.contains(&format!("it names generation {}, newer than the image's {}", g + 5, g + 1)), "{e}");
 }
