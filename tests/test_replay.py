@@ -186,3 +186,20 @@ def test_options_are_checked_before_the_trace_is_read(tmp_path: Path, fresh: Pat
     assert r.returncode == 2 and len(r.stderr_lines) == 1 and "'--max-ios'" in r.stderr and "Overflow" not in r.stderr, r.stderr
     r = run_cli("replay", fresh, tmp_path / "nothere.csv", check=False)
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {tmp_path / 'nothere.csv'}: no such trace file"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "lines"),
+    [
+        # Times made relative to the trace's start: the first line is at 0, the next 1 s on.
+        ("alibaba", "0,R,0,4096,0\n0,W,4096,4096,1000000\n0,W,8192,4096,2000000\n"),
+        ("tencent", "0,0,8,0,1\n1,8,8,1,1\n2,16,8,1,1\n"),
+        ("msr", "0,h,0,Read,0,4096,1\n10000000,h,0,Write,4096,4096,1\n20000000,h,0,Write,8192,4096,1\n"),
+    ],
+)
+def test_a_trace_whose_times_start_at_zero_keeps_its_first_gap(tmp_path: Path, fresh: Path, fmt: str, lines: str) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(lines)
+    doc = replay(fresh, trace, "--scratch", "--format", fmt)
+    assert doc["replay"]["trace_span_ns"] == 2_000_000_000, "two gaps of 1 s"
+    assert doc["jobs"][0]["job_runtime"] == 2000

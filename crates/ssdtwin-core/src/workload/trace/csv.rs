@@ -177,7 +177,7 @@ impl<R: BufRead> CsvReader<R> {
             format,
             line: 0,
             buf: Vec::with_capacity(256),
-            pacer: Pacer::new(time_scale, time_scale == 0.0),
+            pacer: Pacer::from_first_event(time_scale, time_scale == 0.0),
             only_volume: volume.map(|v| v.as_bytes().to_vec()),
             volumes: Vec::new(),
             volume_index: HashMap::new(),
@@ -331,6 +331,12 @@ mod tests {
             vec![(W, 12606408 * 512, 8192, 0, 0), (R, 0, 4096, 1_000_000_000, 1)]
         );
         assert!(read(t, CsvFormat::Tencent, 0.0, None).unwrap().iter().all(|i| i.delay_ns == 0));
+        // Times from 0 (a trace made relative to its start): the first gap is kept.
+        let z = "0,R,0,4096,0\n0,W,4096,4096,1000000\n0,W,8192,4096,2000000\n";
+        assert_eq!(
+            ios(&read(z, CsvFormat::Alibaba, 1.0, None).unwrap()).iter().map(|i| i.3).collect::<Vec<_>>(),
+            [0, 1_000_000_000, 1_000_000_000]
+        );
     }
 
     #[test]
