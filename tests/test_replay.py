@@ -203,3 +203,14 @@ def test_a_trace_whose_times_start_at_zero_keeps_its_first_gap(tmp_path: Path, f
     doc = replay(fresh, trace, "--scratch", "--format", fmt)
     assert doc["replay"]["trace_span_ns"] == 2_000_000_000, "two gaps of 1 s"
     assert doc["jobs"][0]["job_runtime"] == 2000
+
+
+def test_a_volume_the_trace_does_not_hold_is_named_with_the_volumes_it_does(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,h,0,Read,0,4096,1\n1,h,1,Write,4096,4096,1\n2,web,0,Write,8192,4096,1\n")
+    before = image_digest(fresh)
+    r = run_cli("replay", fresh, trace, "--volume", "h_7", "--max-ios", "1", check=False)
+    assert r.returncode == 1
+    why = "--volume h_7: no I/O of that volume in the trace (its volumes: h_0, h_1, web_0)"
+    assert r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]
+    assert image_digest(fresh) == before

@@ -10,6 +10,7 @@ drive's write amplification and counters added. Python never sees an I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -146,6 +147,12 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
     ns = _namespace(drive, opts.namespace)
     summary = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
     if not sum(summary["ios"]):
+        if opts.volume is not None:
+            # Name the volumes there are: a --volume the trace does not hold is the usual cause.
+            everything = dataclasses.replace(opts, volume=None, max_ios=None, format=summary["format"])
+            names = _core.trace_scan(os.fspath(trace), str(trace), _plan(everything, ns), None)["volumes"]
+            shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+            raise _core.TraceError(f"{trace}: --volume {opts.volume}: no I/O of that volume in the trace (its volumes: {shown or 'none'})")
         raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
     return summary
 
