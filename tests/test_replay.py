@@ -214,3 +214,13 @@ def test_a_volume_the_trace_does_not_hold_is_named_with_the_volumes_it_does(tmp_
     why = "--volume h_7: no I/O of that volume in the trace (its volumes: h_0, h_1, web_0)"
     assert r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]
     assert image_digest(fresh) == before
+
+
+def test_fit_counts_the_ios_it_moves_where_the_replay_puts_them(tmp_path: Path, fresh: Path) -> None:
+    # Scaled by 9,386,786,816 / 20,000,004,096: the write at 20 GB lands 4 KiB short of the
+    # end (past it, so moved back), the read at 5 GB (inside the namespace) near 2.35 GB, the
+    # write at byte 100 on LBA 0 (where it was, grown to whole LBAs): two moved, one realigned.
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,W,20000000000,4096,0\n0,W,100,1000,1\n0,R,5000000000,8192,2\n")
+    rep = replay(fresh, trace, "--fit", "--scratch")["replay"]
+    assert (rep["moved_ios"], rep["realigned_ios"], rep["trace_end_bytes"]) == (2, 1, 20_000_004_096)

@@ -154,6 +154,11 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
             shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
             raise _core.TraceError(f"{trace}: --volume {opts.volume}: no I/O of that volume in the trace (its volumes: {shown or 'none'})")
         raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
+    if opts.beyond == "fit" and summary["end_bytes"] > ns.bytes:
+        # The first pass places each I/O before it knows the trace's span, which --fit scales
+        # by: count the I/Os moved and realigned where the replay will put them.
+        placed = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns, summary["end_bytes"], summary["format"]), None)
+        summary["realigned"], summary["moved"] = placed["realigned"], placed["moved"]
     return summary
 
 
