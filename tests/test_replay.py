@@ -224,3 +224,11 @@ def test_fit_counts_the_ios_it_moves_where_the_replay_puts_them(tmp_path: Path, 
     trace.write_text("0,W,20000000000,4096,0\n0,W,100,1000,1\n0,R,5000000000,8192,2\n")
     rep = replay(fresh, trace, "--fit", "--scratch")["replay"]
     assert (rep["moved_ios"], rep["realigned_ios"], rep["trace_end_bytes"]) == (2, 1, 20_000_004_096)
+
+
+def test_a_byte_order_mark_before_the_first_line_is_passed_over(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"\xef\xbb\xbf0,R,0,4096,1\r\n0,W,4096,8192,2\r\n")
+    doc = replay(fresh, trace, "--scratch")
+    assert doc["replay"]["format"] == "alibaba"
+    assert job_totals(doc) == {"read": (1, 4096), "write": (1, 8192), "trim": (0, 0)}
