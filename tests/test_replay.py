@@ -232,3 +232,11 @@ def test_a_byte_order_mark_before_the_first_line_is_passed_over(tmp_path: Path, 
     doc = replay(fresh, trace, "--scratch")
     assert doc["replay"]["format"] == "alibaba"
     assert job_totals(doc) == {"read": (1, 4096), "write": (1, 8192), "trim": (0, 0)}
+
+
+def test_a_trace_of_only_bad_lines_says_so_with_skip_bad(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,X,0,4096,1\n0,R,0,0,2\n")
+    r = run_cli("replay", fresh, trace, "--skip-bad", "--format", "alibaba", check=False)
+    why = f"no I/O to replay (alibaba trace): --skip-bad skipped its 2 bad line(s), the first: {trace}:1: opcode=X: not R or W"
+    assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]

@@ -153,7 +153,9 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
             names = _core.trace_scan(os.fspath(trace), str(trace), _plan(everything, ns), None)["volumes"]
             shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
             raise _core.TraceError(f"{trace}: --volume {opts.volume}: no I/O of that volume in the trace (its volumes: {shown or 'none'})")
-        raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
+        skipped = summary["skipped_lines"]
+        why = f": --skip-bad skipped its {skipped} bad line(s), the first: {trace}{summary['first_skipped']}" if skipped else ""
+        raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace){why}")
     if opts.beyond == "fit" and summary["end_bytes"] > ns.bytes:
         # The first pass places each I/O before it knows the trace's span, which --fit scales
         # by: count the I/Os moved and realigned where the replay will put them.
