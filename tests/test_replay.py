@@ -139,7 +139,7 @@ BAD = {
     "a time scale past the run limit": (
         b"0,R,0,4096,1\n0,W,4096,4096,2\n",
         ["--time-scale", "1e300"],
-        r"simulated time would pass 200 days",
+        r"{t}: --time-scale 1e\+300: the trace's gaps add up to more than 2.135e\+05 days of drive time, past the 200 days",
     ),
 }
 
@@ -240,3 +240,13 @@ def test_a_trace_of_only_bad_lines_says_so_with_skip_bad(tmp_path: Path, fresh: 
     r = run_cli("replay", fresh, trace, "--skip-bad", "--format", "alibaba", check=False)
     why = f"no I/O to replay (alibaba trace): --skip-bad skipped its 2 bad line(s), the first: {trace}:1: opcode=X: not R or W"
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]
+
+
+def test_a_time_scale_past_the_longest_run_is_refused_naming_the_option(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,R,0,4096,0\n0,W,4096,4096,1000000\n")  # one gap of 1 s
+    before = image_digest(fresh)
+    r = run_cli("replay", fresh, trace, "--time-scale", "2e7", check=False)  # 231.5 days
+    why = "--time-scale 20000000.0: the trace's gaps add up to 231.5 days of drive time, past the 200 days a run may simulate"
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and f"ssdtwin replay: error: {trace}: {why}" in r.stderr
+    assert image_digest(fresh) == before

@@ -156,6 +156,15 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
         skipped = summary["skipped_lines"]
         why = f": --skip-bad skipped its {skipped} bad line(s), the first: {trace}{summary['first_skipped']}" if skipped else ""
         raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace){why}")
+    from .fio.limits import MAX_RUN_NS
+
+    if summary["span_ns"] > MAX_RUN_NS:
+        days = MAX_RUN_NS / 86_400e9
+        raise ValueError(
+            f"{trace}: --time-scale {opts.time_scale}: the trace's gaps add up to {'more than ' * (summary['span_ns'] >= (1 << 64) - 1)}"
+            f"{summary['span_ns'] / 86_400e9:.4g} days of drive "
+            f"time, past the {days:.0f} days a run may simulate (a smaller --time-scale, or 0 for no waits)"
+        )
     if opts.beyond == "fit" and summary["end_bytes"] > ns.bytes:
         # The first pass places each I/O before it knows the trace's span, which --fit scales
         # by: count the I/Os moved and realigned where the replay will put them.
