@@ -139,7 +139,7 @@ BAD = {
     "a time scale past the run limit": (
         b"0,R,0,4096,1\n0,W,4096,4096,2\n",
         ["--time-scale", "1e300"],
-        r"simulated time would pass 200 days",
+        r"{t}: --time-scale 1e\+300: the trace's gaps add up to more than 2.135e\+05 days of drive time, past the 200 days",
     ),
 }
 
@@ -186,3 +186,67 @@ def test_options_are_checked_before_the_trace_is_read(tmp_path: Path, fresh: Pat
     assert r.returncode == 2 and len(r.stderr_lines) == 1 and "'--max-ios'" in r.stderr and "Overflow" not in r.stderr, r.stderr
     r = run_cli("replay", fresh, tmp_path / "nothere.csv", check=False)
     assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {tmp_path / 'nothere.csv'}: no such trace file"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "lines"),
+    [
+        # Times made relative to the trace's start: the first line is at 0, the next 1 s on.
+        ("alibaba", "0,R,0,4096,0\n0,W,4096,4096,1000000\n0,W,8192,4096,2000000\n"),
+        ("tencent", "0,0,8,0,1\n1,8,8,1,1\n2,16,8,1,1\n"),
+        ("msr", "0,h,0,Read,0,4096,1\n10000000,h,0,Write,4096,4096,1\n20000000,h,0,Write,8192,4096,1\n"),
+    ],
+)
+def test_a_trace_whose_times_start_at_zero_keeps_its_first_gap(tmp_path: Path, fresh: Path, fmt: str, lines: str) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text(lines)
+    doc = replay(fresh, trace, "--scratch", "--format", fmt)
+    assert doc["replay"]["trace_span_ns"] == 2_000_000_000, "two gaps of 1 s"
+    assert doc["jobs"][0]["job_runtime"] == 2000
+
+
+def test_a_volume_the_trace_does_not_hold_is_named_with_the_volumes_it_does(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,h,0,Read,0,4096,1\n1,h,1,Write,4096,4096,1\n2,web,0,Write,8192,4096,1\n")
+    before = image_digest(fresh)
+    r = run_cli("replay", fresh, trace, "--volume", "h_7", "--max-ios", "1", check=False)
+    assert r.returncode == 1
+    why = "--volume h_7: no I/O of that volume in the trace (its volumes: h_0, h_1, web_0)"
+    assert r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]
+    assert image_digest(fresh) == before
+
+
+def test_fit_counts_the_ios_it_moves_where_the_replay_puts_them(tmp_path: Path, fresh: Path) -> None:
+    # Scaled by 9,386,786,816 / 20,000,004,096: the write at 20 GB lands 4 KiB short of the
+    # end (past it, so moved back), the read at 5 GB (inside the namespace) near 2.35 GB, the
+    # write at byte 100 on LBA 0 (where it was, grown to whole LBAs): two moved, one realigned.
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,W,20000000000,4096,0\n0,W,100,1000,1\n0,R,5000000000,8192,2\n")
+    rep = replay(fresh, trace, "--fit", "--scratch")["replay"]
+    assert (rep["moved_ios"], rep["realigned_ios"], rep["trace_end_bytes"]) == (2, 1, 20_000_004_096)
+
+
+def test_a_byte_order_mark_before_the_first_line_is_passed_over(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"\xef\xbb\xbf0,R,0,4096,1\r\n0,W,4096,8192,2\r\n")
+    doc = replay(fresh, trace, "--scratch")
+    assert doc["replay"]["format"] == "alibaba"
+    assert job_totals(doc) == {"read": (1, 4096), "write": (1, 8192), "trim": (0, 0)}
+
+
+def test_a_trace_of_only_bad_lines_says_so_with_skip_bad(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,X,0,4096,1\n0,R,0,0,2\n")
+    r = run_cli("replay", fresh, trace, "--skip-bad", "--format", "alibaba", check=False)
+    why = f"no I/O to replay (alibaba trace): --skip-bad skipped its 2 bad line(s), the first: {trace}:1: opcode=X: not R or W"
+    assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin replay: error: {trace}: {why}"]
+
+
+def test_a_time_scale_past_the_longest_run_is_refused_naming_the_option(tmp_path: Path, fresh: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("0,R,0,4096,0\n0,W,4096,4096,1000000\n")  # one gap of 1 s
+    before = image_digest(fresh)
+    r = run_cli("replay", fresh, trace, "--time-scale", "2e7", check=False)  # 231.5 days
+    why = "--time-scale 20000000.0: the trace's gaps add up to 231.5 days of drive time, past the 200 days a run may simulate"
+    assert r.returncode == 1 and len(r.stderr_lines) == 1 and f"ssdtwin replay: error: {trace}: {why}" in r.stderr
+    assert image_digest(fresh) == before

@@ -10,6 +10,7 @@ drive's write amplification and counters added. Python never sees an I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -146,7 +147,29 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
     ns = _namespace(drive, opts.namespace)
     summary = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
     if not sum(summary["ios"]):
-        raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace)")
+        if opts.volume is not None:
+            # Name the volumes there are: a --volume the trace does not hold is the usual cause.
+            everything = dataclasses.replace(opts, volume=None, max_ios=None, format=summary["format"])
+            names = _core.trace_scan(os.fspath(trace), str(trace), _plan(everything, ns), None)["volumes"]
+            shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+            raise _core.TraceError(f"{trace}: --volume {opts.volume}: no I/O of that volume in the trace (its volumes: {shown or 'none'})")
+        skipped = summary["skipped_lines"]
+        why = f": --skip-bad skipped its {skipped} bad line(s), the first: {trace}{summary['first_skipped']}" if skipped else ""
+        raise _core.TraceError(f"{trace}: no I/O to replay ({summary['format']} trace){why}")
+    from .fio.limits import MAX_RUN_NS
+
+    if summary["span_ns"] > MAX_RUN_NS:
+        days = MAX_RUN_NS / 86_400e9
+        raise ValueError(
+            f"{trace}: --time-scale {opts.time_scale}: the trace's gaps add up to {'more than ' * (summary['span_ns'] >= (1 << 64) - 1)}"
+            f"{summary['span_ns'] / 86_400e9:.4g} days of drive "
+            f"time, past the {days:.0f} days a run may simulate (a smaller --time-scale, or 0 for no waits)"
+        )
+    if opts.beyond == "fit" and summary["end_bytes"] > ns.bytes:
+        # The first pass places each I/O before it knows the trace's span, which --fit scales
+        # by: count the I/Os moved and realigned where the replay will put them.
+        placed = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns, summary["end_bytes"], summary["format"]), None)
+        summary["realigned"], summary["moved"] = placed["realigned"], placed["moved"]
     return summary
 
 

@@ -19,6 +19,10 @@ use std::io::BufRead;
 use super::{decimal, At, Pacer, TraceError, TraceIo, TraceOp, TraceReader};
 use crate::workload::Ddir;
 
+/// The byte order mark some Windows tools write at the start of a UTF-8 text file: not part
+/// of the first line's first field.
+pub const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// The longest line read (a binary file has no newlines to stop at).
 pub const MAX_LINE_BYTES: usize = 4096;
 const TOO_LONG: &str = "line longer than 4096 bytes (not a text trace?)";
@@ -177,7 +181,7 @@ impl<R: BufRead> CsvReader<R> {
             format,
             line: 0,
             buf: Vec::with_capacity(256),
-            pacer: Pacer::new(time_scale, time_scale == 0.0),
+            pacer: Pacer::from_first_event(time_scale, time_scale == 0.0),
             only_volume: volume.map(|v| v.as_bytes().to_vec()),
             volumes: Vec::new(),
             volume_index: HashMap::new(),
@@ -266,6 +270,9 @@ impl<R: BufRead + Send> TraceReader for CsvReader<R> {
             if !read_line(&mut self.r, &mut self.buf, at, MAX_LINE_BYTES, TOO_LONG)? {
                 return Ok(None);
             }
+            if self.line == 1 && self.buf.starts_with(UTF8_BOM) {
+                self.buf.drain(..UTF8_BOM.len());
+            }
             if self.buf.trim_ascii().is_empty() {
                 continue;
             }
@@ -331,6 +338,17 @@ mod tests {
             vec![(W, 12606408 * 512, 8192, 0, 0), (R, 0, 4096, 1_000_000_000, 1)]
         );
         assert!(read(t, CsvFormat::Tencent, 0.0, None).unwrap().iter().all(|i| i.delay_ns == 0));
+        // A byte order mark before the first line (a header or an I/O) is not part of it.
+        let bom = "\u{feff}0,R,0,4096,1\r\n0,W,4096,4096,2\r\n";
+        assert_eq!(ios(&read(bom, CsvFormat::Alibaba, 1.0, None).unwrap()), vec![(R, 0, 4096, 0, 0), (W, 4096, 4096, 1000, 0)]);
+        let bom_header = "\u{feff}device_id,opcode,offset,length,timestamp\n0,W,4096,4096,2\n";
+        assert_eq!(ios(&read(bom_header, CsvFormat::Alibaba, 1.0, None).unwrap()), vec![(W, 4096, 4096, 0, 0)]);
+        // Times from 0 (a trace made relative to its start): the first gap is kept.
+        let z = "0,R,0,4096,0\n0,W,4096,4096,1000000\n0,W,8192,4096,2000000\n";
+        assert_eq!(
+            ios(&read(z, CsvFormat::Alibaba, 1.0, None).unwrap()).iter().map(|i| i.3).collect::<Vec<_>>(),
+            [0, 1_000_000_000, 1_000_000_000]
+        );
     }
 
     #[test]

@@ -238,26 +238,36 @@ impl From<std::io::Error> for TraceError {
     }
 }
 
-/// fio's `delay_since_ttime` (iolog.c): the gap from the previous timestamp, none after a
-/// timestamp of 0, when time runs backwards or with `replay_no_stall`; scaled in double
-/// arithmetic and truncated, as fio does, unless the scale is exactly 1.
+/// fio's `delay_since_ttime` (iolog.c): the gap from the previous timestamp, none when time
+/// runs backwards or with `replay_no_stall`; scaled in double arithmetic and truncated, as
+/// fio does, unless the scale is exactly 1. fio also waits nothing after a timestamp of 0
+/// (its "no previous time"), which a blktrace replay keeps ([`Pacer::new`]); a CSV trace's
+/// clock starts at its first line whatever its time, so that a trace whose times start at 0
+/// keeps its first gap ([`Pacer::from_first_event`]).
 #[derive(Clone, Debug)]
 pub struct Pacer {
-    last: u64,
+    last: Option<u64>,
     scale: f64,
     no_stall: bool,
+    zero_means_no_previous: bool,
 }
 
 impl Pacer {
-    /// `scale` multiplies the gaps (fio: 100 / `replay_time_scale`).
+    /// fio's rule, a previous time of 0 included. `scale` multiplies the gaps (fio: 100 /
+    /// `replay_time_scale`).
     pub fn new(scale: f64, no_stall: bool) -> Pacer {
-        Pacer { last: 0, scale, no_stall }
+        Pacer { last: None, scale, no_stall, zero_means_no_previous: true }
+    }
+
+    /// The gap from the previous event's time, whatever that time is (0 included).
+    pub fn from_first_event(scale: f64, no_stall: bool) -> Pacer {
+        Pacer { zero_means_no_previous: false, ..Pacer::new(scale, no_stall) }
     }
 
     /// The delay before an event at `t` (the trace's unit); `t` becomes the previous time.
     pub fn delay(&mut self, t: u64) -> u64 {
-        let last = std::mem::replace(&mut self.last, t);
-        if last == 0 || self.no_stall || t < last {
+        let Some(last) = self.last.replace(t) else { return 0 };
+        if (last == 0 && self.zero_means_no_previous) || self.no_stall || t < last {
             0
         } else if self.scale == 1.0 {
             t - last
@@ -295,6 +305,12 @@ mod tests {
         assert_eq!([half.delay(10), half.delay(13)], [0, 1], "1.5 truncated");
         let mut none = Pacer::new(1.0, true);
         assert_eq!([none.delay(10), none.delay(1000)], [0, 0]);
+        let mut csv = Pacer::from_first_event(1.0, false);
+        assert_eq!(
+            [csv.delay(0), csv.delay(100), csv.delay(50), csv.delay(0), csv.delay(70)],
+            [0, 100, 0, 0, 70],
+            "0 is a time like any other"
+        );
     }
 
     #[test]

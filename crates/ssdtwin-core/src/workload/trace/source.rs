@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::blktrace::{self, BlktraceReader};
-use super::csv::{split_fields, CsvFormat, CsvReader};
+use super::csv::{split_fields, CsvFormat, CsvReader, UTF8_BOM};
 use super::iolog::{IologReader, HEADER_V2, HEADER_V3};
 use super::{decimal, At, FioReplay, ReplayIo, ReplaySource, TraceError, TraceIo, TraceOp, TraceReader};
 
@@ -62,7 +62,8 @@ impl Format {
         if head.starts_with(HEADER_V2.as_bytes()) || head.starts_with(HEADER_V3.as_bytes()) {
             return Ok(Format::FioIolog);
         }
-        let mut lines = head.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l)).filter(|l| !l.trim_ascii().is_empty());
+        let text = head.strip_prefix(UTF8_BOM).unwrap_or(head);
+        let mut lines = text.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l)).filter(|l| !l.trim_ascii().is_empty());
         let mut first = lines.next().unwrap_or_default();
         if split_fields(first).iter().all(|f| decimal(f, u64::MAX).is_none()) {
             first = lines.next().unwrap_or_default(); // a header
@@ -596,6 +597,7 @@ mod tests {
         assert_eq!(Format::sniff(b"128166372003061629,wdev,0,Write,3589464064,4096,2698\n"), Ok(Format::Csv(CsvFormat::Msr)));
         assert_eq!(Format::sniff(b"device_id,opcode,offset,length,timestamp\r\n0,R,0,4096,1\r\n"), Ok(Format::Csv(CsvFormat::Alibaba)));
         assert_eq!(Format::sniff(b"1538323200,12606408,16,1,1283\n"), Ok(Format::Csv(CsvFormat::Tencent)));
+        assert_eq!(Format::sniff(b"\xef\xbb\xbf1538323200,12606408,16,1,1283\n"), Ok(Format::Csv(CsvFormat::Tencent)), "a byte order mark");
         let e = Format::sniff(b"hello,world\n1,2\n").unwrap_err();
         assert!(e.starts_with("unknown trace format: it starts with '1,2', which is none of blktrace"), "{e}");
         assert!(Format::sniff(&[0u8; 100]).unwrap_err().contains("starts with binary data"));
