@@ -175,7 +175,8 @@ def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: 
 
 def test_init_refuses_an_existing_cluster_and_a_bad_like(labs: dict[str, Path], tmp_path: Path) -> None:
     assert_one_line_error(run_cli("cluster", "init", labs["nvmeof-tcp"], check=False), "already a cluster folder")
-    assert_one_line_error(run_cli("cluster", "init", tmp_path / "x", "--like", tmp_path, check=False), "not a cluster folder")
+    r = run_cli("cluster", "init", tmp_path / "x", "--like", tmp_path, check=False)
+    assert_one_line_error(r, f"--like {tmp_path}: not a cluster folder")
 
 
 @pytest.mark.parametrize("marker", ["ssdtwin.toml", "stack.toml"])
@@ -198,9 +199,11 @@ def test_an_edited_toml_with_a_bad_value_names_the_field(tmp_path: Path) -> None
 
 def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_path: Path) -> None:
     lab = labs["ceph-rbd"]
-    assert_one_line_error(run_cli("cluster", "fio", lab, job_file(tmp_path, sections=3), check=False), "3 job section(s) for 2 client(s)")
+    three = job_file(tmp_path, sections=3)
+    assert_one_line_error(run_cli("cluster", "fio", lab, three, check=False), f"{three}: 3 job section(s) for 2 client(s)")
     rated = job_file(tmp_path, extra="rate_iops=1000\n")
-    assert_one_line_error(run_cli("cluster", "fio", lab, rated, check=False), "rate, rate_iops", "not modelled")
+    # Named where it was written: the job's section in its file.
+    assert_one_line_error(run_cli("cluster", "fio", lab, rated, check=False), f"{rated}:11: job 'vol0': rate, rate_iops", "not modelled")
     assert_one_line_error(run_cli("cluster", "fio", lab, tmp_path / "missing.fio", check=False), "missing.fio")
     big = job_file(tmp_path, extra="bs=8m\n")
     assert_one_line_error(run_cli("cluster", "fio", lab, big, check=False), "crosses an RBD object boundary")
@@ -214,9 +217,33 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
     [
         (("--outstanding", "0..8"), ("--outstanding '0..8'",)),
         (("--outstanding", "a,b"), ("--outstanding 'a,b'",)),
+        # A range past an NVMe queue is refused like a list, before any point runs.
+        (("--outstanding", "65536..70000"), ("--outstanding '65536..70000'", "1..65535")),
         (("--rw", "randtrim"), ("--rw 'randtrim'",)),
         (("--runtime", "0ms"), ("--runtime '0ms'",)),
     ],
 )
 def test_sweep_refuses_bad_options(labs: dict[str, Path], args: tuple[str, ...], needles: tuple[str, ...]) -> None:
     assert_one_line_error(run_cli("cluster", "sweep", labs["nvmeof-tcp"], *args, check=False), *needles)
+
+
+def test_fio_names_the_client_a_job_names_and_refuses_a_second_job_file(labs: dict[str, Path], tmp_path: Path) -> None:
+    lab = labs["nvmeof-tcp"]
+    # One section naming a client the lab lacks: the client is the mistake, not the count.
+    far = job_file(tmp_path, sections=1, extra="filename=client7\n")
+    assert_one_line_error(run_cli("cluster", "fio", lab, far, check=False), f"{far}:11: job 'vol0': filename=client7", "client0 to client1")
+    # fio starts a second job file's jobs after the first's end: one section per file per
+    # client is refused naming that, not as a stonewall the user never wrote.
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    first, second = job_file(a, sections=1), job_file(b, sections=1)
+    line = assert_one_line_error(run_cli("cluster", "fio", lab, first, second, check=False), f"{second}:10: job 'vol0'", "one job file")
+    assert "stonewall" not in line
+
+
+def test_sweep_plot_folder_that_cannot_be_made_fails_before_the_sweep(labs: dict[str, Path], tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = run_cli("cluster", "sweep", labs["nvmeof-tcp"], "--outstanding", "1", "--rw", "randread", "--plot", blocker / "out", check=False)
+    assert_one_line_error(r, f"--plot {blocker / 'out'}: ")
+    assert r.stdout == ""

@@ -190,8 +190,9 @@ def parse_outstanding(text: str) -> list[int]:
                 v *= 2
             if out[-1] != hi:
                 out.append(hi)
-            return out
-        vals = [int(x) for x in text.split(",")]
+            vals = out
+        else:
+            vals = [int(x) for x in text.split(",")]
     except ValueError:
         raise ClusterError(
             f"--outstanding '{text}': a range such as 1..256 (powers of two) or a list such as 1,8,64 of positive integers"
@@ -199,6 +200,32 @@ def parse_outstanding(text: str) -> list[int]:
     if not vals or min(vals) < 1 or max(vals) > 65535:
         raise ClusterError(f"--outstanding '{text}': each value must be 1..65535")
     return vals
+
+
+def one_batch_problem(run: Run) -> Optional[str]:
+    """Why a run cannot be one set of jobs started together, as the cluster runs them: fio
+    starts the jobs of each job file after the one before has finished (an implicit
+    stonewall), which the cluster does not model; None when every job is in the first file."""
+    later = next((j for j in run.jobs if j.file_index > 0), None)
+    if later is None:
+        return None
+    return (
+        f"{later.file}:{later.line}: job '{later.name}': fio starts a job file's jobs after the one before it has finished, "
+        "and the cluster runs one set of jobs started together: put every client's section in one job file"
+    )
+
+
+def job_problem_where(run: Run, message: str) -> str:
+    """A cluster run's complaint about the jobs, prefixed with where they were written: the
+    file and line of the job it names (``job 'NAME': ...``), else the job files."""
+    if message.startswith("job '"):
+        name = message[len("job '") :].split("': ", 1)[0]
+        named = [j for j in run.jobs if j.name == name]
+        if len(named) == 1:
+            return f"{named[0].file}:{named[0].line}: {message}"
+    elif not ("job section" in message or "filename=client" in message):
+        return message
+    return f"{', '.join(run.files)}: {message}"
 
 
 class DirFigures(TypedDict):

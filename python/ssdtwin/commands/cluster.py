@@ -17,7 +17,16 @@ from typing import Any, Callable, Optional
 import typer
 
 from .. import _core
-from ..cluster import Cluster, ClusterError, parse_outstanding, plot_sweep, sweep, windows_ms
+from ..cluster import (
+    Cluster,
+    ClusterError,
+    job_problem_where,
+    one_batch_problem,
+    parse_outstanding,
+    plot_sweep,
+    sweep,
+    windows_ms,
+)
 from ..drive import parse_scale
 from .common import U64, check_fmt, check_output_file, emit_json, fail, say, write_output_file
 from .progress import Steps, run_progress, shown
@@ -31,13 +40,16 @@ cluster = typer.Typer(
 ClusterDir = typer.Argument(..., metavar="DIR", help="cluster folder (ssdtwin cluster init)")
 
 
-def _open(path: Path) -> Cluster:
+def _open(path: Path, flag: str = "") -> Cluster:
+    """The cluster folder at ``path``; a problem is one line (prefixed with ``flag``, the
+    option that gave the folder, when there is one)."""
+    pre = f"{flag} " if flag else ""
     try:
         return Cluster.open(path)
     except ClusterError as e:
-        fail(str(e))
+        fail(f"{pre}{e}")
     except _core.SpecError as e:
-        fail(f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e))
+        fail(pre + (f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e)))
 
 
 def _size(flag: str, text: str) -> int:
@@ -100,7 +112,7 @@ def init_cmd(
     """Write a cluster folder: cluster.toml with the topology and every cost, each with its source."""
     check_fmt(fmt)
     # Built from the flags given (by name), then checked by the core as ClusterInitOptions.
-    opts: dict[str, Any] = dict(_open(like).options()) if like is not None else {}
+    opts: dict[str, Any] = dict(_open(like, "--like").options()) if like is not None else {}
     given: dict[str, Any] = {
         "stack": stack,
         "nodes": nodes,
@@ -234,10 +246,14 @@ def fio_cmd(
     check_output_file("--dump-jobs", dump_jobs)
     c = _open(path)
     t0 = time.perf_counter()
+    run = None
     try:
         from ..fio import parse
 
         run = parse([str(j) for j in jobs], run_seed=seed)
+        problem = one_batch_problem(run)
+        if problem:
+            fail(problem)
         specs = c.resolve(run)
         if dump_jobs is not None:
             dump_jobs.write_text(json.dumps(specs))
@@ -246,7 +262,7 @@ def fio_cmd(
     except FioJobError as e:
         fail(*e.lines())
     except (_core.EngineError, _core.SpecError) as e:
-        fail(str(e))
+        fail(str(e) if run is None else job_problem_where(run, str(e)))
     wall = time.perf_counter() - t0
     text = render(run, res["clones"], output_format)
     if output is not None:
@@ -271,6 +287,8 @@ def sweep_cmd(
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
 ) -> None:
     """IOPS, mean and 99 % latency and the busiest resource as outstanding I/O grows."""
+    from ..fio import FioJobError
+
     check_fmt(fmt)
     try:
         levels = parse_outstanding(outstanding)
@@ -282,9 +300,15 @@ def sweep_cmd(
         fail(f"--rw '{rw}': a comma list of randread, randwrite, read, write")
     runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
     ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
-    if plot is not None and plot.exists() and not plot.is_dir():
-        fail(f"--plot {plot}: not a folder")
     c = _open(path)
+    if plot is not None:
+        # Made before the sweep, so a folder that cannot be written fails at once, not after it.
+        try:
+            plot.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            fail(f"--plot {plot}: not a folder")
+        except OSError as e:
+            fail(f"--plot {plot}: {e.strerror or e}")
     jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
@@ -300,6 +324,8 @@ def sweep_cmd(
                     steps.next()
 
             rows = sweep(c, levels, rws, jobs, ramp_ms, runtime_ms, log=point_done, progress=None if steps is None else steps.callback)
+    except FioJobError as e:
+        fail(*e.lines())
     except (_core.EngineError, _core.SpecError) as e:
         fail(str(e))
     if plot is not None:

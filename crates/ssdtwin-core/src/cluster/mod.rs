@@ -76,18 +76,12 @@ fn named_client(job: &JobSpec) -> Option<Result<u32, String>> {
 /// be one section per client.
 fn clients_of(spec: &ClusterSpec, jobs: &[JobSpec]) -> Result<Vec<u32>, ClusterError> {
     let clients = spec.cluster.clients;
-    let sections: BTreeSet<u32> = jobs.iter().map(|j| j.job_index).collect();
-    if sections.len() != clients as usize {
-        return Err(ClusterError::Unsupported(format!(
-            "{} job section(s) for {clients} client(s): write one job section per client (numjobs for its fio processes)",
-            sections.len()
-        )));
-    }
-    let order: Vec<u32> = sections.into_iter().collect();
-    let mut out = Vec::with_capacity(jobs.len());
+    // A client named that the lab lacks is the user's mistake to show first: counting the
+    // sections would only say how many there are.
+    let mut named = Vec::with_capacity(jobs.len());
     for j in jobs {
-        let client = match named_client(j) {
-            Some(Ok(c)) if c < clients => c,
+        named.push(match named_client(j) {
+            Some(Ok(c)) if c < clients => Some(c),
             Some(Ok(c)) => {
                 return Err(ClusterError::Unsupported(format!(
                     "job '{}': filename=client{c}: the lab has {clients} client(s), client0 to client{}",
@@ -98,13 +92,25 @@ fn clients_of(spec: &ClusterSpec, jobs: &[JobSpec]) -> Result<Vec<u32>, ClusterE
             Some(Err(what)) => {
                 return Err(ClusterError::Unsupported(format!("job '{}': {what}: not a client (client0 to client{})", j.name, clients - 1)))
             }
-            None => order.iter().position(|&s| s == j.job_index).expect("collected") as u32,
-        };
-        out.push(client);
+            None => None,
+        });
     }
-    let named: BTreeSet<u32> = out.iter().copied().collect();
-    if named.len() != clients as usize {
-        let missing: Vec<String> = (0..clients).filter(|c| !named.contains(c)).map(|c| format!("client{c}")).collect();
+    let sections: BTreeSet<u32> = jobs.iter().map(|j| j.job_index).collect();
+    if sections.len() != clients as usize {
+        return Err(ClusterError::Unsupported(format!(
+            "{} job section(s) for {clients} client(s): write one job section per client (numjobs for its fio processes)",
+            sections.len()
+        )));
+    }
+    let order: Vec<u32> = sections.into_iter().collect();
+    let out: Vec<u32> = jobs
+        .iter()
+        .zip(named)
+        .map(|(j, n)| n.unwrap_or_else(|| order.iter().position(|&s| s == j.job_index).expect("collected") as u32))
+        .collect();
+    let on: BTreeSet<u32> = out.iter().copied().collect();
+    if on.len() != clients as usize {
+        let missing: Vec<String> = (0..clients).filter(|c| !on.contains(c)).map(|c| format!("client{c}")).collect();
         return Err(ClusterError::Unsupported(format!("no job section runs on {} (one section per client)", missing.join(", "))));
     }
     Ok(out)
@@ -241,20 +247,26 @@ impl ClusterSim<'_> {
             kv_batches += o.kv_batches;
             kv_txns += o.kv_txns;
         }
-        let ctrl_max = self.drives.first().and_then(|d| d.ctrl.spec().timing.as_ref()).map_or(1, |t| t.ctrl_max_iops.value.max(1));
+        let timing = self.drives.first().and_then(|d| d.ctrl.spec().timing.as_ref());
+        let ctrl_max = timing.map_or(1, |t| t.ctrl_max_iops.value.max(1));
+        let link_bytes_per_s = timing.map_or(0, |t| t.host_link_bytes_per_s.value);
         let mut drives = Vec::new();
         for (i, u) in self.drive_use.iter_mut().enumerate() {
             u.level.settle(end, w);
             let node = self.drives[i].node;
             let cps = (u.reads + u.writes) as f64 / secs * 1e9;
             let load = cps / ctrl_max as f64;
+            // Each direction of the host link carries its own data (full duplex).
+            let link_load =
+                if link_bytes_per_s > 0 { u.read_bytes.max(u.write_bytes) as f64 / secs * 1e9 / link_bytes_per_s as f64 } else { 0.0 };
             // A drive serves many commands at once: its saturation is its command rate
-            // against the controller's ceiling, not the time it has one outstanding.
+            // against the controller's ceiling, or for large blocks its data against the
+            // host link, not the time it has one outstanding.
             res.push(ResourceUse {
                 name: format!("drive{i}"),
                 kind: "drive".into(),
                 servers: 1,
-                utilisation: load,
+                utilisation: load.max(link_load),
                 mean_in_use: per(u.level.area),
             });
             drives.push(DriveLoad {

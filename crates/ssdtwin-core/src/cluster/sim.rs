@@ -29,7 +29,7 @@ pub(super) enum Ev {
     /// The first bit of `task`'s message reached the switch, bound for host `to`.
     AtSwitch { to: u32, task: u32 },
     /// A drive command of `task` completed.
-    DriveDone { drive: u32, task: u32, write: bool },
+    DriveDone { drive: u32, task: u32, write: bool, bytes: u64 },
 }
 
 /// Which message flow a task follows (flows.rs).
@@ -133,6 +133,10 @@ pub(super) struct DriveUse {
     pub level: Level,
     pub reads: u64,
     pub writes: u64,
+    /// Bytes of the reads and writes counted: each direction crosses its own side of the
+    /// drive's full-duplex host link.
+    pub read_bytes: u64,
+    pub write_bytes: u64,
 }
 
 /// A clone of a job: its generator and accounting, its client's host and volume, its pools.
@@ -210,7 +214,9 @@ impl<'a> ClusterSim<'a> {
             first_node,
             pools: Vec::new(),
             osds: Vec::new(),
-            drive_use: (0..drives_n).map(|_| DriveUse { level: Level::default(), reads: 0, writes: 0 }).collect(),
+            drive_use: (0..drives_n)
+                .map(|_| DriveUse { level: Level::default(), reads: 0, writes: 0, read_bytes: 0, write_bytes: 0 })
+                .collect(),
             jobs: Vec::new(),
             target: Vec::new(),
             md_pending: vec![0; (spec.volumes() * t.replicas) as usize],
@@ -342,7 +348,7 @@ impl<'a> ClusterSim<'a> {
                     self.advance(task)?;
                 }
                 Ev::AtSwitch { to, task } => self.at_switch(to, task),
-                Ev::DriveDone { drive, task, write } => {
+                Ev::DriveDone { drive, task, write, bytes } => {
                     let (now, w) = (self.now, self.window);
                     let u = &mut self.drive_use[drive as usize];
                     u.level.add(now, -1, w);
@@ -351,8 +357,10 @@ impl<'a> ClusterSim<'a> {
                     if w.contains(now) {
                         if write {
                             u.writes += 1;
+                            u.write_bytes += bytes;
                         } else {
                             u.reads += 1;
+                            u.read_bytes += bytes;
                         }
                     }
                     self.advance(task)?;
@@ -527,7 +535,7 @@ impl<'a> ClusterSim<'a> {
         let cmd = HostCmd { op, nsid: NsId(1), slba: byte / d.lba_bytes, nlb: len / d.lba_bytes };
         let done = d.timing.submit(&mut d.ctrl, now, cmd).map_err(|e| ClusterError::Drive { drive, source: e })?;
         self.drive_use[drive as usize].level.add(now, 1, w);
-        self.push(done.max(now), Ev::DriveDone { drive, task, write });
+        self.push(done.max(now), Ev::DriveDone { drive, task, write, bytes: len });
         Ok(())
     }
 }

@@ -432,11 +432,8 @@ impl ClusterSpec {
     }
 
     pub fn from_toml(text: &str, origin: &str) -> Result<ClusterSpec, SpecError> {
-        let spec: ClusterSpec = toml::from_str(text).map_err(|e| {
-            let msg = e.message().replace('\n', " ");
-            let at = e.span().map(|s| format!(" at byte {}", s.start)).unwrap_or_default();
-            SpecError { origin: origin.to_string(), problems: vec![format!("invalid TOML{at}: {msg}")] }
-        })?;
+        let spec: ClusterSpec =
+            toml::from_str(text).map_err(|e| SpecError { origin: origin.to_string(), problems: vec![toml_problem(text, &e)] })?;
         spec.validate(origin)?;
         Ok(spec)
     }
@@ -730,4 +727,28 @@ fn inline_sourced(text: &str) -> String {
         }
     }
     out
+}
+
+/// A `cluster.toml` that does not parse, on one line naming where: the line and the field it
+/// sets (`table.key`), as a user editing the file by hand looks for them, rather than toml's
+/// byte offset.
+fn toml_problem(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().replace('\n', " ");
+    let Some(start) = e.span().map(|s| s.start.min(text.len())).filter(|&s| text.is_char_boundary(s)) else {
+        return format!("invalid TOML: {msg}");
+    };
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or("").trim();
+    let header = |l: &str| l.trim().strip_prefix('[').and_then(|l| l.strip_suffix(']')).map(|t| t.trim().to_string());
+    if let Some(table) = header(line) {
+        return format!("line {line_no}, [{table}]: {msg}");
+    }
+    let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty());
+    let table = text[..line_start].lines().rev().find_map(header);
+    match (table, key) {
+        (Some(t), Some(k)) => format!("line {line_no}, {t}.{k}: {msg}"),
+        (None, Some(k)) => format!("line {line_no}, {k}: {msg}"),
+        _ => format!("line {line_no}: {msg}"),
+    }
 }

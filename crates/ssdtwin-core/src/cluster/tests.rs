@@ -232,6 +232,18 @@ fn the_toml_round_trips_and_refuses_unknown_fields() {
     assert!(text.contains("\ntarget_stack = { value = \"spdk\", source = "), "{text}");
 }
 
+/// A `cluster.toml` edited by hand with a value of the wrong type names the line and the
+/// field, not a byte offset.
+#[test]
+fn a_bad_value_in_the_toml_names_its_line_and_field() {
+    let text = lab("nvmeof-tcp", 3, 4, 3).to_toml();
+    let line = |key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+    let e = ClusterSpec::from_toml(&text.replace("\nreplicas = 3\n", "\nreplicas = \"three\"\n"), "t").unwrap_err().to_string();
+    assert!(e.contains(&format!("line {}, cluster.replicas: ", line("replicas = "))) && !e.contains("byte"), "{e}");
+    let e = ClusterSpec::from_toml(&text.replace("node_cores = { value = 32,", "node_cores = { value = -2,"), "t").unwrap_err().to_string();
+    assert!(e.contains(&format!("line {}, hosts.node_cores: ", line("node_cores = "))), "{e}");
+}
+
 #[test]
 fn a_wal_ring_past_a_tib_is_refused_by_name() {
     let mut spec = lab("ceph-rbd", 3, 4, 3);
@@ -401,6 +413,12 @@ fn a_job_naming_a_client_the_lab_lacks_is_refused() {
     js[1].filename = Some("client7".into());
     let e = run(&spec, js, &mut |_| true).unwrap_err().to_string();
     assert!(e.contains("filename=client7") && e.contains("client0 to client1"), "{e}");
+    // Named in a file with fewer sections than clients: the client is what is wrong.
+    let mut js = jobs(&spec, "randread", 1, 0, 1_000_000);
+    js.retain(|j| j.job_index == 0);
+    js[0].filename = Some("client7".into());
+    let e = run(&spec, js, &mut |_| true).unwrap_err().to_string();
+    assert!(e.contains("filename=client7") && e.contains("client0 to client1"), "{e}");
     // Named the other way round, each section on the client it names.
     let mut js = jobs(&spec, "randread", 1, 0, 1_000_000);
     js[0].filename = Some("client1".into());
@@ -422,4 +440,24 @@ fn bad_reef_labs_name_the_field() {
     assert!(e.contains("--ceph-version 15"), "{e}");
     let e = bad(InitOptions { clients_on_nodes: true, clients: 4, ..InitOptions::default() });
     assert!(e.contains("cluster.clients_on_nodes"), "{e}");
+}
+
+/// Large reads saturate the drives' host links long before their command ceiling: the
+/// drives are then the busiest resource, not the client's port that waits on them.
+#[test]
+fn large_reads_name_the_drives_host_link_as_the_bottleneck() {
+    let spec = lab("nvmeof-tcp", 3, 1, 3);
+    let mut js = jobs(&spec, "randread", 32, 2_000_000, 40_000_000);
+    let bs = 1u64 << 20;
+    js[0].bs.read = serde_json::from_value(json!({"min": bs, "max": bs, "split": [[bs, 100]]})).unwrap();
+    js[0].blockalign.read = bs;
+    let r = run(&spec, js, &mut |_| true).unwrap();
+    let link = spec.drive_spec().unwrap().timing.unwrap().host_link_bytes_per_s.value as f64;
+    let busiest = &r.resources[0];
+    assert!(busiest.kind == "drive" && busiest.utilisation > 0.9, "{busiest:?}");
+    for d in r.drives.iter().filter(|d| d.reads > 0) {
+        let bytes_per_s = d.reads as f64 * bs as f64 / ((r.window_ns[1] - r.window_ns[0]) as f64 / 1e9);
+        // Counted at completion: one I/O begun before the window may be in it (1 MiB of 40 ms).
+        assert!(bytes_per_s <= link * 1.03, "drive{} moved {bytes_per_s:.3e} B/s over a {link:.3e} B/s link", d.drive);
+    }
 }
