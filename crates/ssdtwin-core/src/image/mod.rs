@@ -247,7 +247,7 @@ impl Image {
         // lock that makes a reader ignore its journal).
         let mut tries = 0;
         loop {
-            let before = read_current(dir).ok().map(|(g, _)| g);
+            let before = current_generation(dir);
             let r = Self::open_once(dir, mode);
             let raced = match &r {
                 Err(ImageError::Damaged { reason, .. }) => reason.starts_with("missing"),
@@ -257,7 +257,7 @@ impl Image {
             if !raced || tries >= READ_ONLY_RETRIES {
                 return r;
             }
-            let now = read_current(dir).ok().map(|(g, _)| g);
+            let now = current_generation(dir);
             if now.is_none() || now == before {
                 return r;
             }
@@ -526,6 +526,14 @@ fn read_current(dir: &Path) -> Result<(u64, PathBuf), ImageError> {
         Ok(false) => Err(ImageError::Damaged { path: gdir, reason: "missing (CURRENT names it)".into() }),
         Err(e) => Err(ImageError::Damaged { path: gdir, reason: describe_fs(&e) }),
     }
+}
+
+/// The generation CURRENT names, read alone: unlike [`read_current`] it does not ask for the
+/// generation's directory, which a writer committing twice in a row may already have removed
+/// (a reader that took that for damage failed under load, one open in a few hundred).
+fn current_generation(dir: &Path) -> Option<u64> {
+    let cur = fsio::read_to_string(&dir.join(CURRENT)).ok()?;
+    cur.trim().strip_prefix("gen-").and_then(|n| n.parse().ok())
 }
 
 /// The OS part of a file-system error (its path is said elsewhere).
