@@ -55,12 +55,16 @@ def wait_until(cond: Callable[[], bool], what: str, p: subprocess.Popen[str], ti
 
 
 def interrupt(
-    argv: list[str], ready: Callable[[subprocess.Popen[str]], None], sig: int = signal.SIGINT, settle_s: float = 0.3
+    argv: list[str],
+    ready: Callable[[subprocess.Popen[str]], None],
+    sig: int = signal.SIGINT,
+    settle_s: float = 0.3,
+    env: Optional[dict[str, str]] = None,
 ) -> tuple[int, str, str]:
-    """Start `ssdtwin ARGV`, wait until `ready` and then `settle_s` more, send `sig`; (exit
-    status, stdout, stderr)."""
+    """Start `ssdtwin ARGV` (in `env`, default ours), wait until `ready` and then `settle_s`
+    more, send `sig`; (exit status, stdout, stderr)."""
     # A session of its own, killed whole at the end: a command `waf` runs must not outlive a failed test.
-    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     try:
         ready(p)
         time.sleep(settle_s)  # by default well inside the work, not at its first instruction
@@ -378,28 +382,15 @@ def test_a_signal_on_advise_removes_its_temporary_folder(tmp_path: Path, sig: in
         *("advise", str(tmp_path / "w.fio"), "--target-iops", "100k", "--drives", CM6, "--scale", "1/454"),
         *("--runtime", "600s", "--extra-op", "0", "--in-process"),
     ]
-    p = subprocess.Popen(
-        [*SSDTWIN, *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
-    try:
+
+    def first_sweep_begun(p: subprocess.Popen[str]) -> None:
         wait_until(lambda: bool(advise_tmp_folders(tmp)), "the temporary folder", p)
         assert p.stderr is not None
-        while "points (0 done before)" not in p.stderr.readline():  # the first sweep has begun
+        while "points (0 done before)" not in p.stderr.readline():
             assert p.poll() is None, "advise ended before its first sweep began"
-        time.sleep(0.3)
-        assert p.poll() is None, "advise finished before it could be interrupted"
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+
+    rc_seen, _, err = interrupt(argv, first_sweep_begun, sig, env={**os.environ, "TMPDIR": str(tmp)})
     assert "Traceback" not in err, err
-    assert p.returncode == rc, f"exit {p.returncode}; stderr:\n{err}"
+    assert rc_seen == rc, f"exit {rc_seen}; stderr:\n{err}"
     assert err.splitlines()[-1] == f"ssdtwin advise: {line}; nothing kept"
     assert advise_tmp_folders(tmp) == []
