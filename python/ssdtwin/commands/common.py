@@ -23,7 +23,7 @@ from typing import Any, Callable, NoReturn, Optional
 import typer
 
 from .. import _core
-from ..drive import Drive
+from ..drive import Drive, parse_scale
 from ..live import LiveState, live_state
 
 # Ranges of the NVMe fields behind integer options (a larger value is a usage error, exit 2).
@@ -305,3 +305,27 @@ def scale_rounding(
     return (
         f"rounded to whole superblocks: {blocks}, the same drive as 1/{k}; its data pool is 1/{pools[0] / pools[1]:.2f} of the full drive's"
     )
+
+
+def scale_arg(text: str, model: str, prog: str) -> int:
+    """--scale for a command that builds its own drives: 1/N checked against the preset
+    (too small is an error naming the limit) and its rounding noted on stderr."""
+    try:
+        n = parse_scale(text)
+    except ValueError as e:
+        fail(f"--scale: {e}")
+    rounded = scale_rounding(model, n)  # builds the drive: a bad scale or preset fails here
+    if rounded:
+        print(f"{prog}: note: --scale 1/{n} {rounded}", file=sys.stderr)
+    return n
+
+
+def sizes_arg(text: str) -> list[float]:
+    """--sizes 3.84,3.20: namespace sizes in TB at full scale."""
+    tbs = []
+    for x in text.split(","):
+        try:
+            tbs.append(float(x))
+        except ValueError:
+            fail(f"--sizes '{text}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
+    return tbs

@@ -1,0 +1,241 @@
+"""``ssdtwin reproduce``: re-run a published experiment (docs/sources.md) and print the
+twin's figures beside the published ones (studies/experiments.py and the studies each
+experiment names)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, scale_arg, sizes_arg
+
+
+def reproduce_cmd(
+    experiment: str = typer.Argument(
+        ...,
+        metavar="EXPERIMENT",
+        help="cm6 (KIOXIA namespace brief), p5316 (Intel IU whitepaper), pblaze5 (Memblaze talk), kumoscale (KumoScale vs Ceph), "
+        "ceph-reef (the Ceph lab's Reef posts), spdk-tcp (SPDK's NVMe-oF/TCP target report), spdk-rdma (SPDK's RDMA target and "
+        "the kernel target in SPDK's reports) "
+        "or shaping (a write-shaping tier in front of the P5316, docs/host.md)",
+    ),
+    scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
+    seed: Optional[int] = typer.Option(
+        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 (cm6 as demo and calibrate, pblaze5, kumoscale), 5 for p5316"
+    ),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
+    plot: Optional[Path] = typer.Option(
+        None,
+        "--plot",
+        help="pblaze5: the noisy-neighbour figure (a PNG); kumoscale: a folder for the curves (a PNG per direction); "
+        "ceph-reef, spdk-tcp, spdk-rdma: a folder for the predicted-against-published figure",
+    ),
+    curves: bool = typer.Option(True, "--curves/--no-curves", help="kumoscale: also sweep 1..256 outstanding I/O per client"),
+    quick: bool = typer.Option(False, "--quick", help="pblaze5: shorter measurement windows (a smoke run)"),
+    full: bool = typer.Option(False, "--full", help="shaping: the full study (1/64, 32 GiB per point; hours) instead of the CI-sized one"),
+    part: Optional[str] = typer.Option(
+        None,
+        "--part",
+        help="pblaze5: one part alone: doublewrite (the InnoDB doublewrite study, modelled) or mariadb (the same with a real MariaDB)",
+    ),
+    threads: Optional[str] = typer.Option(
+        None, "--threads", help="pblaze5 --part: client threads (doublewrite: a list, default 64; mariadb: one, default 16)"
+    ),
+    placements: Optional[str] = typer.Option(
+        None, "--placements", help="pblaze5 --part: doublewrite placements, of shared, dram, nand (default shared,dram)"
+    ),
+    drive_state: Optional[str] = typer.Option(
+        None,
+        "--drive-state",
+        help="pblaze5 --part doublewrite: the namespace past the database, trimmed (discarded) and/or written (valid); default trimmed",
+    ),
+    run_s: Optional[int] = typer.Option(
+        None, "--run-s", min=1, max=86_400, help="pblaze5 --part mariadb: seconds of sysbench run per placement (default 600)"
+    ),
+    workdir: Optional[Path] = typer.Option(
+        None, "--dir", help="pblaze5 --part mariadb: where the images and file systems go (default: a new temporary directory)"
+    ),
+    fmt: str = OutputFmt,
+) -> None:
+    """Re-run a published experiment (docs/sources.md) and print it beside the published figures."""
+    from ..studies import experiments
+
+    check_fmt(fmt)
+    # Every option is checked against the experiment before any runs (shaping's too: it ran
+    # the whole study with a --quick, --sizes or --part it did not have).
+    if experiment not in ("cm6", "p5316", "pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
+        fail(f"experiment '{experiment}': choose cm6, p5316, pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma or shaping")
+    if full and experiment != "shaping":
+        fail("--full: only the shaping experiment has it")
+    if quick and experiment != "pblaze5":
+        fail("--quick: only the pblaze5 experiment has it")
+    if plot is not None and experiment not in ("pblaze5", "kumoscale", "ceph-reef", "spdk-tcp", "spdk-rdma", "shaping"):
+        fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma and shaping experiments draw figures")
+    if not curves and experiment != "kumoscale":
+        fail("--no-curves: only the kumoscale experiment has curves")
+    if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
+    if sizes is not None and experiment != "cm6":
+        fail("--sizes: only the cm6 experiment has namespace sizes")
+    if part is None and any(x is not None for x in (threads, placements, workdir, drive_state, run_s)):
+        fail("--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part")
+    if part is not None and experiment != "pblaze5":
+        fail("--part: only the pblaze5 experiment has parts")
+    if part == "doublewrite" and (run_s is not None or workdir is not None):
+        fail("--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)")
+    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
+        _reproduce_shaping(full, seed, plot, scale, fmt)
+        return
+    if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
+        _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
+        return
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    if part is not None:
+        if plot is not None or quick:
+            fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
+        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
+    else:
+        tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+        for tb in tbs:
+            try:
+                experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+            except ValueError as e:
+                fail(f"--sizes: {e}")
+        models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
+        model = models.get(experiment, "kioxia-cm5-r-3.84t")
+        n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
+        if experiment == "cm6":
+            rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+        elif experiment == "pblaze5":
+            from ..studies import pblaze5
+
+            rows = pblaze5.pblaze5_talk(
+                scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+            )
+        elif experiment == "kumoscale":
+            rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
+        else:
+            rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+
+
+def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], scale: Optional[str], fmt: str) -> None:
+    """`reproduce shaping`: figures 1-3 of docs/host.md."""
+    from ..studies.shaping import shaping
+
+    if scale is not None:
+        fail("--scale: the shaping study picks its scale (1/256, or 1/64 with --full)")
+    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
+        fail(f"--plot {plot}: a PNG file in an existing folder")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    rows = shaping(full=full, seed=5 if seed is None else seed, plot=None if plot is None else str(plot), log=log)
+    if fmt == "json":
+        emit_json(rows)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall)")
+
+
+def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional[int], plot: Optional[Path], fmt: str) -> None:
+    """`reproduce ceph-reef`, `reproduce spdk-tcp` and `reproduce spdk-rdma`: published lab figures beside the cluster
+    model's predictions (docs/models.md §11), and with --plot the predicted-against-published
+    figure."""
+    from ..studies import ceph_reef, spdk_rdma, spdk_tcp
+
+    study = {"ceph-reef": ceph_reef, "spdk-tcp": spdk_tcp, "spdk-rdma": spdk_rdma}[experiment]
+    if plot is not None and plot.exists() and not plot.is_dir():
+        fail(f"--plot {plot}: not a folder")
+    n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")
+    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+    t0 = time.perf_counter()
+    res = study.run(scale=n, seed=1 if seed is None else seed, log=log)
+    if plot is not None:
+        for p in study.plot(res, plot):
+            print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
+    if fmt == "json":
+        emit_json(res)
+    else:
+        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, drives at 1/{n})")
+
+
+def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], log: Callable[[str], None]) -> Any:
+    """`reproduce kumoscale`: both stacks at the study's load, then (curves) their sweeps."""
+    from ..cluster import plot_sweep
+    from ..studies.kumoscale import BRIEF, kumoscale
+
+    rows = kumoscale(scale=n, seed=seed, curves=curves, log=log)
+    if plot is not None and curves:
+        marks = [("randread", f"brief: {b.system}", float(b.iops), b.read_lat_us) for b in BRIEF.values()]
+        title = "KumoScale (NVMe-oF/TCP) vs Ceph 14 (RBD), 3 nodes x 5 CM5, 4 clients, 100 GbE"
+        for p in plot_sweep(rows["curves"], plot, title=title, marks=marks, bands=rows["band"]):
+            print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
+    return rows
+
+
+def _int_list(flag: str, text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.split(",")]
+    except ValueError:
+        fail(f"{flag} '{text}': a comma-separated list of whole numbers")
+    if not out or any(x < 1 for x in out):
+        fail(f"{flag} '{text}': every value must be at least 1")
+    return out
+
+
+def _reproduce_pblaze5(
+    part: Optional[str],
+    scale: Optional[str],
+    seed: Optional[int],
+    threads: Optional[str],
+    placements: Optional[str],
+    drive_state: Optional[str],
+    run_s: Optional[int],
+    workdir: Optional[Path],
+    log: Callable[[str], None],
+) -> tuple[int, list[dict[str, Any]]]:
+    """`reproduce pblaze5 --part doublewrite|mariadb` (docs/models.md, "An InnoDB workload")."""
+    from ..studies import doublewrite, mariadb
+
+    if part not in ("doublewrite", "mariadb"):
+        fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb (without --part: the whole talk)")
+    allowed = doublewrite.PLACEMENTS if part == "doublewrite" else mariadb.PLACEMENTS
+    chosen = tuple(placements.split(",")) if placements else ("shared", "dram")
+    bad = [p for p in chosen if p not in allowed]
+    if bad or len(set(chosen)) != len(chosen):
+        fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
+    states = tuple(drive_state.split(",")) if drive_state else ("trimmed",)
+    if any(x not in doublewrite.DRIVE_STATES for x in states) or len(set(states)) != len(states):
+        fail(f"--drive-state '{drive_state}': each of {', '.join(doublewrite.DRIVE_STATES)} at most once")
+    if drive_state is not None and part != "doublewrite":
+        fail("--drive-state: only with --part doublewrite")
+    counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
+    if part == "doublewrite":
+        for c in counts:
+            if doublewrite.FLOW_ROUND_IOS % c:
+                fail(f"--threads {c}: must divide {doublewrite.FLOW_ROUND_IOS} (fio's flow weights are whole numbers)")
+    elif len(counts) != 1:
+        fail("--threads: --part mariadb takes one thread count")
+    n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
+    s = 1 if seed is None else seed
+    if part == "doublewrite":
+        return n, doublewrite.doublewrite_study(scale=n, seed=s, threads=counts, log=log, placements=chosen, states=states)
+    why = mariadb.missing()
+    if why:
+        fail(f"pblaze5 --part mariadb: {why}")
+    cfg = mariadb.Config(scale=n, seed=s, threads=counts[0], run_s=600 if run_s is None else run_s)
+    import tempfile
+
+    work = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="ssdtwin-mariadb-"))
+    log(f"work directory: {work}")
+    try:
+        return n, mariadb.mariadb_study(work, cfg, chosen, log=log)
+    except mariadb.StackError as e:
+        fail(f"pblaze5 --part mariadb: {e}")
