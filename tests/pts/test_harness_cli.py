@@ -221,13 +221,21 @@ def test_report_folder_that_cannot_be_created_is_refused_before_the_run(fresh: P
     assert "--report /proc/ssdtwin-pts-compare: cannot create a folder in /proc" in r.stderr
 
 
-def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:
-    # Were ignored: a lab run with --namespace 2 ran on the whole file, --seed 5 on fio's seeds.
+def real_device_file(tmp_path: Path, size: int = 1 << 20) -> Path:
+    """A file standing for a real device (`ssdtwin pts` runs the real fio on it), or a skip:
+    the real-fio target checks for fio before the device, so without fio every refusal would
+    be fio's error."""
     pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (CI installs it)")
     dev = tmp_path / "disk.img"
-    dev.write_bytes(b"\x5a" * (1 << 20))
+    dev.write_bytes(b"\x5a" * size)
+    return dev
+
+
+def test_twin_only_options_are_refused_on_a_real_target(tmp_path: Path) -> None:
+    # Were ignored: a lab run with --namespace 2 ran on the whole file, --seed 5 on fio's seeds.
+    dev = real_device_file(tmp_path)
     for args, message in (
         (["--namespace", "2"], "--namespace 2: only for a twin (a drive image)"),
         (["--seed", "5"], "--seed 5: only for a twin (a drive image)"),
@@ -288,11 +296,7 @@ def test_block_sizes_that_are_not_whole_lbas_are_refused_before_the_purge(fresh:
 
 def test_a_target_smaller_than_a_block_is_refused_before_its_purge(tmp_path: Path) -> None:
     # Was: the file was purged (zeroed), then fio refused WIPC's 128 KiB block.
-    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed (CI installs it)")
-    dev = tmp_path / "disk.img"
-    dev.write_bytes(b"\x5a" * 100_000)
+    dev = real_device_file(tmp_path, 100_000)
     r = run_cli("pts", dev, "--tests", "lat", "--yes-destroy-data", "--report", tmp_path / "r", check=False)
     assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
     assert f"{dev}: 100000 bytes hold no 128k block of the tests asked for (nothing was written)" in r.stderr
@@ -316,12 +320,7 @@ def test_missing_target_is_one_line(tmp_path: Path) -> None:
 
 
 def test_real_target_without_permission_is_refused(tmp_path: Path) -> None:
-    pytest.importorskip("ssdtwin.pts.realfio", reason="the real-fio target is another module")
-    if shutil.which("fio") is None:
-        # The target checks for fio before the device: without it the refusal is fio's error.
-        pytest.skip("fio is not installed (CI installs it)")
-    dev = tmp_path / "disk.img"
-    dev.write_bytes(b"\x5a" * (1 << 20))
+    dev = real_device_file(tmp_path)
     r = run_cli("pts", dev, "--tests", "lat", "--report", tmp_path / "r", check=False)
     assert r.returncode != 0 and len(r.stderr_lines) == 1 and "--yes-destroy-data" in r.stderr, r.stderr
     assert dev.read_bytes() == b"\x5a" * (1 << 20)
