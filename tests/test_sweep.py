@@ -528,7 +528,10 @@ def test_resume_runs_only_new_points_and_keeps_the_rows(tiny_in_process: Path, t
     assert after.namespace_tb.tolist() == [3.84, 3.84, 3.52, 3.52, 3.2, 3.2, 5.0, 5.0]  # the sweep's order
 
 
-def test_ctrl_c_keeps_the_points_done_and_resume_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "rc", "line"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM")])
+def test_ctrl_c_keeps_the_points_done_and_resume_finishes(tmp_path: Path, sig: int, rc: int, line: str) -> None:
+    """SIGTERM stops a sweep as Ctrl-C does (it killed the process: no table, no line, the
+    image in the making left half built in the cache)."""
     toml = tmp_path / "sweep.toml"
     toml.write_text(
         TINY.replace("[3.84, 3.2, 5.0]", "[3.84, 3.6, 3.4, 3.2, 3.0, 2.8]")
@@ -546,13 +549,14 @@ def test_ctrl_c_keeps_the_points_done_and_resume_finishes(tmp_path: Path) -> Non
     while not (out / "points").is_dir() or not any((out / "points").glob("*.json")):
         assert p.poll() is None and time.monotonic() - t0 < 120, p.communicate()
         time.sleep(0.05)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=120)
-    assert p.returncode == 130, err
-    assert err.strip().splitlines()[-1].startswith("ssdtwin sweep: interrupted; ") and "--resume continues" in err
+    assert p.returncode == rc, err
+    assert err.strip().splitlines()[-1].startswith(f"ssdtwin sweep: {line}; ") and "--resume continues" in err
     kept = {f.name: f.read_text() for f in (out / "points").glob("*.json")}
     assert 1 <= len(kept) < 6
     assert len(read(out)) == len(kept)  # the table of the points done so far
+    assert not list((out / "cache" / "images").glob("*.tmp"))
     r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume")
     assert f"6 points: {6 - len(kept)} run, {len(kept)} kept from before, 0 failed" in r.stdout
     assert all((out / "points" / n).read_text() == t for n, t in kept.items())
@@ -623,6 +627,50 @@ def test_a_ray_cluster_gives_the_same_table_as_this_process(tiny_in_process: Pat
     host, port = ray_cluster.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=5):
         pass  # the cluster outlives the sweep (the sweep only disconnects)
+
+
+def test_sigterm_under_ray_stops_the_sweep_as_ctrl_c_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ray.init installs a SIGTERM handler of its own (sys.exit(15)): a sweep on Ray stopped
+    by SIGTERM exited 1 or 15 after Ray's stack dump, without its line. Ray is replaced by an
+    executor that installs that handler, runs one point and is sent SIGTERM. The image a
+    killed worker was building is removed; one another sweep is building (its lock held) is not."""
+    from ssdtwin.sweep import runner
+
+    closed: list[bool] = []
+    images = tmp_path / "out" / "cache" / "images"
+
+    class RayLike(runner.Executor):
+        where = "a Ray stand-in"
+
+        def __init__(self, **kwargs: Any) -> None:
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(15))  # what ray.init does
+
+        def run(self, points: Any, cache: Path, finished: Any) -> None:
+            finished(points[0], runner.run_point(points[0], str(cache)))
+            (images / "killed.tmp").mkdir()  # a worker killed while it built an image
+            (images / "building.tmp").mkdir()
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler runs here
+            raise AssertionError("SIGTERM did not stop the sweep")
+
+        def close(self) -> None:
+            closed.append(True)
+
+    monkeypatch.setattr(runner, "RayExecutor", RayLike)
+    (tmp_path / "sweep.toml").write_text(TINY.replace('job = ["cm6-rand-write", "cm6-rand-read"]', 'job = ["cm6-rand-write"]'))
+    out = tmp_path / "out"
+    before = signal.getsignal(signal.SIGTERM)
+    images.mkdir(parents=True)
+    try:
+        with open(images / "building.lock", "a") as building:
+            fcntl.flock(building.fileno(), fcntl.LOCK_EX)
+            r = run_cli("sweep", tmp_path / "sweep.toml", "--out", out, check=False)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    line = f"ssdtwin sweep: stopped by SIGTERM; 1 of 3 points done and kept in {out}; --resume continues"
+    assert (r.returncode, r.stderr_lines[-1]) == (143, line)
+    assert closed == [True] and len(read(out)) == 1
+    assert not (images / "killed.tmp").exists() and (images / "building.tmp").is_dir()
 
 
 @pytest.mark.parametrize("cmd", ["sweep", "advise"])

@@ -122,6 +122,7 @@ class Interrupt:
         # A KeyboardInterrupt, not an exception of our own: it is what Ray's waits and the
         # core's signal checks pass through (Ray turns any other into a SystemError).
         cls.by_sigterm = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
         cls.on_sigint(signum, frame)
 
 

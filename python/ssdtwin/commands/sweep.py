@@ -131,11 +131,21 @@ def sweep_cmd(
 
     # Until the executor has started (Ray: seconds) a stop leaves --out as it was.
     interrupt_note(f"no point run; {out} is as it was")
-    try:
-        with prog.shown():
-            res = run_sweep(sweep, out, make, resume=resume, on_start=on_start, on_point=on_point)
-    except SweepError as e:
-        fail(str(e))
+
+    def make_taking_sigterm_back() -> Any:
+        ex = make()
+        reinstall()  # ray.init sets its own SIGTERM handler (exit 15, Ray's stack dump on stderr)
+        return ex
+
+    # SIGTERM stops the sweep as Ctrl-C does: the tasks in flight are cancelled, Ray is shut
+    # down and the table of the points done is written (it used to exit 1 or 15 under Ray,
+    # or die at once in process, leaving no table).
+    with sigterm_cleans_up() as reinstall:
+        try:
+            with prog.shown():
+                res = run_sweep(sweep, out, make_taking_sigterm_back, resume=resume, on_start=on_start, on_point=on_point)
+        except SweepError as e:
+            fail(str(e))
     if quiet or sys.stderr.isatty():  # else the progress lines named them already
         for p, err in res.failed:
             say(f"ssdtwin sweep: point {p.point_id} ({p.label()}): failed: {err}")

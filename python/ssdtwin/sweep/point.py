@@ -73,6 +73,22 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+def remove_stopped_builds(cache: Path) -> None:
+    """Remove the half-built images a stopped sweep left in ``cache`` (a Ray worker killed as
+    its task was cancelled cannot remove its own), except those a builder still holds the
+    lock of (another sweep sharing the cache)."""
+    for tmp in sorted((cache / "images").glob("*.tmp")):
+        with open(tmp.with_suffix(".lock"), "a") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # being built
+            try:
+                shutil.rmtree(tmp, ignore_errors=True)
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def _scale_named_as_in_sweeps() -> Iterator[None]:
     """A scale the drive cannot be built at is named as the sweep file names it
@@ -108,12 +124,19 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
             if stale.exists():
                 shutil.rmtree(stale)
         t0 = time.perf_counter()
-        with _scale_named_as_in_sweeps():
-            prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], 1.0 if frac is None else frac, point.image_seed, path=str(tmp))
-        d = prepared.drive
-        info = d.ftl_info()
-        ns = d.namespaces()[0]
-        d.close()
+        try:
+            with _scale_named_as_in_sweeps():
+                fraction = 1.0 if frac is None else frac
+                prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], fraction, point.image_seed, path=str(tmp))
+            d = prepared.drive
+            info = d.ftl_info()
+            ns = d.namespaces()[0]
+            d.close()
+        except BaseException:
+            # A build stopped (Ctrl-C, SIGTERM) or failed leaves no half image in the cache:
+            # the next build would remove it, but it can be as large as the namespace.
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         os.rename(tmp, final)
         meta = {
             "key": point.image_key,
