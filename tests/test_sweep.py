@@ -240,6 +240,8 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         (TINY.split("[grid]")[0] + "[grid]\n", "grid: empty"),
         (TINY.replace("[grid]", '[grid]\nstack = ["iu-fill"]'), "stack: not a sweep axis in this version (host stacks:"),
         (TINY.replace(CM6, "no-such-drive"), "preset 'no-such-drive': no such preset"),
+        # A TOML number may have digit separators; a string is no number (int() took 4_54).
+        (TINY.replace('"1/454"', '"1/4_54"'), "scale '1/4_54': use 1/N"),
         (TINY.replace('"cm6-rand-read"', '"missing.fio"'), "job missing.fio: No such file or directory"),
         (TINY.replace('RUNTIME = "100ms", ', ""), "uses ${RUNTIME}, which the point's vars do not set"),
         (TINY.replace('"100ms"', '"1 hour"'), "bad-time"),
@@ -261,6 +263,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "empty-grid",
         "stack",
         "preset",
+        "scale-digit-separator",
         "job-file",
         "unset-var",
         "job-error",

@@ -178,6 +178,8 @@ def parse_outstanding(text: str) -> list[int]:
     """``1..256`` (powers of two from 1 to 256), ``1,8,64`` or ``32``."""
     text = text.strip()
     try:
+        if "_" in text:  # int() takes Python's digit separators (1_0 for 10): no number here does
+            raise ValueError(text)
         if ".." in text:
             lo_s, hi_s = text.split("..", 1)
             lo, hi = int(lo_s), int(hi_s)

@@ -29,7 +29,7 @@ from ..cluster import (
     windows_ms,
 )
 from ..drive import parse_scale
-from .common import U64, check_fmt, check_output_file, emit_json, fail, say, write_output_file
+from .common import U64, check_fmt, check_output_file, emit_json, fail, plain_float, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -64,11 +64,11 @@ def _ms(flag: str, text: str) -> int:
     t = text.strip().lower()
     try:
         if t.endswith("ms"):
-            v = float(t[:-2])
+            v = plain_float(t[:-2])
         elif t.endswith("s"):
-            v = float(t[:-1]) * 1e3
+            v = plain_float(t[:-1]) * 1e3
         else:
-            v = float(t)
+            v = plain_float(t)
     except ValueError:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
     if not 1 <= v <= 3_600_000:
