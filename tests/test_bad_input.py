@@ -207,6 +207,17 @@ def test_attach_detach_state_errors(small: Path) -> None:
         (["precondition", "{d}", "--seq", "128k", "--loops", "0"], ("--loops 0.0: must be positive",), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "-1"], ("--loops -1.0: must be positive",), 1),
         (["waf", "{d}", "-o", "xml", "--", "true"], ("-o/--output-format 'xml'",), 1),
+        # Python's digit separators, which int() and float() take, are no number on the
+        # command line (fio reads none in a job file): each of these ran as 10, 1000 ...
+        (["precondition", "{d}", "--rand", "4k", "--amount", "1MiB", "--seed", "1_0"], ("'--seed'", "'1_0' is not a valid integer"), 2),
+        (["nvme", "attach-ns", "{d}", "-n", "1", "-c", "1_0"], ("-c/--controllers '1_0'",), 1),
+        (["create", "{d}/new", "--model", twin.CM6, "--scale", "1/6_4"], ("--scale", "'1/6_4'"), 1),
+        (["demo", "--sizes", "3_84"], ("--sizes '3_84'",), 1),
+        (["advise", "{d}/w.fio", "--target-iops", "1_00k", "--drives", twin.CM6], ("--target-iops '1_00k'",), 1),
+        (["advise", "{d}/w.fio", "--target-iops", "1k", "--drives", twin.CM6, "--extra-op", "0,0_1"], ("--extra-op", "'0_1'"), 1),
+        (["advise", "{d}/w.fio", "--target-iops", "1k", "--drives", twin.CM6, "--p99-us", "1_000"], ("'--p99-us'", "'1_000'"), 2),
+        (["cluster", "sweep", "{d}", "--runtime", "1_0ms"], ("--runtime '1_0ms'",), 1),
+        (["cluster", "sweep", "{d}", "--outstanding", "1_0"], ("--outstanding '1_0'",), 1),
     ],
 )
 def test_bad_option_values(small: Path, args: list[str], needles: tuple[str, ...], status: int) -> None:

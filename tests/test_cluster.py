@@ -220,6 +220,8 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
         # A range past an NVMe queue is refused like a list, before any point runs.
         (("--outstanding", "65536..70000"), ("--outstanding '65536..70000'", "1..65535")),
         (("--rw", "randtrim"), ("--rw 'randtrim'",)),
+        # The same curve twice ran every point twice.
+        (("--rw", "randread,randwrite,randread"), ("--rw 'randread,randwrite,randread'", "randread given twice")),
         (("--runtime", "0ms"), ("--runtime '0ms'",)),
     ],
 )
@@ -239,6 +241,18 @@ def test_fio_names_the_client_a_job_names_and_refuses_a_second_job_file(labs: di
     first, second = job_file(a, sections=1), job_file(b, sections=1)
     line = assert_one_line_error(run_cli("cluster", "fio", lab, first, second, check=False), f"{second}:10: job 'vol0'", "one job file")
     assert "stonewall" not in line
+
+
+def test_sweep_levels_that_come_to_the_same_point_run_it_once(labs: dict[str, Path]) -> None:
+    """Each of 4 jobs per client takes a whole share of at least 1: levels 1, 2 and 4 are all
+    4 per client, and were three identical points."""
+    args = ("--outstanding", "1,2,4,8", "--numjobs", "4", "--rw", "randread", "--runtime", "5ms", "--ramp", "1ms", "-o", "json")
+    r = run_cli("cluster", "sweep", labs["nvmeof-tcp"], *args)
+    assert [x["outstanding_per_client"] for x in r.json()] == [4, 8]
+    assert r.stderr_lines[0] == (
+        "ssdtwin cluster sweep: note: with 4 jobs per client, each taking a whole share of at least 1, "
+        "--outstanding 1, 2 and 4 all run as 4 per client: each point runs once (2 per curve, not 4)"
+    )
 
 
 def test_sweep_plot_folder_that_cannot_be_made_fails_before_the_sweep(labs: dict[str, Path], tmp_path: Path) -> None:

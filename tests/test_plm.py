@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from twin import copy_image, run_cli
+from twin import check_image, copy_image, run_cli
 
 PB5 = "memblaze-pblaze5-910-3.84t"
 
@@ -51,6 +51,18 @@ def job(tmp_path: Path, name: str, body: str) -> Path:
 def log(image: Path, nvmsetid: int = 1) -> dict[str, int]:
     d: dict[str, int] = run_cli("nvme", "predictable-lat-log", image, "-i", str(nvmsetid), "-o", "json").json()
     return d
+
+
+def test_a_power_cycle_disables_predictable_latency_mode(pb5: Path) -> None:
+    """Features 13h and 14h are not saveable (NVMe 1.4 Figure 271): after a power cycle they
+    read their defaults. The set stayed in its window through it."""
+    run_cli("nvme", "set-feature", pb5, "-f", "0x13", "-V", "1", "-c", "1")
+    assert log(pb5)["status"] == 2
+    run_cli("power-cycle", pb5)
+    assert run_cli("nvme", "get-feature", pb5, "-f", "0x13", "-c", "1", "-o", "json").json()["value"] == 0
+    assert run_cli("nvme", "get-feature", pb5, "-f", "0x14", "-c", "1", "-o", "json").json()["value"] == 0
+    assert log(pb5)["status"] == 0
+    check_image(pb5)
 
 
 def test_windows_follow_the_features_and_expire_in_simulated_time(pb5: Path, tmp_path: Path) -> None:

@@ -178,6 +178,8 @@ def parse_outstanding(text: str) -> list[int]:
     """``1..256`` (powers of two from 1 to 256), ``1,8,64`` or ``32``."""
     text = text.strip()
     try:
+        if "_" in text:  # int() takes Python's digit separators (1_0 for 10): no number here does
+            raise ValueError(text)
         if ".." in text:
             lo_s, hi_s = text.split("..", 1)
             lo, hi = int(lo_s), int(hi_s)
@@ -200,6 +202,18 @@ def parse_outstanding(text: str) -> list[int]:
     if not vals or min(vals) < 1 or max(vals) > 65535:
         raise ClusterError(f"--outstanding '{text}': each value must be 1..65535")
     return vals
+
+
+def depths_per_job(outstanding: Sequence[int], numjobs: int) -> list[int]:
+    """The iodepth of each job at each level of outstanding I/O per client, each level once:
+    a level is split over ``numjobs`` jobs, rounded down and at least 1, so levels below
+    ``numjobs`` (or between two of its multiples) come to the same point, which is run once."""
+    depths: list[int] = []
+    for level in outstanding:
+        qd = max(1, level // numjobs)
+        if qd not in depths:
+            depths.append(qd)
+    return depths
 
 
 def one_batch_problem(run: Run) -> Optional[str]:
@@ -296,16 +310,20 @@ def sweep(
     progress: Optional[Callable[[int, int, str, int], object]] = None,
 ) -> list[SweepRow]:
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
-    per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
-    a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
+    per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each, at least 1:
+    levels that come to the same point run once, ``depths_per_job``), each point on a
+    cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``). Each ``rws``
+    once: a curve given twice is a ValueError."""
+    twice = sorted({rw for rw in rws if list(rws).count(rw) > 1})
+    if twice:
+        raise ValueError(f"{twice[0]} given twice (each curve once)")
     clients = int(cluster.spec["cluster"]["clients"])
     ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms
     runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms
     rows = []
     for rw in rws:
         d: Direction = "write" if "write" in rw else "read"
-        for level in outstanding:
-            qd = max(1, level // numjobs)
+        for qd in depths_per_job(outstanding, numjobs):
             t0 = time.perf_counter()
             _, res = cluster.run_text(sweep_job(clients, rw, qd, numjobs, ramp_ms, runtime_ms), name=f"sweep-{rw}-{qd}", progress=progress)
             wall = time.perf_counter() - t0

@@ -77,6 +77,8 @@ def parse_scale(text: Union[str, int]) -> int:
         if t.startswith("1/"):
             t = t[2:]
         try:
+            if "_" in t:  # int() takes Python's digit separators (1/6_4 for 1/64): no scale does
+                raise ValueError(t)
             n = int(t)
         except ValueError:
             raise ValueError(f"scale '{text}': use 1/N with N a positive integer (e.g. 1/64)") from None

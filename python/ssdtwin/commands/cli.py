@@ -44,6 +44,7 @@ from .common import (
     interrupt_note,
     opened,
     read_spec,
+    refuse_digit_separators_in_options,
     say,
     scale_arg,
     scale_rounding,
@@ -926,6 +927,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
+    refuse_digit_separators_in_options()
     prog = _command_name(args)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, Interrupt.on_sigint)

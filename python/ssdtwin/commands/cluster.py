@@ -20,6 +20,7 @@ from .. import _core
 from ..cluster import (
     Cluster,
     ClusterError,
+    depths_per_job,
     job_problem_where,
     one_batch_problem,
     parse_outstanding,
@@ -28,7 +29,7 @@ from ..cluster import (
     windows_ms,
 )
 from ..drive import parse_scale
-from .common import U64, check_fmt, check_output_file, emit_json, fail, say, write_output_file
+from .common import U64, check_fmt, check_output_file, emit_json, fail, plain_float, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -63,11 +64,11 @@ def _ms(flag: str, text: str) -> int:
     t = text.strip().lower()
     try:
         if t.endswith("ms"):
-            v = float(t[:-2])
+            v = plain_float(t[:-2])
         elif t.endswith("s"):
-            v = float(t[:-1]) * 1e3
+            v = plain_float(t[:-1]) * 1e3
         else:
-            v = float(t)
+            v = plain_float(t)
     except ValueError:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
     if not 1 <= v <= 3_600_000:
@@ -273,6 +274,11 @@ def fio_cmd(
     say(f"ssdtwin cluster fio: {res['stack']}, {res['simulated_ns'] / 1e9:.3f} s simulated in {wall:.2f} s; busiest: {top}")
 
 
+def _and(values: list[int]) -> str:
+    """1, 2 and 4."""
+    return ", ".join(map(str, values[:-1])) + f" and {values[-1]}"
+
+
 @cluster.command("sweep")
 def sweep_cmd(
     path: Path = ClusterDir,
@@ -298,6 +304,10 @@ def sweep_cmd(
     bad = [x for x in rws if x not in ("randread", "randwrite", "read", "write")]
     if bad or not rws:
         fail(f"--rw '{rw}': a comma list of randread, randwrite, read, write")
+    twice = sorted({x for x in rws if rws.count(x) > 1})
+    if twice:
+        # It ran the same curve twice, each point again on a cluster built afresh.
+        fail(f"--rw '{rw}': {twice[0]} given twice (each curve once)")
     runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
     ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
     c = _open(path)
@@ -310,13 +320,23 @@ def sweep_cmd(
         except OSError as e:
             fail(f"--plot {plot}: {e.strerror or e}")
     jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
+    depths = depths_per_job(levels, jobs)
+    if len(depths) < len(levels):
+        # Each job takes a whole share of at least 1: levels below the jobs per client (or
+        # between two multiples of them) came to the same point, which ran again each time.
+        groups = [[lv for lv in levels if max(1, lv // jobs) == q] for q in depths]
+        said = "; ".join(f"{_and(g)} all run as {max(1, g[0] // jobs) * jobs}" for g in groups if len(g) > 1)
+        say(
+            f"ssdtwin cluster sweep: note: with {jobs} jobs per client, each taking a whole share of at least 1, "
+            f"--outstanding {said} per client: each point runs once ({len(depths)} per curve, not {len(levels)})"
+        )
     auto = windows_ms(c.stack)
     say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
     log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
         with shown() as display:
-            steps = None if display is None else Steps(display, "cluster sweep", len(levels) * len(rws))
+            steps = None if display is None else Steps(display, "cluster sweep", len(depths) * len(rws))
 
             def point_done(line: str) -> None:
                 log(line)

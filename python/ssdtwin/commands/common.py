@@ -122,6 +122,7 @@ class Interrupt:
         # A KeyboardInterrupt, not an exception of our own: it is what Ray's waits and the
         # core's signal checks pass through (Ray turns any other into a SystemError).
         cls.by_sigterm = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
         cls.on_sigint(signum, frame)
 
 
@@ -192,6 +193,43 @@ def drive_view(path: Path, fresh: bool = False) -> _core.DriveView:
 def int_range(low: int, top: int) -> str:
     """``0..255``, or ``0..0xffffffff`` for the wide fields."""
     return f"{low}..{top}" if top <= 0xFFFF else f"{low}..{top:#x}"
+
+
+def plain_float(text: str) -> float:
+    """``float(text)`` without Python's digit separators (``1_000``, which float takes): no
+    number on the command line has them (docs/cli.md, "Sizes"). ValueError otherwise."""
+    if "_" in text:
+        raise ValueError(f"'{text}': digit separators are not part of a number here")
+    return float(text)
+
+
+def refuse_digit_separators_in_options() -> None:
+    """The int and float options (click's INT and FLOAT, and their ranges) refuse Python's
+    digit separators, which ``int()`` and ``float()`` take (``--seed 1_0`` was seed 10),
+    as every other number on the command line does. Idempotent. The types are those typer
+    builds its options from (typer.main.types: click's, or the copy of click typer ships)."""
+    from typer import main as typer_main
+
+    types: Any = getattr(typer_main, "types")  # noqa: B009 (not in typer.main's __all__)
+    for number_type, what in ((types.IntParamType, "integer"), (types.FloatParamType, "number")):
+        convert = number_type.convert
+        if getattr(convert, "refuses_digit_separators", False):
+            continue
+
+        def plain(self: Any, value: Any, param: Any, ctx: Any, convert: Any = convert, what: str = what) -> Any:
+            if isinstance(value, str) and "_" in value:
+                self.fail(f"{value!r} is not a valid {what} (1000, not 1_000)", param, ctx)
+            return convert(self, value, param, ctx)
+
+        plain.refuses_digit_separators = True  # type: ignore[attr-defined]
+        number_type.convert = plain
+
+
+def plain_int(text: str, base: int = 10) -> int:
+    """``int(text, base)`` without Python's digit separators (``int('1_000')`` is 1000)."""
+    if "_" in text:
+        raise ValueError(f"'{text}': digit separators are not part of a number here")
+    return int(text, base)
 
 
 def parse_whole(text: str) -> Optional[int]:
@@ -325,7 +363,7 @@ def sizes_arg(text: str) -> list[float]:
     tbs = []
     for x in text.split(","):
         try:
-            tbs.append(float(x))
+            tbs.append(plain_float(x))
         except ValueError:
             fail(f"--sizes '{text}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
     return tbs

@@ -32,6 +32,8 @@ from .common import (
     int_arg,
     opened,
     parse_whole,
+    plain_float,
+    plain_int,
     say,
     write_binary,
 )
@@ -162,7 +164,7 @@ def nvme_delete_ns(path: Path = ImageDir, n: int = NvmeInt(..., "-n", "--namespa
 
 def ctrl_list(text: str) -> list[int]:
     try:
-        ids = [int(x, 0) for x in text.split(",") if x.strip()]
+        ids = [plain_int(x.strip(), 0) for x in text.split(",") if x.strip()]
     except ValueError:
         ids = []
     if not ids or not all(0 <= i <= 0xFFFF for i in ids):
@@ -316,9 +318,7 @@ def mbps_arg(flag: str, text: Optional[str]) -> Optional[float]:
     if text is None:
         return None
     try:
-        if "_" in text:  # Python's digit separator (float takes 1_000), no number elsewhere
-            raise ValueError(text)
-        v = float(text)
+        v = plain_float(text)
     except ValueError:
         fail(f"{flag} '{text}': must be a number of MB/s (0 = no cap)")
     if not 0 <= v < float("inf"):

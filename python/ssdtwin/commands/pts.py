@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from .. import _core
 from ..pts.target import PtsError
-from .common import U32, U64, check_fmt, emit_json, fail, interrupt_note, say
+from .common import U32, U64, check_fmt, emit_json, fail, interrupt_note, plain_float, plain_int, say
 
 
 class _RunByDefault(TyperGroup):
@@ -77,7 +77,7 @@ def _ints(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, ...]
     if text is None:
         return None
     try:
-        return tuple(int(x) for x in text.split(","))
+        return tuple(plain_int(x.strip()) for x in text.split(","))
     except ValueError:
         fail(f"{flag} '{text}': a comma list of {what}")
 
@@ -195,7 +195,7 @@ def run_cmd(
         settings["xsr_segment_s"] = parse_duration("--xsr-segment", xsr_segment)
     if xsr_hours is not None:
         try:
-            settings["xsr_hours"] = tuple(float(h) for h in xsr_hours.split(","))
+            settings["xsr_hours"] = tuple(plain_float(h) for h in xsr_hours.split(","))
         except ValueError:
             fail(f"--xsr-hours '{xsr_hours}': three durations in hours, e.g. 8,6,8")
     for key, val in (

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, scale_arg, sizes_arg
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sizes_arg
 
 
 def reproduce_cmd(
@@ -182,7 +182,7 @@ def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], 
 
 def _int_list(flag: str, text: str) -> list[int]:
     try:
-        out = [int(x) for x in text.split(",")]
+        out = [plain_int(x.strip()) for x in text.split(",")]
     except ValueError:
         fail(f"{flag} '{text}': a comma-separated list of whole numbers")
     if not out or any(x < 1 for x in out):

@@ -23,7 +23,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, say, sigterm_cleans_up
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, plain_float, say, sigterm_cleans_up
 
 Address = typer.Option(
     None,
@@ -131,11 +131,21 @@ def sweep_cmd(
 
     # Until the executor has started (Ray: seconds) a stop leaves --out as it was.
     interrupt_note(f"no point run; {out} is as it was")
-    try:
-        with prog.shown():
-            res = run_sweep(sweep, out, make, resume=resume, on_start=on_start, on_point=on_point)
-    except SweepError as e:
-        fail(str(e))
+
+    def make_taking_sigterm_back() -> Any:
+        ex = make()
+        reinstall()  # ray.init sets its own SIGTERM handler (exit 15, Ray's stack dump on stderr)
+        return ex
+
+    # SIGTERM stops the sweep as Ctrl-C does: the tasks in flight are cancelled, Ray is shut
+    # down and the table of the points done is written (it used to exit 1 or 15 under Ray,
+    # or die at once in process, leaving no table).
+    with sigterm_cleans_up() as reinstall:
+        try:
+            with prog.shown():
+                res = run_sweep(sweep, out, make_taking_sigterm_back, resume=resume, on_start=on_start, on_point=on_point)
+        except SweepError as e:
+            fail(str(e))
     if quiet or sys.stderr.isatty():  # else the progress lines named them already
         for p, err in res.failed:
             say(f"ssdtwin sweep: point {p.point_id} ({p.label()}): failed: {err}")
@@ -168,7 +178,7 @@ def _iops(text: str) -> float:
     t = text.strip().lower()
     mult = {"k": 1e3, "m": 1e6}.get(t[-1:], 1.0)
     try:
-        v = float(t[:-1] if t[-1:] in ("k", "m") else t) * mult
+        v = plain_float(t[:-1] if t[-1:] in ("k", "m") else t) * mult
     except ValueError:
         fail(f"--target-iops '{text}': a number of IOPS, e.g. 300k or 1.2m")
     if not (v > 0 and math.isfinite(v)):
@@ -183,7 +193,7 @@ def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]
     for item in text.split(","):
         name, eq, value = item.strip().partition("=")
         try:
-            v = float(value)
+            v = plain_float(value)
         except ValueError:
             v = math.nan
         if not eq or not (v >= 0 and math.isfinite(v)):
@@ -260,7 +270,7 @@ def advise_cmd(
     ops = []
     for x in extra_op.split(","):
         try:
-            ops.append(float(x))
+            ops.append(plain_float(x.strip()))
         except ValueError:
             fail(f"--extra-op '{extra_op}': '{x.strip()}' is not a number (e.g. 0,0.2,0.5)")
         if not (0 <= ops[-1] <= 10):

@@ -504,7 +504,7 @@ def _check_job(text: str, vars: Mapping[str, str], job: str, where: str, done: d
     return done[key]
 
 
-def _mixed(s: JobSpec) -> bool:
+def mixed_clone(s: JobSpec) -> bool:
     """The clone both reads and writes (a cap of its own for each direction)."""
     return {"read", "write"} <= set(s["directions"]) and 0 < s["rwmixread"] < 100
 
@@ -512,7 +512,7 @@ def _mixed(s: JobSpec) -> bool:
 def min_rate_iops(specs: Sequence[JobSpec]) -> int:
     """The smallest total rate_iops the clones can share: one I/O per second for each
     direction of each clone (fio's rate_iops=0 is no cap)."""
-    return sum(1 + _mixed(s) for s in specs)
+    return sum(1 + mixed_clone(s) for s in specs)
 
 
 def rate_too_low(least: int) -> str:

@@ -32,7 +32,7 @@ from ..fio.run import engine_specs
 from ..fio.units import parse_time_us
 from ..studies.experiments import cm6_drive
 from .columns import OUTPUT_COLUMNS
-from .config import Point, capacity_bytes, min_rate_iops, namespace_fraction, rate_too_low
+from .config import Point, capacity_bytes, min_rate_iops, mixed_clone, namespace_fraction, rate_too_low
 
 PERCENTILES = (50.0, 99.0, 99.9)
 
@@ -73,6 +73,22 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
+def remove_stopped_builds(cache: Path) -> None:
+    """Remove the half-built images a stopped sweep left in ``cache`` (a Ray worker killed as
+    its task was cancelled cannot remove its own), except those a builder still holds the
+    lock of (another sweep sharing the cache)."""
+    for tmp in sorted((cache / "images").glob("*.tmp")):
+        with open(tmp.with_suffix(".lock"), "a") as f:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # being built
+            try:
+                shutil.rmtree(tmp, ignore_errors=True)
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def _scale_named_as_in_sweeps() -> Iterator[None]:
     """A scale the drive cannot be built at is named as the sweep file names it
@@ -108,12 +124,19 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
             if stale.exists():
                 shutil.rmtree(stale)
         t0 = time.perf_counter()
-        with _scale_named_as_in_sweeps():
-            prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], 1.0 if frac is None else frac, point.image_seed, path=str(tmp))
-        d = prepared.drive
-        info = d.ftl_info()
-        ns = d.namespaces()[0]
-        d.close()
+        try:
+            with _scale_named_as_in_sweeps():
+                fraction = 1.0 if frac is None else frac
+                prepared = cm6_drive(p["preset"], p["scale"], p["precondition"], fraction, point.image_seed, path=str(tmp))
+            d = prepared.drive
+            info = d.ftl_info()
+            ns = d.namespaces()[0]
+            d.close()
+        except BaseException:
+            # A build stopped (Ctrl-C, SIGTERM) or failed leaves no half image in the cache:
+            # the next build would remove it, but it can be as large as the namespace.
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         os.rename(tmp, final)
         meta = {
             "key": point.image_key,
@@ -207,13 +230,17 @@ def adjust_specs(specs: list[JobSpec], p: Mapping[str, Any]) -> None:
         # Whole I/Os per second that add up to the cap: the remainder of an uneven split
         # goes one each to the first clones (1001 over 8 clones capped at 1000 in all, and 3
         # at 8: every clone got at least 1). fio's rate_iops=0 is no cap, so a clone's
-        # direction that does I/O needs at least 1 of its own.
+        # direction that does I/O needs at least 1 of its own: a mixed clone whose even share
+        # is 1 takes its one of the remainder before the others do (3 over a randread and a
+        # randrw clone gave the randread one 2 and left the randrw one's reads uncapped).
         least = min_rate_iops(specs)
         if rate < least:
             raise ValueError(f"rate_iops {rate}: {rate_too_low(least)}")
         base, extra = divmod(rate, len(specs))
+        short_first = sorted(range(len(specs)), key=lambda i: base >= 1 + mixed_clone(specs[i]))  # stable
+        gets_one_more = set(short_first[:extra])
         for i, s in enumerate(specs):
-            share = base + (i < extra)
+            share = base + (i in gets_one_more)
             dirs = set(s["directions"])
             read_pct = s["rwmixread"] if {"read", "write"} <= dirs else 100 if "read" in dirs else 0
             both = 0 < read_pct < 100

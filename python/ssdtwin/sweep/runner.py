@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from .. import _core
 from .columns import INPUT_TYPES, OUTPUT_COLUMNS
 from .config import Point, Sweep, canonical
-from .point import failed_row, prepare, run_point
+from .point import failed_row, prepare, remove_stopped_builds, run_point
 
 __all__ = ["Executor", "InProcess", "RayExecutor", "SweepError", "SweepResult", "run_sweep", "table", "write_results"]
 
@@ -365,6 +365,7 @@ def run_sweep(
             result.wall_s = time.perf_counter() - t0
             if ex is not None:
                 ex.close()
+                remove_stopped_builds(images)
             result.rows = [rows[p.point_id] for p in sweep.points if p.point_id in rows]
             result.parquet = write_results(sweep, result.rows, out)
         result.plots = plot_results(sweep, result.rows, out)

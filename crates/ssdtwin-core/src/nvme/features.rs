@@ -57,8 +57,8 @@ impl Default for SavedFeatures {
 /// The supported capabilities of feature `fid` (None: not a feature this drive knows).
 /// Namespace write protection (84h) is not saveable: its persistence is §8.12's (Write
 /// Protect and Permanent Write Protect survive a power cycle, Write Protect Until Power
-/// Cycle does not), not a saved value's. Predictable latency (13h, 14h) is a state of each
-/// NVM Set, not saved either.
+/// Cycle does not), not a saved value's. Predictable latency (13h, 14h), a state of each NVM
+/// Set, is not saveable either: a power cycle disables it (`plm_power_cycle`).
 fn feature_capabilities(fid: u8) -> Option<u32> {
     match fid {
         0x01 | 0x02 | 0x04 | 0x08 => Some(FEATURE_SAVEABLE | FEATURE_CHANGEABLE),

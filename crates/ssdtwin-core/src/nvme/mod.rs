@@ -411,6 +411,7 @@ impl Controller {
             self.st.smart.unsafe_shutdowns += 1;
         }
         self.restore_saved_features();
+        self.plm_power_cycle();
         for ns in self.st.namespaces.values_mut() {
             if ns.write_protect == WP_UNTIL_POWER_CYCLE {
                 ns.write_protect = WP_NONE;

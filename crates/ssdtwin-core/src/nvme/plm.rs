@@ -252,6 +252,17 @@ impl Controller {
         Ok(())
     }
 
+    /// A power cycle: features 13h and 14h are not saveable (NVMe 1.4 Figure 271: not
+    /// persistent across power cycle and reset), so they come back at their defaults,
+    /// Predictable Latency Enable cleared, and every set leaves its window (its GC no longer
+    /// held or steered to the reserve): the state of a drive that never used PLM.
+    pub(super) fn plm_power_cycle(&mut self) {
+        for set in 0..self.st.plm.len() as u32 {
+            self.set_window(set, PlmSet::default());
+        }
+        self.st.plm.clear();
+    }
+
     /// The NDWIN minimum (ns) before set `set` may enter a DTWIN again: NDWIN Time Minimum
     /// Low plus the time to rebuild what the last DTWIN consumed.
     fn ndwin_min_ns(&self, set: u32, plm: &PlmSpec) -> u64 {
@@ -541,6 +552,28 @@ mod tests {
         let n = c.namespace(NsId(1)).unwrap().bytes() / 4096;
         rand_writes(c, seed, n / 2, &mut NoTiming, |_| false);
         c.plm_tick(c.st.clock_ns + 60_000 * MS);
+    }
+
+    #[test]
+    fn a_power_cycle_disables_predictable_latency_mode() {
+        // 13h and 14h are not saveable: they come back at their defaults (PLM disabled, no
+        // window) and the set's GC is neither held nor steered to the reserve. They were
+        // kept across the power cycle, a DTWIN and its held GC included.
+        let spec = DriveSpec::preset("memblaze-pblaze5-910-3.84t").unwrap().scaled(128).unwrap().with_nvm_sets(2).unwrap();
+        let mut c = Controller::new(spec, 7).unwrap();
+        c.set_feature_dw(0x13, NsId(0), 1, 1).unwrap();
+        c.plm_tick(c.st.clock_ns + 60_000 * MS);
+        c.set_feature_dw(0x14, NsId(0), 1, DTWIN as u32).unwrap();
+        assert!(c.ftl_state().gc_mode(0).deferred);
+        c.power_cycle(false);
+        assert_eq!(c.get_feature_dw(0x13, NsId(0), 1).unwrap(), 0, "Predictable Latency Enable: its default");
+        assert_eq!(c.get_feature_dw(0x14, NsId(0), 1).unwrap(), 0, "no window outside PLM");
+        assert!(c.plm_sets().is_empty() && c.ftl_state().gc_mode(0).is_normal());
+        assert_eq!(c.pred_lat_log(1).unwrap().status, 0);
+        check_plm_state(&c.spec, &c.cfg, &c.st, c.ftl_state()).unwrap();
+        // Enabled again, it starts over in the non-deterministic window.
+        c.set_feature_dw(0x13, NsId(0), 1, 1).unwrap();
+        assert_eq!(c.get_feature_dw(0x14, NsId(0), 1).unwrap(), NDWIN as u32);
     }
 
     #[test]

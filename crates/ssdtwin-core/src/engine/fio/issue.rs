@@ -269,12 +269,18 @@ impl Runner<'_> {
     fn qos_leave_line(&mut self, c: usize, now: u64) {
         let nsid = self.clones[c].nsid;
         self.clones[c].qos_in_line = false;
-        let Some(line) = self.qos_lines.get_mut(&nsid.0) else { return };
+        // The line, the clones and the event queue borrowed apart: the deferred clones are
+        // woken as the line is read, in its order, with no list of them made first (this
+        // runs each time a capped queue takes its tokens).
+        let Self { qos_lines, clones, events, .. } = self;
+        let Some(line) = qos_lines.get_mut(&nsid.0) else { return };
         line.retain(|&w| w as usize != c);
-        let deferred: Vec<u32> = line.iter().copied().filter(|&w| self.clones[w as usize].qos_deferred).collect();
-        for w in deferred {
-            self.clones[w as usize].qos_deferred = false;
-            self.push(now, Ev::Wake(w));
+        for &w in line.iter() {
+            let waiter = &mut clones[w as usize];
+            if waiter.qos_deferred {
+                waiter.qos_deferred = false;
+                events.push(now, Ev::Wake(w).pack());
+            }
         }
     }
 
