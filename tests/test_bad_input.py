@@ -224,6 +224,19 @@ def test_bad_option_values(small: Path, args: list[str], needles: tuple[str, ...
     fails_cleanly(small, *[a.format(d=small) for a in args], needles=needles, status=status)
 
 
+def test_digit_separators_are_refused_without_touching_click_s_shared_types(tmp_path: Path) -> None:
+    """The CLI refuses ``1_0`` in its own options only: click's INT and FLOAT, which any other
+    program in the same process builds its options from, still read it as Python does."""
+    from typer import main as typer_main
+
+    r = run_cli("create", str(tmp_path / "n"), "--model", CM6, "--scale", "1/256", "--seed", "1_0", check=False)
+    assert r.returncode == 2 and "'1_0' is not a valid integer" in r.stderr
+    assert not (tmp_path / "n").exists()
+    types: Any = getattr(typer_main, "types")  # noqa: B009
+    assert types.INT.convert("1_0", None, None) == 10
+    assert types.FloatParamType().convert("1_0.5", None, None) == 10.5
+
+
 def test_precondition_checks_every_step_before_writing(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A --rand block size the namespace cannot take failed only after the --seq step had
     run (minutes at full scale), with the core's message naming no option."""

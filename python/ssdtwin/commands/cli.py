@@ -44,7 +44,7 @@ from .common import (
     interrupt_note,
     opened,
     read_spec,
-    refuse_digit_separators_in_options,
+    refuse_digit_separators,
     say,
     scale_arg,
     scale_rounding,
@@ -75,7 +75,10 @@ class _LazyGroup(TyperGroup):
         if load is not None and cmd_name not in built:
             self.commands[cmd_name] = _built(cmd_name, load())
             built.add(cmd_name)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            refuse_digit_separators(command)
+        return command
 
 
 def _placeholder() -> None:
@@ -927,7 +930,6 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
-    refuse_digit_separators_in_options()
     prog = _command_name(args)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, Interrupt.on_sigint)

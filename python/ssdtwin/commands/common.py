@@ -7,6 +7,7 @@ import cycle (commands/cli.py assembles them).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -203,26 +204,39 @@ def plain_float(text: str) -> float:
     return float(text)
 
 
-def refuse_digit_separators_in_options() -> None:
-    """The int and float options (click's INT and FLOAT, and their ranges) refuse Python's
-    digit separators, which ``int()`` and ``float()`` take (``--seed 1_0`` was seed 10),
-    as every other number on the command line does. Idempotent. The types are those typer
-    builds its options from (typer.main.types: click's, or the copy of click typer ships)."""
+def refuse_digit_separators(command: Any) -> None:
+    """The int and float options of `command` and of every command below it (click's INT
+    and FLOAT and their ranges) refuse Python's digit separators, which ``int()`` and
+    ``float()`` take (``--seed 1_0`` was seed 10), as every other number on the command line
+    does. Each such option gets its own copy of its type, so click's shared types, and any
+    other program's commands in the process, are left as they are. Idempotent."""
+    if getattr(command, "_plain_numbers", False):
+        return
     from typer import main as typer_main
 
-    types: Any = getattr(typer_main, "types")  # noqa: B009 (not in typer.main's __all__)
-    for number_type, what in ((types.IntParamType, "integer"), (types.FloatParamType, "number")):
-        convert = number_type.convert
-        if getattr(convert, "refuses_digit_separators", False):
-            continue
+    types: Any = getattr(typer_main, "types")  # noqa: B009 (typer's click, not in typer.main's __all__)
+    for param in getattr(command, "params", []):
+        if isinstance(param.type, types.IntParamType):
+            param.type = _plain_number_type(param.type, "integer")
+        elif isinstance(param.type, types.FloatParamType):
+            param.type = _plain_number_type(param.type, "number")
+    command._plain_numbers = True
+    for sub in getattr(command, "commands", {}).values():
+        refuse_digit_separators(sub)
 
-        def plain(self: Any, value: Any, param: Any, ctx: Any, convert: Any = convert, what: str = what) -> Any:
-            if isinstance(value, str) and "_" in value:
-                self.fail(f"{value!r} is not a valid {what} (1000, not 1_000)", param, ctx)
-            return convert(self, value, param, ctx)
 
-        plain.refuses_digit_separators = True  # type: ignore[attr-defined]
-        number_type.convert = plain
+def _plain_number_type(number_type: Any, what: str) -> Any:
+    """A copy of click's `number_type` whose convert refuses ``1_000``."""
+    plain = copy.copy(number_type)
+    convert = plain.convert
+
+    def refusing(value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and "_" in value:
+            plain.fail(f"{value!r} is not a valid {what} (1000, not 1_000)", param, ctx)
+        return convert(value, param, ctx)
+
+    plain.convert = refusing
+    return plain
 
 
 def plain_int(text: str, base: int = 10) -> int:
