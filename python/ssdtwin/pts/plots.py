@@ -234,8 +234,10 @@ def _colors(keys: list[Any]) -> dict[Any, Any]:
 
 def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") -> Plot:
     """The SNIA measurement-window plot of one tracking variable: every round, the 5-round
-    window with its average, the ±10 % and ±20 % bands and the least-squares line, and the
-    two excursions against their limits (steady.json's numbers, not recomputed)."""
+    window with its average, the band of the data-excursion limit (the spec's 90 % and
+    110 % x average lines: a range of 20 % of the average), the least-squares line beside
+    the steepest line the slope-excursion limit allows, and the two excursions against
+    their limits (steady.json's numbers, not recomputed)."""
     rounds = np.asarray(variable.get("rounds") or [], dtype=float)
     values = np.asarray(variable.get("values") or [], dtype=float) * scale
     win = variable.get("window") or [rounds.min() if len(rounds) else 0, rounds.max() if len(rounds) else 0]
@@ -248,9 +250,28 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
     if avg is not None:
         avg_s = float(avg) * scale
         xs = np.array([a - 0.4, b + 0.4])
-        ax.fill_between(xs, avg_s * 0.8, avg_s * 1.2, color="tab:orange", alpha=0.12, label="average ±20 % (data excursion)")
-        ax.fill_between(xs, avg_s * 0.9, avg_s * 1.1, color="tab:orange", alpha=0.22, label="average ±10 % (slope excursion)")
+        # The data excursion (max - min) may be at most data_limit, so the band is that tall
+        # around the average: the spec's 90 % / 110 % x average lines under the 20 % rule.
+        data_limit = _float_or(variable.get("data_limit"), 0.2 * float(avg)) * scale
+        band_pct = data_limit / avg_s * 50 if avg_s else 10.0
+        ax.fill_between(
+            xs,
+            avg_s - data_limit / 2,
+            avg_s + data_limit / 2,
+            color="tab:orange",
+            alpha=0.18,
+            label=f"average ±{band_pct:.3g} % (data excursion limit: range ≤ {2 * band_pct:.3g} %)",
+        )
         ax.hlines(avg_s, xs[0], xs[1], color="tab:orange", lw=1.6, label=f"window average {si(avg_s)}")
+        meta["data_band"] = [avg_s - data_limit / 2, avg_s + data_limit / 2]
+        slope_limit = variable.get("slope_limit")
+        if slope_limit is not None and b > a:
+            # The least-squares line runs through (window centre, average); the slope
+            # excursion (its rise across the window) may be at most slope_limit.
+            fx, mid = np.array([a, b]), (a + b) / 2
+            rise = float(slope_limit) * scale / (b - a)
+            for sign, label in ((1, "steepest fit allowed (slope excursion limit)"), (-1, None)):
+                ax.plot(fx, avg_s + sign * rise * (fx - mid), color="tab:gray", ls=":", lw=1.2, label=label)
         if variable.get("slope") is not None and variable.get("intercept") is not None:
             fx = np.array([a, b])
             ax.plot(
@@ -285,9 +306,18 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
     data = pd.DataFrame({"round": rounds.astype(int), "value": values, "in_window": (rounds >= a) & (rounds <= b)})
     caption = (
         "Rounds of the tracking variable; the green rounds are the measurement window with its average, "
-        "the ±10 % and ±20 % bands and the fitted line."
+        "a band as tall as the largest data excursion allowed (20 % of the average, drawn as ±10 %), "
+        "the least-squares line and the steepest line the slope excursion allows (10 % across the window)."
     )
     return Plot(name, str(variable.get("name", name)), caption, data, _png(fig), meta)
+
+
+def _float_or(value: Any, default: float) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return default
+    return out if math.isfinite(out) else default
 
 
 def _pct_of(limit: Any, avg: Any, default: float) -> float:
