@@ -7,6 +7,8 @@ test renders in a second or two."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,12 @@ import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from ssdtwin.pts import plots
+from ssdtwin.pts import plots, report
+
+try:  # pytest puts tests/pts on sys.path (no __init__.py)
+    from report_fixture import make_report
+except ImportError:  # pragma: no cover
+    from .report_fixture import make_report  # type: ignore[no-redef]
 from ssdtwin.pts.steady import Variable, evaluate
 
 
@@ -52,3 +59,23 @@ def test_window_band_is_as_tall_as_the_data_excursion_allowed(drawn: list[Figure
     assert ys.max() - ys.min() == pytest.approx(var["data_limit"])
     assert plot.meta["data_band"] == pytest.approx([ys.min(), ys.max()])
     assert not all(ys.min() <= v <= ys.max() for v in var["values"])
+
+
+def test_compare_tracking_variables_in_the_units_they_are_named_in(tmp_path: Path, drawn: list[Figure]) -> None:
+    """Throughput's tracking variables are "... MB/s" in steady.json (values in B/s, unit
+    "B/s"); the comparison's figure shows them in MB/s, says so on the axis, and shades each
+    report's measurement window as its caption says."""
+    a = make_report(tmp_path / "a", tests=("tp",))
+    b = make_report(tmp_path / "b", tests=("tp",), gain=0.55)
+    report.compare(a, b, tmp_path / "diff")
+    doc = json.loads((tmp_path / "diff" / "tp" / "plots" / "tracking.json").read_text())
+    steady = json.loads((a / "tp" / "steady.json").read_text())
+    var = steady["variables"][0]
+    assert var["unit"] == "B/s" and var["name"].endswith("MB/s")
+    shown = [r["value"] for r in doc["data"] if r["report"].startswith("A:") and r["variable"] == var["name"]]
+    assert shown == pytest.approx([v / 1e6 for v in var["values"]])
+    tracking = next(f for f in drawn if f.get_suptitle() == "Tracking variables per round")
+    assert {ax.get_ylabel() for ax in tracking.axes if ax.get_title()} == {"MB/s"}
+    assert "shaded" in doc["caption"]
+    windows = {(w["panel"], w["report"][:1]): w["window"] for w in doc["windows"]}
+    assert windows[(var["name"], "A")] == var["window"]

@@ -165,10 +165,14 @@ def convergence(
     scale: float = 1.0,
     logy: bool = False,
     windows: Optional[list[Optional[tuple[int, int]]]] = None,
+    panel_windows: Optional[dict[Any, list[Optional[tuple[int, int]]]]] = None,
+    panel_ylabels: Optional[dict[Any, str]] = None,
 ) -> Plot:
     """Steady-state convergence: ``value`` per round for every element, one panel per
     ``panel_by`` value (e.g. the R/W mix), one line per ``line_by`` value (e.g. the block
-    size). The measurement window of each report is shaded."""
+    size). The measurement window of each report (``windows``, one per series; or per
+    panel, ``panel_windows``) is shaded; ``panel_ylabels`` gives panels of different units
+    their own y label."""
     frame = _tag(series)
     panels = [None] if panel_by is None else sorted(frame[panel_by].unique(), key=_panel_key(panel_by))
     ncols = min(4, len(panels))
@@ -176,6 +180,7 @@ def convergence(
     fig = _new(2.6 * nrows + 0.6 if nrows > 1 else 4.2, rows=nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     cmap = _colors(sorted(frame[line_by].unique()))
+    drawn_windows: list[dict[str, Any]] = []
     for k, panel in enumerate(panels):
         ax = axes[k // ncols][k % ncols]
         for i, s in enumerate(series):
@@ -191,20 +196,25 @@ def convergence(
                     color=cmap[key],
                     label=_label(s, line_text(key)),
                 )
-            if windows and windows[i]:
-                a, b = windows[i]  # type: ignore[misc]
+            shown = (panel_windows or {}).get(panel) or windows
+            if shown and i < len(shown) and shown[i]:
+                a, b = shown[i]  # type: ignore[misc]
                 ax.axvspan(a - 0.5, b + 0.5, color="tab:green" if i == 0 else "tab:purple", alpha=0.08)
+                drawn_windows.append({"panel": panel, "report": s.label, "window": [int(a), int(b)]})
         if panel is not None:
             ax.set_title(_panel_text(panel_by, panel), fontsize="medium")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        _finish(ax, "round", ylabel if k % ncols == 0 else "", logy=logy, legend=False)
+        own = (panel_ylabels or {}).get(panel)
+        _finish(ax, "round", own if own is not None else ylabel if k % ncols == 0 else "", logy=logy, legend=False)
     for k in range(len(panels), nrows * ncols):
         axes[k // ncols][k % ncols].set_axis_off()
     spare = axes[-1][-1] if len(panels) < nrows * ncols else None
     _shared_legend(fig, [axes[k // ncols][k % ncols] for k in range(len(panels))], series, spare)
     fig.suptitle(title)
     data = frame[list(dict.fromkeys(c for c in ("report", "round", panel_by, line_by, value) if c and c in frame.columns))].copy()
-    return Plot(name, title, "Tracking values per round for every element; the shaded rounds are the measurement window.", data, _png(fig))
+    caption = "Tracking values per round for every element"
+    caption += "; the shaded rounds are the measurement window." if drawn_windows else " (no measurement window: fewer than 5 rounds)."
+    return Plot(name, title, caption, data, _png(fig), {"windows": drawn_windows})
 
 
 def _panel_key(col: Optional[str]) -> Callable[[Any], Any]:

@@ -18,7 +18,7 @@ from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TEST_IDS as TESTS
 from ..tests import TITLES
-from .pages import hir_baseline, hir_summary, test_ids, with_mb_s, wsat_summary
+from .pages import hir_baseline, hir_summary, shown_unit, test_ids, with_mb_s, wsat_summary
 from .parts import (
     COMPARE_FORMAT,
     Block,
@@ -76,16 +76,31 @@ def _both(
     return (fa, fb) if fa is not None and fb is not None else None
 
 
-def _tracking_frame(tf: TestFolder) -> Optional[pd.DataFrame]:
+@dataclass
+class Tracking:
+    """steady.json's tracking variables as rows (round, variable, value) in the units the
+    report shows (B/s as MB/s), and each variable's unit and measurement window."""
+
+    frame: pd.DataFrame
+    units: dict[str, str]
+    windows: dict[str, Optional[tuple[int, int]]]
+
+
+def _tracking_frame(tf: TestFolder) -> Optional[Tracking]:
     steady = tf.json("steady.json", quiet=True)
     if not steady:
         return None
-    rows = [
-        {"round": r, "variable": v.get("name"), "value": x}
-        for v in steady.get("variables") or []
-        for r, x in zip(v.get("rounds") or [], v.get("values") or [])
-    ]
-    return pd.DataFrame(rows) if rows else None
+    rows = []
+    out = Tracking(pd.DataFrame(), {}, {})
+    for v in steady.get("variables") or []:
+        scale, unit = shown_unit(v.get("unit"))
+        name = str(v.get("name"))
+        win = v.get("window")
+        out.units[name] = unit
+        out.windows[name] = (int(win[0]), int(win[1])) if isinstance(win, list) and len(win) == 2 and None not in win else None
+        rows += [{"round": r, "variable": name, "value": x * scale} for r, x in zip(v.get("rounds") or [], v.get("values") or [])]
+    out.frame = pd.DataFrame(rows)
+    return out if rows else None
 
 
 def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
@@ -96,17 +111,20 @@ def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
         return [note(f"{test}: not in {' and '.join(missing)}; nothing to compare", "missing")]
     ta, tb = _tracking_frame(a), _tracking_frame(b)
     if ta is not None and tb is not None:
+        names = {**ta.windows, **tb.windows}
         blocks.append(
             sink.figure(
                 lambda: plots.convergence(
                     "tracking",
                     "Tracking variables per round",
-                    [Series(sa.label, ta), Series(sb.label, tb)],
+                    [Series(sa.label, ta.frame), Series(sb.label, tb.frame)],
                     "value",
-                    "value",
+                    "",
                     "variable",
                     "variable",
                     str,
+                    panel_windows={v: [ta.windows.get(v), tb.windows.get(v)] for v in names},
+                    panel_ylabels={v: ta.units.get(v) or tb.units.get(v) or "" for v in names},
                 ),
                 "tracking variables",
             )

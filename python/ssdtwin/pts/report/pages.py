@@ -18,6 +18,16 @@ from ..tests import TITLES
 from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
 
 
+def shown_unit(unit: object) -> tuple[float, str]:
+    """(scale, unit) a steady.json variable's values are shown in: B/s as MB/s (10^6 B/s, the
+    unit the tracking variables' names give), us as µs."""
+    if unit == "B/s":
+        return 1e-6, "MB/s"
+    if unit == "us":
+        return 1.0, "µs"
+    return 1.0, str(unit or "")
+
+
 def _tracking_blocks(sink: Sink, steady: Optional[FolderJson], scale: float, unit: str) -> list[Block]:
     if steady is None:
         return []
