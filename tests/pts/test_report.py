@@ -41,7 +41,7 @@ EXPECTED = {
     "tp": {"convergence", "window-seq-128kib-100-w-mb-s", "window-seq-1024kib-100-w-mb-s", "tp-bars"},
     "lat": {"convergence", "window-rnd-4kib-100-w-mean-latency", "lat-bars", "histograms"},
     "wsat": {"wsat-time", "wsat-fills", "wsat-fills-log", "wsat-latency", "histograms"},
-    "hir": {"convergence", "hir-overview", "hir-wait-states"},
+    "hir": {"convergence", "window-rnd-4kib-100-w-iops-pre-hir", "hir-overview", "hir-wait-states"},
     "curve": {"curve"},
 }
 

@@ -17,6 +17,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ssdtwin.pts import plots, report
+from ssdtwin.pts.report import parts
 
 try:  # pytest puts tests/pts on sys.path (no __init__.py)
     from report_fixture import make_report
@@ -79,3 +80,26 @@ def test_compare_tracking_variables_in_the_units_they_are_named_in(tmp_path: Pat
     assert "shaded" in doc["caption"]
     windows = {(w["panel"], w["report"][:1]): w["window"] for w in doc["windows"]}
     assert windows[(var["name"], "A")] == var["window"]
+
+
+def test_hir_page_shows_the_pre_hir_steady_state_it_judged(tmp_path: Path) -> None:
+    """HIR's baseline is the pre-HIR rounds' steady state: steady.json judges them (from
+    --hir-pre-fills on) and result.json has no window. The page shades that window on the
+    preconditioning figure, as its caption says, and draws the window plot."""
+    folder = make_report(tmp_path / "r", tests=("hir",))
+    steady = json.loads((folder / "hir" / "steady.json").read_text())
+    assert json.loads((folder / "hir" / "result.json").read_text())["window"] is None
+    html = report.render(folder).read_text()
+    doc = json.loads((folder / "hir" / "plots" / "convergence.json").read_text())
+    assert [w["window"] for w in doc["windows"]] == [steady["window"]] and "shaded" in doc["caption"]
+    window = json.loads((folder / "hir" / "plots" / "window-rnd-4kib-100-w-iops-pre-hir.json").read_text())
+    assert window["avg"] == pytest.approx(steady["variables"][0]["avg"])
+    assert "fig-window-rnd-4kib-100-w-iops-pre-hir" in html
+
+
+def test_curve_header_names_its_preconditioning() -> None:
+    """The curve test preconditions with RND 4KiB 70/30 rounds until steady state (docs/pts.md,
+    the tests); its page header said WDPC "none"."""
+    manifest = {"settings": {"tc_qd": {"curve": [16, 32]}}}
+    settings = dict(parts.header(manifest, "curve", None)[2][1])
+    assert "70/30" in settings["WDPC"] and "until steady state" in settings["WDPC"]

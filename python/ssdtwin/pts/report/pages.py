@@ -237,30 +237,29 @@ def hir_summary(table: pd.DataFrame, baseline: Optional[float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
+def _pre_blocks(tf: TestFolder, sink: Sink, result: Optional[FolderJson], rounds: Optional[pd.DataFrame], title: str) -> list[Block]:
+    """A test's own preconditioning rounds until steady state (HIR, curve: the "pre" rows of
+    rounds.csv) with the measurement window steady.json judged, and its window plot."""
     blocks: list[Block] = []
-    rounds = tf.csv("rounds.csv", ("iops",))
-    table = tf.csv("table.csv", ("wait_s", "phase", "t_s", "iops"))
-    baseline = hir_baseline(result, rounds)
+    steady = tf.json("steady.json", quiet=True)
     if rounds is not None and {"phase", "round", "element"} <= set(rounds.columns):
         pre = rounds[rounds["phase"] == "pre"]
         if len(pre):
+            win = _window_of(steady, result)
             blocks.append(
                 sink.figure(
-                    lambda: plots.convergence(
-                        "convergence",
-                        "HIR preconditioning: RND 4KiB W IOPS per round until steady state",
-                        [Series("", pre)],
-                        "iops",
-                        "IOPS",
-                        None,
-                        "element",
-                        str,
-                        windows=[_window_of(None, result)],
-                    ),
-                    "pre-HIR convergence",
+                    lambda: plots.convergence("convergence", title, [Series("", pre)], "iops", "IOPS", None, "element", str, windows=[win]),
+                    "preconditioning convergence",
                 )
             )
+    return blocks + _tracking_blocks(sink, steady, 1.0, "IOPS")
+
+
+def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
+    rounds = tf.csv("rounds.csv", ("iops",))
+    table = tf.csv("table.csv", ("wait_s", "phase", "t_s", "iops"))
+    baseline = hir_baseline(result, rounds)
+    blocks = _pre_blocks(tf, sink, result, rounds, "HIR preconditioning: RND 4KiB W IOPS per round until steady state")
     if baseline is None:
         blocks.append(note('no baseline: result.json has no extra.baseline_iops and rounds.csv no "pre" rounds', "warn"))
     if table is not None:
@@ -271,7 +270,8 @@ def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
 
 
 def page_curve(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
-    blocks: list[Block] = []
+    rounds = tf.csv("rounds.csv", ("iops",))
+    blocks = _pre_blocks(tf, sink, result, rounds, "Latency vs IOPS preconditioning: RND 4KiB 70/30 IOPS per round until steady state")
     table = tf.csv("table.csv", ("numjobs", "iodepth", "iops", "lat_mean_us", "lat_p99_us", "lat_p99_9_us"))
     if table is not None:
         blocks.append(sink.figure(lambda: plots.curve([Series("", table)]), "latency vs IOPS"))

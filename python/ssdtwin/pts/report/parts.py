@@ -30,7 +30,7 @@ WDPC = {
     "lat": "the test's own stimulus in rounds until steady state",
     "wsat": "none (WSAT starts fresh-out-of-box)",
     "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
-    "curve": "none",
+    "curve": "RND 4KiB 70/30 at the test's TC/QD (default TC16/QD32) in rounds until steady state",
     "xsr": "none (XSR starts fresh-out-of-box)",
     "cbw": "100% W of the CBW pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
     "dirth": "100% W of the DIRTH pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
