@@ -103,3 +103,20 @@ def test_curve_header_names_its_preconditioning() -> None:
     manifest = {"settings": {"tc_qd": {"curve": [16, 32]}}}
     settings = dict(parts.header(manifest, "curve", None)[2][1])
     assert "70/30" in settings["WDPC"] and "until steady state" in settings["WDPC"]
+
+
+def test_titles_state_the_runs_own_tc_qd_and_queue_depths(tmp_path: Path, drawn: list[Figure]) -> None:
+    """The latency bars' title named TC1/QD1 and the curve's QD 1-32 whatever the run
+    used (`--tc-qd lat=4x8`, `--curve-qd 1,4`)."""
+    folder = make_report(tmp_path / "r", tests=("lat", "curve"))
+    result = json.loads((folder / "lat" / "result.json").read_text())
+    result["settings"] = {**result["settings"], "tc": 4, "qd": 8}
+    (folder / "lat" / "result.json").write_text(json.dumps(result))
+    table = folder / "curve" / "table.csv"
+    lines = table.read_text().splitlines()
+    table.write_text("\n".join([lines[0], *(x for x in lines[1:] if x.split(",")[1] in ("1", "4"))]) + "\n")
+    report.render(folder)
+    titles = {f.get_suptitle() for f in drawn}
+    assert "Response times, TC4/QD8" in titles
+    assert "RND 4KiB 70/30: latency vs IOPS (QD 1–4 along each line)" in titles
+    assert json.loads((folder / "lat" / "plots" / "lat-bars.json").read_text())["title"] == "Response times, TC4/QD8"

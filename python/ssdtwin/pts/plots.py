@@ -429,8 +429,9 @@ def tp_bars(series: list[Series]) -> Plot:
     return Plot("tp-bars", "Throughput", "Average MB/s over the measurement window.", _drop_report(pd.DataFrame(rows)), _png(fig))
 
 
-def lat_bars(series: list[Series]) -> Plot:
-    """Mean, max and 99.99 % response times per block size x R/W mix (three panels)."""
+def lat_bars(series: list[Series], tc_qd: str = "") -> Plot:
+    """Mean, max and 99.99 % response times per block size x R/W mix (three panels);
+    ``tc_qd`` ("TC1/QD1") is the test's, for the title."""
     fig = _new(4.0)
     axes = fig.subplots(1, 3)
     rows = []
@@ -460,10 +461,11 @@ def lat_bars(series: list[Series]) -> Plot:
         ax.set_title(text, fontsize="medium")
         _finish(ax, "block size", "µs", legend=False)
     _shared_legend(fig, axes, series)
-    fig.suptitle("Response times, TC1/QD1")
+    title = f"Response times, {tc_qd}" if tc_qd else "Response times"
+    fig.suptitle(title)
     return Plot(
         "lat-bars",
-        "Response times",
+        title,
         "Mean, maximum and 99.99th-percentile completion latency per block size and R/W mix.",
         _drop_report(pd.DataFrame(rows)),
         _png(fig),
@@ -729,7 +731,9 @@ def curve(series: list[Series]) -> Plot:
         _finish(ax, "IOPS", "µs", logy=True, legend=False)
         ax.xaxis.set_major_formatter(FuncFormatter(si))
     _shared_legend(fig, axes, series)
-    fig.suptitle("RND 4KiB 70/30: latency vs IOPS (QD 1–32 along each line)")
+    depths = sorted({int(q) for s in series for q in s.frame["iodepth"].unique()})
+    along = f"QD {depths[0]}–{depths[-1]}" if len(depths) > 1 else f"QD {depths[0]}" if depths else "QD"
+    fig.suptitle(f"RND 4KiB 70/30: latency vs IOPS ({along} along each line)")
     return Plot(
         "curve",
         "Latency vs IOPS",

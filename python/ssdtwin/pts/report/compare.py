@@ -18,7 +18,7 @@ from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TEST_IDS as TESTS
 from ..tests import TITLES
-from .pages import hir_baseline, hir_summary, shown_unit, test_ids, with_mb_s, wsat_summary
+from .pages import hir_baseline, hir_summary, shown_unit, tc_qd_of, test_ids, with_mb_s, wsat_summary
 from .parts import (
     COMPARE_FORMAT,
     Block,
@@ -176,7 +176,9 @@ def _cmp_lat(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> li
     pair = _both(a, b, "table.csv", ("bs_bytes", "mix", "mean_us", "max_us", "p99_99_us"))
     if pair is not None:
         ta, tb = pair
-        blocks.append(sink.figure(lambda: plots.lat_bars([Series(sa.label, ta), Series(sb.label, tb)]), "latency bars"))
+        tc_qd = {tc_qd_of(a.json("result.json", quiet=True)), tc_qd_of(b.json("result.json", quiet=True))}
+        title = tc_qd.pop() if len(tc_qd) == 1 else ""  # one TC/QD in the title only when A and B share it
+        blocks.append(sink.figure(lambda: plots.lat_bars([Series(sa.label, ta), Series(sb.label, tb)], title), "latency bars"))
         blocks.append(
             table_block(
                 "Response times (µs): A, B and the difference", diff_table(ta, tb, ["bs_bytes", "mix"], ["mean_us", "max_us", "p99_99_us"])

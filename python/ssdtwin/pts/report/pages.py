@@ -153,9 +153,19 @@ def page_lat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
     if table is not None:
         cols = [c for c in table.columns if c != "bs_bytes"]
         blocks.append(table_block("Response times: average over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv"))
-        blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)]), "latency bars"))
+        blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)], tc_qd_of(result)), "latency bars"))
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+def tc_qd_of(result: Optional[FolderJson]) -> str:
+    """The test's threads and queue depth from result.json settings ("TC1/QD1"), or ""."""
+    settings = as_object((result or {}).get("settings"))
+    tc, qd = settings.get("tc"), settings.get("qd")
+    if isinstance(tc, int) and isinstance(qd, int):
+        return f"TC{tc}/QD{qd}"
+    text = settings.get("tc_qd")
+    return text if isinstance(text, str) else ""
 
 
 def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
