@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib import cbook
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
@@ -120,3 +121,16 @@ def test_titles_state_the_runs_own_tc_qd_and_queue_depths(tmp_path: Path, drawn:
     assert "Response times, TC4/QD8" in titles
     assert "RND 4KiB 70/30: latency vs IOPS (QD 1–4 along each line)" in titles
     assert json.loads((folder / "lat" / "plots" / "lat-bars.json").read_text())["title"] == "Response times, TC4/QD8"
+
+
+def test_names_with_dollar_signs_are_shown_as_typed(tmp_path: Path, drawn: list[Figure]) -> None:
+    """compare() names each report by its drive and folder; matplotlib reads a pair of "$"
+    as mathtext: "x$\\foo$" failed every figure ("could not be drawn (ValueError: \\foo)")."""
+    a = make_report(tmp_path / "a$1 b$2", tests=("tp",))
+    b = make_report(tmp_path / "x$\\foo$", tests=("tp",), gain=0.55)
+    html = report.compare(a, b, tmp_path / "diff").read_text()
+    assert "could not be drawn" not in html
+    assert html.count('<figure id="fig-') == 2  # the tracking variables and the throughput bars
+    texts = [t.get_text() for f in drawn for leg in f.legends + [ax.get_legend() for ax in f.axes] if leg for t in leg.get_texts()]
+    assert texts and not any(cbook.is_math_text(t) for t in texts)
+    assert any("a\\$1 b\\$2" in t for t in texts)

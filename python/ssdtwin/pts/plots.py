@@ -96,8 +96,15 @@ def _style(series: list[Series], i: int) -> str:
     return LINESTYLES[i % len(LINESTYLES)] if len(series) > 1 else "-"
 
 
+def _plain(text: Any) -> str:
+    """Text from a report (a folder or drive name, an element) as matplotlib shows it
+    literally: a pair of "$" would start mathtext (mangling "a$1 b$2", failing the figure
+    on "x$\\foo$")."""
+    return str(text).replace("$", r"\$")
+
+
 def _label(s: Series, text: str) -> str:
-    return f"{s.label}: {text}" if s.label else text
+    return _plain(f"{s.label}: {text}" if s.label else text)
 
 
 def _tag(series: list[Series]) -> pd.DataFrame:
@@ -202,7 +209,7 @@ def convergence(
                 ax.axvspan(a - 0.5, b + 0.5, color="tab:green" if i == 0 else "tab:purple", alpha=0.08)
                 drawn_windows.append({"panel": panel, "report": s.label, "window": [int(a), int(b)]})
         if panel is not None:
-            ax.set_title(_panel_text(panel_by, panel), fontsize="medium")
+            ax.set_title(_plain(_panel_text(panel_by, panel)), fontsize="medium")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         own = (panel_ylabels or {}).get(panel)
         _finish(ax, "round", own if own is not None else ylabel if k % ncols == 0 else "", logy=logy, legend=False)
@@ -254,7 +261,7 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
     a, b = float(win[0]), float(win[1])
     fig = _new(4.2, top_in=0.6)
     ax = fig.add_subplot()
-    ax.plot(rounds, values, marker="o", color="tab:blue", label=variable.get("name", "value"))
+    ax.plot(rounds, values, marker="o", color="tab:blue", label=_plain(variable.get("name", "value")))
     meta: dict[str, Any] = {k: variable.get(k) for k in ("name", "element", "column", "unit", "steady", "window")}  # Plot.meta
     avg = variable.get("avg")
     if avg is not None:
@@ -310,7 +317,7 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
         dl = _pct_of(variable.get("data_limit"), avg, 20.0)
         sl = _pct_of(variable.get("slope_limit"), avg, 10.0)
         title += f"\ndata excursion {de:.1f} % (limit {dl:g} %), slope excursion {se:.1f} % (limit {sl:g} %)"
-    ax.set_title(title, fontsize="medium")
+    ax.set_title(_plain(title), fontsize="medium")
     ax.set_xticks(rounds if len(rounds) <= 30 else ax.get_xticks())
     _finish(ax, "round", unit or str(variable.get("unit", "")))
     data = pd.DataFrame({"round": rounds.astype(int), "value": values, "in_window": (rounds >= a) & (rounds <= b)})
@@ -546,7 +553,7 @@ def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) ->
                     {"report": s.label, "element": element, "ddir": d, "lo_us": lo, "hi_us": hi, "count": c, "share": sh}
                     for lo, hi, c, sh in zip(sub["lo_us"], sub["hi_us"], sub["count"], share)
                 ]
-        ax.set_title(element, fontsize="small")
+        ax.set_title(_plain(element), fontsize="small")
         ax.set_ylim(bottom=1e-7)
         _finish(
             ax,
