@@ -8,8 +8,10 @@ test renders in a second or two."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pytest
@@ -134,3 +136,19 @@ def test_names_with_dollar_signs_are_shown_as_typed(tmp_path: Path, drawn: list[
     texts = [t.get_text() for f in drawn for leg in f.legends + [ax.get_legend() for ax in f.axes] if leg for t in leg.get_texts()]
     assert texts and not any(cbook.is_math_text(t) for t in texts)
     assert any("a\\$1 b\\$2" in t for t in texts)
+
+
+def test_compare_links_to_reports_whose_names_hold_url_characters(tmp_path: Path) -> None:
+    """The comparison links to both reports' pages by relative path; a folder named "run #2"
+    gave href="../run #2/index.html", which a browser reads as "../run " and a fragment."""
+    a = make_report(tmp_path / "run #1", tests=("curve",))
+    b = make_report(tmp_path / "50% load?", tests=("curve",))
+    report.render(a)
+    out = tmp_path / "diff"
+    html = report.compare(a, b, out).read_text()
+    hrefs = re.findall(r'<li><a href="([^"]*)"', html)
+    assert len(hrefs) == 2
+    for href in hrefs:
+        parsed = urlsplit(href)
+        assert not parsed.fragment and not parsed.query, href
+        assert (out / unquote(parsed.path)).is_file(), href

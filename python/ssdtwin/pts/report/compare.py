@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -327,7 +328,7 @@ def compare(a: Path, b: Path, out: Path) -> Path:
 
     def link(folder: Path) -> str:  # the report's page if it was rendered, else its manifest
         target = folder / "index.html" if (folder / "index.html").is_file() else folder / "pts.json"
-        return Path(os.path.relpath(target.resolve(), out.resolve())).as_posix()
+        return quote(Path(os.path.relpath(target.resolve(), out.resolve())).as_posix())  # a folder name may hold "#", "%", "?"
 
     return write_html(
         out / "index.html",
