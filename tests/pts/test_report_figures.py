@@ -152,3 +152,14 @@ def test_compare_links_to_reports_whose_names_hold_url_characters(tmp_path: Path
         parsed = urlsplit(href)
         assert not parsed.fragment and not parsed.query, href
         assert (out / unquote(parsed.path)).is_file(), href
+
+
+def test_run_headers_claim_no_wdpc(tmp_path: Path) -> None:
+    """WDPC is each test's own (HIR's RND 4KiB W rounds, WSAT's none ...): the comparison's
+    run headers said "WDPC: none" for both reports."""
+    a = make_report(tmp_path / "a", tests=("curve",))
+    b = make_report(tmp_path / "b", tests=("curve",))
+    html = report.compare(a, b, tmp_path / "diff").read_text()
+    assert "WDPC" not in html
+    summary = report.render(a).read_text().split('<section class="page"')[0]
+    assert "WDPC" not in summary

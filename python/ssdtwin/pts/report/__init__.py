@@ -66,7 +66,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
         generated_by=software(),
         device_items=run_header[0][1],
         platform_items=run_header[1][1],
-        settings_items=[(k, v) for k, v in run_header[2][1] if k != "WDPC"] + _tc_qd_items(manifest),
+        settings_items=run_header[2][1] + _tc_qd_items(manifest),
     )
     if pdf:
         print_pdf(index, folder / "report.pdf")

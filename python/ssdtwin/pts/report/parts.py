@@ -425,7 +425,8 @@ def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> lis
     for k, v in as_object((result or {}).get("settings")).items():
         label = _SETTING_LABELS.get(k, k.replace("_", " "))
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
-    sets.insert(0, ("WDPC", WDPC.get(test, "none")))
+    if test:  # a run's header (the summary, compare) has no one WDPC: each test has its own
+        sets.insert(0, ("WDPC", WDPC.get(test, "none")))
     win = (result or {}).get("window")
     if isinstance(win, list) and len(win) == 2:
         sets.append(("Measurement window", f"rounds {win[0]}–{win[1]}"))
