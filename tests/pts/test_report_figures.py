@@ -97,7 +97,7 @@ def test_hir_page_shows_the_pre_hir_steady_state_it_judged(tmp_path: Path) -> No
     assert [w["window"] for w in doc["windows"]] == [steady["window"]] and "shaded" in doc["caption"]
     window = json.loads((folder / "hir" / "plots" / "window-rnd-4kib-100-w-iops-pre-hir.json").read_text())
     assert window["avg"] == pytest.approx(steady["variables"][0]["avg"])
-    assert "fig-window-rnd-4kib-100-w-iops-pre-hir" in html
+    assert "fig-hir-window-rnd-4kib-100-w-iops-pre-hir" in html
 
 
 def test_curve_header_names_its_preconditioning() -> None:
@@ -163,3 +163,11 @@ def test_run_headers_claim_no_wdpc(tmp_path: Path) -> None:
     assert "WDPC" not in html
     summary = report.render(a).read_text().split('<section class="page"')[0]
     assert "WDPC" not in summary
+
+
+def test_figure_anchors_are_unique_on_the_page(tmp_path: Path) -> None:
+    """Every test has a "convergence" figure: the anchors were all id="fig-convergence",
+    so index.html#fig-convergence could only reach the first test's."""
+    folder = make_report(tmp_path / "r", tests=("tp", "curve", "hir"))
+    ids = re.findall(r'<figure id="([^"]*)"', report.render(folder).read_text())
+    assert len(ids) == len(set(ids)) and "fig-hir-convergence" in ids and "fig-tp-convergence" in ids

@@ -268,7 +268,7 @@ class Sink:
             text=plot.caption,
             img="data:image/png;base64," + base64.b64encode(plot.png).decode("ascii"),
             links=[("CSV", rel + ".csv"), ("JSON", rel + ".json"), ("PNG", rel + ".png")],
-            name=plot.name,
+            name=f"{self.test}-{plot.name}",  # the page's anchor: every test has a "convergence"
         )
 
 
