@@ -538,7 +538,7 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
         "test": "hir",
         "status": "complete" if done else "interrupted",
         "message": "5 wait states of 5/10/15/25/50 s" if done else "interrupted during the wait states",
-        "rounds_run": seg,
+        "rounds_run": len(pre),  # as the harness writes it: HIR's preconditioning rounds
         "window": None,
         "settings": {"tc_qd": "TC4/QD32", "wait_states_s": [5, 10, 15, 25, 50], "iterations": iterations},
         "extra": {

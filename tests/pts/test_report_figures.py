@@ -7,6 +7,7 @@ test renders in a second or two."""
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
@@ -171,3 +172,15 @@ def test_figure_anchors_are_unique_on_the_page(tmp_path: Path) -> None:
     folder = make_report(tmp_path / "r", tests=("tp", "curve", "hir"))
     ids = re.findall(r'<figure id="([^"]*)"', report.render(folder).read_text())
     assert len(ids) == len(set(ids)) and "fig-hir-convergence" in ids and "fig-tp-convergence" in ids
+
+
+def test_a_stopped_hir_says_which_segment_it_reached(tmp_path: Path) -> None:
+    """result.json's rounds_run counts HIR's preconditioning rounds (7 here); a HIR stopped
+    in its bursts said "interrupted after segment 7" whatever segment it had reached."""
+    folder = make_report(tmp_path / "r", tests=("hir",), interrupt=("hir", 10))
+    assert json.loads((folder / "hir" / "result.json").read_text())["rounds_run"] == 7
+    last = max(int(r["segment"]) for r in csv.DictReader((folder / "hir" / "rounds.csv").open()))
+    assert last > 7
+    html = report.render(folder).read_text()
+    assert f"interrupted after segment {last}<" in html
+    assert f"<td>{last}</td>" in html  # the summary's Rounds column: segments, as for WSAT

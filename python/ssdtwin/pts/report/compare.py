@@ -318,7 +318,8 @@ def compare(a: Path, b: Path, out: Path) -> Path:
             tf = side.test(test)
             result = tf.json("result.json", quiet=True) if tf else None
             steady = tf.json("steady.json", quiet=True) if tf else None
-            status.append(f"{side.label}: {status_text(test, entry if isinstance(entry, dict) else {}, result, steady)[1]}")
+            progress = tf.progress() if tf and test == "hir" else None
+            status.append(f"{side.label}: {status_text(test, entry if isinstance(entry, dict) else {}, result, steady, progress)[1]}")
         page = Page(test, TITLES.get(test, test), "compare", " · ".join(status), blocks=compare_test(test, sa, sb, sink))
         pages.append(page)
     headers = [(sa.label, header(ma, "", None)), (sb.label, header(mb, "", None))]

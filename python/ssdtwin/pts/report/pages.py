@@ -395,12 +395,16 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     steady = tf.json("steady.json", quiet=True)
     if unfinished and not (result or {}).get("rounds_run"):
         result = {**(result or {}), "rounds_run": tf.rounds_done()}  # result.json not written yet: count rounds.csv
-    status, message = status_text(test, entry, result, steady)
+    progress = tf.progress() if test == "hir" else None
+    status, message = status_text(test, entry, result, steady, progress)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
-    facts = {"rounds": str((result or {}).get("rounds_run", "–")), "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
+    rounds = str((result or {}).get("rounds_run", "–"))
+    if progress:  # HIR: its segments (the bursts), as for WSAT; its preconditioning rounds until it has any
+        rounds = str(progress[1]) if progress[0] == "segment" else f"{progress[1]} (preconditioning)"
+    facts = {"rounds": rounds, "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
     extra_notes = as_object((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:
         blocks.insert(0, note(str(text)))  # e.g. what a scaled twin changes for this test

@@ -169,14 +169,20 @@ class TestFolder:
             return None
         return doc
 
-    def rounds_done(self) -> Optional[int]:
-        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+    def progress(self) -> Optional[tuple[str, int]]:
+        """How far rounds.csv goes: ("segment", the last) for WSAT and HIR once they have
+        segments (HIR's bursts), else ("round", the last round)."""
         try:
             frame = pd.read_csv(self.dir / "rounds.csv")
             column = "segment" if self.test in ("wsat", "hir") and frame["segment"].notna().any() else "round"
-            return int(frame[column].max())
+            return column, int(frame[column].max())
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def rounds_done(self) -> Optional[int]:
+        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+        done = self.progress()
+        return done[1] if done else None
 
     def hist_files(self) -> list[Path]:
         return sorted(self.dir.glob("hist-*.csv"))
@@ -306,14 +312,19 @@ def note(text: str, level: str = "info") -> Block:
 # Status and header
 
 
-def status_text(test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson]) -> tuple[str, str]:
-    """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ..."""
+def status_text(
+    test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson], progress: Optional[tuple[str, int]] = None
+) -> tuple[str, str]:
+    """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ...;
+    ``progress`` (TestFolder.progress) says how far a stopped or running HIR got."""
     status = str((result or {}).get("status") or entry.get("status") or "missing")
     rounds = (result or {}).get("rounds_run")
     window = (result or {}).get("window") or (steady or {}).get("window")
     win = f" (measurement window rounds {window[0]}–{window[1]})" if isinstance(window, list) and len(window) == 2 else ""
     max_rounds = (steady or {}).get("max_rounds", 25)
     unit = "segment" if test in ("wsat", "hir") else "round"
+    if test == "hir" and progress:  # result.json's rounds_run counts HIR's preconditioning rounds, not its bursts
+        unit, rounds = ("segment", progress[1]) if progress[0] == "segment" else ("preconditioning round", progress[1])
     if status == "steady":
         at = (steady or {}).get("steady_round") or (window[1] if isinstance(window, list) and window else rounds)
         return status, f"steady at round {at}{win}"
