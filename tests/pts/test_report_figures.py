@@ -11,6 +11,7 @@ import csv
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -20,7 +21,7 @@ from matplotlib import cbook
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
-from ssdtwin.pts import plots, report
+from ssdtwin.pts import flows, plots, report
 from ssdtwin.pts.report import parts
 
 try:  # pytest puts tests/pts on sys.path (no __init__.py)
@@ -184,3 +185,57 @@ def test_a_stopped_hir_says_which_segment_it_reached(tmp_path: Path) -> None:
     html = report.render(folder).read_text()
     assert f"interrupted after segment {last}<" in html
     assert f"<td>{last}</td>" in html  # the summary's Rounds column: segments, as for WSAT
+
+
+def _passes_apart(folder: Path) -> dict[str, Any]:
+    """Throughput's two passes steady in different windows (128 KiB in rounds 1-5, 1024 KiB
+    in 4-8), as the harness writes steady.json: the top-level window spans both."""
+    path = folder / "tp" / "steady.json"
+    steady = json.loads(path.read_text())
+    for v, w in zip(steady["variables"], ([1, 5], [4, 8])):
+        v["window"] = w
+    steady["passes"] = [
+        {"pass": "tp-128k", "steady": True, "steady_round": 5, "window": [1, 5]},
+        {"pass": "tp-1m", "steady": True, "steady_round": 8, "window": [4, 8]},
+    ]
+    steady.update(steady=True, steady_round=8, window=[1, 8])
+    path.write_text(json.dumps(steady))
+    result = json.loads((folder / "tp" / "result.json").read_text())
+    result.update(status="steady", window=[1, 8], rounds_run=8)
+    (folder / "tp" / "result.json").write_text(json.dumps(result))
+    return steady
+
+
+def test_throughput_passes_keep_their_own_measurement_windows(tmp_path: Path) -> None:
+    """The page said "measurement window rounds 1–8" (an 8-round window) and shaded rounds
+    1-8 for passes steady in rounds 1-5 and 4-8."""
+    folder = make_report(tmp_path / "r", tests=("tp",))
+    _passes_apart(folder)
+    html = report.render(folder).read_text()
+    assert "rounds 1–8" not in html
+    assert "tp-128k rounds 1–5, tp-1m rounds 4–8" in html
+    doc = json.loads((folder / "tp" / "plots" / "convergence.json").read_text())
+    assert sorted((w["panel"], tuple(w["window"])) for w in doc["windows"]) == [(131072, (1, 5)), (1048576, (4, 8))]
+
+
+def test_harness_message_names_each_passs_window() -> None:
+    """The run's own summary line said "steady state in rounds 1-8" for the same passes."""
+    steady = _passes_apart_doc()
+    tr = SimpleNamespace(steady_doc=steady, window=None, rounds_run=8, status="", message="")
+    flows._conclude(tr)  # type: ignore[arg-type]
+    assert tr.message == "steady state tp-128k in rounds 1-5, tp-1m in rounds 4-8"
+    steady["steady"] = steady["passes"][1]["steady"] = False
+    flows._conclude(tr)  # type: ignore[arg-type]
+    assert "windows tp-128k in rounds 1-5, tp-1m in rounds 4-8 reported as measured" in tr.message
+
+
+def _passes_apart_doc() -> dict[str, Any]:
+    return {
+        "steady": True,
+        "window": [1, 8],
+        "variables": [{"name": "SEQ 128KiB 100% W MB/s", "steady": True}, {"name": "SEQ 1024KiB 100% W MB/s", "steady": True}],
+        "passes": [
+            {"pass": "tp-128k", "steady": True, "steady_round": 5, "window": [1, 5]},
+            {"pass": "tp-1m", "steady": True, "steady_round": 8, "window": [4, 8]},
+        ],
+    }

@@ -97,6 +97,15 @@ def page_tp(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Bl
     if rounds is not None:
         r = rounds.assign(mb_s=(rounds["read_bw_bytes_s"].fillna(0) + rounds["write_bw_bytes_s"].fillna(0)) / 1e6)
         win = _window_of(steady, result)
+        # One panel per pass (block size), each shaded with its own window: the passes are
+        # judged apart, and their round numbers both start at 1.
+        by_pass = "bs_bytes" in r.columns and r["bs_bytes"].nunique() > 1
+        bs_of = r.drop_duplicates("element").set_index("element")["bs_bytes"].to_dict() if by_pass else {}
+        panel_windows: dict[object, list[Optional[tuple[int, int]]]] = {}
+        for v in (steady or {}).get("variables") or []:
+            w = v.get("window")
+            if v.get("element") in bs_of and isinstance(w, list) and len(w) == 2 and None not in w:
+                panel_windows[bs_of[v["element"]]] = [(int(w[0]), int(w[1]))]
         blocks.append(
             sink.figure(
                 lambda: plots.convergence(
@@ -105,10 +114,11 @@ def page_tp(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Bl
                     [Series("", r)],
                     "mb_s",
                     "MB/s",
-                    None,
+                    "bs_bytes" if by_pass else None,
                     "element",
                     str,
                     windows=[win],
+                    panel_windows=panel_windows,
                 ),
                 "convergence",
             )
@@ -412,4 +422,4 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
         blocks.insert(0, note(f"This test was interrupted: {message}. The figures show the rounds done so far.", "warn"))
     if status == "not steady":
         blocks.insert(0, note(f"{message}: the results are the averages of the last 5 rounds, NOT in steady state.", "warn"))
-    return Page(test, title, status, message, header(manifest, test, result), tf.notes + blocks, files, other, facts)
+    return Page(test, title, status, message, header(manifest, test, result, steady), tf.notes + blocks, files, other, facts)

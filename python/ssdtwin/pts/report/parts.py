@@ -321,6 +321,9 @@ def status_text(
     rounds = (result or {}).get("rounds_run")
     window = (result or {}).get("window") or (steady or {}).get("window")
     win = f" (measurement window rounds {window[0]}–{window[1]})" if isinstance(window, list) and len(window) == 2 else ""
+    per_pass = pass_windows(steady)
+    if per_pass:
+        win = f" (measurement windows: {per_pass})"
     max_rounds = (steady or {}).get("max_rounds", 25)
     unit = "segment" if test in ("wsat", "hir") else "round"
     if test == "hir" and progress:  # result.json's rounds_run counts HIR's preconditioning rounds, not its bursts
@@ -342,6 +345,18 @@ def status_text(
     if status in ("not run", "pending"):
         return status, {"not run": "not run (the run stopped before this test)", "pending": "not started"}[status]
     return status, str((result or {}).get("message") or status)
+
+
+def pass_windows(steady: Optional[FolderJson]) -> str:
+    """A test of several passes (Throughput: one per block size) judges each in its own
+    window, and steady.json's top-level window spans them all (rounds 1-8 for passes steady
+    in 1-5 and 4-8): "tp-128k rounds 1–5, tp-1m rounds 4–8" when they differ, else ""."""
+    passes = [p for p in (steady or {}).get("passes") or [] if isinstance(p, dict)]
+    windows = [(str(p.get("pass")), p.get("window")) for p in passes]
+    shown = [(name, w) for name, w in windows if isinstance(w, list) and len(w) == 2]
+    if len(shown) < 2 or len({tuple(w) for _, w in shown}) == 1:
+        return ""
+    return ", ".join(f"{name} rounds {w[0]}–{w[1]}" for name, w in shown)
 
 
 def _items(doc: FolderJson, keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -389,7 +404,9 @@ def _value_text(key: str, v: Any) -> str:
     return str(v)
 
 
-def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> list[tuple[str, list[tuple[str, str]]]]:
+def header(
+    manifest: FolderJson, test: str, result: Optional[FolderJson], steady: Optional[FolderJson] = None
+) -> list[tuple[str, list[tuple[str, str]]]]:
     """The SNIA report header: device under test, test platform, test settings."""
     device = manifest.get("device") or {}
     dev = _items(
@@ -439,7 +456,9 @@ def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> lis
     if test:  # a run's header (the summary, compare) has no one WDPC: each test has its own
         sets.insert(0, ("WDPC", WDPC.get(test, "none")))
     win = (result or {}).get("window")
-    if isinstance(win, list) and len(win) == 2:
+    if pass_windows(steady):
+        sets.append(("Measurement windows", pass_windows(steady)))
+    elif isinstance(win, list) and len(win) == 2:
         sets.append(("Measurement window", f"rounds {win[0]}–{win[1]}"))
     return [("Device under test", dev), ("Test platform", plat), ("Test settings", sets)]
 
