@@ -239,3 +239,17 @@ def _passes_apart_doc() -> dict[str, Any]:
             {"pass": "tp-1m", "steady": True, "steady_round": 8, "window": [4, 8]},
         ],
     }
+
+
+def test_every_figure_labels_both_axes(tmp_path: Path, drawn: list[Figure]) -> None:
+    """Every figure of a report and of a comparison names what its axes show (the IOPS
+    difference map had neither label, the throughput bars no x label)."""
+    a = make_report(tmp_path / "a", tests=("iops", "tp"))
+    b = make_report(tmp_path / "b", tests=("iops", "tp"), gain=0.55)
+    report.render(a)
+    report.compare(a, b, tmp_path / "diff")
+    assert len(drawn) > 10
+    for fig in drawn:
+        axes = [ax for ax in fig.axes if (ax.axison or hasattr(ax, "zaxis")) and ax.get_label() != "<colorbar>"]  # 3D: own axes
+        assert any(ax.get_xlabel() for ax in axes), f"{fig.get_suptitle()!r}: no x label"
+        assert any(ax.get_ylabel() for ax in axes), f"{fig.get_suptitle()!r}: no y label"

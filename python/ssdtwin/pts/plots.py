@@ -431,7 +431,7 @@ def tp_bars(series: list[Series]) -> Plot:
             ]
         ax.set_xticks(x)
         ax.set_xticklabels([f"SEQ {bs_text(b)}" for b in t["bs_bytes"]])
-    _finish(ax, "", "MB/s (10^6 B/s)")
+    _finish(ax, "access and block size", "MB/s (10^6 B/s)")
     fig.suptitle("Sequential throughput, 100 % read and 100 % write")
     return Plot("tp-bars", "Throughput", "Average MB/s over the measurement window.", _drop_report(pd.DataFrame(rows)), _png(fig))
 
@@ -750,10 +750,21 @@ def curve(series: list[Series]) -> Plot:
     )
 
 
-def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols: list[str], row_text: Callable[[Any], str]) -> Plot:
-    """compare(): the % difference of B against A per table cell, as a colour map."""
+def diff_heatmap(
+    name: str,
+    title: str,
+    frame: pd.DataFrame,
+    rows_col: str,
+    cols: list[str],
+    row_text: Callable[[Any], str],
+    xlabel: str = "R/W mix (read/write %)",
+    ylabel: str = "block size",
+) -> Plot:
+    """compare(): the % difference of B against A per table cell, as a colour map (rows
+    ``rows_col``, columns ``cols``: block size x R/W mix for the IOPS table)."""
     values = frame[cols].to_numpy(dtype=float)
-    fig = _new(0.45 * len(frame) + 1.6, 7.5, top_in=0.45)
+    fig = _new(0.45 * len(frame) + 1.8, 7.5, top_in=0.45, bottom_in=0.75)
+    fig.subplots_adjust(left=1.2 / 7.5)  # the block sizes and the axis label beside them
     ax = fig.add_subplot()
     lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
     im = ax.imshow(values, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
@@ -764,6 +775,8 @@ def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols
     ax.set_xticklabels(cols)
     ax.set_yticks(range(len(frame)))
     ax.set_yticklabels([row_text(v) for v in frame[rows_col]])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     fig.colorbar(im, ax=ax, label="B vs A (%)")
     fig.suptitle(title, fontsize="medium")
     return Plot(name, title, "Difference of report B against report A per cell, in % of A.", frame[[rows_col, *cols]], _png(fig))
