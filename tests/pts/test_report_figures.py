@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib import cbook
 from matplotlib.collections import PolyCollection
@@ -253,3 +254,22 @@ def test_every_figure_labels_both_axes(tmp_path: Path, drawn: list[Figure]) -> N
         axes = [ax for ax in fig.axes if (ax.axison or hasattr(ax, "zaxis")) and ax.get_label() != "<colorbar>"]  # 3D: own axes
         assert any(ax.get_xlabel() for ax in axes), f"{fig.get_suptitle()!r}: no x label"
         assert any(ax.get_ylabel() for ax in axes), f"{fig.get_suptitle()!r}: no y label"
+
+
+def test_mixes_the_pts_does_not_list_are_shown(tmp_path: Path) -> None:
+    """`--iops-mixes 70,100 --lat-mixes 70` run and are in table.csv; the page's IOPS table
+    and 2D plot dropped 70/30 (only the PTS's seven mixes were looked for) and the latency
+    bars "could not be drawn (ZeroDivisionError)"."""
+    folder = make_report(tmp_path / "r", tests=("iops", "lat"))
+    iops = folder / "iops" / "table.csv"
+    table = pd.read_csv(iops)[["bs_bytes", "bs", "100/0", "65/35"]].rename(columns={"65/35": "70/30"})
+    table.to_csv(iops, index=False)
+    lat = folder / "lat" / "table.csv"
+    pd.read_csv(lat).query("mix == '65/35'").assign(mix="70/30").to_csv(lat, index=False)
+    html = report.render(folder).read_text()
+    assert "could not be drawn" not in html
+    assert re.search(r"<th>bs</th><th>100/0</th><th>70/30</th>", html), "70/30 missing from the IOPS table"
+    plotted = pd.read_csv(folder / "iops" / "plots" / "iops-2d.csv")
+    assert set(plotted["mix"]) == {"100/0", "70/30"} and len(plotted) == 2 * len(table)
+    bars = pd.read_csv(folder / "lat" / "plots" / "lat-bars.csv")
+    assert set(bars["mix"]) == {"70/30"}

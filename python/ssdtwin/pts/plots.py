@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -28,6 +29,16 @@ from .records import FolderJson
 DPI = 96
 WIDTH_IN = 9.0
 MIX_ORDER = ["100/0", "95/5", "65/35", "50/50", "35/65", "5/95", "0/100"]
+MIX_LABEL = re.compile(r"(\d+)/(\d+)")  # "R/W" read/write %, a table column or "mix" value
+
+
+def mixes_in(labels: Any) -> list[str]:
+    """The R/W mixes among ``labels`` (table columns, "mix" values) in the PTS order, most
+    reads first: 100/0 .. 0/100, with mixes the PTS does not list (--iops-mixes 70) in place."""
+    found = {str(x) for x in labels if MIX_LABEL.fullmatch(str(x))}
+    return sorted(found, key=lambda m: -int(m.split("/")[0]))
+
+
 LINESTYLES = ["-", "--", ":", "-."]
 
 
@@ -226,7 +237,7 @@ def convergence(
 
 def _panel_key(col: Optional[str]) -> Callable[[Any], Any]:
     if col == "mix":
-        return lambda m: MIX_ORDER.index(m) if m in MIX_ORDER else 99
+        return lambda m: -int(m.split("/")[0]) if MIX_LABEL.fullmatch(str(m)) else 999
     if col == "read_pct":
         return lambda p: -float(p)
     return lambda v: v
@@ -350,10 +361,10 @@ def iops_2d(series: list[Series]) -> Plot:
     fig = _new(4.6)
     ax = fig.add_subplot()
     rows = []
-    cmap = _colors(MIX_ORDER)
+    cmap = _colors(mixes_in(MIX_ORDER + [c for s in series for c in s.frame.columns]))  # the same colour per mix in A and B
     for i, s in enumerate(series):
         t = s.frame.sort_values("bs_bytes")
-        for mix in [m for m in MIX_ORDER if m in t.columns]:
+        for mix in mixes_in(t.columns):
             ax.plot(t["bs_bytes"] / 1024, t[mix], marker="o", ms=4, ls=_style(series, i), color=cmap[mix], label=_label(s, f"R/W {mix}"))
             rows += [{"report": s.label, "bs_bytes": int(bs), "mix": mix, "iops": v} for bs, v in zip(t["bs_bytes"], t[mix])]
     _finish(ax, "block size (KiB)", "IOPS", logy=True)
@@ -378,7 +389,7 @@ def _drop_report(frame: pd.DataFrame) -> pd.DataFrame:
 def iops_3d(table: pd.DataFrame) -> Plot:
     """The PTS 3D bar chart of the IOPS table: block size x R/W mix x IOPS."""
     t = table.sort_values("bs_bytes", ascending=False).reset_index(drop=True)
-    mixes = [m for m in MIX_ORDER if m in t.columns]
+    mixes = mixes_in(t.columns)
     fig = _new(6.0, top_in=0.3, bottom_in=0.0)
     fig.subplots_adjust(left=0.0, right=0.95)
     ax = fig.add_subplot(projection="3d")
@@ -447,7 +458,7 @@ def lat_bars(series: list[Series], tc_qd: str = "") -> Plot:
         for i, s in enumerate(series):
             t = s.frame
             bss = sorted(t["bs_bytes"].unique(), reverse=True)
-            mixes = [m for m in MIX_ORDER if m in set(t["mix"])]
+            mixes = mixes_in(t["mix"].unique())
             cmap = _colors(mixes)
             width = 0.8 / (len(mixes) * n)
             for j, mix in enumerate(mixes):

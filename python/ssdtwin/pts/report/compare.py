@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from .. import plots
-from ..plots import MIX_ORDER, Series, bs_text
+from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TEST_IDS as TESTS
@@ -140,11 +140,11 @@ def _cmp_iops(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> l
     if pair is None:
         return []
     ta, tb = pair
-    mixes = [m for m in MIX_ORDER if m in ta.columns and m in tb.columns]
+    mixes = [m for m in mixes_in(ta.columns) if m in tb.columns]
     long_a = ta.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     long_b = tb.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     d = diff_table(long_a, long_b, ["bs_bytes", "mix"], ["iops"])
-    d = d.assign(order=d["mix"].map(MIX_ORDER.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
+    d = d.assign(order=d["mix"].map(mixes.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
     pivot = (
         d.pivot(index="bs_bytes", columns="mix", values="iops Δ%")
         .reindex(columns=mixes)

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import pandas as pd
 
 from .. import plots
-from ..plots import MIX_ORDER, Series, bs_text
+from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..tests import TITLES
 from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
@@ -79,7 +79,7 @@ def page_iops(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
         )
     blocks += _tracking_blocks(sink, steady, 1.0, "IOPS")
     if table is not None:
-        mixes = [m for m in MIX_ORDER if m in table.columns]
+        mixes = mixes_in(table.columns)
         shown = table[["bs", *mixes]] if "bs" in table.columns else table
         blocks.append(
             table_block("IOPS table: average over the measurement window (rows: block size, columns: R/W %)", shown, f"{tf.rel}/table.csv")
