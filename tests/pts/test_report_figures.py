@@ -273,3 +273,12 @@ def test_mixes_the_pts_does_not_list_are_shown(tmp_path: Path) -> None:
     assert set(plotted["mix"]) == {"100/0", "70/30"} and len(plotted) == 2 * len(table)
     bars = pd.read_csv(folder / "lat" / "plots" / "lat-bars.csv")
     assert set(bars["mix"]) == {"70/30"}
+
+
+def test_segment_tests_window_is_in_segments() -> None:
+    """WSAT's and XSR's result.json window is their last 5 segments (flows.py); the header
+    said "rounds 271–275"."""
+    for test in ("wsat", "xsr"):
+        settings = dict(parts.header({}, test, {"window": [271, 275]})[2][1])
+        assert settings["Measurement window"] == "segments 271–275"
+    assert dict(parts.header({}, "iops", {"window": [4, 8]})[2][1])["Measurement window"] == "rounds 4–8"

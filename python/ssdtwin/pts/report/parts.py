@@ -36,6 +36,7 @@ WDPC = {
     "dirth": "100% W of the DIRTH pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
 }
 UNFINISHED = ("running", "interrupted", "pending", "not run")
+SEGMENTED = ("wsat", "xsr")  # tests run in segments, not rounds: their window is segments
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 
@@ -459,7 +460,8 @@ def header(
     if pass_windows(steady):
         sets.append(("Measurement windows", pass_windows(steady)))
     elif isinstance(win, list) and len(win) == 2:
-        sets.append(("Measurement window", f"rounds {win[0]}–{win[1]}"))
+        unit = "segments" if test in SEGMENTED else "rounds"  # WSAT, XSR: the last 5 segments
+        sets.append(("Measurement window", f"{unit} {win[0]}–{win[1]}"))
     return [("Device under test", dev), ("Test platform", plat), ("Test settings", sets)]
 
 
