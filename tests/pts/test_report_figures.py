@@ -282,3 +282,12 @@ def test_segment_tests_window_is_in_segments() -> None:
         settings = dict(parts.header({}, test, {"window": [271, 275]})[2][1])
         assert settings["Measurement window"] == "segments 271–275"
     assert dict(parts.header({}, "iops", {"window": [4, 8]})[2][1])["Measurement window"] == "rounds 4–8"
+
+
+def test_a_real_devices_write_cache_is_in_its_header() -> None:
+    """A block device's DeviceInfo.extra holds the kernel's write cache and I/O scheduler
+    (docs/pts-real.md, "What the report header records"); the header showed neither, only
+    the run setting "as the device reports (Enterprise: WCD)"."""
+    device = {"kind": "device", "model": "SAMSUNG MZQL23T8HCLS", "extra": {"write_cache": "write back", "scheduler": "[none] mq-deadline"}}
+    items = dict(parts.header({"device": device}, "iops", None)[0][1])
+    assert items["Write cache (kernel)"] == "write back" and items["I/O scheduler"] == "[none] mq-deadline"

@@ -427,6 +427,17 @@ def header(
     )
     if device.get("simulated"):
         dev.append(("Simulated", "yes: a twin in simulated time"))
+    # A real block device: what the kernel reports (docs/pts-real.md, "What the report header
+    # records"); PTS-E wants the write cache disabled, and the header must say if it was not.
+    dev += _items(
+        as_object(device.get("extra")),
+        [
+            ("write_cache", "Write cache (kernel)"),
+            ("scheduler", "I/O scheduler"),
+            ("rotational", "Rotational"),
+            ("backing_file", "Backing file"),
+        ],
+    )
     plat = _items(
         manifest.get("platform") or {}, [("host", "Host"), ("os", "OS"), ("cpu", "CPU"), ("software", "Test software"), ("fio", "fio")]
     )
