@@ -291,3 +291,15 @@ def test_a_real_devices_write_cache_is_in_its_header() -> None:
     device = {"kind": "device", "model": "SAMSUNG MZQL23T8HCLS", "extra": {"write_cache": "write back", "scheduler": "[none] mq-deadline"}}
     items = dict(parts.header({"device": device}, "iops", None)[0][1])
     assert items["Write cache (kernel)"] == "write back" and items["I/O scheduler"] == "[none] mq-deadline"
+
+
+def test_window_figure_json_is_in_one_unit(tmp_path: Path) -> None:
+    """Throughput's window plot shows MB/s; its JSON said "unit": "B/s" beside averages in
+    MB/s, and kept the fitted line's slope and intercept in B/s."""
+    folder = make_report(tmp_path / "r", tests=("tp",))
+    report.render(folder)
+    doc = json.loads((folder / "tp" / "plots" / "window-seq-128kib-100-w-mb-s.json").read_text())
+    var = json.loads((folder / "tp" / "steady.json").read_text())["variables"][0]
+    assert doc["unit"] == "MB/s" and doc["avg"] == pytest.approx(var["avg"] / 1e6)
+    window = [r["round"] for r in doc["data"] if r["in_window"]]
+    assert doc["slope"] * np.mean(window) + doc["intercept"] == pytest.approx(doc["avg"])  # the fit runs through the mean

@@ -274,6 +274,8 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
     ax = fig.add_subplot()
     ax.plot(rounds, values, marker="o", color="tab:blue", label=_plain(variable.get("name", "value")))
     meta: dict[str, Any] = {k: variable.get(k) for k in ("name", "element", "column", "unit", "steady", "window")}  # Plot.meta
+    if unit:  # the unit shown (MB/s for steady.json's B/s), which the numbers below are in
+        meta.update(unit=unit, source_unit=variable.get("unit"))
     avg = variable.get("avg")
     if avg is not None:
         avg_s = float(avg) * scale
@@ -316,7 +318,10 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
                 for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope_excursion", "slope_limit")
             }
         )
-        meta.update(slope=variable.get("slope"), intercept=variable.get("intercept"), scale=scale)
+        meta.update(
+            {k: (float(variable[k]) * scale if variable.get(k) is not None else None) for k in ("slope", "intercept")},
+            scale=scale,  # every number here is steady.json's times scale, in ``unit``
+        )
     ax.axvspan(a - 0.5, b + 0.5, color="tab:green", alpha=0.07)
     verdict = "steady" if variable.get("steady") else "NOT steady"
     title = f"{variable.get('name', '')}: measurement window rounds {int(a)}–{int(b)}, {verdict}"
