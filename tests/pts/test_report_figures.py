@@ -303,3 +303,16 @@ def test_window_figure_json_is_in_one_unit(tmp_path: Path) -> None:
     assert doc["unit"] == "MB/s" and doc["avg"] == pytest.approx(var["avg"] / 1e6)
     window = [r["round"] for r in doc["data"] if r["in_window"]]
     assert doc["slope"] * np.mean(window) + doc["intercept"] == pytest.approx(doc["avg"])  # the fit runs through the mean
+
+
+def test_a_comparison_replaced_leaves_none_of_its_figures(tmp_path: Path) -> None:
+    """`pts compare C D --report OUT --force` over a previous comparison of other tests kept
+    that comparison's OUT/<test>/plots/ files, as if they were this one's."""
+    out = tmp_path / "diff"
+    a, b = make_report(tmp_path / "a", tests=("curve",)), make_report(tmp_path / "b", tests=("curve",))
+    report.compare(a, b, out)
+    assert (out / "curve" / "plots" / "curve.csv").is_file()
+    c, d = make_report(tmp_path / "c", tests=("tp",)), make_report(tmp_path / "d", tests=("tp",))
+    report.compare(c, d, out)
+    assert not (out / "curve").exists()
+    assert (out / "tp" / "plots" / "tp-bars.csv").is_file()

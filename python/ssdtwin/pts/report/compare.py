@@ -22,6 +22,7 @@ from ..tests import TITLES
 from .pages import hir_baseline, hir_summary, shown_unit, tc_qd_of, test_ids, with_mb_s, wsat_summary
 from .parts import (
     COMPARE_FORMAT,
+    TEST_ID,
     Block,
     Page,
     Sink,
@@ -292,12 +293,29 @@ def _prepare_out(out: Path, a: Path, b: Path) -> None:
     if out.is_dir() and any(out.iterdir()):
         marker = out / "compare.json"
         try:
-            ok = json.loads(marker.read_text()).get("format") == COMPARE_FORMAT
+            previous = json.loads(marker.read_text())
+            ok = previous.get("format") == COMPARE_FORMAT
         except (OSError, ValueError, AttributeError):
             ok = False
         if not ok:
             raise PtsError(f"{out}: exists, is not empty and is not a previous comparison (no compare.json); choose another folder")
+        _remove_figures(out, previous.get("tests"))
     out.mkdir(parents=True, exist_ok=True)
+
+
+def _remove_figures(out: Path, tests: object) -> None:
+    """The previous comparison's figure files (<test>/plots/*.png|csv|json): a test this
+    comparison does not have must not leave them behind as if they were its."""
+    for test in tests if isinstance(tests, list) else []:
+        if not isinstance(test, str) or not TEST_ID.fullmatch(test):
+            continue  # never a path out of the folder
+        plots_dir = out / test / "plots"
+        for f in plots_dir.glob("*"):
+            if f.is_file() and f.suffix in (".png", ".csv", ".json"):
+                f.unlink()
+        for d in (plots_dir, out / test):
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
 
 
 def compare(a: Path, b: Path, out: Path) -> Path:
