@@ -316,3 +316,12 @@ def test_a_comparison_replaced_leaves_none_of_its_figures(tmp_path: Path) -> Non
     report.compare(c, d, out)
     assert not (out / "curve").exists()
     assert (out / "tp" / "plots" / "tp-bars.csv").is_file()
+
+
+def test_a_real_targets_header_claims_no_seed() -> None:
+    """--seed is the twin's (the real fio draws its own seeds, randrepeat=0; docs/pts-real.md):
+    a real device's header said "Seed 0"."""
+    settings = {"seed": 0, "purge": "trim"}
+    real = dict(parts.header({"device": {"kind": "device", "simulated": False}, "settings": settings}, "lat", None)[2][1])
+    twin = dict(parts.header({"device": {"kind": "twin", "simulated": True}, "settings": settings}, "lat", None)[2][1])
+    assert "Seed" not in real and twin["Seed"] == "0"

@@ -443,6 +443,8 @@ def header(
     )
     s = dict(manifest.get("settings") or {})
     tc = s.pop("tc_qd", None)
+    if device and not device.get("simulated"):
+        s.pop("seed", None)  # the real fio draws its own seeds (randrepeat=0): --seed is the twin's
     sets = _items(
         s,
         [
