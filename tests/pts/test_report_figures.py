@@ -325,3 +325,10 @@ def test_a_real_targets_header_claims_no_seed() -> None:
     real = dict(parts.header({"device": {"kind": "device", "simulated": False}, "settings": settings}, "lat", None)[2][1])
     twin = dict(parts.header({"device": {"kind": "twin", "simulated": True}, "settings": settings}, "lat", None)[2][1])
     assert "Seed" not in real and twin["Seed"] == "0"
+
+
+def test_run_settings_list_the_tc_qd_of_the_tests_run() -> None:
+    """pts.json settings hold every test's TC/QD (defaults included); the summary listed
+    XSR's, CBW's and DIRTH's for a run of the latency test alone."""
+    manifest = {"tests": {"lat": {}}, "settings": {"tc_qd": {"lat": [1, 1], "xsr": [1, 32], "cbw": [32, 32]}}}
+    assert report._tc_qd_items(manifest) == [("TC/QD Latency", "TC 1 x QD 1 (OIO 1)")]

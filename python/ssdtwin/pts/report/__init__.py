@@ -75,8 +75,9 @@ def render(folder: Path, pdf: bool = False) -> Path:
 
 def _tc_qd_items(manifest: FolderJson) -> list[tuple[str, str]]:
     tc = (manifest.get("settings") or {}).get("tc_qd")
-    if isinstance(tc, dict):
-        return [(f"TC/QD {TITLES.get(t, t)}", tc_qd_text(v)) for t, v in tc.items()]
+    run = set(test_ids(manifest))
+    if isinstance(tc, dict):  # the tests of this run only: the settings hold every test's default
+        return [(f"TC/QD {TITLES.get(t, t)}", tc_qd_text(v)) for t, v in tc.items() if t in run or not run]
     return [("TC/QD", str(tc))] if tc else []
 
 
