@@ -332,3 +332,17 @@ def test_run_settings_list_the_tc_qd_of_the_tests_run() -> None:
     XSR's, CBW's and DIRTH's for a run of the latency test alone."""
     manifest = {"tests": {"lat": {}}, "settings": {"tc_qd": {"lat": [1, 1], "xsr": [1, 32], "cbw": [32, 32]}}}
     assert report._tc_qd_items(manifest) == [("TC/QD Latency", "TC 1 x QD 1 (OIO 1)")]
+
+
+def test_compare_says_when_the_two_ran_at_different_tc_qd(tmp_path: Path) -> None:
+    """A latency test at TC1/QD1 against one at TC4/QD32 was set side by side, differences
+    in %, with nothing saying the loads differ."""
+    a = make_report(tmp_path / "a", tests=("lat",))
+    b = make_report(tmp_path / "b", tests=("lat",))
+    result = json.loads((b / "lat" / "result.json").read_text())
+    result["settings"] = {**result["settings"], "tc": 4, "qd": 32}
+    (b / "lat" / "result.json").write_text(json.dumps(result))
+    html = report.compare(a, b, tmp_path / "diff").read_text()
+    assert "A ran this test at TC1/QD1, B at TC4/QD32" in html
+    same = report.compare(a, a, tmp_path / "same").read_text()
+    assert "ran this test at" not in same

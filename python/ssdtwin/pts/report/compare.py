@@ -132,6 +132,9 @@ def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
             )
         )
     blocks += COMPARERS[test](a, b, sa, sb, sink)
+    qa, qb = tc_qd_of(a.json("result.json", quiet=True)), tc_qd_of(b.json("result.json", quiet=True))
+    if qa and qb and qa != qb:  # the differences below are then the load's as much as the drives'
+        blocks.insert(0, note(f"A ran this test at {qa}, B at {qb}: the figures compare different loads.", "warn"))
     blocks = a.notes + b.notes + blocks
     return blocks
 
