@@ -489,6 +489,22 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
         pre.append(float(row["iops"]))
         w.fio_json(f"s{seg:04d}-{el}", row)
     baseline = float(np.mean(pre[-5:]))
+    # As the harness writes it: the pre-HIR rounds judged from the first after the drive
+    # fills (--hir-pre-fills), here round 3; the window is steady.json's, not result.json's.
+    judged = list(range(3, 8))
+    var = {"name": "RND 4KiB 100% W IOPS (pre-HIR)", "element": el, "column": "iops", "unit": "IOPS"}
+    ev = steady_eval(judged, pre[2:])
+    steady = {
+        "rule": RULE,
+        "min_rounds": 5,
+        "max_rounds": 25,
+        "steady": ev["steady"],
+        "steady_round": 7 if ev["steady"] else None,
+        "window": ev["window"],
+        "variables": [{**var, "rounds": judged, "values": pre[2:], **ev}],
+        "pass": "hir-pre",
+        "first_round": 3,
+    }
     table = []
     done = True
     for wait in (5, 10, 15, 25, 50):
@@ -522,15 +538,15 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
         "test": "hir",
         "status": "complete" if done else "interrupted",
         "message": "5 wait states of 5/10/15/25/50 s" if done else "interrupted during the wait states",
-        "rounds_run": seg,
-        "window": [3, 7],
+        "rounds_run": len(pre),  # as the harness writes it: HIR's preconditioning rounds
+        "window": None,
         "settings": {"tc_qd": "TC4/QD32", "wait_states_s": [5, 10, 15, 25, 50], "iterations": iterations},
         "extra": {
             "baseline_iops": round(baseline, 1),
             "notes": ["A scaled twin: the wait states are not scaled, so idle GC recovers a larger share of a small drive's free space."],
         },
     }
-    w.finish(result, None, table)
+    w.finish(result, steady, table)
     return result
 
 

@@ -41,7 +41,7 @@ EXPECTED = {
     "tp": {"convergence", "window-seq-128kib-100-w-mb-s", "window-seq-1024kib-100-w-mb-s", "tp-bars"},
     "lat": {"convergence", "window-rnd-4kib-100-w-mean-latency", "lat-bars", "histograms"},
     "wsat": {"wsat-time", "wsat-fills", "wsat-fills-log", "wsat-latency", "histograms"},
-    "hir": {"convergence", "hir-overview", "hir-wait-states"},
+    "hir": {"convergence", "window-rnd-4kib-100-w-iops-pre-hir", "hir-overview", "hir-wait-states"},
     "curve": {"curve"},
 }
 
@@ -94,7 +94,7 @@ def test_every_figure_is_embedded_with_its_csv_and_json(full: Path) -> None:
     page = Page((full / "index.html").read_text())
     for test, names in EXPECTED.items():
         for name in names:
-            assert f"fig-{name}" in page.figures, f"{test}: figure {name} missing from the page"
+            assert f"fig-{test}-{name}" in page.figures, f"{test}: figure {name} missing from the page"
             stem = full / test / "plots" / name
             for ext in (".png", ".csv", ".json"):
                 assert stem.with_suffix(ext).stat().st_size > 0, f"{stem}{ext} empty or missing"
@@ -139,7 +139,7 @@ def test_summary_says_each_tests_status(full: Path, interrupted: Path) -> None:
     assert "interrupted after round 3" in html and "The run was interrupted (Ctrl-C)" in html
     assert "missing:" not in html  # what a stopped test never wrote is not reported as a fault
     assert "not run (the run stopped before this test)" in html  # wsat never started
-    assert "fig-convergence" in html and "Traceback" not in html
+    assert "fig-lat-convergence" in html and "Traceback" not in html
 
 
 def test_a_running_test_shows_its_rounds_so_far(interrupted: Path, tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_missing_and_damaged_files_are_named_on_the_page(tmp_path: Path) -> None
     assert "columns read_mb_s, write_mb_s absent in: tp/table.csv" in html
     assert "unreadable (" in html and "hir/table.csv" in html
     assert "missing: curve/ not found in the report folder" in html
-    assert "fig-convergence" in html  # what is there is still drawn
+    assert "fig-hir-convergence" in html  # what is there is still drawn
     assert "Traceback" not in html
 
 
@@ -232,7 +232,7 @@ def test_compare_sets_two_reports_side_by_side(tmp_path: Path) -> None:
     out = report.compare(a, b, tmp_path / "diff")
     html = out.read_text()
     page = Page(html)
-    assert {"fig-tracking", "fig-iops-2d", "fig-iops-diff", "fig-tp-bars"} <= set(page.figures)
+    assert {"fig-iops-tracking", "fig-iops-iops-2d", "fig-iops-iops-diff", "fig-tp-tp-bars"} <= set(page.figures)
     assert "A: KCM6XRUL3T84 (a)" in html and "B: KCD6XLUL3T84 (b)" in html
     assert "curve: not in A: KCM6XRUL3T84 (a); nothing to compare" in html
     for tag, attr, value in page.refs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
@@ -28,6 +29,16 @@ from .records import FolderJson
 DPI = 96
 WIDTH_IN = 9.0
 MIX_ORDER = ["100/0", "95/5", "65/35", "50/50", "35/65", "5/95", "0/100"]
+MIX_LABEL = re.compile(r"(\d+)/(\d+)")  # "R/W" read/write %, a table column or "mix" value
+
+
+def mixes_in(labels: Any) -> list[str]:
+    """The R/W mixes among ``labels`` (table columns, "mix" values) in the PTS order, most
+    reads first: 100/0 .. 0/100, with mixes the PTS does not list (--iops-mixes 70) in place."""
+    found = {str(x) for x in labels if MIX_LABEL.fullmatch(str(x))}
+    return sorted(found, key=lambda m: -int(m.split("/")[0]))
+
+
 LINESTYLES = ["-", "--", ":", "-."]
 
 
@@ -96,8 +107,15 @@ def _style(series: list[Series], i: int) -> str:
     return LINESTYLES[i % len(LINESTYLES)] if len(series) > 1 else "-"
 
 
+def _plain(text: Any) -> str:
+    """Text from a report (a folder or drive name, an element) as matplotlib shows it
+    literally: a pair of "$" would start mathtext (mangling "a$1 b$2", failing the figure
+    on "x$\\foo$")."""
+    return str(text).replace("$", r"\$")
+
+
 def _label(s: Series, text: str) -> str:
-    return f"{s.label}: {text}" if s.label else text
+    return _plain(f"{s.label}: {text}" if s.label else text)
 
 
 def _tag(series: list[Series]) -> pd.DataFrame:
@@ -165,10 +183,14 @@ def convergence(
     scale: float = 1.0,
     logy: bool = False,
     windows: Optional[list[Optional[tuple[int, int]]]] = None,
+    panel_windows: Optional[dict[Any, list[Optional[tuple[int, int]]]]] = None,
+    panel_ylabels: Optional[dict[Any, str]] = None,
 ) -> Plot:
     """Steady-state convergence: ``value`` per round for every element, one panel per
     ``panel_by`` value (e.g. the R/W mix), one line per ``line_by`` value (e.g. the block
-    size). The measurement window of each report is shaded."""
+    size). The measurement window of each report (``windows``, one per series; or per
+    panel, ``panel_windows``) is shaded; ``panel_ylabels`` gives panels of different units
+    their own y label."""
     frame = _tag(series)
     panels = [None] if panel_by is None else sorted(frame[panel_by].unique(), key=_panel_key(panel_by))
     ncols = min(4, len(panels))
@@ -176,6 +198,7 @@ def convergence(
     fig = _new(2.6 * nrows + 0.6 if nrows > 1 else 4.2, rows=nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     cmap = _colors(sorted(frame[line_by].unique()))
+    drawn_windows: list[dict[str, Any]] = []
     for k, panel in enumerate(panels):
         ax = axes[k // ncols][k % ncols]
         for i, s in enumerate(series):
@@ -191,25 +214,30 @@ def convergence(
                     color=cmap[key],
                     label=_label(s, line_text(key)),
                 )
-            if windows and windows[i]:
-                a, b = windows[i]  # type: ignore[misc]
+            shown = (panel_windows or {}).get(panel) or windows
+            if shown and i < len(shown) and shown[i]:
+                a, b = shown[i]  # type: ignore[misc]
                 ax.axvspan(a - 0.5, b + 0.5, color="tab:green" if i == 0 else "tab:purple", alpha=0.08)
+                drawn_windows.append({"panel": panel, "report": s.label, "window": [int(a), int(b)]})
         if panel is not None:
-            ax.set_title(_panel_text(panel_by, panel), fontsize="medium")
+            ax.set_title(_plain(_panel_text(panel_by, panel)), fontsize="medium")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        _finish(ax, "round", ylabel if k % ncols == 0 else "", logy=logy, legend=False)
+        own = (panel_ylabels or {}).get(panel)
+        _finish(ax, "round", own if own is not None else ylabel if k % ncols == 0 else "", logy=logy, legend=False)
     for k in range(len(panels), nrows * ncols):
         axes[k // ncols][k % ncols].set_axis_off()
     spare = axes[-1][-1] if len(panels) < nrows * ncols else None
     _shared_legend(fig, [axes[k // ncols][k % ncols] for k in range(len(panels))], series, spare)
     fig.suptitle(title)
     data = frame[list(dict.fromkeys(c for c in ("report", "round", panel_by, line_by, value) if c and c in frame.columns))].copy()
-    return Plot(name, title, "Tracking values per round for every element; the shaded rounds are the measurement window.", data, _png(fig))
+    caption = "Tracking values per round for every element"
+    caption += "; the shaded rounds are the measurement window." if drawn_windows else " (no measurement window: fewer than 5 rounds)."
+    return Plot(name, title, caption, data, _png(fig), {"windows": drawn_windows})
 
 
 def _panel_key(col: Optional[str]) -> Callable[[Any], Any]:
     if col == "mix":
-        return lambda m: MIX_ORDER.index(m) if m in MIX_ORDER else 99
+        return lambda m: -int(m.split("/")[0]) if MIX_LABEL.fullmatch(str(m)) else 999
     if col == "read_pct":
         return lambda p: -float(p)
     return lambda v: v
@@ -234,23 +262,46 @@ def _colors(keys: list[Any]) -> dict[Any, Any]:
 
 def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") -> Plot:
     """The SNIA measurement-window plot of one tracking variable: every round, the 5-round
-    window with its average, the ±10 % and ±20 % bands and the least-squares line, and the
-    two excursions against their limits (steady.json's numbers, not recomputed)."""
+    window with its average, the band of the data-excursion limit (the spec's 90 % and
+    110 % x average lines: a range of 20 % of the average), the least-squares line beside
+    the steepest line the slope-excursion limit allows, and the two excursions against
+    their limits (steady.json's numbers, not recomputed)."""
     rounds = np.asarray(variable.get("rounds") or [], dtype=float)
     values = np.asarray(variable.get("values") or [], dtype=float) * scale
     win = variable.get("window") or [rounds.min() if len(rounds) else 0, rounds.max() if len(rounds) else 0]
     a, b = float(win[0]), float(win[1])
     fig = _new(4.2, top_in=0.6)
     ax = fig.add_subplot()
-    ax.plot(rounds, values, marker="o", color="tab:blue", label=variable.get("name", "value"))
+    ax.plot(rounds, values, marker="o", color="tab:blue", label=_plain(variable.get("name", "value")))
     meta: dict[str, Any] = {k: variable.get(k) for k in ("name", "element", "column", "unit", "steady", "window")}  # Plot.meta
+    if unit:  # the unit shown (MB/s for steady.json's B/s), which the numbers below are in
+        meta.update(unit=unit, source_unit=variable.get("unit"))
     avg = variable.get("avg")
     if avg is not None:
         avg_s = float(avg) * scale
         xs = np.array([a - 0.4, b + 0.4])
-        ax.fill_between(xs, avg_s * 0.8, avg_s * 1.2, color="tab:orange", alpha=0.12, label="average ±20 % (data excursion)")
-        ax.fill_between(xs, avg_s * 0.9, avg_s * 1.1, color="tab:orange", alpha=0.22, label="average ±10 % (slope excursion)")
+        # The data excursion (max - min) may be at most data_limit, so the band is that tall
+        # around the average: the spec's 90 % / 110 % x average lines under the 20 % rule.
+        data_limit = _float_or(variable.get("data_limit"), 0.2 * float(avg)) * scale
+        band_pct = data_limit / avg_s * 50 if avg_s else 10.0
+        ax.fill_between(
+            xs,
+            avg_s - data_limit / 2,
+            avg_s + data_limit / 2,
+            color="tab:orange",
+            alpha=0.18,
+            label=f"average ±{band_pct:.3g} % (data excursion limit: range ≤ {2 * band_pct:.3g} %)",
+        )
         ax.hlines(avg_s, xs[0], xs[1], color="tab:orange", lw=1.6, label=f"window average {si(avg_s)}")
+        meta["data_band"] = [avg_s - data_limit / 2, avg_s + data_limit / 2]
+        slope_limit = variable.get("slope_limit")
+        if slope_limit is not None and b > a:
+            # The least-squares line runs through (window centre, average); the slope
+            # excursion (its rise across the window) may be at most slope_limit.
+            fx, mid = np.array([a, b]), (a + b) / 2
+            rise = float(slope_limit) * scale / (b - a)
+            for sign, label in ((1, "steepest fit allowed (slope excursion limit)"), (-1, None)):
+                ax.plot(fx, avg_s + sign * rise * (fx - mid), color="tab:gray", ls=":", lw=1.2, label=label)
         if variable.get("slope") is not None and variable.get("intercept") is not None:
             fx = np.array([a, b])
             ax.plot(
@@ -267,7 +318,10 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
                 for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope_excursion", "slope_limit")
             }
         )
-        meta.update(slope=variable.get("slope"), intercept=variable.get("intercept"), scale=scale)
+        meta.update(
+            {k: (float(variable[k]) * scale if variable.get(k) is not None else None) for k in ("slope", "intercept")},
+            scale=scale,  # every number here is steady.json's times scale, in ``unit``
+        )
     ax.axvspan(a - 0.5, b + 0.5, color="tab:green", alpha=0.07)
     verdict = "steady" if variable.get("steady") else "NOT steady"
     title = f"{variable.get('name', '')}: measurement window rounds {int(a)}–{int(b)}, {verdict}"
@@ -279,15 +333,24 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
         dl = _pct_of(variable.get("data_limit"), avg, 20.0)
         sl = _pct_of(variable.get("slope_limit"), avg, 10.0)
         title += f"\ndata excursion {de:.1f} % (limit {dl:g} %), slope excursion {se:.1f} % (limit {sl:g} %)"
-    ax.set_title(title, fontsize="medium")
+    ax.set_title(_plain(title), fontsize="medium")
     ax.set_xticks(rounds if len(rounds) <= 30 else ax.get_xticks())
     _finish(ax, "round", unit or str(variable.get("unit", "")))
     data = pd.DataFrame({"round": rounds.astype(int), "value": values, "in_window": (rounds >= a) & (rounds <= b)})
     caption = (
         "Rounds of the tracking variable; the green rounds are the measurement window with its average, "
-        "the ±10 % and ±20 % bands and the fitted line."
+        "a band as tall as the largest data excursion allowed (20 % of the average, drawn as ±10 %), "
+        "the least-squares line and the steepest line the slope excursion allows (10 % across the window)."
     )
     return Plot(name, str(variable.get("name", name)), caption, data, _png(fig), meta)
+
+
+def _float_or(value: Any, default: float) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return default
+    return out if math.isfinite(out) else default
 
 
 def _pct_of(limit: Any, avg: Any, default: float) -> float:
@@ -303,10 +366,10 @@ def iops_2d(series: list[Series]) -> Plot:
     fig = _new(4.6)
     ax = fig.add_subplot()
     rows = []
-    cmap = _colors(MIX_ORDER)
+    cmap = _colors(mixes_in(MIX_ORDER + [c for s in series for c in s.frame.columns]))  # the same colour per mix in A and B
     for i, s in enumerate(series):
         t = s.frame.sort_values("bs_bytes")
-        for mix in [m for m in MIX_ORDER if m in t.columns]:
+        for mix in mixes_in(t.columns):
             ax.plot(t["bs_bytes"] / 1024, t[mix], marker="o", ms=4, ls=_style(series, i), color=cmap[mix], label=_label(s, f"R/W {mix}"))
             rows += [{"report": s.label, "bs_bytes": int(bs), "mix": mix, "iops": v} for bs, v in zip(t["bs_bytes"], t[mix])]
     _finish(ax, "block size (KiB)", "IOPS", logy=True)
@@ -331,7 +394,7 @@ def _drop_report(frame: pd.DataFrame) -> pd.DataFrame:
 def iops_3d(table: pd.DataFrame) -> Plot:
     """The PTS 3D bar chart of the IOPS table: block size x R/W mix x IOPS."""
     t = table.sort_values("bs_bytes", ascending=False).reset_index(drop=True)
-    mixes = [m for m in MIX_ORDER if m in t.columns]
+    mixes = mixes_in(t.columns)
     fig = _new(6.0, top_in=0.3, bottom_in=0.0)
     fig.subplots_adjust(left=0.0, right=0.95)
     ax = fig.add_subplot(projection="3d")
@@ -384,13 +447,14 @@ def tp_bars(series: list[Series]) -> Plot:
             ]
         ax.set_xticks(x)
         ax.set_xticklabels([f"SEQ {bs_text(b)}" for b in t["bs_bytes"]])
-    _finish(ax, "", "MB/s (10^6 B/s)")
+    _finish(ax, "access and block size", "MB/s (10^6 B/s)")
     fig.suptitle("Sequential throughput, 100 % read and 100 % write")
     return Plot("tp-bars", "Throughput", "Average MB/s over the measurement window.", _drop_report(pd.DataFrame(rows)), _png(fig))
 
 
-def lat_bars(series: list[Series]) -> Plot:
-    """Mean, max and 99.99 % response times per block size x R/W mix (three panels)."""
+def lat_bars(series: list[Series], tc_qd: str = "") -> Plot:
+    """Mean, max and 99.99 % response times per block size x R/W mix (three panels);
+    ``tc_qd`` ("TC1/QD1") is the test's, for the title."""
     fig = _new(4.0)
     axes = fig.subplots(1, 3)
     rows = []
@@ -399,7 +463,7 @@ def lat_bars(series: list[Series]) -> Plot:
         for i, s in enumerate(series):
             t = s.frame
             bss = sorted(t["bs_bytes"].unique(), reverse=True)
-            mixes = [m for m in MIX_ORDER if m in set(t["mix"])]
+            mixes = mixes_in(t["mix"].unique())
             cmap = _colors(mixes)
             width = 0.8 / (len(mixes) * n)
             for j, mix in enumerate(mixes):
@@ -420,10 +484,11 @@ def lat_bars(series: list[Series]) -> Plot:
         ax.set_title(text, fontsize="medium")
         _finish(ax, "block size", "µs", legend=False)
     _shared_legend(fig, axes, series)
-    fig.suptitle("Response times, TC1/QD1")
+    title = f"Response times, {tc_qd}" if tc_qd else "Response times"
+    fig.suptitle(title)
     return Plot(
         "lat-bars",
-        "Response times",
+        title,
         "Mean, maximum and 99.99th-percentile completion latency per block size and R/W mix.",
         _drop_report(pd.DataFrame(rows)),
         _png(fig),
@@ -504,7 +569,7 @@ def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) ->
                     {"report": s.label, "element": element, "ddir": d, "lo_us": lo, "hi_us": hi, "count": c, "share": sh}
                     for lo, hi, c, sh in zip(sub["lo_us"], sub["hi_us"], sub["count"], share)
                 ]
-        ax.set_title(element, fontsize="small")
+        ax.set_title(_plain(element), fontsize="small")
         ax.set_ylim(bottom=1e-7)
         _finish(
             ax,
@@ -689,7 +754,9 @@ def curve(series: list[Series]) -> Plot:
         _finish(ax, "IOPS", "µs", logy=True, legend=False)
         ax.xaxis.set_major_formatter(FuncFormatter(si))
     _shared_legend(fig, axes, series)
-    fig.suptitle("RND 4KiB 70/30: latency vs IOPS (QD 1–32 along each line)")
+    depths = sorted({int(q) for s in series for q in s.frame["iodepth"].unique()})
+    along = f"QD {depths[0]}–{depths[-1]}" if len(depths) > 1 else f"QD {depths[0]}" if depths else "QD"
+    fig.suptitle(f"RND 4KiB 70/30: latency vs IOPS ({along} along each line)")
     return Plot(
         "curve",
         "Latency vs IOPS",
@@ -699,10 +766,21 @@ def curve(series: list[Series]) -> Plot:
     )
 
 
-def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols: list[str], row_text: Callable[[Any], str]) -> Plot:
-    """compare(): the % difference of B against A per table cell, as a colour map."""
+def diff_heatmap(
+    name: str,
+    title: str,
+    frame: pd.DataFrame,
+    rows_col: str,
+    cols: list[str],
+    row_text: Callable[[Any], str],
+    xlabel: str = "R/W mix (read/write %)",
+    ylabel: str = "block size",
+) -> Plot:
+    """compare(): the % difference of B against A per table cell, as a colour map (rows
+    ``rows_col``, columns ``cols``: block size x R/W mix for the IOPS table)."""
     values = frame[cols].to_numpy(dtype=float)
-    fig = _new(0.45 * len(frame) + 1.6, 7.5, top_in=0.45)
+    fig = _new(0.45 * len(frame) + 1.8, 7.5, top_in=0.45, bottom_in=0.75)
+    fig.subplots_adjust(left=1.2 / 7.5)  # the block sizes and the axis label beside them
     ax = fig.add_subplot()
     lim = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
     im = ax.imshow(values, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
@@ -713,6 +791,8 @@ def diff_heatmap(name: str, title: str, frame: pd.DataFrame, rows_col: str, cols
     ax.set_xticklabels(cols)
     ax.set_yticks(range(len(frame)))
     ax.set_yticklabels([row_text(v) for v in frame[rows_col]])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     fig.colorbar(im, ax=ax, label="B vs A (%)")
     fig.suptitle(title, fontsize="medium")
     return Plot(name, title, "Difference of report B against report A per cell, in % of A.", frame[[rows_col, *cols]], _png(fig))

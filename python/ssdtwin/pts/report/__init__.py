@@ -66,7 +66,7 @@ def render(folder: Path, pdf: bool = False) -> Path:
         generated_by=software(),
         device_items=run_header[0][1],
         platform_items=run_header[1][1],
-        settings_items=[(k, v) for k, v in run_header[2][1] if k != "WDPC"] + _tc_qd_items(manifest),
+        settings_items=run_header[2][1] + _tc_qd_items(manifest),
     )
     if pdf:
         print_pdf(index, folder / "report.pdf")
@@ -75,8 +75,9 @@ def render(folder: Path, pdf: bool = False) -> Path:
 
 def _tc_qd_items(manifest: FolderJson) -> list[tuple[str, str]]:
     tc = (manifest.get("settings") or {}).get("tc_qd")
-    if isinstance(tc, dict):
-        return [(f"TC/QD {TITLES.get(t, t)}", tc_qd_text(v)) for t, v in tc.items()]
+    run = set(test_ids(manifest))
+    if isinstance(tc, dict):  # the tests of this run only: the settings hold every test's default
+        return [(f"TC/QD {TITLES.get(t, t)}", tc_qd_text(v)) for t, v in tc.items() if t in run or not run]
     return [("TC/QD", str(tc))] if tc else []
 
 

@@ -9,18 +9,20 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
+from urllib.parse import quote
 
 import pandas as pd
 
 from .. import plots
-from ..plots import MIX_ORDER, Series, bs_text
+from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..target import PtsError
 from ..tests import TEST_IDS as TESTS
 from ..tests import TITLES
-from .pages import hir_baseline, hir_summary, test_ids, with_mb_s, wsat_summary
+from .pages import hir_baseline, hir_summary, shown_unit, tc_qd_of, test_ids, with_mb_s, wsat_summary
 from .parts import (
     COMPARE_FORMAT,
+    TEST_ID,
     Block,
     Page,
     Sink,
@@ -76,16 +78,31 @@ def _both(
     return (fa, fb) if fa is not None and fb is not None else None
 
 
-def _tracking_frame(tf: TestFolder) -> Optional[pd.DataFrame]:
+@dataclass
+class Tracking:
+    """steady.json's tracking variables as rows (round, variable, value) in the units the
+    report shows (B/s as MB/s), and each variable's unit and measurement window."""
+
+    frame: pd.DataFrame
+    units: dict[str, str]
+    windows: dict[str, Optional[tuple[int, int]]]
+
+
+def _tracking_frame(tf: TestFolder) -> Optional[Tracking]:
     steady = tf.json("steady.json", quiet=True)
     if not steady:
         return None
-    rows = [
-        {"round": r, "variable": v.get("name"), "value": x}
-        for v in steady.get("variables") or []
-        for r, x in zip(v.get("rounds") or [], v.get("values") or [])
-    ]
-    return pd.DataFrame(rows) if rows else None
+    rows = []
+    out = Tracking(pd.DataFrame(), {}, {})
+    for v in steady.get("variables") or []:
+        scale, unit = shown_unit(v.get("unit"))
+        name = str(v.get("name"))
+        win = v.get("window")
+        out.units[name] = unit
+        out.windows[name] = (int(win[0]), int(win[1])) if isinstance(win, list) and len(win) == 2 and None not in win else None
+        rows += [{"round": r, "variable": name, "value": x * scale} for r, x in zip(v.get("rounds") or [], v.get("values") or [])]
+    out.frame = pd.DataFrame(rows)
+    return out if rows else None
 
 
 def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
@@ -96,22 +113,28 @@ def compare_test(test: str, sa: Side, sb: Side, sink: Sink) -> list[Block]:
         return [note(f"{test}: not in {' and '.join(missing)}; nothing to compare", "missing")]
     ta, tb = _tracking_frame(a), _tracking_frame(b)
     if ta is not None and tb is not None:
+        names = {**ta.windows, **tb.windows}
         blocks.append(
             sink.figure(
                 lambda: plots.convergence(
                     "tracking",
                     "Tracking variables per round",
-                    [Series(sa.label, ta), Series(sb.label, tb)],
+                    [Series(sa.label, ta.frame), Series(sb.label, tb.frame)],
                     "value",
-                    "value",
+                    "",
                     "variable",
                     "variable",
                     str,
+                    panel_windows={v: [ta.windows.get(v), tb.windows.get(v)] for v in names},
+                    panel_ylabels={v: ta.units.get(v) or tb.units.get(v) or "" for v in names},
                 ),
                 "tracking variables",
             )
         )
     blocks += COMPARERS[test](a, b, sa, sb, sink)
+    qa, qb = tc_qd_of(a.json("result.json", quiet=True)), tc_qd_of(b.json("result.json", quiet=True))
+    if qa and qb and qa != qb:  # the differences below are then the load's as much as the drives'
+        blocks.insert(0, note(f"A ran this test at {qa}, B at {qb}: the figures compare different loads.", "warn"))
     blocks = a.notes + b.notes + blocks
     return blocks
 
@@ -121,11 +144,11 @@ def _cmp_iops(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> l
     if pair is None:
         return []
     ta, tb = pair
-    mixes = [m for m in MIX_ORDER if m in ta.columns and m in tb.columns]
+    mixes = [m for m in mixes_in(ta.columns) if m in tb.columns]
     long_a = ta.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     long_b = tb.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     d = diff_table(long_a, long_b, ["bs_bytes", "mix"], ["iops"])
-    d = d.assign(order=d["mix"].map(MIX_ORDER.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
+    d = d.assign(order=d["mix"].map(mixes.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
     pivot = (
         d.pivot(index="bs_bytes", columns="mix", values="iops Δ%")
         .reindex(columns=mixes)
@@ -158,7 +181,9 @@ def _cmp_lat(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> li
     pair = _both(a, b, "table.csv", ("bs_bytes", "mix", "mean_us", "max_us", "p99_99_us"))
     if pair is not None:
         ta, tb = pair
-        blocks.append(sink.figure(lambda: plots.lat_bars([Series(sa.label, ta), Series(sb.label, tb)]), "latency bars"))
+        tc_qd = {tc_qd_of(a.json("result.json", quiet=True)), tc_qd_of(b.json("result.json", quiet=True))}
+        title = tc_qd.pop() if len(tc_qd) == 1 else ""  # one TC/QD in the title only when A and B share it
+        blocks.append(sink.figure(lambda: plots.lat_bars([Series(sa.label, ta), Series(sb.label, tb)], title), "latency bars"))
         blocks.append(
             table_block(
                 "Response times (µs): A, B and the difference", diff_table(ta, tb, ["bs_bytes", "mix"], ["mean_us", "max_us", "p99_99_us"])
@@ -271,12 +296,29 @@ def _prepare_out(out: Path, a: Path, b: Path) -> None:
     if out.is_dir() and any(out.iterdir()):
         marker = out / "compare.json"
         try:
-            ok = json.loads(marker.read_text()).get("format") == COMPARE_FORMAT
+            previous = json.loads(marker.read_text())
+            ok = previous.get("format") == COMPARE_FORMAT
         except (OSError, ValueError, AttributeError):
             ok = False
         if not ok:
             raise PtsError(f"{out}: exists, is not empty and is not a previous comparison (no compare.json); choose another folder")
+        _remove_figures(out, previous.get("tests"))
     out.mkdir(parents=True, exist_ok=True)
+
+
+def _remove_figures(out: Path, tests: object) -> None:
+    """The previous comparison's figure files (<test>/plots/*.png|csv|json): a test this
+    comparison does not have must not leave them behind as if they were its."""
+    for test in tests if isinstance(tests, list) else []:
+        if not isinstance(test, str) or not TEST_ID.fullmatch(test):
+            continue  # never a path out of the folder
+        plots_dir = out / test / "plots"
+        for f in plots_dir.glob("*"):
+            if f.is_file() and f.suffix in (".png", ".csv", ".json"):
+                f.unlink()
+        for d in (plots_dir, out / test):
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
 
 
 def compare(a: Path, b: Path, out: Path) -> Path:
@@ -297,7 +339,8 @@ def compare(a: Path, b: Path, out: Path) -> Path:
             tf = side.test(test)
             result = tf.json("result.json", quiet=True) if tf else None
             steady = tf.json("steady.json", quiet=True) if tf else None
-            status.append(f"{side.label}: {status_text(test, entry if isinstance(entry, dict) else {}, result, steady)[1]}")
+            progress = tf.progress() if tf and test == "hir" else None
+            status.append(f"{side.label}: {status_text(test, entry if isinstance(entry, dict) else {}, result, steady, progress)[1]}")
         page = Page(test, TITLES.get(test, test), "compare", " · ".join(status), blocks=compare_test(test, sa, sb, sink))
         pages.append(page)
     headers = [(sa.label, header(ma, "", None)), (sb.label, header(mb, "", None))]
@@ -307,7 +350,7 @@ def compare(a: Path, b: Path, out: Path) -> Path:
 
     def link(folder: Path) -> str:  # the report's page if it was rendered, else its manifest
         target = folder / "index.html" if (folder / "index.html").is_file() else folder / "pts.json"
-        return Path(os.path.relpath(target.resolve(), out.resolve())).as_posix()
+        return quote(Path(os.path.relpath(target.resolve(), out.resolve())).as_posix())  # a folder name may hold "#", "%", "?"
 
     return write_html(
         out / "index.html",

@@ -12,10 +12,20 @@ from typing import Callable, Optional
 import pandas as pd
 
 from .. import plots
-from ..plots import MIX_ORDER, Series, bs_text
+from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..tests import TITLES
 from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
+
+
+def shown_unit(unit: object) -> tuple[float, str]:
+    """(scale, unit) a steady.json variable's values are shown in: B/s as MB/s (10^6 B/s, the
+    unit the tracking variables' names give), us as µs."""
+    if unit == "B/s":
+        return 1e-6, "MB/s"
+    if unit == "us":
+        return 1.0, "µs"
+    return 1.0, str(unit or "")
 
 
 def _tracking_blocks(sink: Sink, steady: Optional[FolderJson], scale: float, unit: str) -> list[Block]:
@@ -69,7 +79,7 @@ def page_iops(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
         )
     blocks += _tracking_blocks(sink, steady, 1.0, "IOPS")
     if table is not None:
-        mixes = [m for m in MIX_ORDER if m in table.columns]
+        mixes = mixes_in(table.columns)
         shown = table[["bs", *mixes]] if "bs" in table.columns else table
         blocks.append(
             table_block("IOPS table: average over the measurement window (rows: block size, columns: R/W %)", shown, f"{tf.rel}/table.csv")
@@ -87,6 +97,15 @@ def page_tp(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Bl
     if rounds is not None:
         r = rounds.assign(mb_s=(rounds["read_bw_bytes_s"].fillna(0) + rounds["write_bw_bytes_s"].fillna(0)) / 1e6)
         win = _window_of(steady, result)
+        # One panel per pass (block size), each shaded with its own window: the passes are
+        # judged apart, and their round numbers both start at 1.
+        by_pass = "bs_bytes" in r.columns and r["bs_bytes"].nunique() > 1
+        bs_of = r.drop_duplicates("element").set_index("element")["bs_bytes"].to_dict() if by_pass else {}
+        panel_windows: dict[object, list[Optional[tuple[int, int]]]] = {}
+        for v in (steady or {}).get("variables") or []:
+            w = v.get("window")
+            if v.get("element") in bs_of and isinstance(w, list) and len(w) == 2 and None not in w:
+                panel_windows[bs_of[v["element"]]] = [(int(w[0]), int(w[1]))]
         blocks.append(
             sink.figure(
                 lambda: plots.convergence(
@@ -95,10 +114,11 @@ def page_tp(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Bl
                     [Series("", r)],
                     "mb_s",
                     "MB/s",
-                    None,
+                    "bs_bytes" if by_pass else None,
                     "element",
                     str,
                     windows=[win],
+                    panel_windows=panel_windows,
                 ),
                 "convergence",
             )
@@ -143,9 +163,19 @@ def page_lat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
     if table is not None:
         cols = [c for c in table.columns if c != "bs_bytes"]
         blocks.append(table_block("Response times: average over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv"))
-        blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)]), "latency bars"))
+        blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)], tc_qd_of(result)), "latency bars"))
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+def tc_qd_of(result: Optional[FolderJson]) -> str:
+    """The test's threads and queue depth from result.json settings ("TC1/QD1"), or ""."""
+    settings = as_object((result or {}).get("settings"))
+    tc, qd = settings.get("tc"), settings.get("qd")
+    if isinstance(tc, int) and isinstance(qd, int):
+        return f"TC{tc}/QD{qd}"
+    text = settings.get("tc_qd")
+    return text if isinstance(text, str) else ""
 
 
 def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
@@ -227,30 +257,29 @@ def hir_summary(table: pd.DataFrame, baseline: Optional[float]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
+def _pre_blocks(tf: TestFolder, sink: Sink, result: Optional[FolderJson], rounds: Optional[pd.DataFrame], title: str) -> list[Block]:
+    """A test's own preconditioning rounds until steady state (HIR, curve: the "pre" rows of
+    rounds.csv) with the measurement window steady.json judged, and its window plot."""
     blocks: list[Block] = []
-    rounds = tf.csv("rounds.csv", ("iops",))
-    table = tf.csv("table.csv", ("wait_s", "phase", "t_s", "iops"))
-    baseline = hir_baseline(result, rounds)
+    steady = tf.json("steady.json", quiet=True)
     if rounds is not None and {"phase", "round", "element"} <= set(rounds.columns):
         pre = rounds[rounds["phase"] == "pre"]
         if len(pre):
+            win = _window_of(steady, result)
             blocks.append(
                 sink.figure(
-                    lambda: plots.convergence(
-                        "convergence",
-                        "HIR preconditioning: RND 4KiB W IOPS per round until steady state",
-                        [Series("", pre)],
-                        "iops",
-                        "IOPS",
-                        None,
-                        "element",
-                        str,
-                        windows=[_window_of(None, result)],
-                    ),
-                    "pre-HIR convergence",
+                    lambda: plots.convergence("convergence", title, [Series("", pre)], "iops", "IOPS", None, "element", str, windows=[win]),
+                    "preconditioning convergence",
                 )
             )
+    return blocks + _tracking_blocks(sink, steady, 1.0, "IOPS")
+
+
+def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
+    rounds = tf.csv("rounds.csv", ("iops",))
+    table = tf.csv("table.csv", ("wait_s", "phase", "t_s", "iops"))
+    baseline = hir_baseline(result, rounds)
+    blocks = _pre_blocks(tf, sink, result, rounds, "HIR preconditioning: RND 4KiB W IOPS per round until steady state")
     if baseline is None:
         blocks.append(note('no baseline: result.json has no extra.baseline_iops and rounds.csv no "pre" rounds', "warn"))
     if table is not None:
@@ -261,7 +290,8 @@ def page_hir(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
 
 
 def page_curve(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[Block]:
-    blocks: list[Block] = []
+    rounds = tf.csv("rounds.csv", ("iops",))
+    blocks = _pre_blocks(tf, sink, result, rounds, "Latency vs IOPS preconditioning: RND 4KiB 70/30 IOPS per round until steady state")
     table = tf.csv("table.csv", ("numjobs", "iodepth", "iops", "lat_mean_us", "lat_p99_us", "lat_p99_9_us"))
     if table is not None:
         blocks.append(sink.figure(lambda: plots.curve([Series("", table)]), "latency vs IOPS"))
@@ -375,12 +405,16 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     steady = tf.json("steady.json", quiet=True)
     if unfinished and not (result or {}).get("rounds_run"):
         result = {**(result or {}), "rounds_run": tf.rounds_done()}  # result.json not written yet: count rounds.csv
-    status, message = status_text(test, entry, result, steady)
+    progress = tf.progress() if test == "hir" else None
+    status, message = status_text(test, entry, result, steady, progress)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
-    facts = {"rounds": str((result or {}).get("rounds_run", "–")), "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
+    rounds = str((result or {}).get("rounds_run", "–"))
+    if progress:  # HIR: its segments (the bursts), as for WSAT; its preconditioning rounds until it has any
+        rounds = str(progress[1]) if progress[0] == "segment" else f"{progress[1]} (preconditioning)"
+    facts = {"rounds": rounds, "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
     extra_notes = as_object((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:
         blocks.insert(0, note(str(text)))  # e.g. what a scaled twin changes for this test
@@ -388,4 +422,4 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
         blocks.insert(0, note(f"This test was interrupted: {message}. The figures show the rounds done so far.", "warn"))
     if status == "not steady":
         blocks.insert(0, note(f"{message}: the results are the averages of the last 5 rounds, NOT in steady state.", "warn"))
-    return Page(test, title, status, message, header(manifest, test, result), tf.notes + blocks, files, other, facts)
+    return Page(test, title, status, message, header(manifest, test, result, steady), tf.notes + blocks, files, other, facts)

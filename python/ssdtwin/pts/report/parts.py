@@ -30,12 +30,13 @@ WDPC = {
     "lat": "the test's own stimulus in rounds until steady state",
     "wsat": "none (WSAT starts fresh-out-of-box)",
     "hir": "RND 4KiB W in rounds until steady state (the pre-HIR baseline)",
-    "curve": "none",
+    "curve": "RND 4KiB 70/30 at the test's TC/QD (default TC16/QD32) in rounds until steady state",
     "xsr": "none (XSR starts fresh-out-of-box)",
     "cbw": "100% W of the CBW pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
     "dirth": "100% W of the DIRTH pattern at TC32/QD32 in rounds until steady state, then a pre-write before every matrix round",
 }
 UNFINISHED = ("running", "interrupted", "pending", "not run")
+SEGMENTED = ("wsat", "xsr")  # tests run in segments, not rounds: their window is segments
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 
@@ -169,14 +170,20 @@ class TestFolder:
             return None
         return doc
 
-    def rounds_done(self) -> Optional[int]:
-        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+    def progress(self) -> Optional[tuple[str, int]]:
+        """How far rounds.csv goes: ("segment", the last) for WSAT and HIR once they have
+        segments (HIR's bursts), else ("round", the last round)."""
         try:
             frame = pd.read_csv(self.dir / "rounds.csv")
             column = "segment" if self.test in ("wsat", "hir") and frame["segment"].notna().any() else "round"
-            return int(frame[column].max())
+            return column, int(frame[column].max())
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def rounds_done(self) -> Optional[int]:
+        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+        done = self.progress()
+        return done[1] if done else None
 
     def hist_files(self) -> list[Path]:
         return sorted(self.dir.glob("hist-*.csv"))
@@ -268,7 +275,7 @@ class Sink:
             text=plot.caption,
             img="data:image/png;base64," + base64.b64encode(plot.png).decode("ascii"),
             links=[("CSV", rel + ".csv"), ("JSON", rel + ".json"), ("PNG", rel + ".png")],
-            name=plot.name,
+            name=f"{self.test}-{plot.name}",  # the page's anchor: every test has a "convergence"
         )
 
 
@@ -306,14 +313,22 @@ def note(text: str, level: str = "info") -> Block:
 # Status and header
 
 
-def status_text(test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson]) -> tuple[str, str]:
-    """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ..."""
+def status_text(
+    test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson], progress: Optional[tuple[str, int]] = None
+) -> tuple[str, str]:
+    """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ...;
+    ``progress`` (TestFolder.progress) says how far a stopped or running HIR got."""
     status = str((result or {}).get("status") or entry.get("status") or "missing")
     rounds = (result or {}).get("rounds_run")
     window = (result or {}).get("window") or (steady or {}).get("window")
     win = f" (measurement window rounds {window[0]}–{window[1]})" if isinstance(window, list) and len(window) == 2 else ""
+    per_pass = pass_windows(steady)
+    if per_pass:
+        win = f" (measurement windows: {per_pass})"
     max_rounds = (steady or {}).get("max_rounds", 25)
     unit = "segment" if test in ("wsat", "hir") else "round"
+    if test == "hir" and progress:  # result.json's rounds_run counts HIR's preconditioning rounds, not its bursts
+        unit, rounds = ("segment", progress[1]) if progress[0] == "segment" else ("preconditioning round", progress[1])
     if status == "steady":
         at = (steady or {}).get("steady_round") or (window[1] if isinstance(window, list) and window else rounds)
         return status, f"steady at round {at}{win}"
@@ -331,6 +346,18 @@ def status_text(test: str, entry: FolderJson, result: Optional[FolderJson], stea
     if status in ("not run", "pending"):
         return status, {"not run": "not run (the run stopped before this test)", "pending": "not started"}[status]
     return status, str((result or {}).get("message") or status)
+
+
+def pass_windows(steady: Optional[FolderJson]) -> str:
+    """A test of several passes (Throughput: one per block size) judges each in its own
+    window, and steady.json's top-level window spans them all (rounds 1-8 for passes steady
+    in 1-5 and 4-8): "tp-128k rounds 1–5, tp-1m rounds 4–8" when they differ, else ""."""
+    passes = [p for p in (steady or {}).get("passes") or [] if isinstance(p, dict)]
+    windows = [(str(p.get("pass")), p.get("window")) for p in passes]
+    shown = [(name, w) for name, w in windows if isinstance(w, list) and len(w) == 2]
+    if len(shown) < 2 or len({tuple(w) for _, w in shown}) == 1:
+        return ""
+    return ", ".join(f"{name} rounds {w[0]}–{w[1]}" for name, w in shown)
 
 
 def _items(doc: FolderJson, keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -378,7 +405,9 @@ def _value_text(key: str, v: Any) -> str:
     return str(v)
 
 
-def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> list[tuple[str, list[tuple[str, str]]]]:
+def header(
+    manifest: FolderJson, test: str, result: Optional[FolderJson], steady: Optional[FolderJson] = None
+) -> list[tuple[str, list[tuple[str, str]]]]:
     """The SNIA report header: device under test, test platform, test settings."""
     device = manifest.get("device") or {}
     dev = _items(
@@ -398,11 +427,24 @@ def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> lis
     )
     if device.get("simulated"):
         dev.append(("Simulated", "yes: a twin in simulated time"))
+    # A real block device: what the kernel reports (docs/pts-real.md, "What the report header
+    # records"); PTS-E wants the write cache disabled, and the header must say if it was not.
+    dev += _items(
+        as_object(device.get("extra")),
+        [
+            ("write_cache", "Write cache (kernel)"),
+            ("scheduler", "I/O scheduler"),
+            ("rotational", "Rotational"),
+            ("backing_file", "Backing file"),
+        ],
+    )
     plat = _items(
         manifest.get("platform") or {}, [("host", "Host"), ("os", "OS"), ("cpu", "CPU"), ("software", "Test software"), ("fio", "fio")]
     )
     s = dict(manifest.get("settings") or {})
     tc = s.pop("tc_qd", None)
+    if device and not device.get("simulated"):
+        s.pop("seed", None)  # the real fio draws its own seeds (randrepeat=0): --seed is the twin's
     sets = _items(
         s,
         [
@@ -425,10 +467,14 @@ def header(manifest: FolderJson, test: str, result: Optional[FolderJson]) -> lis
     for k, v in as_object((result or {}).get("settings")).items():
         label = _SETTING_LABELS.get(k, k.replace("_", " "))
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
-    sets.insert(0, ("WDPC", WDPC.get(test, "none")))
+    if test:  # a run's header (the summary, compare) has no one WDPC: each test has its own
+        sets.insert(0, ("WDPC", WDPC.get(test, "none")))
     win = (result or {}).get("window")
-    if isinstance(win, list) and len(win) == 2:
-        sets.append(("Measurement window", f"rounds {win[0]}–{win[1]}"))
+    if pass_windows(steady):
+        sets.append(("Measurement windows", pass_windows(steady)))
+    elif isinstance(win, list) and len(win) == 2:
+        unit = "segments" if test in SEGMENTED else "rounds"  # WSAT, XSR: the last 5 segments
+        sets.append(("Measurement window", f"{unit} {win[0]}–{win[1]}"))
     return [("Device under test", dev), ("Test platform", plat), ("Test settings", sets)]
 
 
