@@ -538,6 +538,58 @@ def test_measured_reads_an_ssdtwin_pts_report(tmp_path: Path) -> None:
         assert abs(rows[name]["error"]) <= 0.003
 
 
+def test_measured_reads_fio_before_3_2_whose_bw_is_kib_per_s(tmp_path: Path) -> None:
+    # fio 3.0 and 3.1 (Ubuntu 18.04's) and 2.x have no bw_bytes, only bw in KiB/s (1024 B);
+    # such a report was refused as "bw_bytes: missing"
+    old = {"fio version": "fio-3.1", "jobs": [seq_read_job(read={"bw": 214_844, "iops": 1678.5})]}
+    (tmp_path / "2-seq-read.json").write_text(json.dumps(old, indent=2))
+    got = C.read_measured(tmp_path, {})["seq-read"]
+    assert got.value == pytest.approx(214_844 * 1024 / 1e6) and got.shape == (131072, 16, 1)
+
+
+def test_measured_reads_every_report_of_a_file(tmp_path: Path) -> None:
+    # `fio --output-format=json,normal JOB >> all.json` for each job: a report, fio's
+    # normal output, the next report. Only the first was read; the others were dropped.
+    seq_write = seq_read_job(jobname="seq-write", **{"job options": {"rw": "write", "bs": "128k", "iodepth": "16"}})
+    seq_write["write"] = {"bw_bytes": 1.5e8, "iops": 1144.4}
+    (tmp_path / "all.json").write_text(
+        "seq-read: (g=0): rw=read, bs=(R) 128KiB-128KiB\nfio-3.33\nStarting 1 process\n"
+        + json.dumps({"fio version": "fio-3.33", "jobs": [seq_read_job()]}, indent=2)
+        + "\nseq-read: (groupid=0, jobs=1): err= 0\n   READ: bw=191MiB/s (200MB/s)\n"
+        + json.dumps({"fio version": "fio-3.33", "jobs": [seq_write]}, indent=2)
+        + "\n"
+    )
+    got = C.read_measured(tmp_path, {})
+    assert (got["seq-read"].value, got["seq-write"].value) == (200.0, 150.0)
+
+
+def test_measured_reads_the_mixed_direction_of_unified_rw_reporting(tmp_path: Path) -> None:
+    # unified_rw_reporting=1: fio reports "mixed" and no "read" (refused as read.bw_bytes missing)
+    job = seq_read_job()
+    job["mixed"] = job.pop("read")
+    (tmp_path / "x.json").write_text(fio_json([job]))
+    assert C.read_measured(tmp_path, {})["seq-read"].value == 200.0
+
+
+def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
+    # `bs=4k,64k` is 4 KiB reads and 64 KiB writes (it was refused as "not a block size"),
+    # and under fio's default kb_base=1024 `128KiB` is 128,000 bytes (fio 3.33 measured; it
+    # was taken for 131,072), while with kb_base=1000 it is 131,072.
+    rand_write = {
+        "jobname": "rand-write",
+        "error": 0,
+        "job options": {"rw": "randwrite", "bs": "4k,64k", "iodepth": "32", "numjobs": "8"},
+        "write": {"bw_bytes": 2840 * 65536, "iops": 2840.0},
+    }
+    seq_read = seq_read_job(**{"job options": {"rw": "read", "bs": "128KiB", "iodepth": "16"}})
+    (tmp_path / "x.json").write_text(fio_json([rand_write, seq_read]))
+    got = C.read_measured(tmp_path, {})
+    assert got["rand-write"].shape == (65536, 32, 8) and got["seq-read"].shape == (128_000, 16, 1)
+    seq_read["job options"]["kb_base"] = "1000"
+    (tmp_path / "x.json").write_text(fio_json([seq_read]))
+    assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -587,6 +639,8 @@ BAD = [
         ("{wrongrw}/x.json: jobs[0] (seq-read): job options.rw = randread: a seq-read figure is measured with rw=read",),
     ),
     (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5: fio reported an I/O error",)),
+    (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28: fio reported an I/O error",)),
+    (["--measured", "{bsbad}"], ("{bsbad}/x.json: jobs[0] (seq-read): job options.bs = 4KiB: 4000 bytes is not a block size",)),
     (["--measured", "{twice}"], ("seq-read is in more than one result",)),
 ]
 
@@ -600,6 +654,8 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "nobw": [("x.json", fio_json([seq_read_job(read={"iops": 1.0})]))],
         "wrongrw": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "randread"}})]))],
         "failed": [("x.json", fio_json([seq_read_job(error=5)]))],
+        "failedlater": [("x.json", fio_json([seq_read_job()]) + "\n" + fio_json([seq_read_job(error=28)]))],
+        "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],
     }
     subs = {"tmp": str(tmp_path)}

@@ -105,6 +105,27 @@ def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tm
     assert m.value == pytest.approx((650 * 100 + 350 * 20) / 1000) and m.shape == (4096, 1, 1, 65)
 
 
+def test_the_latency_of_fio_before_3_0_is_in_microseconds(tmp_path: Path) -> None:
+    # fio 2.x has no clat_ns: its clat is in us (and bw in KiB/s, as fio 3.0 and 3.1 still)
+    job = {"total_ios": 1000, "iops": 2000.0, "clat": {"min": 300, "max": 900, "mean": 366.5}}
+    text = fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k", "iodepth": "1"}, read=job)
+    (tmp_path / "7.json").write_text(text.replace("fio-3.33", "fio-2.2.10"))
+    (m,) = M.read_predictions(tmp_path)
+    assert m.value == pytest.approx(366.5) and m.source == "measured: fio-2.2.10 JSON 7.json"
+
+
+def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> None:
+    # unified_rw_reporting=1: one "mixed" direction, its clat the mean over every I/O
+    mixed = {"total_ios": 1000, "iops": 100.0, "clat_ns": {"N": 1000, "mean": 72_000.0}}
+    job = json.loads(fio_json("qd1-rand-rw-65", {"rw": "randrw", "rwmixread": "65", "bs": "4k", "iodepth": "1"}))
+    for d in ("read", "write"):
+        del job["jobs"][0][d]
+    job["jobs"][0]["mixed"] = mixed
+    (tmp_path / "9.json").write_text(json.dumps(job))
+    (m,) = M.read_predictions(tmp_path)
+    assert m.value == pytest.approx(72.0)
+
+
 @pytest.mark.parametrize(
     "args, files, needles",
     [
@@ -121,6 +142,12 @@ def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tm
             ["--spec", SLOW, "--measured", "{d}"],
             {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k"}, read={"total_ios": 5, "iops": 1.0})},
             ["7.json: jobs[0].read.clat_ns.mean: missing"],
+        ),
+        (
+            # disable_clat=1: fio counts the I/Os and measures no latency; it read as 0 us
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 0, "mean": 0.0}})},
+            ["7.json: jobs[0].read.clat_ns: fio measured no completion latency for 5 I/Os", "disable_clat"],
         ),
         (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
     ],
