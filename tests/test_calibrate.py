@@ -676,8 +676,12 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
 def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(with_timing(SLOW.read_text(), {"t_read_ns": 5}))
+    # a 32 KiB IU of TLC 16 KiB pages on 2 planes straddles them: the fit's first run panicked
+    wide_iu = tmp_path / "iu.toml"
+    wide_iu.write_text(re.sub(r"(?m)^(iu_bytes = \{ value = )4096", r"\g<1>32768", SLOW.read_text()))
     cases = [
         (["--spec", bad, "--datasheet", "seq-read=100"], f"--spec {bad}: timing.t_read_ns"),
+        (["--spec", wide_iu, "--datasheet", "seq-read=100"], f"--spec {wide_iu}: ftl.iu_bytes: must divide a plane's part"),
         (
             ["--spec", spec_with_corners(tmp_path, 'seq_read_mb_s = { value = 100.0, source = "x", sets = "t_erase_ns" }\n')],
             "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",
