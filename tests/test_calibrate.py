@@ -204,6 +204,15 @@ def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
     assert "at this scale" not in r.stderr.splitlines()[-1]
 
 
+def test_the_error_line_prints_the_target_as_the_table_does(tmp_path: Path) -> None:
+    # 0.5 MB/s is below the slowest link the core accepts (1 MB/s); the line said "vs 0"
+    r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=0.5MB/s", "--scale", SCALE, check=False)
+    line = one_line_error(r, "outside --tol")
+    assert " MB/s vs 0.5 (+" in line and "host_link_bytes_per_s is at the end of the range the core accepts" in line
+    row = r.stdout.splitlines()[1].split()
+    assert row[5] == "0.5", r.stdout
+
+
 def test_a_figure_within_tol_that_does_not_identify_its_parameter_says_so() -> None:
     """A random write fitted 0.14 % short of its figure (within --tol) with phi barely moving
     it (0.02 % per %; seen on a PCIe 4.0 TLC spec at 200K IOPS): the error gives the
