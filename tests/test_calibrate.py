@@ -580,6 +580,18 @@ def test_measured_reads_the_mixed_direction_of_unified_rw_reporting(tmp_path: Pa
     assert C.read_measured(tmp_path, {})["seq-read"].value == 200.0
 
 
+def test_measured_jobs_are_held_to_the_depth_fio_ran_them_at(tmp_path: Path) -> None:
+    # fio's iodepth_level: % of the I/O by submission depth, power-of-2 buckets ("16" holds
+    # 16-31). psync at iodepth=16 runs at depth 1, and the twin would fit QD16 to it.
+    for levels, ok in (({"8": 0.4, "16": 99.6}, True), ({"8": 60.0, "16": 40.0}, False), ({"32": 100.0}, True)):
+        (tmp_path / "x.json").write_text(fio_json([seq_read_job(iodepth_level={"1": 0.0, **levels})]))
+        if ok:
+            assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
+        else:
+            with pytest.raises(C.CornerError, match=r"jobs\[0\]\.iodepth_level: 60 % of the I/O at depth 8\+, against"):
+                C.read_measured(tmp_path, {})
+
+
 def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     # `bs=4k,64k` is 4 KiB reads and 64 KiB writes (it was refused as "not a block size"),
     # and under fio's default kb_base=1024 `128KiB` is 128,000 bytes (fio 3.33 measured; it
@@ -649,6 +661,10 @@ BAD = [
     ),
     (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5: fio reported an I/O error",)),
     (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28: fio reported an I/O error",)),
+    (
+        ["--measured", "{shallow}"],
+        ("{shallow}/x.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 16", "psync"),
+    ),
     (["--measured", "{bsbad}"], ("{bsbad}/x.json: jobs[0] (seq-read): job options.bs = 4KiB: 4000 bytes is not a block size",)),
     (["--measured", "{twice}"], ("seq-read is in more than one result",)),
 ]
@@ -664,6 +680,7 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "wrongrw": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "randread"}})]))],
         "failed": [("x.json", fio_json([seq_read_job(error=5)]))],
         "failedlater": [("x.json", fio_json([seq_read_job()]) + "\n" + fio_json([seq_read_job(error=28)]))],
+        "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
         "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],
     }

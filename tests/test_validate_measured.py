@@ -89,6 +89,8 @@ def fio_json(jobname: str, options: dict[str, str], **dirs: dict[str, Any]) -> s
     job = {"jobname": jobname, "error": 0, "job options": options}
     for d in ("read", "write"):
         job[d] = dirs.get(d, {"total_ios": 0, "iops": 0.0, "clat_ns": {"mean": 0.0}})
+    if "iodepth_level" in dirs:
+        job["iodepth_level"] = dirs["iodepth_level"]
     return json.dumps({"fio version": "fio-3.33", "global options": {}, "jobs": [job]})
 
 
@@ -148,6 +150,18 @@ def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> 
             ["--spec", SLOW, "--measured", "{d}"],
             {"7.json": fio_json("qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 0, "mean": 0.0}})},
             ["7.json: jobs[0].read.clat_ns: fio measured no completion latency for 5 I/Os", "disable_clat"],
+        ),
+        (
+            # psync at iodepth=32: fio ran the loaded mix one I/O at a time
+            ["--spec", SLOW, "--measured", "{d}"],
+            {
+                "10.json": fio_json(
+                    "rand-rw-70",
+                    {"rw": "randrw", "rwmixread": "70", "iodepth": "32", "numjobs": "4"},
+                    iodepth_level={"1": 100.0, "32": 0.0},
+                )
+            },
+            ["10.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 32"],
         ),
         (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
     ],

@@ -556,6 +556,7 @@ def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, C
         for i, job in jobs:
             if job.get("error", 0):
                 raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+            check_depth(job, qd, f"{where}: jobs[{i}]")
             # unified_rw_reporting=1: fio reports one "mixed" direction, this job's only one
             at = d if d in job or not isinstance(job.get("mixed"), dict) else "mixed"
             total += _rate(job.get(at), name.startswith("seq"), f"{where}: jobs[{i}].{at}", d)
@@ -622,6 +623,26 @@ def block_sizes(glob: dict[str, Any], job: dict[str, Any], field: str) -> tuple[
         if bad:
             raise CornerError(f"{field}: {where}.bs = {v}: {bad[0]} bytes is not a block size (a multiple of 512 bytes)")
     return sizes[0], sizes[1], sizes[2]
+
+
+def check_depth(job: dict[str, Any], iodepth: int, where: str) -> None:
+    """Refuse a job that ran at a far lower queue depth than its `iodepth`: the twin runs
+    the iodepth, so the figure would fit a parameter to another load. fio's iodepth_level
+    (% of the I/O by the depth it was submitted at, in power-of-2 buckets: `16` holds
+    16-31) says so: a sync engine (psync) runs one I/O at a time at any iodepth, a rate
+    cap keeps the queue short. Half the I/O below the iodepth's bucket is refused."""
+    levels = job.get("iodepth_level")
+    if not isinstance(levels, dict) or iodepth < 2:
+        return
+    bucket = min(1 << (min(iodepth, 64).bit_length() - 1), 64)
+    below = {k: v for k, v in levels.items() if k.isdigit() and int(k) < bucket and isinstance(v, (int, float))}
+    if sum(below.values()) > 50:
+        k, v = max(below.items(), key=lambda kv: kv[1])
+        raise CornerError(
+            f"{where}.iodepth_level: {v:g} % of the I/O at depth {k}{'' if k == '1' else '+'}, against "
+            f"job options.iodepth = {iodepth}: the drive did not run at that depth, and the twin would "
+            "(a sync ioengine such as psync runs one I/O at a time; use libaio or io_uring, and no rate cap)"
+        )
 
 
 def whole(v: Any, field: str) -> int:

@@ -129,7 +129,7 @@ def _predictions_of(path: Path, where: str, report: dict[str, Any]) -> list[tupl
         if rw != p.rw:
             raise CornerError(f"{where}: jobs[{jobs[0][0]}] ({name}): job options.rw = {rw}: the {name} job runs rw={p.rw}")
         source = f"measured: {report['fio version']} JSON {path.name}" + where[len(str(path)) :]
-        out.append((name, MeasuredJob(p, shape, _value(where, p, jobs), source)))
+        out.append((name, MeasuredJob(p, shape, _value(where, p, jobs, shape[1]), source)))
     return out
 
 
@@ -169,7 +169,7 @@ def _shape(where: str, report: dict[str, Any], name: str, jobs: list[tuple[int, 
     return rw, (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
 
 
-def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) -> float:
+def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]], qd: int) -> float:
     """IOPS over both directions (summed over the clones of a job run without
     group_reporting), or the mean completion latency in us (fio's clat: the twin's latency
     is the device's, and it models no submission time; fio before 3.0 reports it as clat,
@@ -181,6 +181,7 @@ def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) ->
     for i, job in jobs:
         if job.get("error", 0):
             raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+        corners.check_depth(job, qd, f"{where}: jobs[{i}]")
         if isinstance(job.get("mixed"), dict) and not any(d in job for d in dirs):
             # unified_rw_reporting=1: one "mixed" direction, read and write together (its
             # clat mean is the one weighted by the I/Os of each)
