@@ -255,6 +255,11 @@ def test_a_figure_within_tol_that_does_not_identify_its_parameter_says_so() -> N
         ("rand-read", "12 furlongs", None),
         ("rand-write", "0", None),
         ("rand-write", "-5", None),
+        ("seq-read", "1600Mb/s", None),  # megabits: read as MB/s it was 8x the figure
+        ("seq-write", "25Gbit/s", None),
+        ("rand-read", "400Mbps", None),
+        ("seq-read", "5200mb/s", 5200.0),  # all lower case: a datasheet's MB/s typed fast
+        ("seq-read", "5200kB/s", 5.2),
     ],
 )
 def test_datasheet_figures_and_their_units(name: str, text: str, value: Any) -> None:

@@ -175,6 +175,8 @@ _BYTES_UNITS = {
 }
 _NUMBER = re.compile(r"^[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?")
 _COUNT = re.compile(r"^([kKM])?\s*(iops|IOPS)?$")
+# A bit rate as the SI writes one (Mb/s, Gbit/s, kbps): a lower-case b after the prefix
+_BITS = re.compile(r"^[kKMGT]i?(b/s|bit/s|bps)$")
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,9 @@ def parse_figure(text: str, flag: str) -> Figure:
         raise CornerError(f"{flag}: '{text}' is not a figure (examples: 5200MB/s, 5.2GB/s, 1100000, 1.1M, 120kIOPS)")
     number = float(m.group(0).replace("_", ""))
     rest = t[m.end() :].strip()
+    if _BITS.match(rest):
+        # 1600Mb/s is 200 MB/s; read as bytes it was 8x the figure
+        raise CornerError(f"{flag}: '{text}': {rest} is bits per second; give bytes: MB/s, MiB/s or GB/s (8 bits each)")
     if rest.lower() in _BYTES_UNITS:
         return Figure(number * _BYTES_UNITS[rest.lower()], "bytes", text)
     c = _COUNT.match(rest)
