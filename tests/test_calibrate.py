@@ -666,6 +666,11 @@ BAD = [
     ),
     (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5: fio reported an I/O error",)),
     (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28: fio reported an I/O error",)),
+    # JSON's 1e400 is inf to Python's reader (a traceback from the range check), NaN it takes
+    # as is ("did no reads"), and 1e300 made a 1,000-character line of digits
+    (["--measured", "{infinite}"], ("{infinite}/x.json: jobs[0].read.bw_bytes = inf: not a finite number",)),
+    (["--measured", "{nan}"], ("{nan}/x.json: jobs[0].read.bw_bytes = nan: not a finite number",)),
+    (["--measured", "{huge}"], ("{huge}/x.json: jobs[0].read.bw_bytes = 1e+300: more than 1e+09 MB/s",)),
     (
         ["--measured", "{shallow}"],
         ("{shallow}/x.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 16", "psync"),
@@ -685,6 +690,9 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "wrongrw": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "randread"}})]))],
         "failed": [("x.json", fio_json([seq_read_job(error=5)]))],
         "failedlater": [("x.json", fio_json([seq_read_job()]) + "\n" + fio_json([seq_read_job(error=28)]))],
+        "infinite": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1.5, "iops": 1.0})]).replace("1.5", "1e400"))],
+        "nan": [("x.json", fio_json([seq_read_job(read={"bw_bytes": float("nan"), "iops": 1.0})]))],
+        "huge": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1e300, "iops": 1.0})]))],
         "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
         "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],

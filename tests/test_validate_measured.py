@@ -146,6 +146,16 @@ def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> 
             ["7.json: jobs[0].read.clat_ns.mean: missing"],
         ),
         (
+            # JSON's 1e400 is inf to Python's reader: an infinite latency
+            ["--spec", SLOW, "--measured", "{d}"],
+            {
+                "7.json": fio_json(
+                    "qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 5, "mean": 1.5}}
+                ).replace("1.5", "1e400")
+            },
+            ["7.json: jobs[0].read.clat_ns.mean: missing or not a finite number"],
+        ),
+        (
             # disable_clat=1: fio counts the I/Os and measures no latency; it read as 0 us
             ["--spec", SLOW, "--measured", "{d}"],
             {"7.json": fio_json("qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 0, "mean": 0.0}})},

@@ -582,8 +582,14 @@ def _rate(stats: Any, sequential: bool, where: str, d: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         also = " (nor bw, fio's KiB/s before 3.2)" if sequential else ""
         raise CornerError(f"{where}.{key}: missing or not a number{also}")
+    if not math.isfinite(v):  # JSON's 1e400 reads as inf, and Python's reader takes NaN
+        raise CornerError(f"{where}.{key} = {stats[key]}: not a finite number")
     if not v > 0:
         raise CornerError(f"{where}.{key} = {stats[key]}: the job did no {d}s")
+    if (v / 1e6 if sequential else v) > MAX_FIGURE:  # as for --datasheet: a line of digits otherwise
+        raise CornerError(
+            f"{where}.{key} = {stats[key]}: more than {MAX_FIGURE:.0e} {'MB/s' if sequential else 'IOPS'} (no drive comes near it)"
+        )
     return float(v)
 
 

@@ -13,6 +13,7 @@ The job shape the twin runs is the one fio ran (`job options`), as for the corne
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,8 +196,8 @@ def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]], qd
             clat_stat = st.get(clat_key) or {}
             n, rate, clat = st.get("total_ios"), st.get("iops"), clat_stat.get("mean") if isinstance(clat_stat, dict) else None
             for key, v in (("total_ios", n), ("iops", rate), (f"{clat_key}.mean", clat)):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
-                    raise CornerError(f"{at}.{key}: missing or not a number of 0 or more")
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                    raise CornerError(f"{at}.{key}: missing or not a finite number of 0 or more")
             assert isinstance(n, (int, float)) and isinstance(rate, (int, float)) and isinstance(clat, (int, float))
             if n > 0 and p.metric == "lat" and (clat <= 0 or clat_stat.get("N", n) == 0):
                 # disable_clat=1: fio counts the I/Os but measures no latency (mean 0, N 0)
