@@ -671,6 +671,8 @@ BAD = [
     (["--measured", "{infinite}"], ("{infinite}/x.json: jobs[0].read.bw_bytes = inf: not a finite number",)),
     (["--measured", "{nan}"], ("{nan}/x.json: jobs[0].read.bw_bytes = nan: not a finite number",)),
     (["--measured", "{huge}"], ("{huge}/x.json: jobs[0].read.bw_bytes = 1e+300: more than 1e+09 MB/s",)),
+    (["--measured", "{optslist}"], ("{optslist}/x.json: jobs[0].job options: not an object",)),  # was a TypeError traceback
+    (["--measured", "{globlist}"], ("{globlist}/x.json: global options: not an object",)),
     (
         ["--measured", "{shallow}"],
         ("{shallow}/x.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 16", "psync"),
@@ -693,6 +695,8 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "infinite": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1.5, "iops": 1.0})]).replace("1.5", "1e400"))],
         "nan": [("x.json", fio_json([seq_read_job(read={"bw_bytes": float("nan"), "iops": 1.0})]))],
         "huge": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1e300, "iops": 1.0})]))],
+        "optslist": [("x.json", fio_json([seq_read_job(**{"job options": ["rw", "read"]})]))],
+        "globlist": [("x.json", json.dumps({"fio version": "fio-3.33", "global options": ["bs"], "jobs": [seq_read_job()]}))],
         "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
         "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],

@@ -535,7 +535,7 @@ def _corner_name(path: Path, job: str, bs: tuple[int, int], shapes: dict[str, Co
 
 def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, Corner]) -> list[_Found]:
     """The corners' jobs of one fio report of `path` (`where` names it in errors)."""
-    glob = report.get("global options") or {}
+    glob = options(report, "global options", f"{where}: ")
     by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(report["jobs"]):
         if not isinstance(job, dict) or not isinstance(job.get("jobname"), str):
@@ -544,7 +544,7 @@ def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, C
     out = []
     for jobname, jobs in by_name.items():
         i0, j0 = jobs[0]
-        job_opts = j0.get("job options") or {}
+        job_opts = options(j0, "job options", f"{where}: jobs[{i0}].")
         opts = {**glob, **job_opts}
         field = f"{where}: jobs[{i0}] ({jobname})"
         read_bs, write_bs, _ = block_sizes(glob, job_opts, field)
@@ -570,6 +570,17 @@ def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, C
         shape = (read_bs if d == "read" else write_bs, qd, njobs if len(jobs) == 1 else len(jobs))
         out.append(_Found(name, jobname, value, shape, path, str(report["fio version"])))
     return out
+
+
+def options(obj: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:
+    """fio's `global options` of a report or `job options` of a job: an object of strings
+    (absent: none). `prefix` + `key` names the field in errors."""
+    v = obj.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise CornerError(f'{prefix}{key}: not an object (fio writes the options as "name" : "value")')
+    return v
 
 
 def _rate(stats: Any, sequential: bool, where: str, d: str) -> float:

@@ -139,7 +139,7 @@ def _clones(report: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]
     group_reporting are several entries of one name)."""
     out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(report["jobs"]):
-        if isinstance(job, dict) and job.get("jobname") in BY_NAME:
+        if isinstance(job, dict) and isinstance(job.get("jobname"), str) and job["jobname"] in BY_NAME:
             out.setdefault(job["jobname"], []).append((i, job))
     return out
 
@@ -147,7 +147,8 @@ def _clones(report: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]
 def _shape(where: str, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, Shape]:
     """rw and (bs, iodepth, numjobs, rwmixread) as fio ran the job."""
     i0, j0 = jobs[0]
-    glob, job_opts = report.get("global options") or {}, j0.get("job options") or {}
+    glob = corners.options(report, "global options", f"{where}: ")
+    job_opts = corners.options(j0, "job options", f"{where}: jobs[{i0}].")
     opts = {**glob, **job_opts}
     field = f"{where}: jobs[{i0}] ({name})"
     rw = str(opts.get("rw", opts.get("readwrite")))
