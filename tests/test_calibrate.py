@@ -677,6 +677,11 @@ BAD = [
         ["--measured", "{shallow}"],
         ("{shallow}/x.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 16", "psync"),
     ),
+    # 32m failed after the fit, naming --out; 2g was a traceback from the twin's fio parser
+    (
+        ["--measured", "{bsbig}"],
+        ("{bsbig}/x.json: jobs[0] (seq-read): job options.bs = 2g: 2147483648 bytes is not a block size the twin runs",),
+    ),
     (["--measured", "{bsbad}"], ("{bsbad}/x.json: jobs[0] (seq-read): job options.bs = 4KiB: 4000 bytes is not a block size",)),
     (["--measured", "{twice}"], ("seq-read is in more than one result",)),
 ]
@@ -698,6 +703,7 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "optslist": [("x.json", fio_json([seq_read_job(**{"job options": ["rw", "read"]})]))],
         "globlist": [("x.json", json.dumps({"fio version": "fio-3.33", "global options": ["bs"], "jobs": [seq_read_job()]}))],
         "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
+        "bsbig": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "2g"}})]))],
         "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],
     }

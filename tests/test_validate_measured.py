@@ -156,6 +156,12 @@ def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> 
             ["7.json: jobs[0].read.clat_ns.mean: missing or not a finite number"],
         ),
         (
+            # a traceback from the twin's fio parser (bs past what Linux moves in one call)
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "2g"})},
+            ["7.json: jobs[0] (qd1-rand-read): job options.bs = 2g: 2147483648 bytes is not a block size the twin runs"],
+        ),
+        (
             # disable_clat=1: fio counts the I/Os and measures no latency; it read as 0 us
             ["--spec", SLOW, "--measured", "{d}"],
             {"7.json": fio_json("qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 0, "mean": 0.0}})},

@@ -231,6 +231,9 @@ def parse_pairs(text: str, flag: str) -> dict[str, str]:
     return out
 
 
+# The largest block a corner's job runs (the core's [corners] check, spec/corners.rs).
+MAX_BLOCK_BYTES = 16 << 20
+
 # A figure past this (MB/s or IOPS) is a typo: a PCIe 6.0 x16 link moves ~128,000 MB/s.
 MAX_FIGURE = 1e9
 
@@ -641,9 +644,11 @@ def block_sizes(glob: dict[str, Any], job: dict[str, Any], field: str) -> tuple[
             store_per_direction(sizes, per_direction_segments(str(v)), one)
         except ValueError as e:
             raise CornerError(f"{field}: {where}.bs = {v}: not a block size ({e})") from None
-        bad = [n for n in sizes if n <= 0 or n % 512]
+        bad = [n for n in sizes if n <= 0 or n % 512 or n > MAX_BLOCK_BYTES]
         if bad:
-            raise CornerError(f"{field}: {where}.bs = {v}: {bad[0]} bytes is not a block size (a multiple of 512 bytes)")
+            raise CornerError(
+                f"{field}: {where}.bs = {v}: {bad[0]} bytes is not a block size the twin runs (a multiple of 512 bytes up to 16 MiB)"
+            )
     return sizes[0], sizes[1], sizes[2]
 
 
