@@ -682,6 +682,8 @@ BAD = [
         ["--measured", "{bsbig}"],
         ("{bsbig}/x.json: jobs[0] (seq-read): job options.bs = 2g: 2147483648 bytes is not a block size the twin runs",),
     ),
+    # past fio's REAL_MAX_JOBS: a traceback from the twin's job parser
+    (["--measured", "{manyjobs}"], ("{manyjobs}/x.json: jobs[0] (seq-read): job options.numjobs = 5000: must be 1..4096",)),
     (["--measured", "{bsbad}"], ("{bsbad}/x.json: jobs[0] (seq-read): job options.bs = 4KiB: 4000 bytes is not a block size",)),
     (["--measured", "{twice}"], ("seq-read is in more than one result",)),
 ]
@@ -704,6 +706,7 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "globlist": [("x.json", json.dumps({"fio version": "fio-3.33", "global options": ["bs"], "jobs": [seq_read_job()]}))],
         "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
         "bsbig": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "2g"}})]))],
+        "manyjobs": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "128k", "numjobs": "5000"}})]))],
         "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],
     }
@@ -728,9 +731,18 @@ def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
     # a 32 KiB IU of TLC 16 KiB pages on 2 planes straddles them: the fit's first run panicked
     wide_iu = tmp_path / "iu.toml"
     wide_iu.write_text(re.sub(r"(?m)^(iu_bytes = \{ value = )4096", r"\g<1>32768", SLOW.read_text()))
+    # more jobs than fio runs: a traceback from the twin's job parser
+    many_jobs = tmp_path / "jobs.toml"
+    many_jobs.write_text(
+        SLOW.read_text() + '\n[corners]\nrand_read_iops = { value = 1e4, source = "x", sets = "t_read_ns", numjobs = 5000 }\n'
+    )
     cases = [
         (["--spec", bad, "--datasheet", "seq-read=100"], f"--spec {bad}: timing.t_read_ns"),
         (["--spec", wide_iu, "--datasheet", "seq-read=100"], f"--spec {wide_iu}: ftl.iu_bytes: must divide a plane's part"),
+        (
+            ["--spec", many_jobs],
+            "corners.rand_read_iops.numjobs: must be 1..=4096 (got 5000)",
+        ),
         (
             ["--spec", spec_with_corners(tmp_path, 'seq_read_mb_s = { value = 100.0, source = "x", sets = "t_erase_ns" }\n')],
             "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",

@@ -231,6 +231,9 @@ def parse_pairs(text: str, flag: str) -> dict[str, str]:
     return out
 
 
+# fio runs at most this many jobs (REAL_MAX_JOBS); so does the twin's fio.
+MAX_JOBS = 4096
+
 # The largest block a corner's job runs (the core's [corners] check, spec/corners.rs).
 MAX_BLOCK_BYTES = 16 << 20
 
@@ -558,7 +561,7 @@ def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, C
             rw = opts.get("rw", opts.get("readwrite"))
             raise CornerError(f"{field}: job options.rw = {rw}: a {name} figure is measured with rw={FIO_RW[name]}")
         qd = whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", MAX_JOBS)
         d = "read" if name.endswith("read") else "write"
         total = 0.0
         for i, job in jobs:
@@ -672,13 +675,15 @@ def check_depth(job: dict[str, Any], iodepth: int, where: str) -> None:
         )
 
 
-def whole(v: Any, field: str) -> int:
+def whole(v: Any, field: str, hi: int = 65536) -> int:
+    """iodepth (an NVMe queue holds 65536 commands) or numjobs (hi 4096: fio's
+    REAL_MAX_JOBS, which the twin's fio keeps) as fio ran them."""
     try:
         n = int(str(v))
     except ValueError:
         raise CornerError(f"{field} = {v}: not a whole number") from None
-    if not 1 <= n <= 65536:
-        raise CornerError(f"{field} = {n}: must be 1..65536")
+    if not 1 <= n <= hi:
+        raise CornerError(f"{field} = {n}: must be 1..{hi}")
     return n
 
 

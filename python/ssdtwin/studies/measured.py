@@ -158,7 +158,7 @@ def _shape(where: str, report: dict[str, Any], name: str, jobs: list[tuple[int, 
         # the twin's job has one block size for both directions
         raise CornerError(f"{field}: job options.bs: reads of {read_bs} and writes of {write_bs} bytes; the {name} job runs one size")
     qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", corners.MAX_JOBS)
     mix = {"randread": 100, "randwrite": 0}.get(rw)
     if mix is None:
         v = opts.get("rwmixread", "50")
