@@ -204,6 +204,15 @@ def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
     assert "at this scale" not in r.stderr.splitlines()[-1]
 
 
+def test_the_error_line_prints_the_target_as_the_table_does(tmp_path: Path) -> None:
+    # 0.5 MB/s is below the slowest link the core accepts (1 MB/s); the line said "vs 0"
+    r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=0.5MB/s", "--scale", SCALE, check=False)
+    line = one_line_error(r, "outside --tol")
+    assert " MB/s vs 0.5 (+" in line and "host_link_bytes_per_s is at the end of the range the core accepts" in line
+    row = r.stdout.splitlines()[1].split()
+    assert row[5] == "0.5", r.stdout
+
+
 def test_a_figure_within_tol_that_does_not_identify_its_parameter_says_so() -> None:
     """A random write fitted 0.14 % short of its figure (within --tol) with phi barely moving
     it (0.02 % per %; seen on a PCIe 4.0 TLC spec at 200K IOPS): the error gives the
@@ -246,6 +255,11 @@ def test_a_figure_within_tol_that_does_not_identify_its_parameter_says_so() -> N
         ("rand-read", "12 furlongs", None),
         ("rand-write", "0", None),
         ("rand-write", "-5", None),
+        ("seq-read", "1600Mb/s", None),  # megabits: read as MB/s it was 8x the figure
+        ("seq-write", "25Gbit/s", None),
+        ("rand-read", "400Mbps", None),
+        ("seq-read", "5200mb/s", 5200.0),  # all lower case: a datasheet's MB/s typed fast
+        ("seq-read", "5200kB/s", 5.2),
     ],
 )
 def test_datasheet_figures_and_their_units(name: str, text: str, value: Any) -> None:
@@ -538,6 +552,70 @@ def test_measured_reads_an_ssdtwin_pts_report(tmp_path: Path) -> None:
         assert abs(rows[name]["error"]) <= 0.003
 
 
+def test_measured_reads_fio_before_3_2_whose_bw_is_kib_per_s(tmp_path: Path) -> None:
+    # fio 3.0 and 3.1 (Ubuntu 18.04's) and 2.x have no bw_bytes, only bw in KiB/s (1024 B);
+    # such a report was refused as "bw_bytes: missing"
+    old = {"fio version": "fio-3.1", "jobs": [seq_read_job(read={"bw": 214_844, "iops": 1678.5})]}
+    (tmp_path / "2-seq-read.json").write_text(json.dumps(old, indent=2))
+    got = C.read_measured(tmp_path, {})["seq-read"]
+    assert got.value == pytest.approx(214_844 * 1024 / 1e6) and got.shape == (131072, 16, 1)
+
+
+def test_measured_reads_every_report_of_a_file(tmp_path: Path) -> None:
+    # `fio --output-format=json,normal JOB >> all.json` for each job: a report, fio's
+    # normal output, the next report. Only the first was read; the others were dropped.
+    seq_write = seq_read_job(jobname="seq-write", **{"job options": {"rw": "write", "bs": "128k", "iodepth": "16"}})
+    seq_write["write"] = {"bw_bytes": 1.5e8, "iops": 1144.4}
+    (tmp_path / "all.json").write_text(
+        "seq-read: (g=0): rw=read, bs=(R) 128KiB-128KiB\nfio-3.33\nStarting 1 process\n"
+        + json.dumps({"fio version": "fio-3.33", "jobs": [seq_read_job()]}, indent=2)
+        + "\nseq-read: (groupid=0, jobs=1): err= 0\n   READ: bw=191MiB/s (200MB/s)\n"
+        + json.dumps({"fio version": "fio-3.33", "jobs": [seq_write]}, indent=2)
+        + "\n"
+    )
+    got = C.read_measured(tmp_path, {})
+    assert (got["seq-read"].value, got["seq-write"].value) == (200.0, 150.0)
+
+
+def test_measured_reads_the_mixed_direction_of_unified_rw_reporting(tmp_path: Path) -> None:
+    # unified_rw_reporting=1: fio reports "mixed" and no "read" (refused as read.bw_bytes missing)
+    job = seq_read_job()
+    job["mixed"] = job.pop("read")
+    (tmp_path / "x.json").write_text(fio_json([job]))
+    assert C.read_measured(tmp_path, {})["seq-read"].value == 200.0
+
+
+def test_measured_jobs_are_held_to_the_depth_fio_ran_them_at(tmp_path: Path) -> None:
+    # fio's iodepth_level: % of the I/O by submission depth, power-of-2 buckets ("16" holds
+    # 16-31). psync at iodepth=16 runs at depth 1, and the twin would fit QD16 to it.
+    for levels, ok in (({"8": 0.4, "16": 99.6}, True), ({"8": 60.0, "16": 40.0}, False), ({"32": 100.0}, True)):
+        (tmp_path / "x.json").write_text(fio_json([seq_read_job(iodepth_level={"1": 0.0, **levels})]))
+        if ok:
+            assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
+        else:
+            with pytest.raises(C.CornerError, match=r"jobs\[0\]\.iodepth_level: 60 % of the I/O at depth 8\+, against"):
+                C.read_measured(tmp_path, {})
+
+
+def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
+    # `bs=4k,64k` is 4 KiB reads and 64 KiB writes (it was refused as "not a block size"),
+    # and under fio's default kb_base=1024 `128KiB` is 128,000 bytes (fio 3.33 measured; it
+    # was taken for 131,072), while with kb_base=1000 it is 131,072.
+    rand_write = {
+        "jobname": "rand-write",
+        "error": 0,
+        "job options": {"rw": "randwrite", "bs": "4k,64k", "iodepth": "32", "numjobs": "8"},
+        "write": {"bw_bytes": 2840 * 65536, "iops": 2840.0},
+    }
+    seq_read = seq_read_job(**{"job options": {"rw": "read", "bs": "128KiB", "iodepth": "16"}})
+    (tmp_path / "x.json").write_text(fio_json([rand_write, seq_read]))
+    got = C.read_measured(tmp_path, {})
+    assert got["rand-write"].shape == (65536, 32, 8) and got["seq-read"].shape == (128_000, 16, 1)
+    seq_read["job options"]["kb_base"] = "1000"
+    (tmp_path / "x.json").write_text(fio_json([seq_read]))
+    assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
+
+
 # --------------------------------------------------------------------------- bad input
 
 
@@ -587,6 +665,26 @@ BAD = [
         ("{wrongrw}/x.json: jobs[0] (seq-read): job options.rw = randread: a seq-read figure is measured with rw=read",),
     ),
     (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5: fio reported an I/O error",)),
+    (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28: fio reported an I/O error",)),
+    # JSON's 1e400 is inf to Python's reader (a traceback from the range check), NaN it takes
+    # as is ("did no reads"), and 1e300 made a 1,000-character line of digits
+    (["--measured", "{infinite}"], ("{infinite}/x.json: jobs[0].read.bw_bytes = inf: not a finite number",)),
+    (["--measured", "{nan}"], ("{nan}/x.json: jobs[0].read.bw_bytes = nan: not a finite number",)),
+    (["--measured", "{huge}"], ("{huge}/x.json: jobs[0].read.bw_bytes = 1e+300: more than 1e+09 MB/s",)),
+    (["--measured", "{optslist}"], ("{optslist}/x.json: jobs[0].job options: not an object",)),  # was a TypeError traceback
+    (["--measured", "{globlist}"], ("{globlist}/x.json: global options: not an object",)),
+    (
+        ["--measured", "{shallow}"],
+        ("{shallow}/x.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 16", "psync"),
+    ),
+    # 32m failed after the fit, naming --out; 2g was a traceback from the twin's fio parser
+    (
+        ["--measured", "{bsbig}"],
+        ("{bsbig}/x.json: jobs[0] (seq-read): job options.bs = 2g: 2147483648 bytes is not a block size the twin runs",),
+    ),
+    # past fio's REAL_MAX_JOBS: a traceback from the twin's job parser
+    (["--measured", "{manyjobs}"], ("{manyjobs}/x.json: jobs[0] (seq-read): job options.numjobs = 5000: must be 1..4096",)),
+    (["--measured", "{bsbad}"], ("{bsbad}/x.json: jobs[0] (seq-read): job options.bs = 4KiB: 4000 bytes is not a block size",)),
     (["--measured", "{twice}"], ("seq-read is in more than one result",)),
 ]
 
@@ -600,6 +698,16 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "nobw": [("x.json", fio_json([seq_read_job(read={"iops": 1.0})]))],
         "wrongrw": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "randread"}})]))],
         "failed": [("x.json", fio_json([seq_read_job(error=5)]))],
+        "failedlater": [("x.json", fio_json([seq_read_job()]) + "\n" + fio_json([seq_read_job(error=28)]))],
+        "infinite": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1.5, "iops": 1.0})]).replace("1.5", "1e400"))],
+        "nan": [("x.json", fio_json([seq_read_job(read={"bw_bytes": float("nan"), "iops": 1.0})]))],
+        "huge": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1e300, "iops": 1.0})]))],
+        "optslist": [("x.json", fio_json([seq_read_job(**{"job options": ["rw", "read"]})]))],
+        "globlist": [("x.json", json.dumps({"fio version": "fio-3.33", "global options": ["bs"], "jobs": [seq_read_job()]}))],
+        "shallow": [("x.json", fio_json([seq_read_job(iodepth_level={"1": 100.0, "2": 0.0, "16": 0.0, ">=64": 0.0})]))],
+        "bsbig": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "2g"}})]))],
+        "manyjobs": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "128k", "numjobs": "5000"}})]))],
+        "bsbad": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "read", "bs": "4KiB"}})]))],
         "twice": [("x.json", fio_json([seq_read_job()])), ("sub/y.json", fio_json([seq_read_job()]))],
     }
     subs = {"tmp": str(tmp_path)}
@@ -620,8 +728,21 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
 def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(with_timing(SLOW.read_text(), {"t_read_ns": 5}))
+    # a 32 KiB IU of TLC 16 KiB pages on 2 planes straddles them: the fit's first run panicked
+    wide_iu = tmp_path / "iu.toml"
+    wide_iu.write_text(re.sub(r"(?m)^(iu_bytes = \{ value = )4096", r"\g<1>32768", SLOW.read_text()))
+    # more jobs than fio runs: a traceback from the twin's job parser
+    many_jobs = tmp_path / "jobs.toml"
+    many_jobs.write_text(
+        SLOW.read_text() + '\n[corners]\nrand_read_iops = { value = 1e4, source = "x", sets = "t_read_ns", numjobs = 5000 }\n'
+    )
     cases = [
         (["--spec", bad, "--datasheet", "seq-read=100"], f"--spec {bad}: timing.t_read_ns"),
+        (["--spec", wide_iu, "--datasheet", "seq-read=100"], f"--spec {wide_iu}: ftl.iu_bytes: must divide a plane's part"),
+        (
+            ["--spec", many_jobs],
+            "corners.rand_read_iops.numjobs: must be 1..=4096 (got 5000)",
+        ),
         (
             ["--spec", spec_with_corners(tmp_path, 'seq_read_mb_s = { value = 100.0, source = "x", sets = "t_erase_ns" }\n')],
             "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",

@@ -89,6 +89,8 @@ def fio_json(jobname: str, options: dict[str, str], **dirs: dict[str, Any]) -> s
     job = {"jobname": jobname, "error": 0, "job options": options}
     for d in ("read", "write"):
         job[d] = dirs.get(d, {"total_ios": 0, "iops": 0.0, "clat_ns": {"mean": 0.0}})
+    if "iodepth_level" in dirs:
+        job["iodepth_level"] = dirs["iodepth_level"]
     return json.dumps({"fio version": "fio-3.33", "global options": {}, "jobs": [job]})
 
 
@@ -103,6 +105,27 @@ def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tm
     )
     (m,) = M.read_predictions(tmp_path)
     assert m.value == pytest.approx((650 * 100 + 350 * 20) / 1000) and m.shape == (4096, 1, 1, 65)
+
+
+def test_the_latency_of_fio_before_3_0_is_in_microseconds(tmp_path: Path) -> None:
+    # fio 2.x has no clat_ns: its clat is in us (and bw in KiB/s, as fio 3.0 and 3.1 still)
+    job = {"total_ios": 1000, "iops": 2000.0, "clat": {"min": 300, "max": 900, "mean": 366.5}}
+    text = fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k", "iodepth": "1"}, read=job)
+    (tmp_path / "7.json").write_text(text.replace("fio-3.33", "fio-2.2.10"))
+    (m,) = M.read_predictions(tmp_path)
+    assert m.value == pytest.approx(366.5) and m.source == "measured: fio-2.2.10 JSON 7.json"
+
+
+def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> None:
+    # unified_rw_reporting=1: one "mixed" direction, its clat the mean over every I/O
+    mixed = {"total_ios": 1000, "iops": 100.0, "clat_ns": {"N": 1000, "mean": 72_000.0}}
+    job = json.loads(fio_json("qd1-rand-rw-65", {"rw": "randrw", "rwmixread": "65", "bs": "4k", "iodepth": "1"}))
+    for d in ("read", "write"):
+        del job["jobs"][0][d]
+    job["jobs"][0]["mixed"] = mixed
+    (tmp_path / "9.json").write_text(json.dumps(job))
+    (m,) = M.read_predictions(tmp_path)
+    assert m.value == pytest.approx(72.0)
 
 
 @pytest.mark.parametrize(
@@ -121,6 +144,40 @@ def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tm
             ["--spec", SLOW, "--measured", "{d}"],
             {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k"}, read={"total_ios": 5, "iops": 1.0})},
             ["7.json: jobs[0].read.clat_ns.mean: missing"],
+        ),
+        (
+            # JSON's 1e400 is inf to Python's reader: an infinite latency
+            ["--spec", SLOW, "--measured", "{d}"],
+            {
+                "7.json": fio_json(
+                    "qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 5, "mean": 1.5}}
+                ).replace("1.5", "1e400")
+            },
+            ["7.json: jobs[0].read.clat_ns.mean: missing or not a finite number"],
+        ),
+        (
+            # a traceback from the twin's fio parser (bs past what Linux moves in one call)
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "2g"})},
+            ["7.json: jobs[0] (qd1-rand-read): job options.bs = 2g: 2147483648 bytes is not a block size the twin runs"],
+        ),
+        (
+            # disable_clat=1: fio counts the I/Os and measures no latency; it read as 0 us
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread"}, read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 0, "mean": 0.0}})},
+            ["7.json: jobs[0].read.clat_ns: fio measured no completion latency for 5 I/Os", "disable_clat"],
+        ),
+        (
+            # psync at iodepth=32: fio ran the loaded mix one I/O at a time
+            ["--spec", SLOW, "--measured", "{d}"],
+            {
+                "10.json": fio_json(
+                    "rand-rw-70",
+                    {"rw": "randrw", "rwmixread": "70", "iodepth": "32", "numjobs": "4"},
+                    iodepth_level={"1": 100.0, "32": 0.0},
+                )
+            },
+            ["10.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 32"],
         ),
         (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
     ],

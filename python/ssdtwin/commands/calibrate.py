@@ -244,11 +244,12 @@ def _value(v: Any) -> str:
 
 def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool) -> None:
     from ..studies.calibrate import why_not
+    from ..studies.corners import figure_text
 
     pct = _pct(tol)
     failed = [r for r in res["figures"] if r["kind"] == "calibrated" and not r["within_tol"]]
     outside = [
-        f"{r['label']} {r['twin']:,.1f} {r['unit']} vs {r['target']:,.0f} ({pct.format(r['error'])})"
+        f"{r['label']} {r['twin']:,.1f} {r['unit']} vs {figure_text(r['target'])} ({pct.format(r['error'])})"
         + ("" if abs(r["error"]) > tol else ", within --tol")
         + (f", and {why_not(r)}" if why_not(r) else "")
         for r in failed

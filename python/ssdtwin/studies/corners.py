@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired, Optional, TypedDict
 
-from .. import _core
 from ..core_types import TimingTable
 
 NAMES = ("seq-read", "rand-read", "seq-write", "rand-write")  # also the calibration order
@@ -176,6 +175,8 @@ _BYTES_UNITS = {
 }
 _NUMBER = re.compile(r"^[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?")
 _COUNT = re.compile(r"^([kKM])?\s*(iops|IOPS)?$")
+# A bit rate as the SI writes one (Mb/s, Gbit/s, kbps): a lower-case b after the prefix
+_BITS = re.compile(r"^[kKMGT]i?(b/s|bit/s|bps)$")
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,9 @@ def parse_figure(text: str, flag: str) -> Figure:
         raise CornerError(f"{flag}: '{text}' is not a figure (examples: 5200MB/s, 5.2GB/s, 1100000, 1.1M, 120kIOPS)")
     number = float(m.group(0).replace("_", ""))
     rest = t[m.end() :].strip()
+    if _BITS.match(rest):
+        # 1600Mb/s is 200 MB/s; read as bytes it was 8x the figure
+        raise CornerError(f"{flag}: '{text}': {rest} is bits per second; give bytes: MB/s, MiB/s or GB/s (8 bits each)")
     if rest.lower() in _BYTES_UNITS:
         return Figure(number * _BYTES_UNITS[rest.lower()], "bytes", text)
     c = _COUNT.match(rest)
@@ -226,6 +230,12 @@ def parse_pairs(text: str, flag: str) -> dict[str, str]:
         raise CornerError(f"{flag}: no figures (example: seq-read=5200MB/s,rand-read=1100000)")
     return out
 
+
+# fio runs at most this many jobs (REAL_MAX_JOBS); so does the twin's fio.
+MAX_JOBS = 4096
+
+# The largest block a corner's job runs (the core's [corners] check, spec/corners.rs).
+MAX_BLOCK_BYTES = 16 << 20
 
 # A figure past this (MB/s or IOPS) is a typo: a PCIe 6.0 x16 link moves ~128,000 MB/s.
 MAX_FIGURE = 1e9
@@ -457,12 +467,10 @@ def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = T
     for path in sorted(directory.rglob("*.json")):
         if path.name in ("pts.json", "result.json", "steady.json"):
             continue
-        report = load_report(path)
-        if report is None:
-            continue
-        for f in _jobs_of(path, report, shapes):
-            if _in_window(path, f.jobname):
-                found.setdefault(f.name, []).append(f)
+        for where, report in load_reports(path):
+            for f in _jobs_of(path, where, report, shapes):
+                if _in_window(path, f.jobname):
+                    found.setdefault(f.name, []).append(f)
     if not found and required:
         names = f"{', '.join(NAMES[:-1])} or {NAMES[-1]}"
         raise CornerError(
@@ -479,21 +487,36 @@ def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = T
     return out
 
 
-def load_report(path: Path) -> Optional[dict[str, Any]]:
-    """A fio JSON report (fio's leading notes skipped), None for JSON that is not one."""
+def load_reports(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The fio JSON reports in a file, each with the name its errors use: fio's notes and
+    normal output around the JSON skipped (`--output-format=json,normal`), and every report
+    of a file that holds several (`fio ... >> all.json` per job; then `all.json report 2`).
+    Other JSON (a PTS table, a note) is not ours to judge and is left out."""
     text = path.read_text(errors="replace")
     start = text.find("{")
     if start < 0:
         raise CornerError(f"{path}: holds no JSON")
-    try:
-        report, _ = json.JSONDecoder().raw_decode(text, start)
-    except json.JSONDecodeError as e:
-        raise CornerError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(report, dict) or "fio version" not in report:
-        return None  # another program's JSON (a PTS table, a note): not ours to judge
-    if not isinstance(report.get("jobs"), list):
-        raise CornerError(f'{path}: jobs: missing or not a list (a fio report has a "jobs" list)')
-    return report
+    docs: list[Any] = []
+    while start >= 0:
+        try:
+            doc, end = json.JSONDecoder().raw_decode(text, start)
+        except json.JSONDecodeError as e:
+            where = f"{path}" if not docs else f"{path} report {len(docs) + 1}"
+            raise CornerError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        docs.append(doc)
+        # The next report starts a line, as fio prints one; braces inside fio's normal
+        # output after the JSON do not.
+        nxt = re.compile(r"^\{", re.M).search(text, end)
+        start = nxt.start() if nxt else -1
+    out = []
+    for k, doc in enumerate(docs, 1):
+        if not isinstance(doc, dict) or "fio version" not in doc:
+            continue
+        where = str(path) if len(docs) == 1 else f"{path} report {k}"
+        if not isinstance(doc.get("jobs"), list):
+            raise CornerError(f'{where}: jobs: missing or not a list (a fio report has a "jobs" list)')
+        out.append((where, doc))
+    return out
 
 
 # The PTS test whose elements are a corner's figure: IOPS (TC4/QD32) for the random corners,
@@ -502,7 +525,8 @@ def load_report(path: Path) -> Optional[dict[str, Any]]:
 _PTS_TEST_OF = {"rnd": "iops", "seq": "tp"}
 
 
-def _corner_name(path: Path, job: str, bs: int, shapes: dict[str, Corner]) -> Optional[str]:
+def _corner_name(path: Path, job: str, bs: tuple[int, int], shapes: dict[str, Corner]) -> Optional[str]:
+    """The corner a job measures, from its name; `bs`: its (read, write) block sizes."""
     if job in NAMES:
         return job
     m = _PTS_ELEMENT.match(job)
@@ -512,47 +536,78 @@ def _corner_name(path: Path, job: str, bs: int, shapes: dict[str, Corner]) -> Op
         return None  # a PTS report's round of another test
     name = f"{'seq' if m.group(1) == 'seq' else 'rand'}-{'read' if m.group(3) == '100_0' else 'write'}"
     want = shapes[name].shape[0] if name in shapes else (SEQ_SHAPE if name.startswith("seq") else RAND_SHAPE)[0]
-    return name if bs == want else None
+    return name if bs[0 if name.endswith("read") else 1] == want else None
 
 
-def _jobs_of(path: Path, report: dict[str, Any], shapes: dict[str, Corner]) -> list[_Found]:
-    glob = report.get("global options") or {}
+def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, Corner]) -> list[_Found]:
+    """The corners' jobs of one fio report of `path` (`where` names it in errors)."""
+    glob = options(report, "global options", f"{where}: ")
     by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(report["jobs"]):
         if not isinstance(job, dict) or not isinstance(job.get("jobname"), str):
-            raise CornerError(f"{path}: jobs[{i}].jobname: missing or not a string")
+            raise CornerError(f"{where}: jobs[{i}].jobname: missing or not a string")
         by_name.setdefault(job["jobname"], []).append((i, job))
     out = []
     for jobname, jobs in by_name.items():
         i0, j0 = jobs[0]
-        opts = {**glob, **(j0.get("job options") or {})}
-        field = f"{path}: jobs[{i0}] ({jobname})"
-        bs = block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
-        name = _corner_name(path, jobname, bs, shapes)
+        job_opts = options(j0, "job options", f"{where}: jobs[{i0}].")
+        opts = {**glob, **job_opts}
+        field = f"{where}: jobs[{i0}] ({jobname})"
+        read_bs, write_bs, _ = block_sizes(glob, job_opts, field)
+        name = _corner_name(path, jobname, (read_bs, write_bs), shapes)
         if name is None:
             continue
         if not _rw_fits(name, opts):
             rw = opts.get("rw", opts.get("readwrite"))
             raise CornerError(f"{field}: job options.rw = {rw}: a {name} figure is measured with rw={FIO_RW[name]}")
         qd = whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", MAX_JOBS)
         d = "read" if name.endswith("read") else "write"
         total = 0.0
         for i, job in jobs:
             if job.get("error", 0):
-                raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
-            stats = job.get(d)
-            key = "bw_bytes" if name.startswith("seq") else "iops"
-            if not isinstance(stats, dict) or not isinstance(stats.get(key), (int, float)):
-                raise CornerError(f"{path}: jobs[{i}].{d}.{key}: missing or not a number")
-            if not stats[key] > 0:
-                raise CornerError(f"{path}: jobs[{i}].{d}.{key} = {stats[key]}: the job did no {d}s")
-            total += float(stats[key])
+                raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+            check_depth(job, qd, f"{where}: jobs[{i}]")
+            # unified_rw_reporting=1: fio reports one "mixed" direction, this job's only one
+            at = d if d in job or not isinstance(job.get("mixed"), dict) else "mixed"
+            total += _rate(job.get(at), name.startswith("seq"), f"{where}: jobs[{i}].{at}", d)
         value = total / 1e6 if name.startswith("seq") else total
         # Without group_reporting fio reports each of numjobs clones on its own: summed above.
-        shape = (bs, qd, njobs if len(jobs) == 1 else len(jobs))
+        shape = (read_bs if d == "read" else write_bs, qd, njobs if len(jobs) == 1 else len(jobs))
         out.append(_Found(name, jobname, value, shape, path, str(report["fio version"])))
     return out
+
+
+def options(obj: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:
+    """fio's `global options` of a report or `job options` of a job: an object of strings
+    (absent: none). `prefix` + `key` names the field in errors."""
+    v = obj.get(key)
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise CornerError(f'{prefix}{key}: not an object (fio writes the options as "name" : "value")')
+    return v
+
+
+def _rate(stats: Any, sequential: bool, where: str, d: str) -> float:
+    """A direction's bytes per second (sequential) or IOPS. fio before 3.2 has no bw_bytes,
+    only bw in KiB/s (1024 B, whatever kb_base; fio's JSON docs); 3.2 added bw_bytes."""
+    key = "bw_bytes" if sequential else "iops"
+    v = stats.get(key) if isinstance(stats, dict) else None
+    if v is None and sequential and isinstance(stats, dict) and isinstance(stats.get("bw"), (int, float)):
+        key, v = "bw", stats["bw"] * 1024
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        also = " (nor bw, fio's KiB/s before 3.2)" if sequential else ""
+        raise CornerError(f"{where}.{key}: missing or not a number{also}")
+    if not math.isfinite(v):  # JSON's 1e400 reads as inf, and Python's reader takes NaN
+        raise CornerError(f"{where}.{key} = {stats[key]}: not a finite number")
+    if not v > 0:
+        raise CornerError(f"{where}.{key} = {stats[key]}: the job did no {d}s")
+    if (v / 1e6 if sequential else v) > MAX_FIGURE:  # as for --datasheet: a line of digits otherwise
+        raise CornerError(
+            f"{where}.{key} = {stats[key]}: more than {MAX_FIGURE:.0e} {'MB/s' if sequential else 'IOPS'} (no drive comes near it)"
+        )
+    return float(v)
 
 
 def _rw_fits(name: str, opts: dict[str, Any]) -> bool:
@@ -566,23 +621,69 @@ def _rw_fits(name: str, opts: dict[str, Any]) -> bool:
     return rw in mixed and str(opts.get("rwmixread", "50")) == want
 
 
-def block_size(v: Any, field: str) -> int:
-    try:
-        n = _core.parse_size(str(v))
-    except ValueError:
-        raise CornerError(f"{field} = {v}: not a block size") from None
-    if n <= 0 or n % 512:
-        raise CornerError(f"{field} = {v}: not a block size (a multiple of 512 bytes; one size, not a list)")
-    return n
+def block_sizes(glob: dict[str, Any], job: dict[str, Any], field: str) -> tuple[int, int, int]:
+    """The block size of reads, writes and trims as fio ran the job: `bs` of the global
+    options, then the job's, in fio's own syntax (`4k,64k`: 4 KiB reads, 64 KiB writes;
+    `128KiB` is 128,000 bytes under fio's default kb_base=1024, fio 3.33 measured)."""
+    from ..fio.options.values import per_direction_segments, store_per_direction
+    from ..fio.units import parse_size
+
+    kb = job.get("kb_base", glob.get("kb_base", "1024"))
+    if str(kb) not in ("1000", "1024"):
+        raise CornerError(f"{field}: job options.kb_base = {kb}: fio takes 1000 or 1024")
+    kb_base = int(str(kb))
+
+    def one(text: str) -> int:
+        n = parse_size(text, kb_base=kb_base)
+        assert isinstance(n, int)  # no percentages without allow_percent
+        return n
+
+    sizes = [4096, 4096, 4096]  # fio's default
+    for where, opts in (("global options", glob), ("job options", job)):
+        if "bs" not in opts:
+            continue
+        v = opts["bs"]
+        try:
+            store_per_direction(sizes, per_direction_segments(str(v)), one)
+        except ValueError as e:
+            raise CornerError(f"{field}: {where}.bs = {v}: not a block size ({e})") from None
+        bad = [n for n in sizes if n <= 0 or n % 512 or n > MAX_BLOCK_BYTES]
+        if bad:
+            raise CornerError(
+                f"{field}: {where}.bs = {v}: {bad[0]} bytes is not a block size the twin runs (a multiple of 512 bytes up to 16 MiB)"
+            )
+    return sizes[0], sizes[1], sizes[2]
 
 
-def whole(v: Any, field: str) -> int:
+def check_depth(job: dict[str, Any], iodepth: int, where: str) -> None:
+    """Refuse a job that ran at a far lower queue depth than its `iodepth`: the twin runs
+    the iodepth, so the figure would fit a parameter to another load. fio's iodepth_level
+    (% of the I/O by the depth it was submitted at, in power-of-2 buckets: `16` holds
+    16-31) says so: a sync engine (psync) runs one I/O at a time at any iodepth, a rate
+    cap keeps the queue short. Half the I/O below the iodepth's bucket is refused."""
+    levels = job.get("iodepth_level")
+    if not isinstance(levels, dict) or iodepth < 2:
+        return
+    bucket = min(1 << (min(iodepth, 64).bit_length() - 1), 64)
+    below = {k: v for k, v in levels.items() if k.isdigit() and int(k) < bucket and isinstance(v, (int, float))}
+    if sum(below.values()) > 50:
+        k, v = max(below.items(), key=lambda kv: kv[1])
+        raise CornerError(
+            f"{where}.iodepth_level: {v:g} % of the I/O at depth {k}{'' if k == '1' else '+'}, against "
+            f"job options.iodepth = {iodepth}: the drive did not run at that depth, and the twin would "
+            "(a sync ioengine such as psync runs one I/O at a time; use libaio or io_uring, and no rate cap)"
+        )
+
+
+def whole(v: Any, field: str, hi: int = 65536) -> int:
+    """iodepth (an NVMe queue holds 65536 commands) or numjobs (hi 4096: fio's
+    REAL_MAX_JOBS, which the twin's fio keeps) as fio ran them."""
     try:
         n = int(str(v))
     except ValueError:
         raise CornerError(f"{field} = {v}: not a whole number") from None
-    if not 1 <= n <= 65536:
-        raise CornerError(f"{field} = {n}: must be 1..65536")
+    if not 1 <= n <= hi:
+        raise CornerError(f"{field} = {n}: must be 1..{hi}")
     return n
 
 

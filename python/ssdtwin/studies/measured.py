@@ -13,6 +13,7 @@ The job shape the twin runs is the one fio ran (`job options`), as for the corne
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,27 +111,26 @@ class MeasuredJob:
 
 def read_predictions(directory: Path) -> list[MeasuredJob]:
     """The PREDICTIONS jobs in the fio JSON under `directory` (recursively), by job name."""
-    found: dict[str, tuple[Path, MeasuredJob]] = {}
+    found: dict[str, tuple[str, MeasuredJob]] = {}
     for path in sorted(directory.rglob("*.json")):
-        report = corners.load_report(path)
-        if report is None:
-            continue
-        for name, m in _predictions_of(path, report):
-            if name in found:
-                raise CornerError(f"--measured {directory}: {name} is in more than one result: {found[name][0]}, {path}")
-            found[name] = (path, m)
+        for where, report in corners.load_reports(path):
+            for name, m in _predictions_of(path, where, report):
+                if name in found:
+                    raise CornerError(f"--measured {directory}: {name} is in more than one result: {found[name][0]}, {where}")
+                found[name] = (where, m)
     return [found[p.name][1] for p in PREDICTIONS if p.name in found]
 
 
-def _predictions_of(path: Path, report: dict[str, Any]) -> list[tuple[str, MeasuredJob]]:
+def _predictions_of(path: Path, where: str, report: dict[str, Any]) -> list[tuple[str, MeasuredJob]]:
+    """The prediction jobs of one fio report of `path` (`where` names it in errors)."""
     out = []
     for name, jobs in _clones(report).items():
         p = BY_NAME[name]
-        rw, shape = _shape(path, report, name, jobs)
+        rw, shape = _shape(where, report, name, jobs)
         if rw != p.rw:
-            raise CornerError(f"{path}: jobs[{jobs[0][0]}] ({name}): job options.rw = {rw}: the {name} job runs rw={p.rw}")
-        source = f"measured: {report['fio version']} JSON {path.name}"
-        out.append((name, MeasuredJob(p, shape, _value(path, p, jobs), source)))
+            raise CornerError(f"{where}: jobs[{jobs[0][0]}] ({name}): job options.rw = {rw}: the {name} job runs rw={p.rw}")
+        source = f"measured: {report['fio version']} JSON {path.name}" + where[len(str(path)) :]
+        out.append((name, MeasuredJob(p, shape, _value(where, p, jobs, shape[1]), source)))
     return out
 
 
@@ -139,20 +139,26 @@ def _clones(report: dict[str, Any]) -> dict[str, list[tuple[int, dict[str, Any]]
     group_reporting are several entries of one name)."""
     out: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for i, job in enumerate(report["jobs"]):
-        if isinstance(job, dict) and job.get("jobname") in BY_NAME:
+        if isinstance(job, dict) and isinstance(job.get("jobname"), str) and job["jobname"] in BY_NAME:
             out.setdefault(job["jobname"], []).append((i, job))
     return out
 
 
-def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, Shape]:
+def _shape(where: str, report: dict[str, Any], name: str, jobs: list[tuple[int, dict[str, Any]]]) -> tuple[str, Shape]:
     """rw and (bs, iodepth, numjobs, rwmixread) as fio ran the job."""
     i0, j0 = jobs[0]
-    opts = {**(report.get("global options") or {}), **(j0.get("job options") or {})}
-    field = f"{path}: jobs[{i0}] ({name})"
+    glob = corners.options(report, "global options", f"{where}: ")
+    job_opts = corners.options(j0, "job options", f"{where}: jobs[{i0}].")
+    opts = {**glob, **job_opts}
+    field = f"{where}: jobs[{i0}] ({name})"
     rw = str(opts.get("rw", opts.get("readwrite")))
-    bs = corners.block_size(opts.get("bs", "4k"), f"{field}: job options.bs")
+    read_bs, write_bs, _ = corners.block_sizes(glob, job_opts, field)
+    bs = {"randread": read_bs, "randwrite": write_bs}.get(rw, read_bs)
+    if rw not in ("randread", "randwrite") and read_bs != write_bs:
+        # the twin's job has one block size for both directions
+        raise CornerError(f"{field}: job options.bs: reads of {read_bs} and writes of {write_bs} bytes; the {name} job runs one size")
     qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs")
+    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", corners.MAX_JOBS)
     mix = {"randread": 100, "randwrite": 0}.get(rw)
     if mix is None:
         v = opts.get("rwmixread", "50")
@@ -165,32 +171,46 @@ def _shape(path: Path, report: dict[str, Any], name: str, jobs: list[tuple[int, 
     return rw, (bs, qd, njobs if len(jobs) == 1 else len(jobs), mix)
 
 
-def _value(path: Path, p: Prediction, jobs: list[tuple[int, dict[str, Any]]]) -> float:
+def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]], qd: int) -> float:
     """IOPS over both directions (summed over the clones of a job run without
     group_reporting), or the mean completion latency in us (fio's clat: the twin's latency
-    is the device's, and it models no submission time)."""
+    is the device's, and it models no submission time; fio before 3.0 reports it as clat,
+    in us)."""
     iops = 0.0
     lat_ns = 0.0
     ios = 0
-    dirs = {"randread": ("read",), "randwrite": ("write",)}.get(p.rw, ("read", "write"))
+    dirs: tuple[str, ...] = {"randread": ("read",), "randwrite": ("write",)}.get(p.rw, ("read", "write"))
     for i, job in jobs:
         if job.get("error", 0):
-            raise CornerError(f"{path}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+            raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+        corners.check_depth(job, qd, f"{where}: jobs[{i}]")
+        if isinstance(job.get("mixed"), dict) and not any(d in job for d in dirs):
+            # unified_rw_reporting=1: one "mixed" direction, read and write together (its
+            # clat mean is the one weighted by the I/Os of each)
+            dirs = ("mixed",)
         for d in dirs:
             st = job.get(d)
-            where = f"{path}: jobs[{i}].{d}"
+            at = f"{where}: jobs[{i}].{d}"
             if not isinstance(st, dict):
-                raise CornerError(f"{where}: missing or not an object")
-            n, rate, clat = st.get("total_ios"), st.get("iops"), (st.get("clat_ns") or {}).get("mean")
-            for key, v in (("total_ios", n), ("iops", rate), ("clat_ns.mean", clat)):
-                if not isinstance(v, (int, float)) or v < 0:
-                    raise CornerError(f"{where}.{key}: missing or not a number of 0 or more")
+                raise CornerError(f"{at}: missing or not an object")
+            clat_key, per_ns = ("clat", 1000) if "clat_ns" not in st and isinstance(st.get("clat"), dict) else ("clat_ns", 1)
+            clat_stat = st.get(clat_key) or {}
+            n, rate, clat = st.get("total_ios"), st.get("iops"), clat_stat.get("mean") if isinstance(clat_stat, dict) else None
+            for key, v in (("total_ios", n), ("iops", rate), (f"{clat_key}.mean", clat)):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                    raise CornerError(f"{at}.{key}: missing or not a finite number of 0 or more")
             assert isinstance(n, (int, float)) and isinstance(rate, (int, float)) and isinstance(clat, (int, float))
+            if n > 0 and p.metric == "lat" and (clat <= 0 or clat_stat.get("N", n) == 0):
+                # disable_clat=1: fio counts the I/Os but measures no latency (mean 0, N 0)
+                raise CornerError(
+                    f"{at}.{clat_key}: fio measured no completion latency for {int(n)} I/Os "
+                    f"(N = {clat_stat.get('N')}, mean = {clat}; disable_clat?)"
+                )
             iops += rate
-            lat_ns += clat * n
+            lat_ns += clat * per_ns * n
             ios += int(n)
     if ios == 0:
-        raise CornerError(f"{path}: {p.name}: the job did no I/O")
+        raise CornerError(f"{where}: {p.name}: the job did no I/O")
     return iops if p.metric == "iops" else lat_ns / ios / 1e3
 
 

@@ -103,9 +103,11 @@ impl CornersSpec {
                     out.push(format!("{path}.block_bytes: must be a multiple of 512 up to 16 MiB (got {b})"));
                 }
             }
-            for (field, v) in [("iodepth", c.iodepth), ("numjobs", c.numjobs)] {
-                if v.is_some_and(|v| v == 0 || v > 65_536) {
-                    out.push(format!("{path}.{field}: must be 1..=65536 (got {})", v.unwrap_or(0)));
+            // The corner's job runs these: an NVMe queue holds 65536 commands, and fio runs
+            // at most 4096 jobs (REAL_MAX_JOBS; the twin's fio refuses more).
+            for (field, v, max) in [("iodepth", c.iodepth, 65_536), ("numjobs", c.numjobs, 4096)] {
+                if v.is_some_and(|v| v == 0 || v > max) {
+                    out.push(format!("{path}.{field}: must be 1..={max} (got {})", v.unwrap_or(0)));
                 }
             }
         }
@@ -145,6 +147,7 @@ mod tests {
         let e = with_corners(
             "seq_read_mb_s = { value = -1.0, source = \"\", sets = \"t_erase_ns\" }\n\
              rand_read_iops = { value = 1.0, source = \"x\", sets = \"t_read_ns\", iodepth = 0 }\n\
+             seq_write_mb_s = { value = 1.0, source = \"x\", numjobs = 5000 }\n\
              rand_write_iops = { value = 1.0, source = \"x\", sets = \"t_read_ns\", block_bytes = 100 }",
         )
         .expect_err("bad corners");
@@ -154,6 +157,8 @@ mod tests {
             "corners.seq_read_mb_s.source",
             "corners.seq_read_mb_s.sets: 't_erase_ns' is not a calibratable",
             "corners.rand_read_iops.iodepth: must be 1..=65536",
+            // more than fio's REAL_MAX_JOBS: the twin's fio refused it with a traceback
+            "corners.seq_write_mb_s.numjobs: must be 1..=4096 (got 5000)",
             "corners.rand_write_iops.sets: 't_read_ns' is already set",
             "corners.rand_write_iops.block_bytes",
         ] {

@@ -605,6 +605,17 @@ impl DriveSpec {
                 g.program_unit_bytes
             ));
         } else {
+            // A plane holds page × bits of each program unit. An IU that neither divides that
+            // part nor is whole parts of it straddles two planes, and the timing places each
+            // IU on one plane (a 32 KiB IU of TLC 16 KiB pages on 2 planes indexed a plane
+            // past the die's).
+            let plane_part = g.program_unit_bytes / g.planes_per_die.max(1) as u64;
+            if plane_part % iu != 0 && iu % plane_part != 0 {
+                c.fail(format!(
+                    "ftl.iu_bytes: must divide a plane's part of the program unit ({plane_part} bytes = page × bits) or be \
+                     whole parts of it, so no IU straddles two planes (got {iu})"
+                ));
+            }
             let pool = g.data_pool_bytes(self.gc_overhead());
             if cap.tnvmcap_bytes.value >= pool {
                 c.fail(format!(
@@ -998,6 +1009,24 @@ mod tests {
         let e = s.validate("x.toml").unwrap_err();
         assert_eq!(e.problems.len(), 3, "{e}");
         assert!(e.to_string().contains("nand.channels: must be 1..=64 (got 0)"), "{e}");
+    }
+
+    #[test]
+    fn an_iu_that_straddles_two_planes_is_refused() {
+        // TLC 16 KiB pages on 2 planes: a plane holds 48 KiB of the 96 KiB program unit. A
+        // 32 KiB IU divides the unit, but its second IU straddles the planes.
+        let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        assert_eq!((s.nand.planes_per_die.value, s.nand.page_bytes.value, s.nand.bits_per_cell.value), (2, 16384, 3));
+        s.ftl.iu_bytes.value = 32768;
+        let e = s.validate("x.toml").unwrap_err();
+        assert!(e.to_string().contains("ftl.iu_bytes: must divide a plane's part of the program unit (49152 bytes = page × bits)"), "{e}");
+        s.ftl.iu_bytes.value = 16384; // three to a plane
+        s.validate("x.toml").unwrap();
+        // 2 KiB pages: a plane holds 6 KiB, and the 4 KiB IU straddles the planes too
+        s.ftl.iu_bytes.value = 4096;
+        s.nand.page_bytes.value = 2048;
+        let e = s.validate("x.toml").unwrap_err();
+        assert!(e.to_string().contains("(6144 bytes = page × bits) or be whole parts of it"), "{e}");
     }
 
     #[test]
