@@ -23,7 +23,7 @@ import pytest
 from ssdtwin import _core
 from test_bad_input import assert_one_line_error
 from test_serve import fio_nbd_write, need, served, sh
-from twin import P5316, check_image, copy_image, image_digest, run_cli
+from twin import CM6, P5316, check_image, copy_image, image_digest, run_cli
 
 pytestmark = pytest.mark.tools
 
@@ -196,3 +196,25 @@ def test_a_killed_stack_server_leaves_a_recoverable_drive_and_a_refused_stack(tm
     r = run_cli("fio", stack, job, check=False)
     assert_one_line_error(r, "changed since the stack last ran", "a server of the stack that did not stop cleanly")
     assert (counters(stack), (stack / "state.json").read_bytes()) == before
+
+
+@pytest.mark.parametrize(
+    "setting, needle",
+    [
+        (["-f", "1", "-v", "0x01020300"], "weighted round robin"),  # feature 01h weights: WRR
+        (["-f", "0x84", "-v", "1", "-n", "1"], "write protected"),  # namespace write protect
+    ],
+)
+def test_a_stack_whose_drive_cannot_carry_it_is_refused_before_the_drive_is_opened(tmp_path: Path, setting: list[str], needle: str) -> None:
+    """docs/host.md, Stopping: refused in one line, nothing written. The server opened the
+    drive for writing first and refused it after: a new generation, a data file and
+    live.json appeared on a drive whose stack was never served."""
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    run_cli("nvme", "set-feature", drive, *setting)
+    before = (image_digest(drive), image_digest(stack))
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, needle)
+    assert (image_digest(drive), image_digest(stack)) == before
+    check_image(drive)
