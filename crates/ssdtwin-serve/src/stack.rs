@@ -450,10 +450,11 @@ impl Export for StackExport {
         Ok(Done::NOW)
     }
 
-    /// TRIM drops the tier's copies of the range; `iu-fill` deallocates its whole IUs on
-    /// the drive, `log` unmaps the blocks in its own map. The data file loses what the
-    /// drive lost (whole IUs for `iu-fill`, the range for `log`, which then reads zeroes);
-    /// the rest keeps its data, as NBD's advisory trim allows.
+    /// TRIM drops the tier's copies of the range; `iu-fill` deallocates the range on the
+    /// drive, whose FTL drops its whole IUs, `log` unmaps the blocks in its own map. The data
+    /// file loses what the drive lost (whole IUs for `iu-fill`, as a served drive's TRIM; the
+    /// range for `log`), which then reads zeroes; the rest keeps its data, as NBD's advisory
+    /// trim allows.
     fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
         let inner = &self.twin.inner;
         inner.counters.trims.inc();
@@ -462,14 +463,17 @@ impl Export for StackExport {
             .with_model(|st, run, now| {
                 let cfg = &inner.cfg;
                 let mut failed = None;
-                let log = run.stack.tier.config.policy == Policy::Log;
+                let (log, iu) = (run.stack.tier.config.policy == Policy::Log, run.stack.tier.config.iu_bytes);
                 let r = (|| {
                     let mut submit = submitter(st, cfg, &mut failed);
                     run.advance(&mut submit, now)?;
                     let ranges = run.stack.tier.trim(offset, len as u64);
                     let t = run.line.trim(&mut submit, now, &ranges)?;
                     run.progress(&mut submit, now)?;
-                    Ok((t.max(now + 1), if log { vec![(offset, len as u64)] } else { ranges }))
+                    // The drive deallocates only the range's whole IUs (partial ones keep
+                    // their data and mapping), so only those leave the data file.
+                    let (a, b) = (offset.div_ceil(iu) * iu, (offset + len as u64) / iu * iu);
+                    Ok((t.max(now + 1), if log { vec![(offset, len as u64)] } else { vec![(a, b.saturating_sub(a))] }))
                 })();
                 let (t, punch) = match r {
                     Ok(x) => {

@@ -144,3 +144,39 @@ fn a_stack_is_served_with_the_model_pace_only() {
     assert!(e.to_string().contains("--pace model"), "{e}");
     twin.close().unwrap();
 }
+
+#[test]
+fn an_iu_fill_trim_loses_the_data_of_whole_ius_only_as_the_drive_does() {
+    // The drive deallocates only the whole IUs of a trimmed range (partial IUs keep their
+    // data and mapping, as on a served drive), but the stack punched the whole range out
+    // of the data file: a 4 KiB trim inside an IU read back zeroes where the drive still
+    // maps the block, and the namespace served alone then reported a mapped block a hole.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, Policy::IuFill);
+    drop(img);
+    let clock = Arc::new(ManualClock::new());
+    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+    let b = StackBackend::new(twin, st, 1).unwrap();
+    let ex = b.open(STACK_EXPORT).unwrap();
+    // Two 64 KiB IUs of distinct 4 KiB blocks.
+    for i in 0..32u64 {
+        ex.write(i * 4096, &block(i), false).unwrap();
+        clock.advance(Duration::from_micros(10));
+    }
+    ex.trim(8192, 4096, false).unwrap(); // one block of IU 0
+    ex.trim(65536, 65536, false).unwrap(); // all of IU 1
+    let mut buf = vec![0u8; 4096];
+    for i in 0..32u64 {
+        ex.read(i * 4096, &mut buf).unwrap();
+        if i < 16 {
+            assert!(buf == block(i), "block {i} of a partly trimmed IU lost its data");
+        } else {
+            assert!(buf.iter().all(|&x| x == 0), "block {i} of a trimmed IU still reads data");
+        }
+    }
+    b.close().unwrap();
+}
