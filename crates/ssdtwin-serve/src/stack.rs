@@ -259,9 +259,14 @@ fn export_info(img: &ssdtwin_core::image::Image, stack: &HostStack, nsid: u32) -
         )));
     }
     let mut i = ExportInfo::new(STACK_EXPORT, stack.tier.user_bytes());
+    // The policy as stack.toml and `ssdtwin stack --policy` name it.
+    let policy = match cfg.policy {
+        Policy::IuFill => "iu-fill",
+        Policy::Log => "log",
+    };
     i.description = format!(
-        "host stack: {:?} tier of {} bytes on {} over namespace {nsid} of {} at 1/{}",
-        cfg.policy, cfg.capacity_bytes, stack.media.name, img.manifest.preset, img.manifest.scale
+        "host stack: {policy} tier of {} bytes on {} over namespace {nsid} of {} at 1/{}",
+        cfg.capacity_bytes, stack.media.name, img.manifest.preset, img.manifest.scale
     );
     // The tier maps 4 KiB blocks: the server refuses anything smaller or unaligned.
     i.block_min = BLOCK_BYTES as u32;

@@ -58,6 +58,9 @@ fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier()
         let ex = b.open(STACK_EXPORT).unwrap();
         let info = ex.info();
         assert_eq!(info.block_min, 4096);
+        // The policy as stack.toml and the CLI name it (it read "IuFill", Rust's name).
+        let name = if policy == Policy::Log { "log" } else { "iu-fill" };
+        assert!(info.description.starts_with(&format!("host stack: {name} tier of 1048576 bytes on pmem")), "{}", info.description);
         // A log takes a whole write into the tier: no request larger than the room it
         // always gets back (above its high watermark, 80 % of 1 MiB): 128 KiB.
         assert_eq!(info.block_max, if policy == Policy::Log { 128 << 10 } else { 32 << 20 });
