@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pytest
 from ssdtwin import _core
 from test_bad_input import assert_one_line_error
 from test_serve import fio_nbd_write, need, served, sh
-from twin import CM6, P5316, check_image, copy_image, image_digest, run_cli
+from twin import CM6, P5316, SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 pytestmark = pytest.mark.tools
 
@@ -217,4 +218,39 @@ def test_a_stack_whose_drive_cannot_carry_it_is_refused_before_the_drive_is_open
     r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
     assert_one_line_error(r, needle)
     assert (image_digest(drive), image_digest(stack)) == before
+    check_image(drive)
+
+
+def test_a_stack_served_with_its_stderr_gone_still_saves_its_state(tmp_path: Path) -> None:
+    """A stack's state.json was saved after the summary was printed: with stderr a pipe
+    whose reader had gone (`ssdtwin serve STACK 2>&1 | head`, a closed log), the clean stop
+    committed the drive, failed printing (BrokenPipeError) and never saved the stack, which
+    was then refused for good as "changed since the stack last ran"."""
+    need("fio")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    p = subprocess.Popen(
+        [*SSDTWIN, "serve", str(stack), "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert p.stderr is not None
+        uri = ""
+        for line in p.stderr:
+            uri = uri or next((w for w in line.split() if w.startswith("nbd://")), "")
+            if "stops it" in line:
+                break
+        assert uri, "no export URI"
+        p.stderr.close()  # the reader goes away
+        fio_nbd_write(uri, tmp_path / "w.txt", "1m")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=120) == 0  # SIGTERM: a clean stop, whether or not it was heard
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert counters(stack)["host_write_bytes"] == 1 << 20
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
+    run_cli("fio", stack, job)  # not refused: the stack ran last on its drive
     check_image(drive)
