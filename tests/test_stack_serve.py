@@ -254,3 +254,18 @@ def test_a_stack_served_with_its_stderr_gone_still_saves_its_state(tmp_path: Pat
     job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
     run_cli("fio", stack, job)  # not refused: the stack ran last on its drive
     check_image(drive)
+
+
+def test_a_stack_is_not_made_on_a_drive_another_process_is_changing(tmp_path: Path) -> None:
+    """A stack records its drive's identity as the drive's last commit left it. Made on a
+    served drive, it recorded the state the server was moving away from, and the stack was
+    refused at its first run, as changed since it last ran, although it had never run."""
+    drive = tmp_path / "cm6"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    with served(drive) as s:
+        r = run_cli("stack", tmp_path / "early", "--drive", drive, "--shaping", "pmem:1MiB", check=False)
+        assert_one_line_error(r, f"--drive {drive}", "in use by another ssdtwin process", "stop it first")
+        assert not (tmp_path / "early").exists()
+        s.stop()
+    run_cli("stack", tmp_path / "later", "--drive", drive, "--shaping", "pmem:1MiB")
+    check_image(drive)
