@@ -269,3 +269,22 @@ def test_a_stack_is_not_made_on_a_drive_another_process_is_changing(tmp_path: Pa
         s.stop()
     run_cli("stack", tmp_path / "later", "--drive", drive, "--shaping", "pmem:1MiB")
     check_image(drive)
+
+
+def test_a_stack_on_a_namespace_of_partial_blocks_exports_whole_blocks_only(tmp_path: Path) -> None:
+    """The tier maps 4 KiB blocks, but a stack on a namespace of 100,001 512-byte blocks
+    exported all of its 51,200,512 bytes: the server lets a request reach a final partial
+    block, and a 512-byte write there was answered, stored in the data file and never seen by
+    the tier or the drive (the tier counts whole blocks only)."""
+    need("nbdinfo")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "delete-ns", drive, "-n", "1")
+    run_cli("nvme", "create-ns", drive, "-s", "100001", "-c", "100001", "-b", "512")
+    run_cli("nvme", "attach-ns", drive, "-n", "1", "-c", "1")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    with served(stack) as s:
+        info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0]
+        s.stop()
+    assert info["export-size"] == 100001 * 512 // 4096 * 4096
+    check_image(drive)

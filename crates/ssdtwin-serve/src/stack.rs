@@ -258,7 +258,9 @@ fn export_info(img: &ssdtwin_core::image::Image, stack: &HostStack, nsid: u32) -
             ns.lba_bytes
         )));
     }
-    let mut i = ExportInfo::new(STACK_EXPORT, stack.tier.user_bytes());
+    // Whole 4 KiB blocks only: the server lets requests reach a final partial block of an
+    // export, which the tier (whole blocks) would answer without ever storing or destaging.
+    let mut i = ExportInfo::new(STACK_EXPORT, stack.tier.user_bytes() / BLOCK_BYTES * BLOCK_BYTES);
     // The policy as stack.toml and `ssdtwin stack --policy` name it.
     let policy = match cfg.policy {
         Policy::IuFill => "iu-fill",
