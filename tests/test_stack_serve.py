@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pytest
 from ssdtwin import _core
 from test_bad_input import assert_one_line_error
 from test_serve import fio_nbd_write, need, served, sh
-from twin import P5316, check_image, copy_image, image_digest, run_cli
+from twin import CM6, P5316, SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 pytestmark = pytest.mark.tools
 
@@ -196,3 +197,94 @@ def test_a_killed_stack_server_leaves_a_recoverable_drive_and_a_refused_stack(tm
     r = run_cli("fio", stack, job, check=False)
     assert_one_line_error(r, "changed since the stack last ran", "a server of the stack that did not stop cleanly")
     assert (counters(stack), (stack / "state.json").read_bytes()) == before
+
+
+@pytest.mark.parametrize(
+    "setting, needle",
+    [
+        (["-f", "1", "-v", "0x01020300"], "weighted round robin"),  # feature 01h weights: WRR
+        (["-f", "0x84", "-v", "1", "-n", "1"], "write protected"),  # namespace write protect
+    ],
+)
+def test_a_stack_whose_drive_cannot_carry_it_is_refused_before_the_drive_is_opened(tmp_path: Path, setting: list[str], needle: str) -> None:
+    """docs/host.md, Stopping: refused in one line, nothing written. The server opened the
+    drive for writing first and refused it after: a new generation, a data file and
+    live.json appeared on a drive whose stack was never served."""
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    run_cli("nvme", "set-feature", drive, *setting)
+    before = (image_digest(drive), image_digest(stack))
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, needle)
+    assert (image_digest(drive), image_digest(stack)) == before
+    check_image(drive)
+
+
+def test_a_stack_served_with_its_stderr_gone_still_saves_its_state(tmp_path: Path) -> None:
+    """A stack's state.json was saved after the summary was printed: with stderr a pipe
+    whose reader had gone (`ssdtwin serve STACK 2>&1 | head`, a closed log), the clean stop
+    committed the drive, failed printing (BrokenPipeError) and never saved the stack, which
+    was then refused for good as "changed since the stack last ran"."""
+    need("fio")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    p = subprocess.Popen(
+        [*SSDTWIN, "serve", str(stack), "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert p.stderr is not None
+        uri = ""
+        for line in p.stderr:
+            uri = uri or next((w for w in line.split() if w.startswith("nbd://")), "")
+            if "stops it" in line:
+                break
+        assert uri, "no export URI"
+        p.stderr.close()  # the reader goes away
+        fio_nbd_write(uri, tmp_path / "w.txt", "1m")
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=120) == 0  # SIGTERM: a clean stop, whether or not it was heard
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert counters(stack)["host_write_bytes"] == 1 << 20
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
+    run_cli("fio", stack, job)  # not refused: the stack ran last on its drive
+    check_image(drive)
+
+
+def test_a_stack_is_not_made_on_a_drive_another_process_is_changing(tmp_path: Path) -> None:
+    """A stack records its drive's identity as the drive's last commit left it. Made on a
+    served drive, it recorded the state the server was moving away from, and the stack was
+    refused at its first run, as changed since it last ran, although it had never run."""
+    drive = tmp_path / "cm6"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    with served(drive) as s:
+        r = run_cli("stack", tmp_path / "early", "--drive", drive, "--shaping", "pmem:1MiB", check=False)
+        assert_one_line_error(r, f"--drive {drive}", "in use by another ssdtwin process", "stop it first")
+        assert not (tmp_path / "early").exists()
+        s.stop()
+    run_cli("stack", tmp_path / "later", "--drive", drive, "--shaping", "pmem:1MiB")
+    check_image(drive)
+
+
+def test_a_stack_on_a_namespace_of_partial_blocks_exports_whole_blocks_only(tmp_path: Path) -> None:
+    """The tier maps 4 KiB blocks, but a stack on a namespace of 100,001 512-byte blocks
+    exported all of its 51,200,512 bytes: the server lets a request reach a final partial
+    block, and a 512-byte write there was answered, stored in the data file and never seen by
+    the tier or the drive (the tier counts whole blocks only)."""
+    need("nbdinfo")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "delete-ns", drive, "-n", "1")
+    run_cli("nvme", "create-ns", drive, "-s", "100001", "-c", "100001", "-b", "512")
+    run_cli("nvme", "attach-ns", drive, "-n", "1", "-c", "1")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    with served(stack) as s:
+        info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0]
+        s.stop()
+    assert info["export-size"] == 100001 * 512 // 4096 * 4096
+    check_image(drive)

@@ -25,6 +25,7 @@ from . import waf as wafm
 from ._core import HostStack
 from .core_types import FtlCounters, StackFile, StackState, TierConfig, VendorLog, WafMeasurement
 from .drive import Drive
+from .live import lock_holder
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
     from .fio.contract import CloneOut
@@ -180,6 +181,11 @@ def create(
     if policy not in POLICIES:
         raise StackError(f"--policy {policy}: one of {', '.join(POLICIES)}")
     media, capacity = parse_shaping(shaping)
+    holder = lock_holder(drive)
+    if holder is not None and holder != os.getpid():
+        # The stack records the drive as its last commit left it, which a server (or any
+        # writer) holding it is moving away from: the stack would be refused at its first run.
+        raise StackError(f"--drive {drive}: {drive} is in use by another ssdtwin process (pid {holder}); stop it first")
     with Drive.open(drive, writable=False) as d:
         nss = {n.nsid: n for n in d.namespaces() if n.attached and not n.dram}
         if namespace not in nss:

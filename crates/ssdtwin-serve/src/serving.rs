@@ -123,6 +123,9 @@ impl Serving {
         opts: ServeOptions,
     ) -> Result<Serving, ServeError> {
         let listening = listen(&opts)?;
+        // Refused before the drive is opened for writing: that open alone commits a
+        // generation and makes the data files and live.json.
+        StackBackend::check(dir, &stack, nsid, &opts.twin)?;
         let backend = TwinBackend::open(dir, opts.twin.clone())?;
         match StackBackend::new(backend.clone(), stack, nsid).and_then(|s| Self::start_on(listening, backend.clone(), &opts, Some(s))) {
             Ok(s) => Ok(s),

@@ -131,64 +131,25 @@ impl StackRun {
 }
 
 impl StackBackend {
+    /// Whether the image at `dir` can carry `stack` on namespace `nsid` under `cfg`: the
+    /// checks of [`StackBackend::new`], on the image opened read-only, so that a stack the
+    /// drive cannot carry is refused before the server opens the drive for writing (which
+    /// commits a generation and makes its data files and live.json).
+    pub fn check(dir: &std::path::Path, stack: &HostStack, nsid: u32, cfg: &crate::TwinConfig) -> Result<(), ServeError> {
+        check_pace_and_tier(stack, cfg)?;
+        let img = ssdtwin_core::image::Image::open(dir, false)?;
+        export_info(&img, stack, nsid).map(|_| ())
+    }
+
     /// Serve `stack` on namespace `nsid` of the image `twin` opened (pace model only: the
     /// destages run on the model's time).
     pub fn new(twin: Arc<TwinBackend>, stack: HostStack, nsid: u32) -> Result<Arc<StackBackend>, ServeError> {
-        if twin.config().pace != Pace::Model {
-            return Err(ServeError::Config("a stack is served with --pace model only (its destages run on the model's time)".into()));
-        }
-        if let Err(e) = stack.tier.check() {
-            return Err(ServeError::Config(format!("the stack's state fails its check: {e}")));
-        }
+        check_pace_and_tier(&stack, twin.config())?;
         let inner = &twin.inner;
         let (info, lba) = {
             let g = inner.lock();
             let st = g.as_ref().ok_or_else(|| ServeError::Config("the image is closed".into()))?;
-            if st.arb.is_some() {
-                // As `ssdtwin fio` refuses it (engine/fio.rs): the stack's commands have no
-                // submission queue of their own to arbitrate.
-                return Err(ServeError::Config("weighted round robin arbitration (feature 01h) is not modelled under a host stack".into()));
-            }
-            let ctrl = &st.img.ctrl;
-            let ns = ctrl
-                .attached(NsId(nsid))
-                .map_err(|_| ServeError::Config(format!("the stack's namespace {nsid} is not attached to the drive")))?;
-            if ns.write_protect != WP_NONE {
-                return Err(ServeError::Config(format!("the stack's namespace {nsid} is write protected")));
-            }
-            let cfg = &stack.tier.config;
-            if ns.bytes() != cfg.drive_bytes || ctrl.ftl_config().iu_bytes as u64 != cfg.iu_bytes || ns.lba_bytes as u64 > BLOCK_BYTES {
-                return Err(ServeError::Config(format!(
-                    "the stack was made for a {} byte namespace with {} byte IUs; namespace {nsid} has {} bytes, {} byte IUs and {} byte blocks",
-                    cfg.drive_bytes,
-                    cfg.iu_bytes,
-                    ns.bytes(),
-                    ctrl.ftl_config().iu_bytes,
-                    ns.lba_bytes
-                )));
-            }
-            let mut i = ExportInfo::new(STACK_EXPORT, stack.tier.user_bytes());
-            i.description = format!(
-                "host stack: {:?} tier of {} bytes on {} over namespace {nsid} of {} at 1/{}",
-                cfg.policy, cfg.capacity_bytes, stack.media.name, st.img.manifest.preset, st.img.manifest.scale
-            );
-            // The tier maps 4 KiB blocks: the server refuses anything smaller or unaligned.
-            i.block_min = BLOCK_BYTES as u32;
-            i.block_preferred = (cfg.iu_bytes as u32).max(BLOCK_BYTES as u32);
-            // A log appends a whole write to the tier, which must always get room for it. It
-            // keeps up to its high watermark without destaging (below the low one; above it
-            // when too little of it is valid to fill a stripe), so only what is above the
-            // high watermark is certain to come free: a larger write found the log full and
-            // nothing to wait for (ENOSPC; `qemu-img convert` wrote 1 MiB requests to a 1 MiB
-            // log and failed at its first). The largest power of two within that room.
-            let room = cfg.capacity_bytes * (100 - cfg.high_watermark_pct.min(100) as u64) / 100;
-            let fits = if cfg.policy == Policy::Log { 1u64 << room.max(1).ilog2() } else { u64::MAX };
-            i.block_max = (32u64 << 20).min(fits).max(i.block_preferred as u64) as u32;
-            i.can_flush = true;
-            i.can_fua = true;
-            i.can_trim = true;
-            i.can_multi_conn = true;
-            (i, ns.lba_bytes as u64)
+            export_info(&st.img, &stack, nsid)?
         };
         let data = inner.files.get(&nsid).cloned().ok_or_else(|| ServeError::Config(format!("namespace {nsid} has no data file")))?;
         let line = StackTimeline::new(&stack.tier, NsId(nsid), lba);
@@ -262,6 +223,70 @@ impl StackBackend {
     pub fn stopped_stack(&self) -> Option<HostStack> {
         self.export.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+}
+
+/// A stack is served with the model's pace only, and with a tier whose state checks.
+fn check_pace_and_tier(stack: &HostStack, cfg: &crate::TwinConfig) -> Result<(), ServeError> {
+    if cfg.pace != Pace::Model {
+        return Err(ServeError::Config("a stack is served with --pace model only (its destages run on the model's time)".into()));
+    }
+    stack.tier.check().map_err(|e| ServeError::Config(format!("the stack's state fails its check: {e}")))
+}
+
+/// The stack's export on namespace `nsid` of `img` and the namespace's LBA size, or why the
+/// drive cannot carry the stack.
+fn export_info(img: &ssdtwin_core::image::Image, stack: &HostStack, nsid: u32) -> Result<(ExportInfo, u64), ServeError> {
+    let ctrl = &img.ctrl;
+    if ctrl.arbitration().weights.is_some() {
+        // As `ssdtwin fio` refuses it (engine/fio.rs): the stack's commands have no
+        // submission queue of their own to arbitrate.
+        return Err(ServeError::Config("weighted round robin arbitration (feature 01h) is not modelled under a host stack".into()));
+    }
+    let ns =
+        ctrl.attached(NsId(nsid)).map_err(|_| ServeError::Config(format!("the stack's namespace {nsid} is not attached to the drive")))?;
+    if ns.write_protect != WP_NONE {
+        return Err(ServeError::Config(format!("the stack's namespace {nsid} is write protected")));
+    }
+    let cfg = &stack.tier.config;
+    if ns.bytes() != cfg.drive_bytes || ctrl.ftl_config().iu_bytes as u64 != cfg.iu_bytes || ns.lba_bytes as u64 > BLOCK_BYTES {
+        return Err(ServeError::Config(format!(
+            "the stack was made for a {} byte namespace with {} byte IUs; namespace {nsid} has {} bytes, {} byte IUs and {} byte blocks",
+            cfg.drive_bytes,
+            cfg.iu_bytes,
+            ns.bytes(),
+            ctrl.ftl_config().iu_bytes,
+            ns.lba_bytes
+        )));
+    }
+    // Whole 4 KiB blocks only: the server lets requests reach a final partial block of an
+    // export, which the tier (whole blocks) would answer without ever storing or destaging.
+    let mut i = ExportInfo::new(STACK_EXPORT, stack.tier.user_bytes() / BLOCK_BYTES * BLOCK_BYTES);
+    // The policy as stack.toml and `ssdtwin stack --policy` name it.
+    let policy = match cfg.policy {
+        Policy::IuFill => "iu-fill",
+        Policy::Log => "log",
+    };
+    i.description = format!(
+        "host stack: {policy} tier of {} bytes on {} over namespace {nsid} of {} at 1/{}",
+        cfg.capacity_bytes, stack.media.name, img.manifest.preset, img.manifest.scale
+    );
+    // The tier maps 4 KiB blocks: the server refuses anything smaller or unaligned.
+    i.block_min = BLOCK_BYTES as u32;
+    i.block_preferred = (cfg.iu_bytes as u32).max(BLOCK_BYTES as u32);
+    // A log appends a whole write to the tier, which must always get room for it. It
+    // keeps up to its high watermark without destaging (below the low one; above it
+    // when too little of it is valid to fill a stripe), so only what is above the
+    // high watermark is certain to come free: a larger write found the log full and
+    // nothing to wait for (ENOSPC; `qemu-img convert` wrote 1 MiB requests to a 1 MiB
+    // log and failed at its first). The largest power of two within that room.
+    let room = cfg.capacity_bytes * (100 - cfg.high_watermark_pct.min(100) as u64) / 100;
+    let fits = if cfg.policy == Policy::Log { 1u64 << room.max(1).ilog2() } else { u64::MAX };
+    i.block_max = (32u64 << 20).min(fits).max(i.block_preferred as u64) as u32;
+    i.can_flush = true;
+    i.can_fua = true;
+    i.can_trim = true;
+    i.can_multi_conn = true;
+    Ok((i, ns.lba_bytes as u64))
 }
 
 impl Backend for StackBackend {
@@ -432,10 +457,11 @@ impl Export for StackExport {
         Ok(Done::NOW)
     }
 
-    /// TRIM drops the tier's copies of the range; `iu-fill` deallocates its whole IUs on
-    /// the drive, `log` unmaps the blocks in its own map. The data file loses what the
-    /// drive lost (whole IUs for `iu-fill`, the range for `log`, which then reads zeroes);
-    /// the rest keeps its data, as NBD's advisory trim allows.
+    /// TRIM drops the tier's copies of the range; `iu-fill` deallocates the range on the
+    /// drive, whose FTL drops its whole IUs, `log` unmaps the blocks in its own map. The data
+    /// file loses what the drive lost (whole IUs for `iu-fill`, as a served drive's TRIM; the
+    /// range for `log`), which then reads zeroes; the rest keeps its data, as NBD's advisory
+    /// trim allows.
     fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
         let inner = &self.twin.inner;
         inner.counters.trims.inc();
@@ -444,14 +470,17 @@ impl Export for StackExport {
             .with_model(|st, run, now| {
                 let cfg = &inner.cfg;
                 let mut failed = None;
-                let log = run.stack.tier.config.policy == Policy::Log;
+                let (log, iu) = (run.stack.tier.config.policy == Policy::Log, run.stack.tier.config.iu_bytes);
                 let r = (|| {
                     let mut submit = submitter(st, cfg, &mut failed);
                     run.advance(&mut submit, now)?;
                     let ranges = run.stack.tier.trim(offset, len as u64);
                     let t = run.line.trim(&mut submit, now, &ranges)?;
                     run.progress(&mut submit, now)?;
-                    Ok((t.max(now + 1), if log { vec![(offset, len as u64)] } else { ranges }))
+                    // The drive deallocates only the range's whole IUs (partial ones keep
+                    // their data and mapping), so only those leave the data file.
+                    let (a, b) = (offset.div_ceil(iu) * iu, (offset + len as u64) / iu * iu);
+                    Ok((t.max(now + 1), if log { vec![(offset, len as u64)] } else { vec![(a, b.saturating_sub(a))] }))
                 })();
                 let (t, punch) = match r {
                     Ok(x) => {

@@ -175,9 +175,13 @@ def serve_cmd(
         except _core.SsdtwinError as e:
             fail(_name_the_address(str(e), listen))
         stopping = True  # the server has stopped (on a signal): later ones wait for the summary
-        say(summary_text(summary, _session_waf(served, before)))
-        if stack is not None:
-            say(_save_stack(path, stack[0], stack[1], summary))
+        # The stack's state is saved before anything is printed: a stderr nobody reads any
+        # more (a closed pipe, a hung-up terminal) failed the summary and left the drive
+        # committed and the stack unsaved, refused from then on as changed under it.
+        stack_line = None if stack is None else _save_stack(path, stack[0], stack[1], summary)
+        _say_if_heard(summary_text(summary, _session_waf(served, before)))
+        if stack_line is not None:
+            _say_if_heard(stack_line)
         if summary.get("stopped_by") == "KeyboardInterrupt":
             # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
             interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
@@ -185,6 +189,16 @@ def serve_cmd(
         signal.signal(signal.SIGTERM, old_term)
         if old_int is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, old_int)
+
+
+def _say_if_heard(msg: str) -> None:
+    """say(), after the server has committed: when stderr has gone (its reader closed the
+    pipe, the terminal hung up), what the session did is in the image, so the rest of the
+    way out (the exit status, 130 after a Ctrl-C) goes on without its messages."""
+    try:
+        say(msg)
+    except OSError:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (later messages and the exit's flush go nowhere; kept open)
 
 
 def _open_stack(path: Path, pace: str) -> tuple[StackFile, stacklib.StackImageState]:

@@ -58,6 +58,9 @@ fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier()
         let ex = b.open(STACK_EXPORT).unwrap();
         let info = ex.info();
         assert_eq!(info.block_min, 4096);
+        // The policy as stack.toml and the CLI name it (it read "IuFill", Rust's name).
+        let name = if policy == Policy::Log { "log" } else { "iu-fill" };
+        assert!(info.description.starts_with(&format!("host stack: {name} tier of 1048576 bytes on pmem")), "{}", info.description);
         // A log takes a whole write into the tier: no request larger than the room it
         // always gets back (above its high watermark, 80 % of 1 MiB): 128 KiB.
         assert_eq!(info.block_max, if policy == Policy::Log { 128 << 10 } else { 32 << 20 });
@@ -143,4 +146,40 @@ fn a_stack_is_served_with_the_model_pace_only() {
     let e = StackBackend::new(twin.clone(), st, 1).err().expect("refused");
     assert!(e.to_string().contains("--pace model"), "{e}");
     twin.close().unwrap();
+}
+
+#[test]
+fn an_iu_fill_trim_loses_the_data_of_whole_ius_only_as_the_drive_does() {
+    // The drive deallocates only the whole IUs of a trimmed range (partial IUs keep their
+    // data and mapping, as on a served drive), but the stack punched the whole range out
+    // of the data file: a 4 KiB trim inside an IU read back zeroes where the drive still
+    // maps the block, and the namespace served alone then reported a mapped block a hole.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, Policy::IuFill);
+    drop(img);
+    let clock = Arc::new(ManualClock::new());
+    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+    let b = StackBackend::new(twin, st, 1).unwrap();
+    let ex = b.open(STACK_EXPORT).unwrap();
+    // Two 64 KiB IUs of distinct 4 KiB blocks.
+    for i in 0..32u64 {
+        ex.write(i * 4096, &block(i), false).unwrap();
+        clock.advance(Duration::from_micros(10));
+    }
+    ex.trim(8192, 4096, false).unwrap(); // one block of IU 0
+    ex.trim(65536, 65536, false).unwrap(); // all of IU 1
+    let mut buf = vec![0u8; 4096];
+    for i in 0..32u64 {
+        ex.read(i * 4096, &mut buf).unwrap();
+        if i < 16 {
+            assert!(buf == block(i), "block {i} of a partly trimmed IU lost its data");
+        } else {
+            assert!(buf.iter().all(|&x| x == 0), "block {i} of a trimmed IU still reads data");
+        }
+    }
+    b.close().unwrap();
 }
