@@ -133,6 +133,24 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
     assert not stack.exists()
 
 
+def test_the_python_api_takes_string_paths_and_says_each_problem_on_a_line(tmp_path: Path, p5316: Path) -> None:
+    from ssdtwin import stack as stacklib
+
+    # str paths were an AttributeError ('str' object has no attribute 'exists').
+    created = stacklib.create(str(tmp_path / "tier"), str(p5316), "pmem:64MiB", "log")
+    config, _ = stacklib.load(str(tmp_path / "tier"))
+    assert config["drive"] == created["drive"] == str(p5316.resolve())
+    # Two problems printed as a tuple: "('high_watermark 0: ...', 'low_watermark 60: ...')".
+    with pytest.raises(stacklib.StackError) as e:
+        stacklib.create(tmp_path / "other", p5316, "pmem:64MiB", "log", high_watermark_pct=0)
+    assert str(e.value).splitlines() == [
+        "high_watermark 0: 1 to 100 (percent of the tier)",
+        "low_watermark 60: 0 to high_watermark - 1 (0)",
+    ]
+    assert not (tmp_path / "other").exists()
+    check_image(p5316)
+
+
 @pytest.mark.parametrize(
     "damage, needle",
     [

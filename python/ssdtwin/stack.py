@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict, Union, cast
 
 from . import _core
 from . import waf as wafm
@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the fio package is imported when a run needs it
     from .fio.contract import CloneOut
     from .fio.parser import Run
 
+PathLike = Union[str, "os.PathLike[str]"]
 FORMAT = "ssdtwin-stack"
 VERSION = 1
 POLICIES = ("iu-fill", "log")
@@ -99,7 +100,11 @@ class StackConfig(TypedDict):
 
 
 class StackError(ValueError):
-    """A stack that cannot be made or used: one line per problem."""
+    """A stack that cannot be made or used: one line per problem (one argument each)."""
+
+    def __str__(self) -> str:
+        # ValueError's own shows several arguments as a tuple: "('high_watermark 0: ...', ...)".
+        return "\n".join(map(str, self.args))
 
 
 def parse_shaping(text: str) -> tuple[str, int]:
@@ -157,8 +162,8 @@ def _toml(config: StackConfig) -> str:
 
 
 def create(
-    path: Path,
-    drive: Path,
+    path: PathLike,
+    drive: PathLike,
     shaping: str,
     policy: str,
     *,
@@ -173,6 +178,7 @@ def create(
 ) -> StackConfig:
     """Make the stack image ``path`` over the drive image ``drive``; returns its config.
     Every check runs before anything is written."""
+    path, drive = Path(path), Path(drive)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise StackError(f"{path}: exists and is not an empty directory")
     if not (drive / "ssdtwin.toml").is_file():
@@ -262,9 +268,10 @@ def is_stack(path: Path) -> bool:
     return (path / "stack.toml").is_file()
 
 
-def load(path: Path) -> tuple[StackFile, StackImageState]:
+def load(path: PathLike) -> tuple[StackFile, StackImageState]:
     """(stack.toml, state.json with its stack read into a ``HostStack``); StackError if either
     is unreadable."""
+    path = Path(path)
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
         state_text = (path / "state.json").read_text()
