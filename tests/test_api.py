@@ -515,6 +515,21 @@ def test_precondition_report_and_logs() -> None:
     d.check()
 
 
+def test_precondition_and_idle_refuse_arguments_they_would_misread() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    before = d.vendor_log()
+    # Both given: loops was ignored (one 4 KiB write here, not a namespace pass).
+    with pytest.raises(ValueError, match="^loops 1 and amount_bytes 4096: give one of them, not both$"):
+        d.precondition(1, "seq", 4096, loops=1, amount_bytes=4096)
+    # Were "'>=' not supported between instances of 'str' and 'int'" (and '<=' for idle).
+    with pytest.raises(TypeError, match="^loops '2': must be a number, not str$"):
+        d.precondition(1, "seq", 4096, loops="2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^seconds '1': must be a number, not str$"):
+        d.idle("1")  # type: ignore[arg-type]
+    assert d.vendor_log() == before
+    d.check()
+
+
 def test_precondition_progress_callback_can_stop_it() -> None:
     d = Drive.in_memory(CM6, scale=454)
     calls: list[tuple[int, int]] = []

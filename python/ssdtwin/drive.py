@@ -548,6 +548,7 @@ class Drive:
         space while its NAND work fits, and the power-on clock advances. Returns how many
         IUs GC moved (0 when nothing was worth collecting). SNIA's Host Idle Recovery test
         (docs/pts.md) uses it for its wait states."""
+        _number("seconds", seconds)
         if not (0 <= seconds <= IDLE_MAX_S):
             raise ValueError(f"idle {seconds} s: must be from 0 to {IDLE_MAX_S} s (200 days, the longest simulated run)")
         return self._core.idle(int(round(seconds * 1e9)))
@@ -565,6 +566,10 @@ class Drive:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""
         ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS from the core if there is none
+        if loops is not None and amount_bytes is not None:  # loops was ignored
+            raise ValueError(f"loops {loops} and amount_bytes {amount_bytes}: give one of them, not both")
+        if loops is not None:
+            _number("loops", loops)
         if loops is not None and not (loops >= 0 and math.isfinite(loops)):
             raise ValueError(f"loops {loops}: a finite number of namespace passes, at least 0")
         if amount_bytes is None:
@@ -592,6 +597,13 @@ class Drive:
         victim IUs checked through the L2P}. Same drive state as ``precondition``."""
         r = self._core.precondition_touches(nsid, pattern, block_bytes, amount_bytes, seed)
         return PreconditionReport(**r["report"]), {"host_l2p": r["host_l2p"], "gc_checks": r["gc_checks"]}
+
+
+def _number(name: str, value: object) -> None:
+    """TypeError naming ``name`` unless ``value`` is an int or a float (a str was Python's
+    "'>=' not supported between instances of 'str' and 'int'", naming nothing)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} {value!r}: must be a number, not {type(value).__name__}")
 
 
 def models() -> list[dict[str, Any]]:
