@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import threading
 import time
@@ -133,6 +134,17 @@ def test_writable_open_is_exclusive(tmp_path: Path) -> None:
     Drive.open(d, writable=False).close()  # readers are fine
     a.close()
     Drive.open(d).close()
+
+
+def test_the_live_state_functions_take_string_paths(tmp_path: Path) -> None:
+    from ssdtwin import live
+
+    img = tmp_path / "img"
+    with Drive.create(img, CM6, scale=454):
+        # Was a TypeError: unsupported operand type(s) for /: 'str' and 'str'.
+        assert live.lock_holder(str(img)) == os.getpid()
+        assert live.live_state(str(img)) is None  # a writer, but not a server: no live.json
+    assert live.lock_holder(str(img)) is None
 
 
 def test_a_read_only_drive_reads_its_generation_while_a_writer_commits(tmp_path: Path) -> None:
