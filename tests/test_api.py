@@ -118,6 +118,20 @@ def test_exception_in_with_block_does_not_commit(tmp_path: Path) -> None:
         assert drv.vendor_log()["host_write_bytes"] == 0
 
 
+def test_a_drive_closed_inside_its_with_block_leaves_it_quietly(tmp_path: Path) -> None:
+    d = tmp_path / "img"
+    Drive.create(d, CM6, scale=454).close()
+    # Leaving the block raised SsdtwinError "the drive is closed" (it committed the closed drive).
+    with Drive.open(d) as a:
+        a.write(1, 0, 8)
+        a.commit()
+        a.close()
+        assert a.closed
+    with Drive.open(d) as b:
+        assert b.smart_log()["host_write_commands"] == 1 and not b.closed
+    assert b.closed
+
+
 def test_uncommitted_changes_are_dropped_on_close(tmp_path: Path) -> None:
     d = tmp_path / "img"
     drv = Drive.create(d, CM6, scale=454)

@@ -329,6 +329,7 @@ class Drive:
         self._core = core
         self.nvme = Nvme(core)
         self.writable = writable
+        self._closed = False
 
     # -- construction -------------------------------------------------------------
     @classmethod
@@ -401,7 +402,9 @@ class Drive:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            if exc_type is None and self.path is not None and self.writable:
+            # A drive closed inside the block has nothing left to commit (close() drops what
+            # was not committed), as a file closed inside its ``with`` is fine.
+            if exc_type is None and self.path is not None and self.writable and not self._closed:
                 self.commit()
         finally:
             self.close()
@@ -416,7 +419,13 @@ class Drive:
         self._core.commit()  # ImageError if the image was opened read-only
 
     def close(self) -> None:
+        """Release the image (and its lock) without committing; calling it again does nothing."""
         self._core.close()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def recovery(self) -> Optional[Recovery]:
         """What opening did with a journal left by a killed ``ssdtwin serve`` (None if none)."""
