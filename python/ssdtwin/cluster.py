@@ -17,13 +17,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Unpack
+from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Union, Unpack
 
 from . import _core
 from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
 from .fio import parse, parse_string
 from .fio.contract import JobSpec
-from .fio.parser import Run
+from .fio.parser import PathLike, Run
 
 CONFIG = "cluster.toml"
 # The directions a cluster run totals (ClusterRun's ``read`` and ``write``).
@@ -144,9 +144,12 @@ class Cluster:
         return _core.cluster_run(self.text, self.resolve(run), progress)
 
     def run_files(
-        self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int, int, str, int], object]] = None
+        self,
+        files: Union[PathLike, Sequence[PathLike]],
+        run_seed: int = 0,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> tuple[Run, ClusterRun]:
-        run = parse(list(files), run_seed=run_seed)
+        run = parse(files, run_seed=run_seed)
         return run, self.run(run, progress)
 
     def run_text(

@@ -355,7 +355,7 @@ def run_fio(
     d: Drive,
     config: StackFile,
     state: StackImageState,
-    files: Sequence[str],
+    files: Union[PathLike, Sequence[PathLike]],
     *,
     run_seed: int = 0,
     idle_gc: bool = True,
@@ -371,7 +371,7 @@ def run_fio(
     from .fio.run import fio_notes, log_file_problems
 
     nsid = int(config["namespace"])
-    run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    run = parse(files, run_seed=run_seed, cmdline=tuple(cmdline))
     if log_dir is not None:
         log_file_problems(run, log_dir)
     if notes is not None:
