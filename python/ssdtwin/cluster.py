@@ -177,6 +177,9 @@ def sweep_job(clients: int, rw: str, iodepth: int, numjobs: int = 1, ramp_ms: in
     return head + "".join(f"[client{c}]\n" for c in range(clients))
 
 
+MAX_OUTSTANDING = 65535  # I/Os in flight per client at one sweep level
+
+
 def parse_outstanding(text: str) -> list[int]:
     """``1..256`` (powers of two from 1 to 256), ``1,8,64`` or ``32``."""
     text = text.strip()
@@ -200,8 +203,8 @@ def parse_outstanding(text: str) -> list[int]:
         raise ClusterError(
             f"--outstanding '{text}': a range such as 1..256 (powers of two) or a list such as 1,8,64 of positive integers"
         ) from None
-    if not vals or min(vals) < 1 or max(vals) > 65535:
-        raise ClusterError(f"--outstanding '{text}': each value must be 1..65535")
+    if not vals or min(vals) < 1 or max(vals) > MAX_OUTSTANDING:
+        raise ClusterError(f"--outstanding '{text}': each value must be 1..{MAX_OUTSTANDING}")
     return vals
 
 
@@ -288,6 +291,11 @@ def summary(res: ClusterRun) -> RunSummary:
     return out
 
 
+# The rw of a sweep's curves: one direction each (a curve reports that direction's figures).
+SWEEP_RWS = ("randread", "randwrite", "read", "write")
+MAX_SWEEP_NUMJOBS = 256
+
+
 def sweep(
     cluster: Cluster,
     outstanding: Sequence[int],
@@ -300,7 +308,18 @@ def sweep(
 ) -> list[SweepRow]:
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
     per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each), each point on
-    a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``)."""
+    a cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``). ClusterError
+    for an ``rw`` not in ``SWEEP_RWS``, a level or ``numjobs`` out of range, before any run."""
+    # Unchecked, randrw's curve was its reads alone, numjobs 0 a ZeroDivisionError and a
+    # level of 0 ran (and was reported) as 1.
+    bad_rw = [rw for rw in rws if rw not in SWEEP_RWS]
+    if isinstance(rws, str) or bad_rw or not rws:
+        raise ClusterError(f"rws {rws!r}: a list of {', '.join(SWEEP_RWS)} (each curve is one direction's)")
+    if isinstance(numjobs, bool) or not isinstance(numjobs, int) or not 1 <= numjobs <= MAX_SWEEP_NUMJOBS:
+        raise ClusterError(f"numjobs {numjobs!r}: an integer from 1 to {MAX_SWEEP_NUMJOBS}")
+    bad_level = [v for v in outstanding if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_OUTSTANDING]
+    if bad_level or not outstanding:
+        raise ClusterError(f"outstanding {list(outstanding)!r}: one or more integers from 1 to {MAX_OUTSTANDING}")
     clients = int(cluster.spec["cluster"]["clients"])
     ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms
     runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms
