@@ -335,6 +335,15 @@ def test_nvme_methods_mirror_the_cli() -> None:
     assert n.smart_log() == d.smart_log() and n.vendor_log() == d.vendor_log()
 
 
+def test_an_unknown_queue_priority_class_is_named_as_given() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    # Was NvmeError "queue priority 255: must be 0 (urgent), 1 (high), ...": a number never given.
+    with pytest.raises(ValueError, match="^cls 'highest': one of urgent, high, medium, low$"):
+        d.nvme.set_sq_priority(1, "highest")
+    d.nvme.set_sq_priority(1, "high")
+    assert d.nvme.qos()[0]["sq_priority"] == "high"
+
+
 def test_nvme_error_attributes() -> None:
     d = Drive.in_memory(spec_toml=TINY)
     with pytest.raises(NvmeError) as e:

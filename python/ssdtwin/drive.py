@@ -292,7 +292,9 @@ class Nvme:
     def set_sq_priority(self, nsid: int, cls: str) -> None:
         """The priority class of namespace ``nsid``'s submission queues: urgent, high,
         medium or low (what weighted round robin arbitration sorts by)."""
-        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls) if cls in SQ_PRIORITIES else 255)
+        if cls not in SQ_PRIORITIES:  # was the core's "queue priority 255: ...", a number never given
+            raise ValueError(f"cls {cls!r}: one of {', '.join(SQ_PRIORITIES)}")
+        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls))
 
     def smart_log(self) -> SmartLog:
         return self._core.smart_log()
