@@ -504,7 +504,18 @@ class Drive:
     ) -> builtins.list[CloneOut]:
         """``run_fio`` through the host stack ``stack`` (ssdtwin.stack, docs/host.md), which
         advances in place with the drive; returns the per-clone results. A run that stops
-        on an error leaves ``stack`` unusable (reload it from its state.json)."""
+        on an error leaves ``stack`` unusable (reload it from its state.json). A stack made for
+        another namespace size or IU (``stack.config()``) is refused before the run: it
+        placed its writes for that drive (past this namespace's end: LBA_RANGE part way, the
+        stack left unusable; on a larger one, silently in the wrong places)."""
+        made = stack.config()
+        ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS if there is none
+        iu = self.vendor_log()["iu_bytes"]
+        if (made["drive_bytes"], made["iu_bytes"]) != (ns.bytes, iu):
+            raise ValueError(
+                f"stack: made for a {made['drive_bytes']:,}-byte namespace of {made['iu_bytes']}-byte IUs; "
+                f"namespace {nsid} here is {ns.bytes:,} bytes of {iu}-byte IUs"
+            )
         return self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack)
 
     def run_fio(
