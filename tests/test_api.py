@@ -439,6 +439,53 @@ def test_run_fio_checks_every_field_range(field: str, value: int, message: str) 
     assert str(e.value) == f"job 'w' (thread 1): {message}"
 
 
+U32 = "out of range; must be an integer in 0..=4294967295 (u32)"
+U64 = "out of range; must be an integer in 0..=18446744073709551615 (u64)"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"nodes": -1}, f"nodes=-1: {U32}"),
+        ({"nodes": 2**40}, f"nodes=1099511627776: {U32}"),
+        ({"seed": -1}, f"seed=-1: {U64}"),
+        ({"volume_bytes": 2**64}, f"volume_bytes=18446744073709551616: {U64}"),
+        ({"nodes": 2.5}, "nodes=2.5: TypeError: 'float' object cannot be interpreted as an integer"),
+        ({"scale": "1/64"}, "scale='1/64': TypeError: 'str' object cannot be interpreted as an integer"),
+        ({"node_cores": {"value": -1, "source": "lab"}}, f"node_cores.value=-1: {U32}"),
+        # A long value is shown by its start (the message stays one line).
+        ({"drive": ["x" * 100]}, f"drive=['{'x' * 58}...: unexpected type: 'list' object is not an instance of 'str'"),
+    ],
+)
+def test_cluster_options_that_do_not_convert_name_the_option(tmp_path: Path, options: dict[str, object], message: str) -> None:
+    from ssdtwin.cluster import Cluster
+
+    # Were "cluster options: OverflowError: out of range integral type conversion attempted"
+    # (or "can't convert negative int to unsigned"), naming no option.
+    with pytest.raises(ValueError) as e:
+        Cluster.create(tmp_path / "lab", **options)  # type: ignore[arg-type]
+    assert str(e.value) == f"cluster options: {message}"
+    assert not (tmp_path / "lab").exists()
+
+
+def test_engine_inputs_and_tier_parameters_that_do_not_convert_name_the_field() -> None:
+    from ssdtwin import stack
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    jobs = parse_string("[a]\nrw=write\nsize=1m\n[b]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=10\n", name="w.fio")
+    specs = jobs.to_engine(ns.bytes, ns.lba_bytes)
+    with pytest.raises(ValueError) as e:
+        d.run_fio([specs[0], dict(specs[1], iodepth=-1)])
+    assert str(e.value) == f"engine input does not follow contract v1: [1].iodepth=-1: {U32}"
+    tier = stack.tier_params(d, "log", 64 << 20)
+    with pytest.raises(ValueError) as e:
+        _core.stack_new("pmem", dict(tier, host_op_pct=-20))
+    assert str(e.value) == f"tier parameters: host_op_pct=-20: {U32}"
+    d.check()
+
+
 def test_log_page_length_is_bounded() -> None:
     v = Drive.in_memory(CM6, scale=454).view()
     assert len(v.log_page(0x02, 1 << 20)) == 1 << 20 and v.log_page(0x02, 0) == b""
