@@ -222,6 +222,16 @@ def test_in_memory_has_no_image() -> None:
         Drive.in_memory(CM6, scale=100000)
 
 
+def test_a_preset_and_a_spec_together_are_refused() -> None:
+    # The preset was ignored: Drive.in_memory("kioxia-cm6-r-3.84t", spec_toml=<a P5316's>)
+    # built a P5316.
+    spec = dict(_core.presets())[P5316]
+    with pytest.raises(ValueError, match="^model and spec_toml: give one of them, not both$"):
+        Drive.in_memory(CM6, spec_toml=spec, scale=256)
+    with pytest.raises(ValueError, match="^preset and spec_toml: give one of them, not both$"):
+        _core.Drive.in_memory(preset=CM6, spec_toml=spec, scale=256)
+
+
 def test_scale_errors_name_the_keyword_the_caller_gave() -> None:
     # Were "--scale 1/100000: too small ..." from the Python API, which has no --scale.
     for call in (lambda: Drive.in_memory(CM6, scale=100000), lambda: Drive.in_memory(CM6, scale="1/100000")):

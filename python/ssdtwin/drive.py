@@ -392,6 +392,8 @@ class Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit);
         ``nvm_sets`` builds it with that many NVM Sets, ``partitions`` with that many FTL
         partitions per set (a power of two, docs/models.md "FTL partitions")."""
+        if model is not None and spec_toml is not None:
+            raise ValueError("model and spec_toml: give one of them, not both")
         n = parse_scale(scale)
         try:
             core = _core.Drive.in_memory(preset=model, scale=n, seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)

@@ -354,7 +354,9 @@ fn with_sets(spec: DriveSpec, sets: Option<u32>, partitions: Option<u32>) -> Res
 
 fn resolve_spec(preset: Option<&str>, spec_toml: Option<&str>, origin: &str) -> Result<DriveSpec, Failure> {
     match (preset, spec_toml) {
-        (_, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
+        // One would be ignored: the drive built would not be the one the caller named.
+        (Some(_), Some(_)) => Err(Failure::Value("preset and spec_toml: give one of them, not both".into())),
+        (None, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
         (Some(p), None) => Ok(DriveSpec::preset(p)?),
         (None, None) => Err(Failure::SpecText("give a preset name or a spec TOML".into())),
     }
