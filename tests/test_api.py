@@ -572,6 +572,28 @@ def test_io_commands() -> None:
     d.check()
 
 
+def test_check_pi_checks_what_a_read_checks_first() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    d.nvme.format(1, lbaf=4, pi=1)  # 4096 B + 8 B of metadata
+    d.nvme.inject_pi_error(1, 3, 4)
+    with pytest.raises(NvmeError, match="GUARD_CHECK"):
+        d.nvme.check_pi(1, 0, 8)
+    d.nvme.check_pi(1, 0, 3)
+    nsze = d.nvme.namespace(1).nsze
+    # Each of these returned None: no such namespace, LBAs past its end or none at all, and
+    # PRCHK bits that are no check.
+    for args, needle in (
+        ((9, 0, 8, 7), "INVALID_NS"),
+        ((1, nsze, 1, 7), f"LBA_RANGE.*LBAs {nsze}\\+1 outside namespace 1"),
+        ((1, 2**64 - 1, 2, 7), "LBA_RANGE"),
+        ((1, 0, 0, 7), "LBA_RANGE"),
+        ((1, 0, 8, 8), "INVALID_FIELD.*prchk 8: a mask of guard \\(4\\), application tag \\(2\\) and reference tag \\(1\\), 0..=7"),
+    ):
+        with pytest.raises(NvmeError, match=needle):
+            d.nvme.check_pi(*args)
+    d.check()
+
+
 def test_precondition_report_and_logs() -> None:
     d = Drive.in_memory(CM6, scale=454, seed=2)
     ns_bytes = d.namespaces()[0].bytes

@@ -233,7 +233,9 @@ class Nvme:
 
     def check_pi(self, nsid: int, slba: int, nlb: int, prchk: int = 7) -> None:
         """The end-to-end check of a read of ``nlb`` blocks at ``slba`` with PRCHK ``prchk``:
-        raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA."""
+        raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA,
+        after the read's own checks (INVALID_NS, LBA_RANGE; INVALID_FIELD for a ``prchk``
+        outside 0..=7)."""
         self._core.check_pi(nsid, slba, nlb, prchk)
 
     def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0, sel: int = 0) -> int:

@@ -578,9 +578,10 @@ impl Drive {
         self.with(py, |b| Ok(b.ctrl().inject_pi_error(NsId(nsid), lba, tags)?))
     }
 
-    /// The end-to-end check a read with PRCHK bits `prchk` makes (raises the NVMe status).
+    /// The end-to-end check a read with PRCHK bits `prchk` makes (raises the NVMe status),
+    /// after the checks of the read itself (namespace, LBA range, PRCHK bits).
     fn check_pi(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64, prchk: u8) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().check_pi(NsId(nsid), slba, nlb, prchk)?))
+        self.with(py, |b| Ok(b.ctrl().check_pi_command(NsId(nsid), slba, nlb, prchk)?))
     }
 
     /// Let the drive run until the sanitize in progress ends; returns the nanoseconds waited.
