@@ -143,8 +143,10 @@ def test_uncommitted_changes_are_dropped_on_close(tmp_path: Path) -> None:
 def test_writable_open_is_exclusive(tmp_path: Path) -> None:
     d = tmp_path / "img"
     a = Drive.create(d, CM6, scale=454)
-    with pytest.raises(ImageError, match="in use by another ssdtwin process"):
+    # Said "in use by another ssdtwin process (pid P)" with P this process's own pid.
+    with pytest.raises(ImageError) as e:
         Drive.open(d)
+    assert str(e.value) == f"{d} is already open for writing in this process (pid {os.getpid()}); close that drive first"
     Drive.open(d, writable=False).close()  # readers are fine
     a.close()
     Drive.open(d).close()

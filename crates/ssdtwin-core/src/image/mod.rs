@@ -89,6 +89,9 @@ pub enum ImageError {
     Exists { path: PathBuf },
     #[error("{} is in use by another ssdtwin process (pid {pid}); stop it first", path.display())]
     Locked { path: PathBuf, pid: String },
+    /// The lock is held by this process (a second writable open from Python).
+    #[error("{} is already open for writing in this process (pid {pid}); close that drive first", path.display())]
+    LockedHere { path: PathBuf, pid: u32 },
     #[error("{} was opened read-only; open it writable to commit", path.display())]
     ReadOnly { path: PathBuf },
     #[error("{} cannot be opened for writing: {reason}", path.display())]
@@ -564,6 +567,9 @@ fn lock_dir(dir: &Path) -> Result<File, ImageError> {
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
         let pid = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
+        if pid == std::process::id().to_string() {
+            return Err(ImageError::LockedHere { path: dir.to_path_buf(), pid: std::process::id() });
+        }
         return Err(ImageError::Locked { path: dir.to_path_buf(), pid: if pid.is_empty() { "unknown".into() } else { pid } });
     }
     // The lock file can be writable in a directory that is not (`chmod a-w DIR`, `chattr +i
