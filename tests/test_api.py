@@ -108,6 +108,17 @@ def test_create_open_and_commit(tmp_path: Path) -> None:
         ro.vendor_log()
 
 
+def test_an_empty_path_is_refused_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spec.toml").write_text("mine\n")
+    # Wrote the image's spec.toml over the working directory's, and a LOCK beside it, then
+    # failed with ": No such file or directory (os error 2)".
+    with pytest.raises(ImageError, match="^an empty path names no directory: give the image a directory of its own"):
+        Drive.create("", CM6, scale=454)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.toml"]
+    assert (tmp_path / "spec.toml").read_text() == "mine\n"
+
+
 def test_exception_in_with_block_does_not_commit(tmp_path: Path) -> None:
     d = tmp_path / "img"
     Drive.create(d, CM6, scale=454).close()

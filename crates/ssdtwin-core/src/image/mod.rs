@@ -87,6 +87,8 @@ pub enum ImageError {
     Damaged { path: PathBuf, reason: String },
     #[error("{} already exists; choose a new directory (or remove it first)", path.display())]
     Exists { path: PathBuf },
+    #[error("an empty path names no directory: give the image a directory of its own (e.g. ./cm6)")]
+    EmptyPath,
     #[error("{} is in use by another ssdtwin process (pid {pid}); stop it first", path.display())]
     Locked { path: PathBuf, pid: String },
     /// The lock is held by this process (a second writable open from Python).
@@ -195,6 +197,11 @@ fn not_writable(dir: &Path, e: &FsError) -> Option<ImageError> {
 impl Image {
     /// Create a new image at `dir` (which must not exist or be an empty directory).
     pub fn create(dir: &Path, spec: DriveSpec, preset: &str, seed: u64) -> Result<Image, ImageError> {
+        if dir.as_os_str().is_empty() {
+            // Not a missing directory: each file joined to "" is a name in the working
+            // directory, whose spec.toml and LOCK the image's would have replaced.
+            return Err(ImageError::EmptyPath);
+        }
         match fsio::entry(dir)? {
             Entry::Missing => {}
             Entry::Dir if fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.next().is_none() => {}
