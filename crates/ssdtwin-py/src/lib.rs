@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
 use ssdtwin_core::nvme::{NsId, ProtectionRequest};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ssdtwin_core::cluster::ClusterError;
@@ -62,6 +63,8 @@ enum Failure {
     Other(String),
     /// A call on a drive after `close()`.
     Closed,
+    /// A call on a drive from inside a call on it in the same thread (a progress callback).
+    Reentered,
     /// A call on a drive whose mutex a panicking call left poisoned.
     Poisoned,
     /// A value the bridge could not convert (a bug: the core's types are plain data).
@@ -139,6 +142,9 @@ impl From<Failure> for PyErr {
             Failure::Value(msg) => PyValueError::new_err(msg),
             Failure::Other(msg) => SsdtwinError::new_err(msg),
             Failure::Closed => SsdtwinError::new_err("the drive is closed"),
+            Failure::Reentered => SsdtwinError::new_err(
+                "the drive is in use by a call of this thread (a progress callback cannot use the drive it reports on)",
+            ),
             Failure::Poisoned => SsdtwinError::new_err("drive lock poisoned (an earlier call panicked)"),
             Failure::Bridge(msg) => SsdtwinError::new_err(format!("converting a result to Python: {msg}")),
             Failure::Python(e) => e,
@@ -310,22 +316,53 @@ impl Backing {
 struct Drive {
     inner: Mutex<Option<Backing>>,
     path: Option<PathBuf>,
+    /// The [`thread_token`] of the thread holding `inner` (0: none). A call made while its
+    /// own thread holds the mutex (a progress callback using the drive it reports on) would
+    /// wait for it forever, Ctrl-C included: it is refused instead.
+    holder: AtomicU64,
+}
+
+/// A number of the calling thread, unique in the process and never 0.
+fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
+}
+
+/// Clears [`Drive::holder`] when the call holding the mutex ends (dropped before the guard).
+struct Holding<'a>(&'a AtomicU64);
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Drive {
     fn new(backing: Backing, path: Option<PathBuf>) -> Drive {
-        Drive { inner: Mutex::new(Some(backing)), path }
+        Drive { inner: Mutex::new(Some(backing)), path, holder: AtomicU64::new(0) }
+    }
+
+    /// `f` on the drive's mutex, taken (and waited for) by the calling thread, unless that
+    /// thread already holds it. Only this thread ever stores its own token, so reading it
+    /// back means this thread is inside a call on the drive.
+    fn locked<R>(&self, f: impl FnOnce(&mut Option<Backing>) -> Result<R, Failure>) -> Result<R, Failure> {
+        let me = thread_token();
+        if self.holder.load(Ordering::Relaxed) == me {
+            return Err(Failure::Reentered);
+        }
+        let mut g = self.inner.lock().map_err(|_| Failure::Poisoned)?;
+        self.holder.store(me, Ordering::Relaxed);
+        let _holding = Holding(&self.holder);
+        f(&mut g)
     }
 
     /// Run `f` on the drive with the GIL released: the mutex is taken (and waited for)
     /// only while detached, never while attached (see the module's locking rule).
     fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Backing) -> Result<R, Failure> + Send) -> PyResult<R> {
-        py.detach(|| {
-            let mut g = self.inner.lock().map_err(|_| Failure::Poisoned)?;
-            let b = g.as_mut().ok_or(Failure::Closed)?;
-            f(b)
-        })
-        .map_err(PyErr::from)
+        py.detach(|| self.locked(|g| f(g.as_mut().ok_or(Failure::Closed)?))).map_err(PyErr::from)
     }
 
     /// [`Drive::with`] on the controller, returning a core structure as Python objects
@@ -438,7 +475,7 @@ impl Drive {
 
     /// Release the image (and its lock) without committing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let backing = py.detach(|| self.inner.lock().map(|mut g| g.take()).map_err(|_| Failure::Poisoned))?;
+        let backing = py.detach(|| self.locked(|g| Ok(g.take())))?;
         py.detach(move || drop(backing)); // unmapping large maps takes a while
         Ok(())
     }
