@@ -657,6 +657,21 @@ def test_precondition_and_idle_refuse_arguments_they_would_misread() -> None:
     d.check()
 
 
+def test_numbers_of_numpy_are_numbers() -> None:
+    import numpy as np
+
+    from ssdtwin.fio import parse_string
+    from ssdtwin.fio.run import engine_specs
+
+    d = Drive.in_memory(CM6, scale=454)
+    assert d.precondition(1, "seq", 131072, loops=np.float64(0.01)).host_bytes > 0
+    assert d.idle(np.int64(1)) >= 0
+    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=1m\n", name="w.fio")
+    specs = engine_specs(d, run, namespace=np.int64(1))  # type: ignore[arg-type]
+    assert d.run_fio(specs)[0]["write"]["io_bytes"] == 1 << 20
+    d.check()
+
+
 def test_precondition_progress_callback_can_stop_it() -> None:
     d = Drive.in_memory(CM6, scale=454)
     calls: list[tuple[int, int]] = []

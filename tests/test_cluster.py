@@ -264,3 +264,13 @@ def test_the_python_sweep_checks_its_arguments_before_any_run() -> None:
         with pytest.raises(ClusterError) as e:
             sweep(lab, progress=lambda *a: pytest.fail("ran a point"), **args)
         assert str(e.value) == needle
+
+
+def test_the_python_sweep_takes_numpy_levels() -> None:
+    import numpy as np
+
+    from ssdtwin import _core
+
+    lab = Cluster.from_text(_core.cluster_init({}))
+    rows = sweep(lab, np.array([4]), rws=["randread"], numjobs=np.int64(2), ramp_ms=2, runtime_ms=5)
+    assert [(r["outstanding_per_client"], r["rw"]) for r in rows] == [(4, "randread")] and rows[0]["iops"] > 0

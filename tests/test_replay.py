@@ -278,3 +278,9 @@ def test_options_of_the_wrong_type_are_named_before_the_drive_is_touched(tmp_pat
     assert str(e.value) == message
     assert d.vendor_log() == before
     d.check()
+
+
+def test_numpy_numbers_are_options_of_their_kind() -> None:
+    from ssdtwin import replay as rp
+
+    rp.check(rp.Options(namespace=np.int64(1), time_scale=np.float32(0.5), max_ios=np.uint32(8), iodepth=np.int16(4)))  # type: ignore[arg-type]

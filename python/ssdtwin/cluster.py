@@ -12,6 +12,7 @@ client), resolved against a volume of ``volume_bytes / scale``; the output is fi
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -296,6 +297,11 @@ SWEEP_RWS = ("randread", "randwrite", "read", "write")
 MAX_SWEEP_NUMJOBS = 256
 
 
+def _whole(v: object) -> bool:
+    """An integer, numpy's too, but not a bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
 def sweep(
     cluster: Cluster,
     outstanding: Sequence[int],
@@ -313,12 +319,12 @@ def sweep(
     # Unchecked, randrw's curve was its reads alone, numjobs 0 a ZeroDivisionError and a
     # level of 0 ran (and was reported) as 1.
     bad_rw = [rw for rw in rws if rw not in SWEEP_RWS]
-    if isinstance(rws, str) or bad_rw or not rws:
+    if isinstance(rws, str) or bad_rw or not len(rws):
         raise ClusterError(f"rws {rws!r}: a list of {', '.join(SWEEP_RWS)} (each curve is one direction's)")
-    if isinstance(numjobs, bool) or not isinstance(numjobs, int) or not 1 <= numjobs <= MAX_SWEEP_NUMJOBS:
+    if not _whole(numjobs) or not 1 <= numjobs <= MAX_SWEEP_NUMJOBS:
         raise ClusterError(f"numjobs {numjobs!r}: an integer from 1 to {MAX_SWEEP_NUMJOBS}")
-    bad_level = [v for v in outstanding if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_OUTSTANDING]
-    if bad_level or not outstanding:
+    bad_level = [v for v in outstanding if not _whole(v) or not 1 <= v <= MAX_OUTSTANDING]
+    if bad_level or not len(outstanding):
         raise ClusterError(f"outstanding {list(outstanding)!r}: one or more integers from 1 to {MAX_OUTSTANDING}")
     clients = int(cluster.spec["cluster"]["clients"])
     ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms

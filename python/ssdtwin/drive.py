@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -626,9 +627,9 @@ class Drive:
 
 
 def _number(name: str, value: object) -> None:
-    """TypeError naming ``name`` unless ``value`` is an int or a float (a str was Python's
+    """TypeError naming ``name`` unless ``value`` is a real number (a str was Python's
     "'>=' not supported between instances of 'str' and 'int'", naming nothing)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's numbers too
         raise TypeError(f"{name} {value!r}: must be a number, not {type(value).__name__}")
 
 

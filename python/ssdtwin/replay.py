@@ -11,6 +11,7 @@ drive's write amplification and counters added. Python never sees an I/O.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -138,8 +139,8 @@ def check(opts: Options) -> None:
     """The options' own problems (TypeError or ValueError, one line)."""
     for name, (kind, optional, what) in OPTION_TYPES.items():
         v = getattr(opts, name)
-        # bool is an int, and an int is a number here.
-        kinds = (int, float) if kind is float else (kind,)
+        # bool is an int, and an int is a number here; numpy's ints and floats count as theirs.
+        kinds = (numbers.Real,) if kind is float else (numbers.Integral,) if kind is int else (kind,)
         ok = isinstance(v, kinds) and (kind is bool or not isinstance(v, bool))
         if not (ok or (optional and v is None)):
             raise TypeError(f"Options.{name} {v!r}: must be {what}, not {type(v).__name__}")

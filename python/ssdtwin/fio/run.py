@@ -8,6 +8,7 @@ formats (normal text, JSON, json+, log files).
 from __future__ import annotations
 
 import errno
+import numbers
 import os
 import stat
 import time
@@ -102,7 +103,7 @@ def _prepare(
 def engine_specs(drive: Drive, run: Run, namespace: int = 1) -> list[JobSpec]:
     """The engine input of a parsed run on ``drive``: jobs that name no namespace go to
     ``namespace``; every attached namespace's size and LBA size, and the host link's rate."""
-    if isinstance(namespace, bool) or not isinstance(namespace, int):  # "1" read as a missing namespace
+    if isinstance(namespace, bool) or not isinstance(namespace, numbers.Integral):  # "1" read as a missing namespace
         raise TypeError(f"namespace {namespace!r}: must be an int, not {type(namespace).__name__}")
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
