@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import threading
 import time
@@ -107,6 +108,17 @@ def test_create_open_and_commit(tmp_path: Path) -> None:
         ro.vendor_log()
 
 
+def test_an_empty_path_is_refused_before_anything_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spec.toml").write_text("mine\n")
+    # Wrote the image's spec.toml over the working directory's, and a LOCK beside it, then
+    # failed with ": No such file or directory (os error 2)".
+    with pytest.raises(ImageError, match="^an empty path names no directory: give the image a directory of its own"):
+        Drive.create("", CM6, scale=454)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.toml"]
+    assert (tmp_path / "spec.toml").read_text() == "mine\n"
+
+
 def test_exception_in_with_block_does_not_commit(tmp_path: Path) -> None:
     d = tmp_path / "img"
     Drive.create(d, CM6, scale=454).close()
@@ -115,6 +127,20 @@ def test_exception_in_with_block_does_not_commit(tmp_path: Path) -> None:
         raise RuntimeError("boom")
     with Drive.open(d, writable=False) as drv:
         assert drv.vendor_log()["host_write_bytes"] == 0
+
+
+def test_a_drive_closed_inside_its_with_block_leaves_it_quietly(tmp_path: Path) -> None:
+    d = tmp_path / "img"
+    Drive.create(d, CM6, scale=454).close()
+    # Leaving the block raised SsdtwinError "the drive is closed" (it committed the closed drive).
+    with Drive.open(d) as a:
+        a.write(1, 0, 8)
+        a.commit()
+        a.close()
+        assert a.closed
+    with Drive.open(d) as b:
+        assert b.smart_log()["host_write_commands"] == 1 and not b.closed
+    assert b.closed
 
 
 def test_uncommitted_changes_are_dropped_on_close(tmp_path: Path) -> None:
@@ -128,11 +154,24 @@ def test_uncommitted_changes_are_dropped_on_close(tmp_path: Path) -> None:
 def test_writable_open_is_exclusive(tmp_path: Path) -> None:
     d = tmp_path / "img"
     a = Drive.create(d, CM6, scale=454)
-    with pytest.raises(ImageError, match="in use by another ssdtwin process"):
+    # Said "in use by another ssdtwin process (pid P)" with P this process's own pid.
+    with pytest.raises(ImageError) as e:
         Drive.open(d)
+    assert str(e.value) == f"{d} is already open for writing in this process (pid {os.getpid()}); close that drive first"
     Drive.open(d, writable=False).close()  # readers are fine
     a.close()
     Drive.open(d).close()
+
+
+def test_the_live_state_functions_take_string_paths(tmp_path: Path) -> None:
+    from ssdtwin import live
+
+    img = tmp_path / "img"
+    with Drive.create(img, CM6, scale=454):
+        # Was a TypeError: unsupported operand type(s) for /: 'str' and 'str'.
+        assert live.lock_holder(str(img)) == os.getpid()
+        assert live.live_state(str(img)) is None  # a writer, but not a server: no live.json
+    assert live.lock_holder(str(img)) is None
 
 
 def test_a_read_only_drive_reads_its_generation_while_a_writer_commits(tmp_path: Path) -> None:
@@ -194,6 +233,16 @@ def test_in_memory_has_no_image() -> None:
         Drive.in_memory("nope")
     with pytest.raises(SpecError, match="too small"):
         Drive.in_memory(CM6, scale=100000)
+
+
+def test_a_preset_and_a_spec_together_are_refused() -> None:
+    # The preset was ignored: Drive.in_memory("kioxia-cm6-r-3.84t", spec_toml=<a P5316's>)
+    # built a P5316.
+    spec = dict(_core.presets())[P5316]
+    with pytest.raises(ValueError, match="^model and spec_toml: give one of them, not both$"):
+        Drive.in_memory(CM6, spec_toml=spec, scale=256)
+    with pytest.raises(ValueError, match="^preset and spec_toml: give one of them, not both$"):
+        _core.Drive.in_memory(preset=CM6, spec_toml=spec, scale=256)
 
 
 def test_scale_errors_name_the_keyword_the_caller_gave() -> None:
@@ -309,6 +358,15 @@ def test_nvme_methods_mirror_the_cli() -> None:
     assert n.smart_log() == d.smart_log() and n.vendor_log() == d.vendor_log()
 
 
+def test_an_unknown_queue_priority_class_is_named_as_given() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    # Was NvmeError "queue priority 255: must be 0 (urgent), 1 (high), ...": a number never given.
+    with pytest.raises(ValueError, match="^cls 'highest': one of urgent, high, medium, low$"):
+        d.nvme.set_sq_priority(1, "highest")
+    d.nvme.set_sq_priority(1, "high")
+    assert d.nvme.qos()[0]["sq_priority"] == "high"
+
+
 def test_nvme_error_attributes() -> None:
     d = Drive.in_memory(spec_toml=TINY)
     with pytest.raises(NvmeError) as e:
@@ -404,6 +462,53 @@ def test_run_fio_checks_every_field_range(field: str, value: int, message: str) 
     assert str(e.value) == f"job 'w' (thread 1): {message}"
 
 
+U32 = "out of range; must be an integer in 0..=4294967295 (u32)"
+U64 = "out of range; must be an integer in 0..=18446744073709551615 (u64)"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"nodes": -1}, f"nodes=-1: {U32}"),
+        ({"nodes": 2**40}, f"nodes=1099511627776: {U32}"),
+        ({"seed": -1}, f"seed=-1: {U64}"),
+        ({"volume_bytes": 2**64}, f"volume_bytes=18446744073709551616: {U64}"),
+        ({"nodes": 2.5}, "nodes=2.5: TypeError: 'float' object cannot be interpreted as an integer"),
+        ({"scale": "1/64"}, "scale='1/64': TypeError: 'str' object cannot be interpreted as an integer"),
+        ({"node_cores": {"value": -1, "source": "lab"}}, f"node_cores.value=-1: {U32}"),
+        # A long value is shown by its start (the message stays one line).
+        ({"drive": ["x" * 100]}, f"drive=['{'x' * 58}...: unexpected type: 'list' object is not an instance of 'str'"),
+    ],
+)
+def test_cluster_options_that_do_not_convert_name_the_option(tmp_path: Path, options: dict[str, object], message: str) -> None:
+    from ssdtwin.cluster import Cluster
+
+    # Were "cluster options: OverflowError: out of range integral type conversion attempted"
+    # (or "can't convert negative int to unsigned"), naming no option.
+    with pytest.raises(ValueError) as e:
+        Cluster.create(tmp_path / "lab", **options)  # type: ignore[arg-type]
+    assert str(e.value) == f"cluster options: {message}"
+    assert not (tmp_path / "lab").exists()
+
+
+def test_engine_inputs_and_tier_parameters_that_do_not_convert_name_the_field() -> None:
+    from ssdtwin import stack
+    from ssdtwin.fio import parse_string
+
+    d = Drive.in_memory(CM6, scale=454)
+    ns = d.namespaces()[0]
+    jobs = parse_string("[a]\nrw=write\nsize=1m\n[b]\nrw=randwrite\nbs=4k\nsize=16m\nnumber_ios=10\n", name="w.fio")
+    specs = jobs.to_engine(ns.bytes, ns.lba_bytes)
+    with pytest.raises(ValueError) as e:
+        d.run_fio([specs[0], dict(specs[1], iodepth=-1)])
+    assert str(e.value) == f"engine input does not follow contract v1: [1].iodepth=-1: {U32}"
+    tier = stack.tier_params(d, "log", 64 << 20)
+    with pytest.raises(ValueError) as e:
+        _core.stack_new("pmem", dict(tier, host_op_pct=-20))
+    assert str(e.value) == f"tier parameters: host_op_pct=-20: {U32}"
+    d.check()
+
+
 def test_log_page_length_is_bounded() -> None:
     v = Drive.in_memory(CM6, scale=454).view()
     assert len(v.log_page(0x02, 1 << 20)) == 1 << 20 and v.log_page(0x02, 0) == b""
@@ -480,6 +585,28 @@ def test_io_commands() -> None:
     d.check()
 
 
+def test_check_pi_checks_what_a_read_checks_first() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    d.nvme.format(1, lbaf=4, pi=1)  # 4096 B + 8 B of metadata
+    d.nvme.inject_pi_error(1, 3, 4)
+    with pytest.raises(NvmeError, match="GUARD_CHECK"):
+        d.nvme.check_pi(1, 0, 8)
+    d.nvme.check_pi(1, 0, 3)
+    nsze = d.nvme.namespace(1).nsze
+    # Each of these returned None: no such namespace, LBAs past its end or none at all, and
+    # PRCHK bits that are no check.
+    for args, needle in (
+        ((9, 0, 8, 7), "INVALID_NS"),
+        ((1, nsze, 1, 7), f"LBA_RANGE.*LBAs {nsze}\\+1 outside namespace 1"),
+        ((1, 2**64 - 1, 2, 7), "LBA_RANGE"),
+        ((1, 0, 0, 7), "LBA_RANGE"),
+        ((1, 0, 8, 8), "INVALID_FIELD.*prchk 8: a mask of guard \\(4\\), application tag \\(2\\) and reference tag \\(1\\), 0..=7"),
+    ):
+        with pytest.raises(NvmeError, match=needle):
+            d.nvme.check_pi(*args)
+    d.check()
+
+
 def test_precondition_report_and_logs() -> None:
     d = Drive.in_memory(CM6, scale=454, seed=2)
     ns_bytes = d.namespaces()[0].bytes
@@ -512,6 +639,36 @@ def test_precondition_report_and_logs() -> None:
         d.precondition(1, "seq", 131072, loops=1e30)
     with pytest.raises(ValueError, match="amount_bytes -5: from 0 to 2\\^64 - 1 bytes"):
         d.precondition(1, "seq", 131072, amount_bytes=-5)
+    d.check()
+
+
+def test_precondition_and_idle_refuse_arguments_they_would_misread() -> None:
+    d = Drive.in_memory(CM6, scale=454)
+    before = d.vendor_log()
+    # Both given: loops was ignored (one 4 KiB write here, not a namespace pass).
+    with pytest.raises(ValueError, match="^loops 1 and amount_bytes 4096: give one of them, not both$"):
+        d.precondition(1, "seq", 4096, loops=1, amount_bytes=4096)
+    # Were "'>=' not supported between instances of 'str' and 'int'" (and '<=' for idle).
+    with pytest.raises(TypeError, match="^loops '2': must be a number, not str$"):
+        d.precondition(1, "seq", 4096, loops="2")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^seconds '1': must be a number, not str$"):
+        d.idle("1")  # type: ignore[arg-type]
+    assert d.vendor_log() == before
+    d.check()
+
+
+def test_numbers_of_numpy_are_numbers() -> None:
+    import numpy as np
+
+    from ssdtwin.fio import parse_string
+    from ssdtwin.fio.run import engine_specs
+
+    d = Drive.in_memory(CM6, scale=454)
+    assert d.precondition(1, "seq", 131072, loops=np.float64(0.01)).host_bytes > 0
+    assert d.idle(np.int64(1)) >= 0
+    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=1m\n", name="w.fio")
+    specs = engine_specs(d, run, namespace=np.int64(1))  # type: ignore[arg-type]
+    assert d.run_fio(specs)[0]["write"]["io_bytes"] == 1 << 20
     d.check()
 
 

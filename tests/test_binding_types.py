@@ -189,10 +189,18 @@ def test_a_stack_state_that_does_not_fit_is_one_line_naming_it(drive: Drive) -> 
 
 def test_a_failed_run_leaves_the_stack_unusable(drive: Drive) -> None:
     host = stack.new_state("pmem", stack.tier_params(drive, "log", 64 << 20))["stack"]
-    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=32m\nnumber_ios=100\n", name="w.fio")
-    specs = run.to_engine(host.summary()["user_bytes"], 4096)
+    run = parse_string("[w]\nrw=randwrite\nbs=4k\nsize=32m\ntime_based\nruntime=1s\n", name="w.fio")
+    specs = run.to_engine(host.summary()["user_bytes"], 512)
+    # A namespace that is not there is refused before the run: the stack stays whole.
     with pytest.raises(_core.NvmeError, match="namespace 7 does not exist"):
         drive.run_fio_stack(specs, host, nsid=7)
+    assert host.summary()["resident_bytes"] == 0
+
+    def stop(done: int, total: int, unit: str, now_ns: int) -> None:
+        raise RuntimeError("stopped")
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        drive.run_fio_stack(specs, host, progress=stop)
     # Half a run's state is never used again, nor saved.
     with pytest.raises(_core.SsdtwinError, match="host stack: in use by a run, or left unusable by a run that failed"):
         host.summary()

@@ -526,6 +526,26 @@ def test_waf_of_too_short_a_window_is_not_measured(cm6_written: Path) -> None:
     assert (j["waf"], j["measurement"]["verdict"], j["measurement"]["waf_window_raw"]) == (None, "no_writes", None)
 
 
+def test_waf_of_a_command_that_makes_the_image_again_is_refused(tmp_path: Path) -> None:
+    from ssdtwin import waf
+    from test_bad_input import assert_one_line_error
+
+    img = tmp_path / "img"
+    with Drive.create(img, CM6, scale=454) as d:
+        d.precondition(1, "seq", 131072, amount_bytes=64 << 20)
+        before = d.vendor_log()
+    create = shlex.join([*SSDTWIN, "create", str(img), "--model", CM6, "--scale", "1/454"])
+    again = f"rm -rf {shlex.quote(str(img))} && {create} >/dev/null 2>&1"
+    # Printed "host bytes written : -67108864" and "WAF : - (nothing written)", exit 0.
+    r = run_cli("waf", img, "--", "sh", "-c", again, check=False)
+    went_down = "host_write_bytes went down from 67,108,864 to 0: not two vendor logs of one drive"
+    assert_one_line_error(r, f"{img}: {went_down}", "WAF not computed")
+    # The same from Python: the logs swapped were a window of "no_writes".
+    with pytest.raises(waf.WafWindowError, match="^host_write_bytes went down from 67,108,864 to 0"):
+        waf.measure(before, Drive.open(img, writable=False).vendor_log(), "window", 1 << 30)
+    run_cli("check", img)
+
+
 def test_waf_options_after_the_command_are_the_commands_without_a_double_dash(small: Path) -> None:
     """`waf DIR cmd ... -o json` gave the -o to waf (click reads options anywhere): waf
     printed JSON and the command its text. From the command's first word on, every

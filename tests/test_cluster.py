@@ -261,3 +261,30 @@ def test_sweep_plot_folder_that_cannot_be_made_fails_before_the_sweep(labs: dict
     r = run_cli("cluster", "sweep", labs["nvmeof-tcp"], "--outstanding", "1", "--rw", "randread", "--plot", blocker / "out", check=False)
     assert_one_line_error(r, f"--plot {blocker / 'out'}: ")
     assert r.stdout == ""
+
+
+def test_the_python_sweep_checks_its_arguments_before_any_run() -> None:
+    from ssdtwin import _core
+    from ssdtwin.cluster import ClusterError
+
+    lab = Cluster.from_text(_core.cluster_init({}))
+    # randrw's curve was its reads alone, numjobs 0 a ZeroDivisionError, a level of 0 ran as 1.
+    for kwargs, needle in (
+        ({"rws": ["randrw"]}, "rws ['randrw']: a list of randread, randwrite, read, write (each curve is one direction's)"),
+        ({"numjobs": 0}, "numjobs 0: an integer from 1 to 256"),
+        ({"outstanding": [0, 8]}, "outstanding [0, 8]: one or more integers from 1 to 65535"),
+    ):
+        args: dict = {"outstanding": [8], **kwargs}
+        with pytest.raises(ClusterError) as e:
+            sweep(lab, progress=lambda *a: pytest.fail("ran a point"), **args)
+        assert str(e.value) == needle
+
+
+def test_the_python_sweep_takes_numpy_levels() -> None:
+    import numpy as np
+
+    from ssdtwin import _core
+
+    lab = Cluster.from_text(_core.cluster_init({}))
+    rows = sweep(lab, np.array([4]), rws=["randread"], numjobs=np.int64(2), ramp_ms=2, runtime_ms=5)
+    assert [(r["outstanding_per_client"], r["rw"]) for r in rows] == [(4, "randread")] and rows[0]["iops"] > 0

@@ -913,3 +913,17 @@ def test_the_json_waf_is_the_drives_only_over_a_gc_cycle_or_a_namespace_pass(sma
     assert whole["verdict"] == "steady" and whole["namespace_passes"] == pytest.approx(1.0, rel=1e-3), whole
     # The pass follows random writes: GC still copies what they scattered, so WAF > 1.
     assert whole["waf"] == whole["waf_window_raw"] > 1.0, whole
+
+
+def test_run_jobs_takes_one_job_file_as_parse_does_and_a_namespace_must_be_an_int(tmp_path: Path) -> None:
+    job = tmp_path / "j.fio"
+    job.write_text("[j]\nrw=randwrite\nbs=4k\niodepth=8\nsize=16m\nnumber_ios=100\n")
+    d = Drive.in_memory(CM6, scale=454)
+    # A str ran each of its characters as a job file: "/: not a regular file (a directory)".
+    for files in (str(job), job, [str(job)]):
+        _, out = run_jobs(d, files)
+        assert out[0]["write"]["total_ios"] == 100
+    # Was "--namespace 1: not an attached namespace (attached: 1)".
+    with pytest.raises(TypeError, match=r"^namespace '1': must be an int, not str$"):
+        run_jobs(d, [job], namespace="1")  # type: ignore[arg-type]
+    d.check()

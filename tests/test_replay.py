@@ -250,3 +250,37 @@ def test_a_time_scale_past_the_longest_run_is_refused_naming_the_option(tmp_path
     why = "--time-scale 20000000.0: the trace's gaps add up to 231.5 days of drive time, past the 200 days a run may simulate"
     assert r.returncode == 1 and len(r.stderr_lines) == 1 and f"ssdtwin replay: error: {trace}: {why}" in r.stderr
     assert image_digest(fresh) == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        # Read as a namespace that is not there: "--namespace 1: not an attached namespace (attached: 1)".
+        ("namespace", "1", "Options.namespace '1': must be an int, not str"),
+        # "iodepth=True: not a size", from the fio job the replay runs as.
+        ("iodepth", True, "Options.iodepth True: must be an int or None, not bool"),
+        # "'>=' not supported between instances of 'str' and 'int'".
+        ("time_scale", "0.5", "Options.time_scale '0.5': must be a number, not str"),
+        # The binding's conversion: "trace plan: TypeError: 'float' object cannot be interpreted as an integer".
+        ("max_ios", 1.5, "Options.max_ios 1.5: must be an int or None, not float"),
+    ],
+)
+def test_options_of_the_wrong_type_are_named_before_the_drive_is_touched(tmp_path: Path, option: str, value: Any, message: str) -> None:
+    from ssdtwin import Drive
+    from ssdtwin import replay as rp
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("".join(f"{128166372000000000 + i * 1000},h,0,Write,{i * 4096},4096,100\n" for i in range(8)))
+    d = Drive.in_memory("kioxia-cm6-r-3.84t", scale=454)
+    before = d.vendor_log()
+    with pytest.raises(TypeError) as e:
+        rp.replay(d, trace, rp.Options(**{option: value}))
+    assert str(e.value) == message
+    assert d.vendor_log() == before
+    d.check()
+
+
+def test_numpy_numbers_are_options_of_their_kind() -> None:
+    from ssdtwin import replay as rp
+
+    rp.check(rp.Options(namespace=np.int64(1), time_scale=np.float32(0.5), max_ios=np.uint32(8), iodepth=np.int16(4)))  # type: ignore[arg-type]

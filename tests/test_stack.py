@@ -133,6 +133,24 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
     assert not stack.exists()
 
 
+def test_the_python_api_takes_string_paths_and_says_each_problem_on_a_line(tmp_path: Path, p5316: Path) -> None:
+    from ssdtwin import stack as stacklib
+
+    # str paths were an AttributeError ('str' object has no attribute 'exists').
+    created = stacklib.create(str(tmp_path / "tier"), str(p5316), "pmem:64MiB", "log")
+    config, _ = stacklib.load(str(tmp_path / "tier"))
+    assert config["drive"] == created["drive"] == str(p5316.resolve())
+    # Two problems printed as a tuple: "('high_watermark 0: ...', 'low_watermark 60: ...')".
+    with pytest.raises(stacklib.StackError) as e:
+        stacklib.create(tmp_path / "other", p5316, "pmem:64MiB", "log", high_watermark_pct=0)
+    assert str(e.value).splitlines() == [
+        "high_watermark 0: 1 to 100 (percent of the tier)",
+        "low_watermark 60: 0 to high_watermark - 1 (0)",
+    ]
+    assert not (tmp_path / "other").exists()
+    check_image(p5316)
+
+
 @pytest.mark.parametrize(
     "damage, needle",
     [
@@ -309,3 +327,24 @@ def test_the_shaping_study_shows_the_physics() -> None:
     assert 0 < iu["tier_waf"] <= 1
     qd1 = {r["policy"]: r for r in out["qd"]}
     assert qd1["log"]["lat_mean_us"] < qd1["none"]["lat_mean_us"] / 4
+
+
+def test_a_stack_made_for_another_namespace_is_refused_before_the_run() -> None:
+    from ssdtwin import Drive
+    from ssdtwin import stack as stacklib
+    from ssdtwin.fio import parse_string
+
+    small = Drive.in_memory("kioxia-cm6-r-3.84t", scale=454)
+    large = Drive.in_memory("kioxia-cm6-r-3.84t", scale=128)
+    state = stacklib.new_state("pmem", stacklib.tier_params(large, "iu-fill", 64 << 20))
+    run = parse_string("[w]\nrw=randwrite\nbs=64k\nsize=20g\nnumber_ios=2000\n", name="w.fio")
+    before = small.vendor_log()
+    # Ran until its first write past the small namespace's end (LBA_RANGE), leaving the
+    # stack unusable; on a larger namespace than its own it ran, placing writes for another.
+    with pytest.raises(ValueError, match=r"^stack: made for a 30,821,974,016-byte namespace of 4096-byte IUs; namespace 1 here"):
+        stacklib.run_parsed(small, state, run)
+    assert small.vendor_log() == before
+    results, _ = stacklib.run_parsed(large, state, run)  # the stack is whole, and runs on its own drive
+    assert results[0]["write"]["total_ios"] == 2000
+    small.check()
+    large.check()

@@ -722,3 +722,9 @@ def test_a_built_in_job_named_two_ways_is_one_point(tmp_path: Path) -> None:
     f.write_text(point + '[grid]\njob = ["cm6-rand-write", "cm6-rand-write.fio"]\n')
     with pytest.raises(config.SweepConfigError, match=r"the same point as point 0 \(the sweep lists it twice\)$"):
         config.load(f)
+
+
+def test_from_dict_of_something_not_a_table_is_a_sweep_config_error() -> None:
+    # Was "unknown key '{'point': ...}'", or for an empty list AttributeError: 'list' object has no attribute 'get'.
+    with pytest.raises(config.SweepConfigError, match=r"^<sweep>: a sweep is a table of its keys \(a dict\), not a list$"):
+        config.from_dict([{"point": {"preset": CM6}}])  # type: ignore[arg-type]

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from twin import CM6
 
 HAMMER = textwrap.dedent(
@@ -79,3 +81,35 @@ def test_two_threads_share_a_drive_without_deadlock() -> None:
     # the other thread's writes (none lost to a race on the controller).
     assert short_writes == 4000
     assert host_writes >= 4000 + 6 * 3000
+
+
+REENTER = textwrap.dedent(
+    """
+    import sys
+    from ssdtwin.drive import Drive, SsdtwinError
+
+    d = Drive.in_memory(sys.argv[1], scale=454, seed=1)
+    uses = {"smart_log": d.smart_log, "write": lambda: d.write(1, 0, 8), "close": d.close}
+
+    def progress(done, total, unit, now_ns):
+        uses[sys.argv[2]]()
+
+    try:
+        d.precondition(1, "rand", 4096, amount_bytes=64 << 20, progress=progress)
+    except SsdtwinError as e:
+        print(e)
+    d.check()  # the drive is still open and whole
+    """
+)
+
+
+@pytest.mark.parametrize("use", ["smart_log", "write", "close"])
+def test_a_progress_callback_using_its_own_drive_is_refused_not_a_hang(use: str) -> None:
+    # The callback runs inside the call, which holds the drive: its own call waited for the
+    # drive forever (Ctrl-C could not end it; only SIGKILL did).
+    try:
+        r = subprocess.run([sys.executable, "-c", REENTER, CM6, use], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"a progress callback calling {use} on its own drive hung") from None
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "the drive is in use by a call of this thread (a progress callback cannot use the drive it reports on)"

@@ -12,18 +12,19 @@ client), resolved against a volume of ``volume_bytes / scale``; the output is fi
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Unpack
+from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Union, Unpack
 
 from . import _core
 from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
 from .fio import parse, parse_string
 from .fio.contract import JobSpec
-from .fio.parser import Run
+from .fio.parser import PathLike, Run
 
 CONFIG = "cluster.toml"
 # The directions a cluster run totals (ClusterRun's ``read`` and ``write``).
@@ -144,9 +145,12 @@ class Cluster:
         return _core.cluster_run(self.text, self.resolve(run), progress)
 
     def run_files(
-        self, files: Sequence[str], run_seed: int = 0, progress: Optional[Callable[[int, int, str, int], object]] = None
+        self,
+        files: Union[PathLike, Sequence[PathLike]],
+        run_seed: int = 0,
+        progress: Optional[Callable[[int, int, str, int], object]] = None,
     ) -> tuple[Run, ClusterRun]:
-        run = parse(list(files), run_seed=run_seed)
+        run = parse(files, run_seed=run_seed)
         return run, self.run(run, progress)
 
     def run_text(
@@ -174,6 +178,9 @@ def sweep_job(clients: int, rw: str, iodepth: int, numjobs: int = 1, ramp_ms: in
     return head + "".join(f"[client{c}]\n" for c in range(clients))
 
 
+MAX_OUTSTANDING = 65535  # I/Os in flight per client at one sweep level
+
+
 def parse_outstanding(text: str) -> list[int]:
     """``1..256`` (powers of two from 1 to 256), ``1,8,64`` or ``32``."""
     text = text.strip()
@@ -199,8 +206,8 @@ def parse_outstanding(text: str) -> list[int]:
         raise ClusterError(
             f"--outstanding '{text}': a range such as 1..256 (powers of two) or a list such as 1,8,64 of positive integers"
         ) from None
-    if not vals or min(vals) < 1 or max(vals) > 65535:
-        raise ClusterError(f"--outstanding '{text}': each value must be 1..65535")
+    if not vals or min(vals) < 1 or max(vals) > MAX_OUTSTANDING:
+        raise ClusterError(f"--outstanding '{text}': each value must be 1..{MAX_OUTSTANDING}")
     return vals
 
 
@@ -299,6 +306,16 @@ def summary(res: ClusterRun) -> RunSummary:
     return out
 
 
+# The rw of a sweep's curves: one direction each (a curve reports that direction's figures).
+SWEEP_RWS = ("randread", "randwrite", "read", "write")
+MAX_SWEEP_NUMJOBS = 256
+
+
+def _whole(v: object) -> bool:
+    """An integer, numpy's too, but not a bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
 def sweep(
     cluster: Cluster,
     outstanding: Sequence[int],
@@ -312,11 +329,22 @@ def sweep(
     """IOPS, mean and 99 % latency and the busiest resource at each level of outstanding I/O
     per client (split over ``numjobs`` fio jobs of ``level // numjobs`` each, at least 1:
     levels that come to the same point run once, ``depths_per_job``), each point on a
-    cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``). Each ``rws``
-    once: a curve given twice is a ValueError."""
+    cluster built afresh; the window defaults to the stack's (``WINDOWS_MS``). ClusterError
+    for an ``rw`` not in ``SWEEP_RWS`` or given twice, a level or ``numjobs`` out of range,
+    before any run."""
+    # Unchecked, randrw's curve was its reads alone, numjobs 0 a ZeroDivisionError and a
+    # level of 0 ran (and was reported) as 1.
+    bad_rw = [rw for rw in rws if rw not in SWEEP_RWS]
+    if isinstance(rws, str) or bad_rw or not len(rws):
+        raise ClusterError(f"rws {rws!r}: a list of {', '.join(SWEEP_RWS)} (each curve is one direction's)")
     twice = sorted({rw for rw in rws if list(rws).count(rw) > 1})
     if twice:
-        raise ValueError(f"{twice[0]} given twice (each curve once)")
+        raise ClusterError(f"{twice[0]} given twice (each curve once)")
+    if not _whole(numjobs) or not 1 <= numjobs <= MAX_SWEEP_NUMJOBS:
+        raise ClusterError(f"numjobs {numjobs!r}: an integer from 1 to {MAX_SWEEP_NUMJOBS}")
+    bad_level = [v for v in outstanding if not _whole(v) or not 1 <= v <= MAX_OUTSTANDING]
+    if bad_level or not len(outstanding):
+        raise ClusterError(f"outstanding {list(outstanding)!r}: one or more integers from 1 to {MAX_OUTSTANDING}")
     clients = int(cluster.spec["cluster"]["clients"])
     ramp_ms = windows_ms(cluster.stack)[0] if ramp_ms is None else ramp_ms
     runtime_ms = windows_ms(cluster.stack)[1] if runtime_ms is None else runtime_ms

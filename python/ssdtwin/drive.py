@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -235,7 +236,9 @@ class Nvme:
 
     def check_pi(self, nsid: int, slba: int, nlb: int, prchk: int = 7) -> None:
         """The end-to-end check of a read of ``nlb`` blocks at ``slba`` with PRCHK ``prchk``:
-        raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA."""
+        raises the NVMe status (GUARD_CHECK, APPTAG_CHECK, REFTAG_CHECK) of the first bad LBA,
+        after the read's own checks (INVALID_NS, LBA_RANGE; INVALID_FIELD for a ``prchk``
+        outside 0..=7)."""
         self._core.check_pi(nsid, slba, nlb, prchk)
 
     def get_feature(self, fid: int, nsid: int = 0, cdw11: int = 0, sel: int = 0) -> int:
@@ -294,7 +297,9 @@ class Nvme:
     def set_sq_priority(self, nsid: int, cls: str) -> None:
         """The priority class of namespace ``nsid``'s submission queues: urgent, high,
         medium or low (what weighted round robin arbitration sorts by)."""
-        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls) if cls in SQ_PRIORITIES else 255)
+        if cls not in SQ_PRIORITIES:  # was the core's "queue priority 255: ...", a number never given
+            raise ValueError(f"cls {cls!r}: one of {', '.join(SQ_PRIORITIES)}")
+        self._core.set_sq_priority(nsid, SQ_PRIORITIES.index(cls))
 
     def smart_log(self) -> SmartLog:
         return self._core.smart_log()
@@ -331,6 +336,7 @@ class Drive:
         self._core = core
         self.nvme = Nvme(core)
         self.writable = writable
+        self._closed = False
 
     # -- construction -------------------------------------------------------------
     @classmethod
@@ -391,6 +397,8 @@ class Drive:
         """A drive held only in memory, from a preset or a spec TOML (no image, no commit);
         ``nvm_sets`` builds it with that many NVM Sets, ``partitions`` with that many FTL
         partitions per set (a power of two, docs/models.md "FTL partitions")."""
+        if model is not None and spec_toml is not None:
+            raise ValueError("model and spec_toml: give one of them, not both")
         n = parse_scale(scale)
         try:
             core = _core.Drive.in_memory(preset=model, scale=n, seed=seed, spec_toml=spec_toml, nvm_sets=nvm_sets, partitions=partitions)
@@ -403,7 +411,9 @@ class Drive:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
-            if exc_type is None and self.path is not None and self.writable:
+            # A drive closed inside the block has nothing left to commit (close() drops what
+            # was not committed), as a file closed inside its ``with`` is fine.
+            if exc_type is None and self.path is not None and self.writable and not self._closed:
                 self.commit()
         finally:
             self.close()
@@ -418,7 +428,13 @@ class Drive:
         self._core.commit()  # ImageError if the image was opened read-only
 
     def close(self) -> None:
+        """Release the image (and its lock) without committing; calling it again does nothing."""
         self._core.close()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def recovery(self) -> Optional[Recovery]:
         """What opening did with a journal left by a killed ``ssdtwin serve`` (None if none)."""
@@ -495,7 +511,18 @@ class Drive:
     ) -> builtins.list[CloneOut]:
         """``run_fio`` through the host stack ``stack`` (ssdtwin.stack, docs/host.md), which
         advances in place with the drive; returns the per-clone results. A run that stops
-        on an error leaves ``stack`` unusable (reload it from its state.json)."""
+        on an error leaves ``stack`` unusable (reload it from its state.json). A stack made for
+        another namespace size or IU (``stack.config()``) is refused before the run: it
+        placed its writes for that drive (past this namespace's end: LBA_RANGE part way, the
+        stack left unusable; on a larger one, silently in the wrong places)."""
+        made = stack.config()
+        ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS if there is none
+        iu = self.vendor_log()["iu_bytes"]
+        if (made["drive_bytes"], made["iu_bytes"]) != (ns.bytes, iu):
+            raise ValueError(
+                f"stack: made for a {made['drive_bytes']:,}-byte namespace of {made['iu_bytes']}-byte IUs; "
+                f"namespace {nsid} here is {ns.bytes:,} bytes of {iu}-byte IUs"
+            )
         return self._core.run_fio_stack(specs, nsid, idle_gc, progress, stack)
 
     def run_fio(
@@ -550,6 +577,7 @@ class Drive:
         space while its NAND work fits, and the power-on clock advances. Returns how many
         IUs GC moved (0 when nothing was worth collecting). SNIA's Host Idle Recovery test
         (docs/pts.md) uses it for its wait states."""
+        _number("seconds", seconds)
         if not (0 <= seconds <= IDLE_MAX_S):
             raise ValueError(f"idle {seconds} s: must be from 0 to {IDLE_MAX_S} s (200 days, the longest simulated run)")
         return self._core.idle(int(round(seconds * 1e9)))
@@ -567,6 +595,10 @@ class Drive:
         """Write the namespace in fast-forward: ``pattern`` "seq" or "rand", ``block_bytes``
         per write, ``amount_bytes`` in all (or ``loops`` × the namespace size)."""
         ns = self.nvme.namespace(nsid)  # NvmeError INVALID_NS from the core if there is none
+        if loops is not None and amount_bytes is not None:  # loops was ignored
+            raise ValueError(f"loops {loops} and amount_bytes {amount_bytes}: give one of them, not both")
+        if loops is not None:
+            _number("loops", loops)
         if loops is not None and not (loops >= 0 and math.isfinite(loops)):
             raise ValueError(f"loops {loops}: a finite number of namespace passes, at least 0")
         if amount_bytes is None:
@@ -594,6 +626,13 @@ class Drive:
         victim IUs checked through the L2P}. Same drive state as ``precondition``."""
         r = self._core.precondition_touches(nsid, pattern, block_bytes, amount_bytes, seed)
         return PreconditionReport(**r["report"]), {"host_l2p": r["host_l2p"], "gc_checks": r["gc_checks"]}
+
+
+def _number(name: str, value: object) -> None:
+    """TypeError naming ``name`` unless ``value`` is a real number (a str was Python's
+    "'>=' not supported between instances of 'str' and 'int'", naming nothing)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's numbers too
+        raise TypeError(f"{name} {value!r}: must be a number, not {type(value).__name__}")
 
 
 def models() -> list[dict[str, Any]]:

@@ -10,10 +10,11 @@ nothing.
 from __future__ import annotations
 
 import fcntl
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from . import _core
 from .core_types import LiveSnapshot
@@ -38,9 +39,12 @@ class LiveState:
         return max(0.0, time.time() - int(self.doc["time_unix_ms"]) / 1000)
 
 
-def lock_holder(path: Path) -> Optional[int]:
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def lock_holder(path: PathLike) -> Optional[int]:
     """The pid of the process holding the image lock, or None if nobody holds it."""
-    lock = path / "LOCK"
+    lock = Path(path) / "LOCK"
     try:
         with open(lock) as f:
             try:
@@ -54,7 +58,7 @@ def lock_holder(path: Path) -> Optional[int]:
     return int(text) if text.isdigit() else -1
 
 
-def live_state(path: Path, max_age_s: float = 10.0, newer_than: Optional[float] = None, wait_s: float = 3.0) -> Optional[LiveState]:
+def live_state(path: PathLike, max_age_s: float = 10.0, newer_than: Optional[float] = None, wait_s: float = 3.0) -> Optional[LiveState]:
     """The snapshot a running ``ssdtwin serve`` keeps in ``DIR/live.json``, if the image is
     locked by that server and the snapshot is fresh; else None (use the committed state).
     With ``newer_than`` (a ``time.time()``), wait up to ``wait_s`` for a snapshot taken

@@ -11,6 +11,7 @@ drive's write amplification and counters added. Python never sees an I/O.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,8 +119,31 @@ def _plan(opts: Options, ns: Namespace, trace_end: int = 0, format: Optional[str
     }
 
 
+# Each option's type (None: may be left unset): a value of another type went on to a check
+# that misread it (namespace "1": "--namespace 1: not an attached namespace (attached: 1)";
+# iodepth True: "iodepth=True: not a size") or to a bare TypeError naming no option.
+OPTION_TYPES: dict[str, tuple[type, bool, str]] = {
+    "format": (str, False, "a string"),
+    "namespace": (int, False, "an int"),
+    "time_scale": (float, False, "a number"),
+    "max_ios": (int, True, "an int or None"),
+    "beyond": (str, False, "a string"),
+    "skip_bad": (bool, False, "True or False"),
+    "iodepth": (int, True, "an int or None"),
+    "volume": (str, True, "a string or None"),
+    "idle_gc": (bool, False, "True or False"),
+}
+
+
 def check(opts: Options) -> None:
-    """The options' own problems (ValueError, one line)."""
+    """The options' own problems (TypeError or ValueError, one line)."""
+    for name, (kind, optional, what) in OPTION_TYPES.items():
+        v = getattr(opts, name)
+        # bool is an int, and an int is a number here; numpy's ints and floats count as theirs.
+        kinds = (numbers.Real,) if kind is float else (numbers.Integral,) if kind is int else (kind,)
+        ok = isinstance(v, kinds) and (kind is bool or not isinstance(v, bool))
+        if not (ok or (optional and v is None)):
+            raise TypeError(f"Options.{name} {v!r}: must be {what}, not {type(v).__name__}")
     if opts.format not in FORMATS:
         raise ValueError(f"--format {opts.format}: one of {', '.join(FORMATS)}")
     if opts.beyond not in BEYOND:

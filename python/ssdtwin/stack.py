@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Optional, TypedDict, Union, cast
 
 from . import _core
 from . import waf as wafm
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the fio package is imported when a run needs it
     from .fio.contract import CloneOut
     from .fio.parser import Run
 
+PathLike = Union[str, "os.PathLike[str]"]
 FORMAT = "ssdtwin-stack"
 VERSION = 1
 POLICIES = ("iu-fill", "log")
@@ -100,7 +101,11 @@ class StackConfig(TypedDict):
 
 
 class StackError(ValueError):
-    """A stack that cannot be made or used: one line per problem."""
+    """A stack that cannot be made or used: one line per problem (one argument each)."""
+
+    def __str__(self) -> str:
+        # ValueError's own shows several arguments as a tuple: "('high_watermark 0: ...', ...)".
+        return "\n".join(map(str, self.args))
 
 
 def parse_shaping(text: str) -> tuple[str, int]:
@@ -158,8 +163,8 @@ def _toml(config: StackConfig) -> str:
 
 
 def create(
-    path: Path,
-    drive: Path,
+    path: PathLike,
+    drive: PathLike,
     shaping: str,
     policy: str,
     *,
@@ -174,6 +179,7 @@ def create(
 ) -> StackConfig:
     """Make the stack image ``path`` over the drive image ``drive``; returns its config.
     Every check runs before anything is written."""
+    path, drive = Path(path), Path(drive)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise StackError(f"{path}: exists and is not an empty directory")
     if not (drive / "ssdtwin.toml").is_file():
@@ -268,9 +274,10 @@ def is_stack(path: Path) -> bool:
     return (path / "stack.toml").is_file()
 
 
-def load(path: Path) -> tuple[StackFile, StackImageState]:
+def load(path: PathLike) -> tuple[StackFile, StackImageState]:
     """(stack.toml, state.json with its stack read into a ``HostStack``); StackError if either
     is unreadable."""
+    path = Path(path)
     try:
         config = _core.stack_toml((path / "stack.toml").read_text(), str(path / "stack.toml"))
         state_text = (path / "state.json").read_text()
@@ -354,7 +361,7 @@ def run_fio(
     d: Drive,
     config: StackFile,
     state: StackImageState,
-    files: Sequence[str],
+    files: Union[PathLike, Sequence[PathLike]],
     *,
     run_seed: int = 0,
     idle_gc: bool = True,
@@ -370,7 +377,7 @@ def run_fio(
     from .fio.run import fio_notes, log_file_problems
 
     nsid = int(config["namespace"])
-    run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    run = parse(files, run_seed=run_seed, cmdline=tuple(cmdline))
     if log_dir is not None:
         log_file_problems(run, log_dir)
     if notes is not None:

@@ -52,8 +52,26 @@ MIN_GC_CYCLES, MIN_PASSES, BUFFER_SHARE = _core.WAF_MIN_GC_CYCLES, _core.WAF_MIN
 NEED = f"{MIN_GC_CYCLES:g} GC cycle or {MIN_PASSES:g} namespace pass"
 
 
+# Lifetime counters of the vendor log: none of them ever goes down on one drive.
+MONOTONIC = ("host_write_bytes", "nand_write_bytes", "gc_victims")
+
+
+class WafWindowError(ValueError):
+    """Two vendor logs that are not one drive's, before then after (one line)."""
+
+
 def measure(before: VendorLog, after: VendorLog, basis: str, namespace_bytes: int) -> WafMeasurement:
-    """The WAF of the window between two vendor logs of one drive (keys: nvme/waf.rs)."""
+    """The WAF of the window between two vendor logs of one drive (keys: nvme/waf.rs).
+    WafWindowError if a lifetime counter went down between them (logs swapped, or the drive
+    made again in between): the core counts what went down as nothing written."""
+    before_map: Mapping[str, Any] = before
+    after_map: Mapping[str, Any] = after
+    for k in MONOTONIC:
+        if k in before_map and k in after_map and after_map[k] < before_map[k]:
+            raise WafWindowError(
+                f"{k} went down from {before_map[k]:,} to {after_map[k]:,}: not two vendor logs of one drive, "
+                "before then after (was the drive made again in between?)"
+            )
     return _core.waf_measurement(before, after, basis, namespace_bytes)
 
 

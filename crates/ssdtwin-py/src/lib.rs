@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use serde::{Deserialize, Serialize};
 use ssdtwin_core::nvme::{NsId, ProtectionRequest};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ssdtwin_core::cluster::ClusterError;
@@ -62,6 +63,8 @@ enum Failure {
     Other(String),
     /// A call on a drive after `close()`.
     Closed,
+    /// A call on a drive from inside a call on it in the same thread (a progress callback).
+    Reentered,
     /// A call on a drive whose mutex a panicking call left poisoned.
     Poisoned,
     /// A value the bridge could not convert (a bug: the core's types are plain data).
@@ -139,6 +142,9 @@ impl From<Failure> for PyErr {
             Failure::Value(msg) => PyValueError::new_err(msg),
             Failure::Other(msg) => SsdtwinError::new_err(msg),
             Failure::Closed => SsdtwinError::new_err("the drive is closed"),
+            Failure::Reentered => SsdtwinError::new_err(
+                "the drive is in use by a call of this thread (a progress callback cannot use the drive it reports on)",
+            ),
             Failure::Poisoned => SsdtwinError::new_err("drive lock poisoned (an earlier call panicked)"),
             Failure::Bridge(msg) => SsdtwinError::new_err(format!("converting a result to Python: {msg}")),
             Failure::Python(e) => e,
@@ -171,9 +177,86 @@ fn to_py<T: Serialize>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
     Ok(pythonize::pythonize(py, value).map_err(Failure::from)?.unbind())
 }
 
-/// Python objects as a core structure; `what` names the input in the error.
+/// Python objects as a core structure; `what` names the input in the error, and the error
+/// names the key (and the list index) of a value that does not convert ([`located`]).
 fn from_py<T: for<'de> Deserialize<'de>>(obj: &Bound<'_, PyAny>, what: &str) -> Result<T, Failure> {
-    pythonize::depythonize(obj).map_err(|e| Failure::Value(format!("{what}: {e}")))
+    pythonize::depythonize(obj).map_err(|e| Failure::Value(format!("{what}: {}", located::<T>(obj).unwrap_or_else(|| e.to_string()))))
+}
+
+/// Why `probe` does not convert to `T`; None when it does, or when all it lacks is a field
+/// (a derived `Deserialize` converts the entries it is given, in order, and reports missing
+/// fields only after them).
+fn fails<T: for<'de> Deserialize<'de>>(probe: &Bound<'_, PyAny>) -> Option<String> {
+    match pythonize::depythonize::<T>(probe) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()).filter(|m| !m.starts_with("missing field")),
+    }
+}
+
+/// Where in `obj` (a dict, or a list of dicts) the value is that does not convert to `T`,
+/// and why: `key=value: why` (`[index].key=value: why` in a list, `key.inner=value: why` in
+/// a nested dict), an integer out of its field's range saying the range. pyo3's own message names neither ("out of range integral
+/// type conversion attempted"). Found by converting one entry at a time: only on an error.
+fn located<'py, T: for<'de> Deserialize<'de>>(obj: &Bound<'py, PyAny>) -> Option<String> {
+    use pyo3::types::{PyDict, PyList};
+    let py = obj.py();
+    let Ok(list) = obj.cast::<PyList>() else {
+        return located_key::<T>(obj, &|d| Some(d.into_any()));
+    };
+    let in_list = |item: Bound<'py, PyAny>| PyList::new(py, [item]).ok().map(Bound::into_any);
+    for (i, item) in list.iter().enumerate() {
+        if fails::<T>(&in_list(item.clone())?).is_some() {
+            let wrap = |d: Bound<'py, PyDict>| in_list(d.into_any());
+            return located_key::<T>(&item, &wrap).map(|at| format!("[{i}].{at}"));
+        }
+    }
+    None
+}
+
+/// [`located`] in the dict `obj`; `wrap` places a one-entry dict where `obj` was.
+fn located_key<'py, T: for<'de> Deserialize<'de>>(
+    obj: &Bound<'py, PyAny>,
+    wrap: &dyn Fn(Bound<'py, pyo3::types::PyDict>) -> Option<Bound<'py, PyAny>>,
+) -> Option<String> {
+    use pyo3::types::{PyDict, PyInt};
+    let py = obj.py();
+    let probe = |k: &Bound<'py, PyAny>, v: &Bound<'py, PyAny>| -> Option<Option<String>> {
+        let one = PyDict::new(py);
+        one.set_item(k, v).ok()?;
+        Some(fails::<T>(&wrap(one)?))
+    };
+    for (k, v) in obj.cast::<PyDict>().ok()?.iter() {
+        let Some(why) = probe(&k, &v)? else { continue };
+        if v.is_instance_of::<PyDict>() {
+            // A nested structure (`node_cores = {value, source}`): the key inside it.
+            let inner = |d: Bound<'py, PyDict>| {
+                let one = PyDict::new(py);
+                one.set_item(&k, d).ok()?;
+                wrap(one)
+            };
+            if let Some(at) = located_key::<T>(&v, &inner) {
+                return Some(format!("{k}.{at}"));
+            }
+        }
+        let mut why = why;
+        let converts = |n: u64| n.into_pyobject(py).ok().and_then(|n| probe(&k, &n.into_any())) == Some(None);
+        if v.is_instance_of::<PyInt>() && converts(0) {
+            // An unsigned field: the widest of u8..u64 whose maximum converts is its type.
+            let max = [u8::MAX as u64, u16::MAX as u64, u32::MAX as u64, u64::MAX].into_iter().take_while(|&m| converts(m)).last();
+            if let Some(max) = max {
+                let bits = 64 - max.leading_zeros();
+                why = format!("out of range; must be an integer in 0..={max} (u{bits})");
+            }
+        }
+        // A nested value (a list, a dict) is shown by its start: the message stays one line.
+        let shown = v.repr().ok()?.to_string();
+        let shown = match shown.char_indices().nth(60) {
+            Some((cut, _)) => format!("{}...", &shown[..cut]),
+            None => shown,
+        };
+        return Some(format!("{k}={shown}: {why}"));
+    }
+    None
 }
 
 /// Progress callback of a long run with the GIL released: re-acquire it, stop on a pending
@@ -233,22 +316,53 @@ impl Backing {
 struct Drive {
     inner: Mutex<Option<Backing>>,
     path: Option<PathBuf>,
+    /// The [`thread_token`] of the thread holding `inner` (0: none). A call made while its
+    /// own thread holds the mutex (a progress callback using the drive it reports on) would
+    /// wait for it forever, Ctrl-C included: it is refused instead.
+    holder: AtomicU64,
+}
+
+/// A number of the calling thread, unique in the process and never 0.
+fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
+}
+
+/// Clears [`Drive::holder`] when the call holding the mutex ends (dropped before the guard).
+struct Holding<'a>(&'a AtomicU64);
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Drive {
     fn new(backing: Backing, path: Option<PathBuf>) -> Drive {
-        Drive { inner: Mutex::new(Some(backing)), path }
+        Drive { inner: Mutex::new(Some(backing)), path, holder: AtomicU64::new(0) }
+    }
+
+    /// `f` on the drive's mutex, taken (and waited for) by the calling thread, unless that
+    /// thread already holds it. Only this thread ever stores its own token, so reading it
+    /// back means this thread is inside a call on the drive.
+    fn locked<R>(&self, f: impl FnOnce(&mut Option<Backing>) -> Result<R, Failure>) -> Result<R, Failure> {
+        let me = thread_token();
+        if self.holder.load(Ordering::Relaxed) == me {
+            return Err(Failure::Reentered);
+        }
+        let mut g = self.inner.lock().map_err(|_| Failure::Poisoned)?;
+        self.holder.store(me, Ordering::Relaxed);
+        let _holding = Holding(&self.holder);
+        f(&mut g)
     }
 
     /// Run `f` on the drive with the GIL released: the mutex is taken (and waited for)
     /// only while detached, never while attached (see the module's locking rule).
     fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Backing) -> Result<R, Failure> + Send) -> PyResult<R> {
-        py.detach(|| {
-            let mut g = self.inner.lock().map_err(|_| Failure::Poisoned)?;
-            let b = g.as_mut().ok_or(Failure::Closed)?;
-            f(b)
-        })
-        .map_err(PyErr::from)
+        py.detach(|| self.locked(|g| f(g.as_mut().ok_or(Failure::Closed)?))).map_err(PyErr::from)
     }
 
     /// [`Drive::with`] on the controller, returning a core structure as Python objects
@@ -277,7 +391,9 @@ fn with_sets(spec: DriveSpec, sets: Option<u32>, partitions: Option<u32>) -> Res
 
 fn resolve_spec(preset: Option<&str>, spec_toml: Option<&str>, origin: &str) -> Result<DriveSpec, Failure> {
     match (preset, spec_toml) {
-        (_, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
+        // One would be ignored: the drive built would not be the one the caller named.
+        (Some(_), Some(_)) => Err(Failure::Value("preset and spec_toml: give one of them, not both".into())),
+        (None, Some(t)) => Ok(DriveSpec::from_toml(t, origin)?),
         (Some(p), None) => Ok(DriveSpec::preset(p)?),
         (None, None) => Err(Failure::SpecText("give a preset name or a spec TOML".into())),
     }
@@ -359,7 +475,7 @@ impl Drive {
 
     /// Release the image (and its lock) without committing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let backing = py.detach(|| self.inner.lock().map(|mut g| g.take()).map_err(|_| Failure::Poisoned))?;
+        let backing = py.detach(|| self.locked(|g| Ok(g.take())))?;
         py.detach(move || drop(backing)); // unmapping large maps takes a while
         Ok(())
     }
@@ -499,9 +615,10 @@ impl Drive {
         self.with(py, |b| Ok(b.ctrl().inject_pi_error(NsId(nsid), lba, tags)?))
     }
 
-    /// The end-to-end check a read with PRCHK bits `prchk` makes (raises the NVMe status).
+    /// The end-to-end check a read with PRCHK bits `prchk` makes (raises the NVMe status),
+    /// after the checks of the read itself (namespace, LBA range, PRCHK bits).
     fn check_pi(&self, py: Python<'_>, nsid: u32, slba: u64, nlb: u64, prchk: u8) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().check_pi(NsId(nsid), slba, nlb, prchk)?))
+        self.with(py, |b| Ok(b.ctrl().check_pi_command(NsId(nsid), slba, nlb, prchk)?))
     }
 
     /// Let the drive run until the sanitize in progress ends; returns the nanoseconds waited.

@@ -18,6 +18,8 @@ import typer
 
 from .. import _core
 from ..cluster import (
+    MAX_SWEEP_NUMJOBS,
+    SWEEP_RWS,
     Cluster,
     ClusterError,
     depths_per_job,
@@ -285,7 +287,11 @@ def sweep_cmd(
     outstanding: str = typer.Option("1..256", "--outstanding", help="outstanding I/O per client: 1..256 (powers of two) or a list 1,8,64"),
     rw: str = typer.Option("randread,randwrite", "--rw", help="fio rw of each curve (4 KiB): randread, randwrite, read, write"),
     numjobs: Optional[int] = typer.Option(
-        None, "--numjobs", min=1, max=256, help="fio jobs per client, sharing its outstanding I/O (default: the lab's fio processes)"
+        None,
+        "--numjobs",
+        min=1,
+        max=MAX_SWEEP_NUMJOBS,
+        help="fio jobs per client, sharing its outstanding I/O (default: the lab's fio processes)",
     ),
     runtime: str = typer.Option("auto", "--runtime", help="measured simulated time per point (auto: 100ms NVMe-oF, 1s Ceph)"),
     ramp: str = typer.Option("auto", "--ramp", help="simulated warm-up per point (auto: 20ms NVMe-oF, 1s Ceph)"),
@@ -301,9 +307,9 @@ def sweep_cmd(
     except ClusterError as e:
         fail(str(e))
     rws = [x.strip() for x in rw.split(",") if x.strip()]
-    bad = [x for x in rws if x not in ("randread", "randwrite", "read", "write")]
+    bad = [x for x in rws if x not in SWEEP_RWS]
     if bad or not rws:
-        fail(f"--rw '{rw}': a comma list of randread, randwrite, read, write")
+        fail(f"--rw '{rw}': a comma list of {', '.join(SWEEP_RWS)}")
     twice = sorted({x for x in rws if rws.count(x) > 1})
     if twice:
         # It ran the same curve twice, each point again on a cluster built afresh.

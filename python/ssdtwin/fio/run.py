@@ -8,12 +8,13 @@ formats (normal text, JSON, json+, log files).
 from __future__ import annotations
 
 import errno
+import numbers
 import os
 import stat
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .. import waf as wafm
 from ..core_types import VendorLog
@@ -23,12 +24,16 @@ from . import logs as fio_logs
 from . import output as fio_output
 from .contract import CloneOut, ConvergeOut, ConvergeRule, JobSpec
 from .errors import FioJobError, where
-from .parser import Run, file_kind, parse
+from .parser import PathLike, Run, file_kind, parse
+
+# A job file, or several, as `parse` takes them (a str given for a list ran each of its
+# characters as a job file).
+JobFiles = Union[PathLike, Sequence[PathLike]]
 
 
 def run_jobs(
     drive: Drive,
-    files: Sequence[str],
+    files: JobFiles,
     *,
     namespace: int = 1,
     run_seed: int = 0,
@@ -50,7 +55,7 @@ def run_jobs(
 
 def run_jobs_converging(
     drive: Drive,
-    files: Sequence[str],
+    files: JobFiles,
     *,
     rule: Optional[ConvergeRule] = None,
     namespace: int = 1,
@@ -78,14 +83,14 @@ def _measure_waf(drive: Drive, run: Run, before: VendorLog) -> None:
 
 def _prepare(
     drive: Drive,
-    files: Sequence[str],
+    files: JobFiles,
     namespace: int,
     run_seed: int,
     cmdline: Sequence[str],
     notes: Optional[Callable[[str], None]],
     log_dir: Optional[Path] = None,
 ) -> tuple[Run, list[JobSpec]]:
-    run = parse(list(files), run_seed=run_seed, cmdline=tuple(cmdline))
+    run = parse(files, run_seed=run_seed, cmdline=tuple(cmdline))
     specs = engine_specs(drive, run, namespace)
     if log_dir is not None:
         log_file_problems(run, log_dir)
@@ -98,6 +103,8 @@ def _prepare(
 def engine_specs(drive: Drive, run: Run, namespace: int = 1) -> list[JobSpec]:
     """The engine input of a parsed run on ``drive``: jobs that name no namespace go to
     ``namespace``; every attached namespace's size and LBA size, and the host link's rate."""
+    if isinstance(namespace, bool) or not isinstance(namespace, numbers.Integral):  # "1" read as a missing namespace
+        raise TypeError(f"namespace {namespace!r}: must be an int, not {type(namespace).__name__}")
     nss = {n.nsid: n for n in drive.namespaces() if n.attached}
     if namespace not in nss:
         raise ValueError(f"--namespace {namespace}: not an attached namespace (attached: {', '.join(map(str, nss)) or 'none'})")

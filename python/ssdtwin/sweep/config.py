@@ -168,6 +168,8 @@ def loads(text: str, name: str = "<sweep>", base: Optional[Path] = None) -> Swee
 def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path] = None) -> Sweep:
     """A sweep from the TOML's tables (also how `ssdtwin advise` builds its sweeps)."""
     base = base or Path.cwd()
+    if not isinstance(doc, Mapping):  # a list's items were "unknown key"s (none: an AttributeError)
+        raise SweepConfigError(f"{name}: a sweep is a table of its keys (a dict), not a {type(doc).__name__}")
     _no_unknown(doc, TOP_KEYS, name, "")
     seed = doc.get("seed", 1)
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 63:

@@ -87,8 +87,13 @@ pub enum ImageError {
     Damaged { path: PathBuf, reason: String },
     #[error("{} already exists; choose a new directory (or remove it first)", path.display())]
     Exists { path: PathBuf },
+    #[error("an empty path names no directory: give the image a directory of its own (e.g. ./cm6)")]
+    EmptyPath,
     #[error("{} is in use by another ssdtwin process (pid {pid}); stop it first", path.display())]
     Locked { path: PathBuf, pid: String },
+    /// The lock is held by this process (a second writable open from Python).
+    #[error("{} is already open for writing in this process (pid {pid}); close that drive first", path.display())]
+    LockedHere { path: PathBuf, pid: u32 },
     #[error("{} was opened read-only; open it writable to commit", path.display())]
     ReadOnly { path: PathBuf },
     #[error("{} cannot be opened for writing: {reason}", path.display())]
@@ -192,6 +197,11 @@ fn not_writable(dir: &Path, e: &FsError) -> Option<ImageError> {
 impl Image {
     /// Create a new image at `dir` (which must not exist or be an empty directory).
     pub fn create(dir: &Path, spec: DriveSpec, preset: &str, seed: u64) -> Result<Image, ImageError> {
+        if dir.as_os_str().is_empty() {
+            // Not a missing directory: each file joined to "" is a name in the working
+            // directory, whose spec.toml and LOCK the image's would have replaced.
+            return Err(ImageError::EmptyPath);
+        }
         match fsio::entry(dir)? {
             Entry::Missing => {}
             Entry::Dir if fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.next().is_none() => {}
@@ -564,6 +574,9 @@ fn lock_dir(dir: &Path) -> Result<File, ImageError> {
     let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc != 0 {
         let pid = fs::read_to_string(&path).unwrap_or_default().trim().to_string();
+        if pid == std::process::id().to_string() {
+            return Err(ImageError::LockedHere { path: dir.to_path_buf(), pid: std::process::id() });
+        }
         return Err(ImageError::Locked { path: dir.to_path_buf(), pid: if pid.is_empty() { "unknown".into() } else { pid } });
     }
     // The lock file can be writable in a directory that is not (`chmod a-w DIR`, `chattr +i

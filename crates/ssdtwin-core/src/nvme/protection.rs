@@ -162,6 +162,20 @@ impl Controller {
         Ok(())
     }
 
+    /// [`Controller::check_pi`] as a command of its own (the Python API's): the namespace
+    /// attached, the LBAs inside it, `prchk` a mask of the three checks. The I/O paths check
+    /// the read first and call `check_pi` itself.
+    pub fn check_pi_command(&self, nsid: NsId, slba: u64, nlb: u64, prchk: u8) -> Result<(), Error> {
+        Self::check_range(self.attached_u32(nsid.0)?, slba, nlb)?;
+        if prchk > PRCHK_GUARD | PRCHK_APPTAG | PRCHK_REFTAG {
+            return fail(
+                Status::InvalidField,
+                format!("prchk {prchk}: a mask of guard (4), application tag (2) and reference tag (1), 0..=7"),
+            );
+        }
+        self.check_pi(nsid, slba, nlb, prchk)
+    }
+
     /// The end-to-end check of a read with PRCHK bits `prchk`: the first LBA in range whose
     /// stored PI fails a checked tag gives the command its status (guard first, then
     /// application tag, then reference tag; a type 3 namespace has no reference tag to check).

@@ -297,6 +297,13 @@ fn injected_pi_error_fails_only_the_checked_tags_until_rewritten() {
     assert!(c.check_pi(NsId(1), 0, 16, PRCHK_REFTAG | PRCHK_APPTAG).is_ok(), "guard not checked");
     assert!(c.check_pi(NsId(1), 11, 9, 7).is_ok(), "range excludes both");
     assert_eq!(status(c.check_pi(NsId(1), 11, 10, 7).unwrap_err()), Status::RefTagCheck);
+    // As a command of its own it checks what a read checks first.
+    assert_eq!(status(c.check_pi_command(NsId(1), 0, 16, 7).unwrap_err()), Status::GuardCheck);
+    assert_eq!(status(c.check_pi_command(NsId(9), 0, 16, 7).unwrap_err()), Status::InvalidNamespaceOrFormat);
+    let nsze = c.state().namespaces[&1].nsze;
+    assert_eq!(status(c.check_pi_command(NsId(1), nsze, 1, 7).unwrap_err()), Status::LbaOutOfRange);
+    assert_eq!(status(c.check_pi_command(NsId(1), 0, 0, 7).unwrap_err()), Status::LbaOutOfRange);
+    assert_eq!(status(c.check_pi_command(NsId(1), 0, 16, 8).unwrap_err()), Status::InvalidField);
     // A write stores fresh PI.
     c.write(NsId(1), 8, 4, &mut crate::nand::NoTiming).unwrap();
     assert!(c.check_pi(NsId(1), 0, 16, 7).is_ok());
