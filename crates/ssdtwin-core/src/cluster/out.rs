@@ -200,8 +200,11 @@ impl JobAcc {
     pub fn out(self) -> CloneOut {
         let runtime = self.end_ns.max(self.ramp_end).saturating_sub(self.ramp_end);
         let spec = self.gen.spec;
-        let mut dirs =
-            self.dirs.into_iter().zip([Ddir::Read, Ddir::Write]).map(|(d, ddir)| d.out(&spec, spec.directions.contains(&ddir), runtime));
+        let mut dirs = self
+            .dirs
+            .into_iter()
+            .zip([Ddir::Read, Ddir::Write])
+            .map(|(d, ddir)| d.out(&spec, spec.directions.contains(&ddir), runtime, runtime));
         let (read, write) = (dirs.next().expect("2"), dirs.next().expect("2"));
         let (submit, complete) = submit_complete_levels(spec.engine_async, self.depth_levels.iter().sum());
         CloneOut {

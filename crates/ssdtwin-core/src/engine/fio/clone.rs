@@ -20,12 +20,48 @@ use super::RunError;
 #[derive(Default)]
 pub(super) struct DirStats {
     pub counters: DirCounters,
-    /// Open log window per log kind: (window start ns, sum, count, max).
-    pub lat_window: [(u64, u128, u64, u64); 3],
+    /// Open window of the averaged lat, clat and slat logs (`log_avg_msec`).
+    pub lat_window: [LatLogWindow; 3],
     pub hist_since: Vec<u64>,
+    /// fio's `hist_window[ddir].hist_last` (stat.c `add_clat_sample`): ms of the last
+    /// histogram-log row of this direction, or of its first completion; 0 until then.
+    pub hist_last_ms: u64,
     /// (window index, bytes, I/Os) of each `log_avg_msec` window with I/O, in time order
     /// (bw/iops logs): one entry per row the log will have, none for idle windows.
     pub log_windows: Vec<(u64, u64, u64)>,
+}
+
+/// One open window of an averaged latency log: fio's `avg_last` and the `io_stat` of the
+/// window's samples (stat.c `add_log_sample`, `__add_stat_to_log`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct LatLogWindow {
+    /// Where the window started, ms after the clone's measurement start.
+    pub start_ms: u64,
+    pub samples: u64,
+    /// The running mean, updated as stat.c `add_stat_sample` does, step for step.
+    pub mean: f64,
+    pub max: u64,
+}
+
+impl LatLogWindow {
+    pub fn add(&mut self, value: u64) {
+        let delta = value as f64 - self.mean;
+        if delta != 0.0 {
+            self.mean += delta / (self.samples as f64 + 1.0);
+        }
+        self.samples += 1;
+        self.max = self.max.max(value);
+    }
+
+    /// The row's value: the maximum with `log_max_value`, else fio's `mean + 0.50`
+    /// converted to an integer (rounded half up).
+    pub fn value(&self, max_value: bool) -> u64 {
+        if max_value {
+            self.max
+        } else {
+            (self.mean + 0.5) as u64
+        }
+    }
 }
 
 /// What the report counts: everything a latency_target's final window starts again
@@ -35,7 +71,6 @@ pub(super) struct CloneStats {
     pub dirs: [DirStats; 3],
     pub depth_levels: [u64; 7],
     pub lat_buckets: LatencyBuckets,
-    pub last_hist_ms: u64,
 }
 
 /// fio's think time (backend.c handle_thinktime).
