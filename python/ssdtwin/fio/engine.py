@@ -520,7 +520,7 @@ def add_ss_fields(spec: JobSpec, clone: Any) -> None:
 
 
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
-    """A job that is not time-based ends after loops x io_size bytes (or number_ios I/Os).
+    """A job that is not time-based ends after loops x io_size bytes (or number_ios x loops I/Os).
     Refuse one that cannot end within the run limit: more bytes than the host link carries
     in 200 days (reads and writes cross the link; trims do not, so they only get fio's
     number limit)."""
@@ -528,7 +528,8 @@ def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_byt
         return
     total = per_loop * st["loops"]
     if st["number_ios"]:
-        total = min(total, st["number_ios"] * max_bs)
+        # backend.c exceeds_number_ios: the limit is number_ios times loops.
+        total = min(total, st["number_ios"] * st["loops"] * max_bs)
     crosses_link = any(d in ("read", "write") for d in _DIRECTIONS[st["rw"]])
     if link_bytes_per_s and crosses_link:
         bound = link_bytes_per_s * L.MAX_RUN_NS // 1_000_000_000

@@ -189,6 +189,9 @@ pub(super) struct JobClone {
     pub end_ns: u64,
     pub inflight: u32,
     pub ios_issued: u64,
+    /// I/Os issued before the statistics were last reset (the end of `ramp_time`, or a
+    /// latency_target's final window): `number_ios` counts the ones after.
+    pub ios_issued_before_stats: u64,
     pub bytes_issued: [u64; 3],
     /// I/Os completed (all directions), for `thinktime_blocks_type=complete`.
     pub ios_completed: u64,
@@ -300,6 +303,7 @@ impl JobClone {
             end_ns: 0,
             inflight: 0,
             ios_issued: 0,
+            ios_issued_before_stats: 0,
             bytes_issued: [0; 3],
             ios_completed: 0,
             think: Think::default(),
@@ -360,6 +364,7 @@ impl JobClone {
     pub fn reset_stats(&mut self, now: u64) {
         self.ramp_end = now;
         self.stats = CloneStats::default();
+        self.ios_issued_before_stats = self.ios_issued;
         self.rate.start = now;
         self.rate.next_at = [0; 3];
         if self.min_rate.is_some() {
@@ -368,6 +373,16 @@ impl JobClone {
         if self.gen.spec.runtime_ns > 0 {
             self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
         }
+    }
+
+    /// How many more I/Os `number_ios` lets this clone issue (None: no limit applies,
+    /// [`JobSpec::number_ios_limit`]; a replay ends with its trace).
+    pub fn number_ios_left(&self) -> Option<u64> {
+        if self.replay.is_some() {
+            return None;
+        }
+        let counted = self.ios_issued - self.ios_issued_before_stats;
+        self.gen.spec.number_ios_limit().map(|limit| limit.saturating_sub(counted))
     }
 
     /// None of the options the issue and completion paths look for is in use: think time,
