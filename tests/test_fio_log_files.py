@@ -100,3 +100,23 @@ def test_histogram_log_rows_follow_each_direction_as_fio_does(fresh: Path, tmp_p
     assert {d for _t, d, _bs, _n in want} == {0, 1} and len(want) >= 16
     # Rows of one millisecond may come in either direction's order.
     assert sorted(got) == sorted(want)
+
+
+def test_a_given_bwavgtime_sets_the_bw_samples_and_log_rows(fresh: Path, tmp_path: Path) -> None:
+    """init.c: a bw log with log_avg_msec takes its samples every bwavgtime when that was
+    given (log_avg_msec otherwise), and each sample is a log row. fio 3.33 (ioengine=null,
+    2 s): log_avg_msec=100 bwavgtime=500 gives 3 bw samples and rows at 500, 1000, 1500,
+    while the iops log (no iopsavgtime) keeps 100 ms: 19; log_avg_msec=1000 bwavgtime=200
+    gives 9 bw samples and rows every 200 ms."""
+    for log_ms, bw_ms in ((100, 500), (1000, 200)):
+        job = (
+            "[b]\nioengine=psync\nrw=randread\nbs=4k\nsize=64m\nrate_iops=1000\ntime_based\nruntime=2\n"
+            f"write_bw_log=b\nwrite_iops_log=i\nlog_avg_msec={log_ms}\nbwavgtime={bw_ms}\n"
+        )
+        r = run_fio(fresh, job, tmp_path / str(log_ms), "--scratch")
+        read = r.job("b")["read"]
+        bw_samples, iops_samples = 2000 // bw_ms - 1, 2000 // log_ms - 1
+        assert (read["bw_samples"], read["iops_samples"]) == (bw_samples, iops_samples)
+        assert [row[0] for row in r.log_rows("b_bw.1.log")] == [bw_ms * (n + 1) for n in range(bw_samples)]
+        assert [row[0] for row in r.log_rows("i_iops.1.log")] == [log_ms * (n + 1) for n in range(iops_samples)]
+        assert all(row[1] == 4000 for row in r.log_rows("b_bw.1.log"))  # 1,000 IOPS of 4 KiB

@@ -98,15 +98,18 @@ fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now
             logs.iops.push(row(1));
         }
     } else {
-        if spec.bw || spec.iops {
-            let k = t_ms / spec.avg_ms;
-            let windows = &mut cl.stats.dirs[ddir as usize].log_windows;
-            match windows.last_mut() {
-                Some(w) if w.0 == k => {
-                    w.1 += len;
-                    w.2 += 1;
-                }
-                _ => windows.push((k, len, 1)),
+        // A bw (iops) log row is a bw (iops) sample: fio's init.c averages the log over
+        // min(log_avg_msec, bwavgtime) but takes the samples every bwavgtime, which is
+        // log_avg_msec unless bwavgtime was given (bw_avg_ms already says which).
+        let windows = &mut cl.stats.dirs[ddir as usize].log_windows;
+        for (logged, window_ms, amount, w) in [(spec.bw, cl.gen.spec.bw_avg_ms, len, 0), (spec.iops, cl.gen.spec.iops_avg_ms, 1, 1)] {
+            if !logged {
+                continue;
+            }
+            let k = t_ms / window_ms.max(1);
+            match windows[w].last_mut() {
+                Some(last) if last.0 == k => last.1 += amount,
+                _ => windows[w].push((k, amount)),
             }
         }
         if !spec.lat {
@@ -182,16 +185,15 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
     let mut dirs_out = Vec::new();
     for (di, d) in cl.stats.dirs.into_iter().enumerate() {
         let ddir = di as u8;
-        if avg > 0 && (spec.logs.bw || spec.logs.iops) {
-            // One row per full window of avg_ms per direction with I/O in it.
-            let nwin = sampled_windows(avg, samples_end);
-            for &(k, bytes, ios) in d.log_windows.iter().take_while(|w| w.0 < nwin) {
-                let t_ms = (k + 1) * avg;
-                if spec.logs.bw {
-                    logs.bw.push(LogRow { t_ms, value: kib_per_s(bytes, avg), ddir, bs: 0, offset: 0 });
-                }
-                if spec.logs.iops {
-                    logs.iops.push(LogRow { t_ms, value: ios_per_s(ios, avg), ddir, bs: 0, offset: 0 });
+        if avg > 0 {
+            // One row per sampled window (the JSON's bw/iops samples) with I/O in it.
+            let bw = (&mut logs.bw, spec.bw_avg_ms, kib_per_s as fn(u64, u64) -> u64);
+            let iops = (&mut logs.iops, spec.iops_avg_ms, ios_per_s as fn(u64, u64) -> u64);
+            for ((rows, window_ms, per_s), windows) in [bw, iops].into_iter().zip(&d.log_windows) {
+                let nwin = sampled_windows(window_ms, samples_end);
+                for &(k, amount) in windows.iter().take_while(|w| w.0 < nwin) {
+                    let t_ms = (k + 1) * window_ms;
+                    rows.push(LogRow { t_ms, value: per_s(amount, window_ms), ddir, bs: 0, offset: 0 });
                 }
             }
         }

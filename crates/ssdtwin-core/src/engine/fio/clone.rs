@@ -26,9 +26,11 @@ pub(super) struct DirStats {
     /// fio's `hist_window[ddir].hist_last` (stat.c `add_clat_sample`): ms of the last
     /// histogram-log row of this direction, or of its first completion; 0 until then.
     pub hist_last_ms: u64,
-    /// (window index, bytes, I/Os) of each `log_avg_msec` window with I/O, in time order
-    /// (bw/iops logs): one entry per row the log will have, none for idle windows.
-    pub log_windows: Vec<(u64, u64, u64)>,
+    /// The averaged bw log's windows (`bw_avg_ms`) and the iops log's (`iops_avg_ms`):
+    /// (window index, bytes or I/Os) of each window with I/O, in time order, one entry per
+    /// row the log will have (a row per bw or iops sample, as fio's `__add_samples` logs
+    /// them), none for idle windows.
+    pub log_windows: [Vec<(u64, u64)>; 2],
 }
 
 /// One open window of an averaged latency log: fio's `avg_last` and the `io_stat` of the
