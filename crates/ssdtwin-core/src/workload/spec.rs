@@ -15,6 +15,17 @@ pub struct PerDir<T> {
     pub trim: T,
 }
 
+impl<T> PerDir<T> {
+    /// Direction `d`'s value, borrowed (for values that are not `Copy`).
+    pub fn of(&self, d: Ddir) -> &T {
+        match d {
+            Ddir::Read => &self.read,
+            Ddir::Write => &self.write,
+            Ddir::Trim => &self.trim,
+        }
+    }
+}
+
 impl<T: Copy> PerDir<T> {
     pub fn get(&self, d: Ddir) -> T {
         match d {

@@ -443,13 +443,19 @@ impl JobClone {
         if at > now {
             return Some(at);
         }
-        let gap = 1_000_000_000u64
-            .checked_div(rate_iops)
-            .unwrap_or_else(|| (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64);
+        // fio's __setup_rate: rate_iops is a byte rate, rate_iops × the direction's smallest
+        // block size, so larger blocks of a bssplit or bsrange job wait longer (backend.c
+        // usec_for_io spaces a linear process by bytes; a Poisson one draws each I/O's gap
+        // around 1 / (bytes/s / smallest block size) whatever its size).
+        let min_bs = self.gen.spec.bs.of(io.ddir).min.max(1);
+        let bytes_per_s = if rate > 0 { rate } else { rate_iops.saturating_mul(min_bs) };
         let gap = match self.gen.spec.rate_process {
-            // `as` saturates: a huge exponential draw stays a huge gap.
-            RateProcess::Poisson => (-(1.0 - self.rate.poisson.unit()).ln() * gap as f64) as u64,
-            RateProcess::Linear => gap,
+            RateProcess::Poisson => {
+                let mean_ns = 1_000_000_000 / (bytes_per_s / min_bs).max(1);
+                // `as` saturates: a huge exponential draw stays a huge gap.
+                (-(1.0 - self.rate.poisson.unit()).ln() * mean_ns as f64) as u64
+            }
+            RateProcess::Linear => (io.len as u128 * 1_000_000_000 / bytes_per_s as u128).min(u64::MAX as u128) as u64,
         };
         self.rate.next_at[di] = at.saturating_add(gap);
         None
