@@ -101,8 +101,10 @@ HELPER_TICK_MS = 250
 def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     """Window lengths (ms) of the bw and iops samples behind the JSON bw_*/iops_* stats.
 
-    init.c: a bw (iops) log with log_avg_msec sets the window to log_avg_msec, or to the
-    smaller of the two when bwavgtime (iopsavgtime) was given. With log_avg_msec=0 fio
+    init.c: a bw (iops) log with log_avg_msec sets the window to log_avg_msec unless
+    bwavgtime (iopsavgtime) was given, which then stays (fio 3.33, log_avg_msec=100
+    bwavgtime=500: 3 samples in 2 s; only the log's averaging takes the smaller of the
+    two, and with samples every bwavgtime each sample is a log row). With log_avg_msec=0 fio
     switches those statistics to one sample per I/O; we keep windows of bwavgtime there
     (docs/fio.md lists this difference).
 
@@ -115,7 +117,7 @@ def averaging_windows(st: Mapping[str, Any]) -> tuple[int, int]:
     for kind, key in (("bw", "bwavgtime"), ("iops", "iopsavgtime")):
         window = st[key]
         if st["logs"][kind] is not None and st["log_avg_msec"]:
-            window = min(st["log_avg_msec"], window) if key in st["set"] else st["log_avg_msec"]
+            window = window if key in st["set"] else st["log_avg_msec"]
         out.append(window or HELPER_TICK_MS)
     return out[0], out[1]
 
@@ -520,7 +522,7 @@ def add_ss_fields(spec: JobSpec, clone: Any) -> None:
 
 
 def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_bytes_per_s: Optional[int], fail: Any) -> None:
-    """A job that is not time-based ends after loops x io_size bytes (or number_ios I/Os).
+    """A job that is not time-based ends after loops x io_size bytes (or number_ios x loops I/Os).
     Refuse one that cannot end within the run limit: more bytes than the host link carries
     in 200 days (reads and writes cross the link; trims do not, so they only get fio's
     number limit)."""
@@ -528,7 +530,8 @@ def _check_job_bytes(st: Mapping[str, Any], per_loop: int, max_bs: int, link_byt
         return
     total = per_loop * st["loops"]
     if st["number_ios"]:
-        total = min(total, st["number_ios"] * max_bs)
+        # backend.c exceeds_number_ios: the limit is number_ios times loops.
+        total = min(total, st["number_ios"] * st["loops"] * max_bs)
     crosses_link = any(d in ("read", "write") for d in _DIRECTIONS[st["rw"]])
     if link_bytes_per_s and crosses_link:
         bound = link_bytes_per_s * L.MAX_RUN_NS // 1_000_000_000

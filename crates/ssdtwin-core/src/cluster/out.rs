@@ -66,6 +66,8 @@ pub(super) struct JobAcc {
     stop_at: u64,
     pub end_ns: u64,
     issued: u64,
+    /// I/Os issued before the ramp ended: `number_ios` counts the ones after.
+    issued_in_ramp: u64,
     /// Bytes issued (the job's progress against its io_size × loops).
     bytes_issued: u64,
     dirs: [DirCounters; 2],
@@ -118,6 +120,7 @@ impl JobAcc {
             stop_at,
             end_ns: 0,
             issued: 0,
+            issued_in_ramp: 0,
             bytes_issued: 0,
             dirs: Default::default(),
             depth_levels: [0; 7],
@@ -145,7 +148,8 @@ impl JobAcc {
             return None;
         }
         let spec = &self.gen.spec;
-        if now >= self.stop_at || (spec.number_ios > 0 && self.issued >= spec.number_ios) {
+        // number_ios counts the I/Os issued after the ramp (fio's reset_all_stats).
+        if now >= self.stop_at || spec.number_ios_limit().is_some_and(|limit| self.issued - self.issued_in_ramp >= limit) {
             self.stopping = true;
         }
         if !self.stopping && self.inflight < self.iodepth {
@@ -154,6 +158,8 @@ impl JobAcc {
                     // Counted from the ramp's end, as fio's reset_io_stats does.
                     if now >= self.ramp_end {
                         self.depth_levels[depth_slot(self.inflight + 1)] += 1;
+                    } else {
+                        self.issued_in_ramp += 1;
                     }
                     self.inflight += 1;
                     self.issued += 1;
@@ -200,8 +206,11 @@ impl JobAcc {
     pub fn out(self) -> CloneOut {
         let runtime = self.end_ns.max(self.ramp_end).saturating_sub(self.ramp_end);
         let spec = self.gen.spec;
-        let mut dirs =
-            self.dirs.into_iter().zip([Ddir::Read, Ddir::Write]).map(|(d, ddir)| d.out(&spec, spec.directions.contains(&ddir), runtime));
+        let mut dirs = self
+            .dirs
+            .into_iter()
+            .zip([Ddir::Read, Ddir::Write])
+            .map(|(d, ddir)| d.out(&spec, spec.directions.contains(&ddir), runtime, runtime));
         let (read, write) = (dirs.next().expect("2"), dirs.next().expect("2"));
         let (submit, complete) = submit_complete_levels(spec.engine_async, self.depth_levels.iter().sum());
         CloneOut {

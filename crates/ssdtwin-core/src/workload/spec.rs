@@ -15,6 +15,17 @@ pub struct PerDir<T> {
     pub trim: T,
 }
 
+impl<T> PerDir<T> {
+    /// Direction `d`'s value, borrowed (for values that are not `Copy`).
+    pub fn of(&self, d: Ddir) -> &T {
+        match d {
+            Ddir::Read => &self.read,
+            Ddir::Write => &self.write,
+            Ddir::Trim => &self.trim,
+        }
+    }
+}
+
 impl<T: Copy> PerDir<T> {
     pub fn get(&self, d: Ddir) -> T {
         match d {
@@ -285,9 +296,21 @@ impl JobSpec {
         Ok(())
     }
 
+    /// The I/Os after which `number_ios` ends this job (backend.c `exceeds_number_ios`):
+    /// `number_ios × loops`, counted from the end of `ramp_time` (fio's `reset_all_stats`
+    /// zeroes the count there). None without number_ios, and for a time-based job: fio
+    /// 3.33's do_io loop goes on while `time_based`, and while a replayed trace has lines,
+    /// so there number_ios ends nothing (the replay's callers check that). Measured with
+    /// ioengine=null: `number_ios=10 loops=3` issues 30 I/Os, `number_ios=10 time_based
+    /// runtime=1` runs the second, a 50-line trace with `number_ios=10` replays 50.
+    pub fn number_ios_limit(&self) -> Option<u64> {
+        (self.number_ios > 0 && !self.time_based).then(|| self.number_ios.saturating_mul(self.loops.max(1)))
+    }
+
     /// What ends this job ([`Budget`]): `records` I/Os when it replays a trace of that
     /// many, else its runtime when time_based, else io_size × loops bytes of its kind and
-    /// number_ios; a runtime ends any of them early (counted from the start, ramp included).
+    /// [`JobSpec::number_ios_limit`]; a runtime ends any of them early (counted from the
+    /// start, ramp included).
     pub fn budget(&self, records: Option<u64>) -> Budget {
         let ns = (self.runtime_ns > 0).then(|| self.ramp_time_ns.saturating_add(self.runtime_ns));
         // A replay ends with its trace: its records when known (0: a stream, unknown).
@@ -297,11 +320,7 @@ impl JobSpec {
         if self.time_based {
             return Budget { ns, ..Budget::default() };
         }
-        Budget {
-            bytes: Some(self.io_size_bytes.max(1).saturating_mul(self.loops.max(1))),
-            ios: (self.number_ios > 0).then_some(self.number_ios),
-            ns,
-        }
+        Budget { bytes: Some(self.io_size_bytes.max(1).saturating_mul(self.loops.max(1))), ios: self.number_ios_limit(), ns }
     }
 }
 

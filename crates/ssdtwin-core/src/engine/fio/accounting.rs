@@ -2,8 +2,8 @@
 //! bw/iops sample windows, latency buckets, the bw/iops/lat/hist logs; and the clone's
 //! report at the end of the run.
 
-use super::clone::{Carried, JobClone};
-use super::report::{ios_per_s, kib_per_s, submit_complete_levels, window_ns, CloneOut, DirOut, HistRow, LogRow};
+use super::clone::{Carried, JobClone, LatLogWindow};
+use super::report::{ios_per_s, kib_per_s, sampled_windows, submit_complete_levels, CloneOut, DirOut, HistRow, LogRow};
 use super::steadystate::SsState;
 use super::Runner;
 use crate::engine::iolog::IoLog;
@@ -57,10 +57,15 @@ pub(super) fn count(cl: &mut JobClone, ddir: u8, len: u64, clat_ns: u64, now: u6
     // The twin does not model host submission, so slat is 0 and lat = clat: one
     // histogram, reported for both.
     d.counters.clat.add(clat_ns);
-    let rel = now - cl.ramp_end;
-    let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
-    d.counters.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
-    d.counters.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
+    // fio's helper thread samples bw and iops only while the job runs: an I/O completing
+    // once the runtime is over counts in the totals, but neither it nor the window it
+    // would close gives a sample (`finish`).
+    if now < cl.stop_at {
+        let rel = now - cl.ramp_end;
+        let (bw_ms, iops_ms) = (cl.gen.spec.bw_avg_ms, cl.gen.spec.iops_avg_ms);
+        d.counters.bw_window.add_at(rel, cl.bw_window_ns, len, bw_ms, kib_per_s);
+        d.counters.iops_window.add_at(rel, cl.iops_window_ns, 1, iops_ms, ios_per_s);
+    }
     cl.stats.lat_buckets.add(clat_ns);
 }
 
@@ -71,6 +76,9 @@ fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now
     if !(spec.bw || spec.iops || spec.lat || spec.hist) {
         return;
     }
+    // fio records slat only for an I/O its engine queued (ioengines.c td_io_queue calls
+    // io_u_queued on FIO_Q_QUEUED): a synchronous engine's slat log stays empty.
+    let slat = cl.gen.spec.engine_async;
     let t_ms = (now - cl.ramp_end) / 1_000_000;
     let off = if spec.offset { offset } else { 0 };
     if spec.avg_ms == 0 {
@@ -79,7 +87,9 @@ fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now
         if spec.lat {
             logs.lat.push(row(clat));
             logs.clat.push(row(clat));
-            logs.slat.push(row(0));
+            if slat {
+                logs.slat.push(row(0));
+            }
         }
         if spec.bw {
             logs.bw.push(row(len * 1_000_000 / clat.max(1)));
@@ -88,19 +98,22 @@ fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now
             logs.iops.push(row(1));
         }
     } else {
-        if spec.bw || spec.iops {
-            let k = t_ms / spec.avg_ms;
-            let windows = &mut cl.stats.dirs[ddir as usize].log_windows;
-            match windows.last_mut() {
-                Some(w) if w.0 == k => {
-                    w.1 += len;
-                    w.2 += 1;
-                }
-                _ => windows.push((k, len, 1)),
+        // A bw (iops) log row is a bw (iops) sample: fio's init.c averages the log over
+        // min(log_avg_msec, bwavgtime) but takes the samples every bwavgtime, which is
+        // log_avg_msec unless bwavgtime was given (bw_avg_ms already says which).
+        let windows = &mut cl.stats.dirs[ddir as usize].log_windows;
+        for (logged, window_ms, amount, w) in [(spec.bw, cl.gen.spec.bw_avg_ms, len, 0), (spec.iops, cl.gen.spec.iops_avg_ms, 1, 1)] {
+            if !logged {
+                continue;
+            }
+            let k = t_ms / window_ms.max(1);
+            match windows[w].last_mut() {
+                Some(last) if last.0 == k => last.1 += amount,
+                _ => windows[w].push((k, amount)),
             }
         }
         if !spec.lat {
-            return log_hist(cl, t_ms);
+            return log_hist(cl, ddir, len, t_ms);
         }
         // fio's windowed latency logs (docs/fio.md §4): a row when a sample arrives at least
         // avg_ms after the window start; the window restarts at that time rounded down.
@@ -109,31 +122,39 @@ fn log_sample(cl: &mut JobClone, ddir: u8, len: u64, offset: u64, clat: u64, now
         let d = &mut cl.stats.dirs[ddir as usize];
         let logs = &mut cl.logs;
         for (k, (rows, v)) in [(&mut logs.lat, clat), (&mut logs.clat, clat), (&mut logs.slat, 0u64)].into_iter().enumerate() {
+            if k == 2 && !slat {
+                continue;
+            }
             let w = &mut d.lat_window[k];
-            w.1 += v as u128;
-            w.2 += 1;
-            w.3 = w.3.max(v);
-            if t_ms >= w.0 + avg {
-                let value = if max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
-                rows.push(LogRow { t_ms, value, ddir, bs: 0, offset: 0 });
-                *w = (t_ms / avg * avg, 0, 0, 0);
+            w.add(v);
+            if t_ms >= w.start_ms + avg {
+                rows.push(LogRow { t_ms, value: w.value(max_value), ddir, bs: 0, offset: 0 });
+                *w = LatLogWindow { start_ms: t_ms / avg * avg, ..Default::default() };
             }
         }
     }
-    log_hist(cl, t_ms);
+    log_hist(cl, ddir, len, t_ms);
 }
 
-fn log_hist(cl: &mut JobClone, t_ms: u64) {
+/// fio's histogram log (stat.c `add_clat_sample`): each direction keeps its own window,
+/// which starts at the direction's first completion (at 0 ms it is taken again at the
+/// next one: fio tests `!hist_last`); a completion `hist_ms` or more after the window's
+/// start writes a row of that direction, with the I/O's block size, and moves the start
+/// on by `hist_ms`.
+fn log_hist(cl: &mut JobClone, ddir: u8, len: u64, t_ms: u64) {
     let spec = &cl.gen.spec.logs;
-    if spec.hist && spec.hist_ms > 0 && t_ms >= cl.stats.last_hist_ms + spec.hist_ms {
-        for (di, d) in cl.stats.dirs.iter_mut().enumerate() {
-            if d.hist_since.iter().any(|&x| x > 0) {
-                let buckets = d.hist_since.iter().enumerate().filter(|(_, &x)| x > 0).map(|(i, &x)| (i as u64, x)).collect();
-                cl.logs.clat_hist.push(HistRow { t_ms, ddir: di as u8, buckets });
-                d.hist_since.iter_mut().for_each(|x| *x = 0);
-            }
-        }
-        cl.stats.last_hist_ms = t_ms / spec.hist_ms * spec.hist_ms;
+    if !spec.hist || spec.hist_ms == 0 {
+        return;
+    }
+    let d = &mut cl.stats.dirs[ddir as usize];
+    if d.hist_last_ms == 0 {
+        d.hist_last_ms = t_ms;
+    }
+    if t_ms - d.hist_last_ms >= spec.hist_ms {
+        let buckets = d.hist_since.iter().enumerate().filter(|(_, &x)| x > 0).map(|(i, &x)| (i as u64, x)).collect();
+        cl.logs.clat_hist.push(HistRow { t_ms, ddir, bs: len, buckets });
+        d.hist_since.iter_mut().for_each(|x| *x = 0);
+        d.hist_last_ms += spec.hist_ms;
     }
 }
 
@@ -154,6 +175,9 @@ fn carry_into(out: &mut DirOut, carried: &Carried, di: usize, has_dir: bool, run
 pub(super) fn finish(cl: JobClone) -> CloneOut {
     let run_end = cl.end_ns.max(cl.ramp_end);
     let runtime = run_end.saturating_sub(cl.ramp_end);
+    // The bw/iops windows are sampled until the run ends, or its runtime runs out if that
+    // comes first (I/Os in flight then still complete).
+    let samples_end = runtime.min(cl.stop_at.saturating_sub(cl.ramp_end));
     let spec = cl.gen.spec.clone();
     let mut logs = cl.logs;
     // Windowed bw/iops logs and the open latency windows are written at the end.
@@ -161,16 +185,15 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
     let mut dirs_out = Vec::new();
     for (di, d) in cl.stats.dirs.into_iter().enumerate() {
         let ddir = di as u8;
-        if avg > 0 && (spec.logs.bw || spec.logs.iops) {
-            // One row per full window of avg_ms per direction with I/O in it.
-            let nwin = runtime / window_ns(avg);
-            for &(k, bytes, ios) in d.log_windows.iter().take_while(|w| w.0 < nwin) {
-                let t_ms = (k + 1) * avg;
-                if spec.logs.bw {
-                    logs.bw.push(LogRow { t_ms, value: kib_per_s(bytes, avg), ddir, bs: 0, offset: 0 });
-                }
-                if spec.logs.iops {
-                    logs.iops.push(LogRow { t_ms, value: ios_per_s(ios, avg), ddir, bs: 0, offset: 0 });
+        if avg > 0 {
+            // One row per sampled window (the JSON's bw/iops samples) with I/O in it.
+            let bw = (&mut logs.bw, spec.bw_avg_ms, kib_per_s as fn(u64, u64) -> u64);
+            let iops = (&mut logs.iops, spec.iops_avg_ms, ios_per_s as fn(u64, u64) -> u64);
+            for ((rows, window_ms, per_s), windows) in [bw, iops].into_iter().zip(&d.log_windows) {
+                let nwin = sampled_windows(window_ms, samples_end);
+                for &(k, amount) in windows.iter().take_while(|w| w.0 < nwin) {
+                    let t_ms = (k + 1) * window_ms;
+                    rows.push(LogRow { t_ms, value: per_s(amount, window_ms), ddir, bs: 0, offset: 0 });
                 }
             }
         }
@@ -178,14 +201,13 @@ pub(super) fn finish(cl: JobClone) -> CloneOut {
             let end_ms = runtime / 1_000_000;
             for (k, rows) in [&mut logs.lat, &mut logs.clat, &mut logs.slat].into_iter().enumerate() {
                 let w = d.lat_window[k];
-                if w.2 > 0 {
-                    let value = if spec.logs.max_value { w.3 } else { (w.1 / w.2 as u128) as u64 };
-                    rows.push(LogRow { t_ms: end_ms, value, ddir, bs: 0, offset: 0 });
+                if w.samples > 0 {
+                    rows.push(LogRow { t_ms: end_ms, value: w.value(spec.logs.max_value), ddir, bs: 0, offset: 0 });
                 }
             }
         }
         let has_dir = spec.directions.iter().any(|x| x.index() == di);
-        let mut out = d.counters.out(&spec, has_dir, runtime);
+        let mut out = d.counters.out(&spec, has_dir, runtime, samples_end);
         carry_into(&mut out, &cl.carried, di, has_dir, runtime);
         dirs_out.push(out);
     }

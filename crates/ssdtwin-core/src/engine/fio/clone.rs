@@ -20,12 +20,50 @@ use super::RunError;
 #[derive(Default)]
 pub(super) struct DirStats {
     pub counters: DirCounters,
-    /// Open log window per log kind: (window start ns, sum, count, max).
-    pub lat_window: [(u64, u128, u64, u64); 3],
+    /// Open window of the averaged lat, clat and slat logs (`log_avg_msec`).
+    pub lat_window: [LatLogWindow; 3],
     pub hist_since: Vec<u64>,
-    /// (window index, bytes, I/Os) of each `log_avg_msec` window with I/O, in time order
-    /// (bw/iops logs): one entry per row the log will have, none for idle windows.
-    pub log_windows: Vec<(u64, u64, u64)>,
+    /// fio's `hist_window[ddir].hist_last` (stat.c `add_clat_sample`): ms of the last
+    /// histogram-log row of this direction, or of its first completion; 0 until then.
+    pub hist_last_ms: u64,
+    /// The averaged bw log's windows (`bw_avg_ms`) and the iops log's (`iops_avg_ms`):
+    /// (window index, bytes or I/Os) of each window with I/O, in time order, one entry per
+    /// row the log will have (a row per bw or iops sample, as fio's `__add_samples` logs
+    /// them), none for idle windows.
+    pub log_windows: [Vec<(u64, u64)>; 2],
+}
+
+/// One open window of an averaged latency log: fio's `avg_last` and the `io_stat` of the
+/// window's samples (stat.c `add_log_sample`, `__add_stat_to_log`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct LatLogWindow {
+    /// Where the window started, ms after the clone's measurement start.
+    pub start_ms: u64,
+    pub samples: u64,
+    /// The running mean, updated as stat.c `add_stat_sample` does, step for step.
+    pub mean: f64,
+    pub max: u64,
+}
+
+impl LatLogWindow {
+    pub fn add(&mut self, value: u64) {
+        let delta = value as f64 - self.mean;
+        if delta != 0.0 {
+            self.mean += delta / (self.samples as f64 + 1.0);
+        }
+        self.samples += 1;
+        self.max = self.max.max(value);
+    }
+
+    /// The row's value: the maximum with `log_max_value`, else fio's `mean + 0.50`
+    /// converted to an integer (rounded half up).
+    pub fn value(&self, max_value: bool) -> u64 {
+        if max_value {
+            self.max
+        } else {
+            (self.mean + 0.5) as u64
+        }
+    }
 }
 
 /// What the report counts: everything a latency_target's final window starts again
@@ -35,7 +73,6 @@ pub(super) struct CloneStats {
     pub dirs: [DirStats; 3],
     pub depth_levels: [u64; 7],
     pub lat_buckets: LatencyBuckets,
-    pub last_hist_ms: u64,
 }
 
 /// fio's think time (backend.c handle_thinktime).
@@ -154,6 +191,9 @@ pub(super) struct JobClone {
     pub end_ns: u64,
     pub inflight: u32,
     pub ios_issued: u64,
+    /// I/Os issued before the statistics were last reset (the end of `ramp_time`, or a
+    /// latency_target's final window): `number_ios` counts the ones after.
+    pub ios_issued_before_stats: u64,
     pub bytes_issued: [u64; 3],
     /// I/Os completed (all directions), for `thinktime_blocks_type=complete`.
     pub ios_completed: u64,
@@ -265,6 +305,7 @@ impl JobClone {
             end_ns: 0,
             inflight: 0,
             ios_issued: 0,
+            ios_issued_before_stats: 0,
             bytes_issued: [0; 3],
             ios_completed: 0,
             think: Think::default(),
@@ -325,6 +366,7 @@ impl JobClone {
     pub fn reset_stats(&mut self, now: u64) {
         self.ramp_end = now;
         self.stats = CloneStats::default();
+        self.ios_issued_before_stats = self.ios_issued;
         self.rate.start = now;
         self.rate.next_at = [0; 3];
         if self.min_rate.is_some() {
@@ -333,6 +375,16 @@ impl JobClone {
         if self.gen.spec.runtime_ns > 0 {
             self.stop_at = now.saturating_add(self.gen.spec.runtime_ns);
         }
+    }
+
+    /// How many more I/Os `number_ios` lets this clone issue (None: no limit applies,
+    /// [`JobSpec::number_ios_limit`]; a replay ends with its trace).
+    pub fn number_ios_left(&self) -> Option<u64> {
+        if self.replay.is_some() {
+            return None;
+        }
+        let counted = self.ios_issued - self.ios_issued_before_stats;
+        self.gen.spec.number_ios_limit().map(|limit| limit.saturating_sub(counted))
     }
 
     /// None of the options the issue and completion paths look for is in use: think time,
@@ -391,13 +443,19 @@ impl JobClone {
         if at > now {
             return Some(at);
         }
-        let gap = 1_000_000_000u64
-            .checked_div(rate_iops)
-            .unwrap_or_else(|| (io.len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128) as u64);
+        // fio's __setup_rate: rate_iops is a byte rate, rate_iops × the direction's smallest
+        // block size, so larger blocks of a bssplit or bsrange job wait longer (backend.c
+        // usec_for_io spaces a linear process by bytes; a Poisson one draws each I/O's gap
+        // around 1 / (bytes/s / smallest block size) whatever its size).
+        let min_bs = self.gen.spec.bs.of(io.ddir).min.max(1);
+        let bytes_per_s = if rate > 0 { rate } else { rate_iops.saturating_mul(min_bs) };
         let gap = match self.gen.spec.rate_process {
-            // `as` saturates: a huge exponential draw stays a huge gap.
-            RateProcess::Poisson => (-(1.0 - self.rate.poisson.unit()).ln() * gap as f64) as u64,
-            RateProcess::Linear => gap,
+            RateProcess::Poisson => {
+                let mean_ns = 1_000_000_000 / (bytes_per_s / min_bs).max(1);
+                // `as` saturates: a huge exponential draw stays a huge gap.
+                (-(1.0 - self.rate.poisson.unit()).ln() * mean_ns as f64) as u64
+            }
+            RateProcess::Linear => (io.len as u128 * 1_000_000_000 / bytes_per_s as u128).min(u64::MAX as u128) as u64,
         };
         self.rate.next_at[di] = at.saturating_add(gap);
         None

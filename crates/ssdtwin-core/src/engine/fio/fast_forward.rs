@@ -46,8 +46,7 @@ impl Untimed<'_> {
     /// full and the new one's mapping prefetched if it looks it up, as the timed runner does.
     fn next(&mut self, c: usize) -> Result<Option<Io>, RunError> {
         let cl = &mut self.clones[c];
-        let spec = &cl.gen.spec;
-        if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
+        if cl.number_ios_left() == Some(0) {
             return Ok(None);
         }
         let io = if cl.pending.is_empty() {
@@ -174,8 +173,7 @@ impl Untimed<'_> {
     /// A reading clone's `ios` I/Os of `bytes_per_io` each, counted without drawing them.
     fn count_reads(&mut self, c: usize, ios: u64, bytes_per_io: u64) -> Result<(), RunError> {
         let cl = &mut self.clones[c];
-        let spec = &cl.gen.spec;
-        let ios = if spec.number_ios > 0 { ios.min(spec.number_ios.saturating_sub(cl.ios_issued)) } else { ios };
+        let ios = cl.number_ios_left().map_or(ios, |left| ios.min(left));
         if ios == 0 {
             return Ok(());
         }

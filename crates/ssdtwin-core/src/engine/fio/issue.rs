@@ -109,6 +109,8 @@ impl Runner<'_> {
         let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
         if now >= cl.ramp_end {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        } else {
+            cl.ios_issued_before_stats += 1;
         }
         cl.inflight += 1;
         cl.ios_issued += 1;
@@ -166,8 +168,7 @@ impl Runner<'_> {
         if cl.think.until > now {
             return Ok(Gate::Wait);
         }
-        let spec = &cl.gen.spec;
-        if spec.number_ios > 0 && cl.ios_issued >= spec.number_ios {
+        if cl.number_ios_left() == Some(0) {
             cl.stopping = true;
             return Ok(Gate::Again);
         }
@@ -294,6 +295,8 @@ impl Runner<'_> {
         // distribution is over the I/Os the report counts, not over the ramp's too.
         if now >= cl.ramp_end {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+        } else {
+            cl.ios_issued_before_stats += 1;
         }
         cl.inflight += 1;
         cl.ios_issued += 1;

@@ -128,7 +128,7 @@ fn footprint(events_peak: usize, clones: &[JobClone]) -> Footprint {
         f.clone_state += c.slots.capacity() + c.free_slots.capacity() + LOOKAHEAD;
         for d in &c.stats.dirs {
             f.clone_state += d.hist_since.capacity();
-            f.log_windows += d.log_windows.capacity();
+            f.log_windows += d.log_windows.iter().map(Vec::capacity).sum::<usize>();
         }
         f.log_rows += c.logs.capacity();
     }

@@ -123,15 +123,21 @@ impl WindowAcc {
         }
     }
 
-    /// The statistics at the end of a run of `runtime_ns`: the open window counts only if it
-    /// is full (fio takes no sample for the window the run ends in).
-    pub(crate) fn finish(mut self, window_ms: u64, runtime_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
-        let full_windows = runtime_ns / window_ns(window_ms);
-        if self.index < full_windows {
+    /// The statistics at the end of a run: the windows that ended before `samples_end_ns`
+    /// count (fio's helper thread takes a window's sample only while the job runs, so the
+    /// window that ends as the run ends is not sampled: 3 samples of 500 ms in a 2 s run).
+    pub(crate) fn finish(mut self, window_ms: u64, samples_end_ns: u64, per_s: fn(u64, u64) -> u64) -> SampleStatOut {
+        if self.index < sampled_windows(window_ms, samples_end_ns) {
             self.close(window_ms, per_s);
         }
         self.stat
     }
+}
+
+/// How many whole windows of `window_ms` end strictly before `end_ns`: the ones fio samples
+/// (and writes bw/iops log rows for) in a run whose sampling ends at `end_ns`.
+pub(crate) fn sampled_windows(window_ms: u64, end_ns: u64) -> u64 {
+    end_ns.saturating_sub(1) / window_ns(window_ms)
 }
 
 pub(crate) fn window_ns(window_ms: u64) -> u64 {
@@ -160,10 +166,11 @@ pub(crate) struct DirCounters {
 }
 
 impl DirCounters {
-    /// The direction's output for a clone of `spec` that ran `runtime_ns` after its ramp;
+    /// The direction's output for a clone of `spec` that ran `runtime_ns` after its ramp, its
+    /// bw/iops windows sampled until `samples_end_ns` ([`WindowAcc::finish`]);
     /// `has_dir`: the job issues this direction at all. The twin does not model host
     /// submission, so slat is 0 and lat = clat: one histogram, reported for both.
-    pub(crate) fn out(self, spec: &JobSpec, has_dir: bool, runtime_ns: u64) -> DirOut {
+    pub(crate) fn out(self, spec: &JobSpec, has_dir: bool, runtime_ns: u64, samples_end_ns: u64) -> DirOut {
         DirOut {
             io_bytes: self.io_bytes,
             total_ios: self.ios,
@@ -173,8 +180,8 @@ impl DirCounters {
             clat: self.clat.out(),
             slat: if spec.engine_async { zero_stat(self.ios) } else { zero_stat(0) },
             lat: self.clat.out(),
-            bw_sample_stat: self.bw_window.finish(spec.bw_avg_ms, runtime_ns, kib_per_s),
-            iops_sample_stat: self.iops_window.finish(spec.iops_avg_ms, runtime_ns, ios_per_s),
+            bw_sample_stat: self.bw_window.finish(spec.bw_avg_ms, samples_end_ns, kib_per_s),
+            iops_sample_stat: self.iops_window.finish(spec.iops_avg_ms, samples_end_ns, ios_per_s),
         }
     }
 }
@@ -274,11 +281,13 @@ impl Serialize for LogRow {
 
 /// One row of a histogram log (`log_hist_msec`): the time, the direction and the latency
 /// histogram's buckets that counted completions since the previous row, as (bucket,
-/// count); serialised as fio's `time, direction, 0, [[bucket, count], ...]`.
+/// count); serialised as fio's `time, direction, block size, [[bucket, count], ...]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistRow {
     pub t_ms: u64,
     pub ddir: u8,
+    /// The block size of the I/O whose completion wrote the row (fio logs that I/O's).
+    pub bs: u64,
     pub buckets: Vec<(u64, u64)>,
 }
 
@@ -304,7 +313,7 @@ impl Serialize for HistRow {
         let mut seq = s.serialize_seq(Some(4))?;
         seq.serialize_element(&self.t_ms)?;
         seq.serialize_element(&self.ddir)?;
-        seq.serialize_element(&0u64)?;
+        seq.serialize_element(&self.bs)?;
         seq.serialize_element(&Buckets(&self.buckets))?;
         seq.end()
     }
@@ -526,8 +535,8 @@ mod tests {
     fn log_rows_serialise_as_fios_lists() {
         let mut logs = CloneLogs::default();
         logs.bw.push(LogRow { t_ms: 3, value: 100, ddir: 1, bs: 4096, offset: 0 });
-        logs.clat_hist.push(HistRow { t_ms: 5, ddir: 0, buckets: vec![(7, 2)] });
+        logs.clat_hist.push(HistRow { t_ms: 5, ddir: 0, bs: 4096, buckets: vec![(7, 2)] });
         let v = serde_json::to_value(&logs).unwrap();
-        assert_eq!(v, serde_json::json!({"bw": [[3, 100, 1, 4096, 0]], "clat_hist": [[5, 0, 0, [[7, 2]]]]}));
+        assert_eq!(v, serde_json::json!({"bw": [[3, 100, 1, 4096, 0]], "clat_hist": [[5, 0, 4096, [[7, 2]]]]}));
     }
 }
