@@ -64,14 +64,15 @@ def test_jobs_refuses_an_image_another_process_is_writing(fresh: Path, tmp_path:
     writer = Drive.open(img, writable=True)  # holds the image's lock, as a server does
     try:
         before = image_digest(img)
-        r = run_cli("pts", img, "--tests", "lat,tp", *QUICK, "--jobs", "2", "--report", tmp_path / "r", check=False)
+        # The CLI as a process of its own: the image is held by another process, this one.
+        r = run_cli("pts", img, "--tests", "lat,tp", *QUICK, "--jobs", "2", "--report", tmp_path / "r", check=False, process=True)
         assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
         assert f"in use by another ssdtwin process (pid {os.getpid()}" in r.stderr and "--jobs 2" in r.stderr
         assert not (tmp_path / "r").exists() and image_digest(img) == before
     finally:
         writer.close()
     with parallel._no_writer(img, 2):
-        r = run_cli("nvme", "set-feature", img, "-f", "8", "-v", "1", check=False)
+        r = run_cli("nvme", "set-feature", img, "-f", "8", "-v", "1", check=False, process=True)
         assert r.returncode == 1 and "in use by another ssdtwin process" in r.stderr
         with parallel._no_writer(img, 2):  # two parallel runs read the same image: fine
             pass
