@@ -288,3 +288,33 @@ def test_a_stack_on_a_namespace_of_partial_blocks_exports_whole_blocks_only(tmp_
         s.stop()
     assert info["export-size"] == 100001 * 512 // 4096 * 4096
     check_image(drive)
+
+
+def small_stack_beside_a_large_namespace(tmp_path: Path) -> tuple[Path, Path]:
+    """A CM6 at 1/454 with a 4 MiB ns1 (the stack's) and a 7.6 GB ns2."""
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "delete-ns", drive, "-n", "1")
+    for blocks in ("8192", "15000000"):
+        run_cli("nvme", "create-ns", drive, "-s", blocks, "-c", blocks, "-b", "512")
+    for ns in ("1", "2"):
+        run_cli("nvme", "attach-ns", drive, "-n", ns, "-c", "1")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    return drive, stack
+
+
+def test_the_server_and_the_stack_count_namespace_passes_over_the_same_namespaces(tmp_path: Path) -> None:
+    """The drive's NAND WAF is the whole drive's. The server's line counted namespace passes
+    over all attached namespaces (0.00 passes, "not measured") and the stack's over the
+    stack's namespace alone (2.00 passes) for the same bytes of the same session."""
+    need("fio")
+    drive, stack = small_stack_beside_a_large_namespace(tmp_path)
+    with served(stack) as s:
+        fio_nbd_write(s.uri("stack"), tmp_path / "w.txt", "4m", "--loops=2")
+        summary = s.stop()
+    c = counters(stack)
+    attached = (8192 + 15000000) * 512
+    assert c["drive_waf_host_bytes"] == 8 << 20
+    assert c["drive_waf_namespace_passes"] == pytest.approx((8 << 20) / attached)
+    assert f"{c['drive_waf_namespace_passes']:.2f} namespace passes" in summary, summary
+    check_image(drive)

@@ -223,7 +223,8 @@ def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, 
     with Drive.open(Path(config["drive"]), writable=False) as d:
         ident = stacklib.identity(d)
         after = d.vendor_log()
-    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"], after)
+        attached = sum(n.bytes for n in d.namespaces() if n.attached)
+    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"], after, attached)
     new: stacklib.StackImageState = {"drive_identity": ident, "drive_totals": totals, "stack": summary.pop("stack")}
     stacklib.save_state(path, new)
     c = stacklib.counters(config, new)
