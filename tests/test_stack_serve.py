@@ -318,3 +318,27 @@ def test_the_server_and_the_stack_count_namespace_passes_over_the_same_namespace
     assert c["drive_waf_namespace_passes"] == pytest.approx((8 << 20) / attached)
     assert f"{c['drive_waf_namespace_passes']:.2f} namespace passes" in summary, summary
     check_image(drive)
+
+
+def test_reads_the_drive_fails_are_not_counted_as_read(tmp_path: Path) -> None:
+    """A read the drive answers with EIO (an injected media error) served nothing, but the
+    summary's read bytes and the stack's host_read_bytes counted it, on a served stack and
+    (the bytes) on a served drive. Commands still count it, with the error reply."""
+    need("qemu-io")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "inject-media-error", drive, "-n", "1", "-s", "0", "-c", "8")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    for image, export in ((stack, "stack"), (drive, "ns1")):
+        with served(image) as s:
+            r = subprocess.run(
+                ["qemu-io", "-f", "raw", s.uri(export), "-c", "read 0 4k", "-c", "read 1M 4k"], capture_output=True, text=True
+            )
+            summary = s.stop()
+        assert "read failed: Input/output error" in r.stdout + r.stderr and "read 4096/4096 bytes at offset 1048576" in r.stdout
+        assert "2 reads (4.10 KB)" in summary and "1 error reply;" in summary, summary
+        if image == stack:
+            c = counters(stack)
+            assert (c["host_read_bytes"], c["read_hit_bytes"]) == (4096, 0)
+    check_image(drive)
+
