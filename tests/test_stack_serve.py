@@ -342,3 +342,20 @@ def test_reads_the_drive_fails_are_not_counted_as_read(tmp_path: Path) -> None:
             assert (c["host_read_bytes"], c["read_hit_bytes"]) == (4096, 0)
     check_image(drive)
 
+
+def test_a_stack_refused_for_writes_to_another_namespace_says_why(tmp_path: Path) -> None:
+    """A stack is tied to its whole drive: writes to another namespace make GC move the
+    stack namespace's data (its map checksums change, its contents do not) and would enter
+    the drive WAF the stack measures. The refusal said the drive was "written, trimmed or
+    formatted" and the tier's copies "would be stale", which they are not; it now says what
+    was written, on which namespaces it counts, and why."""
+    drive, stack = small_stack_beside_a_large_namespace(tmp_path)
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
+    run_cli("fio", drive, job, "--namespace", "2")
+    digest = image_digest(drive)
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, str(stack), "changed since the stack last ran", "65.54 KB written on any namespace")
+    assert "tied to its whole drive" in r.stderr and f"make a new stack on {drive}" in r.stderr
+    assert image_digest(drive) == digest
+    check_image(drive)

@@ -26,6 +26,7 @@ from ._core import HostStack
 from .core_types import FtlCounters, StackFile, StackState, TierConfig, VendorLog, WafMeasurement
 from .drive import Drive
 from .live import lock_holder
+from .nvmefmt import si_bytes
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
     from .fio.contract import CloneOut
@@ -346,11 +347,17 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         raise StackError(f"{path}: its drive {drive} is missing")
     d = Drive.open(drive, writable=writable)
     try:
-        if identity(d) != state["drive_identity"]:
+        now = identity(d)
+        if now != state["drive_identity"]:
+            # The identity is the whole drive's, not the stack namespace's: another
+            # namespace's writes make GC move this one's data (its map checksums change
+            # though its contents do not) and would enter the drive WAF the stack measures
+            # over its runs (drive_waf: the vendor logs from its making to its last run).
             raise StackError(
-                f"{path}: its drive {drive} changed since the stack last ran on it (written, trimmed or formatted "
-                "without the stack, or by a server of the stack that did not stop cleanly); the tier's copies would be "
-                "stale: make a new stack"
+                f"{path}: its drive {drive} changed since the stack last ran on it ({_what_changed(state['drive_identity'], now)} "
+                "on any namespace, without the stack or by a server of the stack that did not stop cleanly); a stack is tied "
+                "to its whole drive (the other namespaces' writes make GC move its namespace's data, and its drive WAF spans "
+                f"every namespace): make a new stack on {drive}"
             )
         nsid = int(config["namespace"])
         size = int(state["stack"].config()["drive_bytes"])
@@ -365,6 +372,19 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         d.close()
         raise
     return d
+
+
+def _what_changed(before: Optional[DriveIdentity], after: DriveIdentity) -> str:
+    """What moved the drive past a stack's recorded identity, from its FTL counters."""
+    if before is None:
+        return "no identity recorded"
+    was, now = before["counters"], after["counters"]
+    written = int(now["host_write_bytes"]) - int(was["host_write_bytes"])
+    trimmed = int(now["host_trim_ius"]) - int(was["host_trim_ius"])
+    if written < 0 or trimmed < 0:
+        return "formatted or sanitized"
+    said = ([f"{si_bytes(written)} written"] if written else []) + ([f"{trimmed} IUs trimmed"] if trimmed else [])
+    return ", ".join(said) if said else "its mapping changed: formatted, sanitized or garbage-collected"
 
 
 def run_fio(
