@@ -767,3 +767,31 @@ def test_metrics_rise_during_a_run_and_waf_matches_vendor_log(tmp_path: Path, p5
         f"= vendor-log {v['waf']:.4f}; session WAF {session:.2f}",
         file=sys.stderr,
     )
+
+
+@pytest.mark.parametrize("stderr", ["2>&-", "2</dev/null"])
+def test_a_server_started_with_stderr_closed_serves_and_stops_cleanly(tmp_path: Path, stderr: str) -> None:
+    """`ssdtwin serve IMG 2>&-`: Python left sys.stderr None, so every message went to stdout,
+    and the lowest free descriptor, 2, became the listening socket. Through a launcher that
+    leaves a read-only file at descriptor 2 (pyenv's shims do), the server opened and
+    committed the image, failed its first message (EBADF) and exited 1 without a word. It
+    now serves with its messages going nowhere, and SIGTERM stops it with a commit."""
+    d = make_two_namespaces(tmp_path / "cm6", 1 << 13, 1 << 10)
+    sock = tmp_path / "s.sock"
+    out = tmp_path / "stdout"
+    with open(out, "w") as o:
+        p = subprocess.Popen(["sh", "-c", f'exec "$@" {stderr}', "sh", *SSDTWIN, "serve", str(d), "--unix", str(sock)], stdout=o)
+    try:
+        deadline = time.monotonic() + 60
+        while not sock.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # past the first messages, which failed it
+        assert p.poll() is None, f"the server exited {p.returncode}"
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=120) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert out.read_text() == "", "messages belong on stderr, not stdout"
+    check_image(d)

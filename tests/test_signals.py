@@ -394,3 +394,21 @@ def test_a_signal_on_advise_removes_its_temporary_folder(tmp_path: Path, sig: in
     assert rc_seen == rc, f"exit {rc_seen}; stderr:\n{err}"
     assert err.splitlines()[-1] == f"ssdtwin advise: {line}; nothing kept"
     assert advise_tmp_folders(tmp) == []
+
+
+def test_sighup_on_a_served_stack_commits_like_sigterm(tmp_path: Path) -> None:
+    """A terminal hang-up killed the server by SIGHUP's default action, without a commit:
+    the journal recovered the drive, but the stack was then refused as changed under it.
+    SIGHUP is now a stop like SIGTERM's: commit, summary, exit 0, the stack usable."""
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    gen = generation(drive)
+    rc, _, err = interrupt(["serve", str(stack), "--listen", "127.0.0.1:0"], serving(stack), sig=signal.SIGHUP)
+    assert rc == 0, err
+    assert err.splitlines()[0].startswith("ssdtwin serve: stopped by SIGHUP after "), err
+    assert generation(drive) > gen and f"committed generation {generation(drive)}" in err
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
+    run_cli("fio", stack, job)  # not refused as changed since the stack last ran
+    run_cli("check", drive)

@@ -276,7 +276,8 @@ def test_show_reads_json_only(tmp_path: Path, p5316: Path) -> None:
 def test_show_prints_the_drives_waf_as_a_measurement(tmp_path: Path) -> None:
     """``stack --show`` measures the drive's WAF over the stack's runs (docs/models.md,
     "Measuring WAF"): under a namespace pass and a GC cycle, no WAF, the window said; past
-    one pass of the stack's namespace, the WAF with its span. ns1 is written once first, so
+    one pass of the drive's attached namespaces (the WAF is the whole drive's: ns1, the
+    stack's, and ns2, 32 MiB each), the WAF with its span. ns1 is written once first, so
     the drive's write buffer is full when the stack is made (a window that fills an empty
     buffer is no WAF of the drive's)."""
     drive = make_two_namespaces(tmp_path / "cm6", 1 << 16, 1 << 13)  # ns1: 32 MiB
@@ -293,7 +294,7 @@ def test_show_prints_the_drives_waf_as_a_measurement(tmp_path: Path) -> None:
     c = counters(stack)
     assert c["drive_waf_basis"] == "timed" and c["drive_waf_verdict"] == "insufficient"
     assert c["drive_waf"] is None and c["end_to_end_waf"] is None and c["drive_waf_window_raw"] is not None
-    assert c["drive_waf_namespace_passes"] == pytest.approx(c["drive_host_write_bytes"] / (32 << 20))
+    assert c["drive_waf_namespace_passes"] == pytest.approx(c["drive_host_write_bytes"] / (64 << 20))
     text = run_cli("stack", stack, "--show").stdout
     assert "drive WAF                  not measured (the window spans less than 1 GC cycle or 1 namespace pass" in text
     assert "namespace passes" in text and "(basis: timed, the stack's runs)" in text

@@ -288,3 +288,74 @@ def test_a_stack_on_a_namespace_of_partial_blocks_exports_whole_blocks_only(tmp_
         s.stop()
     assert info["export-size"] == 100001 * 512 // 4096 * 4096
     check_image(drive)
+
+
+def small_stack_beside_a_large_namespace(tmp_path: Path) -> tuple[Path, Path]:
+    """A CM6 at 1/454 with a 4 MiB ns1 (the stack's) and a 7.6 GB ns2."""
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "delete-ns", drive, "-n", "1")
+    for blocks in ("8192", "15000000"):
+        run_cli("nvme", "create-ns", drive, "-s", blocks, "-c", blocks, "-b", "512")
+    for ns in ("1", "2"):
+        run_cli("nvme", "attach-ns", drive, "-n", ns, "-c", "1")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    return drive, stack
+
+
+def test_the_server_and_the_stack_count_namespace_passes_over_the_same_namespaces(tmp_path: Path) -> None:
+    """The drive's NAND WAF is the whole drive's. The server's line counted namespace passes
+    over all attached namespaces (0.00 passes, "not measured") and the stack's over the
+    stack's namespace alone (2.00 passes) for the same bytes of the same session."""
+    need("fio")
+    drive, stack = small_stack_beside_a_large_namespace(tmp_path)
+    with served(stack) as s:
+        fio_nbd_write(s.uri("stack"), tmp_path / "w.txt", "4m", "--loops=2")
+        summary = s.stop()
+    c = counters(stack)
+    attached = (8192 + 15000000) * 512
+    assert c["drive_waf_host_bytes"] == 8 << 20
+    assert c["drive_waf_namespace_passes"] == pytest.approx((8 << 20) / attached)
+    assert f"{c['drive_waf_namespace_passes']:.2f} namespace passes" in summary, summary
+    check_image(drive)
+
+
+def test_reads_the_drive_fails_are_not_counted_as_read(tmp_path: Path) -> None:
+    """A read the drive answers with EIO (an injected media error) served nothing, but the
+    summary's read bytes and the stack's host_read_bytes counted it, on a served stack and
+    (the bytes) on a served drive. Commands still count it, with the error reply."""
+    need("qemu-io")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("nvme", "inject-media-error", drive, "-n", "1", "-s", "0", "-c", "8")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    for image, export in ((stack, "stack"), (drive, "ns1")):
+        with served(image) as s:
+            r = subprocess.run(
+                ["qemu-io", "-f", "raw", s.uri(export), "-c", "read 0 4k", "-c", "read 1M 4k"], capture_output=True, text=True
+            )
+            summary = s.stop()
+        assert "read failed: Input/output error" in r.stdout + r.stderr and "read 4096/4096 bytes at offset 1048576" in r.stdout
+        assert "2 reads (4.10 KB)" in summary and "1 error reply;" in summary, summary
+        if image == stack:
+            c = counters(stack)
+            assert (c["host_read_bytes"], c["read_hit_bytes"]) == (4096, 0)
+    check_image(drive)
+
+
+def test_a_stack_refused_for_writes_to_another_namespace_says_why(tmp_path: Path) -> None:
+    """A stack is tied to its whole drive: writes to another namespace make GC move the
+    stack namespace's data (its map checksums change, its contents do not) and would enter
+    the drive WAF the stack measures. The refusal said the drive was "written, trimmed or
+    formatted" and the tier's copies "would be stale", which they are not; it now says what
+    was written, on which namespaces it counts, and why."""
+    drive, stack = small_stack_beside_a_large_namespace(tmp_path)
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
+    run_cli("fio", drive, job, "--namespace", "2")
+    digest = image_digest(drive)
+    r = run_cli("serve", stack, "--listen", "127.0.0.1:0", check=False)
+    assert_one_line_error(r, str(stack), "changed since the stack last ran", "65.54 KB written on any namespace")
+    assert "tied to its whole drive" in r.stderr and f"make a new stack on {drive}" in r.stderr
+    assert image_digest(drive) == digest
+    check_image(drive)

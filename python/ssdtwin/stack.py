@@ -26,6 +26,7 @@ from ._core import HostStack
 from .core_types import FtlCounters, StackFile, StackState, TierConfig, VendorLog, WafMeasurement
 from .drive import Drive
 from .live import lock_holder
+from .nvmefmt import si_bytes
 
 if TYPE_CHECKING:  # the fio package is imported when a run needs it
     from .fio.contract import CloneOut
@@ -63,12 +64,15 @@ class DriveTotals(TypedDict):
     stack was made and after its last run: the window of the drive's WAF measurement
     (``drive_waf``). Nothing else writes the drive in between (``open_drive`` refuses a drive
     changed underneath), so that window is the stack's runs. Stack images made before the
-    logs were kept have none, and no measurement."""
+    logs were kept have none, and no measurement. ``drive_attached_bytes``: the bytes of the
+    drive's attached namespaces at the end of the last run, the namespace-pass basis of that
+    drive-wide measurement (as ``ssdtwin serve``'s and ``ssdtwin fio``'s)."""
 
     drive_host_write_bytes: int
     drive_nand_write_bytes: int
     drive_log_first: NotRequired[VendorLog]
     drive_log_last: NotRequired[VendorLog]
+    drive_attached_bytes: NotRequired[int]
 
 
 class StackImageState(TypedDict):
@@ -246,9 +250,10 @@ def _zero_totals(log: Optional[VendorLog] = None) -> DriveTotals:
     return totals
 
 
-def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: int, after: VendorLog) -> DriveTotals:
+def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: int, after: VendorLog, attached_bytes: int) -> DriveTotals:
     """The state's drive totals with a run's (or a serving session's) bytes added; ``after``
-    is the drive's vendor log at the end of it."""
+    is the drive's vendor log at the end of it, ``attached_bytes`` the bytes of its attached
+    namespaces then."""
     old = state.get("drive_totals") or _zero_totals()
     new: DriveTotals = {
         "drive_host_write_bytes": old["drive_host_write_bytes"] + host_write_bytes,
@@ -257,16 +262,22 @@ def add_totals(state: StackImageState, host_write_bytes: int, nand_write_bytes: 
     if "drive_log_first" in old:
         new["drive_log_first"] = old["drive_log_first"]
         new["drive_log_last"] = after
+        new["drive_attached_bytes"] = attached_bytes
     return new
 
 
 def drive_waf(config: StackFile, state: StackImageState) -> Optional[WafMeasurement]:
-    """The drive's WAF measurement over the stack's runs (waf.py: timed writes, the stack's
-    namespace); None for a stack image without the drive's logs."""
+    """The drive's WAF measurement over the stack's runs (waf.py: timed writes); None for a
+    stack image without the drive's logs. The vendor logs count every namespace's writes and
+    the NAND WAF is the whole drive's, so namespace passes are over the drive's attached
+    namespaces, as ``ssdtwin serve``'s summary and ``ssdtwin fio`` count them: over the
+    stack's namespace alone, a small namespace beside a large one made 64 MiB 2 passes here
+    and 0.01 in the server's line of the same session. A stack image saved before the
+    attached bytes were kept falls back to the stack's namespace."""
     totals = state.get("drive_totals") or _zero_totals()
     if "drive_log_first" not in totals or "drive_log_last" not in totals:
         return None
-    ns_bytes = int(state["stack"].config()["drive_bytes"])  # the stack's namespace
+    ns_bytes = int(totals.get("drive_attached_bytes", state["stack"].config()["drive_bytes"]))
     return wafm.measure(totals["drive_log_first"], totals["drive_log_last"], "timed", ns_bytes)
 
 
@@ -336,11 +347,17 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         raise StackError(f"{path}: its drive {drive} is missing")
     d = Drive.open(drive, writable=writable)
     try:
-        if identity(d) != state["drive_identity"]:
+        now = identity(d)
+        if now != state["drive_identity"]:
+            # The identity is the whole drive's, not the stack namespace's: another
+            # namespace's writes make GC move this one's data (its map checksums change
+            # though its contents do not) and would enter the drive WAF the stack measures
+            # over its runs (drive_waf: the vendor logs from its making to its last run).
             raise StackError(
-                f"{path}: its drive {drive} changed since the stack last ran on it (written, trimmed or formatted "
-                "without the stack, or by a server of the stack that did not stop cleanly); the tier's copies would be "
-                "stale: make a new stack"
+                f"{path}: its drive {drive} changed since the stack last ran on it ({_what_changed(state['drive_identity'], now)} "
+                "on any namespace, without the stack or by a server of the stack that did not stop cleanly); a stack is tied "
+                "to its whole drive (the other namespaces' writes make GC move its namespace's data, and its drive WAF spans "
+                f"every namespace): make a new stack on {drive}"
             )
         nsid = int(config["namespace"])
         size = int(state["stack"].config()["drive_bytes"])
@@ -355,6 +372,19 @@ def open_drive(path: Path, config: StackFile, state: StackImageState, writable: 
         d.close()
         raise
     return d
+
+
+def _what_changed(before: Optional[DriveIdentity], after: DriveIdentity) -> str:
+    """What moved the drive past a stack's recorded identity, from its FTL counters."""
+    if before is None:
+        return "no identity recorded"
+    was, now = before["counters"], after["counters"]
+    written = int(now["host_write_bytes"]) - int(was["host_write_bytes"])
+    trimmed = int(now["host_trim_ius"]) - int(was["host_trim_ius"])
+    if written < 0 or trimmed < 0:
+        return "formatted or sanitized"
+    said = ([f"{si_bytes(written)} written"] if written else []) + ([f"{trimmed} IUs trimmed"] if trimmed else [])
+    return ", ".join(said) if said else "its mapping changed: formatted, sanitized or garbage-collected"
 
 
 def run_fio(
@@ -488,7 +518,12 @@ def run_parsed(
     before = d.vendor_log()
     results = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)
     after = d.vendor_log()
+    attached = sum(n.bytes for n in d.namespaces() if n.attached)
     totals = add_totals(
-        state, after["host_write_bytes"] - before["host_write_bytes"], after["nand_write_bytes"] - before["nand_write_bytes"], after
+        state,
+        after["host_write_bytes"] - before["host_write_bytes"],
+        after["nand_write_bytes"] - before["nand_write_bytes"],
+        after,
+        attached,
     )
     return results, {"drive_identity": state.get("drive_identity"), "drive_totals": totals, "stack": stack}

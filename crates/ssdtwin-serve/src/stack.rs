@@ -395,7 +395,6 @@ impl Export for StackExport {
         let c = &self.twin.inner.counters;
         c.reads.inc();
         self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
-        c.read_bytes.inc_by(buf.len() as u64);
         let len = buf.len() as u64;
         self.with_model(|st, run, now| {
             let cfg = &self.twin.inner.cfg;
@@ -412,6 +411,11 @@ impl Export for StackExport {
                     Ok(d) => t.max(d),
                     Err(e) => {
                         read_err = Some(nbd_errno(&e, false));
+                        // Nothing was served: the stack's read counters (host bytes read,
+                        // tier hits) count what the host got, as the server's read bytes do.
+                        let counters = &mut run.stack.tier.counters;
+                        counters.host_read_bytes -= len;
+                        counters.read_hit_bytes -= plan.tier_bytes;
                         t
                     }
                 };
@@ -425,6 +429,7 @@ impl Export for StackExport {
             if let Some(e) = read_err {
                 return Err(e);
             }
+            self.twin.inner.counters.read_bytes.inc_by(len);
             Ok(self.reply(st, now, done, false))
         })
         .map_err(|e| self.err(e))

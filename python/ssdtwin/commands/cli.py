@@ -952,8 +952,8 @@ def _main(argv: Optional[list[str]]) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         _exit_interrupted(prog)
-    except Terminated:
-        print(f"{prog}: stopped by SIGTERM before serving; the image is unchanged", file=sys.stderr)
+    except Terminated as e:
+        print(f"{prog}: stopped by {e.signal_name} before serving; the image is unchanged", file=sys.stderr)
         sys.exit(0)
     except typer.Exit as e:
         sys.exit(e.exit_code)

@@ -47,6 +47,14 @@ class CliError(Exception):
 class Terminated(BaseException):
     """Raised by ``ssdtwin serve``'s SIGTERM handler; the server loop notices it and stops cleanly."""
 
+    signal_name = "SIGTERM"
+
+
+class HungUp(Terminated):
+    """Raised by ``ssdtwin serve``'s SIGHUP handler (its terminal hung up): a stop like SIGTERM's."""
+
+    signal_name = "SIGHUP"
+
 
 def fail(msg: str, *more: str) -> NoReturn:
     raise CliError(msg, more)

@@ -9,6 +9,7 @@ state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -26,7 +27,7 @@ from .. import waf as wafm
 from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
-from .common import MAX_BENCH_SECONDS, Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
+from .common import MAX_BENCH_SECONDS, HungUp, Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
 
 
 def _check_hostport(flag: str, text: str) -> None:
@@ -64,6 +65,7 @@ def serve_cmd(
 ) -> None:
     """Serve the attached namespaces over NBD (exports ns1, ns2 …), or a stack image's volume
     (export `stack`), until Ctrl-C or SIGTERM."""
+    _open_standard_descriptors()
     if not listen and not unix:
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
@@ -128,9 +130,18 @@ def serve_cmd(
         stopping = True
         if signum == signal.SIGINT:
             Interrupt.on_sigint(signum, frame)  # records the Ctrl-C (exit 130) and raises
+        if signum == signal.SIGHUP:
+            # The terminal hung up: its default action killed the server without a commit
+            # (the journal recovered the drive, but a served stack was then refused as
+            # changed under it).
+            raise HungUp()
         raise Terminated()
 
     old_term = signal.signal(signal.SIGTERM, on_signal)
+    # An ignored SIGHUP (nohup) stays ignored.
+    old_hup = signal.getsignal(signal.SIGHUP)
+    if old_hup is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, on_signal)
     # An ignored SIGINT (a background job of a shell without job control) stays ignored.
     old_int = signal.getsignal(signal.SIGINT)
     if old_int is not signal.SIG_IGN:
@@ -187,8 +198,33 @@ def serve_cmd(
             interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if old_hup is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, old_hup)
         if old_int is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, old_int)
+
+
+def _open_standard_descriptors() -> None:
+    """Point a closed (or wrongly opened) stdin, stdout or stderr at /dev/null before the
+    image is opened. Started with stderr closed (`2>&-`), the server opened and committed the
+    image, failed its first message (EBADF) and exited 1 without a word; and the lowest free
+    descriptor is the next file opened, so an image file could have become the descriptor
+    the core's messages are written to. It now serves as usual, its messages going nowhere."""
+    for fd, modes in ((0, (os.O_RDONLY, os.O_RDWR)), (1, (os.O_WRONLY, os.O_RDWR)), (2, (os.O_WRONLY, os.O_RDWR))):
+        try:
+            usable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE in modes
+        except OSError:  # closed
+            usable = False
+        if usable:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 2:
+            # Python left sys.stderr None (print() then writes to stdout) or bound to the
+            # descriptor that failed.
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (the process's stderr from now on)
 
 
 def _say_if_heard(msg: str) -> None:
@@ -223,7 +259,8 @@ def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, 
     with Drive.open(Path(config["drive"]), writable=False) as d:
         ident = stacklib.identity(d)
         after = d.vendor_log()
-    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"], after)
+        attached = sum(n.bytes for n in d.namespaces() if n.attached)
+    totals = stacklib.add_totals(state, summary["host_write_bytes"], summary["nand_write_bytes"], after, attached)
     new: stacklib.StackImageState = {"drive_identity": ident, "drive_totals": totals, "stack": summary.pop("stack")}
     stacklib.save_state(path, new)
     c = stacklib.counters(config, new)
@@ -294,7 +331,9 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
     session's ratio."""
     if waf is None:
         waf = s.get("waf_measurement")
-    why = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM"}.get(s.get("stopped_by", ""), s.get("stopped_by", "?"))
+    why = {"KeyboardInterrupt": "Ctrl-C", "Terminated": "SIGTERM", "HungUp": "SIGHUP"}.get(
+        s.get("stopped_by", ""), s.get("stopped_by", "?")
+    )
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "

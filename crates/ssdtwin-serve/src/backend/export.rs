@@ -91,8 +91,10 @@ impl Export for NsExport {
         let c = &self.inner.counters;
         c.reads.inc();
         self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
+        let done = self.inner.exec(self.nsid, &[(Io::Read, offset / self.lba, buf.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
+        // Bytes served only: a read the drive answers with an error (a media error) moved none.
         c.read_bytes.inc_by(buf.len() as u64);
-        self.inner.exec(self.nsid, &[(Io::Read, offset / self.lba, buf.len() as u64 / self.lba)]).map_err(|e| self.err(e))
+        Ok(done)
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
