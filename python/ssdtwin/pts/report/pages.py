@@ -15,7 +15,21 @@ from .. import plots
 from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..tests import TITLES
-from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
+from .parts import (
+    PRECONDITIONED,
+    TEST_ID,
+    UNFINISHED,
+    Block,
+    Page,
+    Sink,
+    TestFolder,
+    as_object,
+    fmt,
+    header,
+    note,
+    status_text,
+    table_block,
+)
 
 
 def shown_unit(unit: object) -> tuple[float, str]:
@@ -80,9 +94,16 @@ def page_iops(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
     blocks += _tracking_blocks(sink, steady, 1.0, "IOPS")
     if table is not None:
         mixes = mixes_in(table.columns)
-        shown = table[["bs", *mixes]] if "bs" in table.columns else table
+        # The SNIA report's IOPS table: block sizes from the smallest (top) to the largest,
+        # whatever order --iops-bs ran them in (compare's tables use the same order).
+        ordered = table.sort_values("bs_bytes", kind="stable")
+        shown = ordered[["bs", *mixes]] if "bs" in table.columns else ordered
         blocks.append(
-            table_block("IOPS table: average over the measurement window (rows: block size, columns: R/W %)", shown, f"{tf.rel}/table.csv")
+            table_block(
+                "IOPS table: average over the measurement window (rows: block size, smallest first; columns: R/W %)",
+                shown,
+                f"{tf.rel}/table.csv",
+            )
         )
         blocks.append(sink.figure(lambda: plots.iops_2d([Series("", table)]), "IOPS 2D"))
         blocks.append(sink.figure(lambda: plots.iops_3d(table), "IOPS 3D"))
@@ -162,10 +183,25 @@ def page_lat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
     blocks += _tracking_blocks(sink, steady, 1.0, "µs")
     if table is not None:
         cols = [c for c in table.columns if c != "bs_bytes"]
-        blocks.append(table_block("Response times: average over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv"))
+        blocks.append(table_block("Response times over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv", text=LAT_COLUMNS))
         blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)], tc_qd_of(result)), "latency bars"))
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+# What each column of the latency table is, as tables.py computes it: the page must not call
+# a maximum or a percentile an average, and two p99.99 values of one element on one page
+# (this table's, the histogram table's) must each say which they are.
+LAT_COLUMNS = (
+    "mean: the window rounds' mean latencies weighted by their I/O counts; max: the largest of the"
+    " rounds' maxima; p99.99: from the window rounds' fio histograms merged, the value fio reports"
+    " for the bin holding the percentile (its midpoint). read_* and write_*: the same per direction."
+)
+HIST_PERCENTILES = (
+    "A percentile is as precise as the bins it comes from (fio's json+ bins are at most 1.6 % wide):"
+    " this table gives the upper edge of the bin holding the percentile; fio's own percentiles (the"
+    " p99.99 and lat_p99_* columns of the other tables) give its midpoint, up to half a bin lower."
+)
 
 
 def tc_qd_of(result: Optional[FolderJson]) -> str:
@@ -193,7 +229,7 @@ def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
         table_block(
             "Percentiles from the histogram bins (µs, upper bin edge; – where there are too few I/Os)",
             pd.DataFrame(rows),
-            text="A percentile is as precise as the bins it comes from (fio's json+ bins are at most 1.6 % wide).",
+            text=HIST_PERCENTILES,
         ),
     ]
 
@@ -405,15 +441,20 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     steady = tf.json("steady.json", quiet=True)
     if unfinished and not (result or {}).get("rounds_run"):
         result = {**(result or {}), "rounds_run": tf.rounds_done()}  # result.json not written yet: count rounds.csv
-    progress = tf.progress() if test == "hir" else None
+    progress = tf.progress() if test in PRECONDITIONED else None
     status, message = status_text(test, entry, result, steady, progress)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
     rounds = str((result or {}).get("rounds_run", "–"))
-    if progress:  # HIR: its segments (the bursts), as for WSAT; its preconditioning rounds until it has any
-        rounds = str(progress[1]) if progress[0] == "segment" else f"{progress[1]} (preconditioning)"
+    if progress and progress[0] == "round":  # HIR, curve: their preconditioning rounds until they have a burst or point
+        rounds = f"{progress[1]} (preconditioning)"
+    elif progress and test == "hir":  # its segments (the bursts), as for WSAT
+        rounds = str(progress[1])
+    elif progress:  # the curve's points, after its preconditioning rounds (result.json rounds_run)
+        pre = (result or {}).get("rounds_run")
+        rounds = f"{progress[1]} points" + (f" after {pre} preconditioning rounds" if isinstance(pre, int) else "")
     facts = {"rounds": rounds, "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
     extra_notes = as_object((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:
