@@ -398,3 +398,33 @@ def test_iops_tables_list_block_sizes_smallest_first(tmp_path: Path) -> None:
     assert list(dict.fromkeys(shown)) == smallest_first
     heatmap = json.loads((tmp_path / "diff" / "iops" / "plots" / "iops-diff.json").read_text())
     assert [r["bs_bytes"] for r in heatmap["data"]] == sorted(r["bs_bytes"] for r in heatmap["data"])
+
+
+def test_wsat_shows_the_steady_state_that_stopped_it(tmp_path: Path) -> None:
+    """`--wsat-stop-steady` stops WSAT at the first 5-segment window the PTS rule calls
+    steady and keeps that check in result.json extra.steady; the page neither drew nor
+    tabled it, and said nothing when no window was steady."""
+    from ssdtwin.pts.steady import last_window
+
+    folder = make_report(tmp_path / "r", tests=("wsat",))
+    table = pd.read_csv(folder / "wsat" / "table.csv")
+    stop = int(table["segment"].max()) - 3  # as if WSAT had stopped 3 segments earlier
+    table[table["segment"] <= stop].to_csv(folder / "wsat" / "table.csv", index=False)
+    check = last_window([(int(s), float(v)) for s, v in zip(table["segment"], table["iops"]) if s <= stop])
+    assert check is not None
+    path = folder / "wsat" / "result.json"
+    result = json.loads(path.read_text())
+    result["settings"] = {**result.get("settings", {}), "stop_steady": True}
+    result["extra"] = {**result.get("extra", {}), "steady": check.to_dict()}
+    path.write_text(json.dumps(result))
+    html = report.render(folder).read_text()
+    assert "fig-wsat-window-wsat-steady" in html and "WSAT steady-state check" in html
+    doc = json.loads((folder / "wsat" / "plots" / "window-wsat-steady.json").read_text())
+    assert doc["window"] == [stop - 4, stop] and doc["avg"] == pytest.approx(check.avg)
+    assert [r["segment"] for r in doc["data"] if r["in_window"]] == list(range(stop - 4, stop + 1))
+    assert f"{stop - 4}–{stop}" in html.split("WSAT steady-state check")[1]
+    del result["extra"]["steady"]
+    path.write_text(json.dumps(result))
+    html = report.render(folder).read_text()
+    assert "fig-wsat-window-wsat-steady" not in html and "no 5-segment window of IOPS met the PTS steady-state rule" in html
+    assert not (folder / "wsat" / "plots" / "window-wsat-steady.png").exists()

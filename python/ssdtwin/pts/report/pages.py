@@ -246,8 +246,57 @@ def page_wsat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
     if {"lat_mean_us", "lat_max_us"} <= set(table.columns):
         blocks.append(sink.figure(lambda: plots.wsat_latency(s), "WSAT latency"))
     blocks.append(table_block("WSAT summary", wsat_summary(table), f"{tf.rel}/table.csv", text="The whole table is in the CSV."))
+    blocks += wsat_steady_blocks(sink, result, table)
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+WSAT_STEADY_SHOWN = 25  # segments drawn up to the steady window: the PTS's most rounds
+
+
+def wsat_steady_blocks(sink: Sink, result: Optional[FolderJson], table: pd.DataFrame) -> list[Block]:
+    """--wsat-stop-steady: the steady-state check that stopped WSAT (result.json
+    extra.steady: its 5-segment window judged by the PTS rule) as a window plot over the
+    segments up to it and a table, or a line saying no window was steady."""
+    settings = as_object((result or {}).get("settings"))
+    check = as_object(as_object((result or {}).get("extra")).get("steady"))
+    window = check.get("rounds")
+    if not (isinstance(window, list) and window and all(isinstance(x, int) for x in window)):
+        if settings.get("stop_steady") and (result or {}).get("status") == "complete":
+            return [note("--wsat-stop-steady: no 5-segment window of IOPS met the PTS steady-state rule before WSAT stopped.")]
+        return []
+    first, last = window[0], window[-1]
+    shown = table[(table["segment"] <= last) & (table["segment"] > last - WSAT_STEADY_SHOWN)].sort_values("segment")
+    variable = {
+        **check,
+        "name": "RND 4KiB 100% W IOPS (WSAT)",
+        "column": "iops",
+        "unit": "IOPS",
+        "rounds": [int(x) for x in shown["segment"]],
+        "values": [float(x) for x in shown["iops"]],
+        "window": [first, last],
+    }
+    avg = check.get("avg")
+
+    def pct(key: str) -> str:
+        """One of the check's numbers as a % of the window average."""
+        value = check.get(key)
+        ok = isinstance(value, (int, float)) and isinstance(avg, (int, float)) and avg
+        return fmt(float(value) / float(avg) * 100) if ok else "–"  # type: ignore[arg-type]
+
+    rows = pd.DataFrame(
+        [
+            {"quantity": "measurement window (segments)", "value": f"{first}–{last}"},
+            {"quantity": "steady", "value": "yes" if check.get("steady") else "no"},
+            {"quantity": "window average IOPS", "value": avg},
+            {"quantity": "data excursion (% of the average; limit)", "value": f"{pct('data_excursion')} % ({pct('data_limit')} %)"},
+            {"quantity": "slope excursion (% of the average; limit)", "value": f"{pct('slope_excursion')} % ({pct('slope_limit')} %)"},
+        ]
+    )
+    return [
+        sink.figure(partial(plots.window, "window-wsat-steady", variable, 1.0, "IOPS", "segment"), "WSAT steady state"),
+        table_block("WSAT steady-state check (--wsat-stop-steady)", rows, text="From result.json extra.steady, as the harness judged it."),
+    ]
 
 
 def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
