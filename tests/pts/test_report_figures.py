@@ -428,3 +428,19 @@ def test_wsat_shows_the_steady_state_that_stopped_it(tmp_path: Path) -> None:
     html = report.render(folder).read_text()
     assert "fig-wsat-window-wsat-steady" not in html and "no 5-segment window of IOPS met the PTS steady-state rule" in html
     assert not (folder / "wsat" / "plots" / "window-wsat-steady.png").exists()
+
+
+def test_a_parallel_runs_report_says_the_tests_ran_side_by_side(tmp_path: Path) -> None:
+    """`pts run --jobs 2` runs each test on an in-memory copy of the image as it was at the
+    start (so a test's results differ from a sequential run's, and the tests' wall times add
+    up to more than the run's); pts.json settings record "jobs" and "image", and neither the
+    summary nor a test's header showed them."""
+    folder = make_report(tmp_path / "r", tests=("lat", "curve"))
+    manifest = json.loads((folder / "pts.json").read_text())
+    image = "unchanged: each test ran on an in-memory copy of the image (--jobs)"
+    manifest["settings"].update(jobs=2, image=image)
+    (folder / "pts.json").write_text(json.dumps(manifest))
+    html = report.render(folder).read_text()
+    summary, lat = html.split('<section class="page" id="lat"')
+    for part in (summary, lat):
+        assert "<tr><td>Tests at once (--jobs)</td><td>2</td></tr>" in part and f"<td>{image}</td>" in part

@@ -468,6 +468,10 @@ def header(
             ("min_rounds", "Rounds (min)"),
             ("max_rounds", "Rounds (max)"),
             ("seed", "Seed"),
+            # --jobs N: every test started from the image as it was, not after the tests
+            # before it (docs/pts.md), which a reader comparing two reports must know.
+            ("jobs", "Tests at once (--jobs)"),
+            ("image", "Image"),
         ],
     )
     if isinstance(tc, dict) and tc.get(test):
