@@ -555,14 +555,50 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
     table = []
     t = 0.0
     peak = 640_000 * gain
+    # As the harness writes it: RND 4KiB 70/30 preconditioning rounds at TC16/QD32 ("pre"
+    # rows with a round) judged in steady.json, then the points ("curve" rows with a segment).
+    pre_el = "rnd-4k-70_30-j16-qd32-pre"
+    w.job(pre_el, "rw=randrw\nrwmixread=70\nbs=4k\nnumjobs=16\niodepth=32\nruntime=60\ntime_based=1")
+    pre = []
+    for rnd in range(1, 7):
+        row = w.row(
+            round=rnd,
+            element=pre_el,
+            rw="randrw",
+            read_pct=70,
+            bs_bytes=4096,
+            numjobs=16,
+            iodepth=32,
+            runtime_s=60,
+            t_start_s=t,
+            t_end_s=t + 60,
+            iops=settle(peak * 0.97, rnd + 2, rng),
+            phase="pre",
+        )
+        t += 60
+        pre.append(float(row["iops"]))
+        w.fio_json(f"r{rnd:02d}-{pre_el}", row)
+    var = {"name": "RND 4KiB 70/30 IOPS (preconditioning)", "element": pre_el, "column": "iops", "unit": "IOPS"}
+    ev = steady_eval(list(range(2, 7)), pre[1:])
+    steady = {
+        "rule": RULE,
+        "min_rounds": 5,
+        "max_rounds": 25,
+        "steady": ev["steady"],
+        "steady_round": 6 if ev["steady"] else None,
+        "window": ev["window"],
+        "variables": [{**var, "rounds": list(range(1, 7)), "values": pre, **ev}],
+    }
+    seg = 0
     for nj in (1, 2, 4, 8, 16):
         for qd in (1, 2, 4, 8, 16, 32):
+            seg += 1
             el = f"rnd-4k-70-30-j{nj}-qd{qd}"
             w.job(el, f"rw=randrw\nrwmixread=70\nbs=4k\nnumjobs={nj}\niodepth={qd}\nruntime=60\ntime_based=1")
             oio = nj * qd
             iops = peak * oio / (oio + 12) * (1 + rng.normal(0, 0.01))
             row = w.row(
-                round=1,
+                segment=seg,
                 element=el,
                 rw="randrw",
                 read_pct=70,
@@ -573,9 +609,10 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
                 t_start_s=t,
                 t_end_s=t + 60,
                 iops=iops,
+                phase="curve",
             )
             t += 60
-            w.fio_json(f"r01-{el}", row)
+            w.fio_json(f"s{seg:04d}-{el}", row)
             table.append(
                 {
                     "numjobs": nj,
@@ -590,12 +627,12 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
         "test": "curve",
         "status": "complete",
         "message": "30 points: 1-16 jobs x QD 1-32",
-        "rounds_run": 1,
+        "rounds_run": len(pre),  # as the harness writes it: the preconditioning rounds
         "window": None,
         "settings": {"tc_qd": "TC1-16 x QD1-32", "mix": "RND 4KiB 70/30"},
-        "extra": {},
+        "extra": {"pre_steady": ev["steady"]},
     }
-    w.finish(result, None, table)
+    w.finish(result, steady, table)
     return result
 
 

@@ -110,17 +110,14 @@ def test_jobs_needs_a_twin(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "--jobs 0" in bad.stderr
 
 
-def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
-    img = copy_image(fresh, tmp_path / "img")
-    before = image_digest(img)
-    rep = tmp_path / "r"
-    argv = ["pts", str(img), "--tests", "wsat,hir", "--round", "1s", "--wsat-fills", "100", "--hir-pre-fills", "100"]
-    # A session of its own: whatever happens, no test process outlives the test (finally).
-    cmd = [*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"]
+def _interrupt_when_running(cmd: list[str], rep: Path, running: tuple[str, ...]) -> tuple[int, str]:
+    """Run ``cmd``, SIGINT its parent process alone once every test of ``running`` has
+    rounds; (exit status, stderr). A session of its own: whatever happens, no test process
+    outlives the test (finally)."""
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         t0 = time.monotonic()
-        while not all((rep / t / "rounds.csv").is_file() for t in ("wsat", "hir")):
+        while not all((rep / t / "rounds.csv").is_file() for t in running):
             assert p.poll() is None, p.communicate()
             assert time.monotonic() - t0 < 120, "no rounds within 120 s"
             time.sleep(0.05)
@@ -132,13 +129,37 @@ def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
             p.wait()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(p.pid, signal.SIGKILL)
-    assert p.returncode == 130, err
+    return p.returncode, err
+
+
+def test_ctrl_c_stops_every_test(fresh: Path, tmp_path: Path) -> None:
+    img = copy_image(fresh, tmp_path / "img")
+    before = image_digest(img)
+    rep = tmp_path / "r"
+    argv = ["pts", str(img), "--tests", "wsat,hir", "--round", "1s", "--wsat-fills", "100", "--hir-pre-fills", "100"]
+    rc, err = _interrupt_when_running([*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"], rep, ("wsat", "hir"))
+    assert rc == 130, err
     man = json.loads((rep / "pts.json").read_text())
     assert man["interrupted"] is True and man["complete"] is False
     for test in ("wsat", "hir"):
         assert man["tests"][test]["status"] == "interrupted", man["tests"][test]
         assert json.loads((rep / test / "result.json").read_text())["status"] == "interrupted"
     assert image_digest(img) == before
+
+
+def test_ctrl_c_with_tests_still_waiting_ends(fresh: Path, tmp_path: Path) -> None:
+    """Three tests on two jobs: Ctrl-C while the third waits for a free job left the parent
+    polling for ever (the tests it would no longer start kept its loop going), with the two
+    running tests stopped, pts.json not marked interrupted and no exit."""
+    img = copy_image(fresh, tmp_path / "img")
+    rep = tmp_path / "r"
+    argv = ["pts", str(img), "--tests", "wsat,hir,lat", "--round", "1s", "--wsat-fills", "100", "--hir-pre-fills", "100"]
+    argv += ["--lat-bs", "4k", "--lat-mixes", "100,0", "--min-rounds", "25"]  # HIR and Latency start first (the costliest)
+    rc, err = _interrupt_when_running([*SSDTWIN, *argv, "--jobs", "2", "--report", str(rep), "--no-render"], rep, ("hir", "lat"))
+    assert rc == 130, err
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["interrupted"] is True
+    assert {t: man["tests"][t]["status"] for t in ("hir", "lat", "wsat")} == {"hir": "interrupted", "lat": "interrupted", "wsat": "not run"}
 
 
 def test_the_costliest_tests_start_first() -> None:

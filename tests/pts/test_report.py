@@ -42,7 +42,7 @@ EXPECTED = {
     "lat": {"convergence", "window-rnd-4kib-100-w-mean-latency", "lat-bars", "histograms"},
     "wsat": {"wsat-time", "wsat-fills", "wsat-fills-log", "wsat-latency", "histograms"},
     "hir": {"convergence", "window-rnd-4kib-100-w-iops-pre-hir", "hir-overview", "hir-wait-states"},
-    "curve": {"curve"},
+    "curve": {"convergence", "window-rnd-4kib-70-30-iops-preconditioning", "curve"},
 }
 
 

@@ -346,3 +346,101 @@ def test_compare_says_when_the_two_ran_at_different_tc_qd(tmp_path: Path) -> Non
     assert "A ran this test at TC1/QD1, B at TC4/QD32" in html
     same = report.compare(a, a, tmp_path / "same").read_text()
     assert "ran this test at" not in same
+
+
+def test_the_curves_rounds_are_its_points(tmp_path: Path) -> None:
+    """result.json's rounds_run counts the curve's preconditioning rounds (6 here); the
+    summary's Rounds said "6" for a curve of 30 points, and a curve stopped at its point 12
+    said "interrupted after round 6"."""
+    folder = make_report(tmp_path / "r", tests=("curve",))
+    assert json.loads((folder / "curve" / "result.json").read_text())["rounds_run"] == 6
+    assert "<td>30 points after 6 preconditioning rounds</td>" in report.render(folder).read_text()
+    rounds = pd.read_csv(folder / "curve" / "rounds.csv")
+    rounds[rounds["segment"].isna() | (rounds["segment"] <= 12)].to_csv(folder / "curve" / "rounds.csv", index=False)
+    (folder / "curve" / "result.json").unlink()  # stopped: result.json not written yet
+    manifest = json.loads((folder / "pts.json").read_text())
+    manifest["tests"]["curve"]["status"] = "interrupted"
+    (folder / "pts.json").write_text(json.dumps(manifest))
+    html = report.render(folder).read_text()
+    assert "interrupted after point 12<" in html and "<td>12 points after 6 preconditioning rounds</td>" in html
+
+
+def test_latency_tables_say_what_each_column_is(tmp_path: Path) -> None:
+    """The latency table was titled "average over the measurement window" over its max
+    (the largest of the rounds' maxima) and p99.99 (from the merged histograms, fio's mid-bin
+    value) columns, and the histogram table's p99.99 of the same element (the bin's upper
+    edge) sat below it with nothing on the page saying why the two differ."""
+    folder = make_report(tmp_path / "r", tests=("lat",))
+    page = report.render(folder).read_text().split('<section class="page" id="lat"')[1]
+    lat_title, lat_text = re.search(r"<h3>(Response times[^<]*)<.*?<div class=\"caption\">([^<]*)</div>", page, re.S).groups()  # type: ignore[union-attr]
+    assert "average" not in lat_title
+    for column in ("mean: ", "max: the largest of the rounds' maxima", "p99.99: from the window rounds' fio histograms merged"):
+        assert column in lat_text.replace("&#39;", "'")
+    assert "midpoint" in lat_text
+    hist_text = re.search(r"<h3>Percentiles from the histogram bins.*?<div class=\"caption\">([^<]*)</div>", page, re.S).group(1)  # type: ignore[union-attr]
+    assert "upper edge" in hist_text and "midpoint" in hist_text
+
+
+def test_iops_tables_list_block_sizes_smallest_first(tmp_path: Path) -> None:
+    """The SNIA report's IOPS table runs from 0.5 KiB (top) to 1024 KiB; the page followed
+    the --iops-bs order of table.csv (here 1024 KiB first) and the comparison sorted the
+    largest first, so the two tables of one run did not even agree with each other."""
+    a = make_report(tmp_path / "a", tests=("iops",))
+    b = make_report(tmp_path / "b", tests=("iops",), gain=0.55)
+    bs = list(pd.read_csv(a / "iops" / "table.csv")["bs"])
+    assert bs[0] == "1024KiB"
+    smallest_first = sorted(bs, key=lambda x: float(x[:-3]))
+    page = report.render(a).read_text().split('<section class="page" id="iops"')[1]
+    table = page.split("<h3>IOPS table")[1].split("</table>")[0]
+    assert re.findall(r"<tr><td class=\"t\">([^<]*)</td>", table) == smallest_first
+    diff = report.compare(a, b, tmp_path / "diff").read_text().split("<h3>IOPS: A, B and the difference")[1].split("</table>")[0]
+    shown = re.findall(r"<tr><td class=\"t\">([^<]*)</td>", diff)
+    assert list(dict.fromkeys(shown)) == smallest_first
+    heatmap = json.loads((tmp_path / "diff" / "iops" / "plots" / "iops-diff.json").read_text())
+    assert [r["bs_bytes"] for r in heatmap["data"]] == sorted(r["bs_bytes"] for r in heatmap["data"])
+
+
+def test_wsat_shows_the_steady_state_that_stopped_it(tmp_path: Path) -> None:
+    """`--wsat-stop-steady` stops WSAT at the first 5-segment window the PTS rule calls
+    steady and keeps that check in result.json extra.steady; the page neither drew nor
+    tabled it, and said nothing when no window was steady."""
+    from ssdtwin.pts.steady import last_window
+
+    folder = make_report(tmp_path / "r", tests=("wsat",))
+    table = pd.read_csv(folder / "wsat" / "table.csv")
+    stop = int(table["segment"].max()) - 3  # as if WSAT had stopped 3 segments earlier
+    table[table["segment"] <= stop].to_csv(folder / "wsat" / "table.csv", index=False)
+    check = last_window([(int(s), float(v)) for s, v in zip(table["segment"], table["iops"]) if s <= stop])
+    assert check is not None
+    path = folder / "wsat" / "result.json"
+    result = json.loads(path.read_text())
+    result["settings"] = {**result.get("settings", {}), "stop_steady": True}
+    result["extra"] = {**result.get("extra", {}), "steady": check.to_dict()}
+    path.write_text(json.dumps(result))
+    html = report.render(folder).read_text()
+    assert "fig-wsat-window-wsat-steady" in html and "WSAT steady-state check" in html
+    doc = json.loads((folder / "wsat" / "plots" / "window-wsat-steady.json").read_text())
+    assert doc["window"] == [stop - 4, stop] and doc["avg"] == pytest.approx(check.avg)
+    assert [r["segment"] for r in doc["data"] if r["in_window"]] == list(range(stop - 4, stop + 1))
+    assert f"{stop - 4}–{stop}" in html.split("WSAT steady-state check")[1]
+    del result["extra"]["steady"]
+    path.write_text(json.dumps(result))
+    html = report.render(folder).read_text()
+    assert "fig-wsat-window-wsat-steady" not in html and "no 5-segment window of IOPS met the PTS steady-state rule" in html
+    assert not (folder / "wsat" / "plots" / "window-wsat-steady.png").exists()
+
+
+def test_a_parallel_runs_report_says_the_tests_ran_side_by_side(tmp_path: Path) -> None:
+    """`pts run --jobs 2` runs each test on an in-memory copy of the image as it was at the
+    start (so a test's results differ from a sequential run's, and the tests' wall times add
+    up to more than the run's); pts.json settings record "jobs" and "image", and neither the
+    summary nor a test's header showed them."""
+    folder = make_report(tmp_path / "r", tests=("lat", "curve"))
+    manifest = json.loads((folder / "pts.json").read_text())
+    image = "unchanged: each test ran on an in-memory copy of the image (--jobs)"
+    manifest["settings"].update(jobs=2, image=image)
+    (folder / "pts.json").write_text(json.dumps(manifest))
+    html = report.render(folder).read_text()
+    summary, lat = html.split('<section class="page" id="lat"')
+    for part in (summary, lat):
+        assert "<tr><td>Tests at once (--jobs)</td><td>2</td></tr>" in part and f"<td>{image}</td>" in part

@@ -103,7 +103,9 @@ def _run_parallel(
     # without "interrupted". After one, the loop goes on waiting for the tests' processes.
     while True:
         try:
-            while pending or running:
+            # After an interrupt the tests still pending never start: only the running ones
+            # are waited for (waiting on the pending ones too spun for ever).
+            while (pending and not interrupted) or running:
                 while pending and len(running) < jobs and not interrupted:
                     test = pending.pop(0)
                     proc = ctx.Process(target=_parallel_worker, args=(spec, namespace, cfg, str(folder), test, messages, generation))

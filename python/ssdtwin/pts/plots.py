@@ -260,12 +260,13 @@ def _colors(keys: list[Any]) -> dict[Any, Any]:
     return {k: cmap(i) for i, k in enumerate(keys)}
 
 
-def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") -> Plot:
+def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "", step: str = "round") -> Plot:
     """The SNIA measurement-window plot of one tracking variable: every round, the 5-round
     window with its average, the band of the data-excursion limit (the spec's 90 % and
     110 % x average lines: a range of 20 % of the average), the least-squares line beside
     the steepest line the slope-excursion limit allows, and the two excursions against
-    their limits (steady.json's numbers, not recomputed)."""
+    their limits (steady.json's numbers, not recomputed). ``step`` names what the variable
+    is measured per: "round", or "segment" for WSAT's check (--wsat-stop-steady)."""
     rounds = np.asarray(variable.get("rounds") or [], dtype=float)
     values = np.asarray(variable.get("values") or [], dtype=float) * scale
     win = variable.get("window") or [rounds.min() if len(rounds) else 0, rounds.max() if len(rounds) else 0]
@@ -324,9 +325,9 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
         )
     ax.axvspan(a - 0.5, b + 0.5, color="tab:green", alpha=0.07)
     verdict = "steady" if variable.get("steady") else "NOT steady"
-    title = f"{variable.get('name', '')}: measurement window rounds {int(a)}–{int(b)}, {verdict}"
+    title = f"{variable.get('name', '')}: measurement window {step}s {int(a)}–{int(b)}, {verdict}"
     if len(rounds) < 5:
-        title = f"{variable.get('name', '')}: only {len(rounds)} round(s), fewer than the 5 of a measurement window; NOT steady"
+        title = f"{variable.get('name', '')}: only {len(rounds)} {step}(s), fewer than the 5 of a measurement window; NOT steady"
     if avg is not None and variable.get("data_excursion") is not None and variable.get("slope_excursion") is not None:
         de = float(variable["data_excursion"]) / float(avg) * 100 if avg else float("nan")
         se = float(variable["slope_excursion"]) / float(avg) * 100 if avg else float("nan")
@@ -335,10 +336,10 @@ def window(name: str, variable: FolderJson, scale: float = 1.0, unit: str = "") 
         title += f"\ndata excursion {de:.1f} % (limit {dl:g} %), slope excursion {se:.1f} % (limit {sl:g} %)"
     ax.set_title(_plain(title), fontsize="medium")
     ax.set_xticks(rounds if len(rounds) <= 30 else ax.get_xticks())
-    _finish(ax, "round", unit or str(variable.get("unit", "")))
-    data = pd.DataFrame({"round": rounds.astype(int), "value": values, "in_window": (rounds >= a) & (rounds <= b)})
+    _finish(ax, step, unit or str(variable.get("unit", "")))
+    data = pd.DataFrame({step: rounds.astype(int), "value": values, "in_window": (rounds >= a) & (rounds <= b)})
     caption = (
-        "Rounds of the tracking variable; the green rounds are the measurement window with its average, "
+        f"{step.capitalize()}s of the tracking variable; the green {step}s are the measurement window with its average, "
         "a band as tall as the largest data excursion allowed (20 % of the average, drawn as ±10 %), "
         "the least-squares line and the steepest line the slope excursion allows (10 % across the window)."
     )

@@ -22,6 +22,7 @@ from ..tests import TITLES
 from .pages import hir_baseline, hir_summary, shown_unit, tc_qd_of, test_ids, with_mb_s, wsat_summary
 from .parts import (
     COMPARE_FORMAT,
+    PRECONDITIONED,
     TEST_ID,
     Block,
     Page,
@@ -148,13 +149,9 @@ def _cmp_iops(a: TestFolder, b: TestFolder, sa: Side, sb: Side, sink: Sink) -> l
     long_a = ta.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     long_b = tb.melt(id_vars=["bs_bytes"], value_vars=mixes, var_name="mix", value_name="iops")
     d = diff_table(long_a, long_b, ["bs_bytes", "mix"], ["iops"])
-    d = d.assign(order=d["mix"].map(mixes.index)).sort_values(["bs_bytes", "order"], ascending=[False, True]).drop(columns="order")
-    pivot = (
-        d.pivot(index="bs_bytes", columns="mix", values="iops Δ%")
-        .reindex(columns=mixes)
-        .reset_index()
-        .sort_values("bs_bytes", ascending=False)
-    )
+    # Block sizes smallest first, as the report page's IOPS table (the SNIA report's order).
+    d = d.assign(order=d["mix"].map(mixes.index)).sort_values(["bs_bytes", "order"]).drop(columns="order")
+    pivot = d.pivot(index="bs_bytes", columns="mix", values="iops Δ%").reindex(columns=mixes).reset_index().sort_values("bs_bytes")
     return [
         sink.figure(lambda: plots.iops_2d([Series(sa.label, ta), Series(sb.label, tb)]), "IOPS 2D"),
         sink.figure(lambda: plots.diff_heatmap("iops-diff", "IOPS: B against A (%)", pivot, "bs_bytes", mixes, bs_text), "IOPS difference"),
@@ -339,7 +336,7 @@ def compare(a: Path, b: Path, out: Path) -> Path:
             tf = side.test(test)
             result = tf.json("result.json", quiet=True) if tf else None
             steady = tf.json("steady.json", quiet=True) if tf else None
-            progress = tf.progress() if tf and test == "hir" else None
+            progress = tf.progress() if tf and test in PRECONDITIONED else None
             status.append(f"{side.label}: {status_text(test, entry if isinstance(entry, dict) else {}, result, steady, progress)[1]}")
         page = Page(test, TITLES.get(test, test), "compare", " · ".join(status), blocks=compare_test(test, sa, sb, sink))
         pages.append(page)

@@ -15,7 +15,21 @@ from .. import plots
 from ..plots import Series, bs_text, mixes_in
 from ..records import FolderJson
 from ..tests import TITLES
-from .parts import TEST_ID, UNFINISHED, Block, Page, Sink, TestFolder, as_object, fmt, header, note, status_text, table_block
+from .parts import (
+    PRECONDITIONED,
+    TEST_ID,
+    UNFINISHED,
+    Block,
+    Page,
+    Sink,
+    TestFolder,
+    as_object,
+    fmt,
+    header,
+    note,
+    status_text,
+    table_block,
+)
 
 
 def shown_unit(unit: object) -> tuple[float, str]:
@@ -80,9 +94,16 @@ def page_iops(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
     blocks += _tracking_blocks(sink, steady, 1.0, "IOPS")
     if table is not None:
         mixes = mixes_in(table.columns)
-        shown = table[["bs", *mixes]] if "bs" in table.columns else table
+        # The SNIA report's IOPS table: block sizes from the smallest (top) to the largest,
+        # whatever order --iops-bs ran them in (compare's tables use the same order).
+        ordered = table.sort_values("bs_bytes", kind="stable")
+        shown = ordered[["bs", *mixes]] if "bs" in table.columns else ordered
         blocks.append(
-            table_block("IOPS table: average over the measurement window (rows: block size, columns: R/W %)", shown, f"{tf.rel}/table.csv")
+            table_block(
+                "IOPS table: average over the measurement window (rows: block size, smallest first; columns: R/W %)",
+                shown,
+                f"{tf.rel}/table.csv",
+            )
         )
         blocks.append(sink.figure(lambda: plots.iops_2d([Series("", table)]), "IOPS 2D"))
         blocks.append(sink.figure(lambda: plots.iops_3d(table), "IOPS 3D"))
@@ -162,10 +183,25 @@ def page_lat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
     blocks += _tracking_blocks(sink, steady, 1.0, "µs")
     if table is not None:
         cols = [c for c in table.columns if c != "bs_bytes"]
-        blocks.append(table_block("Response times: average over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv"))
+        blocks.append(table_block("Response times over the measurement window (µs)", table[cols], f"{tf.rel}/table.csv", text=LAT_COLUMNS))
         blocks.append(sink.figure(lambda: plots.lat_bars([Series("", table)], tc_qd_of(result)), "latency bars"))
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+# What each column of the latency table is, as tables.py computes it: the page must not call
+# a maximum or a percentile an average, and two p99.99 values of one element on one page
+# (this table's, the histogram table's) must each say which they are.
+LAT_COLUMNS = (
+    "mean: the window rounds' mean latencies weighted by their I/O counts; max: the largest of the"
+    " rounds' maxima; p99.99: from the window rounds' fio histograms merged, the value fio reports"
+    " for the bin holding the percentile (its midpoint). read_* and write_*: the same per direction."
+)
+HIST_PERCENTILES = (
+    "A percentile is as precise as the bins it comes from (fio's json+ bins are at most 1.6 % wide):"
+    " this table gives the upper edge of the bin holding the percentile; fio's own percentiles (the"
+    " p99.99 and lat_p99_* columns of the other tables) give its midpoint, up to half a bin lower."
+)
 
 
 def tc_qd_of(result: Optional[FolderJson]) -> str:
@@ -193,7 +229,7 @@ def hist_blocks(tf: TestFolder, sink: Sink) -> list[Block]:
         table_block(
             "Percentiles from the histogram bins (µs, upper bin edge; – where there are too few I/Os)",
             pd.DataFrame(rows),
-            text="A percentile is as precise as the bins it comes from (fio's json+ bins are at most 1.6 % wide).",
+            text=HIST_PERCENTILES,
         ),
     ]
 
@@ -210,8 +246,57 @@ def page_wsat(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[
     if {"lat_mean_us", "lat_max_us"} <= set(table.columns):
         blocks.append(sink.figure(lambda: plots.wsat_latency(s), "WSAT latency"))
     blocks.append(table_block("WSAT summary", wsat_summary(table), f"{tf.rel}/table.csv", text="The whole table is in the CSV."))
+    blocks += wsat_steady_blocks(sink, result, table)
     blocks += hist_blocks(tf, sink)
     return blocks
+
+
+WSAT_STEADY_SHOWN = 25  # segments drawn up to the steady window: the PTS's most rounds
+
+
+def wsat_steady_blocks(sink: Sink, result: Optional[FolderJson], table: pd.DataFrame) -> list[Block]:
+    """--wsat-stop-steady: the steady-state check that stopped WSAT (result.json
+    extra.steady: its 5-segment window judged by the PTS rule) as a window plot over the
+    segments up to it and a table, or a line saying no window was steady."""
+    settings = as_object((result or {}).get("settings"))
+    check = as_object(as_object((result or {}).get("extra")).get("steady"))
+    window = check.get("rounds")
+    if not (isinstance(window, list) and window and all(isinstance(x, int) for x in window)):
+        if settings.get("stop_steady") and (result or {}).get("status") == "complete":
+            return [note("--wsat-stop-steady: no 5-segment window of IOPS met the PTS steady-state rule before WSAT stopped.")]
+        return []
+    first, last = window[0], window[-1]
+    shown = table[(table["segment"] <= last) & (table["segment"] > last - WSAT_STEADY_SHOWN)].sort_values("segment")
+    variable = {
+        **check,
+        "name": "RND 4KiB 100% W IOPS (WSAT)",
+        "column": "iops",
+        "unit": "IOPS",
+        "rounds": [int(x) for x in shown["segment"]],
+        "values": [float(x) for x in shown["iops"]],
+        "window": [first, last],
+    }
+    avg = check.get("avg")
+
+    def pct(key: str) -> str:
+        """One of the check's numbers as a % of the window average."""
+        value = check.get(key)
+        ok = isinstance(value, (int, float)) and isinstance(avg, (int, float)) and avg
+        return fmt(float(value) / float(avg) * 100) if ok else "–"  # type: ignore[arg-type]
+
+    rows = pd.DataFrame(
+        [
+            {"quantity": "measurement window (segments)", "value": f"{first}–{last}"},
+            {"quantity": "steady", "value": "yes" if check.get("steady") else "no"},
+            {"quantity": "window average IOPS", "value": avg},
+            {"quantity": "data excursion (% of the average; limit)", "value": f"{pct('data_excursion')} % ({pct('data_limit')} %)"},
+            {"quantity": "slope excursion (% of the average; limit)", "value": f"{pct('slope_excursion')} % ({pct('slope_limit')} %)"},
+        ]
+    )
+    return [
+        sink.figure(partial(plots.window, "window-wsat-steady", variable, 1.0, "IOPS", "segment"), "WSAT steady state"),
+        table_block("WSAT steady-state check (--wsat-stop-steady)", rows, text="From result.json extra.steady, as the harness judged it."),
+    ]
 
 
 def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
@@ -405,15 +490,20 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     steady = tf.json("steady.json", quiet=True)
     if unfinished and not (result or {}).get("rounds_run"):
         result = {**(result or {}), "rounds_run": tf.rounds_done()}  # result.json not written yet: count rounds.csv
-    progress = tf.progress() if test == "hir" else None
+    progress = tf.progress() if test in PRECONDITIONED else None
     status, message = status_text(test, entry, result, steady, progress)
     sink = Sink(folder, test, [f"{tf.rel}/{n}" for n in ("rounds.csv", "steady.json", "table.csv", "result.json")], tf.rel)
     maker = PAGES.get(test)
     blocks = maker(tf, sink, result) if maker else [note(f"no page for test {test!r} in this version of the report")]
     files, other = tf.files()
     rounds = str((result or {}).get("rounds_run", "–"))
-    if progress:  # HIR: its segments (the bursts), as for WSAT; its preconditioning rounds until it has any
-        rounds = str(progress[1]) if progress[0] == "segment" else f"{progress[1]} (preconditioning)"
+    if progress and progress[0] == "round":  # HIR, curve: their preconditioning rounds until they have a burst or point
+        rounds = f"{progress[1]} (preconditioning)"
+    elif progress and test == "hir":  # its segments (the bursts), as for WSAT
+        rounds = str(progress[1])
+    elif progress:  # the curve's points, after its preconditioning rounds (result.json rounds_run)
+        pre = (result or {}).get("rounds_run")
+        rounds = f"{progress[1]} points" + (f" after {pre} preconditioning rounds" if isinstance(pre, int) else "")
     facts = {"rounds": rounds, "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
     extra_notes = as_object((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:

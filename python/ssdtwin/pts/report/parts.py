@@ -37,6 +37,9 @@ WDPC = {
 }
 UNFINISHED = ("running", "interrupted", "pending", "not run")
 SEGMENTED = ("wsat", "xsr")  # tests run in segments, not rounds: their window is segments
+# Tests whose result.json rounds_run counts their own preconditioning rounds, then run their
+# steps as rounds.csv segments: HIR's bursts, the curve's points. What a step is called.
+PRECONDITIONED = {"hir": "segment", "curve": "point"}
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 
@@ -171,17 +174,23 @@ class TestFolder:
         return doc
 
     def progress(self) -> Optional[tuple[str, int]]:
-        """How far rounds.csv goes: ("segment", the last) for WSAT and HIR once they have
-        segments (HIR's bursts), else ("round", the last round)."""
+        """How far rounds.csv goes: ("segment", the last) for WSAT, HIR and the curve once
+        they have segments (HIR's bursts, the curve's points), else ("round", the last round)."""
         try:
             frame = pd.read_csv(self.dir / "rounds.csv")
-            column = "segment" if self.test in ("wsat", "hir") and frame["segment"].notna().any() else "round"
+            column = "segment" if self.test in ("wsat", *PRECONDITIONED) and frame["segment"].notna().any() else "round"
             return column, int(frame[column].max())
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def rounds_done(self) -> Optional[int]:
-        """The last round (WSAT/HIR: segment) in rounds.csv, for a test without result.json."""
+        """The last round (WSAT: segment) in rounds.csv, for a test without result.json; HIR's
+        and the curve's rounds_run counts their preconditioning rounds, as the harness's does."""
+        if self.test in PRECONDITIONED:
+            try:
+                return int(pd.read_csv(self.dir / "rounds.csv")["round"].max())
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
         done = self.progress()
         return done[1] if done else None
 
@@ -317,7 +326,7 @@ def status_text(
     test: str, entry: FolderJson, result: Optional[FolderJson], steady: Optional[FolderJson], progress: Optional[tuple[str, int]] = None
 ) -> tuple[str, str]:
     """(status, one-line text) for the summary: "steady at round 8 (window 4–8)", ...;
-    ``progress`` (TestFolder.progress) says how far a stopped or running HIR got."""
+    ``progress`` (TestFolder.progress) says how far a stopped or running HIR or curve got."""
     status = str((result or {}).get("status") or entry.get("status") or "missing")
     rounds = (result or {}).get("rounds_run")
     window = (result or {}).get("window") or (steady or {}).get("window")
@@ -327,8 +336,9 @@ def status_text(
         win = f" (measurement windows: {per_pass})"
     max_rounds = (steady or {}).get("max_rounds", 25)
     unit = "segment" if test in ("wsat", "hir") else "round"
-    if test == "hir" and progress:  # result.json's rounds_run counts HIR's preconditioning rounds, not its bursts
-        unit, rounds = ("segment", progress[1]) if progress[0] == "segment" else ("preconditioning round", progress[1])
+    if test in PRECONDITIONED and progress:  # rounds_run counts the preconditioning rounds, not the bursts or points
+        unit = PRECONDITIONED[test] if progress[0] == "segment" else "preconditioning round"
+        rounds = progress[1]
     if status == "steady":
         at = (steady or {}).get("steady_round") or (window[1] if isinstance(window, list) and window else rounds)
         return status, f"steady at round {at}{win}"
@@ -458,6 +468,10 @@ def header(
             ("min_rounds", "Rounds (min)"),
             ("max_rounds", "Rounds (max)"),
             ("seed", "Seed"),
+            # --jobs N: every test started from the image as it was, not after the tests
+            # before it (docs/pts.md), which a reader comparing two reports must know.
+            ("jobs", "Tests at once (--jobs)"),
+            ("image", "Image"),
         ],
     )
     if isinstance(tc, dict) and tc.get(test):
