@@ -414,6 +414,13 @@ BAD_VALUES = [
     ("percentage_random=101", "max value"),
     ("percentile_list=50:101", "out of range"),
     ("percentile_list=" + ":".join(["1"] * 21), "max length"),
+    # A negative percentage is a number out of range (fio: "value out of range: -1.000000
+    # (range min: 0.000000)"), not "not a number"; a comma is not the list's separator.
+    ("percentile_list=-1", "value out of range: -1 (allowed 0 to 100 each"),
+    ("percentile_list=50,99", "percentiles are separated by ':'"),
+    ("percentile_list=50:", "an empty value where a number belongs (allowed 0 to 100"),
+    ("latency_percentile=-5", "value out of range: -5 (allowed 0 to 100, a percentage)"),
+    ("random_distribution=zipf:-1", "value out of range: -1 (allowed 0 or more)"),
     ("random_generator=mt", "not one of"),
     ("rate_process=burst", "not one of"),
     ("log_hist_coarseness=7", "max value"),

@@ -364,7 +364,9 @@ def set_percentile_list(st: State, value: Optional[str]) -> None:
     values = []
     precision = 0
     for item in items:
-        v = number(item)
+        if "," in item:
+            raise ValueError(f"'{item}' is not a number: percentiles are separated by ':' (allowed 0 to 100 each, at most 20)")
+        v = number(item, "0 to 100 each, separated by ':'")
         if v > 100.0:
             raise ValueError(f"value out of range: {v:f} (range max: 100.000000)")
         values.append(v)
@@ -420,7 +422,7 @@ def add_replay_skip(st: State, value: Optional[str]) -> None:
 
 def latency_percentile(st: State, text: str) -> Any:
     """A float in [0, 100] (options.c minfp/maxfp)."""
-    v = number(text)
+    v = number(text, "0 to 100, a percentage")
     if not 0.0 <= v <= 100.0:
         raise ValueError(f"value out of range: {v:g} (allowed 0 to 100, a percentage)")
     return v

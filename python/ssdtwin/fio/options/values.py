@@ -57,10 +57,18 @@ def check_max(value: int, hi: int, why: str) -> int:
     return value
 
 
-def number(text: str) -> float:
-    """A plain non-negative decimal (fio's FIO_OPT_FLOAT_LIST)."""
-    if not re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?", text):
-        raise ValueError(f"'{text}' is not a number")
+_DECIMAL = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
+
+
+def number(text: str, allowed: str = "0 or more") -> float:
+    """A plain non-negative decimal (fio's FIO_OPT_FLOAT_LIST); ``allowed`` names the range
+    in the error for a negative one (fio: "value out of range: -5.000000 (range min: 0.000000)")."""
+    if re.fullmatch(r"-" + _DECIMAL, text):
+        raise ValueError(f"value out of range: {text} (allowed {allowed})")
+    if not re.fullmatch(_DECIMAL, text):
+        if text == "":
+            raise ValueError(f"an empty value where a number belongs (allowed {allowed})")
+        raise ValueError(f"'{text}' is not a number (allowed {allowed})")
     return float(text)
 
 

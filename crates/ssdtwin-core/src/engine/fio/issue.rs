@@ -32,7 +32,7 @@ impl Runner<'_> {
                 Gate::Issue(io) => io,
             };
             self.issue(c, now, io)?;
-            if self.after_issue(c, now, io)? {
+            if self.after_issue(c, now)? {
                 return Ok(());
             }
             // A full queue: the gate's first checks would say wait, and change nothing.
@@ -366,9 +366,9 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// After issuing `io`: draw ahead and prefetch, then fio's think-time check. True when
+    /// After issuing an I/O: draw ahead and prefetch, then fio's think-time check. True when
     /// the clone must stop issuing (think time is due).
-    fn after_issue(&mut self, c: usize, now: u64, io: Io) -> Result<bool, RunError> {
+    fn after_issue(&mut self, c: usize, now: u64) -> Result<bool, RunError> {
         let cl = &mut self.clones[c];
         // Draw the clone's next I/Os now and prefetch the mappings they look up on
         // arrival: by the time they are issued the DRAM misses are over.
@@ -381,9 +381,10 @@ impl Runner<'_> {
                 None => break,
             }
         }
-        // fio's handle_thinktime runs after every read or write it issues (and, if that
-        // issue filled the queue, after reaping the next completion).
-        if cl.gen.spec.thinktime_ns > 0 && io.ddir != Ddir::Trim {
+        // fio's handle_thinktime runs after every read, write or trim it issues (do_io
+        // tests ddir_rw, which includes DDIR_TRIM), and, if that issue filled the queue,
+        // after reaping the next completion.
+        if cl.gen.spec.thinktime_ns > 0 {
             if cl.inflight >= cl.depth_limit() && cl.gen.spec.thinktime_blocks_type == ThinktimeBlocksType::Complete {
                 cl.think.check_on_completion = true;
             } else {

@@ -91,6 +91,21 @@ fn memory_does_not_grow_with_simulated_time() {
     assert_eq!(long[0].write.iops_sample_stat.n, long[0].write.total_ios);
 }
 
+#[test]
+fn trims_think_as_reads_and_writes_do() {
+    // fio 3.33 (ioengine=null): `rw=randtrim number_ios=20 thinktime=10ms
+    // thinktime_blocks=2` runs 100 ms, ten stalls; do_io calls handle_thinktime for any
+    // ddir_rw direction, trim included. The twin used to skip think time after trims and
+    // finished in microseconds.
+    let think = json!({"rw": "randtrim", "directions": ["trim"], "iodepth": 1, "number_ios": 20,
+                       "thinktime_ns": 10_000_000u64, "thinktime_blocks": 2});
+    let (out, _) = run_one(think).unwrap();
+    assert_eq!(out[0].trim.total_ios, 20);
+    let stalls = 20 / 2;
+    assert!(out[0].runtime_ns >= stalls * 10_000_000, "runtime {} ns: the trims did not think", out[0].runtime_ns);
+    assert!(out[0].runtime_ns < (stalls + 1) * 10_000_000, "runtime {} ns: one stall too many", out[0].runtime_ns);
+}
+
 /// Run several clones (each `extra` applied to the base spec; thread numbers and job
 /// indexes in order).
 fn run_many(extras: &[Value]) -> Result<Vec<CloneOut>, RunError> {
