@@ -791,6 +791,32 @@ def test_same_seed_same_logs_different_seed_different_logs() -> None:
     assert a[0]["host_write_bytes"] == c[0]["host_write_bytes"] and a[1] == c[1]
 
 
+def test_an_empty_controller_list_is_sent_as_it_is() -> None:
+    # attach_ns(n, []) attached the namespace to controller 1, as if no list were given;
+    # nvme-cli sends an empty list (with a warning) and the drive refuses it
+    n = Drive.in_memory(spec_toml=TINY).nvme
+    n.detach_ns(1)
+    with pytest.raises(NvmeError, match=r"CTRL_LIST_INVALID\(0x411c\): the controller list is empty"):
+        n.attach_ns(1, [])
+    assert not n.namespace(1).attached
+    n.attach_ns(1)
+    with pytest.raises(NvmeError, match=r"CTRL_LIST_INVALID\(0x411c\): the controller list is empty"):
+        n.detach_ns(1, [])
+    assert n.namespace(1).attached
+
+
+def test_next_seed_says_it_consumes_the_seed_it_returns() -> None:
+    # its docstring was missing: each call moves the image's sequence on, so a later
+    # precondition without a seed of its own draws the seed after it
+    doc = Drive.next_seed.__doc__ or ""
+    assert "consumes" in doc and "precondition" in doc
+    a, b = Drive.in_memory(spec_toml=TINY, seed=5), Drive.in_memory(spec_toml=TINY, seed=5)
+    a.next_seed(), a.next_seed()
+    b.next_seed()
+    b.precondition(1, "rand", 4096, amount_bytes=1 << 20)  # draws the second
+    assert b.next_seed() == a.next_seed()
+
+
 def test_next_seed_sequence_is_a_function_of_the_image_seed() -> None:
     s1 = [Drive.in_memory(spec_toml=TINY, seed=5).next_seed() for _ in range(2)]
     d = Drive.in_memory(spec_toml=TINY, seed=5)

@@ -10,6 +10,7 @@ damaged files are left as they were, so the user can still inspect or repair the
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 import twin
+from ssdtwin.drive import Drive, SsdtwinError
 from twin import CM6, Run, image_digest, own_copy, run_cli
 
 
@@ -328,6 +330,42 @@ def test_create_refuses_existing_paths(tmp_path: Path, small: Path) -> None:
     assert_one_line_error(run_cli("create", plain, "--model", CM6, "--scale", "1/64", check=False), f"{plain} already exists")
     assert plain.read_text() == "not an image\n"
     fails_cleanly(small, "create", str(small), "--model", CM6, "--scale", "1/64", needles=(f"{small} already exists",))
+
+
+_RACED = {1: CM6, 2: "kioxia-cm6-v-3.2t"}
+
+
+def _create_at_once(path: str, which: int, start: Any, results: Any) -> None:
+    start.wait()
+    try:
+        Drive.create(path, _RACED[which], scale="1/256", seed=which).close()
+        results.put((which, "ok"))
+    except SsdtwinError as e:
+        results.put((which, str(e)))
+
+
+def test_two_creations_of_one_new_image_leave_the_winner_s_image(tmp_path: Path) -> None:
+    # Both passed the "missing" check; the loser then wrote its spec.toml over the winner's
+    # image before failing on the lock: an image of one preset holding another's spec (3 of
+    # 20 races). Now one creation wins, the other is told the directory exists.
+    ctx = multiprocessing.get_context("fork")
+    for k in range(25):
+        path = str(tmp_path / f"img{k}")
+        start, results = ctx.Barrier(2), ctx.Queue()
+        procs = [ctx.Process(target=_create_at_once, args=(path, w, start, results)) for w in _RACED]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        got = dict(results.get(timeout=5) for _ in procs)
+        (winner,) = [w for w, r in got.items() if r == "ok"]
+        (loser,) = set(_RACED) - {winner}
+        assert "already exists" in got[loser], got
+        d = Drive.open(path, writable=False)
+        assert f'name = "{_RACED[winner]}"' in d.spec_toml() and f'name = "{_RACED[winner]}"' in Path(path, "spec.toml").read_text()
+        d.check()
+        d.close()
+    run_cli("check", path)
 
 
 # --------------------------------------------------------------------------- not an image

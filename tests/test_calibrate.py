@@ -597,6 +597,53 @@ def test_measured_jobs_are_held_to_the_depth_fio_ran_them_at(tmp_path: Path) -> 
                 C.read_measured(tmp_path, {})
 
 
+def test_measured_folds_of_group_reporting_are_named_as_fio_writes_them(tmp_path: Path) -> None:
+    # Real fio: two sections with group_reporting and no stonewall are one entry, refused as
+    # such; with stonewall each is its own entry and both corners are read. One job with
+    # numjobs=4 and group_reporting is one entry too, but not a fold of several sections.
+    if not shutil.which("fio"):
+        pytest.skip("no fio")
+    # (iodepth=1: the null engine completes each I/O as it is queued, at depth 1)
+    head = "[global]\nioengine=null\nsize=64m\ngroup_reporting\ntime_based\nruntime=100ms\niodepth=1\n"
+    seq = "[seq-read]\nrw=read\nbs=128k\n[seq-write]\n{sw}rw=write\nbs=128k\n"
+    for sw, ok in (("", False), ("stonewall\n", True)):
+        (tmp_path / "j.fio").write_text(head + seq.format(sw=sw) + "[rand-read]\nstonewall\nrw=randread\nbs=4k\nnumjobs=4\n")
+        out = tmp_path / "res" / "x.json"
+        out.parent.mkdir(exist_ok=True)
+        subprocess.run(["fio", "--output-format=json", f"--output={out}", str(tmp_path / "j.fio")], check=True, capture_output=True)
+        if ok:
+            got = C.read_measured(out.parent, {})
+            assert sorted(got) == ["rand-read", "seq-read", "seq-write"] and got["rand-read"].shape == (4096, 1, 4)
+        else:
+            folded = r"jobs\[0\] \(seq-read\): several jobs reported as one \(read.total_ios = [0-9,]+ under rw=write\)"
+            with pytest.raises(C.CornerError, match=folded):
+                C.read_measured(out.parent, {})
+
+
+def test_measured_skips_a_directory_named_json(tmp_path: Path) -> None:
+    # `results.json/` beside the results: "[Errno 21] Is a directory" aborted the read
+    (tmp_path / "results.json").mkdir()
+    (tmp_path / "x.json").write_text(fio_json([seq_read_job()]))
+    assert list(C.read_measured(tmp_path, {})) == ["seq-read"]
+
+
+def test_measured_iodepth_and_numjobs_are_read_as_fio_reads_them(tmp_path: Path) -> None:
+    # fio reads iodepth and numjobs with its size syntax: `iodepth=1k` ran 1024 deep (1000
+    # under kb_base=1000; fio 3.33 measured), and was refused as "not a whole number"
+    seq_read = seq_read_job(**{"job options": {"rw": "read", "bs": "128k", "iodepth": "1k", "numjobs": "0x2"}})
+    (tmp_path / "x.json").write_text(fio_json([seq_read]))
+    assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 1024, 2)
+    seq_read["job options"]["kb_base"] = "1000"
+    (tmp_path / "x.json").write_text(fio_json([seq_read]))
+    assert C.read_measured(tmp_path, {})["seq-read"].shape[1:] == (1000, 2)
+
+
+def test_measured_labels_count_one_job() -> None:
+    # a random corner run as one job was labelled "rand read 4 KiB QD32 x 1 jobs"
+    assert C.Corner("rand-read", 1e5, "x", None, 4096, 32, 1).label == "rand read 4 KiB QD32 x 1 job"
+    assert C.Corner("seq-read", 100.0, "x", None, 131072, 16, 2).label == "seq read 128 KiB QD16 x 2 jobs"
+
+
 def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     # `bs=4k,64k` is 4 KiB reads and 64 KiB writes (it was refused as "not a block size"),
     # and under fio's default kb_base=1024 `128KiB` is 128,000 bytes (fio 3.33 measured; it
@@ -634,6 +681,19 @@ def seq_read_job(**over: Any) -> dict[str, Any]:
     return job
 
 
+def merged_job() -> dict[str, Any]:
+    """fio 3.33's entry for [seq-read] and [seq-write] (128k, QD16, ioengine=null, 200 ms)
+    run with group_reporting and no stonewall: one entry, the first's name, the last's options."""
+    return {
+        "jobname": "seq-read",
+        "error": 0,
+        "job_runtime": 400,
+        "job options": {"rw": "write", "bs": "128k", "iodepth": "16"},
+        "read": {"bw_bytes": 451445877174, "iops": 3444258.706468, "runtime": 201, "total_ios": 692296},
+        "write": {"bw_bytes": 218709608437, "iops": 1668621.890547, "runtime": 201, "total_ios": 335393},
+    }
+
+
 BAD = [
     (
         ["--datasheet", "seq-read=250MB/s,rand-write=70000"],
@@ -664,8 +724,23 @@ BAD = [
         ["--measured", "{wrongrw}"],
         ("{wrongrw}/x.json: jobs[0] (seq-read): job options.rw = randread: a seq-read figure is measured with rw=read",),
     ),
-    (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5: fio reported an I/O error",)),
-    (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28: fio reported an I/O error",)),
+    (["--measured", "{failed}"], ("{failed}/x.json: jobs[0].error = 5 (EIO: Input/output error): the job failed",)),
+    (["--measured", "{failedlater}"], ("{failedlater}/x.json report 2: jobs[0].error = 28 (ENOSPC: No space left on device)",)),
+    # fio's error is an errno from the job's setup as well as its I/O: an option the engine
+    # refused is EINVAL, which was called "fio reported an I/O error"
+    (["--measured", "{setupfailed}"], ("{setupfailed}/x.json: jobs[0].error = 22 (EINVAL: Invalid argument): the job failed", "setup")),
+    # group_reporting without stonewall: seq-read and seq-write reported as one entry named
+    # seq-read with seq-write's options, which was refused as "job options.rw = write: a
+    # seq-read figure is measured with rw=read" (fio 3.33's figures, ioengine=null)
+    (
+        ["--measured", "{merged}"],
+        ("{merged}/x.json: jobs[0] (seq-read): several jobs reported as one (read.total_ios = 692,296 under rw=write)", "stonewall"),
+    ),
+    # the same for two read sections: only the jobs' runtimes, summed, show it
+    (
+        ["--measured", "{mergedreads}"],
+        ("{mergedreads}/x.json: jobs[0] (seq-read): several jobs reported as one (job_runtime = 602 ms, about 2 jobs",),
+    ),
     # JSON's 1e400 is inf to Python's reader (a traceback from the range check), NaN it takes
     # as is ("did no reads"), and 1e300 made a 1,000-character line of digits
     (["--measured", "{infinite}"], ("{infinite}/x.json: jobs[0].read.bw_bytes = inf: not a finite number",)),
@@ -699,6 +774,22 @@ def test_bad_figures_fail_in_one_line_and_write_nothing(tmp_path: Path, args: li
         "wrongrw": [("x.json", fio_json([seq_read_job(**{"job options": {"rw": "randread"}})]))],
         "failed": [("x.json", fio_json([seq_read_job(error=5)]))],
         "failedlater": [("x.json", fio_json([seq_read_job()]) + "\n" + fio_json([seq_read_job(error=28)]))],
+        "setupfailed": [("x.json", fio_json([seq_read_job(error=22)]))],
+        "merged": [("x.json", fio_json([merged_job()]))],
+        "mergedreads": [
+            (
+                "x.json",
+                fio_json(
+                    [
+                        seq_read_job(
+                            job_runtime=602,
+                            read={"bw_bytes": 2e8, "iops": 1500.0, "runtime": 303, "total_ios": 4500},
+                            **{"job options": {"rw": "read", "bs": "128k", "iodepth": "16", "numjobs": "1"}},
+                        )
+                    ]
+                ),
+            )
+        ],
         "infinite": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1.5, "iops": 1.0})]).replace("1.5", "1e400"))],
         "nan": [("x.json", fio_json([seq_read_job(read={"bw_bytes": float("nan"), "iops": 1.0})]))],
         "huge": [("x.json", fio_json([seq_read_job(read={"bw_bytes": 1e300, "iops": 1.0})]))],

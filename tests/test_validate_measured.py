@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ssdtwin.studies import measured as M
+from ssdtwin.studies import validate as V
 from test_bad_input import assert_one_line_error
 from test_calibrate import SCALE, SLOW, with_timing
 from twin import run_cli
@@ -107,6 +108,24 @@ def test_the_measured_figure_is_fio_s_completion_latency_over_both_directions(tm
     assert m.value == pytest.approx((650 * 100 + 350 * 20) / 1000) and m.shape == (4096, 1, 1, 65)
 
 
+def test_a_directory_named_json_is_skipped_and_iodepth_read_as_fio_reads_it(tmp_path: Path) -> None:
+    # `old.json/` under DIR aborted with "[Errno 21] Is a directory"; `iodepth=1k` (1024 to
+    # fio) was "not a whole number"
+    (tmp_path / "old.json").mkdir()
+    job = {"total_ios": 1000, "iops": 2000.0, "clat_ns": {"N": 1000, "mean": 366_500.0}}
+    (tmp_path / "10.json").write_text(fio_json("rand-rw-70", {"rw": "randrw", "rwmixread": "70", "iodepth": "1k"}, read=job, write=job))
+    (m,) = M.read_predictions(tmp_path)
+    assert m.shape == (4096, 1024, 1, 70)
+
+
+def test_figures_print_as_the_tool_prints_them() -> None:
+    # 23,890 IOPS printed as 2.389e+04; figures below 10,000 keep 4 significant digits
+    f = V.Figure("mine", "x", "rand read 4 KiB QD32", "IOPS", 23_884.0, 23_890.1, "calibrated", "measured")
+    assert ": 23,890 vs 23,884 IOPS" in V.line(f, 0.4)
+    f = V.Figure("mine", "x", "rand read 4 KiB QD1: mean latency", "us", 365.04, 366.12, "predicted", "measured")
+    assert ": 366.1 vs 365 us" in V.line(f, 0.0)
+
+
 def test_the_latency_of_fio_before_3_0_is_in_microseconds(tmp_path: Path) -> None:
     # fio 2.x has no clat_ns: its clat is in us (and bw in KiB/s, as fio 3.0 and 3.1 still)
     job = {"total_ios": 1000, "iops": 2000.0, "clat": {"min": 300, "max": 900, "mean": 366.5}}
@@ -180,6 +199,26 @@ def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> 
             ["10.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 32"],
         ),
         (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
+        (
+            # group_reporting without stonewall folded qd1-rand-read and qd1-rand-write into one
+            # entry, the first's name and the last's options: "job options.rw = randwrite"
+            ["--spec", SLOW, "--measured", "{d}"],
+            {
+                "7.json": fio_json(
+                    "qd1-rand-read",
+                    {"rw": "randwrite", "bs": "4k"},
+                    read={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 5, "mean": 1.0}},
+                    write={"total_ios": 5, "iops": 1.0, "clat_ns": {"N": 5, "mean": 1.0}},
+                )
+            },
+            ["7.json: jobs[0] (qd1-rand-read): several jobs reported as one (read.total_ios = 5 under rw=randwrite)", "stonewall"],
+        ),
+        (
+            # an option the engine refused: fio's error is the errno (EINVAL), not an I/O error
+            ["--spec", SLOW, "--measured", "{d}"],
+            {"7.json": fio_json("qd1-rand-read", {"rw": "randread", "bs": "4k"}).replace('"error": 0', '"error": 22')},
+            ["7.json: jobs[0].error = 22 (EINVAL: Invalid argument): the job failed"],
+        ),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[Any], files: dict[str, str], needles: list[str]) -> None:

@@ -218,10 +218,14 @@ class Nvme:
         self._core.delete_ns(nsid)
 
     def attach_ns(self, nsid: int, controllers: Optional[builtins.list[int]] = None) -> None:
-        self._core.attach_ns(nsid, controllers or [1])
+        """Namespace Attachment (attach) to ``controllers`` (None: controller 1, the drive's
+        only one). An empty list is sent as it is, as nvme-cli sends `-c ''`, and the
+        drive refuses it: NvmeError CTRL_LIST_INVALID."""
+        self._core.attach_ns(nsid, [1] if controllers is None else controllers)
 
     def detach_ns(self, nsid: int, controllers: Optional[builtins.list[int]] = None) -> None:
-        self._core.detach_ns(nsid, controllers or [1])
+        """Namespace Attachment (detach) from ``controllers``, as :meth:`attach_ns`."""
+        self._core.detach_ns(nsid, [1] if controllers is None else controllers)
 
     def format(self, nsid: int, lbaf: int = 0, ses: int = 0, pi: int = 0, pil: bool = False, ms: bool = False) -> None:
         """Format NVM: LBA format ``lbaf``, secure erase ``ses``, protection information type
@@ -465,6 +469,10 @@ class Drive:
         self._core.check()
 
     def next_seed(self) -> int:
+        """Draws the next seed of the image's deterministic sequence (a function of the
+        image's seed and how many were drawn). Each call consumes one: the count is drive
+        state, committed with the image, so the next seeded command given no seed of its own
+        (:meth:`precondition`, ``ssdtwin precondition``) gets the seed after this one."""
         return self._core.next_seed()
 
     def power_cycle(self, unsafe_shutdown: bool = False) -> None:

@@ -11,8 +11,10 @@ SEQ 128 KiB / RND 4 KiB elements of an `ssdtwin pts` report. docs/calibration.md
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -119,7 +121,7 @@ class Corner:
         bs, qd, jobs = self.shape
         default_jobs = (SEQ_SHAPE if self.sequential else RAND_SHAPE)[2]
         kind, d = self.name.split("-")
-        return f"{kind} {d} {human_bytes(bs)} QD{qd}" + (f" x {jobs} jobs" if jobs != default_jobs else "")
+        return f"{kind} {d} {human_bytes(bs)} QD{qd}" + (f" x {jobs} job{'s' if jobs > 1 else ''}" if jobs != default_jobs else "")
 
     @property
     def bytes_per_s(self) -> float:
@@ -464,7 +466,7 @@ def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = T
     if not directory.is_dir():
         raise CornerError(f"--measured {directory}: not a directory")
     found: dict[str, list[_Found]] = {}
-    for path in sorted(directory.rglob("*.json")):
+    for path in json_files(directory):
         if path.name in ("pts.json", "result.json", "steady.json"):
             continue
         for where, report in load_reports(path):
@@ -487,12 +489,21 @@ def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = T
     return out
 
 
+def json_files(directory: Path) -> list[Path]:
+    """The files named *.json under `directory`, recursively; a directory of that name (a
+    run's folder called results.json) is walked, not read."""
+    return sorted(p for p in directory.rglob("*.json") if not p.is_dir())
+
+
 def load_reports(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The fio JSON reports in a file, each with the name its errors use: fio's notes and
     normal output around the JSON skipped (`--output-format=json,normal`), and every report
     of a file that holds several (`fio ... >> all.json` per job; then `all.json report 2`).
     Other JSON (a PTS table, a note) is not ours to judge and is left out."""
-    text = path.read_text(errors="replace")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise CornerError(f"{path}: not readable ({e.strerror or e.__class__.__name__})") from None
     start = text.find("{")
     if start < 0:
         raise CornerError(f"{path}: holds no JSON")
@@ -557,16 +568,17 @@ def _jobs_of(path: Path, where: str, report: dict[str, Any], shapes: dict[str, C
         name = _corner_name(path, jobname, (read_bs, write_bs), shapes)
         if name is None:
             continue
+        check_merged(j0, opts, field)
         if not _rw_fits(name, opts):
             rw = opts.get("rw", opts.get("readwrite"))
             raise CornerError(f"{field}: job options.rw = {rw}: a {name} figure is measured with rw={FIO_RW[name]}")
-        qd = whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", MAX_JOBS)
+        kb = kb_base_of(glob, job_opts, field)
+        qd = whole(opts.get("iodepth", 1), f"{field}: job options.iodepth", kb_base=kb)
+        njobs = whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", MAX_JOBS, kb_base=kb)
         d = "read" if name.endswith("read") else "write"
         total = 0.0
         for i, job in jobs:
-            if job.get("error", 0):
-                raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+            check_error(job, f"{where}: jobs[{i}]")
             check_depth(job, qd, f"{where}: jobs[{i}]")
             # unified_rw_reporting=1: fio reports one "mixed" direction, this job's only one
             at = d if d in job or not isinstance(job.get("mixed"), dict) else "mixed"
@@ -628,10 +640,7 @@ def block_sizes(glob: dict[str, Any], job: dict[str, Any], field: str) -> tuple[
     from ..fio.options.values import per_direction_segments, store_per_direction
     from ..fio.units import parse_size
 
-    kb = job.get("kb_base", glob.get("kb_base", "1024"))
-    if str(kb) not in ("1000", "1024"):
-        raise CornerError(f"{field}: job options.kb_base = {kb}: fio takes 1000 or 1024")
-    kb_base = int(str(kb))
+    kb_base = kb_base_of(glob, job, field)
 
     def one(text: str) -> int:
         n = parse_size(text, kb_base=kb_base)
@@ -655,6 +664,67 @@ def block_sizes(glob: dict[str, Any], job: dict[str, Any], field: str) -> tuple[
     return sizes[0], sizes[1], sizes[2]
 
 
+def kb_base_of(glob: dict[str, Any], job: dict[str, Any], field: str) -> int:
+    """fio's kb_base for the job (1024 unless set): what `k` means in its sizes and numbers."""
+    kb = job.get("kb_base", glob.get("kb_base", "1024"))
+    if str(kb) not in ("1000", "1024"):
+        raise CornerError(f"{field}: job options.kb_base = {kb}: fio takes 1000 or 1024")
+    return int(str(kb))
+
+
+def check_error(job: dict[str, Any], where: str) -> None:
+    """Refuse a job fio stopped with an error. fio's `error` is the errno the job failed
+    with: an I/O error (EIO, 5) or a full device (ENOSPC, 28), but as often a setup that
+    failed (EINVAL, 22: an option the engine or file refused; ENOENT, 2: no such file)."""
+    err = job.get("error", 0)
+    if not err:
+        return
+    name = errno.errorcode.get(err) if isinstance(err, int) and not isinstance(err, bool) else None
+    what = f" ({name}: {os.strerror(err)})" if name else ""
+    raise CornerError(
+        f"{where}.error = {err}{what}: the job failed (fio's error is the errno it stopped on, from its setup or its I/O; "
+        "its normal output's err= line says where)"
+    )
+
+
+def check_merged(job: dict[str, Any], opts: dict[str, Any], field: str) -> None:
+    """Refuse an entry in which fio folded several jobs. With group_reporting fio reports
+    one entry per reporting group, named after its first job, with its last job's `job
+    options` and the I/O of all (stat.c __show_run_stats); jobs of different sections
+    share a group unless `stonewall` or `new_group` starts one. The JSON keeps no count of
+    the jobs folded, but shows them two ways: I/O in a direction the `rw` does not do
+    (verify's reads aside), and a `job_runtime` (the jobs' runtimes, summed) longer than
+    numjobs jobs run for (each at most the longest direction's `runtime`; 1.5x: a job's
+    own time can pass its I/O's by a few ms)."""
+    rw = str(opts.get("rw", opts.get("readwrite", "read")))
+    verify = str(opts.get("verify", "0")) not in ("0", "none", "null")
+    other = {"read": "write", "randread": "write", "write": "read", "randwrite": "read"}.get(rw)
+    ios = _stat(job, other).get("total_ios") if other else None
+    sign = ""
+    if isinstance(ios, (int, float)) and ios > 0 and not (other == "read" and verify):
+        sign = f"{other}.total_ios = {ios:,.0f} under rw={rw}"
+    runtimes = [_stat(job, d).get("runtime") for d in ("read", "write", "trim")]
+    longest = max((r for r in runtimes if isinstance(r, (int, float))), default=0)
+    total = job.get("job_runtime")
+    try:
+        njobs = int(str(opts.get("numjobs", 1)))
+    except ValueError:
+        njobs = 1  # whole() names it
+    if not sign and isinstance(total, (int, float)) and longest > 0 and total > 1.5 * njobs * longest:
+        sign = f"job_runtime = {total:,.0f} ms, about {total / longest:.0f} jobs of {longest:,.0f} ms, against numjobs = {njobs}"
+    if sign:
+        raise CornerError(
+            f"{field}: several jobs reported as one ({sign}): fio's group_reporting folded the jobs of its reporting "
+            f"group into this entry, named after the first, with the last one's job options (rw={rw}); "
+            "run each job on its own, or give each section stonewall or new_group"
+        )
+
+
+def _stat(job: dict[str, Any], d: str) -> dict[str, Any]:
+    st = job.get(d)
+    return st if isinstance(st, dict) else {}
+
+
 def check_depth(job: dict[str, Any], iodepth: int, where: str) -> None:
     """Refuse a job that ran at a far lower queue depth than its `iodepth`: the twin runs
     the iodepth, so the figure would fit a parameter to another load. fio's iodepth_level
@@ -675,11 +745,14 @@ def check_depth(job: dict[str, Any], iodepth: int, where: str) -> None:
         )
 
 
-def whole(v: Any, field: str, hi: int = 65536) -> int:
+def whole(v: Any, field: str, hi: int = 65536, kb_base: int = 1024) -> int:
     """iodepth (an NVMe queue holds 65536 commands) or numjobs (hi 4096: fio's
-    REAL_MAX_JOBS, which the twin's fio keeps) as fio ran them."""
+    REAL_MAX_JOBS, which the twin's fio keeps) as fio ran them: fio reads both with its
+    size syntax (`iodepth=1k` is 1024, 1000 under kb_base=1000; fio 3.33 measured)."""
+    from ..fio.units import parse_uint
+
     try:
-        n = int(str(v))
+        n = parse_uint(str(v), kb_base=kb_base)
     except ValueError:
         raise CornerError(f"{field} = {v}: not a whole number") from None
     if not 1 <= n <= hi:

@@ -112,7 +112,7 @@ class MeasuredJob:
 def read_predictions(directory: Path) -> list[MeasuredJob]:
     """The PREDICTIONS jobs in the fio JSON under `directory` (recursively), by job name."""
     found: dict[str, tuple[str, MeasuredJob]] = {}
-    for path in sorted(directory.rglob("*.json")):
+    for path in corners.json_files(directory):
         for where, report in corners.load_reports(path):
             for name, m in _predictions_of(path, where, report):
                 if name in found:
@@ -151,14 +151,16 @@ def _shape(where: str, report: dict[str, Any], name: str, jobs: list[tuple[int, 
     job_opts = corners.options(j0, "job options", f"{where}: jobs[{i0}].")
     opts = {**glob, **job_opts}
     field = f"{where}: jobs[{i0}] ({name})"
+    corners.check_merged(j0, opts, field)
     rw = str(opts.get("rw", opts.get("readwrite")))
     read_bs, write_bs, _ = corners.block_sizes(glob, job_opts, field)
     bs = {"randread": read_bs, "randwrite": write_bs}.get(rw, read_bs)
     if rw not in ("randread", "randwrite") and read_bs != write_bs:
         # the twin's job has one block size for both directions
         raise CornerError(f"{field}: job options.bs: reads of {read_bs} and writes of {write_bs} bytes; the {name} job runs one size")
-    qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth")
-    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", corners.MAX_JOBS)
+    kb = corners.kb_base_of(glob, job_opts, field)
+    qd = corners.whole(opts.get("iodepth", 1), f"{field}: job options.iodepth", kb_base=kb)
+    njobs = corners.whole(opts.get("numjobs", 1), f"{field}: job options.numjobs", corners.MAX_JOBS, kb_base=kb)
     mix = {"randread": 100, "randwrite": 0}.get(rw)
     if mix is None:
         v = opts.get("rwmixread", "50")
@@ -181,8 +183,7 @@ def _value(where: str, p: Prediction, jobs: list[tuple[int, dict[str, Any]]], qd
     ios = 0
     dirs: tuple[str, ...] = {"randread": ("read",), "randwrite": ("write",)}.get(p.rw, ("read", "write"))
     for i, job in jobs:
-        if job.get("error", 0):
-            raise CornerError(f"{where}: jobs[{i}].error = {job['error']}: fio reported an I/O error")
+        corners.check_error(job, f"{where}: jobs[{i}]")
         corners.check_depth(job, qd, f"{where}: jobs[{i}]")
         if isinstance(job.get("mixed"), dict) and not any(d in job for d in dirs):
             # unified_rw_reporting=1: one "mixed" direction, read and write together (its

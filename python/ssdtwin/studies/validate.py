@@ -559,7 +559,13 @@ def line(f: Figure, seconds: float) -> str:
     err = f"{e:+7.1%}" if e is not None else "    n/a"
     mark = "~" if f.in_band and not (f.error is not None and abs(f.error) <= f.tolerance) else " " if f.within else "!"
     twin = f.twin if f.twin is not None else float("nan")
-    return f"{mark} {f.kind[:4]:<4} {err}  {f.system:<26} {f.figure}: {twin:,.4g} vs {f.published:,.4g} {f.unit}  [{seconds:.1f} s]"
+    return f"{mark} {f.kind[:4]:<4} {err}  {f.system:<26} {f.figure}: {_sig(twin)} vs {_sig(f.published)} {f.unit}  [{seconds:.1f} s]"
+
+
+def _sig(v: float) -> str:
+    """4 significant digits, as a datasheet prints them: 366.1, 7,419, and from 10,000 on
+    the whole number (23,890, not 2.389e+04)."""
+    return f"{v:,.0f}" if math.isfinite(v) and abs(v) >= 10_000 else f"{v:,.4g}"
 
 
 # The groups by their CPU time, costliest first (`validate --quick --only G`, docs/performance.md,

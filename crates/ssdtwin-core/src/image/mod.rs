@@ -210,6 +210,18 @@ impl Image {
         fs::create_dir_all(dir).map_err(|e| FsError::new(dir, e))?;
         let manifest = Manifest { format: FORMAT.into(), version: VERSION, preset: preset.into(), scale: spec.scale, seed };
         let ctrl = Controller::new(spec.clone(), seed)?;
+        // Two creations of the same new directory both pass the check above; the lock, taken
+        // before anything is written, lets one of them on, and the other finds it held (or,
+        // once the first is done, the directory no longer empty) instead of writing its
+        // spec.toml over the first one's image.
+        let lock = match lock_dir(dir) {
+            Err(ImageError::Locked { .. } | ImageError::LockedHere { .. }) => return Err(ImageError::Exists { path: dir.to_path_buf() }),
+            r => r?,
+        };
+        let others = fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.any(|e| e.map_or(true, |e| e.file_name() != LOCK));
+        if others {
+            return Err(ImageError::Exists { path: dir.to_path_buf() });
+        }
         fsio::write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
         let mut img = Image {
             dir: dir.to_path_buf(),
@@ -222,7 +234,7 @@ impl Image {
             data_files: BTreeMap::new(),
             poisoned: None,
         };
-        img.lock = Some(lock_dir(dir)?);
+        img.lock = Some(lock);
         img.commit()?;
         // The manifest goes last: a directory without it is not (yet) an image.
         img.write_manifest()?;
