@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from .. import _core
-from ..cluster import Cluster, Direction, summary, sweep, sweep_job, windows_ms, with_stack
+from ..cluster import Cluster, Direction, depths_per_job, summary, sweep, sweep_job, windows_ms, with_stack
 
 
 # The brief's figures at its largest load (KIOXIA KumoScale vs Ceph study): IOPS and mean
@@ -132,7 +132,10 @@ def band(
         load = implied_outstanding(stack, clients)
         at_levels = sorted(set(levels) | {load})
         rows = sweep(c, at_levels, ("randread",), jobs, log=log, progress=progress)
-        at = rows[at_levels.index(load)]  # jobs x (load // jobs) outstanding per client
+        # The study's load runs as jobs x (load // jobs) outstanding per client; a level that
+        # comes to the same point is run once (depths_per_job), so look the row up by it.
+        per_client = depths_per_job([load], jobs)[0] * jobs
+        at = next(r for r in rows if r["outstanding_per_client"] == per_client)
         out.append({"stack": stack, "label": label, "numjobs": jobs, "curve": rows, "at_study_load": at})
     for stack, b in BRIEF.items():
         ends = [x for x in out if x["stack"] == stack]
