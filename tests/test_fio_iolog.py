@@ -164,6 +164,37 @@ def test_version_2_waits_and_the_replay_options(tmp_path: Path) -> None:
     assert half[1][3] - half[0][3] == 500_000
 
 
+TAILS = {
+    # fio 3.33 --ioengine=null on these traces: job_runtime 1001 ms, 500 ms and 1392 ms (a
+    # wait counts from fio's genesis, a little before the job's start; docs/fio.md §2.10).
+    "a close 1 s after the last write": (
+        "fio version 3 iolog\n0 f add\n0 f open\n1000 f write 0 4096\n2000 f write 4096 4096\n1002000 f close\n",
+        1_001_000_000,
+    ),
+    "a sync 0.5 s after it": ("fio version 3 iolog\n0 f add\n0 f open\n1000 f write 0 4096\n501000 f sync 0 0\n", 500_000_000),
+    "a version 2 wait": ("fio version 2 iolog\nf add\nf open\nf write 0 4096\nf wait 1500 0\nf close\n", 1_500_000_000),
+    "no line after the last I/O": ("fio version 3 iolog\n0 f add\n0 f open\n1000 f write 0 4096\n2000 f write 4096 4096\n", 1_000_000),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAILS))
+def test_lines_after_the_last_io_hold_the_job_as_in_fio(tmp_path: Path, case: str) -> None:
+    """fio waits a trace's trailing close, sync or wait before the job ends (iolog.c
+    ipo_special, read_iolog_get); the twin ended with the last I/O: a job runtime of 1 ms
+    for a trace spanning 1.001 s, and every per-second figure off by as much."""
+    text, runtime_ns = TAILS[case]
+    trace = tmp_path / "t.log"
+    trace.write_text(text)
+    run = parse_string(f"[v]\nioengine=libaio\nread_iolog={trace}\n", cwd=tmp_path)
+    with Drive.in_memory(CM6, scale=454) as d:
+        ns = d.namespaces()[0]
+        (result,) = d.run_fio(run.to_engine(ns.bytes, ns.lba_bytes), 1, True, None)
+    # The job ends at the tail's time, or with its last write's completion (~14 us after
+    # its issue) when nothing follows it.
+    assert runtime_ns <= result["runtime_ns"] < runtime_ns + 100_000
+    assert result["write"]["runtime_ns"] == result["runtime_ns"], "the bandwidth is over the whole replay"
+
+
 def test_the_trace_names_the_target(tmp_path: Path) -> None:
     trace = tmp_path / "t.log"
     trace.write_text("fio version 2 iolog\n/dev/nvme0n2 add\n/dev/nvme0n2 write 0 4096\n")

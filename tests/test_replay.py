@@ -205,6 +205,24 @@ def test_a_trace_whose_times_start_at_zero_keeps_its_first_gap(tmp_path: Path, f
     assert doc["jobs"][0]["job_runtime"] == 2000
 
 
+def test_a_flush_after_the_last_io_holds_the_replay_as_in_fio(tmp_path: Path, fresh: Path) -> None:
+    """fio waits a blktrace's trailing flush before the job ends (fio 3.33 --ioengine=null
+    on this trace: job_runtime 303 ms); the replay ended with its last write (2 ms)."""
+    q = tf.TC_QUEUE | tf.TA_QUEUE
+    r = tf.records(
+        np.array([1000, 2_000_000, 302_000_000]),
+        np.array([0, 8, 0]),
+        np.array([4096, 4096, 0]),
+        np.array([tf.TC_WRITE | q, tf.TC_WRITE | q, tf.TC_WRITE | tf.TC_FLUSH | tf.TC_SYNC | q]),
+    )
+    doc = replay(fresh, tf.write_blktrace(tmp_path / "f.blktrace", r), "--scratch")
+    assert doc["replay"]["trace_span_ns"] == 301_999_000 and doc["replay"]["trace_syncs"] == 1
+    job = doc["jobs"][0]
+    assert job["job_runtime"] == 301
+    assert job["write"]["runtime"] in (301, 302), "the direction's runtime spans the whole replay (fio: 303)"
+    assert job["write"]["bw_bytes"] == 8192 * 1000 // job["write"]["runtime"]
+
+
 def test_a_volume_the_trace_does_not_hold_is_named_with_the_volumes_it_does(tmp_path: Path, fresh: Path) -> None:
     trace = tmp_path / "t.csv"
     trace.write_text("0,h,0,Read,0,4096,1\n1,h,1,Write,4096,4096,1\n2,web,0,Write,8192,4096,1\n")

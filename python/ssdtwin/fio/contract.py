@@ -44,6 +44,7 @@ class FioFacts(TypedDict):
     iolog_record: tuple[str, ...]
     replay_record: tuple[str, ...]
     replay_absolute: int
+    replay_tail: int
     max_run_ns: int
 
 

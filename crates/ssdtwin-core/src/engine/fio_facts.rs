@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::fio::report::{IODEPTH_BIN_LOW, LAT_EDGES, LAT_MS_EDGES};
 use super::fio::MAX_RUN_NS;
-use super::iolog::{LOG_RECORD, REPLAY_ABSOLUTE, REPLAY_RECORD};
+use super::iolog::{LOG_RECORD, REPLAY_ABSOLUTE, REPLAY_RECORD, REPLAY_TAIL};
 use crate::stats::{plat_bounds, plat_value, PLAT_BITS, PLAT_GROUP_NR, PLAT_NR};
 use crate::workload::Ddir;
 
@@ -51,6 +51,9 @@ pub struct FioFacts {
     /// The bit of a replay record's `kind` that makes its delay absolute (since the clone's
     /// start) rather than a gap after the previous issue.
     pub replay_absolute: u64,
+    /// The bit of a replay record's `kind` that makes it the trace's tail: the last record,
+    /// issuing nothing, holding the job until its time (the lines after the last I/O).
+    pub replay_tail: u64,
     /// The longest run the engine simulates (virtual ns); the parser refuses jobs past it.
     pub max_run_ns: u64,
 }
@@ -71,6 +74,7 @@ pub fn fio_facts() -> FioFacts {
         iolog_record: LOG_RECORD,
         replay_record: REPLAY_RECORD,
         replay_absolute: REPLAY_ABSOLUTE,
+        replay_tail: REPLAY_TAIL,
         max_run_ns: MAX_RUN_NS,
     }
 }

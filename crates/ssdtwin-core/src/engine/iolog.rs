@@ -22,6 +22,11 @@ pub const REPLAY_FIELDS: usize = REPLAY_RECORD.len();
 /// Bit of a replay record's kind: its delay is a time since the clone's start (a version 2
 /// `wait`), not a gap after the previous issue.
 pub const REPLAY_ABSOLUTE: u64 = 1 << 8;
+/// Bit of a replay record's kind: the record issues nothing and holds the job until its
+/// time (the trace's lines after its last I/O: fio waits a closing `close`, a trailing sync
+/// or `wait` before the job ends). Only the last record may have it; its ddir, offset and
+/// length are 0.
+pub const REPLAY_TAIL: u64 = 1 << 9;
 /// The longest wait a replayed record holds its I/O for (2^62 ns, 146 years: far past the
 /// run limit, and far from u64::MAX, which reads as "never").
 pub const MAX_REPLAY_WAIT_NS: u64 = 1 << 62;
@@ -62,12 +67,13 @@ pub fn unpack(trace: &Packed, i: usize) -> ReplayIo {
         delay_ns: f(3),
         extra_ns: f(4),
         absolute: kind & REPLAY_ABSOLUTE != 0,
+        tail: kind & REPLAY_TAIL != 0,
     }
 }
 
 /// Append `io` to a packed trace.
 pub fn pack(trace: &mut Packed, io: &ReplayIo) {
-    let kind = io.ddir.index() as u64 | if io.absolute { REPLAY_ABSOLUTE } else { 0 };
+    let kind = io.ddir.index() as u64 | if io.absolute { REPLAY_ABSOLUTE } else { 0 } | if io.tail { REPLAY_TAIL } else { 0 };
     trace.push(&[kind, io.offset, io.len, io.delay_ns, io.extra_ns]);
 }
 
@@ -88,7 +94,8 @@ impl ReplaySource for InMemory {
     }
 
     fn total_ios(&self) -> Option<u64> {
-        Some(self.len as u64)
+        let tail = self.len > 0 && unpack(&self.trace, self.len - 1).tail;
+        Some(self.len as u64 - tail as u64)
     }
 }
 
@@ -117,6 +124,10 @@ pub struct Replay {
     drawn: u64,
     /// The pacing of the drawn I/Os not issued yet, oldest (the next to issue) first.
     ahead: VecDeque<Pace>,
+    /// The trace's tail ([`REPLAY_TAIL`]), once drawn: the job ends no earlier than its time.
+    tail: Option<Pace>,
+    /// The source has nothing more (it is not asked again).
+    drained: bool,
     start_ns: Option<u64>,
     last_issue_ns: u64,
     /// When the front record may go, once computed (it depends on when it was first asked).
@@ -134,10 +145,19 @@ impl Replay {
         let len = trace.records.records(REPLAY_FIELDS);
         for i in 0..len {
             let kind = trace.records.field(i, REPLAY_FIELDS, 0);
-            if kind & !REPLAY_ABSOLUTE > 2 {
+            if kind & !(REPLAY_ABSOLUTE | REPLAY_TAIL) > 2 {
                 return Err(format!("replay record {i}: kind {kind} is not a direction"));
             }
-            if let Some(why) = misfit(i as u64, &unpack(&trace.records, i), target_bytes, lba) {
+            let io = unpack(&trace.records, i);
+            if io.tail {
+                if i + 1 != len || io.offset != 0 || io.len != 0 || kind & 0xff != 0 {
+                    return Err(format!(
+                        "replay record {i}: a tail (kind bit {REPLAY_TAIL}) is the last record, with kind, offset and length 0"
+                    ));
+                }
+                continue;
+            }
+            if let Some(why) = misfit(i as u64, &io, target_bytes, lba) {
                 return Err(why);
             }
         }
@@ -147,7 +167,18 @@ impl Replay {
     /// A trace read as the run goes (a file streamed in bounded memory); each record is
     /// checked as it is drawn.
     pub fn streamed(source: Box<dyn ReplaySource>, target_bytes: u64, lba: u64) -> Replay {
-        Replay { source, target_bytes, lba, drawn: 0, ahead: VecDeque::new(), start_ns: None, last_issue_ns: 0, ready_at: None }
+        Replay {
+            source,
+            target_bytes,
+            lba,
+            drawn: 0,
+            ahead: VecDeque::new(),
+            tail: None,
+            drained: false,
+            start_ns: None,
+            last_issue_ns: 0,
+            ready_at: None,
+        }
     }
 
     /// The trace's records: the I/Os the replay issues (its progress total), when known
@@ -156,9 +187,20 @@ impl Replay {
         self.source.total_ios()
     }
 
-    /// The next I/O of the trace, None at its end.
+    /// The next I/O of the trace, None at its end (a tail is kept for [`Replay::hold_until`]).
     pub fn draw(&mut self) -> Result<Option<Io>, String> {
-        let Some(io) = self.source.next_io()? else { return Ok(None) };
+        if self.drained {
+            return Ok(None);
+        }
+        let Some(io) = self.source.next_io()? else {
+            self.drained = true;
+            return Ok(None);
+        };
+        if io.tail {
+            self.drained = true;
+            self.tail = Some(Pace { delay_ns: io.delay_ns, extra_ns: io.extra_ns, absolute: io.absolute });
+            return Ok(None);
+        }
         if let Some(why) = misfit(self.drawn, &io, self.target_bytes, self.lba) {
             return Err(why);
         }
@@ -168,7 +210,8 @@ impl Replay {
     }
 
     /// When the next I/O to issue is held back by the trace's timing: the time it may go,
-    /// if later than `now`.
+    /// if later than `now`. Once every I/O was issued, the time the trace's tail holds the
+    /// job until (fio waits it as it would before another I/O), if later than `now`.
     pub fn hold_until(&mut self, now: u64) -> Option<u64> {
         // The clone's first request comes at its start: fio's clock for the trace.
         let start = match self.start_ns {
@@ -182,7 +225,11 @@ impl Replay {
         let at = match self.ready_at {
             Some(at) => at,
             None => {
-                let p = *self.ahead.front()?;
+                let p = match self.ahead.front() {
+                    Some(p) => *p,
+                    None if self.drained => self.tail?,
+                    None => return None,
+                };
                 // A trace's gaps times a huge --time-scale saturate at u64::MAX, which the
                 // event loop reads as "never": the rest of the trace was dropped without a
                 // word. Held below it, such a wait passes the run's time limit, an error.
@@ -254,6 +301,40 @@ mod tests {
             now += 20; // the next request comes 20 ns after each issue
         }
         assert_eq!(times, vec![1000, 1100, 1100 + 50 + 30, 1180 + 1000, 6000]);
+        assert_eq!(r.hold_until(now), None, "no tail: the job ends with its last I/O");
+    }
+
+    /// A trace's tail holds the job after its last I/O, paced like an I/O; it issues
+    /// nothing, is not counted as an I/O, and must be the last record.
+    #[test]
+    fn a_tail_holds_the_job_after_the_last_io() {
+        let t = |tail_kind| trace(&[[1, 0, 512, 0, 0], [1, 512, 512, 100, 0], [tail_kind, 0, 0, 1000, 7]]);
+        let mut r = Replay::new(t(REPLAY_TAIL), 1 << 20, 512).unwrap();
+        assert_eq!(r.records(), Some(2));
+        let mut issued = 0;
+        let mut now = 0;
+        while r.draw().unwrap().is_some() {
+            if let Some(at) = r.hold_until(now) {
+                now = at;
+            }
+            r.issued(now);
+            issued += 1;
+        }
+        assert_eq!((issued, now), (2, 100));
+        assert_eq!(r.hold_until(150), Some(100 + 1000 + 7), "its delay after the last issue, then the extra");
+        assert_eq!(r.draw().unwrap(), None);
+        assert_eq!(r.hold_until(1107), None);
+        let mut absolute = Replay::new(t(REPLAY_TAIL | REPLAY_ABSOLUTE), 1 << 20, 512).unwrap();
+        while absolute.draw().unwrap().is_some() {
+            let at = absolute.hold_until(0).unwrap_or(0);
+            absolute.issued(at);
+        }
+        assert_eq!(absolute.hold_until(100), Some(1000), "a version 2 wait counts from the start");
+        let mut early = trace(&[[REPLAY_TAIL, 0, 0, 5, 0]]);
+        early.records.push(&[1, 0, 512, 0, 0]);
+        let e = Replay::new(early, 1 << 20, 512).err().expect("a tail before an I/O is refused");
+        assert!(e.contains("a tail (kind bit 512) is the last record"), "{e}");
+        assert!(Replay::new(trace(&[[REPLAY_TAIL | 1, 0, 0, 5, 0]]), 1 << 20, 512).is_err());
     }
 
     mod engine {

@@ -177,6 +177,19 @@ impl Runner<'_> {
             match cl.next_io()? {
                 Some(io) => cl.pending.push_back(io),
                 None => {
+                    // read_iolog: the trace's lines after its last I/O (a close, a sync, a
+                    // wait) hold the job until their time, as fio waits them before it ends
+                    // (iolog.c ipo_special, read_iolog_get): the drive idles meanwhile. fio
+                    // sleeps through `runtime` there (iolog_delay stops only at terminate),
+                    // as it does before a held I/O.
+                    if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
+                        if cl.rate.wake_ns != at {
+                            cl.rate.wake_ns = at;
+                            self.push(at, Ev::Wake(c as u32));
+                        }
+                        self.maybe_idle(now)?;
+                        return Ok(Gate::Wait);
+                    }
                     cl.stopping = true;
                     return Ok(Gate::Again);
                 }

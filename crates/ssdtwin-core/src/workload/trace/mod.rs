@@ -84,7 +84,8 @@ impl<'de> Deserialize<'de> for Packed {
 /// no earlier than `delay` after the previous issue; file actions (open, close) between two
 /// I/Os wait their own delays in turn, which the parser folds into `extra` (waited in full
 /// after the first). With `REPLAY_ABSOLUTE` the entry waits until `delay` after the
-/// clone's start instead (version 2 `wait`).
+/// clone's start instead (version 2 `wait`). With `REPLAY_TAIL` the entry, the last,
+/// issues nothing: it holds the job until its time (the lines after the trace's last I/O).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayTrace {
@@ -103,6 +104,11 @@ pub struct ReplayIo {
     pub delay_ns: u64,
     pub extra_ns: u64,
     pub absolute: bool,
+    /// Not an I/O: the trace's lines after its last I/O (a close, a sync, a version 2
+    /// `wait`), which fio waits for before the job ends (iolog.c `ipo_special` and
+    /// `read_iolog_get` call `iolog_delay` for them). Only ever the last of a trace; its
+    /// ddir, offset and length mean nothing.
+    pub tail: bool,
 }
 
 /// Where a replay's I/Os come from, one at a time: a trace in memory or a file streamed.

@@ -8,7 +8,8 @@
 //! moves back to end there. With `widen`, an I/O not on the target's LBA grid grows to
 //! whole LBAs (a 512-byte-sector trace on a 4 KiB namespace); without, it is refused, as
 //! `ssdtwin fio` refuses it. Lines between two I/Os that issue nothing (flushes, file
-//! actions) fold their delays into the next I/O's, as fio waits them in turn.
+//! actions) fold their delays into the next I/O's, as fio waits them in turn; those after
+//! the last I/O become a last record that issues nothing and holds the job until its time.
 
 use std::io::BufRead;
 
@@ -20,6 +21,7 @@ use super::blktrace::{self, BlktraceReader};
 use super::csv::{split_fields, CsvFormat, CsvReader, UTF8_BOM};
 use super::iolog::{IologReader, HEADER_V2, HEADER_V3};
 use super::{decimal, At, FioReplay, ReplayIo, ReplaySource, TraceError, TraceIo, TraceOp, TraceReader};
+use crate::workload::Ddir;
 
 /// A trace file's format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -232,7 +234,20 @@ impl Mapper {
             (None, None) => (io.delay_ns, 0, false),
         };
         self.more_gaps = 0;
-        Ok(Some(ReplayIo { ddir, offset, len, delay_ns, extra_ns, absolute }))
+        Ok(Some(ReplayIo { ddir, offset, len, delay_ns, extra_ns, absolute, tail: false }))
+    }
+
+    /// At the trace's end: the lines read since its last I/O, which fio waits for before
+    /// the job ends, as a record that issues nothing ([`ReplayIo::tail`]); None when there
+    /// are none. Taken once.
+    pub fn finish(&mut self) -> Option<ReplayIo> {
+        let (delay_ns, extra_ns, absolute) = match (self.wait.take(), self.first_gap.take()) {
+            (Some(w), _) => (w, 0, true),
+            (None, Some(first)) => (first, self.more_gaps, false),
+            (None, None) => return None,
+        };
+        self.more_gaps = 0;
+        Some(ReplayIo { ddir: Ddir::Read, offset: 0, len: 0, delay_ns, extra_ns, absolute, tail: true })
     }
 
     /// Where `io` lands, and its length: on the grid, inside the target.
@@ -436,8 +451,8 @@ pub fn scan(mut lines: Lines, format: Format, keep_going: &mut dyn FnMut(u64) ->
     Ok(Some(tally.finish(&lines)))
 }
 
-/// Every I/O of `lines` (at most `max_ios`: the next is an error naming its line), and the
-/// trace's summary.
+/// Every I/O of `lines` (at most `max_ios`: the next is an error naming its line), then the
+/// trace's tail if it has one ([`Mapper::finish`]), and the trace's summary.
 pub fn collect(mut lines: Lines, format: Format, max_ios: u64, mut each: impl FnMut(&ReplayIo)) -> Result<Summary, TraceError> {
     let mut tally = Tally::new(format);
     while let Some((io, replay)) = lines.next_line()? {
@@ -448,6 +463,9 @@ pub fn collect(mut lines: Lines, format: Format, max_ios: u64, mut each: impl Fn
             each(r);
         }
         tally.add(&io, replay.as_ref());
+    }
+    if let Some(tail) = lines.mapper.finish() {
+        each(&tail);
     }
     Ok(tally.finish(&lines))
 }
@@ -469,7 +487,7 @@ impl ReplaySource for Stream {
     fn next_io(&mut self) -> Result<Option<ReplayIo>, String> {
         loop {
             match self.lines.next_line().map_err(|e| e.render(&self.file))? {
-                None => return Ok(None),
+                None => return Ok(self.lines.mapper.finish()),
                 Some((_, None)) => continue,
                 Some((_, Some(io))) => {
                     self.progress.store(self.lines.ios, Ordering::Relaxed);
@@ -483,7 +501,6 @@ impl ReplaySource for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::Ddir;
 
     fn io(op: TraceOp, offset: u64, len: u64, delay_ns: u64, line: u64) -> TraceIo {
         TraceIo { op, offset, len, delay_ns, volume: 0, at: At::Line(line) }
@@ -550,6 +567,43 @@ mod tests {
         .collect();
         let got: Vec<(u64, u64, bool)> = out.into_iter().flatten().map(|r| (r.delay_ns, r.extra_ns, r.absolute)).collect();
         assert_eq!(got, vec![(5, 7 + 11, false), (1000, 0, true), (13, 0, false)]);
+        assert_eq!(m.finish(), None, "a trace that ends with an I/O has no tail");
+    }
+
+    /// The lines after the last I/O (an iolog's close, a flush, a wait) were dropped: the
+    /// replay ended at its last I/O where fio waits for them (iolog.c ipo_special).
+    #[test]
+    fn lines_after_the_last_io_become_a_tail() {
+        let mut m = Mapper::new(target(Beyond::Refuse, false), 0);
+        for i in [io(W, 0, 4096, 1, 1), io(TraceOp::Sync, 0, 0, 300, 2), io(TraceOp::Pause, 0, 0, 1000, 3)] {
+            m.map(&i).unwrap();
+        }
+        let tail = m.finish().unwrap();
+        assert_eq!((tail.tail, tail.delay_ns, tail.extra_ns, tail.absolute, tail.len), (true, 300, 1000, false, 0));
+        assert_eq!(m.finish(), None, "taken once");
+        let mut v2 = Mapper::new(target(Beyond::Refuse, false), 0);
+        v2.map(&io(W, 0, 4096, 0, 1)).unwrap();
+        v2.map(&io(TraceOp::WaitUntil(1_500_000_000), 0, 0, 0, 2)).unwrap();
+        let wait = v2.finish().unwrap();
+        assert_eq!((wait.delay_ns, wait.absolute), (1_500_000_000, true));
+        // Streamed and collected alike: the I/Os, then the tail.
+        let text = "fio version 3 iolog\n0 f add\n0 f open\n1000 f write 0 4096\n1001000 f close\n";
+        let plan = Plan {
+            format: "auto".into(),
+            fio: FioReplay::default(),
+            volume: None,
+            target: target(Beyond::Refuse, false),
+            limits: Limits::default(),
+            trace_end: 0,
+        };
+        let lines = || plan.lines(Format::FioIolog, std::io::Cursor::new(text.as_bytes().to_vec())).unwrap();
+        let mut got = Vec::new();
+        let summary = collect(lines(), Format::FioIolog, 10, |r| got.push((r.tail, r.delay_ns))).unwrap();
+        assert_eq!(got, vec![(false, 0), (true, 1_000_000_000)]);
+        assert_eq!((summary.total_ios(), summary.span_ns), (1, 1_000_000_000));
+        let mut stream = Stream::new(lines(), "t.log");
+        let streamed: Vec<bool> = std::iter::from_fn(|| stream.next_io().unwrap()).map(|r| r.tail).collect();
+        assert_eq!(streamed, vec![false, true]);
     }
 
     #[test]
