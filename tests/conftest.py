@@ -24,6 +24,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # terminal's default; a handler here (in each xdist worker) is reset to it at exec.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Under nohup SIGHUP is ignored the same way, and `ssdtwin serve` keeps an ignored SIGHUP
+    # ignored (as nohup asks): the hang-up test's server would never see its signal. A
+    # handler that does nothing keeps this process as nohup left it; its children start with
+    # the default (a handler is reset at exec).
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, lambda _sig, _frame: None)
     _fio_with_a_named_clock()
 
 
