@@ -4,8 +4,8 @@ The limit is `number_ios × loops` (tests/fio/conformance/number_ios-*.fio compa
 real fio), counted from the end of `ramp_time` (reset_all_stats zeroes the count), and it
 ends nothing in a time-based job or a replay, whose do_io loop goes on regardless.
 Measured with fio 3.33 and ioengine=null: `number_ios=100 rate_iops=1000 ramp_time=50ms`
-issues 151 I/Os and reports 100; `number_ios=10 time_based runtime=1` runs the whole
-second; a 50-line trace replayed with `number_ios=10` issues 50.
+runs 151 I/Os and reports 100; `number_ios=10 time_based runtime=1` runs the whole
+second; a 50-line trace replayed with `number_ios=10` runs 50.
 """
 
 from __future__ import annotations

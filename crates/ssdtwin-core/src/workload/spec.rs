@@ -301,7 +301,7 @@ impl JobSpec {
     /// zeroes the count there). None without number_ios, and for a time-based job: fio
     /// 3.33's do_io loop goes on while `time_based`, and while a replayed trace has lines,
     /// so there number_ios ends nothing (the replay's callers check that). Measured with
-    /// ioengine=null: `number_ios=10 loops=3` issues 30 I/Os, `number_ios=10 time_based
+    /// ioengine=null: `number_ios=10 loops=3` runs 30 I/Os, `number_ios=10 time_based
     /// runtime=1` runs the second, a 50-line trace with `number_ios=10` replays 50.
     pub fn number_ios_limit(&self) -> Option<u64> {
         (self.number_ios > 0 && !self.time_based).then(|| self.number_ios.saturating_mul(self.loops.max(1)))
