@@ -98,6 +98,9 @@ def test_targets_and_markdown_say_what_misses() -> None:
     assert v.targets_met(res) == ["1 of 2 predicted figures within 15 % (the target is 85 %)"]
     md = v.markdown(res, "ssdtwin validate")
     assert "| ! | d | fig |" in md and "the reason" in md and "+30.0%" in md
+    # published and twin figures with four significant digits and no exponent (1.549e+06 read badly)
+    big = v.markdown(v.summarise([mk("predicted", 1_549_000, 1_548_321.7)], v.Settings(scale=256), 1.0), "ssdtwin validate")
+    assert "| 1,549,000 | 1,548,000 | -0.0% |" in big and "e+0" not in big
     figs[0] = mk("calibrated", 100, 106)
     assert "1 calibrated figure(s) outside 5 %" in v.targets_met(v.summarise(figs, v.Settings(), 1.0))
 

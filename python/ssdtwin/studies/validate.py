@@ -676,6 +676,17 @@ def targets_met(result: dict[str, Any]) -> list[str]:
     return out
 
 
+def _four_digits(x: float) -> str:
+    """Four significant digits with thousands separators and never an exponent: the table's
+    readers compare 1,549,000 IOPS with a datasheet's 1.5M, not with 1.549e+06."""
+    if not math.isfinite(x):
+        return f"{x:,.4g}"
+    rounded = float(f"{x:.4g}")  # 9,999.6 is 10,000: decide on the rounded value
+    if abs(rounded) < 1e4:
+        return f"{rounded:,.4g}"
+    return f"{rounded:,.0f}"
+
+
 def markdown(result: dict[str, Any], command: str) -> str:
     """docs/validation.md: the accuracy table, its summary, and the reasons for each miss."""
     s = result["summary"]
@@ -702,12 +713,12 @@ def markdown(result: dict[str, Any], command: str) -> str:
     ]
     for f in result["figures"]:
         err = "n/a" if f["error"] is None else f"{f['error']:+.1%}"
-        twin = "n/a" if f["twin"] is None else f"{f['twin']:,.4g}"
-        band = f"{f['twin_low']:,.4g} to {f['twin_high']:,.4g} ({f['band']})" if f["twin_low"] is not None else ""
+        twin = "n/a" if f["twin"] is None else _four_digits(f["twin"])
+        band = f"{_four_digits(f['twin_low'])} to {_four_digits(f['twin_high'])} ({f['band']})" if f["twin_low"] is not None else ""
         point = f["error"] is not None and abs(f["error"]) <= (CALIBRATED_TOL if f["kind"] == "calibrated" else PREDICTED_TOL)
         mark = "" if point else "~" if f["in_band"] else "!"
         lines.append(
-            f"| {mark} | {f['system']} | {f['figure']} | {f['unit']} | {f['published']:,.4g} | {twin} | {err} | {band} | "
+            f"| {mark} | {f['system']} | {f['figure']} | {f['unit']} | {_four_digits(f['published'])} | {twin} | {err} | {band} | "
             f"{f['kind']} | {f['source']} |"
         )
 
