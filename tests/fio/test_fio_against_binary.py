@@ -8,6 +8,7 @@ lines, the same accept/refuse decisions where we agree with fio, and the same I/
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -276,3 +277,27 @@ def test_regions_match_fio_io(fio_binary: str, tmp_path: Path, body: str) -> Non
         bs = spec["bs"]["write"]["min"]
         assert min(offsets) == spec["offset_bytes"]
         assert max(offsets) + bs == spec["offset_bytes"] + spec["io_size_bytes"]
+
+
+@pytest.mark.parametrize("extra", ["21", "abc", "21.12345", "21:22"])
+def test_a_percentile_list_past_20_entries_keeps_the_first_20_as_fio_does(fio_binary: str, tmp_path: Path, extra: str) -> None:
+    """fio 3.33 logs "the list exceeding max length 20", reads no entry past the 20th and runs
+    the job with the first 20 (the decimals of the first '.' past them still count); the twin
+    refused the job."""
+    plist = ":".join(str(i) for i in range(1, 21)) + ":" + extra
+    job = f"[x]\nioengine=null\nfilename=/dev/null\nsize=64k\npercentile_list={plist}\n"
+    (tmp_path / "p.fio").write_text(job)
+    proc = _fio(fio_binary, "--output-format=json", "p.fio", cwd=tmp_path)
+    assert proc.returncode == 0 and "the list exceeding max length 20" in proc.stderr
+    fio_keys = list(json.loads(proc.stdout)["jobs"][0]["read"]["clat_ns"]["percentile"])
+    fio_normal = _fio(fio_binary, "p.fio", cwd=tmp_path).stdout
+    run = parse_string(job, env={})
+    st = run.jobs[0].state
+    assert [f"{p:f}" for p in st["percentile_list"]] == fio_keys
+    # The normal output's percentile labels carry the precision: 1.00000th with 5, 1th with 0.
+    assert re.search(r"\|\s+" + re.escape(f"{1.0:.{st['percentile_precision']}f}th=["), fio_normal), fio_normal
+    entries = len(plist.split(":"))
+    assert run.warnings == [
+        f"<string>:5: percentile_list: the list exceeds max length 20: its first 20 of {entries} values kept, "
+        "the rest not read (as fio 3.33 does)"
+    ]

@@ -28,6 +28,7 @@ from .values import (
     split_top,
     time_us,
     uint_in,
+    warn,
 )
 
 # Engines whose I/O is synchronous: fio caps their queue depth at 1 (backend.c, "queue
@@ -355,23 +356,44 @@ def zone_bytes(st: State, text: str) -> Any:
 # --- reporting and logs -----------------------------------------------------------------
 
 
+# fio's FIO_IO_U_LIST_MAX_LEN: the entries a FIO_OPT_FLOAT_LIST holds.
+FLOAT_LIST_MAX = 20
+
+
+def _float_list_kept(st: State, items: list[str]) -> list[str]:
+    """The entries fio keeps of a ':' list: the first 20. fio 3.33 (parse.c, FIO_OPT_FLOAT_LIST)
+    logs "the list exceeding max length 20" once per further entry, reads none of them and
+    runs the job with the first 20 (measured: 21 entries, the 21st "abc" or "150", exit 0)."""
+    if len(items) <= FLOAT_LIST_MAX:
+        return items
+    warn(
+        st,
+        f"the list exceeds max length {FLOAT_LIST_MAX}: its first {FLOAT_LIST_MAX} of {len(items)} "
+        f"values kept, the rest not read (as fio 3.33 does)",
+    )
+    return items[:FLOAT_LIST_MAX]
+
+
 def set_percentile_list(st: State, value: Optional[str]) -> None:
     """Sets ``percentile_list`` and ``percentile_precision`` (the most decimals written)."""
     text = require(value)
     items = text.split(":")
-    if len(items) > 20:
-        raise ValueError("the list exceeds max length 20")
+    kept = _float_list_kept(st, items)
     values = []
     precision = 0
-    for item in items:
+    for i, item in enumerate(kept):
         if "," in item:
             raise ValueError(f"'{item}' is not a number: percentiles are separated by ':' (allowed 0 to 100 each, at most 20)")
         v = number(item, "0 to 100 each, separated by ':'")
         if v > 100.0:
             raise ValueError(f"value out of range: {v:f} (range max: 100.000000)")
         values.append(v)
-        if "." in item:
-            precision = max(precision, len(re.match(r"[0-9]*", item.split(".", 1)[1]).group(0)))  # type: ignore[union-attr]
+        # fio counts the decimals after the first '.' of the rest of the list, from this
+        # entry on: an entry past the 20th is not read, but its decimals can still count
+        # (measured: a 21st entry 21.12345 prints the percentiles with 5 decimals).
+        rest = ":".join(items[i:])
+        if "." in rest:
+            precision = max(precision, len(re.match(r"[0-9]*", rest.split(".", 1)[1]).group(0)))  # type: ignore[union-attr]
     st["percentile_list"] = values
     st["percentile_precision"] = precision
 
@@ -392,11 +414,8 @@ def set_log(kind: str) -> Handler:
 
 
 def float_list(st: State, text: str) -> Any:
-    """fio's FIO_OPT_FLOAT_LIST: up to 20 numbers separated by ':' (parse.c)."""
-    items = text.split(":")
-    if len(items) > 20:
-        raise ValueError("the list exceeds max length 20")
-    return [number(item) for item in items]
+    """fio's FIO_OPT_FLOAT_LIST: numbers separated by ':', the first 20 kept (parse.c)."""
+    return [number(item) for item in _float_list_kept(st, text.split(":"))]
 
 
 def replay_align(st: State, text: str) -> Any:
