@@ -413,6 +413,12 @@ BAD_VALUES = [
     ("random_distribution=uniform", "not one of"),
     ("percentage_random=101", "max value"),
     ("percentile_list=50:101", "out of range"),
+    # A negative size names the range (it was a bare "not a size").
+    ("size=-4k", "size=-4k: not a size: negative (allowed 0 or more)"),
+    ("zoneskip=-16k", "zoneskip=-16k: negative: allowed 0 to 9223372036854775807 bytes (fio 3.33 reads it as 16k"),
+    ("offset_increment=-50", "negative: allowed 0 to 9223372036854775807 bytes or 0% to 100% (fio 3.33 aborts on it)"),
+    ("offset_increment=-50%", "(fio 3.33 reads it as 50%)"),
+    ("thinktime_blocks=-1", "negative: allowed 0 to 4294967295 blocks (fio 3.33 wraps it to 4294967295 blocks"),
     # A negative percentage is a number out of range (fio: "value out of range: -1.000000
     # (range min: 0.000000)"), not "not a number"; a comma is not the list's separator.
     ("percentile_list=-1", "value out of range: -1 (allowed 0 to 100 each"),
