@@ -19,7 +19,7 @@ import pytest
 
 from ssdtwin import _core
 from ssdtwin.drive import Drive
-from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, namespace_rows, run_cli
+from twin import CM6, P5316, SSDTWIN, check_image, copy_image, image_digest, namespace_rows, run_cli
 
 # The KIOXIA experiment's namespace sizes (KIOXIA CM6 namespace brief), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
@@ -709,3 +709,24 @@ def test_help_lists_every_command() -> None:
         "inject-media-error",
     ):
         assert cmd in sub, cmd
+
+
+@pytest.mark.parametrize("stderr", ["2>&-", "2</dev/null"])
+def test_every_command_runs_with_stderr_closed(tmp_path: Path, stderr: str) -> None:
+    """Only `serve` pointed a closed stderr at /dev/null. `ssdtwin create IMG 2>&-` created
+    the image, then failed its note (Python left sys.stderr None; through pyenv's shim a
+    read-only descriptor 2) and exited 1; `ssdtwin fio IMG job --output-format json 2>&-`
+    exited 1 after its JSON. Every command now runs as usual, its notes going nowhere."""
+    d, job = tmp_path / "cm6", tmp_path / "w.fio"
+    job.write_text("[w]\nrw=randwrite\nbs=4k\nsize=1m\n")
+
+    def closed(*args: object) -> subprocess.CompletedProcess[str]:
+        argv = ["sh", "-c", f'exec "$@" {stderr}', "sh", *SSDTWIN, *map(str, args)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+    created = closed("create", d, "--model", CM6, "--scale", "1/454")
+    assert created.returncode == 0 and created.stdout.startswith(f"created {d}:"), created
+    ran = closed("fio", d, job, "--output-format", "json")
+    assert ran.returncode == 0, ran
+    assert json.loads(ran.stdout)["jobs"][0]["write"]["io_bytes"] == 1 << 20
+    check_image(d)

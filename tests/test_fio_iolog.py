@@ -195,6 +195,21 @@ def test_lines_after_the_last_io_hold_the_job_as_in_fio(tmp_path: Path, case: st
     assert result["write"]["runtime_ns"] == result["runtime_ns"], "the bandwidth is over the whole replay"
 
 
+def test_a_trace_of_waits_and_no_io_replays_its_waits_as_fio_does(tmp_path: Path) -> None:
+    """fio 3.33 fails an iolog with no read, write or wait ("failed initializing iolog") but
+    runs one of version 2 waits alone: it waits, and ends with no I/O (measured with
+    --ioengine=null: `wait 1500`, exit 0, job_runtime 1399 ms, its wait counted from fio's
+    genesis). The twin refused it: "no I/O to replay"."""
+    trace = tmp_path / "t.log"
+    trace.write_text("fio version 2 iolog\nf add\nf open\nf wait 700 0\nf wait 1500 0\nf close\n")
+    run = parse_string(f"[v]\nread_iolog={trace}\n", cwd=tmp_path)
+    with Drive.in_memory(CM6, scale=454) as d:
+        ns = d.namespaces()[0]
+        (result,) = d.run_fio(run.to_engine(ns.bytes, ns.lba_bytes), 1, True, None)
+    assert result["runtime_ns"] == 1_500_000_000
+    assert [result[k]["total_ios"] for k in ("read", "write", "trim")] == [0, 0, 0]
+
+
 def test_the_trace_names_the_target(tmp_path: Path) -> None:
     trace = tmp_path / "t.log"
     trace.write_text("fio version 2 iolog\n/dev/nvme0n2 add\n/dev/nvme0n2 write 0 4096\n")
@@ -228,6 +243,10 @@ BAD_TRACES = {
         r"t\.log: record 1 \(byte 48\): truncated: the file ends 20 bytes into a 48-byte record",
     ),
     "no I/O": ("fio version 2 iolog\nf add\nf open\nf close\n", r"read_iolog=.*t\.log: no I/O to replay"),
+    # fio counts reads, writes and waits (read_iolog2): a sync is not one.
+    "a sync and no I/O": ("fio version 3 iolog\n0 f add\n0 f open\n500 f sync 0 0\n", r"read_iolog=.*t\.log: no I/O to replay"),
+    # replay_no_stall drops the waits, and fio then fails the trace too.
+    "waits dropped by replay_no_stall": ("fio version 2 iolog\nf add\nf wait 1500 0\n", r"no I/O to replay"),
 }
 
 
@@ -243,7 +262,8 @@ def _write_trace(path: Path, content: str | bytes) -> Path:
 def test_bad_traces_are_refused_naming_file_line_and_field(tmp_path: Path, case: str) -> None:
     content, pattern = BAD_TRACES[case]
     trace = _write_trace(tmp_path / "t.log", content)
-    run = parse_string(f"[bad]\nrw=write\nsize=1m\nread_iolog={trace}\n", cwd=tmp_path)
+    stall = "replay_no_stall=1\n" if "no_stall" in case else ""
+    run = parse_string(f"[bad]\nrw=write\nsize=1m\nread_iolog={trace}\n{stall}", cwd=tmp_path)
     with pytest.raises(FioJobError) as e:
         run.to_engine(9_390_000_000 // 4096 * 4096, 512)
     assert re.search(pattern, str(e.value)), str(e.value)

@@ -37,3 +37,14 @@ def test_number_ios_does_not_cut_a_replay_short(fresh: Path, tmp_path: Path) -> 
     trace.write_text("\n".join(lines + ["/dev/nvme0n1 close"]) + "\n")
     r = run_fio(fresh, f"[r]\nioengine=psync\nread_iolog={trace}\nnumber_ios=10\n", tmp_path / "run", "--scratch")
     assert (r.job("r")["read"]["total_ios"], r.job("r")["read"]["io_bytes"]) == (50, 50 * 4096)
+
+
+def test_number_ios_with_trimwrite_doubles_each_loop_as_fio_does(fresh: Path, tmp_path: Path) -> None:
+    """fio's do_io doubles number_ios at the start of every loop of a trimwrite job, and loop
+    k ends at number_ios × 2^k × k I/Os in all (measured with fio 3.33, ioengine=null:
+    number_ios=5 runs 5 trims and 5 writes, 20 of each with loops=2, 60 with loops=3). The
+    twin stopped after number_ios I/Os in all: 3 trims and 2 writes."""
+    for loops, each in ((1, 5), (2, 20), (3, 60)):
+        job = f"[t]\nioengine=psync\nrw=trimwrite\nbs=4k\nsize=1m\nnumber_ios=5\nloops={loops}\n"
+        r = run_fio(fresh, job, tmp_path / str(loops), "--scratch")
+        assert (r.job("t")["trim"]["total_ios"], r.job("t")["write"]["total_ios"]) == (each, each), loops

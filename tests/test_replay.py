@@ -205,6 +205,20 @@ def test_a_trace_whose_times_start_at_zero_keeps_its_first_gap(tmp_path: Path, f
     assert doc["jobs"][0]["job_runtime"] == 2000
 
 
+def test_a_version_2_trace_timed_by_its_waits_spans_them(tmp_path: Path, fresh: Path) -> None:
+    """A version 2 iolog has no timestamps; its waits time it (milliseconds since the start).
+    trace_span_ns summed the lines' delays only and said 0 for a replay of 1.5 s; and a
+    trace of waits alone was refused ("no I/O to replay") where fio runs its waits."""
+    trace = tmp_path / "t.log"
+    trace.write_text("fio version 2 iolog\nf add\nf open\nf write 0 4096\nf wait 1500 0\nf close\n")
+    doc = replay(fresh, trace, "--scratch")
+    assert (doc["replay"]["trace_span_ns"], doc["jobs"][0]["job_runtime"]) == (1_500_000_000, 1500)
+    trace.write_text("fio version 2 iolog\nf add\nf open\nf wait 1500 0\nf close\n")
+    doc = replay(fresh, trace, "--scratch")
+    assert (doc["replay"]["trace_span_ns"], doc["jobs"][0]["job_runtime"]) == (1_500_000_000, 1500)
+    assert doc["replay"]["trace_ios"] == {"read": 0, "write": 0, "trim": 0}
+
+
 def test_a_flush_after_the_last_io_holds_the_replay_as_in_fio(tmp_path: Path, fresh: Path) -> None:
     """fio waits a blktrace's trailing flush before the job ends (fio 3.33 --ioengine=null
     on this trace: job_runtime 303 ms); the replay ended with its last write (2 ms)."""

@@ -170,7 +170,8 @@ def scan(drive: Drive, trace: os.PathLike[str] | str, opts: Options, progress: O
     check(opts)
     ns = _namespace(drive, opts.namespace)
     summary = _core.trace_scan(os.fspath(trace), str(trace), _plan(opts, ns), progress)
-    if not sum(summary["ios"]):
+    if not sum(summary["ios"]) and not summary["waits"]:
+        # A version 2 iolog of waits alone is replayed, as fio replays it: its waits.
         if opts.volume is not None:
             # Name the volumes there are: a --volume the trace does not hold is the usual cause.
             everything = dataclasses.replace(opts, volume=None, max_ios=None, format=summary["format"])
@@ -211,7 +212,9 @@ def _job(opts: Options, ns: Namespace, summary: TraceSummary, drive: Drive) -> t
         namespace_sizes={n.nsid: n.bytes for n in nss},
         namespace_lba_bytes={n.nsid: n.lba_bytes for n in nss},
     )
-    spec["directions"] = [d for d, n in zip(DDIRS, summary["ios"]) if n]
+    # A trace of waits alone has no direction; fio's job reads and writes then
+    # (iolog.c read_iolog2), and the engine wants one.
+    spec["directions"] = [d for d, n in zip(DDIRS, summary["ios"]) if n] or ["read", "write"]
     return run, spec
 
 

@@ -8,6 +8,8 @@ lines, the same accept/refuse decisions where we agree with fio, and the same I/
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -276,3 +278,71 @@ def test_regions_match_fio_io(fio_binary: str, tmp_path: Path, body: str) -> Non
         bs = spec["bs"]["write"]["min"]
         assert min(offsets) == spec["offset_bytes"]
         assert max(offsets) + bs == spec["offset_bytes"] + spec["io_size_bytes"]
+
+
+@pytest.mark.parametrize("extra", ["21", "abc", "21.12345", "21:22"])
+def test_a_percentile_list_past_20_entries_keeps_the_first_20_as_fio_does(fio_binary: str, tmp_path: Path, extra: str) -> None:
+    """fio 3.33 logs "the list exceeding max length 20", reads no entry past the 20th and runs
+    the job with the first 20 (the decimals of the first '.' past them still count); the twin
+    refused the job."""
+    plist = ":".join(str(i) for i in range(1, 21)) + ":" + extra
+    job = f"[x]\nioengine=null\nfilename=/dev/null\nsize=64k\npercentile_list={plist}\n"
+    (tmp_path / "p.fio").write_text(job)
+    proc = _fio(fio_binary, "--output-format=json", "p.fio", cwd=tmp_path)
+    assert proc.returncode == 0 and "the list exceeding max length 20" in proc.stderr
+    fio_keys = list(json.loads(proc.stdout)["jobs"][0]["read"]["clat_ns"]["percentile"])
+    fio_normal = _fio(fio_binary, "p.fio", cwd=tmp_path).stdout
+    run = parse_string(job, env={})
+    st = run.jobs[0].state
+    assert [f"{p:f}" for p in st["percentile_list"]] == fio_keys
+    # The normal output's percentile labels carry the precision: 1.00000th with 5, 1th with 0.
+    assert re.search(r"\|\s+" + re.escape(f"{1.0:.{st['percentile_precision']}f}th=["), fio_normal), fio_normal
+    entries = len(plist.split(":"))
+    assert run.warnings == [
+        f"<string>:5: percentile_list: the list exceeds max length 20: its first 20 of {entries} values kept, "
+        "the rest not read (as fio 3.33 does)"
+    ]
+
+
+def _iolog_offsets(fio: str, tmp_path: Path, *options: str) -> list[tuple[str, int]]:
+    """(direction, offset) of every I/O fio issues for ``options`` (null engine, write_iolog)."""
+    (tmp_path / "f").write_bytes(b"")
+    os.truncate(tmp_path / "f", 1 << 20)
+    log = tmp_path / "o.log"
+    log.unlink(missing_ok=True)
+    proc = _fio(fio, "--name=x", "--ioengine=null", "--filename=f", "--write_iolog=o.log", *options, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.split() for line in log.read_text().splitlines()[1:]]
+    return [(w[2], int(w[3])) for w in lines if len(w) == 5]
+
+
+@pytest.mark.parametrize(
+    "line,fio_reads",
+    [
+        ("zoneskip=-16k", "zoneskip=16k"),
+        ("offset_increment=-4k", "offset_increment=4k"),
+    ],
+)
+def test_a_negative_zoneskip_or_offset_increment_is_refused_saying_how_fio_reads_it(
+    fio_binary: str, tmp_path: Path, line: str, fio_reads: str
+) -> None:
+    """fio 3.33 splits a value at '-' (a range) and keeps the last piece: zoneskip=-16k skips
+    16k forward, offset_increment=-4k steps 4k up. The twin refused both with a bare "not a
+    size"; it still refuses them (the value does not do what it says), naming the range and
+    fio's reading, which this checks against fio's I/O."""
+    common = ["--size=1m", "--rw=read", "--bs=4k", "--number_ios=6", "--numjobs=2"]
+    common += ["--zonemode=strided", "--zonesize=8k", "--zonerange=64k"] if line.startswith("zone") else []
+    assert _iolog_offsets(fio_binary, tmp_path, *common, f"--{line}") == _iolog_offsets(fio_binary, tmp_path, *common, f"--{fio_reads}")
+    with pytest.raises(FioJobError) as e:
+        parse_string(f"[x]\nzonemode=strided\nzonesize=8k\nzonerange=64k\n{line}\n", env={})
+    assert str(e.value).startswith(f"<string>:5: {line}: negative: allowed 0 to 9223372036854775807 bytes")
+    assert f"(fio 3.33 reads it as {fio_reads.split('=')[1]}" in str(e.value)
+
+
+def test_a_negative_thinktime_blocks_is_refused_saying_fio_wraps_it(fio_binary: str, tmp_path: Path) -> None:
+    """fio 3.33 stores thinktime_blocks=-5 as 2^32 - 5 blocks (an unsigned int): no think time
+    in a short job. The twin refused it with a bare "not a size"."""
+    assert _fio_parsed(fio_binary, tmp_path, "thinktime_blocks=-5")[0] % (1 << 32) == (1 << 32) - 5
+    wraps = r"thinktime_blocks=-5: negative: allowed 0 to 4294967295 blocks \(fio 3.33 wraps it to 4294967291"
+    with pytest.raises(FioJobError, match=wraps):
+        parse_string("[x]\nthinktime=1ms\nthinktime_blocks=-5\n", env={})

@@ -413,7 +413,12 @@ BAD_VALUES = [
     ("random_distribution=uniform", "not one of"),
     ("percentage_random=101", "max value"),
     ("percentile_list=50:101", "out of range"),
-    ("percentile_list=" + ":".join(["1"] * 21), "max length"),
+    # A negative size names the range (it was a bare "not a size").
+    ("size=-4k", "size=-4k: not a size: negative (allowed 0 or more)"),
+    ("zoneskip=-16k", "zoneskip=-16k: negative: allowed 0 to 9223372036854775807 bytes (fio 3.33 reads it as 16k"),
+    ("offset_increment=-50", "negative: allowed 0 to 9223372036854775807 bytes or 0% to 100% (fio 3.33 aborts on it)"),
+    ("offset_increment=-50%", "(fio 3.33 reads it as 50%)"),
+    ("thinktime_blocks=-1", "negative: allowed 0 to 4294967295 blocks (fio 3.33 wraps it to 4294967295 blocks"),
     # A negative percentage is a number out of range (fio: "value out of range: -1.000000
     # (range min: 0.000000)"), not "not a number"; a comma is not the list's separator.
     ("percentile_list=-1", "value out of range: -1 (allowed 0 to 100 each"),
@@ -666,3 +671,16 @@ def test_startdelay_range_is_drawn_per_clone_deterministically() -> None:
     assert all(1_000_000 <= d <= 5_000_000 for d in delays)
     assert delays == [c.startdelay_us for c in parse_string("[a]\nstartdelay=1-5\nnumjobs=3\n", env={}).clones]
     assert len(set(delays)) > 1
+
+
+def test_a_float_list_past_20_entries_keeps_20_with_a_warning() -> None:
+    """fio 3.33 runs a job whose percentile_list (or merge_blktrace_scalars) has more than 20
+    entries with the first 20, after "the list exceeding max length 20"; the twin refused
+    it. Entries past the 20th are not read (fio accepts "abc" there)."""
+    plist = ":".join(str(i) for i in range(1, 21))
+    run = parse_string(f"[x]\npercentile_list={plist}:abc:99.125\n", env={})
+    st = run.jobs[0].state
+    assert st["percentile_list"] == [float(i) for i in range(1, 21)] and st["percentile_precision"] == 3
+    assert run.warnings == [
+        "<string>:2: percentile_list: the list exceeds max length 20: its first 20 of 22 values kept, the rest not read (as fio 3.33 does)"
+    ]

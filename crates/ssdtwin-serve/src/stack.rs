@@ -400,10 +400,13 @@ impl Export for StackExport {
             let cfg = &self.twin.inner.cfg;
             let mut failed = None;
             let mut read_err = None;
+            // The tier's read counters (host bytes read, tier hits) as this read added them.
+            let mut counted = None;
             let r = (|| {
                 let mut submit = submitter(st, cfg, &mut failed);
                 run.advance(&mut submit, now)?;
                 let plan = run.stack.tier.read(offset, len);
+                counted = Some(plan.tier_bytes);
                 let t = if plan.tier_bytes > 0 { run.line.media(&run.stack.media, now, plan.tier_bytes, false) } else { now };
                 // The read's own drive errors (a media error, protection information) are
                 // this request's, as on a served drive; a destage's are sticky.
@@ -411,24 +414,31 @@ impl Export for StackExport {
                     Ok(d) => t.max(d),
                     Err(e) => {
                         read_err = Some(nbd_errno(&e, false));
-                        // Nothing was served: the stack's read counters (host bytes read,
-                        // tier hits) count what the host got, as the server's read bytes do.
-                        let counters = &mut run.stack.tier.counters;
-                        counters.host_read_bytes -= len;
-                        counters.read_hit_bytes -= plan.tier_bytes;
                         t
                     }
                 };
                 run.progress(&mut submit, now)?;
                 Ok(t.max(now + 1))
             })();
-            let done = match r {
-                Ok(t) => self.settle(Ok(()), failed).map(|()| t)?,
-                Err(e) => return Err(self.settle(Err(e), failed).err().unwrap_or(Errno::Io)),
-            };
-            if let Some(e) = read_err {
-                return Err(e);
+            let served = match r {
+                Ok(t) => self.settle(Ok(()), failed).map(|()| t),
+                Err(e) => Err(self.settle(Err(e), failed).err().unwrap_or(Errno::Io)),
             }
+            .and_then(|t| read_err.map_or(Ok(t), Err));
+            let done = match served {
+                Ok(t) => t,
+                Err(e) => {
+                    // Nothing was served, whichever error ended the read (its own drive
+                    // error, or a destage's or the journal's, sticky): the stack's read
+                    // counters count what the host got, as the server's read bytes do.
+                    if let Some(tier_bytes) = counted {
+                        let counters = &mut run.stack.tier.counters;
+                        counters.host_read_bytes -= len;
+                        counters.read_hit_bytes -= tier_bytes;
+                    }
+                    return Err(e);
+                }
+            };
             self.twin.inner.counters.read_bytes.inc_by(len);
             Ok(self.reply(st, now, done, false))
         })

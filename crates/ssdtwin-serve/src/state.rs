@@ -48,6 +48,9 @@ pub(crate) struct State {
     pub(crate) start_log: VendorLog,
     /// The submission queues of WRR arbitration, when feature 01h selects it (crate::arb).
     pub(crate) arb: Option<ArbState>,
+    /// Every journal append fails from now on ([`crate::TwinBackend::fail_journal_for_tests`]).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) journal_fails: bool,
 }
 
 /// What went wrong in a step that has no caller to return an error to (it makes the
@@ -64,6 +67,10 @@ impl State {
     }
 
     pub(crate) fn append(&mut self, r: Record, cfg: &TwinConfig) -> Result<(), Failure> {
+        #[cfg(feature = "test-hooks")]
+        if self.journal_fails {
+            return Err("writing the journal: failed by a test".into());
+        }
         self.journal.append(&r);
         if self.journal.buffered_bytes() >= cfg.journal_buffer_bytes {
             self.write_out()?;

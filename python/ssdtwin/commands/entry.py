@@ -35,8 +35,41 @@ def _interrupted() -> NoReturn:
     os._exit(130)
 
 
+def open_standard_descriptors() -> None:
+    """Point a closed (or wrongly opened) stdin, stdout or stderr at /dev/null before any
+    command runs. Started with stderr closed (`2>&-`), Python leaves sys.stderr None, so
+    print() to it writes to stdout (notes in the middle of `-o json`), and the lowest free
+    descriptor is the next file opened, so an image file or a socket could become
+    descriptor 2; through a launcher that leaves a read-only file there (pyenv's shims do),
+    the first message failed (EBADF) and the command exited 1 without a word. Every
+    command now runs as usual, its messages going nowhere."""
+    import fcntl  # a built-in module: nothing of ours runs before the descriptors are usable
+
+    for fd, modes in ((0, (os.O_RDONLY, os.O_RDWR)), (1, (os.O_WRONLY, os.O_RDWR)), (2, (os.O_WRONLY, os.O_RDWR))):
+        try:
+            usable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE in modes
+        except OSError:  # closed
+            usable = False
+        if usable:
+            continue
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        replacement = open(os.devnull, "r" if fd == 0 else "w")  # noqa: SIM115  (the process's stream from now on)
+        # Python left the stream None (print() then goes nowhere or to stdout) or bound to
+        # the descriptor that failed.
+        if fd == 0:
+            sys.stdin = replacement
+        elif fd == 1:
+            sys.stdout = replacement
+        else:
+            sys.stderr = replacement
+
+
 def main() -> None:
     try:
+        open_standard_descriptors()
         from .cli import main as cli_main
     except KeyboardInterrupt:
         _interrupted()

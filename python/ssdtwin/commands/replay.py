@@ -127,9 +127,11 @@ def _print(r: Any, fmt: str) -> None:
     from .. import waf as wafm
 
     waf = wafm.text(r.waf)
+    by_dir = ", ".join(f"{d} {n}" for d, n in zip(rp.DDIRS, s["ios"]) if n)
+    # A trace of waits alone (replayed, as fio does) has no I/O to break down.
+    held = f"({by_dir})" if by_dir else f"(its {s['waits']} wait line(s) only)"
     typer.echo(
-        f"\nreplay: {r.trace} ({s['format']}): {sum(s['ios'])} I/Os in the trace "
-        f"({', '.join(f'{d} {n}' for d, n in zip(rp.DDIRS, s['ios']) if n)}), {len(s['volumes'])} volume(s), "
+        f"\nreplay: {r.trace} ({s['format']}): {sum(s['ios'])} I/Os in the trace {held}, {len(s['volumes'])} volume(s), "
         f"iodepth {extra['iodepth']}"
     )
     typer.echo(f"drive: host wrote {dr['host_write_bytes']} bytes, NAND {dr['nand_write_bytes']} bytes, {waf}")

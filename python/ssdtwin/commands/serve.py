@@ -9,7 +9,6 @@ state through ``ssdtwin.live``; the NBD benchmark is ``ssdtwin.studies.nbd``.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import socket
@@ -65,7 +64,6 @@ def serve_cmd(
 ) -> None:
     """Serve the attached namespaces over NBD (exports ns1, ns2 …), or a stack image's volume
     (export `stack`), until Ctrl-C or SIGTERM."""
-    _open_standard_descriptors()
     if not listen and not unix:
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
@@ -202,29 +200,6 @@ def serve_cmd(
             signal.signal(signal.SIGHUP, old_hup)
         if old_int is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, old_int)
-
-
-def _open_standard_descriptors() -> None:
-    """Point a closed (or wrongly opened) stdin, stdout or stderr at /dev/null before the
-    image is opened. Started with stderr closed (`2>&-`), the server opened and committed the
-    image, failed its first message (EBADF) and exited 1 without a word; and the lowest free
-    descriptor is the next file opened, so an image file could have become the descriptor
-    the core's messages are written to. It now serves as usual, its messages going nowhere."""
-    for fd, modes in ((0, (os.O_RDONLY, os.O_RDWR)), (1, (os.O_WRONLY, os.O_RDWR)), (2, (os.O_WRONLY, os.O_RDWR))):
-        try:
-            usable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE in modes
-        except OSError:  # closed
-            usable = False
-        if usable:
-            continue
-        null = os.open(os.devnull, os.O_RDWR)
-        if null != fd:
-            os.dup2(null, fd)
-            os.close(null)
-        if fd == 2:
-            # Python left sys.stderr None (print() then writes to stdout) or bound to the
-            # descriptor that failed.
-            sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (the process's stderr from now on)
 
 
 def _say_if_heard(msg: str) -> None:

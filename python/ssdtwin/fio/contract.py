@@ -406,6 +406,7 @@ class TraceSummary(TypedDict):
     syncs: int
     end_bytes: int
     span_ns: int
+    waits: int
     skipped_lines: int
     first_skipped: Optional[str]
     realigned: int

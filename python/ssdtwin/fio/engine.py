@@ -382,10 +382,14 @@ def engine_input(
     spec["iolog"] = bool(st.get("write_iolog"))
     if trace is not None:
         replay = fio_iolog.pack_replay(trace, st, real_size, lba_bytes)
-        if not replay.ios:
+        if not replay.ios and not replay.waits:
+            # iolog.c read_iolog2: a trace of no read, write or wait fails; one of waits
+            # alone runs them and ends (measured: `wait 1500` alone, 0 I/Os, exit 0).
             raise FioJobError("no I/O to replay (fio: failed initializing iolog)", **_where(st, "read_iolog", job))
         spec["replay"] = {"records": replay.records}
-        spec["directions"] = replay.directions
+        # A trace of waits alone has no direction; fio makes its job read and write
+        # (read_iolog2: td_ddir = TD_DDIR_RW), and the engine wants one.
+        spec["directions"] = replay.directions or ["read", "write"]
         if trace.format == "blktrace" and "iodepth" not in st["set"]:
             # fio probes a blktrace's queue depth when the job sets none (blktrace.c).
             depth = fio_blktrace.probed_depth(trace.summary)

@@ -173,6 +173,8 @@ class Replay:
     records: bytes
     ios: int
     bytes_by_dir: list[int]
+    # Version 2 `wait` lines kept: fio replays a trace of waits and no I/O (it waits).
+    waits: int = 0
 
     @property
     def directions(self) -> list[Ddir]:
@@ -249,7 +251,7 @@ def pack_replay(trace: Trace, st: Mapping[str, Any], target_bytes: int, lba_byte
         records, summary = _core.trace_load(trace.path, trace.shown, _plan(trace.format, st, target_bytes, lba_bytes), MAX_TRACE_IOS)
     except _core.TraceError as e:
         raise _trace_error(e, trace.shown) from None
-    return Replay(bytes(records), sum(summary["ios"]), list(summary["bytes"]))
+    return Replay(bytes(records), sum(summary["ios"]), list(summary["bytes"]), summary["waits"])
 
 
 # --- write_iolog --------------------------------------------------------------------------

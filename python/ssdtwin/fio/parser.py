@@ -740,6 +740,9 @@ def _run_handler(reader: _Reader, state: dict[str, Any], d: O.OptionDef, line: _
     except ValueError as e:
         reader.error(str(e), file=line.file, line=line.line, option=line.name, value=line.value)
         return False
+    finally:
+        for message in state.pop("option_warnings", ()):
+            reader.warnings.append(f"{line.file}:{line.line}: {line.name}: {message}")
     state["set"].add(d.name)
     state.setdefault("where", {})[d.name] = (line.file, line.line, line.name, line.value)
     if d.kind == O.NOOP:

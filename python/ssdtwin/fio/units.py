@@ -100,6 +100,8 @@ def parse_size(text: str, *, kb_base: int = 1024, allow_percent: bool = False) -
         return value
     m = _NUMBER_RE.match(text)
     if not m:
+        if text.startswith("-") and _NUMBER_RE.match(text[1:]):
+            raise ValueError("not a size: negative (allowed 0 or more)")
         raise ValueError("not a size")
     digits, suffix = m.groups()
     is_hex = digits[:2].lower() == "0x"

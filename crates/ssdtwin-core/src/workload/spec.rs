@@ -303,8 +303,20 @@ impl JobSpec {
     /// so there number_ios ends nothing (the replay's callers check that). Measured with
     /// ioengine=null: `number_ios=10 loops=3` runs 30 I/Os, `number_ios=10 time_based
     /// runtime=1` runs the second, a 50-line trace with `number_ios=10` replays 50.
+    ///
+    /// `rw=trimwrite` (and randtrimwrite): fio's do_io doubles `number_ios` at the start of
+    /// every loop, and loop k ends at `number_ios × 2^k × k` I/Os in all, so the job runs
+    /// `number_ios × 2^loops × loops` (measured: number_ios=5 runs 5 trims and 5 writes, 20
+    /// of each with loops=2, 60 with loops=3).
     pub fn number_ios_limit(&self) -> Option<u64> {
-        (self.number_ios > 0 && !self.time_based).then(|| self.number_ios.saturating_mul(self.loops.max(1)))
+        let loops = self.loops.max(1);
+        let per_loop = if self.rw.ends_with("trimwrite") {
+            let doubled = u32::try_from(loops).ok().and_then(|l| 1u64.checked_shl(l)).unwrap_or(u64::MAX);
+            self.number_ios.saturating_mul(doubled)
+        } else {
+            self.number_ios
+        };
+        (self.number_ios > 0 && !self.time_based).then(|| per_loop.saturating_mul(loops))
     }
 
     /// What ends this job ([`Budget`]): `records` I/Os when it replays a trace of that

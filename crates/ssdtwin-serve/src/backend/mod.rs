@@ -253,6 +253,8 @@ impl TwinBackend {
             commits: 0,
             start_log: vl,
             arb,
+            #[cfg(feature = "test-hooks")]
+            journal_fails: false,
         };
         let inner = Arc::new(Inner {
             dir: dir.to_path_buf(),
@@ -471,6 +473,15 @@ impl TwinBackend {
             return Err(ServeError::Failed(format!("{}: the state is committed, but a write or fsync failed while serving ({f}): data acknowledged since the last successful FLUSH may be lost", inner.dir.display())));
         }
         Ok(Some(summary))
+    }
+
+    /// Make every journal append fail from now on, as a full or failing disk would: the
+    /// request that meets it fails, and writes fail from then on (sticky).
+    #[cfg(feature = "test-hooks")]
+    pub fn fail_journal_for_tests(&self) {
+        if let Some(st) = self.inner.lock().as_mut() {
+            st.journal_fails = true;
+        }
     }
 
     /// Simulate `kill -9` in tests: drop the in-memory state without committing or writing

@@ -183,3 +183,32 @@ fn an_iu_fill_trim_loses_the_data_of_whole_ius_only_as_the_drive_does() {
     }
     b.close().unwrap();
 }
+
+#[test]
+fn a_read_failed_by_a_sticky_error_is_not_counted_as_read() {
+    // A read the drive answers with an error was taken out of the stack's read counters,
+    // but one failed by a sticky error (the journal, a destage) was still counted as
+    // served: host_read_bytes 8192 for one 4 KiB read served and one refused.
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, Policy::IuFill);
+    drop(img);
+    let clock = Arc::new(ManualClock::new());
+    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+    let b = StackBackend::new(twin.clone(), st, 1).unwrap();
+    let ex = b.open(STACK_EXPORT).unwrap();
+    let mut buf = vec![0u8; 4096];
+    ex.write(0, &block(1), false).unwrap();
+    ex.read(0, &mut buf).unwrap(); // a tier hit
+    clock.advance(Duration::from_micros(100));
+    twin.fail_journal_for_tests();
+    // Not in the tier: read from the drive, whose command the journal fails to record.
+    assert!(ex.read(1 << 20, &mut buf).is_err(), "the journal failed under the read");
+    assert!(twin.failure().is_some(), "sticky");
+    let _ = b.close(); // the journal fails the commit too
+    let c = b.stopped_stack().expect("the tier's final state").tier.counters;
+    assert_eq!((c.host_read_bytes, c.read_hit_bytes), (4096, 4096), "only the read served counts: {c:?}");
+}

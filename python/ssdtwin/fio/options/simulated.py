@@ -9,9 +9,10 @@ Checks here return the value the job state keeps (table.py names the field); han
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..limits import FIO_NUMBER_MAX, FIO_UINT_MAX, MAX_BS, MAX_RUN_US
+from ..units import Percent, parse_size
 from .values import (
     WHY_BS,
     WHY_NUMBER,
@@ -24,10 +25,12 @@ from .values import (
     per_direction_segments,
     require,
     size_of,
+    size_or_percent,
     split_ddir,
     split_top,
     time_us,
     uint_in,
+    warn,
 )
 
 # Engines whose I/O is synchronous: fio caps their queue depth at 1 (backend.c, "queue
@@ -225,9 +228,32 @@ def loops(st: State, text: str) -> Any:
     return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
 
 
+def _negative_magnitude(st: State, text: str, *, allow_percent: bool = False) -> Optional[Union[int, Percent]]:
+    """The bytes or count after the '-' of a negative value, None for any other value.
+
+    fio 3.33 splits an option's value at a '-' (a range, bs=4k-8k) before reading it: the
+    first piece is the whole text (-16k), the last the magnitude (16k). An option with a
+    callback keeps the last (zoneskip=-16k skips 16k); a plain integer keeps the first,
+    wrapped to 32 bits (thinktime_blocks=-5 is 4294967291). Measured with write_iolog and
+    --debug=parse."""
+    if not text.startswith("-"):
+        return None
+    try:
+        return parse_size(text[1:], kb_base=st["kb_base"], allow_percent=allow_percent)
+    except ValueError:
+        return None
+
+
 def thinktime_blocks(st: State, text: str) -> Any:
     """fio 3.33 accepts thinktime_blocks=0 and thinks after every block, as with 1 (measured:
     number_ios=6 thinktime=50ms runs 304 ms with 0 and with 1, 154 ms with 2)."""
+    magnitude = _negative_magnitude(st, text)
+    if isinstance(magnitude, int):
+        wrapped = -magnitude % (FIO_UINT_MAX + 1)
+        raise ValueError(
+            f"negative: allowed 0 to {FIO_UINT_MAX} blocks (fio 3.33 wraps it to {wrapped} blocks: "
+            "no think time in a job of fewer I/Os; leave thinktime out for that)"
+        )
     return max(1, uint_in(st, text, hi=FIO_UINT_MAX, why=WHY_UINT))
 
 
@@ -345,6 +371,15 @@ def zonemode(st: State, text: str) -> Any:
     return text
 
 
+def zone_skip(st: State, text: str) -> Any:
+    """zoneskip: fio 3.33 reads zoneskip=-16k as 16k, a skip forward, not the overlap it
+    looks like (measured: the same offsets as zoneskip=16k)."""
+    magnitude = _negative_magnitude(st, text)
+    if magnitude is not None:
+        raise ValueError(f"negative: allowed 0 to {FIO_NUMBER_MAX} bytes (fio 3.33 reads it as {text[1:]}, a skip forward, not an overlap)")
+    return zone_bytes(st, text)
+
+
 def zone_bytes(st: State, text: str) -> Any:
     """zonesize, zonerange, zoneskip in bytes (zonemode=strided)."""
     if text.rstrip().lower().endswith("z"):
@@ -352,26 +387,59 @@ def zone_bytes(st: State, text: str) -> Any:
     return uint_in(st, text, hi=FIO_NUMBER_MAX, why=WHY_NUMBER)
 
 
+def offset_increment(st: State, text: str) -> Any:
+    """offset_increment: bytes or a percentage of the target (size_or_percent). fio 3.33 reads
+    offset_increment=-4k as 4k (measured: clones at 0, 4k, 8k) and aborts on -2 to -101
+    (read as a percentage, then as bytes: an assertion in get_start_offset)."""
+    magnitude = _negative_magnitude(st, text, allow_percent=True)
+    if magnitude is not None:
+        aborts = isinstance(magnitude, int) and 2 <= magnitude <= 101 and text[1:].isdigit()
+        fio_reads = "aborts on it" if aborts else f"reads it as {text[1:]}"
+        raise ValueError(f"negative: allowed 0 to {FIO_NUMBER_MAX} bytes or 0% to 100% (fio 3.33 {fio_reads})")
+    return size_or_percent(st, text)
+
+
 # --- reporting and logs -----------------------------------------------------------------
+
+
+# fio's FIO_IO_U_LIST_MAX_LEN: the entries a FIO_OPT_FLOAT_LIST holds.
+FLOAT_LIST_MAX = 20
+
+
+def _float_list_kept(st: State, items: list[str]) -> list[str]:
+    """The entries fio keeps of a ':' list: the first 20. fio 3.33 (parse.c, FIO_OPT_FLOAT_LIST)
+    logs "the list exceeding max length 20" once per further entry, reads none of them and
+    runs the job with the first 20 (measured: 21 entries, the 21st "abc" or "150", exit 0)."""
+    if len(items) <= FLOAT_LIST_MAX:
+        return items
+    warn(
+        st,
+        f"the list exceeds max length {FLOAT_LIST_MAX}: its first {FLOAT_LIST_MAX} of {len(items)} "
+        f"values kept, the rest not read (as fio 3.33 does)",
+    )
+    return items[:FLOAT_LIST_MAX]
 
 
 def set_percentile_list(st: State, value: Optional[str]) -> None:
     """Sets ``percentile_list`` and ``percentile_precision`` (the most decimals written)."""
     text = require(value)
     items = text.split(":")
-    if len(items) > 20:
-        raise ValueError("the list exceeds max length 20")
+    kept = _float_list_kept(st, items)
     values = []
     precision = 0
-    for item in items:
+    for i, item in enumerate(kept):
         if "," in item:
             raise ValueError(f"'{item}' is not a number: percentiles are separated by ':' (allowed 0 to 100 each, at most 20)")
         v = number(item, "0 to 100 each, separated by ':'")
         if v > 100.0:
             raise ValueError(f"value out of range: {v:f} (range max: 100.000000)")
         values.append(v)
-        if "." in item:
-            precision = max(precision, len(re.match(r"[0-9]*", item.split(".", 1)[1]).group(0)))  # type: ignore[union-attr]
+        # fio counts the decimals after the first '.' of the rest of the list, from this
+        # entry on: an entry past the 20th is not read, but its decimals can still count
+        # (measured: a 21st entry 21.12345 prints the percentiles with 5 decimals).
+        rest = ":".join(items[i:])
+        if "." in rest:
+            precision = max(precision, len(re.match(r"[0-9]*", rest.split(".", 1)[1]).group(0)))  # type: ignore[union-attr]
     st["percentile_list"] = values
     st["percentile_precision"] = precision
 
@@ -392,11 +460,8 @@ def set_log(kind: str) -> Handler:
 
 
 def float_list(st: State, text: str) -> Any:
-    """fio's FIO_OPT_FLOAT_LIST: up to 20 numbers separated by ':' (parse.c)."""
-    items = text.split(":")
-    if len(items) > 20:
-        raise ValueError("the list exceeds max length 20")
-    return [number(item) for item in items]
+    """fio's FIO_OPT_FLOAT_LIST: numbers separated by ':', the first 20 kept (parse.c)."""
+    return [number(item) for item in _float_list_kept(st, text.split(":"))]
 
 
 def replay_align(st: State, text: str) -> Any:

@@ -62,7 +62,7 @@ _TARGET_AND_WORKLOAD = [
     sim("bs_unaligned", flag, default=False, flag=True, aliases=("blocksize_unaligned",)),
     sim("offset", size_or_percent, default=0, aliases=("fileoffset",)),
     sim("offset_align", uint(), default=None),  # 0 is fio's default: the smallest block size
-    sim("offset_increment", size_or_percent, default=0),
+    sim("offset_increment", S.offset_increment, default=0),
     sim("size", size_or_percent, default=None),
     sim("io_size", size_or_percent, default=None, aliases=("io_limit",)),
     # filesize is simulated: the size fio gives the target file (filesetup.c setup_files).
@@ -114,7 +114,7 @@ _OFFSETS_AND_GENERATORS = [
     sim("zonemode", S.zonemode, default="none"),
     sim("zonesize", S.zone_bytes, key="zone_size", default=0),
     sim("zonerange", S.zone_bytes, key="zone_range", default=0),
-    sim("zoneskip", S.zone_bytes, key="zone_skip", default=0),
+    sim("zoneskip", S.zone_skip, key="zone_skip", default=0),
 ]
 
 # Groups and scheduling between jobs (docs/fio.md §2.6): exitall is one flag for the whole

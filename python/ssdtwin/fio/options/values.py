@@ -31,6 +31,12 @@ WHY_THINK = "fio keeps it in 32-bit microseconds"
 # --- the grammar underneath every check -------------------------------------------------
 
 
+def warn(st: State, message: str) -> None:
+    """A warning about the option being applied: the parser prints it after the option's
+    file, line and name (``_run_handler`` takes it out of the state at once)."""
+    st.setdefault("option_warnings", []).append(message)
+
+
 def require(value: Optional[str]) -> str:
     if value is None:
         raise ValueError("requires a value")

@@ -368,8 +368,11 @@ pub struct Summary {
     pub syncs: u64,
     /// The largest offset + length.
     pub end_bytes: u64,
-    /// The trace's length: its delays added up (before the replay's pacing).
+    /// The trace's length: its delays added up (before the replay's pacing), and at least
+    /// its latest version 2 `wait` (a time since the start, which the replay waits for).
     pub span_ns: u64,
+    /// Version 2 `wait` lines kept (fio replays an iolog of waits and no I/O: it waits).
+    pub waits: u64,
     /// Bad lines passed over (`skip_bad`), and the first one, rendered.
     pub skipped_lines: u64,
     pub first_skipped: Option<String>,
@@ -417,6 +420,12 @@ impl Tally {
                 self.with_io[v] = true;
             }
             TraceOp::Sync => s.syncs += 1,
+            // A wait holds the replay until its time since the start: the trace lasts until
+            // its latest wait at least (a version 2 trace has no other delays).
+            TraceOp::WaitUntil(ns) => {
+                s.span_ns = s.span_ns.max(ns);
+                s.waits += 1;
+            }
             _ => {}
         }
     }
@@ -604,6 +613,12 @@ mod tests {
         let mut stream = Stream::new(lines(), "t.log");
         let streamed: Vec<bool> = std::iter::from_fn(|| stream.next_io().unwrap()).map(|r| r.tail).collect();
         assert_eq!(streamed, vec![false, true]);
+        // A version 2 trace timed by its waits only: it spans its latest wait (it summed
+        // the lines' delays alone, all 0 in version 2, and said 0 for a 1.5 s replay).
+        let v2 = "fio version 2 iolog\nf add\nf open\nf wait 700 0\nf write 0 4096\nf wait 1500 0\nf close\n";
+        let lines = plan.lines(Format::FioIolog, std::io::Cursor::new(v2.as_bytes().to_vec())).unwrap();
+        let summary = collect(lines, Format::FioIolog, 10, |_| {}).unwrap();
+        assert_eq!((summary.total_ios(), summary.waits, summary.span_ns), (1, 2, 1_500_000_000));
     }
 
     #[test]
