@@ -186,3 +186,46 @@ def test_p5316_wafs_say_what_their_window_spans(p5316_lines: dict[str, Any]) -> 
         assert line.endswith("s wall]") and ("; steady;" if steady else "not the drive's WAF;") in line, line
     assert p5316_lines["rows"]["4k-randwrite"]["waf_verdict"] == "steady"
     assert p5316_lines["rows"]["4k-seqwrite"]["waf_verdict"] == "insufficient"
+
+
+@pytest.mark.parametrize(
+    "args, want",
+    [
+        # pblaze5 ran the whole talk (minutes at 1/64) and failed at its end, on savefig
+        (["pblaze5", "--quick", "--plot", "{tmp}/missing/noisy.png"], "--plot {tmp}/missing/noisy.png: a PNG file in an existing folder"),
+        # an unknown suffix was matplotlib's ValueError after the study: a traceback
+        (
+            ["pblaze5", "--plot", "{tmp}/noisy.xyz"],
+            "--plot {tmp}/noisy.xyz: '.xyz' is not an image format matplotlib writes; use .png or one of "
+            "avif, eps, gif, jpeg, jpg, pdf, pgf, png, ps, raw, rgba, svg, svgz, tif, tiff, webp",
+        ),
+        (
+            ["shaping", "--plot", "{tmp}/sizing.pngg"],
+            "--plot {tmp}/sizing.pngg: '.pngg' is not an image format matplotlib writes; use .png or one of "
+            "avif, eps, gif, jpeg, jpg, pdf, pgf, png, ps, raw, rgba, svg, svgz, tif, tiff, webp",
+        ),
+        # a folder below a file: mkdir failed after the lab's points had all run
+        (["ceph-reef", "--plot", "{tmp}/a-file/out"], "--plot {tmp}/a-file/out: Not a directory"),
+        (["spdk-tcp", "--plot", "{tmp}/a-file"], "--plot {tmp}/a-file: not a folder"),
+        (["kumoscale", "--plot", "{tmp}/a-file/out"], "--plot {tmp}/a-file/out: Not a directory"),
+        # --plot was taken and ignored: kumoscale draws only its curves
+        (["kumoscale", "--no-curves", "--plot", "{tmp}/out"], "--plot: kumoscale draws its curves; not with --no-curves"),
+    ],
+)
+def test_reproduce_checks_its_plot_path_before_the_study_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, args: list[str], want: str
+) -> None:
+    from ssdtwin.studies import ceph_reef, kumoscale, pblaze5, shaping, spdk_tcp
+
+    (tmp_path / "a-file").write_text("")
+    ran: list[str] = []
+    monkeypatch.setattr(pblaze5, "pblaze5_talk", lambda **kw: ran.append("pblaze5") or [])
+    monkeypatch.setattr(shaping, "shaping", lambda **kw: ran.append("shaping") or [])
+    monkeypatch.setattr(kumoscale, "kumoscale", lambda **kw: ran.append("kumoscale") or {})
+    monkeypatch.setattr(ceph_reef, "run", lambda **kw: ran.append("ceph-reef") or {})
+    monkeypatch.setattr(spdk_tcp, "run", lambda **kw: ran.append("spdk-tcp") or {})
+    scale = [] if args[0] == "shaping" else ["--scale", "1/256"]  # shaping picks its own
+    r = run_cli("reproduce", *[a.format(tmp=tmp_path) for a in args], *scale, check=False)
+    assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want.format(tmp=tmp_path)}"]), r.stderr
+    assert ran == []
+    assert not (tmp_path / "missing").exists()

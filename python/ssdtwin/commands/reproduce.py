@@ -4,6 +4,7 @@ experiment names)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -77,16 +78,25 @@ def reproduce_cmd(
         fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma and shaping experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
-    if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
-        fail(f"--plot {plot}: not a folder")
+    if experiment == "kumoscale" and plot is not None and not curves:
+        fail("--plot: kumoscale draws its curves; not with --no-curves")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
     if part is None and any(x is not None for x in (threads, placements, workdir, drive_state, run_s)):
         fail("--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
+    if part is not None and (plot is not None or quick):
+        fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
     if part == "doublewrite" and (run_s is not None or workdir is not None):
         fail("--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)")
+    if plot is not None:
+        # Checked before the study runs (minutes to hours): a figure that cannot be written
+        # failed only at the end, with the study's figures thrown away.
+        if experiment in ("pblaze5", "shaping"):
+            _check_plot_file(plot)
+        else:
+            _make_plot_folder(plot)
     if experiment == "shaping":  # the write-shaping tier (docs/host.md)
         _reproduce_shaping(full, seed, plot, scale, fmt)
         return
@@ -96,8 +106,6 @@ def reproduce_cmd(
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     if part is not None:
-        if plot is not None or quick:
-            fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
         n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
     else:
         tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
@@ -133,8 +141,6 @@ def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], sc
 
     if scale is not None:
         fail("--scale: the shaping study picks its scale (1/256, or 1/64 with --full)")
-    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
-        fail(f"--plot {plot}: a PNG file in an existing folder")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     rows = shaping(full=full, seed=5 if seed is None else seed, plot=None if plot is None else str(plot), log=log)
@@ -151,8 +157,6 @@ def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional
     from ..studies import ceph_reef, spdk_rdma, spdk_tcp
 
     study = {"ceph-reef": ceph_reef, "spdk-tcp": spdk_tcp, "spdk-rdma": spdk_rdma}[experiment]
-    if plot is not None and plot.exists() and not plot.is_dir():
-        fail(f"--plot {plot}: not a folder")
     n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
@@ -178,6 +182,34 @@ def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], 
         for p in plot_sweep(rows["curves"], plot, title=title, marks=marks, bands=rows["band"]):
             print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
     return rows
+
+
+def _check_plot_file(plot: Path) -> None:
+    """--plot FILE (pblaze5, shaping): in an existing, writable folder, of a format
+    matplotlib writes (its suffix picks the format: noisy.png, noisy.svg)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if plot.is_dir() or not plot.parent.is_dir():
+        fail(f"--plot {plot}: a PNG file in an existing folder")
+    if not os.access(plot.parent, os.W_OK):
+        fail(f"--plot {plot}: the folder {plot.parent} is not writable")
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = plot.suffix.removeprefix(".").lower()
+    if suffix and suffix not in kinds:
+        fail(f"--plot {plot}: '.{suffix}' is not an image format matplotlib writes; use .png or one of {', '.join(sorted(kinds))}")
+
+
+def _make_plot_folder(plot: Path) -> None:
+    """--plot DIR (kumoscale, ceph-reef, spdk-tcp, spdk-rdma): made now, as `cluster sweep`
+    makes its own, so a path that cannot be one fails before the study runs."""
+    try:
+        plot.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        fail(f"--plot {plot}: not a folder")
+    except OSError as e:
+        fail(f"--plot {plot}: {e.strerror or e}")
+    if not os.access(plot, os.W_OK):
+        fail(f"--plot {plot}: not writable")
 
 
 def _int_list(flag: str, text: str) -> list[int]:
