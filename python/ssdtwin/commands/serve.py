@@ -375,7 +375,7 @@ def bench_nbd_cmd(
     """NBD serving speed: the real fio (nbd engine, 4 KiB random read and write) against
     `ssdtwin serve --pace off`, `nbdkit memory` and `nbdkit file` (on the same disk), in the
     same run on this machine."""
-    from ..studies.nbd import bench_nbd
+    from ..studies.nbd import bench_nbd, nbd_size_range
 
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
@@ -383,9 +383,14 @@ def bench_nbd_cmd(
     if not seconds <= MAX_BENCH_SECONDS:  # inf was a traceback (a timestamp too large)
         fail(f"--seconds {seconds}: at most {MAX_BENCH_SECONDS} (a day per run)")
     try:
-        _core.parse_size(size)
+        size_bytes = _core.parse_size(size)
     except ValueError as e:
         fail(f"--size: {e}")
+    # fio's size=0 is the whole device (a prefill of the whole namespace), under the prefill's
+    # 1 MiB block fio fails, and past the namespace fio works on less than asked.
+    low, top = nbd_size_range()
+    if not low <= size_bytes <= top:
+        fail(f"--size {size}: must be 1MiB to the served namespace's {top} bytes ({si_bytes(top)})")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     try:
         res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)

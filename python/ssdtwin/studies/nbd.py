@@ -82,13 +82,27 @@ def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seco
     return result
 
 
+# The drive `bench_nbd` serves: a CM6-R at 1/454 (an 8.46 GB namespace).
+BENCH_MODEL, BENCH_SCALE = "kioxia-cm6-r-3.84t", 454
+PREFILL_BLOCK_BYTES = 1 << 20
+
+
+def nbd_size_range(model: str = BENCH_MODEL, scale: int = BENCH_SCALE) -> tuple[int, int]:
+    """The region sizes fio can work on: the prefill's block up to the namespace."""
+    d = Drive.in_memory(model, scale=scale)
+    try:
+        return PREFILL_BLOCK_BYTES, d.namespaces()[0].bytes
+    finally:
+        d.close()
+
+
 def bench_nbd(
     seconds: float = 10,
     jobs: int = 4,
     iodepth: int = 32,
     size: str = "1g",
-    model: str = "kioxia-cm6-r-3.84t",
-    scale: int = 454,
+    model: str = BENCH_MODEL,
+    scale: int = BENCH_SCALE,
     rounds: int = 1,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
@@ -132,7 +146,7 @@ def bench_nbd(
             servers.enter_context(_process(nbdkit_file, p3, "nbdkit file"))
             for name, uri in targets.items():
                 # Prefill the region so reads read data, not holes.
-                fio_nbd(uri, "write", "1m", size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
+                fio_nbd(uri, "write", str(PREFILL_BLOCK_BYTES), size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
             for r in range(rounds):
                 row: dict[str, Any] = {}
                 for rw in ("randread", "randwrite"):
