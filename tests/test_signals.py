@@ -270,6 +270,33 @@ def test_ctrl_c_on_validate_stops_the_groups_it_runs_at_once() -> None:
             os.killpg(p.pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("sig, rc, last", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM; interrupted")])
+def test_a_stopped_bench_nbd_leaves_no_server_and_no_files(tmp_path: Path, sig: int, rc: int, last: str) -> None:
+    # SIGTERM killed the command alone: its `ssdtwin serve` kept running and the served image
+    # and nbdkit's file (GBs) stayed in the temporary folder.
+    import shutil
+
+    for tool in ("fio", "nbdkit"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` is not installed")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    argv = ["bench", "nbd", "--seconds", "1", "--size", "16m"]
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    try:
+        first_line("stdout")(p)  # a figure: the three servers are up, fio is running
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+        assert (p.returncode, err.splitlines()) == (rc, [f"ssdtwin bench nbd: {last}"]), err
+        t0 = time.monotonic()
+        while live_processes_of_group(p.pid) and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        assert live_processes_of_group(p.pid) == []
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 def serving(image: Path) -> Callable[[subprocess.Popen[str]], None]:
     def ready(p: subprocess.Popen[str]) -> None:
         assert p.stderr is not None

@@ -27,7 +27,18 @@ from .. import waf as wafm
 from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
-from .common import MAX_BENCH_SECONDS, HungUp, Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
+from .common import (
+    MAX_BENCH_SECONDS,
+    HungUp,
+    Interrupt,
+    Terminated,
+    check_fmt,
+    emit_json,
+    fail,
+    interrupt_note,
+    say,
+    sigterm_cleans_up,
+)
 
 
 def _check_hostport(flag: str, text: str) -> None:
@@ -393,7 +404,10 @@ def bench_nbd_cmd(
         fail(f"--size {size}: must be 1MiB to the served namespace's {top} bytes ({si_bytes(top)})")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     try:
-        res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
+        # SIGTERM as Ctrl-C: it killed the command alone, leaving its `ssdtwin serve` running
+        # and the served image and nbdkit's file (GBs) in the temporary folder.
+        with sigterm_cleans_up():
+            res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
     except subprocess.CalledProcessError as e:
         said = (e.stderr or b"").decode(errors="replace").strip().splitlines()
         fail(f"fio exited with status {e.returncode}" + (f": {said[-1]}" if said else ""))
