@@ -188,7 +188,12 @@ def _bound_lines(res: dict[str, Any]) -> list[str]:
         f"{'FTL map RMWs (writes x touches)':<34} {b['ftl_rmw_per_s'] / 1e6:8.2f}",
         f"FTL at {100 * b['fraction_of_bound']:.0f} % of the bound; precondition (seq 2x + rand 2x) {res['precondition_seconds']:.1f} s; "
         f"peak RSS {si_bytes(res['peak_rss_bytes'])}",
-    ]
+    ] + (
+        # Above its own bound: the machine's measurement was disturbed (load) or too short.
+        ["note: the FTL ran above the bound: the machine's measurements were too short or disturbed (raise --rmw-ops, or rerun)"]
+        if b["fraction_of_bound"] > 1
+        else []
+    )
 
 
 def run_engine_bench(model: str, scale: int, seconds: float, numjobs: int, log: Callable[[str], None] = print) -> dict[str, Any]:
