@@ -53,6 +53,8 @@ def test_cm6_table_is_complete(cm6: dict) -> None:
     for (ns, _), row in cm6.items():
         assert row["role"] == ("calibration" if ns == "3.84" else "prediction")
         assert row["simulated"] > 0
+        # -o json said neither: sequential figures are the brief's decimal MB/s, random its IOPS
+        assert row["unit"] == ("MB/s" if row["test"].startswith("seq") else "IOPS"), row
 
 
 @pytest.mark.slow

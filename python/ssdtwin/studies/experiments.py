@@ -245,12 +245,14 @@ def cm6_brief(
             m = measure_cm6(p.drive, test)
             value = cm6_figure(test, m)
             pub = CM6_PUBLISHED.get((col, test))
+            unit = "MB/s" if test.startswith("seq") else "IOPS"
             row = {
                 "namespace": col,
                 "model": model,
                 "test": test,
                 "simulated": value,
                 "published": pub,
+                "unit": unit,  # of simulated and published: decimal MB/s or IOPS, as the brief gives them
                 "error": (value / pub - 1) if pub else None,
                 "lat_mean_us": m.lat_mean_us,
                 # No published WAF to compare with: the window's WAF is the drive's only
@@ -263,7 +265,6 @@ def cm6_brief(
                 "role": "calibration" if col == "3.84" else "prediction",
             }
             rows.append(row)
-            unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
             waf_s = wafm.text(m.waf_measurement) if test.endswith("write") else ""
             log(f"{col:>6} {test:<11} {value:>12,.0f} {unit:<5} published {pub_s}  {row['role']:<11} {waf_s}")
