@@ -231,3 +231,26 @@ def test_reproduce_checks_its_plot_path_before_the_study_runs(
     assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want.format(tmp=tmp_path)}"]), r.stderr
     assert ran == []
     assert not (tmp_path / "missing").exists()
+
+
+def test_shaping_sizing_figure_draws_waf_from_zero_to_above_the_largest() -> None:
+    # symlog's own limits ran the WAF axis down to -1 (a point at WAF 0: a tier that absorbed
+    # every write) and clipped the largest WAF's markers at the top edge.
+    import matplotlib.pyplot as plt
+
+    from ssdtwin.studies import shaping
+
+    rows = [
+        {"distribution": dist, "policy": policy, "tier_fraction": f, "tier_write_hit_rate": 0.5, "end_to_end_waf": waf}
+        for dist in ("random", "zipf:1.2")
+        for policy in ("iu-fill", "log")
+        for f, waf in ((0.001, 65.0 if policy == "iu-fill" else 5.0), (0.016, 0.0 if dist == "zipf:1.2" else 3.0))
+    ]
+    fig = shaping.sizing_figure(rows, shaping.QUICK)
+    try:
+        waf_axis = fig.axes[1]
+        assert waf_axis.get_ylabel() == "end-to-end WAF (NAND bytes / host byte)"
+        low, high = waf_axis.get_ylim()
+        assert low == 0 and high > 65, (low, high)
+    finally:
+        plt.close(fig)
