@@ -159,14 +159,22 @@ def test_reproduce_refuses_an_unknown_experiment() -> None:
             ["pblaze5", "--part", "doublewrite", "--dir", "/tmp"],
             "--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)",
         ),
+        # an empty list ran the default, as if the option was not given
+        (["pblaze5", "--part", "doublewrite", "--placements", ""], "--placements '': each of shared, dram, nand at most once"),
+        (["pblaze5", "--part", "doublewrite", "--drive-state", ""], "--drive-state '': each of trimmed, written at most once"),
+        (["pblaze5", "--part", "doublewrite", "--threads", ""], "--threads '': a comma-separated list of whole numbers"),
+        # a file for --dir: the work directory was announced, then "{dir}/shared: Not a directory"
+        (["pblaze5", "--part", "mariadb", "--dir", "/dev/null"], "--dir /dev/null: not a folder"),
     ],
 )
 def test_reproduce_refuses_options_its_experiment_does_not_have(monkeypatch: pytest.MonkeyPatch, args: list[str], want: str) -> None:
-    from ssdtwin.studies import doublewrite, shaping
+    from ssdtwin.studies import doublewrite, mariadb, shaping
 
     ran: list[str] = []
     monkeypatch.setattr(shaping, "shaping", lambda **kw: ran.append("shaping") or [])
     monkeypatch.setattr(doublewrite, "doublewrite_study", lambda **kw: ran.append("doublewrite") or [])
+    monkeypatch.setattr(mariadb, "mariadb_study", lambda *a, **kw: ran.append("mariadb") or [])
+    monkeypatch.setattr(mariadb, "missing", lambda: None)  # as if MariaDB, sysbench, nbdkit... were installed
     r = run_cli("reproduce", *args, check=False)
     assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want}"]), r.stderr
     assert ran == []
