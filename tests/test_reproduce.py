@@ -262,3 +262,41 @@ def test_shaping_sizing_figure_draws_waf_from_zero_to_above_the_largest() -> Non
         assert low == 0 and high > 65, (low, high)
     finally:
         plt.close(fig)
+
+
+def _sizing_rows() -> list[dict[str, Any]]:
+    return [
+        {"distribution": dist, "policy": policy, "tier_fraction": f, "tier_write_hit_rate": 0.5, "end_to_end_waf": 2.0}
+        for dist in ("random", "zipf:1.2")
+        for policy in ("iu-fill", "log")
+        for f in (0.001, 0.016)
+    ]
+
+
+def test_a_figure_cut_short_leaves_no_image_under_its_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # savefig wrote straight to --plot's path: a Ctrl-C (or a full disk) while it wrote left a
+    # truncated PNG under the name of a finished one.
+    from matplotlib.figure import Figure
+
+    from ssdtwin.studies import shaping
+
+    def cut_short(self: Any, fname: Any, **kw: Any) -> None:
+        with open(fname, "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n")  # the start of a PNG, and no more
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.png"), shaping.QUICK)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_figure_is_written_whole_in_the_format_its_suffix_names(tmp_path: Any) -> None:
+    from ssdtwin.studies import shaping
+
+    shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.png"), shaping.QUICK)
+    shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.svg"), shaping.QUICK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sizing.png", "sizing.svg"]
+    assert (tmp_path / "sizing.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert (tmp_path / "sizing.png").read_bytes().endswith(b"IEND\xaeB`\x82")  # the PNG's last chunk
+    assert b"<svg" in (tmp_path / "sizing.svg").read_bytes()[:500]

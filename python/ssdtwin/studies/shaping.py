@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import stack as stacklib
@@ -236,11 +237,9 @@ def shaping(
 
 
 def plot_sizing(rows: list[dict[str, Any]], path: str, size: Size) -> None:
-    import matplotlib.pyplot as plt
+    from ..cluster import save_figure
 
-    fig = sizing_figure(rows, size)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(sizing_figure(rows, size), Path(path))
 
 
 def sizing_figure(rows: list[dict[str, Any]], size: Size) -> Any:
