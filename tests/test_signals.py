@@ -297,6 +297,21 @@ def test_a_stopped_bench_nbd_leaves_no_server_and_no_files(tmp_path: Path, sig: 
             os.killpg(p.pid, signal.SIGKILL)
 
 
+def test_sigterm_on_reproduce_shaping_removes_its_stack_images(tmp_path: Path) -> None:
+    # SIGTERM killed it alone: the template image and the point's copy stayed in the
+    # temporary folder (its atexit clean-up never ran).
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def made_its_folder(p: subprocess.Popen[str]) -> None:
+        wait_until(lambda: any(tmp_path.iterdir()), "the study's temporary folder", p)
+
+    rc, out, err = interrupt(["reproduce", "shaping", "-o", "json"], made_its_folder, sig=signal.SIGTERM, env=env)
+    assert (rc, out) == (143, ""), err
+    assert err.splitlines()[-1] == "ssdtwin reproduce: stopped by SIGTERM; interrupted", err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def serving(image: Path) -> Callable[[subprocess.Popen[str]], None]:
     def ready(p: subprocess.Popen[str]) -> None:
         assert p.stderr is not None

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sizes_arg
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
 
 
 def reproduce_cmd(
@@ -97,42 +97,45 @@ def reproduce_cmd(
             _check_plot_file(plot)
         else:
             _make_plot_folder(plot)
-    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
-        _reproduce_shaping(full, seed, plot, scale, fmt)
-        return
-    if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
-        _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
-        return
-    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
-    t0 = time.perf_counter()
-    if part is not None:
-        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
-    else:
-        tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
-        for tb in tbs:
-            try:
-                experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
-            except ValueError as e:
-                fail(f"--sizes: {e}")
-        models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
-        model = models.get(experiment, "kioxia-cm5-r-3.84t")
-        n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
-        if experiment == "cm6":
-            rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
-        elif experiment == "pblaze5":
-            from ..studies import pblaze5
-
-            rows = pblaze5.pblaze5_talk(
-                scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
-            )
-        elif experiment == "kumoscale":
-            rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
+    # SIGTERM as Ctrl-C: it killed the command alone, leaving shaping's stack images in the
+    # temporary folder and --part mariadb's servers, database and mounts running.
+    with sigterm_cleans_up():
+        if experiment == "shaping":  # the write-shaping tier (docs/host.md)
+            _reproduce_shaping(full, seed, plot, scale, fmt)
+            return
+        if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
+            _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
+            return
+        log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+        t0 = time.perf_counter()
+        if part is not None:
+            n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
         else:
-            rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
-    if fmt == "json":
-        emit_json(rows)
-    else:
-        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+            tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+            for tb in tbs:
+                try:
+                    experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+                except ValueError as e:
+                    fail(f"--sizes: {e}")
+            models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
+            model = models.get(experiment, "kioxia-cm5-r-3.84t")
+            n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
+            if experiment == "cm6":
+                rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+            elif experiment == "pblaze5":
+                from ..studies import pblaze5
+
+                rows = pblaze5.pblaze5_talk(
+                    scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+                )
+            elif experiment == "kumoscale":
+                rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
+            else:
+                rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
+        if fmt == "json":
+            emit_json(rows)
+        else:
+            typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
 
 
 def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], scale: Optional[str], fmt: str) -> None:
