@@ -24,6 +24,19 @@ from ..nvmefmt import si_bytes
 from .experiments import cm6_drive, measure_cm6, namespace_fraction
 
 
+def compared_pair(rows: list[dict[str, Any]]) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+    """The two sizes the closing line compares: 3.84 TB (else the largest) against 3.20 TB
+    (else the smallest), in that order whatever the order of --sizes; None when every size
+    is the same. It took the first size given and the 3.20 TB row, so `--sizes 3.20,3.84`
+    compared 3.20 TB with itself ("WAF ratio 1.00")."""
+    if not rows:
+        return None
+    by_size = sorted(rows, key=lambda r: -float(r["namespace_tb"]))
+    a = next((r for r in rows if abs(r["namespace_tb"] - 3.84) < 1e-9), by_size[0])
+    b = next((r for r in rows if abs(r["namespace_tb"] - 3.20) < 1e-9 and r["namespace_tb"] != a["namespace_tb"]), by_size[-1])
+    return None if a["namespace_tb"] == b["namespace_tb"] else (a, b)
+
+
 def run_demo(
     model: str,
     scale: int,
@@ -73,8 +86,9 @@ def run_demo(
             f"({min(r['waf_namespace_passes'] for r in spans):.2f} passes, {min(cycles):.1f}-{max(cycles):.1f} GC cycles; "
             f"'-': less than {wafm.NEED})"
         )
-    if len(rows) >= 2:
-        a, b = rows[0], next((r for r in rows if abs(r["namespace_tb"] - 3.20) < 1e-9), rows[-1])
+    pair = compared_pair(rows)
+    if pair is not None:
+        a, b = pair
         ratio = f"WAF ratio {a['waf'] / b['waf']:.2f}" if a["waf"] and b["waf"] else "WAF ratio not measured"
         line = f"{a['namespace_tb']:.2f} TB vs {b['namespace_tb']:.2f} TB namespace: {ratio}"
         if a["iops"] and b["iops"]:
