@@ -130,3 +130,21 @@ def test_scale_beyond_memory_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch
     assert e.value.code == 1 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ssdtwin bench ftl: error: --scale 1: the FTL maps of") and "MemAvailable" in lines[0]
+
+
+@pytest.mark.parametrize("bench", ["engine", "rate"])
+def test_engine_and_rate_benches_refuse_a_scale_beyond_memory_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bench: str
+) -> None:
+    # They built the drive and preconditioned it, writing every map page, until the kernel's
+    # OOM killer ended them without a word; 64 MiB available is short of a CM6's maps at 1/64.
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: 64 << 20)
+    ran: list[str] = []
+    monkeypatch.setattr(benchmarks, f"run_{bench}_bench", lambda *a, **kw: ran.append(bench) or {})
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", bench, "--scale", "1/64"])
+    out, err = capsys.readouterr()
+    assert (e.value.code, out, ran) == (1, "", [])
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"ssdtwin bench {bench}: error: --scale 1/64: the FTL maps of kioxia-cm6-r-3.84t at 1/64 need ")
+    assert line.endswith("available (MemAvailable): use a smaller scale")

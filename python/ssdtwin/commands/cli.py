@@ -777,6 +777,23 @@ def _reproduce() -> Callable[..., None]:
 _later(app, "reproduce", _reproduce)
 
 
+def _check_maps_fit(model: str, n: int, scale: str, partitions: Optional[int] = None, also: str = "") -> None:
+    """A bench drive lives in memory and its preconditioning writes every map page: a scale
+    whose maps do not fit in the memory available is refused before any work (bench engine
+    and bench rate ran on, for the kernel's OOM killer to end without a word)."""
+    from ..studies.benchmarks import maps_bytes, mem_available_bytes
+
+    probe = Drive.in_memory(model, scale=n, partitions=partitions)  # maps not yet touched: costs nothing
+    need = maps_bytes(probe.ftl_info())
+    probe.close()
+    avail = mem_available_bytes()
+    if avail is not None and need + (256 << 20) > avail:
+        fail(
+            f"--scale {scale}: the FTL maps of {model} at 1/{n} need {nvmefmt.si_bytes(need)}{also}, this machine has "
+            f"{nvmefmt.si_bytes(avail)} available (MemAvailable): use a smaller scale"
+        )
+
+
 @bench.command("engine")
 def bench_engine(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
@@ -795,6 +812,7 @@ def bench_engine(
     if not MIN_BENCH_SECONDS <= seconds <= MAX_BENCH_SECONDS:
         fail(f"--seconds {seconds}: must be {MIN_BENCH_SECONDS} to {MAX_BENCH_SECONDS} simulated seconds per workload")
     n = scale_arg(scale, model, "ssdtwin bench engine")
+    _check_maps_fit(model, n, scale)
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo  # -o json: only JSON on stdout
     res = run_engine_bench(model, n, seconds, numjobs, log=log)
     if fmt == "json":
@@ -814,6 +832,7 @@ def bench_rate(
 
     check_fmt(fmt)
     n = scale_arg(scale, model, "ssdtwin bench rate")
+    _check_maps_fit(model, n, scale)
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo
     try:
         res = run_rate_bench(model, n, ios, rate_iops, log=log)
@@ -851,23 +870,14 @@ def bench_ftl(
     random 4 KiB writes, random map lines per write, and the machine's random read-modify-write
     rate over an array of the L2P's size, on as many cores as fast-forward uses (docs/performance.md).
     Table on stderr; -o json: JSON on stdout."""
-    from ..studies.benchmarks import maps_bytes, mem_available_bytes, run_ftl_bench
+    from ..studies.benchmarks import run_ftl_bench
 
     check_fmt(fmt)
     for name, v in (("--steady", steady), ("--count", count)):
         if not 0 < v <= 100:
             fail(f"{name} {v}: must be more than 0 and at most 100 (capacity multiples)")
     n = scale_arg(scale, model, "ssdtwin bench ftl")
-    probe = Drive.in_memory(model, scale=n, partitions=partitions)  # maps not yet touched: costs nothing
-    need = maps_bytes(probe.ftl_info())
-    probe.close()
-    avail = mem_available_bytes()
-    if avail is not None and need + (256 << 20) > avail:
-        fail(
-            f"--scale {scale}: the FTL maps of {model} at 1/{n} need {nvmefmt.si_bytes(need)} "
-            f"(and the read-modify-write array as much again, at another time), this machine has "
-            f"{nvmefmt.si_bytes(avail)} available (MemAvailable): use a smaller scale"
-        )
+    _check_maps_fit(model, n, scale, partitions, also=" (and the read-modify-write array as much again, at another time)")
     res = run_ftl_bench(model, n, steady, count, inflight, rmw_ops, log=say, partitions=partitions, threads=threads)
     if fmt == "json":
         emit_json(res)
