@@ -300,3 +300,10 @@ def test_a_figure_is_written_whole_in_the_format_its_suffix_names(tmp_path: Any)
     assert (tmp_path / "sizing.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert (tmp_path / "sizing.png").read_bytes().endswith(b"IEND\xaeB`\x82")  # the PNG's last chunk
     assert b"<svg" in (tmp_path / "sizing.svg").read_bytes()[:500]
+
+
+@pytest.mark.parametrize("tb, label", [(3.84, "3.84"), (3.2, "3.20"), (2.56, "2.56"), (3.205, "3.205"), (3.199, "3.199"), (3.5, "3.50")])
+def test_cm6_columns_are_named_by_the_size_run(tb: float, label: str) -> None:
+    # The published figures are looked up by the column's name: "3.20" for a 3.205 TB namespace
+    # set the brief's 3.20 TB figures beside it.
+    assert experiments.namespace_label(tb) == label

@@ -229,12 +229,20 @@ CM6_PUBLISHED = {
 }
 
 
+def namespace_label(tb: float) -> str:
+    """A cm6 column's name: the size in TB with two decimals (the brief's published figures
+    are looked up by it), or every digit given when two would round it: 3.205 TB was the
+    column "3.20" and compared with the brief's 3.20 TB figures."""
+    two = f"{tb:.2f}"
+    return two if float(two) == tb else repr(tb)
+
+
 def cm6_brief(
     scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56), log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     """The CM6 namespace table: four corners per namespace size, plus the 3 DWPD SKU."""
     rows = []
-    columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s) for s in sizes]
+    columns: list[tuple[str, str, float]] = [(namespace_label(s), "kioxia-cm6-r-3.84t", s) for s in sizes]
     columns.append(("3dwpd", "kioxia-cm6-v-3.2t", 3.20))
     for col, model, tb in columns:
         frac = namespace_fraction(model, tb)
