@@ -24,6 +24,19 @@ def test_bench_engine_json_is_only_json_and_the_table_is_on_stdout_without_it() 
     assert "randread" in t.stdout and "M simulated I/Os per second" in t.stdout
 
 
+def test_bench_engine_runs_the_simulated_seconds_its_iops_are_divided_by() -> None:
+    # 1.5 ms ran 1 ms (whole milliseconds), and under 1 ms ran with no limit at all (fio's
+    # runtime=0): the whole namespace, its IOPS divided by the fraction of a millisecond asked.
+    res = run_cli("bench", "engine", "--scale", "1/454", "--seconds", "0.0015", "-o", "json").json()
+    for rw in ("randread", "randwrite"):
+        assert res[rw]["simulated_seconds"] == pytest.approx(0.0015, rel=0.1), res[rw]
+    for bad in ("0.0005", "1e-12", "0", "nan", "inf"):
+        r = run_cli("bench", "engine", "--scale", "1/454", "--seconds", bad, check=False)
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        want = f"ssdtwin bench engine: error: --seconds {float(bad)}: must be 0.001 to 86400 simulated seconds per workload"
+        assert r.stderr_lines == [want]
+
+
 def test_bench_rate_json_is_only_json() -> None:
     r = run_cli("bench", "rate", "--scale", "1/454", "--ios", "2000", "--rate-iops", "50000", "-o", "json")
     res = r.json()

@@ -17,13 +17,13 @@ CM6 = "kioxia-cm6-r-3.84t"
 
 
 def test_bench_ftl_json_and_table() -> None:
-    r = run_cli("bench", "ftl", "--scale", "1/256", "--steady", "0.1", "--count", "0.2", "--rmw-ops", "200000", "-o", "json")
+    r = run_cli("bench", "ftl", "--scale", "1/256", "--steady", "0.1", "--count", "0.2", "--rmw-ops", "1048576", "-o", "json")
     res = r.json()  # stdout holds the JSON and nothing else
     assert "machine (before)" in r.stderr and "FTL at" in r.stderr
     assert res["maps_bytes"] == benchmarks.maps_bytes(Drive.in_memory(CM6, scale=256).ftl_info())
     for when in ("rmw_before", "rmw_after"):
         m = res[when]
-        assert m["array_bytes"] == res["l2p_bytes"] and m["ops"] == 200_000 and m["inflight"] == 32 and m["rmw_per_s"] > 0
+        assert m["array_bytes"] == res["l2p_bytes"] and m["ops"] == 1 << 20 and m["inflight"] == 32 and m["rmw_per_s"] > 0
     # The same seed, size and count: the same addresses and values, whatever the timing.
     assert res["rmw_before"]["checksum"] == res["rmw_after"]["checksum"]
     c = res["counted_rand_4k"]
@@ -51,6 +51,25 @@ def test_bench_ftl_json_and_table() -> None:
     lines = {line.split()[0]: line for line in r.stderr.splitlines() if line.split()[:1] in (["seq_128k_2x"], ["steady_rand_4k"])}
     assert lines["seq_128k_2x"].endswith("2.00 namespace passes, " + f"{seq['waf_gc_cycles']:.1f} GC cycles; steady]")
     assert lines["steady_rand_4k"].endswith("GC cycles; under 1 GC cycle or 1 namespace pass: a window ratio, not the drive's WAF]")
+
+
+@pytest.mark.parametrize("ops", ["1", "1048575"])
+def test_bench_ftl_refuses_a_machine_measurement_too_short_to_bound_anything(ops: str) -> None:
+    # --rmw-ops 1 timed one operation and the threads' start: 99 RMW/s, a bound of 16 host
+    # writes/s and "FTL at 15214305 % of the bound".
+    r = run_cli("bench", "ftl", "--scale", "1/407", "--steady", "0.01", "--count", "0.001", "--rmw-ops", ops, "-o", "json", check=False)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    want = f"Invalid value for '--rmw-ops': {ops} is not in the range 1048576<=x<=100000000000."
+    assert r.stderr_lines == [f"ssdtwin bench ftl: error: {want} (see 'ssdtwin bench ftl --help')"]
+
+
+@pytest.mark.parametrize("fraction", [0.5, 1.5])
+def test_an_ftl_above_its_bound_is_noted(fraction: float) -> None:
+    counted = {"touches_per_write": 5.0, "host_l2p_per_write": 1.0, "gc_relocated_per_write": 3.0, "gc_stale_checks_per_write": 1.0}
+    bound = {"rmw_per_s": 10e6, "host_writes_per_s_bound": 2e6, "host_writes_per_s": fraction * 2e6, "ftl_rmw_per_s": fraction * 10e6}
+    res = {"counted_rand_4k": counted, "bound": bound | {"fraction_of_bound": fraction}, "precondition_seconds": 1.0, "peak_rss_bytes": 1}
+    notes = [line for line in benchmarks._bound_lines(res) if line.startswith("note:")]
+    assert notes == ([] if fraction < 1 else [notes[0]]) and all("above the bound" in n and "--rmw-ops" in n for n in notes)
 
 
 def test_counting_leaves_the_drive_precondition_leaves() -> None:
@@ -111,3 +130,21 @@ def test_scale_beyond_memory_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch
     assert e.value.code == 1 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ssdtwin bench ftl: error: --scale 1: the FTL maps of") and "MemAvailable" in lines[0]
+
+
+@pytest.mark.parametrize("bench", ["engine", "rate"])
+def test_engine_and_rate_benches_refuse_a_scale_beyond_memory_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], bench: str
+) -> None:
+    # They built the drive and preconditioned it, writing every map page, until the kernel's
+    # OOM killer ended them without a word; 64 MiB available is short of a CM6's maps at 1/64.
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: 64 << 20)
+    ran: list[str] = []
+    monkeypatch.setattr(benchmarks, f"run_{bench}_bench", lambda *a, **kw: ran.append(bench) or {})
+    with pytest.raises(SystemExit) as e:
+        cli.main(["bench", bench, "--scale", "1/64"])
+    out, err = capsys.readouterr()
+    assert (e.value.code, out, ran) == (1, "", [])
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"ssdtwin bench {bench}: error: --scale 1/64: the FTL maps of kioxia-cm6-r-3.84t at 1/64 need ")
+    assert line.endswith("available (MemAvailable): use a smaller scale")

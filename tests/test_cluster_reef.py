@@ -255,3 +255,13 @@ def test_the_kumoscale_band_spans_its_unpublished_parameters(monkeypatch: pytest
         where = r["study_position"]
         assert where == ("inside" if lo <= r["study_iops"] <= hi else "below" if r["study_iops"] < lo else "above")
     assert json.dumps(rows)  # plain data for -o json
+
+
+def test_spdk_rdma_prints_iops_in_whole_digits() -> None:
+    # The table printed "9.553e+06 IOPS (published 1.094e+07, -12.7%)"; latencies and cores keep 4 digits.
+    row = {"experiment": "spdk-rdma", "stack": "nvmeof-rdma", "figure": "4 KiB random read IOPS", "unit": "IOPS"}
+    row |= {"model": 9552725.0, "published": 10940000, "error": 9552725 / 10940000 - 1, "wall_s": 3.4}
+    line = spdk_rdma.row_line(row | {"saturating": "node0.target", "saturating_utilisation": 1.0})
+    assert "4 KiB random read IOPS: 9,552,725 IOPS (published 10,940,000, -12.7%)  saturating node0.target 100%" in line, line
+    line = spdk_rdma.row_line(row | {"unit": "us", "model": 8.704999, "published": 0.96, "error": 8.0677})
+    assert ": 8.705 us (published 0.96, +806.8%)  [3 s wall]" in line, line

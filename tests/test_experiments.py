@@ -36,6 +36,32 @@ def test_demo_model_counts_the_ius_a_4k_write_programs() -> None:
     assert "KIOXIA measured" not in out
 
 
+@pytest.mark.parametrize(
+    "sizes, want",
+    [
+        ((3.84, 3.52, 3.20, 2.56), (3.84, 3.20)),
+        ((3.20, 3.84), (3.84, 3.20)),  # compared 3.20 TB with itself: "3.20 TB vs 3.20 TB namespace: WAF ratio 1.00"
+        ((2.56, 3.52), (3.52, 2.56)),
+        ((3.20, 2.56), (3.20, 2.56)),
+        ((3.84, 3.84), None),
+        ((3.52,), None),
+    ],
+)
+def test_demo_compares_the_larger_namespace_with_the_smaller(sizes: tuple[float, ...], want: Any) -> None:
+    from ssdtwin.studies import demo
+
+    pair = demo.compared_pair([{"namespace_tb": tb} for tb in sizes])
+    assert (None if pair is None else (pair[0]["namespace_tb"], pair[1]["namespace_tb"])) == want
+
+
+def test_demo_names_each_row_by_the_size_run() -> None:
+    # 3.205 TB was printed "3.20TB": the row of another namespace (its blocks and OP were 3.205's).
+    out = run_cli("demo", "--scale", "1/407", "--sizes", "3.205,3.84", "-q").stdout
+    rows = [line.split()[0] for line in out.splitlines() if line.split() and line.split()[0].endswith("TB")]
+    assert rows == ["3.205TB", "3.84TB"], out
+    assert "3.84 TB vs 3.205 TB namespace:" in out
+
+
 @pytest.mark.slow
 def test_demo_and_reproduce_report_the_same_figure() -> None:
     demo = run_cli("demo", "--scale", "1/454", "--sizes", "3.20", "-q").stdout

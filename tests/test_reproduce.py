@@ -53,6 +53,8 @@ def test_cm6_table_is_complete(cm6: dict) -> None:
     for (ns, _), row in cm6.items():
         assert row["role"] == ("calibration" if ns == "3.84" else "prediction")
         assert row["simulated"] > 0
+        # -o json said neither: sequential figures are the brief's decimal MB/s, random its IOPS
+        assert row["unit"] == ("MB/s" if row["test"].startswith("seq") else "IOPS"), row
 
 
 @pytest.mark.slow
@@ -157,14 +159,22 @@ def test_reproduce_refuses_an_unknown_experiment() -> None:
             ["pblaze5", "--part", "doublewrite", "--dir", "/tmp"],
             "--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)",
         ),
+        # an empty list ran the default, as if the option was not given
+        (["pblaze5", "--part", "doublewrite", "--placements", ""], "--placements '': each of shared, dram, nand at most once"),
+        (["pblaze5", "--part", "doublewrite", "--drive-state", ""], "--drive-state '': each of trimmed, written at most once"),
+        (["pblaze5", "--part", "doublewrite", "--threads", ""], "--threads '': a comma-separated list of whole numbers"),
+        # a file for --dir: the work directory was announced, then "{dir}/shared: Not a directory"
+        (["pblaze5", "--part", "mariadb", "--dir", "/dev/null"], "--dir /dev/null: not a folder"),
     ],
 )
 def test_reproduce_refuses_options_its_experiment_does_not_have(monkeypatch: pytest.MonkeyPatch, args: list[str], want: str) -> None:
-    from ssdtwin.studies import doublewrite, shaping
+    from ssdtwin.studies import doublewrite, mariadb, shaping
 
     ran: list[str] = []
     monkeypatch.setattr(shaping, "shaping", lambda **kw: ran.append("shaping") or [])
     monkeypatch.setattr(doublewrite, "doublewrite_study", lambda **kw: ran.append("doublewrite") or [])
+    monkeypatch.setattr(mariadb, "mariadb_study", lambda *a, **kw: ran.append("mariadb") or [])
+    monkeypatch.setattr(mariadb, "missing", lambda: None)  # as if MariaDB, sysbench, nbdkit... were installed
     r = run_cli("reproduce", *args, check=False)
     assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want}"]), r.stderr
     assert ran == []
@@ -186,3 +196,114 @@ def test_p5316_wafs_say_what_their_window_spans(p5316_lines: dict[str, Any]) -> 
         assert line.endswith("s wall]") and ("; steady;" if steady else "not the drive's WAF;") in line, line
     assert p5316_lines["rows"]["4k-randwrite"]["waf_verdict"] == "steady"
     assert p5316_lines["rows"]["4k-seqwrite"]["waf_verdict"] == "insufficient"
+
+
+@pytest.mark.parametrize(
+    "args, want",
+    [
+        # pblaze5 ran the whole talk (minutes at 1/64) and failed at its end, on savefig
+        (["pblaze5", "--quick", "--plot", "{tmp}/missing/noisy.png"], "--plot {tmp}/missing/noisy.png: a PNG file in an existing folder"),
+        # an unknown suffix was matplotlib's ValueError after the study: a traceback
+        (
+            ["pblaze5", "--plot", "{tmp}/noisy.xyz"],
+            "--plot {tmp}/noisy.xyz: '.xyz' is not an image format matplotlib writes; use .png or one of "
+            "avif, eps, gif, jpeg, jpg, pdf, pgf, png, ps, raw, rgba, svg, svgz, tif, tiff, webp",
+        ),
+        (
+            ["shaping", "--plot", "{tmp}/sizing.pngg"],
+            "--plot {tmp}/sizing.pngg: '.pngg' is not an image format matplotlib writes; use .png or one of "
+            "avif, eps, gif, jpeg, jpg, pdf, pgf, png, ps, raw, rgba, svg, svgz, tif, tiff, webp",
+        ),
+        # a folder below a file: mkdir failed after the lab's points had all run
+        (["ceph-reef", "--plot", "{tmp}/a-file/out"], "--plot {tmp}/a-file/out: Not a directory"),
+        (["spdk-tcp", "--plot", "{tmp}/a-file"], "--plot {tmp}/a-file: not a folder"),
+        (["kumoscale", "--plot", "{tmp}/a-file/out"], "--plot {tmp}/a-file/out: Not a directory"),
+        # --plot was taken and ignored: kumoscale draws only its curves
+        (["kumoscale", "--no-curves", "--plot", "{tmp}/out"], "--plot: kumoscale draws its curves; not with --no-curves"),
+    ],
+)
+def test_reproduce_checks_its_plot_path_before_the_study_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, args: list[str], want: str
+) -> None:
+    from ssdtwin.studies import ceph_reef, kumoscale, pblaze5, shaping, spdk_tcp
+
+    (tmp_path / "a-file").write_text("")
+    ran: list[str] = []
+    monkeypatch.setattr(pblaze5, "pblaze5_talk", lambda **kw: ran.append("pblaze5") or [])
+    monkeypatch.setattr(shaping, "shaping", lambda **kw: ran.append("shaping") or [])
+    monkeypatch.setattr(kumoscale, "kumoscale", lambda **kw: ran.append("kumoscale") or {})
+    monkeypatch.setattr(ceph_reef, "run", lambda **kw: ran.append("ceph-reef") or {})
+    monkeypatch.setattr(spdk_tcp, "run", lambda **kw: ran.append("spdk-tcp") or {})
+    scale = [] if args[0] == "shaping" else ["--scale", "1/256"]  # shaping picks its own
+    r = run_cli("reproduce", *[a.format(tmp=tmp_path) for a in args], *scale, check=False)
+    assert (r.returncode, r.stderr_lines) == (1, [f"ssdtwin reproduce: error: {want.format(tmp=tmp_path)}"]), r.stderr
+    assert ran == []
+    assert not (tmp_path / "missing").exists()
+
+
+def test_shaping_sizing_figure_draws_waf_from_zero_to_above_the_largest() -> None:
+    # symlog's own limits ran the WAF axis down to -1 (a point at WAF 0: a tier that absorbed
+    # every write) and clipped the largest WAF's markers at the top edge.
+    import matplotlib.pyplot as plt
+
+    from ssdtwin.studies import shaping
+
+    rows = [
+        {"distribution": dist, "policy": policy, "tier_fraction": f, "tier_write_hit_rate": 0.5, "end_to_end_waf": waf}
+        for dist in ("random", "zipf:1.2")
+        for policy in ("iu-fill", "log")
+        for f, waf in ((0.001, 65.0 if policy == "iu-fill" else 5.0), (0.016, 0.0 if dist == "zipf:1.2" else 3.0))
+    ]
+    fig = shaping.sizing_figure(rows, shaping.QUICK)
+    try:
+        waf_axis = fig.axes[1]
+        assert waf_axis.get_ylabel() == "end-to-end WAF (NAND bytes / host byte)"
+        low, high = waf_axis.get_ylim()
+        assert low == 0 and high > 65, (low, high)
+    finally:
+        plt.close(fig)
+
+
+def _sizing_rows() -> list[dict[str, Any]]:
+    return [
+        {"distribution": dist, "policy": policy, "tier_fraction": f, "tier_write_hit_rate": 0.5, "end_to_end_waf": 2.0}
+        for dist in ("random", "zipf:1.2")
+        for policy in ("iu-fill", "log")
+        for f in (0.001, 0.016)
+    ]
+
+
+def test_a_figure_cut_short_leaves_no_image_under_its_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # savefig wrote straight to --plot's path: a Ctrl-C (or a full disk) while it wrote left a
+    # truncated PNG under the name of a finished one.
+    from matplotlib.figure import Figure
+
+    from ssdtwin.studies import shaping
+
+    def cut_short(self: Any, fname: Any, **kw: Any) -> None:
+        with open(fname, "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n")  # the start of a PNG, and no more
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.png"), shaping.QUICK)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_figure_is_written_whole_in_the_format_its_suffix_names(tmp_path: Any) -> None:
+    from ssdtwin.studies import shaping
+
+    shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.png"), shaping.QUICK)
+    shaping.plot_sizing(_sizing_rows(), str(tmp_path / "sizing.svg"), shaping.QUICK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sizing.png", "sizing.svg"]
+    assert (tmp_path / "sizing.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert (tmp_path / "sizing.png").read_bytes().endswith(b"IEND\xaeB`\x82")  # the PNG's last chunk
+    assert b"<svg" in (tmp_path / "sizing.svg").read_bytes()[:500]
+
+
+@pytest.mark.parametrize("tb, label", [(3.84, "3.84"), (3.2, "3.20"), (2.56, "2.56"), (3.205, "3.205"), (3.199, "3.199"), (3.5, "3.50")])
+def test_cm6_columns_are_named_by_the_size_run(tb: float, label: str) -> None:
+    # The published figures are looked up by the column's name: "3.20" for a 3.205 TB namespace
+    # set the brief's 3.20 TB figures beside it.
+    assert experiments.namespace_label(tb) == label

@@ -683,6 +683,32 @@ def test_bench_nbd_measures_the_three_servers() -> None:
     print(f"\nbench nbd (0.25 s runs): {json.dumps({k: round(v) for k, v in res.items() if k.endswith('_iops')})}", file=sys.stderr)
 
 
+@pytest.mark.parametrize("size", ["0", "1k", "100g"])
+def test_bench_nbd_refuses_a_region_fio_cannot_work_on_before_serving(size: str) -> None:
+    """fio's size=0 is the whole device (the prefill wrote the whole 9.39 GB namespace before
+    the first figure), under 1 MiB fio failed on the prefill's 1 MiB block, and past the
+    namespace fio silently worked on less: one line naming --size and its range, at once."""
+    r = run_cli("bench", "nbd", "--seconds", "0.1", "--size", size, check=False, timeout=30, process=True)
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr_lines == [f"ssdtwin bench nbd: error: --size {size}: must be 1MiB to the served namespace's 9386786816 bytes (9.39 GB)"]
+
+
+def test_bench_nbd_gives_fio_the_bytes_it_checked(tmp_path: Path) -> None:
+    """fio reads "1GB" as 2^30 bytes and "1GiB" as 10^9 (its kb_base=1024), the other way round
+    from ssdtwin: --size went to fio as typed, so fio worked on another amount than the one
+    checked against the namespace. fio now gets the bytes."""
+    need("nbdkit")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "fio"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "argv"}\nexit 1\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    r = run_cli("bench", "nbd", "--seconds", "0.1", "--size", "1GB", env=env, check=False)
+    assert r.returncode == 1, r.stderr
+    assert "--size=1000000000 " in (tmp_path / "argv").read_text()
+
+
 def test_bench_nbd_says_so_when_fio_leaves_no_result(tmp_path: Path) -> None:
     """A fio that exits 0 without writing its JSON (an option it misread, a full disk): one
     line naming the run and what fio said, exit 1, no traceback."""

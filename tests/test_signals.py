@@ -270,6 +270,66 @@ def test_ctrl_c_on_validate_stops_the_groups_it_runs_at_once() -> None:
             os.killpg(p.pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("sig, rc, last", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped by SIGTERM; interrupted")])
+def test_a_stopped_bench_nbd_leaves_no_server_and_no_files(tmp_path: Path, sig: int, rc: int, last: str) -> None:
+    # SIGTERM killed the command alone: its `ssdtwin serve` kept running and the served image
+    # and nbdkit's file (GBs) stayed in the temporary folder.
+    import shutil
+
+    for tool in ("fio", "nbdkit"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` is not installed")
+    # fio's jobs run in sessions of their own: a SIGKILL to fio alone (subprocess.run's, on
+    # the interrupt) left them blocked on the NBD server for good, when the signal came
+    # while the next fio started (50 ms after a figure).
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    argv = ["bench", "nbd", "--seconds", "1", "--size", "16m"]
+
+    def its_fio_jobs() -> list[int]:  # every fio names its --output in tmp_path
+        pids = []
+        for d in Path("/proc").iterdir():
+            with contextlib.suppress(OSError, IndexError):
+                cmd = (d / "cmdline").read_bytes() if d.name.isdigit() else b""
+                alive = bool(cmd) and (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+                if alive and b"fio" in cmd and str(tmp_path).encode() in cmd:
+                    pids.append(int(d.name))
+        return pids
+
+    p = subprocess.Popen([*SSDTWIN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
+    try:
+        first_line("stdout")(p)  # a figure: the three servers are up, the next fio is starting
+        time.sleep(0.05)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+        assert (p.returncode, err.splitlines()) == (rc, [f"ssdtwin bench nbd: {last}"]), err
+        t0 = time.monotonic()
+        while (live_processes_of_group(p.pid) or its_fio_jobs()) and time.monotonic() - t0 < 10:
+            time.sleep(0.05)
+        assert live_processes_of_group(p.pid) == [] and its_fio_jobs() == []
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        for pid in its_fio_jobs():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_sigterm_on_reproduce_shaping_removes_its_stack_images(tmp_path: Path) -> None:
+    # SIGTERM killed it alone: the template image and the point's copy stayed in the
+    # temporary folder (its atexit clean-up never ran).
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def made_its_folder(p: subprocess.Popen[str]) -> None:
+        wait_until(lambda: any(tmp_path.iterdir()), "the study's temporary folder", p)
+
+    rc, out, err = interrupt(["reproduce", "shaping", "-o", "json"], made_its_folder, sig=signal.SIGTERM, env=env)
+    assert (rc, out) == (143, ""), err
+    assert err.splitlines()[-1] == "ssdtwin reproduce: stopped by SIGTERM; interrupted", err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def serving(image: Path) -> Callable[[subprocess.Popen[str]], None]:
     def ready(p: subprocess.Popen[str]) -> None:
         assert p.stderr is not None

@@ -380,12 +380,20 @@ def sweep(
 
 
 def save_figure(fig: Any, path: Path) -> Path:
-    """Lay out, write (PNG at 110 dpi, as the docs' plots are) and close a matplotlib figure."""
+    """Lay out, write (PNG at 110 dpi, as the docs' plots are; another format by the path's
+    suffix) and close a matplotlib figure. Written beside `path` and renamed onto it, so a
+    Ctrl-C or a full disk while it is written leaves no truncated image under its name."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = Path(path)
+    part = path.with_name(f".{path.name}.part")
+    try:
+        fig.tight_layout()
+        fig.savefig(part, dpi=110, format=path.suffix.removeprefix(".").lower() or "png")
+        os.replace(part, path)
+    finally:
+        plt.close(fig)
+        part.unlink(missing_ok=True)
     return path
 
 

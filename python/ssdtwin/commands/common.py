@@ -31,6 +31,8 @@ from ..live import LiveState, live_state
 U8, U16, U32, U64 = 0xFF, 0xFFFF, 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF
 # The longest run a benchmark's --seconds may ask for: a day.
 MAX_BENCH_SECONDS = 86_400
+# The shortest: a millisecond of simulated time (a few hundred I/Os at QD32).
+MIN_BENCH_SECONDS = 0.001
 OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json")
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 

@@ -4,6 +4,7 @@ experiment names)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sizes_arg
+from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
 
 
 def reproduce_cmd(
@@ -77,54 +78,64 @@ def reproduce_cmd(
         fail("--plot: only the pblaze5, kumoscale, ceph-reef, spdk-tcp, spdk-rdma and shaping experiments draw figures")
     if not curves and experiment != "kumoscale":
         fail("--no-curves: only the kumoscale experiment has curves")
-    if experiment == "kumoscale" and plot is not None and plot.exists() and not plot.is_dir():
-        fail(f"--plot {plot}: not a folder")
+    if experiment == "kumoscale" and plot is not None and not curves:
+        fail("--plot: kumoscale draws its curves; not with --no-curves")
     if sizes is not None and experiment != "cm6":
         fail("--sizes: only the cm6 experiment has namespace sizes")
     if part is None and any(x is not None for x in (threads, placements, workdir, drive_state, run_s)):
         fail("--threads, --placements, --drive-state, --run-s and --dir: only with pblaze5 --part")
     if part is not None and experiment != "pblaze5":
         fail("--part: only the pblaze5 experiment has parts")
+    if part is not None and (plot is not None or quick):
+        fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
     if part == "doublewrite" and (run_s is not None or workdir is not None):
         fail("--run-s and --dir: only with pblaze5 --part mariadb (doublewrite is modelled: no sysbench, no file systems)")
-    if experiment == "shaping":  # the write-shaping tier (docs/host.md)
-        _reproduce_shaping(full, seed, plot, scale, fmt)
-        return
-    if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
-        _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
-        return
-    log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
-    t0 = time.perf_counter()
-    if part is not None:
-        if plot is not None or quick:
-            fail("--plot and --quick: for the whole pblaze5 talk, not one --part")
-        n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
-    else:
-        tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
-        for tb in tbs:
-            try:
-                experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
-            except ValueError as e:
-                fail(f"--sizes: {e}")
-        models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
-        model = models.get(experiment, "kioxia-cm5-r-3.84t")
-        n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
-        if experiment == "cm6":
-            rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
-        elif experiment == "pblaze5":
-            from ..studies import pblaze5
-
-            rows = pblaze5.pblaze5_talk(
-                scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
-            )
-        elif experiment == "kumoscale":
-            rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
+    if plot is not None:
+        # Checked before the study runs (minutes to hours): a figure that cannot be written
+        # failed only at the end, with the study's figures thrown away.
+        if experiment in ("pblaze5", "shaping"):
+            _check_plot_file(plot)
         else:
-            rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
-    if fmt == "json":
-        emit_json(rows)
-    else:
-        typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
+            _make_plot_folder(plot)
+    # SIGTERM as Ctrl-C: it killed the command alone, leaving shaping's stack images in the
+    # temporary folder and --part mariadb's servers, database and mounts running.
+    with sigterm_cleans_up():
+        if experiment == "shaping":  # the write-shaping tier (docs/host.md)
+            _reproduce_shaping(full, seed, plot, scale, fmt)
+            return
+        if experiment in ("ceph-reef", "spdk-tcp", "spdk-rdma"):
+            _reproduce_cluster_lab(experiment, scale, seed, plot, fmt)
+            return
+        log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
+        t0 = time.perf_counter()
+        if part is not None:
+            n, rows = _reproduce_pblaze5(part, scale, seed, threads, placements, drive_state, run_s, workdir, log)
+        else:
+            tbs = tuple(sizes_arg(sizes)) if sizes is not None else (3.84, 3.52, 3.20, 2.56)
+            for tb in tbs:
+                try:
+                    experiments.namespace_fraction("kioxia-cm6-r-3.84t", tb)
+                except ValueError as e:
+                    fail(f"--sizes: {e}")
+            models = {"cm6": "kioxia-cm6-r-3.84t", "p5316": "intel-p5316-15.36t", "pblaze5": "memblaze-pblaze5-910-3.84t"}
+            model = models.get(experiment, "kioxia-cm5-r-3.84t")
+            n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
+            if experiment == "cm6":
+                rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
+            elif experiment == "pblaze5":
+                from ..studies import pblaze5
+
+                rows = pblaze5.pblaze5_talk(
+                    scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
+                )
+            elif experiment == "kumoscale":
+                rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
+            else:
+                rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
+        if fmt == "json":
+            emit_json(rows)
+        else:
+            typer.echo(f"({time.perf_counter() - t0:.0f} s wall, scale 1/{n})")
 
 
 def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], scale: Optional[str], fmt: str) -> None:
@@ -133,8 +144,6 @@ def _reproduce_shaping(full: bool, seed: Optional[int], plot: Optional[Path], sc
 
     if scale is not None:
         fail("--scale: the shaping study picks its scale (1/256, or 1/64 with --full)")
-    if plot is not None and (plot.is_dir() or not plot.parent.is_dir()):
-        fail(f"--plot {plot}: a PNG file in an existing folder")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     rows = shaping(full=full, seed=5 if seed is None else seed, plot=None if plot is None else str(plot), log=log)
@@ -151,8 +160,6 @@ def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional
     from ..studies import ceph_reef, spdk_rdma, spdk_tcp
 
     study = {"ceph-reef": ceph_reef, "spdk-tcp": spdk_tcp, "spdk-rdma": spdk_rdma}[experiment]
-    if plot is not None and plot.exists() and not plot.is_dir():
-        fail(f"--plot {plot}: not a folder")
     n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
@@ -178,6 +185,34 @@ def _reproduce_kumoscale(n: int, seed: int, curves: bool, plot: Optional[Path], 
         for p in plot_sweep(rows["curves"], plot, title=title, marks=marks, bands=rows["band"]):
             print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)
     return rows
+
+
+def _check_plot_file(plot: Path) -> None:
+    """--plot FILE (pblaze5, shaping): in an existing, writable folder, of a format
+    matplotlib writes (its suffix picks the format: noisy.png, noisy.svg)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if plot.is_dir() or not plot.parent.is_dir():
+        fail(f"--plot {plot}: a PNG file in an existing folder")
+    if not os.access(plot.parent, os.W_OK):
+        fail(f"--plot {plot}: the folder {plot.parent} is not writable")
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = plot.suffix.removeprefix(".").lower()
+    if suffix and suffix not in kinds:
+        fail(f"--plot {plot}: '.{suffix}' is not an image format matplotlib writes; use .png or one of {', '.join(sorted(kinds))}")
+
+
+def _make_plot_folder(plot: Path) -> None:
+    """--plot DIR (kumoscale, ceph-reef, spdk-tcp, spdk-rdma): made now, as `cluster sweep`
+    makes its own, so a path that cannot be one fails before the study runs."""
+    try:
+        plot.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        fail(f"--plot {plot}: not a folder")
+    except OSError as e:
+        fail(f"--plot {plot}: {e.strerror or e}")
+    if not os.access(plot, os.W_OK):
+        fail(f"--plot {plot}: not writable")
 
 
 def _int_list(flag: str, text: str) -> list[int]:
@@ -207,22 +242,25 @@ def _reproduce_pblaze5(
     if part not in ("doublewrite", "mariadb"):
         fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb (without --part: the whole talk)")
     allowed = doublewrite.PLACEMENTS if part == "doublewrite" else mariadb.PLACEMENTS
-    chosen = tuple(placements.split(",")) if placements else ("shared", "dram")
+    # `is not None`: an empty value ('--placements ""') ran the default, as if it was not given.
+    chosen = tuple(placements.split(",")) if placements is not None else ("shared", "dram")
     bad = [p for p in chosen if p not in allowed]
     if bad or len(set(chosen)) != len(chosen):
         fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
-    states = tuple(drive_state.split(",")) if drive_state else ("trimmed",)
+    states = tuple(drive_state.split(",")) if drive_state is not None else ("trimmed",)
     if any(x not in doublewrite.DRIVE_STATES for x in states) or len(set(states)) != len(states):
         fail(f"--drive-state '{drive_state}': each of {', '.join(doublewrite.DRIVE_STATES)} at most once")
     if drive_state is not None and part != "doublewrite":
         fail("--drive-state: only with --part doublewrite")
-    counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
+    counts = tuple(_int_list("--threads", threads)) if threads is not None else ((64,) if part == "doublewrite" else (16,))
     if part == "doublewrite":
         for c in counts:
             if doublewrite.FLOW_ROUND_IOS % c:
                 fail(f"--threads {c}: must divide {doublewrite.FLOW_ROUND_IOS} (fio's flow weights are whole numbers)")
     elif len(counts) != 1:
         fail("--threads: --part mariadb takes one thread count")
+    if workdir is not None and workdir.exists() and not workdir.is_dir():
+        fail(f"--dir {workdir}: not a folder")
     n = scale_arg(scale or ("1/64" if part == "doublewrite" else "1/256"), doublewrite.MODEL, "ssdtwin reproduce")
     s = 1 if seed is None else seed
     if part == "doublewrite":

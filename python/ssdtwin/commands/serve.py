@@ -26,7 +26,18 @@ from .. import waf as wafm
 from ..core_types import ServeInfo, StackFile, StoppedSummary, VendorLog, WafMeasurement
 from ..drive import Drive
 from ..nvmefmt import si_bytes
-from .common import MAX_BENCH_SECONDS, HungUp, Interrupt, Terminated, check_fmt, emit_json, fail, interrupt_note, say
+from .common import (
+    MAX_BENCH_SECONDS,
+    HungUp,
+    Interrupt,
+    Terminated,
+    check_fmt,
+    emit_json,
+    fail,
+    interrupt_note,
+    say,
+    sigterm_cleans_up,
+)
 
 
 def _check_hostport(flag: str, text: str) -> None:
@@ -350,7 +361,7 @@ def bench_nbd_cmd(
     """NBD serving speed: the real fio (nbd engine, 4 KiB random read and write) against
     `ssdtwin serve --pace off`, `nbdkit memory` and `nbdkit file` (on the same disk), in the
     same run on this machine."""
-    from ..studies.nbd import bench_nbd
+    from ..studies.nbd import bench_nbd, nbd_size_range
 
     check_fmt(fmt)
     if not seconds > 0 or numjobs < 1 or iodepth < 1 or rounds < 1:
@@ -358,12 +369,20 @@ def bench_nbd_cmd(
     if not seconds <= MAX_BENCH_SECONDS:  # inf was a traceback (a timestamp too large)
         fail(f"--seconds {seconds}: at most {MAX_BENCH_SECONDS} (a day per run)")
     try:
-        _core.parse_size(size)
+        size_bytes = _core.parse_size(size)
     except ValueError as e:
         fail(f"--size: {e}")
+    # fio's size=0 is the whole device (a prefill of the whole namespace), under the prefill's
+    # 1 MiB block fio fails, and past the namespace fio works on less than asked.
+    low, top = nbd_size_range()
+    if not low <= size_bytes <= top:
+        fail(f"--size {size}: must be 1MiB to the served namespace's {top} bytes ({si_bytes(top)})")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     try:
-        res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
+        # SIGTERM as Ctrl-C: it killed the command alone, leaving its `ssdtwin serve` running
+        # and the served image and nbdkit's file (GBs) in the temporary folder.
+        with sigterm_cleans_up():
+            res = bench_nbd(seconds, numjobs, iodepth, size, rounds=rounds, log=log)
     except subprocess.CalledProcessError as e:
         said = (e.stderr or b"").decode(errors="replace").strip().splitlines()
         fail(f"fio exited with status {e.returncode}" + (f": {said[-1]}" if said else ""))

@@ -21,7 +21,20 @@ from typing import Any, Callable, Optional
 from .. import _core
 from .. import waf as wafm
 from ..nvmefmt import si_bytes
-from .experiments import cm6_drive, measure_cm6, namespace_fraction
+from .experiments import cm6_drive, measure_cm6, namespace_fraction, namespace_label
+
+
+def compared_pair(rows: list[dict[str, Any]]) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+    """The two sizes the closing line compares: 3.84 TB (else the largest) against 3.20 TB
+    (else the smallest), in that order whatever the order of --sizes; None when every size
+    is the same. It took the first size given and the 3.20 TB row, so `--sizes 3.20,3.84`
+    compared 3.20 TB with itself ("WAF ratio 1.00")."""
+    if not rows:
+        return None
+    by_size = sorted(rows, key=lambda r: -float(r["namespace_tb"]))
+    a = next((r for r in rows if abs(r["namespace_tb"] - 3.84) < 1e-9), by_size[0])
+    b = next((r for r in rows if abs(r["namespace_tb"] - 3.20) < 1e-9 and r["namespace_tb"] != a["namespace_tb"]), by_size[-1])
+    return None if a["namespace_tb"] == b["namespace_tb"] else (a, b)
 
 
 def run_demo(
@@ -42,7 +55,7 @@ def run_demo(
     ius_per_write = 1
     for tb, fraction in zip(sizes_tb, fractions):
         if note is not None:
-            note(f"{tb:.2f} TB: preconditioning, then the random-write job ...")
+            note(f"{namespace_label(tb)} TB: preconditioning, then the random-write job ...")
         p = cm6_drive(model, scale, "rand", fraction, seed)
         d = p.drive
         pool = d.ftl_info()["data_pool_bytes"]
@@ -64,7 +77,8 @@ def run_demo(
         iops_s = f"{iops:>19,.0f}" if iops is not None else f"{'(no timing)':>19}"
         # A pass that spans less than a GC cycle and a namespace pass prints no WAF.
         waf_s = f"{waf:>7.3f} {model_waf:>7.3f} {waf / model_waf - 1:>+7.1%}" if waf else f"{'-':>7} {model_waf:>7.3f} {'':>7}"
-        log(f"{tb:>8.2f}TB {p.blocks:>16} {alpha - 1:>7.1%} {waf_s} {iops_s}")
+        # Every digit given (3.205 printed as 3.20TB, the row of another namespace).
+        log(f"{namespace_label(tb):>8}TB {p.blocks:>16} {alpha - 1:>7.1%} {waf_s} {iops_s}")
     spans = [r for r in rows if r["waf_verdict"] is not None]
     if spans:
         cycles = [r["waf_gc_cycles"] for r in spans]
@@ -73,10 +87,11 @@ def run_demo(
             f"({min(r['waf_namespace_passes'] for r in spans):.2f} passes, {min(cycles):.1f}-{max(cycles):.1f} GC cycles; "
             f"'-': less than {wafm.NEED})"
         )
-    if len(rows) >= 2:
-        a, b = rows[0], next((r for r in rows if abs(r["namespace_tb"] - 3.20) < 1e-9), rows[-1])
+    pair = compared_pair(rows)
+    if pair is not None:
+        a, b = pair
         ratio = f"WAF ratio {a['waf'] / b['waf']:.2f}" if a["waf"] and b["waf"] else "WAF ratio not measured"
-        line = f"{a['namespace_tb']:.2f} TB vs {b['namespace_tb']:.2f} TB namespace: {ratio}"
+        line = f"{namespace_label(a['namespace_tb'])} TB vs {namespace_label(b['namespace_tb'])} TB namespace: {ratio}"
         if a["iops"] and b["iops"]:
             line += f", IOPS ratio {b['iops'] / a['iops']:.2f}"
         if model == "kioxia-cm6-r-3.84t" and abs(a["namespace_tb"] - 3.84) < 1e-9 and abs(b["namespace_tb"] - 3.20) < 1e-9:

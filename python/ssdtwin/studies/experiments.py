@@ -229,12 +229,20 @@ CM6_PUBLISHED = {
 }
 
 
+def namespace_label(tb: float) -> str:
+    """A cm6 column's name: the size in TB with two decimals (the brief's published figures
+    are looked up by it), or every digit given when two would round it: 3.205 TB was the
+    column "3.20" and compared with the brief's 3.20 TB figures."""
+    two = f"{tb:.2f}"
+    return two if float(two) == tb else repr(tb)
+
+
 def cm6_brief(
     scale: int = 64, seed: int = 1, sizes: tuple[float, ...] = (3.84, 3.52, 3.20, 2.56), log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
     """The CM6 namespace table: four corners per namespace size, plus the 3 DWPD SKU."""
     rows = []
-    columns: list[tuple[str, str, float]] = [(f"{s:.2f}", "kioxia-cm6-r-3.84t", s) for s in sizes]
+    columns: list[tuple[str, str, float]] = [(namespace_label(s), "kioxia-cm6-r-3.84t", s) for s in sizes]
     columns.append(("3dwpd", "kioxia-cm6-v-3.2t", 3.20))
     for col, model, tb in columns:
         frac = namespace_fraction(model, tb)
@@ -245,12 +253,14 @@ def cm6_brief(
             m = measure_cm6(p.drive, test)
             value = cm6_figure(test, m)
             pub = CM6_PUBLISHED.get((col, test))
+            unit = "MB/s" if test.startswith("seq") else "IOPS"
             row = {
                 "namespace": col,
                 "model": model,
                 "test": test,
                 "simulated": value,
                 "published": pub,
+                "unit": unit,  # of simulated and published: decimal MB/s or IOPS, as the brief gives them
                 "error": (value / pub - 1) if pub else None,
                 "lat_mean_us": m.lat_mean_us,
                 # No published WAF to compare with: the window's WAF is the drive's only
@@ -263,7 +273,6 @@ def cm6_brief(
                 "role": "calibration" if col == "3.84" else "prediction",
             }
             rows.append(row)
-            unit = "MB/s" if test.startswith("seq") else "IOPS"
             pub_s = f"{pub:>12,} ({value / pub - 1:+6.1%})" if pub else " " * 22
             waf_s = wafm.text(m.waf_measurement) if test.endswith("write") else ""
             log(f"{col:>6} {test:<11} {value:>12,.0f} {unit:<5} published {pub_s}  {row['role']:<11} {waf_s}")

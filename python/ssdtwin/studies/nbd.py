@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import _core
 from ..drive import Drive
 
 
@@ -54,6 +55,18 @@ def _process(argv: list[str], port: int, what: str) -> Iterator[subprocess.Popen
                 p.wait()
 
 
+def _stop_fio(p: subprocess.Popen[bytes], grace_s: float = 30) -> None:
+    """SIGTERM, on which fio ends its jobs and waits for them; SIGKILL if it has not ended."""
+    if p.poll() is not None:
+        return
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seconds: float, out: Path) -> dict[str, Any]:
     """Run the real fio's nbd engine; returns fio's JSON."""
     argv = [
@@ -73,13 +86,37 @@ def fio_nbd(uri: str, rw: str, bs: str, size: str, jobs: int, iodepth: int, seco
     if seconds > 0:
         # In milliseconds: fio reads a fractional "--runtime=0.3" as 30 ms ("1.0" as 1 s).
         argv += ["--time_based", f"--runtime={max(1, round(seconds * 1000))}ms"]
-    p = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=seconds + 600)
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, stderr = p.communicate(timeout=seconds + 600)
+    except BaseException:
+        # Ctrl-C, SIGTERM, a run that never ends: fio is told to stop its jobs, which run in
+        # sessions of their own. A SIGKILL to fio alone (subprocess.run's) left them blocked on
+        # the NBD server for good.
+        _stop_fio(p)
+        raise
+    if p.returncode:
+        raise subprocess.CalledProcessError(p.returncode, argv, None, stderr)
     try:
         result: dict[str, Any] = json.loads(out.read_text())
     except (OSError, ValueError) as e:
-        said = p.stderr.decode(errors="replace").strip().splitlines()
+        said = stderr.decode(errors="replace").strip().splitlines()
         raise RuntimeError(f"fio ({rw} on {uri}) left no JSON result in {out.name}" + (f": {said[-1]}" if said else f" ({e})")) from None
     return result
+
+
+# The drive `bench_nbd` serves: a CM6-R at 1/454 (an 8.46 GB namespace).
+BENCH_MODEL, BENCH_SCALE = "kioxia-cm6-r-3.84t", 454
+PREFILL_BLOCK_BYTES = 1 << 20
+
+
+def nbd_size_range(model: str = BENCH_MODEL, scale: int = BENCH_SCALE) -> tuple[int, int]:
+    """The region sizes fio can work on: the prefill's block up to the namespace."""
+    d = Drive.in_memory(model, scale=scale)
+    try:
+        return PREFILL_BLOCK_BYTES, d.namespaces()[0].bytes
+    finally:
+        d.close()
 
 
 def bench_nbd(
@@ -87,8 +124,8 @@ def bench_nbd(
     jobs: int = 4,
     iodepth: int = 32,
     size: str = "1g",
-    model: str = "kioxia-cm6-r-3.84t",
-    scale: int = 454,
+    model: str = BENCH_MODEL,
+    scale: int = BENCH_SCALE,
     rounds: int = 1,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
@@ -109,6 +146,9 @@ def bench_nbd(
         "cpus": os.cpu_count(),
         "rounds": [],
     }
+    # fio reads sizes its own way ("1GB" is 2^30 bytes, "1GiB" 10^9, kb_base=1024): it gets
+    # the bytes ssdtwin read (docs/cli.md, "Sizes"), the amount --size was checked as.
+    size = str(_core.parse_size(size))
     with tempfile.TemporaryDirectory(prefix="ssdtwin-bench-nbd-") as tmp:
         img = Path(tmp) / "img"
         d = Drive.create(img, model, scale=scale, seed=1)
@@ -132,7 +172,7 @@ def bench_nbd(
             servers.enter_context(_process(nbdkit_file, p3, "nbdkit file"))
             for name, uri in targets.items():
                 # Prefill the region so reads read data, not holes.
-                fio_nbd(uri, "write", "1m", size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
+                fio_nbd(uri, "write", str(PREFILL_BLOCK_BYTES), size, 1, 8, 0, Path(tmp) / f"fill-{name}.json")
             for r in range(rounds):
                 row: dict[str, Any] = {}
                 for rw in ("randread", "randwrite"):

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..cluster import save_figure
 from ..drive import Drive
 from ..fio import parse_string
 from ..fio.contract import CloneOut, DirOut
@@ -258,9 +260,7 @@ def noisy_plot(rows: Sequence[dict[str, Any]], path: str) -> None:
         ax.set_title(f"NS1 4 KiB random reads at 50K IOPS, NS2 greedy {kind}", fontsize=9)
         ax.legend()
     fig.suptitle("PBlaze5 twin: a polite tenant beside a greedy one")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, Path(path))
 
 
 # --------------------------------------------------------------------------- study 3 (hook)

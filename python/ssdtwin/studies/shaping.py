@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from .. import stack as stacklib
@@ -236,6 +237,13 @@ def shaping(
 
 
 def plot_sizing(rows: list[dict[str, Any]], path: str, size: Size) -> None:
+    from ..cluster import save_figure
+
+    save_figure(sizing_figure(rows, size), Path(path))
+
+
+def sizing_figure(rows: list[dict[str, Any]], size: Size) -> Any:
+    """Figure 3: the tier's write-hit rate and the end-to-end WAF against its size."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -256,8 +264,11 @@ def plot_sizing(rows: list[dict[str, Any]], path: str, size: Size) -> None:
     a.set_ylabel("tier write-hit rate")
     b.set_ylabel("end-to-end WAF (NAND bytes / host byte)")
     b.set_yscale("symlog", linthresh=0.1)  # a tier that absorbs everything in the window has WAF 0
+    # From 0 (symlog's own limits drew negative WAFs below a point at 0) to above the largest
+    # (they clipped its markers at the top edge).
+    top = max((r["end_to_end_waf"] for r in rows if r["end_to_end_waf"] is not None), default=1.0)
+    b.set_ylim(0, max(1.0, top) * 2)
     a.legend(fontsize=8)
     fig.suptitle(f"PMem tier over an Intel P5316 (1/{size.scale}), 4 KiB random writes")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
