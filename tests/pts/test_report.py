@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -306,6 +307,33 @@ def test_pdf_without_chromium_is_one_line(interrupted: Path, tmp_path: Path, mon
     with pytest.raises(PtsError, match="could not print .* to PDF: FileNotFoundError") as e:
         report.print_pdf(interrupted / "index.html", tmp_path / "report.pdf")
     assert "\n" not in str(e.value) and not (tmp_path / "report.pdf").exists()
+
+
+def test_report_pdf_prints_the_pdfs_path(interrupted: Path, tmp_path: Path) -> None:
+    """`ssdtwin pts report DIR --pdf` (and `python -m ssdtwin.pts.report DIR --pdf`) print
+    where report.pdf is, on stdout after index.html's. Was: only the index.html path. A
+    stand-in for Chromium writes the PDF (SSDTWIN_CHROMIUM), so this runs without one."""
+    from twin import run_cli
+
+    folder = tmp_path / "rep"
+    shutil.copytree(interrupted, folder)
+    fake = tmp_path / "chromium"
+    fake.write_text(
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in\n'
+        "  --print-to-pdf=*) printf '%%PDF-1.4 stand-in' > \"${a#--print-to-pdf=}\";;\nesac; done\n"
+    )
+    fake.chmod(0o755)
+    r = run_cli("pts", "report", folder, "--pdf", env={**os.environ, "SSDTWIN_CHROMIUM": str(fake)})
+    assert r.stdout.splitlines() == [f"report: {folder / 'index.html'}", f"pdf: {folder / 'report.pdf'}"], r.stdout
+    assert (folder / "report.pdf").read_bytes().startswith(b"%PDF-") and r.stderr == ""
+    m = subprocess.run(
+        [sys.executable, "-m", "ssdtwin.pts.report", str(folder), "--pdf"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SSDTWIN_CHROMIUM": str(fake)},
+        timeout=120,
+    )
+    assert m.returncode == 0 and m.stdout.splitlines() == [str(folder / "index.html"), str(folder / "report.pdf")], m
 
 
 @pytest.mark.tools

@@ -358,3 +358,5 @@ def report_cmd(
     except PtsError as e:
         fail(str(e))
     typer.echo(f"report: {out}")
+    if pdf:
+        typer.echo(f"pdf: {folder / 'report.pdf'}")
