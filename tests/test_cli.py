@@ -19,7 +19,7 @@ import pytest
 
 from ssdtwin import _core
 from ssdtwin.drive import Drive
-from twin import CM6, P5316, SSDTWIN, copy_image, image_digest, namespace_rows, run_cli
+from twin import CM6, P5316, SSDTWIN, check_image, copy_image, image_digest, namespace_rows, run_cli
 
 # The KIOXIA experiment's namespace sizes (KIOXIA CM6 namespace brief), IDEMA LBA1-03 block counts of 512 B.
 IDEMA_3_20_TB_BLOCKS = 6_251_233_968
@@ -131,6 +131,28 @@ def test_create_from_an_edited_spec(tmp_path: Path) -> None:
         r = run_cli("create", tmp_path / "x", *args, check=False)
         assert r.returncode == 1 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not (tmp_path / "x").exists()
+
+
+def test_a_creation_that_fails_after_its_lock_can_be_run_again(tmp_path: Path) -> None:
+    """A creation that fails after it took the image's lock (here a file-size limit, as a
+    full disk would: its maps do not fit) removes what it wrote, LOCK included, and the same
+    command then succeeds. Was: LOCK, spec.toml and gen-000001 stayed, and every later
+    `create` said the directory already exists."""
+    import resource
+
+    def small_files() -> None:  # the child's files may not grow past 16 KiB; spec.toml fits
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 10, 16 << 10))
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for d in (tmp_path / "new", empty):
+        argv = [*SSDTWIN, "create", str(d), "--model", CM6, "--scale", "1/454"]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1 and "File too large" in p.stderr, p.stderr
+        # a directory it made goes; one it was given stays, empty
+        assert (not d.exists()) if d.name == "new" else list(d.iterdir()) == []
+        run_cli("create", d, "--model", CM6, "--scale", "1/454")
+        check_image(d)
 
 
 def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
