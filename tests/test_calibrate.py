@@ -502,14 +502,26 @@ def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
         if mb_s("2-seq-read") >= 0.85 * hidden["host_link_bytes_per_s"] / 1e6 and mb_s("3-seq-write") <= mb_s("2-seq-read"):
             break
     run_cli("precondition", img, "--rand", "4k", "--amount", "3x", "--seed", "2", "-q")
-    run_jobs("5-rand-read", "6-rand-write")
+    # The same for the random pair: a starved server answers the 4 KiB reads late, and fio's
+    # IOPS then fit a slower t_read (a run beside two compilers read 15 % below the twin). The
+    # twin's own figure for the read job, in simulated time on the same state (a scratch run,
+    # the image unchanged), tells such a window; the pair is measured again, at most three
+    # times in all, and the fit's checks below stay as they are.
+    text = re.sub(r"(?m)^ramp_time=.*$", "ramp_time=1s", re.sub(r"(?m)^runtime=.*$", "runtime=3s", (jobs / "5-rand-read.fio").read_text()))
+    (tmp_path / "sim-rand-read.fio").write_text(text)
+    sim = run_cli("fio", img, tmp_path / "sim-rand-read.fio", "--scratch", "--output-format", "json").stdout
+    sim_iops = float(json.JSONDecoder().raw_decode(sim[sim.index("{") :])[0]["jobs"][0]["read"]["iops"])
+    for _ in range(3):
+        run_jobs("5-rand-read", "6-rand-write")
+        if measured("5-rand-read")["iops"] >= 0.95 * sim_iops:
+            break
     out = tmp_path / "fitted.toml"
     res = run_cli("calibrate", "--spec", SLOW, "--measured", results, "--scale", SCALE, "--out", out, "-o", "json").json()
     fio_figures = {}
     for stem in ("2-seq-read", "3-seq-write", "5-rand-read", "6-rand-write"):
         fio_figures[stem[2:]] = mb_s(stem) if "seq" in stem else measured(stem)["iops"]
     timing = _core.parse_spec(out.read_text())["timing"]
-    print("\nfio over NBD:", {k: round(v, 1) for k, v in fio_figures.items()})
+    print("\nfio over NBD:", {k: round(v, 1) for k, v in fio_figures.items()}, "the twin's rand-read:", round(sim_iops, 1))
     print("fitted:", {p: timing[p]["value"] for p in hidden}, "hidden:", hidden)
     for row in res["figures"]:
         assert row["target"] == pytest.approx(fio_figures[row["figure"]]), row

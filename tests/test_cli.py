@@ -133,6 +133,28 @@ def test_create_from_an_edited_spec(tmp_path: Path) -> None:
         assert not (tmp_path / "x").exists()
 
 
+def test_a_creation_that_fails_after_its_lock_can_be_run_again(tmp_path: Path) -> None:
+    """A creation that fails after it took the image's lock (here a file-size limit, as a
+    full disk would: its maps do not fit) removes what it wrote, LOCK included, and the same
+    command then succeeds. Was: LOCK, spec.toml and gen-000001 stayed, and every later
+    `create` said the directory already exists."""
+    import resource
+
+    def small_files() -> None:  # the child's files may not grow past 16 KiB; spec.toml fits
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 10, 16 << 10))
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for d in (tmp_path / "new", empty):
+        argv = [*SSDTWIN, "create", str(d), "--model", CM6, "--scale", "1/454"]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1 and "File too large" in p.stderr, p.stderr
+        # a directory it made goes; one it was given stays, empty
+        assert (not d.exists()) if d.name == "new" else list(d.iterdir()) == []
+        run_cli("create", d, "--model", CM6, "--scale", "1/454")
+        check_image(d)
+
+
 def test_create_makes_a_factory_fresh_image(tmp_path: Path) -> None:
     d = tmp_path / "cm6"
     r = run_cli("create", d, "--model", CM6, "--scale", "1/64", "--seed", "9")

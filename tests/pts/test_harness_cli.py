@@ -181,6 +181,7 @@ def test_same_run_twice_gives_the_same_rounds(fresh: Path, tmp_path: Path) -> No
         (["--lat-bs", "4k,8k,4k"], "--lat-bs: 4k given more than once"),
         (["--iops-mixes", "100,0,100"], "--iops-mixes: 100 given more than once"),
         (["--hir-waits", "5s,5s"], "--hir-waits: 5 given more than once"),
+        (["--wsat-min-fills", "101"], "--wsat-min-fills 101: drive fills from 0 to 100"),
     ],
 )
 def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path, args: list[str], message: str) -> None:
@@ -311,6 +312,27 @@ def test_wsat_segment_is_held_to_the_time_limit(fresh: Path, tmp_path: Path) -> 
     wsat = out["manifest"]["tests"]["wsat"]
     assert wsat["status"] == "complete" and wsat["sim_s"] <= 2.5, wsat
     assert "time limit 2 s reached" in wsat["message"], wsat
+
+
+def test_wsat_stop_steady_judges_only_after_the_wipc_amount_is_written(fresh: Path, tmp_path: Path) -> None:
+    """--wsat-stop-steady judges a 5-segment window only from the segment that took the writes
+    past --wsat-min-fills (2, the PTS WIPC's 2x capacity) on. Was: WSAT stopped at its first
+    five segments, the flat fresh-out-of-box rate, 1.05 drive fills into the test."""
+    img = copy_image(fresh, tmp_path / "cm6v")
+    args = ["--tests", "wsat", "--round", "1s", "--wsat-stop-steady", "-q", "--no-render"]
+    run_cli("pts", img, *args, "--report", tmp_path / "r")
+    check_image(img)
+    result = json.loads((tmp_path / "r" / "wsat" / "result.json").read_text())
+    table = rows(tmp_path / "r" / "wsat" / "table.csv")
+    fills = {int(r["segment"]): float(r["drive_fills"]) for r in table}
+    window = result["extra"]["steady"]["rounds"]
+    assert result["settings"]["steady_min_fills"] == 2.0 and result["extra"]["stop"].startswith("steady state")
+    first_judged = min(s for s, f in fills.items() if f >= 2.0)
+    assert window[0] >= first_judged and fills[window[-1]] >= 2.0 and window[-1] == max(fills), (window, fills)
+    # --wsat-min-fills 0 judges from the first segment, as before the guard
+    run_cli("pts", copy_image(fresh, tmp_path / "cm6v-0"), *args, "--wsat-min-fills", "0", "--report", tmp_path / "r0")
+    result0 = json.loads((tmp_path / "r0" / "wsat" / "result.json").read_text())
+    assert result0["extra"]["steady"]["rounds"] == [1, 2, 3, 4, 5]
 
 
 def test_missing_target_is_one_line(tmp_path: Path) -> None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import base64
 import csv
 import fcntl
+import html
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -306,6 +308,68 @@ def test_pdf_without_chromium_is_one_line(interrupted: Path, tmp_path: Path, mon
     with pytest.raises(PtsError, match="could not print .* to PDF: FileNotFoundError") as e:
         report.print_pdf(interrupted / "index.html", tmp_path / "report.pdf")
     assert "\n" not in str(e.value) and not (tmp_path / "report.pdf").exists()
+
+
+def test_report_pdf_prints_the_pdfs_path(interrupted: Path, tmp_path: Path) -> None:
+    """`ssdtwin pts report DIR --pdf` (and `python -m ssdtwin.pts.report DIR --pdf`) print
+    where report.pdf is, on stdout after index.html's. Was: only the index.html path. A
+    stand-in for Chromium writes the PDF (SSDTWIN_CHROMIUM), so this runs without one."""
+    from twin import run_cli
+
+    folder = tmp_path / "rep"
+    shutil.copytree(interrupted, folder)
+    fake = tmp_path / "chromium"
+    fake.write_text(
+        '#!/bin/sh\nfor a in "$@"; do case "$a" in\n'
+        "  --print-to-pdf=*) printf '%%PDF-1.4 stand-in' > \"${a#--print-to-pdf=}\";;\nesac; done\n"
+    )
+    fake.chmod(0o755)
+    r = run_cli("pts", "report", folder, "--pdf", env={**os.environ, "SSDTWIN_CHROMIUM": str(fake)})
+    assert r.stdout.splitlines() == [f"report: {folder / 'index.html'}", f"pdf: {folder / 'report.pdf'}"], r.stdout
+    assert (folder / "report.pdf").read_bytes().startswith(b"%PDF-") and r.stderr == ""
+    m = subprocess.run(
+        [sys.executable, "-m", "ssdtwin.pts.report", str(folder), "--pdf"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SSDTWIN_CHROMIUM": str(fake)},
+        timeout=120,
+    )
+    assert m.returncode == 0 and m.stdout.splitlines() == [str(folder / "index.html"), str(folder / "report.pdf")], m
+
+
+def test_a_table_block_is_one_element_the_print_css_keeps_whole(full: Path) -> None:
+    """A table's title, the table and the caption under it are one element, which the print
+    style keeps on one page; headings stay with what follows them."""
+    page = (full / "index.html").read_text()
+    blocks = re.findall(r'<div class="table-block">\s*<h3>.*?</table>\s*(<div class="caption">.*?</div>)?\s*</div>', page, re.S)
+    assert len(blocks) == page.count('<div class="table-block">') >= 5 and any(blocks)
+    print_css = page.split("@media print {")[1].split("</style>")[0]
+    assert re.search(r"[^}]*\.table-block[^{]*\{\s*break-inside: avoid;", print_css)
+    assert re.search(r"h3[^{]*\{\s*break-after: avoid;", print_css)
+
+
+PDFTOTEXT = shutil.which("pdftotext")
+
+
+@pytest.mark.tools
+@needs_chromium
+@pytest.mark.skipif(PDFTOTEXT is None, reason="pdftotext not installed (Debian: apt install poppler-utils)")
+def test_pdf_prints_each_table_with_its_title_and_caption(full: Path, tmp_path: Path) -> None:
+    """In report.pdf every table block's title and caption are on one page. Was: the WSAT
+    page's percentile table began at the foot of a page and its caption ended on the next."""
+    assert PDFTOTEXT is not None
+    pdf = report.print_pdf(full / "index.html", tmp_path / "report.pdf")
+    text = subprocess.run([PDFTOTEXT, "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pages = [re.sub(r"\s+", " ", p) for p in text.split("\f")]
+    page = (full / "index.html").read_text()
+    blocks = re.findall(r'<h3>([^<]*)<span class="links">(?:(?!<h3>).)*?</table>\s*<div class="caption">(.*?)</div>', page, re.S)
+    assert len(blocks) >= 3
+    at = 0  # blocks follow each other down the pages (two tests share a title)
+    for title, caption in blocks:
+        title = re.sub(r"\s+", " ", html.unescape(title)).strip()[:40]
+        caption = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", caption))).strip()[:40]
+        at = next(i for i in range(at, len(pages)) if title in pages[i])
+        assert caption in pages[at], (title, caption, at)
 
 
 @pytest.mark.tools

@@ -542,11 +542,26 @@ def run_watched(cmd: list[str], stdout: Any) -> int:
     does 0.25 s after an interrupt) would cut its clean-up short, a commit included. A
     SIGINT that did not come from the terminal (``kill -INT`` of this process alone) is
     passed on to the command. Either way the command's status says what became of it."""
+    # A Ctrl-C can come as soon as the command runs, before Popen has returned here (on a
+    # loaded machine the command may start, and print, first): it is noted while Popen runs
+    # and acted on below, so that waf waits for the command as it does for a later one.
+    # (An ignored SIGINT stays ignored, for waf and, through exec, for the command.)
+    early: list[int] = []
+    default = signal.getsignal(signal.SIGINT)
+    noting = default not in (signal.SIG_IGN, None)
+    if noting:
+        signal.signal(signal.SIGINT, lambda signum, _frame: early.append(signum))
     try:
         p = subprocess.Popen(cmd, stdout=stdout)
     except OSError as e:
+        if noting:
+            signal.signal(signal.SIGINT, default)
         fail(f"cannot run '{cmd[0]}': {e.strerror or e}")
     try:
+        if noting:
+            signal.signal(signal.SIGINT, default)  # from here a Ctrl-C raises inside this try
+        if early:
+            raise KeyboardInterrupt
         return p.wait()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # further Ctrl-Cs are the command's to act on

@@ -129,6 +129,9 @@ def run_cmd(
     wsat_max_time: str = typer.Option("24h", "--wsat-max-time", help="WSAT stops after this much stimulus time"),
     wsat_segment: Optional[str] = typer.Option(None, "--wsat-segment", help="WSAT segment length (default: --round)"),
     wsat_stop_steady: bool = typer.Option(False, "--wsat-stop-steady/--no-wsat-stop-steady", help="WSAT also stops at steady state"),
+    wsat_min_fills: float = typer.Option(
+        2.0, "--wsat-min-fills", help="--wsat-stop-steady: drive fills written before a window is judged (the PTS WIPC's 2x)"
+    ),
     hir_reps: int = typer.Option(360, "--hir-reps", help="HIR repetitions per wait state (PTS: 360)"),
     hir_waits: Optional[str] = typer.Option(None, "--hir-waits", help="HIR wait states (default 5s,10s,15s,25s,50s)"),
     hir_pre_fills: float = typer.Option(
@@ -176,6 +179,7 @@ def run_cmd(
         "wsat_fills": wsat_fills,
         "wsat_max_time_s": parse_duration("--wsat-max-time", wsat_max_time),
         "wsat_stop_steady": wsat_stop_steady,
+        "wsat_min_fills": wsat_min_fills,
         "hir_reps": hir_reps,
         "hir_pre_fills": hir_pre_fills,
         "di_pc_intervals": di_pc_intervals,
@@ -354,3 +358,5 @@ def report_cmd(
     except PtsError as e:
         fail(str(e))
     typer.echo(f"report: {out}")
+    if pdf:
+        typer.echo(f"pdf: {folder / 'report.pdf'}")

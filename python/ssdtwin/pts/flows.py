@@ -75,6 +75,7 @@ def wsat(runner: Suite, tr: TestRun) -> None:
     cap = runner.target.info.capacity_bytes
     tr.purge()
     seg = 0
+    first_judged = 0  # the first segment --wsat-stop-steady may judge (0: none yet)
     reason = ""
     while not reason:
         seg += 1
@@ -92,8 +93,12 @@ def wsat(runner: Suite, tr: TestRun) -> None:
             reason = f"{st.wsat_fills:g}x capacity written"
         elif tr.clock_s >= st.wsat_max_time_s:
             reason = f"time limit {st.wsat_max_time_s:g} s reached"
-        elif st.wsat_stop_steady:
-            check = ss.last_window([(_segment(r), r["iops"]) for r in tr.rows])
+        elif st.wsat_stop_steady and tr.written >= st.wsat_min_fills * cap:
+            # A window is judged only from the segment that took the writes past
+            # --wsat-min-fills on: before it the drive may still write at its flat FOB rate,
+            # which the rule calls steady (docs/pts.md, WSAT).
+            first_judged = first_judged or seg
+            check = ss.last_window([(_segment(r), r["iops"]) for r in tr.rows if _segment(r) >= first_judged])
             if check is not None and check.steady:
                 reason = f"steady state in segments {check.rounds[0]}-{check.rounds[-1]}"
                 tr.extra["steady"] = check.to_dict()

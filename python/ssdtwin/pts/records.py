@@ -303,6 +303,7 @@ class TestSettings(TypedDict):
     stop_fills: NotRequired[float]
     stop_time_s: NotRequired[float]
     stop_steady: NotRequired[bool]
+    steady_min_fills: NotRequired[float]
     reps: NotRequired[int]
     waits_s: NotRequired[list[float]]
     burst_s: NotRequired[float]
@@ -448,6 +449,7 @@ class SettingsDoc(TypedDict):
     wsat_max_time_s: float
     wsat_segment_s: Optional[float]
     wsat_stop_steady: bool
+    wsat_min_fills: float
     hir_reps: int
     hir_waits_s: tuple[float, ...]
     hir_burst_s: float

@@ -31,6 +31,9 @@ class Settings:
     wsat_max_time_s: float = 24 * 3600.0
     wsat_segment_s: Optional[float] = None  # default: round_s, divided by N on a 1/N twin (at least 1 s)
     wsat_stop_steady: bool = False
+    # --wsat-stop-steady judges a window only once this many capacities are written since the
+    # purge: the 2x of the PTS's WIPC, which WSAT (starting FOB) does not run (docs/pts.md)
+    wsat_min_fills: float = 2.0
     hir_reps: int = T.HIR_REPS
     hir_waits_s: tuple[float, ...] = T.HIR_WAITS_S
     hir_burst_s: float = T.HIR_BURST_S
@@ -67,6 +70,8 @@ class Settings:
             raise PtsError(f"--wsat-max-time {self.wsat_max_time_s:g}s: from 1 s to 200 days")
         if self.wsat_segment_s is not None and not (1.0 <= self.wsat_segment_s <= 86400):
             raise PtsError(f"--wsat-segment {self.wsat_segment_s:g}s: from 1 s to 1 day")
+        if not (0 <= self.wsat_min_fills <= 100):
+            raise PtsError(f"--wsat-min-fills {self.wsat_min_fills:g}: drive fills from 0 to 100")
         if not (0 <= self.hir_pre_fills <= 100):
             raise PtsError(f"--hir-pre-fills {self.hir_pre_fills:g}: drive fills from 0 to 100")
         if not (1 <= self.hir_reps <= 100000):

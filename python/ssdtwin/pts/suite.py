@@ -117,6 +117,7 @@ class Runner:
                     "stop_fills": st.wsat_fills,
                     "stop_time_s": st.wsat_max_time_s,
                     "stop_steady": st.wsat_stop_steady,
+                    "steady_min_fills": st.wsat_min_fills,
                     "wipc": "none (starts FOB)",
                 }
             )

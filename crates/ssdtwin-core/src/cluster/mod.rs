@@ -155,14 +155,19 @@ pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(&P
     Ok(sim.finish())
 }
 
-fn totals(lat: &LatStat, bytes: u64, secs: f64) -> DirTotals {
+pub(crate) fn totals(lat: &LatStat, bytes: u64, secs: f64) -> DirTotals {
+    // A percentile is its histogram bucket's midpoint, as fio's (stat.c,
+    // calc_clat_percentiles, which does not clamp), so it can lie above the largest latency
+    // seen or below the smallest. These totals are read side by side with lat_max_ns, so
+    // each percentile is held to [min, max]: the bucket holds the true value and so do they.
+    let within_seen = |p: f64| if lat.n > 0 { lat.percentile(p).clamp(lat.min_ns, lat.max_ns) } else { 0 };
     DirTotals {
         ios: lat.n,
         bytes,
         iops: lat.n as f64 / secs,
         lat_mean_ns: lat.mean(),
-        lat_p50_ns: lat.percentile(50.0),
-        lat_p99_ns: lat.percentile(99.0),
+        lat_p50_ns: within_seen(50.0),
+        lat_p99_ns: within_seen(99.0),
         lat_max_ns: if lat.n > 0 { lat.max_ns } else { 0 },
     }
 }

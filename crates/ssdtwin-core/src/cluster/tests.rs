@@ -461,3 +461,27 @@ fn large_reads_name_the_drives_host_link_as_the_bottleneck() {
         assert!(bytes_per_s <= link * 1.03, "drive{} moved {bytes_per_s:.3e} B/s over a {link:.3e} B/s link", d.drive);
     }
 }
+
+/// Every latency in one histogram bucket's lower half: fio's percentile (the bucket's
+/// midpoint) lies above them all. The totals hold p50 and p99 to the latencies seen, so
+/// lat_p99_ns never exceeds lat_max_ns (it did: p99 = the midpoint, above the max).
+#[test]
+fn percentiles_in_the_totals_lie_within_the_latencies_seen() {
+    use crate::stats::{plat_bounds, plat_index, plat_value};
+    let lo = plat_bounds(plat_index(1_000_000)).0;
+    let mut lat = LatStat::default();
+    for k in 0..100 {
+        lat.add(lo + k);
+    }
+    assert!(plat_value(plat_index(lo)) > lo + 99, "the bucket's midpoint lies above every sample");
+    let t = totals(&lat, 100 * 4096, 1.0);
+    assert_eq!((t.lat_p50_ns, t.lat_p99_ns, t.lat_max_ns), (lo + 99, lo + 99, lo + 99));
+    let mut low = LatStat::default();
+    let hi = plat_bounds(plat_index(1_000_000)).1;
+    for k in 1..=100 {
+        low.add(hi - k);
+    }
+    let t = totals(&low, 0, 1.0);
+    assert!(t.lat_p50_ns >= hi - 100 && t.lat_p99_ns <= t.lat_max_ns, "{t:?}");
+    assert_eq!(totals(&LatStat::default(), 0, 1.0).lat_p99_ns, 0);
+}

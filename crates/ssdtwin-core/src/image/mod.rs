@@ -202,11 +202,11 @@ impl Image {
             // directory, whose spec.toml and LOCK the image's would have replaced.
             return Err(ImageError::EmptyPath);
         }
-        match fsio::entry(dir)? {
-            Entry::Missing => {}
-            Entry::Dir if fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.next().is_none() => {}
+        let made_dir = match fsio::entry(dir)? {
+            Entry::Missing => true,
+            Entry::Dir if fs::read_dir(dir).map_err(|e| FsError::new(dir, e))?.next().is_none() => false,
             _ => return Err(ImageError::Exists { path: dir.to_path_buf() }),
-        }
+        };
         fs::create_dir_all(dir).map_err(|e| FsError::new(dir, e))?;
         let manifest = Manifest { format: FORMAT.into(), version: VERSION, preset: preset.into(), scale: spec.scale, seed };
         let ctrl = Controller::new(spec.clone(), seed)?;
@@ -222,7 +222,10 @@ impl Image {
         if others {
             return Err(ImageError::Exists { path: dir.to_path_buf() });
         }
-        fsio::write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes())?;
+        if let Err(e) = fsio::write_file_synced(&dir.join(SPEC), spec.to_toml().as_bytes()) {
+            remove_failed_creation(dir, made_dir, lock);
+            return Err(e.into());
+        }
         let mut img = Image {
             dir: dir.to_path_buf(),
             manifest,
@@ -235,9 +238,15 @@ impl Image {
             poisoned: None,
         };
         img.lock = Some(lock);
-        img.commit()?;
         // The manifest goes last: a directory without it is not (yet) an image.
-        img.write_manifest()?;
+        if let Err(e) = img.commit().and_then(|()| img.write_manifest()) {
+            let lock = img.lock.take();
+            drop(img);
+            if let Some(lock) = lock {
+                remove_failed_creation(dir, made_dir, lock);
+            }
+            return Err(e);
+        }
         Ok(img)
     }
 
@@ -563,6 +572,31 @@ fn describe_fs(e: &FsError) -> String {
     let s = e.to_string();
     let prefix = format!("{}: ", e.path.display());
     s.strip_prefix(&prefix).map(str::to_string).unwrap_or(s)
+}
+
+/// Undo a creation that failed after it took the lock (a full disk, a file-size limit): what
+/// it wrote goes, so that the same command can be run again (a LOCK left behind made the
+/// next creation find the directory "already exists"). Everything in `dir` is this
+/// creation's: it found the directory empty under the lock it still holds. Best effort: the
+/// creation's own error is the one reported.
+fn remove_failed_creation(dir: &Path, made_dir: bool, lock: File) {
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let path = e.path();
+            if e.file_name() == LOCK {
+                continue;
+            }
+            let _ = match e.file_type() {
+                Ok(t) if t.is_dir() => fsio::remove_dir_all(&path),
+                _ => fsio::remove_file(&path),
+            };
+        }
+    }
+    let _ = fsio::remove_file(&dir.join(LOCK));
+    drop(lock);
+    if made_dir {
+        let _ = fs::remove_dir(dir);
+    }
 }
 
 fn lock_dir(dir: &Path) -> Result<File, ImageError> {

@@ -118,7 +118,8 @@ def print_pdf(html: Path, pdf: Path, timeout_s: float = 120.0) -> Path:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Re-render a report folder: ``python -m ssdtwin.pts.report FOLDER [--pdf]``, or compare
-    two: ``python -m ssdtwin.pts.report A B --compare OUT``. Prints the index.html path."""
+    two: ``python -m ssdtwin.pts.report A B --compare OUT``. Prints the index.html path (and,
+    with ``--pdf``, report.pdf's on the next line)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m ssdtwin.pts.report", description="Render (or compare) SNIA PTS report folders.")
@@ -141,4 +142,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         return 130
     sys.stdout.write(f"{path}\n")
+    if args.pdf and args.compare is None:
+        sys.stdout.write(f"{path.parent / 'report.pdf'}\n")
     return 0
