@@ -207,16 +207,18 @@ def _reproduce_pblaze5(
     if part not in ("doublewrite", "mariadb"):
         fail(f"--part {part}: pblaze5 has the parts doublewrite and mariadb (without --part: the whole talk)")
     allowed = doublewrite.PLACEMENTS if part == "doublewrite" else mariadb.PLACEMENTS
-    chosen = tuple(placements.split(",")) if placements else ("shared", "dram")
+    # `is not None`: an empty value given (`--placements ''`, a shell variable left unset)
+    # is refused below, not taken for the default and a study of minutes started.
+    chosen = tuple(placements.split(",")) if placements is not None else ("shared", "dram")
     bad = [p for p in chosen if p not in allowed]
     if bad or len(set(chosen)) != len(chosen):
         fail(f"--placements '{placements}': each of {', '.join(allowed)} at most once")
-    states = tuple(drive_state.split(",")) if drive_state else ("trimmed",)
+    states = tuple(drive_state.split(",")) if drive_state is not None else ("trimmed",)
     if any(x not in doublewrite.DRIVE_STATES for x in states) or len(set(states)) != len(states):
         fail(f"--drive-state '{drive_state}': each of {', '.join(doublewrite.DRIVE_STATES)} at most once")
     if drive_state is not None and part != "doublewrite":
         fail("--drive-state: only with --part doublewrite")
-    counts = tuple(_int_list("--threads", threads)) if threads else ((64,) if part == "doublewrite" else (16,))
+    counts = tuple(_int_list("--threads", threads)) if threads is not None else ((64,) if part == "doublewrite" else (16,))
     if part == "doublewrite":
         for c in counts:
             if doublewrite.FLOW_ROUND_IOS % c:
