@@ -276,7 +276,10 @@ def nvme_smart_log(
 @nvme.command("id-nvmset")
 def nvme_id_nvmset(
     path: Path = ImageDir,
-    nvmsetid: int = NvmeInt(0, "-i", "--nvmset-id", what="an NVM Set ID", top=U16, help="list the sets from this one on (0: every set)"),
+    # --nvmset_id: nvme-cli 2.4's spelling of the flag for this verb (create-ns has --nvmset-id).
+    nvmsetid: int = NvmeInt(
+        0, "-i", "--nvmset-id", "--nvmset_id", what="an NVM Set ID", top=U16, help="list the sets from this one on (0: every set)"
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Identify NVM Set List (CNS 04h): each set's capacity, Endurance Group, typical 4 KiB read."""
