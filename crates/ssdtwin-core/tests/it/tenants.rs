@@ -41,6 +41,11 @@ fn a_dram_namespace_takes_dram_not_nvm_capacity() {
     let ns = c.id_ns(NsId(2)).unwrap();
     assert_eq!((ns.vs_dram, ns.nsze, ns.nuse), (1, 32 * MIB / 512, 32 * MIB / 512));
     assert_eq!(c.id_ns(NsId(1)).unwrap().vs_dram, 0);
+    // UNVMCAP = TNVMCAP - the NVMCAP of every namespace: the DRAM namespace's is 0 (it
+    // reported its 32 MiB, which UNVMCAP does not count).
+    let nvmcaps: u64 = [1, 2].iter().map(|&n| c.id_ns(NsId(n)).unwrap().nvmcap).sum();
+    assert_eq!(ns.nvmcap, 0);
+    assert_eq!(id.unvmcap, c.tnvmcap() - nvmcaps);
     assert!(c.check_state().is_ok());
     // A preset without a budget has no vendor field.
     let cm6 = Controller::new(DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(64).unwrap(), 1).unwrap();
