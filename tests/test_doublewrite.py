@@ -26,6 +26,8 @@ import pytest
 
 from ssdtwin.fio import parse_string
 from ssdtwin.studies import doublewrite as dw
+from test_bad_input import assert_one_line_error
+from twin import run_cli
 
 SCALE = 256
 WARMUP_MS = 15_000  # 60 s at 1/64, scaled: the same GC cycles
@@ -65,6 +67,22 @@ def test_layout_is_the_talks_at_scale() -> None:
         assert v["valid_bytes"] + v["buffered_bytes"] >= layout.data_bytes, "the load wrote the tablespaces"
     finally:
         d.close()
+
+
+@pytest.mark.parametrize(
+    ("part", "option", "needle"),
+    [
+        ("doublewrite", "--placements", "each of shared, dram, nand"),
+        ("doublewrite", "--drive-state", "each of trimmed, written"),
+        ("doublewrite", "--threads", "a comma-separated list of whole numbers"),
+        ("mariadb", "--placements", "each of shared, nand, dram"),
+    ],
+)
+def test_an_empty_list_is_refused_not_taken_for_the_default(part: str, option: str, needle: str) -> None:
+    """`--placements ''` (a shell variable left empty) ran the default placements: a study
+    of minutes (the mariadb part: half an hour) instead of a one-line error."""
+    r = run_cli("reproduce", "pblaze5", "--part", part, option, "", check=False, process=True, timeout=30)
+    assert_one_line_error(r, f"{option} ''", needle)
 
 
 def test_threads_must_divide_the_flow_round() -> None:

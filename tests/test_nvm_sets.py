@@ -54,6 +54,15 @@ def test_sets_are_identified_listed_and_logged(pb5: Path) -> None:
     assert "NVM Set Attribute Entry[ 1]" in run_cli("nvme", "id-nvmset", pb5).stdout
 
 
+def test_id_nvmset_takes_nvme_cli_s_flag_spelling(pb5: Path) -> None:
+    """nvme-cli 2.4 spells id-nvmset's flag --nvmset_id (with an underscore): a script's
+    `--nvmset_id=2` was "No such option"."""
+    want = run_cli("nvme", "id-nvmset", pb5, "-i", "2", "-o", "json").json()
+    assert [e["nvmset_id"] for e in want["NVMSet"]] == [2]
+    assert run_cli("nvme", "id-nvmset", pb5, "--nvmset_id=2", "-o", "json").json() == want
+    assert run_cli("nvme", "id-nvmset", pb5, "--nvmset-id", "2", "-o", "json").json() == want
+
+
 def test_namespaces_are_created_in_the_set_asked_for_within_its_capacity(pb5: Path) -> None:
     run_cli("nvme", "detach-ns", pb5, "-n", "2")
     run_cli("nvme", "delete-ns", pb5, "-n", "2")

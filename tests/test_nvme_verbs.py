@@ -102,6 +102,25 @@ def test_fw_log_and_get_log(fresh: Path) -> None:
     assert (j["log_id"], j["log_len"], len(j["data"])) == (2, 512, 32)
 
 
+def test_smart_log_takes_nvme_cli_s_namespace_id_and_raw_binary(small: Path) -> None:
+    """nvme-cli 2.4's smart-log flags: -n (0 or the broadcast NSID: LPA bit 0 is clear, no
+    per-namespace log) and -b (the 512-byte page). Both were "No such option"."""
+    raw = subprocess.run([*SSDTWIN, "nvme", "smart-log", str(small), "-b"], check=True, capture_output=True).stdout
+    page = subprocess.run([*SSDTWIN, "nvme", "get-log", str(small), "-i", "2", "-l", "512", "-b"], check=True, capture_output=True).stdout
+    assert raw == page and len(raw) == 512
+    written = run_cli("nvme", "smart-log", small, "-o", "json").json()["data_units_written"]
+    assert written > 0 and int.from_bytes(raw[48:64], "little") == written, "Data Units Written, bytes 63:48"
+    assert run_cli("nvme", "smart-log", small, "-n", "0", "-o", "json").json()["data_units_written"] == written
+    assert run_cli("nvme", "smart-log", small, "-n", "0").stdout.startswith(f"Smart Log for NVME device:{small} namespace-id:0\n")
+    assert run_cli("nvme", "smart-log", small, "-n", "0xffffffff").stdout.startswith(
+        f"Smart Log for NVME device:{small} namespace-id:ffffffff\n"
+    )
+    fails_cleanly(
+        small, "nvme", "smart-log", str(small), "-n", "1", needles=("INVALID_FIELD(0x4002)", "-n/--namespace-id 1", "0 or 0xffffffff")
+    )
+    fails_cleanly(small, "nvme", "smart-log", str(small), "-b", "-o", "json", needles=("-b/--raw-binary and -o json",))
+
+
 def test_error_log_holds_failed_commands_only(two_ns: Path) -> None:
     empty = run_cli("nvme", "error-log", two_ns, "-o", "json").json()["errors"]
     assert len(empty) == 64 and all(e["error_count"] == 0 for e in empty), "nothing failed: every entry empty"

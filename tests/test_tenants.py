@@ -194,6 +194,36 @@ def test_queues_of_a_capped_namespace_share_its_cap(tmp_path: Path, pb5: Path) -
     run_cli("check", pb5)
 
 
+def test_a_capped_neighbour_holds_back_no_other_namespace_under_wrr(tmp_path: Path, pb5: Path) -> None:
+    """A greedy reader on ns1 capped at 20K IOPS beside a writer on the DRAM namespace: the
+    cap protects the writer under weighted round robin as under round robin. Under WRR the
+    capped queues' commands passed the host's gate together and waited for their tokens at
+    the fetch, where each held one took the controller's command processor at its token
+    time: every later command of every namespace queued behind it (the DRAM writer fell
+    from about 700K to 3K IOPS)."""
+    run_cli("nvme", "qos", pb5, "-n", "1", "--iops", "20000")
+    job = tmp_path / "noisy.fio"
+    job.write_text(
+        "[global]\nioengine=libaio\nbs=4k\ntime_based=1\nruntime=100ms\n"
+        "[greedy]\nfilename=ns1\nrw=randread\niodepth=128\nnumjobs=2\n[dram]\nfilename=ns2\nrw=randwrite\niodepth=16\n"
+    )
+
+    def run() -> dict[str, float]:
+        jobs = run_cli("fio", pb5, job, "--output-format", "json").json()["jobs"]
+        out: dict[str, float] = {}
+        for j in jobs:
+            out[j["jobname"]] = out.get(j["jobname"], 0.0) + j["read"]["iops"] + j["write"]["iops"]
+        return out
+
+    rr = run()
+    run_cli("nvme", "set-feature", pb5, "-f", "0x01", "-v", "0x0f030000")  # WRR, every queue medium
+    wrr = run()
+    for case in (rr, wrr):
+        assert 0.97 * 20_000 < case["greedy"] < 1.03 * 20_000, case  # the cap holds
+    assert wrr["dram"] > 0.9 * rr["dram"], (rr, wrr)
+    run_cli("check", pb5)
+
+
 def test_quotas_hold_over_nbd_for_a_real_fio(tmp_path: Path, pb5: Path) -> None:
     """A real fio reading ns1 over NBD gets the cap the controller enforces (within the
     bucket's 1 ms burst and the run's start)."""

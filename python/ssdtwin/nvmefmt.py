@@ -118,12 +118,13 @@ CRITICAL_WARNING_ROWS = (
 )
 
 
-def smart_log(d: SmartLog, device: str, human: bool = False) -> str:
+def smart_log(d: SmartLog, device: str, human: bool = False, nsid: int = 0xFFFFFFFF) -> str:
     """nvme-cli 2.4's text of the SMART / Health log (nvme_show_smart_log), tabs and all; no
-    temperature sensor reports, so no ``Temperature Sensor N`` line."""
+    temperature sensor reports, so no ``Temperature Sensor N`` line. ``nsid``: the NSID asked
+    for (0 or the broadcast one), printed in hex as nvme-cli does."""
     t = d["temperature"]
     cw = d["critical_warning"]
-    lines = [f"Smart Log for NVME device:{device} namespace-id:ffffffff", f"critical_warning\t\t\t: {c_x(cw)}"]
+    lines = [f"Smart Log for NVME device:{device} namespace-id:{nsid:x}", f"critical_warning\t\t\t: {c_x(cw)}"]
     if human:
         lines += [f"      {name:<31}: {cw >> bit & 1}" for bit, name in enumerate(CRITICAL_WARNING_ROWS)]
     dur, duw = d["data_units_read"], d["data_units_written"]

@@ -246,22 +246,40 @@ def nvme_inject_pi_error(
 @nvme.command("smart-log")
 def nvme_smart_log(
     path: Path = ImageDir,
+    nsid: int = NvmeInt(
+        0xFFFFFFFF, "-n", "--namespace-id", what="a namespace ID", top=U32, help="0 or 0xffffffff: the log is the controller's"
+    ),
+    raw: bool = typer.Option(False, "-b", "--raw-binary", help="the raw page on stdout"),
     human: bool = typer.Option(False, "-H", "--human-readable", help="the critical warning's bits one by one"),
     fmt: str = OutputFmt,
 ) -> None:
     """SMART / Health log (data units in thousands of 512 B, rounded up)."""
-    check_fmt(fmt)
-    data = drive_view(path).smart_log()
+    check_fmt(fmt, raw)
+    if nsid not in (0, 0xFFFFFFFF):
+        # NVMe 1.4 §5.14.1.2: without a per-namespace log (Identify Controller LPA bit 0
+        # clear on every preset) any other NSID fails with Invalid Field in Command.
+        fail(
+            f"INVALID_FIELD(0x4002): -n/--namespace-id {nsid}: this drive keeps the SMART / Health log"
+            " for the controller only (id-ctrl lpa bit 0 clear): 0 or 0xffffffff"
+        )
+    view = drive_view(path)
+    if raw:
+        write_binary(view.log_page(0x02, 512))
+        return
+    data = view.smart_log()
     if fmt == "json":
         emit_json(nvmejson.smart_log(data, human))
     else:
-        typer.echo(nvmefmt.smart_log(data, str(path), human))
+        typer.echo(nvmefmt.smart_log(data, str(path), human, nsid))
 
 
 @nvme.command("id-nvmset")
 def nvme_id_nvmset(
     path: Path = ImageDir,
-    nvmsetid: int = NvmeInt(0, "-i", "--nvmset-id", what="an NVM Set ID", top=U16, help="list the sets from this one on (0: every set)"),
+    # --nvmset_id: nvme-cli 2.4's spelling of the flag for this verb (create-ns has --nvmset-id).
+    nvmsetid: int = NvmeInt(
+        0, "-i", "--nvmset-id", "--nvmset_id", what="an NVM Set ID", top=U16, help="list the sets from this one on (0: every set)"
+    ),
     fmt: str = OutputFmt,
 ) -> None:
     """Identify NVM Set List (CNS 04h): each set's capacity, Endurance Group, typical 4 KiB read."""

@@ -235,6 +235,10 @@ pub struct DeviceTiming {
     /// (the controller inserts and strips the PI, so the host moves none) and PRCHK bits.
     pub pract: bool,
     pub prchk: u8,
+    /// The command submitted now took its QoS tokens before (when the fio runner admitted it
+    /// to its submission queue under weighted round robin, conforming): the controller
+    /// neither charges nor holds it again.
+    pub qos_admitted: bool,
     wpath_free_ps: u64,
     wpath_service_ps: u64,
     /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
@@ -327,6 +331,7 @@ impl DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             pi_check_ps: t.ctrl_pi_check_ns.as_ref().map_or(0, |p| p.value * 1000),
             pract: false,
+            qos_admitted: false,
             prchk: 0,
             wpath_free_ps: 0,
             wdata: Calendar::default(),
@@ -882,7 +887,7 @@ impl DeviceTiming {
     /// The controller's QoS gate: the command is held until it conforms, then takes its
     /// tokens. Returns when it may start.
     #[inline]
-    fn qos_gate(&mut self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
+    pub fn qos_gate(&mut self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
         let Some(caps) = ctrl.qos_limits(nsid) else { return now };
         let start = self.qos_ready(ctrl, nsid, write, bytes, now);
         let costs = Self::qos_costs(caps, write, bytes);
@@ -927,12 +932,31 @@ impl DeviceTiming {
         }
     }
 
+    /// How long the QoS gate holds a command of `nlb` blocks arriving at `now` on `nsid`
+    /// (0 without caps, or when it was admitted conforming: [`DeviceTiming::qos_admitted`]);
+    /// the command takes its tokens.
+    ///
+    /// The command runs at its arrival and only its completion waits out the hold: timed
+    /// at the time it conforms instead, it took the command processor (a FIFO) then, and
+    /// every command of every namespace arriving after it waited for that, so a capped
+    /// tenant's backlog stalled its neighbours (`ssdtwin serve` submits each command as
+    /// it arrives; the fio runner holds a command in the host until it conforms, and then
+    /// no hold is left here).
+    fn qos_hold(&mut self, ctrl: &Controller, nsid: NsId, write: bool, nlb: u64, now: u64) -> Result<u64, Error> {
+        Ok(match ctrl.qos_limits(nsid) {
+            Some(_) if !self.qos_admitted => self.qos_gate(ctrl, nsid, write, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now) - now,
+            _ => 0,
+        })
+    }
+
     /// A read command arriving at `now`; returns its completion time.
+    #[inline]
     pub fn read(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
-        let now = match ctrl.qos_limits(nsid) {
-            None => now,
-            Some(_) => self.qos_gate(ctrl, nsid, false, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
-        };
+        let hold = self.qos_hold(ctrl, nsid, false, nlb, now)?;
+        Ok(self.read_unheld(ctrl, now, nsid, slba, nlb)? + hold)
+    }
+
+    fn read_unheld(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);
@@ -963,11 +987,13 @@ impl DeviceTiming {
     }
 
     /// A write command arriving at `now`; returns when it is acknowledged.
+    #[inline]
     pub fn write(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
-        let now = match ctrl.qos_limits(nsid) {
-            None => now,
-            Some(_) => self.qos_gate(ctrl, nsid, true, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now),
-        };
+        let hold = self.qos_hold(ctrl, nsid, true, nlb, now)?;
+        Ok(self.write_unheld(ctrl, now, nsid, slba, nlb)? + hold)
+    }
+
+    fn write_unheld(&mut self, ctrl: &mut Controller, now: u64, nsid: NsId, slba: u64, nlb: u64) -> Result<u64, Error> {
         self.now = self.now.max(now);
         self.tick(ctrl, now);
         self.sync_power(ctrl);

@@ -94,6 +94,9 @@ fn temperature_select(cdw11: u32) -> Result<(u32, u32), Error> {
     Ok((tmpsel, thsel))
 }
 
+/// Feature 01h's reserved bits (7:3, between AB and LPW).
+const ARBITRATION_RESERVED_BITS: u32 = 0xf8;
+
 fn select_out_of_range<T>(sel: u8) -> Result<T, Error> {
     fail(Status::InvalidField, format!("Select (SEL) {sel} (CDW10 bits 10:08): 0 current, 1 default, 2 saved or 3 supported capabilities"))
 }
@@ -275,7 +278,10 @@ impl Controller {
     pub fn set_feature(&mut self, fid: u8, nsid: NsId, value: u32) -> Result<(), Error> {
         let nsid = nsid.0;
         match fid {
-            0x01 => self.st.arbitration = value,
+            // Reserved bits are ignored, as write protect's and the power state's are, and
+            // read back as 0 (NVMe 1.4 §1.6: reserved bits return 0h): AB bits 2:0, LPW
+            // 15:8, MPW 23:16, HPW 31:24; bits 7:3 reserved.
+            0x01 => self.st.arbitration = value & !ARBITRATION_RESERVED_BITS,
             0x02 => {
                 let n = self.spec.power_states.len().max(1) as u32;
                 let ps = value & 0x1f;
@@ -307,7 +313,8 @@ impl Controller {
                 }
             }
             0x07 => return fail(Status::FeatureNotChangeable, "the number of queues is fixed by the twin"),
-            0x08 => self.st.interrupt_coalescing = value,
+            // THR bits 7:0 and TIME 15:8; bits 31:16 reserved (ignored, read back as 0).
+            0x08 => self.st.interrupt_coalescing = value & 0xffff,
             0x84 => {
                 let wp = value as u8 & 0x7;
                 if wp > WP_PERMANENT {

@@ -558,7 +558,9 @@ pub(super) fn id_ns(c: &Controller, ns: &Namespace) -> IdNs {
         nabo: 0,
         nabspf: 0,
         noiob: 0,
-        nvmcap: ns.bytes(),
+        // A DRAM namespace allocates no NVM (UNVMCAP does not count it): NVMCAP 0, so that
+        // UNVMCAP = TNVMCAP - the NVMCAP of every namespace holds.
+        nvmcap: if ns.dram { 0 } else { ns.bytes() },
         nsattr: (ns.write_protect != WP_NONE) as u8,
         nvmsetid: c.nvmsetid(ns),
         npwg: blocks(iu),

@@ -151,6 +151,9 @@ impl Controller {
     #[cold]
     pub fn log_io_error(&mut self, e: Error, opcode: u8, nsid: u32, slba: u64) -> Error {
         if let Some(status) = e.status() {
+            if let Some(set) = self.nand_set_of(nsid) {
+                self.st.set_commands[set].error_log_entries += 1;
+            }
             let smart = &mut self.st.smart;
             smart.error_log_entries += 1;
             let n = smart.error_log_entries;
@@ -159,6 +162,15 @@ impl Controller {
             self.st.error_log.truncate(ERROR_LOG_ENTRIES);
         }
         e
+    }
+
+    /// The NVM Set (0-based) of NAND namespace `nsid` on a drive with sets: where its
+    /// commands' errors count for its Endurance Group's log. None for a DRAM namespace (in
+    /// no set), an NSID with no namespace, and on a drive without sets.
+    pub(super) fn nand_set_of(&self, nsid: u32) -> Option<usize> {
+        let ns = self.st.namespaces.get(&nsid).filter(|ns| !ns.dram)?;
+        let set = ns.nvm_set as usize;
+        (set < self.st.set_commands.len()).then_some(set)
     }
 
     /// Call `f(global IU, sector mask)` for each IU that `[slba, slba+nlb)` touches.

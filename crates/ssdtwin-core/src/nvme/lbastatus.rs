@@ -104,6 +104,9 @@ impl Controller {
             return Ok(());
         };
         self.st.smart.media_errors += 1;
+        if let Some(set) = self.nand_set_of(nsid) {
+            self.st.set_commands[set].media_errors += 1;
+        }
         fail(
             Status::UnrecoveredReadError,
             format!(

@@ -55,11 +55,22 @@ pub struct EnduranceGroupLog {
     pub unalloc_end_grp_cap: u64,
 }
 
-/// Host commands of one set (the FTL counts its bytes).
+/// Host commands of one set (the FTL counts its bytes), and the errors of the commands on
+/// its namespaces (log 09h counts them per Endurance Group, as SMART does for the drive).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetCommands {
     pub host_read_commands: u64,
     pub host_write_commands: u64,
+    /// Unrecovered read errors (SMART's media errors) on the set's namespaces.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub media_errors: u64,
+    /// Error Information log entries of commands on the set's namespaces.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub error_log_entries: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// User capacity of set `set`: an equal share of TNVMCAP on a 4 KiB grid, the last set
@@ -294,8 +305,8 @@ impl Controller {
             media_units_written: media.div_ceil(1_000_000_000),
             host_read_cmds: cmds.host_read_commands,
             host_write_cmds: cmds.host_write_commands,
-            media_data_integrity_err: 0,
-            num_err_info_log_entries: 0,
+            media_data_integrity_err: cmds.media_errors,
+            num_err_info_log_entries: cmds.error_log_entries,
             total_end_grp_cap: self.set_capacity(set),
             unalloc_end_grp_cap: self.set_unallocated(set),
         })

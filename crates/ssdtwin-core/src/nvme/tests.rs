@@ -156,6 +156,21 @@ fn features_round_trip_and_reject_unknown() {
 }
 
 #[test]
+fn reserved_feature_bits_read_back_as_zero() {
+    // NVMe 1.4 §1.6: reserved bits return 0h. Set Features ignores them (as it does for
+    // 02h and 84h); arbitration (01h) and interrupt coalescing (08h) read back the whole
+    // dword that was set, 0xffffffff included.
+    let mut c = cm6(64);
+    c.set_feature(0x08, NsId(0), 0xffff_ffff).unwrap();
+    assert_eq!(c.get_feature(0x08, NsId(0)).unwrap(), 0xffff, "THR 7:0, TIME 15:8");
+    c.set_feature(0x01, NsId(0), 0x0f03_00ff).unwrap();
+    assert_eq!(c.get_feature(0x01, NsId(0)).unwrap(), 0x0f03_0007, "AB 2:0, LPW 15:8, MPW 23:16, HPW 31:24");
+    c.set_feature_save(0x08, NsId(0), 0x1_0005, 0, true).unwrap();
+    c.power_cycle(false);
+    assert_eq!(c.get_feature(0x08, NsId(0)).unwrap(), 5, "the saved value, reserved bits clear");
+}
+
+#[test]
 fn write_protect_until_power_cycle_is_left_only_by_a_power_cycle() {
     // NVMe 1.4 §8.12: no Set Features leaves Write Protect Until Power Cycle.
     let mut c = cm6(64);

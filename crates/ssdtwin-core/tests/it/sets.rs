@@ -71,6 +71,28 @@ fn endurance_group_logs_count_only_their_sets_traffic() {
 }
 
 #[test]
+fn endurance_group_logs_count_their_sets_errors() {
+    // Log 09h's Media and Data Integrity Errors and Error Information Log Entries are the
+    // group's (NVMe 1.4 Figure 208): they read 0 whatever failed on the group's namespaces.
+    let mut c = pblaze5(Some(2));
+    c.write(NsId(2), 0, 8, &mut NoTiming).unwrap();
+    c.inject_media_error(NsId(2), 0, 8).unwrap();
+    assert_eq!(status(&c.read(NsId(2), 0, 8, &mut NoTiming).unwrap_err()), Status::UnrecoveredReadError);
+    let nsze = c.id_ns(NsId(2)).unwrap().nsze;
+    assert_eq!(status(&c.read(NsId(2), nsze, 1, &mut NoTiming).unwrap_err()), Status::LbaOutOfRange);
+    let (g1, g2) = (c.endurance_log(1).unwrap(), c.endurance_log(2).unwrap());
+    assert_eq!((g1.media_data_integrity_err, g1.num_err_info_log_entries), (0, 0));
+    assert_eq!((g2.media_data_integrity_err, g2.num_err_info_log_entries), (1, 2));
+    let smart = c.smart_log();
+    assert_eq!((smart.media_errors, smart.num_err_log_entries), (1, 2));
+    // An error of a namespace that does not exist is the drive's only.
+    assert_eq!(status(&c.read(NsId(9), 0, 1, &mut NoTiming).unwrap_err()), Status::InvalidNamespaceOrFormat);
+    assert_eq!(c.smart_log().num_err_log_entries, 3);
+    assert_eq!(c.endurance_log(2).unwrap().num_err_info_log_entries + c.endurance_log(1).unwrap().num_err_info_log_entries, 2);
+    assert!(c.check_state().is_ok());
+}
+
+#[test]
 fn namespaces_are_placed_in_their_set_within_its_capacity() {
     let mut c = pblaze5(Some(2));
     let half = c.id_nvmset(2).unwrap().nvm_sets[0].total_nvmset_cap / 512;

@@ -41,6 +41,11 @@ fn a_dram_namespace_takes_dram_not_nvm_capacity() {
     let ns = c.id_ns(NsId(2)).unwrap();
     assert_eq!((ns.vs_dram, ns.nsze, ns.nuse), (1, 32 * MIB / 512, 32 * MIB / 512));
     assert_eq!(c.id_ns(NsId(1)).unwrap().vs_dram, 0);
+    // UNVMCAP = TNVMCAP - the NVMCAP of every namespace: the DRAM namespace's is 0 (it
+    // reported its 32 MiB, which UNVMCAP does not count).
+    let nvmcaps: u64 = [1, 2].iter().map(|&n| c.id_ns(NsId(n)).unwrap().nvmcap).sum();
+    assert_eq!(ns.nvmcap, 0);
+    assert_eq!(id.unvmcap, c.tnvmcap() - nvmcaps);
     assert!(c.check_state().is_ok());
     // A preset without a budget has no vendor field.
     let cm6 = Controller::new(DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap().scaled(64).unwrap(), 1).unwrap();
@@ -179,6 +184,25 @@ fn qos_caps_hold_a_namespace_to_its_rate() {
         t.write(&mut c, at, NsId(2), i * 8, 8).unwrap();
     }
     assert_eq!(at - first, 999 * 20_000 - 1_000_000, "50,000 IOPS = 20 us apart after a 1 ms burst");
+}
+
+#[test]
+fn a_held_command_holds_back_no_other_namespace() {
+    // What `ssdtwin serve` does: every command submitted as it arrives, the QoS gate holding
+    // the capped ones. 100 reads on ns1 (20K IOPS: 20 in the 1 ms burst, then one per 50 us)
+    // arrive at once, then one read on the uncapped DRAM namespace. Timed at their token
+    // times, the held reads took the command processor up to 4 ms ahead and the DRAM read
+    // waited for all of them.
+    let mut c = with_dram_ns();
+    c.set_qos(NsId(1), ssdtwin_core::nvme::QosLimits { read_bytes_per_s: 0, write_bytes_per_s: 0, iops: 20_000 }).unwrap();
+    let spec = c.spec().clone();
+    let alone = DeviceTiming::new(&spec, c.ftl_config()).unwrap().read(&mut c, 0, NsId(2), 0, 8).unwrap();
+    let mut t = DeviceTiming::new(&spec, c.ftl_config()).unwrap();
+    let done: Vec<u64> = (0..100u64).map(|i| t.read(&mut c, 0, NsId(1), i * 8, 8).unwrap()).collect();
+    assert!(done[99] >= 80 * 50_000, "the cap holds: the last read completes at {} ns", done[99]);
+    let other = t.read(&mut c, 0, NsId(2), 0, 8).unwrap();
+    let slots = 101 * 1_000_000_000u64.div_ceil(spec.timing.as_ref().unwrap().ctrl_max_iops.value);
+    assert!(other <= alone + slots, "the DRAM read completes at {other} ns (alone {alone} ns)");
 }
 
 #[test]

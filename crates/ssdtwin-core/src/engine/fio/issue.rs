@@ -257,6 +257,11 @@ impl Runner<'_> {
                 return Ok(Gate::Wait);
             }
             self.qos_leave_line(c, now);
+            if self.arb.is_some() {
+                // Weighted round robin: the command takes its tokens as it enters its
+                // submission queue, while it conforms; the fetch runs it unheld.
+                self.timing.qos_gate(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now);
+            }
         }
         let cl = &mut self.clones[c];
         if let Some(r) = &mut cl.replay {
@@ -373,7 +378,11 @@ impl Runner<'_> {
             _ => HostOp::Deallocate,
         };
         (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
-        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
+        // Its QoS tokens were taken when it was queued (Runner::gate).
+        self.timing.qos_admitted = true;
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb });
+        self.timing.qos_admitted = false;
+        let done = done?;
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
         self.schedule_fetch(now);
         Ok(())
