@@ -10,7 +10,7 @@ use ssdtwin_core::engine::fio::converge::{ConvergeOut, ConvergeRule};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
 use ssdtwin_core::image::{Image, Manifest, OpenMode};
-use ssdtwin_core::nand::{NoTiming, TouchCounter};
+use ssdtwin_core::nand::{NoTiming, ShardSink, TouchCounter};
 use ssdtwin_core::nvme::{self, Controller, NsId, Pattern, ProtectionRequest};
 use ssdtwin_core::progress::Progress;
 use ssdtwin_core::spec::{DriveSpec, TimingSpec};
@@ -72,6 +72,34 @@ impl Drive {
     ) -> PyResult<Py<PyAny>> {
         let v = self.with(py, |b| f(b.ctrl()))?;
         to_py(py, &v)
+    }
+
+    /// `precondition`'s writes with the FTL's operations sent to a new `S` (returned with
+    /// the report), `progress(done, total, "bytes", 0)` called as they go; an error it
+    /// raised (Ctrl-C's included) is raised once the writes have stopped.
+    #[allow(clippy::too_many_arguments)]
+    fn precondition_into<S: ShardSink>(
+        &self,
+        py: Python<'_>,
+        nsid: u32,
+        pattern: &str,
+        block_bytes: u64,
+        amount_bytes: u64,
+        seed: u64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<(nvme::PreconditionReport, S)> {
+        let pat = self::pattern(pattern)?;
+        let progress = progress.as_ref();
+        self.with(py, |b| {
+            let mut pending: Option<PyErr> = None;
+            let mut cb = |done: u64, total: u64| report(progress, &mut pending, &Progress::bytes(done, total));
+            let mut sink = S::default();
+            let report = b.ctrl().precondition_with(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb, &mut sink)?;
+            match pending {
+                Some(e) => Err(Failure::Python(e)),
+                None => Ok((report, sink)),
+            }
+        })
     }
 }
 
@@ -464,17 +492,8 @@ impl Drive {
         seed: u64,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let pat = self::pattern(pattern)?;
-        let progress = progress.as_ref();
-        self.query(py, |c| {
-            let mut pending: Option<PyErr> = None;
-            let mut cb = |done: u64, total: u64| report(progress, &mut pending, &Progress::bytes(done, total));
-            let report = c.precondition(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb)?;
-            match pending {
-                Some(e) => Err(Failure::Python(e)),
-                None => Ok(report),
-            }
-        })
+        let (report, _) = self.precondition_into::<NoTiming>(py, nsid, pattern, block_bytes, amount_bytes, seed, progress)?;
+        to_py(py, &report)
     }
 
     /// `precondition` with the FTL's random map accesses counted (`ssdtwin bench ftl`):
@@ -499,18 +518,8 @@ impl Drive {
             host_l2p: u64,
             gc_checks: u64,
         }
-        let pat = self::pattern(pattern)?;
-        let progress = progress.as_ref();
-        self.query(py, |c| {
-            let mut pending: Option<PyErr> = None;
-            let mut cb = |done: u64, total: u64| report(progress, &mut pending, &Progress::bytes(done, total));
-            let mut sink = TouchCounter::default();
-            let report = c.precondition_with(NsId(nsid), pat, block_bytes, amount_bytes, seed, &mut cb, &mut sink)?;
-            match pending {
-                Some(e) => Err(Failure::Python(e)),
-                None => Ok(Touches { report, host_l2p: sink.host_l2p, gc_checks: sink.gc_checks }),
-            }
-        })
+        let (report, sink) = self.precondition_into::<TouchCounter>(py, nsid, pattern, block_bytes, amount_bytes, seed, progress)?;
+        to_py(py, &Touches { report, host_l2p: sink.host_l2p, gc_checks: sink.gc_checks })
     }
 
     /// Run fio job clones (engine contract v1, docs/fio.md §3: a list of dicts) in virtual
