@@ -68,6 +68,12 @@ def one_line_error(r: Run, *needles: str) -> str:
     return lines[0]
 
 
+def real_fio_json(job: Path, out: Path) -> None:
+    """The real fio runs `job` and writes its JSON report to `out`, as a user measures a drive
+    for --measured (the caller has skipped without fio)."""
+    subprocess.run(["fio", "--output-format=json", f"--output={out}", str(job)], check=True, capture_output=True, timeout=120)
+
+
 @pytest.fixture(scope="module")
 def start_spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The spec the round trip fits from: the fixture, or `ssdtwin models kioxia-cm6-r-3.84t`."""
@@ -475,12 +481,7 @@ def test_measured_fio_json_of_a_served_twin(tmp_path: Path) -> None:
                 text = text.replace("filename=/dev/nvme0n1\n", f"ioengine=nbd\nuri={s.uri()}\n")
                 text = re.sub(r"(?m)^runtime=.*$", "runtime=3s", re.sub(r"(?m)^ramp_time=.*$", "ramp_time=1s", text))
                 (tmp_path / f"{stem}.fio").write_text(text)
-                subprocess.run(
-                    ["fio", "--output-format=json", f"--output={results / stem}.json", str(tmp_path / f"{stem}.fio")],
-                    check=True,
-                    capture_output=True,
-                    timeout=120,
-                )
+                real_fio_json(tmp_path / f"{stem}.fio", results / f"{stem}.json")
             s.stop()
 
     def measured(stem: str) -> dict[str, Any]:
@@ -622,7 +623,7 @@ def test_measured_folds_of_group_reporting_are_named_as_fio_writes_them(tmp_path
         (tmp_path / "j.fio").write_text(head + seq.format(sw=sw) + "[rand-read]\nstonewall\nrw=randread\nbs=4k\nnumjobs=4\n")
         out = tmp_path / "res" / "x.json"
         out.parent.mkdir(exist_ok=True)
-        subprocess.run(["fio", "--output-format=json", f"--output={out}", str(tmp_path / "j.fio")], check=True, capture_output=True)
+        real_fio_json(tmp_path / "j.fio", out)
         if ok:
             got = C.read_measured(out.parent, {})
             assert sorted(got) == ["rand-read", "seq-read", "seq-write"] and got["rand-read"].shape == (4096, 1, 4)

@@ -192,6 +192,55 @@ def iops_model(bs: int, read_pct: int, gain: float) -> float:
     return 1 / (r / read + (1 - r) / write)
 
 
+def steady_doc(variables: list[dict[str, Any]], steady: bool, steady_round: int, window: list[int], max_rounds: int) -> dict[str, Any]:
+    """steady.json of a pass judged by the PTS rule: whether its `variables` are steady, from
+    which round (None when they are not), and the measurement window."""
+    return {
+        "rule": RULE,
+        "min_rounds": 5,
+        "max_rounds": max_rounds,
+        "steady": steady,
+        "steady_round": steady_round if steady else None,
+        "window": window,
+        "variables": variables,
+    }
+
+
+def rnd_4k_w(runtime_s: int) -> str:
+    """The element of WSAT's and HIR's RND 4KiB 100 % W segments at TC4/QD32, `runtime_s`
+    long: "rnd-4k-w" (60 s), HIR's "rnd-4k-w-5s"."""
+    return "rnd-4k-w" if runtime_s == 60 else f"rnd-4k-w-{runtime_s}s"
+
+
+def rnd_4k_w_job(w: Writer, runtime_s: int) -> str:
+    """The job of the :func:`rnd_4k_w` segments `runtime_s` long; returns their element."""
+    element = rnd_4k_w(runtime_s)
+    w.job(element, f"rw=randwrite\nbs=4k\nnumjobs=4\niodepth=32\nruntime={runtime_s}\ntime_based=1")
+    return element
+
+
+def rnd_4k_w_segment(w: Writer, seg: int, t: float, runtime_s: int, iops: float, **more: Any) -> dict[str, Any]:
+    """Segment `seg` of RND 4KiB 100 % W at TC4/QD32 from `t` s (WSAT's, HIR's): its rounds.csv
+    row with `more` columns (HIR's round, phase and wait) and its fio JSON."""
+    element = rnd_4k_w(runtime_s)
+    row = w.row(
+        segment=seg,
+        element=element,
+        rw="randwrite",
+        read_pct=0,
+        bs_bytes=4096,
+        numjobs=4,
+        iodepth=32,
+        runtime_s=runtime_s,
+        t_start_s=t,
+        t_end_s=t + runtime_s,
+        iops=iops,
+        **more,
+    )
+    w.fio_json(f"s{seg:04d}-{element}", row)
+    return row
+
+
 def wdpc_test(
     root: Path,
     test: str,
@@ -243,15 +292,7 @@ def wdpc_test(
         variables.append({"name": name, "element": element, "column": column, "unit": unit, "rounds": rounds, "values": series[name], **ev})
     all_steady = len(rounds) >= 5 and all(v["steady"] for v in variables)
     window = [max(1, rounds[-1] - 4), rounds[-1]]
-    result_steady = {
-        "rule": RULE,
-        "min_rounds": 5,
-        "max_rounds": max_rounds,
-        "steady": all_steady,
-        "steady_round": rounds[-1] if all_steady else None,
-        "window": window,
-        "variables": variables,
-    }
+    result_steady = steady_doc(variables, all_steady, rounds[-1], window, max_rounds)
     return w, result_steady, window
 
 
@@ -409,8 +450,7 @@ def make_lat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
 
 def make_wsat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[int]) -> dict[str, Any]:
     w = Writer(root, "wsat", rng)
-    el = "rnd-4k-w"
-    w.job(el, "rw=randwrite\nbs=4k\nnumjobs=4\niodepth=32\nruntime=60\ntime_based=1")
+    el = rnd_4k_w_job(w, 60)
     table = []
     seg = 0
     t = 0.0
@@ -418,21 +458,8 @@ def make_wsat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[
         seg += 1
         fills = w.bytes_written / CAPACITY
         iops = 350_000 * gain * (1 + 1.6 / (1 + math.exp((fills - 0.9) * 9))) * (1 + rng.normal(0, 0.03))
-        row = w.row(
-            segment=seg,
-            element=el,
-            rw="randwrite",
-            read_pct=0,
-            bs_bytes=4096,
-            numjobs=4,
-            iodepth=32,
-            runtime_s=60,
-            t_start_s=t,
-            t_end_s=t + 60,
-            iops=iops,
-        )
+        row = rnd_4k_w_segment(w, seg, t, 60, iops)
         t += 60
-        w.fio_json(f"s{seg:04d}-{el}", row)
         table.append(
             {
                 "segment": seg,
@@ -461,50 +488,25 @@ def make_wsat(root: Path, rng: np.random.Generator, gain: float, stop: Optional[
 
 def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[int], iterations: int = 36) -> dict[str, Any]:
     w = Writer(root, "hir", rng)
-    el = "rnd-4k-w"
-    w.job(el, "rw=randwrite\nbs=4k\nnumjobs=4\niodepth=32\nruntime=60\ntime_based=1")
-    w.job("rnd-4k-w-5s", "rw=randwrite\nbs=4k\nnumjobs=4\niodepth=32\nruntime=5\ntime_based=1")
+    el = rnd_4k_w_job(w, 60)
+    rnd_4k_w_job(w, 5)
     base = 350_000 * gain
     t = 0.0
     seg = 0
     pre = []
     for rnd in range(1, 8):
         seg += 1
-        row = w.row(
-            round=rnd,
-            segment=seg,
-            element=el,
-            rw="randwrite",
-            read_pct=0,
-            bs_bytes=4096,
-            numjobs=4,
-            iodepth=32,
-            runtime_s=60,
-            t_start_s=t,
-            t_end_s=t + 60,
-            iops=settle(base, rnd + 3, rng),
-            phase="pre",
-        )
+        row = rnd_4k_w_segment(w, seg, t, 60, settle(base, rnd + 3, rng), round=rnd, phase="pre")
         t += 60
         pre.append(float(row["iops"]))
-        w.fio_json(f"s{seg:04d}-{el}", row)
     baseline = float(np.mean(pre[-5:]))
     # As the harness writes it: the pre-HIR rounds judged from the first after the drive
     # fills (--hir-pre-fills), here round 3; the window is steady.json's, not result.json's.
     judged = list(range(3, 8))
     var = {"name": "RND 4KiB 100% W IOPS (pre-HIR)", "element": el, "column": "iops", "unit": "IOPS"}
     ev = steady_eval(judged, pre[2:])
-    steady = {
-        "rule": RULE,
-        "min_rounds": 5,
-        "max_rounds": 25,
-        "steady": ev["steady"],
-        "steady_round": 7 if ev["steady"] else None,
-        "window": ev["window"],
-        "variables": [{**var, "rounds": judged, "values": pre[2:], **ev}],
-        "pass": "hir-pre",
-        "first_round": 3,
-    }
+    variables = [{**var, "rounds": judged, "values": pre[2:], **ev}]
+    steady = steady_doc(variables, ev["steady"], 7, ev["window"], 25) | {"pass": "hir-pre", "first_round": 3}
     table = []
     done = True
     for wait in (5, 10, 15, 25, 50):
@@ -516,22 +518,7 @@ def make_hir(root: Path, rng: np.random.Generator, gain: float, stop: Optional[i
                 seg += 1
                 boost = min(1.0, wait / 40) * 1.4 * math.exp(-it / (iterations * 3)) if phase == "A" else 0.0
                 iops = base * (1 + boost) * (1 + rng.normal(0, 0.03))
-                row = w.row(
-                    segment=seg,
-                    element="rnd-4k-w-5s",
-                    rw="randwrite",
-                    read_pct=0,
-                    bs_bytes=4096,
-                    numjobs=4,
-                    iodepth=32,
-                    runtime_s=5,
-                    t_start_s=t,
-                    t_end_s=t + 5,
-                    iops=iops,
-                    wait_s=wait,
-                    phase=phase,
-                )
-                w.fio_json(f"s{seg:04d}-rnd-4k-w-5s", row)
+                row = rnd_4k_w_segment(w, seg, t, 5, iops, wait_s=wait, phase=phase)
                 table.append({"wait_s": wait, "phase": phase, "iteration": it, "t_s": t, "iops": row["iops"]})
                 t += 5 + (wait if phase == "A" else 0)
     result = {
@@ -580,15 +567,7 @@ def make_curve(root: Path, rng: np.random.Generator, gain: float, stop: Optional
         w.fio_json(f"r{rnd:02d}-{pre_el}", row)
     var = {"name": "RND 4KiB 70/30 IOPS (preconditioning)", "element": pre_el, "column": "iops", "unit": "IOPS"}
     ev = steady_eval(list(range(2, 7)), pre[1:])
-    steady = {
-        "rule": RULE,
-        "min_rounds": 5,
-        "max_rounds": 25,
-        "steady": ev["steady"],
-        "steady_round": 6 if ev["steady"] else None,
-        "window": ev["window"],
-        "variables": [{**var, "rounds": list(range(1, 7)), "values": pre, **ev}],
-    }
+    steady = steady_doc([{**var, "rounds": list(range(1, 7)), "values": pre, **ev}], ev["steady"], 6, ev["window"], 25)
     seg = 0
     for nj in (1, 2, 4, 8, 16):
         for qd in (1, 2, 4, 8, 16, 32):

@@ -6,7 +6,8 @@ use ssdtwin_core::cluster::{self, ClusterSpec, InitOptions};
 use ssdtwin_core::progress::Progress;
 use ssdtwin_core::workload::JobSpec;
 
-use crate::{from_py, report, to_py, Failure};
+use crate::bridge::{from_py, report, to_py};
+use crate::errors::Failure;
 
 /// The `cluster.toml` text of a new lab: `options` are `cluster init`'s (stack, nodes,
 /// drives_per_node, drive, scale, clients, replicas, network, volume_bytes, seed,

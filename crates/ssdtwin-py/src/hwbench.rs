@@ -11,7 +11,8 @@ use ssdtwin_core::bigarray::{prefetch, BigArray};
 use ssdtwin_core::rng::Rng;
 use std::time::Instant;
 
-use crate::{to_py, Failure};
+use crate::bridge::to_py;
+use crate::errors::Failure;
 
 /// Most prefetches in flight the loop keeps (the ring of addresses drawn ahead).
 pub const MAX_INFLIGHT: usize = 64;

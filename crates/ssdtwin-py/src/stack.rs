@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use ssdtwin_core::engine::stack::HostStack;
 use ssdtwin_core::host::{self, tier::Tier, tier::TierConfig};
 
-use crate::{from_py, to_py, Failure};
+use crate::bridge::{from_py, to_py};
+use crate::errors::Failure;
 
 /// A host stack (engine/stack.rs `HostStack`: the fast media and the tier on it), kept in
 /// Rust between runs: the log tier's maps hold an entry per 4 KiB of the drive, too much to

@@ -16,7 +16,9 @@ use ssdtwin_core::workload::trace::source::{collect, scan, Format, Lines, Plan, 
 use ssdtwin_core::workload::trace::{blktrace, At, Packed, TraceError as CoreTraceError};
 use ssdtwin_core::workload::JobSpec;
 
-use crate::{from_py, keep_going, to_py, Drive, Failure, SsdtwinError};
+use crate::bridge::{from_py, keep_going, to_py};
+use crate::drive::Drive;
+use crate::errors::{Failure, SsdtwinError};
 use ssdtwin_core::progress::Progress;
 
 pyo3::create_exception!(

@@ -17,7 +17,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
+from .common import OutputFmt, Seed, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
 
 if TYPE_CHECKING:  # the studies are imported when the command runs
     from ..studies.calibrate import Calibration
@@ -44,7 +44,7 @@ def calibrate_cmd(
     print_jobs: Optional[Path] = typer.Option(None, "--print-jobs", help="write the fio jobs behind each figure to this folder, and exit"),
     out: Optional[Path] = typer.Option(None, "--out", help="write the spec with the fitted values and the [corners] it was fitted on"),
     scale: str = typer.Option("1/64", "--scale"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives and their preconditioning"),
+    seed: int = Seed(1, "seed of the drives and their preconditioning"),
     tol: float = typer.Option(0.003, "--tol", help="relative tolerance per figure"),
     write: bool = typer.Option(
         False, "--write/--no-write", help="rewrite MODEL's preset in the source checkout (the CM6-R: its family too)"

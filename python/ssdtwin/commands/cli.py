@@ -36,6 +36,7 @@ from .common import (
     Interrupt,
     NvmeInt,
     OutputFmt,
+    Seed,
     Terminated,
     check_fmt,
     check_output_file,
@@ -255,7 +256,7 @@ def create(
         None, "--spec", help="a drive spec TOML in place of --model: a preset's text (`ssdtwin models NAME > my.toml`), edited"
     ),
     scale: str = typer.Option("1", "--scale", help="1/N: divide blocks per plane by N (keeps dies, timing, OP)"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of every random choice made on this image"),
+    seed: int = Seed(1, "seed of every random choice made on this image"),
     nvm_sets: Optional[int] = typer.Option(
         None, "--nvm-sets", min=1, max=U32, help="NVM Sets on disjoint dies (presets with [nvm_sets]; default 1: no sets)"
     ),
@@ -349,7 +350,7 @@ def precondition(
     loops_arg: Optional[float] = typer.Option(None, "--loops", help="passes over the namespace for --seq (default 2)"),
     rand: Optional[str] = typer.Option(None, "--rand", help="random block size, e.g. 4k"),
     amount_arg: Optional[str] = typer.Option(None, "--amount", help="for --rand: Nx the namespace, or a size (300GiB; default 2x)"),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="default: the image's next seed"),
+    seed: Optional[int] = Seed(None, "default: the image's next seed"),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress bar"),
 ) -> None:
     """Write a namespace to a known state in fast-forward (no timing): --seq then --rand."""
@@ -592,7 +593,7 @@ def demo(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
     scale: str = typer.Option("1/64", "--scale"),
     sizes: str = typer.Option("3.84,3.52,3.20,2.56", "--sizes", help="namespace sizes in TB at full scale"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64),
+    seed: int = Seed(1),
     quiet: bool = typer.Option(False, "--quiet/--no-quiet", "-q", help="no progress lines"),
 ) -> None:
     """The KIOXIA CM6 namespace experiment: steady-state random-write WAF per namespace size."""
@@ -619,7 +620,7 @@ def fio_cmd(
     namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="namespace for jobs whose filename= names none"),
     output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
-    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0 (fio would use OS entropy)"),
+    seed: int = Seed(0, "seed for jobs with randrepeat=0 (fio would use OS entropy)"),
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps"),
     log_dir: Path = typer.Option(Path("."), "--log-dir", help="where write_*_log and relative write_iolog files go"),

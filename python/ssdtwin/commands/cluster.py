@@ -31,7 +31,7 @@ from ..cluster import (
     windows_ms,
 )
 from ..drive import parse_scale
-from .common import U64, check_fmt, check_output_file, emit_json, fail, plain_float, say, write_output_file
+from .common import Seed, check_fmt, check_output_file, emit_json, fail, plain_float, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -109,7 +109,7 @@ def init_cmd(
     ),
     pg_num: Optional[int] = typer.Option(None, "--pg-num", help="PGs of the RBD pool, a power of two (default 512)"),
     scale: Optional[str] = typer.Option(None, "--scale", help="1/N: drives and volumes at 1/N (default 1/64)"),
-    seed: Optional[int] = typer.Option(None, "--seed", min=0, max=U64, help="seed of the cluster (default 1)"),
+    seed: Optional[int] = Seed(None, "seed of the cluster (default 1)"),
     fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json"),
 ) -> None:
     """Write a cluster folder: cluster.toml with the topology and every cost, each with its source."""
@@ -233,7 +233,7 @@ def fio_cmd(
     jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s): one job section per client volume"),
     output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
-    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="seed for jobs with randrepeat=0"),
+    seed: int = Seed(0, "seed for jobs with randrepeat=0"),
     dump_jobs: Optional[Path] = typer.Option(None, "--dump-jobs", help="also write the resolved engine input (JSON) here"),
 ) -> None:
     """Run fio job files on the cluster in simulated time; fio's output, then the busiest resources on stderr."""

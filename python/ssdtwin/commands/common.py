@@ -37,6 +37,12 @@ OutputFmt = typer.Option("normal", "-o", "--output-format", help="normal or json
 ImageDir = typer.Argument(..., metavar="DIR", help="drive image directory (ssdtwin create)")
 
 
+def Seed(default: Optional[int], help: Optional[str] = None) -> Any:
+    """A typer option ``--seed N``: every seed the core takes is a u64 (a larger one is a
+    usage error, exit 2)."""
+    return typer.Option(default, "--seed", min=0, max=U64, help=help)
+
+
 class CliError(Exception):
     """A user-facing error: printed as one line, exit status 1. ``more`` are further
     errors of the same command (every problem of a job file), one line each."""

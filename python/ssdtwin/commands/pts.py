@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from .. import _core
 from ..pts.target import PtsError
-from .common import U32, U64, check_fmt, emit_json, fail, interrupt_note, plain_float, plain_int, say
+from .common import U32, Seed, check_fmt, emit_json, fail, interrupt_note, plain_float, plain_int, say
 
 
 class _RunByDefault(TyperGroup):
@@ -155,7 +155,7 @@ def run_cmd(
     yes_destroy_data: bool = typer.Option(
         False, "--yes-destroy-data", help="real targets: allow writing (every test purges and overwrites the device)"
     ),
-    seed: int = typer.Option(0, "--seed", min=0, max=U64, help="twin: seed of the fio runs' random streams (randrepeat=0)"),
+    seed: int = Seed(0, "twin: seed of the fio runs' random streams (randrepeat=0)"),
     force: bool = typer.Option(False, "--force", help="replace a previous report in --report"),
     converge: bool = typer.Option(
         True,

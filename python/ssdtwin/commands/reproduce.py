@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
+from .common import OutputFmt, Seed, check_fmt, emit_json, fail, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
 
 
 def reproduce_cmd(
@@ -25,9 +25,7 @@ def reproduce_cmd(
         "or shaping (a write-shaping tier in front of the P5316, docs/host.md)",
     ),
     scale: Optional[str] = typer.Option(None, "--scale", help="default 1/64 (pblaze5 --part mariadb: 1/256)"),
-    seed: Optional[int] = typer.Option(
-        None, "--seed", min=0, max=U64, help="seed of the drives; default 1 (cm6 as demo and calibrate, pblaze5, kumoscale), 5 for p5316"
-    ),
+    seed: Optional[int] = Seed(None, "seed of the drives; default 1 (cm6 as demo and calibrate, pblaze5, kumoscale), 5 for p5316"),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="cm6: namespace sizes in TB at full scale (default 3.84,3.52,3.20,2.56)"),
     plot: Optional[Path] = typer.Option(
         None,

@@ -12,7 +12,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, available_cpus, check_fmt, emit_json, fail, read_spec, spec_error
+from .common import OutputFmt, Seed, available_cpus, check_fmt, emit_json, fail, read_spec, spec_error
 
 if TYPE_CHECKING:  # the studies are imported when the command runs
     from ..studies.validate import Log, Settings
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the studies are imported when the command runs
 def validate_cmd(
     quick: bool = typer.Option(False, "--quick", help="smaller drives (1/256) and windows a fifth as long: a check of the machinery (CI)"),
     scale: Optional[str] = typer.Option(None, "--scale", help="1/N of every drive (default 1/64; --quick 1/256)"),
-    seed: int = typer.Option(1, "--seed", min=0, max=U64, help="seed of the drives"),
+    seed: int = Seed(1, "seed of the drives"),
     only: Optional[str] = typer.Option(None, "--only", help="comma-separated groups (default: all; docs/validation.md lists them)"),
     write_doc: Optional[Path] = typer.Option(None, "--write-doc", help="also write the table as Markdown there (docs/validation.md)"),
     check_targets: bool = typer.Option(

@@ -3,6 +3,7 @@
 //! room for waits for a destage. The real fio against a served stack is
 //! tests/test_stack_serve.py.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,27 @@ fn stack(img: &Image, policy: Policy) -> HostStack {
     HostStack { media: media::preset("pmem").unwrap(), tier: Tier::new(cfg) }
 }
 
+/// A new 1/256 P5316 image (committed and closed) in a temporary folder, and a host stack of
+/// `policy` on its namespace 1: (the folder, which removes the image when dropped, the
+/// image's path, the stack, the bytes the host had written to the drive).
+fn p5316_and_stack(policy: Policy) -> (tempfile::TempDir, PathBuf, HostStack, u64) {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("img");
+    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
+    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
+    img.commit().unwrap();
+    let st = stack(&img, policy);
+    let host0 = img.ctrl.vendor_log().host_write_bytes;
+    (t, d, st, host0)
+}
+
+/// `st` served from the image at `d`, paced by the model on a clock the test advances.
+fn served_on_manual_clock(d: &Path, st: HostStack) -> (Arc<StackBackend>, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new());
+    let twin = TwinBackend::open_with_clock(d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
+    (StackBackend::new(twin, st, 1).unwrap(), clock)
+}
+
 fn block(seed: u64) -> Vec<u8> {
     (0..4096u64).map(|i| (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (i % 57)) as u8 ^ i as u8).collect()
 }
@@ -44,17 +66,8 @@ fn block(seed: u64) -> Vec<u8> {
 #[test]
 fn a_served_stack_reads_back_what_was_written_and_the_drive_sees_only_the_tier() {
     for policy in [Policy::IuFill, Policy::Log] {
-        let t = tempfile::tempdir().unwrap();
-        let d = t.path().join("img");
-        let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
-        let mut img = Image::create(&d, spec, P5316, 3).unwrap();
-        img.commit().unwrap();
-        let st = stack(&img, policy);
-        let host0 = img.ctrl.vendor_log().host_write_bytes;
-        drop(img);
-        let clock = Arc::new(ManualClock::new());
-        let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
-        let b = StackBackend::new(twin, st, 1).unwrap();
+        let (_t, d, st, host0) = p5316_and_stack(policy);
+        let (b, clock) = served_on_manual_clock(&d, st);
         let ex = b.open(STACK_EXPORT).unwrap();
         let info = ex.info();
         assert_eq!(info.block_min, 4096);
@@ -103,16 +116,8 @@ fn a_log_takes_a_write_of_its_largest_block_whatever_it_holds() {
     // what it holds below its low watermark (and up to its high one when that is stale)
     // without destaging: a 1 MiB write then found no room and nothing to wait for, and
     // `qemu-img convert` into a served log stack failed at its first write with ENOSPC.
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path().join("img");
-    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
-    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
-    img.commit().unwrap();
-    let st = stack(&img, Policy::Log);
-    drop(img);
-    let clock = Arc::new(ManualClock::new());
-    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
-    let b = StackBackend::new(twin, st, 1).unwrap();
+    let (_t, d, st, _) = p5316_and_stack(Policy::Log);
+    let (b, clock) = served_on_manual_clock(&d, st);
     let ex = b.open(STACK_EXPORT).unwrap();
     let max = ex.info().block_max as usize;
     let big = vec![0xA5u8; max];
@@ -135,13 +140,7 @@ fn a_log_takes_a_write_of_its_largest_block_whatever_it_holds() {
 
 #[test]
 fn a_stack_is_served_with_the_model_pace_only() {
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path().join("img");
-    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
-    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
-    img.commit().unwrap();
-    let st = stack(&img, Policy::IuFill);
-    drop(img);
+    let (_t, d, st, _) = p5316_and_stack(Policy::IuFill);
     let twin = TwinBackend::open(&d, TwinConfig { pace: Pace::Off, ..TwinConfig::default() }).unwrap();
     let e = StackBackend::new(twin.clone(), st, 1).err().expect("refused");
     assert!(e.to_string().contains("--pace model"), "{e}");
@@ -154,16 +153,8 @@ fn an_iu_fill_trim_loses_the_data_of_whole_ius_only_as_the_drive_does() {
     // data and mapping, as on a served drive), but the stack punched the whole range out
     // of the data file: a 4 KiB trim inside an IU read back zeroes where the drive still
     // maps the block, and the namespace served alone then reported a mapped block a hole.
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path().join("img");
-    let spec = DriveSpec::preset(P5316).unwrap().scaled(256).unwrap();
-    let mut img = Image::create(&d, spec, P5316, 3).unwrap();
-    img.commit().unwrap();
-    let st = stack(&img, Policy::IuFill);
-    drop(img);
-    let clock = Arc::new(ManualClock::new());
-    let twin = TwinBackend::open_with_clock(&d, TwinConfig { pace: Pace::Model, ..TwinConfig::default() }, clock.clone()).unwrap();
-    let b = StackBackend::new(twin, st, 1).unwrap();
+    let (_t, d, st, _) = p5316_and_stack(Policy::IuFill);
+    let (b, clock) = served_on_manual_clock(&d, st);
     let ex = b.open(STACK_EXPORT).unwrap();
     // Two 64 KiB IUs of distinct 4 KiB blocks.
     for i in 0..32u64 {

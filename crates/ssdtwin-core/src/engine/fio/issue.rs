@@ -183,12 +183,7 @@ impl Runner<'_> {
                     // sleeps through `runtime` there (iolog_delay stops only at terminate),
                     // as it does before a held I/O.
                     if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
-                        if cl.rate.wake_ns != at {
-                            cl.rate.wake_ns = at;
-                            self.push(at, Ev::Wake(c as u32));
-                        }
-                        self.maybe_idle(now)?;
-                        return Ok(Gate::Wait);
+                        return self.hold_replay(c, at, now);
                     }
                     cl.stopping = true;
                     return Ok(Gate::Again);
@@ -202,16 +197,7 @@ impl Runner<'_> {
         let io = cl.pending.front();
         // read_iolog: the trace's timestamps pace the issue (engine/iolog.rs).
         if let Some(at) = cl.replay.as_mut().and_then(|r| r.hold_until(now)) {
-            // One wake-up per wait, as for the rate limit below: every completion looks at
-            // the gate, and a wake-up pushed per look would multiply with each held I/O (the
-            // run's memory and time grew with the square of a paced trace's length).
-            if cl.rate.wake_ns != at {
-                cl.rate.wake_ns = at;
-                self.push(at, Ev::Wake(c as u32));
-            }
-            // A trace's idle gap is idle time for the drive too (background GC).
-            self.maybe_idle(now)?;
-            return Ok(Gate::Wait);
+            return self.hold_replay(c, at, now);
         }
         // serialize_overlap: fio requeues an I/O that overlaps one in flight and retries it
         // after reaping a completion; nothing is issued ahead of it. Checked before the rate
@@ -270,6 +256,21 @@ impl Runner<'_> {
         cl.pending.pop_front();
         cl.flow.passed = false;
         Ok(Gate::Issue(io))
+    }
+
+    /// Clone `c` held by its trace (read_iolog) until `at`: a wake-up then, and the drive
+    /// idle meanwhile. One wake-up per wait, as for the rate limit: every completion looks
+    /// at the gate, and a wake-up pushed per look would multiply with each held I/O (the
+    /// run's memory and time grew with the square of a paced trace's length). A trace's idle
+    /// gap is idle time for the drive too (background GC).
+    fn hold_replay(&mut self, c: usize, at: u64, now: u64) -> Result<Gate, RunError> {
+        let cl = &mut self.clones[c];
+        if cl.rate.wake_ns != at {
+            cl.rate.wake_ns = at;
+            self.push(at, Ev::Wake(c as u32));
+        }
+        self.maybe_idle(now)?;
+        Ok(Gate::Wait)
     }
 
     /// The clone that waited longest for clone `c`'s namespace's QoS tokens and whose
