@@ -31,7 +31,7 @@ from ..cluster import (
     windows_ms,
 )
 from ..drive import parse_scale
-from .common import Seed, check_fmt, check_output_file, emit_json, fail, plain_float, say, write_output_file
+from .common import Seed, check_fmt, check_output_file, emit_json, fail, make_plot_folder, plain_float, say, write_output_file
 from .progress import Steps, run_progress, shown
 
 cluster = typer.Typer(
@@ -318,13 +318,7 @@ def sweep_cmd(
     ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
     c = _open(path)
     if plot is not None:
-        # Made before the sweep, so a folder that cannot be written fails at once, not after it.
-        try:
-            plot.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            fail(f"--plot {plot}: not a folder")
-        except OSError as e:
-            fail(f"--plot {plot}: {e.strerror or e}")
+        make_plot_folder(plot)
     jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
     depths = depths_per_job(levels, jobs)
     if len(depths) < len(levels):

@@ -397,3 +397,16 @@ def sizes_arg(text: str) -> list[float]:
         except ValueError:
             fail(f"--sizes '{text}': '{x.strip()}' is not a number of TB (e.g. --sizes 3.84,3.20)")
     return tbs
+
+
+def make_plot_folder(plot: Path) -> None:
+    """--plot DIR (`cluster sweep`; `reproduce` kumoscale, ceph-reef, spdk-tcp, spdk-rdma): made
+    before the work starts, so a path that cannot be one fails at once, not after minutes."""
+    try:
+        plot.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        fail(f"--plot {plot}: not a folder")
+    except OSError as e:
+        fail(f"--plot {plot}: {e.strerror or e}")
+    if not os.access(plot, os.W_OK):
+        fail(f"--plot {plot}: not writable")

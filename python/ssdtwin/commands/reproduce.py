@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import OutputFmt, Seed, check_fmt, emit_json, fail, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
+from .common import OutputFmt, Seed, check_fmt, emit_json, fail, make_plot_folder, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
 
 
 def reproduce_cmd(
@@ -94,7 +94,7 @@ def reproduce_cmd(
         if experiment in ("pblaze5", "shaping"):
             _check_plot_file(plot)
         else:
-            _make_plot_folder(plot)
+            make_plot_folder(plot)
     # SIGTERM as Ctrl-C: it killed the command alone, leaving shaping's stack images in the
     # temporary folder and --part mariadb's servers, database and mounts running.
     with sigterm_cleans_up():
@@ -198,19 +198,6 @@ def _check_plot_file(plot: Path) -> None:
     suffix = plot.suffix.removeprefix(".").lower()
     if suffix and suffix not in kinds:
         fail(f"--plot {plot}: '.{suffix}' is not an image format matplotlib writes; use .png or one of {', '.join(sorted(kinds))}")
-
-
-def _make_plot_folder(plot: Path) -> None:
-    """--plot DIR (kumoscale, ceph-reef, spdk-tcp, spdk-rdma): made now, as `cluster sweep`
-    makes its own, so a path that cannot be one fails before the study runs."""
-    try:
-        plot.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        fail(f"--plot {plot}: not a folder")
-    except OSError as e:
-        fail(f"--plot {plot}: {e.strerror or e}")
-    if not os.access(plot, os.W_OK):
-        fail(f"--plot {plot}: not writable")
 
 
 def _int_list(flag: str, text: str) -> list[int]:
