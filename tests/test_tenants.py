@@ -224,19 +224,40 @@ def test_a_capped_neighbour_holds_back_no_other_namespace_under_wrr(tmp_path: Pa
     run_cli("check", pb5)
 
 
-def test_quotas_hold_over_nbd_for_a_real_fio(tmp_path: Path, pb5: Path) -> None:
-    """A real fio reading ns1 over NBD gets the cap the controller enforces (within the
-    bucket's 1 ms burst and the run's start)."""
-    need("fio")
-    run_cli("nvme", "qos", pb5, "-n", "1", "--read-mbps", "40")
-    with served(pb5) as s:
+def _read_bw_over_nbd(tmp_path: Path, image: Path) -> float:
+    """A real fio's sequential 128 KiB reads of ns1 over NBD, bytes/s."""
+    with served(image) as s:
         job = tmp_path / "r.fio"
-        job.write_text(f"[r]\nioengine=nbd\nuri={s.uri('ns1')}\nrw=read\nbs=128k\niodepth=8\ntime_based\nruntime=3\nsize=256m\n")
+        job.write_text(f"[r]\nioengine=nbd\nuri={s.uri('ns1')}\nrw=read\nbs=128k\niodepth=8\ntime_based\nruntime=2\nsize=256m\n")
         out = sh("fio", "--output-format=json", job)
         s.stop()
     text = out.stdout
-    bw = json.loads(text[text.index("{") :])["jobs"][0]["read"]["bw_bytes"]  # after fio's "connected" line
-    assert 0.9 * 40e6 < bw < 1.05 * 40e6, bw
+    return float(json.loads(text[text.index("{") :])["jobs"][0]["read"]["bw_bytes"])  # after fio's "connected" line
+
+
+def test_quotas_hold_over_nbd_for_a_real_fio(tmp_path: Path, pb5: Path) -> None:
+    """A real fio reading ns1 over NBD gets the cap the controller enforces (within the
+    bucket's 1 ms burst and the run's start). The cap is an upper bound whatever the host's
+    speed; that the reader also gets all of it needs a host that serves more than the cap
+    over NBD, which a loaded machine (load 12-16 on 2 cores) does not always do at 40 MB/s:
+    then a lower cap is measured, and an uncapped run tells a slow host from a quota that
+    holds the reader below its cap."""
+    need("fio")
+    delivered: dict[int, float] = {}
+    for cap_mbps in (40, 10):
+        run_cli("nvme", "qos", pb5, "-n", "1", "--read-mbps", str(cap_mbps))
+        bw = delivered[cap_mbps] = _read_bw_over_nbd(tmp_path, pb5)
+        assert bw < 1.05 * cap_mbps * 1e6, delivered  # never above the cap, however fast the host
+        if bw > 0.9 * cap_mbps * 1e6:
+            run_cli("check", pb5)
+            return  # and all of it
+    run_cli("nvme", "qos", pb5, "-n", "1", "--read-mbps", "0")
+    uncapped = _read_bw_over_nbd(tmp_path, pb5)
+    run_cli("check", pb5)
+    assert uncapped < 1.2 * 10e6, (
+        f"the quota held the reader below its cap ({delivered}) though the host serves {uncapped:.0f} B/s uncapped"
+    )
+    pytest.skip(f"the host served only {uncapped / 1e6:.1f} MB/s over NBD uncapped: too loaded to show a 10 MB/s cap delivered")
 
 
 def _lower_fetch_ceiling(image: Path, iops: int) -> None:
