@@ -117,6 +117,12 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "100"], ("the host-mapped area (100 bytes) must hold at least 8 bands",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
+        # 8 bands with 20 % spare (1.6 bands): the host GC, which runs below 3 free bands,
+        # could find every closed band full (accepted; a fio run through it never ended).
+        (
+            ["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1GiB", "--band", "128MiB"],
+            ("band_bytes 134217728: too few bands for host_op 20 %: at most 67108864 bytes", "a larger host_op"),
+        ),
         # Accepted and silently unused: an area of 0 (all of it) and the log's options under iu-fill.
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "0"], ("--area 0: above 0 (leave --area out for the whole namespace)",)),
         (["--shaping", "pmem:64MiB", "--area", "1GiB", "--stripe", "64KiB"], ("--stripe, --area: only with --policy log",)),
@@ -349,3 +355,20 @@ def test_a_stack_made_for_another_namespace_is_refused_before_the_run() -> None:
     assert results[0]["write"]["total_ios"] == 2000
     small.check()
     large.check()
+
+
+def test_a_full_tier_with_a_high_watermark_of_100_evicts_for_the_waiting_write(tmp_path: Path, p5316: Path) -> None:
+    """100 % is in the high watermark's range: the tier then evicts only for a write it has no
+    room for. It never started evicting, so the first write past a full tier failed the run
+    ("a write of 4096 bytes cannot fit a tier ... that has nothing left to destage")."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:1MiB", "--high-watermark", "100")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nioengine=libaio\nrw=randwrite\nbs=4k\nsize=1g\nio_size=4m\niodepth=4\n")
+    out = run_cli("fio", stack, job, "--output-format", "json").json()
+    assert out["jobs"][0]["write"]["io_bytes"] == 4 << 20
+    c = counters(stack)
+    assert c["host_write_bytes"] == 4 << 20 and c["evictions"] > 0 and c["stalls"] > 0
+    assert c["resident_bytes"] <= 1 << 20
+    check_image(p5316)
+

@@ -365,7 +365,10 @@ impl StackExport {
                             stalled = true;
                             run.stack.tier.counters.stalls += 1;
                         }
-                        // Nothing frees room until the next destage step completes.
+                        // The refused write may make the tier destage (it evicts for room
+                        // below its high watermark): start that, then nothing frees room
+                        // until the next destage step completes.
+                        run.progress(&mut submit, now)?;
                         match run.step(&mut submit, true)? {
                             Some(t) => now = now.max(t),
                             None => return Ok(Err(Errno::NoSpc)),
