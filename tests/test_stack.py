@@ -372,3 +372,14 @@ def test_a_full_tier_with_a_high_watermark_of_100_evicts_for_the_waiting_write(t
     assert c["resident_bytes"] <= 1 << 20
     check_image(p5316)
 
+
+def test_a_stripe_that_is_not_a_power_of_two_gets_a_band_of_whole_stripes(tmp_path: Path, p5316: Path) -> None:
+    """The default band was SPDK's 1 GiB halved: with a 1.5 MiB stripe, 1 GiB, refused as
+    "band_bytes 1073741824: a multiple of stripe_bytes", a field nobody had given."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:8MiB", "--policy", "log", "--stripe", "1536KiB", "--area", "1GiB")
+    tier = counters(stack)
+    assert tier["policy"] == "log"
+    toml = (stack / "stack.toml").read_text()
+    band = int(next(line for line in toml.splitlines() if line.startswith("band_bytes")).split("=")[1])
+    assert band % (1536 << 10) == 0 and (1 << 30) // band >= 64
