@@ -483,7 +483,9 @@ impl Export for StackExport {
                     let mut submit = submitter(st, cfg, &mut failed);
                     run.advance(&mut submit, now)?;
                     let ranges = run.stack.tier.trim(offset, len as u64);
-                    let t = run.line.trim(&mut submit, now, &ranges)?;
+                    // A map update on the fast media, as in a simulated run (host_stack.rs).
+                    let map = run.line.media(&run.stack.media, now, 0, true);
+                    let t = map.max(run.line.trim(&mut submit, now, &ranges)?);
                     run.progress(&mut submit, now)?;
                     // The drive deallocates only the range's whole IUs (partial ones keep
                     // their data and mapping), so only those leave the data file.
