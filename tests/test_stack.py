@@ -117,6 +117,12 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "100"], ("the host-mapped area (100 bytes) must hold at least 8 bands",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
+        # 8 bands with 20 % spare (1.6 bands): the host GC, which runs below 3 free bands,
+        # could find every closed band full (accepted; a fio run through it never ended).
+        (
+            ["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1GiB", "--band", "128MiB"],
+            ("band_bytes 134217728: too few bands for host_op 20 %: at most 67108864 bytes", "a larger host_op"),
+        ),
         # Accepted and silently unused: an area of 0 (all of it) and the log's options under iu-fill.
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "0"], ("--area 0: above 0 (leave --area out for the whole namespace)",)),
         (["--shaping", "pmem:64MiB", "--area", "1GiB", "--stripe", "64KiB"], ("--stripe, --area: only with --policy log",)),
@@ -349,3 +355,47 @@ def test_a_stack_made_for_another_namespace_is_refused_before_the_run() -> None:
     assert results[0]["write"]["total_ios"] == 2000
     small.check()
     large.check()
+
+
+def test_a_full_tier_with_a_high_watermark_of_100_evicts_for_the_waiting_write(tmp_path: Path, p5316: Path) -> None:
+    """100 % is in the high watermark's range: the tier then evicts only for a write it has no
+    room for. It never started evicting, so the first write past a full tier failed the run
+    ("a write of 4096 bytes cannot fit a tier ... that has nothing left to destage")."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:1MiB", "--high-watermark", "100")
+    job = tmp_path / "w.fio"
+    job.write_text("[w]\nioengine=libaio\nrw=randwrite\nbs=4k\nsize=1g\nio_size=4m\niodepth=4\n")
+    out = run_cli("fio", stack, job, "--output-format", "json").json()
+    assert out["jobs"][0]["write"]["io_bytes"] == 4 << 20
+    c = counters(stack)
+    assert c["host_write_bytes"] == 4 << 20 and c["evictions"] > 0 and c["stalls"] > 0
+    assert c["resident_bytes"] <= 1 << 20
+    check_image(p5316)
+
+
+def test_a_stripe_that_is_not_a_power_of_two_gets_a_band_of_whole_stripes(tmp_path: Path, p5316: Path) -> None:
+    """The default band was SPDK's 1 GiB halved: with a 1.5 MiB stripe, 1 GiB, refused as
+    "band_bytes 1073741824: a multiple of stripe_bytes", a field nobody had given."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:8MiB", "--policy", "log", "--stripe", "1536KiB", "--area", "1GiB")
+    tier = counters(stack)
+    assert tier["policy"] == "log"
+    toml = (stack / "stack.toml").read_text()
+    band = int(next(line for line in toml.splitlines() if line.startswith("band_bytes")).split("=")[1])
+    assert band % (1536 << 10) == 0 and (1 << 30) // band >= 64
+
+
+def test_a_trim_through_a_log_stack_takes_the_tiers_map_update(tmp_path: Path, p5316: Path) -> None:
+    """A `log` trim unmaps blocks in the tier's map, on the fast media: it took 1 ns, so a
+    trim job ran in 0 ms and fio's report left its trims out."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:8MiB", "--policy", "log", "--area", "1GiB")
+    job = tmp_path / "t.fio"
+    job.write_text("[t]\nioengine=libaio\nrw=randtrim\nbs=64k\nsize=256m\nio_size=8m\niodepth=16\n")
+    out = run_cli("fio", stack, job, "--output-format", "json").json()
+    trim = out["jobs"][0]["trim"]
+    assert trim["total_ios"] == 128 and trim["runtime"] > 0
+    assert trim["clat_ns"]["min"] >= 1000  # PMem's write latency, 1 us (docs/host.md)
+    text = run_cli("fio", stack, job, "--scratch").stdout
+    assert "  trim: IOPS=" in text
+    check_image(p5316)

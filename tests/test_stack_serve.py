@@ -359,3 +359,31 @@ def test_a_stack_refused_for_writes_to_another_namespace_says_why(tmp_path: Path
     assert "tied to its whole drive" in r.stderr and f"make a new stack on {drive}" in r.stderr
     assert image_digest(drive) == digest
     check_image(drive)
+
+
+def test_a_served_tier_with_a_high_watermark_of_100_evicts_for_the_waiting_write(tmp_path: Path) -> None:
+    """At a high watermark of 100 % a full tier never started evicting: every write past it
+    got ENOSPC ("No space left on device") from the server."""
+    need("fio")
+    drive = tmp_path / "drive"
+    run_cli("create", drive, "--model", P5316, "--scale", "1/256")
+    stack = tmp_path / "stack"
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB", "--high-watermark", "100")
+    with served(stack) as s:
+        sh(
+            "fio",
+            "--name=w",
+            "--ioengine=nbd",
+            f"--uri={s.uri('stack')}",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=64m",
+            "--io_size=4m",
+            "--iodepth=4",
+            cwd=tmp_path,
+        )
+        s.p.send_signal(signal.SIGTERM)
+        assert s.p.wait(timeout=60) == 0
+    c = counters(stack)
+    assert c["host_write_bytes"] == 4 << 20 and c["evictions"] > 0
+    check_image(drive)

@@ -126,12 +126,26 @@ def parse_shaping(text: str) -> tuple[str, int]:
         raise StackError(f"--shaping {text}: {e}") from None
 
 
-def default_band_bytes(drive_bytes: int, stripe_bytes: int) -> int:
-    """SPDK FTL's 1 GiB band, smaller on a small (scaled) drive: at least 64 bands."""
-    band = 1 << 30
-    while band > stripe_bytes and drive_bytes // band < 64:
+def _host_gc_can_always_collect(area_bytes: int, band_bytes: int, iu_bytes: int, host_op_pct: int) -> bool:
+    """The core's rule for a log tier's bands (``TierConfig::host_gc_can_always_collect``,
+    host/tier.rs): the bands outside the free one and the two open ones cannot all be within
+    an IU of full, so the host GC always has a band worth collecting."""
+    bands, band_blocks, iu_blocks = area_bytes // band_bytes, band_bytes // 4096, iu_bytes // 4096
+    user_blocks = bands * band_blocks * (100 - host_op_pct) // 100
+    return bands > 3 and band_blocks >= iu_blocks and user_blocks < (bands - 3) * (band_blocks - iu_blocks + 1)
+
+
+def default_band_bytes(drive_bytes: int, stripe_bytes: int, iu_bytes: int = 0, host_op_pct: int = 20) -> int:
+    """SPDK FTL's 1 GiB band, smaller on a small (scaled) drive: at least 64 bands, and as
+    many more as the host GC needs with ``host_op_pct`` spare. A stripe times a power of two,
+    so that the band is a whole number of stripes (a 1.5 MiB stripe got a 1 GiB band, which
+    the stack then refused as not a multiple of the stripe nobody had chosen)."""
+    band = stripe_bytes
+    while band * 2 <= 1 << 30 and drive_bytes // (band * 2) >= 64:
+        band *= 2
+    while band > stripe_bytes and not _host_gc_can_always_collect(drive_bytes, band, iu_bytes or stripe_bytes, host_op_pct):
         band //= 2
-    return max(band, stripe_bytes)
+    return band
 
 
 def identity(d: Drive) -> DriveIdentity:
@@ -223,7 +237,7 @@ def create(
         "destage_concurrency": p["destage_concurrency"],
         "stripe_bytes": stripe,
         "host_op_pct": p["host_op_pct"],
-        "band_bytes": default_band_bytes(area, stripe) if band_bytes is None else band_bytes,
+        "band_bytes": default_band_bytes(area, stripe, iu, p["host_op_pct"]) if band_bytes is None else band_bytes,
         "area_bytes": area_bytes,
         "policy": cast(Policy, policy),  # one of POLICIES, checked above
         "capacity_bytes": capacity,
@@ -487,7 +501,7 @@ def tier_params(d: Drive, policy: Policy, capacity_bytes: int, nsid: int = 1) ->
         "destage_concurrency": DEFAULTS["destage_concurrency"],
         "stripe_bytes": stripe,
         "host_op_pct": DEFAULTS["host_op_pct"],
-        "band_bytes": default_band_bytes(ns.bytes, stripe),
+        "band_bytes": default_band_bytes(ns.bytes, stripe, iu, DEFAULTS["host_op_pct"]),
         "policy": policy,
         "capacity_bytes": capacity_bytes,
         "iu_bytes": iu,

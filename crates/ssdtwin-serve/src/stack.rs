@@ -365,7 +365,10 @@ impl StackExport {
                             stalled = true;
                             run.stack.tier.counters.stalls += 1;
                         }
-                        // Nothing frees room until the next destage step completes.
+                        // The refused write may make the tier destage (it evicts for room
+                        // below its high watermark): start that, then nothing frees room
+                        // until the next destage step completes.
+                        run.progress(&mut submit, now)?;
                         match run.step(&mut submit, true)? {
                             Some(t) => now = now.max(t),
                             None => return Ok(Err(Errno::NoSpc)),
@@ -490,7 +493,9 @@ impl Export for StackExport {
                     let mut submit = submitter(st, cfg, &mut failed);
                     run.advance(&mut submit, now)?;
                     let ranges = run.stack.tier.trim(offset, len as u64);
-                    let t = run.line.trim(&mut submit, now, &ranges)?;
+                    // A map update on the fast media, as in a simulated run (host_stack.rs).
+                    let map = run.line.media(&run.stack.media, now, 0, true);
+                    let t = map.max(run.line.trim(&mut submit, now, &ranges)?);
                     run.progress(&mut submit, now)?;
                     // The drive deallocates only the range's whole IUs (partial ones keep
                     // their data and mapping), so only those leave the data file.

@@ -265,6 +265,23 @@ mod tests {
         assert_eq!(st.tier.counters.stalls, 0);
     }
 
+    /// A trim through either policy updates the tier's map on the fast media: it takes at
+    /// least the media's write latency (a `log` trim, which sends the drive nothing, took
+    /// 1 ns, and fio's report left the trims out: a run of 0 ms).
+    #[test]
+    fn a_trim_through_the_stack_takes_the_media_write_latency() {
+        for policy in [Policy::IuFill, Policy::Log] {
+            let (mut ctrl, mut timing) = p5316();
+            let mut st = stack(&ctrl, policy, 64 << 20);
+            let extra = json!({"rw": "randtrim", "directions": ["trim"], "size_bytes": 64u64 << 20, "io_size_bytes": 4u64 << 20});
+            let j = job(&ctrl, st.tier.user_bytes(), extra);
+            let out = run_stack(&mut ctrl, &mut timing, vec![j], &opts(), &mut |_| true, &mut st).unwrap();
+            let c = &out[0].trim.clat;
+            assert_eq!(c.n, 1024, "{policy:?}");
+            assert!(c.min_ns >= st.media.write_latency_ns.value, "{policy:?}: a trim in {} ns", c.min_ns);
+        }
+    }
+
     #[test]
     fn a_stack_run_is_deterministic() {
         let go = || {

@@ -100,6 +100,21 @@ impl TierConfig {
                 p.push(format!("band_bytes {}: a multiple of stripe_bytes ({})", self.band_bytes, self.stripe_bytes));
             } else if self.area() / self.band_bytes.max(1) < 8 {
                 p.push(format!("band_bytes {}: the host-mapped area ({} bytes) must hold at least 8 bands", self.band_bytes, self.area()));
+            } else if (5..=50).contains(&self.host_op_pct) && !self.host_gc_can_always_collect(self.band_bytes) {
+                let larger = "or a larger host_op (the host GC must always find a band with a whole IU to collect)";
+                let smaller = std::iter::successors(Some(self.band_bytes / 2), |b| Some(b / 2))
+                    .take_while(|&b| b >= self.stripe_bytes && b % self.stripe_bytes == 0)
+                    .find(|&b| self.host_gc_can_always_collect(b));
+                p.push(match smaller {
+                    Some(b) => format!(
+                        "band_bytes {}: too few bands for host_op {} %: at most {b} bytes, {larger}",
+                        self.band_bytes, self.host_op_pct
+                    ),
+                    None => format!(
+                        "band_bytes {}: too few bands for host_op {} % even at the stripe: a larger area, {larger}",
+                        self.band_bytes, self.host_op_pct
+                    ),
+                });
             }
             if self.area_bytes > self.drive_bytes {
                 p.push(format!("area_bytes {}: at most the namespace's {} bytes (0: all of it)", self.area_bytes, self.drive_bytes));
@@ -116,6 +131,19 @@ impl TierConfig {
             }
         }
         p
+    }
+
+    /// `log`: whether the host GC, with bands of `band_bytes`, always finds a closed band
+    /// holding at least one IU that is not valid (its relocation, padded to whole IUs, then
+    /// frees more than it takes: a band of nearly all valid blocks padded would take a whole
+    /// band to free one, and the GC would turn for ever). It runs with at most one free band
+    /// and two open ones, so the other bands, at least `bands - 3`, hold every valid block:
+    /// if they cannot all be that full, one is worth collecting (pigeonhole).
+    fn host_gc_can_always_collect(&self, band_bytes: u64) -> bool {
+        let bands = self.area() / band_bytes;
+        let (band_blocks, iu_blocks) = (band_bytes / BLOCK_BYTES, self.iu_bytes / BLOCK_BYTES);
+        let user_blocks = bands * band_blocks * (100 - self.host_op_pct as u64) / 100;
+        bands > 3 && band_blocks >= iu_blocks && user_blocks < (bands - 3) * (band_blocks - iu_blocks + 1)
     }
 
     /// `log`: the host-mapped area of the drive.
@@ -227,6 +255,16 @@ pub struct Tier {
     pub counters: TierCounters,
     next_id: u64,
     state: State,
+    /// Tier blocks the last refused write needs (0: none waits). A write the tier has no
+    /// room for makes it destage down to room for that write, whatever the watermarks say:
+    /// below the high watermark (or at a high watermark of 100 %) nothing else would start a
+    /// destage, and the write would wait for ever.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    wanted_blocks: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -253,7 +291,7 @@ impl Tier {
             }),
             Policy::Log => State::Log(LogTier::new(&config)),
         };
-        Tier { config, counters: TierCounters::default(), next_id: 1, state }
+        Tier { config, counters: TierCounters::default(), next_id: 1, state, wanted_blocks: 0 }
     }
 
     /// The address space the stack offers the host.
@@ -291,12 +329,16 @@ impl Tier {
     /// A host write of `len` bytes at `offset` (both multiples of 4 KiB, inside `user_bytes`).
     pub fn write(&mut self, offset: u64, len: u64) -> WriteOutcome {
         let cfg = &self.config;
-        let out = match &mut self.state {
+        let (out, wanted) = match &mut self.state {
             State::IuFill(s) => s.write(cfg, &mut self.counters, offset, len),
             State::Log(l) => l.write(cfg, &mut self.counters, offset, len),
         };
-        if let WriteOutcome::Accepted { .. } = &out {
-            self.counters.host_write_bytes += len;
+        match &out {
+            WriteOutcome::Accepted { .. } => {
+                self.counters.host_write_bytes += len;
+                self.wanted_blocks = 0;
+            }
+            WriteOutcome::Full => self.wanted_blocks = wanted,
         }
         out
     }
@@ -330,9 +372,10 @@ impl Tier {
     pub fn next_destage(&mut self) -> Option<Destage> {
         let id = self.next_id;
         let cfg = &self.config;
+        let wanted = self.wanted_blocks;
         let d = match &mut self.state {
-            State::IuFill(s) => s.next_destage(cfg, &mut self.counters, id),
-            State::Log(l) => l.next_destage(cfg, &mut self.counters, id),
+            State::IuFill(s) => s.next_destage(cfg, &mut self.counters, id, wanted),
+            State::Log(l) => l.next_destage(cfg, &mut self.counters, id, wanted),
         };
         if d.is_some() {
             self.next_id += 1;
@@ -457,7 +500,8 @@ impl IuFill {
         out
     }
 
-    fn write(&mut self, cfg: &TierConfig, c: &mut TierCounters, offset: u64, len: u64) -> WriteOutcome {
+    /// The outcome, and the tier blocks the write needs (what a refused write waits for).
+    fn write(&mut self, cfg: &TierConfig, c: &mut TierCounters, offset: u64, len: u64) -> (WriteOutcome, u64) {
         let full = Self::full_mask(cfg);
         let pieces = Self::pieces(cfg, blocks_of(offset, len));
         let new_blocks: u64 = pieces
@@ -466,7 +510,7 @@ impl IuFill {
             .map(|&(iu, m)| (m & !self.entries.get(&iu).map_or(0, |e| e.mask)).count_ones() as u64)
             .sum();
         if self.resident + self.inflight_blocks + new_blocks > cfg.capacity_blocks() {
-            return WriteOutcome::Full;
+            return (WriteOutcome::Full, new_blocks);
         }
         let mut drive = Vec::new();
         let mut tier_bytes = 0;
@@ -500,7 +544,7 @@ impl IuFill {
                 self.full.push_back(iu);
             }
         }
-        WriteOutcome::Accepted { tier_bytes, drive }
+        (WriteOutcome::Accepted { tier_bytes, drive }, new_blocks)
     }
 
     /// Drop the tier's copy of `mask`'s blocks of `iu` (newer data went to the drive).
@@ -556,7 +600,7 @@ impl IuFill {
         vec![(offset, len)]
     }
 
-    fn next_destage(&mut self, cfg: &TierConfig, c: &mut TierCounters, id: u64) -> Option<Destage> {
+    fn next_destage(&mut self, cfg: &TierConfig, c: &mut TierCounters, id: u64, wanted: u64) -> Option<Destage> {
         let n = Self::per_iu(cfg);
         if let Some(iu) = self.full.pop_front() {
             let e = self.entries.remove(&iu).expect("a queued IU is an entry");
@@ -564,10 +608,12 @@ impl IuFill {
         }
         let cap = cfg.capacity_blocks();
         let occ = self.resident + self.inflight_blocks;
-        if occ * 100 > cap * cfg.high_watermark_pct as u64 {
+        // A refused write that the destages in flight cannot make room for.
+        let pressed = wanted > 0 && self.resident + wanted > cap;
+        if pressed || occ * 100 > cap * cfg.high_watermark_pct as u64 {
             self.evicting = true;
         }
-        if self.evicting && self.resident * 100 <= cap * cfg.low_watermark_pct as u64 {
+        if self.evicting && !pressed && self.resident * 100 <= cap * cfg.low_watermark_pct as u64 {
             self.evicting = false;
         }
         if !self.evicting {
@@ -717,13 +763,14 @@ impl LogTier {
         }
     }
 
-    fn write(&mut self, cfg: &TierConfig, c: &mut TierCounters, offset: u64, len: u64) -> WriteOutcome {
+    /// The outcome, and the tier blocks the write needs (what a refused write waits for).
+    fn write(&mut self, cfg: &TierConfig, c: &mut TierCounters, offset: u64, len: u64) -> (WriteOutcome, u64) {
         let n = len / BLOCK_BYTES;
         if self.log.len() as u64 + self.inflight_blocks + n > cfg.capacity_blocks() {
             // Stale entries at the head cost nothing to drop.
             self.drop_stale_head();
             if self.log.len() as u64 + self.inflight_blocks + n > cfg.capacity_blocks() {
-                return WriteOutcome::Full;
+                return (WriteOutcome::Full, n);
             }
         }
         for b in blocks_of(offset, len) {
@@ -735,7 +782,7 @@ impl LogTier {
             }
         }
         c.tier_write_bytes += len;
-        WriteOutcome::Accepted { tier_bytes: len, drive: Vec::new() }
+        (WriteOutcome::Accepted { tier_bytes: len, drive: Vec::new() }, n)
     }
 
     fn drop_stale_head(&mut self) {
@@ -788,7 +835,7 @@ impl LogTier {
         }
     }
 
-    fn next_destage(&mut self, cfg: &TierConfig, c: &mut TierCounters, id: u64) -> Option<Destage> {
+    fn next_destage(&mut self, cfg: &TierConfig, c: &mut TierCounters, id: u64, wanted: u64) -> Option<Destage> {
         // Host GC first when the free bands run short: user destage needs somewhere to go.
         if self.free_bands.len() < 3 {
             if let Some(d) = self.gc(c, id) {
@@ -798,10 +845,12 @@ impl LogTier {
         self.drop_stale_head();
         let cap = cfg.capacity_blocks();
         let occ = self.log.len() as u64 + self.inflight_blocks;
-        if occ * 100 > cap * cfg.high_watermark_pct as u64 {
+        // A refused write that the destages in flight cannot make room for.
+        let pressed = wanted > 0 && self.log.len() as u64 + wanted > cap;
+        if pressed || occ * 100 > cap * cfg.high_watermark_pct as u64 {
             self.compacting = true;
         }
-        if self.compacting && self.log.len() as u64 * 100 <= cap * cfg.low_watermark_pct as u64 {
+        if self.compacting && !pressed && self.log.len() as u64 * 100 <= cap * cfg.low_watermark_pct as u64 {
             self.compacting = false;
         }
         let valid = self.log_pos.len() as u64;
@@ -814,6 +863,13 @@ impl LogTier {
         } else {
             return None;
         };
+        // Somewhere to put them, the last free band left to the host GC (which needs one to
+        // free any): taking it would leave the GC nowhere to relocate to and the log stuck.
+        if self.room(self.user_front) + self.free_bands.len().saturating_sub(1) as u64 * self.band_blocks
+            < want.next_multiple_of(self.iu_blocks)
+        {
+            return None;
+        }
         let mut blocks = Vec::with_capacity(want as usize);
         while (blocks.len() as u64) < want {
             let (b, seq) = self.log.pop_front().expect("valid entries remain");
@@ -837,7 +893,9 @@ impl LogTier {
         let victim = (0..self.band_valid.len() as u64)
             .filter(|&b| self.band_state[b as usize] == CLOSED)
             .min_by_key(|&b| (self.band_valid[b as usize], b))?;
-        if self.band_valid[victim as usize] as u64 >= self.band_blocks {
+        // Relocated and padded to whole IUs, a victim of nearly all valid blocks would take
+        // as much room as it frees: collecting it gains nothing and the GC would turn for ever.
+        if (self.band_valid[victim as usize] as u64).next_multiple_of(self.iu_blocks) >= self.band_blocks {
             return None;
         }
         let base = victim * self.band_blocks;
@@ -856,6 +914,9 @@ impl LogTier {
         }
         let n = blocks.len() as u64;
         let pad = n.next_multiple_of(self.iu_blocks) - n;
+        if self.room(self.gc_front) + self.free_bands.len() as u64 * self.band_blocks < n + pad {
+            return None;
+        }
         let (write, moves) = self.place(&blocks, pad, true)?;
         debug_assert_eq!(self.band_valid[victim as usize], 0);
         self.band_state[victim as usize] = FREE;
@@ -868,8 +929,18 @@ impl LogTier {
         Some(Destage { id, steps, tier_read_bytes: 0, moves })
     }
 
+    /// Blocks left in the open band of a write frontier.
+    fn room(&self, front: Option<u64>) -> u64 {
+        match front {
+            Some(f) if f % self.band_blocks != 0 => self.band_blocks - f % self.band_blocks,
+            _ => 0,
+        }
+    }
+
     /// Give `blocks` (+ `pad` dead blocks) sequential drive blocks on the user or GC frontier
-    /// and map them; the drive writes that put them there.
+    /// and map them; the drive writes that put them there. The caller checked there is room
+    /// (`room` and the free bands): a placement that ran out of bands half-way would leave
+    /// blocks mapped to drive blocks never written.
     fn place(&mut self, blocks: &[u64], pad: u64, gc: bool) -> Option<(Vec<DriveOp>, Vec<Move>)> {
         let total = blocks.len() as u64 + pad;
         let mut ops: Vec<DriveOp> = Vec::new();
@@ -953,8 +1024,9 @@ impl LogTier {
         if inflight != self.inflight_blocks {
             return Err(format!("log: in-flight count {} but destages hold {inflight}", self.inflight_blocks));
         }
+        // A frontier at the end of the area's last band is legal: its next write opens a band.
         for front in [self.user_front, self.gc_front].into_iter().flatten() {
-            if front >= drives {
+            if front > drives {
                 return bad("frontier drive block", front, drives);
             }
         }

@@ -42,7 +42,11 @@ impl Runner<'_> {
             }
             Ddir::Trim => {
                 let ranges = st.tier.trim(io.offset, io.len);
-                st.trim(self.timing, self.ctrl, now, &ranges)?
+                // The tier's map lives on the fast media (docs/host.md, "Crash semantics"):
+                // a trim is a map update there, one write operation (its latency, behind the
+                // media's queued transfers), besides the drive's deallocations.
+                let map = st.media(now, 0, true);
+                map.max(st.trim(self.timing, self.ctrl, now, &ranges)?)
             }
         };
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot });
