@@ -18,7 +18,12 @@ impl Runner<'_> {
         if let Some(ss) = &mut cl.ss {
             ss.count(now, cl.ramp_end, len);
         }
-        if now < cl.ramp_end || issued < cl.ramp_end {
+        if now < cl.ramp_end {
+            cl.ramp.ios[ddir as usize] += 1;
+            cl.ramp.bytes[ddir as usize] += len;
+            return;
+        }
+        if issued < cl.ramp_end {
             return;
         }
         // A converging run's clone refilling its queue after fast-forward (converge.rs).
@@ -172,12 +177,24 @@ fn carry_into(out: &mut DirOut, carried: &Carried, di: usize, has_dir: bool, run
 }
 
 /// The clone's report (docs/fio.md §4) once the run is over.
-pub(super) fn finish(cl: JobClone) -> CloneOut {
-    let run_end = cl.end_ns.max(cl.ramp_end);
-    let runtime = run_end.saturating_sub(cl.ramp_end);
+pub(super) fn finish(mut cl: JobClone) -> CloneOut {
+    // A clone that ended inside its ramp was never reset (libfio.c reset_all_stats runs
+    // once the ramp is over): fio reports the ramp's counts, over the time since the
+    // clone's start, with no latency and no bw/iops sample (none is taken in the ramp).
+    let never_reset = cl.end_ns < cl.ramp_end;
+    let counted_from = if never_reset { cl.start_ns } else { cl.ramp_end };
+    if never_reset {
+        for (di, d) in cl.stats.dirs.iter_mut().enumerate() {
+            d.counters.ios += cl.ramp.ios[di];
+            d.counters.io_bytes += cl.ramp.bytes[di];
+        }
+        cl.stats.depth_levels = cl.ramp.depth_levels;
+    }
+    let run_end = cl.end_ns.max(counted_from);
+    let runtime = run_end.saturating_sub(counted_from);
     // The bw/iops windows are sampled until the run ends, or its runtime runs out if that
     // comes first (I/Os in flight then still complete).
-    let samples_end = runtime.min(cl.stop_at.saturating_sub(cl.ramp_end));
+    let samples_end = if never_reset { 0 } else { runtime.min(cl.stop_at.saturating_sub(cl.ramp_end)) };
     let spec = cl.gen.spec.clone();
     let mut logs = cl.logs;
     // Windowed bw/iops logs and the open latency windows are written at the end.

@@ -75,6 +75,17 @@ pub(super) struct CloneStats {
     pub lat_buckets: LatencyBuckets,
 }
 
+/// The counters fio keeps during `ramp_time` (td->io_blocks, io_bytes, io_u_map; no latency
+/// or bw/iops sample): its `reset_all_stats` at the ramp's end zeroes them, but a job that
+/// ends inside its ramp is never reset and reports them (fio 3.33, ioengine=null:
+/// `size=64k rate_iops=1000 ramp_time=1s` reports 16 I/Os and no latency sample).
+#[derive(Default)]
+pub(super) struct RampCounts {
+    pub ios: [u64; 3],
+    pub bytes: [u64; 3],
+    pub depth_levels: [u64; 7],
+}
+
 /// fio's think time (backend.c handle_thinktime).
 #[derive(Default)]
 pub(super) struct Think {
@@ -206,6 +217,8 @@ pub(super) struct JobClone {
     /// is the generator's, whatever the depth.
     pub pending: Ahead,
     pub stats: CloneStats,
+    /// What the ramp counted, reported only by a clone that ends inside it.
+    pub ramp: RampCounts,
     pub logs: CloneLogs,
     /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
     pub slots: Vec<Slot>,
@@ -313,6 +326,7 @@ impl JobClone {
             flow: FlowMember::default(),
             pending: Ahead::default(),
             stats: CloneStats::default(),
+            ramp: RampCounts::default(),
             logs: CloneLogs::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -377,13 +391,17 @@ impl JobClone {
         }
     }
 
-    /// How many more I/Os `number_ios` lets this clone issue (None: no limit applies,
-    /// [`JobSpec::number_ios_limit`]; a replay ends with its trace).
-    pub fn number_ios_left(&self) -> Option<u64> {
+    /// How many more I/Os `number_ios` lets this clone issue at `now` (None: no limit
+    /// applies, [`JobSpec::number_ios_limit`]; a replay ends with its trace). Inside the
+    /// ramp every I/O issued counts: fio's `exceeds_number_ios` counts td->io_blocks and the
+    /// I/Os in flight, which only the reset at the ramp's end zeroes, so a limit reached
+    /// there ends the job inside its ramp (fio 3.33, ioengine=null: `number_ios=10
+    /// rate_iops=1000 ramp_time=1s` runs 10 I/Os and reports them).
+    pub fn number_ios_left(&self, now: u64) -> Option<u64> {
         if self.replay.is_some() {
             return None;
         }
-        let counted = self.ios_issued - self.ios_issued_before_stats;
+        let counted = if now < self.ramp_end { self.ios_issued } else { self.ios_issued - self.ios_issued_before_stats };
         self.gen.spec.number_ios_limit().map(|limit| limit.saturating_sub(counted))
     }
 

@@ -46,7 +46,7 @@ impl Untimed<'_> {
     /// full and the new one's mapping prefetched if it looks it up, as the timed runner does.
     fn next(&mut self, c: usize) -> Result<Option<Io>, RunError> {
         let cl = &mut self.clones[c];
-        if cl.number_ios_left() == Some(0) {
+        if cl.number_ios_left(self.now) == Some(0) {
             return Ok(None);
         }
         let io = if cl.pending.is_empty() {
@@ -173,7 +173,7 @@ impl Untimed<'_> {
     /// A reading clone's `ios` I/Os of `bytes_per_io` each, counted without drawing them.
     fn count_reads(&mut self, c: usize, ios: u64, bytes_per_io: u64) -> Result<(), RunError> {
         let cl = &mut self.clones[c];
-        let ios = cl.number_ios_left().map_or(ios, |left| ios.min(left));
+        let ios = cl.number_ios_left(self.now).map_or(ios, |left| ios.min(left));
         if ios == 0 {
             return Ok(());
         }

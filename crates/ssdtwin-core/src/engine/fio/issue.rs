@@ -111,6 +111,7 @@ impl Runner<'_> {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         } else {
             cl.ios_issued_before_stats += 1;
+            cl.ramp.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         }
         cl.inflight += 1;
         cl.ios_issued += 1;
@@ -168,7 +169,7 @@ impl Runner<'_> {
         if cl.think.until > now {
             return Ok(Gate::Wait);
         }
-        if cl.number_ios_left() == Some(0) {
+        if cl.number_ios_left(now) == Some(0) {
             cl.stopping = true;
             return Ok(Gate::Again);
         }
@@ -316,6 +317,7 @@ impl Runner<'_> {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         } else {
             cl.ios_issued_before_stats += 1;
+            cl.ramp.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         }
         cl.inflight += 1;
         cl.ios_issued += 1;

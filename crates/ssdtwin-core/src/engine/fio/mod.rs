@@ -618,6 +618,9 @@ impl Runner<'_> {
         // (`t` is after `issued`, so an I/O issued after the ramp completes after it.)
         if issued >= cl.ramp_end {
             accounting::count(cl, ddir, len, t - issued, t);
+        } else if t < cl.ramp_end {
+            cl.ramp.ios[ddir as usize] += 1;
+            cl.ramp.bytes[ddir as usize] += len;
         }
         self.pump_plain(c)
     }

@@ -310,6 +310,24 @@ fn depth_levels_count_from_the_ramps_end() {
     assert!(counted.abs_diff(reported) <= 2 * 8, "depths {counted} against {reported} I/Os reported");
 }
 
+// fio never resets the counters of a job that ends inside its ramp (libfio.c
+// reset_all_stats runs once the ramp is over): it reports the ramp's I/Os over the time
+// since its start, no latency sample; number_ios counts them too, so a limit reached in the
+// ramp ends the job there (fio 3.33: 16 I/Os of `size=64k ramp_time=1s`, 10 of `number_ios=10`).
+#[test]
+fn a_job_that_ends_inside_its_ramp_reports_the_ramps_ios() {
+    let ramp = json!({"ramp_time_ns": 10 * SECOND});
+    let (out, _) = run_one(ramp.clone()).unwrap();
+    let o = &out[0];
+    assert_eq!((o.write.total_ios, o.write.io_bytes, o.write.clat.n), (256, 1 << 20, 0));
+    assert_eq!(o.iodepth_level.iter().sum::<u64>(), 256);
+    assert!(o.runtime_ns > 0 && o.runtime_ns == o.elapsed_ns, "{} {}", o.runtime_ns, o.elapsed_ns);
+    assert_eq!(o.write.runtime_ns, o.runtime_ns);
+    let (out, _) = run_one(with(ramp, json!({"number_ios": 10, "size_bytes": 64u64 << 20, "io_size_bytes": 64u64 << 20}))).unwrap();
+    assert_eq!(out[0].write.total_ios, 10);
+    assert!(out[0].elapsed_ns < SECOND, "{}", out[0].elapsed_ns);
+}
+
 #[test]
 fn a_met_latency_target_climbs_to_iodepth_and_reports_one_window() {
     let window_ns = 2_000_000;
