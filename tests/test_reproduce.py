@@ -376,3 +376,36 @@ def _label(r: dict[str, Any]) -> str:
     what = {"randread": "read", "randwrite": "write", "write-qd1": "QD1 write"}[r["rw"]]
     tag = f"{r['threads_per_osd']} thr" if r["threads_per_osd"] else ("" if r["rw"] == "write-qd1" else "60 OSDs")
     return f"{what} {tag}".strip()
+
+
+@pytest.mark.parametrize(
+    "args, avail_gb, model, drives",
+    [
+        # cm6 holds a sequential and a random drive at once (16 GB of maps at --scale 1): it ran
+        # on with no memory check, for the kernel's OOM killer to end without a word.
+        (["cm6", "--scale", "1"], 12, "kioxia-cm6-r-3.84t", 2),
+        # a column of one drive alone, but the 3 DWPD SKU's column still holds two
+        (["cm6", "--sizes", "2.56", "--scale", "1"], 12, "kioxia-cm6-v-3.2t", 2),
+        (["p5316", "--scale", "1"], 1, "intel-p5316-15.36t", 1),
+    ],
+)
+def test_reproduce_refuses_a_scale_beyond_memory(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], avail_gb: int, model: str, drives: int
+) -> None:
+    from ssdtwin import Drive, nvmefmt
+    from ssdtwin.studies import benchmarks
+
+    ran: list[str] = []
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: avail_gb * 10**9)
+    monkeypatch.setattr(experiments, "cm6_brief", lambda **kw: ran.append("cm6") or [])
+    monkeypatch.setattr(experiments, "p5316_whitepaper", lambda **kw: ran.append("p5316") or [])
+    r = run_cli("reproduce", *args, check=False)
+    assert r.returncode == 1 and ran == [], r.stderr
+    probe = Drive.in_memory(model, scale=1)
+    need = nvmefmt.si_bytes(drives * benchmarks.maps_bytes(probe.ftl_info()))
+    probe.close()
+    what = f"{drives} {model} drives" if drives > 1 else model
+    want = f"--scale 1: the FTL maps of {what} at 1/1 need {need}, this machine has {nvmefmt.si_bytes(avail_gb * 10**9)} available"
+    assert r.stderr_lines == [f"ssdtwin reproduce: error: {want} (MemAvailable): use a smaller scale"]
+    # a scale that fits runs
+    assert run_cli("reproduce", *args[:-1], "1/64").returncode == 0 and ran == [args[0]]
