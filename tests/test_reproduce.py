@@ -307,3 +307,105 @@ def test_cm6_columns_are_named_by_the_size_run(tb: float, label: str) -> None:
     # The published figures are looked up by the column's name: "3.20" for a 3.205 TB namespace
     # set the brief's 3.20 TB figures beside it.
     assert experiments.namespace_label(tb) == label
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, study: Any, result: dict[str, Any], tmp_path: Any) -> Any:
+    """The figure `study.plot(result)` saves, laid out and drawn as it is written."""
+    import matplotlib.pyplot as plt
+
+    figures: list[Any] = []
+
+    def keep(fig: Any, path: Any) -> Any:
+        fig.tight_layout()
+        fig.canvas.draw()
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(study, "save_figure", keep)
+    study.plot(result, tmp_path)
+    (fig,) = figures
+    plt.close(fig)
+    return fig
+
+
+def test_spdk_tcp_figure_ticks_the_core_counts_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # The log axis ticked 10^0 and 10^1, none of the core counts the study runs.
+    from ssdtwin.studies import spdk_tcp
+
+    rows = [{"target_cores": c, "iops": 1.1 * p, "published_iops": p} for c, p in spdk_tcp.PUBLISHED_IOPS.items()]
+    fig = _drawn(monkeypatch, spdk_tcp, {"rows": rows, "scale": 256}, tmp_path)
+    axis = fig.axes[0].xaxis
+    shown = [(t.get_loc(), t.label1.get_text()) for t in axis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text()]
+    lo, hi = fig.axes[0].get_xlim()
+    assert [(loc, text) for loc, text in shown if lo <= loc <= hi] == [(c, str(c)) for c in spdk_tcp.CORES]
+    assert not any(t.label1.get_text() for t in axis.get_minor_ticks())
+
+
+def test_ceph_reef_figure_labels_do_not_overlap(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # "read 8 thr" and "read 20 thr" (and "write 8 thr" and "write 20 thr") were drawn on one
+    # another: the points' labels were offset only alternately up and down.
+    from ssdtwin.studies import ceph_reef
+
+    # The predictions of docs/models.md §11.8: the 14- and 20-thread points nearly coincide.
+    model = (692_990, 2_270_033, 2_290_064, 2_289_550, 117_776, 346_636, 346_663, 346_660, 4_138_438, 680_071, 2_480)
+    rows = [
+        {"experiment": p.experiment, "threads_per_osd": p.threads_per_osd, "rw": p.rw, "iops": m, "published_iops": p.iops}
+        for p, m in zip(ceph_reef.PUBLISHED, model)
+    ]
+    fig = _drawn(monkeypatch, ceph_reef, {"rows": rows, "scale": 256}, tmp_path)
+    panel = fig.axes[1]
+    labels = panel.texts
+    assert sorted(t.get_text().strip() for t in labels) == sorted(
+        ["read 2 thr", "read 8 thr", "read 14 thr", "read 20 thr", "write 2 thr", "write 8 thr", "write 14 thr", "write 20 thr"]
+        + ["read 60 OSDs", "write 60 OSDs", "QD1 write"]
+    )
+    from matplotlib.text import Text
+
+    boxes = [(t.get_text(), Text.get_window_extent(t)) for t in labels]  # the text's box, not its line
+    for i, (a, box_a) in enumerate(boxes):
+        assert fig.bbox.contains(box_a.x0, box_a.y0) and fig.bbox.contains(box_a.x1, box_a.y1), a
+        for b, box_b in boxes[i + 1 :]:
+            assert not box_a.overlaps(box_b), (a, b)
+    # each label is joined to its own point
+    for t, r in zip(sorted(labels, key=lambda t: t.get_text().strip()), sorted(rows, key=_label)):
+        assert t.xy == (r["published_iops"], r["iops"]), t.get_text()
+        assert t.arrow_patch is not None
+
+
+def _label(r: dict[str, Any]) -> str:
+    what = {"randread": "read", "randwrite": "write", "write-qd1": "QD1 write"}[r["rw"]]
+    tag = f"{r['threads_per_osd']} thr" if r["threads_per_osd"] else ("" if r["rw"] == "write-qd1" else "60 OSDs")
+    return f"{what} {tag}".strip()
+
+
+@pytest.mark.parametrize(
+    "args, avail_gb, model, drives",
+    [
+        # cm6 holds a sequential and a random drive at once (16 GB of maps at --scale 1): it ran
+        # on with no memory check, for the kernel's OOM killer to end without a word.
+        (["cm6", "--scale", "1"], 12, "kioxia-cm6-r-3.84t", 2),
+        # a column of one drive alone, but the 3 DWPD SKU's column still holds two
+        (["cm6", "--sizes", "2.56", "--scale", "1"], 12, "kioxia-cm6-v-3.2t", 2),
+        (["p5316", "--scale", "1"], 1, "intel-p5316-15.36t", 1),
+    ],
+)
+def test_reproduce_refuses_a_scale_beyond_memory(
+    monkeypatch: pytest.MonkeyPatch, args: list[str], avail_gb: int, model: str, drives: int
+) -> None:
+    from ssdtwin import Drive, nvmefmt
+    from ssdtwin.studies import benchmarks
+
+    ran: list[str] = []
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: avail_gb * 10**9)
+    monkeypatch.setattr(experiments, "cm6_brief", lambda **kw: ran.append("cm6") or [])
+    monkeypatch.setattr(experiments, "p5316_whitepaper", lambda **kw: ran.append("p5316") or [])
+    r = run_cli("reproduce", *args, check=False)
+    assert r.returncode == 1 and ran == [], r.stderr
+    probe = Drive.in_memory(model, scale=1)
+    need = nvmefmt.si_bytes(drives * benchmarks.maps_bytes(probe.ftl_info()))
+    probe.close()
+    what = f"{drives} {model} drives" if drives > 1 else model
+    want = f"--scale 1: the FTL maps of {what} at 1/1 need {need}, this machine has {nvmefmt.si_bytes(avail_gb * 10**9)} available"
+    assert r.stderr_lines == [f"ssdtwin reproduce: error: {want} (MemAvailable): use a smaller scale"]
+    # a scale that fits runs
+    assert run_cli("reproduce", *args[:-1], "1/64").returncode == 0 and ran == [args[0]]

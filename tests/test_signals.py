@@ -472,3 +472,31 @@ def test_sighup_on_a_served_stack_commits_like_sigterm(tmp_path: Path) -> None:
     job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
     run_cli("fio", stack, job)  # not refused as changed since the stack last ran
     run_cli("check", drive)
+
+
+def test_ctrl_c_stops_check_as_it_walks_the_maps() -> None:
+    # Drive.check() (`ssdtwin check`) ran to its end, seconds on a full-scale drive, and took
+    # the Ctrl-C only after it: the FTL's walk over its maps asked nobody whether to go on.
+    import threading
+
+    d = ssdtwin.Drive.in_memory(CM6, scale=1)  # empty: nothing to write, the walk is whole
+    try:
+        t0 = time.monotonic()
+        d.check()
+        whole_s = time.monotonic() - t0
+        sent: list[float] = []
+
+        def ctrl_c() -> None:
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        timer = threading.Timer(whole_s / 4, ctrl_c)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            d.check()
+        stop_s = time.monotonic() - sent[0]
+        timer.join()
+        assert stop_s < whole_s / 4, (stop_s, whole_s)
+        d.check()  # nothing was changed: whole again
+    finally:
+        d.close()

@@ -465,7 +465,8 @@ class Drive:
         return self._core.ftl_info()
 
     def check(self) -> None:
-        """Full FTL consistency check (raises SsdtwinError on a violation)."""
+        """Full FTL consistency check (raises SsdtwinError on a violation). It changes
+        nothing, so a Ctrl-C stops it as it walks the maps (KeyboardInterrupt)."""
         self._core.check()
 
     def next_seed(self) -> int:

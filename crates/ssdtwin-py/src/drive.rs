@@ -9,14 +9,15 @@ use std::path::PathBuf;
 use ssdtwin_core::engine::fio::converge::{ConvergeOut, ConvergeRule};
 use ssdtwin_core::engine::fio::{self, CloneOut, RunError, RunOptions};
 use ssdtwin_core::engine::DeviceTiming;
+
 use ssdtwin_core::image::{Image, Manifest, OpenMode};
 use ssdtwin_core::nand::{NoTiming, ShardSink, TouchCounter};
-use ssdtwin_core::nvme::{self, Controller, NsId, Pattern, ProtectionRequest};
+use ssdtwin_core::nvme::{self, CheckEnd, Controller, NsId, Pattern, ProtectionRequest};
 use ssdtwin_core::progress::Progress;
 use ssdtwin_core::spec::{DriveSpec, TimingSpec};
 use ssdtwin_core::workload::JobSpec;
 
-use crate::bridge::{from_py, report, to_py};
+use crate::bridge::{from_py, keep_going, report, to_py};
 use crate::errors::Failure;
 use crate::lock::CallLock;
 use crate::stack::PyHostStack;
@@ -642,9 +643,23 @@ impl Drive {
         })
     }
 
-    /// Full FTL consistency check (loads the maps; O(capacity)). Raises on a violation.
+    /// Full FTL consistency check (loads the maps; O(capacity)). Raises on a violation. A
+    /// Ctrl-C stops it as it walks the maps (it changes nothing, so any point will do; a
+    /// full-scale drive's walk is seconds) and is raised once it has stopped.
     fn check(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |b| Ok(b.ctrl().check_full()?))
+        self.with(py, |b| {
+            let mut pending: Option<PyErr> = None;
+            let end = {
+                let mut stop = || !keep_going(None, &mut pending, |py, f| Ok(f.clone_ref(py)));
+                b.ctrl().check_full_or_stop(&mut stop)?
+            };
+            match (pending, end) {
+                (Some(e), _) => Err(Failure::Python(e)),
+                (None, CheckEnd::Whole) => Ok(()),
+                // keep_going answers "stop" only with the error it keeps
+                (None, CheckEnd::Stopped) => Err(Failure::Other("check stopped without a cause".into())),
+            }
+        })
     }
 
     /// FTL geometry numbers (superblocks, IUs, chunks).

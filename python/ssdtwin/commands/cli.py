@@ -39,6 +39,7 @@ from .common import (
     Seed,
     Terminated,
     check_fmt,
+    check_maps_fit,
     check_output_file,
     drive_view,
     emit_json,
@@ -793,23 +794,6 @@ def _reproduce() -> Callable[..., None]:
 _later(app, "reproduce", _reproduce)
 
 
-def _check_maps_fit(model: str, n: int, scale: str, partitions: Optional[int] = None, also: str = "") -> None:
-    """A bench drive lives in memory and its preconditioning writes every map page: a scale
-    whose maps do not fit in the memory available is refused before any work (bench engine
-    and bench rate ran on, for the kernel's OOM killer to end without a word)."""
-    from ..studies.benchmarks import maps_bytes, mem_available_bytes
-
-    probe = Drive.in_memory(model, scale=n, partitions=partitions)  # maps not yet touched: costs nothing
-    need = maps_bytes(probe.ftl_info())
-    probe.close()
-    avail = mem_available_bytes()
-    if avail is not None and need + (256 << 20) > avail:
-        fail(
-            f"--scale {scale}: the FTL maps of {model} at 1/{n} need {nvmefmt.si_bytes(need)}{also}, this machine has "
-            f"{nvmefmt.si_bytes(avail)} available (MemAvailable): use a smaller scale"
-        )
-
-
 @bench.command("engine")
 def bench_engine(
     model: str = typer.Option("kioxia-cm6-r-3.84t", "--model", "-m"),
@@ -828,7 +812,7 @@ def bench_engine(
     if not MIN_BENCH_SECONDS <= seconds <= MAX_BENCH_SECONDS:
         fail(f"--seconds {seconds}: must be {MIN_BENCH_SECONDS} to {MAX_BENCH_SECONDS} simulated seconds per workload")
     n = scale_arg(scale, model, "ssdtwin bench engine")
-    _check_maps_fit(model, n, scale)
+    check_maps_fit(model, n, scale)
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo  # -o json: only JSON on stdout
     res = run_engine_bench(model, n, seconds, numjobs, log=log)
     if fmt == "json":
@@ -848,7 +832,7 @@ def bench_rate(
 
     check_fmt(fmt)
     n = scale_arg(scale, model, "ssdtwin bench rate")
-    _check_maps_fit(model, n, scale)
+    check_maps_fit(model, n, scale)
     log = (lambda s: typer.echo(s, err=True)) if fmt == "json" else typer.echo
     try:
         res = run_rate_bench(model, n, ios, rate_iops, log=log)
@@ -893,7 +877,7 @@ def bench_ftl(
         if not 0 < v <= 100:
             fail(f"{name} {v}: must be more than 0 and at most 100 (capacity multiples)")
     n = scale_arg(scale, model, "ssdtwin bench ftl")
-    _check_maps_fit(model, n, scale, partitions, also=" (and the read-modify-write array as much again, at another time)")
+    check_maps_fit(model, n, scale, partitions, also=" (and the read-modify-write array as much again, at another time)")
     res = run_ftl_bench(model, n, steady, count, inflight, rmw_ops, log=say, partitions=partitions, threads=threads)
     if fmt == "json":
         emit_json(res)

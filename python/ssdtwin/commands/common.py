@@ -410,3 +410,23 @@ def make_plot_folder(plot: Path) -> None:
         fail(f"--plot {plot}: {e.strerror or e}")
     if not os.access(plot, os.W_OK):
         fail(f"--plot {plot}: not writable")
+
+
+def check_maps_fit(model: str, n: int, scale: str, partitions: Optional[int] = None, also: str = "", drives: int = 1) -> None:
+    """A drive in memory writes every map page as it is preconditioned: a scale whose maps
+    (of `drives` such drives alive at once) do not fit in the memory available is refused
+    before any work (bench engine and bench rate, and reproduce cm6, ran on, for the
+    kernel's OOM killer to end without a word)."""
+    from .. import nvmefmt
+    from ..studies.benchmarks import maps_bytes, mem_available_bytes
+
+    probe = Drive.in_memory(model, scale=n, partitions=partitions)  # maps not yet touched: costs nothing
+    need = drives * maps_bytes(probe.ftl_info())
+    probe.close()
+    avail = mem_available_bytes()
+    if avail is not None and need + (256 << 20) > avail:
+        what = model if drives == 1 else f"{drives} {model} drives"
+        fail(
+            f"--scale {scale}: the FTL maps of {what} at 1/{n} need {nvmefmt.si_bytes(need)}{also}, this machine has "
+            f"{nvmefmt.si_bytes(avail)} available (MemAvailable): use a smaller scale"
+        )

@@ -12,7 +12,19 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from .common import OutputFmt, Seed, check_fmt, emit_json, fail, make_plot_folder, plain_int, scale_arg, sigterm_cleans_up, sizes_arg
+from .common import (
+    OutputFmt,
+    Seed,
+    check_fmt,
+    check_maps_fit,
+    emit_json,
+    fail,
+    make_plot_folder,
+    plain_int,
+    scale_arg,
+    sigterm_cleans_up,
+    sizes_arg,
+)
 
 
 def reproduce_cmd(
@@ -119,6 +131,11 @@ def reproduce_cmd(
             model = models.get(experiment, "kioxia-cm5-r-3.84t")
             n = scale_arg(scale or "1/64", model, "ssdtwin reproduce")
             if experiment == "cm6":
+                # Its 3.84 and 3.20 TB columns, and the 3 DWPD SKU's, hold a sequential and a
+                # random drive at once: at --scale 1, 16 GB of maps, with no check they fitted.
+                full_columns = any(experiments.namespace_label(tb) in ("3.84", "3.20") for tb in tbs)
+                check_maps_fit(model, n, scale or "1/64", drives=2 if full_columns else 1)
+                check_maps_fit("kioxia-cm6-v-3.2t", n, scale or "1/64", drives=2)
                 rows = experiments.cm6_brief(scale=n, seed=1 if seed is None else seed, sizes=tbs, log=log)
             elif experiment == "pblaze5":
                 from ..studies import pblaze5
@@ -129,6 +146,7 @@ def reproduce_cmd(
             elif experiment == "kumoscale":
                 rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
             else:
+                check_maps_fit(model, n, scale or "1/64")
                 rows = experiments.p5316_whitepaper(scale=n, seed=5 if seed is None else seed, log=log)
         if fmt == "json":
             emit_json(rows)

@@ -268,20 +268,62 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
     hi = max(max(r["iops"], r["published_iops"]) for r in rows) * 1.6
     ax2.fill_between([lo, hi], [lo * 0.75, hi * 0.75], [lo * 1.25, hi * 1.25], color="0.9", label="±25 %")
     ax2.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-    for i, r in enumerate(rows):
+    labels = []
+    for r in rows:
         marker = {"randread": "o", "randwrite": "s", "write-qd1": "^"}[r["rw"]]
         colour = "C0" if r["experiment"] == "osds-per-nvme" else "C3"
         ax2.plot([r["published_iops"]], [r["iops"]], marker, color=colour)
         what = {"randread": "read", "randwrite": "write", "write-qd1": "QD1 write"}[r["rw"]]
         tag = f"{r['threads_per_osd']} thr" if r["threads_per_osd"] else ("" if r["rw"] == "write-qd1" else "60 OSDs")
-        # Alternate the labels above and below: neighbouring points would overlap.
-        at = (r["published_iops"], r["iops"])
-        ax2.annotate(f"{what} {tag}", at, fontsize=7, xytext=(5, -9 if i % 2 else 3), textcoords="offset points")
+        labels.append((f"{what} {tag}".strip(), (r["published_iops"], r["iops"])))
     ax2.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="published IOPS", ylabel="predicted IOPS")
     ax2.set_title("every point: blue 30 OSDs (threads per NVMe), red 60 OSDs")
+    fig.suptitle(f"ssdtwin cluster, Ceph 18 cost table, PM983 at 1/{result['scale']}: predicted against published")
+    fig.tight_layout()
+    label_points(ax2, labels)
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    fig.suptitle(f"ssdtwin cluster, Ceph 18 cost table, PM983 at 1/{result['scale']}: predicted against published")
     return [save_figure(fig, out / "ceph-reef.png")]
+
+
+def label_points(ax: Any, labels: Sequence[tuple[str, tuple[float, float]]], gap_px: float = 30.0) -> None:
+    """Name each point of `ax` by a label beside it, joined to it by a thin line. Points of
+    (nearly) the same height would put their labels on one another, so the labels of each
+    side are stacked in the points' order along the diagonal (x + y on the display: the
+    order of points near y = x, whose lines then do not cross), each at least one text
+    height above the label below it. A label goes left of its point, or right where the
+    axes leave it no room on the left. Call it after the axes' limits and the figure's
+    layout are set: it places in display pixels."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    sizes = []
+    for text, _ in labels:
+        probe = ax.text(0, 0, text, fontsize=7)
+        extent = probe.get_window_extent(renderer)
+        sizes.append((extent.width, extent.height))
+        probe.remove()
+    line_px = max((h for _, h in sizes), default=0.0) * 1.15
+    sides: dict[str, list[tuple[float, float, int]]] = {"left": [], "right": []}
+    for i, ((_, xy), (width, _)) in enumerate(zip(labels, sizes)):
+        x, y = ax.transData.transform(xy)
+        sides["left" if x - gap_px - width >= box.x0 else "right"].append((y, x, i))
+    pt_per_px = 72.0 / fig.dpi
+    for side, placed in sides.items():
+        below = -float("inf")
+        for y, _, i in sorted(placed, key=lambda p: p[0] + p[1]):
+            at = max(y, below + line_px)
+            below = at
+            text, xy = labels[i]
+            ax.annotate(
+                text,
+                xy,
+                fontsize=7,
+                xytext=((-gap_px if side == "left" else gap_px) * pt_per_px, (at - y) * pt_per_px),
+                textcoords="offset points",
+                ha="right" if side == "left" else "left",
+                va="center",
+                arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6, "shrinkA": 1, "shrinkB": 4},
+            )

@@ -3,32 +3,62 @@
 
 use super::{Ftl, FtlConfig, FtlState, Partition, SbState, NONE};
 
+/// How a full check that its caller may stop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckEnd {
+    /// Every invariant was checked and holds.
+    Whole,
+    /// The caller's `stop` answered true: the check ended before it had seen everything.
+    Stopped,
+}
+
+/// Logical IUs the full check walks between two questions to its `stop`: 4 Mi entries, tens
+/// of milliseconds, so a Ctrl-C ends a full-scale drive's check (a billion IUs) promptly.
+pub(super) const CHECK_STOP_EVERY_IUS: usize = 1 << 22;
+
 impl Ftl {
     /// Full consistency check of maps, counters and superblock states, per set and for the
-    /// whole drive. O(capacity).
+    /// whole drive. O(capacity). (The controller's check asks to be stopped:
+    /// [`Ftl::check_invariants_or_stop`].)
+    #[cfg(test)]
     pub fn check_invariants(&self) -> Result<(), String> {
+        self.check_invariants_or_stop(&mut || false).map(drop)
+    }
+
+    /// [`Ftl::check_invariants`], asking `stop` every [`CHECK_STOP_EVERY_IUS`] logical IUs of
+    /// the walk over the L2P (the check's O(capacity) part) whether to end there. The check
+    /// changes nothing, so ending it anywhere is safe; `Ok(CheckEnd::Stopped)` says that it
+    /// proved nothing.
+    pub fn check_invariants_or_stop(&self, stop: &mut dyn FnMut() -> bool) -> Result<CheckEnd, String> {
         let cfg = &self.cfg;
         let per = cfg.ius_per_sb;
         let mut valid = vec![0u32; cfg.superblocks as usize];
         let mut mapped = vec![0u32; cfg.chunks() as usize];
-        for (iu, &m) in self.l2p.iter().enumerate() {
-            if m == 0 {
-                continue;
+        // In runs of CHECK_STOP_EVERY_IUS: the inner loop stays as tight as one without a stop.
+        for (run, ius) in self.l2p.chunks(CHECK_STOP_EVERY_IUS).enumerate() {
+            if stop() {
+                return Ok(CheckEnd::Stopped);
             }
-            let ppa = m - 1;
-            if ppa >= cfg.physical_ius() {
-                return Err(format!("l2p[{iu}] = {ppa} beyond physical space"));
+            for (i, &m) in ius.iter().enumerate() {
+                if m == 0 {
+                    continue;
+                }
+                let iu = run * CHECK_STOP_EVERY_IUS + i;
+                let ppa = m - 1;
+                if ppa >= cfg.physical_ius() {
+                    return Err(format!("l2p[{iu}] = {ppa} beyond physical space"));
+                }
+                if self.p2l[ppa as usize] != iu as u32 + 1 {
+                    return Err(format!("l2p[{iu}] = {ppa} but p2l[{ppa}] = {}", self.p2l[ppa as usize] as i64 - 1));
+                }
+                let sb = ppa / per;
+                let (part, want) = (sb / cfg.sbs_per_part, self.part_of(iu as u32) as u32);
+                if part != want {
+                    return Err(format!("l2p[{iu}] = {ppa} lies in partition {} but the IU belongs to partition {}", part + 1, want + 1));
+                }
+                valid[sb as usize] += 1;
+                mapped[iu >> cfg.chunk_shift] += 1;
             }
-            if self.p2l[ppa as usize] != iu as u32 + 1 {
-                return Err(format!("l2p[{iu}] = {ppa} but p2l[{ppa}] = {}", self.p2l[ppa as usize] as i64 - 1));
-            }
-            let sb = ppa / per;
-            let (part, want) = (sb / cfg.sbs_per_part, self.part_of(iu as u32) as u32);
-            if part != want {
-                return Err(format!("l2p[{iu}] = {ppa} lies in partition {} but the IU belongs to partition {}", part + 1, want + 1));
-            }
-            valid[sb as usize] += 1;
-            mapped[iu >> cfg.chunk_shift] += 1;
         }
         if mapped != self.st.mapped_per_chunk {
             return Err("mapped-per-chunk counters disagree with the L2P map".into());
@@ -58,7 +88,7 @@ impl Ftl {
             let base = p as u32 * cfg.sbs_per_part;
             self.index[p].check(|s| self.st.sbs[(base + s) as usize].valid)?;
         }
-        Ok(())
+        Ok(CheckEnd::Whole)
     }
 }
 

@@ -42,6 +42,7 @@ pub mod shard;
 mod state;
 pub mod victim;
 
+pub use checks::CheckEnd;
 pub use config::FtlConfig;
 pub use gc::{DEFERRED_GC_FLOOR_SBS, GC_TARGET_SBS_X2};
 pub use state::{FtlCounters, FtlState, GcMode, Partition, SbState};

@@ -59,6 +59,23 @@ fn sequential_overwrite_has_waf_one() {
 }
 
 #[test]
+fn full_check_asks_its_stop_as_it_walks_and_ends_when_told() {
+    let spec = tiny_spec(4096, 64, 40 << 20, 24);
+    let mut f = Ftl::new(&spec).unwrap();
+    for iu in 0..(40u32 << 20) / 4096 {
+        f.write(LogicalIu(iu), f.cfg.full_mask, &mut NoTiming);
+    }
+    let mut asked = 0;
+    let whole = f.check_invariants_or_stop(&mut || {
+        asked += 1;
+        false
+    });
+    assert_eq!(whole, Ok(CheckEnd::Whole));
+    assert_eq!(asked, (f.cfg.logical_ius as usize).div_ceil(checks::CHECK_STOP_EVERY_IUS));
+    assert_eq!(f.check_invariants_or_stop(&mut || true), Ok(CheckEnd::Stopped));
+}
+
+#[test]
 fn random_overwrite_keeps_invariants_and_waf_above_one() {
     let spec = tiny_spec(4096, 64, 36 << 20, 24);
     let mut f = Ftl::new(&spec).unwrap();

@@ -47,6 +47,8 @@ mod status;
 mod view;
 mod waf;
 
+/// How a full check (`Controller::check_full_or_stop`) ended: whole, or stopped by its caller.
+pub use crate::ftl::CheckEnd;
 pub use ana::{AnaDesc, AnaGroup, AnaLog, AnaNsid, ANA_STATES};
 pub use identify::{DramNsCapacity, IdCtrl, IdNs, LbaFormatDesc, PowerStateDesc, PSD_FLAG_MXPS, PSD_FLAG_NOPS};
 pub use identify_bytes::{CNS_ALLOCATED_NAMESPACE, CNS_CONTROLLER, CNS_NAMESPACE, IDENTIFY_BYTES};

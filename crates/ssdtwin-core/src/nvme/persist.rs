@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::{ana, lbastatus, plm, sets, Controller, ControllerState, Error, InvalidState, MapError, ERROR_LOG_ENTRIES, SQ_PRIORITIES};
 use crate::bigarray::BigArray;
-use crate::ftl::{Ftl, FtlConfig, FtlCounters, FtlState};
+use crate::ftl::{CheckEnd, Ftl, FtlConfig, FtlCounters, FtlState};
 use crate::spec::DriveSpec;
 
 /// Loads the FTL maps of an image on first use.
@@ -46,9 +46,14 @@ impl Controller {
 
     /// Every invariant, maps included (loads them; O(capacity)): `ssdtwin check`.
     pub fn check_full(&mut self) -> Result<(), Error> {
+        self.check_full_or_stop(&mut || false).map(drop)
+    }
+
+    /// [`Controller::check_full`], asking `stop` as the FTL's check walks its maps whether
+    /// to end there (Ctrl-C: the check changes nothing). Loading the maps is not stopped.
+    pub fn check_full_or_stop(&mut self, stop: &mut dyn FnMut() -> bool) -> Result<CheckEnd, Error> {
         self.check_state()?;
-        self.ftl()?.check_invariants().map_err(InvalidState)?;
-        Ok(())
+        Ok(self.ftl()?.check_invariants_or_stop(stop).map_err(InvalidState)?)
     }
 
     /// The cheap invariants of the whole state (controller and FTL, no maps): what the image
