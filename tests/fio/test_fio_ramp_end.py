@@ -46,6 +46,9 @@ def test_real_fio_reports_the_same_ramp(fio_binary: str, fresh: Path, tmp_path: 
     assert p.returncode == 0, p.stderr
     real = json.loads(p.stdout)["jobs"][0]
     twin = run_fio(fresh, text.format(engine="psync"), tmp_path / "twin", "--scratch").job("j")
-    assert _figures(twin) == _figures(real)
+    # The counts exactly; not IOPS, which real fio divides by its wall-clock runtime (CI, loaded:
+    # 16 I/Os in 36 ms, 444 IOPS; 10 in 9 ms, 1,111), where the twin's is the rate's spacing.
+    counts = lambda figures: figures[:2] + figures[3:]  # noqa: E731
+    assert counts(_figures(twin)) == counts(_figures(real))
     # fio's runtime is wall-clock time: at least the rate's spacing, never a whole ramp.
     assert twin["job_runtime"] <= real["job_runtime"] < 500
