@@ -728,3 +728,30 @@ def test_from_dict_of_something_not_a_table_is_a_sweep_config_error() -> None:
     # Was "unknown key '{'point': ...}'", or for an empty list AttributeError: 'list' object has no attribute 'get'.
     with pytest.raises(config.SweepConfigError, match=r"^<sweep>: a sweep is a table of its keys \(a dict\), not a list$"):
         config.from_dict([{"point": {"preset": CM6}}])  # type: ignore[arg-type]
+
+
+def test_a_plot_cut_short_leaves_no_partial_file_under_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C (or a full disk) while a figure is written leaves the figure of an earlier
+    run as it was, and no partial PNG under the name (plots.py once called savefig on the
+    final path: a truncated PNG took its place)."""
+    from matplotlib.figure import Figure
+
+    from ssdtwin.sweep import plots
+
+    doc = {**sweep_doc({"namespace_tb": [3.2, 3.84]}), "plot": [{"x": "namespace_tb", "y": "iops"}]}
+    sweep = config.from_dict(doc)
+    rows = [{"status": "ok", "namespace_tb": tb, "iops": 1000.0 * tb} for tb in (3.2, 3.84)]
+    folder = tmp_path / "plots"
+    [path] = plots.draw(sweep, rows, folder)
+    assert path == folder / "iops-vs-namespace_tb.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = path.read_bytes()
+
+    def cut_short(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> None:
+        Path(fname).write_bytes(b"\x89PNG\r\n\x1a\n partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Figure, "savefig", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        plots.draw(sweep, [{**r, "iops": 2 * r["iops"]} for r in rows], folder)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]
