@@ -755,3 +755,103 @@ def test_a_plot_cut_short_leaves_no_partial_file_under_its_name(tmp_path: Path, 
         plots.draw(sweep, [{**r, "iops": 2 * r["iops"]} for r in rows], folder)
     assert path.read_bytes() == before
     assert sorted(p.name for p in folder.iterdir()) == [path.name]
+
+
+class PanicException(BaseException):
+    """What pyo3 raises for a Rust panic (pyo3_runtime.PanicException: a BaseException)."""
+
+
+def test_a_panic_of_the_core_is_the_points_failure_and_ctrl_c_still_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A panic in one point stopped a sweep run in process with a traceback (on a Ray worker
+    it was a failed row whose error was Ray's traceback): it is that point's failure, in
+    one line, and the other points run. A Ctrl-C in a point still stops the sweep."""
+    from ssdtwin.sweep import point
+    from ssdtwin.sweep.runner import InProcess, run_sweep
+
+    real = point._run
+
+    def panics_at_3_2(p: config.Point, cache: Path) -> dict[str, Any]:
+        if p.params["namespace_tb"] == 3.2:
+            raise PanicException("called `Option::unwrap()` on a `None` value")
+        return real(p, cache)
+
+    monkeypatch.setattr(point, "_run", panics_at_3_2)
+    doc = sweep_doc({"namespace_tb": [3.84, 3.2, 3.0]})
+    doc["point"].update(scale="1/454", precondition="none", vars={"RUNTIME": "20ms", "RAMP": "0s"})
+    res = run_sweep(config.from_dict(doc), tmp_path / "out", InProcess)
+    assert [r["status"] for r in res.rows] == ["ok", "failed", "ok"]
+    assert res.rows[1]["error"] == "the core panicked (a bug of ssdtwin, please report it): called `Option::unwrap()` on a `None` value"
+
+    def build_panics(p: config.Point, cache: Path) -> dict[str, Any]:
+        raise PanicException("index out of bounds")
+
+    monkeypatch.setattr(point, "ensure_image", build_panics)  # the task that builds an image on Ray
+    first = config.from_dict(doc).points[0]
+    assert point.prepare(first, str(tmp_path)) == "the core panicked (a bug of ssdtwin, please report it): index out of bounds"
+
+    def ctrl_c(p: config.Point, cache: Path) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(point, "_run", ctrl_c)
+    monkeypatch.setattr(point, "ensure_image", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        point.run_point(first, str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        point.prepare(first, str(tmp_path))
+
+
+# A sweep on a local Ray whose task for one point kills its worker (a worker out of memory,
+# a segfault) and for another raises past the point's own error handling. The task function is
+# defined in __main__, so Ray ships it to the workers by value.
+RAY_FAULTS = """\
+import os, sys
+from ssdtwin.sweep import runner
+from ssdtwin.sweep.point import run_point
+
+
+class Crash(BaseException):
+    pass
+
+
+def _run_after(point, cache, prep_error):
+    tb = point.params["namespace_tb"]
+    if tb == 3.2:
+        os._exit(3)
+    if tb == 3.0:
+        raise Crash("in the worker")
+    return run_point(point, cache)
+
+
+runner._run_after = _run_after
+from ssdtwin.commands.entry import main
+
+sys.argv[0] = "ssdtwin"
+main()
+"""
+
+
+def test_a_ray_worker_that_fails_is_its_points_one_line_and_json_stays_pure(tmp_path: Path) -> None:
+    """Ray's driver printed its raylet's reports of a dead worker ("(raylet) A worker died
+    or was killed ...", "Task _run_after failed. There are 2 retries remaining ...") on
+    stdout, inside `-o json`; and a task that raised had as its error Ray's traceback of the
+    worker (``ray::_run_after() (pid=..., ip=...) File ...``, in terminal colours)."""
+    doc = sweep_doc({"namespace_tb": [3.84, 3.2, 3.0]})
+    doc["point"].update(scale="1/454", precondition="none", vars={"RUNTIME": "20ms", "RAMP": "0s"})
+    import tomlkit
+
+    (tmp_path / "sweep.toml").write_text(tomlkit.dumps(doc))
+    (tmp_path / "faults.py").write_text(RAY_FAULTS)
+    args = ["sweep", str(tmp_path / "sweep.toml"), "--out", str(tmp_path / "out"), "--num-cpus", "1", "-o", "json"]
+    env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    p = subprocess.run([sys.executable, str(tmp_path / "faults.py"), *args], capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)  # nothing but the JSON
+    errors = {f["params"]["namespace_tb"]: f["error"] for f in summary["failed"]}
+    assert errors == {
+        3.2: "Ray task failed: The worker died unexpectedly while executing this task. "
+        "Check python-core-worker-*.log files for more information.",
+        3.0: "Ray task failed: Crash: in the worker",
+    }, errors
+    assert "Traceback" not in p.stderr and "A worker died" in p.stderr  # Ray's report, on stderr
+    df = read(tmp_path / "out").to_pandas().set_index("namespace_tb")
+    assert df.status.to_dict() == {3.84: "ok", 3.2: "failed", 3.0: "failed"} and df.error[3.0] == errors[3.0]
