@@ -247,6 +247,9 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         (TINY.replace('"100ms"', '"1 hour"'), "bad-time"),
         (TINY.replace("[[plot]]", "[[plot]]\nz = 1"), "unknown key 'plot[0].z'"),
         (TINY.replace('y = "iops"', 'y = "speed"'), "plot[0].y 'speed': an output column"),
+        (TINY.replace('x = "namespace_tb"\ny = "iops"', 'y = "iops"'), "plot[0].x missing: a column the sweep varies (namespace_tb, job)"),
+        # Drawn to one file (the second over the first) and listed twice in the summary.
+        (TINY.replace('y = "waf"', 'y = "iops"\ntitle = "again"'), "plot[1]: the same figure as plot[0] (iops-vs-namespace_tb.png"),
         ("[point\n", "not valid TOML"),
         # Past the engine's run limit: it simulated 200 days (hours of CPU) before refusing.
         (
@@ -269,6 +272,8 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "job-error",
         "plot-key",
         "plot-y",
+        "plot-x-missing",
+        "plot-twice",
         "toml",
         "run-length",
         "rate-below-clones",

@@ -600,17 +600,31 @@ def _plots(raw: Any, name: str, swept: Sequence[str]) -> list[Plot]:
     if not isinstance(raw, list) or not all(isinstance(p, Mapping) for p in raw):
         raise SweepConfigError(f"{name}: plot: an array of tables ([[plot]] x = ..., y = ...)")
     out = []
+    files: dict[str, int] = {}
     for i, p in enumerate(raw):
         _no_unknown(p, PLOT_KEYS, name, f"plot[{i}]")
         x, y = p.get("x"), p.get("y")
         if x not in swept:
+            got = "missing" if x is None else f"'{x}'"
             raise SweepConfigError(
-                f"{name}: plot[{i}].x '{x}': a column the sweep varies ({', '.join(swept) or 'none: the sweep has one point'})"
+                f"{name}: plot[{i}].x {got}: a column the sweep varies ({', '.join(swept) or 'none: the sweep has one point'})"
             )
         if y not in OUTPUT_COLUMNS:
-            raise SweepConfigError(f"{name}: plot[{i}].y '{y}': an output column ({', '.join(OUTPUT_COLUMNS)})")
+            got = "missing" if y is None else f"'{y}'"
+            raise SweepConfigError(f"{name}: plot[{i}].y {got}: an output column ({', '.join(OUTPUT_COLUMNS)})")
         title = p.get("title")
         if title is not None and not isinstance(title, str):
             raise SweepConfigError(f"{name}: plot[{i}].title: a string")
+        # One file per (y, x): a second table of the same pair was drawn over the first's
+        # file, and the summary listed that file twice.
+        file = plot_file_name(str(x), str(y))
+        if file in files:
+            raise SweepConfigError(f"{name}: plot[{i}]: the same figure as plot[{files[file]}] ({file}: y {y} against x {x})")
+        files[file] = i
         out.append(Plot(x=str(x), y=str(y), title=title))
     return out
+
+
+def plot_file_name(x: str, y: str) -> str:
+    """The file a [[plot]] is drawn to, in OUT/plots."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{y}-vs-{x}") + ".png"

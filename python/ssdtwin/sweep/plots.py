@@ -3,13 +3,12 @@ the other swept columns (failed points left out), each written atomically (clust
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..cluster import save_figure
-from .config import Sweep
+from .config import Sweep, plot_file_name
 
 
 def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
@@ -38,9 +37,8 @@ def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Pat
         ax.grid(True, alpha=0.3)
         if len(lines) > 1:
             ax.legend(fontsize=7)
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{plot.y}-vs-{plot.x}")
         # Written beside its name and renamed (at 110 dpi, the figure's own: 770 x 495 px, as
         # docs/img/sweep-cm6-*.png): a Ctrl-C or a full disk while it is written left a
         # truncated PNG under the name (and over the figure of an earlier run).
-        paths.append(save_figure(fig, folder / f"{name}.png"))
+        paths.append(save_figure(fig, folder / plot_file_name(plot.x, plot.y)))
     return paths
