@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import twin
 from ssdtwin.sweep.advise import YEAR_S, Drive, drives_for_life, years
-from twin import CM6, run_cli
+from twin import CM6, P5316, run_cli
 
 CM6V = "kioxia-cm6-v-3.2t"
 JOB = """\
@@ -135,10 +136,16 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A price for a drive not advised on was ignored (a typo in its name went unnoticed).
         (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
         (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
+        # A scale no candidate can be built at failed every candidate's run, after Ray had started.
+        (
+            ["--drives", f"{CM6},{P5316}", "--scale", "1/300"],
+            "--scale 1/300: too small: 910 blocks per plane leave 3.4 data superblocks at 1/300 (need at least 4); "
+            f"{P5316} is built at 1/1 to 1/263",
+        ),
     ],
     ids=[
         *("drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"),
-        *("price-unknown", "out-file"),
+        *("price-unknown", "out-file", "scale-too-small"),
     ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
@@ -154,7 +161,6 @@ def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected:
     assert r.stderr_lines[0].startswith("ssdtwin advise: error: ") and expected in r.stderr_lines[0], r.stderr
 
 
-P5316 = "intel-p5316-15.36t"
 INGEST = """\
 [global]
 ioengine=libaio
@@ -242,18 +248,25 @@ def years_column(report: str, drive: str) -> str:
     return row[end - 6 : end].strip()
 
 
-def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path) -> None:
-    # A scale too small for the drive fails the candidate's run (a recorded failure): its
-    # row was labelled "@ 0.00 TB" and its namespace_bytes was 0.
+@pytest.mark.skipif(twin.ALWAYS_A_PROCESS, reason="patches the point's run in this process")
+def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A candidate whose run failed (a recorded failure): its row was labelled "@ 0.00 TB"
+    # and its namespace_bytes was 0.
+    from ssdtwin.sweep import point
+
+    def fails(p: Any, cache: Path) -> dict[str, Any]:
+        raise ValueError("out of luck")
+
+    monkeypatch.setattr(point, "_run", fails)
     (tmp_path / "j.fio").write_text(JOB)
     args = [
         *("advise", tmp_path / "j.fio", "--target-iops", "100k", "--drives", CM6V, "--extra-op", "0.2"),
-        *("--scale", "1/100000", "--in-process", "-q"),
+        *("--scale", "1/454", "--in-process", "-q"),
     ]
     r = run_cli(*args, check=False)
     assert r.returncode == 1, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith(f"{CM6V} @ "))
-    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and "the run failed: scale=100000: too small: " in row, row
+    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and row.endswith("the run failed: out of luck"), row
     (c,) = run_cli(*args, "-o", "json", check=False).json()["candidates"]
     assert c["namespace_bytes"] == round(Drive.of(CM6V).capacity_bytes / 1.2) and c["iops_max"] is None, c
 

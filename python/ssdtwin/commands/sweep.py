@@ -240,7 +240,7 @@ def advise_cmd(
     from ..fio.run import job_file_problem
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
-    from ..sweep.config import PRECONDITIONS, SweepConfigError
+    from ..sweep.config import PRECONDITIONS, SweepConfigError, scale_problem
     from ..sweep.runner import SweepError
 
     check_fmt(fmt)
@@ -282,6 +282,10 @@ def advise_cmd(
         scale_n = parse_scale(scale)
     except ValueError as e:
         fail(f"--scale: {e}")
+    for n in names:
+        problem = scale_problem(n, scale_n)  # every candidate's run failed, after Ray had started
+        if problem:
+            fail(f"--scale {problem}")
     if precondition not in PRECONDITIONS:
         fail(f"--precondition '{precondition}': one of {', '.join(PRECONDITIONS)}")
     # As `ssdtwin fio` checks its job files: a directory, a FIFO (it blocked) or a binary

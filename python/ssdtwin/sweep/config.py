@@ -373,6 +373,9 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         scale = parse_scale(scale_v)
     except ValueError as e:
         raise SweepConfigError(f"{where}: scale: {e}") from None
+    problem = scale_problem(preset, scale)
+    if problem:
+        raise SweepConfigError(f"{where}: scale: {problem}")
     ns = [k for k in NAMESPACE_KEYS if raw.get(k) is not None]
     if len(ns) > 1:
         raise SweepConfigError(f"{where}: {ns[0]} and {ns[1]} both set: a point has one namespace size")
@@ -555,6 +558,34 @@ def namespace_key(params: Mapping[str, Any]) -> str:
 def capacity_bytes(preset: str) -> int:
     """The preset's user capacity at full scale (a point's namespace is a fraction of it)."""
     return int(_core.preset(preset)["capacity"]["tnvmcap_bytes"]["value"])
+
+
+def _unbuildable(preset: str, scale: int) -> Optional[str]:
+    """The core's reason the preset has no drive at 1/``scale`` (None: it has one). A drive
+    in memory is made lazily: this takes about a millisecond at any scale."""
+    try:
+        _core.Drive.in_memory(preset=preset, scale=scale).close()
+    except _core.SpecError as e:
+        return str(e)
+    return None
+
+
+@functools.cache
+def scale_problem(preset: str, scale: int) -> Optional[str]:
+    """Why ``preset`` cannot be built at 1/``scale``, with the scales it can be built at; None
+    when it can. A scale past the drive's was every point's failure after Ray had started
+    (exit 0), though it is known from the file alone."""
+    why = _unbuildable(preset, scale)
+    if why is None:
+        return None
+    lo, hi = 1, scale  # 1/lo builds (every preset does at full scale), 1/hi does not
+    if _unbuildable(preset, lo) is not None:
+        return why
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _unbuildable(preset, mid) is None else (lo, mid)
+    reason = why.removeprefix(f"scale 1/{scale}: ")
+    return f"1/{scale}: {reason}; {preset} is built at 1/1 to 1/{lo}"
 
 
 @functools.lru_cache(maxsize=1)
