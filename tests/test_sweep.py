@@ -871,3 +871,52 @@ def test_a_ray_worker_that_fails_is_its_points_one_line_and_json_stays_pure(tmp_
     assert "Traceback" not in p.stderr and "A worker died" in p.stderr  # Ray's report, on stderr
     df = read(tmp_path / "out").to_pandas().set_index("namespace_tb")
     assert df.status.to_dict() == {3.84: "ok", 3.2: "failed", 3.0: "failed"} and df.error[3.0] == errors[3.0]
+
+
+@pytest.mark.parametrize("cmd", ["sweep", "advise"])
+def test_a_second_ctrl_c_does_not_cut_the_clean_up_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cmd: str) -> None:
+    """An impatient second Ctrl-C while Ray shut down (a second or two) left a sweep without
+    its table, and advise's temporary folder (its images: gigabytes at 1/64) behind. Ray is
+    replaced by an executor that runs one point, is stopped by Ctrl-C, and is sent a second
+    one while it closes."""
+    import tempfile
+
+    from ssdtwin.sweep import runner
+
+    closed: list[bool] = []
+
+    class RayLike(runner.Executor):
+        where = "a Ray stand-in"
+
+        def __init__(self, **kwargs: Any) -> None:
+            pass
+
+        def run(self, points: Any, cache: Path, finished: Any) -> None:
+            finished(points[0], runner.run_point(points[0], str(cache)))
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)  # the handler runs here
+            raise AssertionError("Ctrl-C did not stop the sweep")
+
+        def close(self) -> None:
+            os.kill(os.getpid(), signal.SIGINT)  # the second, while Ray shuts down
+            time.sleep(0.2)
+            closed.append(True)
+
+    monkeypatch.setattr(runner, "RayExecutor", RayLike)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    out = tmp_path / "out"
+    if cmd == "sweep":
+        (tmp_path / "sweep.toml").write_text(TINY.replace('job = ["cm6-rand-write", "cm6-rand-read"]', 'job = ["cm6-rand-write"]'))
+        r = run_cli("sweep", tmp_path / "sweep.toml", "--out", out, check=False)
+        line = f"ssdtwin sweep: interrupted; 1 of 3 points done and kept in {out}; --resume continues"
+    else:
+        (tmp_path / "w.fio").write_text("[w]\nrw=randwrite\nbs=4k\n")
+        args = ("--target-iops", "1k", "--drives", CM6, "--extra-op", "0,0.2", "--scale", "1/454", "--runtime", "20ms", "--ramp", "0s")
+        r = run_cli("advise", tmp_path / "w.fio", *args, "--precondition", "none", check=False)
+        line = "ssdtwin advise: interrupted; nothing kept"
+    assert (r.returncode, r.stderr_lines[-1]) == (130, line), r.stderr
+    assert closed == [True]
+    if cmd == "sweep":
+        assert len(read(out)) == 1  # the table of the point done
+    assert list((tmp_path / "tmp").iterdir()) == []  # advise's temporary folder is gone

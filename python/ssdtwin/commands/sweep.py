@@ -23,7 +23,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, plain_float, say, sigterm_cleans_up
+from .common import U64, OutputFmt, check_fmt, ctrl_c_lets_clean_up, emit_json, fail, interrupt_note, plain_float, say, sigterm_cleans_up
 
 Address = typer.Option(
     None,
@@ -140,7 +140,7 @@ def sweep_cmd(
     # SIGTERM stops the sweep as Ctrl-C does: the tasks in flight are cancelled, Ray is shut
     # down and the table of the points done is written (it used to exit 1 or 15 under Ray,
     # or die at once in process, leaving no table).
-    with sigterm_cleans_up() as reinstall:
+    with sigterm_cleans_up() as reinstall, ctrl_c_lets_clean_up():
         try:
             with prog.shown():
                 res = run_sweep(sweep, out, make_taking_sigterm_back, resume=resume, on_start=on_start, on_point=on_point)
@@ -332,7 +332,7 @@ def advise_cmd(
     ex = None
     # SIGTERM removes the temporary folder as Ctrl-C does (it used to kill the process and
     # leave it behind, or, once ray.init had set its handler, exit 15).
-    with sigterm_cleans_up() as reinstall:
+    with sigterm_cleans_up() as reinstall, ctrl_c_lets_clean_up():
         try:
             ex = make()
             reinstall()
