@@ -920,3 +920,38 @@ def test_a_second_ctrl_c_does_not_cut_the_clean_up_short(tmp_path: Path, monkeyp
     if cmd == "sweep":
         assert len(read(out)) == 1  # the table of the point done
     assert list((tmp_path / "tmp").iterdir()) == []  # advise's temporary folder is gone
+
+
+def test_a_plot_against_a_variable_is_in_the_order_of_its_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variable's values are strings ("16"): a queue-depth sweep was drawn with its x in the
+    strings' order (1, 16, 2, 32, 4, 8), a zigzag. Numbers are drawn as numbers, other strings
+    in the order the file wrote them."""
+    from matplotlib.axes import Axes
+
+    from ssdtwin.sweep import plots
+
+    (tmp_path / "qd.fio").write_text("[j]\nrw=randread\niodepth=${QD}\nruntime=${T}\ntime_based\n")
+    doc = {
+        "point": {"preset": CM6, "job": "qd.fio"},
+        "grid": {"vars": {"QD": [1, 2, 4, 8, 16, 32], "T": ["2s", "10s", "1s"]}},
+        "plot": [{"x": "var_QD", "y": "iops"}, {"x": "var_T", "y": "iops"}],
+    }
+    sweep = config.from_dict(doc, base=tmp_path)
+    rows = [{"status": "ok", **{f"var_{n}": v for n, v in p.params["vars"].items()}, "iops": 1.0} for p in sweep.points]
+    drawn: list[list[float]] = []
+    ticks: list[list[str]] = []
+    real_plot, real_ticks = Axes.plot, Axes.set_xticks
+
+    def plot(self: Axes, xs: list[float], *args: Any, **kwargs: Any) -> Any:
+        drawn.append(list(xs))
+        return real_plot(self, xs, *args, **kwargs)
+
+    def set_xticks(self: Axes, where: Any, labels: Any = None, **kwargs: Any) -> Any:
+        ticks.append(list(labels or []))
+        return real_ticks(self, where, labels, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", plot)
+    monkeypatch.setattr(Axes, "set_xticks", set_xticks)
+    plots.draw(sweep, rows, tmp_path / "plots")
+    assert drawn[:3] == [[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]] * 3  # a line per runtime
+    assert drawn[3:] == [[0.0, 1.0, 2.0]] * 6 and ticks == [["2s", "10s", "1s"]]  # a line per queue depth

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 from ..cluster import save_figure
 from .config import Sweep, plot_file_name
@@ -21,12 +21,14 @@ def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Pat
     paths = []
     for plot in sweep.plots:
         others = [c for c in sweep.swept if c != plot.x]
+        drawn = [r for r in rows if r.get("status") == "ok" and r.get(plot.y) is not None and r.get(plot.x) is not None]
+        place, categories = x_axis([r[plot.x] for r in drawn])
         lines: dict[tuple[Any, ...], list[tuple[Any, Any]]] = {}
-        for r in rows:
-            if r.get("status") != "ok" or r.get(plot.y) is None or r.get(plot.x) is None:
-                continue
-            lines.setdefault(tuple(r.get(c) for c in others), []).append((r[plot.x], r[plot.y]))
+        for r in drawn:
+            lines.setdefault(tuple(r.get(c) for c in others), []).append((place(r[plot.x]), r[plot.y]))
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+        if categories is not None:
+            ax.set_xticks(range(len(categories)), [str(c) for c in categories])
         for key, pts in lines.items():
             pts.sort(key=lambda xy: xy[0])
             label = ", ".join(f"{c}={v}" for c, v in zip(others, key)) or None
@@ -42,3 +44,24 @@ def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Pat
         # truncated PNG under the name (and over the figure of an earlier run).
         paths.append(save_figure(fig, folder / plot_file_name(plot.x, plot.y)))
     return paths
+
+
+def x_axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], Optional[list[Any]]]:
+    """Where each x value goes: at its number when every value is one (a variable's values
+    are strings: "16" is 16, where it was drawn between "1" and "2", in the strings' order),
+    else at its place among the values in the sweep's order (the order the file wrote them),
+    which are then returned as the axis's categories."""
+
+    def number(v: Any) -> float:
+        if isinstance(v, bool):
+            raise ValueError(v)
+        return float(v)
+
+    try:
+        for v in values:
+            number(v)
+    except (TypeError, ValueError):
+        categories = list(dict.fromkeys(values))
+        where = {v: float(i) for i, v in enumerate(categories)}
+        return where.__getitem__, categories
+    return number, None
