@@ -284,3 +284,20 @@ def test_a_small_target_over_many_drives_is_capped_at_one_io_per_clone(tmp_path:
     (c,) = run_cli(*args, check=False, timeout=600).json()["candidates"]
     assert c["drives"] == 10 and c["cap_iops_per_drive"] == 4, c
     assert c["iops_at_load"] > 0 and "failed" not in (c["reason"] or ""), c
+
+
+def test_when_no_candidate_meets_the_report_shows_each_ones_rounds() -> None:
+    """The table gave a missing candidate's last drive count and miss (18 drives, p99 146 us
+    > 50 us) with nothing on how it got there: each one's load rounds are printed."""
+    from ssdtwin.sweep.advise import Advice, Candidate, Targets, report
+
+    rounds = [
+        "14 drives at 35,715 IOPS each: p99 163 us, ... -> p99 163 us > 50 us",
+        "18 drives at 27,778 IOPS each: p99 146 us, ... -> p99 146 us > 50 us",
+    ]
+    missed = Candidate(Drive.of(CM6), 0.0, namespace_bytes=3_840_000_000_000, drives=18, reason="p99 146 us > 50 us", history=rounds)
+    failed = Candidate(Drive.of(CM6V), 0.0, namespace_bytes=3_200_000_000_000, reason="the run failed: out of luck")
+    lines = report(Advice(Targets(500e3, p99_us=50), [missed, failed], priced=False, rounds=3, job="j.fio", scale=454))
+    i = lines.index("Each candidate's load rounds:")
+    assert lines[i + 1 : i + 4] == [f"{missed.label}:", *(f"   round: {r}" for r in rounds)], lines
+    assert not any(line.startswith(f"{CM6V} @") for line in lines[i:]), lines  # no rounds: its verdict says why

@@ -378,6 +378,15 @@ def report(a: Advice) -> list[str]:
     best = a.ranked
     if not best:
         lines.append("no candidate meets the targets (the verdicts above say why)")
+        # How each got to the drives in its row, and what each load round measured: the
+        # count came from nowhere the report showed (18 drives, "p99 146 us > 50 us", and
+        # not that 14 had given 163 us, so that more drives barely help).
+        tried = [c for c in a.candidates if c.history]
+        if tried:
+            lines.append("Each candidate's load rounds:")
+        for c in tried:
+            lines.append(f"{c.label}:")
+            lines.extend(f"   round: {h}" for h in c.history)
     else:
         unit = "drives x TB x --cost-per-tb" if a.priced else "TB bought (no --cost-per-tb: every TB priced the same)"
         lines.append(f"The cheapest that meet the targets (cost = {unit}; ties: less wear, fewer drives):")
