@@ -955,3 +955,44 @@ def test_a_plot_against_a_variable_is_in_the_order_of_its_values(tmp_path: Path,
     plots.draw(sweep, rows, tmp_path / "plots")
     assert drawn[:3] == [[1.0, 2.0, 4.0, 8.0, 16.0, 32.0]] * 3  # a line per runtime
     assert drawn[3:] == [[0.0, 1.0, 2.0]] * 6 and ticks == [["2s", "10s", "1s"]]  # a line per queue depth
+
+
+def test_a_title_or_value_with_dollars_is_drawn_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib reads text between two $ as TeX: a title with an unknown command stopped the
+    sweep, once every point had run, with a ValueError traceback (and "$5 to $6" was drawn as
+    math). The titles, legends and category labels are the file's text as written."""
+    from matplotlib.axes import Axes
+
+    from ssdtwin.sweep import plots
+
+    (tmp_path / "j$x$.fio").write_text("[j]\nrw=randread\nruntime=1s\n")
+    doc = {
+        "title": r"$\foo$ at $5 to $6",
+        "point": {"preset": CM6},
+        "grid": {"job": ["j$x$.fio", "cm6-rand-read"], "namespace_tb": [3.2, 3.84]},
+        "plot": [{"x": "namespace_tb", "y": "iops"}, {"x": "job", "y": "iops", "title": r"$\bar$"}],
+    }
+    sweep = config.from_dict({**doc, "point": {**doc["point"], "vars": {"RUNTIME": "1s", "RAMP": "0s"}}}, base=tmp_path)
+    rows = [{"status": "ok", "job": p.params["job"], "namespace_tb": p.params["namespace_tb"], "iops": 1.0} for p in sweep.points]
+    shown: list[str] = []
+    real_title, real_plot, real_ticks = Axes.set_title, Axes.plot, Axes.set_xticks
+
+    def set_title(self: Axes, label: str, *args: Any, **kwargs: Any) -> Any:
+        shown.append(label)
+        return real_title(self, label, *args, **kwargs)
+
+    def plot(self: Axes, *args: Any, **kwargs: Any) -> Any:
+        shown.append(kwargs.get("label") or "")
+        return real_plot(self, *args, **kwargs)
+
+    def set_xticks(self: Axes, where: Any, labels: Any = None, **kwargs: Any) -> Any:
+        shown.extend(labels or [])
+        return real_ticks(self, where, labels, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_title", set_title)
+    monkeypatch.setattr(Axes, "plot", plot)
+    monkeypatch.setattr(Axes, "set_xticks", set_xticks)
+    paths = plots.draw(sweep, rows, tmp_path / "plots")  # the drawing: a ValueError of mathtext
+    assert [p.name for p in paths] == ["iops-vs-namespace_tb.png", "iops-vs-job.png"]
+    assert r"iops vs namespace_tb (\$\foo\$ at \$5 to \$6)" in shown and r"\$\bar\$" in shown
+    assert r"job=j\$x\$.fio" in shown and r"j\$x\$.fio" in shown  # the legend, the category

@@ -28,14 +28,14 @@ def draw(sweep: Sweep, rows: Sequence[dict[str, Any]], folder: Path) -> list[Pat
             lines.setdefault(tuple(r.get(c) for c in others), []).append((place(r[plot.x]), r[plot.y]))
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
         if categories is not None:
-            ax.set_xticks(range(len(categories)), [str(c) for c in categories])
+            ax.set_xticks(range(len(categories)), [plain(str(c)) for c in categories])
         for key, pts in lines.items():
             pts.sort(key=lambda xy: xy[0])
-            label = ", ".join(f"{c}={v}" for c, v in zip(others, key)) or None
+            label = plain(", ".join(f"{c}={v}" for c, v in zip(others, key))) or None
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", markersize=3, label=label)
         ax.set_xlabel(plot.x)
         ax.set_ylabel(plot.y)
-        ax.set_title(plot.title or f"{plot.y} vs {plot.x}" + (f" ({sweep.title})" if sweep.title else ""), fontsize=10)
+        ax.set_title(plain(plot.title or f"{plot.y} vs {plot.x}" + (f" ({sweep.title})" if sweep.title else "")), fontsize=10)
         ax.grid(True, alpha=0.3)
         if len(lines) > 1:
             ax.legend(fontsize=7)
@@ -65,3 +65,10 @@ def x_axis(values: Sequence[Any]) -> tuple[Callable[[Any], float], Optional[list
         where = {v: float(i) for i, v in enumerate(categories)}
         return where.__getitem__, categories
     return number, None
+
+
+def plain(text: str) -> str:
+    """The file's text as written: matplotlib reads what stands between two $ as TeX, so a
+    title "$5 to $6" was drawn as math and one with an unknown command ("$\\foo$") stopped the
+    sweep with a traceback once every point had run."""
+    return text.replace("$", r"\$")
