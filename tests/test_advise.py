@@ -122,6 +122,9 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         (["--drives", "no-such-drive"], "--drives: no preset 'no-such-drive'"),
         (["--drives", f"{CM6},{CM6V}", "--cost-per-tb", f"{CM6}=100"], f"--cost-per-tb: no price for {CM6V}"),
         (["--drives", CM6, "--target-iops", "lots"], "--target-iops 'lots': a number of IOPS"),
+        # Past a float: infinite (it said "above 0").
+        (["--drives", CM6, "--target-iops", "1e400"], "--target-iops '1e400': a finite number above 0"),
+        (["--drives", CM6, "--p99-us", "1e400"], "--p99-us inf: a finite number above 0"),
         (["--drives", CM6, "--extra-op", "0,-1"], "--extra-op -1.0: from 0 to 10"),
         (["--drives", CM6, "--runtime", "1 hour"], "--runtime '1 hour'"),
         (["--drives", CM6, "--address", "127.0.0.1:1", "--in-process"], "--in-process runs without Ray"),
@@ -144,7 +147,21 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         ),
     ],
     ids=[
-        *("drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"),
+        *(
+            "drive",
+            "price",
+            "iops",
+            "iops-inf",
+            "p99-inf",
+            "op",
+            "runtime",
+            "address",
+            "run-length",
+            "binary-job",
+            "directory-job",
+            "drive-twice",
+            "op-twice",
+        ),
         *("price-unknown", "out-file", "scale-too-small"),
     ],
 )

@@ -182,7 +182,7 @@ def _iops(text: str) -> float:
     except ValueError:
         fail(f"--target-iops '{text}': a number of IOPS, e.g. 300k or 1.2m")
     if not (v > 0 and math.isfinite(v)):
-        fail(f"--target-iops '{text}': above 0")
+        fail(f"--target-iops '{text}': a finite number above 0")
     return v
 
 
@@ -256,7 +256,7 @@ def advise_cmd(
     if twice:
         fail(f"--drives: {twice[0]} given twice (each candidate drive once)")
     if p99_us is not None and not (p99_us > 0 and math.isfinite(p99_us)):
-        fail(f"--p99-us {p99_us}: above 0")
+        fail(f"--p99-us {p99_us}: a finite number above 0")
     if lifetime_years is not None and not (0 < lifetime_years <= 100):
         fail(f"--lifetime-years {lifetime_years}: above 0 and at most 100")
     cap = None
