@@ -139,6 +139,7 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A price for a drive not advised on was ignored (a typo in its name went unnoticed).
         (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
         (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
+        (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6}=90"], f"--cost-per-tb: {CM6} priced twice"),
         # A scale no candidate can be built at failed every candidate's run, after Ray had started.
         (
             ["--drives", f"{CM6},{P5316}", "--scale", "1/300"],
@@ -162,7 +163,7 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
             "drive-twice",
             "op-twice",
         ),
-        *("price-unknown", "out-file", "scale-too-small"),
+        *("price-unknown", "out-file", "price-twice", "scale-too-small"),
     ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:

@@ -198,6 +198,8 @@ def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]
             v = math.nan
         if not eq or not (v >= 0 and math.isfinite(v)):
             fail(f"--cost-per-tb '{item.strip()}': NAME=PRICE with PRICE a number >= 0 (e.g. kioxia-cm6-r-3.84t=95)")
+        if name in out:  # the last price was taken, the other dropped unsaid
+            fail(f"--cost-per-tb: {name} priced twice (one price for each drive)")
         out[name] = v
     others = [n for n in out if n not in drives]
     if others:
