@@ -319,3 +319,21 @@ def test_when_no_candidate_meets_the_report_shows_each_ones_rounds() -> None:
     i = lines.index("Each candidate's load rounds:")
     assert lines[i + 1 : i + 4] == [f"{missed.label}:", *(f"   round: {r}" for r in rounds)], lines
     assert not any(line.startswith(f"{CM6V} @") for line in lines[i:]), lines  # no rounds: its verdict says why
+
+
+def test_a_cap_at_fios_floor_gets_no_more_drives_for_a_miss_they_cannot_change() -> None:
+    """A tiny target's cap is fio's floor (1 I/O per second per clone and direction), above
+    the drive's share: a 'does not keep up' there was answered with more drives, round after
+    round, at the same cap (3 drives at 4 IOPS each, and no candidate met)."""
+    from ssdtwin.sweep.advise import Candidate, Targets, _judge
+
+    row = {"iops": 3.0, "p99_us": 15.0, "namespace_bytes": 1 << 30, "host_write_bytes": 0}
+    row.update(waf=None, waf_window_raw=None, waf_verdict="no_writes", waf_gc_cycles=0.0)
+
+    def judged(target: float, cap: int) -> tuple[Any, str]:
+        c = Candidate(Drive.of(CM6), 0.0, namespace_bytes=3_840_000_000_000, iops_max=1e6, drives=1, cap_iops=cap)
+        return _judge(c, row, Targets(target), None), c.reason
+
+    more, reason = judged(1e-7, 4)  # the floor: 4 IOPS for a target of 0.0000001
+    assert more is None and reason.startswith("does not keep up: 3 of 4 IOPS per drive (at fio's floor"), reason
+    assert judged(4.0, 4) == (2, "does not keep up: 3 of 4 IOPS per drive")  # its share: more drives lower it
