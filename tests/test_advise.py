@@ -19,8 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import twin
 from ssdtwin.sweep.advise import YEAR_S, Drive, drives_for_life, years
-from twin import CM6, run_cli
+from twin import CM6, P5316, run_cli
 
 CM6V = "kioxia-cm6-v-3.2t"
 JOB = """\
@@ -121,6 +122,9 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         (["--drives", "no-such-drive"], "--drives: no preset 'no-such-drive'"),
         (["--drives", f"{CM6},{CM6V}", "--cost-per-tb", f"{CM6}=100"], f"--cost-per-tb: no price for {CM6V}"),
         (["--drives", CM6, "--target-iops", "lots"], "--target-iops 'lots': a number of IOPS"),
+        # Past a float: infinite (it said "above 0").
+        (["--drives", CM6, "--target-iops", "1e400"], "--target-iops '1e400': a finite number above 0"),
+        (["--drives", CM6, "--p99-us", "1e400"], "--p99-us inf: a finite number above 0"),
         (["--drives", CM6, "--extra-op", "0,-1"], "--extra-op -1.0: from 0 to 10"),
         (["--drives", CM6, "--runtime", "1 hour"], "--runtime '1 hour'"),
         (["--drives", CM6, "--address", "127.0.0.1:1", "--in-process"], "--in-process runs without Ray"),
@@ -135,10 +139,31 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A price for a drive not advised on was ignored (a typo in its name went unnoticed).
         (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
         (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
+        (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6}=90"], f"--cost-per-tb: {CM6} priced twice"),
+        # A scale no candidate can be built at failed every candidate's run, after Ray had started.
+        (
+            ["--drives", f"{CM6},{P5316}", "--scale", "1/300"],
+            "--scale 1/300: too small: 910 blocks per plane leave 3.4 data superblocks at 1/300 (need at least 4); "
+            f"{P5316} is built at 1/1 to 1/263",
+        ),
     ],
     ids=[
-        *("drive", "price", "iops", "op", "runtime", "address", "run-length", "binary-job", "directory-job", "drive-twice", "op-twice"),
-        *("price-unknown", "out-file"),
+        *(
+            "drive",
+            "price",
+            "iops",
+            "iops-inf",
+            "p99-inf",
+            "op",
+            "runtime",
+            "address",
+            "run-length",
+            "binary-job",
+            "directory-job",
+            "drive-twice",
+            "op-twice",
+        ),
+        *("price-unknown", "out-file", "price-twice", "scale-too-small"),
     ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
@@ -154,7 +179,6 @@ def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected:
     assert r.stderr_lines[0].startswith("ssdtwin advise: error: ") and expected in r.stderr_lines[0], r.stderr
 
 
-P5316 = "intel-p5316-15.36t"
 INGEST = """\
 [global]
 ioengine=libaio
@@ -242,18 +266,25 @@ def years_column(report: str, drive: str) -> str:
     return row[end - 6 : end].strip()
 
 
-def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path) -> None:
-    # A scale too small for the drive fails the candidate's run (a recorded failure): its
-    # row was labelled "@ 0.00 TB" and its namespace_bytes was 0.
+@pytest.mark.skipif(twin.ALWAYS_A_PROCESS, reason="patches the point's run in this process")
+def test_a_candidate_whose_run_failed_is_labelled_with_its_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A candidate whose run failed (a recorded failure): its row was labelled "@ 0.00 TB"
+    # and its namespace_bytes was 0.
+    from ssdtwin.sweep import point
+
+    def fails(p: Any, cache: Path) -> dict[str, Any]:
+        raise ValueError("out of luck")
+
+    monkeypatch.setattr(point, "_run", fails)
     (tmp_path / "j.fio").write_text(JOB)
     args = [
         *("advise", tmp_path / "j.fio", "--target-iops", "100k", "--drives", CM6V, "--extra-op", "0.2"),
-        *("--scale", "1/100000", "--in-process", "-q"),
+        *("--scale", "1/454", "--in-process", "-q"),
     ]
     r = run_cli(*args, check=False)
     assert r.returncode == 1, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith(f"{CM6V} @ "))
-    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and "the run failed: scale=100000: too small: " in row, row
+    assert row.startswith(f"{CM6V} @ 2.67 TB (+20% OP) ") and row.endswith("the run failed: out of luck"), row
     (c,) = run_cli(*args, "-o", "json", check=False).json()["candidates"]
     assert c["namespace_bytes"] == round(Drive.of(CM6V).capacity_bytes / 1.2) and c["iops_max"] is None, c
 
@@ -271,3 +302,38 @@ def test_a_small_target_over_many_drives_is_capped_at_one_io_per_clone(tmp_path:
     (c,) = run_cli(*args, check=False, timeout=600).json()["candidates"]
     assert c["drives"] == 10 and c["cap_iops_per_drive"] == 4, c
     assert c["iops_at_load"] > 0 and "failed" not in (c["reason"] or ""), c
+
+
+def test_when_no_candidate_meets_the_report_shows_each_ones_rounds() -> None:
+    """The table gave a missing candidate's last drive count and miss (18 drives, p99 146 us
+    > 50 us) with nothing on how it got there: each one's load rounds are printed."""
+    from ssdtwin.sweep.advise import Advice, Candidate, Targets, report
+
+    rounds = [
+        "14 drives at 35,715 IOPS each: p99 163 us, ... -> p99 163 us > 50 us",
+        "18 drives at 27,778 IOPS each: p99 146 us, ... -> p99 146 us > 50 us",
+    ]
+    missed = Candidate(Drive.of(CM6), 0.0, namespace_bytes=3_840_000_000_000, drives=18, reason="p99 146 us > 50 us", history=rounds)
+    failed = Candidate(Drive.of(CM6V), 0.0, namespace_bytes=3_200_000_000_000, reason="the run failed: out of luck")
+    lines = report(Advice(Targets(500e3, p99_us=50), [missed, failed], priced=False, rounds=3, job="j.fio", scale=454))
+    i = lines.index("Each candidate's load rounds:")
+    assert lines[i + 1 : i + 4] == [f"{missed.label}:", *(f"   round: {r}" for r in rounds)], lines
+    assert not any(line.startswith(f"{CM6V} @") for line in lines[i:]), lines  # no rounds: its verdict says why
+
+
+def test_a_cap_at_fios_floor_gets_no_more_drives_for_a_miss_they_cannot_change() -> None:
+    """A tiny target's cap is fio's floor (1 I/O per second per clone and direction), above
+    the drive's share: a 'does not keep up' there was answered with more drives, round after
+    round, at the same cap (3 drives at 4 IOPS each, and no candidate met)."""
+    from ssdtwin.sweep.advise import Candidate, Targets, _judge
+
+    row = {"iops": 3.0, "p99_us": 15.0, "namespace_bytes": 1 << 30, "host_write_bytes": 0}
+    row.update(waf=None, waf_window_raw=None, waf_verdict="no_writes", waf_gc_cycles=0.0)
+
+    def judged(target: float, cap: int) -> tuple[Any, str]:
+        c = Candidate(Drive.of(CM6), 0.0, namespace_bytes=3_840_000_000_000, iops_max=1e6, drives=1, cap_iops=cap)
+        return _judge(c, row, Targets(target), None), c.reason
+
+    more, reason = judged(1e-7, 4)  # the floor: 4 IOPS for a target of 0.0000001
+    assert more is None and reason.startswith("does not keep up: 3 of 4 IOPS per drive (at fio's floor"), reason
+    assert judged(4.0, 4) == (2, "does not keep up: 3 of 4 IOPS per drive")  # its share: more drives lower it

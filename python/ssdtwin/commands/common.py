@@ -161,6 +161,31 @@ def sigterm_cleans_up() -> Iterator[Callable[..., None]]:
         signal.signal(signal.SIGTERM, old)
 
 
+@contextmanager
+def ctrl_c_lets_clean_up() -> Iterator[None]:
+    """Within the block, a Ctrl-C once the command is stopping (a first Ctrl-C, or SIGTERM)
+    is ignored: the first stops the work, and the clean-up its ``finally`` blocks do is not
+    cut short by the next (an impatient second Ctrl-C while Ray shut down left a sweep
+    without its table, and advise's temporary folder of images behind). Left alone when
+    SIGINT is not the CLI's handler (ignored by the shell, a caller's own)."""
+    import threading
+
+    old = signal.getsignal(signal.SIGINT)
+    if old != Interrupt.on_sigint or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def once(signum: int, frame: Optional[FrameType]) -> None:
+        if not Interrupt.seen:
+            Interrupt.on_sigint(signum, frame)
+
+    signal.signal(signal.SIGINT, once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def interrupt_note(note: str) -> None:
     """Say what a Ctrl-C from now on leaves behind (one line, after ``interrupted; ``)."""
     Interrupt.note = f"interrupted; {note}"

@@ -23,7 +23,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import U64, OutputFmt, check_fmt, emit_json, fail, interrupt_note, plain_float, say, sigterm_cleans_up
+from .common import U64, OutputFmt, check_fmt, ctrl_c_lets_clean_up, emit_json, fail, interrupt_note, plain_float, say, sigterm_cleans_up
 
 Address = typer.Option(
     None,
@@ -140,7 +140,7 @@ def sweep_cmd(
     # SIGTERM stops the sweep as Ctrl-C does: the tasks in flight are cancelled, Ray is shut
     # down and the table of the points done is written (it used to exit 1 or 15 under Ray,
     # or die at once in process, leaving no table).
-    with sigterm_cleans_up() as reinstall:
+    with sigterm_cleans_up() as reinstall, ctrl_c_lets_clean_up():
         try:
             with prog.shown():
                 res = run_sweep(sweep, out, make_taking_sigterm_back, resume=resume, on_start=on_start, on_point=on_point)
@@ -182,7 +182,7 @@ def _iops(text: str) -> float:
     except ValueError:
         fail(f"--target-iops '{text}': a number of IOPS, e.g. 300k or 1.2m")
     if not (v > 0 and math.isfinite(v)):
-        fail(f"--target-iops '{text}': above 0")
+        fail(f"--target-iops '{text}': a finite number above 0")
     return v
 
 
@@ -198,6 +198,8 @@ def _costs(text: Optional[str], drives: list[str]) -> Optional[dict[str, float]]
             v = math.nan
         if not eq or not (v >= 0 and math.isfinite(v)):
             fail(f"--cost-per-tb '{item.strip()}': NAME=PRICE with PRICE a number >= 0 (e.g. kioxia-cm6-r-3.84t=95)")
+        if name in out:  # the last price was taken, the other dropped unsaid
+            fail(f"--cost-per-tb: {name} priced twice (one price for each drive)")
         out[name] = v
     others = [n for n in out if n not in drives]
     if others:
@@ -240,7 +242,7 @@ def advise_cmd(
     from ..fio.run import job_file_problem
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
-    from ..sweep.config import PRECONDITIONS, SweepConfigError
+    from ..sweep.config import PRECONDITIONS, SweepConfigError, scale_problem
     from ..sweep.runner import SweepError
 
     check_fmt(fmt)
@@ -256,7 +258,7 @@ def advise_cmd(
     if twice:
         fail(f"--drives: {twice[0]} given twice (each candidate drive once)")
     if p99_us is not None and not (p99_us > 0 and math.isfinite(p99_us)):
-        fail(f"--p99-us {p99_us}: above 0")
+        fail(f"--p99-us {p99_us}: a finite number above 0")
     if lifetime_years is not None and not (0 < lifetime_years <= 100):
         fail(f"--lifetime-years {lifetime_years}: above 0 and at most 100")
     cap = None
@@ -282,6 +284,10 @@ def advise_cmd(
         scale_n = parse_scale(scale)
     except ValueError as e:
         fail(f"--scale: {e}")
+    for n in names:
+        problem = scale_problem(n, scale_n)  # every candidate's run failed, after Ray had started
+        if problem:
+            fail(f"--scale {problem}")
     if precondition not in PRECONDITIONS:
         fail(f"--precondition '{precondition}': one of {', '.join(PRECONDITIONS)}")
     # As `ssdtwin fio` checks its job files: a directory, a FIFO (it blocked) or a binary
@@ -328,7 +334,7 @@ def advise_cmd(
     ex = None
     # SIGTERM removes the temporary folder as Ctrl-C does (it used to kill the process and
     # leave it behind, or, once ray.init had set its handler, exit 15).
-    with sigterm_cleans_up() as reinstall:
+    with sigterm_cleans_up() as reinstall, ctrl_c_lets_clean_up():
         try:
             ex = make()
             reinstall()

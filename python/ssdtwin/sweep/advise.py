@@ -311,6 +311,12 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     if t.p99_us is not None and (c.p99_us is None or c.p99_us > t.p99_us):
         misses.append(f"p99 {c.p99_us:,.0f} us > {t.p99_us:,.0f} us" if c.p99_us is not None else "no latency measured")
     slow = bool(misses)  # more drives, by a margin: latency does not fall in proportion
+    # A cap at fio's floor (1 I/O per second for each direction of each clone) is more than
+    # the drive's share of the target, and more drives leave it as it is: they were added
+    # round after round for a miss they could not change (at a few I/Os per window, the
+    # measured rate of a short --runtime is coarse).
+    at_floor = slow and math.ceil(t.iops / n) < (c.cap_iops or 0)
+    floor_note = " (at fio's floor of 1 I/O per second per clone and direction: more drives do not lower it)" if at_floor else ""
     life_n = drives_for_life(c.drive, t.iops * c.write_bytes_per_io, c.waf, t.lifetime_years)
     if t.lifetime_years and c.write_bytes_per_io and c.waf is None:
         misses.append(f"lifetime not judged: {wafm.text(at_load)}")
@@ -319,14 +325,16 @@ def _judge(c: Candidate, r: Mapping[str, Any], t: Targets, cost_per_tb: Optional
     c.history.append(
         f"{n} drives at {c.cap_iops:,} IOPS each: p99 {_us(c.p99_us)}, "
         f"{_timed(at_load)}, lifetime WAF {_f(c.waf)}, {_years(c.years)} years"
-        + (f" -> {'; '.join(misses)}" if misses else " -> meets the targets")
+        + (f" -> {'; '.join(misses)}{floor_note}" if misses else " -> meets the targets")
     )
     if not misses:
         c.meets, c.reason = True, ""
         return None
-    c.reason = "; ".join(misses)
+    c.reason = "; ".join(misses) + floor_note
     if not slow and c.waf is None:
         return None  # more drives would not measure the WAF: the candidate stays unjudged
+    if at_floor:
+        return life_n if life_n > n else None  # only the lifetime can ask for more
     # A lifetime miss alone needs exactly the drives whose NAND writes fit (at this WAF).
     return max(n + 1, math.ceil(n * 1.25) if slow else 0, life_n)
 
@@ -378,6 +386,15 @@ def report(a: Advice) -> list[str]:
     best = a.ranked
     if not best:
         lines.append("no candidate meets the targets (the verdicts above say why)")
+        # How each got to the drives in its row, and what each load round measured: the
+        # count came from nowhere the report showed (18 drives, "p99 146 us > 50 us", and
+        # not that 14 had given 163 us, so that more drives barely help).
+        tried = [c for c in a.candidates if c.history]
+        if tried:
+            lines.append("Each candidate's load rounds:")
+        for c in tried:
+            lines.append(f"{c.label}:")
+            lines.extend(f"   round: {h}" for h in c.history)
     else:
         unit = "drives x TB x --cost-per-tb" if a.priced else "TB bought (no --cost-per-tb: every TB priced the same)"
         lines.append(f"The cheapest that meet the targets (cost = {unit}; ties: less wear, fewer drives):")

@@ -373,6 +373,9 @@ def _normalize(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         scale = parse_scale(scale_v)
     except ValueError as e:
         raise SweepConfigError(f"{where}: scale: {e}") from None
+    problem = scale_problem(preset, scale)
+    if problem:
+        raise SweepConfigError(f"{where}: scale: {problem}")
     ns = [k for k in NAMESPACE_KEYS if raw.get(k) is not None]
     if len(ns) > 1:
         raise SweepConfigError(f"{where}: {ns[0]} and {ns[1]} both set: a point has one namespace size")
@@ -557,6 +560,34 @@ def capacity_bytes(preset: str) -> int:
     return int(_core.preset(preset)["capacity"]["tnvmcap_bytes"]["value"])
 
 
+def _unbuildable(preset: str, scale: int) -> Optional[str]:
+    """The core's reason the preset has no drive at 1/``scale`` (None: it has one). A drive
+    in memory is made lazily: this takes about a millisecond at any scale."""
+    try:
+        _core.Drive.in_memory(preset=preset, scale=scale).close()
+    except _core.SpecError as e:
+        return str(e)
+    return None
+
+
+@functools.cache
+def scale_problem(preset: str, scale: int) -> Optional[str]:
+    """Why ``preset`` cannot be built at 1/``scale``, with the scales it can be built at; None
+    when it can. A scale past the drive's was every point's failure after Ray had started
+    (exit 0), though it is known from the file alone."""
+    why = _unbuildable(preset, scale)
+    if why is None:
+        return None
+    lo, hi = 1, scale  # 1/lo builds (every preset does at full scale), 1/hi does not
+    if _unbuildable(preset, lo) is not None:
+        return why
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _unbuildable(preset, mid) is None else (lo, mid)
+    reason = why.removeprefix(f"scale 1/{scale}: ")
+    return f"1/{scale}: {reason}; {preset} is built at 1/1 to 1/{lo}"
+
+
 @functools.lru_cache(maxsize=1)
 def preset_names() -> tuple[str, ...]:
     return tuple(n for n, _ in _core.presets())
@@ -600,17 +631,31 @@ def _plots(raw: Any, name: str, swept: Sequence[str]) -> list[Plot]:
     if not isinstance(raw, list) or not all(isinstance(p, Mapping) for p in raw):
         raise SweepConfigError(f"{name}: plot: an array of tables ([[plot]] x = ..., y = ...)")
     out = []
+    files: dict[str, int] = {}
     for i, p in enumerate(raw):
         _no_unknown(p, PLOT_KEYS, name, f"plot[{i}]")
         x, y = p.get("x"), p.get("y")
         if x not in swept:
+            got = "missing" if x is None else f"'{x}'"
             raise SweepConfigError(
-                f"{name}: plot[{i}].x '{x}': a column the sweep varies ({', '.join(swept) or 'none: the sweep has one point'})"
+                f"{name}: plot[{i}].x {got}: a column the sweep varies ({', '.join(swept) or 'none: the sweep has one point'})"
             )
         if y not in OUTPUT_COLUMNS:
-            raise SweepConfigError(f"{name}: plot[{i}].y '{y}': an output column ({', '.join(OUTPUT_COLUMNS)})")
+            got = "missing" if y is None else f"'{y}'"
+            raise SweepConfigError(f"{name}: plot[{i}].y {got}: an output column ({', '.join(OUTPUT_COLUMNS)})")
         title = p.get("title")
         if title is not None and not isinstance(title, str):
             raise SweepConfigError(f"{name}: plot[{i}].title: a string")
+        # One file per (y, x): a second table of the same pair was drawn over the first's
+        # file, and the summary listed that file twice.
+        file = plot_file_name(str(x), str(y))
+        if file in files:
+            raise SweepConfigError(f"{name}: plot[{i}]: the same figure as plot[{files[file]}] ({file}: y {y} against x {x})")
+        files[file] = i
         out.append(Plot(x=str(x), y=str(y), title=title))
     return out
+
+
+def plot_file_name(x: str, y: str) -> str:
+    """The file a [[plot]] is drawn to, in OUT/plots."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{y}-vs-{x}") + ".png"

@@ -168,7 +168,20 @@ def run_point(point: Point, cache: str) -> dict[str, Any]:
         row = _run(point, Path(cache))
     except Exception as e:  # a point's failure is its row; the sweep goes on
         row = failed_row(point, str(e) or type(e).__name__)
+    except BaseException as e:
+        if not is_panic(e):
+            raise  # Ctrl-C, SIGTERM, a cancelled Ray task: the sweep stops
+        # A panic of the core (a bug: pyo3 raises it as a BaseException) is the point's failure
+        # too: it stopped a sweep run in process with a traceback, and on a Ray worker became a
+        # row whose error was Ray's traceback of the worker (its pid, terminal colours).
+        row = failed_row(point, f"the core panicked (a bug of ssdtwin, please report it): {e}")
     return {"row": row, "wall_s": round(time.perf_counter() - t0, 3), "node": socket.gethostname(), "pid": os.getpid()}
+
+
+def is_panic(e: BaseException) -> bool:
+    """A Rust panic in the core, as pyo3 raises it (``pyo3_runtime.PanicException``, a
+    BaseException so that ``except Exception`` does not swallow it)."""
+    return type(e).__name__ == "PanicException"
 
 
 def prepare(point: Point, cache: str) -> Optional[str]:
@@ -177,6 +190,10 @@ def prepare(point: Point, cache: str) -> Optional[str]:
         ensure_image(point, Path(cache))
     except Exception as e:
         return str(e) or type(e).__name__
+    except BaseException as e:
+        if not is_panic(e):
+            raise
+        return f"the core panicked (a bug of ssdtwin, please report it): {e}"
     return None
 
 

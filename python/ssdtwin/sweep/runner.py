@@ -106,6 +106,42 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
         raise SweepError(f"--address {address}: no Ray cluster reachable there ({e.strerror or e})") from None
 
 
+def task_error(e: BaseException) -> str:
+    """Why a Ray task failed, in one line of at most 300 characters. A task whose code raised
+    is a RayTaskError whose text is the worker's traceback (``ray::_run_after() (pid=...,
+    ip=...) File ...``, in terminal colours): the error the code raised is its ``cause``. A
+    task that never returned (its worker died, its node was lost) is Ray's own error."""
+    from ray.exceptions import RayTaskError
+
+    cause = getattr(e, "cause", None)
+    if isinstance(e, RayTaskError) and isinstance(cause, BaseException):
+        text = str(cause)
+        why = f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+    else:
+        why = str(e) or type(e).__name__
+    return " ".join(why.split())[:300]
+
+
+def _ray_notes_to_stderr() -> None:
+    """Ray's driver prints what its raylets report (a worker that died, a task it retries)
+    on stdout, between the lines of `-o json` (which prints only JSON there): they go to
+    stderr. Ray has no option for it; its printer is a module function looked up at each
+    message, replaced here (left as it is if a later Ray has none)."""
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:
+        return
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "ssdtwin_to_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.ssdtwin_to_stderr = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = to_stderr
+
+
 class RayExecutor(Executor):
     """Points as Ray tasks: on a local Ray started here (``address`` None: every core, or
     ``num_cpus``), or on the cluster at ``address``."""
@@ -124,6 +160,7 @@ class RayExecutor(Executor):
         if address is not None:
             check_address(address)  # before importing Ray (seconds): a typo fails at once
         ray = _ray()
+        _ray_notes_to_stderr()
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
         if address is None:
             kwargs["num_cpus"] = num_cpus
@@ -178,7 +215,7 @@ class RayExecutor(Executor):
                     try:
                         result = ray.get(ref)
                     except Exception as e:  # the worker died (out of memory, a node lost)
-                        result = {"row": failed_row(p, f"Ray task failed: {' '.join(str(e).split())[:300]}"), "wall_s": None}
+                        result = {"row": failed_row(p, f"Ray task failed: {task_error(e)}"), "wall_s": None}
                     finished(p, result)
         except BaseException:
             for ref in list(pending) + list(preps.values()):
