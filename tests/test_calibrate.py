@@ -427,6 +427,62 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     assert "--measured jobs/results/ " in (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
 
 
+def test_print_jobs_does_not_replace_an_edited_job(tmp_path: Path) -> None:
+    """The docs edit the printed jobs in place (`sed -i 's,/dev/nvme0n1,...'`); printing
+    into the same folder again put the placeholder back silently, and run.sh would have
+    written over /dev/nvme0n1. Now an edited file is kept and nothing is written; the same
+    jobs again are fine, and run.sh names the spec the command was given (it said
+    `--spec mine.toml` whatever the spec)."""
+    spec = tmp_path / "acme.toml"
+    shutil.copy(SLOW, spec)
+    jobs = tmp_path / "jobs"
+    run_cli("calibrate", "--spec", spec, "--print-jobs", jobs)
+    assert f"#   ssdtwin calibrate --spec {spec} --measured {jobs / 'results'}/ " in (jobs / "run.sh").read_text()
+    run_cli("calibrate", "--spec", spec, "--print-jobs", jobs)  # the same jobs: nothing to lose
+    for p in jobs.glob("*.fio"):
+        p.write_text(p.read_text().replace("filename=/dev/nvme0n1", "filename=/dev/nvme3n1"))
+    before = {p: p.read_text() for p in jobs.iterdir()}
+    r = run_cli("calibrate", "--spec", spec, "--print-jobs", jobs, check=False)
+    one_line_error(r, f"--print-jobs {jobs}: {jobs}/", "exists and differs from the file printed now (its filename=/dev/nvme3n1)")
+    assert {p: p.read_text() for p in jobs.iterdir()} == before
+
+
+def test_out_keeps_permissions_and_does_not_replace_what_is_not_a_spec(tmp_path: Path) -> None:
+    """--out was written through mkstemp, whose 0600 every fitted spec (and a preset that
+    `--write` rewrote) kept; it now has the mode of the file it replaces, or the umask's.
+    Refused before the fit, nothing written: a file inside a drive image (its spec.toml is
+    the image's scaled spec, which `--out IMAGE/spec.toml` replaced with the unscaled one:
+    "drive image damaged: ... map sizes disagree with spec.toml"), and an existing file that
+    is not a spec (a typo naming a fio result)."""
+    from ssdtwin.commands.calibrate import _write_atomically
+
+    new, old = tmp_path / "new.toml", tmp_path / "old.toml"
+    old.write_text("x")
+    old.chmod(0o640)
+    umask = os.umask(0o022)
+    try:
+        _write_atomically(new, "a")
+        _write_atomically(old, "b")
+    finally:
+        os.umask(umask)
+    assert (new.stat().st_mode & 0o777, old.stat().st_mode & 0o777) == (0o644, 0o640)
+    assert (new.read_text(), old.read_text()) == ("a", "b")
+
+    img = tmp_path / "img"
+    run_cli("create", img, "--spec", SLOW, "--scale", SCALE)
+    result = tmp_path / "2-seq-read.json"
+    result.write_text('{"fio version": "fio-3.33", "jobs": []}\n')
+    for out, needle in [
+        (img / "spec.toml", f"--out {img / 'spec.toml'}: inside the drive image {img} "),
+        (result, f"--out {result}: exists and is not a drive spec (invalid TOML at line 1"),
+    ]:
+        before = out.read_bytes()
+        r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=100", "--scale", SCALE, "--out", out, check=False)
+        one_line_error(r, needle)
+        assert r.stdout == "" and out.read_bytes() == before
+    run_cli("check", img)
+
+
 def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:
     """docs/calibration.md's first block: the twin of the fitted spec is created at the scale
     `calibrate` fitted it at (its default), the jobs printed in the spec's own shapes, and the
