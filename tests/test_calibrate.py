@@ -732,6 +732,35 @@ def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
 
 
+def test_a_block_of_part_of_the_twins_lba_fails_in_one_line(tmp_path: Path) -> None:
+    """A spec of 4 KiB LBAs (`lba_bytes = [4096]`) and a drive measured with 2 KiB blocks:
+    calibrate and validate ended in a traceback from the twin's fio ("bs=2k: read block sizes
+    [2048] are not multiples of the 4096-byte LBA"); the spec's own corner of 2 KiB was
+    accepted by the core. Now one line naming the file (or field) and the LBA, exit 1."""
+    spec = tmp_path / "lba4k.toml"
+    spec.write_text(re.sub(r"(?m)^(lba_bytes = \{ value = )\[512, 4096\]", r"\g<1>[4096]", SLOW.read_text()))
+    job = {
+        "jobname": "rand-read",
+        "error": 0,
+        "job options": {"rw": "randread", "bs": "2k", "iodepth": "32", "numjobs": "8"},
+        "read": {"bw_bytes": 20000 * 2048, "iops": 20000.0},
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "5-rand-read.json").write_text(fio_json([job]))
+    needle = f"{results / '5-rand-read.json'}: rand read 2 KiB QD32: a 2,048-byte block is not a whole number of the twin's 4,096-byte LBAs"
+    for cmd in (["calibrate", "--spec", spec, "--measured", results], ["validate", "--spec", spec, "--measured", results]):
+        r = run_cli(*cmd, "--scale", SCALE, check=False)
+        assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.strip().splitlines() == [f"ssdtwin {cmd[0]}: error: {r.stderr.split(': error: ', 1)[1].strip()}"], r.stderr
+        assert needle in r.stderr, r.stderr
+    corner = tmp_path / "corner.toml"
+    line = 'rand_read_iops = { value = 2e4, source = "x", sets = "t_read_ns", block_bytes = 2048 }'
+    corner.write_text(f"{spec.read_text()}\n[corners]\n{line}\n")
+    r = run_cli("calibrate", "--spec", corner, "--scale", SCALE, check=False)
+    one_line_error(r, f"--spec {corner}: corners.rand_read_iops.block_bytes: must be a multiple of the 4096-byte LBA")
+
+
 # --------------------------------------------------------------------------- bad input
 
 

@@ -160,6 +160,7 @@ def _corners(
     if not any(c.sets for c in corners.values()):
         fail(f"calibrate: no figure sets a [timing] parameter (every corner of {origin} is a prediction); name one with --sets NAME=PARAM")
     C.check_physical(corners, parsed["timing"])
+    C.check_blocks(((c.origin, c.label, c.shape[0]) for c in corners.values()), parsed)
     return corners, legacy
 
 

@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired, Optional, TypedDict
@@ -315,6 +315,20 @@ def check_physical(corners: dict[str, Corner], timing: TimingTable) -> None:
             raise CornerError(
                 f"{c.origin}: {c.label} at {figure_text(c.value)} {c.unit} moves {c.bytes_per_s / 1e6:,.0f} MB/s, "
                 f"more than the host link carries ({link / 1e6:,.0f} MB/s: {what}): out of physical range"
+            )
+
+
+def check_blocks(jobs: Iterable[tuple[str, str, int]], spec: dict[str, Any]) -> None:
+    """Every job's block a whole number of the twin's LBAs: namespace 1 is created in LBA
+    format 0 (`capacity.lba_bytes[0]`), and the twin's fio refuses part of one (a traceback
+    from calibrate and validate until 2026-11-30: fio JSON of 2 KiB jobs, a 4 KiB-LBA spec).
+    `jobs`: (where the shape was read, label, block bytes)."""
+    lba = int(spec["capacity"]["lba_bytes"]["value"][0])
+    for where, label, bs in jobs:
+        if bs % lba:
+            raise CornerError(
+                f"{where}: {label}: a {bs:,}-byte block is not a whole number of the twin's {lba:,}-byte LBAs "
+                "(capacity.lba_bytes[0]: the LBA format its namespace is created in); measure the drive in that format"
             )
 
 

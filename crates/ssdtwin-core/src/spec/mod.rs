@@ -496,7 +496,7 @@ impl DriveSpec {
         }
         self.validate_power_states(&mut c);
         if let Some(corners) = &self.corners {
-            c.problems.extend(corners.problems());
+            c.problems.extend(corners.problems(self.capacity.lba_bytes.value.first().copied()));
         }
         if c.problems.is_empty() {
             Ok(())
@@ -852,7 +852,7 @@ impl DriveSpec {
                 }
             }
             return Err(err(format!(
-                "too small: {} blocks per plane leave {:.1} data superblocks at 1/{n} (need at least 4: 1/{lo} or larger)",
+                "too small: {} blocks per plane leave {:.1} data superblocks at 1/{n} (need at least 4: N <= {lo})",
                 self.nand.blocks_per_plane.value,
                 blocks - ws
             )));
@@ -1106,7 +1106,7 @@ mod tests {
         let s = DriveSpec::preset("intel-p5316-15.36t").unwrap();
         // too small: the message names the smallest drive that works, and that one does
         let e = s.scaled(454).unwrap_err().to_string();
-        let lo: u32 = e.split("need at least 4: 1/").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect(&e);
+        let lo: u32 = e.split("need at least 4: N <= ").nth(1).and_then(|r| r.split(')').next()).and_then(|n| n.parse().ok()).expect(&e);
         assert!(s.scaled(lo).is_ok() && s.scaled(lo + 1).is_err(), "{e}");
         // a scaled spec (an image's spec.toml) names its scale and what to give instead
         let e = s.scaled(64).unwrap().scaled(1).unwrap_err().to_string();
