@@ -137,7 +137,8 @@ def test_an_edited_spec_s_errors_name_the_field(tmp_path: Path) -> None:
     """Edits a user makes to `ssdtwin models NAME`'s text: a value of the wrong type names
     the field on its line (it named the line only: "line 27: invalid type: integer `16`,
     expected struct Sourced"), and a spec the core would run over its own power budget is
-    refused (an idle floor above power state 0: the engine granted one NAND operation)."""
+    refused (an idle floor above power state 0: the engine granted one NAND operation), as
+    is one without a [timing] table (created, then a traceback from every timed command)."""
     text = run_cli("models", CM6).stdout
     idle = re.sub(r"(?m)^(idle_power_mw = \{ value = )\d+", r"\g<1>30000", text)
     cases = {
@@ -152,6 +153,11 @@ def test_an_edited_spec_s_errors_name_the_field(tmp_path: Path) -> None:
         "watts.toml": (text.replace("max_power_mw = 9900\n", 'max_power_mw = "9.9 W"\n'), "(power_states[5].max_power_mw): invalid type"),
         "missing.toml": (re.sub(r"(?m)^pages_per_block = .*\n", "", text), "at line 24 (nand): missing field `pages_per_block`"),
         "idle.toml": (idle, "power_states[0].max_power_mw: an operational state must power one NAND operation over idle"),
+        # no [timing]: created, then fio, serve and calibrate ended in KeyError: 'timing'
+        "untimed.toml": (
+            text[: text.index("\n[timing]\n")] + text[text.index("\n# Power states") :],
+            "timing: missing: a drive needs its [timing] table to run any I/O",
+        ),
     }
     for name, (body, needle) in cases.items():
         spec = tmp_path / name

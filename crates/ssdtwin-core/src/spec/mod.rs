@@ -749,8 +749,17 @@ impl DriveSpec {
         Ok(s)
     }
 
-    /// [timing] (optional): ranges of every timing number.
+    /// [timing]: ranges of every timing number. The table is required: a spec without one
+    /// was accepted and every command that runs I/O (fio, serve, calibrate) then failed with
+    /// a traceback (the field stays optional in the type, for the engine's own error).
     fn validate_timing(&self, c: &mut Checker) {
+        if self.timing.is_none() {
+            c.fail(
+                "timing: missing: a drive needs its [timing] table to run any I/O (fio, serve, calibrate); copy it from \
+                 `ssdtwin models NAME`"
+                    .into(),
+            );
+        }
         if let Some(t) = &self.timing {
             c.range("timing.t_read_ns", &t.t_read_ns, 1_000, 10_000_000);
             c.range("timing.t_prog_ns", &t.t_prog_ns, 10_000, 100_000_000);
@@ -1125,5 +1134,14 @@ mod tests {
         assert!(!e.contains("power_states[6]"), "{e}");
         s.timing.as_mut().unwrap().idle_power_mw.value = 9_750; // ps5 (9.9 W) powers exactly one
         s.validate("x.toml").unwrap();
+    }
+
+    #[test]
+    fn a_spec_without_a_timing_table_is_refused() {
+        let text = preset_toml("kioxia-cm6-r-3.84t").unwrap();
+        let (head, rest) = text.split_once("\n[timing]\n").unwrap();
+        let tail = &rest[rest.find("\n[[power_states]]").unwrap()..];
+        let e = DriveSpec::from_toml(&format!("{head}\n{tail}"), "x.toml").unwrap_err().to_string();
+        assert!(e.contains("timing: missing: a drive needs its [timing] table"), "{e}");
     }
 }
