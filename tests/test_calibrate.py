@@ -427,6 +427,62 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     assert "--measured jobs/results/ " in (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
 
 
+def test_print_jobs_does_not_replace_an_edited_job(tmp_path: Path) -> None:
+    """The docs edit the printed jobs in place (`sed -i 's,/dev/nvme0n1,...'`); printing
+    into the same folder again put the placeholder back silently, and run.sh would have
+    written over /dev/nvme0n1. Now an edited file is kept and nothing is written; the same
+    jobs again are fine, and run.sh names the spec the command was given (it said
+    `--spec mine.toml` whatever the spec)."""
+    spec = tmp_path / "acme.toml"
+    shutil.copy(SLOW, spec)
+    jobs = tmp_path / "jobs"
+    run_cli("calibrate", "--spec", spec, "--print-jobs", jobs)
+    assert f"#   ssdtwin calibrate --spec {spec} --measured {jobs / 'results'}/ " in (jobs / "run.sh").read_text()
+    run_cli("calibrate", "--spec", spec, "--print-jobs", jobs)  # the same jobs: nothing to lose
+    for p in jobs.glob("*.fio"):
+        p.write_text(p.read_text().replace("filename=/dev/nvme0n1", "filename=/dev/nvme3n1"))
+    before = {p: p.read_text() for p in jobs.iterdir()}
+    r = run_cli("calibrate", "--spec", spec, "--print-jobs", jobs, check=False)
+    one_line_error(r, f"--print-jobs {jobs}: {jobs}/", "exists and differs from the file printed now (its filename=/dev/nvme3n1)")
+    assert {p: p.read_text() for p in jobs.iterdir()} == before
+
+
+def test_out_keeps_permissions_and_does_not_replace_what_is_not_a_spec(tmp_path: Path) -> None:
+    """--out was written through mkstemp, whose 0600 every fitted spec (and a preset that
+    `--write` rewrote) kept; it now has the mode of the file it replaces, or the umask's.
+    Refused before the fit, nothing written: a file inside a drive image (its spec.toml is
+    the image's scaled spec, which `--out IMAGE/spec.toml` replaced with the unscaled one:
+    "drive image damaged: ... map sizes disagree with spec.toml"), and an existing file that
+    is not a spec (a typo naming a fio result)."""
+    from ssdtwin.commands.calibrate import _write_atomically
+
+    new, old = tmp_path / "new.toml", tmp_path / "old.toml"
+    old.write_text("x")
+    old.chmod(0o640)
+    umask = os.umask(0o022)
+    try:
+        _write_atomically(new, "a")
+        _write_atomically(old, "b")
+    finally:
+        os.umask(umask)
+    assert (new.stat().st_mode & 0o777, old.stat().st_mode & 0o777) == (0o644, 0o640)
+    assert (new.read_text(), old.read_text()) == ("a", "b")
+
+    img = tmp_path / "img"
+    run_cli("create", img, "--spec", SLOW, "--scale", SCALE)
+    result = tmp_path / "2-seq-read.json"
+    result.write_text('{"fio version": "fio-3.33", "jobs": []}\n')
+    for out, needle in [
+        (img / "spec.toml", f"--out {img / 'spec.toml'}: inside the drive image {img} "),
+        (result, f"--out {result}: exists and is not a drive spec (invalid TOML at line 1"),
+    ]:
+        before = out.read_bytes()
+        r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=100", "--scale", SCALE, "--out", out, check=False)
+        one_line_error(r, needle)
+        assert r.stdout == "" and out.read_bytes() == before
+    run_cli("check", img)
+
+
 def test_the_docs_opening_block_creates_the_twin_at_the_scale_it_was_fitted() -> None:
     """docs/calibration.md's first block: the twin of the fitted spec is created at the scale
     `calibrate` fitted it at (its default), the jobs printed in the spec's own shapes, and the
@@ -674,6 +730,35 @@ def test_measured_block_size_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     seq_read["job options"]["kb_base"] = "1000"
     (tmp_path / "x.json").write_text(fio_json([seq_read]))
     assert C.read_measured(tmp_path, {})["seq-read"].shape == (131072, 16, 1)
+
+
+def test_a_block_of_part_of_the_twins_lba_fails_in_one_line(tmp_path: Path) -> None:
+    """A spec of 4 KiB LBAs (`lba_bytes = [4096]`) and a drive measured with 2 KiB blocks:
+    calibrate and validate ended in a traceback from the twin's fio ("bs=2k: read block sizes
+    [2048] are not multiples of the 4096-byte LBA"); the spec's own corner of 2 KiB was
+    accepted by the core. Now one line naming the file (or field) and the LBA, exit 1."""
+    spec = tmp_path / "lba4k.toml"
+    spec.write_text(re.sub(r"(?m)^(lba_bytes = \{ value = )\[512, 4096\]", r"\g<1>[4096]", SLOW.read_text()))
+    job = {
+        "jobname": "rand-read",
+        "error": 0,
+        "job options": {"rw": "randread", "bs": "2k", "iodepth": "32", "numjobs": "8"},
+        "read": {"bw_bytes": 20000 * 2048, "iops": 20000.0},
+    }
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "5-rand-read.json").write_text(fio_json([job]))
+    needle = f"{results / '5-rand-read.json'}: rand read 2 KiB QD32: a 2,048-byte block is not a whole number of the twin's 4,096-byte LBAs"
+    for cmd in (["calibrate", "--spec", spec, "--measured", results], ["validate", "--spec", spec, "--measured", results]):
+        r = run_cli(*cmd, "--scale", SCALE, check=False)
+        assert r.returncode == 1 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.strip().splitlines() == [f"ssdtwin {cmd[0]}: error: {r.stderr.split(': error: ', 1)[1].strip()}"], r.stderr
+        assert needle in r.stderr, r.stderr
+    corner = tmp_path / "corner.toml"
+    line = 'rand_read_iops = { value = 2e4, source = "x", sets = "t_read_ns", block_bytes = 2048 }'
+    corner.write_text(f"{spec.read_text()}\n[corners]\n{line}\n")
+    r = run_cli("calibrate", "--spec", corner, "--scale", SCALE, check=False)
+    one_line_error(r, f"--spec {corner}: corners.rand_read_iops.block_bytes: must be a multiple of the 4096-byte LBA")
 
 
 # --------------------------------------------------------------------------- bad input

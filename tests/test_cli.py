@@ -133,6 +133,61 @@ def test_create_from_an_edited_spec(tmp_path: Path) -> None:
         assert not (tmp_path / "x").exists()
 
 
+def test_an_edited_spec_s_errors_name_the_field(tmp_path: Path) -> None:
+    """Edits a user makes to `ssdtwin models NAME`'s text: a value of the wrong type names
+    the field on its line (it named the line only: "line 27: invalid type: integer `16`,
+    expected struct Sourced"), and a spec the core would run over its own power budget is
+    refused (an idle floor above power state 0: the engine granted one NAND operation), as
+    is one without a [timing] table (created, then a traceback from every timed command)."""
+    text = run_cli("models", CM6).stdout
+    idle = re.sub(r"(?m)^(idle_power_mw = \{ value = )\d+", r"\g<1>30000", text)
+    cases = {
+        "bare.toml": (
+            re.sub(r"(?m)^channels = \{[^}]*\}", "channels = 16", text),
+            "invalid TOML at line 27 (nand.channels): invalid type: integer `16`, expected struct Sourced",
+        ),
+        "negative.toml": (
+            re.sub(r"(?m)^(tnvmcap_bytes = \{ value = )\d+", r"\g<1>-5", text),
+            "at line 18 (capacity.tnvmcap_bytes): invalid value: integer `-5`, expected u64",
+        ),
+        "watts.toml": (text.replace("max_power_mw = 9900\n", 'max_power_mw = "9.9 W"\n'), "(power_states[5].max_power_mw): invalid type"),
+        "missing.toml": (re.sub(r"(?m)^pages_per_block = .*\n", "", text), "at line 24 (nand): missing field `pages_per_block`"),
+        "idle.toml": (idle, "power_states[0].max_power_mw: an operational state must power one NAND operation over idle"),
+        # no [timing]: created, then fio, serve and calibrate ended in KeyError: 'timing'
+        "untimed.toml": (
+            text[: text.index("\n[timing]\n")] + text[text.index("\n# Power states") :],
+            "timing: missing: a drive needs its [timing] table to run any I/O",
+        ),
+    }
+    for name, (body, needle) in cases.items():
+        spec = tmp_path / name
+        spec.write_text(body)
+        r = run_cli("create", tmp_path / "x", "--spec", spec, "--scale", "1/454", check=False)
+        assert r.returncode == 1 and f"--spec {spec}: " in r.stderr and needle in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists(), r.stderr
+
+
+def test_an_images_spec_keeps_the_sources_of_the_spec_it_was_made_from(tmp_path: Path) -> None:
+    """spec -> create -> the image's spec.toml: the two values scaling changes keep the
+    user's sources (they were replaced by the derivation alone), and that scaled spec given
+    back to --spec says what it is and what to give instead (was: "--scale 1/1: the spec is
+    already scaled")."""
+    text = run_cli("models", CM6).stdout
+    text, n = re.subn(r'(?m)^(tnvmcap_bytes = \{ value = \d+, source = )"[^"]*"', r'\g<1>"[SRC] my datasheet rev 2"', text)
+    assert n == 1
+    spec = tmp_path / "mine.toml"
+    spec.write_text(text)
+    d = tmp_path / "mine"
+    run_cli("create", d, "--spec", spec, "--scale", "1/454")
+    with Drive.open(d, writable=False) as drv:
+        cap = drv.spec()["capacity"]["tnvmcap_bytes"]["source"]
+    assert cap.startswith("3840755982336 (full scale) x ") and cap.endswith("; full scale: [SRC] my datasheet rev 2"), cap
+    r = run_cli("create", tmp_path / "again", "--spec", d / "spec.toml", check=False)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "already scaled (scale = 454: a drive image's spec.toml); give the full-scale spec it was made from" in r.stderr
+    assert not (tmp_path / "again").exists()
+
+
 def test_a_creation_that_fails_after_its_lock_can_be_run_again(tmp_path: Path) -> None:
     """A creation that fails after it took the image's lock (here a file-size limit, as a
     full disk would: its maps do not fit) removes what it wrote, LOCK included, and the same

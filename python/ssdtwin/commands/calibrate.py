@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import replace
@@ -159,6 +160,7 @@ def _corners(
     if not any(c.sets for c in corners.values()):
         fail(f"calibrate: no figure sets a [timing] parameter (every corner of {origin} is a prediction); name one with --sets NAME=PARAM")
     C.check_physical(corners, parsed["timing"])
+    C.check_blocks(((c.origin, c.label, c.shape[0]) for c in corners.values()), parsed)
     return corners, legacy
 
 
@@ -180,7 +182,7 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
         corners = dict(CM6_CORNERS)
     for name in C.NAMES:  # the default shape for a corner the spec does not publish
         corners.setdefault(name, C.Corner(name, 0.0, ""))
-    files = [str(p) for p in C.print_jobs(directory, corners, after=printed_jobs(7))]
+    files = [str(p) for p in C.print_jobs(directory, corners, after=printed_jobs(7), spec=again)]
     if fmt == "json":
         emit_json({"files": files})
     else:
@@ -194,12 +196,33 @@ def _print_jobs(directory: Path, text: str, origin: str, others: tuple[Any, ...]
 
 
 def _check_outputs(out: Optional[Path], write: bool, spec: Optional[Path]) -> None:
-    """Refuse before the fit what could not be written after it."""
+    """Refuse before the fit what could not be written after it, and what it must not
+    replace: a file in a drive image (its spec.toml is the image's own, scaled spec: the
+    image would not open again), or an existing file that is not a spec (a fio result, a
+    job: a typo in --out)."""
     if out is not None:
         if out.is_dir():
             fail(f"--out {out}: is a folder; give the spec file to write")
         if not out.parent.is_dir():
             fail(f"--out {out}: no such folder {out.parent}")
+        image = next((d for d in out.resolve().parents if (d / "ssdtwin.toml").is_file() and (d / "spec.toml").is_file()), None)
+        if image is not None:
+            fail(
+                f"--out {out}: inside the drive image {image} (its spec.toml is the image's own scaled spec, and the image "
+                "would not open with another); write the fitted spec elsewhere"
+            )
+        if out.exists() or out.is_symlink():
+            if not out.is_file():
+                fail(f"--out {out}: exists and is not a regular file; give the spec file to write")
+            try:
+                old = out.read_text(encoding="utf-8")
+                _core.parse_spec(old)
+            except (_core.SpecError, OSError, UnicodeDecodeError) as e:
+                why = spec_error(out, old, str(e)).split(": ", 1)[1] if isinstance(e, _core.SpecError) else e.__class__.__name__
+                fail(
+                    f"--out {out}: exists and is not a drive spec ({why}); it is replaced only by a spec: "
+                    "give a new file, or remove it first"
+                )
     if write and spec is not None:
         fail("--write rewrites a preset (MODEL); for a spec of your own use --out FILE")
 
@@ -276,10 +299,19 @@ def _note_stale_sources(out: Path, res: Calibration) -> None:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """Write `path` whole or not at all, with the permissions it had (a new file: as the
+    umask makes them; mkstemp's 0600 made every fitted spec and rewritten preset private)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            os.fchmod(f.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -358,13 +358,47 @@ def _file_kind(mode: int) -> str:
 
 
 def spec_error(path: Path, text: str, msg: str) -> str:
-    """The core's spec error, naming the file (and the line, where it names a byte offset)."""
+    """The core's spec error, naming the file (and the line, where it names a byte offset,
+    with the field on that line: a type error names only what it expected)."""
     msg = msg.removeprefix("spec: ")
     m = re.search(r" at byte (\d+)", msg)
     if m:
         line = text.encode("utf-8")[: int(m.group(1))].count(b"\n") + 1
-        msg = msg.replace(m.group(0), f" at line {line}")
+        field = _field_at(text, line)
+        msg = msg.replace(m.group(0), f" at line {line}" + (f" ({field})" if field else ""))
     return f"--spec {path}: {msg}"
+
+
+_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.-]+)\s*\]\]?")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+(?:\s*\.\s*[A-Za-z0-9_-]+)*)\s*=")
+
+
+def _field_at(text: str, line: int) -> str:
+    """The dotted path of the field on `line` (1-based) of a spec TOML, as the core's range
+    errors name it (`nand.channels`, `power_states[2].max_power_mw`); the table's for a table
+    header; "" when the line holds neither. A plain scan of headers and keys, enough for the
+    spec's layout (multi-line strings and arrays are not followed)."""
+    table, counts = "", dict[str, int]()
+    lines = text.splitlines()
+    for i, raw in enumerate(lines[:line], 1):
+        t = _TABLE.match(raw)
+        if t:
+            name = t.group(2)
+            if t.group(1) == "[[":
+                counts[name] = counts.get(name, -1) + 1
+                table = f"{name}[{counts[name]}]"
+            else:
+                table = name
+            if i == line:
+                return table
+            continue
+        if i == line:
+            k = _KEY.match(raw)
+            if k is None:
+                return table
+            key = re.sub(r"\s+", "", k.group(1))
+            return f"{table}.{key}" if table else key
+    return ""
 
 
 def _superblocks(

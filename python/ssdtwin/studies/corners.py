@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NotRequired, Optional, TypedDict
@@ -318,6 +318,20 @@ def check_physical(corners: dict[str, Corner], timing: TimingTable) -> None:
             )
 
 
+def check_blocks(jobs: Iterable[tuple[str, str, int]], spec: dict[str, Any]) -> None:
+    """Every job's block a whole number of the twin's LBAs: namespace 1 is created in LBA
+    format 0 (`capacity.lba_bytes[0]`), and the twin's fio refuses part of one (a traceback
+    from calibrate and validate until 2026-11-30: fio JSON of 2 KiB jobs, a 4 KiB-LBA spec).
+    `jobs`: (where the shape was read, label, block bytes)."""
+    lba = int(spec["capacity"]["lba_bytes"]["value"][0])
+    for where, label, bs in jobs:
+        if bs % lba:
+            raise CornerError(
+                f"{where}: {label}: a {bs:,}-byte block is not a whole number of the twin's {lba:,}-byte LBAs "
+                "(capacity.lba_bytes[0]: the LBA format its namespace is created in); measure the drive in that format"
+            )
+
+
 # --------------------------------------------------------------------------- fio jobs
 
 
@@ -365,11 +379,17 @@ def _precondition_rand(bs: int) -> str:
     )
 
 
-def print_jobs(directory: Path, corners: dict[str, Corner], after: Sequence[tuple[str, str]] = ()) -> list[Path]:
+def print_jobs(
+    directory: Path, corners: dict[str, Corner], after: Sequence[tuple[str, str]] = (), spec: str = "--spec mine.toml "
+) -> list[Path]:
     """Write the fio jobs behind the figures, numbered in the order to run them, then the
     jobs `after` ((stem, text): `measured.printed_jobs`, in random steady state), and
-    run.sh, which runs them and keeps each one's JSON in results/. Returns the files."""
-    directory.mkdir(parents=True, exist_ok=True)
+    run.sh, which runs them and keeps each one's JSON in results/ (its comment names the
+    calibrate command with `spec`, how the command named the spec). Returns the files.
+
+    A file of the folder that differs from the one printed now is not replaced (CornerError,
+    nothing written): it is a job the user edited, most likely its `filename=`, and the
+    placeholder put back would aim the write jobs at /dev/nvme0n1 again."""
     rand_bs = corners["rand-write"].shape[0] if "rand-write" in corners else RAND_SHAPE[0]
     files: list[tuple[str, str]] = [("1-precondition-seq", _precondition_seq())]
     for n, name in enumerate(("seq-read", "seq-write"), 2):
@@ -380,15 +400,31 @@ def print_jobs(directory: Path, corners: dict[str, Corner], after: Sequence[tupl
         if name in corners:
             files.append((f"{n}-{name}", _measure_job(corners[name])))
     files += after
-    written = []
-    for n, (stem, text) in enumerate(files, 1):
-        p = directory / f"{stem}.fio"
-        p.write_text(_WARNING + text.replace("[global]\n", f"[global]\n{_seed_lines(n)}", 1))
-        written.append(p)
+    texts = {
+        directory / f"{stem}.fio": _WARNING + text.replace("[global]\n", f"[global]\n{_seed_lines(n)}", 1)
+        for n, (stem, text) in enumerate(files, 1)
+    }
     run = directory / "run.sh"
-    run.write_text(_run_sh([stem for stem, _ in files], directory))
+    texts[run] = _run_sh([stem for stem, _ in files], directory, spec)
+    for p, text in texts.items():
+        try:
+            old = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as e:
+            raise CornerError(f"--print-jobs {directory}: {p} exists and cannot be read ({e.__class__.__name__}); nothing written") from e
+        if old != text:
+            device = re.search(r"(?m)^filename=(.*)$", old)
+            edited = f" (its filename={device.group(1)})" if device and device.group(1) != DEVICE else ""
+            raise CornerError(
+                f"--print-jobs {directory}: {p} exists and differs from the file printed now{edited}: an edited job is not "
+                "replaced; print to a new folder, or remove the old jobs first; nothing written"
+            )
+    directory.mkdir(parents=True, exist_ok=True)
+    for p, text in texts.items():
+        p.write_text(text)
     run.chmod(0o755)
-    return [*written, run]
+    return list(texts)
 
 
 def _seed_lines(n: int) -> str:
@@ -414,15 +450,16 @@ def _measure_job(c: Corner) -> str:
 _NO_MAP = {"rand-read": "norandommap\n", "rand-write": "norandommap\n"}
 
 
-def _run_sh(stems: list[str], directory: Path) -> str:
+def _run_sh(stems: list[str], directory: Path, spec: str) -> str:
     """run.sh: the jobs in order, each one's JSON in results/ beside them (it cds there), so
-    the folder to give --measured is `directory`/results/ from where --print-jobs ran."""
+    the folder to give --measured is `directory`/results/ from where --print-jobs ran; `spec`
+    is how the calibrate command it names gives the spec (`--spec acme.toml `)."""
     lines = "\n".join(f"fio --output-format=json --output=results/{s}.json {s}.fio" for s in stems)
     return (
         "#!/bin/sh\n"
         f"# Runs the jobs in order on the device named in them ({DEVICE} until you change it:\n"
         "# the write jobs destroy all data on it), each one's fio JSON kept in results/ here, then:\n"
-        f"#   ssdtwin calibrate --spec mine.toml --measured {directory / 'results'}/ --out mine-fitted.toml\n"
+        f"#   ssdtwin calibrate {spec}--measured {directory / 'results'}/ --out mine-fitted.toml\n"
         f"#   ssdtwin validate --spec mine-fitted.toml --measured {directory / 'results'}/\n"
         'set -e\ncd "$(dirname "$0")"\nmkdir -p results\n' + lines + "\n"
     )

@@ -249,6 +249,8 @@ def measured_group(s: Settings, spec_toml: str, system: str, directory: Path, lo
             f"--measured {directory}: no fio JSON job named as a corner ({', '.join(corners.NAMES)}) or a prediction "
             f"({', '.join(BY_NAME)}): the jobs of `ssdtwin calibrate --print-jobs`"
         )
+    shapes = [(c.origin, c.label, c.shape[0]) for c in found.values()]
+    corners.check_blocks(shapes + [(f"--measured {directory}: {m.source}", m.label, m.shape[0]) for m in jobs], spec)
     drives = Drives(s, spec_toml=spec_toml)
     out = []
     try:

@@ -73,8 +73,10 @@ impl CornersSpec {
         ]
     }
 
-    /// Every problem, each with its field's path.
-    pub(super) fn problems(&self) -> Vec<String> {
+    /// Every problem, each with its field's path. `lba`: the drive's LBA format 0
+    /// (`capacity.lba_bytes[0]`), the format its first namespace is created in, which the
+    /// corners' jobs run on: a block must be whole LBAs of it.
+    pub(super) fn problems(&self, lba: Option<u32>) -> Vec<String> {
         let mut out = Vec::new();
         let mut seen: Vec<&str> = Vec::new();
         for (name, corner) in self.in_order() {
@@ -99,8 +101,13 @@ impl CornersSpec {
                 }
             }
             if let Some(b) = c.block_bytes {
-                if b == 0 || b % 512 != 0 || b > 16 << 20 {
-                    out.push(format!("{path}.block_bytes: must be a multiple of 512 up to 16 MiB (got {b})"));
+                // The twin's fio refuses a block of part of an LBA (a traceback from
+                // calibrate until 2026-11-30, with a corner of 2 KiB on 4 KiB LBAs).
+                let lba = lba.filter(|&l| l > 0).unwrap_or(512) as u64;
+                if b == 0 || b % lba != 0 || b > 16 << 20 {
+                    out.push(format!(
+                        "{path}.block_bytes: must be a multiple of the {lba}-byte LBA (capacity.lba_bytes[0]) up to 16 MiB (got {b})"
+                    ));
                 }
             }
             // The corner's job runs these: an NVMe queue holds 65536 commands, and fio runs
@@ -143,6 +150,18 @@ mod tests {
     }
 
     #[test]
+    fn a_corner_block_of_part_of_an_lba_is_refused() {
+        let base = crate::spec::preset_toml("kioxia-cm6-r-3.84t").expect("preset");
+        let text = base.replace("lba_bytes = { value = [512, 4096]", "lba_bytes = { value = [4096, 512]");
+        assert_ne!(text, base);
+        let text = format!("{text}\n")
+            .replace("rand_read_iops = { value = 1549202.0,", "rand_read_iops = { block_bytes = 2048, value = 1549202.0,");
+        let e = DriveSpec::from_toml(&text, "test.toml").expect_err("2 KiB on 4 KiB LBAs").to_string();
+        assert!(e.contains("corners.rand_read_iops.block_bytes: must be a multiple of the 4096-byte LBA (capacity.lba_bytes[0])"), "{e}");
+        DriveSpec::from_toml(&text.replace("block_bytes = 2048", "block_bytes = 8192"), "test.toml").expect("8 KiB is whole LBAs");
+    }
+
+    #[test]
     fn bad_corners_name_every_field() {
         let e = with_corners(
             "seq_read_mb_s = { value = -1.0, source = \"\", sets = \"t_erase_ns\" }\n\
@@ -160,7 +179,7 @@ mod tests {
             // more than fio's REAL_MAX_JOBS: the twin's fio refused it with a traceback
             "corners.seq_write_mb_s.numjobs: must be 1..=4096 (got 5000)",
             "corners.rand_write_iops.sets: 't_read_ns' is already set",
-            "corners.rand_write_iops.block_bytes",
+            "corners.rand_write_iops.block_bytes: must be a multiple of the 512-byte LBA",
         ] {
             assert!(text.contains(want), "{want} missing from: {text}");
         }

@@ -496,7 +496,7 @@ impl DriveSpec {
         }
         self.validate_power_states(&mut c);
         if let Some(corners) = &self.corners {
-            c.problems.extend(corners.problems());
+            c.problems.extend(corners.problems(self.capacity.lba_bytes.value.first().copied()));
         }
         if c.problems.is_empty() {
             Ok(())
@@ -749,8 +749,17 @@ impl DriveSpec {
         Ok(s)
     }
 
-    /// [timing] (optional): ranges of every timing number.
+    /// [timing]: ranges of every timing number. The table is required: a spec without one
+    /// was accepted and every command that runs I/O (fio, serve, calibrate) then failed with
+    /// a traceback (the field stays optional in the type, for the engine's own error).
     fn validate_timing(&self, c: &mut Checker) {
+        if self.timing.is_none() {
+            c.fail(
+                "timing: missing: a drive needs its [timing] table to run any I/O (fio, serve, calibrate); copy it from \
+                 `ssdtwin models NAME`"
+                    .into(),
+            );
+        }
         if let Some(t) = &self.timing {
             c.range("timing.t_read_ns", &t.t_read_ns, 1_000, 10_000_000);
             c.range("timing.t_prog_ns", &t.t_prog_ns, 10_000, 100_000_000);
@@ -790,6 +799,18 @@ impl DriveSpec {
             c.source(&format!("power_states[{i}]"), &ps.source);
             if ps.max_power_mw == 0 {
                 c.fail(format!("power_states[{i}].max_power_mw: must be above 0"));
+            } else if let Some(t) = self.timing.as_ref().filter(|_| !ps.non_operational) {
+                // The engine allows (max - idle) / op NAND operations at once in a state
+                // (docs/models.md §3, power): a state that cannot power one does I/O only
+                // because the engine grants one anyway, a drive over its own budget.
+                let need = t.idle_power_mw.value as u64 + t.nand_op_power_mw.value as u64;
+                if (ps.max_power_mw as u64) < need {
+                    c.fail(format!(
+                        "power_states[{i}].max_power_mw: an operational state must power one NAND operation over idle: at least \
+                         timing.idle_power_mw + timing.nand_op_power_mw = {need} (got {})",
+                        ps.max_power_mw
+                    ));
+                }
             }
         }
         // The twin starts every drive in power state 0 (the Power Management feature's
@@ -812,7 +833,13 @@ impl DriveSpec {
             return Err(err("scale denominator must be at least 1".into()));
         }
         if self.scale != 1 {
-            return Err(err("the spec is already scaled".into()));
+            // A drive image's spec.toml is the scaled spec: it cannot be scaled again, and
+            // `--spec` wants the full-scale file the image was made from.
+            return Err(err(format!(
+                "the spec is already scaled (scale = {}: a drive image's spec.toml); give the full-scale spec it was made \
+                 from (the file given to `create --spec`, or `ssdtwin models NAME`)",
+                self.scale
+            )));
         }
         if n == 1 {
             return Ok(self.clone());
@@ -820,36 +847,56 @@ impl DriveSpec {
         let mut s = self.clone();
         let w = self.gc_overhead();
         let data = self.nand.blocks_per_plane.value as f64 - w;
-        // The scaled drive's own overhead depends on its block count: iterate to the fixpoint.
-        let mut blocks = (data / n as f64 + self.ftl.gc_overhead_superblocks.value).ceil();
-        for _ in 0..4 {
-            blocks = (data / n as f64 + self.gc_overhead_for(blocks)).ceil();
-        }
-        let ws = self.gc_overhead_for(blocks);
+        let (blocks, ws) = self.scaled_blocks(n);
         if blocks - ws < 4.0 {
+            // The largest N that still leaves 4 (data superblocks fall as N grows).
+            let (mut lo, mut hi) = (1u32, n);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                let (b, o) = self.scaled_blocks(mid);
+                if b - o >= 4.0 {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
             return Err(err(format!(
-                "too small: {} blocks per plane leave {:.1} data superblocks at 1/{n} (need at least 4)",
+                "too small: {} blocks per plane leave {:.1} data superblocks at 1/{n} (need at least 4: N <= {lo})",
                 self.nand.blocks_per_plane.value,
                 blocks - ws
             )));
         }
+        // Each scaled value's source says how it was derived and keeps the full-scale one's
+        // own source, so the image's spec.toml still says where the drive's figures come from.
         s.nand.blocks_per_plane.value = blocks as u32;
         s.nand.blocks_per_plane.source = format!(
-            "{} (full scale) minus its {w:.3} GC overhead, / {n}, plus the scaled drive's {ws:.3}, rounded up",
-            self.nand.blocks_per_plane.value
+            "{} (full scale) minus its {w:.3} GC overhead, / {n}, plus the scaled drive's {ws:.3}, rounded up; full scale: {}",
+            self.nand.blocks_per_plane.value, self.nand.blocks_per_plane.source
         );
         // Same user : data-pool ratio as full scale, on a 64 KiB grid (any IU, any LBA size).
         let grain = 65536f64;
         let t = self.capacity.tnvmcap_bytes.value as f64 * (blocks - ws) / data;
         s.capacity.tnvmcap_bytes.value = ((t / grain).floor() * grain) as u64;
         s.capacity.tnvmcap_bytes.source = format!(
-            "{} (full scale) x {:.3}/{data:.3} data superblocks, rounded down to 64 KiB",
+            "{} (full scale) x {:.3}/{data:.3} data superblocks, rounded down to 64 KiB; full scale: {}",
             self.capacity.tnvmcap_bytes.value,
-            blocks - ws
+            blocks - ws,
+            self.capacity.tnvmcap_bytes.source
         );
         s.scale = n;
         s.validate(&format!("{} at 1/{n}", self.drive.name))?;
         Ok(s)
+    }
+
+    /// Blocks per plane of the drive at 1/`n` and its GC overhead (superblocks): the scaled
+    /// drive's own overhead depends on its block count, so this iterates to the fixpoint.
+    fn scaled_blocks(&self, n: u32) -> (f64, f64) {
+        let data = self.nand.blocks_per_plane.value as f64 - self.gc_overhead();
+        let mut blocks = (data / n as f64 + self.ftl.gc_overhead_superblocks.value).ceil();
+        for _ in 0..4 {
+            blocks = (data / n as f64 + self.gc_overhead_for(blocks)).ceil();
+        }
+        (blocks, self.gc_overhead_for(blocks))
     }
 
     /// Data bytes of an LBA format index, if valid.
@@ -1049,5 +1096,52 @@ mod tests {
             assert_eq!(gt.dies(), g.dies());
             assert_eq!(gt.superblock_bytes, g.superblock_bytes);
         }
+    }
+
+    #[test]
+    fn a_scaled_spec_keeps_the_full_scale_sources() {
+        // An image's spec.toml is the scaled spec: the two values scaling changes must still
+        // say where the drive's own figures came from (a user's "[SRC] my datasheet").
+        let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        s.capacity.tnvmcap_bytes.source = "[SRC] my datasheet rev 2".into();
+        s.nand.blocks_per_plane.source = "[DERIVED] my die".into();
+        let t = s.scaled(64).unwrap();
+        assert!(t.capacity.tnvmcap_bytes.source.ends_with("; full scale: [SRC] my datasheet rev 2"), "{}", t.capacity.tnvmcap_bytes.source);
+        assert!(t.nand.blocks_per_plane.source.ends_with("; full scale: [DERIVED] my die"), "{}", t.nand.blocks_per_plane.source);
+    }
+
+    #[test]
+    fn scaling_errors_say_what_to_do() {
+        let s = DriveSpec::preset("intel-p5316-15.36t").unwrap();
+        // too small: the message names the smallest drive that works, and that one does
+        let e = s.scaled(454).unwrap_err().to_string();
+        let lo: u32 = e.split("need at least 4: N <= ").nth(1).and_then(|r| r.split(')').next()).and_then(|n| n.parse().ok()).expect(&e);
+        assert!(s.scaled(lo).is_ok() && s.scaled(lo + 1).is_err(), "{e}");
+        // a scaled spec (an image's spec.toml) names its scale and what to give instead
+        let e = s.scaled(64).unwrap().scaled(1).unwrap_err().to_string();
+        assert!(e.contains("already scaled (scale = 64: a drive image's spec.toml); give the full-scale spec"), "{e}");
+    }
+
+    #[test]
+    fn a_power_state_that_cannot_power_one_nand_operation_is_refused() {
+        // The engine grants such a state one operation anyway (engine set_power): a drive
+        // over its own power budget, accepted until 2026-11-30.
+        let mut s = DriveSpec::preset("kioxia-cm6-r-3.84t").unwrap();
+        s.timing.as_mut().unwrap().idle_power_mw.value = 30_000;
+        let e = s.validate("x.toml").unwrap_err().to_string();
+        assert!(e.contains("power_states[0].max_power_mw: an operational state must power one NAND operation over idle: at least timing.idle_power_mw + timing.nand_op_power_mw = 30150 (got 27500)"), "{e}");
+        // the non-operational ps6 (5 W, the idle floor) is not held to it
+        assert!(!e.contains("power_states[6]"), "{e}");
+        s.timing.as_mut().unwrap().idle_power_mw.value = 9_750; // ps5 (9.9 W) powers exactly one
+        s.validate("x.toml").unwrap();
+    }
+
+    #[test]
+    fn a_spec_without_a_timing_table_is_refused() {
+        let text = preset_toml("kioxia-cm6-r-3.84t").unwrap();
+        let (head, rest) = text.split_once("\n[timing]\n").unwrap();
+        let tail = &rest[rest.find("\n[[power_states]]").unwrap()..];
+        let e = DriveSpec::from_toml(&format!("{head}\n{tail}"), "x.toml").unwrap_err().to_string();
+        assert!(e.contains("timing: missing: a drive needs its [timing] table"), "{e}");
     }
 }
