@@ -194,6 +194,31 @@ def test_queues_of_a_capped_namespace_share_its_cap(tmp_path: Path, pb5: Path) -
     run_cli("check", pb5)
 
 
+@pytest.mark.parametrize("depths", [(32,), (16, 16), (8, 24)])
+def test_a_capped_namespace_holds_its_commands_in_the_drive(tmp_path: Path, pb5: Path, depths: tuple[int, ...]) -> None:
+    """The drive holds a capped namespace's commands, not the host: fio keeps its iodepth
+    in flight, and each command's completion waits for its tokens, so its latency includes
+    the hold. With 32 commands in flight and 20K IOPS, Little's law gives 32 / 20K = 1.6 ms.
+    The host held each command until it conformed: the job's reported latency was the
+    drive's service time alone (14.5 us), its queue depth 1. Jobs on one namespace take its
+    tokens in the order their commands arrive, so each gets a share in proportion to the
+    commands it keeps in flight, and all wait as long, under round robin and weighted round
+    robin alike."""
+    run_cli("nvme", "qos", pb5, "-n", "1", "--iops", "20000")
+    job = tmp_path / "capped.fio"
+    jobs_text = "".join(f"[q{i}]\niodepth={d}\n" for i, d in enumerate(depths))
+    job.write_text("[global]\nfilename=ns1\nioengine=libaio\nrw=randread\nbs=4k\ntime_based=1\nruntime=300ms\nramp_time=50ms\n" + jobs_text)
+    for arbitration in ("0x0", "0x0f030000"):  # round robin, then WRR with every queue medium
+        run_cli("nvme", "set-feature", pb5, "-f", "0x01", "-v", arbitration)
+        jobs = [j["read"] for j in run_cli("fio", pb5, job, "--output-format", "json").json()["jobs"]]
+        assert 0.98 * 20_000 < sum(j["iops"] for j in jobs) < 1.01 * 20_000, jobs  # the cap holds
+        for d, j in zip(depths, jobs, strict=True):
+            share = 20_000 * d / 32
+            assert 0.97 * share < j["iops"] < 1.03 * share, (arbitration, depths, jobs)
+            assert 0.98 * 1600 < j["clat_ns"]["mean"] / 1e3 < 1.02 * 1600, (arbitration, j["clat_ns"])  # Little's law
+    run_cli("check", pb5)
+
+
 def test_a_capped_neighbour_holds_back_no_other_namespace_under_wrr(tmp_path: Path, pb5: Path) -> None:
     """A greedy reader on ns1 capped at 20K IOPS beside a writer on the DRAM namespace: the
     cap protects the writer under weighted round robin as under round robin. Under WRR the
@@ -209,11 +234,17 @@ def test_a_capped_neighbour_holds_back_no_other_namespace_under_wrr(tmp_path: Pa
     )
 
     def run() -> dict[str, float]:
+        """Each job's I/Os per second of its longest clone's runtime: the greedy clones
+        drain their held commands (up to 256 / 20K = 12.8 ms) at different times, and the
+        sum of their own rates counted each over its own runtime."""
         jobs = run_cli("fio", pb5, job, "--output-format", "json").json()["jobs"]
-        out: dict[str, float] = {}
+        ios: dict[str, int] = {}
+        ms: dict[str, int] = {}
         for j in jobs:
-            out[j["jobname"]] = out.get(j["jobname"], 0.0) + j["read"]["iops"] + j["write"]["iops"]
-        return out
+            name = j["jobname"]
+            ios[name] = ios.get(name, 0) + j["read"]["total_ios"] + j["write"]["total_ios"]
+            ms[name] = max(ms.get(name, 0), j["read"]["runtime"], j["write"]["runtime"])
+        return {name: ios[name] / (ms[name] / 1e3) for name in ios}
 
     rr = run()
     run_cli("nvme", "set-feature", pb5, "-f", "0x01", "-v", "0x0f030000")  # WRR, every queue medium

@@ -235,10 +235,6 @@ pub struct DeviceTiming {
     /// (the controller inserts and strips the PI, so the host moves none) and PRCHK bits.
     pub pract: bool,
     pub prchk: u8,
-    /// The command submitted now took its QoS tokens before (when the fio runner admitted it
-    /// to its submission queue under weighted round robin, conforming): the controller
-    /// neither charges nor holds it again.
-    pub qos_admitted: bool,
     wpath_free_ps: u64,
     wpath_service_ps: u64,
     /// Write data path: next free time (ps) and ps per byte (0 = no ceiling).
@@ -331,7 +327,6 @@ impl DeviceTiming {
             ctrl_service_ps: 1_000_000_000_000 / t.ctrl_max_iops.value.max(1),
             pi_check_ps: t.ctrl_pi_check_ns.as_ref().map_or(0, |p| p.value * 1000),
             pract: false,
-            qos_admitted: false,
             prchk: 0,
             wpath_free_ps: 0,
             wdata: Calendar::default(),
@@ -884,18 +879,27 @@ impl DeviceTiming {
         (0..3).filter(|&i| costs[i] > 0).fold(now, |t, i| t.max(tat[i].saturating_sub(QOS_BURST_NS)))
     }
 
-    /// The controller's QoS gate: the command is held until it conforms, then takes its
-    /// tokens. Returns when it may start.
-    #[inline]
-    pub fn qos_gate(&mut self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
+    /// The controller's QoS gate: the command arriving at `now` takes its tokens, in the
+    /// order commands arrive; returns when it conforms (`now` or later).
+    ///
+    /// Its direction's bandwidth bucket times it after the earlier commands of that
+    /// direction; the command bucket (IOPS), shared by both directions, after the earlier
+    /// commands' command tokens, taken when they arrived. So a command held by its own
+    /// direction's bandwidth cap (a writer at its write cap) takes one command token, not
+    /// the bucket from its own late start onwards, and holds back no command of the other
+    /// direction that conforms (a reader): timed from its start, the held writes' tokens
+    /// moved the command bucket past every read behind them.
+    fn qos_gate(&mut self, ctrl: &Controller, nsid: NsId, write: bool, bytes: u64, now: u64) -> u64 {
         let Some(caps) = ctrl.qos_limits(nsid) else { return now };
         let start = self.qos_ready(ctrl, nsid, write, bytes, now);
         let costs = Self::qos_costs(caps, write, bytes);
         let tat = self.qos_tat.entry(nsid.0).or_insert([0; 3]);
-        for i in 0..3 {
-            if costs[i] > 0 {
-                tat[i] = tat[i].max(start) + costs[i];
-            }
+        let bw = write as usize;
+        if costs[bw] > 0 {
+            tat[bw] = tat[bw].max(start) + costs[bw];
+        }
+        if costs[2] > 0 {
+            tat[2] = tat[2].max(now) + costs[2];
         }
         start
     }
@@ -933,19 +937,19 @@ impl DeviceTiming {
     }
 
     /// How long the QoS gate holds a command of `nlb` blocks arriving at `now` on `nsid`
-    /// (0 without caps, or when it was admitted conforming: [`DeviceTiming::qos_admitted`]);
-    /// the command takes its tokens.
+    /// (0 without caps); the command takes its tokens ([`DeviceTiming::qos_gate`]).
     ///
-    /// The command runs at its arrival and only its completion waits out the hold: timed
-    /// at the time it conforms instead, it took the command processor (a FIFO) then, and
-    /// every command of every namespace arriving after it waited for that, so a capped
-    /// tenant's backlog stalled its neighbours (`ssdtwin serve` submits each command as
-    /// it arrives; the fio runner holds a command in the host until it conforms, and then
-    /// no hold is left here).
+    /// The command runs at its arrival and only its completion waits out the hold, so the
+    /// host sees the hold in its latency (`ssdtwin serve`'s NBD reply, the fio runner's
+    /// completion). Timed at the time it conforms instead, it took the command processor
+    /// (a FIFO) then, and every command of every namespace arriving after it waited for
+    /// that, so a capped tenant's backlog stalled its neighbours. Both drivers submit each
+    /// command as it arrives (the fio runner at its job's pace, or at the WRR arbiter's
+    /// fetch) and hold nothing in the host (docs/models.md, QoS caps).
     fn qos_hold(&mut self, ctrl: &Controller, nsid: NsId, write: bool, nlb: u64, now: u64) -> Result<u64, Error> {
         Ok(match ctrl.qos_limits(nsid) {
-            Some(_) if !self.qos_admitted => self.qos_gate(ctrl, nsid, write, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now) - now,
-            _ => 0,
+            Some(_) => self.qos_gate(ctrl, nsid, write, nlb * ctrl.attached(nsid)?.lba_bytes as u64, now) - now,
+            None => 0,
         })
     }
 

@@ -206,6 +206,25 @@ fn a_held_command_holds_back_no_other_namespace() {
 }
 
 #[test]
+fn a_write_held_by_its_bandwidth_cap_holds_back_no_read() {
+    // What `ssdtwin serve` does with a writer at its write cap beside a reader on the same
+    // namespace, both under its IOPS cap: 32 writes of 128 KiB (100 MB/s: 1.31 ms apart)
+    // arrive at once, then 32 reads of 4 KiB. Each write takes one command token as it
+    // arrives (20K IOPS: 21 in the 1 ms burst, then one per 50 us), and the reads the next
+    // ones, done within 3 ms. Timed from the writes' own starts, the command tokens moved
+    // past the last write's, 40 ms ahead, and every read waited for that.
+    let mut c = with_dram_ns();
+    let caps = ssdtwin_core::nvme::QosLimits { read_bytes_per_s: 0, write_bytes_per_s: 100_000_000, iops: 20_000 };
+    c.set_qos(NsId(1), caps).unwrap();
+    let mut t = DeviceTiming::new(&c.spec().clone(), c.ftl_config()).unwrap();
+    let writes: Vec<u64> = (0..32u64).map(|i| t.write(&mut c, 0, NsId(1), i * 256, 256).unwrap()).collect();
+    assert!(writes[31] >= 21 * 1_310_720, "the write cap holds: the last write completes at {} ns", writes[31]);
+    let reads: Vec<u64> = (0..32u64).map(|i| t.read(&mut c, 0, NsId(1), (1000 + i) * 8, 8).unwrap()).collect();
+    assert!(reads[31] >= (32 + 31 - 20) * 50_000, "the IOPS cap holds: the last read completes at {} ns", reads[31]);
+    assert!(reads.iter().all(|&r| r < 3_000_000), "reads complete at {reads:?} ns");
+}
+
+#[test]
 fn qos_caps_are_checked_persisted_and_dropped_with_the_namespace() {
     let mut c = with_dram_ns();
     let link = c.spec().timing.as_ref().unwrap().host_link_bytes_per_s.value;

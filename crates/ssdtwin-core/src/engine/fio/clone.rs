@@ -177,13 +177,6 @@ pub(super) struct JobClone {
     pub logging: bool,
     /// Some direction has `rate` or `rate_iops` (the rate limiter has work to do).
     pub rate_limited: bool,
-    /// The namespace has QoS caps (`ssdtwin nvme qos`; set before the run, which holds the
-    /// controller for its whole length, so they cannot change during it).
-    pub qos_capped: bool,
-    /// Its front I/O waits in its namespace's QoS line (`Runner::qos_lines`).
-    pub qos_in_line: bool,
-    /// It waits in that line for a clone that waited longer to take the tokens first.
-    pub qos_deferred: bool,
     /// Nothing but the queue depth and the run's length decides when the clone issues, and
     /// a completion counts only in the report's totals, latencies and bw/iops samples (see
     /// `JobClone::plain_options`; the runner adds its own conditions): the runner takes the
@@ -303,9 +296,6 @@ impl JobClone {
             iops_window_ns,
             logging,
             rate_limited,
-            qos_capped: false,
-            qos_in_line: false,
-            qos_deferred: false,
             plain: false,
             depth,
             started: false,
@@ -406,8 +396,7 @@ impl JobClone {
     }
 
     /// None of the options the issue and completion paths look for is in use: think time,
-    /// number_ios, flow, a replayed trace, serialize_overlap, a rate limit, QoS caps, a
-    /// latency target, a minimum rate, write_iolog, steady state, any log. Their state then
+    /// number_ios, flow, a replayed trace, serialize_overlap, a rate limit, a latency target, a minimum rate, write_iolog, steady state, any log. Their state then
     /// stays at its start values for the whole run (nothing else sets it), so skipping the
     /// checks changes nothing. Its blocks are under 1 GiB: a completion carries its
     /// length in 30 bits of the event (`Ev::plain_io`).
@@ -419,7 +408,6 @@ impl JobClone {
             && self.replay.is_none()
             && !spec.serialize_overlap
             && !self.rate_limited
-            && !self.qos_capped
             && spec.latency_target_ns == 0
             && !self.min_rate_set()
             && self.iolog.is_none()

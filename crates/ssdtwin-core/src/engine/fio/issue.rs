@@ -1,7 +1,9 @@
 //! Issuing: whether a clone may issue its next I/O now (queue depth, think time, rate
-//! limits, flow, a replayed trace's pacing, the namespace's QoS caps), sending it to the
-//! drive (directly, through the WRR arbiter's submission queues, or through a host
-//! stack), and idle time for background GC when nothing is outstanding.
+//! limits, flow, a replayed trace's pacing), sending it to the drive (directly, through
+//! the WRR arbiter's submission queues, or through a host stack), and idle time for
+//! background GC when nothing is outstanding. The namespace's QoS caps are the drive's:
+//! the controller holds a capped command's completion (`DeviceTiming::qos_hold`), so the
+//! host submits at its own pace and sees the hold in its latency.
 
 use super::clone::{JobClone, Slot, LOOKAHEAD};
 use super::report::depth_slot;
@@ -134,10 +136,6 @@ impl Runner<'_> {
         }
         if cl.stopping || now >= cl.stop_at {
             cl.stopping = true;
-            if cl.qos_in_line {
-                self.qos_leave_line(c, now);
-            }
-            let cl = &mut self.clones[c];
             if cl.inflight == 0 {
                 cl.finished = true;
                 cl.end_ns = now;
@@ -216,40 +214,6 @@ impl Runner<'_> {
             }
             return Ok(Gate::Wait);
         }
-        // The controller's QoS caps on the namespace (`ssdtwin nvme qos`): held until the
-        // command conforms, one wake-up per wait as for the rate limit above. The queues
-        // of one namespace waiting for its tokens are served in the order they began to
-        // wait: a conforming command defers to a queue that waited longer and conforms too
-        // (without this the queue whose wake-up came first took every token of a shared
-        // IOPS cap and the namespace's other queues none), not to one still held by a cap
-        // of its own direction.
-        if cl.qos_capped && io.ddir != Ddir::Trim {
-            let nsid = cl.nsid;
-            let at = self.timing.qos_ready(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now);
-            let earlier = if at > now { None } else { self.qos_earlier_conforming(c, now) };
-            if at > now || earlier.is_some() {
-                let cl = &mut self.clones[c];
-                if !cl.qos_in_line {
-                    cl.qos_in_line = true;
-                    self.qos_lines.entry(nsid.0).or_default().push_back(c as u32);
-                }
-                if let Some(w) = earlier {
-                    // Woken again when `w` (or whoever takes the tokens first) has taken them.
-                    cl.qos_deferred = true;
-                    self.push(now, Ev::Wake(w as u32));
-                } else if cl.rate.wake_ns != at {
-                    cl.rate.wake_ns = at;
-                    self.push(at, Ev::Wake(c as u32));
-                }
-                return Ok(Gate::Wait);
-            }
-            self.qos_leave_line(c, now);
-            if self.arb.is_some() {
-                // Weighted round robin: the command takes its tokens as it enters its
-                // submission queue, while it conforms; the fetch runs it unheld.
-                self.timing.qos_gate(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now);
-            }
-        }
         let cl = &mut self.clones[c];
         if let Some(r) = &mut cl.replay {
             r.issued(now);
@@ -272,37 +236,6 @@ impl Runner<'_> {
         }
         self.maybe_idle(now)?;
         Ok(Gate::Wait)
-    }
-
-    /// The clone that waited longest for clone `c`'s namespace's QoS tokens and whose
-    /// command conforms at `now`, if it waited longer than `c`.
-    fn qos_earlier_conforming(&self, c: usize, now: u64) -> Option<usize> {
-        let nsid = self.clones[c].nsid;
-        let line = self.qos_lines.get(&nsid.0)?;
-        line.iter().map(|&w| w as usize).take_while(|&w| w != c).find(|&w| {
-            let io = self.clones[w].pending.front();
-            self.timing.qos_ready(self.ctrl, nsid, io.ddir == Ddir::Write, io.len, now) <= now
-        })
-    }
-
-    /// Clone `c` takes its namespace's QoS tokens, or stops: it leaves the line, and the
-    /// clones that deferred to an earlier one look at the tokens again.
-    fn qos_leave_line(&mut self, c: usize, now: u64) {
-        let nsid = self.clones[c].nsid;
-        self.clones[c].qos_in_line = false;
-        // The line, the clones and the event queue borrowed apart: the deferred clones are
-        // woken as the line is read, in its order, with no list of them made first (this
-        // runs each time a capped queue takes its tokens).
-        let Self { qos_lines, clones, events, .. } = self;
-        let Some(line) = qos_lines.get_mut(&nsid.0) else { return };
-        line.retain(|&w| w as usize != c);
-        for &w in line.iter() {
-            let waiter = &mut clones[w as usize];
-            if waiter.qos_deferred {
-                waiter.qos_deferred = false;
-                events.push(now, Ev::Wake(w).pack());
-            }
-        }
     }
 
     /// Send `io` to the drive and schedule its completion.
@@ -381,11 +314,9 @@ impl Runner<'_> {
             _ => HostOp::Deallocate,
         };
         (self.timing.pract, self.timing.prchk) = (cl.pract, cl.prchk);
-        // Its QoS tokens were taken when it was queued (Runner::gate).
-        self.timing.qos_admitted = true;
-        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb });
-        self.timing.qos_admitted = false;
-        let done = done?;
+        // A command of a QoS-capped namespace is held in the controller from here: it
+        // runs now and its completion waits for its tokens (DeviceTiming::qos_hold).
+        let done = self.timing.submit(self.ctrl, now, HostCmd { op, nsid, slba, nlb })?;
         self.push(done.max(now.saturating_add(1)), Ev::Done { clone: c as u32, slot: q.slot });
         self.schedule_fetch(now);
         Ok(())

@@ -33,7 +33,7 @@ mod steadystate;
 pub(crate) mod tests;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 use super::arbiter::Arbiter;
 use super::events::{Entry, EventQueue};
@@ -211,12 +211,10 @@ fn clones_of(
         if spec.target_size_bytes != target {
             return Err(err(format!("job resolved for a {}-byte target, namespace {nsid} has {target}", spec.target_size_bytes)).into());
         }
+        // The namespace's QoS caps bind in the drive (`DeviceTiming::qos_hold`), whatever
+        // sends its commands: a clone, the WRR arbiter's fetch or a host stack (whose
+        // tier takes the host's I/Os without the drive's cap).
         let mut clone = JobClone::new(spec, NsId(nsid), ns, target, source)?;
-        // Through a stack the host's I/Os go to the tier, not the drive: the namespace's
-        // caps bind the drive commands the stack sends (`DeviceTiming::submit`), as when it
-        // is served. Gating the host's I/Os too held writes the tier had room for to the
-        // drive's cap.
-        clone.qos_capped = stack_target.is_none() && ctrl.qos_limits(NsId(nsid)).is_some();
         clone.prefetch = ctrl.prefetch_handle(NsId(nsid));
         clones.push(clone);
     }
@@ -300,7 +298,6 @@ fn run_with(
         budgets,
         progress_unit,
         conv: None,
-        qos_lines: BTreeMap::new(),
     };
     // The host stack on the target namespace.
     if let Some(stack) = stack {
@@ -389,9 +386,6 @@ struct Runner<'a> {
     progress_unit: Option<ProgressUnit>,
     /// A converging run's samples and rule (converge.rs).
     conv: Option<Box<Converger>>,
-    /// Per QoS-capped namespace, the clones (submission queues) whose next command waits
-    /// for the namespace's caps, in the order they began to wait (issue.rs, `Runner::gate`).
-    qos_lines: BTreeMap<u32, VecDeque<u32>>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -479,3 +479,94 @@ fn hand_built_jobs_out_of_range_are_refused_naming_the_field() {
         }
     }
 }
+
+// A QoS-capped namespace's commands are held in the drive, as when it is served: `ssdtwin
+// serve` submits each command to the device timing as it arrives and replies at the
+// completion it returns (ssdtwin-serve, `Backend::timed`). A closed loop of 16 reads so
+// submitted and a fio job of iodepth=16 wait alike: 16 / 20K IOPS = 800 us each (Little's
+// law), the hold included. The fio runner held each command in the host until it
+// conformed: its reads reported the drive's service time alone (tens of us), at depth 1.
+#[test]
+fn a_capped_namespace_waits_as_long_in_fio_as_when_served() {
+    const CAP: u64 = 20_000;
+    const QD: u64 = 16;
+    let (ramp, runtime) = (50_000_000u64, 200_000_000u64);
+    let capped = || {
+        let (mut ctrl, timing) = drive();
+        ctrl.set_qos(NsId(1), crate::nvme::QosLimits { read_bytes_per_s: 0, write_bytes_per_s: 0, iops: CAP }).unwrap();
+        (ctrl, timing)
+    };
+    let (mut ctrl, mut timing) = capped();
+    let job = json!({"rw": "randread", "directions": ["read"], "iodepth": QD, "iodepth_configured": QD,
+                     "time_based": true, "runtime_ns": runtime, "ramp_time_ns": ramp});
+    let s = spec(&ctrl, job);
+    let out = run(&mut ctrl, &mut timing, vec![s], &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap();
+    let fio = &out[0].read.clat;
+    let fio_mean = fio.sum_ns as f64 / fio.n as f64;
+    // Served: a new read as each completes, the latencies of those arriving after the ramp.
+    let (mut ctrl, mut timing) = capped();
+    let mut arrivals: BinaryHeap<std::cmp::Reverse<u64>> = (0..QD).map(|_| std::cmp::Reverse(0)).collect();
+    let (mut lats, mut i) = (Vec::new(), 0u64);
+    while let Some(std::cmp::Reverse(t)) = arrivals.pop() {
+        if t >= ramp + runtime {
+            break;
+        }
+        let done = timing.read(&mut ctrl, t, NsId(1), (i * 8) % 2048, 8).unwrap();
+        i += 1;
+        if t >= ramp {
+            lats.push(done - t);
+        }
+        arrivals.push(std::cmp::Reverse(done));
+    }
+    let served_mean = lats.iter().sum::<u64>() as f64 / lats.len() as f64;
+    let little = QD as f64 * 1e9 / CAP as f64;
+    for (who, mean) in [("fio", fio_mean), ("served", served_mean)] {
+        assert!((mean / little - 1.0).abs() < 0.01, "{who}: mean {mean} ns, Little's law {little} ns");
+    }
+    assert!((fio_mean / served_mean - 1.0).abs() < 0.005, "fio {fio_mean} ns, served {served_mean} ns");
+    // The same shape: every latency of the steady state is the hold plus a read's service.
+    let (smin, smax) = (*lats.iter().min().unwrap(), *lats.iter().max().unwrap());
+    assert!(
+        fio.min_ns.abs_diff(smin) < 5_000 && fio.max_ns.abs_diff(smax) < 5_000,
+        "fio {}..{} ns, served {smin}..{smax} ns",
+        fio.min_ns,
+        fio.max_ns
+    );
+    assert!(fio.n.abs_diff(lats.len() as u64) <= QD, "fio {} reads, served {}", fio.n, lats.len());
+}
+
+// A run that ends while the drive holds commands of a capped namespace ends when the last
+// held command completes, and counts as any other: number_ios and a size limit count the
+// I/Os issued, a time-based run counts those issued after the ramp (the held ones in
+// flight at its end included, at their completion), under round robin and WRR alike.
+#[test]
+fn runs_end_cleanly_with_commands_held_by_a_qos_cap() {
+    const CAP: u64 = 20_000;
+    for wrr in [false, true] {
+        let run_capped = |extra: Value| {
+            let (mut ctrl, mut timing) = drive();
+            ctrl.set_qos(NsId(1), crate::nvme::QosLimits { read_bytes_per_s: 0, write_bytes_per_s: 0, iops: CAP }).unwrap();
+            if wrr {
+                ctrl.set_feature(0x01, NsId(0), 0x0f03_0000).unwrap();
+            }
+            let s = spec(&ctrl, with(json!({"iodepth": 32, "iodepth_configured": 32}), extra));
+            run(&mut ctrl, &mut timing, vec![s], &RunOptions { default_nsid: 1, idle_gc: true }, 0, &mut |_| true).unwrap().remove(0)
+        };
+        // The first 21 writes conform at once (1 ms of tokens), then one per 50 us.
+        let o = run_capped(json!({"number_ios": 100}));
+        assert_eq!((o.write.total_ios, o.write.clat.n), (100, 100), "wrr {wrr}");
+        assert!(o.elapsed_ns >= 79 * 50_000 && o.elapsed_ns < 81 * 50_000 + 200_000, "wrr {wrr}: {} ns", o.elapsed_ns);
+        let o = run_capped(json!({}));
+        assert_eq!((o.write.total_ios, o.write.io_bytes), (256, 1 << 20), "wrr {wrr}");
+        // 100 ms after a 20 ms ramp: the 32 writes in flight at the ramp's end are not
+        // counted, the 32 at the run's end are, 1.6 ms later.
+        let timed = json!({"time_based": true, "runtime_ns": 100_000_000u64, "ramp_time_ns": 20_000_000u64});
+        let o = run_capped(timed);
+        assert_eq!(o.write.total_ios, 2000, "wrr {wrr}");
+        assert!(o.runtime_ns.abs_diff(101_600_000) < 200_000, "wrr {wrr}: {} ns", o.runtime_ns);
+        assert!((o.write.clat.sum_ns / o.write.clat.n).abs_diff(1_600_000) < 20_000, "wrr {wrr}: {:?}", o.write.clat);
+        // A job that ends inside its ramp reports the ramp's I/Os.
+        let o = run_capped(json!({"ramp_time_ns": 10 * SECOND}));
+        assert_eq!((o.write.total_ios, o.write.clat.n), (256, 0), "wrr {wrr}");
+    }
+}
