@@ -490,16 +490,17 @@ def test_p5316_vendor_log_has_intel_0xf4_0xf5(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- waf
 
 
-def test_waf_wraps_a_command_and_matches_vendor_log_deltas(cm6_written: Path) -> None:
+def test_waf_wraps_a_command_and_matches_vendor_log_deltas(small: Path) -> None:
     """A window of one namespace pass is the drive's WAF: printed with what it spans (basis
     "window": the flow cannot tell timed from fast-forward writes)."""
-    v0 = vendor(cm6_written)
-    inner = [*SSDTWIN, "precondition", str(cm6_written), "--rand", "4k", "--amount", "1x", "-q"]
-    r = run_cli("waf", cm6_written, "--", *inner)
-    v1 = vendor(cm6_written)
+    # (The written CM6 at 1/454: each 4 KiB pass writes a seventh of what 1/64 took.)
+    v0 = vendor(small)
+    inner = [*SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "1x", "-q"]
+    r = run_cli("waf", small, "--", *inner)
+    v1 = vendor(small)
     dh = v1["host_write_bytes"] - v0["host_write_bytes"]
     dn = v1["nand_write_bytes"] - v0["nand_write_bytes"]
-    assert dh == idctrl(cm6_written)["tnvmcap"] // 4096 * 4096
+    assert dh == idctrl(small)["tnvmcap"] // 4096 * 4096
     out = r.stdout.splitlines()
     assert out[0].startswith("rand 4k: wrote")  # the command's own output comes first
     assert f"host bytes written : {dh} " in r.stdout
@@ -514,9 +515,9 @@ def test_waf_wraps_a_command_and_matches_vendor_log_deltas(cm6_written: Path) ->
     assert m and float(m[1]) == pytest.approx(dn / dh, abs=5e-5), r.stdout
     assert 2.0 < dn / dh < 6.0
     # -o json: stdout is exactly one JSON document, with the measurement.
-    inner = [*SSDTWIN, "precondition", str(cm6_written), "--rand", "4k", "--amount", "1x", "-q"]
-    j = run_cli("waf", cm6_written, "-o", "json", "--", *inner).json()
-    v2 = vendor(cm6_written)
+    inner = [*SSDTWIN, "precondition", str(small), "--rand", "4k", "--amount", "1x", "-q"]
+    j = run_cli("waf", small, "-o", "json", "--", *inner).json()
+    v2 = vendor(small)
     assert j["host_bytes_written"] == v2["host_write_bytes"] - v1["host_write_bytes"] == dh
     assert j["nand_bytes_written"] == v2["nand_write_bytes"] - v1["nand_write_bytes"]
     assert j["waf"] == pytest.approx(j["nand_bytes_written"] / j["host_bytes_written"])
