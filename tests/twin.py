@@ -185,6 +185,25 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def zeroes_from(path: Path, start: int) -> bool:
+    """Whether every byte of a file from offset ``start`` on is zero. A hole reads zeroes, so
+    only the file's data regions are read (SEEK_DATA / SEEK_HOLE): a namespace copied out
+    to a 1 GiB sparse file and read whole cost a test 3-5 s of system time."""
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        for begin, end in _data_regions(fd, os.fstat(fd).st_size):
+            offset = max(begin, start)
+            f.seek(offset)
+            while offset < end:
+                chunk = f.read(min(end - offset, 1 << 20))
+                if not chunk:
+                    break
+                if chunk.count(0) != len(chunk):
+                    return False
+                offset += len(chunk)
+    return True
+
+
 def _data_regions(fd: int, size: int) -> Iterator[tuple[int, int]]:
     """The [start, end) byte ranges of a file that may hold data (the whole file where the
     file system cannot say)."""
