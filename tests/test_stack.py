@@ -432,3 +432,18 @@ def test_a_trim_through_a_log_stack_takes_the_tiers_map_update(tmp_path: Path, p
     assert "  trim: IOPS=" in text
     check_image(p5316)
 
+
+def test_check_on_a_stack_image_checks_the_stack_and_its_drive(tmp_path: Path, p5316: Path) -> None:
+    """`ssdtwin check STACKDIR` said "not an ssdtwin drive image (no ssdtwin.toml)"."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    run_cli("fio", stack, job)
+    out = run_cli("check", stack).stdout
+    assert out.startswith(f"{stack}: stack consistent") and "drive FTL consistent" in out, out
+    assert_one_line_error(run_cli("check", stack, "--repair", check=False), "--repair:", f"ssdtwin check {p5316.resolve()} --repair")
+    # The drive changed underneath: refused, as a run would be.
+    run_cli("fio", p5316, job)
+    assert_one_line_error(run_cli("check", stack, check=False), "changed since the stack last ran on it")
+    check_image(p5316)
