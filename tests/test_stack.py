@@ -5,6 +5,7 @@ bad input refused in one line with both images untouched."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,20 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
     moved.rename(p5316)
 
 
+def test_a_bad_tier_in_state_json_is_named_by_its_key_there(tmp_path: Path, p5316: Path) -> None:
+    """A state.json whose tier parameters do not hold is refused naming the key it holds
+    (it said `high_watermark 0`, a key no file has)."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    state = json.loads((stack / "state.json").read_text())
+    state["stack"]["tier"]["config"]["high_watermark_pct"] = 0
+    (stack / "state.json").write_text(json.dumps(state))
+    assert_one_line_error(
+        run_cli("stack", stack, "--show", check=False), "state.json: stack state: high_watermark_pct 0: 1 to 100 (percent of the tier)"
+    )
+    check_image(p5316)
+
+
 @pytest.mark.parametrize(
     "args, needles",
     [
@@ -105,27 +120,40 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
         (["--shaping", "pmem:64MiB", "--policy", "lru"], ("--policy lru: one of iu-fill, log",)),
         (
             ["--shaping", "pmem:64MiB", "--high-watermark", "50", "--low-watermark", "70"],
-            ("low_watermark 70: 0 to high_watermark - 1 (49)",),
+            ("--low-watermark 70: 0 to --high-watermark - 1 (49)",),
         ),
-        (["--shaping", "pmem:64MiB", "--high-watermark", "120"], ("high_watermark 120: 1 to 100",)),
+        (["--shaping", "pmem:64MiB", "--high-watermark", "120"], ("--high-watermark 120: 1 to 100",)),
         (["--shaping", "pmem:64KiB"], ("capacity 65536: a multiple of 4096 from 1048576",)),
-        (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("destage_concurrency 0: 1 to 1024",)),
+        (["--shaping", "pmem:64MiB", "--destage-concurrency", "0"], ("--destage-concurrency 0: 1 to 1024",)),
         # A negative value was "tier parameters: OverflowError: out of range integral type conversion".
         (["--shaping", "pmem:64MiB", "--high-watermark", "-5"], ("--high-watermark -5: 1 to 100",)),
         (["--shaping", "pmem:64MiB", "--destage-concurrency", "-1"], ("--destage-concurrency -1: 1 to 1024",)),
         (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "-20"], ("--host-op -20: 5 to 50",)),
-        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "100"], ("the host-mapped area (100 bytes) must hold at least 8 bands",)),
-        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("area_bytes 1099511627776: at most the namespace's",)),
-        (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("host_op 60: 5 to 50",)),
+        (
+            ["--shaping", "pmem:64MiB", "--policy", "log", "--area", "100"],
+            ("the default --band 1048576: the host-mapped area, --area 100 must hold at least 8 bands",),
+        ),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1TiB"], ("--area 1099511627776: at most the namespace's",)),
+        (["--shaping", "pmem:64MiB", "--policy", "log", "--host-op", "60"], ("--host-op 60: 5 to 50",)),
         # 8 bands with 20 % spare (1.6 bands): the host GC, which runs below 3 free bands,
         # could find every closed band full (accepted; a fio run through it never ended).
         (
             ["--shaping", "pmem:64MiB", "--policy", "log", "--area", "1GiB", "--band", "128MiB"],
-            ("band_bytes 134217728: too few bands for host_op 20 %: at most 67108864 bytes", "a larger host_op"),
+            ("--band 134217728: too few bands for the default --host-op 20 %: at most 67108864 bytes", "or raise the default --host-op"),
         ),
         # Accepted and silently unused: an area of 0 (all of it) and the log's options under iu-fill.
         (["--shaping", "pmem:64MiB", "--policy", "log", "--area", "0"], ("--area 0: above 0 (leave --area out for the whole namespace)",)),
         (["--shaping", "pmem:64MiB", "--area", "1GiB", "--stripe", "64KiB"], ("--stripe, --area: only with --policy log",)),
+        # A tier larger than what it fronts never fills: 128 GiB on this 75 GB 1/256 P5316
+        # was taken, and its watermarks never acted.
+        (
+            ["--shaping", "pmem:128GiB"],
+            ("--shaping pmem:128GiB: capacity 137438953472: 1048576 to 75231657984 bytes, the namespace it fronts", "never fills"),
+        ),
+        (
+            ["--shaping", "pmem:64MiB", "--policy", "log", "--area", "32MiB", "--stripe", "64KiB"],
+            ("--shaping pmem:64MiB: capacity 67108864: 262144 to 33554432 bytes, the host-mapped area (--area)",),
+        ),
     ],
 )
 def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, args: list[str], needles: tuple[str, ...]) -> None:
@@ -134,7 +162,10 @@ def test_bad_stacks_are_one_line_and_touch_nothing(tmp_path: Path, p5316: Path, 
     if "--drive" not in args:
         args = ["--drive", str(p5316), *args]
     before = image_digest(p5316)
-    assert_one_line_error(run_cli("stack", stack, *args, check=False), *needles)
+    line = assert_one_line_error(run_cli("stack", stack, *args, check=False), *needles)
+    # The flags typed, never the core's field names (it said "low_watermark 70: 0 to
+    # high_watermark - 1", "band_bytes 134217728: too few bands for host_op 20 %").
+    assert not re.search(r"\b[a-z]+_(pct|bytes|watermark|op|concurrency)\b", line), line
     assert image_digest(p5316) == before
     assert not stack.exists()
 
@@ -147,11 +178,12 @@ def test_the_python_api_takes_string_paths_and_says_each_problem_on_a_line(tmp_p
     config, _ = stacklib.load(str(tmp_path / "tier"))
     assert config["drive"] == created["drive"] == str(p5316.resolve())
     # Two problems printed as a tuple: "('high_watermark 0: ...', 'low_watermark 60: ...')".
+    # Each names the keyword argument given (it said `high_watermark`, a name nothing has).
     with pytest.raises(stacklib.StackError) as e:
         stacklib.create(tmp_path / "other", p5316, "pmem:64MiB", "log", high_watermark_pct=0)
     assert str(e.value).splitlines() == [
-        "high_watermark 0: 1 to 100 (percent of the tier)",
-        "low_watermark 60: 0 to high_watermark - 1 (0)",
+        "high_watermark_pct 0: 1 to 100 (percent of the tier)",
+        "low_watermark_pct 60: 0 to high_watermark_pct - 1 (0)",
     ]
     assert not (tmp_path / "other").exists()
     check_image(p5316)
@@ -398,4 +430,20 @@ def test_a_trim_through_a_log_stack_takes_the_tiers_map_update(tmp_path: Path, p
     assert trim["clat_ns"]["min"] >= 1000  # PMem's write latency, 1 us (docs/host.md)
     text = run_cli("fio", stack, job, "--scratch").stdout
     assert "  trim: IOPS=" in text
+    check_image(p5316)
+
+
+def test_check_on_a_stack_image_checks_the_stack_and_its_drive(tmp_path: Path, p5316: Path) -> None:
+    """`ssdtwin check STACKDIR` said "not an ssdtwin drive image (no ssdtwin.toml)"."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    job = tmp_path / "w.fio"
+    job.write_text(JOB)
+    run_cli("fio", stack, job)
+    out = run_cli("check", stack).stdout
+    assert out.startswith(f"{stack}: stack consistent") and "drive FTL consistent" in out, out
+    assert_one_line_error(run_cli("check", stack, "--repair", check=False), "--repair:", f"ssdtwin check {p5316.resolve()} --repair")
+    # The drive changed underneath: refused, as a run would be.
+    run_cli("fio", p5316, job)
+    assert_one_line_error(run_cli("check", stack, check=False), "changed since the stack last ran on it")
     check_image(p5316)

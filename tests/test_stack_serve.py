@@ -387,3 +387,28 @@ def test_a_served_tier_with_a_high_watermark_of_100_evicts_for_the_waiting_write
     c = counters(stack)
     assert c["host_write_bytes"] == 4 << 20 and c["evictions"] > 0
     check_image(drive)
+
+
+def test_nbdcopy_at_its_default_request_size_copies_into_a_served_log_stack(tmp_path: Path) -> None:
+    """A log stack advertised only the room above its high watermark as its largest request
+    (128 KiB for a 1 MiB log at 80 %), though a write the log has no room for makes it
+    destage for that write down to empty: nbdcopy 1.14, which keeps to its own 256 KiB
+    requests, failed with "write at offset 0 failed: Invalid argument". The log's capacity is
+    advertised now, and a copy four times the log's size reads back."""
+    need("nbdcopy", "nbdinfo", "qemu-img")
+    drive, stack = tmp_path / "drive", tmp_path / "stack"
+    run_cli("create", drive, "--model", P5316, "--scale", "1/256")
+    run_cli("stack", stack, "--drive", drive, *POLICIES["log"])
+    data = tmp_path / "in.raw"
+    data.write_bytes(os.urandom(4 << 20))
+    with served(stack) as s:
+        info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0]
+        assert info["block_size_maximum"] == 1 << 20, info
+        sh("nbdcopy", "--flush", data, s.uri("stack"))  # its default requests: 256 KiB
+        out = tmp_path / "out.raw"
+        sh("qemu-img", "dd", "-f", "raw", "-O", "raw", "bs=1M", "count=4", f"if={s.uri('stack')}", f"of={out}")
+        s.stop()
+    assert out.read_bytes() == data.read_bytes()
+    c = counters(stack)
+    assert c["host_write_bytes"] == 4 << 20 and c["destage_bytes"] > 0
+    check_image(drive)

@@ -194,9 +194,12 @@ def create(
     band_bytes: Optional[int] = None,
     host_op_pct: Optional[int] = None,
     area_bytes: int = 0,
+    names: Optional[Mapping[str, str]] = None,
 ) -> StackConfig:
     """Make the stack image ``path`` over the drive image ``drive``; returns its config.
-    Every check runs before anything is written."""
+    Every check runs before anything is written. A bad parameter is named by its key
+    (``high_watermark_pct``, as the arguments and stack.toml name it) or as ``names`` maps
+    the key (the CLI's flags)."""
     path, drive = Path(path), Path(drive)
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise StackError(f"{path}: exists and is not an empty directory")
@@ -245,7 +248,7 @@ def create(
         "drive_bytes": ns.bytes,
     }
     try:
-        stack = _core.stack_new(media, tier)
+        stack = _core.stack_new(media, tier, dict(names or {}))
     except ValueError as e:
         raise StackError(
             *[f"--shaping {shaping}: {line}" if line.startswith("capacity") else line for line in str(e).splitlines()]

@@ -127,18 +127,27 @@ impl PyHostStack {
 
 /// A new host stack on fast media `media` with tier parameters `config` (host/tier.rs
 /// `TierConfig`). ValueError with one line per problem, each naming the field and its
-/// allowed range.
+/// allowed range: as `names` names it (a field's key to the caller's name for it, the CLI's
+/// flags), else by its key.
 #[pyfunction]
-pub fn stack_new(media: &str, config: &Bound<'_, PyAny>) -> PyResult<PyHostStack> {
+#[pyo3(signature = (media, config, names = None))]
+pub fn stack_new(
+    media: &str,
+    config: &Bound<'_, PyAny>,
+    names: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<PyHostStack> {
     let config: TierConfig = from_py(config, "tier parameters")?;
     let Some(m) = host::media::preset(media) else {
         let known = host::media::PRESETS.join(", ");
         return Err(Failure::Value(format!("shaping media '{media}': unknown (one of {known})")).into());
     };
-    let mut problems = config.problems();
+    let names = names.unwrap_or_default();
+    let name = |key: &str| names.get(key).cloned().unwrap_or_else(|| key.to_string());
+    let mut problems = config.problems_named(&name);
     let max = m.capacity_bytes_max.value;
     if config.capacity_bytes > max {
-        problems.push(format!("capacity {}: at most {max} bytes on {media} ({})", config.capacity_bytes, m.capacity_bytes_max.source));
+        let cap = name("capacity_bytes");
+        problems.push(format!("{cap} {}: at most {max} bytes on {media} ({})", config.capacity_bytes, m.capacity_bytes_max.source));
     }
     if !problems.is_empty() {
         return Err(Failure::Value(problems.join("\n")).into());

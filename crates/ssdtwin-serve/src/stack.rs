@@ -273,14 +273,14 @@ fn export_info(img: &ssdtwin_core::image::Image, stack: &HostStack, nsid: u32) -
     // The tier maps 4 KiB blocks: the server refuses anything smaller or unaligned.
     i.block_min = BLOCK_BYTES as u32;
     i.block_preferred = (cfg.iu_bytes as u32).max(BLOCK_BYTES as u32);
-    // A log appends a whole write to the tier, which must always get room for it. It
-    // keeps up to its high watermark without destaging (below the low one; above it
-    // when too little of it is valid to fill a stripe), so only what is above the
-    // high watermark is certain to come free: a larger write found the log full and
-    // nothing to wait for (ENOSPC; `qemu-img convert` wrote 1 MiB requests to a 1 MiB
-    // log and failed at its first). The largest power of two within that room.
-    let room = cfg.capacity_bytes * (100 - cfg.high_watermark_pct.min(100) as u64) / 100;
-    let fits = if cfg.policy == Policy::Log { 1u64 << room.max(1).ilog2() } else { u64::MAX };
+    // A log appends a whole write to the tier, which must always get room for it. A write
+    // the log has no room for makes it destage for that write whatever its watermarks
+    // (host/tier.rs, `wanted_blocks`: short stripes leave, down to an empty log if need
+    // be), so any write up to its capacity gets in; a larger one would find the log empty
+    // and nothing to wait for (ENOSPC). The largest power of two within the capacity (the
+    // room above the high watermark, which this was before the tier destaged for a waiting
+    // write, refused nbdcopy's default 256 KiB requests to a 1 MiB log with EINVAL).
+    let fits = if cfg.policy == Policy::Log { 1u64 << cfg.capacity_bytes.max(1).ilog2() } else { u64::MAX };
     i.block_max = (32u64 << 20).min(fits).max(i.block_preferred as u64) as u32;
     i.can_flush = true;
     i.can_fua = true;

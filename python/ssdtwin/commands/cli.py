@@ -320,7 +320,13 @@ def check(
         help="replay a damaged command journal up to the damage and drop the rest (a copy is kept), then check",
     ),
 ) -> None:
-    """Verify every FTL invariant of an image (maps, valid counts, page conservation)."""
+    """Verify every FTL invariant of an image (maps, valid counts, page conservation); of a
+    stack image, its tier's state and its drive (unchanged since the stack last ran)."""
+    from .. import stack as stacklib
+
+    if stacklib.is_stack(path) and not (path / "ssdtwin.toml").is_file():
+        check_stack(path, repair)
+        return
     if repair:
         d = Drive.open(path, repair=True)
         rec = d.recovery()
@@ -333,6 +339,25 @@ def check(
     with opened(path, writable=False) as d:
         d.check()
     typer.echo(f"{path}: FTL consistent")
+
+
+def check_stack(path: Path, repair: bool) -> None:
+    """`ssdtwin check STACKDIR`: it said "not an ssdtwin drive image (no ssdtwin.toml)". The
+    stack image reads back (stack.toml and state.json agree, the tier's state fits its
+    parameters and passes its own check), its drive is the one the stack last ran on, and
+    the drive passes its FTL check."""
+    from .. import stack as stacklib
+
+    try:
+        config, state = stacklib.load(path)
+        if repair:
+            fail(f"--repair: repairs a drive image's journal; a stack image has none (its drive: ssdtwin check {config['drive']} --repair)")
+        d = stacklib.open_drive(path, config, state, writable=False)
+    except stacklib.StackError as e:
+        fail(*[str(a) for a in e.args])
+    with d:
+        d.check()
+    typer.echo(f"{path}: stack consistent (its tier, and its drive {config['drive']} as the stack last left it); drive FTL consistent")
 
 
 @app.command("power-cycle")

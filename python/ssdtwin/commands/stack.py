@@ -88,6 +88,20 @@ def stack_cmd(
                     fail(f"{name} {text}: {e}")
         if sizes.get("--area") == 0:  # 0 is how stack.toml says "all of it"; given, it is a mistake
             fail(f"--area {area}: above 0 (leave --area out for the whole namespace)")
+        # The tier's problems name the flags typed (the core names its fields by their
+        # stack.toml keys: "low_watermark_pct 60: 0 to high_watermark_pct - 1"); a value
+        # left to its default is named as such.
+        flags: tuple[tuple[str, str, object], ...] = (
+            ("high_watermark_pct", "--high-watermark", high),
+            ("low_watermark_pct", "--low-watermark", low),
+            ("destage_concurrency", "--destage-concurrency", concurrency),
+            ("stripe_bytes", "--stripe", stripe),
+            ("band_bytes", "--band", band),
+            ("host_op_pct", "--host-op", host_op),
+            ("area_bytes", "--area", area),
+        )
+        names = {key: flag if v is not None else f"the default {flag}" for key, flag, v in flags}
+        names.update({"capacity_bytes": "capacity", "iu_bytes": "the drive's IU", "drive_bytes": f"namespace {namespace}'s size"})
         created = stacklib.create(
             path,
             drive,
@@ -101,6 +115,7 @@ def stack_cmd(
             band_bytes=sizes.get("--band"),
             host_op_pct=host_op,
             area_bytes=sizes.get("--area", 0),
+            names=names,
         )
     except stacklib.StackError as e:
         fail(*[str(a) for a in e.args])

@@ -182,6 +182,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::engine::fio::host_stack::tests::admission_order;
     use crate::engine::fio::tests::spec;
     use crate::engine::fio::{run, run_stack, CloneOut, RunOptions};
     use crate::host::media;
@@ -279,6 +280,32 @@ mod tests {
             let c = &out[0].trim.clat;
             assert_eq!(c.n, 1024, "{policy:?}");
             assert!(c.min_ns >= st.media.write_latency_ns.value, "{policy:?}: a trim in {} ns", c.min_ns);
+        }
+    }
+
+    /// Writes waiting for room are admitted in arrival order: a later write the tier could
+    /// take at once (a smaller one, a hit on a block it holds, an IU that bypasses it) waits
+    /// behind them. Before, it was offered to the tier first and overtook them.
+    #[test]
+    fn writes_waiting_for_room_are_admitted_in_arrival_order() {
+        // Small writes mixed with larger ones (which bypass iu-fill's tier, and need more
+        // of the log's room than a small one), deep queues, a small tier: writes wait.
+        let bs = |big: u64| json!({"min": 4096, "max": big, "split": [[4096, 50], [big, 50]]});
+        for (policy, cap, big) in [(Policy::IuFill, 1u64 << 20, 65536u64), (Policy::Log, 4 << 20, 262144)] {
+            let (mut ctrl, mut timing) = p5316();
+            let mut st = stack(&ctrl, policy, cap);
+            let extra = json!({
+                "size_bytes": 64u64 << 20, "io_size_bytes": 64u64 << 20, "iodepth": 32,
+                "bs": {"read": bs(big), "write": bs(big), "trim": bs(big)},
+            });
+            let j = job(&ctrl, st.tier.user_bytes(), extra);
+            admission_order();
+            let out = run_stack(&mut ctrl, &mut timing, vec![j], &opts(), &mut |_| true, &mut st).unwrap();
+            let order = admission_order();
+            assert_eq!(order.len() as u64, out[0].write.total_ios, "{policy:?}: every write admitted once");
+            assert!(st.tier.counters.stalls > 100, "{policy:?}: writes waited ({} stalls)", st.tier.counters.stalls);
+            let overtaken = order.windows(2).filter(|w| w[1] < w[0]).count();
+            assert_eq!(overtaken, 0, "{policy:?}: {overtaken} of {} writes admitted before an earlier one", order.len());
         }
     }
 

@@ -257,9 +257,42 @@ fn bad_parameters_name_the_field_and_range() {
     cfg.destage_concurrency = 0;
     cfg.stripe_bytes = 5000;
     let p = cfg.problems();
-    assert!(p.iter().any(|l| l.starts_with("low_watermark 60: 0 to high_watermark - 1 (39)")), "{p:?}");
+    // Named by their keys in stack.toml and state.json (it said `low_watermark`, a key no
+    // file has).
+    assert!(p.iter().any(|l| l.starts_with("low_watermark_pct 60: 0 to high_watermark_pct - 1 (39)")), "{p:?}");
     assert!(p.iter().any(|l| l.starts_with("destage_concurrency 0: 1 to 1024")), "{p:?}");
     assert!(p.iter().any(|l| l.starts_with("stripe_bytes 5000")), "{p:?}");
+    // Or as the caller names them (the CLI's flags), in the line and in its cross-references.
+    let flag = |k: &str| format!("--{}", k.trim_end_matches("_pct").trim_end_matches("_bytes").replace('_', "-"));
+    let p = cfg.problems_named(&flag);
+    assert!(p.iter().any(|l| l.starts_with("--low-watermark 60: 0 to --high-watermark - 1 (39)")), "{p:?}");
+    assert!(p.iter().any(|l| l.starts_with("--stripe 5000: a multiple of the drive's IU")), "{p:?}");
+    cfg.stripe_bytes = 2 * IU;
+    cfg.band_bytes = 3 * IU;
+    assert!(cfg.problems_named(&flag).iter().any(|l| l.starts_with("--band 49152: a multiple of --stripe (32768)")));
+    (cfg.band_bytes, cfg.host_op_pct) = (131072, 60);
+    assert!(cfg.problems_named(&flag).iter().any(|l| l.starts_with("--host-op 60: 5 to 50")));
+    for p in cfg.problems_named(&flag) {
+        assert!(!p.contains('_'), "a field's own name: {p}");
+    }
+}
+
+/// A tier larger than what it fronts (iu-fill: the namespace; log: the area it maps) never
+/// fills: refused, naming the largest that is not (a 64 GiB tier, the size for a whole
+/// P5316, given to a 60 GB scaled one was taken and its watermarks never acted).
+#[test]
+fn a_tier_larger_than_what_it_fronts_is_refused() {
+    for (policy, area, fronts) in [(Policy::IuFill, 0, 64 * 65536), (Policy::Log, 0, 64 * 65536), (Policy::Log, 2 << 20, 2 << 20)] {
+        let mut cfg = config(policy, 64);
+        (cfg.area_bytes, cfg.host_op_pct) = (area, 30);
+        cfg.capacity_bytes = fronts;
+        assert_eq!(cfg.problems(), Vec::<String>::new(), "{policy:?}: a tier of all it fronts");
+        cfg.capacity_bytes = fronts + BLOCK_BYTES;
+        let p = cfg.problems();
+        let want = format!("capacity_bytes {}: {} to {fronts} bytes, the ", fronts + BLOCK_BYTES, cfg.min_capacity_bytes());
+        assert!(p.len() == 1 && p[0].starts_with(&want) && p[0].contains("never fills"), "{policy:?}: {p:?}");
+        assert_eq!(p[0].contains("area_bytes"), area != 0, "{p:?}");
+    }
 }
 
 /// A log tier's area past 2^32 - 2 blocks is refused: its maps hold 32-bit block numbers
@@ -411,7 +444,8 @@ fn log_never_sticks(bands: u64, band_stripes: u64, host_op_pct: u32, seed: u64, 
     let band = band_stripes * stripe;
     let cfg = TierConfig {
         policy: Policy::Log,
-        capacity_bytes: 4 * stripe.max(16 * BLOCK_BYTES),
+        // No more than the area (a larger log is refused): down to the 4-stripe minimum.
+        capacity_bytes: (4 * stripe.max(16 * BLOCK_BYTES)).min(bands * band),
         high_watermark_pct: 80,
         low_watermark_pct: 60,
         destage_concurrency: 2,
@@ -477,7 +511,7 @@ fn too_few_bands_for_the_host_op_are_refused_naming_a_band_that_works() {
     (cfg.drive_bytes, cfg.band_bytes) = (8 * 131072, 131072);
     let p = cfg.problems();
     assert!(
-        p.iter().any(|l| l.starts_with("band_bytes 131072: too few bands for host_op 20 %") && l.contains("a larger host_op")),
+        p.iter().any(|l| l.starts_with("band_bytes 131072: too few bands for host_op_pct 20 %") && l.contains("or raise host_op_pct")),
         "{p:?}"
     );
     cfg.host_op_pct = 50;

@@ -68,66 +68,100 @@ pub struct TierConfig {
 }
 
 impl TierConfig {
-    /// Every problem with the parameters, one line each naming the field and its range.
+    /// Every problem with the parameters, one line each naming the field (its key in
+    /// stack.toml `[tier]` and state.json) and its range.
     pub fn problems(&self) -> Vec<String> {
+        self.problems_named(&|key| key.to_string())
+    }
+
+    /// [`TierConfig::problems`] naming each field as `name(key)` says (the CLI's flags for
+    /// `ssdtwin stack`: `--high-watermark`, not `high_watermark_pct`); a line names the
+    /// field it is about first, then its value.
+    pub fn problems_named(&self, name: &dyn Fn(&str) -> String) -> Vec<String> {
         let mut p = Vec::new();
         let iu = self.iu_bytes;
         if iu == 0 || iu % BLOCK_BYTES != 0 || iu / BLOCK_BYTES > 64 {
-            p.push(format!("iu_bytes {iu}: a multiple of 4096 up to 256 KiB"));
+            p.push(format!("{} {iu}: a multiple of 4096 up to 256 KiB", name("iu_bytes")));
             return p;
         }
+        let (high, low) = (name("high_watermark_pct"), name("low_watermark_pct"));
         if !(1..=100).contains(&self.high_watermark_pct) {
-            p.push(format!("high_watermark {}: 1 to 100 (percent of the tier)", self.high_watermark_pct));
+            p.push(format!("{high} {}: 1 to 100 (percent of the tier)", self.high_watermark_pct));
         }
         if self.low_watermark_pct >= self.high_watermark_pct {
-            p.push(format!(
-                "low_watermark {}: 0 to high_watermark - 1 ({})",
-                self.low_watermark_pct,
-                self.high_watermark_pct.saturating_sub(1)
-            ));
+            p.push(format!("{low} {}: 0 to {high} - 1 ({})", self.low_watermark_pct, self.high_watermark_pct.saturating_sub(1)));
         }
         if !(1..=1024).contains(&self.destage_concurrency) {
-            p.push(format!("destage_concurrency {}: 1 to 1024", self.destage_concurrency));
+            p.push(format!("{} {}: 1 to 1024", name("destage_concurrency"), self.destage_concurrency));
         }
-        let min = self.min_capacity_bytes();
+        let (min, cap) = (self.min_capacity_bytes(), name("capacity_bytes"));
+        // What the tier fronts: it never holds more than that (iu-fill: the namespace's
+        // blocks; log: the host-mapped area's, its volume and what the volume's rewrites
+        // leave stale), so a larger tier never fills and its watermarks never act: most
+        // likely a size for the full drive given to a scaled one.
+        let (fronts, what) = match self.policy {
+            Policy::IuFill => (self.drive_bytes, "the namespace it fronts".to_string()),
+            Policy::Log if self.area_bytes == 0 || self.area_bytes >= self.drive_bytes => {
+                (self.drive_bytes, "the namespace it maps".to_string())
+            }
+            Policy::Log => (self.area_bytes, format!("the host-mapped area ({})", name("area_bytes"))),
+        };
         if self.capacity_bytes < min || self.capacity_bytes % BLOCK_BYTES != 0 {
-            p.push(format!("capacity {}: a multiple of 4096 from {min} (16 IUs or 4 stripes) to the media's maximum", self.capacity_bytes));
+            p.push(format!("{cap} {}: a multiple of 4096 from {min} (16 IUs or 4 stripes) to the media's maximum", self.capacity_bytes));
+        } else if self.capacity_bytes > fronts && fronts < min {
+            // A log's area that small holds fewer than 8 stripes, which its band check says.
+            if self.policy == Policy::IuFill {
+                p.push(format!("{cap} {}: {what} ({fronts} bytes) is smaller than the smallest tier ({min} bytes)", self.capacity_bytes));
+            }
+        } else if self.capacity_bytes > fronts {
+            let most = fronts / BLOCK_BYTES * BLOCK_BYTES;
+            p.push(format!(
+                "{cap} {}: {min} to {most} bytes, {what}: a larger tier never fills (scale it with the drive)",
+                self.capacity_bytes
+            ));
         }
         if self.policy == Policy::Log {
+            let (stripe, band, host_op, area) = (name("stripe_bytes"), name("band_bytes"), name("host_op_pct"), name("area_bytes"));
+            // The area as the user gave it, or the namespace (all of it, by default).
+            let area_is = if self.area_bytes == 0 {
+                format!("the namespace ({} bytes)", self.area())
+            } else {
+                format!("the host-mapped area, {area} {}", self.area_bytes)
+            };
             if self.stripe_bytes == 0 || self.stripe_bytes % iu != 0 {
-                p.push(format!("stripe_bytes {}: a multiple of the drive's IU ({iu})", self.stripe_bytes));
+                p.push(format!("{stripe} {}: a multiple of the drive's IU ({iu})", self.stripe_bytes));
             } else if self.band_bytes == 0 || self.band_bytes % self.stripe_bytes != 0 {
-                p.push(format!("band_bytes {}: a multiple of stripe_bytes ({})", self.band_bytes, self.stripe_bytes));
+                p.push(format!("{band} {}: a multiple of {stripe} ({})", self.band_bytes, self.stripe_bytes));
             } else if self.area() / self.band_bytes.max(1) < 8 {
-                p.push(format!("band_bytes {}: the host-mapped area ({} bytes) must hold at least 8 bands", self.band_bytes, self.area()));
+                p.push(format!("{band} {}: {area_is} must hold at least 8 bands", self.band_bytes));
             } else if (5..=50).contains(&self.host_op_pct) && !self.host_gc_can_always_collect(self.band_bytes) {
-                let larger = "or a larger host_op (the host GC must always find a band with a whole IU to collect)";
+                let larger = format!("or raise {host_op} (the host GC must always find a band with a whole IU to collect)");
                 let smaller = std::iter::successors(Some(self.band_bytes / 2), |b| Some(b / 2))
                     .take_while(|&b| b >= self.stripe_bytes && b % self.stripe_bytes == 0)
                     .find(|&b| self.host_gc_can_always_collect(b));
                 p.push(match smaller {
                     Some(b) => format!(
-                        "band_bytes {}: too few bands for host_op {} %: at most {b} bytes, {larger}",
+                        "{band} {}: too few bands for {host_op} {} %: at most {b} bytes, {larger}",
                         self.band_bytes, self.host_op_pct
                     ),
                     None => format!(
-                        "band_bytes {}: too few bands for host_op {} % even at the stripe: a larger area, {larger}",
+                        "{band} {}: too few bands for {host_op} {} % even at the stripe: a larger area, {larger}",
                         self.band_bytes, self.host_op_pct
                     ),
                 });
             }
             if self.area_bytes > self.drive_bytes {
-                p.push(format!("area_bytes {}: at most the namespace's {} bytes (0: all of it)", self.area_bytes, self.drive_bytes));
+                p.push(format!("{area} {}: at most the namespace's {} bytes", self.area_bytes, self.drive_bytes));
             }
             // The maps hold 32-bit block numbers (NONE = u32::MAX marks an empty entry): a
             // larger area would wrap them (and its maps could not be allocated anyway).
             if self.area() / BLOCK_BYTES >= NONE as u64 {
-                let field = if self.area_bytes == 0 { "drive_bytes" } else { "area_bytes" };
+                let field = if self.area_bytes == 0 { name("drive_bytes") } else { area };
                 let max = (NONE as u64 - 1) * BLOCK_BYTES;
                 p.push(format!("{field} {}: the log tier maps at most {max} bytes (2^32 - 2 blocks of 4096)", self.area()));
             }
             if !(5..=50).contains(&self.host_op_pct) {
-                p.push(format!("host_op {}: 5 to 50 (percent of the drive area)", self.host_op_pct));
+                p.push(format!("{host_op} {}: 5 to 50 (percent of the drive area)", self.host_op_pct));
             }
         }
         p
@@ -155,7 +189,7 @@ impl TierConfig {
         }
     }
 
-    fn min_capacity_bytes(&self) -> u64 {
+    pub(crate) fn min_capacity_bytes(&self) -> u64 {
         match self.policy {
             Policy::IuFill => 16 * self.iu_bytes,
             Policy::Log => 4 * self.stripe_bytes.max(self.iu_bytes),

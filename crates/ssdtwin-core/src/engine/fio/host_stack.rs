@@ -1,7 +1,10 @@
 //! The fio runner through a host stack (docs/host.md): a host I/O goes to the
 //! write-shaping tier (host/tier.rs), which answers with fast-media bytes and drive
 //! commands; destages run on lanes in the background; a write the tier has no room for
-//! waits (its latency grows) until a destage frees space.
+//! waits (its latency grows) until a destage frees space. Waiting writes are admitted in
+//! arrival order: a write that arrives while others wait queues behind them, even one the
+//! tier would take at once (a hit on a block it holds, an IU that bypasses it, a smaller
+//! write), as SPDK FTL's submission queue keeps its order.
 
 use super::clone::Slot;
 use super::{Ev, RunError, Runner};
@@ -27,7 +30,13 @@ impl Runner<'_> {
         let done = match io.ddir {
             Ddir::Write => {
                 let s = Stalled { clone: c as u32, slot, offset: io.offset, len: io.len };
-                if !self.stack_write(s, now)? {
+                #[cfg(test)]
+                tests::ARRIVED.with_borrow_mut(|a| a.push((s.clone, s.slot)));
+                // Behind writes already waiting, in arrival order: offered to the tier first,
+                // a later write would overtake them (and, on the same blocks, land before
+                // the older data it replaces).
+                let waiting = !self.stack.as_ref().expect("a stack").stalled.is_empty();
+                if waiting || !self.stack_write(s, now)? {
                     let st = self.stack.as_mut().expect("a stack");
                     st.tier.counters.stalls += 1;
                     st.stalled.push_back(s);
@@ -63,6 +72,8 @@ impl Runner<'_> {
         let mut t = if tier_bytes > 0 { st.media(now, tier_bytes, true) } else { now };
         t = t.max(st.drive(self.timing, self.ctrl, now, &drive)?);
         self.push(t.max(now.saturating_add(1)), Ev::Done { clone: s.clone, slot: s.slot });
+        #[cfg(test)]
+        tests::ADMITTED.with_borrow_mut(|a| a.push((s.clone, s.slot)));
         Ok(true)
     }
 
@@ -123,5 +134,33 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// Host writes of the stack runs on this thread as they arrive and as the tier
+        /// admits them, each as (clone, slot): a slot is not reused before its write
+        /// completes, so the n-th admission of a pair is its n-th arrival.
+        pub(crate) static ARRIVED: RefCell<Vec<(u32, u32)>> = const { RefCell::new(Vec::new()) };
+        pub(crate) static ADMITTED: RefCell<Vec<(u32, u32)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// The arrival index of each admitted write, in admission order (drained).
+    pub(crate) fn admission_order() -> Vec<usize> {
+        let arrived = ARRIVED.take();
+        let admitted = ADMITTED.take();
+        let mut used = vec![false; arrived.len()];
+        admitted
+            .iter()
+            .map(|w| {
+                let i = (0..arrived.len()).find(|&i| !used[i] && arrived[i] == *w).expect("admitted after it arrived");
+                used[i] = true;
+                i
+            })
+            .collect()
     }
 }

@@ -23,7 +23,7 @@ mod clone;
 pub mod converge;
 pub mod fast_forward;
 mod flow;
-mod host_stack;
+pub(super) mod host_stack;
 mod issue;
 mod latency_target;
 mod min_rate;
