@@ -148,12 +148,14 @@ def test_a_ceiling_that_does_not_bind_is_not_identified(tmp_path: Path) -> None:
 def test_a_ceiling_fitted_to_another_figure_is_named_as_a_conflict() -> None:
     """The sequential write fits a back end of 60 MB/s; GC's copies go through the same back
     end, so the random write cannot reach 2,800 IOPS whatever phi: the error names the
-    ceiling and the figure it was fitted to (probed where phi stopped helping)."""
+    ceiling and the figure it was fitted to (probed where phi stopped helping). The back end
+    fits at 60,000,000 exactly: fio counts the bytes of the I/Os in flight at the ramp's end
+    (docs/fio.md §4 ramp_time), which the twin dropped, fitting 60,335,115."""
     args = ["--datasheet", "seq-write=60MB/s,rand-write=2800", "--sets", "seq-write=ctrl_backend_bytes_per_s", "--scale", SCALE]
     one_line_error(
         run_cli("calibrate", "--spec", SLOW, *args, check=False),
-        "rand write 4 KiB QD32 1,949.8 IOPS vs 2,800",
-        "stops responding to gc_page_reads_per_iu short of the target: timing.ctrl_backend_bytes_per_s (60,335,115), "
+        "rand write 4 KiB QD32 1,935.7 IOPS vs 2,800",
+        "stops responding to gc_page_reads_per_iu short of the target: timing.ctrl_backend_bytes_per_s (60,000,000), "
         "fitted to seq write 128 KiB QD16, binds it (at twice that, ",
         "the two figures ask for conflicting values under this spec",
     )
@@ -178,7 +180,9 @@ def test_a_drive_too_small_does_not_identify_tprog() -> None:
 def test_a_ceiling_of_the_spec_that_binds_is_named(tmp_path: Path) -> None:
     """A back-end ceiling left in the spec (100 MB/s; a PM983-derived spec keeps the PM983's
     2 GB/s) holds the sequential write below its figure: shorter programs cannot reach it,
-    and the error names the ceiling (twice it lets the figure rise), not the scale."""
+    and the error names the ceiling (twice it lets the figure rise), not the scale. The
+    figure is the ceiling's 100.0 MB/s (99.7 while the I/Os in flight at the ramp's end were
+    dropped, docs/fio.md §4 ramp_time)."""
     spec = tmp_path / "mine.toml"
     text = SLOW.read_text()
     line = next(x for x in text.splitlines() if x.startswith("ctrl_max_write_bytes_per_s = "))
@@ -186,7 +190,7 @@ def test_a_ceiling_of_the_spec_that_binds_is_named(tmp_path: Path) -> None:
     args = ["calibrate", "--spec", spec, "--datasheet", "seq-write=148MB/s", "--scale", SCALE]
     one_line_error(
         run_cli(*args, check=False),
-        "seq write 128 KiB QD16 99.7 MB/s vs 148",
+        "seq write 128 KiB QD16 100.0 MB/s vs 148",
         "stops responding to t_prog_ns short of the target: timing.ctrl_backend_bytes_per_s (100,000,000) binds it (at twice that, ",
     )
     (row,) = json.loads(run_cli(*args, "-o", "json", check=False).stdout)["figures"]
@@ -204,8 +208,8 @@ def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
     r = run_cli(*args, check=False)
     one_line_error(
         r,
-        "seq read 128 KiB QD16 51.9 MB/s vs 219",
-        "it reached it before t_read_ns was fitted to rand read 4 KiB QD32 (400,000 -> 2,493,635), which binds it (at 400,000, 219.0 MB/s)",
+        "seq read 128 KiB QD16 52.5 MB/s vs 219",
+        "it reached it before t_read_ns was fitted to rand read 4 KiB QD32 (400,000 -> 2,493,634), which binds it (at 400,000, 219.0 MB/s)",
     )
     assert "at this scale" not in r.stderr.splitlines()[-1]
 

@@ -66,8 +66,19 @@ pub(super) struct JobAcc {
     stop_at: u64,
     pub end_ns: u64,
     issued: u64,
-    /// I/Os issued before the ramp ended: `number_ios` counts the ones after.
-    issued_in_ramp: u64,
+    /// I/Os completed before fio's reset at the ramp's end: after it `number_ios` counts
+    /// every I/O issued but these (backend.c exceeds_number_ios: io_blocks since the reset
+    /// plus the I/Os in flight); inside the ramp it counts every I/O issued.
+    done_before_stats: u64,
+    /// fio's lazy reset at the ramp's end has happened (engine/fio/clone.rs `after_ramp`).
+    ramp_reset: bool,
+    /// An async submission triggered the reset: counted in bytes, not I/Os (per direction).
+    ios_not_counted: [u64; 2],
+    /// What the ramp counted (I/Os, bytes per direction; depths), reported only by a job that
+    /// ends inside its ramp: fio's reset never came (libfio.c reset_all_stats).
+    ramp_ios: [u64; 2],
+    ramp_bytes: [u64; 2],
+    ramp_depth_levels: [u64; 7],
     /// Bytes issued (the job's progress against its io_size × loops).
     bytes_issued: u64,
     dirs: [DirCounters; 2],
@@ -120,7 +131,12 @@ impl JobAcc {
             stop_at,
             end_ns: 0,
             issued: 0,
-            issued_in_ramp: 0,
+            done_before_stats: 0,
+            ramp_reset: ramp_end == 0,
+            ios_not_counted: [0; 2],
+            ramp_ios: [0; 2],
+            ramp_bytes: [0; 2],
+            ramp_depth_levels: [0; 7],
             bytes_issued: 0,
             dirs: Default::default(),
             depth_levels: [0; 7],
@@ -148,8 +164,10 @@ impl JobAcc {
             return None;
         }
         let spec = &self.gen.spec;
-        // number_ios counts the I/Os issued after the ramp (fio's reset_all_stats).
-        if now >= self.stop_at || spec.number_ios_limit().is_some_and(|limit| self.issued - self.issued_in_ramp >= limit) {
+        // number_ios as fio's exceeds_number_ios (backend.c): inside the ramp every I/O
+        // issued, after fio's reset all but those completed before it.
+        let counted = if now < self.ramp_end { self.issued } else { self.issued - self.done_before_stats };
+        if now >= self.stop_at || spec.number_ios_limit().is_some_and(|limit| counted >= limit) {
             self.stopping = true;
         }
         if !self.stopping && self.inflight < self.iodepth {
@@ -158,8 +176,14 @@ impl JobAcc {
                     // Counted from the ramp's end, as fio's reset_io_stats does.
                     if now >= self.ramp_end {
                         self.depth_levels[depth_slot(self.inflight + 1)] += 1;
+                        // An async engine's first submission after the ramp triggers fio's
+                        // reset after td_io_queue counted it (engine/fio/clone.rs).
+                        if !self.ramp_reset && self.gen.spec.engine_async {
+                            self.ramp_reset = true;
+                            self.ios_not_counted[(io.ddir == Ddir::Write) as usize] += 1;
+                        }
                     } else {
-                        self.issued_in_ramp += 1;
+                        self.ramp_depth_levels[depth_slot(self.inflight + 1)] += 1;
                     }
                     self.inflight += 1;
                     self.issued += 1;
@@ -178,33 +202,61 @@ impl JobAcc {
         None
     }
 
-    /// An I/O issued at `issued` completed now (fio's ramp rule: only I/Os issued and
-    /// completed after the ramp count).
-    /// Returns its latency if it counts.
+    /// An I/O issued at `issued` completed now, counted as fio 3.33 counts it (the drive
+    /// engine's rule, engine/fio/clone.rs `after_ramp`): inside the ramp only for a job that
+    /// ends there; after it, the completion that triggers fio's lazy reset nowhere, an I/O
+    /// in flight across the reset in the bytes and latencies but not the I/Os, the others in
+    /// all.
+    /// Returns its latency if it counts as an I/O issued and completed after the ramp (the
+    /// cluster's totals count only those).
     pub fn complete(&mut self, now: u64, write: bool, len: u64, issued: u64, w: Window) -> Option<u64> {
         self.inflight -= 1;
         self.inflight_level.add(now, -1, w);
-        if now < self.ramp_end || issued < self.ramp_end {
+        if now < self.ramp_end {
+            self.done_before_stats += 1;
+            self.ramp_ios[write as usize] += 1;
+            self.ramp_bytes[write as usize] += len;
             return None;
         }
+        if !self.ramp_reset {
+            self.ramp_reset = true;
+            self.done_before_stats += 1;
+            return None;
+        }
+        let counted = issued >= self.ramp_end;
         let lat = now - issued;
         let spec = &self.gen.spec;
         let (bw_ms, iops_ms) = (spec.bw_avg_ms, spec.iops_avg_ms);
         let rel = now - self.ramp_end;
         let d = &mut self.dirs[write as usize];
-        d.ios += 1;
+        d.ios += counted as u64;
         d.io_bytes += len;
         d.clat.add(lat);
         d.bw_window.add(rel / window_ns(bw_ms), len, bw_ms, kib_per_s);
         d.iops_window.add(rel / window_ns(iops_ms), 1, iops_ms, ios_per_s);
         self.lat_buckets.add(lat);
-        Some(lat)
+        counted.then_some(lat)
     }
 
     /// fio's output of the clone (docs/fio.md §4): slat 0, lat = clat (submission is part
     /// of the modelled path, not measured apart).
-    pub fn out(self) -> CloneOut {
-        let runtime = self.end_ns.max(self.ramp_end).saturating_sub(self.ramp_end);
+    pub fn out(mut self) -> CloneOut {
+        // A job that ended inside its ramp was never reset: fio reports the ramp's counts
+        // over the time since its start (0), with no latency (engine/fio/accounting.rs).
+        let never_reset = self.end_ns < self.ramp_end;
+        if never_reset {
+            for (di, d) in self.dirs.iter_mut().enumerate() {
+                d.ios = self.ramp_ios[di];
+                d.io_bytes = self.ramp_bytes[di];
+            }
+            self.depth_levels = self.ramp_depth_levels;
+        } else {
+            for (d, not_counted) in self.dirs.iter_mut().zip(self.ios_not_counted) {
+                d.ios = d.ios.saturating_sub(not_counted);
+            }
+        }
+        let counted_from = if never_reset { 0 } else { self.ramp_end };
+        let runtime = self.end_ns.max(counted_from).saturating_sub(counted_from);
         let spec = self.gen.spec;
         let mut dirs = self
             .dirs

@@ -485,3 +485,31 @@ fn percentiles_in_the_totals_lie_within_the_latencies_seen() {
     assert!(t.lat_p50_ns >= hi - 100 && t.lat_p99_ns <= t.lat_max_ns, "{t:?}");
     assert_eq!(totals(&LatStat::default(), 0, 1.0).lat_p99_ns, 0);
 }
+
+/// fio's ramp rules, as the drive engine keeps them (engine/fio/clone.rs `after_ramp`): the
+/// I/Os in flight across the end of the ramp count in a clone's bytes and latencies but not
+/// its I/Os (but the completion that triggers fio's lazy reset); number_ios counts inside the
+/// ramp, and after it the I/Os in flight at the reset too (backend.c exceeds_number_ios). The
+/// cluster counted number_ios from the ramp's end and dropped the I/Os in flight across it.
+#[test]
+fn the_ramps_end_counts_as_in_fio() {
+    let spec = lab("nvmeof-tcp", 3, 1, 3);
+    let qd = 16;
+    let r = run(&spec, jobs(&spec, "randread", qd, 2_000_000, 10_000_000), &mut |_| true).unwrap();
+    let c = &r.clones[0].read;
+    assert!(c.total_ios > 100, "{}", c.total_ios);
+    assert_eq!((c.io_bytes / 4096, c.clat.n), (c.total_ios + qd as u64 - 1, c.total_ios + qd as u64 - 1));
+    let limit = 2000;
+    let mut limited = jobs(&spec, "randread", qd, 2_000_000, 0);
+    limited[0].time_based = false;
+    limited[0].number_ios = limit;
+    let r = run(&spec, limited.clone(), &mut |_| true).unwrap();
+    let c = &r.clones[0].read;
+    assert_eq!((c.total_ios, c.io_bytes / 4096, c.clat.n), (limit - qd as u64 + 1, limit, limit));
+    // A limit reached inside the ramp ends the job there: fio reports the ramp's I/Os.
+    limited[0].number_ios = 10;
+    let r = run(&spec, limited, &mut |_| true).unwrap();
+    let c = &r.clones[0];
+    assert_eq!((c.read.total_ios, c.read.io_bytes, c.read.clat.n), (10, 10 * 4096, 0));
+    assert!(c.elapsed_ns < 2_000_000 && c.runtime_ns == c.elapsed_ns, "{} {}", c.elapsed_ns, c.runtime_ns);
+}

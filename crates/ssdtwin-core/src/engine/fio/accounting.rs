@@ -2,7 +2,7 @@
 //! bw/iops sample windows, latency buckets, the bw/iops/lat/hist logs; and the clone's
 //! report at the end of the run.
 
-use super::clone::{Carried, JobClone, LatLogWindow};
+use super::clone::{AfterRamp, Carried, JobClone, LatLogWindow};
 use super::report::{ios_per_s, kib_per_s, sampled_windows, submit_complete_levels, CloneOut, DirOut, HistRow, LogRow};
 use super::steadystate::SsState;
 use super::Runner;
@@ -19,22 +19,25 @@ impl Runner<'_> {
             ss.count(now, cl.ramp_end, len);
         }
         if now < cl.ramp_end {
+            cl.ios_done_before_stats += 1;
             cl.ramp.ios[ddir as usize] += 1;
             cl.ramp.bytes[ddir as usize] += len;
             return;
         }
-        if issued < cl.ramp_end {
-            return;
-        }
+        let counted = match cl.after_ramp(issued) {
+            AfterRamp::Trigger => return,
+            AfterRamp::BytesOnly => false,
+            AfterRamp::Counted => true,
+        };
         // A converging run's clone refilling its queue after fast-forward (converge.rs).
-        if cl.carried.warmup_left > 0 {
+        if counted && cl.carried.warmup_left > 0 {
             cl.carried.warmup_left -= 1;
             cl.carried.uncounted.ios[ddir as usize] += 1;
             cl.carried.uncounted.bytes[ddir as usize] += len;
             return;
         }
         let clat = now - issued;
-        count(cl, ddir, len, clat, now);
+        count(cl, ddir, len, clat, now, counted as u64);
         if cl.gen.spec.logs.hist {
             let d = &mut cl.stats.dirs[ddir as usize];
             if d.hist_since.is_empty() {
@@ -45,20 +48,23 @@ impl Runner<'_> {
         if cl.logging {
             log_sample(cl, ddir, len, offset, clat, now);
         }
-        if let Some(cv) = self.conv.as_deref_mut() {
+        // (The convergence samples start after the ramp: an I/O in flight across its end
+        // is none of theirs.)
+        if let Some(cv) = self.conv.as_deref_mut().filter(|_| counted) {
             cv.record(c, ddir as usize, len, clat);
         }
     }
 }
 
 /// What every counted completion adds to the report (an I/O of `ddir`, `len` bytes,
-/// `clat_ns`, completed at `now`, after the ramp): the direction's totals, its latency
-/// histogram, its bw/iops sample windows and the latency buckets.
+/// `clat_ns`, completed at `now`, after the ramp): the direction's totals (`ios` is 0 for an
+/// I/O issued before the ramp's end, which fio counts in io_bytes but not in total_ios), its
+/// latency histogram, its bw/iops sample windows and the latency buckets.
 #[inline(always)]
-pub(super) fn count(cl: &mut JobClone, ddir: u8, len: u64, clat_ns: u64, now: u64) {
+pub(super) fn count(cl: &mut JobClone, ddir: u8, len: u64, clat_ns: u64, now: u64, ios: u64) {
     let d = &mut cl.stats.dirs[ddir as usize];
     d.counters.io_bytes += len;
-    d.counters.ios += 1;
+    d.counters.ios += ios;
     // The twin does not model host submission, so slat is 0 and lat = clat: one
     // histogram, reported for both.
     d.counters.clat.add(clat_ns);
@@ -189,6 +195,10 @@ pub(super) fn finish(mut cl: JobClone) -> CloneOut {
             d.counters.io_bytes += cl.ramp.bytes[di];
         }
         cl.stats.depth_levels = cl.ramp.depth_levels;
+    } else {
+        for (d, not_counted) in cl.stats.dirs.iter_mut().zip(cl.ios_not_counted) {
+            d.counters.ios = d.counters.ios.saturating_sub(not_counted);
+        }
     }
     let run_end = cl.end_ns.max(counted_from);
     let runtime = run_end.saturating_sub(counted_from);

@@ -86,6 +86,17 @@ pub(super) struct RampCounts {
     pub depth_levels: [u64; 7],
 }
 
+/// How a completion after the ramp's end counts ([`JobClone::after_ramp`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum AfterRamp {
+    /// The completion that triggered fio's reset: not counted.
+    Trigger,
+    /// Issued before the reset: its bytes and latency count, not the I/O.
+    BytesOnly,
+    /// Issued after the reset: counted.
+    Counted,
+}
+
 /// fio's think time (backend.c handle_thinktime).
 #[derive(Default)]
 pub(super) struct Think {
@@ -195,9 +206,20 @@ pub(super) struct JobClone {
     pub end_ns: u64,
     pub inflight: u32,
     pub ios_issued: u64,
-    /// I/Os issued before the statistics were last reset (the end of `ramp_time`, or a
-    /// latency_target's final window): `number_ios` counts the ones after.
-    pub ios_issued_before_stats: u64,
+    /// I/Os completed before the statistics were last reset (the end of `ramp_time`, or a
+    /// latency_target's final window): after the reset `number_ios` counts every I/O issued
+    /// but these, as fio's `exceeds_number_ios` counts td->io_blocks (completions since the
+    /// reset) plus the I/Os in flight (backend.c).
+    pub ios_done_before_stats: u64,
+    /// fio's reset at the end of `ramp_time` has happened. fio resets lazily (time.c
+    /// `ramp_time_over`, called by io_u.c `should_account` at every completion and by
+    /// `io_u_queued` at an async engine's submission): at the first completion, or an async
+    /// engine's first submission, once the ramp's time is over. See [`JobClone::after_ramp`].
+    pub ramp_reset: bool,
+    /// I/Os counted in the bytes and latencies but not in the I/Os reported: the async
+    /// submission that triggered fio's reset (td_io_queue counted it in total_io_u, which
+    /// the reset then zeroed; its completion counts in io_bytes).
+    pub ios_not_counted: [u64; 3],
     pub bytes_issued: [u64; 3],
     /// I/Os completed (all directions), for `thinktime_blocks_type=complete`.
     pub ios_completed: u64,
@@ -308,7 +330,9 @@ impl JobClone {
             end_ns: 0,
             inflight: 0,
             ios_issued: 0,
-            ios_issued_before_stats: 0,
+            ios_done_before_stats: 0,
+            ramp_reset: false,
+            ios_not_counted: [0; 3],
             bytes_issued: [0; 3],
             ios_completed: 0,
             think: Think::default(),
@@ -370,7 +394,9 @@ impl JobClone {
     pub fn reset_stats(&mut self, now: u64) {
         self.ramp_end = now;
         self.stats = CloneStats::default();
-        self.ios_issued_before_stats = self.ios_issued;
+        self.ios_not_counted = [0; 3];
+        self.ramp_reset = true;
+        self.ios_done_before_stats = self.ios_completed;
         self.rate.start = now;
         self.rate.next_at = [0; 3];
         if self.min_rate.is_some() {
@@ -381,17 +407,55 @@ impl JobClone {
         }
     }
 
+    /// How the completion, after the ramp, of an I/O issued at `issued` counts, as in fio
+    /// 3.33 (io_u.c `io_completed`: td->io_blocks and io_bytes grow at every completion,
+    /// then `should_account` -> `account_io_completion` adds the latencies; ioengines.c
+    /// `td_io_queue` counts total_ios at submission; the reset zeroes all three):
+    /// * the first completion after the ramp's end, unless an async submission came first,
+    ///   triggers the reset and counts nowhere (it counts as done before the reset);
+    /// * an I/O issued before the reset (in flight across it) counts in the bytes and the
+    ///   latencies, with its whole latency, but not in the I/Os;
+    /// * one issued after counts in all three.
+    ///
+    /// The twin resets at the ramp's end exactly; fio at the first completion or async
+    /// submission after it (docs/fio.md §4, ramp_time).
+    #[inline(always)]
+    pub fn after_ramp(&mut self, issued: u64) -> AfterRamp {
+        if !self.ramp_reset {
+            self.ramp_reset = true;
+            self.ios_done_before_stats += 1;
+            AfterRamp::Trigger
+        } else if issued < self.ramp_end {
+            AfterRamp::BytesOnly
+        } else {
+            AfterRamp::Counted
+        }
+    }
+
+    /// An I/O of `ddir` submitted at `now`, at or after the ramp's end: an async engine's
+    /// first such submission triggers fio's reset (io_u_queued -> ramp_time_over) after
+    /// td_io_queue counted it, so it counts in the bytes and latencies but not the I/Os.
+    #[inline(always)]
+    pub fn submitted_after_ramp(&mut self, di: usize) {
+        if !self.ramp_reset && self.gen.spec.engine_async {
+            self.ramp_reset = true;
+            self.ios_not_counted[di] += 1;
+        }
+    }
+
     /// How many more I/Os `number_ios` lets this clone issue at `now` (None: no limit
     /// applies, [`JobSpec::number_ios_limit`]; a replay ends with its trace). Inside the
     /// ramp every I/O issued counts: fio's `exceeds_number_ios` counts td->io_blocks and the
     /// I/Os in flight, which only the reset at the ramp's end zeroes, so a limit reached
     /// there ends the job inside its ramp (fio 3.33, ioengine=null: `number_ios=10
-    /// rate_iops=1000 ramp_time=1s` runs 10 I/Os and reports them).
+    /// rate_iops=1000 ramp_time=1s` runs 10 I/Os and reports them). After the reset the I/Os
+    /// then in flight count too (fio 3.33, libaio iodepth=32 `ramp_time=100ms
+    /// number_ios=20000` reports 19,969 I/Os and 20,000 x 4 KiB).
     pub fn number_ios_left(&self, now: u64) -> Option<u64> {
         if self.replay.is_some() {
             return None;
         }
-        let counted = if now < self.ramp_end { self.ios_issued } else { self.ios_issued - self.ios_issued_before_stats };
+        let counted = if now < self.ramp_end { self.ios_issued } else { self.ios_issued - self.ios_done_before_stats };
         self.gen.spec.number_ios_limit().map(|limit| limit.saturating_sub(counted))
     }
 

@@ -111,8 +111,8 @@ impl Runner<'_> {
         let (nlb, slba) = (cl.lbas(io.len), cl.lbas(io.offset));
         if now >= cl.ramp_end {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+            cl.submitted_after_ramp(di);
         } else {
-            cl.ios_issued_before_stats += 1;
             cl.ramp.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         }
         cl.inflight += 1;
@@ -248,8 +248,8 @@ impl Runner<'_> {
         // distribution is over the I/Os the report counts, not over the ramp's too.
         if now >= cl.ramp_end {
             cl.stats.depth_levels[depth_slot(cl.inflight + 1)] += 1;
+            cl.submitted_after_ramp(di);
         } else {
-            cl.ios_issued_before_stats += 1;
             cl.ramp.depth_levels[depth_slot(cl.inflight + 1)] += 1;
         }
         cl.inflight += 1;

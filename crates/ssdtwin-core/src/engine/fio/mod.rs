@@ -44,7 +44,7 @@ use crate::progress::{self, Budget, Progress, ProgressUnit, Spent};
 use crate::units::NsId;
 use crate::workload::trace::ReplaySource;
 use crate::workload::{JobError, JobSpec};
-use clone::{JobClone, LOOKAHEAD};
+use clone::{AfterRamp, JobClone, LOOKAHEAD};
 use converge::{ConvergeOut, ConvergeRule, Converger};
 use flow::FlowGroup;
 use latency_target::LatProbe;
@@ -579,6 +579,8 @@ impl Runner<'_> {
         cl.started = true;
         cl.start_ns = t;
         cl.ramp_end = t.saturating_add(cl.gen.spec.ramp_time_ns);
+        // Without a ramp fio never resets (time.c ramp_time_over returns true at once).
+        cl.ramp_reset = cl.gen.spec.ramp_time_ns == 0;
         cl.rate.start = cl.ramp_end.min(t);
         if cl.gen.spec.runtime_ns > 0 {
             cl.stop_at = cl.ramp_end.saturating_add(cl.gen.spec.runtime_ns);
@@ -609,12 +611,16 @@ impl Runner<'_> {
         let (ddir, len) = Ev::plain_io_of(io);
         cl.ios_completed += 1;
         cl.inflight -= 1;
-        // (`t` is after `issued`, so an I/O issued after the ramp completes after it.)
-        if issued >= cl.ramp_end {
-            accounting::count(cl, ddir, len, t - issued, t);
-        } else if t < cl.ramp_end {
+        if t < cl.ramp_end {
+            cl.ios_done_before_stats += 1;
             cl.ramp.ios[ddir as usize] += 1;
             cl.ramp.bytes[ddir as usize] += len;
+        } else {
+            match cl.after_ramp(issued) {
+                AfterRamp::Counted => accounting::count(cl, ddir, len, t - issued, t, 1),
+                AfterRamp::BytesOnly => accounting::count(cl, ddir, len, t - issued, t, 0),
+                AfterRamp::Trigger => {}
+            }
         }
         self.pump_plain(c)
     }

@@ -328,6 +328,39 @@ fn a_job_that_ends_inside_its_ramp_reports_the_ramps_ios() {
     assert!(out[0].elapsed_ns < SECOND, "{}", out[0].elapsed_ns);
 }
 
+// fio 3.33 resets its statistics at the first completion after ramp_time (time.c
+// ramp_time_over via io_u.c should_account): that completion counts nowhere, and the I/Os
+// still in flight count in io_bytes and the latencies when they complete (io_u.c
+// io_completed, account_io_completion) but not in total_ios, counted at submission
+// (ioengines.c td_io_queue). libaio iodepth=32 on a file: 31 more I/Os' bytes than I/Os,
+// clat N = the bytes' I/Os. The twin dropped them all. number_ios after the reset counts them
+// too (backend.c exceeds_number_ios: io_blocks + in flight): 19,969 I/Os, 20,000 x 4 KiB.
+#[test]
+fn ios_in_flight_at_the_ramps_end_count_in_bytes_and_latencies_not_in_ios() {
+    let timed = json!({"time_based": true, "runtime_ns": 20_000_000u64, "ramp_time_ns": 10_000_000u64, "iodepth": 8});
+    let ios_of = |extra: Value| {
+        let (out, _) = run_one(with(timed.clone(), extra)).unwrap();
+        let w = &out[0].write;
+        (w.total_ios, w.io_bytes / 4096, w.clat.n, w.slat.n)
+    };
+    for general in [false, true] {
+        GENERAL_PATH_ONLY.set(general);
+        let (ios, bytes_ios, clat_n, slat_n) = ios_of(json!({}));
+        assert!(ios > 1000, "{ios}");
+        assert_eq!((bytes_ios, clat_n, slat_n), (ios + 7, ios + 7, ios), "general path {general}");
+        // A synchronous engine's one I/O in flight is the completion that resets.
+        let (ios, bytes_ios, clat_n, _) = ios_of(json!({"ioengine": "psync", "engine_async": false, "iodepth": 1}));
+        assert!(ios > 100, "{ios}");
+        assert_eq!((bytes_ios, clat_n), (ios, ios), "general path {general}");
+        let limit = 3000;
+        let (ios, bytes_ios, clat_n, _) =
+            ios_of(json!({"time_based": false, "runtime_ns": 0, "ramp_time_ns": 1_000_000u64, "number_ios": limit,
+            "size_bytes": 64u64 << 20, "io_size_bytes": 64u64 << 20}));
+        assert_eq!((ios, bytes_ios, clat_n), (limit - 7, limit, limit), "general path {general}");
+        GENERAL_PATH_ONLY.set(false);
+    }
+}
+
 #[test]
 fn a_met_latency_target_climbs_to_iodepth_and_reports_one_window() {
     let window_ns = 2_000_000;
