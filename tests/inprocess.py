@@ -121,6 +121,10 @@ def run(argv: list[str]) -> tuple[int, str, str]:
     from ssdtwin.commands import cli
 
     saved = _Saved()
+    # As a new process would, the command starts with no Ctrl-C recorded: a test that sent
+    # this process a SIGINT outside a command (while a handler of the CLI's was installed)
+    # would otherwise make the next command's end "interrupted", exit 130.
+    _reset_package_state()
     for s in (sys.stdout, sys.stderr):
         s.flush()
     with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
