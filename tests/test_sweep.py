@@ -1055,3 +1055,19 @@ def test_ray_waits_on_a_bounded_window_so_a_large_sweeps_overhead_is_linear() ->
     window = runner.in_flight_window(2)
     assert most[0] <= window < n
     assert len(waited) <= 2 * n and sum(waited) <= 2 * window * n, (len(waited), sum(waited))
+
+
+def test_a_resume_with_every_point_done_says_so_and_where_the_table_is(tiny_in_process: Path, tmp_path: Path) -> None:
+    """A --resume of a finished sweep said "4 points (4 done before) on nothing to run" and
+    "0.0 s wall on nothing to run"."""
+    out = tmp_path / "out"
+    shutil.copytree(tiny_in_process, out)
+    toml = tmp_path / "sweep.toml"
+    toml.write_text(TINY.replace("[3.84, 3.2, 5.0]", "[3.84, 3.2]"))  # the four points done (5.0 TB failed)
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume")
+    assert "on nothing to run" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+    line = f"ssdtwin sweep: all 4 points were done before (kept in {out / 'points'}); nothing to run; the table: {out / 'results.parquet'}"
+    assert line in r.stderr_lines, r.stderr
+    assert "4 points: 0 run, 4 kept from before, 0 failed; every point was done before, nothing run" in r.stdout, r.stdout
+    assert f"results: {out / 'results.parquet'} (4 rows)" in r.stdout, r.stdout
+    assert len(read(out)) == 4
