@@ -258,6 +258,9 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         # Drawn to one file (the second over the first) and listed twice in the summary.
         (TINY.replace('y = "waf"', 'y = "iops"\ntitle = "again"'), "plot[1]: the same figure as plot[0] (iops-vs-namespace_tb.png"),
         ("[point\n", "not valid TOML"),
+        # tomlkit names no line for a key given twice in a table (it does at the top level).
+        (TINY.replace("[[plot]]", 'job = ["cm6-rand-read"]\n[[plot]]', 1), 'not valid TOML: Key "job" already exists. at line 10'),
+        ("seed = 1\nseed = 2\n", 'not valid TOML: Key "seed" already exists. at line 2'),
         # Past the engine's run limit: it simulated 200 days (hours of CPU) before refusing.
         (
             TINY.replace('scale = "1/454"', 'scale = "1/454"\nruntime = "150d"\nramp_time = "60d"'),
@@ -283,6 +286,8 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         "plot-x-missing",
         "plot-twice",
         "toml",
+        "duplicate-key-in-table",
+        "duplicate-key-at-top",
         "run-length",
         "rate-below-clones",
     ],
