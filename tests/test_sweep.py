@@ -1076,3 +1076,26 @@ def test_a_resume_with_every_point_done_says_so_and_where_the_table_is(tiny_in_p
     assert "4 points: 0 run, 4 kept from before, 0 failed; every point was done before, nothing run" in r.stdout, r.stdout
     assert f"results: {out / 'results.parquet'} (4 rows)" in r.stdout, r.stdout
     assert len(read(out)) == 4
+
+
+@pytest.mark.parametrize("made_by", ["points", "images"])
+def test_resume_refuses_rows_or_images_of_another_version(tiny_in_process: Path, tmp_path: Path, made_by: str) -> None:
+    """--resume kept the rows and images another ssdtwin made, silently, in one table with
+    this one's: it is refused in one line naming both versions, the folder left as it was."""
+    from ssdtwin import _core
+
+    out = tmp_path / "out"
+    shutil.copytree(tiny_in_process, out)
+    folder = out / "points" if made_by == "points" else out / "cache" / "images"
+    f = sorted(p for p in folder.glob("*.json") if made_by == "images" or json.loads(p.read_text())["row"]["status"] == "ok")[0]
+    rec = json.loads(f.read_text())
+    (rec["row"] if made_by == "points" else rec)["ssdtwin_version"] = "0.0.9"
+    f.write_text(json.dumps(rec))
+    table = (out / "results.parquet").read_bytes()
+    toml = tmp_path / "sweep.toml"
+    toml.write_text(TINY)
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume", check=False)
+    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
+    assert r.stderr_lines[0].startswith(f"ssdtwin sweep: error: --out {out}: its {made_by}"), r.stderr
+    assert f"made by ssdtwin 0.0.9, this is ssdtwin {_core.__version__}" in r.stderr and "empty --out" in r.stderr, r.stderr
+    assert (out / "results.parquet").read_bytes() == table

@@ -367,6 +367,27 @@ def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
     return kept
 
 
+def _same_version(out: Path, kept: dict[str, dict[str, Any]], images: Path) -> None:
+    """--resume keeps rows and images made by this ssdtwin only: a row depends on the version
+    (its model), and one table of two versions' rows would compare what cannot be compared.
+    Another version's rows or images are refused, in one line (they were kept silently)."""
+    ours = _core.__version__
+    found = {str(r.get("ssdtwin_version")) for r in kept.values()} - {ours}
+    what = "points"
+    if not found and images.is_dir() and kept:
+        for f in images.glob("*.json"):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                v = json.loads(f.read_text()).get("ssdtwin_version")
+                if v is not None and v != ours:
+                    found.add(str(v))
+                    what = f"images (in {images})"
+    if found:
+        raise SweepError(
+            f"--out {out}: its {what} were made by ssdtwin {', '.join(sorted(found))}, this is ssdtwin {ours}: --resume "
+            "would mix two versions in one table; start fresh with an empty --out (or remove its points/ and its image cache)"
+        )
+
+
 def _keep(out: Path, point: Point, result: dict[str, Any]) -> None:
     d = out / "points"
     tmp = d / f"{point.point_id}.json.tmp"
@@ -413,6 +434,7 @@ def run_sweep(
                 raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
             (out / "points").mkdir(exist_ok=True)
             kept = _kept(out, sweep.points) if resume else {}
+            _same_version(out, kept, (cache or out / "cache") / "images")
             todo = [p for p in sweep.points if p.point_id not in kept]
             rows: dict[str, dict[str, Any]] = dict(kept)
             result = SweepResult(rows=[], done=0, resumed=len(kept))
