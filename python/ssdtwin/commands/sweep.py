@@ -67,9 +67,13 @@ class _Progress:
     def _detail(self) -> str:
         return f"{self.done}/{self.total} points, {self.failed} failed"
 
-    def start(self, total: int, kept: int, where: str) -> None:
+    def start(self, total: int, kept: int, where: str, out: Optional[Path] = None) -> None:
         self.total, self.done, self.t0 = total, kept, time.perf_counter()
         if self.quiet:
+            return
+        if kept == total and out is not None:  # a --resume of a finished sweep: no executor started
+            table = out / "results.parquet"
+            say(f"{self.prog}: all {total} points were done before (kept in {out / 'points'}); nothing to run; the table: {table}")
             return
         say(f"{self.prog}: {total} points ({kept} done before) on {where}")
         if self.display is not None:
@@ -126,7 +130,7 @@ def sweep_cmd(
         interrupt_note(f"{prog.done} of {prog.total} points done and kept in {out}; --resume continues")
 
     def on_start(total: int, kept: int, where: str) -> None:
-        prog.start(total, kept, where)
+        prog.start(total, kept, where, out)
         interrupt_note(f"the points done are kept in {out}; --resume continues")
 
     # Until the executor has started (Ray: seconds) a stop leaves --out as it was.
@@ -162,10 +166,9 @@ def sweep_cmd(
     if fmt == "json":
         emit_json(summary)
         return
-    typer.echo(
-        f"{len(sweep.points)} points: {res.done} run, {res.resumed} kept from before, {len(res.failed)} failed; "
-        f"{res.wall_s:.1f} s wall on {res.where}"
-    )
+    # A --resume of a finished sweep starts no executor: "0.0 s wall on nothing to run" it said.
+    ran = f"{res.wall_s:.1f} s wall on {res.where}" if res.resumed < len(sweep.points) else "every point was done before, nothing run"
+    typer.echo(f"{len(sweep.points)} points: {res.done} run, {res.resumed} kept from before, {len(res.failed)} failed; {ran}")
     typer.echo(f"results: {res.parquet} ({len(res.rows)} rows)")
     for plot, path in zip(sweep.plots, res.plots):
         # A figure of a column no point filled (`waf` over windows too short to measure it) is
@@ -328,7 +331,7 @@ def advise_cmd(
     interrupt_note("no sweep run; nothing kept")
 
     def on_start(total: int, kept: int, where: str) -> None:
-        prog.start(total, kept, where)
+        prog.start(total, kept, where, out)
         interrupt_note(f"the sweeps done so far are in {folder}" if keep else "nothing kept")
 
     ex = None

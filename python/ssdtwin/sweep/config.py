@@ -156,13 +156,32 @@ def _regular(path: Path) -> None:
 
 def loads(text: str, name: str = "<sweep>", base: Optional[Path] = None) -> Sweep:
     import tomlkit
-    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.exceptions import KeyAlreadyPresent, TOMLKitError
 
     try:
         doc = tomlkit.parse(text).unwrap()
     except TOMLKitError as e:
-        raise SweepConfigError(f"{name}: not valid TOML: {' '.join(str(e).split())}") from None
+        where = f" at line {_line_of_duplicate(text)}" if isinstance(e, KeyAlreadyPresent) else ""
+        raise SweepConfigError(f"{name}: not valid TOML: {' '.join(str(e).split())}{where}") from None
     return from_dict(doc, name=name, base=base or Path.cwd())
+
+
+def _line_of_duplicate(text: str) -> int:
+    """The line of a key given twice in a table: tomlkit's KeyAlreadyPresent names no line
+    (it does for a key at the top level, raised as a ParseError). It is the first line at
+    which the text read so far has the duplicate (only on that error: a sweep file is short)."""
+    import tomlkit
+    from tomlkit.exceptions import KeyAlreadyPresent, TOMLKitError
+
+    lines = text.splitlines(keepends=True)
+    for k in range(1, len(lines) + 1):
+        try:
+            tomlkit.parse("".join(lines[:k]))
+        except KeyAlreadyPresent:
+            return k
+        except TOMLKitError:
+            continue  # cut inside a multi-line value
+    return len(lines)
 
 
 def from_dict(doc: Mapping[str, Any], name: str = "<sweep>", base: Optional[Path] = None) -> Sweep:

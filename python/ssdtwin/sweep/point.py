@@ -150,6 +150,7 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
             "steady_waf_measurement": prepared.steady_measurement,
             "seed": point.image_seed,
             "build_wall_s": round(time.perf_counter() - t0, 3),
+            "ssdtwin_version": _core.__version__,
         }
         part = meta_path.with_name(meta_path.name + ".tmp")
         part.write_text(json.dumps(meta, indent=1))

@@ -182,7 +182,7 @@ class RayExecutor(Executor):
                 ) from None
             raise SweepError(f"Ray: {'--address ' + address + ': ' if address else ''}{msg}") from None
         self.ray = ray
-        cpus = int(ray.cluster_resources().get("CPU", 0))
+        self.cpus = cpus = int(ray.cluster_resources().get("CPU", 0))
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
         self.where = f"Ray {'cluster ' + address if address else 'on this machine'} ({nodes} node{'s' * (nodes != 1)}, {cpus} CPUs)"
         self._check_workers()
@@ -206,19 +206,21 @@ class RayExecutor(Executor):
         for p in points:
             if p.image_key not in preps:
                 preps[p.image_key] = prep_task.remote(p, str(cache))
-        pending = {point_task.remote(p, str(cache), preps[p.image_key]): p for p in points}
+
+        def submit(p: Point) -> Any:
+            return point_task.remote(p, str(cache), preps[p.image_key])
+
+        def done(p: Point, ref: Any) -> None:
+            try:
+                result = ray.get(ref)
+            except Exception as e:  # the worker died (out of memory, a node lost)
+                result = {"row": failed_row(p, f"Ray task failed: {task_error(e)}"), "wall_s": None}
+            finished(p, result)
+
         try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
-                for ref in ready:
-                    p = pending.pop(ref)
-                    try:
-                        result = ray.get(ref)
-                    except Exception as e:  # the worker died (out of memory, a node lost)
-                        result = {"row": failed_row(p, f"Ray task failed: {task_error(e)}"), "wall_s": None}
-                    finished(p, result)
+            drain(ray, points, submit, done, window=in_flight_window(self.cpus))
         except BaseException:
-            for ref in list(pending) + list(preps.values()):
+            for ref in preps.values():
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
             raise
@@ -226,6 +228,46 @@ class RayExecutor(Executor):
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.ray.shutdown()
+
+
+def in_flight_window(cpus: int) -> int:
+    """How many point tasks are submitted and not yet finished at a time: enough to keep
+    every CPU busy with a queue behind it, few enough that each ray.wait is short."""
+    return max(4 * cpus, 64)
+
+
+def drain(ray: Any, items: Sequence[Point], submit: Callable[[Point], Any], done: Callable[[Point, Any], None], window: int) -> None:
+    """Submit ``items`` as tasks (``submit`` gives a task's ref), at most ``window`` in
+    flight, and call ``done(item, ref)`` as each ends, in any order. Each ray.wait is over
+    the tasks in flight, not over every task not yet finished: waiting on all of them was
+    quadratic in the number of points (20,000 trivial tasks: 43.2 s, 11.9 s now; docs/performance.md).
+    On any exception (Ctrl-C, SIGTERM) the tasks in flight are cancelled; those never
+    submitted never run."""
+    todo = iter(items)
+    flight: dict[Any, Point] = {}
+
+    def fill() -> None:
+        while len(flight) < window:
+            item = next(todo, None)
+            if item is None:
+                return
+            flight[submit(item)] = item
+
+    try:
+        fill()
+        while flight:
+            ready, rest = ray.wait(list(flight), num_returns=1, timeout=0.5)
+            if ready and rest:  # and every other task already finished, in the same call
+                more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+                ready = [*ready, *more]
+            for ref in ready:
+                done(flight.pop(ref), ref)
+            fill()
+    except BaseException:
+        for ref in list(flight):
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        raise
 
 
 @contextlib.contextmanager
@@ -325,6 +367,27 @@ def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
     return kept
 
 
+def _same_version(out: Path, kept: dict[str, dict[str, Any]], images: Path) -> None:
+    """--resume keeps rows and images made by this ssdtwin only: a row depends on the version
+    (its model), and one table of two versions' rows would compare what cannot be compared.
+    Another version's rows or images are refused, in one line (they were kept silently)."""
+    ours = _core.__version__
+    found = {str(r.get("ssdtwin_version")) for r in kept.values()} - {ours}
+    what = "points"
+    if not found and images.is_dir() and kept:
+        for f in images.glob("*.json"):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                v = json.loads(f.read_text()).get("ssdtwin_version")
+                if v is not None and v != ours:
+                    found.add(str(v))
+                    what = f"images (in {images})"
+    if found:
+        raise SweepError(
+            f"--out {out}: its {what} were made by ssdtwin {', '.join(sorted(found))}, this is ssdtwin {ours}: --resume "
+            "would mix two versions in one table; start fresh with an empty --out (or remove its points/ and its image cache)"
+        )
+
+
 def _keep(out: Path, point: Point, result: dict[str, Any]) -> None:
     d = out / "points"
     tmp = d / f"{point.point_id}.json.tmp"
@@ -371,6 +434,7 @@ def run_sweep(
                 raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
             (out / "points").mkdir(exist_ok=True)
             kept = _kept(out, sweep.points) if resume else {}
+            _same_version(out, kept, (cache or out / "cache") / "images")
             todo = [p for p in sweep.points if p.point_id not in kept]
             rows: dict[str, dict[str, Any]] = dict(kept)
             result = SweepResult(rows=[], done=0, resumed=len(kept))
