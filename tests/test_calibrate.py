@@ -308,6 +308,38 @@ def test_every_preset_printed_by_models_is_a_spec() -> None:
         assert _core.parse_spec(text)["drive"]["name"] == name
 
 
+def test_a_derived_value_an_edit_left_behind_is_noted(tmp_path: Path) -> None:
+    """A spec edited from a preset keeps the preset's [DERIVED] values with their sources:
+    the CM6-R's write buffer says "64 dies x 96 KiB x 2" on a drive edited to 32 dies.
+    `create` and `calibrate` name each such field, the count it was derived from and the
+    spec's own, and change nothing; a preset as printed gets no note."""
+    from ssdtwin.commands.common import stale_derivations
+
+    cm6 = dict(_core.presets())["kioxia-cm6-r-3.84t"]
+    assert all(stale_derivations(text) == [] for _, text in _core.presets())
+    spec = tmp_path / "mine.toml"
+    # 32 dies of 1 Tib (twice the blocks) in place of 64 of 512 Gib: the same capacity.
+    edited = cm6.replace("dies_per_channel = { value = 4,", "dies_per_channel = { value = 2,")
+    spec.write_text(edited.replace("blocks_per_plane = { value = 1820,", "blocks_per_plane = { value = 3640,"))
+    r = run_cli("create", tmp_path / "mine", "--spec", spec, "--scale", "1/454")
+    notes = [line for line in r.stderr.splitlines() if "was derived from" in line]
+    assert (
+        f"ssdtwin create: note: --spec {spec}: ftl.write_buffer_bytes = 12582912 was derived from 64 dies; this spec has 32 "
+        "(nand.channels x nand.dies_per_channel: 16 x 2): derive it again, or keep it with a source saying why"
+    ) in notes
+    assert any(n.startswith(f"ssdtwin create: note: --spec {spec}: nand.dies_per_channel = 2 was derived from 64 dies;") for n in notes)
+    assert len(notes) == 2, notes
+    assert _core.parse_spec(spec.read_text())["ftl"]["write_buffer_bytes"]["value"] == 12582912  # nothing rewritten
+    # Planes per die: blocks_per_plane's derivation "(2 planes x 1152 pages x 16 KiB)".
+    spec.write_text(cm6.replace("planes_per_die = { value = 2,", "planes_per_die = { value = 4,"))
+    r = run_cli("calibrate", "--spec", spec, "--print-jobs", tmp_path / "jobs")
+    (note,) = [line for line in r.stderr.splitlines() if "was derived from" in line]
+    assert note.startswith(
+        f"ssdtwin calibrate: note: --spec {spec}: nand.blocks_per_plane = 1820 was derived from 2 planes; "
+        "this spec has 4 (nand.planes_per_die)"
+    )
+
+
 # --------------------------------------------------------------------------- jobs and results
 
 

@@ -18,7 +18,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import OutputFmt, Seed, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
+from .common import OutputFmt, Seed, check_fmt, emit_json, fail, note_stale_derivations, read_spec, say, scale_rounding, spec_error
 
 if TYPE_CHECKING:  # the studies are imported when the command runs
     from ..studies.calibrate import Calibration
@@ -100,6 +100,7 @@ def spec_text(model: Optional[str], spec: Optional[Path]) -> tuple[str, str]:
             _core.parse_spec(text)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
+        note_stale_derivations("ssdtwin calibrate", spec, text)
         return text, str(spec)
     from ..studies.calibrate import CM6_MODEL
 
