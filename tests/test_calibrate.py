@@ -845,7 +845,7 @@ BAD = [
     ),
     (["--datasheet", "seq-read=100", "--sets", "rand-read=t_read_ns"], ("--sets rand-read=t_read_ns: there is no rand-read figure",)),
     (["--datasheet", "seq-read=100", "--measured", "{tmp}"], ("give --datasheet or --measured, not both",)),
-    (["--measured", "{tmp}/nowhere"], ("--measured {tmp}/nowhere: not a directory",)),
+    (["--measured", "{tmp}/nowhere"], ("--measured {tmp}/nowhere: no such folder (it does not exist",)),
     (["--measured", "{empty}"], ("no fio JSON job named seq-read, rand-read, seq-write or rand-write",)),
     (["--measured", "{notjson}"], ("{notjson}/x.json: not valid JSON",)),
     (["--measured", "{nojobs}"], ("{nojobs}/x.json: jobs: missing or not a list",)),
