@@ -210,6 +210,52 @@ def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
     assert "at this scale" not in r.stderr.splitlines()[-1]
 
 
+def test_a_ceiling_kept_at_the_spec_s_value_is_not_called_fitted() -> None:
+    """A ceiling another figure was to set binds this one; that figure's fit left the spec's
+    value (it stopped responding, or started within --tol). The error said the ceiling was
+    "fitted to" that figure; it says the spec's value was kept, and the line lists which
+    parameters the fit moved and which it kept. Once the fit moved the ceiling, "fitted to"."""
+    from ssdtwin.commands.calibrate import _fail_outside
+    from ssdtwin.commands.common import CliError
+
+    spec: Any = _core.parse_spec(SLOW.read_text())["timing"]
+    own = C.Corner("seq-read", 219.0, "sheet", "host_link_bytes_per_s")
+    other = C.Corner("rand-read", 22_000.0, "sheet", "ctrl_max_iops")
+
+    def find(timing: Any) -> Any:
+        iops = float(timing["ctrl_max_iops"]["value"])
+
+        def figure(_c: C.Corner, trial: Any) -> float:  # only twice the ceiling raises it
+            return 150.0 if trial["ctrl_max_iops"]["value"] > iops else 100.0
+
+        return cal.bound_by(own, timing, 100.0, None, figure, None, [own, other], lambda _: None, None, spec)
+
+    b = find(spec)
+    assert (b["param"], b["kind"], b.get("kept_for"), "fitted_to" in b) == ("ctrl_max_iops", "ceiling", other.label, False)
+    row: Any = {"figure": "seq-read", "label": own.label, "unit": "MB/s", "sets": own.sets, "responds": False, "bound_by": b}
+    why = cal.why_not(row)
+    assert "fitted to" not in why
+    assert f"timing.ctrl_max_iops (1,700,000, the spec's value: its fit to {other.label} kept it) binds it" in why
+    row.update(kind="calibrated", within_tol=False, target=219.0, twin=100.0, error=100 / 219 - 1)
+    res: Any = {
+        "figures": [row, {"sets": other.sets, "kind": "calibrated", "within_tol": True}],
+        "kept": ["ctrl_max_iops", "host_link_bytes_per_s"],
+    }
+    with pytest.raises(CliError) as e:
+        _fail_outside(res, 0.003, None, False)
+    assert str(e.value).endswith("; kept at the spec's value: ctrl_max_iops, host_link_bytes_per_s; fitted: none")
+    res["kept"] = ["host_link_bytes_per_s"]
+    with pytest.raises(CliError) as e:
+        _fail_outside(res, 0.003, None, False)
+    assert str(e.value).endswith("; kept at the spec's value: host_link_bytes_per_s; fitted: ctrl_max_iops")
+    # The ceiling moved by its own figure's fit: then it was fitted to it.
+    moved = json.loads(json.dumps(spec))
+    moved["ctrl_max_iops"]["value"] = 900_000
+    b = find(moved)
+    assert (b.get("fitted_to"), "kept_for" in b) == (other.label, False)
+    assert f"timing.ctrl_max_iops (900,000), fitted to {other.label}, binds it" in cal.why_not({**row, "bound_by": b})
+
+
 def test_the_error_line_prints_the_target_as_the_table_does(tmp_path: Path) -> None:
     # 0.5 MB/s is below the slowest link the core accepts (1 MB/s); the line said "vs 0"
     r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=0.5MB/s", "--scale", SCALE, check=False)
