@@ -384,6 +384,12 @@ def test_a_derived_value_an_edit_left_behind_is_noted(tmp_path: Path) -> None:
         f"ssdtwin calibrate: note: --spec {spec}: nand.blocks_per_plane = 1820 was derived from 2 planes; "
         "this spec has 4 (nand.planes_per_die)"
     )
+    # validate --spec notes it before it reads the drive's figures (here none: one error after).
+    r = run_cli("validate", "--spec", spec, "--measured", tmp_path / "results", check=False)
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and len(lines) == 2, r.stderr
+    assert lines[0].startswith(f"ssdtwin validate: note: --spec {spec}: nand.blocks_per_plane = 1820 was derived from 2 planes;")
+    assert lines[1].startswith(f"ssdtwin validate: error: --measured {tmp_path / 'results'}: no such folder")
 
 
 # --------------------------------------------------------------------------- jobs and results
