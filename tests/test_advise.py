@@ -143,7 +143,7 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         # A scale no candidate can be built at failed every candidate's run, after Ray had started.
         (
             ["--drives", f"{CM6},{P5316}", "--scale", "1/300"],
-            "--scale 1/300: too small: 910 blocks per plane leave 3.4 data superblocks at 1/300 (need at least 4); "
+            "--scale 1/300: too small: 910 blocks per plane leave 3.4 data superblocks at 1/300 (need at least 4: N <= 263); "
             f"{P5316} is built at 1/1 to 1/263",
         ),
     ],

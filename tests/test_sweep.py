@@ -246,7 +246,7 @@ def bad(tmp_path: Path, text: str, *extra: str) -> str:
         # Past the drive's smallest scale: every point failed, after Ray had started (exit 0).
         (
             TINY.replace('"1/454"', '"1/1024"'),
-            "scale: 1/1024: too small: 1820 blocks per plane leave 2.4 data superblocks at 1/1024 (need at least 4); "
+            "scale: 1/1024: too small: 1820 blocks per plane leave 2.4 data superblocks at 1/1024 (need at least 4: N <= 528); "
             f"{CM6} is built at 1/1 to 1/528",
         ),
         (TINY.replace('"cm6-rand-read"', '"missing.fio"'), "job missing.fio: No such file or directory"),
