@@ -214,6 +214,52 @@ def test_figures_that_conflict_name_the_parameter_that_took_one_away() -> None:
     assert "at this scale" not in r.stderr.splitlines()[-1]
 
 
+def test_a_ceiling_kept_at_the_spec_s_value_is_not_called_fitted() -> None:
+    """A ceiling another figure was to set binds this one; that figure's fit left the spec's
+    value (it stopped responding, or started within --tol). The error said the ceiling was
+    "fitted to" that figure; it says the spec's value was kept, and the line lists which
+    parameters the fit moved and which it kept. Once the fit moved the ceiling, "fitted to"."""
+    from ssdtwin.commands.calibrate import _fail_outside
+    from ssdtwin.commands.common import CliError
+
+    spec: Any = _core.parse_spec(SLOW.read_text())["timing"]
+    own = C.Corner("seq-read", 219.0, "sheet", "host_link_bytes_per_s")
+    other = C.Corner("rand-read", 22_000.0, "sheet", "ctrl_max_iops")
+
+    def find(timing: Any) -> Any:
+        iops = float(timing["ctrl_max_iops"]["value"])
+
+        def figure(_c: C.Corner, trial: Any) -> float:  # only twice the ceiling raises it
+            return 150.0 if trial["ctrl_max_iops"]["value"] > iops else 100.0
+
+        return cal.bound_by(own, timing, 100.0, None, figure, None, [own, other], lambda _: None, None, spec)
+
+    b = find(spec)
+    assert (b["param"], b["kind"], b.get("kept_for"), "fitted_to" in b) == ("ctrl_max_iops", "ceiling", other.label, False)
+    row: Any = {"figure": "seq-read", "label": own.label, "unit": "MB/s", "sets": own.sets, "responds": False, "bound_by": b}
+    why = cal.why_not(row)
+    assert "fitted to" not in why
+    assert f"timing.ctrl_max_iops (1,700,000, the spec's value: its fit to {other.label} kept it) binds it" in why
+    row.update(kind="calibrated", within_tol=False, target=219.0, twin=100.0, error=100 / 219 - 1)
+    res: Any = {
+        "figures": [row, {"sets": other.sets, "kind": "calibrated", "within_tol": True}],
+        "kept": ["ctrl_max_iops", "host_link_bytes_per_s"],
+    }
+    with pytest.raises(CliError) as e:
+        _fail_outside(res, 0.003, None, False)
+    assert str(e.value).endswith("; kept at the spec's value: ctrl_max_iops, host_link_bytes_per_s; fitted: none")
+    res["kept"] = ["host_link_bytes_per_s"]
+    with pytest.raises(CliError) as e:
+        _fail_outside(res, 0.003, None, False)
+    assert str(e.value).endswith("; kept at the spec's value: host_link_bytes_per_s; fitted: ctrl_max_iops")
+    # The ceiling moved by its own figure's fit: then it was fitted to it.
+    moved = json.loads(json.dumps(spec))
+    moved["ctrl_max_iops"]["value"] = 900_000
+    b = find(moved)
+    assert (b.get("fitted_to"), "kept_for" in b) == (other.label, False)
+    assert f"timing.ctrl_max_iops (900,000), fitted to {other.label}, binds it" in cal.why_not({**row, "bound_by": b})
+
+
 def test_the_error_line_prints_the_target_as_the_table_does(tmp_path: Path) -> None:
     # 0.5 MB/s is below the slowest link the core accepts (1 MB/s); the line said "vs 0"
     r = run_cli("calibrate", "--spec", SLOW, "--datasheet", "seq-read=0.5MB/s", "--scale", SCALE, check=False)
@@ -310,6 +356,44 @@ def test_every_preset_printed_by_models_is_a_spec() -> None:
     (the preset's own) passes the core's checks as a --spec, for every preset."""
     for name, text in _core.presets():
         assert _core.parse_spec(text)["drive"]["name"] == name
+
+
+def test_a_derived_value_an_edit_left_behind_is_noted(tmp_path: Path) -> None:
+    """A spec edited from a preset keeps the preset's [DERIVED] values with their sources:
+    the CM6-R's write buffer says "64 dies x 96 KiB x 2" on a drive edited to 32 dies.
+    `create` and `calibrate` name each such field, the count it was derived from and the
+    spec's own, and change nothing; a preset as printed gets no note."""
+    from ssdtwin.commands.common import stale_derivations
+
+    cm6 = dict(_core.presets())["kioxia-cm6-r-3.84t"]
+    assert all(stale_derivations(text) == [] for _, text in _core.presets())
+    spec = tmp_path / "mine.toml"
+    # 32 dies of 1 Tib (twice the blocks) in place of 64 of 512 Gib: the same capacity.
+    edited = cm6.replace("dies_per_channel = { value = 4,", "dies_per_channel = { value = 2,")
+    spec.write_text(edited.replace("blocks_per_plane = { value = 1820,", "blocks_per_plane = { value = 3640,"))
+    r = run_cli("create", tmp_path / "mine", "--spec", spec, "--scale", "1/454")
+    notes = [line for line in r.stderr.splitlines() if "was derived from" in line]
+    assert (
+        f"ssdtwin create: note: --spec {spec}: ftl.write_buffer_bytes = 12582912 was derived from 64 dies; this spec has 32 "
+        "(nand.channels x nand.dies_per_channel: 16 x 2): derive it again, or keep it with a source saying why"
+    ) in notes
+    assert any(n.startswith(f"ssdtwin create: note: --spec {spec}: nand.dies_per_channel = 2 was derived from 64 dies;") for n in notes)
+    assert len(notes) == 2, notes
+    assert _core.parse_spec(spec.read_text())["ftl"]["write_buffer_bytes"]["value"] == 12582912  # nothing rewritten
+    # Planes per die: blocks_per_plane's derivation "(2 planes x 1152 pages x 16 KiB)".
+    spec.write_text(cm6.replace("planes_per_die = { value = 2,", "planes_per_die = { value = 4,"))
+    r = run_cli("calibrate", "--spec", spec, "--print-jobs", tmp_path / "jobs")
+    (note,) = [line for line in r.stderr.splitlines() if "was derived from" in line]
+    assert note.startswith(
+        f"ssdtwin calibrate: note: --spec {spec}: nand.blocks_per_plane = 1820 was derived from 2 planes; "
+        "this spec has 4 (nand.planes_per_die)"
+    )
+    # validate --spec notes it before it reads the drive's figures (here none: one error after).
+    r = run_cli("validate", "--spec", spec, "--measured", tmp_path / "results", check=False)
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and len(lines) == 2, r.stderr
+    assert lines[0].startswith(f"ssdtwin validate: note: --spec {spec}: nand.blocks_per_plane = 1820 was derived from 2 planes;")
+    assert lines[1].startswith(f"ssdtwin validate: error: --measured {tmp_path / 'results'}: no such folder")
 
 
 # --------------------------------------------------------------------------- jobs and results
@@ -817,7 +901,7 @@ BAD = [
     ),
     (["--datasheet", "seq-read=100", "--sets", "rand-read=t_read_ns"], ("--sets rand-read=t_read_ns: there is no rand-read figure",)),
     (["--datasheet", "seq-read=100", "--measured", "{tmp}"], ("give --datasheet or --measured, not both",)),
-    (["--measured", "{tmp}/nowhere"], ("--measured {tmp}/nowhere: not a directory",)),
+    (["--measured", "{tmp}/nowhere"], ("--measured {tmp}/nowhere: no such folder (it does not exist",)),
     (["--measured", "{empty}"], ("no fio JSON job named seq-read, rand-read, seq-write or rand-write",)),
     (["--measured", "{notjson}"], ("{notjson}/x.json: not valid JSON",)),
     (["--measured", "{nojobs}"], ("{nojobs}/x.json: jobs: missing or not a list",)),

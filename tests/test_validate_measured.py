@@ -199,6 +199,9 @@ def test_the_mixed_direction_of_unified_rw_reporting_is_both(tmp_path: Path) -> 
             ["10.json: jobs[0].iodepth_level: 100 % of the I/O at depth 1, against job options.iodepth = 32"],
         ),
         (["--spec", "{d}/none.toml", "--measured", "{d}"], {}, ["none.toml"]),
+        # a folder that does not exist is named as missing, not as "not a directory"
+        (["--spec", SLOW, "--measured", "{d}/results"], {}, ["--measured {d}/results: no such folder (it does not exist"]),
+        (["--spec", SLOW, "--measured", "{d}/7.json"], {"7.json": "{}"}, ["--measured {d}/7.json: not a folder"]),
         (
             # group_reporting without stonewall folded qd1-rand-read and qd1-rand-write into one
             # entry, the first's name and the last's options: "job options.rw = randwrite"

@@ -18,7 +18,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import OutputFmt, Seed, check_fmt, emit_json, fail, read_spec, say, scale_rounding, spec_error
+from .common import OutputFmt, Seed, check_fmt, emit_json, fail, note_stale_derivations, read_spec, say, scale_rounding, spec_error
 
 if TYPE_CHECKING:  # the studies are imported when the command runs
     from ..studies.calibrate import Calibration
@@ -100,6 +100,7 @@ def spec_text(model: Optional[str], spec: Optional[Path]) -> tuple[str, str]:
             _core.parse_spec(text)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
+        note_stale_derivations("ssdtwin calibrate", spec, text)
         return text, str(spec)
     from ..studies.calibrate import CM6_MODEL
 
@@ -282,7 +283,18 @@ def _fail_outside(res: Calibration, tol: float, out: Optional[Path], write: bool
         # parameter fails as well, and says so (the line must not contradict its numbers).
         lead = f"outside --tol {pct.format(tol).lstrip('+')}" if any(abs(r["error"]) > tol for r in failed) else "not identified"
         not_written = (f"; {out} not written" if out else "") + ("; presets not written" if write else "")
-        fail(f"{lead}: {'; '.join(outside)}{not_written}")
+        fail(f"{lead}: {'; '.join(outside)}{_fitted_and_kept(res)}{not_written}")
+
+
+def _fitted_and_kept(res: Calibration) -> str:
+    """Which parameters the fit moved and which keep the spec's value (their figure's fit
+    left them), when any does: an error naming a parameter that binds must not read as if
+    every parameter had been fitted."""
+    kept = res.get("kept") or []
+    if not kept:
+        return ""
+    fitted = [str(r["sets"]) for r in res["figures"] if r.get("sets") and r["sets"] not in kept]
+    return f"; kept at the spec's value: {', '.join(kept)}; fitted: {', '.join(fitted) or 'none'}"
 
 
 def _note_stale_sources(out: Path, res: Calibration) -> None:

@@ -45,6 +45,7 @@ from .common import (
     emit_json,
     fail,
     interrupt_note,
+    note_stale_derivations,
     opened,
     read_spec,
     refuse_digit_separators,
@@ -283,6 +284,7 @@ def create(
             d = Drive.create_from_spec(path, text, scale=n, seed=seed, nvm_sets=nvm_sets, partitions=partitions)
         except _core.SpecError as e:
             fail(spec_error(spec, text, str(e)))
+        note_stale_derivations("ssdtwin create", spec, text)
         rounded = scale_rounding(None, n, spec_toml=text, nvm_sets=nvm_sets, partitions=partitions)
         name = f"{d.spec()['drive']['name']} (from {spec})"
     info = d.ftl_info()

@@ -344,6 +344,61 @@ def read_spec(path: Path) -> str:
         fail(f"--spec {path}: cannot read it as UTF-8 text ({e.__class__.__name__})")
 
 
+# The counts a [DERIVED] source may start from, as it writes them ("64 dies", "/ 16 channels",
+# "2 planes x 1152 pages"), and where the spec keeps each now.
+_COUNTS = (
+    ("dies", "nand.channels x nand.dies_per_channel"),
+    ("channels", "nand.channels"),
+    ("planes", "nand.planes_per_die"),
+    ("pages", "nand.pages_per_block"),
+)
+
+
+def stale_derivations(text: str) -> list[str]:
+    """One line per [DERIVED] value whose source starts from a count of dies, channels,
+    planes or pages per block that the spec no longer has (an edited geometry keeps the
+    preset's derived values and their sources: a write buffer of 2 program units per die
+    for 64 dies on a drive of 32). The value is the user's to derive again; nothing is
+    changed. A source may state several counts of one kind (a derivation's steps); it is
+    stale when none is the spec's."""
+    try:
+        spec = _core.parse_spec(text)
+        nand = spec["nand"]
+        have = {
+            "channels": int(nand["channels"]["value"]),
+            "planes": int(nand["planes_per_die"]["value"]),
+            "pages": int(nand["pages_per_block"]["value"]),
+        }
+        have["dies"] = have["channels"] * int(nand["dies_per_channel"]["value"])
+    except (_core.SpecError, KeyError, TypeError, ValueError):
+        return []  # the caller fails on a spec the core refuses
+    notes = []
+    for table, fields in spec.items():
+        if not isinstance(fields, dict):
+            continue
+        for field, entry in fields.items():
+            source = entry.get("source") if isinstance(entry, dict) else None
+            if not isinstance(source, str) or not source.startswith("[DERIVED]"):
+                continue
+            for kind, where in _COUNTS:
+                said = [int(n.replace(",", "")) for n in re.findall(rf"(?<![\d.,])(\d[\d,]*) {kind}\b", source)]
+                if said and have[kind] not in said:
+                    now = f"{have[kind]} ({where})"
+                    if kind == "dies":
+                        now = f"{have['dies']} ({where}: {have['channels']} x {have['dies'] // have['channels']})"
+                    notes.append(
+                        f"{table}.{field} = {entry.get('value')} was derived from {said[-1]} {kind}; this spec has {now}: "
+                        "derive it again, or keep it with a source saying why"
+                    )
+    return notes
+
+
+def note_stale_derivations(prog: str, path: Path, text: str) -> None:
+    """The notes of `stale_derivations` on stderr, each naming the spec file."""
+    for note in stale_derivations(text):
+        say(f"{prog}: note: --spec {path}: {note}")
+
+
 def _file_kind(mode: int) -> str:
     for test, kind in (
         (stat.S_ISDIR, "a directory"),

@@ -12,7 +12,7 @@ import typer
 
 from .. import _core
 from ..drive import parse_scale
-from .common import OutputFmt, Seed, available_cpus, check_fmt, emit_json, fail, read_spec, spec_error
+from .common import OutputFmt, Seed, available_cpus, check_fmt, emit_json, fail, note_stale_derivations, read_spec, spec_error
 
 if TYPE_CHECKING:  # the studies are imported when the command runs
     from ..studies.validate import Log, Settings
@@ -97,6 +97,7 @@ def _own_drive(
         _core.parse_spec(text)
     except _core.SpecError as e:
         fail(spec_error(spec, text, str(e)))
+    note_stale_derivations("ssdtwin validate", spec, text)
     t0 = time.perf_counter()
     try:
         figures = measured_group(settings, text, spec.stem, measured, log)

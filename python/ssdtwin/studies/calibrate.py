@@ -187,6 +187,7 @@ class BoundBy(TypedDict):
     relaxed: float
     figure: float  # this figure with `param` at `relaxed`
     fitted_to: NotRequired[str]  # the figure that set it (kind "fitted"; a ceiling when another figure was fitted to it)
+    kept_for: NotRequired[str]  # the figure that was to set it, whose fit left the spec's value (a ceiling or time)
 
 
 class FigureRow(TypedDict):
@@ -228,6 +229,7 @@ class Calibration(TypedDict):
     corners: dict[str, CornerFields]
     spec: NotRequired[str]  # the spec fitted, as the command names it
     implausible: NotRequired[list[str]]  # fitted NAND times outside what published dies do (`implausible`)
+    kept: NotRequired[list[str]]  # parameters a figure sets whose fit left the spec's value
 
 
 def start_value(param: str, timing: TimingTable, c: Corner) -> float:
@@ -332,7 +334,7 @@ def calibrate(
             rows.append(final_row(c, y, fitted, tol, log))
             if c.sets and not rows[-1].get("responds", True):
                 stuck = fitted[c.sets].get("stuck")
-                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log, waf)
+                rows[-1]["bound_by"] = bound_by(c, timing, y, stuck, figure, reached.get(c.sets), fitting, log, waf, spec["timing"])
     result: Calibration = {
         "scale": scale,
         "seed": seed,
@@ -345,6 +347,7 @@ def calibrate(
         "corners": {c.name: c.toml_fields() for c in order},
     }
     result["implausible"] = implausible(spec["nand"], result)
+    result["kept"] = [p for p in fitted if timing[p]["value"] == spec["timing"][p]["value"]]
     return result
 
 
@@ -427,6 +430,7 @@ def bound_by(
     fitting: list[Corner],
     log: Callable[[str], None],
     waf: Optional[Callable[[Corner, TimingTable], Optional[float]]] = None,
+    start: Optional[TimingTable] = None,
 ) -> Optional[BoundBy]:
     """What holds a figure that stopped responding to its parameter short of the target.
 
@@ -436,7 +440,9 @@ def bound_by(
     at `stuck`, the most relaxed value the search tried), each ceiling the spec sets (not 0)
     at twice its value and each NAND time the corner's I/O waits on (TIMES_OF) at half. The
     first that raises its figure by BOUND_GAIN, unless a later one raises it by as much
-    again; None when none does (then something the fit does not vary binds it).
+    again; None when none does (then something the fit does not vary binds it). A ceiling
+    or time another figure was to set names that figure: `fitted_to` when its fit moved it,
+    `kept_for` when it still has its value in `start` (the spec's timing).
 
     A sequential write that runs at WAF above SEQ_WAF_GC where it stopped is held by GC
     copying data, on a drive of too few superblocks (docs/calibration.md): that is named
@@ -465,7 +471,9 @@ def bound_by(
         if p != own and p not in probed and v > 0:
             lo, hi = PARAM_RANGE[p]
             b = {"param": p, "kind": cast(Any, kind), "value": v, "relaxed": min(max(v * factor, lo), hi), "figure": y_stuck}
-            if p in fitted_to:  # a parameter another figure set: the two conflict
+            if p in fitted_to and start is not None and p in start and float(start[p]["value"]) == v:
+                b["kept_for"] = fitted_to[p]  # its figure's fit left the spec's value: not fitted to it
+            elif p in fitted_to:  # a parameter another figure set: the two conflict
                 b["fitted_to"] = fitted_to[p]
             trials.append((b, base, y_stuck))
     best: Optional[BoundBy] = None
@@ -588,6 +596,11 @@ def why_not(row: FigureRow) -> str:
             at = f"at {'twice' if b['kind'] == 'ceiling' else 'half'} that, {b['figure']:,.1f} {row['unit']}"
             if b.get("fitted_to"):
                 return f"{stops}: timing.{b['param']} ({_num(b['value'])}), fitted to {b.get('fitted_to')}, binds it ({at}): {conflict}"
+            if b.get("kept_for"):
+                return (
+                    f"{stops}: timing.{b['param']} ({_num(b['value'])}, the spec's value: its fit to {b.get('kept_for')} kept it) binds it "
+                    f"({at}): {conflict}"
+                )
             if b["kind"] == "ceiling":
                 return f"{stops}: timing.{b['param']} ({_num(b['value'])}) binds it ({at}; raise or fit that ceiling: docs/calibration.md)"
             return (

@@ -494,14 +494,26 @@ def _figure_of(name: str, found: list[_Found], where: str) -> Corner:
     return replace(c, source=f"measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
 
 
+def check_measured_dir(directory: Path) -> None:
+    """A `--measured` folder exists and is a folder, or a one-line error naming it."""
+    try:
+        is_dir = directory.is_dir()
+    except OSError as e:  # a parent not searchable
+        raise CornerError(f"--measured {directory}: cannot read it ({e.strerror or e.__class__.__name__})") from None
+    if is_dir:
+        return
+    if not directory.exists() and not directory.is_symlink():
+        raise CornerError(f"--measured {directory}: no such folder (it does not exist; give the folder holding the drive's fio JSON)")
+    raise CornerError(f"--measured {directory}: not a folder (give the folder holding the drive's fio JSON, not a file in it)")
+
+
 def read_measured(directory: Path, shapes: dict[str, Corner], required: bool = True) -> dict[str, Corner]:
     """Corners from the fio JSON files under `directory` (recursively): jobs named as a
     corner (`print_jobs`), or an `ssdtwin pts` report's elements (SEQ/RND at 100 % reads or
     writes with the corner's block size; the rounds of the measurement window, averaged).
     The job shape is the one fio ran (`job options`), which the twin then repeats. Finding
     none is an error when `required` (calibration), an empty result otherwise."""
-    if not directory.is_dir():
-        raise CornerError(f"--measured {directory}: not a directory")
+    check_measured_dir(directory)
     found: dict[str, list[_Found]] = {}
     for path in json_files(directory):
         if path.name in ("pts.json", "result.json", "steady.json"):

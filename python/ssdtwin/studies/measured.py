@@ -238,8 +238,7 @@ def measured_group(s: Settings, spec_toml: str, system: str, directory: Path, lo
     corner is calibrated when the spec's `[corners]` entry of that name sets a parameter.
     (An `ssdtwin pts` report's other elements are held to a twin by running the same tests on
     it and `ssdtwin pts compare`: the same sequence of rounds leaves the same drive states.)"""
-    if not directory.is_dir():
-        raise CornerError(f"--measured {directory}: not a directory")
+    corners.check_measured_dir(directory)
     spec = _core.parse_spec(spec_toml)
     fitted = corners.from_spec(spec, system)
     found = corners.read_measured(directory, fitted, required=False)
