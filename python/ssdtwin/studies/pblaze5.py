@@ -96,14 +96,13 @@ def quota_job(nsids: Sequence[int], runtime_ms: int, ramp_ms: int) -> str:
     )
 
 
-def _delivered_mb_s(r: NamedClone, runtime_ms: int) -> float:
-    """The rate a namespace was served at: the bytes of the reads fio counts, those issued
-    within `runtime` (not the ramp's that complete after it), over that time: with the
-    queue kept full, reads complete as fast as they are issued. Not fio's BW=, whose
-    runtime also counts draining the reads in flight at its end, which the drive holds at
-    a capped namespace's rate (32 reads of 128 KiB at 39 MB/s take 108 ms: -5 % of a 2 s
-    run, -18 % of the quick 500 ms one); over a run as long as the talk's the two agree."""
-    return r["read"]["io_bytes"] / (runtime_ms / 1e3) / MB
+def _fio_bw_mb_s(r: NamedClone) -> float:
+    """fio's BW= of a namespace's reads: the bytes fio counts over its runtime. Both ends of
+    the window count a queue's worth of reads the drive holds at a capped namespace's rate:
+    the reads in flight when the ramp ends count their bytes (fio's own rule, docs/fio.md
+    section 4), and the runtime counts draining the reads in flight at its end, so the two
+    cancel and BW= is the served rate."""
+    return r["read"]["io_bytes"] / (r["read"]["runtime_ns"] / 1e9) / MB
 
 
 def quota_study(scale: int = 64, seed: int = 1, runtime_ms: int = 2000, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
@@ -115,10 +114,10 @@ def quota_study(scale: int = 64, seed: int = 1, runtime_ms: int = 2000, log: Cal
         ns = next(x for x in d.namespaces() if x.nsid == n)
         d.precondition(n, "seq", 131072, amount_bytes=ns.bytes, seed=seed)
     text = quota_job(ids, runtime_ms, 500)
-    free = {r["nsid"]: _delivered_mb_s(r, runtime_ms) for r in run_text(d, text, "quota.fio")}
+    free = {r["nsid"]: _fio_bw_mb_s(r) for r in run_text(d, text, "quota.fio")}
     for n, cap in zip(ids, QUOTA_CAPS_MBPS):
         d.nvme.set_qos(n, read_bytes_per_s=cap * MB)
-    capped = {r["nsid"]: _delivered_mb_s(r, runtime_ms) for r in run_text(d, text, "quota.fio")}
+    capped = {r["nsid"]: _fio_bw_mb_s(r) for r in run_text(d, text, "quota.fio")}
     log(f"Study 1, quotas (PBlaze5 1/{scale}, 8 namespaces, 128 KiB sequential reads QD32 each, {runtime_ms} ms)")
     log(f"{'ns':>3} {'cap MB/s':>9} {'capped MB/s':>12} {'error':>7} {'no cap MB/s':>12}")
     for n, cap in zip(ids, QUOTA_CAPS_MBPS):
