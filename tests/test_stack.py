@@ -41,6 +41,13 @@ def p5316(tmp_path: Path, p5316_template: Path) -> Path:
     return copy_image(p5316_template, tmp_path / "p5316")
 
 
+def make_tier(tmp_path: Path, drive: Path) -> Path:
+    """TMP/tier: a 64 MiB PMem write-shaping tier (iu-fill) in front of `drive`."""
+    stack = tmp_path / "tier"
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:64MiB")
+    return stack
+
+
 def counters(stack: Path) -> dict:
     return run_cli("stack", stack, "--show", "-o", "json").json()
 
@@ -74,8 +81,7 @@ def test_fio_through_a_stack_commits_tier_and_drive(tmp_path: Path, p5316: Path,
 
 
 def test_a_drive_changed_underneath_is_refused(tmp_path: Path, p5316: Path) -> None:
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     job = tmp_path / "w.fio"
     job.write_text(JOB)
     run_cli("fio", stack, job)
@@ -87,8 +93,7 @@ def test_a_drive_changed_underneath_is_refused(tmp_path: Path, p5316: Path) -> N
 
 
 def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     moved = p5316.rename(tmp_path / "elsewhere")
     job = tmp_path / "w.fio"
     job.write_text(JOB)
@@ -99,8 +104,7 @@ def test_a_missing_drive_is_named(tmp_path: Path, p5316: Path) -> None:
 def test_a_bad_tier_in_state_json_is_named_by_its_key_there(tmp_path: Path, p5316: Path) -> None:
     """A state.json whose tier parameters do not hold is refused naming the key it holds
     (it said `high_watermark 0`, a key no file has)."""
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     state = json.loads((stack / "state.json").read_text())
     state["stack"]["tier"]["config"]["high_watermark_pct"] = 0
     (stack / "state.json").write_text(json.dumps(state))
@@ -236,8 +240,7 @@ def test_a_damaged_stack_state_is_one_line_and_touches_nothing(tmp_path: Path, p
 def test_an_edited_stack_toml_is_refused_not_ignored(tmp_path: Path, p5316: Path, edit: tuple[str, str], needle: str) -> None:
     """Runs use the tier state.json holds: an edited stack.toml (a larger tier, another policy)
     was silently ignored by every run, and --show printed its media and policy as the stack's."""
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     toml = stack / "stack.toml"
     assert edit[0] in toml.read_text()
     toml.write_text(toml.read_text().replace(edit[0], edit[1]))
@@ -286,8 +289,7 @@ def test_a_drive_qos_cap_binds_the_stacks_drive_commands_not_its_tier(tmp_path: 
 def test_show_and_create_options_are_not_mixed(tmp_path: Path, p5316: Path) -> None:
     """--show beside creation options ignored them (`--show --policy log` showed the iu-fill
     stack), and a missing --drive said "ssdtwin stack: error: ssdtwin stack: ..."."""
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     before = (stack / "state.json").read_bytes()
     for extra, needle in (
         (["--policy", "log"], "--policy: not with --show"),
@@ -435,8 +437,7 @@ def test_a_trim_through_a_log_stack_takes_the_tiers_map_update(tmp_path: Path, p
 
 def test_check_on_a_stack_image_checks_the_stack_and_its_drive(tmp_path: Path, p5316: Path) -> None:
     """`ssdtwin check STACKDIR` said "not an ssdtwin drive image (no ssdtwin.toml)"."""
-    stack = tmp_path / "tier"
-    run_cli("stack", stack, "--drive", p5316, "--shaping", "pmem:64MiB")
+    stack = make_tier(tmp_path, p5316)
     job = tmp_path / "w.fio"
     job.write_text(JOB)
     run_cli("fio", stack, job)
