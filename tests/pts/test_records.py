@@ -8,12 +8,13 @@ builds, key for key and type for type (tests/shape.py): each round's row, steady
 result.json, pts.json, the settings, the tables' columns and ``-o json``. A key added to a
 record without its type, or a type whose key no run produces, fails here.
 
-The same run's XSR, CBW and DIRTH (PTS tests 6-8, docs/pts.md; their element texts and
-settings are tested in test_xsr_di.py) are checked against physics: Little's law in the
-demand-intensity matrix; random writes leave sequential writes slower until the drive is
-rewritten; and the report is rendered in headless Chromium. (They had a CLI run of their
-own of xsr, cbw and dirth with these settings; every test purges the drive first, so one
-run serves both.)
+The same run serves two more sets of checks, which each had a run of their own with these
+settings (every PTS test purges the drive first): XSR, CBW and DIRTH (PTS tests 6-8,
+docs/pts.md; their element texts and settings are tested in test_xsr_di.py) against
+physics: Little's law in the demand-intensity matrix; random writes leave sequential writes
+slower until the drive is rewritten; the report rendered in headless Chromium. And the
+report folder's contract (docs/pts.md, Report folder) and the JSON output, as a user has
+them (from test_harness_cli.py, whose run was lat, tp, wsat, hir and curve).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import inprocess
 from shape import fields, mismatches
 from ssdtwin.pts import records as R
 from ssdtwin.pts import report
+from ssdtwin.pts import runner as pts_runner
 from ssdtwin.pts import steady as ss
 from ssdtwin.pts import tests as T
 from ssdtwin.pts.folder import load
@@ -41,7 +43,7 @@ from ssdtwin.pts.testrun import TestRun as OneTest  # not "Test*": pytest would 
 from twin import Run, check_image, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
-# Every test at its smallest (as tests/pts/test_harness_cli.py runs them).
+# Every test at its smallest.
 SETTINGS = Settings(
     round_s=1.0,
     max_rounds=5,
@@ -83,14 +85,13 @@ FLAGS = [
 @dataclasses.dataclass
 class Reduced:
     runner: Runner  # the run's Runner, as the CLI made it
+    image: Path
     report: Path
     out: dict[str, Any]  # the CLI's -o json
 
 
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
-    from ssdtwin.pts import runner as pts_runner
-
     base = tmp_path_factory.mktemp("pts-records")
     img = base / "cm6v"
     run_cli("create", img, "--model", MODEL, "--scale", "1/454")
@@ -113,12 +114,18 @@ def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
     check_image(img)
     (runner,) = made
     assert runner.settings == SETTINGS and runner.folder == rep
-    return Reduced(runner, rep, out)
+    return Reduced(runner, img, rep, out)
 
 
 @pytest.fixture
 def run(reduced: Reduced) -> Runner:
     return reduced.runner
+
+
+@pytest.fixture
+def suite(reduced: Reduced) -> tuple[Path, Path, dict]:
+    """The run as a user has it: (image, report folder, JSON output)."""
+    return reduced.image, reduced.report, reduced.out
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -297,3 +304,98 @@ def test_a_saved_cbw_job_runs_by_hand(reduced: Reduced, tmp_path: Path) -> None:
     assert reads > 0 and writes > 0 and reads / (reads + writes) == pytest.approx(0.40, abs=0.01)
     assert j["job options"]["bssplit"] == T.CBW_BSSPLIT
     check_image(img)
+
+
+# The report folder's contract (docs/pts.md, Report folder), from test_harness_cli.py.
+def test_json_output_is_the_result(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, out = suite
+    assert Path(out["folder"]) == rep
+    assert list(out["tests"]) == list(T.TEST_IDS)
+    for t, v in out["tests"].items():
+        assert v["status"] in ("steady", "not steady", "complete"), (t, v)
+        assert v["table"], t
+
+
+def test_manifest(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["format"] == "ssdtwin-pts" and man["version"] == 1
+    assert man["complete"] is True and man["interrupted"] is False and man["finished"]
+    dev = man["device"]
+    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/454"
+    assert dev["firmware"].startswith("ssdtwin ") and f"preset {MODEL}" in dev["firmware"]
+    assert dev["capacity_bytes"] > 7e9 and dev["extra"]["power_state"] == 0
+    assert man["settings"]["round_s"] == 1.0 and man["settings"]["tc_qd"]["lat"] == {"tc": 1, "qd": 1, "oio": 1}
+    assert man["platform"]["fio"] == "ssdtwin fio (simulated time)"
+    for t, m in man["tests"].items():
+        assert m["dir"] == t and m["wall_s"] > 0 and m["sim_s"] > 0, t
+
+
+def test_every_test_folder_follows_the_contract(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    for t in ("lat", "tp", "wsat", "hir", "curve"):
+        d = rep / t
+        table = rows(d / "rounds.csv")
+        assert list(table[0].keys()) == pts_runner.COLUMNS, t
+        for r in table:  # every row has its fio JSON and its job file
+            name = f"r{int(r['round']):02d}-{r['element']}" if r["round"] else f"s{int(r['segment']):04d}-{r['element']}"
+            assert (d / "fio" / f"{name}.json").is_file(), (t, name)
+            assert (d / "jobs" / f"{r['element']}.fio").is_file(), (t, r["element"])
+        res = json.loads((d / "result.json").read_text())
+        assert res["test"] == t and res["rounds_run"] >= 1 and res["status"] in ("steady", "not steady", "complete")
+        assert (d / "table.csv").is_file()
+        assert (d / "steady.json").is_file() == (t != "wsat"), t
+
+
+def test_round_tests_track_their_variables(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    lat = json.loads((rep / "lat" / "steady.json").read_text())
+    assert lat["rule"].startswith("SNIA PTS") and lat["min_rounds"] == 5 and lat["max_rounds"] == 5
+    (var,) = lat["variables"]
+    assert var["element"] == "rnd-4k-0_100" and var["column"] == "lat_mean_us"
+    assert var["rounds"] == list(range(1, len(var["values"]) + 1))
+    for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope", "intercept", "slope_excursion", "slope_limit"):
+        assert isinstance(var[k], float), k
+    assert var["steady"] == (var["data_excursion"] <= var["data_limit"] and var["slope_excursion"] <= var["slope_limit"])
+    table = rows(rep / "lat" / "table.csv")
+    assert [(r["bs"], r["mix"]) for r in table] == [("4KiB", "100/0"), ("4KiB", "0/100")]
+    assert all(float(r["max_us"]) >= float(r["p99_99_us"]) * 0.99 >= 0 for r in table)
+    hist = rows(rep / "lat" / "hist-rnd-4k-100_0.csv")
+    assert {h["ddir"] for h in hist} == {"read", "all"} and all(float(h["hi_us"]) > float(h["lo_us"]) for h in hist)
+    ios = sum(int(h["count"]) for h in hist if h["ddir"] == "read")
+    win = [r for r in rows(rep / "lat" / "rounds.csv") if r["element"] == "rnd-4k-100_0"][-5:]
+    assert ios == pytest.approx(sum(float(r["read_iops"]) * float(r["runtime_s"]) for r in win), rel=0.01)
+
+
+def test_wipc_is_a_job_of_its_own_and_counts_as_written(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    wipc = (rep / "tp" / "jobs" / "wipc.fio").read_text()
+    assert "rw=write" in wipc and "loops=2" in wipc and "bs=128k" in wipc and "size=100%" in wipc
+    assert (rep / "tp" / "fio" / "wipc.json").is_file()
+    first = rows(rep / "tp" / "rounds.csv")[0]
+    assert float(first["drive_fills"]) > 1.99  # 2x capacity (in whole 128 KiB blocks) of WIPC before the first round
+
+
+def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    ws = rows(rep / "wsat" / "rounds.csv")
+    assert float(ws[-1]["drive_fills"]) >= 0.5 > float(ws[-2]["drive_fills"])
+    assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
+    assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
+    hir = rows(rep / "hir" / "rounds.csv")
+    pre = json.loads((rep / "hir" / "steady.json").read_text())
+    first = pre["first_round"]  # judged only once 0.5 drive fills were written (--hir-pre-fills)
+    assert float(hir[first - 2]["drive_fills"]) < 0.5 <= float(hir[first - 1]["drive_fills"])
+    assert pre["variables"][0]["rounds"][0] == first
+    assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
+    a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
+    assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait
+    curve = rows(rep / "curve" / "table.csv")
+    assert [(int(r["numjobs"]), int(r["iodepth"])) for r in curve] == [(1, 1), (1, 4), (2, 1), (2, 4)]
+
+
+def test_saved_job_files_run_as_written(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    for job in (rep / "lat" / "jobs" / "rnd-4k-0_100.fio", rep / "curve" / "jobs" / "rnd-4k-70_30-j2-qd4.fio"):
+        r = run_cli("fio", img, job, "--scratch", "--output-format", "json")
+        assert r.json()["jobs"][0]["jobname"] == job.stem
