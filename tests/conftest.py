@@ -64,6 +64,7 @@ COSTLIEST_FILES = (
     "tests/test_bad_input.py",  # 26 s over 257 tests
     "tests/test_physics.py",  # 24 s
     "tests/test_signals.py",  # 18 s: signals to real processes
+    "tests/pts/test_records.py",  # 18 s: every PTS test on a small twin, one CLI run
     "tests/pts/test_report_figures.py",  # 17 s
     "tests/test_experiments.py",  # 15 s
     "tests/pts/test_report.py",  # 14 s: headless chromium
@@ -71,8 +72,6 @@ COSTLIEST_FILES = (
     "tests/test_readme.py",  # 14 s: the README's blocks in bash, a server in real time
     "tests/test_doublewrite.py",  # 13 s
     "tests/test_mariadb.py",  # 13 s: a real MariaDB
-    "tests/pts/test_xsr_di.py",  # 12 s
-    "tests/pts/test_records.py",  # 11 s: every PTS test on a small twin
     "tests/pts/test_pts_scale.py",  # 11 s
     "tests/test_calibrate.py",  # 10 s
     "tests/test_sweep.py",  # 10 s

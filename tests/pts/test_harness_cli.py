@@ -1,5 +1,6 @@
-"""`ssdtwin pts` and ssdtwin.pts.run on a small twin: the report folder contract
-(docs/pts.md, Report folder), JSON output, bad input, Ctrl-C and determinism.
+"""`ssdtwin pts` and ssdtwin.pts.run on a small twin: bad input, Ctrl-C and determinism
+(the report folder contract, docs/pts.md, Report folder, and the JSON output are checked in
+test_records.py, on its one reduced run of every PTS test).
 
 The drive is a CM6-V 3.2 TB at 1/454 (8 superblocks, 7.8 GB): every test runs 1 s rounds
 of a reduced element set, so the whole file stays within a few seconds of CPU per test."""
@@ -20,9 +21,6 @@ from ssdtwin.pts import runner
 from twin import SSDTWIN, check_image, copy_image, image_digest, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
-FAST = ["--round", "1s", "--max-rounds", "5", "--lat-bs", "4k", "--lat-mixes", "100,0", "--tp-bs", "128k"]
-FAST += ["--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s", "--hir-pre-fills", "0.5"]
-FAST += ["--curve-jobs", "1,2", "--curve-qd", "1,4"]
 
 
 @pytest.fixture(scope="module")
@@ -32,114 +30,9 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-@pytest.fixture(scope="module")
-def suite(fresh: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
-    """One CLI run of every test (reduced), -o json: (image, report folder, JSON output)."""
-    base = tmp_path_factory.mktemp("pts-suite")
-    img = copy_image(fresh, base / "cm6v")
-    rep = base / "report"
-    r = run_cli("pts", img, "--tests", "lat,tp,wsat,hir,curve", *FAST, "--report", rep, "-o", "json", "--no-render")
-    check_image(img)
-    return img, rep, r.json()
-
-
 def rows(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
         return list(csv.DictReader(f))
-
-
-def test_json_output_is_the_result(suite: tuple[Path, Path, dict]) -> None:
-    img, rep, out = suite
-    assert Path(out["folder"]) == rep
-    assert set(out["tests"]) == {"lat", "tp", "wsat", "hir", "curve"}
-    for t, v in out["tests"].items():
-        assert v["status"] in ("steady", "not steady", "complete"), (t, v)
-        assert v["table"], t
-
-
-def test_manifest(suite: tuple[Path, Path, dict]) -> None:
-    img, rep, _ = suite
-    man = json.loads((rep / "pts.json").read_text())
-    assert man["format"] == "ssdtwin-pts" and man["version"] == 1
-    assert man["complete"] is True and man["interrupted"] is False and man["finished"]
-    dev = man["device"]
-    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/454"
-    assert dev["firmware"].startswith("ssdtwin ") and f"preset {MODEL}" in dev["firmware"]
-    assert dev["capacity_bytes"] > 7e9 and dev["extra"]["power_state"] == 0
-    assert man["settings"]["round_s"] == 1.0 and man["settings"]["tc_qd"]["lat"] == {"tc": 1, "qd": 1, "oio": 1}
-    assert man["platform"]["fio"] == "ssdtwin fio (simulated time)"
-    for t, m in man["tests"].items():
-        assert m["dir"] == t and m["wall_s"] > 0 and m["sim_s"] > 0, t
-
-
-def test_every_test_folder_follows_the_contract(suite: tuple[Path, Path, dict]) -> None:
-    _, rep, _ = suite
-    for t in ("lat", "tp", "wsat", "hir", "curve"):
-        d = rep / t
-        table = rows(d / "rounds.csv")
-        assert list(table[0].keys()) == runner.COLUMNS, t
-        for r in table:  # every row has its fio JSON and its job file
-            name = f"r{int(r['round']):02d}-{r['element']}" if r["round"] else f"s{int(r['segment']):04d}-{r['element']}"
-            assert (d / "fio" / f"{name}.json").is_file(), (t, name)
-            assert (d / "jobs" / f"{r['element']}.fio").is_file(), (t, r["element"])
-        res = json.loads((d / "result.json").read_text())
-        assert res["test"] == t and res["rounds_run"] >= 1 and res["status"] in ("steady", "not steady", "complete")
-        assert (d / "table.csv").is_file()
-        assert (d / "steady.json").is_file() == (t != "wsat"), t
-
-
-def test_round_tests_track_their_variables(suite: tuple[Path, Path, dict]) -> None:
-    _, rep, _ = suite
-    lat = json.loads((rep / "lat" / "steady.json").read_text())
-    assert lat["rule"].startswith("SNIA PTS") and lat["min_rounds"] == 5 and lat["max_rounds"] == 5
-    (var,) = lat["variables"]
-    assert var["element"] == "rnd-4k-0_100" and var["column"] == "lat_mean_us"
-    assert var["rounds"] == list(range(1, len(var["values"]) + 1))
-    for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope", "intercept", "slope_excursion", "slope_limit"):
-        assert isinstance(var[k], float), k
-    assert var["steady"] == (var["data_excursion"] <= var["data_limit"] and var["slope_excursion"] <= var["slope_limit"])
-    table = rows(rep / "lat" / "table.csv")
-    assert [(r["bs"], r["mix"]) for r in table] == [("4KiB", "100/0"), ("4KiB", "0/100")]
-    assert all(float(r["max_us"]) >= float(r["p99_99_us"]) * 0.99 >= 0 for r in table)
-    hist = rows(rep / "lat" / "hist-rnd-4k-100_0.csv")
-    assert {h["ddir"] for h in hist} == {"read", "all"} and all(float(h["hi_us"]) > float(h["lo_us"]) for h in hist)
-    ios = sum(int(h["count"]) for h in hist if h["ddir"] == "read")
-    win = [r for r in rows(rep / "lat" / "rounds.csv") if r["element"] == "rnd-4k-100_0"][-5:]
-    assert ios == pytest.approx(sum(float(r["read_iops"]) * float(r["runtime_s"]) for r in win), rel=0.01)
-
-
-def test_wipc_is_a_job_of_its_own_and_counts_as_written(suite: tuple[Path, Path, dict]) -> None:
-    _, rep, _ = suite
-    wipc = (rep / "tp" / "jobs" / "wipc.fio").read_text()
-    assert "rw=write" in wipc and "loops=2" in wipc and "bs=128k" in wipc and "size=100%" in wipc
-    assert (rep / "tp" / "fio" / "wipc.json").is_file()
-    first = rows(rep / "tp" / "rounds.csv")[0]
-    assert float(first["drive_fills"]) > 1.99  # 2x capacity (in whole 128 KiB blocks) of WIPC before the first round
-
-
-def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path, Path, dict]) -> None:
-    _, rep, _ = suite
-    ws = rows(rep / "wsat" / "rounds.csv")
-    assert float(ws[-1]["drive_fills"]) >= 0.5 > float(ws[-2]["drive_fills"])
-    assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
-    assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
-    hir = rows(rep / "hir" / "rounds.csv")
-    pre = json.loads((rep / "hir" / "steady.json").read_text())
-    first = pre["first_round"]  # judged only once 0.5 drive fills were written (--hir-pre-fills)
-    assert float(hir[first - 2]["drive_fills"]) < 0.5 <= float(hir[first - 1]["drive_fills"])
-    assert pre["variables"][0]["rounds"][0] == first
-    assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
-    a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
-    assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait
-    curve = rows(rep / "curve" / "table.csv")
-    assert [(int(r["numjobs"]), int(r["iodepth"])) for r in curve] == [(1, 1), (1, 4), (2, 1), (2, 4)]
-
-
-def test_saved_job_files_run_as_written(suite: tuple[Path, Path, dict]) -> None:
-    img, rep, _ = suite
-    for job in (rep / "lat" / "jobs" / "rnd-4k-0_100.fio", rep / "curve" / "jobs" / "rnd-4k-70_30-j2-qd4.fio"):
-        r = run_cli("fio", img, job, "--scratch", "--output-format", "json")
-        assert r.json()["jobs"][0]["jobname"] == job.stem
 
 
 def test_api_returns_frames(fresh: Path, tmp_path: Path) -> None:

@@ -1,10 +1,20 @@
-"""The PTS records (ssdtwin.pts.records) against what a run produces.
+"""The PTS records (ssdtwin.pts.records) against what a run produces, and the XSR, CBW and
+DIRTH results of that run against physics.
 
 The TypedDicts are written by hand beside the code that builds the records; these tests run
-every PTS test (reduced: 1 s rounds, few elements) on a small twin in process and check
-every record it builds, key for key and type for type (tests/shape.py): each round's row,
-steady.json, result.json, pts.json, the settings, the tables' columns and ``-o json``. A key
-added to a record without its type, or a type whose key no run produces, fails here.
+every PTS test (reduced: 1 s rounds, few elements) on a small twin with one in-process CLI
+run (``ssdtwin pts IMG --tests all ... --report DIR -o json``) and check every record it
+builds, key for key and type for type (tests/shape.py): each round's row, steady.json,
+result.json, pts.json, the settings, the tables' columns and ``-o json``. A key added to a
+record without its type, or a type whose key no run produces, fails here.
+
+The same run serves two more sets of checks, which each had a run of their own with these
+settings (every PTS test purges the drive first): XSR, CBW and DIRTH (PTS tests 6-8,
+docs/pts.md; their element texts and settings are tested in test_xsr_di.py) against
+physics: Little's law in the demand-intensity matrix; random writes leave sequential writes
+slower until the drive is rewritten; the report rendered in headless Chromium. And the
+report folder's contract (docs/pts.md, Report folder) and the JSON output, as a user has
+them (from test_harness_cli.py, whose run was lat, tp, wsat, hir and curve).
 """
 
 from __future__ import annotations
@@ -18,8 +28,11 @@ from typing import Any
 
 import pytest
 
+import inprocess
 from shape import fields, mismatches
 from ssdtwin.pts import records as R
+from ssdtwin.pts import report
+from ssdtwin.pts import runner as pts_runner
 from ssdtwin.pts import steady as ss
 from ssdtwin.pts import tests as T
 from ssdtwin.pts.folder import load
@@ -27,11 +40,10 @@ from ssdtwin.pts.settings import Settings
 from ssdtwin.pts.suite import Runner
 from ssdtwin.pts.target import DeviceInfo
 from ssdtwin.pts.testrun import TestRun as OneTest  # not "Test*": pytest would collect it
-from ssdtwin.pts.twin import TwinTarget
-from twin import check_image, run_cli
+from twin import Run, check_image, run_cli
 
 MODEL = "kioxia-cm6-v-3.2t"
-# Every test at its smallest (as tests/pts/test_harness_cli.py and test_xsr_di.py run them).
+# Every test at its smallest.
 SETTINGS = Settings(
     round_s=1.0,
     max_rounds=5,
@@ -60,21 +72,65 @@ NOT_PRODUCED: dict[Any, set[str]] = {
 }
 
 
+# SETTINGS as the CLI's flags (the fixture checks the run's settings are SETTINGS).
+XSR = ["--xsr-hours", "0.5,0.5,0.5"]  # 1800 s / 454 = 4 segments of 1 s per access group
+DI = ["--di-tc", "4,1", "--di-qd", "8,1", "--di-pc-intervals", "2", "--di-rth", "1s", "--di-rth-prewrite", "60s"]
+FLAGS = [
+    *("--round", "1s", "--max-rounds", "5", "--iops-bs", "4k,128k", "--iops-mixes", "100,65,0", "--lat-bs", "4k"),
+    *("--lat-mixes", "100,0", "--tp-bs", "128k", "--wsat-fills", "0.5", "--hir-reps", "1", "--hir-waits", "5s"),
+    *("--hir-pre-fills", "0.5", "--curve-jobs", "1,2", "--curve-qd", "1,4", *XSR, *DI),
+]
+
+
+@dataclasses.dataclass
+class Reduced:
+    runner: Runner  # the run's Runner, as the CLI made it
+    image: Path
+    report: Path
+    out: dict[str, Any]  # the CLI's -o json
+
+
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
     base = tmp_path_factory.mktemp("pts-records")
     img = base / "cm6v"
     run_cli("create", img, "--model", MODEL, "--scale", "1/454")
     SETTINGS.validate()
-    target = TwinTarget(str(img), seed=SETTINGS.seed)
-    (base / "report").mkdir()
-    try:
-        runner = Runner(target, base / "report", SETTINGS)
-        runner.run(list(T.TEST_IDS))
-    finally:
-        target.close()
+    made: list[Runner] = []
+
+    class Kept(Runner):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    rep = base / "report"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pts_runner, "Runner", Kept)
+        # In this process even under SSDTWIN_TEST_CLI=process: the records checked are the Runner's.
+        argv = ["pts", str(img), "--tests", "all", *FLAGS, "--report", str(rep), "-o", "json"]
+        r = Run(argv, *inprocess.run(argv))
+    assert r.returncode == 0, r.stderr
+    out = r.json()
     check_image(img)
-    return runner
+    (runner,) = made
+    assert runner.settings == SETTINGS and runner.folder == rep
+    return Reduced(runner, img, rep, out)
+
+
+@pytest.fixture
+def run(reduced: Reduced) -> Runner:
+    return reduced.runner
+
+
+@pytest.fixture
+def suite(reduced: Reduced) -> tuple[Path, Path, dict]:
+    """The run as a user has it: (image, report folder, JSON output)."""
+    return reduced.image, reduced.report, reduced.out
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
 
 
 class Seen:
@@ -166,3 +222,180 @@ def test_a_real_file_targets_device_block(tmp_path: Path) -> None:
         target.close()
     assert mismatches(doc, R.DeviceDoc) == []
     assert set(doc["extra"]) == {"path", "fio", "fio_path", "purge_requested"}
+
+
+def test_xsr_groups_and_the_cross_stimulus_drop(reduced: Reduced) -> None:
+    rep, out = reduced.report, reduced.out
+    assert out["tests"]["xsr"]["status"] == "complete"
+    seg = rows(rep / "xsr" / "rounds.csv")
+    assert [r["phase"] for r in seg] == ["AG1"] * 4 + ["AG2"] * 4 + ["AG3"] * 4
+    assert {r["element"] for r in seg} == {"seq-1m-0_100", "rnd-8k-0_100"}
+    for r in seg:
+        assert (rep / "xsr" / "fio" / f"s{int(r['segment']):04d}-{r['element']}.json").is_file()
+    table = {r["access_group"]: r for r in rows(rep / "xsr" / "table.csv")}
+    assert table["AG2"]["stimulus"] == "RND 8KiB W" and table["AG1"]["stimulus"] == "SEQ 1024KiB W"
+    # Random writes leave every block partly valid: the sequential writes after them pay GC
+    # until the drive is rewritten, so AG3 starts well below AG1's end.
+    first_ag3 = float(next(r for r in seg if r["phase"] == "AG3")["write_bw_bytes_s"]) / 1e6
+    assert first_ag3 < 0.8 * float(table["AG1"]["tp_end_mb_s"])
+    res = json.loads((rep / "xsr" / "result.json").read_text())
+    assert res["settings"]["segment_s"] == 1.0 and res["settings"]["hours_full_drive"] == [0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("test", ["cbw", "dirth"])
+def test_demand_intensity_obeys_littles_law(reduced: Reduced, test: str) -> None:
+    rep, out = reduced.report, reduced.out
+    assert out["tests"][test]["status"] in ("steady", "not steady")
+    table = rows(rep / test / "table.csv")
+    assert [(int(r["numjobs"]), int(r["iodepth"])) for r in table] == [(4, 8), (4, 1), (1, 8), (1, 1)]
+    for r in table:  # a closed loop: outstanding I/Os = IOPS x mean response time
+        assert float(r["iops"]) * float(r["lat_mean_us"]) / 1e6 == pytest.approx(int(r["oio"]), rel=0.05), r
+    assert {r["point"] for r in table} >= {"max", "min"} and next(r for r in table if r["point"] == "min")["oio"] == "1"
+    res = json.loads((rep / test / "result.json").read_text())
+    assert [p["point"] for p in res["extra"]["rth"]] == list(res["extra"]["points"])
+    for p in res["extra"]["rth"]:
+        hist = rows(rep / test / f"hist-{p['element']}.csv")
+        assert sum(int(h["count"]) for h in hist if h["ddir"] == "all") == pytest.approx(p["iops"] * 1.0, rel=0.02)
+    steady = json.loads((rep / test / "steady.json").read_text())
+    assert [p["pass"] for p in steady["passes"]] == [f"{test}-pc", f"{test}-di"]
+    phases = {r["phase"] for r in rows(rep / test / "rounds.csv")}
+    assert {"pc", "prewrite", "di"} <= phases and any(p.startswith("rth-") for p in phases)
+
+
+def test_the_pages_have_their_figures(reduced: Reduced, tmp_path: Path) -> None:
+    rep = reduced.report
+    html = (rep / "index.html").read_text()
+    for name in ("xsr-tp.png", "xsr-iops.png", "demand-variation.png", "demand-intensity.png", "di-writes.png", "histograms.png"):
+        assert name in html, name  # each figure links its PNG, CSV and JSON
+    for test in ("xsr", "cbw", "dirth"):
+        assert (rep / test / "plots").is_dir() and any((rep / test / "plots").glob("*.png")), test
+    diff = tmp_path / "diff"
+    run_cli("pts", "compare", rep, rep, "--report", diff)
+    assert "demand-variation" in (diff / "index.html").read_text()
+
+
+@pytest.mark.tools
+@pytest.mark.skipif(report.find_chromium() is None, reason="chromium not installed (Debian: apt install chromium)")
+def test_the_pages_load_in_headless_chromium(reduced: Reduced, tmp_path: Path) -> None:
+    import subprocess
+
+    rep = reduced.report
+    chrome = report.find_chromium()
+    assert chrome is not None
+    cmd = [chrome, "--headless=new", "--disable-gpu", "--no-sandbox", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (rep / "index.html").resolve().as_uri()
+    args = [*cmd, "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom", url]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    ok = r.stdout.split('data-figures-ok="', 1)[1].split('"', 1)[0]
+    good, total = (int(x) for x in ok.split("/"))
+    assert good == total and total >= 12
+    assert [line for line in r.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
+
+
+def test_a_saved_cbw_job_runs_by_hand(reduced: Reduced, tmp_path: Path) -> None:
+    """The report's job file is what ran: ssdtwin fio takes it as written (bssplit, zoned)."""
+    rep = reduced.report
+    img = tmp_path / "img"
+    run_cli("create", img, "--model", MODEL, "--scale", "1/454")
+    r = run_cli("fio", img, rep / "cbw" / "jobs" / "cbw-40_60-tc4-qd8.fio", "--output-format", "json")
+    j = r.json()["jobs"][0]
+    reads, writes = j["read"]["total_ios"], j["write"]["total_ios"]
+    assert reads > 0 and writes > 0 and reads / (reads + writes) == pytest.approx(0.40, abs=0.01)
+    assert j["job options"]["bssplit"] == T.CBW_BSSPLIT
+    check_image(img)
+
+
+# The report folder's contract (docs/pts.md, Report folder), from test_harness_cli.py.
+def test_json_output_is_the_result(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, out = suite
+    assert Path(out["folder"]) == rep
+    assert list(out["tests"]) == list(T.TEST_IDS)
+    for t, v in out["tests"].items():
+        assert v["status"] in ("steady", "not steady", "complete"), (t, v)
+        assert v["table"], t
+
+
+def test_manifest(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["format"] == "ssdtwin-pts" and man["version"] == 1
+    assert man["complete"] is True and man["interrupted"] is False and man["finished"]
+    dev = man["device"]
+    assert dev["kind"] == "twin" and dev["simulated"] and dev["scale"] == "1/454"
+    assert dev["firmware"].startswith("ssdtwin ") and f"preset {MODEL}" in dev["firmware"]
+    assert dev["capacity_bytes"] > 7e9 and dev["extra"]["power_state"] == 0
+    assert man["settings"]["round_s"] == 1.0 and man["settings"]["tc_qd"]["lat"] == {"tc": 1, "qd": 1, "oio": 1}
+    assert man["platform"]["fio"] == "ssdtwin fio (simulated time)"
+    for t, m in man["tests"].items():
+        assert m["dir"] == t and m["wall_s"] > 0 and m["sim_s"] > 0, t
+
+
+def test_every_test_folder_follows_the_contract(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    for t in ("lat", "tp", "wsat", "hir", "curve"):
+        d = rep / t
+        table = rows(d / "rounds.csv")
+        assert list(table[0].keys()) == pts_runner.COLUMNS, t
+        for r in table:  # every row has its fio JSON and its job file
+            name = f"r{int(r['round']):02d}-{r['element']}" if r["round"] else f"s{int(r['segment']):04d}-{r['element']}"
+            assert (d / "fio" / f"{name}.json").is_file(), (t, name)
+            assert (d / "jobs" / f"{r['element']}.fio").is_file(), (t, r["element"])
+        res = json.loads((d / "result.json").read_text())
+        assert res["test"] == t and res["rounds_run"] >= 1 and res["status"] in ("steady", "not steady", "complete")
+        assert (d / "table.csv").is_file()
+        assert (d / "steady.json").is_file() == (t != "wsat"), t
+
+
+def test_round_tests_track_their_variables(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    lat = json.loads((rep / "lat" / "steady.json").read_text())
+    assert lat["rule"].startswith("SNIA PTS") and lat["min_rounds"] == 5 and lat["max_rounds"] == 5
+    (var,) = lat["variables"]
+    assert var["element"] == "rnd-4k-0_100" and var["column"] == "lat_mean_us"
+    assert var["rounds"] == list(range(1, len(var["values"]) + 1))
+    for k in ("avg", "min", "max", "data_excursion", "data_limit", "slope", "intercept", "slope_excursion", "slope_limit"):
+        assert isinstance(var[k], float), k
+    assert var["steady"] == (var["data_excursion"] <= var["data_limit"] and var["slope_excursion"] <= var["slope_limit"])
+    table = rows(rep / "lat" / "table.csv")
+    assert [(r["bs"], r["mix"]) for r in table] == [("4KiB", "100/0"), ("4KiB", "0/100")]
+    assert all(float(r["max_us"]) >= float(r["p99_99_us"]) * 0.99 >= 0 for r in table)
+    hist = rows(rep / "lat" / "hist-rnd-4k-100_0.csv")
+    assert {h["ddir"] for h in hist} == {"read", "all"} and all(float(h["hi_us"]) > float(h["lo_us"]) for h in hist)
+    ios = sum(int(h["count"]) for h in hist if h["ddir"] == "read")
+    win = [r for r in rows(rep / "lat" / "rounds.csv") if r["element"] == "rnd-4k-100_0"][-5:]
+    assert ios == pytest.approx(sum(float(r["read_iops"]) * float(r["runtime_s"]) for r in win), rel=0.01)
+
+
+def test_wipc_is_a_job_of_its_own_and_counts_as_written(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    wipc = (rep / "tp" / "jobs" / "wipc.fio").read_text()
+    assert "rw=write" in wipc and "loops=2" in wipc and "bs=128k" in wipc and "size=100%" in wipc
+    assert (rep / "tp" / "fio" / "wipc.json").is_file()
+    first = rows(rep / "tp" / "rounds.csv")[0]
+    assert float(first["drive_fills"]) > 1.99  # 2x capacity (in whole 128 KiB blocks) of WIPC before the first round
+
+
+def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path, Path, dict]) -> None:
+    _, rep, _ = suite
+    ws = rows(rep / "wsat" / "rounds.csv")
+    assert float(ws[-1]["drive_fills"]) >= 0.5 > float(ws[-2]["drive_fills"])
+    assert [int(r["segment"]) for r in ws] == list(range(1, len(ws) + 1))
+    assert json.loads((rep / "wsat" / "result.json").read_text())["settings"]["segment_s"] == 1.0  # 1 s / 454, at least 1 s
+    hir = rows(rep / "hir" / "rounds.csv")
+    pre = json.loads((rep / "hir" / "steady.json").read_text())
+    first = pre["first_round"]  # judged only once 0.5 drive fills were written (--hir-pre-fills)
+    assert float(hir[first - 2]["drive_fills"]) < 0.5 <= float(hir[first - 1]["drive_fills"])
+    assert pre["variables"][0]["rounds"][0] == first
+    assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
+    a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
+    assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait
+    curve = rows(rep / "curve" / "table.csv")
+    assert [(int(r["numjobs"]), int(r["iodepth"])) for r in curve] == [(1, 1), (1, 4), (2, 1), (2, 4)]
+
+
+def test_saved_job_files_run_as_written(suite: tuple[Path, Path, dict]) -> None:
+    img, rep, _ = suite
+    for job in (rep / "lat" / "jobs" / "rnd-4k-0_100.fio", rep / "curve" / "jobs" / "rnd-4k-70_30-j2-qd4.fio"):
+        r = run_cli("fio", img, job, "--scratch", "--output-format", "json")
+        assert r.json()["jobs"][0]["jobname"] == job.stem
