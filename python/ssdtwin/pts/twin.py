@@ -131,6 +131,7 @@ class TwinTarget:
             scale=f"1/{scale}",
             simulated=True,
             extra={
+                "iu_bytes": int(s["ftl"]["iu_bytes"]["value"]),
                 "namespace": self.namespace,
                 "power_state": ps,
                 "power_state_desc": ps_desc,

@@ -442,6 +442,7 @@ def header(
     dev += _items(
         as_object(device.get("extra")),
         [
+            ("iu_bytes", "Indirection unit (bytes)"),
             ("write_cache", "Write cache (kernel)"),
             ("scheduler", "I/O scheduler"),
             ("rotational", "Rotational"),

@@ -1,0 +1,71 @@
+"""`ssdtwin pts` on drives other than the CM6 (docs/pts.md): the Intel P5316's 64 KiB
+indirection unit, and a namespace smaller than the drive.
+
+The P5316 is made at 1/263 (the smallest it allows) with its factory namespace replaced by
+a 1 GiB one, so WIPC writes 2 GiB and a 1 s round costs little."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from ssdtwin.pts.report.parts import header
+from twin import P5316, Run, check_image
+
+NS_BLOCKS = 2 * 1024 * 1024  # 1 GiB of 512 B LBAs
+
+
+@pytest.fixture(scope="module")
+def p5316_small_ns(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from twin import run_cli
+
+    d = tmp_path_factory.mktemp("p5316") / "p5316"
+    run_cli("create", d, "--model", P5316, "--scale", "1/263")
+    run_cli("nvme", "detach-ns", d, "-n", "1")
+    run_cli("nvme", "delete-ns", d, "-n", "1")
+    run_cli("nvme", "create-ns", d, "-s", str(NS_BLOCKS), "-c", str(NS_BLOCKS), "-b", "512")
+    run_cli("nvme", "attach-ns", d, "-n", "1", "-c", "1")
+    return d
+
+
+def test_p5316_report_says_which_writes_are_not_whole_ius(p5316_small_ns: Path, tmp_path: Path, cli: Callable[..., Run]) -> None:
+    """A 4 KiB random write on the P5316's 64 KiB IU is a read-modify-write: the report gave
+    its IOPS with no word of it (nor the IU in the device header), so a reader compared them
+    with a 4 KiB-IU drive's. Now the header names the IU and the test says which of its
+    writes are not whole IUs (4 KiB here, not the 64 KiB ones)."""
+    rep = tmp_path / "rep"
+    args = ["--tests", "iops", "--iops-bs", "64k,4k", "--iops-mixes", "0", "--round", "1s", "--max-rounds", "5"]
+    r = cli("pts", p5316_small_ns, *args, "--report", rep, "-q", "-o", "json", "--no-render")
+    assert r.returncode == 0, r.stderr
+    check_image(p5316_small_ns)
+    man = json.loads((rep / "pts.json").read_text())
+    assert man["device"]["extra"]["iu_bytes"] == 65536
+    assert man["device"]["capacity_bytes"] == NS_BLOCKS * 512
+    notes = r.json()["tests"]["iops"]["result"]["extra"]["notes"]
+    iu = [n for n in notes if "indirection unit" in n]
+    assert len(iu) == 1, notes
+    assert "64KiB indirection units" in iu[0] and "the 4KiB random writes" in iu[0] and "64KiB random" not in iu[0]
+    assert iu == [n for n in json.loads((rep / "iops" / "result.json").read_text())["extra"]["notes"] if "indirection" in n]
+    device = dict(header(man, "iops", None)[0][1])
+    assert device["Indirection unit (bytes)"] == "65536"
+
+
+def test_iu_writes_named_per_element_kind() -> None:
+    """Which writes the note names: random ones of a size that is not whole IUs; not reads,
+    not sequential writes (they merge into whole IUs in the write buffer), not 1 MiB; CBW's
+    composite sizes on 512 B boundaries."""
+    from ssdtwin.pts import tests as T
+
+    iu = 65536
+    assert T.sub_iu_writes(T.rnd(4096, 65, 1, 1, 1.0), iu) == "4KiB"
+    assert T.sub_iu_writes(T.rnd(512, 0, 1, 1, 1.0), iu) == "0.5KiB"
+    assert T.sub_iu_writes(T.rnd(4096, 100, 1, 1, 1.0), iu) == ""
+    assert T.sub_iu_writes(T.rnd(1 << 20, 0, 1, 1, 1.0), iu) == ""
+    assert T.sub_iu_writes(T.seq(4096, 0, 1, 1, 1.0), iu) == ""
+    assert T.sub_iu_writes(T.rnd(4096, 0, 1, 1, 1.0), 4096) == ""
+    assert T.sub_iu_writes(T.rnd(512, 0, 1, 1, 1.0), 4096) == "0.5KiB"
+    cbw = T.cbw_workload().element(40, 1, 1, 1.0, "")
+    assert T.sub_iu_writes(cbw, iu) == "composite (0.5KiB to 64KiB, on 0.5KiB boundaries)"
