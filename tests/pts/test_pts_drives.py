@@ -69,3 +69,30 @@ def test_iu_writes_named_per_element_kind() -> None:
     assert T.sub_iu_writes(T.rnd(512, 0, 1, 1, 1.0), 4096) == "0.5KiB"
     cbw = T.cbw_workload().element(40, 1, 1, 1.0, "")
     assert T.sub_iu_writes(cbw, iu) == "composite (0.5KiB to 64KiB, on 0.5KiB boundaries)"
+
+
+def test_report_says_when_the_spec_is_an_edited_preset(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    """A drive made with `create --spec` from `ssdtwin models X`, edited, keeps X's name, and
+    the report header called it "preset X": a reader compared it with the preset's report as
+    the same drive. Now the firmware line says the spec was edited and which fields; the
+    unedited text round-trips to "preset X" at any scale (capacity and blocks per plane are
+    scaled, not edited)."""
+    from ssdtwin.pts.twin import TwinTarget
+
+    name = "samsung-pm983-3.84t"
+    text = cli("models", name).stdout
+    (tmp_path / "same.toml").write_text(text)
+    edited = text.replace("t_prog_ns = { value = ", "t_prog_ns = { value = 1", 1).replace(
+        'gc_policy = { value = "greedy"', 'gc_policy = { value = "cost-benefit"', 1
+    )
+    assert edited.count("cost-benefit") == text.count("cost-benefit") + 1 and edited.count("t_prog_ns = { value = 1") == 1
+    (tmp_path / "edited.toml").write_text(edited)
+    firmware = {}
+    for spec, scale in (("same", "1/305"), ("edited", "1/305"), ("same", "1/64")):
+        img = tmp_path / f"{spec}-{scale.replace('/', '_')}"
+        assert cli("create", img, "--spec", tmp_path / f"{spec}.toml", "--scale", scale).returncode == 0
+        t = TwinTarget(str(img), writable=False)
+        firmware[(spec, scale)] = t.info.firmware
+        t.close()
+    assert firmware[("same", "1/305")].endswith(f", preset {name}") and firmware[("same", "1/64")].endswith(f", preset {name}")
+    assert firmware[("edited", "1/305")].endswith(f", spec edited from preset {name} (ftl.gc_policy, timing.t_prog_ns)")

@@ -46,6 +46,47 @@ def is_image(path: Path) -> bool:
     return (path / "ssdtwin.toml").is_file()
 
 
+# What `create` sets apart from the spec's text: the scale (capacity and blocks per plane, whose
+# sources then start "<full-scale value> (full scale)"), --nvm-sets and --partitions.
+_SCALED = ("capacity.tnvmcap_bytes", "nand.blocks_per_plane")
+_SET_BY_CREATE = ("scale", "nvm_sets.sets", "ftl.partitions")
+
+
+def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
+    """The dotted paths where spec ``a`` has another value than ``b`` (sources not compared)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if "value" in a and "source" in a:
+            if a["value"] != b.get("value") and not (path in _SCALED and str(a["source"]).startswith(f"{b.get('value')} (full scale)")):
+                out.append(path)
+            return
+        for k in sorted(set(a) | set(b)):
+            _changed(a.get(k), b.get(k), f"{path}.{k}" if path else k, out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _changed(x, y, f"{path}[{i}]", out)
+    elif a != b and path not in _SET_BY_CREATE:
+        out.append(path)
+
+
+def spec_origin(spec: dict[str, Any], name: str) -> str:
+    """The report's word for the drive a twin models: ``preset NAME`` when its spec is the
+    preset's, ``spec edited from preset NAME (ftl.write_buffer_bytes, ...)`` when it was made
+    with ``create --spec`` from an edited copy (the image keeps the preset's name, and a report
+    calling it the preset misled whoever compared it with the preset's), ``spec NAME (not a
+    preset)`` for a name no preset has."""
+    try:
+        preset = _core.preset(name)
+    except _core.SsdtwinError:
+        return f"spec {name} (not a preset)"
+    out: list[str] = []
+    _changed(spec, preset, "", out)
+    out = [p for p in out if p not in _SET_BY_CREATE]
+    if not out:
+        return f"preset {name}"
+    shown = ", ".join(out[:6]) + (f" and {len(out) - 6} more" if len(out) > 6 else "")
+    return f"spec edited from preset {name} ({shown})"
+
+
 class TwinTarget:
     """A twin image opened in process; one namespace is the device under test. Writable by
     default (the run changes the image and is committed); ``writable=False`` runs on an
@@ -122,7 +163,7 @@ class TwinTarget:
             vendor=str(drv.get("vendor", "")),
             model=str(drv.get("model", "")),
             serial=str(self.drive.nvme.id_ctrl().get("sn", "")).strip(),
-            firmware=f"ssdtwin {_core.__version__}, preset {man.get('preset', drv.get('name', ''))}",
+            firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, str(man.get('preset', drv.get('name', ''))))}",
             capacity_bytes=int(self.ns.bytes),
             lba_bytes=int(self.ns.lba_bytes),
             nand=f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell,
