@@ -96,3 +96,19 @@ def test_report_says_when_the_spec_is_an_edited_preset(tmp_path: Path, cli: Call
         t.close()
     assert firmware[("same", "1/305")].endswith(f", preset {name}") and firmware[("same", "1/64")].endswith(f", preset {name}")
     assert firmware[("edited", "1/305")].endswith(f", spec edited from preset {name} (ftl.gc_policy, timing.t_prog_ns)")
+
+
+def test_wsat_on_a_namespace_one_segment_fills(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    """A 32 MiB namespace on a CM6-V at 1/454: one 1 s segment writes it many times over, so
+    WSAT stops after one segment; its status said "stopped after 1 segments", and its drive
+    fills are the namespace's, not the drive's."""
+    from twin import make_two_namespaces
+
+    img = make_two_namespaces(tmp_path / "cm6", 65536, 8192)
+    rep = tmp_path / "rep"
+    r = cli("pts", img, "--tests", "wsat", "--round", "1s", "--wsat-fills", "1", "--report", rep, "-q", "-o", "json", "--no-render")
+    assert r.returncode == 0, r.stderr
+    wsat = r.json()["tests"]["wsat"]
+    assert wsat["result"]["message"] == "stopped after 1 segment: 1x capacity written"
+    fills = wsat["table"][0]["drive_fills"]
+    assert fills > 10 and wsat["result"]["bytes_written_total"] / (65536 * 512) == pytest.approx(fills)
