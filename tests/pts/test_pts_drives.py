@@ -143,3 +143,22 @@ def test_rounds_csv_is_not_rewritten_after_every_segment(tmp_path: Path, monkeyp
     assert saving < 0.06 * clock[0] and 10 < len(written) < 1000, (saving, clock[0], len(written))
     tr.save_rows(final=True)
     assert (tmp_path / "wsat" / "rounds.csv").read_text() == "3000\n"
+
+
+def test_a_dram_namespace_has_no_nand_in_the_header(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    """PTS on a PBlaze5's DRAM namespace: the header named the drive's NAND part (and now
+    would give its IU), though no NAND is behind that namespace; namespace 1 keeps both."""
+    from ssdtwin.pts.twin import TwinTarget
+
+    img = tmp_path / "pb5"
+    cli("create", img, "--model", "memblaze-pblaze5-910-3.84t", "--scale", "1/305")
+    cli("nvme", "create-ns", img, "--dram", "-s", "65536", "-c", "65536", "-b", "512")
+    cli("nvme", "attach-ns", img, "-n", "2", "-c", "1")
+    infos = {}
+    for ns in (1, 2):
+        t = TwinTarget(f"{img}:ns{ns}")
+        infos[ns] = t.info
+        t.close()
+    assert infos[2].nand.startswith("none: a DRAM namespace") and "iu_bytes" not in infos[2].extra
+    assert "TLC" in infos[1].nand and infos[1].extra["iu_bytes"] == 4096
+    assert infos[2].capacity_bytes == 65536 * 512

@@ -144,6 +144,13 @@ class TwinTarget:
         finally:
             d.close()
 
+    def _nand_text(self, nand: dict[str, Any], cell: str) -> str:
+        """The header's NAND: the part and cell type; a DRAM namespace (the PBlaze5's
+        vendor extension, docs/models.md §9) has none behind it, and no IU to map."""
+        if self.ns.dram:
+            return "none: a DRAM namespace (the controller's power-loss-protected DRAM)"
+        return f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell
+
     def _info(self, spec: str) -> DeviceInfo:
         s = self.drive.spec()
         man = self.drive.manifest()
@@ -166,13 +173,13 @@ class TwinTarget:
             firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, str(man.get('preset', drv.get('name', ''))))}",
             capacity_bytes=int(self.ns.bytes),
             lba_bytes=int(self.ns.lba_bytes),
-            nand=f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell,
+            nand=self._nand_text(nand, cell),
             interface=str(iface.get("value", "") if isinstance(iface, dict) else iface),
             preset=str(man.get("preset", "")),
             scale=f"1/{scale}",
             simulated=True,
             extra={
-                "iu_bytes": int(s["ftl"]["iu_bytes"]["value"]),
+                **({} if self.ns.dram else {"iu_bytes": int(s["ftl"]["iu_bytes"]["value"])}),
                 "namespace": self.namespace,
                 "power_state": ps,
                 "power_state_desc": ps_desc,
