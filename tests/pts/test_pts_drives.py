@@ -53,6 +53,27 @@ def test_p5316_report_says_which_writes_are_not_whole_ius(p5316_small_ns: Path, 
     assert device["Indirection unit (bytes)"] == "65536"
 
 
+def test_a_namespace_smaller_than_the_drive_says_so(p5316_small_ns: Path, cli: Callable[..., Run]) -> None:
+    """The header gave a 1 GiB namespace's capacity as the device's, with no word that the
+    drive holds 75 GB and that the NAND behind the 74 GB no namespace holds is spare for GC
+    (so WSAT and the IOPS test's writes run at a far larger effective OP than the drive's
+    own): a reader took a small namespace's figures for the drive's. Now the header gives the
+    NSID, the drive's TNVMCAP and its unallocated capacity."""
+    from ssdtwin.pts.twin import TwinTarget
+
+    ctrl = cli("nvme", "id-ctrl", p5316_small_ns, "-o", "json").json()
+    t = TwinTarget(str(p5316_small_ns))
+    info = t.info.to_json()
+    t.close()
+    assert info["capacity_bytes"] == NS_BLOCKS * 512 < ctrl["tnvmcap"]
+    assert (info["extra"]["drive_capacity_bytes"], info["extra"]["unallocated_bytes"]) == (ctrl["tnvmcap"], ctrl["unvmcap"])
+    assert ctrl["unvmcap"] == ctrl["tnvmcap"] - NS_BLOCKS * 512
+    device = dict(header({"device": info}, "iops", None)[0][1])
+    assert device["Namespace (NSID)"] == "1"
+    assert device["Drive capacity (TNVMCAP)"] == f"{ctrl['tnvmcap'] / 1e9:,.1f} GB ({ctrl['tnvmcap']:,} bytes)"
+    assert device["In no namespace (UNVMCAP; its NAND is spare for GC)"].endswith(f"({ctrl['unvmcap']:,} bytes)")
+
+
 def test_iu_writes_named_per_element_kind() -> None:
     """Which writes the note names: random ones of a size that is not whole IUs; not reads,
     not sequential writes (they merge into whole IUs in the write buffer), not 1 MiB; CBW's
@@ -160,5 +181,5 @@ def test_a_dram_namespace_has_no_nand_in_the_header(tmp_path: Path, cli: Callabl
         infos[ns] = t.info
         t.close()
     assert infos[2].nand.startswith("none: a DRAM namespace") and "iu_bytes" not in infos[2].extra
-    assert "TLC" in infos[1].nand and infos[1].extra["iu_bytes"] == 4096
+    assert "TLC" in infos[1].nand and infos[1].extra["iu_bytes"] == 4096 and "drive_capacity_bytes" not in infos[1].extra
     assert infos[2].capacity_bytes == 65536 * 512

@@ -164,12 +164,17 @@ class TwinTarget:
             ps_desc += f" (max {float(states[ps]['max_power_mw']) / 1000:g} W)"
         cell = {1: "SLC", 2: "MLC", 3: "TLC", 4: "QLC"}.get(int(nand["bits_per_cell"]["value"]), "")
         iface = drv.get("interface", "")
-        return DeviceInfo(
+        ctrl = self.drive.nvme.id_ctrl()
+        # A namespace smaller than the drive: the reader must see the drive's capacity and how
+        # much of it no namespace holds (its NAND is spare for GC: the KIOXIA namespace result,
+        # docs/models.md §1), or a small namespace's figures pass for the drive's.
+        tnvmcap, unvmcap = int(ctrl.get("tnvmcap", 0)), int(ctrl.get("unvmcap", 0))
+        info = DeviceInfo(
             kind="twin",
             uri=spec,
             vendor=str(drv.get("vendor", "")),
             model=str(drv.get("model", "")),
-            serial=str(self.drive.nvme.id_ctrl().get("sn", "")).strip(),
+            serial=str(ctrl.get("sn", "")).strip(),
             firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, str(man.get('preset', drv.get('name', ''))))}",
             capacity_bytes=int(self.ns.bytes),
             lba_bytes=int(self.ns.lba_bytes),
@@ -187,6 +192,10 @@ class TwinTarget:
                 "seed": man.get("seed"),
             },
         )
+        if 0 < self.ns.bytes < tnvmcap:
+            info.extra["drive_capacity_bytes"] = tnvmcap
+            info.extra["unallocated_bytes"] = unvmcap
+        return info
 
     # -- PtsTarget -------------------------------------------------------------------
     def target_lines(self) -> str:
