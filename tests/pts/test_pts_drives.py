@@ -116,7 +116,7 @@ def test_report_says_when_the_spec_is_an_edited_preset(tmp_path: Path, cli: Call
         firmware[(spec, scale)] = t.info.firmware
         t.close()
     assert firmware[("same", "1/305")].endswith(f", preset {name}") and firmware[("same", "1/64")].endswith(f", preset {name}")
-    assert firmware[("edited", "1/305")].endswith(f", spec edited from preset {name} (ftl.gc_policy, timing.t_prog_ns)")
+    assert firmware[("edited", "1/305")].endswith(f", spec differing from preset {name} (ftl.gc_policy, timing.t_prog_ns)")
 
 
 def test_wsat_on_a_namespace_one_segment_fills(tmp_path: Path, cli: Callable[..., Run]) -> None:

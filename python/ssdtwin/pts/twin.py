@@ -70,10 +70,11 @@ def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
 
 def spec_origin(spec: dict[str, Any], name: str) -> str:
     """The report's word for the drive a twin models: ``preset NAME`` when its spec is the
-    preset's, ``spec edited from preset NAME (ftl.write_buffer_bytes, ...)`` when it was made
-    with ``create --spec`` from an edited copy (the image keeps the preset's name, and a report
-    calling it the preset misled whoever compared it with the preset's), ``spec NAME (not a
-    preset)`` for a name no preset has."""
+    preset's, ``spec differing from preset NAME (ftl.write_buffer_bytes, ...)`` when it is not:
+    made with ``create --spec`` from an edited copy (the image keeps the preset's name, and a
+    report calling it the preset misled whoever compared it with the preset's), or made by an
+    ssdtwin whose preset had other values; ``spec NAME (not a preset)`` for a name no preset
+    has."""
     try:
         preset = _core.preset(name)
     except _core.SsdtwinError:
@@ -84,7 +85,7 @@ def spec_origin(spec: dict[str, Any], name: str) -> str:
     if not out:
         return f"preset {name}"
     shown = ", ".join(out[:6]) + (f" and {len(out) - 6} more" if len(out) > 6 else "")
-    return f"spec edited from preset {name} ({shown})"
+    return f"spec differing from preset {name} ({shown})"
 
 
 class TwinTarget:
