@@ -119,7 +119,7 @@ def test_twin_over_nbd_purge_by_trim_then_a_round(served_twin: str, fresh: Path,
     target = RealFioTarget(uri)  # a twin's export: no destroy flag needed
     info = target.info
     assert (info.kind, info.uri, info.simulated) == ("nbd", uri, False)
-    assert (info.preset, info.scale, info.lba_bytes) == (CM6, "1/454", 512)
+    assert (info.preset, info.scale, info.lba_bytes, info.extra["iu_bytes"]) == (CM6, "1/454", 512, 4096)
     assert info.capacity_bytes == 9_386_786_816  # the namespace: 18333568 LBAs of 512 B
     assert info.capacity_bytes % (1 << 30) != 0  # so the purge needs its tail request
     assert info.extra["fio"] == target.fio_version and target.fio_version.startswith("fio-")
@@ -168,7 +168,7 @@ def test_nbd_export_not_served_by_ssdtwin_needs_the_flag(tmp_path: Path) -> None
         assert "--yes-destroy-data" in one_line_error(e) and "ssdtwin serve" in str(e.value)
         assert map_totals(uri) == {"hole,zero": 64 << 20}  # nothing was written
         target = RealFioTarget(uri, allow_destroy=True)
-        assert target.info.capacity_bytes == 64 << 20 and target.info.preset == ""
+        assert target.info.capacity_bytes == 64 << 20 and target.info.preset == "" and "iu_bytes" not in target.info.extra
         assert "fallback" in target.purge()
     # The server has gone: the next round fails with fio's own reason, on one line.
     job = write_job(tmp_path / "r.fio", target, "[r]\nrw=randread\nbs=4k\n")

@@ -183,7 +183,7 @@ def test_every_record_has_its_type(run: Runner) -> None:
     for tp in (R.RoundRow, R.SteadyState, R.SteadyVariable, R.PassVerdict, R.TestResult, R.TestSettings, R.TestExtra, R.Manifest):
         missing = set(fields(tp)[0]) - seen.keys.get(tp, set()) - NOT_PRODUCED.get(tp, set())
         assert not missing, (tp.__name__, missing)
-    assert seen.keys[R.DeviceExtra] == {"namespace", "power_state", "power_state_desc", "image", "seed"}  # a twin's
+    assert seen.keys[R.DeviceExtra] == {"iu_bytes", "namespace", "power_state", "power_state_desc", "image", "seed"}  # a twin's
 
 
 def test_the_settings_and_the_device_have_every_field(run: Runner) -> None:

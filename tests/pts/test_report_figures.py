@@ -444,3 +444,20 @@ def test_a_parallel_runs_report_says_the_tests_ran_side_by_side(tmp_path: Path) 
     summary, lat = html.split('<section class="page" id="lat"')
     for part in (summary, lat):
         assert "<tr><td>Tests at once (--jobs)</td><td>2</td></tr>" in part and f"<td>{image}</td>" in part
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(("capacity", "segments", "log"), [(32 << 20, 1, True), (1 << 30, 3, False)])
+def test_wsat_tgbw_axis_of_a_small_namespace(capacity: int, segments: int, log: bool, drawn: list[Figure]) -> None:
+    """The drive-fills figure's TGBW axis took the capacity in TB rounded to 3 decimals: a
+    32 MiB namespace (a PBlaze5 DRAM namespace) was 0 TB, so the axis divided by zero (numpy
+    warnings on the user's terminal, the figure's top axis singular), and a 1 GiB one 0.001
+    TB (7 % off). One segment (WSAT on a namespace that one second fills) draws too."""
+    written = np.arange(1, segments + 1) * 3 * capacity
+    frame = pd.DataFrame({"segment": range(1, segments + 1), "t_s": range(1, segments + 1), "bytes_written_total": written})
+    plots.wsat([plots.Series("", frame.assign(drive_fills=written / capacity, iops=5e5))], "fills", log=log)
+    ax = drawn[-1].axes[0]
+    top = [a for a in ax.child_axes if a.get_xlabel() == "TGBW (TB written)"]
+    assert len(top) == 1
+    lo, hi = ax.get_xlim()
+    assert top[0].get_xlim() == pytest.approx((lo * capacity / 1e12, hi * capacity / 1e12), rel=1e-3)

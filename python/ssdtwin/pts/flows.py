@@ -103,8 +103,14 @@ def wsat(runner: Suite, tr: TestRun) -> None:
                 reason = f"steady state in segments {check.rounds[0]}-{check.rounds[-1]}"
                 tr.extra["steady"] = check.to_dict()
     tr.window = [max(1, seg - ss.WINDOW_ROUNDS + 1), seg]
-    tr.status, tr.message = "complete", f"stopped after {seg} segments: {reason}"
+    tr.status, tr.message = "complete", f"stopped after {_count(seg, 'segment')}: {reason}"
     tr.extra["stop"] = reason
+
+
+def _count(n: int, word: str) -> str:
+    """``1 segment``, ``2 segments``: the status message's counts (a WSAT that one segment
+    fills said "stopped after 1 segments")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def hir(runner: Suite, tr: TestRun) -> None:
@@ -139,7 +145,7 @@ def hir(runner: Suite, tr: TestRun) -> None:
                     tr.save_rows()
                     runner.save_manifest()
     tr.status = "complete"
-    tr.message = f"{len(st.hir_waits_s)} wait states x {n} repetitions" + (
+    tr.message = f"{_count(len(st.hir_waits_s), 'wait state')} x {_count(n, 'repetition')}" + (
         "" if tr.extra["pre_steady"] else "; the pre-HIR write phase did not reach steady state"
     )
 
@@ -158,7 +164,7 @@ def curve(runner: Suite, tr: TestRun) -> None:
         tr.save_rows()
         runner.save_manifest()
     tr.status = "complete"
-    tr.message = f"{len(pts)} points" + ("" if tr.extra["pre_steady"] else "; preconditioning did not reach steady state")
+    tr.message = _count(len(pts), "point") + ("" if tr.extra["pre_steady"] else "; preconditioning did not reach steady state")
 
 
 def xsr(runner: Suite, tr: TestRun) -> None:
@@ -189,7 +195,7 @@ def xsr(runner: Suite, tr: TestRun) -> None:
     if rec is not None:
         back = f"AG3 back to 90 % of AG1's final throughput after {rec:g} s"
     tr.status = "complete"
-    tr.message = f"{seg} segments in 3 access groups; {back}"
+    tr.message = f"{_count(seg, 'segment')} in 3 access groups; {back}"
 
 
 def cbw(runner: Suite, tr: TestRun) -> None:

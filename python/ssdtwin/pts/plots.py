@@ -627,8 +627,10 @@ def wsat(series: list[Series], x: str, log: bool = False) -> Plot:
 
 
 def _capacity_tb(frame: pd.DataFrame) -> Optional[float]:
-    """The user capacity behind drive_fills (bytes written / fills), in TB, rounded so two
-    segments' rounding noise agrees."""
+    """The user capacity behind drive_fills (bytes written / fills), in TB, rounded to 4
+    significant digits so two segments' rounding noise agrees (to 3 decimals, as it was, a
+    32 MiB namespace was 0 TB: the TGBW axis divided by zero, and a 1.07 GB one 0.001 TB, 7 %
+    off)."""
     ok = (
         frame[(frame["drive_fills"] > 0) & frame["bytes_written_total"].notna()]
         if "bytes_written_total" in frame.columns
@@ -636,7 +638,8 @@ def _capacity_tb(frame: pd.DataFrame) -> Optional[float]:
     )
     if ok.empty:
         return None
-    return round(float((ok["bytes_written_total"] / ok["drive_fills"]).median()) / 1e12, 3)
+    tb = float((ok["bytes_written_total"] / ok["drive_fills"]).median()) / 1e12
+    return float(f"{tb:.4g}") if tb > 0 and np.isfinite(tb) else None
 
 
 def wsat_latency(series: list[Series]) -> Plot:

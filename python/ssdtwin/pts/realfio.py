@@ -341,6 +341,8 @@ class _NbdKind(_Kind):
                 "tls": export.get("TLS", False),
             },
         )
+        if twin:
+            self.info.extra["iu_bytes"] = int(twin.group(6)) * 1024
 
     def target_lines(self) -> str:
         return f"ioengine=nbd\nuri={self.uri}\n"

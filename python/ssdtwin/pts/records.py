@@ -356,12 +356,19 @@ class NoResult(TypedDict):
 
 class DeviceExtra(TypedDict, total=False):
     """The device's other facts in the report header (pts.json ``device.extra``), by target.
-    A twin: namespace, power state (number and text), image folder, its seed. Real targets:
+    A twin (and a twin's NBD export): the indirection unit (``iu_bytes``: the drive maps
+    and programs whole IUs, so a write that is not whole IUs costs a read-modify-write); a
+    twin: namespace, power state (number and text), image folder, its seed; with a namespace
+    smaller than the drive, the drive's capacity (TNVMCAP) and what no namespace holds
+    (UNVMCAP), bytes. Real targets:
     fio's version and path, the purge asked for; an NBD export's name, description, server,
     block sizes (bytes) and what it can do (nbdinfo's values); a block device's sysfs folder,
     whether it is a partition or rotational, its discard limit (bytes), write cache and
     scheduler as the kernel reports them, a loop device's backing file; a file's path."""
 
+    iu_bytes: int
+    drive_capacity_bytes: int
+    unallocated_bytes: int
     namespace: int
     power_state: int
     power_state_desc: str

@@ -208,7 +208,7 @@ class Runner:
 
     def finish_test(self, tr: TestRun) -> None:
         if tr.rows:
-            tr.save_rows()
+            tr.save_rows(final=True)
             try:
                 write_tables(tr)
             except (KeyError, ValueError, ZeroDivisionError) as e:  # a partial run may lack cells

@@ -24,7 +24,7 @@ class DeviceInfo:
     vendor: str = ""
     model: str = ""
     serial: str = ""
-    firmware: str = ""  # a twin: "ssdtwin <version>, preset <name>"
+    firmware: str = ""  # a twin: "ssdtwin <version>, preset <name>" (or "spec differing from preset <name> (<fields>)")
     capacity_bytes: int = 0  # the tested range (ActiveRange 100 % = this many bytes)
     lba_bytes: int = 512
     nand: str = ""

@@ -137,6 +137,30 @@ class Element:
         return replace(self, runtime_s=runtime_s)
 
 
+def _fio_size(text: str) -> int:
+    """A bssplit size: 512, 1536, 4k, 64k, 1m (bytes)."""
+    mult = {"k": KIB, "m": KIB * KIB}.get(text[-1:].lower(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
+
+def sub_iu_writes(el: Element, iu_bytes: int) -> str:
+    """The writes of ``el`` that are not whole indirection units of ``iu_bytes`` (a drive
+    that maps IUs read-modify-writes each IU such a write touches), as the report names
+    them: "4KiB", "composite (0.5KiB to 64KiB, on 0.5KiB boundaries)"; "" when the
+    element only reads, writes sequentially (back-to-back blocks merge into whole IUs in
+    the write buffer: docs/models.md §2) or every write is whole IUs. fio places random
+    blocks on multiples of the block size (of the smallest size, with bssplit)."""
+    if el.read_pct >= 100 or iu_bytes <= 0 or not el.rw.startswith("rand"):
+        return ""
+    if el.bssplit:
+        sizes = [_fio_size(part.split("/")[0]) for part in el.bssplit.split(":")]
+        if all(b % iu_bytes == 0 for b in sizes):
+            return ""
+        lo, hi = min(sizes), max(sizes)
+        return f"composite ({bs_title(lo)} to {bs_title(hi)}, on {bs_title(lo)} boundaries)"
+    return bs_title(el.bs_bytes) if el.bs_bytes % iu_bytes else ""
+
+
 def fio_seconds(seconds: float) -> str:
     """A time for fio: whole seconds plain, otherwise milliseconds (fio's ``ms`` suffix)."""
     if float(seconds).is_integer():

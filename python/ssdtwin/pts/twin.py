@@ -46,6 +46,48 @@ def is_image(path: Path) -> bool:
     return (path / "ssdtwin.toml").is_file()
 
 
+# What `create` sets apart from the spec's text: the scale (capacity and blocks per plane, whose
+# sources then start "<full-scale value> (full scale)"), --nvm-sets and --partitions.
+_SCALED = ("capacity.tnvmcap_bytes", "nand.blocks_per_plane")
+_SET_BY_CREATE = ("scale", "nvm_sets.sets", "ftl.partitions")
+
+
+def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
+    """The dotted paths where spec ``a`` has another value than ``b`` (sources not compared)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if "value" in a and "source" in a:
+            if a["value"] != b.get("value") and not (path in _SCALED and str(a["source"]).startswith(f"{b.get('value')} (full scale)")):
+                out.append(path)
+            return
+        for k in sorted(set(a) | set(b)):
+            _changed(a.get(k), b.get(k), f"{path}.{k}" if path else k, out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _changed(x, y, f"{path}[{i}]", out)
+    elif a != b and path not in _SET_BY_CREATE:
+        out.append(path)
+
+
+def spec_origin(spec: dict[str, Any], name: str) -> str:
+    """The report's word for the drive a twin models: ``preset NAME`` when its spec is the
+    preset's, ``spec differing from preset NAME (ftl.write_buffer_bytes, ...)`` when it is not:
+    made with ``create --spec`` from an edited copy (the image keeps the preset's name, and a
+    report calling it the preset misled whoever compared it with the preset's), or made by an
+    ssdtwin whose preset had other values; ``spec NAME (not a preset)`` for a name no preset
+    has."""
+    try:
+        preset = _core.preset(name)
+    except _core.SsdtwinError:
+        return f"spec {name} (not a preset)"
+    out: list[str] = []
+    _changed(spec, preset, "", out)
+    out = [p for p in out if p not in _SET_BY_CREATE]
+    if not out:
+        return f"preset {name}"
+    shown = ", ".join(out[:6]) + (f" and {len(out) - 6} more" if len(out) > 6 else "")
+    return f"spec differing from preset {name} ({shown})"
+
+
 class TwinTarget:
     """A twin image opened in process; one namespace is the device under test. Writable by
     default (the run changes the image and is committed); ``writable=False`` runs on an
@@ -103,6 +145,13 @@ class TwinTarget:
         finally:
             d.close()
 
+    def _nand_text(self, nand: dict[str, Any], cell: str) -> str:
+        """The header's NAND: the part and cell type; a DRAM namespace (the PBlaze5's
+        vendor extension, docs/models.md §9) has none behind it, and no IU to map."""
+        if self.ns.dram:
+            return "none: a DRAM namespace (the controller's power-loss-protected DRAM)"
+        return f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell
+
     def _info(self, spec: str) -> DeviceInfo:
         s = self.drive.spec()
         man = self.drive.manifest()
@@ -116,21 +165,27 @@ class TwinTarget:
             ps_desc += f" (max {float(states[ps]['max_power_mw']) / 1000:g} W)"
         cell = {1: "SLC", 2: "MLC", 3: "TLC", 4: "QLC"}.get(int(nand["bits_per_cell"]["value"]), "")
         iface = drv.get("interface", "")
-        return DeviceInfo(
+        ctrl = self.drive.nvme.id_ctrl()
+        # A namespace smaller than the drive: the reader must see the drive's capacity and how
+        # much of it no namespace holds (its NAND is spare for GC: the KIOXIA namespace result,
+        # docs/models.md §1), or a small namespace's figures pass for the drive's.
+        tnvmcap, unvmcap = int(ctrl.get("tnvmcap", 0)), int(ctrl.get("unvmcap", 0))
+        info = DeviceInfo(
             kind="twin",
             uri=spec,
             vendor=str(drv.get("vendor", "")),
             model=str(drv.get("model", "")),
-            serial=str(self.drive.nvme.id_ctrl().get("sn", "")).strip(),
-            firmware=f"ssdtwin {_core.__version__}, preset {man.get('preset', drv.get('name', ''))}",
+            serial=str(ctrl.get("sn", "")).strip(),
+            firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, str(man.get('preset', drv.get('name', ''))))}",
             capacity_bytes=int(self.ns.bytes),
             lba_bytes=int(self.ns.lba_bytes),
-            nand=f"{nand['part']['value']} ({cell})" if isinstance(nand.get("part"), dict) else cell,
+            nand=self._nand_text(nand, cell),
             interface=str(iface.get("value", "") if isinstance(iface, dict) else iface),
             preset=str(man.get("preset", "")),
             scale=f"1/{scale}",
             simulated=True,
             extra={
+                **({} if self.ns.dram else {"iu_bytes": int(s["ftl"]["iu_bytes"]["value"])}),
                 "namespace": self.namespace,
                 "power_state": ps,
                 "power_state_desc": ps_desc,
@@ -138,6 +193,10 @@ class TwinTarget:
                 "seed": man.get("seed"),
             },
         )
+        if 0 < self.ns.bytes < tnvmcap:
+            info.extra["drive_capacity_bytes"] = tnvmcap
+            info.extra["unallocated_bytes"] = unvmcap
+        return info
 
     # -- PtsTarget -------------------------------------------------------------------
     def target_lines(self) -> str:

@@ -404,7 +404,7 @@ _SETTING_LABELS = {
 def _value_text(key: str, v: Any) -> str:
     if key == "tc_qd":
         return tc_qd_text(v)
-    if key == "capacity_bytes" and isinstance(v, (int, float)):
+    if key in ("capacity_bytes", "drive_capacity_bytes", "unallocated_bytes") and isinstance(v, (int, float)):
         return f"{v / 1e9:,.1f} GB ({int(v):,} bytes)"
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -442,6 +442,10 @@ def header(
     dev += _items(
         as_object(device.get("extra")),
         [
+            ("namespace", "Namespace (NSID)"),
+            ("drive_capacity_bytes", "Drive capacity (TNVMCAP)"),
+            ("unallocated_bytes", "In no namespace (UNVMCAP; its NAND is spare for GC)"),
+            ("iu_bytes", "Indirection unit (bytes)"),
             ("write_cache", "Write cache (kernel)"),
             ("scheduler", "I/O scheduler"),
             ("rotational", "Rotational"),
