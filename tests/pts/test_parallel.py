@@ -108,6 +108,13 @@ def test_jobs_needs_a_twin(tmp_path: Path) -> None:
     assert dev.read_bytes() == b"\x5a" * (1 << 20) and not (tmp_path / "r").exists()
     bad = run_cli("pts", tmp_path, "--tests", "lat", "--jobs", "0", "--report", tmp_path / "r", check=False)
     assert bad.returncode == 1 and "--jobs 0" in bad.stderr
+    # A target that names nothing (a typo of an image's name) is that, not "a real target".
+    typo = run_cli("pts", tmp_path / "cm6v", "--tests", "lat,tp", "--jobs", "2", "--report", tmp_path / "r", check=False)
+    assert typo.returncode == 1 and len(typo.stderr_lines) == 1, typo.stderr
+    assert "cm6v: no such drive image directory, block device, file or nbd:// URI" in typo.stderr and "--jobs" not in typo.stderr
+    assert not (tmp_path / "r").exists() and not (tmp_path / "cm6v").exists()
+    notimg = run_cli("pts", tmp_path, "--tests", "lat,tp", "--jobs", "2", "--report", tmp_path / "r", check=False)
+    assert notimg.returncode == 1 and "a directory that is not a drive image" in notimg.stderr and "--jobs" not in notimg.stderr
 
 
 def _interrupt_when_running(cmd: list[str], rep: Path, running: tuple[str, ...]) -> tuple[int, str]:

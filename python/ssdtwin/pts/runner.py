@@ -35,20 +35,29 @@ from .target import PtsError, PtsTarget
 __all__ = ["run", "open_target", "render_report", "Settings", "Events", "PtsResult", "load", "read_manifest", "COLUMNS"]
 
 
+def _check_exists(spec: str) -> None:
+    """Refuse a target that names no drive image, file or device: a directory without an
+    image in it, or nothing at its path that is not an NBD URI (a typo of an image's name)."""
+    from .twin import is_image, split_spec
+
+    path, _ = split_spec(spec)
+    if path.is_dir() and not is_image(path):
+        raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
+    if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
+        raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
+
+
 def open_target(
     spec: str, *, namespace: Optional[int] = None, purge: str = "auto", allow_destroy: bool = False, seed: int = 0, converge: bool = True
 ) -> PtsTarget:
     """A target from what the user typed: a drive image directory (``./cm6``, ``./cm6:ns2``)
     is a twin; an NBD URI, a block device or a regular file is a real target run by fio."""
-    from .twin import TwinTarget, is_image, split_spec
+    from .twin import TwinTarget, split_spec
 
+    _check_exists(spec)
     path, _ = split_spec(spec)
     if path.is_dir():
-        if not is_image(path):
-            raise PtsError(f"{spec}: a directory that is not a drive image (no ssdtwin.toml; create one with `ssdtwin create`)")
         return TwinTarget(spec, namespace=namespace, seed=seed, purge=purge, converge=converge)
-    if "://" not in spec and not spec.startswith("/dev/") and not path.exists():
-        raise PtsError(f"{spec}: no such drive image directory, block device, file or nbd:// URI")
     try:
         realfio = _optional("realfio")
     except ImportError:
@@ -108,6 +117,8 @@ def run(
         raise PtsError(f"--report {folder}: holds the target {target}; choose a folder outside it")
     if jobs > 1 and len(names) > 1:
         if not isinstance(target, str) or not _is_twin(target):
+            if isinstance(target, str):
+                _check_exists(target)
             raise PtsError(f"--jobs {jobs}: tests run in parallel only on a twin (a drive image); a real target runs one test at a time")
         return run_parallel(
             target,
