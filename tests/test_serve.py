@@ -48,8 +48,9 @@ class Served:
         if metrics:
             argv += ["--metrics", f"127.0.0.1:{self.metrics_port}"]
         self.errfile = image.parent / f"serve-{image.name}-{self.port}.err"
-        with open(self.errfile, "w") as err:  # the server keeps its own copy of the descriptor
-            self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        self.outfile = image.parent / f"serve-{image.name}-{self.port}.out"
+        with open(self.errfile, "w") as err, open(self.outfile, "w") as out:  # the server keeps its own copies
+            self.p = subprocess.Popen(argv, stdout=out, stderr=err)
         t0 = time.monotonic()
         while True:
             if self.p.poll() is not None:
@@ -69,6 +70,10 @@ class Served:
     @property
     def stderr(self) -> str:
         return self.errfile.read_text()
+
+    @property
+    def stdout(self) -> str:
+        return self.outfile.read_text()
 
     def get(self, path: str) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}{path}", timeout=10) as r:
@@ -622,6 +627,40 @@ def test_a_second_signal_does_not_cut_the_stop_short(two_ns: Path, sig: signal.S
     assert re.search(r"stopped by (SIGTERM|Ctrl-C) after [\d.]+ s; committed generation \d+", err), err
     assert "before serving" not in err and "Traceback" not in err, err
     check_image(two_ns)
+
+
+def test_json_summary_counts_what_the_clients_did_on_both_namespaces(tmp_path: Path, two_ns: Path) -> None:
+    # `-o json` was refused ("No such option: -o"): a script had to parse the text summary.
+    # The JSON, alone on stdout, counts what nbdcopy and qemu-io did on the two namespaces,
+    # and Ctrl-C still exits 130 with it written and the image committed.
+    need("nbdcopy", "qemu-io")
+    src = tmp_path / "src.raw"
+    src.write_bytes(os.urandom(3 << 20))
+    with served(two_ns, "-o", "json") as s:
+        sh("nbdcopy", src, s.uri("ns1"))
+        sh("nbdcopy", src, s.uri("ns2"))
+        sh("nbdcopy", s.uri("ns2"), "null:")  # reads the 3 MiB written (block status skips the holes)
+        sh("qemu-io", "-f", "raw", s.uri("ns1"), "-c", "discard 0 1M", "-c", "flush")
+        s.p.send_signal(signal.SIGINT)
+        assert s.p.wait(timeout=60) == 130, s.stderr
+    j = json.loads(s.stdout)  # nothing but the JSON on stdout
+    assert j["stopped_by"] == "SIGINT" and j["pace"] == "model", j
+    assert (j["write_bytes"], j["read_bytes"]) == (6 << 20, 3 << 20), j
+    assert j["host_write_bytes"] == 6 << 20, "the vendor log's host bytes over the session"
+    assert (j["trims"], j["flushes"], j["error_replies"]) == (1, 2, 0), "qemu-io's flush and the one it sends on closing"
+    assert j["waf_measurement"]["basis"] == "timed" and j["waf_measurement"]["host_bytes"] == 6 << 20, j
+    assert (two_ns / "CURRENT").read_text().strip() == f"gen-{j['generation']:06d}", "the generation committed"
+    assert "interrupted; " in s.stderr and "committed generation" not in s.stderr, s.stderr
+
+
+def test_json_summary_of_a_session_without_io_has_no_ratio(two_ns: Path) -> None:
+    # The binding's `waf` is 0.0 before any write: a WAF of 0 in the JSON, where the text says
+    # "none (the host wrote nothing)".
+    with served(two_ns, "-o", "json") as s:
+        s.stop()
+    j = json.loads(s.stdout)
+    assert j["stopped_by"] == "SIGTERM" and j["writes"] == j["reads"] == j["connections"] == 0, j
+    assert j["waf"] is None and j["waf_measurement"]["verdict"] == "no_writes", j
 
 
 def test_a_signal_while_serving_starts_stops_it_with_its_summary(two_ns: Path) -> None:
