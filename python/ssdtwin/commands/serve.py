@@ -330,12 +330,20 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
-        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
-        f"{s['connections']} connections",
+        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, "
+        f"{s.get('block_status', 0)} block-status, {errors_text(s)}; {s['connections']} connections",
         f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, "
         + (wafm.text(waf) if waf is not None else "session ratio " + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-"))
         + f"; background GC moved {s['idle_gc_moved_ius']} IUs",
     ]
+    rows = s.get("namespaces", [])
+    if len(rows) > 1:  # one row is the line above
+        lines += [
+            f"    {r['export']}: {r['reads']} reads ({si_bytes(r['read_bytes'])}), {r['writes']} writes "
+            f"({si_bytes(r['write_bytes'])}), {r['trims']} trims ({si_bytes(r['trim_bytes'])}), "
+            f"{r['write_zeroes']} write-zeroes ({si_bytes(r['write_zeroes_bytes'])})"
+            for r in rows
+        ]
     if s["pace"] == "model":
         paced = s["replies_paced"]
         late = s["replies_late"]
@@ -344,6 +352,13 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
             f"  paced replies {paced}, late {late}{pct} (host slower than the model), "
             f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
         )
+        lat = [
+            f"{op} {v:.1f} us"
+            for op, v in (("read", s.get("read_latency_mean_us")), ("write", s.get("write_latency_mean_us")))
+            if v is not None
+        ]
+        if lat:
+            lines.append(f"  mean model latency (arrival to the model's completion): {', '.join(lat)}")
     return "\n".join(lines)
 
 
