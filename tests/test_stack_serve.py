@@ -140,10 +140,14 @@ def test_what_a_client_writes_through_the_stack_it_reads_back(tmp_path: Path, p5
     assert c["host_read_bytes"] >= 64 << 20
     # After a clean stop and a new server: the committed stack still reads back what was
     # written (the tier's newest copies and the destaged ones alike).
-    with served(stack) as s:
+    with served(stack, "-o", "json") as s:
         sh(*verify_job(s.uri("stack"), verify_only=True), cwd=tmp_path)
         info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0] if _has("nbdinfo") else None
         s.stop()
+    # -o json: the stack's counters as `stack --show -o json` has them after the session, and
+    # no namespace rows (the drive's exports served nothing: the volume is the one export).
+    j = json.loads(s.stdout)
+    assert j["stack"] == counters(stack) and j["namespaces"] == [] and j["reads"] > 0, j
     if info is not None:
         assert info["export-size"] == c["user_bytes"] and info["block_size_minimum"] == 4096
     check_image(drive)

@@ -697,6 +697,21 @@ class ExportRow(TypedDict):
     read_only: bool
 
 
+class NsSummary(TypedDict):
+    """live.rs: one export's share of a serving session (``SessionSummary.namespaces``)."""
+
+    nsid: int
+    export: str
+    reads: int
+    writes: int
+    trims: int
+    write_zeroes: int
+    read_bytes: int
+    write_bytes: int
+    trim_bytes: int
+    write_zeroes_bytes: int
+
+
 class SessionSummary(TypedDict):
     """live.rs: what a serving session did (live.json's ``stats``)."""
 
@@ -724,6 +739,10 @@ class SessionSummary(TypedDict):
     waf: float
     waf_measurement: Optional[WafMeasurement]
     idle_gc_moved_ius: int
+    block_status: int
+    read_latency_mean_us: Optional[float]
+    write_latency_mean_us: Optional[float]
+    namespaces: list[NsSummary]
     commits: int
     journal_records: int
     generation: int
@@ -762,6 +781,10 @@ class StoppedSummary(TypedDict, total=False):
     waf: float
     waf_measurement: Optional[WafMeasurement]
     idle_gc_moved_ius: int
+    block_status: int
+    read_latency_mean_us: Optional[float]
+    write_latency_mean_us: Optional[float]
+    namespaces: list[NsSummary]
     commits: int
     journal_records: int
     generation: int

@@ -35,7 +35,7 @@ pub use backend::{LiveFingerprint, NsExport, TwinBackend};
 pub use clock::{Clock, ManualClock, WallClock};
 pub use config::{Pace, TwinConfig};
 pub use error::{nbd_errno, ServeError};
-pub use live::{read_live, ExportRow, LiveSnapshot, ServeInfo, SessionSummary, StoppedSummary, LIVE, LIVE_FORMAT, LIVE_VERSION};
+pub use live::{read_live, ExportRow, LiveSnapshot, NsSummary, ServeInfo, SessionSummary, StoppedSummary, LIVE, LIVE_FORMAT, LIVE_VERSION};
 pub use serving::{ServeOptions, Serving};
 pub use stack::{StackBackend, STACK_EXPORT};
 pub use state::LATENCY_BUCKETS_S;

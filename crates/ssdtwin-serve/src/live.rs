@@ -48,11 +48,42 @@ pub struct SessionSummary {
     #[serde(default)]
     pub waf_measurement: Option<WafMeasurement>,
     pub idle_gc_moved_ius: u64,
+    /// BLOCK_STATUS requests (nbdcopy and qemu-img ask before copying): with the commands
+    /// above, every request the server answered.
+    #[serde(default)]
+    pub block_status: u64,
+    /// Mean model latency (arrival to the model's completion) of the reads and writes the
+    /// timing model ran, in microseconds; None when it ran none (`--pace off`, no I/O).
+    #[serde(default)]
+    pub read_latency_mean_us: Option<f64>,
+    #[serde(default)]
+    pub write_latency_mean_us: Option<f64>,
+    /// The commands and bytes of each export, lowest NSID first (empty for a stack, whose
+    /// volume is one export over the tier).
+    #[serde(default)]
+    pub namespaces: Vec<NsSummary>,
     pub commits: u64,
     pub journal_records: u64,
     pub generation: u64,
     /// Why writes fail, after a failed write or fsync.
     pub failure: Option<String>,
+}
+
+/// One export's share of a session's commands ([`SessionSummary::namespaces`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NsSummary {
+    pub nsid: u32,
+    pub export: String,
+    pub reads: u64,
+    pub writes: u64,
+    pub trims: u64,
+    pub write_zeroes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Bytes the TRIMs named (the drive deallocates their whole IUs).
+    pub trim_bytes: u64,
+    /// Bytes the WRITE_ZEROES named.
+    pub write_zeroes_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -214,8 +214,12 @@ impl StackBackend {
                 _ => Ok(()),
             }
         };
-        let summary = self.twin.close()?;
+        let mut summary = self.twin.close()?;
         drained.map_err(ServeError::Failed)?;
+        // The volume is the one export served: the drive's namespace exports served nothing.
+        if let Some(s) = summary.as_mut() {
+            s.namespaces.clear();
+        }
         Ok(summary)
     }
 
@@ -337,12 +341,7 @@ impl StackExport {
     /// The reply time of a request that completes at virtual `done_v`, arrived at `now_v`.
     fn reply(&self, st: &mut State, now_v: u64, done_v: u64, write: bool) -> Done {
         let inner = &self.twin.inner;
-        let lat_s = done_v.saturating_sub(now_v) as f64 / 1e9;
-        if write {
-            inner.hist_write.observe(lat_s);
-        } else {
-            inner.hist_read.observe(lat_s);
-        }
+        inner.observe_latency(write, done_v.saturating_sub(now_v));
         st.last_v = st.last_v.max(now_v);
         Done::at(inner.start + Duration::from_nanos(done_v))
     }

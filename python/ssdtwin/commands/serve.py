@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -72,9 +72,11 @@ def serve_cmd(
         None, "--unix-group", help="give unix sockets to this group, mode 0660 (default: 0600, owner only)"
     ),
     idle_gc: bool = typer.Option(True, "--idle-gc/--no-idle-gc", help="background GC in idle gaps (as ssdtwin fio's)"),
+    fmt: str = typer.Option("normal", "-o", "--output-format", help="normal or json (the session summary as JSON on stdout)"),
 ) -> None:
     """Serve the attached namespaces over NBD (exports ns1, ns2 …), or a stack image's volume
     (export `stack`), until Ctrl-C or SIGTERM."""
+    check_fmt(fmt)
     if not listen and not unix:
         fail("give --listen HOST:PORT and/or --unix PATH")
     if pace not in ("model", "off"):
@@ -198,10 +200,14 @@ def serve_cmd(
         # The stack's state is saved before anything is printed: a stderr nobody reads any
         # more (a closed pipe, a hung-up terminal) failed the summary and left the drive
         # committed and the stack unsaved, refused from then on as changed under it.
-        stack_line = None if stack is None else _save_stack(path, stack[0], stack[1], summary)
-        _say_if_heard(summary_text(summary, _session_waf(served, before)))
-        if stack_line is not None:
-            _say_if_heard(stack_line)
+        saved = None if stack is None else _save_stack(path, stack[0], stack[1], summary)
+        waf = _session_waf(served, before)
+        if fmt == "json":
+            emit_json(summary_json(summary, waf, None if saved is None else saved[1]))
+        else:
+            _say_if_heard(summary_text(summary, waf))
+            if saved is not None:
+                _say_if_heard(saved[0])
         if summary.get("stopped_by") == "KeyboardInterrupt":
             # Ctrl-C stopped the server cleanly; the CLI still exits 130 (docs/cli.md).
             interrupt_note(f"{path} was committed on the way out (generation {summary['generation']})")
@@ -236,10 +242,10 @@ def _open_stack(path: Path, pace: str) -> tuple[StackFile, stacklib.StackImageSt
     return config, state
 
 
-def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, summary: StoppedSummary) -> str:
+def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, summary: StoppedSummary) -> tuple[str, dict[str, Any]]:
     """The drive is committed (the server did it); now the stack's state, with the drive's
     identity and this session's drive bytes (docs/host.md, "Crash semantics"). Returns the
-    summary line."""
+    summary line and the stack's counters (as `ssdtwin stack DIR --show -o json`)."""
     if "stack" not in summary:
         fail(f"{path}: the server returned no stack state; the stack keeps its last committed state")
     with Drive.open(Path(config["drive"]), writable=False) as d:
@@ -254,11 +260,12 @@ def _save_stack(path: Path, config: StackFile, state: stacklib.StackImageState, 
     def f(v: Optional[float]) -> str:
         return "-" if v is None else f"{v:.3f}"
 
-    return (
+    line = (
         f"  stack {path}: {config['policy']} on {config['media']}, host {si_bytes(c['host_write_bytes'])} -> drive "
         f"{si_bytes(c['stack_drive_write_bytes'])}; tier WAF {f(c['tier_waf'])}, drive {wafm.text(wafm.from_keys(c, 'drive_waf'))}, "
         f"end-to-end WAF {f(c['end_to_end_waf'])} (all the stack's runs; ssdtwin stack {path} --show)"
     )
+    return line, dict(c)
 
 
 def _name_the_address(msg: str, listen: list[str]) -> str:
@@ -323,12 +330,20 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
     lines = [
         f"ssdtwin serve: stopped by {why} after {s['seconds']:.1f} s; committed generation {s['generation']}",
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
-        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, {errors_text(s)}; "
-        f"{s['connections']} connections",
+        f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, "
+        f"{s.get('block_status', 0)} block-status, {errors_text(s)}; {s['connections']} connections",
         f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, "
         + (wafm.text(waf) if waf is not None else "session ratio " + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-"))
         + f"; background GC moved {s['idle_gc_moved_ius']} IUs",
     ]
+    rows = s.get("namespaces", [])
+    if len(rows) > 1:  # one row is the line above
+        lines += [
+            f"    {r['export']}: {r['reads']} reads ({si_bytes(r['read_bytes'])}), {r['writes']} writes "
+            f"({si_bytes(r['write_bytes'])}), {r['trims']} trims ({si_bytes(r['trim_bytes'])}), "
+            f"{r['write_zeroes']} write-zeroes ({si_bytes(r['write_zeroes_bytes'])})"
+            for r in rows
+        ]
     if s["pace"] == "model":
         paced = s["replies_paced"]
         late = s["replies_late"]
@@ -337,7 +352,34 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
             f"  paced replies {paced}, late {late}{pct} (host slower than the model), "
             f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
         )
+        lat = [
+            f"{op} {v:.1f} us"
+            for op, v in (("read", s.get("read_latency_mean_us")), ("write", s.get("write_latency_mean_us")))
+            if v is not None
+        ]
+        if lat:
+            lines.append(f"  mean model latency (arrival to the model's completion): {', '.join(lat)}")
     return "\n".join(lines)
+
+
+STOPPED_BY = {"KeyboardInterrupt": "SIGINT", "Terminated": "SIGTERM", "HungUp": "SIGHUP"}
+
+
+def summary_json(s: StoppedSummary, waf: Optional[WafMeasurement], stack: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """`-o json`: the session summary as the binding returns it, with the signal that stopped
+    the server (`stopped_by`), the session's WAF measurement from the committed logs either
+    side of it (as the text's third line) and a served stack's counters. `waf` is the
+    session's NAND/host ratio, null when the host wrote nothing (0.0 in the binding)."""
+    out: dict[str, Any] = dict(s)
+    out.pop("stack", None)
+    out["stopped_by"] = STOPPED_BY.get(s.get("stopped_by", ""), s.get("stopped_by"))
+    if waf is not None:
+        out["waf_measurement"] = waf
+    if not out.get("host_write_bytes"):
+        out["waf"] = None
+    if stack is not None:
+        out["stack"] = stack
+    return out
 
 
 def errors_text(s: StoppedSummary) -> str:

@@ -2,6 +2,7 @@
 //! and WRITE_ZEROES as holes and deallocations, block status from the file's holes, each
 //! request's controller commands through the backend.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use ssdtwin_core::image::Image;
@@ -21,6 +22,25 @@ pub struct NsExport {
     pub(super) lba: u64,
     pub(crate) info: ExportInfo,
     pub(super) data: Arc<DataFile>,
+    /// This export's commands and bytes (the session summary's `namespaces`).
+    pub(super) counts: NsCounts,
+}
+
+/// One export's commands and bytes, counted as the backend's [`super::Counters`] are.
+#[derive(Debug, Default)]
+pub(crate) struct NsCounts {
+    pub(crate) reads: AtomicU64,
+    pub(crate) writes: AtomicU64,
+    pub(crate) trims: AtomicU64,
+    pub(crate) write_zeroes: AtomicU64,
+    pub(crate) read_bytes: AtomicU64,
+    pub(crate) write_bytes: AtomicU64,
+    pub(crate) trim_bytes: AtomicU64,
+    pub(crate) write_zeroes_bytes: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, by: u64) {
+    c.fetch_add(by, Relaxed);
 }
 
 /// The export description and block sizes of namespace `nsid`.
@@ -90,22 +110,26 @@ impl Export for NsExport {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<Done, Errno> {
         let c = &self.inner.counters;
         c.reads.inc();
+        bump(&self.counts.reads, 1);
         self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
         let done = self.inner.exec(self.nsid, &[(Io::Read, offset / self.lba, buf.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
         // Bytes served only: a read the drive answers with an error (a media error) moved none.
         c.read_bytes.inc_by(buf.len() as u64);
+        bump(&self.counts.read_bytes, buf.len() as u64);
         Ok(done)
     }
 
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
         let c = &self.inner.counters;
         c.writes.inc();
+        bump(&self.counts.writes, 1);
         self.inner.admit_write(nvme::OPC_WRITE, self.nsid, offset / self.lba, data.len() as u64 / self.lba).map_err(|e| self.err(e))?;
         // Data first, then the controller and journal, then the write count a FLUSH reads
         // (see the module docs: a flush must only count writes that are in the file).
         self.data.write(data, offset).map_err(|e| self.data_failed(e))?;
         let done = self.inner.exec(self.nsid, &[(Io::Write, offset / self.lba, data.len() as u64 / self.lba)]).map_err(|e| self.err(e))?;
         c.write_bytes.inc_by(data.len() as u64);
+        bump(&self.counts.write_bytes, data.len() as u64);
         self.after_write(fua)?;
         Ok(done)
     }
@@ -121,10 +145,12 @@ impl Export for NsExport {
     /// NVMe's advisory deallocate allows).
     fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
         self.inner.counters.trims.inc();
+        bump(&self.counts.trims, 1);
         self.inner.admit_write(nvme::OPC_DSM, self.nsid, offset / self.lba, len as u64 / self.lba).map_err(|e| self.err(e))?;
         let (a, b) = self.whole_ius(offset, len as u64);
         self.data.punch(a, b - a).map_err(|e| self.data_failed(e))?;
         let done = self.inner.exec(self.nsid, &[(Io::Dealloc, offset / self.lba, len as u64 / self.lba)]).map_err(|e| self.err(e))?;
+        bump(&self.counts.trim_bytes, len as u64);
         self.after_write(fua)?;
         Ok(done)
     }
@@ -134,6 +160,7 @@ impl Export for NsExport {
     /// NO_HOLE the range stays allocated and the FTL writes it all.
     fn write_zeroes(&self, offset: u64, len: u32, f: ZeroFlags) -> Result<Done, Errno> {
         self.inner.counters.write_zeroes.inc();
+        bump(&self.counts.write_zeroes, 1);
         if f.no_hole && f.fast {
             return Err(Errno::NotSup); // writing zeroes is all the drive can do here
         }
@@ -146,6 +173,7 @@ impl Export for NsExport {
             self.zero_ops(offset, len as u64)
         };
         let done = self.inner.exec(self.nsid, &ops).map_err(|e| self.err(e))?;
+        bump(&self.counts.write_zeroes_bytes, len as u64);
         self.after_write(f.fua)?;
         Ok(done)
     }

@@ -37,6 +37,7 @@ mod export;
 mod report;
 
 use export::export_info;
+pub(crate) use export::NsCounts;
 pub use export::NsExport;
 
 use ssdtwin_core::nvme::NsId;
@@ -84,6 +85,12 @@ pub(crate) struct Counters {
     pub(crate) errors: Counter,
     pub(crate) syncs: Counter,
     pub(crate) connections_open: Gauge,
+    /// Reads and writes the timing model ran, and the sum of their model latencies (ns):
+    /// the summary's mean latencies (the histograms keep no sum outside tests).
+    pub(crate) timed_reads: Counter,
+    pub(crate) timed_writes: Counter,
+    pub(crate) read_latency_ns: Counter,
+    pub(crate) write_latency_ns: Counter,
 }
 
 /// What a backend runs on (shared by the backend, its exports and its threads).
@@ -164,6 +171,20 @@ impl Inner {
             Ok(_) => Ok(()),
             Err(e) => Err(nbd_errno(&ctrl.log_io_error(e, opcode, nsid, slba), true)),
         }
+    }
+
+    /// One read's or write's model latency (arrival to completion, virtual ns): the
+    /// latency histograms and the summary's means.
+    pub(crate) fn observe_latency(&self, write: bool, lat_ns: u64) {
+        let c = &self.counters;
+        let (hist, n, sum) = if write {
+            (&self.hist_write, &c.timed_writes, &c.write_latency_ns)
+        } else {
+            (&self.hist_read, &c.timed_reads, &c.read_latency_ns)
+        };
+        hist.observe(lat_ns as f64 / 1e9);
+        n.inc();
+        sum.inc_by(lat_ns);
     }
 
     pub(crate) fn failure(&self) -> Option<&str> {
@@ -286,7 +307,9 @@ impl TwinBackend {
         }
         let exports = infos
             .into_iter()
-            .map(|(nsid, lba, info)| Arc::new(NsExport { inner: inner.clone(), nsid, lba, info, data: inner.files[&nsid].clone() }))
+            .map(|(nsid, lba, info)| {
+                Arc::new(NsExport { inner: inner.clone(), nsid, lba, info, data: inner.files[&nsid].clone(), counts: Default::default() })
+            })
             .collect();
         Ok(Arc::new(TwinBackend { inner, exports }))
     }
@@ -556,10 +579,9 @@ impl Inner {
     /// Latency histograms and controller busy time of a command of kind `io` that arrived
     /// at `arrival_v` and completed at `done_v`.
     fn account(&self, st: &mut State, io: Option<Io>, arrival_v: u64, done_v: u64) {
-        let lat_s = (done_v - arrival_v) as f64 / 1e9;
         match io {
-            Some(Io::Read) => self.hist_read.observe(lat_s),
-            Some(Io::Write) => self.hist_write.observe(lat_s),
+            Some(Io::Read) => self.observe_latency(false, done_v - arrival_v),
+            Some(Io::Write) => self.observe_latency(true, done_v - arrival_v),
             _ => {}
         }
         // Controller busy time: the union of the commands' [arrival, completion] spans.

@@ -4,7 +4,10 @@
 use ssdtwin_core::nvme::VendorLog;
 
 use super::TwinBackend;
-use crate::live::{ExportRow, LiveSnapshot, SessionSummary, LIVE_FORMAT, LIVE_VERSION};
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::NsCounts;
+use crate::live::{ExportRow, LiveSnapshot, NsSummary, SessionSummary, LIVE_FORMAT, LIVE_VERSION};
 use crate::state::State;
 
 impl TwinBackend {
@@ -45,6 +48,10 @@ impl TwinBackend {
             waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
             waf_measurement: Some(st.session_waf(vl)),
             idle_gc_moved_ius: st.idle_gc_moved,
+            block_status: c.block_status.get(),
+            read_latency_mean_us: mean_us(c.timed_reads.get(), c.read_latency_ns.get()),
+            write_latency_mean_us: mean_us(c.timed_writes.get(), c.write_latency_ns.get()),
+            namespaces: self.exports.iter().map(|e| ns_summary(e.nsid, &e.info.name, &e.counts)).collect(),
             commits: st.commits,
             journal_records: st.journal.appended(),
             generation: st.img.generation(),
@@ -75,5 +82,25 @@ impl TwinBackend {
             stats: self.summary_locked(st, &view.vendor_log),
             view,
         }
+    }
+}
+
+/// The mean of `n` latencies summing to `sum_ns`, in microseconds; None when there are none.
+fn mean_us(n: u64, sum_ns: u64) -> Option<f64> {
+    (n > 0).then(|| sum_ns as f64 / n as f64 / 1e3)
+}
+
+fn ns_summary(nsid: u32, export: &str, c: &NsCounts) -> NsSummary {
+    NsSummary {
+        nsid,
+        export: export.to_string(),
+        reads: c.reads.load(Relaxed),
+        writes: c.writes.load(Relaxed),
+        trims: c.trims.load(Relaxed),
+        write_zeroes: c.write_zeroes.load(Relaxed),
+        read_bytes: c.read_bytes.load(Relaxed),
+        write_bytes: c.write_bytes.load(Relaxed),
+        trim_bytes: c.trim_bytes.load(Relaxed),
+        write_zeroes_bytes: c.write_zeroes_bytes.load(Relaxed),
     }
 }
