@@ -67,6 +67,51 @@ def test_like_copies_the_lab_and_changes_the_stack(labs: dict[str, Path]) -> Non
     assert a == b
 
 
+def _without_clock(fio_json: str) -> dict[str, object]:
+    """fio's JSON less its wall-clock stamps (the run's time of day, as fio prints)."""
+    out: dict[str, object] = json.loads(fio_json)
+    for k in ("time", "timestamp", "timestamp_ms"):
+        out.pop(k, None)
+    return out
+
+
+def test_like_keeps_an_edited_network_and_runs_the_same(labs: dict[str, Path], tmp_path: Path) -> None:
+    # Jumbo frames, a slower switch and a fabric of its own name: --like took the preset of
+    # the name (dropping the edits, so the copy ran another lab), and refused a name no
+    # preset has as if it had been given to --network.
+    orig = tmp_path / "orig"
+    run_cli("cluster", "init", orig, "--like", labs["nvmeof-tcp"])
+    f = orig / "cluster.toml"
+    text = f.read_text().replace('name = "100GbE"', 'name = "lab fabric"')
+    text = text.replace("mtu_bytes = { value = 1500,", "mtu_bytes = { value = 9000,").replace(
+        "switch_latency_ns = { value = 750,", "switch_latency_ns = { value = 5000,"
+    )
+    f.write_text(text)
+    run_cli("cluster", "init", tmp_path / "copy", "--like", orig)
+    assert Cluster.open(tmp_path / "copy").spec == Cluster.open(orig).spec
+    job = job_file(tmp_path, "randwrite")
+    runs = [run_cli("cluster", "fio", d, job, "--output-format", "json").stdout for d in (orig, tmp_path / "copy")]
+    assert _without_clock(runs[0]) == _without_clock(runs[1])
+    # --network names a preset instead.
+    run_cli("cluster", "init", tmp_path / "net25", "--like", orig, "--network", "25GbE")
+    net = Cluster.open(tmp_path / "net25").spec["network"]
+    assert (net["name"], net["mtu_bytes"]["value"], net["link_bits_per_s"]["value"]) == ("25GbE", 1500, 25_000_000_000)
+
+
+def test_like_takes_a_multi_osd_ceph_lab_onto_nvmeof(labs: dict[str, Path], tmp_path: Path) -> None:
+    # Its OSDs per NVMe are Ceph's: the NVMe-oF copy was refused ("only Ceph has OSDs").
+    run_cli("cluster", "init", tmp_path / "ceph2", "--like", labs["ceph-rbd"], "--osds-per-nvme", "2")
+    r = run_cli("cluster", "init", tmp_path / "nv", "--like", tmp_path / "ceph2", "--stack", "nvmeof-tcp", "-o", "json")
+    assert r.json()["cluster"]["osds_per_drive"] == 1 and "2 OSDs per NVMe are Ceph's" in r.stderr
+    assert_one_line_error(
+        run_cli(
+            "cluster", "init", tmp_path / "nv2", "--like", tmp_path / "ceph2", "--stack", "nvmeof-tcp", "--osds-per-nvme", "2", check=False
+        ),
+        "only Ceph has OSDs",
+    )
+    assert not (tmp_path / "nv2").exists()
+
+
 def test_info_places_one_replica_per_node(labs: dict[str, Path]) -> None:
     info = run_cli("cluster", "info", labs["nvmeof-tcp"], "-o", "json").json()["layout"]
     assert info["drives"] == 6 and info["volumes"] == 2

@@ -149,6 +149,8 @@ def init_cmd(
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    if network is not None:
+        opts.pop("network_table", None)  # --network names the preset instead of the copied table
     # Ceph's own knobs on an NVMe-oF cluster were written to cluster.toml and never used (the
     # core already refuses --osds-per-nvme there: "only Ceph has OSDs").
     kind = opts.get("stack") or "nvmeof-tcp"
@@ -165,6 +167,12 @@ def init_cmd(
     ]
     if ceph_only and kind in ("nvmeof-tcp", "nvmeof-rdma"):
         fail(f"{', '.join(ceph_only)}: Ceph settings, and this is a {kind} cluster (give --stack ceph-rbd)")
+    copied_osds = int(opts.get("osds_per_drive") or 1)
+    if kind in ("nvmeof-tcp", "nvmeof-rdma") and osds_per_nvme is None and copied_osds > 1:
+        # A Ceph lab's OSDs per NVMe copied onto NVMe-oF was refused as if asked for
+        # ("only Ceph has OSDs"): the copy takes its drives whole, as the stack has them.
+        say(f"ssdtwin cluster init: note: --like {like}: its {copied_osds} OSDs per NVMe are Ceph's; the {kind} lab uses each drive whole")
+        opts["osds_per_drive"] = 1
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),

@@ -206,9 +206,12 @@ fn a_write_waits_for_every_replica() {
 
 #[test]
 fn bad_labs_are_refused_with_every_problem() {
+    // The nodes' own range alone: not also a replicas range of 1..=0.
     let mut o = InitOptions { nodes: 0, replicas: 3, ..InitOptions::default() };
-    let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
-    assert!(e.contains("cluster.nodes: must be 1..=64 (got 0)") && e.contains("cluster.replicas"), "{e}");
+    let e = ClusterSpec::from_options(&o).unwrap_err();
+    assert_eq!(e.problems, ["cluster.nodes: must be 1..=64 (got 0)"], "{e}");
+    o = InitOptions { replicas: 0, ..InitOptions::default() };
+    assert!(ClusterSpec::from_options(&o).unwrap_err().to_string().contains("cluster.replicas: must be 1..=3"));
     o = InitOptions { replicas: 4, ..InitOptions::default() };
     assert!(ClusterSpec::from_options(&o).unwrap_err().to_string().contains("cluster.replicas: must be 1..=3"));
     o = InitOptions { volume_bytes: 6 << 40, ..InitOptions::default() };
@@ -217,6 +220,20 @@ fn bad_labs_are_refused_with_every_problem() {
     o = InitOptions { stack: "iscsi".into(), network: "7GbE".into(), ..InitOptions::default() };
     let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
     assert!(e.contains("--stack 'iscsi'") && e.contains("--network '7GbE'"), "{e}");
+}
+
+/// A lab's own `[network]` table (what `--like` copies) is kept as it is, its edits and a
+/// name no preset has included; without one, `network` names the preset.
+#[test]
+fn a_network_table_is_kept_as_given() {
+    use crate::cluster::spec::Network;
+    let mut net = Network::preset("25GbE").unwrap();
+    net.name = "lab fabric".into();
+    net.mtu_bytes = crate::spec::Sourced::new(9000, "jumbo frames");
+    let o = InitOptions { network: "10GbE".into(), network_table: Some(net.clone()), ..InitOptions::default() };
+    assert_eq!(ClusterSpec::from_options(&o).unwrap().network, net);
+    let o = InitOptions { network: "10GbE".into(), ..InitOptions::default() };
+    assert_eq!(ClusterSpec::from_options(&o).unwrap().network, Network::preset("10GbE").unwrap());
 }
 
 #[test]
