@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from ssdtwin import _core
 from ssdtwin.cluster import Cluster, littles_law_gap, sweep, with_stack
+from ssdtwin.drive import Drive
+from ssdtwin.studies import benchmarks
 from test_bad_input import assert_one_line_error
 from test_sources import MARKS, source_keys
-from twin import run_cli
+from twin import ALWAYS_A_PROCESS, run_cli
 
 SMALL = ("--nodes", "3", "--drives-per-node", "2", "--clients", "2", "--scale", "1/512", "--volume-size", "8GiB")
 
@@ -333,3 +336,31 @@ def test_the_python_sweep_takes_numpy_levels() -> None:
     lab = Cluster.from_text(_core.cluster_init({}))
     rows = sweep(lab, np.array([4]), rws=["randread"], numjobs=np.int64(2), ramp_ms=2, runtime_ms=5)
     assert [(r["outstanding_per_client"], r["rw"]) for r in rows] == [(4, "randread")] and rows[0]["iops"] > 0
+
+
+@pytest.mark.skipif(ALWAYS_A_PROCESS, reason="patches this process's MemAvailable")
+@pytest.mark.parametrize("command", ["fio", "sweep"])
+def test_a_lab_beyond_memory_is_refused_before_it_is_built(
+    labs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    # Its drives were built and filled, writing every map page of the volumes' data, until
+    # the kernel's OOM killer ended the command without a word (`cluster init --scale 1/1`).
+    lab = Cluster.open(labs["ceph-rbd"])
+    need = lab.maps_bytes()
+    # 6 drives at 1/512, each with a third of its 8 GiB volumes' replicas: a share of its maps.
+    assert 0 < need < 6 * benchmarks.maps_bytes(Drive.in_memory("kioxia-cm5-r-3.84t", scale=512).ftl_info())
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (255 << 20))
+    ran: list[int] = []
+
+    def stub(*_: object, **__: object) -> None:
+        ran.append(1)
+        raise KeyboardInterrupt  # the check passed: stop at the run
+
+    monkeypatch.setattr(_core, "cluster_run", stub)
+    args = [job_file(tmp_path)] if command == "fio" else ["--outstanding", "1"]
+    r = run_cli("cluster", command, labs["ceph-rbd"], *args, check=False)
+    assert_one_line_error(r, f"{labs['ceph-rbd'] / 'cluster.toml'}: cluster.scale 512: the FTL maps of the lab's 6 ", "MemAvailable")
+    assert ran == [] and r.stdout == ""
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (257 << 20))
+    r = run_cli("cluster", command, labs["ceph-rbd"], *args, check=False)
+    assert (r.returncode, ran) == (130, [1]) and "MemAvailable" not in r.stderr

@@ -55,6 +55,29 @@ def _open(path: Path, flag: str = "") -> Cluster:
         fail(pre + (f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e)))
 
 
+def _check_memory(c: Cluster, path: Path) -> None:
+    """A lab whose drives do not fit in the memory available is refused before it is built:
+    at a large scale (--scale 1/1) they were filled for minutes, for the kernel's OOM killer
+    to end the command without a word."""
+    from .. import nvmefmt
+    from ..studies.benchmarks import mem_available_bytes
+
+    avail = mem_available_bytes()
+    if avail is None:
+        return
+    try:
+        need = c.maps_bytes()
+    except (_core.SsdtwinError, ValueError):
+        return  # the run names the problem
+    if need + (256 << 20) > avail:
+        t = c.spec["cluster"]
+        fail(
+            f"{path / 'cluster.toml'}: cluster.scale {t['scale']}: the FTL maps of the lab's {len(c.info()['used_bytes'])} "
+            f"{t['drive']} drives at 1/{t['scale']}, filled with the volumes' data, need {nvmefmt.si_bytes(need)}, this machine "
+            f"has {nvmefmt.si_bytes(avail)} available (MemAvailable): use a larger scale N"
+        )
+
+
 def _size(flag: str, text: str) -> int:
     try:
         return _core.parse_size(text)
@@ -256,6 +279,7 @@ def fio_cmd(
     check_output_file("--output", output)
     check_output_file("--dump-jobs", dump_jobs)
     c = _open(path)
+    _check_memory(c, path)
     t0 = time.perf_counter()
     run = None
     try:
@@ -325,6 +349,7 @@ def sweep_cmd(
     runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
     ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
     c = _open(path)
+    _check_memory(c, path)
     if plot is not None:
         make_plot_folder(plot)
     jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
