@@ -364,3 +364,21 @@ def test_a_lab_beyond_memory_is_refused_before_it_is_built(
     monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (257 << 20))
     r = run_cli("cluster", command, labs["ceph-rbd"], *args, check=False)
     assert (r.returncode, ran) == (130, [1]) and "MemAvailable" not in r.stderr
+
+
+@pytest.mark.skipif(ALWAYS_A_PROCESS, reason="patches this process's MemAvailable")
+@pytest.mark.parametrize(
+    ("study", "drives"), [("ceph-reef", "60 samsung-pm983-3.84t"), ("spdk-tcp", "14 kioxia-cm6-v-3.2t"), ("kumoscale", "15 ")]
+)
+def test_reproduce_refuses_a_cluster_study_beyond_memory(monkeypatch: pytest.MonkeyPatch, study: str, drives: str) -> None:
+    # `reproduce ceph-reef --scale 1/1` filled 60 drives with 11.5 TB of volumes (26 GB of
+    # maps) for the OOM killer; now its largest lab is weighed first.
+    from ssdtwin.studies import ceph_reef, kumoscale, spdk_tcp
+
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: 300 << 20)
+    ran: list[str] = []
+    for module, name in ((ceph_reef, "run"), (spdk_tcp, "run"), (kumoscale, "kumoscale")):
+        monkeypatch.setattr(module, name, lambda *a, name=name, **kw: ran.append(name))
+    r = run_cli("reproduce", study, "--scale", "1/16", "-o", "json", check=False)
+    assert_one_line_error(r, f"--scale 1/16: the FTL maps of the lab's {drives}", "MemAvailable): use a smaller scale")
+    assert ran == [] and r.stdout == ""

@@ -55,10 +55,10 @@ def _open(path: Path, flag: str = "") -> Cluster:
         fail(pre + (f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e)))
 
 
-def _check_memory(c: Cluster, path: Path) -> None:
-    """A lab whose drives do not fit in the memory available is refused before it is built:
-    at a large scale (--scale 1/1) they were filled for minutes, for the kernel's OOM killer
-    to end the command without a word."""
+def check_lab_memory(c: Cluster, where: str, advice: str = "use a larger scale N") -> None:
+    """A lab whose drives do not fit in the memory available is refused before it is built,
+    in one line led by ``where``: at a large scale (--scale 1/1) they were filled for
+    minutes, for the kernel's OOM killer to end the command without a word."""
     from .. import nvmefmt
     from ..studies.benchmarks import mem_available_bytes
 
@@ -72,10 +72,14 @@ def _check_memory(c: Cluster, path: Path) -> None:
     if need + (256 << 20) > avail:
         t = c.spec["cluster"]
         fail(
-            f"{path / 'cluster.toml'}: cluster.scale {t['scale']}: the FTL maps of the lab's {len(c.info()['used_bytes'])} "
-            f"{t['drive']} drives at 1/{t['scale']}, filled with the volumes' data, need {nvmefmt.si_bytes(need)}, this machine "
-            f"has {nvmefmt.si_bytes(avail)} available (MemAvailable): use a larger scale N"
+            f"{where}: the FTL maps of the lab's {len(c.info()['used_bytes'])} {t['drive']} drives at 1/{t['scale']}, "
+            f"filled with the volumes' data, need {nvmefmt.si_bytes(need)}, this machine has {nvmefmt.si_bytes(avail)} "
+            f"available (MemAvailable): {advice}"
         )
+
+
+def _check_memory(c: Cluster, path: Path) -> None:
+    check_lab_memory(c, f"{path / 'cluster.toml'}: cluster.scale {c.spec['cluster']['scale']}")
 
 
 def _size(flag: str, text: str) -> int:
