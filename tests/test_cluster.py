@@ -382,3 +382,15 @@ def test_reproduce_refuses_a_cluster_study_beyond_memory(monkeypatch: pytest.Mon
     r = run_cli("reproduce", study, "--scale", "1/16", "-o", "json", check=False)
     assert_one_line_error(r, f"--scale 1/16: the FTL maps of the lab's {drives}", "MemAvailable): use a smaller scale")
     assert ran == [] and r.stdout == ""
+
+
+def test_sweep_takes_a_ramp_of_zero(labs: dict[str, Path]) -> None:
+    # fio's ramp_time=0 (no warm-up) was refused ("must be 1 ms to 1 h"); the runtime stays 1 ms at least.
+    r = run_cli(
+        "cluster", "sweep", labs["nvmeof-tcp"], "--outstanding", "4", "--rw", "randread", "--ramp", "0", "--runtime", "5ms", "-o", "json"
+    )
+    assert r.json()[0]["iops"] > 0
+    assert "each point 0 ms of ramp and 5 ms measured" in r.stderr
+    assert_one_line_error(
+        run_cli("cluster", "sweep", labs["nvmeof-tcp"], "--runtime", "0", check=False), "--runtime '0': must be 1 ms to 1 h"
+    )

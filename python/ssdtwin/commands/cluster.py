@@ -89,7 +89,9 @@ def _size(flag: str, text: str) -> int:
         fail(f"{flag} '{text}': {e}")
 
 
-def _ms(flag: str, text: str) -> int:
+def _ms(flag: str, text: str, lo: int = 1) -> int:
+    """A simulated duration in ms, ``lo`` ms to 1 h (a ramp may be 0: none, as fio's
+    ramp_time=0)."""
     t = text.strip().lower()
     try:
         if t.endswith("ms"):
@@ -100,8 +102,8 @@ def _ms(flag: str, text: str) -> int:
             v = plain_float(t)
     except ValueError:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
-    if not 1 <= v <= 3_600_000:
-        fail(f"{flag} '{text}': must be 1 ms to 1 h")
+    if not lo <= v <= 3_600_000:
+        fail(f"{flag} '{text}': must be {lo} ms to 1 h")
     return int(v)
 
 
@@ -351,7 +353,7 @@ def sweep_cmd(
         # It ran the same curve twice, each point again on a cluster built afresh.
         fail(f"--rw '{rw}': {twice[0]} given twice (each curve once)")
     runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
-    ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
+    ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp, lo=0)
     c = _open(path)
     _check_memory(c, path)
     if plot is not None:
@@ -368,7 +370,8 @@ def sweep_cmd(
             f"--outstanding {said} per client: each point runs once ({len(depths)} per curve, not {len(levels)})"
         )
     auto = windows_ms(c.stack)
-    say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
+    shown_ramp, shown_runtime = (auto[0] if ramp_ms is None else ramp_ms), (auto[1] if runtime_ms is None else runtime_ms)
+    say(f"ssdtwin cluster sweep: {c.stack}, each point {shown_ramp} ms of ramp and {shown_runtime} ms measured (simulated)")
     log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:
