@@ -14,6 +14,7 @@ import pytest
 
 from ssdtwin import _core
 from ssdtwin.cluster import Cluster, littles_law_gap, sweep, with_stack
+from ssdtwin.commands.cluster import lab_maps_bytes
 from ssdtwin.drive import Drive
 from ssdtwin.studies import benchmarks
 from test_bad_input import assert_one_line_error
@@ -346,7 +347,7 @@ def test_a_lab_beyond_memory_is_refused_before_it_is_built(
     # Its drives were built and filled, writing every map page of the volumes' data, until
     # the kernel's OOM killer ended the command without a word (`cluster init --scale 1/1`).
     lab = Cluster.open(labs["ceph-rbd"])
-    need = lab.maps_bytes()
+    need = lab_maps_bytes(lab)
     # 6 drives at 1/512, each with a third of its 8 GiB volumes' replicas: a share of its maps.
     assert 0 < need < 6 * benchmarks.maps_bytes(Drive.in_memory("kioxia-cm5-r-3.84t", scale=512).ftl_info())
     monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (255 << 20))

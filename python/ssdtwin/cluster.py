@@ -134,20 +134,6 @@ class Cluster:
         """Where the data lives (drives, volumes, PGs), without running anything."""
         return _core.cluster_info(self.text)
 
-    def maps_bytes(self) -> int:
-        """Memory the lab's drives take once built: each drive is the preset's twin at the
-        lab's scale, filled with its share of the volumes' data, and its FTL maps take memory
-        for the part written (``studies.benchmarks.maps_bytes`` of the whole drive, times the
-        share of it filled)."""
-        from .drive import Drive
-        from .studies.benchmarks import maps_bytes
-
-        t, info = self.spec["cluster"], self.info()
-        probe = Drive.in_memory(t["drive"], scale=int(t["scale"]))  # maps not yet touched: costs nothing
-        whole = maps_bytes(probe.ftl_info())
-        probe.close()
-        return int(sum(whole * min(1.0, used / info["drive_bytes"]) for used in info["used_bytes"]))
-
     @property
     def volume_bytes(self) -> int:
         """Each volume as simulated (1/scale of its size, in whole RBD objects)."""

@@ -55,6 +55,21 @@ def _open(path: Path, flag: str = "") -> Cluster:
         fail(pre + (f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e)))
 
 
+def lab_maps_bytes(c: Cluster) -> int:
+    """Memory a lab's drives take once built: each drive is the preset's twin at the lab's
+    scale, filled with its share of the volumes' data, and its FTL maps take memory for the
+    part written (``studies.benchmarks.maps_bytes`` of the whole drive, times the share of
+    it filled)."""
+    from ..drive import Drive
+    from ..studies.benchmarks import maps_bytes
+
+    t, info = c.spec["cluster"], c.info()
+    probe = Drive.in_memory(t["drive"], scale=int(t["scale"]))  # maps not yet touched: costs nothing
+    whole = maps_bytes(probe.ftl_info())
+    probe.close()
+    return int(sum(whole * min(1.0, used / info["drive_bytes"]) for used in info["used_bytes"]))
+
+
 def check_lab_memory(c: Cluster, where: str, advice: str = "use a larger scale N") -> None:
     """A lab whose drives do not fit in the memory available is refused before it is built,
     in one line led by ``where``: at a large scale (--scale 1/1) they were filled for
@@ -66,7 +81,7 @@ def check_lab_memory(c: Cluster, where: str, advice: str = "use a larger scale N
     if avail is None:
         return
     try:
-        need = c.maps_bytes()
+        need = lab_maps_bytes(c)
     except (_core.SsdtwinError, ValueError):
         return  # the run names the problem
     if need + (256 << 20) > avail:
