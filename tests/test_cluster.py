@@ -12,10 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from ssdtwin import _core
 from ssdtwin.cluster import Cluster, littles_law_gap, sweep, with_stack
+from ssdtwin.commands.cluster import lab_maps_bytes
+from ssdtwin.drive import Drive
+from ssdtwin.studies import benchmarks
 from test_bad_input import assert_one_line_error
 from test_sources import MARKS, source_keys
-from twin import run_cli
+from twin import ALWAYS_A_PROCESS, run_cli
 
 SMALL = ("--nodes", "3", "--drives-per-node", "2", "--clients", "2", "--scale", "1/512", "--volume-size", "8GiB")
 
@@ -65,6 +69,51 @@ def test_like_copies_the_lab_and_changes_the_stack(labs: dict[str, Path]) -> Non
     b = Cluster.open(labs["ceph-rbd"]).options()
     assert b.pop("stack") == "ceph-rbd" and a.pop("stack") == "nvmeof-tcp"
     assert a == b
+
+
+def _without_clock(fio_json: str) -> dict[str, object]:
+    """fio's JSON less its wall-clock stamps (the run's time of day, as fio prints)."""
+    out: dict[str, object] = json.loads(fio_json)
+    for k in ("time", "timestamp", "timestamp_ms"):
+        out.pop(k, None)
+    return out
+
+
+def test_like_keeps_an_edited_network_and_runs_the_same(labs: dict[str, Path], tmp_path: Path) -> None:
+    # Jumbo frames, a slower switch and a fabric of its own name: --like took the preset of
+    # the name (dropping the edits, so the copy ran another lab), and refused a name no
+    # preset has as if it had been given to --network.
+    orig = tmp_path / "orig"
+    run_cli("cluster", "init", orig, "--like", labs["nvmeof-tcp"])
+    f = orig / "cluster.toml"
+    text = f.read_text().replace('name = "100GbE"', 'name = "lab fabric"')
+    text = text.replace("mtu_bytes = { value = 1500,", "mtu_bytes = { value = 9000,").replace(
+        "switch_latency_ns = { value = 750,", "switch_latency_ns = { value = 5000,"
+    )
+    f.write_text(text)
+    run_cli("cluster", "init", tmp_path / "copy", "--like", orig)
+    assert Cluster.open(tmp_path / "copy").spec == Cluster.open(orig).spec
+    job = job_file(tmp_path, "randwrite")
+    runs = [run_cli("cluster", "fio", d, job, "--output-format", "json").stdout for d in (orig, tmp_path / "copy")]
+    assert _without_clock(runs[0]) == _without_clock(runs[1])
+    # --network names a preset instead.
+    run_cli("cluster", "init", tmp_path / "net25", "--like", orig, "--network", "25GbE")
+    net = Cluster.open(tmp_path / "net25").spec["network"]
+    assert (net["name"], net["mtu_bytes"]["value"], net["link_bits_per_s"]["value"]) == ("25GbE", 1500, 25_000_000_000)
+
+
+def test_like_takes_a_multi_osd_ceph_lab_onto_nvmeof(labs: dict[str, Path], tmp_path: Path) -> None:
+    # Its OSDs per NVMe are Ceph's: the NVMe-oF copy was refused ("only Ceph has OSDs").
+    run_cli("cluster", "init", tmp_path / "ceph2", "--like", labs["ceph-rbd"], "--osds-per-nvme", "2")
+    r = run_cli("cluster", "init", tmp_path / "nv", "--like", tmp_path / "ceph2", "--stack", "nvmeof-tcp", "-o", "json")
+    assert r.json()["cluster"]["osds_per_drive"] == 1 and "2 OSDs per NVMe are Ceph's" in r.stderr
+    assert_one_line_error(
+        run_cli(
+            "cluster", "init", tmp_path / "nv2", "--like", tmp_path / "ceph2", "--stack", "nvmeof-tcp", "--osds-per-nvme", "2", check=False
+        ),
+        "only Ceph has OSDs",
+    )
+    assert not (tmp_path / "nv2").exists()
 
 
 def test_info_places_one_replica_per_node(labs: dict[str, Path]) -> None:
@@ -288,3 +337,61 @@ def test_the_python_sweep_takes_numpy_levels() -> None:
     lab = Cluster.from_text(_core.cluster_init({}))
     rows = sweep(lab, np.array([4]), rws=["randread"], numjobs=np.int64(2), ramp_ms=2, runtime_ms=5)
     assert [(r["outstanding_per_client"], r["rw"]) for r in rows] == [(4, "randread")] and rows[0]["iops"] > 0
+
+
+@pytest.mark.skipif(ALWAYS_A_PROCESS, reason="patches this process's MemAvailable")
+@pytest.mark.parametrize("command", ["fio", "sweep"])
+def test_a_lab_beyond_memory_is_refused_before_it_is_built(
+    labs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    # Its drives were built and filled, writing every map page of the volumes' data, until
+    # the kernel's OOM killer ended the command without a word (`cluster init --scale 1/1`).
+    lab = Cluster.open(labs["ceph-rbd"])
+    need = lab_maps_bytes(lab)
+    # 6 drives at 1/512, each with a third of its 8 GiB volumes' replicas: a share of its maps.
+    assert 0 < need < 6 * benchmarks.maps_bytes(Drive.in_memory("kioxia-cm5-r-3.84t", scale=512).ftl_info())
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (255 << 20))
+    ran: list[int] = []
+
+    def stub(*_: object, **__: object) -> None:
+        ran.append(1)
+        raise KeyboardInterrupt  # the check passed: stop at the run
+
+    monkeypatch.setattr(_core, "cluster_run", stub)
+    args = [job_file(tmp_path)] if command == "fio" else ["--outstanding", "1"]
+    r = run_cli("cluster", command, labs["ceph-rbd"], *args, check=False)
+    assert_one_line_error(r, f"{labs['ceph-rbd'] / 'cluster.toml'}: cluster.scale 512: the FTL maps of the lab's 6 ", "MemAvailable")
+    assert ran == [] and r.stdout == ""
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: need + (257 << 20))
+    r = run_cli("cluster", command, labs["ceph-rbd"], *args, check=False)
+    assert (r.returncode, ran) == (130, [1]) and "MemAvailable" not in r.stderr
+
+
+@pytest.mark.skipif(ALWAYS_A_PROCESS, reason="patches this process's MemAvailable")
+@pytest.mark.parametrize(
+    ("study", "drives"), [("ceph-reef", "60 samsung-pm983-3.84t"), ("spdk-tcp", "14 kioxia-cm6-v-3.2t"), ("kumoscale", "15 ")]
+)
+def test_reproduce_refuses_a_cluster_study_beyond_memory(monkeypatch: pytest.MonkeyPatch, study: str, drives: str) -> None:
+    # `reproduce ceph-reef --scale 1/1` filled 60 drives with 11.5 TB of volumes (26 GB of
+    # maps) for the OOM killer; now its largest lab is weighed first.
+    from ssdtwin.studies import ceph_reef, kumoscale, spdk_tcp
+
+    monkeypatch.setattr(benchmarks, "mem_available_bytes", lambda: 300 << 20)
+    ran: list[str] = []
+    for module, name in ((ceph_reef, "run"), (spdk_tcp, "run"), (kumoscale, "kumoscale")):
+        monkeypatch.setattr(module, name, lambda *a, name=name, **kw: ran.append(name))
+    r = run_cli("reproduce", study, "--scale", "1/16", "-o", "json", check=False)
+    assert_one_line_error(r, f"--scale 1/16: the FTL maps of the lab's {drives}", "MemAvailable): use a smaller scale")
+    assert ran == [] and r.stdout == ""
+
+
+def test_sweep_takes_a_ramp_of_zero(labs: dict[str, Path]) -> None:
+    # fio's ramp_time=0 (no warm-up) was refused ("must be 1 ms to 1 h"); the runtime stays 1 ms at least.
+    r = run_cli(
+        "cluster", "sweep", labs["nvmeof-tcp"], "--outstanding", "4", "--rw", "randread", "--ramp", "0", "--runtime", "5ms", "-o", "json"
+    )
+    assert r.json()[0]["iops"] > 0
+    assert "each point 0 ms of ramp and 5 ms measured" in r.stderr
+    assert_one_line_error(
+        run_cli("cluster", "sweep", labs["nvmeof-tcp"], "--runtime", "0", check=False), "--runtime '0': must be 1 ms to 1 h"
+    )

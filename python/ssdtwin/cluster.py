@@ -96,8 +96,8 @@ class Cluster:
 
     def options(self) -> ClusterInitOptions:
         """The lab as ``cluster init`` options (what ``--like`` copies): the topology, the
-        Ceph release, client and messenger, and the lab's cores, OSD pinning and PGs with
-        their sources."""
+        network (its whole table, edits and sources kept), the Ceph release, client and
+        messenger, and the lab's cores, OSD pinning and PGs with their sources."""
         t, c, h = self.spec["cluster"], self.spec["ceph"], self.spec["hosts"]
         return {
             "stack": t["stack"],
@@ -113,6 +113,10 @@ class Cluster:
             "fio_procs_per_client": t["fio_procs_per_client"],
             "clients_on_nodes": t["clients_on_nodes"],
             "network": self.spec["network"]["name"],
+            # The table, not the name alone: a copy took the preset of the name, dropping an
+            # edited link rate, MTU or switch (the copy ran another lab), and a name no preset
+            # has was refused as if given to --network.
+            "network_table": self.spec["network"],
             "ceph_version": c["version"],
             "rbd_client": c["rbd_client"],
             "msgr_version": c["msgr_version"],

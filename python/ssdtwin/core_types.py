@@ -843,6 +843,20 @@ class SourcedCount(TypedDict):
     source: str
 
 
+class ClusterNetwork(TypedDict):
+    """cluster/spec.rs ``Network``: a lab's ``[network]`` table."""
+
+    name: str
+    link_bits_per_s: SourcedCount
+    mtu_bytes: SourcedCount
+    frame_overhead_bytes: SourcedCount
+    propagation_ns: SourcedCount
+    switch_latency_ns: SourcedCount
+    tcp_ip_header_bytes: SourcedCount
+    roce_header_bytes: SourcedCount
+    roce_mtu_bytes: SourcedCount
+
+
 class ClusterInitOptions(TypedDict, total=False):
     """cluster/spec.rs ``InitOptions`` (``cluster_init``'s input): a missing key takes the
     brief's lab."""
@@ -868,6 +882,7 @@ class ClusterInitOptions(TypedDict, total=False):
     osd_cpus: Optional[SourcedCount]
     osd_threads: Optional[int]
     pg_num: Optional[SourcedCount]
+    network_table: Optional[ClusterNetwork]
 
 
 class LayoutInfo(TypedDict):

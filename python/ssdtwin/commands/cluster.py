@@ -55,6 +55,48 @@ def _open(path: Path, flag: str = "") -> Cluster:
         fail(pre + (f"{path}/cluster.toml: {e}" if str(path) not in str(e) else str(e)))
 
 
+def lab_maps_bytes(c: Cluster) -> int:
+    """Memory a lab's drives take once built: each drive is the preset's twin at the lab's
+    scale, filled with its share of the volumes' data, and its FTL maps take memory for the
+    part written (``studies.benchmarks.maps_bytes`` of the whole drive, times the share of
+    it filled)."""
+    from ..drive import Drive
+    from ..studies.benchmarks import maps_bytes
+
+    t, info = c.spec["cluster"], c.info()
+    probe = Drive.in_memory(t["drive"], scale=int(t["scale"]))  # maps not yet touched: costs nothing
+    whole = maps_bytes(probe.ftl_info())
+    probe.close()
+    return int(sum(whole * min(1.0, used / info["drive_bytes"]) for used in info["used_bytes"]))
+
+
+def check_lab_memory(c: Cluster, where: str, advice: str = "use a larger scale N") -> None:
+    """A lab whose drives do not fit in the memory available is refused before it is built,
+    in one line led by ``where``: at a large scale (--scale 1/1) they were filled for
+    minutes, for the kernel's OOM killer to end the command without a word."""
+    from .. import nvmefmt
+    from ..studies.benchmarks import mem_available_bytes
+
+    avail = mem_available_bytes()
+    if avail is None:
+        return
+    try:
+        need = lab_maps_bytes(c)
+    except (_core.SsdtwinError, ValueError):
+        return  # the run names the problem
+    if need + (256 << 20) > avail:
+        t = c.spec["cluster"]
+        fail(
+            f"{where}: the FTL maps of the lab's {len(c.info()['used_bytes'])} {t['drive']} drives at 1/{t['scale']}, "
+            f"filled with the volumes' data, need {nvmefmt.si_bytes(need)}, this machine has {nvmefmt.si_bytes(avail)} "
+            f"available (MemAvailable): {advice}"
+        )
+
+
+def _check_memory(c: Cluster, path: Path) -> None:
+    check_lab_memory(c, f"{path / 'cluster.toml'}: cluster.scale {c.spec['cluster']['scale']}")
+
+
 def _size(flag: str, text: str) -> int:
     try:
         return _core.parse_size(text)
@@ -62,7 +104,9 @@ def _size(flag: str, text: str) -> int:
         fail(f"{flag} '{text}': {e}")
 
 
-def _ms(flag: str, text: str) -> int:
+def _ms(flag: str, text: str, lo: int = 1) -> int:
+    """A simulated duration in ms, ``lo`` ms to 1 h (a ramp may be 0: none, as fio's
+    ramp_time=0)."""
     t = text.strip().lower()
     try:
         if t.endswith("ms"):
@@ -73,8 +117,8 @@ def _ms(flag: str, text: str) -> int:
             v = plain_float(t)
     except ValueError:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
-    if not 1 <= v <= 3_600_000:
-        fail(f"{flag} '{text}': must be 1 ms to 1 h")
+    if not lo <= v <= 3_600_000:
+        fail(f"{flag} '{text}': must be {lo} ms to 1 h")
     return int(v)
 
 
@@ -149,6 +193,8 @@ def init_cmd(
         if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
             fail(f"{flag} {v}: must be 0..4294967295")
     opts.update({k: v for k, v in given.items() if v is not None})
+    if network is not None:
+        opts.pop("network_table", None)  # --network names the preset instead of the copied table
     # Ceph's own knobs on an NVMe-oF cluster were written to cluster.toml and never used (the
     # core already refuses --osds-per-nvme there: "only Ceph has OSDs").
     kind = opts.get("stack") or "nvmeof-tcp"
@@ -165,6 +211,12 @@ def init_cmd(
     ]
     if ceph_only and kind in ("nvmeof-tcp", "nvmeof-rdma"):
         fail(f"{', '.join(ceph_only)}: Ceph settings, and this is a {kind} cluster (give --stack ceph-rbd)")
+    copied_osds = int(opts.get("osds_per_drive") or 1)
+    if kind in ("nvmeof-tcp", "nvmeof-rdma") and osds_per_nvme is None and copied_osds > 1:
+        # A Ceph lab's OSDs per NVMe copied onto NVMe-oF was refused as if asked for
+        # ("only Ceph has OSDs"): the copy takes its drives whole, as the stack has them.
+        say(f"ssdtwin cluster init: note: --like {like}: its {copied_osds} OSDs per NVMe are Ceph's; the {kind} lab uses each drive whole")
+        opts["osds_per_drive"] = 1
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),
@@ -248,6 +300,7 @@ def fio_cmd(
     check_output_file("--output", output)
     check_output_file("--dump-jobs", dump_jobs)
     c = _open(path)
+    _check_memory(c, path)
     t0 = time.perf_counter()
     run = None
     try:
@@ -315,8 +368,9 @@ def sweep_cmd(
         # It ran the same curve twice, each point again on a cluster built afresh.
         fail(f"--rw '{rw}': {twice[0]} given twice (each curve once)")
     runtime_ms = None if runtime == "auto" else _ms("--runtime", runtime)
-    ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp)
+    ramp_ms = None if ramp == "auto" else _ms("--ramp", ramp, lo=0)
     c = _open(path)
+    _check_memory(c, path)
     if plot is not None:
         make_plot_folder(plot)
     jobs = int(c.spec["cluster"]["fio_procs_per_client"]) if numjobs is None else numjobs
@@ -331,7 +385,8 @@ def sweep_cmd(
             f"--outstanding {said} per client: each point runs once ({len(depths)} per curve, not {len(levels)})"
         )
     auto = windows_ms(c.stack)
-    say(f"ssdtwin cluster sweep: {c.stack}, each point {ramp_ms or auto[0]} ms of ramp and {runtime_ms or auto[1]} ms measured (simulated)")
+    shown_ramp, shown_runtime = (auto[0] if ramp_ms is None else ramp_ms), (auto[1] if runtime_ms is None else runtime_ms)
+    say(f"ssdtwin cluster sweep: {c.stack}, each point {shown_ramp} ms of ramp and {shown_runtime} ms measured (simulated)")
     log: Callable[[str], None] = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
     try:

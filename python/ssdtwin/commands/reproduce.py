@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
+from .cluster import check_lab_memory
 from .common import (
     OutputFmt,
     Seed,
@@ -144,6 +145,9 @@ def reproduce_cmd(
                     scale=n, seed=1 if seed is None else seed, plot=None if plot is None else str(plot), quick=quick, log=log
                 )
             elif experiment == "kumoscale":
+                from ..studies.kumoscale import lab
+
+                check_lab_memory(lab(n, 1 if seed is None else seed)["ceph-rbd"], f"--scale {scale or '1/64'}", "use a smaller scale")
                 rows = _reproduce_kumoscale(n, 1 if seed is None else seed, curves, plot, log)
             else:
                 check_maps_fit(model, n, scale or "1/64")
@@ -177,9 +181,13 @@ def _reproduce_cluster_lab(experiment: str, scale: Optional[str], seed: Optional
 
     study = {"ceph-reef": ceph_reef, "spdk-tcp": spdk_tcp, "spdk-rdma": spdk_rdma}[experiment]
     n = scale_arg(scale or f"1/{study.SCALE}", study.DRIVE, "ssdtwin reproduce")
+    s = 1 if seed is None else seed
+    # The study's largest lab (the Reef freeze lab's 60 drives; the SPDK labs are one each).
+    largest = ceph_reef.freeze_lab(scale=n, seed=s) if study is ceph_reef else spdk_tcp.lab(1, n, s)
+    check_lab_memory(largest, f"--scale {scale or f'1/{study.SCALE}'}", "use a smaller scale")
     log = (lambda m: print(m, file=sys.stderr)) if fmt == "json" else typer.echo
     t0 = time.perf_counter()
-    res = study.run(scale=n, seed=1 if seed is None else seed, log=log)
+    res = study.run(scale=n, seed=s, log=log)
     if plot is not None:
         for p in study.plot(res, plot):
             print(f"ssdtwin reproduce: wrote {p}", file=sys.stderr)

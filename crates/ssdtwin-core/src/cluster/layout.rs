@@ -7,6 +7,7 @@ use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
 use crate::engine::DeviceTiming;
 use crate::nvme::{Controller, NsId, Pattern};
+use crate::progress::Progress;
 use crate::rng::Rng;
 use crate::util::splitmix;
 
@@ -181,19 +182,35 @@ impl Layout {
 /// The drive twins, each filled in fast-forward with what the layout puts on it
 /// (sequential 128 KiB writes: the volumes written once, as a benchmark lays them out), so
 /// reads reach NAND; the rest of each drive is unwritten.
-pub(super) fn build_drives(spec: &ClusterSpec, layout: &Layout) -> Result<Vec<Drive>, ClusterError> {
+///
+/// `keep_going` is asked as the drives are filled (bytes of all the drives' fills): at a
+/// large scale the fill takes minutes, and Ctrl-C waited for it to end.
+pub(super) fn build_drives(
+    spec: &ClusterSpec,
+    layout: &Layout,
+    keep_going: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<Vec<Drive>, ClusterError> {
     let t = &spec.cluster;
     let dspec = spec.drive_spec()?;
     let mut out = Vec::with_capacity(layout.used_bytes.len());
+    let fill_of = |used: u64, ns_bytes: u64| used.div_ceil(1 << 17).saturating_mul(1 << 17).min(ns_bytes);
+    let mut total = None;
+    let mut filled = 0u64;
     for (d, &used) in layout.used_bytes.iter().enumerate() {
         let fail = |e| ClusterError::Drive { drive: d as u32, source: e };
         let seed = splitmix(t.seed.wrapping_add(d as u64));
         let mut ctrl = Controller::new(dspec.clone(), seed).map_err(fail)?;
         let ns = ctrl.attached(NsId(1)).map_err(fail)?;
         let (ns_bytes, lba_bytes) = (ns.bytes(), ns.lba_bytes as u64);
-        let fill = used.div_ceil(1 << 17).saturating_mul(1 << 17).min(ns_bytes);
+        let total = *total.get_or_insert_with(|| layout.used_bytes.iter().map(|&u| fill_of(u, ns_bytes)).sum::<u64>());
+        let fill = fill_of(used, ns_bytes);
         if fill > 0 {
-            ctrl.precondition(NsId(1), Pattern::Sequential, 1 << 17, fill, seed, &mut |_, _| true).map_err(fail)?;
+            let mut ask = |done: u64, _: u64| keep_going(&Progress::bytes(filled + done, total));
+            let report = ctrl.precondition(NsId(1), Pattern::Sequential, 1 << 17, fill, seed, &mut ask).map_err(fail)?;
+            if report.interrupted {
+                return Err(ClusterError::Interrupted(0));
+            }
+            filled += fill;
         }
         let timing = DeviceTiming::new(ctrl.spec(), ctrl.ftl_config()).map_err(|e| ClusterError::Layout(e.to_string()))?;
         out.push(Drive { ctrl, timing, node: d as u32 / t.drives_per_node, lba_bytes });

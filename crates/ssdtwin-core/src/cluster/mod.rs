@@ -138,7 +138,7 @@ pub fn run(spec: &ClusterSpec, jobs: Vec<JobSpec>, keep_going: &mut dyn FnMut(&P
         start: accs.iter().map(|a| a.window().start).max().unwrap_or(0),
         end: accs.iter().map(|a| a.window().end).min().unwrap_or(u64::MAX),
     };
-    let mut drives = build_drives(spec, &layout)?;
+    let mut drives = build_drives(spec, &layout, keep_going)?;
     let mut sim = ClusterSim::new(spec, &layout, &mut drives, window);
     // The k-th clone on a client is its k-th fio process and uses that process's volume.
     let procs = spec.cluster.fio_procs_per_client;

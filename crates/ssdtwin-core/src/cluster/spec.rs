@@ -272,6 +272,9 @@ pub struct InitOptions {
     /// `osd_cpus` when that is absent).
     pub osd_threads: Option<u32>,
     pub pg_num: Option<Sourced<u32>>,
+    /// The whole `[network]` table of a lab, edits and sources kept (`--like` copies it);
+    /// absent: the preset `network` names. When given, `network` is not read.
+    pub network_table: Option<Network>,
 }
 
 impl Default for InitOptions {
@@ -300,6 +303,7 @@ impl Default for InitOptions {
             osd_cpus: None,
             osd_threads: None,
             pg_num: None,
+            network_table: None,
         }
     }
 }
@@ -349,7 +353,7 @@ impl ClusterSpec {
         if stack.is_none() {
             problems.push(format!("--stack '{}': choose nvmeof-tcp, nvmeof-rdma or ceph-rbd", o.stack));
         }
-        let network = Network::preset(&o.network);
+        let network = o.network_table.clone().or_else(|| Network::preset(&o.network));
         if network.is_none() {
             let names: Vec<&str> = NETWORKS.iter().map(|n| n.0).collect();
             problems.push(format!("--network '{}': choose one of {}", o.network, names.join(", ")));
@@ -488,7 +492,9 @@ impl ClusterSpec {
         count("scale", t.scale, 1, 1 << 16);
         count("osds_per_drive", t.osds_per_drive, 1, 1024);
         count("fio_procs_per_client", t.fio_procs_per_client, 1, 256);
-        if t.replicas < 1 || t.replicas > t.nodes.max(1) {
+        // With the nodes out of range their own line says so; a replicas range of 1..=0 beside
+        // it told nothing.
+        if (1..=64).contains(&t.nodes) && (t.replicas < 1 || t.replicas > t.nodes) {
             p.push(format!("cluster.replicas: must be 1..={} (one replica per storage node at most; got {})", t.nodes, t.replicas));
         }
         if t.volume_bytes == 0 || t.volume_bytes % 4096 != 0 {

@@ -118,6 +118,25 @@ fn no_resource_is_busier_than_always() {
     }
 }
 
+/// Filling the drives asks `keep_going` (bytes of every drive's fill): at a large scale the
+/// fill takes minutes, and a Ctrl-C waited for it to end before the run saw it.
+#[test]
+fn a_stop_while_the_drives_are_filled_ends_the_run_there() {
+    let spec = lab("nvmeof-tcp", 3, 2, 3);
+    let mut asked = Vec::new();
+    let e = run(&spec, jobs(&spec, "randread", 1, 1_000_000, 2_000_000), &mut |p| {
+        asked.push((p.unit, p.done, p.total));
+        false
+    })
+    .unwrap_err();
+    assert!(matches!(e, ClusterError::Interrupted(0)), "{e}");
+    let (unit, done, total) = asked[0];
+    assert_eq!(asked.len(), 1);
+    assert!(unit == crate::progress::ProgressUnit::Bytes && 0 < done && done < total, "{asked:?}");
+    // Every drive holds a replica of each of the 2 volumes: the fills add up to 6 of them.
+    assert_eq!(total, 6 * spec.volume_bytes_simulated().div_ceil(1 << 17) * (1 << 17));
+}
+
 #[test]
 fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     let spec = lab("ceph-rbd", 3, 2, 3);
@@ -143,7 +162,7 @@ fn one_replica_at_qd1_is_the_drive_plus_the_path() {
     let r = run(&spec, region_jobs(&spec, "randread", 1, 1_000_000, 40_000_000, half), &mut |_| true).unwrap();
     // The drive alone: the same preset at the same scale, filled the same way, QD1 reads.
     let layout = Layout::new(&spec, drive_bytes(&spec).unwrap()).unwrap();
-    let mut drives = build_drives(&spec, &layout).unwrap();
+    let mut drives = build_drives(&spec, &layout, &mut |_| true).unwrap();
     let d = &mut drives[0];
     let mut t = 0u64;
     let mut sum = 0u64;
@@ -206,9 +225,12 @@ fn a_write_waits_for_every_replica() {
 
 #[test]
 fn bad_labs_are_refused_with_every_problem() {
+    // The nodes' own range alone: not also a replicas range of 1..=0.
     let mut o = InitOptions { nodes: 0, replicas: 3, ..InitOptions::default() };
-    let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
-    assert!(e.contains("cluster.nodes: must be 1..=64 (got 0)") && e.contains("cluster.replicas"), "{e}");
+    let e = ClusterSpec::from_options(&o).unwrap_err();
+    assert_eq!(e.problems, ["cluster.nodes: must be 1..=64 (got 0)"], "{e}");
+    o = InitOptions { replicas: 0, ..InitOptions::default() };
+    assert!(ClusterSpec::from_options(&o).unwrap_err().to_string().contains("cluster.replicas: must be 1..=3"));
     o = InitOptions { replicas: 4, ..InitOptions::default() };
     assert!(ClusterSpec::from_options(&o).unwrap_err().to_string().contains("cluster.replicas: must be 1..=3"));
     o = InitOptions { volume_bytes: 6 << 40, ..InitOptions::default() };
@@ -217,6 +239,20 @@ fn bad_labs_are_refused_with_every_problem() {
     o = InitOptions { stack: "iscsi".into(), network: "7GbE".into(), ..InitOptions::default() };
     let e = ClusterSpec::from_options(&o).unwrap_err().to_string();
     assert!(e.contains("--stack 'iscsi'") && e.contains("--network '7GbE'"), "{e}");
+}
+
+/// A lab's own `[network]` table (what `--like` copies) is kept as it is, its edits and a
+/// name no preset has included; without one, `network` names the preset.
+#[test]
+fn a_network_table_is_kept_as_given() {
+    use crate::cluster::spec::Network;
+    let mut net = Network::preset("25GbE").unwrap();
+    net.name = "lab fabric".into();
+    net.mtu_bytes = crate::spec::Sourced::new(9000, "jumbo frames");
+    let o = InitOptions { network: "10GbE".into(), network_table: Some(net.clone()), ..InitOptions::default() };
+    assert_eq!(ClusterSpec::from_options(&o).unwrap().network, net);
+    let o = InitOptions { network: "10GbE".into(), ..InitOptions::default() };
+    assert_eq!(ClusterSpec::from_options(&o).unwrap().network, Network::preset("10GbE").unwrap());
 }
 
 #[test]
