@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -111,6 +112,21 @@ class Settings:
 # ----------------------------------------------------------------------------- corners
 
 
+# Corner figures measured in this process while a run shares them (`_sharing`); None: not shared.
+_MEASURED: Optional[dict[tuple[Any, ...], float]] = None
+
+
+@contextmanager
+def _sharing() -> Iterator[None]:
+    """Within: the groups' corners measured once per process (`Drives.corner`)."""
+    global _MEASURED
+    outer, _MEASURED = _MEASURED, {} if _MEASURED is None else _MEASURED
+    try:
+        yield
+    finally:
+        _MEASURED = outer
+
+
 class Drives:
     """Prepared drive states, each made once (an image in a temporary folder) and opened
     read-only for every figure measured in it, so each figure starts from the same state
@@ -123,6 +139,9 @@ class Drives:
         self.spec_toml = spec_toml
         self._tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
         self._images: dict[tuple[str, str, float, int], str] = {}
+        # The corners measured so far in this run's process (`_sharing`), shared by the
+        # groups' Drives: the same drive state and job give the same figure bit for bit.
+        self._measured = _MEASURED
 
     def open(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> Drive:
         """A drive in the state `corner` is measured in (`experiments.cm6_drive`, the one
@@ -153,12 +172,32 @@ class Drives:
 
     def corner(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> float:
         """A corner's figure on the twin (`experiments.measure_corner`: MB/s for sequential
-        corners, IOPS for random ones), in the corner's job shape and the run's windows."""
+        corners, IOPS for random ones), in the corner's job shape and the run's windows.
+        A corner another group of the run has measured on the same drive state (cm6-brief's
+        CM6-V 3.20 TB column is the corners group's CM6-V corners) is not measured again."""
+        rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
+        windows = self.s.windows()
+        key = (
+            self.spec_toml or model,
+            self.s.scale,
+            self.s.seed,
+            corner.state,
+            ns_fraction,
+            rand_bs if corner.state == "rand" else 0,
+            corner.name,
+            corner.shape,
+            windows[corner.name],
+        )
+        if self._measured is not None and key in self._measured:
+            return self._measured[key]
         d = self.open(model, corner, ns_fraction)
         try:
-            return measure_corner(d, corner, windows_ms=self.s.windows())
+            figure = measure_corner(d, corner, windows_ms=windows)
         finally:
             d.close()
+        if self._measured is not None:
+            self._measured[key] = figure
+        return figure
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -590,25 +629,47 @@ def validate(s: Settings, groups: Optional[Iterable[str]] = None, log: Log = pri
     With `jobs` above 1 the groups run in that many processes at once. Each group builds its
     own drives from the settings' seed, so its figures do not depend on what runs beside it
     or before it: the result is the one `jobs=1` gives, in the same order; only each group's
-    log lines come when the group ends, in the order the groups end."""
+    log lines come when the group ends, in the order the groups end. A corner figure two
+    groups share (RUN_AFTER) is measured once, in one process: a function of the drive
+    state and the job alone, it is the figure either group would measure."""
     names = list(groups or GROUPS)
     t0 = time.perf_counter()
-    if jobs > 1 and len(names) > 1:
+    if jobs > 1 and len(_tasks(names)) > 1:
         by_group = _run_groups_at_once(s, names, log, jobs)
         figures = [f for g in names for f in by_group[g]]
     else:
         figures = []
-        for g in names:
-            log(f"{g}:")
-            figures += GROUPS[g](s, log)
+        with _sharing():
+            for g in names:
+                log(f"{g}:")
+                figures += GROUPS[g](s, log)
     return summarise(figures, s, time.perf_counter() - t0)
 
 
-def _run_group(task: tuple[Settings, str]) -> tuple[str, list[Figure], list[str]]:
-    """One group in a worker process: its figures and its log lines."""
-    s, group = task
-    lines: list[str] = []
-    return group, GROUPS[group](s, lines.append), lines
+# Groups that measure figures of another group run in its process, after it (`Drives.corner`
+# shares them): cm6-brief's CM6-V 3.20 TB column is the corners group's CM6-V corners.
+RUN_AFTER = {"cm6-brief": "corners"}
+
+
+def _tasks(names: list[str]) -> list[tuple[str, ...]]:
+    """The groups as the processes of `jobs` take them: one each, except that a group of
+    RUN_AFTER goes with the group it shares figures with when both run."""
+    tasks: list[tuple[str, ...]] = []
+    for g in names:
+        if RUN_AFTER.get(g) not in names:
+            tasks.append((g, *(h for h in names if RUN_AFTER.get(h) == g)))
+    return tasks
+
+
+def _run_group(task: tuple[Settings, tuple[str, ...]]) -> list[tuple[str, list[Figure], list[str]]]:
+    """Groups in a worker process, one after another: each one's figures and log lines."""
+    s, groups = task
+    out = []
+    with _sharing():
+        for group in groups:
+            lines: list[str] = []
+            out.append((group, GROUPS[group](s, lines.append), lines))
+    return out
 
 
 def _ignore_sigint() -> None:
@@ -623,15 +684,17 @@ def _run_groups_at_once(s: Settings, names: list[str], log: Log, jobs: int) -> d
     parent's state shared), costliest first; each group's log when it ends."""
     import multiprocessing as mp
 
-    order = sorted(names, key=lambda g: COSTLIEST_FIRST.index(g) if g in COSTLIEST_FIRST else len(COSTLIEST_FIRST))
+    rank = {g: COSTLIEST_FIRST.index(g) if g in COSTLIEST_FIRST else len(COSTLIEST_FIRST) for g in names}
+    order = sorted(_tasks(names), key=lambda task: rank[task[0]])
     out: dict[str, list[Figure]] = {}
-    pool = mp.get_context("spawn").Pool(min(jobs, len(names)), initializer=_ignore_sigint)
+    pool = mp.get_context("spawn").Pool(min(jobs, len(order)), initializer=_ignore_sigint)
     try:
-        for group, figures, lines in pool.imap_unordered(_run_group, [(s, g) for g in order]):
-            log(f"{group}:")
-            for line in lines:
-                log(line)
-            out[group] = figures
+        for done in pool.imap_unordered(_run_group, [(s, task) for task in order]):
+            for group, figures, lines in done:
+                log(f"{group}:")
+                for line in lines:
+                    log(line)
+                out[group] = figures
         pool.close()
     except BaseException:
         pool.terminate()
