@@ -112,19 +112,33 @@ class Settings:
 # ----------------------------------------------------------------------------- corners
 
 
-# Corner figures measured in this process while a run shares them (`_sharing`); None: not shared.
-_MEASURED: Optional[dict[tuple[Any, ...], float]] = None
+class _Shared:
+    """What the groups of a run share in one process (`_sharing`): the drive states' images
+    (`Drives.open_state`) and the corners measured on them (`Drives.corner`). A drive state
+    and a job give the same figure bit for bit, whichever group asks."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
+        self.images: dict[tuple[Any, ...], str] = {}
+        self.measured: dict[tuple[Any, ...], float] = {}
+
+
+_SHARED: Optional[_Shared] = None
 
 
 @contextmanager
 def _sharing() -> Iterator[None]:
-    """Within: the groups' corners measured once per process (`Drives.corner`)."""
-    global _MEASURED
-    outer, _MEASURED = _MEASURED, {} if _MEASURED is None else _MEASURED
+    """Within: the groups' drive states built and their corners measured once per process."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = _Shared()
     try:
         yield
     finally:
-        _MEASURED = outer
+        if outer is None and _SHARED is not None:
+            _SHARED.tmp.cleanup()
+        _SHARED = outer
 
 
 class Drives:
@@ -137,11 +151,16 @@ class Drives:
         # A spec of the user's own (`validate --spec`): every drive is of it, and `model`
         # below only names it.
         self.spec_toml = spec_toml
-        self._tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
-        self._images: dict[tuple[str, str, float, int], str] = {}
-        # The corners measured so far in this run's process (`_sharing`), shared by the
-        # groups' Drives: the same drive state and job give the same figure bit for bit.
-        self._measured = _MEASURED
+        # Within a run (`_sharing`) the images and figures are the run's, shared by the
+        # groups' Drives in this process; otherwise this object's own.
+        self._own: Optional[tempfile.TemporaryDirectory[str]] = None
+        self._images: dict[tuple[Any, ...], str] = {}
+        self._measured: Optional[dict[tuple[Any, ...], float]] = None
+        if _SHARED is not None:
+            self._dir, self._images, self._measured = _SHARED.tmp.name, _SHARED.images, _SHARED.measured
+        else:
+            self._own = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
+            self._dir = self._own.name
 
     def open(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> Drive:
         """A drive in the state `corner` is measured in (`experiments.cm6_drive`, the one
@@ -153,9 +172,9 @@ class Drives:
     def open_state(self, model: str, state: str, rand_bs: int = 4096, ns_fraction: float = 1.0) -> Drive:
         """A drive in `state` ("seq": WIPC; "rand": then random writes of `rand_bs` to
         steady state), made once and opened read-only."""
-        key = (model, state, ns_fraction, rand_bs if state == "rand" else 0)
+        key = (self.spec_toml or model, self.s.scale, self.s.seed, state, ns_fraction, rand_bs if state == "rand" else 0)
         if key not in self._images:
-            path = str(Path(self._tmp.name) / f"d{len(self._images)}")
+            path = str(Path(self._dir) / f"d{len(self._images)}")
             d = cm6_drive(
                 None if self.spec_toml else model,
                 self.s.scale,
@@ -200,7 +219,8 @@ class Drives:
         return figure
 
     def close(self) -> None:
-        self._tmp.cleanup()
+        if self._own is not None:
+            self._own.cleanup()
 
 
 def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None, notes: Optional[dict[str, str]] = None) -> list[Figure]:
@@ -292,9 +312,10 @@ PTS_THROUGHPUT = [
 def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
     """The review's throughput test: sequential 128 KiB, 1 job at QD256, after WIPC."""
     out = []
+    drives = Drives(s)  # a drive's WIPC state built once for both directions (and shared with corners')
     for model, d, pub in PTS_THROUGHPUT:
         t0 = time.perf_counter()
-        drive = cm6_drive(model, s.scale, "seq", 1.0, s.seed).drive
+        drive = drives.open_state(model, "seq")
         try:
             ramp, run = s.windows()["seq-write"]
             c = Corner(f"seq-{d}", pub, "CM6/CD6 SNIA PTS review", block_bytes=131072, iodepth=256, numjobs=1)
@@ -314,6 +335,7 @@ def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
         )
         out.append(f)
         log(line(f, time.perf_counter() - t0))
+    drives.close()
     return out
 
 
@@ -629,9 +651,9 @@ def validate(s: Settings, groups: Optional[Iterable[str]] = None, log: Log = pri
     With `jobs` above 1 the groups run in that many processes at once. Each group builds its
     own drives from the settings' seed, so its figures do not depend on what runs beside it
     or before it: the result is the one `jobs=1` gives, in the same order; only each group's
-    log lines come when the group ends, in the order the groups end. A corner figure two
-    groups share (RUN_AFTER) is measured once, in one process: a function of the drive
-    state and the job alone, it is the figure either group would measure."""
+    log lines come when the group ends, in the order the groups end. A drive state or a
+    corner figure two groups share (RUN_AFTER) is built or measured once, in one process: a
+    function of the settings and the job alone, it is the one either group would make."""
     names = list(groups or GROUPS)
     t0 = time.perf_counter()
     if jobs > 1 and len(_tasks(names)) > 1:
@@ -646,9 +668,10 @@ def validate(s: Settings, groups: Optional[Iterable[str]] = None, log: Log = pri
     return summarise(figures, s, time.perf_counter() - t0)
 
 
-# Groups that measure figures of another group run in its process, after it (`Drives.corner`
-# shares them): cm6-brief's CM6-V 3.20 TB column is the corners group's CM6-V corners.
-RUN_AFTER = {"cm6-brief": "corners"}
+# Groups that measure figures or drive states of another group run in its process, after it
+# (`_sharing`): cm6-brief's CM6-V 3.20 TB column is the corners group's CM6-V corners, and
+# pts-throughput measures three of its drives in their WIPC state.
+RUN_AFTER = {"cm6-brief": "corners", "pts-throughput": "corners"}
 
 
 def _tasks(names: list[str]) -> list[tuple[str, ...]]:
