@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -111,6 +112,35 @@ class Settings:
 # ----------------------------------------------------------------------------- corners
 
 
+class _Shared:
+    """What the groups of a run share in one process (`_sharing`): the drive states' images
+    (`Drives.open_state`) and the corners measured on them (`Drives.corner`). A drive state
+    and a job give the same figure bit for bit, whichever group asks."""
+
+    def __init__(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
+        self.images: dict[tuple[Any, ...], str] = {}
+        self.measured: dict[tuple[Any, ...], float] = {}
+
+
+_SHARED: Optional[_Shared] = None
+
+
+@contextmanager
+def _sharing() -> Iterator[None]:
+    """Within: the groups' drive states built and their corners measured once per process."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = _Shared()
+    try:
+        yield
+    finally:
+        if outer is None and _SHARED is not None:
+            _SHARED.tmp.cleanup()
+        _SHARED = outer
+
+
 class Drives:
     """Prepared drive states, each made once (an image in a temporary folder) and opened
     read-only for every figure measured in it, so each figure starts from the same state
@@ -121,8 +151,16 @@ class Drives:
         # A spec of the user's own (`validate --spec`): every drive is of it, and `model`
         # below only names it.
         self.spec_toml = spec_toml
-        self._tmp = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
-        self._images: dict[tuple[str, str, float, int], str] = {}
+        # Within a run (`_sharing`) the images and figures are the run's, shared by the
+        # groups' Drives in this process; otherwise this object's own.
+        self._own: Optional[tempfile.TemporaryDirectory[str]] = None
+        self._images: dict[tuple[Any, ...], str] = {}
+        self._measured: Optional[dict[tuple[Any, ...], float]] = None
+        if _SHARED is not None:
+            self._dir, self._images, self._measured = _SHARED.tmp.name, _SHARED.images, _SHARED.measured
+        else:
+            self._own = tempfile.TemporaryDirectory(prefix="ssdtwin-validate-")
+            self._dir = self._own.name
 
     def open(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> Drive:
         """A drive in the state `corner` is measured in (`experiments.cm6_drive`, the one
@@ -134,9 +172,9 @@ class Drives:
     def open_state(self, model: str, state: str, rand_bs: int = 4096, ns_fraction: float = 1.0) -> Drive:
         """A drive in `state` ("seq": WIPC; "rand": then random writes of `rand_bs` to
         steady state), made once and opened read-only."""
-        key = (model, state, ns_fraction, rand_bs if state == "rand" else 0)
+        key = (self.spec_toml or model, self.s.scale, self.s.seed, state, ns_fraction, rand_bs if state == "rand" else 0)
         if key not in self._images:
-            path = str(Path(self._tmp.name) / f"d{len(self._images)}")
+            path = str(Path(self._dir) / f"d{len(self._images)}")
             d = cm6_drive(
                 None if self.spec_toml else model,
                 self.s.scale,
@@ -153,15 +191,36 @@ class Drives:
 
     def corner(self, model: str, corner: Corner, ns_fraction: float = 1.0) -> float:
         """A corner's figure on the twin (`experiments.measure_corner`: MB/s for sequential
-        corners, IOPS for random ones), in the corner's job shape and the run's windows."""
+        corners, IOPS for random ones), in the corner's job shape and the run's windows.
+        A corner another group of the run has measured on the same drive state (cm6-brief's
+        CM6-V 3.20 TB column is the corners group's CM6-V corners) is not measured again."""
+        rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
+        windows = self.s.windows()
+        key = (
+            self.spec_toml or model,
+            self.s.scale,
+            self.s.seed,
+            corner.state,
+            ns_fraction,
+            rand_bs if corner.state == "rand" else 0,
+            corner.name,
+            corner.shape,
+            windows[corner.name],
+        )
+        if self._measured is not None and key in self._measured:
+            return self._measured[key]
         d = self.open(model, corner, ns_fraction)
         try:
-            return measure_corner(d, corner, windows_ms=self.s.windows())
+            figure = measure_corner(d, corner, windows_ms=windows)
         finally:
             d.close()
+        if self._measured is not None:
+            self._measured[key] = figure
+        return figure
 
     def close(self) -> None:
-        self._tmp.cleanup()
+        if self._own is not None:
+            self._own.cleanup()
 
 
 def corners_group(s: Settings, log: Log, models: Optional[Iterable[str]] = None, notes: Optional[dict[str, str]] = None) -> list[Figure]:
@@ -253,9 +312,10 @@ PTS_THROUGHPUT = [
 def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
     """The review's throughput test: sequential 128 KiB, 1 job at QD256, after WIPC."""
     out = []
+    drives = Drives(s)  # a drive's WIPC state built once for both directions (and shared with corners')
     for model, d, pub in PTS_THROUGHPUT:
         t0 = time.perf_counter()
-        drive = cm6_drive(model, s.scale, "seq", 1.0, s.seed).drive
+        drive = drives.open_state(model, "seq")
         try:
             ramp, run = s.windows()["seq-write"]
             c = Corner(f"seq-{d}", pub, "CM6/CD6 SNIA PTS review", block_bytes=131072, iodepth=256, numjobs=1)
@@ -275,6 +335,7 @@ def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
         )
         out.append(f)
         log(line(f, time.perf_counter() - t0))
+    drives.close()
     return out
 
 
@@ -590,25 +651,48 @@ def validate(s: Settings, groups: Optional[Iterable[str]] = None, log: Log = pri
     With `jobs` above 1 the groups run in that many processes at once. Each group builds its
     own drives from the settings' seed, so its figures do not depend on what runs beside it
     or before it: the result is the one `jobs=1` gives, in the same order; only each group's
-    log lines come when the group ends, in the order the groups end."""
+    log lines come when the group ends, in the order the groups end. A drive state or a
+    corner figure two groups share (RUN_AFTER) is built or measured once, in one process: a
+    function of the settings and the job alone, it is the one either group would make."""
     names = list(groups or GROUPS)
     t0 = time.perf_counter()
-    if jobs > 1 and len(names) > 1:
+    if jobs > 1 and len(_tasks(names)) > 1:
         by_group = _run_groups_at_once(s, names, log, jobs)
         figures = [f for g in names for f in by_group[g]]
     else:
         figures = []
-        for g in names:
-            log(f"{g}:")
-            figures += GROUPS[g](s, log)
+        with _sharing():
+            for g in names:
+                log(f"{g}:")
+                figures += GROUPS[g](s, log)
     return summarise(figures, s, time.perf_counter() - t0)
 
 
-def _run_group(task: tuple[Settings, str]) -> tuple[str, list[Figure], list[str]]:
-    """One group in a worker process: its figures and its log lines."""
-    s, group = task
-    lines: list[str] = []
-    return group, GROUPS[group](s, lines.append), lines
+# Groups that measure figures or drive states of another group run in its process, after it
+# (`_sharing`): cm6-brief's CM6-V 3.20 TB column is the corners group's CM6-V corners, and
+# pts-throughput measures three of its drives in their WIPC state.
+RUN_AFTER = {"cm6-brief": "corners", "pts-throughput": "corners"}
+
+
+def _tasks(names: list[str]) -> list[tuple[str, ...]]:
+    """The groups as the processes of `jobs` take them: one each, except that a group of
+    RUN_AFTER goes with the group it shares figures with when both run."""
+    tasks: list[tuple[str, ...]] = []
+    for g in names:
+        if RUN_AFTER.get(g) not in names:
+            tasks.append((g, *(h for h in names if RUN_AFTER.get(h) == g)))
+    return tasks
+
+
+def _run_group(task: tuple[Settings, tuple[str, ...]]) -> list[tuple[str, list[Figure], list[str]]]:
+    """Groups in a worker process, one after another: each one's figures and log lines."""
+    s, groups = task
+    out = []
+    with _sharing():
+        for group in groups:
+            lines: list[str] = []
+            out.append((group, GROUPS[group](s, lines.append), lines))
+    return out
 
 
 def _ignore_sigint() -> None:
@@ -623,15 +707,17 @@ def _run_groups_at_once(s: Settings, names: list[str], log: Log, jobs: int) -> d
     parent's state shared), costliest first; each group's log when it ends."""
     import multiprocessing as mp
 
-    order = sorted(names, key=lambda g: COSTLIEST_FIRST.index(g) if g in COSTLIEST_FIRST else len(COSTLIEST_FIRST))
+    rank = {g: COSTLIEST_FIRST.index(g) if g in COSTLIEST_FIRST else len(COSTLIEST_FIRST) for g in names}
+    order = sorted(_tasks(names), key=lambda task: rank[task[0]])
     out: dict[str, list[Figure]] = {}
-    pool = mp.get_context("spawn").Pool(min(jobs, len(names)), initializer=_ignore_sigint)
+    pool = mp.get_context("spawn").Pool(min(jobs, len(order)), initializer=_ignore_sigint)
     try:
-        for group, figures, lines in pool.imap_unordered(_run_group, [(s, g) for g in order]):
-            log(f"{group}:")
-            for line in lines:
-                log(line)
-            out[group] = figures
+        for done in pool.imap_unordered(_run_group, [(s, task) for task in order]):
+            for group, figures, lines in done:
+                log(f"{group}:")
+                for line in lines:
+                    log(line)
+                out[group] = figures
         pool.close()
     except BaseException:
         pool.terminate()
