@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install install-deps install-package lint test test-build test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-build test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -15,36 +15,12 @@ help: ## list the targets
 # install ends by printing the fast-forward speed of what it built (measured with the
 # release profile on this machine class, 2 cores: 10-18 M random 4 KiB writes/s).
 install: ## pip install -e '.[test]': the package, its test tools, the extension built in release mode (~2 min)
-	$(MAKE) --no-print-directory -j2 install-deps install-package
+	$(PIP) install -e '.[test]'
 	@if command -v pyenv >/dev/null; then pyenv rehash; fi  # put the new `ssdtwin` script on PATH
 	@$(PYTHON) -c "import ssdtwin, ssdtwin._core as c; print('ssdtwin', c.__version__, 'from', c.__file__)"
 	@$(PYTHON) -c "import time; from ssdtwin import Drive; d = Drive.in_memory('kioxia-cm6-r-3.84t', scale=454); \
 	t = time.perf_counter(); r = d.precondition(1, 'rand', 4096, loops=1.0, seed=1); \
 	print(f'fast-forward check: {r.ios / (time.perf_counter() - t) / 1e6:.1f} M random 4 KiB writes/s')"
-
-# install's two halves run at once: pip fetches and unpacks the dependencies and test tools
-# (one core, mostly I/O: ~27 s into a fresh venv) while cargo builds the extension (~65 s of
-# both cores), which `pip install -e '.[test]'` would do one after the other
-# (docs/performance.md, "CI time"). The list is pyproject.toml's, read by the same TOML
-# parser pip uses, so the two cannot drift. Both run without make's MAKEFLAGS: cargo, under
-# pip and maturin, would otherwise join the jobserver of `-j2`, whose two slots these two
-# recipes hold, and build on one core.
-define LIST_REQUIREMENTS
-try:
-    import tomllib
-except ImportError:  # Python < 3.11: pip's own copy of tomli
-    from pip._vendor import tomli as tomllib
-with open("pyproject.toml", "rb") as f:
-    project = tomllib.load(f)["project"]
-print("\n".join(project["dependencies"] + project["optional-dependencies"]["test"]))
-endef
-export LIST_REQUIREMENTS
-
-install-deps: ## the dependencies and test tools of pyproject.toml (its dependencies and [test] extra)
-	set -o pipefail; $(PYTHON) -c "$$LIST_REQUIREMENTS" | env -u MAKEFLAGS -u MFLAGS $(PIP) install -r /dev/stdin
-
-install-package: ## the package itself, editable, with its extension built in release mode (no dependencies)
-	env -u MAKEFLAGS -u MFLAGS $(PIP) install --no-deps -e .
 
 lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI enforces
 	env -u MAKEFLAGS -u MFLAGS cargo fmt --all --check
