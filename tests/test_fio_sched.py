@@ -164,12 +164,21 @@ def test_exitall_counts_match_real_fio(tmp_path: Path) -> None:
     job = tmp_path / "real.fio"
     job.write_text(text.format(engine="null", what="stonewall"))
     out = subprocess.run(["fio", "--output-format=json", str(job)], capture_output=True, text=True, timeout=60, check=True)
-    real = {j["jobname"]: j["read"]["total_ios"] for j in json.loads(out.stdout)["jobs"]}
+    jobs = json.loads(out.stdout)["jobs"]
+    real = {j["jobname"]: j["read"]["total_ios"] for j in jobs}
+    real_short_ms = next(j["read"]["runtime"] for j in jobs if j["jobname"] == "short")
     twin = simulate(tmp_path, text.format(engine="libaio", what="stonewall"))
     assert reads(twin, "short") == 10240 and 1020 <= reads(twin, "long") <= 1030 and 510 <= reads(twin, "g2") <= 516
+    # exitall stops the rate-limited jobs when the short one ends, so they read their rate
+    # times its runtime. A busy host can only make real fio's short job late (1,056 ms
+    # against 1,024 seen in a quiet CI run, 3.1 %: long read 1,056), so those two are held
+    # to the twin's counts stretched by real fio's own short runtime; short and after are
+    # bound by their sizes and compared as they are.
+    stretch = real_short_ms / (twin["short"][0]["elapsed_ns"] / 1e6)
+    expected = {name: reads(twin, name) * (stretch if name in ("long", "g2") else 1.0) for name in real}
     for name in ("short", "long", "g2", "after"):
-        tolerance = max(5, 0.03 * reads(twin, name))
-        assert abs(real[name] - reads(twin, name)) <= tolerance, (name, real, {k: reads(twin, k) for k in twin})
+        tolerance = max(5, 0.03 * expected[name])
+        assert abs(real[name] - expected[name]) <= tolerance, (name, real, expected, real_short_ms)
 
 
 FLOW = """[global]
