@@ -188,32 +188,37 @@ def test_ctrl_c_at_a_terminal_lets_the_command_waf_runs_finish_stopping(small: P
     """A terminal's Ctrl-C reaches waf and its command alike. waf waits for the command to
     stop (an ssdtwin command's commit or clean-up may take a while); it used to kill it
     0.25 s later (what subprocess.call does), so this command's clean-up never ran."""
-    import pty
+    import select
 
     marker = tmp_path / "cleaned-up"
     script = f'trap "sleep 1; echo done > {marker}; exit 130" INT; echo ready; sleep 30 & wait'
-    pid, fd = pty.fork()
+    # This process keeps the terminal's slave side open until the session has ended: with
+    # pty.fork() only the child held it, and its exit could discard waf's last line unread
+    # (a CI run read "ready ^C" and an exit of 130, with the clean-up done).
+    fd, slave = os.openpty()
+    pid = os.fork()
     if pid == 0:  # a session of its own whose controlling terminal is the pty
         try:
+            os.close(fd)
+            os.login_tty(slave)
             os.execvp(SSDTWIN[0], [*SSDTWIN, "waf", str(small), "--", "sh", "-c", script])
         finally:
             os._exit(127)
     out = b""
     try:
         while b"ready" not in out:
-            chunk = os.read(fd, 4096)
-            assert chunk, out
-            out += chunk
+            assert select.select([fd], [], [], 60)[0], out
+            out += os.read(fd, 4096)
         os.write(fd, b"\x03")  # the terminal's interrupt character: SIGINT to its foreground group
-        with contextlib.suppress(OSError):  # EIO once the session has ended
-            while chunk := os.read(fd, 4096):
-                out += chunk
         _, status = os.waitpid(pid, 0)
+        while select.select([fd], [], [], 0.5)[0]:  # what the session wrote before it ended
+            out += os.read(fd, 4096)
     finally:
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         os.close(fd)
+        os.close(slave)
     text = out.decode(errors="replace")
     assert os.waitstatus_to_exitcode(status) == 130, text
     assert marker.exists(), f"the command was killed before its clean-up:\n{text}"
