@@ -141,6 +141,12 @@ def _sharing() -> Iterator[None]:
         _SHARED = outer
 
 
+def _rand_bs(corner: Corner) -> int:
+    """The block size of the random writes a corner's drive state is made with: the corner's
+    own for the random-write corner, 4 KiB for the others."""
+    return corner.shape[0] if corner.name == "rand-write" else 4096
+
+
 class Drives:
     """Prepared drive states, each made once (an image in a temporary folder) and opened
     read-only for every figure measured in it, so each figure starts from the same state
@@ -166,13 +172,16 @@ class Drives:
         """A drive in the state `corner` is measured in (`experiments.cm6_drive`, the one
         `reproduce` and `calibrate` use): WIPC for sequential corners; random writes of the
         corner's own block size to steady state for random ones."""
-        rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
-        return self.open_state(model, corner.state, rand_bs, ns_fraction)
+        return self.open_state(model, corner.state, _rand_bs(corner), ns_fraction)
+
+    def _state_key(self, model: str, state: str, rand_bs: int, ns_fraction: float) -> tuple[Any, ...]:
+        """What makes a drive state: the drive, the run's scale and seed, and how it was written."""
+        return (self.spec_toml or model, self.s.scale, self.s.seed, state, ns_fraction, rand_bs if state == "rand" else 0)
 
     def open_state(self, model: str, state: str, rand_bs: int = 4096, ns_fraction: float = 1.0) -> Drive:
         """A drive in `state` ("seq": WIPC; "rand": then random writes of `rand_bs` to
         steady state), made once and opened read-only."""
-        key = (self.spec_toml or model, self.s.scale, self.s.seed, state, ns_fraction, rand_bs if state == "rand" else 0)
+        key = self._state_key(model, state, rand_bs, ns_fraction)
         if key not in self._images:
             path = str(Path(self._dir) / f"d{len(self._images)}")
             d = cm6_drive(
@@ -194,19 +203,9 @@ class Drives:
         corners, IOPS for random ones), in the corner's job shape and the run's windows.
         A corner another group of the run has measured on the same drive state (cm6-brief's
         CM6-V 3.20 TB column is the corners group's CM6-V corners) is not measured again."""
-        rand_bs = corner.shape[0] if corner.name == "rand-write" else 4096
         windows = self.s.windows()
-        key = (
-            self.spec_toml or model,
-            self.s.scale,
-            self.s.seed,
-            corner.state,
-            ns_fraction,
-            rand_bs if corner.state == "rand" else 0,
-            corner.name,
-            corner.shape,
-            windows[corner.name],
-        )
+        state = self._state_key(model, corner.state, _rand_bs(corner), ns_fraction)
+        key = (*state, corner.name, corner.shape, windows[corner.name])
         if self._measured is not None and key in self._measured:
             return self._measured[key]
         d = self.open(model, corner, ns_fraction)
@@ -313,30 +312,37 @@ def pts_throughput_group(s: Settings, log: Log) -> list[Figure]:
     """The review's throughput test: sequential 128 KiB, 1 job at QD256, after WIPC."""
     out = []
     drives = Drives(s)  # a drive's WIPC state built once for both directions (and shared with corners')
-    for model, d, pub in PTS_THROUGHPUT:
-        t0 = time.perf_counter()
-        drive = drives.open_state(model, "seq")
-        try:
-            ramp, run = s.windows()["seq-write"]
-            c = Corner(f"seq-{d}", pub, "CM6/CD6 SNIA PTS review", block_bytes=131072, iodepth=256, numjobs=1)
-            m = run_job(drive, corners.job_text(c, f"{ramp}ms", f"{run}ms"), f"{model}-tp-{d}.fio")
-        finally:
-            drive.close()
-        f = Figure(
-            model,
-            "CM6/CD6 SNIA PTS review",
-            f"SNIA PTS throughput, sequential {d} 128 KiB, 1 job QD256",
-            "MiB/s",
-            pub,
-            m.mib_s,
-            "predicted",
-            "pts-throughput",
-            NOTES["cm6-small-write"] if (model, d) == ("kioxia-cm6-v-1.6t", "write") else "",
-        )
-        out.append(f)
-        log(line(f, time.perf_counter() - t0))
-    drives.close()
+    try:
+        for model, d, pub in PTS_THROUGHPUT:
+            out.append(_pts_throughput_figure(s, log, drives, model, d, pub))
+    finally:
+        drives.close()
     return out
+
+
+def _pts_throughput_figure(s: Settings, log: Log, drives: Drives, model: str, d: str, pub: float) -> Figure:
+    """One row of PTS_THROUGHPUT measured on its drive's WIPC state."""
+    t0 = time.perf_counter()
+    drive = drives.open_state(model, "seq")
+    try:
+        ramp, run = s.windows()["seq-write"]
+        c = Corner(f"seq-{d}", pub, "CM6/CD6 SNIA PTS review", block_bytes=131072, iodepth=256, numjobs=1)
+        m = run_job(drive, corners.job_text(c, f"{ramp}ms", f"{run}ms"), f"{model}-tp-{d}.fio")
+    finally:
+        drive.close()
+    f = Figure(
+        model,
+        "CM6/CD6 SNIA PTS review",
+        f"SNIA PTS throughput, sequential {d} 128 KiB, 1 job QD256",
+        "MiB/s",
+        pub,
+        m.mib_s,
+        "predicted",
+        "pts-throughput",
+        NOTES["cm6-small-write"] if (model, d) == ("kioxia-cm6-v-1.6t", "write") else "",
+    )
+    log(line(f, time.perf_counter() - t0))
+    return f
 
 
 def pblaze5_group(s: Settings, log: Log) -> list[Figure]:
