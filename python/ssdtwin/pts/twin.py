@@ -53,7 +53,8 @@ _SET_BY_CREATE = ("scale", "nvm_sets.sets", "ftl.partitions")
 
 
 def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
-    """The dotted paths where spec ``a`` has another value than ``b`` (sources not compared)."""
+    """The dotted paths where spec ``a`` has another value than ``b`` (sources not compared;
+    the scaled fields at their full-scale value count as equal)."""
     if isinstance(a, dict) and isinstance(b, dict):
         if "value" in a and "source" in a:
             if a["value"] != b.get("value") and not (path in _SCALED and str(a["source"]).startswith(f"{b.get('value')} (full scale)")):
@@ -64,7 +65,7 @@ def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             _changed(x, y, f"{path}[{i}]", out)
-    elif a != b and path not in _SET_BY_CREATE:
+    elif a != b:
         out.append(path)
 
 
