@@ -598,6 +598,9 @@ def run_watched(cmd: list[str], stdout: Any) -> int:
             p.send_signal(signal.SIGINT)
         rc = p.wait()
         interrupt_note(f"the command ended with status {rc}; WAF not computed")
+        # A Ctrl-C noted while Popen ran never reached Interrupt.on_sigint: unmarked, typer
+        # would turn this KeyboardInterrupt into a bare status 130, without waf's line.
+        Interrupt.seen = True
         raise
 
 
