@@ -1133,6 +1133,7 @@ def _damage(meta: Path, how: str) -> None:
         ("truncated", "its record "),
         ("no-image", "its image "),
     ],
+    ids=["version", "core_build", "preset_digest", "unrecorded", "truncated", "no-image"],
 )
 def test_a_cached_image_another_build_or_preset_made_is_rebuilt_with_a_note(
     tiny_in_process: Path, tmp_path: Path, how: str, why: str
