@@ -141,6 +141,9 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
         (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6V}-typo=90"], f"--cost-per-tb: {CM6V}-typo is not one of --drives ({CM6})"),
         (["--drives", CM6, "--out", "JOBFILE"], "j.fio: not a directory (advise keeps its sweeps there"),
         (["--drives", CM6, "--cost-per-tb", f"{CM6}=100,{CM6}=90"], f"--cost-per-tb: {CM6} priced twice"),
+        # A --cache that is a file, or that cannot be made (under a file), failed every candidate's run.
+        (["--drives", CM6, "--in-process", "--cache", "JOBFILE"], "j.fio is not a folder (the sweep keeps its images there)"),
+        (["--drives", CM6, "--in-process", "--cache", "JOBFILE/c"], "j.fio/c: cannot write the images to "),
         # A scale no candidate can be built at failed every candidate's run, after Ray had started.
         (
             ["--drives", f"{CM6},{P5316}", "--scale", "1/300"],
@@ -164,14 +167,14 @@ def test_advise_prints_its_reasoning(advised: tuple[dict[str, Any], str]) -> Non
             "drive-twice",
             "op-twice",
         ),
-        *("price-unknown", "out-file", "price-twice", "scale-too-small"),
+        *("price-unknown", "out-file", "price-twice", "cache-file", "cache-unwritable", "scale-too-small"),
     ],
 )
 def test_bad_advise_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -> None:
     (tmp_path / "j.fio").write_text(JOB)
     (tmp_path / "bin.fio").write_bytes(b"[j\x87\xff]\n")
     job = next((tmp_path / a[4:] for a in args if a.startswith("JOB=")), tmp_path / "j.fio")
-    args = [str(tmp_path / "j.fio") if a == "JOBFILE" else a for a in args if not a.startswith("JOB=")]
+    args = [a.replace("JOBFILE", str(tmp_path / "j.fio")) for a in args if not a.startswith("JOB=")]
     base = ["advise", job, "--target-iops", "100k"]
     if "--target-iops" in args:
         base = base[:2]

@@ -4,6 +4,9 @@
     README, --help, docs and preset sources cite documents by the keys of docs/sources.md.
 (2) Every preset parameter is a `{ value, source }` entry whose source starts with one of the
     marks docs/sources.md defines, and every [SRC] source names a document listed there.
+(3) Every [ASSUMED] preset parameter says why, has a bracket in docs/sources.md ("Brackets of
+    the assumed preset parameters": range and what it changes), and an "as X" in its source
+    holds X's value still (X's figure changed under a copy that kept the old one).
 
 Pure Python and fast: it reads files from the checkout and needs no compiled extension.
 """
@@ -140,3 +143,82 @@ def test_every_preset_parameter_has_a_marked_source(path: Path) -> None:
 
 def test_presets_exist() -> None:
     assert len(presets()) >= 7
+
+
+BRACKETS = "### Brackets of the assumed preset parameters"
+# [ASSUMED] strings that describe the drive (no range to give).
+DESCRIPTIVE = {"drive.model_number", "drive.interface", "nand.part"}
+# "as X" in an [ASSUMED] source: the preset X names, whose same parameter must hold the value.
+AS_PRESET = re.compile(r"\bas (?:the )?(CM6-R 3\.84 TB|CM6|CM5|P5316)(?: preset)?(?=$|\s*[(;:,]|\s+\()")
+AS_FILE = {"CM6-R 3.84 TB": "kioxia-cm6-r-3.84t", "CM6": "kioxia-cm6-r-3.84t", "CM5": "kioxia-cm5-r-3.84t", "P5316": "intel-p5316-15.36t"}
+
+
+def bracket_rows() -> dict[str, list[str]]:
+    """Parameter -> the cells of its row in docs/sources.md's table of brackets."""
+    text = SOURCES.read_text()
+    assert BRACKETS in text, f"docs/sources.md has no '{BRACKETS}'"
+    part = text.split(BRACKETS, 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, list[str]] = {}
+    for line in part.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        names = re.findall(r"`([^`]+)`", cells[0])
+        table = names[0].rsplit(".", 1)[0] if "." in names[0] else ""
+        for n in names:
+            rows[n if "." in n or not table else f"{table}.{n}"] = cells[1:]
+    return rows
+
+
+def _entry_value(doc: dict[str, Any], name: str) -> Any:
+    node: Any = doc
+    for part in name.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node.get("value") if isinstance(node, dict) else None
+
+
+@pytest.mark.parametrize("path", presets(), ids=lambda p: p.stem)
+def test_every_assumed_preset_parameter_says_why_and_its_bracket(path: Path) -> None:
+    rows = bracket_rows()
+    doc = load_toml(path)
+    problems = []
+    for name, entry in sourced_entries(doc):
+        source = entry.get("source") if entry is not None else None
+        if not isinstance(source, str) or "[ASSUMED]" not in source:
+            continue
+        key = re.sub(r"\[\d+\]$", "", name)
+        reason = source.replace("[ASSUMED]", "").strip(" ;:,.")
+        if len(reason.split()) < 3:
+            problems.append(f"{name}: [ASSUMED] without saying what is assumed and why: {source!r}")
+        value = entry.get("value")
+        if key not in DESCRIPTIVE and not isinstance(value, str):
+            cells = rows.get(key)
+            if cells is None:
+                problems.append(f"{name}: [ASSUMED] and no row in docs/sources.md '{BRACKETS}'")
+            elif len(cells) != 3 or not all(cells):
+                problems.append(f"{name}: its bracket row needs the assumed value, the range and what it changes: {cells}")
+        after = source.split("[ASSUMED]", 1)[1] if source.startswith("[ASSUMED]") else ""
+        for m in AS_PRESET.finditer(after):
+            other = PRESETS / f"{AS_FILE[m.group(1)]}.toml"
+            if other == path:
+                continue
+            theirs = _entry_value(load_toml(other), key)
+            if theirs is not None and theirs != value:
+                problems.append(f"{name}: says 'as {m.group(1)}' but {other.stem} holds {theirs!r}, this preset {value!r}")
+    assert problems == [], f"{path.name}:\n" + "\n".join(problems)
+
+
+def test_the_bracket_check_catches_what_it_must(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stale copy (the PM983 kept the CM5's old 25 us program suspend under "as the CM5
+    # preset" after the CM5 moved to 11 us) and an [ASSUMED] with no bracket row are refused.
+    text = (PRESETS / "samsung-pm983-3.84t.toml").read_text()
+    stale = re.sub(r'^(t_prog_suspend_ns = \{ value = \d+, source = ")[^"]*(" \})', r"\1[ASSUMED] as the CM5 preset\2", text, flags=re.M)
+    unbracketed = stale.replace("[dram_namespace]", "").replace(
+        "channels = { value = ", 'made_up_knob = { value = 1, source = "[ASSUMED] a made-up knob of the test" }\nchannels = { value = ', 1
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(unbracketed)
+    with pytest.raises(AssertionError) as e:
+        test_every_assumed_preset_parameter_says_why_and_its_bracket(bad)
+    assert "timing.t_prog_suspend_ns: says 'as CM5' but kioxia-cm5-r-3.84t holds 11000" in str(e.value), e.value
+    assert "nand.made_up_knob: [ASSUMED] and no row" in str(e.value), e.value

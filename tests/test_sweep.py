@@ -1099,3 +1099,73 @@ def test_resume_refuses_rows_or_images_of_another_version(tiny_in_process: Path,
     assert r.stderr_lines[0].startswith(f"ssdtwin sweep: error: --out {out}: its {made_by}"), r.stderr
     assert f"made by ssdtwin 0.0.9, this is ssdtwin {_core.__version__}" in r.stderr and "empty --out" in r.stderr, r.stderr
     assert (out / "results.parquet").read_bytes() == table
+
+
+ONE_READ = (
+    TINY.split("[[plot]]")[0].replace("[3.84, 3.2, 5.0]", "[3.2]").replace('["cm6-rand-write", "cm6-rand-read"]', '["cm6-rand-read"]')
+)
+
+
+def _damage(meta: Path, how: str) -> None:
+    rec = json.loads(meta.read_text())
+    if how == "version":
+        rec["ssdtwin_version"] = "0.0.9"
+    elif how in ("core_build", "preset_digest"):
+        rec[how] = "0123456789abcdef"
+    elif how == "unrecorded":  # made before the cache recorded the build and the preset
+        del rec["core_build"], rec["preset_digest"]
+    elif how == "truncated":
+        meta.write_text(meta.read_text()[:40])
+        return
+    elif how == "no-image":
+        shutil.rmtree(meta.with_suffix(""))
+        return
+    meta.write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize(
+    "how, why",
+    [
+        ("version", "made by ssdtwin 0.0.9, this is ssdtwin "),
+        ("core_build", "made by another build of ssdtwin "),
+        ("preset_digest", f"made from another definition of preset {CM6} (its parameter values have changed since)"),
+        ("unrecorded", "made before cached images recorded the core build and the preset's parameters"),
+        ("truncated", "its record "),
+        ("no-image", "its image "),
+    ],
+    ids=["version", "core_build", "preset_digest", "unrecorded", "truncated", "no-image"],
+)
+def test_a_cached_image_another_build_or_preset_made_is_rebuilt_with_a_note(
+    tiny_in_process: Path, tmp_path: Path, how: str, why: str
+) -> None:
+    """advise --cache (and a sweep's cache) took any image under the point's key for current:
+    one made by another ssdtwin version or build, or from another definition of the preset,
+    was served as this one's. Such an image (or one whose record is cut short or whose image
+    is gone) is said stale in one line and built again; the row is the one a fresh image gives."""
+    from ssdtwin.sweep import runner
+    from ssdtwin.sweep.point import image_identity
+
+    (tmp_path / "one.toml").write_text(ONE_READ)
+    sweep = config.load(tmp_path / "one.toml")
+    (p,) = sweep.points
+    cache = tmp_path / "cache"
+    shutil.copytree(tiny_in_process / "cache", cache)
+    meta = cache / "images" / f"{p.image_key}.json"
+    reference = json.loads(meta.read_text())
+    _damage(meta, how)
+    notes: list[str] = []
+    res = runner.run_sweep(sweep, tmp_path / "out", runner.InProcess, cache=cache, on_note=notes.append)
+    assert len(notes) == 1 and notes[0].startswith(f"cached image {p.image_key} ({CM6} at 1/454) is stale: {why}"), notes
+    assert notes[0].endswith("; building it again"), notes
+    rebuilt = json.loads(meta.read_text())
+    assert {k: rebuilt[k] for k in image_identity(p)} == image_identity(p)
+    assert rebuilt["steady_waf"] == reference["steady_waf"] and rebuilt["data_pool_bytes"] == reference["data_pool_bytes"]
+    (row,) = res.rows
+    kept = {r["row"]["point_id"]: r["row"] for r in map(json.loads, map(Path.read_text, (tiny_in_process / "points").glob("*.json")))}
+    assert row["status"] == "ok" and row["iops"] == kept[p.point_id]["iops"], (row, kept[p.point_id])
+    check_image(meta.with_suffix(""))
+    # A current image is used as it is: no note, not built again.
+    notes.clear()
+    stamp = meta.stat().st_mtime_ns
+    runner.run_sweep(sweep, tmp_path / "again", runner.InProcess, cache=cache, on_note=notes.append)
+    assert notes == [] and meta.stat().st_mtime_ns == stamp

@@ -147,7 +147,15 @@ def sweep_cmd(
     with sigterm_cleans_up() as reinstall, ctrl_c_lets_clean_up():
         try:
             with prog.shown():
-                res = run_sweep(sweep, out, make_taking_sigterm_back, resume=resume, on_start=on_start, on_point=on_point)
+                res = run_sweep(
+                    sweep,
+                    out,
+                    make_taking_sigterm_back,
+                    resume=resume,
+                    on_start=on_start,
+                    on_point=on_point,
+                    on_note=lambda s: say(f"ssdtwin sweep: note: {s}"),
+                )
         except SweepError as e:
             fail(str(e))
     if quiet or sys.stderr.isatty():  # else the progress lines named them already
@@ -246,7 +254,7 @@ def advise_cmd(
     from ..fio.units import parse_time_us
     from ..sweep.advise import Targets, advise, report, to_json
     from ..sweep.config import PRECONDITIONS, SweepConfigError, scale_problem
-    from ..sweep.runner import SweepError
+    from ..sweep.runner import SweepError, images_problem
 
     check_fmt(fmt)
     iops = _iops(target_iops)
@@ -325,6 +333,10 @@ def advise_cmd(
         fail(f"--out {folder}: not a directory (advise keeps its sweeps there: give a new folder)")
     if keep and folder.exists() and any(folder.iterdir()):
         fail(f"--out {folder}: not empty (advise keeps its sweeps there: give a new folder)")
+    if cache is not None:
+        problem = images_problem(cache)  # before Ray starts and round 1 is announced
+        if problem:
+            fail(f"--cache {cache}: {problem}")
     prog = _Progress(quiet, "ssdtwin advise")
     log = (lambda s: None) if quiet else (lambda s: say(f"ssdtwin advise: {s}"))
     # Until the first sweep has started (Ray: seconds) --out does not exist yet.
@@ -358,6 +370,7 @@ def advise_cmd(
                     rounds=rounds,
                     cache=cache,
                     log=log,
+                    note=lambda s: say(f"ssdtwin advise: note: {'--cache ' + str(cache) + ': ' if cache else ''}{s}"),
                     on_start=on_start,
                     on_point=prog.point,
                 )

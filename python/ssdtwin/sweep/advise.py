@@ -168,12 +168,14 @@ def advise(
     rounds: int = 3,
     cache: Optional[Path] = None,
     log: Callable[[str], None] = lambda s: None,
+    note: Optional[Callable[[str], None]] = None,
     on_start: Optional[Callable[[int, int, str], None]] = None,
     on_point: Optional[Callable[..., None]] = None,
 ) -> Advice:
     """Run the rounds (module docstring) with ``executor`` (kept open between rounds); the
     sweeps' folders go under ``out`` (round-1, load-2 ...), the images to ``cache`` (default
-    OUT/cache; another advise of the same drives and seed reuses them)."""
+    OUT/cache; another advise of the same drives and seed reuses them, unless another ssdtwin
+    build or preset definition made them: ``note`` says so and they are built again)."""
     infos = {n: Drive.of(n) for n in drives}
     # The namespace each candidate asks for (round 1 gives the one the drive made, on the
     # 64 KiB grid): a candidate whose run failed is still labelled with its size.
@@ -186,7 +188,7 @@ def advise(
 
     def sweep(name: str, cases: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, Any]]:
         sw: Sweep = from_dict({**base, "title": name, "cases": cases}, name=str(job), base=job.parent)
-        res = run_sweep(sw, out / name, lambda: shared, cache=cache or out / "cache", on_start=on_start, on_point=on_point)
+        res = run_sweep(sw, out / name, lambda: shared, cache=cache or out / "cache", on_start=on_start, on_point=on_point, on_note=note)
         return {(p.params["preset"], p.params["extra_op"]): r for p, r in zip(sw.points, res.rows)}
 
     least = min_rate_iops_of(job.read_text(), {}, job.name, job.parent)

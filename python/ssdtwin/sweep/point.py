@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
+import hashlib
 import json
 import os
 import shutil
 import socket
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -102,27 +105,120 @@ def _scale_named_as_in_sweeps() -> Iterator[None]:
         drivemod.SCALE_NAME = was
 
 
+@functools.cache
+def core_build() -> str:
+    """The build of the compiled core (a hash of the extension file): two builds of one
+    version can compute differently (a development tree), so a cached image names its build."""
+    h = hashlib.sha256()
+    with open(_core.__file__ or "", "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _values(obj: Any) -> Any:
+    """A preset's parameters without their sources: what the drive is built from."""
+    if isinstance(obj, dict):
+        return {k: _values(v) for k, v in obj.items() if k != "source"}
+    if isinstance(obj, list):
+        return [_values(v) for v in obj]
+    return obj
+
+
+@functools.cache
+def preset_digest(preset: str) -> str:
+    """A hash of the preset's parameter values (sources and published corners left out: they
+    change no image)."""
+    spec = {k: v for k, v in _core.preset(preset).items() if k != "corners"}
+    return hashlib.sha256(json.dumps(_values(spec), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def image_identity(point: Point) -> dict[str, str]:
+    """What a cached image's content depends on besides its key (preset name, scale,
+    precondition, namespace, seed): the ssdtwin version, the core's build and the preset's
+    parameter values. An image made under another one is stale: rebuilt, never used."""
+    return {"ssdtwin_version": _core.__version__, "core_build": core_build(), "preset_digest": preset_digest(point.params["preset"])}
+
+
+def cached_image(point: Point, cache: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
+    """The metadata of the point's image in ``cache`` when it can be used; otherwise None and
+    why it cannot (None too when there is none)."""
+    final = image_path(cache, point)
+    meta_path = final.with_suffix(".json")
+    if not (meta_path.exists() or meta_path.is_symlink()):
+        return None, None
+    try:
+        meta = json.loads(meta_path.read_text())
+        if not isinstance(meta, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as e:
+        return None, f"its record {meta_path.name} is unreadable ({getattr(e, 'strerror', None) or e})"
+    if not (final / "ssdtwin.toml").is_file():
+        return None, f"its image {final.name}/ is missing or incomplete"
+    ours = image_identity(point)
+    if meta.get("ssdtwin_version") != ours["ssdtwin_version"]:
+        return None, f"made by ssdtwin {meta.get('ssdtwin_version', 'of unknown version')}, this is ssdtwin {ours['ssdtwin_version']}"
+    if "core_build" not in meta or "preset_digest" not in meta:
+        return None, "made before cached images recorded the core build and the preset's parameters"
+    if meta["core_build"] != ours["core_build"]:
+        return None, f"made by another build of ssdtwin {ours['ssdtwin_version']} (core {meta['core_build']}, this is {ours['core_build']})"
+    if meta["preset_digest"] != ours["preset_digest"]:
+        return None, f"made from another definition of preset {point.params['preset']} (its parameter values have changed since)"
+    return dict(meta), None
+
+
+def stale_images(points: Sequence[Point], cache: Path) -> list[tuple[Point, str]]:
+    """The images of ``points`` the cache holds but cannot use (one per image), and why."""
+    out, seen = [], set()
+    for p in points:
+        if p.image_key in seen:
+            continue
+        seen.add(p.image_key)
+        why = cached_image(p, cache)[1]
+        if why is not None:
+            out.append((p, why))
+    return out
+
+
+def _drop(point: Point, cache: Path) -> None:
+    """Remove the point's cached image and its record (the record first: a half-removed
+    entry is never taken for a finished image)."""
+    final = image_path(cache, point)
+    meta_path = final.with_suffix(".json")
+    if meta_path.exists() or meta_path.is_symlink():
+        meta_path.unlink()
+    if final.is_symlink() or final.is_file():
+        final.unlink()
+    elif final.exists():
+        shutil.rmtree(final)
+
+
 def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
     """The point's preconditioned image in ``cache``, built unless another point (in any
     process sharing the folder) built it already; returns its metadata. The image is
     written under a temporary name and renamed, and the metadata written last, so a killed
-    build leaves nothing that a later run would take for a finished image."""
+    build leaves nothing that a later run would take for a finished image. A cached image
+    that is stale or unreadable (:func:`cached_image`) is removed and built again."""
     final = image_path(cache, point)
     meta_path = final.with_suffix(".json")
-    if meta_path.is_file():
-        return dict(json.loads(meta_path.read_text()))
+    meta, _ = cached_image(point, cache)
+    if meta is not None:
+        return meta
     with _locked(final.with_suffix(".lock")):
-        if meta_path.is_file():
-            return dict(json.loads(meta_path.read_text()))
+        meta, stale = cached_image(point, cache)
+        if meta is not None:
+            return meta
+        if stale is not None:
+            _drop(point, cache)
         p = point.params
         frac = namespace_fraction(p)
         if frac is not None and frac > 1:
             full = capacity_bytes(p["preset"])
             raise ValueError(f"namespace {p['namespace_tb']} TB: larger than the drive ({p['preset']}: {full / 1e12:.2f} TB)")
         tmp = final.with_name(final.name + ".tmp")
-        for stale in (tmp, final):
-            if stale.exists():
-                shutil.rmtree(stale)
+        for stale_dir in (tmp, final):
+            if stale_dir.exists():
+                shutil.rmtree(stale_dir)
         t0 = time.perf_counter()
         try:
             with _scale_named_as_in_sweeps():
@@ -150,7 +246,7 @@ def ensure_image(point: Point, cache: Path) -> dict[str, Any]:
             "steady_waf_measurement": prepared.steady_measurement,
             "seed": point.image_seed,
             "build_wall_s": round(time.perf_counter() - t0, 3),
-            "ssdtwin_version": _core.__version__,
+            **image_identity(point),
         }
         part = meta_path.with_name(meta_path.name + ".tmp")
         part.write_text(json.dumps(meta, indent=1))
@@ -202,7 +298,18 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
     meta = ensure_image(point, cache)
     p = point.params
     run = parse_string(point.job_text, name=point.job_name, env=p["vars"], run_seed=point.seed)
-    d = Drive.open(image_path(cache, point), writable=False)  # a scratch run: the image never changes
+    try:
+        d = Drive.open(image_path(cache, point), writable=False)  # a scratch run: the image never changes
+    except _core.ImageError as e:
+        # A cached image damaged since it was made (a file cut short, removed by hand): said
+        # in one line, built again once (a second failure is the point's error).
+        print(
+            f"ssdtwin: note: cached image {image_path(cache, point)} cannot be opened ({e}); building it again", file=sys.stderr, flush=True
+        )
+        with _locked(image_path(cache, point).with_suffix(".lock")):
+            _drop(point, cache)
+        meta = ensure_image(point, cache)
+        d = Drive.open(image_path(cache, point), writable=False)
     try:
         specs = engine_specs(d, run, 1)
         adjust_specs(specs, p)

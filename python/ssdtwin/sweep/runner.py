@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from urllib.parse import urlsplit
 from .. import _core
 from .columns import INPUT_TYPES, OUTPUT_COLUMNS
 from .config import Point, Sweep, canonical
-from .point import failed_row, prepare, remove_stopped_builds, run_point
+from .point import failed_row, image_path, prepare, remove_stopped_builds, run_point, stale_images
 
 __all__ = ["Executor", "InProcess", "RayExecutor", "SweepError", "SweepResult", "run_sweep", "table", "write_results"]
 
@@ -346,9 +347,28 @@ def _check_layout(out: Path, cache: Optional[Path]) -> None:
     for opt, given, path, what in folders:
         if (path.exists() or path.is_symlink()) and not path.is_dir():
             raise SweepError(f"{opt} {given}: {path} is not a folder (the sweep keeps its {what} there)")
+    problem = images_problem(root)
+    if problem:
+        raise SweepError(f"{option} {cache or out}: {problem}")
     table = out / "results.parquet"
     if table.is_dir():
         raise SweepError(f"--out {out}: {table} is a folder (the sweep writes its table there)")
+
+
+def images_problem(root: Path) -> Optional[str]:
+    """Why the images cannot be kept under ``root`` (made if need be); None when they can. A
+    cache that could not be made or written failed every point, each row with one OSError."""
+    images = root / "images"
+    for path in (root, images):
+        if (path.exists() or path.is_symlink()) and not path.is_dir():
+            return f"{path} is not a folder (the sweep keeps its images there)"
+    try:
+        images.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=images, prefix=".probe-"):
+            pass
+    except OSError as e:
+        return f"cannot write the images to {images} ({e.strerror or e})"
+    return None
 
 
 def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
@@ -388,6 +408,10 @@ def _same_version(out: Path, kept: dict[str, dict[str, Any]], images: Path) -> N
         )
 
 
+def _say(note: str) -> None:
+    print(f"ssdtwin: note: {note}", file=sys.stderr, flush=True)
+
+
 def _keep(out: Path, point: Point, result: dict[str, Any]) -> None:
     d = out / "points"
     tmp = d / f"{point.point_id}.json.tmp"
@@ -411,6 +435,7 @@ def run_sweep(
     cache: Optional[Path] = None,
     on_start: Optional[Callable[[int, int, str], None]] = None,
     on_point: Optional[Callable[[Point, dict[str, Any]], None]] = None,
+    on_note: Optional[Callable[[str], None]] = None,
 ) -> SweepResult:
     """Run every point not yet done, then write results.parquet and the plots. Ctrl-C
     (KeyboardInterrupt) stops the points in flight and writes the table of those done
@@ -425,6 +450,8 @@ def run_sweep(
     # (Ray refused, or Ctrl-C while Ray starts): a failed start leaves OUT as it was.
     made = [d for d in (*reversed(out.absolute().parents), out.absolute()) if not d.exists()]
     made += [p for p in (out / ".lock", out / "points") if not p.exists()]
+    images_root = (cache or out / "cache").absolute()
+    made += [d for d in (*reversed(images_root.parents), images_root, images_root / "images") if not d.exists() and d not in made]
     out.mkdir(parents=True, exist_ok=True)
     with _out_lock(out):
         try:
@@ -436,6 +463,11 @@ def run_sweep(
             kept = _kept(out, sweep.points) if resume else {}
             _same_version(out, kept, (cache or out / "cache") / "images")
             todo = [p for p in sweep.points if p.point_id not in kept]
+            root = cache or out / "cache"
+            for p, why in stale_images(todo, root):
+                # Never used: the image is removed and built again by the first point needing it.
+                name = f"{image_path(root, p).name} ({p.params['preset']} at 1/{p.params['scale']})"
+                (on_note or _say)(f"cached image {name} is stale: {why}; building it again")
             rows: dict[str, dict[str, Any]] = dict(kept)
             result = SweepResult(rows=[], done=0, resumed=len(kept))
             t0 = time.perf_counter()

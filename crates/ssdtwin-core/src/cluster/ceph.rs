@@ -152,7 +152,7 @@ fn nautilus(c: CephChoice) -> Ceph {
         osd_finisher_threads: s(1, "[SRC] Ceph 14 options: bluestore_shard_finishers = false, one finisher thread"),
         message_header_bytes: s(256, "[ASSUMED] messenger v2 frame and MOSDOp/MOSDRepOp encoding of a single-extent op"),
         wal_bytes_per_txn: s(1024, "[ASSUMED] onode, extent map and PG log entry of a 4 KiB write in the RocksDB write batch"),
-        wal_ring_bytes: s(1 << 30, "[ASSUMED] RocksDB WAL space on the OSD's device (BlueFS), 1 GiB"),
+        wal_ring_bytes: s(1 << 30, "[ASSUMED] RocksDB WAL space on the OSD's device (BlueFS), 1 GiB: Reef's max_total_wal_size (Ceph RocksDB tuning 2022), not checked for Nautilus"),
         osd_min_bytes: osd_min_bytes(),
     }
 }
@@ -227,7 +227,7 @@ fn reef(c: CephChoice) -> Ceph {
         osd_finisher_threads: s(1, "[SRC] Ceph 18 options: bluestore_shard_finishers = false, one finisher thread"),
         message_header_bytes: s(256, "[ASSUMED] messenger v2 frame and MOSDOp/MOSDRepOp encoding of a single-extent op"),
         wal_bytes_per_txn: s(1024, "[ASSUMED] onode, extent map and PG log entry of a 4 KiB write in the RocksDB write batch"),
-        wal_ring_bytes: s(1 << 30, "[ASSUMED] RocksDB WAL space on the OSD's device (BlueFS), 1 GiB (max_total_wal_size of the Reef RocksDB options, Ceph RocksDB tuning 2022)"),
+        wal_ring_bytes: s(1 << 30, "[SRC] Ceph RocksDB tuning 2022: max_total_wal_size 1 GiB in the Reef RocksDB options, the RocksDB WAL space on the OSD's device (BlueFS)"),
         osd_min_bytes: osd_min_bytes(),
     }
 }
