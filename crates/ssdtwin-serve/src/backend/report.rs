@@ -45,6 +45,8 @@ impl TwinBackend {
             late_ns_mean: s.late_ns_sum.checked_div(s.replies_paced).unwrap_or(0),
             host_write_bytes: dh,
             nand_write_bytes: dn,
+            buffered_bytes: vl.buffered_bytes,
+            buffered_change_bytes: vl.buffered_bytes as i64 - st.start_log.buffered_bytes as i64,
             waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
             waf_measurement: Some(st.session_waf(vl)),
             idle_gc_moved_ius: st.idle_gc_moved,
