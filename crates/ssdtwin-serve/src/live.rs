@@ -69,8 +69,8 @@ pub struct SessionSummary {
     pub read_latency_mean_us: Option<f64>,
     #[serde(default)]
     pub write_latency_mean_us: Option<f64>,
-    /// The commands and bytes of each export, lowest NSID first (empty for a stack, whose
-    /// volume is one export over the tier).
+    /// The commands and bytes of each export, lowest NSID first (for a stack, its one
+    /// export, the volume, on the stack's namespace).
     #[serde(default)]
     pub namespaces: Vec<NsSummary>,
     pub commits: u64,
