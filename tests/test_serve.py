@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 import pytest
 
-from twin import P5316, SSDTWIN, check_image, copy_image, free_port, image_digest, make_two_namespaces, run_cli, zeroes_from
+from twin import CM6, P5316, SSDTWIN, check_image, copy_image, free_port, image_digest, make_two_namespaces, run_cli, zeroes_from
 
 pytestmark = pytest.mark.tools
 REPO = Path(__file__).resolve().parent.parent
@@ -544,7 +544,9 @@ def test_logs_come_from_live_json_while_serving(tmp_path: Path, two_ns: Path) ->
         assert r.json()["waf"] is None and r.json()["measurement"]["verdict"] == "insufficient"
         summary = s.stop()
     # 48 MiB of a drive of gigabytes: the session's ratio is no WAF of the drive's, and says so.
-    want = r"host \S+ MB -> NAND \S+ [kMG]B written, WAF: not measured \(window wrote 48\.0 MiB, 0\.0 GC cycles"
+    # (The note between is what the write buffer took in, test_a_short_sessions_summary_...)
+    note = r"(?: \([^)]*write buffer[^)]*\))?"
+    want = r"host \S+ MB -> NAND \S+ [kMG]B written" + note + r", WAF: not measured \(window wrote 48\.0 MiB, 0\.0 GC cycles"
     assert re.search(want, summary), summary
     r = run_cli("nvme", "smart-log", two_ns, "-o", "json")
     assert "being served" not in r.stderr, "after the server stops, the committed state is read"
@@ -570,7 +572,9 @@ def test_a_session_over_every_namespace_once_reports_its_waf(tmp_path: Path, two
                 f"--output={out}",
             )
         summary = s.stop()
-    m = re.search(r"written, WAF (\d+\.\d+) \(timed window: 2\.0 GiB written, 1\.00 namespace passes, [\d.]+ GC cycles\);", summary)
+    note = r"(?: \([^)]*write buffer[^)]*\))?"  # what the write buffer took in (test_a_short_sessions_summary_...)
+    span = r"\(timed window: 2\.0 GiB written, 1\.00 namespace passes, [\d.]+ GC cycles\);"
+    m = re.search(r"written" + note + r", WAF (\d+\.\d+) " + span, summary)
     assert m and 0.9 < float(m[1]) < 1.2, summary
 
 
@@ -690,6 +694,48 @@ def test_text_summary_has_a_line_per_namespace_and_the_model_latency(tmp_path: P
     assert re.search(r"\n    ns2: 0 reads \(0\.00 B\), \d+ writes \(1\.05 MB\), 0 trims", err), err
     assert re.search(r"\d+ block-status, 0 error replies", err), err
     assert re.search(r"mean model latency \(arrival to the model's completion\): write [\d.]+ us\n", err), err
+
+
+def test_a_short_sessions_summary_says_its_bytes_wait_in_the_write_buffer(tmp_path: Path) -> None:
+    # A short session's summary said "host 1.05 MB -> NAND 0.00 B written", as if the writes
+    # had gone nowhere: they are in the drive's power-loss-protected write buffer, where a
+    # FLUSH and the commit at exit leave them (later writes push them out to NAND).
+    need("qemu-io")
+    d = tmp_path / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    with served(d) as s:
+        sh("qemu-io", "-f", "raw", s.uri(), "-c", "write 0 1M", "-c", "flush")
+        err = s.stop()
+    stats = json.loads((d / "live.json").read_text())["stats"]  # the summary, as -o json prints it
+    assert (stats["host_write_bytes"], stats["nand_write_bytes"], stats["flushes"]) == (1 << 20, 0, 2), stats
+    assert (stats["buffered_bytes"], stats["buffered_change_bytes"]) == (1 << 20, 1 << 20), stats
+    assert run_cli("nvme", "vendor-log", d, "-o", "json").json()["buffered_bytes"] == 1 << 20, "the commit left them there"
+    want = (
+        "host 1.05 MB -> NAND 0.00 B written (+1.05 MB held in the power-loss-protected write buffer: "
+        "durable, programmed to NAND as later writes push it out), "
+    )
+    assert want in err, err
+
+
+def test_every_reply_the_model_timed_is_counted_and_no_other(tmp_path: Path) -> None:
+    # "paced replies" counted only replies whose model time was still ahead when the export
+    # returned: a TRIM's (the controller deallocates in microseconds, the data file's hole
+    # takes longer) and a FUA write's (its fsync outlasts the model's latency) went out
+    # uncounted, late as they were. Flush and
+    # block-status replies are not timed by the model, and are not counted.
+    need("qemu-io", "nbdinfo")
+    d = tmp_path / "cm6"
+    run_cli("create", d, "--model", CM6, "--scale", "1/454")
+    with served(d) as s:
+        cmds = ["write -f 0 64k", "write 64k 64k", "discard 0 64k", "write -z -u 1M 64k", "read 64k 64k", "flush"]
+        sh("qemu-io", "-f", "raw", s.uri(), *[a for c in cmds for a in ("-c", c)])
+        sh("nbdinfo", "--map", s.uri())
+        err = s.stop()
+    j = json.loads((d / "live.json").read_text())["stats"]
+    assert (j["writes"], j["trims"], j["write_zeroes"], j["reads"], j["error_replies"]) == (2, 1, 1, 1, 0), j
+    assert j["flushes"] >= 1 and j["block_status"] >= 1, j
+    assert j["replies_paced"] == 5, j
+    assert re.search(r"\n  model-timed replies 5 \(reads, writes, trims, write-zeroes\), late \d+ ", err), err
 
 
 def test_a_signal_while_serving_starts_stops_it_with_its_summary(two_ns: Path) -> None:

@@ -145,9 +145,10 @@ def test_what_a_client_writes_through_the_stack_it_reads_back(tmp_path: Path, p5
         info = json.loads(sh("nbdinfo", "--json", s.uri("stack")).stdout)["exports"][0] if _has("nbdinfo") else None
         s.stop()
     # -o json: the stack's counters as `stack --show -o json` has them after the session, and
-    # no namespace rows (the drive's exports served nothing: the volume is the one export).
+    # one export row, the volume's (the drive's exports served nothing).
     j = json.loads(s.stdout)
-    assert j["stack"] == counters(stack) and j["namespaces"] == [] and j["reads"] > 0, j
+    assert j["stack"] == counters(stack) and [r["export"] for r in j["namespaces"]] == ["stack"] and j["reads"] > 0, j
+    assert j["namespaces"][0]["read_bytes"] == j["read_bytes"], j
     if info is not None:
         assert info["export-size"] == c["user_bytes"] and info["block_size_minimum"] == 4096
     check_image(drive)
@@ -257,6 +258,30 @@ def test_a_stack_served_with_its_stderr_gone_still_saves_its_state(tmp_path: Pat
     job = tmp_path / "w.fio"
     job.write_text("[w]\nrw=randwrite\nbs=4k\nio_size=64k\nsize=1m\n")
     run_cli("fio", stack, job)  # not refused: the stack ran last on its drive
+    check_image(drive)
+
+
+def test_live_json_shows_the_served_volume_and_its_counters_while_serving(tmp_path: Path) -> None:
+    """While a stack was served, live.json listed the drive's `ns1` as the export and an ns1
+    row of zeroes whatever the clients did (the volume's commands were counted for no export),
+    and the summary at exit had no row at all. It shows the volume, `stack`, with its counters."""
+    need("qemu-io")
+    drive, stack = tmp_path / "cm6", tmp_path / "stack"
+    run_cli("create", drive, "--model", CM6, "--scale", "1/454")
+    run_cli("stack", stack, "--drive", drive, "--shaping", "pmem:1MiB")
+    user_bytes = counters(stack)["user_bytes"]
+    with served(stack, "-o", "json") as s:
+        sh("qemu-io", "-f", "raw", s.uri("stack"), "-c", "write 0 256k", "-c", "read 0 64k", "-c", "discard 1M 64k")
+        t0 = time.monotonic()
+        while (live := json.loads((drive / "live.json").read_text()))["stats"]["trims"] < 1:
+            assert time.monotonic() - t0 < 30, live["stats"]
+            time.sleep(0.1)
+        assert live["serving"] and live["exports"] == [{"name": "stack", "nsid": 1, "size": user_bytes, "read_only": False}], live
+        row = {"nsid": 1, "export": "stack", "reads": 1, "writes": 1, "trims": 1, "write_zeroes": 0}
+        row |= {"read_bytes": 64 << 10, "write_bytes": 256 << 10, "trim_bytes": 64 << 10, "write_zeroes_bytes": 0}
+        assert live["stats"]["namespaces"] == [row], live["stats"]
+        s.stop()
+    assert json.loads(s.stdout)["namespaces"] == [row], s.stdout
     check_image(drive)
 
 

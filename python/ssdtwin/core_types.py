@@ -736,6 +736,8 @@ class SessionSummary(TypedDict):
     late_ns_mean: int
     host_write_bytes: int
     nand_write_bytes: int
+    buffered_bytes: int
+    buffered_change_bytes: int
     waf: float
     waf_measurement: Optional[WafMeasurement]
     idle_gc_moved_ius: int
@@ -778,6 +780,8 @@ class StoppedSummary(TypedDict, total=False):
     late_ns_mean: int
     host_write_bytes: int
     nand_write_bytes: int
+    buffered_bytes: int
+    buffered_change_bytes: int
     waf: float
     waf_measurement: Optional[WafMeasurement]
     idle_gc_moved_ius: int

@@ -48,9 +48,12 @@ pub struct ServerStats {
     pub bytes_written: u64,
     /// Replies carrying an error.
     pub error_replies: u64,
-    /// Replies the backend asked to hold (`Done::not_before` in the future).
+    /// Replies the backend gave a time (`Done::not_before`, or a deferred reply resolved to
+    /// one): held until it, or sent at once when it had already passed by the time the
+    /// export returned (then as late as that). Immediate (`Done::NOW`) and error replies are
+    /// not counted.
     pub replies_paced: u64,
-    /// Paced replies released later than `ServerConfig::late_threshold` after their time.
+    /// Paced replies sent later than `ServerConfig::late_threshold` after their time.
     pub replies_late: u64,
     /// Worst lateness of a paced reply, nanoseconds.
     pub late_ns_max: u64,
@@ -101,9 +104,24 @@ pub(crate) struct LocalStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub error_replies: u64,
+    /// Replies with a time whose time had passed when they were ready (sent at once,
+    /// counted here; the pacer counts the ones it holds).
+    pub paced: u64,
+    pub late: u64,
+    pub late_ns_max: u64,
+    pub late_ns_sum: u64,
 }
 
 impl LocalStats {
+    /// A reply whose time passed `lateness` before it was ready to go.
+    pub fn paced_late(&mut self, lateness: std::time::Duration, threshold: std::time::Duration) {
+        let ns = lateness.as_nanos().min(u64::MAX as u128) as u64;
+        self.paced += 1;
+        self.late += (lateness > threshold) as u64;
+        self.late_ns_max = self.late_ns_max.max(ns);
+        self.late_ns_sum += ns;
+    }
+
     pub fn publish(&mut self, s: &Stats) {
         if self.requests != 0 {
             s.requests.fetch_add(self.requests, Relaxed);
@@ -116,6 +134,12 @@ impl LocalStats {
         }
         if self.error_replies != 0 {
             s.error_replies.fetch_add(self.error_replies, Relaxed);
+        }
+        if self.paced != 0 {
+            s.replies_paced.fetch_add(self.paced, Relaxed);
+            s.replies_late.fetch_add(self.late, Relaxed);
+            s.late_ns_max.fetch_max(self.late_ns_max, Relaxed);
+            s.late_ns_sum.fetch_add(self.late_ns_sum, Relaxed);
         }
         *self = LocalStats::default();
     }

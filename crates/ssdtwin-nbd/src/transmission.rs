@@ -520,13 +520,23 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
             return self.queue_deferred(&slot, done.not_before, msg, err);
         }
         let due = match done.not_before {
-            Some(t) if t > Instant::now() => t,
-            _ => return self.out.push(msg),
+            Some(t) => {
+                let now = Instant::now();
+                if t <= now {
+                    // Its time passed while the export worked (a slow fsync, a wait for
+                    // the model's lock): it goes at once, and it is as late as that.
+                    self.local.paced_late(now - t, self.ctx.pacing.late_threshold);
+                    return self.out.push(msg);
+                }
+                t
+            }
+            None => return self.out.push(msg),
         };
         if !self.start_pacer() {
             // No thread to hold the reply (thread limit reached): keep the "never early"
             // promise by waiting here, stalling only this connection.
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            self.local.paced_late(Instant::now().saturating_duration_since(due), self.ctx.pacing.late_threshold);
             return self.out.push(msg);
         }
         self.make_room();
@@ -544,6 +554,7 @@ impl<'c, R: Read, S: Sink> Transmission<'c, R, S> {
                 Ok(t) => {
                     let due = floor.map_or(t, |f| f.max(t));
                     std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                    self.local.paced_late(Instant::now().saturating_duration_since(due), self.ctx.pacing.late_threshold);
                     self.out.push(msg)
                 }
                 Err(e) => {

@@ -39,6 +39,17 @@ pub struct SessionSummary {
     pub late_ns_mean: u64,
     pub host_write_bytes: u64,
     pub nand_write_bytes: u64,
+    /// Host data in the drive's write buffer when the summary was taken (the vendor log's
+    /// `buffered_bytes`): acknowledged and power-loss protected, not programmed to NAND. A
+    /// FLUSH or a commit leaves it there; later writes push it out (rewrites of an IU still
+    /// in the buffer never reach NAND).
+    #[serde(default)]
+    pub buffered_bytes: u64,
+    /// `buffered_bytes` less what the buffer held when the server started: how much of the
+    /// session's host bytes the buffer took in and has not programmed yet (negative when the
+    /// session pushed out more than it left).
+    #[serde(default)]
+    pub buffered_change_bytes: i64,
     /// NAND / host bytes of the session: a window ratio whatever the session spans (0 before
     /// any write). The drive's WAF is `waf_measurement.waf`, set only when the session is steady.
     pub waf: f64,
@@ -58,8 +69,8 @@ pub struct SessionSummary {
     pub read_latency_mean_us: Option<f64>,
     #[serde(default)]
     pub write_latency_mean_us: Option<f64>,
-    /// The commands and bytes of each export, lowest NSID first (empty for a stack, whose
-    /// volume is one export over the tier).
+    /// The commands and bytes of each export, lowest NSID first (for a stack, its one
+    /// export, the volume, on the stack's namespace).
     #[serde(default)]
     pub namespaces: Vec<NsSummary>,
     pub commits: u64,

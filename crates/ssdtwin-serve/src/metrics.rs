@@ -164,16 +164,20 @@ impl Collector for TwinCollector {
         )?;
         o.counter("ssdtwin_nbd_requests", "NBD requests received", s.requests)?;
         o.counter("ssdtwin_nbd_error_replies", "NBD replies carrying an error", s.error_replies)?;
-        o.counter("ssdtwin_nbd_replies_paced", "Replies held until the model's completion time", s.replies_paced)?;
+        o.counter(
+            "ssdtwin_nbd_replies_paced",
+            "Replies the model timed (reads, writes, trims, write-zeroes): held until its completion time, or sent at once when later",
+            s.replies_paced,
+        )?;
         o.counter(
             "ssdtwin_nbd_replies_late",
-            "Paced replies sent later than the threshold after the model's time (host too slow)",
+            "Timed replies sent later than the threshold after the model's time (host too slow)",
             s.replies_late,
         )?;
-        o.gauge_f("ssdtwin_nbd_late_seconds_max", "Worst lateness of a paced reply", s.late_ns_max as f64 / 1e9)?;
+        o.gauge_f("ssdtwin_nbd_late_seconds_max", "Worst lateness of a timed reply", s.late_ns_max as f64 / 1e9)?;
         o.family(
             "ssdtwin_nbd_late_seconds",
-            "Summed lateness of paced replies",
+            "Summed lateness of timed replies",
             MetricType::Counter,
             vec![(NONE, ConstCounter::new(s.late_ns_sum as f64 / 1e9))],
         )?;

@@ -23,6 +23,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ use ssdtwin_core::journal::Record;
 use ssdtwin_core::nvme::{self, NsId, WP_NONE};
 use ssdtwin_nbd::{Backend, Done, Errno, Export, ExportInfo};
 
-use crate::backend::TwinBackend;
+use crate::backend::{NsCounts, StackRow, TwinBackend};
 use crate::config::Pace;
 use crate::data::DataFile;
 use crate::error::{nbd_errno, ServeError};
@@ -68,6 +69,8 @@ pub struct StackExport {
     data: Arc<DataFile>,
     nsid: u32,
     info: ExportInfo,
+    /// The volume's commands and bytes (live.json's and the summary's one export row).
+    counts: Arc<NsCounts>,
 }
 
 /// Submit drive commands through the served image's timing model, journaled; the drive
@@ -154,7 +157,14 @@ impl StackBackend {
         let data = inner.files.get(&nsid).cloned().ok_or_else(|| ServeError::Config(format!("namespace {nsid} has no data file")))?;
         let line = StackTimeline::new(&stack.tier, NsId(nsid), lba);
         let run = StackRun { stack, line, events: BinaryHeap::new() };
-        let export = Arc::new(StackExport { twin: twin.clone(), run: Mutex::new(Some(run)), stopped: Mutex::new(None), data, nsid, info });
+        let counts = Arc::new(NsCounts::default());
+        // live.json and the summary show the volume, the one export served.
+        let row = StackRow { nsid, info: info.clone(), counts: counts.clone() };
+        if twin.stack_export.set(row).is_err() {
+            return Err(ServeError::Config("the drive already serves a stack".into()));
+        }
+        let export =
+            Arc::new(StackExport { twin: twin.clone(), run: Mutex::new(Some(run)), stopped: Mutex::new(None), data, nsid, info, counts });
         Ok(Arc::new(StackBackend { twin, export }))
     }
 
@@ -214,12 +224,8 @@ impl StackBackend {
                 _ => Ok(()),
             }
         };
-        let mut summary = self.twin.close()?;
+        let summary = self.twin.close()?;
         drained.map_err(ServeError::Failed)?;
-        // The volume is the one export served: the drive's namespace exports served nothing.
-        if let Some(s) = summary.as_mut() {
-            s.namespaces.clear();
-        }
         Ok(summary)
     }
 
@@ -396,6 +402,7 @@ impl Export for StackExport {
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<Done, Errno> {
         let c = &self.twin.inner.counters;
         c.reads.inc();
+        self.counts.reads.fetch_add(1, Relaxed);
         self.data.read(buf, offset).map_err(|e| self.err(e.into()))?;
         let len = buf.len() as u64;
         self.with_model(|st, run, now| {
@@ -442,6 +449,7 @@ impl Export for StackExport {
                 }
             };
             self.twin.inner.counters.read_bytes.inc_by(len);
+            self.counts.read_bytes.fetch_add(len, Relaxed);
             Ok(self.reply(st, now, done, false))
         })
         .map_err(|e| self.err(e))
@@ -450,6 +458,7 @@ impl Export for StackExport {
     fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<Done, Errno> {
         let inner = &self.twin.inner;
         inner.counters.writes.inc();
+        self.counts.writes.fetch_add(1, Relaxed);
         inner.check_writable().map_err(|e| self.err(e))?;
         // Data first, then the model and journal, then the write count a FLUSH reads (as a
         // drive export does, backend.rs).
@@ -464,6 +473,7 @@ impl Export for StackExport {
             })
             .map_err(|e| self.err(e))?;
         inner.counters.write_bytes.inc_by(data.len() as u64);
+        self.counts.write_bytes.fetch_add(data.len() as u64, Relaxed);
         self.after_write(fua)?;
         Ok(done)
     }
@@ -482,6 +492,7 @@ impl Export for StackExport {
     fn trim(&self, offset: u64, len: u32, fua: bool) -> Result<Done, Errno> {
         let inner = &self.twin.inner;
         inner.counters.trims.inc();
+        self.counts.trims.fetch_add(1, Relaxed);
         inner.check_writable().map_err(|e| self.err(e))?;
         let (done, punch) = self
             .with_model(|st, run, now| {
@@ -514,6 +525,7 @@ impl Export for StackExport {
         for (o, l) in punch {
             self.data.punch(o, l).map_err(|e| self.err(inner.fail(format!("writing the data: {e}"))))?;
         }
+        self.counts.trim_bytes.fetch_add(len as u64, Relaxed);
         self.after_write(fua)?;
         Ok(done)
     }

@@ -332,7 +332,7 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
         f"  {s['reads']} reads ({si_bytes(s['read_bytes'])}), {s['writes']} writes ({si_bytes(s['write_bytes'])}), "
         f"{s['trims']} trims, {s['write_zeroes']} write-zeroes, {s['flushes']} flushes, "
         f"{s.get('block_status', 0)} block-status, {errors_text(s)}; {s['connections']} connections",
-        f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written, "
+        f"  host {si_bytes(s['host_write_bytes'])} -> NAND {si_bytes(s['nand_write_bytes'])} written{buffer_text(s)}, "
         + (wafm.text(waf) if waf is not None else "session ratio " + (f"{s['waf']:.3f}" if s["host_write_bytes"] else "-"))
         + f"; background GC moved {s['idle_gc_moved_ius']} IUs",
     ]
@@ -345,11 +345,13 @@ def summary_text(s: StoppedSummary, waf: Optional[WafMeasurement] = None) -> str
             for r in rows
         ]
     if s["pace"] == "model":
-        paced = s["replies_paced"]
+        # Every reply the model gave a time: the reads, writes, trims and write-zeroes that
+        # succeeded. Flush and block-status replies go out when done; errors at once.
+        timed = s["replies_paced"]
         late = s["replies_late"]
-        pct = f" ({late / paced:.2%})" if paced else ""
+        pct = f" ({late / timed:.2%})" if timed else ""
         lines.append(
-            f"  paced replies {paced}, late {late}{pct} (host slower than the model), "
+            f"  model-timed replies {timed} (reads, writes, trims, write-zeroes), late {late}{pct} (host slower than the model), "
             f"mean lateness {s['late_ns_mean'] / 1000:.1f} us, worst {s['late_ns_max'] / 1000:.1f} us"
         )
         lat = [
@@ -380,6 +382,18 @@ def summary_json(s: StoppedSummary, waf: Optional[WafMeasurement], stack: Option
     if stack is not None:
         out["stack"] = stack
     return out
+
+
+def buffer_text(s: StoppedSummary) -> str:
+    """What the drive's write buffer did with the session's bytes, after "NAND N written": a
+    short session's writes wait in the power-loss-protected buffer (NAND 0 B) until later
+    writes push them out; a flush or the commit at exit leaves them there (docs/models.md §2)."""
+    d = int(s.get("buffered_change_bytes", 0))
+    if d > 0:
+        return f" (+{si_bytes(d)} held in the power-loss-protected write buffer: durable, programmed to NAND as later writes push it out)"
+    if d < 0:
+        return f" (the write buffer holds {si_bytes(-d)} less than when the server started)"
+    return ""
 
 
 def errors_text(s: StoppedSummary) -> str:

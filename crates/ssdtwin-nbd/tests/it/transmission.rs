@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use ssdtwin_nbd::mem::Op;
 use ssdtwin_nbd::proto::*;
-use ssdtwin_nbd::{MemBackend, MemExport};
+use ssdtwin_nbd::{Backend as _, Export as _, MemBackend, MemExport};
 
 use crate::common::*;
 
@@ -294,6 +294,65 @@ fn paced_replies_go_out_of_order_and_on_time() {
     assert!(when[&4] < Duration::from_millis(250), "an unpaced reply waited for a paced one: {when:?}");
     drop(c);
     eventually("pacer stats published", || h.stats().replies_paced == 2);
+}
+
+/// A memory disk whose WRITEs are timed 5 ms in the past (the export took longer than its
+/// model said: a slow fsync, a wait for a lock) and whose TRIMs are timed now.
+struct Overdue(Arc<dyn ssdtwin_nbd::Export>);
+
+impl ssdtwin_nbd::Export for Overdue {
+    fn info(&self) -> ssdtwin_nbd::ExportInfo {
+        let mut i = self.0.info();
+        i.can_trim = true;
+        i
+    }
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<ssdtwin_nbd::Done, ssdtwin_nbd::Errno> {
+        self.0.read(offset, buf)
+    }
+    fn write(&self, offset: u64, data: &[u8], fua: bool) -> Result<ssdtwin_nbd::Done, ssdtwin_nbd::Errno> {
+        self.0.write(offset, data, fua)?;
+        Ok(ssdtwin_nbd::Done::at(Instant::now() - Duration::from_millis(5)))
+    }
+    fn trim(&self, _offset: u64, _len: u32, _fua: bool) -> Result<ssdtwin_nbd::Done, ssdtwin_nbd::Errno> {
+        Ok(ssdtwin_nbd::Done::at(Instant::now()))
+    }
+}
+
+struct OverdueBackend(Arc<Overdue>);
+
+impl ssdtwin_nbd::Backend for OverdueBackend {
+    fn exports(&self) -> Vec<ssdtwin_nbd::ExportInfo> {
+        vec![self.0.info()]
+    }
+    fn default_export(&self) -> Option<String> {
+        Some("disk".into())
+    }
+    fn open(&self, name: &str) -> Option<Arc<dyn ssdtwin_nbd::Export>> {
+        (name == "disk").then(|| self.0.clone() as Arc<dyn ssdtwin_nbd::Export>)
+    }
+}
+
+#[test]
+fn replies_whose_time_passed_before_they_were_ready_count_as_paced_and_late() {
+    // They were sent at once and counted nowhere: a drive model's write whose fsync outlasted
+    // its model latency was neither paced nor late, and ssdtwin serve's summary under-counted
+    // both ("paced replies" 5 of 7 timed replies, the trim and write-zeroes left out).
+    let mem = MemBackend::single("disk", 1 << 20).open("disk").unwrap();
+    let b = Arc::new(OverdueBackend(Arc::new(Overdue(mem))));
+    let h = ssdtwin_nbd::Server::new(b).listen_tcp("127.0.0.1:0").unwrap().start().unwrap();
+    let mut c = Client::tcp(&h);
+    c.negotiate("disk", false, false);
+    for k in 0..3u64 {
+        assert_eq!(c.write(k, k * 4096, &[k as u8; 4096], 0).error, 0);
+    }
+    c.request(CMD_TRIM, 0, 9, 0, 4096, &[]);
+    assert_eq!(c.reply_nodata().error, 0);
+    assert_eq!(c.read(10, 0, 4096).error, 0); // Done::NOW: not paced
+    drop(c);
+    eventually("stats published", || h.stats().connections_active == 0);
+    let s = h.stats();
+    assert_eq!(s.replies_paced, 4, "{s:?}");
+    assert!(s.replies_late >= 3 && s.late_ns_max >= 5_000_000 && s.late_ns_sum >= 15_000_000, "{s:?}");
 }
 
 #[test]

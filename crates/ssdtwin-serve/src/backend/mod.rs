@@ -205,6 +205,16 @@ pub struct LiveFingerprint {
 pub struct TwinBackend {
     pub(crate) inner: Arc<Inner>,
     pub(crate) exports: Vec<Arc<NsExport>>,
+    /// Set when a host stack's volume is what is served (crate::stack): live.json and the
+    /// summary show its export and counters instead of the namespaces'.
+    pub(crate) stack_export: OnceLock<StackRow>,
+}
+
+/// A served stack's export as live.json and the summary show it.
+pub(crate) struct StackRow {
+    pub(crate) nsid: u32,
+    pub(crate) info: ExportInfo,
+    pub(crate) counts: Arc<NsCounts>,
 }
 
 impl TwinBackend {
@@ -311,7 +321,7 @@ impl TwinBackend {
                 Arc::new(NsExport { inner: inner.clone(), nsid, lba, info, data: inner.files[&nsid].clone(), counts: Default::default() })
             })
             .collect();
-        Ok(Arc::new(TwinBackend { inner, exports }))
+        Ok(Arc::new(TwinBackend { inner, exports, stack_export: OnceLock::new() }))
     }
 
     /// What opening did with a journal a killed server left, if anything.

@@ -6,6 +6,8 @@ use ssdtwin_core::nvme::VendorLog;
 use super::TwinBackend;
 use std::sync::atomic::Ordering::Relaxed;
 
+use ssdtwin_nbd::ExportInfo;
+
 use super::NsCounts;
 use crate::live::{ExportRow, LiveSnapshot, NsSummary, SessionSummary, LIVE_FORMAT, LIVE_VERSION};
 use crate::state::State;
@@ -45,13 +47,15 @@ impl TwinBackend {
             late_ns_mean: s.late_ns_sum.checked_div(s.replies_paced).unwrap_or(0),
             host_write_bytes: dh,
             nand_write_bytes: dn,
+            buffered_bytes: vl.buffered_bytes,
+            buffered_change_bytes: vl.buffered_bytes as i64 - st.start_log.buffered_bytes as i64,
             waf: if dh > 0 { dn as f64 / dh as f64 } else { 0.0 },
             waf_measurement: Some(st.session_waf(vl)),
             idle_gc_moved_ius: st.idle_gc_moved,
             block_status: c.block_status.get(),
             read_latency_mean_us: mean_us(c.timed_reads.get(), c.read_latency_ns.get()),
             write_latency_mean_us: mean_us(c.timed_writes.get(), c.write_latency_ns.get()),
-            namespaces: self.exports.iter().map(|e| ns_summary(e.nsid, &e.info.name, &e.counts)).collect(),
+            namespaces: self.served().map(|(nsid, info, counts)| ns_summary(nsid, &info.name, counts)).collect(),
             commits: st.commits,
             journal_records: st.journal.appended(),
             generation: st.img.generation(),
@@ -74,13 +78,23 @@ impl TwinBackend {
             generation: st.img.generation(),
             pace: inner.cfg.pace.name().to_string(),
             exports: self
-                .exports
-                .iter()
-                .map(|e| ExportRow { name: e.info.name.clone(), nsid: e.nsid, size: e.info.size, read_only: e.info.read_only })
+                .served()
+                .map(|(nsid, info, _)| ExportRow { name: info.name.clone(), nsid, size: info.size, read_only: info.read_only })
                 .collect(),
             uris: inner.server.get().map(|(_, u)| u.clone()).unwrap_or_default(),
             stats: self.summary_locked(st, &view.vendor_log),
             view,
+        }
+    }
+}
+
+impl TwinBackend {
+    /// What is served, with its counters: the namespaces' exports, or a served stack's one
+    /// export (the drive's namespace exports are not served then).
+    fn served(&self) -> Box<dyn Iterator<Item = (u32, &ExportInfo, &NsCounts)> + '_> {
+        match self.stack_export.get() {
+            Some(s) => Box::new(std::iter::once((s.nsid, &s.info, &*s.counts))),
+            None => Box::new(self.exports.iter().map(|e| (e.nsid, &e.info, &e.counts))),
         }
     }
 }
