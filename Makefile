@@ -7,7 +7,7 @@ PIP ?= $(PYTHON) -m pip
 # a debug build of the core is ~20x slower and would make the physics tests crawl.
 export MATURIN_PEP517_ARGS ?= --profile release
 
-.PHONY: help install lint test test-build test-rust test-python typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
+.PHONY: help install lint test test-build test-rust test-python test-bytecode typecheck demo validate bench sim physics-scale calibrate-roundtrip ab-run ab-diff fio-conformance doublewrite mariadb shaping shaping-full stack-serve
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,9 +32,10 @@ lint: ## rustfmt, clippy (-D warnings, [workspace.lints]) and ruff: the style CI
 # after another, many tests waiting on sockets and timers), and stubtest and mypy need one
 # core for ~12 s: they run beside it, after the test build (`--output-sync` prints each
 # target's output whole when it ends). Lint beside the test build was slower (130 s against
-# 26 + 97 one after the other): docs/performance.md, "CI time".
+# 26 + 97 one after the other): docs/performance.md, "CI time". The bytecode pytest's workers
+# would each compile (test-bytecode) is written there too.
 test: lint test-build ## every test: lint, the Rust test build, cargo test beside stubtest and mypy, then pytest
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-rust typecheck test-bytecode
 	$(MAKE) --no-print-directory test-python
 
 test-build: ## build the Rust tests of the workspace's default members (the test profile) without running them
@@ -71,6 +72,16 @@ PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # PYTHONDONTWRITEBYTECODE is set (this machine's environment sets it) no start writes the
 # package's bytecode, so each one compiled every module again (`ssdtwin --version`: 0.47 s
 # of CPU instead of 0.28 s; a pytest run of tests/fio/test_fio_bad_input.py, 148 s -> 75 s).
+# Each pytest worker collects the whole suite, and collecting is mostly pytest rewriting the test
+# modules' asserts (~4 of a collection's ~6.7 s of CPU); where PYTHONDONTWRITEBYTECODE is set,
+# or when three workers start at once on a clean clone, none reuses another's rewrite. One
+# collection with bytecode allowed writes the rewritten modules (tests/__pycache__/*-pytest-*.pyc)
+# and the package's bytecode, which every later collection reads (~2.6 s of CPU each).
+test-bytecode: ## bytecode of the package and of pytest's rewritten test modules, for pytest's workers to read
+	$(PYTHON) -m compileall -q python/ssdtwin
+	@echo '$(PYTHON) -m pytest --collect-only -q -p no:cacheprovider (bytecode allowed)'
+	@out=$$(env -u PYTHONDONTWRITEBYTECODE $(PYTHON) -m pytest --collect-only -q -p no:cacheprovider 2>&1) || { echo "$$out" | tail -n 40; exit 1; }
+
 test-python: ## pytest on PYTEST_WORKERS processes (default: one more than the cores): CLI, bad input, crash safety, physics, API, fio (needs `make install`)
 	$(PYTHON) -m compileall -q python/ssdtwin
 	$(PYTHON) -m pytest -ra -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25

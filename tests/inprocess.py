@@ -24,6 +24,12 @@ installs its SIGINT handler, a Ctrl-C path sets SIG_IGN, ``serve`` its SIGTERM o
 working directory, the root logger's handlers and level, warning filters, and the fio
 iolog reader's cache.
 
+The click command typer makes of the app is made once per process and kept (``typer``
+builds it afresh on every call of ``app``, about half the CPU of a short in-process command:
+docs/performance.md, "CI time"); a process that runs the CLI once builds it once too, and
+click's commands keep no state between invocations (its own test runner reuses them). The
+lazy sub-commands are built when first run, then kept with it.
+
 Not for: start-up itself (imports, ``--version`` speed), real signals sent to a running
 command, servers and anything that must outlive the call or run concurrently with the
 test, and commands given their own environment (``env=``): those run as subprocesses
@@ -116,11 +122,31 @@ def _stream(fd: int, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(io.BufferedWriter(raw), encoding=locale.getpreferredencoding(False), errors=errors, write_through=True)
 
 
+_app_command: list[Any] = []  # [the app's click command], once made
+
+
+def _app_command_kept(get_command: Any, app: Any) -> Any:
+    """typer.main.get_command for the call: the app's click command made once and kept; any
+    other Typer's (the lazy sub-commands' holders) made as typer makes them."""
+
+    def kept(typer_instance: Any) -> Any:
+        if typer_instance is not app:
+            return get_command(typer_instance)
+        if not _app_command:
+            _app_command.append(get_command(typer_instance))
+        return _app_command[0]
+
+    return kept
+
+
 def run(argv: list[str]) -> tuple[int, str, str]:
     """(exit status, stdout, stderr) of ``ssdtwin ARGV`` run in this process."""
+    import typer.main
+
     from ssdtwin.commands import cli
 
     saved = _Saved()
+    get_command = typer.main.get_command
     # As a new process would, the command starts with no Ctrl-C recorded: a test that sent
     # this process a SIGINT outside a command (while a handler of the CLI's was installed)
     # would otherwise make the next command's end "interrupted", exit 130.
@@ -135,6 +161,7 @@ def run(argv: list[str]) -> tuple[int, str, str]:
         sys.stdout, sys.stderr = stdout, stderr
         sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding=locale.getpreferredencoding(False))
         sys.argv = ["ssdtwin", *argv]
+        typer.main.get_command = _app_command_kept(get_command, cli.app)
         try:
             with warnings.catch_warnings():
                 _interpreter_warnings()
@@ -148,6 +175,7 @@ def run(argv: list[str]) -> tuple[int, str, str]:
             os.close(fd1)
             os.close(fd2)
             saved.restore()
+            typer.main.get_command = get_command
         out_file.seek(0)
         err_file.seek(0)
         return status, _text(out_file.read()), _text(err_file.read())
