@@ -1013,7 +1013,11 @@ def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
     many_jobs.write_text(
         SLOW.read_text() + '\n[corners]\nrand_read_iops = { value = 1e4, source = "x", sets = "t_read_ns", numjobs = 5000 }\n'
     )
+    # 1e300 MB/s in a spec's [corners]: a line of 300 digits from the link check
+    huge = tmp_path / "huge.toml"
+    huge.write_text(SLOW.read_text() + '\n[corners]\nseq_read_mb_s = { value = 1e300, source = "x", sets = "host_link_bytes_per_s" }\n')
     cases = [
+        (["--spec", huge], f"--spec {huge}: corners.seq_read_mb_s.value: must be a positive number up to 1e9 (got 1e300)"),
         (["--spec", bad, "--datasheet", "seq-read=100"], f"--spec {bad}: timing.t_read_ns"),
         (["--spec", wide_iu, "--datasheet", "seq-read=100"], f"--spec {wide_iu}: ftl.iu_bytes: must divide a plane's part"),
         (
