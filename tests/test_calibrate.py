@@ -889,6 +889,16 @@ BAD = [
     (["--datasheet", "rand-write=0"], ("--datasheet rand-write=0: '0': a figure must be finite and above 0",)),
     (["--datasheet", "seq-read=1e400MB/s"], ("--datasheet seq-read=1e400MB/s: '1e400MB/s': a figure must be finite and above 0",)),
     (["--datasheet", "rand-read=1e300"], ("--datasheet rand-read=1e300: '1e300': at most 1e+09 IOPS (no drive comes near it)",)),
+    # a random write above the random read of its size: the fit ran a minute, took tR to
+    # milliseconds for the read, and failed naming a conflict between other figures
+    (
+        ["--datasheet", "rand-read=2000,rand-write=2500"],
+        (
+            "--datasheet rand-write=2500: rand write 4 KiB QD32 at 2,500 IOPS is above rand read 4 KiB QD32 at 2,000 IOPS "
+            "(--datasheet rand-read=2000)",
+            "up to 2,000 IOPS",
+        ),
+    ),
     (["--datasheet", "seq-raed=100"], ("--datasheet: 'seq-raed' is not a corner",)),
     (["--datasheet", "seq-read=100,seq-read=120"], ("--datasheet: seq-read given twice",)),
     (

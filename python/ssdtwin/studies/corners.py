@@ -316,6 +316,18 @@ def check_physical(corners: dict[str, Corner], timing: TimingTable) -> None:
                 f"{c.origin}: {c.label} at {figure_text(c.value)} {c.unit} moves {c.bytes_per_s / 1e6:,.0f} MB/s, "
                 f"more than the host link carries ({link / 1e6:,.0f} MB/s: {what}): out of physical range"
             )
+    rr, rw = corners.get("rand-read"), corners.get("rand-write")
+    if rr is not None and rw is not None and rr.sets and rw.sets and rr.shape[0] == rw.shape[0] and rw.value > rr.value:
+        # Every steady-state random write programs NAND (and GC reads and rewrites more), where a
+        # read only reads a page: no NAND writes faster than it reads. The twin cannot fit such a
+        # pair: the read's parameter runs away (tR 3.7 ms for 40K IOPS) and binds the write, and
+        # the fit failed after a minute naming neither figure's real fault.
+        raise CornerError(
+            f"{rw.origin}: {rw.label} at {figure_text(rw.value)} IOPS is above {rr.label} at {figure_text(rr.value)} IOPS "
+            f"({rr.origin}): a drive's steady-state random writes (a NAND program each, and GC) are slower than its "
+            f"random reads of the same size; give a write figure up to {figure_text(rr.value)} IOPS (a fresh-out-of-box "
+            "burst is not the steady state), or make it a prediction (--sets rand-write=none)"
+        )
 
 
 def check_blocks(jobs: Iterable[tuple[str, str, int]], spec: dict[str, Any]) -> None:
