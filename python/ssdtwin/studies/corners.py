@@ -271,7 +271,8 @@ def apply_datasheet(corners: dict[str, Corner], text: str) -> dict[str, Corner]:
         flag = f"--datasheet {name}={fig_text}"
         base = corners.get(name) or Corner(name, 0.0, "")
         value = corner_value(name, parse_figure(fig_text, flag), base.shape[0], flag)
-        out[name] = replace(base, value=value, source=flag, origin=flag)
+        # [SRC]: a generated spec's sources carry a mark as the presets' do (docs/sources.md)
+        out[name] = replace(base, value=value, source=f"[SRC] {flag}", origin=flag)
     return out
 
 
@@ -503,7 +504,7 @@ def _figure_of(name: str, found: list[_Found], where: str) -> Corner:
     bs, qd, jobs = found[0].shape
     files = found[0].file.name if len(found) == 1 else f"{len(found)} rounds {found[0].file.name} .. {found[-1].file.name}"
     c = Corner(name, value, "", None, bs, qd, jobs, origin=str(found[0].file))
-    return replace(c, source=f"measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
+    return replace(c, source=f"[SRC] measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
 
 
 def check_measured_dir(directory: Path) -> None:
