@@ -324,7 +324,7 @@ def test_datasheet_figures_and_their_units(name: str, text: str, value: Any) -> 
             C.apply_datasheet({}, f"{name}={text}")
         return
     (c,) = C.apply_datasheet({}, f"{name}={text}").values()
-    assert c.value == pytest.approx(value) and c.source == f"--datasheet {name}={text}"
+    assert c.value == pytest.approx(value) and c.source == f"[SRC] --datasheet {name}={text}"
 
 
 def test_the_corner_job_is_the_cm6_job() -> None:
@@ -412,6 +412,7 @@ def test_the_specs_corners_choose_the_parameters(tmp_path: Path) -> None:
     spec's own [corners] in place."""
     spec = spec_with_corners(
         tmp_path,
+        "# Drive X's own sheet, rev 1.\n"
         'seq_write_mb_s = { value = 90.0, source = "sheet", sets = "ctrl_backend_bytes_per_s" }\n'
         'rand_write_iops = { value = 2000.0, source = "sheet" }\n',
     )
@@ -425,13 +426,22 @@ def test_the_specs_corners_choose_the_parameters(tmp_path: Path) -> None:
     fitted = _core.parse_spec(out.read_text())
     assert fitted["timing"]["ctrl_backend_bytes_per_s"]["value"] == rows["seq-write"]["value"]
     backend = fitted["timing"]["ctrl_backend_bytes_per_s"]["source"]
-    assert backend.endswith("seq write 128 KiB QD16 = 100 MB/s (--datasheet seq-write=100MB/s)")
+    # A --datasheet figure's source carries the [SRC] mark every source of a spec starts with
+    # (it was the bare flag), and the table's comment, which spoke of the figures the datasheet
+    # replaced, gives way to one that says where they come from (it stayed above them).
+    assert backend.endswith("seq write 128 KiB QD16 = 100 MB/s ([SRC] --datasheet seq-write=100MB/s)")
+    assert fitted["corners"]["seq_write_mb_s"]["source"] == "[SRC] --datasheet seq-write=100MB/s"
+    text = out.read_text()
+    assert "Drive X's own sheet" not in text and text.endswith("\n")
+    assert "[corners]\n# The figures this spec was calibrated on (ssdtwin calibrate; docs/calibration.md).\n" in text
     # Without --datasheet the spec's own corner, and its source, is what the parameter cites.
     run_cli("calibrate", "--spec", spec, "--scale", SCALE, "--out", tmp_path / "own.toml")
     own = _core.parse_spec((tmp_path / "own.toml").read_text())
     assert own["timing"]["ctrl_backend_bytes_per_s"]["source"].endswith("seq write 128 KiB QD16 = 90 MB/s (sheet)")
     assert fitted["corners"]["rand_write_iops"] == {"value": 2000.0, "source": "sheet"}
     assert out.read_text().count("[corners]") == 1
+    # Fitted on its own figures, the table keeps its comment: they are still the sheet's.
+    assert "# Drive X's own sheet, rev 1.\n" in (tmp_path / "own.toml").read_text()
 
 
 def test_datasheet_figures_the_specs_sets_leave_unfitted_are_noted(tmp_path: Path) -> None:
@@ -732,6 +742,8 @@ def test_measured_reads_every_report_of_a_file(tmp_path: Path) -> None:
     )
     got = C.read_measured(tmp_path, {})
     assert (got["seq-read"].value, got["seq-write"].value) == (200.0, 150.0)
+    # the source `--out` writes in [corners]: marked as every spec source is (it was unmarked)
+    assert got["seq-read"].source == "[SRC] measured: fio-3.33 JSON all.json, seq read 128 KiB QD16 = 200 MB/s"
 
 
 def test_measured_reads_the_mixed_direction_of_unified_rw_reporting(tmp_path: Path) -> None:
@@ -889,6 +901,16 @@ BAD = [
     (["--datasheet", "rand-write=0"], ("--datasheet rand-write=0: '0': a figure must be finite and above 0",)),
     (["--datasheet", "seq-read=1e400MB/s"], ("--datasheet seq-read=1e400MB/s: '1e400MB/s': a figure must be finite and above 0",)),
     (["--datasheet", "rand-read=1e300"], ("--datasheet rand-read=1e300: '1e300': at most 1e+09 IOPS (no drive comes near it)",)),
+    # a random write above the random read of its size: the fit ran a minute, took tR to
+    # milliseconds for the read, and failed naming a conflict between other figures
+    (
+        ["--datasheet", "rand-read=2000,rand-write=2500"],
+        (
+            "--datasheet rand-write=2500: rand write 4 KiB QD32 at 2,500 IOPS is above rand read 4 KiB QD32 at 2,000 IOPS "
+            "(--datasheet rand-read=2000)",
+            "up to 2,000 IOPS",
+        ),
+    ),
     (["--datasheet", "seq-raed=100"], ("--datasheet: 'seq-raed' is not a corner",)),
     (["--datasheet", "seq-read=100,seq-read=120"], ("--datasheet: seq-read given twice",)),
     (
@@ -1013,7 +1035,11 @@ def test_bad_specs_and_options_fail_in_one_line(tmp_path: Path) -> None:
     many_jobs.write_text(
         SLOW.read_text() + '\n[corners]\nrand_read_iops = { value = 1e4, source = "x", sets = "t_read_ns", numjobs = 5000 }\n'
     )
+    # 1e300 MB/s in a spec's [corners]: a line of 300 digits from the link check
+    huge = tmp_path / "huge.toml"
+    huge.write_text(SLOW.read_text() + '\n[corners]\nseq_read_mb_s = { value = 1e300, source = "x", sets = "host_link_bytes_per_s" }\n')
     cases = [
+        (["--spec", huge], f"--spec {huge}: corners.seq_read_mb_s.value: must be a positive number up to 1e9 (got 1e300)"),
         (["--spec", bad, "--datasheet", "seq-read=100"], f"--spec {bad}: timing.t_read_ns"),
         (["--spec", wide_iu, "--datasheet", "seq-read=100"], f"--spec {wide_iu}: ftl.iu_bytes: must divide a plane's part"),
         (

@@ -62,8 +62,9 @@ def validate_cmd(
             fail(f"--only: unknown group {', '.join(unknown)}; choose from {', '.join(v.GROUPS)}")
         res = v.validate(settings, groups, log=log, jobs=jobs or available_cpus())
     s = res["summary"]
+    systems = f"{s['systems']} system" + ("" if s["systems"] == 1 else "s")
     log(
-        f"{s['figures']} figures over {s['systems']} systems: calibrated {s['calibrated_within_5pct']}/{s['calibrated']} within 5 %, "
+        f"{s['figures']} figures over {systems}: calibrated {s['calibrated_within_5pct']}/{s['calibrated']} within 5 %, "
         f"predicted {s['predicted_within_15pct']}/{s['predicted']} within 15 % ({res['wall_s']:.0f} s, scale 1/{n})"
     )
     if write_doc is not None:

@@ -660,14 +660,31 @@ def fitted_spec(spec_text: str, result: Calibration, origin: str) -> str:
             timing[row["sets"]]["source"] = source
         else:
             timing[row["sets"]] = _inline({"value": value, "source": source})
+    head = "# The figures this spec was calibrated on (ssdtwin calibrate; docs/calibration.md)."
     if "corners" in doc:
         table: Any = doc["corners"]
-        for name, fields in result["corners"].items():
-            table[spec_key(name)] = _inline(fields)
+        old = {k: table[k].get("source") for k in table}
+        if any(old.get(spec_key(n)) != f["source"] for n, f in result["corners"].items()):
+            # Figures from elsewhere (--datasheet, --measured): the table's comments spoke of
+            # the figures they replace (a preset's "the KIOXIA CM6 namespace brief's measured
+            # corners" above a datasheet's), so the table is written anew, in its place.
+            fresh = tomlkit.table()
+            fresh.add(tomlkit.comment(head[2:]))
+            for name, fields in result["corners"].items():
+                fresh.add(spec_key(name), _inline(fields))
+            for k in table:  # a corner this fit did not take (none today: every corner is fitted or predicted)
+                if k not in fresh:
+                    fresh.add(k, table[k])
+            doc["corners"] = fresh
+        else:
+            for name, fields in result["corners"].items():
+                table[spec_key(name)] = _inline(fields)
         text = tomlkit.dumps(doc)
+        if spec_text.endswith("\n") and not text.endswith("\n"):  # a new last table ends without one
+            text += "\n"
     else:  # a new table at the end, written as the presets write theirs
         lines = [f"{spec_key(n)} = {_inline(f).as_string()}" for n, f in result["corners"].items()]
-        head = "# The figures this spec was calibrated on (ssdtwin calibrate; docs/calibration.md).\n[corners]\n"
+        head += "\n[corners]\n"
         text = tomlkit.dumps(doc).rstrip("\n") + "\n\n" + head + "\n".join(lines) + "\n"
     _core.parse_spec(text, origin)
     return text

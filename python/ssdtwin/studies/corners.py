@@ -271,7 +271,8 @@ def apply_datasheet(corners: dict[str, Corner], text: str) -> dict[str, Corner]:
         flag = f"--datasheet {name}={fig_text}"
         base = corners.get(name) or Corner(name, 0.0, "")
         value = corner_value(name, parse_figure(fig_text, flag), base.shape[0], flag)
-        out[name] = replace(base, value=value, source=flag, origin=flag)
+        # [SRC]: a generated spec's sources carry a mark as the presets' do (docs/sources.md)
+        out[name] = replace(base, value=value, source=f"[SRC] {flag}", origin=flag)
     return out
 
 
@@ -316,6 +317,18 @@ def check_physical(corners: dict[str, Corner], timing: TimingTable) -> None:
                 f"{c.origin}: {c.label} at {figure_text(c.value)} {c.unit} moves {c.bytes_per_s / 1e6:,.0f} MB/s, "
                 f"more than the host link carries ({link / 1e6:,.0f} MB/s: {what}): out of physical range"
             )
+    rr, rw = corners.get("rand-read"), corners.get("rand-write")
+    if rr is not None and rw is not None and rr.sets and rw.sets and rr.shape[0] == rw.shape[0] and rw.value > rr.value:
+        # Every steady-state random write programs NAND (and GC reads and rewrites more), where a
+        # read only reads a page: no NAND writes faster than it reads. The twin cannot fit such a
+        # pair: the read's parameter runs away (tR 3.7 ms for 40K IOPS) and binds the write, and
+        # the fit failed after a minute naming neither figure's real fault.
+        raise CornerError(
+            f"{rw.origin}: {rw.label} at {figure_text(rw.value)} IOPS is above {rr.label} at {figure_text(rr.value)} IOPS "
+            f"({rr.origin}): a drive's steady-state random writes (a NAND program each, and GC) are slower than its "
+            f"random reads of the same size; give a write figure up to {figure_text(rr.value)} IOPS (a fresh-out-of-box "
+            "burst is not the steady state), or make it a prediction (--sets rand-write=none)"
+        )
 
 
 def check_blocks(jobs: Iterable[tuple[str, str, int]], spec: dict[str, Any]) -> None:
@@ -491,7 +504,7 @@ def _figure_of(name: str, found: list[_Found], where: str) -> Corner:
     bs, qd, jobs = found[0].shape
     files = found[0].file.name if len(found) == 1 else f"{len(found)} rounds {found[0].file.name} .. {found[-1].file.name}"
     c = Corner(name, value, "", None, bs, qd, jobs, origin=str(found[0].file))
-    return replace(c, source=f"measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
+    return replace(c, source=f"[SRC] measured: {found[0].fio} JSON {files}, {c.label} = {value:,.6g} {c.unit}")
 
 
 def check_measured_dir(directory: Path) -> None:

@@ -60,6 +60,10 @@ pub struct CornersSpec {
     pub rand_write_iops: Option<Corner>,
 }
 
+/// The largest figure a corner may state, in MB/s or IOPS (`--datasheet` has the same bound,
+/// `corners.MAX_FIGURE`): no drive comes near it.
+pub const MAX_FIGURE: f64 = 1e9;
+
 impl CornersSpec {
     /// The corners in calibration order (later figures depend on earlier parameters, not
     /// the reverse: the link before reads, reads before writes, programs before GC), with
@@ -82,8 +86,12 @@ impl CornersSpec {
         for (name, corner) in self.in_order() {
             let Some(c) = corner else { continue };
             let path = format!("corners.{}", name.replace('-', "_") + if name.starts_with("seq") { "_mb_s" } else { "_iops" });
-            if !(c.value.is_finite() && c.value > 0.0) {
-                out.push(format!("{path}.value: must be a positive number (got {})", c.value));
+            // MB/s or IOPS; past 1e9 a typo (a PCIe 6.0 x16 link moves ~128,000 MB/s): 1e300
+            // passed here and calibrate's link check printed it as a line of 300 digits.
+            if !(c.value.is_finite() && c.value > 0.0 && c.value <= MAX_FIGURE) {
+                // `{:e}` past 1e15: Display writes every digit of 1e300
+                let got = if c.value.abs() > 1e15 { format!("{:e}", c.value) } else { c.value.to_string() };
+                out.push(format!("{path}.value: must be a positive number up to 1e9 (got {got})"));
             }
             if c.source.trim().is_empty() {
                 out.push(format!("{path}.source: every corner needs a source"));
@@ -159,6 +167,14 @@ mod tests {
         let e = DriveSpec::from_toml(&text, "test.toml").expect_err("2 KiB on 4 KiB LBAs").to_string();
         assert!(e.contains("corners.rand_read_iops.block_bytes: must be a multiple of the 4096-byte LBA (capacity.lba_bytes[0])"), "{e}");
         DriveSpec::from_toml(&text.replace("block_bytes = 2048", "block_bytes = 8192"), "test.toml").expect("8 KiB is whole LBAs");
+    }
+
+    #[test]
+    fn a_figure_past_1e9_is_refused() {
+        // 1e300 MB/s passed the core and calibrate printed it as a line of 300 digits.
+        let e = with_corners("seq_read_mb_s = { value = 1e300, source = \"x\" }").expect_err("1e300 MB/s").to_string();
+        assert!(e.contains("corners.seq_read_mb_s.value: must be a positive number up to 1e9 (got 1e300)"), "{e}");
+        with_corners("rand_read_iops = { value = 1e9, source = \"x\" }").expect("1e9 IOPS is the bound");
     }
 
     #[test]
