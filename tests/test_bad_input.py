@@ -88,6 +88,19 @@ def test_unknown_preset(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("models", "kioxia-cm7", check=False), "unknown preset")
 
 
+@pytest.mark.parametrize(
+    "args, where",
+    [(["info"], "ssdtwin"), (["nvme", "bogus"], "ssdtwin nvme"), (["nvme", "intel", "bogus"], "ssdtwin nvme intel")],
+)
+def test_an_unknown_command_points_at_its_groups_help(args: list[str], where: str) -> None:
+    """`ssdtwin info` said "ssdtwin info: error: ... (see 'ssdtwin info --help')": a help that
+    does not exist. The error and its hint name the group the word was looked up in."""
+    r = run_cli(*args, check=False)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [f"{where}: error: No such command '{args[-1]}'. (see '{where} --help')"], r.stderr
+    assert run_cli(*where.split()[1:], "--help").returncode == 0
+
+
 def test_block_size_1000(small: Path) -> None:
     run_cli("nvme", "detach-ns", small, "-n", "1")
     run_cli("nvme", "delete-ns", small, "-n", "1")

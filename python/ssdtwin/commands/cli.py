@@ -1013,8 +1013,14 @@ def _main(argv: Optional[list[str]]) -> None:
         if isinstance(e, usage_errors):
             # Click prints usage, a hint and the message on several lines; keep one.
             msg = " ".join(str(e.format_message()).split())  # type: ignore[attr-defined]
+            # The command the error arose in: for an unknown command word it is the group
+            # (`ssdtwin info` pointed at `ssdtwin info --help`, which does not exist).
+            ctx = getattr(e, "ctx", None)
+            where = str(getattr(ctx, "command_path", "")) or prog
+            if where != prog and not prog.startswith(f"{where} "):
+                where = prog  # a path click spells otherwise than the command's own words
             if msg:  # empty: no arguments, and the help was already printed
-                print(f"{prog}: error: {msg} (see '{prog} --help')", file=sys.stderr)
+                print(f"{where}: error: {msg} (see '{where} --help')", file=sys.stderr)
             sys.exit(int(getattr(e, "exit_code", 2)))
         if isinstance(e, OSError):  # e.g. a report or log file that cannot be written
             print(f"{prog}: error: {e.filename}: {e.strerror}" if e.filename else f"{prog}: error: {e}", file=sys.stderr)
