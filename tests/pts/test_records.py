@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -241,6 +242,10 @@ def test_xsr_groups_and_the_cross_stimulus_drop(reduced: Reduced) -> None:
     assert first_ag3 < 0.8 * float(table["AG1"]["tp_end_mb_s"])
     res = json.loads((rep / "xsr" / "result.json").read_text())
     assert res["settings"]["segment_s"] == 1.0 and res["settings"]["hours_full_drive"] == [0.5, 0.5, 0.5]
+    # The recovery is told to the segment (it said "after 3.02 s", the segment's end, as if timed).
+    said = r"AG3 (back to 90 % of AG1's final throughput in its segment [2-4] of 4, within [\d.]+ s|did not return .* in its 4 segments)"
+    assert re.search(said, res["message"]) and "after" not in res["message"], res["message"]
+    assert re.search(f"Recovery: {said}", (rep / "index.html").read_text().replace("&#39;", "'"))
 
 
 @pytest.mark.parametrize("test", ["cbw", "dirth"])

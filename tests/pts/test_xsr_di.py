@@ -51,6 +51,26 @@ def test_xsr_recovery_is_measured_against_ag1s_end() -> None:
     assert tables.xsr_recovery_s(rows_[:-1]) is None
 
 
+def test_xsr_recovery_is_told_to_the_segment() -> None:
+    """The recovery time is known only to a segment: with AG3 in one segment there is none to
+    give (the message said "after 1.011 s", the one segment's length, as if measured), with
+    several it is within the end of the first segment at 90 %, named with its number."""
+
+    def seg(t: float, ag: str, bw: float, length: float = 1.0) -> dict:
+        return {"phase": ag, "t_start_s": t, "t_end_s": t + length, "write_bw_bytes_s": bw}
+
+    one = [seg(0.0, "AG1", 4e9, 1.011), seg(1.011, "AG2", 2e9, 1.011), seg(2.022, "AG3", 3.8e9, 1.011)]
+    text = tables.xsr_recovery_text(one)
+    assert text.startswith("AG3's one segment (1.011 s) averaged 90 % of AG1's final throughput or more")
+    assert "cannot time the recovery" in text and "--xsr-segment" in text and "after" not in text
+    many = [seg(float(i), "AG1", 4e9) for i in range(3)] + [seg(3.0, "AG2", 2e9)]
+    many += [seg(4.0, "AG3", 1.5e9), seg(5.0, "AG3", 3.7e9), seg(6.0, "AG3", 3.9e9)]
+    assert tables.xsr_recovery_text(many) == "AG3 back to 90 % of AG1's final throughput in its segment 2 of 3, within 2 s"
+    assert tables.xsr_recovery_text(many[:5]) == "AG3 did not return to 90 % of AG1's final throughput in its 1 segment (1 s)"
+    slow = many[:4] + [seg(4.0, "AG3", 1.5e9), seg(5.0, "AG3", 2.0e9)]
+    assert tables.xsr_recovery_text(slow) == "AG3 did not return to 90 % of AG1's final throughput in its 2 segments (2 s)"
+
+
 def test_xsr_access_groups_run_their_duration_whatever_the_segment() -> None:
     """Each access group is the fewest equal segments of at most --xsr-segment that make up
     its duration: a segment longer than the group no longer runs whole (a 10 s segment made
