@@ -103,6 +103,65 @@ def test_bad_settings_are_one_line_errors(kw: dict, message: str) -> None:
     assert "\n" not in str(e.value)
 
 
+HOSTILE = [1e300, -1, 0, float("nan"), float("inf"), "abc", 1.5, True]
+# Hostile values that are a field's own: 0 % reads, a 0 seed, 0 drive fills before judging;
+# 1.5 of a number that may be fractional; True for a switch; a purge name (checked once the
+# target is open: its methods depend on the target).
+ALLOWED = {
+    "0": {"iops_mixes", "lat_mixes", "dirth_mix", "seed", "wsat_min_fills", "hir_pre_fills"},
+    "1.5": {n for n, f in settings.FIELDS.items() if f[1].split()[-1] in ("float", "seconds")},
+    "True": {"wsat_stop_steady", "converge"},
+    "'abc'": {"purge"},
+}
+
+
+@pytest.mark.parametrize("name", list(settings.FIELDS))
+def test_every_setting_refuses_hostile_values_in_one_short_line(name: str) -> None:
+    """1e300, -1, 0, nan, inf, "abc", 1.5 and a bool in every field (through the API, as a
+    file of settings would give them): one line naming the field and what it allows, or the
+    value is one the field takes. A string was a TypeError traceback, 1.5 repetitions and
+    True threads ran, a seed of 1e300 or nan ran."""
+    label, kind, allowed = settings.FIELDS[name]
+    default = getattr(settings.Settings(), name)
+    for v in HOSTILE:
+        if isinstance(default, dict):
+            value: object = {"tp": (v, 1)}
+        elif isinstance(default, tuple) or kind.startswith("list"):
+            value = (v, 1.0, 1.0) if name == "xsr_hours" else (v,)
+        else:
+            value = v
+        try:
+            settings.Settings(**{name: value}).validate()
+        except PtsError as e:
+            msg = str(e)
+            assert "\n" not in msg and len(msg) <= 150 and label in msg.split(":")[0], (name, v, msg)
+            assert any(w in msg for w in ("from", "at most", "<=", "..", "up to", "one of", "True or False")), (
+                name,
+                v,
+                msg,
+            )  # what it allows
+        else:
+            assert name in ALLOWED.get(repr(v) if not isinstance(v, float) or v != 1.5 else "1.5", set()), (name, v, "accepted")
+    assert set(settings.FIELDS) == set(settings.Settings.__dataclass_fields__)
+
+
+def test_run_refuses_bad_keywords_in_one_short_line(tmp_path: Path) -> None:
+    """ssdtwin.pts.run's own arguments: an unknown setting listed all 39 fields (a 400-character
+    line), a --jobs or round that is no number was a TypeError or ValueError traceback."""
+    from ssdtwin.pts import run
+
+    for kw, message in (
+        ({"hir_rep": 3}, "unknown setting 'hir_rep' (did you mean 'hir_reps'?"),
+        ({"jobs": "2"}, "--jobs '2': a whole number from 1 to 64"),
+        ({"round_s": "abc"}, "--round 'abc': a round from 1 s to 1 day"),
+        ({"round_s": float("nan")}, "--round nan"),
+    ):
+        with pytest.raises(PtsError) as e:
+            run(str(tmp_path / "none"), "lat", tmp_path / "rep", **kw)  # type: ignore[arg-type]
+        assert str(e.value).startswith(message) and len(str(e.value)) <= 150, str(e.value)
+    assert not (tmp_path / "rep").exists()
+
+
 def test_bad_cli_options_leave_nothing_behind(tmp_path: Path) -> None:
     r = run_cli("pts", tmp_path, "--tests", "xsr", "--xsr-hours", "8,x,8", "--report", tmp_path / "rep", check=False)
     assert r.returncode != 0 and len(r.stderr_lines) == 1 and "--xsr-hours" in r.stderr
