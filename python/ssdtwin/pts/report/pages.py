@@ -303,13 +303,15 @@ def wsat_steady_blocks(sink: Sink, result: Optional[FolderJson], table: pd.DataF
 def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
     t = table.sort_values("segment")
     tail = t.tail(max(1, len(t) // 10))
+    # the last tenth of the segments ("mean of the last 1 segments" under 20 segments)
+    final = "final IOPS (the last segment)" if len(tail) == 1 else f"final IOPS (mean of the last {len(tail)} segments)"
     return pd.DataFrame(
         [
             {"quantity": "segments", "value": float(len(t))},
             {"quantity": "drive fills written", "value": float(t["drive_fills"].iloc[-1])},
             {"quantity": "FOB IOPS (first segment)", "value": float(t["iops"].iloc[0])},
             {"quantity": "peak IOPS", "value": float(t["iops"].max())},
-            {"quantity": f"final IOPS (mean of the last {len(tail)} segments)", "value": float(tail["iops"].mean())},
+            {"quantity": final, "value": float(tail["iops"].mean())},
         ]
     )
 

@@ -127,7 +127,7 @@ def _number_problems(doc: FolderJson) -> list[str]:
     such a value as written."""
     out = []
     tc_qd = as_object(doc.get("settings")).get("tc_qd")
-    for test, v in (tc_qd.items() if isinstance(tc_qd, dict) else ()):
+    for test, v in tc_qd.items() if isinstance(tc_qd, dict) else ():
         pair = (v.get("tc"), v.get("qd")) if isinstance(v, dict) else tuple(v) if isinstance(v, list) else (v,)
         if len(pair) != 2 or not (_whole(pair[0], 1, 256) and _whole(pair[1], 1, 65536)):
             out.append(f"pts.json: settings.tc_qd.{test} is not threads 1..256 x queue depth 1..65536 (whole numbers); shown as written")
@@ -404,7 +404,7 @@ def _items(doc: FolderJson, keys: list[tuple[str, str]]) -> list[tuple[str, str]
 
 
 def tc_qd_text(v: Any) -> str:
-    """"TC 4 x QD 32 (OIO 128)"; without the OIO when either is not a whole number (a damaged
+    """ "TC 4 x QD 32 (OIO 128)"; without the OIO when either is not a whole number (a damaged
     file's: load_manifest names it)."""
     if isinstance(v, dict) and {"tc", "qd"} <= set(v):
         tc, qd = v["tc"], v["qd"]
@@ -515,6 +515,8 @@ def header(
         sets.insert(3, ("TC/QD", tc))
     for k, v in as_object((result or {}).get("settings")).items():
         label = _SETTING_LABELS.get(k, k.replace("_", " "))
+        if test == "xsr" and k == "segment_s":  # the longest: each group runs in equal segments of at most this
+            label = "segment, longest (s)"
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
     if test:  # a run's header (the summary, compare) has no one WDPC: each test has its own
         sets.insert(0, ("WDPC", WDPC.get(test, "none")))
