@@ -22,16 +22,18 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib.figure import Figure
 
 import inprocess
 from shape import fields, mismatches
+from ssdtwin.pts import plots, report
 from ssdtwin.pts import records as R
-from ssdtwin.pts import report
 from ssdtwin.pts import runner as pts_runner
 from ssdtwin.pts import steady as ss
 from ssdtwin.pts import tests as T
@@ -240,6 +242,10 @@ def test_xsr_groups_and_the_cross_stimulus_drop(reduced: Reduced) -> None:
     assert first_ag3 < 0.8 * float(table["AG1"]["tp_end_mb_s"])
     res = json.loads((rep / "xsr" / "result.json").read_text())
     assert res["settings"]["segment_s"] == 1.0 and res["settings"]["hours_full_drive"] == [0.5, 0.5, 0.5]
+    # The recovery is told to the segment (it said "after 3.02 s", the segment's end, as if timed).
+    said = r"AG3 (back to 90 % of AG1's final throughput in its segment [2-4] of 4, within [\d.]+ s|did not return .* in its 4 segments)"
+    assert re.search(said, res["message"]) and "after" not in res["message"], res["message"]
+    assert re.search(f"Recovery: {said}", (rep / "index.html").read_text().replace("&#39;", "'"))
 
 
 @pytest.mark.parametrize("test", ["cbw", "dirth"])
@@ -272,6 +278,36 @@ def test_the_pages_have_their_figures(reduced: Reduced, tmp_path: Path) -> None:
     diff = tmp_path / "diff"
     run_cli("pts", "compare", rep, rep, "--report", diff)
     assert "demand-variation" in (diff / "index.html").read_text()
+
+
+def test_no_legend_covers_data(reduced: Reduced, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every figure of a real report (every PTS test) and of its comparison, drawn: no legend
+    overlaps a panel that shows data (the Latency bars' legend covered the 8 KiB max bars,
+    CBW's and the histograms' legends sat on lines); a legend in an empty spare panel is fine."""
+    drawn: list[Figure] = []
+    real = plots._png
+
+    def keep(fig: Figure) -> bytes:
+        drawn.append(fig)
+        return real(fig)  # savefig draws the figure: the boxes below are as in the PNG
+
+    monkeypatch.setattr(plots, "_png", keep)
+    rep = shutil.copytree(reduced.report, tmp_path / "rep")
+    report.render(rep)
+    report.compare(rep, reduced.report, tmp_path / "diff")
+    legends = 0
+    for fig in drawn:
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        panels = [ax for ax in fig.axes if ax.axison and (ax.lines or ax.patches or ax.collections)]
+        for leg in [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.axison)]:
+            if leg is None:
+                continue
+            legends += 1
+            box = leg.get_window_extent(renderer)
+            for ax in panels:
+                assert not box.overlaps(ax.get_window_extent(renderer)), f"{fig.get_suptitle()!r}: the legend covers {ax.get_title()!r}"
+            assert box.x1 <= fig.bbox.x1 + 1 and box.y0 >= -1 and box.y1 <= fig.bbox.y1 + 1, f"{fig.get_suptitle()!r}: legend cut off"
+    assert len(drawn) > 30 and legends > 20
 
 
 @pytest.mark.tools

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -212,6 +213,25 @@ def test_malformed_documents_are_named_not_raised(tmp_path: Path) -> None:
     for text in ("field &#34;device&#34; is not an object", "tests.tp is not an object", "convergence: could not be drawn (",
                  "window v: could not be drawn (ValueError", "missing: iops/table.csv"):  # fmt: skip
         assert text in html
+
+
+@pytest.mark.parametrize("value", [1e300, -1, 0, float("nan"), float("inf"), "abc", 1.5, True])
+def test_hostile_numbers_in_pts_json_are_named_not_raised(tmp_path: Path, value: Any) -> None:
+    """A queue depth, thread count or capacity in pts.json that is no whole number in range
+    (nan, inf, "abc" were a ValueError/OverflowError traceback of 59 lines from `ssdtwin pts
+    report`): one note naming the file, the field and its range; the page shows it as written."""
+    doc = {
+        "format": "ssdtwin-pts",
+        "device": {"capacity_bytes": value, "lba_bytes": 512},
+        "settings": {"tc_qd": {"lat": {"tc": 1, "qd": value}, "tp": [value, 32]}},
+        "tests": {"lat": {"status": "pending"}, "tp": {"status": "pending"}},
+    }
+    (tmp_path / "pts.json").write_text(json.dumps(doc))
+    html = report.render(tmp_path).read_text()
+    for field in ("settings.tc_qd.lat", "settings.tc_qd.tp"):
+        assert f"pts.json: {field} is not threads 1..256 x queue depth 1..65536 (whole numbers); shown as written" in html
+    whole_bytes = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    assert ("pts.json: device.capacity_bytes is not a whole number of bytes from 0 to 2^64" in html) != whole_bytes
 
 
 def test_a_folder_that_is_not_a_report_is_refused(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from ssdtwin.pts import flows, plots, report
-from ssdtwin.pts.report import parts
+from ssdtwin.pts.report import pages, parts
 
 try:  # pytest puts tests/pts on sys.path (no __init__.py)
     from report_fixture import make_report
@@ -282,6 +282,21 @@ def test_segment_tests_window_is_in_segments() -> None:
         settings = dict(parts.header({}, test, {"window": [271, 275]})[2][1])
         assert settings["Measurement window"] == "segments 271–275"
     assert dict(parts.header({}, "iops", {"window": [4, 8]})[2][1])["Measurement window"] == "rounds 4–8"
+
+
+def test_wsat_summary_and_xsr_segment_say_what_they_count() -> None:
+    """WSAT's final IOPS is the mean of the last tenth of its segments: under 20 segments that
+    is one, and the row said "mean of the last 1 segments". XSR's segment_s is the longest
+    segment (each access group runs in equal segments of at most it: 0.911 s on a PM983 at
+    1/395 with 1 s): the header called it "segment s" as if every segment were that long."""
+    table = pd.DataFrame({"segment": range(1, 8), "drive_fills": np.linspace(0.15, 1.06, 7), "iops": [5e5] * 6 + [3e5]})
+    rows = dict(zip(pages.wsat_summary(table)["quantity"], pages.wsat_summary(table)["value"]))
+    assert rows["final IOPS (the last segment)"] == 3e5
+    long = pd.DataFrame({"segment": range(1, 31), "drive_fills": np.linspace(0.1, 3.0, 30), "iops": [4e5] * 27 + [3e5] * 3})
+    assert "final IOPS (mean of the last 3 segments)" in set(pages.wsat_summary(long)["quantity"])
+    xsr = dict(parts.header({}, "xsr", {"settings": {"segment_s": 1.0}})[2][1])
+    wsat = dict(parts.header({}, "wsat", {"settings": {"segment_s": 1.0}})[2][1])
+    assert xsr["segment, longest (s)"] == "1.0" and "segment s" not in xsr and wsat["segment s"] == "1.0"
 
 
 def test_a_real_devices_write_cache_is_in_its_header() -> None:

@@ -51,6 +51,26 @@ def test_xsr_recovery_is_measured_against_ag1s_end() -> None:
     assert tables.xsr_recovery_s(rows_[:-1]) is None
 
 
+def test_xsr_recovery_is_told_to_the_segment() -> None:
+    """The recovery time is known only to a segment: with AG3 in one segment there is none to
+    give (the message said "after 1.011 s", the one segment's length, as if measured), with
+    several it is within the end of the first segment at 90 %, named with its number."""
+
+    def seg(t: float, ag: str, bw: float, length: float = 1.0) -> dict:
+        return {"phase": ag, "t_start_s": t, "t_end_s": t + length, "write_bw_bytes_s": bw}
+
+    one = [seg(0.0, "AG1", 4e9, 1.011), seg(1.011, "AG2", 2e9, 1.011), seg(2.022, "AG3", 3.8e9, 1.011)]
+    text = tables.xsr_recovery_text(one)
+    assert text.startswith("AG3's one segment (1.011 s) averaged 90 % of AG1's final throughput or more")
+    assert "cannot time the recovery" in text and "--xsr-segment" in text and "after" not in text
+    many = [seg(float(i), "AG1", 4e9) for i in range(3)] + [seg(3.0, "AG2", 2e9)]
+    many += [seg(4.0, "AG3", 1.5e9), seg(5.0, "AG3", 3.7e9), seg(6.0, "AG3", 3.9e9)]
+    assert tables.xsr_recovery_text(many) == "AG3 back to 90 % of AG1's final throughput in its segment 2 of 3, within 2 s"
+    assert tables.xsr_recovery_text(many[:5]) == "AG3 did not return to 90 % of AG1's final throughput in its 1 segment (1 s)"
+    slow = many[:4] + [seg(4.0, "AG3", 1.5e9), seg(5.0, "AG3", 2.0e9)]
+    assert tables.xsr_recovery_text(slow) == "AG3 did not return to 90 % of AG1's final throughput in its 2 segments (2 s)"
+
+
 def test_xsr_access_groups_run_their_duration_whatever_the_segment() -> None:
     """Each access group is the fewest equal segments of at most --xsr-segment that make up
     its duration: a segment longer than the group no longer runs whole (a 10 s segment made
@@ -81,6 +101,65 @@ def test_bad_settings_are_one_line_errors(kw: dict, message: str) -> None:
     with pytest.raises(PtsError, match=message) as e:
         settings.Settings(**kw).validate()
     assert "\n" not in str(e.value)
+
+
+HOSTILE = [1e300, -1, 0, float("nan"), float("inf"), "abc", 1.5, True]
+# Hostile values that are a field's own: 0 % reads, a 0 seed, 0 drive fills before judging;
+# 1.5 of a number that may be fractional; True for a switch; a purge name (checked once the
+# target is open: its methods depend on the target).
+ALLOWED = {
+    "0": {"iops_mixes", "lat_mixes", "dirth_mix", "seed", "wsat_min_fills", "hir_pre_fills"},
+    "1.5": {n for n, f in settings.FIELDS.items() if f[1].split()[-1] in ("float", "seconds")},
+    "True": {"wsat_stop_steady", "converge"},
+    "'abc'": {"purge"},
+}
+
+
+@pytest.mark.parametrize("name", list(settings.FIELDS))
+def test_every_setting_refuses_hostile_values_in_one_short_line(name: str) -> None:
+    """1e300, -1, 0, nan, inf, "abc", 1.5 and a bool in every field (through the API, as a
+    file of settings would give them): one line naming the field and what it allows, or the
+    value is one the field takes. A string was a TypeError traceback, 1.5 repetitions and
+    True threads ran, a seed of 1e300 or nan ran."""
+    label, kind, allowed = settings.FIELDS[name]
+    default = getattr(settings.Settings(), name)
+    for v in HOSTILE:
+        if isinstance(default, dict):
+            value: object = {"tp": (v, 1)}
+        elif isinstance(default, tuple) or kind.startswith("list"):
+            value = (v, 1.0, 1.0) if name == "xsr_hours" else (v,)
+        else:
+            value = v
+        try:
+            settings.Settings(**{name: value}).validate()
+        except PtsError as e:
+            msg = str(e)
+            assert "\n" not in msg and len(msg) <= 150 and label in msg.split(":")[0], (name, v, msg)
+            assert any(w in msg for w in ("from", "at most", "<=", "..", "up to", "one of", "True or False")), (
+                name,
+                v,
+                msg,
+            )  # what it allows
+        else:
+            assert name in ALLOWED.get(repr(v) if not isinstance(v, float) or v != 1.5 else "1.5", set()), (name, v, "accepted")
+    assert set(settings.FIELDS) == set(settings.Settings.__dataclass_fields__)
+
+
+def test_run_refuses_bad_keywords_in_one_short_line(tmp_path: Path) -> None:
+    """ssdtwin.pts.run's own arguments: an unknown setting listed all 39 fields (a 400-character
+    line), a --jobs or round that is no number was a TypeError or ValueError traceback."""
+    from ssdtwin.pts import run
+
+    for kw, message in (
+        ({"hir_rep": 3}, "unknown setting 'hir_rep' (did you mean 'hir_reps'?"),
+        ({"jobs": "2"}, "--jobs '2': a whole number from 1 to 64"),
+        ({"round_s": "abc"}, "--round 'abc': a round from 1 s to 1 day"),
+        ({"round_s": float("nan")}, "--round nan"),
+    ):
+        with pytest.raises(PtsError) as e:
+            run(str(tmp_path / "none"), "lat", tmp_path / "rep", **kw)  # type: ignore[arg-type]
+        assert str(e.value).startswith(message) and len(str(e.value)) <= 150, str(e.value)
+    assert not (tmp_path / "rep").exists()
 
 
 def test_bad_cli_options_leave_nothing_behind(tmp_path: Path) -> None:

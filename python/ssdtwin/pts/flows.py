@@ -10,7 +10,7 @@ from . import steady as ss
 from . import tests as T
 from .folder import write_hist
 from .records import RoundRow, RthPoint, SteadyState
-from .tables import di_points, di_table, xsr_recovery_s, xsr_summary
+from .tables import di_points, di_table, xsr_recovery_s, xsr_recovery_text, xsr_summary
 from .testrun import Suite, TestRun
 
 
@@ -190,12 +190,8 @@ def xsr(runner: Suite, tr: TestRun) -> None:
     tr.extra["access_groups"] = summary
     tr.extra["recovery_s"] = xsr_recovery_s(tr.rows)
     tr.window = [max(1, seg - ss.WINDOW_ROUNDS + 1), seg]
-    rec = tr.extra["recovery_s"]
-    back = "AG3 did not return to 90 % of AG1's final throughput"
-    if rec is not None:
-        back = f"AG3 back to 90 % of AG1's final throughput after {rec:g} s"
     tr.status = "complete"
-    tr.message = f"{_count(seg, 'segment')} in 3 access groups; {back}"
+    tr.message = f"{_count(seg, 'segment')} in 3 access groups; {xsr_recovery_text(tr.rows)}"
 
 
 def cbw(runner: Suite, tr: TestRun) -> None:

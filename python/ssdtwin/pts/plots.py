@@ -144,7 +144,33 @@ def _finish(ax: Axes, xlabel: str, ylabel: str, *, logy: bool = False, logx: boo
             axis.set_major_formatter(FuncFormatter(si))
     ax.grid(True, which="major", alpha=0.35)
     if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="small", ncol=2 if len(ax.get_legend_handles_labels()[0]) > 6 else 1)
+        fig = ax.get_figure()
+        assert isinstance(fig, Figure)
+        _outside_legend(fig, *ax.get_legend_handles_labels())
+
+
+def _outside_legend(fig: Figure, handles: list[Artist], labels: list[str], fontsize: str = "small") -> None:
+    """The figure's legend to the right of its panels, the figure widened by the legend's
+    width so the panels keep their size: a legend inside a panel covered bars (the Latency
+    test's 8 KiB max bars, CBW's matrix lines) wherever matplotlib's "best" spot was."""
+    FigureCanvasAgg(fig)  # a renderer to measure the legend with
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    sp = fig.subplotpars
+    width_in, height_in = fig.get_figwidth(), fig.get_figheight()
+    left_in, right_in = sp.left * width_in, sp.right * width_in
+    ncol = 1
+    while True:
+        leg = fig.legend(handles, labels, loc="center left", fontsize=fontsize, ncol=ncol)
+        box = leg.get_window_extent(renderer)
+        if box.height / fig.dpi <= 0.95 * height_in or ncol >= len(labels):
+            break
+        leg.remove()  # taller than the figure: more columns
+        ncol += 1
+    gap_in = 0.15
+    new_w = right_in + gap_in + box.width / fig.dpi + 0.1
+    fig.set_figwidth(new_w)
+    fig.subplots_adjust(left=left_in / new_w, right=right_in / new_w)
+    leg.set_bbox_to_anchor(((right_in + gap_in) / new_w, (sp.bottom + sp.top) / 2), transform=fig.transFigure)
 
 
 def _shared_legend(fig: Figure, axes: Any, series: list[Series], spare: Optional[Axes] = None) -> None:
@@ -162,13 +188,8 @@ def _shared_legend(fig: Figure, axes: Any, series: list[Series], spare: Optional
     if spare is not None:
         spare.set_axis_off()
         spare.legend(handles, labels, loc="center", fontsize="small", ncol=ncol)
-    elif len(series) > 1:
-        width_in = fig.get_figwidth()
-        fig.set_figwidth(width_in + 3.2)
-        fig.subplots_adjust(left=0.8 / (width_in + 3.2), right=(width_in - 0.2) / (width_in + 3.2))
-        fig.legend(handles, labels, loc="center right", fontsize="x-small", ncol=1)
     else:
-        np.ravel(axes)[0].legend(handles, labels, fontsize="small", ncol=ncol)
+        _outside_legend(fig, handles, labels, "x-small" if len(series) > 1 else "small")
 
 
 def convergence(
@@ -583,12 +604,7 @@ def histograms(name: str, title: str, panels: list[tuple[str, list[Series]]]) ->
     for k in range(len(panels), nrows * ncols):
         axes[k // ncols][k % ncols].set_axis_off()
     spare = axes[-1][-1] if len(panels) < nrows * ncols else None
-    two = max(len(p[1]) for p in panels) if panels else 1
-    if spare is None and two == 1:  # a single report: read/write fit in a corner of the figure
-        handles = {lbl: h for ax in axes.flat for h, lbl in zip(*ax.get_legend_handles_labels())}
-        fig.legend(list(handles.values()), list(handles), loc="upper right", fontsize="small")
-    else:
-        _shared_legend(fig, axes, panels[0][1] if panels else [], spare)
+    _shared_legend(fig, axes, panels[0][1] if panels else [], spare)
     fig.suptitle(title)
     caption = (
         "Response-time histograms from fio's json+ bins: the share of I/Os per latency bin, log axes; "

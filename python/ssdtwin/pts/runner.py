@@ -16,6 +16,7 @@ progress.py (the display's events).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import os
 import shutil
@@ -104,12 +105,15 @@ def run(
     ``jobs``: on a twin, run up to this many tests at once, each in its own process on an
     in-memory copy of the image as it was at the start (the image is left unchanged)."""
     names = T.parse_tests(tests if isinstance(tests, str) else ",".join(tests))
-    if not 1 <= jobs <= 64:
-        raise PtsError(f"--jobs {jobs}: from 1 to 64 tests at once")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= 64:
+        raise PtsError(f"--jobs {jobs!r}: a whole number from 1 to 64 tests at once")
     unknown = [k for k in settings if k not in Settings.__dataclass_fields__]
     if unknown:
-        raise PtsError(f"unknown setting '{unknown[0]}' (settings: {', '.join(Settings.__dataclass_fields__)})")
-    cfg = Settings(round_s=float(round_s), **settings)
+        near = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
+        hint = f"did you mean '{near[0]}'? " if near else ""
+        raise PtsError(f"unknown setting '{unknown[0]}' ({hint}the settings are the fields of ssdtwin.pts.Settings)")
+    number = isinstance(round_s, (int, float)) and not isinstance(round_s, bool)
+    cfg = Settings(round_s=float(round_s) if number else round_s, **settings)  # anything else: validate() says so
     cfg.validate()
     folder = Path(tempfile.mkdtemp(prefix="ssdtwin-pts-")) if report is None else Path(report)
     prepare_folder(folder, force)

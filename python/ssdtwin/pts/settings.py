@@ -56,10 +56,9 @@ class Settings:
     converge: bool = True  # twin: time each round until its figures converge, the rest in fast-forward
 
     def validate(self) -> None:
-        if not (self.round_s >= 1.0):
-            raise PtsError(f"--round {self.round_s:g}s: a round must be at least 1 s (PTS rounds are 1 minute)")
-        if self.round_s > 86400:
-            raise PtsError(f"--round {self.round_s:g}s: at most 1 day")
+        self._validate_types()
+        if not (1.0 <= self.round_s <= 86400):
+            raise PtsError(f"--round {self.round_s:g}s: a round from 1 s to 1 day (PTS rounds are 1 minute)")
         if not (ss.WINDOW_ROUNDS <= self.min_rounds <= self.max_rounds <= 1000):
             raise PtsError(
                 f"--min-rounds {self.min_rounds} / --max-rounds {self.max_rounds}: need 5 <= min <= max <= 1000 (the window is 5 rounds)"
@@ -80,6 +79,8 @@ class Settings:
             raise PtsError("--hir-waits: wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)")
         if not 1.0 <= self.hir_burst_s <= 3600:
             raise PtsError(f"HIR burst {self.hir_burst_s:g} s: from 1 s to 1 hour (the spec's is 5 s)")
+        if not 0 <= self.seed <= U64:
+            raise PtsError(f"--seed {self.seed}: {FIELDS['seed'][2]}")
         self._validate_xsr_di()
         self._validate_duplicates()
         for label, vals in (("--curve-jobs", self.curve_jobs), ("--curve-qd", self.curve_qd)):
@@ -96,6 +97,23 @@ class Settings:
         for label, vals in (("--iops-mixes", self.iops_mixes), ("--lat-mixes", self.lat_mixes)):
             if not vals or any(not 0 <= v <= 100 for v in vals):
                 raise PtsError(f"{label}: read percentages from 0 to 100 (e.g. 100,65,0)")
+
+    def _validate_types(self) -> None:
+        """Every field of the type it must have, a number finite, before the ranges are
+        checked: a string was a TypeError traceback, 1.5 repetitions or a bool thread count
+        ran (range(1.5) failed later), a seed of 1e300 or nan ran."""
+        for name, (label, kind, allowed) in FIELDS.items():
+            value = getattr(self, name)
+            if kind in ("int", "float", "bool", "str", "seconds"):
+                if not _is_kind(value, kind):
+                    raise PtsError(f"{label} {_shown(value)}: {allowed}")
+            elif kind == "tc_qd":
+                if not isinstance(value, dict) or not all(
+                    isinstance(v, (tuple, list)) and len(v) == 2 and all(_is_kind(x, "int") for x in v) for v in value.values()
+                ):
+                    raise PtsError(f"{label} {_shown(value)}: {allowed}")
+            elif not isinstance(value, (tuple, list)) or not all(_is_kind(v, kind.split()[-1]) for v in value):
+                raise PtsError(f"{label} {_shown(value)}: {allowed}")
 
     def _validate_duplicates(self) -> None:
         """A value given twice in a list runs its element twice under one name (the second
@@ -222,3 +240,67 @@ class Settings:
         checks it against this dataclass's)."""
         tc_qd: dict[str, TcQd] = {k: {"tc": v[0], "qd": v[1], "oio": v[0] * v[1]} for k, v in self.tc_qd.items()}
         return cast(SettingsDoc, {**asdict(self), "tc_qd": tc_qd})
+
+
+U64 = 0xFFFF_FFFF_FFFF_FFFF
+# Each field: the name a user gives it (the CLI's flag; the API's keyword is the field), its
+# kind ("int" a whole number, not a bool; "float"/"seconds" a finite number; "list of K"
+# a tuple or list of K; "tc_qd" {test: (tc, qd)}) and what it allows, as the range checks
+# of validate() say it (tests/pts/test_xsr_di.py feeds each hostile values).
+FIELDS: dict[str, tuple[str, str, str]] = {
+    "round_s": ("--round", "seconds", "a round from 1 s to 1 day (PTS rounds are 1 minute)"),
+    "min_rounds": ("--min-rounds", "int", "a whole number from 5 to --max-rounds (the window is 5 rounds)"),
+    "max_rounds": ("--max-rounds", "int", "a whole number from --min-rounds to 1000"),
+    "iops_bs": ("--iops-bs", "list of int", f"block sizes in bytes, multiples of 512 up to {MAX_BS} (e.g. 4k,128k)"),
+    "iops_mixes": ("--iops-mixes", "list of int", "read percentages, whole numbers from 0 to 100"),
+    "tp_bs": ("--tp-bs", "list of int", f"block sizes in bytes, multiples of 512 up to {MAX_BS} (e.g. 128k,1m)"),
+    "lat_bs": ("--lat-bs", "list of int", f"block sizes in bytes, multiples of 512 up to {MAX_BS} (e.g. 8k,4k,512)"),
+    "lat_mixes": ("--lat-mixes", "list of int", "read percentages, whole numbers from 0 to 100"),
+    "tc_qd": ("--tc-qd", "tc_qd", "{test: (threads, queue depth)}, whole numbers, threads 1..256, queue depth 1..65536"),
+    "wsat_fills": ("--wsat-fills", "float", "drive fills above 0, at most 1000"),
+    "wsat_max_time_s": ("--wsat-max-time", "seconds", "from 1 s to 200 days"),
+    "wsat_segment_s": ("--wsat-segment", "seconds", "from 1 s to 1 day, or None (the default)"),
+    "wsat_stop_steady": ("--wsat-stop-steady", "bool", "True or False"),
+    "wsat_min_fills": ("--wsat-min-fills", "float", "drive fills from 0 to 100"),
+    "hir_reps": ("--hir-reps", "int", "a whole number from 1 to 100000 (the spec's is 360)"),
+    "hir_waits_s": ("--hir-waits", "list of seconds", "wait states above 0 s, at most 1 day (e.g. 5s,10s,15s,25s,50s)"),
+    "hir_burst_s": ("HIR burst", "seconds", "from 1 s to 1 hour (the spec's is 5 s)"),
+    "hir_pre_fills": ("--hir-pre-fills", "float", "drive fills from 0 to 100"),
+    "curve_jobs": ("--curve-jobs", "list of int", "thread counts, whole numbers from 1 to 1024"),
+    "curve_qd": ("--curve-qd", "list of int", "queue depths, whole numbers from 1 to 1024"),
+    "xsr_hours": ("--xsr-hours", "list of float", "three durations in hours, above 0, at most 720 (the spec's are 8,6,8)"),
+    "xsr_segment_s": ("--xsr-segment", "seconds", "from 1 s to 1 day, or None (the default)"),
+    "di_tc": ("--di-tc", "list of int", "thread counts, whole numbers from 1 to 1024 (the spec's are 32,16,8,6,4,2,1)"),
+    "di_qd": ("--di-qd", "list of int", "queue depths, whole numbers from 1 to 1024 (the spec's are 32,16,8,6,4,2,1)"),
+    "di_pc_intervals": ("--di-pc-intervals", "int", "a whole number from 1 to 1000 (the spec's is 30)"),
+    "di_prewrite_s": ("--di-prewrite", "seconds", "from 1 s to 1 day"),
+    "di_rth_prewrite_s": ("--di-rth-prewrite", "seconds", "from 1 s to 1 day"),
+    "di_rth_s": ("--di-rth", "seconds", "from 1 s to 1 day"),
+    "di_art_limit_us": ("--di-art-limit", "float", "microseconds from 1 to 1e8 (the spec's is 5 ms)"),
+    "dirth_bs": ("--dirth-bs", "int", f"a block size in bytes, a multiple of 512 up to {MAX_BS} (e.g. 4k)"),
+    "dirth_mix": ("--dirth-mix", "int", "a read percentage, a whole number from 0 to 100"),
+    "purge": ("--purge", "str", "one of auto, nvme-format, trim, none"),
+    "seed": ("--seed", "int", f"a whole number from 0 to {U64}"),
+    "converge": ("--converge", "bool", "True or False"),
+}
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    """``value`` is of ``kind`` (FIELDS): a bool is no number, a float no whole number."""
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    if isinstance(value, bool):
+        return False
+    if kind == "int":
+        return isinstance(value, int)
+    if kind == "seconds" and value is None:
+        return True  # the optional segments: None is the default
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _shown(value: object) -> str:
+    """A value as a message shows it, at most 40 characters (1e300, 'abc', nan, [...])."""
+    text = f"{value:g}" if isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -54,16 +54,50 @@ def xsr_summary(rows: Sequence[RoundRow]) -> list[XsrGroup]:
 def xsr_recovery_s(rows: Sequence[RoundRow], share: float = 0.9) -> Optional[float]:
     """Seconds from the start of AG3 until its throughput first reaches ``share`` of AG1's
     final throughput (the mean of AG1's last 5 segments); None if it never does."""
+    found = _xsr_recovery(rows, share)
+    return found[0] if found else None
+
+
+def _xsr_recovery(rows: Sequence[RoundRow], share: float) -> Optional[tuple[float, int]]:
+    """(seconds from AG3's start to the end of its first segment at ``share`` of AG1's final
+    throughput, that segment's number in AG3 from 1), or None."""
     ag1 = [r for r in rows if r.get("phase") == "AG1"][-ss.WINDOW_ROUNDS :]
     ag3 = [r for r in rows if r.get("phase") == "AG3"]
     if not ag1 or not ag3:
         return None
     target = share * sum(float(r["write_bw_bytes_s"]) for r in ag1) / len(ag1)
     t0 = float(ag3[0]["t_start_s"])
-    for r in ag3:
+    for k, r in enumerate(ag3, 1):
         if float(r["write_bw_bytes_s"]) >= target:
-            return round(float(r["t_end_s"]) - t0, 6)
+            return round(float(r["t_end_s"]) - t0, 6), k
     return None
+
+
+def xsr_recovery_text(rows: Sequence[RoundRow], share: float = 0.9) -> str:
+    """What :func:`xsr_recovery_s` found, in words a reader can check against the segments:
+    the recovery time is known to a segment, so it is "within" the end of the segment that
+    first reached ``share`` of AG1's final throughput; with one segment per access group
+    there is no recovery time to give (the one segment's average is all there is; "after
+    1.011 s" read as a measured recovery)."""
+    ag3 = [r for r in rows if r.get("phase") == "AG3"]
+    pct = f"{share * 100:g} %"
+    if not ag3:
+        return "AG3 did not run"
+    found = _xsr_recovery(rows, share)
+    span = round(float(ag3[-1]["t_end_s"]) - float(ag3[0]["t_start_s"]), 6)
+    if found is None:
+        return f"AG3 did not return to {pct} of AG1's final throughput in its {_count(len(ag3), 'segment')} ({span:g} s)"
+    rec, k = found
+    if len(ag3) == 1:
+        return (
+            f"AG3's one segment ({rec:g} s) averaged {pct} of AG1's final throughput or more: "
+            "AG3 in one segment cannot time the recovery (a shorter --xsr-segment can)"
+        )
+    return f"AG3 back to {pct} of AG1's final throughput in its segment {k} of {len(ag3)}, within {rec:g} s"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 DI_COLUMNS = ["numjobs", "iodepth", "oio", "iops", "read_iops", "write_iops", "lat_mean_us", "lat_max_us", "lat_p99_us", "lat_p99_9_us"]

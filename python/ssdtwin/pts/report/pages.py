@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from functools import partial
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 import pandas as pd
 
 from .. import plots
 from ..plots import Series, bs_text, mixes_in
-from ..records import FolderJson
+from ..records import FolderJson, RoundRow
+from ..tables import xsr_recovery_text
 from ..tests import TITLES
 from .parts import (
     PRECONDITIONED,
@@ -302,13 +303,15 @@ def wsat_steady_blocks(sink: Sink, result: Optional[FolderJson], table: pd.DataF
 def wsat_summary(table: pd.DataFrame) -> pd.DataFrame:
     t = table.sort_values("segment")
     tail = t.tail(max(1, len(t) // 10))
+    # the last tenth of the segments ("mean of the last 1 segments" under 20 segments)
+    final = "final IOPS (the last segment)" if len(tail) == 1 else f"final IOPS (mean of the last {len(tail)} segments)"
     return pd.DataFrame(
         [
             {"quantity": "segments", "value": float(len(t))},
             {"quantity": "drive fills written", "value": float(t["drive_fills"].iloc[-1])},
             {"quantity": "FOB IOPS (first segment)", "value": float(t["iops"].iloc[0])},
             {"quantity": "peak IOPS", "value": float(t["iops"].max())},
-            {"quantity": f"final IOPS (mean of the last {len(tail)} segments)", "value": float(tail["iops"].mean())},
+            {"quantity": final, "value": float(tail["iops"].mean())},
         ]
     )
 
@@ -405,8 +408,11 @@ def page_xsr(tf: TestFolder, sink: Sink, result: Optional[FolderJson]) -> list[B
     if table is not None:
         text = "Throughput at the end of each access group is the mean of its last 5 segments (MB/s = 10^6 B/s); peaks over the group."
         blocks.append(table_block("XSR: access groups", table, f"{tf.rel}/table.csv", text=text))
-    if rec is not None:
-        blocks.insert(0, note(f"Recovery: AG3 reached 90 % of AG1's final throughput {fmt(rec)} s after the RND 8KiB stimulus ended."))
+    if rounds is not None and (rounds["phase"] == "AG3").any():
+        text = xsr_recovery_text(cast(list[RoundRow], rounds.to_dict("records")))
+        blocks.insert(0, note(f"Recovery: {text}.", "warn" if "did not" in text else "info"))
+    elif rec is not None:
+        blocks.insert(0, note(f"Recovery: AG3 back to 90 % of AG1's final throughput within {fmt(rec)} s of its start."))
     elif table is not None:
         blocks.insert(0, note("Recovery: AG3 did not reach 90 % of AG1's final throughput before it ended.", "warn"))
     return blocks

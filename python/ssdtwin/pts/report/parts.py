@@ -105,6 +105,7 @@ def load_manifest(folder: Path) -> FolderJson:
         if key in doc and not isinstance(doc[key], dict):
             problems.append(f'pts.json: field "{key}" is not an object; ignored')
             doc[key] = {}
+    problems += _number_problems(doc)
     tests = doc.setdefault("tests", {})
     for test, entry in list(tests.items()):
         if not isinstance(entry, dict):
@@ -112,6 +113,29 @@ def load_manifest(folder: Path) -> FolderJson:
             tests[test] = {}
     doc["_problems"] = problems
     return doc
+
+
+def _whole(value: Any, lo: int, hi: int) -> bool:
+    """A whole number from ``lo`` to ``hi`` (a bool, a float, a string is none)."""
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
+def _number_problems(doc: FolderJson) -> list[str]:
+    """pts.json's numbers the page computes with, each one line naming the field and its
+    range when it is not one (a damaged or hand-edited file: nan or "abc" as a queue depth,
+    inf as a capacity were a ValueError/OverflowError traceback of 59 lines); the page shows
+    such a value as written."""
+    out = []
+    tc_qd = as_object(doc.get("settings")).get("tc_qd")
+    for test, v in tc_qd.items() if isinstance(tc_qd, dict) else ():
+        pair = (v.get("tc"), v.get("qd")) if isinstance(v, dict) else tuple(v) if isinstance(v, list) else (v,)
+        if len(pair) != 2 or not (_whole(pair[0], 1, 256) and _whole(pair[1], 1, 65536)):
+            out.append(f"pts.json: settings.tc_qd.{test} is not threads 1..256 x queue depth 1..65536 (whole numbers); shown as written")
+    device = as_object(doc.get("device"))
+    for key in ("capacity_bytes", "drive_capacity_bytes", "unallocated_bytes", "lba_bytes"):
+        if key in device and device[key] is not None and not _whole(device[key], 0, 2**64):
+            out.append(f"pts.json: device.{key} is not a whole number of bytes from 0 to 2^64; shown as written")
+    return out
 
 
 def as_object(value: Any) -> FolderJson:
@@ -380,11 +404,18 @@ def _items(doc: FolderJson, keys: list[tuple[str, str]]) -> list[tuple[str, str]
 
 
 def tc_qd_text(v: Any) -> str:
+    """ "TC 4 x QD 32 (OIO 128)"; without the OIO when either is not a whole number (a damaged
+    file's: load_manifest names it)."""
     if isinstance(v, dict) and {"tc", "qd"} <= set(v):
-        return f"TC {v['tc']} x QD {v['qd']} (OIO {v.get('oio', int(v['tc']) * int(v['qd']))})"
-    if isinstance(v, (list, tuple)) and len(v) == 2:
-        return f"TC {v[0]} x QD {v[1]} (OIO {int(v[0]) * int(v[1])})"
-    return str(v)
+        tc, qd = v["tc"], v["qd"]
+    elif isinstance(v, (list, tuple)) and len(v) == 2:
+        tc, qd = v
+    else:
+        return str(v)
+    if not (_whole(tc, 0, 2**32) and _whole(qd, 0, 2**32)):
+        return f"TC {tc} x QD {qd}"
+    oio = v.get("oio", tc * qd) if isinstance(v, dict) else tc * qd
+    return f"TC {tc} x QD {qd} (OIO {oio})"
 
 
 # Result settings keys shown under the run settings' own labels (one row per setting).
@@ -404,7 +435,7 @@ _SETTING_LABELS = {
 def _value_text(key: str, v: Any) -> str:
     if key == "tc_qd":
         return tc_qd_text(v)
-    if key in ("capacity_bytes", "drive_capacity_bytes", "unallocated_bytes") and isinstance(v, (int, float)):
+    if key in ("capacity_bytes", "drive_capacity_bytes", "unallocated_bytes") and _whole(v, 0, 2**64):
         return f"{v / 1e9:,.1f} GB ({int(v):,} bytes)"
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -484,6 +515,8 @@ def header(
         sets.insert(3, ("TC/QD", tc))
     for k, v in as_object((result or {}).get("settings")).items():
         label = _SETTING_LABELS.get(k, k.replace("_", " "))
+        if test == "xsr" and k == "segment_s":  # the longest: each group runs in equal segments of at most this
+            label = "segment, longest (s)"
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
     if test:  # a run's header (the summary, compare) has no one WDPC: each test has its own
         sets.insert(0, ("WDPC", WDPC.get(test, "none")))
