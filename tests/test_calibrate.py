@@ -525,6 +525,16 @@ def test_print_jobs_writes_real_fio_jobs_in_the_corners_shapes(tmp_path: Path) -
     assert "--measured jobs/results/ " in (REPO / "docs" / "calibration.md").read_text().split("```", 2)[1]
 
 
+def test_print_jobs_names_the_scale_it_was_given_in_the_commands_it_suggests(tmp_path: Path) -> None:
+    """`--print-jobs --scale 1/128` suggested `calibrate ... --measured` without the scale, so
+    the fit it led to ran at the default 1/64."""
+    spec = spec_with_corners(tmp_path, "")
+    jobs = tmp_path / "jobs"
+    r = run_cli("calibrate", "--spec", spec, "--scale", "1/128", "--print-jobs", jobs)
+    want = f"ssdtwin calibrate --spec {spec} --scale 1/128 --measured {jobs / 'results'}/ --out "
+    assert want in r.stderr and want in (jobs / "run.sh").read_text()
+
+
 def test_print_jobs_does_not_replace_an_edited_job(tmp_path: Path) -> None:
     """The docs edit the printed jobs in place (`sed -i 's,/dev/nvme0n1,...'`); printing
     into the same folder again put the placeholder back silently, and run.sh would have

@@ -66,6 +66,8 @@ def calibrate_cmd(
     try:
         if print_jobs is not None:
             again = f"--spec {spec} " if spec is not None else f"{model} " if model is not None else ""
+            if scale != "1/64":  # the fit the jobs are for runs at the scale given here
+                again += f"--scale {scale} "
             return _print_jobs(print_jobs, text, origin, (datasheet, measured, out, sets), write, fmt, again)
         corners, legacy = _corners(text, origin, model, spec, datasheet, measured, sets)
     except CornerError as e:
