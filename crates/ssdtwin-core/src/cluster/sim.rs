@@ -1,16 +1,17 @@
-//! The discrete-event machinery: virtual time, one event heap ordered by (time, sequence),
+//! The discrete-event machinery: virtual time, one event queue ordered by (time, sequence)
+//! (a timing wheel, `engine::events`, with buckets of 128 ns; each event packed in two words),
 //! CPU cores and thread pools as FIFO servers, Ethernet ports with serialisation, and the
 //! drive twins timed through [`DeviceTiming::submit`]. The storage stacks' message flows
 //! (flows.rs) are state machines on top of it.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::ceph::RbdClient;
 use super::layout::{Drive, Layout};
 use super::out::{JobAcc, Level, Window};
 use super::spec::{ClusterSpec, StorageProtocol};
 use super::ClusterError;
+use crate::engine::events::ClusterQueue;
 use crate::engine::{HostCmd, HostOp};
 use crate::nvme::NsId;
 use crate::progress::{self, Budget, Progress};
@@ -30,6 +31,43 @@ pub(super) enum Ev {
     AtSwitch { to: u32, task: u32 },
     /// A drive command of `task` completed.
     DriveDone { drive: u32, task: u32, write: bool, bytes: u64 },
+}
+
+const TAG_SHIFT: u32 = 61;
+const WRITE_BIT: u64 = 1 << 60;
+/// A drive's index takes the 28 bits between the write bit and the task (a lab has at most
+/// 64 x 64 drives, spec.rs).
+const DRIVE_MASK: u64 = (1 << 28) - 1;
+
+impl Ev {
+    /// The event as the queue stores it: a word (kind, then what fits in 61 bits) and the
+    /// word it carries (`aux`).
+    #[inline(always)]
+    fn pack(self) -> (u64, u64) {
+        match self {
+            Ev::Start(c) => (c as u64, 0),
+            Ev::Step(task) => (1 << TAG_SHIFT | task as u64, 0),
+            Ev::CoreDone { host, task, pool } => (2 << TAG_SHIFT | task as u64, (host as u64) << 32 | pool as u64),
+            Ev::AtSwitch { to, task } => (3 << TAG_SHIFT | task as u64, to as u64),
+            Ev::DriveDone { drive, task, write, bytes } => {
+                debug_assert!(drive as u64 <= DRIVE_MASK);
+                let w = if write { WRITE_BIT } else { 0 };
+                (4 << TAG_SHIFT | w | (drive as u64) << 32 | task as u64, bytes)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn unpack(ev: u64, aux: u64) -> Ev {
+        let task = ev as u32;
+        match ev >> TAG_SHIFT {
+            0 => Ev::Start(task),
+            1 => Ev::Step(task),
+            2 => Ev::CoreDone { host: (aux >> 32) as u32, task, pool: aux as u32 },
+            3 => Ev::AtSwitch { to: aux as u32, task },
+            _ => Ev::DriveDone { drive: ((ev >> 32) & DRIVE_MASK) as u32, task, write: ev & WRITE_BIT != 0, bytes: aux },
+        }
+    }
 }
 
 /// Which message flow a task follows (flows.rs).
@@ -156,8 +194,7 @@ pub(super) struct ClusterSim<'a> {
     pub layout: &'a Layout,
     pub drives: &'a mut [Drive],
     pub now: u64,
-    heap: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    queue: ClusterQueue,
     pub events: u64,
     pub tasks: Vec<Task>,
     free_tasks: Vec<u32>,
@@ -204,8 +241,7 @@ impl<'a> ClusterSim<'a> {
             layout,
             drives,
             now: 0,
-            heap: BinaryHeap::new(),
-            seq: 0,
+            queue: ClusterQueue::default(),
             events: 0,
             tasks: Vec::new(),
             free_tasks: Vec::new(),
@@ -321,15 +357,16 @@ impl<'a> ClusterSim<'a> {
     // ------------------------------------------------------------------ events
 
     pub fn push(&mut self, t: u64, ev: Ev) {
-        self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev)));
+        let (ev, aux) = ev.pack();
+        self.queue.push_with(t, ev, aux);
     }
 
     /// Run until no event is left. `keep_going(progress)` is asked every 65,536 events.
     pub fn run(&mut self, keep_going: &mut dyn FnMut(&Progress) -> bool) -> Result<(), ClusterError> {
         let budgets: Vec<Budget> = self.jobs.iter().map(|j| j.acc.gen.spec.budget(None)).collect();
         let unit = progress::unit_of(&budgets);
-        while let Some(Reverse((t, _, ev))) = self.heap.pop() {
+        while let Some(e) = self.queue.pop() {
+            let (t, ev) = (e.t, Ev::unpack(e.ev, e.aux));
             self.now = t;
             self.events += 1;
             if self.events % 65_536 == 0

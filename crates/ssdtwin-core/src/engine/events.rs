@@ -1,7 +1,8 @@
-//! The fio runner's event queue: a min-queue of events ordered by (time, push order).
+//! The fio runner's event queue, and the cluster simulation's: a min-queue of events ordered
+//! by (time, push order).
 //!
 //! A timing wheel in place of one binary heap (docs/performance.md, "Speed II"): the
-//! events of the next [`SPAN_NS`] sit in buckets of [`BUCKET_NS`] by time, later ones in a
+//! events of the next span (2.1 ms for the runner) sit in buckets (of 1.024 us) by time, later ones in a
 //! heap that feeds the wheel as it turns. At QD32 a completion lands some hundred
 //! microseconds ahead, so a push goes to a bucket holding one or two events and a pop
 //! takes the first occupied bucket's first event, where one heap of a few hundred events
@@ -75,15 +76,18 @@ fn after(a: &Entry, b: &Entry) -> bool {
     a.t > b.t || (a.t == b.t && a.seq > b.seq)
 }
 
-const BUCKET_SHIFT: u32 = 10;
-/// Width of a bucket (1.024 us).
-const BUCKET_NS: u64 = 1 << BUCKET_SHIFT;
-const SLOTS: usize = 2048;
-/// Time the wheel covers (2.1 ms); later events wait in `far`.
-const SPAN_NS: u64 = BUCKET_NS * SLOTS as u64;
-const WORDS: usize = SLOTS / 64;
+/// The fio runner's wheel: buckets of 1.024 us, 2,048 of them (2.1 ms).
+pub(crate) type EventQueue = Wheel<10, 2048, 32>;
 
-pub(crate) struct EventQueue {
+/// The cluster simulation's wheel (cluster/sim.rs): buckets of 128 ns, 32,768 of them (4.2
+/// ms). A cluster point handles some 15 events per simulated microsecond (Ceph at 6,400 I/Os
+/// in flight), so the runner's 1 us buckets held a dozen or more events each and a push
+/// earlier than its bucket's last one walked that list.
+pub(crate) type ClusterQueue = Wheel<7, 32768, 512>;
+
+/// A timing wheel of `SLOTS` buckets of `1 << SHIFT` ns (`WORDS` = `SLOTS` / 64 words of
+/// occupied bits; `SLOTS` a power of two).
+pub(crate) struct Wheel<const SHIFT: u32, const SLOTS: usize, const WORDS: usize> {
     seq: u64,
     /// Start of the bucket at `cursor`: every event on the wheel has a time in
     /// [base, base + SPAN_NS), every event in `far` one at or past base + SPAN_NS.
@@ -102,9 +106,10 @@ pub(crate) struct EventQueue {
     peak: usize,
 }
 
-impl Default for EventQueue {
+impl<const SHIFT: u32, const SLOTS: usize, const WORDS: usize> Default for Wheel<SHIFT, SLOTS, WORDS> {
     fn default() -> Self {
-        EventQueue {
+        const { assert!(SLOTS.is_power_of_two() && WORDS * 64 == SLOTS) };
+        Wheel {
             seq: 0,
             base: 0,
             cursor: 0,
@@ -120,12 +125,17 @@ impl Default for EventQueue {
     }
 }
 
-#[inline(always)]
-fn slot_of(t: u64) -> usize {
-    (t >> BUCKET_SHIFT) as usize & (SLOTS - 1)
-}
+impl<const SHIFT: u32, const SLOTS: usize, const WORDS: usize> Wheel<SHIFT, SLOTS, WORDS> {
+    /// Width of a bucket.
+    const BUCKET_NS: u64 = 1 << SHIFT;
+    /// Time the wheel covers; later events wait in `far`.
+    const SPAN_NS: u64 = Self::BUCKET_NS * SLOTS as u64;
 
-impl EventQueue {
+    #[inline(always)]
+    fn slot_of(t: u64) -> usize {
+        (t >> SHIFT) as usize & (SLOTS - 1)
+    }
+
     /// Queue `ev` at time `t`, after every event already queued for `t`.
     #[inline(always)]
     pub fn push(&mut self, t: u64, ev: u64) {
@@ -150,11 +160,11 @@ impl EventQueue {
     fn place(&mut self, e: Entry) {
         // A difference, not base + SPAN_NS: times run up to u64::MAX (the run's limit is
         // checked on the events as they are popped).
-        if e.t - self.base >= SPAN_NS {
+        if e.t - self.base >= Self::SPAN_NS {
             self.push_far(e.t, e.seq, e.ev, e.aux);
             return;
         }
-        let s = slot_of(e.t);
+        let s = Self::slot_of(e.t);
         let n = self.new_node(e);
         let b = self.slots[s];
         if b.head == NIL {
@@ -243,8 +253,8 @@ impl EventQueue {
         self.nodes.clear();
         self.free = NIL;
         self.on_wheel = 0;
-        self.base = t & !(BUCKET_NS - 1);
-        self.cursor = slot_of(self.base);
+        self.base = t & !(Self::BUCKET_NS - 1);
+        self.cursor = Self::slot_of(self.base);
         for e in on_wheel {
             self.place(e);
         }
@@ -273,14 +283,14 @@ impl EventQueue {
     fn first_bucket(&mut self) -> Option<usize> {
         if self.on_wheel == 0 {
             let t = self.far.peek()?.t;
-            self.base = t & !(BUCKET_NS - 1);
-            self.cursor = slot_of(self.base);
+            self.base = t & !(Self::BUCKET_NS - 1);
+            self.cursor = Self::slot_of(self.base);
             self.refill();
         }
         let s = self.next_occupied();
         if s != self.cursor {
             let ahead = (s + SLOTS - self.cursor) % SLOTS;
-            self.base += ahead as u64 * BUCKET_NS;
+            self.base += ahead as u64 * Self::BUCKET_NS;
             self.cursor = s;
             self.refill();
         }
@@ -297,7 +307,7 @@ impl EventQueue {
 
     fn refill_far(&mut self) {
         while let Some(&e) = self.far.peek() {
-            if e.t - self.base >= SPAN_NS {
+            if e.t - self.base >= Self::SPAN_NS {
                 break;
             }
             self.far.pop();
@@ -356,57 +366,70 @@ mod tests {
         /// earlier than others in their bucket (the out-of-order insertion), events beyond
         /// the wheel's span (`far` and its refills) and pushes after a peek turned the wheel
         /// past them (the rewind). Every event carries a word of its own (`push_with`),
-        /// which comes back with it.
+        /// which comes back with it. Both wheels: the fio runner's and the cluster's.
         #[test]
         fn pops_and_peeks_as_the_heap_of_time_and_sequence(
             ops in proptest::collection::vec((0u8..10, 0u8..5, any::<u64>()), 1..600),
         ) {
-            let mut q = EventQueue::default();
-            let mut reference = BinaryHeap::new();
-            let (mut seq, mut now, mut peak) = (0u64, 0u64, 0usize);
-            for (i, (op, range, r)) in ops.into_iter().enumerate() {
-                if op < 5 || reference.is_empty() {
-                    let ahead = match range {
-                        0 => r % 4,
-                        1 => r % BUCKET_NS,
-                        2 => r % (SPAN_NS / 4),
-                        3 => r % (3 * SPAN_NS),
-                        _ => r % (u64::MAX / 2),
-                    };
-                    let t = now.saturating_add(ahead);
-                    seq += 1;
-                    q.push_with(t, i as u64, r);
-                    reference.push(Reverse((t, seq, i as u64, r)));
-                    peak = peak.max(reference.len());
-                } else if op < 7 {
-                    let Reverse((t, _, ev, aux)) = *reference.peek().expect("not empty");
-                    let e = q.peek().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
-                } else {
-                    let Reverse((t, _, ev, aux)) = reference.pop().expect("not empty");
-                    let e = q.pop().expect("the same events");
-                    prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
-                    now = t;
-                }
-                prop_assert_eq!(q.is_empty(), reference.is_empty());
-            }
-            while let Some(Reverse((t, _, ev, aux))) = reference.pop() {
+            pops_and_peeks::<10, 2048, 32>(&ops)?;
+            pops_and_peeks::<7, 32768, 512>(&ops)?;
+        }
+    }
+
+    fn pops_and_peeks<const SHIFT: u32, const SLOTS: usize, const WORDS: usize>(ops: &[(u8, u8, u64)]) -> Result<(), TestCaseError> {
+        let (bucket_ns, span_ns) = (Wheel::<SHIFT, SLOTS, WORDS>::BUCKET_NS, Wheel::<SHIFT, SLOTS, WORDS>::SPAN_NS);
+        let mut q = Wheel::<SHIFT, SLOTS, WORDS>::default();
+        let mut reference = BinaryHeap::new();
+        let (mut seq, mut now, mut peak) = (0u64, 0u64, 0usize);
+        for (i, (op, range, r)) in ops.iter().copied().enumerate() {
+            if op < 5 || reference.is_empty() {
+                let ahead = match range {
+                    0 => r % 4,
+                    1 => r % bucket_ns,
+                    2 => r % (span_ns / 4),
+                    3 => r % (3 * span_ns),
+                    _ => r % (u64::MAX / 2),
+                };
+                let t = now.saturating_add(ahead);
+                seq += 1;
+                q.push_with(t, i as u64, r);
+                reference.push(Reverse((t, seq, i as u64, r)));
+                peak = peak.max(reference.len());
+            } else if op < 7 {
+                let Reverse((t, _, ev, aux)) = *reference.peek().expect("not empty");
+                let e = q.peek().expect("the same events");
+                prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
+            } else {
+                let Reverse((t, _, ev, aux)) = reference.pop().expect("not empty");
                 let e = q.pop().expect("the same events");
                 prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
+                now = t;
             }
-            prop_assert!(q.pop().is_none() && q.is_empty());
-            prop_assert_eq!(q.peak(), peak);
+            prop_assert_eq!(q.is_empty(), reference.is_empty());
         }
+        while let Some(Reverse((t, _, ev, aux))) = reference.pop() {
+            let e = q.pop().expect("the same events");
+            prop_assert_eq!((e.t, e.ev, e.aux), (t, ev, aux));
+        }
+        prop_assert!(q.pop().is_none() && q.is_empty());
+        prop_assert_eq!(q.peak(), peak);
+        Ok(())
     }
 
     /// Pops come out in exactly the order of the tuple heap the queue replaced, ties in
     /// time included, whatever the mix of pushes, peeks and pops, for events a few
     /// nanoseconds to several wheel spans ahead (and up to the end of u64), and for pushes
-    /// before the first event after a peek (which turns the wheel).
+    /// before the first event after a peek (which turns the wheel). Both wheels.
     #[test]
     fn same_order_as_a_binary_heap_of_time_and_sequence() {
-        for spread in [64u64, 5_000, 300_000, 3 * SPAN_NS, 50 * SPAN_NS, u64::MAX / 4] {
-            let mut q = EventQueue::default();
+        same_order::<10, 2048, 32>();
+        same_order::<7, 32768, 512>();
+    }
+
+    fn same_order<const SHIFT: u32, const SLOTS: usize, const WORDS: usize>() {
+        let span_ns = Wheel::<SHIFT, SLOTS, WORDS>::SPAN_NS;
+        for spread in [64u64, 5_000, 300_000, 3 * span_ns, 50 * span_ns, u64::MAX / 4] {
+            let mut q = Wheel::<SHIFT, SLOTS, WORDS>::default();
             let mut reference = BinaryHeap::new();
             let (mut seq, mut x) = (0u64, 0x9E37_79B9_7F4A_7C15u64 ^ spread);
             let mut rand = || {

@@ -26,7 +26,7 @@
 //! * power states: at most N NAND operations at once, N from the state's power budget.
 
 pub mod arbiter;
-mod events;
+pub(crate) mod events;
 mod power;
 mod timeline;
 use power::PowerTokens;
