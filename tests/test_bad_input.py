@@ -294,9 +294,11 @@ def test_bad_scale(tmp_path: Path, scale: str, needles: tuple[str, ...]) -> None
         (["validate", "--scale", "1/0"], ("--scale", "N must be at least 1")),  # was a traceback
         (["validate", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
         (["calibrate", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
-        (["cluster", "init", "{d}", "--scale", "1/4294967296"], ("--scale", "N must be at most 4294967295")),
-        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", "-1"], ("--ceph-version -1: must be 0..4294967295",)),
-        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", str(2**70)], ("--ceph-version", "must be 0..4294967295")),
+        # A cluster's own ranges, not the core's integer's (0..4294967295).
+        (["cluster", "init", "{d}", "--scale", "1/4294967296"], ("--scale '1/4294967296': N must be 1..65536",)),
+        (["cluster", "init", "{d}", "--scale", "1/100000"], ("--scale '1/100000': N must be 1..65536",)),
+        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", "-1"], ("--ceph-version -1: choose 14 (Nautilus) or 18",)),
+        (["cluster", "init", "{d}", "--stack", "ceph-rbd", "--ceph-version", str(2**70)], ("--ceph-version", "choose 14 (Nautilus) or 18")),
     ],
 )
 def test_scales_and_releases_out_of_the_core_s_range(tmp_path: Path, args: list[str], needles: tuple[str, ...]) -> None:

@@ -203,11 +203,33 @@ def test_a_folder_that_is_not_a_cluster(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("cluster", "info", tmp_path, check=False), "cluster.toml", "missing field")
 
 
+def test_fio_splits_an_io_across_rbd_objects(labs: dict[str, Path], tmp_path: Path) -> None:
+    # librbd sends one op per 4 MiB object an I/O touches: an 8 MiB write was refused.
+    big = tmp_path / "big.fio"
+    big.write_text("[global]\nioengine=libaio\ndirect=1\nrw=write\nbs=8m\nsize=16m\niodepth=2\n[vol0]\n[vol1]\n")
+    out = json.loads(run_cli("cluster", "fio", labs["ceph-rbd"], big, "--output-format", "json").stdout)
+    assert [j["write"]["io_bytes"] for j in out["jobs"]] == [16 << 20, 16 << 20]
+
+
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (("--nodes", "0"), ("cluster.nodes: must be 1..=64 (got 0)",)),
-        (("--replicas", "4"), ("cluster.replicas: must be 1..=3",)),
+        (("--nodes", "0"), ("--nodes 0: must be 1..64",)),
+        (("--replicas", "4"), ("--replicas 4: must be 1..3 (one replica per storage node at most",)),
+        # A negative or huge count named the binding's u32 range (0..4294967295), not its own.
+        (("--nodes", "-1"), ("--nodes -1: must be 1..64",)),
+        (("--drives-per-node", "99999999999"), ("--drives-per-node 99999999999: must be 1..64",)),
+        (("--clients", "-3"), ("--clients -3: must be 1..256",)),
+        (("--replicas", "-1"), ("--replicas -1: must be 1..3",)),
+        (("--nodes", "5", "--replicas", "-1"), ("--replicas -1: must be 1..5",)),
+        (("--fio-procs", "-1"), ("--fio-procs -1: must be 1..256",)),
+        (("--node-cores", "-1"), ("--node-cores -1: must be 1..4096",)),
+        (("--client-cores", "5000"), ("--client-cores 5000: must be 1..4096",)),
+        (("--stack", "ceph-rbd", "--osds-per-nvme", "-2"), ("--osds-per-nvme -2: must be 1..1024",)),
+        (("--stack", "ceph-rbd", "--osd-threads", "-1"), ("--osd-threads -1: must be 0..4096",)),
+        (("--stack", "ceph-rbd", "--pg-num", "-1"), ("--pg-num -1: must be a power of two, 1..1048576",)),
+        (("--stack", "ceph-rbd", "--msgr", "-1"), ("--msgr -1: choose 1 or 2",)),
+        (("--stack", "ceph-rbd", "--ceph-version", "-1"), ("--ceph-version -1: choose 14 (Nautilus) or 18 (Reef)",)),
         (("--volume-size", "10TiB"), ("cluster.volume_bytes", "more than the pool")),
         (("--stack", "iscsi"), ("--stack 'iscsi'",)),
         (("--network", "7GbE"), ("--network '7GbE'",)),
@@ -220,6 +242,48 @@ def test_a_folder_that_is_not_a_cluster(tmp_path: Path) -> None:
 def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
     assert_one_line_error(run_cli("cluster", "init", tmp_path / "lab", *args, check=False), *needles)
     assert not (tmp_path / "lab" / "cluster.toml").exists()
+
+
+def test_init_ranges_are_the_cores(tmp_path: Path) -> None:
+    # The range each flag names is the one the core checks its cluster.toml field against.
+    from ssdtwin.commands.cluster import INIT_FIELDS, INIT_RANGES
+
+    keys = {"cluster.osds_per_drive": "osds_per_drive", "cluster.fio_procs_per_client": "fio_procs_per_client"}
+    for flag, field in INIT_FIELDS.items():
+        lo, hi = INIT_RANGES[flag]
+        key = keys.get(field, field.split(".")[1])
+        for v in (lo - 1, hi + 1) if lo > 0 else (hi + 1,):
+            value: object = {"value": v, "source": "test"} if field.split(".")[0] in ("hosts", "ceph") else v
+            with pytest.raises(_core.SpecError, match=rf"{field}: must be {lo}\.\.={hi} \(got {v}\)"):
+                _core.cluster_init({"stack": "ceph-rbd", key: value})
+
+
+def test_like_keeps_a_pinned_labs_cpus_for_more_osds_per_nvme(labs: dict[str, Path], tmp_path: Path) -> None:
+    # The lab's CPU set stays (its threads per NVMe), shared by the new OSDs: a note and the
+    # field's source say the threads per OSD before and after (they changed without a word).
+    run_cli("cluster", "init", tmp_path / "pin", "--like", labs["ceph-rbd"], "--osd-threads", "4")
+    r = run_cli("cluster", "init", tmp_path / "two", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "-o", "json")
+    cpus = r.json()["hosts"]["osd_cpus"]
+    assert cpus["value"] == 8 and "2 threads per OSD (the lab's 4)" in cpus["source"]
+    assert "stay pinned to its 8 CPUs per node (4 threads per NVMe, the lab's 4), shared by 4 OSDs: 2 threads per OSD" in r.stderr
+    # --osd-threads pins that many per OSD; an unpinned lab or the same OSDs: no note.
+    r = run_cli("cluster", "init", tmp_path / "t4", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "--osd-threads", "4", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 16 and "note" not in r.stderr
+    r = run_cli("cluster", "init", tmp_path / "un", "--like", labs["ceph-rbd"], "--osds-per-nvme", "2", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 0 and "note" not in r.stderr
+
+
+def test_a_cluster_toml_that_is_a_directory_is_one_line_everywhere(labs: dict[str, Path], tmp_path: Path) -> None:
+    # init said "already a cluster folder", the others "no cluster.toml".
+    (tmp_path / "d" / "cluster.toml").mkdir(parents=True)
+    line = f"{tmp_path / 'd' / 'cluster.toml'}: a directory, not a file"
+    for args in (("info",), ("sweep",), ("init",), ("fio", job_file(tmp_path))):
+        assert_one_line_error(run_cli("cluster", args[0], tmp_path / "d", *args[1:], check=False), line)
+    r = run_cli("cluster", "init", tmp_path / "x", "--like", tmp_path / "d", check=False)
+    assert_one_line_error(r, f"--like {line}")
+    # The file given for its folder is named as such.
+    toml = labs["ceph-rbd"] / "cluster.toml"
+    assert_one_line_error(run_cli("cluster", "info", toml, check=False), f"{toml}: the cluster's cluster.toml; give its folder")
 
 
 def test_init_refuses_an_existing_cluster_and_a_bad_like(labs: dict[str, Path], tmp_path: Path) -> None:
@@ -254,8 +318,6 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
     # Named where it was written: the job's section in its file.
     assert_one_line_error(run_cli("cluster", "fio", lab, rated, check=False), f"{rated}:11: job 'vol0': rate, rate_iops", "not modelled")
     assert_one_line_error(run_cli("cluster", "fio", lab, tmp_path / "missing.fio", check=False), "missing.fio")
-    big = job_file(tmp_path, extra="bs=8m\n")
-    assert_one_line_error(run_cli("cluster", "fio", lab, big, check=False), "crosses an RBD object boundary")
     dump = tmp_path / "missing" / "jobs.json"
     ok = job_file(tmp_path)
     assert_one_line_error(run_cli("cluster", "fio", lab, ok, "--dump-jobs", dump, check=False), f"--dump-jobs {dump}: no such directory")

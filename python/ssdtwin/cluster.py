@@ -47,6 +47,18 @@ class ClusterError(Exception):
     """A cluster folder or option that cannot be used (one line)."""
 
 
+def config_problem(folder: Path) -> Optional[str]:
+    """What is wrong with ``folder/cluster.toml`` when it exists but is no file (a directory,
+    a FIFO): the same line from every command that opens or makes a cluster folder (``init``
+    said "already a cluster folder" and the others "no cluster.toml" for one directory)."""
+    f = folder / CONFIG
+    if f.is_dir():
+        return f"{f}: a directory, not a file; a cluster folder's {CONFIG} is the file `ssdtwin cluster init` writes"
+    if f.exists() and not f.is_file():
+        return f"{f}: not a regular file; a cluster folder's {CONFIG} is the file `ssdtwin cluster init` writes"
+    return None
+
+
 @dataclass
 class Cluster:
     """A cluster description: its ``cluster.toml`` text and the parsed spec."""
@@ -67,6 +79,9 @@ class Cluster:
         msgr_version, and node_cores, client_cores, osd_cpus, pg_num as ``{value, source}``;
         defaults are the brief's lab)."""
         p = Path(path)
+        problem = config_problem(p)
+        if problem:
+            raise ClusterError(problem)
         if (p / CONFIG).exists():
             raise ClusterError(f"{p}: already a cluster folder ({CONFIG} exists)")
         if p.exists() and not p.is_dir():
@@ -84,8 +99,16 @@ class Cluster:
     def open(path: os.PathLike[str] | str) -> Cluster:
         p = Path(path)
         f = p / CONFIG
+        if p.is_file() and p.name == CONFIG:
+            # The file itself given for its folder: "no such folder" sent the user looking.
+            raise ClusterError(f"{p}: the cluster's {CONFIG}; give its folder ({p.parent})")
+        if p.exists() and not p.is_dir():
+            raise ClusterError(f"{p}: not a cluster folder (a file, not a folder)")
         if not p.is_dir():
             raise ClusterError(f"{p}: not a cluster folder (no such folder)")
+        problem = config_problem(p)
+        if problem:
+            raise ClusterError(problem)
         if not f.is_file():
             raise ClusterError(f"{p}: not a cluster folder (no {CONFIG}; make one with `ssdtwin cluster init`)")
         try:

@@ -122,6 +122,60 @@ def _ms(flag: str, text: str, lo: int = 1) -> int:
     return int(v)
 
 
+# The range of each count `cluster init` takes, as the core checks its cluster.toml field
+# (crates/ssdtwin-core/src/cluster/spec.rs, `validate`; tests/test_cluster.py holds the two
+# together). --replicas is 1..nodes, --pg-num a power of two in its range.
+INIT_RANGES = {
+    "--nodes": (1, 64),
+    "--drives-per-node": (1, 64),
+    "--clients": (1, 256),
+    "--osds-per-nvme": (1, 1024),
+    "--fio-procs": (1, 256),
+    "--node-cores": (1, 4096),
+    "--client-cores": (1, 4096),
+    "--osd-threads": (0, 4096),
+    "--pg-num": (1, 1 << 20),
+}
+# The cluster.toml field of each.
+INIT_FIELDS = {
+    "--nodes": "cluster.nodes",
+    "--drives-per-node": "cluster.drives_per_node",
+    "--clients": "cluster.clients",
+    "--osds-per-nvme": "cluster.osds_per_drive",
+    "--fio-procs": "cluster.fio_procs_per_client",
+    "--node-cores": "hosts.node_cores",
+    "--client-cores": "hosts.client_cores",
+    "--pg-num": "ceph.pg_num",
+}
+
+
+def _keep_pinned_cpus(like: Path, copied: dict[str, Any], opts: dict[str, Any]) -> None:
+    """A pinned lab copied with another number of OSDs per node (``--osds-per-nvme``,
+    ``--drives-per-node``) keeps its CPU set, as the Ceph lab's posts vary OSDs per NVMe at
+    fixed threads per NVMe: the OSDs divide it among themselves. A note says the threads per
+    OSD before and after, and the field's source records it (the threads per OSD changed
+    without a word)."""
+    cpus = copied.get("osd_cpus")
+    if not isinstance(cpus, dict) or int(cpus["value"]) == 0:
+        return  # not pinned: the OSDs run on the node's cores
+    was = int(copied["drives_per_node"]) * int(copied["osds_per_drive"])
+    now_nvme, now_osds = int(opts["drives_per_node"]), int(opts.get("osds_per_drive") or 1)
+    now = now_nvme * now_osds
+    if now == was or not (1 <= now_nvme <= 64 and 1 <= now_osds <= 1024):
+        return
+    n = int(cpus["value"])
+    opts["osd_cpus"] = {
+        "value": n,
+        "source": f"{cpus['source']}; kept by cluster init --like for {now_nvme} NVMe x {now_osds} OSDs per node: "
+        f"{n / now:.3g} threads per OSD (the lab's {n / was:.3g})",
+    }
+    say(
+        f"ssdtwin cluster init: note: --like {like}: its OSDs stay pinned to its {n} CPUs per node "
+        f"({n / now_nvme:.3g} threads per NVMe, the lab's {n / int(copied['drives_per_node']):.3g}), shared by {now} OSDs: "
+        f"{n / now:.3g} threads per OSD, the lab's {n / was:.3g} (--osd-threads N pins N per OSD instead)"
+    )
+
+
 @cluster.command("init")
 def init_cmd(
     path: Path = typer.Argument(..., metavar="DIR", help="new cluster folder"),
@@ -178,20 +232,32 @@ def init_cmd(
         rbd_client=rbd_client,
         msgr_version=msgr,
     )
-    counts = (
-        ("--nodes", "nodes"),
-        ("--drives-per-node", "drives_per_node"),
-        ("--clients", "clients"),
-        ("--replicas", "replicas"),
-        ("--osds-per-nvme", "osds_per_drive"),
-        ("--fio-procs", "fio_procs_per_client"),
-        ("--msgr", "msgr_version"),
-        ("--ceph-version", "ceph_version"),
-    )
-    for flag, key in counts:
-        v = given[key]
-        if isinstance(v, int) and not 0 <= v <= 0xFFFF_FFFF:
-            fail(f"{flag} {v}: must be 0..4294967295")
+    for flag, v in (
+        ("--nodes", nodes),
+        ("--drives-per-node", drives_per_node),
+        ("--clients", clients),
+        ("--osds-per-nvme", osds_per_nvme),
+        ("--fio-procs", fio_procs),
+        ("--node-cores", node_cores),
+        ("--client-cores", client_cores),
+        ("--osd-threads", osd_threads),
+    ):
+        # Each flag's own range (the core's for its field): a negative count said "must be
+        # 0..4294967295", the range of the binding's integer, not the option's.
+        lo, hi = INIT_RANGES[flag]
+        if v is not None and not lo <= v <= hi:
+            fail(f"{flag} {v}: must be {lo}..{hi}")
+    if pg_num is not None and not (1 <= pg_num <= INIT_RANGES["--pg-num"][1] and pg_num & (pg_num - 1) == 0):
+        fail(f"--pg-num {pg_num}: must be a power of two, 1..{INIT_RANGES['--pg-num'][1]}")
+    if msgr is not None and msgr not in (1, 2):
+        fail(f"--msgr {msgr}: choose 1 or 2 (the messenger protocol)")
+    if ceph_version is not None and ceph_version not in (14, 18):
+        fail(f"--ceph-version {ceph_version}: choose 14 (Nautilus) or 18 (Reef), the releases with a cost table")
+    if replicas is not None:
+        n = nodes if nodes is not None else int(opts.get("nodes") or 3)
+        if not 1 <= replicas <= n:
+            fail(f"--replicas {replicas}: must be 1..{n} (one replica per storage node at most, and the lab has {n} nodes)")
+    copied = dict(opts)
     opts.update({k: v for k, v in given.items() if v is not None})
     if network is not None:
         opts.pop("network_table", None)  # --network names the preset instead of the copied table
@@ -223,21 +289,25 @@ def init_cmd(
         ("--pg-num", "pg_num", pg_num),
     ):
         if v is not None:
-            if not 0 <= v <= 0xFFFF_FFFF:
-                fail(f"{flag} {v}: must be 0..4294967295")
             opts[key] = {"value": v, "source": f"[ASSUMED] the lab's, given to cluster init {flag} {v}"}
     if osd_threads is not None:
-        if not 0 <= osd_threads <= 4096:
-            fail(f"--osd-threads {osd_threads}: must be 0..4096")
         opts.pop("osd_cpus", None)
         opts["osd_threads"] = osd_threads
+    elif like is not None:
+        _keep_pinned_cpus(like, copied, opts)
     if volume_size is not None:
         opts["volume_bytes"] = _size("--volume-size", volume_size)
     if scale is not None:
+        sc: Optional[int] = None
         try:
-            opts["scale"] = parse_scale(scale)
+            sc = parse_scale(scale)
         except ValueError as e:
-            fail(f"--scale: {e}")
+            if "at most" not in str(e):
+                fail(f"--scale: {e}")
+        # cluster.scale's range, not the binding's integer's ("N must be at most 4294967295").
+        if sc is None or not 1 <= sc <= 65536:
+            fail(f"--scale '{scale}': N must be 1..65536 (cluster.scale)")
+        opts["scale"] = sc
     try:
         c = Cluster.create(path, **opts)
     except ClusterError as e:

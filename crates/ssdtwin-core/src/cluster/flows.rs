@@ -68,15 +68,11 @@ impl ClusterSim<'_> {
                 return Ok(());
             };
             let obj = self.spec.ceph.object_bytes.value;
-            if self.spec.cluster.stack == StorageProtocol::CephRbd && io.0 % obj + io.2 > obj {
-                // librbd would split it into one op per object; the model sends one op.
-                let name = &self.jobs[c as usize].acc.gen.spec.name;
-                return Err(ClusterError::Unsupported(format!(
-                    "job '{name}': an I/O of {} bytes at offset {} crosses an RBD object boundary ({obj}-byte objects); use block sizes that divide the object size, aligned to themselves",
-                    io.2, io.0
-                )));
-            }
+            let split = self.spec.cluster.stack == StorageProtocol::CephRbd && io.0 % obj + io.2 > obj;
             let flow = match (self.spec.cluster.stack, io.1) {
+                // librbd splits an I/O that crosses an RBD object boundary into one op per
+                // object (each to its own PG's primary); it completes when all have.
+                (StorageProtocol::CephRbd, _) if split => Flow::CephSplit,
                 (StorageProtocol::CephRbd, false) => Flow::CephRead,
                 (StorageProtocol::CephRbd, true) => Flow::CephWrite,
                 (_, false) => Flow::NvRead,
@@ -114,6 +110,7 @@ impl ClusterSim<'_> {
                 Flow::NvMirror => self.nv_mirror(id, step)?,
                 Flow::CephRead => self.ceph_read(id, step)?,
                 Flow::CephWrite => self.ceph_write(id, step)?,
+                Flow::CephSplit => self.ceph_split(id, step)?,
                 Flow::CephLocal => self.ceph_local(id, step)?,
                 Flow::CephSub => self.ceph_sub(id, step)?,
                 Flow::KvBatch => self.kv_batch(id, step)?,
@@ -364,7 +361,48 @@ impl ClusterSim<'_> {
             11 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             12 => self.send(id, node, client, hdr + len, false),
             13 => self.client_receive(id, false),
+            // One object's part of a split I/O: fio completes the whole I/O once.
+            14 if self.tasks[id as usize].parent != NONE => self.join(id),
             14 => self.work(id, client, cpu, self.spec.client.fio_complete_ns.value),
+            _ => self.finish_io(id)?,
+        }
+        Ok(Wait)
+    }
+
+    /// An I/O that crosses an RBD object boundary, as librbd serves it: fio submits it once,
+    /// librbd sends one op per object it touches (each part to its object's PG, as
+    /// [`Self::ceph_read`] or [`Self::ceph_write`] from librbd on), and fio completes it
+    /// when every part has.
+    fn ceph_split(&mut self, id: u32, step: u8) -> Result<Next, ClusterError> {
+        let (client, _) = self.client_of(id);
+        let cpu = self.jobs[self.tasks[id as usize].clone as usize].cpu;
+        match step {
+            0 => self.work(id, client, cpu, self.spec.client.fio_submit_ns.value),
+            1 => {
+                let obj = self.spec.ceph.object_bytes.value;
+                let t = &self.tasks[id as usize];
+                let (start, end, write) = (t.offset, t.offset + t.len, t.write);
+                let flow = if write { Flow::CephWrite } else { Flow::CephRead };
+                let parts: Vec<(u64, u64)> = {
+                    let mut v = Vec::new();
+                    let mut at = start;
+                    while at < end {
+                        let next = ((at / obj + 1) * obj).min(end);
+                        v.push((at, next - at));
+                        at = next;
+                    }
+                    v
+                };
+                self.tasks[id as usize].joins = parts.len() as u32;
+                for (offset, len) in parts {
+                    let t = &self.tasks[id as usize];
+                    // From step 1 (librbd): fio's submission was the whole I/O's.
+                    let child = Task { flow, parent: id, offset, len, step: 1, joins: 0, ..t.clone() };
+                    let child = self.new_task(child);
+                    self.advance(child)?;
+                }
+            }
+            2 => self.work(id, client, cpu, self.spec.client.fio_complete_ns.value),
             _ => self.finish_io(id)?,
         }
         Ok(Wait)
@@ -431,6 +469,7 @@ impl ClusterSim<'_> {
             10 => self.work(id, ocpu, osd_msgr, c.osd_msgr_ns.value),
             11 => self.send(id, node, client, hdr, false),
             12 => self.client_receive(id, true),
+            13 if self.tasks[id as usize].parent != NONE => self.join(id),
             13 => self.work(id, client, cpu, self.spec.client.fio_complete_ns.value),
             _ => self.finish_io(id)?,
         }

@@ -80,6 +80,8 @@ pub(super) enum Flow {
     NvMirror,
     CephRead,
     CephWrite,
+    /// A Ceph I/O that crosses an RBD object boundary: one CephRead or CephWrite per object.
+    CephSplit,
     CephLocal,
     CephSub,
     KvBatch,

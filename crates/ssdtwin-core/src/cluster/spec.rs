@@ -486,12 +486,17 @@ impl ClusterSpec {
                 p.push(format!("cluster.{path}: must be {lo}..={hi} (got {v})"));
             }
         };
-        count("nodes", t.nodes, 1, 64);
-        count("drives_per_node", t.drives_per_node, 1, 64);
-        count("clients", t.clients, 1, 256);
-        count("scale", t.scale, 1, 1 << 16);
-        count("osds_per_drive", t.osds_per_drive, 1, 1024);
-        count("fio_procs_per_client", t.fio_procs_per_client, 1, 256);
+        for (path, v) in [
+            ("nodes", t.nodes),
+            ("drives_per_node", t.drives_per_node),
+            ("clients", t.clients),
+            ("scale", t.scale),
+            ("osds_per_drive", t.osds_per_drive),
+            ("fio_procs_per_client", t.fio_procs_per_client),
+        ] {
+            let (lo, hi) = range_of(&format!("cluster.{path}"));
+            count(path, v, lo as u32, hi as u32);
+        }
         // With the nodes out of range their own line says so; a replicas range of 1..=0 beside
         // it told nothing.
         if (1..=64).contains(&t.nodes) && (t.replicas < 1 || t.replicas > t.nodes) {
@@ -633,42 +638,44 @@ impl ClusterSpec {
         ] {
             ns(path, v);
         }
-        let mut count = |path: &str, v: &Sourced<u32>, lo: u32, hi: u32| {
+        let mut count = |path: &str, v: &Sourced<u32>| {
+            let (lo, hi) = range_of(path);
             if v.source.trim().is_empty() {
                 p.push(format!("{path}.source: every parameter needs a source"));
             }
-            if v.value < lo || v.value > hi {
+            if (v.value as u64) < lo || v.value as u64 > hi {
                 p.push(format!("{path}: must be {lo}..={hi} (got {})", v.value));
             }
         };
-        count("hosts.node_cores", &self.hosts.node_cores, 1, 4096);
-        count("hosts.client_cores", &self.hosts.client_cores, 1, 4096);
-        count("hosts.osd_cpus", &self.hosts.osd_cpus, 0, 4096);
-        count("nvmeof.target_threads", &n.target_threads, 1, 4096);
-        count("ceph.pg_num", &c.pg_num, 1, 1 << 20);
-        count("ceph.op_shards", &c.op_shards, 1, 256);
-        count("ceph.op_threads_per_shard", &c.op_threads_per_shard, 1, 256);
-        count("ceph.osd_msgr_threads", &c.osd_msgr_threads, 1, 256);
-        count("ceph.osd_finisher_threads", &c.osd_finisher_threads, 1, 256);
-        count("ceph.client_librbd_threads", &c.client_librbd_threads, 1, 256);
-        count("ceph.client_msgr_threads", &c.client_msgr_threads, 1, 256);
-        count("network.mtu_bytes", &net.mtu_bytes, 576, 9216);
-        count("network.frame_overhead_bytes", &net.frame_overhead_bytes, 0, 1024);
-        count("network.tcp_ip_header_bytes", &net.tcp_ip_header_bytes, 0, 1024);
-        count("network.roce_header_bytes", &net.roce_header_bytes, 0, 1024);
-        count("network.roce_mtu_bytes", &net.roce_mtu_bytes, 256, 4096);
-        count("nvmeof.capsule_bytes", &n.capsule_bytes, 0, 1 << 20);
-        count("nvmeof.data_header_bytes", &n.data_header_bytes, 0, 1 << 20);
-        count("nvmeof.response_bytes", &n.response_bytes, 0, 1 << 20);
-        count("ceph.message_header_bytes", &c.message_header_bytes, 0, 1 << 20);
-        count("ceph.wal_bytes_per_txn", &c.wal_bytes_per_txn, 0, 1 << 20);
+        count("hosts.node_cores", &self.hosts.node_cores);
+        count("hosts.client_cores", &self.hosts.client_cores);
+        count("hosts.osd_cpus", &self.hosts.osd_cpus);
+        count("nvmeof.target_threads", &n.target_threads);
+        count("ceph.pg_num", &c.pg_num);
+        count("ceph.op_shards", &c.op_shards);
+        count("ceph.op_threads_per_shard", &c.op_threads_per_shard);
+        count("ceph.osd_msgr_threads", &c.osd_msgr_threads);
+        count("ceph.osd_finisher_threads", &c.osd_finisher_threads);
+        count("ceph.client_librbd_threads", &c.client_librbd_threads);
+        count("ceph.client_msgr_threads", &c.client_msgr_threads);
+        count("network.mtu_bytes", &net.mtu_bytes);
+        count("network.frame_overhead_bytes", &net.frame_overhead_bytes);
+        count("network.tcp_ip_header_bytes", &net.tcp_ip_header_bytes);
+        count("network.roce_header_bytes", &net.roce_header_bytes);
+        count("network.roce_mtu_bytes", &net.roce_mtu_bytes);
+        count("nvmeof.capsule_bytes", &n.capsule_bytes);
+        count("nvmeof.data_header_bytes", &n.data_header_bytes);
+        count("nvmeof.response_bytes", &n.response_bytes);
+        count("ceph.message_header_bytes", &c.message_header_bytes);
+        count("ceph.wal_bytes_per_txn", &c.wal_bytes_per_txn);
         for (path, source) in [("nvmeof.read_policy", &n.read_policy.source), ("nvmeof.target_stack", &n.target_stack.source)] {
             if source.trim().is_empty() {
                 p.push(format!("{path}.source: every parameter needs a source"));
             }
         }
-        if net.link_bits_per_s.value < 1_000_000 || net.link_bits_per_s.value > 10_000_000_000_000 {
-            p.push(format!("network.link_bits_per_s: must be 1000000..=10000000000000 (got {})", net.link_bits_per_s.value));
+        let (lo, hi) = range_of("network.link_bits_per_s");
+        if !(lo..=hi).contains(&net.link_bits_per_s.value) {
+            p.push(format!("network.link_bits_per_s: must be {lo}..={hi} (got {})", net.link_bits_per_s.value));
         }
         if net.roce_mtu_bytes.value + net.roce_header_bytes.value > net.mtu_bytes.value {
             p.push("network.roce_mtu_bytes: the RoCE MTU plus its headers must fit the Ethernet MTU".into());
@@ -680,8 +687,9 @@ impl ClusterSpec {
         // Up to 1 TiB: a WAL ring is RocksDB's write-ahead log space on the OSD's device
         // (1 GiB in both tables); the bound keeps the layout's byte sums far from overflowing.
         let wal = c.wal_ring_bytes.value;
-        if !(1 << 20..=1 << 40).contains(&wal) {
-            p.push(format!("ceph.wal_ring_bytes: must be 1048576..=1099511627776 (got {wal})"));
+        let (lo, hi) = range_of("ceph.wal_ring_bytes");
+        if !(lo..=hi).contains(&wal) {
+            p.push(format!("ceph.wal_ring_bytes: must be {lo}..={hi} (got {wal})"));
         }
     }
 }
@@ -735,6 +743,66 @@ fn inline_sourced(text: &str) -> String {
     out
 }
 
+/// The range of each bounded integer field of `cluster.toml`, as [`ClusterSpec::validate`]
+/// checks it (the tests hold the two together): a value the field's integer type cannot
+/// hold (a negative count) names it rather than the type's range.
+pub(crate) const FIELD_RANGES: &[(&str, u64, u64)] = &[
+    ("cluster.nodes", 1, 64),
+    ("cluster.drives_per_node", 1, 64),
+    ("cluster.clients", 1, 256),
+    ("cluster.scale", 1, 1 << 16),
+    ("cluster.osds_per_drive", 1, 1024),
+    ("cluster.fio_procs_per_client", 1, 256),
+    ("hosts.node_cores", 1, 4096),
+    ("hosts.client_cores", 1, 4096),
+    ("hosts.osd_cpus", 0, 4096),
+    ("nvmeof.target_threads", 1, 4096),
+    ("ceph.pg_num", 1, 1 << 20),
+    ("ceph.op_shards", 1, 256),
+    ("ceph.op_threads_per_shard", 1, 256),
+    ("ceph.osd_msgr_threads", 1, 256),
+    ("ceph.osd_finisher_threads", 1, 256),
+    ("ceph.client_librbd_threads", 1, 256),
+    ("ceph.client_msgr_threads", 1, 256),
+    ("network.mtu_bytes", 576, 9216),
+    ("network.frame_overhead_bytes", 0, 1024),
+    ("network.tcp_ip_header_bytes", 0, 1024),
+    ("network.roce_header_bytes", 0, 1024),
+    ("network.roce_mtu_bytes", 256, 4096),
+    ("network.link_bits_per_s", 1_000_000, 10_000_000_000_000),
+    ("nvmeof.capsule_bytes", 0, 1 << 20),
+    ("nvmeof.data_header_bytes", 0, 1 << 20),
+    ("nvmeof.response_bytes", 0, 1 << 20),
+    ("ceph.message_header_bytes", 0, 1 << 20),
+    ("ceph.wal_bytes_per_txn", 0, 1 << 20),
+    ("ceph.wal_ring_bytes", 1 << 20, 1 << 40),
+];
+
+/// The range of a field of [`FIELD_RANGES`].
+fn range_of(path: &str) -> (u64, u64) {
+    FIELD_RANGES.iter().find(|f| f.0 == path).map(|f| (f.1, f.2)).unwrap_or_else(|| panic!("{path}: not in FIELD_RANGES"))
+}
+
+/// What a field of `cluster.toml` may hold, for a value of the wrong integer type.
+fn field_range(key: &str) -> Option<String> {
+    if let Some(&(_, lo, hi)) = FIELD_RANGES.iter().find(|f| f.0 == key) {
+        return Some(if key == "ceph.pg_num" { format!("a power of two in {lo}..={hi}") } else { format!("{lo}..={hi}") });
+    }
+    Some(
+        match key {
+            "cluster.replicas" => "1..=cluster.nodes (one replica per storage node at most)",
+            "cluster.volume_bytes" => "a positive multiple of 4096",
+            "cluster.seed" => "0..=18446744073709551615",
+            "ceph.version" => "14 or 18",
+            "ceph.msgr_version" => "1 or 2",
+            "ceph.object_bytes" => "a power of two in 4096..=1073741824",
+            k if k.ends_with("_ns") => "0..=1000000000",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
 /// A `cluster.toml` that does not parse, on one line naming where: the line and the field it
 /// sets (`table.key`), as a user editing the file by hand looks for them, rather than toml's
 /// byte offset.
@@ -752,8 +820,13 @@ fn toml_problem(text: &str, e: &toml::de::Error) -> String {
     }
     let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty());
     let table = text[..line_start].lines().rev().find_map(header);
+    // "invalid value: integer `-1`, expected u32": the field's own range, not the type's.
+    let range = |field: &str| match field_range(field) {
+        Some(r) if msg.starts_with("invalid value: integer") => format!("{msg}; must be {r}"),
+        _ => msg.clone(),
+    };
     match (table, key) {
-        (Some(t), Some(k)) => format!("line {line_no}, {t}.{k}: {msg}"),
+        (Some(t), Some(k)) => format!("line {line_no}, {t}.{k}: {}", range(&format!("{t}.{k}"))),
         (None, Some(k)) => format!("line {line_no}, {k}: {msg}"),
         _ => format!("line {line_no}: {msg}"),
     }

@@ -280,6 +280,38 @@ fn a_bad_value_in_the_toml_names_its_line_and_field() {
     assert!(e.contains(&format!("line {}, hosts.node_cores: ", line("node_cores = "))), "{e}");
 }
 
+/// A value the field's integer type cannot hold (a negative count, a huge one) names the
+/// field's own range, the one `validate` checks, not only the type's ("expected u32").
+#[test]
+fn a_value_beyond_the_fields_type_names_its_range() {
+    let text = lab("ceph-rbd", 3, 4, 3).to_toml();
+    for (from, to, range) in [
+        ("\nnodes = 3\n", "\nnodes = -1\n", "cluster.nodes: invalid value: integer `-1`, expected u32; must be 1..=64"),
+        ("\nclients = 4\n", "\nclients = 99999999999\n", "must be 1..=256"),
+        (
+            "node_cores = { value = 32,",
+            "node_cores = { value = -2,",
+            "hosts.node_cores: invalid value: integer `-2`, expected u32; must be 1..=4096",
+        ),
+        ("pg_num = { value = 512,", "pg_num = { value = -4,", "must be a power of two in 1..=1048576"),
+        ("\nreplicas = 3\n", "\nreplicas = -3\n", "must be 1..=cluster.nodes"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let e = ClusterSpec::from_toml(&text.replace(from, to), "t").unwrap_err().to_string();
+        assert!(e.contains(range), "{e}");
+    }
+    // Each range is validate's: the value past its top is refused with the same range.
+    for &(path, lo, hi) in crate::cluster::spec::FIELD_RANGES {
+        let (table, key) = path.split_once('.').unwrap();
+        let mut v = serde_json::to_value(lab("ceph-rbd", 3, 4, 3)).unwrap();
+        let field = &mut v[table][key];
+        *(if field.is_object() { &mut field["value"] } else { field }) = json!(hi + 1);
+        let spec: ClusterSpec = serde_json::from_value(v).unwrap();
+        let e = spec.validate("t").unwrap_err().to_string();
+        assert!(e.contains(&format!("{path}: must be {lo}..={hi} (got {})", hi + 1)), "{path}: {e}");
+    }
+}
+
 #[test]
 fn a_wal_ring_past_a_tib_is_refused_by_name() {
     let mut spec = lab("ceph-rbd", 3, 4, 3);
@@ -548,4 +580,68 @@ fn the_ramps_end_counts_as_in_fio() {
     let c = &r.clones[0];
     assert_eq!((c.read.total_ios, c.read.io_bytes, c.read.clat.n), (10, 10 * 4096, 0));
     assert!(c.elapsed_ns < 2_000_000 && c.runtime_ns == c.elapsed_ns, "{} {}", c.elapsed_ns, c.runtime_ns);
+}
+
+/// `jobs` with every client's block size `bs` (blockalign the same, or `align` when given).
+fn bs_jobs(spec: &ClusterSpec, rw: &str, iodepth: u32, bs: u64, align: u64) -> Vec<JobSpec> {
+    let mut js = jobs(spec, rw, iodepth, 2_000_000, 100_000_000);
+    for j in &mut js {
+        let b: crate::workload::spec::BsSpec = serde_json::from_value(json!({"min": bs, "max": bs, "split": [[bs, 100]]})).unwrap();
+        (j.bs.read, j.bs.write) = (b.clone(), b);
+        (j.blockalign.read, j.blockalign.write) = (align, align);
+    }
+    js
+}
+
+/// Back-end bytes the drives wrote in the window: each drive's link share times its link.
+fn drive_write_bytes(spec: &ClusterSpec, r: &ClusterRun) -> f64 {
+    let link = spec.drive_spec().unwrap().timing.unwrap().host_link_bytes_per_s.value as f64;
+    let secs = (r.window_ns[1] - r.window_ns[0]) as f64 / 1e9;
+    r.resources.iter().filter(|u| u.kind == "drive").map(|u| u.utilisation * link * secs).sum()
+}
+
+/// librbd splits an I/O across the RBD objects it touches (it was refused): an I/O of two
+/// objects is two ops, each committed on every replica, and an 8 MiB sequential write on a
+/// 3x pool of 4 MiB objects has the drives write three times its bytes, as two 4 MiB writes do.
+#[test]
+fn an_io_across_rbd_objects_is_one_op_per_object() {
+    let mut spec = lab("ceph-rbd", 3, 1, 3);
+    // Per I/O, with 64 KiB objects (many I/Os in a short window, so its edges count little).
+    spec.ceph.object_bytes.value = 64 << 10;
+    let txns = |bs: u64| {
+        let r = run(&spec, bs_jobs(&spec, "write", 16, bs, bs), &mut |_| true).unwrap();
+        assert!(r.write.ios > 500, "{bs}: {} I/Os", r.write.ios);
+        r.kv_txns as f64 / r.write.ios as f64
+    };
+    let (one, two) = (txns(64 << 10), txns(128 << 10));
+    assert!((one - 3.0).abs() < 0.15 && (two - 6.0).abs() < 0.3, "replica commits per I/O: one object {one:.3}, two {two:.3}");
+    // Back-end bytes at the real object size.
+    spec.ceph.object_bytes.value = 4 << 20;
+    let amp = |bs: u64| {
+        // 64 MiB written once, the whole run measured: no I/O half in the window.
+        let mut js = bs_jobs(&spec, "write", 4, bs, bs);
+        (js[0].time_based, js[0].ramp_time_ns, js[0].runtime_ns, js[0].io_size_bytes) = (false, 0, 0, 64 << 20);
+        let r = run(&spec, js, &mut |_| true).unwrap();
+        assert_eq!(r.write.bytes, 64 << 20);
+        drive_write_bytes(&spec, &r) / r.write.bytes as f64
+    };
+    let (amp4, amp8) = (amp(4 << 20), amp(8 << 20));
+    assert!([amp4, amp8].iter().all(|a| (3.0..3.02).contains(a)), "back-end bytes per client byte: 4 MiB {amp4:.3}, 8 MiB {amp8:.3}");
+}
+
+/// An I/O smaller than an object that crosses its boundary (12 KiB sequential: the 342nd
+/// spans 4 MiB) is split too, where it was refused.
+#[test]
+fn an_unaligned_io_across_an_object_boundary_is_split() {
+    let spec = lab("ceph-rbd", 3, 1, 3);
+    for rw in ["read", "write"] {
+        let r = run(&spec, bs_jobs(&spec, rw, 4, 12 << 10, 4096), &mut |_| true).unwrap();
+        let d = if rw == "write" { &r.write } else { &r.read };
+        assert!(d.ios > 300, "{rw}: {} I/Os", d.ios);
+        if rw == "write" {
+            // 3 commits per 12 KiB write (6 for the one in 341 that crosses).
+            let per = r.kv_txns as f64 / d.ios as f64;
+            assert!((per - 3.0).abs() < 0.1, "{per}");
+        }
+    }
 }
