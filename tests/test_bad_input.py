@@ -30,7 +30,7 @@ def assert_one_line_error(r: Run, *needles: str, status: int = 1) -> str:
     lines = r.stderr.splitlines()
     assert len(lines) == 1, f"wanted exactly one line on stderr, got {len(lines)}:\n{r.stderr}"
     line = lines[0]
-    assert line.startswith("ssdtwin ") and ": error: " in line, line
+    assert line.startswith(("ssdtwin ", "ssdtwin: ")) and ": error: " in line, line
     assert "Traceback" not in r.stderr
     for n in needles:
         assert n in line, f"{n!r} not in {line!r}"
