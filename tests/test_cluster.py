@@ -246,11 +246,11 @@ def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: 
 
 def test_init_ranges_are_the_cores(tmp_path: Path) -> None:
     # The range each flag names is the one the core checks its cluster.toml field against.
-    from ssdtwin.commands.cluster import INIT_FIELDS, INIT_RANGES
+    from ssdtwin.commands.cluster import INIT_FIELDS, init_ranges
 
     keys = {"cluster.osds_per_drive": "osds_per_drive", "cluster.fio_procs_per_client": "fio_procs_per_client"}
     for flag, field in INIT_FIELDS.items():
-        lo, hi = INIT_RANGES[flag]
+        lo, hi = init_ranges()[flag]
         key = keys.get(field, field.split(".")[1])
         for v in (lo - 1, hi + 1) if lo > 0 else (hi + 1,):
             value: object = {"value": v, "source": "test"} if field.split(".")[0] in ("hosts", "ceph") else v

@@ -79,6 +79,7 @@ __all__ = [
     "serve",
     "cluster_init",
     "cluster_spec",
+    "cluster_field_ranges",
     "cluster_info",
     "cluster_run",
     "rmw_rate",
@@ -331,6 +332,7 @@ def serve(
 def cluster_init(options: ClusterInitOptions) -> str: ...
 def cluster_spec(text: str, origin: str = "cluster.toml") -> dict[str, Any]: ...
 def cluster_info(text: str, origin: str = "cluster.toml") -> LayoutInfo: ...
+def cluster_field_ranges() -> dict[str, tuple[int, int]]: ...
 def cluster_run(
     text: str,
     specs: Sequence[JobSpec],

@@ -27,6 +27,13 @@ pub(crate) fn cluster_spec(py: Python<'_>, text: &str, origin: &str) -> PyResult
     to_py(py, &spec)
 }
 
+/// The range of each bounded integer field of `cluster.toml` (`"cluster.nodes"`: (1, 64)), as
+/// the core validates it: the CLI's flags name these ranges rather than keep copies.
+#[pyfunction]
+pub(crate) fn cluster_field_ranges() -> std::collections::BTreeMap<&'static str, (u64, u64)> {
+    cluster::FIELD_RANGES.iter().map(|&(path, lo, hi)| (path, (lo, hi))).collect()
+}
+
 /// Where a cluster's data lives (drives, volume size as simulated, PGs), without running.
 #[pyfunction]
 #[pyo3(signature = (text, origin="cluster.toml"))]

@@ -52,6 +52,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cluster::cluster_init, m)?)?;
     m.add_function(wrap_pyfunction!(cluster::cluster_spec, m)?)?;
     m.add_function(wrap_pyfunction!(cluster::cluster_info, m)?)?;
+    m.add_function(wrap_pyfunction!(cluster::cluster_field_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(cluster::cluster_run, m)?)?;
     m.add_function(wrap_pyfunction!(hwbench::rmw_rate, m)?)?;
     m.add_function(wrap_pyfunction!(fio::fio_facts, m)?)?;

@@ -122,21 +122,9 @@ def _ms(flag: str, text: str, lo: int = 1) -> int:
     return int(v)
 
 
-# The range of each count `cluster init` takes, as the core checks its cluster.toml field
-# (crates/ssdtwin-core/src/cluster/spec.rs, `validate`; tests/test_cluster.py holds the two
-# together). --replicas is 1..nodes, --pg-num a power of two in its range.
-INIT_RANGES = {
-    "--nodes": (1, 64),
-    "--drives-per-node": (1, 64),
-    "--clients": (1, 256),
-    "--osds-per-nvme": (1, 1024),
-    "--fio-procs": (1, 256),
-    "--node-cores": (1, 4096),
-    "--client-cores": (1, 4096),
-    "--osd-threads": (0, 4096),
-    "--pg-num": (1, 1 << 20),
-}
-# The cluster.toml field of each.
+# The cluster.toml field each count of `cluster init` sets: its range is the core's for that
+# field (`_core.cluster_field_ranges`, what the core's `validate` checks). --replicas is
+# 1..nodes, --pg-num a power of two in its range.
 INIT_FIELDS = {
     "--nodes": "cluster.nodes",
     "--drives-per-node": "cluster.drives_per_node",
@@ -147,6 +135,15 @@ INIT_FIELDS = {
     "--client-cores": "hosts.client_cores",
     "--pg-num": "ceph.pg_num",
 }
+
+
+def init_ranges() -> dict[str, tuple[int, int]]:
+    """Each count flag's range: its field's, and --osd-threads (threads per OSD, which pin
+    `hosts.osd_cpus`) that field's."""
+    core = _core.cluster_field_ranges()
+    ranges = {flag: core[field] for flag, field in INIT_FIELDS.items()}
+    ranges["--osd-threads"] = core["hosts.osd_cpus"]
+    return ranges
 
 
 def _keep_pinned_cpus(like: Path, copied: dict[str, Any], opts: dict[str, Any]) -> None:
@@ -161,7 +158,7 @@ def _keep_pinned_cpus(like: Path, copied: dict[str, Any], opts: dict[str, Any]) 
     was = int(copied["drives_per_node"]) * int(copied["osds_per_drive"])
     now_nvme, now_osds = int(opts["drives_per_node"]), int(opts.get("osds_per_drive") or 1)
     now = now_nvme * now_osds
-    if now == was or not (1 <= now_nvme <= 64 and 1 <= now_osds <= 1024):
+    if now == was:  # (the counts are in range: the flags were checked, the copy validated)
         return
     n = int(cpus["value"])
     opts["osd_cpus"] = {
@@ -232,6 +229,7 @@ def init_cmd(
         rbd_client=rbd_client,
         msgr_version=msgr,
     )
+    ranges = init_ranges()
     for flag, v in (
         ("--nodes", nodes),
         ("--drives-per-node", drives_per_node),
@@ -244,11 +242,12 @@ def init_cmd(
     ):
         # Each flag's own range (the core's for its field): a negative count said "must be
         # 0..4294967295", the range of the binding's integer, not the option's.
-        lo, hi = INIT_RANGES[flag]
+        lo, hi = ranges[flag]
         if v is not None and not lo <= v <= hi:
             fail(f"{flag} {v}: must be {lo}..{hi}")
-    if pg_num is not None and not (1 <= pg_num <= INIT_RANGES["--pg-num"][1] and pg_num & (pg_num - 1) == 0):
-        fail(f"--pg-num {pg_num}: must be a power of two, 1..{INIT_RANGES['--pg-num'][1]}")
+    pg_lo, pg_hi = ranges["--pg-num"]
+    if pg_num is not None and not (pg_lo <= pg_num <= pg_hi and pg_num & (pg_num - 1) == 0):
+        fail(f"--pg-num {pg_num}: must be a power of two, {pg_lo}..{pg_hi}")
     if msgr is not None and msgr not in (1, 2):
         fail(f"--msgr {msgr}: choose 1 or 2 (the messenger protocol)")
     if ceph_version is not None and ceph_version not in (14, 18):

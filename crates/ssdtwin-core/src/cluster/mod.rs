@@ -22,7 +22,7 @@ mod tests;
 pub use ceph::{Ceph, RbdClient, CEPH_VERSIONS};
 pub use layout::LayoutInfo;
 pub use out::{ClusterRun, DirTotals, DriveLoad, ResourceUse};
-pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol};
+pub use spec::{ClusterSpec, InitOptions, ReadPolicy, StorageProtocol, FIELD_RANGES};
 
 use std::collections::BTreeSet;
 

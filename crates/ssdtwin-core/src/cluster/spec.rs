@@ -746,7 +746,7 @@ fn inline_sourced(text: &str) -> String {
 /// The range of each bounded integer field of `cluster.toml`, as [`ClusterSpec::validate`]
 /// checks it (the tests hold the two together): a value the field's integer type cannot
 /// hold (a negative count) names it rather than the type's range.
-pub(crate) const FIELD_RANGES: &[(&str, u64, u64)] = &[
+pub const FIELD_RANGES: &[(&str, u64, u64)] = &[
     ("cluster.nodes", 1, 64),
     ("cluster.drives_per_node", 1, 64),
     ("cluster.clients", 1, 256),
