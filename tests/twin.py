@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +155,12 @@ def image_digest(path: Path) -> dict[str, str]:
 DIGEST_BLOCK_BYTES = 4096
 
 
+# A file's digest by its identity and state (device, inode, size, mtime) once its mtime is
+# DIGEST_SETTLED_NS old: see file_digest.
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}
+DIGEST_SETTLED_NS = 1_000_000_000
+
+
 def file_digest(path: Path) -> str:
     """sha256 over a file's size and its nonzero 4 KiB blocks, each with its offset: equal
     for two files exactly when their bytes are equal, however the file system stores them.
@@ -162,7 +169,29 @@ def file_digest(path: Path) -> str:
     a few KiB written), and reading their holes as zeros made hashing images a large share
     of the test suite's CPU. Only the data regions (SEEK_DATA / SEEK_HOLE) are read, and zero
     blocks are skipped wherever they are, so a hole and written zeros digest alike.
+
+    A file hashed once is not hashed again while its inode, size and mtime stay as they were,
+    if that mtime was at least DIGEST_SETTLED_NS old when it was hashed: a write after that
+    sets the mtime to its own time, later than the one kept (the kernel's file times tick
+    in milliseconds), so the file's state is a new one. Most digests are of the same maps:
+    every copy of a template hard-links them (copy_image), and they hashed 2.8 million
+    4 KiB blocks in tests/test_bad_input.py alone. (Only setting a file's mtime back by
+    hand, os.utime, could fool this; no test or command does.)
     """
+    before = os.stat(path)
+    key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return known
+    digest = _file_digest(path)
+    after = os.stat(path)
+    settled = time.time_ns() - before.st_mtime_ns >= DIGEST_SETTLED_NS
+    if settled and key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns):
+        _DIGESTS[key] = digest
+    return digest
+
+
+def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     zero = bytes(DIGEST_BLOCK_BYTES)
     with open(path, "rb") as f:
