@@ -117,3 +117,32 @@ def test_a_settled_files_digest_is_kept_until_the_file_changes(tmp_path: Path, m
     file_digest(fresh)
     file_digest(fresh)
     assert hashed[-2:] == [fresh, fresh]  # a file written just now is hashed every time
+
+
+@pytest.mark.damages_image
+def test_a_copy_checked_once_is_checked_again_once_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_image passes an image of the bytes of one it checked without checking it again
+    (an untouched copy of a template); a copy whose map changed is checked, and fails."""
+    import os
+
+    import twin
+    from ssdtwin import Drive
+
+    checks: list[str] = []
+    real = Drive.check
+    monkeypatch.setattr(Drive, "check", lambda self: checks.append("x") or real(self))
+    img = tmp_path / "img"
+    run_cli("create", img, "--model", "kioxia-cm6-r-3.84t", "--scale", "1/454")
+    run_cli("precondition", img, "--seq", "128k", "--loops", "1", "-q")
+    for p in img.rglob("*"):
+        old = p.stat().st_mtime_ns - 10 * twin.DIGEST_SETTLED_NS
+        os.utime(p, ns=(old, old))  # a template made ten seconds ago
+    twin.check_image(twin.copy_image(img, tmp_path / "a"))
+    twin.check_image(twin.copy_image(img, tmp_path / "b"))
+    assert len(checks) == 1
+    l2p = twin.own_copy(next((tmp_path / "b").rglob("l2p.bin")))
+    with open(l2p, "r+b") as f:
+        f.write(b"\xff" * 64)  # the first LBAs mapped nowhere the FTL wrote
+    with pytest.raises(AssertionError, match="ssdtwin check"):
+        twin.check_image(tmp_path / "b")
+    assert len(checks) == 2
