@@ -110,9 +110,10 @@ def _checked_key(path: Path) -> tuple[tuple[str, str], ...] | None:
         if not p.is_file() or p.name == "LOCK":
             continue
         st = p.stat()
-        if st.st_size > 1 << 20 and (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) not in _DIGESTS:
-            if st.st_nlink < 2 or time.time_ns() - st.st_mtime_ns < DIGEST_SETTLED_NS:
-                return None
+        kept = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) in _DIGESTS
+        hard_link_settled = st.st_nlink > 1 and time.time_ns() - st.st_mtime_ns >= DIGEST_SETTLED_NS
+        if st.st_size > 1 << 20 and not kept and not hard_link_settled:
+            return None
         key.append((str(p.relative_to(path)), file_digest(p)))
     return tuple(key)
 
