@@ -53,31 +53,33 @@ def _fio_with_a_named_clock() -> None:
 # sent the two-test, 60 s validate file last), so the long ones start first and a long file
 # never runs alone at the end (longest processing time first). Files not listed follow in the
 # usual order. The figures: CPU seconds of each file (user + sys, child processes included;
-# getrusage around each test, summed per file) in a `pytest -n 2 --dist loadfile` run of the
-# whole suite, stop 56, with that stop's cuts (docs/performance.md, "CI time"); the files that
+# getrusage around each test, summed per file) in a `pytest -n 3 --dist loadfile` run of the
+# whole suite, stop 59, with that stop's cuts (docs/performance.md, "CI time"); the files that
 # wait on real time (servers, real fio, MariaDB, Ctrl-C) take longer on a worker than their CPU
 # says, so they stand higher than their CPU alone would put them.
 COSTLIEST_FILES = (
-    "tests/test_validate.py",  # 54 s: validate --quick on two processes
-    "tests/test_serve.py",  # 30 s, most of a worker's wall of any file: real clients over NBD in real time
-    "tests/test_reproduce.py",  # 32 s
-    "tests/test_bad_input.py",  # 26 s over 257 tests
+    "tests/test_validate.py",  # 45 s: validate --quick on two processes
+    "tests/test_serve.py",  # 21 s, most of a worker's wall of any file: real clients over NBD in real time
+    "tests/test_reproduce.py",  # 31 s
     "tests/test_physics.py",  # 24 s
-    "tests/test_signals.py",  # 18 s: signals to real processes
-    "tests/pts/test_records.py",  # 18 s: every PTS test on a small twin, one CLI run
-    "tests/pts/test_report_figures.py",  # 17 s
-    "tests/test_experiments.py",  # 15 s
-    "tests/pts/test_report.py",  # 14 s: headless chromium
-    "tests/test_advise.py",  # 14 s
-    "tests/test_readme.py",  # 14 s: the README's blocks in bash, a server in real time
-    "tests/test_doublewrite.py",  # 13 s
-    "tests/test_mariadb.py",  # 13 s: a real MariaDB
+    "tests/pts/test_records.py",  # 23 s: every PTS test on a small twin, one CLI run
+    "tests/pts/test_report_figures.py",  # 21 s
+    "tests/test_sweep.py",  # 20 s
+    "tests/test_signals.py",  # 15 s: signals to real processes
+    "tests/pts/test_report.py",  # 15 s: headless chromium
+    "tests/test_experiments.py",  # 14 s
+    "tests/test_readme.py",  # 13 s: the README's blocks in bash, a server in real time
+    "tests/test_mariadb.py",  # 12 s: a real MariaDB
+    "tests/test_doublewrite.py",  # 12 s
+    "tests/test_advise.py",  # 12 s
+    "tests/test_cli.py",  # 11 s
     "tests/pts/test_pts_scale.py",  # 11 s
-    "tests/test_calibrate.py",  # 10 s
-    "tests/test_sweep.py",  # 10 s
-    "tests/test_cli.py",  # 10 s
+    "tests/test_calibrate.py",  # 9 s
+    "tests/fio/test_fio_bad_input.py",  # 9 s
+    "tests/test_stack_serve.py",  # 8 s: NBD in real time
     "tests/test_tenants.py",  # 8 s: NBD in real time
-    "tests/test_crash.py",  # 8 s: kills in real time
+    "tests/test_bad_input.py",  # 8 s over 261 tests
+    "tests/test_crash.py",  # 6 s: kills in real time
 )
 
 

@@ -87,3 +87,62 @@ def test_a_fresh_image_digests_without_reading_its_holes(tmp_path: Path) -> None
         f.seek(target.stat().st_size // 2)
         f.write(b"\x00")  # the same bytes again, now written rather than a hole
     assert image_digest(img) == before
+
+
+def test_a_settled_files_digest_is_kept_until_the_file_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file whose mtime is old is hashed once while it stays as it is (every copy of a
+    template shares its maps: copy_image hard-links them); a write, even of the same size
+    and a moment later, is a new state and is hashed again."""
+    import os
+
+    import twin
+
+    hashed: list[Path] = []
+    real = twin._file_digest
+    monkeypatch.setattr(twin, "_file_digest", lambda p: hashed.append(p) or real(p))
+    a = sparse(tmp_path / "a", {4096: b"x" * 100})
+    old = a.stat().st_mtime_ns - 10 * twin.DIGEST_SETTLED_NS
+    os.utime(a, ns=(old, old))  # as if written ten seconds ago
+    first = file_digest(a)
+    link = tmp_path / "link"
+    os.link(a, link)  # a copy of a template, as copy_image makes it
+    assert file_digest(a) == file_digest(link) == first and hashed == [a]
+    with open(link, "r+b") as f:
+        f.seek(4096)
+        f.write(b"y")
+    changed = file_digest(a)
+    assert changed != first and changed == twin._file_digest(sparse(tmp_path / "b", {4096: b"y" + b"x" * 99}))
+    assert hashed[:2] == [a, a]  # hashed again (its mtime is now: not kept yet)
+    fresh = sparse(tmp_path / "c", {0: b"z"})
+    file_digest(fresh)
+    file_digest(fresh)
+    assert hashed[-2:] == [fresh, fresh]  # a file written just now is hashed every time
+
+
+@pytest.mark.damages_image
+def test_a_copy_checked_once_is_checked_again_once_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_image passes an image of the bytes of one it checked without checking it again
+    (an untouched copy of a template); a copy whose map changed is checked, and fails."""
+    import os
+
+    import twin
+    from ssdtwin import Drive
+
+    checks: list[str] = []
+    real = Drive.check
+    monkeypatch.setattr(Drive, "check", lambda self: checks.append("x") or real(self))
+    img = tmp_path / "img"
+    run_cli("create", img, "--model", "kioxia-cm6-r-3.84t", "--scale", "1/454")
+    run_cli("precondition", img, "--seq", "128k", "--loops", "1", "-q")
+    for p in img.rglob("*"):
+        old = p.stat().st_mtime_ns - 10 * twin.DIGEST_SETTLED_NS
+        os.utime(p, ns=(old, old))  # a template made ten seconds ago
+    twin.check_image(twin.copy_image(img, tmp_path / "a"))
+    twin.check_image(twin.copy_image(img, tmp_path / "b"))
+    assert len(checks) == 1
+    l2p = twin.own_copy(next((tmp_path / "b").rglob("l2p.bin")))
+    with open(l2p, "r+b") as f:
+        f.write(b"\xff" * 64)  # the first LBAs mapped nowhere the FTL wrote
+    with pytest.raises(AssertionError, match="ssdtwin check"):
+        twin.check_image(tmp_path / "b")
+    assert len(checks) == 2

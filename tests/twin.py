@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,12 +97,38 @@ def namespace_rows(path: Path) -> list[dict[str, Any]]:
     return [dict(r) for r in drive_view(path).list_ns()]
 
 
+# The images check_image passed, by their bytes (_checked_key).
+_CHECKED: set[tuple[tuple[str, str], ...]] = set()
+
+
+def _checked_key(path: Path) -> tuple[tuple[str, str], ...] | None:
+    """An image's bytes as its files' digests, if that costs little: every file above 1 MiB
+    (the maps) must have a digest kept (file_digest) or be a settled hard link (a copy of a
+    template's, copy_image: hashed once, then kept for every copy); else None."""
+    key = []
+    for p in sorted(path.rglob("*")):
+        if not p.is_file() or p.name == "LOCK":
+            continue
+        st = p.stat()
+        kept = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) in _DIGESTS
+        hard_link_settled = st.st_nlink > 1 and time.time_ns() - st.st_mtime_ns >= DIGEST_SETTLED_NS
+        if st.st_size > 1 << 20 and not kept and not hard_link_settled:
+            return None
+        key.append((str(p.relative_to(path)), file_digest(p)))
+    return tuple(key)
+
+
 def check_image(path: Path) -> None:
     """What `ssdtwin check PATH` does, in process (0.1 s for a 1/64 CM6): open read-only
     (replaying a crashed server's journal in memory) and run the full FTL check; a failure
-    fails the test with the image's path and the reason."""
+    fails the test with the image's path and the reason. An image of the same bytes as one
+    already checked (an untouched copy of a template) passes without a second check: the
+    check reads nothing but the image."""
     from ssdtwin import Drive, _core
 
+    key = _checked_key(path)
+    if key is not None and key in _CHECKED:
+        return
     try:
         d = Drive.open(path, writable=False)
         try:
@@ -110,6 +137,8 @@ def check_image(path: Path) -> None:
             d.close()
     except (_core.SsdtwinError, OSError) as e:
         raise AssertionError(f"ssdtwin check {path}: {e}") from e
+    if key is not None and key == _checked_key(path):
+        _CHECKED.add(key)
 
 
 def check_shared_images(base: Path, tests_own: Collection[str]) -> list[Path]:
@@ -154,6 +183,12 @@ def image_digest(path: Path) -> dict[str, str]:
 DIGEST_BLOCK_BYTES = 4096
 
 
+# A file's digest by its identity and state (device, inode, size, mtime) once its mtime is
+# DIGEST_SETTLED_NS old: see file_digest.
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}
+DIGEST_SETTLED_NS = 1_000_000_000
+
+
 def file_digest(path: Path) -> str:
     """sha256 over a file's size and its nonzero 4 KiB blocks, each with its offset: equal
     for two files exactly when their bytes are equal, however the file system stores them.
@@ -162,7 +197,29 @@ def file_digest(path: Path) -> str:
     a few KiB written), and reading their holes as zeros made hashing images a large share
     of the test suite's CPU. Only the data regions (SEEK_DATA / SEEK_HOLE) are read, and zero
     blocks are skipped wherever they are, so a hole and written zeros digest alike.
+
+    A file hashed once is not hashed again while its inode, size and mtime stay as they were,
+    if that mtime was at least DIGEST_SETTLED_NS old when it was hashed: a write after that
+    sets the mtime to its own time, later than the one kept (the kernel's file times tick
+    in milliseconds), so the file's state is a new one. Most digests are of the same maps:
+    every copy of a template hard-links them (copy_image), and they hashed 2.8 million
+    4 KiB blocks in tests/test_bad_input.py alone. (Only setting a file's mtime back by
+    hand, os.utime, could fool this; no test or command does.)
     """
+    before = os.stat(path)
+    key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
+    known = _DIGESTS.get(key)
+    if known is not None:
+        return known
+    digest = _file_digest(path)
+    after = os.stat(path)
+    settled = time.time_ns() - before.st_mtime_ns >= DIGEST_SETTLED_NS
+    if settled and key == (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns):
+        _DIGESTS[key] = digest
+    return digest
+
+
+def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     zero = bytes(DIGEST_BLOCK_BYTES)
     with open(path, "rb") as f:

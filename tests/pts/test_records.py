@@ -90,6 +90,21 @@ class Reduced:
     image: Path
     report: Path
     out: dict[str, Any]  # the CLI's -o json
+    figures: list[Figure]  # the report's figures as its PNGs were drawn
+
+
+def keeping_figures(mp: pytest.MonkeyPatch) -> list[Figure]:
+    """The matplotlib figures the plots module draws from now on (savefig draws each: their
+    boxes are as in the PNGs)."""
+    drawn: list[Figure] = []
+    real = plots._png
+
+    def keep(fig: Figure) -> bytes:
+        drawn.append(fig)
+        return real(fig)
+
+    mp.setattr(plots, "_png", keep)
+    return drawn
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +123,9 @@ def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
     rep = base / "report"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pts_runner, "Runner", Kept)
-        # In this process even under SSDTWIN_TEST_CLI=process: the records checked are the Runner's.
+        drawn = keeping_figures(mp)
+        # In this process even under SSDTWIN_TEST_CLI=process: the records checked are the
+        # Runner's, the figures checked the ones its report drew.
         argv = ["pts", str(img), "--tests", "all", *FLAGS, "--report", str(rep), "-o", "json"]
         r = Run(argv, *inprocess.run(argv))
     assert r.returncode == 0, r.stderr
@@ -116,7 +133,26 @@ def reduced(tmp_path_factory: pytest.TempPathFactory) -> Reduced:
     check_image(img)
     (runner,) = made
     assert runner.settings == SETTINGS and runner.folder == rep
-    return Reduced(runner, img, rep, out)
+    return Reduced(runner, img, rep, out, drawn)
+
+
+@dataclasses.dataclass
+class Compared:
+    report: Path  # `pts compare REP REP --report DIR`'s DIR (REP: the reduced run's report)
+    figures: list[Figure]  # the comparison's figures as its PNGs were drawn
+
+
+@pytest.fixture(scope="module")
+def compared(reduced: Reduced, tmp_path_factory: pytest.TempPathFactory) -> Compared:
+    """The reduced run's report compared with itself, once, by the CLI (in this process, as
+    the run: the figures are the ones it drew)."""
+    diff = tmp_path_factory.mktemp("pts-records-compare") / "diff"
+    with pytest.MonkeyPatch.context() as mp:
+        drawn = keeping_figures(mp)
+        argv = ["pts", "compare", str(reduced.report), str(reduced.report), "--report", str(diff)]
+        r = Run(argv, *inprocess.run(argv))
+    assert r.returncode == 0, r.stderr
+    return Compared(diff, drawn)
 
 
 @pytest.fixture
@@ -268,33 +304,23 @@ def test_demand_intensity_obeys_littles_law(reduced: Reduced, test: str) -> None
     assert {"pc", "prewrite", "di"} <= phases and any(p.startswith("rth-") for p in phases)
 
 
-def test_the_pages_have_their_figures(reduced: Reduced, tmp_path: Path) -> None:
+def test_the_pages_have_their_figures(reduced: Reduced, compared: Compared) -> None:
     rep = reduced.report
     html = (rep / "index.html").read_text()
     for name in ("xsr-tp.png", "xsr-iops.png", "demand-variation.png", "demand-intensity.png", "di-writes.png", "histograms.png"):
         assert name in html, name  # each figure links its PNG, CSV and JSON
     for test in ("xsr", "cbw", "dirth"):
         assert (rep / test / "plots").is_dir() and any((rep / test / "plots").glob("*.png")), test
-    diff = tmp_path / "diff"
-    run_cli("pts", "compare", rep, rep, "--report", diff)
-    assert "demand-variation" in (diff / "index.html").read_text()
+    assert "demand-variation" in (compared.report / "index.html").read_text()
 
 
-def test_no_legend_covers_data(reduced: Reduced, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every figure of a real report (every PTS test) and of its comparison, drawn: no legend
-    overlaps a panel that shows data (the Latency bars' legend covered the 8 KiB max bars,
-    CBW's and the histograms' legends sat on lines); a legend in an empty spare panel is fine."""
-    drawn: list[Figure] = []
-    real = plots._png
-
-    def keep(fig: Figure) -> bytes:
-        drawn.append(fig)
-        return real(fig)  # savefig draws the figure: the boxes below are as in the PNG
-
-    monkeypatch.setattr(plots, "_png", keep)
-    rep = shutil.copytree(reduced.report, tmp_path / "rep")
-    report.render(rep)
-    report.compare(rep, reduced.report, tmp_path / "diff")
+def test_no_legend_covers_data(reduced: Reduced, compared: Compared) -> None:
+    """Every figure of a real report (every PTS test) and of its comparison, as drawn: no
+    legend overlaps a panel that shows data (the Latency bars' legend covered the 8 KiB max
+    bars, CBW's and the histograms' legends sat on lines); a legend in an empty spare panel
+    is fine."""
+    drawn = [*reduced.figures, *compared.figures]
+    assert len(reduced.figures) > 30 and compared.figures  # the report's figures (every PTS test's) and the comparison's
     legends = 0
     for fig in drawn:
         renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
