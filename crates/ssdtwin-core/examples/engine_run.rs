@@ -1,6 +1,7 @@
 //! Run an engine-contract job file (JSON, docs/fio.md §3) on an in-memory CM6-R 3.84 TB at
 //! 1/256 (or the preset $MODEL at 1/$SCALE, with $PARTS FTL partitions per set) after
-//! sequential preconditioning, and print
+//! sequential preconditioning (then $RAND capacities of random $RAND_BS-byte writes, 4 KiB
+//! unless set), and print
 //! simulated I/Os per wall second. For profiling the engine without Python in the way (perf, valgrind --tool=callgrind) and
 //! for A/B runs of two builds.
 //!     MODEL=kioxia-cm6-v-3.2t SCALE=64 cargo run --release -p ssdtwin-core --example engine_run -- specs.json
@@ -25,9 +26,11 @@ fn main() {
     let mut c = Controller::new(spec, 1).unwrap();
     let cap = c.attached(NsId(1)).unwrap().bytes();
     c.precondition(NsId(1), Pattern::Sequential, 131072, cap, 1, &mut |_, _| true).unwrap();
-    // RAND=2: then random 4 KiB writes over 2x the namespace (a drive in GC steady state).
+    // RAND=2: then random 4 KiB writes over 2x the namespace (a drive in GC steady state);
+    // RAND_BS sets their block size (1048576: the Intel P5316 white paper's 1 MiB writes).
     if let Some(loops) = std::env::var("RAND").ok().and_then(|s| s.parse::<f64>().ok()) {
-        c.precondition(NsId(1), Pattern::Random, 4096, (cap as f64 * loops) as u64, 1, &mut |_, _| true).unwrap();
+        let bs = std::env::var("RAND_BS").ok().and_then(|s| s.parse().ok()).unwrap_or(4096);
+        c.precondition(NsId(1), Pattern::Random, bs, (cap as f64 * loops) as u64, 1, &mut |_, _| true).unwrap();
     }
     let mut timing = DeviceTiming::new(c.spec(), c.ftl_config()).unwrap();
     let (t, cpu) = (Instant::now(), cpu_s());

@@ -571,6 +571,33 @@ mod calendar_reference {
         }
     }
 
+    /// Reservations that land 1 to 4 places after the first live interval, then one before
+    /// it, with dead entries before it, go into the dead entry before `head` (the tail is not
+    /// shifted); with none left, the tail shifts. The live list is the one the reference's
+    /// `Vec::insert` gives.
+    #[test]
+    fn front_inserts_use_the_dead_entries_and_match_the_reference() {
+        for back in 0..4u64 {
+            let (mut c, mut r) = (Calendar::default(), Reference::default());
+            // [0, 10), [20, 30), [40, 50), ... [200, 210); then arrive at 30: two ended.
+            for k in 0..=10 {
+                assert_eq!(c.reserve(0, 20 * k, 10), r.reserve(0, 20 * k, 10));
+            }
+            let now = 30;
+            let ready = 40 + 20 * back + 12; // in the gap after [40 + 20 back, 50 + 20 back)
+            assert_eq!(c.reserve(now, ready, 3), r.reserve(now, ready, 3));
+            assert_eq!(&c.busy[c.head..], &r.busy[r.head..]);
+            assert_eq!(c.head, 1, "{} back: the first dead entry took the shift", back);
+            assert_eq!(c.busy.len(), 11, "no entry added at the end");
+            // A second one at the front uses the last dead entry, a third shifts the tail.
+            for ready in [31, 36] {
+                assert_eq!(c.reserve(now, ready, 2), r.reserve(now, ready, 2));
+                assert_eq!(&c.busy[c.head..], &r.busy[r.head..]);
+            }
+            assert_eq!((c.head, c.busy.len()), (0, 12));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3_000))]
         /// Arrivals in time order; data ready at arrival, a little later or much later (long

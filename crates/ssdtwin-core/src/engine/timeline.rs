@@ -105,27 +105,64 @@ impl Calendar {
         } else if i < self.busy.len() && self.busy[i].0 == t + dur {
             self.busy[i].0 = t;
         } else {
-            self.busy.insert(i, (t, t + dur));
+            self.insert_at(i, (t, t + dur));
         }
         t
+    }
+
+    /// Put `iv` at place `i` (`head` ≤ `i` ≤ `busy.len()`) of the list: into the dead entry
+    /// before `head` when that shifts fewer intervals than `Vec::insert`, which shifts the
+    /// whole tail. On a drive whose channels hold transfers far ahead (the Intel P5316: QLC
+    /// programs queued behind its long tPROG), GC and read-modify-write reads land at the front
+    /// of 40-120 live intervals: 98 % of those inserts were 0 or 1 places after `head`, with a
+    /// dead entry before it.
+    #[inline(never)]
+    fn insert_at(&mut self, i: usize, iv: (u64, u64)) {
+        let h = self.head;
+        if h > 0 && i - h < self.busy.len() - i {
+            match i - h {
+                0 => {}
+                1 => self.busy[h - 1] = self.busy[h],
+                _ => self.busy.copy_within(h..i, h - 1),
+            }
+            self.busy[i - 1] = iv;
+            self.head = h - 1;
+        } else {
+            self.busy.insert(i, iv);
+        }
     }
 }
 
 impl Calendar {
     /// How many of the sorted intervals `live` start before `t` (a `partition_point`).
-    /// A transfer that misses the fast path lands a few intervals before the last (GC
-    /// reads: 1-4 back, rarely 10), so the count is found from the end, in a few steps
-    /// rather than a binary search's; far back, the binary search takes over.
-    #[inline]
+    /// A transfer that misses the fast path on a TLC drive lands a few intervals before the
+    /// last (GC reads: 1-4 back, rarely 10), so the count is found from the end, in a few
+    /// steps rather than a binary search's; far back, the binary search takes over. On a
+    /// drive whose channels hold transfers far ahead (the Intel P5316: 40-120 live intervals,
+    /// its QLC programs queued behind a long tPROG), a read that does not start in the last
+    /// interval lands at the front (95 % of its searches end at 0 or 1): the first two are
+    /// checked after the last.
+    #[inline(always)]
     pub(super) fn starts_before(live: &[(u64, u64)], t: u64) -> usize {
         let mut n = live.len();
-        for _ in 0..8 {
-            if n == 0 || live[n - 1].0 < t {
+        if n == 0 || live[n - 1].0 < t {
+            return n;
+        }
+        if live[0].0 >= t {
+            return 0;
+        }
+        // n ≥ 2 here: live[0] starts before t, live[n - 1] does not.
+        if live[1].0 >= t {
+            return 1;
+        }
+        n -= 1;
+        for _ in 0..7 {
+            if live[n - 1].0 < t {
                 return n;
             }
             n -= 1;
         }
-        live[..n].partition_point(|&(s, _)| s < t)
+        2 + live[2..n].partition_point(|&(s, _)| s < t)
     }
 }
 
