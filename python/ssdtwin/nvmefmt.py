@@ -290,27 +290,68 @@ def hexdump(data: bytes, width: int = 16) -> str:
     return "\n".join(out)
 
 
+#: libnvme 1.4's nvme_status_to_string (src/nvme/util.c), which nvme-cli 2.4 prints after an
+#: error-log entry's status: by (status code type, status code), for every status the twin
+#: can log (a failed I/O command), and the zero of an empty entry.
+STATUS_STRINGS = {
+    (0, 0x00): "Successful Completion: The command completed without error",
+    (0, 0x01): "Invalid Command Opcode: A reserved coded value or an unsupported value in the command opcode field",
+    (0, 0x02): "Invalid Field in Command: A reserved coded value or an unsupported value in a defined field",
+    (0, 0x0B): "Invalid Namespace or Format: The namespace or the format of that namespace is invalid",
+    (0, 0x0C): "Command Sequence Error: The command was aborted due to a protocol violation in a multi- command sequence",
+    (0, 0x1C): "Sanitize Failed: The most recent sanitize operation failed and no recovery action has been successfully completed",
+    (0, 0x1D): "Sanitize In Progress: The requested function is prohibited while a sanitize operation is in progress",
+    (0, 0x20): "Namespace is Write Protected: The command is prohibited while the namespace is write protected",
+    (0, 0x80): "LBA Out of Range: The command references an LBA that exceeds the size of the namespace",
+    (0, 0x81): "Capacity Exceeded: Execution of the command has caused the capacity of the namespace to be exceeded",
+    (2, 0x81): "Unrecovered Read Error: The read data could not be recovered from the media",
+    (2, 0x82): "End-to-end Guard Check Error: The command was aborted due to an end-to-end guard check failure",
+    (2, 0x83): "End-to-end Application Tag Check Error: The command was aborted due to an end-to-end application tag check failure",
+    (2, 0x84): "End-to-end Reference Tag Check Error: The command was aborted due to an end-to-end reference tag check failure",
+    (3, 0x01): "Asymmetric Access Persistent Loss: The controller is in a persistent loss state with the requested namespace",
+    (3, 0x02): "Asymmetric Access Inaccessible: The controller is in an inaccessible state with the requested namespace",
+    (3, 0x03): "Asymmetric Access Transition: The controller is currently transitioning states with the requested namespace",
+}
+
+#: nvme-cli 2.4's nvme_trtype_to_string (nvme-print.c).
+TRTYPE_STRINGS = {
+    0: "The transport type is not indicated or the error is not transport related.",
+    1: "RDMA Transport error.",
+    2: "Fibre Channel Transport error.",
+    3: "TCP Transport error.",
+    254: "Intra-host Transport error.",
+}
+
+
+def c_hash_x(v: int) -> str:
+    """C's ``%#x``: 0x before a non-zero value, a plain 0 for zero."""
+    return f"{v:#x}" if v else "0"
+
+
 def error_log(rows: list[ErrorLogEntry], dev: str) -> str:
-    """``nvme error-log``: one block per entry."""
+    """``nvme error-log``: one block per entry, nvme-cli 2.4's nvme_show_error_log line for
+    line (its tabs, C's ``%#x``, the status and transport type spelled out)."""
     out = [f"Error Log Entries for device:{dev} entries:{len(rows)}", "................."]
     for i, e in enumerate(rows):
+        status = e["status_field"]
+        text = STATUS_STRINGS.get(((status >> 8) & 0x7, status & 0xFF), "Unknown status")
         out += [
             f" Entry[{i:2}]   ",
             ".................",
-            f"error_count     : {e['error_count']}",
-            f"sqid            : {e['sqid']}",
-            f"cmdid           : {e['cmdid']:#x}",
-            f"status_field    : {e['status_field']:#x}",
-            f"phase_tag       : {e['phase_tag']:#x}",
-            f"parm_err_loc    : {e['parm_error_location']:#x}",
-            f"lba             : {e['lba']:#x}",
-            f"nsid            : {e['nsid']:#x}",
-            f"vs              : {e['vs']}",
-            f"trtype          : {e['trtype']}",
-            f"csi             : {e['csi']}",
-            f"opcode          : {e['opcode']:#x}",
-            f"cs              : {e['cs']:#x}",
-            f"trtype_spec_info: {e['trtype_spec_info']:#x}",
+            f"error_count\t: {e['error_count']}",
+            f"sqid\t\t: {e['sqid']}",
+            f"cmdid\t\t: {c_hash_x(e['cmdid'])}",
+            f"status_field\t: {c_hash_x(status)}({text})",
+            f"phase_tag\t: {c_hash_x(e['phase_tag'])}",
+            f"parm_err_loc\t: {c_hash_x(e['parm_error_location'])}",
+            f"lba\t\t: {c_hash_x(e['lba'])}",
+            f"nsid\t\t: {c_hash_x(e['nsid'])}",
+            f"vs\t\t: {e['vs']}",
+            f"trtype\t\t: {TRTYPE_STRINGS.get(e['trtype'], 'Reserved')}",
+            f"csi\t\t: {e['csi']}",
+            f"opcode\t\t: {c_hash_x(e['opcode'])}",
+            f"cs\t\t: {c_hash_x(e['cs'])}",
+            f"trtype_spec_info: {c_hash_x(e['trtype_spec_info'])}",
             f"log_page_version: {e['log_page_version']}",
             ".................",
         ]
