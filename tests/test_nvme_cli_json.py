@@ -389,6 +389,32 @@ def test_debian_nvme_cli_prints_the_same_error_log_text(
     assert ours_2_3 == real
 
 
+def test_debian_nvme_cli_prints_the_same_sanitize_log_text(
+    drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """`sanitize-log` (and `-H`) without -o json is nvme-cli's text, idle and while a
+    sanitize runs, then the NVMe 2.0 SSI line nvme-cli 2.4 lacks (2.16's). The twin printed
+    its own layout: ``(SPROG):``, ``SSTAT: global_erased:1 passes:0 (0) NVM Subsystem has
+    never been sanitized.``, ``SCDW10: 0x0``."""
+    nvme, lib, _ = fake_device
+    img = copy_image(drives["cm6"], tmp_path / "cm6")
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(pages)}
+    for running in (False, True):
+        if running:
+            run_cli("nvme", "sanitize", img, "-a", "2")
+        raw = subprocess.run([*SSDTWIN, "nvme", "sanitize-log", str(img), "-b"], check=True, capture_output=True).stdout
+        (pages / "log-129.bin").write_bytes(raw)
+        for human in ([], ["-H"]):
+            real = subprocess.run([nvme, "sanitize-log", "/dev/null", *human], check=True, capture_output=True, text=True, env=env)
+            ours = run_cli("nvme", "sanitize-log", img, *human).stdout
+            head, ssi = ours.split("Sanitize State Information               (SSI) : ")
+            assert head == real.stdout, (running, human)
+            assert ssi.startswith("0x1\n" if running else "0\n"), (running, human)
+            assert ("\t(" in head) == (running and human == ["-H"]), "-H: the progress in percent while running"
+
+
 @pytest.mark.parametrize("drive", ["cm6", "pb5", "p5316"])
 def test_debian_nvme_cli_prints_the_same_id_ctrl_text(
     drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path, drive: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SanitizeLog, SmartLog, VendorLog
+from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SmartLog, VendorLog
 from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
 from .nvmejson import id_ctrl as json_id_ctrl
 
@@ -358,29 +358,69 @@ def error_log(rows: list[ErrorLogEntry], dev: str) -> str:
     return "\n".join(out)
 
 
-def _estimate(s: int) -> str:
-    return f"{s} (No time period reported)" if s == 0xFFFFFFFF else str(s)
+#: nvme-cli 2.4's get_sanitize_log_sstat_status_str: SSTAT bits 2:0.
+SSTAT_STRINGS = {
+    0: "NVM Subsystem has never been sanitized.",
+    1: "Most Recent Sanitize Command Completed Successfully.",
+    2: "Sanitize in Progress.",
+    3: "Most Recent Sanitize Command Failed.",
+    4: "Most Recent Sanitize Command (No-Deallocate After Sanitize) Completed Successfully.",
+}
+
+#: nvme-cli 2.16's nvme_ssi_state_to_string: SSI bits 3:0 (and 7:4), an NVMe 2.0 field.
+SSI_STRINGS = {
+    0: "Idle state",
+    1: "Restricted Processing State",
+    2: "Restricted Failure State",
+    3: "Unrestricted Processing State",
+    4: "Unrestricted Failure State",
+    5: "Media Verification State",
+    6: "Post-Verification Deallocation State",
+}
 
 
-def sanitize_log(d: SanitizeLog, human: bool) -> str:
-    """``nvme sanitize-log``: progress, status and the estimated times in seconds."""
-    st = d["sstat"]
-    rows = [
-        ("Sanitize Progress                      (SPROG)", d["sprog"]),
-        (
-            "Sanitize Status                        (SSTAT)",
-            st["status"] if human else f"global_erased:{st['global_erased']} passes:{st['no_cmplted_passes']} {st['status']}",
-        ),
-        ("Sanitize Command Dword 10 Information (SCDW10)", f"{d['cdw10_info']:#x}"),
-        ("Estimated Time For Overwrite                   ", _estimate(d["time_over_write"])),
-        ("Estimated Time For Block Erase                 ", _estimate(d["time_block_erase"])),
-        ("Estimated Time For Crypto Erase                ", _estimate(d["time_crypto_erase"])),
-        ("Estimated Time For Overwrite (No-Deallocate)   ", _estimate(d["time_over_write_no_dealloc"])),
-        ("Estimated Time For Block Erase (No-Deallocate) ", _estimate(d["time_block_erase_no_dealloc"])),
-        ("Estimated Time For Crypto Erase (No-Deallocate)", _estimate(d["time_crypto_erase_no_dealloc"])),
-        ("Sanitize State Information               (SSI)", d["sanitize_state_information"]["sanitize_state"]),
+def sanitize_log(page: bytes, human: bool) -> str:
+    """``nvme sanitize-log`` from the raw page 81h: nvme-cli 2.4's nvme_show_sanitize_log
+    line for line (``-H``: its decoded SSTAT and, while a sanitize runs, the progress in
+    percent), then the NVMe 2.0 Sanitize State Information (byte 36) as nvme-cli 2.16 prints
+    it, which 2.4 does not."""
+    sprog, sstat = int.from_bytes(page[0:2], "little"), int.from_bytes(page[2:4], "little")
+    scdw10 = int.from_bytes(page[4:8], "little")
+    times = [int.from_bytes(page[o : o + 4], "little") for o in range(8, 32, 4)]
+    ssi, status = page[36], sstat & 0x7
+    progress = f"\t({sprog * 100 / 0x10000:f}%)" if human and status == 2 else ""
+    out = [
+        f"Sanitize Progress                      (SPROG) :  {sprog}{progress}",
+        f"Sanitize Status                        (SSTAT) :  {c_hash_x(status)}",
     ]
-    return "\n".join(f"{k}:  {v}" for k, v in rows)
+    if human:
+        erased = (
+            "Global Data Erased set: no NS LB in the NVM subsystem has been written to and no PMR in the NVM subsystem has been enabled"
+            if sstat & 0x100
+            else "Global Data Erased cleared: a NS LB in the NVM subsystem has been written to or a PMR in the NVM "
+            "subsystem has been enabled"
+        )
+        out += [
+            f"\t[2:0]\t{SSTAT_STRINGS.get(status, 'Unknown')}",
+            f"\t[7:3]\tNumber of completed passes if most recent operation was overwrite:\t{(sstat >> 3) & 0x1F}",
+            f"\t  [8]\t{erased}",
+        ]
+    out.append(f"Sanitize Command Dword 10 Information (SCDW10) :  {c_hash_x(scdw10)}")
+    names = (
+        "Estimated Time For Overwrite                   ",
+        "Estimated Time For Block Erase                 ",
+        "Estimated Time For Crypto Erase                ",
+        "Estimated Time For Overwrite (No-Deallocate)   ",
+        "Estimated Time For Block Erase (No-Deallocate) ",
+        "Estimated Time For Crypto Erase (No-Deallocate)",
+    )
+    out += [f"{n}:  {t}{' (No time period reported)' if t == 0xFFFFFFFF else ''}" for n, t in zip(names, times)]
+    out.append(f"Sanitize State Information               (SSI) : {c_hash_x(ssi)}")
+    if human:
+        out.append(f"  [3:0] : Sanitize State : {c_hash_x(ssi & 0xF)}\t{SSI_STRINGS.get(ssi & 0xF, 'Reserved')}")
+        if status == 3:
+            out.append(f"  [7:4] : Failure State  : {c_hash_x(ssi >> 4)}\t{SSI_STRINGS.get(ssi >> 4, 'Reserved')}")
+    return "\n".join(out)
 
 
 #: nvme-cli's names of the features (nvme_feature_to_string, nvme-print.c at v2.4) the twin has.
