@@ -165,27 +165,28 @@ def id_nvmset(d: NvmSetList, nvmsetid: int) -> str:
 
 
 def endurance_log(d: EnduranceGroupLog, device: str, endgid: int) -> str:
-    """Endurance Group Information log (09h) as nvme-cli prints it."""
-    keys = [
-        "critical_warning",
-        "endurance_group_features",
-        "avl_spare",
-        "avl_spare_threshold",
-        "percent_used",
-        "domain_identifier",
-        "endurance_estimate",
-        "data_units_read",
-        "data_units_written",
-        "media_units_written",
-        "host_read_cmds",
-        "host_write_cmds",
-        "media_data_integrity_err",
-        "num_err_info_log_entries",
-        "total_end_grp_cap",
-        "unalloc_end_grp_cap",
+    """Endurance Group Information log (09h) as nvme-cli prints it: 2.16's
+    stdout_endurance_log line for line (its tabs, ``percent_used : N%``), which has the four
+    fields 2.4's printer lacks (and spells ``critical_warning`` as 2.4 does not)."""
+    rows = [
+        ("critical_warning\t", d["critical_warning"]),
+        ("endurance_group_features", d["endurance_group_features"]),
+        ("avl_spare\t\t", d["avl_spare"]),
+        ("avl_spare_threshold\t", d["avl_spare_threshold"]),
+        ("percent_used\t\t", f"{d['percent_used']}%"),
+        ("domain_identifier\t", d["domain_identifier"]),
+        ("endurance_estimate\t", d["endurance_estimate"]),
+        ("data_units_read\t\t", d["data_units_read"]),
+        ("data_units_written\t", d["data_units_written"]),
+        ("media_units_written\t", d["media_units_written"]),
+        ("host_read_cmds\t\t", d["host_read_cmds"]),
+        ("host_write_cmds\t\t", d["host_write_cmds"]),
+        ("media_data_integrity_err", d["media_data_integrity_err"]),
+        ("num_err_info_log_entries", d["num_err_info_log_entries"]),
+        ("total_end_grp_cap\t", d["total_end_grp_cap"]),
+        ("unalloc_end_grp_cap\t", d["unalloc_end_grp_cap"]),
     ]
-    fields: Mapping[str, object] = d  # read by name from the list above
-    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, fields[k]) for k in keys], 28)
+    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + "\n".join(f"{k}: {v}" for k, v in rows)
 
 
 def vendor_log(d: VendorLog, device: str) -> str:
