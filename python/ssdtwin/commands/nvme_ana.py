@@ -23,10 +23,19 @@ def ana_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     if fmt == "json":
         typer.echo(json.dumps({"Asymmetric Namespace Access Log for NVMe device": str(path), **data}, indent=2))
         return
-    lines = [f"Asymmetric Namespace Access Log for NVMe device: {path}", f"chgcnt\t:\t{data['chgcnt']}", f"ngrps\t:\t{data['ngrps']}"]
+    # nvme-cli 2.4's nvme_show_ana_log, line for line: its two headings, a tab-indented
+    # nsid line per namespace and an empty line after each group.
+    lines = [
+        f"Asymmetric Namespace Access Log for NVMe device: {path}",
+        "ANA LOG HEADER :-",
+        f"chgcnt\t:\t{data['chgcnt']}",
+        f"ngrps\t:\t{data['ngrps']}",
+        "ANA Log Desc :-",
+    ]
     for g in data["ANA DESC LIST "]:
-        nsids = " ".join(str(n["nsid"]) for n in g["NSIDS"])
-        lines.append(f"grpid\t:\t{g['grpid']}\nnnsids\t:\t{g['nnsids']}\nchgcnt\t:\t{g['chgcnt']}\nstate\t:\t{g['state']}\n\t{nsids}")
+        lines += [f"grpid\t:\t{g['grpid']}", f"nnsids\t:\t{g['nnsids']}", f"chgcnt\t:\t{g['chgcnt']}", f"state\t:\t{g['state']}"]
+        lines += [f"\tnsid\t:\t{n['nsid']}" for n in g["NSIDS"]]
+        lines.append("")
     typer.echo("\n".join(lines))
 
 
