@@ -41,7 +41,9 @@ def test_groups_states_and_io(small: Path, tmp_path: Path) -> None:
         r = run_cli("fio", small, job(tmp_path, rw), check=False)
         assert_one_line_error(r, "ANA_INACCESSIBLE(0x302)", "namespace 1")
     assert image_digest(small) == before
-    run_cli("nvme", "ana-state", small, "-g", "1", "-s", "optimized")
+    # a state given by number is echoed by name, as the log spells it
+    assert run_cli("nvme", "ana-state", small, "-g", "1", "-s", "0xf").stdout == "ana-state: Success, group:1 state:change\n"
+    assert run_cli("nvme", "ana-state", small, "-g", "1", "-s", "1").stdout == "ana-state: Success, group:1 state:optimized\n"
     run_cli("fio", small, job(tmp_path, "randwrite"))
 
 

@@ -47,7 +47,9 @@ def ana_state(
     """Vendor command: set an ANA group's state (what a multipath target's failover does)."""
     with opened(path, writable=True) as d:
         d.nvme.set_ana_state(group, state)
-    typer.echo(f"ana-state: Success, group:{group} state:{state}")
+        # the state's name as the log spells it: `-s 3` echoed "state:3", `-s 0xf` "state:0xf"
+        name = next(g["state"] for g in d.nvme.ana_log()["ANA DESC LIST "] if g["grpid"] == group)
+    typer.echo(f"ana-state: Success, group:{group} state:{name}")
 
 
 def register(app: typer.Typer) -> None:
