@@ -26,6 +26,11 @@ def test_groups_states_and_io(small: Path, tmp_path: Path) -> None:
     log = run_cli("nvme", "ana-log", small, "-o", "json").json()
     assert list(log) == ["Asymmetric Namespace Access Log for NVMe device", "chgcnt", "ngrps", "ANA DESC LIST "]
     assert log["ANA DESC LIST "] == [{"grpid": 1, "nnsids": 1, "chgcnt": 0, "state": "optimized", "NSIDS": [{"nsid": 1}]}]
+    # nvme-cli 2.4's nvme_show_ana_log, its format strings as they are (the twin had no
+    # headings, printed the NSIDs as a bare "\t1" and no empty line after the group)
+    want = "ANA LOG HEADER :-\nchgcnt\t:\t0\nngrps\t:\t1\nANA Log Desc :-\ngrpid\t:\t1\nnnsids\t:\t1\nchgcnt\t:\t0\n"
+    want += "state\t:\toptimized\n\tnsid\t:\t1\n\n"
+    assert run_cli("nvme", "ana-log", small).stdout == f"Asymmetric Namespace Access Log for NVMe device: {small}\n" + want
     run_cli("nvme", "ana-state", small, "--group", "1", "--state", "non-optimized")
     run_cli("fio", small, job(tmp_path, "randread"))
     run_cli("nvme", "ana-state", small, "-g", "1", "-s", "inaccessible")
@@ -36,7 +41,9 @@ def test_groups_states_and_io(small: Path, tmp_path: Path) -> None:
         r = run_cli("fio", small, job(tmp_path, rw), check=False)
         assert_one_line_error(r, "ANA_INACCESSIBLE(0x302)", "namespace 1")
     assert image_digest(small) == before
-    run_cli("nvme", "ana-state", small, "-g", "1", "-s", "optimized")
+    # a state given by number is echoed by name, as the log spells it
+    assert run_cli("nvme", "ana-state", small, "-g", "1", "-s", "0xf").stdout == "ana-state: Success, group:1 state:change\n"
+    assert run_cli("nvme", "ana-state", small, "-g", "1", "-s", "1").stdout == "ana-state: Success, group:1 state:optimized\n"
     run_cli("fio", small, job(tmp_path, "randwrite"))
 
 

@@ -221,6 +221,11 @@ def test_attach_detach_state_errors(small: Path) -> None:
         (["precondition", "{d}", "--rand", "4k", "--amount", "lots"], ("--amount", "'lots' is not a size"), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "0"], ("--loops 0.0: must be positive",), 1),
         (["precondition", "{d}", "--seq", "128k", "--loops", "-1"], ("--loops -1.0: must be positive",), 1),
+        # a float product past 1.8e308 is inf: int() raised OverflowError, a traceback
+        (["precondition", "{d}", "--seq", "128k", "--loops", "1e300"], ("--loops 1e+300:", "more than 2^64 bytes"), 1),
+        (["precondition", "{d}", "--rand", "4k", "--amount", "1e300x"], ("--amount", "'1e300x'", "more than 2^64 bytes"), 1),
+        # rounds to 0 bytes: wrote nothing and said Success, where --loops 0 is refused
+        (["precondition", "{d}", "--seq", "128k", "--loops", "1e-300"], ("--loops 1e-300:", "must be positive"), 1),
         (["waf", "{d}", "-o", "xml", "--", "true"], ("-o/--output-format 'xml'",), 1),
         # Python's digit separators, which int() and float() take, are no number on the
         # command line (fio reads none in a job file): each of these ran as 10, 1000 ...

@@ -33,6 +33,14 @@ def test_unrecoverable_ranges_are_reported_and_rebuilt(small: Path, tmp_path: Pa
     assert (st["Number of LBA Status Descriptors (NLSD)"], st["Completion Condition (CMPC)"]) == (2, 2)
     assert st["LSD entry 0"] == [{"DSLBA": "0x0000000000000800"}, {"NLB": "0x00000010"}, {"status": "0x00"}]
     assert status(small, "-l", "4096")["Number of LBA Status Descriptors (NLSD)"] == 1
+    # the text is nvme-cli 2.16's stdout_lba_status, C's %#016x and all (the twin printed
+    # a table of its own under "LBA Status Descriptor Entries")
+    assert run_cli("nvme", "get-lba-status", small, "-n", "1").stdout == (
+        "Number of LBA Status Descriptors(NLSD): 2\nCompletion Condition(CMPC): 2\n"
+        "\tCompleted the specified action over the number of LBAs specified\n"
+        "\tin the Range Length field and transferred all available LBA Status\n\tDescriptor Entries\n"
+        "{ DSLBA: 0x00000000000800, NLB: 0x000010, Status: 00 }\n{ DSLBA: 0x000000000dbba0, NLB: 0x000001, Status: 00 }\n"
+    )
     # 512-byte LBAs: 2048 is byte 1 MiB.
     r = run_cli("fio", small, job(tmp_path, "read", 1 << 20, 64 << 10), check=False)
     assert_one_line_error(r, "READ_ERROR(0x4281)", "LBAs 2048..2063 are unrecoverable")

@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 import pytest
 
+from ssdtwin import Drive
 from twin import CM6, P5316, SSDTWIN, copy_image, run_cli
 
 DATA = Path(__file__).parent / "data" / "nvme-cli-2.4"
@@ -347,6 +348,71 @@ def test_debian_nvme_cli_prints_the_same_id_ns_text(drives: dict[str, Path], fak
         env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(pages)}
         real = subprocess.run([nvme, "id-ns", "/dev/null", "-n", str(nsid)], check=True, capture_output=True, text=True, env=env)
         assert run_cli("nvme", "id-ns", img, "-n", str(nsid)).stdout == real.stdout, nsid
+
+
+def test_debian_nvme_cli_prints_the_same_error_log_text(
+    drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """`error-log` without -o json is nvme-cli's text: tabs, C's ``%#x`` (``cmdid : 0``, not
+    ``0x0``), the status and the transport type spelled out (the twin padded with spaces,
+    printed ``status_field : 0x4080`` and ``trtype : 0``). Debian's 2.3 binary lacks 2.4's
+    csi, opcode and log_page_version lines, which follow 2.4's source."""
+    nvme, lib, cm6_pages = fake_device
+    img = copy_image(drives["cm6"], tmp_path / "cm6")
+    d = Drive.open(img)
+    nsze = d.nvme.namespace(1).nsze
+    with pytest.raises(Exception, match="LBA_RANGE"):
+        d.read(1, nsze, 1)
+    d.commit()
+    d.close()
+    run_cli("nvme", "set-feature", img, "-f", "0x84", "-n", "1", "-v", "1")
+    d = Drive.open(img)
+    with pytest.raises(Exception, match="NS_WRITE_PROTECTED"):
+        d.write(1, 0, 8)
+    d.commit()
+    d.close()
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    shutil.copy(cm6_pages / "identify-1-0.bin", pages)  # nvme-cli reads ELPE first
+    raw = subprocess.run([*SSDTWIN, "nvme", "error-log", str(img), "-b"], check=True, capture_output=True).stdout
+    (pages / "log-1.bin").write_bytes(raw)
+    env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(pages)}
+    real = subprocess.run([nvme, "error-log", "/dev/null"], check=True, capture_output=True, text=True, env=env).stdout
+    ours = run_cli("nvme", "error-log", img).stdout.replace(f"device:{img} ", "device:null ")
+    lines = ours.splitlines()
+    assert re.fullmatch(r"error_count\t: \d+", lines[4]) and lines[5] == "sqid\t\t: 1"
+    assert lines[7].startswith("status_field\t: 0x4020(Namespace is Write Protected: ")
+    assert lines[14:17] == ["csi\t\t: 0", "opcode\t\t: 0x1", "cs\t\t: 0"]  # 2.4: csi, opcode after trtype
+    assert lines[18] == "log_page_version: 0"
+    not_in_2_3 = ("csi\t", "opcode\t", "log_page_version:")
+    ours_2_3 = "".join(line + "\n" for line in lines if not line.startswith(not_in_2_3))
+    assert ours_2_3 == real
+
+
+def test_debian_nvme_cli_prints_the_same_sanitize_log_text(
+    drives: dict[str, Path], fake_device: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """`sanitize-log` (and `-H`) without -o json is nvme-cli's text, idle and while a
+    sanitize runs, then the NVMe 2.0 SSI line nvme-cli 2.4 lacks (2.16's). The twin printed
+    its own layout: ``(SPROG):``, ``SSTAT: global_erased:1 passes:0 (0) NVM Subsystem has
+    never been sanitized.``, ``SCDW10: 0x0``."""
+    nvme, lib, _ = fake_device
+    img = copy_image(drives["cm6"], tmp_path / "cm6")
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    env = {**os.environ, "LD_PRELOAD": str(lib), "FAKE_NVME_DIR": str(pages)}
+    for running in (False, True):
+        if running:
+            run_cli("nvme", "sanitize", img, "-a", "2")
+        raw = subprocess.run([*SSDTWIN, "nvme", "sanitize-log", str(img), "-b"], check=True, capture_output=True).stdout
+        (pages / "log-129.bin").write_bytes(raw)
+        for human in ([], ["-H"]):
+            real = subprocess.run([nvme, "sanitize-log", "/dev/null", *human], check=True, capture_output=True, text=True, env=env)
+            ours = run_cli("nvme", "sanitize-log", img, *human).stdout
+            head, ssi = ours.split("Sanitize State Information               (SSI) : ")
+            assert head == real.stdout, (running, human)
+            assert ssi.startswith("0x1\n" if running else "0\n"), (running, human)
+            assert ("\t(" in head) == (running and human == ["-H"]), "-H: the progress in percent while running"
 
 
 @pytest.mark.parametrize("drive", ["cm6", "pb5", "p5316"])

@@ -150,7 +150,7 @@ def test_sanitize_block_erase_runs_on_the_drive_clock(small: Path) -> None:
     run_cli("nvme", "sanitize", small, "--sanact", "start-block-erase")
     log = sanitize_log(small)
     assert (log["sprog"], log["cdw10_info"], log["sstat"]["status"]) == (0, 2, "(2) Sanitize in Progress.")
-    assert "(1) Restricted Processing State" in run_cli("nvme", "sanitize-log", small).stdout
+    assert "(SSI) : 0x1\n  [3:0] : Sanitize State : 0x1\tRestricted Processing State" in run_cli("nvme", "sanitize-log", small, "-H").stdout
     after = vendor(small)
     assert after["valid_bytes"] == 0, "every mapping went when the command was accepted"
     assert after["superblock_erases"] == before["superblock_erases"] + after["superblocks"]

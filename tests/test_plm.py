@@ -89,7 +89,12 @@ def test_windows_follow_the_features_and_expire_in_simulated_time(pb5: Path, tmp
         "list_of_entries": [{"entry": 1}],
     }
     text = run_cli("nvme", "predictable-lat-log", pb5, "-i", "1").stdout
-    assert "Status: 2 (non-deterministic window (NDWIN))" in text
+    # nvme-cli 2.4's lines as they are (the twin wrote "NVM Set ID: 1", "Status: 2 (...)",
+    # "DTWIN Time Maximum: 30000 ms"), its notes on lines of their own after them
+    assert f"device: {pb5}\nPredictable Latency Per NVM Set Log for NVM Set ID: 1\nStatus: 2\nEvent Type: 16384\n" in text
+    assert "\nDTWIN Time Maximum: 30000\nNDWIN Time Minimum High: 1000 \nNDWIN Time Minimum Low: 1000\n" in text
+    assert "\nDTWIN Time Estimate: 30000\n\n\n(twin) status 2: non-deterministic window (NDWIN); times in ms\n" in text
+    assert "Entry[1]: 1\n" in run_cli("nvme", "pred-lat-event-agg-log", pb5).stdout
     assert "last DTWIN: 30000.0 ms, ended by the controller (time)" in text
     # The host leaves PLM: set 1 is back to the normal GC and the log says not enabled.
     run_cli("nvme", "set-feature", pb5, "-f", "0x13", "-V", "1", "-c", "0")

@@ -118,7 +118,10 @@ def parse_amount(text: str, capacity_bytes: int) -> int:
             raise ValueError(f"amount '{text}': must be positive")
         if not math.isfinite(factor):
             raise ValueError(f"amount '{text}': must be finite")
-        return int(round(factor * capacity_bytes))
+        amount = factor * capacity_bytes
+        if not math.isfinite(amount):  # 1e300x: int(inf) raised OverflowError
+            raise ValueError(f"amount '{text}': {factor} x {capacity_bytes} bytes is more than 2^64 bytes")
+        return int(round(amount))
     return _core.parse_size(t)
 
 

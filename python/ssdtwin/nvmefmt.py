@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SanitizeLog, SmartLog, VendorLog
+from .core_types import EnduranceGroupLog, ErrorLogEntry, IdCtrl, IdNs, NamespaceRow, NvmSetList, SmartLog, VendorLog
 from .nvmejson import CONTROLLER_NAME, PCI_ADDRESS, SUBSYSTEM_NAME
 from .nvmejson import id_ctrl as json_id_ctrl
 
@@ -165,27 +165,28 @@ def id_nvmset(d: NvmSetList, nvmsetid: int) -> str:
 
 
 def endurance_log(d: EnduranceGroupLog, device: str, endgid: int) -> str:
-    """Endurance Group Information log (09h) as nvme-cli prints it."""
-    keys = [
-        "critical_warning",
-        "endurance_group_features",
-        "avl_spare",
-        "avl_spare_threshold",
-        "percent_used",
-        "domain_identifier",
-        "endurance_estimate",
-        "data_units_read",
-        "data_units_written",
-        "media_units_written",
-        "host_read_cmds",
-        "host_write_cmds",
-        "media_data_integrity_err",
-        "num_err_info_log_entries",
-        "total_end_grp_cap",
-        "unalloc_end_grp_cap",
+    """Endurance Group Information log (09h) as nvme-cli prints it: 2.16's
+    stdout_endurance_log line for line (its tabs, ``percent_used : N%``), which has the four
+    fields 2.4's printer lacks (and spells ``critical_warning`` as 2.4 does not)."""
+    rows = [
+        ("critical_warning\t", d["critical_warning"]),
+        ("endurance_group_features", d["endurance_group_features"]),
+        ("avl_spare\t\t", d["avl_spare"]),
+        ("avl_spare_threshold\t", d["avl_spare_threshold"]),
+        ("percent_used\t\t", f"{d['percent_used']}%"),
+        ("domain_identifier\t", d["domain_identifier"]),
+        ("endurance_estimate\t", d["endurance_estimate"]),
+        ("data_units_read\t\t", d["data_units_read"]),
+        ("data_units_written\t", d["data_units_written"]),
+        ("media_units_written\t", d["media_units_written"]),
+        ("host_read_cmds\t\t", d["host_read_cmds"]),
+        ("host_write_cmds\t\t", d["host_write_cmds"]),
+        ("media_data_integrity_err", d["media_data_integrity_err"]),
+        ("num_err_info_log_entries", d["num_err_info_log_entries"]),
+        ("total_end_grp_cap\t", d["total_end_grp_cap"]),
+        ("unalloc_end_grp_cap\t", d["unalloc_end_grp_cap"]),
     ]
-    fields: Mapping[str, object] = d  # read by name from the list above
-    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + _kv([(k, fields[k]) for k in keys], 28)
+    return f"Endurance Group Log for NVME device:{device} Group ID:{endgid:x}\n" + "\n".join(f"{k}: {v}" for k, v in rows)
 
 
 def vendor_log(d: VendorLog, device: str) -> str:
@@ -290,56 +291,137 @@ def hexdump(data: bytes, width: int = 16) -> str:
     return "\n".join(out)
 
 
+#: libnvme 1.4's nvme_status_to_string (src/nvme/util.c), which nvme-cli 2.4 prints after an
+#: error-log entry's status: by (status code type, status code), for every status the twin
+#: can log (a failed I/O command), and the zero of an empty entry.
+STATUS_STRINGS = {
+    (0, 0x00): "Successful Completion: The command completed without error",
+    (0, 0x01): "Invalid Command Opcode: A reserved coded value or an unsupported value in the command opcode field",
+    (0, 0x02): "Invalid Field in Command: A reserved coded value or an unsupported value in a defined field",
+    (0, 0x0B): "Invalid Namespace or Format: The namespace or the format of that namespace is invalid",
+    (0, 0x0C): "Command Sequence Error: The command was aborted due to a protocol violation in a multi- command sequence",
+    (0, 0x1C): "Sanitize Failed: The most recent sanitize operation failed and no recovery action has been successfully completed",
+    (0, 0x1D): "Sanitize In Progress: The requested function is prohibited while a sanitize operation is in progress",
+    (0, 0x20): "Namespace is Write Protected: The command is prohibited while the namespace is write protected",
+    (0, 0x80): "LBA Out of Range: The command references an LBA that exceeds the size of the namespace",
+    (0, 0x81): "Capacity Exceeded: Execution of the command has caused the capacity of the namespace to be exceeded",
+    (2, 0x81): "Unrecovered Read Error: The read data could not be recovered from the media",
+    (2, 0x82): "End-to-end Guard Check Error: The command was aborted due to an end-to-end guard check failure",
+    (2, 0x83): "End-to-end Application Tag Check Error: The command was aborted due to an end-to-end application tag check failure",
+    (2, 0x84): "End-to-end Reference Tag Check Error: The command was aborted due to an end-to-end reference tag check failure",
+    (3, 0x01): "Asymmetric Access Persistent Loss: The controller is in a persistent loss state with the requested namespace",
+    (3, 0x02): "Asymmetric Access Inaccessible: The controller is in an inaccessible state with the requested namespace",
+    (3, 0x03): "Asymmetric Access Transition: The controller is currently transitioning states with the requested namespace",
+}
+
+#: nvme-cli 2.4's nvme_trtype_to_string (nvme-print.c).
+TRTYPE_STRINGS = {
+    0: "The transport type is not indicated or the error is not transport related.",
+    1: "RDMA Transport error.",
+    2: "Fibre Channel Transport error.",
+    3: "TCP Transport error.",
+    254: "Intra-host Transport error.",
+}
+
+
+def c_hash_x(v: int) -> str:
+    """C's ``%#x``: 0x before a non-zero value, a plain 0 for zero."""
+    return f"{v:#x}" if v else "0"
+
+
 def error_log(rows: list[ErrorLogEntry], dev: str) -> str:
-    """``nvme error-log``: one block per entry."""
+    """``nvme error-log``: one block per entry, nvme-cli 2.4's nvme_show_error_log line for
+    line (its tabs, C's ``%#x``, the status and transport type spelled out)."""
     out = [f"Error Log Entries for device:{dev} entries:{len(rows)}", "................."]
     for i, e in enumerate(rows):
+        status = e["status_field"]
+        text = STATUS_STRINGS.get(((status >> 8) & 0x7, status & 0xFF), "Unknown status")
         out += [
             f" Entry[{i:2}]   ",
             ".................",
-            f"error_count     : {e['error_count']}",
-            f"sqid            : {e['sqid']}",
-            f"cmdid           : {e['cmdid']:#x}",
-            f"status_field    : {e['status_field']:#x}",
-            f"phase_tag       : {e['phase_tag']:#x}",
-            f"parm_err_loc    : {e['parm_error_location']:#x}",
-            f"lba             : {e['lba']:#x}",
-            f"nsid            : {e['nsid']:#x}",
-            f"vs              : {e['vs']}",
-            f"trtype          : {e['trtype']}",
-            f"csi             : {e['csi']}",
-            f"opcode          : {e['opcode']:#x}",
-            f"cs              : {e['cs']:#x}",
-            f"trtype_spec_info: {e['trtype_spec_info']:#x}",
+            f"error_count\t: {e['error_count']}",
+            f"sqid\t\t: {e['sqid']}",
+            f"cmdid\t\t: {c_hash_x(e['cmdid'])}",
+            f"status_field\t: {c_hash_x(status)}({text})",
+            f"phase_tag\t: {c_hash_x(e['phase_tag'])}",
+            f"parm_err_loc\t: {c_hash_x(e['parm_error_location'])}",
+            f"lba\t\t: {c_hash_x(e['lba'])}",
+            f"nsid\t\t: {c_hash_x(e['nsid'])}",
+            f"vs\t\t: {e['vs']}",
+            f"trtype\t\t: {TRTYPE_STRINGS.get(e['trtype'], 'Reserved')}",
+            f"csi\t\t: {e['csi']}",
+            f"opcode\t\t: {c_hash_x(e['opcode'])}",
+            f"cs\t\t: {c_hash_x(e['cs'])}",
+            f"trtype_spec_info: {c_hash_x(e['trtype_spec_info'])}",
             f"log_page_version: {e['log_page_version']}",
             ".................",
         ]
     return "\n".join(out)
 
 
-def _estimate(s: int) -> str:
-    return f"{s} (No time period reported)" if s == 0xFFFFFFFF else str(s)
+#: nvme-cli 2.4's get_sanitize_log_sstat_status_str: SSTAT bits 2:0.
+SSTAT_STRINGS = {
+    0: "NVM Subsystem has never been sanitized.",
+    1: "Most Recent Sanitize Command Completed Successfully.",
+    2: "Sanitize in Progress.",
+    3: "Most Recent Sanitize Command Failed.",
+    4: "Most Recent Sanitize Command (No-Deallocate After Sanitize) Completed Successfully.",
+}
+
+#: nvme-cli 2.16's nvme_ssi_state_to_string: SSI bits 3:0 (and 7:4), an NVMe 2.0 field.
+SSI_STRINGS = {
+    0: "Idle state",
+    1: "Restricted Processing State",
+    2: "Restricted Failure State",
+    3: "Unrestricted Processing State",
+    4: "Unrestricted Failure State",
+    5: "Media Verification State",
+    6: "Post-Verification Deallocation State",
+}
 
 
-def sanitize_log(d: SanitizeLog, human: bool) -> str:
-    """``nvme sanitize-log``: progress, status and the estimated times in seconds."""
-    st = d["sstat"]
-    rows = [
-        ("Sanitize Progress                      (SPROG)", d["sprog"]),
-        (
-            "Sanitize Status                        (SSTAT)",
-            st["status"] if human else f"global_erased:{st['global_erased']} passes:{st['no_cmplted_passes']} {st['status']}",
-        ),
-        ("Sanitize Command Dword 10 Information (SCDW10)", f"{d['cdw10_info']:#x}"),
-        ("Estimated Time For Overwrite                   ", _estimate(d["time_over_write"])),
-        ("Estimated Time For Block Erase                 ", _estimate(d["time_block_erase"])),
-        ("Estimated Time For Crypto Erase                ", _estimate(d["time_crypto_erase"])),
-        ("Estimated Time For Overwrite (No-Deallocate)   ", _estimate(d["time_over_write_no_dealloc"])),
-        ("Estimated Time For Block Erase (No-Deallocate) ", _estimate(d["time_block_erase_no_dealloc"])),
-        ("Estimated Time For Crypto Erase (No-Deallocate)", _estimate(d["time_crypto_erase_no_dealloc"])),
-        ("Sanitize State Information               (SSI)", d["sanitize_state_information"]["sanitize_state"]),
+def sanitize_log(page: bytes, human: bool) -> str:
+    """``nvme sanitize-log`` from the raw page 81h: nvme-cli 2.4's nvme_show_sanitize_log
+    line for line (``-H``: its decoded SSTAT and, while a sanitize runs, the progress in
+    percent), then the NVMe 2.0 Sanitize State Information (byte 36) as nvme-cli 2.16 prints
+    it, which 2.4 does not."""
+    sprog, sstat = int.from_bytes(page[0:2], "little"), int.from_bytes(page[2:4], "little")
+    scdw10 = int.from_bytes(page[4:8], "little")
+    times = [int.from_bytes(page[o : o + 4], "little") for o in range(8, 32, 4)]
+    ssi, status = page[36], sstat & 0x7
+    progress = f"\t({sprog * 100 / 0x10000:f}%)" if human and status == 2 else ""
+    out = [
+        f"Sanitize Progress                      (SPROG) :  {sprog}{progress}",
+        f"Sanitize Status                        (SSTAT) :  {c_hash_x(status)}",
     ]
-    return "\n".join(f"{k}:  {v}" for k, v in rows)
+    if human:
+        erased = (
+            "Global Data Erased set: no NS LB in the NVM subsystem has been written to and no PMR in the NVM subsystem has been enabled"
+            if sstat & 0x100
+            else "Global Data Erased cleared: a NS LB in the NVM subsystem has been written to or a PMR in the NVM "
+            "subsystem has been enabled"
+        )
+        out += [
+            f"\t[2:0]\t{SSTAT_STRINGS.get(status, 'Unknown')}",
+            f"\t[7:3]\tNumber of completed passes if most recent operation was overwrite:\t{(sstat >> 3) & 0x1F}",
+            f"\t  [8]\t{erased}",
+        ]
+    out.append(f"Sanitize Command Dword 10 Information (SCDW10) :  {c_hash_x(scdw10)}")
+    names = (
+        "Estimated Time For Overwrite                   ",
+        "Estimated Time For Block Erase                 ",
+        "Estimated Time For Crypto Erase                ",
+        "Estimated Time For Overwrite (No-Deallocate)   ",
+        "Estimated Time For Block Erase (No-Deallocate) ",
+        "Estimated Time For Crypto Erase (No-Deallocate)",
+    )
+    out += [f"{n}:  {t}{' (No time period reported)' if t == 0xFFFFFFFF else ''}" for n, t in zip(names, times)]
+    out.append(f"Sanitize State Information               (SSI) : {c_hash_x(ssi)}")
+    if human:
+        out.append(f"  [3:0] : Sanitize State : {c_hash_x(ssi & 0xF)}\t{SSI_STRINGS.get(ssi & 0xF, 'Reserved')}")
+        if status == 3:
+            out.append(f"  [7:4] : Failure State  : {c_hash_x(ssi >> 4)}\t{SSI_STRINGS.get(ssi >> 4, 'Reserved')}")
+    return "\n".join(out)
 
 
 #: nvme-cli's names of the features (nvme_feature_to_string, nvme-print.c at v2.4) the twin has.

@@ -401,9 +401,15 @@ def precondition(
         assert ns is not None
         steps: list[tuple[str, int, int]] = []
         if seq is not None:
-            steps.append(("seq", size_arg("--seq", seq), int(round(loops * ns.bytes))))
-            if steps[-1][2] > U64:
+            # The product, not its int(): 1e300 passes overflow a float to inf, which
+            # int() refused with a traceback; a pass count that rounds to no byte wrote
+            # nothing and said Success (as --loops 0 is refused, so is it).
+            seq_bytes = loops * ns.bytes
+            if not seq_bytes <= U64:
                 fail(f"--loops {loops}: {loops} x {ns.bytes} bytes is more than 2^64 bytes")
+            if round(seq_bytes) == 0:
+                fail(f"--loops {loops}: {loops} x {ns.bytes} bytes rounds to no byte; must be positive")
+            steps.append(("seq", size_arg("--seq", seq), int(round(seq_bytes))))
         if rand is not None:
             try:
                 amt = parse_amount(amount, ns.bytes)

@@ -23,10 +23,19 @@ def ana_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
     if fmt == "json":
         typer.echo(json.dumps({"Asymmetric Namespace Access Log for NVMe device": str(path), **data}, indent=2))
         return
-    lines = [f"Asymmetric Namespace Access Log for NVMe device: {path}", f"chgcnt\t:\t{data['chgcnt']}", f"ngrps\t:\t{data['ngrps']}"]
+    # nvme-cli 2.4's nvme_show_ana_log, line for line: its two headings, a tab-indented
+    # nsid line per namespace and an empty line after each group.
+    lines = [
+        f"Asymmetric Namespace Access Log for NVMe device: {path}",
+        "ANA LOG HEADER :-",
+        f"chgcnt\t:\t{data['chgcnt']}",
+        f"ngrps\t:\t{data['ngrps']}",
+        "ANA Log Desc :-",
+    ]
     for g in data["ANA DESC LIST "]:
-        nsids = " ".join(str(n["nsid"]) for n in g["NSIDS"])
-        lines.append(f"grpid\t:\t{g['grpid']}\nnnsids\t:\t{g['nnsids']}\nchgcnt\t:\t{g['chgcnt']}\nstate\t:\t{g['state']}\n\t{nsids}")
+        lines += [f"grpid\t:\t{g['grpid']}", f"nnsids\t:\t{g['nnsids']}", f"chgcnt\t:\t{g['chgcnt']}", f"state\t:\t{g['state']}"]
+        lines += [f"\tnsid\t:\t{n['nsid']}" for n in g["NSIDS"]]
+        lines.append("")
     typer.echo("\n".join(lines))
 
 
@@ -38,7 +47,9 @@ def ana_state(
     """Vendor command: set an ANA group's state (what a multipath target's failover does)."""
     with opened(path, writable=True) as d:
         d.nvme.set_ana_state(group, state)
-    typer.echo(f"ana-state: Success, group:{group} state:{state}")
+        # the state's name as the log spells it: `-s 3` echoed "state:3", `-s 0xf` "state:0xf"
+        name = next(g["state"] for g in d.nvme.ana_log()["ANA DESC LIST "] if g["grpid"] == group)
+    typer.echo(f"ana-state: Success, group:{group} state:{name}")
 
 
 def register(app: typer.Typer) -> None:

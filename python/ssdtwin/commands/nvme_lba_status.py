@@ -10,12 +10,29 @@ from pathlib import Path
 import typer
 
 from ..core_types import LbaStatus
+from ..nvmefmt import c_hex
 from .common import U8, U16, U32, U64, ImageDir, NvmeInt, OutputFmt, check_fmt, opened
 
 CMPC = {
     1: "Completed due to transferring the amount of data specified in the MNDW field",
     2: "Completed due to having performed the action specified in the Action Type field over the number of logical blocks "
     "specified in the Range Length field",
+}
+
+
+#: nvme-cli 2.16's text for each Completion Condition (stdout_lba_status).
+CMPC_TEXT = {
+    0: ("\tNo indication of the completion condition",),
+    1: (
+        "\tCompleted transferring the amount of data specified in the",
+        "\tMNDW field. But, additional LBA Status Descriptor Entries are",
+        "\tavailable to transfer or scan did not complete (if ATYPE = 10h)",
+    ),
+    2: (
+        "\tCompleted the specified action over the number of LBAs specified",
+        "\tin the Range Length field and transferred all available LBA Status",
+        "\tDescriptor Entries",
+    ),
 }
 
 
@@ -48,14 +65,14 @@ def get_lba_status(
     if fmt == "json":
         typer.echo(json.dumps(lba_status_json(data), indent=2))
         return
+    # nvme-cli 2.16's stdout_lba_status, line for line (2.4's printed the LBA in decimal
+    # digits after "0x"); the JSON above is 2.7+'s form too.
     lines = [
         f"Number of LBA Status Descriptors(NLSD): {data['nlsd']}",
         f"Completion Condition(CMPC): {data['cmpc']}",
-        f"\t{CMPC[data['cmpc']]}",
-        "LBA Status Descriptor Entries",
-        f"{'DSLBA':<20} {'NLB':<12} Status",
+        *CMPC_TEXT.get(data["cmpc"], ()),
     ]
-    lines += [f"0x{e['dslba']:016x}   0x{e['nlb']:08x}   0x00" for e in data["descs"]]
+    lines += [f"{{ DSLBA: {c_hex(e['dslba'], 16)}, NLB: {c_hex(e['nlb'], 8)}, Status: {c_hex(0, 2)} }}" for e in data["descs"]]
     typer.echo("\n".join(lines))
 
 

@@ -222,8 +222,7 @@ def nvme_sanitize_log(
     if raw:
         write_binary(view.log_page(0x81, 512))
         return
-    log = view.sanitize_log()
     if fmt == "json":
-        emit_json(nvmejson.sanitize_log(str(path), log))
+        emit_json(nvmejson.sanitize_log(str(path), view.sanitize_log()))
     else:
-        typer.echo(nvmefmt.sanitize_log(log, human))
+        typer.echo(nvmefmt.sanitize_log(view.log_page(0x81, 512), human))

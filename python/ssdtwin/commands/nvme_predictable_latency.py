@@ -18,34 +18,35 @@ from .common import U16, ImageDir, NvmeInt, OutputFmt, check_fmt, opened
 
 PLM_STATUS = {0: "not enabled", 1: "deterministic window (DTWIN)", 2: "non-deterministic window (NDWIN)"}
 
+#: nvme-cli 2.4's nvme_show_predictable_latency_per_nvmset, its labels and spacing (the
+#: trailing space after NDWIN Time Minimum High is nvme-cli's).
 PRED_LAT_ROWS = [
-    ("NVM Set ID", "nvmset_id"),
-    ("Status", "status"),
-    ("Event Type", "event_type"),
-    ("DTWIN Reads Typical", "dtwin_reads_typical"),
-    ("DTWIN Writes Typical", "dtwin_writes_typical"),
-    ("DTWIN Time Maximum", "dtwin_time_maximum"),
-    ("NDWIN Time Minimum High", "ndwin_time_minimum_high"),
-    ("NDWIN Time Minimum Low", "ndwin_time_minimum_low"),
-    ("DTWIN Reads Estimate", "dtwin_reads_estimate"),
-    ("DTWIN Writes Estimate", "dtwin_writes_estimate"),
-    ("DTWIN Time Estimate", "dtwin_time_estimate"),
+    ("Status: ", "status"),
+    ("Event Type: ", "event_type"),
+    ("DTWIN Reads Typical: ", "dtwin_reads_typical"),
+    ("DTWIN Writes Typical: ", "dtwin_writes_typical"),
+    ("DTWIN Time Maximum: ", "dtwin_time_maximum"),
+    ("NDWIN Time Minimum High: ", "ndwin_time_minimum_high"),
+    ("NDWIN Time Minimum Low: ", "ndwin_time_minimum_low"),
+    ("DTWIN Reads Estimate: ", "dtwin_reads_estimate"),
+    ("DTWIN Writes Estimate: ", "dtwin_writes_estimate"),
+    ("DTWIN Time Estimate: ", "dtwin_time_estimate"),
 ]
 
 
 def pred_lat_text(log: PredLatLog, device: str) -> str:
+    """nvme-cli 2.4's text line for line (two empty lines at the end), then the twin's notes
+    on lines of their own: what the status means and, with bit 14 of the event type, why."""
     d = cast(Mapping[str, int], log)  # every field a number, read by name from PRED_LAT_ROWS
-    lines = [f"Predictable Latency Per NVM Set Log for device: {device}"]
-    for label, key in PRED_LAT_ROWS:
-        v = d[key]
-        note = ""
-        if key == "status":
-            note = f" ({PLM_STATUS.get(v, 'reserved')})"
-        elif key == "event_type" and v & 0x4000:
-            note = " (the controller ended a DTWIN: a typical or maximum value was exceeded)"
-        elif key.endswith(("_maximum", "_high", "_low", "time_estimate")):
-            note = " ms"
-        lines.append(f"{label}: {v}{note}")
+    lines = [
+        f"Predictable Latency Per NVM Set Log for device: {device}",
+        f"Predictable Latency Per NVM Set Log for NVM Set ID: {d['nvmset_id']}",
+    ]
+    lines += [f"{label}{d[key]}{' ' if key == 'ndwin_time_minimum_high' else ''}" for label, key in PRED_LAT_ROWS]
+    lines += ["", ""]
+    lines.append(f"(twin) status {d['status']}: {PLM_STATUS.get(d['status'], 'reserved')}; times in ms")
+    if d["event_type"] & 0x4000:
+        lines.append("(twin) event type bit 14: the controller ended a DTWIN (a typical or maximum value was exceeded)")
     return "\n".join(lines)
 
 
@@ -78,8 +79,8 @@ def pred_lat_event_agg_log(path: Path = ImageDir, fmt: str = OutputFmt) -> None:
         typer.echo(json.dumps(data, indent=2))
     else:
         typer.echo(f"Predictable Latency Event Aggregate Log for device: {path}\nNumber of Entries Available: {data['num_entries_avail']}")
-        for e in data["list_of_entries"]:
-            typer.echo(f"Entry: {e['entry']} (NVM Set ID)")
+        for i, e in enumerate(data["list_of_entries"], 1):  # nvme-cli 2.4's "Entry[%d]: %u"
+            typer.echo(f"Entry[{i}]: {e['entry']}")
 
 
 def register(app: typer.Typer) -> None:
