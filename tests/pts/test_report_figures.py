@@ -176,16 +176,17 @@ def test_figure_anchors_are_unique_on_the_page(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) and "fig-hir-convergence" in ids and "fig-tp-convergence" in ids
 
 
-def test_a_stopped_hir_says_which_segment_it_reached(tmp_path: Path) -> None:
+def test_a_stopped_hir_says_which_burst_it_reached(tmp_path: Path) -> None:
     """result.json's rounds_run counts HIR's preconditioning rounds (7 here); a HIR stopped
-    in its bursts said "interrupted after segment 7" whatever segment it had reached."""
+    in its bursts said "interrupted after segment 7" whatever segment it had reached, and the
+    summary's Rounds column gave the bursts as a bare number, read as rounds."""
     folder = make_report(tmp_path / "r", tests=("hir",), interrupt=("hir", 10))
     assert json.loads((folder / "hir" / "result.json").read_text())["rounds_run"] == 7
     last = max(int(r["segment"]) for r in csv.DictReader((folder / "hir" / "rounds.csv").open()))
     assert last > 7
     html = report.render(folder).read_text()
-    assert f"interrupted after segment {last}<" in html
-    assert f"<td>{last}</td>" in html  # the summary's Rounds column: segments, as for WSAT
+    assert f"interrupted after burst {last}<" in html
+    assert f"<td>{last} bursts after 7 preconditioning rounds</td>" in html
 
 
 def _passes_apart(folder: Path) -> dict[str, Any]:

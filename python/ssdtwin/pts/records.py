@@ -257,7 +257,8 @@ class TestExtra(TypedDict, total=False):
     """What a test concludes beyond its status (result.json ``extra``), by test:
     every test with WIPC: ``wipc``; WSAT: ``steady`` (with --wsat-stop-steady) and ``stop``
     (why it stopped); HIR: ``pre_steady``, ``pre_window``, ``pre_fills`` (drive fills before
-    the bursts), ``baseline_iops`` (the pre-HIR window's average IOPS); the curve:
+    the bursts), ``baseline_iops`` (the pre-HIR window's average IOPS), ``bursts`` (the 5 s
+    write bursts run, A and C: result.json ``rounds_run`` counts the preconditioning rounds); the curve:
     ``pre_steady``; XSR: ``access_groups``, ``recovery_s`` (from AG3's start to 90 % of AG1's
     final throughput; None if never); CBW/DIRTH: ``pc_steady``, ``di_steady``, ``points``
     (point → (threads, queue depth)) and ``rth``. ``notes``: sentences for the report;
@@ -271,6 +272,7 @@ class TestExtra(TypedDict, total=False):
     pre_window: Optional[list[int]]
     pre_fills: Optional[float]
     baseline_iops: Optional[float]
+    bursts: int
     notes: list[str]
     access_groups: list[XsrGroup]
     recovery_s: Optional[float]
@@ -504,7 +506,10 @@ class RunSettings(TypedDict):
 
 class ManifestTest(TypedDict):
     """A test in pts.json ``tests``: status, its folder, title, wall-clock and stimulus
-    seconds so far (stimulus: simulated on a twin), and once it ended its one-line message."""
+    seconds so far (stimulus: simulated on a twin), once it ended its one-line message, the
+    rounds run (``rounds_run``, as in result.json: WSAT's and XSR's segments, HIR's and the
+    curve's preconditioning rounds) and HIR's bursts (``bursts``, A and C). Files from before
+    the counts were recorded lack them."""
 
     status: TestStatus
     dir: str
@@ -512,6 +517,8 @@ class ManifestTest(TypedDict):
     wall_s: float
     sim_s: float
     message: NotRequired[str]
+    rounds_run: NotRequired[int]
+    bursts: NotRequired[int]
 
 
 class Manifest(TypedDict):

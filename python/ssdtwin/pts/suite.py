@@ -91,6 +91,9 @@ class Runner:
             m = self.manifest["tests"][t]
             m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
             m["sim_s"] = round(tr.clock_s, 6)
+            m["rounds_run"] = tr.rounds_run
+            if "bursts" in tr.extra:
+                m["bursts"] = tr.extra["bursts"]
         write_atomic(self.folder / "pts.json", json.dumps(self.manifest, indent=1) + "\n")
 
     def test_settings(self, test: str) -> TestSettings:

@@ -39,7 +39,7 @@ UNFINISHED = ("running", "interrupted", "pending", "not run")
 SEGMENTED = ("wsat", "xsr")  # tests run in segments, not rounds: their window is segments
 # Tests whose result.json rounds_run counts their own preconditioning rounds, then run their
 # steps as rounds.csv segments: HIR's bursts, the curve's points. What a step is called.
-PRECONDITIONED = {"hir": "segment", "curve": "point"}
+PRECONDITIONED = {"hir": "burst", "curve": "point"}
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 
