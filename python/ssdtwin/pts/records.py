@@ -398,10 +398,24 @@ class DeviceExtra(TypedDict, total=False):
     backing_file: str
 
 
+class SpecDoc(TypedDict):
+    """What a twin is made from (pts.json ``device.spec``): ``origin`` "preset" (its values are
+    the preset's) or "spec file" (``create --spec``: an edited copy of a preset, a spec
+    ``calibrate --out`` wrote, or a preset of another ssdtwin), the name it carries, and the
+    digest of its values at full scale (drive.spec_digest; sweep's image cache names a preset
+    by the same digest)."""
+
+    origin: str
+    name: str
+    digest: str
+
+
 class DeviceDoc(TypedDict):
     """The device under test (pts.json ``device``; target.DeviceInfo as JSON): its kind
     (twin, nbd, device, file), what the user named, identity, tested capacity and LBA size
-    (bytes), NAND and interface, a twin's preset and scale ("1/N"), whether it is simulated."""
+    (bytes), NAND and interface, a twin's preset (only when its spec is that preset's: "" for
+    a spec file; files from before ``spec`` held the spec's name here whatever it was) and
+    scale ("1/N"), whether it is simulated, and a twin's ``spec``."""
 
     kind: str
     uri: str
@@ -417,6 +431,7 @@ class DeviceDoc(TypedDict):
     scale: str
     simulated: bool
     extra: DeviceExtra
+    spec: NotRequired[SpecDoc]
 
 
 class PlatformDoc(TypedDict):

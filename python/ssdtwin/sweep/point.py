@@ -116,21 +116,11 @@ def core_build() -> str:
     return h.hexdigest()[:16]
 
 
-def _values(obj: Any) -> Any:
-    """A preset's parameters without their sources: what the drive is built from."""
-    if isinstance(obj, dict):
-        return {k: _values(v) for k, v in obj.items() if k != "source"}
-    if isinstance(obj, list):
-        return [_values(v) for v in obj]
-    return obj
-
-
 @functools.cache
 def preset_digest(preset: str) -> str:
     """A hash of the preset's parameter values (sources and published corners left out: they
     change no image)."""
-    spec = {k: v for k, v in _core.preset(preset).items() if k != "corners"}
-    return hashlib.sha256(json.dumps(_values(spec), sort_keys=True).encode()).hexdigest()[:16]
+    return drivemod.spec_digest(_core.preset(preset))
 
 
 def image_identity(point: Point) -> dict[str, str]:

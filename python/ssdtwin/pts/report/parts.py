@@ -446,6 +446,32 @@ def _value_text(key: str, v: Any) -> str:
     return str(v)
 
 
+_FIRMWARE_SPEC = re.compile(r", (preset (?P<preset>\S+)|spec differing from preset (?P<edited>\S+) \(|spec (?P<file>\S+) \(not a preset\))")
+
+
+def spec_text(device: FolderJson) -> str:
+    """What a twin is made from, for the header: "preset NAME (digest D)" or "spec file NAME,
+    not a preset's values (digest D)" from pts.json ``device.spec``. A pts.json from before it was
+    recorded held the spec's name in ``device.preset`` whatever it was: its Firmware text
+    ("preset NAME", "spec differing from preset NAME (...)", "spec NAME (not a preset)")
+    says which, without a digest; "" when neither says (a real device)."""
+    spec = as_object(device.get("spec"))
+    name, origin, digest = spec.get("name"), spec.get("origin"), spec.get("digest")
+    if not (isinstance(name, str) and origin in ("preset", "spec file")):
+        m = _FIRMWARE_SPEC.search(str(device.get("firmware") or "")) if device.get("simulated") else None
+        if not m:
+            return ""
+        name, origin, digest = (
+            m.group("preset") or m.group("edited") or m.group("file"),
+            "preset" if m.group("preset") else "spec file",
+            None,
+        )
+    dig = f"digest {digest}" if isinstance(digest, str) and digest else "digest not recorded"
+    if origin == "preset":
+        return f"preset {name} ({dig})"
+    return f"spec file {name}, not a preset's values ({dig})"
+
+
 def header(
     manifest: FolderJson, test: str, result: Optional[FolderJson], steady: Optional[FolderJson] = None
 ) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -468,6 +494,9 @@ def header(
     )
     if device.get("simulated"):
         dev.append(("Simulated", "yes: a twin in simulated time"))
+    made = spec_text(device)
+    if made:
+        dev.append(("Drive spec", made))
     # A real block device: what the kernel reports (docs/pts-real.md, "What the report header
     # records"); PTS-E wants the write cache disabled, and the header must say if it was not.
     dev += _items(
