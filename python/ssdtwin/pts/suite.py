@@ -88,13 +88,18 @@ class Runner:
     def save_manifest(self) -> None:
         self.manifest["wall_s"] = round(time.perf_counter() - self.wall0, 3)
         for t, tr in self.tests.items():
-            m = self.manifest["tests"][t]
-            m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
-            m["sim_s"] = round(tr.clock_s, 6)
-            m["rounds_run"] = tr.rounds_run
-            if "bursts" in tr.extra:
-                m["bursts"] = tr.extra["bursts"]
+            self.update_entry(self.manifest["tests"][t], tr)
         write_atomic(self.folder / "pts.json", json.dumps(self.manifest, indent=1) + "\n")
+
+    @staticmethod
+    def update_entry(m: ManifestTest, tr: TestRun) -> None:
+        """A test's pts.json entry as it runs: status, wall and stimulus seconds, the rounds
+        run (result.json's rounds_run) and HIR's bursts (``--jobs``: in the test's process)."""
+        m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
+        m["sim_s"] = round(tr.clock_s, 6)
+        m["rounds_run"] = tr.rounds_run
+        if "bursts" in tr.extra:
+            m["bursts"] = tr.extra["bursts"]
 
     def test_settings(self, test: str) -> TestSettings:
         st = self.settings
