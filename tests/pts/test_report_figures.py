@@ -297,7 +297,16 @@ def test_wsat_summary_and_xsr_segment_say_what_they_count() -> None:
     assert "final IOPS (mean of the last 3 segments)" in set(pages.wsat_summary(long)["quantity"])
     xsr = dict(parts.header({}, "xsr", {"settings": {"segment_s": 1.0}})[2][1])
     wsat = dict(parts.header({}, "wsat", {"settings": {"segment_s": 1.0}})[2][1])
-    assert xsr["segment, longest (s)"] == "1.0" and "segment s" not in xsr and wsat["segment s"] == "1.0"
+    assert xsr["segment, longest (s)"] == "1.0" and "segment (s)" not in xsr and wsat["segment (s)"] == "1.0"
+
+
+def test_test_settings_name_their_units() -> None:
+    """A test's own settings were labelled by their keys with the underscores blanked:
+    HIR's header said "waits s 5.0, 10.0" and "burst s 5.0", a DI test's "art limit us"."""
+    hir = dict(parts.header({}, "hir", {"settings": {"reps": 2, "waits_s": [5.0, 10.0], "burst_s": 5.0, "pre_fills": 0.5}})[2][1])
+    assert (hir["waits (s)"], hir["burst (s)"], hir["reps"], hir["pre fills"]) == ("5.0, 10.0", "5.0", "2", "0.5")
+    di = dict(parts.header({}, "cbw", {"settings": {"art_limit_us": 5000.0, "pattern_bytes": 4096}})[2][1])
+    assert di["art limit (µs)"] == "5000.0" and di["pattern (bytes)"] == "4096"
 
 
 def test_a_real_devices_write_cache_is_in_its_header() -> None:

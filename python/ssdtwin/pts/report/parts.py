@@ -432,6 +432,18 @@ _SETTING_LABELS = {
 }
 
 
+_UNITS = {"_s": "s", "_us": "µs", "_bytes": "bytes", "_pct": "%"}
+
+
+def _unit_label(key: str) -> str:
+    """A test setting's label from its key, its unit in brackets: ``waits_s`` → "waits (s)"
+    (the HIR header said "waits s 5.0, 10.0", "burst s 5.0")."""
+    for suffix, unit in _UNITS.items():
+        if key.endswith(suffix):
+            return f"{key[: -len(suffix)].replace('_', ' ')} ({unit})"
+    return key.replace("_", " ")
+
+
 def _value_text(key: str, v: Any) -> str:
     if key == "tc_qd":
         return tc_qd_text(v)
@@ -543,7 +555,7 @@ def header(
     elif isinstance(tc, str):
         sets.insert(3, ("TC/QD", tc))
     for k, v in as_object((result or {}).get("settings")).items():
-        label = _SETTING_LABELS.get(k, k.replace("_", " "))
+        label = _SETTING_LABELS.get(k) or _unit_label(k)
         if test == "xsr" and k == "segment_s":  # the longest: each group runs in equal segments of at most this
             label = "segment, longest (s)"
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
