@@ -1078,27 +1078,57 @@ def test_a_resume_with_every_point_done_says_so_and_where_the_table_is(tiny_in_p
     assert len(read(out)) == 4
 
 
-@pytest.mark.parametrize("made_by", ["points", "images"])
-def test_resume_refuses_rows_or_images_of_another_version(tiny_in_process: Path, tmp_path: Path, made_by: str) -> None:
-    """--resume kept the rows and images another ssdtwin made, silently, in one table with
-    this one's: it is refused in one line naming both versions, the folder left as it was."""
+@pytest.mark.parametrize(
+    "how, why",
+    [
+        ("version", "made by ssdtwin 0.0.9"),
+        ("core_build", "made by another build of ssdtwin "),
+        ("preset_digest", f"made from another definition of preset {CM6}"),
+        ("unrecorded", "made before rows recorded the core build and the preset's parameters"),
+    ],
+    ids=["version", "core_build", "preset_digest", "unrecorded"],
+)
+def test_resume_runs_again_the_rows_another_build_or_preset_made(tiny_in_process: Path, tmp_path: Path, how: str, why: str) -> None:
+    """--resume kept any row its version matched (another version's was refused), while the
+    images beside it were checked against the core's build and the preset's values too: a
+    row of another build or preset definition went into the table as this one's. A row now
+    carries the image cache's identity; --resume runs the rows whose identity differs again,
+    with one note saying how many and why, and keeps the others."""
     from ssdtwin import _core
+    from ssdtwin.sweep.point import core_build
 
     out = tmp_path / "out"
     shutil.copytree(tiny_in_process, out)
-    folder = out / "points" if made_by == "points" else out / "cache" / "images"
-    f = sorted(p for p in folder.glob("*.json") if made_by == "images" or json.loads(p.read_text())["row"]["status"] == "ok")[0]
-    rec = json.loads(f.read_text())
-    (rec["row"] if made_by == "points" else rec)["ssdtwin_version"] = "0.0.9"
-    f.write_text(json.dumps(rec))
-    table = (out / "results.parquet").read_bytes()
+    oks = sorted(p for p in (out / "points").glob("*.json") if json.loads(p.read_text())["row"]["status"] == "ok")
+    assert len(oks) == 4
+    for f in oks[:3]:
+        rec = json.loads(f.read_text())
+        _damage_row(rec["row"], how)
+        f.write_text(json.dumps(rec))
     toml = tmp_path / "sweep.toml"
     toml.write_text(TINY)
-    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume", check=False)
-    assert r.returncode == 1 and len(r.stderr_lines) == 1, r.stderr
-    assert r.stderr_lines[0].startswith(f"ssdtwin sweep: error: --out {out}: its {made_by}"), r.stderr
-    assert f"made by ssdtwin 0.0.9, this is ssdtwin {_core.__version__}" in r.stderr and "empty --out" in r.stderr, r.stderr
-    assert (out / "results.parquet").read_bytes() == table
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume", "-o", "json")
+    notes = [line for line in r.stderr_lines if "--resume:" in line]
+    head = f"ssdtwin sweep: note: --resume: 3 of the 4 points kept run again, their rows {why}"
+    assert len(notes) == 1 and notes[0].startswith(head), r.stderr
+    assert notes[0].endswith(f"(this is ssdtwin {_core.__version__}, core {core_build()})"), notes
+    assert (r.json()["run"], r.json()["resumed"]) == (5, 1), r.stdout  # 3 stale and 2 failed run again; 1 kept
+    rows = read(out).to_pandas()
+    reference = read(tiny_in_process).to_pandas()
+    assert rows["iops"].fillna(-1).tolist() == reference["iops"].fillna(-1).tolist()
+    assert set(rows["core_build"]) == {core_build()} and rows["preset_digest"].notna().all()
+    # Resumed again: every row is current, nothing is run again for its identity.
+    r = run_cli("sweep", toml, "--out", out, "--in-process", "--resume")
+    assert not [line for line in r.stderr_lines if "--resume:" in line], r.stderr
+
+
+def _damage_row(row: dict[str, Any], how: str) -> None:
+    if how == "version":
+        row["ssdtwin_version"] = "0.0.9"
+    elif how in ("core_build", "preset_digest"):
+        row[how] = "0123456789abcdef"
+    else:  # a row from before rows recorded the build and the preset
+        row.pop("core_build", None), row.pop("preset_digest", None)
 
 
 ONE_READ = (

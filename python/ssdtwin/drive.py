@@ -8,6 +8,7 @@ core with the GIL released; this module only shapes arguments and results.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
 import math
 import numbers
@@ -645,6 +646,23 @@ def _number(name: str, value: object) -> None:
     "'>=' not supported between instances of 'str' and 'int'", naming nothing)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy's numbers too
         raise TypeError(f"{name} {value!r}: must be a number, not {type(value).__name__}")
+
+
+def _values(obj: Any) -> Any:
+    """A spec's parameters without their sources: what the drive is built from."""
+    if isinstance(obj, dict):
+        return {k: _values(v) for k, v in obj.items() if k != "source"}
+    if isinstance(obj, list):
+        return [_values(v) for v in obj]
+    return obj
+
+
+def spec_digest(spec: dict[str, Any]) -> str:
+    """A hash of a spec's parameter values (sources and published corners left out: they
+    change no drive): the identity of a preset or spec file in sweep's image cache and rows
+    and in a PTS report's ``device.spec``."""
+    values = {k: v for k, v in spec.items() if k != "corners"}
+    return hashlib.sha256(json.dumps(_values(values), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def models() -> list[dict[str, Any]]:

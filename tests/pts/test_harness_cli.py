@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -333,3 +334,20 @@ def test_a_failing_test_is_marked_and_the_next_runs(fresh: Path, tmp_path: Path)
     assert ("lat", "failed") in seen.log and ("wsat", "complete") in seen.log and seen.log[0] == ("lat", "start")
     man = json.loads((tmp_path / "r" / "pts.json").read_text())
     assert man["complete"] is True and man["tests"]["lat"]["status"] == "failed"
+
+
+def test_the_plan_line_counts_in_words() -> None:
+    """The line each test starts with said "1 wait states", "1 elements", "1 points" and
+    "5-5 rounds" when --min-rounds equals --max-rounds."""
+    from ssdtwin.pts.settings import Settings
+    from ssdtwin.pts.suite import Runner
+
+    def plan(test: str, scale: int = 454, **settings: Any) -> str:
+        run = Runner.__new__(Runner)  # the plan needs only the settings and the scale
+        run.settings, run.scale = Settings(**settings), scale
+        return run.plan(test)
+
+    one = {"max_rounds": 5, "hir_waits_s": (5.0,), "lat_bs": (4096,), "lat_mixes": (0,), "iops_bs": (4096,), "iops_mixes": (0,)}
+    assert plan("hir", **one).endswith("then 5 rounds of 60 s, then 1 wait state x 360 x (A+B, C)")
+    assert plan("lat", **one) == plan("iops", **one) == "purge, WIPC, 1 element x 5 rounds of 60 s"
+    assert plan("curve", 1, curve_jobs=(1,), curve_qd=(1,)) == "purge, WIPC, 4KiB 70/30 5-25 rounds of 60 s, then 1 point"

@@ -13,6 +13,7 @@ from typing import Callable
 import pytest
 
 from ssdtwin.pts.report.parts import header
+from ssdtwin.sweep.point import preset_digest
 from twin import P5316, Run, check_image
 
 NS_BLOCKS = 2 * 1024 * 1024  # 1 GiB of 512 B LBAs
@@ -108,15 +109,45 @@ def test_report_says_when_the_spec_is_an_edited_preset(tmp_path: Path, cli: Call
     )
     assert edited.count("cost-benefit") == text.count("cost-benefit") + 1 and edited.count("t_prog_ns = { value = 1") == 1
     (tmp_path / "edited.toml").write_text(edited)
-    firmware = {}
-    for spec, scale in (("same", "1/305"), ("edited", "1/305"), ("same", "1/64")):
+    (tmp_path / "renamed.toml").write_text(text.replace(f'name = "{name}"', 'name = "my-pm983"', 1))
+    firmware, device = {}, {}
+    for spec, scale in (("same", "1/305"), ("edited", "1/305"), ("same", "1/64"), ("renamed", "1/305")):
         img = tmp_path / f"{spec}-{scale.replace('/', '_')}"
         assert cli("create", img, "--spec", tmp_path / f"{spec}.toml", "--scale", scale).returncode == 0
         t = TwinTarget(str(img), writable=False)
         firmware[(spec, scale)] = t.info.firmware
+        device[(spec, scale)] = t.info.to_json()
         t.close()
     assert firmware[("same", "1/305")].endswith(f", preset {name}") and firmware[("same", "1/64")].endswith(f", preset {name}")
     assert firmware[("edited", "1/305")].endswith(f", spec differing from preset {name} (ftl.gc_policy, timing.t_prog_ns)")
+    # pts.json's device.preset names a preset only when the drive is one (it held the spec's
+    # name whatever it was); device.spec says what it is, with the digest sweep's cache uses
+    same = preset_digest(name)
+    assert [(d["preset"], d.get("spec")) for d in device.values()] == [
+        (name, {"origin": "preset", "name": name, "digest": same}),
+        ("", {"origin": "spec file", "name": name, "digest": device[("edited", "1/305")]["spec"]["digest"]}),
+        (name, {"origin": "preset", "name": name, "digest": same}),
+        ("", {"origin": "spec file", "name": "my-pm983", "digest": device[("renamed", "1/305")]["spec"]["digest"]}),
+    ]
+    assert len({d["spec"]["digest"] for d in device.values()}) == 3  # the renamed spec's name is part of it
+    rows = {k: dict(header({"device": d}, "iops", None)[0][1]) for k, d in device.items()}
+    assert rows[("same", "1/64")]["Drive spec"] == f"preset {name} (digest {same})"
+    assert rows[("renamed", "1/305")]["Drive spec"].startswith("spec file my-pm983, not a preset's values (digest ")
+
+
+def test_an_old_pts_json_says_what_its_firmware_line_says(tmp_path: Path) -> None:
+    """pts.json from before device.spec: device.preset held a spec file's name as if it were
+    a preset; the header reads the origin from the Firmware text instead, with no digest."""
+    old = {"simulated": True, "preset": "my-pm983", "firmware": "ssdtwin 0.1.0, spec my-pm983 (not a preset)"}
+    assert (
+        dict(header({"device": old}, "iops", None)[0][1])["Drive spec"] == "spec file my-pm983, not a preset's values (digest not recorded)"
+    )
+    old["firmware"] = "ssdtwin 0.1.0, spec differing from preset samsung-pm983-3.84t (ftl.gc_policy)"
+    assert "spec file samsung-pm983-3.84t, not a preset" in dict(header({"device": old}, "iops", None)[0][1])["Drive spec"]
+    old["firmware"] = "ssdtwin 0.1.0, preset samsung-pm983-3.84t"
+    assert dict(header({"device": old}, "iops", None)[0][1])["Drive spec"] == "preset samsung-pm983-3.84t (digest not recorded)"
+    real = {"simulated": False, "firmware": "EDA5402Q", "spec": "hand-edited"}
+    assert "Drive spec" not in dict(header({"device": real}, "iops", None)[0][1])
 
 
 def test_wsat_on_a_namespace_one_segment_fills(tmp_path: Path, cli: Callable[..., Run]) -> None:

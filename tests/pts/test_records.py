@@ -452,6 +452,11 @@ def test_wsat_stops_at_the_fills_asked_and_hir_has_its_phases(suite: tuple[Path,
     assert [r["phase"] for r in hir if r["phase"] != "pre"] == ["A", "C"]
     a, c = [r for r in hir if r["phase"] in "AC" and r["phase"]]
     assert float(c["t_start_s"]) - float(a["t_end_s"]) == pytest.approx(5.0, abs=0.01)  # the idle wait
+    # the bursts are counted as bursts, the preconditioning rounds as rounds, in result.json and pts.json alike
+    result = json.loads((rep / "hir" / "result.json").read_text())
+    entry = json.loads((rep / "pts.json").read_text())["tests"]["hir"]
+    assert result["extra"]["bursts"] == entry["bursts"] == 2
+    assert result["rounds_run"] == entry["rounds_run"] == max(int(r["round"]) for r in hir if r["round"])
     curve = rows(rep / "curve" / "table.csv")
     assert [(int(r["numjobs"]), int(r["iodepth"])) for r in curve] == [(1, 1), (1, 4), (2, 1), (2, 4)]
 

@@ -176,16 +176,17 @@ def test_figure_anchors_are_unique_on_the_page(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) and "fig-hir-convergence" in ids and "fig-tp-convergence" in ids
 
 
-def test_a_stopped_hir_says_which_segment_it_reached(tmp_path: Path) -> None:
+def test_a_stopped_hir_says_which_burst_it_reached(tmp_path: Path) -> None:
     """result.json's rounds_run counts HIR's preconditioning rounds (7 here); a HIR stopped
-    in its bursts said "interrupted after segment 7" whatever segment it had reached."""
+    in its bursts said "interrupted after segment 7" whatever segment it had reached, and the
+    summary's Rounds column gave the bursts as a bare number, read as rounds."""
     folder = make_report(tmp_path / "r", tests=("hir",), interrupt=("hir", 10))
     assert json.loads((folder / "hir" / "result.json").read_text())["rounds_run"] == 7
     last = max(int(r["segment"]) for r in csv.DictReader((folder / "hir" / "rounds.csv").open()))
     assert last > 7
     html = report.render(folder).read_text()
-    assert f"interrupted after segment {last}<" in html
-    assert f"<td>{last}</td>" in html  # the summary's Rounds column: segments, as for WSAT
+    assert f"interrupted after burst {last}<" in html
+    assert f"<td>{last} bursts after 7 preconditioning rounds</td>" in html
 
 
 def _passes_apart(folder: Path) -> dict[str, Any]:
@@ -296,7 +297,16 @@ def test_wsat_summary_and_xsr_segment_say_what_they_count() -> None:
     assert "final IOPS (mean of the last 3 segments)" in set(pages.wsat_summary(long)["quantity"])
     xsr = dict(parts.header({}, "xsr", {"settings": {"segment_s": 1.0}})[2][1])
     wsat = dict(parts.header({}, "wsat", {"settings": {"segment_s": 1.0}})[2][1])
-    assert xsr["segment, longest (s)"] == "1.0" and "segment s" not in xsr and wsat["segment s"] == "1.0"
+    assert xsr["segment, longest (s)"] == "1.0" and "segment (s)" not in xsr and wsat["segment (s)"] == "1.0"
+
+
+def test_test_settings_name_their_units() -> None:
+    """A test's own settings were labelled by their keys with the underscores blanked:
+    HIR's header said "waits s 5.0, 10.0" and "burst s 5.0", a DI test's "art limit us"."""
+    hir = dict(parts.header({}, "hir", {"settings": {"reps": 2, "waits_s": [5.0, 10.0], "burst_s": 5.0, "pre_fills": 0.5}})[2][1])
+    assert (hir["waits (s)"], hir["burst (s)"], hir["reps"], hir["pre fills"]) == ("5.0, 10.0", "5.0", "2", "0.5")
+    di = dict(parts.header({}, "cbw", {"settings": {"art_limit_us": 5000.0, "pattern_bytes": 4096}})[2][1])
+    assert di["art limit (µs)"] == "5000.0" and di["pattern (bytes)"] == "4096"
 
 
 def test_a_real_devices_write_cache_is_in_its_header() -> None:

@@ -139,6 +139,7 @@ def hir(runner: Suite, tr: TestRun) -> None:
                 seg += 1
                 what = f"wait state {wait:g} s, {phase} {i}/{n}"
                 tr.run(burst, segment=seg, phase=phase, wait_s=wait, what=what, frac=(seg - 1) / total)
+                tr.extra["bursts"] = seg  # rounds_run counts the preconditioning rounds; these are the bursts
                 if phase == "A":
                     tr.idle(wait)
                 if i % 10 == 0 or i == n:

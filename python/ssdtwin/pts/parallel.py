@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -228,8 +227,7 @@ class _WorkerRunner(Runner):
             return
         for t, tr in self.tests.items():
             m = self.manifest["tests"][t]
-            m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
-            m["sim_s"] = round(tr.clock_s, 6)
+            self.update_entry(m, tr)
             self.messages.put(("manifest", t, (dict(m), self.manifest["settings"].get("purge") if tr.purge_method else None)))
 
 

@@ -257,7 +257,8 @@ class TestExtra(TypedDict, total=False):
     """What a test concludes beyond its status (result.json ``extra``), by test:
     every test with WIPC: ``wipc``; WSAT: ``steady`` (with --wsat-stop-steady) and ``stop``
     (why it stopped); HIR: ``pre_steady``, ``pre_window``, ``pre_fills`` (drive fills before
-    the bursts), ``baseline_iops`` (the pre-HIR window's average IOPS); the curve:
+    the bursts), ``baseline_iops`` (the pre-HIR window's average IOPS), ``bursts`` (the 5 s
+    write bursts run, A and C: result.json ``rounds_run`` counts the preconditioning rounds); the curve:
     ``pre_steady``; XSR: ``access_groups``, ``recovery_s`` (from AG3's start to 90 % of AG1's
     final throughput; None if never); CBW/DIRTH: ``pc_steady``, ``di_steady``, ``points``
     (point → (threads, queue depth)) and ``rth``. ``notes``: sentences for the report;
@@ -271,6 +272,7 @@ class TestExtra(TypedDict, total=False):
     pre_window: Optional[list[int]]
     pre_fills: Optional[float]
     baseline_iops: Optional[float]
+    bursts: int
     notes: list[str]
     access_groups: list[XsrGroup]
     recovery_s: Optional[float]
@@ -396,10 +398,24 @@ class DeviceExtra(TypedDict, total=False):
     backing_file: str
 
 
+class SpecDoc(TypedDict):
+    """What a twin is made from (pts.json ``device.spec``): ``origin`` "preset" (its values are
+    the preset's) or "spec file" (``create --spec``: an edited copy of a preset, a spec
+    ``calibrate --out`` wrote, or a preset of another ssdtwin), the name it carries, and the
+    digest of its values at full scale (drive.spec_digest; sweep's image cache names a preset
+    by the same digest)."""
+
+    origin: str
+    name: str
+    digest: str
+
+
 class DeviceDoc(TypedDict):
     """The device under test (pts.json ``device``; target.DeviceInfo as JSON): its kind
     (twin, nbd, device, file), what the user named, identity, tested capacity and LBA size
-    (bytes), NAND and interface, a twin's preset and scale ("1/N"), whether it is simulated."""
+    (bytes), NAND and interface, a twin's preset (only when its spec is that preset's: "" for
+    a spec file; files from before ``spec`` held the spec's name here whatever it was) and
+    scale ("1/N"), whether it is simulated, and a twin's ``spec``."""
 
     kind: str
     uri: str
@@ -415,6 +431,7 @@ class DeviceDoc(TypedDict):
     scale: str
     simulated: bool
     extra: DeviceExtra
+    spec: NotRequired[SpecDoc]
 
 
 class PlatformDoc(TypedDict):
@@ -504,7 +521,10 @@ class RunSettings(TypedDict):
 
 class ManifestTest(TypedDict):
     """A test in pts.json ``tests``: status, its folder, title, wall-clock and stimulus
-    seconds so far (stimulus: simulated on a twin), and once it ended its one-line message."""
+    seconds so far (stimulus: simulated on a twin), once it ended its one-line message, the
+    rounds run (``rounds_run``, as in result.json: WSAT's and XSR's segments, HIR's and the
+    curve's preconditioning rounds) and HIR's bursts (``bursts``, A and C). Files from before
+    the counts were recorded lack them."""
 
     status: TestStatus
     dir: str
@@ -512,6 +532,8 @@ class ManifestTest(TypedDict):
     wall_s: float
     sim_s: float
     message: NotRequired[str]
+    rounds_run: NotRequired[int]
+    bursts: NotRequired[int]
 
 
 class Manifest(TypedDict):

@@ -15,7 +15,7 @@ from typing import Optional
 
 from .. import _core
 from . import tests as T
-from .flows import FLOWS
+from .flows import FLOWS, _count
 from .folder import FORMAT, VERSION, write_atomic
 from .progress import Events
 from .records import Manifest, ManifestTest, TestSettings
@@ -88,10 +88,18 @@ class Runner:
     def save_manifest(self) -> None:
         self.manifest["wall_s"] = round(time.perf_counter() - self.wall0, 3)
         for t, tr in self.tests.items():
-            m = self.manifest["tests"][t]
-            m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
-            m["sim_s"] = round(tr.clock_s, 6)
+            self.update_entry(self.manifest["tests"][t], tr)
         write_atomic(self.folder / "pts.json", json.dumps(self.manifest, indent=1) + "\n")
+
+    @staticmethod
+    def update_entry(m: ManifestTest, tr: TestRun) -> None:
+        """A test's pts.json entry as it runs: status, wall and stimulus seconds, the rounds
+        run (result.json's rounds_run) and HIR's bursts (``--jobs``: in the test's process)."""
+        m.update({"status": tr.status, "wall_s": round(time.perf_counter() - tr.wall0, 3) if tr.status == "running" else m["wall_s"]})
+        m["sim_s"] = round(tr.clock_s, 6)
+        m["rounds_run"] = tr.rounds_run
+        if "bursts" in tr.extra:
+            m["bursts"] = tr.extra["bursts"]
 
     def test_settings(self, test: str) -> TestSettings:
         st = self.settings
@@ -223,15 +231,16 @@ class Runner:
 
     def plan(self, test: str) -> str:
         st = self.settings
-        rounds = f"{st.min_rounds}-{st.max_rounds} rounds of {st.round_s:g} s"
+        span = f"{st.min_rounds}-{st.max_rounds}" if st.min_rounds < st.max_rounds else f"{st.max_rounds}"
+        rounds = f"{span} rounds of {st.round_s:g} s"
         return {
-            "iops": f"purge, WIPC, {len(st.iops_bs) * len(st.iops_mixes)} elements x {rounds}",
+            "iops": f"purge, WIPC, {_count(len(st.iops_bs) * len(st.iops_mixes), 'element')} x {rounds}",
             "tp": f"per block size ({len(st.tp_bs)}): purge, WIPC, 2 elements x {rounds}",
-            "lat": f"purge, WIPC, {len(st.lat_bs) * len(st.lat_mixes)} elements x {rounds}",
+            "lat": f"purge, WIPC, {_count(len(st.lat_bs) * len(st.lat_mixes), 'element')} x {rounds}",
             "wsat": f"purge, RND 4KiB W in {st.segment_s(self.scale):g} s segments to {st.wsat_fills:g} fills or {st.wsat_max_time_s:g} s",
             "hir": f"purge, RND 4KiB W to {st.hir_pre_fills:g} fills then {rounds}, "
-            f"then {len(st.hir_waits_s)} wait states x {st.hir_reps} x (A+B, C)",
-            "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {len(st.curve_jobs) * len(st.curve_qd)} points",
+            f"then {_count(len(st.hir_waits_s), 'wait state')} x {st.hir_reps} x (A+B, C)",
+            "curve": f"purge, WIPC, 4KiB 70/30 {rounds}, then {_count(len(st.curve_jobs) * len(st.curve_qd), 'point')}",
             "xsr": f"purge, SEQ 1024KiB W / RND 8KiB W / SEQ 1024KiB W for {'/'.join(f'{h:g}' for h in st.xsr_hours)} h"
             + (f" / {self.scale}" if self.scale > 1 else "")
             + f" in {st.xsr_segment(self.scale):g} s segments",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Optional, Protocol
 
-from .records import DeviceDoc, DeviceExtra, FioJson
+from .records import DeviceDoc, DeviceExtra, FioJson, SpecDoc
 
 
 @dataclass
@@ -29,14 +29,15 @@ class DeviceInfo:
     lba_bytes: int = 512
     nand: str = ""
     interface: str = ""
-    preset: str = ""  # twin only
+    preset: str = ""  # twin only: the preset it is, "" when made from a spec file that is not one (``spec``)
+    spec: Optional[SpecDoc] = None  # twin only: preset or spec file, its name and digest
     scale: str = ""  # twin only: "1/64"
     simulated: bool = False
     extra: DeviceExtra = field(default_factory=lambda: DeviceExtra())
 
     def to_json(self) -> DeviceDoc:
         """The block as pts.json holds it (``device``)."""
-        return {
+        doc: DeviceDoc = {
             "kind": self.kind,
             "uri": self.uri,
             "vendor": self.vendor,
@@ -52,6 +53,9 @@ class DeviceInfo:
             "simulated": self.simulated,
             "extra": self.extra.copy(),
         }
+        if self.spec:
+            doc["spec"] = self.spec
+        return doc
 
 
 class PtsTarget(Protocol):

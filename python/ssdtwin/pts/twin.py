@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .. import _core
-from ..drive import Drive
-from .records import FioJson
+from ..drive import Drive, spec_digest
+from .records import FioJson, SpecDoc
 from .target import DeviceInfo, PtsError
 
 if TYPE_CHECKING:
@@ -69,6 +69,18 @@ def _changed(a: Any, b: Any, path: str, out: list[str]) -> None:
         out.append(path)
 
 
+def spec_differs(spec: dict[str, Any], name: str) -> Optional[list[str]]:
+    """The dotted paths where a twin's spec differs from preset ``name`` (what ``create``
+    sets apart: none); None when no preset has that name."""
+    try:
+        preset = _core.preset(name)
+    except _core.SsdtwinError:
+        return None
+    out: list[str] = []
+    _changed(spec, preset, "", out)
+    return [p for p in out if p not in _SET_BY_CREATE]
+
+
 def spec_origin(spec: dict[str, Any], name: str) -> str:
     """The report's word for the drive a twin models: ``preset NAME`` when its spec is the
     preset's, ``spec differing from preset NAME (ftl.write_buffer_bytes, ...)`` when it is not:
@@ -76,17 +88,40 @@ def spec_origin(spec: dict[str, Any], name: str) -> str:
     report calling it the preset misled whoever compared it with the preset's), or made by an
     ssdtwin whose preset had other values; ``spec NAME (not a preset)`` for a name no preset
     has."""
-    try:
-        preset = _core.preset(name)
-    except _core.SsdtwinError:
+    out = spec_differs(spec, name)
+    if out is None:
         return f"spec {name} (not a preset)"
-    out: list[str] = []
-    _changed(spec, preset, "", out)
-    out = [p for p in out if p not in _SET_BY_CREATE]
     if not out:
         return f"preset {name}"
     shown = ", ".join(out[:6]) + (f" and {len(out) - 6} more" if len(out) > 6 else "")
     return f"spec differing from preset {name} ({shown})"
+
+
+_FULL_SCALE = re.compile(r"^(\d+) \(full scale\)")
+
+
+def full_scale_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A twin's spec as the file it was made from held it: the scaled fields at their full-scale
+    values (their sources start "<value> (full scale)") and no scale, so its digest
+    (drive.spec_digest) is the one of that file or preset at any ``--scale``."""
+    out: dict[str, Any] = json.loads(json.dumps(spec))
+    out["scale"] = 1
+    for path in _SCALED:
+        section, key = path.split(".")
+        field = (out.get(section) or {}).get(key)
+        m = _FULL_SCALE.match(str(field.get("source", ""))) if isinstance(field, dict) else None
+        if m and isinstance(field, dict):
+            field["value"] = int(m.group(1))
+    return out
+
+
+def spec_doc(spec: dict[str, Any], name: str) -> SpecDoc:
+    """pts.json ``device.spec``: what the twin is: ``origin`` "preset" when its values are
+    preset ``name``'s, else "spec file" (``create --spec``: an edited copy, a spec that
+    ``calibrate --out`` wrote, or a preset of another ssdtwin), its name and the digest of its
+    values at full scale (sweep's image cache names a preset by the same digest)."""
+    differs = spec_differs(spec, name)
+    return {"origin": "preset" if differs == [] else "spec file", "name": name, "digest": spec_digest(full_scale_spec(spec))}
 
 
 class TwinTarget:
@@ -171,18 +206,21 @@ class TwinTarget:
         # much of it no namespace holds (its NAND is spare for GC: the KIOXIA namespace result,
         # docs/models.md §1), or a small namespace's figures pass for the drive's.
         tnvmcap, unvmcap = int(ctrl.get("tnvmcap", 0)), int(ctrl.get("unvmcap", 0))
+        name = str(man.get("preset", drv.get("name", "")))
+        made = spec_doc(s, name)
         info = DeviceInfo(
             kind="twin",
             uri=spec,
             vendor=str(drv.get("vendor", "")),
             model=str(drv.get("model", "")),
             serial=str(ctrl.get("sn", "")).strip(),
-            firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, str(man.get('preset', drv.get('name', ''))))}",
+            firmware=f"ssdtwin {_core.__version__}, {spec_origin(s, name)}",
             capacity_bytes=int(self.ns.bytes),
             lba_bytes=int(self.ns.lba_bytes),
             nand=self._nand_text(nand, cell),
             interface=str(iface.get("value", "") if isinstance(iface, dict) else iface),
-            preset=str(man.get("preset", "")),
+            preset=name if made["origin"] == "preset" else "",  # a spec file's name is no preset's
+            spec=made,
             scale=f"1/{scale}",
             simulated=True,
             extra={

@@ -42,6 +42,8 @@ OUTPUT_COLUMNS: dict[str, str] = {
     "status": "string",  # ok or failed
     "error": "string",
     "ssdtwin_version": "string",
+    "core_build": "string",  # a hash of the compiled core, as the image cache records it
+    "preset_digest": "string",  # a hash of the preset's parameter values, as the image cache records it
 }
 INPUT_TYPES: dict[str, str] = {
     "point_id": "string",

@@ -54,6 +54,8 @@ def failed_row(point: Point, error: str) -> dict[str, Any]:
     row = input_columns(point)
     row.update({k: None for k in OUTPUT_COLUMNS})
     row.update(status="failed", error=" ".join(error.split()) or "failed", ssdtwin_version=_core.__version__)
+    with contextlib.suppress(_core.SsdtwinError, KeyError):  # a point whose preset does not exist has no digest
+        row.update(image_identity(point))
     return row
 
 
@@ -116,21 +118,11 @@ def core_build() -> str:
     return h.hexdigest()[:16]
 
 
-def _values(obj: Any) -> Any:
-    """A preset's parameters without their sources: what the drive is built from."""
-    if isinstance(obj, dict):
-        return {k: _values(v) for k, v in obj.items() if k != "source"}
-    if isinstance(obj, list):
-        return [_values(v) for v in obj]
-    return obj
-
-
 @functools.cache
 def preset_digest(preset: str) -> str:
     """A hash of the preset's parameter values (sources and published corners left out: they
     change no image)."""
-    spec = {k: v for k, v in _core.preset(preset).items() if k != "corners"}
-    return hashlib.sha256(json.dumps(_values(spec), sort_keys=True).encode()).hexdigest()[:16]
+    return drivemod.spec_digest(_core.preset(preset))
 
 
 def image_identity(point: Point) -> dict[str, str]:
@@ -138,6 +130,22 @@ def image_identity(point: Point) -> dict[str, str]:
     precondition, namespace, seed): the ssdtwin version, the core's build and the preset's
     parameter values. An image made under another one is stale: rebuilt, never used."""
     return {"ssdtwin_version": _core.__version__, "core_build": core_build(), "preset_digest": preset_digest(point.params["preset"])}
+
+
+def stale_row(point: Point, row: Mapping[str, Any]) -> Optional[str]:
+    """Why a kept row was not made by this ssdtwin from this preset, as its image would be
+    checked (cached_image); None when it was. A row from before rows recorded the core's
+    build and the preset's digest cannot be told apart: it is stale too."""
+    ours = image_identity(point)
+    if row.get("ssdtwin_version") != ours["ssdtwin_version"]:
+        return f"made by ssdtwin {row.get('ssdtwin_version') or 'of unknown version'}"
+    if "core_build" not in row or "preset_digest" not in row:
+        return "made before rows recorded the core build and the preset's parameters"
+    if row["core_build"] != ours["core_build"]:
+        return f"made by another build of ssdtwin {ours['ssdtwin_version']}"
+    if row["preset_digest"] != ours["preset_digest"]:
+        return f"made from another definition of preset {point.params['preset']}"
+    return None
 
 
 def cached_image(point: Point, cache: Path) -> tuple[Optional[dict[str, Any]], Optional[str]]:
@@ -332,8 +340,8 @@ def _run(point: Point, cache: Path) -> dict[str, Any]:
         steady_waf=meta["steady_waf"],
         status="ok",
         error=None,
-        ssdtwin_version=_core.__version__,
     )
+    row.update(image_identity(point))  # the version, the core's build and the preset's values: what --resume checks
     errors = sorted({str(r["error"]) for r in out if r.get("error")})
     if errors:
         row.update(status="failed", error=f"job ended with error {', '.join(errors)} (fio errno)")

@@ -25,6 +25,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from urllib.parse import urlsplit
 from .. import _core
 from .columns import INPUT_TYPES, OUTPUT_COLUMNS
 from .config import Point, Sweep, canonical
-from .point import failed_row, image_path, prepare, remove_stopped_builds, run_point, stale_images
+from .point import core_build, failed_row, image_path, prepare, remove_stopped_builds, run_point, stale_images, stale_row
 
 __all__ = ["Executor", "InProcess", "RayExecutor", "SweepError", "SweepResult", "run_sweep", "table", "write_results"]
 
@@ -387,25 +388,25 @@ def _kept(out: Path, points: Sequence[Point]) -> dict[str, dict[str, Any]]:
     return kept
 
 
-def _same_version(out: Path, kept: dict[str, dict[str, Any]], images: Path) -> None:
-    """--resume keeps rows and images made by this ssdtwin only: a row depends on the version
-    (its model), and one table of two versions' rows would compare what cannot be compared.
-    Another version's rows or images are refused, in one line (they were kept silently)."""
-    ours = _core.__version__
-    found = {str(r.get("ssdtwin_version")) for r in kept.values()} - {ours}
-    what = "points"
-    if not found and images.is_dir() and kept:
-        for f in images.glob("*.json"):
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                v = json.loads(f.read_text()).get("ssdtwin_version")
-                if v is not None and v != ours:
-                    found.add(str(v))
-                    what = f"images (in {images})"
-    if found:
-        raise SweepError(
-            f"--out {out}: its {what} were made by ssdtwin {', '.join(sorted(found))}, this is ssdtwin {ours}: --resume "
-            "would mix two versions in one table; start fresh with an empty --out (or remove its points/ and its image cache)"
-        )
+def _current(kept: dict[str, dict[str, Any]], points: Sequence[Point]) -> tuple[dict[str, dict[str, Any]], Optional[str]]:
+    """The kept rows this very ssdtwin would make (its version, the core's build, the preset's
+    values: the identity a cached image is checked against), and one note on those that are
+    not, which run again: a table mixing them would compare what cannot be compared (rows of
+    another version were refused, and rows of another build or preset definition kept)."""
+    by_id = {p.point_id: p for p in points}
+    current, why = {}, Counter[str]()
+    for pid, row in kept.items():
+        stale = stale_row(by_id[pid], row)
+        if stale is None:
+            current[pid] = row
+        else:
+            why[stale] += 1
+    if not why:
+        return current, None
+    n = sum(why.values())
+    reasons = "; ".join(f"{k} ({c})" if len(why) > 1 else k for k, c in why.most_common())
+    this = f"ssdtwin {_core.__version__}, core {core_build()}"
+    return current, f"--resume: {n} of the {len(kept)} points kept run again, their rows {reasons} (this is {this})"
 
 
 def _say(note: str) -> None:
@@ -460,8 +461,9 @@ def run_sweep(
             if has_points and not resume:
                 raise SweepError(f"--out {out}: holds a sweep already; --resume continues it, or choose an empty folder")
             (out / "points").mkdir(exist_ok=True)
-            kept = _kept(out, sweep.points) if resume else {}
-            _same_version(out, kept, (cache or out / "cache") / "images")
+            kept, stale = _current(_kept(out, sweep.points), sweep.points) if resume else ({}, None)
+            if stale:
+                (on_note or _say)(stale)
             todo = [p for p in sweep.points if p.point_id not in kept]
             root = cache or out / "cache"
             for p, why in stale_images(todo, root):

@@ -505,11 +505,11 @@ def build_page(folder: Path, manifest: FolderJson, test: str) -> Page:
     rounds = str((result or {}).get("rounds_run", "–"))
     if progress and progress[0] == "round":  # HIR, curve: their preconditioning rounds until they have a burst or point
         rounds = f"{progress[1]} (preconditioning)"
-    elif progress and test == "hir":  # its segments (the bursts), as for WSAT
-        rounds = str(progress[1])
-    elif progress:  # the curve's points, after its preconditioning rounds (result.json rounds_run)
+    elif progress:  # HIR's bursts, the curve's points, after their preconditioning rounds (result.json rounds_run)
         pre = (result or {}).get("rounds_run")
-        rounds = f"{progress[1]} points" + (f" after {pre} preconditioning rounds" if isinstance(pre, int) else "")
+        step = PRECONDITIONED[test]
+        after = f" after {pre} preconditioning rounds" if isinstance(pre, int) else ""
+        rounds = f"{progress[1]} {step}{'' if progress[1] == 1 else 's'}{after}"
     facts = {"rounds": rounds, "wall_s": fmt(entry.get("wall_s")), "sim_s": fmt(entry.get("sim_s"))}
     extra_notes = as_object((result or {}).get("extra")).get("notes") or []
     for text in [extra_notes] if isinstance(extra_notes, str) else extra_notes:

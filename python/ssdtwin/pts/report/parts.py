@@ -39,7 +39,7 @@ UNFINISHED = ("running", "interrupted", "pending", "not run")
 SEGMENTED = ("wsat", "xsr")  # tests run in segments, not rounds: their window is segments
 # Tests whose result.json rounds_run counts their own preconditioning rounds, then run their
 # steps as rounds.csv segments: HIR's bursts, the curve's points. What a step is called.
-PRECONDITIONED = {"hir": "segment", "curve": "point"}
+PRECONDITIONED = {"hir": "burst", "curve": "point"}
 TEST_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a test's id and folder: never a path out of the report
 NUMERIC = re.compile(r"[-+−]?[\d,.]+(e[-+]?\d+)?|–|…")
 
@@ -432,6 +432,18 @@ _SETTING_LABELS = {
 }
 
 
+_UNITS = {"_s": "s", "_us": "µs", "_bytes": "bytes", "_pct": "%"}
+
+
+def _unit_label(key: str) -> str:
+    """A test setting's label from its key, its unit in brackets: ``waits_s`` → "waits (s)"
+    (the HIR header said "waits s 5.0, 10.0", "burst s 5.0")."""
+    for suffix, unit in _UNITS.items():
+        if key.endswith(suffix):
+            return f"{key[: -len(suffix)].replace('_', ' ')} ({unit})"
+    return key.replace("_", " ")
+
+
 def _value_text(key: str, v: Any) -> str:
     if key == "tc_qd":
         return tc_qd_text(v)
@@ -444,6 +456,32 @@ def _value_text(key: str, v: Any) -> str:
     if isinstance(v, list):
         return ", ".join(str(x) for x in v)
     return str(v)
+
+
+_FIRMWARE_SPEC = re.compile(r", (preset (?P<preset>\S+)|spec differing from preset (?P<edited>\S+) \(|spec (?P<file>\S+) \(not a preset\))")
+
+
+def spec_text(device: FolderJson) -> str:
+    """What a twin is made from, for the header: "preset NAME (digest D)" or "spec file NAME,
+    not a preset's values (digest D)" from pts.json ``device.spec``. A pts.json from before it was
+    recorded held the spec's name in ``device.preset`` whatever it was: its Firmware text
+    ("preset NAME", "spec differing from preset NAME (...)", "spec NAME (not a preset)")
+    says which, without a digest; "" when neither says (a real device)."""
+    spec = as_object(device.get("spec"))
+    name, origin, digest = spec.get("name"), spec.get("origin"), spec.get("digest")
+    if not (isinstance(name, str) and origin in ("preset", "spec file")):
+        m = _FIRMWARE_SPEC.search(str(device.get("firmware") or "")) if device.get("simulated") else None
+        if not m:
+            return ""
+        name, origin, digest = (
+            m.group("preset") or m.group("edited") or m.group("file"),
+            "preset" if m.group("preset") else "spec file",
+            None,
+        )
+    dig = f"digest {digest}" if isinstance(digest, str) and digest else "digest not recorded"
+    if origin == "preset":
+        return f"preset {name} ({dig})"
+    return f"spec file {name}, not a preset's values ({dig})"
 
 
 def header(
@@ -468,6 +506,9 @@ def header(
     )
     if device.get("simulated"):
         dev.append(("Simulated", "yes: a twin in simulated time"))
+    made = spec_text(device)
+    if made:
+        dev.append(("Drive spec", made))
     # A real block device: what the kernel reports (docs/pts-real.md, "What the report header
     # records"); PTS-E wants the write cache disabled, and the header must say if it was not.
     dev += _items(
@@ -514,7 +555,7 @@ def header(
     elif isinstance(tc, str):
         sets.insert(3, ("TC/QD", tc))
     for k, v in as_object((result or {}).get("settings")).items():
-        label = _SETTING_LABELS.get(k, k.replace("_", " "))
+        label = _SETTING_LABELS.get(k) or _unit_label(k)
         if test == "xsr" and k == "segment_s":  # the longest: each group runs in equal segments of at most this
             label = "segment, longest (s)"
         sets = [(lbl, x) for lbl, x in sets if lbl != label] + [(label, _value_text(k, v))]
