@@ -264,13 +264,39 @@ def test_like_keeps_a_pinned_labs_cpus_for_more_osds_per_nvme(labs: dict[str, Pa
     run_cli("cluster", "init", tmp_path / "pin", "--like", labs["ceph-rbd"], "--osd-threads", "4")
     r = run_cli("cluster", "init", tmp_path / "two", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "-o", "json")
     cpus = r.json()["hosts"]["osd_cpus"]
-    assert cpus["value"] == 8 and "2 threads per OSD (the lab's 4)" in cpus["source"]
-    assert "stay pinned to its 8 CPUs per node (4 threads per NVMe, the lab's 4), shared by 4 OSDs: 2 threads per OSD" in r.stderr
+    assert cpus["value"] == 8 and "8 CPUs, 2 threads per OSD (the lab's 4)" in cpus["source"]
+    note = "stay pinned to 4 threads per NVMe: 8 CPUs per node for 2 NVMe (the lab's 8 for 2), shared by 4 OSDs: 2 threads per OSD"
+    assert note in r.stderr
     # --osd-threads pins that many per OSD; an unpinned lab or the same OSDs: no note.
     r = run_cli("cluster", "init", tmp_path / "t4", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "--osd-threads", "4", "-o", "json")
     assert r.json()["hosts"]["osd_cpus"]["value"] == 16 and "note" not in r.stderr
     r = run_cli("cluster", "init", tmp_path / "un", "--like", labs["ceph-rbd"], "--osds-per-nvme", "2", "-o", "json")
     assert r.json()["hosts"]["osd_cpus"]["value"] == 0 and "note" not in r.stderr
+
+
+def test_like_keeps_a_pinned_labs_threads_per_nvme_for_another_drive_count(labs: dict[str, Path], tmp_path: Path) -> None:
+    # The lab's pinning is per NVMe (the Ceph lab's posts give threads per NVMe): another
+    # drive count brings each NVMe's share. It kept the node's 8 CPUs for 4 drives, halving
+    # the threads per OSD without a word.
+    run_cli("cluster", "init", tmp_path / "pin", "--like", labs["ceph-rbd"], "--osd-threads", "4")  # 2 NVMe: 8 CPUs
+    r = run_cli("cluster", "init", tmp_path / "d4", "--like", tmp_path / "pin", "--drives-per-node", "4", "-o", "json")
+    cpus = r.json()["hosts"]["osd_cpus"]
+    assert cpus["value"] == 16 and "16 CPUs, 4 threads per OSD (the lab's 4)" in cpus["source"]
+    assert "4 threads per NVMe: 16 CPUs per node for 4 NVMe (the lab's 8 for 2), shared by 4 OSDs: 4 threads per OSD" in r.stderr
+    # With more OSDs per NVMe too, they divide their NVMe's share.
+    pin = ("--like", tmp_path / "pin")
+    r = run_cli("cluster", "init", tmp_path / "d3", *pin, "--drives-per-node", "3", "--osds-per-nvme", "2", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 12 and "2 threads per OSD" in r.stderr
+    # A set beyond the node's cores, or a share that is not whole, is refused naming the flags.
+    r = run_cli("cluster", "init", tmp_path / "d9", "--like", tmp_path / "pin", "--drives-per-node", "9", check=False)
+    assert_one_line_error(r, "--drives-per-node 9: ", "9 NVMe take 36 CPUs, more than a node's 32 cores", "--osd-threads N")
+    assert run_cli("cluster", "init", tmp_path / "d9", *pin, "--drives-per-node", "9", "--node-cores", "36").returncode == 0
+    (tmp_path / "odd").mkdir()
+    text = (tmp_path / "pin" / "cluster.toml").read_text()
+    (tmp_path / "odd" / "cluster.toml").write_text(text.replace("osd_cpus = { value = 8,", "osd_cpus = { value = 5,"))
+    r = run_cli("cluster", "init", tmp_path / "d3b", "--like", tmp_path / "odd", "--drives-per-node", "3", check=False)
+    assert_one_line_error(r, "--drives-per-node 3: ", "2.5 threads per NVMe", "would take 7.5, not a whole number of CPUs")
+    assert not (tmp_path / "d3b").exists()
 
 
 def test_a_cluster_toml_that_is_a_directory_is_one_line_everywhere(labs: dict[str, Path], tmp_path: Path) -> None:
