@@ -299,6 +299,18 @@ def test_like_keeps_a_pinned_labs_threads_per_nvme_for_another_drive_count(labs:
     assert not (tmp_path / "d3b").exists()
 
 
+def test_a_job_past_a_volume_names_the_volume_as_simulated(labs: dict[str, Path], tmp_path: Path) -> None:
+    # size=4g on an 8 GiB volume said "runs past the end of the target (16777216 bytes)",
+    # twice (once per job taking the [global] size): the target is the volume at 1/512.
+    jobs = job_file(tmp_path, extra="size=4g\n")
+    r = run_cli("cluster", "fio", labs["nvmeof-tcp"], jobs, check=False)
+    assert_one_line_error(
+        r,
+        f"{jobs}:10: size=4g: ",
+        "runs past the end of the client's volume as simulated (16777216 bytes: cluster.volume_bytes 8589934592 at 1/512;",
+    )
+
+
 def test_a_cluster_toml_that_is_a_directory_is_one_line_everywhere(labs: dict[str, Path], tmp_path: Path) -> None:
     # init said "already a cluster folder", the others "no cluster.toml".
     (tmp_path / "d" / "cluster.toml").mkdir(parents=True)

@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Uni
 
 from . import _core
 from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
-from .fio import parse, parse_string
+from .fio import FioJobError, parse, parse_string
 from .fio.contract import JobSpec
 from .fio.parser import PathLike, Run
 
@@ -224,8 +224,23 @@ class Cluster:
         return int(self.info()["volume_bytes"])
 
     def resolve(self, run: Run) -> list[JobSpec]:
-        """The engine input of a parsed run, against this cluster's volumes."""
-        return run.to_engine(self.volume_bytes, LBA_BYTES)
+        """The engine input of a parsed run, against this cluster's volumes. A job past a
+        volume's end names the volume as simulated (``volume_bytes / scale``): "the end of
+        the target (16777216 bytes)" left a user who wrote size=4g for an 8 GiB volume to
+        guess that the target was the volume at 1/512."""
+        size = self.volume_bytes
+        try:
+            return run.to_engine(size, LBA_BYTES)
+        except FioJobError as e:
+            t = self.spec["cluster"]
+            target = f"the end of the target ({size} bytes)"
+            volume = (
+                f"the end of the client's volume as simulated ({size} bytes: cluster.volume_bytes "
+                f"{t['volume_bytes']} at 1/{t['scale']}; job sizes and offsets are at that scale)"
+            )
+            for err in (e, *e.errors):
+                err.reason = err.reason.replace(target, volume)
+            raise
 
     def run(self, run: Run, progress: Optional[Callable[[int, int, str, int], object]] = None) -> ClusterRun:
         """Simulate a parsed fio run (``clones`` is fio's engine output, one per clone, for
