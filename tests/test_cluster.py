@@ -244,6 +244,13 @@ def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: 
     assert not (tmp_path / "lab" / "cluster.toml").exists()
 
 
+def test_init_names_its_command_once(tmp_path: Path) -> None:
+    # The core's "cluster init: " after the line's own `ssdtwin cluster init: error: `.
+    r = run_cli("cluster", "init", tmp_path / "lab", *SMALL, "--stack", "ceph-rbd", "--osds-per-nvme", "1000", check=False)
+    line = assert_one_line_error(r, "cluster.osds_per_drive: 1000 OSDs on a ")
+    assert line.startswith("ssdtwin cluster init: error: cluster.osds_per_drive: "), line
+
+
 def test_init_ranges_are_the_cores(tmp_path: Path) -> None:
     # The range each flag names is the one the core checks its cluster.toml field against.
     from ssdtwin.commands.cluster import INIT_FIELDS, init_ranges

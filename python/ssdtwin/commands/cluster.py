@@ -331,7 +331,9 @@ def init_cmd(
     except ClusterError as e:
         fail(str(e))
     except _core.SpecError as e:
-        fail(str(e))
+        # The line is led by `ssdtwin cluster init: error:` already ("cluster init: cluster
+        # init: cluster.osds_per_drive: ...").
+        fail(str(e).removeprefix("cluster init: "))
     except OSError as e:
         fail(f"{path}: {e.strerror or e}")
     if fmt == "json":
