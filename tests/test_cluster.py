@@ -304,6 +304,10 @@ def test_like_keeps_a_pinned_labs_threads_per_nvme_for_another_drive_count(labs:
     r = run_cli("cluster", "init", tmp_path / "d3b", "--like", tmp_path / "odd", "--drives-per-node", "3", check=False)
     assert_one_line_error(r, "--drives-per-node 3: ", "2.5 threads per NVMe", "would take 7.5, not a whole number of CPUs")
     assert not (tmp_path / "d3b").exists()
+    # NVMe-oF has no OSDs: the pinning is dropped with a note (it was kept, unused, and would
+    # have refused these 9 drives for CPUs no OSD uses).
+    r = run_cli("cluster", "init", tmp_path / "nv", *pin, "--stack", "nvmeof-tcp", "--drives-per-node", "9", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 0 and "8 pinned CPUs per node are Ceph's" in r.stderr
 
 
 def test_a_job_past_a_volume_names_the_volume_as_simulated(labs: dict[str, Path], tmp_path: Path) -> None:

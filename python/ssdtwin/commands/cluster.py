@@ -301,6 +301,13 @@ def init_cmd(
         # ("only Ceph has OSDs"): the copy takes its drives whole, as the stack has them.
         say(f"ssdtwin cluster init: note: --like {like}: its {copied_osds} OSDs per NVMe are Ceph's; the {kind} lab uses each drive whole")
         opts["osds_per_drive"] = 1
+    pinned = opts.get("osd_cpus")
+    if kind in ("nvmeof-tcp", "nvmeof-rdma") and isinstance(pinned, dict) and int(pinned["value"]) > 0:
+        # A Ceph lab's OSD pinning copied onto NVMe-oF, which has no OSDs, was kept (unused)
+        # and, with another --drives-per-node, carried per NVMe as if the lab had OSDs.
+        n_pinned = pinned["value"]
+        say(f"ssdtwin cluster init: note: --like {like}: its OSDs' {n_pinned} pinned CPUs per node are Ceph's; the {kind} lab has no OSDs")
+        opts.pop("osd_cpus")
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),
@@ -311,7 +318,7 @@ def init_cmd(
     if osd_threads is not None:
         opts.pop("osd_cpus", None)
         opts["osd_threads"] = osd_threads
-    elif like is not None:
+    elif like is not None and kind == "ceph-rbd":  # (NVMe-oF has no OSDs to pin: dropped above)
         _keep_pinned_cpus(like, copied, opts)
     if volume_size is not None:
         opts["volume_bytes"] = _size("--volume-size", volume_size)
