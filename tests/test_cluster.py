@@ -383,6 +383,9 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
         # The same curve twice ran every point twice.
         (("--rw", "randread,randwrite,randread"), ("--rw 'randread,randwrite,randread'", "randread given twice")),
         (("--runtime", "0ms"), ("--runtime '0ms'",)),
+        # A fraction of a ms ran the whole ms below it (1.5ms: 1 ms) without a word.
+        (("--runtime", "1.5ms"), ("--runtime '1.5ms': a whole number of ms",)),
+        (("--ramp", "0.0015s"), ("--ramp '0.0015s': a whole number of ms",)),
     ],
 )
 def test_sweep_refuses_bad_options(labs: dict[str, Path], args: tuple[str, ...], needles: tuple[str, ...]) -> None:

@@ -119,6 +119,8 @@ def _ms(flag: str, text: str, lo: int = 1) -> int:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
     if not lo <= v <= 3_600_000:
         fail(f"{flag} '{text}': must be {lo} ms to 1 h")
+    if v != int(v):  # 1.5ms ran 1 ms, and 0.0015s too
+        fail(f"{flag} '{text}': a whole number of ms (each point's job file gives it in ms)")
     return int(v)
 
 
