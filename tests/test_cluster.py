@@ -359,6 +359,35 @@ def test_an_edited_toml_with_a_bad_value_names_the_field(tmp_path: Path) -> None
     assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "cluster.replicas", "hosts.node_cores", "2 problems")
 
 
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # A float was spelt out in full (1e300: 301 digits on the error line).
+        (("nodes = 3", "nodes = 1e300"), "line 6, cluster.nodes: invalid type: floating point `1e300`, expected u32; must be 1..=64"),
+        # Beyond i64, or a string: the field's range as for -1.
+        (("nodes = 3", "nodes = 99999999999999999999"), "as i128, expected u32; must be 1..=64"),
+        (("nodes = 3", 'nodes = "3"'), 'cluster.nodes: invalid type: string "3", expected u32; must be 1..=64'),
+    ],
+)
+def test_a_hand_edited_number_names_its_fields_range(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    text = f.read_text()
+    assert "\n" + edit[0] + "\n" in text
+    f.write_text(text.replace("\n" + edit[0] + "\n", "\n" + edit[1] + "\n"))
+    line = assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), needle)
+    assert len(line) < 300, line
+
+
+def test_a_missing_table_is_named(tmp_path: Path) -> None:
+    # It said "line 1: missing field `ceph`", line 1 being a comment.
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    text = f.read_text()
+    f.write_text(text[: text.index("\n[ceph]\n")])
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), f"{f}: no [ceph] table (every cluster.toml has ")
+
+
 def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_path: Path) -> None:
     lab = labs["ceph-rbd"]
     three = job_file(tmp_path, sections=3)
