@@ -828,7 +828,9 @@ fn toml_problem(text: &str, e: &toml::de::Error) -> String {
     let Some(start) = e.span().map(|s| s.start.min(text.len())).filter(|&s| text.is_char_boundary(s)) else {
         return format!("invalid TOML: {msg}");
     };
-    if let (0, Some(table)) = (start, msg.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'))) {
+    const TABLES: [&str; 6] = ["cluster", "hosts", "network", "client", "nvmeof", "ceph"];
+    let missing = msg.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'));
+    if let (0, Some(table)) = (start, missing.filter(|m| TABLES.contains(m))) {
         // The whole document lacks a table: "line 1: missing field `ceph`" sent the reader to
         // the file's first line, a comment.
         return format!("no [{table}] table (every cluster.toml has [cluster], [hosts], [network], [client], [nvmeof] and [ceph])");

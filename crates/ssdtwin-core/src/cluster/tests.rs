@@ -323,6 +323,9 @@ fn a_missing_table_is_named() {
     let cut = text.find("\n[ceph]\n").unwrap();
     let e = ClusterSpec::from_toml(&text[..cut], "t").unwrap_err().to_string();
     assert!(e.contains("no [ceph] table (every cluster.toml has ") && !e.contains("line 1"), "{e}");
+    // A field missing from a table at the file's start is that table's, not a table.
+    let e = ClusterSpec::from_toml("[cluster]\nnodes = 3\n", "t").unwrap_err().to_string();
+    assert!(e.contains("line 1, [cluster]: missing field `stack`"), "{e}");
 }
 
 #[test]
