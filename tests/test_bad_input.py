@@ -101,6 +101,53 @@ def test_an_unknown_command_points_at_its_groups_help(args: list[str], where: st
     assert run_cli(*where.split()[1:], "--help").returncode == 0
 
 
+@pytest.mark.parametrize(
+    "args, where",
+    [
+        (["cluster", "init", "{tmp}/lab", "--nodes", "-1"], "ssdtwin cluster init"),
+        (["cluster", "info", "{tmp}"], "ssdtwin cluster info"),
+        (["cluster", "sweep", "{tmp}"], "ssdtwin cluster sweep"),
+        (["nvme", "list", "{tmp}"], "ssdtwin nvme list"),
+        (["nvme", "intel", "smart-log-add", "{tmp}"], "ssdtwin nvme intel smart-log-add"),
+        (["pts", "report", "{tmp}"], "ssdtwin pts report"),
+        (["pts", "compare", "{tmp}", "{tmp}", "--report", "{tmp}/r"], "ssdtwin pts compare"),
+        (["pts", "{tmp}/none", "--report", "{tmp}/r"], "ssdtwin pts run"),  # run is pts's default
+        (["bench", "ftl", "--model", "nope"], "ssdtwin bench ftl"),
+        (["reproduce", "nope"], "ssdtwin reproduce"),
+        (["check", "{tmp}"], "ssdtwin check"),
+    ],
+)
+def test_an_error_names_the_command_it_arose_in(tmp_path: Path, args: list[str], where: str) -> None:
+    """Each error line is led by the command's path as click made it, in every group: `cluster
+    init` said "ssdtwin cluster: error" and `pts report` "ssdtwin pts: error" (a list named
+    only nvme, bench and pts compare as commands of two words)."""
+    line = assert_one_line_error(run_cli(*(a.format(tmp=tmp_path) for a in args), check=False))
+    assert line.startswith(f"{where}: error: "), line
+
+
+def test_every_command_records_its_own_path() -> None:
+    # Every command of the tree (the lazy ones built) names itself as click spells its path,
+    # so no group or sub-command is left to a default.
+    import typer
+
+    from ssdtwin.commands import cli
+
+    top = typer.main.get_command(cli.app)
+    seen = []
+
+    def walk(group: Any, ctx: Any) -> None:
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            sub = cmd.context_class(cmd, info_name=name, parent=ctx)
+            assert cli.CommandPath.path == sub.command_path == f"{ctx.command_path} {name}"
+            seen.append(sub.command_path)
+            if hasattr(cmd, "commands"):
+                walk(cmd, sub)
+
+    walk(top, top.context_class(top, info_name="ssdtwin"))
+    assert {"ssdtwin cluster init", "ssdtwin nvme intel smart-log-add", "ssdtwin pts compare", "ssdtwin bench nbd"} <= set(seen)
+
+
 def test_block_size_1000(small: Path) -> None:
     run_cli("nvme", "detach-ns", small, "-n", "1")
     run_cli("nvme", "delete-ns", small, "-n", "1")

@@ -244,6 +244,13 @@ def test_init_refuses_a_bad_lab(tmp_path: Path, args: tuple[str, ...], needles: 
     assert not (tmp_path / "lab" / "cluster.toml").exists()
 
 
+def test_init_names_its_command_once(tmp_path: Path) -> None:
+    # The core's "cluster init: " after the line's own `ssdtwin cluster init: error: `.
+    r = run_cli("cluster", "init", tmp_path / "lab", *SMALL, "--stack", "ceph-rbd", "--osds-per-nvme", "1000", check=False)
+    line = assert_one_line_error(r, "cluster.osds_per_drive: 1000 OSDs on a ")
+    assert line.startswith("ssdtwin cluster init: error: cluster.osds_per_drive: "), line
+
+
 def test_init_ranges_are_the_cores(tmp_path: Path) -> None:
     # The range each flag names is the one the core checks its cluster.toml field against.
     from ssdtwin.commands.cluster import INIT_FIELDS, init_ranges
@@ -264,13 +271,55 @@ def test_like_keeps_a_pinned_labs_cpus_for_more_osds_per_nvme(labs: dict[str, Pa
     run_cli("cluster", "init", tmp_path / "pin", "--like", labs["ceph-rbd"], "--osd-threads", "4")
     r = run_cli("cluster", "init", tmp_path / "two", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "-o", "json")
     cpus = r.json()["hosts"]["osd_cpus"]
-    assert cpus["value"] == 8 and "2 threads per OSD (the lab's 4)" in cpus["source"]
-    assert "stay pinned to its 8 CPUs per node (4 threads per NVMe, the lab's 4), shared by 4 OSDs: 2 threads per OSD" in r.stderr
+    assert cpus["value"] == 8 and "8 CPUs, 2 threads per OSD (the lab's 4)" in cpus["source"]
+    note = "stay pinned to 4 threads per NVMe: 8 CPUs per node for 2 NVMe (the lab's 8 for 2), shared by 4 OSDs: 2 threads per OSD"
+    assert note in r.stderr
     # --osd-threads pins that many per OSD; an unpinned lab or the same OSDs: no note.
     r = run_cli("cluster", "init", tmp_path / "t4", "--like", tmp_path / "pin", "--osds-per-nvme", "2", "--osd-threads", "4", "-o", "json")
     assert r.json()["hosts"]["osd_cpus"]["value"] == 16 and "note" not in r.stderr
     r = run_cli("cluster", "init", tmp_path / "un", "--like", labs["ceph-rbd"], "--osds-per-nvme", "2", "-o", "json")
     assert r.json()["hosts"]["osd_cpus"]["value"] == 0 and "note" not in r.stderr
+
+
+def test_like_keeps_a_pinned_labs_threads_per_nvme_for_another_drive_count(labs: dict[str, Path], tmp_path: Path) -> None:
+    # The lab's pinning is per NVMe (the Ceph lab's posts give threads per NVMe): another
+    # drive count brings each NVMe's share. It kept the node's 8 CPUs for 4 drives, halving
+    # the threads per OSD without a word.
+    run_cli("cluster", "init", tmp_path / "pin", "--like", labs["ceph-rbd"], "--osd-threads", "4")  # 2 NVMe: 8 CPUs
+    r = run_cli("cluster", "init", tmp_path / "d4", "--like", tmp_path / "pin", "--drives-per-node", "4", "-o", "json")
+    cpus = r.json()["hosts"]["osd_cpus"]
+    assert cpus["value"] == 16 and "16 CPUs, 4 threads per OSD (the lab's 4)" in cpus["source"]
+    assert "4 threads per NVMe: 16 CPUs per node for 4 NVMe (the lab's 8 for 2), shared by 4 OSDs: 4 threads per OSD" in r.stderr
+    # With more OSDs per NVMe too, they divide their NVMe's share.
+    pin = ("--like", tmp_path / "pin")
+    r = run_cli("cluster", "init", tmp_path / "d3", *pin, "--drives-per-node", "3", "--osds-per-nvme", "2", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 12 and "2 threads per OSD" in r.stderr
+    # A set beyond the node's cores, or a share that is not whole, is refused naming the flags.
+    r = run_cli("cluster", "init", tmp_path / "d9", "--like", tmp_path / "pin", "--drives-per-node", "9", check=False)
+    assert_one_line_error(r, "--drives-per-node 9: ", "9 NVMe take 36 CPUs, more than a node's 32 cores", "--osd-threads N")
+    assert run_cli("cluster", "init", tmp_path / "d9", *pin, "--drives-per-node", "9", "--node-cores", "36").returncode == 0
+    (tmp_path / "odd").mkdir()
+    text = (tmp_path / "pin" / "cluster.toml").read_text()
+    (tmp_path / "odd" / "cluster.toml").write_text(text.replace("osd_cpus = { value = 8,", "osd_cpus = { value = 5,"))
+    r = run_cli("cluster", "init", tmp_path / "d3b", "--like", tmp_path / "odd", "--drives-per-node", "3", check=False)
+    assert_one_line_error(r, "--drives-per-node 3: ", "2.5 threads per NVMe", "would take 7.5, not a whole number of CPUs")
+    assert not (tmp_path / "d3b").exists()
+    # NVMe-oF has no OSDs: the pinning is dropped with a note (it was kept, unused, and would
+    # have refused these 9 drives for CPUs no OSD uses).
+    r = run_cli("cluster", "init", tmp_path / "nv", *pin, "--stack", "nvmeof-tcp", "--drives-per-node", "9", "-o", "json")
+    assert r.json()["hosts"]["osd_cpus"]["value"] == 0 and "8 pinned CPUs per node are Ceph's" in r.stderr
+
+
+def test_a_job_past_a_volume_names_the_volume_as_simulated(labs: dict[str, Path], tmp_path: Path) -> None:
+    # size=4g on an 8 GiB volume said "runs past the end of the target (16777216 bytes)",
+    # twice (once per job taking the [global] size): the target is the volume at 1/512.
+    jobs = job_file(tmp_path, extra="size=4g\n")
+    r = run_cli("cluster", "fio", labs["nvmeof-tcp"], jobs, check=False)
+    assert_one_line_error(
+        r,
+        f"{jobs}:10: size=4g: ",
+        "runs past the end of the client's volume as simulated (16777216 bytes: cluster.volume_bytes 8589934592 at 1/512;",
+    )
 
 
 def test_a_cluster_toml_that_is_a_directory_is_one_line_everywhere(labs: dict[str, Path], tmp_path: Path) -> None:
@@ -310,6 +359,35 @@ def test_an_edited_toml_with_a_bad_value_names_the_field(tmp_path: Path) -> None
     assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), "cluster.replicas", "hosts.node_cores", "2 problems")
 
 
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        # A float was spelt out in full (1e300: 301 digits on the error line).
+        (("nodes = 3", "nodes = 1e300"), "line 6, cluster.nodes: invalid type: floating point `1e300`, expected u32; must be 1..=64"),
+        # Beyond i64, or a string: the field's range as for -1.
+        (("nodes = 3", "nodes = 99999999999999999999"), "as i128, expected u32; must be 1..=64"),
+        (("nodes = 3", 'nodes = "3"'), 'cluster.nodes: invalid type: string "3", expected u32; must be 1..=64'),
+    ],
+)
+def test_a_hand_edited_number_names_its_fields_range(tmp_path: Path, edit: tuple[str, str], needle: str) -> None:
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    text = f.read_text()
+    assert "\n" + edit[0] + "\n" in text
+    f.write_text(text.replace("\n" + edit[0] + "\n", "\n" + edit[1] + "\n"))
+    line = assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), needle)
+    assert len(line) < 300, line
+
+
+def test_a_missing_table_is_named(tmp_path: Path) -> None:
+    # It said "line 1: missing field `ceph`", line 1 being a comment.
+    run_cli("cluster", "init", tmp_path / "lab", *SMALL)
+    f = tmp_path / "lab" / "cluster.toml"
+    text = f.read_text()
+    f.write_text(text[: text.index("\n[ceph]\n")])
+    assert_one_line_error(run_cli("cluster", "info", tmp_path / "lab", check=False), f"{f}: no [ceph] table (every cluster.toml has ")
+
+
 def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_path: Path) -> None:
     lab = labs["ceph-rbd"]
     three = job_file(tmp_path, sections=3)
@@ -334,6 +412,9 @@ def test_fio_refuses_what_the_cluster_does_not_model(labs: dict[str, Path], tmp_
         # The same curve twice ran every point twice.
         (("--rw", "randread,randwrite,randread"), ("--rw 'randread,randwrite,randread'", "randread given twice")),
         (("--runtime", "0ms"), ("--runtime '0ms'",)),
+        # A fraction of a ms ran the whole ms below it (1.5ms: 1 ms) without a word.
+        (("--runtime", "1.5ms"), ("--runtime '1.5ms': a whole number of ms",)),
+        (("--ramp", "0.0015s"), ("--ramp '0.0015s': a whole number of ms",)),
     ],
 )
 def test_sweep_refuses_bad_options(labs: dict[str, Path], args: tuple[str, ...], needles: tuple[str, ...]) -> None:

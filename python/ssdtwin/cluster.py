@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, NotRequired, Optional, TypedDict, Uni
 
 from . import _core
 from .core_types import ClusterInitOptions, ClusterRun, LayoutInfo
-from .fio import parse, parse_string
+from .fio import FioJobError, parse, parse_string
 from .fio.contract import JobSpec
 from .fio.parser import PathLike, Run
 
@@ -59,6 +59,66 @@ def config_problem(folder: Path) -> Optional[str]:
     return None
 
 
+# The cluster.toml field of each integer option of ``Cluster.create`` (``cluster init``; a
+# ``{value, source}`` option by its value) whose range is the core's FIELD_RANGES
+# (``_core.cluster_field_ranges``). ``osd_threads`` is per OSD and pins ``hosts.osd_cpus``:
+# that field's range.
+OPTION_FIELDS = {
+    "nodes": "cluster.nodes",
+    "drives_per_node": "cluster.drives_per_node",
+    "clients": "cluster.clients",
+    "scale": "cluster.scale",
+    "osds_per_drive": "cluster.osds_per_drive",
+    "fio_procs_per_client": "cluster.fio_procs_per_client",
+    "node_cores": "hosts.node_cores",
+    "client_cores": "hosts.client_cores",
+    "osd_cpus": "hosts.osd_cpus",
+    "osd_threads": "hosts.osd_cpus",
+    "pg_num": "ceph.pg_num",
+}
+U32_MAX, U64_MAX = 0xFFFF_FFFF, 0xFFFF_FFFF_FFFF_FFFF  # the binding's integers (InitOptions)
+# The other integer options: what each field may hold, as the core says it.
+OPTION_DOMAINS = {
+    "replicas": "cluster.replicas: must be 1..=cluster.nodes (one replica per storage node at most; got {v})",
+    "volume_bytes": "cluster.volume_bytes: must be a positive multiple of 4096 (got {v})",
+    "ceph_version": "ceph.version: 14 or 18, the releases with a cost table (got {v})",
+    "msgr_version": "ceph.msgr_version: 1 or 2 (got {v})",
+}
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Raise what ``_core.cluster_init`` says of an integer option outside its field's range,
+    in the core's words (``SpecError``: ``cluster init: cluster.nodes: must be 1..=64 (got
+    -1)``), for the values the binding cannot convert as well: a negative count said "out of
+    range; must be an integer in 0..=4294967295 (u32)", the binding's integer, where 0 named
+    the field and its range. A bool for an integer is a ``ValueError`` naming the option, as
+    another type is (the binding took True for 1). Values of other types are left to the
+    binding, which names them."""
+    ranges = _core.cluster_field_ranges()
+    problems = []
+    for key, raw in options.items():
+        if key not in OPTION_FIELDS and key not in OPTION_DOMAINS:
+            continue
+        nested = isinstance(raw, Mapping) and key in OPTION_FIELDS
+        v = raw.get("value") if nested else raw
+        if isinstance(v, bool):
+            raise ValueError(f"cluster options: {key}{'.value' if nested else ''}={v}: an integer, not a bool")
+        if not isinstance(v, numbers.Integral):
+            continue
+        v = int(v)
+        if key in OPTION_FIELDS:
+            field = OPTION_FIELDS[key]
+            lo, hi = ranges[field]
+            if not lo <= v <= hi:
+                shown = field if key != "osd_threads" else f"osd_threads (the threads per OSD that pin {field})"
+                problems.append(f"{shown}: must be {lo}..={hi} (got {v})")
+        elif v < 0 or v > (U64_MAX if key == "volume_bytes" else U32_MAX):
+            # Within the binding's integer, the core's own check says it (with the lab's nodes).
+            problems.append(OPTION_DOMAINS[key].format(v=v))
+    if problems:
+        raise _core.SpecError("cluster init: " + "; ".join(problems) + (f" ({len(problems)} problems)" if len(problems) > 1 else ""))
+
+
 @dataclass
 class Cluster:
     """A cluster description: its ``cluster.toml`` text and the parsed spec."""
@@ -90,6 +150,7 @@ class Cluster:
         for marker, what in (("ssdtwin.toml", "a drive image"), ("stack.toml", "a stack image")):
             if (p / marker).is_file():
                 raise ClusterError(f"{p}: {what} ({marker} exists); give the cluster a folder of its own")
+        check_options(options)
         text = _core.cluster_init(options)
         p.mkdir(parents=True, exist_ok=True)
         (p / CONFIG).write_text(text)
@@ -163,8 +224,23 @@ class Cluster:
         return int(self.info()["volume_bytes"])
 
     def resolve(self, run: Run) -> list[JobSpec]:
-        """The engine input of a parsed run, against this cluster's volumes."""
-        return run.to_engine(self.volume_bytes, LBA_BYTES)
+        """The engine input of a parsed run, against this cluster's volumes. A job past a
+        volume's end names the volume as simulated (``volume_bytes / scale``): "the end of
+        the target (16777216 bytes)" left a user who wrote size=4g for an 8 GiB volume to
+        guess that the target was the volume at 1/512."""
+        size = self.volume_bytes
+        try:
+            return run.to_engine(size, LBA_BYTES)
+        except FioJobError as e:
+            t = self.spec["cluster"]
+            target = f"the end of the target ({size} bytes)"
+            volume = (
+                f"the end of the client's volume as simulated ({size} bytes: cluster.volume_bytes "
+                f"{t['volume_bytes']} at 1/{t['scale']}; job sizes and offsets are at that scale)"
+            )
+            for err in (e, *e.errors):
+                err.reason = err.reason.replace(target, volume)
+            raise
 
     def run(self, run: Run, progress: Optional[Callable[[int, int, str, int], object]] = None) -> ClusterRun:
         """Simulate a parsed fio run (``clones`` is fio's engine output, one per clone, for

@@ -201,6 +201,17 @@ def test_all_errors_are_collected() -> None:
     assert any("not supported" in r or "verification" in r for r in reasons)
 
 
+def test_an_error_every_job_shares_is_one_line() -> None:
+    # A [global] size past the target's end is found in each job, at the same line: two
+    # identical lines were printed (and "(and 1 more error)" counted the copy).
+    run = parse_string("[global]\nrw=read\nsize=100m\n[a]\n[b]\n[c]\nsize=200m\n", name="g.fio", env={})
+    with pytest.raises(FioJobError) as e:
+        run.to_engine(1 << 20, 512)
+    assert len(e.value.errors) == 3
+    assert [line.split(": ")[1] for line in e.value.lines()] == ["size=100m", "size=200m"]
+    assert str(e.value).endswith("(and 1 more error)")
+
+
 def test_unknown_vs_unsupported() -> None:
     assert "unknown option" in err("[a]\nbsize=4k\n").reason
     assert err("[a]\nrw_sequencer=identical\n").reason.startswith("not supported by ssdtwin")

@@ -83,7 +83,7 @@ def test_bad_options_are_one_line_and_touch_nothing(fresh: Path, tmp_path: Path,
     before = image_digest(img)
     r = run_cli("pts", img, "--report", tmp_path / "r", *args, check=False)
     assert r.returncode != 0 and len(r.stderr_lines) == 1 and message in r.stderr, r.stderr
-    assert r.stderr.startswith("ssdtwin pts: error: ")
+    assert r.stderr.startswith("ssdtwin pts run: error: ")  # `pts TARGET` is `pts run TARGET`
     assert image_digest(img) == before and not (tmp_path / "r").exists()
 
 
@@ -166,7 +166,7 @@ def test_namespace_numbers_outside_nvme_nsids_are_refused(fresh: Path, tmp_path:
         (str(img), ["--namespace", "4294967295"], "--namespace 4294967295: an NSID from 1 to 4294967294"),
     ):
         r = run_cli("pts", target, "--tests", "lat", "--report", tmp_path / "r", *args, check=False)
-        assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin pts: error: {message}"], r.stderr
+        assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin pts run: error: {message}"], r.stderr
     assert image_digest(img) == before
 
 

@@ -82,7 +82,43 @@ class _LazyGroup(TyperGroup):
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             refuse_digit_separators(command)
+            name_by_command_path(command)
         return command
+
+
+class CommandPath:
+    """The command path (``ssdtwin cluster init``) of the deepest command whose context click
+    has made in this run: the name that leads every error and interrupt line. Recorded by the
+    contexts themselves, so each group and its sub-commands are named as click spells them,
+    with no list of which commands have sub-commands (one named only nvme, bench and pts
+    compare, so `cluster init` said "ssdtwin cluster")."""
+
+    path = "ssdtwin"
+
+
+_recording_contexts: dict[type, type] = {}
+
+
+def name_by_command_path(command: Any) -> None:
+    """Make `command` and every command below it record their command path in
+    ``CommandPath`` when click makes their context (before their options are parsed).
+    Idempotent; only these commands' own ``context_class`` changes."""
+    if getattr(command, "_records_path", False):
+        return
+    base = command.context_class
+    ctx_class = _recording_contexts.get(base)
+    if ctx_class is None:
+
+        class Recording(base):  # type: ignore[misc,valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                CommandPath.path = self.command_path
+
+        ctx_class = _recording_contexts[base] = Recording
+    command.context_class = ctx_class
+    command._records_path = True
+    for sub in getattr(command, "commands", {}).values():
+        name_by_command_path(sub)
 
 
 def _placeholder() -> None:
@@ -929,21 +965,6 @@ _later(app, "pts", _pts)
 _later(app, "cluster", _cluster)
 
 
-def _command_name(args: list[str]) -> str:
-    """``ssdtwin nvme create-ns`` for error messages (never a path or an option)."""
-    words = ["ssdtwin"]
-    if args and not args[0].startswith("-"):
-        words.append(args[0])
-        # `ssdtwin pts TARGET` names no path: only `pts compare` is a two-word command.
-        sub = len(args) > 1 and (args[0] in ("nvme", "bench") and not args[1].startswith("-") or args[0] == "pts" and args[1] == "compare")
-        if sub:
-            words.append(args[1])
-            # `ssdtwin nvme intel smart-log-add`: the plugin's verb is the command.
-            if args[:2] == ["nvme", "intel"] and len(args) > 2 and not args[2].startswith("-"):
-                words.append(args[2])
-    return " ".join(words)
-
-
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """(usage-error types, abort types) of the click that typer runs on: typer >= 0.20
     vendors click as ``typer._click``; older typer uses the ``click`` package. The ``click``
@@ -985,7 +1006,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
-    prog = _command_name(args)
+    CommandPath.path = "ssdtwin"  # until click makes the first command's context
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, Interrupt.on_sigint)
     status = 0
@@ -995,24 +1016,24 @@ def _main(argv: Optional[list[str]]) -> None:
         status = rv if isinstance(rv, int) else 0
     except CliError as e:
         for line in e.lines:
-            print(f"{prog}: error: {line}", file=sys.stderr)
+            print(f"{CommandPath.path}: error: {line}", file=sys.stderr)
         sys.exit(1)
     except (_core.SsdtwinError, ArgumentRangeError) as e:
         # ArgumentRangeError: an integer past a core parameter's range that no option bounded
         # (it names the parameter and its range: one line, not a traceback).
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        print(f"{CommandPath.path}: error: {e}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
-        _exit_interrupted(prog)
+        _exit_interrupted(CommandPath.path)
     except Terminated as e:
-        print(f"{prog}: stopped by {e.signal_name} before serving; the image is unchanged", file=sys.stderr)
+        print(f"{CommandPath.path}: stopped by {e.signal_name} before serving; the image is unchanged", file=sys.stderr)
         sys.exit(0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except Exception as e:
         usage_errors, aborts = _click_exceptions()
         if isinstance(e, aborts):
-            _exit_interrupted(prog)
+            _exit_interrupted(CommandPath.path)
         if type(e).__name__ == "NoArgsIsHelpError":  # `ssdtwin` or `ssdtwin nvme` alone: the help
             print(str(e.format_message()).rstrip(), file=sys.stderr)  # type: ignore[attr-defined]
             sys.exit(2)
@@ -1022,18 +1043,16 @@ def _main(argv: Optional[list[str]]) -> None:
             # The command the error arose in: for an unknown command word it is the group
             # (`ssdtwin info` pointed at `ssdtwin info --help`, which does not exist).
             ctx = getattr(e, "ctx", None)
-            where = str(getattr(ctx, "command_path", "")) or prog
-            if where != prog and not prog.startswith(f"{where} "):
-                where = prog  # a path click spells otherwise than the command's own words
+            where = str(getattr(ctx, "command_path", "")) or CommandPath.path
             if msg:  # empty: no arguments, and the help was already printed
                 print(f"{where}: error: {msg} (see '{where} --help')", file=sys.stderr)
             sys.exit(int(getattr(e, "exit_code", 2)))
         if isinstance(e, OSError):  # e.g. a report or log file that cannot be written
-            print(f"{prog}: error: {e.filename}: {e.strerror}" if e.filename else f"{prog}: error: {e}", file=sys.stderr)
+            print(f"{CommandPath.path}: error: " + (f"{e.filename}: {e.strerror}" if e.filename else str(e)), file=sys.stderr)
             sys.exit(1)
         raise
     if Interrupt.seen:
-        _exit_interrupted(prog)
+        _exit_interrupted(CommandPath.path)
     sys.exit(status)
 
 

@@ -119,6 +119,8 @@ def _ms(flag: str, text: str, lo: int = 1) -> int:
         fail(f"{flag} '{text}': a duration such as 100ms or 1s")
     if not lo <= v <= 3_600_000:
         fail(f"{flag} '{text}': must be {lo} ms to 1 h")
+    if v != int(v):  # 1.5ms ran 1 ms, and 0.0015s too
+        fail(f"{flag} '{text}': a whole number of ms (each point's job file gives it in ms)")
     return int(v)
 
 
@@ -147,29 +149,48 @@ def init_ranges() -> dict[str, tuple[int, int]]:
 
 
 def _keep_pinned_cpus(like: Path, copied: dict[str, Any], opts: dict[str, Any]) -> None:
-    """A pinned lab copied with another number of OSDs per node (``--osds-per-nvme``,
-    ``--drives-per-node``) keeps its CPU set, as the Ceph lab's posts vary OSDs per NVMe at
-    fixed threads per NVMe: the OSDs divide it among themselves. A note says the threads per
-    OSD before and after, and the field's source records it (the threads per OSD changed
-    without a word)."""
+    """A pinned lab copied with another number of drives or OSDs per node (``--drives-per-node``,
+    ``--osds-per-nvme``) keeps its threads per NVMe, as the Ceph lab's posts give and vary them
+    (2 to 20 CPU threads per NVMe, at 1 to 8 OSDs per NVMe): each NVMe brings its share of
+    the pinned CPUs, and its OSDs divide that share among themselves. A note says the CPU set
+    and the threads per OSD before and after, and the field's source records it. Another
+    drive count kept the lab's CPU set for the node, so the threads per NVMe and per OSD
+    changed without a word (4 threads per OSD became 2 with twice the drives). A share that
+    does not come out whole, or a set beyond the node's cores, is refused, naming the flags
+    that decide it."""
     cpus = copied.get("osd_cpus")
     if not isinstance(cpus, dict) or int(cpus["value"]) == 0:
         return  # not pinned: the OSDs run on the node's cores
-    was = int(copied["drives_per_node"]) * int(copied["osds_per_drive"])
+    was_nvme, was_osds = int(copied["drives_per_node"]), int(copied["osds_per_drive"])
     now_nvme, now_osds = int(opts["drives_per_node"]), int(opts.get("osds_per_drive") or 1)
-    now = now_nvme * now_osds
-    if now == was:  # (the counts are in range: the flags were checked, the copy validated)
+    if (now_nvme, now_osds) == (was_nvme, was_osds):  # (the counts are in range: the flags were checked, the copy validated)
         return
     n = int(cpus["value"])
+    per_nvme = n / was_nvme
+    lab = f"--like {like} pins its OSDs to {n} CPUs per node, {per_nvme:.3g} threads per NVMe (hosts.osd_cpus)"
+    if n * now_nvme % was_nvme:
+        fail(
+            f"--drives-per-node {now_nvme}: {lab}, and {now_nvme} NVMe would take {per_nvme * now_nvme:.3g}, not a whole "
+            f"number of CPUs: give --osd-threads N (N CPU threads per OSD)"
+        )
+    now_cpus = n * now_nvme // was_nvme
+    cores = opts.get("node_cores") or copied.get("node_cores")
+    node_cores = int(cores["value"]) if isinstance(cores, dict) else None
+    if node_cores is not None and now_cpus > node_cores:
+        fail(
+            f"--drives-per-node {now_nvme}: {lab}, so {now_nvme} NVMe take {now_cpus} CPUs, more than a node's "
+            f"{node_cores} cores (hosts.node_cores): give --node-cores N or --osd-threads N"
+        )
+    now, was = now_nvme * now_osds, was_nvme * was_osds
     opts["osd_cpus"] = {
-        "value": n,
-        "source": f"{cpus['source']}; kept by cluster init --like for {now_nvme} NVMe x {now_osds} OSDs per node: "
-        f"{n / now:.3g} threads per OSD (the lab's {n / was:.3g})",
+        "value": now_cpus,
+        "source": f"{cpus['source']}; {per_nvme:.3g} threads per NVMe kept by cluster init --like for {now_nvme} NVMe x "
+        f"{now_osds} OSDs per node: {now_cpus} CPUs, {now_cpus / now:.3g} threads per OSD (the lab's {n / was:.3g})",
     }
     say(
-        f"ssdtwin cluster init: note: --like {like}: its OSDs stay pinned to its {n} CPUs per node "
-        f"({n / now_nvme:.3g} threads per NVMe, the lab's {n / int(copied['drives_per_node']):.3g}), shared by {now} OSDs: "
-        f"{n / now:.3g} threads per OSD, the lab's {n / was:.3g} (--osd-threads N pins N per OSD instead)"
+        f"ssdtwin cluster init: note: --like {like}: its OSDs stay pinned to {per_nvme:.3g} threads per NVMe: "
+        f"{now_cpus} CPUs per node for {now_nvme} NVMe (the lab's {n} for {was_nvme}), shared by {now} OSDs: "
+        f"{now_cpus / now:.3g} threads per OSD, the lab's {n / was:.3g} (--osd-threads N pins N per OSD instead)"
     )
 
 
@@ -282,6 +303,13 @@ def init_cmd(
         # ("only Ceph has OSDs"): the copy takes its drives whole, as the stack has them.
         say(f"ssdtwin cluster init: note: --like {like}: its {copied_osds} OSDs per NVMe are Ceph's; the {kind} lab uses each drive whole")
         opts["osds_per_drive"] = 1
+    pinned = opts.get("osd_cpus")
+    if kind in ("nvmeof-tcp", "nvmeof-rdma") and isinstance(pinned, dict) and int(pinned["value"]) > 0:
+        # A Ceph lab's OSD pinning copied onto NVMe-oF, which has no OSDs, was kept (unused)
+        # and, with another --drives-per-node, carried per NVMe as if the lab had OSDs.
+        n_pinned = pinned["value"]
+        say(f"ssdtwin cluster init: note: --like {like}: its OSDs' {n_pinned} pinned CPUs per node are Ceph's; the {kind} lab has no OSDs")
+        opts.pop("osd_cpus")
     for flag, key, v in (
         ("--node-cores", "node_cores", node_cores),
         ("--client-cores", "client_cores", client_cores),
@@ -292,7 +320,7 @@ def init_cmd(
     if osd_threads is not None:
         opts.pop("osd_cpus", None)
         opts["osd_threads"] = osd_threads
-    elif like is not None:
+    elif like is not None and kind == "ceph-rbd":  # (NVMe-oF has no OSDs to pin: dropped above)
         _keep_pinned_cpus(like, copied, opts)
     if volume_size is not None:
         opts["volume_bytes"] = _size("--volume-size", volume_size)
@@ -312,7 +340,9 @@ def init_cmd(
     except ClusterError as e:
         fail(str(e))
     except _core.SpecError as e:
-        fail(str(e))
+        # The line is led by `ssdtwin cluster init: error:` already ("cluster init: cluster
+        # init: cluster.osds_per_drive: ...").
+        fail(str(e).removeprefix("cluster init: "))
     except OSError as e:
         fail(f"{path}: {e.strerror or e}")
     if fmt == "json":

@@ -75,9 +75,15 @@ class FioJobError(ValueError):
         parts.append(self.reason)
         return ": ".join(parts)
 
+    def _distinct(self) -> list[FioJobError]:
+        """The errors, each line once: a [global] option every job takes is found in each of
+        them, at the same file, line and words (`size=100g` past the end of two jobs' target
+        was two identical lines)."""
+        return list({e._render(): e for e in reversed(self.errors)}.values())[::-1]
+
     def __str__(self) -> str:
         text = self._render()
-        extra = len(self.errors) - 1
+        extra = len(self._distinct()) - 1
         if extra > 0:
             text += f" (and {extra} more error{'s' if extra > 1 else ''})"
         return text
@@ -91,10 +97,10 @@ class FioJobError(ValueError):
         files: dict[Optional[str], int] = {}
         for e in self.errors:
             files.setdefault(e.file, len(files))
-        ordered = sorted(self.errors, key=lambda e: (files[e.file], e.line or 0))
+        ordered = sorted(self._distinct(), key=lambda e: (files[e.file], e.line or 0))
         shown = ordered if limit is None else ordered[:limit]
         out = [e._render() for e in shown]
-        rest = len(self.errors) - len(shown)
+        rest = len(ordered) - len(shown)
         if rest > 0:
             out.append(f"... and {rest} more error{'s' if rest > 1 else ''} (the first {len(shown)} are shown)")
         return out

@@ -803,14 +803,38 @@ fn field_range(key: &str) -> Option<String> {
     )
 }
 
+/// `msg` with each number in backquotes longer than 24 characters written as `1e300`: toml's
+/// message spells a float out in full (301 digits for 1e300, the whole error line).
+fn short_numbers(msg: &str) -> String {
+    let parts: Vec<&str> = msg.split('`').collect();
+    let mut out = String::with_capacity(msg.len());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        match part.parse::<f64>() {
+            Ok(v) if i % 2 == 1 && part.len() > 24 => out.push_str(&format!("{v:e}")),
+            _ => out.push_str(part),
+        }
+    }
+    out
+}
+
 /// A `cluster.toml` that does not parse, on one line naming where: the line and the field it
 /// sets (`table.key`), as a user editing the file by hand looks for them, rather than toml's
 /// byte offset.
 fn toml_problem(text: &str, e: &toml::de::Error) -> String {
-    let msg = e.message().replace('\n', " ");
+    let msg = short_numbers(&e.message().replace('\n', " "));
     let Some(start) = e.span().map(|s| s.start.min(text.len())).filter(|&s| text.is_char_boundary(s)) else {
         return format!("invalid TOML: {msg}");
     };
+    const TABLES: [&str; 6] = ["cluster", "hosts", "network", "client", "nvmeof", "ceph"];
+    let missing = msg.strip_prefix("missing field `").and_then(|m| m.strip_suffix('`'));
+    if let (0, Some(table)) = (start, missing.filter(|m| TABLES.contains(m))) {
+        // The whole document lacks a table: "line 1: missing field `ceph`" sent the reader to
+        // the file's first line, a comment.
+        return format!("no [{table}] table (every cluster.toml has [cluster], [hosts], [network], [client], [nvmeof] and [ceph])");
+    }
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
     let line_no = text[..start].matches('\n').count() + 1;
     let line = text[line_start..].lines().next().unwrap_or("").trim();
@@ -820,9 +844,12 @@ fn toml_problem(text: &str, e: &toml::de::Error) -> String {
     }
     let key = line.split_once('=').map(|(k, _)| k.trim()).filter(|k| !k.is_empty());
     let table = text[..line_start].lines().rev().find_map(header);
-    // "invalid value: integer `-1`, expected u32": the field's own range, not the type's.
+    // "invalid value: integer `-1`, expected u32": the field's own range, not the type's; so
+    // for an integer beyond i64 ("invalid type: integer `...` as i128"), a float or a string
+    // where the field holds an integer.
+    let numeric = msg.starts_with("invalid value: integer") || msg.starts_with("invalid type: ") && msg.contains(", expected u");
     let range = |field: &str| match field_range(field) {
-        Some(r) if msg.starts_with("invalid value: integer") => format!("{msg}; must be {r}"),
+        Some(r) if numeric => format!("{msg}; must be {r}"),
         _ => msg.clone(),
     };
     match (table, key) {

@@ -295,6 +295,10 @@ fn a_value_beyond_the_fields_type_names_its_range() {
         ),
         ("pg_num = { value = 512,", "pg_num = { value = -4,", "must be a power of two in 1..=1048576"),
         ("\nreplicas = 3\n", "\nreplicas = -3\n", "must be 1..=cluster.nodes"),
+        // Beyond i64, a float (spelt out in 301 digits for 1e300) or a string: the range too.
+        ("\nnodes = 3\n", "\nnodes = 99999999999999999999\n", "as i128, expected u32; must be 1..=64"),
+        ("\nnodes = 3\n", "\nnodes = 1e300\n", "cluster.nodes: invalid type: floating point `1e300`, expected u32; must be 1..=64"),
+        ("\nnodes = 3\n", "\nnodes = \"3\"\n", "cluster.nodes: invalid type: string \"3\", expected u32; must be 1..=64"),
     ] {
         assert!(text.contains(from), "{from}");
         let e = ClusterSpec::from_toml(&text.replace(from, to), "t").unwrap_err().to_string();
@@ -310,6 +314,18 @@ fn a_value_beyond_the_fields_type_names_its_range() {
         let e = spec.validate("t").unwrap_err().to_string();
         assert!(e.contains(&format!("{path}: must be {lo}..={hi} (got {})", hi + 1)), "{path}: {e}");
     }
+}
+
+/// A table missing from the whole file is named as such, not as line 1's "missing field".
+#[test]
+fn a_missing_table_is_named() {
+    let text = lab("ceph-rbd", 3, 4, 3).to_toml();
+    let cut = text.find("\n[ceph]\n").unwrap();
+    let e = ClusterSpec::from_toml(&text[..cut], "t").unwrap_err().to_string();
+    assert!(e.contains("no [ceph] table (every cluster.toml has ") && !e.contains("line 1"), "{e}");
+    // A field missing from a table at the file's start is that table's, not a table.
+    let e = ClusterSpec::from_toml("[cluster]\nnodes = 3\n", "t").unwrap_err().to_string();
+    assert!(e.contains("line 1, [cluster]: missing field `stack`"), "{e}");
 }
 
 #[test]
