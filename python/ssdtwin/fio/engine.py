@@ -262,7 +262,8 @@ def engine_input(
     if offset + region > real_size:
         fail(
             f"the I/O region [{offset}, {offset + region}) of clone {clone.subjob} runs past the end of the target ({real_size} bytes)",
-            "size" if "size" in st["set"] else "offset",
+            # filesize= sets the region when given (size= is then only the amount).
+            "filesize" if filesize is not None else "size" if "size" in st["set"] else "offset",
         )
 
     # A real block device with direct I/O rejects I/O that is not sector aligned.
