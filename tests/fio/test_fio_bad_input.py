@@ -406,3 +406,14 @@ def test_logs_past_the_row_limit_stop_the_run_in_one_line(image: Path, tmp_path:
         "average them, or log a shorter run)"
     ], r.stderr_lines
     assert image_digest(image) == before and not list(tmp_path.glob("*.log"))
+
+
+def test_a_log_dir_is_left_alone_by_a_run_without_logs(image: Path, tmp_path: Path) -> None:
+    # --log-dir was made after every run, logs or none: a missing folder appeared, and one
+    # that could not be made (/proc/x) failed the command after the run had been committed.
+    jobf = tmp_path / "job.fio"
+    jobf.write_bytes(job("size=1m\n"))
+    for log_dir in (tmp_path / "new" / "logs", Path("/proc/x")):
+        r = run_cli("fio", image, jobf, "--scratch", "--log-dir", log_dir, "--output-format", "json", check=False)
+        assert r.returncode == 0 and r.json()["jobs"][0]["write"]["io_bytes"] == 1 << 20, r
+        assert not log_dir.exists()
