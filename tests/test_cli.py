@@ -810,3 +810,15 @@ def test_every_command_runs_with_stderr_closed(tmp_path: Path, stderr: str) -> N
     assert ran.returncode == 0, ran
     assert json.loads(ran.stdout)["jobs"][0]["write"]["io_bytes"] == 1 << 20
     check_image(d)
+
+
+def test_fio_takes_o_json_like_every_other_command(fresh: Path, tmp_path: Path) -> None:
+    """docs/cli.md: "-o json (or --output-format json)" for every command; `ssdtwin fio` and
+    `ssdtwin cluster fio` had only the long form (`-o json`: "No such option: -o", exit 2)."""
+    job = tmp_path / "r.fio"
+    job.write_text("[r]\nrw=randread\nbs=4k\nsize=1m\n")
+    r = run_cli("fio", fresh, job, "--scratch", "-o", "json")
+    assert r.json()["jobs"][0]["read"]["io_bytes"] == 1 << 20, r
+    bad = run_cli("fio", fresh, job, "-o", "xml", check=False)
+    assert bad.returncode == 1 and bad.stderr_lines == ["ssdtwin fio: error: -o/--output-format 'xml': must be normal, json or json+"], bad
+    assert "-o, --output-format" in run_cli("cluster", "fio", "--help").stdout

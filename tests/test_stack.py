@@ -448,3 +448,19 @@ def test_check_on_a_stack_image_checks_the_stack_and_its_drive(tmp_path: Path, p
     run_cli("fio", p5316, job)
     assert_one_line_error(run_cli("check", stack, check=False), "changed since the stack last ran on it")
     check_image(p5316)
+
+
+def test_io_a_stack_cannot_map_names_the_job_file_option_before_the_run(tmp_path: Path, p5316: Path) -> None:
+    """bs=512 or offset=512 through a stack was refused only once the engine met the I/O,
+    naming the job and an offset it drew, not the job file's line and option."""
+    stack = make_tier(tmp_path, p5316)
+    before = (image_digest(p5316), (stack / "state.json").read_bytes())
+    for body, want in [
+        ("bs=512\n", "w.fio:3: bs=512: write block sizes [512] are not multiples of the 4096-byte block a host stack maps"),
+        ("bs=4k\noffset=512\n", "w.fio:4: offset=512: offset 512 is not a multiple of the 4096-byte block a host stack maps"),
+    ]:
+        job = tmp_path / "w.fio"
+        job.write_text(f"[w]\nrw=randwrite\n{body}io_size=1m\n")
+        r = run_cli("fio", stack, job, check=False)
+        assert r.returncode == 1 and r.stderr_lines == [f"ssdtwin fio: error: {job.parent}/{want}"], r
+    assert (image_digest(p5316), (stack / "state.json").read_bytes()) == before

@@ -531,6 +531,7 @@ def run_parsed(
         namespace_sizes={nsid: user_bytes, **{n.nsid: n.bytes for n in others}},
         namespace_lba_bytes={nsid: ns.lba_bytes, **{n.nsid: n.lba_bytes for n in others}},
         link_bytes_per_s=link,
+        io_unit=(4096, "4096-byte block a host stack maps"),  # host/tier.rs maps 4 KiB blocks (docs/host.md)
     )
     before = d.vendor_log()
     results = d.run_fio_stack(specs, stack, nsid, idle_gc, progress)

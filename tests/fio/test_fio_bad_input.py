@@ -388,3 +388,32 @@ def test_the_engine_refuses_a_run_past_the_limit_the_parser_uses(tmp_path: Path)
         assert out["write"]["total_ios"] == 8
         with pytest.raises(ssdtwin._core.EngineError, match="pass 200 days"):
             drive.run_fio([dict(spec, startdelay_ns=L.MAX_RUN_NS + 1)])
+
+
+def test_logs_past_the_row_limit_stop_the_run_in_one_line(image: Path, tmp_path: Path) -> None:
+    # A time-based hour of 4k writes at QD32 with write_lat_log (log_avg_msec=0: a row per
+    # I/O) grew to 24 GB until the kernel killed the process. The run now stops at the
+    # limit: one line, nothing written, the image untouched. 5 rows per I/O (lat, clat, slat,
+    # bw, iops): the limit is reached after ~1.7M I/Os.
+    jobf = tmp_path / "job.fio"
+    jobf.write_bytes(job("iodepth=32\ntime_based\nruntime=1h\nwrite_lat_log=l\nwrite_bw_log=b\nwrite_iops_log=i\n"))
+    before = image_digest(image)
+    r = run_cli("fio", image, jobf, "--log-dir", tmp_path, check=False)
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr_lines == [
+        "ssdtwin fio: error: job 'j' (thread 1): write_bw_log/write_iops_log/write_lat_log/write_hist_log: the run's logs "
+        "passed 8388608 rows (kept in memory until the run ends; log_avg_msec=0 writes a row per I/O: set log_avg_msec to "
+        "average them, or log a shorter run)"
+    ], r.stderr_lines
+    assert image_digest(image) == before and not list(tmp_path.glob("*.log"))
+
+
+def test_a_log_dir_is_left_alone_by_a_run_without_logs(image: Path, tmp_path: Path) -> None:
+    # --log-dir was made after every run, logs or none: a missing folder appeared, and one
+    # that could not be made (/proc/x) failed the command after the run had been committed.
+    jobf = tmp_path / "job.fio"
+    jobf.write_bytes(job("size=1m\n"))
+    for log_dir in (tmp_path / "new" / "logs", Path("/proc/x")):
+        r = run_cli("fio", image, jobf, "--scratch", "--log-dir", log_dir, "--output-format", "json", check=False)
+        assert r.returncode == 0 and r.json()["jobs"][0]["write"]["io_bytes"] == 1 << 20, r
+        assert not log_dir.exists()

@@ -241,9 +241,13 @@ def test_filesize_sets_the_region_and_size_the_amount() -> None:
 
 
 def test_filesize_past_the_target_or_below_the_offset_is_refused() -> None:
+    # The error names filesize= and its line (it named the section's line and no option:
+    # fio's t/jobs/t0030.fio, filesize=1T, on a smaller namespace).
     run = parse_string("[j]\nrw=write\nfilesize=2g\n", name="f.fio", env={})
-    with pytest.raises(FioJobError, match="runs past the end of the target"):
+    with pytest.raises(FioJobError, match="runs past the end of the target") as info:
         run.to_engine(GiB, 512)
+    assert (info.value.line, info.value.option) == (3, "filesize"), info.value
+    assert str(info.value).startswith("f.fio:3: filesize=2g: the I/O region [0, 2147483648)"), info.value
     run = parse_string("[j]\nrw=write\nfilesize=1m\noffset=2m\n", name="f.fio", env={})
     with pytest.raises(FioJobError, match="offset 2097152 is beyond filesize 1048576"):
         run.to_engine(GiB, 512)

@@ -426,6 +426,13 @@ BAD_VALUES = [
     ("percentile_list=50:101", "out of range"),
     # A negative size names the range (it was a bare "not a size").
     ("size=-4k", "size=-4k: not a size: negative (allowed 0 or more)"),
+    # So does a negative time, and a value that is no time names what one looks like (both
+    # were a bare "not a time").
+    ("runtime=-1", "runtime=-1: not a time: negative (allowed 0 or more)"),
+    ("thinktime=-5ms", "thinktime=-5ms: not a time: negative (allowed 0 or more)"),
+    ("ramp_time=(1-2)", "ramp_time=(1-2): not a time: negative (allowed 0 or more)"),
+    ("size=(1-2)", "size=(1-2): not a size: negative (allowed 0 or more)"),
+    ("runtime=abc", "runtime=abc: not a time: a number with an optional unit (us, ms, s, m, h or d)"),
     ("zoneskip=-16k", "zoneskip=-16k: negative: allowed 0 to 9223372036854775807 bytes (fio 3.33 reads it as 16k"),
     ("offset_increment=-50", "negative: allowed 0 to 9223372036854775807 bytes or 0% to 100% (fio 3.33 aborts on it)"),
     ("offset_increment=-50%", "(fio 3.33 reads it as 50%)"),

@@ -691,7 +691,7 @@ def fio_cmd(
     path: Path = typer.Argument(..., metavar="DIR", help="drive image"),
     jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s)"),
     namespace: int = typer.Option(1, "--namespace", min=1, max=U32, help="namespace for jobs whose filename= names none"),
-    output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
+    output_format: str = typer.Option("normal", "-o", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
     seed: int = Seed(0, "seed for jobs with randrepeat=0 (fio would use OS entropy)"),
     scratch: bool = typer.Option(False, "--scratch/--no-scratch", help="run without changing the image"),
@@ -709,7 +709,7 @@ def fio_cmd(
     from ..fio.stats import job_verror
 
     if output_format not in ("normal", "json", "json+"):
-        fail(f"--output-format '{output_format}': must be normal, json or json+")
+        fail(f"-o/--output-format '{output_format}': must be normal, json or json+")
     problems = [p for p in map(job_file_problem, jobs) if p]
     if problems:
         fail(*problems)

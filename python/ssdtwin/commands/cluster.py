@@ -382,7 +382,7 @@ def info_cmd(path: Path = ClusterDir, fmt: str = typer.Option("normal", "-o", "-
 def fio_cmd(
     path: Path = ClusterDir,
     jobs: list[Path] = typer.Argument(..., metavar="JOBFILE", help="fio job file(s): one job section per client volume"),
-    output_format: str = typer.Option("normal", "--output-format", help="normal, json or json+"),
+    output_format: str = typer.Option("normal", "-o", "--output-format", help="normal, json or json+"),
     output: Optional[Path] = typer.Option(None, "--output", help="write the report here instead of stdout"),
     seed: int = Seed(0, "seed for jobs with randrepeat=0"),
     dump_jobs: Optional[Path] = typer.Option(None, "--dump-jobs", help="also write the resolved engine input (JSON) here"),
@@ -392,7 +392,7 @@ def fio_cmd(
     from ..fio.run import job_file_problem, render
 
     if output_format not in ("normal", "json", "json+"):
-        fail(f"--output-format '{output_format}': must be normal, json or json+")
+        fail(f"-o/--output-format '{output_format}': must be normal, json or json+")
     problems = [p for p in map(job_file_problem, jobs) if p]
     if problems:
         fail(*problems)

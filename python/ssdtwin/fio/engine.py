@@ -150,9 +150,12 @@ def engine_input(
     namespace_sizes: Optional[Mapping[int, int]] = None,
     namespace_lba_bytes: Optional[Mapping[int, int]] = None,
     link_bytes_per_s: Optional[int] = None,
+    io_unit: Optional[tuple[int, str]] = None,
 ) -> JobSpec:
     """Resolve one clone into the engine's input (docs/fio.md §3). ``link_bytes_per_s``
-    (the drive's host link) bounds how many bytes a job can move in a run (§2.9)."""
+    (the drive's host link) bounds how many bytes a job can move in a run (§2.9);
+    ``io_unit`` (bytes, what it is) is a unit larger than the LBA that every block size,
+    alignment and start offset must be a multiple of (a host stack's 4 KiB block)."""
     job = clone.job
     st = job.state
     errors: list[FioJobError] = []
@@ -262,10 +265,14 @@ def engine_input(
     if offset + region > real_size:
         fail(
             f"the I/O region [{offset}, {offset + region}) of clone {clone.subjob} runs past the end of the target ({real_size} bytes)",
-            "size" if "size" in st["set"] else "offset",
+            # filesize= sets the region when given (size= is then only the amount).
+            "filesize" if filesize is not None else "size" if "size" in st["set"] else "offset",
         )
 
     # A real block device with direct I/O rejects I/O that is not sector aligned.
+    unit, unit_name = (lba_bytes, f"{lba_bytes}-byte LBA")
+    if io_unit is not None and io_unit[0] > lba_bytes:
+        unit, unit_name = io_unit
     for d, name in enumerate(DDIR_NAMES):
         if name not in _DIRECTIONS[st["rw"]]:
             continue
@@ -273,14 +280,14 @@ def engine_input(
         split_sizes = bs_out[d]["split"]
         if split_sizes:
             sizes += [s for s, _ in split_sizes]
-        if not unaligned and any(s % lba_bytes for s in sizes):
-            fail(f"{name} block sizes {sorted(set(sizes))} are not multiples of the {lba_bytes}-byte LBA", "bs")
-        if unaligned and min_bs[d] % lba_bytes:
-            fail(f"bs_unaligned with a minimum block size that is not a multiple of the {lba_bytes}-byte LBA", "bs_unaligned")
-        if ba[d] != min_bs[d] and ba[d] % lba_bytes:
-            fail(f"{name} blockalign {ba[d]} is not a multiple of the {lba_bytes}-byte LBA", "ba")
-    if offset % lba_bytes:
-        fail(f"offset {offset} is not a multiple of the {lba_bytes}-byte LBA", "offset")
+        if not unaligned and any(s % unit for s in sizes):
+            fail(f"{name} block sizes {sorted(set(sizes))} are not multiples of the {unit_name}", "bs")
+        if unaligned and min_bs[d] % unit:
+            fail(f"bs_unaligned with a minimum block size that is not a multiple of the {unit_name}", "bs_unaligned")
+        if ba[d] != min_bs[d] and ba[d] % unit:
+            fail(f"{name} blockalign {ba[d]} is not a multiple of the {unit_name}", "ba")
+    if offset % unit:
+        fail(f"offset {offset} is not a multiple of the {unit_name}", "offset")
     gen = _fio_generator_fields(st, fail)
     prinfo = _prinfo_fields(st)
     if errors:

@@ -121,9 +121,11 @@ def render_logs(run: Run, results: Sequence[CloneOut]) -> dict[str, str]:
 def write_logs(run: Run, results: Sequence[CloneOut], directory: Union[str, Path]) -> list[Path]:
     """Write the log files into ``directory``; return their paths."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    logs = render_logs(run, results)
+    if logs:  # a run without logs leaves --log-dir alone (it made the folder, or failed after the run)
+        directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in render_logs(run, results).items():
+    for name, text in logs.items():
         path = directory / name
         path.write_text(text)
         written.append(path)

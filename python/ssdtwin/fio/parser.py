@@ -264,10 +264,13 @@ class Run:
         namespace_sizes: Optional[Mapping[int, int]] = None,
         namespace_lba_bytes: Optional[Mapping[int, int]] = None,
         link_bytes_per_s: Optional[int] = None,
+        io_unit: Optional[tuple[int, str]] = None,
     ) -> list[JobSpec]:
         """One engine input per clone, in thread order (docs/fio.md §3). A clone whose
         filename names a namespace in ``namespace_lba_bytes`` uses that LBA size;
-        ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move."""
+        ``link_bytes_per_s`` (the drive's host link) bounds the bytes a job may move;
+        ``io_unit`` (bytes, what it is), when larger than the LBA, is what block sizes and
+        offsets must be multiples of instead (a host stack's 4 KiB block)."""
         from .engine import add_sched_fields, add_ss_fields, contract_range_error, engine_input  # local: keeps the parser importable alone
 
         errors: list[FioJobError] = []
@@ -275,7 +278,7 @@ class Run:
         run_exitall = any(j.state.get("exitall") for j in self.jobs)
         for clone in self.clones:
             try:
-                spec = engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes, link_bytes_per_s)
+                spec = engine_input(clone, device_size_bytes, lba_bytes, namespace_sizes, namespace_lba_bytes, link_bytes_per_s, io_unit)
             except FioJobError as e:
                 errors.extend(e.errors)
                 continue

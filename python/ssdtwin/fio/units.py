@@ -96,7 +96,7 @@ def parse_size(text: str, *, kb_base: int = 1024, allow_percent: bool = False) -
     if text.startswith("("):
         value = evaluate_expression(text, kb_base=kb_base, is_time=False)
         if value < 0:
-            raise ValueError("not a size: negative")
+            raise ValueError("not a size: negative (allowed 0 or more)")
         return value
     m = _NUMBER_RE.match(text)
     if not m:
@@ -138,11 +138,13 @@ def parse_time_us(text: str, *, default_unit: str) -> int:
     if text.startswith("("):
         value = evaluate_expression(text, is_time=True, default_time_unit=default_unit)
         if value < 0:
-            raise ValueError("not a time: negative")
+            raise ValueError("not a time: negative (allowed 0 or more)")
         return value
     m = _NUMBER_RE.match(text)
     if not m:
-        raise ValueError("not a time")
+        if text.startswith("-") and _NUMBER_RE.match(text[1:]):
+            raise ValueError("not a time: negative (allowed 0 or more)")
+        raise ValueError("not a time: a number with an optional unit (us, ms, s, m, h or d)")
     digits, suffix = m.groups()
     if digits[:2].lower() == "0x":
         number = int(digits, 16)

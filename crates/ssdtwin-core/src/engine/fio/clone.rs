@@ -235,6 +235,8 @@ pub(super) struct JobClone {
     /// What the ramp counted, reported only by a clone that ends inside it.
     pub ramp: RampCounts,
     pub logs: CloneLogs,
+    /// Rows of `logs` already added to the run's count ([`super::Runner::log_rows`]).
+    pub log_rows_counted: usize,
     /// In-flight I/Os (indexed by the slot number carried in `Ev::Done`) and free slots.
     pub slots: Vec<Slot>,
     pub free_slots: Vec<u32>,
@@ -342,6 +344,7 @@ impl JobClone {
             stats: CloneStats::default(),
             ramp: RampCounts::default(),
             logs: CloneLogs::default(),
+            log_rows_counted: 0,
             slots: Vec::new(),
             free_slots: Vec::new(),
             iolog,

@@ -6,7 +6,7 @@
 //! host submits at its own pace and sees the hold in its latency.
 
 use super::clone::{JobClone, Slot, LOOKAHEAD};
-use super::report::depth_slot;
+use super::report::{depth_slot, MAX_LOG_ROWS};
 use super::{Ev, RunError, Runner};
 use crate::engine::arbiter::Queued;
 use crate::engine::events::Entry;
@@ -255,6 +255,17 @@ impl Runner<'_> {
         cl.inflight += 1;
         cl.ios_issued += 1;
         cl.bytes_issued[di] += io.len;
+        if cl.logging {
+            let rows = cl.logs.rows();
+            self.log_rows += rows - cl.log_rows_counted;
+            cl.log_rows_counted = rows;
+            if self.log_rows > MAX_LOG_ROWS {
+                let reason = format!(
+                    "write_bw_log/write_iops_log/write_lat_log/write_hist_log: the run's logs passed {MAX_LOG_ROWS} rows (kept in memory until the run ends; log_avg_msec=0 writes a row per I/O: set log_avg_msec to average them, or log a shorter run)"
+                );
+                return Err(JobError { job: cl.gen.spec.name.clone(), thread: cl.gen.spec.thread_number, reason }.into());
+            }
+        }
         if let Some(log) = &mut cl.iolog {
             let spec = &cl.gen.spec;
             log.record(now, io).map_err(|reason| JobError { job: spec.name.clone(), thread: spec.thread_number, reason })?;

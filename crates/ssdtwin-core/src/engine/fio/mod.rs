@@ -298,6 +298,7 @@ fn run_with(
         budgets,
         progress_unit,
         conv: None,
+        log_rows: 0,
     };
     // The host stack on the target namespace.
     if let Some(stack) = stack {
@@ -386,6 +387,8 @@ struct Runner<'a> {
     progress_unit: Option<ProgressUnit>,
     /// A converging run's samples and rule (converge.rs).
     conv: Option<Box<Converger>>,
+    /// Log rows the clones hold, counted as they issue (at most [`report::MAX_LOG_ROWS`]).
+    log_rows: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

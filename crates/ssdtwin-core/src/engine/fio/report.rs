@@ -240,7 +240,20 @@ pub struct CloneLogs {
     pub slat: Vec<LogRow>,
 }
 
+/// Log rows (write_bw_log, write_iops_log, write_lat_log, write_hist_log) a run may keep:
+/// they stay in memory until the run ends, ~40 bytes each in the engine and ~240 in Python
+/// as they are written out (2 GiB at the limit). fio streams its logs to disk; with
+/// `log_avg_msec=0` (its default) a bw, iops or latency log takes a row per I/O, and an hour
+/// of 4 KiB I/O at QD32 was 600 million rows, 24 GB, before the kernel killed the process.
+pub const MAX_LOG_ROWS: usize = 1 << 23;
+
 impl CloneLogs {
+    /// Rows of every log of the clone.
+    pub(crate) fn rows(&self) -> usize {
+        let rows = [&self.bw, &self.clat, &self.iops, &self.lat, &self.slat];
+        rows.iter().map(|r| r.len()).sum::<usize>() + self.clat_hist.len()
+    }
+
     /// Rows the logs can hold without growing (for the run's footprint).
     pub(crate) fn capacity(&self) -> usize {
         let rows = [&self.bw, &self.clat, &self.iops, &self.lat, &self.slat];

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
-use super::{decimal, At, Pacer, TraceError, TraceIo, TraceOp, TraceReader};
+use super::{decimal, not_decimal, At, Pacer, TraceError, TraceIo, TraceOp, TraceReader};
 use crate::workload::Ddir;
 
 /// The byte order mark some Windows tools write at the start of a UTF-8 text file: not part
@@ -201,7 +201,9 @@ impl<R: BufRead> CsvReader<R> {
             let want = cols.join(",");
             return Err(TraceError::new(at, format!("expected {} fields ({want}), got {}", cols.len(), fields.len())));
         }
-        let num = |i: usize| decimal(fields[i], u64::MAX).ok_or_else(|| TraceError::field(at, cols[i], fields[i], "not a decimal number"));
+        let num = |i: usize| {
+            decimal(fields[i], u64::MAX).ok_or_else(|| TraceError::field(at, cols[i], fields[i], not_decimal(fields[i], u64::MAX)))
+        };
         let io = match format {
             CsvFormat::Msr => {
                 let ddir = msr_type(fields[3]).ok_or_else(|| TraceError::field(at, cols[3], fields[3], "not Read or Write"))?;
@@ -356,6 +358,12 @@ mod tests {
         let cases = [
             (CsvFormat::Alibaba, "0,R,0,4096,1\n0,X,0,4096,2\n", "t.csv:2: opcode=X: not R or W"),
             (CsvFormat::Alibaba, "0,R,zero,4096,1\n", "t.csv:1: offset=zero: not a decimal number"),
+            (CsvFormat::Alibaba, "0,R,-4096,4096,1\n", "t.csv:1: offset=-4096: negative (allowed 0..18446744073709551615)"),
+            (
+                CsvFormat::Alibaba,
+                "0,R,0,4096,99999999999999999999\n",
+                "t.csv:1: timestamp=99999999999999999999: out of range (0..18446744073709551615)",
+            ),
             (CsvFormat::Alibaba, "0,R,0,4096\n", "t.csv:1: expected 5 fields (device_id,opcode,offset,length,timestamp), got 4"),
             (CsvFormat::Alibaba, "0,R,0,0,1\n", "t.csv:1: length=0: a zero-length I/O"),
             (CsvFormat::Tencent, "1,0,8,2,1\n", "t.csv:1: IOType=2: not 0 (read) or 1 (write)"),

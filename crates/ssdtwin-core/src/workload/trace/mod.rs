@@ -299,6 +299,19 @@ pub(crate) fn decimal(s: &[u8], max: u64) -> Option<u64> {
     (v <= max).then_some(v)
 }
 
+/// Why `s` is not a decimal of at most `max` ([`decimal`] said it is not): a negative
+/// number and one past `max` name the range.
+pub(crate) fn not_decimal(s: &[u8], max: u64) -> String {
+    let digits = |t: &[u8]| !t.is_empty() && t.iter().all(u8::is_ascii_digit);
+    if digits(s) {
+        format!("out of range (0..{max})")
+    } else if s.first() == Some(&b'-') && digits(&s[1..]) {
+        format!("negative (allowed 0..{max})")
+    } else {
+        "not a decimal number".to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
