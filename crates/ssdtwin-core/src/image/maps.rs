@@ -133,15 +133,27 @@ pub(super) struct DiskMaps {
     sums: MapsOnDisk,
 }
 
-impl DiskMaps {
-    /// Open the maps of the generation in `gdir`, committed with checksums `sums`.
-    pub(super) fn open(gdir: &Path, sums: MapsOnDisk) -> Result<DiskMaps, ImageError> {
+/// The map files of one generation, opened (and so held against its removal) before its
+/// checksums are known: the first step of a [`DiskMaps`].
+pub(super) struct PinnedMaps {
+    l2p: (PathBuf, File),
+    p2l: (PathBuf, File),
+}
+
+impl PinnedMaps {
+    /// Open the map files of the generation in `gdir`.
+    pub(super) fn open(gdir: &Path) -> Result<PinnedMaps, ImageError> {
         let pin = |name: &str| -> Result<(PathBuf, File), ImageError> {
             let p = gdir.join(name);
             let f = open_map(&p)?;
             Ok((p, f))
         };
-        Ok(DiskMaps { l2p: pin("l2p.bin")?, p2l: pin("p2l.bin")?, sums })
+        Ok(PinnedMaps { l2p: pin("l2p.bin")?, p2l: pin("p2l.bin")? })
+    }
+
+    /// The maps, committed with checksums `sums`.
+    pub(super) fn with_sums(self, sums: MapsOnDisk) -> DiskMaps {
+        DiskMaps { l2p: self.l2p, p2l: self.p2l, sums }
     }
 }
 

@@ -46,7 +46,7 @@ mod tests;
 
 pub use recovery::{Recovery, RecoveryAction};
 
-use maps::{save_array, DiskMaps};
+use maps::{save_array, PinnedMaps};
 use state_file::{decode_state, encode_state, Generation};
 
 use serde::{Deserialize, Serialize};
@@ -331,7 +331,20 @@ impl Image {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ImageError::Damaged { path: gpath, reason: "missing".into() }),
             Err(e) => return Err(e.into()),
         };
+        // Pin the generation's maps now, before the state is parsed and the controller built
+        // (milliseconds on a loaded machine): a writer that commits continuously removes a
+        // generation every few milliseconds, and a read-only open that pinned its maps only
+        // after the parse lost that race on every retry (a CI run read
+        // "gen-000126/l2p.bin: missing"). From CURRENT to the pin is one small read.
+        let pinned = PinnedMaps::open(&gdir)?;
         let g = decode_state(&gtext, &gpath)?;
+        #[cfg(test)]
+        tests::AFTER_STATE_READ.with(|h| {
+            if let Some(mut f) = h.take() {
+                f();
+                h.set(Some(f));
+            }
+        });
         let cfg = FtlConfig::from_spec(&spec);
         let damaged = |reason: String| ImageError::Damaged { path: gpath.clone(), reason };
         if g.l2p_entries != cfg.logical_ius as u64 || g.p2l_entries != cfg.physical_ius() as u64 {
@@ -345,9 +358,9 @@ impl Image {
             )));
         }
         let sums = MapsOnDisk { l2p_xxh3: g.l2p_xxh3, p2l_xxh3: g.p2l_xxh3, changes: changes_now };
-        // The maps load later (when first needed), from these files opened now: a writer in
+        // The maps load later (when first needed), from the files pinned above: a writer in
         // another process may remove this generation meanwhile (see `DiskMaps`).
-        let store = DiskMaps::open(&gdir, sums.clone())?;
+        let store = pinned.with_sums(sums.clone());
         let ctrl =
             Controller::from_parts(spec, g.controller, g.ftl, Box::new(store)).map_err(|e| damaged(format!("inconsistent state: {e}")))?;
         let mut img = Image {
@@ -441,8 +454,8 @@ impl Image {
             // The maps were linked (unchanged): the store's open files are the new
             // generation's too. Open them by their new names, so that errors name the
             // generation that exists; should that fail, the files held serve as well.
-            if let Ok(store) = DiskMaps::open(&self.dir.join(gen_name(next)), sums) {
-                self.ctrl.set_map_store(Box::new(store));
+            if let Ok(pinned) = PinnedMaps::open(&self.dir.join(gen_name(next))) {
+                self.ctrl.set_map_store(Box::new(pinned.with_sums(sums)));
             }
         }
         self.remove_stale_generations();

@@ -14,6 +14,10 @@ thread_local! {
     /// Run once by the next `open_once` of this thread between reading CURRENT and reading
     /// the journal: another process's commit landing in that instant.
     pub(super) static BEFORE_JOURNAL: std::cell::Cell<Option<Box<dyn FnOnce()>>> = const { std::cell::Cell::new(None) };
+    /// Run by every `open_once` of this thread after it has read the generation's state and
+    /// before it parses it (not by an open the hook itself makes): a writer that commits
+    /// while each attempt parses.
+    pub(super) static AFTER_STATE_READ: std::cell::Cell<Option<Box<dyn FnMut()>>> = const { std::cell::Cell::new(None) };
 }
 
 /// A small written image: sequential fill, then random writes (GC has work to do).
@@ -394,6 +398,35 @@ fn a_read_only_open_beside_a_committing_writer_is_never_damage() {
     let (failed, opens, commits) = opens;
     assert!(commits >= 10, "the writer must commit during the opens ({commits} commits)");
     assert!(failed.is_empty(), "{} of {opens} read-only opens failed, e.g. {}", failed.len(), failed[0]);
+}
+
+#[test]
+fn a_read_only_open_gets_through_a_writer_that_commits_during_every_parse() {
+    // A writer committing continuously removes a generation every few milliseconds. A
+    // read-only open that pinned its maps only after parsing the state and building the
+    // controller (milliseconds on a loaded machine) lost the race on each of its retries
+    // and called a sound image damaged (a CI run: "gen-000126/l2p.bin: missing"). Here the
+    // writer commits (and removes the reader's generation) during every attempt's parse.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("img");
+    drop(lightly_written(&d));
+    let server = d.clone();
+    let commits = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let counted = commits.clone();
+    AFTER_STATE_READ.with(|h| {
+        h.set(Some(Box::new(move || {
+            let mut w = Image::open(&server, true).unwrap();
+            w.ctrl.precondition(NsId(1), Pattern::Random, 4096, 64 << 10, 10 + u64::from(counted.get()), &mut |_, _| true).unwrap();
+            w.commit().unwrap();
+            counted.set(counted.get() + 1);
+        })))
+    });
+    let opened = Image::open(&d, false);
+    AFTER_STATE_READ.with(|h| h.set(None));
+    let mut view = opened.unwrap_or_else(|e| panic!("a sound image called damaged after {} commits: {e}", commits.get()));
+    assert_eq!(commits.get(), 1, "the first attempt holds its generation");
+    assert_eq!(view.generation() + 1, read_current(&d).unwrap().0, "the view is the generation before the writer's commit");
+    view.ctrl.check_full().unwrap();
 }
 
 /// A small image whose maps hold data (a little random writing), committed.
