@@ -94,6 +94,8 @@ class CommandPath:
     compare, so `cluster init` said "ssdtwin cluster")."""
 
     path = "ssdtwin"
+    # No command's context made yet: nothing has run, so an interrupt is one while starting.
+    started = False
 
 
 _recording_contexts: dict[type, type] = {}
@@ -113,6 +115,7 @@ def name_by_command_path(command: Any) -> None:
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 CommandPath.path = self.command_path
+                CommandPath.started = True
 
         ctx_class = _recording_contexts[base] = Recording
     command.context_class = ctx_class
@@ -987,6 +990,11 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
 
 def _exit_interrupted(prog: str) -> typer.Exit:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the message short
+    if not CommandPath.started and not Interrupt.by_sigterm:
+        # Before click made any command's context (the CLI's own imports): the line entry.py
+        # gives an interrupt earlier in the start-up, not a bare "ssdtwin: interrupted".
+        print("ssdtwin: interrupted while starting; nothing was changed", file=sys.stderr, flush=True)
+        sys.exit(130)
     if Interrupt.by_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print(f"{prog}: stopped by SIGTERM; {Interrupt.note.removeprefix('interrupted; ')}", file=sys.stderr, flush=True)
@@ -1006,7 +1014,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _main(argv: Optional[list[str]]) -> None:
     args = sys.argv[1:] if argv is None else argv
-    CommandPath.path = "ssdtwin"  # until click makes the first command's context
+    CommandPath.path, CommandPath.started = "ssdtwin", False  # until click makes the first command's context
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, Interrupt.on_sigint)
     status = 0
